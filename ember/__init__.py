@@ -1,0 +1,65 @@
+"""ember: a deep learning framework with PyTorch's API, on NumPy (CPU) and CuPy (CUDA).
+
+``import ember as torch`` runs ordinary PyTorch programs.
+"""
+
+import numpy as _np
+
+# NOTE [ Floating-point warnings ]
+# PyTorch computes inf/nan silently (1/0 is inf, log(-1) is nan). NumPy would warn on each;
+# ember follows PyTorch, so NumPy's floating-point warnings are turned off once here.
+_np.seterr(all="ignore")
+
+from ._core import dtype as _dtype_mod
+from ._core.device import device
+from ._core.dtype import (
+    bfloat16, can_cast, complex64, complex128, dtype, finfo, float16, float32, float64,
+    get_default_dtype, iinfo, int8, int16, int32, int64, promote_types, result_type,
+    set_default_dtype, uint8,
+)
+from ._core.layout import (
+    channels_last, channels_last_3d, contiguous_format, layout, memory_format,
+    preserve_format, sparse_coo, strided,
+)
+from ._core.size import Size
+from ._core.storage import TypedStorage, UntypedStorage
+from ._core.tensor import Tensor
+
+bool = _dtype_mod.bool_
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+cfloat, cdouble = complex64, complex128
+
+from . import _ops
+from ._ops import list_ops
+
+globals().update(_ops.functions)
+
+from . import autograd  # noqa: E402  (registers the autograd hooks in the dispatcher)
+from .autograd.grad_mode import (  # noqa: E402
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
+)
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    """True if ``obj`` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_storage(obj):
+    return isinstance(obj, (UntypedStorage, TypedStorage))
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def numel(input):
+    return input.numel()

@@ -1,0 +1,72 @@
+"""Argument normalisation shared by every op: dims, shapes, scalars.
+
+Each helper raises PyTorch's exception type with the op's name in the message, before any
+state is touched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+_int_types = (builtins.int, np.integer)
+
+
+def wrap_dim(dim, ndim, op_name="", *, allow_scalar=True):
+    """Normalise a possibly negative ``dim`` for a tensor of ``ndim`` dims.
+
+    Zero-dim tensors accept dims 0 and -1, as in PyTorch.
+    """
+    try:
+        d = operator.index(dim)
+    except TypeError:
+        raise TypeError(
+            f"{op_name}(): argument 'dim' must be int, not {type(dim).__name__}") from None
+    n = ndim if ndim > 0 or not allow_scalar else 1
+    if d < -n or d >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+            f"but got {d})")
+    return d + n if d < 0 else d
+
+
+def wrap_dims(dims, ndim, op_name=""):
+    """Normalise a dim or sequence of dims; repeated dims are an error."""
+    if isinstance(dims, _int_types) or hasattr(dims, "__index__") and not isinstance(
+            dims, (tuple, list)):
+        return (wrap_dim(dims, ndim, op_name),)
+    out = tuple(wrap_dim(d, ndim, op_name) for d in dims)
+    if len(set(out)) != len(out):
+        dup = next(d for d in out if out.count(d) > 1)
+        raise RuntimeError(f"{op_name}(): dim {dup} appears multiple times in the list of dims")
+    return out
+
+
+def as_shape(args, op_name="", *, allow_negative=False):
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(ember.Size([2, 3]))`` -> (2, 3)."""
+    if len(args) == 1 and not isinstance(args[0], _int_types) and not hasattr(
+            args[0], "__index__"):
+        args = args[0]
+        if args is None:
+            raise TypeError(f"{op_name}(): argument 'size' must be tuple of ints, not NoneType")
+    try:
+        shape = tuple(operator.index(s) for s in args)
+    except TypeError:
+        bad = next(s for s in args if not hasattr(s, "__index__"))
+        raise TypeError(
+            f"{op_name}(): argument 'size' must be tuple of ints, but found element of type "
+            f"{type(bad).__name__}") from None
+    if not allow_negative:
+        for s in shape:
+            if s < 0:
+                raise RuntimeError(
+                    f"{op_name}(): Trying to create tensor with negative dimension {s}: "
+                    f"{list(shape)}")
+    return shape
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (builtins.int, builtins.float, builtins.complex, builtins.bool,
+                          np.number, np.bool_))

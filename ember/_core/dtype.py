@@ -1,0 +1,299 @@
+"""ember dtypes, PyTorch's type-promotion lattice, finfo/iinfo and the default dtype.
+
+Every ember dtype wraps one NumPy dtype (bfloat16 comes from ``ml_dtypes``). Kernels work on
+NumPy dtypes; the public API speaks ember dtypes. The two maps ``to_np`` / ``from_np``
+convert, and both are plain dict look-ups so the hot path can use them freely.
+
+NOTE [ Type promotion ]
+PyTorch, not NumPy, decides result dtypes. Operands fall in three priority groups:
+tensors with dimensions, zero-dim tensors, and Python scalars ("wrapped numbers"). Each group
+is promoted on its own; a lower-priority group only matters when its *category*
+(bool < integer < floating < complex) is higher than the groups above it. A Python float
+counts as the default dtype and a Python complex as the matching complex dtype. So
+``int_tensor + 1.5`` is float32, ``float16_tensor + 1.5`` stays float16, and
+``int32_tensor + int64_zero_dim`` stays int32. ``result_type`` implements it.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "dtype", "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "promote_types",
+    "can_cast", "result_type",
+]
+
+BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    """A tensor element type (``ember.float32``, ``ember.int64``, ...)."""
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
+                 "category", "scalar_name", "_aliases")
+
+    def __init__(self, name, np_dtype, category, scalar_name, aliases=()):
+        self.name = name
+        self.scalar_name = scalar_name  # PyTorch's C++ name, used in error messages
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = category
+        self.is_floating_point = category == FLOAT
+        self.is_complex = category == COMPLEX
+        self.is_signed = name not in ("bool", "uint8")
+        self._aliases = aliases
+
+    def __repr__(self):
+        return "ember." + self.name
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+    def to_real(self):
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self):
+        return {float32: complex64, float64: complex128, float16: complex64,
+                bfloat16: complex64}.get(self, self)
+
+    @property
+    def is_quantized(self):
+        return False
+
+
+bool_ = dtype("bool", np.bool_, BOOL, "Bool")
+uint8 = dtype("uint8", np.uint8, INT, "Byte")
+int8 = dtype("int8", np.int8, INT, "Char")
+int16 = dtype("int16", np.int16, INT, "Short", ("short",))
+int32 = dtype("int32", np.int32, INT, "Int", ("int",))
+int64 = dtype("int64", np.int64, INT, "Long", ("long",))
+float16 = dtype("float16", np.float16, FLOAT, "Half", ("half",))
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOAT, "BFloat16")
+float32 = dtype("float32", np.float32, FLOAT, "Float", ("float",))
+float64 = dtype("float64", np.float64, FLOAT, "Double", ("double",))
+complex64 = dtype("complex64", np.complex64, COMPLEX, "ComplexFloat", ("cfloat",))
+complex128 = dtype("complex128", np.complex128, COMPLEX, "ComplexDouble", ("cdouble",))
+
+all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+              complex64, complex128)
+
+#: ember dtype -> NumPy dtype, and back. NumPy dtypes hash by value, so any equal dtype hits.
+to_np = {d: d.np for d in all_dtypes}
+from_np = {d.np: d for d in all_dtypes}
+
+_by_name = {}
+for _d in all_dtypes:
+    _by_name[_d.name] = _d
+    for _a in _d._aliases:
+        _by_name[_a] = _d
+
+
+def _dtype_by_name(name):
+    return _by_name[name]
+
+
+def lookup(spec):
+    """Turn anything dtype-like (ember dtype, NumPy dtype or type, Python type, name) into an
+    ember dtype; raise TypeError for anything else."""
+    if spec.__class__ is dtype:
+        return spec
+    if spec is builtins.float:
+        return float64
+    if spec is builtins.int:
+        return int64
+    if spec is builtins.bool:
+        return bool_
+    if spec is builtins.complex:
+        return complex128
+    if isinstance(spec, str):
+        name = spec[6:] if spec.startswith("torch.") else spec
+        name = name[6:] if name.startswith("ember.") else name
+        if name in _by_name:
+            return _by_name[name]
+        raise TypeError(f"invalid dtype name {spec!r}")
+    try:
+        return from_np[np.dtype(spec)]
+    except (TypeError, KeyError):
+        raise TypeError(f"expected an ember dtype, got {spec!r} ({type(spec).__name__})") from None
+
+
+# --------------------------------------------------------------------------------------------
+# default dtype
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The floating dtype used for Python floats and new floating tensors (float32 at start)."""
+    return _default[0]
+
+
+def set_default_dtype(d) -> None:
+    d = lookup(d)
+    if d not in (float16, bfloat16, float32, float64):
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+    _result_cache.clear()
+
+
+def default_complex():
+    return complex128 if _default[0] is float64 else complex64
+
+
+# --------------------------------------------------------------------------------------------
+# promotion
+
+_INT_ORDER = {uint8: 0, int8: 0, int16: 1, int32: 2, int64: 3}
+_FLOAT_ORDER = {float16: 0, bfloat16: 0, float32: 1, float64: 2}
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's lattice."""
+    a, b = lookup(a), lookup(b)
+    if a is b:
+        return a
+    ca, cb = a.category, b.category
+    if ca < cb:
+        a, b, ca, cb = b, a, cb, ca
+    # now a has the higher (or equal) category
+    if ca == BOOL:
+        return a
+    if ca == COMPLEX:
+        if cb == COMPLEX:
+            return complex128 if complex128 in (a, b) else complex64
+        if b is float64:
+            return complex128
+        return a
+    if ca == FLOAT:
+        if cb != FLOAT:
+            return a
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if _FLOAT_ORDER[a] >= _FLOAT_ORDER[b] else b
+    if cb == BOOL:
+        return a
+    # two integers: uint8 with a signed type needs a wider signed type
+    if a is uint8 or b is uint8:
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if _INT_ORDER[a] >= _INT_ORDER[b] else b
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """PyTorch's same-kind rule: never to a lower category (float->int, complex->float...)."""
+    from_, to = lookup(from_), lookup(to)
+    return from_.category <= to.category
+
+
+def _combine(higher, lower):
+    """Merge the promotion result of a lower-priority group into a higher one."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.category == COMPLEX:
+        return higher
+    if lower.category == COMPLEX:
+        return higher.to_complex() if higher.category == FLOAT else lower
+    if higher.category == FLOAT:
+        return higher
+    if higher is bool_ or lower.category == FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(value):
+    """The dtype a Python scalar stands for when it meets tensors (see NOTE [ Type promotion ])."""
+    t = type(value)
+    if t is builtins.bool or t is np.bool_:
+        return bool_
+    if t is builtins.int or isinstance(value, np.integer):
+        return int64
+    if t is builtins.float or isinstance(value, np.floating):
+        return _default[0]
+    if t is builtins.complex or isinstance(value, np.complexfloating):
+        return default_complex()
+    raise TypeError(f"expected a Tensor or a number, got {t.__name__}")
+
+
+_result_cache: dict = {}
+
+
+def result_type_of(dims, zero_dims, scalars):
+    """Promote three priority groups of dtypes (tuples of ember dtypes) PyTorch's way."""
+    key = (dims, zero_dims, scalars)
+    r = _result_cache.get(key)
+    if r is None:
+        groups = []
+        for group in key:
+            acc = None
+            for d in group:
+                acc = d if acc is None else promote_types(acc, d)
+            groups.append(acc)
+        r = _combine(groups[0], _combine(groups[1], groups[2]))
+        _result_cache[key] = r
+    return r
+
+
+def result_type(*operands) -> dtype:
+    """``ember.result_type``: the dtype an element-wise op on ``operands`` produces."""
+    dims, zero, scal = [], [], []
+    for x in operands:
+        d = getattr(x, "_data", None)
+        if d is not None:
+            (dims if d.ndim else zero).append(from_np[d.dtype])
+        else:
+            scal.append(scalar_dtype(x))
+    return result_type_of(tuple(dims), tuple(zero), tuple(scal))
+
+
+# --------------------------------------------------------------------------------------------
+# finfo / iinfo
+
+
+class finfo:
+    """Machine limits of a floating dtype, as ``torch.finfo``."""
+
+    def __init__(self, type=None):
+        d = _default[0] if type is None else lookup(type)
+        if d.category == COMPLEX:
+            d = d.to_real()
+        if d.category != FLOAT:
+            raise TypeError(f"finfo: expected a floating point dtype, got {d}")
+        info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = self.tiny
+        self.resolution = float(info.resolution)
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer (or bool) dtype, as ``torch.iinfo``."""
+
+    def __init__(self, type):
+        d = lookup(type)
+        if d.category > INT:
+            raise TypeError(f"iinfo: expected an integer dtype, got {d}")
+        if d is bool_:
+            self.bits, self.min, self.max = 8, 0, 1
+        else:
+            info = np.iinfo(d.np)
+            self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -1,0 +1,43 @@
+"""``ember.Size``: the type of ``Tensor.shape``, a tuple of ints."""
+
+from __future__ import annotations
+
+
+class Size(tuple):
+    """A tuple subclass describing a tensor's shape."""
+
+    __slots__ = ()
+
+    def __new__(cls, seq=()):
+        return tuple.__new__(cls, (int(s) for s in seq))
+
+    def __repr__(self):
+        return f"ember.Size([{', '.join(map(str, self))}])"
+
+    def __getitem__(self, key):
+        r = tuple.__getitem__(self, key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))

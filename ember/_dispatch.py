@@ -1,0 +1,274 @@
+"""The dispatcher: from a declared op and its tensor inputs to a backend kernel and back.
+
+A call goes: public function (argument normalisation) -> ``apply`` -> [autograd records a
+Node when grad mode is on and an input requires grad] -> backend kernel -> wrap the result.
+
+NOTE [ Hot path ]
+The common case -- nothing requires grad -- must cost a kernel look-up, the kernel call and
+one Tensor construction. So: the kernel table is keyed by the *array type* of the first
+input (``numpy.ndarray`` -> the CPU kernel), grad mode is read only after some input turned
+out to require grad, and nothing here parses keywords or builds dicts on that path.
+
+Autograd, forward-mode AD and the profiler are layers above the backends. They plug in by
+assigning the module-level hooks below (``record``, ``check_inplace``, ``commit_inplace``);
+the core knows nothing of them.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ._core import dtype as _dt
+from ._core.device import device
+from ._core.tensor import Tensor, wrap
+
+# --------------------------------------------------------------------------------------------
+# backends: array type -> (device type, array namespace)
+
+
+class Backend:
+    """A device type's array library: ``xp`` is NumPy for 'cpu', CuPy for 'cuda'."""
+
+    __slots__ = ("name", "xp", "array_type", "device_of", "to_device")
+
+    def __init__(self, name, xp, array_type, device_of, to_device):
+        self.name = name
+        self.xp = xp
+        self.array_type = array_type
+        self.device_of = device_of  # array -> ember.device
+        self.to_device = to_device  # array of any backend -> array of this backend
+
+
+_cpu_device = device("cpu")
+backends_by_type: dict = {}
+backends_by_name: dict = {}
+
+
+def register_backend(backend: Backend) -> None:
+    backends_by_type[backend.array_type] = backend
+    backends_by_name[backend.name] = backend
+
+
+def _to_cpu(a):
+    return a if type(a) is np.ndarray else a.get()
+
+
+register_backend(Backend("cpu", np, np.ndarray, lambda a: _cpu_device, _to_cpu))
+
+
+def backend_of(array) -> Backend:
+    try:
+        return backends_by_type[type(array)]
+    except KeyError:
+        raise TypeError(f"ember: no backend holds arrays of type {type(array).__name__}") from None
+
+
+def xp_of(array):
+    return backends_by_type[type(array)].xp
+
+
+# --------------------------------------------------------------------------------------------
+# grad mode (thread-local; read only when an input requires grad, see NOTE [ Hot path ])
+
+
+class _ThreadState(threading.local):
+    grad_enabled = True
+    inference_mode = False
+
+
+state = _ThreadState()
+
+# Hooks filled by ember.autograd. Until it is imported nothing records.
+#   record(op, inputs, params, outputs) -> None      attach grad_fn to outputs
+#   check_inplace(tensor, opname) -> None            raise if an in-place op is not allowed
+#   commit_inplace(tensor, result) -> None           rebase tensor's history onto result's
+record = None
+check_inplace = None
+commit_inplace = None
+
+
+def needs_grad(tensors) -> bool:
+    """True when autograd must record: grad mode is on and some input requires grad."""
+    for t in tensors:
+        if t is not None and t._rg:
+            return state.grad_enabled
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# apply
+
+
+class _Missing(Exception):
+    pass
+
+
+def _result_arrays(op, res, at):
+    """Zero-dim results must stay arrays: NumPy returns scalars for them."""
+    if type(res) is at:
+        return res
+    if isinstance(res, tuple):
+        return tuple(r if type(r) is at else backends_by_type[at].xp.asarray(r) for r in res)
+    return backends_by_type[at].xp.asarray(res)
+
+
+def device_mismatch(op_name, a, b):
+    da = backend_of(a).device_of(a)
+    db = backend_of(b).device_of(b)
+    return RuntimeError(
+        f"{op_name}: expected all tensors to be on the same device, but found at least two "
+        f"devices, {da} and {db}!")
+
+
+def apply(op, inputs, params, out=None):
+    """Run ``op`` on ``inputs`` (a tuple of Tensors or None) with static ``params``.
+
+    Returns a Tensor, or a tuple of Tensors for multi-output ops. ``out`` receives the result
+    when given (PyTorch's ``out=`` contract: resized if empty, dtype checked).
+    """
+    first = None
+    for t in inputs:
+        if t is not None:
+            first = t._data
+            break
+    at = type(first)
+    impl = op.impl.get(at)
+    if impl is None:
+        impl = op.resolve(at)
+    arrays = []
+    for t in inputs:
+        if t is None:
+            arrays.append(None)
+        else:
+            a = t._data
+            if type(a) is not at:
+                a = _coerce_device(op.name, first, a)
+            arrays.append(a)
+    res = impl(*arrays, **params)
+    if type(res) is not at:
+        res = _result_arrays(op, res, at)
+    if op.view_of is not None:
+        outputs = _wrap_views(inputs[op.view_of], res)
+    elif type(res) is tuple:
+        outputs = tuple(wrap(r) for r in res)
+    else:
+        outputs = wrap(res)
+    if record is not None and needs_grad(inputs):
+        record(op, inputs, params, outputs)
+    if out is not None:
+        return write_out(op.name, out, outputs)
+    return outputs
+
+
+def _coerce_device(op_name, first, a):
+    """A zero-dim CPU tensor may join tensors on another device, as a scalar does."""
+    if type(a) is np.ndarray and a.ndim == 0:
+        return backends_by_type[type(first)].xp.asarray(a)
+    if type(first) is np.ndarray and first.ndim == 0:
+        # the first input is the CPU scalar; the kernel resolves on its type, so fail clearly
+        pass
+    raise device_mismatch(op_name, first, a)
+
+
+def _wrap_views(base, res):
+    """Outputs of a view op share storage and version counter with their base."""
+    root = base if base._base is None else base._base
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = base._vc = [0]
+    if type(res) is tuple:
+        outs = tuple(wrap(r) for r in res)
+        for o in outs:
+            o._base = root
+            o._vc = vc
+        return outs
+    o = wrap(res)
+    o._base = root
+    o._vc = vc
+    return o
+
+
+# --------------------------------------------------------------------------------------------
+# out= and in-place
+
+
+def _torch_name(d):
+    return d.scalar_name
+
+
+def write_out(op_name, out, result):
+    """Copy ``result`` into the user's ``out`` tensor(s) following PyTorch's rules."""
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{op_name}(): out= expects a tuple of {len(result)} tensors")
+        for o, r in zip(out, result):
+            write_out(op_name, o, r)
+        return type(result)(out) if type(result) is tuple else out
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op_name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._rg and state.grad_enabled and (result._rg or out._rg):
+        raise RuntimeError(
+            f"{op_name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad.")
+    rd, od = result._data, out._data
+    if not _dt.can_cast(_dt.from_np[rd.dtype], _dt.from_np[od.dtype]):
+        raise RuntimeError(
+            f"{op_name}(): result type {_dt.from_np[rd.dtype].scalar_name} can't be cast to "
+            f"the desired output type {_dt.from_np[od.dtype].scalar_name}")
+    if type(rd) is not type(od):
+        raise device_mismatch(op_name, od, rd)
+    if od.shape != rd.shape:
+        out._set_data(backends_by_type[type(rd)].xp.empty(rd.shape, od.dtype))
+        od = out._data
+    od[...] = rd
+    out._bump()
+    return out
+
+
+def check_overlap(op_name, t):
+    """In-place writes into an expanded tensor would race on shared elements."""
+    a = t._data
+    for n, s in zip(a.shape, a.strides):
+        if s == 0 and n > 1:
+            raise RuntimeError(
+                f"{op_name}: unsupported operation: more than one element of the written-to "
+                "tensor refers to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
+
+
+def check_inplace_result(op_name, self, rd):
+    """The dtype and shape rules for writing an op's result into ``self``."""
+    sd = self._data
+    if rd.dtype != sd.dtype:
+        rdt, sdt = _dt.from_np[rd.dtype], _dt.from_np[sd.dtype]
+        if not _dt.can_cast(rdt, sdt):
+            raise RuntimeError(
+                f"{op_name}: result type {rdt.scalar_name} can't be cast to the desired "
+                f"output type {sdt.scalar_name}")
+    if rd.shape != sd.shape:
+        raise RuntimeError(
+            f"{op_name}: output with shape {list(sd.shape)} doesn't match the broadcast "
+            f"shape {list(rd.shape)}")
+
+
+def commit_inplace_result(op_name, self, compute):
+    """Generic in-place: run ``compute()`` out of place, then write its result into ``self``.
+
+    Autograd's checks run before anything is computed or written, and the in-place op's
+    graph node becomes ``self``'s history (NOTE [ In-place ops and autograd ] in autograd).
+    """
+    if check_inplace is not None:
+        check_inplace(self, op_name)
+    check_overlap(op_name, self)
+    r = compute()
+    rd = r._data
+    check_inplace_result(op_name, self, rd)
+    sd = self._data
+    if rd is not sd:
+        sd[...] = rd
+    self._bump()
+    if r._grad_fn is not None and commit_inplace is not None:
+        commit_inplace(self, r)
+    return self

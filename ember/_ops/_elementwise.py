@@ -1,0 +1,348 @@
+"""Machinery shared by all element-wise ops: promotion, scalars, broadcasting, in-place, out=.
+
+An element-wise op is an ``ElementwiseOp``: an ``Op`` whose kernel maps arrays to an array
+of the broadcast shape, plus a dtype rule (``promote``) saying how PyTorch's promoted dtype
+(NOTE [ Type promotion ] in ember/_core/dtype.py) becomes the dtype the kernel computes in
+and the dtype of the result:
+
+- ``"same"``     compute and return the promoted dtype (add, mul, maximum, ...)
+- ``"float"``    integers and bool compute in the default float dtype (div, exp, sin, ...)
+- ``"compare"``  compute in the promoted dtype, return bool (eq, lt, isnan, ...)
+- ``"int"``      integers and bool only (bitwise ops, shifts, gcd)
+- ``"logical"``  any input dtype, return bool (logical_and, ...)
+- ``"real"``     like "float" but complex inputs return their real dtype (abs, angle)
+
+``binary``/``unary`` are the fast paths used by operators and methods; ``elementwise``
+handles any arity and every corner (scalars that overflow, bfloat16, zero-dim tensors,
+mixed devices). See NOTE [ Hot path ] in ember/_dispatch.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.tensor import Tensor
+from ._registry import Op
+
+_new = object.__new__
+_from_np = _dt.from_np
+_BF16 = _dt.bfloat16.np
+_scalar_types = (int, float, bool, complex, np.number, np.bool_)
+
+_CATEGORY_NAMES = {0: "Bool", 1: "integer", 2: "floating point", 3: "complex"}
+
+
+class ElementwiseOp(Op):
+    """An element-wise op; see the module docstring for ``promote``.
+
+    ``allow`` is the set of dtype categories the op accepts (0 bool, 1 int, 2 float,
+    3 complex); others raise PyTorch's "not implemented for '<dtype>'" RuntimeError.
+    """
+
+    def __init__(self, name, kernel=None, *, promote="same", allow=(0, 1, 2, 3), **kw):
+        super().__init__(name, kernel, **kw)
+        self.promote = promote
+        self.allow = frozenset(allow)
+        # dtypes for which same-dtype tensor inputs go straight to the kernel and the result
+        # keeps that dtype (see ``binary``)
+        if promote in ("same", "int"):
+            direct = [d for d in _dt.all_dtypes if d.category in self.allow]
+            if promote == "int":
+                direct = [d for d in direct if d.category <= 1]
+        elif promote in ("float", "real"):
+            direct = [d for d in _dt.all_dtypes if d.category == 2 and 2 in self.allow]
+            if promote == "float":
+                direct += [d for d in _dt.all_dtypes if d.category == 3 and 3 in self.allow]
+        else:
+            direct = []
+        self.direct = frozenset(d.np for d in direct if d is not _dt.bfloat16)
+        self._rules = {}
+
+    def rule(self, common):
+        """(compute dtype, result dtype) for the promoted dtype ``common``."""
+        r = self._rules.get(common)
+        if r is None:
+            r = self._rules[common] = self._make_rule(common)
+        return r
+
+    def _make_rule(self, c):
+        cat = c.category
+        p = self.promote
+        if p == "float" or p == "real":
+            if cat < 2:
+                c = _dt.get_default_dtype()
+        elif p == "int" and cat > 1:
+            raise RuntimeError(f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+        if c.category not in self.allow:
+            raise RuntimeError(f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+        if p in ("compare", "logical"):
+            return c, _dt.bool_
+        if p == "real" and c.category == 3:
+            return c, c.to_real()
+        return c, c
+
+
+# ------------------------------------------------------------------------------------------------
+# the general path
+
+
+def _type_error(op, x):
+    return TypeError(
+        f"{op.name}(): expected a Tensor or a number as argument, but got {type(x).__name__}")
+
+
+def promote(op, args):
+    """(compute dtype, result dtype, first array) for ``args`` (Tensors and scalars)."""
+    dims, zeros, scal = [], [], []
+    first = None
+    for x in args:
+        if isinstance(x, Tensor):
+            d = x._data
+            if first is None or (first.ndim == 0 and d.ndim):
+                first = d
+            (dims if d.ndim else zeros).append(_from_np[d.dtype])
+        elif isinstance(x, _scalar_types):
+            scal.append(_dt.scalar_dtype(x))
+        else:
+            raise _type_error(op, x)
+    common = _dt.result_type_of(tuple(dims), tuple(zeros), tuple(scal))
+    compute, result = op.rule(common)
+    return compute, result, first
+
+
+def _scalar_array(x, cnp, at):
+    """A Python int out of ``cnp``'s range wraps around, as PyTorch's casts do."""
+    xp = _dispatch.backends_by_type[at].xp
+    return xp.asarray(np.asarray(x).astype(cnp))
+
+
+def elementwise(op, args, params=None, out=None):
+    """Run element-wise ``op`` on ``args`` (Tensors and Python scalars): promotion, device
+    checks, broadcasting (by the kernel), autograd, and ``out=``."""
+    compute, result, first = promote(op, args)
+    if first is None:
+        raise _type_error(op, args[0])
+    at = type(first)
+    cnp = compute.np
+    arrays = []
+    for x in args:
+        if isinstance(x, Tensor):
+            a = x._data
+            if type(a) is not at:
+                if a.ndim == 0:
+                    a = _dispatch.backends_by_type[at].xp.asarray(a)
+                else:
+                    raise _dispatch.device_mismatch(op.name, first, a)
+            arrays.append(a if a.dtype == cnp else a.astype(cnp))
+        elif cnp == _BF16 or not isinstance(x, (int, float, complex)):
+            arrays.append(_scalar_array(x, cnp, at))
+        else:
+            arrays.append(x)
+    f = op.impl.get(at) or op.resolve(at)
+    try:
+        r = f(*arrays, **params) if params else f(*arrays)
+    except OverflowError:
+        arrays = [_scalar_array(a, cnp, at) if isinstance(a, (int, float, complex)) else a
+                  for a in arrays]
+        r = f(*arrays, **params) if params else f(*arrays)
+    except ValueError as e:
+        raise _broadcast_error(op, args) if "broadcast" in str(e) else e
+    if type(r) is not at:
+        r = _dispatch.backends_by_type[at].xp.asarray(r)
+    rnp = result.np
+    if r.dtype != rnp:
+        r = r.astype(rnp)
+    t = _new(Tensor)
+    t._data = r
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    t._vc = None
+    if _dispatch.record is not None:
+        tensors = tuple(x for x in args if isinstance(x, Tensor))
+        if _dispatch.needs_grad(tensors):
+            _dispatch.record(op, _tensor_args(args), params or {}, t)
+    if out is not None:
+        return _dispatch.write_out(op.name, out, t)
+    return t
+
+
+def _tensor_args(args):
+    """Autograd sees tensors only: scalars become zero-dim constants the formulas can use."""
+    return tuple(x if isinstance(x, Tensor) else _const(x) for x in args)
+
+
+def _const(x):
+    t = _new(Tensor)
+    t._data = np.asarray(x)
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    t._vc = None
+    return t
+
+
+def _broadcast_error(op, args):
+    shapes = [list(x._data.shape) for x in args if isinstance(x, Tensor)]
+    return RuntimeError(
+        f"{op.name}: the shapes of the operands {shapes} cannot be broadcast together "
+        "(sizes must match or be 1 in each dimension, aligned from the right)")
+
+
+def elementwise_inplace(op, self, args, params=None):
+    """``self.op_(*args)``: compute in the promoted dtype and write into ``self``.
+
+    PyTorch's rules: the result dtype must cast to self's dtype within its category, and the
+    broadcast shape must equal self's shape.
+    """
+    if not isinstance(self, Tensor):
+        raise _type_error(op, self)
+    if self._rg or _any_rg(args):
+        if _dispatch.check_inplace is not None:
+            _dispatch.check_inplace(self, op.name + "_")
+        return _dispatch.commit_inplace_result(
+            op.name + "_", self, lambda: elementwise(op, (self,) + tuple(args), params))
+    _dispatch.check_overlap(op.name + "_", self)
+    compute, result, first = promote(op, (self,) + tuple(args))
+    sd = self._data
+    sdt = _from_np[sd.dtype]
+    if result is not sdt and not _dt.can_cast(result, sdt):
+        raise RuntimeError(
+            f"{op.name}_: result type {result.scalar_name} can't be cast to the desired "
+            f"output type {sdt.scalar_name}")
+    at = type(sd)
+    cnp = compute.np
+    arrays = [sd if sd.dtype == cnp else sd.astype(cnp)]
+    for x in args:
+        if isinstance(x, Tensor):
+            a = x._data
+            if type(a) is not at:
+                if a.ndim == 0:
+                    a = _dispatch.backends_by_type[at].xp.asarray(a)
+                else:
+                    raise _dispatch.device_mismatch(op.name + "_", sd, a)
+            if a.shape != sd.shape:
+                _check_inplace_broadcast(op, sd.shape, a.shape)
+            arrays.append(a if a.dtype == cnp else a.astype(cnp))
+        elif cnp == _BF16 or not isinstance(x, (int, float, complex)):
+            arrays.append(_scalar_array(x, cnp, at))
+        else:
+            arrays.append(x)
+    f = op.impl.get(at) or op.resolve(at)
+    direct = arrays[0] is sd and op.ufunc is not None and result.np == sd.dtype
+    try:
+        if direct:
+            f(*arrays, out=sd, **(params or {}))
+        else:
+            r = f(*arrays, **params) if params else f(*arrays)
+            sd[...] = r
+    except OverflowError:
+        arrays = [_scalar_array(a, cnp, at) if isinstance(a, (int, float, complex)) else a
+                  for a in arrays]
+        r = f(*arrays, **params) if params else f(*arrays)
+        sd[...] = r
+    self._bump()
+    return self
+
+
+def _any_rg(args):
+    for x in args:
+        if isinstance(x, Tensor) and x._rg:
+            return True
+    return False
+
+
+def _check_inplace_broadcast(op, shape, other):
+    try:
+        b = np.broadcast_shapes(shape, other)
+    except ValueError:
+        b = None
+    if b != tuple(shape):
+        if b is None:
+            raise RuntimeError(
+                f"{op.name}_: the size of tensor a ({list(shape)}) must match the size of "
+                f"tensor b ({list(other)}) at non-singleton dimensions")
+        raise RuntimeError(
+            f"{op.name}_: output with shape {list(shape)} doesn't match the broadcast shape "
+            f"{list(b)}")
+
+
+# ------------------------------------------------------------------------------------------------
+# fast paths
+
+
+def binary(op, a, b):
+    """``a <op> b`` for the Python operators and methods. See NOTE [ Hot path ]."""
+    if isinstance(b, Tensor) and isinstance(a, Tensor):
+        ad = a._data
+        bd = b._data
+        at = ad.__class__
+        if ad.dtype is bd.dtype and at is bd.__class__ and ad.dtype in op.direct:
+            f = op.impl.get(at) or op.resolve(at)
+            try:
+                r = f(ad, bd)
+            except ValueError:
+                raise _broadcast_error(op, (a, b)) from None
+            if r.__class__ is not at:
+                r = _dispatch.backends_by_type[at].xp.asarray(r)
+            t = _new(Tensor)
+            t._data = r
+            t._rg = False
+            t._grad_fn = None
+            t._base = None
+            t._vc = None
+            if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
+                _dispatch.record(op, (a, b), {}, t)
+            return t
+    elif isinstance(a, Tensor) and (b.__class__ is float or b.__class__ is int):
+        ad = a._data
+        # a Python int or float keeps a floating tensor's dtype (NumPy's weak scalars agree)
+        if ad.dtype.kind == "f" and ad.dtype in op.direct:
+            at = ad.__class__
+            f = op.impl.get(at) or op.resolve(at)
+            r = f(ad, b)
+            if r.__class__ is not at:
+                r = _dispatch.backends_by_type[at].xp.asarray(r)
+            t = _new(Tensor)
+            t._data = r
+            t._rg = False
+            t._grad_fn = None
+            t._base = None
+            t._vc = None
+            if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+                _dispatch.record(op, (a, _const(b)), {}, t)
+            return t
+    return elementwise(op, (a, b))
+
+
+def rbinary(op, a, b):
+    """Reflected operator ``b <op> a`` (``2 - t``)."""
+    if not isinstance(b, _scalar_types):
+        return NotImplemented
+    return elementwise(op, (b, a))
+
+
+def unary(op, a):
+    """``op(a)`` for one tensor input and no params."""
+    if isinstance(a, Tensor):
+        ad = a._data
+        if ad.dtype in op.direct:
+            at = ad.__class__
+            f = op.impl.get(at) or op.resolve(at)
+            r = f(ad)
+            if r.__class__ is not at:
+                r = _dispatch.backends_by_type[at].xp.asarray(r)
+            t = _new(Tensor)
+            t._data = r
+            t._rg = False
+            t._grad_fn = None
+            t._base = None
+            t._vc = None
+            if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+                _dispatch.record(op, (a,), {}, t)
+            return t
+    elif not isinstance(a, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    return elementwise(op, (a,))

@@ -1,0 +1,203 @@
+"""The operator registry: every op is declared once, here described.
+
+An op is declared in ``ember/_ops/<family>.py`` in two parts that sit side by side:
+
+1. An ``Op`` -- the kernel (written once against the array namespace ``xp``, so NumPy and
+   CuPy share it), optional per-backend overrides, and the derivative formulas::
+
+       def _mul_vjp(g, a, b):
+           return g * b.conj(), g * a.conj()
+
+       mul_op = Op("mul", ufunc="multiply", vjp=_mul_vjp)
+
+2. The public function, decorated with ``@public``, which normalises arguments once and
+   calls the dispatcher (``apply``) or a family helper. ``@public`` exposes it as
+   ``ember.<name>`` and, when asked, as the method ``Tensor.<name>``, the in-place method
+   ``Tensor.<name>_`` and dunders. The function's own signature and docstring are the
+   documentation, and ``list_ops()`` reports it.
+
+NOTE [ Derivative formulas ]
+``vjp(g, *inputs, **params)`` returns one gradient per tensor input (a tensor or None; a bare
+tensor is accepted for single-input ops). It is written in ember ops so that create_graph
+gives higher derivatives for free. ``g`` is the output's gradient (a tuple of them for
+multi-output ops; None entries for outputs that got no gradient). ``inputs`` are the
+tensor inputs in order; an input whose parameter name starts with ``_`` is not needed by the
+formula, is not saved, and arrives as None -- that is how an op says what it keeps alive.
+A keyword-only parameter named ``out`` receives the op's (first) result, saved for the
+purpose. The remaining keyword parameters receive the op's static params by name.
+Formulas need not reduce broadcast gradients nor cast them: the engine sums each gradient
+to its input's shape and casts it to its input's dtype (ARCHITECTURE.md section 3).
+
+``jvp(x_dots, *inputs, out, **params)`` is the forward-mode slot: ``x_dots`` holds one
+tangent (or None) per tensor input; it returns the output tangent(s). Ops flagged
+``linear=True`` get their jvp from applying the op to the tangents.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .._dispatch import backends_by_type
+from .._core.tensor import Tensor
+
+#: name -> Op, every op ever declared
+ops: dict = {}
+#: name -> public function exposed as ember.<name>
+functions: dict = {}
+
+
+class Op:
+    """One operator: kernel(s), derivative formulas and metadata. See the module docstring."""
+
+    def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
+                 differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,
+                 doc=None):
+        if name in ops:
+            raise RuntimeError(f"op {name!r} is declared twice")
+        if kernel is None and ufunc is None:
+            raise ValueError(f"op {name!r}: give a kernel or a ufunc name")
+        self.name = name
+        self.kernel = kernel  # kernel(xp, *arrays, **params)
+        self.ufunc = ufunc  # name of an xp ufunc implementing the op exactly
+        self.overrides = dict(overrides or {})  # backend name -> kernel(*arrays, **params)
+        self.impl = {}  # array type -> callable(*arrays, **params), filled lazily
+        self.differentiable = differentiable and (vjp is not None)
+        self.nondiff_outputs = tuple(nondiff_outputs)
+        self.view_of = view_of  # index of the input the output is a view of
+        self.linear = linear
+        self.doc = doc
+        self.vjp = None
+        self.saved_inputs = ()
+        self.saves_out = False
+        self.param_names = ()
+        if vjp is not None:
+            self.defvjp(vjp)
+        self.jvp = jvp
+        ops[name] = self
+
+    # -- derivative formulas ------------------------------------------------------------------
+
+    def defvjp(self, fn):
+        """Attach the reverse-mode formula (usable as a decorator)."""
+        sig = inspect.signature(fn)
+        positional, keywords = [], []
+        for p in list(sig.parameters.values())[1:]:
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                positional.append(p.name)
+            elif p.kind == p.VAR_POSITIONAL:
+                positional.append("*")
+            elif p.kind == p.KEYWORD_ONLY:
+                keywords.append(p.name)
+        self.vjp = fn
+        self.saved_inputs = tuple(not n.startswith("_") for n in positional if n != "*")
+        self.saves_all_varargs = "*" in positional
+        self.saves_out = "out" in keywords
+        self.differentiable = True
+        return fn
+
+    def defjvp(self, fn):
+        self.jvp = fn
+        return fn
+
+    # -- kernels ------------------------------------------------------------------------------
+
+    def register_kernel(self, backend_name, fn):
+        """Give a backend its own kernel ``fn(*arrays, **params)`` for this op."""
+        self.overrides[backend_name] = fn
+        self.impl.clear()
+
+    def resolve(self, array_type):
+        """Find (and cache) the callable that runs this op on arrays of ``array_type``."""
+        backend = backends_by_type.get(array_type)
+        if backend is None:
+            raise TypeError(f"{self.name}: expected Tensor inputs, got {array_type.__name__}")
+        fn = self.overrides.get(backend.name)
+        if fn is None and self.ufunc is not None:
+            fn = getattr(backend.xp, self.ufunc, None)
+        if fn is None and self.kernel is not None:
+            fn = functools.partial(self.kernel, backend.xp)
+        if fn is None:
+            raise NotImplementedError(
+                f"ember: the op '{self.name}' has no kernel for device type "
+                f"'{backend.name}'; register one with ember.library")
+        self.impl[array_type] = fn
+        return fn
+
+    def backends(self):
+        names = set(self.overrides)
+        if self.kernel is not None or self.ufunc is not None:
+            names.update(b.name for b in backends_by_type.values())
+        return sorted(names)
+
+    def __repr__(self):
+        return f"<ember op {self.name}>"
+
+
+# ------------------------------------------------------------------------------------------------
+# public functions
+
+
+def public(fn=None, *, name=None, method=True, function=True, inplace=None, dunders=(),
+           alias=()):
+    """Expose ``fn`` as ``ember.<name>`` and (``method=True``) ``Tensor.<name>``.
+
+    ``inplace`` may be a function implementing ``Tensor.<name>_`` or True, for the generic
+    in-place form: compute out of place, then write into self (see ``inplace_from``).
+    ``dunders`` lists Tensor dunder names bound to the same function.
+    """
+
+    def deco(f):
+        n = name or f.__name__
+        if function:
+            if n in functions:
+                raise RuntimeError(f"public function {n!r} is declared twice")
+            functions[n] = f
+            for a in alias:
+                functions[a] = f
+        if method:
+            setattr(Tensor, n, f)
+            for a in alias:
+                setattr(Tensor, a, f)
+        for d in dunders:
+            setattr(Tensor, d, f)
+        if inplace is not None:
+            ip = inplace_from(f, n) if inplace is True else inplace
+            setattr(Tensor, n + "_", ip)
+            for a in alias:
+                setattr(Tensor, a + "_", ip)
+        return f
+
+    return deco if fn is None else deco(fn)
+
+
+def method(fn=None, *, name=None):
+    """Expose ``fn`` only as a Tensor method."""
+    return public(fn, name=name, function=False)
+
+
+def inplace_from(fn, name):
+    """The generic in-place form of an out-of-place op: ``self.<name>_(...)``."""
+    from .._dispatch import commit_inplace_result
+
+    def inplace(self, *args, **kwargs):
+        return commit_inplace_result(name + "_", self, lambda: fn(self, *args, **kwargs))
+
+    inplace.__name__ = name + "_"
+    inplace.__qualname__ = "Tensor." + name + "_"
+    inplace.__doc__ = f"In-place version of :meth:`Tensor.{name}`."
+    return inplace
+
+
+def list_ops():
+    """Every registered op: name, public signature, backends with kernels, differentiable."""
+    rows = []
+    for n, op in sorted(ops.items()):
+        f = functions.get(n) or getattr(Tensor, n, None)
+        try:
+            sig = str(inspect.signature(f)) if f is not None else ""
+        except (TypeError, ValueError):
+            sig = ""
+        rows.append({"name": n, "signature": sig, "backends": op.backends(),
+                     "differentiable": op.differentiable})
+    return rows

@@ -1,0 +1,510 @@
+"""Arithmetic, comparison, bitwise and logical operators, and the Python operator dunders."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.tensor import Tensor
+from ._elementwise import ElementwiseOp, binary, elementwise, elementwise_inplace, rbinary, unary
+from ._registry import public
+
+
+def _conj(x):
+    return x.conj() if x._data.dtype.kind == "c" else x
+
+
+# ------------------------------------------------------------------------------------------------
+# add / sub / mul / div
+
+
+def _add_vjp(g, _a, _b):
+    return g, g
+
+
+def _sub_vjp(g, _a, _b):
+    return g, -g
+
+
+def _mul_vjp(g, a, b):
+    return g * _conj(b), g * _conj(a)
+
+
+def _div_vjp(g, _a, b, *, out):
+    gb = g / _conj(b)
+    return gb, -gb * _conj(out)
+
+
+add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True)
+sub_op = ElementwiseOp("sub", ufunc="subtract", vjp=_sub_vjp, linear=True, allow=(1, 2, 3))
+mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp)
+div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
+
+
+def _check_sub(args):
+    bools = [isinstance(x, Tensor) and x._data.dtype == np.bool_ or type(x) is bool
+             for x in args]
+    if all(bools):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead.")
+    if any(bools):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _scaled(name, other, alpha, input_):
+    if alpha == 1:
+        return other
+    kinds = [x._data.dtype.kind if isinstance(x, Tensor) else type(x).__name__[0]
+             for x in (input_, other)]
+    if isinstance(alpha, float) and all(k in "iub" for k in kinds):
+        raise RuntimeError(
+            f"{name}: for integral input tensors, argument alpha must not be a floating point "
+            "number.")
+    if isinstance(alpha, bool) is False and all(k == "b" for k in kinds):
+        raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results.")
+    return other * alpha
+
+
+@public(dunders=())
+def add(input, other, *, alpha=1, out=None):
+    """``input + alpha * other``, with broadcasting and PyTorch's type promotion."""
+    other = _scaled("add", other, alpha, input)
+    if out is None:
+        return binary(add_op, input, other)
+    return elementwise(add_op, (input, other), out=out)
+
+
+def _add_(self, other, *, alpha=1):
+    return elementwise_inplace(add_op, self, (_scaled("add_", other, alpha, self),))
+
+
+Tensor.add_ = _add_
+
+
+@public
+def sub(input, other, *, alpha=1, out=None):
+    """``input - alpha * other``."""
+    _check_sub((input, other))
+    other = _scaled("sub", other, alpha, input)
+    if out is None:
+        return binary(sub_op, input, other)
+    return elementwise(sub_op, (input, other), out=out)
+
+
+def _sub_(self, other, *, alpha=1):
+    _check_sub((self, other))
+    return elementwise_inplace(sub_op, self, (_scaled("sub_", other, alpha, self),))
+
+
+Tensor.sub_ = _sub_
+public(sub, name="subtract", method=True)
+Tensor.subtract_ = _sub_
+
+
+@public(alias=("multiply",))
+def mul(input, other, *, out=None):
+    """Element-wise product."""
+    if out is None:
+        return binary(mul_op, input, other)
+    return elementwise(mul_op, (input, other), out=out)
+
+
+def _mul_(self, other):
+    return elementwise_inplace(mul_op, self, (other,))
+
+
+Tensor.mul_ = Tensor.multiply_ = _mul_
+
+
+def _div_trunc_kernel(xp, a, b):
+    if a.dtype.kind in "iu":
+        if (xp.asarray(b) == 0).any():
+            raise RuntimeError("ZeroDivisionError")
+        q = a // b
+        fix = (a % b != 0) & ((a < 0) != (b < 0))
+        return q + fix.astype(q.dtype)
+    return xp.trunc(a / b)
+
+
+def _floordiv_kernel(xp, a, b):
+    if a.dtype.kind in "iu" and (xp.asarray(b) == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+    if a.dtype.kind == "b":
+        return xp.floor_divide(a.astype(np.int8), b).astype(bool)
+    return xp.floor_divide(a, b)
+
+
+def _remainder_kernel(xp, a, b):
+    if a.dtype.kind in "iu" and (xp.asarray(b) == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+    return xp.remainder(a, b)
+
+
+def _fmod_kernel(xp, a, b):
+    if a.dtype.kind in "iu" and (xp.asarray(b) == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+    return xp.fmod(a, b)
+
+
+def _zero_vjp(g, _a, _b):
+    return g * 0, g * 0
+
+
+def _remainder_vjp(g, a, b):
+    return g, -g * (a / b).floor()
+
+
+def _fmod_vjp(g, a, b):
+    return g, -g * (a / b).trunc()
+
+
+div_trunc_op = ElementwiseOp("div_trunc", _div_trunc_kernel, allow=(1, 2), vjp=_zero_vjp)
+floor_divide_op = ElementwiseOp("floor_divide", _floordiv_kernel, allow=(0, 1, 2),
+                                vjp=_zero_vjp)
+remainder_op = ElementwiseOp("remainder", _remainder_kernel, allow=(1, 2), vjp=_remainder_vjp)
+fmod_op = ElementwiseOp("fmod", _fmod_kernel, allow=(1, 2), vjp=_fmod_vjp)
+
+
+def _div_op_for(rounding_mode, name):
+    if rounding_mode is None:
+        return div_op
+    if rounding_mode == "trunc":
+        return div_trunc_op
+    if rounding_mode == "floor":
+        return floor_divide_op
+    raise ValueError(
+        f"{name} expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        f"'{rounding_mode}'")
+
+
+@public(alias=("divide",))
+def div(input, other, *, rounding_mode=None, out=None):
+    """``input / other``; ``rounding_mode`` 'trunc' or 'floor' rounds the quotient."""
+    op = _div_op_for(rounding_mode, "div")
+    if out is None:
+        return binary(op, input, other)
+    return elementwise(op, (input, other), out=out)
+
+
+def _div_(self, other, *, rounding_mode=None):
+    return elementwise_inplace(_div_op_for(rounding_mode, "div_"), self, (other,))
+
+
+Tensor.div_ = Tensor.divide_ = _div_
+
+
+@public
+def true_divide(input, other, *, out=None):
+    """``input / other`` with integers promoted to the default float dtype."""
+    return elementwise(div_op, (input, other), out=out)
+
+
+Tensor.true_divide_ = lambda self, other: elementwise_inplace(div_op, self, (other,))
+
+
+def _plain_binary(op, doc, name=None):
+    def fn(input, other, *, out=None):
+        if out is None:
+            return binary(op, input, other)
+        return elementwise(op, (input, other), out=out)
+
+    def fn_(self, other):
+        return elementwise_inplace(op, self, (other,))
+
+    fn.__name__ = name or op.name
+    fn.__doc__ = doc
+    fn_.__name__ = fn.__name__ + "_"
+    public(fn, inplace=fn_)
+    return fn
+
+
+floor_divide = _plain_binary(floor_divide_op, "``input // other``, rounding toward -inf.")
+remainder = _plain_binary(remainder_op, "Python's modulus: the result has the divisor's sign.")
+fmod = _plain_binary(fmod_op, "C's fmod: the result has the dividend's sign.")
+
+
+# ------------------------------------------------------------------------------------------------
+# pow
+
+
+def _pow_kernel(xp, a, b):
+    if a.dtype.kind in "iu" and (xp.asarray(b) < 0).any():
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return xp.power(a, b)
+
+
+def _pow_vjp(g, a, b, *, out):
+    from .pointwise import where
+
+    ga = g * _conj(b * a ** (b - 1))
+    # d/db a**b = a**b * log(a); define it as 0 where a == 0 and b >= 0, as PyTorch does
+    gb = g * _conj(out * a.log())
+    if gb._data.dtype.kind != "c":
+        gb = where((a == 0) & (b >= 0), 0.0, gb)
+    return ga, gb
+
+
+pow_op = ElementwiseOp("pow", _pow_kernel, allow=(1, 2, 3), vjp=_pow_vjp)
+
+
+@public
+def pow(input, exponent, *, out=None):
+    """``input ** exponent`` element-wise; either may be a Python number."""
+    if out is None:
+        if isinstance(input, Tensor):
+            return binary(pow_op, input, exponent)
+        return elementwise(pow_op, (input, exponent))
+    return elementwise(pow_op, (input, exponent), out=out)
+
+
+Tensor.pow_ = lambda self, exponent: elementwise_inplace(pow_op, self, (exponent,))
+
+
+float_power_op = ElementwiseOp("float_power", ufunc="power", vjp=_pow_vjp)
+
+
+@public
+def float_power(input, exponent, *, out=None):
+    """``input ** exponent`` computed in float64 (complex128 for complex inputs)."""
+    def up(x):
+        if isinstance(x, Tensor):
+            return x.to(_dt.complex128 if x.is_complex() else _dt.float64)
+        return complex(x) if isinstance(x, complex) else float(x)
+
+    return elementwise(float_power_op, (up(input), up(exponent)), out=out)
+
+
+def _float_power_(self, exponent):
+    if self.dtype not in (_dt.float64, _dt.complex128):
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {self.dtype.scalar_name} but the "
+            f"operation's result requires dtype Double")
+    return elementwise_inplace(float_power_op, self, (exponent,))
+
+
+Tensor.float_power_ = _float_power_
+
+
+# ------------------------------------------------------------------------------------------------
+# neg / positive / abs
+
+
+def _neg_vjp(g, _a):
+    return -g
+
+
+neg_op = ElementwiseOp("neg", ufunc="negative", vjp=_neg_vjp, linear=True, allow=(1, 2, 3))
+
+
+@public(alias=("negative",), inplace=lambda self: elementwise_inplace(neg_op, self, ()))
+def neg(input, *, out=None):
+    """``-input``."""
+    if isinstance(input, Tensor) and input._data.dtype == np.bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    if out is None:
+        return unary(neg_op, input)
+    return elementwise(neg_op, (input,), out=out)
+
+
+@public
+def positive(input):
+    """Returns ``input`` itself (``+t``); an error for bool tensors, as in PyTorch."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError(
+            "The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def _abs_vjp(g, a):
+    return g * a.sgn()
+
+
+abs_op = ElementwiseOp("abs", ufunc="absolute", promote="real", vjp=_abs_vjp)
+abs_op.direct = abs_op.direct | {np.dtype(d) for d in "bBhilq"}
+
+
+@public(alias=("absolute",), inplace=lambda self: elementwise_inplace(abs_op, self, ()))
+def abs(input, *, out=None):
+    """Absolute value (the magnitude for complex inputs)."""
+    if out is None:
+        return unary(abs_op, input)
+    return elementwise(abs_op, (input,), out=out)
+
+
+# ------------------------------------------------------------------------------------------------
+# comparisons
+
+
+def _compare(name, ufunc, alias=(), allow=(0, 1, 2, 3)):
+    op = ElementwiseOp(name, ufunc=ufunc, promote="compare", allow=allow)
+
+    def fn(input, other, *, out=None):
+        return elementwise(op, (input, other), out=out)
+
+    def fn_(self, other):
+        return elementwise_inplace(op, self, (other,))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Element-wise ``{name}`` comparison; returns a bool tensor."
+    fn_.__name__ = name + "_"
+    public(fn, inplace=fn_, alias=alias)
+    return op, fn
+
+
+eq_op, eq = _compare("eq", "equal")
+ne_op, ne = _compare("ne", "not_equal", alias=("not_equal",))
+lt_op, lt = _compare("lt", "less", alias=("less",), allow=(0, 1, 2))
+le_op, le = _compare("le", "less_equal", alias=("less_equal",), allow=(0, 1, 2))
+gt_op, gt = _compare("gt", "greater", alias=("greater",), allow=(0, 1, 2))
+ge_op, ge = _compare("ge", "greater_equal", alias=("greater_equal",), allow=(0, 1, 2))
+
+
+# ------------------------------------------------------------------------------------------------
+# bitwise and logical
+
+
+def _bitwise(name, ufunc, doc):
+    op = ElementwiseOp(name, ufunc=ufunc, promote="int", allow=(0, 1))
+    return op, _plain_binary(op, doc)
+
+
+bitwise_and_op, bitwise_and = _bitwise("bitwise_and", "bitwise_and", "Bitwise AND.")
+bitwise_or_op, bitwise_or = _bitwise("bitwise_or", "bitwise_or", "Bitwise OR.")
+bitwise_xor_op, bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor", "Bitwise XOR.")
+
+
+def _shift_kernel(direction):
+    def kernel(xp, a, b):
+        bits = a.dtype.itemsize * 8
+        b = xp.asarray(b)
+        # PyTorch defines shifts by >= the bit width: left gives 0, right gives the sign fill
+        big = (b >= bits) | (b < 0)
+        safe = xp.where(big, 0, b).astype(a.dtype)
+        r = xp.left_shift(a, safe) if direction == "left" else xp.right_shift(a, safe)
+        if big.any():
+            fill = 0 if direction == "left" or a.dtype.kind == "u" else xp.where(a < 0, -1, 0)
+            r = xp.where(big, fill, r).astype(a.dtype)
+        return r
+
+    return kernel
+
+
+bitwise_left_shift_op = ElementwiseOp("bitwise_left_shift", _shift_kernel("left"),
+                                      promote="int", allow=(1,))
+bitwise_right_shift_op = ElementwiseOp("bitwise_right_shift", _shift_kernel("right"),
+                                       promote="int", allow=(1,))
+bitwise_left_shift = _plain_binary(bitwise_left_shift_op, "``input << other``.")
+bitwise_right_shift = _plain_binary(bitwise_right_shift_op, "``input >> other``.")
+
+bitwise_not_op = ElementwiseOp("bitwise_not", ufunc="invert", promote="int", allow=(0, 1))
+
+
+@public(inplace=lambda self: elementwise_inplace(bitwise_not_op, self, ()))
+def bitwise_not(input, *, out=None):
+    """Bitwise NOT (logical NOT for bool tensors)."""
+    if out is None:
+        return unary(bitwise_not_op, input)
+    return elementwise(bitwise_not_op, (input,), out=out)
+
+
+def _logical(name, ufunc):
+    op = ElementwiseOp(name, ufunc=ufunc, promote="logical")
+    return op, _plain_binary(op, f"Element-wise ``{name}``, treating nonzero as True.")
+
+
+logical_and_op, logical_and = _logical("logical_and", "logical_and")
+logical_or_op, logical_or = _logical("logical_or", "logical_or")
+logical_xor_op, logical_xor = _logical("logical_xor", "logical_xor")
+logical_not_op = ElementwiseOp("logical_not", ufunc="logical_not", promote="logical")
+
+
+@public(inplace=lambda self: elementwise_inplace(logical_not_op, self, ()))
+def logical_not(input, *, out=None):
+    """Element-wise NOT, treating nonzero as True; returns bool."""
+    return elementwise(logical_not_op, (input,), out=out)
+
+
+# ------------------------------------------------------------------------------------------------
+# Python operators. See NOTE [ Hot path ]: each goes straight to the element-wise fast path.
+
+
+def _install_dunders():
+    T = Tensor
+    T.__add__ = lambda self, other: binary(add_op, self, other)
+    T.__radd__ = lambda self, other: rbinary(add_op, self, other)
+    T.__iadd__ = lambda self, other: elementwise_inplace(add_op, self, (other,))
+
+    def __sub__(self, other):
+        if self._data.dtype == np.bool_ or type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype == np.bool_):
+            _check_sub((self, other))
+        return binary(sub_op, self, other)
+
+    def __rsub__(self, other):
+        _check_sub((other, self)) if self._data.dtype == np.bool_ else None
+        return rbinary(sub_op, self, other)
+
+    def __isub__(self, other):
+        _check_sub((self, other)) if self._data.dtype == np.bool_ else None
+        return elementwise_inplace(sub_op, self, (other,))
+
+    T.__sub__, T.__rsub__, T.__isub__ = __sub__, __rsub__, __isub__
+    T.__mul__ = lambda self, other: binary(mul_op, self, other)
+    T.__rmul__ = lambda self, other: rbinary(mul_op, self, other)
+    T.__imul__ = lambda self, other: elementwise_inplace(mul_op, self, (other,))
+    T.__truediv__ = lambda self, other: binary(div_op, self, other)
+    T.__rtruediv__ = lambda self, other: rbinary(div_op, self, other)
+    T.__itruediv__ = lambda self, other: elementwise_inplace(div_op, self, (other,))
+    T.__floordiv__ = lambda self, other: binary(floor_divide_op, self, other)
+    T.__rfloordiv__ = lambda self, other: rbinary(floor_divide_op, self, other)
+    T.__ifloordiv__ = lambda self, other: elementwise_inplace(floor_divide_op, self, (other,))
+    T.__mod__ = lambda self, other: binary(remainder_op, self, other)
+    T.__rmod__ = lambda self, other: rbinary(remainder_op, self, other)
+    T.__imod__ = lambda self, other: elementwise_inplace(remainder_op, self, (other,))
+    T.__pow__ = lambda self, other: binary(pow_op, self, other)
+    T.__rpow__ = lambda self, other: rbinary(pow_op, self, other)
+    T.__ipow__ = lambda self, other: elementwise_inplace(pow_op, self, (other,))
+    T.__and__ = lambda self, other: binary(bitwise_and_op, self, other)
+    T.__rand__ = lambda self, other: rbinary(bitwise_and_op, self, other)
+    T.__iand__ = lambda self, other: elementwise_inplace(bitwise_and_op, self, (other,))
+    T.__or__ = lambda self, other: binary(bitwise_or_op, self, other)
+    T.__ror__ = lambda self, other: rbinary(bitwise_or_op, self, other)
+    T.__ior__ = lambda self, other: elementwise_inplace(bitwise_or_op, self, (other,))
+    T.__xor__ = lambda self, other: binary(bitwise_xor_op, self, other)
+    T.__rxor__ = lambda self, other: rbinary(bitwise_xor_op, self, other)
+    T.__ixor__ = lambda self, other: elementwise_inplace(bitwise_xor_op, self, (other,))
+    T.__lshift__ = lambda self, other: binary(bitwise_left_shift_op, self, other)
+    T.__rlshift__ = lambda self, other: rbinary(bitwise_left_shift_op, self, other)
+    T.__ilshift__ = lambda self, other: elementwise_inplace(bitwise_left_shift_op, self,
+                                                            (other,))
+    T.__rshift__ = lambda self, other: binary(bitwise_right_shift_op, self, other)
+    T.__rrshift__ = lambda self, other: rbinary(bitwise_right_shift_op, self, other)
+    T.__irshift__ = lambda self, other: elementwise_inplace(bitwise_right_shift_op, self,
+                                                            (other,))
+    T.__invert__ = lambda self: unary(bitwise_not_op, self)
+    T.__neg__ = neg
+    T.__pos__ = positive
+    T.__abs__ = abs
+
+    def _cmp(op):
+        def f(self, other):
+            if isinstance(other, (Tensor, int, float, bool, complex, np.number, np.bool_)):
+                return elementwise(op, (self, other))
+            return NotImplemented
+
+        return f
+
+    T.__eq__ = _cmp(eq_op)
+    T.__ne__ = _cmp(ne_op)
+    T.__lt__ = _cmp(lt_op)
+    T.__le__ = _cmp(le_op)
+    T.__gt__ = _cmp(gt_op)
+    T.__ge__ = _cmp(ge_op)
+
+
+_install_dunders()

@@ -1,0 +1,313 @@
+"""Copies and conversions: to / type casts / clone / contiguous / copy_ / detach / devices."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core import layout as _layout
+from .._core.device import as_device, device
+from .._core.tensor import Tensor, wrap
+from ._registry import Op, method, public
+
+
+def _astype(xp, a, dtype):
+    if a.dtype.kind == "c" and dtype.kind != "c":
+        a = a.real
+    return a.astype(dtype, copy=True)
+
+
+def _identity_vjp(g, _a, **params):
+    return g
+
+
+to_copy_op = Op("_to_copy", _astype, vjp=_identity_vjp, linear=True)
+
+
+def _device_backend(dev):
+    """The backend holding arrays for ``dev``, importing it on first use (CUDA is lazy)."""
+    b = _dispatch.backends_by_name.get(dev.type)
+    if b is None and dev.type == "cuda":
+        try:
+            from .. import cuda as _cuda
+
+            _cuda._lazy_init()
+        except (ImportError, AttributeError, RuntimeError) as e:
+            raise RuntimeError(
+                f"ember: cannot use device '{dev}': CUDA is not available on this machine "
+                f"(install ember[cuda] on a machine with an NVIDIA GPU). ({e})") from None
+        b = _dispatch.backends_by_name.get("cuda")
+    if b is None:
+        raise RuntimeError(f"ember: no backend is registered for device type '{dev.type}'")
+    return b
+
+
+def _transfer_kernel(xp, a, *, target):
+    return _dispatch.backends_by_name[target].to_device(a)
+
+
+def _transfer_vjp(g, a, *, target):
+    return g.to(a.device)
+
+
+transfer_op = Op("_to_device", _transfer_kernel, vjp=_transfer_vjp, linear=True)
+
+
+def _parse_to(args, kwargs):
+    dev = dtype = None
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    memory_format = kwargs.pop("memory_format", None)
+    if "device" in kwargs:
+        dev = kwargs.pop("device")
+    if "dtype" in kwargs:
+        dtype = kwargs.pop("dtype")
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dtype = a.device, a.dtype
+        elif isinstance(a, _dt.dtype) or isinstance(a, type) and a in (float, int, bool,
+                                                                         complex):
+            dtype = a
+        elif isinstance(a, (str, device, int)) and not isinstance(a, bool):
+            dev = a
+        elif isinstance(a, bool):
+            copy = copy or False
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: got {a!r}")
+    return as_device(dev), (None if dtype is None else _dt.lookup(dtype)), copy, memory_format
+
+
+@method
+def to(self, *args, **kwargs):
+    """Convert dtype and/or device: ``t.to(ember.float64)``, ``t.to('cpu')``,
+    ``t.to(other)``, ``t.to(device, dtype)``. Returns ``self`` when nothing changes and
+    ``copy`` is False."""
+    dev, dtype, copy, memory_format = _parse_to(args, dict(kwargs))
+    t = self
+    if dev is not None and dev != t.device:
+        _device_backend(dev)
+        t = _dispatch.apply(transfer_op, (t,), {"target": dev.type})
+        copy = False
+    if dtype is not None and dtype.np != t._data.dtype:
+        t = _dispatch.apply(to_copy_op, (t,), {"dtype": dtype.np})
+        copy = False
+    if copy:
+        t = clone(t)
+    if memory_format is not None and memory_format is not _layout.preserve_format:
+        t = t.contiguous(memory_format=memory_format)
+    return t
+
+
+def _cast_method(name, d):
+    def cast(self, memory_format=None):
+        return to(self, d) if memory_format is None else to(self, d,
+                                                              memory_format=memory_format)
+
+    cast.__name__ = name
+    cast.__doc__ = f"``self.to({d})``."
+    method(cast)
+
+
+for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
+                  ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32),
+                  ("short", _dt.int16), ("char", _dt.int8), ("byte", _dt.uint8),
+                  ("bool", _dt.bool_), ("cfloat", _dt.complex64), ("cdouble", _dt.complex128)]:
+    _cast_method(_name, _d)
+
+_LEGACY = {_dt.float32: "FloatTensor", _dt.float64: "DoubleTensor", _dt.float16: "HalfTensor",
+           _dt.bfloat16: "BFloat16Tensor", _dt.int64: "LongTensor", _dt.int32: "IntTensor",
+           _dt.int16: "ShortTensor", _dt.int8: "CharTensor", _dt.uint8: "ByteTensor",
+           _dt.bool_: "BoolTensor", _dt.complex64: "ComplexFloatTensor",
+           _dt.complex128: "ComplexDoubleTensor"}
+_LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}
+
+
+@method
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """With no argument, the legacy type name ('ember.FloatTensor'); else ``self.to(dtype)``."""
+    if dtype is None:
+        prefix = "ember." if self.is_cpu else "ember.cuda."
+        return prefix + _LEGACY[self.dtype]
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        if name in _LEGACY_BY_NAME:
+            return to(self, "cuda" if ".cuda." in dtype else "cpu", _LEGACY_BY_NAME[name])
+    if hasattr(dtype, "dtype") and isinstance(getattr(dtype, "dtype", None), _dt.dtype):
+        dtype = dtype.dtype
+    return to(self, dtype)
+
+
+@method
+def type_as(self, other):
+    """``self.to(other.dtype)``."""
+    return to(self, other.dtype)
+
+
+@method
+def cpu(self, memory_format=None):
+    return to(self, "cpu")
+
+
+@method
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else
+                                         device)
+    return to(self, dev)
+
+
+# ------------------------------------------------------------------------------------------------
+# clone / contiguous
+
+
+def _clone_kernel(xp, a, *, order):
+    return xp.array(a, order=order, copy=True)
+
+
+clone_op = Op("clone", _clone_kernel, vjp=_identity_vjp, linear=True)
+
+
+def _order(memory_format):
+    if memory_format is None or memory_format is _layout.preserve_format:
+        return "K"
+    if memory_format is _layout.contiguous_format:
+        return "C"
+    return memory_format
+
+
+@public
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` with its own storage (gradients flow back to ``input``)."""
+    order = _order(memory_format)
+    if not isinstance(order, str):
+        return _channels_last_copy(input, memory_format)
+    return _dispatch.apply(clone_op, (input,), {"order": order})
+
+
+def _channels_last_copy(t, memory_format):
+    ndim = t.dim()
+    perm = (0, 2, 3, 1) if ndim == 4 else (0, 2, 3, 4, 1)
+    inv = tuple(np.argsort(perm))
+    return t.permute(perm).contiguous().permute(inv)
+
+
+@method
+def contiguous(self, memory_format=None):
+    """``self`` if it is already contiguous in ``memory_format``, else a contiguous copy."""
+    fmt = _layout.contiguous_format if memory_format is None else memory_format
+    if self.is_contiguous(memory_format=fmt):
+        return self
+    if fmt is _layout.contiguous_format:
+        return _dispatch.apply(clone_op, (self,), {"order": "C"})
+    if fmt in (_layout.channels_last, _layout.channels_last_3d):
+        want = 4 if fmt is _layout.channels_last else 5
+        if self.dim() != want:
+            raise RuntimeError(
+                f"required rank {want} tensor to use {fmt} format, got rank {self.dim()}")
+        return _channels_last_copy(self, fmt)
+    raise RuntimeError(f"contiguous(): unsupported memory format {fmt}")
+
+
+# ------------------------------------------------------------------------------------------------
+# copy_
+
+
+def _copy_kernel(xp, dst, src):
+    return xp.broadcast_to(_astype(xp, src, dst.dtype) if src.dtype != dst.dtype else src,
+                           dst.shape)
+
+
+def _copy_vjp(g, _dst, _src):
+    return g * 0, g
+
+
+copy_op = Op("copy_", _copy_kernel, vjp=_copy_vjp, linear=True)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, any dtype, any device) into ``self``; returns ``self``."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    sd, rd = self._data, src._data
+    try:
+        np.broadcast_shapes(rd.shape, sd.shape)
+        ok = np.broadcast_shapes(rd.shape, sd.shape) == sd.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(
+            f"copy_: the source of shape {list(rd.shape)} cannot be broadcast to the "
+            f"destination of shape {list(sd.shape)}")
+    if type(rd) is not type(sd):
+        src = src.to(self.device)
+    if src._rg or self._rg:
+        if _dispatch.check_inplace is not None:
+            _dispatch.check_inplace(self, "copy_")
+        if _dispatch.state.grad_enabled and _dispatch.record is not None:
+            _dispatch.check_overlap("copy_", self)
+            r = _dispatch.apply(copy_op, (self, src), {})
+            self._data[...] = r._data
+            self._bump()
+            _dispatch.commit_inplace(self, r)
+            return self
+    _dispatch.check_overlap("copy_", self)
+    if src._data is not self._data:
+        rd = src._data
+        if rd.dtype.kind == "c" and sd.dtype.kind != "c":
+            rd = rd.real
+        sd[...] = rd
+    self._bump()
+    return self
+
+
+Tensor.copy_ = copy_
+
+
+# ------------------------------------------------------------------------------------------------
+# detach / data
+
+
+@method
+def detach(self):
+    """A new tensor sharing storage (and version counter) with ``self`` but outside the
+    graph."""
+    t = wrap(self._data)
+    vc = self._vc
+    if vc is None:
+        vc = self._vc = [0]
+    t._vc = vc
+    t._base = self._base
+    return t
+
+
+@method
+def detach_(self):
+    """Detach ``self`` from the graph in place, making it a leaf."""
+    if self._base is not None and self._base._rg:
+        raise RuntimeError(
+            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataP"
+            "arallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients "
+            "are views of DDP buckets, and hence detach_() cannot be called on these gradients. "
+            "To fix this error, please refer to the Optimizer.zero_grad() function in "
+            "torch/optim/optimizer.py as the solution.")
+    self._grad_fn = None
+    self._rg = False
+    return self
+
+
+def _get_data(self):
+    t = wrap(self._data)
+    t._vc = [0]
+    return t
+
+
+def _set_data(self, value):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+    self._data = value._data
+
+
+Tensor.data = property(_get_data, _set_data,
+                       doc="The tensor's data outside autograd; assigning swaps the storage.")

@@ -1,0 +1,1 @@
+"""Reverse-mode automatic differentiation (the engine lives in _engine.py)."""

@@ -1,0 +1,140 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode (thread-local)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .. import _dispatch
+
+_state = _dispatch.state
+
+
+class _DecoratorContextManager:
+    """A context manager usable as a decorator (of functions and generator functions)."""
+
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise RuntimeError(f"{type(self).__name__} cannot decorate a class")
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def gen(*args, **kwargs):
+                g = func(*args, **kwargs)
+                with self.clone():
+                    try:
+                        resp = g.send(None)
+                    except StopIteration as e:
+                        return e.value
+                while True:
+                    try:
+                        with self.clone():
+                            req = yield resp
+                        with self.clone():
+                            resp = g.send(req)
+                    except StopIteration as e:
+                        return e.value
+
+            return gen
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return type(self)()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block (or decorated function)."""
+
+    def __init__(self):
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = _state.grad_enabled
+        _state.grad_enabled = False
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self.prev
+        return False
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording inside the block, even within ``no_grad``."""
+
+    def __init__(self):
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = _state.grad_enabled
+        _state.grad_enabled = True
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self.prev
+        return False
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode: at once when called, restored on exit when used as a context manager."""
+
+    def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not "
+                            f"{type(mode).__name__}")
+        self.prev = _state.grad_enabled
+        self.mode = mode
+        _state.grad_enabled = mode
+
+    def __call__(self, func):
+        _state.grad_enabled = self.prev
+        return super().__call__(func)
+
+    def __enter__(self):
+        _state.grad_enabled = self.mode
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self.prev
+        return False
+
+    def clone(self):
+        return set_grad_enabled(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad``, and tensors made inside are inference tensors (see autograd docs)."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = mode
+        self.prev = None
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        # used as a bare decorator: @inference_mode
+        return cls()(mode)
+
+    def __enter__(self):
+        self.prev = (_state.grad_enabled, _state.inference_mode)
+        if self.mode:
+            _state.grad_enabled = False
+            _state.inference_mode = True
+        else:
+            _state.inference_mode = False
+
+    def __exit__(self, *exc):
+        _state.grad_enabled, _state.inference_mode = self.prev
+        return False
+
+    def clone(self):
+        return type(self)(self.mode)
+
+
+def is_grad_enabled() -> bool:
+    return _state.grad_enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return _state.inference_mode
