@@ -10,7 +10,8 @@ and the dtype of the result:
 - ``"compare"``  compute in the promoted dtype, return bool (eq, lt, isnan, ...)
 - ``"int"``      integers and bool only (bitwise ops, shifts, gcd)
 - ``"logical"``  any input dtype, return bool (logical_and, ...)
-- ``"real"``     like "float" but complex inputs return their real dtype (abs, angle)
+- ``"real"``     like "same" but complex inputs return their real dtype (abs)
+- ``"float_real"`` like "float" and complex inputs return their real dtype (angle)
 
 ``binary``/``unary`` are the fast paths used by operators and methods; ``elementwise``
 handles any arity and every corner (scalars that overflow, bfloat16, zero-dim tensors,
@@ -47,11 +48,13 @@ class ElementwiseOp(Op):
         self.allow = frozenset(allow)
         # dtypes for which same-dtype tensor inputs go straight to the kernel and the result
         # keeps that dtype (see ``binary``)
-        if promote in ("same", "int"):
+        if promote in ("same", "int", "real"):
             direct = [d for d in _dt.all_dtypes if d.category in self.allow]
             if promote == "int":
                 direct = [d for d in direct if d.category <= 1]
-        elif promote in ("float", "real"):
+            if promote == "real":
+                direct = [d for d in direct if d.category <= 2]
+        elif promote in ("float", "float_real"):
             direct = [d for d in _dt.all_dtypes if d.category == 2 and 2 in self.allow]
             if promote == "float":
                 direct += [d for d in _dt.all_dtypes if d.category == 3 and 3 in self.allow]
@@ -70,7 +73,7 @@ class ElementwiseOp(Op):
     def _make_rule(self, c):
         cat = c.category
         p = self.promote
-        if p == "float" or p == "real":
+        if p == "float" or p == "float_real":
             if cat < 2:
                 c = _dt.get_default_dtype()
         elif p == "int" and cat > 1:
@@ -79,7 +82,7 @@ class ElementwiseOp(Op):
             raise RuntimeError(f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
         if p in ("compare", "logical"):
             return c, _dt.bool_
-        if p == "real" and c.category == 3:
+        if (p == "real" or p == "float_real") and c.category == 3:
             return c, c.to_real()
         return c, c
 

@@ -325,7 +325,6 @@ def _abs_vjp(g, a):
 
 
 abs_op = ElementwiseOp("abs", ufunc="absolute", promote="real", vjp=_abs_vjp)
-abs_op.direct = abs_op.direct | {np.dtype(d) for d in "bBhilq"}
 
 
 @public(alias=("absolute",), inplace=lambda self: elementwise_inplace(abs_op, self, ()))
