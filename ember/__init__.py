@@ -35,6 +35,7 @@ from ._ops import list_ops
 
 globals().update(_ops.functions)
 
+from . import cuda  # noqa: E402  (imports CuPy only on first use of a CUDA device)
 from . import autograd  # noqa: E402  (registers the autograd hooks in the dispatcher)
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,

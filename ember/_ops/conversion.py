@@ -125,8 +125,8 @@ _LEGACY = {_dt.float32: "FloatTensor", _dt.float64: "DoubleTensor", _dt.float16:
 _LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}
 
 
-@method
-def type(self, dtype=None, non_blocking=False, **kwargs):
+@method(name="type")
+def _type(self, dtype=None, non_blocking=False, **kwargs):
     """With no argument, the legacy type name ('ember.FloatTensor'); else ``self.to(dtype)``."""
     if dtype is None:
         prefix = "ember." if self.is_cpu else "ember.cuda."
