@@ -1,0 +1,822 @@
+"""``nn.Module``: the base class of every layer and model.
+
+A Module owns three ordered registries -- parameters, buffers and submodules -- filled by
+attribute assignment, and everything else (state_dict, device/dtype moves, train/eval,
+hooks, repr) walks them. The names and orders of state_dict keys, the hook calling
+conventions and the error messages follow PyTorch, because checkpoints and user code depend
+on them.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import weakref
+from collections import OrderedDict, namedtuple
+
+from ..._core.tensor import Tensor
+from ..parameter import Buffer, Parameter, is_lazy
+
+__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"]
+
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+_hook_ids = itertools.count()
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` did not match."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class RemovableHandle:
+    """Returned by every ``register_*_hook``: ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks_dict, *extra_dicts):
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = next(_hook_ids)
+        self.extra_dict_refs = tuple(weakref.ref(d) for d in extra_dicts)
+
+    def remove(self):
+        for ref in (self.hooks_dict_ref,) + self.extra_dict_refs:
+            d = ref()
+            if d is not None and self.id in d:
+                del d[self.id]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook run for every module, before its own."""
+    h = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[h.id] = hook
+    return h
+
+
+def register_module_forward_hook(hook, *, always_call=False):
+    """A forward hook run for every module, before its own."""
+    h = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[h.id] = hook
+    return h
+
+
+def _addindent(text, n):
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+class Module:
+    """Base class for all neural network modules.
+
+    Subclasses create their parameters and submodules in ``__init__`` (after calling
+    ``super().__init__()``) and compute in ``forward``. Calling the module runs its hooks
+    around ``forward``.
+    """
+
+    dump_patches = False
+    _version = 1
+    training: bool
+    call_super_init = False
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes no arguments beyond self "
+                f"(got {len(args)} positional and {sorted(kwargs)} keyword)")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = {}
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = OrderedDict()
+        d["_forward_hooks_always_called"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_is_full_backward_hook"] = None
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
+
+    forward = None  # set by subclasses; see _forward_unimplemented
+
+    # -- registration -----------------------------------------------------------------------------
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Register ``tensor`` as a buffer: state that is saved and moved but not trained."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        _check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                "(torch Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            persistent = tensor.__dict__.get("persistent", persistent)
+            tensor = tensor.detach()
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name, param):
+        """Register ``param`` (a Parameter or None) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        _check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(torch.nn.Parameter or None required)")
+        if param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
+                "be created explicitly. To express '{name}' as a function of another Tensor, "
+                "compute the value in the forward() method.")
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        """Register ``module`` (or None) as a submodule called ``name``."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` ('' is self)."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
+
+    # -- attribute protocol -----------------------------------------------------------------------
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        if "_parameters" in d:
+            p = d["_parameters"]
+            if name in p:
+                return p[name]
+        if "_buffers" in d:
+            b = d["_buffers"]
+            if name in b:
+                return b[name]
+        if "_modules" in d:
+            m = d["_modules"]
+            if name in m:
+                return m[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+
+        def remove_from(*dicts_or_sets):
+            for ds in dicts_or_sets:
+                if name in ds:
+                    if isinstance(ds, dict):
+                        del ds[name]
+                    else:
+                        ds.discard(name)
+
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(d, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = d.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(d, self._parameters, self._buffers,
+                            self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(
+                        f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                        "(torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = d.get("_buffers")
+                if isinstance(value, Buffer) or buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(
+                            f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                            "(torch.nn.Buffer, torch.Tensor or None expected)")
+                    if isinstance(value, Buffer):
+                        persistent = value.__dict__.get("persistent", True)
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    remove_from(d)
+                    self.register_buffer(name, value, persistent)
+                else:
+                    object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        keys += list(self._parameters) + list(self._modules) + list(self._buffers)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for attr, default in [("_forward_pre_hooks_with_kwargs", OrderedDict()),
+                              ("_forward_hooks_with_kwargs", OrderedDict()),
+                              ("_forward_hooks_always_called", OrderedDict()),
+                              ("_state_dict_pre_hooks", OrderedDict()),
+                              ("_load_state_dict_post_hooks", OrderedDict()),
+                              ("_backward_pre_hooks", OrderedDict())]:
+            self.__dict__.setdefault(attr, default)
+
+    # -- iteration --------------------------------------------------------------------------------
+
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                   if recurse else [(prefix, self)])
+        for module_prefix, module in modules:
+            for k, v in get_members(module):
+                if v is None or (remove_duplicate and id(v) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def parameters(self, recurse=True):
+        """The parameters of this module (and, with ``recurse``, its submodules), once each."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse,
+                                   remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse,
+                                   remove_duplicate)
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def named_children(self):
+        memo = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in memo:
+                memo.add(id(m))
+                yield name, m
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Every module in the tree, depth first, with its dotted name ('' for self)."""
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from m.named_modules(memo, sub, remove_duplicate)
+
+    def __hash__(self):
+        return id(self)
+
+    # -- modes ------------------------------------------------------------------------------------
+
+    def train(self, mode=True):
+        """Set training mode on this module and all submodules (Dropout, BatchNorm care)."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all parameters (to None by default)."""
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g = g.detach()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+                    p.grad = g
+
+    def share_memory(self):
+        return self._apply(lambda t: t.share_memory_())
+
+    # -- device and dtype moves -----------------------------------------------------------------
+
+    def _apply(self, fn, recurse=True):
+        """Apply ``fn`` to every parameter, gradient and buffer, keeping Parameter identity."""
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
+        for key, param in self._parameters.items():
+            if param is None:
+                continue
+            from ...autograd.grad_mode import no_grad
+
+            with no_grad():
+                new = fn(param)
+            if new is not param:
+                # keep the Parameter object (optimizers hold references to it)
+                param._data = new._data
+                param._vc = [0]
+            g = param.grad
+            if g is not None:
+                with no_grad():
+                    ng = fn(g)
+                if ng is not g:
+                    param._grad = ng
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
+    def apply(self, fn):
+        """Call ``fn`` on every submodule (children first) and self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args, **kwargs):
+        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
+        ``to(tensor)``, ``to(device, dtype)``. Only floating/complex tensors change dtype."""
+        from ..._ops.conversion import _parse_to
+
+        kwargs = dict(kwargs)
+        kwargs.pop("non_blocking", None)
+        dev, dtype, _, _ = _parse_to(args, kwargs)
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(
+                "nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                f"dtype={dtype}")
+
+        def convert(t):
+            d = dtype if dtype is not None and (t.is_floating_point() or t.is_complex()) \
+                else None
+            return t.to(device=dev, dtype=d)
+
+        return self._apply(convert)
+
+    def cpu(self):
+        return self._apply(lambda t: t.cpu())
+
+    def cuda(self, device=None):
+        return self._apply(lambda t: t.cuda(device))
+
+    def type(self, dst_type):
+        return self._apply(lambda t: t.type(dst_type))
+
+    def _cast_floating(self, dtype):
+        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def float(self):
+        from ... import float32
+
+        return self._cast_floating(float32)
+
+    def double(self):
+        from ... import float64
+
+        return self._cast_floating(float64)
+
+    def half(self):
+        from ... import float16
+
+        return self._cast_floating(float16)
+
+    def bfloat16(self):
+        from ... import bfloat16
+
+        return self._cast_floating(bfloat16)
+
+    # -- state_dict -------------------------------------------------------------------------------
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+        extra = getattr(type(self), "get_extra_state", None)
+        if extra is not None and extra is not Module.get_extra_state:
+            destination[prefix + "_extra_state"] = self.get_extra_state()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An OrderedDict of every parameter and persistent buffer, keyed by dotted name."""
+        if args:
+            # legacy positional form: state_dict(destination, prefix, keep_vars)
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
+        return destination
+
+    def get_extra_state(self):
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state):
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called.")
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs, assign=False):
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        persistent_buffers = {k: v for k, v in self._buffers.items()
+                              if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
+                                                        persistent_buffers.items())
+                       if v is not None}
+        from ...autograd.grad_mode import no_grad
+
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            input_param = state_dict[key]
+            if not isinstance(input_param, Tensor):
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(input_param)}")
+                continue
+            if not is_lazy(param) and input_param.shape != param.shape:
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape {input_param.shape} "
+                    f"from checkpoint, the shape in current model is {param.shape}.")
+                continue
+            try:
+                with no_grad():
+                    if is_lazy(param):
+                        param.materialize(input_param.shape)
+                    if assign:
+                        if isinstance(param, Parameter):
+                            new = Parameter(input_param, requires_grad=param.requires_grad) \
+                                if not isinstance(input_param, Parameter) else input_param
+                            setattr(self, name, new)
+                        else:
+                            setattr(self, name, input_param)
+                    else:
+                        param.copy_(input_param)
+            except Exception as e:
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the '
+                    f"model are {param.shape} and whose dimensions in the checkpoint are "
+                    f"{input_param.shape}, an exception occurred : {e.args}.")
+        extra_key = prefix + "_extra_state"
+        has_extra = getattr(type(self), "set_extra_state", None) is not Module.set_extra_state
+        if has_extra:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_key:
+                    input_name = key[len(prefix):].split(".", 1)
+                    if len(input_name) > 1:
+                        if input_name[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif input_name[0] not in local_state:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy parameters and buffers from ``state_dict``; returns the missing and unexpected
+        keys. With ``strict`` any mismatch raises RuntimeError (and nothing is half-loaded
+        by a shape mismatch: shapes are checked per tensor before copying)."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
+
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
+                                         missing, unexpected, errors, assign)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    child_sd = {k: v for k, v in local_state_dict.items()
+                                if k.startswith(child_prefix)}
+                    load(child, child_sd, child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                hook(module, incompatible)
+
+        load(self, state_dict)
+        del load
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    def register_state_dict_pre_hook(self, hook):
+        h = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[h.id] = hook
+        return h
+
+    def register_state_dict_post_hook(self, hook):
+        h = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[h.id] = hook
+        return h
+
+    _register_state_dict_hook = register_state_dict_post_hook
+
+    def register_load_state_dict_pre_hook(self, hook):
+        h = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[h.id] = functools.partial(_with_module, hook, self)
+        return h
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        h = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[h.id] = (functools.partial(hook, self) if with_module
+                                                 else hook)
+        return h
+
+    def register_load_state_dict_post_hook(self, hook):
+        h = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[h.id] = hook
+        return h
+
+    # -- forward and hooks ------------------------------------------------------------------------
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """``hook(module, args)`` (or ``hook(module, args, kwargs)``) runs before forward and
+        may return replacement args (and kwargs)."""
+        h = RemovableHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[h.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[h.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """``hook(module, args, output)`` (or with kwargs) runs after forward and may return
+        a replacement output."""
+        h = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
+                            self._forward_hooks_always_called)
+        self._forward_hooks[h.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[h.id] = True
+        if always_call:
+            self._forward_hooks_always_called[h.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` runs before the module's gradients are computed."""
+        h = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[h.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` runs when the gradients with respect to
+        the module's inputs are computed; it may return replacement grad_input."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a single "
+                "Module. Please use only one of them.")
+        self._is_full_backward_hook = True
+        h = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[h.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_backward_hook(self, hook):
+        """Deprecated: use ``register_full_backward_hook``."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a single "
+                "Module. Please use only one of them.")
+        self._is_full_backward_hook = False
+        h = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[h.id] = hook
+        return h
+
+    def _call_impl(self, *args, **kwargs):
+        forward = self.forward
+        if forward is None:
+            raise NotImplementedError(
+                f'Module [{type(self).__name__}] is missing the required "forward" function')
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _global_forward_hooks
+                or _global_forward_pre_hooks):
+            return forward(*args, **kwargs)
+        return self._call_with_hooks(forward, args, kwargs)
+
+    __call__ = _call_impl
+
+    def _call_with_hooks(self, forward, args, kwargs):
+        for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(),
+                                             self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        backward_hooks = self._backward_hooks or self._backward_pre_hooks
+        bw = None
+        if backward_hooks and self._is_full_backward_hook is not False:
+            from ...autograd.graph import _ModuleBackwardHook
+
+            bw = _ModuleBackwardHook(self)
+            args = bw.setup_input_hook(args)
+        result = forward(*args, **kwargs)
+        for hook_id, hook in itertools.chain(_global_forward_hooks.items(),
+                                             self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_with_kwargs:
+                out = hook(self, args, kwargs, result)
+            else:
+                out = hook(self, args, result)
+            if out is not None:
+                result = out
+        if bw is not None:
+            result = bw.setup_output_hook(result)
+        return result
+
+    # -- repr -------------------------------------------------------------------------------------
+
+    def extra_repr(self) -> str:
+        """Extra text shown inside the module's repr, e.g. ``in_features=2``."""
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        for key, module in self._modules.items():
+            lines.append("(" + key + "): " + _addindent(repr(module), 2))
+        main = self._get_name() + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+def _with_module(hook, module, *args):
+    return hook(module, *args)
+
+
+def _check_name(name, what):
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
+    if "." in name:
+        raise KeyError(f'{what} name can\'t contain "."')
+    if name == "":
+        raise KeyError(f'{what} name can\'t be empty string ""')

@@ -1,0 +1,141 @@
+"""``Parameter`` and ``Buffer``: tensors that modules register as their state."""
+
+from __future__ import annotations
+
+from .._core.tensor import Tensor
+
+
+def _alias(cls, data):
+    """A ``cls`` instance sharing ``data``'s storage and version counter, outside any graph."""
+    t = object.__new__(cls)
+    t._data = data._data
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    vc = data._vc
+    if vc is None:
+        vc = data._vc = [0]
+    t._vc = vc
+    return t
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter: assigning it to a Module attribute registers it.
+
+    ``Parameter(data, requires_grad=True)`` shares ``data``'s memory. Operations on a
+    Parameter return plain Tensors.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            from .. import empty
+
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(
+                f"Parameter(): expected data to be a Tensor, got {type(data).__name__}")
+        p = _alias(cls, data)
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __init__(self, data=None, requires_grad=True):
+        pass
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_parameter, (self.detach(), self._rg))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.detach().clone(), self._rg)
+        memo[id(self)] = result
+        return result
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
+
+class UninitializedParameter(Parameter):
+    """A parameter whose shape is not known yet (used by the Lazy modules).
+
+    Any use other than ``materialize(shape)`` raises, as in PyTorch.
+    """
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        from .. import empty
+
+        p = Parameter.__new__(cls, empty(0, dtype=dtype, device=device), requires_grad)
+        return p
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give the parameter its shape (uninitialised values) and turn it into a Parameter."""
+        from .. import empty
+
+        data = empty(*shape, dtype=dtype or self.dtype, device=device or self.device)
+        self._data = data._data
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into "
+            "an initialized one. Call `forward` to initialize the parameters before accessing "
+            "their attributes.")
+
+
+class UninitializedBuffer(Tensor):
+    """A buffer whose shape is not known yet (used by the Lazy modules)."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        from .. import empty
+
+        return _alias(cls, empty(0, dtype=dtype, device=device))
+
+    def materialize(self, shape, device=None, dtype=None):
+        from .. import empty
+
+        data = empty(*shape, dtype=dtype or self.dtype, device=device or self.device)
+        self._data = data._data
+        self.__class__ = self.cls_to_become
+
+
+def is_lazy(param):
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
+
+
+class Buffer(Tensor):
+    """Marks a tensor as a module buffer when assigned to a Module attribute.
+
+    ``persistent=False`` keeps it out of the state_dict.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, *, persistent=True):
+        from .. import empty
+
+        if data is None:
+            data = empty(0)
+        b = _alias(cls, data)
+        b.__dict__["persistent"] = persistent
+        return b
+
+    def __init__(self, data=None, *, persistent=True):
+        pass
