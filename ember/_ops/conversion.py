@@ -311,3 +311,47 @@ def _set_data(self, value):
 
 Tensor.data = property(_get_data, _set_data,
                        doc="The tensor's data outside autograd; assigning swaps the storage.")
+
+
+# ------------------------------------------------------------------------------------------------
+# pickling and deep copies (copies, as PyTorch documents; ember.multiprocessing shares instead)
+
+
+def _rebuild_from_array(array, requires_grad):
+    t = wrap(array)
+    if requires_grad:
+        t._rg = True
+    return t
+
+
+def _reduce_ex(self, protocol):
+    a = self._data
+    a = a if type(a) is np.ndarray else _dispatch.backends_by_name["cpu"].to_device(a)
+    return (_rebuild_from_array, (np.ascontiguousarray(a), self._rg))
+
+
+def _deepcopy(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    new = type(self).__new__(type(self)) if type(self) is not Tensor else None
+    t = wrap(self._data.copy())
+    if new is not None:
+        new._data, new._rg, new._grad_fn, new._base, new._vc = t._data, False, None, None, None
+        t = new
+    t._rg = self._rg
+    memo[id(self)] = t
+    g = self.grad
+    if g is not None:
+        import copy
+
+        t._grad = copy.deepcopy(g, memo)
+    d = getattr(self, "__dict__", None)
+    if d:
+        import copy
+
+        t.__dict__.update(copy.deepcopy(d, memo))
+    return t
+
+
+Tensor.__reduce_ex__ = _reduce_ex
+Tensor.__deepcopy__ = _deepcopy

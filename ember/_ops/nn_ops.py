@@ -1,0 +1,344 @@
+"""Fused neural-network ops: linear, relu, softmax/log_softmax, nll_loss, mse_loss.
+
+These are registry ops (one kernel, explicit derivative formulas) rather than compositions,
+because they sit on every training step: one dispatch instead of several, and numerically
+stable formulas (log-sum-exp with the max subtracted). ``ember.nn.functional`` exposes them
+with PyTorch's signatures.
+"""
+
+from __future__ import annotations
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.checks import wrap_dim
+from .._core.tensor import Tensor
+from ._elementwise import ElementwiseOp, elementwise_inplace, unary
+from ._registry import Op, public
+
+# ------------------------------------------------------------------------------------------------
+# relu
+
+
+def _relu_kernel(xp, a):
+    return xp.maximum(a, 0) if a.dtype.kind != "b" else a
+
+
+def _relu_vjp(g, _a, *, out):
+    return g * (out > 0)
+
+
+relu_op = ElementwiseOp("relu", _relu_kernel, vjp=_relu_vjp, allow=(1, 2))
+relu_op.node_name = "ReluBackward0"
+
+
+@public(inplace=lambda self: elementwise_inplace(relu_op, self, ()))
+def relu(input):
+    """``max(input, 0)`` element-wise."""
+    return unary(relu_op, input)
+
+
+# ------------------------------------------------------------------------------------------------
+# softmax / log_softmax
+
+
+def _softmax_kernel(xp, a, *, dim):
+    m = a.max(axis=dim, keepdims=True) if a.size else a
+    e = xp.exp(a - m)
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _softmax_vjp(g, _a, *, dim, out):
+    gy = g * out
+    return gy - out * gy.sum(dim, keepdim=True)
+
+
+def _log_softmax_kernel(xp, a, *, dim):
+    if a.size == 0:
+        return a.copy()
+    shifted = a - a.max(axis=dim, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+def _log_softmax_vjp(g, _a, *, dim, out):
+    return g - out.exp() * g.sum(dim, keepdim=True)
+
+
+softmax_op = Op("softmax", _softmax_kernel, vjp=_softmax_vjp)
+log_softmax_op = Op("log_softmax", _log_softmax_kernel, vjp=_log_softmax_vjp)
+softmax_op.node_name = "SoftmaxBackward0"
+log_softmax_op.node_name = "LogSoftmaxBackward0"
+
+
+def _softmax_args(name, input, dim, dtype):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if dim is None:
+        # PyTorch's legacy implicit choice of dimension
+        dim = 0 if input.dim() in (0, 1, 3) else 1
+    dim = wrap_dim(dim, input.dim(), name)
+    if dtype is not None:
+        input = input.to(_dt.lookup(dtype))
+    elif input._data.dtype.kind in "biu":
+        raise RuntimeError(f'"{name}_lastdim_kernel_impl" not implemented for '
+                           f"'{input.dtype.scalar_name}'")
+    return input, dim
+
+
+@public
+def softmax(input, dim=None, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably."""
+    input, dim = _softmax_args("softmax", input, dim, dtype)
+    return _dispatch.apply(softmax_op, (input,), {"dim": dim})
+
+
+@public
+def log_softmax(input, dim=None, dtype=None):
+    """``log(softmax(x))`` along ``dim``, computed as ``x - logsumexp(x)``."""
+    input, dim = _softmax_args("log_softmax", input, dim, dtype)
+    return _dispatch.apply(log_softmax_op, (input,), {"dim": dim})
+
+
+# ------------------------------------------------------------------------------------------------
+# linear
+
+
+def _linear_kernel(xp, x, w, b):
+    out = x @ w.T
+    if b is not None:
+        out += b
+    return out
+
+
+def _linear_vjp(g, x, w, _b):
+    gx = g @ w
+    g2 = g.reshape(-1, g.shape[-1]) if g.dim() != 2 else g
+    x2 = x.reshape(-1, x.shape[-1]) if x.dim() != 2 else x
+    if g.dim() == 1:
+        gw = g.unsqueeze(1) * x.unsqueeze(0)
+        gb = g
+    else:
+        gw = g2.t() @ x2
+        gb = g2.sum(0)
+    return gx, gw, gb
+
+
+linear_op = Op("linear", _linear_kernel, vjp=_linear_vjp)
+linear_op.node_name = "AddmmBackward0"
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``: the affine map of ``nn.Linear``."""
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linear(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if weight.dim() != 2 and weight.dim() != 1:
+        raise RuntimeError(f"linear(): weight must be 1-D or 2-D, got {weight.dim()}-D")
+    if input.shape[-1:] != weight.shape[-1:]:
+        rows = input.reshape(-1, input.shape[-1]).shape if input.dim() else (1, 1)
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows[0]}x{rows[1]} and "
+            f"{weight.shape[-1]}x{weight.shape[0]})")
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {input.dtype.scalar_name} and "
+            f"{weight.dtype.scalar_name}")
+    if weight.dim() == 1:
+        out = (input * weight).sum(-1)
+        return out if bias is None else out + bias
+    return _dispatch.apply(linear_op, (input, weight, bias), {})
+
+
+# ------------------------------------------------------------------------------------------------
+# losses
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def reduction_enum(reduction, size_average=None, reduce=None):
+    """Resolve the legacy ``size_average``/``reduce`` flags into a reduction string."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = ("mean" if size_average else "sum") if reduce else "none"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
+    # logp: (N, C, *) ; target: (N, *)
+    if logp.ndim == 1:
+        logp = logp[None]
+        target = target[None]
+    c = logp.shape[1]
+    moved = xp.moveaxis(logp, 1, -1).reshape(-1, c)
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0)
+    if ((safe < 0) | (safe >= c)).any():
+        bad = int(safe[(safe < 0) | (safe >= c)][0])
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = -moved[xp.arange(moved.shape[0]), safe]
+    w = xp.ones(c, moved.dtype) if weight is None else weight
+    wt = w[safe] * valid
+    losses = picked * wt
+    if reduction == "none":
+        return losses.reshape(target.shape).astype(logp.dtype)
+    if reduction == "sum":
+        return xp.asarray(losses.sum(), dtype=logp.dtype)
+    return xp.asarray(losses.sum() / wt.sum(), dtype=logp.dtype)
+
+
+def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
+    from .. import zeros_like
+
+    one_d = logp.dim() == 1
+    lp = logp.unsqueeze(0) if one_d else logp
+    tg = target.unsqueeze(0) if one_d else target
+    c = lp.shape[1]
+    valid = tg != ignore_index
+    safe = tg.masked_fill(~valid, 0)
+    w = weight[safe] if weight is not None else valid.to(lp.dtype)
+    w = w * valid
+    if reduction == "none":
+        scale = -(g.unsqueeze(0) if one_d else g) * w
+    elif reduction == "sum":
+        scale = -g * w
+    else:
+        scale = -g * w / w.sum()
+    onehot = zeros_like(lp).scatter(1, safe.unsqueeze(1), 1.0)
+    shape = list(scale.shape)
+    shape.insert(1, 1)
+    grad = onehot * scale.reshape(shape)
+    if c and one_d:
+        grad = grad.squeeze(0)
+    return grad, None, None
+
+
+nll_loss_op = Op("nll_loss", _nll_kernel, vjp=_nll_vjp)
+nll_loss_op.node_name = "NllLossBackward0"
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of class indices ``target`` under log-probabilities
+    ``input`` of shape (N, C, ...) or (C,)."""
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if target._data.dtype.kind not in "iu":
+        raise RuntimeError(
+            f"expected scalar type Long but found {target.dtype.scalar_name}")
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    n_in = input.shape[0] if input.dim() > 1 else 1
+    n_t = target.shape[0] if target.dim() > 0 else 1
+    if input.dim() > 1 and n_in != n_t:
+        raise ValueError(
+            f"Expected input batch_size ({n_in}) to match target batch_size ({n_t}).")
+    if weight is not None and weight.shape != (input.shape[1 if input.dim() > 1 else 0],):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {input.shape[1]} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    return _dispatch.apply(nll_loss_op, (input, target, weight),
+                           {"reduction": reduction, "ignore_index": ignore_index})
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross entropy between logits ``input`` (N, C, ...) and class indices or class
+    probabilities ``target``."""
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 1 if input.dim() > 1 else 0
+    logp = log_softmax(input, class_dim)
+    if target.is_floating_point():
+        if target.shape != input.shape:
+            raise RuntimeError(
+                f"cross_entropy: expected target of shape {list(input.shape)} with class "
+                f"probabilities, got {list(target.shape)}")
+        c = input.shape[class_dim]
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        per = logp * target
+        if weight is not None:
+            shape = [1] * input.dim()
+            shape[class_dim] = c
+            per = per * weight.reshape(shape)
+        loss = -per.sum(class_dim)
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / (loss.numel() if loss.dim() else 1) if input.dim() > 1 else loss
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing > 0:
+        c = input.shape[class_dim]
+        valid = (target != ignore_index)
+        if weight is not None:
+            shape = [1] * input.dim()
+            shape[class_dim] = c
+            smooth = -(logp * weight.reshape(shape)).sum(class_dim)
+        else:
+            smooth = -logp.sum(class_dim)
+        smooth = smooth * valid
+        if reduction == "none":
+            smooth_red = smooth
+        elif reduction == "sum":
+            smooth_red = smooth.sum()
+        elif weight is not None:
+            wsum = weight[target.masked_fill(~valid, 0)] * valid
+            smooth_red = smooth.sum() / wsum.sum()
+        else:
+            smooth_red = smooth.sum() / valid.sum()
+        loss = loss * (1 - label_smoothing) + smooth_red * (label_smoothing / c)
+    return loss
+
+
+def _mse_kernel(xp, a, b, *, reduction):
+    d = a - b
+    sq = d * d
+    if reduction == "none":
+        return sq
+    r = sq.sum() if reduction == "sum" else sq.mean()
+    return xp.asarray(r, dtype=sq.dtype)
+
+
+def _mse_vjp(g, a, b, *, reduction):
+    d = a - b
+    if reduction == "mean":
+        gd = d * (2.0 / max(d.numel(), 1)) * g
+    else:
+        gd = 2.0 * d * g
+    return gd, -gd
+
+
+mse_loss_op = Op("mse_loss", _mse_kernel, vjp=_mse_vjp)
+mse_loss_op.node_name = "MseLossBackward0"
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error between ``input`` and ``target`` (broadcast as PyTorch does, with
+    a warning when the shapes differ)."""
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if input.shape != target.shape:
+        import warnings
+
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=2)
+        input, target = input.broadcast_to(_broadcast(input, target)), target.broadcast_to(
+            _broadcast(input, target))
+    if weight is not None:
+        loss = weight * (input - target) ** 2
+        if reduction == "none":
+            return loss
+        return loss.sum() if reduction == "sum" else loss.mean()
+    return _dispatch.apply(mse_loss_op, (input, target), {"reduction": reduction})
+
+
+def _broadcast(a, b):
+    import numpy as np
+
+    return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))

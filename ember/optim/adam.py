@@ -1,0 +1,115 @@
+"""Adam and AdamW (Kingma & Ba, 2015; Loshchilov & Hutter, 2019)."""
+
+from __future__ import annotations
+
+import math
+
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW", "adam"]
+
+
+def _check(lr, eps, betas, weight_decay):
+    if lr < 0.0:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if eps < 0.0:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if weight_decay < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """Adam; ``decoupled_weight_decay=True`` makes it AdamW."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _check(lr, eps, betas, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            from ..autograd.grad_mode import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        from .. import tensor, zeros_like
+
+        for group in self.param_groups:
+            params, grads, m1, m2, mmax, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = tensor(0.0)
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = zeros_like(p)
+                params.append(p)
+                grads.append(p.grad)
+                m1.append(state["exp_avg"])
+                m2.append(state["exp_avg_sq"])
+                mmax.append(state.get("max_exp_avg_sq"))
+                steps.append(state["step"])
+            beta1, beta2 = group["betas"]
+            adam(params, grads, m1, m2, mmax, steps, amsgrad=group["amsgrad"], beta1=beta1,
+                 beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                 eps=group["eps"], maximize=group["maximize"],
+                 decoupled_weight_decay=group["decoupled_weight_decay"])
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 0.01)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("decoupled_weight_decay", True)
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad,
+         beta1, beta2, lr, weight_decay, eps, maximize, decoupled_weight_decay=False, **_):
+    """The Adam/AdamW update on lists of tensors; moments and steps updated in place."""
+    from .. import maximum
+
+    for i, p in enumerate(params):
+        g = grads[i] if not maximize else -grads[i]
+        m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+        step_t.add_(1)
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                g = g.add(p, alpha=weight_decay)
+        m.lerp_(g, 1 - beta1)
+        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        step = step_t.item()
+        bias1 = 1 - beta1 ** step
+        bias2_sqrt = math.sqrt(1 - beta2 ** step)
+        if amsgrad:
+            vmax = max_exp_avg_sqs[i]
+            vmax.copy_(maximum(vmax, v))
+            denom = (vmax.sqrt() / bias2_sqrt).add_(eps)
+        else:
+            denom = (v.sqrt() / bias2_sqrt).add_(eps)
+        p.addcdiv_(m, denom, value=-lr / bias1)

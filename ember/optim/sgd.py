@@ -1,0 +1,73 @@
+"""Stochastic gradient descent (with momentum, dampening, Nesterov, weight decay)."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer, required
+
+__all__ = ["SGD", "sgd"]
+
+
+class SGD(Optimizer):
+    """``p <- p - lr * v`` where ``v`` is the (momentum-averaged) gradient.
+
+    Matches PyTorch's formulation: ``v <- momentum * v + (1 - dampening) * g`` with the first
+    step's ``v = g``; Nesterov uses ``g + momentum * v``.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        if lr is not required and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One update; ``closure`` re-evaluates the model and returns the loss."""
+        loss = None
+        if closure is not None:
+            from ..autograd.grad_mode import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params, grads, bufs = [], [], []
+            for p in group["params"]:
+                if p.grad is not None:
+                    params.append(p)
+                    grads.append(p.grad)
+                    bufs.append(self.state[p].get("momentum_buffer"))
+            sgd(params, grads, bufs, lr=group["lr"], momentum=group["momentum"],
+                dampening=group["dampening"], weight_decay=group["weight_decay"],
+                nesterov=group["nesterov"], maximize=group["maximize"])
+            if group["momentum"] != 0:
+                for p, b in zip(params, bufs):
+                    self.state[p]["momentum_buffer"] = b
+        return loss
+
+
+def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
+        weight_decay=0, nesterov=False, maximize=False, **_):
+    """The SGD update on lists of tensors (momentum buffers updated or created in place in
+    ``momentum_buffer_list``)."""
+    for i, p in enumerate(params):
+        g = d_p_list[i] if not maximize else -d_p_list[i]
+        if weight_decay != 0:
+            g = g.add(p, alpha=weight_decay)
+        if momentum != 0:
+            buf = momentum_buffer_list[i]
+            if buf is None:
+                buf = g.clone().detach()
+                momentum_buffer_list[i] = buf
+            else:
+                buf.mul_(momentum).add_(g, alpha=1 - dampening)
+            g = g.add(buf, alpha=momentum) if nesterov else buf
+        p.add_(g, alpha=-lr)

@@ -1,0 +1,3 @@
+"""``ember.utils``: data loading and other utilities."""
+
+from . import data  # noqa: F401

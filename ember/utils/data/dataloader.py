@@ -1,0 +1,508 @@
+"""``DataLoader``: batches from a dataset, in the main process or in worker processes.
+
+With ``num_workers > 0`` each worker has its own index queue; batches are requested
+round-robin, ``prefetch_factor * num_workers`` at a time, and reordered on arrival so the
+batch order equals ``num_workers=0``. Workers are watched while waiting: an exception in a
+worker is re-raised here with its traceback, a dead worker is reported within seconds, and
+``timeout`` bounds every wait. See NOTE [ DataLoader shutdown ].
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing as python_mp
+import queue
+import random
+import sys
+import traceback
+
+import numpy as np
+
+from . import _collate
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+__all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
+
+_POLL = 0.1  # seconds between liveness checks while waiting for a batch
+
+
+class WorkerInfo:
+    """What ``get_worker_info()`` returns inside a worker: id, num_workers, seed, dataset."""
+
+    def __init__(self, **kwargs):
+        self.__dict__.update(kwargs)
+        self._frozen = True
+
+    def __setattr__(self, key, value):
+        if getattr(self, "_frozen", False):
+            raise RuntimeError(f"Cannot assign attributes to {type(self).__name__} objects")
+        super().__setattr__(key, value)
+
+    def __repr__(self):
+        fields = ", ".join(f"{k}={self.__dict__[k]}" for k in
+                           ("id", "num_workers", "seed", "dataset"))
+        return f"WorkerInfo({fields})"
+
+
+_worker_info = None
+
+
+def get_worker_info():
+    """In a DataLoader worker process: its WorkerInfo. In the main process: None."""
+    return _worker_info
+
+
+class _ExceptionWrapper:
+    """Carries an exception and its formatted traceback from a worker to the main process."""
+
+    def __init__(self, exc_info, where):
+        self.exc_type = exc_info[0]
+        self.msg = "".join(traceback.format_exception(*exc_info))
+        self.where = where
+
+    def reraise(self):
+        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.msg}"
+        if self.exc_type is KeyError:
+            msg = KeyError(msg)
+        try:
+            exc = self.exc_type(msg)
+        except Exception:
+            raise RuntimeError(msg) from None
+        raise exc
+
+
+class _IterableEnd:
+    """Sent by a worker whose IterableDataset iterator is exhausted."""
+
+    def __init__(self, worker_id):
+        self.worker_id = worker_id
+
+
+def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation,
+                 collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers):
+    global _worker_info
+    from ... import manual_seed
+
+    seed = base_seed + worker_id
+    random.seed(seed)
+    manual_seed(seed)
+    np.random.seed(seed % 2 ** 32)
+    _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
+                              dataset=dataset)
+    init_error = None
+    try:
+        if init_fn is not None:
+            init_fn(worker_id)
+        fetcher = _make_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+    except Exception:
+        init_error = _ExceptionWrapper(sys.exc_info(),
+                                       f"in DataLoader worker process {worker_id}")
+    iteration_done = False
+    while True:
+        try:
+            task = index_queue.get(timeout=_POLL)
+        except queue.Empty:
+            if done_event.is_set():
+                break
+            continue
+        if task is None:
+            break
+        idx, indices = task
+        if init_error is not None:
+            data_queue.put((idx, init_error))
+            init_error = None
+            continue
+        if iteration_done:
+            data_queue.put((idx, _IterableEnd(worker_id)))
+            continue
+        try:
+            data = fetcher.fetch(indices)
+        except StopIteration:
+            iteration_done = True
+            data = _IterableEnd(worker_id)
+        except Exception:
+            data = _ExceptionWrapper(sys.exc_info(),
+                                     f"in DataLoader worker process {worker_id}")
+        data_queue.put((idx, data))
+        del data
+    data_queue.cancel_join_thread()
+
+
+class _MapFetcher:
+    def __init__(self, dataset, auto_collation, collate_fn, drop_last):
+        self.dataset = dataset
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
+
+    def fetch(self, indices):
+        if self.auto_collation:
+            if self.getitems is not None:
+                data = self.getitems(indices)
+            else:
+                data = [self.dataset[i] for i in indices]
+        else:
+            data = self.dataset[indices]
+        return self.collate_fn(data)
+
+
+class _IterFetcher:
+    def __init__(self, dataset, auto_collation, collate_fn, drop_last):
+        self.iterator = iter(dataset)
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.drop_last = drop_last
+
+    def fetch(self, indices):
+        if self.auto_collation:
+            data = []
+            for _ in indices:
+                try:
+                    data.append(next(self.iterator))
+                except StopIteration:
+                    break
+            if not data or (self.drop_last and len(data) < len(indices)):
+                raise StopIteration
+        else:
+            data = next(self.iterator)
+        return self.collate_fn(data)
+
+
+def _make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
+    cls = _IterFetcher if kind == "iterable" else _MapFetcher
+    return cls(dataset, auto_collation, collate_fn, drop_last)
+
+
+class _InfiniteSampler(Sampler):
+    """Indices for an IterableDataset: just counts (the dataset ignores them)."""
+
+    def __iter__(self):
+        return itertools.count()
+
+
+class DataLoader:
+    """Iterates over ``dataset`` in batches.
+
+    Args follow PyTorch: batch_size, shuffle, sampler, batch_sampler, num_workers,
+    collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
+    generator, prefetch_factor, persistent_workers, pin_memory_device, in_order.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
+                 timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
+                 *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 to disable "
+                "multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing.let "
+                "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to "
+                "None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        self.generator = generator
+
+        if isinstance(dataset, IterableDataset):
+            self._dataset_kind = "iterable"
+            if shuffle not in (False, None):
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified shuffle option, "
+                    f"but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified sampler option, "
+                    f"but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified batch_sampler "
+                    f"option, but got batch_sampler={batch_sampler}")
+        else:
+            self._dataset_kind = "map"
+            shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                    "sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually exclusive "
+                "with drop_last")
+        if sampler is None:
+            if self._dataset_kind == "iterable":
+                sampler = _InfiniteSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        if collate_fn is None:
+            collate_fn = (_collate.default_collate if self._auto_collation
+                          else _collate.default_convert)
+        self.collate_fn = collate_fn
+        self._iterator = None
+        if multiprocessing_context is not None and num_workers > 0:
+            if isinstance(multiprocessing_context, str):
+                multiprocessing_context = python_mp.get_context(multiprocessing_context)
+            self.multiprocessing_context = multiprocessing_context
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __len__(self):
+        if self._dataset_kind == "iterable":
+            n = len(self.dataset)
+            if self.batch_size is not None:
+                import math
+
+                n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+            return n
+        return len(self._index_sampler)
+
+    def __iter__(self):
+        if self.num_workers == 0:
+            return _SingleProcessIter(self)
+        if self.persistent_workers:
+            if self._iterator is None:
+                self._iterator = _MultiProcessIter(self)
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return _MultiProcessIter(self)
+
+
+class _BaseIter:
+    def __init__(self, loader):
+        self._loader = loader
+        self._sampler_iter = iter(loader._index_sampler)
+        self._num_yielded = 0
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader)
+
+    def _next_index(self):
+        return next(self._sampler_iter)
+
+
+class _SingleProcessIter(_BaseIter):
+    def __init__(self, loader):
+        super().__init__(loader)
+        self._fetcher = _make_fetcher(loader._dataset_kind, loader.dataset,
+                                      loader._auto_collation, loader.collate_fn,
+                                      loader.drop_last)
+
+    def __next__(self):
+        index = self._next_index()
+        data = self._fetcher.fetch(index)
+        self._num_yielded += 1
+        return data
+
+
+# NOTE [ DataLoader shutdown ]
+# Workers are daemonic, poll their index queue with a timeout and exit when the shared
+# ``done_event`` is set or they receive None, so deleting an iterator, breaking out of an
+# epoch, an exception in the main process and interpreter exit all end them: ``_shutdown``
+# sets the event, sends None, joins with a timeout and terminates stragglers.
+
+
+class _MultiProcessIter(_BaseIter):
+    def __init__(self, loader):
+        super().__init__(loader)
+        from ... import empty, int64
+
+        ctx = loader.multiprocessing_context or python_mp.get_context()
+        self._ctx = ctx
+        self._num_workers = loader.num_workers
+        self._prefetch = loader.prefetch_factor
+        self._timeout = loader.timeout
+        self._in_order = loader.in_order
+        self._done_event = ctx.Event()
+        self._data_queue = ctx.Queue()
+        self._index_queues = []
+        self._workers = []
+        base_seed = int(empty((), dtype=int64).random_(generator=loader.generator).item())
+        for i in range(self._num_workers):
+            iq = ctx.Queue()
+            iq.cancel_join_thread()
+            w = ctx.Process(target=_worker_loop, daemon=True, args=(
+                loader._dataset_kind, loader.dataset, iq, self._data_queue, self._done_event,
+                loader._auto_collation, loader.collate_fn, loader.drop_last, base_seed,
+                loader.worker_init_fn, i, self._num_workers))
+            w.start()
+            self._index_queues.append(iq)
+            self._workers.append(w)
+        self._shutdown_done = False
+        self._start_epoch()
+
+    def _start_epoch(self):
+        self._send_idx = 0
+        self._rcvd_idx = 0
+        self._task_info = {}  # send idx -> (worker id,) or (worker id, data)
+        self._tasks_outstanding = 0
+        self._workers_status = [True] * self._num_workers
+        self._worker_cycle = itertools.cycle(range(self._num_workers))
+        for _ in range(self._prefetch * self._num_workers):
+            self._try_put_index()
+
+    def _reset(self, loader):
+        self._sampler_iter = iter(loader._index_sampler)
+        self._num_yielded = 0
+        # drain what the previous epoch left in flight
+        while self._tasks_outstanding > 0:
+            self._get_data()
+            self._tasks_outstanding -= 1
+        self._start_epoch()
+
+    def _try_put_index(self):
+        try:
+            index = self._next_index()
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):
+            wid = next(self._worker_cycle)
+            if self._workers_status[wid]:
+                break
+        else:
+            return
+        self._index_queues[wid].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (wid,)
+        self._tasks_outstanding += 1
+        self._send_idx += 1
+
+    def _get_data(self):
+        """Wait for one (idx, data) from the workers, watching them and the timeout."""
+        import time
+
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        while True:
+            wait = _POLL if deadline is None else min(_POLL, max(deadline - time.monotonic(),
+                                                                  0))
+            try:
+                return self._data_queue.get(timeout=wait)
+            except queue.Empty:
+                pass
+            if deadline is not None and time.monotonic() >= deadline:
+                self._shutdown()
+                raise RuntimeError(
+                    f"DataLoader timed out after {self._timeout} seconds")
+            for w in self._workers:
+                if not w.is_alive():
+                    self._shutdown()
+                    code = w.exitcode
+                    if code is not None and code < 0:
+                        import signal
+
+                        try:
+                            name = signal.Signals(-code).name
+                        except ValueError:
+                            name = str(-code)
+                        raise RuntimeError(
+                            f"DataLoader worker (pid {w.pid}) is killed by signal: {name}. ")
+                    raise RuntimeError(
+                        f"DataLoader worker (pid(s) {w.pid}) exited unexpectedly")
+
+    def __next__(self):
+        while True:
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info.get(self._rcvd_idx)
+                if info is None:
+                    self._rcvd_idx += 1  # a slot an exhausted worker gave back
+                    continue
+                if len(info) == 2 or self._workers_status[info[0]]:
+                    break
+                del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+            else:
+                if not self._loader.persistent_workers:
+                    self._shutdown()
+                raise StopIteration
+            if len(self._task_info[self._rcvd_idx]) == 2:
+                data = self._task_info.pop(self._rcvd_idx)[1]
+                return self._process(data)
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            if isinstance(data, _IterableEnd):
+                self._workers_status[data.worker_id] = False
+                self._task_info.pop(idx, None)
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx and self._in_order:
+                self._task_info[idx] += (data,)
+                continue
+            self._task_info.pop(idx, None)
+            return self._process(data)
+
+    def _process(self, data):
+        self._rcvd_idx += 1
+        self._try_put_index()
+        self._num_yielded += 1
+        if isinstance(data, _ExceptionWrapper):
+            data.reraise()
+        return data
+
+    def _shutdown(self):
+        if self._shutdown_done:
+            return
+        self._shutdown_done = True
+        self._done_event.set()
+        for q in self._index_queues:
+            try:
+                q.put(None)
+            except (OSError, ValueError):
+                pass
+        for w in self._workers:
+            w.join(timeout=5)
+            if w.is_alive():
+                w.terminate()
+                w.join(timeout=1)
+        for q in self._index_queues + [self._data_queue]:
+            try:
+                q.cancel_join_thread()
+                q.close()
+            except (OSError, ValueError):
+                pass
+
+    def __del__(self):
+        try:
+            self._shutdown()
+        except Exception:
+            pass
+

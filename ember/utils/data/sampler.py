@@ -1,0 +1,219 @@
+"""Samplers: which indices a DataLoader draws, in which order."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "BatchSampler", "DistributedSampler"]
+
+
+class Sampler:
+    """Base class: an iterable of indices (or of lists of indices, for batch samplers)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+def _seed_generator(generator):
+    from ... import Generator, empty, int64
+
+    if generator is not None:
+        return generator
+    seed = int(empty((), dtype=int64).random_().item())
+    return Generator().manual_seed(seed)
+
+
+class RandomSampler(Sampler):
+    """A random permutation (or ``num_samples`` draws with replacement)."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(
+                f"replacement should be a boolean value, but got replacement={replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got "
+                f"num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        from ... import randint, randperm
+
+        n = len(self.data_source)
+        g = _seed_generator(self.generator)
+        if self.replacement:
+            for _ in range(self.num_samples // 32):
+                yield from randint(high=n, size=(32,), generator=g).tolist()
+            yield from randint(high=n, size=(self.num_samples % 32,), generator=g).tolist()
+        else:
+            for _ in range(self.num_samples // n):
+                yield from randperm(n, generator=g).tolist()
+            yield from randperm(n, generator=g).tolist()[:self.num_samples % n]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in random order."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        from ... import randperm
+
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights``."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        from ... import as_tensor, float64
+
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
+                num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got "
+                f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}")
+        w = as_tensor(weights, dtype=float64)
+        if w.dim() != 1:
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape "
+                f"{tuple(w.shape)}")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        from ... import multinomial
+
+        idx = multinomial(self.weights, self.num_samples, self.replacement,
+                          generator=self.generator)
+        yield from idx.tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of ``sampler`` into lists of ``batch_size``."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got "
+                f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(
+                f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+
+class DistributedSampler(Sampler):
+    """The share of a dataset for replica ``rank`` of ``num_replicas`` (padded or dropped
+    to equal sizes), shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch)."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
+                 drop_last=False):
+        if num_replicas is None or rank is None:
+            try:
+                from ...distributed import get_rank, get_world_size
+
+                num_replicas = get_world_size() if num_replicas is None else num_replicas
+                rank = get_rank() if rank is None else rank
+            except (ImportError, RuntimeError):
+                raise RuntimeError(
+                    "DistributedSampler: pass num_replicas and rank explicitly (no process "
+                    "group is initialised)") from None
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.drop_last = drop_last
+        n = len(dataset)
+        if drop_last and n % num_replicas:
+            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+        self.shuffle = shuffle
+        self.seed = seed
+
+    def __iter__(self):
+        from ... import Generator, randperm
+
+        n = len(self.dataset)
+        if self.shuffle:
+            g = Generator().manual_seed(self.seed + self.epoch)
+            indices = randperm(n, generator=g).tolist()
+        else:
+            indices = list(range(n))
+        if not self.drop_last:
+            pad = self.total_size - len(indices)
+            if pad <= len(indices):
+                indices += indices[:pad]
+            else:
+                indices += (indices * math.ceil(pad / len(indices)))[:pad]
+        else:
+            indices = indices[:self.total_size]
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
