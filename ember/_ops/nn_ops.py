@@ -8,6 +8,8 @@ with PyTorch's signatures.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim
@@ -342,3 +344,90 @@ def _broadcast(a, b):
     import numpy as np
 
     return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+
+
+# ------------------------------------------------------------------------------------------------
+# embedding
+
+
+def _embedding_vjp(g, _weight, indices, *, padding_idx, num_weights):
+    return _dispatch.apply(embedding_backward_op, (g, indices),
+                           {"num_weights": num_weights, "padding_idx": padding_idx}), None
+
+
+def _embedding_kernel_p(xp, weight, indices, *, padding_idx, num_weights):
+    return weight[indices]
+
+
+def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
+    dim = g.shape[-1]
+    out = xp.zeros((num_weights, dim), dtype=g.dtype)
+    flat = indices.reshape(-1)
+    gf = g.reshape(-1, dim)
+    if xp is np:
+        # np.add.at is slow: sort the indices and sum runs of equal rows with reduceat
+        order = flat.argsort(kind="stable")
+        sf = flat[order]
+        if sf.size:
+            starts = xp.flatnonzero(xp.r_[True, sf[1:] != sf[:-1]])
+            sums = xp.add.reduceat(gf[order], starts, axis=0)
+            out[sf[starts]] = sums
+    else:
+        xp.add.at(out, flat, gf)
+    if padding_idx is not None and padding_idx >= 0:
+        out[padding_idx] = 0
+    return out
+
+
+def _embedding_backward_vjp(gw, _g, indices, *, num_weights, padding_idx):
+    if padding_idx is not None and padding_idx >= 0:
+        gw = gw.index_fill(0, _scalar_index(padding_idx, gw), 0)
+    return _dispatch.apply(embedding_op, (gw, indices), {"padding_idx": padding_idx,
+                                                         "num_weights": num_weights}), None
+
+
+def _scalar_index(i, like):
+    from .creation import tensor
+
+    return tensor([i], device=like.device)
+
+
+embedding_op = Op("embedding", _embedding_kernel_p, vjp=_embedding_vjp)
+embedding_op.node_name = "EmbeddingBackward0"
+embedding_backward_op = Op("embedding_backward", _embedding_backward_kernel,
+                           vjp=_embedding_backward_vjp)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` selected by the integer ``input`` (any shape)."""
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {input.dtype.scalar_name} instead (while checking "
+            "arguments for embedding)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    if input.numel():
+        lo, hi = int(input.min()), int(input.max())
+        if lo < 0 or hi >= num:
+            raise IndexError("index out of range in self")
+    if max_norm is not None:
+        from ..autograd.grad_mode import no_grad
+
+        with no_grad():
+            rows = input.reshape(-1).unique()
+            sel = weight[rows]
+            norms = sel.norm(p=norm_type, dim=1, keepdim=True)
+            scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+            weight[rows] = sel * scale
+    return _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
+                                                           "num_weights": num})

@@ -1,22 +1,155 @@
 """``ember.nn.functional``: the math behind the layers, as functions.
 
-Heavy ops (linear, softmax, log_softmax, the losses) are fused registry ops in
-``ember/_ops/nn_ops.py``; the rest are short compositions of ember ops.
+Heavy ops (linear, convolution, pooling, normalisation, softmax, the main losses, embedding)
+are fused registry ops in ``ember/_ops/nn_*.py``; the rest are short compositions of ember
+ops.
 """
 
 from __future__ import annotations
 
-from .._ops.nn_ops import (  # noqa: F401
-    cross_entropy, linear, log_softmax, mse_loss, nll_loss, reduction_enum, relu, softmax,
+from .._ops import nn_conv as _conv
+from .._ops import nn_pool as _pool
+from .._ops.nn_norm import (  # noqa: F401
+    batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm,
 )
+from .._ops.nn_ops import (  # noqa: F401
+    cross_entropy, embedding, linear, log_softmax, mse_loss, nll_loss, reduction_enum, relu,
+    softmax,
+)
+from .._ops.nn_pad import pad  # noqa: F401
+
+# -- convolution ---------------------------------------------------------------------------------
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv.conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv.conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv.conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv.conv_transpose(1, input, weight, bias, stride, padding, output_padding,
+                                groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv.conv_transpose(2, input, weight, bias, stride, padding, output_padding,
+                                groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv.conv_transpose(3, input, weight, bias, stride, padding, output_padding,
+                                groups, dilation)
+
+
+# -- pooling -------------------------------------------------------------------------------------
+
+
+def _max_pool(nd):
+    def fn(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+           return_indices=False):
+        return _pool.max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode,
+                              return_indices)
+
+    fn.__name__ = f"max_pool{nd}d"
+    fn.__doc__ = f"{nd}-d max pooling (``return_indices`` also gives the argmax positions)."
+    return fn
+
+
+max_pool1d, max_pool2d, max_pool3d = _max_pool(1), _max_pool(2), _max_pool(3)
+
+
+def max_pool1d_with_indices(*args, **kwargs):
+    return max_pool1d(*args, **{**kwargs, "return_indices": True})
+
+
+def max_pool2d_with_indices(*args, **kwargs):
+    return max_pool2d(*args, **{**kwargs, "return_indices": True})
+
+
+def max_pool3d_with_indices(*args, **kwargs):
+    return max_pool3d(*args, **{**kwargs, "return_indices": True})
+
+
+def _avg_pool(nd):
+    if nd == 1:
+        def fn(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+            return _pool.avg_pool(1, input, kernel_size, stride, padding, ceil_mode,
+                                  count_include_pad)
+    else:
+        def fn(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+            return _pool.avg_pool(nd, input, kernel_size, stride, padding, ceil_mode,
+                                  count_include_pad, divisor_override)
+    fn.__name__ = f"avg_pool{nd}d"
+    fn.__doc__ = f"{nd}-d average pooling."
+    return fn
+
+
+avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool(1), _avg_pool(2), _avg_pool(3)
+
+
+def _max_unpool(nd):
+    def fn(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+        return _pool.max_unpool(nd, input, indices, kernel_size, stride, padding, output_size)
+
+    fn.__name__ = f"max_unpool{nd}d"
+    return fn
+
+
+max_unpool1d, max_unpool2d, max_unpool3d = _max_unpool(1), _max_unpool(2), _max_unpool(3)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _pool.adaptive_avg_pool(1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _pool.adaptive_avg_pool(2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _pool.adaptive_avg_pool(3, input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _pool.adaptive_max_pool(1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _pool.adaptive_max_pool(2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _pool.adaptive_max_pool(3, input, output_size, return_indices)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+
+
+# -- activations ---------------------------------------------------------------------------------
 
 
 def relu_(input):
     return input.relu_()
-
-
-def relu6(input, inplace=False):
-    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -25,11 +158,129 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def _where_pos(input, neg, inplace):
     from .. import where
 
-    out = where(input > 0, input, input * negative_slope)
+    out = where(input > 0, input, neg)
     return input.copy_(out) if inplace else out
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _where_pos(input, input * negative_slope, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _where_pos(input, alpha * input.expm1(), inplace)
+
+
+def selu(input, inplace=False):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    out = scale * _where_pos(input, alpha * input.expm1(), False)
+    return input.copy_(out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _where_pos(input, alpha * (input / alpha).expm1(), inplace)
+
+
+def gelu(input, approximate="none"):
+    if approximate == "tanh":
+        c = 0.7978845608028654  # sqrt(2 / pi)
+        return 0.5 * input * (1 + (c * (input + 0.044715 * input * input * input)).tanh())
+    if approximate != "none":
+        raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                           f"{approximate}")
+    return 0.5 * input * (1 + (input * 0.7071067811865476).erf())
+
+
+def silu(input, inplace=False):
+    out = input * input.sigmoid()
+    return input.copy_(out) if inplace else out
+
+
+def mish(input, inplace=False):
+    out = input * softplus(input).tanh()
+    return input.copy_(out) if inplace else out
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    from .. import where
+
+    scaled = input * beta
+    return where(scaled > threshold, input, (scaled.exp().log1p()) / beta)
+
+
+def softsign(input):
+    return input / (1 + input.abs())
+
+
+def softshrink(input, lambd=0.5):
+    from .. import where
+
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd,
+                                                     input * 0))
+
+
+def hardshrink(input, lambd=0.5):
+    from .. import where
+
+    return where(input.abs() > lambd, input, input * 0)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def threshold(input, threshold, value, inplace=False):
+    from .. import where
+
+    out = where(input > threshold, input, value)
+    return input.copy_(out) if inplace else out
+
+
+def hardsigmoid(input, inplace=False):
+    out = (input / 6 + 0.5).clamp(0, 1)
+    return input.copy_(out) if inplace else out
+
+
+def hardswish(input, inplace=False):
+    out = input * (input + 3).clamp(0, 6) / 6
+    return input.copy_(out) if inplace else out
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def glu(input, dim=-1):
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+            f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def prelu(input, weight):
+    shape = [1] * input.dim()
+    if input.dim() >= 2 and weight.numel() > 1:
+        shape[1] = weight.numel()
+    return _where_pos(input, input * weight.reshape(shape), False)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        from .. import empty_like
+
+        a = empty_like(input).uniform_(lower, upper)
+        return _where_pos(input, input * a, inplace)
+    return leaky_relu(input, (lower + upper) / 2, inplace)
 
 
 def sigmoid(input):
@@ -44,10 +295,17 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim, dtype)
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``."""
+# -- dropout -------------------------------------------------------------------------------------
+
+
+def _check_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``."""
+    _check_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -56,3 +314,46 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
     mask = empty_like(input).bernoulli_(1 - p).div_(1 - p)
     return input.mul_(mask) if inplace else input * mask
+
+
+def _feature_dropout(input, p, training, inplace, nd, name):
+    _check_p(p)
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input, but received a "
+                           f"{input.dim()}D input")
+    if not training or p == 0.0:
+        return input
+    from .. import empty
+
+    batched = input.dim() == nd + 2
+    shape = tuple(input.shape[:2 if batched else 1]) + (1,) * nd
+    mask = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    mask = mask.div_(1 - p) if p < 1 else mask
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU activations' mean and variance."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    from .. import empty_like
+
+    alpha_p = -1.7580993408473766
+    keep = empty_like(input).bernoulli_(1 - p)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    out = (input * keep + alpha_p * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out

@@ -1,14 +1,32 @@
 """The layers. One family per module; each class's forward calls ember.nn.functional."""
 
-from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+    LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax,
+    Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
+)
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d
+from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, register_module_forward_hook, register_module_forward_pre_hook
+from .normalization import (
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+    InstanceNorm3d, LayerNorm, LocalResponseNorm, RMSNorm, SyncBatchNorm,
+)
+from .padding import (
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+    ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+    ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
+)
+from .pooling import (
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d,
+    MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+)
+from .sparse import Embedding
 
-__all__ = [
-    "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-    "register_module_forward_hook", "register_module_forward_pre_hook", "Identity", "Linear",
-    "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "NLLLoss",
-    "CrossEntropyLoss",
-]
+__all__ = [name for name in dir() if name[0].isupper()] + [
+    "register_module_forward_hook", "register_module_forward_pre_hook"]

@@ -415,7 +415,7 @@ class Module:
         if recurse:
             for m in self.children():
                 m._apply(fn)
-        for key, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is None:
                 continue
             from ...autograd.grad_mode import no_grad
@@ -636,7 +636,6 @@ class Module:
                 hook(module, incompatible)
 
         load(self, state_dict)
-        del load
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(

@@ -1,0 +1,311 @@
+"""Convolution (1-d, 2-d, 3-d; strided, padded, dilated, grouped) and its transpose.
+
+NOTE [ Convolution as three linear ops ]
+A convolution ``y = conv(x, w)`` is linear in ``x`` and in ``w`` separately. Three ops
+cover forward, backward and every higher derivative:
+
+- ``conv(x, w)``: the forward convolution;
+- ``conv_input_grad(g, w)``: its adjoint in ``x`` (a transposed convolution);
+- ``conv_weight_grad(x, g)``: its adjoint in ``w``.
+
+Each op's derivatives are the other two (adjoints of adjoints), so double backward through a
+CNN needs no extra code. ``conv_transpose`` is ``conv_input_grad`` under another name.
+
+Kernels gather input windows into columns (a strided view, then one copy) so the
+arithmetic is a batched GEMM per group; the adjoint in ``x`` scatters the columns back with
+one strided add per kernel tap.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+from ._registry import Op
+
+
+def _windows(xp, xpad, ksize, stride, dilation):
+    """View (N, C, *out, *k) of the windows of a padded (N, C, *spatial) array."""
+    nd = len(ksize)
+    spatial = xpad.shape[2:]
+    out = tuple((spatial[i] - dilation[i] * (ksize[i] - 1) - 1) // stride[i] + 1
+                for i in range(nd))
+    st = xpad.strides
+    shape = xpad.shape[:2] + out + tuple(ksize)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
+        tuple(st[2 + i] * dilation[i] for i in range(nd))
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False), out
+    return xp.lib.stride_tricks.as_strided(xpad, shape, strides), out
+
+
+def _pad(xp, x, padding):
+    if not any(padding):
+        return x
+    return xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
+
+
+def _columns(xp, x, ksize, stride, padding, dilation, groups):
+    """(G, N*prod(out), C/G*prod(k)) columns and the output spatial shape."""
+    win, out = _windows(xp, _pad(xp, x, padding), ksize, stride, dilation)
+    n, c = x.shape[:2]
+    nd = len(ksize)
+    # (N, G, C/G, *out, *k) -> (G, N, *out, C/G, *k)
+    win = win.reshape((n, groups, c // groups) + win.shape[2:])
+    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = xp.ascontiguousarray(win.transpose(perm))
+    return cols.reshape(groups, n * math.prod(out), -1), out
+
+
+def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    n = x.shape[0]
+    o = w.shape[0]
+    cols, out = _columns(xp, x, w.shape[2:], stride, padding, dilation, groups)
+    wg = w.reshape(groups, o // groups, -1)  # (G, O/G, C/G*k)
+    y = xp.matmul(cols, wg.transpose(0, 2, 1))  # (G, N*out, O/G)
+    y = y.reshape((groups, n) + out + (o // groups,))
+    nd = len(out)
+    # (G, N, *out, O/G) -> (N, G, O/G, *out)
+    y = y.transpose((1, 0, nd + 2) + tuple(range(2, 2 + nd))).reshape((n, o) + out)
+    if b is not None:
+        y = y + b.reshape((1, o) + (1,) * nd)
+    return xp.ascontiguousarray(y)
+
+
+def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, groups):
+    """Adjoint of conv in x: scatter g @ w back onto the (padded) input grid."""
+    n, o = g.shape[:2]
+    out = g.shape[2:]
+    nd = len(out)
+    ksize = w.shape[2:]
+    cg = w.shape[1]
+    # g (N, O, *out) -> (G, N*out, O/G)
+    gg = g.reshape((n, groups, o // groups) + out)
+    gg = gg.transpose((1, 0) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, -1, o // groups)
+    wg = w.reshape(groups, o // groups, -1)
+    cols = xp.matmul(gg, wg)  # (G, N*out, C/G*k)
+    cols = cols.reshape((groups, n) + tuple(out) + (cg,) + tuple(ksize))
+    spatial = tuple(input_shape[2 + i] + 2 * padding[i] for i in range(nd))
+    gx = xp.zeros((n, groups, cg) + spatial, dtype=cols.dtype)
+    for tap in itertools.product(*(range(k) for k in ksize)):
+        region = (slice(None), slice(None), slice(None)) + tuple(
+            slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
+                  stride[i]) for i in range(nd))
+        # cols[..., tap]: (G, N, *out, C/G) -> (N, G, C/G, *out)
+        piece = cols[(Ellipsis,) + tap]
+        piece = piece.transpose((1, 0, 2 + nd) + tuple(range(2, 2 + nd)))
+        gx[region] += piece
+    gx = gx.reshape((n, groups * cg) + spatial)
+    crop = (slice(None), slice(None)) + tuple(
+        slice(padding[i], padding[i] + input_shape[2 + i]) for i in range(nd))
+    return xp.ascontiguousarray(gx[crop])
+
+
+def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
+    """Adjoint of conv in w: columns of x against g."""
+    n, o = g.shape[:2]
+    nd = len(g.shape) - 2
+    cols, _ = _columns(xp, x, weight_shape[2:], stride, padding, dilation, groups)
+    gg = g.reshape((n, groups, o // groups) + g.shape[2:])
+    gg = gg.transpose((1, 0) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, -1, o // groups)
+    gw = xp.matmul(gg.transpose(0, 2, 1), cols)  # (G, O/G, C/G*k)
+    return gw.reshape(weight_shape)
+
+
+def _params(p):
+    return dict(stride=p["stride"], padding=p["padding"], dilation=p["dilation"],
+                groups=p["groups"])
+
+
+def _conv_vjp(g, x, w, _b, *, stride, padding, dilation, groups):
+    p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    gx = conv_input_grad(g, w, tuple(x.shape), **p)
+    gw = conv_weight_grad(x, g, tuple(w.shape), **p)
+    gb = g.sum([0] + list(range(2, g.dim())))
+    return gx, gw, gb
+
+
+def _input_grad_vjp(gz, g, w, *, input_shape, stride, padding, dilation, groups):
+    p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    # gz lives on the input grid; adjoint in g is the forward conv, in w the weight adjoint
+    return conv_nd(gz, w, None, **p), conv_weight_grad(gz, g, tuple(w.shape), **p)
+
+
+def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, groups):
+    p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return conv_input_grad(g, gu, tuple(x.shape), **p), conv_nd(x, gu, None, **p)
+
+
+conv_op = Op("convolution", _conv_kernel, vjp=_conv_vjp)
+conv_op.node_name = "ConvolutionBackward0"
+conv_input_grad_op = Op("convolution_input_grad", _input_grad_kernel, vjp=_input_grad_vjp)
+conv_weight_grad_op = Op("convolution_weight_grad", _weight_grad_kernel,
+                         vjp=_weight_grad_vjp)
+
+
+def conv_nd(x, w, b, *, stride, padding, dilation, groups):
+    return _dispatch.apply(conv_op, (x, w, b), dict(stride=stride, padding=padding,
+                                                     dilation=dilation, groups=groups))
+
+
+def conv_input_grad(g, w, input_shape, *, stride, padding, dilation, groups):
+    return _dispatch.apply(conv_input_grad_op, (g, w), dict(
+        input_shape=tuple(input_shape), stride=stride, padding=padding, dilation=dilation,
+        groups=groups))
+
+
+def conv_weight_grad(x, g, weight_shape, *, stride, padding, dilation, groups):
+    return _dispatch.apply(conv_weight_grad_op, (x, g), dict(
+        weight_shape=tuple(weight_shape), stride=stride, padding=padding, dilation=dilation,
+        groups=groups))
+
+
+# ------------------------------------------------------------------------------------------------
+# public functional forms
+
+
+def _tuple(v, n, name, op):
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(i) for i in v)
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise RuntimeError(f"{op}: expected {name} to be a single integer value or a list of "
+                           f"{n} values to match the convolution dimensions, but got "
+                           f"{name}={list(v)}")
+    return v
+
+
+def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"{op}(): expected Tensor arguments for input and weight")
+    if weight.dim() != nd + 2:
+        raise RuntimeError(
+            f"{op}: expected weight to be {nd + 2}-dimensional, but got weight of size "
+            f"{list(weight.shape)}")
+    batched = input.dim() == nd + 2
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got "
+            f"input of size: {list(input.shape)}")
+    if not batched:
+        input = input.unsqueeze(0)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    stride = _tuple(stride, nd, "stride", op)
+    dilation = _tuple(dilation, nd, "dilation", op)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    c = input.shape[1]
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got {c} "
+            "channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension "
+            f"0, but got weight of size {list(weight.shape)} instead")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise RuntimeError(
+            f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
+            f"with {weight.shape[0]} elements, but got bias of size {list(bias.shape)} "
+            "instead")
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(
+            f"Input type ({input.dtype.scalar_name}) and weight type "
+            f"({weight.dtype.scalar_name}) should be the same")
+    ksize = weight.shape[2:]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for i in range(nd):
+                total = dilation[i] * (ksize[i] - 1)
+                pads.append((total // 2, total - total // 2))
+        else:
+            raise ValueError(
+                f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+        if any(lo != hi for lo, hi in pads):
+            # asymmetric 'same' padding: pad the extra element on the right explicitly
+            from .nn_pad import pad
+
+            flat = []
+            for lo, hi in reversed(pads):
+                flat += [0, hi - lo]
+            input = pad(input, flat)
+        padding = tuple(lo for lo, _ in pads)
+    else:
+        padding = _tuple(padding, nd, "padding", op)
+        if any(p < 0 for p in padding):
+            raise RuntimeError("negative padding is not supported")
+    for i in range(nd):
+        eff = dilation[i] * (ksize[i] - 1) + 1
+        if input.shape[2 + i] + 2 * padding[i] < eff:
+            raise RuntimeError(
+                f"Calculated padded input size per channel: "
+                f"({' x '.join(str(input.shape[2 + j] + 2 * padding[j]) for j in range(nd))}"
+                f"). Kernel size: ({' x '.join(str(k) for k in ksize)}). Kernel size can't be "
+                "greater than actual input size")
+    return input, batched, stride, padding, dilation
+
+
+def conv(nd, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    op = f"conv{nd}d"
+    x, batched, stride, padding, dilation = _check_conv(op, nd, input, weight, bias, stride,
+                                                        padding, dilation, groups)
+    y = conv_nd(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
+                groups=groups)
+    return y if batched else y.squeeze(0)
+
+
+def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                   groups=1, dilation=1):
+    """The adjoint of ``conv{nd}d`` in its input; weight is (C_in, C_out/groups, *k)."""
+    op = f"conv_transpose{nd}d"
+    if weight.dim() != nd + 2:
+        raise RuntimeError(f"{op}: expected weight to be {nd + 2}-dimensional, but got "
+                           f"{list(weight.shape)}")
+    batched = input.dim() == nd + 2
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got "
+            f"input of size: {list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    if x.shape[1] != weight.shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {weight.shape[0]} channels, but got {x.shape[1]} "
+            "channels instead")
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(
+            f"Input type ({input.dtype.scalar_name}) and weight type "
+            f"({weight.dtype.scalar_name}) should be the same")
+    stride = _tuple(stride, nd, "stride", op)
+    padding = _tuple(padding, nd, "padding", op)
+    dilation = _tuple(dilation, nd, "dilation", op)
+    output_padding = _tuple(output_padding, nd, "output_padding", op)
+    for i in range(nd):
+        if output_padding[i] >= max(stride[i], dilation[i]):
+            raise RuntimeError(
+                "output padding must be smaller than either stride or dilation, but got "
+                f"output_padding_height: {output_padding[i]}, stride: {stride[i]}, dilation: "
+                f"{dilation[i]}")
+    ksize = weight.shape[2:]
+    out_spatial = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] +
+                        dilation[i] * (ksize[i] - 1) + output_padding[i] + 1
+                        for i in range(nd))
+    c_out = weight.shape[1] * groups
+    y = conv_input_grad(x, weight, (x.shape[0], c_out) + out_spatial, stride=stride,
+                        padding=padding, dilation=dilation, groups=groups)
+    if bias is not None:
+        y = y + bias.reshape((1, c_out) + (1,) * nd)
+    return y if batched else y.squeeze(0)

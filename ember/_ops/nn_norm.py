@@ -1,0 +1,258 @@
+"""Normalisation: layer_norm and batch_norm as fused ops; group, instance, RMS and local
+response normalisation composed from them.
+
+The fused kernels compute the statistics once and return them (as PyTorch's native ops do)
+so backward reuses them; the derivative formulas are the standard closed forms written in
+ember ops, so they are themselves differentiable.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dispatch
+from ._registry import Op
+
+
+def _moments(xp, x, axes):
+    mean = x.mean(axis=axes, keepdims=True, dtype=xp.float64 if x.dtype == xp.float64 else
+                  xp.float32)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return mean, var
+
+
+# ------------------------------------------------------------------------------------------------
+# layer_norm
+
+
+def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
+    axes = tuple(range(x.ndim - ndim, x.ndim))
+    low = x.dtype.itemsize < 4
+    xc = x.astype(xp.float32) if low else x
+    mean, var = _moments(xp, xc, axes)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    y = (xc - mean) * rstd
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y.astype(x.dtype), mean.astype(x.dtype) if low else mean, \
+        rstd.astype(x.dtype) if low else rstd
+
+
+def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
+    g = grads[0]
+    _, mean, rstd = out
+    dims = list(range(x.dim() - ndim, x.dim()))
+    lead = list(range(x.dim() - ndim))
+    xhat = (x - mean) * rstd
+    gxhat = g * w if w is not None else g
+    n = math.prod(x.shape[x.dim() - ndim:])
+    gx = rstd * (gxhat - gxhat.sum(dims, keepdim=True) / n -
+                 xhat * (gxhat * xhat).sum(dims, keepdim=True) / n)
+    gw = (g * xhat).sum(lead) if w is not None and lead else (g * xhat if w is not None else
+                                                             None)
+    gb = g.sum(lead) if lead else g
+    return gx, gw, gb
+
+
+layer_norm_op = Op("native_layer_norm", _layer_norm_kernel, vjp=_layer_norm_vjp,
+                   nondiff_outputs=(1, 2))
+layer_norm_op.node_name = "NativeLayerNormBackward0"
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    nd = len(normalized_shape)
+    if tuple(input.shape[input.dim() - nd:]) != normalized_shape or input.dim() < nd:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(t.shape)} and normalized_shape = {list(normalized_shape)}")
+    y, _, _ = _dispatch.apply(layer_norm_op, (input, weight, bias), {"ndim": nd, "eps": eps})
+    return y
+
+
+# ------------------------------------------------------------------------------------------------
+# batch_norm
+
+
+def _bshape(x):
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
+    shape = _bshape(x)
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        m, v = _moments(xp, x, axes)
+    else:
+        m, v = mean.reshape(shape), var.reshape(shape)
+    rstd = 1.0 / xp.sqrt(v + eps)
+    y = (x - m) * rstd
+    if w is not None:
+        y = y * w.reshape(shape)
+    if b is not None:
+        y = y + b.reshape(shape)
+    return y.astype(x.dtype), m.reshape(-1).astype(x.dtype), rstd.reshape(-1).astype(x.dtype)
+
+
+def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
+    g = grads[0]
+    _, m, rstd = out
+    shape = (1, x.shape[1]) + (1,) * (x.dim() - 2)
+    m, rstd = m.reshape(shape), rstd.reshape(shape)
+    axes = [0] + list(range(2, x.dim()))
+    xhat = (x - m) * rstd
+    gw = (g * xhat).sum(axes) if w is not None else None
+    gb = g.sum(axes)
+    ws = w.reshape(shape) if w is not None else 1.0
+    if training:
+        n = x.numel() // x.shape[1]
+        gx = ws * rstd * (g - g.sum(axes, keepdim=True) / n -
+                          xhat * (g * xhat).sum(axes, keepdim=True) / n)
+    else:
+        gx = g * ws * rstd
+    return gx, gw, gb, None, None
+
+
+batch_norm_op = Op("native_batch_norm", _batch_norm_kernel, vjp=_batch_norm_vjp,
+                   nondiff_outputs=(1, 2))
+batch_norm_op.node_name = "NativeBatchNormBackward0"
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) by batch statistics (training) or running ones (eval);
+    in training the running statistics are updated in place with ``momentum``."""
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+    c = input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(
+                f"running_mean should contain {c} elements not {t.numel()}"
+                if name.startswith("running") else
+                f"batch_norm: expected {name} of {c} elements, got {t.numel()}")
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{list(input.shape)}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    y, m, rstd = _dispatch.apply(batch_norm_op, (input, weight, bias, running_mean,
+                                                 running_var),
+                                 {"training": training, "eps": eps})
+    if training and running_mean is not None:
+        from ..autograd.grad_mode import no_grad
+
+        n = input.numel() // c
+        with no_grad():
+            var = (1.0 / (rstd.double() ** 2) - eps).to(input.dtype)
+            unbiased = var * (n / max(n - 1, 1))
+            running_mean.mul_(1 - momentum).add_(m.detach() * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    return y
+
+
+# ------------------------------------------------------------------------------------------------
+# compositions
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise groups of channels per sample, then scale and shift per channel."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got "
+            f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    y = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) plane; running stats averaged over the batch."""
+    n, c = input.shape[:2]
+    x = input.reshape((1, n * c) + tuple(input.shape[2:]))
+    rm = running_mean.repeat(n) if running_mean is not None else None
+    rv = running_var.repeat(n) if running_var is not None else None
+    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
+    if running_mean is not None and use_input_stats:
+        from ..autograd.grad_mode import no_grad
+
+        with no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    y = y.reshape(input.shape)
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    nd = len(normalized_shape)
+    if tuple(input.shape[input.dim() - nd:]) != tuple(normalized_shape):
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    if eps is None:
+        from .._core.dtype import finfo
+
+        eps = finfo(input.dtype).eps
+    dims = list(range(input.dim() - nd, input.dim()))
+    y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Normalise each element by the sum of squares over ``size`` neighbouring channels."""
+    from .nn_pad import pad
+    from .nn_pool import avg_pool
+
+    if input.dim() < 3:
+        raise ValueError(
+            f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = (input * input).unsqueeze(1)
+    if input.dim() == 3:
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool(2, div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool(3, div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.reshape(sizes)
+    div = (div * alpha + k) ** beta
+    return input / div
+

@@ -1,0 +1,111 @@
+"""Padding: constant, reflect, replicate and circular (``nn.functional.pad``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dispatch
+from ._registry import Op
+from .nn_pool import unpool_add_op
+
+_NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _constant_pad_kernel(xp, x, *, pads, value):
+    """``pads`` is ((before, after), ...) per dim; negative entries crop."""
+    grow = tuple((max(b, 0), max(a, 0)) for b, a in pads)
+    y = xp.pad(x, grow, constant_values=value) if any(b or a for b, a in grow) else x
+    crop = tuple(slice(-b if b < 0 else 0, (y.shape[i] + a) if a < 0 else None)
+                 for i, (b, a) in enumerate(pads))
+    return xp.ascontiguousarray(y[crop])
+
+
+def _constant_pad_vjp(g, _x, *, pads, value):
+    return _dispatch.apply(constant_pad_op, (g,), {
+        "pads": tuple((-b, -a) for b, a in pads), "value": 0})
+
+
+constant_pad_op = Op("constant_pad_nd", _constant_pad_kernel, vjp=_constant_pad_vjp)
+constant_pad_op.node_name = "ConstantPadNdBackward0"
+
+
+def _index_map(spatial, pads, mode):
+    """Flat input position read by each output position under ``mode``."""
+    idx = np.arange(math.prod(spatial)).reshape(spatial)
+    return np.pad(idx, pads, mode=_NP_MODES[mode])
+
+
+def _mode_pad_kernel(xp, x, *, pads, mode, nspatial):
+    lead = x.ndim - nspatial
+    full = ((0, 0),) * lead + pads
+    return xp.pad(x, full, mode=_NP_MODES[mode])
+
+
+def _mode_pad_vjp(g, x, *, pads, mode, nspatial):
+    from .creation import from_numpy
+
+    spatial = tuple(x.shape[x.dim() - nspatial:])
+    lead = tuple(x.shape[:x.dim() - nspatial])
+    index = _index_map(spatial, pads, mode)
+    planes = math.prod(lead)
+    idx = from_numpy(np.ascontiguousarray(np.broadcast_to(index, (planes,) + index.shape)))
+    if type(g._data) is not np.ndarray:
+        idx = idx.to(g.device)
+    g2 = g.reshape((planes, 1) + tuple(g.shape[len(lead):]))
+    gx = _dispatch.apply(unpool_add_op, (g2, idx.reshape((planes, 1) + index.shape)),
+                         {"input_shape": (planes, 1) + spatial})
+    return gx.reshape(x.shape)
+
+
+mode_pad_op = Op("pad", _mode_pad_kernel, vjp=_mode_pad_vjp)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_prev, ...)``.
+
+    Modes: 'constant' (``value``, default 0; negative pads crop), 'reflect', 'replicate',
+    'circular'.
+    """
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    n = len(pad) // 2
+    if n > input.dim():
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension "
+            f"but got padding length {len(pad)} and input of dimension {input.dim()}")
+    pairs = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(n)][::-1]
+    if mode == "constant":
+        full = ((0, 0),) * (input.dim() - n) + tuple(pairs)
+        for i, (b, a) in enumerate(full):
+            if input.shape[i] + b + a < 0:
+                raise RuntimeError(
+                    f"The input size {input.shape[i]}, plus negative padding {b} and {a} "
+                    f"resulted in a negative output size, which is invalid. Check dimension "
+                    f"{i} of your input.")
+        return _dispatch.apply(constant_pad_op, (input,), {
+            "pads": full, "value": 0 if value is None else value})
+    if mode not in _NP_MODES:
+        raise NotImplementedError(
+            f"Unrecognised padding mode {mode}")
+    if value not in (None, 0):
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if not 1 <= n <= 3 or input.dim() not in (n + 1, n + 2):
+        raise NotImplementedError(
+            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
+            f"(got {input.dim()}-D input with {len(pad)} padding values for mode {mode})")
+    for i, (b, a) in enumerate(pairs):
+        size = input.shape[input.dim() - n + i]
+        if mode == "reflect" and (b >= size or a >= size):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({b}, {a}) at dimension "
+                f"{input.dim() - n + i} of input {list(input.shape)}")
+        if mode == "circular" and (b > size or a > size):
+            raise RuntimeError(
+                "Padding value causes wrapping around more than once.")
+        if b < 0 or a < 0:
+            raise RuntimeError(f"{mode} padding does not support negative padding")
+    return _dispatch.apply(mode_pad_op, (input,), {"pads": tuple(pairs), "mode": mode,
+                                                   "nspatial": n})

@@ -1,0 +1,409 @@
+"""Pooling: max (with indices), average, adaptive average/max, in 1, 2 and 3 dimensions.
+
+Like convolution (NOTE [ Convolution as three linear ops ] in nn_conv.py), each pooling op
+comes with its adjoint op, and each names the other as its derivative: average pooling is
+linear (its adjoint spreads each gradient over its window), max pooling routes gradients to
+the recorded argmax (its adjoint is a scatter-add, whose adjoint is a gather).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .. import _dispatch
+from ._registry import Op
+from .nn_conv import _tuple
+
+
+def _out_size(size, k, s, p, d, ceil_mode):
+    eff = d * (k - 1) + 1
+    if ceil_mode:
+        out = -(-(size + 2 * p - eff) // s) + 1
+        # the last window must start inside the input or the left padding
+        if (out - 1) * s >= size + p:
+            out -= 1
+    else:
+        out = (size + 2 * p - eff) // s + 1
+    return out
+
+
+def _padded(xp, x, ksize, stride, padding, dilation, ceil_mode, fill):
+    """x padded on each side by ``padding`` plus what ceil_mode's last window needs."""
+    nd = len(ksize)
+    out = tuple(_out_size(x.shape[2 + i], ksize[i], stride[i], padding[i], dilation[i],
+                          ceil_mode) for i in range(nd))
+    pads = []
+    for i in range(nd):
+        need = (out[i] - 1) * stride[i] + dilation[i] * (ksize[i] - 1) + 1
+        right = max(need - x.shape[2 + i] - padding[i], padding[i])
+        pads.append((padding[i], right))
+    if any(p for pair in pads for p in pair):
+        x = xp.pad(x, ((0, 0), (0, 0)) + tuple(pads), constant_values=fill)
+    return x, out, pads
+
+
+def _win(xp, xpad, ksize, stride, dilation, out):
+    nd = len(ksize)
+    st = xpad.strides
+    shape = xpad.shape[:2] + tuple(out) + tuple(ksize)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
+        tuple(st[2 + i] * dilation[i] for i in range(nd))
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(xpad, shape, strides)
+
+
+# ------------------------------------------------------------------------------------------------
+# max pooling
+
+
+def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    nd = len(kernel_size)
+    lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    xpad, out, pads = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
+    win = _win(xp, xpad, kernel_size, stride, dilation, out)
+    flat = win.reshape(win.shape[:2 + nd] + (-1,))
+    arg = flat.argmax(axis=-1)
+    if x.dtype.kind == "f":
+        # NaN wins, as in PyTorch
+        nan_arg = xp.isnan(flat).argmax(axis=-1)
+        has_nan = xp.isnan(flat).any(axis=-1)
+        arg = xp.where(has_nan, nan_arg, arg)
+    values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    # flat index into the unpadded input plane, as PyTorch reports it
+    tap = xp.unravel_index(arg, kernel_size)
+    spatial = x.shape[2:]
+    index = xp.zeros(arg.shape, dtype=xp.int64)
+    for i in range(nd):
+        grid = xp.arange(out[i]).reshape((1, 1) + tuple(-1 if j == i else 1 for j in range(nd)))
+        pos = grid * stride[i] + tap[i] * dilation[i] - padding[i]
+        index = index * spatial[i] + pos
+    return xp.ascontiguousarray(values), index
+
+
+def _unpool_add_kernel(xp, g, index, *, input_shape):
+    """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C)."""
+    n, c = input_shape[:2]
+    plane = math.prod(input_shape[2:])
+    out = xp.zeros((n * c, plane), dtype=g.dtype)
+    gi = g.reshape(n * c, -1)
+    ii = index.reshape(n * c, -1)
+    rows = xp.broadcast_to(xp.arange(n * c)[:, None], ii.shape)
+    if xp is np:
+        np.add.at(out, (rows, ii), gi)
+    else:
+        xp.add.at(out, (rows, ii), gi)
+    return out.reshape(input_shape)
+
+
+def _gather_kernel(xp, gx, index):
+    n, c = index.shape[:2]
+    flat = gx.reshape(n * c, -1)
+    return xp.take_along_axis(flat, index.reshape(n * c, -1), axis=1).reshape(index.shape)
+
+
+def _unpool_add_vjp(gg, _g, index, *, input_shape):
+    return _dispatch.apply(gather_op, (gg, index), {}), None
+
+
+def _gather_vjp(gz, gx, index):
+    return _dispatch.apply(unpool_add_op, (gz, index), {"input_shape": tuple(gx.shape)}), None
+
+
+unpool_add_op = Op("max_pool_backward", _unpool_add_kernel, vjp=_unpool_add_vjp)
+gather_op = Op("max_pool_gather", _gather_kernel, vjp=_gather_vjp)
+
+
+def _mp_vjp(grads, _x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape,
+            out):
+    g = grads[0] if isinstance(grads, tuple) else grads
+    return _dispatch.apply(unpool_add_op, (g, out[1]), {"input_shape": input_shape})
+
+
+def _mp_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape):
+    return _max_pool_kernel(xp, x, kernel_size=kernel_size, stride=stride, padding=padding,
+                            dilation=dilation, ceil_mode=ceil_mode)
+
+
+max_pool_op = Op("max_pool", _mp_kernel, vjp=_mp_vjp, nondiff_outputs=(1,))
+
+
+def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+             return_indices=False):
+    op = f"max_pool{nd}d"
+    batched = input.dim() == nd + 2
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"{op}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
+            f"{list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    k = _tuple(kernel_size, nd, "kernel_size", op)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _tuple(stride, nd, "stride", op)
+    p = _tuple(padding, nd, "padding", op)
+    d = _tuple(dilation, nd, "dilation", op)
+    for i in range(nd):
+        if p[i] > k[i] // 2:
+            raise RuntimeError(
+                f"{op}: pad should be at most half of effective kernel size, but got "
+                f"pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+        if _out_size(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode) <= 0:
+            raise RuntimeError(
+                f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated output size is "
+                "too small")
+    values, indices = _dispatch.apply(max_pool_op, (x,), dict(
+        kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil_mode,
+        input_shape=tuple(x.shape)))
+    if not batched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def max_unpool(nd, input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Place each value of ``input`` at its ``indices`` in a zero tensor (inverse of max
+    pooling with ``return_indices=True``)."""
+    op = f"max_unpool{nd}d"
+    k = _tuple(kernel_size, nd, "kernel_size", op)
+    s = k if stride is None else _tuple(stride, nd, "stride", op)
+    p = _tuple(padding, nd, "padding", op)
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    idx = indices if batched else indices.unsqueeze(0)
+    default = tuple((x.shape[2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(nd))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-nd:]
+        for i in range(nd):
+            lo, hi = default[i] - s[i], default[i] + s[i]
+            if not lo < size[i] < hi:
+                raise ValueError(
+                    f"invalid output_size {list(output_size)} (dim {i} must be between {lo} "
+                    f"and {hi})")
+    plane = math.prod(size)
+    if idx.numel() and (int(idx.max()) >= plane or int(idx.min()) < 0):
+        raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes "
+                           f"are of size {'x'.join(map(str, size))})")
+    y = _dispatch.apply(unpool_add_op, (x, idx), {"input_shape": tuple(x.shape[:2]) + size})
+    return y if batched else y.squeeze(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# average pooling
+
+
+def _avg_divisor(xp, in_shape, out, ksize, stride, padding, ceil_mode, count_include_pad,
+                 divisor_override):
+    if divisor_override is not None:
+        return divisor_override
+    nd = len(ksize)
+    counts = None
+    for i in range(nd):
+        start = np.arange(out[i]) * stride[i] - padding[i]
+        end = np.minimum(start + ksize[i], in_shape[i] + padding[i])
+        if count_include_pad:
+            cnt = end - start
+        else:
+            cnt = np.minimum(end, in_shape[i]) - np.maximum(start, 0)
+        shape = [1] * nd
+        shape[i] = -1
+        cnt = cnt.reshape(shape)
+        counts = cnt if counts is None else counts * cnt
+    return xp.asarray(counts.astype(np.float64))
+
+
+def _avg_pool_kernel(xp, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override):
+    nd = len(kernel_size)
+    ones = (1,) * nd
+    xpad, out, _ = _padded(xp, x, kernel_size, stride, padding, ones, ceil_mode, 0)
+    win = _win(xp, xpad, kernel_size, stride, ones, out)
+    total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    div = _avg_divisor(xp, x.shape[2:], out, kernel_size, stride, padding, ceil_mode,
+                       count_include_pad, divisor_override)
+    return (total / div).astype(x.dtype)
+
+
+def _avg_pool_backward_kernel(xp, g, *, input_shape, kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override):
+    nd = len(kernel_size)
+    out = g.shape[2:]
+    div = _avg_divisor(xp, input_shape[2:], out, kernel_size, stride, padding, ceil_mode,
+                       count_include_pad, divisor_override)
+    gd = (g / div).astype(g.dtype)
+    spatial = tuple(max((out[i] - 1) * stride[i] + kernel_size[i],
+                        input_shape[2 + i] + padding[i]) + padding[i] for i in range(nd))
+    gx = xp.zeros(tuple(input_shape[:2]) + spatial, dtype=g.dtype)
+    for tap in itertools.product(*(range(k) for k in kernel_size)):
+        region = (slice(None), slice(None)) + tuple(
+            slice(tap[i], tap[i] + stride[i] * (out[i] - 1) + 1, stride[i]) for i in range(nd))
+        gx[region] += gd
+    crop = (slice(None), slice(None)) + tuple(
+        slice(padding[i], padding[i] + input_shape[2 + i]) for i in range(nd))
+    return xp.ascontiguousarray(gx[crop])
+
+
+def _avg_pool_vjp(g, x, **p):
+    return _dispatch.apply(avg_pool_backward_op, (g,), dict(p, input_shape=tuple(x.shape)))
+
+
+def _avg_pool_backward_vjp(gz, _g, *, input_shape, **p):
+    return _dispatch.apply(avg_pool_op, (gz,), p)
+
+
+avg_pool_op = Op("avg_pool", _avg_pool_kernel, vjp=_avg_pool_vjp)
+avg_pool_backward_op = Op("avg_pool_backward", _avg_pool_backward_kernel,
+                          vjp=_avg_pool_backward_vjp)
+
+
+def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
+             count_include_pad=True, divisor_override=None):
+    op = f"avg_pool{nd}d"
+    batched = input.dim() == nd + 2
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
+                           f"{list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    k = _tuple(kernel_size, nd, "kernel_size", op)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _tuple(stride, nd, "stride", op)
+    p = _tuple(padding, nd, "padding", op)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    for i in range(nd):
+        if p[i] > k[i] // 2:
+            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
+                               f"but got pad={p[i]}, kernel_size={k[i]} and dilation=1")
+        if _out_size(x.shape[2 + i], k[i], s[i], p[i], 1, ceil_mode) <= 0:
+            raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated "
+                               "output size is too small")
+    if x._data.dtype.kind in "biu":
+        raise RuntimeError(f'"{op}" not implemented for \'{x.dtype.scalar_name}\'')
+    y = _dispatch.apply(avg_pool_op, (x,), dict(
+        kernel_size=k, stride=s, padding=p, ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad, divisor_override=divisor_override))
+    return y if batched else y.squeeze(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# adaptive pooling
+
+
+def _bounds(size, out):
+    return [(math.floor(i * size / out), math.ceil((i + 1) * size / out)) for i in range(out)]
+
+
+def _adaptive_avg_kernel(xp, x, *, output_size):
+    nd = len(output_size)
+    spatial = x.shape[2:]
+    if all(spatial[i] % output_size[i] == 0 for i in range(nd)):
+        # equal windows: one reshape and a mean
+        shape = x.shape[:2]
+        for i in range(nd):
+            shape += (output_size[i], spatial[i] // output_size[i])
+        r = x.reshape(shape)
+        return r.mean(axis=tuple(3 + 2 * i for i in range(nd))).astype(x.dtype)
+    out = xp.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype)
+    for pos in itertools.product(*(range(o) for o in output_size)):
+        sl = tuple(slice(*_bounds(spatial[i], output_size[i])[pos[i]]) for i in range(nd))
+        out[(Ellipsis,) + pos] = x[(Ellipsis,) + sl].mean(axis=tuple(range(2, 2 + nd)))
+    return out
+
+
+def _adaptive_avg_backward_kernel(xp, g, *, input_shape, output_size):
+    nd = g.ndim - 2
+    output_size = g.shape[2:]
+    spatial = input_shape[2:]
+    gx = xp.zeros(input_shape, dtype=g.dtype)
+    for pos in itertools.product(*(range(o) for o in output_size)):
+        bounds = [_bounds(spatial[i], output_size[i])[pos[i]] for i in range(nd)]
+        count = math.prod(hi - lo for lo, hi in bounds)
+        sl = tuple(slice(lo, hi) for lo, hi in bounds)
+        val = g[(Ellipsis,) + pos] / count
+        gx[(Ellipsis,) + sl] += val.reshape(val.shape + (1,) * nd)
+    return gx
+
+
+def _adaptive_avg_vjp(g, x, *, output_size):
+    return _dispatch.apply(adaptive_avg_backward_op, (g,), {"input_shape": tuple(x.shape),
+                                                            "output_size": output_size})
+
+
+def _adaptive_avg_backward_vjp(gz, _g, *, input_shape, output_size):
+    return _dispatch.apply(adaptive_avg_op, (gz,), {"output_size": output_size})
+
+
+adaptive_avg_op = Op("adaptive_avg_pool", _adaptive_avg_kernel, vjp=_adaptive_avg_vjp)
+adaptive_avg_backward_op = Op("adaptive_avg_pool_backward", _adaptive_avg_backward_kernel,
+                              vjp=_adaptive_avg_backward_vjp)
+
+
+def _adaptive_args(nd, input, output_size, op):
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    if isinstance(output_size, int):
+        output_size = (output_size,) * nd
+    output_size = tuple(x.shape[2 + i] if o is None else int(o)
+                        for i, o in enumerate(output_size))
+    if len(output_size) != nd:
+        raise ValueError(f"{op}: output_size must be {nd} integers")
+    if any(x.shape[2 + i] == 0 for i in range(nd)):
+        raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)}")
+    return x, batched, output_size
+
+
+def adaptive_avg_pool(nd, input, output_size):
+    x, batched, output_size = _adaptive_args(nd, input, output_size,
+                                             f"adaptive_avg_pool{nd}d")
+    y = _dispatch.apply(adaptive_avg_op, (x,), {"output_size": output_size})
+    return y if batched else y.squeeze(0)
+
+
+def _adaptive_max_kernel(xp, x, *, output_size):
+    nd = len(output_size)
+    spatial = x.shape[2:]
+    values = xp.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype)
+    index = xp.empty(x.shape[:2] + tuple(output_size), dtype=xp.int64)
+    for pos in itertools.product(*(range(o) for o in output_size)):
+        bounds = [_bounds(spatial[i], output_size[i])[pos[i]] for i in range(nd)]
+        sl = tuple(slice(lo, hi) for lo, hi in bounds)
+        win = x[(Ellipsis,) + sl]
+        flat = win.reshape(win.shape[:2] + (-1,))
+        arg = flat.argmax(axis=-1)
+        values[(Ellipsis,) + pos] = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+        local = xp.unravel_index(arg, win.shape[2:])
+        idx = xp.zeros(arg.shape, dtype=xp.int64)
+        for i in range(nd):
+            idx = idx * spatial[i] + (local[i] + bounds[i][0])
+        index[(Ellipsis,) + pos] = idx
+    return values, index
+
+
+def _adaptive_max_vjp(grads, _x, *, output_size, input_shape, out):
+    g = grads[0] if isinstance(grads, tuple) else grads
+    return _dispatch.apply(unpool_add_op, (g, out[1]), {"input_shape": input_shape})
+
+
+def _adaptive_max_kernel_p(xp, x, *, output_size, input_shape):
+    return _adaptive_max_kernel(xp, x, output_size=output_size)
+
+
+adaptive_max_op = Op("adaptive_max_pool", _adaptive_max_kernel_p, vjp=_adaptive_max_vjp,
+                     nondiff_outputs=(1,))
+
+
+def adaptive_max_pool(nd, input, output_size, return_indices=False):
+    x, batched, output_size = _adaptive_args(nd, input, output_size,
+                                             f"adaptive_max_pool{nd}d")
+    values, indices = _dispatch.apply(adaptive_max_op, (x,), {
+        "output_size": output_size, "input_shape": tuple(x.shape)})
+    if not batched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values

@@ -1,0 +1,58 @@
+"""Padding layers: Zero, Constant, Reflection, Replication and Circular, in 1-3 dims."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+def _pads(padding, n):
+    return (padding,) * (2 * n) if isinstance(padding, int) else tuple(padding)
+
+
+class _PadNd(Module):
+    _nd = 1
+    _mode = "constant"
+
+    def __init__(self, padding, value=0.0):
+        super().__init__()
+        self.padding = _pads(padding, self._nd)
+        self.value = value
+
+    def forward(self, input):
+        if self._mode == "constant":
+            return F.pad(input, self.padding, "constant", self.value)
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self):
+        if self._mode == "constant":
+            return f"padding={self.padding}, value={self.value}"
+        return f"{self.padding}"
+
+
+def _make(name, nd, mode, has_value):
+    if has_value:
+        def __init__(self, padding, value):
+            _PadNd.__init__(self, padding, value)
+    else:
+        def __init__(self, padding):
+            _PadNd.__init__(self, padding, 0.0)
+    return type(name, (_PadNd,), {"_nd": nd, "_mode": mode, "__init__": __init__,
+                                  "__module__": __name__})
+
+
+ConstantPad1d = _make("ConstantPad1d", 1, "constant", True)
+ConstantPad2d = _make("ConstantPad2d", 2, "constant", True)
+ConstantPad3d = _make("ConstantPad3d", 3, "constant", True)
+ZeroPad1d = _make("ZeroPad1d", 1, "constant", False)
+ZeroPad2d = _make("ZeroPad2d", 2, "constant", False)
+ZeroPad3d = _make("ZeroPad3d", 3, "constant", False)
+ReflectionPad1d = _make("ReflectionPad1d", 1, "reflect", False)
+ReflectionPad2d = _make("ReflectionPad2d", 2, "reflect", False)
+ReflectionPad3d = _make("ReflectionPad3d", 3, "reflect", False)
+ReplicationPad1d = _make("ReplicationPad1d", 1, "replicate", False)
+ReplicationPad2d = _make("ReplicationPad2d", 2, "replicate", False)
+ReplicationPad3d = _make("ReplicationPad3d", 3, "replicate", False)
+CircularPad1d = _make("CircularPad1d", 1, "circular", False)
+CircularPad2d = _make("CircularPad2d", 2, "circular", False)
+CircularPad3d = _make("CircularPad3d", 3, "circular", False)
