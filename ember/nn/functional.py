@@ -357,3 +357,14 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     b = -a * alpha_p * p
     out = (input * keep + alpha_p * (1 - keep)) * a + b
     return input.copy_(out) if inplace else out
+
+
+# -- losses (compositions) -------------------------------------------------------------------------
+
+from ._loss_functions import (  # noqa: E402, F401
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
+    cosine_similarity, ctc_loss, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
+    l1_loss, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+    multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss, smooth_l1_loss,
+    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+)

@@ -1,0 +1,446 @@
+"""The loss functions of ``ember.nn.functional`` beyond the fused ones (cross_entropy,
+nll_loss, mse_loss), composed from ember ops so their gradients come for free.
+
+Where PyTorch clamps for numerical safety (``binary_cross_entropy`` clamps its logs at
+-100, ``gaussian_nll_loss`` clamps the variance), so do we, in the same places.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+from .._ops._registry import Op
+from .._ops.nn_ops import reduction_enum
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean()
+
+
+def _same_size(name, input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size.")
+
+
+def _broadcast_warn(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=3)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    _broadcast_warn(input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    _same_size("binary_cross_entropy", input, target)
+    if input.numel() and (float(input.detach().min()) < 0 or float(input.detach().max()) > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_x = input.log().clamp(min=-100)
+    log_1mx = (1 - input).log().clamp(min=-100)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    _same_size("binary_cross_entropy_with_logits", input, target)
+    # (1 - t) x + w_t * log(1 + exp(-x)), with log(1 + exp(-x)) = log1p(exp(-|x|)) + relu(-x)
+    softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * softplus_neg
+    else:
+        loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    from .. import where
+
+    _broadcast_warn(input, target)
+    d = (input - target).abs()
+    loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction_enum(reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
+                   beta=1.0):
+    from .. import where
+
+    reduction = reduction_enum(reduction, size_average, reduce)
+    _broadcast_warn(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    from .. import xlogy
+
+    if size_average is not None or reduce is not None:
+        reduction = reduction_enum(reduction, size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    from .. import where
+
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        t = target
+        stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
+        loss = loss + where(t > 1, stirling, t * 0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, (int, float)):
+        from .. import full_like
+
+        var = full_like(input, var)
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    from ..autograd.grad_mode import no_grad
+
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got "
+            f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    from .. import where
+
+    reduction = reduction_enum(reduction, size_average, reduce)
+    margin_part = where(target != 1, (margin - input).clamp(min=0), input * 0)
+    self_part = where(target != -1, input, input * 0)
+    return _reduce(margin_part + self_part, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    return _reduce((-target * input).exp().log1p(), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    from .functional import logsigmoid
+
+    reduction = reduction_enum(reduction, size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(dim=input.dim() - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Hinge loss between each target class (listed in ``target`` up to the first -1) and
+    every non-target class."""
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if target._data.dtype.kind not in "iu":
+        raise RuntimeError("multilabel_margin_loss: expected target of dtype Long")
+    one = input.dim() == 1
+    x = input.unsqueeze(0) if one else input
+    t = target.unsqueeze(0) if one else target
+    if t.shape != x.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    n, c = x.shape
+    tn = t.detach().numpy() if t.is_cpu else t.cpu().numpy()
+    is_target = np.zeros((n, c), dtype=bool)
+    valid = np.zeros((n, c), dtype=bool)
+    for i in range(n):
+        for j in range(c):
+            if tn[i, j] < 0:
+                break
+            is_target[i, tn[i, j]] = True
+            valid[i, j] = True
+    from .._ops.creation import from_numpy
+
+    safe_t = from_numpy(np.where(valid, tn, 0))
+    x_target = x.gather(1, safe_t)  # (n, c): the score of each listed target
+    diff = 1 - x_target.unsqueeze(2) + x.unsqueeze(1)  # (n, j, i)
+    pair_mask = from_numpy(valid[:, :, None] & ~is_target[:, None, :]).to(x.dtype)
+    loss = (diff.clamp(min=0) * pair_mask).sum((1, 2)) / c
+    if one:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    one = input.dim() == 1
+    x = input.unsqueeze(0) if one else input
+    t = target.reshape(-1)
+    c = x.shape[1]
+    x_y = x.gather(1, t.unsqueeze(1))
+    z = (margin - x_y + x).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t].unsqueeze(1)
+    from .. import arange
+
+    not_y = arange(c).unsqueeze(0) != t.unsqueeze(1)
+    loss = (z * not_y).sum(1) / c
+    if one:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / max(|x1| |x2|, eps)`` along ``dim`` (broadcasting)."""
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return (x1 * x2).sum(dim) / (n1 * n2).clamp(min=eps * eps).sqrt()
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim."""
+    d = x1 - x2 + eps
+    return d.norm(p=p, dim=-1, keepdim=keepdim)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    from .. import where
+
+    reduction = reduction_enum(reduction, size_average, reduce)
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    cos = prod / mag.sqrt()
+    loss = where(target == 1, 1 - cos, (cos - margin).clamp(min=0))
+    loss = where((target == 1) | (target == -1), loss, loss * 0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = reduction_enum(reduction, size_average, reduce)
+    dims = {anchor.dim(), positive.dim(), negative.dim()}
+    if len(dims) != 1:
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and "
+            f"negative {negative.dim()}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        from .. import minimum
+
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than "
+                         f"0, got {margin} instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        from .. import minimum
+
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction_enum(reduction))
+
+
+# ------------------------------------------------------------------------------------------------
+# CTC: a fused op (alpha-beta recursion in log space); its gradient is computed with the loss
+
+
+def _logsumexp2(a, b):
+    m = np.maximum(a, b)
+    with np.errstate(invalid="ignore"):
+        out = m + np.log(np.exp(a - m) + np.exp(b - m))
+    return np.where(np.isneginf(m), -np.inf, out)
+
+
+def _ctc_one(lp, target, blank):
+    """Negative log-likelihood and its gradient wrt lp (T, C) for one sequence."""
+    t_len, c = lp.shape
+    ext = np.full(2 * len(target) + 1, blank, dtype=np.int64)
+    ext[1::2] = target
+    s = len(ext)
+    neg = -np.inf
+    alpha = np.full((t_len, s), neg)
+    alpha[0, 0] = lp[0, blank]
+    if s > 1:
+        alpha[0, 1] = lp[0, ext[1]]
+    skip = np.zeros(s, dtype=bool)
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    for t in range(1, t_len):
+        prev = alpha[t - 1]
+        a = prev.copy()
+        a[1:] = _logsumexp2(a[1:], prev[:-1])
+        a[2:] = np.where(skip[2:], _logsumexp2(a[2:], prev[:-2]), a[2:])
+        alpha[t] = a + lp[t, ext]
+    beta = np.full((t_len, s), neg)
+    beta[-1, -1] = lp[-1, ext[-1]]
+    if s > 1:
+        beta[-1, -2] = lp[-1, ext[-2]]
+    skip_b = np.zeros(s, dtype=bool)
+    skip_b[:-2] = (ext[:-2] != blank) & (ext[:-2] != ext[2:])
+    for t in range(t_len - 2, -1, -1):
+        nxt = beta[t + 1]
+        b = nxt.copy()
+        b[:-1] = _logsumexp2(b[:-1], nxt[1:])
+        b[:-2] = np.where(skip_b[:-2], _logsumexp2(b[:-2], nxt[2:]), b[:-2])
+        beta[t] = b + lp[t, ext]
+    ll = _logsumexp2(alpha[-1, -1], alpha[-1, -2]) if s > 1 else alpha[-1, -1]
+    grad = np.zeros_like(lp)
+    if np.isfinite(ll):
+        ab = alpha + beta - lp[:, ext]  # log prob of paths through (t, s)
+        acc = np.full((t_len, c), neg)
+        for k in range(s):
+            acc[:, ext[k]] = _logsumexp2(acc[:, ext[k]], ab[:, k])
+        grad = np.exp(lp) - np.exp(acc - ll)
+    return -ll, grad
+
+
+def _ctc_kernel(xp, log_probs, targets, in_lens, tg_lens, *, blank, reduction,
+                zero_infinity):
+    lp = np.asarray(log_probs, dtype=np.float64)
+    t_max, n, c = lp.shape
+    tg = np.asarray(targets)
+    losses = np.zeros(n)
+    grads = np.zeros_like(lp)
+    offset = 0
+    for b in range(n):
+        t_len = int(in_lens[b])
+        l_len = int(tg_lens[b])
+        if tg.ndim == 2:
+            target = tg[b, :l_len]
+        else:
+            target = tg[offset:offset + l_len]
+            offset += l_len
+        loss, grad = _ctc_one(lp[:t_len, b], target, blank)
+        if zero_infinity and not np.isfinite(loss):
+            loss, grad = 0.0, np.zeros_like(grad)
+        losses[b] = loss
+        grads[:t_len, b] = grad
+    if reduction == "mean":
+        denom = np.maximum(np.asarray(tg_lens, dtype=np.float64), 1)
+        out = (losses / denom).mean()
+        grads = grads / denom[None, :, None] / n
+    elif reduction == "sum":
+        out = losses.sum()
+    else:
+        out = losses
+    dt = log_probs.dtype
+    return xp.asarray(np.asarray(out, dtype=dt)), xp.asarray(grads.astype(dt))
+
+
+def _ctc_vjp(grads, _lp, _targets, _il, _tl, *, blank, reduction, zero_infinity, out):
+    g = grads[0]
+    grad = out[1]
+    if reduction == "none":
+        return g.reshape(1, -1, 1) * grad, None, None, None
+    return g * grad, None, None, None
+
+
+ctc_op = Op("ctc_loss", _ctc_kernel, vjp=_ctc_vjp, nondiff_outputs=(1,))
+ctc_op.node_name = "CtcLossBackward0"
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist temporal classification loss of (T, N, C) log-probabilities."""
+    from .._ops.creation import as_tensor
+
+    reduction = reduction_enum(reduction)
+    if log_probs.dim() == 2:
+        log_probs = log_probs.unsqueeze(1)
+        squeeze = True
+    else:
+        squeeze = False
+    il = as_tensor(input_lengths) if not isinstance(input_lengths, Tensor) else input_lengths
+    tl = as_tensor(target_lengths) if not isinstance(target_lengths, Tensor) else \
+        target_lengths
+    il, tl = il.reshape(-1), tl.reshape(-1)
+    loss, _ = _dispatch.apply(ctc_op, (log_probs, targets, il, tl),
+                              {"blank": blank, "reduction": reduction,
+                               "zero_infinity": zero_infinity})
+    if squeeze and reduction == "none":
+        loss = loss.squeeze(0)
+    return loss
