@@ -23,7 +23,8 @@ gives higher derivatives for free. ``g`` is the output's gradient (a tuple of th
 multi-output ops; None entries for outputs that got no gradient). ``inputs`` are the
 tensor inputs in order; an input whose parameter name starts with ``_`` is not needed by the
 formula, is not saved, and arrives as None -- that is how an op says what it keeps alive.
-A keyword-only parameter named ``out`` receives the op's (first) result, saved for the
+A keyword-only parameter named ``out`` receives the op's result (the tuple of all results for
+multi-output ops), saved for the
 purpose. The remaining keyword parameters receive the op's static params by name.
 Formulas need not reduce broadcast gradients nor cast them: the engine sums each gradient
 to its input's shape and casts it to its input's dtype (ARCHITECTURE.md section 3).
@@ -50,6 +51,10 @@ functions: dict = {}
 class Op:
     """One operator: kernel(s), derivative formulas and metadata. See the module docstring."""
 
+    #: a view op returning several views of its input (unbind, split, chunk): in-place ops
+    #: on those outputs must raise, as in PyTorch. Set on the op after declaring it.
+    multi_output_view = False
+
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,
                  doc=None):
@@ -67,6 +72,7 @@ class Op:
         self.view_of = view_of  # index of the input the output is a view of
         self.linear = linear
         self.doc = doc
+        self.node_name = None  # the backward node's class name; None: <CamelName>Backward0
         self.vjp = None
         self.saved_inputs = ()
         self.saves_out = False

@@ -256,9 +256,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     logp = log_softmax(input, class_dim)
     if target.is_floating_point():
         if target.shape != input.shape:
+            # a float target of another shape is a mistaken class-index target
             raise RuntimeError(
-                f"cross_entropy: expected target of shape {list(input.shape)} with class "
-                f"probabilities, got {list(target.shape)}")
+                f"cross_entropy: expected target dtype to be Long (class indices) or a float "
+                f"target of the input's shape {list(input.shape)} (class probabilities), but "
+                f"got {target.dtype.scalar_name} of shape {list(target.shape)}")
         c = input.shape[class_dim]
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c

@@ -1,0 +1,611 @@
+"""Recording the graph: op nodes, saved tensors, and autograd's side of in-place ops and views.
+
+The dispatcher calls ``record(op, inputs, params, outputs)`` after a kernel ran when grad mode
+is on and some input requires grad (NOTE [ Hot path ] in ember/_dispatch.py). ``record``
+builds one ``Node`` whose class is named after the op (``mul`` -> ``MulBackward0``), points
+it at the nodes of the inputs, saves what the op's vjp asks for, and stamps the outputs.
+
+NOTE [ Gradient metadata per input ]
+Each node keeps, per input, the input's shape and dtype. The node sums each gradient its
+formula returns down to that shape and casts it to that dtype (complex to real by taking
+the real part, torch's convention) -- this is the one place where broadcasting and dtype
+promotion are undone, so formulas never call ``sum_to_size`` (ARCHITECTURE.md section 3).
+
+NOTE [ In-place ops and autograd ]
+An in-place op runs out of place and its result is written into ``self``
+(``_dispatch.commit_inplace_result``). Before that, ``check_inplace`` refuses what PyTorch
+refuses and remembers ``self`` as the pending target: while it is pending, ``record`` saves
+a *copy* of any input sharing ``self``'s version counter, since the write will overwrite the
+value the formula needs. ``commit_inplace`` then rebases ``self``'s history onto the result's
+node -- or, when ``self`` is a view, rewrites the base's history with a ``CopySlices`` node
+and lets the views' grad_fns be regenerated lazily (NOTE [ View replay ]).
+
+NOTE [ View replay ]
+``_dispatch._wrap_views`` stores in each view's ``_view_meta`` the chain of (op, params)
+that makes the view from its root base, and the version at which its grad_fn was valid.
+When the root's version moved (an in-place write on the base or on any view of it), the
+view's grad_fn is stale: it is rebuilt on demand by replaying the chain on the root under
+grad mode and taking the replayed view's node.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.tensor import Tensor, wrap
+from ._registry_glue import cast_op, sum_to_op
+from . import anomaly_mode as _anomaly
+from .graph import AccumulateGrad, Node, _hooks_state, _sequence
+
+_state = _dispatch.state
+_apply_op = _dispatch.apply
+
+#: set by allow_mutation_on_saved_tensors: every saved tensor is copied when saved
+clone_on_save = False
+#: the tensor an in-place op is about to overwrite (NOTE [ In-place ops and autograd ])
+_pending = None
+#: True once inference mode was ever entered (guards the inference-tensor checks)
+inference_seen = False
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+def _legacy_type(arr):
+    from .._ops.conversion import _LEGACY
+
+    d = _dt.from_np[arr.dtype]
+    prefix = "ember." if type(arr) is np.ndarray else "ember.cuda."
+    return prefix + _LEGACY.get(d, "Tensor")
+
+
+def short_name(node) -> str:
+    """``MulBackward0`` -> ``Mul``, as PyTorch names nodes in its version error."""
+    return re.sub(r"Backward\d*$", "", node.name())
+
+
+# ------------------------------------------------------------------------------------------------
+# saved tensors
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    An input is kept as the Tensor itself; the node's own output is kept as its array and
+    version counter and re-wrapped on unpack (NOTE [ Nodes do not own their outputs ] in
+    graph.py). With saved-tensor hooks active the pack hook's result is kept instead.
+    """
+
+    __slots__ = ("t", "arr", "vc", "version", "out_nr", "packed", "unpack_hook", "freed")
+
+    def __init__(self, t, vc, version, out_nr=-1):
+        self.t = t  # the Tensor (an input) or None (the node's output)
+        self.arr = None
+        self.vc = vc
+        self.version = version
+        self.out_nr = out_nr
+        self.packed = None
+        self.unpack_hook = None
+        self.freed = False
+
+    def unpack(self, node):
+        if self.freed:
+            raise RuntimeError(_FREED)
+        if self.unpack_hook is not None:
+            return self.unpack_hook(self.packed)
+        vc = self.vc
+        t = self.t
+        if t is not None:
+            cur = t._vc
+            v = 0 if cur is None else cur[0]
+        else:
+            v = vc[0]
+        if v != self.version:
+            raise RuntimeError(self._version_error(node, v))
+        if t is not None:
+            return t
+        o = wrap(self.arr)
+        o._vc = vc
+        o._grad_fn = node
+        o._out_nr = self.out_nr
+        o._rg = True
+        return o
+
+    def _version_error(self, node, v):
+        if self.t is not None:
+            arr = self.t._data
+            fn = self.t._grad_fn
+            which = (f", which is output {self.t._out_nr} of {short_name(fn)}"
+                     if fn is not None else "")
+        else:
+            arr = self.arr
+            which = f", which is output {self.out_nr} of {short_name(node)}"
+        return (
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{_legacy_type(arr)} {list(arr.shape)}]{which}, is at version "
+            f"{v}; expected version {self.version} instead. Hint: enable anomaly detection to "
+            "find the operation that failed to compute its gradient, with "
+            "ember.autograd.set_detect_anomaly(True).")
+
+    def release(self):
+        self.t = self.arr = self.packed = None
+        self.freed = True
+
+
+def save_input(t):
+    """Save an input tensor for backward (see ``SavedTensor``)."""
+    if inference_seen and getattr(t, "_inference", False):
+        raise RuntimeError(
+            "Inference tensors cannot be saved for backward. Please do not use Tensors created "
+            "in inference mode in computation tracked by autograd. To work around this, you can "
+            "make a clone to get a normal tensor and use it in autograd, or use "
+            "`ember.no_grad()` instead of `ember.inference_mode()`.")
+    p = _pending
+    if clone_on_save or (p is not None and (t is p or (t._vc is not None and t._vc is p._vc))):
+        t = _detached_copy(t)
+    vc = t._vc
+    s = SavedTensor(t, vc, 0 if vc is None else vc[0])
+    if _hooks_state.stack:
+        _pack(s, t)
+    return s
+
+
+def save_output(o, nr):
+    """Save a node's own output: keep its array, not the Tensor (no reference cycle)."""
+    vc = o._vc
+    if vc is None:
+        vc = o._vc = [0]
+    s = SavedTensor(None, vc, vc[0], nr)
+    s.arr = o._data
+    if _hooks_state.stack:
+        _pack(s, o)
+    return s
+
+
+def _pack(s, t):
+    pack, unpack = _hooks_state.stack[-1]
+    s.packed = pack(t)
+    s.unpack_hook = unpack
+    s.t = s.arr = None
+
+
+def _detached_copy(t):
+    c = wrap(t._data.copy())
+    c._rg = t._rg
+    c._grad_fn = t._grad_fn
+    if t._grad_fn is not None:
+        c._out_nr = t._out_nr
+    return c
+
+
+# ------------------------------------------------------------------------------------------------
+# op nodes
+
+
+_node_classes: dict = {}
+
+
+def node_class(op):
+    """The Node subclass for ``op``: named like PyTorch's (``MulBackward0``)."""
+    cls = _node_classes.get(op)
+    if cls is None:
+        name = getattr(op, "node_name", None)
+        if name is None:
+            name = "".join(p[:1].upper() + p[1:] for p in op.name.strip("_").split("_"))
+            name += "Backward0"
+        cls = _node_classes[op] = type(name, (OpNode,), {"__slots__": ()})
+    return cls
+
+
+class OpNode(Node):
+    """The backward node of one call of a registered op (see NOTE [ Derivative formulas ] in
+    ember/_ops/_registry.py for the formula contract)."""
+
+    # _op, _params, _saved (per input: SavedTensor or None), _sout (saved result or None),
+    # _meta_in (per input: (shape, dtype) or None), _nout (number of outputs), _freed,
+    # _multi (the op returned a tuple: its formula gets a tuple of gradients)
+    _multi = False
+
+    def _n_outputs(self):
+        return self._nout
+
+    def _apply(self, grads):
+        op = self._op
+        nxt = self._next
+        if not self._multi:
+            g = grads[0]
+            if g is None:
+                return (None,) * len(nxt)
+        else:
+            if all(x is None for x in grads):
+                return (None,) * len(nxt)
+            g = tuple(grads)
+        if self._freed:
+            raise RuntimeError(_FREED)
+        saved = self._saved
+        args = [None if s is None else s.unpack(self) for s in saved] if saved is not None \
+            else [None] * len(nxt)
+        sout = self._sout
+        if sout is not None:
+            out = tuple(s.unpack(self) for s in sout) if type(sout) is tuple else \
+                sout.unpack(self)
+            res = op.vjp(g, *args, out=out, **self._params)
+        else:
+            res = op.vjp(g, *args, **self._params)
+        if res is None or isinstance(res, Tensor):
+            res = (res,)
+        return fit_grads(nxt, res, self._meta_in)
+
+    def _release(self):
+        saved = self._saved
+        if saved is not None:
+            for s in saved:
+                if s is not None:
+                    s.release()
+            self._freed = True
+        sout = self._sout
+        if sout is not None:
+            for s in (sout if type(sout) is tuple else (sout,)):
+                s.release()
+            self._freed = True
+
+    def __getattr__(self, name):
+        # _saved_<name> / _raw_saved_<name>: inputs by the formula's parameter names, the
+        # result as ``result``, static params by their names
+        raw = name.startswith("_raw_saved_")
+        if not (raw or name.startswith("_saved_")):
+            raise AttributeError(name)
+        key = name[len("_raw_saved_"):] if raw else name[len("_saved_"):]
+        d = self.__dict__
+        if key == "result" and d.get("_sout") is not None:
+            s = d["_sout"]
+            if type(s) is tuple:
+                return s if raw else tuple(x.unpack(self) for x in s)
+            return s if raw else s.unpack(self)
+        names = _vjp_input_names(d["_op"])
+        saved = d.get("_saved")
+        if key in names and saved is not None:
+            i = names.index(key)
+            if i < len(saved) and saved[i] is not None:
+                return saved[i] if raw else saved[i].unpack(self)
+        params = d.get("_params") or {}
+        if key in params and not raw:
+            return params[key]
+        raise AttributeError(name)
+
+    def __dir__(self):
+        names = [n for n, s in zip(_vjp_input_names(self._op), self._saved or ()) if s]
+        extra = [f"_saved_{n}" for n in names] + [f"_raw_saved_{n}" for n in names]
+        if self._sout is not None:
+            extra += ["_saved_result", "_raw_saved_result"]
+        extra += [f"_saved_{k}" for k in self._params]
+        return sorted(set(super().__dir__()) | set(extra))
+
+
+def _vjp_input_names(op):
+    import inspect
+
+    ps = list(inspect.signature(op.vjp).parameters.values())[1:]
+    return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def fit_grads(nxt, res, meta):
+    """One gradient per edge, summed to its input's shape and cast to its dtype (NOTE
+    [ Gradient metadata per input ]). Gradients for edges that need none are dropped."""
+    out = []
+    for (node, _), r, m in zip(nxt, res, meta):
+        if node is None or r is None:
+            out.append(None)
+            continue
+        rd = r._data
+        shape, dt = m
+        if rd.shape != shape:
+            r = _apply_op(sum_to_op, (r,), {"shape": shape, "in_shape": rd.shape})
+            rd = r._data
+        if rd.dtype != dt:
+            r = _apply_op(cast_op, (r,), {"dtype": dt})
+        out.append(r)
+    if len(res) < len(nxt):
+        out.extend([None] * (len(nxt) - len(res)))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# record
+
+
+def accumulate_node(t):
+    """The AccumulateGrad node of leaf ``t``, created on first need and held weakly."""
+    import weakref
+
+    try:
+        ref = t._accum
+    except AttributeError:
+        ref = None
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._accum = weakref.ref(acc)
+    return acc
+
+
+def gradient_edge(t):
+    """(node, input_nr) through which ``t`` receives its gradient."""
+    if t._base is not None:
+        refresh_view(t)
+    fn = t._grad_fn
+    if fn is not None:
+        return fn, t._out_nr
+    return accumulate_node(t), 0
+
+
+def record(op, inputs, params, outputs):
+    """The dispatcher's autograd hook: attach a node to ``outputs``. See the module doc."""
+    if not op.differentiable:
+        return
+    nxt = []
+    meta = []
+    for t in inputs:
+        if t is not None and t._rg:
+            if t._base is not None:
+                refresh_view(t)
+            fn = t._grad_fn
+            if fn is None:
+                nxt.append((accumulate_node(t), 0))
+            else:
+                nxt.append((fn, t._out_nr))
+            d = t._data
+            meta.append((d.shape, d.dtype))
+        else:
+            nxt.append((None, 0))
+            meta.append(None)
+    cls = _node_classes.get(op) or node_class(op)
+    node = object.__new__(cls)
+    node._op = op
+    node._params = params
+    node._next = tuple(nxt)
+    node._meta_in = meta
+    node._seq = next(_sequence)
+    node._freed = False
+    node._sout = None
+    flags = op.saved_inputs
+    if True in flags or op.saves_all_varargs:
+        n = len(flags)
+        va = op.saves_all_varargs
+        node._saved = [save_input(t) if t is not None and (flags[i] if i < n else va) else None
+                       for i, t in enumerate(inputs)]
+    else:
+        node._saved = None
+    if _anomaly._enabled:
+        node._trace = traceback.format_stack()[:-2]
+    if op.view_of is not None:
+        _view_outputs(op, inputs, params, outputs)
+    if type(outputs) is tuple:
+        node._nout = len(outputs)
+        node._multi = True
+        nd = op.nondiff_outputs
+        first = None
+        for i, o in enumerate(outputs):
+            if i in nd or o._data.dtype.kind in "iub":
+                continue
+            o._grad_fn = node
+            o._out_nr = i
+            o._rg = True
+            if first is None:
+                first = o
+        if op.saves_out and first is not None:
+            # multi-output formulas receive every output (e.g. max_pool's indices)
+            node._sout = tuple(save_output(o, i) for i, o in enumerate(outputs))
+    else:
+        node._nout = 1
+        if outputs._data.dtype.kind in "iub" or 0 in op.nondiff_outputs:
+            return
+        outputs._grad_fn = node
+        outputs._out_nr = 0
+        outputs._rg = True
+        if op.saves_out:
+            node._sout = save_output(outputs, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# views
+
+
+def _contiguous():
+    from .._core import layout
+
+    return layout.contiguous_format
+
+
+def _view_outputs(op, inputs, params, outputs):
+    """Views made by a path that bypassed ``_wrap_views`` get their replay chain here."""
+    outs = outputs if type(outputs) is tuple else (outputs,)
+    if getattr(outs[0], "_view_meta", None) is not None:
+        return
+    base = inputs[op.view_of]
+    if base._base is None:
+        chain = ()
+    else:
+        vm = getattr(base, "_view_meta", None)
+        chain = None if vm is None else vm[0]
+    others = inputs if len(inputs) > 1 else None
+    vc = outs[0]._vc
+    v = 0 if vc is None else vc[0]
+    multi = type(outputs) is tuple and op.multi_output_view
+    for i, o in enumerate(outs):
+        if o._base is not None:
+            o._view_meta = [None if chain is None else chain + ((op, params, i, others),), v,
+                            multi]
+
+
+def view_meta(t):
+    """``t._view_meta`` (see ``_dispatch._wrap_views``); for a view made without one (a
+    fast path that wraps NumPy views itself), a chain of one ``as_strided`` relative to the
+    root, when the root is contiguous -- PyTorch's own fallback (AsStridedBackward0)."""
+    vm = getattr(t, "_view_meta", None)
+    if vm is not None and vm[0] is not None:
+        return vm
+    root = t._base
+    if root is None or not root._data.flags.c_contiguous:
+        return vm
+    a = t._data
+    item = a.itemsize
+    offset = t.storage_offset() - root.storage_offset()
+    entry = (None, (a.shape, tuple(s // item for s in a.strides), offset), 0, None)
+    vc = root._vc
+    if vm is None:
+        vm = t._view_meta = [(entry,), 0 if vc is None else vc[0], False]
+    else:
+        vm[0] = (entry,)
+    return vm
+
+
+def refresh_view(t):
+    """Rebuild a view's grad_fn after its base was modified in place (NOTE [ View replay ])."""
+    vm = view_meta(t)
+    if vm is None or vm[0] is None:
+        return
+    root = t._base
+    vc = root._vc
+    cur = 0 if vc is None else vc[0]
+    if vm[1] == cur:
+        return
+    vm[1] = cur
+    if not root._rg:
+        return
+    prev = _state.grad_enabled
+    _state.grad_enabled = True
+    try:
+        v = replay(root, vm[0])
+    finally:
+        _state.grad_enabled = prev
+    if v._grad_fn is not None:
+        t._grad_fn = v._grad_fn
+        t._out_nr = v._out_nr
+        t._rg = True
+
+
+def replay(x, chain):
+    """Apply the view chain (op, params, output index, other inputs) to ``x``."""
+    for op, params, idx, others in chain:
+        if op is None:  # the as_strided fallback of ``view_meta``
+            from .._ops.shape import as_strided
+
+            if not x._data.flags.c_contiguous or x.storage_offset() != 0:
+                x = x.clone(memory_format=_contiguous())
+            size, stride, offset = params
+            x = as_strided(x, size, stride, offset)
+            continue
+        if others is None:
+            r = _apply_op(op, (x,), params)
+        else:
+            ins = list(others)
+            ins[op.view_of] = x
+            r = _apply_op(op, tuple(ins), params)
+        x = r[idx] if type(r) is tuple else r
+    return x
+
+
+class CopySlices(Node):
+    """The base's node after an in-place write into one of its views.
+
+    The new base equals the old base with the view's elements replaced by the in-place
+    result ``r``: the old base's gradient is the incoming one with the view's elements
+    zeroed, and ``r``'s gradient is the incoming one seen through the view.
+    """
+
+    def __init__(self, root, chain, r):
+        self._chain = chain
+        d = root._data
+        self._shape_dtype = (d.shape, d.dtype, type(d))
+        base_edge = gradient_edge(root) if root._rg else (None, 0)
+        self._next = (base_edge, (r._grad_fn, r._out_nr) if r._grad_fn is not None
+                      else (None, 0))
+        self._seq = next(_sequence)
+        if _anomaly._enabled:
+            self._trace = traceback.format_stack()[:-3]
+
+    def _apply(self, grads):
+        g = grads[0]
+        if g is None:
+            return (None, None)
+        shape, dtype, at = self._shape_dtype
+        xp = _dispatch.backends_by_type[at].xp
+        mask = wrap(xp.ones(shape, dtype=g._data.dtype))
+        hole = replay(mask, self._chain)
+        hole._data[...] = 0
+        g_base = g * mask if self._next[0][0] is not None else None
+        g_r = replay(g, self._chain) if self._next[1][0] is not None else None
+        return (g_base, g_r)
+
+
+# ------------------------------------------------------------------------------------------------
+# in-place hooks
+
+
+def check_inplace(t, opname):
+    """Refuse in-place writes PyTorch refuses; remember the target (see the module doc)."""
+    global _pending
+    if t._rg and _state.grad_enabled:
+        if t._grad_fn is None and t._base is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation.")
+        base = t._base
+        if base is not None:
+            if base._rg and base._grad_fn is None:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation.")
+            vm = getattr(t, "_view_meta", None)
+            if vm is not None and vm[2]:
+                refresh_view(t)
+                fn = t._grad_fn
+                raise RuntimeError(
+                    f"Output {t._out_nr} of {short_name(fn)} is a view and is being modified "
+                    "inplace. This view is the output of a function that returns multiple views. "
+                    "Such functions do not allow the output views to be modified inplace. You "
+                    "should replace the inplace operation by an out-of-place one.")
+    if inference_seen:
+        check_inference_inplace(t)
+    _pending = t
+
+
+def check_inference_inplace(t):
+    if getattr(t, "_inference", False) and not _state.inference_mode:
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+            "make a clone to get a normal tensor before doing inplace update.See "
+            "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def commit_inplace(t, r):
+    """``t`` now holds ``r``'s values: make ``r``'s history ``t``'s (or its base's)."""
+    global _pending
+    _pending = None
+    fn = r._grad_fn
+    base = t._base
+    vm = view_meta(t) if base is not None else None
+    if vm is not None and vm[0] is not None and (base._rg or fn is not None):
+        node = CopySlices(base, vm[0], r)
+        base._grad_fn = node
+        base._out_nr = 0
+        base._rg = True
+        vm[1] = -1  # force the view's grad_fn to be replayed from the base's new history
+        t._rg = True
+        refresh_view(t)
+        return
+    if fn is None:
+        return
+    t._grad_fn = fn
+    t._out_nr = r._out_nr
+    t._rg = True
+

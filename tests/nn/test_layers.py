@@ -1,0 +1,224 @@
+"""Layers against PyTorch: same weights, same inputs, same outputs and gradients."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from tests.conftest import HAS_TORCH
+from tests.nn._compare import compare, copy_weights
+
+pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+
+
+def _x(*shape, seed=0, dtype=np.float64):
+    return ember.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
+
+
+def _pair(name, *args, **kwargs):
+    import torch
+
+    t = getattr(torch.nn, name)(*args, **kwargs).double()
+    e = getattr(nn, name)(*args, **kwargs).double()
+    copy_weights(e, t)
+    return e, t
+
+
+def _check_module(name, args, kwargs, x, **tol):
+    e, t = _pair(name, *args, **kwargs)
+    compare(e, t, [x], ember_params=list(e.parameters()), torch_params=list(t.parameters()),
+            **tol)
+    return e, t
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", [
+    ("Linear", (5, 3), {}, (4, 5)),
+    ("Linear", (5, 3), {"bias": False}, (2, 4, 5)),
+    ("Conv1d", (4, 6, 3), {"stride": 2, "padding": 1, "groups": 2}, (2, 4, 11)),
+    ("Conv2d", (3, 4, 3), {"padding": "same", "dilation": 2}, (2, 3, 7, 8)),
+    ("Conv2d", (3, 4, (3, 2)), {"stride": (2, 1), "padding_mode": "reflect", "padding": 1},
+     (2, 3, 7, 8)),
+    ("Conv2d", (3, 4, 2), {"padding": "same"}, (1, 3, 5, 5)),
+    ("Conv3d", (2, 3, 2), {"stride": 2}, (1, 2, 5, 5, 5)),
+    ("ConvTranspose1d", (4, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1},
+     (2, 4, 6)),
+    ("ConvTranspose2d", (4, 6, 3), {"stride": 2, "groups": 2}, (2, 4, 5, 5)),
+    ("BatchNorm1d", (4,), {}, (8, 4)),
+    ("BatchNorm2d", (3,), {"momentum": None}, (4, 3, 5, 5)),
+    ("LayerNorm", ((4, 5),), {}, (3, 4, 5)),
+    ("GroupNorm", (2, 4), {}, (3, 4, 5)),
+    ("InstanceNorm2d", (3,), {"affine": True}, (2, 3, 4, 4)),
+    ("RMSNorm", (5,), {}, (3, 5)),
+    ("MaxPool2d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True}, (2, 3, 8, 7)),
+    ("MaxPool1d", (2,), {"dilation": 2}, (2, 3, 9)),
+    ("AvgPool2d", (3,), {"stride": 2, "padding": 1, "count_include_pad": False,
+                         "ceil_mode": True}, (2, 3, 8, 7)),
+    ("AvgPool1d", (3,), {"stride": 2}, (2, 3, 9)),
+    ("AdaptiveAvgPool2d", ((3, 2),), {}, (2, 3, 7, 5)),
+    ("AdaptiveAvgPool2d", (1,), {}, (2, 3, 4, 4)),
+    ("AdaptiveMaxPool2d", ((2, 3),), {}, (2, 3, 7, 5)),
+    ("ReflectionPad2d", ((1, 2, 0, 1),), {}, (2, 3, 4, 4)),
+    ("ReplicationPad1d", (2,), {}, (2, 3, 4)),
+    ("CircularPad2d", (1,), {}, (2, 3, 4, 4)),
+    ("ZeroPad2d", ((1, 0, 2, -1),), {}, (2, 3, 4, 4)),
+    ("LocalResponseNorm", (3,), {}, (2, 5, 4, 4)),
+])
+def test_module_matches_torch(name, args, kwargs, shape):
+    _check_module(name, args, kwargs, _x(*shape))
+
+
+def test_batchnorm_running_stats_match_torch():
+    e, t = _pair("BatchNorm2d", 3)
+    import torch
+
+    for s in range(3):
+        x = _x(4, 3, 2, 2, seed=s)
+        e(x)
+        t(torch.from_numpy(x.numpy().copy()))
+    assert np.allclose(e.running_mean.numpy(), t.running_mean.numpy())
+    assert np.allclose(e.running_var.numpy(), t.running_var.numpy())
+    assert e.num_batches_tracked.item() == 3
+    e.eval()
+    t.eval()
+    compare(e, t, [_x(2, 3, 2, 2, seed=9)])
+
+
+@pytest.mark.parametrize("name", ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU",
+                                  "SiLU", "Mish", "Sigmoid", "Tanh", "Softplus", "Softsign",
+                                  "Softshrink", "Hardshrink", "Tanhshrink", "Hardtanh",
+                                  "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "GLU",
+                                  "Softmax", "LogSoftmax", "Softmin"])
+def test_activation_matches_torch(name):
+    kwargs = {"dim": 1} if name in ("Softmax", "LogSoftmax", "Softmin") else {}
+    _check_module(name, (), kwargs, _x(4, 6) * 3)
+
+
+def test_gelu_tanh_and_threshold():
+    _check_module("GELU", (), {"approximate": "tanh"}, _x(3, 4))
+    _check_module("Threshold", (0.1, 20.0), {}, _x(3, 4))
+
+
+def test_embedding_matches_torch():
+    import torch
+
+    e, t = _pair("Embedding", 10, 4, padding_idx=2)
+    idx = ember.tensor([[1, 2, 3], [2, 9, 1]])
+    out = e(idx)
+    ref = t(torch.tensor([[1, 2, 3], [2, 9, 1]]))
+    assert np.allclose(out.detach().numpy(), ref.detach().numpy())
+    out.sum().backward()
+    ref.sum().backward()
+    assert np.allclose(e.weight.grad.numpy(), t.weight.grad.numpy())
+
+
+def test_max_pool_indices_match_torch():
+    import torch
+
+    x = _x(2, 3, 6, 6)
+    v, i = nn.functional.max_pool2d(x, 2, return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x.numpy().copy()), 2,
+                                            return_indices=True)
+    assert np.array_equal(i.numpy(), ti.numpy())
+    up = nn.functional.max_unpool2d(v, i, 2)
+    tup = torch.nn.functional.max_unpool2d(tv, ti, 2)
+    assert np.allclose(up.numpy(), tup.numpy())
+
+
+TWO_SIDED = {"l1_loss", "mse_loss", "cosine_similarity", "pairwise_distance",
+             "triplet_margin_loss", "margin_ranking_loss", "cosine_embedding_loss",
+             "gaussian_nll_loss"}
+
+LOSSES = [
+    ("l1_loss", lambda: (_x(3, 4), _x(3, 4, seed=1)), {}),
+    ("mse_loss", lambda: (_x(3, 4), _x(3, 4, seed=1)), {"reduction": "sum"}),
+    ("cross_entropy", lambda: (_x(5, 4), ember.tensor([0, 3, 1, 1, 2])), {}),
+    ("cross_entropy", lambda: (_x(5, 4), ember.tensor([0, 3, -100, 1, 2])),
+     {"label_smoothing": 0.1}),
+    ("cross_entropy", lambda: (_x(2, 4, 3), ember.tensor([[0, 3, 1], [1, 2, 2]])),
+     {"reduction": "none"}),
+    ("cross_entropy", lambda: (_x(5, 4), _x(5, 4, seed=2).softmax(1)), {}),
+    ("nll_loss", lambda: (_x(5, 4).log_softmax(1), ember.tensor([0, 3, 1, 1, 2])),
+     {"weight": ember.tensor([1.0, 2.0, 0.5, 1.0], dtype=ember.float64)}),
+    ("binary_cross_entropy", lambda: (_x(3, 4).sigmoid(), _x(3, 4, seed=1).sigmoid()), {}),
+    ("binary_cross_entropy_with_logits", lambda: (_x(3, 4), _x(3, 4, seed=1).sigmoid()),
+     {"pos_weight": ember.tensor([1.0, 2.0, 3.0, 0.5], dtype=ember.float64)}),
+    ("huber_loss", lambda: (_x(3, 4) * 2, _x(3, 4, seed=1)), {"delta": 0.7}),
+    ("smooth_l1_loss", lambda: (_x(3, 4) * 2, _x(3, 4, seed=1)), {"beta": 0.5}),
+    ("kl_div", lambda: (_x(3, 4).log_softmax(1), _x(3, 4, seed=1).softmax(1)),
+     {"reduction": "batchmean"}),
+    ("kl_div", lambda: (_x(3, 4).log_softmax(1), _x(3, 4, seed=1).log_softmax(1)),
+     {"reduction": "sum", "log_target": True}),
+    ("poisson_nll_loss", lambda: (_x(3, 4), _x(3, 4, seed=1).abs() * 3), {"full": True}),
+    ("gaussian_nll_loss", lambda: (_x(3, 4), _x(3, 4, seed=1), _x(3, 4, seed=2).abs()), {}),
+    ("margin_ranking_loss", lambda: (_x(5), _x(5, seed=1), ember.tensor(
+        [1.0, -1, 1, -1, 1], dtype=ember.float64)), {"margin": 0.2}),
+    ("hinge_embedding_loss", lambda: (_x(5), ember.tensor([1.0, -1, 1, -1, 1],
+                                                          dtype=ember.float64)), {}),
+    ("soft_margin_loss", lambda: (_x(5), ember.tensor([1.0, -1, 1, -1, 1],
+                                                      dtype=ember.float64)), {}),
+    ("multilabel_soft_margin_loss", lambda: (_x(3, 4), (_x(3, 4, seed=1) > 0).double()), {}),
+    ("multilabel_margin_loss", lambda: (_x(2, 4), ember.tensor([[3, 0, -1, 1],
+                                                                [1, 2, 3, -1]])), {}),
+    ("multi_margin_loss", lambda: (_x(3, 4), ember.tensor([0, 3, 1])), {"p": 2}),
+    ("cosine_embedding_loss", lambda: (_x(3, 4), _x(3, 4, seed=1), ember.tensor(
+        [1.0, -1, 1], dtype=ember.float64)), {"margin": 0.1}),
+    ("triplet_margin_loss", lambda: (_x(3, 4), _x(3, 4, seed=1), _x(3, 4, seed=2)),
+     {"swap": True}),
+    ("cosine_similarity", lambda: (_x(3, 4), _x(3, 4, seed=1)), {}),
+    ("pairwise_distance", lambda: (_x(3, 4), _x(3, 4, seed=1)), {"p": 3}),
+]
+
+
+@pytest.mark.parametrize("name,make,kwargs", LOSSES, ids=[f"{n}-{i}" for i, (n, _, _) in
+                                                         enumerate(LOSSES)])
+def test_loss_matches_torch(name, make, kwargs):
+    import torch
+
+    from tests.nn._compare import to_torch
+
+    tk = {k: to_torch(v) if isinstance(v, ember.Tensor) else v for k, v in kwargs.items()}
+    compare(lambda *a: getattr(nn.functional, name)(*a, **kwargs),
+            lambda *a: getattr(torch.nn.functional, name)(*a, **tk), list(make()),
+            grad_args=(0, 1) if name in TWO_SIDED else (0,))
+
+
+def test_ctc_loss_matches_torch():
+    import torch
+
+    from tests.nn._compare import to_torch
+
+    lp = _x(12, 3, 5).log_softmax(2)
+    targets = ember.tensor([[1, 2, 2], [3, 1, 0], [4, 4, 1]])
+    il, tl = [12, 10, 11], [3, 2, 3]
+    for reduction in ["mean", "sum", "none"]:
+        compare(lambda x: nn.functional.ctc_loss(x, targets, il, tl, reduction=reduction),
+                lambda x: torch.nn.functional.ctc_loss(x, to_torch(targets), il, tl,
+                                                       reduction=reduction), [lp])
+
+
+def test_layer_errors_name_the_problem():
+    conv = nn.Conv2d(3, 4, 3)
+    with pytest.raises(RuntimeError, match="expected input"):
+        conv(ember.zeros(1, 5, 8, 8))
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
+        nn.Linear(3, 2)(ember.zeros(4, 5))
+    with pytest.raises(ValueError, match="expected 4D input"):
+        nn.BatchNorm2d(3)(ember.zeros(2, 3))
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
+        nn.BatchNorm1d(3)(ember.zeros(1, 3))
+    with pytest.raises(RuntimeError, match="Long"):
+        nn.functional.cross_entropy(ember.zeros(2, 3), ember.zeros(2))
+    with pytest.raises(IndexError):
+        nn.Embedding(3, 2)(ember.tensor([5]))
+
+
+def test_reset_parameters_distributions():
+    lin = nn.Linear(400, 300)
+    bound = 1 / np.sqrt(400)
+    w = lin.weight.detach().numpy()
+    assert w.min() >= -bound and w.max() <= bound and abs(w.std() - bound / np.sqrt(3)) < 0.01
+    conv = nn.Conv2d(16, 8, 3)
+    b = 1 / np.sqrt(16 * 9)
+    assert np.abs(conv.weight.detach().numpy()).max() <= b
+    emb = nn.Embedding(1000, 50)
+    assert abs(emb.weight.detach().numpy().std() - 1) < 0.05
