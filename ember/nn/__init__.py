@@ -1,6 +1,6 @@
 """``ember.nn``: modules, parameters, functional ops, initialisers and utilities."""
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter

@@ -1,0 +1,387 @@
+"""Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, packed sequences) and their
+single-step cells.
+
+A layer runs each (layer, direction) as: one GEMM projecting the whole input sequence, then
+a Python loop of fused steps (NOTE [ Fused LSTM step ] in ember/_ops/nn_rnn.py). Packed
+sequences shrink the active batch as sequences end; rows that are not running keep their
+state, so one loop handles both directions.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from ... import cat, empty, stack, zeros
+from ..._ops import nn_rnn
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
+from .module import Module
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+class RNNBase(Module):
+    """Shared machinery of RNN, LSTM and GRU."""
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
+        super().__init__()
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or \
+                isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
+                f"num_layers={num_layers}", stacklevel=2)
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError("hidden_size must be an integer greater than zero")
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError("num_layers must be an integer greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        gate = _GATES[mode] * hidden_size
+        dirs = 2 if bidirectional else 1
+        real_h = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for d in range(dirs):
+                in_size = input_size if layer == 0 else real_h * dirs
+                sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                params = [("weight_ih" + sfx, (gate, in_size)),
+                          ("weight_hh" + sfx, (gate, real_h))]
+                if bias:
+                    params += [("bias_ih" + sfx, (gate,)), ("bias_hh" + sfx, (gate,))]
+                if proj_size > 0:
+                    params.append(("weight_hr" + sfx, (proj_size, hidden_size)))
+                for name, shape in params:
+                    setattr(self, name, Parameter(empty(*shape, device=device, dtype=dtype)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        per = len(self._flat_weights_names) // (self.num_layers *
+                                                (2 if self.bidirectional else 1))
+        w = self._flat_weights
+        return [w[i:i + per] for i in range(0, len(w), per)]
+
+    def flatten_parameters(self):
+        """Kept for API compatibility (the weights are used in place)."""
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    # -- the recurrence ---------------------------------------------------------------------------
+
+    def _weights(self, layer, direction):
+        sfx = f"_l{layer}" + ("_reverse" if direction else "")
+        get = lambda n: getattr(self, n + sfx, None)  # noqa: E731
+        return (get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"),
+                get("weight_hr"))
+
+    def _run_direction(self, x, h, c, layer, direction, batch_sizes):
+        """Run one direction of one layer over x (T, B, in) or packed rows; returns the
+        outputs (list of per-step tensors) and final (h, c)."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
+        mode = self.mode
+        if mode == "LSTM":
+            xw = F.linear(x, w_ih, b_ih)
+            if b_hh is not None:
+                xw = xw + b_hh
+        else:
+            xw = F.linear(x, w_ih, b_ih)
+        steps = len(batch_sizes) if batch_sizes is not None else x.shape[0]
+        order = range(steps - 1, -1, -1) if direction else range(steps)
+        if batch_sizes is not None:
+            offsets = [0]
+            for b in batch_sizes[:-1]:
+                offsets.append(offsets[-1] + b)
+        outputs = [None] * steps
+        for t in order:
+            if batch_sizes is not None:
+                bs = batch_sizes[t]
+                xt = xw[offsets[t]:offsets[t] + bs]
+            else:
+                bs = None
+                xt = xw[t]
+            h_act = h if bs is None or bs == h.shape[0] else h[:bs]
+            if mode == "LSTM":
+                c_act = c if bs is None or bs == c.shape[0] else c[:bs]
+                h_new, c_new = nn_rnn.lstm_step(xt, h_act, c_act, w_hh)
+                if w_hr is not None:
+                    h_new = F.linear(h_new, w_hr)
+            elif mode == "GRU":
+                hw = F.linear(h_act, w_hh, b_hh)
+                x_r, x_z, x_n = xt.chunk(3, 1)
+                h_r, h_z, h_n = hw.chunk(3, 1)
+                r = (x_r + h_r).sigmoid()
+                z = (x_z + h_z).sigmoid()
+                n = (x_n + r * h_n).tanh()
+                h_new = n + z * (h_act - n)
+            else:
+                pre = xt + F.linear(h_act, w_hh, b_hh)
+                h_new = pre.tanh() if mode == "RNN_TANH" else F.relu(pre)
+            outputs[t] = h_new
+            if bs is None or bs == h.shape[0]:
+                h = h_new
+                if mode == "LSTM":
+                    c = c_new
+            else:
+                h = cat([h_new, h[bs:]])
+                if mode == "LSTM":
+                    c = cat([c_new, c[bs:]])
+        return outputs, h, c
+
+    def forward(self, input, hx=None):
+        packed = isinstance(input, PackedSequence)
+        dirs = 2 if self.bidirectional else 1
+        real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if packed:
+            data, batch_sizes_t, sorted_idx, unsorted_idx = input
+            batch_sizes = batch_sizes_t.tolist()
+            batch = batch_sizes[0] if batch_sizes else 0
+            x = data
+            batched = True
+        else:
+            batched = input.dim() == 3
+            if input.dim() not in (2, 3):
+                raise ValueError(
+                    f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                    f"{input.dim()}D tensor instead")
+            x = input if batched else input.unsqueeze(1)
+            if batched and self.batch_first:
+                x = x.transpose(0, 1)
+            batch_sizes = None
+            sorted_idx = unsorted_idx = None
+            batch = x.shape[1]
+            if x.shape[-1] != self.input_size:
+                raise RuntimeError(
+                    f"input.size(-1) must be equal to input_size. Expected "
+                    f"{self.input_size}, got {x.shape[-1]}")
+        h0, c0 = self._initial_state(hx, x, batch, dirs, real_h, batched, sorted_idx)
+        h_finals, c_finals = [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                o, h, c = self._run_direction(layer_input, h0[k], None if c0 is None else
+                                              c0[k], layer, d, batch_sizes)
+                outs.append(cat(o) if packed else stack(o))
+                h_finals.append(h)
+                if c0 is not None:
+                    c_finals.append(c)
+            layer_output = outs[0] if dirs == 1 else cat(outs, -1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_output = F.dropout(layer_output, self.dropout, True)
+            layer_input = layer_output
+        h_n = stack(h_finals)
+        c_n = stack(c_finals) if c0 is not None else None
+        if unsorted_idx is not None:
+            h_n = h_n.index_select(1, unsorted_idx)
+            if c_n is not None:
+                c_n = c_n.index_select(1, unsorted_idx)
+        if packed:
+            output = PackedSequence(layer_input, batch_sizes_t, sorted_idx, unsorted_idx)
+        else:
+            output = layer_input
+            if batched and self.batch_first:
+                output = output.transpose(0, 1)
+            if not batched:
+                output = output.squeeze(1)
+                h_n = h_n.squeeze(1)
+                c_n = c_n.squeeze(1) if c_n is not None else None
+        return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _initial_state(self, hx, x, batch, dirs, real_h, batched, sorted_idx):
+        n = self.num_layers * dirs
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            h0 = zeros(n, batch, real_h, dtype=x.dtype, device=x.device)
+            c0 = zeros(n, batch, self.hidden_size, dtype=x.dtype, device=x.device) if lstm \
+                else None
+            return h0, c0
+        if lstm:
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise RuntimeError("LSTM: expected hx to be a tuple (h_0, c_0)")
+            h0, c0 = hx
+        else:
+            h0, c0 = hx, None
+        if not batched:
+            if h0.dim() != 2:
+                raise RuntimeError(
+                    f"For unbatched 2-D input, hx should also be 2-D but got {h0.dim()}-D "
+                    "tensor")
+            h0 = h0.unsqueeze(1)
+            c0 = c0.unsqueeze(1) if c0 is not None else None
+        expected = (n, batch, real_h)
+        if tuple(h0.shape) != expected:
+            raise RuntimeError(f"Expected hidden size {expected}, got {tuple(h0.shape)}")
+        if c0 is not None and tuple(c0.shape) != (n, batch, self.hidden_size):
+            raise RuntimeError(f"Expected hidden[1] size {(n, batch, self.hidden_size)}, got "
+                               f"{tuple(c0.shape)}")
+        if sorted_idx is not None:
+            h0 = h0.index_select(1, sorted_idx)
+            c0 = c0.index_select(1, sorted_idx) if c0 is not None else None
+        return h0, c0
+
+
+class RNN(RNNBase):
+    """Elman RNN with tanh or relu nonlinearity."""
+
+    def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if "nonlinearity" in kwargs:
+            nonlinearity = kwargs.pop("nonlinearity")
+        if len(args) > 3:
+            nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             "'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args,
+                         **kwargs)
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        return s + (f", nonlinearity={self.nonlinearity}" if self.nonlinearity != "tanh"
+                    else "")
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (Hochreiter & Schmidhuber, 1997), optional projections."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (Cho et al., 2014)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
+
+
+class RNNCellBase(Module):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(empty(num_chunks * hidden_size, input_size, device=device,
+                                         dtype=dtype))
+        self.weight_hh = Parameter(empty(num_chunks * hidden_size, hidden_size, device=device,
+                                         dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, device=device,
+                                           dtype=dtype))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, device=device,
+                                           dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+    def _prep(self, input, hx, lstm=False):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
+                             f"{input.dim()}D instead")
+        batched = input.dim() == 2
+        x = input if batched else input.unsqueeze(0)
+        if hx is None:
+            z = zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+            hx = (z, z) if lstm else z
+        elif not batched:
+            hx = tuple(h.unsqueeze(0) for h in hx) if lstm else hx.unsqueeze(0)
+        return x, hx, batched
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        x, h, batched = self._prep(input, hx)
+        fn = nn_rnn.rnn_tanh_cell if self.nonlinearity == "tanh" else nn_rnn.rnn_relu_cell
+        out = fn(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, (h, c), batched = self._prep(input, hx, lstm=True)
+        h2, c2 = nn_rnn.lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih,
+                                  self.bias_hh)
+        return (h2, c2) if batched else (h2.squeeze(0), c2.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, h, batched = self._prep(input, hx)
+        out = nn_rnn.gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih,
+                              self.bias_hh)
+        return out if batched else out.squeeze(0)

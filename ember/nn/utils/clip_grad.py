@@ -1,0 +1,79 @@
+"""Gradient clipping."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from ...autograd.grad_mode import no_grad
+
+
+def _grads(parameters):
+    from ..._core.tensor import Tensor
+
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of all ``tensors`` together (as if concatenated)."""
+    from ... import linalg, stack, tensor
+
+    from ..._core.tensor import Tensor
+
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    with no_grad():
+        norms = [linalg.vector_norm(t, norm_type) for t in tensors]
+        total = linalg.vector_norm(stack([n.to(norms[0].dtype) for n in norms]), norm_type)
+    if error_if_nonfinite and not math.isfinite(float(total)):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is "
+            "non-finite, so it cannot be clipped. To disable this error and scale the "
+            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    grads = _grads(parameters)
+    if not grads:
+        return
+    coef = float(max_norm) / (float(total_norm) + 1e-6)
+    if coef < 1:
+        with no_grad():
+            for g in grads:
+                g.mul_(coef)
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Scale all gradients together so their total ``norm_type`` norm is at most
+    ``max_norm``; returns the total norm before clipping."""
+    from ..._core.tensor import Tensor
+
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                   foreach=None):
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient element to [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)
