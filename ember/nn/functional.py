@@ -368,3 +368,9 @@ from ._loss_functions import (  # noqa: E402, F401
     multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss, smooth_l1_loss,
     soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
+
+
+# -- attention -------------------------------------------------------------------------------------
+
+from .._ops.nn_attention import scaled_dot_product_attention  # noqa: E402, F401
+from ._attention import multi_head_attention_forward  # noqa: E402, F401

@@ -34,6 +34,10 @@ from .pooling import (
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
+from .transformer import (
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
+    TransformerEncoder, TransformerEncoderLayer,
+)
 
 __all__ = [name for name in dir() if name[0].isupper()] + [
     "register_module_forward_hook", "register_module_forward_pre_hook"]

@@ -176,6 +176,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
+        self._bias_arg = bias
         if elementwise_affine:
             self.weight = Parameter(ones(*self.normalized_shape, device=device, dtype=dtype))
             if bias:
@@ -198,7 +199,7 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self._bias_arg}")
 
 
 class GroupNorm(Module):

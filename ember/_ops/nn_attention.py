@@ -1,0 +1,124 @@
+"""Scaled dot-product attention as one fused op.
+
+``softmax(q @ k^T * scale + mask) @ v``: the kernel keeps the attention probabilities for
+backward (one (L, S) matrix per head), and the derivative formula is the closed form
+(softmax's Jacobian applied to ``g @ v^T``). With dropout the attention is composed from
+ember ops instead, so the random mask is ordinary autograd state.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+from ._registry import Op
+
+
+def _sdpa_kernel(xp, q, k, v, mask, *, scale):
+    s = (q @ xp.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        if mask.dtype == xp.bool_:
+            s = xp.where(mask, s, -xp.inf)
+        else:
+            s = s + mask
+    m = s.max(axis=-1, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    e = xp.exp(s - m)
+    denom = e.sum(axis=-1, keepdims=True)
+    p = e / xp.where(denom == 0, 1, denom)
+    return (p @ v).astype(q.dtype), p.astype(q.dtype)
+
+
+def _sdpa_vjp(grads, q, k, v, mask, *, scale, out):
+    from .. import is_grad_enabled
+
+    g = grads[0]
+    if is_grad_enabled():
+        # create_graph: recompute the probabilities from the inputs (differentiably)
+        s = (q @ k.transpose(-1, -2)) * scale
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf")) if mask._data.dtype.kind == "b" \
+                else s + mask
+        p = s.softmax(-1)
+    else:
+        p = out[1]
+    gv = p.transpose(-1, -2) @ g
+    gp = g @ v.transpose(-1, -2)
+    gs = p * (gp - (gp * p).sum(-1, keepdim=True))
+    gq = (gs @ k) * scale
+    gk = (gs.transpose(-1, -2) @ q) * scale
+    return gq, gk, gv, None
+
+
+sdpa_op = Op("scaled_dot_product_attention", _sdpa_kernel, vjp=_sdpa_vjp,
+             nondiff_outputs=(1,))
+sdpa_op.node_name = "ScaledDotProductAttentionBackward0"
+
+
+def _causal_mask(l, s, device):
+    from .creation import ones
+
+    return ones(l, s, dtype=_bool(), device=device).tril()
+
+
+def _bool():
+    from .._core import dtype as _dt
+
+    return _dt.bool_
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(Q K^T * scale + mask) V`` over the last two dims (batch dims broadcast).
+
+    ``attn_mask`` is a bool mask (True = attend) or an additive float mask; ``is_causal``
+    masks the upper triangle; ``scale`` defaults to ``1 / sqrt(E)``.
+    """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' must be "
+                            f"Tensor, not {type(t).__name__}")
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise RuntimeError("scaled_dot_product_attention: expected query, key and value to "
+                           "have at least 2 dimensions")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: expected query and key to have the same last "
+            f"dimension, got {list(query.shape)} and {list(key.shape)}")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: expected key and value to have the same "
+            f"sequence length, got {list(key.shape)} and {list(value.shape)}")
+    if not (query._data.dtype == key._data.dtype == value._data.dtype):
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    l, s = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if is_causal:
+        attn_mask = _causal_mask(l, s, query.device)
+    if attn_mask is not None and attn_mask._data.dtype.kind not in "bf":
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match "
+                           f"query dtype, but got attn_mask.dtype: {attn_mask.dtype}")
+    if attn_mask is not None and attn_mask._data.dtype.kind == "f" and \
+            attn_mask._data.dtype != query._data.dtype:
+        attn_mask = attn_mask.to(query.dtype)
+    if dropout_p > 0.0:
+        from ..nn.functional import dropout
+
+        sc = (query @ key.transpose(-1, -2)) * scale
+        if attn_mask is not None:
+            sc = sc.masked_fill(~attn_mask, float("-inf")) if attn_mask._data.dtype.kind == \
+                "b" else sc + attn_mask
+        p = dropout(sc.softmax(-1), dropout_p, True)
+        return p @ value
+    out, _ = _dispatch.apply(sdpa_op, (query, key, value, attn_mask), {"scale": scale})
+    return out

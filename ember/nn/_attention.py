@@ -1,0 +1,156 @@
+"""Multi-head attention (``nn.functional.multi_head_attention_forward``)."""
+
+from __future__ import annotations
+
+import math
+
+from .._ops.nn_attention import scaled_dot_product_attention
+from .._ops.nn_ops import linear
+
+
+def _canonical_mask(mask, name, target_dtype):
+    """Bool masks (True = masked out) become additive float masks (-inf where masked)."""
+    if mask is None:
+        return None
+    if mask._data.dtype.kind == "b":
+        from .. import zeros
+
+        return zeros(mask.shape, dtype=target_dtype, device=mask.device).masked_fill(
+            mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask.to(target_dtype)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Attention of (L, N, E) queries over (S, N, E) keys/values (or unbatched (L, E)),
+    with PyTorch's masks and packed/separate projection weights. Returns the output and,
+    with ``need_weights``, the attention weights (averaged over heads by default)."""
+    from .. import cat, zeros
+    from .functional import dropout, pad, softmax
+
+    batched = query.dim() == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+            "module method `generate_square_subsequent_mask` to create this mask.")
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+
+    # input projections
+    if not use_separate_proj_weight:
+        if key is value and query is key:
+            q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+        else:
+            w_q, w_k, w_v = in_proj_weight.chunk(3)
+            b_q = b_k = b_v = None
+            if in_proj_bias is not None:
+                b_q, b_k, b_v = in_proj_bias.chunk(3)
+            q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+    else:
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.split(embed_dim)
+        q = linear(query, q_proj_weight, b_q)
+        k = linear(key, k_proj_weight, b_k)
+        v = linear(value, v_proj_weight, b_v)
+
+    if bias_k is not None and bias_v is not None:
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+
+    # (L, N, E) -> (N * H, L, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None \
+        else static_k
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None \
+        else static_v
+    if add_zero_attn:
+        zshape = (bsz * num_heads, 1, head_dim)
+        k = cat([k, zeros(zshape, dtype=k.dtype, device=k.device)], 1)
+        v = cat([v, zeros(zshape, dtype=v.dtype, device=v.device)], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(
+                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should "
+                    f"be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if attn_mask.shape[0] == bsz * num_heads and attn_mask.shape[1:] != (
+                    tgt_len, src_len) and attn_mask.shape[1] != 1:
+                raise RuntimeError(
+                    f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should "
+                    f"be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        scores = (q * (1.0 / math.sqrt(head_dim))) @ k.transpose(-2, -1)
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p)
+        out = weights @ v
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+    else:
+        if attn_mask is not None and attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask is not None:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+        out = scaled_dot_product_attention(
+            q.reshape(bsz, num_heads, tgt_len, head_dim),
+            k.reshape(bsz, num_heads, src_len, head_dim),
+            v.reshape(bsz, num_heads, src_len, head_dim), attn_mask, dropout_p)
+        out = out.reshape(bsz * num_heads, tgt_len, head_dim)
+        weights = None
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if not batched:
+        out = out.squeeze(1)
+        if weights is not None:
+            weights = weights.squeeze(0)
+    return out, weights
+
