@@ -374,3 +374,135 @@ from ._loss_functions import (  # noqa: E402, F401
 
 from .._ops.nn_attention import scaled_dot_product_attention  # noqa: E402, F401
 from ._attention import multi_head_attention_forward  # noqa: E402, F401
+
+
+# -- resampling, shuffles and the rest -------------------------------------------------------------
+
+from .._ops.nn_sampling import (  # noqa: E402, F401
+    affine_grid, channel_shuffle, fold, grid_sample, interpolate, pixel_shuffle,
+    pixel_unshuffle, unfold,
+)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def one_hot(tensor, num_classes=-1):
+    """(*,) int64 class indices -> (*, num_classes) int64 one-hot rows."""
+    from .. import arange, int64
+
+    if tensor._data.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max()) + 1
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes." if
+                           int(tensor.max()) >= num_classes else
+                           "Class values must be non-negative.")
+    return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).to(int64)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    denom = input.norm(p=p, dim=dim, keepdim=True).clamp(min=eps).expand_as(input)
+    r = input / denom
+    return r if out is None else out.copy_(r)
+
+
+def pdist(input, p=2):
+    """Distances between all pairs of rows of a (N, M) input (upper triangle, row-major)."""
+    from .. import triu_indices
+
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    n = input.shape[0]
+    i, j = triu_indices(n, n, 1, device=input.device)
+    return (input[i] - input[j]).norm(p=p, dim=1)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = x1^T W_k x2 + b_k`` for weight (out, in1, in2)."""
+    from .. import einsum
+
+    y = einsum("...i,kij,...j->...k", input1, weight, input2)
+    return y + bias if bias is not None else y
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of embeddings (bags given by rows of a 2-D input, or
+    by ``offsets`` into a 1-D input)."""
+    from .. import stack, tensor
+
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            "GitHub.")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        n, length = input.shape
+        flat = input.reshape(-1)
+        starts = list(range(0, n * length, length))
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    else:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        flat = input
+        starts = offsets.tolist()
+        if include_last_offset:
+            starts = starts[:-1]
+        psw = per_sample_weights
+    bounds = starts + [flat.shape[0]] if not include_last_offset or input.dim() == 2 else \
+        starts + [int(offsets[-1])]
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
+    if psw is not None:
+        rows = rows * psw.unsqueeze(1)
+    keep = None
+    if padding_idx is not None:
+        keep = (flat != (padding_idx % weight.shape[0])).to(weight.dtype).unsqueeze(1)
+        rows = rows * keep
+    bags = []
+    for b in range(len(starts)):
+        lo, hi = bounds[b], bounds[b + 1]
+        seg = rows[lo:hi]
+        if hi <= lo:
+            bags.append(weight.new_zeros(weight.shape[1]))
+        elif mode == "sum":
+            bags.append(seg.sum(0))
+        elif mode == "mean":
+            count = keep[lo:hi].sum() if keep is not None else tensor(float(hi - lo))
+            bags.append(seg.sum(0) / count.clamp(min=1))
+        else:
+            bags.append(seg.max(0).values)
+    return stack(bags) if bags else weight.new_zeros(0, weight.shape[1])
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """Sample from the Gumbel-softmax distribution; ``hard`` gives one-hot samples with
+    straight-through gradients."""
+    from .. import empty_like, zeros_like
+
+    gumbels = -empty_like(logits).exponential_().log()
+    y = softmax((logits + gumbels) / tau, dim)
+    if hard:
+        index = y.max(dim, keepdim=True)[1]
+        y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+        return y_hard - y.detach() + y
+    return y

@@ -77,6 +77,9 @@ class UninitializedParameter(Parameter):
         p = Parameter.__new__(cls, empty(0, dtype=dtype, device=device), requires_grad)
         return p
 
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
     def materialize(self, shape, device=None, dtype=None):
         """Give the parameter its shape (uninitialised values) and turn it into a Parameter."""
         from .. import empty
@@ -107,6 +110,9 @@ class UninitializedBuffer(Tensor):
         from .. import empty
 
         return _alias(cls, empty(0, dtype=dtype, device=device))
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
 
     def materialize(self, shape, device=None, dtype=None):
         from .. import empty

@@ -1,0 +1,419 @@
+"""Resampling: interpolate, grid_sample, affine_grid, fold/unfold, pixel/channel shuffles.
+
+Interpolation is separable: each spatial dim is resampled in turn by gathering source rows
+(``index_select``) and blending them with weights, so gradients come from the gather's
+own derivative. ``unfold``/``fold`` are an adjoint pair of ops, like convolution's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .. import _dispatch
+from ._registry import Op
+from .nn_conv import _tuple
+
+# ------------------------------------------------------------------------------------------------
+# interpolate
+
+
+def _source_coords(out_size, in_size, scale, align_corners, mode):
+    """Source coordinate (float64 NumPy) of each output position along one dim."""
+    dst = np.arange(out_size, dtype=np.float64)
+    if mode in ("nearest", "nearest-exact"):
+        s = in_size / out_size if scale is None else 1.0 / scale
+        src = np.floor((dst + 0.5) * s) if mode == "nearest-exact" else np.floor(dst * s)
+        return np.minimum(src, in_size - 1)
+    if align_corners:
+        return dst * ((in_size - 1) / (out_size - 1)) if out_size > 1 else dst * 0
+    s = in_size / out_size if scale is None else 1.0 / scale
+    src = (dst + 0.5) * s - 0.5
+    return src if mode == "bicubic" else np.maximum(src, 0)
+
+
+def _index(values, like):
+    from .creation import from_numpy
+
+    t = from_numpy(np.ascontiguousarray(values.astype(np.int64)))
+    return t if type(like._data) is np.ndarray else t.to(like.device)
+
+
+def _weights(values, like, dim, ndim):
+    from .creation import from_numpy
+
+    shape = [1] * ndim
+    shape[dim] = -1
+    t = from_numpy(np.ascontiguousarray(values.reshape(shape))).to(like.dtype)
+    return t if type(like._data) is np.ndarray else t.to(like.device)
+
+
+def _cubic(t, a=-0.75):
+    """The four cubic-convolution weights for fractional offsets ``t``."""
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _resample_dim(x, dim, out_size, scale, mode, align_corners):
+    in_size = x.shape[dim]
+    src = _source_coords(out_size, in_size, scale, align_corners, mode)
+    if mode in ("nearest", "nearest-exact"):
+        return x.index_select(dim, _index(src, x))
+    if mode == "bicubic":
+        base = np.floor(src)
+        t = src - base
+        out = None
+        for k, w in enumerate(_cubic(t)):
+            idx = np.clip(base - 1 + k, 0, in_size - 1)
+            term = x.index_select(dim, _index(idx, x)) * _weights(w, x, dim, x.dim())
+            out = term if out is None else out + term
+        return out
+    i0 = np.floor(src)
+    lam = src - i0
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    i0 = np.minimum(i0, in_size - 1)
+    lo = x.index_select(dim, _index(i0, x))
+    hi = x.index_select(dim, _index(i1, x))
+    return lo * _weights(1 - lam, x, dim, x.dim()) + hi * _weights(lam, x, dim, x.dim())
+
+
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (all dims after the first two) of ``input``."""
+    from .nn_pool import adaptive_avg_pool
+
+    nd = input.dim() - 2
+    if nd < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                         f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    modes = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+    if mode not in modes:
+        raise NotImplementedError(
+            f"Got {input.dim()}D input, but {mode} mode is not implemented; choose one of "
+            f"{', '.join(modes)}")
+    if mode in _MODE_DIMS and _MODE_DIMS[mode] != nd:
+        raise NotImplementedError(
+            f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise ValueError("ember: antialias=True is only meaningful for downsampling in "
+                         "bilinear/bicubic modes and is not supported")
+    align_corners = bool(align_corners)
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined, not both" if size
+                         is not None else "either size or scale_factor should be defined")
+    spatial = tuple(input.shape[2:])
+    if size is not None:
+        out = _tuple(size, nd, "size", "interpolate")
+        scales = [None] * nd
+    else:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nd
+        if len(sf) != nd:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{list(spatial)} and scale_factor of shape {list(sf)}.")
+        out = tuple(int(math.floor(spatial[i] * sf[i])) for i in range(nd))
+        scales = [None] * nd if recompute_scale_factor else [float(s) for s in sf]
+    if mode == "area":
+        return adaptive_avg_pool(nd, input, out)
+    x = input
+    for i in range(nd):
+        if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
+            x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
+    return x
+
+
+# ------------------------------------------------------------------------------------------------
+# grid_sample / affine_grid
+
+
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord, lo, hi):
+    """Reflect coordinates into [lo, hi] (PyTorch's reflection padding)."""
+    span = hi - lo
+    if span <= 0:
+        return coord * 0
+    c = (coord - lo).abs()
+    flips = (c / span).floor()
+    extra = c - flips * span
+    odd = flips.remainder(2)
+    return (extra + lo) * (1 - odd) + (hi - extra) * odd
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample ``input`` (N, C, *in) at the normalised coordinates ``grid`` (N, *out, nd)."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    nd = input.dim() - 2
+    if nd not in (2, 3) or grid.dim() != input.dim() or grid.shape[-1] != nd:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have size {nd} in last dimension and the same "
+            f"number of dims as input, but got grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid and input to have same batch size, but got input "
+            f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    align_corners = bool(align_corners)
+    n, c = input.shape[:2]
+    in_sizes = input.shape[2:]  # (H, W) or (D, H, W)
+    out_shape = tuple(grid.shape[1:-1])
+    # grid's last dim is (x, y[, z]) = (W, H[, D]) order
+    coords = []
+    for k in range(nd):
+        size = in_sizes[nd - 1 - k]
+        cd = _unnormalize(grid[..., k], size, align_corners)
+        if mode == "bicubic":
+            pass  # bicubic applies the padding rule to each tap, below
+        elif padding_mode == "border":
+            cd = cd.clamp(0, size - 1)
+        elif padding_mode == "reflection":
+            if align_corners:
+                cd = _reflect(cd, 0, size - 1)
+            else:
+                cd = _reflect(cd, -0.5, size - 0.5)
+            cd = cd.clamp(0, size - 1)
+        coords.append(cd)
+    coords = coords[::-1]  # now in (D,) H, W order
+    flat = input.reshape(n, c, -1)
+    strides = [math.prod(in_sizes[i + 1:]) for i in range(nd)]
+
+    def gather(idx_list):
+        """Values at integer positions (clamped), and a validity mask."""
+        valid = None
+        lin = None
+        for i, ix in enumerate(idx_list):
+            ok = (ix >= 0) & (ix <= in_sizes[i] - 1)
+            valid = ok if valid is None else valid & ok
+            part = ix.clamp(0, in_sizes[i] - 1).long() * strides[i]
+            lin = part if lin is None else lin + part
+        lin = lin.reshape(n, 1, -1).expand(n, c, -1)
+        vals = flat.gather(2, lin).reshape((n, c) + out_shape)
+        return vals, valid.unsqueeze(1).to(input.dtype)
+
+    if mode == "nearest":
+        idx = [cd.round() for cd in coords]
+        vals, valid = gather(idx)
+        return vals * valid if padding_mode == "zeros" else vals
+    if mode == "bicubic":
+        y, x = coords
+        y0, x0 = y.floor(), x.floor()
+        ty, tx = y - y0, x - x0
+        wy, wx = _cubic(ty), _cubic(tx)
+        out = None
+        for a in range(4):
+            for b in range(4):
+                yy, xx = y0 - 1 + a, x0 - 1 + b
+                if padding_mode == "border":
+                    yy, xx = yy.clamp(0, in_sizes[0] - 1), xx.clamp(0, in_sizes[1] - 1)
+                elif padding_mode == "reflection":
+                    lo = 0 if align_corners else -0.5
+                    yy = _reflect(yy, lo, in_sizes[0] - 1 - lo).clamp(0, in_sizes[0] - 1)
+                    xx = _reflect(xx, lo, in_sizes[1] - 1 - lo).clamp(0, in_sizes[1] - 1)
+                vals, valid = gather([yy, xx])
+                w = (wy[a] * wx[b]).unsqueeze(1)
+                term = vals * w * (valid if padding_mode == "zeros" else 1)
+                out = term if out is None else out + term
+        return out
+    lows = [cd.floor() for cd in coords]
+    fracs = [cd - lo for cd, lo in zip(coords, lows)]
+    out = None
+    for corner in itertools.product((0, 1), repeat=nd):
+        idx = [lo + k for lo, k in zip(lows, corner)]
+        w = None
+        for f, k in zip(fracs, corner):
+            wk = f if k else 1 - f
+            w = wk if w is None else w * wk
+        vals, valid = gather(idx)
+        term = vals * w.unsqueeze(1)
+        if padding_mode == "zeros":
+            term = term * valid
+        out = term if out is None else out + term
+    return out
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, *out, nd) of the affine maps ``theta`` (N, nd, nd + 1)."""
+    from .. import linspace, meshgrid, ones, stack
+
+    align_corners = bool(align_corners)
+    size = list(size)
+    nd = len(size) - 2
+    if nd not in (2, 3):
+        raise NotImplementedError(
+            f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+            f"respectively. Got size {size}.")
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got "
+                         f"{theta.dtype}")
+    if tuple(theta.shape) != (size[0], nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} "
+                         f"for size {size}. Got {list(theta.shape)}.")
+    spatial = size[2:]
+
+    def axis(n):
+        if n <= 1:
+            return linspace(0, 0, n, dtype=theta.dtype)
+        t = linspace(-1, 1, n, dtype=theta.dtype)
+        return t if align_corners else t * ((n - 1) / n)
+
+    # base grid coordinates in (x, y[, z]) order, plus a column of ones
+    axes = [axis(s) for s in spatial]  # D?, H, W
+    mesh = []
+    grids = meshgrid(*axes, indexing="ij")
+    for g in reversed(grids):  # x (W) first
+        mesh.append(g)
+    mesh.append(ones(tuple(spatial), dtype=theta.dtype))
+    base = stack(mesh, -1).reshape(1, -1, nd + 1)  # (1, P, nd+1)
+    grid = base @ theta.transpose(1, 2)  # (N, P, nd)
+    return grid.reshape([size[0]] + spatial + [nd])
+
+
+# ------------------------------------------------------------------------------------------------
+# unfold / fold (im2col and its adjoint)
+
+
+def _im2col_kernel(xp, x, *, kernel_size, dilation, padding, stride):
+    from .nn_conv import _pad, _windows
+
+    win, out = _windows(xp, _pad(xp, x, padding), kernel_size, stride, dilation)
+    n, c = x.shape[:2]
+    # (N, C, oh, ow, kh, kw) -> (N, C, kh, kw, oh, ow) -> (N, C*kh*kw, L)
+    cols = win.transpose(0, 1, 4, 5, 2, 3)
+    return xp.ascontiguousarray(cols).reshape(n, c * kernel_size[0] * kernel_size[1], -1)
+
+
+def _col2im_kernel(xp, cols, *, output_size, kernel_size, dilation, padding, stride):
+    n = cols.shape[0]
+    kh, kw = kernel_size
+    c = cols.shape[1] // (kh * kw)
+    h, w = output_size
+    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    blocks = cols.reshape(n, c, kh, kw, oh, ow)
+    out = xp.zeros((n, c, h + 2 * padding[0], w + 2 * padding[1]), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i * dilation[0]:i * dilation[0] + stride[0] * (oh - 1) + 1:stride[0],
+                j * dilation[1]:j * dilation[1] + stride[1] * (ow - 1) + 1:stride[1]] += \
+                blocks[:, :, i, j]
+    return xp.ascontiguousarray(out[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w])
+
+
+def _im2col_vjp(g, x, *, kernel_size, dilation, padding, stride):
+    return _dispatch.apply(col2im_op, (g,), dict(output_size=tuple(x.shape[2:]),
+                                                 kernel_size=kernel_size, dilation=dilation,
+                                                 padding=padding, stride=stride))
+
+
+def _col2im_vjp(g, _cols, *, output_size, kernel_size, dilation, padding, stride):
+    return _dispatch.apply(im2col_op, (g,), dict(kernel_size=kernel_size, dilation=dilation,
+                                                 padding=padding, stride=stride))
+
+
+im2col_op = Op("im2col", _im2col_kernel, vjp=_im2col_vjp)
+col2im_op = Op("col2im", _col2im_kernel, vjp=_col2im_vjp)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding local blocks of a (N, C, H, W) input as columns (N, C*kh*kw, L)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.dim()}D)")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    p = dict(kernel_size=_tuple(kernel_size, 2, "kernel_size", "unfold"),
+             dilation=_tuple(dilation, 2, "dilation", "unfold"),
+             padding=_tuple(padding, 2, "padding", "unfold"),
+             stride=_tuple(stride, 2, "stride", "unfold"))
+    y = _dispatch.apply(im2col_op, (x,), p)
+    return y if batched else y.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum columns (N, C*kh*kw, L) back into a (N, C, H, W) image (the adjoint of unfold)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors "
+                           f"are supported (got {input.dim()}D)")
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    ks = _tuple(kernel_size, 2, "kernel_size", "fold")
+    if x.shape[1] % (ks[0] * ks[1]):
+        raise RuntimeError(
+            f"Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={x.shape[1]} and kernel_size={ks}")
+    p = dict(output_size=_tuple(output_size, 2, "output_size", "fold"), kernel_size=ks,
+             dilation=_tuple(dilation, 2, "dilation", "fold"),
+             padding=_tuple(padding, 2, "padding", "fold"),
+             stride=_tuple(stride, 2, "stride", "fold"))
+    y = _dispatch.apply(col2im_op, (x,), p)
+    return y if batched else y.squeeze(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# shuffles
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r)."""
+    r = upscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c}"
+                           f" is not divisible by {r * r}")
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    nl = len(lead)
+    perm = list(range(nl)) + [nl, nl + 3, nl + 1, nl + 4, nl + 2]
+    return x.permute(perm).reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W)."""
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got height={h}, width={w}, "
+                           f"downscale_factor={r}")
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    nl = len(lead)
+    perm = list(range(nl)) + [nl, nl + 2, nl + 4, nl + 1, nl + 3]
+    return x.permute(perm).reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """Interleave the channels of ``groups`` groups."""
+    n, c = input.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} "
+                           f"channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(
+        (n, c) + rest)
