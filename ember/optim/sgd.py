@@ -44,7 +44,8 @@ class SGD(Optimizer):
                 if p.grad is not None:
                     params.append(p)
                     grads.append(p.grad)
-                    bufs.append(self.state[p].get("momentum_buffer"))
+                    st = self.state.get(p)
+                    bufs.append(None if st is None else st.get("momentum_buffer"))
             sgd(params, grads, bufs, lr=group["lr"], momentum=group["momentum"],
                 dampening=group["dampening"], weight_decay=group["weight_decay"],
                 nesterov=group["nesterov"], maximize=group["maximize"])

@@ -1,0 +1,59 @@
+"""Adadelta (Zeiler, 2012)."""
+
+from __future__ import annotations
+
+from ._base import check_range, closure_loss, state_step
+from .optimizer import Optimizer
+
+__all__ = ["Adadelta", "adadelta"]
+
+
+class Adadelta(Optimizer):
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        check_range("learning rate", lr)
+        check_range("rho value", rho, 0.0, 1.0, high_open=False)
+        check_range("epsilon value", eps)
+        check_range("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, capturable=capturable,
+                                      foreach=foreach, differentiable=differentiable))
+
+    def step(self, closure=None):
+        from .. import zeros_like
+
+        loss = closure_loss(closure)
+        for group in self.param_groups:
+            ps, gs, sq, acc, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    state_step(st)
+                    st["square_avg"] = zeros_like(p)
+                    st["acc_delta"] = zeros_like(p)
+                ps.append(p)
+                gs.append(p.grad)
+                sq.append(st["square_avg"])
+                acc.append(st["acc_delta"])
+                steps.append(st["step"])
+            adadelta(ps, gs, sq, acc, steps, lr=group["lr"], rho=group["rho"],
+                     eps=group["eps"], weight_decay=group["weight_decay"],
+                     maximize=group["maximize"])
+        return loss
+
+
+def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps,
+             weight_decay, maximize=False, **_):
+    for i, p in enumerate(params):
+        g = grads[i] if not maximize else -grads[i]
+        state_steps[i].add_(1)
+        if weight_decay != 0:
+            g = g.add(p, alpha=weight_decay)
+        sa, ad = square_avgs[i], acc_deltas[i]
+        sa.mul_(rho).addcmul_(g, g, value=1 - rho)
+        std = sa.add(eps).sqrt_()
+        delta = ad.add(eps).sqrt_().div_(std).mul_(g)
+        ad.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+        p.add_(delta, alpha=-lr)

@@ -1,0 +1,59 @@
+"""Adagrad (Duchi et al., 2011)."""
+
+from __future__ import annotations
+
+from ._base import check_range, closure_loss
+from .optimizer import Optimizer
+
+__all__ = ["Adagrad", "adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        check_range("learning rate", lr)
+        check_range("lr_decay value", lr_decay)
+        check_range("weight_decay value", weight_decay)
+        check_range("initial_accumulator_value value", initial_accumulator_value)
+        check_range("epsilon value", eps)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, fused=fused))
+        from .. import full_like, tensor
+
+        # PyTorch creates Adagrad's state eagerly
+        for group in self.param_groups:
+            for p in group["params"]:
+                st = self.state[p]
+                st["step"] = tensor(0.0)
+                st["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def step(self, closure=None):
+        loss = closure_loss(closure)
+        for group in self.param_groups:
+            ps, gs, sums, steps = [], [], [], []
+            for p in group["params"]:
+                if p.grad is not None:
+                    ps.append(p)
+                    gs.append(p.grad)
+                    sums.append(self.state[p]["sum"])
+                    steps.append(self.state[p]["step"])
+            adagrad(ps, gs, sums, steps, lr=group["lr"], weight_decay=group["weight_decay"],
+                    lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
+        return loss
+
+
+def adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps,
+            maximize=False, **_):
+    for i, p in enumerate(params):
+        g = grads[i] if not maximize else -grads[i]
+        state_steps[i].add_(1)
+        step = state_steps[i].item()
+        if weight_decay != 0:
+            g = g.add(p, alpha=weight_decay)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        state_sums[i].addcmul_(g, g, value=1)
+        std = state_sums[i].sqrt().add_(eps)
+        p.addcdiv_(g, std, value=-clr)

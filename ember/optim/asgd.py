@@ -1,0 +1,64 @@
+"""Averaged SGD (Polyak & Juditsky, 1992)."""
+
+from __future__ import annotations
+
+from ._base import check_range, closure_loss
+from .optimizer import Optimizer
+
+__all__ = ["ASGD", "asgd"]
+
+
+class ASGD(Optimizer):
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
+                 foreach=None, maximize=False, differentiable=False, capturable=False):
+        check_range("learning rate", lr)
+        check_range("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    def step(self, closure=None):
+        from .. import tensor, zeros_like
+
+        loss = closure_loss(closure)
+        for group in self.param_groups:
+            ps, gs, axs, mus, etas, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["step"] = tensor(0.0)
+                    st["eta"] = tensor(float(group["lr"]))
+                    st["mu"] = tensor(1.0)
+                    st["ax"] = zeros_like(p)
+                ps.append(p)
+                gs.append(p.grad)
+                axs.append(st["ax"])
+                mus.append(st["mu"])
+                etas.append(st["eta"])
+                steps.append(st["step"])
+            asgd(ps, gs, axs, mus, etas, steps, lambd=group["lambd"], lr=group["lr"],
+                 t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"],
+                 maximize=group["maximize"])
+        return loss
+
+
+def asgd(params, grads, axs, mus, etas, state_steps, *, lambd, lr, t0, alpha, weight_decay,
+         maximize=False, **_):
+    for i, p in enumerate(params):
+        g = grads[i] if not maximize else -grads[i]
+        state_steps[i].add_(1)
+        step = state_steps[i].item()
+        if weight_decay != 0:
+            g = g.add(p, alpha=weight_decay)
+        eta = etas[i].item()
+        p.mul_(1 - lambd * eta)
+        p.add_(g, alpha=-eta)
+        if mus[i].item() != 1:
+            axs[i].add_(p.sub(axs[i]).mul_(mus[i].item()))
+        else:
+            axs[i].copy_(p)
+        etas[i].fill_(lr / ((1 + lambd * lr * step) ** alpha))
+        mus[i].fill_(1 / max(1, step - t0))

@@ -1,0 +1,79 @@
+"""RAdam: Adam with a rectified adaptive learning rate (Liu et al., 2020)."""
+
+from __future__ import annotations
+
+import math
+
+from ._base import check_range, closure_loss, state_step
+from .optimizer import Optimizer
+
+__all__ = ["RAdam", "radam"]
+
+
+class RAdam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        check_range("learning rate", lr)
+        check_range("epsilon value", eps)
+        check_range("beta parameter at index 0", betas[0], 0.0, 1.0)
+        check_range("beta parameter at index 1", betas[1], 0.0, 1.0)
+        check_range("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      differentiable=differentiable))
+
+    def step(self, closure=None):
+        from .. import zeros_like
+
+        loss = closure_loss(closure)
+        for group in self.param_groups:
+            ps, gs, m1, m2, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    state_step(st)
+                    st["exp_avg"] = zeros_like(p)
+                    st["exp_avg_sq"] = zeros_like(p)
+                ps.append(p)
+                gs.append(p.grad)
+                m1.append(st["exp_avg"])
+                m2.append(st["exp_avg_sq"])
+                steps.append(st["step"])
+            beta1, beta2 = group["betas"]
+            radam(ps, gs, m1, m2, steps, beta1=beta1, beta2=beta2, lr=group["lr"],
+                  weight_decay=group["weight_decay"], eps=group["eps"],
+                  decoupled_weight_decay=group["decoupled_weight_decay"],
+                  maximize=group["maximize"])
+        return loss
+
+
+def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr,
+          weight_decay, eps, decoupled_weight_decay=False, maximize=False, **_):
+    rho_inf = 2 / (1 - beta2) - 1
+    for i, p in enumerate(params):
+        g = grads[i] if not maximize else -grads[i]
+        state_steps[i].add_(1)
+        step = state_steps[i].item()
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                g = g.add(p, alpha=weight_decay)
+        exp_avgs[i].lerp_(g, 1 - beta1)
+        exp_avg_sqs[i].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        bc1 = 1 - beta1 ** step
+        bc2 = 1 - beta2 ** step
+        corrected = exp_avgs[i] / bc1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bc2
+        if rho_t > 5.0:
+            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
+                             ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            adaptive = math.sqrt(bc2) / exp_avg_sqs[i].sqrt().add_(eps)
+            p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
+        else:
+            p.add_(corrected * lr, alpha=-1.0)

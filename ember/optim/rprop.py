@@ -1,0 +1,60 @@
+"""Rprop: resilient backpropagation (Riedmiller & Braun, 1993)."""
+
+from __future__ import annotations
+
+from ._base import check_range, closure_loss, state_step
+from .optimizer import Optimizer
+
+__all__ = ["Rprop", "rprop"]
+
+
+class Rprop(Optimizer):
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        check_range("learning rate", lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, capturable=capturable))
+
+    def step(self, closure=None):
+        from .. import full_like, zeros_like
+
+        loss = closure_loss(closure)
+        for group in self.param_groups:
+            ps, gs, prevs, sizes, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    state_step(st)
+                    st["prev"] = zeros_like(p)
+                    st["step_size"] = full_like(p.grad, group["lr"])
+                ps.append(p)
+                gs.append(p.grad)
+                prevs.append(st["prev"])
+                sizes.append(st["step_size"])
+                steps.append(st["step"])
+            etaminus, etaplus = group["etas"]
+            lo, hi = group["step_sizes"]
+            rprop(ps, gs, prevs, sizes, steps, step_size_min=lo, step_size_max=hi,
+                  etaminus=etaminus, etaplus=etaplus, maximize=group["maximize"])
+        return loss
+
+
+def rprop(params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_size_max,
+          etaminus, etaplus, maximize=False, **_):
+    from .. import where
+
+    for i, p in enumerate(params):
+        g = grads[i] if not maximize else -grads[i]
+        state_steps[i].add_(1)
+        sign = (g * prevs[i]).sign()
+        plus, minus, one = g.new_tensor(etaplus), g.new_tensor(etaminus), g.new_tensor(1.0)
+        factor = where(sign > 0, plus, where(sign < 0, minus, one))
+        step_sizes[i].mul_(factor).clamp_(step_size_min, step_size_max)
+        g = where(factor == etaminus, g * 0, g)
+        p.addcmul_(g.sign(), step_sizes[i], value=-1)
+        prevs[i].copy_(g)
