@@ -768,9 +768,9 @@ class Module:
         backward_hooks = self._backward_hooks or self._backward_pre_hooks
         bw = None
         if backward_hooks and self._is_full_backward_hook is not False:
-            from ...autograd.graph import _ModuleBackwardHook
+            from ._backward_hooks import ModuleBackwardHook
 
-            bw = _ModuleBackwardHook(self)
+            bw = ModuleBackwardHook(self)
             args = bw.setup_input_hook(args)
         result = forward(*args, **kwargs)
         for hook_id, hook in itertools.chain(_global_forward_hooks.items(),

@@ -1,5 +1,13 @@
-"""``ember.nn.utils``: gradient clipping, parameter vectors, rnn packing and more."""
+"""``ember.nn.utils``: gradient clipping, parameter vectors, parametrizations, pruning,
+fusion, rnn packing and stateless calls."""
 
-from . import rnn  # noqa: F401
-from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, get_total_norm
+from . import parametrizations, parametrize, prune, rnn, stateless  # noqa: F401
+from .clip_grad import (
+    clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm,
+)
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .fusion import (
+    fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights,
+)
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
