@@ -1,0 +1,94 @@
+"""Group ``kernels``: the heavy ops of training, one at a time, ember against PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.common import rand, tensors, workload
+
+
+def _grad_of(fw, out):
+    """Backprop a fixed cotangent through ``out`` and return the result for comparison."""
+    g = fw.from_numpy(np.random.default_rng(7).standard_normal(tuple(out.shape))
+                      .astype(np.float32))
+    out.backward(g)
+
+
+@workload("kernels", "conv2d 3x3 64->64, 32x64x32x32, forward+backward", rtol=1e-3,
+          atol=1e-3)
+def conv2d_fwd_bwd(fw):
+    x, w = tensors(fw, rand(32, 64, 32, 32), rand(64, 64, 3, 3, seed=1) * 0.05)
+    x.requires_grad_(True)
+    w.requires_grad_(True)
+
+    def step():
+        x.grad = w.grad = None
+        out = fw.nn.functional.conv2d(x, w, padding=1)
+        _grad_of(fw, out)
+        return w.grad
+
+    return step
+
+
+@workload("kernels", "conv2d 3x3 64->64, 32x64x32x32, forward", rtol=1e-3, atol=1e-3)
+def conv2d_fwd(fw):
+    x, w = tensors(fw, rand(32, 64, 32, 32), rand(64, 64, 3, 3, seed=1) * 0.05)
+    return lambda: fw.nn.functional.conv2d(x, w, padding=1)
+
+
+@workload("kernels", "max_pool2d 2x2, 32x64x32x32")
+def max_pool(fw):
+    (x,) = tensors(fw, rand(32, 64, 32, 32))
+    return lambda: fw.nn.functional.max_pool2d(x, 2)
+
+
+@workload("kernels", "softmax (256x1000)")
+def softmax(fw):
+    (x,) = tensors(fw, rand(256, 1000))
+    return lambda: fw.softmax(x, dim=-1)
+
+
+@workload("kernels", "layer_norm (64x128x256), forward+backward", rtol=1e-4, atol=1e-4)
+def layer_norm(fw):
+    x, w, b = tensors(fw, rand(64, 128, 256), rand(256, seed=1), rand(256, seed=2))
+    x.requires_grad_(True)
+
+    def step():
+        x.grad = None
+        out = fw.nn.functional.layer_norm(x, (256,), w, b)
+        _grad_of(fw, out)
+        return x.grad
+
+    return step
+
+
+@workload("kernels", "cross_entropy (256x1000), forward+backward", rtol=1e-4, atol=1e-5)
+def cross_entropy(fw):
+    (x,) = tensors(fw, rand(256, 1000))
+    y = fw.from_numpy(np.random.default_rng(3).integers(0, 1000, 256))
+    x.requires_grad_(True)
+
+    def step():
+        x.grad = None
+        fw.nn.functional.cross_entropy(x, y).backward()
+        return x.grad
+
+    return step
+
+
+@workload("kernels", "exp over 4M float32", rtol=1e-5)
+def exp(fw):
+    (x,) = tensors(fw, rand(4 * 1024 * 1024))
+    return lambda: x.exp()
+
+
+@workload("kernels", "sum over 4M float32", rtol=1e-4, atol=1e-2)
+def sum_(fw):
+    (x,) = tensors(fw, rand(4 * 1024 * 1024))
+    return lambda: x.sum()
+
+
+@workload("kernels", "a + b over 4M float32")
+def add_large(fw):
+    a, b = tensors(fw, rand(4 * 1024 * 1024), rand(4 * 1024 * 1024, seed=1))
+    return lambda: a + b
