@@ -58,7 +58,8 @@ class SampleInput:
             if shape is not None:
                 return f"Tensor{list(shape)}:{x.dtype.name}"
             if isinstance(x, (list, tuple)):
-                return type(x)(show(y) for y in x)
+                inner = ", ".join(show(y) for y in x)
+                return f"[{inner}]" if isinstance(x, list) else f"({inner})"
             return repr(x)
 
         args = ", ".join([show(a) for a in self.all_args()] +

@@ -1,0 +1,649 @@
+"""Sorting and searching: sort, topk, kthvalue, median, mode, quantile, unique, searchsorted,
+bincount and histograms.
+
+Ops that select elements compute values and indices in one non-differentiable kernel and get
+their gradient by re-selecting the values from the input (NOTE [ Selection gradients ] in
+reduction.py). Ordering is NaN-last ascending (NaN counts as the largest value), as in
+PyTorch; ties keep their input order, so ``sort`` is always stable.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .. import _dispatch, return_types
+from .._core import dtype as _dt
+from .._core.checks import wrap_dim
+from .._core.tensor import Tensor, wrap
+from ._registry import Op, public
+from .reduction import _bool_as_uint8, _check_tensor, _name, select_values, take_along_op
+
+_apply = _dispatch.apply
+
+for _n in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode"):
+    return_types.make(_n, ("values", "indices"))
+return_types.make("histogram", ("hist", "bin_edges"))
+
+
+def _named(name, fields, values, out=None):
+    cls = return_types.make(name, fields)
+    if out is not None:
+        _dispatch.write_out(name, out, tuple(values))
+        return cls(*out)
+    return cls(*values)
+
+
+def _no_complex(input, name, kernel_name=None):
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError(
+            f'"{kernel_name or name}" not implemented for \'{_name(input._data.dtype)}\'')
+
+
+def _sortable(xp, a):
+    """Bools sort as uint8 (NumPy sorts them fine, but keep one code path for the kernels)."""
+    return a.view(np.uint8) if a.dtype.kind == "b" else a
+
+
+def _argsort(xp, a, axis, descending):
+    """Stable argsort along ``axis``; descending keeps ties in input order and NaN first."""
+    a = _sortable(xp, a)
+    if not descending:
+        return xp.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    rev = xp.flip(a, axis)
+    idx = xp.argsort(rev, axis=axis, kind="stable")
+    return (n - 1) - xp.flip(idx, axis)
+
+
+# ------------------------------------------------------------------------------------------------
+# a private reshape/permute with a gradient (used to flatten and to move the quantile axis)
+
+
+def _rearrange_kernel(xp, a, *, perm, shape, src_shape):
+    return xp.ascontiguousarray(xp.transpose(a, perm)).reshape(shape)
+
+
+def _rearrange_vjp(g, _a, *, perm, shape, src_shape):
+    inv = tuple(int(i) for i in np.argsort(perm))
+    mid = tuple(src_shape[p] for p in perm)
+    g = _apply(rearrange_op, (g,), {"perm": tuple(range(len(shape))), "shape": mid,
+                                    "src_shape": shape})
+    return _apply(rearrange_op, (g,), {"perm": inv, "shape": src_shape, "src_shape": mid})
+
+
+rearrange_op = Op("_rearrange", _rearrange_kernel, vjp=_rearrange_vjp, linear=True)
+
+
+def _rearrange(x, perm, shape):
+    return _apply(rearrange_op, (x,), {"perm": tuple(perm), "shape": tuple(shape),
+                                       "src_shape": tuple(x._data.shape)})
+
+
+def _flatten(x):
+    return _rearrange(x, range(x._data.ndim), (x._data.size,))
+
+
+# ------------------------------------------------------------------------------------------------
+# sort / argsort / msort
+
+
+def _sort_kernel(xp, a, *, dim, descending):
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), np.int64)
+    idx = _argsort(xp, a, dim, descending)
+    return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+
+sort_op = Op("sort", _sort_kernel, differentiable=False)
+
+
+def _sorted(name, input, dim, descending):
+    _check_tensor(input, name)
+    _no_complex(input, name, "sort")
+    d = wrap_dim(dim, input._data.ndim, name)
+    v, i = _apply(sort_op, (input,), {"dim": d, "descending": bool(descending)})
+    return select_values(input, v, i, d, True), i, d
+
+
+@public
+def sort(input, dim=-1, descending=False, stable=False, *, axis=None, out=None):
+    """Sort along ``dim``: ``(values, indices)``. Always stable; NaN sorts as largest."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    v, i, _ = _sorted("sort", input, dim, descending)
+    return _named("sort", ("values", "indices"), (v, i), out)
+
+
+@public
+def argsort(input, dim=-1, descending=False, stable=False, *, axis=None):
+    """The indices that sort ``input`` along ``dim`` (stable)."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    _check_tensor(input, "argsort")
+    _no_complex(input, "argsort", "sort")
+    d = wrap_dim(dim, input._data.ndim, "argsort")
+    return _apply(sort_op, (input,), {"dim": d, "descending": bool(descending)})[1]
+
+
+@public
+def msort(input, *, out=None):
+    """``sort(input, dim=0).values``."""
+    v = _sorted("msort", input, 0, False)[0]
+    return v if out is None else _dispatch.write_out("msort", out, v)
+
+
+# ------------------------------------------------------------------------------------------------
+# topk / kthvalue
+
+
+def _topk_kernel(xp, a, *, k, dim, largest):
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), np.int64)
+    idx = _argsort(xp, a, dim, largest)
+    idx = xp.take(idx, xp.arange(k), axis=dim)
+    return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+
+topk_op = Op("topk", _topk_kernel, differentiable=False)
+
+
+@public
+def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None, out=None):
+    """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    _check_tensor(input, "topk")
+    _no_complex(input, "topk", "topk_cpu")
+    a = input._data
+    d = wrap_dim(dim, a.ndim, "topk")
+    n = a.shape[d] if a.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"topk(): selected index k out of range (k={k}, but dimension "
+                           f"{d} has size {n})")
+    v, i = _apply(topk_op, (input,), {"k": int(k), "dim": d, "largest": bool(largest)})
+    v = select_values(input, v, i, d, True)
+    return _named("topk", ("values", "indices"), (v, i), out)
+
+
+def _kth_kernel(xp, a, *, k, dim, keepdim):
+    """The k-th smallest (1-based) along ``dim``, ties resolved by a stable sort."""
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), np.int64)
+    idx = _argsort(xp, a, dim, False)
+    idx = xp.take(idx, [k - 1], axis=dim)
+    v = xp.take_along_axis(a, idx, axis=dim)
+    if not keepdim:
+        v, idx = v.squeeze(dim), idx.squeeze(dim)
+    return v, idx.astype(np.int64, copy=False)
+
+
+kthvalue_op = Op("kthvalue", _kth_kernel, differentiable=False)
+
+
+@public
+def kthvalue(input, k, dim=-1, keepdim=False, *, axis=None, out=None):
+    """The ``k``-th smallest element along ``dim``: ``(values, indices)``."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    _check_tensor(input, "kthvalue")
+    _no_complex(input, "kthvalue", "kthvalue_cpu")
+    a = input._data
+    d = wrap_dim(dim, a.ndim, "kthvalue")
+    n = a.shape[d] if a.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    v, i = _apply(kthvalue_op, (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
+    v = select_values(input, v, i, d, keepdim)
+    return _named("kthvalue", ("values", "indices"), (v, i), out)
+
+
+# ------------------------------------------------------------------------------------------------
+# median / nanmedian / mode
+
+
+def _median_kernel(xp, a, *, dim, keepdim, ignore_nan):
+    """Lower median along ``dim``; with NaN present, NaN (median) or skip them (nanmedian)."""
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), np.int64)
+    n = a.shape[dim]
+    idx = _argsort(xp, a, dim, False)
+    if a.dtype.kind in "fV" or a.dtype == _dt.bfloat16.np:
+        nans = xp.isnan(a)
+        count = xp.sum(~nans, axis=dim, keepdims=True)
+        if ignore_nan:
+            pos = xp.maximum((count - 1) // 2, 0)
+        else:
+            # a row holding NaN points at its first NaN (sorted right after the numbers)
+            pos = xp.where(count < n, count, (n - 1) // 2)
+    else:
+        pos = xp.full(_keep(a.shape, dim), (n - 1) // 2, np.int64)
+    i = xp.take_along_axis(idx, pos.astype(np.int64), axis=dim)
+    v = xp.take_along_axis(a, i, axis=dim)
+    if not keepdim:
+        v, i = v.squeeze(dim), i.squeeze(dim)
+    return v, i.astype(np.int64, copy=False)
+
+
+def _keep(shape, dim):
+    return tuple(1 if j == dim else s for j, s in enumerate(shape))
+
+
+median_op = Op("median", _median_kernel, differentiable=False)
+
+
+def _median(name, ignore_nan, input, dim, keepdim, out):
+    _check_tensor(input, name)
+    kname = "median_cpu" if not ignore_nan else "nanmedian_cpu"
+    _no_complex(input, name, kname)
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError(f'"{kname}" not implemented for \'Bool\'')
+    if dim is None:
+        flat = _flatten(input)
+        if flat._data.size == 0:
+            return wrap(np.full((), np.nan, flat._data.dtype)) if flat._data.dtype.kind in \
+                "fV" else wrap(np.zeros((), flat._data.dtype))
+        v, i = _apply(median_op, (flat,), {"dim": 0, "keepdim": False, "ignore_nan": ignore_nan})
+        v = select_values(flat, v, i, 0, False)
+        return v if out is None else _dispatch.write_out(name, out, v)
+    a = input._data
+    d = wrap_dim(dim, a.ndim, name)
+    if a.ndim and a.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    v, i = _apply(median_op, (input,), {"dim": d, "keepdim": bool(keepdim),
+                                        "ignore_nan": ignore_nan})
+    v = select_values(input, v, i, d, keepdim)
+    return _named(name, ("values", "indices"), (v, i), out)
+
+
+@public
+def median(input, dim=None, keepdim=False, *, axis=None, out=None):
+    """The lower median (of everything, or along ``dim`` with its index); NaN propagates."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    return _median("median", False, input, dim, keepdim, out)
+
+
+@public
+def nanmedian(input, dim=None, keepdim=False, *, axis=None, out=None):
+    """The lower median ignoring NaN (NaN only when every value is NaN)."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    return _median("nanmedian", True, input, dim, keepdim, out)
+
+
+def _mode_kernel(xp, a, *, dim, keepdim):
+    """The most frequent value along ``dim`` (smallest among ties) and its last index."""
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), np.int64)
+    x = xp.moveaxis(a, dim, -1)
+    idx = _argsort(xp, x, -1, False)
+    s = xp.take_along_axis(x, idx, axis=-1)
+    n = s.shape[-1]
+    pos = xp.arange(n)
+    new_run = xp.ones(s.shape, bool)
+    new_run[..., 1:] = s[..., 1:] != s[..., :-1]
+    start = xp.maximum.accumulate(xp.where(new_run, pos, 0), axis=-1)
+    best = xp.argmax(pos - start, axis=-1)[..., None]  # first end of a longest run
+    v = xp.take_along_axis(s, best, axis=-1)
+    i = xp.take_along_axis(idx, best, axis=-1).astype(np.int64)
+    v, i = xp.moveaxis(v, -1, dim), xp.moveaxis(i, -1, dim)
+    if not keepdim:
+        v, i = v.squeeze(dim), i.squeeze(dim)
+    return v.copy(), i.copy()
+
+
+mode_op = Op("mode", _bool_as_uint8(_mode_kernel), differentiable=False)
+
+
+@public
+def mode(input, dim=-1, keepdim=False, *, axis=None, out=None):
+    """The most frequent value along ``dim`` and the index of its last occurrence."""
+    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
+        dim = axis
+    _check_tensor(input, "mode")
+    _no_complex(input, "mode", "mode")
+    a = input._data
+    d = wrap_dim(dim, a.ndim, "mode")
+    if a.ndim and a.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    v, i = _apply(mode_op, (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v = select_values(input, v, i, d, keepdim)
+    return _named("mode", ("values", "indices"), (v, i), out)
+
+
+# ------------------------------------------------------------------------------------------------
+# quantile / nanquantile
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
+    _check_tensor(input, name)
+    a = input._data
+    if a.dtype not in (np.float32, np.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if a.size == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    if isinstance(q, Tensor):
+        if q._data.ndim > 1:
+            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        if q._data.dtype != a.dtype:
+            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        qs = q._data.reshape(-1).astype(np.float64)
+        scalar_q = q._data.ndim == 0
+    else:
+        qs = np.asarray([float(q)])
+        scalar_q = True
+    if ((qs < 0) | (qs > 1)).any():
+        bad = qs[(qs < 0) | (qs > 1)][0]
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {bad:g}")
+    nd = a.ndim
+    if dim is None:
+        x, d = _flatten(input), 0
+    else:
+        d = wrap_dim(dim, nd, name)
+        x = input if nd else _flatten(input)
+        d = d if nd else 0
+    v = _sorted(name, x, d, False)[0]
+    xs = x._data
+    n = xs.shape[d]
+    nans = np.isnan(xs).sum(axis=d, keepdims=True)
+    # ranks along the sorted dim, one per q: shape (..., Q at d, ...)
+    qb = qs.reshape((1,) * d + (-1,) + (1,) * (xs.ndim - d - 1))
+    # rank = q * scale + offset: NaN rows of quantile point at their (last-sorted) NaN
+    if ignore_nan:
+        scale, offset = np.maximum(n - nans - 1, 0), np.zeros_like(nans)
+    else:
+        scale, offset = np.where(nans > 0, 0, n - 1), np.where(nans > 0, n - 1, 0)
+    rank = qb * scale + offset
+    if interpolation == "lower":
+        rank = np.floor(rank)
+    elif interpolation == "higher":
+        rank = np.ceil(rank)
+    elif interpolation == "nearest":
+        rank = np.rint(rank)
+    lo = np.floor(rank).astype(np.int64)
+    hi = np.minimum(np.ceil(rank).astype(np.int64), n - 1)
+    shape = list(xs.shape)
+    shape[d] = len(qs)
+    lo, hi = np.broadcast_to(lo, shape).copy(), np.broadcast_to(hi, shape).copy()
+    params = {"dim": d, "keepdim": True, "shape": tuple(v._data.shape)}
+    vlo = _apply(take_along_op, (v, wrap(lo)), params)
+    if interpolation in ("lower", "higher", "nearest"):
+        r = vlo
+    else:
+        vhi = _apply(take_along_op, (v, wrap(hi)), params)
+        if interpolation == "midpoint":
+            w = 0.5
+        elif isinstance(q, Tensor):
+            # the weight stays a function of q, so q gets its gradient as in PyTorch
+            qt = _rearrange(q, range(q._data.ndim), qb.shape)
+            w = qt * wrap(scale.astype(a.dtype)) + wrap((offset - lo).astype(a.dtype))
+        else:
+            w = wrap(np.broadcast_to((rank - lo).astype(a.dtype), shape).copy())
+        r = vlo + (vhi - vlo) * w
+    # move the q axis to the front, then lay out the reduced dims as torch does
+    rest = [s for j, s in enumerate(r._data.shape) if j != d]
+    if dim is None:
+        kept = [1] * nd if keepdim else []
+    else:
+        kept = rest[:d] + [1] + rest[d:] if keepdim and nd else rest
+    final = ([] if scalar_q else [len(qs)]) + kept
+    perm = [d] + [j for j in range(r._data.ndim) if j != d]
+    r = _rearrange(r, perm, final)
+    return r if out is None else _dispatch.write_out(name, out, r)
+
+
+@public
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """The ``q``-th quantiles along ``dim`` (or of everything); NaN propagates."""
+    return _quantile("quantile", False, input, q, dim, keepdim, interpolation, out)
+
+
+@public
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """:func:`quantile` ignoring NaN (NaN only where every value is NaN)."""
+    return _quantile("nanquantile", True, input, q, dim, keepdim, interpolation, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# unique / unique_consecutive
+
+
+def _unique_kernel(xp, a, *, dim, return_inverse, return_counts):
+    if dim is None:
+        flat = a.reshape(-1)
+        kw = {"equal_nan": False} if flat.dtype.kind in "fc" else {}
+        vals, inv, counts = xp.unique(_sortable(xp, flat), return_inverse=True,
+                                      return_counts=True, **kw)
+        if a.dtype.kind == "b":
+            vals = vals.astype(bool)
+        inv = inv.reshape(a.shape)
+    else:
+        if a.shape[dim] == 0:
+            return (a.copy(), xp.zeros((0,), np.int64), xp.zeros((0,), np.int64))
+        vals, inv, counts = xp.unique(a, return_inverse=True, return_counts=True, axis=dim)
+        inv = inv.reshape(-1)
+    return vals, inv.astype(np.int64), counts.astype(np.int64)
+
+
+unique_op = Op("unique", _unique_kernel, differentiable=False)
+
+
+def _pick(results, return_inverse, return_counts):
+    out = [results[0]]
+    if return_inverse:
+        out.append(results[1])
+    if return_counts:
+        out.append(results[2])
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@public
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements (or slices along ``dim``), sorted; optionally the inverse
+    indices and counts."""
+    _check_tensor(input, "unique")
+    d = None if dim is None else wrap_dim(dim, input._data.ndim, "unique")
+    r = _apply(unique_op, (input,), {"dim": d, "return_inverse": return_inverse,
+                                     "return_counts": return_counts})
+    return _pick(r, return_inverse, return_counts)
+
+
+def _unique_consecutive_kernel(xp, a, *, dim):
+    x = a.reshape(-1) if dim is None else xp.moveaxis(a, dim, 0)
+    n = x.shape[0]
+    if n == 0:
+        empty = xp.zeros((0,), np.int64)
+        return a.copy() if dim is not None else x.copy(), empty.reshape(a.shape if dim is
+                                                                        None else (0,)), empty
+    diff = x[1:] != x[:-1]
+    if diff.ndim > 1:
+        diff = diff.reshape(n - 1, -1).any(axis=1)
+    start = xp.concatenate([xp.ones(1, bool), diff])
+    inv = xp.cumsum(start) - 1
+    starts = xp.nonzero(start)[0]
+    counts = xp.diff(xp.concatenate([starts, xp.asarray([n])]))
+    vals = x[starts]
+    if dim is not None:
+        vals = xp.ascontiguousarray(xp.moveaxis(vals, 0, dim))
+    else:
+        inv = inv.reshape(a.shape)
+    return vals, inv.astype(np.int64), counts.astype(np.int64)
+
+
+unique_consecutive_op = Op("unique_consecutive", _unique_consecutive_kernel,
+                           differentiable=False)
+
+
+@public
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive elements (or slices along ``dim``)."""
+    _check_tensor(input, "unique_consecutive")
+    d = None if dim is None else wrap_dim(dim, input._data.ndim, "unique_consecutive")
+    r = _apply(unique_consecutive_op, (input,), {"dim": d})
+    return _pick(r, return_inverse, return_counts)
+
+
+# ------------------------------------------------------------------------------------------------
+# searchsorted / bucketize
+
+
+def _searchsorted_kernel(xp, seq, x, sorter, *, side, int32):
+    odt = np.int32 if int32 else np.int64
+    if seq.ndim <= 1:
+        r = xp.searchsorted(seq, x, side=side, sorter=sorter)
+        return xp.asarray(r, dtype=odt)
+    rows = seq.reshape(-1, seq.shape[-1])
+    xs = x.reshape(rows.shape[0], -1)
+    srt = None if sorter is None else sorter.reshape(rows.shape[0], -1)
+    out = xp.empty(xs.shape, odt)
+    for r in range(rows.shape[0]):
+        out[r] = xp.searchsorted(rows[r], xs[r], side=side,
+                                 sorter=None if srt is None else srt[r])
+    return out.reshape(x.shape)
+
+
+searchsorted_op = Op("searchsorted", _searchsorted_kernel, differentiable=False)
+
+
+def _common(seq, x):
+    """Compare in a common dtype (torch promotes the two inputs)."""
+    dt = np.promote_types(seq.dtype, x.dtype)
+    return (seq if seq.dtype == dt else seq.astype(dt)), (x if x.dtype == dt else x.astype(dt))
+
+
+@public(method=False)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None, out=None):
+    """Indices where ``input`` would be inserted into ``sorted_sequence`` to keep order."""
+    _check_tensor(sorted_sequence, "searchsorted")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to "
+                               "opposites, got side of left while right was True")
+        right = side == "right"
+    scalar = not isinstance(input, Tensor)
+    seq = sorted_sequence._data
+    x = np.asarray(input) if scalar else input._data
+    if seq.ndim > 1 and (scalar or x.ndim != seq.ndim or x.shape[:-1] != seq.shape[:-1]):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq.shape)} and input value tensor "
+            f"{list(x.shape)}")
+    if sorter is not None and sorter._data.shape != seq.shape:
+        raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same size, "
+                           f"but got boundary tensor {list(seq.shape)} and got sorter "
+                           f"tensor {list(sorter._data.shape)}")
+    seq, x = _common(seq, x)
+    r = _searchsorted_kernel(_dispatch.xp_of(seq), seq, x,
+                             None if sorter is None else sorter._data,
+                             side="right" if right else "left", int32=out_int32)
+    r = wrap(r)
+    return r if out is None else _dispatch.write_out("searchsorted", out, r)
+
+
+@public(method=False)
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """The bucket index of each element of ``input`` among 1-D ``boundaries``."""
+    _check_tensor(boundaries, "bucketize")
+    if boundaries._data.ndim != 1:
+        raise RuntimeError("bucketize: boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
+
+
+# ------------------------------------------------------------------------------------------------
+# bincount / histc / histogram
+
+
+@public
+def bincount(input, weights=None, minlength=0):
+    """Count of each value in a 1-D non-negative integer tensor (weighted when given)."""
+    _check_tensor(input, "bincount")
+    a = input._data
+    if a.dtype.kind == "b":
+        raise NotImplementedError('"bincount_cpu" not implemented for \'Bool\'')
+    if a.ndim != 1 or a.dtype.kind not in "iu" or (a.size and a.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("bincount(): minlength should be >= 0")
+    xp = _dispatch.xp_of(a)
+    if weights is None:
+        return wrap(xp.bincount(a, minlength=minlength).astype(np.int64))
+    w = weights._data
+    if w.shape != a.shape:
+        raise RuntimeError("bincount(): weights should be 1-d and have the same length as "
+                           "input")
+    rdt = w.dtype if w.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    return wrap(xp.bincount(a, weights=w.astype(np.float64), minlength=minlength).astype(rdt))
+
+
+def _float_only(input, name, kname):
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(
+            f'"{kname}" not implemented for \'{_name(input._data.dtype)}\'')
+
+
+@public
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Histogram of ``bins`` equal bins over [min, max] (the data's range when equal)."""
+    _check_tensor(input, "histc")
+    _float_only(input, "histc", "histogram_cpu")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    a = input._data
+    lo, hi = float(min), float(max)
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {lo} max {hi}")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    xp = _dispatch.xp_of(a)
+    h, _ = xp.histogram(a.reshape(-1).astype(np.float64), bins=int(bins), range=(lo, hi))
+    r = wrap(h.astype(a.dtype))
+    return r if out is None else _dispatch.write_out("histc", out, r)
+
+
+@public
+def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+    """``(hist, bin_edges)``: a histogram with ``bins`` equal bins or the given edges."""
+    _check_tensor(input, "histogram")
+    _float_only(input, "histogram", "histogramdd")
+    a = input._data
+    xp = _dispatch.xp_of(a)
+    w = None if weight is None else weight._data.reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins._data.astype(np.float64)
+        h, e = xp.histogram(a.reshape(-1), bins=edges, weights=w, density=density)
+        e = bins._data.copy()
+    else:
+        if range is not None:
+            lo, hi = builtins.map(float, range)
+        elif a.size:
+            lo, hi = float(a.min()), float(a.max())
+        else:
+            lo, hi = 0.0, 0.0
+        if lo > hi:
+            raise RuntimeError(f"histogram(): min should not exceed max, but got min {lo} "
+                               f"max {hi}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        e = xp.linspace(lo, hi, int(bins) + 1).astype(a.dtype)
+        h, _ = xp.histogram(a.reshape(-1), bins=e.astype(np.float64), weights=w,
+                            density=density)
+    r = (wrap(xp.asarray(h).astype(a.dtype)), wrap(xp.ascontiguousarray(e).astype(a.dtype)))
+    return _named("histogram", ("hist", "bin_edges"), r, out)
