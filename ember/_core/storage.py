@@ -16,9 +16,14 @@ from . import dtype as _dt
 def _root(a):
     """The array that owns ``a``'s memory (``a`` itself for a fresh result)."""
     base = a.base
-    while base is not None and hasattr(base, "base") and hasattr(base, "dtype"):
-        a = base
-        base = a.base
+    while base is not None and hasattr(base, "base"):
+        if hasattr(base, "dtype"):
+            a = base
+        elif not hasattr(base, "__array_interface__"):
+            break
+        # else: the stand-in NumPy's as_strided puts between a view and its array; look
+        # through it to the array (shape ops build strided views with as_strided)
+        base = base.base
     return a
 
 
