@@ -42,6 +42,20 @@ from .autograd.grad_mode import (  # noqa: E402
     set_grad_enabled,
 )
 
+from ._core import _print as _tensor_str  # noqa: E402  (PyTorch's private module name)
+from ._core._print import set_printoptions  # noqa: E402
+
+from . import nn, optim, utils  # noqa: E402
+from .serialization import load, save  # noqa: E402
+from . import special  # noqa: E402
+from . import fft, linalg  # noqa: E402
+
+from ._core.generator import Generator, default_generator  # noqa: E402
+from . import random  # noqa: E402
+from .random import (  # noqa: E402
+    get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
+)
+
 __version__ = "0.1.0"
 
 

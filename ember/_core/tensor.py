@@ -25,6 +25,12 @@ from .storage import UntypedStorage, storage_of
 
 _new = object.__new__
 
+# Hooks installed by ember.autograd (the core knows nothing of it):
+#   _view_refresh(view): rebuild a view's grad_fn after its base was modified in place
+#   _inference_check(t) -> bool: on a first version bump; True for an inference tensor
+_view_refresh = None
+_inference_check = None
+
 
 def wrap(array) -> Tensor:
     """Make a Tensor around a backend array (no copy). See NOTE [ Tensor fields ]."""
@@ -44,7 +50,7 @@ class Tensor:
                  "_hooks", "_post_acc_hooks", "_retains_grad", "_view_meta", "_inference",
                  "_tangent", "__dict__", "__weakref__")
 
-    # ``Tensor(...)`` (the legacy constructor) is provided by ember._ops.creation.
+    # ``Tensor(...)`` (the legacy constructor) is provided by ember._ops.from_data.
 
     def _set_data(self, array):
         self._data = array
@@ -52,6 +58,10 @@ class Tensor:
     def _bump(self):
         vc = self._vc
         if vc is None:
+            if _inference_check is not None:
+                # inference tensors keep no version counter; see ember/autograd/grad_mode.py
+                if _inference_check(self):
+                    return
             self._vc = [1]
         else:
             vc[0] += 1
@@ -217,6 +227,13 @@ class Tensor:
                     "to use a computed variable in a subgraph that doesn't require "
                     "differentiation use var_no_grad = var.detach().")
             return self
+        if requires_grad and getattr(self, "_inference", False):
+            from .._dispatch import state
+
+            if not state.inference_mode:
+                raise RuntimeError(
+                    "Setting requires_grad=True on inference tensor outside InferenceMode is "
+                    "not allowed.")
         if requires_grad and self._data.dtype.kind not in "fcV" and self.dtype.category < 2:
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients")
@@ -225,18 +242,32 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._base is not None and _view_refresh is not None:
+            _view_refresh(self)  # NOTE [ View replay ] in ember/autograd/_nodes.py
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
+        if self._base is not None and _view_refresh is not None:
+            _view_refresh(self)
         return self._grad_fn is None
 
     @property
     def grad(self):
         try:
-            return self._grad
+            g = self._grad
         except AttributeError:
-            return None
+            g = None
+        if g is None and self._grad_fn is not None and not self.retains_grad:
+            import warnings
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed "
+                "want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() "
+                "on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+                "you access the leaf Tensor instead.", UserWarning, stacklevel=2)
+        return g
 
     @grad.setter
     def grad(self, value):
@@ -247,12 +278,14 @@ class Tensor:
                     f"{type(value).__name__}")
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError(
-                    "assigned grad has data of a different type: expected "
-                    f"{self.dtype.scalar_name}, got {value.dtype.scalar_name}")
+                    f"attempting to assign a gradient with dtype '{value.dtype.scalar_name}' "
+                    f"to a tensor with grad_dtype '{self.dtype.scalar_name}'. The gradient must "
+                    "match the tensor's grad_dtype (defaults to the tensor's dtype).")
             if value._data.shape != self._data.shape:
                 raise RuntimeError(
-                    "assigned grad has data of a different size: expected "
-                    f"{list(self._data.shape)}, got {list(value._data.shape)}")
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the "
+                    "gradient and the tensor are the same size")
             if type(value._data) is not type(self._data):
                 raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value
@@ -352,7 +385,7 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None):
         from ._print import tensor_repr
 
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents)
 
     def __str__(self):
         return self.__repr__()

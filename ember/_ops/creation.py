@@ -1,21 +1,45 @@
-"""Tensor creation: ``tensor``, ``as_tensor``, ``from_numpy``, filled tensors and ranges."""
+"""Tensor creation: filled tensors (``zeros``, ``full``, ``empty_strided``, ...), their
+``*_like`` and ``Tensor.new_*`` forms, and the in-place fills ``fill_`` / ``zero_``; plus the
+helpers every creation module shares.
+
+Tensors from data (``tensor``, ``as_tensor``, ``from_numpy``, ``Tensor(...)``) live in
+``from_data.py``, ranges and grids (``arange``, ``linspace``, ``eye``, ``meshgrid``, ...) in
+``ranges.py`` and random sampling in ``random_ops.py``; the public functions of the first two
+are re-exported here, where other modules have always imported them from.
+"""
 
 from __future__ import annotations
 
 import builtins
-import warnings
+import math
+import operator
 
 import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
+from .._core import layout as _layout
 from .._core.checks import as_shape
 from .._core.device import as_device
 from .._core.tensor import Tensor, wrap
-from ._registry import public
+from ._registry import Op, method, public
+
+_PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
+
+# PyTorch's C++ type names, used in its overflow messages
+_C_NAMES = {
+    _dt.bool_: "bool", _dt.uint8: "uint8_t", _dt.int8: "int8_t", _dt.int16: "int16_t",
+    _dt.int32: "int", _dt.int64: "int64_t", _dt.float16: "c10::Half",
+    _dt.bfloat16: "c10::BFloat16", _dt.float32: "float", _dt.float64: "double",
+    _dt.complex64: "c10::complex<float>", _dt.complex128: "c10::complex<double>",
+}
 
 
-def _xp_for(device):
+# ------------------------------------------------------------------------------------------------
+# helpers shared by the creation modules (from_data, ranges, random_ops)
+
+
+def xp_for(device):
     """The array namespace for a ``device=`` argument (None means CPU)."""
     dev = as_device(device)
     if dev is None or dev.type == "cpu":
@@ -25,8 +49,8 @@ def _xp_for(device):
     return _device_backend(dev).xp
 
 
-def _finish(array, requires_grad=False, device=None):
-    """Wrap a fresh NumPy array, moving it to ``device`` and setting requires_grad."""
+def finish(array, requires_grad=False, device=None):
+    """Wrap a fresh host (NumPy) array, moving it to ``device`` and setting requires_grad."""
     dev = as_device(device)
     if dev is not None and dev.type != "cpu":
         from .conversion import _device_backend
@@ -38,213 +62,312 @@ def _finish(array, requires_grad=False, device=None):
     return t
 
 
-def _resolve_dtype(dtype):
-    return None if dtype is None else _dt.lookup(dtype)
+def resolve_dtype(dtype, default=None, out=None):
+    """The ember dtype for a ``dtype=`` argument; when it is None, a factory given ``out=``
+    produces ``out``'s dtype (as PyTorch does), else ``default``."""
+    if dtype is not None:
+        return _dt.lookup(dtype)
+    if isinstance(out, Tensor):
+        return out.dtype
+    return default
 
 
-# ------------------------------------------------------------------------------------------------
-# tensor / as_tensor / from_numpy
+def size_arg(op_name, size, kwargs):
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(Size)`` or ``f(size=(2, 3))``."""
+    if kwargs:
+        if "size" in kwargs and not size and len(kwargs) == 1:
+            size = (kwargs["size"],)
+        else:
+            bad = next(k for k in kwargs if k != "size" or size)
+            raise TypeError(f"{op_name}() got an unexpected keyword argument '{bad}'")
+    if not size:
+        raise TypeError(f'{op_name}() missing 1 required positional arguments: "size"')
+    return as_shape(size, op_name)
 
 
-def _infer_array(data, op_name):
-    """NumPy array for nested Python data, with PyTorch's dtype inference: Python floats
-    become the default dtype, ints int64, complex the default complex; NumPy arrays and
-    tensors inside keep their dtypes."""
-    if isinstance(data, Tensor):
-        return data._data if type(data._data) is np.ndarray else data._data.get()
-    if isinstance(data, np.ndarray):
-        return data
-    if isinstance(data, (np.generic,)):
-        return np.asarray(data)
-    if isinstance(data, (list, tuple)):
-        flat_kinds = set()
-        arr = _nested_to_array(data, flat_kinds, op_name)
-        if arr.dtype == object:
-            raise TypeError(f"{op_name}(): could not infer dtype of nested sequence")
-        kind = arr.dtype.kind
-        if "py" in flat_kinds or arr.dtype in (np.float64, np.complex128, np.int64, np.bool_):
-            if kind == "f" and "np" not in flat_kinds:
-                return arr.astype(_dt.get_default_dtype().np, copy=False)
-            if kind == "c" and "np" not in flat_kinds:
-                return arr.astype(_dt.default_complex().np, copy=False)
-            if kind in "iu" and "np" not in flat_kinds:
-                return arr.astype(np.int64, copy=False)
-        return arr
-    if isinstance(data, builtins.bool):
-        return np.asarray(data)
-    if isinstance(data, builtins.int):
-        try:
-            return np.asarray(data, dtype=np.int64)
-        except OverflowError:
-            raise RuntimeError(f"Overflow when unpacking long: {data}") from None
-    if isinstance(data, builtins.float):
-        return np.asarray(data, dtype=_dt.get_default_dtype().np)
-    if isinstance(data, builtins.complex):
-        return np.asarray(data, dtype=_dt.default_complex().np)
-    if hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
-        return np.asarray(data)
-    if hasattr(data, "__dlpack__"):
-        return np.from_dlpack(data)
-    raise TypeError(
-        f"{op_name}(): could not infer dtype of {type(data).__name__}")
+def host(a):
+    """A backend array as a NumPy array (no copy on the CPU)."""
+    return a if type(a) is np.ndarray else a.get()
 
 
-def _nested_to_array(data, kinds, op_name):
-    """Validate nesting (PyTorch's 'expected sequence of length' error) and convert."""
-    shape = []
-    probe = data
-    while isinstance(probe, (list, tuple)):
-        shape.append(len(probe))
-        if not probe:
-            break
-        probe = probe[0]
-    leaves = []
-    _collect(data, shape, 0, leaves, kinds, op_name)
-    if not leaves:
-        return np.zeros(shape, dtype=_dt.get_default_dtype().np)
-    arr = np.array(leaves)
-    if arr.dtype == object:
-        return arr
-    return arr.reshape(shape + list(arr.shape[1:]))
+def _limits(d):
+    """(lowest, highest) storable value: PyTorch's overflow check accepts -max..max for
+    unsigned integers (negative values wrap around) and finite values up to max for floats."""
+    if d.category == 1:
+        info = np.iinfo(d.np)
+        return (-int(info.max) if info.min == 0 else int(info.min)), int(info.max)
+    limit = float(np.finfo(d.to_real().np).max)
+    return -limit, limit
 
 
-def _collect(data, shape, depth, leaves, kinds, op_name):
-    if depth < len(shape) and isinstance(data, (list, tuple)):
-        if len(data) != shape[depth]:
-            raise ValueError(
-                f"expected sequence of length {shape[depth]} at dim {depth} (got {len(data)})")
-        for x in data:
-            _collect(x, shape, depth + 1, leaves, kinds, op_name)
+_LIMITS = {d: _limits(d) for d in _dt.all_dtypes
+           if d.category in (1, 2, 3) and d not in (_dt.float16, _dt.bfloat16)}
+
+
+def check_value_fits(value, d, op_name=""):
+    """PyTorch refuses to store a scalar that overflows the target dtype (``full``, ``fill_``);
+    float16/bfloat16 saturate to inf instead, and bool takes anything."""
+    limits = _LIMITS.get(d)
+    if limits is None or type(value) is bool or isinstance(value, np.bool_):
         return
-    if depth < len(shape):
-        raise TypeError(f"{op_name}(): not a sequence at dim {depth}")
-    if isinstance(data, (list, tuple)):
-        raise ValueError(f"expected sequence of length {len(shape)} at dim {depth}")
-    if isinstance(data, Tensor):
-        if data.numel() != 1 and data.dim() > 0:
-            raise ValueError(
-                "only one element tensors can be converted to Python scalars")
-        kinds.add("np")
-        leaves.append(data._data.reshape(()) if type(data._data) is np.ndarray else
-                      data._data.get().reshape(()))
-        return
-    if isinstance(data, (np.generic, np.ndarray)):
-        kinds.add("np")
-    elif isinstance(data, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
-        kinds.add("py")
+    lo, hi = limits
+    if isinstance(value, (complex, np.complexfloating)):
+        if d.category < 3 and value.imag != 0:
+            bad = True
+        else:
+            v = value.real if d.category < 3 else abs(value)
+            bad = math.isfinite(v) and not lo <= v <= hi
+    elif d.category == 1:
+        bad = not lo <= value <= hi  # also refuses nan and inf
     else:
-        raise TypeError(
-            f"{op_name}(): new(): invalid data type '{type(data).__name__}'")
-    leaves.append(data)
+        bad = not lo <= value <= hi and not (math.isinf(value) or math.isnan(value))
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d]} without overflow")
 
 
-@public(method=False)
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """A new tensor holding a copy of ``data`` (nested lists/tuples, scalars, NumPy arrays,
-    tensors), with PyTorch's dtype inference.
-
-    Example::
-
-        >>> ember.tensor([[1., 2.]])
-        tensor([[1., 2.]])
-    """
-    if isinstance(data, Tensor):
-        warnings.warn(
-            "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
-            "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
-            "ember.tensor(sourceTensor).", UserWarning, stacklevel=2)
-    arr = _infer_array(data, "tensor")
-    d = _resolve_dtype(dtype)
-    if d is not None:
-        arr = _cast(arr, d.np)
-    arr = np.array(arr, copy=True, order="C")
-    return _finish(arr, requires_grad, device)
+def scalar_as(value, npd):
+    """A Python or NumPy number in the form to store into dtype ``npd`` the way PyTorch
+    stores scalars: complex to real keeps the real part, floats truncate toward zero into
+    integers, and integers wrap around (-1 into uint8 is 255)."""
+    kind = npd.kind
+    if kind == "f" or kind == "c" or kind == "V":
+        if kind != "c" and isinstance(value, (complex, np.complexfloating)):
+            return value.real
+        return value
+    if kind == "b":
+        return np.bool_(value != 0)
+    if isinstance(value, (complex, np.complexfloating)):
+        value = value.real
+    v = math.trunc(value) if isinstance(value, (float, np.floating)) else int(value)
+    if v < 0 and kind == "u":
+        v += 1 << (8 * npd.itemsize)
+    return npd.type(v)
 
 
-def _cast(arr, npd):
+def scalar_value(x, op_name, name):
+    """A Python number from a number or a one-element tensor argument."""
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise RuntimeError(
+                f"{op_name}(): argument '{name}' must be a number or a one-element tensor, got "
+                f"a tensor of shape {list(x.shape)}")
+        return x.item()
+    if isinstance(x, (np.bool_,)):
+        return builtins.bool(x)
+    if isinstance(x, np.number):
+        return x.item()
+    if isinstance(x, _PY_SCALARS):
+        return x
+    raise TypeError(
+        f"{op_name}(): argument '{name}' must be Number, not {type(x).__name__}")
+
+
+def cast(arr, npd):
+    """``arr`` as dtype ``npd`` (complex to real drops the imaginary part, as PyTorch does)."""
     if arr.dtype == npd:
         return arr
     if arr.dtype.kind == "c" and npd.kind != "c":
         arr = arr.real
-    with np.errstate(invalid="ignore"):
-        return arr.astype(npd)
+    return arr.astype(npd)
 
 
-@public(method=False)
-def as_tensor(data, dtype=None, device=None):
-    """Like ``tensor`` but shares memory with ``data`` (a tensor or NumPy array) when no
-    conversion is needed."""
-    d = _resolve_dtype(dtype)
-    dev = as_device(device)
-    if isinstance(data, Tensor):
-        return data.to(device=dev, dtype=d)
-    if isinstance(data, np.ndarray) and data.dtype in _dt.from_np and (dev is None or
-                                                                       dev.type == "cpu"):
-        arr = data if d is None else _cast(data, d.np)
-        return wrap(arr)
-    arr = _infer_array(data, "as_tensor")
-    if d is not None:
-        arr = _cast(arr, d.np)
-    if arr is data:
-        return wrap(arr)
-    return _finish(np.ascontiguousarray(arr), False, dev)
-
-
-public(as_tensor, name="asarray", method=False)
-
-
-@public(method=False)
-def from_numpy(ndarray):
-    """A tensor sharing memory with the NumPy array ``ndarray`` (writes show through both
-    ways)."""
-    if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    if ndarray.dtype not in _dt.from_np:
-        raise TypeError(
-            f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
-            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
-            "uint8, and bool.")
-    if any(s < 0 for s in ndarray.strides):
-        raise ValueError(
-            "At least one stride in the given numpy array is negative, and tensors with "
-            "negative strides are not currently supported. (You can probably work around "
-            "this by making a copy of your array  with array.copy().)")
-    if any(s % ndarray.itemsize for s in ndarray.strides):
-        raise ValueError("given numpy array strides not a multiple of the element byte size. "
-                         "Copy the numpy array to reallocate the memory.")
-    return wrap(ndarray)
-
-
-@public(method=False)
-def from_dlpack(ext_tensor):
-    """A tensor sharing memory with any object exporting ``__dlpack__`` (NumPy, CuPy, JAX)."""
-    if isinstance(ext_tensor, Tensor):
-        return ext_tensor
-    dev_type, _ = ext_tensor.__dlpack_device__()
-    if dev_type == 1:  # kDLCPU
-        return wrap(np.from_dlpack(ext_tensor))
-    if dev_type == 2:  # kDLCUDA
-        from .conversion import _device_backend
-        from .._core.device import device
-
-        return wrap(_device_backend(device("cuda")).xp.from_dlpack(ext_tensor))
-    raise RuntimeError(f"from_dlpack: unsupported DLPack device type {dev_type}")
+def int_arg(x, op_name, name):
+    """An int argument (Python or NumPy int, or an integer one-element tensor); not bool."""
+    if isinstance(x, builtins.bool) or not isinstance(x, (builtins.int, np.integer, Tensor)):
+        raise TypeError(f"{op_name}(): argument '{name}' must be int, not {type(x).__name__}")
+    return operator.index(x)
 
 
 # ------------------------------------------------------------------------------------------------
 # filled tensors
 
 
-def _filled(op_name, size, fill, dtype, device, requires_grad, default=None):
-    shape = as_shape(size, op_name)
-    d = _resolve_dtype(dtype) or default or _dt.get_default_dtype()
-    xp = _xp_for(device)
+def filled(op_name, shape, fill, d, device, requires_grad):
+    """A new tensor of ``shape`` and dtype ``d`` filled with ``fill`` (None: uninitialised)."""
+    xp = xp_for(device)
     if fill is None:
         arr = xp.empty(shape, d.np)
-    elif fill == 0:
+    elif fill == 0 and not isinstance(fill, Tensor):
         arr = xp.zeros(shape, d.np)
     else:
-        arr = xp.full(shape, fill, d.np)
+        check_value_fits(fill, d, op_name)
+        arr = xp.full(shape, scalar_as(fill, d.np), d.np)
+    t = wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _out(op_name, t, out):
+    return t if out is None else _dispatch.write_out(op_name, out, t)
+
+
+@public(method=False)
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, **kwargs) -> Tensor:
+    """A tensor of zeros of shape ``size`` (ints, or one sequence of ints).
+
+    Example::
+
+        >>> ember.zeros(2, 3).shape
+        ember.Size([2, 3])
+    """
+    shape = size_arg("zeros", size, kwargs)
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    return _out("zeros", filled("zeros", shape, 0, d, device, requires_grad), out)
+
+
+@public(method=False)
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False, **kwargs) -> Tensor:
+    """A tensor of ones of shape ``size``.
+
+    Example::
+
+        >>> ember.ones(2, dtype=ember.int32)
+        tensor([1, 1], dtype=ember.int32)
+    """
+    shape = size_arg("ones", size, kwargs)
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    return _out("ones", filled("ones", shape, 1, d, device, requires_grad), out)
+
+
+@public(method=False)
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=None, **kwargs) -> Tensor:
+    """An uninitialised tensor of shape ``size``."""
+    shape = size_arg("empty", size, kwargs)
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    t = filled("empty", shape, None, d, device, requires_grad)
+    if memory_format in (_layout.channels_last, _layout.channels_last_3d):
+        t = _strided_like_format(t, memory_format)
+    return _out("empty", t, out)
+
+
+def _strided_like_format(t, memory_format):
+    """An uninitialised tensor like ``t`` laid out channels-last."""
+    nd = 4 if memory_format is _layout.channels_last else 5
+    if t.dim() != nd:
+        raise RuntimeError(f"required rank {nd} tensor to use {memory_format} format")
+    perm = (0, 2, 3, 1) if nd == 4 else (0, 2, 3, 4, 1)
+    a = t._data
+    xp = _dispatch.xp_of(a)
+    b = xp.empty(tuple(a.shape[p] for p in perm), a.dtype).transpose(np.argsort(perm))
+    r = wrap(b)
+    r._rg = t._rg
+    return r
+
+
+def _fill_dtype(fill_value):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return fill_value, _dt.scalar_dtype(fill_value)
+
+
+@public(method=False)
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+         requires_grad=False, pin_memory=False) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value``; the dtype follows the value
+    (bool, int64, the default float or complex dtype) unless ``dtype`` is given.
+
+    Example::
+
+        >>> ember.full((2,), True)
+        tensor([True, True])
+    """
+    if isinstance(size, (builtins.int, np.integer)) or not hasattr(size, "__iter__"):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    shape = as_shape((size,), "full")
+    fill_value, inferred = _fill_dtype(fill_value)
+    d = resolve_dtype(dtype, inferred, out=out)
+    return _out("full", filled("full", shape, fill_value, d, device, requires_grad), out)
+
+
+@public(method=False)
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False) -> Tensor:
+    """An uninitialised tensor with the given ``size`` and ``stride`` (in elements).
+
+    Example::
+
+        >>> ember.empty_strided((2, 3), (1, 2)).stride()
+        (1, 2)
+    """
+    shape = as_shape((size,), "empty_strided")
+    strides = tuple(operator.index(s) for s in stride)
+    if len(strides) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality "
+                           f"of strides ({len(strides)})")
+    if builtins.any(s < 0 for s in strides):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(strides)}")
+    d = resolve_dtype(dtype, _dt.get_default_dtype())
+    xp = xp_for(device)
+    n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, strides))
+    buf = xp.empty(n, d.np)
+    item = d.itemsize
+    if n == 0:
+        arr = xp.empty(shape, d.np)
+    else:
+        arr = xp.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in strides))
+    t = wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# -- *_like ---------------------------------------------------------------------------------------
+
+
+def _order_for(a):
+    """NumPy order that keeps ``a``'s layout, as memory_format=preserve_format does: dense
+    non-overlapping inputs keep their strides, anything else gets contiguous strides."""
+    if a.flags.c_contiguous:
+        return "C"
+    for n, s in zip(a.shape, a.strides):
+        if s == 0 and n > 1:
+            return "C"
+    return "K"
+
+
+def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
+    """A new tensor shaped like ``input`` (dtype and device kept unless overridden)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op_name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    a = input._data
+    npd = a.dtype if dtype is None else _dt.lookup(dtype).np
+    fmt = memory_format
+    if device is None and fmt is None and type(a) is np.ndarray and a.flags.c_contiguous:
+        # the common case: same device, contiguous input
+        if fill is None:
+            arr = np.empty(a.shape, npd)
+        elif fill == 0 and type(fill) is not complex:
+            arr = np.zeros(a.shape, npd)
+        else:
+            check_value_fits(fill, _dt.from_np[npd], op_name)
+            arr = np.full(a.shape, scalar_as(fill, npd), npd)
+        t = wrap(arr)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+    d = _dt.from_np[npd]
+    dev = as_device(device)
+    if dev is None or dev == input.device:
+        xp = _dispatch.xp_of(a)
+    else:
+        xp = xp_for(dev)
+    if fmt in (_layout.channels_last, _layout.channels_last_3d):
+        t = _strided_like_format(wrap(xp.empty(a.shape, d.np)), fmt)
+        arr = t._data
+    elif (fmt is None or fmt is _layout.preserve_format) and xp is _dispatch.xp_of(a):
+        arr = xp.empty_like(a, dtype=d.np, order=_order_for(a))
+    else:
+        arr = xp.empty(a.shape, d.np)
+    if fill is not None:
+        check_value_fits(fill, d, op_name)
+        arr[...] = scalar_as(fill, d.np)
     t = wrap(arr)
     if requires_grad:
         t.requires_grad_(True)
@@ -252,36 +375,174 @@ def _filled(op_name, size, fill, dtype, device, requires_grad, default=None):
 
 
 @public(method=False)
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          pin_memory=False):
-    """A tensor of zeros of shape ``size``."""
-    t = _filled("zeros", size, 0, dtype, device, requires_grad)
-    return t if out is None else _dispatch.write_out("zeros", out, t)
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    """Zeros with the shape (and, unless overridden, dtype, device and layout) of ``input``."""
+    return like("zeros_like", input, 0, dtype, device, requires_grad, memory_format)
 
 
 @public(method=False)
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-         pin_memory=False):
-    """A tensor of ones of shape ``size``."""
-    t = _filled("ones", size, 1, dtype, device, requires_grad)
-    return t if out is None else _dispatch.write_out("ones", out, t)
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    """Ones with the shape (and, unless overridden, dtype and device) of ``input``."""
+    return like("ones_like", input, 1, dtype, device, requires_grad, memory_format)
 
 
 @public(method=False)
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          pin_memory=False, memory_format=None):
-    """An uninitialised tensor of shape ``size``."""
-    t = _filled("empty", size, None, dtype, device, requires_grad)
-    return t if out is None else _dispatch.write_out("empty", out, t)
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    """An uninitialised tensor with the shape (dtype, device, layout) of ``input``."""
+    return like("empty_like", input, None, dtype, device, requires_grad, memory_format)
 
 
 @public(method=False)
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
-         requires_grad=False, pin_memory=False):
-    """A tensor of shape ``size`` filled with ``fill_value``; the dtype is inferred from the
-    fill value as PyTorch does (bool, int64, default float, default complex)."""
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    """``fill_value`` in the shape of ``input``; the dtype is ``input``'s unless given."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    default = _dt.scalar_dtype(fill_value)
-    t = _filled("full", (size,), fill_value, dtype, device, requires_grad, default)
-    return t if out is None else _dispatch.write_out("full", out, t)
+    d = resolve_dtype(dtype, input.dtype if isinstance(input, Tensor) else None)
+    if d is not None and d.category == 1 and isinstance(fill_value, float) and \
+            math.isfinite(fill_value):
+        fill_value = math.trunc(fill_value)
+    return like("full_like", input, fill_value, d, device, requires_grad, memory_format)
+
+
+# -- Tensor.new_* ---------------------------------------------------------------------------------
+
+
+def _new_opts(self, dtype, device):
+    return (resolve_dtype(dtype, self.dtype),
+            as_device(device) if device is not None else self.device)
+
+
+@method
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False, **kwargs) -> Tensor:
+    """Zeros of shape ``size`` with ``self``'s dtype and device unless overridden."""
+    d, dev = _new_opts(self, dtype, device)
+    return filled("new_zeros", size_arg("new_zeros", size, kwargs), 0, d, dev, requires_grad)
+
+
+@method
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False, **kwargs) -> Tensor:
+    """Ones of shape ``size`` with ``self``'s dtype and device unless overridden."""
+    d, dev = _new_opts(self, dtype, device)
+    return filled("new_ones", size_arg("new_ones", size, kwargs), 1, d, dev, requires_grad)
+
+
+@method
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False, **kwargs) -> Tensor:
+    """An uninitialised tensor of shape ``size`` with ``self``'s dtype and device."""
+    d, dev = _new_opts(self, dtype, device)
+    return filled("new_empty", size_arg("new_empty", size, kwargs), None, d, dev,
+                  requires_grad)
+
+
+@method
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False) -> Tensor:
+    """``fill_value`` in shape ``size`` with ``self``'s dtype (not the value's) and device."""
+    if isinstance(size, (builtins.int, np.integer)) or not hasattr(size, "__iter__"):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
+                        f"not {type(size).__name__}")
+    d, dev = _new_opts(self, dtype, device)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return filled("new_full", as_shape((size,), "new_full"), fill_value, d, dev,
+                  requires_grad)
+
+
+# ------------------------------------------------------------------------------------------------
+# in-place fills: fill_ / zero_
+
+
+def _fill_kernel(xp, a, v):
+    return xp.broadcast_to(v.astype(a.dtype) if v.dtype != a.dtype else v, a.shape).copy() \
+        if v.dtype.kind != "c" or a.dtype.kind == "c" else \
+        xp.broadcast_to(v.real.astype(a.dtype), a.shape).copy()
+
+
+def _fill_vjp(g, _self, _value):
+    return None, g.sum()
+
+
+fill_op = Op("fill", _fill_kernel, vjp=_fill_vjp)
+
+
+def check_inplace(self, op_name):
+    """Autograd's refusal of in-place writes (leaf that requires grad under grad mode), via
+    the dispatcher's hook when autograd is loaded."""
+    if _dispatch.check_inplace is not None:
+        _dispatch.check_inplace(self, op_name)
+    elif self._rg and self._grad_fn is None and _dispatch.state.grad_enabled:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _fill_value(self, value, op_name):
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"{op_name} only supports 0-dimension value tensor but got "
+                               f"tensor with {value.dim()} dimensions.")
+        return value
+    if not isinstance(value, _PY_SCALARS + (np.number, np.bool_)):
+        raise TypeError(f"{op_name}(): argument 'value' must be Number, not "
+                        f"{type(value).__name__}")
+    check_value_fits(value, self.dtype, op_name)
+    return value
+
+
+@public(inplace=None, method=False, name="fill_")
+def fill_(input, value) -> Tensor:
+    """Fill ``input`` with ``value`` (a number or a zero-dim tensor) in place; returns it.
+
+    Example::
+
+        >>> ember.zeros(3).fill_(2)
+        tensor([2., 2., 2.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fill_(): argument 'input' must be Tensor, not {type(input).__name__}")
+    value = _fill_value(input, value, "fill_")
+    if input._rg or (isinstance(value, Tensor) and value._rg):
+        if not isinstance(value, Tensor):
+            value = wrap(np.asarray(value))
+        elif type(value._data) is not type(input._data):
+            value = value.to(input.device)
+        return _dispatch.commit_inplace_result(
+            "fill_", input, lambda: _dispatch.apply(fill_op, (input, value), {}))
+    check_inplace(input, "fill_")
+    sd = input._data
+    if isinstance(value, Tensor):
+        v = value._data
+        if v.dtype.kind == "c" and sd.dtype.kind != "c":
+            v = v.real
+        if type(v) is not type(sd):
+            v = _dispatch.backends_by_type[type(sd)].to_device(v)
+        sd[...] = v
+    else:
+        sd[...] = scalar_as(value, sd.dtype)
+    input._bump()
+    return input
+
+
+@public(method=False, name="zero_")
+def zero_(input) -> Tensor:
+    """Fill ``input`` with zeros in place; returns it."""
+    return fill_(input, 0)
+
+
+Tensor.fill_ = fill_
+Tensor.zero_ = zero_
+
+
+# re-exports (see the module docstring); imported last because those modules use the helpers
+from .from_data import (  # noqa: E402, F401
+    as_tensor, asarray, from_dlpack, from_numpy, tensor,
+)
+from .ranges import (  # noqa: E402, F401
+    arange, eye, linspace, logspace, meshgrid, range, tril_indices, triu_indices,
+)

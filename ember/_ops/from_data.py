@@ -1,0 +1,443 @@
+"""Tensors from data: ``tensor``, ``as_tensor``, ``asarray``, ``from_numpy``, ``from_dlpack``,
+``Tensor.new_tensor`` and the legacy constructor ``ember.Tensor(...)``, with PyTorch's dtype
+inference for nested Python data.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.checks import as_shape
+from .._core.device import as_device
+from .._core.size import Size
+from .._core.tensor import Tensor, wrap
+from ._registry import method, public
+from .creation import _PY_SCALARS, cast, finish, host, resolve_dtype
+
+# ------------------------------------------------------------------------------------------------
+# data -> array, with PyTorch's dtype inference
+#
+# NOTE [ tensor() dtype inference ]
+# Each leaf of the nested data stands for a dtype: a Python bool, int, float or complex for
+# bool, int64, the default float and the default complex dtype; a NumPy scalar, NumPy array or
+# one-element tensor for its own dtype. The result dtype is ``promote_types`` over all leaves
+# (so ``[np.int32(1), 2]`` is int64 and ``[np.float16(1), 2.5]`` float32). Empty data is the
+# default float dtype. Leaves that are all plain Python numbers take a fast path: one
+# ``set(map(type, ...))`` and one ``np.array`` call per level, no per-element Python loop.
+
+
+def check_numpy_array(arr, op_name=""):
+    """PyTorch's refusals for a NumPy array it is asked to view or copy."""
+    if not arr.dtype.isnative:
+        raise ValueError(
+            "given numpy array has byte order different from the native byte order. "
+            "Conversion between byte orders is currently not supported.")
+    if arr.dtype not in _dt.from_np:
+        raise TypeError(
+            f"can't convert np.ndarray of type {arr.dtype.type.__module__}."
+            f"{arr.dtype.type.__name__}. The only supported types are: float64, float32, "
+            "float16, bfloat16, complex64, complex128, int64, int32, int16, int8, uint8, and "
+            "bool.")
+    if any(s < 0 for s in arr.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().)")
+    if any(s % arr.itemsize for s in arr.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+
+
+def _py_dtype(types):
+    """The dtype of leaves whose types are all Python numbers."""
+    if builtins.complex in types:
+        return _dt.default_complex()
+    if builtins.float in types:
+        return _dt.get_default_dtype()
+    if builtins.int in types:
+        return _dt.int64
+    return _dt.bool_
+
+
+def _py_to_array(leaves, types, d):
+    """A 1-D array of dtype ``d`` from a list of Python numbers (see check_value_fits)."""
+    cat = d.category
+    try:
+        if cat == 0:
+            return np.array(leaves, dtype=np.bool_)
+        if cat == 1:
+            exact = builtins.float not in types and builtins.complex not in types
+            wide = np.array(leaves, dtype=np.int64 if exact else np.float64)
+            if wide.size and d is not _dt.int64 or not exact:
+                info = np.iinfo(d.np)
+                lo = -info.max if info.min == 0 else info.min
+                with np.errstate(invalid="ignore"):
+                    ok = (wide >= lo) & (wide < info.max + 1) if exact else \
+                        np.isfinite(wide) & (wide > lo - 1) & (wide < float(info.max) + 1)
+                if not ok.all():
+                    raise RuntimeError(
+                        f"value cannot be converted to type {d.name} without overflow")
+            return wide.astype(d.np, copy=False)
+        if cat == 2:
+            if builtins.complex in types:
+                raise TypeError("must be real number, not complex")
+            # a Python float (a double) rounds once, straight to the target dtype
+            return np.array(leaves, dtype=d.np)
+        return np.array(leaves, dtype=d.np)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+
+
+def _leaf_dtype(x, t):
+    if t in _PY_SCALARS:
+        return _py_dtype((t,))
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return x.dtype
+    if isinstance(x, (np.generic, np.ndarray)):
+        d = _dt.from_np.get(x.dtype)
+        if d is None:
+            raise TypeError(f"can't convert np.ndarray of type {x.dtype}. The only supported "
+                            "types are: float64, float32, float16, bfloat16, complex64, "
+                            "complex128, int64, int32, int16, int8, uint8, and bool.")
+        return d
+    if isinstance(x, builtins.bool):
+        return _dt.bool_
+    if isinstance(x, builtins.int):
+        return _dt.int64
+    if isinstance(x, builtins.float):
+        return _dt.get_default_dtype()
+    if isinstance(x, builtins.complex):
+        return _dt.default_complex()
+    if isinstance(x, str):
+        raise ValueError(f"too many dimensions '{t.__name__}'")
+    if _is_seq(x):
+        raise TypeError(f"'{t.__name__}' object cannot be interpreted as an integer")
+    raise RuntimeError(f"Could not infer dtype of {t.__name__}")
+
+
+def _is_seq(x):
+    if type(x) is list or type(x) is tuple:
+        return True
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0
+    return isinstance(x, Sequence) and not isinstance(x, (str, bytes, bytearray))
+
+
+def _sequence_to_array(data, d, op_name):
+    """Nested sequences -> NumPy array of dtype ``d`` (None: infer). See the NOTE above."""
+    if type(data) is list or type(data) is tuple:
+        types = set(map(type, data))
+        if types and types.issubset(_PY_SCALARS):  # the common flat case, in one step
+            return _py_to_array(data, types, d or _py_dtype(types))
+    shape = []
+    level = [data]
+    block = False  # the leaves are equally shaped NumPy arrays
+    while level and _is_seq(level[0]):
+        first = level[0]
+        if isinstance(first, np.ndarray) and builtins.all(
+                isinstance(x, np.ndarray) and x.shape == first.shape for x in level):
+            shape.extend(first.shape)
+            block = True
+            break
+        n = len(first)
+        dim = len(shape)
+        for x in level:
+            if not _is_seq(x):
+                raise TypeError(f"{op_name}(): not a sequence at dim {dim}")
+            if len(x) != n:
+                raise ValueError(f"expected sequence of length {n} at dim {dim} (got {len(x)})")
+        shape.append(n)
+        level = [y for x in level for y in x]
+    if not level:
+        return np.zeros(shape, dtype=(d or _dt.get_default_dtype()).np)
+    types = set(map(type, level))
+    if not block and types.issubset(_PY_SCALARS):
+        d = d or _py_dtype(types)
+        return _py_to_array(level, types, d).reshape(shape)
+    inferred = None
+    for x in level:
+        ld = _leaf_dtype(x, type(x))
+        inferred = ld if inferred is None else _dt.promote_types(inferred, ld)
+    d = d or inferred
+    leaves = [host(x._data).reshape(()) if isinstance(x, Tensor) else x for x in level]
+    if d.category < 3 and builtins.any(np.iscomplexobj(x) for x in leaves):
+        leaves = [np.real(x) for x in leaves]
+    return np.array(leaves, dtype=d.np).reshape(shape)
+
+
+def data_to_array(data, d, op_name):
+    """A NumPy array for ``data`` with dtype ``d`` (None: PyTorch's inference).
+
+    May return ``data``'s own memory (NumPy arrays, tensors); callers copy when they must.
+    """
+    if isinstance(data, Tensor):
+        a = host(data._data)
+        return a if d is None else cast(a, d.np)
+    if isinstance(data, np.ndarray):
+        check_numpy_array(data, op_name)
+        return data if d is None else cast(data, d.np)
+    if isinstance(data, np.generic):
+        a = np.asarray(data)
+        check_numpy_array(a, op_name)
+        return a if d is None else cast(a, d.np)
+    t = type(data)
+    if t in _PY_SCALARS or isinstance(data, _PY_SCALARS):
+        t = builtins.bool if isinstance(data, builtins.bool) else t
+        if t not in _PY_SCALARS:
+            t = next(s for s in (builtins.int, builtins.float, builtins.complex)
+                     if isinstance(data, s))
+        d = d or _py_dtype((t,))
+        return _py_to_array([data], (t,), d).reshape(())
+    if isinstance(data, (str, bytes, bytearray)):
+        raise TypeError(f"new(): invalid data type '{t.__name__}'")
+    if _is_seq(data):
+        return _sequence_to_array(data, d, op_name)
+    if hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
+        return data_to_array(np.asarray(data), d, op_name)
+    if hasattr(data, "__dlpack__"):
+        return data_to_array(np.from_dlpack(data), d, op_name)
+    raise RuntimeError(f"Could not infer dtype of {t.__name__}")
+
+
+def _copy_warning():
+    warnings.warn(
+        "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
+        "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
+        "ember.tensor(sourceTensor).", UserWarning, stacklevel=3)
+
+
+# ------------------------------------------------------------------------------------------------
+# tensor / as_tensor / asarray / from_numpy / from_dlpack
+
+
+@public(method=False)
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A new tensor holding a copy of ``data``, with PyTorch's dtype inference.
+
+    Args:
+        data: a number, nested lists/tuples of numbers, a NumPy array or scalar, or a tensor.
+        dtype: the result dtype (default: inferred, see NOTE [ tensor() dtype inference ]).
+        device: where the result lives (default: CPU).
+        requires_grad: make the result a leaf that requires grad.
+
+    Example::
+
+        >>> ember.tensor([[1, 2], [3, 4.5]])
+        tensor([[1.0000, 2.0000],
+                [3.0000, 4.5000]])
+        >>> ember.tensor([1, 2]).dtype
+        ember.int64
+    """
+    d = resolve_dtype(dtype)
+    if isinstance(data, Tensor):
+        _copy_warning()
+        src = data.detach()
+        r = src.to(device=device if device is not None else src.device,
+                    dtype=d if d is not None else src.dtype, copy=True)
+        r = wrap(r._data) if r._vc is not None or r._base is not None else r
+        if requires_grad:
+            r.requires_grad_(True)
+        return r
+    arr = data_to_array(data, d, "tensor")
+    fresh = type(data) is list or type(data) is tuple or isinstance(data, _PY_SCALARS)
+    if not fresh or not arr.flags.c_contiguous:
+        arr = np.array(arr, copy=True, order="C")
+    return finish(arr, requires_grad, device)
+
+
+@public(method=False)
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, sharing its memory when it already is a tensor or NumPy array
+    of the requested dtype and device; otherwise a converted copy.
+
+    Example::
+
+        >>> a = np.array([1., 2.])
+        >>> t = ember.as_tensor(a)
+        >>> t[0] = 5.
+        >>> a[0]
+        np.float64(5.0)
+    """
+    d = resolve_dtype(dtype)
+    dev = as_device(device)
+    if isinstance(data, Tensor):
+        return data.to(device=dev if dev is not None else data.device,
+                       dtype=d if d is not None else data.dtype)
+    arr = data_to_array(data, d, "as_tensor")
+    if arr is data:
+        return finish(arr, False, dev)
+    return finish(np.ascontiguousarray(arr), False, dev)
+
+
+@public(method=False)
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    """``obj`` as a tensor, sharing memory with tensors, NumPy arrays and DLPack/array-
+    interface objects when no conversion is needed.
+
+    ``copy=True`` always copies; ``copy=False`` raises ValueError when a copy would be needed;
+    ``copy=None`` (default) copies only then.
+    """
+    d = resolve_dtype(dtype)
+    dev = as_device(device)
+    if isinstance(obj, Tensor):
+        r = obj
+        if d is not None and d is not obj.dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor with dtype '{obj.dtype.scalar_name}' "
+                                 f"into dtype '{d.scalar_name}'.")
+        if dev is not None and dev != obj.device and copy is False:
+            raise ValueError(f"can't alias tensor on device '{obj.device}' into device "
+                             f"'{dev}'.")
+        r = obj.to(device=dev if dev is not None else obj.device,
+                   dtype=d if d is not None else obj.dtype, copy=builtins.bool(copy))
+    else:
+        shareable = isinstance(obj, np.ndarray) or (
+            not isinstance(obj, (np.generic,) + _PY_SCALARS) and not _is_seq(obj) and
+            (hasattr(obj, "__array_interface__") or hasattr(obj, "__dlpack__")))
+        arr = obj
+        if shareable and not isinstance(obj, np.ndarray):
+            arr = np.from_dlpack(obj) if hasattr(obj, "__dlpack__") else np.asarray(obj)
+        if shareable:
+            check_numpy_array(arr, "asarray")
+            if d is not None and d.np != arr.dtype:
+                if copy is False:
+                    src = _dt.from_np[arr.dtype]
+                    raise ValueError(f"can't alias tensor with dtype '{src.scalar_name}' into "
+                                     f"dtype '{d.scalar_name}'.")
+                arr = cast(arr, d.np)
+            elif copy:
+                arr = arr.copy()
+        else:
+            if copy is False:
+                raise ValueError(
+                    f"asarray(): can't alias an object of type {type(obj).__name__}; "
+                    "pass copy=None or copy=True")
+            arr = np.ascontiguousarray(data_to_array(obj, d, "asarray"))
+            if arr is obj:
+                arr = arr.copy()
+        r = finish(arr, False, dev)
+    if requires_grad:
+        r.requires_grad_(True)
+    return r
+
+
+@public(method=False)
+def from_numpy(ndarray) -> Tensor:
+    """A tensor sharing memory with the NumPy array ``ndarray`` (writes show through both
+    ways).
+
+    Example::
+
+        >>> a = np.zeros(2)
+        >>> ember.from_numpy(a).fill_(3.)
+        tensor([3., 3.], dtype=ember.float64)
+        >>> a
+        array([3., 3.])
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    check_numpy_array(ndarray, "from_numpy")
+    if not ndarray.flags.writeable:
+        warnings.warn(
+            "The given NumPy array is not writable, and ember does not support non-writable "
+            "tensors. Writing to this tensor will fail. You may want to copy the array to "
+            "protect its data or make it writable before converting it to a tensor.",
+            UserWarning, stacklevel=2)
+    return wrap(ndarray)
+
+
+@public(method=False)
+def from_dlpack(ext_tensor) -> Tensor:
+    """A tensor sharing memory with any object exporting ``__dlpack__`` (NumPy, CuPy, JAX)."""
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if not hasattr(ext_tensor, "__dlpack_device__"):
+        raise TypeError(
+            f"from_dlpack(): expected an object with __dlpack__ and __dlpack_device__, got "
+            f"{type(ext_tensor).__name__}")
+    dev_type, index = ext_tensor.__dlpack_device__()
+    if dev_type == 1:  # kDLCPU
+        return wrap(np.from_dlpack(ext_tensor))
+    if dev_type == 2:  # kDLCUDA
+        from .._core.device import device
+        from .conversion import _device_backend
+
+        return wrap(_device_backend(device("cuda", index)).xp.from_dlpack(ext_tensor))
+    raise RuntimeError(f"from_dlpack: unsupported DLPack device type {dev_type}")
+
+
+# ------------------------------------------------------------------------------------------------
+# the legacy constructor: ember.Tensor(...)
+
+
+def _legacy_new(cls, *args, device=None, **kwargs):
+    """``Tensor()`` (empty), ``Tensor(2, 3)`` / ``Tensor(Size)`` (uninitialised, default
+    float), ``Tensor(data)`` (a copy in the default float dtype), ``Tensor(tensor)`` (alias).
+    """
+    if kwargs:
+        raise TypeError(
+            f"new() received an invalid combination of arguments - got an unexpected keyword "
+            f"argument '{next(iter(kwargs))}'; only device= is accepted")
+    d = _dt.get_default_dtype()
+    if not args:
+        arr = np.empty((0,), d.np)
+    elif len(args) == 1 and isinstance(args[0], Tensor):
+        src = args[0]
+        t = object.__new__(cls)
+        t._data = src._data
+        t._rg = False
+        t._grad_fn = None
+        t._base = src._base
+        vc = src._vc
+        if vc is None:
+            vc = src._vc = [0]
+        t._vc = vc
+        return t
+    elif builtins.all(isinstance(a, (builtins.int, np.integer)) and
+                      not isinstance(a, builtins.bool) for a in args) or (
+            len(args) == 1 and isinstance(args[0], Size)):
+        arr = np.empty(as_shape(args, "Tensor"), d.np)
+    elif len(args) == 1 and (_is_seq(args[0]) or isinstance(args[0], np.ndarray)):
+        arr = np.array(data_to_array(args[0], d, "Tensor"), copy=True, order="C")
+    elif len(args) == 1:
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    else:
+        raise TypeError(
+            "new(): expected sizes as ints, a sequence of data or a tensor, got "
+            f"({', '.join(type(a).__name__ for a in args)})")
+    dev = as_device(device)
+    if dev is not None and dev.type != "cpu":
+        from .conversion import _device_backend
+
+        arr = _device_backend(dev).to_device(arr)
+    t = object.__new__(cls)
+    t._data = arr
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    t._vc = None
+    return t
+
+
+# ``wrap`` builds tensors with object.__new__ directly, so this costs the hot path nothing.
+Tensor.__new__ = staticmethod(_legacy_new)
+
+
+@method
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False) -> Tensor:
+    """A copy of ``data`` with ``self``'s dtype and device unless overridden."""
+    d = resolve_dtype(dtype, self.dtype)
+    dev = as_device(device) if device is not None else self.device
+    if isinstance(data, Tensor):
+        _copy_warning()
+        data = data.detach()
+    arr = np.array(data_to_array(data, d, "new_tensor"), copy=True, order="C")
+    return finish(arr, requires_grad, dev)

@@ -1,0 +1,729 @@
+"""Random sampling: ``rand``/``randn``/``randint``/``randperm``, ``normal``, ``bernoulli``,
+``multinomial``, ``poisson``, the ``*_like`` forms and the in-place fills (``uniform_``,
+``normal_``, ``random_``, ...).
+
+Numbers come from an ``ember.Generator`` (see NOTE [ Random number generation ] in
+ember/_core/generator.py): the ``generator=`` argument, else ``ember.default_generator``.
+They are drawn on the host and moved to the target device. Random ops are not
+differentiable (their results never require grad), except ``normal`` with tensor ``mean`` /
+``std``, which is written as ``mean + std * eps`` so gradients reach both, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.generator import numpy_generator
+from .._core.tensor import Tensor
+from ._registry import Op, method, public
+from .creation import check_inplace, finish, host, like, resolve_dtype, size_arg
+
+# bits of precision (implicit bit included) of the float dtypes: ``rand`` draws integers of
+# that many bits and scales them, so results are exactly representable and never reach 1
+_MANTISSA = {_dt.float16: 11, _dt.bfloat16: 8, _dt.float32: 24, _dt.float64: 53}
+
+# PyTorch's C++ type names in randint's bound errors
+_BOUND_NAMES = {_dt.uint8: "unsigned char", _dt.int8: "signed char", _dt.int16: "short",
+                _dt.int32: "int", _dt.int64: "long int", _dt.bool_: "bool"}
+
+
+def _not_implemented(kernel, d):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
+
+
+def _require_float(kernel, d, allow_complex=True):
+    if d.category < 2 or (d.category == 3 and not allow_complex):
+        raise _not_implemented(kernel, d)
+
+
+def _num(x):
+    """A number as PyTorch prints it in messages (``-1``, ``1.5``)."""
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _number(x, op_name, name):
+    if type(x) is float or type(x) is int:
+        return x
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise RuntimeError(f"{op_name}(): expected a number for '{name}', got a tensor of "
+                               f"shape {list(x.shape)}")
+        return x.item()
+    if isinstance(x, (builtins.int, builtins.float, np.number, np.bool_)):
+        return x.item() if isinstance(x, (np.number, np.bool_)) else x
+    raise TypeError(f"{op_name}(): argument '{name}' must be Number, not {type(x).__name__}")
+
+
+# ------------------------------------------------------------------------------------------------
+# array samplers (host NumPy arrays of the target dtype)
+
+
+def uniform_array(rng, shape, d, low=0.0, high=1.0):
+    """Uniform samples on [low, high) of float or complex dtype ``d``."""
+    if d.category == 3:
+        real = d.to_real()
+        return (uniform_array(rng, shape, real, low, high) +
+                1j * uniform_array(rng, shape, real, low, high)).astype(d.np)
+    if d is _dt.float32 or d is _dt.float64:
+        a = rng.random(shape, dtype=d.np)
+    else:
+        bits = _MANTISSA[d]
+        a = rng.integers(0, 1 << bits, shape, dtype=np.int32).astype(np.float32)
+        a *= np.float32(2.0 ** -bits)
+    if low != 0.0 or high != 1.0:
+        work = a if a.dtype in (np.float32, np.float64) else a.astype(np.float32)
+        work *= high - low
+        work += low
+        a = work
+    return a if a.dtype == d.np else a.astype(d.np)
+
+
+def normal_array(rng, shape, d, mean=0.0, std=1.0):
+    """Normal samples of float or complex dtype ``d`` (complex: each part has variance
+    std**2 / 2, as PyTorch's complex randn)."""
+    if d.category == 3:
+        real = d.to_real()
+        s = std / math.sqrt(2.0)
+        return (normal_array(rng, shape, real, 0.0, s) +
+                1j * normal_array(rng, shape, real, 0.0, s) + mean).astype(d.np)
+    if d is _dt.float64:
+        a = rng.standard_normal(shape)
+    else:
+        a = _box_muller_float32(rng, shape)
+    if std != 1.0:
+        a *= std
+    if mean != 0.0:
+        a += mean
+    return a if a.dtype == d.np else a.astype(d.np)
+
+
+def _box_muller_float32(rng, shape):
+    """Standard normal float32 samples by the Box-Muller transform of float32 uniforms.
+
+    NumPy's float32 ziggurat is scalar code; Box-Muller runs on NumPy's vectorised log, sqrt,
+    cos and sin and measured about twice as fast (on par with PyTorch's randn). For float64
+    the ziggurat is the faster of the two and is used instead.
+    """
+    n = math.prod(shape)
+    if n < 16:
+        return rng.standard_normal(shape, dtype=np.float32)
+    m = (n + 1) // 2
+    u = rng.random(2 * m, dtype=np.float32)
+    radius = np.log1p(-u[:m])  # 1 - u lies in (0, 1], so the log is finite
+    radius *= -2.0
+    np.sqrt(radius, out=radius)
+    angle = u[m:]
+    angle *= np.float32(2.0 * np.pi)
+    out = np.empty(2 * m, np.float32)
+    np.multiply(radius, np.cos(angle), out=out[:m])
+    np.multiply(radius, np.sin(angle), out=out[m:])
+    return out[:n].reshape(shape)
+
+
+def _integers(rng, low, high, shape, d):
+    """Integers on [low, high) as dtype ``d``."""
+    return rng.integers(low, high, shape, dtype=np.int64).astype(d.np, copy=False)
+
+
+def _check_int_bounds(d, low, high):
+    """randint / random_: PyTorch's range checks for the target dtype."""
+    if low >= high:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if d.category <= 1:
+        if d is _dt.bool_:
+            lo, hi = 0, 1
+        else:
+            info = np.iinfo(d.np)
+            lo, hi = int(info.min), int(info.max)
+        if not lo <= low <= hi:
+            raise RuntimeError(f"from is out of bounds for {_BOUND_NAMES[d]}")
+        if not lo <= high - 1 <= hi:
+            raise RuntimeError(f"to - 1 is out of bounds for {_BOUND_NAMES[d]}")
+    elif d.category == 2:
+        limit = 1 << _MANTISSA[d]
+        if not -limit <= low <= limit:
+            raise RuntimeError(f"from is out of bounds for {d.scalar_name}")
+        if not -limit <= high - 1 <= limit:
+            raise RuntimeError(f"to - 1 is out of bounds for {d.scalar_name}")
+    else:
+        raise _not_implemented("random_from_to", d)
+
+
+def _result(arr, requires_grad, device, out, op_name):
+    t = finish(arr, requires_grad, device)
+    return t if out is None else _dispatch.write_out(op_name, out, t)
+
+
+# ------------------------------------------------------------------------------------------------
+# rand / randn / randint / randperm
+
+
+@public(method=False)
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+         requires_grad=False, pin_memory=False, **kwargs) -> Tensor:
+    """Samples from the uniform distribution on [0, 1), of shape ``size``.
+
+    Example::
+
+        >>> g = ember.Generator().manual_seed(0)
+        >>> ember.rand(2, 3, generator=g).shape
+        ember.Size([2, 3])
+    """
+    shape = size_arg("rand", size, kwargs)
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    _require_float("check_uniform_bounds", d)
+    return _result(uniform_array(numpy_generator(generator), shape, d), requires_grad, device,
+                   out, "rand")
+
+
+@public(method=False)
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad=False, pin_memory=False, **kwargs) -> Tensor:
+    """Samples from the standard normal distribution, of shape ``size``.
+
+    Example::
+
+        >>> ember.randn(4, dtype=ember.float64).dtype
+        ember.float64
+    """
+    shape = size_arg("randn", size, kwargs)
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    _require_float("normal_kernel_cpu", d)
+    return _result(normal_array(numpy_generator(generator), shape, d), requires_grad, device,
+                   out, "randn")
+
+
+def _int_bound(x, name, position):
+    if type(x) is int:
+        return x
+    if isinstance(x, Tensor) and x.numel() == 1 and x.dtype.category <= 1:
+        return x.item()
+    if isinstance(x, builtins.bool) or not isinstance(x, (builtins.int, np.integer)):
+        raise TypeError(f"randint(): argument '{name}' (position {position}) must be int, not "
+                        f"{type(x).__name__}")
+    return operator.index(x)
+
+
+def _parse_randint(op_name, args, kwargs, first_position=1):
+    """(low, high, rest) from PyTorch's overloads ``(high, ...)`` and ``(low, high, ...)``."""
+    low = kwargs.pop("low", None)
+    high = kwargs.pop("high", None)
+    args = list(args)
+    if high is None:
+        if not args:
+            raise TypeError(f"{op_name}() missing required argument 'high'")
+        second_is_size = len(args) >= 2 and (isinstance(args[1], (tuple, list)) or (
+            isinstance(args[1], Tensor) and args[1].dim() > 0))
+        if low is None and len(args) >= 2 and not second_is_size:
+            low, high = args[0], args[1]  # (low, high, ...): the second one is not a size
+            args = args[2:]
+        else:
+            high = args.pop(0)
+    low = 0 if low is None else _int_bound(low, "low", first_position)
+    high = _int_bound(high, "high", first_position + (1 if low else 0))
+    return low, high, args
+
+
+@public(method=False)
+def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None,
+            requires_grad=False, pin_memory=False, **kwargs) -> Tensor:
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or
+    ``randint(low, high, size)``; int64 unless ``dtype`` says otherwise.
+
+    Example::
+
+        >>> t = ember.randint(3, 10, (5,))
+        >>> bool(((t >= 3) & (t < 10)).all()), t.dtype
+        (True, ember.int64)
+    """
+    kwargs = dict(kwargs)
+    size = kwargs.pop("size", None)
+    low, high, rest = _parse_randint("randint", args, kwargs)
+    if kwargs:
+        raise TypeError(f"randint() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if size is None:
+        if len(rest) != 1:
+            raise TypeError("randint() missing required argument 'size' (a tuple of ints)")
+        size = rest[0]
+    elif rest:
+        raise TypeError("randint() got multiple values for argument 'size'")
+    if isinstance(size, (builtins.int, np.integer)):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    shape = size_arg("randint", (size,), {})
+    d = resolve_dtype(dtype, _dt.int64, out=out)
+    _check_int_bounds(d, low, high)
+    arr = _integers(numpy_generator(generator), low, high, shape, d)
+    return _result(arr, requires_grad, device, out, "randint")
+
+
+@public(method=False)
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False, pin_memory=False) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise).
+
+    Example::
+
+        >>> sorted(ember.randperm(4).tolist())
+        [0, 1, 2, 3]
+    """
+    if isinstance(n, builtins.bool) or not isinstance(n, (builtins.int, np.integer)):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    n = operator.index(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    d = resolve_dtype(dtype, _dt.int64, out=out)
+    if d.category <= 1 and d is not _dt.bool_ and n > 0 and n - 1 > np.iinfo(d.np).max:
+        raise RuntimeError(
+            f"value cannot be converted to type {_dt.from_np[d.np].name}_t without overflow")
+    if d is _dt.bool_ and n > 2:
+        raise RuntimeError("value cannot be converted to type bool without overflow")
+    if d.category == 3:
+        raise _not_implemented("randperm", d)
+    arr = numpy_generator(generator).permutation(n).astype(d.np)
+    return _result(arr, requires_grad, device, out, "randperm")
+
+
+# -- *_like ---------------------------------------------------------------------------------------
+
+
+def _like_fill(op_name, input, dtype, layout, device, requires_grad, memory_format, sample):
+    t = like(op_name, input, None, dtype, device, False, memory_format)
+    a = t._data
+    arr = sample(a.shape, _dt.from_np[a.dtype])
+    if type(a) is np.ndarray:
+        a[...] = arr
+    else:
+        a[...] = _dispatch.backends_by_type[type(a)].to_device(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+@public(method=False)
+def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
+              requires_grad=False, memory_format=None) -> Tensor:
+    """``rand`` with the shape (and, unless overridden, dtype and device) of ``input``."""
+    d = resolve_dtype(dtype, getattr(input, "dtype", None))
+    if d is not None:
+        _require_float("check_uniform_bounds", d)
+    rng = numpy_generator(generator)
+    return _like_fill("rand_like", input, dtype, layout, device, requires_grad, memory_format,
+                      lambda shape, dt: uniform_array(rng, shape, dt))
+
+
+@public(method=False)
+def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
+               requires_grad=False, memory_format=None) -> Tensor:
+    """``randn`` with the shape (and, unless overridden, dtype and device) of ``input``."""
+    d = resolve_dtype(dtype, getattr(input, "dtype", None))
+    if d is not None:
+        _require_float("normal_kernel_cpu", d)
+    rng = numpy_generator(generator)
+    return _like_fill("randn_like", input, dtype, layout, device, requires_grad, memory_format,
+                      lambda shape, dt: normal_array(rng, shape, dt))
+
+
+@public(method=False)
+def randint_like(input, *args, generator=None, dtype=None, layout=None, device=None,
+                 requires_grad=False, memory_format=None, **kwargs) -> Tensor:
+    """``randint`` with the shape (and dtype and device) of ``input``:
+    ``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
+    kwargs = dict(kwargs)
+    low, high, rest = _parse_randint("randint_like", args, kwargs, first_position=2)
+    if rest or kwargs:
+        raise TypeError("randint_like() takes (input, high) or (input, low, high)")
+    d = resolve_dtype(dtype, getattr(input, "dtype", None))
+    if d is not None:
+        _check_int_bounds(d, low, high)
+    rng = numpy_generator(generator)
+    return _like_fill("randint_like", input, dtype, layout, device, requires_grad,
+                      memory_format, lambda shape, dt: _integers(rng, low, high, shape, dt))
+
+
+# ------------------------------------------------------------------------------------------------
+# normal / bernoulli / multinomial / poisson
+
+
+def _check_std(std):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
+
+
+@public(method=False)
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
+           device=None, pin_memory=False, requires_grad=False) -> Tensor:
+    """Samples from normal distributions with the given ``mean`` and ``std``.
+
+    The four overloads of PyTorch: ``normal(mean_tensor, std_tensor)`` (broadcast),
+    ``normal(mean_tensor, std=1.0)``, ``normal(mean, std_tensor)`` and
+    ``normal(mean, std, size)``. With tensor arguments that require grad the result is
+    differentiable with respect to them.
+
+    Example::
+
+        >>> ember.normal(0.0, 1.0, (2, 3)).shape
+        ember.Size([2, 3])
+        >>> ember.normal(ember.zeros(4), 2.0).shape
+        ember.Size([4])
+    """
+    rng = numpy_generator(generator)
+    mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mt and not st:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: with a "
+                            "float mean and std, 'size' is required")
+        mean = _number(mean, "normal", "mean")
+        std = _number(std, "normal", "std")
+        _check_std(std)
+        shape = size_arg("normal", (size,), {})
+        d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+        _require_float("normal_kernel_cpu", d)
+        return _result(normal_array(rng, shape, d, mean, std), requires_grad, device, out,
+                       "normal")
+    if size is not None:
+        raise TypeError("normal(): 'size' is only accepted with a float mean and std")
+    tensors = [x for x in (mean, std) if isinstance(x, Tensor)]
+    d = _dt.result_type(*tensors)
+    _require_float("normal_kernel_cpu", d)
+    if not st:
+        std = _number(std, "normal", "std")
+        _check_std(std)
+    else:
+        sa = host(std._data)
+        if sa.size and (sa < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    if not mt:
+        mean = _number(mean, "normal", "mean")
+    shapes = [tuple(x.shape) for x in tensors]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({shapes[0][-1]}) must match the size of tensor b "
+            f"({shapes[1][-1]}) at non-singleton dimension 0") from None
+    eps = normal_array(rng, shape, d)
+    if _dispatch.needs_grad(tensors):
+        # differentiable: d/dmean = 1, d/dstd = eps, exactly PyTorch's formulas
+        eps_t = finish(eps, False, tensors[0].device)
+        r = mean + std * eps_t
+        return r if out is None else _dispatch.write_out("normal", out, r)
+    m = host(mean._data) if mt else mean
+    s = host(std._data) if st else std
+    arr = np.asarray(m + s * eps).astype(d.np, copy=False)
+    return _result(np.ascontiguousarray(arr), False, tensors[0].device, out, "normal")
+
+
+def _bernoulli_array(rng, shape, d, p):
+    """0/1 samples of dtype ``d``; ``p`` a number or an array broadcastable to ``shape``."""
+    return (rng.random(shape) < p).astype(d.np)
+
+
+@public
+def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
+    """0/1 samples, 1 with probability ``input`` (elementwise), or ``p`` if given; the result
+    has ``input``'s dtype.
+
+    Example::
+
+        >>> ember.bernoulli(ember.tensor([0., 1.]))
+        tensor([0., 1.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    rng = numpy_generator(generator)
+    d = input.dtype
+    if p is None:
+        _require_float("bernoulli_tensor_cpu_p_", d, allow_complex=False)
+        pa = host(input._data)
+        if pa.size and not ((pa >= 0) & (pa <= 1)).all():
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        arr = _bernoulli_array(rng, pa.shape, d, pa)
+    else:
+        p = _number(p, "bernoulli", "p")
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
+        arr = _bernoulli_array(rng, tuple(input.shape), d, p)
+    return _result(arr, False, input.device, out, "bernoulli")
+
+
+@public
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None) -> Tensor:
+    """Indices sampled from the categorical distribution(s) in the last dimension of
+    ``input`` (non-negative weights, 1-D or 2-D), with or without replacement.
+
+    Example::
+
+        >>> ember.multinomial(ember.tensor([0., 1., 0.]), 1)
+        tensor([1])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"multinomial(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    n = operator.index(num_samples)
+    d = input.dtype
+    if d.category != 2:
+        raise RuntimeError(
+            f"multinomial only supports floating-point dtypes for input, got: {d.scalar_name}")
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    ncat = input.shape[-1]
+    if ncat > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    if n <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and n > ncat:
+        raise RuntimeError(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    p = host(input._data).astype(np.float64).reshape(-1, ncat)
+    if p.size:
+        if not (np.isfinite(p) & (p >= 0)).all():
+            raise RuntimeError(
+                "probability tensor contains either `inf`, `nan` or element < 0")
+        if (p.sum(axis=1) <= 0).any():
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = numpy_generator(generator)
+    rows = p.shape[0]
+    if rows == 0:
+        idx = np.empty((0, n), np.int64)
+    elif replacement:
+        # inverse CDF, all rows at once: row r's CDF is shifted by r so one searchsorted works
+        cdf = np.cumsum(p, axis=1)
+        cdf /= cdf[:, -1:]
+        offsets = np.arange(rows, dtype=np.float64)[:, None]
+        u = rng.random((rows, n))
+        flat = np.searchsorted((cdf + offsets).ravel(), (u + offsets).ravel(), side="right")
+        idx = flat.reshape(rows, n) - np.arange(rows)[:, None] * ncat
+        # rounding at the top of a row must not pick a trailing zero-weight category
+        last = ncat - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
+        idx = np.minimum(idx, last[:, None])
+    else:
+        # weighted sampling without replacement: the n largest p / Exp(1) keys
+        keys = p / rng.standard_exponential(p.shape)
+        idx = np.argsort(-keys, axis=1, kind="stable")[:, :n]
+    idx = idx.astype(np.int64)
+    if input.dim() == 1:
+        idx = idx.reshape(n)
+    return _result(np.ascontiguousarray(idx), False, input.device, out, "multinomial")
+
+
+@public(method=False)
+def poisson(input, generator=None) -> Tensor:
+    """Samples from Poisson distributions with rates ``input`` (same dtype as ``input``).
+
+    Example::
+
+        >>> ember.poisson(ember.zeros(3))
+        tensor([0., 0., 0.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    d = input.dtype
+    _require_float("poisson_cpu", d, allow_complex=False)
+    lam = host(input._data).astype(np.float64)
+    if lam.size and (lam < 0).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    arr = numpy_generator(generator).poisson(lam).astype(d.np)
+    return finish(np.asarray(arr), False, input.device)
+
+
+# ------------------------------------------------------------------------------------------------
+# in-place random fills
+
+
+def _overwrite_kernel(xp, a, *, value):
+    return value
+
+
+def _overwrite_vjp(g, _a, *, value):
+    return (None,)
+
+
+# a non-leaf tensor that requires grad and is refilled at random keeps requires_grad but
+# passes no gradient back to its old history (PyTorch's UniformBackward0 and friends)
+overwrite_op = Op("_random_fill", _overwrite_kernel, vjp=_overwrite_vjp)
+
+
+def write_inplace(self, op_name, arr):
+    """Store the host array ``arr`` into ``self``: autograd's checks, the overlap check, the
+    write and the version bump."""
+    sd = self._data
+    if type(sd) is not np.ndarray:
+        arr = _dispatch.backends_by_type[type(sd)].to_device(arr)
+    if self._rg and _dispatch.state.grad_enabled:
+        return _dispatch.commit_inplace_result(
+            op_name, self, lambda: _dispatch.apply(overwrite_op, (self,), {"value": arr}))
+    check_inplace(self, op_name)
+    _dispatch.check_overlap(op_name, self)
+    sd[...] = arr
+    self._bump()
+    return self
+
+
+def _self_dtype(self, op_name):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op_name}(): 'self' must be Tensor, not {type(self).__name__}")
+    return self.dtype
+
+
+@method
+def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs) -> Tensor:
+    """Fill ``self`` in place with samples from the uniform distribution on [from, to)."""
+    low = _number(kwargs.pop("from", from_), "uniform_", "from")
+    high = _number(to, "uniform_", "to")
+    d = _self_dtype(self, "uniform_")
+    _require_float("check_uniform_bounds", d)
+    if low > high:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={_num(low)} > to={_num(high)}")
+    arr = uniform_array(numpy_generator(generator), self._data.shape, d, low, high)
+    return write_inplace(self, "uniform_", arr)
+
+
+@method
+def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` in place with samples from N(mean, std**2)."""
+    mean = _number(mean, "normal_", "mean")
+    std = _number(std, "normal_", "std")
+    d = _self_dtype(self, "normal_")
+    _require_float("normal_kernel_cpu", d)
+    _check_std(std)
+    arr = normal_array(numpy_generator(generator), self._data.shape, d, mean, std)
+    return write_inplace(self, "normal_", arr)
+
+
+@method
+def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
+    """Fill ``self`` in place with 0/1 samples, 1 with probability ``p`` (a number or a
+    tensor broadcastable to ``self``)."""
+    d = _self_dtype(self, "bernoulli_")
+    shape = self._data.shape
+    if isinstance(p, Tensor):
+        pa = host(p._data)
+        try:
+            ok = np.broadcast_shapes(pa.shape, shape) == shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({shape[-1] if shape else 1}) must match the "
+                f"existing size ({pa.shape[-1] if pa.shape else 1}) at non-singleton dimension "
+                f"0.  Target sizes: {list(shape)}.  Tensor sizes: {list(pa.shape)}")
+        if pa.size and not ((pa >= 0) & (pa <= 1)).all():
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    else:
+        pa = _number(p, "bernoulli_", "p")
+        if not 0 <= pa <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pa)}")
+    if d.category == 3:
+        raise _not_implemented("bernoulli_scalar_cpu_", d)
+    arr = _bernoulli_array(numpy_generator(generator), shape, d, pa)
+    return write_inplace(self, "bernoulli_", arr)
+
+
+_MISSING = object()
+
+
+@method
+def random_(self, from_=_MISSING, to=_MISSING, *, generator=None, **kwargs) -> Tensor:
+    """Fill ``self`` in place with integers: ``random_()`` over the dtype's whole range
+    (floats: integers up to 2**mantissa), ``random_(to)`` over [0, to), and
+    ``random_(from, to)`` over [from, to) (``to=None``: up to the dtype's maximum)."""
+    d = _self_dtype(self, "random_")
+    from_keyword = "from" in kwargs
+    if from_keyword:
+        from_ = kwargs.pop("from")
+    if kwargs:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if d.category == 3:
+        raise _not_implemented("random_", d)
+    if d is _dt.bool_:
+        top = 1
+    elif d.category == 1:
+        top = int(np.iinfo(d.np).max)
+    else:
+        top = 1 << _MANTISSA[d]
+    if from_ is _MISSING and to is _MISSING:
+        low, high = 0, top + 1
+    else:
+        if to is _MISSING and not from_keyword:
+            from_, to = 0, from_  # random_(to)
+        low = 0 if from_ is _MISSING or from_ is None else _number(from_, "random_", "from")
+        high = top + 1 if to is _MISSING or to is None else _number(to, "random_", "to")
+        _check_int_bounds(d, low, high)
+    arr = _integers(numpy_generator(generator), low, high, self._data.shape, d)
+    return write_inplace(self, "random_", arr)
+
+
+@method
+def exponential_(self, lambd=1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` in place with samples from the exponential distribution of rate
+    ``lambd``."""
+    d = _self_dtype(self, "exponential_")
+    if d.category != 2:
+        raise RuntimeError(
+            "Exponential distribution is a continuous probability distribution. dtype must be "
+            f"a floating point but you specified {d.scalar_name}")
+    lambd = _number(lambd, "exponential_", "lambd")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
+    wide = np.float64 if d is _dt.float64 else np.float32
+    a = numpy_generator(generator).standard_exponential(self._data.shape, dtype=wide)
+    a /= lambd
+    return write_inplace(self, "exponential_", a.astype(d.np, copy=False))
+
+
+@method
+def geometric_(self, p, *, generator=None) -> Tensor:
+    """Fill ``self`` in place with samples from the geometric distribution (number of
+    Bernoulli(``p``) trials up to and including the first success)."""
+    d = _self_dtype(self, "geometric_")
+    p = _number(p, "geometric_", "p")
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
+    if d.category == 3 or d is _dt.bool_:
+        raise _not_implemented("geometric_cpu", d)
+    a = numpy_generator(generator).geometric(p, self._data.shape)
+    return write_inplace(self, "geometric_", a.astype(d.np))
+
+
+@method
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
+    """Fill ``self`` in place with ``exp(N(mean, std**2))`` samples."""
+    d = _self_dtype(self, "log_normal_")
+    if d.category != 2:
+        raise _not_implemented("log_normal_cpu", d)
+    mean = _number(mean, "log_normal_", "mean")
+    std = _number(std, "log_normal_", "std")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
+    a = normal_array(numpy_generator(generator), self._data.shape,
+                     _dt.float64 if d is _dt.float64 else _dt.float32, mean, std)
+    return write_inplace(self, "log_normal_", np.exp(a).astype(d.np, copy=False))
+
+
+@method
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` in place with samples from the Cauchy distribution."""
+    d = _self_dtype(self, "cauchy_")
+    if d.category != 2:
+        raise RuntimeError(
+            "Cauchy distribution is a continuous probability distribution. dtype must be a "
+            f"floating point but you specified {d.scalar_name}")
+    median = _number(median, "cauchy_", "median")
+    sigma = _number(sigma, "cauchy_", "sigma")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
+    a = numpy_generator(generator).standard_cauchy(self._data.shape) * sigma + median
+    return write_inplace(self, "cauchy_", np.asarray(a).astype(d.np))
+

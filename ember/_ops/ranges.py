@@ -1,0 +1,291 @@
+"""Ranges and grids: ``eye``, ``arange``, ``range`` (deprecated), ``linspace``, ``logspace``,
+``tril_indices`` / ``triu_indices`` and ``meshgrid``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.tensor import Tensor
+from ._registry import Op, public
+from .creation import _out, cast, finish, int_arg, resolve_dtype, scalar_value
+
+
+# ------------------------------------------------------------------------------------------------
+# eye, ranges, index helpers
+
+
+@public(method=False)
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+        pin_memory=False) -> Tensor:
+    """A 2-D tensor with ones on the diagonal: ``n`` rows and ``m`` (default ``n``) columns.
+
+    Example::
+
+        >>> ember.eye(2)
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    n = int_arg(n, "eye", "n")
+    m = n if m is None else int_arg(m, "eye", "m")
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    t = finish(np.eye(n, m, dtype=d.np), requires_grad, device)
+    return _out("eye", t, out)
+
+
+def _range_args(op_name, start, end, step):
+    vals = [scalar_value(v, op_name, k) for v, k in ((start, "start"), (end, "end"),
+                                                       (step, "step"))]
+    for v in vals:
+        if isinstance(v, builtins.complex):
+            raise RuntimeError("value cannot be converted to type double without overflow")
+    is_float = builtins.any(isinstance(v, builtins.float) for v in vals)
+    return vals, is_float
+
+
+def _check_range(start, end, step):
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
+def _check_range_dtype(op_name, d):
+    if d is _dt.bool_ or d.category == 3:
+        raise NotImplementedError(f'"{op_name}_cpu" not implemented for \'{d.scalar_name}\'')
+
+
+@public(method=False)
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False, pin_memory=False) -> Tensor:
+    """Values from ``start`` (default 0) up to, not including, ``end``, ``step`` apart.
+
+    The dtype is int64 when all arguments are integers, else the default float dtype.
+
+    Example::
+
+        >>> ember.arange(5)
+        tensor([0, 1, 2, 3, 4])
+        >>> ember.arange(1, 2, 0.25)
+        tensor([1.0000, 1.2500, 1.5000, 1.7500])
+    """
+    if end is None:
+        if start is None:
+            raise TypeError('arange() missing 1 required positional argument: "end"')
+        start, end = 0, start
+    elif start is None:
+        start = 0
+    if type(start) is int and type(end) is int and type(step) is int and dtype is None and \
+            out is None and step != 0 and (end - start) * step >= 0:
+        # the common all-int case, straight to NumPy (same values and checks as below)
+        return finish(np.arange(start, end, step, dtype=np.int64), requires_grad, device)
+    (start, end, step), is_float = _range_args("arange", start, end, step)
+    d = resolve_dtype(dtype, _dt.get_default_dtype() if is_float else _dt.int64, out=out)
+    _check_range_dtype("arange", d)
+    if d.category == 1:
+        # integer results: the bounds are converted to integers first, as PyTorch does
+        start, end, step = (math.trunc(v) if math.isfinite(v) else v
+                            for v in (start, end, step))
+    _check_range(start, end, step)
+    if d.category == 1:
+        n = builtins.max(0, -((start - end) // step))
+        arr = (np.arange(n, dtype=np.int64) * step + start).astype(d.np, copy=False)
+    else:
+        n = builtins.max(0, math.ceil((end - start) / step))
+        arr = (np.arange(n, dtype=np.float64) * step + start).astype(d.np, copy=False)
+    return _out("arange", finish(arr, requires_grad, device), out)
+
+
+@public(method=False)
+def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+          requires_grad=False, pin_memory=False) -> Tensor:
+    """Deprecated: values from ``start`` to ``end`` *inclusive*; use ``arange``."""
+    if end is None:
+        raise TypeError('range() missing 1 required positional arguments: "end"')
+    warnings.warn(
+        "ember.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use ember.arange, "
+        "which produces values in [start, end).", UserWarning, stacklevel=2)
+    (start, end, step), _ = _range_args("range", start, end, step)
+    d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
+    _check_range_dtype("range", d)
+    _check_range(start, end, step)
+    n = math.floor((end - start) / step) + 1
+    arr = (np.arange(n, dtype=np.float64) * step + start).astype(d.np)
+    return _out("range", finish(arr, requires_grad, device), out)
+
+
+def _linspace_array(op_name, start, end, steps, dtype):
+    """PyTorch's symmetric linspace: the first half counts up from ``start``, the second half
+    down from ``end``, so both end points are exact. Floating results are computed in their
+    own dtype (as PyTorch does, which matters for float16/bfloat16), integer results in double
+    precision and truncated. Returns (values, result dtype)."""
+    steps = int_arg(steps, op_name, "steps")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start = scalar_value(start, op_name, "start")
+    end = scalar_value(end, op_name, "end")
+    d = resolve_dtype(dtype)
+    if d is None:
+        is_complex = isinstance(start, complex) or isinstance(end, complex)
+        d = _dt.default_complex() if is_complex else _dt.get_default_dtype()
+    work = d.np if d.category >= 2 else np.dtype(np.float64)
+    T = work.type
+    if steps <= 1:
+        return np.array([start] * steps).astype(work), d
+    s, e = T(start), T(end)
+    step = T((e - s) / T(steps - 1))
+    idx = np.arange(steps)
+    up = (s + step * idx.astype(work)).astype(work)
+    down = (e - step * (steps - idx - 1).astype(work)).astype(work)
+    return np.where(idx < steps // 2, up, down), d
+
+
+@public(method=False)
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False, pin_memory=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included.
+
+    Example::
+
+        >>> ember.linspace(0, 1, 5)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
+    vals, d = _linspace_array("linspace", start, end, steps, resolve_dtype(dtype, None, out))
+    if d.category == 1:
+        vals = np.trunc(vals)
+    return _out("linspace", finish(cast(vals, d.np), requires_grad, device), out)
+
+
+@public(method=False)
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False, pin_memory=False) -> Tensor:
+    """``base ** linspace(start, end, steps)``.
+
+    Example::
+
+        >>> ember.logspace(0, 2, 3)
+        tensor([  1.,  10., 100.])
+    """
+    vals, d = _linspace_array("logspace", start, end, steps, resolve_dtype(dtype, None, out))
+    base = scalar_value(base, "logspace", "base")
+    # PyTorch raises a double base to each (already rounded) exponent in double precision
+    wide = np.complex128 if vals.dtype.kind == "c" else np.float64
+    vals = np.power(np.asarray(base, wide), vals.astype(wide))
+    if d.category == 1:
+        vals = np.trunc(vals)
+    return _out("logspace", finish(cast(vals, d.np), requires_grad, device), out)
+
+
+def _tri_indices(op_name, row, col, offset, dtype, device, upper):
+    row = int_arg(row, op_name, "row")
+    col = int_arg(col, op_name, "col")
+    offset = int_arg(offset, op_name, "offset")
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    d = resolve_dtype(dtype, _dt.int64)
+    if d.category != 1:
+        raise NotImplementedError(f'"{op_name}" not implemented for \'{d.scalar_name}\'')
+    f = np.triu_indices if upper else np.tril_indices
+    r, c = f(row, offset, col)
+    return finish(np.stack([r, c]).astype(d.np).reshape(2, -1), False, device)
+
+
+@public(method=False)
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The (2, N) row/column indices of the lower triangle of a ``row`` x ``col`` matrix,
+    including diagonals up to ``offset`` above the main one; row-major order.
+
+    Example::
+
+        >>> ember.tril_indices(2, 2)
+        tensor([[0, 1, 1],
+                [0, 0, 1]])
+    """
+    return _tri_indices("tril_indices", row, col, offset, dtype, device, False)
+
+
+@public(method=False)
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The (2, N) indices of the upper triangle (diagonals from ``offset`` up)."""
+    return _tri_indices("triu_indices", row, col, offset, dtype, device, True)
+
+
+# -- meshgrid -------------------------------------------------------------------------------------
+
+
+def _grid_kernel(xp, a, *, view_shape, shape, in_shape):
+    return xp.broadcast_to(a.reshape(view_shape), shape)
+
+
+def _grid_vjp(g, _a, *, view_shape, shape, in_shape):
+    dims = [i for i, n in enumerate(view_shape) if n == 1 and shape[i] != 1]
+    s = g.sum(dims, keepdim=True) if dims else g
+    return s.reshape(in_shape)
+
+
+grid_op = Op("_meshgrid_view", _grid_kernel, vjp=_grid_vjp, view_of=0, linear=True)
+
+
+@public(method=False)
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D (or 0-D) tensors: output ``i`` varies along dimension ``i``
+    (``indexing='ij'``) or with the first two dimensions swapped (``'xy'``, as NumPy's
+    default). The outputs are expanded views of the inputs.
+
+    Example::
+
+        >>> x, y = ember.meshgrid(ember.arange(2), ember.arange(3), indexing='ij')
+        >>> x.shape
+        ember.Size([2, 3])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn(
+            "ember.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError('ember.meshgrid: indexing must be one of "xy" or "ij", but '
+                           f"received: {indexing}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"meshgrid(): expected Tensors, got {type(t).__name__}")
+        if t.dim() > 1:
+            raise RuntimeError("ember.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got a tensor of shape {list(t.shape)}")
+    if builtins.any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    if builtins.any(t.device != tensors[0].device for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same device")
+    sizes = [t.numel() for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    order = list(builtins.range(len(tensors)))
+    if swap:
+        order[0], order[1] = 1, 0
+    shape = tuple(sizes[i] for i in order)
+    outs = []
+    for i, t in enumerate(tensors):
+        axis = order.index(i)
+        view_shape = tuple(-1 if k == axis else 1 for k in builtins.range(len(shape)))
+        view_shape = tuple(sizes[i] if v == -1 else 1 for v in view_shape)
+        outs.append(_dispatch.apply(grid_op, (t,), {"view_shape": view_shape, "shape": shape,
+                                                    "in_shape": tuple(t.shape)}))
+    return tuple(outs)

@@ -1,0 +1,101 @@
+"""``ember.random``: seeding and saving the default generator's state, and ``fork_rng``.
+
+See NOTE [ Random number generation ] in ember/_core/generator.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from ._core.generator import Generator, default_generator
+
+__all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed",
+           "manual_seed", "seed", "set_rng_state"]
+
+
+def _cuda_module():
+    """ember.cuda when it is loaded and a GPU is usable, else None (never imports CUDA)."""
+    cuda = sys.modules.get("ember.cuda")
+    if cuda is None or not getattr(cuda, "is_available", lambda: False)():
+        return None
+    return cuda
+
+
+def manual_seed(seed) -> Generator:
+    """Seed the default generator (and the CUDA generators when CUDA is in use); returns
+    ``ember.default_generator``.
+
+    Example::
+
+        >>> _ = ember.manual_seed(0)
+        >>> a = ember.rand(2)
+        >>> _ = ember.manual_seed(0)
+        >>> bool((a == ember.rand(2)).all())
+        True
+    """
+    seed = int(seed)
+    cuda = _cuda_module()
+    if cuda is not None and hasattr(cuda, "manual_seed_all"):
+        cuda.manual_seed_all(seed)
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the default generator non-deterministically; returns the seed."""
+    s = default_generator.seed()
+    cuda = _cuda_module()
+    if cuda is not None and hasattr(cuda, "manual_seed_all"):
+        cuda.manual_seed_all(s)
+    return s
+
+
+def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    """The default generator's state, a uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the default generator's state from ``get_rng_state()``."""
+    default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type=None):
+    """A context in which random numbers may be drawn without disturbing the generators
+    outside it: the CPU state (and that of ``devices`` on ``device_type``, default the
+    accelerator, CUDA, when one is in use) is saved on entry and restored on exit, even if
+    the block raises.
+
+    Example::
+
+        >>> _ = ember.manual_seed(1)
+        >>> with ember.random.fork_rng():
+        ...     _ = ember.rand(5)
+        >>> a = ember.rand(1)
+        >>> _ = ember.manual_seed(1)
+        >>> bool((a == ember.rand(1)).all())
+        True
+    """
+    if not enabled:
+        yield
+        return
+    cpu_state = get_rng_state()
+    device_states = []
+    cuda = _cuda_module() if device_type in (None, "cuda") else None
+    if cuda is not None and hasattr(cuda, "get_rng_state"):
+        if devices is None:
+            devices = list(range(cuda.device_count()))
+        device_states = [(d, cuda.get_rng_state(d)) for d in devices]
+    try:
+        yield
+    finally:
+        set_rng_state(cpu_state)
+        for d, state in device_states:
+            cuda.set_rng_state(state, d)
