@@ -105,7 +105,7 @@ class _Pickler(pickle._Pickler):
         if memo_key in self.memo:
             self.write(self.get(self.memo[memo_key][0]))
             return
-        self.write(pickle.GLOBAL + f"{g.module}\n{g.name}\n".encode("utf-8"))
+        self.write(pickle.GLOBAL + f"{g.module}\n{g.name}\n".encode())
         self.memoize(g)
 
     def persistent_id(self, obj):

@@ -156,7 +156,7 @@ def test_noncontiguous(info):
     for s in _samples(info, dtype):
 
         def nc(t):
-            if t.dim() == 0 or t.numel() == 0:
+            if t.dim() == 0 or t.numel() <= 1:  # one element is always contiguous
                 return t
             a = t.numpy()
             wide = np.zeros(a.shape[:-1] + (a.shape[-1] * 2,), dtype=a.dtype)
