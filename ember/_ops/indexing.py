@@ -1,0 +1,723 @@
+"""Indexing: ``t[idx]``, ``t[idx] = v`` and index_put.
+
+The rest of the family: gather/scatter and the ``index_*`` ops in ``scatter.py``; masked
+ops, take/put and nonzero in ``masked.py``. The helpers they share are at the top of this
+file (argument checks, the in-place runner, the forward-mode rule of linear ops).
+
+NOTE [ How t[idx] is split ]
+PyTorch applies the basic parts of an index (ints, slices, None, Ellipsis, 0-dim integer
+tensors) first, as a view, and only then the advanced parts (integer and bool tensors,
+lists, NumPy arrays, Python bools) on that view. NumPy treats an int next to an advanced
+index as advanced too, which moves the result dims around (``x[0, :, [1, 2]]`` is (3, 2) in
+PyTorch and (2, 3) in NumPy). So ``_parse_index`` splits the index in two:
+
+- ``basic``: a tuple for NumPy basic indexing -- every advanced slot replaced by ``:`` --
+  always ending in an Ellipsis so a full integer index gives a 0-dim *array* view, never a
+  NumPy scalar. This is the view op ``_getitem``.
+- ``spec`` + ``tensors``: the advanced step over the view's dims -- ``:`` where a basic
+  index was (ints vanished), and the placeholder ``_T`` where the next index tensor goes.
+  NumPy's rule for where advanced result dims land (together in place if adjacent, else
+  first) is PyTorch's rule once the ints are gone. This is the copy op ``_index``.
+
+Gradients: ``_getitem``'s vjp is ``_getitem_backward`` (scatter into zeros), whose own vjp
+is ``_getitem`` again, so double backward works; ``_index``'s vjp is ``_index_put`` with
+accumulate into zeros, whose vjp w.r.t. the values is ``_index`` again.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.tensor import Tensor, _address, wrap
+from ._registry import Op, public
+
+_new = object.__new__
+_FULL = slice(None)
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+_UNSIGNED = {np.dtype(np.int64): np.uint64, np.dtype(np.int32): np.uint32,
+             np.dtype(np.int16): np.uint16, np.dtype(np.int8): np.uint8,
+             np.dtype(np.uint8): np.uint8}
+
+
+class _Placeholder:
+    """Marks the slot of an index tensor inside a spec (see NOTE [ How t[idx] is split ])."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<index tensor>"
+
+
+_T = _Placeholder()
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers shared with scatter.py
+
+
+def type_name(d) -> str:
+    """PyTorch's C++ scalar type name ('Float', 'Long') of a NumPy dtype, for messages."""
+    return _dt.from_np[d].scalar_name
+
+
+def check_tensor(op_name, x, arg):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op_name}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+
+
+def same_device(op_name, first, *others):
+    """The arrays of ``others`` on ``first``'s device (zero-dim CPU tensors move, as scalars
+    do; anything else on another device is an error)."""
+    at = type(first._data)
+    out = []
+    for t in others:
+        if t is not None and type(t._data) is not at:
+            if t._data.ndim == 0 or type(t._data) is not np.ndarray:
+                t = t.to(first.device)
+            else:
+                raise _dispatch.device_mismatch(op_name, first._data, t._data)
+        out.append(t)
+    return out
+
+
+def check_index_dtype(op_name, index, message=None):
+    """Index tensors of gather-like ops must be int64 or int32."""
+    check_tensor(op_name, index, "index")
+    if index._data.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(message or f"{op_name}(): Expected dtype int32/int64 for index, "
+                                      f"but got {type_name(index._data.dtype)}")
+
+
+def check_bounds(op_name, idx, size, dim, *, exc=RuntimeError, negative=False):
+    """Every entry of the index array ``idx`` lies in [0, size) ([-size, size) when
+    ``negative``); else raise PyTorch's out-of-bounds error naming the first bad entry."""
+    if idx.size == 0:
+        return
+    lo = -size if negative else 0
+    if idx.size <= 32 and type(idx) is np.ndarray:
+        # a few entries: Python's min/max beat NumPy reductions' fixed cost several times
+        flat = idx.ravel().tolist()
+        bad = min(flat) < lo or max(flat) >= size
+    elif negative:
+        bad = int(idx.min()) < lo or int(idx.max()) >= size
+    else:
+        # one pass: read as unsigned, negative entries become huge
+        bad = int(idx.view(_UNSIGNED[idx.dtype]).max()) >= size
+    if bad:
+        flat = idx.reshape(-1)
+        bad = int(flat[((flat < lo) | (flat >= size)).argmax()])
+        raise exc(f"{op_name}: index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def check_no_overlap(op_name, dst, src, *, allow_full=False):
+    """PyTorch refuses in-place writes whose source overlaps the destination's memory (a
+    source that *is* the destination is fine for plain copies: ``allow_full``)."""
+    if src is None:
+        return
+    d = dst._data if isinstance(dst, Tensor) else dst
+    s = src._data if isinstance(src, Tensor) else src
+    if d.size == 0 or s.size == 0 or not _dispatch.xp_of(d).may_share_memory(d, s):
+        return
+    if allow_full and d.shape == s.shape and d.strides == s.strides and \
+            _address(d) == _address(s):
+        return
+    raise RuntimeError(
+        f"{op_name}: unsupported operation: some elements of the input tensor and the "
+        "written-to tensor refer to a single memory location. Please clone() the tensor "
+        "before performing the operation.")
+
+
+def inplace_or_not(op, name, self, inputs, params, mutate):
+    """Run in-place ``name`` on ``self`` (= ``inputs[0]``).
+
+    When autograd must record, the op runs out of place and its result is committed into
+    ``self`` (``commit_inplace_result``: autograd's checks first, then history rewriting);
+    otherwise ``mutate(xp, self_array, *other_arrays, **params)`` writes straight into self.
+    """
+    if _dispatch.record is not None and _dispatch.needs_grad(inputs):
+        return _dispatch.commit_inplace_result(
+            name, self, lambda: _dispatch.apply(op, inputs, params))
+    if self._rg and _dispatch.check_inplace is not None:
+        _dispatch.check_inplace(self, name)
+    _dispatch.check_overlap(name, self)
+    sd = self._data
+    xp = _dispatch.backends_by_type[type(sd)].xp
+    mutate(xp, sd, *[None if t is None else t._data for t in inputs[1:]], **params)
+    self._bump()
+    return self
+
+
+def linear_jvp(op, data, zero_params=()):
+    """The forward-mode rule of an op that is linear in its data inputs (positions ``data``)
+    once the number params named in ``zero_params`` are zeroed (an affine fill value):
+    the op applied to the tangents, zeros standing in for missing ones."""
+
+    def jvp(x_dots, *inputs, out=None, **params):
+        if all(x_dots[k] is None for k in data):
+            return None
+        args = list(inputs)
+        for k in data:
+            if inputs[k] is not None:
+                t = x_dots[k]
+                args[k] = t if t is not None else zeros_of(inputs[k]._data.shape, inputs[k])
+        for name in zero_params:
+            if params.get(name) is not None:
+                params[name] = 0
+        return _dispatch.apply(op, tuple(args), params)
+
+    op.defjvp(jvp)
+    return jvp
+
+
+def zeros_of(shape, like):
+    """A constant zero tensor of ``shape`` with ``like``'s dtype and device (for formulas)."""
+    a = like._data
+    return wrap(_dispatch.backends_by_type[type(a)].xp.zeros(shape, a.dtype))
+
+
+# ------------------------------------------------------------------------------------------------
+# basic getitem: a view (and its backward, a scatter into zeros)
+
+
+def _getitem_kernel(xp, a, *, idx, shape):
+    return a[idx]
+
+
+def _getitem_vjp(g, _a, *, idx, shape):
+    return _dispatch.apply(getitem_backward_op, (g,), {"idx": idx, "shape": shape})
+
+
+def _getitem_backward_kernel(xp, g, *, idx, shape):
+    z = xp.zeros(shape, g.dtype)
+    z[idx] = g
+    return z
+
+
+def _getitem_backward_vjp(gg, _g, *, idx, shape):
+    return _dispatch.apply(getitem_op, (gg,), {"idx": idx, "shape": shape})
+
+
+getitem_op = Op("_getitem", _getitem_kernel, vjp=_getitem_vjp, linear=True, view_of=0)
+getitem_backward_op = Op("_getitem_backward", _getitem_backward_kernel,
+                         vjp=_getitem_backward_vjp, linear=True)
+
+
+def _view(self, r):
+    """Wrap ``r``, a NumPy view of ``self._data``, as a view tensor of ``self``."""
+    t = _new(Tensor)
+    t._data = r
+    t._rg = False
+    t._grad_fn = None
+    base = self._base
+    if base is None:
+        base = self
+    vc = base._vc
+    if vc is None:
+        vc = base._vc = [0]
+    t._base = base
+    t._vc = vc
+    return t
+
+
+def _int_error(a, i, dim=0):
+    if a.ndim == 0:
+        return IndexError(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+            "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    return IndexError(
+        f"index {i} is out of bounds for dimension {dim} with size {a.shape[dim]}")
+
+
+def _getitem(self, idx):
+    """``self[idx]``. See NOTE [ How t[idx] is split ]."""
+    a = self._data
+    tp = type(idx)
+    # Fast path: one int or slice is a NumPy basic index plus one wrap (NOTE [ Hot path ]).
+    if tp is int:
+        try:
+            r = a[idx, ...]
+        except IndexError:
+            raise _int_error(a, idx) from None
+        t = _view(self, r)
+        if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record(getitem_op, (self,), {"idx": (idx, ...), "shape": a.shape}, t)
+        return t
+    if tp is slice:
+        step = idx.step
+        if step is not None and step <= 0:
+            _bad_step(step)
+        if a.ndim == 0:
+            raise _int_error(a, 0)
+        t = _view(self, a[idx])
+        if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record(getitem_op, (self,), {"idx": (idx, ...), "shape": a.shape}, t)
+        return t
+    if tp is Tensor:
+        d = idx._data
+        if d.dtype in _INDEX_DTYPES and d.ndim and type(d) is type(a) and a.ndim:
+            # one integer index tensor: a gather along dim 0 (the advanced step alone)
+            try:
+                return _dispatch.apply(index_op, (self, idx),
+                                       {"spec": (_T,), "shape": a.shape})
+            except IndexError as e:
+                raise IndexError(str(e).replace("axis", "dimension")) from None
+    if idx is None or idx is Ellipsis or tp is tuple and _all_basic(idx):
+        key = idx if tp is not tuple else idx if Ellipsis in idx else idx + (...,)
+        try:
+            r = a[key]
+        except IndexError:  # out of bounds or too many indices: the general path says which
+            r = None
+        if r is not None:
+            t = _view(self, r)
+            if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+                _dispatch.record(getitem_op, (self,), {"idx": key, "shape": a.shape}, t)
+            return t
+    basic, is_trivial, spec, tensors = _parse_index(self, idx)
+    if is_trivial and spec is not None:
+        t = self  # nothing to view: the advanced step reads self directly
+    else:  # (x[...] and x[:] are new views, never self)
+        t = _view(self, a[basic])
+        if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record(getitem_op, (self,), {"idx": basic, "shape": a.shape}, t)
+    if spec is None:
+        return t
+    try:
+        return _dispatch.apply(index_op, (t,) + tensors, {"spec": spec, "shape": t._data.shape})
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+
+
+Tensor.__getitem__ = _getitem
+
+
+def _all_basic(idx):
+    """True for a tuple of plain ints, positive-step slices, None and at most one Ellipsis
+    (the fast path's case)."""
+    n_ell = 0
+    for x in idx:
+        tx = type(x)
+        if tx is slice:
+            step = x.step
+            if step is not None and (type(step) is not int or step <= 0):
+                return False
+        elif x is Ellipsis:
+            n_ell += 1
+        elif tx is not int and x is not None:
+            return False
+    return n_ell <= 1
+
+
+def _bad_step(step):
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    raise ValueError("step must be greater than zero")
+
+
+def _seq_as_tuple(seq):
+    """PyTorch still reads ``x[[0, [1, 2]]]``-like lists (holding sequences, slices, None,
+    Ellipsis or tensors) as a tuple of indices, with a deprecation warning."""
+    if len(seq) >= 32:
+        return False
+    for x in seq:
+        if x is None or x is Ellipsis or isinstance(x, (list, tuple, slice, Tensor, np.ndarray)):
+            return True
+    return False
+
+
+def _as_index_tensor(x):
+    """A list / tuple / NumPy array used as an index, as an int64 or bool tensor."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "b" or arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+        return wrap(arr if arr.dtype.kind == "b" else arr.astype(np.int64, copy=False))
+    if arr.dtype == np.uint8:
+        return wrap(arr)  # a mask, after the uint8 deprecation (see _classify)
+    if arr.size == 0:
+        return wrap(arr.astype(np.int64))
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _classify(x):
+    """(kind, value) for one index item: kind is 'int', 'slice', 'none', 'ell', 'adv' (an
+    integer tensor), 'mask' (a bool tensor of >= 1 dims) or 'bool0' (a 0-dim bool)."""
+    if x is None:
+        return "none", None
+    if x is Ellipsis:
+        return "ell", None
+    tp = type(x)
+    if tp is int:
+        return "int", x
+    if tp is slice:
+        if x.step is not None and operator.index(x.step) <= 0:
+            _bad_step(x.step)
+        return "slice", x
+    if tp is bool or tp is np.bool_:
+        return "bool0", wrap(np.asarray(bool(x)))
+    if not isinstance(x, Tensor):
+        if isinstance(x, (list, tuple, np.ndarray)):
+            x = _as_index_tensor(x)
+        elif isinstance(x, np.integer) or hasattr(x, "__index__") and not isinstance(
+                x, (float, complex)):
+            return "int", operator.index(x)
+        elif isinstance(x, (float, complex, np.floating, np.complexfloating)):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                f"Variables are valid indices (got {type(x).__name__})")
+        else:
+            raise TypeError(f"ember: invalid index of type {type(x).__name__}: expected an "
+                            "int, slice, None, Ellipsis, bool, sequence or Tensor")
+    d = x._data
+    k = d.dtype.kind
+    if k == "b":
+        return ("bool0" if d.ndim == 0 else "mask"), x
+    if d.dtype == np.uint8:
+        warnings.warn("indexing with dtype ember.uint8 is now deprecated, please use a dtype "
+                      "ember.bool instead.", UserWarning, stacklevel=4)
+        return ("bool0" if d.ndim == 0 else "mask"), wrap(d.astype(np.bool_))
+    if k in "iu":
+        if d.ndim == 0:  # a 0-dim integer tensor indexes like an int (a view)
+            return "int", int(d)
+        return "adv", x
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _extra_ellipses(items, ndim):
+    """PyTorch tolerates several Ellipses: each skips the dims no other item consumes, so a
+    later one is harmless when there is nothing left to skip or nothing after it (it is then
+    dropped here), and anything after a later one that skips dims is out of range."""
+    specified = sum(v._data.ndim if kind == "mask" else 1 for kind, v in items
+                    if kind in ("int", "slice", "adv", "mask"))
+    first = next(k for k, (kind, _) in enumerate(items) if kind == "ell")
+    rest = items[first + 1:]
+    if ndim > specified:
+        second = next(k for k, (kind, _) in enumerate(rest) if kind == "ell")
+        if any(kind != "ell" for kind, _ in rest[second + 1:]):
+            raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    return items[:first + 1] + [it for it in rest if it[0] != "ell"]
+
+
+def _parse_index(self, idx):
+    """Split ``idx`` for ``self`` into (basic, is_trivial, spec, tensors).
+
+    See NOTE [ How t[idx] is split ]. ``is_trivial`` says the basic step selects everything
+    (only ``:`` and ``...``); ``spec`` is None when there is no advanced step.
+    """
+    a = self._data
+    if type(idx) is not tuple:
+        if type(idx) is list and _seq_as_tuple(idx):
+            warnings.warn(
+                "Using a non-tuple sequence for multidimensional indexing is deprecated; use "
+                "x[tuple(seq)] instead of x[seq].", UserWarning, stacklevel=3)
+            idx = tuple(idx)
+        else:
+            idx = (idx,)
+    items = [_classify(x) for x in idx]
+    if sum(1 for kind, _ in items if kind == "ell") > 1:
+        items = _extra_ellipses(items, a.ndim)
+    consumed = 0
+    n_ell = 0
+    for kind, v in items:
+        if kind == "int" or kind == "slice" or kind == "adv":
+            consumed += 1
+        elif kind == "mask":
+            consumed += v._data.ndim
+        elif kind == "ell":
+            n_ell += 1
+    ndim = a.ndim
+    if consumed > ndim:
+        if ndim == 0:
+            raise _int_error(a, 0)
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    basic, spec, tensors = [], [], []
+    is_trivial = True
+    dim = 0  # the dim of ``a`` the next item applies to
+    at = type(a)
+    for kind, v in items:
+        if kind == "int":
+            n = a.shape[dim]
+            if v < -n or v >= n:
+                raise _int_error(a, v, dim)
+            basic.append(v)
+            is_trivial = False
+            dim += 1
+        elif kind == "slice":
+            basic.append(v)
+            spec.append(_FULL)
+            if v != _FULL:
+                is_trivial = False
+            dim += 1
+        elif kind == "none":
+            basic.append(None)
+            spec.append(_FULL)
+            is_trivial = False
+        elif kind == "ell":
+            basic.append(Ellipsis)
+            spec.append(Ellipsis)
+            dim += ndim - consumed
+        else:
+            if type(v._data) is not at:
+                v = v.to(self.device)
+            if kind == "mask":
+                m = v._data.shape
+                if m != a.shape[dim:dim + len(m)]:
+                    for j, s in enumerate(m):
+                        if s != a.shape[dim + j]:
+                            break
+                    raise IndexError(
+                        f"The shape of the mask {list(m)} at index {j} does not match the "
+                        f"shape of the indexed tensor {list(a.shape)} at index {dim + j}")
+                basic.extend([_FULL] * len(m))
+                dim += len(m)
+            elif kind == "adv":
+                basic.append(_FULL)
+                dim += 1
+            spec.append(_T)
+            tensors.append(v)
+    if not n_ell:
+        basic.append(Ellipsis)
+    return tuple(basic), is_trivial, (tuple(spec) if tensors else None), tuple(tensors)
+
+
+# ------------------------------------------------------------------------------------------------
+# advanced getitem and index_put (the spec-driven pair)
+
+
+def _key(spec, idx):
+    it = iter(idx)
+    return tuple(next(it) if s is _T else s for s in spec)
+
+
+def _index_kernel(xp, a, *idx, spec, shape):
+    return a[_key(spec, idx)]
+
+
+def _index_vjp(g, _a, *idx, spec, shape):
+    z = zeros_of(shape, g)
+    gx = _dispatch.apply(index_put_op, (z, g) + idx, {"spec": spec, "accumulate": True})
+    return (gx,) + (None,) * len(idx)
+
+
+index_op = Op("_index", _index_kernel, vjp=_index_vjp)
+linear_jvp(index_op, (0,))
+
+
+def _index_put_into(xp, out, v, *idx, spec, accumulate):
+    key = _key(spec, idx)
+    if v.dtype != out.dtype:
+        v = v.astype(out.dtype)
+    try:
+        if accumulate:
+            xp.add.at(out, key, v)
+        else:
+            out[key] = v
+    except ValueError:
+        shape = out[key].shape
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to "
+            f"indexing result of shape {list(shape)}") from None
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+
+
+def _index_put_kernel(xp, a, v, *idx, spec, accumulate):
+    out = a.copy()
+    _index_put_into(xp, out, v, *idx, spec=spec, accumulate=accumulate)
+    return out
+
+
+def _index_put_vjp(g, _a, _v, *idx, spec, accumulate):
+    if accumulate:
+        ga = g
+    else:
+        ga = _dispatch.apply(index_put_op, (g, zeros_of((), g)) + idx,
+                             {"spec": spec, "accumulate": False})
+    gv = _dispatch.apply(index_op, (g,) + idx, {"spec": spec, "shape": g._data.shape})
+    return (ga, gv) + (None,) * len(idx)
+
+
+index_put_op = Op("index_put", _index_put_kernel, vjp=_index_put_vjp)
+linear_jvp(index_put_op, (0, 1))
+
+
+def _index_put_args(op_name, self, indices, values):
+    """Validate index_put's arguments; returns (spec, index tensors, values)."""
+    check_tensor(op_name, self, "input")
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op_name}(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    check_tensor(op_name, values, "values")
+    if values._data.dtype != self._data.dtype:
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got "
+            f"{type_name(self._data.dtype)} for the destination and "
+            f"{type_name(values._data.dtype)} for the source.")
+    spec, tensors, consumed = [], [], 0
+    for x in indices:
+        if x is None:
+            spec.append(_FULL)
+            consumed += 1
+            continue
+        check_tensor(op_name, x, "indices")
+        d = x._data
+        if d.dtype == np.uint8:
+            x = wrap(d.astype(np.bool_))
+        elif d.dtype.kind not in "biu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        consumed += x._data.ndim if x._data.dtype.kind == "b" else 1
+        spec.append(_T)
+        tensors.append(x)
+    if consumed > self._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} "
+                         f"(got {consumed})")
+    tensors = same_device(op_name, self, *tensors)
+    (values,) = same_device(op_name, self, values)
+    return tuple(spec), tuple(tensors), values
+
+
+@public
+def index_put(input, indices, values, accumulate=False):
+    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``).
+
+    ``indices`` is a tuple of index tensors (or None for a full slice), one per leading dim.
+    """
+    spec, tensors, values = _index_put_args("index_put", input, indices, values)
+    return _dispatch.apply(index_put_op, (input, values) + tensors,
+                           {"spec": spec, "accumulate": bool(accumulate)})
+
+
+@public(method=True)
+def index_put_(input, indices, values, accumulate=False):
+    """In-place ``input[indices] = values`` (or ``+=`` with ``accumulate``); returns input."""
+    spec, tensors, values = _index_put_args("index_put_", input, indices, values)
+    check_no_overlap("index_put_", input, values)
+    return inplace_or_not(index_put_op, "index_put_", input, (input, values) + tensors,
+                          {"spec": spec, "accumulate": bool(accumulate)}, _index_put_into)
+
+
+# ------------------------------------------------------------------------------------------------
+# setitem
+
+
+def _setitem_value(self, value):
+    """``value`` as a tensor of self's dtype and device, or as a plain scalar (None, v)."""
+    if isinstance(value, Tensor):
+        if type(value._data) is not type(self._data):
+            value = value.to(self.device)
+        return value
+    if isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
+        return None
+    legacy = {np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
+              np.dtype(np.int64): "LongTensor"}.get(self._data.dtype, "Tensor")
+    raise TypeError(f"can't assign a {type(value).__name__} to a ember.{legacy}")
+
+
+def _scalar_for(a, value):
+    """A Python scalar checked for writing into array ``a``: a complex number goes into a
+    real array only when its imaginary part is zero (PyTorch's overflow check)."""
+    if isinstance(value, (complex, np.complexfloating)) and a.dtype.kind != "c":
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{type_name(a.dtype).lower()} without overflow")
+        return value.real
+    return value
+
+
+def _check_setitem_dtype(a, vt, value, spec, tensors):
+    """PyTorch casts numbers, and tensors written through basic indexing (``copy_``), to
+    self's dtype; a tensor written through an advanced index must already have self's dtype,
+    except a 0-dim one under a single bool mask (that is ``masked_fill``)."""
+    if vt is None:
+        _scalar_for(a, value)
+        return
+    if spec is None or vt._data.dtype == a.dtype:
+        return
+    if len(tensors) == 1 and tensors[0]._data.dtype == np.bool_ and vt._data.ndim == 0:
+        return
+    raise RuntimeError(
+        f"Index put requires the source and destination dtypes match, got "
+        f"{type_name(a.dtype)} for the destination and {type_name(vt._data.dtype)} for the "
+        "source.")
+
+
+def _assign(a, key, v):
+    """``a[key] = v`` with PyTorch's error for a value that does not broadcast."""
+    try:
+        a[key] = v
+    except ValueError:
+        shape = a[key].shape
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot be broadcast "
+            f"to indexing result of shape {list(shape)}") from None
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+
+
+def _setitem(self, idx, value):
+    """``self[idx] = value``: a tensor (any dtype, broadcast) or a number.
+
+    Without autograd this writes straight through NumPy. With autograd it goes through ops
+    autograd sees -- the basic part is a view (``_getitem``) and the write is ``copy_`` or
+    ``index_put_`` on it -- so in-place-on-view history rewriting gives correct gradients.
+    """
+    vt = _setitem_value(self, value)
+    a = self._data
+    tp = type(idx)
+    if not self._rg and (vt is None or not vt._rg):
+        if tp is int or tp is slice:
+            if tp is slice and idx.step is not None and idx.step <= 0:
+                _bad_step(idx.step)
+            if a.ndim == 0:
+                raise _int_error(a, 0)
+            if tp is int and not -a.shape[0] <= idx < a.shape[0]:
+                raise _int_error(a, idx)
+            key = (idx, ...)
+            spec = None
+        elif tp is Tensor and idx._data.dtype in _INDEX_DTYPES and idx._data.ndim \
+                and a.ndim and type(idx._data) is type(a):
+            # one integer index tensor: write the rows it names
+            key = Ellipsis
+            spec = (_T,)
+            tensors = (idx,)
+        else:
+            basic, is_trivial, spec, tensors = _parse_index(self, idx)
+            key = basic
+        _check_setitem_dtype(a, vt, value, spec, None if spec is None else tensors)
+        _dispatch.check_overlap("index_put_", self)
+        if vt is not None:
+            check_no_overlap("__setitem__", a[key], vt, allow_full=spec is None)
+        if vt is None:
+            v = _scalar_for(a, value)
+        else:
+            v = vt._data
+            if v.dtype != a.dtype:
+                v = (v.real if v.dtype.kind == "c" and a.dtype.kind != "c" else v).astype(
+                    a.dtype)
+        if spec is None:
+            _assign(a, key, v)
+        else:
+            _assign(a[key], _key(spec, [t._data for t in tensors]), v)
+        self._bump()
+        return
+    # autograd path
+    basic, is_trivial, spec, tensors = _parse_index(self, idx if tp is not int else (idx,))
+    _check_setitem_dtype(a, vt, value, spec, tensors)
+    if vt is not None:
+        check_no_overlap("__setitem__", a[basic], vt, allow_full=spec is None)
+    if vt is None:
+        xp = _dispatch.backends_by_type[type(a)].xp
+        vt = wrap(xp.asarray(_scalar_for(a, value)).astype(a.dtype))
+    elif vt._data.dtype != a.dtype:
+        vt = vt.to(self.dtype)
+    target = self if is_trivial else _getitem(self, basic)
+    if spec is None:
+        target.copy_(vt)
+        return
+    inplace_or_not(index_put_op, "index_put_", target, (target, vt) + tensors,
+                   {"spec": spec, "accumulate": False}, _index_put_into)
+
+
+Tensor.__setitem__ = _setitem

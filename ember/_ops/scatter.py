@@ -1,0 +1,712 @@
+"""Gather and scatter: gather, scatter(_add/_reduce), index_select, index_add/copy/fill/reduce.
+
+Two index shapes appear here. gather/scatter take an ``index`` with as many dims as the input
+(entry ``index[i][j][k]`` names a position along ``dim``; the other coordinates are the
+entry's own); the ``index_*`` ops take a 1-D ``index`` naming whole slices along ``dim``.
+
+Kernels write with NumPy's fancy assignment (last write wins on duplicate indices, which
+PyTorch leaves unspecified) and reduce with ``ufunc.at`` (``add.at``, ``maximum.at``, ...),
+which applies every duplicate. A 0-dim tensor is treated as 1-D with one element, as in
+PyTorch.
+
+Each kernel is written as ``_<op>_into(xp, out, ...)``, which mutates ``out``: the in-place
+form runs it on ``self``'s array directly when autograd is not recording, the out-of-place
+kernel on a copy (``inplace_or_not`` in indexing.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._core.checks import wrap_dim
+from .._core.tensor import Tensor, wrap
+from ._registry import Op, public
+from .indexing import (
+    _scalar_for,
+    check_bounds,
+    check_index_dtype,
+    check_no_overlap,
+    check_tensor,
+    getitem_backward_op,
+    inplace_or_not,
+    linear_jvp,
+    same_device,
+    type_name,
+    zeros_of,
+)
+
+_SCALARS = (int, float, bool, complex, np.number, np.bool_)
+
+
+def _as1d(a):
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _pad_to(x, shape):
+    """``x`` placed at the start of a zero tensor of ``shape`` (differentiable)."""
+    if tuple(x._data.shape) == tuple(shape):
+        return x
+    idx = tuple(slice(0, n) for n in x._data.shape) + (Ellipsis,)
+    return _dispatch.apply(getitem_backward_op, (x,), {"idx": idx, "shape": tuple(shape)})
+
+
+def _const(x):
+    return wrap(x)
+
+
+# ------------------------------------------------------------------------------------------------
+# gather
+
+
+def _gather_kernel(xp, a, idx, *, dim, shape):
+    if a.ndim <= 1:
+        return _as1d(a)[idx]
+    return a[_scatter_key(xp, idx, dim)]
+
+
+def _gather_vjp(g, _a, idx, *, dim, shape):
+    return scatter_add(zeros_of(shape, g), dim, idx, g), None
+
+
+gather_op = Op("gather", _gather_kernel, vjp=_gather_vjp)
+linear_jvp(gather_op, (0,))
+
+
+def _check_scatter_shapes(op_name, self, dim, index, src=None):
+    """PyTorch's shape rules for gather/scatter: same number of dims, and index no larger
+    than self (apart from ``dim``) and than src (everywhere). Empty indexes skip them."""
+    s, i = self._data, index._data
+    si, ii = _as1d(s).shape, _as1d(i).shape
+    if i.size == 0:
+        return
+    if len(ii) != len(si):
+        raise RuntimeError(f"{op_name}(): Index tensor must have the same number of dimensions "
+                           f"as self tensor (got {i.ndim} and {s.ndim})")
+    if src is not None and len(_as1d(src._data).shape) != len(ii):
+        raise RuntimeError(f"{op_name}(): Index tensor must have the same number of dimensions "
+                           f"as src tensor (got {i.ndim} and {src._data.ndim})")
+    for d in range(len(ii)):
+        if d != dim and ii[d] > si[d] or src is not None and ii[d] > _as1d(src._data).shape[d]:
+            msg = (f"{op_name}(): Expected index {list(i.shape)} to be no larger than self "
+                   f"{list(s.shape)} apart from dimension {dim}")
+            if src is not None:
+                msg += f" and to be no larger than src {list(src._data.shape)}"
+            raise RuntimeError(msg)
+
+
+def _gather_args(op_name, input, dim, index):
+    check_tensor(op_name, input, "input")
+    check_index_dtype(op_name, index)
+    (index,) = same_device(op_name, input, index)
+    dim = wrap_dim(dim, input._data.ndim, op_name)
+    _check_scatter_shapes(op_name, input, dim, index)
+    check_bounds(op_name + "()", index._data, _as1d(input._data).shape[dim], dim)
+    return dim, index
+
+
+@public
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[index[i][j]][j]``
+    for ``dim=0``. The result has ``index``'s shape."""
+    dim, index = _gather_args("gather", input, dim, index)
+    return _dispatch.apply(gather_op, (input, index), {"dim": dim, "shape": input._data.shape},
+                           out=out)
+
+
+# ------------------------------------------------------------------------------------------------
+# scatter / scatter_add / scatter_reduce
+
+_UFUNC = {"add": "add", "sum": "add", "mean": "add", "multiply": "multiply", "prod": "multiply",
+          "amax": "maximum", "amin": "minimum"}
+
+
+def _scatter_key(xp, i, dim):
+    """The fancy-index tuple addressing ``out[i[...]]`` along ``dim`` (open grids elsewhere)."""
+    nd = i.ndim
+    key = []
+    for d in range(nd):
+        if d == dim:
+            key.append(i)
+        else:
+            key.append(_grid(xp, i.shape[d], nd, d))
+    return tuple(key)
+
+
+_grids: dict = {}
+
+
+def _grid(xp, n, nd, d):
+    """``arange(n)`` shaped to run along dim ``d`` of ``nd`` dims; cached, as the same few
+    are asked for over and over (read-only, so sharing them is safe)."""
+    k = (xp.__name__, n, nd, d)
+    g = _grids.get(k)
+    if g is None:
+        shp = [1] * nd
+        shp[d] = n
+        g = xp.arange(n).reshape(shp)
+        if xp is np:
+            g.flags.writeable = False
+        if len(_grids) > 512:
+            _grids.clear()
+        _grids[k] = g
+    return g
+
+
+def _identity(xp, dtype, reduce):
+    if reduce in ("sum", "mean", "add"):
+        return 0
+    if reduce in ("prod", "multiply"):
+        return 1
+    if dtype.kind == "f" or dtype.kind == "V":
+        return -np.inf if reduce == "amax" else np.inf
+    if dtype.kind == "b":
+        return reduce == "amin"
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_into(xp, out, idx, src, *, dim, value, reduce, include_self=True, src_shape=None):
+    o, i = _as1d(out), _as1d(idx)
+    if src is None:
+        v = xp.asarray(_scalar_for(out, value)).astype(out.dtype)
+    else:
+        v = _as1d(src)[tuple(slice(0, n) for n in i.shape)]
+    if i.size == 0:
+        return
+    key = _scatter_key(xp, i, dim)
+    if reduce is None:
+        o[key] = v
+        return
+    if not include_self:
+        o[key] = _identity(xp, out.dtype, reduce)
+    getattr(xp, _UFUNC[reduce]).at(o, key, v)
+    if reduce == "mean":
+        count = _scatter_count(xp, o.shape, i, dim, include_self)
+        if o.dtype.kind in "iu":
+            o //= count.astype(o.dtype)
+        else:
+            o /= count
+
+
+def _scatter_count(xp, shape, i, dim, include_self):
+    """How many values (self's included or not) each position of a scatter-mean averages;
+    positions nothing reached count 1."""
+    count = xp.full(shape, 1 if include_self else 0, np.int64)
+    xp.add.at(count, _scatter_key(xp, i, dim), 1)
+    count[count == 0] = 1
+    return count
+
+
+def _scatter_kernel(xp, a, idx, src, **params):
+    out = a.copy()
+    _scatter_into(xp, out, idx, src, **params)
+    return out
+
+
+def _scatter_vjp(g, _a, idx, _src, *, dim, value, reduce, include_self, src_shape):
+    ga = g.scatter(dim, idx, 0)
+    gs = None if value is not None else _pad_to(g.gather(dim, idx), src_shape)
+    return ga, None, gs
+
+
+def _scatter_add_vjp(g, _a, idx, _src, *, dim, value, reduce, include_self, src_shape):
+    ga = g if include_self else g.scatter(dim, idx, 0)
+    gs = None if value is not None else _pad_to(g.gather(dim, idx), src_shape)
+    return ga, None, gs
+
+
+def _scatter_reduce_vjp(g, a, idx, src, *, dim, value, reduce, include_self, src_shape, out):
+    """Gradients of prod / mean / amax / amin scatter reductions (PyTorch's formulas)."""
+    xp = _dispatch.xp_of(g._data)
+    i = _as1d(idx._data)
+    sub = tuple(slice(0, n) for n in i.shape)
+    if reduce == "mean":
+        count = _scatter_count(xp, _as1d(g._data).shape, i, dim, include_self)
+        gn = g / _const(count.reshape(g._data.shape).astype(g._data.dtype))
+        ga = gn if include_self else gn.scatter(dim, idx, 0)
+        gs = None if src is None else _pad_to(gn.gather(dim, idx), src_shape)
+        return ga, None, gs
+    if reduce in ("amax", "amin"):
+        o, s = out._data, None if src is None else _as1d(src._data)[sub]
+        self_is = a._data == o
+        if not include_self:
+            self_is = self_is.copy()
+            _as1d(self_is)[_scatter_key(xp, i, dim)] = False
+        other = tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(i.shape))
+        val = xp.take_along_axis(_as1d(o)[other], i, axis=dim)
+        src_is = (s == val) if s is not None else xp.ones(i.shape, np.bool_)
+        n = _as1d(self_is).astype(np.int64)
+        xp.add.at(n, _scatter_key(xp, i, dim), src_is.astype(np.int64))
+        n = n.reshape(o.shape).astype(g._data.dtype)
+        n[n == 0] = 1
+        gn = g / _const(n)
+        ga = gn * _const(self_is.astype(g._data.dtype))
+        gs = None
+        if src is not None:
+            gs = _pad_to(gn.gather(dim, idx) * _const(src_is.reshape(idx._data.shape).astype(
+                g._data.dtype)), src_shape)
+        return ga, None, gs
+    # prod / multiply: d out / d x = out / x, written in ember ops (so differentiable twice)
+    # when no member is zero; with zeros, the exact product of the other members
+    if _has_zero(a._data) or _has_zero(src._data if src is not None else xp.asarray(value)):
+        return _scatter_prod_vjp_with_zeros(xp, g, a, idx, src, dim, value, include_self,
+                                            src_shape)
+    go = g * out
+    ga = go / a
+    if not include_self:
+        ga = ga.scatter(dim, idx, 0)
+    gs = None
+    if src is not None:
+        src_sub = src if tuple(src._data.shape) == tuple(i.shape) else \
+            src[tuple(slice(0, n) for n in idx._data.shape)]
+        gs = _pad_to(go.gather(dim, idx) / src_sub, src_shape)
+    return ga, None, gs
+
+
+def _has_zero(x):
+    return bool((x == 0).any())
+
+
+def _scatter_prod_vjp_with_zeros(xp, g, a, idx, src, dim, value, include_self, src_shape):
+    """First derivatives of a scatter product when members may be zero: for a member x of a
+    group with product p over its non-zero members and z zero members, d/dx is p / x when
+    z == 0, p when x is the only zero, else 0. (The factors are constants here, so second
+    derivatives through zeros are not exact.)"""
+    i = _as1d(idx._data)
+    key = _scatter_key(xp, i, dim)
+    a1 = _as1d(a._data)
+    if src is not None:
+        v = _as1d(src._data)[tuple(slice(0, n) for n in i.shape)]
+    else:
+        v = xp.full(i.shape, _scalar_for(a1, value), a1.dtype)
+    zeros = xp.zeros(a1.shape, np.int64)
+    nz_prod = xp.ones(a1.shape, a1.dtype)
+    if include_self:
+        zeros += a1 == 0
+        nz_prod = xp.where(a1 == 0, 1, a1).astype(a1.dtype)
+    xp.add.at(zeros, key, (v == 0).astype(np.int64))
+    xp.multiply.at(nz_prod, key, xp.where(v == 0, 1, v).astype(a1.dtype))
+
+    def others(x, z, p):
+        safe = xp.where(x == 0, 1, x)
+        return xp.where(x != 0, xp.where(z == 0, p / safe, 0), xp.where(z == 1, p, 0))
+
+    if include_self:
+        d_self = others(a1, zeros, nz_prod)
+    else:
+        d_self = xp.ones(a1.shape, a1.dtype)
+        d_self[key] = 0
+    ga = g * _const(d_self.reshape(a._data.shape).astype(g._data.dtype))
+    gs = None
+    if src is not None:
+        d_src = others(v, zeros[key], nz_prod[key]).reshape(idx._data.shape)
+        gs = _pad_to(g.gather(dim, idx) * _const(d_src.astype(g._data.dtype)), src_shape)
+    return ga, None, gs
+
+
+scatter_op = Op("scatter", _scatter_kernel, vjp=_scatter_vjp)
+linear_jvp(scatter_op, (0, 2), ('value',))
+scatter_add_op = Op("scatter_add", _scatter_kernel, vjp=_scatter_add_vjp)
+linear_jvp(scatter_add_op, (0, 2), ('value',))
+scatter_reduce_op = Op("scatter_reduce", _scatter_kernel, vjp=_scatter_reduce_vjp)
+
+
+def _op_for(reduce):
+    if reduce is None:
+        return scatter_op
+    if reduce in ("add", "sum"):
+        return scatter_add_op
+    return scatter_reduce_op
+
+
+def _scatter_args(op_name, input, dim, index, src, value):
+    check_tensor(op_name, input, "input")
+    check_index_dtype(op_name, index)
+    if src is not None:
+        check_tensor(op_name, src, "src")
+        if src._data.dtype != input._data.dtype:
+            raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype "
+                               f"(got {type_name(input._data.dtype)} and "
+                               f"{type_name(src._data.dtype)})")
+        index, src = same_device(op_name, input, index, src)
+    else:
+        if isinstance(value, Tensor):
+            if value._data.ndim != 0:
+                raise RuntimeError(f"{op_name}(): expected a number or a 0-dim tensor as "
+                                   f"value, got a tensor of shape {list(value._data.shape)}")
+            value = value.item()
+        if not isinstance(value, _SCALARS):
+            raise TypeError(f"{op_name}(): argument 'value' must be Number, not "
+                            f"{type(value).__name__}")
+        (index,) = same_device(op_name, input, index)
+    dim = wrap_dim(dim, input._data.ndim, op_name)
+    _check_scatter_shapes(op_name, input, dim, index, src)
+    check_bounds(op_name + "()", index._data, _as1d(input._data).shape[dim], dim)
+    return dim, index, src, value
+
+
+def _split_src(src, value):
+    """scatter's 4th argument is a tensor (src) or a number (value)."""
+    if src is not None and not isinstance(src, Tensor):
+        if value is not None:
+            raise TypeError("scatter(): got both a number 'src' and 'value'")
+        return None, src
+    if src is None and value is None:
+        raise TypeError("scatter(): missing argument 'src' or 'value'")
+    return src, value
+
+
+def _check_legacy_reduce(reduce):
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+
+
+def _params(dim, value, reduce, include_self, src):
+    return {"dim": dim, "value": value, "reduce": reduce, "include_self": include_self,
+            "src_shape": None if src is None else tuple(src._data.shape)}
+
+
+@public
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
+    """``input`` with ``src`` (a tensor) or ``value`` (a number) written along ``dim`` at
+    ``index``: ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``. ``reduce='add'`` or
+    ``'multiply'`` combines with the existing values instead."""
+    src, value = _split_src(src, value)
+    _check_legacy_reduce(reduce)
+    dim, index, src, value = _scatter_args("scatter", input, dim, index, src, value)
+    return _dispatch.apply(_op_for(reduce), (input, index, src),
+                           _params(dim, value, reduce, True, src), out=out)
+
+
+@public(name="scatter_", function=False)
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """In-place :func:`scatter`."""
+    src, value = _split_src(src, value)
+    _check_legacy_reduce(reduce)
+    dim, index, src, value = _scatter_args("scatter_", self, dim, index, src, value)
+    check_no_overlap("scatter_", self, src)
+    return inplace_or_not(_op_for(reduce), "scatter_", self, (self, index, src),
+                          _params(dim, value, reduce, True, src), _scatter_into)
+
+
+@public
+def scatter_add(input, dim, index, src, *, out=None):
+    """``input`` with ``src`` added along ``dim`` at ``index`` (duplicates accumulate)."""
+    dim, index, src, _ = _scatter_args("scatter_add", input, dim, index, src, None)
+    return _dispatch.apply(scatter_add_op, (input, index, src),
+                           _params(dim, None, "add", True, src), out=out)
+
+
+@public(name="scatter_add_", function=False)
+def scatter_add_(self, dim, index, src):
+    """In-place :func:`scatter_add`."""
+    dim, index, src, _ = _scatter_args("scatter_add_", self, dim, index, src, None)
+    check_no_overlap("scatter_add_", self, src)
+    return inplace_or_not(scatter_add_op, "scatter_add_", self, (self, index, src),
+                          _params(dim, None, "add", True, src), _scatter_into)
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _check_reduce(reduce):
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+
+
+@public
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    """``input`` with ``src`` reduced into it along ``dim`` at ``index``; ``reduce`` is one of
+    'sum', 'prod', 'mean', 'amax', 'amin'. Without ``include_self`` the positions written
+    reduce over ``src`` only."""
+    _check_reduce(reduce)
+    dim, index, src, _ = _scatter_args("scatter_reduce", input, dim, index, src, None)
+    return _dispatch.apply(_op_for(reduce), (input, index, src),
+                           _params(dim, None, reduce, bool(include_self), src), out=out)
+
+
+@public(name="scatter_reduce_", function=False)
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place :func:`scatter_reduce`."""
+    _check_reduce(reduce)
+    dim, index, src, _ = _scatter_args("scatter_reduce_", self, dim, index, src, None)
+    check_no_overlap("scatter_reduce_", self, src)
+    return inplace_or_not(_op_for(reduce), "scatter_reduce_", self, (self, index, src),
+                          _params(dim, None, reduce, bool(include_self), src), _scatter_into)
+
+
+# ------------------------------------------------------------------------------------------------
+# index_select / index_add / index_copy / index_fill / index_reduce (1-D index along dim)
+
+
+def _moved(a, dim):
+    """``a`` with ``dim`` first (a view), 0-dim read as 1-D."""
+    a = _as1d(a)
+    return a if dim == 0 else _dispatch.xp_of(a).moveaxis(a, dim, 0)
+
+
+def _index_select_kernel(xp, a, idx, *, dim, shape):
+    if a.ndim == 0:
+        return a.reshape(1)[idx.reshape(-1)].reshape(())
+    return xp.take(a, idx.reshape(-1), axis=dim)
+
+
+def _index_select_vjp(g, _a, idx, *, dim, shape):
+    return index_add(zeros_of(shape, g), dim, idx, g), None
+
+
+index_select_op = Op("index_select", _index_select_kernel, vjp=_index_select_vjp)
+linear_jvp(index_select_op, (0,))
+
+
+def _check_vector_index(op_name, input, index, dim):
+    check_tensor(op_name, input, "input")
+    check_index_dtype(op_name, index, f"{op_name}(): Expected dtype int32 or int64 for index")
+    if index._data.ndim > 1:
+        raise IndexError(f"{op_name}(): Index is supposed to be a vector, got shape "
+                         f"{list(index._data.shape)}")
+    (index,) = same_device(op_name, input, index)
+    return wrap_dim(dim, input._data.ndim, op_name), index
+
+
+@public
+def index_select(input, dim, index, *, out=None):
+    """The slices of ``input`` along ``dim`` named by the 1-D ``index``, in its order."""
+    dim, index = _check_vector_index("index_select", input, index, dim)
+    i, n = index._data, _as1d(input._data).shape[dim]
+    if input._data.ndim == 0 and i.size > 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{i.size} value(s)")
+    try:
+        check_bounds("index_select()", i, n, dim, exc=IndexError)
+    except IndexError as e:
+        raise IndexError(f"index_select(): index out of range in self ({e})") from None
+    return _dispatch.apply(index_select_op, (input, index),
+                           {"dim": dim, "shape": input._data.shape}, out=out)
+
+
+def _check_source(op_name, input, dim, index, source, same_dtype_msg):
+    check_tensor(op_name, source, "source")
+    s, src = input._data, source._data
+    if src.dtype != s.dtype:
+        raise RuntimeError(same_dtype_msg.format(self=type_name(s.dtype),
+                                                 source=type_name(src.dtype)))
+    (source,) = same_device(op_name, input, source)
+    n = index._data.size
+    ss, srcs = _as1d(s).shape, _as1d(src).shape
+    if len(srcs) != len(ss) and not (src.ndim == 0 and n == 1):
+        raise RuntimeError(f"{op_name}(): source ({list(src.shape)}) and self "
+                           f"({list(s.shape)}) must have the same number of dimensions")
+    if len(srcs) == len(ss):
+        if srcs[dim] != n:
+            raise RuntimeError(f"{op_name}(): Number of indices ({n}) should be equal to "
+                               f"source.size(dim): ({srcs[dim]}), for dim: {dim}")
+        for d in range(len(ss)):
+            if d != dim and srcs[d] != ss[d]:
+                raise RuntimeError(
+                    f"{op_name}(): self ({list(s.shape)}) and source ({list(src.shape)}) must "
+                    f"have the same size apart from dimension {dim}")
+    check_bounds(op_name + "()", index._data, ss[dim], dim)
+    return source
+
+
+def _source_moved(xp, src, dim, ndim):
+    return _moved(src.reshape((1,) * max(ndim, 1)) if src.ndim == 0 else src, dim)
+
+
+def _index_add_into(xp, out, idx, src, *, dim, alpha):
+    s = _source_moved(xp, src, dim, out.ndim)
+    if alpha != 1:
+        s = s * xp.asarray(alpha).astype(out.dtype)
+    xp.add.at(_moved(out, dim), idx.reshape(-1), s)
+
+
+def _index_add_kernel(xp, a, idx, src, **params):
+    out = a.copy()
+    _index_add_into(xp, out, idx, src, **params)
+    return out
+
+
+def _index_add_vjp(g, _a, idx, _src, *, dim, alpha):
+    gs = g.index_select(dim, idx)
+    return g, None, gs if alpha == 1 else gs * alpha
+
+
+index_add_op = Op("index_add", _index_add_kernel, vjp=_index_add_vjp)
+linear_jvp(index_add_op, (0, 2))
+
+_ADD_DTYPE_MSG = "index_add_(): self ({self}) and source ({source}) must have the same scalar type"
+
+
+@public
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    """``input`` with ``alpha * source`` added to the slices along ``dim`` named by ``index``
+    (duplicates accumulate)."""
+    dim, index = _check_vector_index("index_add", input, index, dim)
+    source = _check_source("index_add", input, dim, index, source, _ADD_DTYPE_MSG)
+    return _dispatch.apply(index_add_op, (input, index, source), {"dim": dim, "alpha": alpha},
+                           out=out)
+
+
+@public(name="index_add_", function=False)
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In-place :func:`index_add`."""
+    dim, index = _check_vector_index("index_add_", self, index, dim)
+    source = _check_source("index_add_", self, dim, index, source, _ADD_DTYPE_MSG)
+    check_no_overlap("index_add_", self, source)
+    return inplace_or_not(index_add_op, "index_add_", self, (self, index, source),
+                          {"dim": dim, "alpha": alpha}, _index_add_into)
+
+
+def _index_copy_into(xp, out, idx, src, *, dim):
+    _moved(out, dim)[idx.reshape(-1)] = _source_moved(xp, src, dim, out.ndim)
+
+
+def _index_copy_kernel(xp, a, idx, src, *, dim):
+    out = a.copy()
+    _index_copy_into(xp, out, idx, src, dim=dim)
+    return out
+
+
+def _index_copy_vjp(g, _a, idx, _src, *, dim):
+    return g.index_fill(dim, idx, 0), None, g.index_select(dim, idx)
+
+
+index_copy_op = Op("index_copy", _index_copy_kernel, vjp=_index_copy_vjp)
+linear_jvp(index_copy_op, (0, 2))
+
+_COPY_DTYPE_MSG = ("index_copy_(): self and source expected to have the same dtype, but got "
+                   "(self) {self} and (source) {source}")
+
+
+@public
+def index_copy(input, dim, index, source, *, out=None):
+    """``input`` with the slices along ``dim`` named by ``index`` replaced by ``source``."""
+    dim, index = _check_vector_index("index_copy", input, index, dim)
+    source = _check_source("index_copy", input, dim, index, source, _COPY_DTYPE_MSG)
+    return _dispatch.apply(index_copy_op, (input, index, source), {"dim": dim}, out=out)
+
+
+@public(name="index_copy_", function=False)
+def index_copy_(self, dim, index, source):
+    """In-place :func:`index_copy`."""
+    dim, index = _check_vector_index("index_copy_", self, index, dim)
+    source = _check_source("index_copy_", self, dim, index, source, _COPY_DTYPE_MSG)
+    check_no_overlap("index_copy_", self, source)
+    return inplace_or_not(index_copy_op, "index_copy_", self, (self, index, source),
+                          {"dim": dim}, _index_copy_into)
+
+
+def _index_fill_into(xp, out, idx, vt, *, dim, value):
+    v = vt if vt is not None else xp.asarray(_scalar_for(out, value))
+    if v.dtype != out.dtype:
+        v = (v.real if v.dtype.kind == "c" and out.dtype.kind != "c" else v).astype(out.dtype)
+    _moved(out, dim)[idx.reshape(-1)] = v
+
+
+def _index_fill_kernel(xp, a, idx, vt, **params):
+    out = a.copy()
+    _index_fill_into(xp, out, idx, vt, **params)
+    return out
+
+
+def _index_fill_vjp(g, _a, idx, vt, *, dim, value):
+    gv = None
+    if vt is not None:  # each filled slice once, however often the index names it
+        i = idx._data
+        gv = g.index_select(dim, wrap(_dispatch.xp_of(i).unique(i))).sum()
+    return g.index_fill(dim, idx, 0), None, gv
+
+
+index_fill_op = Op("index_fill", _index_fill_kernel, vjp=_index_fill_vjp)
+linear_jvp(index_fill_op, (0, 2), ('value',))
+
+
+def _index_fill_args(op_name, input, dim, index, value):
+    dim, index = _check_vector_index(op_name, input, index, dim)
+    n = _as1d(input._data).shape[dim]
+    check_bounds(op_name + "()", index._data, n, dim, exc=IndexError, negative=True)
+    i = index._data
+    if i.size and int(i.min()) < 0:  # negative entries count from the end; the vjp wants >= 0
+        index = wrap(_dispatch.xp_of(i).where(i < 0, i + n, i))
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value._data.ndim} dimension(s).")
+        (value,) = same_device(op_name, input, value)
+        return dim, index, value, None
+    if not isinstance(value, _SCALARS):
+        raise TypeError(f"{op_name}(): argument 'value' must be Number or Tensor, not "
+                        f"{type(value).__name__}")
+    return dim, index, None, value
+
+
+@public
+def index_fill(input, dim, index, value):
+    """``input`` with the slices along ``dim`` named by ``index`` set to ``value`` (a number
+    or 0-dim tensor)."""
+    dim, index, vt, value = _index_fill_args("index_fill", input, dim, index, value)
+    return _dispatch.apply(index_fill_op, (input, index, vt), {"dim": dim, "value": value})
+
+
+@public(name="index_fill_", function=False)
+def index_fill_(self, dim, index, value):
+    """In-place :func:`index_fill`."""
+    dim, index, vt, value = _index_fill_args("index_fill_", self, dim, index, value)
+    return inplace_or_not(index_fill_op, "index_fill_", self, (self, index, vt),
+                          {"dim": dim, "value": value}, _index_fill_into)
+
+
+def _expanded_index(index, source, dim):
+    """index_reduce's 1-D ``index`` as a scatter index of ``source``'s shape: entry
+    ``[..., k, ...]`` (k along ``dim``) is ``index[k]``. A constant, so a raw array is fine."""
+    src = _as1d(source._data)
+    i = index._data.reshape(-1)
+    shape = [1] * src.ndim
+    shape[dim] = i.shape[0]
+    xp = _dispatch.xp_of(i)
+    return wrap(xp.ascontiguousarray(xp.broadcast_to(i.reshape(shape), src.shape)))
+
+
+_REDUCE_DTYPE_MSG = ("index_reduce_(): self ({self}) and source ({source}) must have the same "
+                     "scalar type")
+
+
+def _index_reduce_args(op_name, input, dim, index, source, reduce):
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"{op_name}(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    dim, index = _check_vector_index(op_name, input, index, dim)
+    source = _check_source(op_name, input, dim, index, source, _REDUCE_DTYPE_MSG)
+    return dim, index, source
+
+
+@public
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    """``input`` with the slices of ``source`` reduced ('prod', 'mean', 'amax', 'amin') into
+    the slices along ``dim`` named by ``index``.
+
+    Composite: it is :func:`scatter_reduce` with ``index`` expanded to ``source``'s shape,
+    which also gives its gradients.
+    """
+    dim, index, source = _index_reduce_args("index_reduce", input, dim, index, source, reduce)
+    src = source if source._data.ndim else source.reshape(1)
+    inp = input if input._data.ndim else input.reshape(1)
+    r = scatter_reduce(inp, dim, _expanded_index(index, source, dim), src, reduce,
+                       include_self=include_self)
+    r = r if input._data.ndim else r.reshape(())
+    return r if out is None else _dispatch.write_out("index_reduce", out, r)
+
+
+@public(name="index_reduce_", function=False)
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place :func:`index_reduce`."""
+    dim, index, source = _index_reduce_args("index_reduce_", self, dim, index, source, reduce)
+    target = self if self._data.ndim else self.reshape(1)
+    src = source if source._data.ndim else source.reshape(1)
+    target.scatter_reduce_(dim, _expanded_index(index, source, dim), src, reduce,
+                           include_self=include_self)
+    return self
