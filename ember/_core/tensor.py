@@ -202,7 +202,11 @@ class Tensor:
         return 0 if vc is None else vc[0]
 
     def is_shared(self) -> bool:
-        return storage_of(self._data).is_shared()
+        from ..multiprocessing import _shared
+
+        from .storage import _root
+
+        return type(self._data) is np.ndarray and _shared.is_shared(_root(self._data))
 
     def is_pinned(self) -> bool:
         return False

@@ -355,3 +355,17 @@ def _deepcopy(self, memo):
 
 Tensor.__reduce_ex__ = _reduce_ex
 Tensor.__deepcopy__ = _deepcopy
+
+
+# ------------------------------------------------------------------------------------------------
+# shared memory (ember.multiprocessing holds the mechanism; NOTE [ Sharing storages ])
+
+
+def _share_memory_(self):
+    """Move this tensor's storage to shared memory (a no-op if it already is); returns self."""
+    from ..multiprocessing import _shared
+
+    return _shared.share_storage(self)
+
+
+Tensor.share_memory_ = _share_memory_

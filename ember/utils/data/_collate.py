@@ -53,6 +53,15 @@ def default_collate(batch):
 
     elem = batch[0]
     if isinstance(elem, Tensor):
+        from .dataloader import get_worker_info
+
+        if get_worker_info() is not None and elem.is_cpu:
+            # in a worker: stack straight into shared memory, so the batch crosses to the
+            # main process as a handle, not as pickled bytes
+            from ...multiprocessing._shared import new_shared
+
+            out = new_shared((len(batch),) + tuple(elem.shape), elem._data.dtype)
+            return stack(batch, 0, out=out)
         return stack(batch, 0)
     if isinstance(elem, np.ndarray) or isinstance(elem, np.generic) and not isinstance(
             elem, (np.str_, np.bytes_)):

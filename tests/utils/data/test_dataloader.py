@@ -74,7 +74,7 @@ def test_default_collate_stacks_and_converts():
     b = default_collate([(ember.ones(2), 1, 2.5, "a"), (ember.zeros(2), 2, 3.5, "b")])
     assert b[0].shape == (2, 2)
     assert b[1].dtype == ember.int64 and b[2].dtype == ember.float64
-    assert b[3] == ["a", "b"]
+    assert b[3] == ("a", "b")  # strings stay as the transposed tuple, as in PyTorch
     d = default_collate([{"x": np.ones(3)}, {"x": np.zeros(3)}])
     assert d["x"].shape == (2, 3) and d["x"].dtype == ember.float64
     P = collections.namedtuple("P", "a b")
