@@ -65,9 +65,11 @@ class ElementwiseOp(Op):
 
     def rule(self, common):
         """(compute dtype, result dtype) for the promoted dtype ``common``."""
-        r = self._rules.get(common)
+        # integers may promote to the default float dtype, which set_default_dtype changes
+        key = common if common.category >= 2 else (common, _dt._default[0])
+        r = self._rules.get(key)
         if r is None:
-            r = self._rules[common] = self._make_rule(common)
+            r = self._rules[key] = self._make_rule(common)
         return r
 
     def _make_rule(self, c):
@@ -151,7 +153,9 @@ def elementwise(op, args, params=None, out=None):
                   for a in arrays]
         r = f(*arrays, **params) if params else f(*arrays)
     except ValueError as e:
-        raise _broadcast_error(op, args) if "broadcast" in str(e) else e
+        if "broadcast" in str(e):
+            raise _broadcast_error(op, args) from None
+        raise
     if type(r) is not at:
         r = _dispatch.backends_by_type[at].xp.asarray(r)
     rnp = result.np

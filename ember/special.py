@@ -1,0 +1,102 @@
+"""``ember.special``: the special-function namespace of ``torch.special``.
+
+Most names are the top-level ops under their SciPy-style names (``expit`` is ``sigmoid``,
+``gammaln`` is ``lgamma``, ``psi`` is ``digamma``, ...); the rest are declared in
+``ember/_ops/special_ops.py``. Reductions (``logsumexp``, ``softmax``, ``log_softmax``) call
+the reduction family at call time.
+"""
+
+from __future__ import annotations
+
+from ._ops.pointwise import exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
+from ._ops.pointwise import round_ as _round
+from ._ops.special_ops import (
+    digamma,
+    erf,
+    erfc,
+    erfinv,
+    lgamma,
+    mvlgamma,
+    polygamma,
+    special_bessel_j0,
+    special_bessel_j1,
+    special_entr,
+    special_erfcx,
+    special_i0,
+    special_i0e,
+    special_i1,
+    special_i1e,
+    special_log_ndtr,
+    special_ndtr,
+    special_ndtri,
+    special_xlog1py,
+    special_zeta,
+)
+
+__all__ = [
+    "bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+    "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
+    "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+    "sinc", "softmax", "xlog1py", "xlogy", "zeta",
+]
+
+expit = sigmoid
+gammaln = lgamma
+psi = digamma
+multigammaln = mvlgamma
+i0 = special_i0
+i0e = special_i0e
+i1 = special_i1
+i1e = special_i1e
+erfcx = special_erfcx
+ndtr = special_ndtr
+ndtri = special_ndtri
+log_ndtr = special_log_ndtr
+entr = special_entr
+xlog1py = special_xlog1py
+zeta = special_zeta
+bessel_j0 = special_bessel_j0
+bessel_j1 = special_bessel_j1
+
+# names kept for linters: these are part of the namespace on purpose
+_reexports = (digamma, erf, erfc, erfinv, exp2, expm1, log1p, logit, polygamma, sinc, xlogy)
+
+
+def round(input, *, decimals=0, out=None):  # noqa: A001  (torch.special.round)
+    """``ember.round`` for floating tensors; unlike it, integer tensors are an error here,
+    as in PyTorch."""
+    dt = getattr(input, "dtype", None)
+    if dt is not None and not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError(f"special.round: \"round_cpu\" not implemented for "
+                           f"'{dt.scalar_name}' (round integer tensors with ember.round)")
+    return _round(input, decimals=decimals, out=out)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """``log(sum(exp(input), dim))``, computed stably (``ember.logsumexp``)."""
+    from . import logsumexp as _logsumexp
+
+    if out is None:
+        return _logsumexp(input, dim, keepdim=keepdim)
+    return _logsumexp(input, dim, keepdim=keepdim, out=out)
+
+
+def _softmax_input(name, input, dtype):
+    if dtype is not None:
+        input = input.to(dtype)
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"{name}: \"{name}\" not implemented for '{input.dtype.scalar_name}' "
+                           "(pass a floating dtype, e.g. dtype=ember.float32)")
+    return input
+
+
+def softmax(input, dim, *, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``; with ``dtype`` the input is cast first."""
+    x = _softmax_input("softmax", input, dtype)
+    return (x - x.logsumexp(dim, keepdim=True)).exp()
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """``x - logsumexp(x, dim)``; with ``dtype`` the input is cast first."""
+    x = _softmax_input("log_softmax", input, dtype)
+    return x - x.logsumexp(dim, keepdim=True)
