@@ -194,8 +194,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         try:
             with os.fdopen(fd, "wb") as out:
                 _save_to(obj, out, folder)
-                out.flush()
-                os.fsync(out.fileno())
+            # the rename is atomic: a save interrupted before it leaves the old file intact
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -409,6 +408,23 @@ def _payload(zf, raw, info):
     return raw.read(info.file_size), info.header_offset + 30 + name_len + extra_len
 
 
+def _read_payload_into_array(raw, info):
+    """An entry's bytes read straight into a fresh (writable) NumPy buffer: one copy."""
+    raw.seek(info.header_offset)
+    header = raw.read(30)
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    raw.seek(info.header_offset + 30 + name_len + extra_len)
+    arr = np.empty(info.file_size, dtype=np.uint8)
+    view = memoryview(arr)
+    got = 0
+    while got < info.file_size:
+        n = raw.readinto(view[got:])
+        if not n:
+            raise RuntimeError(f"ember.load: the checkpoint is truncated ({info.filename})")
+        got += n
+    return arr
+
+
 def _resolve_location(location, map_location):
     if map_location is None:
         return location
@@ -462,8 +478,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
                     arr = np.asarray(arr).view(dt.np) if info.file_size else \
                         np.zeros(0, dt.np)
                 else:
-                    data, _ = _payload(zf, raw, info)
-                    arr = np.frombuffer(bytearray(data), dtype=dt.np)
+                    arr = _read_payload_into_array(raw, info).view(dt.np)
                 if byteorder != "little" and dt.itemsize > 1:
                     arr = arr.byteswap()
                 cache[key] = arr

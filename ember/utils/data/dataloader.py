@@ -19,7 +19,7 @@ import traceback
 import numpy as np
 
 from . import _collate
-from .dataset import IterableDataset
+from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
@@ -135,8 +135,16 @@ class _MapFetcher:
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self.getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
+        # A TensorDataset batched by default_collate is the rows of each tensor at the
+        # indices: one gather per tensor instead of one index per sample and a stack
+        self.fast_tensors = None
+        if (auto_collation and collate_fn is _collate.default_collate
+                and type(dataset) is TensorDataset and all(t.is_cpu for t in dataset.tensors)):
+            self.fast_tensors = dataset.tensors
 
     def fetch(self, indices):
+        if self.fast_tensors is not None:
+            return _gather_rows(self.fast_tensors, indices)
         if self.auto_collation:
             if self.getitems is not None:
                 data = self.getitems(indices)
@@ -145,6 +153,22 @@ class _MapFetcher:
         else:
             data = self.dataset[indices]
         return self.collate_fn(data)
+
+
+def _gather_rows(tensors, indices):
+    from ... import index_select, tensor
+
+    idx = tensor(indices)
+    out = []
+    for t in tensors:
+        if _worker_info is not None:
+            from ...multiprocessing._shared import new_shared
+
+            dest = new_shared((len(indices),) + tuple(t.shape[1:]), t._data.dtype)
+            out.append(index_select(t, 0, idx, out=dest))
+        else:
+            out.append(index_select(t, 0, idx))
+    return out
 
 
 class _IterFetcher:
