@@ -1,0 +1,26 @@
+"""Smoke tests: each example runs a few steps and learns something."""
+
+import importlib.util
+import os
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_demo_learns_spirals():
+    acc = _load("demo").main(["--epochs", "40"])
+    assert acc > 0.8
+
+
+def test_hogwild_learns_with_shared_parameters(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    acc = _load("hogwild").main(["--processes", "2", "--epochs", "2"])
+    assert acc > 0.9
+    assert os.path.exists(tmp_path / "hogwild.pt")
