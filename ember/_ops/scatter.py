@@ -180,13 +180,18 @@ def _scatter_into(xp, out, idx, src, *, dim, value, reduce, include_self=True, s
         return
     if not include_self:
         o[key] = _identity(xp, out.dtype, reduce)
-    getattr(xp, _UFUNC[reduce]).at(o, key, v)
+    # half-precision sums accumulate in float32 (rounding once at the end), as PyTorch does
+    low = o.dtype.itemsize == 2 and o.dtype.kind in "fV" and reduce in ("sum", "mean", "prod")
+    work = o.astype(np.float32) if low else o
+    getattr(xp, _UFUNC[reduce]).at(work, key, v.astype(np.float32) if low else v)
     if reduce == "mean":
         count = _scatter_count(xp, o.shape, i, dim, include_self)
-        if o.dtype.kind in "iu":
-            o //= count.astype(o.dtype)
+        if work.dtype.kind in "iu":
+            work //= count.astype(work.dtype)
         else:
-            o /= count
+            work /= count
+    if low:
+        o[...] = work.astype(o.dtype)
 
 
 def _scatter_count(xp, shape, i, dim, include_self):
