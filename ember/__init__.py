@@ -78,3 +78,12 @@ def is_complex(input):
 
 def numel(input):
     return input.numel()
+
+
+def __getattr__(name):
+    # NOTE: only reached for names ember does not define; says which torch API is missing
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(
+        f"module 'ember' has no attribute '{name}' (torch.{name} is not implemented in "
+        "ember yet)")

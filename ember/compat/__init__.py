@@ -1,0 +1,91 @@
+"""Run PyTorch programs on ember: ``import torch`` (and every ``torch.*`` module) resolves to
+the matching ember module.
+
+``ember.compat.install()`` adds an import hook; ``python -m ember.compat.run script.py
+args...`` installs it and runs the script as ``__main__``. A torch module ember does not
+have raises ModuleNotFoundError naming it, and a missing attribute raises AttributeError
+naming the torch API that ember lacks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+
+__all__ = ["install", "uninstall", "is_installed"]
+
+# torch module names whose ember counterpart is not at the same dotted path
+_ALIASES = {
+    "torch.nn.modules.module": "ember.nn.modules.module",
+    "torch.utils.data.dataloader": "ember.utils.data.dataloader",
+    "torch.utils.data.dataset": "ember.utils.data.dataset",
+    "torch.utils.data.sampler": "ember.utils.data.sampler",
+    "torch.utils.data._utils.collate": "ember.utils.data._collate",
+    "torch.nn.utils.rnn": "ember.nn.utils.rnn",
+    "torch.testing": "ember.testing",
+}
+
+
+def _ember_name(fullname):
+    if fullname in _ALIASES:
+        return _ALIASES[fullname]
+    return "ember" + fullname[len("torch"):]
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, target):
+        self.target = target
+
+    def create_module(self, spec):
+        return importlib.import_module(self.target)
+
+    def exec_module(self, module):
+        pass
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``torch`` and ``torch.*`` to ember's modules."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        target_name = _ember_name(fullname)
+        try:
+            importlib.import_module(target_name)
+        except ModuleNotFoundError as e:
+            if e.name and (e.name == target_name or target_name.startswith(e.name + ".")):
+                raise ModuleNotFoundError(
+                    f"{fullname} is not available in ember (no module {target_name}); "
+                    "this PyTorch API is not implemented yet", name=fullname) from None
+            raise
+        return importlib.machinery.ModuleSpec(fullname, _Loader(target_name),
+                                              is_package=True)
+
+
+_finder = _TorchFinder()
+
+
+def install():
+    """Make ``import torch`` give ember (idempotent). Call before importing torch."""
+    if _finder not in sys.meta_path:
+        for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+            if not getattr(sys.modules[name], "__name__", "").startswith("ember"):
+                raise RuntimeError(
+                    "ember.compat.install(): the real torch is already imported; install the "
+                    "hook before the first `import torch`")
+        sys.meta_path.insert(0, _finder)
+
+
+def uninstall():
+    """Remove the hook and forget the torch names it created."""
+    if _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        if getattr(sys.modules[name], "__name__", "").startswith("ember"):
+            del sys.modules[name]
+
+
+def is_installed():
+    return _finder in sys.meta_path
