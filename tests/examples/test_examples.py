@@ -24,3 +24,16 @@ def test_hogwild_learns_with_shared_parameters(tmp_path, monkeypatch):
     acc = _load("hogwild").main(["--processes", "2", "--epochs", "2"])
     assert acc > 0.9
     assert os.path.exists(tmp_path / "hogwild.pt")
+
+
+def test_char_gpt_trains_briefly_and_saves(tmp_path):
+    mod = _load("char_gpt")
+    ck = tmp_path / "gpt.pt"
+    train_loss, val_loss = mod.main(["--steps", "12", "--layers", "1", "--d-model", "32",
+                                     "--context", "16", "--chars", "20000",
+                                     "--sample-chars", "20", "--checkpoint", str(ck)])
+    assert train_loss < 4.5 and val_loss < 4.5
+    import ember
+
+    state = ember.load(ck)
+    assert "model" in state and len(state["chars"]) > 30
