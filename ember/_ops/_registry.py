@@ -60,8 +60,8 @@ class Op:
                  doc=None):
         if name in ops:
             raise RuntimeError(f"op {name!r} is declared twice")
-        if kernel is None and ufunc is None:
-            raise ValueError(f"op {name!r}: give a kernel or a ufunc name")
+        if kernel is None and ufunc is None and not overrides:
+            raise ValueError(f"op {name!r}: give a kernel, a ufunc name or backend kernels")
         self.name = name
         self.kernel = kernel  # kernel(xp, *arrays, **params)
         self.ufunc = ufunc  # name of an xp ufunc implementing the op exactly
