@@ -52,7 +52,10 @@ def register_backend(backend: Backend) -> None:
 
 
 def _to_cpu(a):
-    return a if type(a) is np.ndarray else a.get()
+    if type(a) is np.ndarray:
+        return a
+    # CuPy arrays copy to the host with .get(); other backends through the array protocol
+    return a.get() if hasattr(a, "get") else np.array(a)
 
 
 register_backend(Backend("cpu", np, np.ndarray, lambda a: _cpu_device, _to_cpu))
@@ -106,11 +109,13 @@ class _Missing(Exception):
 
 
 def _result_arrays(op, res, at):
-    """Zero-dim results must stay arrays: NumPy returns scalars for them."""
-    if type(res) is at:
+    """Zero-dim results must stay arrays: NumPy returns scalars for them. (Arrays of any
+    backend pass: a device transfer returns the destination's arrays.)"""
+    if type(res) in backends_by_type:
         return res
     if isinstance(res, tuple):
-        return tuple(r if type(r) is at else backends_by_type[at].xp.asarray(r) for r in res)
+        return tuple(r if type(r) in backends_by_type else backends_by_type[at].xp.asarray(r)
+                     for r in res)
     return backends_by_type[at].xp.asarray(res)
 
 
@@ -150,7 +155,7 @@ def apply(op, inputs, params, out=None):
     if type(res) is not at:
         res = _result_arrays(op, res, at)
     if op.view_of is not None:
-        outputs = _wrap_views(inputs[op.view_of], res)
+        outputs = _wrap_views(inputs[op.view_of], res, op, params, inputs)
     elif type(res) is tuple:
         outputs = tuple(wrap(r) for r in res)
     else:
@@ -172,21 +177,40 @@ def _coerce_device(op_name, first, a):
     raise device_mismatch(op_name, first, a)
 
 
-def _wrap_views(base, res):
-    """Outputs of a view op share storage and version counter with their base."""
+def _wrap_views(base, res, op=None, params=None, inputs=None):
+    """Outputs of a view op share storage and version counter with their base.
+
+    Each view also records in ``_view_meta`` how to remake it from the root base -- the chain
+    of (op, params, output index, other inputs) -- and the root's version when its grad_fn
+    was valid, plus whether it is one of several views (``op.multi_output_view``); autograd
+    replays the chain after in-place writes (NOTE [ View replay ] in ember/autograd/_nodes.py).
+    """
     root = base if base._base is None else base._base
     vc = root._vc
     if vc is None:
         vc = root._vc = base._vc = [0]
+    chain = ()
+    if op is not None:
+        if base._base is not None:
+            vm = getattr(base, "_view_meta", None)
+            chain = None if vm is None or vm[0] is None else vm[0]
+        others = inputs if inputs is not None and len(inputs) > 1 else None
     if type(res) is tuple:
         outs = tuple(wrap(r) for r in res)
-        for o in outs:
+        multi = op is not None and op.multi_output_view
+        for i, o in enumerate(outs):
             o._base = root
             o._vc = vc
+            if op is not None:
+                o._view_meta = [None if chain is None else chain + ((op, params, i, others),),
+                                vc[0], multi]
         return outs
     o = wrap(res)
     o._base = root
     o._vc = vc
+    if op is not None:
+        o._view_meta = [None if chain is None else chain + ((op, params, 0, others),), vc[0],
+                        False]
     return o
 
 

@@ -1,1 +1,124 @@
-"""Reverse-mode automatic differentiation (the engine lives in _engine.py)."""
+"""Reverse-mode automatic differentiation: PyTorch's ``torch.autograd``.
+
+- ``_nodes.py``: recording (the dispatcher's ``record`` hook), saved tensors, in-place/views.
+- ``_engine.py``: ``backward`` / ``grad``, the engine, ``.grad`` accumulation.
+- ``graph.py``: ``Node``, saved-tensor hooks, gradient edges, multi-grad hooks.
+- ``function.py``: custom ``Function``.  ``gradcheck.py``: numerical checks.
+- ``grad_mode.py``: no_grad & co.  ``anomaly_mode.py``: detect_anomaly.
+
+Importing this package installs the hooks into ``ember._dispatch`` and the autograd methods
+of ``Tensor`` (``backward``, ``register_hook``, ``retain_grad``, ...).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from .. import _dispatch
+from .._core import tensor as _tensor_mod
+from .._core.tensor import Tensor
+from . import _nodes, anomaly_mode, graph, grad_mode
+from ._engine import backward, grad
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from .function import Function, FunctionCtx, NestedIOFunction, once_differentiable
+from .grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
+)
+from .gradcheck import gradcheck, gradgradcheck
+from .graph import _add_hook
+
+_dispatch.record = _nodes.record
+_dispatch.check_inplace = _nodes.check_inplace
+_dispatch.commit_inplace = _nodes.commit_inplace
+_tensor_mod._view_refresh = _nodes.refresh_view
+
+from . import function  # noqa: E402,F401
+from . import gradcheck as _gradcheck_mod  # noqa: E402,F401
+
+
+def Variable(data, requires_grad=False, volatile=False):
+    """Deprecated: returns ``data`` (a Tensor), with ``requires_grad`` set as asked."""
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    if requires_grad:
+        data.requires_grad_(True)
+    return data
+
+
+# ------------------------------------------------------------------------------------------------
+# Tensor methods
+
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute the gradient of ``self`` w.r.t. graph leaves; see ``ember.autograd.backward``."""
+    backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+             inputs=inputs)
+
+
+def _register_hook(self, hook):
+    """Register ``hook(grad)`` to run when ``self``'s gradient is computed; it may return a
+    replacement gradient. Returns a handle with ``remove()``."""
+    if not self._rg:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._base is not None:
+        _nodes.refresh_view(self)
+    fn = self._grad_fn
+    if fn is None:
+        return _add_hook(self, "_hooks", hook)
+    fn._hooked = True
+    tpre = fn._tpre
+    if tpre is None:
+        tpre = fn._tpre = {}
+    d = tpre.get(self._out_nr)
+    if d is None:
+        d = tpre[self._out_nr] = graph._HookDict()
+    h = graph.RemovableHandle(d)
+    d[h.id] = hook
+    return h
+
+
+def _hook_slot(self, name):
+    try:
+        return getattr(self, name)
+    except AttributeError:
+        return None
+
+
+def _register_post_accumulate_grad_hook(self, hook):
+    """Register ``hook(tensor)`` to run after a leaf's ``.grad`` was accumulated."""
+    if not self._rg:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._grad_fn is not None:
+        raise RuntimeError(
+            "post accumulate grad hooks cannot be registered on non-leaf tensors")
+    return _add_hook(self, "_post_acc_hooks", hook)
+
+
+def _retain_grad(self):
+    """Populate ``.grad`` for this non-leaf tensor during backward."""
+    if not self._rg:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self._base is not None:
+        _nodes.refresh_view(self)
+    fn = self._grad_fn
+    if fn is None or _hook_slot(self, "_retains_grad"):
+        return
+    fn._hooked = True
+    if fn._retain is None:
+        fn._retain = {}
+    fn._retain[self._out_nr] = weakref.ref(self)
+    self._retains_grad = True
+
+
+Tensor.backward = _backward
+Tensor.register_hook = _register_hook
+Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
+Tensor.retain_grad = _retain_grad
+
+__all__ = [
+    "Function", "FunctionCtx", "NestedIOFunction", "Variable", "anomaly_mode", "backward",
+    "detect_anomaly", "enable_grad", "grad", "grad_mode", "gradcheck", "gradgradcheck", "graph",
+    "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
+    "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
+]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import traceback
+import weakref
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from .graph import AccumulateGrad, Node, _hooks_state, _sequence
 
 _state = _dispatch.state
 _apply_op = _dispatch.apply
+_weakref = weakref.ref
 
 #: set by allow_mutation_on_saved_tensors: every saved tensor is copied when saved
 clone_on_save = False
@@ -51,6 +53,10 @@ clone_on_save = False
 _pending = None
 #: True once inference mode was ever entered (guards the inference-tensor checks)
 inference_seen = False
+#: True when saving needs more than the fast path: clone_on_save, saved-tensor hooks ever
+#: used, inference mode ever entered (kept up to date by those features)
+slow_save = False
+_new = object.__new__
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -85,17 +91,21 @@ class SavedTensor:
     graph.py). With saved-tensor hooks active the pack hook's result is kept instead.
     """
 
-    __slots__ = ("t", "arr", "vc", "version", "out_nr", "packed", "unpack_hook", "freed")
+    # ``t``: the Tensor (an input) or None (the node's output, kept as ``arr``); ``vc`` and
+    # ``version``: the version counter and its value at save time. The rest are class
+    # defaults so that saving an input costs three stores (see ``save_input``).
+    arr = None
+    out_nr = -1  # the output's index (-1: a non-differentiable output, unpacked plain)
+    packed = None
+    unpack_hook = None
+    freed = False
+    diff = True
 
     def __init__(self, t, vc, version, out_nr=-1):
-        self.t = t  # the Tensor (an input) or None (the node's output)
-        self.arr = None
+        self.t = t
         self.vc = vc
         self.version = version
         self.out_nr = out_nr
-        self.packed = None
-        self.unpack_hook = None
-        self.freed = False
 
     def unpack(self, node):
         if self.freed:
@@ -115,23 +125,24 @@ class SavedTensor:
             return t
         o = wrap(self.arr)
         o._vc = vc
-        o._grad_fn = node
-        o._out_nr = self.out_nr
-        o._rg = True
+        if self.diff:
+            o._grad_fn = node
+            o._out_nr = self.out_nr
+            o._rg = True
         return o
 
     def _version_error(self, node, v):
         if self.t is not None:
             arr = self.t._data
             fn = self.t._grad_fn
-            which = (f", which is output {self.t._out_nr} of {short_name(fn)}"
+            which = (f", which is output {self.t._out_nr} of {short_name(fn)},"
                      if fn is not None else "")
         else:
             arr = self.arr
-            which = f", which is output {self.out_nr} of {short_name(node)}"
+            which = f", which is output {self.out_nr} of {short_name(node)},"
         return (
             "one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{_legacy_type(arr)} {list(arr.shape)}]{which}, is at version "
+            f"inplace operation: [{_legacy_type(arr)} {list(arr.shape)}]{which} is at version "
             f"{v}; expected version {self.version} instead. Hint: enable anomaly detection to "
             "find the operation that failed to compute its gradient, with "
             "ember.autograd.set_detect_anomaly(True).")
@@ -143,6 +154,12 @@ class SavedTensor:
 
 def save_input(t):
     """Save an input tensor for backward (see ``SavedTensor``)."""
+    if not (slow_save or _pending is not None):
+        s = _new(SavedTensor)
+        s.t = t
+        vc = s.vc = t._vc
+        s.version = 0 if vc is None else vc[0]
+        return s
     if inference_seen and getattr(t, "_inference", False):
         raise RuntimeError(
             "Inference tensors cannot be saved for backward. Please do not use Tensors created "
@@ -166,14 +183,22 @@ def save_output(o, nr):
         vc = o._vc = [0]
     s = SavedTensor(None, vc, vc[0], nr)
     s.arr = o._data
+    if o._grad_fn is None:
+        s.diff = False
     if _hooks_state.stack:
         _pack(s, o)
     return s
 
 
 def _pack(s, t):
-    pack, unpack = _hooks_state.stack[-1]
-    s.packed = pack(t)
+    stack = _hooks_state.stack
+    pack, unpack = stack[-1]
+    # the pack hook runs without saved-tensor hooks: ops inside it save plainly
+    _hooks_state.stack = []
+    try:
+        s.packed = pack(t)
+    finally:
+        _hooks_state.stack = stack
     s.unpack_hook = unpack
     s.t = s.arr = None
 
@@ -213,7 +238,13 @@ class OpNode(Node):
     # _op, _params, _saved (per input: SavedTensor or None), _sout (saved result or None),
     # _meta_in (per input: (shape, dtype) or None), _nout (number of outputs), _freed,
     # _multi (the op returned a tuple: its formula gets a tuple of gradients)
+    # the fields every node sets are slots (no per-node dict on the recording hot path);
+    # rarer ones are class defaults overridden in the instance dict when needed
+    __slots__ = ("_op", "_params", "_next", "_meta_in", "_seq", "_saved", "_vers")
     _multi = False
+    _nout = 1
+    _freed = False
+    _sout = None
 
     def _n_outputs(self):
         return self._nout
@@ -232,8 +263,17 @@ class OpNode(Node):
         if self._freed:
             raise RuntimeError(_FREED)
         saved = self._saved
-        args = [None if s is None else s.unpack(self) for s in saved] if saved is not None \
-            else [None] * len(nxt)
+        if saved is None:
+            args = [None] * len(nxt)
+        elif self._vers is None:
+            args = [None if s is None else s.unpack(self) for s in saved]
+        else:
+            args = saved
+            for s, v in zip(saved, self._vers):
+                if s is not None:
+                    vc = s._vc
+                    if (0 if vc is None else vc[0]) != v:
+                        SavedTensor(s, vc, v).unpack(self)  # raises the version error
         sout = self._sout
         if sout is not None:
             out = tuple(s.unpack(self) for s in sout) if type(sout) is tuple else \
@@ -248,9 +288,11 @@ class OpNode(Node):
     def _release(self):
         saved = self._saved
         if saved is not None:
-            for s in saved:
-                if s is not None:
-                    s.release()
+            if self._vers is None:
+                for s in saved:
+                    if s is not None:
+                        s.release()
+            self._saved = None
             self._freed = True
         sout = self._sout
         if sout is not None:
@@ -265,7 +307,8 @@ class OpNode(Node):
         if not (raw or name.startswith("_saved_")):
             raise AttributeError(name)
         key = name[len("_raw_saved_"):] if raw else name[len("_saved_"):]
-        d = self.__dict__
+        d = {"_sout": self._sout, "_op": self._op, "_saved": self._saved,
+             "_vers": self._vers, "_freed": self._freed, "_params": self._params}
         if key == "result" and d.get("_sout") is not None:
             s = d["_sout"]
             if type(s) is tuple:
@@ -273,17 +316,23 @@ class OpNode(Node):
             return s if raw else s.unpack(self)
         names = _vjp_input_names(d["_op"])
         saved = d.get("_saved")
+        if key in names and d.get("_freed"):
+            raise RuntimeError(_FREED)
         if key in names and saved is not None:
             i = names.index(key)
             if i < len(saved) and saved[i] is not None:
-                return saved[i] if raw else saved[i].unpack(self)
+                s = saved[i]
+                if d.get("_vers") is not None:
+                    s = SavedTensor(s, s._vc, d["_vers"][i])
+                return s if raw else s.unpack(self)
         params = d.get("_params") or {}
         if key in params and not raw:
             return params[key]
         raise AttributeError(name)
 
     def __dir__(self):
-        names = [n for n, s in zip(_vjp_input_names(self._op), self._saved or ()) if s]
+        names = [n for n, s in zip(_vjp_input_names(self._op), self._saved or ())
+                 if s is not None]
         extra = [f"_saved_{n}" for n in names] + [f"_raw_saved_{n}" for n in names]
         if self._sout is not None:
             extra += ["_saved_result", "_raw_saved_result"]
@@ -322,19 +371,36 @@ def fit_grads(nxt, res, meta):
 # ------------------------------------------------------------------------------------------------
 # record
 
+_NO_EDGE = (None, 0)
+#: op -> (node class or None when not differentiable, saved-input flags (True: all) or None,
+#: whether the op is "simple": no saved output, not a view, no non-differentiable outputs)
+_op_info: dict = {}
+
+
+def _make_op_info(op):
+    if not op.differentiable:
+        info = (None, None, False)
+    else:
+        flags = op.saved_inputs
+        saves = flags if (True in flags or op.saves_all_varargs) else None
+        if saves is not None and all(flags) and not op.saves_all_varargs:
+            saves = True
+        simple = not op.saves_out and op.view_of is None and not op.nondiff_outputs
+        info = (node_class(op), saves, simple)
+    _op_info[op] = info
+    return info
+
 
 def accumulate_node(t):
     """The AccumulateGrad node of leaf ``t``, created on first need and held weakly."""
-    import weakref
-
     try:
-        ref = t._accum
-    except AttributeError:
-        ref = None
-    acc = ref() if ref is not None else None
+        acc = t._accum()
+    except (AttributeError, TypeError):
+        acc = None
     if acc is None:
-        acc = AccumulateGrad(t)
-        t._accum = weakref.ref(acc)
+        acc = _new(AccumulateGrad)
+        acc.variable = t
+        t._accum = _weakref(acc)
     return acc
 
 
@@ -350,7 +416,11 @@ def gradient_edge(t):
 
 def record(op, inputs, params, outputs):
     """The dispatcher's autograd hook: attach a node to ``outputs``. See the module doc."""
-    if not op.differentiable:
+    info = _op_info.get(op)
+    if info is None:
+        info = _make_op_info(op)
+    cls, saves, simple = info
+    if cls is None:
         return
     nxt = []
     meta = []
@@ -360,33 +430,59 @@ def record(op, inputs, params, outputs):
                 refresh_view(t)
             fn = t._grad_fn
             if fn is None:
-                nxt.append((accumulate_node(t), 0))
+                try:  # accumulate_node, inlined: this loop is the recording hot path
+                    fn = t._accum()
+                except AttributeError:
+                    pass
+                if fn is None:
+                    fn = accumulate_node(t)
+                nxt.append((fn, 0))
             else:
                 nxt.append((fn, t._out_nr))
             d = t._data
             meta.append((d.shape, d.dtype))
         else:
-            nxt.append((None, 0))
+            nxt.append(_NO_EDGE)
             meta.append(None)
-    cls = _node_classes.get(op) or node_class(op)
-    node = object.__new__(cls)
+    node = _new(cls)
     node._op = op
     node._params = params
     node._next = tuple(nxt)
     node._meta_in = meta
     node._seq = next(_sequence)
-    node._freed = False
-    node._sout = None
-    flags = op.saved_inputs
-    if True in flags or op.saves_all_varargs:
-        n = len(flags)
-        va = op.saves_all_varargs
-        node._saved = [save_input(t) if t is not None and (flags[i] if i < n else va) else None
-                       for i, t in enumerate(inputs)]
+    if saves is None:
+        node._saved = node._vers = None
     else:
-        node._saved = None
+        # NOTE: the fast path keeps saved inputs as the Tensors themselves plus their versions
+        # in ``_vers``; hooks, clones and inference checks need SavedTensor objects
+        if saves is True:
+            saved = list(inputs)
+        else:
+            n = len(saves)
+            va = op.saves_all_varargs
+            saved = [t if (saves[i] if i < n else va) else None for i, t in enumerate(inputs)]
+        if slow_save or _pending is not None:
+            node._saved = [None if t is None else save_input(t) for t in saved]
+            node._vers = None
+        else:
+            vs = []
+            for t in saved:
+                if t is None:
+                    vs.append(0)
+                else:
+                    vc = t._vc
+                    vs.append(0 if vc is None else vc[0])
+            node._saved = saved
+            node._vers = vs
     if _anomaly._enabled:
         node._trace = traceback.format_stack()[:-2]
+    if simple and type(outputs) is not tuple:
+        # the common case: one output, nothing else to save, not a view
+        if outputs._data.dtype.kind not in "iub":
+            outputs._grad_fn = node
+            outputs._out_nr = 0
+            outputs._rg = True
+        return
     if op.view_of is not None:
         _view_outputs(op, inputs, params, outputs)
     if type(outputs) is tuple:
@@ -406,7 +502,6 @@ def record(op, inputs, params, outputs):
             # multi-output formulas receive every output (e.g. max_pool's indices)
             node._sout = tuple(save_output(o, i) for i, o in enumerate(outputs))
     else:
-        node._nout = 1
         if outputs._data.dtype.kind in "iub" or 0 in op.nondiff_outputs:
             return
         outputs._grad_fn = node
@@ -471,6 +566,8 @@ def view_meta(t):
 
 def refresh_view(t):
     """Rebuild a view's grad_fn after its base was modified in place (NOTE [ View replay ])."""
+    if not t._rg:
+        return  # never tracked (e.g. made under no_grad): stays out of the graph
     vm = view_meta(t)
     if vm is None or vm[0] is None:
         return

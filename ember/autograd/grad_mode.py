@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 
 from .. import _dispatch
 
@@ -121,12 +122,79 @@ class inference_mode(_DecoratorContextManager):
         if self.mode:
             _state.grad_enabled = False
             _state.inference_mode = True
+            _marking_on()
         else:
             _state.inference_mode = False
 
     def __exit__(self, *exc):
         _state.grad_enabled, _state.inference_mode = self.prev
+        if self.mode:
+            _marking_off()
         return False
+
+
+# NOTE [ Inference tensors ]
+# Tensors made while inference mode is on are inference tensors: ``is_inference()`` is True,
+# an in-place write to one outside inference mode raises, and saving one for backward raises.
+# Marking them must not cost the hot path anything when inference mode is off, so nothing
+# checks a flag per op: instead, while some inference_mode block is active (in any thread),
+# the modules that make Tensors get a different ``_new`` (their ``object.__new__`` alias),
+# which marks the new tensor when *this* thread is in inference mode. Outside such blocks
+# the hot path runs exactly as before. Inference tensors never get a version counter, so the
+# first-bump branch of ``Tensor._bump`` is where an in-place write is caught (after the write;
+# tensors that got a counter through a view are not caught -- a known gap).
+
+_active = 0
+_lock = threading.Lock()
+
+
+def _inference_new(cls):
+    t = object.__new__(cls)
+    if _state.inference_mode:
+        t._inference = True
+    return t
+
+
+def _new_holders():
+    from .._core import tensor as _tensor_mod
+    from .._ops import _elementwise
+
+    return (_tensor_mod, _elementwise)
+
+
+def _marking_on():
+    global _active
+    from .._core import tensor as _tensor_mod
+    from . import _nodes
+
+    with _lock:
+        _active += 1
+        if _active == 1:
+            for m in _new_holders():
+                m._new = _inference_new
+            _nodes.inference_seen = True
+            _nodes.slow_save = True
+            _tensor_mod._inference_check = _inference_bump_check
+
+
+def _marking_off():
+    global _active
+    with _lock:
+        _active -= 1
+        if _active == 0:
+            for m in _new_holders():
+                m._new = object.__new__
+
+
+def _inference_bump_check(t):
+    """Called on a tensor's first version bump: True (keep no counter) for inference
+    tensors, raising outside inference mode."""
+    if getattr(t, "_inference", False):
+        from ._nodes import check_inference_inplace
+
+        check_inference_inplace(t)
+        return True
+    return False
 
     def clone(self):
         return type(self)(self.mode)

@@ -1,0 +1,72 @@
+"""Group ``autograd``: the cost of recording the graph and of running backward.
+
+On 10-element tensors the arithmetic is nothing: what is timed is node creation (with saved
+tensors) and the engine's per-node overhead. See NOTE [ Engine ] in ember/autograd/_engine.py.
+"""
+
+from __future__ import annotations
+
+from bench.common import rand, tensors, workload
+
+N = 10
+
+
+def _leaves(fw, *arrays):
+    return tuple(t.requires_grad_(True) for t in tensors(fw, *arrays))
+
+
+@workload("autograd", "a + b, a requires grad (10 float32)")
+def add_rg(fw):
+    (a,) = _leaves(fw, rand(N))
+    (b,) = tensors(fw, rand(N, seed=1))
+    return lambda: a + b
+
+
+@workload("autograd", "a * b, both require grad (10 float32)")
+def mul_rg(fw):
+    a, b = _leaves(fw, rand(N), rand(N, seed=1))
+    return lambda: a * b
+
+
+def _grads(fw, a, b):
+    return (a.grad.clone(), b.grad.clone())
+
+
+@workload("autograd", "(a * b).sum().backward() (10 float32)", check=None)
+def mul_sum_backward(fw):
+    a, b = _leaves(fw, rand(N), rand(N, seed=1))
+
+    def step():
+        a.grad = None
+        b.grad = None
+        (a * b).sum().backward()
+        return a.grad
+
+    return step
+
+
+@workload("autograd", "20-op chain forward+backward (10 float32)", check=None)
+def chain_backward(fw):
+    (a,) = _leaves(fw, rand(N))
+
+    def step():
+        a.grad = None
+        x = a
+        for _ in range(10):
+            x = x * 1.01 + 0.5
+        x.sum().backward()
+        return a.grad
+
+    return step
+
+
+@workload("autograd", "autograd.grad of x*x+x (10 float64), create_graph", check=None)
+def grad_create_graph(fw):
+    (x,) = _leaves(fw, rand(N, dtype="float64"))
+
+    def step():
+        y = (x * x + x).sum()
+        (g,) = fw.autograd.grad(y, x, create_graph=True)
+        return g
+
+    return step

@@ -1,0 +1,520 @@
+"""The backward engine: ``backward`` and ``grad`` over the graph recorded in ``_nodes.py``.
+
+NOTE [ Engine ]
+One backward call is a ``GraphTask``:
+1. Discover the graph from the roots with an explicit stack (no recursion, so a chain of any
+   length is fine) and count, for each node, the edges that reach it.
+2. When specific inputs were asked for (``inputs=`` or ``autograd.grad``), keep only nodes
+   on a path to one of them: a second pass over the nodes in reverse discovery post-order.
+3. Run ready nodes (all incoming gradients arrived) from a heap ordered by most recent
+   ``sequence_nr`` first -- the reverse of the forward order, which frees memory soonest.
+   AccumulateGrad nodes have an infinite ``sequence_nr`` and so are flushed at once.
+   Each node has an input buffer, one slot per output, that sums incoming gradients.
+Grad mode inside backward equals ``create_graph``.
+
+Hook order for one node (checked against PyTorch): tensor hooks of its outputs, node
+pre-hooks, retain_grad, the node itself (for AccumulateGrad: the leaf's tensor hooks, the
+accumulation, then post-accumulate-grad hooks), node post-hooks.
+
+NOTE [ Accumulating .grad ]
+The first gradient of a leaf is stolen (used as ``.grad`` without a copy) when nothing
+else can see it: the engine holds the only reference to the Tensor and to its array, the
+array owns its memory, is writable and has the leaf's strides. Otherwise it is copied into
+a fresh array with the leaf's layout. Later gradients are added in place into ``.grad``,
+except under create_graph (or when ``.grad`` itself requires grad): then ``.grad`` becomes
+``.grad + new`` out of place so that the sum is differentiable.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+import threading
+
+import numpy as np
+
+from .. import _dispatch
+from .._core.tensor import Tensor, wrap
+from . import anomaly_mode as _anomaly
+from ._nodes import AccumulateGrad, gradient_edge, refresh_view
+
+_state = _dispatch.state
+
+
+class _TaskStack(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_tasks = _TaskStack()
+
+
+def current_task():
+    """The GraphTask running on this thread (None outside backward)."""
+    s = _tasks.stack
+    return s[-1] if s else None
+
+
+def will_receive_grad(task, t):
+    """Whether ``t``'s gradient edge is part of ``task``'s graph."""
+    if task is None:
+        return False
+    node, _ = gradient_edge(t)
+    if task.needed is not None:
+        return node in task.needed
+    return node in task.deps or node in task.root_nodes
+
+
+class GraphTask:
+    __slots__ = ("deps", "needed", "root_nodes", "captures", "captured")
+
+    def __init__(self):
+        self.deps = {}
+        self.needed = None
+        self.root_nodes = set()
+        self.captures = None
+        self.captured = None
+
+
+def _make_grad(t, g, i):
+    """The initial gradient for root ``t`` (given ``g``, or ones for a scalar)."""
+    d = t._data
+    if g is None:
+        if d.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if d.dtype.kind not in "fV":
+            raise RuntimeError(
+                "grad can be implicitly created only for real scalar outputs but got "
+                f"{t.dtype}")
+        return wrap(_dispatch.xp_of(d).ones(d.shape, d.dtype))
+    if not isinstance(g, Tensor):
+        if isinstance(g, (int, float, bool, complex)):
+            return wrap(_dispatch.xp_of(d).full(d.shape, g, d.dtype))
+        raise TypeError(
+            f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    if g._data.shape != d.shape:
+        from .._core.size import Size
+
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g._data.shape)} and "
+            f"output[{i}] has a shape of {Size(d.shape)}.")
+    if (g._data.dtype.kind == "c") != (d.dtype.kind == "c"):
+        raise RuntimeError(
+            f"For complex Tensors, both grad_output and output are required to have the same "
+            f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output"
+            f"[{i}] has a dtype of {t.dtype}.")
+    return g
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
+                 allow_unused=True, accumulate=True):
+    """Run one backward pass. Returns the captured input gradients when ``accumulate`` is
+    False (``autograd.grad``), else None. See NOTE [ Engine ]."""
+    roots = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward(): expected a Tensor, got {type(t).__name__}")
+        if not t._rg:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+        node, nr = gradient_edge(t)
+        roots.append((node, nr, _make_grad(t, g, i)))
+    task = GraphTask()
+    deps = task.deps
+    # 1. discovery
+    root_nodes = task.root_nodes
+    stack = []
+    for node, _, _ in roots:
+        if node not in root_nodes:
+            root_nodes.add(node)
+            stack.append(node)
+    order = [] if inputs is not None else None
+    while stack:
+        n = stack.pop()
+        if order is not None:
+            order.append(n)
+        for nx, _ in n._next:
+            if nx is None:
+                continue
+            d = deps.get(nx)
+            if d is not None:
+                deps[nx] = d + 1
+            else:
+                deps[nx] = 1
+                if nx not in root_nodes:
+                    stack.append(nx)
+    # 2. restrict to the nodes on a path to the requested inputs
+    captures = None
+    run_set = None
+    if inputs is not None:
+        captures = {}  # node -> list of (output nr, index into inputs)
+        targets = set()
+        for k, x in enumerate(inputs):
+            node, nr = gradient_edge(x) if isinstance(x, Tensor) else x  # or a GradientEdge
+            targets.add(node)
+            captures.setdefault(node, []).append((nr, k))
+        needed = _needed_nodes(order, targets)
+        task.needed = needed
+        deps = task.deps = {}
+        run_set = set()
+        for n in order:
+            if n not in needed:
+                continue
+            has_child = False
+            for nx, _ in n._next:
+                if nx is not None and nx in needed:
+                    deps[nx] = deps.get(nx, 0) + 1
+                    has_child = True
+            if has_child or (accumulate and n in targets):
+                run_set.add(n)
+        task.captures = captures
+        task.captured = [None] * len(inputs)
+    # 3. execution
+    buffers = {}
+    for node, nr, g in roots:
+        b = buffers.get(node)
+        if b is None:
+            b = buffers[node] = [None] * node._n_outputs()
+        b[nr] = g if b[nr] is None else b[nr] + g
+    heap = []
+    tie = 0
+    for node in root_nodes:
+        if deps.get(node, 0) == 0 and (run_set is None or node in task.needed):
+            heap.append((-node._seq, tie, node))
+            tie += 1
+    heapq.heapify(heap)
+    prev_mode = _state.grad_enabled
+    _state.grad_enabled = create_graph
+    _tasks.stack.append(task)
+    needed = task.needed
+    anomaly = _anomaly._enabled
+    pop, push = heapq.heappop, heapq.heappush
+    try:
+        while heap:
+            node = pop(heap)[2]
+            buf = buffers.pop(node)
+            if node._hooked:
+                buf = _pre_hooks(node, buf, create_graph)
+            if captures is not None:
+                cap = captures.get(node)
+                if cap is not None:
+                    if type(node) is AccumulateGrad:
+                        buf[0] = _leaf_hooks(node.variable, buf[0])
+                    for nr, k in cap:
+                        task.captured[k] = buf[nr]
+                if node not in run_set:
+                    continue
+            if type(node) is AccumulateGrad:
+                g = buf[0]
+                buf = None
+                if g is not None:
+                    t = node.variable
+                    if getattr(t, "_hooks", None):
+                        g = _leaf_hooks(t, g)
+                    accumulate_grad(t, g, create_graph)
+                    hooks = getattr(t, "_post_acc_hooks", None)
+                    if hooks:
+                        for h in list(hooks.values()):
+                            h(t)
+                if node._post is not None:
+                    for h in list(node._post.values()):
+                        h((), (g,))
+                continue
+            if anomaly:
+                try:
+                    grads_in = node._apply(buf)
+                except Exception:
+                    _anomaly.report(node)
+                    raise
+                if _anomaly._check_nan:
+                    _check_nan(node, grads_in)
+            else:
+                grads_in = node._apply(buf)
+            if node._post is not None:
+                for h in list(node._post.values()):
+                    r = h(grads_in, tuple(buf))
+                    if r is not None:
+                        grads_in = tuple(r)
+            if not retain_graph:
+                node._release()
+            buf = None
+            for (nx, nr), g in zip(node._next, grads_in):
+                if nx is None:
+                    continue
+                if needed is not None and nx not in needed:
+                    continue
+                b = buffers.get(nx)
+                if b is None:
+                    b = buffers[nx] = [None] * nx._n_outputs()
+                if g is not None:
+                    old = b[nr]
+                    b[nr] = g if old is None else old + g
+                d = deps[nx] - 1
+                deps[nx] = d
+                if d == 0:
+                    push(heap, (-nx._seq, tie, nx))
+                    tie += 1
+            # drop this iteration's references: a gradient seen only by the engine can be
+            # stolen by AccumulateGrad (NOTE [ Accumulating .grad ])
+            grads_in = g = b = old = None
+    finally:
+        _state.grad_enabled = prev_mode
+        _tasks.stack.pop()
+    if captures is not None:
+        if accumulate:
+            # backward(inputs=[non-leaf]): their .grad accumulates as a leaf's would
+            for k, x in enumerate(inputs):
+                if isinstance(x, Tensor) and x._grad_fn is not None and \
+                        task.captured[k] is not None:
+                    accumulate_grad(x, task.captured[k], create_graph, steal=False)
+            return None
+        return task.captured
+    return None
+
+
+def _needed_nodes(order, targets):
+    """Nodes from which some target is reachable (``order``: discovery order, roots first).
+
+    Iterative post-order: a node is needed when it is a target or one of its children is.
+    """
+    needed = set()
+    state = {}  # node -> True (needed) / False, once decided
+    for start in order:
+        if start in state:
+            continue
+        stack = [(start, iter(start._next))]
+        while stack:
+            n, it = stack[-1]
+            pushed = False
+            for nx, _ in it:
+                if nx is not None and nx not in state:
+                    stack.append((nx, iter(nx._next)))
+                    pushed = True
+                    break
+            if pushed:
+                continue
+            stack.pop()
+            ok = n in targets or any(nx is not None and state.get(nx) for nx, _ in n._next)
+            state[n] = ok
+            if ok:
+                needed.add(n)
+    return needed
+
+
+def _pre_hooks(node, buf, create_graph):
+    """Tensor hooks of the node's outputs, node pre-hooks, then retain_grad (NOTE [ Engine ])."""
+    buf = list(buf)
+    if node._tpre:
+        for nr, hooks in node._tpre.items():
+            g = buf[nr]
+            if g is None:
+                continue
+            for h in list(hooks.values()):
+                r = h(g)
+                if r is not None:
+                    g = r
+            buf[nr] = g
+    if node._pre:
+        for h in list(node._pre.values()):
+            r = h(tuple(buf))
+            if r is not None:
+                buf = list(r)
+    if node._retain:
+        for nr, ref in node._retain.items():
+            t = ref()
+            g = buf[nr]
+            if t is None or g is None:
+                continue
+            old = getattr(t, "_grad", None)
+            if old is None:
+                t._grad = g if create_graph else g.detach().clone()
+            else:
+                t._grad = old + g
+    return buf
+
+
+def _leaf_hooks(t, g):
+    hooks = getattr(t, "_hooks", None)
+    if hooks and g is not None:
+        for h in list(hooks.values()):
+            r = h(g)
+            if r is not None:
+                g = r
+    return g
+
+
+def _check_nan(node, grads):
+    for i, g in enumerate(grads):
+        if g is not None and g._data.dtype.kind in "fcV" and bool(
+                _dispatch.xp_of(g._data).isnan(g._data).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               "output.")
+
+
+#: references to a stealable gradient Tensor (and to its array) at the refcount checks in
+#: ``accumulate_grad``: the engine's local (``g._data``), the argument (the local ``d``) and
+#: getrefcount's own argument. More means someone else can see it: copy instead.
+_STEAL_REFS = 3
+
+
+def accumulate_grad(t, g, create_graph=False, steal=True):
+    """Add gradient ``g`` into leaf ``t``'s ``.grad``. See NOTE [ Accumulating .grad ]."""
+    old = getattr(t, "_grad", None)
+    if old is None:
+        if create_graph and g._rg:
+            t._grad = g.clone()
+            return
+        d = g._data
+        td = t._data
+        if (steal and sys.getrefcount(g) <= _STEAL_REFS and sys.getrefcount(d) <= _STEAL_REFS
+                and type(d) is np.ndarray and d.base is None and d.flags.writeable
+                and d.strides == td.strides):
+            n = wrap(d)
+        else:
+            xp = _dispatch.xp_of(td)
+            if _dense(td):
+                a = xp.empty_like(td)
+            else:
+                a = xp.empty(td.shape, td.dtype)
+            a[...] = d
+            n = wrap(a)
+        t._grad = n
+        return
+    if create_graph or old._rg:
+        t._grad = old + g
+        return
+    od = old._data
+    try:
+        od += g._data
+    except (TypeError, ValueError):
+        t._grad = old + g
+        return
+    old._bump()
+
+
+def _dense(a):
+    """Non-overlapping and dense: ``empty_like`` keeps such a layout."""
+    return a.flags.c_contiguous or a.flags.f_contiguous or all(s != 0 for s in a.strides)
+
+
+# ------------------------------------------------------------------------------------------------
+# public entry points
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate into the ``.grad`` of leaves the gradients of ``tensors``.
+
+    Args:
+        tensors: tensors to differentiate (roots).
+        grad_tensors: their gradients (None for scalars: ones).
+        retain_graph: keep saved values for another backward (default: create_graph).
+        create_graph: record the backward itself, for higher derivatives.
+        inputs: accumulate only into these tensors' ``.grad``.
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _as_tuple(tensors)
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    else:
+        grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, (int, float)) \
+            else (grad_tensors,)
+        if len(grad_tensors) != len(tensors):
+            raise RuntimeError(
+                f"got {len(grad_tensors)} gradients but {len(tensors)} tensors were given")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        import warnings
+
+        leafy = inputs if inputs is not None else ()
+        if any(x._grad_fn is None for x in leafy) or inputs is None:
+            warnings.warn(
+                "Using backward() with create_graph=True will create a reference cycle between "
+                "the parameter and its gradient which can cause a memory leak. We recommend "
+                "using autograd.grad when creating the graph to avoid this. If you have to use "
+                "this function, make sure to reset the .grad fields of your parameters to None "
+                "after use to break the cycle and avoid the leak.", stacklevel=3)
+    if inputs is not None:
+        for x in inputs:
+            if not x._rg:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+    run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (``.grad`` is left alone).
+
+    Returns a tuple with one gradient per input; an input the outputs do not depend on gets
+    None with ``allow_unused=True``, zeros with ``materialize_grads=True``, else an error.
+    """
+    if is_grads_batched:
+        raise NotImplementedError("ember.autograd.grad: is_grads_batched=True is not supported")
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but "
+            "got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = (inputs,) if hasattr(inputs, "node") and hasattr(inputs, "output_nr") else \
+        _as_tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise RuntimeError(
+                f"grad requires one grad_output per output: got {len(grad_outputs)} "
+                f"grad_outputs for {len(outputs)} outputs")
+    for x in inputs:
+        if isinstance(x, tuple) and len(x) == 2 and hasattr(x, "node"):
+            continue  # a GradientEdge
+        if not isinstance(x, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(x).__name__}")
+        if not x._rg:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    # outputs that do not require grad contribute nothing (torch allows them if unused)
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o._rg]
+    if len(pairs) < len(outputs):
+        for i, o in enumerate(outputs):
+            if not o._rg:
+                raise RuntimeError(
+                    f"element {i} of tensors does not require grad and does not have a "
+                    "grad_fn")
+    res = run_backward([p[0] for p in pairs], [p[1] for p in pairs], retain_graph,
+                       create_graph, inputs, allow_unused, accumulate=False)
+    out = []
+    for i, (x, r) in enumerate(zip(inputs, res)):
+        if r is None:
+            if materialize_grads and isinstance(x, Tensor):
+                r = wrap(_dispatch.xp_of(x._data).zeros(x._data.shape, x._data.dtype))
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
+        elif not create_graph and r._rg:
+            r = r.detach()
+        out.append(r)
+    del single
+    return tuple(out)
+
+
+__all__ = ["backward", "grad", "run_backward", "accumulate_grad", "refresh_view"]

@@ -1,0 +1,81 @@
+"""Anomaly detection: forward tracebacks for failing backward nodes, and NaN checks.
+
+While enabled, every node records the Python stack of the forward call that created it.
+When a node's backward raises, the engine warns with that traceback and re-raises; with
+``check_nan`` it raises as soon as a node returns a gradient containing NaN.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+_enabled = False
+_check_nan = True
+
+
+def is_anomaly_enabled() -> bool:
+    return _enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _check_nan
+
+
+class detect_anomaly:
+    """Context manager (and decorator) that turns anomaly detection on for its block."""
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should "
+            "only be enabled for debugging.", stacklevel=2)
+
+    def __enter__(self):
+        global _enabled, _check_nan
+        self.prev = (_enabled, _check_nan)
+        _enabled, _check_nan = True, self.check_nan
+        return self
+
+    def __exit__(self, *exc):
+        global _enabled, _check_nan
+        _enabled, _check_nan = self.prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.check_nan):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off: at once when called, restored on exit of a block."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        global _enabled, _check_nan
+        self.prev = (_enabled, _check_nan)
+        _enabled, _check_nan = bool(mode), bool(check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global _enabled, _check_nan
+        _enabled, _check_nan = self.prev
+        return False
+
+
+def report(node):
+    """Warn with the forward traceback of ``node`` (called when its backward failed)."""
+    trace = getattr(node, "_trace", None)
+    if trace is None:
+        msg = (f"Error detected in {node.name()}. No forward pass information available. "
+               "Enable detect anomaly during forward pass for more information.")
+    else:
+        msg = (f"Error detected in {node.name()}. Traceback of forward call that caused the "
+               "error:\n" + "".join(trace))
+    warnings.warn(msg, stacklevel=3)
