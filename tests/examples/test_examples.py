@@ -50,3 +50,12 @@ def test_digits_cnn_learns(tmp_path):
                                     "--test-size", "300", "--checkpoint",
                                     str(tmp_path / "d.pt"), "--plot", str(tmp_path / "d.png")])
     assert acc > 0.6
+
+
+def test_reinforce_cartpole_improves(tmp_path):
+    import pytest
+
+    pytest.importorskip("gymnasium")
+    avg = _load("reinforce_cartpole").main(["--episodes", "120", "--target", "1e9",
+                                            "--checkpoint", str(tmp_path / "rl.pt")])
+    assert avg > 25  # random play averages about 22
