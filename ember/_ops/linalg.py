@@ -1,0 +1,586 @@
+"""Products of vectors, matrices and tensors: matmul and its family, einsum, tensordot, kron.
+
+Contractions (einsum, tensordot, kron, multi_dot) live in ``linalg_contract.py``,
+decompositions and solvers in ``linalg_decomp.py``, least squares and matrix functions in
+``linalg_func.py``, norms in ``linalg_norm.py``; ``ember.linalg`` re-exports from all.
+
+NOTE [ Matmul dtypes ]
+PyTorch multiplies matrices of any non-bool dtype on the CPU (integers wrap around), but
+both operands must share one dtype: there is no promotion. float16 and bfloat16 are
+computed in float32 and rounded once at the end -- NumPy has no BLAS for them, and PyTorch
+accumulates in float32 as well, so this is both faster and closer to PyTorch.
+
+NOTE [ Product gradients ]
+Every product here is bilinear, so its vjp is another product with the gradient:
+``d(a @ b) -> (g @ b^H, a^H @ g)`` (conjugate-Wirtinger, as PyTorch). Batch broadcasting
+needs no care: the engine sums each gradient down to its input's shape.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.tensor import Tensor, wrap
+from ._registry import Op, public
+
+_LOWP = (np.dtype(np.float16), _dt.bfloat16.np)
+_FAST = frozenset(np.dtype(c) for c in ("float32", "float64", "complex64", "complex128"))
+
+
+# ------------------------------------------------------------------------------------------------
+# shared checks
+
+
+def check_tensor(op_name, x, argname="input", pos=None):
+    """Raise TypeError unless ``x`` is a Tensor."""
+    if not isinstance(x, Tensor):
+        where = f" (position {pos})" if pos is not None else ""
+        raise TypeError(
+            f"{op_name}(): argument '{argname}'{where} must be Tensor, not {type(x).__name__}")
+
+
+def _lname(t):
+    return t.dtype.scalar_name.lower()
+
+
+def check_same_dtype(op_name, a, b, style="m1"):
+    """PyTorch's products do not promote: both operands must have one dtype."""
+    if a._data.dtype != b._data.dtype:
+        if style == "m1":
+            raise RuntimeError(
+                f"{op_name}: expected m1 and m2 to have the same dtype, but got: "
+                f"{_lname(a)} != {_lname(b)}")
+        raise RuntimeError(
+            f"{op_name}: expected both inputs to have the same dtype, but found "
+            f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
+
+
+def check_not_bool(op_name, *ts):
+    for t in ts:
+        if t._data.dtype == np.bool_:
+            raise NotImplementedError(f'"{op_name}" not implemented for \'Bool\'')
+
+
+def lowp(fn):
+    """Wrap a kernel so float16/bfloat16 inputs compute in float32 (NOTE [ Matmul dtypes ])."""
+
+    def kernel(xp, *arrays, **params):
+        # strided operands would take NumPy's non-BLAS loop, whose rounding differs from the
+        # contiguous case; one copy (which BLAS would make anyway) keeps results identical
+        arrays = [_contig(xp, a) for a in arrays]
+        dt = None
+        for a in arrays:
+            if a is not None and a.dtype in _LOWP:
+                dt = a.dtype
+                break
+        if dt is None:
+            return fn(xp, *arrays, **params)
+        up = [a.astype(np.float32) if a is not None and a.dtype in _LOWP else a for a in arrays]
+        r = fn(xp, *up, **params)
+        return r.astype(dt)
+
+    kernel.__name__ = fn.__name__
+    return kernel
+
+
+def _contig(xp, a):
+    if a is None or a.ndim < 1 or a.flags.c_contiguous or a.flags.f_contiguous:
+        return a
+    return xp.ascontiguousarray(a)
+
+
+def _conj(x):
+    return x.conj() if x.is_complex() else x
+
+
+def _h(x):
+    """The conjugate transpose of the last two dims."""
+    return _conj(x.transpose(-2, -1))
+
+
+def _sz(shape):
+    return "x".join(str(s) for s in shape)
+
+
+# ------------------------------------------------------------------------------------------------
+# matmul
+
+
+def _matmul_kernel(xp, a, b):
+    return xp.matmul(a, b)
+
+
+def _matmul_vjp(g, a, b):
+    if a.dim() == 1 and b.dim() == 1:
+        return g * _conj(b), g * _conj(a)
+    if a.dim() == 1:
+        # (k) @ (..., k, n) -> (..., n)
+        ga = matmul(g.unsqueeze(-2), _h(b)).squeeze(-2)
+        gb = matmul(_conj(a).unsqueeze(-1), g.unsqueeze(-2))
+        return ga, gb
+    if b.dim() == 1:
+        # (..., m, k) @ (k) -> (..., m)
+        ga = matmul(g.unsqueeze(-1), _conj(b).unsqueeze(-2))
+        gb = matmul(_h(a), g.unsqueeze(-1)).squeeze(-1)
+        return ga, gb
+    return matmul(g, _h(b)), matmul(_h(a), g)
+
+
+def _matmul_jvp(x_dots, a, b, *, out):
+    da, db = x_dots
+    r = None
+    if da is not None:
+        r = matmul(da, b)
+    if db is not None:
+        t = matmul(a, db)
+        r = t if r is None else r + t
+    return r
+
+
+matmul_op = Op("matmul", lowp(_matmul_kernel), vjp=_matmul_vjp, jvp=_matmul_jvp)
+
+
+def _check_matmul(op_name, a, b):
+    check_tensor(op_name, a, "input", 1)
+    check_tensor(op_name, b, "other", 2)
+    da, db = a._data, b._data
+    if da.ndim == 0 or db.ndim == 0:
+        raise RuntimeError(
+            f"{op_name}: both arguments to matmul need to be at least 1D, but they are "
+            f"{da.ndim}D and {db.ndim}D")
+    check_same_dtype(op_name, a, b)
+    if da.dtype == np.bool_:
+        raise NotImplementedError(f'"{op_name}" not implemented for \'Bool\'')
+    ka = da.shape[-1]
+    kb = db.shape[-2] if db.ndim > 1 else db.shape[0]
+    if ka != kb:
+        if da.ndim == 1 and db.ndim == 1:
+            raise RuntimeError(
+                f"{op_name}: inconsistent tensor size, expected tensor [{ka}] and src [{kb}] "
+                f"to have the same number of elements, but got {ka} and {kb} elements "
+                "respectively")
+        sa = da.shape if da.ndim > 1 else (1,) + da.shape
+        sb = db.shape if db.ndim > 1 else db.shape + (1,)
+        raise RuntimeError(
+            f"{op_name}: mat1 and mat2 shapes cannot be multiplied "
+            f"({_sz(sa[-2:] if da.ndim > 1 else da.shape)} and "
+            f"{_sz(sb[-2:] if db.ndim > 1 else db.shape)})")
+    if da.ndim > 2 or db.ndim > 2:
+        try:
+            np.broadcast_shapes(da.shape[:-2], db.shape[:-2] if db.ndim > 1 else ())
+        except ValueError:
+            raise RuntimeError(
+                f"{op_name}: the batch dimensions of the operands {list(da.shape)} and "
+                f"{list(db.shape)} cannot be broadcast together") from None
+
+
+@public(dunders=("__matmul__",))
+def matmul(input, other, *, out=None):
+    """Matrix product with NumPy/PyTorch broadcasting: 1-D operands are promoted to a row
+    (left) or column (right) and the added dim removed; leading dims broadcast.
+
+    Example::
+
+        >>> ember.matmul(ember.ones(2, 3), ember.ones(3)).shape
+        ember.Size([2])
+    """
+    da = getattr(input, "_data", None)
+    db = getattr(other, "_data", None)
+    # the hot path: two same-dtype float matrices on the CPU (NOTE [ Hot path ] in
+    # _dispatch.py): straight to BLAS, no kernel wrapper, no argument checks to run
+    if (out is None and da is not None and db is not None and da.dtype is db.dtype
+            and da.dtype in _FAST and type(da) is np.ndarray and type(db) is np.ndarray
+            and da.ndim >= 2 and db.ndim >= 2 and da.shape[-1] == db.shape[-2]
+            and (da.ndim == 2 or db.ndim == 2 or da.shape[:-2] == db.shape[:-2])
+            and (da.flags.c_contiguous or da.flags.f_contiguous)
+            and (db.flags.c_contiguous or db.flags.f_contiguous)):
+        t = wrap(np.matmul(da, db))
+        if (input._rg or other._rg) and _dispatch.record is not None and \
+                _dispatch.state.grad_enabled:
+            _dispatch.record(matmul_op, (input, other), {}, t)
+        return t
+    _check_matmul("matmul", input, other)
+    return _dispatch.apply(matmul_op, (input, other), {}, out)
+
+
+def _rmatmul(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return matmul(other, self)
+
+
+def _imatmul(self, other):
+    # PyTorch: in-place matmul only where the result keeps self's shape
+    from ._registry import inplace_from
+
+    return inplace_from(matmul, "matmul")(self, other)
+
+
+Tensor.__rmatmul__ = _rmatmul
+Tensor.__imatmul__ = _imatmul
+
+
+@public
+def mm(input, mat2, *, out=None):
+    """Product of two matrices ``(n, m) @ (m, p) -> (n, p)``; no broadcasting."""
+    check_tensor("mm", input, "input", 1)
+    check_tensor("mm", mat2, "mat2", 2)
+    if input.dim() != 2:
+        raise RuntimeError(f"mm: self must be a matrix, but got a {input.dim()}-D tensor")
+    if mat2.dim() != 2:
+        raise RuntimeError(f"mm: mat2 must be a matrix, but got a {mat2.dim()}-D tensor")
+    if input._data.dtype != mat2._data.dtype:
+        raise RuntimeError(
+            f"mm: self and mat2 must have the same dtype, but got {input.dtype.scalar_name} "
+            f"and {mat2.dtype.scalar_name}")
+    _check_matmul("mm", input, mat2)
+    return _dispatch.apply(matmul_op, (input, mat2), {}, out)
+
+
+@public
+def bmm(input, mat2, *, out=None):
+    """Batched product ``(b, n, m) @ (b, m, p) -> (b, n, p)``; no broadcasting."""
+    check_tensor("bmm", input, "input", 1)
+    check_tensor("bmm", mat2, "mat2", 2)
+    if input.dim() != 3:
+        raise RuntimeError(f"bmm: batch1 must be a 3D tensor, but got a {input.dim()}-D tensor")
+    if mat2.dim() != 3:
+        raise RuntimeError(f"bmm: batch2 must be a 3D tensor, but got a {mat2.dim()}-D tensor")
+    sa, sb = input.shape, mat2.shape
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(
+            f"bmm: expected size for first two dimensions of batch2 tensor to be: "
+            f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+    _check_matmul("bmm", input, mat2)
+    return _dispatch.apply(matmul_op, (input, mat2), {}, out)
+
+
+@public
+def mv(input, vec, *, out=None):
+    """Matrix-vector product ``(n, m) @ (m,) -> (n,)``."""
+    check_tensor("mv", input, "input", 1)
+    check_tensor("mv", vec, "vec", 2)
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(
+            f"mv: vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(
+            f"mv: size mismatch, got input ({input.shape[0]}), mat ({_sz(input.shape)}), "
+            f"vec ({vec.shape[0]})")
+    _check_matmul("mv", input, vec)
+    return _dispatch.apply(matmul_op, (input, vec), {}, out)
+
+
+def _check_vectors(op_name, a, b):
+    check_tensor(op_name, a, "input", 1)
+    check_tensor(op_name, b, "tensor", 2)
+    if a.dim() != 1 or b.dim() != 1:
+        raise RuntimeError(
+            f"{op_name}: 1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: expected both vectors to have same dtype, but found "
+            f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(
+            f"{op_name}: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+            f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
+            f"{b.shape[0]} elements respectively")
+    check_not_bool(op_name, a)
+
+
+@public
+def dot(input, tensor, *, out=None):
+    """Dot product of two 1-D tensors of one dtype (no conjugation)."""
+    _check_vectors("dot", input, tensor)
+    return _dispatch.apply(matmul_op, (input, tensor), {}, out)
+
+
+def _vdot_kernel(xp, a, b):
+    return xp.asarray(xp.vdot(a, b))
+
+
+def _vdot_vjp(g, a, b):
+    # out = sum(conj(a) * b): d/da* gets g* b*... in PyTorch's convention: conj(g) * b, g * a
+    return _conj(g) * b, g * a
+
+
+vdot_op = Op("vdot", lowp(_vdot_kernel), vjp=_vdot_vjp)
+
+
+@public
+def vdot(input, other, *, out=None):
+    """``sum(conj(input) * other)`` over two 1-D tensors."""
+    _check_vectors("vdot", input, other)
+    return _dispatch.apply(vdot_op, (input, other), {}, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# promoting products: inner, outer, kron, tensordot
+
+
+def _promote(op_name, *ts):
+    """PyTorch's type promotion of tensor operands; returns them cast to the common dtype."""
+    d = ts[0].dtype
+    for t in ts[1:]:
+        d = _dt.promote_types(d, t.dtype)
+    return tuple(t if t.dtype is d else t.to(d) for t in ts)
+
+
+def _outer_kernel(xp, a, b):
+    return xp.multiply.outer(a, b)
+
+
+def _outer_vjp(g, a, b):
+    return matmul(g, _conj(b)), matmul(_conj(a), g)
+
+
+outer_op = Op("outer", _outer_kernel, vjp=_outer_vjp)
+
+
+@public(alias=("ger",))
+def outer(input, vec2, *, out=None):
+    """Outer product of two vectors: ``result[i, j] = input[i] * vec2[j]``."""
+    check_tensor("outer", input, "input", 1)
+    check_tensor("outer", vec2, "vec2", 2)
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(
+            f"outer: expected 1-D vectors, but got {input.dim()}-D and {vec2.dim()}-D tensors")
+    a, b = _promote("outer", input, vec2)
+    return _dispatch.apply(outer_op, (a, b), {}, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# addmm and friends: beta * input + alpha * (product)
+
+
+def _scale(x, s):
+    return x if s == 1 else x * s
+
+
+def _add_kernel(prod):
+    def kernel(xp, c, a, b, *, beta, alpha):
+        p = prod(xp, a, b)
+        if alpha != 1:
+            p = p * xp.asarray(alpha).astype(p.dtype)
+        if beta == 0:  # PyTorch ignores input entirely (nan and inf included)
+            return p
+        cc = c if beta == 1 else c * xp.asarray(beta).astype(c.dtype)
+        return (cc + p).astype(p.dtype)
+
+    return lowp(kernel)
+
+
+def _cj(s):
+    return s.conjugate() if isinstance(s, complex) else s
+
+
+def _addmm_vjp(g, _c, a, b, *, beta, alpha):
+    gc = None if beta == 0 else _scale(g, _cj(beta))
+    ga, gb = _matmul_vjp(g, a, b)
+    return gc, _scale(ga, _cj(alpha)), _scale(gb, _cj(alpha))
+
+
+def _addr_vjp(g, _c, a, b, *, beta, alpha):
+    gc = None if beta == 0 else _scale(g, _cj(beta))
+    ga, gb = _outer_vjp(g, a, b)
+    return gc, _scale(ga, _cj(alpha)), _scale(gb, _cj(alpha))
+
+
+def _bsum_mm(xp, a, b):
+    p = xp.matmul(a, b)
+    return p.sum(0, dtype=p.dtype)
+
+
+def _addbmm_vjp(g, _c, a, b, *, beta, alpha):
+    gc = None if beta == 0 else _scale(g, _cj(beta))
+    g3 = g.unsqueeze(0)
+    return gc, _scale(matmul(g3, _h(b)), _cj(alpha)), _scale(matmul(_h(a), g3), _cj(alpha))
+
+
+addmm_op = Op("addmm", _add_kernel(_matmul_kernel), vjp=_addmm_vjp)
+addr_op = Op("addr", _add_kernel(_outer_kernel), vjp=_addr_vjp)
+addbmm_op = Op("addbmm", _add_kernel(_bsum_mm), vjp=_addbmm_vjp)
+
+
+def _check_scalars(op_name, dtype, beta, alpha):
+    """Validate beta/alpha; integer products take them truncated to ints, as PyTorch."""
+    out = []
+    for nm, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, Tensor) and v.numel() == 1:
+            v = v.item()
+        if not isinstance(v, (int, float, complex, np.number)):
+            raise TypeError(
+                f"{op_name}(): argument '{nm}' must be Number, not {type(v).__name__}")
+        if dtype.category < 2 and isinstance(v, (float, np.floating)):
+            v = int(v)
+        out.append(v)
+    return out
+
+
+def _addx(op_name, op, input, a, b, beta, alpha, out, shape, prod_check):
+    check_tensor(op_name, input, "input", 1)
+    check_tensor(op_name, a, "mat1", 2)
+    check_tensor(op_name, b, "mat2", 3)
+    prod_check()
+    if input._data.dtype != a._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: self and mat2 must have the same dtype, but got "
+            f"{input.dtype.scalar_name} and {a.dtype.scalar_name}")
+    beta, alpha = _check_scalars(op_name, a.dtype, beta, alpha)
+    try:
+        bs = np.broadcast_shapes(tuple(input.shape), shape)
+    except ValueError:
+        bs = None
+    if bs != tuple(shape):
+        raise RuntimeError(
+            f"{op_name}: the input of shape {list(input.shape)} cannot be broadcast to the "
+            f"product's shape {list(shape)}")
+    params = {"beta": beta, "alpha": alpha}
+    return _dispatch.apply(op, (input, a, b), params, out)
+
+
+def _inplace_add(fn, name):
+    from ._registry import inplace_from
+
+    def f(self, *args, **kwargs):
+        return inplace_from(fn, name)(self, *args, **kwargs)
+
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place version of :meth:`Tensor.{name}`."
+    return f
+
+
+def _mm_check(op_name, a, b):
+    def check():
+        if a.dim() != 2 or b.dim() != 2:
+            raise RuntimeError(
+                f"{op_name}: mat1 and mat2 must be matrices, got {a.dim()}-D and {b.dim()}-D")
+        _check_matmul(op_name, a, b)
+    return check
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (mat1 @ mat2)``; with ``beta=0`` input is ignored."""
+    if isinstance(mat1, Tensor) and isinstance(mat2, Tensor):
+        shape = (mat1.shape[0] if mat1.dim() else 0, mat2.shape[-1] if mat2.dim() else 0)
+    else:
+        shape = ()
+    return _addx("addmm", addmm_op, input, mat1, mat2, beta, alpha, out, shape,
+                 _mm_check("addmm", mat1, mat2))
+
+
+public(addmm, inplace=_inplace_add(addmm, "addmm"))
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (mat @ vec)``."""
+    def check():
+        if mat.dim() != 2 or vec.dim() != 1:
+            raise RuntimeError(
+                f"addmv: vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, "
+                f"{vec.dim()}")
+        if mat.shape[1] != vec.shape[0]:
+            raise RuntimeError(
+                f"addmv: size mismatch, got input ({input.shape[0] if input.dim() else 1}), "
+                f"mat ({_sz(mat.shape)}), vec ({vec.shape[0]})")
+        _check_matmul("addmv", mat, vec)
+
+    shape = (mat.shape[0],) if isinstance(mat, Tensor) and mat.dim() == 2 else ()
+    return _addx("addmv", addmm_op, input, mat, vec, beta, alpha, out, shape, check)
+
+
+public(addmv, inplace=_inplace_add(addmv, "addmv"))
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    def check():
+        if vec1.dim() != 1 or vec2.dim() != 1:
+            raise RuntimeError(
+                f"addr: expected 1-D vectors, but got {vec1.dim()}-D and {vec2.dim()}-D")
+        check_same_dtype("addr", vec1, vec2, "both")
+        if input._data.dtype == np.bool_:
+            raise NotImplementedError('"addr" not implemented for \'Bool\'')
+
+    shape = (vec1.shape[0], vec2.shape[0]) if isinstance(vec1, Tensor) and isinstance(
+        vec2, Tensor) and vec1.dim() == 1 and vec2.dim() == 1 else ()
+    return _addx("addr", addr_op, input, vec1, vec2, beta, alpha, out, shape, check)
+
+
+public(addr, inplace=_inplace_add(addr, "addr"))
+
+
+def _bmm_check(op_name, a, b):
+    def check():
+        if a.dim() != 3 or b.dim() != 3:
+            raise RuntimeError(
+                f"{op_name}: batch1 and batch2 must be 3D tensors, got {a.dim()}-D and "
+                f"{b.dim()}-D")
+        if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+            raise RuntimeError(
+                f"{op_name}: expected size for first two dimensions of batch2 tensor to be: "
+                f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+        _check_matmul(op_name, a, b)
+    return check
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    shape = (batch1.shape[1], batch2.shape[2]) if isinstance(batch1, Tensor) and isinstance(
+        batch2, Tensor) and batch1.dim() == 3 and batch2.dim() == 3 else ()
+    return _addx("addbmm", addbmm_op, input, batch1, batch2, beta, alpha, out, shape,
+                 _bmm_check("addbmm", batch1, batch2))
+
+
+public(addbmm, inplace=_inplace_add(addbmm, "addbmm"))
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (batch1 @ batch2)`` batch by batch."""
+    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2]) if isinstance(
+        batch1, Tensor) and isinstance(batch2, Tensor) and batch1.dim() == 3 and \
+        batch2.dim() == 3 else ()
+    return _addx("baddbmm", addmm_op, input, batch1, batch2, beta, alpha, out, shape,
+                 _bmm_check("baddbmm", batch1, batch2))
+
+
+public(baddbmm, inplace=_inplace_add(baddbmm, "baddbmm"))
+
+
+# ------------------------------------------------------------------------------------------------
+# trace
+
+
+def _trace_kernel(xp, a):
+    r = xp.trace(a)
+    if a.dtype.kind in "biu":
+        return xp.asarray(r, dtype=np.int64)
+    return xp.asarray(r, dtype=a.dtype)
+
+
+def _trace_vjp(g, a):
+    from .creation import zeros
+
+    n, m = a.shape
+    e = zeros(n, m, dtype=g.dtype)
+    k = builtins.min(n, m)
+    e._data[np.arange(k), np.arange(k)] = 1
+    return e * g
+
+
+trace_op = Op("trace", _trace_kernel, vjp=_trace_vjp)
+
+
+@public
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (integers sum in int64)."""
+    check_tensor("trace", input)
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    check_not_bool("trace", input)
+    return _dispatch.apply(trace_op, (input,), {})

@@ -1,0 +1,898 @@
+"""Linear algebra: inverses, determinants, solvers and decompositions (``ember.linalg``).
+
+Kernels call ``xp.linalg`` (LAPACK through NumPy on the CPU, cuSOLVER through CuPy), which
+broadcasts over leading batch dims. Backward formulas are the standard matrix-calculus
+results, written in ember ops so they differentiate again (NOTE [ Derivative formulas ]).
+
+NOTE [ Linalg dtypes ]
+PyTorch's linalg functions take float32, float64, complex64 and complex128 only. Integers
+raise "Expected a floating point or complex tensor", float16/bfloat16 raise "Low precision
+dtypes not supported"; both RuntimeErrors, raised before any work.
+
+NOTE [ Singular input ]
+Failures of the factorisation itself (a singular matrix in ``inv``/``solve``, a matrix that
+is not positive-definite in ``cholesky``) raise ``LinAlgError``, a RuntimeError subclass, as
+``torch._C._LinAlgError``. The ``*_ex`` variants never raise; they return ``info`` (0 when
+the factorisation succeeded) per batch element instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.tensor import wrap
+from ..return_types import make
+from ._registry import Op, public
+from .linalg import _conj, _h, check_tensor, matmul
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine failed on its input (singular, not positive-definite...)."""
+
+
+def check_float(op_name, A):
+    """See NOTE [ Linalg dtypes ]."""
+    d = A.dtype
+    if d.category < 2:
+        raise RuntimeError(
+            f"{op_name}: Expected a floating point or complex tensor as input. Got "
+            f"{d.scalar_name}")
+    if d in (_dt.float16, _dt.bfloat16):
+        raise RuntimeError(f"{op_name}: Low precision dtypes not supported. Got {d.scalar_name}")
+
+
+def check_square(op_name, A, argname="A"):
+    check_tensor(op_name, A, argname)
+    if A.dim() < 2:
+        raise RuntimeError(
+            f"{op_name}: The input tensor {argname} must have at least 2 dimensions.")
+    check_float(op_name, A)
+    n, m = A.shape[-2], A.shape[-1]
+    if n != m:
+        raise RuntimeError(
+            f"{op_name}: {argname} must be batches of square matrices, but they are {n} by "
+            f"{m} matrices")
+
+
+def check_matrix(op_name, A, argname="A"):
+    check_tensor(op_name, A, argname)
+    if A.dim() < 2:
+        raise RuntimeError(
+            f"{op_name}: The input tensor {argname} must have at least 2 dimensions.")
+    check_float(op_name, A)
+
+
+def _eye_like(n, t):
+    """A constant identity matrix of ``t``'s dtype (for masks in backward formulas)."""
+    return wrap(np.eye(n, dtype=t._data.dtype))
+
+
+def _bidx(shape, flat):
+    return "" if not shape else f"(Batch element {flat}): "
+
+
+def _first_failure(xp, A, fn):
+    """Index of the first batch element on which ``fn`` raises LinAlgError (error path)."""
+    batch = A.shape[:-2]
+    flat = A.reshape((-1,) + A.shape[-2:])
+    for i in range(flat.shape[0]):
+        try:
+            fn(flat[i])
+        except np.linalg.LinAlgError:
+            return _bidx(batch, i)
+    return ""
+
+
+# ------------------------------------------------------------------------------------------------
+# inv
+
+
+def _inv_kernel(xp, a):
+    try:
+        return xp.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        where = _first_failure(xp, a, xp.linalg.inv)
+        raise LinAlgError(
+            f"linalg.inv: {where}The inversion could not be completed because the input "
+            "matrix is singular.") from None
+
+
+def _inv_vjp(g, _a, *, out):
+    h = _h(out)
+    return -matmul(h, matmul(g, h))
+
+
+def _inv_jvp(x_dots, a, *, out):
+    return -matmul(out, matmul(x_dots[0], out))
+
+
+inv_op = Op("linalg_inv", _inv_kernel, vjp=_inv_vjp, jvp=_inv_jvp)
+
+
+def inv(A, *, out=None):
+    """The inverse of a square matrix (or batch). Singular input raises LinAlgError."""
+    check_square("linalg.inv", A)
+    return _dispatch.apply(inv_op, (A,), {}, out)
+
+
+@public
+def inverse(input, *, out=None):
+    """Alias of :func:`ember.linalg.inv`."""
+    return inv(input, out=out)
+
+
+def _singular_info(xp, a):
+    """Per-batch info: 0 where ``a`` is invertible, else a positive int."""
+    batch = a.shape[:-2]
+    flat = a.reshape((-1,) + a.shape[-2:])
+    info = np.zeros(flat.shape[0], np.int32)
+    for i in range(flat.shape[0]):
+        try:
+            np.linalg.inv(flat[i])
+        except np.linalg.LinAlgError:
+            info[i] = 1
+    return xp.asarray(info.reshape(batch))
+
+
+def _inv_ex_kernel(xp, a, *, check_errors):
+    try:
+        r = xp.linalg.inv(a)
+        info = xp.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        info = _singular_info(xp, a)
+        if check_errors:
+            raise LinAlgError("linalg.inv_ex: The input matrix is singular.") from None
+        r = xp.full(a.shape, np.nan, a.dtype)
+        ok = info == 0
+        if ok.any():
+            r[ok] = xp.linalg.inv(a[ok])
+    return r, info
+
+
+def _inv_ex_vjp(g, _a, *, out, check_errors):
+    return _inv_vjp(g[0], None, out=out[0])
+
+
+inv_ex_op = Op("linalg_inv_ex", _inv_ex_kernel, vjp=_inv_ex_vjp, nondiff_outputs=(1,))
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """``(inverse, info)``: like :func:`inv` but reports failures in ``info``."""
+    check_square("linalg.inv_ex", A)
+    r = _dispatch.apply(inv_ex_op, (A,), {"check_errors": check_errors}, out)
+    return make("linalg_inv_ex", ["inverse", "info"])(*r)
+
+
+# ------------------------------------------------------------------------------------------------
+# det, slogdet, logdet
+
+
+def _det_kernel(xp, a):
+    return xp.linalg.det(a)
+
+
+def _det_vjp(g, a, *, out):
+    # d det = det * tr(A^-1 dA); written with solve so that it stays finite-ish near
+    # singularity for the batch elements that are fine
+    c = (g * _conj(out)).unsqueeze(-1).unsqueeze(-1)
+    return c * _h(inv(a))
+
+
+det_op = Op("linalg_det", _det_kernel, vjp=_det_vjp)
+
+
+def det(A, *, out=None):
+    """The determinant of a square matrix (or batch)."""
+    check_square("linalg.det", A)
+    return _dispatch.apply(det_op, (A,), {}, out)
+
+
+@public(name="det")
+def _det_public(input):
+    """The determinant of a square matrix (or batch)."""
+    return det(input)
+
+
+def _slogdet_kernel(xp, a):
+    s, l = xp.linalg.slogdet(a)
+    return xp.asarray(s), xp.asarray(l)
+
+
+def _slogdet_vjp(g, a, *, out):
+    g_sign, g_log = g
+    if g_log is None and g_sign is None:
+        return None
+    if a.is_complex():
+        sign = out[0]
+        c = 0
+        if g_log is not None:
+            c = g_log
+        if g_sign is not None:
+            c = c + 1j * (g_sign * _conj(sign)).imag
+        return c.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+    if g_log is None:
+        return None
+    return g_log.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+
+
+slogdet_op = Op("linalg_slogdet", _slogdet_kernel, vjp=_slogdet_vjp)
+
+
+def slogdet(A, *, out=None):
+    """``(sign, logabsdet)`` of the determinant, stable where ``det`` over/underflows."""
+    check_square("linalg.slogdet", A)
+    r = _dispatch.apply(slogdet_op, (A,), {}, out)
+    return make("linalg_slogdet", ["sign", "logabsdet"])(*r)
+
+
+@public(name="slogdet")
+def _slogdet_public(input, *, out=None):
+    """``(sign, logabsdet)`` of the determinant."""
+    check_square("slogdet", input)
+    r = _dispatch.apply(slogdet_op, (input,), {}, out)
+    return make("slogdet", ["sign", "logabsdet"])(*r)
+
+
+def _logdet_kernel(xp, a):
+    s, l = xp.linalg.slogdet(a)
+    if a.dtype.kind == "c":
+        return xp.asarray(l + xp.log(s))
+    return xp.asarray(xp.where(s < 0, np.nan, l)).astype(a.dtype)
+
+
+def _logdet_vjp(g, a):
+    return g.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+
+
+logdet_op = Op("logdet", _logdet_kernel, vjp=_logdet_vjp)
+
+
+@public
+def logdet(input):
+    """``log(det(input))``: nan for a negative determinant, -inf for a singular matrix."""
+    check_square("logdet", input)
+    return _dispatch.apply(logdet_op, (input,), {})
+
+
+# ------------------------------------------------------------------------------------------------
+# solve
+
+
+def _solve_kernel(xp, a, b, *, left, vec):
+    if vec:
+        b = b[..., None]
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        a = xp.swapaxes(a, -1, -2)
+        b = xp.swapaxes(b, -1, -2)
+    try:
+        x = xp.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        where = _first_failure(xp, a, xp.linalg.inv)
+        raise LinAlgError(
+            f"linalg.solve: {where}The solver failed because the input matrix is "
+            "singular.") from None
+    if not left:
+        x = xp.swapaxes(x, -1, -2)
+    return x[..., 0] if vec else x
+
+
+def _solve_vjp(g, a, _b, *, out, left, vec):
+    x = out
+    if vec:
+        g, x = g.unsqueeze(-1), x.unsqueeze(-1)
+    if left:
+        gb = solve(_h(a), g)
+        ga = -matmul(gb, _h(x))
+    else:
+        gb = solve(_h(a), g, left=False)
+        ga = -matmul(_h(x), gb)
+    if vec:
+        gb = gb.squeeze(-1)
+    return ga, gb
+
+
+solve_op = Op("linalg_solve", _solve_kernel, vjp=_solve_vjp)
+
+
+def _solve_args(op_name, A, B, left):
+    check_square(op_name, A)
+    check_tensor(op_name, B, "B")
+    check_float(op_name, B)
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: Expected A and B to have the same dtype, but found A of type "
+            f"{A.dtype.scalar_name} and B of type {B.dtype.scalar_name} instead")
+    # PyTorch treats B as a (batch of) vector(s) when it is 1-D or A's batch of vectors
+    vec = B.dim() == 1 or (left and B.dim() == A.dim() - 1 and
+                           tuple(B.shape) == tuple(A.shape[:-1]))
+    n = A.shape[-1]
+    k = B.shape[-1] if vec else (B.shape[-2] if left else B.shape[-1])
+    if B.dim() == 0 or k != n:
+        side = "AX = B" if left else "XA = B"
+        bs = f"{B.shape[-1]}x1" if vec else _shape2(B)
+        raise RuntimeError(
+            f"{op_name}: Incompatible shapes of A and B for the equation {side} "
+            f"({n}x{n} and {bs})")
+    try:
+        np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-1] if vec else B.shape[:-2]))
+    except ValueError:
+        raise RuntimeError(
+            f"{op_name}: the batch dimensions of A {list(A.shape)} and B {list(B.shape)} "
+            "cannot be broadcast together") from None
+    return vec
+
+
+def _shape2(t):
+    return "x".join(str(s) for s in t.shape[-2:]) if t.dim() >= 2 else str(t.shape[-1])
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``)."""
+    vec = _solve_args("linalg.solve", A, B, left)
+    return _dispatch.apply(solve_op, (A, B), {"left": left, "vec": vec}, out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """``(result, info)``: :func:`solve` reporting singular input in ``info``."""
+    vec = _solve_args("linalg.solve_ex", A, B, left)
+    info_shape = tuple(A.shape[:-2])
+    try:
+        x = _dispatch.apply(solve_op, (A, B), {"left": left, "vec": vec})
+        info = wrap(np.zeros(info_shape, np.int32))
+    except LinAlgError:
+        if check_errors:
+            raise
+        info = wrap(_singular_info(np, A._data))
+        shape = np.broadcast_shapes(tuple(B.shape), tuple(A.shape[:-2]) + (
+            (A.shape[-1],) if vec else tuple(B.shape[-2:])))
+        x = wrap(np.full(shape, np.nan, B._data.dtype))
+    r = make("linalg_solve_ex", ["result", "info"])(x, info)
+    if out is not None:
+        _dispatch.write_out("linalg.solve_ex", out, tuple(r))
+        return make("linalg_solve_ex", ["result", "info"])(*out)
+    return r
+
+
+# ------------------------------------------------------------------------------------------------
+# triangular solve
+
+
+def _tri(xp, a, upper, unit):
+    t = xp.triu(a) if upper else xp.tril(a)
+    if unit:
+        n = a.shape[-1]
+        t = t.copy()
+        t[..., xp.arange(n), xp.arange(n)] = 1
+    return t
+
+
+def _solve_triangular_kernel(xp, a, b, *, upper, left, unitriangular):
+    t = _tri(xp, a, upper, unitriangular)
+    if left:
+        return xp.linalg.solve(t, b)
+    return xp.swapaxes(xp.linalg.solve(xp.swapaxes(t, -1, -2), xp.swapaxes(b, -1, -2)), -1, -2)
+
+
+def _solve_triangular_vjp(g, a, _b, *, out, upper, left, unitriangular):
+    ah = _h(a)
+    gb = solve_triangular(ah, g, upper=not upper, left=left, unitriangular=unitriangular)
+    ga = -matmul(gb, _h(out)) if left else -matmul(_h(out), gb)
+    n = a.shape[-1]
+    mask = np.triu(np.ones((n, n)), 1 if unitriangular else 0)
+    if not upper:
+        mask = mask.T
+    return ga * wrap(mask.astype(ga._data.dtype)), gb
+
+
+solve_triangular_op = Op("linalg_solve_triangular", _solve_triangular_kernel,
+                         vjp=_solve_triangular_vjp)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solve ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``; only the
+    triangle named by ``upper`` is read."""
+    op_name = "linalg.solve_triangular"
+    check_square(op_name, A)
+    check_tensor(op_name, B, "B")
+    if B.dim() < 2:
+        raise RuntimeError(
+            f"{op_name}: The input tensor B must have at least 2 dimensions.")
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: Expected A and B to have the same dtype, but found A of type "
+            f"{A.dtype.scalar_name} and B of type {B.dtype.scalar_name} instead")
+    k = B.shape[-2] if left else B.shape[-1]
+    if k != A.shape[-1]:
+        raise RuntimeError(
+            f"{op_name}: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({_shape2(A)} and {_shape2(B)})")
+    params = {"upper": bool(upper), "left": bool(left), "unitriangular": bool(unitriangular)}
+    return _dispatch.apply(solve_triangular_op, (A, B), params, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# cholesky
+
+
+def _not_pd(op_name, xp, a):
+    where = _first_failure(xp, a, xp.linalg.cholesky)
+    return LinAlgError(
+        f"{op_name}: {where}The factorization could not be completed because the input is "
+        "not positive-definite.")
+
+
+def _cholesky_kernel(xp, a, *, upper):
+    try:
+        l = xp.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        raise _not_pd("linalg.cholesky", xp, a) from None
+    return xp.conj(xp.swapaxes(l, -1, -2)) if upper else l
+
+
+def _phi_mask(n, t):
+    """Lower triangle of ones with 0.5 on the diagonal."""
+    return wrap((np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(t._data.dtype))
+
+
+def _cholesky_vjp(g, _a, *, out, upper):
+    # A = L L^H.  gA = L^-H Phi(L^H gL) L^-1, symmetrised (Murray 2016)
+    L = _h(out) if upper else out
+    gL = _h(g) if upper else g
+    n = L.shape[-1]
+    P = matmul(_h(L), gL) * _phi_mask(n, L)
+    # S = L^-H P L^-1
+    S = solve_triangular(_h(L), P, upper=True)
+    S = solve_triangular(L, S, upper=False, left=False)
+    return (S + _h(S)) * 0.5
+
+
+cholesky_op = Op("linalg_cholesky", _cholesky_kernel, vjp=_cholesky_vjp)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The Cholesky factor ``L`` (``A = L L^H``) of a Hermitian positive-definite matrix;
+    ``upper=True`` returns ``L^H``. Only the lower triangle of ``A`` is read."""
+    check_square("linalg.cholesky", A)
+    return _dispatch.apply(cholesky_op, (A,), {"upper": bool(upper)}, out)
+
+
+@public(name="cholesky")
+def _cholesky_public(input, upper=False, *, out=None):
+    """Deprecated form of :func:`ember.linalg.cholesky`."""
+    check_square("cholesky", input)
+    return _dispatch.apply(cholesky_op, (input,), {"upper": bool(upper)}, out)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """``(L, info)``: :func:`cholesky` reporting failures in ``info``."""
+    check_square("linalg.cholesky_ex", A)
+    info_shape = tuple(A.shape[:-2])
+    try:
+        L = _dispatch.apply(cholesky_op, (A,), {"upper": bool(upper)})
+        info = wrap(np.zeros(info_shape, np.int32))
+    except LinAlgError:
+        if check_errors:
+            raise
+        flat = A._data.reshape((-1,) + tuple(A.shape[-2:]))
+        infos = np.zeros(flat.shape[0], np.int32)
+        Ls = np.zeros_like(flat)
+        for i in range(flat.shape[0]):
+            infos[i], Ls[i] = _chol_partial(flat[i])
+        Lr = Ls.reshape(A._data.shape)
+        if upper:
+            Lr = np.conj(np.swapaxes(Lr, -1, -2))
+        L, info = wrap(Lr), wrap(infos.reshape(info_shape))
+    r = make("linalg_cholesky_ex", ["L", "info"])(L, info)
+    if out is not None:
+        _dispatch.write_out("linalg.cholesky_ex", out, tuple(r))
+        return make("linalg_cholesky_ex", ["L", "info"])(*out)
+    return r
+
+
+def _chol_partial(a):
+    """(info, L) for one matrix: info is the order of the first non-PD leading minor."""
+    try:
+        return 0, np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        n = a.shape[-1]
+        for k in range(1, n + 1):
+            try:
+                np.linalg.cholesky(a[:k, :k])
+            except np.linalg.LinAlgError:
+                return k, np.tril(a)
+        return n, np.tril(a)
+
+
+def _cholesky_solve_kernel(xp, b, l, *, upper):
+    # only the named triangle of the factor is read
+    L = xp.conj(xp.swapaxes(xp.triu(l), -1, -2)) if upper else xp.tril(l)
+    A = xp.matmul(L, xp.conj(xp.swapaxes(L, -1, -2)))
+    return xp.linalg.solve(A, b)
+
+
+def _cholesky_solve_vjp(g, b, l, *, out, upper):
+    n = l.shape[-1]
+    low = wrap(np.tril(np.ones((n, n))).astype(l._data.dtype))
+    L = _h(l * low.mT) if upper else l * low
+    A = matmul(L, _h(L))
+    gb = solve(A, g)  # A is Hermitian
+    gA = -matmul(gb, _h(out))
+    # A = L L^H  ->  gL = (gA + gA^H) L
+    gL = matmul(gA + _h(gA), L)
+    mask = wrap(np.tril(np.ones(tuple(l.shape[-2:]))).astype(gL._data.dtype))
+    gL = gL * mask
+    return gb, (_h(gL) if upper else gL)
+
+
+cholesky_solve_op = Op("cholesky_solve", _cholesky_solve_kernel, vjp=_cholesky_solve_vjp)
+
+
+@public
+def cholesky_solve(input, input2, upper=False, *, out=None):
+    """Solve ``A X = input`` given the Cholesky factor ``input2`` of ``A``."""
+    check_tensor("cholesky_solve", input)
+    check_square("cholesky_solve", input2, "input2")
+    if input._data.dtype != input2._data.dtype:
+        raise RuntimeError(
+            f"cholesky_solve: Expected b and A to have the same dtype, but found b of type "
+            f"{input.dtype.scalar_name} and A of type {input2.dtype.scalar_name} instead.")
+    if input.dim() < 2 or input.shape[-2] != input2.shape[-1]:
+        raise RuntimeError(
+            f"cholesky_solve: Incompatible matrix sizes for cholesky_solve: each b matrix is "
+            f"{_shape2(input)} but each A matrix is {_shape2(input2)}")
+    return _dispatch.apply(cholesky_solve_op, (input, input2), {"upper": bool(upper)}, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# qr
+
+
+def _qr_kernel(xp, a, *, mode):
+    if mode == "r":
+        r = xp.linalg.qr(a, mode="r")
+        return xp.empty((0,), a.dtype), r
+    q, r = xp.linalg.qr(a, mode=mode)
+    return q, r
+
+
+def _copyltu(M):
+    """The lower triangle of ``M`` mirrored (conjugated) onto the upper one."""
+    n = M.shape[-1]
+    low = M * wrap(np.tril(np.ones((n, n)), -1).astype(M._data.dtype))
+    eye = _eye_like(n, M)
+    d = M * eye
+    if M.is_complex():
+        d = d.real * eye
+    return low + _h(low) + d
+
+
+def _qr_vjp(g, a, *, out=None, mode):
+    # Walter & Lehmann; valid for m >= n (reduced) and square (complete)
+    gQ, gR = g
+    m, n = a.shape[-2], a.shape[-1]
+    if mode == "r":
+        raise RuntimeError(
+            "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+            "Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
+            "through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError(
+            "The QR decomposition is not differentiable when mode='complete' and "
+            "nrows > ncols.")
+    if m < n:
+        # A = [X | Y] with X square: X = Q U, Y = Q V. Differentiate through X's QR.
+        X = a[..., :m]
+        Y = a[..., m:]
+        Q, R = qr(X)
+        gU = None if gR is None else gR[..., :m]
+        gV = None if gR is None else gR[..., m:]
+        gQx = gQ
+        if gV is not None:
+            t = matmul(Y, _h(gV))
+            gQx = t if gQx is None else gQx + t
+        gX = _qr_vjp((gQx, gU), X, out=(Q, R), mode="reduced")
+        gY = matmul(Q, gV) if gV is not None else Y * 0
+        return _dispatch.apply(_cat_last_op, (gX, gY), {})
+    Q, R = out
+    if gR is None:
+        M = -matmul(_h(gQ), Q)
+    elif gQ is None:
+        M = matmul(R, _h(gR))
+    else:
+        M = matmul(R, _h(gR)) - matmul(_h(gQ), Q)
+    b = matmul(Q, _copyltu(M))
+    if gQ is not None:
+        b = b + gQ
+    # gA = b R^-H
+    return solve_triangular(_h(R), b, upper=False, left=False)
+
+
+qr_op = Op("linalg_qr", _qr_kernel, vjp=_qr_vjp)
+
+
+def _cat_last_kernel(xp, x, y):
+    return xp.concatenate([x, y], -1)
+
+
+def _cat_last_vjp(g, x, _y):
+    n = x.shape[-1]
+    return g[..., :n], g[..., n:]
+
+
+_cat_last_op = Op("_linalg_cat_last", _cat_last_kernel, vjp=_cat_last_vjp, linear=True)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """``(Q, R)`` with ``A = Q R``; ``mode`` is 'reduced', 'complete' or 'r' (Q empty)."""
+    check_matrix("linalg.qr", A)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+            "'r', or 'complete'")
+    r = _dispatch.apply(qr_op, (A,), {"mode": mode}, out)
+    return make("linalg_qr", ["Q", "R"])(*r)
+
+
+@public(name="qr")
+def _qr_public(input, some=True, *, out=None):
+    """Deprecated form of :func:`ember.linalg.qr` (``some=False`` is mode 'complete')."""
+    check_matrix("qr", input)
+    r = _dispatch.apply(qr_op, (input,), {"mode": "reduced" if some else "complete"}, out)
+    return make("qr", ["Q", "R"])(*r)
+
+
+# ------------------------------------------------------------------------------------------------
+# eigen-decompositions
+
+
+def _eigh_kernel(xp, a, *, UPLO):
+    w, v = xp.linalg.eigh(a, UPLO=UPLO)
+    return w, v
+
+
+def _eig_backward(gL, gV, L, V, hermitian):
+    """PyTorch's convention for the eigen-decomposition backward (see linalg.eig docs)."""
+    n = V.shape[-1]
+    eye = _eye_like(n, V)
+    if gV is None:
+        gA = gL.unsqueeze(-1) * eye
+    else:
+        VhgV = matmul(_h(V), gV)
+        if hermitian:
+            VhgV = (VhgV - _h(VhgV)) * 0.5
+        else:
+            d = (VhgV * eye).sum(-2)  # the diagonal, as a row
+            if d.is_complex():
+                d = d.real
+            VhgV = VhgV - matmul(_h(V), V * d.unsqueeze(-2))
+        Lc = _conj(L)
+        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + eye
+        gA = VhgV / E
+        if gL is not None:
+            gA = gA * (1 - eye) + gL.unsqueeze(-1) * eye
+    if hermitian:
+        return matmul(V, matmul(gA, _h(V)))
+    return solve(_h(V), matmul(gA, _h(V)))
+
+
+def _eigh_vjp(g, _a, *, out, UPLO):
+    gL, gV = g
+    L, V = out
+    if gL is not None and V.is_complex():
+        gL = gL.to(V.dtype)
+    r = _eig_backward(gL, gV, L, V, True)
+    return r
+
+
+eigh_op = Op("linalg_eigh", _eigh_kernel, vjp=_eigh_vjp)
+
+
+def _check_uplo(op_name, UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"{op_name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """``(eigenvalues, eigenvectors)`` of a Hermitian matrix, eigenvalues real and
+    ascending. Only the triangle named by ``UPLO`` is read."""
+    check_square("linalg.eigh", A)
+    _check_uplo("linalg.eigh", UPLO)
+    r = _dispatch.apply(eigh_op, (A,), {"UPLO": UPLO}, out)
+    return make("linalg_eigh", ["eigenvalues", "eigenvectors"])(*r)
+
+
+def _eigvalsh_kernel(xp, a, *, UPLO):
+    return xp.linalg.eigvalsh(a, UPLO=UPLO)
+
+
+def _eigvalsh_vjp(g, a, *, UPLO):
+    L, V = eigh(a, UPLO)
+    gL = g.to(V.dtype) if V.is_complex() else g
+    return matmul(V * gL.unsqueeze(-2), _h(V))
+
+
+eigvalsh_op = Op("linalg_eigvalsh", _eigvalsh_kernel, vjp=_eigvalsh_vjp)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The (real, ascending) eigenvalues of a Hermitian matrix."""
+    check_square("linalg.eigvalsh", A)
+    _check_uplo("linalg.eigvalsh", UPLO)
+    return _dispatch.apply(eigvalsh_op, (A,), {"UPLO": UPLO}, out)
+
+
+def _eig_kernel(xp, a):
+    w, v = np.linalg.eig(a if xp is np else a.get())
+    ct = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    return xp.asarray(w.astype(ct)), xp.asarray(v.astype(ct))
+
+
+def _eig_vjp(g, _a, *, out):
+    gL, gV = g
+    L, V = out
+    return _eig_backward(gL, gV, L, V, False)
+
+
+eig_op = Op("linalg_eig", _eig_kernel, vjp=_eig_vjp)
+
+
+def eig(A, *, out=None):
+    """``(eigenvalues, eigenvectors)`` of a general square matrix, always complex.
+
+    Eigenvectors are normalised to unit norm (their phase is arbitrary, as in PyTorch).
+    """
+    check_square("linalg.eig", A)
+    r = _dispatch.apply(eig_op, (A,), {}, out)
+    return make("linalg_eig", ["eigenvalues", "eigenvectors"])(*r)
+
+
+def _eigvals_kernel(xp, a):
+    w = np.linalg.eigvals(a if xp is np else a.get())
+    ct = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    return xp.asarray(w.astype(ct))
+
+
+def _eigvals_vjp(g, a):
+    L, V = eig(a)
+    return _eig_backward(g, None, L, V, False)
+
+
+eigvals_op = Op("linalg_eigvals", _eigvals_kernel, vjp=_eigvals_vjp)
+
+
+def eigvals(A, *, out=None):
+    """The (complex) eigenvalues of a general square matrix."""
+    check_square("linalg.eigvals", A)
+    return _dispatch.apply(eigvals_op, (A,), {}, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# svd
+
+
+def _svd_kernel(xp, a, *, full_matrices):
+    m, n = a.shape[-2:]
+    if a.size == 0:  # LAPACK refuses empty matrices
+        k = min(m, n)
+        bs = a.shape[:-2]
+        mu, nv = (m, n) if full_matrices else (k, k)
+        u = xp.broadcast_to(xp.eye(m, mu, dtype=a.dtype), bs + (m, mu)).copy()
+        vh = xp.broadcast_to(xp.eye(nv, n, dtype=a.dtype), bs + (nv, n)).copy()
+        return u, xp.zeros(bs + (k,), a.real.dtype), vh
+    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
+    return u, s, vh
+
+
+def _svd_backward(gU, gS, gVh, U, S, Vh, full_matrices):
+    """The standard SVD derivative for distinct, nonzero singular values (PyTorch's gauge:
+    the imaginary part of diag(U^H gU) is fixed by the phase convention)."""
+    m, n = U.shape[-2], Vh.shape[-1]
+    k = S.shape[-1]
+    if full_matrices and (m != k or n != k):
+        if gU is not None:
+            gU = gU[..., :k]
+        if gVh is not None:
+            gVh = gVh[..., :k, :]
+        U = U[..., :k]
+        Vh = Vh[..., :k, :]
+    if gU is None and gVh is None:
+        if gS is None:
+            return None
+        return matmul(U * gS.to(U.dtype).unsqueeze(-2), Vh)
+    V = _h(Vh)
+    gV = None if gVh is None else _h(gVh)
+    eye = _eye_like(k, U)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye_like(k, S)
+    Sc = S.to(U.dtype) if U.is_complex() else S
+    gA = None
+    if gU is not None:
+        UhgU = matmul(_h(U), gU)
+        skew = UhgU - _h(UhgU)
+        gA = skew * Sc.unsqueeze(-2) / E
+    if gV is not None:
+        VhgV = matmul(_h(V), gV)
+        skew = VhgV - _h(VhgV)
+        t = Sc.unsqueeze(-1) * skew / E
+        gA = t if gA is None else gA + t
+    if gS is not None:
+        gA = gA + gS.to(U.dtype).unsqueeze(-1) * eye
+    if U.is_complex() and gU is not None:
+        # the phase gauge: diag(skew(U^H gU)) / (2 S) = i Im(diag(U^H gU)) / S
+        d = (UhgU * eye).sum(-1).imag
+        gA = gA + (1j * (d / S)).unsqueeze(-1) * eye
+    if m > k and gU is not None:
+        gA = matmul(U, gA)
+        gUSinv = gU / Sc.unsqueeze(-2)
+        gA = gA + gUSinv - matmul(U, matmul(_h(U), gUSinv))
+        gA = matmul(gA, Vh)
+    elif n > k and gV is not None:
+        gA = matmul(gA, Vh)
+        gVSinv = gV / Sc.unsqueeze(-2)
+        gA = gA + _h(gVSinv - matmul(V, matmul(_h(V), gVSinv)))
+        gA = matmul(U, gA)
+    else:
+        gA = matmul(U, matmul(gA, Vh))
+    return gA
+
+
+def _svd_vjp(g, _a, *, out, full_matrices):
+    U, S, Vh = out
+    return _svd_backward(g[0], g[1], g[2], U, S, Vh, full_matrices)
+
+
+svd_op = Op("linalg_svd", _svd_kernel, vjp=_svd_vjp)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending."""
+    check_matrix("linalg.svd", A)
+    r = _dispatch.apply(svd_op, (A,), {"full_matrices": bool(full_matrices)}, out)
+    return make("linalg_svd", ["U", "S", "Vh"])(*r)
+
+
+@public(name="svd")
+def _svd_public(input, some=True, compute_uv=True, *, out=None):
+    """Deprecated form of :func:`ember.linalg.svd`: returns ``V`` (not ``Vh``); with
+    ``compute_uv=False`` U and V are zero-filled."""
+    check_matrix("svd", input)
+    U, S, Vh = _dispatch.apply(svd_op, (input,), {"full_matrices": not some})
+    V = _h(Vh)
+    if not compute_uv:
+        U = wrap(np.zeros(tuple(U.shape), U._data.dtype))
+        V = wrap(np.zeros(tuple(V.shape), V._data.dtype))
+    r = make("svd", ["U", "S", "V"])(U, S, V)
+    if out is not None:
+        _dispatch.write_out("svd", out, tuple(r))
+        return make("svd", ["U", "S", "V"])(*out)
+    return r
+
+
+def _svdvals_kernel(xp, a):
+    if a.size == 0:
+        return xp.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.real.dtype)
+    return xp.linalg.svd(a, compute_uv=False)
+
+
+def _svdvals_vjp(g, a):
+    U, S, Vh = svd(a, full_matrices=False)
+    return matmul(U * g.to(U.dtype).unsqueeze(-2), Vh)
+
+
+svdvals_op = Op("linalg_svdvals", _svdvals_kernel, vjp=_svdvals_vjp)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of ``A``, descending."""
+    check_matrix("linalg.svdvals", A)
+    return _dispatch.apply(svdvals_op, (A,), {}, out)
+
+
+# the top-level forms show PyTorch's names
+_det_public.__name__ = _det_public.__qualname__ = "det"
+_slogdet_public.__name__ = _slogdet_public.__qualname__ = "slogdet"
+_cholesky_public.__name__ = _cholesky_public.__qualname__ = "cholesky"
+_qr_public.__name__ = _qr_public.__qualname__ = "qr"
+_svd_public.__name__ = _svd_public.__qualname__ = "svd"

@@ -1,0 +1,454 @@
+"""Least squares and matrix functions: pinv, matrix_rank, lstsq, matrix_power, matrix_exp."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._core.tensor import Tensor, wrap
+from ..return_types import make
+from ._registry import Op, public
+from .linalg import _conj, _h, check_tensor, matmul
+from .linalg_decomp import _eye_like, check_float, check_matrix, check_square, inv, svdvals
+
+
+# ------------------------------------------------------------------------------------------------
+# pinv, matrix_rank, lstsq
+
+
+def _tol(xp, s, atol, rtol, m, n):
+    """The singular-value cut-off max(atol, rtol * largest singular value)."""
+    smax = s[..., :1] if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype)
+    if rtol is None:
+        rtol = (np.finfo(s.dtype).eps * max(m, n)) if (atol is None or atol == 0) else 0.0
+    t = smax * rtol
+    if atol is not None:
+        t = xp.maximum(t, atol)
+    return t
+
+
+def _pinv_kernel(xp, a, *, atol, rtol, hermitian):
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        return xp.zeros(a.shape[:-2] + (n, m), a.dtype)
+    if hermitian:
+        w, v = xp.linalg.eigh(a)
+        s = xp.abs(w)
+        order = xp.argsort(-s, axis=-1)
+        tol = _tol(xp, xp.take_along_axis(s, order, -1), atol, rtol, m, n)
+        winv = xp.where(s > tol, 1 / xp.where(w == 0, 1, w), 0)
+        return xp.matmul(v * winv[..., None, :].astype(a.dtype), xp.conj(xp.swapaxes(v, -1, -2)))
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    tol = _tol(xp, s, atol, rtol, m, n)
+    sinv = xp.where(s > tol, 1 / xp.where(s == 0, 1, s), 0).astype(a.dtype)
+    return xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)) * sinv[..., None, :],
+                     xp.conj(xp.swapaxes(u, -1, -2)))
+
+
+def _pinv_vjp(g, a, *, out, atol, rtol, hermitian):
+    # Golub & Pereyra's derivative of the pseudo-inverse (valid where the rank is constant)
+    P, A = out, a
+    m, n = A.shape[-2], A.shape[-1]
+    Ph, gh = _h(P), _h(g)
+    if m <= n:
+        K = matmul(gh, P)
+        KPh = matmul(K, Ph)
+        return (-_h(matmul(P, K)) + KPh - matmul(matmul(A, P), KPh)
+                + matmul(matmul(Ph, P), gh - matmul(K, A)))
+    K = matmul(P, gh)
+    PhK = matmul(Ph, K)
+    return (-_h(matmul(K, P)) + matmul(matmul(gh - matmul(A, K), P), Ph) + PhK
+            - matmul(matmul(PhK, P), A))
+
+
+pinv_op = Op("linalg_pinv", _pinv_kernel, vjp=_pinv_vjp)
+
+
+def _tol_arg(x):
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise NotImplementedError("linalg.pinv: tensor atol/rtol are supported only as "
+                                      "one-element tensors in ember")
+        return float(x.item())
+    return None if x is None else float(x)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse, dropping singular values below
+    ``max(atol, rtol * largest)``."""
+    check_matrix("linalg.pinv", A)
+    params = {"atol": _tol_arg(atol), "rtol": _tol_arg(rtol), "hermitian": bool(hermitian)}
+    return _dispatch.apply(pinv_op, (A,), params, out)
+
+
+@public
+def pinverse(input, rcond=1e-15):
+    """Deprecated form of :func:`ember.linalg.pinv` (``rcond`` is a relative tolerance)."""
+    return pinv(input, rtol=rcond)
+
+
+def _matrix_rank_kernel(xp, a, *, atol, rtol, hermitian):
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        return xp.zeros(a.shape[:-2], np.int64)
+    if hermitian:
+        s = xp.abs(xp.linalg.eigvalsh(a))
+        s = -xp.sort(-s, axis=-1)
+    else:
+        s = xp.linalg.svd(a, compute_uv=False)
+    tol = _tol(xp, s, atol, rtol, m, n)
+    return (s > tol).sum(-1).astype(np.int64)
+
+
+matrix_rank_op = Op("linalg_matrix_rank", _matrix_rank_kernel, differentiable=False)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
+    """The number of singular values above ``max(atol, rtol * largest)`` (int64)."""
+    check_matrix("linalg.matrix_rank", A)
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    params = {"atol": _tol_arg(atol), "rtol": _tol_arg(rtol), "hermitian": bool(hermitian)}
+    return _dispatch.apply(matrix_rank_op, (A,), params, out)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of ``A X = B``: ``(solution, residuals, rank,
+    singular_values)``, with PyTorch's rules for which of the last three are computed
+    (residuals only when m > n and every matrix has full rank; rank and singular values
+    depend on ``driver``)."""
+    op_name = "linalg.lstsq"
+    check_matrix(op_name, A)
+    check_tensor(op_name, B, "B")
+    check_float(op_name, B)
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: Expected input and other to have the same dtype, but got "
+            f"input's dtype {A.dtype.scalar_name} and other's dtype {B.dtype.scalar_name}")
+    drivers = ("gels", "gelsy", "gelsd", "gelss")
+    if driver is not None and driver not in drivers:
+        raise RuntimeError(
+            f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, "
+            f"gelss), but got {driver}")
+    driver = driver or "gelsy"
+    vec = B.dim() == A.dim() - 1
+    m, n = A.shape[-2], A.shape[-1]
+    if (B.shape[-1] if vec else B.shape[-2]) != m:
+        raise RuntimeError(
+            f"{op_name}: input.size(-2) should match other.size(-2) ({m} vs "
+            f"{B.shape[-1] if vec else B.shape[-2]})")
+    Bm = B.unsqueeze(-1) if vec else B
+    rtol = rcond if rcond is not None and rcond >= 0 else None
+    X = matmul(pinv(A, rtol=rtol), Bm)
+    real = A.dtype.to_real()
+    empty = wrap(np.zeros((0,), real.np))
+    s = svdvals(A)
+    rank = None
+    if driver != "gels":
+        rank = (s._data > _tol(np, s._data, None, rtol, m, n)).sum(-1).astype(np.int64)
+    full_rank = rank is None or bool(np.all(rank == min(m, n)))
+    residuals = empty
+    if m > n and driver != "gelsy" and full_rank or (driver == "gels" and m > n):
+        R = matmul(A, X) - Bm
+        residuals = (R * _conj(R)).real.sum(-2) if R.is_complex() else (R * R).sum(-2)
+    sv = s if driver in ("gelsd", "gelss") else empty
+    rank_t = wrap(np.asarray(rank)) if rank is not None else wrap(np.zeros((0,), np.int64))
+    if vec:
+        X = X.squeeze(-1)
+    return make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])(
+        X, residuals, rank_t, sv)
+
+
+# ------------------------------------------------------------------------------------------------
+# matrix functions: power, exp
+
+
+def matrix_power(A, n, *, out=None):
+    """``A`` to the integer power ``n`` (negative powers invert first; 0 gives identity)."""
+    op_name = "linalg.matrix_power"
+    check_tensor(op_name, A, "A")
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"{op_name}: A must be batches of square matrices, but they are "
+            f"{A.shape[-2] if A.dim() >= 2 else 1} by {A.shape[-1] if A.dim() else 1} matrices")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"{op_name}(): argument 'n' must be int, not {type(n).__name__}")
+    n = int(n)
+    if n == 0:
+        eye = np.broadcast_to(np.eye(A.shape[-1], dtype=A._data.dtype), tuple(A.shape)).copy()
+        r = wrap(eye)
+    else:
+        if n < 0:
+            check_float(op_name, A)
+            A = inv(A)
+            n = -n
+        r = None
+        base = A
+        # binary powering: O(log n) products
+        while n:
+            if n & 1:
+                r = base if r is None else matmul(r, base)
+            n >>= 1
+            if n:
+                base = matmul(base, base)
+        if r is A:
+            r = matmul(A, _eye_like(A.shape[-1], A))  # a new tensor, still differentiable
+    return r if out is None else _dispatch.write_out(op_name, out, r)
+
+
+@public(name="matrix_power")
+def _matrix_power_public(input, n, *, out=None):
+    """``input`` to the integer power ``n``."""
+    return matrix_power(input, n, out=out)
+
+
+def _matrix_exp_kernel(xp, a):
+    if a.size == 0:
+        return a.copy()
+    if xp is np:
+        import scipy.linalg
+
+        return np.asarray(scipy.linalg.expm(a)).astype(a.dtype)
+    import cupyx.scipy.linalg  # pragma: no cover - GPU only
+
+    return cupyx.scipy.linalg.expm(a)
+
+
+def _block_kernel(xp, ah, g):
+    z = xp.zeros_like(ah)
+    top = xp.concatenate([ah, g], -1)
+    return xp.concatenate([top, xp.concatenate([z, ah], -1)], -2)
+
+
+def _block_vjp(gb, ah, _g):
+    n = ah.shape[-1]
+    return gb[..., :n, :n] + gb[..., n:, n:], gb[..., :n, n:]
+
+
+# [[A, G], [0, A]] as one differentiable op
+_mexp_block_op = Op("_matrix_exp_block", _block_kernel, vjp=_block_vjp, linear=True)
+
+
+def _matrix_exp_vjp(g, a):
+    # The adjoint of the Frechet derivative: the upper-right block of
+    # exp([[A^H, G], [0, A^H]]) (Najfeld & Havel).
+    n = a.shape[-1]
+    ah = _h(a)
+    g = g.expand(*ah.shape) if tuple(g.shape) != tuple(ah.shape) else g
+    big = _dispatch.apply(_mexp_block_op, (ah, g), {})
+    return matrix_exp(big)[..., :n, n:]
+
+
+matrix_exp_op = Op("linalg_matrix_exp", _matrix_exp_kernel, vjp=_matrix_exp_vjp)
+
+
+def matrix_exp(A):
+    """The matrix exponential ``sum_k A^k / k!`` (scaling and squaring with Pade)."""
+    check_square("linalg.matrix_exp", A)
+    return _dispatch.apply(matrix_exp_op, (A,), {})
+
+
+@public(name="matrix_exp")
+def _matrix_exp_public(input):
+    """The matrix exponential."""
+    return matrix_exp(input)
+
+
+# ------------------------------------------------------------------------------------------------
+# LU
+
+
+def _lu_factor_kernel(xp, a):
+    """(LU, pivots): LAPACK getrf per matrix, pivots 1-based int32 as PyTorch."""
+    import scipy.linalg
+
+    host = a if xp is np else a.get()
+    m, n = host.shape[-2:]
+    k = min(m, n)
+    flat = host.reshape((int(np.prod(host.shape[:-2])), m, n))
+    lus = np.empty_like(flat)
+    pivs = np.empty((flat.shape[0], k), np.int32)
+    for i in range(flat.shape[0]):
+        if k == 0:
+            lus[i] = flat[i]
+            continue
+        lu, piv = scipy.linalg.lu_factor(flat[i], check_finite=False)
+        lus[i], pivs[i] = lu, piv[:k] + 1
+    return (xp.asarray(lus.reshape(host.shape)),
+            xp.asarray(pivs.reshape(host.shape[:-2] + (k,))))
+
+
+lu_factor_op = Op("linalg_lu_factor", _lu_factor_kernel, differentiable=False)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """``(LU, pivots)``: the packed LU factorisation with partial pivoting (``pivots`` are
+    1-based row swaps, int32). Not differentiable in ember: use :func:`lu`."""
+    check_matrix("linalg.lu_factor", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    r = _dispatch.apply(lu_factor_op, (A,), {}, out)
+    return make("linalg_lu_factor", ["LU", "pivots"])(*r)
+
+
+def _perm_from_pivots(piv, m):
+    """The permutation matrix P (A = P L U) of 1-based LAPACK row swaps."""
+    batch = piv.shape[:-1]
+    flat = piv.reshape((int(np.prod(batch)), piv.shape[-1]))
+    P = np.zeros((flat.shape[0], m, m))
+    for b in range(flat.shape[0]):
+        perm = np.arange(m)
+        for i, p in enumerate(flat[b]):
+            j = int(p) - 1
+            perm[i], perm[j] = perm[j], perm[i]
+        P[b, perm, np.arange(m)] = 1
+    return P.reshape(batch + (m, m))
+
+
+def _unpack(xp, lu, piv):
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    L = xp.tril(lu[..., :, :k], -1)
+    L[..., xp.arange(k), xp.arange(k)] = 1
+    U = xp.triu(lu[..., :k, :])
+    P = xp.asarray(_perm_from_pivots(piv if xp is np else piv.get(), m).astype(lu.dtype))
+    return P, L, U
+
+
+def _lu_kernel(xp, a):
+    lu, piv = _lu_factor_kernel(xp, a)
+    return _unpack(xp, lu, piv)
+
+
+def _lu_vjp(g, a, *, out):
+    # square A = P L U:  gA = P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H
+    _, gL, gU = g
+    P, L, U = out
+    m, n = a.shape[-2], a.shape[-1]
+    if m != n:
+        raise NotImplementedError(
+            "linalg.lu: the derivative for non-square inputs is not implemented in ember")
+    low = wrap(np.tril(np.ones((n, n)), -1).astype(L._data.dtype))
+    up = wrap(np.triu(np.ones((n, n))).astype(L._data.dtype))
+    phi = None
+    if gL is not None:
+        phi = matmul(_h(L), gL) * low
+    if gU is not None:
+        t = matmul(gU, _h(U)) * up
+        phi = t if phi is None else phi + t
+    if phi is None:
+        return None
+    from .linalg_decomp import solve_triangular
+
+    x = solve_triangular(_h(L), phi, upper=True, unitriangular=True)
+    x = solve_triangular(_h(U), x, upper=False, left=False)
+    return matmul(P, x)
+
+
+lu_op = Op("linalg_lu", _lu_kernel, vjp=_lu_vjp, nondiff_outputs=(0,))
+
+
+def lu(A, *, pivot=True, out=None):
+    """``(P, L, U)`` with ``A = P L U``: P a permutation matrix, L unit lower trapezoidal,
+    U upper trapezoidal."""
+    check_matrix("linalg.lu", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+    r = _dispatch.apply(lu_op, (A,), {}, out)
+    return make("linalg_lu", ["P", "L", "U"])(*r)
+
+
+def _lu_unpack_kernel(xp, lu, piv):
+    return _unpack(xp, lu, piv)
+
+
+lu_unpack_op = Op("lu_unpack", _lu_unpack_kernel, differentiable=False)
+
+
+@public(method=False)
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """``(P, L, U)`` from the packed output of :func:`ember.linalg.lu_factor`."""
+    check_tensor("lu_unpack", LU_data, "LU_data")
+    check_tensor("lu_unpack", LU_pivots, "LU_pivots")
+    if LU_pivots.dtype.category != 1:
+        raise RuntimeError(
+            f"lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype, "
+            f"but got {LU_pivots.dtype.scalar_name}")
+    r = _dispatch.apply(lu_unpack_op, (LU_data, LU_pivots), {}, out)
+    return make("lu_unpack", ["P", "L", "U"])(*r)
+
+
+def _lu_solve_kernel(xp, lu, piv, b, *, left, adjoint):
+    P, L, U = _unpack(xp, lu, piv)
+    A = xp.matmul(P, xp.matmul(L, U))
+    if adjoint:
+        A = xp.conj(xp.swapaxes(A, -1, -2))
+    if left:
+        return xp.linalg.solve(A, b)
+    return xp.swapaxes(xp.linalg.solve(xp.swapaxes(A, -1, -2), xp.swapaxes(b, -1, -2)), -1, -2)
+
+
+lu_solve_op = Op("linalg_lu_solve", _lu_solve_kernel, differentiable=False)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """Solve ``A X = B`` given ``A``'s packed LU factorisation (``adjoint``: ``A^H X = B``).
+    Not differentiable in ember: differentiate :func:`ember.linalg.solve` instead."""
+    check_square("linalg.lu_solve", LU, "LU")
+    check_tensor("linalg.lu_solve", B, "B")
+    params = {"left": bool(left), "adjoint": bool(adjoint)}
+    return _dispatch.apply(lu_solve_op, (LU, pivots, B), params, out)
+
+
+def _cholesky_inverse_impl(input, upper, out):
+    from .linalg_decomp import cholesky_solve
+
+    check_square("cholesky_inverse", input, "input")
+    n = input.shape[-1]
+    eye = wrap(np.broadcast_to(np.eye(n, dtype=input._data.dtype), tuple(input.shape)).copy())
+    return cholesky_solve(eye, input, upper, out=out)
+
+
+@public
+def cholesky_inverse(input, upper=False, *, out=None):
+    """The inverse of ``A`` from its Cholesky factor ``input`` (``A = L L^H``)."""
+    return _cholesky_inverse_impl(input, upper, out)
+
+
+# the top-level forms show PyTorch's names
+_matrix_power_public.__name__ = _matrix_power_public.__qualname__ = "matrix_power"
+_matrix_exp_public.__name__ = _matrix_exp_public.__qualname__ = "matrix_exp"
+
+
+# ------------------------------------------------------------------------------------------------
+# householder_product (a composite: autograd follows the products it is made of)
+
+
+def householder_product(A, tau, *, out=None):
+    """The first ``n`` columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^H``, where
+    ``v_i`` is column ``i`` of ``A`` below the diagonal with a 1 on it (LAPACK's orgqr)."""
+    op_name = "linalg.householder_product"
+    check_matrix(op_name, A)
+    check_tensor(op_name, tau, "tau")
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1] if tau.dim() else 0
+    if m < n:
+        raise RuntimeError(
+            f"{op_name}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if tau.dim() != A.dim() - 1 or k > n:
+        raise RuntimeError(
+            f"{op_name}: tau must have {A.dim() - 1} dims and at most input.shape[-1] "
+            f"elements in its last dim, got shape {list(tau.shape)}")
+    if A._data.dtype != tau._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: tau dtype {tau.dtype.scalar_name} does not match input dtype "
+            f"{A.dtype.scalar_name}")
+    dt = A._data.dtype
+    V = A * wrap(np.tril(np.ones((m, n)), -1).astype(dt)) + wrap(np.eye(m, n, dtype=dt))
+    Q = wrap(np.broadcast_to(np.eye(m, dtype=dt), tuple(A.shape[:-2]) + (m, m)).copy())
+    for i in range(k):
+        v = V[..., :, i:i + 1]
+        t = tau[..., i:i + 1].unsqueeze(-1)
+        Q = Q - matmul(matmul(Q, v) * t, _h(v))
+    r = Q[..., :, :n]
+    return r if out is None else _dispatch.write_out(op_name, out, r)

@@ -1,0 +1,267 @@
+"""Vector and matrix norms, cross and vector dot products (``ember.linalg`` and ``ember``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dispatch
+from .._core import dtype as _dt
+from .._core.checks import wrap_dim, wrap_dims
+from ._registry import Op, public
+from .linalg import _LOWP, _conj, check_tensor
+from .linalg_decomp import svdvals
+
+_INF = math.inf
+
+
+# ------------------------------------------------------------------------------------------------
+# vector_norm
+
+
+def _vnorm_kernel(xp, a, *, ord, dim, keepdim):
+    dt = a.dtype
+    x = xp.abs(a)
+    if x.dtype in _LOWP:
+        x = x.astype(np.float32)
+    if ord == _INF:
+        r = x.max(axis=dim, keepdims=keepdim)
+    elif ord == -_INF:
+        r = x.min(axis=dim, keepdims=keepdim)
+    elif ord == 0:
+        r = (x != 0).sum(axis=dim, keepdims=keepdim).astype(x.dtype)
+    elif ord == 1:
+        r = x.sum(axis=dim, keepdims=keepdim)
+    elif ord == 2:
+        r = xp.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+    else:
+        r = (x ** ord).sum(axis=dim, keepdims=keepdim) ** (1.0 / ord)
+    real = np.dtype(dt.char.lower()) if dt.kind == "c" else dt
+    return xp.asarray(r).astype(real)
+
+
+def _vnorm_vjp(g, x, *, out, ord, dim, keepdim):
+    if ord == 0:
+        return None
+    nd = x.dim()
+    dims = range(nd) if dim is None else dim
+    kshape = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
+    if not keepdim:
+        g = g.reshape(kshape)
+        out = out.reshape(kshape)
+    sgn = x.sgn()
+    if ord == 1:
+        return g * sgn
+    if ord == 2:
+        safe = out + (out == 0)
+        return g * x / safe
+    if ord in (_INF, -_INF):
+        mask = x.abs() == out
+        count = mask.sum(dim=tuple(dims), keepdim=True)
+        return g * sgn * mask / count
+    safe = out + (out == 0)
+    return g * sgn * (x.abs() / safe) ** (ord - 1)
+
+
+vector_norm_op = Op("linalg_vector_norm", _vnorm_kernel, vjp=_vnorm_vjp)
+
+
+def _norm_input(op_name, x, dtype):
+    check_tensor(op_name, x, "x")
+    if dtype is not None:
+        dtype = _dt.lookup(dtype)
+        if dtype.category < 2:
+            raise RuntimeError(
+                f"{op_name}: dtype should be floating point or complex, but got "
+                f"{dtype.scalar_name}")
+        x = x.to(dtype)
+    if x.dtype.category < 2:
+        raise RuntimeError(
+            f"{op_name}: Expected a floating point or complex tensor as input. Got "
+            f"{x.dtype.scalar_name}")
+    return x
+
+
+def _check_ord_number(op_name, ord):
+    if isinstance(ord, bool) or not isinstance(ord, (int, float, np.number)):
+        raise TypeError(
+            f"{op_name}(): argument 'ord' must be Number, not {type(ord).__name__}")
+    return float(ord)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The ``ord``-norm of ``x`` over ``dim`` (all dims when None), treated as a vector.
+
+    ``ord`` may be any real number or +-inf; 0 counts the nonzeros.
+    """
+    op_name = "linalg.vector_norm"
+    x = _norm_input(op_name, x, dtype)
+    ord = _check_ord_number(op_name, ord)
+    if dim is not None:
+        dim = wrap_dims(dim, x.dim(), op_name)
+        if not dim:
+            dim = None
+    reduced = range(x.dim()) if dim is None else dim
+    if ord < 0 or ord == _INF:
+        for d in reduced:
+            if x.shape[d] == 0:
+                raise RuntimeError(
+                    f"{op_name} cannot compute the {ord:g} norm on an empty tensor because "
+                    "the operation does not have an identity")
+    params = {"ord": ord, "dim": dim, "keepdim": bool(keepdim)}
+    return _dispatch.apply(vector_norm_op, (x,), params, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# matrix_norm, norm
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """The matrix norm of ``A`` over the two dims ``dim``: 'fro', 'nuc', +-1, +-2, +-inf."""
+    op_name = "linalg.matrix_norm"
+    A = _norm_input(op_name, A, dtype)
+    if A.dim() < 2:
+        raise RuntimeError(
+            f"{op_name}: The input tensor A must have at least 2 dimensions.")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"{op_name}: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = wrap_dims(dim, A.dim(), op_name)
+    if ord == "fro":
+        r = vector_norm(A, 2, (d0, d1), keepdim)
+    elif ord == "nuc" or ord in (2, -2):
+        B = A.movedim((d0, d1), (-2, -1)) if (d0, d1) != (A.dim() - 2, A.dim() - 1) else A
+        if ord != "nuc" and min(B.shape[-2:]) == 0:
+            raise RuntimeError(
+                f"{op_name}: cannot compute the {ord} norm of an empty matrix")
+        s = svdvals(B)
+        vord = 1 if ord == "nuc" else (_INF if ord == 2 else -_INF)
+        r = vector_norm(s, vord, -1)
+        if keepdim:
+            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
+    elif ord in (1, -1, _INF, -_INF):
+        # 1: max column sum (sum over rows d0, extreme over columns d1); inf: the reverse
+        inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
+        ext = _INF if ord > 0 else -_INF
+        r = vector_norm(vector_norm(A, 1, inner, True), ext, outer, True)
+        if not keepdim:
+            shape = tuple(s for i, s in enumerate(r.shape) if i not in (d0, d1))
+            r = r.reshape(shape)
+    else:
+        raise RuntimeError(f"{op_name}: Order {ord} not supported.")
+    return r if out is None else _dispatch.write_out(op_name, out, r)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    """A vector norm (``dim`` an int or None on a 1-D input) or a matrix norm (``dim`` a
+    pair, or None on a 2-D input); ``ord=None`` is the 2-norm / Frobenius norm."""
+    op_name = "linalg.norm"
+    check_tensor(op_name, A, "A")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A.dim() == 2):
+        if ord is None:
+            ord = "fro"
+        return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype,
+                           out=out)
+    if dim is None and ord is not None and A.dim() != 1:
+        raise RuntimeError(
+            f"{op_name}: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+            f"{A.dim()}D.")
+    if isinstance(ord, str):
+        raise RuntimeError(f"{op_name}: ord={ord!r} requires a matrix (two dims)")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+
+
+@public(name="norm")
+def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """The legacy ``norm``: 'fro' and numbers are vector norms over ``dim`` (all dims by
+    default), 'nuc' a matrix norm."""
+    check_tensor("norm", input)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if p == "nuc":
+        return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim,
+                           dtype=dtype, out=out)
+    if p == "fro" or p is None:
+        p = 2
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: unsupported p={p!r}")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
+
+
+# ------------------------------------------------------------------------------------------------
+# cross, vecdot
+
+
+def _cross_kernel(xp, a, b, *, dim):
+    return xp.cross(a, b, axis=dim)
+
+
+def _cross_vjp(g, a, b, *, dim):
+    return (_dispatch.apply(cross_op, (_conj(b), g), {"dim": dim}),
+            _dispatch.apply(cross_op, (g, _conj(a)), {"dim": dim}))
+
+
+cross_op = Op("linalg_cross", _cross_kernel, vjp=_cross_vjp, linear=False)
+
+
+def _cross(op_name, a, b, dim):
+    check_tensor(op_name, a, "input", 1)
+    check_tensor(op_name, b, "other", 2)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{op_name}: expected input and other to have the same dtype, but got "
+            f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
+    if a.dim() != b.dim():
+        raise RuntimeError(
+            f"{op_name}: inputs dimension {a.dim()} does not match other dimension {b.dim()}")
+    try:
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise RuntimeError(
+            f"{op_name}: the shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast "
+            "together") from None
+    if dim is None:
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"{op_name}: no dimension of size 3 in input")
+    dim = wrap_dim(dim, len(shape), op_name)
+    if a.shape[dim] != 3 or b.shape[dim] != 3:
+        raise RuntimeError(
+            f"{op_name}: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
+            f"{b.shape[dim]}")
+    if a._data.dtype == np.bool_:
+        raise NotImplementedError(f'"{op_name}" not implemented for \'Bool\'')
+    return dim
+
+
+def linalg_cross(input, other, *, dim=-1, out=None):
+    """The 3-D cross product along ``dim`` (broadcasting the other dims)."""
+    d = _cross("linalg.cross", input, other, dim)
+    return _dispatch.apply(cross_op, (input, other), {"dim": d}, out)
+
+
+@public
+def cross(input, other, dim=None, *, out=None):
+    """The 3-D cross product along ``dim`` (default: the first dim of size 3)."""
+    d = _cross("cross", input, other, dim)
+    return _dispatch.apply(cross_op, (input, other), {"dim": d}, out)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """``sum(conj(x) * y, dim)``, broadcasting the other dims."""
+    check_tensor("linalg.vecdot", x, "x", 1)
+    check_tensor("linalg.vecdot", y, "y", 2)
+    if x._data.dtype != y._data.dtype:
+        raise RuntimeError(
+            f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+            f"{x.dtype.scalar_name} and y of type {y.dtype.scalar_name} instead")
+    n = max(x.dim(), y.dim())
+    d = wrap_dim(dim, n, "linalg.vecdot")
+    r = (_conj(x) * y).sum(d - n)
+    return r if out is None else _dispatch.write_out("linalg.vecdot", out, r)
+
+
+# the top-level forms show PyTorch's names
+_torch_norm.__name__ = _torch_norm.__qualname__ = "norm"

@@ -1,0 +1,27 @@
+"""``ember.fft``: discrete Fourier transforms, as ``torch.fft``. See ember/_ops/fft.py."""
+
+from ._ops.fft import (  # noqa: F401
+    __all__,
+    fft,
+    fft2,
+    fftfreq,
+    fftn,
+    fftshift,
+    hfft,
+    hfft2,
+    hfftn,
+    ifft,
+    ifft2,
+    ifftn,
+    ifftshift,
+    ihfft,
+    ihfft2,
+    ihfftn,
+    irfft,
+    irfft2,
+    irfftn,
+    rfft,
+    rfft2,
+    rfftfreq,
+    rfftn,
+)
