@@ -59,3 +59,10 @@ def test_reinforce_cartpole_improves(tmp_path):
     avg = _load("reinforce_cartpole").main(["--episodes", "120", "--target", "1e9",
                                             "--checkpoint", str(tmp_path / "rl.pt")])
     assert avg > 25  # random play averages about 22
+
+
+def test_speech_keywords_learns(tmp_path):
+    acc = _load("speech_keywords").main(["--epochs", "2", "--train-size", "600",
+                                         "--test-size", "200", "--checkpoint",
+                                         str(tmp_path / "s.pt")])
+    assert acc > 0.5  # five classes: chance is 0.2
