@@ -1,0 +1,76 @@
+"""The benchmark harness: a quick run of the ``ops`` group produces a table and reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HAS_TORCH
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_bench_quick_ops_produces_table(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "ops", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "ember/torch" in proc.stdout
+    assert "ops: a + b (10 float32)" in proc.stdout
+    data = json.loads((tmp_path / "quick.json").read_text())
+    names = {r["name"] for r in data["results"]}
+    assert {"a + b (10 float32)", "a @ b (1024x1024 float32)"} <= names
+    add = next(r for r in data["results"] if r["name"] == "a + b (10 float32)")
+    assert add["status"] == "ok" and add["ratio"] > 0
+    assert "date" in data["machine"] and "cpu" in data["machine"]
+    assert "| workload |" in (tmp_path / "quick.md").read_text()
+
+
+def test_bench_failing_workload_is_skipped_not_fatal():
+    import ember
+    from bench.common import Workload, run_workload
+
+    def broken(fw):
+        raise NotImplementedError("not there yet")
+
+    w = Workload("t", "broken", {"ember": broken, "torch": lambda fw: lambda: 1}, None)
+    row = run_workload(w, {"ember": ember, "torch": ember}, samples=3, min_sample_s=0.0001,
+                       warmup_s=0.0)
+    assert row.status == "skipped"
+    assert "ember raised NotImplementedError: not there yet" in row.note
+    assert row.ember_ns is None and row.torch_ns is not None and row.ratio is None
+
+
+def test_bench_check_mismatch_drops_ember_timing():
+    import numpy as np
+
+    import ember
+    from bench.common import Workload, assert_same, run_workload
+
+    def setup_ember(fw):
+        return lambda: fw.from_numpy(np.ones(3, np.float32))
+
+    def setup_other(fw):
+        return lambda: fw.from_numpy(np.zeros(3, np.float32))
+
+    w = Workload("t", "differs", {"ember": setup_ember, "torch": setup_other}, assert_same)
+    row = run_workload(w, {"ember": ember, "torch": ember}, samples=3, min_sample_s=0.0001,
+                       warmup_s=0.0)
+    assert row.status == "mismatch"
+    assert "results differ" in row.note
+    assert row.ember_ns is None and row.torch_ns is not None
+
+
+def test_bench_calibrate_reaches_min_sample_time(monkeypatch):
+    from bench import common
+
+    # a deterministic clock: every call takes 0.3 ms
+    monkeypatch.setattr(common, "_run_loop", lambda fn, n: (n * 300_000, n * 300_000))
+    n = common.calibrate(lambda: None, 0.01)
+    assert n * 0.0003 >= 0.01
+    assert n * 0.0003 <= 0.015  # not wildly past the target
