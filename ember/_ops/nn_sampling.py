@@ -296,10 +296,23 @@ def affine_grid(theta, size, align_corners=None):
 # unfold / fold (im2col and its adjoint)
 
 
-def _im2col_kernel(xp, x, *, kernel_size, dilation, padding, stride):
-    from .nn_conv import _pad, _windows
+def _windows(xp, x, ksize, stride, dilation, padding):
+    """View (N, C, *out, *k) of the windows of (N, C, *spatial) after zero padding."""
+    if any(padding):
+        x = xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
+    nd = len(ksize)
+    out = tuple((x.shape[2 + i] - dilation[i] * (ksize[i] - 1) - 1) // stride[i] + 1
+                for i in range(nd))
+    st = x.strides
+    shape = x.shape[:2] + out + tuple(ksize)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
+        tuple(st[2 + i] * dilation[i] for i in range(nd))
+    lib = np.lib if xp is np else xp.lib
+    return lib.stride_tricks.as_strided(x, shape, strides), out
 
-    win, out = _windows(xp, _pad(xp, x, padding), kernel_size, stride, dilation)
+
+def _im2col_kernel(xp, x, *, kernel_size, dilation, padding, stride):
+    win, out = _windows(xp, x, kernel_size, stride, dilation, padding)
     n, c = x.shape[:2]
     # (N, C, oh, ow, kh, kw) -> (N, C, kh, kw, oh, ow) -> (N, C*kh*kw, L)
     cols = win.transpose(0, 1, 4, 5, 2, 3)
