@@ -98,11 +98,24 @@ def _grad_rows(xp, g, groups):
     return xp.ascontiguousarray(gl.transpose(perm)).reshape(groups, -1, o // groups)
 
 
+def _grouped_matmul(xp, a, b, transpose_a=False, transpose_b=False):
+    """a[g] @ b[g] for each group as plain 2-D GEMMs (NumPy's stacked matmul misses BLAS
+    for transposed operands); one group needs no stacking copy."""
+    def one(i):
+        x = a[i].T if transpose_a else a[i]
+        y = b[i].T if transpose_b else b[i]
+        return x @ y
+
+    if a.shape[0] == 1:
+        return one(0)[None]
+    return xp.stack([one(i) for i in range(a.shape[0])])
+
+
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
     n, o = x.shape[0], w.shape[0]
     cols, out = _columns(xp, x, w.shape[2:], stride, padding, dilation, groups)
     wm = _weight_matrix(w, groups)
-    y = xp.stack([cols[i] @ wm[i].T for i in range(groups)])  # (G, N*out, O/G)
+    y = _grouped_matmul(xp, cols, wm, transpose_b=True)  # (G, N*out, O/G)
     nd = len(out)
     if groups == 1:
         y = y.reshape((n,) + out + (o,))
@@ -123,8 +136,22 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
     ksize = w.shape[2:]
     cg = w.shape[1]
     c = cg * groups
+    if all(st == 1 for st in stride) and all(
+            padding[i] <= dilation[i] * (ksize[i] - 1) for i in range(nd)):
+        # stride 1: the adjoint is itself a convolution of g with the flipped, transposed
+        # kernel (one gather and one GEMM instead of a GEMM and one scatter per tap)
+        wt = w.reshape((groups, w.shape[0] // groups, cg) + tuple(ksize))
+        wt = xp.swapaxes(wt, 1, 2).reshape((c, w.shape[0] // groups) + tuple(ksize))
+        wt = xp.ascontiguousarray(wt[(slice(None), slice(None)) +
+                                     (slice(None, None, -1),) * nd])
+        pad = tuple(dilation[i] * (ksize[i] - 1) - padding[i] for i in range(nd))
+        gx = _conv_kernel(xp, g, wt, None, stride=stride, padding=pad, dilation=dilation,
+                          groups=groups)
+        return gx[(slice(None), slice(None)) + tuple(slice(0, input_shape[2 + i])
+                                                       for i in range(nd))] \
+            if gx.shape[2:] != tuple(input_shape[2:]) else gx
     rows, wm = _grad_rows(xp, g, groups), _weight_matrix(w, groups)
-    gcols = xp.stack([rows[i] @ wm[i] for i in range(groups)])  # (G, N*out, kCg)
+    gcols = _grouped_matmul(xp, rows, wm)  # (G, N*out, kCg)
     if groups == 1:
         gcols = gcols.reshape((n,) + tuple(out) + tuple(ksize) + (c,))
     else:
@@ -148,8 +175,7 @@ def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, gr
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
     cols, _ = _columns(xp, x, weight_shape[2:], stride, padding, dilation, groups)
     rows = _grad_rows(xp, g, groups)
-    # one 2-D GEMM per group: NumPy's stacked matmul of transposed operands misses BLAS
-    gw = xp.stack([rows[i].T @ cols[i] for i in range(groups)])  # (G, O/G, kCg)
+    gw = _grouped_matmul(xp, rows, cols, transpose_a=True)  # (G, O/G, kCg)
     o, cg = weight_shape[:2]
     ksize = weight_shape[2:]
     nd = len(ksize)

@@ -222,3 +222,21 @@ def test_reset_parameters_distributions():
     assert np.abs(conv.weight.detach().numpy()).max() <= b
     emb = nn.Embedding(1000, 50)
     assert abs(emb.weight.detach().numpy().std() - 1) < 0.05
+
+
+@pytest.mark.parametrize("kw", [
+    {"stride": 1, "padding": 1},
+    {"stride": 1, "padding": 0, "dilation": 2, "groups": 2},
+    {"stride": 2, "padding": 1},
+])
+def test_conv_gradcheck_and_gradgradcheck(kw):
+    from ember.autograd import gradcheck, gradgradcheck
+
+    x = _x(1, 4, 5, 5).requires_grad_()
+    w = (_x(4, 4 // kw.get("groups", 1), 3, 3, seed=1) * 0.3).requires_grad_()
+    fn = lambda x, w: nn.functional.conv2d(x, w, **kw)  # noqa: E731
+    assert gradcheck(fn, (x, w))
+    assert gradgradcheck(fn, (x, w))
+    tfn = lambda x, w: nn.functional.conv_transpose2d(  # noqa: E731
+        x, w, stride=kw["stride"], padding=kw["padding"], groups=kw.get("groups", 1))
+    assert gradcheck(tfn, (x, w))
