@@ -61,19 +61,28 @@ def _win(xp, xpad, ksize, stride, dilation, out):
 
 
 def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    """Max over each window, tap by tap (strided views, no window copy), keeping the first
+    maximal tap (and NaN, which wins, as in PyTorch); indices are flat positions in the
+    unpadded input plane."""
     nd = len(kernel_size)
-    lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    xpad, out, pads = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
-    win = _win(xp, xpad, kernel_size, stride, dilation, out)
-    flat = win.reshape(win.shape[:2 + nd] + (-1,))
-    arg = flat.argmax(axis=-1)
-    if x.dtype.kind == "f":
-        # NaN wins, as in PyTorch
-        nan_arg = xp.isnan(flat).argmax(axis=-1)
-        has_nan = xp.isnan(flat).any(axis=-1)
-        arg = xp.where(has_nan, nan_arg, arg)
-    values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-    # flat index into the unpadded input plane, as PyTorch reports it
+    lowest = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
+    xpad, out, _ = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
+    best = arg = None
+    floating = x.dtype.kind in "fV"
+    for t, tap in enumerate(itertools.product(*(range(k) for k in kernel_size))):
+        view = xpad[(slice(None), slice(None)) + tuple(
+            slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
+                  stride[i]) for i in range(nd))]
+        if best is None:
+            best = view.copy()
+            arg = xp.zeros(best.shape, dtype=xp.int16)
+            continue
+        take = view > best
+        if floating:
+            take |= xp.isnan(view) & ~xp.isnan(best)
+        # masked assignment is slow in NumPy: select by arithmetic instead
+        xp.maximum(best, view, out=best)
+        arg += take.view(xp.int8).astype(xp.int16) * (t - arg)
     tap = xp.unravel_index(arg, kernel_size)
     spatial = x.shape[2:]
     index = xp.zeros(arg.shape, dtype=xp.int64)
@@ -81,21 +90,24 @@ def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode
         grid = xp.arange(out[i]).reshape((1, 1) + tuple(-1 if j == i else 1 for j in range(nd)))
         pos = grid * stride[i] + tap[i] * dilation[i] - padding[i]
         index = index * spatial[i] + pos
-    return xp.ascontiguousarray(values), index
+    return best, index
 
 
 def _unpool_add_kernel(xp, g, index, *, input_shape):
     """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C)."""
     n, c = input_shape[:2]
     plane = math.prod(input_shape[2:])
-    out = xp.zeros((n * c, plane), dtype=g.dtype)
     gi = g.reshape(n * c, -1)
     ii = index.reshape(n * c, -1)
-    rows = xp.broadcast_to(xp.arange(n * c)[:, None], ii.shape)
-    if xp is np:
-        np.add.at(out, (rows, ii), gi)
+    flat = (ii + (xp.arange(n * c) * plane)[:, None]).reshape(-1)
+    if gi.dtype.kind == "c":
+        out = xp.zeros(n * c * plane, dtype=g.dtype)
+        xp.add.at(out, flat, gi.reshape(-1))
     else:
-        xp.add.at(out, (rows, ii), gi)
+        # bincount sums colliding positions (overlapping windows, reflect padding) in one
+        # pass; it accumulates in float64, then the result returns to g's dtype
+        out = xp.bincount(flat, weights=gi.reshape(-1).astype(xp.float64),
+                          minlength=n * c * plane).astype(g.dtype)
     return out.reshape(input_shape)
 
 

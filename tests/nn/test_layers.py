@@ -240,3 +240,13 @@ def test_conv_gradcheck_and_gradgradcheck(kw):
     tfn = lambda x, w: nn.functional.conv_transpose2d(  # noqa: E731
         x, w, stride=kw["stride"], padding=kw["padding"], groups=kw.get("groups", 1))
     assert gradcheck(tfn, (x, w))
+
+
+def test_max_pool_ties_take_first_and_nan_wins():
+    import torch
+
+    x = np.array([[[[1.0, 1.0, 2.0, float("nan")], [0.0, 1.0, 2.0, 5.0]]]])
+    v, i = nn.functional.max_pool2d(ember.from_numpy(x), 2, return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    assert i.tolist() == ti.tolist()
+    assert np.array_equal(v.numpy(), tv.numpy(), equal_nan=True)
