@@ -10,6 +10,32 @@ import numpy as _np
 # ember follows PyTorch, so NumPy's floating-point warnings are turned off once here.
 _np.seterr(all="ignore")
 
+
+def _tune_malloc():
+    """NOTE [ Allocator tuning ]
+    Tensors are NumPy arrays from the C allocator. glibc serves large blocks with mmap and
+    returns them with munmap, so every fresh activation or gradient of a few MB costs
+    system calls and page faults (zero-filled pages) -- measured as 4x on a cross-entropy
+    step and 8% on a ResNet step. Raising the mmap and trim thresholds keeps freed blocks in
+    the heap for reuse, as a caching allocator would. Set EMBER_NO_MALLOC_TUNING=1 to skip.
+    """
+    import os
+    import sys
+
+    if sys.platform != "linux" or os.environ.get("EMBER_NO_MALLOC_TUNING"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 256 * 1024 * 1024)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 512 * 1024 * 1024)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+_tune_malloc()
+
 from ._core import dtype as _dtype_mod
 from ._core.device import device
 from ._core.dtype import (

@@ -245,6 +245,82 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                            {"reduction": reduction, "ignore_index": ignore_index})
 
 
+def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
+    """Fused log-softmax + NLL over class indices; also returns the probabilities, which
+    backward needs (NOTE [ Fused cross entropy ])."""
+    c = x.shape[1]
+    rows = xp.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 2 else x
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0)
+    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
+        bad = safe[(safe < 0) | (safe >= c)][0]
+        raise IndexError(f"Target {int(bad)} is out of bounds.")
+    m = rows.max(axis=1, keepdims=True) if rows.size else rows[:, :1]
+    e = rows - m
+    picked = e[xp.arange(rows.shape[0]), safe]
+    xp.exp(e, out=e)  # in place: one (rows, classes) buffer serves as shifted, exp, probs
+    s = e.sum(axis=1, keepdims=True)
+    picked -= xp.log(s[:, 0])
+    wt = valid.astype(x.dtype) if weight is None else weight[safe] * valid
+    losses = -picked * wt
+    probs = xp.divide(e, s, out=e)
+    if x.ndim > 2:
+        probs = xp.moveaxis(probs.reshape((x.shape[0],) + x.shape[2:] + (c,)), -1, 1)
+    if reduction == "none":
+        out = losses.reshape(target.shape)
+    elif reduction == "sum":
+        out = xp.asarray(losses.sum())
+    else:
+        out = xp.asarray(losses.sum() / wt.sum())
+    return out.astype(x.dtype, copy=False), probs.astype(x.dtype, copy=False)
+
+
+def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
+    from .. import arange, is_grad_enabled
+
+    g = grads[0]
+    # NOTE [ Fused cross entropy ]: d loss / d logits = w[y] (softmax - onehot(y)) / denom;
+    # under create_graph the softmax is recomputed so the formula stays differentiable
+    p = x.softmax(1) if is_grad_enabled() else out[1]
+    c = x.shape[1]
+    valid = target != ignore_index
+    safe = target.masked_fill(~valid, 0)
+    shape = [1] * x.dim()
+    shape[1] = c
+    onehot = (safe.unsqueeze(1) == arange(c, device=x.device).reshape(shape)).to(x.dtype)
+    wt = valid.to(x.dtype) if weight is None else weight[safe] * valid
+    if reduction == "none":
+        scale = g * wt
+    elif reduction == "sum":
+        scale = g * wt
+    else:
+        scale = g * wt / wt.sum()
+    return (p - onehot) * scale.unsqueeze(1), None, None
+
+
+cross_entropy_op = Op("cross_entropy_loss", _ce_kernel, vjp=_ce_vjp, nondiff_outputs=(1,))
+cross_entropy_op.node_name = "NllLossBackward0"
+
+
+def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
+    if target._data.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
+    if input.shape[0] != target.shape[0] or tuple(input.shape[2:]) != tuple(target.shape[1:]):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if target.dim() else 1}).")
+    if weight is not None and tuple(weight.shape) != (input.shape[1],):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {input.shape[1]} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    if input._data.dtype.kind in "biu":
+        raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
+                           f"'{input.dtype.scalar_name}'")
+    loss, _ = _dispatch.apply(cross_entropy_op, (input, target, weight),
+                              {"reduction": reduction, "ignore_index": ignore_index})
+    return loss
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy between logits ``input`` (N, C, ...) and class indices or class
@@ -253,6 +329,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 1 if input.dim() > 1 else 0
+    if label_smoothing == 0 and input.dim() > 1 and target._data.dtype.kind in "iu":
+        return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
     logp = log_softmax(input, class_dim)
     if target.is_floating_point():
         if target.shape != input.shape:
