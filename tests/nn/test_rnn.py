@@ -131,3 +131,19 @@ def test_rnn_errors():
         lstm(ember.zeros(5, 2, 3), (ember.zeros(2, 2, 4), ember.zeros(1, 2, 4)))
     with pytest.raises(ValueError, match="proj_size"):
         nn.GRU(3, 4, proj_size=2)
+
+
+def test_fused_lstm_layer_gradcheck_and_double_backward():
+    from ember.autograd import gradcheck, gradgradcheck
+
+    lstm = nn.LSTM(2, 3, proj_size=2).double()
+    x = _x(4, 2, 2).requires_grad_()
+    h0 = _x(1, 2, 2, seed=1).requires_grad_()
+    c0 = _x(1, 2, 3, seed=2).requires_grad_()
+
+    def fn(x, h0, c0):
+        out, (h, c) = lstm(x, (h0, c0))
+        return out, h, c
+
+    assert gradcheck(fn, (x, h0, c0))
+    assert gradgradcheck(fn, (x, h0, c0))

@@ -133,6 +133,13 @@ class RNNBase(Module):
                 xw = xw + b_hh
         else:
             xw = F.linear(x, w_ih, b_ih)
+        if mode == "LSTM" and batch_sizes is None:
+            # whole sequence in one fused op (NOTE [ Fused LSTM layer ])
+            seq = xw.flip(0) if direction else xw
+            outs, h, c = nn_rnn.lstm_layer(seq, h, c, w_hh, w_hr)
+            if direction:
+                outs = outs.flip(0)
+            return outs, h, c
         steps = len(batch_sizes) if batch_sizes is not None else x.shape[0]
         order = range(steps - 1, -1, -1) if direction else range(steps)
         if batch_sizes is not None:
@@ -210,7 +217,7 @@ class RNNBase(Module):
                 k = layer * dirs + d
                 o, h, c = self._run_direction(layer_input, h0[k], None if c0 is None else
                                               c0[k], layer, d, batch_sizes)
-                outs.append(cat(o) if packed else stack(o))
+                outs.append(o if not isinstance(o, list) else (cat(o) if packed else stack(o)))
                 h_finals.append(h)
                 if c0 is not None:
                     c_finals.append(c)
