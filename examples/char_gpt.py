@@ -95,7 +95,7 @@ class CharGPT(nn.Module):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--d-model", type=int, default=128)
