@@ -29,3 +29,42 @@ def state_step(state):
     if "step" not in state:
         state["step"] = tensor(0.0)
     return state["step"]
+
+
+def check_adam_hparams(lr, eps, betas, weight_decay):
+    """The hyper-parameter checks every Adam-family optimizer makes."""
+    check_range("learning rate", lr)
+    check_range("epsilon value", eps)
+    check_range("beta parameter at index 0", betas[0], 0.0, 1.0)
+    check_range("beta parameter at index 1", betas[1], 0.0, 1.0)
+    check_range("weight_decay value", weight_decay)
+
+
+def zeros_state(*names):
+    """A state initialiser: a 'step' counter and zero tensors like the parameter."""
+    def init(p, state):
+        from .. import zeros_like
+
+        state_step(state)
+        for name in names:
+            state[name] = zeros_like(p)
+
+    return init
+
+
+def gather(optimizer, group, init, *keys):
+    """(params, grads, *state columns) for the parameters of ``group`` that have gradients;
+    ``init(param, state)`` fills a parameter's state the first time it is seen."""
+    params, grads = [], []
+    columns = [[] for _ in keys]
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        st = optimizer.state[p]
+        if not st:
+            init(p, st)
+        params.append(p)
+        grads.append(p.grad)
+        for col, key in zip(columns, keys):
+            col.append(st.get(key))
+    return (params, grads, *columns)

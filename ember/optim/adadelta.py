@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, state_step
+from ._base import check_range, closure_loss, gather, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adadelta", "adadelta"]
@@ -20,24 +20,10 @@ class Adadelta(Optimizer):
                                       foreach=foreach, differentiable=differentiable))
 
     def step(self, closure=None):
-        from .. import zeros_like
-
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, sq, acc, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    state_step(st)
-                    st["square_avg"] = zeros_like(p)
-                    st["acc_delta"] = zeros_like(p)
-                ps.append(p)
-                gs.append(p.grad)
-                sq.append(st["square_avg"])
-                acc.append(st["acc_delta"])
-                steps.append(st["step"])
+            ps, gs, sq, acc, steps = gather(self, group, zeros_state("square_avg", "acc_delta"),
+                                            "square_avg", "acc_delta", "step")
             adadelta(ps, gs, sq, acc, steps, lr=group["lr"], rho=group["rho"],
                      eps=group["eps"], weight_decay=group["weight_decay"],
                      maximize=group["maximize"])

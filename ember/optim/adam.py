@@ -4,22 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ._base import check_adam_hparams, closure_loss, gather, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW", "adam"]
-
-
-def _check(lr, eps, betas, weight_decay):
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adam(Optimizer):
@@ -28,7 +16,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        _check(lr, eps, betas, weight_decay)
+        check_adam_hparams(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
@@ -36,32 +24,12 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ..autograd.grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
-        from .. import tensor, zeros_like
-
+        loss = closure_loss(closure)
         for group in self.param_groups:
-            params, grads, m1, m2, mmax, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = tensor(0.0)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                m1.append(state["exp_avg"])
-                m2.append(state["exp_avg_sq"])
-                mmax.append(state.get("max_exp_avg_sq"))
-                steps.append(state["step"])
+            names = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+            params, grads, m1, m2, mmax, steps = gather(
+                self, group, zeros_state(*names), "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+                "step")
             beta1, beta2 = group["betas"]
             adam(params, grads, m1, m2, mmax, steps, amsgrad=group["amsgrad"], beta1=beta1,
                  beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, state_step
+from ._base import check_adam_hparams, closure_loss, gather, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adamax", "adamax"]
@@ -11,34 +11,16 @@ __all__ = ["Adamax", "adamax"]
 class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
-        check_range("learning rate", lr)
-        check_range("epsilon value", eps)
-        check_range("beta parameter at index 0", betas[0], 0.0, 1.0)
-        check_range("beta parameter at index 1", betas[1], 0.0, 1.0)
-        check_range("weight_decay value", weight_decay)
+        check_adam_hparams(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, capturable=capturable))
 
     def step(self, closure=None):
-        from .. import zeros_like
-
         loss = closure_loss(closure)
         for group in self.param_groups:
-            params, grads, avgs, infs, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    state_step(st)
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_inf"] = zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                avgs.append(st["exp_avg"])
-                infs.append(st["exp_inf"])
-                steps.append(st["step"])
+            params, grads, avgs, infs, steps = gather(
+                self, group, zeros_state("exp_avg", "exp_inf"), "exp_avg", "exp_inf", "step")
             beta1, beta2 = group["betas"]
             adamax(params, grads, avgs, infs, steps, eps=group["eps"], beta1=beta1,
                    beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, state_step
+from ._base import check_adam_hparams, check_range, closure_loss, gather, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["NAdam", "nadam"]
@@ -12,11 +12,7 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
-        check_range("learning rate", lr)
-        check_range("epsilon value", eps)
-        check_range("beta parameter at index 0", betas[0], 0.0, 1.0)
-        check_range("beta parameter at index 1", betas[1], 0.0, 1.0)
-        check_range("weight_decay value", weight_decay)
+        check_adam_hparams(lr, eps, betas, weight_decay)
         check_range("momentum_decay value", momentum_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
@@ -25,26 +21,16 @@ class NAdam(Optimizer):
                                       capturable=capturable, differentiable=differentiable))
 
     def step(self, closure=None):
-        from .. import tensor, zeros_like
+        from .. import tensor
+
+        def init(p, st):
+            zeros_state("exp_avg", "exp_avg_sq")(p, st)
+            st["mu_product"] = tensor(1.0)
 
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, m1, m2, mus, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    state_step(st)
-                    st["mu_product"] = tensor(1.0)
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_avg_sq"] = zeros_like(p)
-                ps.append(p)
-                gs.append(p.grad)
-                m1.append(st["exp_avg"])
-                m2.append(st["exp_avg_sq"])
-                mus.append(st["mu_product"])
-                steps.append(st["step"])
+            ps, gs, m1, m2, mus, steps = gather(self, group, init, "exp_avg", "exp_avg_sq",
+                                                "mu_product", "step")
             beta1, beta2 = group["betas"]
             nadam(ps, gs, m1, m2, mus, steps, beta1=beta1, beta2=beta2, lr=group["lr"],
                   weight_decay=group["weight_decay"], momentum_decay=group["momentum_decay"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ._base import check_range, closure_loss, state_step
+from ._base import check_adam_hparams, closure_loss, gather, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["RAdam", "radam"]
@@ -14,11 +14,7 @@ class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
-        check_range("learning rate", lr)
-        check_range("epsilon value", eps)
-        check_range("beta parameter at index 0", betas[0], 0.0, 1.0)
-        check_range("beta parameter at index 1", betas[1], 0.0, 1.0)
-        check_range("weight_decay value", weight_decay)
+        check_adam_hparams(lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize, foreach=foreach,
                                       capturable=capturable,
@@ -26,24 +22,10 @@ class RAdam(Optimizer):
                                       differentiable=differentiable))
 
     def step(self, closure=None):
-        from .. import zeros_like
-
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, m1, m2, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    state_step(st)
-                    st["exp_avg"] = zeros_like(p)
-                    st["exp_avg_sq"] = zeros_like(p)
-                ps.append(p)
-                gs.append(p.grad)
-                m1.append(st["exp_avg"])
-                m2.append(st["exp_avg_sq"])
-                steps.append(st["step"])
+            ps, gs, m1, m2, steps = gather(self, group, zeros_state("exp_avg", "exp_avg_sq"),
+                                           "exp_avg", "exp_avg_sq", "step")
             beta1, beta2 = group["betas"]
             radam(ps, gs, m1, m2, steps, beta1=beta1, beta2=beta2, lr=group["lr"],
                   weight_decay=group["weight_decay"], eps=group["eps"],

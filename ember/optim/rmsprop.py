@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, state_step
+from ._base import check_range, closure_loss, gather, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -23,28 +23,13 @@ class RMSprop(Optimizer):
                                       maximize=maximize, differentiable=differentiable))
 
     def step(self, closure=None):
-        from .. import zeros_like
-
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, sq, bufs, gavg, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    state_step(st)
-                    st["square_avg"] = zeros_like(p)
-                    if group["momentum"] > 0:
-                        st["momentum_buffer"] = zeros_like(p)
-                    if group["centered"]:
-                        st["grad_avg"] = zeros_like(p)
-                ps.append(p)
-                gs.append(p.grad)
-                sq.append(st["square_avg"])
-                bufs.append(st.get("momentum_buffer"))
-                gavg.append(st.get("grad_avg"))
-                steps.append(st["step"])
+            names = ["square_avg"] + (["momentum_buffer"] if group["momentum"] > 0 else []) \
+                + (["grad_avg"] if group["centered"] else [])
+            ps, gs, sq, bufs, gavg, steps = gather(self, group, zeros_state(*names),
+                                                   "square_avg", "momentum_buffer", "grad_avg",
+                                                   "step")
             rmsprop(ps, gs, sq, gavg, bufs, steps, lr=group["lr"], alpha=group["alpha"],
                     eps=group["eps"], weight_decay=group["weight_decay"],
                     momentum=group["momentum"], centered=group["centered"],

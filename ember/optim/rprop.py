@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, state_step
+from ._base import check_range, closure_loss, gather, state_step
 from .optimizer import Optimizer
 
 __all__ = ["Rprop", "rprop"]
@@ -23,20 +23,13 @@ class Rprop(Optimizer):
 
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, prevs, sizes, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    state_step(st)
-                    st["prev"] = zeros_like(p)
-                    st["step_size"] = full_like(p.grad, group["lr"])
-                ps.append(p)
-                gs.append(p.grad)
-                prevs.append(st["prev"])
-                sizes.append(st["step_size"])
-                steps.append(st["step"])
+            def init(p, st, lr=group["lr"]):
+                state_step(st)
+                st["prev"] = zeros_like(p)
+                st["step_size"] = full_like(p.grad, lr)
+
+            ps, gs, prevs, sizes, steps = gather(self, group, init, "prev", "step_size",
+                                                 "step")
             etaminus, etaplus = group["etas"]
             lo, hi = group["step_sizes"]
             rprop(ps, gs, prevs, sizes, steps, step_size_min=lo, step_size_max=hi,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._base import closure_loss
 from .optimizer import Optimizer, required
 
 __all__ = ["SGD", "sgd"]
@@ -32,12 +33,7 @@ class SGD(Optimizer):
 
     def step(self, closure=None):
         """One update; ``closure`` re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            from ..autograd.grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for group in self.param_groups:
             params, grads, bufs = [], [], []
             for p in group["params"]:
