@@ -70,3 +70,27 @@ def grad_create_graph(fw):
         return g
 
     return step
+
+
+@workload("autograd", "20-layer MLP (width 32) forward+backward, batch 1", rtol=1e-4,
+          atol=1e-5)
+def mlp20_batch1(fw):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    layers = []
+    for _ in range(20):
+        w = fw.from_numpy((rng.standard_normal((32, 32)) / np.sqrt(32)).astype(np.float32))
+        layers.append(w.requires_grad_(True))
+    (x,) = tensors(fw, rand(1, 32))
+
+    def step():
+        for w in layers:
+            w.grad = None
+        h = x
+        for w in layers:
+            h = (h @ w).tanh()
+        h.sum().backward()
+        return layers[0].grad
+
+    return step

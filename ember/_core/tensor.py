@@ -353,7 +353,7 @@ class Tensor:
         a = self._data
         if a.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous")
+                "Boolean value of Tensor with more than one value is ambiguous")
         return bool(a.reshape(()).item())
 
     def __float__(self):

@@ -19,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-import numpy as np
 
 from .._core import dtype as _dt
 

@@ -264,3 +264,72 @@ def test_gradients(info):
             checked += 1
     if not checked:
         pytest.skip("no differentiable sample")
+
+
+@pytest.mark.skipif(not HAS_TORCH or not _gradcheck_available(),
+                    reason="needs PyTorch and ember.autograd")
+@pytest.mark.parametrize("info", [i for i in op_db if i.differentiable], ids=lambda i: i.id)
+def test_gradients_match_torch(info):
+    """Backpropagating the same cotangent gives PyTorch's gradients (float64 samples)."""
+    _skip(info, "gradients")
+    _skip(info, "torch")
+    _skip(info, "torch_gradients")
+    top = info.get_torch_op()
+    if top is None or _dt.float64 not in info.dtypes:
+        pytest.skip("no torch counterpart or no float64 support")
+    import torch
+
+    compared = 0
+    for s in _samples(info, _dt.float64):
+        leaves = [x for x in _results(list(s.all_args()) + list(s.kwargs.values()))
+                  if isinstance(x, ember.Tensor) and x.dtype == _dt.float64 and x.numel()]
+        if not leaves:
+            continue
+        e_args = _map(s.all_args(), lambda t: t.detach().clone().requires_grad_(
+            any(t is l for l in leaves)))
+        e_kwargs = _map(s.kwargs, lambda t: t.detach().clone().requires_grad_(
+            any(t is l for l in leaves)))
+        t_args = _map(e_args, lambda t: _torch_value(t).requires_grad_(t.requires_grad)
+                      if t.requires_grad else _torch_value(t))
+        t_kwargs = _map(e_kwargs, lambda t: _torch_value(t).requires_grad_(t.requires_grad)
+                        if t.requires_grad else _torch_value(t))
+        try:
+            t_out = top(*t_args, **t_kwargs)
+        except Exception:  # noqa: BLE001 -- a sample torch rejects is no conformance point
+            continue
+        e_out = info.get_op()(*e_args, **e_kwargs)
+        e_res = [r for r in _results(e_out) if isinstance(r, ember.Tensor) and r.requires_grad]
+        t_res = [r for r in _results(t_out) if hasattr(r, "requires_grad") and r.requires_grad]
+        if not e_res or len(e_res) != len(t_res):
+            continue
+        rng = np.random.default_rng(0)
+        cots = [rng.standard_normal(tuple(r.shape)) for r in e_res]
+
+        def loss(results, wrap):
+            # a real scalar; complex results enter through their real part
+            total = 0
+            for r, c in zip(results, cots):
+                term = r * wrap(c)
+                total = total + (term.real if term.is_complex() else term).sum()
+            return total
+
+        e_in = [x for x in _results(list(e_args) + list(e_kwargs.values()))
+                if isinstance(x, ember.Tensor) and x.requires_grad]
+        t_in = [x for x in _results(list(t_args) + list(t_kwargs.values()))
+                if hasattr(x, "requires_grad") and x.requires_grad]
+        try:
+            t_grads = torch.autograd.grad(loss(t_res, torch.from_numpy), t_in,
+                                          allow_unused=True)
+        except Exception:  # noqa: BLE001 -- torch cannot differentiate this sample
+            continue
+        e_grads = ember.autograd.grad(loss(e_res, ember.from_numpy), e_in, allow_unused=True)
+        for eg, tg in zip(e_grads, t_grads):
+            if tg is not None and tg._is_zerotensor():
+                tg = torch.zeros(tg.shape, dtype=tg.dtype)
+            if eg is None or tg is None:
+                assert eg is None or not eg.abs().sum().item(), f"{info.id} {s}: grad only here"
+                continue
+            assert_close(eg, tg.resolve_conj(), rtol=1e-5, atol=1e-6, msg=f"{info.id} {s}")
+        compared += 1
+    if not compared:
+        pytest.skip("no sample torch could differentiate")

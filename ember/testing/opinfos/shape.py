@@ -438,7 +438,9 @@ op_db = [
                                 ((3, 4), (0, 1, -1), RuntimeError, "non-negative"),
                                 ((), (0, 0, 1), RuntimeError, "0-dim"))),
     OpInfo("narrow_copy", dtypes=ALL, ref=_ref_narrow,
-           sample_inputs=_samples(((3, 4), (1, 1, 2), {}), ((3, 4), (0, -1, 1), {}))),
+           sample_inputs=_samples(((3, 4), (1, 1, 2), {}), ((3, 4), (0, -1, 1), {})),
+           skips={"torch_gradients": "PyTorch 2.13's narrow_copy gives a zero gradient for a "
+                                     "negative start (gradcheck verifies ember's)"}),
     OpInfo("select", dtypes=ALL, is_view=True, ref=lambda a, d, i: np.take(a, i, axis=d),
            sample_inputs=_samples(((3, 4), (0, 1), {}), ((3, 4), (1, -1), {}),
                                   ((3,), (0, 2), {}), ((2, 0), (0, 1), {})),
