@@ -44,9 +44,12 @@ def relu(input):
 
 
 def _softmax_kernel(xp, a, *, dim):
-    m = a.max(axis=dim, keepdims=True) if a.size else a
-    e = xp.exp(a - m)
-    return e / e.sum(axis=dim, keepdims=True)
+    if a.size == 0:
+        return a.copy()
+    e = a - a.max(axis=dim, keepdims=True)
+    xp.exp(e, out=e)  # one buffer for shifted values, exponentials and the result
+    e /= e.sum(axis=dim, keepdims=True)
+    return e
 
 
 def _softmax_vjp(g, _a, *, dim, out):
@@ -58,7 +61,8 @@ def _log_softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
     shifted = a - a.max(axis=dim, keepdims=True)
-    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    return shifted
 
 
 def _log_softmax_vjp(g, _a, *, dim, out):
