@@ -132,11 +132,11 @@ class OpInfo:
             obj = getattr(obj, part)
         return obj
 
-    def get_torch_op(self):
+    def get_torch_op(self, torch):
+        """The counterpart of this op in ``torch`` (the oracle module the tests pass in; ember
+        itself never imports PyTorch), or None."""
         if self.torch_op is None:
             return None
-        import torch
-
         if self.torch_op != "default":
             return self.torch_op(torch) if callable(self.torch_op) else self.torch_op
         obj = torch

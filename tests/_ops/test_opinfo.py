@@ -17,6 +17,12 @@ op_db = load_op_db()
 ids = [info.id for info in op_db]
 
 
+def _torch():
+    import torch
+
+    return torch
+
+
 def _rng(info, dtype):
     return np.random.default_rng(zlib.crc32(f"{info.id}/{dtype.name}".encode()))
 
@@ -123,7 +129,7 @@ def test_torch_conformance(info):
     _skip(info, "torch")
     import torch  # noqa: F401
 
-    top = info.get_torch_op()
+    top = info.get_torch_op(_torch())
     if top is None:
         pytest.skip("no torch counterpart")
     compared = 0
@@ -224,9 +230,10 @@ def test_error_inputs(info):
         s = e.sample
         with pytest.raises(e.error_type, match=e.match or None):
             _call(info.get_op(), s)
-        if HAS_TORCH and info.get_torch_op() is not None:
+        if HAS_TORCH and info.get_torch_op(_torch()) is not None:
             with pytest.raises(e.error_type):
-                info.get_torch_op()(*_torch_value(s.all_args()), **_torch_value(s.kwargs))
+                info.get_torch_op(_torch())(*_torch_value(s.all_args()),
+                                             **_torch_value(s.kwargs))
 
 
 def _gradcheck_available():
@@ -274,7 +281,7 @@ def test_gradients_match_torch(info):
     _skip(info, "gradients")
     _skip(info, "torch")
     _skip(info, "torch_gradients")
-    top = info.get_torch_op()
+    top = info.get_torch_op(_torch())
     if top is None or _dt.float64 not in info.dtypes:
         pytest.skip("no torch counterpart or no float64 support")
     import torch
