@@ -195,15 +195,24 @@ def inplace_from(fn, name):
     return inplace
 
 
+def _signature(f):
+    try:
+        return str(inspect.signature(f)) if f is not None else ""
+    except (TypeError, ValueError):
+        return ""
+
+
 def list_ops():
-    """Every registered op: name, public signature, backends with kernels, differentiable."""
+    """Every registered op -- name, public signature, backends with kernels, differentiable --
+    then every public function composed from them (backends ``["composite"]``: they run
+    wherever their parts do, and are differentiable through them)."""
     rows = []
     for n, op in sorted(ops.items()):
         f = functions.get(n) or getattr(Tensor, n, None)
-        try:
-            sig = str(inspect.signature(f)) if f is not None else ""
-        except (TypeError, ValueError):
-            sig = ""
-        rows.append({"name": n, "signature": sig, "backends": op.backends(),
+        rows.append({"name": n, "signature": _signature(f), "backends": op.backends(),
                      "differentiable": op.differentiable})
+    for n, f in sorted(functions.items()):
+        if n not in ops:
+            rows.append({"name": n, "signature": _signature(f), "backends": ["composite"],
+                         "differentiable": True})
     return rows
