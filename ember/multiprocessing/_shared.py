@@ -76,8 +76,10 @@ def _map_fd(fd, nbytes):
     return np.frombuffer(mm, dtype=np.uint8)
 
 
-def _allocate(nbytes):
-    """A fresh shared uint8 buffer of ``nbytes`` and its SharedInfo."""
+def _allocate(nbytes, for_sending=False):
+    """A fresh shared uint8 buffer of ``nbytes`` and its SharedInfo. A buffer made
+    ``for_sending`` (a worker's batch) keeps its file even after the last local user dies:
+    queues pickle in a background thread, so the sender may drop it before it is sent."""
     token = _new_token()
     if _strategy[0] == "file_descriptor":
         fd = os.memfd_create(f"ember-{token}", os.MFD_CLOEXEC)
@@ -103,8 +105,10 @@ def _allocate(nbytes):
         info = SharedInfo(token, nbytes, path=path)
         _created_files.add(path)
         # a file that was sent is unlinked by its receiver once mapped (the sender may well
-        # drop its tensor first); one never sent is unlinked when its last user here dies
-        weakref.finalize(arr, _unlink_unsent, path, weakref.ref(info))
+        # drop its tensor first); one never sent is unlinked when its last user here dies.
+        # Files left by a killed process are swept by the others (sweep_dead_files).
+        if not for_sending:
+            weakref.finalize(arr, _unlink_unsent, path, info)
     _register(arr, info)
     return arr, info
 
@@ -122,9 +126,8 @@ def _unlink(path):
         pass
 
 
-def _unlink_unsent(path, info_ref):
-    info = info_ref()
-    if info is None or not info.sent:
+def _unlink_unsent(path, info):
+    if not info.sent:
         _unlink(path)
 
 
@@ -239,5 +242,5 @@ def new_shared(shape, np_dtype):
     nbytes = int(np.prod(shape)) * np.dtype(np_dtype).itemsize
     if nbytes == 0:
         return wrap(np.empty(shape, np_dtype))
-    buf, _ = _allocate(nbytes)
+    buf, _ = _allocate(nbytes, for_sending=True)
     return wrap(np.ndarray(shape, dtype=np_dtype, buffer=buf))

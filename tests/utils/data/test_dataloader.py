@@ -169,23 +169,27 @@ def test_iterable_dataset_sharded_by_workers():
     assert got == list(range(10))
 
 
-def test_worker_exception_is_reraised_with_type_and_origin():
-    loader = DataLoader(Failing(10), batch_size=2, num_workers=2)
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_worker_exception_is_reraised_with_type_and_origin(ctx):
+    loader = DataLoader(Failing(10), batch_size=2, num_workers=2, multiprocessing_context=ctx)
     with pytest.raises(ValueError, match="in DataLoader worker process") as e:
         list(loader)
     assert "bad sample 5" in str(e.value)
 
 
-def test_killed_worker_is_reported_not_hung():
-    loader = DataLoader(Suicidal(10), batch_size=1, num_workers=2)
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_killed_worker_is_reported_not_hung(ctx):
+    loader = DataLoader(Suicidal(10), batch_size=1, num_workers=2, multiprocessing_context=ctx)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="DataLoader worker \\(pid"):
         list(loader)
     assert time.monotonic() - start < 20
 
 
-def test_timeout_raises():
-    loader = DataLoader(Slow(4), batch_size=1, num_workers=1, timeout=0.5)
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_timeout_raises(ctx):
+    loader = DataLoader(Slow(4), batch_size=1, num_workers=1, timeout=0.5,
+                        multiprocessing_context=ctx)
     with pytest.raises(RuntimeError, match="timed out after 0.5 seconds"):
         next(iter(loader))
 
@@ -208,3 +212,48 @@ def test_persistent_workers_reuse_processes():
     second = _values(loader)
     assert first == second and [w.pid for w in loader._iterator._workers] == pids
     loader._iterator._shutdown()
+
+
+def _shm_files():
+    return {n for n in os.listdir("/dev/shm") if n.startswith("ember_")}
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_no_shared_memory_left_after_killed_workers(ctx):
+    import ember.multiprocessing as emp
+
+    before = _shm_files()
+    emp.set_sharing_strategy("file_system")
+    try:
+        loader = DataLoader(Suicidal(12), batch_size=2, num_workers=2,
+                            multiprocessing_context=ctx)
+        with pytest.raises(RuntimeError, match="DataLoader worker"):
+            list(loader)
+        del loader
+        import gc
+
+        gc.collect()
+        from ember.multiprocessing._shared import sweep_dead_files
+
+        sweep_dead_files()  # what interpreter exit runs: dead workers' segments go
+    finally:
+        emp.set_sharing_strategy("file_descriptor")
+    assert _shm_files() - before == set()
+
+
+def test_interpreter_exit_does_not_hang_with_live_workers():
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import ember
+        from ember.utils.data import DataLoader, TensorDataset
+        ds = TensorDataset(ember.arange(100.0))
+        it = iter(DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True))
+        next(it)
+        print("exiting")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "exiting" in r.stdout
