@@ -134,3 +134,17 @@ def test_file_system_strategy_round_trip_leaves_no_files():
     leftovers = [n for n in os.listdir("/dev/shm") if n.startswith(f"ember_{os.getpid()}-")]
     assert leftovers == []
     assert mp.get_all_sharing_strategies() == {"file_descriptor", "file_system"}
+
+
+def _double_in_place(t):
+    t.mul_(2)
+    return t.sum().item()
+
+
+def test_pool_workers_share_argument_tensors():
+    t = ember.ones(4)
+    with mp.get_context("fork").Pool(2) as pool:
+        results = pool.map(_double_in_place, [t, t[:2]])
+    assert len(results) == 2 and t.is_shared()
+    # both workers doubled the same shared memory: the first half twice, the rest once
+    assert t.tolist() == [4.0, 4.0, 2.0, 2.0]

@@ -319,6 +319,14 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
+        if self.pin_memory:
+            from ... import cuda
+
+            if not cuda.is_available():
+                import warnings
+
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is "
+                              "found, then device pinned memory won't be used.", stacklevel=2)
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:

@@ -257,3 +257,8 @@ def test_interpreter_exit_does_not_hang_with_live_workers():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "exiting" in r.stdout
+
+
+def test_pin_memory_without_accelerator_warns():
+    with pytest.warns(UserWarning, match="no accelerator is found"):
+        list(DataLoader(Squares(2), pin_memory=True))
