@@ -41,9 +41,17 @@ def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
 
 
 def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
+    from .. import is_grad_enabled
+
     g = grads[0]
-    _, mean, rstd = out
     dims = list(range(x.dim() - ndim, x.dim()))
+    if is_grad_enabled():
+        # create_graph: the statistics must depend on x differentiably (the saved ones are
+        # constants to autograd)
+        mean = x.mean(dims, keepdim=True)
+        rstd = ((x - mean) ** 2).mean(dims, keepdim=True).add(eps).rsqrt()
+    else:
+        _, mean, rstd = out
     lead = list(range(x.dim() - ndim))
     xhat = (x - mean) * rstd
     gxhat = g * w if w is not None else g
@@ -106,11 +114,18 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
 
 
 def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
+    from .. import is_grad_enabled
+
     g = grads[0]
-    _, m, rstd = out
     shape = (1, x.shape[1]) + (1,) * (x.dim() - 2)
-    m, rstd = m.reshape(shape), rstd.reshape(shape)
     axes = [0] + list(range(2, x.dim()))
+    if training and is_grad_enabled():
+        # create_graph: batch statistics recomputed differentiably (see layer_norm)
+        m = x.mean(axes, keepdim=True)
+        rstd = ((x - m) ** 2).mean(axes, keepdim=True).add(eps).rsqrt()
+    else:
+        _, m, rstd = out
+        m, rstd = m.reshape(shape), rstd.reshape(shape)
     xhat = (x - m) * rstd
     gw = (g * xhat).sum(axes) if w is not None else None
     gb = g.sum(axes)

@@ -1,0 +1,146 @@
+"""OpInfo entries for the fused neural-network ops (ember/_ops/nn_*.py), reached through
+``ember.nn.functional``: values and gradients against PyTorch, gradcheck and
+gradgradcheck through the generic tests."""
+
+from .._opinfo import FLOATS, OpInfo, SampleInput
+
+F32_64 = FLOATS[2:]
+
+
+def _t(shape, dtype, rng, low=-2, high=2, **kw):
+    from .. import make_tensor
+
+    return make_tensor(shape, dtype=dtype, rng=rng, low=low, high=high, **kw)
+
+
+def _int(values):
+    import ember
+
+    return ember.tensor(values)
+
+
+def _softmax(dtype, rng):
+    yield SampleInput(_t((3, 5), dtype, rng), 1)
+    yield SampleInput(_t((2, 3, 4), dtype, rng), 0)
+
+
+def _linear(dtype, rng):
+    yield SampleInput(_t((4, 3), dtype, rng), _t((2, 3), dtype, rng), _t((2,), dtype, rng))
+    yield SampleInput(_t((2, 2, 3), dtype, rng), _t((4, 3), dtype, rng))
+
+
+def _conv2d(dtype, rng):
+    yield SampleInput(_t((2, 2, 5, 5), dtype, rng), _t((3, 2, 3, 3), dtype, rng),
+                      _t((3,), dtype, rng), padding=1)
+    yield SampleInput(_t((1, 4, 6, 5), dtype, rng), _t((4, 2, 2, 3), dtype, rng),
+                      stride=2, groups=2, dilation=(1, 2))
+
+
+def _conv1d(dtype, rng):
+    yield SampleInput(_t((2, 3, 7), dtype, rng), _t((2, 3, 3), dtype, rng), stride=2,
+                      padding=2)
+
+
+def _conv_transpose2d(dtype, rng):
+    yield SampleInput(_t((1, 2, 3, 3), dtype, rng), _t((2, 3, 3, 3), dtype, rng), stride=2,
+                      padding=1, output_padding=1)
+
+
+def _pool(dtype, rng):
+    yield SampleInput(_t((2, 2, 5, 6), dtype, rng), 2)
+    yield SampleInput(_t((1, 3, 7, 7), dtype, rng), 3, stride=2, padding=1, ceil_mode=True)
+
+
+def _adaptive(dtype, rng):
+    yield SampleInput(_t((2, 2, 5, 7), dtype, rng), (2, 3))
+
+
+def _layer_norm(dtype, rng):
+    yield SampleInput(_t((3, 4, 5), dtype, rng), (4, 5), _t((4, 5), dtype, rng),
+                      _t((4, 5), dtype, rng))
+
+
+def _batch_norm(dtype, rng):
+    yield SampleInput(_t((4, 3, 2), dtype, rng), None, None, _t((3,), dtype, rng),
+                      _t((3,), dtype, rng), training=True)
+
+
+def _group_norm(dtype, rng):
+    yield SampleInput(_t((2, 4, 3), dtype, rng), 2, _t((4,), dtype, rng), _t((4,), dtype, rng))
+
+
+def _embedding(dtype, rng):
+    yield SampleInput(_int([[0, 2], [3, 2]]), _t((5, 3), dtype, rng))
+
+
+def _cross_entropy(dtype, rng):
+    yield SampleInput(_t((4, 5), dtype, rng), _int([0, 4, 2, 2]))
+    yield SampleInput(_t((2, 3, 4), dtype, rng), _int([[0, 1, 2, 1], [2, 2, 0, 1]]),
+                      reduction="sum")
+
+
+def _nll(dtype, rng):
+    yield SampleInput(_t((4, 5), dtype, rng), _int([0, 4, 2, -100]), reduction="mean")
+
+
+def _mse(dtype, rng):
+    yield SampleInput(_t((3, 4), dtype, rng), _t((3, 4), dtype, rng))
+
+
+def _pad(dtype, rng):
+    yield SampleInput(_t((1, 2, 4, 5), dtype, rng), (1, 2, 0, 1))
+    yield SampleInput(_t((1, 2, 4, 5), dtype, rng), (2, 1, 1, 2), mode="reflect")
+    yield SampleInput(_t((2, 3, 5), dtype, rng), (2, 3), mode="replicate")
+    yield SampleInput(_t((1, 2, 4, 5), dtype, rng), (1, 1, 2, 0), mode="circular")
+
+
+def _interpolate(dtype, rng):
+    yield SampleInput(_t((1, 2, 3, 4), dtype, rng), size=(5, 6), mode="bilinear")
+    yield SampleInput(_t((1, 2, 5), dtype, rng), scale_factor=1.6, mode="linear",
+                      align_corners=True)
+    yield SampleInput(_t((1, 1, 3, 3), dtype, rng), size=(4, 5), mode="bicubic")
+
+
+def _sdpa(dtype, rng):
+    yield SampleInput(_t((1, 2, 3, 4), dtype, rng), _t((1, 2, 5, 4), dtype, rng),
+                      _t((1, 2, 5, 3), dtype, rng))
+    yield SampleInput(_t((2, 4, 3), dtype, rng), _t((2, 4, 3), dtype, rng),
+                      _t((2, 4, 2), dtype, rng), is_causal=True)
+
+
+def _unfold(dtype, rng):
+    yield SampleInput(_t((1, 2, 4, 5), dtype, rng), (2, 3), padding=1, stride=(1, 2))
+
+
+def _gelu(dtype, rng):
+    yield SampleInput(_t((3, 4), dtype, rng, low=-3, high=3))
+    yield SampleInput(_t((5,), dtype, rng), approximate="tanh")
+
+
+op_db = [
+    OpInfo(f"nn.functional.{name}", sample_inputs=gen, dtypes=F32_64, method=False, **kw)
+    for name, gen, kw in [
+        ("softmax", _softmax, {}),
+        ("log_softmax", _softmax, {}),
+        ("linear", _linear, {}),
+        ("conv1d", _conv1d, {}),
+        ("conv2d", _conv2d, {}),
+        ("conv_transpose2d", _conv_transpose2d, {}),
+        ("max_pool2d", _pool, {}),
+        ("avg_pool2d", _pool, {}),
+        ("adaptive_avg_pool2d", _adaptive, {}),
+        ("adaptive_max_pool2d", _adaptive, {}),
+        ("layer_norm", _layer_norm, {}),
+        ("batch_norm", _batch_norm, {}),
+        ("group_norm", _group_norm, {}),
+        ("embedding", _embedding, {}),
+        ("cross_entropy", _cross_entropy, {}),
+        ("nll_loss", _nll, {}),
+        ("mse_loss", _mse, {}),
+        ("pad", _pad, {}),
+        ("interpolate", _interpolate, {}),
+        ("scaled_dot_product_attention", _sdpa, {}),
+        ("unfold", _unfold, {}),
+        ("gelu", _gelu, {}),
+    ]
+]
