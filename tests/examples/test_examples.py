@@ -66,3 +66,10 @@ def test_speech_keywords_learns(tmp_path):
                                          "--test-size", "200", "--checkpoint",
                                          str(tmp_path / "s.pt")])
     assert acc > 0.5  # five classes: chance is 0.2
+
+
+def test_resnet_shapes_learns(tmp_path):
+    acc = _load("resnet_shapes").main(["--epochs", "2", "--train-size", "600",
+                                       "--test-size", "200", "--checkpoint",
+                                       str(tmp_path / "r.pt")])
+    assert acc > 0.4  # five classes: chance is 0.2
