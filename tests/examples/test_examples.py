@@ -69,7 +69,7 @@ def test_speech_keywords_learns(tmp_path):
 
 
 def test_resnet_shapes_learns(tmp_path):
-    acc = _load("resnet_shapes").main(["--epochs", "2", "--train-size", "600",
+    acc = _load("resnet_shapes").main(["--epochs", "3", "--train-size", "1500",
                                        "--test-size", "200", "--checkpoint",
                                        str(tmp_path / "r.pt")])
-    assert acc > 0.4  # five classes: chance is 0.2
+    assert acc > 0.6  # five classes: chance is 0.2
