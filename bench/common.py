@@ -57,12 +57,14 @@ class Workload:
     setups: dict
     check: Callable | None = None
     note: str = ""
+    memory: bool = False  # also measure peak RSS per framework (NOTE [ Peak memory method ])
 
 
 REGISTRY: list[Workload] = []
 
 
-def workload(group, name, *, check="values", rtol=1e-5, atol=1e-6, note="", **per_framework):
+def workload(group, name, *, check="values", rtol=1e-5, atol=1e-6, note="", memory=False,
+             **per_framework):
     """Register the decorated ``setup(fw)`` as workload ``name`` in ``group``.
 
     Args:
@@ -70,6 +72,8 @@ def workload(group, name, *, check="values", rtol=1e-5, atol=1e-6, note="", **pe
             with ``rtol``/``atol``; a callable ``check(ember_result, torch_result)`` does its
             own comparison; None skips the check.
         note: shown next to the result.
+        memory: also report the peak resident memory the workload adds in each framework,
+            measured in a child process per framework (see bench/_memory.py).
         per_framework: ``torch=setup`` (or ``ember=setup``) overrides the decorated setup
             for that framework.
 
@@ -86,7 +90,7 @@ def workload(group, name, *, check="values", rtol=1e-5, atol=1e-6, note="", **pe
         chk = check
         if check == "values":
             chk = lambda e, t: assert_same(e, t, rtol=rtol, atol=atol)
-        REGISTRY.append(Workload(group, name, setups, chk, note))
+        REGISTRY.append(Workload(group, name, setups, chk, note, memory))
         return setup
 
     return register
@@ -233,6 +237,8 @@ class Row:
     torch_cpu_share: float | None = None
     ember_samples_ns: list | None = None
     torch_samples_ns: list | None = None
+    ember_peak_rss: int | None = None  # bytes the workload added at peak, see bench/_memory.py
+    torch_peak_rss: int | None = None
     samples: int = 0
     status: str = "ok"  # ok | skipped | mismatch
     note: str = ""
@@ -266,8 +272,10 @@ def _describe(exc):
     return f"{type(exc).__name__}: {first[:120]}"
 
 
-def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s) -> Row:
-    """Set up, check and time one workload in every available framework.
+def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s,
+                 memory=True) -> Row:
+    """Set up, check and time one workload in every available framework, and for workloads
+    registered with ``memory=True`` (when ``memory`` is on) measure their peak RSS.
 
     A framework whose setup or first call raises is left out of the row with a note (the
     other is still timed), so one missing feature never stops the run.
@@ -300,6 +308,14 @@ def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s)
             setattr(row, f"{name}_cpu_ns", statistics.median(tm.cpu_per_call_ns))
             setattr(row, f"{name}_cpu_share", statistics.median(tm.cpu_share))
             setattr(row, f"{name}_samples_ns", tm.per_call_ns)
+    if memory and w.memory:
+        from bench._memory import peak_rss
+
+        for name in fns:
+            rss, why = peak_rss(name, w.name)
+            setattr(row, f"{name}_peak_rss", rss)
+            if why:
+                notes.append(f"{name} {why}")
     if row.noisy:
         notes.append(f"noisy (spread > {NOISY_SPREAD:.0%})")
     if row.preempted:

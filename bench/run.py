@@ -106,12 +106,21 @@ def fmt_ratio(r):
     return "—" if r is None or not math.isfinite(r) else f"{r:.2f}x"
 
 
-HEADER = ("workload", "ember", "torch", "ember/torch", "(thread CPU)", "note")
+def fmt_rss(row):
+    """``ember / torch`` peak RSS in MiB, or an em dash for rows without memory figures."""
+    if row.ember_peak_rss is None and row.torch_peak_rss is None:
+        return "—"
+    return " / ".join("?" if b is None else f"{b / 2**20:.0f}"
+                      for b in (row.ember_peak_rss, row.torch_peak_rss)) + " MiB"
+
+
+HEADER = ("workload", "ember", "torch", "ember/torch", "(thread CPU)", "peak RSS ember / torch",
+          "note")
 
 
 def _cells(row):
     return (f"{row.group}: {row.name}", fmt_time(row.ember_ns), fmt_time(row.torch_ns),
-            fmt_ratio(row.ratio), fmt_ratio(row.cpu_ratio), row.note)
+            fmt_ratio(row.ratio), fmt_ratio(row.cpu_ratio), fmt_rss(row), row.note)
 
 
 def text_table(rows):
@@ -143,10 +152,13 @@ def markdown(rows, info, settings):
         f"{settings['min_sample_s'] * 1e3:g} ms of calls, frameworks alternating"
         + (" (quick smoke run: not for comparison)" if settings.get("quick") else ""),
     ]
+    if settings.get("memory"):
+        lines.append("- peak RSS: resident memory a training workload adds over its framework's "
+                     "import (setup and 3 steps), each framework in a fresh process")
     note = busy_note(info)
     if note:
         lines.append(f"- **{note}**")
-    lines += ["", "| " + " | ".join(HEADER) + " |", "|---|---:|---:|---:|---:|---|"]
+    lines += ["", "| " + " | ".join(HEADER) + " |", "|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         cells = [c.replace("|", "\\|") for c in _cells(r)]
         cells[0] = f"`{cells[0]}`"
@@ -195,6 +207,8 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
                         help="directory for the JSON and Markdown reports")
     parser.add_argument("--list", action="store_true", help="list workloads and exit")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the peak-RSS probes of training workloads")
     args = parser.parse_args(argv)
 
     load_groups()
@@ -215,6 +229,7 @@ def main(argv=None):
         "min_sample_s": args.min_time or (0.002 if args.quick else 0.02),
         "warmup_s": 0.005 if args.quick else 0.05,
         "quick": args.quick,
+        "memory": not args.no_memory,
     }
     modules = available_frameworks()
     if "torch" not in modules:
@@ -223,7 +238,8 @@ def main(argv=None):
     rows = []
     for w in chosen:
         row = run_workload(w, modules, samples=settings["samples"],
-                           min_sample_s=settings["min_sample_s"], warmup_s=settings["warmup_s"])
+                           min_sample_s=settings["min_sample_s"], warmup_s=settings["warmup_s"],
+                           memory=settings["memory"])
         rows.append(row)
         print(f"  {w.group}: {w.name}: {fmt_time(row.ember_ns)} vs {fmt_time(row.torch_ns)}",
               file=sys.stderr, flush=True)

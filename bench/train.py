@@ -62,7 +62,8 @@ def _data(fw, x_shape, n_classes, seed=1, ints=False, vocab=None):
 # -- MLP ---------------------------------------------------------------------------------------
 
 
-@workload("train", "MLP 784-512-512-10, batch 128, SGD momentum", rtol=1e-4, atol=1e-5)
+@workload("train", "MLP 784-512-512-10, batch 128, SGD momentum",
+          rtol=1e-4, atol=1e-5, memory=True)
 def mlp(fw):
     nn = fw.nn
     model = numpy_init(fw, nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
@@ -100,7 +101,8 @@ def _mnist_net(fw):
     return Net()
 
 
-@workload("train", "MNIST example CNN, batch 64, Adadelta", rtol=1e-4, atol=1e-5)
+@workload("train", "MNIST example CNN, batch 64, Adadelta",
+          rtol=1e-4, atol=1e-5, memory=True)
 def mnist_cnn(fw):
     model = numpy_init(fw, _mnist_net(fw))
     opt = fw.optim.Adadelta(model.parameters(), lr=1.0)
@@ -151,7 +153,8 @@ def _resnet18(fw, num_classes=10):
     return ResNet()
 
 
-@workload("train", "ResNet-18 (32x32), batch 32, SGD momentum", rtol=1e-3, atol=1e-4)
+@workload("train", "ResNet-18 (32x32), batch 32, SGD momentum",
+          rtol=1e-3, atol=1e-4, memory=True)
 def resnet18(fw):
     model = numpy_init(fw, _resnet18(fw))
     opt = fw.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
@@ -209,7 +212,8 @@ def _lm_loss(fw):
     return loss
 
 
-@workload("train", "GPT 4 layers, d 256, ctx 128, batch 8, AdamW", rtol=1e-3, atol=1e-4)
+@workload("train", "GPT 4 layers, d 256, ctx 128, batch 8, AdamW",
+          rtol=1e-3, atol=1e-4, memory=True)
 def gpt(fw):
     model = numpy_init(fw, _gpt(fw))
     opt = fw.optim.AdamW(model.parameters(), lr=3e-4)
@@ -237,7 +241,8 @@ def _lstm_lm(fw, hidden=256):
     return LM()
 
 
-@workload("train", "LSTM LM 2x256, seq 64, batch 32, Adam", rtol=1e-3, atol=1e-4)
+@workload("train", "LSTM LM 2x256, seq 64, batch 32, Adam",
+          rtol=1e-3, atol=1e-4, memory=True)
 def lstm_lm(fw):
     model = numpy_init(fw, _lstm_lm(fw))
     opt = fw.optim.Adam(model.parameters(), lr=1e-3)

@@ -74,3 +74,24 @@ def test_bench_calibrate_reaches_min_sample_time(monkeypatch):
     n = common.calibrate(lambda: None, 0.01)
     assert n * 0.0003 >= 0.01
     assert n * 0.0003 <= 0.015  # not wildly past the target
+
+
+def test_bench_peak_rss_probe_measures_a_training_step():
+    from bench._memory import peak_rss
+    from bench.run import fmt_rss
+    from bench.common import Row
+
+    rss, why = peak_rss("ember", "MLP 784-512-512-10, batch 128, SGD momentum")
+    assert why == ""
+    # the parameters, gradients and momentum buffers alone take about 8 MiB
+    assert 4 * 2**20 < rss < 1024 * 2**20
+    row = Row("train", "x", ember_peak_rss=rss)
+    assert fmt_rss(row) == f"{rss / 2**20:.0f} / ? MiB"
+    assert fmt_rss(Row("ops", "y")) == "—"
+
+
+def test_bench_peak_rss_probe_reports_unknown_workload():
+    from bench._memory import peak_rss
+
+    rss, why = peak_rss("ember", "no such workload")
+    assert rss is None and why.startswith("memory probe failed")
