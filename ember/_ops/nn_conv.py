@@ -111,19 +111,49 @@ def _grouped_matmul(xp, a, b, transpose_a=False, transpose_b=False):
     return xp.stack([one(i) for i in range(a.shape[0])])
 
 
-def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+# NOTE [ Conv batch chunks ]
+# The columns matrix is prod(kernel) times the size of the input; for a whole batch it can
+# be tens of megabytes. Above _COLUMN_BYTES the batch is processed in chunks of samples,
+# which bounds the peak memory of forward and weight gradient and keeps each chunk's
+# columns in cache between the gather and the GEMM.
+_COLUMN_BYTES = 8 * 2**20
+
+
+def _batch_chunks(x, ksize, stride, padding, dilation):
+    """Slices of the batch whose columns stay under _COLUMN_BYTES each (at least 1 sample)."""
+    n = x.shape[0]
+    spatial = tuple(x.shape[2 + i] + 2 * padding[i] for i in range(len(ksize)))
+    per_sample = math.prod(_out_shape(spatial, ksize, stride, dilation)) * \
+        math.prod(ksize) * x.shape[1] * x.dtype.itemsize
+    step = max(1, _COLUMN_BYTES // max(per_sample, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def _conv_rows(xp, x, w, stride, padding, dilation, groups):
+    """The convolution as channels-last rows (N, *out, O), without bias."""
     n, o = x.shape[0], w.shape[0]
     cols, out = _columns(xp, x, w.shape[2:], stride, padding, dilation, groups)
     wm = _weight_matrix(w, groups)
     y = _grouped_matmul(xp, cols, wm, transpose_b=True)  # (G, N*out, O/G)
     nd = len(out)
     if groups == 1:
-        y = y.reshape((n,) + out + (o,))
+        return y.reshape((n,) + out + (o,))
+    y = y.reshape((groups, n) + out + (o // groups,))
+    return y.transpose(tuple(range(1, 2 + nd)) + (0, 2 + nd)).reshape((n,) + out + (o,))
+
+
+def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    chunks = _batch_chunks(x, w.shape[2:], stride, padding, dilation)
+    if len(chunks) == 1:
+        y = _conv_rows(xp, x, w, stride, padding, dilation, groups)
     else:
-        y = y.reshape((groups, n) + out + (o // groups,))
-        y = y.transpose(tuple(range(1, 2 + nd)) + (0, 2 + nd)).reshape((n,) + out + (o,))
+        first = _conv_rows(xp, x[chunks[0]], w, stride, padding, dilation, groups)
+        y = xp.empty((x.shape[0],) + first.shape[1:], dtype=first.dtype)
+        y[chunks[0]] = first
+        for sl in chunks[1:]:
+            y[sl] = _conv_rows(xp, x[sl], w, stride, padding, dilation, groups)
     if b is not None:
-        y = y + b
+        y += b
     return xp.ascontiguousarray(xp.moveaxis(y, -1, 1))
 
 
@@ -173,9 +203,15 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
 
 def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
-    cols, _ = _columns(xp, x, weight_shape[2:], stride, padding, dilation, groups)
-    rows = _grad_rows(xp, g, groups)
-    gw = _grouped_matmul(xp, rows, cols, transpose_a=True)  # (G, O/G, kCg)
+    gw = None
+    for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
+        cols, _ = _columns(xp, x[sl], weight_shape[2:], stride, padding, dilation, groups)
+        part = _grouped_matmul(xp, _grad_rows(xp, g[sl], groups), cols,
+                               transpose_a=True)  # (G, O/G, kCg)
+        if gw is None:
+            gw = part
+        else:
+            gw += part
     o, cg = weight_shape[:2]
     ksize = weight_shape[2:]
     nd = len(ksize)

@@ -242,6 +242,29 @@ def test_conv_gradcheck_and_gradgradcheck(kw):
     assert gradcheck(tfn, (x, w))
 
 
+@pytest.mark.parametrize("kw", [
+    {"stride": 1, "padding": 1},
+    {"stride": 2, "padding": 1, "groups": 2},
+])
+def test_conv_in_batch_chunks_matches_torch(monkeypatch, kw):
+    # a tiny column budget forces one sample per chunk in forward and weight gradient
+    import torch
+
+    from ember._ops import nn_conv
+
+    monkeypatch.setattr(nn_conv, "_COLUMN_BYTES", 1)
+    x, w, b = _x(3, 4, 6, 6), _x(6, 4 // kw.get("groups", 1), 3, 3, seed=1), _x(6, seed=2)
+    ex, ew, eb = (t.requires_grad_() for t in (x, w, b))
+    tx, tw, tb = (torch.from_numpy(t.detach().numpy()).requires_grad_() for t in (x, w, b))
+    ey = nn.functional.conv2d(ex, ew, eb, **kw)
+    ty = torch.nn.functional.conv2d(tx, tw, tb, **kw)
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    ey.square().sum().backward()
+    ty.square().sum().backward()
+    for e, t in ((ex, tx), (ew, tw), (eb, tb)):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_max_pool_ties_take_first_and_nan_wins():
     import torch
 
