@@ -16,12 +16,16 @@ import argparse
 import glob
 import math
 import os
+import sys
 import sysconfig
 import time
 
 import ember as torch
 from ember import nn
 from ember.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 try:
     from tqdm import tqdm
@@ -106,6 +110,8 @@ def main(argv=None):
     p.add_argument("--chars", type=int, default=1_000_000, help="training text size")
     p.add_argument("--sample-chars", type=int, default=300)
     p.add_argument("--checkpoint", default="char_gpt.pt")
+    p.add_argument("--plot", default="char_gpt_loss.png",
+                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -142,7 +148,7 @@ def main(argv=None):
     start = time.perf_counter()
     steps = range(1, args.steps + 1)
     bar = tqdm(steps, desc="training", unit="step") if tqdm is not None else steps
-    running = None
+    running, losses = None, []
     for step in bar:
         x, y = batch(train)
         loss = loss_of(x, y)
@@ -151,7 +157,8 @@ def main(argv=None):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        losses.append(loss.item())
+        running = losses[-1] if running is None else 0.95 * running + 0.05 * losses[-1]
         if tqdm is not None:
             bar.set_postfix(loss=f"{running:.3f}")
         elif step % 50 == 0 or step == 1:
@@ -177,6 +184,7 @@ def main(argv=None):
     torch.save({"model": model.state_dict(), "chars": chars, "args": vars(args)},
                args.checkpoint)
     print(f"checkpoint saved to {args.checkpoint}")
+    save_loss_curve(losses, args.plot, "character-level GPT", ylabel="cross-entropy")
     return running, vl
 
 

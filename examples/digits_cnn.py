@@ -12,12 +12,17 @@ installed, and the model is checkpointed with ``ember.save``.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import numpy as np
 
 import ember as torch
 from ember import nn
 from ember.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 try:
     from tqdm import tqdm
@@ -98,7 +103,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--checkpoint", default="digits_cnn.pt")
-    p.add_argument("--plot", default="digits_cnn_loss.png")
+    p.add_argument("--plot", default="digits_cnn_loss.png",
+                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -125,20 +131,7 @@ def main(argv=None):
         print(f"epoch {epoch}: train loss {total / len(loader.dataset):.4f}, "
               f"test accuracy {acc:.4f}")
     torch.save(model.state_dict(), args.checkpoint)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        plt.plot(losses)
-        plt.xlabel("step")
-        plt.ylabel("cross-entropy")
-        plt.title("digits CNN")
-        plt.savefig(args.plot)
-        print(f"loss curve saved to {args.plot}")
-    except ImportError:
-        pass
+    save_loss_curve(losses, args.plot, "digits CNN", ylabel="cross-entropy")
     print(f"final test accuracy {acc:.4f}; checkpoint saved to {args.checkpoint}")
     return acc
 

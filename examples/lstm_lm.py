@@ -20,6 +20,7 @@ from ember.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from char_gpt import load_text  # noqa: E402  (same text source as the main job)
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 try:
     from tqdm import tqdm
@@ -79,6 +80,8 @@ def main(argv=None):
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--checkpoint", default="lstm_lm.pt")
+    p.add_argument("--plot", default="lstm_lm_loss.png",
+                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -92,10 +95,11 @@ def main(argv=None):
     val = batchify(data[split:], args.batch_size)
     model = LSTMLM(len(chars), 64, args.hidden, args.layers, args.dropout)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    val_loss = float("nan")
+    val_loss, curve = float("nan"), []
     for epoch in range(1, args.epochs + 1):
         train_loss = run_epoch(model, train, args.seq, opt, desc=f"epoch {epoch}")
         val_loss = run_epoch(model, val, args.seq)
+        curve.append(val_loss)
         print(f"epoch {epoch}: train perplexity {math.exp(train_loss):.2f}, "
               f"validation perplexity {math.exp(val_loss):.2f}")
     model.eval()
@@ -108,6 +112,8 @@ def main(argv=None):
     print("--- sample ---\n" + "".join(out))
     torch.save({"model": model.state_dict(), "chars": chars}, args.checkpoint)
     print(f"checkpoint saved to {args.checkpoint}")
+    save_loss_curve(curve, args.plot, "LSTM language model", ylabel="validation loss",
+                    xlabel="epoch")
     return math.exp(val_loss)
 
 

@@ -11,6 +11,8 @@ return over the last 100 episodes reaches ``--target`` (195 is the classic "solv
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
@@ -18,6 +20,9 @@ import numpy as np
 import ember as torch
 from ember import nn
 from ember.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 
 class Policy(nn.Module):
@@ -48,6 +53,8 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--target", type=float, default=195.0)
     p.add_argument("--checkpoint", default="reinforce_cartpole.pt")
+    p.add_argument("--plot", default="reinforce_cartpole_loss.png",
+                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -91,6 +98,8 @@ def main(argv=None):
             break
     torch.save(policy.state_dict(), args.checkpoint)
     print(f"checkpoint saved to {args.checkpoint}")
+    save_loss_curve(returns, args.plot, "REINFORCE on CartPole", ylabel="return",
+                    xlabel="episode")
     return avg
 
 

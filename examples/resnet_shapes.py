@@ -11,12 +11,17 @@ light augmentation (random flips); test accuracy is printed per epoch and the mo
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import numpy as np
 
 import ember as torch
 from ember import nn
 from ember.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 try:
     from tqdm import tqdm
@@ -101,6 +106,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--checkpoint", default="resnet_shapes.pt")
+    p.add_argument("--plot", default="resnet_shapes_loss.png",
+                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -113,7 +120,7 @@ def main(argv=None):
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, epochs=args.epochs,
                                                 steps_per_epoch=len(loader))
-    acc = 0.0
+    acc, losses = 0.0, []
     for epoch in range(1, args.epochs + 1):
         model.train()
         total = 0.0
@@ -126,7 +133,8 @@ def main(argv=None):
             loss.backward()
             opt.step()
             sched.step()
-            total += loss.item() * x.shape[0]
+            losses.append(loss.item())
+            total += losses[-1] * x.shape[0]
         model.eval()
         with torch.no_grad():
             acc = (model(x_test).argmax(1) == y_test).float().mean().item()
@@ -134,6 +142,7 @@ def main(argv=None):
               f"test accuracy {acc:.4f}")
     torch.save(model.state_dict(), args.checkpoint)
     print(f"checkpoint saved to {args.checkpoint}")
+    save_loss_curve(losses, args.plot, "ResNet on shapes", ylabel="cross-entropy")
     return acc
 
 

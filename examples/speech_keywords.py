@@ -12,12 +12,17 @@ frequency bins as channels, classifies it.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import numpy as np
 
 import ember as torch
 from ember import nn
 from ember.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 try:
     from tqdm import tqdm
@@ -88,6 +93,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--checkpoint", default="speech_keywords.pt")
+    p.add_argument("--plot", default="speech_keywords_loss.png",
+                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -101,7 +108,7 @@ def main(argv=None):
                                          batch_size=args.batch_size, shuffle=True)
     model = KeywordNet()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    acc = 0.0
+    acc, losses = 0.0, []
     for epoch in range(1, args.epochs + 1):
         model.train()
         total = 0.0
@@ -111,7 +118,8 @@ def main(argv=None):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += loss.item() * s.shape[0]
+            losses.append(loss.item())
+            total += losses[-1] * s.shape[0]
         model.eval()
         with torch.no_grad():
             acc = (model(s_test).argmax(1) == y_test).float().mean().item()
@@ -119,6 +127,7 @@ def main(argv=None):
               f"test accuracy {acc:.4f}")
     torch.save(model.state_dict(), args.checkpoint)
     print(f"checkpoint saved to {args.checkpoint}")
+    save_loss_curve(losses, args.plot, "keyword classifier", ylabel="cross-entropy")
     return acc
 
 
