@@ -8,11 +8,16 @@ lands in the same memory. Run ``python examples/hogwild.py --processes 4``.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import ember as torch
 import ember.multiprocessing as mp
 from ember import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
 
 
 def make_data(n, seed):
@@ -47,6 +52,11 @@ def accuracy(model, x, y):
         return (model(x).argmax(1) == y).float().mean().item()
 
 
+def test_loss(model, x, y):
+    with torch.no_grad():
+        return nn.functional.cross_entropy(model(x), y).item()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--processes", type=int, default=2)
@@ -55,6 +65,9 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", default="hogwild_loss.png",
+                        help="PNG of the shared model's test loss while the workers train "
+                             "(needs matplotlib; \"\" to skip)")
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -68,6 +81,11 @@ def main(argv=None):
         p = mp.Process(target=train, args=(rank, model, args))
         p.start()
         procs.append(p)
+    # the parameters are shared: the parent sees every worker's updates as they land
+    curve = [test_loss(model, x_test, y_test)]
+    while any(p.is_alive() for p in procs):
+        time.sleep(0.05)
+        curve.append(test_loss(model, x_test, y_test))
     for p in procs:
         p.join()
         if p.exitcode != 0:
@@ -76,6 +94,8 @@ def main(argv=None):
     print(f"accuracy after {args.processes} hogwild workers x {args.epochs} epochs: "
           f"{acc:.3f} ({time.perf_counter() - start:.1f}s)")
     torch.save(model.state_dict(), "hogwild.pt")
+    save_loss_curve(curve, args.plot, "hogwild: shared model while workers train",
+                    ylabel="test loss", xlabel="sample (every 50 ms)")
     return acc
 
 

@@ -31,8 +31,10 @@ def test_demo_learns_spirals():
 
 def test_hogwild_learns_with_shared_parameters(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    acc = _load("hogwild").main(["--processes", "2", "--epochs", "2"])
+    acc = _load("hogwild").main(["--processes", "2", "--epochs", "2", "--plot",
+                                 str(tmp_path / "h.png")])
     assert acc > 0.9
+    assert _plotted(tmp_path / "h.png")
     assert os.path.exists(tmp_path / "hogwild.pt")
 
 
