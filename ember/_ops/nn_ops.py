@@ -16,6 +16,7 @@ from .._core.checks import wrap_dim
 from .._core.tensor import Tensor
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
+from .linalg import gemm
 
 # ------------------------------------------------------------------------------------------------
 # relu
@@ -109,7 +110,7 @@ def log_softmax(input, dim=None, dtype=None):
 
 
 def _linear_kernel(xp, x, w, b):
-    out = x @ w.T
+    out = gemm(xp, x, w.T)
     if b is not None:
         out += b
     return out

@@ -70,6 +70,9 @@ def test_parametrized_weight_norm_and_orthogonal():
 
 
 def test_spectral_norm_bounds_largest_singular_value():
+    # power iteration converges slowly when the top two singular values are close, so the
+    # weights are fixed and the hook-based form runs enough iterations
+    ember.manual_seed(0)
     lin = nn.Linear(6, 5)
     nn.utils.parametrizations.spectral_norm(lin)
     for _ in range(10):
@@ -78,7 +81,7 @@ def test_spectral_norm_bounds_largest_singular_value():
     assert abs(s[0] - 1.0) < 1e-3
     old = nn.Linear(6, 5)
     nn.utils.spectral_norm(old)
-    for _ in range(20):
+    for _ in range(100):
         old(ember.ones(1, 6))
     assert abs(np.linalg.svd(old.weight.detach().numpy(), compute_uv=False)[0] - 1) < 1e-2
     nn.utils.remove_spectral_norm(old)

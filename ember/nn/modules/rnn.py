@@ -128,9 +128,10 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
         mode = self.mode
         if mode == "LSTM":
-            xw = F.linear(x, w_ih, b_ih)
-            if b_hh is not None:
-                xw = xw + b_hh
+            # both biases enter the input projection, summed once rather than added to
+            # every step's (T, B, 4H) projection
+            bias = b_ih if b_hh is None else (b_hh if b_ih is None else b_ih + b_hh)
+            xw = F.linear(x, w_ih, bias)
         else:
             xw = F.linear(x, w_ih, b_ih)
         if mode == "LSTM" and batch_sizes is None:
