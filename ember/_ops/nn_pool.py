@@ -63,33 +63,41 @@ def _win(xp, xpad, ksize, stride, dilation, out):
 def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
     """Max over each window, tap by tap (strided views, no window copy), keeping the first
     maximal tap (and NaN, which wins, as in PyTorch); indices are flat positions in the
-    unpadded input plane."""
+    unpadded input plane.
+
+    The maximum comes first (one ``maximum`` per tap); then the winning tap is found by
+    comparing each tap with it, last tap to first, so the first maximal tap is written
+    last. Only outputs that are NaN need the NaN test.
+    """
     nd = len(kernel_size)
     lowest = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
     xpad, out, _ = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
-    best = arg = None
-    floating = x.dtype.kind in "fV"
-    for t, tap in enumerate(itertools.product(*(range(k) for k in kernel_size))):
-        view = xpad[(slice(None), slice(None)) + tuple(
-            slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
-                  stride[i]) for i in range(nd))]
-        if best is None:
-            best = view.copy()
-            arg = xp.zeros(best.shape, dtype=xp.int16)
-            continue
-        take = view > best
-        if floating:
-            take |= xp.isnan(view) & ~xp.isnan(best)
-        # masked assignment is slow in NumPy: select by arithmetic instead
+    taps = list(itertools.product(*(range(k) for k in kernel_size)))
+    views = [xpad[(slice(None), slice(None)) + tuple(
+        slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
+              stride[i]) for i in range(nd))] for tap in taps]
+    best = views[0].copy()
+    for view in views[1:]:
         xp.maximum(best, view, out=best)
-        arg += take.view(xp.int8).astype(xp.int16) * (t - arg)
-    tap = xp.unravel_index(arg, kernel_size)
+    arg = xp.zeros(best.shape, dtype=xp.int8 if len(taps) < 128 else xp.int32)
+    nan = x.dtype.kind in "fV" and bool(xp.isnan(best).any())
+    hit = xp.empty(best.shape, dtype=bool)
+    for t in range(len(taps) - 1, -1, -1):
+        xp.equal(views[t], best, out=hit)
+        if nan:
+            hit |= xp.isnan(views[t])
+        xp.putmask(arg, hit, t)
+    # flat input position = the window's origin + the winning tap's offset
     spatial = x.shape[2:]
-    index = xp.zeros(arg.shape, dtype=xp.int64)
+    offset = xp.zeros(len(taps), dtype=xp.int64)
+    origin = xp.zeros(tuple(out), dtype=xp.int64)
     for i in range(nd):
-        grid = xp.arange(out[i]).reshape((1, 1) + tuple(-1 if j == i else 1 for j in range(nd)))
-        pos = grid * stride[i] + tap[i] * dilation[i] - padding[i]
-        index = index * spatial[i] + pos
+        tap_i = xp.asarray([tap[i] * dilation[i] for tap in taps], dtype=xp.int64)
+        offset = offset * spatial[i] + tap_i
+        grid = xp.arange(out[i]).reshape(tuple(-1 if j == i else 1 for j in range(nd)))
+        origin = origin * spatial[i] + (grid * stride[i] - padding[i])
+    index = offset[arg]
+    index += origin
     return best, index
 
 
