@@ -52,6 +52,16 @@ def zeros_state(*names):
     return init
 
 
+def step_group(optimizer, group, init, keys, update, **hparams):
+    """Gather the group's parameters with gradients and their state ``keys`` (in the order
+    ``update`` takes them) and run the update, flat where it pays (NOTE [ Flat optimizer
+    step ] in _flat.py)."""
+    from ._flat import apply_update
+
+    params, grads, *columns = gather(optimizer, group, init, *keys)
+    apply_update(optimizer, group, params, grads, columns, keys, update, **hparams)
+
+
 def gather(optimizer, group, init, *keys):
     """(params, grads, *state columns) for the parameters of ``group`` that have gradients;
     ``init(param, state)`` fills a parameter's state the first time it is seen."""
@@ -61,7 +71,7 @@ def gather(optimizer, group, init, *keys):
         if p.grad is None:
             continue
         st = optimizer.state[p]
-        if not st:
+        if not st and init is not None:
             init(p, st)
         params.append(p)
         grads.append(p.grad)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, gather, zeros_state
+from ._base import check_range, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adadelta", "adadelta"]
@@ -22,11 +22,10 @@ class Adadelta(Optimizer):
     def step(self, closure=None):
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, sq, acc, steps = gather(self, group, zeros_state("square_avg", "acc_delta"),
-                                            "square_avg", "acc_delta", "step")
-            adadelta(ps, gs, sq, acc, steps, lr=group["lr"], rho=group["rho"],
-                     eps=group["eps"], weight_decay=group["weight_decay"],
-                     maximize=group["maximize"])
+            step_group(self, group, zeros_state("square_avg", "acc_delta"),
+                       ("square_avg", "acc_delta", "step"), adadelta, lr=group["lr"],
+                       rho=group["rho"], eps=group["eps"], weight_decay=group["weight_decay"],
+                       maximize=group["maximize"])
         return loss
 
 

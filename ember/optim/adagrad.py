@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss
+from ._base import check_range, closure_loss, step_group
 from .optimizer import Optimizer
 
 __all__ = ["Adagrad", "adagrad"]
@@ -33,15 +33,10 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, sums, steps = [], [], [], []
-            for p in group["params"]:
-                if p.grad is not None:
-                    ps.append(p)
-                    gs.append(p.grad)
-                    sums.append(self.state[p]["sum"])
-                    steps.append(self.state[p]["step"])
-            adagrad(ps, gs, sums, steps, lr=group["lr"], weight_decay=group["weight_decay"],
-                    lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
+            # state is made at construction, so there is nothing to initialise here
+            step_group(self, group, None, ("sum", "step"), adagrad, lr=group["lr"],
+                       weight_decay=group["weight_decay"], lr_decay=group["lr_decay"],
+                       eps=group["eps"], maximize=group["maximize"])
         return loss
 
 

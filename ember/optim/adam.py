@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ._base import check_adam_hparams, closure_loss, gather, zeros_state
+from ._base import check_adam_hparams, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW", "adam"]
@@ -27,14 +27,13 @@ class Adam(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             names = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
-            params, grads, m1, m2, mmax, steps = gather(
-                self, group, zeros_state(*names), "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
-                "step")
             beta1, beta2 = group["betas"]
-            adam(params, grads, m1, m2, mmax, steps, amsgrad=group["amsgrad"], beta1=beta1,
-                 beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-                 eps=group["eps"], maximize=group["maximize"],
-                 decoupled_weight_decay=group["decoupled_weight_decay"])
+            step_group(self, group, zeros_state(*names),
+                       ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"), adam,
+                       amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"],
+                       weight_decay=group["weight_decay"], eps=group["eps"],
+                       maximize=group["maximize"],
+                       decoupled_weight_decay=group["decoupled_weight_decay"])
         return loss
 
 

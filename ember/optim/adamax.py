@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_adam_hparams, closure_loss, gather, zeros_state
+from ._base import check_adam_hparams, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adamax", "adamax"]
@@ -19,12 +19,11 @@ class Adamax(Optimizer):
     def step(self, closure=None):
         loss = closure_loss(closure)
         for group in self.param_groups:
-            params, grads, avgs, infs, steps = gather(
-                self, group, zeros_state("exp_avg", "exp_inf"), "exp_avg", "exp_inf", "step")
             beta1, beta2 = group["betas"]
-            adamax(params, grads, avgs, infs, steps, eps=group["eps"], beta1=beta1,
-                   beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-                   maximize=group["maximize"])
+            step_group(self, group, zeros_state("exp_avg", "exp_inf"),
+                       ("exp_avg", "exp_inf", "step"), adamax, eps=group["eps"], beta1=beta1,
+                       beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                       maximize=group["maximize"])
         return loss
 
 

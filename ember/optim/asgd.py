@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss
+import functools
+
+from ._base import check_range, closure_loss, step_group
 from .optimizer import Optimizer
 
 __all__ = ["ASGD", "asgd"]
@@ -21,27 +23,18 @@ class ASGD(Optimizer):
     def step(self, closure=None):
         from .. import tensor, zeros_like
 
+        def init(p, st, lr):
+            st["step"] = tensor(0.0)
+            st["eta"] = tensor(float(lr))
+            st["mu"] = tensor(1.0)
+            st["ax"] = zeros_like(p)
+
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, axs, mus, etas, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if not st:
-                    st["step"] = tensor(0.0)
-                    st["eta"] = tensor(float(group["lr"]))
-                    st["mu"] = tensor(1.0)
-                    st["ax"] = zeros_like(p)
-                ps.append(p)
-                gs.append(p.grad)
-                axs.append(st["ax"])
-                mus.append(st["mu"])
-                etas.append(st["eta"])
-                steps.append(st["step"])
-            asgd(ps, gs, axs, mus, etas, steps, lambd=group["lambd"], lr=group["lr"],
-                 t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"],
-                 maximize=group["maximize"])
+            step_group(self, group, functools.partial(init, lr=group["lr"]),
+                       ("ax", "mu", "eta", "step"), asgd, lambd=group["lambd"], lr=group["lr"],
+                       t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"],
+                       maximize=group["maximize"])
         return loss
 
 

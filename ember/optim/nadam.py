@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_adam_hparams, check_range, closure_loss, gather, zeros_state
+from ._base import check_adam_hparams, check_range, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["NAdam", "nadam"]
@@ -29,13 +29,13 @@ class NAdam(Optimizer):
 
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, m1, m2, mus, steps = gather(self, group, init, "exp_avg", "exp_avg_sq",
-                                                "mu_product", "step")
             beta1, beta2 = group["betas"]
-            nadam(ps, gs, m1, m2, mus, steps, beta1=beta1, beta2=beta2, lr=group["lr"],
-                  weight_decay=group["weight_decay"], momentum_decay=group["momentum_decay"],
-                  eps=group["eps"], decoupled_weight_decay=group["decoupled_weight_decay"],
-                  maximize=group["maximize"])
+            step_group(self, group, init, ("exp_avg", "exp_avg_sq", "mu_product", "step"),
+                       nadam, beta1=beta1, beta2=beta2, lr=group["lr"],
+                       weight_decay=group["weight_decay"],
+                       momentum_decay=group["momentum_decay"], eps=group["eps"],
+                       decoupled_weight_decay=group["decoupled_weight_decay"],
+                       maximize=group["maximize"])
         return loss
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ._base import check_adam_hparams, closure_loss, gather, zeros_state
+from ._base import check_adam_hparams, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["RAdam", "radam"]
@@ -24,13 +24,12 @@ class RAdam(Optimizer):
     def step(self, closure=None):
         loss = closure_loss(closure)
         for group in self.param_groups:
-            ps, gs, m1, m2, steps = gather(self, group, zeros_state("exp_avg", "exp_avg_sq"),
-                                           "exp_avg", "exp_avg_sq", "step")
             beta1, beta2 = group["betas"]
-            radam(ps, gs, m1, m2, steps, beta1=beta1, beta2=beta2, lr=group["lr"],
-                  weight_decay=group["weight_decay"], eps=group["eps"],
-                  decoupled_weight_decay=group["decoupled_weight_decay"],
-                  maximize=group["maximize"])
+            step_group(self, group, zeros_state("exp_avg", "exp_avg_sq"),
+                       ("exp_avg", "exp_avg_sq", "step"), radam, beta1=beta1, beta2=beta2,
+                       lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
+                       decoupled_weight_decay=group["decoupled_weight_decay"],
+                       maximize=group["maximize"])
         return loss
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, gather, zeros_state
+from ._base import check_range, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -27,13 +27,11 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             names = ["square_avg"] + (["momentum_buffer"] if group["momentum"] > 0 else []) \
                 + (["grad_avg"] if group["centered"] else [])
-            ps, gs, sq, bufs, gavg, steps = gather(self, group, zeros_state(*names),
-                                                   "square_avg", "momentum_buffer", "grad_avg",
-                                                   "step")
-            rmsprop(ps, gs, sq, gavg, bufs, steps, lr=group["lr"], alpha=group["alpha"],
-                    eps=group["eps"], weight_decay=group["weight_decay"],
-                    momentum=group["momentum"], centered=group["centered"],
-                    maximize=group["maximize"])
+            step_group(self, group, zeros_state(*names),
+                       ("square_avg", "grad_avg", "momentum_buffer", "step"), rmsprop,
+                       lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+                       weight_decay=group["weight_decay"], momentum=group["momentum"],
+                       centered=group["centered"], maximize=group["maximize"])
         return loss
 
 

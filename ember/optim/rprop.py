@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, gather, state_step
+from ._base import check_range, closure_loss, state_step, step_group
 from .optimizer import Optimizer
 
 __all__ = ["Rprop", "rprop"]
@@ -28,12 +28,11 @@ class Rprop(Optimizer):
                 st["prev"] = zeros_like(p)
                 st["step_size"] = full_like(p.grad, lr)
 
-            ps, gs, prevs, sizes, steps = gather(self, group, init, "prev", "step_size",
-                                                 "step")
             etaminus, etaplus = group["etas"]
             lo, hi = group["step_sizes"]
-            rprop(ps, gs, prevs, sizes, steps, step_size_min=lo, step_size_max=hi,
-                  etaminus=etaminus, etaplus=etaplus, maximize=group["maximize"])
+            step_group(self, group, init, ("prev", "step_size", "step"), rprop,
+                       step_size_min=lo, step_size_max=hi, etaminus=etaminus,
+                       etaplus=etaplus, maximize=group["maximize"])
         return loss
 
 

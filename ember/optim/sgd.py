@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._base import closure_loss
+from ._flat import apply_update
 from .optimizer import Optimizer, required
 
 __all__ = ["SGD", "sgd"]
@@ -42,12 +43,11 @@ class SGD(Optimizer):
                     grads.append(p.grad)
                     st = self.state.get(p)
                     bufs.append(None if st is None else st.get("momentum_buffer"))
-            sgd(params, grads, bufs, lr=group["lr"], momentum=group["momentum"],
-                dampening=group["dampening"], weight_decay=group["weight_decay"],
-                nesterov=group["nesterov"], maximize=group["maximize"])
-            if group["momentum"] != 0:
-                for p, b in zip(params, bufs):
-                    self.state[p]["momentum_buffer"] = b
+            # momentum buffers are made by the first update, and only with momentum
+            apply_update(self, group, params, grads, [bufs], ("momentum_buffer",), sgd,
+                         lr=group["lr"], momentum=group["momentum"],
+                         dampening=group["dampening"], weight_decay=group["weight_decay"],
+                         nesterov=group["nesterov"], maximize=group["maximize"])
         return loss
 
 

@@ -1,0 +1,176 @@
+"""The flat path of an optimizer step: small parameters updated together, in few array ops.
+
+NOTE [ Flat optimizer step ]
+Every elementwise optimizer (SGD, Adam and the rest) has a functional update on lists of
+tensors, run parameter by parameter: about ten ops each, so a model of a hundred small
+tensors pays a thousand dispatches of Python overhead per step. The update is elementwise,
+so running it on a concatenation of parameters gives the same numbers bit for bit. The flat
+path cuts each group into buckets, runs of consecutive parameters of at most _BUCKET_NUMEL
+elements together, and runs the functional update once per bucket:
+
+- each state entry the size of its parameter (``exp_avg``, ``momentum_buffer``...) lives in
+  one flat buffer per bucket; ``optimizer.state[p][key]`` is a view of its slice, so
+  state_dict, in-place edits and checkpoints see the same values as before, and a state
+  entry replaced from outside (load_state_dict) is noticed and copied in again;
+- scalar entries (``step``, NAdam's ``mu_product``) are views of one array of one value per
+  parameter, and the update runs on a single scalar when they all agree (otherwise that
+  bucket runs per parameter);
+- gradients and parameters are concatenated (one array call each), and each parameter takes
+  back its slice after the update.
+
+Why buckets rather than one buffer per group: one pass of each op over a whole model's
+buffers streams them from memory ten times, where the per-parameter loop keeps each
+parameter's arrays in cache through all ten ops. Measured on two cores: 100 tensors of 100
+elements, AdamW 3.4 -> 0.6 ms a step; of 4,000 elements 4.4 -> 2.2 ms; one buffer for a
+GPT's 3.2M parameters was 50% slower than the loop, buckets of 32K elements are even with it.
+A parameter larger than a bucket runs alone on its own tensors, exactly as in the loop.
+
+``foreach=False`` always runs the loop; groups that mix dtypes or devices, complex or
+sparse gradients, and ``differentiable=True`` do too.
+"""
+
+from __future__ import annotations
+
+from .. import _dispatch
+from .._core.tensor import wrap
+
+# parameters are updated together up to this many elements (NOTE above)
+_BUCKET_NUMEL = 1 << 15
+
+
+def apply_update(optimizer, group, params, grads, columns, keys, update, **hparams):
+    """Run ``update(params, grads, *columns, **hparams)`` for one group, flat where it pays
+    (NOTE [ Flat optimizer step ]); state entries the update created (a first momentum
+    buffer) are stored in ``optimizer.state``."""
+    if not params:
+        return
+    if _flat_eligible(group, params, grads):
+        _flat_update(optimizer, group, params, grads, columns, keys, update, hparams)
+    else:
+        update(params, grads, *columns, **hparams)
+    for key, column in zip(keys, columns):
+        for p, value in zip(params, column):
+            if value is not None:
+                optimizer.state[p][key] = value
+
+
+def _flat_eligible(group, params, grads):
+    foreach = group.get("foreach")
+    if foreach is False or group.get("differentiable") or len(params) < 2:
+        return False
+    first = params[0]._data
+    kind, dt = type(first), first.dtype
+    if dt.kind != "f":
+        return False
+    for p, g in zip(params, grads):
+        pd, gd = p._data, g._data
+        if type(pd) is not kind or pd.dtype != dt or type(gd) is not kind or \
+                gd.dtype != dt or g.is_sparse:
+            return False
+    return True
+
+
+class _Bucket:
+    """A run of consecutive parameters updated together, and its flat state buffers."""
+
+    def __init__(self, params, lo, hi):
+        self.lo, self.hi = lo, hi
+        self.shapes = [tuple(p.shape) for p in params[lo:hi]]
+        self.offsets = [0]
+        for p in params[lo:hi]:
+            self.offsets.append(self.offsets[-1] + p._data.size)
+        self.buffers = {}  # key -> (flat tensor, [per-parameter view tensors])
+
+    def views(self, flat, scalar):
+        if scalar:
+            return [flat[i] for i in range(len(self.shapes))]
+        o = self.offsets
+        return [flat[o[i]:o[i + 1]].view(shape) for i, shape in enumerate(self.shapes)]
+
+
+def _buckets(params):
+    """Consecutive runs of parameters of at most _BUCKET_NUMEL elements in all; a larger
+    parameter is a run of its own."""
+    out, lo, size = [], 0, 0
+    for i, p in enumerate(params):
+        n = p._data.size
+        if i > lo and size + n > _BUCKET_NUMEL:
+            out.append(_Bucket(params, lo, i))
+            lo, size = i, 0
+        size += n
+    out.append(_Bucket(params, lo, len(params)))
+    return out
+
+
+def _concat(xp, tensors):
+    return xp.concatenate([t._data.reshape(-1) for t in tensors])
+
+
+def _flat_update(optimizer, group, params, grads, columns, keys, update, hparams):
+    # one layout per group position: replaced groups (load_state_dict) reuse the slot
+    cache = optimizer.__dict__.setdefault("_flat_layouts", {})
+    slot = next(i for i, g in enumerate(optimizer.param_groups) if g is group)
+    ids = [id(p) for p in params]
+    layout = cache.get(slot)
+    if layout is None or layout[0] != ids:
+        layout = cache[slot] = (ids, _buckets(params))
+    xp = _dispatch.xp_of(params[0]._data)
+    for bucket in layout[1]:
+        lo, hi = bucket.lo, bucket.hi
+        cols = [column[lo:hi] for column in columns]
+        if hi - lo == 1 or not _bucket_update(xp, bucket, params[lo:hi], grads[lo:hi], cols,
+                                              keys, update, hparams):
+            update(params[lo:hi], grads[lo:hi], *cols, **hparams)
+        for column, col in zip(columns, cols):
+            column[lo:hi] = col
+
+
+def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
+    """One bucket's update on its concatenation; False (having changed nothing the
+    per-parameter update would see differently) when its state does not allow it."""
+    args = []
+    for key, column in zip(keys, columns):
+        present = [v is not None for v in column]
+        if not any(present):
+            args.append(None)
+            continue
+        if not all(present):
+            return False
+        scalar = column[0].dim() == 0
+        if any((v.dim() == 0) != scalar or (not scalar and v.shape != p.shape)
+               for v, p in zip(column, params)):
+            return False
+        flat, views = bucket.buffers.get(key, (None, None))
+        if views is None or any(v is not w for v, w in zip(column, views)):
+            flat = wrap(_concat(xp, column))
+            views = bucket.views(flat, scalar)
+            bucket.buffers[key] = (flat, views)
+            column[:] = views
+        if scalar:
+            values = flat._data
+            if values.min() != values.max():  # parameters at different steps
+                return False
+            args.append(wrap(values[:1].reshape(()).copy()))
+        else:
+            args.append(flat)
+    flat_p = wrap(_concat(xp, params))
+    lists = [[a] for a in args]
+    update([flat_p], [wrap(_concat(xp, grads))], *lists, **hparams)
+    for i, (key, column) in enumerate(zip(keys, columns)):
+        out = lists[i][0]
+        if out is None:
+            continue
+        if out.dim() == 0:
+            flat = bucket.buffers[key][0]
+            flat._data[...] = out._data
+            flat._bump()
+        elif out is not args[i]:  # created by the update (a first momentum buffer)
+            views = bucket.views(out, False)
+            bucket.buffers[key] = (out, views)
+            column[:] = views
+    o = bucket.offsets
+    data = flat_p._data
+    for i, p in enumerate(params):
+        p._data[...] = data[o[i]:o[i + 1]].reshape(bucket.shapes[i])
+        p._bump()
+    return True
