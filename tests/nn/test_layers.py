@@ -273,3 +273,21 @@ def test_max_pool_ties_take_first_and_nan_wins():
     tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
     assert i.tolist() == ti.tolist()
     assert np.array_equal(v.numpy(), tv.numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [(2, 2, 0), (3, 2, 1), (3, 1, 1), (4, 2, 2),
+                                                   ((2, 5), 1, (1, 2))])
+def test_max_pool_indices_with_ties_and_nans_match_torch(kernel, stride, padding):
+    # small integers make many ties; a few NaNs must win their windows (first NaN tap);
+    # up to nine taps the winner comes from a bit table, above from putmask
+    import torch
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (2, 3, 9, 11)).astype(np.float32)
+    x[0, 1, 2, 3] = x[1, 2, 5, 5] = x[1, 2, 5, 6] = np.nan
+    v, i = nn.functional.max_pool2d(ember.from_numpy(x), kernel, stride, padding,
+                                    return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), kernel, stride, padding,
+                                            return_indices=True)
+    assert i.tolist() == ti.tolist()
+    assert np.array_equal(v.numpy(), tv.numpy(), equal_nan=True)
