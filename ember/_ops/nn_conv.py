@@ -129,6 +129,65 @@ def _batch_chunks(x, ksize, stride, padding, dilation):
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
+# NOTE [ Planar columns ]
+# For ungrouped convolutions whose last spatial stride is 1 (most 3x3 and 1x1 layers) the
+# columns are gathered the other way round: (C * prod(k), N * prod(out)), row (c, tap) a
+# shifted copy of input plane c, so every copied run is a row of the input (contiguous in
+# NCHW) and no channels-last transpose of the input is needed. The GEMM ``W @ cols`` yields
+# (O, N, *out), which goes back to NCHW as whole output planes, and the weight gradient is
+# ``g @ cols.T`` from the same columns. Measured against channels-last columns: a 3x3
+# 64->64 conv of (32, 64, 32, 32) forward 31 -> 23 ms and weight gradient 34 -> 30 ms,
+# 32->64 of (64, 32, 26, 26) forward 18 -> 17 ms and weight gradient 24 -> 17 ms; equal at
+# 16x16 and up to 20% slower at 8x8 and 4x4, where rows are short. So inputs with rows
+# shorter than _PLANAR_MIN_ROW, strided and grouped convolutions keep channels-last
+# columns, whose runs stay C long whatever the stride.
+
+
+# planar columns need input rows at least this long to beat channels-last ones
+_PLANAR_MIN_ROW = 20
+
+
+def _planar(x, stride, groups):
+    return groups == 1 and stride[-1] == 1 and x.shape[-1] >= _PLANAR_MIN_ROW
+
+
+def _planar_columns(xp, x, ksize, stride, padding, dilation):
+    """Columns (C * prod(k), N * prod(out)) of x (N, C, *S) (NOTE [ Planar columns ])."""
+    nd = len(ksize)
+    if any(padding):
+        xpad = xp.zeros(x.shape[:2] + tuple(x.shape[2 + i] + 2 * padding[i]
+                                            for i in range(nd)), dtype=x.dtype)
+        xpad[(slice(None), slice(None)) + tuple(slice(p, p + x.shape[2 + i])
+                                                for i, p in enumerate(padding))] = x
+    else:
+        xpad = x
+    n, c = x.shape[:2]
+    out = _out_shape(xpad.shape[2:], ksize, stride, dilation)
+    st = xpad.strides
+    shape = (c,) + tuple(ksize) + (n,) + out
+    strides = (st[1],) + tuple(st[2 + i] * dilation[i] for i in range(nd)) + (st[0],) + \
+        tuple(st[2 + i] * stride[i] for i in range(nd))
+    if xp is np:
+        win = np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
+    else:
+        win = xp.lib.stride_tricks.as_strided(xpad, shape, strides)
+    return xp.ascontiguousarray(win).reshape(c * math.prod(ksize), n * math.prod(out)), out
+
+
+def _planar_conv(xp, x, w, stride, padding, dilation):
+    """Ungrouped convolution through planar columns, batch chunk by chunk; (N, O, *out)."""
+    o = w.shape[0]
+    wm = w.reshape(o, -1)
+    y = None
+    for sl in _batch_chunks(x, w.shape[2:], stride, padding, dilation):
+        cols, out = _planar_columns(xp, x[sl], w.shape[2:], stride, padding, dilation)
+        if y is None:
+            y = xp.empty((x.shape[0], o) + out, dtype=cols.dtype)
+        part = (wm @ cols).reshape((o, cols.shape[1] // math.prod(out)) + out)
+        y[sl] = xp.moveaxis(part, 0, 1)
+    return y
+
+
 def _conv_rows(xp, x, w, stride, padding, dilation, groups):
     """The convolution as channels-last rows (N, *out, O), without bias."""
     n, o = x.shape[0], w.shape[0]
@@ -143,6 +202,11 @@ def _conv_rows(xp, x, w, stride, padding, dilation, groups):
 
 
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    if _planar(x, stride, groups):
+        y = _planar_conv(xp, x, w, stride, padding, dilation)
+        if b is not None:
+            y += b.reshape((-1,) + (1,) * (x.ndim - 2))
+        return y
     chunks = _batch_chunks(x, w.shape[2:], stride, padding, dilation)
     if len(chunks) == 1:
         y = _conv_rows(xp, x, w, stride, padding, dilation, groups)
@@ -203,6 +267,16 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
 
 def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
+    if _planar(x, stride, groups):
+        o = weight_shape[0]
+        gw = None
+        for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
+            cols, _ = _planar_columns(xp, x[sl], weight_shape[2:], stride, padding, dilation)
+            gs = g[sl]
+            rows = xp.ascontiguousarray(xp.moveaxis(gs.reshape(gs.shape[:2] + (-1,)), 1, 0))
+            part = rows.reshape(o, -1) @ cols.T
+            gw = part if gw is None else xp.add(gw, part, out=gw)
+        return gw.reshape(weight_shape)
     gw = None
     for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
         cols, _ = _columns(xp, x[sl], weight_shape[2:], stride, padding, dilation, groups)
