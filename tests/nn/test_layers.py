@@ -291,3 +291,27 @@ def test_max_pool_indices_with_ties_and_nans_match_torch(kernel, stride, padding
                                             return_indices=True)
     assert i.tolist() == ti.tolist()
     assert np.array_equal(v.numpy(), tv.numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_batch_norm_training_gradients_match_torch_with_offset_inputs(dtype):
+    # a large mean and small spread: the fused backward kernel must use centred sums
+    import torch
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((6, 3, 5, 4)) * 0.5 + 100).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    ex = ember.tensor(x).to(getattr(ember, dtype)).requires_grad_()
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    ebn, tbn = nn.BatchNorm2d(3).to(getattr(ember, dtype)), \
+        torch.nn.BatchNorm2d(3).to(getattr(torch, dtype))
+    with torch.no_grad():
+        tbn.weight.copy_(torch.tensor([0.5, 2.0, -1.0]))
+    with ember.no_grad():
+        ebn.weight.copy_(ember.tensor([0.5, 2.0, -1.0]))
+    ebn(ex).backward(ember.tensor(g).to(ex.dtype))
+    tbn(tx).backward(torch.tensor(g).to(tx.dtype))
+    tol = {"float32": 1e-4, "float64": 1e-10, "float16": 2e-2}[dtype]
+    for e, t in ((ex.grad, tx.grad), (ebn.weight.grad, tbn.weight.grad),
+                 (ebn.bias.grad, tbn.bias.grad), (ebn.running_var, tbn.running_var)):
+        np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=tol, atol=tol)
