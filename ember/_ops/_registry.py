@@ -76,6 +76,7 @@ class Op:
         self.vjp = None
         self.saved_inputs = ()
         self.saves_out = False
+        self.wants_needs = False
         self.param_names = ()
         if vjp is not None:
             self.defvjp(vjp)
@@ -99,6 +100,9 @@ class Op:
         self.saved_inputs = tuple(not n.startswith("_") for n in positional if n != "*")
         self.saves_all_varargs = "*" in positional
         self.saves_out = "out" in keywords
+        # a formula that takes ``needs_input_grad`` gets one bool per input (False where
+        # the input takes no part in autograd) and may return None for those
+        self.wants_needs = "needs_input_grad" in keywords
         self.differentiable = True
         return fn
 

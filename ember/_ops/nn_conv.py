@@ -298,23 +298,33 @@ def _params(p):
                 groups=p["groups"])
 
 
-def _conv_vjp(g, x, w, _b, *, stride, padding, dilation, groups):
+# Each adjoint is computed only for inputs that take part in autograd: a network's first
+# convolution reads data that needs no gradient, and its input adjoint would be a whole
+# transposed convolution thrown away.
+
+
+def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad):
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    gx = conv_input_grad(g, w, tuple(x.shape), **p)
-    gw = conv_weight_grad(x, g, tuple(w.shape), **p)
-    gb = g.sum([0] + list(range(2, g.dim())))
+    need_x, need_w, need_b = needs_input_grad
+    gx = conv_input_grad(g, w, tuple(x.shape), **p) if need_x else None
+    gw = conv_weight_grad(x, g, tuple(w.shape), **p) if need_w else None
+    gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
     return gx, gw, gb
 
 
-def _input_grad_vjp(gz, g, w, *, input_shape, stride, padding, dilation, groups):
+def _input_grad_vjp(gz, g, w, *, input_shape, stride, padding, dilation, groups,
+                    needs_input_grad):
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     # gz lives on the input grid; adjoint in g is the forward conv, in w the weight adjoint
-    return conv_nd(gz, w, None, **p), conv_weight_grad(gz, g, tuple(w.shape), **p)
+    return (conv_nd(gz, w, None, **p) if needs_input_grad[0] else None,
+            conv_weight_grad(gz, g, tuple(w.shape), **p) if needs_input_grad[1] else None)
 
 
-def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, groups):
+def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, groups,
+                     needs_input_grad):
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    return conv_input_grad(g, gu, tuple(x.shape), **p), conv_nd(x, gu, None, **p)
+    return (conv_input_grad(g, gu, tuple(x.shape), **p) if needs_input_grad[0] else None,
+            conv_nd(x, gu, None, **p) if needs_input_grad[1] else None)
 
 
 conv_op = Op("convolution", _conv_kernel, vjp=_conv_vjp)

@@ -274,13 +274,16 @@ class OpNode(Node):
                     vc = s._vc
                     if (0 if vc is None else vc[0]) != v:
                         SavedTensor(s, vc, v).unpack(self)  # raises the version error
+        params = self._params
+        if op.wants_needs:
+            params = dict(params, needs_input_grad=tuple(e is not _NO_EDGE for e in nxt))
         sout = self._sout
         if sout is not None:
             out = tuple(s.unpack(self) for s in sout) if type(sout) is tuple else \
                 sout.unpack(self)
-            res = op.vjp(g, *args, out=out, **self._params)
+            res = op.vjp(g, *args, out=out, **params)
         else:
-            res = op.vjp(g, *args, **self._params)
+            res = op.vjp(g, *args, **params)
         if res is None or isinstance(res, Tensor):
             res = (res,)
         return fit_grads(nxt, res, self._meta_in)

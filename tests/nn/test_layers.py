@@ -315,3 +315,23 @@ def test_batch_norm_training_gradients_match_torch_with_offset_inputs(dtype):
     for e, t in ((ex.grad, tx.grad), (ebn.weight.grad, tbn.weight.grad),
                  (ebn.bias.grad, tbn.bias.grad), (ebn.running_var, tbn.running_var)):
         np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=tol, atol=tol)
+
+
+def test_conv_backward_computes_only_the_adjoints_autograd_needs(monkeypatch):
+    from ember._ops import nn_conv
+
+    calls = []
+    real = nn_conv.conv_input_grad
+    monkeypatch.setattr(nn_conv, "conv_input_grad",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    conv = nn.Conv2d(2, 3, 3)
+    x = ember.randn(2, 2, 6, 6)
+    conv(x).sum().backward()
+    assert calls == [] and conv.weight.grad is not None
+    # saved tensors that come back without requires_grad (a pack/unpack hook pair) must not
+    # hide that the input needs its gradient
+    x.requires_grad_()
+    with ember.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        y = conv(x)
+    y.sum().backward()
+    assert calls == [1] and x.grad is not None and x.grad.shape == x.shape
