@@ -335,3 +335,32 @@ def test_conv_backward_computes_only_the_adjoints_autograd_needs(monkeypatch):
         y = conv(x)
     y.sum().backward()
     assert calls == [1] and x.grad is not None and x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("nd,kernel,padding,dilation,stride", [
+    (1, 3, 1, 1, 1), (1, 5, 0, 2, 1), (2, 3, 1, 1, 1), (2, 3, 0, 1, 1), (2, (3, 2), (2, 1), 2, 1),
+    (2, 1, 0, 1, 1), (2, 3, 1, 1, (2, 1)), (3, 3, 1, 1, 1)])
+def test_conv_on_wide_inputs_matches_torch(nd, kernel, padding, dilation, stride):
+    # rows of at least 20 take planar columns (NOTE [ Planar columns ]) and stride 1 the
+    # shared-column backward (NOTE [ Shared gradient columns ]); values and all gradients
+    # must equal PyTorch's
+    import torch
+
+    rng = np.random.default_rng(0)
+    spatial = {1: (23,), 2: (9, 22), 3: (5, 4, 21)}[nd]
+    x = rng.standard_normal((3, 4) + spatial).astype(np.float32)
+    conv_e = getattr(nn, f"Conv{nd}d")(4, 5, kernel, stride, padding, dilation)
+    conv_t = getattr(torch.nn, f"Conv{nd}d")(4, 5, kernel, stride, padding, dilation)
+    with torch.no_grad():
+        conv_t.weight.copy_(torch.from_numpy(conv_e.weight.detach().numpy()))
+        conv_t.bias.copy_(torch.from_numpy(conv_e.bias.detach().numpy()))
+    ex = ember.from_numpy(x.copy()).requires_grad_()
+    tx = torch.from_numpy(x.copy()).requires_grad_()
+    ey, ty = conv_e(ex), conv_t(tx)
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+    g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    ey.backward(ember.from_numpy(g))
+    ty.backward(torch.from_numpy(g))
+    for e, t in ((ex.grad, tx.grad), (conv_e.weight.grad, conv_t.weight.grad),
+                 (conv_e.bias.grad, conv_t.bias.grad)):
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-4, atol=1e-4)
