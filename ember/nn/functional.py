@@ -13,8 +13,8 @@ from .._ops.nn_norm import (  # noqa: F401
     batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm,
 )
 from .._ops.nn_ops import (  # noqa: F401
-    cross_entropy, embedding, linear, log_softmax, mse_loss, nll_loss, reduction_enum, relu,
-    softmax,
+    cross_entropy, embedding, gelu, linear, log_softmax, mse_loss, nll_loss, reduction_enum,
+    relu, softmax,
 )
 from .._ops.nn_pad import pad  # noqa: F401
 
@@ -185,16 +185,6 @@ def selu(input, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     return _where_pos(input, alpha * (input / alpha).expm1(), inplace)
-
-
-def gelu(input, approximate="none"):
-    if approximate == "tanh":
-        c = 0.7978845608028654  # sqrt(2 / pi)
-        return 0.5 * input * (1 + (c * (input + 0.044715 * input * input * input)).tanh())
-    if approximate != "none":
-        raise RuntimeError(f"approximate argument must be either none or tanh, got "
-                           f"{approximate}")
-    return 0.5 * input * (1 + (input * 0.7071067811865476).erf())
 
 
 def silu(input, inplace=False):
