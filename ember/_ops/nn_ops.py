@@ -370,13 +370,42 @@ def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     return out.astype(x.dtype, copy=False), probs.astype(x.dtype, copy=False)
 
 
+def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index):
+    """d loss / d logits = scale * (softmax - onehot(y)), scale = w[y] * g (/ sum of w[y]
+    for the mean): one scaled copy of the saved probabilities, then one scatter."""
+    c = probs.shape[1]
+    rows = xp.moveaxis(probs, 1, -1).reshape(-1, c) if probs.ndim > 2 else probs
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0)
+    wt = valid.astype(probs.dtype) if weight is None else weight[safe] * valid
+    if reduction == "none":
+        scale = wt * g.reshape(-1)
+    elif reduction == "sum":
+        scale = wt * g
+    else:
+        scale = wt * (g / wt.sum())
+    scale = scale.astype(probs.dtype, copy=False)
+    gx = rows * scale[:, None]
+    gx[xp.arange(rows.shape[0]), safe] -= scale
+    if probs.ndim > 2:
+        gx = xp.moveaxis(gx.reshape((probs.shape[0],) + probs.shape[2:] + (c,)), -1, 1)
+    return gx
+
+
+cross_entropy_backward_op = Op("cross_entropy_loss_backward", _ce_backward_kernel)
+
+
 def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
     from .. import arange, is_grad_enabled
 
     g = grads[0]
     # NOTE [ Fused cross entropy ]: d loss / d logits = w[y] (softmax - onehot(y)) / denom;
     # under create_graph the softmax is recomputed so the formula stays differentiable
-    p = x.softmax(1) if is_grad_enabled() else out[1]
+    if not is_grad_enabled():
+        return _dispatch.apply(cross_entropy_backward_op, (g, out[1], target, weight), {
+            "reduction": reduction, "ignore_index": ignore_index}), None, None
+    p = x.softmax(1)
     c = x.shape[1]
     valid = target != ignore_index
     safe = target.masked_fill(~valid, 0)
