@@ -40,18 +40,48 @@ def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
         rstd.astype(x.dtype) if low else rstd
 
 
+def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
+    """(gx, gw, gb) of layer_norm on arrays, in place where it can: one buffer becomes
+    x - mean, then xhat, then the xhat term of gx; another g * w, then gx."""
+    axes = tuple(range(x.ndim - ndim, x.ndim))
+    lead = tuple(range(x.ndim - ndim))
+    n = math.prod(x.shape[x.ndim - ndim:])
+    dt = x.dtype
+    if dt.itemsize < 4:  # half precision computes in float32
+        g, x = g.astype(xp.float32), x.astype(xp.float32)
+        mean, rstd = mean.astype(xp.float32), rstd.astype(xp.float32)
+        w = None if w is None else w.astype(xp.float32)
+    xhat = x - mean
+    xhat *= rstd
+    gw = None if w is None else (g * xhat).sum(axis=lead)
+    gb = g.sum(axis=lead) if lead else g.copy()
+    gxhat = g * w if w is not None else g.copy()
+    s1 = gxhat.sum(axis=axes, keepdims=True)
+    s2 = (gxhat * xhat).sum(axis=axes, keepdims=True)
+    xhat *= s2 / n
+    gxhat -= xhat
+    gxhat -= s1 / n
+    gxhat *= rstd
+    cast = lambda a: None if a is None else a.astype(dt, copy=False)  # noqa: E731
+    return cast(gxhat), cast(gw), cast(gb)
+
+
+layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_kernel)
+
+
 def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
     from .. import is_grad_enabled
 
     g = grads[0]
     dims = list(range(x.dim() - ndim, x.dim()))
-    if is_grad_enabled():
-        # create_graph: the statistics must depend on x differentiably (the saved ones are
-        # constants to autograd)
-        mean = x.mean(dims, keepdim=True)
-        rstd = ((x - mean) ** 2).mean(dims, keepdim=True).add(eps).rsqrt()
-    else:
-        _, mean, rstd = out
+    if not is_grad_enabled():
+        gx, gw, gb = _dispatch.apply(layer_norm_backward_op, (g, x, w, out[1], out[2]),
+                                     {"ndim": ndim})
+        return gx, gw, gb
+    # create_graph: the statistics must depend on x differentiably (the saved ones are
+    # constants to autograd)
+    mean = x.mean(dims, keepdim=True)
+    rstd = ((x - mean) ** 2).mean(dims, keepdim=True).add(eps).rsqrt()
     lead = list(range(x.dim() - ndim))
     xhat = (x - mean) * rstd
     gxhat = g * w if w is not None else g
