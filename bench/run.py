@@ -70,6 +70,9 @@ def machine_info(modules):
         "ember": getattr(modules["ember"], "__version__", "?"),
         "git_commit": _git_commit(),
         "load_avg_start": _load(),
+        # NumPy's OpenBLAS chooses its GEMM kernels by CPU unless this pins them; on AVX-512
+        # machines a pin to an AVX2 core type halves every matmul and convolution
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
     }
     if "torch" in modules:
         torch = modules["torch"]
@@ -146,6 +149,9 @@ def markdown(rows, info, settings):
         f"- versions: Python {info['python']}, NumPy {info['numpy']}, ember {info['ember']}"
         f" (commit {info['git_commit'] or '?'}), PyTorch {info.get('torch', 'not installed')}"
         f" ({info.get('torch_threads', '?')} threads)",
+        f"- NumPy's BLAS kernels: "
+        + (f"pinned by OPENBLAS_CORETYPE={info['openblas_coretype']}"
+           if info.get("openblas_coretype") else "OpenBLAS's own choice for this CPU"),
         f"- load average (1, 5, 15 min) at start: {_fmt_load(info.get('load_avg_start'))}, "
         f"at end: {_fmt_load(info.get('load_avg_end'))}",
         f"- timing: median of {settings['samples']} samples, each ≥ "
