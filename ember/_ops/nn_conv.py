@@ -18,6 +18,7 @@ with one add per kernel tap.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -188,11 +189,11 @@ def _planar_conv(xp, x, w, stride, padding, dilation):
     return y
 
 
-def _conv_rows(xp, x, w, stride, padding, dilation, groups):
-    """The convolution as channels-last rows (N, *out, O), without bias."""
-    n, o = x.shape[0], w.shape[0]
-    cols, out = _columns(xp, x, w.shape[2:], stride, padding, dilation, groups)
-    wm = _weight_matrix(w, groups)
+def _conv_rows(xp, x, wm, ksize, stride, padding, dilation, groups):
+    """The convolution as channels-last rows (N, *out, O), without bias; ``wm`` is the
+    weight as _weight_matrix lays it out (made once per call: it is a transposing copy)."""
+    n, o = x.shape[0], wm.shape[0] * wm.shape[1]
+    cols, out = _columns(xp, x, ksize, stride, padding, dilation, groups)
     y = _grouped_matmul(xp, cols, wm, transpose_b=True)  # (G, N*out, O/G)
     nd = len(out)
     if groups == 1:
@@ -208,14 +209,17 @@ def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
             y += b.reshape((-1,) + (1,) * (x.ndim - 2))
         return y
     chunks = _batch_chunks(x, w.shape[2:], stride, padding, dilation)
+    wm = xp.ascontiguousarray(_weight_matrix(w, groups))
+    rows = functools.partial(_conv_rows, xp, wm=wm, ksize=w.shape[2:], stride=stride,
+                             padding=padding, dilation=dilation, groups=groups)
     if len(chunks) == 1:
-        y = _conv_rows(xp, x, w, stride, padding, dilation, groups)
+        y = rows(x)
     else:
-        first = _conv_rows(xp, x[chunks[0]], w, stride, padding, dilation, groups)
+        first = rows(x[chunks[0]])
         y = xp.empty((x.shape[0],) + first.shape[1:], dtype=first.dtype)
         y[chunks[0]] = first
         for sl in chunks[1:]:
-            y[sl] = _conv_rows(xp, x[sl], w, stride, padding, dilation, groups)
+            y[sl] = rows(x[sl])
     if b is not None:
         y += b
     return xp.ascontiguousarray(xp.moveaxis(y, -1, 1))
