@@ -130,6 +130,40 @@ def gelu(input, approximate="none"):
 
 
 # ------------------------------------------------------------------------------------------------
+# silu: like gelu, one op saving only its input (the composition x * sigmoid(x) saved two
+# tensors); d/dx x s(x) = s(x) (1 + x (1 - s(x))).
+
+
+def _silu_kernel(xp, a):
+    t = a * 0.5
+    xp.tanh(t, out=t)
+    t += 1
+    t *= 0.5
+    t *= a
+    return t
+
+
+@_opmath_vjp
+def _silu_vjp(g, a):
+    sig = a.sigmoid()
+    return g * (sig * (1 + a * (1 - sig)))
+
+
+silu_op = ElementwiseOp("silu", opmath(_silu_kernel), vjp=_silu_vjp, allow=(2,))
+silu_op.node_name = "SiluBackward0"
+
+
+def silu(input, inplace=False):
+    """``x * sigmoid(x)`` (the swish activation)."""
+    if isinstance(input, Tensor) and input.dtype.category != 2:
+        raise NotImplementedError(f'"silu_cpu" not implemented for '
+                                  f"'{input.dtype.scalar_name}'")
+    if inplace:
+        return elementwise_inplace(silu_op, input, ())
+    return unary(silu_op, input)
+
+
+# ------------------------------------------------------------------------------------------------
 # softmax / log_softmax
 
 

@@ -14,7 +14,7 @@ from .._ops.nn_norm import (  # noqa: F401
 )
 from .._ops.nn_ops import (  # noqa: F401
     cross_entropy, embedding, gelu, linear, log_softmax, mse_loss, nll_loss, reduction_enum,
-    relu, softmax,
+    relu, silu, softmax,
 )
 from .._ops.nn_pad import pad  # noqa: F401
 
@@ -185,11 +185,6 @@ def selu(input, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     return _where_pos(input, alpha * (input / alpha).expm1(), inplace)
-
-
-def silu(input, inplace=False):
-    out = input * input.sigmoid()
-    return input.copy_(out) if inplace else out
 
 
 def mish(input, inplace=False):

@@ -117,6 +117,10 @@ def _gelu(dtype, rng):
     yield SampleInput(_t((5,), dtype, rng), approximate="tanh")
 
 
+def _silu(dtype, rng):
+    yield SampleInput(_t((3, 4), dtype, rng, low=-6, high=6))
+
+
 op_db = [
     OpInfo(f"nn.functional.{name}", sample_inputs=gen, dtypes=F32_64, method=False, **kw)
     for name, gen, kw in [
@@ -142,5 +146,6 @@ op_db = [
         ("scaled_dot_product_attention", _sdpa, {}),
         ("unfold", _unfold, {}),
         ("gelu", _gelu, {}),
+        ("silu", _silu, {}),
     ]
 ]
