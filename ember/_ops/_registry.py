@@ -24,8 +24,11 @@ multi-output ops; None entries for outputs that got no gradient). ``inputs`` are
 tensor inputs in order; an input whose parameter name starts with ``_`` is not needed by the
 formula, is not saved, and arrives as None -- that is how an op says what it keeps alive.
 A keyword-only parameter named ``out`` receives the op's result (the tuple of all results for
-multi-output ops), saved for the
-purpose. The remaining keyword parameters receive the op's static params by name.
+multi-output ops), saved for the purpose. A keyword-only parameter named
+``needs_input_grad`` receives one bool per tensor input, False where the input takes no part
+in autograd, so a formula can skip work nobody will use and return None there (it comes from
+the node's edges: saved tensors may return from saved-tensor hooks without requires_grad).
+The remaining keyword parameters receive the op's static params by name.
 Formulas need not reduce broadcast gradients nor cast them: the engine sums each gradient
 to its input's shape and casts it to its input's dtype (ARCHITECTURE.md section 3).
 
