@@ -132,24 +132,28 @@ def _matmul_kernel(xp, a, b):
     return gemm(xp, a, b)
 
 
-def _matmul_vjp(g, a, b):
+def _matmul_vjp(g, a, b, *, needs_input_grad):
+    need_a, need_b = needs_input_grad
     if a.dim() == 1 and b.dim() == 1:
-        return g * _conj(b), g * _conj(a)
+        return (g * _conj(b) if need_a else None), (g * _conj(a) if need_b else None)
     if a.dim() == 1:
         # (k) @ (..., k, n) -> (..., n)
-        ga = matmul(g.unsqueeze(-2), _h(b)).squeeze(-2)
-        gb = matmul(_conj(a).unsqueeze(-1), g.unsqueeze(-2))
+        ga = matmul(g.unsqueeze(-2), _h(b)).squeeze(-2) if need_a else None
+        gb = matmul(_conj(a).unsqueeze(-1), g.unsqueeze(-2)) if need_b else None
         return ga, gb
     if b.dim() == 1:
         # (..., m, k) @ (k) -> (..., m)
-        ga = matmul(g.unsqueeze(-1), _conj(b).unsqueeze(-2))
-        gb = matmul(_h(a), g.unsqueeze(-1)).squeeze(-1)
+        ga = matmul(g.unsqueeze(-1), _conj(b).unsqueeze(-2)) if need_a else None
+        gb = matmul(_h(a), g.unsqueeze(-1)).squeeze(-1) if need_b else None
         return ga, gb
+    ga = matmul(g, _h(b)) if need_a else None
+    if not need_b:
+        return ga, None
     if b.dim() == 2 and a.dim() > 2:
         # the weight of a stacked product: one GEMM over all rows (NOTE [ Folded matmul ])
         k, n = a.shape[-1], g.shape[-1]
-        return matmul(g, _h(b)), _h(a.reshape(-1, k)) @ g.reshape(-1, n)
-    return matmul(g, _h(b)), matmul(_h(a), g)
+        return ga, _h(a.reshape(-1, k)) @ g.reshape(-1, n)
+    return ga, matmul(_h(a), g)
 
 
 def _matmul_jvp(x_dots, a, b, *, out):
@@ -381,7 +385,7 @@ def outer(input, vec2, *, out=None):
 
 
 def _scale(x, s):
-    return x if s == 1 else x * s
+    return x if s == 1 or x is None else x * s
 
 
 def _add_kernel(prod):
@@ -401,9 +405,9 @@ def _cj(s):
     return s.conjugate() if isinstance(s, complex) else s
 
 
-def _addmm_vjp(g, _c, a, b, *, beta, alpha):
-    gc = None if beta == 0 else _scale(g, _cj(beta))
-    ga, gb = _matmul_vjp(g, a, b)
+def _addmm_vjp(g, _c, a, b, *, beta, alpha, needs_input_grad):
+    gc = None if beta == 0 or not needs_input_grad[0] else _scale(g, _cj(beta))
+    ga, gb = _matmul_vjp(g, a, b, needs_input_grad=needs_input_grad[1:])
     return gc, _scale(ga, _cj(alpha)), _scale(gb, _cj(alpha))
 
 
