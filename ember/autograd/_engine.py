@@ -34,6 +34,7 @@ import threading
 import numpy as np
 
 from .. import _dispatch
+from .._core.size import Size
 from .._core.tensor import Tensor, wrap
 from . import anomaly_mode as _anomaly
 from ._nodes import AccumulateGrad, gradient_edge, refresh_view
@@ -462,12 +463,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     Returns a tuple with one gradient per input; an input the outputs do not depend on gets
     None with ``allow_unused=True``, zeros with ``materialize_grads=True``, else an error.
     """
-    if is_grads_batched:
-        raise NotImplementedError("ember.autograd.grad: is_grads_batched=True is not supported")
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but "
             "got: allow_unused=False.")
+    if is_grads_batched and grad_outputs is not None:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
@@ -514,6 +516,58 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             r = r.detach()
         out.append(r)
     del single
+    return tuple(out)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad`` with ``is_grads_batched=True``: the first dim of every grad_output indexes a
+    batch of vector-Jacobian products, computed one after another over the same graph and
+    stacked (PyTorch vmaps them; the numbers are the same)."""
+    from .. import stack
+
+    outputs = _as_tuple(outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    sizes = set()
+    for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            continue
+        if g.dim() == 0 or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions "
+                "are expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of {Size(g.shape[1:])} and "
+                f"output[{i}] has a shape of {Size(o.shape)}. If you only want some tensors "
+                "in `grad_output` to be considered batched, consider using vmap.")
+        sizes.add(g.shape[0])
+    if len(sizes) > 1:
+        raise ValueError(
+            "vmap: Expected all tensors to have the same size in the mapped dimension, got "
+            f"sizes {sorted(sizes)} for the mapped dimension")
+    batch = sizes.pop() if sizes else 1
+    if retain_graph is None:
+        retain_graph = create_graph
+    per_item = [grad(outputs, inputs, [None if g is None else g[b] for g in grad_outputs],
+                     retain_graph=retain_graph if b == batch - 1 else True,
+                     create_graph=create_graph, allow_unused=True)
+                for b in range(batch)]
+    inputs = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
+    out = []
+    for i, x in enumerate(inputs):
+        column = [r[i] for r in per_item]
+        if not column or column[0] is None:
+            if materialize_grads and isinstance(x, Tensor):
+                # PyTorch materialises an unused input's gradient without the batch dim
+                out.append(wrap(_dispatch.xp_of(x._data).zeros(x._data.shape, x._data.dtype)))
+                continue
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
+            out.append(None)
+            continue
+        out.append(stack(column))
     return tuple(out)
 
 

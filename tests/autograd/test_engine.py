@@ -139,10 +139,57 @@ def test_autograd_grad_unused():
     assert gu.tolist() == [0.0]
 
 
-def test_autograd_grad_rejects_batched():
-    x = leaf([1.0])
-    with pytest.raises(NotImplementedError):
-        autograd.grad(x * 2, x, ember.ones(1, dtype=ember.float64), is_grads_batched=True)
+def test_autograd_grad_batched_rows_of_the_jacobian():
+    # grad_outputs with a leading batch dim: one vector-Jacobian product per row; the
+    # identity gives the whole Jacobian
+    x, z = leaf([1.0, 2.0, 3.0]), leaf([1.0, 2.0])
+    y, y2 = x ** 3, x.sin()
+    eye = ember.eye(3, dtype=ember.float64)
+    jx, jz = autograd.grad([y, y2], [x, z], [eye, 2 * eye], is_grads_batched=True,
+                           materialize_grads=True)
+    expected = np.diag(3 * np.array([1.0, 2.0, 3.0]) ** 2 + 2 * np.cos([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(jx.numpy(), expected)
+    assert jz.tolist() == [0.0, 0.0]  # as PyTorch: materialised without the batch dim
+    # create_graph keeps the batched result differentiable
+    w = leaf([1.0, 2.0, 3.0])
+    jw, = autograd.grad(w ** 2, w, eye, is_grads_batched=True, create_graph=True)
+    assert jw.requires_grad and autograd.grad(jw.sum(), w)[0].tolist() == [2.0, 2.0, 2.0]
+    # the graph is freed after the last row unless retained
+    v = leaf([1.0, 2.0, 3.0])
+    out = v ** 2
+    autograd.grad(out, v, eye, is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        autograd.grad(out, v, eye, is_grads_batched=True)
+
+
+def test_autograd_grad_batched_errors():
+    x, u = leaf([1.0, 2.0, 3.0]), leaf([1.0])
+    with pytest.raises(RuntimeError, match="first dimension of each grad_output as the batch"):
+        autograd.grad(x ** 2, x, ember.ones(2, 4, dtype=ember.float64), is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        autograd.grad(x ** 2, [x, u], ember.eye(3, dtype=ember.float64),
+                      is_grads_batched=True)
+    gx, gu = autograd.grad(x ** 2, [x, u], ember.eye(3, dtype=ember.float64),
+                           is_grads_batched=True, allow_unused=True)
+    assert gu is None and gx.shape == (3, 3)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_autograd_grad_batched_matches_torch():
+    import torch
+
+    rng = np.random.default_rng(0)
+    a, gs = rng.standard_normal((4, 3)), rng.standard_normal((5, 4, 2))
+    b = rng.standard_normal((3, 2))
+    res = []
+    for fw in (ember, torch):
+        x = fw.tensor(a, requires_grad=True)
+        w = fw.tensor(b, requires_grad=True)
+        y = (x @ w).tanh()
+        res.append([t.detach().numpy() for t in fw.autograd.grad(
+            y, [x, w], fw.tensor(gs), is_grads_batched=True)])
+    for e, t in zip(*res):
+        np.testing.assert_allclose(e, t, rtol=1e-12)
 
 
 def test_autograd_grad_non_leaf_input():
