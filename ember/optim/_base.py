@@ -22,6 +22,15 @@ def check_range(name, value, low=0.0, high=None, *, low_open=False, high_open=Tr
         raise ValueError(f"Invalid {name}: {value}")
 
 
+def check_fused(fused, foreach, differentiable):
+    """PyTorch's checks on ``fused=True`` (which ember runs as its flat step)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 def state_step(state):
     """The 'step' entry (a float32 0-dim tensor, as PyTorch keeps it)."""
     from .. import tensor

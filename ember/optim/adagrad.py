@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import check_range, closure_loss, step_group
+from ._base import check_fused, check_range, closure_loss, step_group
 from .optimizer import Optimizer
 
 __all__ = ["Adagrad", "adagrad"]
@@ -16,6 +16,7 @@ class Adagrad(Optimizer):
         check_range("weight_decay value", weight_decay)
         check_range("initial_accumulator_value value", initial_accumulator_value)
         check_range("epsilon value", eps)
+        check_fused(fused, foreach, differentiable)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
                                       weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ._base import check_adam_hparams, closure_loss, step_group, zeros_state
+from ._base import check_adam_hparams, check_fused, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW", "adam"]
@@ -17,6 +17,7 @@ class Adam(Optimizer):
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
         check_adam_hparams(lr, eps, betas, weight_decay)
+        check_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import closure_loss
+from ._base import check_fused, closure_loss
 from ._flat import apply_update
 from .optimizer import Optimizer, required
 
@@ -27,6 +27,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        check_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)

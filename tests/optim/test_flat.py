@@ -163,3 +163,16 @@ def test_flat_state_dict_loads_into_torch():
     for k, st in opt.state_dict()["state"].items():
         for n, v in st.items():
             np.testing.assert_array_equal(topt.state_dict()["state"][k][n].numpy(), v.numpy())
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+def test_fused_option_checks_and_runs_flat(name):
+    ps = _params()
+    with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+        getattr(ember.optim, name)(ps, lr=0.1, fused=True, foreach=True)
+    with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+        getattr(ember.optim, name)(ps, lr=0.1, fused=True, differentiable=True)
+    opt = getattr(ember.optim, name)(ps, lr=0.1, fused=True)
+    _loss(ps, 0).backward()
+    opt.step()
+    assert opt.__dict__.get("_flat_layouts")
