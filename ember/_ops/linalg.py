@@ -19,6 +19,7 @@ needs no care: the engine sums each gradient down to its input's shape.
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -123,7 +124,8 @@ def gemm(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:
         if not a.flags.c_contiguous:
             a = xp.ascontiguousarray(a)
-        out = xp.matmul(a.reshape(-1, a.shape[-1]), b)
+        rows = math.prod(a.shape[:-1])
+        out = xp.matmul(a.reshape(rows, a.shape[-1]), b)
         return out.reshape(a.shape[:-1] + (b.shape[1],))
     return xp.matmul(a, b)
 
@@ -151,8 +153,8 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         return ga, None
     if b.dim() == 2 and a.dim() > 2:
         # the weight of a stacked product: one GEMM over all rows (NOTE [ Folded matmul ])
-        k, n = a.shape[-1], g.shape[-1]
-        return ga, _h(a.reshape(-1, k)) @ g.reshape(-1, n)
+        rows = math.prod(a.shape[:-1])
+        return ga, _h(a.reshape(rows, a.shape[-1])) @ g.reshape(rows, g.shape[-1])
     return ga, matmul(_h(a), g)
 
 

@@ -8,6 +8,8 @@ with PyTorch's signatures.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dispatch
@@ -257,14 +259,15 @@ def _linear_vjp(g, x, w, _b, *, needs_input_grad):
     need_x, need_w, need_b = needs_input_grad
     # a first layer's input is data: its gradient would be a whole GEMM thrown away
     gx = g @ w if need_x else None
-    g2 = g.reshape(-1, g.shape[-1]) if g.dim() != 2 else g
+    rows = math.prod(g.shape[:-1])
+    g2 = g.reshape(rows, g.shape[-1]) if g.dim() != 2 else g
     gw = gb = None
     if g.dim() == 1:
         gw = g.unsqueeze(1) * x.unsqueeze(0) if need_w else None
         gb = g if need_b else None
     else:
         if need_w:
-            x2 = x.reshape(-1, x.shape[-1]) if x.dim() != 2 else x
+            x2 = x.reshape(rows, x.shape[-1]) if x.dim() != 2 else x
             gw = g2.t() @ x2
         gb = g2.sum(0) if need_b else None
     return gx, gw, gb

@@ -388,3 +388,15 @@ def test_matmul_family_gradients_for_any_subset_of_inputs(make):
                 np.testing.assert_allclose(t.grad.numpy(), ref.grad.numpy(), rtol=1e-5)
             else:
                 assert t.grad is None
+
+
+@pytest.mark.parametrize("xs,ws", [((2, 3, 0), (4, 0)), ((0, 3, 5), (4, 5)), ((2, 0, 5), (4, 5))])
+def test_stacked_linear_and_matmul_with_zero_sizes(xs, ws):
+    # stacked rows are folded into one GEMM (NOTE [ Folded matmul ]); empty dims must fold too
+    x = ember.zeros(*xs, requires_grad=True)
+    w = ember.ones(*ws, requires_grad=True)
+    y = nn.functional.linear(x, w)
+    assert tuple(y.shape) == xs[:-1] + ws[:1]
+    (y.sum() + (x @ w.t()).sum()).backward()
+    assert tuple(x.grad.shape) == xs and tuple(w.grad.shape) == ws
+    assert float(w.grad.abs().sum()) == 0.0
