@@ -67,14 +67,22 @@ def _sp_erf(xp):
     return erf
 
 
+def _scaled(xp, a, c):
+    """``a * c`` as a fresh array (a 0-d one for 0-d ``a``, where NumPy would return a
+    scalar that cannot be the ``out=`` of the in-place steps that follow)."""
+    out = xp.empty_like(a)
+    xp.multiply(a, c, out=out)
+    return out
+
+
 def _gelu_kernel(xp, a):
     """(x * Phi(x), Phi(x)); half precision computes in float32 and keeps Phi in float32."""
     x = a.astype(xp.float32) if a.dtype.itemsize < 4 else a
-    cdf = x * x.dtype.type(_INV_SQRT2)
+    cdf = _scaled(xp, x, _INV_SQRT2)
     cdf = _sp_erf(xp)(cdf, out=cdf)
     cdf += 1
     cdf *= 0.5
-    return (x * cdf).astype(a.dtype, copy=False), cdf
+    return _scaled(xp, x, cdf).astype(a.dtype, copy=False), cdf
 
 
 def _opmath_vjp(formula):
@@ -102,7 +110,7 @@ def _gelu_vjp(grads, a, *, out):
 
 
 def _gelu_tanh_kernel(xp, a):
-    t = a * a
+    t = _scaled(xp, a, a)
     t *= _GELU_K
     t += 1
     t *= a
@@ -151,7 +159,7 @@ def gelu(input, approximate="none"):
 
 
 def _silu_kernel(xp, a):
-    t = a * 0.5
+    t = _scaled(xp, a, 0.5)
     xp.tanh(t, out=t)
     t += 1
     t *= 0.5

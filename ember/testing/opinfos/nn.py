@@ -115,10 +115,13 @@ def _unfold(dtype, rng):
 def _gelu(dtype, rng):
     yield SampleInput(_t((3, 4), dtype, rng, low=-3, high=3))
     yield SampleInput(_t((5,), dtype, rng), approximate="tanh")
+    yield SampleInput(_t((), dtype, rng))
+    yield SampleInput(_t((), dtype, rng), approximate="tanh")
 
 
 def _silu(dtype, rng):
     yield SampleInput(_t((3, 4), dtype, rng, low=-6, high=6))
+    yield SampleInput(_t((), dtype, rng))
 
 
 op_db = [
