@@ -128,6 +128,9 @@ def _flat_update(optimizer, group, params, grads, columns, keys, update, hparams
 def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
     """One bucket's update on its concatenation; False (having changed nothing the
     per-parameter update would see differently) when its state does not allow it."""
+    if all(p.dim() == 0 for p in params):
+        # per-element state and per-parameter scalars look alike here: run the loop
+        return False
     args = []
     for key, column in zip(keys, columns):
         present = [v is not None for v in column]
@@ -136,9 +139,11 @@ def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
             continue
         if not all(present):
             return False
-        scalar = column[0].dim() == 0
-        if any((v.dim() == 0) != scalar or (not scalar and v.shape != p.shape)
-               for v, p in zip(column, params)):
+        if all(v.shape == p.shape for v, p in zip(column, params)):
+            scalar = False
+        elif all(v.dim() == 0 for v in column):
+            scalar = True
+        else:
             return False
         flat, views = bucket.buffers.get(key, (None, None))
         if views is None or any(v is not w for v, w in zip(column, views)):

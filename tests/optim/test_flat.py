@@ -176,3 +176,21 @@ def test_fused_option_checks_and_runs_flat(name):
     _loss(ps, 0).backward()
     opt.step()
     assert opt.__dict__.get("_flat_layouts")
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=IDS)
+def test_flat_step_with_0d_parameters(name, kwargs):
+    # a 0-d parameter's per-element state is 0-d like a step counter; buckets of only 0-d
+    # parameters run the loop, mixed ones tell the two apart by the parameters' shapes
+    def run(foreach, shapes):
+        ps = [ember.nn.Parameter(ember.full(s, float(i + 1))) for i, s in enumerate(shapes)]
+        opt = getattr(ember.optim, name)(ps, foreach=foreach, **kwargs)
+        for _ in range(4):
+            opt.zero_grad()
+            sum((p * p * (i + 1)).sum().sin() for i, p in enumerate(ps)).backward()
+            opt.step()
+        return [p.detach().numpy().copy() for p in ps]
+
+    for shapes in ([(), ()], [(), (3,), ()]):
+        for a, b in zip(run(True, shapes), run(False, shapes)):
+            np.testing.assert_array_equal(a, b)
