@@ -58,6 +58,8 @@ def _flat_eligible(group, params, grads):
     foreach = group.get("foreach")
     if foreach is False or group.get("differentiable") or len(params) < 2:
         return False
+    if len({id(p) for p in params}) != len(params):
+        return False  # a parameter listed twice is updated twice, one after the other
     first = params[0]._data
     kind, dt = type(first), first.dtype
     if dt.kind != "f":

@@ -194,3 +194,17 @@ def test_flat_step_with_0d_parameters(name, kwargs):
     for shapes in ([(), ()], [(), (3,), ()]):
         for a, b in zip(run(True, shapes), run(False, shapes)):
             np.testing.assert_array_equal(a, b)
+
+
+def test_parameter_listed_twice_updates_like_the_loop():
+    def run(foreach):
+        p, q = ember.nn.Parameter(ember.ones(3)), ember.nn.Parameter(ember.ones(2))
+        with pytest.warns(UserWarning, match="duplicate parameters"):
+            opt = ember.optim.Adam([p, q, p], lr=0.1, foreach=foreach)
+        for _ in range(3):
+            opt.zero_grad()
+            ((p * p).sum() + q.sum()).backward()
+            opt.step()
+        return p.tolist(), q.tolist()
+
+    assert run(True) == run(False)
