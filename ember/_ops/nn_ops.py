@@ -349,6 +349,13 @@ def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
     return xp.asarray(losses.sum() / wt.sum(), dtype=logp.dtype)
 
 
+def _nonzero_total(w):
+    """The mean's divisor, sum(w), or 1 where it is 0: with every target ignored the mean
+    loss is nan (0/0) but PyTorch's gradient is 0, and w is all zeros then."""
+    total = w.sum()
+    return total + (total == 0).to(total.dtype)
+
+
 def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
     from .. import zeros_like
 
@@ -365,7 +372,7 @@ def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
     elif reduction == "sum":
         scale = -g * w
     else:
-        scale = -g * w / w.sum()
+        scale = -g * w / _nonzero_total(w)
     onehot = zeros_like(lp).scatter(1, safe.unsqueeze(1), 1.0)
     shape = list(scale.shape)
     shape.insert(1, 1)
@@ -447,7 +454,9 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     elif reduction == "sum":
         scale = wt * g
     else:
-        scale = wt * (g / wt.sum())
+        total = wt.sum()
+        # every target ignored: the loss is nan (0/0) but, as in PyTorch, the gradient is 0
+        scale = wt * (g / total) if total != 0 else xp.zeros_like(wt)
     scale = scale.astype(probs.dtype, copy=False)
     gx = rows * scale[:, None]
     gx[xp.arange(rows.shape[0]), safe] -= scale
@@ -481,7 +490,7 @@ def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
     elif reduction == "sum":
         scale = g * wt
     else:
-        scale = g * wt / wt.sum()
+        scale = g * wt / _nonzero_total(wt)
     return (p - onehot) * scale.unsqueeze(1), None, None
 
 

@@ -400,3 +400,15 @@ def test_stacked_linear_and_matmul_with_zero_sizes(xs, ws):
     (y.sum() + (x @ w.t()).sum()).backward()
     assert tuple(x.grad.shape) == xs and tuple(w.grad.shape) == ws
     assert float(w.grad.abs().sum()) == 0.0
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_mean_loss_with_every_target_ignored_has_zero_gradient(loss, create_graph):
+    # the mean over no targets is nan (0/0); PyTorch's gradient is 0 all the same
+    x = ember.randn(3, 4, requires_grad=True)
+    inp = x if loss == "cross_entropy" else x.log_softmax(1)
+    out = getattr(nn.functional, loss)(inp, ember.full((3,), -100, dtype=ember.int64))
+    assert np.isnan(out.item())
+    (g,) = ember.autograd.grad(out, x, create_graph=create_graph)
+    assert g.tolist() == [[0.0] * 4] * 3
