@@ -79,7 +79,7 @@ def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode
     """
     nd = len(kernel_size)
     lowest = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
-    xpad, out, _ = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
+    xpad, out, pads = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
     taps = list(itertools.product(*(range(k) for k in kernel_size)))
     views = [xpad[(slice(None), slice(None)) + tuple(
         slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
@@ -117,7 +117,28 @@ def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode
         for t in range(len(taps)):
             xp.putmask(index, xp.isnan(views[t]), offset[t])
     index += origin
+    if any(p for pair in pads for p in pair):
+        _skip_padding_taps(xp, index, best, views, lowest, taps, offset, origin, out, x.shape[2:],
+                           stride, padding, dilation)
     return best, index
+
+
+def _skip_padding_taps(xp, index, best, views, lowest, taps, offset, origin, out, spatial,
+                       stride, padding, dilation):
+    """A window whose maximum is the padding value itself (all -inf, or the integer minimum)
+    may have picked a padding tap; PyTorch reports its first tap inside the input."""
+    low = best == lowest
+    if not bool(low.any()):
+        return
+    nd = len(taps[0])
+    for t in range(len(taps) - 1, -1, -1):
+        inside = xp.ones(tuple(out), dtype=bool)
+        for i in range(nd):
+            pos = xp.arange(out[i]) * stride[i] + taps[t][i] * dilation[i] - padding[i]
+            ok = (pos >= 0) & (pos < spatial[i])
+            inside &= ok.reshape(tuple(-1 if j == i else 1 for j in range(nd)))
+        hit = low & inside & (views[t] == best)
+        xp.putmask(index, hit, xp.broadcast_to(offset[t] + origin, index.shape).copy())
 
 
 def _unpool_add_kernel(xp, g, index, *, input_shape):

@@ -412,3 +412,23 @@ def test_mean_loss_with_every_target_ignored_has_zero_gradient(loss, create_grap
     assert np.isnan(out.item())
     (g,) = ember.autograd.grad(out, x, create_graph=create_graph)
     assert g.tolist() == [[0.0] * 4] * 3
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+@pytest.mark.parametrize("kernel,stride,padding,ceil", [(3, 2, 1, False), (2, 2, 1, True),
+                                                        (3, 1, 1, False), (2, 2, 0, True)])
+def test_max_pool_windows_of_the_padding_value_report_an_input_position(dtype, kernel, stride,
+                                                                       padding, ceil):
+    # a window holding only -inf (or the integer minimum) ties with the padding; PyTorch
+    # reports its first position inside the input, never a padding position
+    import torch
+
+    lowest = -np.inf if dtype == np.float32 else np.iinfo(dtype).min
+    x = np.full((1, 2, 5, 5), lowest, dtype)
+    x[0, 0, 2, 1] = 1
+    e = nn.functional.max_pool2d(ember.from_numpy(x), kernel, stride, padding, ceil_mode=ceil,
+                                 return_indices=True)
+    t = torch.nn.functional.max_pool2d(torch.from_numpy(x), kernel, stride, padding,
+                                       ceil_mode=ceil, return_indices=True)
+    assert e[1].tolist() == t[1].tolist()
+    assert e[0].tolist() == t[0].tolist()
