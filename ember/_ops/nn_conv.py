@@ -29,6 +29,30 @@ from .._core.tensor import Tensor
 from ._registry import Op
 
 
+def strided_view(xp, a, shape, strides):
+    """A read-only view of ``a`` with the given shape and byte strides (windows of an input,
+    for gathers that copy them out)."""
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def sliding_windows(xp, a, out, ksize, stride, dilation):
+    """View (N, C, *out, *k) of the windows of ``a`` (N, C, *spatial), already padded."""
+    nd = len(ksize)
+    st = a.strides
+    shape = a.shape[:2] + tuple(out) + tuple(ksize)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
+        tuple(st[2 + i] * dilation[i] for i in range(nd))
+    return strided_view(xp, a, shape, strides)
+
+
+def _channel_rows(xp, a):
+    """(N, C, *S) -> (C, N * prod(S)): one row per channel, whole planes copied."""
+    n, c = a.shape[:2]
+    return xp.ascontiguousarray(xp.moveaxis(a.reshape(n, c, -1), 1, 0)).reshape(c, -1)
+
+
 def _to_channels_last_padded(xp, x, padding):
     """(N, C, *S) -> a fresh (N, *S_padded, C) array: one copy does the transpose and the
     zero padding."""
@@ -63,10 +87,7 @@ def _columns(xp, x, ksize, stride, padding, dilation, groups):
     shape = (n,) + out + tuple(ksize) + (c,)
     strides = (st[0],) + tuple(st[1 + i] * stride[i] for i in range(nd)) + \
         tuple(st[1 + i] * dilation[i] for i in range(nd)) + (st[-1],)
-    if xp is np:
-        win = np.lib.stride_tricks.as_strided(xl, shape, strides, writeable=False)
-    else:
-        win = xp.lib.stride_tricks.as_strided(xl, shape, strides)
+    win = strided_view(xp, xl, shape, strides)
     kp = math.prod(ksize)
     if groups == 1:
         cols = xp.ascontiguousarray(win).reshape(1, n * math.prod(out), kp * c)
@@ -168,10 +189,7 @@ def _planar_columns(xp, x, ksize, stride, padding, dilation):
     shape = (c,) + tuple(ksize) + (n,) + out
     strides = (st[1],) + tuple(st[2 + i] * dilation[i] for i in range(nd)) + (st[0],) + \
         tuple(st[2 + i] * stride[i] for i in range(nd))
-    if xp is np:
-        win = np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
-    else:
-        win = xp.lib.stride_tricks.as_strided(xpad, shape, strides)
+    win = strided_view(xp, xpad, shape, strides)
     return xp.ascontiguousarray(win).reshape(c * math.prod(ksize), n * math.prod(out)), out
 
 
@@ -278,8 +296,8 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
         n = gs.shape[0]
         cols, out = _planar_columns(xp, gs, ksize, stride, pad, dilation)  # (O*kp, n*P)
         part = (wt.reshape(c, -1) @ cols).reshape((c, n) + out)
-        xr = xp.ascontiguousarray(xp.moveaxis(xs.reshape(n, c, -1), 1, 0)).reshape(c, -1)
-        gwf = xp.moveaxis((cols @ xr.T).reshape((o,) + tuple(ksize) + (c,)), -1, 1)
+        gwf = cols @ _channel_rows(xp, xs).T
+        gwf = xp.moveaxis(gwf.reshape((o,) + tuple(ksize) + (c,)), -1, 1)
         if gx is None:
             gx = xp.empty((g.shape[0], c) + out, dtype=part.dtype)
         gx[sl] = xp.moveaxis(part, 0, 1)
@@ -332,9 +350,7 @@ def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, gr
         gw = None
         for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
             cols, _ = _planar_columns(xp, x[sl], weight_shape[2:], stride, padding, dilation)
-            gs = g[sl]
-            rows = xp.ascontiguousarray(xp.moveaxis(gs.reshape(gs.shape[:2] + (-1,)), 1, 0))
-            part = rows.reshape(o, -1) @ cols.T
+            part = _channel_rows(xp, g[sl]) @ cols.T
             gw = part if gw is None else xp.add(gw, part, out=gw)
         return gw.reshape(weight_shape)
     gw = None

@@ -15,10 +15,12 @@ from ._registry import Op
 
 
 def _moments(xp, x, axes):
+    """Mean and biased variance over ``axes`` (kept), from the centred values."""
     mean = x.mean(axis=axes, keepdims=True, dtype=xp.float64 if x.dtype == xp.float64 else
                   xp.float32)
-    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return mean, var
+    d = x - mean
+    xp.multiply(d, d, out=d)  # squared in place: one buffer, not two
+    return mean, d.mean(axis=axes, keepdims=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -140,12 +142,7 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     if dt.itemsize < 4:  # half precision computes in float32
         x = x.astype(xp.float32)
     if training:
-        axes = (0,) + tuple(range(2, x.ndim))
-        m = x.mean(axis=axes, keepdims=True)
-        d = x - m
-        xp.multiply(d, d, out=d)
-        v = d.mean(axis=axes, keepdims=True)
-        del d
+        m, v = _moments(xp, x, (0,) + tuple(range(2, x.ndim)))
     else:
         m, v = mean.reshape(shape), var.reshape(shape)
     rstd = 1.0 / xp.sqrt(v + eps)
@@ -182,8 +179,7 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
     gx = g * k_g
     gx += xc
     gx += k_c
-    gw = (sum_gxc * rstd).reshape(-1) if w is not None else None
-    gw = None if gw is None else gw.astype(dt, copy=False)
+    gw = None if w is None else (sum_gxc * rstd).reshape(-1).astype(dt, copy=False)
     return gx.astype(dt, copy=False), gw, sum_g.reshape(-1).astype(dt, copy=False)
 
 

@@ -20,6 +20,7 @@ from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
 from .linalg import gemm
 from .pointwise import opmath
+from .special_ops import _sp
 
 # ------------------------------------------------------------------------------------------------
 # relu
@@ -59,14 +60,6 @@ _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 
 
-def _sp_erf(xp):
-    if xp is np:
-        from scipy.special import erf
-    else:
-        from cupyx.scipy.special import erf
-    return erf
-
-
 def _scaled(xp, a, c):
     """``a * c`` as a fresh array (a 0-d one for 0-d ``a``, where NumPy would return a
     scalar that cannot be the ``out=`` of the in-place steps that follow)."""
@@ -79,7 +72,7 @@ def _gelu_kernel(xp, a):
     """(x * Phi(x), Phi(x)); half precision computes in float32 and keeps Phi in float32."""
     x = a.astype(xp.float32) if a.dtype.itemsize < 4 else a
     cdf = _scaled(xp, x, _INV_SQRT2)
-    cdf = _sp_erf(xp)(cdf, out=cdf)
+    cdf = _sp(xp).erf(cdf, out=cdf)
     cdf += 1
     cdf *= 0.5
     return _scaled(xp, x, cdf).astype(a.dtype, copy=False), cdf
@@ -409,14 +402,23 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                            {"reduction": reduction, "ignore_index": ignore_index})
 
 
-def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
-    """Fused log-softmax + NLL over class indices; also returns the probabilities, which
-    backward needs (NOTE [ Fused cross entropy ])."""
+def _class_rows(xp, x, target, weight, ignore_index):
+    """Cross entropy's operands flattened: (rows of x (M, C) with classes last, targets with
+    ignored ones replaced by class 0, and each row's weight, 0 where ignored)."""
     c = x.shape[1]
     rows = xp.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 2 else x
     t = target.reshape(-1)
     valid = t != ignore_index
     safe = xp.where(valid, t, 0)
+    wt = valid.astype(x.dtype) if weight is None else weight[safe] * valid
+    return rows, safe, wt
+
+
+def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
+    """Fused log-softmax + NLL over class indices; also returns the probabilities, which
+    backward needs (NOTE [ Fused cross entropy ])."""
+    c = x.shape[1]
+    rows, safe, wt = _class_rows(xp, x, target, weight, ignore_index)
     if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
         bad = safe[(safe < 0) | (safe >= c)][0]
         raise IndexError(f"Target {int(bad)} is out of bounds.")
@@ -426,7 +428,6 @@ def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     xp.exp(e, out=e)  # in place: one (rows, classes) buffer serves as shifted, exp, probs
     s = e.sum(axis=1, keepdims=True)
     picked -= xp.log(s[:, 0])
-    wt = valid.astype(x.dtype) if weight is None else weight[safe] * valid
     losses = -picked * wt
     probs = xp.divide(e, s, out=e)
     if x.ndim > 2:
@@ -444,11 +445,7 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     """d loss / d logits = scale * (softmax - onehot(y)), scale = w[y] * g (/ sum of w[y]
     for the mean): one scaled copy of the saved probabilities, then one scatter."""
     c = probs.shape[1]
-    rows = xp.moveaxis(probs, 1, -1).reshape(-1, c) if probs.ndim > 2 else probs
-    t = target.reshape(-1)
-    valid = t != ignore_index
-    safe = xp.where(valid, t, 0)
-    wt = valid.astype(probs.dtype) if weight is None else weight[safe] * valid
+    rows, safe, wt = _class_rows(xp, probs, target, weight, ignore_index)
     if reduction == "none":
         scale = wt * g.reshape(-1)
     elif reduction == "sum":

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op
-from .nn_conv import _tuple
+from .nn_conv import _tuple, sliding_windows
 
 
 def _out_size(size, k, s, p, d, ceil_mode):
@@ -44,17 +44,6 @@ def _padded(xp, x, ksize, stride, padding, dilation, ceil_mode, fill):
     if any(p for pair in pads for p in pair):
         x = xp.pad(x, ((0, 0), (0, 0)) + tuple(pads), constant_values=fill)
     return x, out, pads
-
-
-def _win(xp, xpad, ksize, stride, dilation, out):
-    nd = len(ksize)
-    st = xpad.strides
-    shape = xpad.shape[:2] + tuple(out) + tuple(ksize)
-    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
-        tuple(st[2 + i] * dilation[i] for i in range(nd))
-    if xp is np:
-        return np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
-    return xp.lib.stride_tricks.as_strided(xpad, shape, strides)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -280,7 +269,7 @@ def _avg_pool_kernel(xp, x, *, kernel_size, stride, padding, ceil_mode, count_in
     nd = len(kernel_size)
     ones = (1,) * nd
     xpad, out, _ = _padded(xp, x, kernel_size, stride, padding, ones, ceil_mode, 0)
-    win = _win(xp, xpad, kernel_size, stride, ones, out)
+    win = sliding_windows(xp, xpad, out, kernel_size, stride, ones)
     total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
     div = _avg_divisor(xp, x.shape[2:], out, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op
-from .nn_conv import _tuple
+from .nn_conv import _tuple, sliding_windows
 
 # ------------------------------------------------------------------------------------------------
 # interpolate
@@ -303,12 +303,7 @@ def _windows(xp, x, ksize, stride, dilation, padding):
     nd = len(ksize)
     out = tuple((x.shape[2 + i] - dilation[i] * (ksize[i] - 1) - 1) // stride[i] + 1
                 for i in range(nd))
-    st = x.strides
-    shape = x.shape[:2] + out + tuple(ksize)
-    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
-        tuple(st[2 + i] * dilation[i] for i in range(nd))
-    lib = np.lib if xp is np else xp.lib
-    return lib.stride_tricks.as_strided(x, shape, strides), out
+    return sliding_windows(xp, x, out, ksize, stride, dilation), out
 
 
 def _im2col_kernel(xp, x, *, kernel_size, dilation, padding, stride):

@@ -474,8 +474,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
     single = isinstance(inputs, Tensor)
-    inputs = (inputs,) if hasattr(inputs, "node") and hasattr(inputs, "output_nr") else \
-        _as_tuple(inputs)
+    inputs = _grad_inputs(inputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     else:
@@ -506,17 +505,31 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     out = []
     for i, (x, r) in enumerate(zip(inputs, res)):
         if r is None:
-            if materialize_grads and isinstance(x, Tensor):
-                r = wrap(_dispatch.xp_of(x._data).zeros(x._data.shape, x._data.dtype))
-            elif not allow_unused:
-                raise RuntimeError(
-                    f"The differentiated Tensor at index {i} appears to not have been used in "
-                    "the graph. Set allow_unused=True if this is the desired behavior.")
+            r = _unused_input_grad(i, x, allow_unused, materialize_grads)
         elif not create_graph and r._rg:
             r = r.detach()
         out.append(r)
     del single
     return tuple(out)
+
+
+def _grad_inputs(inputs):
+    """grad's ``inputs`` as a tuple (a single tensor or GradientEdge, or a sequence)."""
+    if hasattr(inputs, "node") and hasattr(inputs, "output_nr"):
+        return (inputs,)
+    return _as_tuple(inputs)
+
+
+def _unused_input_grad(i, x, allow_unused, materialize_grads):
+    """What grad returns for input ``i``, which the outputs do not depend on: zeros with
+    materialize_grads, None with allow_unused, else PyTorch's error."""
+    if materialize_grads and isinstance(x, Tensor):
+        return wrap(_dispatch.xp_of(x._data).zeros(x._data.shape, x._data.dtype))
+    if not allow_unused:
+        raise RuntimeError(
+            f"The differentiated Tensor at index {i} appears to not have been used in the "
+            "graph. Set allow_unused=True if this is the desired behavior.")
+    return None
 
 
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
@@ -552,22 +565,14 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                      retain_graph=retain_graph if b == batch - 1 else True,
                      create_graph=create_graph, allow_unused=True)
                 for b in range(batch)]
-    inputs = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
     out = []
-    for i, x in enumerate(inputs):
+    for i, x in enumerate(_grad_inputs(inputs)):
         column = [r[i] for r in per_item]
         if not column or column[0] is None:
-            if materialize_grads and isinstance(x, Tensor):
-                # PyTorch materialises an unused input's gradient without the batch dim
-                out.append(wrap(_dispatch.xp_of(x._data).zeros(x._data.shape, x._data.dtype)))
-                continue
-            if not allow_unused:
-                raise RuntimeError(
-                    f"The differentiated Tensor at index {i} appears to not have been used in "
-                    "the graph. Set allow_unused=True if this is the desired behavior.")
-            out.append(None)
-            continue
-        out.append(stack(column))
+            # as PyTorch: a materialised gradient of an unused input has no batch dim
+            out.append(_unused_input_grad(i, x, allow_unused, materialize_grads))
+        else:
+            out.append(stack(column))
     return tuple(out)
 
 
