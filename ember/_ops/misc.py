@@ -266,6 +266,22 @@ def block_diag(*tensors):
 # cov, corrcoef (composites: autograd follows the ops they are made of)
 
 
+def _check_cov_weights(w, name, category, kind, n_obs):
+    """cov()'s checks on fweights/aweights: 1-D at most, the right dtype kind, one weight
+    per observation, none negative (PyTorch's messages)."""
+    check_tensor("cov", w, name)
+    if w.dim() > 1:
+        raise ValueError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                         f"{name} with {w.dim()} dimensions")
+    if w.dtype.category != category:
+        raise ValueError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                         f"{w.dtype.scalar_name} dtype")
+    if w.numel() != n_obs:
+        raise ValueError(f"cov(): expected {name} to have the same numel as there are "
+                         f"observations in the input but got {w.numel()} != {n_obs}")
+    if (w._data < 0).any():
+        raise ValueError(f"cov(): {name} cannot be negative")
+
 @public
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance of the rows of ``input`` (variables) over its columns (observations),
@@ -280,34 +296,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     n_obs = x.shape[1]
     w = None
     if fweights is not None:
-        check_tensor("cov", fweights, "fweights")
-        if fweights.dim() > 1:
-            raise ValueError(f"cov(): expected fweights to have one or fewer dimensions but "
-                             f"got fweights with {fweights.dim()} dimensions")
-        if fweights.dtype.category != 1:
-            raise ValueError(f"cov(): expected fweights to have integral dtype but got "
-                             f"fweights with {fweights.dtype.scalar_name} dtype")
-        if fweights.numel() != n_obs:
-            raise ValueError(f"cov(): expected fweights to have the same numel as there are "
-                             f"observations in the input but got {fweights.numel()} != "
-                             f"{n_obs}")
-        if (fweights._data < 0).any():
-            raise ValueError("cov(): fweights cannot be negative")
+        _check_cov_weights(fweights, "fweights", 1, "integral", n_obs)
         w = fweights.to(x.dtype.to_real())
     if aweights is not None:
-        check_tensor("cov", aweights, "aweights")
-        if aweights.dim() > 1:
-            raise ValueError(f"cov(): expected aweights to have one or fewer dimensions but "
-                             f"got aweights with {aweights.dim()} dimensions")
-        if aweights.dtype.category != 2:
-            raise ValueError(f"cov(): expected aweights to have floating point dtype but got "
-                             f"aweights with {aweights.dtype.scalar_name} dtype")
-        if aweights.numel() != n_obs:
-            raise ValueError(f"cov(): expected aweights to have the same numel as there are "
-                             f"observations in the input but got {aweights.numel()} != "
-                             f"{n_obs}")
-        if (aweights._data < 0).any():
-            raise ValueError("cov(): aweights cannot be negative")
+        _check_cov_weights(aweights, "aweights", 2, "floating point", n_obs)
         w = aweights if w is None else w * aweights
     if w is None:
         avg = x.sum(1) / n_obs if n_obs else x.sum(1) * math.nan
