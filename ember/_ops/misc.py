@@ -268,19 +268,19 @@ def block_diag(*tensors):
 
 def _check_cov_weights(w, name, category, kind, n_obs):
     """cov()'s checks on fweights/aweights: 1-D at most, the right dtype kind, one weight
-    per observation, none negative (PyTorch's messages)."""
+    per observation, none negative (PyTorch's messages and RuntimeError)."""
     check_tensor("cov", w, name)
     if w.dim() > 1:
-        raise ValueError(f"cov(): expected {name} to have one or fewer dimensions but got "
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
                          f"{name} with {w.dim()} dimensions")
     if w.dtype.category != category:
-        raise ValueError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
                          f"{w.dtype.scalar_name} dtype")
     if w.numel() != n_obs:
-        raise ValueError(f"cov(): expected {name} to have the same numel as there are "
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                          f"observations in the input but got {w.numel()} != {n_obs}")
     if (w._data < 0).any():
-        raise ValueError(f"cov(): {name} cannot be negative")
+        raise RuntimeError(f"cov(): {name} cannot be negative")
 
 @public
 def cov(input, *, correction=1, fweights=None, aweights=None):
@@ -288,7 +288,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     with optional integer frequency and float observation weights."""
     check_tensor("cov", input)
     if input.dim() > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.dim()} dimensions")
     x = input if input.dim() == 2 else input.reshape(1, -1)
     if x.dtype.category < 2:

@@ -1,6 +1,8 @@
 """Focused tests for products and ember.linalg beyond the generic OpInfo ones: error types,
 the *_ex info results, lstsq's driver rules, gradients against PyTorch's and matmul details."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -343,3 +345,18 @@ def test_list_ops_has_linalg():
     names = {row["name"] for row in ember.list_ops()}
     for n in ("matmul", "einsum", "linalg_inv", "linalg_svd", "linalg_vector_norm", "cdist"):
         assert n in names
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("kwargs", [
+    {"fweights": [1.0, 2.0, 3.0, 4.0]}, {"aweights": [1, 2, 3, 4]}, {"fweights": [1, 2, 3]},
+    {"aweights": [1.0, -2.0, 3.0, 4.0]}, {"fweights": [[1, 2], [3, 4]]}])
+def test_cov_weight_errors_match_torch(kwargs):
+    import torch
+
+    (name, value), = kwargs.items()
+    x = np.ones((2, 4))
+    with pytest.raises(RuntimeError) as theirs:
+        torch.cov(torch.tensor(x), **{name: torch.tensor(value)})
+    with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
+        ember.cov(ember.tensor(x), **{name: ember.tensor(value)})
