@@ -112,111 +112,173 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 # ------------------------------------------------------------------------------------------------
 # NOTE [ Fused LSTM layer ]
-# For unpacked sequences a whole LSTM layer (one direction) is one op: the forward loop runs
-# on arrays and saves the gate activations and cell states; backward-through-time is one
-# array loop too, with the recurrent weight gradient as a single GEMM over all steps. This
-# removes the per-step autograd bookkeeping that dominates small-batch LSTM training. Under
-# create_graph the formula instead replays the recurrence with the differentiable per-step
-# op, so higher derivatives still work.
+# For unpacked sequences a whole LSTM layer (one direction) is one op, input projection
+# included: the forward loop runs on arrays and saves the gate activations and cell states;
+# backward-through-time is one array loop too, and every weight gradient is a single GEMM
+# over all steps. This removes the per-step autograd bookkeeping that dominates small-batch
+# LSTM training. What is left is GEMMs and a few elementwise passes per step, so the loops
+# write into preallocated buffers (``out=``) rather than allocating temporaries:
+#
+# * sigmoid(x) = (tanh(x / 2) + 1) / 2. The rows of W_ih, W_hh and the bias that feed the
+#   i, f and o gates are halved before the GEMMs (exact: a power of two), so one tanh over
+#   all four gates, a multiply and an add give every activation.
+# * backward starts from s (1 - s) over all four gates and overwrites the g block with
+#   1 - g^2; one product with the per-gate upstream factors finishes the gate gradients.
+#
+# ``reverse`` runs the recurrence from the last step to the first (the backward direction of
+# a bidirectional layer) with outputs kept in time order. Under create_graph the formula
+# instead replays the layer with differentiable ops (``linear`` and the per-step op), so
+# higher derivatives still work.
 
 
-def _lstm_layer_kernel(xp, xw, h0, c0, w_hh, w_hr):
-    """xw (T, B, 4H) includes both biases; h0 (B, P); c0 (B, H). Returns out (T, B, P),
-    h_n, c_n and, for backward, gate activations (T, B, 4H), cell states (T+1, B, H),
-    tanh(c) (T, B, H), unprojected outputs (T, B, H) and the inputs h_{t-1} (T, B, P)."""
-    steps, batch = xw.shape[:2]
-    hs = c0.shape[1]
-    p = h0.shape[1]
-    dt = xw.dtype
+def _gate_scale(xp, hs, dt):
+    """Per-gate-row factors: 1/2 for the sigmoid gates i, f, o; 1 for the tanh gate g."""
+    s = xp.full(4 * hs, 0.5, dt)
+    s[2 * hs:3 * hs] = 1
+    return s
+
+
+def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
+    """x (T, B, I); w_ih (4H, I); b (4H,) both biases summed, or None; h0 (B, P); c0 (B, H).
+    Returns out (T, B, P), h_n, c_n and, for backward, the gate activations (T, B, 4H), cell
+    states (T+1, B, H), tanh(c) (T, B, H), unprojected outputs (T, B, H) and the state each
+    step read, h_{t-1} (T, B, P)."""
+    steps, batch = x.shape[:2]
+    hs, p = c0.shape[1], h0.shape[1]
+    dt = x.dtype
+    s = _gate_scale(xp, hs, dt)
+    acts = xp.matmul(x.reshape(steps * batch, -1), (w_ih * s[:, None]).T)
+    if b is not None:
+        acts += b * s
+    acts = acts.reshape(steps, batch, 4 * hs)
+    w_t = (w_hh * s[:, None]).T
+    shift = s.copy()
+    shift[2 * hs:3 * hs] = 0
     out = xp.empty((steps, batch, p), dt)
-    acts = xp.empty((steps, batch, 4 * hs), dt)
     cs = xp.empty((steps + 1, batch, hs), dt)
     tcs = xp.empty((steps, batch, hs), dt)
     raw = xp.empty((steps, batch, hs), dt) if w_hr is not None else None
     hprev = xp.empty((steps, batch, p), dt)
-    h, cs[0] = h0, c0
-    w_t = w_hh.T
-    for t in range(steps):
+    rec = xp.empty((batch, 4 * hs), dt)
+    ig = xp.empty((batch, hs), dt)
+    h = h0
+    cs[steps if reverse else 0] = c0
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
         hprev[t] = h
         a = acts[t]
-        xp.add(xw[t], h @ w_t, out=a)
-        a[:, :2 * hs] = _sigmoid(xp, a[:, :2 * hs])
-        xp.tanh(a[:, 2 * hs:3 * hs], out=a[:, 2 * hs:3 * hs])
-        a[:, 3 * hs:] = _sigmoid(xp, a[:, 3 * hs:])
+        xp.matmul(h, w_t, out=rec)
+        a += rec
+        xp.tanh(a, out=a)
+        a *= s
+        a += shift
         i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
-        c = cs[t + 1]
-        xp.multiply(f, cs[t], out=c)
-        c += i * g
+        xp.multiply(f, c_in, out=c)
+        xp.multiply(i, g, out=ig)
+        c += ig
         xp.tanh(c, out=tcs[t])
         if w_hr is not None:
             xp.multiply(o, tcs[t], out=raw[t])
-            h = raw[t] @ w_hr.T
-            out[t] = h
+            h = xp.matmul(raw[t], w_hr.T, out=out[t])
         else:
-            xp.multiply(o, tcs[t], out=out[t])
-            h = out[t]
-    return out, out[-1].copy(), cs[-1].copy(), acts, cs, tcs, raw, hprev
+            h = xp.multiply(o, tcs[t], out=out[t])
+    c_n = cs[0 if reverse else steps]
+    return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev
 
 
-def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, acts, cs, tcs, raw, hprev, w_hh, w_hr):
-    steps, batch = acts.shape[:2]
-    hs = cs.shape[2]
+def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, cs, tcs, raw,
+                                hprev, *, reverse, needs):
+    steps, batch, hs4 = acts.shape
+    hs, p = hs4 // 4, hprev.shape[2]
     dt = acts.dtype
-    dh = xp.zeros(hprev.shape[1:], dt) if g_h is None else g_h.astype(dt, copy=True)
-    dc = xp.zeros(cs.shape[1:], dt) if g_c is None else g_c.astype(dt, copy=True)
+    dh = xp.zeros((batch, p), dt) if g_h is None else g_h.astype(dt, copy=True)
+    dc = xp.zeros((batch, hs), dt) if g_c is None else g_c.astype(dt, copy=True)
     dxw = xp.empty_like(acts)
-    dw_hr = xp.zeros(w_hr.shape, dt) if w_hr is not None else None
-    for t in range(steps - 1, -1, -1):
-        dht = dh if g_out is None else dh + g_out[t]
+    dhs = xp.empty((steps, batch, p), dt) if w_hr is not None else None
+    dct = xp.empty((batch, hs), dt)
+    up = xp.empty((batch, hs4), dt)
+    for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
+        c_in = cs[t + 1] if reverse else cs[t]
+        if g_out is not None:
+            dh = xp.add(dh, g_out[t], out=dh)
+        dht = dh
         if w_hr is not None:
-            dw_hr += dht.T @ raw[t]
+            dhs[t] = dht
             dht = dht @ w_hr
         a = acts[t]
         i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
         tc = tcs[t]
-        dct = dht * o * (1 - tc * tc) + dc
+        # local derivatives: s (1 - s) for the sigmoid gates, 1 - g^2 for the g block
         d = dxw[t]
-        d[:, :hs] = dct * g * i * (1 - i)
-        d[:, hs:2 * hs] = dct * cs[t] * f * (1 - f)
-        d[:, 2 * hs:3 * hs] = dct * i * (1 - g * g)
-        d[:, 3 * hs:] = dht * tc * o * (1 - o)
-        dc = dct * f
+        xp.subtract(1, a, out=d)
+        d *= a
+        dg = d[:, 2 * hs:3 * hs]
+        xp.multiply(g, g, out=dg)
+        xp.subtract(1, dg, out=dg)
+        # the cell's gradient: dh o (1 - tanh(c)^2) + dc from the step after
+        xp.multiply(tc, tc, out=dct)
+        xp.subtract(1, dct, out=dct)
+        dct *= o
+        dct *= dht
+        dct += dc
+        xp.multiply(dct, g, out=up[:, :hs])
+        xp.multiply(dct, c_in, out=up[:, hs:2 * hs])
+        xp.multiply(dct, i, out=up[:, 2 * hs:3 * hs])
+        xp.multiply(dht, tc, out=up[:, 3 * hs:])
+        d *= up
+        dc = xp.multiply(dct, f, out=dc)
         dh = d @ w_hh
-    dw_hh = dxw.reshape(steps * batch, -1).T @ hprev.reshape(steps * batch, -1)
-    return dxw, dh, dc, dw_hh, dw_hr
+    d2 = dxw.reshape(steps * batch, hs4)
+    need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs
+    gx = (d2 @ w_ih).reshape(x.shape) if need_x else None
+    gw_ih = d2.T @ x.reshape(steps * batch, -1) if need_wih else None
+    gb = d2.sum(0) if need_b else None
+    gw_hh = d2.T @ hprev.reshape(steps * batch, p) if need_whh else None
+    gw_hr = (dhs.reshape(-1, p).T @ raw.reshape(-1, hs)
+             if w_hr is not None and need_whr else None)
+    return gx, gw_ih, gb, dh, dc, gw_hh, gw_hr
 
 
-def _lstm_layer_vjp(grads, xw, h0, c0, w_hh, w_hr, *, out):
-    from .. import is_grad_enabled, stack
+def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
+    """The layer in differentiable ops, for create_graph."""
+    from .. import stack
+    from .nn_ops import linear
 
-    g_out, g_h, g_c = grads[0], grads[1], grads[2]
+    xw = linear(x, w_ih, b)
+    h, c = h0, c0
+    outs = [None] * x.shape[0]
+    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+        h, c = lstm_step(xw[t], h, c, w_hh)
+        if w_hr is not None:
+            h = h @ w_hr.t()
+        outs[t] = h
+    return stack(outs), h, c
+
+
+def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse, out,
+                    needs_input_grad):
+    from .. import is_grad_enabled
+
+    inputs = (x, w_ih, b, h0, c0, w_hh, w_hr)
     if is_grad_enabled():
-        # create_graph: replay the recurrence with the differentiable per-step op
         from ..autograd import grad as autograd_grad
 
-        inputs = [t for t in (xw, h0, c0, w_hh, w_hr) if t is not None]
         with _enable_grad():
             # replay from the saved inputs themselves, so the gradients returned depend on
             # them differentiably
-            xw_, h_, c_, wh_, wr_ = xw, h0, c0, w_hh, w_hr
-            outs = []
-            for t in range(xw_.shape[0]):
-                h_, c_ = lstm_step(xw_[t], h_, c_, wh_)
-                if wr_ is not None:
-                    h_ = h_ @ wr_.t()
-                outs.append(h_)
-            results = [stack(outs), h_, c_]
-        pairs = [(r, g) for r, g in zip(results, (g_out, g_h, g_c)) if g is not None]
-        wanted = [t for t in inputs if t.requires_grad]
+            results = _lstm_layer_replay(*inputs, reverse)
+        pairs = [(r, g) for r, g in zip(results, grads) if g is not None]
+        wanted = [t for t, need in zip(inputs, needs_input_grad) if need]
         grads_in = autograd_grad([r for r, _ in pairs], wanted, [g for _, g in pairs],
                                  create_graph=True, allow_unused=True)
         by_id = {id(t): gi for t, gi in zip(wanted, grads_in)}
-        return tuple(by_id.get(id(t)) if t is not None else None
-                     for t in (xw, h0, c0, w_hh, w_hr))
+        return tuple(by_id.get(id(t)) if need else None
+                     for t, need in zip(inputs, needs_input_grad))
     _, _, _, acts, cs, tcs, raw, hprev = out
-    res = _dispatch.apply(lstm_layer_backward_op, (g_out, g_h, g_c, acts, cs, tcs, raw,
-                                                   hprev, w_hh, w_hr), {})
-    return res
+    return _dispatch.apply(lstm_layer_backward_op,
+                           (grads[0], grads[1], grads[2], x, w_ih, w_hh, w_hr,
+                            acts, cs, tcs, raw, hprev),
+                           dict(reverse=reverse, needs=tuple(needs_input_grad)))
 
 
 def _enable_grad():
@@ -231,8 +293,10 @@ lstm_layer_op.node_name = "LstmBackward0"
 lstm_layer_backward_op = Op("lstm_layer_backward", _lstm_layer_backward_kernel)
 
 
-def lstm_layer(xw, h0, c0, w_hh, w_hr=None):
-    """One direction of one LSTM layer over an unpacked sequence (NOTE [ Fused LSTM layer ]);
-    returns (outputs (T, B, P), h_n, c_n)."""
-    res = _dispatch.apply(lstm_layer_op, (xw, h0, c0, w_hh, w_hr), {})
+def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False):
+    """One direction of one LSTM layer over an unpacked sequence x (T, B, I), input
+    projection included (NOTE [ Fused LSTM layer ]); ``b`` is the sum of both biases or None.
+    Returns (outputs (T, B, P), h_n, c_n)."""
+    res = _dispatch.apply(lstm_layer_op, (x, w_ih, b, h0, c0, w_hh, w_hr),
+                          dict(reverse=bool(reverse)))
     return res[0], res[1], res[2]

@@ -129,6 +129,11 @@ def test_rnn_errors():
         lstm(ember.zeros(5, 2, 7))
     with pytest.raises(RuntimeError, match="Expected hidden size"):
         lstm(ember.zeros(5, 2, 3), (ember.zeros(2, 2, 4), ember.zeros(1, 2, 4)))
+    for x in (ember.zeros(0, 2, 3), ember.zeros(0, 3)):
+        with pytest.raises(RuntimeError, match="sequence length"):
+            lstm(x)
+    with pytest.raises(RuntimeError, match="sequence length"):
+        nn.GRU(3, 4, batch_first=True)(ember.zeros(2, 0, 3))
     with pytest.raises(ValueError, match="proj_size"):
         nn.GRU(3, 4, proj_size=2)
 

@@ -131,16 +131,13 @@ class RNNBase(Module):
             # both biases enter the input projection, summed once rather than added to
             # every step's (T, B, 4H) projection
             bias = b_ih if b_hh is None else (b_hh if b_ih is None else b_ih + b_hh)
+            if batch_sizes is None:
+                # whole sequence in one fused op (NOTE [ Fused LSTM layer ])
+                return nn_rnn.lstm_layer(x, w_ih, bias, h, c, w_hh, w_hr,
+                                         reverse=bool(direction))
             xw = F.linear(x, w_ih, bias)
         else:
             xw = F.linear(x, w_ih, b_ih)
-        if mode == "LSTM" and batch_sizes is None:
-            # whole sequence in one fused op (NOTE [ Fused LSTM layer ])
-            seq = xw.flip(0) if direction else xw
-            outs, h, c = nn_rnn.lstm_layer(seq, h, c, w_hh, w_hr)
-            if direction:
-                outs = outs.flip(0)
-            return outs, h, c
         steps = len(batch_sizes) if batch_sizes is not None else x.shape[0]
         order = range(steps - 1, -1, -1) if direction else range(steps)
         if batch_sizes is not None:
@@ -205,6 +202,8 @@ class RNNBase(Module):
             batch_sizes = None
             sorted_idx = unsorted_idx = None
             batch = x.shape[1]
+            if x.shape[0] == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             if x.shape[-1] != self.input_size:
                 raise RuntimeError(
                     f"input.size(-1) must be equal to input_size. Expected "
