@@ -10,39 +10,75 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dispatch
 from .._core.tensor import Tensor
 from ._registry import Op
 
 
+# NOTE [ Transposed attention scores ]
+# The kernels hold the scores and probabilities transposed, as (..., S, L) arrays: the
+# softmax then reduces over the middle axis, which NumPy runs as elementwise max/add of
+# whole contiguous rows, twice as fast as reducing along each short contiguous row. The
+# products that use p take it as a transposed view, which BLAS reads directly.
+
+
 def _sdpa_kernel(xp, q, k, v, mask, *, scale):
-    s = (q @ xp.swapaxes(k, -1, -2)) * scale
+    st = k @ xp.swapaxes(q, -1, -2)   # scores^T; the same buffer becomes p^T
+    st *= scale
     if mask is not None:
+        mt = xp.swapaxes(mask, -1, -2)
         if mask.dtype == xp.bool_:
-            s = xp.where(mask, s, -xp.inf)
+            xp.copyto(st, -xp.inf, where=~mt)
         else:
-            s = s + mask
-    m = s.max(axis=-1, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)
-    e = xp.exp(s - m)
-    denom = e.sum(axis=-1, keepdims=True)
-    p = e / xp.where(denom == 0, 1, denom)
-    return (p @ v).astype(q.dtype), p.astype(q.dtype)
+            st += mt
+    m = st.max(axis=-2, keepdims=True)
+    st -= xp.where(xp.isfinite(m), m, 0)
+    xp.exp(st, out=st)
+    denom = st.sum(axis=-2, keepdims=True)
+    st /= xp.where(denom == 0, 1, denom)
+    p = xp.swapaxes(st, -1, -2)
+    return (p @ v).astype(q.dtype, copy=False), p.astype(q.dtype, copy=False)
 
 
-def _sdpa_vjp(grads, q, k, v, mask, *, scale, out):
+def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs):
+    """Gradients of q, k, v from the saved probabilities p and output o = p @ v.
+
+    With gp = g @ v^T, softmax's Jacobian gives gs = p * (gp - rowsum(gp * p)), and
+    rowsum(gp * p) = rowsum(g * o): an (L, E) product instead of an (L, S) one. Computed
+    transposed, as the forward (NOTE [ Transposed attention scores ]).
+    """
+    need_q, need_k, need_v = needs
+    pt = xp.swapaxes(p, -1, -2)
+    gv = pt @ g if need_v else None
+    gq = gk = None
+    if need_q or need_k:
+        gst = v @ xp.swapaxes(g, -1, -2)
+        gst -= xp.swapaxes((g * o).sum(axis=-1, keepdims=True), -1, -2)
+        gst *= pt
+        if need_q:
+            gq = xp.swapaxes(gst, -1, -2) @ k
+            gq *= scale
+        if need_k:
+            gk = gst @ q
+            gk *= scale
+    return gq, gk, gv
+
+
+def _sdpa_vjp(grads, q, k, v, mask, *, scale, out, needs_input_grad):
     from .. import is_grad_enabled
 
     g = grads[0]
-    if is_grad_enabled():
-        # create_graph: recompute the probabilities from the inputs (differentiably)
-        s = (q @ k.transpose(-1, -2)) * scale
-        if mask is not None:
-            s = s.masked_fill(~mask, float("-inf")) if mask._data.dtype.kind == "b" \
-                else s + mask
-        p = s.softmax(-1)
-    else:
-        p = out[1]
+    if not is_grad_enabled():
+        return _dispatch.apply(sdpa_backward_op, (g, q, k, v, out[0], out[1]),
+                               dict(scale=scale, needs=tuple(needs_input_grad[:3]))) + (None,)
+    # create_graph: recompute the probabilities from the inputs (differentiably)
+    s = (q @ k.transpose(-1, -2)) * scale
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask._data.dtype.kind == "b" \
+            else s + mask
+    p = s.softmax(-1)
     gv = p.transpose(-1, -2) @ g
     gp = g @ v.transpose(-1, -2)
     gs = p * (gp - (gp * p).sum(-1, keepdim=True))
@@ -54,6 +90,7 @@ def _sdpa_vjp(grads, q, k, v, mask, *, scale, out):
 sdpa_op = Op("scaled_dot_product_attention", _sdpa_kernel, vjp=_sdpa_vjp,
              nondiff_outputs=(1,))
 sdpa_op.node_name = "ScaledDotProductAttentionBackward0"
+sdpa_backward_op = Op("scaled_dot_product_attention_backward", _sdpa_backward_kernel)
 
 
 def _causal_mask(l, s, device):
@@ -66,6 +103,27 @@ def _bool():
     from .._core import dtype as _dt
 
     return _dt.bool_
+
+
+def _check_mask_shape(query, key, mask):
+    """The mask must broadcast to the scores' shape without enlarging it (as in PyTorch)."""
+    scores = tuple(np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]))) + \
+        (query.shape[-2], key.shape[-2])
+    shape = tuple(mask.shape)
+    try:
+        full = np.broadcast_shapes(scores, shape)
+    except ValueError:
+        n = max(len(scores), len(shape))
+        for j in range(1, min(len(scores), len(shape)) + 1):
+            a, b = scores[-j], shape[-j]
+            if a != b and a != 1 and b != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                    f"non-singleton dimension {n - j}") from None
+        raise
+    if full != scores:
+        raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast "
+                           f"shape {list(full)}")
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -108,6 +166,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None and attn_mask._data.dtype.kind not in "bf":
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype}")
+    if attn_mask is not None:
+        _check_mask_shape(query, key, attn_mask)
     if attn_mask is not None and attn_mask._data.dtype.kind == "f" and \
             attn_mask._data.dtype != query._data.dtype:
         attn_mask = attn_mask.to(query.dtype)

@@ -53,6 +53,78 @@ def test_sdpa_with_masks_matches_torch(mask_kind):
             [_x(2, 5, 4), _x(2, 7, 4, seed=1), _x(2, 7, 3, seed=2)])
 
 
+@pytest.mark.parametrize("shapes,mask_shape", [
+    (((2, 3, 5, 4), (3, 7, 4), (7, 6)), None),           # k and v broadcast over q's batch
+    (((5, 4), (7, 4), (2, 7, 3)), None),                 # v has the most batch dims
+    (((3, 5, 4), (3, 7, 4), (3, 7, 2)), (3, 1, 7)),      # the mask broadcasts over rows
+])
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_sdpa_broadcasting_matches_torch(shapes, mask_shape, mask_kind):
+    import torch
+
+    rng = np.random.default_rng(4)
+    mask = None
+    if mask_shape is not None:
+        m = rng.random(mask_shape) > 0.4 if mask_kind == "bool" else \
+            rng.standard_normal(mask_shape)
+        mask = ember.from_numpy(m)
+    compare(lambda q, k, v: nn.functional.scaled_dot_product_attention(q, k, v, mask),
+            lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, None if mask is None else to_torch(mask)),
+            [_x(*sh, seed=i) for i, sh in enumerate(shapes)])
+
+
+@pytest.mark.parametrize("mask_shape", [(2, 3, 5, 7), (4, 7)])
+def test_sdpa_mask_shape_errors_match_torch(mask_shape):
+    import torch
+
+    q, k, v = _x(3, 5, 4), _x(3, 7, 4, seed=1), _x(3, 7, 2, seed=2)
+    with pytest.raises(RuntimeError) as want:
+        torch.nn.functional.scaled_dot_product_attention(
+            to_torch(q), to_torch(k), to_torch(v), torch.ones(mask_shape, dtype=torch.bool))
+    with pytest.raises(RuntimeError) as got:
+        nn.functional.scaled_dot_product_attention(q, k, v,
+                                                   ember.ones(mask_shape, dtype=ember.bool))
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("wanted", ["q", "k", "v", "qv"])
+def test_sdpa_gradient_of_some_inputs(wanted):
+    import torch
+
+    args = [_x(2, 5, 4), _x(2, 6, 4, seed=1), _x(2, 6, 3, seed=2)]
+    targs = [to_torch(a) for a in args]
+    for name, a, t in zip("qkv", args, targs):
+        if name in wanted:
+            a.requires_grad_()
+            t.requires_grad_()
+    g = _x(2, 5, 3, seed=3)
+    nn.functional.scaled_dot_product_attention(*args, is_causal=True).backward(g)
+    torch.nn.functional.scaled_dot_product_attention(*targs, is_causal=True).backward(
+        to_torch(g))
+    for name, a, t in zip("qkv", args, targs):
+        if name in wanted:
+            np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), atol=1e-12)
+        else:
+            assert a.grad is None
+
+
+def test_sdpa_float32_causal_and_masked_nan_key():
+    import torch
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 4, 16, 8)).astype(np.float32) for _ in range(3))
+    # a NaN in the last key is masked out for every query but the last one
+    k[:, :, -1, 0] = np.nan
+    out = nn.functional.scaled_dot_product_attention(
+        *(ember.from_numpy(a) for a in (q, k, v)), is_causal=True).numpy()
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), is_causal=True).numpy()
+    np.testing.assert_allclose(out[:, :, :-1], ref[:, :, :-1], rtol=1e-5, atol=1e-6)
+    assert np.isfinite(out[:, :, :-1]).all()
+    assert np.isnan(out[:, :, -1]).all() and np.isnan(ref[:, :, -1]).all()
+
+
 def test_sdpa_double_backward():
     from ember.autograd import gradgradcheck
 
