@@ -160,17 +160,24 @@ def _batch_chunks(x, ksize, stride, padding, dilation):
 # ``g @ cols.T`` from the same columns. Measured against channels-last columns: a 3x3
 # 64->64 conv of (32, 64, 32, 32) forward 31 -> 23 ms and weight gradient 34 -> 30 ms,
 # 32->64 of (64, 32, 26, 26) forward 18 -> 17 ms and weight gradient 24 -> 17 ms; equal at
-# 16x16 and up to 20% slower at 8x8 and 4x4, where rows are short. So inputs with rows
-# shorter than _PLANAR_MIN_ROW, strided and grouped convolutions keep channels-last
-# columns, whose runs stay C long whatever the stride.
+# 16x16 and up to 20% slower at 8x8 and 4x4, where rows are short. Strided convolutions
+# gain too, although their runs are strided: a 3x3 stride-2 64->128 conv of (32, 64, 32, 32)
+# forward 17.5 -> 10 ms, weight gradient 17 -> 10 ms and input gradient (scattered back tap
+# by tap onto planar planes) 16 -> 12 ms. A 1x1 kernel needs no gather at all, only one row
+# per channel, so 1x1 convolutions (ResNet's stride-2 shortcuts: 7.7 -> 2 ms forward at
+# 32x32, 2.8 -> 1.2 at 16x16) take planar columns whatever their size. Other inputs with
+# rows shorter than _PLANAR_MIN_ROW, and grouped convolutions, keep channels-last columns,
+# whose runs stay C long whatever the stride.
 
 
 # planar columns need input rows at least this long to beat channels-last ones
 _PLANAR_MIN_ROW = 20
 
 
-def _planar(x, stride, groups):
-    return groups == 1 and stride[-1] == 1 and x.shape[-1] >= _PLANAR_MIN_ROW
+def _planar(row, ksize, groups):
+    """Whether a convolution of inputs whose rows (last spatial dim) are ``row`` long takes
+    planar columns (NOTE [ Planar columns ])."""
+    return groups == 1 and (row >= _PLANAR_MIN_ROW or all(k == 1 for k in ksize))
 
 
 def _planar_columns(xp, x, ksize, stride, padding, dilation):
@@ -221,7 +228,7 @@ def _conv_rows(xp, x, wm, ksize, stride, padding, dilation, groups):
 
 
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
-    if _planar(x, stride, groups):
+    if _planar(x.shape[-1], w.shape[2:], groups):
         y = _planar_conv(xp, x, w, stride, padding, dilation)
         if b is not None:
             y += b.reshape((-1,) + (1,) * (x.ndim - 2))
@@ -306,6 +313,31 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
     return _crop(gx, x.shape), xp.ascontiguousarray(gw)
 
 
+def _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation):
+    """Adjoint of an ungrouped conv in x through planar columns: the weights' transpose
+    times g's channel rows gives one (C, N, *out) plane stack per kernel tap, each added
+    onto the strided positions it came from (NOTE [ Planar columns ]); batch chunk by chunk."""
+    n, o = g.shape[:2]
+    c, ksize, out = w.shape[1], tuple(w.shape[2:]), tuple(g.shape[2:])
+    nd = len(out)
+    wt = w.reshape(o, -1).T                                      # (C * prod(k), O)
+    padded = tuple(input_shape[2 + i] + 2 * padding[i] for i in range(nd))
+    gx = xp.zeros((c, n) + padded, dtype=g.dtype)
+    per_sample = c * math.prod(ksize) * math.prod(out) * g.dtype.itemsize
+    step = max(1, _COLUMN_BYTES // max(per_sample, 1))
+    for lo in range(0, n, step):
+        gs = g[lo:lo + step]
+        cols = (wt @ _channel_rows(xp, gs)).reshape((c,) + ksize + (gs.shape[0],) + out)
+        for tap in itertools.product(*(range(k) for k in ksize)):
+            region = (slice(None), slice(lo, lo + gs.shape[0])) + tuple(
+                slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
+                      stride[i]) for i in range(nd))
+            gx[region] += cols[(slice(None),) + tap]
+    crop = (slice(None), slice(None)) + tuple(slice(padding[i], padding[i] + input_shape[2 + i])
+                                              for i in range(nd))
+    return xp.ascontiguousarray(xp.moveaxis(gx[crop], 0, 1))
+
+
 def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, groups):
     """Adjoint of conv in x: rows of g times the weights, scattered back tap by tap onto a
     channels-last padded grid (each add moves contiguous runs of channels)."""
@@ -322,6 +354,8 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
                           padding=_adjoint_padding(ksize, padding, dilation),
                           dilation=dilation, groups=groups)
         return _crop(gx, input_shape)
+    if _planar(input_shape[-1], ksize, groups):
+        return _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation)
     rows, wm = _grad_rows(xp, g, groups), _weight_matrix(w, groups)
     gcols = _grouped_matmul(xp, rows, wm)  # (G, N*out, kCg)
     if groups == 1:
@@ -345,7 +379,7 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
 
 def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
-    if _planar(x, stride, groups):
+    if _planar(x.shape[-1], weight_shape[2:], groups):
         o = weight_shape[0]
         gw = None
         for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
@@ -384,8 +418,9 @@ def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad
 
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     need_x, need_w, need_b = needs_input_grad
-    if need_x and need_w and not is_grad_enabled() and _planar(g, stride, groups) and \
-            _adjoint_is_conv(tuple(w.shape[2:]), stride, padding, dilation):
+    ksize = tuple(w.shape[2:])
+    if need_x and need_w and not is_grad_enabled() and _planar(g.shape[-1], ksize, groups) \
+            and _adjoint_is_conv(ksize, stride, padding, dilation):
         # both adjoints from one gather (NOTE [ Shared gradient columns ]); under
         # create_graph the two separate ops keep double backward
         gx, gw = _dispatch.apply(conv_backward_op, (g, x, w), dict(
