@@ -149,7 +149,7 @@ def markdown(rows, info, settings):
         f"- versions: Python {info['python']}, NumPy {info['numpy']}, ember {info['ember']}"
         f" (commit {info['git_commit'] or '?'}), PyTorch {info.get('torch', 'not installed')}"
         f" ({info.get('torch_threads', '?')} threads)",
-        f"- NumPy's BLAS kernels: "
+        "- NumPy's BLAS kernels: "
         + (f"pinned by OPENBLAS_CORETYPE={info['openblas_coretype']}"
            if info.get("openblas_coretype") else "OpenBLAS's own choice for this CPU"),
         f"- load average (1, 5, 15 min) at start: {_fmt_load(info.get('load_avg_start'))}, "

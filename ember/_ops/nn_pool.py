@@ -50,7 +50,7 @@ def _padded(xp, x, ksize, stride, padding, dilation, ceil_mode, fill):
 # max pooling
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _first_set_tap(n):
     """For each n-bit code with tap 0 as the highest bit: the first tap whose bit is set."""
     return np.array([0] + [n - c.bit_length() for c in range(1, 1 << n)], dtype=np.int64)
