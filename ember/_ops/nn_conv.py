@@ -152,32 +152,43 @@ def _batch_chunks(x, ksize, stride, padding, dilation):
 
 
 # NOTE [ Planar columns ]
-# For ungrouped convolutions whose last spatial stride is 1 (most 3x3 and 1x1 layers) the
-# columns are gathered the other way round: (C * prod(k), N * prod(out)), row (c, tap) a
-# shifted copy of input plane c, so every copied run is a row of the input (contiguous in
-# NCHW) and no channels-last transpose of the input is needed. The GEMM ``W @ cols`` yields
-# (O, N, *out), which goes back to NCHW as whole output planes, and the weight gradient is
-# ``g @ cols.T`` from the same columns. Measured against channels-last columns: a 3x3
-# 64->64 conv of (32, 64, 32, 32) forward 31 -> 23 ms and weight gradient 34 -> 30 ms,
-# 32->64 of (64, 32, 26, 26) forward 18 -> 17 ms and weight gradient 24 -> 17 ms; equal at
-# 16x16 and up to 20% slower at 8x8 and 4x4, where rows are short. Strided convolutions
-# gain too, although their runs are strided: a 3x3 stride-2 64->128 conv of (32, 64, 32, 32)
-# forward 17.5 -> 10 ms, weight gradient 17 -> 10 ms and input gradient (scattered back tap
-# by tap onto planar planes) 16 -> 12 ms. A 1x1 kernel needs no gather at all, only one row
-# per channel, so 1x1 convolutions (ResNet's stride-2 shortcuts: 7.7 -> 2 ms forward at
-# 32x32, 2.8 -> 1.2 at 16x16) take planar columns whatever their size. Other inputs with
-# rows shorter than _PLANAR_MIN_ROW, and grouped convolutions, keep channels-last columns,
-# whose runs stay C long whatever the stride.
+# For ungrouped convolutions on wide enough inputs the columns are gathered the other way
+# round: (C * prod(k), N * prod(out)), row (c, tap) a shifted copy of input plane c, so every
+# copied run is a row of the input (contiguous in NCHW for stride 1) and no channels-last
+# transpose of the input is needed. The GEMM ``W @ cols`` yields (O, N, *out), which goes
+# back to NCHW as whole output planes, and the weight gradient is ``g @ cols.T`` from the
+# same columns. Measured against channels-last columns:
+#
+# * stride 1: a 3x3 64->64 conv of (32, 64, 32, 32) forward 31 -> 23 ms and weight gradient
+#   34 -> 30 ms; 32->64 of (64, 32, 26, 26) forward 18 -> 17 ms and weight gradient
+#   24 -> 17 ms. At 16x16 forward and weight gradient are equal, but planar columns give the
+#   shared-column backward (NOTE [ Shared gradient columns ]): a 128->128 conv of
+#   (32, 128, 16, 16) forward+backward 56 -> 49 ms. At 8x8 and 4x4 they are up to 20% slower.
+# * strided: the runs are strided too, and still win on wide rows: a 3x3 stride-2 64->128
+#   conv of (32, 64, 32, 32) forward 17.5 -> 10 ms, weight gradient 17 -> 10 ms and input
+#   gradient (scattered back tap by tap onto planar planes) 16 -> 12 ms; at 16x16 it is
+#   28 -> 30-40 ms forward+backward.
+# * a 1x1 kernel needs no gather at all, only one row per channel: ResNet's stride-2
+#   shortcuts 7.7 -> 2 ms forward at 32x32, 2.8 -> 1.2 at 16x16. These take planar columns
+#   whatever their size.
+#
+# Everything else (short rows, grouped convolutions) keeps channels-last columns, whose
+# runs stay C long whatever the stride.
 
 
 # planar columns need input rows at least this long to beat channels-last ones
-_PLANAR_MIN_ROW = 20
+_PLANAR_MIN_ROW = 16
+_PLANAR_MIN_ROW_STRIDED = 20
 
 
-def _planar(row, ksize, groups):
+def _planar(row, ksize, stride, groups):
     """Whether a convolution of inputs whose rows (last spatial dim) are ``row`` long takes
     planar columns (NOTE [ Planar columns ])."""
-    return groups == 1 and (row >= _PLANAR_MIN_ROW or all(k == 1 for k in ksize))
+    if groups != 1:
+        return False
+    if all(k == 1 for k in ksize):
+        return True
+    return row >= (_PLANAR_MIN_ROW if stride[-1] == 1 else _PLANAR_MIN_ROW_STRIDED)
 
 
 def _planar_columns(xp, x, ksize, stride, padding, dilation):
@@ -228,7 +239,7 @@ def _conv_rows(xp, x, wm, ksize, stride, padding, dilation, groups):
 
 
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
-    if _planar(x.shape[-1], w.shape[2:], groups):
+    if _planar(x.shape[-1], w.shape[2:], stride, groups):
         y = _planar_conv(xp, x, w, stride, padding, dilation)
         if b is not None:
             y += b.reshape((-1,) + (1,) * (x.ndim - 2))
@@ -354,7 +365,7 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
                           padding=_adjoint_padding(ksize, padding, dilation),
                           dilation=dilation, groups=groups)
         return _crop(gx, input_shape)
-    if _planar(input_shape[-1], ksize, groups):
+    if _planar(input_shape[-1], ksize, stride, groups):
         return _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation)
     rows, wm = _grad_rows(xp, g, groups), _weight_matrix(w, groups)
     gcols = _grouped_matmul(xp, rows, wm)  # (G, N*out, kCg)
@@ -379,7 +390,7 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
 
 def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
-    if _planar(x.shape[-1], weight_shape[2:], groups):
+    if _planar(x.shape[-1], weight_shape[2:], stride, groups):
         o = weight_shape[0]
         gw = None
         for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
@@ -419,7 +430,7 @@ def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     need_x, need_w, need_b = needs_input_grad
     ksize = tuple(w.shape[2:])
-    if need_x and need_w and not is_grad_enabled() and _planar(g.shape[-1], ksize, groups) \
+    if need_x and need_w and not is_grad_enabled() and _planar(g.shape[-1], ksize, stride, groups) \
             and _adjoint_is_conv(ksize, stride, padding, dilation):
         # both adjoints from one gather (NOTE [ Shared gradient columns ]); under
         # create_graph the two separate ops keep double backward

@@ -342,22 +342,26 @@ _WIDE_CONVS = [
     (2, 1, 0, 1, 1), (2, 3, 1, 1, (2, 1)), (3, 3, 1, 1, 1),
     # strided: planar columns gathered with strides, input gradient scattered tap by tap
     (1, 3, 1, 1, 2), (2, 3, 1, 1, 2), (2, 3, 2, 2, (2, 3)), (2, 1, 0, 1, 2), (3, 3, 1, 1, 2)]
+# rows of 16 to 19 take planar columns at stride 1 only
+_MID_CONVS = [(1, 3, 1, 1, 1), (2, 3, 1, 1, 1), (2, 3, 1, 1, 2)]
 # 1x1 kernels take planar columns on narrow inputs too
 _NARROW_1X1_CONVS = [(1, 1, 0, 1, 2), (2, 1, 0, 1, 2), (2, 1, 1, 1, (1, 2)), (3, 1, 0, 1, 1)]
 
 
-@pytest.mark.parametrize("nd,kernel,padding,dilation,stride,narrow",
-                         [c + (False,) for c in _WIDE_CONVS] +
-                         [c + (True,) for c in _NARROW_1X1_CONVS])
-def test_conv_on_wide_inputs_matches_torch(nd, kernel, padding, dilation, stride, narrow):
+@pytest.mark.parametrize("nd,kernel,padding,dilation,stride,size",
+                         [c + ("wide",) for c in _WIDE_CONVS] +
+                         [c + ("mid",) for c in _MID_CONVS] +
+                         [c + ("narrow",) for c in _NARROW_1X1_CONVS])
+def test_conv_on_wide_inputs_matches_torch(nd, kernel, padding, dilation, stride, size):
     # rows of at least 20 (or 1x1 kernels) take planar columns (NOTE [ Planar columns ]) and
     # stride 1 the shared-column backward (NOTE [ Shared gradient columns ]); values and all
     # gradients must equal PyTorch's
     import torch
 
     rng = np.random.default_rng(0)
-    spatial = {1: (23,), 2: (9, 22), 3: (5, 4, 21)}[nd] if not narrow else \
-        {1: (7,), 2: (6, 5), 3: (3, 4, 5)}[nd]
+    spatial = {"wide": {1: (23,), 2: (9, 22), 3: (5, 4, 21)},
+               "mid": {1: (17,), 2: (6, 16)},
+               "narrow": {1: (7,), 2: (6, 5), 3: (3, 4, 5)}}[size][nd]
     x = rng.standard_normal((3, 4) + spatial).astype(np.float32)
     conv_e = getattr(nn, f"Conv{nd}d")(4, 5, kernel, stride, padding, dilation)
     conv_t = getattr(torch.nn, f"Conv{nd}d")(4, 5, kernel, stride, padding, dilation)
