@@ -10,17 +10,42 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dispatch
 from ._registry import Op
 
 
 def _moments(xp, x, axes):
-    """Mean and biased variance over ``axes`` (kept), from the centred values."""
-    mean = x.mean(axis=axes, keepdims=True, dtype=xp.float64 if x.dtype == xp.float64 else
-                  xp.float32)
+    """Mean and biased variance over ``axes`` (kept), from the centred values. Over every
+    axis but 1 (batch norm's statistics) the sums are per-channel GEMVs."""
+    if x.size and axes == (0,) + tuple(range(2, x.ndim)):
+        n = x.size // x.shape[1]
+        mean = _channel_sums(xp, x) / n
+        d = x - mean
+        xp.multiply(d, d, out=d)  # squared in place: one buffer, not two
+        return mean, _channel_sums(xp, d) / n
+    mean = x.mean(axis=axes, keepdims=True,
+                  dtype=xp.float64 if x.dtype == xp.float64 else xp.float32)
     d = x - mean
-    xp.multiply(d, d, out=d)  # squared in place: one buffer, not two
+    xp.multiply(d, d, out=d)
     return mean, d.mean(axis=axes, keepdims=True)
+
+
+def _channel_sums(xp, x):
+    """Sums of an (N, C, *S) array over every dim but 1, kept as (1, C, 1, ...).
+
+    NumPy reduces over (0, 2, 3) of an NCHW array about 6x slower than BLAS does as a
+    matrix-vector product: rows (n, c) of the contiguous array times a vector of ones,
+    then a sum over n (0.34 -> 0.06 ms on (32, 64, 32, 32) float32, as accurate)."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if xp is np and x.ndim > 2 and x.size and x.flags.c_contiguous and \
+            x.dtype in (np.float32, np.float64):
+        n, c = x.shape[:2]
+        rows = x.reshape(n * c, -1) @ np.ones(x.size // (n * c), x.dtype)
+        return rows.reshape(n, c).sum(axis=0).reshape(shape)
+    return x.sum(axis=(0,) + tuple(range(2, x.ndim)), keepdims=True,
+                 dtype=xp.float64 if x.dtype == xp.float64 else xp.float32)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -165,10 +190,10 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
     if dt.itemsize < 4:  # half precision computes in float32
         g, x = g.astype(xp.float32), x.astype(xp.float32)
     m, rstd = m.reshape(shape), rstd.reshape(shape)
-    sum_g = g.sum(axis=axes, keepdims=True)
+    sum_g = _channel_sums(xp, g)
     xc = x - m
     t = g * xc
-    sum_gxc = t.sum(axis=axes, keepdims=True)
+    sum_gxc = _channel_sums(xp, t)
     del t
     ws = 1.0 if w is None else w.reshape(shape)
     # gx = ws * rstd * (g - sum_g / n - xhat * sum(g * xhat) / n), xhat = xc * rstd
@@ -232,9 +257,19 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 f"running_mean should contain {c} elements not {t.numel()}"
                 if name.startswith("running") else
                 f"batch_norm: expected {name} of {c} elements, got {t.numel()}")
+    if training and input.numel() == 0:
+        # an empty batch: an empty result that still depends on weight and bias (their
+        # gradients are zeros), running statistics untouched, as in PyTorch
+        shape = (1, c) + (1,) * (input.dim() - 2)
+        y = input * 1
+        if weight is not None:
+            y = y * weight.reshape(shape)
+        if bias is not None:
+            y = y + bias.reshape(shape)
+        return y
     if training:
         n = input.numel() // c
-        if n <= 1:
+        if n == 1:
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size "
                 f"{list(input.shape)}")

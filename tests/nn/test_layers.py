@@ -317,6 +317,31 @@ def test_batch_norm_training_gradients_match_torch_with_offset_inputs(dtype):
         np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("shape", [(0, 3, 4, 4), (2, 3, 0, 4), (0, 3), (16, 3, 9, 7)])
+def test_batch_norm_empty_and_float32_batches_match_torch(shape):
+    # empty batches give empty results and leave the running statistics alone; float32
+    # statistics come from per-channel GEMVs (_channel_sums)
+    import torch
+
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 3 + 5).astype(np.float32)
+    name = "BatchNorm2d" if len(shape) == 4 else "BatchNorm1d"
+    ebn, tbn = getattr(nn, name)(3), getattr(torch.nn, name)(3)
+    ex, tx = ember.from_numpy(x.copy()).requires_grad_(), torch.from_numpy(x).requires_grad_()
+    ey, ty = ebn(ex), tbn(tx)
+    g = rng.standard_normal(shape).astype(np.float32)
+    ey.backward(ember.from_numpy(g))
+    ty.backward(torch.from_numpy(g))
+    for e, t in ((ey, ty), (ex.grad, tx.grad), (ebn.weight.grad, tbn.weight.grad),
+                 (ebn.bias.grad, tbn.bias.grad), (ebn.running_mean, tbn.running_mean),
+                 (ebn.running_var, tbn.running_var)):
+        assert tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5,
+                                   atol=1e-5)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        ebn(ember.zeros(1, 3, 1, 1) if len(shape) == 4 else ember.zeros(1, 3))
+
+
 def test_conv_backward_computes_only_the_adjoints_autograd_needs(monkeypatch):
     from ember._ops import nn_conv
 
