@@ -184,7 +184,6 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
     """Training-mode batch norm gradients (gx, gw, gb) in eight passes over x and g
     (NOTE [ Batch norm passes ])."""
     shape = _bshape(x)
-    axes = (0,) + tuple(range(2, x.ndim))
     n = x.size // x.shape[1]
     dt = x.dtype
     if dt.itemsize < 4:  # half precision computes in float32
