@@ -130,6 +130,58 @@ def gemm(xp, a, b):
     return xp.matmul(a, b)
 
 
+# NOTE [ Sums through BLAS ]
+# NumPy reduces along a short contiguous axis, or over all axes but one, several times
+# slower than BLAS multiplies the same array by a vector of ones (one thread and a loop per
+# row against a vectorised GEMV on both cores): (8192, 256) row means 0.54 -> 0.08 ms,
+# sums over (0, 2, 3) of a (32, 64, 32, 32) array 0.34 -> 0.06 ms. The fused normalisation,
+# softmax and loss kernels take their sums from these helpers. GEMV accumulates each dot
+# product in a few SIMD lanes, so rows are capped at _BLAS_SUM_ROW elements, where its
+# rounding stays within a few ulps of NumPy's pairwise sums; anything else reduces in NumPy.
+
+_BLAS_SUM_ROW = 16384
+_BLAS_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _blas_summable(xp, x, row):
+    # independent of the layout, so that strided inputs give the same bits (they are copied)
+    return xp is np and x.size and 0 < row <= _BLAS_SUM_ROW and x.dtype in _BLAS_SUM_DTYPES
+
+
+def row_sums(xp, x, ndim=1):
+    """Sums of ``x`` over its last ``ndim`` axes, kept (NOTE [ Sums through BLAS ])."""
+    axes = tuple(range(x.ndim - ndim, x.ndim))
+    row = math.prod(x.shape[x.ndim - ndim:])
+    if not _blas_summable(xp, x, row):
+        return x.sum(axis=axes, keepdims=True)
+    sums = np.ascontiguousarray(x).reshape(-1, row) @ np.ones(row, x.dtype)
+    return sums.reshape(x.shape[:x.ndim - ndim] + (1,) * ndim)
+
+
+def col_sums(xp, x, ndim=1):
+    """Sums of ``x`` over all but its last ``ndim`` axes, shape ``x.shape[-ndim:]`` (NOTE
+    [ Sums through BLAS ]; each output accumulates its rows in order, as NumPy's does)."""
+    lead = x.ndim - ndim
+    if lead == 0:
+        return x.copy()
+    rows = math.prod(x.shape[:lead])
+    if not _blas_summable(xp, x, 1) or rows == 0:
+        return x.sum(axis=tuple(range(lead)))
+    return (np.ones(rows, x.dtype) @ np.ascontiguousarray(x).reshape(rows, -1)).reshape(
+        x.shape[lead:])
+
+
+def channel_sums(xp, x):
+    """Sums of an (N, C, *S) array over every axis but 1, kept as (1, C, 1, ...)
+    (NOTE [ Sums through BLAS ])."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    plane = math.prod(x.shape[2:])
+    if x.ndim < 3 or not _blas_summable(xp, x, plane):
+        return x.sum(axis=(0,) + tuple(range(2, x.ndim)), keepdims=True)
+    planes = np.ascontiguousarray(x).reshape(-1, plane) @ np.ones(plane, x.dtype)
+    return planes.reshape(x.shape[:2]).sum(axis=0).reshape(shape)
+
+
 def _matmul_kernel(xp, a, b):
     return gemm(xp, a, b)
 

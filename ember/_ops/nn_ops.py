@@ -18,7 +18,7 @@ from .._core.checks import wrap_dim
 from .._core.tensor import Tensor
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
-from .linalg import gemm
+from .linalg import gemm, row_sums
 from .pointwise import opmath
 from .special_ops import _sp
 
@@ -252,7 +252,7 @@ def _softmax_kernel(xp, a, *, dim):
         return a.copy()
     e = a - a.max(axis=dim, keepdims=True)
     xp.exp(e, out=e)  # one buffer for shifted values, exponentials and the result
-    e /= e.sum(axis=dim, keepdims=True)
+    e /= row_sums(xp, e) if dim == a.ndim - 1 else e.sum(axis=dim, keepdims=True)
     return e
 
 
@@ -265,7 +265,8 @@ def _log_softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
     shifted = a - a.max(axis=dim, keepdims=True)
-    shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    e = xp.exp(shifted)
+    shifted -= xp.log(row_sums(xp, e) if dim == a.ndim - 1 else e.sum(axis=dim, keepdims=True))
     return shifted
 
 
@@ -489,7 +490,7 @@ def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     e = rows - m
     picked = e[xp.arange(rows.shape[0]), safe]
     xp.exp(e, out=e)  # in place: one (rows, classes) buffer serves as shifted, exp, probs
-    s = e.sum(axis=1, keepdims=True)
+    s = row_sums(xp, e)
     picked -= xp.log(s[:, 0])
     losses = -picked * wt
     probs = xp.divide(e, s, out=e)
