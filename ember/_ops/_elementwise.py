@@ -206,7 +206,9 @@ def elementwise_inplace(op, self, args, params=None):
     """
     if not isinstance(self, Tensor):
         raise _type_error(op, self)
-    if self._rg or _any_rg(args):
+    # with grad mode off nothing is recorded, so requires_grad operands (an optimizer's
+    # parameters) take the direct path too
+    if (self._rg or _any_rg(args)) and _dispatch.state.grad_enabled:
         if _dispatch.check_inplace is not None:
             _dispatch.check_inplace(self, op.name + "_")
         return _dispatch.commit_inplace_result(

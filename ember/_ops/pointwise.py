@@ -918,14 +918,15 @@ def _check_lerp(name, input, end, weight):
 
 
 def _fast_operands(tensors, number):
-    """The arrays of same-dtype float32/64 tensors on one device, none requiring grad, with a
-    Python number parameter -- the case that may skip promotion and autograd (NOTE [ Hot path
-    ]) -- else None."""
+    """The arrays of same-dtype float32/64 tensors on one device, none requiring grad (or grad
+    mode off), with a Python number parameter -- the case that may skip promotion and
+    autograd (NOTE [ Hot path ]) -- else None."""
     if type(number) is not float and type(number) is not int:
         return None
     arrays = []
+    recording = _dispatch.state.grad_enabled
     for t in tensors:
-        if type(t) is not Tensor or t._rg:
+        if type(t) is not Tensor or (t._rg and recording):
             return None
         arrays.append(t._data)
     a0 = arrays[0]
@@ -966,7 +967,15 @@ def _lerp_(self, end, weight):
     arrays = _fast_operands((self, end), weight)
     if arrays is not None and arrays[0].shape == arrays[1].shape:
         _dispatch.check_overlap("lerp_", self)
-        arrays[0][...] = _lerp_arrays(arrays[0], arrays[1], weight)
+        a, b = arrays
+        # _lerp_arrays' arithmetic, finished into self instead of a fresh array
+        d = b - a
+        if builtins.abs(weight) < 0.5:
+            d *= weight
+            a += d
+        else:
+            d *= weight - 1
+            _dispatch.xp_of(a).add(d, b, out=a)
         self._bump()
         return self
     op, args, params = _check_lerp("lerp_", self, end, weight)
