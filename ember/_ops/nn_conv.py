@@ -143,12 +143,23 @@ _COLUMN_BYTES = 8 * 2**20
 
 def _batch_chunks(x, ksize, stride, padding, dilation):
     """Slices of the batch whose columns stay under _COLUMN_BYTES each (at least 1 sample)."""
-    n = x.shape[0]
     spatial = tuple(x.shape[2 + i] + 2 * padding[i] for i in range(len(ksize)))
     per_sample = math.prod(_out_shape(spatial, ksize, stride, dilation)) * \
         math.prod(ksize) * x.shape[1] * x.dtype.itemsize
+    return _sample_slices(x.shape[0], per_sample)
+
+
+def _sample_slices(n, per_sample):
+    """Slices of n samples, each holding at most _COLUMN_BYTES of columns (at least 1)."""
     step = max(1, _COLUMN_BYTES // max(per_sample, 1))
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def tap_region(tap, out, stride, dilation):
+    """The input positions (one slice per spatial dim) that kernel tap ``tap`` reads for the
+    ``out`` output positions."""
+    return tuple(slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
+                       stride[i]) for i in range(len(out)))
 
 
 # NOTE [ Planar columns ]
@@ -334,16 +345,12 @@ def _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation):
     wt = w.reshape(o, -1).T                                      # (C * prod(k), O)
     padded = tuple(input_shape[2 + i] + 2 * padding[i] for i in range(nd))
     gx = xp.zeros((c, n) + padded, dtype=g.dtype)
-    per_sample = c * math.prod(ksize) * math.prod(out) * g.dtype.itemsize
-    step = max(1, _COLUMN_BYTES // max(per_sample, 1))
-    for lo in range(0, n, step):
-        gs = g[lo:lo + step]
+    for sl in _sample_slices(n, c * math.prod(ksize) * math.prod(out) * g.dtype.itemsize):
+        gs = g[sl]
         cols = (wt @ _channel_rows(xp, gs)).reshape((c,) + ksize + (gs.shape[0],) + out)
         for tap in itertools.product(*(range(k) for k in ksize)):
-            region = (slice(None), slice(lo, lo + gs.shape[0])) + tuple(
-                slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
-                      stride[i]) for i in range(nd))
-            gx[region] += cols[(slice(None),) + tap]
+            gx[(slice(None), sl) + tap_region(tap, out, stride, dilation)] += \
+                cols[(slice(None),) + tap]
     crop = (slice(None), slice(None)) + tuple(slice(padding[i], padding[i] + input_shape[2 + i])
                                               for i in range(nd))
     return xp.ascontiguousarray(xp.moveaxis(gx[crop], 0, 1))
@@ -379,9 +386,7 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
     spatial = tuple(input_shape[2 + i] + 2 * padding[i] for i in range(nd))
     gx = xp.zeros((n,) + spatial + (c,), dtype=gcols.dtype)
     for tap in itertools.product(*(range(k) for k in ksize)):
-        region = (slice(None),) + tuple(
-            slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
-                  stride[i]) for i in range(nd)) + (slice(None),)
+        region = (slice(None),) + tap_region(tap, out, stride, dilation) + (slice(None),)
         gx[region] += gcols[(slice(None),) * (1 + nd) + tap]
     crop = (slice(None),) + tuple(slice(padding[i], padding[i] + input_shape[2 + i])
                                   for i in range(nd)) + (slice(None),)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op
-from .nn_conv import _tuple, sliding_windows
+from .nn_conv import _tuple, sliding_windows, tap_region
 
 
 def _out_size(size, k, s, p, d, ceil_mode):
@@ -70,9 +70,8 @@ def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode
     lowest = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
     xpad, out, pads = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
     taps = list(itertools.product(*(range(k) for k in kernel_size)))
-    views = [xpad[(slice(None), slice(None)) + tuple(
-        slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out[i] - 1) + 1,
-              stride[i]) for i in range(nd))] for tap in taps]
+    views = [xpad[(slice(None), slice(None)) + tap_region(tap, out, stride, dilation)]
+             for tap in taps]
     best = views[0].copy()
     for view in views[1:]:
         xp.maximum(best, view, out=best)
@@ -287,9 +286,7 @@ def _avg_pool_backward_kernel(xp, g, *, input_shape, kernel_size, stride, paddin
                         input_shape[2 + i] + padding[i]) + padding[i] for i in range(nd))
     gx = xp.zeros(tuple(input_shape[:2]) + spatial, dtype=g.dtype)
     for tap in itertools.product(*(range(k) for k in kernel_size)):
-        region = (slice(None), slice(None)) + tuple(
-            slice(tap[i], tap[i] + stride[i] * (out[i] - 1) + 1, stride[i]) for i in range(nd))
-        gx[region] += gd
+        gx[(slice(None), slice(None)) + tap_region(tap, out, stride, (1,) * nd)] += gd
     crop = (slice(None), slice(None)) + tuple(
         slice(padding[i], padding[i] + input_shape[2 + i]) for i in range(nd))
     return xp.ascontiguousarray(gx[crop])
