@@ -172,14 +172,10 @@ def col_sums(xp, x, ndim=1):
 
 
 def channel_sums(xp, x):
-    """Sums of an (N, C, *S) array over every axis but 1, kept as (1, C, 1, ...)
-    (NOTE [ Sums through BLAS ])."""
-    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    plane = math.prod(x.shape[2:])
-    if x.ndim < 3 or not _blas_summable(xp, x, plane):
-        return x.sum(axis=(0,) + tuple(range(2, x.ndim)), keepdims=True)
-    planes = np.ascontiguousarray(x).reshape(-1, plane) @ np.ones(plane, x.dtype)
-    return planes.reshape(x.shape[:2]).sum(axis=0).reshape(shape)
+    """Sums of an (N, C, *S) array over every axis but 1, kept as (1, C, 1, ...): each
+    plane's sum, then the sum over the batch (NOTE [ Sums through BLAS ])."""
+    planes = row_sums(xp, x, x.ndim - 2) if x.ndim > 2 else x
+    return planes.sum(axis=0, keepdims=True)
 
 
 def _matmul_kernel(xp, a, b):

@@ -16,25 +16,22 @@ from .linalg import channel_sums, col_sums, row_sums
 
 
 def _moments(xp, x, axes):
-    """Mean and biased variance over ``axes`` (kept), from the centred values, with the sums
-    taken through BLAS (NOTE [ Sums through BLAS ])."""
-    total = None
-    if x.size and axes == (0,) + tuple(range(2, x.ndim)):
-        total = channel_sums
-    elif x.size and axes == tuple(range(x.ndim - len(axes), x.ndim)):
-        def total(xp, a):
+    """Mean and biased variance over ``axes`` (kept), from the centred values; the sums over
+    batch norm's and layer norm's axes go through BLAS (NOTE [ Sums through BLAS ])."""
+    if axes == (0,) + tuple(range(2, x.ndim)):
+        def total(a):
+            return channel_sums(xp, a)
+    elif axes == tuple(range(x.ndim - len(axes), x.ndim)):
+        def total(a):
             return row_sums(xp, a, len(axes))
-    if total is None:
-        mean = x.mean(axis=axes, keepdims=True,
-                      dtype=xp.float64 if x.dtype == xp.float64 else xp.float32)
-        d = x - mean
-        xp.multiply(d, d, out=d)
-        return mean, d.mean(axis=axes, keepdims=True)
-    n = x.size // math.prod(x.shape[i] for i in range(x.ndim) if i not in axes)
-    mean = total(xp, x) / n
+    else:
+        def total(a):
+            return a.sum(axis=axes, keepdims=True)
+    n = math.prod(x.shape[i] for i in axes)
+    mean = total(x) / n
     d = x - mean
     xp.multiply(d, d, out=d)  # squared in place: one buffer, not two
-    return mean, total(xp, d) / n
+    return mean, total(d) / n
 
 
 # ------------------------------------------------------------------------------------------------

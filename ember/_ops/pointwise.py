@@ -939,15 +939,20 @@ def _fast_operands(tensors, number):
     return arrays
 
 
-def _lerp_arrays(a, b, w):
+def _lerp_arrays(a, b, w, out=None):
+    """``a + w (b - a)`` for |w| < 0.5, else ``b - (1 - w)(b - a)`` (PyTorch's two forms),
+    into ``out`` when given."""
     d = b - a
     if builtins.abs(w) < 0.5:
         d *= w
-        d += a
+        base = a
+    else:
+        d *= w - 1
+        base = b
+    if out is None:
+        d += base
         return d
-    d *= w - 1
-    d += b
-    return d
+    return _dispatch.xp_of(a).add(base, d, out=out)
 
 
 @public
@@ -967,15 +972,7 @@ def _lerp_(self, end, weight):
     arrays = _fast_operands((self, end), weight)
     if arrays is not None and arrays[0].shape == arrays[1].shape:
         _dispatch.check_overlap("lerp_", self)
-        a, b = arrays
-        # _lerp_arrays' arithmetic, finished into self instead of a fresh array
-        d = b - a
-        if builtins.abs(weight) < 0.5:
-            d *= weight
-            a += d
-        else:
-            d *= weight - 1
-            _dispatch.xp_of(a).add(d, b, out=a)
+        _lerp_arrays(arrays[0], arrays[1], weight, out=arrays[0])
         self._bump()
         return self
     op, args, params = _check_lerp("lerp_", self, end, weight)
