@@ -107,20 +107,11 @@ def _bool():
 
 def _check_mask_shape(query, key, mask):
     """The mask must broadcast to the scores' shape without enlarging it (as in PyTorch)."""
+    from .shape import broadcast_sizes
+
     scores = tuple(np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]))) + \
         (query.shape[-2], key.shape[-2])
-    shape = tuple(mask.shape)
-    try:
-        full = np.broadcast_shapes(scores, shape)
-    except ValueError:
-        n = max(len(scores), len(shape))
-        for j in range(1, min(len(scores), len(shape)) + 1):
-            a, b = scores[-j], shape[-j]
-            if a != b and a != 1 and b != 1:
-                raise RuntimeError(
-                    f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                    f"non-singleton dimension {n - j}") from None
-        raise
+    full = broadcast_sizes([scores, tuple(mask.shape)])
     if full != scores:
         raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast "
                            f"shape {list(full)}")

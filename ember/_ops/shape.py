@@ -866,9 +866,15 @@ def broadcast_tensors(*tensors):
         tensors = tuple(tensors[0])
     for x in tensors:
         _check_tensor(x, "broadcast_tensors", "tensors")
+    shape = broadcast_sizes([x._data.shape for x in tensors])
+    return tuple(expand(x, shape) for x in tensors)
+
+
+def broadcast_sizes(shapes):
+    """The broadcast shape of ``shapes`` (tuples), raising PyTorch's error for tensors'
+    shapes that do not broadcast."""
     shape = []
-    for x in tensors:
-        s = x._data.shape
+    for s in shapes:
         if len(s) > len(shape):
             shape = [1] * (len(s) - len(shape)) + shape
         for j in range(1, len(s) + 1):
@@ -878,7 +884,7 @@ def broadcast_tensors(*tensors):
                 raise RuntimeError(
                     f"The size of tensor a ({shape[-j]}) must match the size of tensor b "
                     f"({s[-j]}) at non-singleton dimension {len(shape) - j}")
-    return tuple(expand(x, tuple(shape)) for x in tensors)
+    return tuple(shape)
 
 
 # ------------------------------------------------------------------------------------------------
