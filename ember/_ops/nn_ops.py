@@ -697,11 +697,22 @@ def _embedding_kernel_p(xp, weight, indices, *, padding_idx, num_weights):
 
 def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
     dim = g.shape[-1]
-    out = xp.zeros((num_weights, dim), dtype=g.dtype)
     flat = indices.reshape(-1)
     gf = g.reshape(-1, dim)
-    if xp is np:
+    if xp is np and g.dtype in (np.float32, np.float64) and flat.size:
+        # the gradient is S @ g for the (num_weights, n) 0/1 matrix S with S[idx[j], j] = 1:
+        # as a CSR matrix (rows from a stable sort) SciPy's sparse product sums each row's
+        # lookups in order, 6x faster than sorting g's rows and np.add.reduceat
+        import scipy.sparse
+
+        order = flat.argsort(kind="stable")
+        starts = np.searchsorted(flat[order], np.arange(num_weights + 1))
+        sel = scipy.sparse.csr_matrix((np.ones(flat.size, g.dtype), order, starts),
+                                      shape=(num_weights, flat.size))
+        out = np.ascontiguousarray(sel @ gf)
+    elif xp is np:
         # np.add.at is slow: sort the indices and sum runs of equal rows with reduceat
+        out = xp.zeros((num_weights, dim), dtype=g.dtype)
         order = flat.argsort(kind="stable")
         sf = flat[order]
         if sf.size:
@@ -709,6 +720,7 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
             sums = xp.add.reduceat(gf[order], starts, axis=0)
             out[sf[starts]] = sums
     else:
+        out = xp.zeros((num_weights, dim), dtype=g.dtype)
         xp.add.at(out, flat, gf)
     if padding_idx is not None and padding_idx >= 0:
         out[padding_idx] = 0
