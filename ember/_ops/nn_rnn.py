@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import _dispatch
 from ._registry import Op
+from .linalg import col_sums
 
 
 def _sigmoid(xp, x):
@@ -231,12 +232,12 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
         xp.multiply(dht, tc, out=up[:, 3 * hs:])
         d *= up
         dc = xp.multiply(dct, f, out=dc)
-        dh = d @ w_hh
+        xp.matmul(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs
     gx = (d2 @ w_ih).reshape(x.shape) if need_x else None
     gw_ih = d2.T @ x.reshape(steps * batch, -1) if need_wih else None
-    gb = d2.sum(0) if need_b else None
+    gb = col_sums(xp, d2) if need_b else None
     gw_hh = d2.T @ hprev.reshape(steps * batch, p) if need_whh else None
     gw_hr = (dhs.reshape(-1, p).T @ raw.reshape(-1, hs)
              if w_hr is not None and need_whr else None)
