@@ -143,13 +143,16 @@ def _gate_scale(xp, hs, dt):
 def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
     """x (T, B, I); w_ih (4H, I); b (4H,) both biases summed, or None; h0 (B, P); c0 (B, H).
     Returns out (T, B, P), h_n, c_n and, for backward, the gate activations (T, B, 4H), cell
-    states (T+1, B, H), tanh(c) (T, B, H), unprojected outputs (T, B, H) and the state each
-    step read, h_{t-1} (T, B, P)."""
+    states (T+1, B, H), tanh(c) (T, B, H), unprojected outputs (T, B, H), the state each
+    step read, h_{t-1} (T, B, P), and x as rows (T*B, I)."""
     steps, batch = x.shape[:2]
     hs, p = c0.shape[1], h0.shape[1]
     dt = x.dtype
     s = _gate_scale(xp, hs, dt)
-    acts = xp.matmul(x.reshape(steps * batch, -1), (w_ih * s[:, None]).T)
+    # (T*B, I): a copy when x is a transposed batch_first input, saved so that backward
+    # does not make it again
+    xf = x.reshape(steps * batch, -1)
+    acts = xp.matmul(xf, (w_ih * s[:, None]).T)
     if b is not None:
         acts += b * s
     acts = acts.reshape(steps, batch, 4 * hs)
@@ -187,11 +190,13 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
         else:
             h = xp.multiply(o, tcs[t], out=out[t])
     c_n = cs[0 if reverse else steps]
-    return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev
+    return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev, xf
 
 
 def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, cs, tcs, raw,
                                 hprev, *, reverse, needs):
+    """Backward of ``_lstm_layer_kernel`` from its saved arrays; ``x`` is the input as rows
+    (T*B, I)."""
     steps, batch, hs4 = acts.shape
     hs, p = hs4 // 4, hprev.shape[2]
     dt = acts.dtype
@@ -235,8 +240,8 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
         xp.matmul(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs
-    gx = (d2 @ w_ih).reshape(x.shape) if need_x else None
-    gw_ih = d2.T @ x.reshape(steps * batch, -1) if need_wih else None
+    gx = (d2 @ w_ih).reshape(steps, batch, -1) if need_x else None
+    gw_ih = d2.T @ x if need_wih else None
     gb = col_sums(xp, d2) if need_b else None
     gw_hh = d2.T @ hprev.reshape(steps * batch, p) if need_whh else None
     gw_hr = (dhs.reshape(-1, p).T @ raw.reshape(-1, hs)
@@ -279,9 +284,9 @@ def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse, out,
         by_id = {id(t): gi for t, gi in zip(wanted, grads_in)}
         return tuple(by_id.get(id(t)) if need else None
                      for t, need in zip(inputs, needs_input_grad))
-    _, _, _, acts, cs, tcs, raw, hprev = out
+    _, _, _, acts, cs, tcs, raw, hprev, xf = out
     return _dispatch.apply(lstm_layer_backward_op,
-                           (grads[0], grads[1], grads[2], x, w_ih, w_hh, w_hr,
+                           (grads[0], grads[1], grads[2], xf, w_ih, w_hh, w_hr,
                             acts, cs, tcs, raw, hprev),
                            dict(reverse=reverse, needs=tuple(needs_input_grad)))
 
@@ -293,7 +298,7 @@ def _enable_grad():
 
 
 lstm_layer_op = Op("lstm_layer", _lstm_layer_kernel, vjp=_lstm_layer_vjp,
-                   nondiff_outputs=(3, 4, 5, 6, 7))
+                   nondiff_outputs=(3, 4, 5, 6, 7, 8))
 lstm_layer_op.node_name = "LstmBackward0"
 lstm_layer_backward_op = Op("lstm_layer_backward", _lstm_layer_backward_kernel)
 
