@@ -152,10 +152,9 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
     # (T*B, I): a copy when x is a transposed batch_first input, saved so that backward
     # does not make it again
     xf = x.reshape(steps * batch, -1)
-    acts = xp.matmul(xf, (w_ih * s[:, None]).T)
-    if b is not None:
-        acts += b * s
-    acts = acts.reshape(steps, batch, 4 * hs)
+    acts = xp.matmul(xf, (w_ih * s[:, None]).T).reshape(steps, batch, 4 * hs)
+    # the bias joins each step's recurrent product, in cache, rather than a pass over acts
+    bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
     w_t = (w_hh * s[:, None]).T
     shift = s.copy()
     shift[2 * hs:3 * hs] = 0
@@ -175,6 +174,8 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
         hprev[t] = h
         a = acts[t]
         xp.matmul(h, w_t, out=rec)
+        if bias is not None:
+            rec += bias
         a += rec
         xp.tanh(a, out=a)
         a *= s
