@@ -699,29 +699,29 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
     dim = g.shape[-1]
     flat = indices.reshape(-1)
     gf = g.reshape(-1, dim)
-    if xp is np and g.dtype in (np.float32, np.float64) and flat.size:
-        # the gradient is S @ g for the (num_weights, n) 0/1 matrix S with S[idx[j], j] = 1:
-        # as a CSR matrix (rows from a stable sort) SciPy's sparse product sums each row's
-        # lookups in order, 6x faster than sorting g's rows and np.add.reduceat
-        import scipy.sparse
-
-        order = flat.argsort(kind="stable")
-        starts = np.searchsorted(flat[order], np.arange(num_weights + 1))
-        sel = scipy.sparse.csr_matrix((np.ones(flat.size, g.dtype), order, starts),
-                                      shape=(num_weights, flat.size))
-        out = np.ascontiguousarray(sel @ gf)
-    elif xp is np:
-        # np.add.at is slow: sort the indices and sum runs of equal rows with reduceat
-        out = xp.zeros((num_weights, dim), dtype=g.dtype)
-        order = flat.argsort(kind="stable")
-        sf = flat[order]
-        if sf.size:
-            starts = xp.flatnonzero(xp.r_[True, sf[1:] != sf[:-1]])
-            sums = xp.add.reduceat(gf[order], starts, axis=0)
-            out[sf[starts]] = sums
-    else:
+    if xp is not np:
         out = xp.zeros((num_weights, dim), dtype=g.dtype)
         xp.add.at(out, flat, gf)
+    else:
+        # np.add.at is slow; both paths below sum each row's lookups in lookup order
+        order = flat.argsort(kind="stable")
+        sf = flat[order]
+        if g.dtype in (np.float32, np.float64) and flat.size:
+            # the gradient is S @ g for the (num_weights, n) 0/1 matrix S with S[idx[j], j]
+            # = 1: SciPy's sparse product of it as a CSR matrix is 6x faster than reduceat
+            import scipy.sparse
+
+            starts = np.searchsorted(sf, np.arange(num_weights + 1))
+            sel = scipy.sparse.csr_matrix((np.ones(flat.size, g.dtype), order, starts),
+                                          shape=(num_weights, flat.size))
+            out = np.ascontiguousarray(sel @ gf)
+        else:
+            # half precision by runs of equal rows: bfloat16 adds in its own dtype one
+            # lookup after another, as PyTorch does; NumPy sums a float16 run in float32
+            out = np.zeros((num_weights, dim), dtype=g.dtype)
+            if sf.size:
+                starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]])
+                out[sf[starts]] = np.add.reduceat(gf[order], starts, axis=0)
     if padding_idx is not None and padding_idx >= 0:
         out[padding_idx] = 0
     return out

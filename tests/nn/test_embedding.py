@@ -30,3 +30,18 @@ def test_embedding_backward_sums_repeated_rows(dtype):
     empty = nn.functional.embedding(ember.zeros(0, dtype=ember.int64), w)
     empty.sum().backward()
     assert np.allclose(w.grad.double().numpy(), got)
+
+
+def test_embedding_backward_bfloat16_adds_in_lookup_order():
+    # PyTorch adds a bfloat16 row's lookups one by one in that precision; the rounding of each
+    # partial sum shows, so the result must be that sequence exactly. (For float16 NumPy's
+    # reduction keeps a float32 running sum, which differs from PyTorch in the last bits.)
+    rng = np.random.default_rng(1)
+    idx = rng.integers(0, 3, 400)
+    g = ember.tensor(rng.standard_normal((400, 4))).to(ember.bfloat16)
+    w = ember.zeros(3, 4, dtype=ember.bfloat16, requires_grad=True)
+    nn.functional.embedding(ember.tensor(idx), w).backward(g)
+    rows = [ember.zeros(4, dtype=ember.bfloat16) for _ in range(3)]
+    for j, i in enumerate(idx.tolist()):
+        rows[i] = rows[i] + g[j]
+    assert np.array_equal(w.grad.float().numpy(), ember.stack(rows).float().numpy())
