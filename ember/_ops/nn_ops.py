@@ -408,9 +408,10 @@ def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
 
 def _nonzero_total(w):
     """The mean's divisor, sum(w), or 1 where it is 0: with every target ignored the mean
-    loss is nan (0/0) but PyTorch's gradient is 0, and w is all zeros then."""
+    loss is nan (0/0) but PyTorch's gradient is 0, and w is all zeros then. For tensors and
+    arrays alike."""
     total = w.sum()
-    return total + (total == 0).to(total.dtype)
+    return total + (total == 0)
 
 
 def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
@@ -515,9 +516,7 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     elif reduction == "sum":
         scale = wt * g
     else:
-        total = wt.sum()
-        # every target ignored: the loss is nan (0/0) but, as in PyTorch, the gradient is 0
-        scale = wt * (g / total) if total != 0 else xp.zeros_like(wt)
+        scale = wt * (g / _nonzero_total(wt))
     scale = scale.astype(probs.dtype, copy=False)
     gx = rows * scale[:, None]
     gx[xp.arange(rows.shape[0]), safe] -= scale
