@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
+from . import nn_winograd as winograd
 from ._registry import Op
 
 
@@ -250,6 +251,8 @@ def _conv_rows(xp, x, wm, ksize, stride, padding, dilation, groups):
 
 
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
+        return winograd.conv2d(xp, x, w, b, padding)
     if _planar(x.shape[-1], w.shape[2:], stride, groups):
         y = _planar_conv(xp, x, w, stride, padding, dilation)
         if b is not None:
@@ -314,6 +317,8 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
     backward of a 3x3 64->64 conv of (32, 64, 32, 32). With channels-last columns (short
     rows) it gained nothing measurable, so only planar columns take this path.
     """
+    if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, 1, x.dtype):
+        return winograd.backward(xp, g, x, w, padding)
     ksize = w.shape[2:]
     nd = len(ksize)
     o, c = w.shape[:2]
@@ -365,6 +370,8 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
     ksize = w.shape[2:]
     cg = w.shape[1]
     c = cg * groups
+    if winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype):
+        return winograd.input_grad(xp, g, w, padding)
     if _adjoint_is_conv(ksize, stride, padding, dilation):
         # stride 1: the adjoint is itself a convolution of g with the flipped, transposed
         # kernel (one gather and one GEMM instead of a GEMM and one scatter per tap)
@@ -395,6 +402,8 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
 
 def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
+    if winograd.eligible(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype):
+        return winograd.weight_grad(xp, x, g, padding)
     if _planar(x.shape[-1], weight_shape[2:], stride, groups):
         o = weight_shape[0]
         gw = None
@@ -435,8 +444,11 @@ def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     need_x, need_w, need_b = needs_input_grad
     ksize = tuple(w.shape[2:])
-    if need_x and need_w and not is_grad_enabled() and _planar(g.shape[-1], ksize, stride, groups) \
-            and _adjoint_is_conv(ksize, stride, padding, dilation):
+    shared = winograd.eligible(_dispatch.xp_of(x._data), x.shape, w.shape, stride, padding,
+                               dilation, groups, x._data.dtype) or (
+        _planar(g.shape[-1], ksize, stride, groups)
+        and _adjoint_is_conv(ksize, stride, padding, dilation))
+    if need_x and need_w and not is_grad_enabled() and shared:
         # both adjoints from one gather (NOTE [ Shared gradient columns ]); under
         # create_graph the two separate ops keep double backward
         gx, gw = _dispatch.apply(conv_backward_op, (g, x, w), dict(

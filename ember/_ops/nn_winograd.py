@@ -1,0 +1,233 @@
+"""Winograd's minimal filtering F(2x2, 3x3) for stride-1 3x3 convolutions.
+
+NOTE [ Winograd convolution ]
+A 3x3 convolution's output, taken in 2x2 tiles, is linear in each 4x4 input tile (the
+tiles overlap by 2). In one dimension, two outputs of a 3-tap filter over four inputs d are
+
+    y = A^T [ (G w) * (B^T d) ]      B^T d = (d0 - d2, d1 + d2, d2 - d1, d1 - d3)
+                                     G w   = (w0, (w0 + w1 + w2)/2, (w0 - w1 + w2)/2, w2)
+                                     A^T m = (m0 + m1 + m2, m1 - m2 - m3)
+
+(Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016). In two
+dimensions each of the 16 transformed positions xi is an independent channel mixing, so a
+whole convolution is 16 GEMMs ``M[xi] = V[xi] @ U[xi]`` of (tiles, C) by (C, O): 16
+multiplications per tile and channel pair where the direct form takes 36. The transforms
+are additions (and halvings of the weights), so the rounding error is that of the direct
+form; they are memory passes, cheap beside the GEMMs when channels are many and planes
+small, which is where gathered columns do worst (NOTE [ Planar columns ]).
+
+The adjoints are Winograd convolutions too:
+- in x, the adjoint is the convolution of g with the flipped, transposed kernel, whose
+  transform is U's with the positions' order reversed (flipping the taps reverses G's
+  columns, which is G with rows 0 and 3 swapped) -- no second weight transform;
+- in w, the gradient of U[xi] is ``V[xi]^T @ dM[xi]`` with ``dM = A g B'`` the adjoint of
+  the output transform of each 2x2 tile of g, and ``dw = G^T dU G``.
+
+Layout: the padded input is held channels last with rows and columns split by parity
+(padded position 2i + e stored at [e, i]), so each of a tile's four row (column) offsets
+is a run of whole contiguous blocks and every transform pass is a long vectorised
+add over contiguous memory. Batches are taken in chunks whose transformed tiles stay in
+cache between the transform and the GEMMs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_G = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
+# (16, 9): the 2-D weight transform G w G^T on flattened taps (position 4a + b, tap 3k + l)
+_WEIGHT_TRANSFORM = np.kron(_G, _G)
+# position 4a + b of the flipped kernel's transform is position 4P(a) + P(b) of the
+# kernel's, P swapping 0 and 3
+_P = (3, 1, 2, 0)
+_FLIPPED = tuple(4 * _P[a] + _P[b] for a in range(4) for b in range(4))
+
+# a batch chunk's transformed tiles stay under _TILE_BYTES (in the cache that the GEMMs
+# read them from), unless that leaves fewer than _MIN_TILES rows per GEMM (below which
+# OpenBLAS runs at two thirds of its speed)
+_TILE_BYTES = 2 * 2**20
+_MIN_TILES = 128
+
+
+def eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+    """Whether a convolution takes the Winograd path: NumPy arrays (CuPy keeps gathered
+    columns until measured on a GPU), 2-D, 3x3, stride 1,
+    undilated, ungrouped, padding at most 2 (so that the input adjoint is a convolution
+    too), float32/float64, and many channels over small planes (NOTE [ Winograd
+    convolution ])."""
+    if xp is not np or len(w_shape) != 4 or tuple(w_shape[2:]) != (3, 3) or groups != 1:
+        return False
+    if any(p > 2 for p in padding):
+        return False
+    if tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
+        return False
+    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        return False
+    ho, wo, _, _ = _tiles(x_shape, padding)
+    if ho < 1 or wo < 1 or x_shape[0] == 0:
+        return False
+    return _winograd_pays(x_shape[1], w_shape[0], x_shape[-1])
+
+
+def _winograd_pays(c, o, row):
+    """Measured on ResNet-sized layers (batch 8-32, forward and both adjoints, against
+    gathered columns): F(2x2, 3x3) wins from 64 channels on planes up to 24 wide (by 25-45%
+    on ResNet-18's 16x16 to 4x4 stages) and from 256 on 32-wide ones; with fewer channels
+    or wider planes the transforms' memory passes cost more than the GEMM work saved."""
+    k = min(c, o)
+    return k >= 64 and (row <= 24 or k >= 256)
+
+
+def _tiles(x_shape, padding):
+    """Output size (Ho, Wo) and tile counts (Th, Tw) of x padded by ``padding``."""
+    ho, wo = (x_shape[2 + i] + 2 * padding[i] - 2 for i in range(2))
+    return ho, wo, (ho + 1) // 2, (wo + 1) // 2
+
+
+
+def _chunks(n, per_sample, tiles):
+    step = max(1, _TILE_BYTES // max(per_sample, 1), -(-_MIN_TILES // tiles))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def weight_tiles(xp, w):
+    """U (16, O, C): G w G^T of each (O, C) kernel, position-major."""
+    o, c = w.shape[:2]
+    kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=w.dtype)
+    return xp.matmul(kw, w.reshape(o * c, 9).T).reshape(16, o, c)
+
+
+def _parity_split(xp, a, pad, rows, cols):
+    """(N, C, H, W) -> (N, 2, rows, 2, cols, C): zero-padded by ``pad``, channels last,
+    padded position 2i + e at [e, i]."""
+    n, c, h, w = a.shape
+    out = xp.zeros((n, 2, rows, 2, cols, c), a.dtype)
+    for eh in (0, 1):
+        r0 = (eh - pad[0]) % 2
+        for ew in (0, 1):
+            c0 = (ew - pad[1]) % 2
+            src = a[:, :, r0::2, c0::2]
+            i0, j0 = (r0 + pad[0]) // 2, (c0 + pad[1]) // 2
+            out[:, eh, i0:i0 + src.shape[2], ew, j0:j0 + src.shape[3]] = \
+                src.transpose(0, 2, 3, 1)
+    return out
+
+
+def input_tiles(xp, x, pad, th, tw):
+    """V (16, N*Th*Tw, C): B^T d B of every 4x4 tile (stride 2) of x padded by ``pad``."""
+    n, c = x.shape[:2]
+    xs = _parity_split(xp, x, pad, th + 1, tw + 1)
+    # rows: tile row ty at offset k reads padded row 2ty + k, i.e. [k % 2, ty + k // 2]
+    r = [xs[:, k % 2, k // 2:k // 2 + th] for k in range(4)]  # (N, Th, 2, Tw+1, C)
+    t = xp.empty((4, n, th, 2, tw + 1, c), x.dtype)
+    xp.subtract(r[0], r[2], out=t[0])
+    xp.add(r[1], r[2], out=t[1])
+    xp.subtract(r[2], r[1], out=t[2])
+    xp.subtract(r[1], r[3], out=t[3])
+    v = xp.empty((16, n, th, tw, c), x.dtype)
+    for k in range(4):
+        cl = [t[k][:, :, l % 2, l // 2:l // 2 + tw] for l in range(4)]  # (N, Th, Tw, C)
+        xp.subtract(cl[0], cl[2], out=v[4 * k])
+        xp.add(cl[1], cl[2], out=v[4 * k + 1])
+        xp.subtract(cl[2], cl[1], out=v[4 * k + 2])
+        xp.subtract(cl[1], cl[3], out=v[4 * k + 3])
+    return v.reshape(16, n * th * tw, c)
+
+
+def output_tiles(xp, m, n, th, tw, ho, wo):
+    """A^T M A of every tile: M (16, N*Th*Tw, O) -> channels-last output (N, Ho, Wo, O)."""
+    o = m.shape[-1]
+    m = m.reshape(4, 4, n, th, tw, o)
+    s = xp.empty((2, 4, n, th, tw, o), m.dtype)
+    xp.add(m[0], m[1], out=s[0])
+    s[0] += m[2]
+    xp.subtract(m[1], m[2], out=s[1])
+    s[1] -= m[3]
+    y = xp.empty((n, th, 2, tw, 2, o), m.dtype)
+    for r in range(2):
+        y0, y1 = y[:, :, r, :, 0], y[:, :, r, :, 1]
+        xp.add(s[r, 0], s[r, 1], out=y0)
+        y0 += s[r, 2]
+        xp.subtract(s[r, 1], s[r, 2], out=y1)
+        y1 -= s[r, 3]
+    return y.reshape(n, 2 * th, 2 * tw, o)[:, :ho, :wo]
+
+
+def output_tiles_adjoint(xp, g, th, tw):
+    """dM (16, N*Th*Tw, O) = A dY A^T of every 2x2 tile of g (N, O, Ho, Wo): the adjoint of
+    ``output_tiles``."""
+    n, o = g.shape[:2]
+    gs = _parity_split(xp, g, (0, 0), th, tw)  # (N, 2, Th, 2, Tw, O)
+    # rows: (dy0, dy0 + dy1, dy0 - dy1, -dy1)
+    t = xp.empty((4, n, th, 2, tw, o), g.dtype)
+    t[0] = gs[:, 0]
+    xp.add(gs[:, 0], gs[:, 1], out=t[1])
+    xp.subtract(gs[:, 0], gs[:, 1], out=t[2])
+    xp.negative(gs[:, 1], out=t[3])
+    dm = xp.empty((16, n, th, tw, o), g.dtype)
+    for k in range(4):
+        c0, c1 = t[k][:, :, 0], t[k][:, :, 1]
+        dm[4 * k] = c0
+        xp.add(c0, c1, out=dm[4 * k + 1])
+        xp.subtract(c0, c1, out=dm[4 * k + 2])
+        xp.negative(c1, out=dm[4 * k + 3])
+    return dm.reshape(16, n * th * tw, o)
+
+
+def _products(xp, v, u, out, flipped=False):
+    """out[xi] = v[xi] @ u[xi]^T (or v[xi] @ u[flip xi] for the input adjoint)."""
+    for i in range(16):
+        xp.matmul(v[i], u[_FLIPPED[i]] if flipped else u[i].T, out=out[i])
+    return out
+
+
+def _convolve(xp, x, u, pad, flipped=False):
+    """The Winograd convolution of x with transformed weights u, (N, O, Ho, Wo)."""
+    n, c = x.shape[:2]
+    o = u.shape[2] if flipped else u.shape[1]
+    ho, wo, th, tw = _tiles(x.shape, pad)
+    y = xp.empty((n, o, ho, wo), x.dtype)
+    for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
+        k = len(range(*sl.indices(n)))
+        v = input_tiles(xp, x[sl], pad, th, tw)
+        m = _products(xp, v, u, xp.empty((16, v.shape[1], o), x.dtype), flipped)
+        y[sl] = xp.moveaxis(output_tiles(xp, m, k, th, tw, ho, wo), -1, 1)
+    return y
+
+
+def conv2d(xp, x, w, b, padding):
+    """Forward: x (N, C, H, W), w (O, C, 3, 3), b (O,) or None."""
+    y = _convolve(xp, x, weight_tiles(xp, w), padding)
+    if b is not None:
+        y += b.reshape(-1, 1, 1)
+    return y
+
+
+def input_grad(xp, g, w, padding, u=None):
+    """Adjoint in x: g convolved with the flipped, transposed kernel (padding 2 - p)."""
+    u = weight_tiles(xp, w) if u is None else u
+    return _convolve(xp, g, u, tuple(2 - p for p in padding), flipped=True)
+
+
+def weight_grad(xp, x, g, padding):
+    """Adjoint in w: G^T (sum over tiles of V^T dM) G, (O, C, 3, 3)."""
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    _, _, th, tw = _tiles(x.shape, padding)
+    du = xp.zeros((16, o, c), x.dtype)
+    part = xp.empty((o, c), x.dtype)
+    for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
+        v = input_tiles(xp, x[sl], padding, th, tw)
+        dm = output_tiles_adjoint(xp, g[sl], th, tw)
+        for i in range(16):
+            xp.matmul(dm[i].T, v[i], out=part)
+            du[i] += part
+    kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=x.dtype)
+    return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
+
+
+def backward(xp, g, x, w, padding):
+    """Both adjoints, sharing the weight transform."""
+    return input_grad(xp, g, w, padding, weight_tiles(xp, w)), weight_grad(xp, x, g, padding)
+
+
