@@ -27,6 +27,7 @@ import numpy as np
 from .. import _dispatch
 from .._core.tensor import Tensor
 from . import nn_winograd as winograd
+from .channels_last import channels_last, copy_channels_last
 from ._registry import Op
 
 
@@ -63,7 +64,7 @@ def _to_channels_last_padded(xp, x, padding):
     out = xp.zeros(shape, dtype=x.dtype) if any(padding) else xp.empty(shape, dtype=x.dtype)
     inner = (slice(None),) + tuple(slice(p, p + x.shape[2 + i]) for i, p in
                                    enumerate(padding)) + (slice(None),)
-    out[inner] = xp.moveaxis(x, 1, -1)
+    copy_channels_last(xp, out[inner], x)
     return out
 
 
@@ -112,9 +113,9 @@ def _weight_matrix(w, groups):
 def _grad_rows(xp, g, groups):
     """(N, O, *out) -> (G, N*prod(out), O/G) channels-last rows of the output gradient."""
     n, o = g.shape[:2]
-    gl = xp.moveaxis(g, 1, -1)  # (N, *out, O)
     if groups == 1:
-        return xp.ascontiguousarray(gl).reshape(1, -1, o)
+        return channels_last(xp, g).reshape(1, -1, o)
+    gl = xp.moveaxis(g, 1, -1)  # (N, *out, O)
     gl = gl.reshape(gl.shape[:-1] + (groups, o // groups))
     nd = g.ndim - 2
     perm = (1 + nd,) + tuple(range(1 + nd)) + (2 + nd,)

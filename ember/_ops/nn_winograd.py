@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .channels_last import copy_channels_last
+
 _G = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
 # (16, 9): the 2-D weight transform G w G^T on flattened taps (position 4a + b, tap 3k + l)
 _WEIGHT_TRANSFORM = np.kron(_G, _G)
@@ -46,7 +48,7 @@ _FLIPPED = tuple(4 * _P[a] + _P[b] for a in range(4) for b in range(4))
 # read them from), unless that leaves fewer than _MIN_TILES rows per GEMM (below which
 # OpenBLAS runs at two thirds of its speed)
 _TILE_BYTES = 2 * 2**20
-_MIN_TILES = 128
+_MIN_TILES = 512
 
 
 def eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
@@ -108,23 +110,23 @@ def _parity_split(xp, a, pad, rows, cols):
             c0 = (ew - pad[1]) % 2
             src = a[:, :, r0::2, c0::2]
             i0, j0 = (r0 + pad[0]) // 2, (c0 + pad[1]) // 2
-            out[:, eh, i0:i0 + src.shape[2], ew, j0:j0 + src.shape[3]] = \
-                src.transpose(0, 2, 3, 1)
+            copy_channels_last(xp, out[:, eh, i0:i0 + src.shape[2], ew, j0:j0 + src.shape[3]],
+                               src)
     return out
 
 
-def input_tiles(xp, x, pad, th, tw):
-    """V (16, N*Th*Tw, C): B^T d B of every 4x4 tile (stride 2) of x padded by ``pad``."""
-    n, c = x.shape[:2]
-    xs = _parity_split(xp, x, pad, th + 1, tw + 1)
+def input_tiles(xp, xs, th, tw):
+    """V (16, N*Th*Tw, C): B^T d B of every 4x4 tile (stride 2) of an input split by
+    ``_parity_split`` into (N, 2, Th+1, 2, Tw+1, C)."""
+    n, c = xs.shape[0], xs.shape[-1]
     # rows: tile row ty at offset k reads padded row 2ty + k, i.e. [k % 2, ty + k // 2]
     r = [xs[:, k % 2, k // 2:k // 2 + th] for k in range(4)]  # (N, Th, 2, Tw+1, C)
-    t = xp.empty((4, n, th, 2, tw + 1, c), x.dtype)
+    t = xp.empty((4, n, th, 2, tw + 1, c), xs.dtype)
     xp.subtract(r[0], r[2], out=t[0])
     xp.add(r[1], r[2], out=t[1])
     xp.subtract(r[2], r[1], out=t[2])
     xp.subtract(r[1], r[3], out=t[3])
-    v = xp.empty((16, n, th, tw, c), x.dtype)
+    v = xp.empty((16, n, th, tw, c), xs.dtype)
     for k in range(4):
         cl = [t[k][:, :, l % 2, l // 2:l // 2 + tw] for l in range(4)]  # (N, Th, Tw, C)
         xp.subtract(cl[0], cl[2], out=v[4 * k])
@@ -153,18 +155,17 @@ def output_tiles(xp, m, n, th, tw, ho, wo):
     return y.reshape(n, 2 * th, 2 * tw, o)[:, :ho, :wo]
 
 
-def output_tiles_adjoint(xp, g, th, tw):
-    """dM (16, N*Th*Tw, O) = A dY A^T of every 2x2 tile of g (N, O, Ho, Wo): the adjoint of
-    ``output_tiles``."""
-    n, o = g.shape[:2]
-    gs = _parity_split(xp, g, (0, 0), th, tw)  # (N, 2, Th, 2, Tw, O)
+def output_tiles_adjoint(xp, gs, th, tw):
+    """dM (16, N*Th*Tw, O) = A dY A^T of every 2x2 tile of g, split by ``_parity_split``
+    into (N, 2, Th, 2, Tw, O): the adjoint of ``output_tiles``."""
+    n, o = gs.shape[0], gs.shape[-1]
     # rows: (dy0, dy0 + dy1, dy0 - dy1, -dy1)
-    t = xp.empty((4, n, th, 2, tw, o), g.dtype)
+    t = xp.empty((4, n, th, 2, tw, o), gs.dtype)
     t[0] = gs[:, 0]
     xp.add(gs[:, 0], gs[:, 1], out=t[1])
     xp.subtract(gs[:, 0], gs[:, 1], out=t[2])
     xp.negative(gs[:, 1], out=t[3])
-    dm = xp.empty((16, n, th, tw, o), g.dtype)
+    dm = xp.empty((16, n, th, tw, o), gs.dtype)
     for k in range(4):
         c0, c1 = t[k][:, :, 0], t[k][:, :, 1]
         dm[4 * k] = c0
@@ -187,9 +188,10 @@ def _convolve(xp, x, u, pad, flipped=False):
     o = u.shape[2] if flipped else u.shape[1]
     ho, wo, th, tw = _tiles(x.shape, pad)
     y = xp.empty((n, o, ho, wo), x.dtype)
+    xs = _parity_split(xp, x, pad, th + 1, tw + 1)
     for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
         k = len(range(*sl.indices(n)))
-        v = input_tiles(xp, x[sl], pad, th, tw)
+        v = input_tiles(xp, xs[sl], th, tw)
         m = _products(xp, v, u, xp.empty((16, v.shape[1], o), x.dtype), flipped)
         y[sl] = xp.moveaxis(output_tiles(xp, m, k, th, tw, ho, wo), -1, 1)
     return y
@@ -216,9 +218,11 @@ def weight_grad(xp, x, g, padding):
     _, _, th, tw = _tiles(x.shape, padding)
     du = xp.zeros((16, o, c), x.dtype)
     part = xp.empty((o, c), x.dtype)
+    xs = _parity_split(xp, x, padding, th + 1, tw + 1)
+    gs = _parity_split(xp, g, (0, 0), th, tw)
     for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
-        v = input_tiles(xp, x[sl], padding, th, tw)
-        dm = output_tiles_adjoint(xp, g[sl], th, tw)
+        v = input_tiles(xp, xs[sl], th, tw)
+        dm = output_tiles_adjoint(xp, gs[sl], th, tw)
         for i in range(16):
             xp.matmul(dm[i].T, v[i], out=part)
             du[i] += part
