@@ -15,12 +15,33 @@ from ._registry import Op
 from .linalg import channel_sums, col_sums, row_sums
 
 
+# NOTE [ Per-channel factors ]
+# A product of an (N, C, *S) array with a (1, C, 1, ...) factor runs NumPy's inner loop over
+# one plane at a time, S values, and on small planes the loop overhead dominates: at 4x4 the
+# broadcast product takes 5x as long as a same-shape one. Up to _SPREAD_PLANE values a plane,
+# batch norm takes x as (N, C*S) rows and spreads each factor to one value per element of a
+# sample, (C*S,): the inner loop then spans a whole sample. Measured on (32, C, H, W) float32:
+# 0.48 -> 0.29 ms at 32x32, 0.16 -> 0.07 at 8x8, 0.13 -> 0.04 at 4x4.
+_SPREAD_PLANE = 4096
+
+
+def _channel_rows(xp, x):
+    """x as rows for per-channel arithmetic, and the function that shapes a (1, C, 1, ...)
+    factor to match them (NOTE [ Per-channel factors ])."""
+    plane = math.prod(x.shape[2:])
+    if x.ndim < 3 or plane > _SPREAD_PLANE:
+        return x, lambda k: k
+    return x.reshape(x.shape[0], -1), lambda k: xp.repeat(k.reshape(-1), plane)
+
+
 def _moments(xp, x, axes):
     """Mean and biased variance over ``axes`` (kept), from the centred values; the sums over
     batch norm's and layer norm's axes go through BLAS (NOTE [ Sums through BLAS ])."""
+    rows, spread = x, None
     if axes == (0,) + tuple(range(2, x.ndim)):
         def total(a):
             return channel_sums(xp, a)
+        rows, spread = _channel_rows(xp, x)
     elif axes == tuple(range(x.ndim - len(axes), x.ndim)):
         def total(a):
             return row_sums(xp, a, len(axes))
@@ -29,9 +50,9 @@ def _moments(xp, x, axes):
             return a.sum(axis=axes, keepdims=True)
     n = math.prod(x.shape[i] for i in axes)
     mean = total(x) / n
-    d = x - mean
+    d = rows - (mean if spread is None else spread(mean))
     xp.multiply(d, d, out=d)  # squared in place: one buffer, not two
-    return mean, total(d) / n
+    return mean, total(d.reshape(x.shape)) / n
 
 
 # ------------------------------------------------------------------------------------------------
@@ -159,9 +180,11 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     c = -m * a
     if b is not None:
         c = c + b.reshape(shape)
-    y = x * a.astype(x.dtype, copy=False)
-    y += c.astype(x.dtype, copy=False)
-    return y.astype(dt, copy=False), m.reshape(-1).astype(dt), rstd.reshape(-1).astype(dt)
+    rows, spread = _channel_rows(xp, x)
+    y = rows * spread(a.astype(x.dtype, copy=False))
+    y += spread(c.astype(x.dtype, copy=False))
+    return y.reshape(x.shape).astype(dt, copy=False), m.reshape(-1).astype(dt), \
+        rstd.reshape(-1).astype(dt)
 
 
 def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
@@ -174,21 +197,23 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
         g, x = g.astype(xp.float32), x.astype(xp.float32)
     m, rstd = m.reshape(shape), rstd.reshape(shape)
     sum_g = channel_sums(xp, g)
-    xc = x - m
-    t = g * xc
-    sum_gxc = channel_sums(xp, t)
+    rows, spread = _channel_rows(xp, x)
+    g_rows = _channel_rows(xp, g)[0]
+    xc = rows - spread(m)
+    t = g_rows * xc
+    sum_gxc = channel_sums(xp, t.reshape(x.shape))
     del t
     ws = 1.0 if w is None else w.reshape(shape)
     # gx = ws * rstd * (g - sum_g / n - xhat * sum(g * xhat) / n), xhat = xc * rstd
     k_g = ws * rstd
     k_x = -k_g * rstd * rstd * sum_gxc / n
     k_c = -k_g * sum_g / n
-    xc *= k_x
-    gx = g * k_g
+    xc *= spread(k_x)
+    gx = g_rows * spread(k_g)
     gx += xc
-    gx += k_c
+    gx += spread(k_c)
     gw = None if w is None else (sum_gxc * rstd).reshape(-1).astype(dt, copy=False)
-    return gx.astype(dt, copy=False), gw, sum_g.reshape(-1).astype(dt, copy=False)
+    return gx.reshape(x.shape).astype(dt, copy=False), gw, sum_g.reshape(-1).astype(dt, copy=False)
 
 
 def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):

@@ -317,10 +317,12 @@ def test_batch_norm_training_gradients_match_torch_with_offset_inputs(dtype):
         np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("shape", [(0, 3, 4, 4), (2, 3, 0, 4), (0, 3), (16, 3, 9, 7)])
+@pytest.mark.parametrize("shape", [(0, 3, 4, 4), (2, 3, 0, 4), (0, 3), (16, 3, 9, 7),
+                                   (2, 3, 65, 64)])
 def test_batch_norm_empty_and_float32_batches_match_torch(shape):
     # empty batches give empty results and leave the running statistics alone; float32
-    # statistics come from per-channel GEMVs (_channel_sums)
+    # statistics come from per-channel GEMVs (_channel_sums); planes up to 4096 values take
+    # spread per-channel factors, larger ones broadcast ones (NOTE [ Per-channel factors ])
     import torch
 
     rng = np.random.default_rng(1)
