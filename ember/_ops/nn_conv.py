@@ -13,7 +13,9 @@ CNN needs no extra code. ``conv_transpose`` is ``conv_input_grad`` under another
 
 Kernels gather input windows into channels-last columns (NOTE [ Channels-last columns ])
 so the arithmetic is one GEMM per group; the adjoint in ``x`` scatters the columns back
-with one add per kernel tap.
+with one add per kernel tap. Stride-1 3x3 convolutions with many channels on small planes
+take Winograd's F(2x2, 3x3) instead, for all three ops (NOTE [ Winograd convolution ] in
+``nn_winograd.py``).
 """
 
 from __future__ import annotations
