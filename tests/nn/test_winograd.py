@@ -8,6 +8,7 @@ import ember
 from ember import nn
 from ember._ops import nn_conv, nn_winograd
 from tests.conftest import HAS_TORCH
+from tests.nn._compare import compare, copy_weights
 
 
 @pytest.fixture
@@ -41,24 +42,12 @@ def _direct(monkeypatch):
 def test_resnet_sized_conv_takes_winograd_and_matches_torch(calls, padding, spatial):
     import torch
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((3, 64) + spatial).astype(np.float32)
-    g_shape = (3, 64) + tuple(s + 2 * padding - 2 for s in spatial)
-    g = rng.standard_normal(g_shape).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((3, 64) + spatial).astype(np.float32)
     conv_e = nn.Conv2d(64, 64, 3, padding=padding)
     conv_t = torch.nn.Conv2d(64, 64, 3, padding=padding)
-    with torch.no_grad():
-        conv_t.weight.copy_(torch.from_numpy(conv_e.weight.detach().numpy()))
-        conv_t.bias.copy_(torch.from_numpy(conv_e.bias.detach().numpy()))
-    ex = ember.from_numpy(x.copy()).requires_grad_()
-    tx = torch.from_numpy(x.copy()).requires_grad_()
-    ey, ty = conv_e(ex), conv_t(tx)
-    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
-    ey.backward(ember.from_numpy(g))
-    ty.backward(torch.from_numpy(g))
-    for e, t in ((ex.grad, tx.grad), (conv_e.weight.grad, conv_t.weight.grad),
-                 (conv_e.bias.grad, conv_t.bias.grad)):
-        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-4, atol=1e-4)
+    copy_weights(conv_e, conv_t)
+    compare(conv_e, conv_t, [ember.from_numpy(x)], ember_params=list(conv_e.parameters()),
+            torch_params=list(conv_t.parameters()), rtol=1e-4, atol=1e-5)
     # one forward, and both adjoints from one backward kernel
     assert calls["conv2d"] == 1 and calls["backward"] == 1
 
