@@ -9,13 +9,14 @@ with PyTorch's signatures.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
 from .linalg import gemm, row_sums
@@ -776,5 +777,44 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             norms = sel.norm(p=norm_type, dim=1, keepdim=True)
             scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
             weight[rows] = sel * scale
-    return _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
-                                                           "num_weights": num})
+    out = _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
+                                                          "num_weights": num})
+    global _last_lookup
+    _last_lookup = (weakref.ref(out, _forget_lookup), weakref.ref(weight), weight._version,
+                    weight._data, input._data)
+    return out
+
+
+# NOTE [ Lookups a layer can fold ]
+# A layer that starts with a GEMM on its input, like the LSTM's input projection, can take an
+# embedding's output as rows of the table: (table @ W.T)[indices] equals table[indices] @ W.T
+# with a GEMM over the vocabulary instead of over every token, and the weight gradient
+# d.T @ table[indices] equals (S @ d).T @ table, where S @ d sums the rows of d by index --
+# what the embedding's own backward computes. A character-level LSTM language model has a
+# vocabulary of about a hundred against thousands of tokens a batch, so both GEMMs almost
+# vanish. ``embedding`` remembers its latest output for this, and ``lookup_source`` hands
+# the table and indices back only while that output and the table are unchanged since the
+# lookup (same version counters), so the values the layer uses are the ones it was given.
+# The output's own autograd history is untouched: the layer still returns a gradient for
+# it, so hooks, retain_grad and autograd.grad on it see what they would without the fold.
+_last_lookup = None
+
+
+def _forget_lookup(ref):
+    global _last_lookup
+    if _last_lookup is not None and _last_lookup[0] is ref:
+        _last_lookup = None
+
+
+def lookup_source(t):
+    """(table, indices) as tensors outside autograd when ``t`` is the unchanged output of the
+    latest ``embedding`` call on a table that is also unchanged, else None (NOTE [ Lookups a
+    layer can fold ])."""
+    entry = _last_lookup
+    if entry is None or entry[0]() is not t or t._version != 0:
+        return None
+    ref, weight_ref, version, table, indices = entry
+    weight = weight_ref()
+    if weight is None or weight._version != version or weight._data is not table:
+        return None
+    return wrap(table), wrap(indices)

@@ -144,19 +144,27 @@ def _gate_scale(xp, hs, dt):
     return s
 
 
-def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
-    """x (T, B, I); w_ih (4H, I); b (4H,) both biases summed, or None; h0 (B, P); c0 (B, H).
-    Returns out (T, B, P), h_n, c_n and, for backward, the gate activations (T, B, 4H), cell
-    states (T+1, B, H), tanh(c) (T, B, H), unprojected outputs (T, B, H), the state each
-    step read, h_{t-1} (T, B, P), and x as rows (T*B, I)."""
+def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, reverse):
+    """x (T, B, I); w_ih (4H, I); b (4H,) both biases summed, or None; h0 (B, P); c0 (B, H);
+    ``table`` (V, I) and ``indices`` (T, B) when x is table[indices], else None (NOTE
+    [ Lookups a layer can fold ] in nn_ops.py). Returns out (T, B, P), h_n, c_n and, for
+    backward, the gate activations (T, B, 4H), cell states (T+1, B, H), tanh(c) (T, B, H),
+    unprojected outputs (T, B, H), the state each step read, h_{t-1} (T, B, P), and x as
+    rows (T*B, I), or None when the table stands in for it."""
     steps, batch = x.shape[:2]
     hs, p = c0.shape[1], h0.shape[1]
     dt = x.dtype
     s = _gate_scale(xp, hs, dt)
-    # (T*B, I): a copy when x is a transposed batch_first input, saved so that backward
-    # does not make it again
-    xf = x.reshape(steps * batch, -1)
-    acts = xp.matmul(xf, (w_ih * s[:, None]).T).reshape(steps, batch, 4 * hs)
+    w_in = (w_ih * s[:, None]).T
+    if table is None:
+        # (T*B, I): a copy when x is a transposed batch_first input, saved so that backward
+        # does not make it again
+        xf = x.reshape(steps * batch, -1)
+        acts = xp.matmul(xf, w_in)
+    else:
+        xf = None
+        acts = xp.take(xp.matmul(table, w_in), indices.reshape(-1), axis=0)
+    acts = acts.reshape(steps, batch, 4 * hs)
     # the bias joins each step's recurrent product, in cache, rather than a pass over acts
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
     w_t = (w_hh * s[:, None]).T
@@ -199,9 +207,9 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse):
 
 
 def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, cs, tcs, raw,
-                                hprev, *, reverse, needs):
+                                hprev, table, indices, *, reverse, needs):
     """Backward of ``_lstm_layer_kernel`` from its saved arrays; ``x`` is the input as rows
-    (T*B, I)."""
+    (T*B, I), or None with ``table`` and ``indices`` given."""
     steps, batch, hs4 = acts.shape
     hs, p = hs4 // 4, hprev.shape[2]
     dt = acts.dtype
@@ -244,9 +252,19 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
         dc = xp.multiply(dct, f, out=dc)
         xp.matmul(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
-    need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs
+    need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     gx = (d2 @ w_ih).reshape(steps, batch, -1) if need_x else None
-    gw_ih = d2.T @ x if need_wih else None
+    if not need_wih:
+        gw_ih = None
+    elif table is None:
+        gw_ih = d2.T @ x
+    else:
+        # d2.T @ table[indices], with d2's rows summed by index first
+        from .nn_ops import _embedding_backward_kernel
+
+        sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
+                                          padding_idx=None)
+        gw_ih = sums.T @ table
     gb = col_sums(xp, d2) if need_b else None
     gw_hh = d2.T @ hprev.reshape(steps * batch, p) if need_whh else None
     gw_hr = (dhs.reshape(-1, p).T @ raw.reshape(-1, hs)
@@ -270,7 +288,7 @@ def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
     return stack(outs), h, c
 
 
-def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse, out,
+def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, reverse, out,
                     needs_input_grad):
     from .. import is_grad_enabled
 
@@ -288,11 +306,11 @@ def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, *, reverse, out,
                                  create_graph=True, allow_unused=True)
         by_id = {id(t): gi for t, gi in zip(wanted, grads_in)}
         return tuple(by_id.get(id(t)) if need else None
-                     for t, need in zip(inputs, needs_input_grad))
+                     for t, need in zip(inputs, needs_input_grad)) + (None, None)
     _, _, _, acts, cs, tcs, raw, hprev, xf = out
     return _dispatch.apply(lstm_layer_backward_op,
                            (grads[0], grads[1], grads[2], xf, w_ih, w_hh, w_hr,
-                            acts, cs, tcs, raw, hprev),
+                            acts, cs, tcs, raw, hprev, table, indices),
                            dict(reverse=reverse, needs=tuple(needs_input_grad)))
 
 
@@ -308,10 +326,12 @@ lstm_layer_op.node_name = "LstmBackward0"
 lstm_layer_backward_op = Op("lstm_layer_backward", _lstm_layer_backward_kernel)
 
 
-def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False):
+def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False, lookup=None):
     """One direction of one LSTM layer over an unpacked sequence x (T, B, I), input
     projection included (NOTE [ Fused LSTM layer ]); ``b`` is the sum of both biases or None.
-    Returns (outputs (T, B, P), h_n, c_n)."""
-    res = _dispatch.apply(lstm_layer_op, (x, w_ih, b, h0, c0, w_hh, w_hr),
+    ``lookup``, when given, is (table, indices) with x equal to table[indices] (NOTE
+    [ Lookups a layer can fold ] in nn_ops.py). Returns (outputs (T, B, P), h_n, c_n)."""
+    table, indices = (None, None) if lookup is None else lookup
+    res = _dispatch.apply(lstm_layer_op, (x, w_ih, b, h0, c0, w_hh, w_hr, table, indices),
                           dict(reverse=bool(reverse)))
     return res[0], res[1], res[2]

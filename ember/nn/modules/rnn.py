@@ -14,7 +14,7 @@ import numbers
 import warnings
 
 from ... import cat, empty, stack, zeros
-from ..._ops import nn_rnn
+from ..._ops import nn_ops, nn_rnn
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -122,9 +122,10 @@ class RNNBase(Module):
         return (get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"),
                 get("weight_hr"))
 
-    def _run_direction(self, x, h, c, layer, direction, batch_sizes):
+    def _run_direction(self, x, h, c, layer, direction, batch_sizes, lookup=None):
         """Run one direction of one layer over x (T, B, in) or packed rows; returns the
-        outputs (list of per-step tensors) and final (h, c)."""
+        outputs (list of per-step tensors) and final (h, c). ``lookup`` is (table, indices)
+        when x is an embedding's table[indices] (``_lookup``)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
         mode = self.mode
         if mode == "LSTM":
@@ -134,7 +135,7 @@ class RNNBase(Module):
             if batch_sizes is None:
                 # whole sequence in one fused op (NOTE [ Fused LSTM layer ])
                 return nn_rnn.lstm_layer(x, w_ih, bias, h, c, w_hh, w_hr,
-                                         reverse=bool(direction))
+                                         reverse=bool(direction), lookup=lookup)
             xw = F.linear(x, w_ih, bias)
         else:
             xw = F.linear(x, w_ih, b_ih)
@@ -208,7 +209,15 @@ class RNNBase(Module):
                 raise RuntimeError(
                     f"input.size(-1) must be equal to input_size. Expected "
                     f"{self.input_size}, got {x.shape[-1]}")
+        w_dtype = self.weight_ih_l0.dtype
+        if x.dtype != w_dtype and not (packed and self.mode == "LSTM"):
+            # (PyTorch's packed LSTM fails later, in the input projection's matmul, and so
+            # does ember's)
+            raise ValueError(
+                f"RNN input dtype ({x.dtype}) does not match weight dtype ({w_dtype}). "
+                f"Convert input: input.to({w_dtype}), or convert model: model.to({x.dtype})")
         h0, c0 = self._initial_state(hx, x, batch, dirs, real_h, batched, sorted_idx)
+        lookup = None if packed else self._lookup(input, x, batched)
         h_finals, c_finals = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -216,7 +225,8 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 o, h, c = self._run_direction(layer_input, h0[k], None if c0 is None else
-                                              c0[k], layer, d, batch_sizes)
+                                              c0[k], layer, d, batch_sizes,
+                                              lookup if layer == 0 else None)
                 outs.append(o if not isinstance(o, list) else (cat(o) if packed else stack(o)))
                 h_finals.append(h)
                 if c0 is not None:
@@ -242,6 +252,24 @@ class RNNBase(Module):
                 h_n = h_n.squeeze(1)
                 c_n = c_n.squeeze(1) if c_n is not None else None
         return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _lookup(self, input, x, batched):
+        """(table, indices (T, B)) when ``input`` is an embedding's unchanged output and the
+        vocabulary is at most half the tokens, so the fused LSTM layer projects the table
+        instead of every token (NOTE [ Lookups a layer can fold ] in ember/_ops/nn_ops.py)."""
+        if self.mode != "LSTM":
+            return None
+        found = nn_ops.lookup_source(input)
+        if found is None:
+            return None
+        table, indices = found
+        if 2 * table.shape[0] > x.shape[0] * x.shape[1]:
+            return None
+        if not batched:
+            indices = indices.unsqueeze(1)
+        elif self.batch_first:
+            indices = indices.transpose(0, 1)
+        return table, indices
 
     def _initial_state(self, hx, x, batch, dirs, real_h, batched, sorted_idx):
         n = self.num_layers * dirs
