@@ -131,6 +131,9 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 #   sigmoid gates (s (1 - s)) and k = 1 for the g block ((1 - g)(1 + g)); one product with
 #   the per-gate upstream factors finishes the gate gradients.
 #
+# When x is an embedding's output, the input projection and its weight gradient go through
+# the table instead of every token (NOTE [ Lookups a layer can fold ] in nn_ops.py).
+#
 # ``reverse`` runs the recurrence from the last step to the first (the backward direction of
 # a bidirectional layer) with outputs kept in time order. Under create_graph the formula
 # instead replays the layer with differentiable ops (``linear`` and the per-step op), so
