@@ -811,10 +811,12 @@ def lookup_source(t):
     latest ``embedding`` call on a table that is also unchanged, else None (NOTE [ Lookups a
     layer can fold ])."""
     entry = _last_lookup
-    if entry is None or entry[0]() is not t or t._version != 0:
+    # (inference tensors keep no version counter, so a write to one cannot be seen)
+    if entry is None or entry[0]() is not t or t._version != 0 or t.is_inference():
         return None
     ref, weight_ref, version, table, indices = entry
     weight = weight_ref()
-    if weight is None or weight._version != version or weight._data is not table:
+    if (weight is None or weight._version != version or weight._data is not table
+            or weight.is_inference()):
         return None
     return wrap(table), wrap(indices)
