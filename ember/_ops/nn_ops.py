@@ -780,8 +780,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     out = _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
                                                           "num_weights": num})
     global _last_lookup
-    _last_lookup = (weakref.ref(out, _forget_lookup), weakref.ref(weight), weight._version,
-                    weight._data, input._data)
+    _last_lookup = (weakref.ref(out, _forget_lookup), out._data, weakref.ref(weight),
+                    weight._version, weight._data, input._data)
     return out
 
 
@@ -811,10 +811,13 @@ def lookup_source(t):
     latest ``embedding`` call on a table that is also unchanged, else None (NOTE [ Lookups a
     layer can fold ])."""
     entry = _last_lookup
-    # (inference tensors keep no version counter, so a write to one cannot be seen)
-    if entry is None or entry[0]() is not t or t._version != 0 or t.is_inference():
+    if entry is None or entry[0]() is not t:
         return None
-    ref, weight_ref, version, table, indices = entry
+    _, values, weight_ref, version, table, indices = entry
+    # unchanged: not written in place (version), not given new data (``.data =``); an
+    # inference tensor keeps no version counter, so a write to one could not be seen
+    if t._version != 0 or t._data is not values or t.is_inference():
+        return None
     weight = weight_ref()
     if (weight is None or weight._version != version or weight._data is not table
             or weight.is_inference()):
