@@ -794,7 +794,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 # vocabulary of about a hundred against thousands of tokens a batch, so both GEMMs almost
 # vanish. ``embedding`` remembers its latest output for this, and ``lookup_source`` hands
 # the table and indices back only while that output and the table are unchanged since the
-# lookup (same version counters), so the values the layer uses are the ones it was given.
+# lookup (same version counters, same arrays, neither an inference tensor), so the values
+# the layer uses are the ones it was given.
 # The output's own autograd history is untouched: the layer still returns a gradient for
 # it, so hooks, retain_grad and autograd.grad on it see what they would without the fold.
 _last_lookup = None
