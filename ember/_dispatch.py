@@ -1,21 +1,60 @@
 """The dispatcher: from a declared op and its tensor inputs to a backend kernel and back.
 
-A call goes: public function (argument normalisation) -> ``apply`` -> [autograd records a
-Node when grad mode is on and an input requires grad] -> backend kernel -> wrap the result.
+A call goes: public function (argument normalisation) -> the door -> [the mode stack] ->
+[autograd records a Node when grad mode is on and an input requires grad] -> backend kernel
+-> wrap the result.
+
+NOTE [ Dispatch ]
+Every op call, in every form -- function, method, operator, in-place ``op_``, ``out=``,
+indexing get and set -- enters the dispatcher at one of a few entrances, one per op class:
+``apply`` (any declared op), ``elementwise``/``binary``/``unary`` (element-wise ops, which
+prepare promotion and scalars first), ``elementwise_inplace`` and ``inplace`` (the one
+in-place protocol), ``write_out`` (the one ``out=`` protocol), and the indexing entrances.
+Each entrance's first step is the same test::
+
+    if intercept and state.modes:
+        return through_modes(handle, args, kwargs)
+
+``intercept`` is a module global, True while any thread has a mode pushed; so with no
+mode anywhere the test costs one global read and the entrance goes on to its kernel (the
+hot path below). With modes on, ``through_modes`` -- the one door -- hands the call to the
+innermost mode of this thread as ``(handle, args, kwargs)``: ``handle`` is the op form's
+``OpOverload``, callable with those arguments, and calling it re-enters the same entrance
+with that mode popped, so the next mode down sees the call, and below the last mode the
+kernel runs. A mode that never calls ``handle`` replaces the op.
+
+The stack is thread-local and ordered by each mode's ``level`` (lower is consulted
+first), then by push order (the most recent first among equal levels):
+
+    tracing / dispatch modes (Python)  0    ``ember.utils._python_dispatch``
+    autocast                          10
+    vmap batching                     20
+    forward-mode AD                   30
+    profiler                          40
+    inference tensors                 50    ``ember.inference_mode`` marks results
+    backend selection                 -     the array type of the first input (below)
+
+Autograd is not a stack entry: it records after the kernel, where grad mode says so (NOTE
+[ Hot path ]), so a mode that calls its ``handle`` gets outputs with their grad_fn. A new
+transformation is a new ``Mode`` subclass pushed with ``push_mode``; no op declaration
+changes.
 
 NOTE [ Hot path ]
-The common case -- nothing requires grad -- must cost a kernel look-up, the kernel call and
-one Tensor construction. So: the kernel table is keyed by the *array type* of the first
-input (``numpy.ndarray`` -> the CPU kernel), grad mode is read only after some input turned
-out to require grad, and nothing here parses keywords or builds dicts on that path.
+The common case -- no mode, nothing requires grad -- must cost a kernel look-up, the kernel
+call and one Tensor construction. So: the kernel table is keyed by the *array type* of the
+first input (``numpy.ndarray`` -> the CPU kernel), grad mode is read only after some input
+turned out to require grad, and nothing here parses keywords or builds dicts on that path.
+An entrance may keep a specialisation for its commonest case (a same-dtype CPU add, a full
+CPU sum, a BLAS matmul, an int or slice index) as long as it stands after the mode test and
+runs only while the op's CPU kernel is the built-in one (``Op.builtin_cpu``).
 
-Autograd, forward-mode AD and the profiler are layers above the backends. They plug in by
-assigning the module-level hooks below (``record``, ``check_inplace``, ``commit_inplace``);
-the core knows nothing of them.
+Autograd plugs in by assigning the module-level hooks below (``record``, ``check_inplace``,
+``commit_inplace``); the core knows nothing of it.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -79,6 +118,8 @@ def xp_of(array):
 class _ThreadState(threading.local):
     grad_enabled = True
     inference_mode = False
+    #: the mode stack, consulted from the end (NOTE [ Dispatch ])
+    modes = ()
 
 
 state = _ThreadState()
@@ -98,6 +139,208 @@ def needs_grad(tensors) -> bool:
         if t is not None and t._rg:
             return state.grad_enabled
     return False
+
+
+# --------------------------------------------------------------------------------------------
+# the mode stack and the door (NOTE [ Dispatch ])
+
+#: True while any thread has a mode on its stack; the one test every entrance makes
+intercept = False
+_pushed = 0
+_push_lock = threading.Lock()
+
+
+class Mode:
+    """A layer of the mode stack: sees every op call while pushed on this thread.
+
+    Subclasses set ``level`` (NOTE [ Dispatch ]) and implement ``dispatch(handle, args,
+    kwargs)``, which usually calls ``handle(*args, **kwargs)`` -- the op with this mode and
+    those above it popped -- and may change the arguments or the result.
+    """
+
+    level = 0
+
+    def dispatch(self, handle, args, kwargs):
+        return handle(*args, **kwargs)
+
+
+def push_mode(mode: Mode) -> None:
+    """Put ``mode`` on this thread's stack, in its level's place."""
+    global intercept, _pushed
+    modes = state.modes
+    i = 0
+    # consulted from the end: higher levels first in the tuple, pushes within a level later
+    while i < len(modes) and modes[i].level >= mode.level:
+        i += 1
+    state.modes = modes[:i] + (mode,) + modes[i:]
+    with _push_lock:
+        _pushed += 1
+        intercept = True
+
+
+def pop_mode(mode: Mode) -> None:
+    """Take ``mode`` off this thread's stack (the latest push of it)."""
+    global intercept, _pushed
+    modes = state.modes
+    for i in range(len(modes) - 1, -1, -1):
+        if modes[i] is mode:
+            state.modes = modes[:i] + modes[i + 1:]
+            break
+    else:
+        raise RuntimeError(f"pop_mode: {mode!r} is not on this thread's mode stack")
+    with _push_lock:
+        _pushed -= 1
+        intercept = _pushed > 0
+
+
+def through_modes(handle, args, kwargs):
+    """The door: hand an op call to this thread's innermost mode, with that mode popped
+    while it runs (so the op it calls goes on to the next mode down)."""
+    modes = state.modes
+    mode = modes[-1]
+    state.modes = modes[:-1]
+    try:
+        return mode.dispatch(handle, args, kwargs)
+    finally:
+        state.modes = modes
+
+
+class OpOverloadPacket:
+    """All forms of one op name, as ``ember.ops.aten.<name>``; ``.default`` and ``.out``
+    are its overloads (PyTorch's ``OpOverloadPacket``)."""
+
+    def __init__(self, namespace, name, op=None):
+        self._ns = namespace
+        self.__name__ = name
+        self._qualified_op_name = f"{namespace}::{name}"
+        self.op = op
+        self._overloads = {}
+
+    def _add(self, overload):
+        self._overloads[overload._overloadname] = overload
+        setattr(self, overload._overloadname, overload)
+
+    def overloads(self):
+        """The names of this op's overloads."""
+        return list(self._overloads)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        # PyTorch splits ops into overloads by argument types (add.Tensor, add.Scalar,
+        # sum.dim_IntList); ember has one form per op, so those names are its default form
+        default = self._overloads.get("default")
+        if default is None:
+            raise AttributeError(f"'{self._qualified_op_name}' has no overload named '{name}'")
+        return default
+
+    def __call__(self, *args, **kwargs):
+        if kwargs.get("out") is not None and "out" in self._overloads:
+            return self._overloads["out"](*args, **kwargs)
+        return self._overloads["default"](*args, **kwargs)
+
+    def __repr__(self):
+        return f"<OpOverloadPacket(op='{self._ns}.{self.__name__}')>"
+
+    def __str__(self):
+        return f"{self._ns}.{self.__name__}"
+
+
+class OpOverload:
+    """One form of an op: what a dispatch mode receives as ``func`` (PyTorch's
+    ``OpOverload``). Calling it runs the op from the current point of the mode stack."""
+
+    __slots__ = ("overloadpacket", "_overloadname", "_run", "op", "is_inplace", "is_view",
+                 "__name__", "__qualname__", "__weakref__")
+
+    def __init__(self, packet, overload, run, op=None, is_inplace=False):
+        self.overloadpacket = packet
+        self._overloadname = overload
+        self._run = run
+        self.op = op
+        self.is_inplace = is_inplace
+        self.is_view = op is not None and getattr(op, "view_of", None) is not None
+        self.__name__ = f"{packet.__name__}.{overload}"
+        self.__qualname__ = self.__name__
+        packet._add(self)
+
+    @property
+    def namespace(self):
+        return self.overloadpacket._ns
+
+    def name(self):
+        """The qualified name, ``aten::add`` or ``aten::add.out``."""
+        base = self.overloadpacket._qualified_op_name
+        return base if self._overloadname == "default" else f"{base}.{self._overloadname}"
+
+    def __call__(self, *args, **kwargs):
+        return self._run(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<OpOverload(op='{self.namespace}.{self.overloadpacket.__name__}', " \
+               f"overload='{self._overloadname}')>"
+
+    def __str__(self):
+        return f"{self.namespace}.{self.__name__}"
+
+    def __hash__(self):
+        return id(self)
+
+
+#: namespace -> {name -> OpOverloadPacket}; "aten" holds ember's own ops
+packets: dict = {}
+
+
+def packet(namespace, name, op=None):
+    """The ``OpOverloadPacket`` for ``namespace::name``, made on first use."""
+    table = packets.setdefault(namespace, {})
+    p = table.get(name)
+    if p is None:
+        p = table[name] = OpOverloadPacket(namespace, name, op)
+    return p
+
+
+def overload(namespace, name, overload_name, run, op=None, is_inplace=False):
+    """The ``OpOverload`` ``namespace::name.overload_name`` running ``run``, made once."""
+    p = packet(namespace, name, op)
+    o = p._overloads.get(overload_name)
+    if o is None:
+        o = OpOverload(p, overload_name, run, op, is_inplace)
+    return o
+
+
+def entrance(name, *, inplace=False, overload_name="default"):
+    """Decorator: make ``fn``, an op implementation written in Python (an in-place form,
+    an indexing form), an entrance of the door under the name ``aten::<name>``: with a mode
+    on, the call goes through the modes first (NOTE [ Dispatch ]). The wrapped function's
+    ``handle`` is its OpOverload."""
+
+    def deco(fn):
+        def entry(*args, **kwargs):
+            if intercept and state.modes:
+                return through_modes(handle, args, kwargs)
+            return fn(*args, **kwargs)
+
+        functools.update_wrapper(entry, fn)
+        handle = overload("aten", name, overload_name, entry, is_inplace=inplace)
+        entry.handle = handle
+        return entry
+
+    return deco
+
+
+def _apply_handle(op, has_out):
+    h = op._handles[has_out] if op._handles is not None else None
+    if h is None:
+        if op._handles is None:
+            op._handles = [None, None]
+
+        def run(*inputs, out=None, **params):
+            return apply(op, inputs, params, out)
+
+        h = op._handles[has_out] = overload("aten", op.name, "out" if has_out else "default",
+                                           run, op)
+    return h
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,6 +376,9 @@ def apply(op, inputs, params, out=None):
     Returns a Tensor, or a tuple of Tensors for multi-output ops. ``out`` receives the result
     when given (PyTorch's ``out=`` contract: resized if empty, dtype checked).
     """
+    if intercept and state.modes:
+        return through_modes(_apply_handle(op, out is not None), tuple(inputs),
+                             params if out is None else dict(params, out=out))
     first = None
     for t in inputs:
         if t is not None:

@@ -62,6 +62,35 @@ class ElementwiseOp(Op):
             direct = []
         self.direct = frozenset(d.np for d in direct if d is not _dt.bfloat16)
         self._rules = {}
+        self._inplace_handle = None
+
+    def handle(self, has_out=False):
+        """The OpOverload for ``ember.<name>`` (``out=`` form when ``has_out``)."""
+        h = self._handles[has_out] if self._handles is not None else None
+        if h is None:
+            if self._handles is None:
+                self._handles = [None, None]
+            op = self
+
+            def run(*args, out=None, **params):
+                return elementwise(op, args, params or None, out)
+
+            h = self._handles[has_out] = _dispatch.overload(
+                "aten", self.name, "out" if has_out else "default", run, self)
+        return h
+
+    def inplace_handle(self):
+        """The OpOverload for ``Tensor.<name>_``."""
+        h = self._inplace_handle
+        if h is None:
+            op = self
+
+            def run(self_, *args, **params):
+                return elementwise_inplace(op, self_, args, params or None)
+
+            h = self._inplace_handle = _dispatch.overload(
+                "aten", self.name + "_", "default", run, self, is_inplace=True)
+        return h
 
     def rule(self, common):
         """(compute dtype, result dtype) for the promoted dtype ``common``."""
@@ -126,6 +155,11 @@ def _scalar_array(x, cnp, at):
 def elementwise(op, args, params=None, out=None):
     """Run element-wise ``op`` on ``args`` (Tensors and Python scalars): promotion, device
     checks, broadcasting (by the kernel), autograd, and ``out=``."""
+    if _dispatch.intercept and _dispatch.state.modes:
+        kwargs = dict(params) if params else {}
+        if out is not None:
+            kwargs["out"] = out
+        return _dispatch.through_modes(op.handle(out is not None), tuple(args), kwargs)
     compute, result, first = promote(op, args)
     if first is None:
         raise _type_error(op, args[0])
@@ -206,6 +240,9 @@ def elementwise_inplace(op, self, args, params=None):
     """
     if not isinstance(self, Tensor):
         raise _type_error(op, self)
+    if _dispatch.intercept and _dispatch.state.modes:
+        return _dispatch.through_modes(op.inplace_handle(), (self,) + tuple(args),
+                                       dict(params) if params else {})
     # with grad mode off nothing is recorded, so requires_grad operands (an optimizer's
     # parameters) take the direct path too
     if (self._rg or _any_rg(args)) and _dispatch.state.grad_enabled:
@@ -284,6 +321,8 @@ def _check_inplace_broadcast(op, shape, other):
 
 def binary(op, a, b):
     """``a <op> b`` for the Python operators and methods. See NOTE [ Hot path ]."""
+    if _dispatch.intercept:
+        return elementwise(op, (a, b))
     if isinstance(b, Tensor) and isinstance(a, Tensor):
         ad = a._data
         bd = b._data
@@ -335,6 +374,8 @@ def rbinary(op, a, b):
 
 def unary(op, a):
     """``op(a)`` for one tensor input and no params."""
+    if _dispatch.intercept and isinstance(a, Tensor):
+        return elementwise(op, (a,))
     if isinstance(a, Tensor):
         ad = a._data
         if ad.dtype in op.direct:

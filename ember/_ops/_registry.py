@@ -57,6 +57,11 @@ class Op:
     #: a view op returning several views of its input (unbind, split, chunk): in-place ops
     #: on those outputs must raise, as in PyTorch. Set on the op after declaring it.
     multi_output_view = False
+    #: the OpOverloads dispatch modes see for this op (made on first need; NOTE [ Dispatch ])
+    _handles = None
+    #: False once someone registered a CPU kernel of their own: the entrances' CPU
+    #: specialisations then step aside (NOTE [ Hot path ] in ember/_dispatch.py)
+    builtin_cpu = True
 
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,
@@ -119,6 +124,8 @@ class Op:
         """Give a backend its own kernel ``fn(*arrays, **params)`` for this op."""
         self.overrides[backend_name] = fn
         self.impl.clear()
+        if backend_name == "cpu":
+            self.builtin_cpu = False
 
     def resolve(self, array_type):
         """Find (and cache) the callable that runs this op on arrays of ``array_type``."""
@@ -191,8 +198,9 @@ def method(fn=None, *, name=None):
 
 def inplace_from(fn, name):
     """The generic in-place form of an out-of-place op: ``self.<name>_(...)``."""
-    from .._dispatch import commit_inplace_result
+    from .._dispatch import commit_inplace_result, entrance
 
+    @entrance(name + "_", inplace=True)
     def inplace(self, *args, **kwargs):
         return commit_inplace_result(name + "_", self, lambda: fn(self, *args, **kwargs))
 

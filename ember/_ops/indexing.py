@@ -132,6 +132,21 @@ def check_no_overlap(op_name, dst, src, *, allow_full=False):
         "before performing the operation.")
 
 
+_inplace_handles: dict = {}
+
+
+def _inplace_handle(op, name, mutate):
+    """The OpOverload of the in-place op ``name`` (its op and mutation never change)."""
+    h = _inplace_handles.get(name)
+    if h is None:
+        def run(*inputs, **params):
+            return inplace_or_not(op, name, inputs[0], inputs, params, mutate)
+
+        h = _inplace_handles[name] = _dispatch.overload("aten", name, "default", run, op,
+                                                        is_inplace=True)
+    return h
+
+
 def inplace_or_not(op, name, self, inputs, params, mutate):
     """Run in-place ``name`` on ``self`` (= ``inputs[0]``).
 
@@ -139,6 +154,8 @@ def inplace_or_not(op, name, self, inputs, params, mutate):
     ``self`` (``commit_inplace_result``: autograd's checks first, then history rewriting);
     otherwise ``mutate(xp, self_array, *other_arrays, **params)`` writes straight into self.
     """
+    if _dispatch.intercept and _dispatch.state.modes:
+        return _dispatch.through_modes(_inplace_handle(op, name, mutate), tuple(inputs), params)
     if _dispatch.record is not None and _dispatch.needs_grad(inputs):
         return _dispatch.commit_inplace_result(
             name, self, lambda: _dispatch.apply(op, inputs, params))
@@ -235,8 +252,12 @@ def _int_error(a, i, dim=0):
 
 def _getitem(self, idx):
     """``self[idx]``. See NOTE [ How t[idx] is split ]."""
+    if _dispatch.intercept and _dispatch.state.modes:
+        return _dispatch.through_modes(_GETITEM, (self, idx), {})
     a = self._data
     tp = type(idx)
+    if not getitem_op.builtin_cpu and type(a) is np.ndarray:
+        return _getitem_through_kernels(self, idx)
     # Fast path: one int or slice is a NumPy basic index plus one wrap (NOTE [ Hot path ]).
     if tp is int:
         try:
@@ -293,6 +314,19 @@ def _getitem(self, idx):
 
 
 Tensor.__getitem__ = _getitem
+_GETITEM = _dispatch.overload("aten", "index", "Tensor", _getitem)
+
+
+def _getitem_through_kernels(self, idx):
+    """``self[idx]`` with every step through ``apply``: taken while someone registered a CPU
+    kernel of their own for the basic-index view (``_getitem``), so that it runs."""
+    basic, is_trivial, spec, tensors = _parse_index(self, idx)
+    t = self
+    if not (is_trivial and spec is not None):
+        t = _dispatch.apply(getitem_op, (self,), {"idx": basic, "shape": self._data.shape})
+    if spec is None:
+        return t
+    return _dispatch.apply(index_op, (t,) + tensors, {"spec": spec, "shape": t._data.shape})
 
 
 def _all_basic(idx):
@@ -656,6 +690,7 @@ def _assign(a, key, v):
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 
+@_dispatch.entrance("index_put_", inplace=True)
 def _setitem(self, idx, value):
     """``self[idx] = value``: a tensor (any dtype, broadcast) or a number.
 

@@ -264,11 +264,14 @@ def matmul(input, other, *, out=None):
         >>> ember.matmul(ember.ones(2, 3), ember.ones(3)).shape
         ember.Size([2])
     """
+    if _dispatch.intercept and _dispatch.state.modes:
+        return _matmul_door("matmul", input, other, out)
     da = getattr(input, "_data", None)
     db = getattr(other, "_data", None)
     # the hot path: two same-dtype float matrices on the CPU (NOTE [ Hot path ] in
     # _dispatch.py): straight to BLAS, no kernel wrapper, no argument checks to run
     if (out is None and da is not None and db is not None and da.dtype is db.dtype
+            and not _dispatch.intercept and matmul_op.builtin_cpu
             and da.dtype in _FAST and type(da) is np.ndarray and type(db) is np.ndarray
             and da.ndim >= 2 and db.ndim >= 2 and da.shape[-1] == db.shape[-2]
             and (da.ndim == 2 or db.ndim == 2 or da.shape[:-2] == db.shape[:-2])
@@ -281,6 +284,26 @@ def matmul(input, other, *, out=None):
         return t
     _check_matmul("matmul", input, other)
     return _dispatch.apply(matmul_op, (input, other), {}, out)
+
+
+def _matmul_door(name, input, other, out):
+    """Hand a matrix product to the modes under the name PyTorch's decomposition gives it
+    (``mm`` for two matrices, ``bmm`` for two stacks, ``mv``, ``dot``), NOTE [ Dispatch ]."""
+    a, b = getattr(input, "_data", None), getattr(other, "_data", None)
+    if name == "matmul" and a is not None and b is not None:
+        name = {(2, 2): "mm", (3, 3): "bmm", (2, 1): "mv", (1, 1): "dot"}.get(
+            (a.ndim, b.ndim), "matmul")
+    handle = _matmul_handles.get((name, out is not None))
+    if handle is None:
+        def run(input, other, *, out=None):
+            return matmul(input, other, out=out)
+
+        handle = _matmul_handles[name, out is not None] = _dispatch.overload(
+            "aten", name, "out" if out is not None else "default", run, matmul_op)
+    return _dispatch.through_modes(handle, (input, other), {} if out is None else {"out": out})
+
+
+_matmul_handles: dict = {}
 
 
 def _rmatmul(self, other):
@@ -314,6 +337,8 @@ def mm(input, mat2, *, out=None):
             f"mm: self and mat2 must have the same dtype, but got {input.dtype.scalar_name} "
             f"and {mat2.dtype.scalar_name}")
     _check_matmul("mm", input, mat2)
+    if _dispatch.intercept and _dispatch.state.modes:
+        return _matmul_door("mm", input, mat2, out)
     return _dispatch.apply(matmul_op, (input, mat2), {}, out)
 
 
@@ -332,6 +357,8 @@ def bmm(input, mat2, *, out=None):
             f"bmm: expected size for first two dimensions of batch2 tensor to be: "
             f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
     _check_matmul("bmm", input, mat2)
+    if _dispatch.intercept and _dispatch.state.modes:
+        return _matmul_door("bmm", input, mat2, out)
     return _dispatch.apply(matmul_op, (input, mat2), {}, out)
 
 

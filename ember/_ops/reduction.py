@@ -298,7 +298,8 @@ def sum(input, dim=None, keepdim=False, *, axis=None, dtype=None, out=None):
         # NOTE [ Hot path ]: a full or one-dim sum of a CPU tensor nothing records for is one
         # ufunc reduce and one wrap
         a = getattr(input, "_data", None)
-        if type(a) is _ndarray and a.dtype in _FAST_SUM and not input._rg:
+        if type(a) is _ndarray and a.dtype in _FAST_SUM and not input._rg and \
+                not _dispatch.intercept and sum_op.builtin_cpu:
             if dim is None and not keepdim:
                 if a.size >= _F32_BIG and a.dtype == _F32 and a.flags.c_contiguous:
                     return _wrap0(_big_f32_sum(a))  # NOTE [ Large float32 sums ]
@@ -729,7 +730,8 @@ def max(input, dim=None, keepdim=False, *, axis=None, out=None, other=None):
         dim = axis
     if dim is None and other is None and out is None:
         a = getattr(input, "_data", None)
-        if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg:
+        if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
+                and not _dispatch.intercept and amax_op.builtin_cpu:
             return _wrap0(_max_reduce(a, None))  # NOTE [ Hot path ]; NaN propagates
     return _max_min("max", True, input, dim, keepdim, out, other)
 
@@ -741,7 +743,8 @@ def min(input, dim=None, keepdim=False, *, axis=None, out=None, other=None):
         dim = axis
     if dim is None and other is None and out is None:
         a = getattr(input, "_data", None)
-        if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg:
+        if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
+                and not _dispatch.intercept and amax_op.builtin_cpu:
             return _wrap0(_min_reduce(a, None))
     return _max_min("min", False, input, dim, keepdim, out, other)
 
@@ -990,6 +993,7 @@ def cumprod(input, dim=None, *, axis=None, dtype=None, out=None):
 
 
 def _inplace_scan(fn, name):
+    @_dispatch.entrance(name, inplace=True)
     def inplace(self, dim, *, dtype=None):
         from .._dispatch import commit_inplace_result
 

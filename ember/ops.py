@@ -1,0 +1,84 @@
+"""``ember.ops``: every op as a callable handle, by namespace -- ``ember.ops.aten.<name>`` for
+ember's own ops, ``ember.ops.<ns>.<name>`` for custom ops defined with ``ember.library``.
+
+A handle is an ``OpOverloadPacket``; its ``.default`` (and ``.out``, where the op has an
+``out=`` form) is the ``OpOverload`` that dispatch modes receive as ``func``. Calling either
+runs the op through the mode stack (NOTE [ Dispatch ] in ember/_dispatch.py).
+
+Example::
+
+    >>> ember.ops.aten.add(ember.ones(2), 1)
+    tensor([2., 2.])
+    >>> str(ember.ops.aten.mul.default)
+    'aten.mul.default'
+"""
+
+from __future__ import annotations
+
+from . import _dispatch
+
+__all__ = ["aten"]
+
+
+def _builtin_packet(name):
+    """Make the handles of ember's op ``name`` (an op or a public function) on first use."""
+    from ._ops._registry import functions, ops
+
+    op = ops.get(name)
+    if op is not None:
+        handle = getattr(op, "handle", None)
+        if handle is not None:  # an element-wise op: its entrance prepares promotion
+            handle(False)
+            if name in functions:
+                handle(True)
+        else:
+            _dispatch._apply_handle(op, False)
+            _dispatch._apply_handle(op, True)
+        return _dispatch.packets["aten"][name]
+    fn = functions.get(name)
+    if fn is not None and callable(fn):
+        def run(*args, **kwargs):
+            return fn(*args, **kwargs)
+
+        _dispatch.overload("aten", name, "default", run)
+        return _dispatch.packets["aten"][name]
+    return None
+
+
+class _OpNamespace:
+    """``ember.ops.<namespace>``: attribute access finds the op's packet."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getattr__(self, op_name):
+        if op_name.startswith("__"):
+            raise AttributeError(op_name)
+        p = _dispatch.packets.get(self.name, {}).get(op_name)
+        if p is None and self.name == "aten":
+            p = _builtin_packet(op_name)
+        if p is None:
+            raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute "
+                                 f"'{op_name}'")
+        return p
+
+    def __iter__(self):
+        return iter(_dispatch.packets.get(self.name, {}))
+
+    def __repr__(self):
+        return f"<ember.ops namespace '{self.name}'>"
+
+
+_namespaces: dict = {}
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    ns = _namespaces.get(name)
+    if ns is None:
+        ns = _namespaces[name] = _OpNamespace(name)
+    return ns
+
+
+aten = __getattr__("aten")

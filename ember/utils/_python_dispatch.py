@@ -1,0 +1,143 @@
+"""``ember.utils._python_dispatch``: modes written in Python that see every op.
+
+A ``TorchDispatchMode`` is a layer of ember's mode stack (NOTE [ Dispatch ] in
+ember/_dispatch.py) at the top level, where tracing and logging live. While it is active
+(``with MyMode():``) every op call on this thread -- functions, methods, operators, in-place
+and ``out=`` forms, indexing, and the ops autograd runs in backward -- reaches its
+``__torch_dispatch__(func, types, args, kwargs)`` instead of running. ``func`` is the op's
+``OpOverload`` (``ember.ops.aten.add.default``); calling ``func(*args, **kwargs)`` runs the op
+with this mode popped, so a mode that only observes writes::
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            print(func)
+            return func(*args, **(kwargs or {}))
+
+Composite ops reach the mode as the ops they are made of, so ``(a @ b + 1).sum()`` logs
+``aten.mm.default``, ``aten.add.default`` and ``aten.sum.default``. Arguments are what the
+op's entrance was given after its argument normalisation: tensors and numbers positionally,
+the op's static parameters as keywords.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+
+__all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack",
+           "_disable_current_modes", "is_in_torch_dispatch_mode", "_push_mode", "_pop_mode"]
+
+
+def _tensor_types(args, kwargs):
+    types = []
+    stack = list(args) + list(kwargs.values())
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            if type(x) not in types:
+                types.append(type(x))
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return tuple(types)
+
+
+class TorchDispatchMode(_dispatch.Mode):
+    """Base class of a mode that intercepts every op: override ``__torch_dispatch__``.
+
+    Use it as a context manager; modes nest, the innermost handling a call first, and a mode
+    is popped while its own ``__torch_dispatch__`` runs.
+
+    Example::
+
+        >>> class Count(TorchDispatchMode):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.names = []
+        ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        ...         self.names.append(func.overloadpacket.__name__)
+        ...         return func(*args, **(kwargs or {}))
+        >>> with Count() as c:
+        ...     _ = ember.ones(2) + 1
+        >>> c.names
+        ['add']
+    """
+
+    level = 0
+
+    def __init__(self, _dispatch_key=None):
+        self._entered = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        """Handle one op call; the default runs it unchanged."""
+        return func(*args, **(kwargs or {}))
+
+    def dispatch(self, handle, args, kwargs):
+        return self.__torch_dispatch__(handle, _tensor_types(args, kwargs), args, kwargs)
+
+    def __enter__(self):
+        _dispatch.push_mode(self)
+        self._entered.append(True)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._entered.pop()
+        _dispatch.pop_mode(self)
+        return False
+
+    @classmethod
+    def push(cls, *args, **kwargs):
+        """A new instance, to be entered with ``with``."""
+        return cls(*args, **kwargs)
+
+    @classmethod
+    def is_infra_mode(cls):
+        return False
+
+
+def _user_modes():
+    return [m for m in _dispatch.state.modes if isinstance(m, TorchDispatchMode)]
+
+
+def _get_current_dispatch_mode():
+    """The innermost active dispatch mode of this thread, or None."""
+    modes = _user_modes()
+    return modes[-1] if modes else None
+
+
+def _get_current_dispatch_mode_stack():
+    """This thread's active dispatch modes, outermost first."""
+    return _user_modes()
+
+
+def is_in_torch_dispatch_mode(include_infra_modes=True) -> bool:
+    """True while some dispatch mode is active on this thread."""
+    return bool(_user_modes())
+
+
+def _push_mode(mode):
+    _dispatch.push_mode(mode)
+
+
+def _pop_mode(k=None):
+    mode = _get_current_dispatch_mode()
+    if mode is None:
+        raise RuntimeError("_pop_mode: no dispatch mode is active")
+    _dispatch.pop_mode(mode)
+    return mode
+
+
+@contextlib.contextmanager
+def _disable_current_modes():
+    """Pop every dispatch mode of this thread for the duration of the block."""
+    saved = _dispatch.state.modes
+    _dispatch.state.modes = tuple(m for m in saved if not isinstance(m, TorchDispatchMode))
+    try:
+        yield _user_modes_of(saved)
+    finally:
+        _dispatch.state.modes = saved
+
+
+def _user_modes_of(modes):
+    return [m for m in modes if isinstance(m, TorchDispatchMode)]

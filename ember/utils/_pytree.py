@@ -1,0 +1,151 @@
+"""``ember.utils._pytree``: flatten nested lists, tuples and dicts to their leaves and back.
+
+Dispatch modes and functional transforms use it to reach every tensor in an op's arguments.
+
+Example::
+
+    >>> leaves, spec = tree_flatten({"a": [1, 2], "b": (3,)})
+    >>> leaves
+    [1, 2, 3]
+    >>> tree_unflatten([x * 10 for x in leaves], spec)
+    {'a': [10, 20], 'b': (30,)}
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+__all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves",
+           "tree_map_only", "tree_all", "tree_any", "tree_structure", "register_pytree_node"]
+
+# type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
+_nodes: dict = {}
+
+
+def register_pytree_node(cls, flatten_fn, unflatten_fn, **_ignored):
+    """Teach the tree functions a container type: ``flatten_fn(node) -> (children,
+    context)`` and ``unflatten_fn(children, context) -> node``."""
+    _nodes[cls] = (flatten_fn, unflatten_fn)
+
+
+register_pytree_node(list, lambda x: (list(x), None), lambda c, _: list(c))
+register_pytree_node(tuple, lambda x: (list(x), None), lambda c, _: tuple(c))
+register_pytree_node(dict, lambda x: (list(x.values()), list(x.keys())),
+                     lambda c, keys: dict(zip(keys, c)))
+register_pytree_node(OrderedDict, lambda x: (list(x.values()), list(x.keys())),
+                     lambda c, keys: OrderedDict(zip(keys, c)))
+
+
+def _node_fns(x):
+    t = type(x)
+    if t in _nodes:
+        return _nodes[t]
+    if isinstance(x, tuple) and hasattr(t, "_fields"):  # a namedtuple
+        return (lambda v: (list(v), None), lambda c, _, t=t: t(*c))
+    return None
+
+
+class TreeSpec:
+    """The shape of a tree: its node type, context and children's specs."""
+
+    def __init__(self, type, context, children_specs):
+        self.type = type
+        self.context = context
+        self.children_specs = children_specs
+        self.num_leaves = sum(s.num_leaves for s in children_specs)
+
+    def is_leaf(self):
+        return False
+
+    def __eq__(self, other):
+        return (isinstance(other, TreeSpec) and not other.is_leaf() and self.type is other.type
+                and self.context == other.context
+                and self.children_specs == other.children_specs)
+
+    def __repr__(self):
+        return f"TreeSpec({self.type.__name__}, {self.context}, {self.children_specs})"
+
+
+class LeafSpec(TreeSpec):
+    """The spec of a single leaf."""
+
+    def __init__(self):
+        self.type = None
+        self.context = None
+        self.children_specs = []
+        self.num_leaves = 1
+
+    def is_leaf(self):
+        return True
+
+    def __eq__(self, other):
+        return isinstance(other, LeafSpec)
+
+    def __repr__(self):
+        return "*"
+
+
+def tree_flatten(tree, is_leaf=None):
+    """``(leaves, spec)``: the tree's leaves in order and the spec that rebuilds it."""
+    leaves = []
+
+    def go(x):
+        fns = None if is_leaf is not None and is_leaf(x) else _node_fns(x)
+        if fns is None:
+            leaves.append(x)
+            return LeafSpec()
+        children, context = fns[0](x)
+        return TreeSpec(type(x), context, [go(c) for c in children])
+
+    spec = go(tree)
+    return leaves, spec
+
+
+def tree_unflatten(leaves, spec):
+    """Rebuild a tree of ``spec``'s shape from ``leaves``."""
+    it = iter(leaves)
+
+    def go(s):
+        if s.is_leaf():
+            return next(it)
+        children = [go(c) for c in s.children_specs]
+        fns = _nodes.get(s.type)
+        if fns is None:
+            return s.type(*children)
+        return fns[1](children, s.context)
+
+    return go(spec)
+
+
+def tree_leaves(tree, is_leaf=None):
+    """The tree's leaves in order."""
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None):
+    """The tree's spec."""
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(fn, tree, *rests, is_leaf=None):
+    """The tree with ``fn`` applied to each leaf (with the matching leaves of ``rests``)."""
+    leaves, spec = tree_flatten(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf)[0] for r in rests]
+    return tree_unflatten([fn(x, *(o[i] for o in others)) for i, x in enumerate(leaves)],
+                          spec)
+
+
+def tree_map_only(type_or_types, fn, tree, is_leaf=None):
+    """``tree_map`` applying ``fn`` only to leaves of the given type(s)."""
+    return tree_map(lambda x: fn(x) if isinstance(x, type_or_types) else x, tree,
+                    is_leaf=is_leaf)
+
+
+def tree_all(pred, tree, is_leaf=None):
+    return all(pred(x) for x in tree_leaves(tree, is_leaf))
+
+
+def tree_any(pred, tree, is_leaf=None):
+    return any(pred(x) for x in tree_leaves(tree, is_leaf))
+
+
