@@ -306,6 +306,9 @@ def overload(namespace, name, overload_name, run, op=None, is_inplace=False):
     o = p._overloads.get(overload_name)
     if o is None:
         o = OpOverload(p, overload_name, run, op, is_inplace)
+    elif o._run is not run and not (op is not None and o.op is op):
+        raise RuntimeError(f"ember: two different ops claim the name "
+                           f"{namespace}::{name}.{overload_name}")
     return o
 
 

@@ -203,6 +203,7 @@ def _out(op_name, t, out):
 
 
 @public(method=False)
+@_dispatch.entrance("zeros")
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, **kwargs) -> Tensor:
     """A tensor of zeros of shape ``size`` (ints, or one sequence of ints).
@@ -218,6 +219,7 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
 
 
 @public(method=False)
+@_dispatch.entrance("ones")
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False, **kwargs) -> Tensor:
     """A tensor of ones of shape ``size``.
@@ -233,6 +235,7 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
 
 
 @public(method=False)
+@_dispatch.entrance("empty")
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None, **kwargs) -> Tensor:
     """An uninitialised tensor of shape ``size``."""
@@ -265,6 +268,7 @@ def _fill_dtype(fill_value):
 
 
 @public(method=False)
+@_dispatch.entrance("full")
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value``; the dtype follows the value
@@ -375,6 +379,7 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
 
 
 @public(method=False)
+@_dispatch.entrance("zeros_like")
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     """Zeros with the shape (and, unless overridden, dtype, device and layout) of ``input``."""
@@ -382,6 +387,7 @@ def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 
 @public(method=False)
+@_dispatch.entrance("ones_like")
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """Ones with the shape (and, unless overridden, dtype and device) of ``input``."""
@@ -389,6 +395,7 @@ def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
 
 
 @public(method=False)
+@_dispatch.entrance("empty_like")
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     """An uninitialised tensor with the shape (dtype, device, layout) of ``input``."""
@@ -396,6 +403,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 
 @public(method=False)
+@_dispatch.entrance("full_like")
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """``fill_value`` in the shape of ``input``; the dtype is ``input``'s unless given."""

@@ -5,6 +5,8 @@ inference for nested Python data.
 
 from __future__ import annotations
 
+from .. import _dispatch
+
 import builtins
 import warnings
 from collections.abc import Sequence
@@ -218,6 +220,7 @@ def _copy_warning():
 
 
 @public(method=False)
+@_dispatch.entrance("tensor")
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor holding a copy of ``data``, with PyTorch's dtype inference.
 

@@ -690,7 +690,7 @@ def _assign(a, key, v):
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 
-@_dispatch.entrance("index_put_", inplace=True)
+@_dispatch.entrance("setitem_", inplace=True)
 def _setitem(self, idx, value):
     """``self[idx] = value``: a tensor (any dtype, broadcast) or a number.
 

@@ -550,12 +550,7 @@ def _addx(op_name, op, input, a, b, beta, alpha, out, shape, prod_check):
 def _inplace_add(fn, name):
     from ._registry import inplace_from
 
-    def f(self, *args, **kwargs):
-        return inplace_from(fn, name)(self, *args, **kwargs)
-
-    f.__name__ = name + "_"
-    f.__doc__ = f"In-place version of :meth:`Tensor.{name}`."
-    return f
+    return inplace_from(fn, name)
 
 
 def _mm_check(op_name, a, b):

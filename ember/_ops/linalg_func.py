@@ -163,6 +163,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 # matrix functions: power, exp
 
 
+@_dispatch.entrance("matrix_power")
 def matrix_power(A, n, *, out=None):
     """``A`` to the integer power ``n`` (negative powers invert first; 0 gives identity)."""
     op_name = "linalg.matrix_power"

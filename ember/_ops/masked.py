@@ -417,10 +417,8 @@ def nonzero(input, *, out=None, as_tuple=False):
     1-D tensor per dim (a 0-dim input counts as 1-D)."""
     check_tensor("nonzero", input, "input")
     if as_tuple:
-        a = input._data
-        xp = _dispatch.xp_of(a)
-        return tuple(wrap(r.astype(np.int64, copy=False))
-                     for r in xp.nonzero(a.reshape(1) if a.ndim == 0 else a))
+        idx = _dispatch.apply(nonzero_op, (input if input.dim() else input.reshape(1),), {})
+        return tuple(c.clone() for c in idx.unbind(1))  # separate tensors, as in PyTorch
     return _dispatch.apply(nonzero_op, (input,), {}, out=out)
 
 

@@ -543,7 +543,7 @@ def _classify(name, float_fn, other_value, allow=(0, 1, 2, 3), has_out=False, do
 
     # bool results never need autograd: skip promotion and recording (NOTE [ Hot path ])
     def fn(input, **kw):
-        if kw or type(input) is not Tensor:
+        if kw or type(input) is not Tensor or _dispatch.intercept:
             return general(input, **kw)
         a = input._data
         at = type(a)
@@ -835,7 +835,7 @@ def clamp(input, min=None, max=None, *, out=None):
         >>> ember.clamp(ember.tensor([-2.0, 0.5, 3.0]), min=0, max=1).tolist()
         [0.0, 0.5, 1.0]
     """
-    if out is None and type(input) is Tensor and not input._rg:
+    if out is None and type(input) is Tensor and not input._rg and not _dispatch.intercept:
         a = input._data
         tmin, tmax = type(min), type(max)
         # NOTE [ Hot path ]: a float32/64 tensor with number bounds keeps its dtype

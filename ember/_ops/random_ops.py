@@ -166,6 +166,7 @@ def _result(arr, requires_grad, device, out, op_name):
 
 
 @public(method=False)
+@_dispatch.entrance("rand")
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False, **kwargs) -> Tensor:
     """Samples from the uniform distribution on [0, 1), of shape ``size``.
@@ -184,6 +185,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 
 
 @public(method=False)
+@_dispatch.entrance("randn")
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False, **kwargs) -> Tensor:
     """Samples from the standard normal distribution, of shape ``size``.
@@ -232,6 +234,7 @@ def _parse_randint(op_name, args, kwargs, first_position=1):
 
 
 @public(method=False)
+@_dispatch.entrance("randint")
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False, pin_memory=False, **kwargs) -> Tensor:
     """Integers drawn uniformly from [low, high): ``randint(high, size)`` or
@@ -265,6 +268,7 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
 
 
 @public(method=False)
+@_dispatch.entrance("randperm")
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False) -> Tensor:
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise).
@@ -309,6 +313,7 @@ def _like_fill(op_name, input, dtype, layout, device, requires_grad, memory_form
 
 
 @public(method=False)
+@_dispatch.entrance("rand_like")
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None) -> Tensor:
     """``rand`` with the shape (and, unless overridden, dtype and device) of ``input``."""
@@ -321,6 +326,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
 
 
 @public(method=False)
+@_dispatch.entrance("randn_like")
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=None) -> Tensor:
     """``randn`` with the shape (and, unless overridden, dtype and device) of ``input``."""
@@ -333,6 +339,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
 
 
 @public(method=False)
+@_dispatch.entrance("randint_like")
 def randint_like(input, *args, generator=None, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None, **kwargs) -> Tensor:
     """``randint`` with the shape (and dtype and device) of ``input``:
@@ -359,6 +366,7 @@ def _check_std(std):
 
 
 @public(method=False)
+@_dispatch.entrance("normal")
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
            device=None, pin_memory=False, requires_grad=False) -> Tensor:
     """Samples from normal distributions with the given ``mean`` and ``std``.
@@ -428,6 +436,7 @@ def _bernoulli_array(rng, shape, d, p):
 
 
 @public
+@_dispatch.entrance("bernoulli")
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     """0/1 samples, 1 with probability ``input`` (elementwise), or ``p`` if given; the result
     has ``input``'s dtype.
@@ -457,6 +466,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
 
 
 @public
+@_dispatch.entrance("multinomial")
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None) -> Tensor:
     """Indices sampled from the categorical distribution(s) in the last dimension of
     ``input`` (non-negative weights, 1-D or 2-D), with or without replacement.
@@ -517,6 +527,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 @public(method=False)
+@_dispatch.entrance("poisson")
 def poisson(input, generator=None) -> Tensor:
     """Samples from Poisson distributions with rates ``input`` (same dtype as ``input``).
 

@@ -22,6 +22,7 @@ from .creation import _out, cast, finish, int_arg, resolve_dtype, scalar_value
 
 
 @public(method=False)
+@_dispatch.entrance("eye")
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
         pin_memory=False) -> Tensor:
     """A 2-D tensor with ones on the diagonal: ``n`` rows and ``m`` (default ``n``) columns.
@@ -68,6 +69,7 @@ def _check_range_dtype(op_name, d):
 
 
 @public(method=False)
+@_dispatch.entrance("arange")
 def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad=False, pin_memory=False) -> Tensor:
     """Values from ``start`` (default 0) up to, not including, ``end``, ``step`` apart.
@@ -154,6 +156,7 @@ def _linspace_array(op_name, start, end, steps, dtype):
 
 
 @public(method=False)
+@_dispatch.entrance("linspace")
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end``, both included.
@@ -170,6 +173,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 
 
 @public(method=False)
+@_dispatch.entrance("logspace")
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False) -> Tensor:
     """``base ** linspace(start, end, steps)``.
@@ -206,6 +210,7 @@ def _tri_indices(op_name, row, col, offset, dtype, device, upper):
 
 
 @public(method=False)
+@_dispatch.entrance("tril_indices")
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
     """The (2, N) row/column indices of the lower triangle of a ``row`` x ``col`` matrix,
     including diagonals up to ``offset`` above the main one; row-major order.
@@ -220,6 +225,7 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) ->
 
 
 @public(method=False)
+@_dispatch.entrance("triu_indices")
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
     """The (2, N) indices of the upper triangle (diagonals from ``offset`` up)."""
     return _tri_indices("triu_indices", row, col, offset, dtype, device, True)

@@ -520,6 +520,7 @@ def _common(seq, x):
 
 
 @public(method=False)
+@_dispatch.entrance("searchsorted")
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None, out=None):
     """Indices where ``input`` would be inserted into ``sorted_sequence`` to keep order."""
@@ -554,6 +555,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 @public(method=False)
+@_dispatch.entrance("bucketize")
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The bucket index of each element of ``input`` among 1-D ``boundaries``."""
     _check_tensor(boundaries, "bucketize")
@@ -568,6 +570,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 
 @public
+@_dispatch.entrance("bincount")
 def bincount(input, weights=None, minlength=0):
     """Count of each value in a 1-D non-negative integer tensor (weighted when given)."""
     _check_tensor(input, "bincount")
@@ -596,6 +599,7 @@ def _float_only(input, name, kname):
 
 
 @public
+@_dispatch.entrance("histc")
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """Histogram of ``bins`` equal bins over [min, max] (the data's range when equal)."""
     _check_tensor(input, "histc")
@@ -619,6 +623,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 
 @public
+@_dispatch.entrance("histogram")
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     """``(hist, bin_edges)``: a histogram with ``bins`` equal bins or the given edges."""
     _check_tensor(input, "histogram")

@@ -420,6 +420,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
 
 
 @public
+@_dispatch.entrance("equal")
 def equal(input, other) -> bool:
     """Python bool: same shape and equal elements (NaN is never equal)."""
     _require_tensor("equal", "input", input, 1)

@@ -7,6 +7,7 @@ import inspect
 import threading
 
 from .. import _dispatch
+from .._core.tensor import Tensor
 
 _state = _dispatch.state
 
@@ -122,68 +123,82 @@ class inference_mode(_DecoratorContextManager):
         if self.mode:
             _state.grad_enabled = False
             _state.inference_mode = True
-            _marking_on()
+            self._marking = _InferenceMarking()
+            _marking_on(self._marking)
         else:
             _state.inference_mode = False
 
     def __exit__(self, *exc):
         _state.grad_enabled, _state.inference_mode = self.prev
         if self.mode:
-            _marking_off()
+            _marking_off(self._marking)
         return False
+
+    def clone(self):
+        return type(self)(self.mode)
 
 
 # NOTE [ Inference tensors ]
 # Tensors made while inference mode is on are inference tensors: ``is_inference()`` is True,
 # an in-place write to one outside inference mode raises, and saving one for backward raises.
-# Marking them must not cost the hot path anything when inference mode is off, so nothing
-# checks a flag per op: instead, while some inference_mode block is active (in any thread),
-# the modules that make Tensors get a different ``_new`` (their ``object.__new__`` alias),
-# which marks the new tensor when *this* thread is in inference mode. Outside such blocks
-# the hot path runs exactly as before. Inference tensors never get a version counter, so the
-# first-bump branch of ``Tensor._bump`` is where an in-place write is caught (after the write;
-# tensors that got a counter through a view are not caught -- a known gap).
+# Marking them is a layer of the mode stack (NOTE [ Dispatch ] in ember/_dispatch.py): while
+# an inference_mode block is active on a thread, ``_InferenceMarking`` sees every op call
+# there and marks the results that are new tensors -- not an input handed back (an in-place
+# op's self) and not a view of a normal tensor, which stays normal as in PyTorch. Outside
+# such blocks nothing is pushed and the hot path runs exactly as before. Inference tensors
+# never get a version counter, so the first-bump branch of ``Tensor._bump`` is where an
+# in-place write is caught (after the write; tensors that got a counter through a view are
+# not caught -- a known gap).
 
 _active = 0
 _lock = threading.Lock()
 
 
-def _inference_new(cls):
-    t = object.__new__(cls)
-    if _state.inference_mode:
-        t._inference = True
-    return t
+class _InferenceMarking(_dispatch.Mode):
+    level = 50
+
+    def dispatch(self, handle, args, kwargs):
+        r = handle(*args, **kwargs)
+        if _state.inference_mode:
+            if type(r) is tuple or type(r) is list:
+                for t in r:
+                    _mark(t, args)
+            else:
+                _mark(r, args)
+        return r
 
 
-def _new_holders():
-    from .._core import tensor as _tensor_mod
-    from .._ops import _elementwise
+def _mark(t, args):
+    if not isinstance(t, Tensor):
+        return
+    for a in args:
+        if a is t:
+            return
+    base = t._base
+    if base is not None and not getattr(base, "_inference", False):
+        return
+    t._inference = True
 
-    return (_tensor_mod, _elementwise)
 
-
-def _marking_on():
+def _marking_on(mode):
     global _active
     from .._core import tensor as _tensor_mod
     from . import _nodes
 
+    _dispatch.push_mode(mode)
     with _lock:
         _active += 1
         if _active == 1:
-            for m in _new_holders():
-                m._new = _inference_new
             _nodes.inference_seen = True
             _nodes.slow_save = True
             _tensor_mod._inference_check = _inference_bump_check
 
 
-def _marking_off():
+def _marking_off(mode):
     global _active
+    _dispatch.pop_mode(mode)
     with _lock:
         _active -= 1
-        if _active == 0:
-            for m in _new_holders():
-                m._new = object.__new__
 
 
 def _inference_bump_check(t):
@@ -195,9 +210,6 @@ def _inference_bump_check(t):
         check_inference_inplace(t)
         return True
     return False
-
-    def clone(self):
-        return type(self)(self.mode)
 
 
 def is_grad_enabled() -> bool:
