@@ -25,6 +25,7 @@ import struct
 import numpy as np
 
 from .device import as_device
+from .tensor import Tensor, wrap
 
 #: the seed a fresh ``Generator()`` starts from (PyTorch's default_rng_seed_val)
 DEFAULT_SEED = 67280421310721
@@ -96,8 +97,6 @@ class Generator:
 
     def get_state(self):
         """The generator's state as a uint8 tensor (restore it with ``set_state``)."""
-        from .tensor import wrap
-
         st = self._np.bit_generator.state
         inner = st["state"]
         raw = struct.pack(
@@ -108,8 +107,6 @@ class Generator:
 
     def set_state(self, new_state) -> Generator:
         """Restore a state returned by ``get_state``; returns ``self``."""
-        from .tensor import Tensor
-
         if not isinstance(new_state, Tensor):
             raise TypeError(
                 f"expected an ember.ByteTensor, but got {type(new_state).__name__}")

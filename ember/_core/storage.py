@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtype as _dt
+from .backend import backends_by_name, backends_by_type
+from .device import as_device
 
 
 def _root(a):
@@ -37,12 +39,8 @@ class UntypedStorage:
     __slots__ = ("_array", "__weakref__")
 
     def __init__(self, size=0, *, device=None):
-        from .device import as_device
-
         dev = as_device(device)
         if dev is not None and dev.type != "cpu":
-            from .._dispatch import backends_by_name
-
             self._array = backends_by_name[dev.type].xp.zeros(int(size), np.uint8)
         else:
             self._array = np.zeros(int(size), np.uint8)
@@ -74,8 +72,6 @@ class UntypedStorage:
 
     @property
     def device(self):
-        from .._dispatch import backends_by_type
-
         return backends_by_type[type(self._array)].device_of(self._array)
 
     @property

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core import layout as _layout
-from .._core.checks import as_shape, wrap_dim, wrap_dims
+from .._core.checks import as_shape, holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from ._registry import Op, method, public
 from .shape import _check_tensor, diagonal, reshape, unsqueeze, view
@@ -556,7 +556,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     gives the indices ``0..n-1`` repeated by ``counts``."""
     _check_tensor(input, "repeat_interleave")
     if repeats is None:
-        from .creation import arange
+        from .ranges import arange
 
         counts = input
         if counts._data.ndim != 1 or counts._data.dtype.kind not in "iu":
@@ -578,7 +578,13 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                 f'"repeat_interleave_cpu" not implemented for \'{repeats.dtype.scalar_name}\'')
         if r.ndim > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-        counts = [int(x) for x in np.asarray(r if type(r) is np.ndarray else r.get()).reshape(-1)]
+        if not holds_values(r):  # meta: no counts to read, only the size asked for
+            if output_size is None:
+                raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
+            counts = [output_size] + [0] * (n - 1) if r.size != 1 else [output_size // max(n, 1)]
+        else:
+            counts = [int(x) for x in
+                      np.asarray(r if type(r) is np.ndarray else r.get()).reshape(-1)]
         if len(counts) == 1:
             repeats = counts[0]
         elif len(counts) != n:

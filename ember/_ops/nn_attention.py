@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dispatch
 from .._core.tensor import Tensor
 from ._registry import Op
+from .nn_dropout import dropout
 
 
 # NOTE [ Transposed attention scores ]
@@ -67,10 +68,8 @@ def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs):
 
 
 def _sdpa_vjp(grads, q, k, v, mask, *, scale, out, needs_input_grad):
-    from .. import is_grad_enabled
-
     g = grads[0]
-    if not is_grad_enabled():
+    if not _dispatch.state.grad_enabled:
         return _dispatch.apply(sdpa_backward_op, (g, q, k, v, out[0], out[1]),
                                dict(scale=scale, needs=tuple(needs_input_grad[:3]))) + (None,)
     # create_graph: recompute the probabilities from the inputs (differentiably)
@@ -163,8 +162,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn_mask._data.dtype != query._data.dtype:
         attn_mask = attn_mask.to(query.dtype)
     if dropout_p > 0.0:
-        from ..nn.functional import dropout
-
         sc = (query @ key.transpose(-1, -2)) * scale
         if attn_mask is not None:
             sc = sc.masked_fill(~attn_mask, float("-inf")) if attn_mask._data.dtype.kind == \

@@ -31,6 +31,7 @@ from .._core.tensor import Tensor
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
 from ._registry import Op
+from .nn_pad import pad
 
 
 def strided_view(xp, a, shape, strides):
@@ -442,8 +443,6 @@ def _params(p):
 
 
 def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad):
-    from .. import is_grad_enabled
-
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     need_x, need_w, need_b = needs_input_grad
     ksize = tuple(w.shape[2:])
@@ -451,7 +450,7 @@ def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad
                                dilation, groups, x._data.dtype) or (
         _planar(g.shape[-1], ksize, stride, groups)
         and _adjoint_is_conv(ksize, stride, padding, dilation))
-    if need_x and need_w and not is_grad_enabled() and shared:
+    if need_x and need_w and not _dispatch.state.grad_enabled and shared:
         # both adjoints from one gather (NOTE [ Shared gradient columns ]); under
         # create_graph the two separate ops keep double backward
         gx, gw = _dispatch.apply(conv_backward_op, (g, x, w), dict(
@@ -575,8 +574,6 @@ def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
                 f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
         if any(lo != hi for lo, hi in pads):
             # asymmetric 'same' padding: pad the extra element on the right explicitly
-            from .nn_pad import pad
-
             flat = []
             for lo, hi in reversed(pads):
                 flat += [0, hi - lo]

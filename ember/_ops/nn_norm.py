@@ -102,11 +102,9 @@ layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_k
 
 
 def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
-    from .. import is_grad_enabled
-
     g = grads[0]
     dims = list(range(x.dim() - ndim, x.dim()))
-    if not is_grad_enabled():
+    if not _dispatch.state.grad_enabled:
         gx, gw, gb = _dispatch.apply(layer_norm_backward_op, (g, x, w, out[1], out[2]),
                                      {"ndim": ndim})
         return gx, gw, gb
@@ -217,12 +215,10 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
 
 
 def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
-    from .. import is_grad_enabled
-
     g = grads[0]
     shape = (1, x.shape[1]) + (1,) * (x.dim() - 2)
     axes = [0] + list(range(2, x.dim()))
-    if training and not is_grad_enabled():
+    if training and not _dispatch.state.grad_enabled:
         gx, gw, gb = _dispatch.apply(batch_norm_backward_op, (g, x, w, out[1], out[2]), {})
         return gx, gw, gb, None, None
     if training:

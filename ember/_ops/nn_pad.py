@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op
-from .nn_pool import unpool_add_op
+from ._scatter_planes import unpool_add_op
 
 _NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
@@ -44,7 +44,7 @@ def _mode_pad_kernel(xp, x, *, pads, mode, nspatial):
 
 
 def _mode_pad_vjp(g, x, *, pads, mode, nspatial):
-    from .creation import from_numpy
+    from .from_data import from_numpy
 
     spatial = tuple(x.shape[x.dim() - nspatial:])
     lead = tuple(x.shape[:x.dim() - nspatial])

@@ -3,7 +3,8 @@
 Like convolution (NOTE [ Convolution as three linear ops ] in nn_conv.py), each pooling op
 comes with its adjoint op, and each names the other as its derivative: average pooling is
 linear (its adjoint spreads each gradient over its window), max pooling routes gradients to
-the recorded argmax (its adjoint is a scatter-add, whose adjoint is a gather).
+the recorded argmax (its adjoint is a scatter-add, whose adjoint is a gather; both are in
+_scatter_planes.py, which padding shares).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op
+from ._scatter_planes import unpool_add_op
 from .nn_conv import _tuple, sliding_windows, tap_region
 
 
@@ -127,42 +129,6 @@ def _skip_padding_taps(xp, index, best, views, lowest, taps, offset, origin, out
             inside &= ok.reshape(tuple(-1 if j == i else 1 for j in range(nd)))
         hit = low & inside & (views[t] == best)
         xp.putmask(index, hit, xp.broadcast_to(offset[t] + origin, index.shape).copy())
-
-
-def _unpool_add_kernel(xp, g, index, *, input_shape):
-    """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C)."""
-    n, c = input_shape[:2]
-    plane = math.prod(input_shape[2:])
-    gi = g.reshape(n * c, -1)
-    ii = index.reshape(n * c, -1)
-    flat = (ii + (xp.arange(n * c) * plane)[:, None]).reshape(-1)
-    if gi.dtype.kind == "c":
-        out = xp.zeros(n * c * plane, dtype=g.dtype)
-        xp.add.at(out, flat, gi.reshape(-1))
-    else:
-        # bincount sums colliding positions (overlapping windows, reflect padding) in one
-        # pass; it accumulates in float64, then the result returns to g's dtype
-        out = xp.bincount(flat, weights=gi.reshape(-1).astype(xp.float64),
-                          minlength=n * c * plane).astype(g.dtype)
-    return out.reshape(input_shape)
-
-
-def _gather_kernel(xp, gx, index):
-    n, c = index.shape[:2]
-    flat = gx.reshape(n * c, -1)
-    return xp.take_along_axis(flat, index.reshape(n * c, -1), axis=1).reshape(index.shape)
-
-
-def _unpool_add_vjp(gg, _g, index, *, input_shape):
-    return _dispatch.apply(gather_op, (gg, index), {}), None
-
-
-def _gather_vjp(gz, gx, index):
-    return _dispatch.apply(unpool_add_op, (gz, index), {"input_shape": tuple(gx.shape)}), None
-
-
-unpool_add_op = Op("max_pool_backward", _unpool_add_kernel, vjp=_unpool_add_vjp)
-gather_op = Op("max_pool_gather", _gather_kernel, vjp=_gather_vjp)
 
 
 def _mp_vjp(grads, _x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape,

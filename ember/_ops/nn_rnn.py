@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import _dispatch
 from ._registry import Op
+from .join import cat, stack
 from .linalg import col_sums
 
 
@@ -36,11 +37,9 @@ def _lstm_step_kernel(xp, xw, h, c, w_hh):
 
 
 def _lstm_step_vjp(grads, xw, h, c, w_hh, *, out):
-    from .. import cat, is_grad_enabled
-
     gh, gc = grads[0], grads[1]
     hs = c.shape[1]
-    if is_grad_enabled():
+    if _dispatch.state.grad_enabled:
         # create_graph: recompute the gates from the inputs so the formula stays
         # differentiable in them (the saved activations are constants to autograd)
         gates = xw + h @ w_hh.t()
@@ -277,7 +276,6 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
 
 def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
     """The layer in differentiable ops, for create_graph."""
-    from .. import stack
     from .nn_ops import linear
 
     xw = linear(x, w_ih, b)
@@ -293,10 +291,8 @@ def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
 
 def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, reverse, out,
                     needs_input_grad):
-    from .. import is_grad_enabled
-
     inputs = (x, w_ih, b, h0, c0, w_hh, w_hr)
-    if is_grad_enabled():
+    if _dispatch.state.grad_enabled:
         from ..autograd import grad as autograd_grad
 
         with _enable_grad():

@@ -14,7 +14,10 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op
+from .creation import ones
+from .join import stack
 from .nn_conv import _tuple, sliding_windows
+from .ranges import linspace, meshgrid
 
 # ------------------------------------------------------------------------------------------------
 # interpolate
@@ -35,14 +38,14 @@ def _source_coords(out_size, in_size, scale, align_corners, mode):
 
 
 def _index(values, like):
-    from .creation import from_numpy
+    from .from_data import from_numpy
 
     t = from_numpy(np.ascontiguousarray(values.astype(np.int64)))
     return t if type(like._data) is np.ndarray else t.to(like.device)
 
 
 def _weights(values, like, dim, ndim):
-    from .creation import from_numpy
+    from .from_data import from_numpy
 
     shape = [1] * ndim
     shape[dim] = -1
@@ -257,8 +260,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 def affine_grid(theta, size, align_corners=None):
     """The sampling grid (N, *out, nd) of the affine maps ``theta`` (N, nd, nd + 1)."""
-    from .. import linspace, meshgrid, ones, stack
-
     align_corners = bool(align_corners)
     size = list(size)
     nd = len(size) - 2

@@ -16,7 +16,7 @@ from ._registry import public
 
 
 def _window(name, window_length, periodic, dtype, device, requires_grad, fn):
-    from .creation import from_numpy
+    from .from_data import from_numpy
 
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "

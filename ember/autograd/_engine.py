@@ -36,6 +36,8 @@ import numpy as np
 from .. import _dispatch
 from .._core.size import Size
 from .._core.tensor import Tensor, wrap
+from .._ops.join import stack
+from . import _base
 from . import anomaly_mode as _anomaly
 from ._nodes import AccumulateGrad, gradient_edge, refresh_view
 
@@ -393,6 +395,9 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
     old._bump()
 
 
+_base._accumulate_grad = accumulate_grad  # for direct calls of an AccumulateGrad node
+
+
 def _dense(a):
     """Non-overlapping and dense: ``empty_like`` keeps such a layout."""
     return a.flags.c_contiguous or a.flags.f_contiguous or all(s != 0 for s in a.strides)
@@ -537,8 +542,6 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     """``grad`` with ``is_grads_batched=True``: the first dim of every grad_output indexes a
     batch of vector-Jacobian products, computed one after another over the same graph and
     stacked (PyTorch vmaps them; the numbers are the same)."""
-    from .. import stack
-
     outputs = _as_tuple(outputs)
     grad_outputs = _as_tuple(grad_outputs)
     sizes = set()

@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from .._core.storage import _root
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 
 _strategy = ["file_descriptor"]
 _STRATEGIES = ("file_descriptor", "file_system")
@@ -237,8 +237,6 @@ def rebuild_buffer(info_token, nbytes, fd=None, path=None):
 
 def new_shared(shape, np_dtype):
     """A fresh tensor of ``shape`` whose storage is shared from birth (no copy, no scan)."""
-    from .._core.tensor import wrap
-
     nbytes = int(np.prod(shape)) * np.dtype(np_dtype).itemsize
     if nbytes == 0:
         return wrap(np.empty(shape, np_dtype))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 
+from .._ops.creation import zeros
+from .._ops.join import cat
 from .._ops.nn_attention import scaled_dot_product_attention
-from .._ops.nn_ops import linear
+from .._ops.nn_dropout import dropout
+from .._ops.nn_ops import linear, softmax
+from .._ops.nn_pad import pad
 
 
 def _canonical_mask(mask, name, target_dtype):
@@ -13,8 +17,6 @@ def _canonical_mask(mask, name, target_dtype):
     if mask is None:
         return None
     if mask._data.dtype.kind == "b":
-        from .. import zeros
-
         return zeros(mask.shape, dtype=target_dtype, device=mask.device).masked_fill(
             mask, float("-inf"))
     if not mask.is_floating_point():
@@ -32,9 +34,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     """Attention of (L, N, E) queries over (S, N, E) keys/values (or unbatched (L, E)),
     with PyTorch's masks and packed/separate projection weights. Returns the output and,
     with ``need_weights``, the attention weights (averaged over heads by default)."""
-    from .. import cat, zeros
-    from .functional import dropout, pad, softmax
-
     batched = query.dim() == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)

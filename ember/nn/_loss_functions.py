@@ -13,9 +13,16 @@ import warnings
 import numpy as np
 
 from .. import _dispatch
+from .._core.checks import holds_values
 from .._core.tensor import Tensor
 from .._ops._registry import Op
+from .._ops.creation import full_like
+from .._ops.from_data import as_tensor, from_numpy
 from .._ops.nn_ops import reduction_enum
+from .._ops.pointwise import minimum, where, xlogy
+from .._ops.ranges import arange
+from ..autograd.grad_mode import no_grad
+from ._activations import logsigmoid
 
 
 def _reduce(loss, reduction):
@@ -54,7 +61,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
     _same_size("binary_cross_entropy", input, target)
-    if input.numel() and (float(input.detach().min()) < 0 or float(input.detach().max()) > 1):
+    if input.numel() and holds_values(input._data) and (
+            float(input.detach().min()) < 0 or float(input.detach().max()) > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
     log_x = input.log().clamp(min=-100)
     log_1mx = (1 - input).log().clamp(min=-100)
@@ -81,8 +89,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    from .. import where
-
     _broadcast_warn(input, target)
     d = (input - target).abs()
     loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
@@ -93,8 +99,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
                    beta=1.0):
-    from .. import where
-
     reduction = reduction_enum(reduction, size_average, reduce)
     _broadcast_warn(input, target)
     if beta < 0:
@@ -106,8 +110,6 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    from .. import xlogy
-
     if size_average is not None or reduce is not None:
         reduction = reduction_enum(reduction, size_average, reduce)
     elif reduction == "mean":
@@ -129,8 +131,6 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
-    from .. import where
-
     reduction = reduction_enum(reduction, size_average, reduce)
     if log_input:
         loss = input.exp() - target * input
@@ -145,8 +145,6 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     if isinstance(var, (int, float)):
-        from .. import full_like
-
         var = full_like(input, var)
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
@@ -159,8 +157,6 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         raise ValueError(reduction + " is not valid")
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
-    from ..autograd.grad_mode import no_grad
-
     var = var.clone()
     with no_grad():
         var.clamp_(min=eps)
@@ -182,8 +178,6 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
-    from .. import where
-
     reduction = reduction_enum(reduction, size_average, reduce)
     margin_part = where(target != 1, (margin - input).clamp(min=0), input * 0)
     self_part = where(target != -1, input, input * 0)
@@ -197,8 +191,6 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
-    from .functional import logsigmoid
-
     reduction = reduction_enum(reduction, size_average, reduce)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
@@ -229,8 +221,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
                 break
             is_target[i, tn[i, j]] = True
             valid[i, j] = True
-    from .._ops.creation import from_numpy
-
     safe_t = from_numpy(np.where(valid, tn, 0))
     x_target = x.gather(1, safe_t)  # (n, c): the score of each listed target
     diff = 1 - x_target.unsqueeze(2) + x.unsqueeze(1)  # (n, j, i)
@@ -256,9 +246,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight[t].unsqueeze(1)
-    from .. import arange
-
-    not_y = arange(c).unsqueeze(0) != t.unsqueeze(1)
+    not_y = arange(c, device=t.device).unsqueeze(0) != t.unsqueeze(1)
     loss = (z * not_y).sum(1) / c
     if one:
         loss = loss.squeeze(0)
@@ -280,8 +268,6 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
-    from .. import where
-
     reduction = reduction_enum(reduction, size_average, reduce)
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
@@ -304,8 +290,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        from .. import minimum
-
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
 
@@ -319,8 +303,6 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
     if swap:
-        from .. import minimum
-
         d_neg = minimum(d_neg, dist(positive, negative))
     return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction_enum(reduction))
 
@@ -426,8 +408,6 @@ ctc_op.node_name = "CtcLossBackward0"
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """Connectionist temporal classification loss of (T, N, C) log-probabilities."""
-    from .._ops.creation import as_tensor
-
     reduction = reduction_enum(reduction)
     if log_probs.dim() == 2:
         log_probs = log_probs.unsqueeze(1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ... import empty
+from ..._ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

@@ -464,6 +464,33 @@ class Module:
 
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse=True):
+        """Move the parameters and buffers to ``device`` without copying their data: each
+        becomes an uninitialised tensor of its shape and dtype there (parameters stay the
+        same ``Parameter`` objects, with their ``requires_grad``).
+
+        The way to materialise a module built on the meta device: build it under
+        ``with ember.device("meta"):`` (no memory, no initialisation), call
+        ``to_empty(device="cpu")``, then ``load_state_dict(...)`` or ``reset_parameters()``.
+
+        Args:
+            device: the device to move to.
+            recurse: whether submodules' parameters and buffers move too.
+
+        Returns:
+            Module: self.
+
+        Example::
+
+            >>> with ember.device("meta"):
+            ...     layer = ember.nn.Linear(4, 2)
+            >>> layer.to_empty(device="cpu").weight.device
+            device(type='cpu')
+        """
+        from ..._ops.creation import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ... import empty, int64, ones, tensor, zeros
+from ..._core.dtype import int64
+from ..._ops.creation import empty, ones, zeros
+from ..._ops.from_data import tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

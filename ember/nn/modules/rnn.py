@@ -13,8 +13,9 @@ import math
 import numbers
 import warnings
 
-from ... import cat, empty, stack, zeros
 from ..._ops import nn_ops, nn_rnn
+from ..._ops.creation import empty, zeros
+from ..._ops.join import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from ... import empty, float32, full
+from ..._core.dtype import float32
+from ..._ops.creation import empty, full
 from .. import functional as F
 from .. import init
 from .._attention import multi_head_attention_forward

@@ -43,11 +43,21 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     if not grads:
         return
-    coef = float(max_norm) / (float(total_norm) + 1e-6)
-    if coef < 1:
-        with no_grad():
-            for g in grads:
-                g.mul_(coef)
+    from ..._core.tensor import Tensor
+
+    if not isinstance(total_norm, Tensor):
+        coef = float(max_norm) / (float(total_norm) + 1e-6)
+        if coef < 1:
+            with no_grad():
+                for g in grads:
+                    g.mul_(coef)
+        return
+    # as PyTorch: the clamped coefficient stays a tensor, so no value is read back (the norm
+    # may live on a GPU, or on meta, where there is none)
+    with no_grad():
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(device=g.device, dtype=g.dtype))
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,

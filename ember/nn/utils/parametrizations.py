@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...autograd.grad_mode import no_grad
+from ..functional import normalize
 from ..modules.module import Module
 from . import parametrize
 
@@ -38,8 +40,6 @@ def weight_norm(module, name="weight", dim=0):
 class _SpectralNorm(Module):
     def __init__(self, weight, n_power_iterations=1, dim=0, eps=1e-12):
         super().__init__()
-        from ... import nn
-
         ndim = weight.dim()
         if dim >= ndim or dim < -ndim:
             raise IndexError("Dimension out of range (expected to be in range of "
@@ -53,8 +53,8 @@ class _SpectralNorm(Module):
             self.n_power_iterations = n_power_iterations
             mat = self._reshape(weight)
             h, w = mat.shape
-            u = nn.functional.normalize(weight.new_empty(h).normal_(0, 1), dim=0, eps=eps)
-            v = nn.functional.normalize(weight.new_empty(w).normal_(0, 1), dim=0, eps=eps)
+            u = normalize(weight.new_empty(h).normal_(0, 1), dim=0, eps=eps)
+            v = normalize(weight.new_empty(w).normal_(0, 1), dim=0, eps=eps)
             self.register_buffer("_u", u)
             self.register_buffer("_v", v)
             self._power_method(mat, 15)
@@ -66,17 +66,12 @@ class _SpectralNorm(Module):
         return weight.flatten(1)
 
     def _power_method(self, mat, n):
-        from ...autograd.grad_mode import no_grad
-        from ..functional import normalize
-
         with no_grad():
             for _ in range(n):
                 self._u.copy_(normalize(mat @ self._v, dim=0, eps=self.eps))
                 self._v.copy_(normalize(mat.t() @ self._u, dim=0, eps=self.eps))
 
     def forward(self, weight):
-        from ..functional import normalize
-
         if weight.dim() == 1:
             return normalize(weight, dim=0, eps=self.eps)
         mat = self._reshape(weight)

@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 
+from ._worker_info import get_worker_info
+
 __all__ = ["default_collate", "default_convert"]
 
 _np_str_obj = re.compile(r"[SaUO]")
@@ -53,8 +55,6 @@ def default_collate(batch):
 
     elem = batch[0]
     if isinstance(elem, Tensor):
-        from .dataloader import get_worker_info
-
         if get_worker_info() is not None and elem.is_cpu:
             # in a worker: stack straight into shared memory, so the batch crosses to the
             # main process as a handle, not as pickled bytes

@@ -19,38 +19,13 @@ import traceback
 import numpy as np
 
 from . import _collate
+from ._worker_info import WorkerInfo, _set_worker_info, get_worker_info
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
 
 _POLL = 0.1  # seconds between liveness checks while waiting for a batch
-
-
-class WorkerInfo:
-    """What ``get_worker_info()`` returns inside a worker: id, num_workers, seed, dataset."""
-
-    def __init__(self, **kwargs):
-        self.__dict__.update(kwargs)
-        self._frozen = True
-
-    def __setattr__(self, key, value):
-        if getattr(self, "_frozen", False):
-            raise RuntimeError(f"Cannot assign attributes to {type(self).__name__} objects")
-        super().__setattr__(key, value)
-
-    def __repr__(self):
-        fields = ", ".join(f"{k}={self.__dict__[k]}" for k in
-                           ("id", "num_workers", "seed", "dataset"))
-        return f"WorkerInfo({fields})"
-
-
-_worker_info = None
-
-
-def get_worker_info():
-    """In a DataLoader worker process: its WorkerInfo. In the main process: None."""
-    return _worker_info
 
 
 class _ExceptionWrapper:
@@ -81,15 +56,14 @@ class _IterableEnd:
 
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation,
                  collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers):
-    global _worker_info
     from ... import manual_seed
 
     seed = base_seed + worker_id
     random.seed(seed)
     manual_seed(seed)
     np.random.seed(seed % 2 ** 32)
-    _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
-                              dataset=dataset)
+    _set_worker_info(WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
+                                dataset=dataset))
     init_error = None
     try:
         if init_fn is not None:
@@ -161,7 +135,7 @@ def _gather_rows(tensors, indices):
     idx = tensor(indices)
     out = []
     for t in tensors:
-        if _worker_info is not None:
+        if get_worker_info() is not None:
             from ...multiprocessing._shared import new_shared
 
             dest = new_shared((len(indices),) + tuple(t.shape[1:]), t._data.dtype)

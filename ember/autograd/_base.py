@@ -1,0 +1,180 @@
+"""The base of the autograd graph: ``Node``, ``AccumulateGrad``, hook handles and the
+saved-tensor hook stack.
+
+Every other autograd module builds on these; ``graph.py`` re-exports them beside the
+user-facing utilities, which use the recorder (``_nodes.py``) and the engine (``_engine.py``).
+This module imports neither: the engine installs ``_accumulate_grad`` when it is imported.
+
+NOTE [ Nodes do not own their outputs ]
+A node holds edges to the nodes of its *inputs* (``next_functions``) and the values it
+saved, never its output tensors: an output points at its node, not the reverse, so there are
+no reference cycles and an intermediate dies by reference counting as soon as nothing needs
+it. A node that saves its own result keeps the array and re-wraps it on unpack.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+
+#: the global sequence number: nodes created later run earlier in backward
+_sequence = itertools.count()
+
+# ------------------------------------------------------------------------------------------------
+# hook handles
+
+
+class RemovableHandle:
+    """Returned by ``register_hook`` and friends; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks_dict):
+        self._ref = weakref.ref(hooks_dict) if hooks_dict is not None else None
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self):
+        d = self._ref() if self._ref is not None else None
+        if d is not None:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(OrderedDict):
+    """An ordered dict of hooks that can be weakly referenced by handles."""
+
+
+def _add_hook(holder, attr, fn):
+    d = getattr(holder, attr, None)
+    if d is None:
+        d = _HookDict()
+        setattr(holder, attr, d)
+    h = RemovableHandle(d)
+    d[h.id] = fn
+    return h
+
+
+# ------------------------------------------------------------------------------------------------
+# Node
+
+
+class Node:
+    """A node of the backward graph: the ``grad_fn`` of a tensor.
+
+    Subclasses implement ``_apply(grads) -> tuple`` taking one gradient per output (None
+    where none arrived) and returning one gradient per edge in ``next_functions``.
+    """
+
+    # ``_next``: tuple of (node or None, input_nr); ``_seq``: sequence_nr;
+    # ``_pre``/``_post``: user hooks; ``_tpre``: tensor hooks of outputs keyed by output nr;
+    # ``_retain``: weakrefs of outputs that retain their grad, keyed by output nr.
+    _next = ()
+    _pre = None
+    _post = None
+    _tpre = None
+    _retain = None
+    _meta = None
+    _trace = None
+    _seq = 0
+    #: True once a pre-hook, tensor hook or retain_grad was registered (the engine's cheap test)
+    _hooked = False
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return self._next
+
+    @property
+    def metadata(self) -> dict:
+        m = self._meta
+        if m is None:
+            m = self._meta = {}
+        return m
+
+    @property
+    def requires_grad(self) -> bool:
+        return True
+
+    def _sequence_nr(self) -> int:
+        return self._seq
+
+    def _set_sequence_nr(self, n):
+        self._seq = n
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after the node; it may return new
+        ``grad_inputs``."""
+        return _add_hook(self, "_post", fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before the node; it may return new ``grad_outputs``."""
+        self._hooked = True
+        return _add_hook(self, "_pre", fn)
+
+    def _register_hook_dict(self, tensor):  # torch's internal name; kept for tooling
+        pass
+
+    def __call__(self, *grads):
+        """Run the node's formula directly (as torch allows): returns the input gradients."""
+        res = self._apply(list(grads))
+        return res[0] if len(res) == 1 else res
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # -- for subclasses -------------------------------------------------------------------------
+
+    def _apply(self, grads):
+        raise NotImplementedError
+
+    def _release(self):
+        """Free saved values after a backward without retain_graph."""
+
+    def _n_outputs(self) -> int:
+        return 1
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: writes gradients into ``variable.grad``.
+
+    Held weakly by its tensor (``tensor._accum``) and strongly by the nodes that use the
+    leaf, so it lives as long as some graph reaches it. See NOTE [ Accumulating .grad ] in
+    ``_engine.py`` for the rules.
+    """
+
+    _seq = float("inf")  # leaves are flushed as soon as they are ready (NOTE [ Engine ])
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def _apply(self, grads):
+        _accumulate_grad(self.variable, grads[0])
+        return ()
+
+
+#: ``_engine.accumulate_grad``, the .grad rules: installed by the engine, which builds on this
+#: module (only direct calls of an AccumulateGrad node get here; the engine calls it itself)
+_accumulate_grad = None
+
+
+# ------------------------------------------------------------------------------------------------
+# the saved-tensor hook stack (the context managers that push on it are in graph.py)
+
+
+class _HooksState(threading.local):
+    def __init__(self):
+        self.stack = []  # (pack, unpack) pairs, innermost last
+        self.disabled = None  # error message while disable_saved_tensors_hooks is active
+
+
+_hooks_state = _HooksState()
