@@ -65,8 +65,14 @@ def check_matrix(op_name, A, argname="A"):
 
 
 def _eye_like(n, t):
-    """A constant identity matrix of ``t``'s dtype (for masks in backward formulas)."""
-    return wrap(np.eye(n, dtype=t._data.dtype))
+    """A constant identity matrix of ``t``'s dtype and device (for masks in backward
+    formulas)."""
+    return wrap(_dispatch.xp_of(t._data).eye(n, dtype=t._data.dtype))
+
+
+def _const_like(array, t):
+    """The host array ``array`` as a constant tensor on ``t``'s device."""
+    return wrap(_dispatch.xp_of(t._data).asarray(array))
 
 
 def _bidx(shape, flat):
@@ -340,7 +346,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     info_shape = tuple(A.shape[:-2])
     try:
         x = _dispatch.apply(solve_op, (A, B), {"left": left, "vec": vec})
-        info = wrap(np.zeros(info_shape, np.int32))
+        info = wrap(_dispatch.xp_of(A._data).zeros(info_shape, np.int32))
     except LinAlgError:
         if check_errors:
             raise
@@ -383,7 +389,7 @@ def _solve_triangular_vjp(g, a, _b, *, out, upper, left, unitriangular):
     mask = np.triu(np.ones((n, n)), 1 if unitriangular else 0)
     if not upper:
         mask = mask.T
-    return ga * wrap(mask.astype(ga._data.dtype)), gb
+    return ga * _const_like(mask.astype(ga._data.dtype), ga), gb
 
 
 solve_triangular_op = Op("linalg_solve_triangular", _solve_triangular_kernel,
@@ -433,7 +439,7 @@ def _cholesky_kernel(xp, a, *, upper):
 
 def _phi_mask(n, t):
     """Lower triangle of ones with 0.5 on the diagonal."""
-    return wrap((np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(t._data.dtype))
+    return _const_like((np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(t._data.dtype), t)
 
 
 def _cholesky_vjp(g, _a, *, out, upper):
@@ -471,7 +477,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     info_shape = tuple(A.shape[:-2])
     try:
         L = _dispatch.apply(cholesky_op, (A,), {"upper": bool(upper)})
-        info = wrap(np.zeros(info_shape, np.int32))
+        info = wrap(_dispatch.xp_of(A._data).zeros(info_shape, np.int32))
     except LinAlgError:
         if check_errors:
             raise
@@ -514,14 +520,14 @@ def _cholesky_solve_kernel(xp, b, l, *, upper):
 
 def _cholesky_solve_vjp(g, b, l, *, out, upper):
     n = l.shape[-1]
-    low = wrap(np.tril(np.ones((n, n))).astype(l._data.dtype))
+    low = _const_like(np.tril(np.ones((n, n))).astype(l._data.dtype), l)
     L = _h(l * low.mT) if upper else l * low
     A = matmul(L, _h(L))
     gb = solve(A, g)  # A is Hermitian
     gA = -matmul(gb, _h(out))
     # A = L L^H  ->  gL = (gA + gA^H) L
     gL = matmul(gA + _h(gA), L)
-    mask = wrap(np.tril(np.ones(tuple(l.shape[-2:]))).astype(gL._data.dtype))
+    mask = _const_like(np.tril(np.ones(tuple(l.shape[-2:]))).astype(gL._data.dtype), l)
     gL = gL * mask
     return gb, (_h(gL) if upper else gL)
 
@@ -560,7 +566,7 @@ def _qr_kernel(xp, a, *, mode):
 def _copyltu(M):
     """The lower triangle of ``M`` mirrored (conjugated) onto the upper one."""
     n = M.shape[-1]
-    low = M * wrap(np.tril(np.ones((n, n)), -1).astype(M._data.dtype))
+    low = M * _const_like(np.tril(np.ones((n, n)), -1).astype(M._data.dtype), M)
     eye = _eye_like(n, M)
     d = M * eye
     if M.is_complex():
@@ -861,8 +867,8 @@ def _svd_public(input, some=True, compute_uv=True, *, out=None):
     U, S, Vh = _dispatch.apply(svd_op, (input,), {"full_matrices": not some})
     V = _h(Vh)
     if not compute_uv:
-        U = wrap(np.zeros(tuple(U.shape), U._data.dtype))
-        V = wrap(np.zeros(tuple(V.shape), V._data.dtype))
+        U = U.new_zeros(tuple(U.shape))
+        V = V.new_zeros(tuple(V.shape))
     r = make("svd", ["U", "S", "V"])(U, S, V)
     if out is not None:
         _dispatch.write_out("svd", out, tuple(r))

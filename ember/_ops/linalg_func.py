@@ -151,7 +151,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if m > n and driver != "gelsy" and full_rank or (driver == "gels" and m > n):
         R = matmul(A, X) - Bm
         residuals = (R * _conj(R)).real.sum(-2) if R.is_complex() else (R * R).sum(-2)
-    sv = s if driver in ("gelsd", "gelss") else empty
+    # PyTorch differentiates lstsq's solution and residuals only; the singular values come
+    # out without a history (svdvals differentiates them)
+    sv = s.detach() if driver in ("gelsd", "gelss") else empty
     rank_t = wrap(np.asarray(rank)) if rank is not None else wrap(np.zeros((0,), np.int64))
     if vec:
         X = X.squeeze(-1)
@@ -176,7 +178,8 @@ def matrix_power(A, n, *, out=None):
         raise TypeError(f"{op_name}(): argument 'n' must be int, not {type(n).__name__}")
     n = int(n)
     if n == 0:
-        eye = np.broadcast_to(np.eye(A.shape[-1], dtype=A._data.dtype), tuple(A.shape)).copy()
+        xp = _dispatch.xp_of(A._data)
+        eye = xp.broadcast_to(xp.eye(A.shape[-1], dtype=A._data.dtype), tuple(A.shape)).copy()
         r = wrap(eye)
     else:
         if n < 0:
@@ -279,12 +282,23 @@ def _lu_factor_kernel(xp, a):
             xp.asarray(pivs.reshape(host.shape[:-2] + (k,))))
 
 
-lu_factor_op = Op("linalg_lu_factor", _lu_factor_kernel, differentiable=False)
+def _lu_factor_vjp(g, a, *, out):
+    # as PyTorch: unpack, then the factors' gradients are gLU's two triangles
+    gLU = g[0]
+    if gLU is None:
+        return None
+    k = min(a.shape[-2], a.shape[-1])
+    P, L, U = lu_unpack(*out)
+    return _lu_backward(gLU[..., :, :k], gLU[..., :k, :], P, L, U)
+
+
+lu_factor_op = Op("linalg_lu_factor", _lu_factor_kernel, vjp=_lu_factor_vjp,
+                  nondiff_outputs=(1,))
 
 
 def lu_factor(A, *, pivot=True, out=None):
     """``(LU, pivots)``: the packed LU factorisation with partial pivoting (``pivots`` are
-    1-based row swaps, int32). Not differentiable in ember: use :func:`lu`."""
+    1-based row swaps, int32)."""
     check_matrix("linalg.lu_factor", A)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -321,29 +335,47 @@ def _lu_kernel(xp, a):
     return _unpack(xp, lu, piv)
 
 
-def _lu_vjp(g, a, *, out):
-    # square A = P L U:  gA = P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H
-    _, gL, gU = g
-    P, L, U = out
-    m, n = a.shape[-2], a.shape[-1]
-    if m != n:
-        raise NotImplementedError(
-            "linalg.lu: the derivative for non-square inputs is not implemented in ember")
-    low = wrap(np.tril(np.ones((n, n)), -1).astype(L._data.dtype))
-    up = wrap(np.triu(np.ones((n, n))).astype(L._data.dtype))
-    phi = None
-    if gL is not None:
-        phi = matmul(_h(L), gL) * low
-    if gU is not None:
-        t = matmul(gU, _h(U)) * up
-        phi = t if phi is None else phi + t
-    if phi is None:
-        return None
+def _lu_backward(gL, gU, P, L, U):
+    """The gradient of ``A = P L U`` from its factors' (``gL``, ``gU`` may be None); only
+    L's strict lower trapezoid and U's upper trapezoid count, as PyTorch's linalg_lu_backward.
+
+    Square A: ``gA = P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H``. Wide A (m < n) splits
+    ``U = [U1 U2]``: U2's part ``L^-1 (P^T A2 - dL U2)`` moves ``gU2 U2^H`` over from U's term
+    to L's, and ``gA2 = P L^-H gU2``. Tall A (m > n) is the transpose of that story with
+    ``L = [L1; L2]`` and ``gB2 = gL2 U^-H``.
+    """
+    from .join import cat
     from .linalg_decomp import solve_triangular
 
-    x = solve_triangular(_h(L), phi, upper=True, unitriangular=True)
-    x = solve_triangular(_h(U), x, upper=False, left=False)
-    return matmul(P, x)
+    if gL is None and gU is None:
+        return None
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    gL = gL if gL is not None else L.new_zeros(tuple(L.shape))
+    gU = gU if gU is not None else U.new_zeros(tuple(U.shape))
+    if m < n:
+        U1, U2, gU1, gU2 = U[..., :, :k], U[..., :, k:], gU[..., :, :k], gU[..., :, k:]
+        phi = ((matmul(_h(L), gL) - matmul(gU2, _h(U2))).tril(-1)
+               + matmul(gU1, _h(U1)).triu())
+        gA = cat([solve_triangular(_h(U1), phi, upper=False, left=False), gU2], -1)
+        gA = solve_triangular(_h(L), gA, upper=True, unitriangular=True)
+    elif m > n:
+        L1, L2, gL1, gL2 = L[..., :k, :], L[..., k:, :], gL[..., :k, :], gL[..., k:, :]
+        phi = (matmul(_h(L1), gL1).tril(-1)
+               + (matmul(gU, _h(U)) - matmul(_h(L2), gL2)).triu())
+        gA = cat([solve_triangular(_h(L1), phi, upper=True, unitriangular=True), gL2], -2)
+        gA = solve_triangular(_h(U), gA, upper=False, left=False)
+    else:
+        phi = matmul(_h(L), gL).tril(-1) + matmul(gU, _h(U)).triu()
+        gA = solve_triangular(_h(L), phi, upper=True, unitriangular=True)
+        gA = solve_triangular(_h(U), gA, upper=False, left=False)
+    return matmul(P, gA)
+
+
+def _lu_vjp(g, _a, *, out):
+    _, gL, gU = g
+    P, L, U = out
+    return _lu_backward(gL, gU, P, L, U)
 
 
 lu_op = Op("linalg_lu", _lu_kernel, vjp=_lu_vjp, nondiff_outputs=(0,))
@@ -363,7 +395,27 @@ def _lu_unpack_kernel(xp, lu, piv):
     return _unpack(xp, lu, piv)
 
 
-lu_unpack_op = Op("lu_unpack", _lu_unpack_kernel, differentiable=False)
+def _lu_unpack_vjp(g, lu, _piv):
+    # L and U are read off LU's two triangles, so their gradients land back there
+    from .join import cat
+
+    _, gL, gU = g
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    grad = None
+    if gL is not None:
+        grad = gL.tril(-1)
+        if n > k:
+            grad = cat([grad, grad.new_zeros(tuple(grad.shape[:-1]) + (n - k,))], -1)
+    if gU is not None:
+        up = gU.triu()
+        if m > k:
+            up = cat([up, up.new_zeros(tuple(up.shape[:-2]) + (m - k, n))], -2)
+        grad = up if grad is None else grad + up
+    return grad, None
+
+
+lu_unpack_op = Op("lu_unpack", _lu_unpack_kernel, vjp=_lu_unpack_vjp, nondiff_outputs=(0,))
 
 
 @public(method=False)
@@ -389,12 +441,29 @@ def _lu_solve_kernel(xp, lu, piv, b, *, left, adjoint):
     return xp.swapaxes(xp.linalg.solve(xp.swapaxes(A, -1, -2), xp.swapaxes(b, -1, -2)), -1, -2)
 
 
-lu_solve_op = Op("linalg_lu_solve", _lu_solve_kernel, differentiable=False)
+def _lu_solve_vjp(g, lu, piv, _b, *, out, left, adjoint, needs_input_grad):
+    # B's gradient is the solve with the adjoint matrix; A = P L U's follows from it and X
+    # in the orientation solved (A X = B, A^H X = B, X A = B, X A^H = B), then reaches LU's
+    # triangles as in _lu_backward with P constant
+    gB = lu_solve(lu, piv, g, left=left, adjoint=not adjoint)
+    if not needs_input_grad[0]:
+        return None, None, gB
+    X = out
+    if left:
+        gA = -matmul(X, _h(gB)) if adjoint else -matmul(gB, _h(X))
+    else:
+        gA = -matmul(_h(gB), X) if adjoint else -matmul(_h(X), gB)
+    P, L, U = lu_unpack(lu, piv)
+    PtgA = matmul(P.mT, gA)
+    return matmul(PtgA, _h(U)).tril(-1) + matmul(_h(L), PtgA).triu(), None, gB
+
+
+lu_solve_op = Op("linalg_lu_solve", _lu_solve_kernel, vjp=_lu_solve_vjp)
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
-    """Solve ``A X = B`` given ``A``'s packed LU factorisation (``adjoint``: ``A^H X = B``).
-    Not differentiable in ember: differentiate :func:`ember.linalg.solve` instead."""
+    """Solve ``A X = B`` given ``A``'s packed LU factorisation (``adjoint``: ``A^H X = B``;
+    ``left=False``: ``X A = B``)."""
     check_square("linalg.lu_solve", LU, "LU")
     check_tensor("linalg.lu_solve", B, "B")
     params = {"left": bool(left), "adjoint": bool(adjoint)}
@@ -406,7 +475,8 @@ def _cholesky_inverse_impl(input, upper, out):
 
     check_square("cholesky_inverse", input, "input")
     n = input.shape[-1]
-    eye = wrap(np.broadcast_to(np.eye(n, dtype=input._data.dtype), tuple(input.shape)).copy())
+    xp = _dispatch.xp_of(input._data)
+    eye = wrap(xp.broadcast_to(xp.eye(n, dtype=input._data.dtype), tuple(input.shape)).copy())
     return cholesky_solve(eye, input, upper, out=out)
 
 
@@ -445,8 +515,11 @@ def householder_product(A, tau, *, out=None):
             f"{op_name}: tau dtype {tau.dtype.scalar_name} does not match input dtype "
             f"{A.dtype.scalar_name}")
     dt = A._data.dtype
-    V = A * wrap(np.tril(np.ones((m, n)), -1).astype(dt)) + wrap(np.eye(m, n, dtype=dt))
-    Q = wrap(np.broadcast_to(np.eye(m, dtype=dt), tuple(A.shape[:-2]) + (m, m)).copy())
+    xp = _dispatch.xp_of(A._data)  # the constants live on A's device
+    V = A * wrap(xp.asarray(np.tril(np.ones((m, n)), -1).astype(dt))) + \
+        wrap(xp.asarray(np.eye(m, n, dtype=dt)))
+    Q = wrap(xp.asarray(np.broadcast_to(np.eye(m, dtype=dt),
+                                        tuple(A.shape[:-2]) + (m, m)).copy()))
     for i in range(k):
         v = V[..., :, i:i + 1]
         t = tau[..., i:i + 1].unsqueeze(-1)

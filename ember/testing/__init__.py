@@ -89,7 +89,7 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
     """A tensor of ``shape`` with values drawn uniformly (ints in [low, high), floats in
     [low, high), defaults -9..9), optionally non-contiguous or with zeros replaced."""
     from .. import _ops  # noqa: F401
-    from .._ops.creation import from_numpy
+    from .._ops.from_data import from_numpy
 
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])

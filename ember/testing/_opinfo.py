@@ -89,14 +89,19 @@ class OpInfo:
         dtypes: the dtypes the op supports (tested); others may raise.
         op: the ember callable (default ``ember.<name>``).
         torch_op: the torch callable for conformance (default ``torch.<name>``), or None.
-        method / inplace / supports_out: which forms exist (checked to agree).
+        method / inplace / supports_out: which forms exist (checked to agree, and checked to
+            be set wherever ember and PyTorch both have the form).
         is_view: the result shares memory with ``input`` (checked).
         error_inputs: ``fn(rng) -> iterable of ErrorInput``.
         differentiable: gradients are checked (gradcheck/gradgradcheck in float64).
         grad_dtypes: the dtypes gradients are checked in.
         atol / rtol: tolerances override (None: by dtype).
-        skips: names of generic tests to skip for this op, with the reason as value.
-        nondeterministic: results are random or unordered (value checks skipped).
+        skips: names of generic tests to skip for this op, with the reason as value; the keys
+            ``"inplace"`` / ``"out"`` instead say that ``Tensor.<name>_`` / ``out=`` is a
+            different op, which the form-coverage check (tests/_ops/test_opinfo_coverage.py)
+            then accepts unflagged.
+        nondeterministic: results are random or unordered (value checks skipped; the forms
+            are still compared, each drawing from the same seed).
     """
 
     name: str

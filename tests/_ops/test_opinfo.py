@@ -182,31 +182,80 @@ def test_noncontiguous(info):
 def test_variants(info):
     """Function, method, in-place and out= forms agree."""
     _skip(info, "variants")
-    if info.nondeterministic:
-        pytest.skip("random op")
     meth = info.get_method() if info.method else None
     inplace = info.get_inplace() if info.inplace else None
     if info.method:
         assert meth is not None, f"Tensor.{info.name} is missing"
     if info.inplace:
         assert inplace is not None, f"Tensor.{info.name}_ is missing"
+    # random ops draw the same numbers in every form when each form starts from one seed
+    seeded = info.nondeterministic
+    with ember.random.fork_rng(enabled=seeded):
+
+        def call(fn, input, s, **extra):
+            if seeded:
+                ember.manual_seed(0)
+            return fn(input, *s.args, **s.kwargs, **extra)
+
+        for dtype in info.dtypes:
+            for s in _samples(info, dtype):
+                ctx = f"{info.id} {dtype} {s}"
+                want = call(info.get_op(), s.input, s)
+                if meth is not None:
+                    _close(call(meth, s.input, s), want, info, ctx + " (method)")
+                # an in-place form keeps self's dtype and shape, except that an in-place view
+                # op (t_, squeeze_) gives self the view's shape
+                if inplace is not None and isinstance(want, ember.Tensor) and \
+                        want.dtype == s.input.dtype and \
+                        (want.shape == s.input.shape or info.is_view):
+                    target = s.input.clone()
+                    r = call(inplace, target, s)
+                    assert r is target, f"{ctx}: in-place form must return self"
+                    _close(target, want, info, ctx + " (in-place)")
+                results = _results(want)
+                if info.supports_out and all(isinstance(x, ember.Tensor) for x in results):
+                    outs = [ember.empty(0, dtype=x.dtype) for x in results]
+                    out = outs[0] if isinstance(want, ember.Tensor) else tuple(outs)
+                    r = call(info.get_op(), s.input, s, out=out)
+                    rs = _results(r)
+                    assert len(rs) == len(outs) and all(x is o for x, o in zip(rs, outs)), \
+                        f"{ctx}: out= form must return out"
+                    _close(tuple(outs), want, info, ctx + " (out=)")
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("info", [i for i in op_db if i.inplace and not i.nondeterministic],
+                         ids=lambda i: i.id)
+def test_inplace_matches_torch(info):
+    """In-place forms follow PyTorch's rules on every sample torch's function accepts, those
+    whose result would change self's dtype or shape included: the same values written into
+    self, or the same exception type."""
+    _skip(info, "torch")
+    _skip(info, "inplace_torch")
+    torch = _torch()
+    top = info.get_torch_op(torch)
+    torch_inplace = getattr(torch.Tensor, info.name.split(".")[-1] + "_")
+    inplace = info.get_inplace()
+    compared = 0
     for dtype in info.dtypes:
         for s in _samples(info, dtype):
-            ctx = f"{info.id} {dtype} {s}"
-            want = _call(info.get_op(), s)
-            if meth is not None:
-                _close(_call(meth, s), want, info, ctx + " (method)")
-            if inplace is not None and isinstance(want, ember.Tensor) and \
-                    want.shape == s.input.shape and want.dtype == s.input.dtype:
-                target = s.input.clone()
-                r = inplace(target, *s.args, **s.kwargs)
-                assert r is target, f"{ctx}: in-place form must return self"
-                _close(target, want, info, ctx + " (in-place)")
-            if info.supports_out and isinstance(want, ember.Tensor):
-                out = ember.empty(0, dtype=want.dtype)
-                r = _call(info.get_op(), s, out=out)
-                assert r is out, f"{ctx}: out= form must return out"
-                _close(out, want, info, ctx + " (out=)")
+            ctx = f"{info.id} {dtype} {s} (in-place)"
+            args, kwargs = _torch_value(s.all_args()), _torch_value(s.kwargs)
+            try:
+                top(*args, **kwargs)
+            except Exception:  # noqa: BLE001 -- a sample torch rejects is no conformance point
+                continue
+            target = s.input.clone()
+            try:
+                torch_inplace(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 -- ember must refuse it the same way
+                with pytest.raises(type(e)):
+                    inplace(target, *s.args, **s.kwargs)
+                continue
+            inplace(target, *s.args, **s.kwargs)
+            _close(target, args[0], info, ctx)
+            compared += 1
+    assert compared, "no sample could be compared with torch"
 
 
 @pytest.mark.parametrize("info", [i for i in op_db if i.is_view], ids=lambda i: i.id)
@@ -273,12 +322,29 @@ def test_gradients(info):
         pytest.skip("no differentiable sample")
 
 
-@pytest.mark.skipif(not HAS_TORCH or not _gradcheck_available(),
-                    reason="needs PyTorch and ember.autograd")
-@pytest.mark.parametrize("info", [i for i in op_db if i.differentiable], ids=lambda i: i.id)
+def _grads(results, cots, inputs, grad, wrap):
+    """Backpropagate ``cots`` from the results that require grad; all None where none does."""
+    total = None
+    for r, c in zip(results, cots):
+        if c is not None and getattr(r, "requires_grad", False):
+            term = r * wrap(c)
+            # a real scalar; complex results enter through their real part
+            term = (term.real if term.is_complex() else term).sum()
+            total = term if total is None else total + term
+    if total is None:
+        return [None] * len(inputs)
+    return grad(total, inputs, allow_unused=True)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("info", [i for i in op_db if not i.nondeterministic],
+                         ids=lambda i: i.id)
 def test_gradients_match_torch(info):
-    """Backpropagating the same cotangent gives PyTorch's gradients (float64 samples)."""
-    _skip(info, "gradients")
+    """Backpropagating the same cotangent gives PyTorch's gradients (float64 samples).
+
+    Every entry takes part, ``differentiable`` or not: an op ember leaves without a
+    derivative must be one whose gradient PyTorch gives as None or zeros.
+    """
     _skip(info, "torch")
     _skip(info, "torch_gradients")
     top = info.get_torch_op(_torch())
@@ -305,38 +371,38 @@ def test_gradients_match_torch(info):
         except Exception:  # noqa: BLE001 -- a sample torch rejects is no conformance point
             continue
         e_out = info.get_op()(*e_args, **e_kwargs)
-        e_res = [r for r in _results(e_out) if isinstance(r, ember.Tensor) and r.requires_grad]
-        t_res = [r for r in _results(t_out) if hasattr(r, "requires_grad") and r.requires_grad]
-        if not e_res or len(e_res) != len(t_res):
-            continue
+        e_res, t_res = _results(e_out), _results(t_out)
+        assert len(e_res) == len(t_res), f"{info.id} {s}: {len(e_res)} results vs {len(t_res)}"
+        # one cotangent per result position that either side differentiates
         rng = np.random.default_rng(0)
-        cots = [rng.standard_normal(tuple(r.shape)) for r in e_res]
-
-        def loss(results, wrap):
-            # a real scalar; complex results enter through their real part
-            total = 0
-            for r, c in zip(results, cots):
-                term = r * wrap(c)
-                total = total + (term.real if term.is_complex() else term).sum()
-            return total
-
+        cots = [rng.standard_normal(tuple(t.shape))
+                if getattr(e, "requires_grad", False) or getattr(t, "requires_grad", False)
+                else None for e, t in zip(e_res, t_res)]
+        if all(c is None for c in cots):
+            continue
         e_in = [x for x in _results(list(e_args) + list(e_kwargs.values()))
                 if isinstance(x, ember.Tensor) and x.requires_grad]
         t_in = [x for x in _results(list(t_args) + list(t_kwargs.values()))
                 if hasattr(x, "requires_grad") and x.requires_grad]
         try:
-            t_grads = torch.autograd.grad(loss(t_res, torch.from_numpy), t_in,
-                                          allow_unused=True)
+            t_grads = _grads(t_res, cots, t_in, torch.autograd.grad, torch.from_numpy)
         except Exception:  # noqa: BLE001 -- torch cannot differentiate this sample
             continue
-        e_grads = ember.autograd.grad(loss(e_res, ember.from_numpy), e_in, allow_unused=True)
-        for eg, tg in zip(e_grads, t_grads):
+        e_grads = _grads(e_res, cots, e_in, ember.autograd.grad, ember.from_numpy)
+        for i, (eg, tg) in enumerate(zip(e_grads, t_grads)):
+            ctx = f"{info.id} {s}: input {i}"
             if tg is not None and tg._is_zerotensor():
                 tg = torch.zeros(tg.shape, dtype=tg.dtype)
-            if eg is None or tg is None:
-                assert eg is None or not eg.abs().sum().item(), f"{info.id} {s}: grad only here"
+            # None stands for zeros on either side, and for nothing else
+            if eg is None:
+                assert tg is None or not tg.abs().sum().item(), \
+                    f"{ctx}: ember gives no gradient where torch's is nonzero"
                 continue
-            assert_close(eg, tg.resolve_conj(), rtol=1e-5, atol=1e-6, msg=f"{info.id} {s}")
+            if tg is None:
+                assert not eg.abs().sum().item(), \
+                    f"{ctx}: ember gives a nonzero gradient where torch gives none"
+                continue
+            assert_close(eg, tg.resolve_conj(), rtol=1e-5, atol=1e-6, msg=ctx)
         compared += 1
     if not compared:
         pytest.skip("no sample torch could differentiate")

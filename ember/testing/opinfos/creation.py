@@ -2,8 +2,9 @@
 
 Factory functions take numbers, not tensors, as their first argument; the generic tests cope
 (nothing to make non-contiguous, no method form). The random ops are ``nondeterministic``:
-the generic tests then check shapes and dtypes against PyTorch and the error inputs, and
-tests/_ops/test_random.py checks the distributions.
+the generic tests then check shapes and dtypes against PyTorch, the error inputs, and that
+every form draws the same numbers from the same seed; tests/_ops/test_random.py checks the
+distributions.
 """
 
 import numpy as np
@@ -383,22 +384,26 @@ op_db = [
            error_inputs=_errors_meshgrid, method=False, grad_dtypes=FLOATS[3:]),
     # random: shapes and dtypes against PyTorch; distributions in tests/_ops/test_random.py
     OpInfo("rand", sample_inputs=_sample_random_sizes, dtypes=FLOATS + ALL[-2:],
-           error_inputs=_errors_rand, **_RANDOM),
+           error_inputs=_errors_rand, **_RANDOM, supports_out=True),
     OpInfo("randn", sample_inputs=_sample_random_sizes, dtypes=FLOATS + ALL[-2:],
-           error_inputs=_errors_randn, **_RANDOM),
+           error_inputs=_errors_randn, **_RANDOM, supports_out=True),
     OpInfo("randint", sample_inputs=_sample_randint, dtypes=ALL[:-2],
-           error_inputs=_errors_randint, **_RANDOM),
+           error_inputs=_errors_randint, **_RANDOM, supports_out=True),
     OpInfo("randperm", sample_inputs=_sample_randperm, dtypes=INTS[1:] + FLOATS,
-           error_inputs=_errors_randperm, **_RANDOM),
+           error_inputs=_errors_randperm, **_RANDOM, supports_out=True),
     OpInfo("rand_like", sample_inputs=_sample_like_random, dtypes=FLOATS, **_RANDOM),
     OpInfo("randn_like", sample_inputs=_sample_like_random, dtypes=FLOATS, **_RANDOM),
     OpInfo("randint_like", sample_inputs=_sample_randint_like, dtypes=REAL_NO_BOOL, **_RANDOM),
     OpInfo("normal", sample_inputs=_sample_normal, dtypes=FLOATS, error_inputs=_errors_normal,
-           **_RANDOM),
+           **_RANDOM, supports_out=True),
     OpInfo("bernoulli", sample_inputs=_sample_bernoulli, dtypes=FLOATS,
-           error_inputs=_errors_bernoulli, nondeterministic=True, differentiable=False),
+           error_inputs=_errors_bernoulli, nondeterministic=True, differentiable=False,
+           supports_out=True,
+           skips={"inplace": "Tensor.bernoulli_(p) fills self with draws of probability p; "
+                             "it does not read self as probabilities like bernoulli(input)"}),
     OpInfo("multinomial", sample_inputs=_sample_multinomial, dtypes=FLOATS[2:],
-           error_inputs=_errors_multinomial, nondeterministic=True, differentiable=False),
+           error_inputs=_errors_multinomial, nondeterministic=True, differentiable=False,
+           supports_out=True),
     OpInfo("poisson", sample_inputs=_sample_poisson, dtypes=FLOATS[2:],
            error_inputs=_errors_poisson, **_RANDOM),
 ]

@@ -419,7 +419,7 @@ op_db = [
     B("atan2", np.arctan2, dtypes=REAL), B("arctan2", np.arctan2, dtypes=F32_64),
     B("copysign", np.copysign, dtypes=REAL, scalars=True,
       skips={"gradients": "discontinuous at 0"}),
-    B("nextafter", np.nextafter, dtypes=FLOATS, differentiable=False),
+    B("nextafter", np.nextafter, dtypes=FLOATS),
     B("logaddexp", _logaddexp, dtypes=FLOATS + COMPLEX, inplace=False),
     B("logaddexp2", np.logaddexp2, inplace=False),
     B("xlogy", _xlogy, dtypes=REAL, low=0.1, high=5, scalars=True),
