@@ -71,7 +71,11 @@ from .autograd.grad_mode import (  # noqa: E402
 from ._core import _print as _tensor_str  # noqa: E402  (PyTorch's private module name)
 from ._core._print import set_printoptions  # noqa: E402
 
-from . import library, multiprocessing, nn, ops, optim, utils  # noqa: E402
+from . import _C, library, multiprocessing, nn, ops, optim, overrides, utils  # noqa: E402
+from .backends import meta as _meta  # noqa: E402
+
+_meta.register()  # the meta device, through ember.library (NOTE [ Meta device ])
+from .utils._device import get_default_device, set_default_device  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import special  # noqa: E402
 from . import fft, linalg  # noqa: E402

@@ -60,56 +60,10 @@ import threading
 import numpy as np
 
 from ._core import dtype as _dt
-from ._core.device import device
+from ._core.backend import (  # noqa: F401  (the backend registry, long imported from here)
+    Backend, backend_of, backends_by_name, backends_by_type, register_backend, xp_of,
+)
 from ._core.tensor import Tensor, wrap
-
-# --------------------------------------------------------------------------------------------
-# backends: array type -> (device type, array namespace)
-
-
-class Backend:
-    """A device type's array library: ``xp`` is NumPy for 'cpu', CuPy for 'cuda'."""
-
-    __slots__ = ("name", "xp", "array_type", "device_of", "to_device")
-
-    def __init__(self, name, xp, array_type, device_of, to_device):
-        self.name = name
-        self.xp = xp
-        self.array_type = array_type
-        self.device_of = device_of  # array -> ember.device
-        self.to_device = to_device  # array of any backend -> array of this backend
-
-
-_cpu_device = device("cpu")
-backends_by_type: dict = {}
-backends_by_name: dict = {}
-
-
-def register_backend(backend: Backend) -> None:
-    backends_by_type[backend.array_type] = backend
-    backends_by_name[backend.name] = backend
-
-
-def _to_cpu(a):
-    if type(a) is np.ndarray:
-        return a
-    # CuPy arrays copy to the host with .get(); other backends through the array protocol
-    return a.get() if hasattr(a, "get") else np.array(a)
-
-
-register_backend(Backend("cpu", np, np.ndarray, lambda a: _cpu_device, _to_cpu))
-
-
-def backend_of(array) -> Backend:
-    try:
-        return backends_by_type[type(array)]
-    except KeyError:
-        raise TypeError(f"ember: no backend holds arrays of type {type(array).__name__}") from None
-
-
-def xp_of(array):
-    return backends_by_type[type(array)].xp
-
 
 # --------------------------------------------------------------------------------------------
 # grad mode (thread-local; read only when an input requires grad, see NOTE [ Hot path ])
@@ -128,9 +82,12 @@ state = _ThreadState()
 #   record(op, inputs, params, outputs) -> None      attach grad_fn to outputs
 #   check_inplace(tensor, opname) -> None            raise if an in-place op is not allowed
 #   commit_inplace(tensor, result) -> None           rebase tensor's history onto result's
+#   begin_inplace(tensor) / end_inplace()         bracket computing an in-place op's values
 record = None
 check_inplace = None
 commit_inplace = None
+begin_inplace = None
+end_inplace = None
 
 
 def needs_grad(tensors) -> bool:
@@ -178,16 +135,19 @@ def push_mode(mode: Mode) -> None:
         intercept = True
 
 
+def without_latest(modes: tuple, mode, what: str) -> tuple:
+    """``modes`` less the latest occurrence of ``mode``; RuntimeError naming ``what`` when it
+    is not there. (The function-mode stack of ember/_overrides.py shares it.)"""
+    for i in range(len(modes) - 1, -1, -1):
+        if modes[i] is mode:
+            return modes[:i] + modes[i + 1:]
+    raise RuntimeError(f"{what}: {mode!r} is not on this thread's mode stack")
+
+
 def pop_mode(mode: Mode) -> None:
     """Take ``mode`` off this thread's stack (the latest push of it)."""
     global intercept, _pushed
-    modes = state.modes
-    for i in range(len(modes) - 1, -1, -1):
-        if modes[i] is mode:
-            state.modes = modes[:i] + modes[i + 1:]
-            break
-    else:
-        raise RuntimeError(f"pop_mode: {mode!r} is not on this thread's mode stack")
+    state.modes = without_latest(state.modes, mode, "pop_mode")
     with _push_lock:
         _pushed -= 1
         intercept = _pushed > 0
@@ -537,7 +497,14 @@ def commit_inplace_result(op_name, self, compute):
     if check_inplace is not None:
         check_inplace(self, op_name)
     check_overlap(op_name, self)
-    r = compute()
+    if begin_inplace is None:
+        r = compute()
+    else:
+        begin_inplace(self)
+        try:
+            r = compute()
+        finally:
+            end_inplace()
     rd = r._data
     check_inplace_result(op_name, self, rd)
     sd = self._data

@@ -1,5 +1,7 @@
 """``ember.fft``: discrete Fourier transforms, as ``torch.fft``. See ember/_ops/fft.py."""
 
+from ._overrides import consult_in as _consult_in
+
 from ._ops.fft import (  # noqa: F401
     __all__,
     fft,
@@ -25,3 +27,7 @@ from ._ops.fft import (  # noqa: F401
     rfftfreq,
     rfftn,
 )
+
+
+# every public function here consults __torch_function__ first (NOTE [ __torch_function__ ])
+_consult_in(globals())

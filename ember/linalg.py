@@ -5,6 +5,8 @@ linalg_decomp.py (inverses, solvers, decompositions), linalg_func.py (least squa
 inverse, matrix functions) and linalg_norm.py (norms, cross, vecdot).
 """
 
+from ._overrides import consult_in as _consult_in
+
 from ._ops.linalg import matmul  # noqa: F401
 from ._ops.linalg_contract import multi_dot  # noqa: F401
 from ._ops.linalg_decomp import (  # noqa: F401
@@ -47,3 +49,7 @@ __all__ = [
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
     "svd", "svdvals", "vecdot", "vector_norm",
 ]
+
+
+# every public function here consults __torch_function__ first (NOTE [ __torch_function__ ])
+_consult_in(globals())

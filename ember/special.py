@@ -8,6 +8,8 @@ the reduction family at call time.
 
 from __future__ import annotations
 
+from ._overrides import consult_in as _consult_in
+
 from ._ops.pointwise import exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
 from ._ops.pointwise import round_ as _round
 from ._ops.special_ops import (
@@ -100,3 +102,7 @@ def log_softmax(input, dim, *, dtype=None):
     """``x - logsumexp(x, dim)``; with ``dtype`` the input is cast first."""
     x = _softmax_input("log_softmax", input, dtype)
     return x - x.logsumexp(dim, keepdim=True)
+
+
+# every public function here consults __torch_function__ first (NOTE [ __torch_function__ ])
+_consult_in(globals())

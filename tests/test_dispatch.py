@@ -244,3 +244,16 @@ def test_registered_cpu_kernel_runs(name, call, kind):
         op.builtin_cpu = saved[1]
         op.impl.clear()
     assert hits, f"the registered {kind} kernel for {name} did not run"
+
+
+def test_failed_inplace_op_leaves_nothing_pending():
+    from ember.autograd import _nodes
+
+    x = ember.randn(3, requires_grad=True).clone()
+    with pytest.raises(RuntimeError):
+        x.add_(ember.randn(4))  # shapes do not broadcast into x
+    assert _nodes._pending == 0
+    assert getattr(_dispatch.state, "pending_inplace", None) is None
+    y = x * 1
+    y.mul_(2)  # a successful one clears it too
+    assert _nodes._pending == 0

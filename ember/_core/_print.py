@@ -42,6 +42,8 @@ import math
 import numpy as np
 
 from . import dtype as _dt
+from .backend import backends_by_type
+from .tensor import Tensor
 
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "PRINT_OPTS", "tensor_repr"]
 
@@ -306,8 +308,6 @@ def tensor_str(t, indent: int) -> str:
 
 def _ix(a, kept):
     """``np.ix_`` for a device array: the same open mesh built with its own namespace."""
-    from .._dispatch import backends_by_type
-
     xp = backends_by_type[type(a)].xp
     return xp.ix_(*[xp.asarray(k) for k in kept])
 
@@ -345,8 +345,6 @@ def _grad_fn_name(t):
 
 
 def _is_plain(t):
-    from .tensor import Tensor
-
     cls = type(t)
     # Parameter prints as a plain tensor (nn wraps it in "Parameter containing:"); the core
     # cannot import nn, so it is recognised by name
@@ -365,7 +363,13 @@ def tensor_repr(t, tensor_contents=None) -> str:
     if device.type != "cpu":
         suffixes.append(f"device='{device}'")
 
-    if a.size == 0:
+    if device.type == "meta":
+        # no values to show (NOTE [ Meta device ] in ember/backends/meta.py)
+        suffixes.append(f"size={tuple(a.shape)}")
+        if dtype is not _dt.get_default_dtype():
+            suffixes.append(f"dtype={dtype}")
+        text = "..."
+    elif a.size == 0:
         # Nothing shows the dtype of an empty tensor, so any non-default one is printed,
         # int64 included; the size too unless it is 1-D (as NumPy does).
         if a.ndim != 1:

@@ -70,3 +70,47 @@ def as_shape(args, op_name="", *, allow_negative=False):
 def is_scalar(x) -> bool:
     return isinstance(x, (builtins.int, builtins.float, builtins.complex, builtins.bool,
                           np.number, np.bool_))
+
+
+def holds_values(array) -> bool:
+    """False for an array of a backend without data (the meta device; NOTE [ Meta device ] in
+    ember/backends/meta.py): checks of values (index bounds, probabilities in range) pass such
+    arrays by, as PyTorch's meta kernels do, and value-dependent work is not attempted.
+
+    Args:
+        array: a backend array (``tensor._data``).
+
+    Returns:
+        bool: True for NumPy, CuPy and other arrays that hold values.
+
+    Example::
+
+        >>> holds_values(np.zeros(3))
+        True
+    """
+    return type(array) is np.ndarray or not getattr(array, "_ember_no_values", False)
+
+
+def require_values(op_name, array) -> None:
+    """Raise NotImplementedError when ``array`` has no values (a meta array) and ``op_name``'s
+    result shape depends on them (``bincount``), as PyTorch does on the meta device.
+
+    Args:
+        op_name: the op, for the message.
+        array: a backend array (``tensor._data``).
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> require_values("bincount", np.zeros(3, np.int64))  # has values: passes
+    """
+    if not holds_values(array):
+        from .backend import backend_of
+
+        raise NotImplementedError(
+            f"ember: the op '{op_name}' cannot run on device type '{backend_of(array).name}': "
+            "the shape of its result depends on the input's values, which meta tensors do not "
+            "have")
+

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 #: device types ember recognises; extension backends add theirs through ember.library.
-known_types = {"cpu", "cuda", "meta"}
+known_types = {"cpu", "cuda", "meta", "privateuseone"}
+
+#: (enter, exit) for ``with ember.device(...)``, installed by ember/utils/_device.py
+_context_hooks = None
+#: other names of device types: 'privateuseone' names the renamed PrivateUse1 backend
+#: (ember.utils.rename_privateuse1_backend)
+type_aliases: dict = {}
 
 
 class device:
@@ -48,6 +54,7 @@ class device:
                 if index < 0:
                     raise RuntimeError(f"Device index must not be negative, got {index}")
                 idx = index
+            typ = type_aliases.get(typ, typ)
             if typ not in known_types:
                 raise RuntimeError(
                     f"Expected one of {', '.join(sorted(known_types))} device type at start of "
@@ -92,9 +99,15 @@ class device:
         return (device, (str(self),))
 
     def __enter__(self):
-        raise RuntimeError("using an ember.device as a context manager is not supported")
+        """``with ember.device("meta"):`` -- factories that name no device use this one
+        (NOTE [ Default device ] in ember/utils/_device.py)."""
+        if _context_hooks is None:
+            raise RuntimeError("using an ember.device as a context manager needs ember.utils")
+        _context_hooks[0](self)
+        return self
 
     def __exit__(self, *exc):
+        _context_hooks[1](self)
         return False
 
 

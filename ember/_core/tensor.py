@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtype as _dt
+from .backend import backends_by_type
 from .size import Size
 from .storage import UntypedStorage, storage_of
 
@@ -84,8 +85,6 @@ class Tensor:
 
     @property
     def device(self):
-        from .._dispatch import backends_by_type
-
         a = self._data
         return backends_by_type[type(a)].device_of(a)
 
@@ -99,7 +98,15 @@ class Tensor:
 
     @property
     def is_meta(self) -> bool:
-        return False
+        """True for a tensor on the meta device: a shape and a dtype, no data (NOTE [ Meta
+        device ] in ember/backends/meta.py).
+
+        Example::
+
+            >>> ember.empty(2, device="meta").is_meta, ember.empty(2).is_meta
+            (True, False)
+        """
+        return type(self._data) is not np.ndarray and self.device.type == "meta"
 
     @property
     def is_sparse(self) -> bool:
@@ -194,7 +201,7 @@ class Tensor:
 
     def get_device(self) -> int:
         d = self.device
-        return -1 if d.type == "cpu" else d.index
+        return -1 if d.type == "cpu" or d.index is None else d.index
 
     @property
     def _version(self) -> int:
@@ -202,7 +209,7 @@ class Tensor:
         return 0 if vc is None else vc[0]
 
     def is_shared(self) -> bool:
-        from ..multiprocessing import _shared
+        from ..multiprocessing import _shared  # upward (multiprocessing), and rarely asked
 
         from .storage import _root
 
@@ -232,7 +239,7 @@ class Tensor:
                     "differentiation use var_no_grad = var.detach().")
             return self
         if requires_grad and getattr(self, "_inference", False):
-            from .._dispatch import state
+            from .._dispatch import state  # upward (grad-mode state), and inference tensors only
 
             if not state.inference_mode:
                 raise RuntimeError(
@@ -387,7 +394,7 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __repr__(self, *, tensor_contents=None):
-        from ._print import tensor_repr
+        from ._print import tensor_repr  # the printer formats tensors: it sits above Tensor
 
         return tensor_repr(self, tensor_contents)
 

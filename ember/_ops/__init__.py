@@ -11,3 +11,31 @@ from ._registry import Op, functions, list_ops, ops, public  # noqa: F401
 for _m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if not _m.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_m.name}")
+
+
+def _wrap_operators():
+    """Every public Tensor method and operator consults __torch_function__ (NOTE [
+    __torch_function__ ] in ember/_overrides.py): those declared with ``public`` already do;
+    the operators, indexing and methods set directly on the class are wrapped here, once all
+    families are loaded."""
+    import inspect
+
+    from .._core.tensor import Tensor
+    from .._overrides import wrap_public
+
+    for name, f in list(vars(Tensor).items()):
+        if not inspect.isfunction(f) or name in _NOT_OVERRIDABLE:
+            continue
+        if name in _OPERATORS or not name.startswith("_"):
+            setattr(Tensor, name, wrap_public(f, name))
+
+
+# the protocol's own machinery, and what pickling and construction call on the class itself
+_NOT_OVERRIDABLE = frozenset(["as_subclass", "__torch_function__", "__init_subclass__",
+                              "__new__", "__reduce_ex__", "__deepcopy__"])
+_OPERATORS = frozenset(
+    f"__{p}{n}__" for n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and",
+                            "or", "xor", "lshift", "rshift", "matmul") for p in ("", "r", "i")
+) | frozenset(f"__{n}__" for n in ("neg", "pos", "abs", "invert", "eq", "ne", "lt", "le",
+                                   "gt", "ge", "getitem", "setitem"))
+_wrap_operators()

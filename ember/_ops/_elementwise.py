@@ -170,7 +170,7 @@ def elementwise(op, args, params=None, out=None):
         if isinstance(x, Tensor):
             a = x._data
             if type(a) is not at:
-                if a.ndim == 0:
+                if a.ndim == 0 and type(a) is np.ndarray:  # a CPU scalar joins any device
                     a = _dispatch.backends_by_type[at].xp.asarray(a)
                 else:
                     raise _dispatch.device_mismatch(op.name, first, a)
@@ -265,7 +265,7 @@ def elementwise_inplace(op, self, args, params=None):
         if isinstance(x, Tensor):
             a = x._data
             if type(a) is not at:
-                if a.ndim == 0:
+                if a.ndim == 0 and type(a) is np.ndarray:  # a CPU scalar joins any device
                     a = _dispatch.backends_by_type[at].xp.asarray(a)
                 else:
                     raise _dispatch.device_mismatch(op.name + "_", sd, a)

@@ -43,6 +43,7 @@ import functools
 import inspect
 
 from .._dispatch import backends_by_type
+from .._overrides import wrap_public
 from .._core.tensor import Tensor
 
 #: name -> Op, every op ever declared
@@ -137,6 +138,11 @@ class Op:
             fn = getattr(backend.xp, self.ufunc, None)
         if fn is None and self.kernel is not None:
             fn = functools.partial(self.kernel, backend.xp)
+        # a namespace may adapt the kernels run on its arrays (NOTE [ Meta device ] in
+        # ember/backends/meta.py); NumPy and CuPy have no adapter
+        adapt = getattr(backend.xp, "__ember_kernel__", None)
+        if adapt is not None:
+            fn = adapt(self, fn)
         if fn is None:
             raise NotImplementedError(
                 f"ember: the op '{self.name}' has no kernel for device type "
@@ -169,20 +175,23 @@ def public(fn=None, *, name=None, method=True, function=True, inplace=None, dund
 
     def deco(f):
         n = name or f.__name__
+        # what users call consults __torch_function__ first; ember's own modules keep
+        # calling ``f`` (NOTE [ __torch_function__ ] in ember/_overrides.py)
+        w = wrap_public(f, n)
         if function:
             if n in functions:
                 raise RuntimeError(f"public function {n!r} is declared twice")
-            functions[n] = f
+            functions[n] = w
             for a in alias:
-                functions[a] = f
+                functions[a] = w
         if method:
-            setattr(Tensor, n, f)
+            setattr(Tensor, n, w)
             for a in alias:
-                setattr(Tensor, a, f)
+                setattr(Tensor, a, w)
         for d in dunders:
-            setattr(Tensor, d, f)
+            setattr(Tensor, d, w)
         if inplace is not None:
-            ip = inplace_from(f, n) if inplace is True else inplace
+            ip = wrap_public(inplace_from(f, n) if inplace is True else inplace, n + "_")
             setattr(Tensor, n + "_", ip)
             for a in alias:
                 setattr(Tensor, a + "_", ip)

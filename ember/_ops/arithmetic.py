@@ -327,7 +327,14 @@ def _abs_vjp(g, a):
 abs_op = ElementwiseOp("abs", ufunc="absolute", promote="real", vjp=_abs_vjp)
 
 
-@public(alias=("absolute",), inplace=lambda self: elementwise_inplace(abs_op, self, ()))
+def _abs_(self):
+    # a magnitude is real: PyTorch refuses to store it back into a complex self
+    if isinstance(self, Tensor) and self.is_complex():
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return elementwise_inplace(abs_op, self, ())
+
+
+@public(alias=("absolute",), inplace=_abs_)
 def abs(input, *, out=None):
     """Absolute value (the magnitude for complex inputs)."""
     if out is None:

@@ -129,8 +129,8 @@ _LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}
 def _type(self, dtype=None, non_blocking=False, **kwargs):
     """With no argument, the legacy type name ('ember.FloatTensor'); else ``self.to(dtype)``."""
     if dtype is None:
-        prefix = "ember." if self.is_cpu else "ember.cuda."
-        return prefix + _LEGACY[self.dtype]
+        kind = self.device.type
+        return ("ember." if kind == "cpu" else f"ember.{kind}.") + _LEGACY[self.dtype]
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         if name in _LEGACY_BY_NAME:
@@ -223,9 +223,12 @@ def _copy_vjp(g, _dst, _src):
     return g * 0, g
 
 
-copy_op = Op("copy_", _copy_kernel, vjp=_copy_vjp, linear=True)
+# named apart from the ``copy_`` entrance that dispatch modes see (NOTE [ Dispatch ])
+copy_op = Op("_copy", _copy_kernel, vjp=_copy_vjp, linear=True)
+copy_op.node_name = "CopyBackwards"  # PyTorch's name
 
 
+@_dispatch.entrance("copy_", inplace=True)
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` (broadcast, any dtype, any device) into ``self``; returns ``self``."""
     if not isinstance(src, Tensor):
@@ -246,12 +249,8 @@ def copy_(self, src, non_blocking=False):
         if _dispatch.check_inplace is not None:
             _dispatch.check_inplace(self, "copy_")
         if _dispatch.state.grad_enabled and _dispatch.record is not None:
-            _dispatch.check_overlap("copy_", self)
-            r = _dispatch.apply(copy_op, (self, src), {})
-            self._data[...] = r._data
-            self._bump()
-            _dispatch.commit_inplace(self, r)
-            return self
+            return _dispatch.commit_inplace_result(
+                "copy_", self, lambda: _dispatch.apply(copy_op, (self, src), {}))
     _dispatch.check_overlap("copy_", self)
     if src._data is not self._data:
         rd = src._data

@@ -4,8 +4,8 @@ helpers every creation module shares.
 
 Tensors from data (``tensor``, ``as_tensor``, ``from_numpy``, ``Tensor(...)``) live in
 ``from_data.py``, ranges and grids (``arange``, ``linspace``, ``eye``, ``meshgrid``, ...) in
-``ranges.py`` and random sampling in ``random_ops.py``; the public functions of the first two
-are re-exported here, where other modules have always imported them from.
+``ranges.py`` and random sampling in ``random_ops.py``. Those modules build on the helpers
+here, so this module imports none of them (import them from where they live).
 """
 
 from __future__ import annotations
@@ -289,6 +289,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
 
 
 @public(method=False)
+@_dispatch.entrance("empty_strided")
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False) -> Tensor:
     """An uninitialised tensor with the given ``size`` and ``stride`` (in elements).
@@ -504,6 +505,7 @@ def _fill_value(self, value, op_name):
 
 
 @public(inplace=None, method=False, name="fill_")
+@_dispatch.entrance("fill_", inplace=True)
 def fill_(input, value) -> Tensor:
     """Fill ``input`` with ``value`` (a number or a zero-dim tensor) in place; returns it.
 
@@ -538,6 +540,7 @@ def fill_(input, value) -> Tensor:
 
 
 @public(method=False, name="zero_")
+@_dispatch.entrance("zero_", inplace=True)
 def zero_(input) -> Tensor:
     """Fill ``input`` with zeros in place; returns it."""
     return fill_(input, 0)
@@ -546,11 +549,3 @@ def zero_(input) -> Tensor:
 Tensor.fill_ = fill_
 Tensor.zero_ = zero_
 
-
-# re-exports (see the module docstring); imported last because those modules use the helpers
-from .from_data import (  # noqa: E402, F401
-    as_tensor, asarray, from_dlpack, from_numpy, tensor,
-)
-from .ranges import (  # noqa: E402, F401
-    arange, eye, linspace, logspace, meshgrid, range, tril_indices, triu_indices,
-)

@@ -140,7 +140,7 @@ def _c2r_vjp(g, a, *, dims, norm, last_size, forward):
         w[1:1 + double] = 2
         shape = [1] * g.dim()
         shape[dims[-1]] = half
-        gi = gi * wrap(w.reshape(shape))
+        gi = gi * wrap(w.reshape(shape)).to(gi.device)
     return resize(gi, [a.shape[dims[-1]]], [dims[-1]])
 
 

@@ -256,6 +256,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 
 @public(method=False)
+@_dispatch.entrance("as_tensor")
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``data`` as a tensor, sharing its memory when it already is a tensor or NumPy array
     of the requested dtype and device; otherwise a converted copy.
@@ -280,6 +281,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 
 @public(method=False)
+@_dispatch.entrance("asarray")
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
     """``obj`` as a tensor, sharing memory with tensors, NumPy arrays and DLPack/array-
     interface objects when no conversion is needed.

@@ -665,7 +665,7 @@ def _trace_vjp(g, a):
     from .creation import zeros
 
     n, m = a.shape
-    e = zeros(n, m, dtype=g.dtype)
+    e = zeros(n, m, dtype=g.dtype, device=g.device)
     k = builtins.min(n, m)
     e._data[np.arange(k), np.arange(k)] = 1
     return e * g

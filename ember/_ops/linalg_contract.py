@@ -266,7 +266,8 @@ def _einsum_vjp(g, *ops, eq, optimize):
         missing = "".join(c for c in dict.fromkeys(s) if c not in avail)
         if missing:  # labels summed within operand i only: broadcast the gradient over them
             subs.append(missing)
-            operands.append(ones(*[sizes[c] for c in missing], dtype=g.dtype))
+            operands.append(ones(*[sizes[c] for c in missing], dtype=g.dtype,
+                                 device=g.device))
         grads.append(einsum(",".join(subs) + "->" + "".join(target), *operands))
     return tuple(grads)
 
@@ -274,7 +275,7 @@ def _einsum_vjp(g, *ops, eq, optimize):
 def _eye(n, like):
     from .creation import zeros
 
-    e = zeros(n, n, dtype=like.dtype)
+    e = zeros(n, n, dtype=like.dtype, device=like.device)
     e._data[np.arange(n), np.arange(n)] = 1
     return e
 

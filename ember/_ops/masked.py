@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
 from .indexing import (
@@ -191,7 +192,8 @@ def _masked_scatter_args(op_name, input, mask, source):
             f"{type_name(input._data.dtype)} and {type_name(source._data.dtype)}")
     mask, source = same_device(op_name, input, mask, source)
     shape = _broadcast(op_name, input._data.shape, mask._data.shape)
-    n = int(_dispatch.xp_of(mask._data).broadcast_to(mask._data, shape).sum())
+    n = int(_dispatch.xp_of(mask._data).broadcast_to(mask._data, shape).sum()) \
+        if holds_values(mask._data) else 0
     if n > source._data.size:
         raise RuntimeError(f"{op_name}: Number of elements of source < number of ones in mask "
                            f"({source._data.size} < {n})")
@@ -222,7 +224,7 @@ def masked_scatter_(self, mask, source):
 
 
 def _flat_bounds(idx, numel):
-    if idx.size and (int(idx.min()) < -numel or int(idx.max()) >= numel):
+    if idx.size and holds_values(idx) and (int(idx.min()) < -numel or int(idx.max()) >= numel):
         flat = idx.reshape(-1)
         bad = int(flat[((flat < -numel) | (flat >= numel)).argmax()])
         raise IndexError(

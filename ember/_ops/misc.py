@@ -362,9 +362,9 @@ def _vander_vjp(g, x, *, N, increasing):
         return None
     lower = vander(x, N - 1, increasing=increasing)
     if increasing:
-        w = wrap(np.arange(1, N, dtype=g._data.dtype))
+        w = wrap(np.arange(1, N, dtype=g._data.dtype)).to(g.device)
         return (_conj(lower) * g[:, 1:] * w).sum(-1)
-    w = wrap(np.arange(N - 1, 0, -1, dtype=g._data.dtype))
+    w = wrap(np.arange(N - 1, 0, -1, dtype=g._data.dtype)).to(g.device)
     return (_conj(lower) * g[:, :-1] * w).sum(-1)
 
 

@@ -15,12 +15,14 @@ import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
-from .._core.checks import wrap_dim
+from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
+from .creation import zeros_like
 from .linalg import gemm, row_sums
 from .pointwise import opmath
+from .ranges import arange
 from .special_ops import _sp
 
 # ------------------------------------------------------------------------------------------------
@@ -151,12 +153,10 @@ def _opmath_vjp(formula):
 
 
 def _gelu_vjp(grads, a, *, out):
-    from .. import is_grad_enabled
-
     g = grads[0]
     half = a.dtype.itemsize < 4
     x, gf = (a.float(), g.float()) if half else (a, g)
-    if is_grad_enabled():
+    if _dispatch.state.grad_enabled:
         # create_graph: rebuild the derivative so the formula stays differentiable in x
         cdf = 0.5 * (1 + (x * _INV_SQRT2).erf())
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
@@ -416,8 +416,6 @@ def _nonzero_total(w):
 
 
 def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
-    from .. import zeros_like
-
     one_d = logp.dim() == 1
     lp = logp.unsqueeze(0) if one_d else logp
     tg = target.unsqueeze(0) if one_d else target
@@ -530,12 +528,10 @@ cross_entropy_backward_op = Op("cross_entropy_loss_backward", _ce_backward_kerne
 
 
 def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
-    from .. import arange, is_grad_enabled
-
     g = grads[0]
     # NOTE [ Fused cross entropy ]: d loss / d logits = w[y] (softmax - onehot(y)) / denom;
     # under create_graph the softmax is recomputed so the formula stays differentiable
-    if not is_grad_enabled():
+    if not _dispatch.state.grad_enabled:
         return _dispatch.apply(cross_entropy_backward_op, (g, out[1], target, weight), {
             "reduction": reduction, "ignore_index": ignore_index}), None, None
     p = x.softmax(1)
@@ -735,7 +731,7 @@ def _embedding_backward_vjp(gw, _g, indices, *, num_weights, padding_idx):
 
 
 def _scalar_index(i, like):
-    from .creation import tensor
+    from .from_data import tensor
 
     return tensor([i], device=like.device)
 
@@ -764,7 +760,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             if padding_idx < -num:
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = num + padding_idx
-    if input.numel():
+    if input.numel() and holds_values(input._data):
         lo, hi = int(input.min()), int(input.max())
         if lo < 0 or hi >= num:
             raise IndexError("index out of range in self")
@@ -779,9 +775,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             weight[rows] = sel * scale
     out = _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
                                                           "num_weights": num})
-    global _last_lookup
-    _last_lookup = (weakref.ref(out, _forget_lookup), out._data, weakref.ref(weight),
-                    weight._version, weight._data, input._data)
+    # the lookup rides on its output (NOTE [ Lookups a layer can fold ]): it dies with it
+    out.__dict__["_lookup"] = (out._data, weakref.ref(weight), weight._version, weight._data,
+                               input._data)
     return out
 
 
@@ -792,29 +788,21 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 # d.T @ table[indices] equals (S @ d).T @ table, where S @ d sums the rows of d by index --
 # what the embedding's own backward computes. A character-level LSTM language model has a
 # vocabulary of about a hundred against thousands of tokens a batch, so both GEMMs almost
-# vanish. ``embedding`` remembers its latest output for this, and ``lookup_source`` hands
-# the table and indices back only while that output and the table are unchanged since the
-# lookup (same version counters, same arrays, neither an inference tensor), so the values
+# vanish. ``embedding`` records the lookup on its output tensor for this (so the record
+# lives and dies with the output, and threads never see each other's), and ``lookup_source``
+# hands the table and indices back only while that output and the table are unchanged since
+# the lookup (same version counters, same arrays, neither an inference tensor), so the values
 # the layer uses are the ones it was given.
 # The output's own autograd history is untouched: the layer still returns a gradient for
 # it, so hooks, retain_grad and autograd.grad on it see what they would without the fold.
-_last_lookup = None
-
-
-def _forget_lookup(ref):
-    global _last_lookup
-    if _last_lookup is not None and _last_lookup[0] is ref:
-        _last_lookup = None
-
-
 def lookup_source(t):
-    """(table, indices) as tensors outside autograd when ``t`` is the unchanged output of the
-    latest ``embedding`` call on a table that is also unchanged, else None (NOTE [ Lookups a
+    """(table, indices) as tensors outside autograd when ``t`` is the unchanged output of an
+    ``embedding`` call on a table that is also unchanged, else None (NOTE [ Lookups a
     layer can fold ])."""
-    entry = _last_lookup
-    if entry is None or entry[0]() is not t:
+    entry = t.__dict__.get("_lookup") if type(t) is Tensor else None
+    if entry is None:
         return None
-    _, values, weight_ref, version, table, indices = entry
+    values, weight_ref, version, table, indices = entry
     # unchanged: not written in place (version), not given new data (``.data =``); an
     # inference tensor keeps no version counter, so a write to one could not be seen
     if t._version != 0 or t._data is not values or t.is_inference():

@@ -726,7 +726,13 @@ atan2_op, atan2 = binary_op("atan2", ufunc="arctan2", promote="float", allow=(0,
 copysign_op, copysign = binary_op("copysign", ufunc="copysign", promote="float",
                                   allow=(0, 1, 2), vjp=_copysign_vjp, tensor_other=False,
                                   doc="``input``'s magnitude with ``other``'s sign.")
+def _nextafter_vjp(g, _a, _b):
+    # one ulp away from input: PyTorch passes the gradient to input and none to other
+    return g, _zero_grad(g, None)
+
+
 nextafter_op, nextafter = binary_op("nextafter", ufunc="nextafter", allow=(2,),
+                                    vjp=_nextafter_vjp,
                                     doc="The next representable value after ``input`` "
                                         "toward ``other``.")
 logaddexp_op, logaddexp = binary_op("logaddexp", _logaddexp_kernel, allow=(2, 3),

@@ -19,10 +19,11 @@ import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
+from .._core.checks import holds_values
 from .._core.generator import numpy_generator
 from .._core.tensor import Tensor
 from ._registry import Op, method, public
-from .creation import check_inplace, finish, host, like, resolve_dtype, size_arg
+from .creation import check_inplace, finish, host, like, resolve_dtype, size_arg, xp_for
 
 # bits of precision (implicit bit included) of the float dtypes: ``rand`` draws integers of
 # that many bits and scales them, so results are exactly representable and never reach 1
@@ -156,6 +157,16 @@ def _check_int_bounds(d, low, high):
         raise _not_implemented("random_from_to", d)
 
 
+def _sample(device, shape, d, draw):
+    """``draw()``, host samples of ``shape`` and dtype ``d`` for ``device``; on a device
+    without data (meta) nothing is drawn -- the generator does not move -- and the result is
+    the device's placeholder (NOTE [ Meta device ] in ember/backends/meta.py)."""
+    if device is None or device == "cpu":
+        return draw()
+    empty = xp_for(device).empty(shape, d.np)
+    return draw() if holds_values(empty) else empty
+
+
 def _result(arr, requires_grad, device, out, op_name):
     t = finish(arr, requires_grad, device)
     return t if out is None else _dispatch.write_out(op_name, out, t)
@@ -180,8 +191,9 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = size_arg("rand", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _require_float("check_uniform_bounds", d)
-    return _result(uniform_array(numpy_generator(generator), shape, d), requires_grad, device,
-                   out, "rand")
+    rng = numpy_generator(generator)
+    return _result(_sample(device, shape, d, lambda: uniform_array(rng, shape, d)),
+                   requires_grad, device, out, "rand")
 
 
 @public(method=False)
@@ -198,8 +210,9 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = size_arg("randn", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _require_float("normal_kernel_cpu", d)
-    return _result(normal_array(numpy_generator(generator), shape, d), requires_grad, device,
-                   out, "randn")
+    rng = numpy_generator(generator)
+    return _result(_sample(device, shape, d, lambda: normal_array(rng, shape, d)),
+                   requires_grad, device, out, "randn")
 
 
 def _int_bound(x, name, position):
@@ -263,7 +276,8 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     shape = size_arg("randint", (size,), {})
     d = resolve_dtype(dtype, _dt.int64, out=out)
     _check_int_bounds(d, low, high)
-    arr = _integers(numpy_generator(generator), low, high, shape, d)
+    rng = numpy_generator(generator)
+    arr = _sample(device, shape, d, lambda: _integers(rng, low, high, shape, d))
     return _result(arr, requires_grad, device, out, "randint")
 
 
@@ -292,7 +306,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("value cannot be converted to type bool without overflow")
     if d.category == 3:
         raise _not_implemented("randperm", d)
-    arr = numpy_generator(generator).permutation(n).astype(d.np)
+    rng = numpy_generator(generator)
+    arr = _sample(device, (n,), d, lambda: rng.permutation(n).astype(d.np))
     return _result(arr, requires_grad, device, out, "randperm")
 
 
@@ -302,6 +317,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 def _like_fill(op_name, input, dtype, layout, device, requires_grad, memory_format, sample):
     t = like(op_name, input, None, dtype, device, False, memory_format)
     a = t._data
+    if not holds_values(a):  # meta: nothing to draw
+        return t.requires_grad_(True) if requires_grad else t
     arr = sample(a.shape, _dt.from_np[a.dtype])
     if type(a) is np.ndarray:
         a[...] = arr
@@ -395,8 +412,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         shape = size_arg("normal", (size,), {})
         d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
         _require_float("normal_kernel_cpu", d)
-        return _result(normal_array(rng, shape, d, mean, std), requires_grad, device, out,
-                       "normal")
+        return _result(_sample(device, shape, d, lambda: normal_array(rng, shape, d, mean, std)),
+                       requires_grad, device, out, "normal")
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with a float mean and std")
     tensors = [x for x in (mean, std) if isinstance(x, Tensor)]
@@ -405,7 +422,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if not st:
         std = _number(std, "normal", "std")
         _check_std(std)
-    else:
+    elif holds_values(std._data):
         sa = host(std._data)
         if sa.size and (sa < 0).any():
             raise RuntimeError("normal expects all elements of std >= 0.0")
@@ -418,8 +435,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         raise RuntimeError(
             f"The size of tensor a ({shapes[0][-1]}) must match the size of tensor b "
             f"({shapes[1][-1]}) at non-singleton dimension 0") from None
-    eps = normal_array(rng, shape, d)
-    if _dispatch.needs_grad(tensors):
+    eps = _sample(tensors[0].device, shape, d, lambda: normal_array(rng, shape, d))
+    if _dispatch.needs_grad(tensors) or not holds_values(eps):
         # differentiable: d/dmean = 1, d/dstd = eps, exactly PyTorch's formulas
         eps_t = finish(eps, False, tensors[0].device)
         r = mean + std * eps_t
@@ -451,6 +468,12 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
                         f"{type(input).__name__}")
     rng = numpy_generator(generator)
     d = input.dtype
+    if not holds_values(input._data):  # meta: validate the arguments, draw nothing
+        if p is None:
+            _require_float("bernoulli_tensor_cpu_p_", d, allow_complex=False)
+        else:
+            _number(p, "bernoulli", "p")
+        return _result(input._data.copy(), False, input.device, out, "bernoulli")
     if p is None:
         _require_float("bernoulli_tensor_cpu_p_", d, allow_complex=False)
         pa = host(input._data)
@@ -494,6 +517,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if not replacement and n > ncat:
         raise RuntimeError(
             "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if not holds_values(input._data):  # meta: the result's shape, nothing drawn
+        rows = (input.shape[0],) if input.dim() == 2 else ()
+        return _result(xp_for(input.device).empty(rows + (n,), np.int64), False, input.device,
+                       out, "multinomial")
     p = host(input._data).astype(np.float64).reshape(-1, ncat)
     if p.size:
         if not (np.isfinite(p) & (p >= 0)).all():
@@ -541,6 +568,8 @@ def poisson(input, generator=None) -> Tensor:
                         f"{type(input).__name__}")
     d = input.dtype
     _require_float("poisson_cpu", d, allow_complex=False)
+    if not holds_values(input._data):  # meta: nothing to draw
+        return finish(input._data.copy(), False, input.device)
     lam = host(input._data).astype(np.float64)
     if lam.size and (lam < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
@@ -565,11 +594,16 @@ def _overwrite_vjp(g, _a, *, value):
 overwrite_op = Op("_random_fill", _overwrite_kernel, vjp=_overwrite_vjp)
 
 
-def write_inplace(self, op_name, arr):
-    """Store the host array ``arr`` into ``self``: autograd's checks, the overlap check, the
-    write and the version bump."""
+def write_inplace(self, op_name, draw):
+    """Store the host array ``draw()`` into ``self``: autograd's checks, the overlap check,
+    the write and the version bump. A tensor without data (meta) draws nothing."""
     sd = self._data
-    if type(sd) is not np.ndarray:
+    if type(sd) is np.ndarray:
+        arr = draw()
+    elif not holds_values(sd):
+        arr = sd
+    else:
+        arr = draw()
         arr = _dispatch.backends_by_type[type(sd)].to_device(arr)
     if self._rg and _dispatch.state.grad_enabled:
         return _dispatch.commit_inplace_result(
@@ -588,6 +622,7 @@ def _self_dtype(self, op_name):
 
 
 @method
+@_dispatch.entrance("uniform_", inplace=True)
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs) -> Tensor:
     """Fill ``self`` in place with samples from the uniform distribution on [from, to)."""
     low = _number(kwargs.pop("from", from_), "uniform_", "from")
@@ -597,11 +632,13 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs) -> Tensor:
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(low)} > to={_num(high)}")
-    arr = uniform_array(numpy_generator(generator), self._data.shape, d, low, high)
-    return write_inplace(self, "uniform_", arr)
+    rng = numpy_generator(generator)
+    return write_inplace(self, "uniform_",
+                         lambda: uniform_array(rng, self._data.shape, d, low, high))
 
 
 @method
+@_dispatch.entrance("normal_", inplace=True)
 def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     """Fill ``self`` in place with samples from N(mean, std**2)."""
     mean = _number(mean, "normal_", "mean")
@@ -609,18 +646,20 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     d = _self_dtype(self, "normal_")
     _require_float("normal_kernel_cpu", d)
     _check_std(std)
-    arr = normal_array(numpy_generator(generator), self._data.shape, d, mean, std)
-    return write_inplace(self, "normal_", arr)
+    rng = numpy_generator(generator)
+    return write_inplace(self, "normal_",
+                         lambda: normal_array(rng, self._data.shape, d, mean, std))
 
 
 @method
+@_dispatch.entrance("bernoulli_", inplace=True)
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     """Fill ``self`` in place with 0/1 samples, 1 with probability ``p`` (a number or a
     tensor broadcastable to ``self``)."""
     d = _self_dtype(self, "bernoulli_")
     shape = self._data.shape
     if isinstance(p, Tensor):
-        pa = host(p._data)
+        pa = p._data if not holds_values(p._data) else host(p._data)
         try:
             ok = np.broadcast_shapes(pa.shape, shape) == shape
         except ValueError:
@@ -630,7 +669,7 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
                 f"The expanded size of the tensor ({shape[-1] if shape else 1}) must match the "
                 f"existing size ({pa.shape[-1] if pa.shape else 1}) at non-singleton dimension "
                 f"0.  Target sizes: {list(shape)}.  Tensor sizes: {list(pa.shape)}")
-        if pa.size and not ((pa >= 0) & (pa <= 1)).all():
+        if pa.size and holds_values(pa) and not ((pa >= 0) & (pa <= 1)).all():
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     else:
         pa = _number(p, "bernoulli_", "p")
@@ -638,14 +677,15 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pa)}")
     if d.category == 3:
         raise _not_implemented("bernoulli_scalar_cpu_", d)
-    arr = _bernoulli_array(numpy_generator(generator), shape, d, pa)
-    return write_inplace(self, "bernoulli_", arr)
+    rng = numpy_generator(generator)
+    return write_inplace(self, "bernoulli_", lambda: _bernoulli_array(rng, shape, d, pa))
 
 
 _MISSING = object()
 
 
 @method
+@_dispatch.entrance("random_", inplace=True)
 def random_(self, from_=_MISSING, to=_MISSING, *, generator=None, **kwargs) -> Tensor:
     """Fill ``self`` in place with integers: ``random_()`` over the dtype's whole range
     (floats: integers up to 2**mantissa), ``random_(to)`` over [0, to), and
@@ -672,11 +712,13 @@ def random_(self, from_=_MISSING, to=_MISSING, *, generator=None, **kwargs) -> T
         low = 0 if from_ is _MISSING or from_ is None else _number(from_, "random_", "from")
         high = top + 1 if to is _MISSING or to is None else _number(to, "random_", "to")
         _check_int_bounds(d, low, high)
-    arr = _integers(numpy_generator(generator), low, high, self._data.shape, d)
-    return write_inplace(self, "random_", arr)
+    rng = numpy_generator(generator)
+    return write_inplace(self, "random_",
+                         lambda: _integers(rng, low, high, self._data.shape, d))
 
 
 @method
+@_dispatch.entrance("exponential_", inplace=True)
 def exponential_(self, lambd=1.0, *, generator=None) -> Tensor:
     """Fill ``self`` in place with samples from the exponential distribution of rate
     ``lambd``."""
@@ -689,12 +731,18 @@ def exponential_(self, lambd=1.0, *, generator=None) -> Tensor:
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
     wide = np.float64 if d is _dt.float64 else np.float32
-    a = numpy_generator(generator).standard_exponential(self._data.shape, dtype=wide)
-    a /= lambd
-    return write_inplace(self, "exponential_", a.astype(d.np, copy=False))
+    rng = numpy_generator(generator)
+
+    def draw():
+        a = rng.standard_exponential(self._data.shape, dtype=wide)
+        a /= lambd
+        return a.astype(d.np, copy=False)
+
+    return write_inplace(self, "exponential_", draw)
 
 
 @method
+@_dispatch.entrance("geometric_", inplace=True)
 def geometric_(self, p, *, generator=None) -> Tensor:
     """Fill ``self`` in place with samples from the geometric distribution (number of
     Bernoulli(``p``) trials up to and including the first success)."""
@@ -704,11 +752,13 @@ def geometric_(self, p, *, generator=None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     if d.category == 3 or d is _dt.bool_:
         raise _not_implemented("geometric_cpu", d)
-    a = numpy_generator(generator).geometric(p, self._data.shape)
-    return write_inplace(self, "geometric_", a.astype(d.np))
+    rng = numpy_generator(generator)
+    return write_inplace(self, "geometric_",
+                         lambda: rng.geometric(p, self._data.shape).astype(d.np))
 
 
 @method
+@_dispatch.entrance("log_normal_", inplace=True)
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
     """Fill ``self`` in place with ``exp(N(mean, std**2))`` samples."""
     d = _self_dtype(self, "log_normal_")
@@ -718,12 +768,14 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
     std = _number(std, "log_normal_", "std")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    a = normal_array(numpy_generator(generator), self._data.shape,
-                     _dt.float64 if d is _dt.float64 else _dt.float32, mean, std)
-    return write_inplace(self, "log_normal_", np.exp(a).astype(d.np, copy=False))
+    rng = numpy_generator(generator)
+    wide = _dt.float64 if d is _dt.float64 else _dt.float32
+    return write_inplace(self, "log_normal_", lambda: np.exp(
+        normal_array(rng, self._data.shape, wide, mean, std)).astype(d.np, copy=False))
 
 
 @method
+@_dispatch.entrance("cauchy_", inplace=True)
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
     """Fill ``self`` in place with samples from the Cauchy distribution."""
     d = _self_dtype(self, "cauchy_")
@@ -735,6 +787,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
     sigma = _number(sigma, "cauchy_", "sigma")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    a = numpy_generator(generator).standard_cauchy(self._data.shape) * sigma + median
-    return write_inplace(self, "cauchy_", np.asarray(a).astype(d.np))
+    rng = numpy_generator(generator)
+    return write_inplace(self, "cauchy_", lambda: np.asarray(
+        rng.standard_cauchy(self._data.shape) * sigma + median).astype(d.np))
 

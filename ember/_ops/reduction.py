@@ -32,7 +32,11 @@ from .. import _dispatch, return_types
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
 from .._core.tensor import Tensor
-from ._registry import Op, public
+from ._registry import Op, inplace_from, public
+from .from_data import tensor
+from .join import cat
+from .linalg_norm import _torch_norm
+from .pointwise import maximum, minimum
 
 _apply = _dispatch.apply
 
@@ -699,9 +703,7 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
     if other is None and isinstance(dim, Tensor):
         other, dim = dim, None
     if other is not None:
-        import ember
-
-        f = ember.maximum if largest else ember.minimum
+        f = maximum if largest else minimum
         return f(input, other) if out is None else f(input, other, out=out)
     _check_tensor(input, name)
     _no_complex(input, name)
@@ -812,9 +814,7 @@ def logsumexp(input, dim=None, keepdim=False, *, axis=None, out=None):
 
 def _norm(input, p, dim=None, keepdim=False):
     # ``ember.norm`` (torch.norm) lives with the linalg norms (ember/_ops/linalg_norm.py)
-    import ember
-
-    return ember.norm(input, p, dim, keepdim)
+    return _torch_norm(input, p, dim, keepdim)
 
 
 @public
@@ -835,7 +835,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     return _finish(input * factor, out, "renorm")
 
 
-Tensor.renorm_ = lambda self, p, dim, maxnorm: self.copy_(renorm(self, p, dim, maxnorm))
+Tensor.renorm_ = inplace_from(renorm, "renorm")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -929,7 +929,11 @@ def _rcumsum(x, dim):
 def _scan(name, op, input, dim, dtype, out):
     _check_tensor(input, name)
     d = wrap_dim(dim, input._data.ndim, name)
-    return _apply(op, (input,), {"dim": d, "dtype": _scan_dtype(input, dtype)}, out=out)
+    acc = _scan_dtype(input, dtype)
+    # PyTorch has no bool scan kernel: only zero-dim and empty inputs, which need none, pass
+    if acc == np.bool_ and input._data.ndim and input._data.size:
+        raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
+    return _apply(op, (input,), {"dim": d, "dtype": acc}, out=out)
 
 
 @public
@@ -997,6 +1001,8 @@ def _inplace_scan(fn, name):
     def inplace(self, dim, *, dtype=None):
         from .._dispatch import commit_inplace_result
 
+        # as PyTorch, an in-place scan accumulates in self's dtype, not in int64
+        dtype = self.dtype if dtype is None else dtype
         return commit_inplace_result(name, self, lambda: fn(self, dim, dtype=dtype))
 
     inplace.__name__ = name
@@ -1142,24 +1148,22 @@ diff_t_op = Op("_diff_t", _diff_t_kernel, vjp=_diff_t_vjp, linear=True)
 
 
 @public
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     """The ``n``-th forward difference along ``dim`` (bools use xor)."""
     _check_tensor(input, "diff")
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     d = wrap_dim(dim, input._data.ndim, "diff")
     if prepend is not None or append is not None:
-        import ember
-
         parts = [x if isinstance(x, Tensor) or x is None else
-                 ember.tensor(x).expand(*[1 if i == d else s for i, s in
+                 tensor(x).expand(*[1 if i == d else s for i, s in
                                           enumerate(input.shape)])
                  for x in (prepend, input, append)]
-        input = ember.cat([x for x in parts if x is not None], d)
+        input = cat([x for x in parts if x is not None], d)
     r = input
     for _ in range(n):
         r = _apply(diff_op, (r,), {"dim": d})
-    return r
+    return r if out is None else _dispatch.write_out("diff", out, r)
 
 
 def _trapezoid_terms(name, y, x, dx, dim):

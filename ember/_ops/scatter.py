@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
-from .._core.checks import wrap_dim
+from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
 from .indexing import (
@@ -634,7 +634,8 @@ def _index_fill_args(op_name, input, dim, index, value):
     n = _as1d(input._data).shape[dim]
     check_bounds(op_name + "()", index._data, n, dim, exc=IndexError, negative=True)
     i = index._data
-    if i.size and int(i.min()) < 0:  # negative entries count from the end; the vjp wants >= 0
+    if i.size and holds_values(i) and int(i.min()) < 0:  # negative entries count from the end
+        # (the vjp wants them >= 0)
         index = wrap(_dispatch.xp_of(i).where(i < 0, i + n, i))
     if isinstance(value, Tensor):
         if value._data.ndim != 0:

@@ -360,6 +360,20 @@ def view(self, *shape, size=None, dtype=None):
     return r
 
 
+def _alias_kernel(xp, a):
+    return a[...]
+
+
+alias_op = Op("alias", _alias_kernel, vjp=lambda g, _a: g, view_of=0, linear=True)
+
+
+def alias(input):
+    """A new tensor viewing all of ``input`` (same shape, storage and version counter), with
+    ``AliasBackward0`` as history: what ``Tensor.as_subclass`` builds on."""
+    _check_tensor(input, "alias")
+    return _dispatch.apply(alias_op, (input,), {})
+
+
 @method
 def view_as(self, other):
     """``self.view(other.size())``."""
@@ -945,13 +959,14 @@ def narrow(input, dim, start, length):
 
 
 @public
-def narrow_copy(input, dim, start, length):
+def narrow_copy(input, dim, start, length, *, out=None):
     """Like :func:`narrow` but returns a contiguous copy."""
     from .conversion import clone
     from .._core import layout
 
     r = _apply(narrow_op, (input,), _narrow_args(input, dim, start, length, "narrow_copy"))
-    return clone(r, memory_format=layout.contiguous_format)
+    r = clone(r, memory_format=layout.contiguous_format)
+    return r if out is None else _dispatch.write_out("narrow_copy", out, r)
 
 
 def _select_kernel(xp, a, *, dim, index, in_shape=None):
@@ -1162,6 +1177,7 @@ def _set_view_inplace(self, op_name, r):
 
 
 def _inplace_view(name, fn):
+    @_dispatch.entrance(name, inplace=True)
     def inplace(self, *args, **kwargs):
         return _set_view_inplace(self, name, fn(self, *args, **kwargs))
 

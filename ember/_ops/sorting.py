@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _dispatch, return_types
 from .._core import dtype as _dt
-from .._core.checks import wrap_dim
+from .._core.checks import holds_values, require_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
 from .reduction import _bool_as_uint8, _check_tensor, _name, select_values, take_along_op
@@ -340,7 +340,7 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
     else:
         qs = np.asarray([float(q)])
         scalar_q = True
-    if ((qs < 0) | (qs > 1)).any():
+    if holds_values(qs) and ((qs < 0) | (qs > 1)).any():
         bad = qs[(qs < 0) | (qs > 1)][0]
         raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {bad:g}")
     nd = a.ndim
@@ -577,6 +577,7 @@ def bincount(input, weights=None, minlength=0):
     a = input._data
     if a.dtype.kind == "b":
         raise NotImplementedError('"bincount_cpu" not implemented for \'Bool\'')
+    require_values("bincount", a)
     if a.ndim != 1 or a.dtype.kind not in "iu" or (a.size and a.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
@@ -608,7 +609,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     a = input._data
     lo, hi = float(min), float(max)
-    if lo == hi and a.size:
+    if lo == hi and a.size and holds_values(a):
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1

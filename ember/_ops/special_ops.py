@@ -34,10 +34,12 @@ def _sp(xp):
     """The special-function module that matches the array namespace ``xp``."""
     mod = _SPECIAL.get(xp)
     if mod is None:
-        if xp is np:
-            import scipy.special as mod
-        else:
+        if getattr(xp, "__name__", "").startswith("cupy"):
             import cupyx.scipy.special as mod
+        else:
+            # NumPy, and namespaces over NumPy arrays (meta, extension backends): SciPy's
+            # functions are ufuncs, so array subclasses take part through __array_ufunc__
+            import scipy.special as mod
         _SPECIAL[xp] = mod
     return mod
 

@@ -30,6 +30,8 @@ from .graph import _add_hook
 
 _dispatch.record = _nodes.record
 _dispatch.check_inplace = _nodes.check_inplace
+_dispatch.begin_inplace = _nodes.begin_inplace
+_dispatch.end_inplace = _nodes.end_inplace
 _dispatch.commit_inplace = _nodes.commit_inplace
 _tensor_mod._view_refresh = _nodes.refresh_view
 

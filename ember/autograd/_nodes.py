@@ -14,9 +14,10 @@ promotion are undone, so formulas never call ``sum_to_size`` (ARCHITECTURE.md se
 NOTE [ In-place ops and autograd ]
 An in-place op runs out of place and its result is written into ``self``
 (``_dispatch.commit_inplace_result``). Before that, ``check_inplace`` refuses what PyTorch
-refuses and remembers ``self`` as the pending target: while it is pending, ``record`` saves
-a *copy* of any input sharing ``self``'s version counter, since the write will overwrite the
-value the formula needs. ``commit_inplace`` then rebases ``self``'s history onto the result's
+refuses, and ``begin_inplace`` remembers ``self`` as this thread's pending target until
+``end_inplace`` (also on failure): while it is pending, ``record`` saves a *copy* of any
+input sharing ``self``'s version counter, since the write will overwrite the value the
+formula needs. ``commit_inplace`` then rebases ``self``'s history onto the result's
 node -- or, when ``self`` is a view, rewrites the base's history with a ``CopySlices`` node
 and lets the views' grad_fns be regenerated lazily (NOTE [ View replay ]).
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import re
 import traceback
+import threading
 import weakref
 
 import numpy as np
@@ -41,7 +43,7 @@ from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._registry_glue import cast_op, sum_to_op
 from . import anomaly_mode as _anomaly
-from .graph import AccumulateGrad, Node, _hooks_state, _sequence
+from ._base import AccumulateGrad, Node, _hooks_state, _sequence
 
 _state = _dispatch.state
 _apply_op = _dispatch.apply
@@ -49,8 +51,11 @@ _weakref = weakref.ref
 
 #: set by allow_mutation_on_saved_tensors: every saved tensor is copied when saved
 clone_on_save = False
-#: the tensor an in-place op is about to overwrite (NOTE [ In-place ops and autograd ])
-_pending = None
+#: how many threads have an in-place write in flight: the tensor about to be overwritten is
+#: ``_state.pending_inplace`` on that thread (NOTE [ In-place ops and autograd ]); saving
+#: reads this count first so the common case costs one global read
+_pending = 0
+_pending_lock = threading.Lock()
 #: True once inference mode was ever entered (guards the inference-tensor checks)
 inference_seen = False
 #: True when saving needs more than the fast path: clone_on_save, saved-tensor hooks ever
@@ -88,7 +93,7 @@ class SavedTensor:
 
     An input is kept as the Tensor itself; the node's own output is kept as its array and
     version counter and re-wrapped on unpack (NOTE [ Nodes do not own their outputs ] in
-    graph.py). With saved-tensor hooks active the pack hook's result is kept instead.
+    _base.py). With saved-tensor hooks active the pack hook's result is kept instead.
     """
 
     # ``t``: the Tensor (an input) or None (the node's output, kept as ``arr``); ``vc`` and
@@ -154,7 +159,7 @@ class SavedTensor:
 
 def save_input(t):
     """Save an input tensor for backward (see ``SavedTensor``)."""
-    if not (slow_save or _pending is not None):
+    if not (slow_save or _pending):
         s = _new(SavedTensor)
         s.t = t
         vc = s.vc = t._vc
@@ -166,7 +171,7 @@ def save_input(t):
             "in inference mode in computation tracked by autograd. To work around this, you can "
             "make a clone to get a normal tensor and use it in autograd, or use "
             "`ember.no_grad()` instead of `ember.inference_mode()`.")
-    p = _pending
+    p = getattr(_state, "pending_inplace", None) if _pending else None
     if clone_on_save or (p is not None and (t is p or (t._vc is not None and t._vc is p._vc))):
         t = _detached_copy(t)
     vc = t._vc
@@ -464,7 +469,7 @@ def record(op, inputs, params, outputs):
             n = len(saves)
             va = op.saves_all_varargs
             saved = [t if (saves[i] if i < n else va) else None for i, t in enumerate(inputs)]
-        if slow_save or _pending is not None:
+        if slow_save or _pending:
             node._saved = [None if t is None else save_input(t) for t in saved]
             node._vers = None
         else:
@@ -653,8 +658,7 @@ class CopySlices(Node):
 
 
 def check_inplace(t, opname):
-    """Refuse in-place writes PyTorch refuses; remember the target (see the module doc)."""
-    global _pending
+    """Refuse in-place writes PyTorch refuses (see the module doc)."""
     if t._rg and _state.grad_enabled:
         if t._grad_fn is None and t._base is None:
             raise RuntimeError(
@@ -676,7 +680,25 @@ def check_inplace(t, opname):
                     "should replace the inplace operation by an out-of-place one.")
     if inference_seen:
         check_inference_inplace(t)
-    _pending = t
+
+
+def begin_inplace(t):
+    """An in-place op is about to compute the values it will write into ``t``: remember
+    ``t`` on this thread, so that saving it for backward meanwhile saves a copy."""
+    global _pending
+    if getattr(_state, "pending_inplace", None) is None:
+        with _pending_lock:
+            _pending += 1
+    _state.pending_inplace = t
+
+
+def end_inplace():
+    """The in-place op begun by ``begin_inplace`` finished (or failed): forget its target."""
+    global _pending
+    if getattr(_state, "pending_inplace", None) is not None:
+        _state.pending_inplace = None
+        with _pending_lock:
+            _pending -= 1
 
 
 def check_inference_inplace(t):
@@ -689,8 +711,6 @@ def check_inference_inplace(t):
 
 def commit_inplace(t, r):
     """``t`` now holds ``r``'s values: make ``r``'s history ``t``'s (or its base's)."""
-    global _pending
-    _pending = None
     fn = r._grad_fn
     base = t._base
     vm = view_meta(t) if base is not None else None

@@ -15,7 +15,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor, wrap
 from . import _nodes
 from . import anomaly_mode as _anomaly
-from .graph import Node, _sequence
+from ._base import Node, _sequence
 
 _state = _dispatch.state
 

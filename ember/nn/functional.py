@@ -7,8 +7,17 @@ ops.
 
 from __future__ import annotations
 
+
+from .._overrides import consult_in as _consult_in
+from .._core import dtype as _dt
+from .._core.checks import holds_values
+from .._ops import creation as _creation
+from .._ops import from_data as _from_data
+from .._ops import join as _join
+from .._ops import linalg_contract as _contract
 from .._ops import nn_conv as _conv
 from .._ops import nn_pool as _pool
+from .._ops import ranges as _ranges
 from .._ops.nn_norm import (  # noqa: F401
     batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm,
 )
@@ -147,201 +156,18 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 # -- activations ---------------------------------------------------------------------------------
 
-
-def relu_(input):
-    return input.relu_()
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
-
-
-def relu6(input, inplace=False):
-    return hardtanh(input, 0.0, 6.0, inplace)
-
-
-def _where_pos(input, neg, inplace):
-    from .. import where
-
-    out = where(input > 0, input, neg)
-    return input.copy_(out) if inplace else out
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _where_pos(input, input * negative_slope, inplace)
-
-
-def elu(input, alpha=1.0, inplace=False):
-    return _where_pos(input, alpha * input.expm1(), inplace)
-
-
-def selu(input, inplace=False):
-    alpha, scale = 1.6732632423543772, 1.0507009873554805
-    out = scale * _where_pos(input, alpha * input.expm1(), False)
-    return input.copy_(out) if inplace else out
-
-
-def celu(input, alpha=1.0, inplace=False):
-    return _where_pos(input, alpha * (input / alpha).expm1(), inplace)
-
-
-def mish(input, inplace=False):
-    out = input * softplus(input).tanh()
-    return input.copy_(out) if inplace else out
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    from .. import where
-
-    scaled = input * beta
-    return where(scaled > threshold, input, (scaled.exp().log1p()) / beta)
-
-
-def softsign(input):
-    return input / (1 + input.abs())
-
-
-def softshrink(input, lambd=0.5):
-    from .. import where
-
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd,
-                                                     input * 0))
-
-
-def hardshrink(input, lambd=0.5):
-    from .. import where
-
-    return where(input.abs() > lambd, input, input * 0)
-
-
-def tanhshrink(input):
-    return input - input.tanh()
-
-
-def threshold(input, threshold, value, inplace=False):
-    from .. import where
-
-    out = where(input > threshold, input, value)
-    return input.copy_(out) if inplace else out
-
-
-def hardsigmoid(input, inplace=False):
-    out = (input / 6 + 0.5).clamp(0, 1)
-    return input.copy_(out) if inplace else out
-
-
-def hardswish(input, inplace=False):
-    out = input * (input + 3).clamp(0, 6) / 6
-    return input.copy_(out) if inplace else out
-
-
-def logsigmoid(input):
-    return -softplus(-input)
-
-
-def glu(input, dim=-1):
-    if input.dim() == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(
-            f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
-            f"{input.shape[dim]}")
-    a, b = input.chunk(2, dim)
-    return a * b.sigmoid()
-
-
-def prelu(input, weight):
-    shape = [1] * input.dim()
-    if input.dim() >= 2 and weight.numel() > 1:
-        shape[1] = weight.numel()
-    return _where_pos(input, input * weight.reshape(shape), False)
-
-
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    if training:
-        from .. import empty_like
-
-        a = empty_like(input).uniform_(lower, upper)
-        return _where_pos(input, input * a, inplace)
-    return leaky_relu(input, (lower + upper) / 2, inplace)
-
-
-def sigmoid(input):
-    return input.sigmoid()
-
-
-def tanh(input):
-    return input.tanh()
-
-
-def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    return softmax(-input, dim, dtype)
+from ._activations import (  # noqa: E402, F401
+    celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish,
+    prelu, relu6, relu_, rrelu, selu, sigmoid, softmin, softplus, softshrink, softsign, tanh,
+    tanhshrink, threshold,
+)
 
 
 # -- dropout -------------------------------------------------------------------------------------
 
-
-def _check_p(p):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-
-
-def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``."""
-    _check_p(p)
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return input.mul_(0) if inplace else input * 0
-    from .. import empty_like
-
-    mask = empty_like(input).bernoulli_(1 - p).div_(1 - p)
-    return input.mul_(mask) if inplace else input * mask
-
-
-def _feature_dropout(input, p, training, inplace, nd, name):
-    _check_p(p)
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D input, but received a "
-                           f"{input.dim()}D input")
-    if not training or p == 0.0:
-        return input
-    from .. import empty
-
-    batched = input.dim() == nd + 2
-    shape = tuple(input.shape[:2 if batched else 1]) + (1,) * nd
-    mask = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
-    mask = mask.div_(1 - p) if p < 1 else mask
-    return input.mul_(mask) if inplace else input * mask
-
-
-def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
-
-
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
-
-
-def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
-
-
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout that keeps SELU activations' mean and variance."""
-    _check_p(p)
-    if not training or p == 0.0:
-        return input
-    from .. import empty_like
-
-    alpha_p = -1.7580993408473766
-    keep = empty_like(input).bernoulli_(1 - p)
-    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
-    b = -a * alpha_p * p
-    out = (input * keep + alpha_p * (1 - keep)) * a + b
-    return input.copy_(out) if inplace else out
+from .._ops.nn_dropout import (  # noqa: E402, F401
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d,
+)
 
 
 # -- losses (compositions) -------------------------------------------------------------------------
@@ -383,19 +209,19 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 def one_hot(tensor, num_classes=-1):
     """(*,) int64 class indices -> (*, num_classes) int64 one-hot rows."""
-    from .. import arange, int64
-
     if tensor._data.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         if tensor.numel() == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max()) + 1
-    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+    if tensor.numel() and holds_values(tensor._data) and (
+            int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes." if
                            int(tensor.max()) >= num_classes else
                            "Class values must be non-negative.")
-    return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).to(int64)
+    return (tensor.unsqueeze(-1) == _ranges.arange(num_classes, device=tensor.device)).to(
+        _dt.int64)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -407,20 +233,16 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def pdist(input, p=2):
     """Distances between all pairs of rows of a (N, M) input (upper triangle, row-major)."""
-    from .. import triu_indices
-
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     n = input.shape[0]
-    i, j = triu_indices(n, n, 1, device=input.device)
+    i, j = _ranges.triu_indices(n, n, 1, device=input.device)
     return (input[i] - input[j]).norm(p=p, dim=1)
 
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1^T W_k x2 + b_k`` for weight (out, in1, in2)."""
-    from .. import einsum
-
-    y = einsum("...i,kij,...j->...k", input1, weight, input2)
+    y = _contract.einsum("...i,kij,...j->...k", input1, weight, input2)
     return y + bias if bias is not None else y
 
 
@@ -429,8 +251,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   padding_idx=None):
     """Sums, means or maxima of bags of embeddings (bags given by rows of a 2-D input, or
     by ``offsets`` into a 1-D input)."""
-    from .. import stack, tensor
-
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
     if per_sample_weights is not None and mode != "sum":
@@ -472,22 +292,25 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         elif mode == "sum":
             bags.append(seg.sum(0))
         elif mode == "mean":
-            count = keep[lo:hi].sum() if keep is not None else tensor(float(hi - lo))
+            count = keep[lo:hi].sum() if keep is not None else _from_data.tensor(float(hi - lo))
             bags.append(seg.sum(0) / count.clamp(min=1))
         else:
             bags.append(seg.max(0).values)
-    return stack(bags) if bags else weight.new_zeros(0, weight.shape[1])
+    return _join.stack(bags) if bags else weight.new_zeros(0, weight.shape[1])
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """Sample from the Gumbel-softmax distribution; ``hard`` gives one-hot samples with
     straight-through gradients."""
-    from .. import empty_like, zeros_like
-
-    gumbels = -empty_like(logits).exponential_().log()
+    gumbels = -_creation.empty_like(logits).exponential_().log()
     y = softmax((logits + gumbels) / tau, dim)
     if hard:
         index = y.max(dim, keepdim=True)[1]
-        y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+        y_hard = _creation.zeros_like(logits).scatter_(dim, index, 1.0)
         return y_hard - y.detach() + y
     return y
+
+
+
+# every public function here consults __torch_function__ first, as ember's own do
+_consult_in(globals())

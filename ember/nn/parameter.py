@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._core.tensor import Tensor
+from .._overrides import _disabled_torch_function_impl
 
 
 def _alias(cls, data):
@@ -27,6 +28,8 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    # operations on it give plain Tensors (NOTE [ __torch_function__ ])
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -104,6 +107,8 @@ class UninitializedBuffer(Tensor):
     """A buffer whose shape is not known yet (used by the Lazy modules)."""
 
     __slots__ = ()
+    # operations on it give plain Tensors (NOTE [ __torch_function__ ])
+    __torch_function__ = _disabled_torch_function_impl
     cls_to_become = Tensor
 
     def __new__(cls, requires_grad=False, device=None, dtype=None):
@@ -133,6 +138,8 @@ class Buffer(Tensor):
     """
 
     __slots__ = ()
+    # operations on it give plain Tensors (NOTE [ __torch_function__ ])
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent=True):
         from .. import empty

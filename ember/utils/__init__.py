@@ -1,3 +1,7 @@
 """``ember.utils``: data loading and other utilities."""
 
 from . import data  # noqa: F401
+from . import _device  # noqa: F401,E402  (``with ember.device(...)``)
+from .backend_registration import (  # noqa: E402
+    generate_methods_for_privateuse1_backend, rename_privateuse1_backend,
+)

@@ -101,9 +101,20 @@ def test_not_folded_when_the_lookup_or_its_table_changed(lookups):
     ref, _ = rnn(x.clone())
     np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
     first = emb(tokens)
-    emb(tokens)                            # a later lookup: only the latest one is known
-    rnn(first)
-    assert lookups[-2:] == [None, None]
+    emb(tokens)                            # a later lookup does not hide an earlier one:
+    rnn(first)                             # each output carries its own record
+    assert lookups[-2] is not None and lookups[-1] is None
+
+
+def test_lookup_record_dies_with_its_output(lookups):
+    import weakref
+
+    emb, rnn = _model()
+    x = emb(_tokens((STEPS, BATCH)))
+    table = weakref.ref(x.__dict__["_lookup"][3])
+    del x
+    emb.weight.data = emb.weight.data.clone()   # the old table array is referenced by no one
+    assert table() is None
 
 
 def test_not_folded_for_inference_tensors(lookups):
