@@ -8,6 +8,11 @@ from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from ._elementwise import ElementwiseOp, binary, elementwise, elementwise_inplace, rbinary, unary
 from ._registry import public
+from .._overrides import NOT_HANDLED as _NOT_HANDLED
+from .._overrides import _active as _tf_active
+from .._overrides import handle as _tf_handle
+from .._overrides import handle_failed as _tf_handle_failed
+from .._overrides import operator as _tf_operator
 
 
 def _conj(x):
@@ -513,4 +518,32 @@ def _install_dunders():
     T.__ge__ = _cmp(ge_op)
 
 
+
+def _operator_dunder(name, run, op):
+    """``Tensor.<name>(self, other) = run(op, self, other)`` making the __torch_function__
+    test itself (NOTE [ __torch_function__ ] in ember/_overrides.py): the commonest
+    operators save a wrapper's frame that way."""
+
+    def f(self, other):
+        if _tf_active[0]:
+            r = _tf_handle(f, (self, other), {})
+            if r is not _NOT_HANDLED:
+                return r
+        try:
+            return run(op, self, other)
+        except (TypeError, AttributeError):
+            r = _tf_handle_failed(f, (self, other), {})
+            if r is _NOT_HANDLED:
+                raise
+            return r
+
+    f.__name__ = f.__qualname__ = name
+    return _tf_operator(f)
+
+
 _install_dunders()
+for _name, _run, _op in [("__add__", binary, add_op), ("__radd__", rbinary, add_op),
+                         ("__mul__", binary, mul_op), ("__rmul__", rbinary, mul_op),
+                         ("__truediv__", binary, div_op), ("__rtruediv__", rbinary, div_op),
+                         ("__pow__", binary, pow_op)]:
+    setattr(Tensor, _name, _operator_dunder(_name, _run, _op))

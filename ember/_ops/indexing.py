@@ -31,7 +31,8 @@ import warnings
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _overrides
+from .._overrides import _active as _tf_active
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, _address, wrap
@@ -255,6 +256,10 @@ def _int_error(a, i, dim=0):
 
 def _getitem(self, idx):
     """``self[idx]``. See NOTE [ How t[idx] is split ]."""
+    if _tf_active[0]:  # NOTE [ __torch_function__ ]: the test made here saves a frame
+        r = _overrides.handle(_getitem, (self, idx), {})
+        if r is not _overrides.NOT_HANDLED:
+            return r
     if _dispatch.intercept and _dispatch.state.modes:
         return _dispatch.through_modes(_GETITEM, (self, idx), {})
     a = self._data
@@ -316,6 +321,7 @@ def _getitem(self, idx):
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 
+_overrides.operator(_getitem)
 Tensor.__getitem__ = _getitem
 _GETITEM = _dispatch.overload("aten", "index", "Tensor", _getitem)
 
