@@ -189,15 +189,23 @@ class OpOverloadPacket:
             raise AttributeError(name)
         # PyTorch splits ops into overloads by argument types (add.Tensor, add.Scalar,
         # sum.dim_IntList); ember has one form per op, so those names are its default form
-        default = self._overloads.get("default")
+        default = self._functional()
         if default is None:
             raise AttributeError(f"'{self._qualified_op_name}' has no overload named '{name}'")
         return default
 
+    def _functional(self):
+        """The overload that is not the ``out=`` form (``default``, or ``Tensor`` for the
+        binary element-wise ops, as PyTorch names them)."""
+        for name, o in self._overloads.items():
+            if name != "out":
+                return o
+        return None
+
     def __call__(self, *args, **kwargs):
         if kwargs.get("out") is not None and "out" in self._overloads:
             return self._overloads["out"](*args, **kwargs)
-        return self._overloads["default"](*args, **kwargs)
+        return self._functional()(*args, **kwargs)
 
     def __repr__(self):
         return f"<OpOverloadPacket(op='{self._ns}.{self.__name__}')>"

@@ -9,11 +9,13 @@ Example::
 
     >>> ember.ops.aten.add(ember.ones(2), 1)
     tensor([2., 2.])
-    >>> str(ember.ops.aten.mul.default)
-    'aten.mul.default'
+    >>> str(ember.ops.aten.mul.Tensor)
+    'aten.mul.Tensor'
 """
 
 from __future__ import annotations
+
+import inspect
 
 from . import _dispatch
 
@@ -28,8 +30,14 @@ def _builtin_packet(name):
     if op is not None:
         handle = getattr(op, "handle", None)
         if handle is not None:  # an element-wise op: its entrance prepares promotion
-            handle(False)
-            if name in functions:
+            fn = functions.get(name)
+            try:
+                n = len([p for p in inspect.signature(fn).parameters.values()
+                         if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD])
+            except (TypeError, ValueError):
+                n = 1
+            handle(False, n)
+            if fn is not None:
                 handle(True)
         else:
             _dispatch._apply_handle(op, False)

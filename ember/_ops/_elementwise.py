@@ -64,8 +64,9 @@ class ElementwiseOp(Op):
         self._rules = {}
         self._inplace_handle = None
 
-    def handle(self, has_out=False):
-        """The OpOverload for ``ember.<name>`` (``out=`` form when ``has_out``)."""
+    def handle(self, has_out=False, nargs=1):
+        """The OpOverload for ``ember.<name>`` (``out=`` form when ``has_out``); a binary op's
+        functional form is named ``Tensor``, as PyTorch names ``add.Tensor``."""
         h = self._handles[has_out] if self._handles is not None else None
         if h is None:
             if self._handles is None:
@@ -75,8 +76,9 @@ class ElementwiseOp(Op):
             def run(*args, out=None, **params):
                 return elementwise(op, args, params or None, out)
 
-            h = self._handles[has_out] = _dispatch.overload(
-                "aten", self.name, "out" if has_out else "default", run, self)
+            overload = "out" if has_out else "Tensor" if nargs >= 2 else "default"
+            h = self._handles[has_out] = _dispatch.overload("aten", self.name, overload, run,
+                                                            self)
         return h
 
     def inplace_handle(self):
@@ -159,7 +161,8 @@ def elementwise(op, args, params=None, out=None):
         kwargs = dict(params) if params else {}
         if out is not None:
             kwargs["out"] = out
-        return _dispatch.through_modes(op.handle(out is not None), tuple(args), kwargs)
+        return _dispatch.through_modes(op.handle(out is not None, len(args)), tuple(args),
+                                       kwargs)
     compute, result, first = promote(op, args)
     if first is None:
         raise _type_error(op, args[0])
