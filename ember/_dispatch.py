@@ -103,6 +103,15 @@ def needs_grad(tensors) -> bool:
 
 #: True while any thread has a mode on its stack; the one test every entrance makes
 intercept = False
+#: ``[True]`` while ``intercept`` is, or once __torch_function__ may apply (a Tensor subclass
+#: taking part was defined, or a function mode entered): the hottest operators test this one
+#: cell and skip both layers' tests otherwise (NOTE [ __torch_function__ ])
+slow = [False]
+#: set by ember/_overrides.py when the __torch_function__ protocol comes on
+torch_function_on = False
+#: set by ``Op.register_kernel`` when some op got a CPU kernel of its own, which the
+#: entrances' CPU specialisations must then leave to run (``Op.builtin_cpu``)
+cpu_kernel_replaced = False
 _pushed = 0
 _push_lock = threading.Lock()
 
@@ -133,6 +142,7 @@ def push_mode(mode: Mode) -> None:
     with _push_lock:
         _pushed += 1
         intercept = True
+        slow[0] = True
 
 
 def without_latest(modes: tuple, mode, what: str) -> tuple:
@@ -151,6 +161,7 @@ def pop_mode(mode: Mode) -> None:
     with _push_lock:
         _pushed -= 1
         intercept = _pushed > 0
+        slow[0] = intercept or torch_function_on or cpu_kernel_replaced
 
 
 def through_modes(handle, args, kwargs):

@@ -62,10 +62,19 @@ def _takes_part(cls) -> bool:
     return tf is not None and not _is_disabled(tf)
 
 
+def _switch_on():
+    """The protocol may apply from now on: every wrapper and operator takes its test."""
+    from . import _dispatch
+
+    _active[0] = True
+    _dispatch.torch_function_on = True
+    _dispatch.slow[0] = True
+
+
 def _subclass_defined(cls):
     """``Tensor.__init_subclass__``: a subclass taking part switches the protocol on."""
     if _takes_part(cls):
-        _active[0] = True
+        _switch_on()
 
 
 def push_mode(mode):
@@ -73,7 +82,7 @@ def push_mode(mode):
     state.modes = state.modes + (mode,)
     with _lock:
         _mode_pushes += 1
-        _active[0] = True
+        _switch_on()
 
 
 def pop_mode(mode):

@@ -258,3 +258,15 @@ def test_failed_inplace_op_leaves_nothing_pending():
     y = x * 1
     y.mul_(2)  # a successful one clears it too
     assert _nodes._pending == 0
+
+
+def test_nothing_slows_the_hot_path_after_import():
+    """Importing ember (its own CPU kernels, custom-op machinery, the meta backend) leaves
+    the one-cell switch of the operators off: a + b takes the fast path."""
+    import subprocess
+    import sys
+
+    code = ("import ember; from ember import _dispatch; "
+            "assert _dispatch.slow == [False] and not _dispatch.intercept; "
+            "assert ember._overrides._active == [False]")
+    subprocess.run([sys.executable, "-c", code], check=True)

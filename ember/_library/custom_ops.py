@@ -197,6 +197,8 @@ class LibraryOp(Op):
     ``from_custom_op`` says whether ``custom_op`` made it (torch's messages differ).
     """
 
+    is_builtin = False  # its kernels replace no specialisation (NOTE [ Hot path ])
+
     def __init__(self, qualname: str, schema: FunctionSchema, *, from_custom_op=False):
         if qualname in ops:
             raise RuntimeError(f"op {qualname!r} is declared twice")

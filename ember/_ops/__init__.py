@@ -6,6 +6,7 @@ Families are discovered, not listed, so adding a module here is the whole regist
 import importlib
 import pkgutil
 
+from . import _registry
 from ._registry import Op, functions, list_ops, ops, public  # noqa: F401
 
 for _m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -39,3 +40,4 @@ _OPERATORS = frozenset(
 ) | frozenset(f"__{n}__" for n in ("neg", "pos", "abs", "invert", "eq", "ne", "lt", "le",
                                    "gt", "ge", "getitem", "setitem"))
 _wrap_operators()
+_registry._sealed[0] = True

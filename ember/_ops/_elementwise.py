@@ -323,9 +323,16 @@ def _check_inplace_broadcast(op, shape, other):
 
 
 def binary(op, a, b):
-    """``a <op> b`` for the Python operators and methods. See NOTE [ Hot path ]."""
+    """``a <op> b`` for the methods and functions: through the modes when any is on, else
+    ``binary_fast``."""
     if _dispatch.intercept:
         return elementwise(op, (a, b))
+    return binary_fast(op, a, b)
+
+
+def binary_fast(op, a, b):
+    """``a <op> b`` when no mode is on anywhere. See NOTE [ Hot path ]: the operators call it
+    straight after their one test of ``_dispatch.slow``."""
     if isinstance(b, Tensor) and isinstance(a, Tensor):
         ad = a._data
         bd = b._data

@@ -42,12 +42,15 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import _dispatch
 from .._dispatch import backends_by_type
 from .._overrides import wrap_public
 from .._core.tensor import Tensor
 
 #: name -> Op, every op ever declared
 ops: dict = {}
+#: ``[True]`` once every family is loaded: kernels registered after that replace ember's own
+_sealed = [False]
 #: name -> public function exposed as ember.<name>
 functions: dict = {}
 
@@ -63,6 +66,9 @@ class Op:
     #: False once someone registered a CPU kernel of their own: the entrances' CPU
     #: specialisations then step aside (NOTE [ Hot path ] in ember/_dispatch.py)
     builtin_cpu = True
+    #: one of ember's own ops (custom ops from ember.library say False: no specialisation
+    #: of theirs needs to step aside)
+    is_builtin = True
 
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,
@@ -125,8 +131,11 @@ class Op:
         """Give a backend its own kernel ``fn(*arrays, **params)`` for this op."""
         self.overrides[backend_name] = fn
         self.impl.clear()
-        if backend_name == "cpu":
+        if backend_name == "cpu" and _sealed[0] and self.is_builtin:
+            # someone replaced a built-in CPU kernel: specialisations must let it run
             self.builtin_cpu = False
+            _dispatch.cpu_kernel_replaced = True
+            _dispatch.slow[0] = True
 
     def resolve(self, array_type):
         """Find (and cache) the callable that runs this op on arrays of ``array_type``."""

@@ -6,7 +6,10 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
-from ._elementwise import ElementwiseOp, binary, elementwise, elementwise_inplace, rbinary, unary
+from .._dispatch import slow as _slow
+from ._elementwise import (
+    ElementwiseOp, binary, binary_fast, elementwise, elementwise_inplace, rbinary, unary,
+)
 from ._registry import public
 from .._overrides import NOT_HANDLED as _NOT_HANDLED
 from .._overrides import _active as _tf_active
@@ -524,13 +527,19 @@ def _operator_dunder(name, run, op):
     test itself (NOTE [ __torch_function__ ] in ember/_overrides.py): the commonest
     operators save a wrapper's frame that way."""
 
+    fast = binary_fast if run is binary else run
+
     def f(self, other):
-        if _tf_active[0]:
-            r = _tf_handle(f, (self, other), {})
-            if r is not _NOT_HANDLED:
-                return r
+        if _slow[0]:  # a mode is on, or __torch_function__ may apply
+            if _tf_active[0]:
+                r = _tf_handle(f, (self, other), {})
+                if r is not _NOT_HANDLED:
+                    return r
+            fn = run
+        else:
+            fn = fast
         try:
-            return run(op, self, other)
+            return fn(op, self, other)
         except (TypeError, AttributeError):
             r = _tf_handle_failed(f, (self, other), {})
             if r is _NOT_HANDLED:

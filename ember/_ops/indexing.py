@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from .. import _dispatch, _overrides
+from .._dispatch import slow as _slow
 from .._overrides import _active as _tf_active
 from .._core import dtype as _dt
 from .._core.checks import holds_values
@@ -256,16 +257,17 @@ def _int_error(a, i, dim=0):
 
 def _getitem(self, idx):
     """``self[idx]``. See NOTE [ How t[idx] is split ]."""
-    if _tf_active[0]:  # NOTE [ __torch_function__ ]: the test made here saves a frame
-        r = _overrides.handle(_getitem, (self, idx), {})
-        if r is not _overrides.NOT_HANDLED:
-            return r
-    if _dispatch.intercept and _dispatch.state.modes:
-        return _dispatch.through_modes(_GETITEM, (self, idx), {})
     a = self._data
+    if _slow[0]:  # a mode, __torch_function__ or a replaced CPU kernel: one test for all
+        if _tf_active[0]:  # NOTE [ __torch_function__ ]: made here, it saves a frame
+            r = _overrides.handle(_getitem, (self, idx), {})
+            if r is not _overrides.NOT_HANDLED:
+                return r
+        if _dispatch.intercept and _dispatch.state.modes:
+            return _dispatch.through_modes(_GETITEM, (self, idx), {})
+        if not getitem_op.builtin_cpu and type(a) is np.ndarray:
+            return _getitem_through_kernels(self, idx)
     tp = type(idx)
-    if not getitem_op.builtin_cpu and type(a) is np.ndarray:
-        return _getitem_through_kernels(self, idx)
     # Fast path: one int or slice is a NumPy basic index plus one wrap (NOTE [ Hot path ]).
     if tp is int:
         try:
