@@ -17,7 +17,9 @@ Each entrance's first step is the same test::
 
 ``intercept`` is a module global, True while any thread has a mode pushed; so with no
 mode anywhere the test costs one global read and the entrance goes on to its kernel (the
-hot path below). With modes on, ``through_modes`` -- the one door -- hands the call to the
+hot path below). The hottest operators (``a + b``, ``t[i]``) test a single cell instead,
+``slow``, which also covers ``__torch_function__`` and replaced CPU kernels, and take the
+full route only when it is on. With modes on, ``through_modes`` -- the one door -- hands the call to the
 innermost mode of this thread as ``(handle, args, kwargs)``: ``handle`` is the op form's
 ``OpOverload``, callable with those arguments, and calling it re-enters the same entrance
 with that mode popped, so the next mode down sees the call, and below the last mode the
