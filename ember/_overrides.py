@@ -181,31 +181,44 @@ def handle_failed(public, args, kwargs):
 # the default Tensor.__torch_function__ and the result conversion
 
 
-class DisableTorchFunctionSubclass:
+class _SwitchOff:
+    """Context manager setting one flag of ``state`` for the block, then restoring it."""
+
+    flag = ""
+
+    def __enter__(self):
+        self.prev = getattr(state, self.flag)
+        setattr(state, self.flag, True)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(state, self.flag, self.prev)
+        return False
+
+
+class DisableTorchFunctionSubclass(_SwitchOff):
     """Context manager: inside, Tensor subclasses' ``__torch_function__`` is not consulted
-    (modes still are). The default ``Tensor.__torch_function__`` runs the function so."""
+    (modes still are). The default ``Tensor.__torch_function__`` runs the function so.
 
-    def __enter__(self):
-        self.prev = state.subclasses_disabled
-        state.subclasses_disabled = True
-        return self
+    Example::
 
-    def __exit__(self, *exc):
-        state.subclasses_disabled = self.prev
-        return False
+        >>> with DisableTorchFunctionSubclass():
+        ...     pass
+    """
+
+    flag = "subclasses_disabled"
 
 
-class DisableTorchFunction:
-    """Context manager: inside, neither subclasses nor modes are consulted."""
+class DisableTorchFunction(_SwitchOff):
+    """Context manager: inside, neither subclasses nor modes are consulted.
 
-    def __enter__(self):
-        self.prev = state.all_disabled
-        state.all_disabled = True
-        return self
+    Example::
 
-    def __exit__(self, *exc):
-        state.all_disabled = self.prev
-        return False
+        >>> with DisableTorchFunction():
+        ...     pass
+    """
+
+    flag = "all_disabled"
 
 
 def _convert(ret, cls):

@@ -25,10 +25,18 @@ def _wrap_operators():
     from .._overrides import wrap_public
 
     for name, f in list(vars(Tensor).items()):
+        if isinstance(f, property) and name in _PROPERTIES:
+            setattr(Tensor, name, property(wrap_public(f.fget, name), f.fset, f.fdel,
+                                           f.__doc__))
         if not inspect.isfunction(f) or name in _NOT_OVERRIDABLE:
             continue
         if name in _OPERATORS or not name.startswith("_"):
             setattr(Tensor, name, wrap_public(f, name))
+
+
+# properties computing a tensor from the tensor, which subclasses keep as torch's do (the
+# others -- grad, data, shape -- hand back what is stored, as torch's no-wrap list says)
+_PROPERTIES = frozenset(["T", "mT", "H", "mH", "real", "imag"])
 
 
 # the protocol's own machinery, and what pickling and construction call on the class itself

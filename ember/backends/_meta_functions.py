@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from .._ops.linalg_contract import _parse_einsum
 from ._meta_array import (
     _DATA_DEPENDENT, _FUNCTION_RULES, MetaArray, _data_dependent, _finish, _normalize_axis,
     _plain, _shape, _shrunk, _surrogate, as_meta, placeholder,
@@ -213,31 +214,12 @@ def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize
     if not isinstance(operands[0], str):
         return as_meta(np.einsum(*_plain(operands), dtype=dtype, casting=casting))
     subscripts, arrays = operands[0].replace(" ", ""), operands[1:]
-    if "->" in subscripts:
-        ins, output = subscripts.split("->")
-    else:
-        ins, output = subscripts, None
-    terms = ins.split(",")
-    if len(terms) != len(arrays):
-        raise ValueError("more operands provided to einstein sum function than specified in "
-                         "the subscripts string")
-    sizes, ell = {}, []
-    for term, x in zip(terms, arrays):
-        shape = _shape(x)
-        if "..." in term:
-            head, tail = term.split("...")
-            n_ell = len(shape) - len(head) - len(tail)
-            ell.append(shape[len(head):len(head) + n_ell])
-            labels = list(head) + [None] * n_ell + list(tail)
-        else:
-            labels = list(term)
-        if len(labels) != len(shape):
-            raise ValueError("operand has more dimensions than subscripts given in einstein "
-                             "sum, but no '...' ellipsis provided to broadcast the extra "
-                             "dimensions.")
-        for lab, n in zip(labels, shape):
-            if lab is None:
-                continue
+    # ember's own parser makes the subscripts explicit (ellipses become shared fresh labels,
+    # right-aligned), so sizes broadcast label by label
+    ins, output = _parse_einsum(subscripts, [len(_shape(x)) for x in arrays])
+    sizes = {}
+    for term, x in zip(ins, arrays):
+        for lab, n in zip(term, _shape(x)):
             m = sizes.get(lab)
             if m is None or m == 1:
                 sizes[lab] = n
@@ -245,20 +227,7 @@ def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize
                 raise ValueError(f"operands could not be broadcast together with remapped "
                                  f"shapes [original->remapped]: size {n} != {m} for label "
                                  f"'{lab}'")
-    ell_shape = np.broadcast_shapes(*ell) if ell else ()
-    if output is None:
-        counts = {}
-        for lab in ins.replace(",", "").replace(".", ""):
-            counts[lab] = counts.get(lab, 0) + 1
-        output = ("..." if ell else "") + "".join(sorted(k for k, c in counts.items() if c == 1))
-    shape = []
-    for part in output.split("...") if "..." in output else [output]:
-        shape.extend(sizes[lab] for lab in part)
-        shape.append(None)
-    shape.pop()
-    final = []
-    for n in shape:
-        final.extend(ell_shape if n is None else (n,))
+    final = tuple(sizes[lab] for lab in output)
     sur = np.einsum(subscripts, *[_surrogate(x, (1,) * len(_shape(x))) for x in arrays],
                     dtype=dtype, casting=casting)
     return _finish((np.asarray(sur).dtype,), tuple(final), None if out is None else (out,))
