@@ -52,12 +52,36 @@ def has_torch_function(relevant_args) -> bool:
 
 
 def has_torch_function_unary(arg) -> bool:
-    """``has_torch_function((arg,))``."""
+    """``has_torch_function((arg,))`` for one argument.
+
+    Args:
+        arg: the argument to look at.
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> has_torch_function_unary(ember.ones(1))
+        False
+    """
     return has_torch_function((arg,))
 
 
 def has_torch_function_variadic(*args) -> bool:
-    """``has_torch_function(args)``."""
+    """``has_torch_function(args)`` with the arguments spread.
+
+    Args:
+        *args: the arguments to look at.
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> has_torch_function_variadic(ember.ones(1), 2)
+        False
+    """
     return has_torch_function(args)
 
 
@@ -92,8 +116,23 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
 
 
 def wrap_torch_function(dispatcher):
-    """Decorator making a function overridable: ``dispatcher(*args, **kwargs)`` returns the
-    arguments that may override it."""
+    """Decorator making a function overridable like ember's own.
+
+    Args:
+        dispatcher: ``dispatcher(*args, **kwargs)`` returns the arguments that may override
+            the function.
+
+    Returns:
+        The decorator.
+
+    Example::
+
+        >>> @wrap_torch_function(lambda x: (x,))
+        ... def twice(x):
+        ...     return x * 2
+        >>> twice(ember.ones(1)).tolist()
+        [2.0]
+    """
 
     def deco(f):
         @functools.wraps(f)
@@ -109,7 +148,19 @@ def wrap_torch_function(dispatcher):
 
 
 def is_tensor_like(inp) -> bool:
-    """True for Tensors and for objects whose type defines ``__torch_function__``."""
+    """True for Tensors and for objects whose type defines ``__torch_function__``.
+
+    Args:
+        inp: any object.
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> is_tensor_like(ember.ones(1)), is_tensor_like([1.0])
+        (True, False)
+    """
     return isinstance(inp, Tensor) or hasattr(type(inp), "__torch_function__")
 
 
@@ -145,8 +196,17 @@ def _public_functions():
 
 
 def get_overridable_functions():
-    """``{namespace: [functions]}`` for ``ember``, ``ember.Tensor`` and
-    ``ember.nn.functional``: the functions ``__torch_function__`` can override."""
+    """The functions ``__torch_function__`` can override, by namespace.
+
+    Returns:
+        ``{namespace: [functions]}`` for ``ember``, ``ember.Tensor`` and
+        ``ember.nn.functional``.
+
+    Example::
+
+        >>> ember.add in get_overridable_functions()[ember]
+        True
+    """
     return _public_functions()
 
 
@@ -156,8 +216,17 @@ def get_ignored_functions():
 
 
 def get_testing_overrides():
-    """``{function: dummy}``: a dummy with the same signature returning -1 for each
-    overridable function, for testing an override's coverage."""
+    """Dummy implementations of every overridable function, for testing an override's
+    coverage.
+
+    Returns:
+        ``{function: dummy}``, each dummy with the function's signature, returning -1.
+
+    Example::
+
+        >>> get_testing_overrides()[ember.add](ember.ones(1), 1)
+        -1
+    """
     import inspect
 
     out = {}
@@ -178,14 +247,24 @@ def get_testing_overrides():
 
 
 def resolve_name(f):
-    """The dotted public name of ``f`` (``ember.add``, ``ember.Tensor.sum``), or None."""
-    import ember
+    """The dotted public name of an overridable function.
 
+    Args:
+        f: a function.
+
+    Returns:
+        ``"ember.add"``, ``"ember.Tensor.sum"``, ...; None for other functions.
+
+    Example::
+
+        >>> resolve_name(ember.add)
+        'ember.add'
+    """
     for ns, funcs in _public_functions().items():
         if f in funcs:
             prefix = "ember.Tensor" if ns is Tensor else ns.__name__
             return f"{prefix}.{f.__name__}"
-    return None if f is None else getattr(ember, "__name__", None) and None
+    return None
 
 
 class TorchFunctionMode:
@@ -204,8 +283,9 @@ class TorchFunctionMode:
         ...     def __torch_function__(self, func, types, args=(), kwargs=None):
         ...         self.names.append(func.__name__)
         ...         return func(*args, **(kwargs or {}))
+        >>> x = ember.ones(1)
         >>> with Names() as m:
-        ...     _ = ember.add(ember.ones(1), 1)
+        ...     _ = ember.add(x, 1)
         >>> m.names
         ['add']
     """

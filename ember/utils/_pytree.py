@@ -86,7 +86,20 @@ class LeafSpec(TreeSpec):
 
 
 def tree_flatten(tree, is_leaf=None):
-    """``(leaves, spec)``: the tree's leaves in order and the spec that rebuilds it."""
+    """Flatten a tree of lists, tuples, dicts and namedtuples.
+
+    Args:
+        tree: the nested structure.
+        is_leaf: optional ``fn(node) -> bool`` stopping the descent at a node.
+
+    Returns:
+        ``(leaves, spec)``: the leaves in order and the spec that rebuilds the tree.
+
+    Example::
+
+        >>> tree_flatten([1, (2, 3)])[0]
+        [1, 2, 3]
+    """
     leaves = []
 
     def go(x):
@@ -102,7 +115,20 @@ def tree_flatten(tree, is_leaf=None):
 
 
 def tree_unflatten(leaves, spec):
-    """Rebuild a tree of ``spec``'s shape from ``leaves``."""
+    """Rebuild a tree of ``spec``'s shape from ``leaves``.
+
+    Args:
+        leaves: the leaves, in ``tree_flatten``'s order.
+        spec: the ``TreeSpec`` from ``tree_flatten``.
+
+    Returns:
+        The tree.
+
+    Example::
+
+        >>> tree_unflatten([4, 5], tree_flatten((1, [2]))[1])
+        (4, [5])
+    """
     it = iter(leaves)
 
     def go(s):
@@ -128,7 +154,22 @@ def tree_structure(tree, is_leaf=None):
 
 
 def tree_map(fn, tree, *rests, is_leaf=None):
-    """The tree with ``fn`` applied to each leaf (with the matching leaves of ``rests``)."""
+    """The tree with ``fn`` applied to each leaf.
+
+    Args:
+        fn: ``fn(leaf, *matching_leaves_of_rests)``.
+        tree: the tree.
+        *rests: trees of the same shape whose leaves are passed alongside.
+        is_leaf: as in ``tree_flatten``.
+
+    Returns:
+        A tree of the same shape.
+
+    Example::
+
+        >>> tree_map(lambda x: x + 1, {"a": [1, 2]})
+        {'a': [2, 3]}
+    """
     leaves, spec = tree_flatten(tree, is_leaf)
     others = [tree_flatten(r, is_leaf)[0] for r in rests]
     return tree_unflatten([fn(x, *(o[i] for o in others)) for i, x in enumerate(leaves)],
