@@ -58,8 +58,9 @@ class TorchDispatchMode(_dispatch.Mode):
         ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         ...         self.names.append(func.overloadpacket.__name__)
         ...         return func(*args, **(kwargs or {}))
+        >>> x = ember.ones(2)
         >>> with Count() as c:
-        ...     _ = ember.ones(2) + 1
+        ...     _ = x + 1
         >>> c.names
         ['add']
     """
