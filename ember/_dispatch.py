@@ -82,10 +82,12 @@ state = _ThreadState()
 
 # Hooks filled by ember.autograd. Until it is imported nothing records.
 #   record(op, inputs, params, outputs) -> None      attach grad_fn to outputs
+#   record_binary(op, a, b, output) -> None          the same for record(op, (a, b), {}, out)
 #   check_inplace(tensor, opname) -> None            raise if an in-place op is not allowed
 #   commit_inplace(tensor, result) -> None           rebase tensor's history onto result's
 #   begin_inplace(tensor) / end_inplace()         bracket computing an in-place op's values
 record = None
+record_binary = None
 check_inplace = None
 commit_inplace = None
 begin_inplace = None

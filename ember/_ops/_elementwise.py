@@ -352,7 +352,7 @@ def binary_fast(op, a, b):
             t._base = None
             t._vc = None
             if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
-                _dispatch.record(op, (a, b), {}, t)
+                _dispatch.record_binary(op, a, b, t)
             return t
     elif isinstance(a, Tensor) and (b.__class__ is float or b.__class__ is int):
         ad = a._data
@@ -370,7 +370,7 @@ def binary_fast(op, a, b):
             t._base = None
             t._vc = None
             if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-                _dispatch.record(op, (a, _const(b)), {}, t)
+                _dispatch.record_binary(op, a, _const(b), t)
             return t
     return elementwise(op, (a, b))
 

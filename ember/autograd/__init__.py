@@ -29,6 +29,7 @@ from .gradcheck import gradcheck, gradgradcheck
 from .graph import _add_hook
 
 _dispatch.record = _nodes.record
+_dispatch.record_binary = _nodes.record_binary
 _dispatch.check_inplace = _nodes.check_inplace
 _dispatch.begin_inplace = _nodes.begin_inplace
 _dispatch.end_inplace = _nodes.end_inplace

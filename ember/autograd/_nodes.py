@@ -422,6 +422,61 @@ def gradient_edge(t):
     return accumulate_node(t), 0
 
 
+def _input_edge(t):
+    """(node, input_nr) of input ``t`` that requires grad: ``gradient_edge`` for recording."""
+    if t._base is not None:
+        refresh_view(t)
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._out_nr)
+    try:
+        fn = t._accum()
+    except AttributeError:
+        fn = None
+    return (fn or accumulate_node(t), 0)
+
+
+_NO_PARAMS: dict = {}  # shared by every node recorded without params; never mutated
+
+
+def record_binary(op, a, b, out):
+    """``record(op, (a, b), {}, out)`` for two tensor inputs and one output, the commonest
+    call (``a + b``, ``a * w``): simple ops that save nothing skip ``record``'s loops."""
+    info = _op_info.get(op)
+    if info is None:
+        info = _make_op_info(op)
+    cls, saves, simple = info
+    if saves is not None or not simple or _anomaly._enabled:
+        return record(op, (a, b), _NO_PARAMS, out)
+    if cls is None:
+        return
+    if a._rg:
+        d = a._data
+        ea = _input_edge(a)
+        ma = (d.shape, d.dtype)
+    else:
+        ea = _NO_EDGE
+        ma = None
+    if b._rg:
+        d = b._data
+        eb = _input_edge(b)
+        mb = (d.shape, d.dtype)
+    else:
+        eb = _NO_EDGE
+        mb = None
+    node = _new(cls)
+    node._op = op
+    node._params = _NO_PARAMS
+    node._next = (ea, eb)
+    node._meta_in = (ma, mb)
+    node._seq = next(_sequence)
+    node._saved = node._vers = None
+    if out._data.dtype.kind not in "iub":
+        out._grad_fn = node
+        out._out_nr = 0
+        out._rg = True
+
+
 def record(op, inputs, params, outputs):
     """The dispatcher's autograd hook: attach a node to ``outputs``. See the module doc."""
     info = _op_info.get(op)
