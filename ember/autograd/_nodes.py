@@ -441,12 +441,14 @@ _NO_PARAMS: dict = {}  # shared by every node recorded without params; never mut
 
 def record_binary(op, a, b, out):
     """``record(op, (a, b), {}, out)`` for two tensor inputs and one output, the commonest
-    call (``a + b``, ``a * w``): simple ops that save nothing skip ``record``'s loops."""
+    call (``a + b``, ``a * w``): simple ops, saving both inputs or none, skip ``record``'s
+    loops."""
     info = _op_info.get(op)
     if info is None:
         info = _make_op_info(op)
     cls, saves, simple = info
-    if saves is not None or not simple or _anomaly._enabled:
+    if not simple or _anomaly._enabled or (
+            saves is not None and (saves is not True or slow_save or _pending)):
         return record(op, (a, b), _NO_PARAMS, out)
     if cls is None:
         return
@@ -470,7 +472,13 @@ def record_binary(op, a, b, out):
     node._next = (ea, eb)
     node._meta_in = (ma, mb)
     node._seq = next(_sequence)
-    node._saved = node._vers = None
+    if saves is None:
+        node._saved = node._vers = None
+    else:  # both inputs, kept as the Tensors plus their versions (see ``record``)
+        node._saved = [a, b]
+        va = a._vc
+        vb = b._vc
+        node._vers = [0 if va is None else va[0], 0 if vb is None else vb[0]]
     if out._data.dtype.kind not in "iub":
         out._grad_fn = node
         out._out_nr = 0
