@@ -8,7 +8,8 @@ from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from .._dispatch import slow as _slow
 from ._elementwise import (
-    ElementwiseOp, binary, binary_fast, elementwise, elementwise_inplace, rbinary, unary,
+    ElementwiseOp, binary, binary_fast, elementwise, elementwise_inplace, rbinary, rbinary_fast,
+    unary,
 )
 from ._registry import public
 from .._overrides import NOT_HANDLED as _NOT_HANDLED
@@ -43,12 +44,6 @@ def _div_vjp(g, _a, b, *, out):
     return gb, -gb * _conj(out)
 
 
-add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True)
-sub_op = ElementwiseOp("sub", ufunc="subtract", vjp=_sub_vjp, linear=True, allow=(1, 2, 3))
-mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp)
-div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
-
-
 def _check_sub(args):
     bools = [isinstance(x, Tensor) and x._data.dtype == np.bool_ or type(x) is bool
              for x in args]
@@ -60,6 +55,13 @@ def _check_sub(args):
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True)
+sub_op = ElementwiseOp("sub", ufunc="subtract", vjp=_sub_vjp, linear=True, allow=(1, 2, 3),
+                       check=_check_sub)
+mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp)
+div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
 
 
 def _scaled(name, other, alpha, input_):
@@ -453,21 +455,7 @@ def _install_dunders():
     T.__radd__ = lambda self, other: rbinary(add_op, self, other)
     T.__iadd__ = lambda self, other: elementwise_inplace(add_op, self, (other,))
 
-    def __sub__(self, other):
-        if self._data.dtype == np.bool_ or type(other) is bool or (
-                isinstance(other, Tensor) and other._data.dtype == np.bool_):
-            _check_sub((self, other))
-        return binary(sub_op, self, other)
-
-    def __rsub__(self, other):
-        _check_sub((other, self)) if self._data.dtype == np.bool_ else None
-        return rbinary(sub_op, self, other)
-
-    def __isub__(self, other):
-        _check_sub((self, other)) if self._data.dtype == np.bool_ else None
-        return elementwise_inplace(sub_op, self, (other,))
-
-    T.__sub__, T.__rsub__, T.__isub__ = __sub__, __rsub__, __isub__
+    T.__isub__ = lambda self, other: elementwise_inplace(sub_op, self, (other,))
     T.__mul__ = lambda self, other: binary(mul_op, self, other)
     T.__rmul__ = lambda self, other: rbinary(mul_op, self, other)
     T.__imul__ = lambda self, other: elementwise_inplace(mul_op, self, (other,))
@@ -527,7 +515,7 @@ def _operator_dunder(name, run, op):
     test itself (NOTE [ __torch_function__ ] in ember/_overrides.py): the commonest
     operators save a wrapper's frame that way."""
 
-    fast = binary_fast if run is binary else run
+    fast = {binary: binary_fast, rbinary: rbinary_fast}[run]
 
     def f(self, other):
         if _slow[0]:  # a mode is on, or __torch_function__ may apply
@@ -554,5 +542,6 @@ _install_dunders()
 for _name, _run, _op in [("__add__", binary, add_op), ("__radd__", rbinary, add_op),
                          ("__mul__", binary, mul_op), ("__rmul__", rbinary, mul_op),
                          ("__truediv__", binary, div_op), ("__rtruediv__", rbinary, div_op),
+                         ("__sub__", binary, sub_op), ("__rsub__", rbinary, sub_op),
                          ("__pow__", binary, pow_op)]:
     setattr(Tensor, _name, _operator_dunder(_name, _run, _op))
