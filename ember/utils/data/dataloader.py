@@ -18,12 +18,15 @@ import traceback
 
 import numpy as np
 
-from . import _collate
+from . import _collate, _utils  # noqa: F401 - torch.utils.data.dataloader._utils
+from ._collate import default_collate, default_convert
 from ._worker_info import WorkerInfo, _set_worker_info, get_worker_info
+from .datapipes.datapipe import IterDataPipe
 from .dataset import IterableDataset, TensorDataset
+from .graph_settings import apply_sharding, apply_shuffle_settings
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
+__all__ = ["DataLoader", "get_worker_info", "WorkerInfo", "default_collate", "default_convert"]
 
 _POLL = 0.1  # seconds between liveness checks while waiting for a batch
 
@@ -66,6 +69,9 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
                                 dataset=dataset))
     init_error = None
     try:
+        if isinstance(dataset, IterDataPipe):
+            # each worker keeps its share of the stream (the pipe's sharding_filter)
+            apply_sharding(dataset, num_workers, worker_id)
         if init_fn is not None:
             init_fn(worker_id)
         fetcher = _make_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
@@ -221,6 +227,11 @@ class DataLoader:
         self.in_order = in_order
         self.generator = generator
 
+        if isinstance(dataset, IterDataPipe):
+            if shuffle is not None:
+                dataset = apply_shuffle_settings(dataset, shuffle=shuffle)
+            self.dataset = dataset
+            shuffle = None  # the pipe shuffles itself
         if isinstance(dataset, IterableDataset):
             self._dataset_kind = "iterable"
             if shuffle not in (False, None):

@@ -160,6 +160,19 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
 
+def _process_group_shape(num_replicas, rank):
+    """World size and rank from the default process group, for what was not given."""
+    try:
+        from ... import distributed as dist
+    except ImportError:
+        dist = None
+    if dist is None or not getattr(dist, "is_initialized", lambda: False)():
+        raise ValueError("Default process group has not been initialized, please make sure to "
+                         "call init_process_group.")
+    return (dist.get_world_size() if num_replicas is None else num_replicas,
+            dist.get_rank() if rank is None else rank)
+
+
 class DistributedSampler(Sampler):
     """The share of a dataset for replica ``rank`` of ``num_replicas`` (padded or dropped
     to equal sizes), shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch)."""
@@ -167,15 +180,7 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
         if num_replicas is None or rank is None:
-            try:
-                from ...distributed import get_rank, get_world_size
-
-                num_replicas = get_world_size() if num_replicas is None else num_replicas
-                rank = get_rank() if rank is None else rank
-            except (ImportError, RuntimeError):
-                raise RuntimeError(
-                    "DistributedSampler: pass num_replicas and rank explicitly (no process "
-                    "group is initialised)") from None
+            num_replicas, rank = _process_group_shape(num_replicas, rank)
         if rank >= num_replicas or rank < 0:
             raise ValueError(
                 f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
