@@ -3,6 +3,8 @@
 ``import ember as torch`` runs ordinary PyTorch programs.
 """
 
+import math as _math
+
 import numpy as _np
 
 # NOTE [ Floating-point warnings ]
@@ -61,6 +63,10 @@ from ._ops import list_ops
 
 globals().update(_ops.functions)
 
+from ._ops._legacy_types import cpu_types as _legacy_types  # noqa: E402
+
+globals().update(_legacy_types)  # FloatTensor, LongTensor, ... (NOTE [ Legacy tensor types ])
+
 from . import cuda  # noqa: E402  (imports CuPy only on first use of a CUDA device)
 from . import autograd  # noqa: E402  (registers the autograd hooks in the dispatcher)
 from .autograd.grad_mode import (  # noqa: E402
@@ -86,7 +92,33 @@ from .random import (  # noqa: E402
     get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
 )
 
-__version__ = "0.1.0"
+from . import types, version  # noqa: E402
+from .torch_version import TorchVersion as _TorchVersion  # noqa: E402
+
+# PyTorch's version with ember's as a local label (NOTE [ Version string ])
+__version__ = _TorchVersion(version.__version__)
+
+from ._settings import (  # noqa: E402  (NOTE [ Process-wide settings ])
+    are_deterministic_algorithms_enabled, get_deterministic_debug_mode,
+    get_float32_matmul_precision, get_num_interop_threads, get_num_threads, init_num_threads,
+    is_deterministic_algorithms_warn_only_enabled, is_warn_always_enabled,
+    set_deterministic_debug_mode, set_float32_matmul_precision, set_num_interop_threads,
+    set_num_threads, set_warn_always, use_deterministic_algorithms,
+)
+from ._top_level import (  # noqa: E402
+    SymBool, SymFloat, SymInt, compiled_with_cxx11_abi, get_device, get_device_module,
+    get_file_path, has_lapack, has_mkl, has_openmp, has_spectral, is_anomaly_check_nan_enabled,
+    is_anomaly_enabled, is_inference, is_nonzero, is_same_size, is_signed, is_vulkan_available,
+    set_anomaly_enabled,
+    set_default_tensor_type, set_flush_denormal, sym_float, sym_int, sym_ite, sym_max, sym_min,
+    sym_not, sym_sqrt, sym_sum, typename,
+)
+
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
+newaxis = None  # ``x[:, ember.newaxis]`` inserts a dimension, as NumPy's does
 
 
 def is_tensor(obj):

@@ -9,6 +9,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.device import as_device, device
 from .._core.tensor import Tensor, wrap
+from ._legacy_types import tensor_type
 from ._registry import Op, method, public
 
 
@@ -117,27 +118,26 @@ for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
                   ("bool", _dt.bool_), ("cfloat", _dt.complex64), ("cdouble", _dt.complex128)]:
     _cast_method(_name, _d)
 
+# legacy type names by dtype, for messages (ember/autograd/_nodes.py)
 _LEGACY = {_dt.float32: "FloatTensor", _dt.float64: "DoubleTensor", _dt.float16: "HalfTensor",
            _dt.bfloat16: "BFloat16Tensor", _dt.int64: "LongTensor", _dt.int32: "IntTensor",
            _dt.int16: "ShortTensor", _dt.int8: "CharTensor", _dt.uint8: "ByteTensor",
            _dt.bool_: "BoolTensor", _dt.complex64: "ComplexFloatTensor",
            _dt.complex128: "ComplexDoubleTensor"}
-_LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}
 
 
 @method(name="type")
 def _type(self, dtype=None, non_blocking=False, **kwargs):
-    """With no argument, the legacy type name ('ember.FloatTensor'); else ``self.to(dtype)``."""
-    if dtype is None:
-        kind = self.device.type
-        return ("ember." if kind == "cpu" else f"ember.{kind}.") + _LEGACY[self.dtype]
-    if isinstance(dtype, str):
-        name = dtype.rsplit(".", 1)[-1]
-        if name in _LEGACY_BY_NAME:
-            return to(self, "cuda" if ".cuda." in dtype else "cpu", _LEGACY_BY_NAME[name])
-    if hasattr(dtype, "dtype") and isinstance(getattr(dtype, "dtype", None), _dt.dtype):
-        dtype = dtype.dtype
-    return to(self, dtype)
+    """``x.type()``: the legacy type name ('torch.FloatTensor'); ``x.type(T)``: ``x``
+    converted to type ``T`` (a legacy type, its name or a dtype). See ``tensor_type`` in
+    ember/_ops/_legacy_types.py.
+
+    Example::
+
+        >>> ember.zeros(2).type()
+        'torch.FloatTensor'
+    """
+    return tensor_type(self, dtype, non_blocking, **kwargs)
 
 
 @method

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 
 from .. import _dispatch
 from .._core.tensor import Tensor
@@ -17,24 +18,38 @@ class _DecoratorContextManager:
 
     def __call__(self, func):
         if inspect.isclass(func):
-            raise RuntimeError(f"{type(self).__name__} cannot decorate a class")
+            # PyTorch still allows it (deprecated): constructing the class runs in the mode
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. "
+                "You should only decorate functions or methods. To preserve the current "
+                "behavior of class decoration, you can directly decorate the `__init__` "
+                "method and nothing else.", FutureWarning, stacklevel=2)
+            wrapped = self(lambda *args, **kwargs: func(*args, **kwargs))
+            return lambda *args, **kwargs: wrapped(*args, **kwargs)
         if inspect.isgeneratorfunction(func):
             @functools.wraps(func)
             def gen(*args, **kwargs):
+                # the mode holds while the generator's body runs, not while its caller
+                # handles a yielded item; close() and throw() reach the body in the mode too
                 g = func(*args, **kwargs)
-                with self.clone():
-                    try:
+                try:
+                    with self.clone():
                         resp = g.send(None)
-                    except StopIteration as e:
-                        return e.value
-                while True:
-                    try:
-                        with self.clone():
+                    while True:
+                        try:
                             req = yield resp
-                        with self.clone():
-                            resp = g.send(req)
-                    except StopIteration as e:
-                        return e.value
+                        except GeneratorExit:
+                            with self.clone():
+                                g.close()
+                            raise
+                        except BaseException as exc:
+                            with self.clone():
+                                resp = g.throw(exc)
+                        else:
+                            with self.clone():
+                                resp = g.send(req)
+                except StopIteration as e:
+                    return e.value
 
             return gen
 
@@ -49,8 +64,29 @@ class _DecoratorContextManager:
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):
-    """Disable gradient recording inside the block (or decorated function)."""
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """A decorator context manager without arguments, so also usable bare: ``@no_grad``
+    as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
+    """Disable gradient recording inside the block or decorated function.
+
+    Usable as a context manager, as a decorator (``@no_grad()`` or bare ``@no_grad``), also
+    of generator functions (the mode holds while the generator body runs).
+
+    Example::
+
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.no_grad():
+        ...     (x * 2).requires_grad
+        False
+    """
 
     def __init__(self):
         self.prev = None
@@ -64,8 +100,17 @@ class no_grad(_DecoratorContextManager):
         return False
 
 
-class enable_grad(_DecoratorContextManager):
-    """Enable gradient recording inside the block, even within ``no_grad``."""
+class enable_grad(_NoParamDecoratorContextManager):
+    """Enable gradient recording inside the block or decorated function, even within
+    ``no_grad``. Usable bare (``@enable_grad``) or called (``@enable_grad()``).
+
+    Example::
+
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.no_grad(), ember.enable_grad():
+        ...     (x * 2).requires_grad
+        True
+    """
 
     def __init__(self):
         self.prev = None
@@ -84,8 +129,8 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __init__(self, mode: bool):
         if not isinstance(mode, bool):
-            raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not "
-                            f"{type(mode).__name__}")
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be "
+                            f"bool, not {type(mode).__name__}")
         self.prev = _state.grad_enabled
         self.mode = mode
         _state.grad_enabled = mode

@@ -72,7 +72,7 @@ def test_casts_and_to():
     assert t.to(ember.float32, copy=True) is not t
     assert t.to("cpu") is t
     assert t.to(ember.zeros(1, dtype=ember.float64)).dtype == ember.float64
-    assert t.type() == "ember.FloatTensor"
+    assert t.type() == "torch.FloatTensor"
     assert t.type(ember.float64).dtype == ember.float64
 
 
