@@ -254,9 +254,25 @@ _nowrap: set = set()
 _wrapped: dict = {}  # public wrapper -> the function it wraps
 
 
-def wrap_public(f, name=None):
+# NOTE [ NumPy's spellings ]
+# PyTorch's functions and methods accept NumPy's names for two parameters: ``axis`` for
+# ``dim`` and ``keepdims`` for ``keepdim`` (``torch.sum(x, axis=0, keepdims=True)``); its
+# Python-level functions (``nn.functional``) do not. ember's ops declare ``dim``/``keepdim``
+# only: ``wrap_public(..., numpy_names=True)``, which ``@public`` asks for, gives the wrapper
+# the aliases. Giving both spellings is a TypeError.
+_ALIASES = (("dim", "axis"), ("keepdim", "keepdims"))
+_UNSET = object()
+
+
+def _alias_clash(fname, name, alias):
+    return TypeError(f"{fname}() got multiple values for argument '{name}' (also given as "
+                     f"'{alias}')")
+
+
+def wrap_public(f, name=None, numpy_names=False):
     """The public face of ``f``: the same signature, docstring and name, consulting the
-    protocol first (NOTE [ __torch_function__ ]). Idempotent."""
+    protocol first (NOTE [ __torch_function__ ]); with ``numpy_names``, also accepting
+    ``axis``/``keepdims`` for ``dim``/``keepdim`` (NOTE [ NumPy's spellings ]). Idempotent."""
     if f in _wrapped or getattr(f, "_torch_function_wrapper", False):
         return f
     name = name or f.__name__
@@ -271,7 +287,7 @@ def wrap_public(f, name=None):
             any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
         w = _generic_wrapper(f)
     else:
-        w = _generated_wrapper(f, sig)
+        w = _generated_wrapper(f, sig, name, numpy_names)
     w.__name__ = name
     w.__qualname__ = getattr(f, "__qualname__", name)
     w.__doc__ = f.__doc__
@@ -326,7 +342,7 @@ def _generic_wrapper(f):
 
 _TEMPLATE = """\
 def _ember_w({params}):
-    if _active[0]:
+{aliases}    if _active[0]:
         _ember_r = handle(_ember_w, *_given(({pos}), {{{kw}}}))
         if _ember_r is not NOT_HANDLED:
             return _ember_r
@@ -358,16 +374,41 @@ def _given_args(pos_defaults, kw_defaults, has_varargs):
     return given, sentinel
 
 
-def _generated_wrapper(f, sig):
+def _numpy_aliases(sig):
+    """The (name, alias) pairs of NOTE [ NumPy's spellings ] a signature can take: the name
+    is a parameter, the alias is not, and (for a required name) every later positional
+    parameter has a default, so the name can become optional."""
+    ps = list(sig.parameters.values())
+    names = {p.name for p in ps}
+    if any(p.kind is p.VAR_KEYWORD for p in ps):
+        return []
+    found = []
+    for name, alias in _ALIASES:
+        if name not in names or alias in names:
+            continue
+        i = next(k for k, p in enumerate(ps) if p.name == name)
+        if ps[i].kind is ps[i].POSITIONAL_ONLY:
+            continue
+        if ps[i].default is ps[i].empty and any(
+                p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD for p in ps[i + 1:]):
+            continue
+        found.append((name, alias))
+    return found
+
+
+def _generated_wrapper(f, sig, fname=None, numpy_names=False):
     """A wrapper with ``f``'s exact parameters, so the common path forwards them without
     packing ``*args``/``**kwargs`` (measured: 20 ns a call against 150 ns)."""
     params, pos, kw, call = [], [], [], []
     # the generated names start with _ember_ so no parameter of ``f`` can shadow them
     env = {"_ember_f": f, "_active": _active, "handle": handle, "handle_failed": handle_failed,
-           "NOT_HANDLED": NOT_HANDLED}
+           "NOT_HANDLED": NOT_HANDLED, "_ember_unset": _UNSET, "_ember_clash": _alias_clash}
     pos_defaults, kw_defaults = [], {}
     has_varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
     env["_given"], none = _given_args(pos_defaults, kw_defaults, has_varargs)
+    aliases = _numpy_aliases(sig) if numpy_names else []
+    aliased = dict(aliases)
+    alias_src = []
     star_done = False
     for i, p in enumerate(sig.parameters.values()):
         n = p.name
@@ -375,6 +416,24 @@ def _generated_wrapper(f, sig):
         if p.default is not p.empty:
             env[f"_d{i}"] = p.default
             default = f"=_d{i}"
+        if n in aliased:
+            a = aliased[n]
+            if p.default is p.empty:  # required unless given by its alias
+                default = "=_ember_unset"
+                alias_src.append(
+                    f"    if {a} is not _ember_unset:\n"
+                    f"        if {n} is not _ember_unset:\n"
+                    f"            raise _ember_clash({fname or f.__name__!r}, {n!r}, {a!r})\n"
+                    f"        {n} = {a}\n"
+                    f"    elif {n} is _ember_unset:\n"
+                    f"        raise TypeError(\"{fname or f.__name__}() missing required "
+                    f"argument '{n}'\")\n")
+            else:
+                alias_src.append(
+                    f"    if {a} is not _ember_unset:\n"
+                    f"        if {n} is not _d{i}:\n"
+                    f"            raise _ember_clash({fname or f.__name__!r}, {n!r}, {a!r})\n"
+                    f"        {n} = {a}\n")
         if p.kind is p.POSITIONAL_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD:
             pos_defaults.append(none if p.default is p.empty else p.default)
             params.append(n + default)
@@ -398,6 +457,10 @@ def _generated_wrapper(f, sig):
             params.append("**" + n)
             kw.append("**" + n + ", ")
             call.append("**" + n)
+    if aliases:
+        if not star_done:
+            params.append("*")
+        params.extend(f"{a}=_ember_unset" for _, a in aliases)
     if any(p.kind is p.POSITIONAL_ONLY for p in sig.parameters.values()):
         last = max(i for i, p in enumerate(sig.parameters.values())
                    if p.kind is p.POSITIONAL_ONLY)
@@ -412,7 +475,7 @@ def _generated_wrapper(f, sig):
         short_call = [c for c in call if not any(c == f"{p.name}={p.name}" for _, p in kw_only)]
         shortcut = f"if {test}:\n            return _ember_f({', '.join(short_call)})\n        "
     src = _TEMPLATE.format(params=", ".join(params), pos="".join(pos), kw="".join(kw),
-                           call=", ".join(call), shortcut=shortcut)
+                           call=", ".join(call), shortcut=shortcut, aliases="".join(alias_src))
     exec(compile(src, f"<ember wrapper of {f.__qualname__}>", "exec"), env)
     return env["_ember_w"]
 

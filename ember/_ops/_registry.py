@@ -186,7 +186,7 @@ def public(fn=None, *, name=None, method=True, function=True, inplace=None, dund
         n = name or f.__name__
         # what users call consults __torch_function__ first; ember's own modules keep
         # calling ``f`` (NOTE [ __torch_function__ ] in ember/_overrides.py)
-        w = wrap_public(f, n)
+        w = wrap_public(f, n, numpy_names=True)
         if function:
             if n in functions:
                 raise RuntimeError(f"public function {n!r} is declared twice")

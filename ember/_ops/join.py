@@ -287,12 +287,10 @@ def _cat_vjp(g, *_tensors, dim, dtype, sizes):
 
 
 @public(method=False, alias=("concat",))
-def cat(tensors, dim=0, *, axis=None, out=None):
+def cat(tensors, dim=0, *, out=None):
     """Concatenate ``tensors`` along ``dim``: same shapes except in ``dim``; dtypes promote
     as in arithmetic. 1-D empty tensors are skipped (a legacy PyTorch rule)."""
     tensors = _tensor_list(tensors, "cat")
-    if axis is not None:
-        dim = axis
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):

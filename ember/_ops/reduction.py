@@ -294,10 +294,8 @@ def _big_f32_sum(a):
 
 
 @public
-def sum(input, dim=None, keepdim=False, *, axis=None, dtype=None, out=None):
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of ``input`` over ``dim`` (all dims when None); ints and bools sum to int64."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dtype is None and out is None:
         # NOTE [ Hot path ]: a full or one-dim sum of a CPU tensor nothing records for is one
         # ufunc reduce and one wrap
@@ -332,10 +330,8 @@ nansum_op = Op("nansum", _nansum_kernel, vjp=_nansum_vjp)
 
 
 @public
-def nansum(input, dim=None, keepdim=False, *, axis=None, dtype=None, out=None):
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "nansum")
     if input._data.dtype.kind == "c":
         raise RuntimeError("nansum does not support complex inputs")
@@ -382,10 +378,8 @@ def _float_dtype_for(input, dtype, name):
 
 
 @public
-def mean(input, dim=None, keepdim=False, *, axis=None, dtype=None, out=None):
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Arithmetic mean over ``dim``; floating and complex inputs (or a floating ``dtype``)."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "mean")
     rdt = _float_dtype_for(input, dtype, "mean")
     d = _dims(input, dim, "mean")
@@ -411,10 +405,8 @@ nanmean_op = Op("nanmean", _nanmean_kernel, vjp=_nanmean_vjp)
 
 
 @public
-def nanmean(input, dim=None, keepdim=False, *, axis=None, dtype=None, out=None):
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements over ``dim``."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "nanmean")
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
@@ -450,10 +442,8 @@ prod_op = Op("prod", _prod_kernel, vjp=_prod_vjp)
 
 
 @public
-def prod(input, dim=None, keepdim=False, *, axis=None, dtype=None, out=None):
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of the elements over ``dim`` (an int) or all of them."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "prod")
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not " + type(dim).__name__)
@@ -538,29 +528,22 @@ def _variance(name, take_sqrt, input, dim, unbiased, keepdim, correction, out):
 
 
 @public
-def var(input, dim=None, unbiased=None, keepdim=False, *, axis=None, correction=None,
-        out=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased`` is legacy)."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _variance("var", False, input, dim, unbiased, keepdim, correction, out)
 
 
 @public
-def std(input, dim=None, unbiased=None, keepdim=False, *, axis=None, correction=None,
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
         out=None):
     """Standard deviation over ``dim``; see :func:`var` for ``correction``."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _variance("std", True, input, dim, unbiased, keepdim, correction, out)
 
 
 @public(method=False)
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, axis=None, correction=None,
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
              out=None):
     """``(var(input, ...), mean(input, ...))`` in one call."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     d, c = _var_args("var_mean", input, dim, unbiased, correction)
     _warn_dof("var_mean", input, d, c)
     v = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
@@ -570,11 +553,9 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, axis=None, correc
 
 
 @public(method=False)
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, axis=None, correction=None,
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
              out=None):
     """``(std(input, ...), mean(input, ...))`` in one call."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     d, c = _var_args("std_mean", input, dim, unbiased, correction)
     _warn_dof("std_mean", input, d, c)
     s = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
@@ -615,18 +596,14 @@ def _amax(name, largest, input, dim, keepdim, out):
 
 
 @public
-def amax(input, dim=(), keepdim=False, *, axis=None, out=None):
+def amax(input, dim=(), keepdim=False, *, out=None):
     """Largest value over ``dim`` (all dims when empty); NaN propagates."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _amax("amax", True, input, dim, keepdim, out)
 
 
 @public
-def amin(input, dim=(), keepdim=False, *, axis=None, out=None):
+def amin(input, dim=(), keepdim=False, *, out=None):
     """Smallest value over ``dim`` (all dims when empty); NaN propagates."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _amax("amin", False, input, dim, keepdim, out)
 
 
@@ -660,18 +637,14 @@ def _argext(name, largest, input, dim, keepdim, out):
 
 
 @public
-def argmax(input, dim=None, keepdim=False, *, axis=None, out=None):
+def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the (first) largest value, over ``dim`` or the flattened input."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _argext("argmax", True, input, dim, keepdim, out)
 
 
 @public
-def argmin(input, dim=None, keepdim=False, *, axis=None, out=None):
+def argmin(input, dim=None, keepdim=False, *, out=None):
     """Index of the (first) smallest value, over ``dim`` or the flattened input."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _argext("argmin", False, input, dim, keepdim, out)
 
 
@@ -725,11 +698,9 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
 
 
 @public
-def max(input, dim=None, keepdim=False, *, axis=None, out=None, other=None):
+def max(input, dim=None, keepdim=False, *, out=None, other=None):
     """``max(input)``: the largest value; ``max(input, dim)``: ``(values, indices)``;
     ``max(input, other)``: the element-wise maximum."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None and other is None and out is None:
         a = getattr(input, "_data", None)
         if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
@@ -739,10 +710,8 @@ def max(input, dim=None, keepdim=False, *, axis=None, out=None, other=None):
 
 
 @public
-def min(input, dim=None, keepdim=False, *, axis=None, out=None, other=None):
+def min(input, dim=None, keepdim=False, *, out=None, other=None):
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, or ``min(input, other)``."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None and other is None and out is None:
         a = getattr(input, "_data", None)
         if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
@@ -799,10 +768,8 @@ logsumexp_op = Op("logsumexp", _logsumexp_kernel, vjp=_logsumexp_vjp)
 
 
 @public
-def logsumexp(input, dim=None, keepdim=False, *, axis=None, out=None):
+def logsumexp(input, dim=None, keepdim=False, *, out=None):
     """``log(sum(exp(input), dim))``, computed without overflow."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None:
         raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
     _check_tensor(input, "logsumexp")
@@ -859,18 +826,14 @@ def _all_any(name, is_all, input, dim, keepdim, out):
 
 
 @public
-def all(input, dim=None, keepdim=False, *, axis=None, out=None):
+def all(input, dim=None, keepdim=False, *, out=None):
     """True when every element over ``dim`` is nonzero (uint8 input gives uint8)."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _all_any("all", True, input, dim, keepdim, out)
 
 
 @public
-def any(input, dim=None, keepdim=False, *, axis=None, out=None):
+def any(input, dim=None, keepdim=False, *, out=None):
     """True when some element over ``dim`` is nonzero (uint8 input gives uint8)."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _all_any("any", False, input, dim, keepdim, out)
 
 
@@ -882,10 +845,8 @@ count_nonzero_op = Op("count_nonzero", _count_nonzero_kernel, differentiable=Fal
 
 
 @public
-def count_nonzero(input, dim=None, *, axis=None):
+def count_nonzero(input, dim=None):
     """Number of nonzero elements over ``dim`` (int or tuple), as int64."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "count_nonzero")
     return _apply(count_nonzero_op, (input,), {"dim": _dims(input, dim, "count_nonzero")})
 
@@ -937,10 +898,8 @@ def _scan(name, op, input, dim, dtype, out):
 
 
 @public
-def cumsum(input, dim=None, *, axis=None, dtype=None, out=None):
+def cumsum(input, dim=None, *, dtype=None, out=None):
     """Running sum along ``dim``; ints and bools accumulate in int64."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None:
         raise TypeError('cumsum() missing 1 required positional arguments: "dim"')
     return _scan("cumsum", cumsum_op, input, dim, dtype, out)
@@ -987,10 +946,8 @@ cumprod_op = Op("cumprod", _cumprod_kernel, vjp=_cumprod_vjp)
 
 
 @public
-def cumprod(input, dim=None, *, axis=None, dtype=None, out=None):
+def cumprod(input, dim=None, *, dtype=None, out=None):
     """Running product along ``dim``; ints and bools accumulate in int64."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None:
         raise TypeError('cumprod() missing 1 required positional arguments: "dim"')
     return _scan("cumprod", cumprod_op, input, dim, dtype, out)
@@ -1053,20 +1010,16 @@ def _cumext(name, largest, input, dim, out):
 
 
 @public
-def cummax(input, dim=None, *, axis=None, out=None):
+def cummax(input, dim=None, *, out=None):
     """Running maximum along ``dim`` and the index where it was found."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None:
         raise TypeError('cummax() missing 1 required positional arguments: "dim"')
     return _cumext("cummax", True, input, dim, out)
 
 
 @public
-def cummin(input, dim=None, *, axis=None, out=None):
+def cummin(input, dim=None, *, out=None):
     """Running minimum along ``dim`` and the index where it was found."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None:
         raise TypeError('cummin() missing 1 required positional arguments: "dim"')
     return _cumext("cummin", False, input, dim, out)
@@ -1102,10 +1055,8 @@ logcumsumexp_op = Op("logcumsumexp", _logcumsumexp_kernel, vjp=_logcumsumexp_vjp
 
 
 @public
-def logcumsumexp(input, dim=None, *, axis=None, out=None):
+def logcumsumexp(input, dim=None, *, out=None):
     """``log(cumsum(exp(input), dim))`` computed stably."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     if dim is None:
         raise TypeError('logcumsumexp() missing 1 required positional arguments: "dim"')
     _check_tensor(input, "logcumsumexp")

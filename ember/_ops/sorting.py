@@ -109,19 +109,15 @@ def _sorted(name, input, dim, descending):
 
 
 @public
-def sort(input, dim=-1, descending=False, stable=False, *, axis=None, out=None):
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """Sort along ``dim``: ``(values, indices)``. Always stable; NaN sorts as largest."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     v, i, _ = _sorted("sort", input, dim, descending)
     return _named("sort", ("values", "indices"), (v, i), out)
 
 
 @public
-def argsort(input, dim=-1, descending=False, stable=False, *, axis=None):
+def argsort(input, dim=-1, descending=False, stable=False):
     """The indices that sort ``input`` along ``dim`` (stable)."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "argsort")
     _no_complex(input, "argsort", "sort")
     d = wrap_dim(dim, input._data.ndim, "argsort")
@@ -151,10 +147,8 @@ topk_op = Op("topk", _topk_kernel, differentiable=False)
 
 
 @public
-def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None, out=None):
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "topk")
     _no_complex(input, "topk", "topk_cpu")
     a = input._data
@@ -184,10 +178,8 @@ kthvalue_op = Op("kthvalue", _kth_kernel, differentiable=False)
 
 
 @public
-def kthvalue(input, k, dim=-1, keepdim=False, *, axis=None, out=None):
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim``: ``(values, indices)``."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "kthvalue")
     _no_complex(input, "kthvalue", "kthvalue_cpu")
     a = input._data
@@ -259,18 +251,14 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
 
 
 @public
-def median(input, dim=None, keepdim=False, *, axis=None, out=None):
+def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median (of everything, or along ``dim`` with its index); NaN propagates."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _median("median", False, input, dim, keepdim, out)
 
 
 @public
-def nanmedian(input, dim=None, keepdim=False, *, axis=None, out=None):
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
     """The lower median ignoring NaN (NaN only when every value is NaN)."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     return _median("nanmedian", True, input, dim, keepdim, out)
 
 
@@ -299,10 +287,8 @@ mode_op = Op("mode", _bool_as_uint8(_mode_kernel), differentiable=False)
 
 
 @public
-def mode(input, dim=-1, keepdim=False, *, axis=None, out=None):
+def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` and the index of its last occurrence."""
-    if axis is not None:  # NumPy's spelling, accepted by PyTorch too
-        dim = axis
     _check_tensor(input, "mode")
     _no_complex(input, "mode", "mode")
     a = input._data
