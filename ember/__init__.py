@@ -92,6 +92,22 @@ from .random import (  # noqa: E402
     get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
 )
 
+from . import amp, cpu  # noqa: E402  (mixed precision: NOTE [ Autocast ])
+from .amp import autocast  # noqa: E402
+from .amp.autocast_mode import (  # noqa: E402
+    autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
+    get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, get_autocast_ipu_dtype,
+    get_autocast_xla_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, is_autocast_ipu_enabled, is_autocast_xla_enabled,
+    set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+    set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype, set_autocast_ipu_dtype,
+    set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled,
+)
+
+from . import backends, accelerator, mps, xpu, distributed, onnx  # noqa: E402
+from . import _dynamo, _inductor, compiler, jit  # noqa: E402  (NOTE [ Eager compile ])
+from ._dynamo.eval_frame import compile  # noqa: E402
+
 from . import types, version  # noqa: E402
 from .torch_version import TorchVersion as _TorchVersion  # noqa: E402
 

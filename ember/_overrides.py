@@ -17,8 +17,8 @@ argument normalisation, and may replace them. A call is overridden when
 Each public function is wrapped once, when declared, by ``wrap_public``: a generated function
 with the wrapped function's own signature whose first statement is ``if _active[0]:`` -- a
 list cell that turns True the first time a Tensor subclass taking part in the protocol is
-defined or a mode is entered, and stays so. So a program that never subclasses Tensor pays
-one list read and one call frame per public call. Objects that are not Tensors at all are
+defined (and stays so) or while a function mode is entered. So a program that never
+subclasses Tensor pays one list read and one call frame per public call. Objects that are not Tensors at all are
 found only when the call fails with TypeError or AttributeError (they would have failed
 anyway), so they cost nothing either.
 """
@@ -44,6 +44,7 @@ class _State(threading.local):
 
 state = _State()
 _mode_pushes = 0
+_subclass_seen = False  # a Tensor subclass taking part was defined
 _lock = threading.Lock()
 
 
@@ -72,9 +73,24 @@ def _switch_on():
 
 
 def _subclass_defined(cls):
-    """``Tensor.__init_subclass__``: a subclass taking part switches the protocol on."""
+    """``Tensor.__init_subclass__``: a subclass taking part switches the protocol on, for
+    good (its instances may live anywhere)."""
+    global _subclass_seen
     if _takes_part(cls):
+        _subclass_seen = True
         _switch_on()
+
+
+def _switch_off_if_idle():
+    """Called with ``_lock`` held when the last function mode left: with no subclass ever
+    taking part, the wrappers go back to their fast path (autocast's outer layer comes and
+    goes with its blocks)."""
+    from . import _dispatch
+
+    if _mode_pushes == 0 and not _subclass_seen:
+        _active[0] = False
+        _dispatch.torch_function_on = False
+        _dispatch.slow[0] = _dispatch.intercept or _dispatch.cpu_kernel_replaced
 
 
 def push_mode(mode):
@@ -90,6 +106,7 @@ def pop_mode(mode):
     state.modes = without_latest(state.modes, mode, "TorchFunctionMode.__exit__")
     with _lock:
         _mode_pushes -= 1
+        _switch_off_if_idle()
 
 
 # ------------------------------------------------------------------------------------------------
