@@ -5,3 +5,4 @@ from . import _device  # noqa: F401,E402  (``with ember.device(...)``)
 from .backend_registration import (  # noqa: E402
     generate_methods_for_privateuse1_backend, rename_privateuse1_backend,
 )
+from . import checkpoint  # noqa: F401,E402  (torch.utils.checkpoint)
