@@ -1,0 +1,202 @@
+"""``ember.compile`` and the module wrapper it returns, ``OptimizedModule``.
+
+NOTE [ Eager compile ]
+``torch.compile`` captures a function's tensor operations as a graph and hands it to a
+compiler backend. ember has no graph capture yet, so ``ember.compile`` checks its arguments
+as PyTorch does (a callable, a known ``mode``, a known backend name, not both ``mode`` and
+``options``) and returns a callable that runs the original eagerly: same results, same
+autograd, no speed-up. What a program can observe is kept: a compiled ``nn.Module`` is an
+``OptimizedModule`` whose ``_orig_mod`` is the original, whose attributes read and write
+through to it, and whose ``state_dict`` keys carry the ``_orig_mod.`` prefix; a compiled
+function keeps its name and docstring and has ``__wrapped__``. A custom backend (a callable)
+is never called, because it expects a captured ``GraphModule``, which ember cannot make
+yet: ``ember.compile`` warns once that it runs the function eagerly instead. Graph capture
+will replace the body of ``_compiled_callable`` and nothing else.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from ..nn.modules.module import Module
+from .exc import InvalidBackend
+
+__all__ = ["OptimizedModule", "compile", "list_backends"]
+
+MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+# Backend names PyTorch registers; all run eagerly in ember (NOTE [ Eager compile ]).
+_BACKENDS = {
+    "inductor": ("default",), "cudagraphs": ("default",), "openxla": ("default",),
+    "tvm": ("default",), "eager": ("debug",), "aot_eager": ("debug",),
+    "aot_eager_decomp_partition": ("debug",), "aot_eager_default_partitioner": ("debug",),
+    "aot_ts": ("debug",), "eager_debug": ("debug",), "eager_noexcept": ("debug",),
+    "pre_dispatch_eager": ("debug",), "openxla_eval": ("debug",), "onnxrt": ("default",),
+}
+
+_warned_custom_backend = False
+
+
+def list_backends(exclude_tags=("debug", "experimental")) -> list:
+    """The names ``ember.compile(backend=...)`` accepts, as PyTorch lists them.
+
+    Args:
+        exclude_tags: leave out backends carrying these tags (debug backends by default).
+
+    Returns:
+        Sorted list of names.
+
+    Example::
+
+        >>> "inductor" in ember._dynamo.list_backends()
+        True
+    """
+    exclude = set(exclude_tags or ())
+    return sorted(n for n, tags in _BACKENDS.items() if not exclude.intersection(tags))
+
+
+def _check_backend(backend):
+    global _warned_custom_backend
+    if backend is None or (isinstance(backend, str) and backend in _BACKENDS):
+        return
+    if isinstance(backend, str):
+        raise InvalidBackend(backend)
+    if not callable(backend):
+        raise InvalidBackend(backend)
+    if not _warned_custom_backend:
+        _warned_custom_backend = True
+        warnings.warn(
+            f"ember.compile: the custom backend {getattr(backend, '__name__', backend)!r} is "
+            "not called, because ember has no graph capture yet (a backend receives a "
+            "captured GraphModule); the function runs eagerly instead.", UserWarning,
+            stacklevel=4)
+
+
+def _compiled_callable(fn):
+    """What ``compile`` returns for a plain callable: the callable, run eagerly."""
+
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    compiled._torchdynamo_orig_callable = fn
+    return compiled
+
+
+class OptimizedModule(Module):
+    """A compiled ``nn.Module``: runs ``_orig_mod`` (eagerly, see NOTE [ Eager compile ]).
+
+    Attribute reads and writes other than its own go to ``_orig_mod``; its
+    ``state_dict`` keys start with ``_orig_mod.``, as in PyTorch.
+
+    Args:
+        mod: the module compiled.
+        dynamo_ctx: the compile settings (kept for graph capture to come).
+
+    Example::
+
+        >>> m = ember.compile(ember.nn.Linear(2, 3))
+        >>> type(m).__name__, list(m.state_dict())[0]
+        ('OptimizedModule', '_orig_mod.weight')
+    """
+
+    _OWN = frozenset({"_orig_mod", "dynamo_ctx", "_compile_kwargs"})
+
+    def __init__(self, mod, dynamo_ctx=None):
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["dynamo_ctx"] = dynamo_ctx
+
+    @property
+    def training(self):
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value):
+        self._orig_mod.training = value
+
+    def forward(self, *args, **kwargs):
+        return self._orig_mod(*args, **kwargs)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        if name in d.get("_modules", {}) or name in self._OWN:
+            return super().__getattr__(name)
+        orig = d.get("_modules", {}).get("_orig_mod")
+        if orig is None:
+            raise AttributeError(
+                f"'OptimizedModule' object has no attribute '{name}'")
+        return getattr(orig, name)
+
+    def __setattr__(self, name, value):
+        if name in self._OWN or name == "training" or "_modules" not in self.__dict__ \
+                or "_orig_mod" not in self.__dict__["_modules"]:
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in self._OWN:
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
+
+    def __len__(self):
+        return len(self._orig_mod)
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
+            mode=None, options=None, disable: bool = False, **kwargs):
+    """Compile a function or ``nn.Module``; in ember it runs eagerly (NOTE [ Eager compile ]).
+
+    Usable as ``compile(fn)``, ``@compile`` and ``@compile(mode=...)``.
+
+    Args:
+        model: the function or module; None to get a decorator.
+        fullgraph: require one graph without breaks (checked by graph capture, to come).
+        dynamic: treat shapes as dynamic (True), static (False) or decide (None).
+        backend: a backend name from ``ember._dynamo.list_backends`` (and the debug ones,
+            e.g. "eager", "aot_eager"), or a callable backend (warned about, not called).
+        mode: "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs" or
+            "max-autotune".
+        options: backend options (not together with ``mode``).
+        disable: return ``model`` unchanged.
+        **kwargs: PyTorch's further keywords (``name``, ``recompile_limit``, ...), accepted.
+
+    Returns:
+        An ``OptimizedModule`` for a module, a wrapping function for a function, or a
+        decorator when ``model`` is None.
+
+    Raises:
+        AssertionError: ``model`` is not callable. RuntimeError: unknown ``mode``, or both
+        ``mode`` and ``options``. ``ember._dynamo.exc.InvalidBackend``: unknown backend.
+
+    Example::
+
+        >>> f = ember.compile(lambda x: x * 2)
+        >>> f(ember.ones(2)).tolist()
+        [2.0, 2.0]
+    """
+    if model is None:
+        def decorator(fn):
+            return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                           options=options, disable=disable, **kwargs)
+
+        return decorator
+    if not callable(model):
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
+    if mode is not None and options is not None:
+        raise RuntimeError(
+            "Either mode or options can be specified, but both can't be specified at the same "
+            "time.")
+    if mode is not None and mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(MODES)}")
+    _check_backend(backend)
+    if disable:
+        return model
+    if isinstance(model, Module):
+        ctx = {"fullgraph": fullgraph, "dynamic": dynamic, "backend": backend, "mode": mode,
+               "options": options}
+        return OptimizedModule(model, ctx)
+    return _compiled_callable(model)

@@ -1,0 +1,12 @@
+"""``ember._inductor``: the settings of PyTorch's Inductor compiler (``config``).
+
+ember has no Inductor; ``ember.compile`` runs eagerly (NOTE [ Eager compile ] in
+ember/_dynamo/eval_frame.py). ``config`` keeps the settings programs tune.
+
+Example::
+
+    >>> ember._inductor.config.coordinate_descent_tuning
+    False
+"""
+
+from . import config  # noqa: F401

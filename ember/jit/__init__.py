@@ -1,0 +1,900 @@
+"""``ember.jit``: TorchScript's Python surface, with eager meanings.
+
+NOTE [ Eager TorchScript ]
+TorchScript compiles a module or function to its own graph language, which ember does not
+have. What programs do with ``torch.jit`` splits in two:
+
+- Most use it in passing: ``@torch.jit.ignore``/``unused``/``export`` on methods,
+  ``torch.jit.is_scripting()`` branches, ``Final`` annotations, ``model =
+  torch.jit.script(model)`` or ``torch.jit.trace(model, x)`` before training or inference.
+  TorchScript promises that a scripted or traced program computes what the Python one
+  computes, so running the Python one is a faithful eager meaning: ``script`` and ``trace``
+  return their argument itself (``trace`` first runs it once on the example inputs, as
+  PyTorch does, so wrong inputs fail at the same place). The result is therefore not an
+  instance of ``ScriptModule``/``ScriptFunction`` -- honest, since nothing was compiled --
+  and code that branches on ``isinstance(m, torch.jit.ScriptModule)`` takes its eager path.
+- A few need the compiled form itself: ``torch.jit.save``/``load`` (TorchScript archives),
+  ``.graph``/``.code``, ``CompilationUnit`` source. These raise NotImplementedError naming
+  TorchScript, rather than pretending.
+
+Example::
+
+    >>> net = ember.jit.script(ember.nn.Linear(2, 2))
+    >>> ember.jit.is_scripting(), type(net).__name__
+    (False, 'Linear')
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import inspect
+import os
+import typing
+import warnings
+
+from ._future import Future
+
+__all__ = [
+    "Attribute", "CompilationUnit", "Error", "Final", "Future", "RecursiveScriptClass",
+    "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "ScriptWarning",
+    "TopLevelTracedModule", "TracedModule", "TracerWarning", "TracingCheckError", "annotate",
+    "enable_onednn_fusion", "export", "export_opnames", "fork", "freeze", "fuser", "ignore",
+    "interface", "is_scripting", "is_tracing", "isinstance", "load", "onednn_fusion_enabled",
+    "optimize_for_inference", "optimized_execution", "run_frozen_optimizations", "save",
+    "script", "script_if_tracing", "script_method", "set_fusion_strategy", "set_module",
+    "strict_fusion", "trace", "trace_module", "unused", "wait",
+]
+
+Final = typing.Final
+
+_NO_TORCHSCRIPT = ("ember has no TorchScript compiler (see NOTE [ Eager TorchScript ]); "
+                   "save the model with ember.save(model.state_dict(), path) instead")
+
+
+class Error(RuntimeError):
+    """An error raised by TorchScript.
+
+    Example::
+
+        >>> issubclass(ember.jit.Error, RuntimeError)
+        True
+    """
+
+
+class TracerWarning(Warning):
+    """A warning about tracing (e.g. a Python value that the trace would freeze).
+
+    Example::
+
+        >>> issubclass(ember.jit.TracerWarning, Warning)
+        True
+    """
+
+
+class ScriptWarning(Warning):
+    """A warning raised by TorchScript code (``warnings.warn`` inside a script).
+
+    Example::
+
+        >>> issubclass(ember.jit.ScriptWarning, Warning)
+        True
+    """
+
+
+class TracingCheckError(Exception):
+    """A traced function disagreed with the Python one when checked.
+
+    Example::
+
+        >>> issubclass(ember.jit.TracingCheckError, Exception)
+        True
+    """
+
+
+# -- modifiers and annotations ----------------------------------------------------------------
+
+class _Modifier(str):
+    """How TorchScript treats a function (recorded on it as ``_torchscript_modifier``)."""
+
+
+EXPORT = _Modifier("export (compile this function even if nothing calls it)")
+DEFAULT = _Modifier("default (compile if called from a exported function / forward)")
+IGNORE = _Modifier("ignore (leave as a call to Python, cannot be torch.jit.save'd)")
+UNUSED = _Modifier("unused (ignored and replaced with raising of an exception)")
+
+
+def is_scripting() -> bool:
+    """Whether the caller runs as compiled TorchScript: always False in ember.
+
+    Returns:
+        False
+
+    Example::
+
+        >>> ember.jit.is_scripting()
+        False
+    """
+    return False
+
+
+def is_tracing() -> bool:
+    """Whether the caller is being traced by ``trace``: always False in ember (tracing runs
+    the function as plain Python).
+
+    Returns:
+        False
+
+    Example::
+
+        >>> ember.jit.is_tracing()
+        False
+    """
+    return False
+
+
+def _mark(fn, modifier):
+    if isinstance(fn, property):
+        for f in (fn.fget, fn.fset):
+            if f is not None:
+                f._torchscript_modifier = modifier
+        return fn
+    fn._torchscript_modifier = modifier
+    return fn
+
+
+def export(fn):
+    """Mark a method to be compiled even if ``forward`` does not call it; returns ``fn``.
+
+    Args:
+        fn: a method.
+
+    Returns:
+        ``fn``, marked.
+
+    Example::
+
+        >>> class M(ember.nn.Module):
+        ...     @ember.jit.export
+        ...     def helper(self, x):
+        ...         return x + 1
+        >>> M().helper(1)
+        2
+    """
+    return _mark(fn, EXPORT)
+
+
+def unused(fn):
+    """Mark a method the compiler should replace with a raise; it runs normally in eager.
+
+    Args:
+        fn: a method or property.
+
+    Returns:
+        ``fn``, marked.
+
+    Example::
+
+        >>> @ember.jit.unused
+        ... def debug_only(x):
+        ...     return x
+        >>> debug_only(3)
+        3
+    """
+    return _mark(fn, UNUSED)
+
+
+def ignore(drop=False, **kwargs):
+    """Mark a function the compiler should leave as a Python call; it runs normally.
+
+    Usable bare (``@ignore``) or with arguments (``@ignore(drop=True)``, deprecated: use
+    ``unused``).
+
+    Args:
+        drop: the function itself when used bare; else True to mark it unused.
+        **kwargs: ``drop_on_export``, accepted.
+
+    Returns:
+        The marked function, or a decorator.
+
+    Example::
+
+        >>> @ember.jit.ignore
+        ... def python_only(x):
+        ...     return [x]
+        >>> python_only(1)
+        [1]
+    """
+    if callable(drop):
+        return _mark(drop, IGNORE)
+    if not isinstance(drop, bool):
+        raise RuntimeError(f"Argument to @torch.jit.ignore must be a bool or a function but "
+                           f"got {drop}")
+    if drop:
+        warnings.warn("ignore(True) has been deprecated. TorchScript will now drop the function "
+                      "call on compilation. Use torch.jit.unused now. {}", FutureWarning,
+                      stacklevel=2)
+    return lambda fn: _mark(fn, UNUSED if drop else IGNORE)
+
+
+def annotate(the_type, the_value):
+    """Tell the compiler the type of ``the_value``; returns ``the_value``.
+
+    Args:
+        the_type: the type.
+        the_value: the value.
+
+    Returns:
+        ``the_value``
+
+    Example::
+
+        >>> ember.jit.annotate(list, [])
+        []
+    """
+    return the_value
+
+
+def interface(obj):
+    """Declare a class as a TorchScript interface; the class is returned unchanged.
+
+    Args:
+        obj: a class.
+
+    Returns:
+        ``obj``
+
+    Raises:
+        RuntimeError: ``obj`` is not a class.
+
+    Example::
+
+        >>> @ember.jit.interface
+        ... class Doubler:
+        ...     def forward(self, x: int) -> int:
+        ...         pass
+        >>> Doubler.__name__
+        'Doubler'
+    """
+    if not inspect.isclass(obj):
+        raise RuntimeError("interface must be applied to a class")
+    obj.__torch_script_interface__ = True
+    return obj
+
+
+class Attribute(typing.NamedTuple):
+    """A module attribute's value with its TorchScript type; a ``ScriptModule`` stores just
+    the value.
+
+    Args:
+        value: the value.
+        type: its type.
+
+    Example::
+
+        >>> ember.jit.Attribute(3, int).value
+        3
+    """
+
+    value: typing.Any
+    type: typing.Any
+
+
+def _check_container(value, target) -> bool:
+    origin = typing.get_origin(target)
+    args = typing.get_args(target)
+    if target is typing.Any:
+        return True
+    if origin is None:
+        if target in (list, dict, tuple, typing.List, typing.Dict, typing.Tuple):  # noqa: UP006
+            name = getattr(target, "__name__", str(target)).lower()
+            raise RuntimeError(f"Attempted to use {name} without a contained type. Please add "
+                               f"a contained type, e.g. {name}[int]")
+        if target is float:
+            return type(value) is float
+        return builtins_isinstance(value, target)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        return any(_check_container(value, a) for a in args)
+    if origin is list:
+        return builtins_isinstance(value, list) and all(_check_container(v, args[0])
+                                                        for v in value)
+    if origin is dict:
+        return builtins_isinstance(value, dict) and all(
+            _check_container(k, args[0]) and _check_container(v, args[1])
+            for k, v in value.items())
+    if origin is tuple:
+        return (builtins_isinstance(value, tuple) and len(value) == len(args)
+                and all(_check_container(v, a) for v, a in zip(value, args, strict=True)))
+    return builtins_isinstance(value, origin)
+
+
+builtins_isinstance = builtins.isinstance
+
+
+def isinstance(obj, target_type) -> bool:  # noqa: A001  (PyTorch's name)
+    """``isinstance`` that also checks the element types of containers (``list[int]``,
+    ``dict[str, Tensor]``, ``Optional[...]``).
+
+    Args:
+        obj: the value.
+        target_type: a type or a parameterised container type.
+
+    Returns:
+        bool
+
+    Raises:
+        RuntimeError: a container type without its element type (``list``).
+
+    Example::
+
+        >>> ember.jit.isinstance([1, 2], list[int]), ember.jit.isinstance([1, "a"], list[int])
+        (True, False)
+    """
+    return _check_container(obj, target_type)
+
+
+# -- script and trace: eager (NOTE [ Eager TorchScript ]) ---------------------------------------
+
+def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+    """Compile a module, function or class with TorchScript -- in ember, return it as it is
+    (NOTE [ Eager TorchScript ]): it computes what the compiled form would.
+
+    Args:
+        obj: an ``nn.Module``, function or class.
+        optimize: deprecated, accepted.
+        example_inputs: accepted for PyTorch's signature.
+
+    Returns:
+        ``obj`` itself.
+
+    Example::
+
+        >>> @ember.jit.script
+        ... def add_one(x):
+        ...     return x + 1
+        >>> add_one(ember.zeros(2)).tolist()
+        [1.0, 1.0]
+    """
+    if optimize is not None:
+        warnings.warn("`optimize` is deprecated and has no effect. Use `with "
+                      "torch.jit.optimized_execution()` instead", FutureWarning, stacklevel=2)
+    return obj
+
+
+def _as_args(example_inputs):
+    return example_inputs if builtins_isinstance(example_inputs, tuple) else (example_inputs,)
+
+
+def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
+          check_tolerance=1e-05, strict=True, _force_outplace=False, _module_class=None,
+          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
+    """Trace a module or function on example inputs -- in ember, run it once on them (as
+    PyTorch does while tracing) and return it as it is (NOTE [ Eager TorchScript ]).
+
+    Args:
+        func: an ``nn.Module`` or function.
+        example_inputs: a tensor or a tuple of arguments.
+        example_kwarg_inputs: keyword arguments, instead of or beside ``example_inputs``.
+        optimize, check_trace, check_inputs, check_tolerance, strict: accepted.
+
+    Returns:
+        ``func`` itself.
+
+    Raises:
+        RuntimeError: neither ``example_inputs`` nor ``example_kwarg_inputs`` given.
+
+    Example::
+
+        >>> net = ember.nn.Linear(2, 1)
+        >>> ember.jit.trace(net, ember.ones(1, 2)) is net
+        True
+    """
+    if example_inputs is None and example_kwarg_inputs is None:
+        raise RuntimeError("example_kwarg_inputs or example_inputs must be provided to trace")
+    from ..autograd.grad_mode import no_grad
+
+    args = () if example_inputs is None else _as_args(example_inputs)
+    with no_grad():
+        func(*args, **(example_kwarg_inputs or {}))
+    return func
+
+
+def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None,
+                 check_tolerance=1e-05, strict=True, _force_outplace=False,
+                 _module_class=None, _compilation_unit=None, example_inputs_is_kwarg=False,
+                 _store_inputs=True):
+    """Trace several methods of a module -- in ember, run each once on its inputs and return
+    the module as it is.
+
+    Args:
+        mod: the module.
+        inputs: method name -> example inputs.
+
+    Returns:
+        ``mod`` itself.
+
+    Example::
+
+        >>> net = ember.nn.Linear(2, 1)
+        >>> ember.jit.trace_module(net, {"forward": ember.ones(1, 2)}) is net
+        True
+    """
+    if not builtins_isinstance(inputs, dict):
+        raise AttributeError("expected a dictionary of (method_name, input) pairs")
+    from ..autograd.grad_mode import no_grad
+
+    with no_grad():
+        for name, example in inputs.items():
+            if example_inputs_is_kwarg:
+                getattr(mod, name)(**example)
+            else:
+                getattr(mod, name)(*_as_args(example))
+    return mod
+
+
+def script_if_tracing(fn):
+    """Compile ``fn`` only when it is called during tracing; returns ``fn``.
+
+    Args:
+        fn: a function.
+
+    Returns:
+        ``fn``
+
+    Example::
+
+        >>> ember.jit.script_if_tracing(abs)(-1)
+        1
+    """
+    return fn
+
+
+def script_method(fn):
+    """Deprecated: mark a ``ScriptModule`` method to compile; returns ``fn``.
+
+    Args:
+        fn: a method.
+
+    Returns:
+        ``fn``
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     f = ember.jit.script_method(abs)
+    """
+    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` "
+                  "or `torch.export`.", DeprecationWarning, stacklevel=2)
+    return fn
+
+
+def _module_base():
+    from ..nn.modules.module import Module
+
+    return Module
+
+
+class ScriptModule(_module_base()):
+    """The base of compiled modules. Subclassing it gives an ordinary (eager) module; an
+    ``Attribute`` assigned to it is stored as its value.
+
+    Example::
+
+        >>> class Counter(ember.jit.ScriptModule):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.count = ember.jit.Attribute(0, int)
+        >>> Counter().count
+        0
+    """
+
+    def __setattr__(self, name, value):
+        if builtins_isinstance(value, Attribute):
+            value = value.value
+        super().__setattr__(name, value)
+
+    def save(self, f, **kwargs):
+        """Save as a TorchScript archive: NotImplementedError (see ``ember.jit.save``)."""
+        save(self, f, **kwargs)
+
+    @property
+    def graph(self):
+        raise NotImplementedError(f"ScriptModule.graph: {_NO_TORCHSCRIPT}")
+
+    @property
+    def code(self):
+        raise NotImplementedError(f"ScriptModule.code: {_NO_TORCHSCRIPT}")
+
+
+class RecursiveScriptModule(ScriptModule):
+    """What scripting a module gives in PyTorch (ember's ``script`` returns the module).
+
+    Example::
+
+        >>> issubclass(ember.jit.RecursiveScriptModule, ember.jit.ScriptModule)
+        True
+    """
+
+
+class TracedModule(ScriptModule):
+    """What tracing a submodule gives in PyTorch (ember's ``trace`` returns the module).
+
+    Example::
+
+        >>> issubclass(ember.jit.TracedModule, ember.jit.ScriptModule)
+        True
+    """
+
+
+class TopLevelTracedModule(TracedModule):
+    """What tracing a module gives in PyTorch (ember's ``trace`` returns the module).
+
+    Example::
+
+        >>> issubclass(ember.jit.TopLevelTracedModule, ember.jit.TracedModule)
+        True
+    """
+
+
+class RecursiveScriptClass:
+    """A scripted class instance in PyTorch; ember scripts nothing, so none exist.
+
+    Example::
+
+        >>> ember.jit.RecursiveScriptClass.__name__
+        'RecursiveScriptClass'
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"RecursiveScriptClass: {_NO_TORCHSCRIPT}")
+
+
+class ScriptFunction:
+    """A compiled function in PyTorch; ember's ``script`` returns the Python function, so no
+    ScriptFunction is ever made (constructing one raises TypeError, as in PyTorch).
+
+    Example::
+
+        >>> ember.jit.ScriptFunction()
+        Traceback (most recent call last):
+        ...
+        TypeError: ScriptFunction: No constructor defined!
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("ScriptFunction: No constructor defined!")
+
+
+class CompilationUnit:
+    """A unit of TorchScript source: needs the TorchScript compiler, which ember lacks.
+
+    Args:
+        lang: TorchScript source.
+
+    Raises:
+        NotImplementedError: always.
+
+    Example::
+
+        >>> ember.jit.CompilationUnit("def f(x): return x")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: CompilationUnit: ember has no TorchScript compiler ...
+    """
+
+    def __init__(self, lang=None, _frames_up=0):
+        raise NotImplementedError(f"CompilationUnit: {_NO_TORCHSCRIPT}")
+
+
+# -- archives: not available (NOTE [ Eager TorchScript ]) ---------------------------------------
+
+def save(m, f, _extra_files=None) -> None:
+    """Save a module as a TorchScript archive: needs TorchScript, which ember lacks.
+
+    Args:
+        m: the module.
+        f: a path or file.
+        _extra_files: extra files to store.
+
+    Returns:
+        Never returns in ember.
+
+    Raises:
+        NotImplementedError: always; ``ember.save(m.state_dict(), f)`` saves the weights.
+
+    Example::
+
+        >>> ember.jit.save(ember.nn.Linear(1, 1), "m.pt")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: torch.jit.save writes TorchScript archives: ember has no ...
+    """
+    raise NotImplementedError(f"torch.jit.save writes TorchScript archives: {_NO_TORCHSCRIPT}")
+
+
+def load(f, map_location=None, _extra_files=None, _restore_shapes=False, **kwargs):
+    """Load a TorchScript archive: needs TorchScript, which ember lacks.
+
+    Args:
+        f: a path or file.
+        map_location: where to put the tensors.
+
+    Returns:
+        Never returns in ember.
+
+    Raises:
+        ValueError: the path does not exist or is a directory (as PyTorch checks first).
+        NotImplementedError: otherwise.
+
+    Example::
+
+        >>> ember.jit.load("no/such/file.pt")
+        Traceback (most recent call last):
+        ...
+        ValueError: The provided filename no/such/file.pt does not exist
+    """
+    if builtins_isinstance(f, (str, os.PathLike)):
+        if not os.path.exists(f):
+            raise ValueError(f"The provided filename {f} does not exist")
+        if os.path.isdir(f):
+            raise ValueError(f"The provided filename {f} is a directory")
+    raise NotImplementedError(f"torch.jit.load reads TorchScript archives: {_NO_TORCHSCRIPT}")
+
+
+def export_opnames(m):
+    """The operator names a scripted module uses: needs TorchScript, which ember lacks.
+
+    Args:
+        m: a scripted module.
+
+    Returns:
+        Never returns in ember.
+
+    Example::
+
+        >>> ember.jit.export_opnames(ember.nn.Linear(1, 1))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: torch.jit.export_opnames: ember has no TorchScript compiler ...
+    """
+    raise NotImplementedError(f"torch.jit.export_opnames: {_NO_TORCHSCRIPT}")
+
+
+# -- inference helpers -------------------------------------------------------------------------
+
+def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
+    """Freeze a module for inference (fold its weights into constants). Eagerly the module
+    already computes the frozen result, so it is returned as it is.
+
+    Args:
+        mod: a module in eval mode.
+        preserved_attrs: attributes to keep (all are kept).
+        optimize_numerics: accepted.
+
+    Returns:
+        ``mod``
+
+    Raises:
+        RuntimeError: ``mod`` is in training mode, as in PyTorch.
+
+    Example::
+
+        >>> net = ember.nn.Linear(2, 2).eval()
+        >>> ember.jit.freeze(net) is net
+        True
+    """
+    if getattr(mod, "training", False):
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. "
+                           "Please call .eval() on your module before freezing.")
+    return mod
+
+
+def optimize_for_inference(mod, other_methods=None):
+    """Prepare a module for inference: put it in eval mode and return it.
+
+    Args:
+        mod: the module.
+        other_methods: accepted.
+
+    Returns:
+        ``mod``, in eval mode.
+
+    Example::
+
+        >>> ember.jit.optimize_for_inference(ember.nn.Linear(1, 1)).training
+        False
+    """
+    if getattr(mod, "training", False):
+        mod.eval()
+    return mod
+
+
+def run_frozen_optimizations(mod, optimize_numerics: bool = True, preserved_methods=None):
+    """Run the optimizations of ``freeze`` on a frozen module (none apply eagerly).
+
+    Args:
+        mod: the module.
+        optimize_numerics, preserved_methods: accepted.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> ember.jit.run_frozen_optimizations(ember.nn.Linear(1, 1))
+    """
+
+
+_fusion = {"onednn": False, "strategy": [("STATIC", 2), ("DYNAMIC", 10)]}
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    """Turn oneDNN graph fusion on or off (recorded; ember runs no oneDNN).
+
+    Args:
+        enabled: the switch.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> ember.jit.enable_onednn_fusion(False)
+    """
+    _fusion["onednn"] = bool(enabled)
+
+
+def onednn_fusion_enabled() -> bool:
+    """Whether oneDNN graph fusion is on (default False).
+
+    Returns:
+        bool
+
+    Example::
+
+        >>> ember.jit.onednn_fusion_enabled()
+        False
+    """
+    return _fusion["onednn"]
+
+
+def set_fusion_strategy(strategy):
+    """Set how the TorchScript fuser specializes shapes; returns the previous strategy.
+
+    Args:
+        strategy: a list of ``("STATIC" | "DYNAMIC", depth)`` pairs.
+
+    Returns:
+        The previous list.
+
+    Example::
+
+        >>> old = ember.jit.set_fusion_strategy([("STATIC", 2), ("DYNAMIC", 10)])
+    """
+    for kind, depth in strategy:
+        if kind not in ("STATIC", "DYNAMIC") or not builtins_isinstance(depth, int):
+            raise RuntimeError(f"Unrecognized fusion strategy entry: ({kind!r}, {depth!r})")
+    old, _fusion["strategy"] = _fusion["strategy"], [tuple(s) for s in strategy]
+    return old
+
+
+@contextlib.contextmanager
+def optimized_execution(should_optimize: bool):
+    """A block with TorchScript's graph optimizations on or off (nothing to switch eagerly).
+
+    Args:
+        should_optimize: the switch.
+
+    Returns:
+        A context manager.
+
+    Example::
+
+        >>> with ember.jit.optimized_execution(False):
+        ...     pass
+    """
+    yield
+
+
+@contextlib.contextmanager
+def fuser(name: str):
+    """A block using TorchScript fuser ``name`` ("fuser0", "fuser1", "fuser2", "fuser3" or
+    "none"); nothing to switch eagerly.
+
+    Args:
+        name: the fuser.
+
+    Returns:
+        A context manager.
+
+    Raises:
+        Exception: an unknown name, as in PyTorch.
+
+    Example::
+
+        >>> with ember.jit.fuser("fuser1"):
+        ...     pass
+    """
+    if name not in ("fuser0", "fuser1", "fuser2", "fuser3", "none"):
+        raise Exception(f"unrecognized fuser option (name: {name})")  # noqa: TRY002
+    yield
+
+
+class strict_fusion:
+    """A block whose ops must all fuse in TorchScript (a check the compiler makes; nothing
+    eagerly).
+
+    Example::
+
+        >>> with ember.jit.strict_fusion():
+        ...     pass
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def set_module(obj, mod: str):
+    """Set ``obj.__module__`` to ``mod`` (for documentation tools).
+
+    Args:
+        obj: a function or class.
+        mod: the module name.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> def f(): pass
+        >>> ember.jit.set_module(f, "demo"); f.__module__
+        'demo'
+    """
+    if not builtins_isinstance(mod, str):
+        raise TypeError("The mod argument should be a string")
+    obj.__module__ = mod
+
+
+# -- fork / wait: eager futures ---------------------------------------------------------------
+
+def fork(func, *args, **kwargs) -> Future:
+    """Start ``func(*args, **kwargs)`` asynchronously -- in ember, run it now; returns a
+    completed ``Future`` (an error ``func`` raises propagates here, as in eager PyTorch).
+
+    Args:
+        func: the function.
+        *args, **kwargs: its arguments.
+
+    Returns:
+        Future
+
+    Example::
+
+        >>> ember.jit.wait(ember.jit.fork(lambda a, b: a * b, 3, 4))
+        12
+    """
+    fut = Future()
+    fut.set_result(func(*args, **kwargs))
+    return fut
+
+
+def wait(future):
+    """The result of a ``fork``.
+
+    Args:
+        future: a Future from ``fork``.
+
+    Returns:
+        The result.
+
+    Example::
+
+        >>> ember.jit.wait(ember.jit.fork(abs, -5))
+        5
+    """
+    return future.wait()
