@@ -29,6 +29,14 @@ __all__ = [
 BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
 
 
+# NOTE [ Printed module name ]
+# dtypes and sizes print with their module's name: ``ember.float32``, ``ember.Size([2, 3])``.
+# A program run as PyTorch (``python -m ember.compat.run``, or after
+# ``ember.compat.install()``) prints ``torch.float32`` and ``torch.Size([2, 3])`` instead,
+# so its output reads exactly as under PyTorch.
+printed_module = ["ember"]
+
+
 class dtype:
     """A tensor element type (``ember.float32``, ``ember.int64``, ...)."""
 
@@ -47,7 +55,7 @@ class dtype:
         self._aliases = aliases
 
     def __repr__(self):
-        return "ember." + self.name
+        return printed_module[0] + "." + self.name
 
     __str__ = __repr__
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .dtype import printed_module
+
 
 class Size(tuple):
     """A tuple subclass describing a tensor's shape."""
@@ -12,7 +14,8 @@ class Size(tuple):
         return tuple.__new__(cls, (int(s) for s in seq))
 
     def __repr__(self):
-        return f"ember.Size([{', '.join(map(str, self))}])"
+        # NOTE [ Printed module name ] in ember/_core/dtype.py
+        return f"{printed_module[0]}.Size([{', '.join(map(str, self))}])"
 
     def __getitem__(self, key):
         r = tuple.__getitem__(self, key)

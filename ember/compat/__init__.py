@@ -14,6 +14,8 @@ import importlib.abc
 import importlib.machinery
 import sys
 
+from .._core import dtype as _dtype
+
 __all__ = ["install", "uninstall", "is_installed"]
 
 # torch module names whose ember counterpart is not at the same dotted path
@@ -76,12 +78,14 @@ def install():
                     "ember.compat.install(): the real torch is already imported; install the "
                     "hook before the first `import torch`")
         sys.meta_path.insert(0, _finder)
+    _dtype.printed_module[0] = "torch"  # NOTE [ Printed module name ]
 
 
 def uninstall():
     """Remove the hook and forget the torch names it created."""
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
+    _dtype.printed_module[0] = "ember"
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]
