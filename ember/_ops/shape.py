@@ -330,8 +330,14 @@ def _view_or_none(t, shape, op_name):
     shape = _infer_size(shape, a.size, op_name)
     if a.flags.c_contiguous and a.size and (1 not in a.shape or _is_canonical(a)):
         # canonical C strides: NumPy's reshape view has exactly PyTorch's strides
-        return shape, _apply(view_op, (t,), {"shape": shape, "strides": None,
-                                              "in_shape": a.shape})
+        params = {"shape": shape, "strides": None, "in_shape": a.shape}
+        if _dispatch.intercept or not view_op.builtin_cpu or type(a) is not np.ndarray:
+            return shape, _apply(view_op, (t,), params)
+        # the hot path (NOTE [ Hot path ] in _dispatch.py): ``apply`` with its kernel inlined
+        o = _dispatch._wrap_views(t, a.reshape(shape), view_op, params)
+        if t._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record(view_op, (t,), params, o)
+        return shape, o
     strides = _view_strides(a.shape, _strides(a), shape)
     if strides is None:
         return shape, None
