@@ -444,7 +444,9 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     m = host(mean._data) if mt else mean
     s = host(std._data) if st else std
     arr = np.asarray(m + s * eps).astype(d.np, copy=False)
-    return _result(np.ascontiguousarray(arr), False, tensors[0].device, out, "normal")
+    if arr.ndim:  # NumPy's ascontiguousarray would make a 0-d array 1-d
+        arr = np.ascontiguousarray(arr)
+    return _result(arr, False, tensors[0].device, out, "normal")
 
 
 def _bernoulli_array(rng, shape, d, p):

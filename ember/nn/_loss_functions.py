@@ -76,8 +76,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     reduction = reduction_enum(reduction, size_average, reduce)
     _same_size("binary_cross_entropy_with_logits", input, target)
-    # (1 - t) x + w_t * log(1 + exp(-x)), with log(1 + exp(-x)) = log1p(exp(-|x|)) + relu(-x)
-    softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()
+    # (1 - t) x + w_t * log(1 + exp(-x)), with log(1 + exp(-x)) = -logsigmoid(x): stable for
+    # every x, and its derivative -sigmoid(-x) holds at x = 0 too (|x| and relu would give 0)
+    softplus_neg = -logsigmoid(input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus_neg

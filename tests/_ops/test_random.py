@@ -507,3 +507,9 @@ def test_inplace_error_types_match_torch(name, args):
         getattr(torch.zeros(3), name)(*args)
     with pytest.raises(type(want.value)):
         getattr(ember.zeros(3), name)(*args)
+
+
+def test_normal_zero_dim_tensors_keep_zero_dims():
+    assert ember.normal(ember.zeros(()), ember.ones(())).shape == ()
+    assert ember.normal(ember.zeros(()), 2.0).shape == ()
+    assert ember.distributions.Normal(0.0, 1.0).sample().shape == ()

@@ -473,3 +473,18 @@ def test_max_pool_windows_of_the_padding_value_report_an_input_position(dtype, k
                                        ceil_mode=ceil, return_indices=True)
     assert e[1].tolist() == t[1].tolist()
     assert e[0].tolist() == t[0].tolist()
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_bce_with_logits_gradient_at_zero_logit_matches_torch():
+    import torch
+
+    x = np.array([0.0, 0.5, -0.3, 30.0, -30.0])
+    grads = []
+    for m in (ember, torch):
+        t = m.tensor(x, requires_grad=True)
+        loss = m.nn.functional.binary_cross_entropy_with_logits(
+            t, m.full((5,), 0.4, dtype=m.float64), pos_weight=m.tensor([2.0], dtype=m.float64))
+        loss.backward()
+        grads.append(np.asarray(t.grad.detach()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-15)
