@@ -158,8 +158,17 @@ def numel(input):
     return input.numel()
 
 
+# Subpackages written on top of the whole of ember (``import ember`` inside them) load on
+# first use, so the package's own import never goes round in a circle.
+_ON_FIRST_USE = frozenset({"distributions"})
+
+
 def __getattr__(name):
     # NOTE: only reached for names ember does not define; says which torch API is missing
+    if name in _ON_FIRST_USE:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     if name.startswith("__"):
         raise AttributeError(name)
     raise AttributeError(
