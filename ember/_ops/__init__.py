@@ -48,4 +48,31 @@ _OPERATORS = frozenset(
 ) | frozenset(f"__{n}__" for n in ("neg", "pos", "abs", "invert", "eq", "ne", "lt", "le",
                                    "gt", "ge", "getitem", "setitem"))
 _wrap_operators()
+
+
+# NOTE [ In-place functions ]
+# PyTorch exposes some in-place methods as functions too (``torch.exp_(x)`` is
+# ``x.exp_()``), most unary math ops among them, but not all (there is no ``torch.add_``):
+# which ones is a fact of PyTorch's surface, not of the op, so it is listed once here. Each
+# function is the method itself, so it consults __torch_function__ and takes the one in-place
+# protocol. Ops whose in-place function is not their method's (``index_put_``) are declared
+# in their family with ``@public``.
+_INPLACE_FUNCTIONS = """
+    abs acos acosh addmv arccos arccosh arcsin arcsinh arctan arctanh as_strided asin asinh
+    atan atanh ceil clamp clamp_max clamp_min clip conj_physical cos cosh deg2rad erf erfc exp
+    exp2 expm1 fix floor frac gcd i0 lcm log log10 log1p log2 logit nan_to_num neg negative
+    rad2deg reciprocal relu round rsqrt sigmoid sin sinc sinh sqrt square tan tanh trunc xlogy
+""".split()
+
+
+def _expose_inplace_functions():
+    from .._core.tensor import Tensor
+
+    for name in _INPLACE_FUNCTIONS:
+        method = getattr(Tensor, name + "_", None)
+        if method is not None and name + "_" not in functions:
+            functions[name + "_"] = method
+
+
+_expose_inplace_functions()
 _registry._sealed[0] = True

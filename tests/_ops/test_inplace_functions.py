@@ -1,0 +1,37 @@
+"""NOTE [ In-place functions ]: ``ember.exp_(x)`` is ``x.exp_()``, for the names PyTorch has."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember._ops import _INPLACE_FUNCTIONS
+
+try:
+    import torch
+
+    HAS_TORCH = True
+except ImportError:
+    HAS_TORCH = False
+
+
+@pytest.mark.parametrize("name", _INPLACE_FUNCTIONS)
+def test_inplace_function_is_the_method(name):
+    assert getattr(ember, name + "_") is getattr(ember.Tensor, name + "_")
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_inplace_functions_are_the_ones_torch_has():
+    ours = {n + "_" for n in _INPLACE_FUNCTIONS}
+    assert all(hasattr(torch, n) for n in ours)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("name,args", [("exp", ()), ("sigmoid", ()), ("clamp", (0.2, 0.6)),
+                                       ("round", ()), ("xlogy", (2.0,))])
+def test_inplace_function_writes_into_input_as_torch(name, args):
+    data = np.array([0.1, 0.5, 0.9], dtype=np.float32)
+    e, t = ember.tensor(data), torch.tensor(data)
+    r = getattr(ember, name + "_")(e, *args)
+    getattr(torch, name + "_")(t, *args)
+    assert r is e
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
