@@ -22,7 +22,22 @@ _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_tra
 
 
 def calculate_gain(nonlinearity, param=None):
-    """The recommended scaling of the standard deviation for ``nonlinearity``."""
+    """The recommended gain (scaling of the standard deviation) for a nonlinearity: 1 for
+    linear and sigmoid, 5/3 for tanh, sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for
+    leaky_relu, 3/4 for selu.
+
+    Args:
+        nonlinearity (str): ``"relu"``, ``"tanh"``, ``"conv2d"``...
+        param (float, optional): the negative slope of ``leaky_relu`` (default 0.01).
+
+    Returns:
+        float.
+
+    Example:
+        >>> import ember
+        >>> round(ember.nn.init.calculate_gain('tanh'), 4)
+        1.6667
+    """
     if nonlinearity in _LINEAR or nonlinearity == "sigmoid":
         return 1
     if nonlinearity == "tanh":
@@ -48,21 +63,71 @@ def _check(tensor, name):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    """Fill with U(a, b)."""
+    """Fill ``tensor`` with samples from the uniform distribution U(a, b).
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        a (float): lower bound. Default: 0.
+        b (float): upper bound. Default: 1.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.uniform_(ember.empty(3, 5), -1, 1)
+        >>> bool((w.abs() <= 1).all())
+        True
+    """
     _check(tensor, "uniform_")
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    """Fill with N(mean, std^2)."""
+    """Fill ``tensor`` with samples from the normal distribution N(mean, std^2).
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        mean (float): the mean. Default: 0.
+        std (float): the standard deviation. Default: 1.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> tuple(ember.nn.init.normal_(ember.empty(3, 5), std=0.02).shape)
+        (3, 5)
+    """
     _check(tensor, "normal_")
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with N(mean, std^2) truncated to [a, b], by inverting the normal CDF."""
+    """Fill ``tensor`` with N(mean, std^2) truncated to [a, b] (sampled by inverting the
+    normal CDF; warns when ``mean`` is more than 2 std outside [a, b]).
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        mean (float): the mean. Default: 0.
+        std (float): the standard deviation. Default: 1.
+        a (float): lower cut-off. Default: -2.
+        b (float): upper cut-off. Default: 2.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.trunc_normal_(ember.empty(100), std=0.02, a=-0.04, b=0.04)
+        >>> bool((w.abs() <= 0.04).all())
+        True
+    """
     _check(tensor, "trunc_normal_")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
@@ -82,23 +147,77 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 def constant_(tensor, val):
+    """Fill ``tensor`` with the value ``val``.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        val (float): the value.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> ember.nn.init.constant_(ember.empty(2), 0.3)
+        tensor([0.3000, 0.3000])
+    """
     _check(tensor, "constant_")
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with ones.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> ember.nn.init.ones_(ember.empty(2))
+        tensor([1., 1.])
+    """
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with zeros.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> ember.nn.init.zeros_(ember.empty(2))
+        tensor([0., 0.])
+    """
     _check(tensor, "zeros_")
     with no_grad():
         return tensor.zero_()
 
 
 def eye_(tensor):
-    """Fill a 2-D tensor with the identity (ones on the diagonal)."""
+    """Fill a 2-D tensor with the identity matrix (ones on the diagonal), so a Linear
+    layer starts by passing its inputs through.
+
+    Args:
+        tensor (Tensor): a 2-D tensor.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> ember.nn.init.eye_(ember.empty(2, 3))
+        tensor([[1., 0., 0.],
+                [0., 1., 0.]])
+    """
     _check(tensor, "eye_")
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -110,7 +229,23 @@ def eye_(tensor):
 
 
 def dirac_(tensor, groups=1):
-    """Fill a 3/4/5-D convolution weight so the convolution is the identity (per group)."""
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta, so the convolution
+    starts as the identity on as many channels as it can keep (in each group).
+
+    Args:
+        tensor (Tensor): a ``(out, in/groups, *kernel)`` weight.
+        groups (int): the convolution's groups. Default: 1.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.dirac_(ember.empty(2, 2, 3))
+        >>> w[:, :, 1]
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
     _check(tensor, "dirac_")
     d = tensor.dim()
     if d not in (3, 4, 5):
@@ -148,21 +283,69 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
-    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
+    """Glorot/Xavier uniform (Glorot & Bengio, 2010): U(-a, a) with
+    ``a = gain * sqrt(6 / (fan_in + fan_out))``.
+
+    Args:
+        tensor (Tensor): the tensor to fill (at least 2-D).
+        gain (float): scaling factor (see ``calculate_gain``). Default: 1.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.xavier_uniform_(ember.empty(3, 5))
+        >>> bool((w.abs() <= (6 / 8) ** 0.5).all())
+        True
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
-    """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    """Glorot/Xavier normal: N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    Args:
+        tensor (Tensor): the tensor to fill (at least 2-D).
+        gain (float): scaling factor. Default: 1.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> tuple(ember.nn.init.xavier_normal_(ember.empty(3, 5)).shape)
+        (3, 5)
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """U(-b, b) with b = gain * sqrt(3 / fan) (He et al., 2015)."""
+    """Kaiming/He uniform (He et al., 2015): U(-b, b) with ``b = gain * sqrt(3 / fan)``;
+    the default of ``nn.Linear`` and ``nn.Conv*`` weights (with ``a = sqrt(5)``).
+
+    Args:
+        tensor (Tensor): the tensor to fill (at least 2-D).
+        a (float): negative slope of the following leaky_relu. Default: 0.
+        mode (str): ``"fan_in"`` (keeps forward variance) or ``"fan_out"`` (backward).
+        nonlinearity (str): ``"relu"`` or ``"leaky_relu"`` (default).
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.kaiming_uniform_(ember.empty(3, 6), nonlinearity='relu')
+        >>> bool((w.abs() <= 1.0).all())
+        True
+    """
     _check(tensor, "kaiming_uniform_")
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
@@ -173,7 +356,24 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """N(0, std^2) with std = gain / sqrt(fan)."""
+    """Kaiming/He normal: N(0, std^2) with ``std = gain / sqrt(fan)``.
+
+    Args:
+        tensor (Tensor): the tensor to fill (at least 2-D).
+        a (float): negative slope of the following leaky_relu. Default: 0.
+        mode (str): ``"fan_in"`` or ``"fan_out"``.
+        nonlinearity (str): ``"relu"`` or ``"leaky_relu"`` (default).
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.kaiming_normal_(ember.empty(3, 5), mode='fan_out')
+        >>> tuple(w.shape)
+        (3, 5)
+    """
     _check(tensor, "kaiming_normal_")
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
@@ -184,7 +384,23 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def orthogonal_(tensor, gain=1, generator=None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian matrix."""
+    """Fill with a (semi-)orthogonal matrix (Saxe et al., 2014), from the QR decomposition of
+    a Gaussian matrix; dimensions after the first are flattened.
+
+    Args:
+        tensor (Tensor): the tensor to fill (at least 2-D).
+        gain (float): scaling factor. Default: 1.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.orthogonal_(ember.empty(3, 5))
+        >>> bool(ember.allclose(w @ w.T, ember.eye(3), atol=1e-5))
+        True
+    """
     _check(tensor, "orthogonal_")
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
@@ -209,7 +425,24 @@ def orthogonal_(tensor, gain=1, generator=None):
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
-    """A 2-D matrix with a fraction ``sparsity`` of each column zero, the rest N(0, std^2)."""
+    """Fill a 2-D tensor as a sparse matrix (Martens, 2010): a fraction ``sparsity`` of each
+    column is zero, the rest N(0, std^2).
+
+    Args:
+        tensor (Tensor): a 2-D tensor.
+        sparsity (float): fraction of zeros per column.
+        std (float): standard deviation of the non-zeros. Default: 0.01.
+        generator (Generator, optional): the random source.
+
+    Returns:
+        The tensor, filled in place (without recording gradients).
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.init.sparse_(ember.empty(10, 3), sparsity=0.5)
+        >>> int((w == 0).sum())
+        15
+    """
     _check(tensor, "sparse_")
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -227,12 +460,25 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
 
 # deprecated spellings without the trailing underscore
 def _deprecated(fn):
+    new_name, old_name = fn.__name__, fn.__name__[:-1]
+    example_args = {"constant": "ember.empty(3, 3), 0.5",
+                    "sparse": "ember.empty(3, 3), 0.5",
+                    "dirac": "ember.empty(3, 3, 1)"}.get(old_name, "ember.empty(3, 3)")
+
     def old(*args, **kwargs):
-        warnings.warn(f"nn.init.{fn.__name__[:-1]} is now deprecated in favor of "
-                      f"nn.init.{fn.__name__}.", FutureWarning, stacklevel=2)
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
         return fn(*args, **kwargs)
 
-    old.__name__ = fn.__name__[:-1]
+    old.__name__ = old.__qualname__ = old_name
+    old.__doc__ = (f"Deprecated spelling of :func:`{new_name}` (warns FutureWarning).\n\n"
+                   f"    Args:\n        *args, **kwargs: as for ``{new_name}``.\n\n"
+                   f"    Returns:\n        The tensor, filled in place.\n\n"
+                   f"    Example:\n        >>> import ember, warnings\n"
+                   f"        >>> with warnings.catch_warnings():\n"
+                   f"        ...     warnings.simplefilter('ignore')\n"
+                   f"        ...     w = ember.nn.init.{old_name}({example_args})\n"
+                   f"        >>> tuple(w.shape[:2])\n        (3, 3)\n")
     return old
 
 
@@ -245,3 +491,5 @@ kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
 sparse = _deprecated(sparse_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)

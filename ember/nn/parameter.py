@@ -25,6 +25,20 @@ class Parameter(Tensor):
 
     ``Parameter(data, requires_grad=True)`` shares ``data``'s memory. Operations on a
     Parameter return plain Tensors.
+
+    Args:
+        data (Tensor, optional): the values (default: an empty tensor).
+        requires_grad (bool): whether it is trained. Default: True.
+
+    Returns:
+        The parameter.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.zeros(2))
+        >>> w
+        Parameter containing:
+        tensor([0., 0.], requires_grad=True)
     """
 
     __slots__ = ()
@@ -66,9 +80,22 @@ def _rebuild_parameter(data, requires_grad):
 
 
 class UninitializedParameter(Parameter):
-    """A parameter whose shape is not known yet (used by the Lazy modules).
+    """A parameter whose shape is not known yet (used by the Lazy modules); reading its
+    shape or values is an error until ``materialize(shape)`` turns it into a Parameter.
 
-    Any use other than ``materialize(shape)`` raises, as in PyTorch.
+    Args:
+        requires_grad (bool): Default: True.
+        device, dtype: where and how it will be created.
+
+    Returns:
+        The placeholder.
+
+    Example:
+        >>> import ember
+        >>> p = ember.nn.UninitializedParameter()
+        >>> p.materialize((2, 3))
+        >>> type(p).__name__, tuple(p.shape)
+        ('Parameter', (2, 3))
     """
 
     __slots__ = ()
@@ -104,7 +131,23 @@ class UninitializedParameter(Parameter):
 
 
 class UninitializedBuffer(Tensor):
-    """A buffer whose shape is not known yet (used by the Lazy modules)."""
+    """A buffer whose shape is not known yet (used by the Lazy modules); ``materialize``
+    gives it one.
+
+    Args:
+        requires_grad (bool): Default: False.
+        device, dtype: where and how it will be created.
+
+    Returns:
+        The placeholder.
+
+    Example:
+        >>> import ember
+        >>> b = ember.nn.UninitializedBuffer()
+        >>> b.materialize((4,))
+        >>> type(b).__name__, tuple(b.shape)
+        ('Tensor', (4,))
+    """
 
     __slots__ = ()
     # operations on it give plain Tensors (NOTE [ __torch_function__ ])
@@ -132,9 +175,22 @@ def is_lazy(param):
 
 
 class Buffer(Tensor):
-    """Marks a tensor as a module buffer when assigned to a Module attribute.
+    """Marks a tensor as a module buffer when assigned to a Module attribute: state that is
+    saved and moved with the module but not trained.
 
-    ``persistent=False`` keeps it out of the state_dict.
+    Args:
+        data (Tensor, optional): the values.
+        persistent (bool): include it in ``state_dict``. Default: True.
+
+    Returns:
+        The buffer marker.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Module()
+        >>> m.steps = ember.nn.Buffer(ember.zeros(1))
+        >>> list(m.state_dict())
+        ['steps']
     """
 
     __slots__ = ()

@@ -9,6 +9,32 @@ __all__ = ["Adadelta", "adadelta"]
 
 
 class Adadelta(Optimizer):
+    """Adadelta (Zeiler, 2012): steps scaled by the ratio of running RMS of past updates to
+    running RMS of gradients, so the learning rate is mostly self-tuned.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): scale of the computed update. Default: 1.0.
+        rho (float): decay of the running averages, in [0, 1]. Default: 0.9.
+        eps (float): added inside the square roots. Default: 1e-6.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.Adadelta([w], lr=1.0)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
         check_range("learning rate", lr)

@@ -9,6 +9,33 @@ __all__ = ["Adagrad", "adagrad"]
 
 
 class Adagrad(Optimizer):
+    """Adagrad (Duchi et al., 2011): per-element steps divided by the root of the sum of all
+    past squared gradients.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 1e-2.
+        lr_decay (float): ``lr / (1 + (t - 1) lr_decay)`` at step t. Default: 0.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        initial_accumulator_value (float): starting sum of squares. Default: 0.
+        eps (float): added to the denominator. Default: 1e-10.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.Adagrad([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_range("learning rate", lr)

@@ -11,7 +11,33 @@ __all__ = ["Adam", "AdamW", "adam"]
 
 
 class Adam(Optimizer):
-    """Adam; ``decoupled_weight_decay=True`` makes it AdamW."""
+    """Adam (Kingma & Ba, 2015): steps from bias-corrected running means of the gradient and
+    of its square; ``decoupled_weight_decay=True`` makes it AdamW.
+
+    Args:
+        params: an iterable of parameters (or ``(name, parameter)`` pairs, or dicts defining
+            parameter groups).
+        lr (float): learning rate. Default: 1e-3.
+        betas (tuple): decays of the first and second moments. Default: (0.9, 0.999).
+        eps (float): added to the denominator. Default: 1e-8.
+        weight_decay (float): weight decay (an L2 term unless decoupled). Default: 0.
+        amsgrad (bool): use the running maximum of the second moment (Reddi et al., 2018).
+        maximize (bool): ascend the objective instead. Default: False.
+        decoupled_weight_decay (bool): decay the weights directly, as AdamW. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.Adam([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
@@ -39,7 +65,32 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (default 0.01)."""
+    """AdamW (Loshchilov & Hutter, 2019): Adam with the weight decay applied to the weights
+    directly rather than through the gradient.
+
+    Args:
+        params: an iterable of parameters (or ``(name, parameter)`` pairs, or dicts defining
+            parameter groups).
+        lr (float): learning rate. Default: 1e-3.
+        betas (tuple): decays of the first and second moments. Default: (0.9, 0.999).
+        eps (float): added to the denominator. Default: 1e-8.
+        weight_decay (float): decoupled weight decay. Default: 1e-2.
+        amsgrad (bool): use the running maximum of the second moment. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.AdamW([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,

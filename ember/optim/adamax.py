@@ -9,6 +9,32 @@ __all__ = ["Adamax", "adamax"]
 
 
 class Adamax(Optimizer):
+    """Adamax (Kingma & Ba, 2015): Adam with the infinity norm in place of the second moment.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 2e-3.
+        betas (tuple): decay of the first moment and of the infinity norm.
+            Default: (0.9, 0.999).
+        eps (float): added to the denominator. Default: 1e-8.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.Adamax([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
         check_adam_hparams(lr, eps, betas, weight_decay)

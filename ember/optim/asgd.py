@@ -11,6 +11,33 @@ __all__ = ["ASGD", "asgd"]
 
 
 class ASGD(Optimizer):
+    """Averaged SGD (Polyak & Juditsky, 1992): SGD with a decaying step, keeping a running
+    average of the iterates (``state["ax"]``) from step ``t0`` on.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 1e-2.
+        lambd (float): decay term. Default: 1e-4.
+        alpha (float): power of the step-size decay. Default: 0.75.
+        t0 (float): step at which averaging starts. Default: 1e6.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.ASGD([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         check_range("learning rate", lr)

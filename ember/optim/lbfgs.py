@@ -96,7 +96,34 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
 
 class LBFGS(Optimizer):
     """Limited-memory BFGS. ``step(closure)`` needs the closure (it re-evaluates the loss);
-    only one parameter group is supported, as in PyTorch."""
+    only one parameter group is supported, as in PyTorch.
+
+    Args:
+        params: an iterable of parameters.
+        lr (float): step length. Default: 1.
+        max_iter (int): iterations per ``step``. Default: 20.
+        max_eval (int, optional): function evaluations per ``step`` (default max_iter * 1.25).
+        tolerance_grad (float): stop when the gradient's max-abs falls below. Default: 1e-7.
+        tolerance_change (float): stop when the loss or step changes less. Default: 1e-9.
+        history_size (int): number of curvature pairs kept. Default: 100.
+        line_search_fn (str, optional): ``"strong_wolfe"`` or None.
+
+    Returns:
+        An optimizer; ``step(closure)`` returns the first loss.
+
+    Example:
+        >>> import ember
+        >>> x = ember.nn.Parameter(ember.tensor([3.0]))
+        >>> opt = ember.optim.LBFGS([x])
+        >>> def closure():
+        ...     opt.zero_grad()
+        ...     loss = ((x - 1) ** 2).sum()
+        ...     loss.backward()
+        ...     return loss
+        >>> _ = opt.step(closure)
+        >>> round(x.item(), 4)
+        1.0
+    """
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):

@@ -8,13 +8,25 @@ holds everything but the optimizer.
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 
+from .._core.tensor import Tensor  # noqa: F401 (public here, as in torch)
 from .optimizer import Optimizer
+
+inf = math.inf
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
+    "where possible. Please use `scheduler.step()` to step the scheduler. During the "
+    "deprecation, if epoch is different from None, the closed form is used instead of the "
+    "new chainable form, where available. Please open an issue if you are unable to "
+    "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose.")
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
@@ -27,9 +39,64 @@ def _check_optimizer(optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+def _track_step_called(optimizer):
+    """Wrap ``optimizer.step`` (on the instance) so it records that it ran: a scheduler
+    stepped before its optimizer's first step skips the schedule's first value, and
+    ``LRScheduler.step`` warns about it as PyTorch does."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    step = optimizer.step
+    opt_ref = weakref.ref(optimizer)
+
+    @functools.wraps(step)
+    def wrapper(*args, **kwargs):
+        opt = opt_ref()
+        if opt is not None:
+            opt._opt_called = True
+        return step(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
+
+def _warn_get_lr_outside_step(get_lr):
+    """The built-in schedules' ``get_lr`` warns when called outside ``step`` (its value is
+    then the next step's, not the current lr), as PyTorch's do."""
+
+    @functools.wraps(get_lr)
+    def wrapper(self):
+        if not self._get_lr_called_within_step:
+            warnings.warn("To get the last learning rate computed by the scheduler, please "
+                          "use `get_last_lr()`.", UserWarning, stacklevel=2)
+        return get_lr(self)
+
+    return wrapper
+
+
 class LRScheduler:
-    """Base class: keeps ``base_lrs`` (the groups' ``initial_lr``), ``last_epoch`` and
-    ``_last_lr``; subclasses implement ``get_lr``."""
+    """Base class of the learning-rate schedules: keeps ``base_lrs`` (the groups'
+    ``initial_lr``), ``last_epoch`` and the last lrs; a subclass implements ``get_lr``,
+    the lrs of the current epoch, which ``step()`` writes into the groups.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler.
+
+    Example:
+        >>> import ember
+        >>> class Halving(ember.optim.lr_scheduler.LRScheduler):
+        ...     def get_lr(self):
+        ...         return [base * 0.5 ** self.last_epoch for base in self.base_lrs]
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+        >>> sched = Halving(opt)
+        >>> opt.step()
+        >>> sched.step()
+        >>> sched.get_last_lr()
+        [0.5]
+    """
 
     _get_lr_called_within_step = False
 
@@ -50,6 +117,7 @@ class LRScheduler:
                         "resuming an optimizer")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        _track_step_called(optimizer)
         self._initial_step()
 
     def _initial_step(self):
@@ -63,13 +131,40 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
     def get_last_lr(self):
-        """The learning rates set by the last ``step``, one per parameter group."""
+        """The learning rates set by the last ``step``, one per parameter group.
+
+        Returns:
+            list of float.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> ember.optim.lr_scheduler.StepLR(opt, 1).get_last_lr()
+            [0.1]
+        """
         return self._last_lr
 
     def get_lr(self):
         raise NotImplementedError
 
     def step(self, epoch=None):
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate "
+                    "scheduler initialization. Please, make sure to call `optimizer.step()` "
+                    "before `lr_scheduler.step()`. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning, stacklevel=2)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
+                    "PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                    "will result in PyTorch skipping the first value of the learning rate "
+                    "schedule. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning, stacklevel=2)
         self._step_count += 1
         self._get_lr_called_within_step = True
         try:
@@ -77,10 +172,7 @@ class LRScheduler:
                 self.last_epoch += 1
                 values = self.get_lr()
             else:
-                warnings.warn(
-                    "The epoch parameter in `scheduler.step()` was not necessary and is being "
-                    "deprecated where possible. Please use `scheduler.step()` to step the "
-                    "scheduler.", UserWarning, stacklevel=2)
+                warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
                 self.last_epoch = epoch
                 if hasattr(self, "_get_closed_form_lr"):
                     values = self._get_closed_form_lr()
@@ -106,7 +198,27 @@ def _lambdas(optimizer, fn, name):
 
 
 class LambdaLR(LRScheduler):
-    """``lr = initial_lr * lr_lambda(epoch)``."""
+    """Set each group's lr to its initial lr times ``lr_lambda(epoch)``.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        lr_lambda (callable or list): ``epoch -> factor``, or one function per group.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.LambdaLR(opt, lambda epoch: 0.5 ** epoch)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.0625]
+    """
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
@@ -133,7 +245,27 @@ class LambdaLR(LRScheduler):
 
 
 class MultiplicativeLR(LRScheduler):
-    """``lr *= lr_lambda(epoch)`` each step."""
+    """Multiply each group's lr by ``lr_lambda(epoch)`` at every step.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        lr_lambda (callable or list): ``epoch -> factor``, or one function per group.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.9)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.6561]
+    """
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
@@ -151,7 +283,28 @@ class MultiplicativeLR(LRScheduler):
 
 
 class StepLR(LRScheduler):
-    """Multiply the lr by ``gamma`` every ``step_size`` epochs."""
+    """Multiply the lr by ``gamma`` every ``step_size`` epochs.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        step_size (int): epochs between decays.
+        gamma (float): decay factor. Default: 0.1.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.25]
+    """
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         self.step_size = step_size
@@ -168,7 +321,28 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """Multiply the lr by ``gamma`` at each milestone epoch."""
+    """Multiply the lr by ``gamma`` at each milestone epoch (twice for a repeated one).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        milestones (list of int): epochs at which to decay.
+        gamma (float): decay factor. Default: 0.1.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.1)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.01]
+    """
 
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = Counter(milestones)
@@ -187,7 +361,28 @@ class MultiStepLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
-    """Scale the lr by ``factor`` until ``total_iters`` epochs have passed."""
+    """Scale the lr by ``factor`` until ``total_iters`` epochs have passed, then restore it.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        factor (float): the scale, in [0, 1]. Default: 1/3.
+        total_iters (int): epochs the scale lasts. Default: 5.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [1.0]
+    """
 
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
         if factor > 1.0 or factor < 0:
@@ -211,7 +406,30 @@ class ConstantLR(LRScheduler):
 
 
 class LinearLR(LRScheduler):
-    """Scale the lr linearly from ``start_factor`` to ``end_factor`` over ``total_iters``."""
+    """Scale the lr linearly from ``start_factor`` to ``end_factor`` over ``total_iters``
+    epochs (a warm-up, typically).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        start_factor (float): scale at the start, in (0, 1]. Default: 1/3.
+        end_factor (float): scale at the end, in [0, 1]. Default: 1.0.
+        total_iters (int): epochs of the ramp. Default: 5.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.LinearLR(opt, start_factor=0.2, total_iters=8)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.6]
+    """
 
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
                  last_epoch=-1):
@@ -240,7 +458,27 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """Multiply the lr by ``gamma`` every epoch."""
+    """Multiply the lr by ``gamma`` every epoch.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        gamma (float): decay factor.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.0625]
+    """
 
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
@@ -256,7 +494,28 @@ class ExponentialLR(LRScheduler):
 
 
 class PolynomialLR(LRScheduler):
-    """Decay the lr polynomially to zero over ``total_iters`` epochs."""
+    """Decay the lr polynomially to zero over ``total_iters`` epochs.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        total_iters (int): epochs until the lr reaches zero. Default: 5.
+        power (float): the polynomial's power. Default: 1.0.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.PolynomialLR(opt, total_iters=8, power=1.0)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.5]
+    """
 
     def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
         self.total_iters = total_iters
@@ -277,7 +536,29 @@ class PolynomialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    """Cosine annealing from the initial lr to ``eta_min`` over ``T_max`` epochs."""
+    """Cosine annealing from the initial lr to ``eta_min`` over ``T_max`` epochs (Loshchilov
+    & Hutter, 2017, without restarts).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        T_max (int): epochs of the half cosine.
+        eta_min (float): the lowest lr. Default: 0.0.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.CosineAnnealingLR(opt, T_max=8)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.5]
+    """
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803
         self.T_max = T_max
@@ -305,7 +586,29 @@ class CosineAnnealingLR(LRScheduler):
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """SGDR: cosine annealing restarted every ``T_0`` epochs, periods growing by
-    ``T_mult`` (Loshchilov & Hutter, 2017)."""
+    ``T_mult`` (Loshchilov & Hutter, 2017).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        T_0 (int): epochs of the first period.
+        T_mult (int): growth factor of the period after each restart. Default: 1.
+        eta_min (float): the lowest lr. Default: 0.0.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [1.0]
+    """
 
     def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803
         if T_0 <= 0 or not isinstance(T_0, int):
@@ -347,7 +650,12 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         self._step_count = getattr(self, "_step_count", 0) + 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
@@ -379,7 +687,37 @@ def _per_group(optimizer, value, name):
 
 
 class CyclicLR(LRScheduler):
-    """Cyclical learning rates between ``base_lr`` and ``max_lr`` (Smith, 2017)."""
+    """Cyclical learning rates between ``base_lr`` and ``max_lr`` (Smith, 2017), stepped
+    every batch; momentum cycles the opposite way.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        base_lr (float or list): lower bound of the cycle.
+        max_lr (float or list): upper bound of the cycle.
+        step_size_up (int): steps of the rising half. Default: 2000.
+        step_size_down (int, optional): steps of the falling half (default: same as up).
+        mode (str): ``"triangular"``, ``"triangular2"`` or ``"exp_range"``.
+        gamma (float): decay per step in ``"exp_range"``. Default: 1.0.
+        scale_fn (callable, optional): custom amplitude scaling (overrides ``mode``).
+        scale_mode (str): ``"cycle"`` or ``"iterations"``, the argument of ``scale_fn``.
+        cycle_momentum (bool): cycle momentum too. Default: True.
+        base_momentum, max_momentum (float or list): momentum bounds. Default: 0.8, 0.9.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=1.0, step_size_up=8)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.55]
+    """
 
     def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
                  mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
@@ -447,7 +785,38 @@ class CyclicLR(LRScheduler):
 
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm up to ``max_lr`` then anneal far below the start (Smith &
-    Topin, 2018); momentum cycles inversely."""
+    Topin, 2018); momentum cycles inversely. Stepped every batch.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        max_lr (float or list): the peak lr.
+        total_steps (int, optional): length of the cycle (or give epochs and
+            steps_per_epoch).
+        epochs, steps_per_epoch (int, optional): the cycle is their product.
+        pct_start (float): fraction of the cycle spent warming up. Default: 0.3.
+        anneal_strategy (str): ``"cos"`` or ``"linear"``. Default: ``"cos"``.
+        cycle_momentum (bool): cycle momentum too. Default: True.
+        base_momentum, max_momentum (float or list): momentum bounds. Default: 0.85, 0.95.
+        div_factor (float): initial lr is ``max_lr / div_factor``. Default: 25.
+        final_div_factor (float): final lr is ``initial_lr / final_div_factor``.
+            Default: 1e4.
+        three_phase (bool): anneal back to the initial lr before the final decay.
+        last_epoch (int): index of the last epoch, for resuming. Default: -1.
+
+    Returns:
+        A scheduler; each ``step()`` sets the groups' ``lr``.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0, momentum=0.9)
+        >>> sched = lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> [round(lr, 6) for lr in sched.get_last_lr()]
+        [0.811746]
+    """
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
                  pct_start=0.3, anneal_strategy="cos", cycle_momentum=True,
@@ -545,7 +914,33 @@ class OneCycleLR(LRScheduler):
 
 
 class ReduceLROnPlateau(LRScheduler):
-    """Reduce the lr by ``factor`` when a metric stops improving for ``patience`` epochs."""
+    """Reduce the lr by ``factor`` when a metric stops improving for ``patience`` epochs;
+    ``step(metric)`` takes the metric.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        mode (str): ``"min"`` (lower is better) or ``"max"``. Default: ``"min"``.
+        factor (float): multiplier of the lr on a reduction, < 1. Default: 0.1.
+        patience (int): epochs without improvement tolerated. Default: 10.
+        threshold (float): the least change that counts as improvement. Default: 1e-4.
+        threshold_mode (str): ``"rel"`` or ``"abs"`` threshold. Default: ``"rel"``.
+        cooldown (int): epochs to wait after a reduction. Default: 0.
+        min_lr (float or list): lower bound of the lr. Default: 0.
+        eps (float): reductions smaller than this are skipped. Default: 1e-8.
+
+    Returns:
+        A scheduler.
+
+    Example:
+        >>> import ember
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+        >>> sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1)
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step(1.0)  # the metric never improves
+        >>> sched.get_last_lr()
+        [0.1]
+    """
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
                  threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
@@ -610,7 +1005,30 @@ class ReduceLROnPlateau(LRScheduler):
 
 
 class SequentialLR(LRScheduler):
-    """Hand over from one scheduler to the next at each milestone."""
+    """Hand over from one scheduler to the next at each milestone.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        schedulers (list): the schedulers, in order, all on ``optimizer``.
+        milestones (list of int): the epochs at which the next one takes over.
+        last_epoch (int): index of the last epoch. Default: -1.
+
+    Returns:
+        A scheduler.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+        >>> warmup = lr_scheduler.ConstantLR(opt, factor=0.1, total_iters=2)
+        >>> decay = lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> sched = lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[2])
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> sched.get_last_lr()
+        [0.25]
+    """
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         if len(schedulers) < 1:
@@ -667,7 +1085,28 @@ class SequentialLR(LRScheduler):
 
 
 class ChainedScheduler(LRScheduler):
-    """Step several schedulers together (their effects compose)."""
+    """Step several schedulers together (their effects compose).
+
+    Args:
+        schedulers (list): the schedulers, all on one optimizer.
+        optimizer (Optimizer, optional): that optimizer (taken from the first scheduler).
+
+    Returns:
+        A scheduler.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim import lr_scheduler
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+        >>> sched = lr_scheduler.ChainedScheduler([
+        ...     lr_scheduler.ConstantLR(opt, factor=0.1, total_iters=2),
+        ...     lr_scheduler.ExponentialLR(opt, gamma=0.5)])
+        >>> for _ in range(4):
+        ...     opt.step()
+        ...     sched.step()
+        >>> sched.get_last_lr()
+        [0.0625]
+    """
 
     def __init__(self, schedulers, optimizer=None):
         if len(schedulers) < 1:
@@ -691,3 +1130,10 @@ class ChainedScheduler(LRScheduler):
     state_dict = SequentialLR.state_dict
     load_state_dict = SequentialLR.load_state_dict
 
+
+
+for _cls in (LambdaLR, MultiplicativeLR, StepLR, MultiStepLR, ConstantLR, LinearLR,
+             ExponentialLR, PolynomialLR, CosineAnnealingLR, CosineAnnealingWarmRestarts,
+             CyclicLR, OneCycleLR):
+    _cls.get_lr = _warn_get_lr_outside_step(_cls.__dict__["get_lr"])
+del _cls

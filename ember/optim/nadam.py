@@ -9,6 +9,34 @@ __all__ = ["NAdam", "nadam"]
 
 
 class NAdam(Optimizer):
+    """NAdam (Dozat, 2016): Adam with Nesterov momentum and a momentum warm-up schedule.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 2e-3.
+        betas (tuple): decays of the first and second moments. Default: (0.9, 0.999).
+        eps (float): added to the denominator. Default: 1e-8.
+        weight_decay (float): weight decay. Default: 0.
+        momentum_decay (float): speed of the momentum warm-up. Default: 4e-3.
+        decoupled_weight_decay (bool): decay the weights directly (AdamW style) instead of
+            adding an L2 term to the gradient. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.NAdam([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):

@@ -46,14 +46,36 @@ class _Handle:
 
 
 def register_optimizer_step_pre_hook(hook):
-    """``hook(optimizer, args, kwargs)`` runs before every optimizer's step."""
+    """Register ``hook(optimizer, args, kwargs)`` to run before every optimizer's step.
+
+    Args:
+        hook (callable): may return ``(new_args, new_kwargs)`` for the step.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> handle = register_optimizer_step_pre_hook(lambda opt, args, kwargs: None)
+        >>> handle.remove()
+    """
     h = _Handle(_global_pre_hooks)
     _global_pre_hooks[h.id] = hook
     return h
 
 
 def register_optimizer_step_post_hook(hook):
-    """``hook(optimizer, args, kwargs)`` runs after every optimizer's step."""
+    """Register ``hook(optimizer, args, kwargs)`` to run after every optimizer's step.
+
+    Args:
+        hook (callable): its return value is ignored.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> handle = register_optimizer_step_post_hook(lambda opt, args, kwargs: None)
+        >>> handle.remove()
+    """
     h = _Handle(_global_post_hooks)
     _global_post_hooks[h.id] = hook
     return h
@@ -74,9 +96,31 @@ class Optimizer:
     """Base class of all optimizers.
 
     Args:
-        params: an iterable of tensors, or of dicts defining parameter groups (each with a
-            ``params`` entry and any per-group hyper-parameters).
+        params: an iterable of tensors, of ``(name, tensor)`` pairs (``named_parameters()``;
+            the names are kept as ``param_names``), or of dicts defining parameter groups
+            (each with a ``params`` entry and any per-group hyper-parameters).
         defaults: the hyper-parameters used by groups that do not set them.
+
+    Returns:
+        The optimizer; subclasses implement ``step``.
+
+    Example:
+        >>> import ember
+        >>> class Descent(ember.optim.Optimizer):
+        ...     def __init__(self, params, lr=0.1):
+        ...         super().__init__(params, dict(lr=lr))
+        ...     def step(self, closure=None):
+        ...         for group in self.param_groups:
+        ...             for p in group["params"]:
+        ...                 if p.grad is not None:
+        ...                     p.add_(p.grad, alpha=-group["lr"])
+        >>> w = ember.nn.Parameter(ember.ones(2))
+        >>> opt = Descent([w])
+        >>> w.grad = ember.ones(2)
+        >>> opt.step()
+        >>> w
+        Parameter containing:
+        tensor([0.9000, 0.9000], requires_grad=True)
     """
 
     def __init__(self, params, defaults):
@@ -124,7 +168,22 @@ class Optimizer:
         return text + ")"
 
     def add_param_group(self, param_group):
-        """Add a group of parameters (a dict with ``params``) with its own hyper-parameters."""
+        """Add a group of parameters with its own hyper-parameters (missing ones come from
+        the defaults); useful for unfreezing layers during training.
+
+        Args:
+            param_group (dict): ``{"params": [...], **hyper-parameters}``.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> opt.add_param_group({"params": [ember.nn.Parameter(ember.ones(1))], "lr": 0.01})
+            >>> [g["lr"] for g in opt.param_groups]
+            [0.1, 0.01]
+        """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -137,6 +196,20 @@ class Optimizer:
                 "instead.")
         else:
             param_group["params"] = list(params)
+        # named_parameters() pairs: the names ride along in the group as "param_names"
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p
+                                 for p in param_group["params"]]
+        if names:
+            if len(names) != len(param_group["params"]):
+                raise ValueError("all optimizer params should be with/without names. Some "
+                                 "param names are missing")
+            param_group["param_names"] = names
+        if self.param_groups and (("param_names" in param_group)
+                                  != ("param_names" in self.param_groups[0])):
+            current = "with names" if "param_names" in param_group else "without names"
+            raise ValueError("all optimizer param groups should be with/without names. "
+                             f"cannot add param group {current} to the optimizer")
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(
@@ -164,7 +237,22 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
-        """Reset the gradients of all optimized parameters (to None by default)."""
+        """Reset the gradients of all optimized parameters.
+
+        Args:
+            set_to_none (bool): set ``.grad`` to None (True, the default) or zero it.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> w = ember.nn.Parameter(ember.zeros(1))
+            >>> w.grad = ember.ones(1)
+            >>> ember.optim.SGD([w], lr=0.1).zero_grad()
+            >>> w.grad is None
+            True
+        """
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
@@ -185,16 +273,59 @@ class Optimizer:
     # -- hooks ------------------------------------------------------------------------------------
 
     def register_step_pre_hook(self, hook):
+        """Register ``hook(optimizer, args, kwargs)``, to run before this optimizer's ``step``.
+
+        Args:
+            hook (callable): the hook; may return ``(new_args, new_kwargs)``.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> handle = opt.register_step_pre_hook(lambda o, args, kwargs: None)
+            >>> handle.remove()
+        """
         h = _Handle(self._optimizer_step_pre_hooks)
         self._optimizer_step_pre_hooks[h.id] = hook
         return h
 
     def register_step_post_hook(self, hook):
+        """Register ``hook(optimizer, args, kwargs)``, to run after this optimizer's ``step``.
+
+        Args:
+            hook (callable): the hook; its return value is ignored.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> handle = opt.register_step_post_hook(lambda o, args, kwargs: None)
+            >>> handle.remove()
+        """
         h = _Handle(self._optimizer_step_post_hooks)
         self._optimizer_step_post_hooks[h.id] = hook
         return h
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
+        """Register ``hook(optimizer)``, to run before ``state_dict()`` builds its result.
+
+        Args:
+            hook (callable): the hook; its return value is ignored.
+            prepend (bool): run it before the hooks already registered. Default: False.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> handle = opt.register_state_dict_pre_hook(lambda o: None, prepend=False)
+            >>> handle.remove()
+        """
         h = _Handle(self._optimizer_state_dict_pre_hooks)
         self._optimizer_state_dict_pre_hooks[h.id] = hook
         if prepend:
@@ -202,6 +333,21 @@ class Optimizer:
         return h
 
     def register_state_dict_post_hook(self, hook, prepend=False):
+        """Register ``hook(optimizer, state_dict)``, to run on ``state_dict()``'s result.
+
+        Args:
+            hook (callable): the hook; may return a replacement dict.
+            prepend (bool): run it before the hooks already registered. Default: False.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> handle = opt.register_state_dict_post_hook(lambda o, sd: None, prepend=False)
+            >>> handle.remove()
+        """
         h = _Handle(self._optimizer_state_dict_post_hooks)
         self._optimizer_state_dict_post_hooks[h.id] = hook
         if prepend:
@@ -209,6 +355,21 @@ class Optimizer:
         return h
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """Register ``hook(optimizer, state_dict)``, to run before ``load_state_dict`` loads.
+
+        Args:
+            hook (callable): the hook; may return a replacement dict to load.
+            prepend (bool): run it before the hooks already registered. Default: False.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> handle = opt.register_load_state_dict_pre_hook(lambda o, sd: None, prepend=False)
+            >>> handle.remove()
+        """
         h = _Handle(self._optimizer_load_state_dict_pre_hooks)
         self._optimizer_load_state_dict_pre_hooks[h.id] = hook
         if prepend:
@@ -216,6 +377,21 @@ class Optimizer:
         return h
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """Register ``hook(optimizer)``, to run after ``load_state_dict`` has loaded.
+
+        Args:
+            hook (callable): the hook; its return value is ignored.
+            prepend (bool): run it before the hooks already registered. Default: False.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> handle = opt.register_load_state_dict_post_hook(lambda o: None, prepend=False)
+            >>> handle.remove()
+        """
         h = _Handle(self._optimizer_load_state_dict_post_hooks)
         self._optimizer_load_state_dict_post_hooks[h.id] = hook
         if prepend:
@@ -253,8 +429,19 @@ class Optimizer:
     # -- state_dict -------------------------------------------------------------------------------
 
     def state_dict(self):
-        """``{"state": {index: per-parameter state}, "param_groups": [...]}`` (PyTorch's
-        format: parameters replaced by their index in group order)."""
+        """The optimizer's state as ``{"state": {index: per-parameter state},
+        "param_groups": [...]}``: PyTorch's format, parameters replaced by their index in
+        group order, so checkpoints move between ember and PyTorch.
+
+        Returns:
+            dict (its tensors are the live state, not copies).
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=0.1)
+            >>> opt.state_dict()["param_groups"][0]["params"]
+            [0]
+        """
         for hook in self._optimizer_state_dict_pre_hooks.values():
             hook(self)
         index = {}
@@ -290,7 +477,24 @@ class Optimizer:
         return value.to(device=param.device)
 
     def load_state_dict(self, state_dict):
-        """Load a state_dict made by ``state_dict()`` (here or in PyTorch)."""
+        """Load a state_dict made by ``state_dict()`` (here or in PyTorch): per-parameter
+        state is matched by position and cast to each parameter's dtype and device.
+
+        Args:
+            state_dict (dict): as returned by ``state_dict()``.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> w = ember.nn.Parameter(ember.zeros(1))
+            >>> opt = ember.optim.SGD([w], lr=0.1)
+            >>> opt.load_state_dict({"state": {}, "param_groups": [
+            ...     dict(opt.state_dict()["param_groups"][0], lr=0.5)]})
+            >>> opt.param_groups[0]["lr"]
+            0.5
+        """
         state_dict = dict(state_dict)
         for hook in self._optimizer_load_state_dict_pre_hooks.values():
             result = hook(self, state_dict)
@@ -325,6 +529,8 @@ class Optimizer:
         new_groups = []
         for g, sg in zip(groups, saved_groups):
             sg["params"] = g["params"]
+            if "param_names" in g and "param_names" not in sg:
+                sg["param_names"] = g["param_names"]
             new_groups.append(sg)
         self.__setstate__({"state": state, "param_groups": new_groups})
         for hook in self._optimizer_load_state_dict_post_hooks.values():

@@ -11,6 +11,34 @@ __all__ = ["RAdam", "radam"]
 
 
 class RAdam(Optimizer):
+    """RAdam (Liu et al., 2020): Adam whose adaptive step is switched on only once the
+    variance of its estimate is tractable, with a rectification factor.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 1e-3.
+        betas (tuple): decays of the first and second moments. Default: (0.9, 0.999).
+        eps (float): added to the denominator. Default: 1e-8.
+        weight_decay (float): weight decay. Default: 0.
+        decoupled_weight_decay (bool): decay the weights directly (AdamW style). Default:
+            False.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.RAdam([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):

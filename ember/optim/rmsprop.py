@@ -9,6 +9,35 @@ __all__ = ["RMSprop", "rmsprop"]
 
 
 class RMSprop(Optimizer):
+    """RMSprop (Hinton, 2012): steps divided by a running RMS of the gradients, optionally
+    centred and with momentum.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 1e-2.
+        alpha (float): smoothing constant of the squared-gradient average. Default: 0.99.
+        eps (float): added to the denominator. Default: 1e-8.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        momentum (float): momentum factor. Default: 0.
+        centered (bool): normalise by the estimated variance instead of the raw second
+            moment. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.RMSprop([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):

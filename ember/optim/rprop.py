@@ -9,6 +9,32 @@ __all__ = ["Rprop", "rprop"]
 
 
 class Rprop(Optimizer):
+    """Rprop (Riedmiller & Braun, 1993): per-element step sizes grown while the gradient keeps
+    its sign and shrunk when it flips; only the gradient's sign is used.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): initial step size. Default: 1e-2.
+        etas (tuple): ``(shrink, grow)`` factors, ``0 < shrink < 1 < grow``.
+            Default: (0.5, 1.2).
+        step_sizes (tuple): minimal and maximal step sizes. Default: (1e-6, 50).
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.Rprop([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
+    """
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         check_range("learning rate", lr)

@@ -10,10 +10,34 @@ __all__ = ["SGD", "sgd"]
 
 
 class SGD(Optimizer):
-    """``p <- p - lr * v`` where ``v`` is the (momentum-averaged) gradient.
+    """Stochastic gradient descent: ``p <- p - lr * v`` where ``v`` is the (momentum-averaged)
+    gradient.
 
     Matches PyTorch's formulation: ``v <- momentum * v + (1 - dampening) * g`` with the first
     step's ``v = g``; Nesterov uses ``g + momentum * v``.
+
+    Args:
+        params: an iterable of parameters (or ``(name, parameter)`` pairs, or dicts defining
+            parameter groups).
+        lr (float): learning rate. Default: 1e-3.
+        momentum (float): momentum factor. Default: 0.
+        dampening (float): dampening of the momentum. Default: 0.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        nesterov (bool): Nesterov momentum (needs momentum > 0, dampening 0). Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.ones(3))
+        >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> bool((w < 1).all())
+        True
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,

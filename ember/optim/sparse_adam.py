@@ -16,6 +16,29 @@ __all__ = ["SparseAdam"]
 
 
 class SparseAdam(Optimizer):
+    """Adam for sparse gradients (``nn.Embedding(sparse=True)``): only the moments and
+    parameter rows present in each gradient are updated.
+
+    Args:
+        params: an iterable of parameters (or dicts defining parameter groups).
+        lr (float): learning rate. Default: 1e-3.
+        betas (tuple): decays of the first and second moments. Default: (0.9, 0.999).
+        eps (float): added to the denominator. Default: 1e-8.
+        maximize (bool): ascend the objective instead. Default: False.
+
+    Returns:
+        An optimizer whose ``step()`` updates the parameters in place.
+
+    Example:
+        >>> import ember
+        >>> emb = ember.nn.Embedding(10, 3, sparse=True)
+        >>> opt = ember.optim.SparseAdam(emb.parameters(), lr=0.1)
+        >>> emb(ember.tensor([1, 2])).sum().backward()
+        >>> opt.step()
+        >>> len(opt.state[emb.weight])
+        3
+    """
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
         check_range("learning rate", lr)
         check_range("epsilon value", eps)

@@ -8,6 +8,8 @@ calls the hooks with both, which may replace the input gradients.
 
 from __future__ import annotations
 
+import itertools
+
 from ..._core.tensor import Tensor
 from ...autograd.function import Function
 
@@ -75,8 +77,11 @@ class ModuleBackwardHook:
         return _replace(result, wrapped)
 
     def _on_grad_output(self, grads):
+        from . import module as _module
+
         m = self.module
-        for hook in m._backward_pre_hooks.values():
+        for hook in itertools.chain(_module._global_backward_pre_hooks.values(),
+                                    m._backward_pre_hooks.values()):
             out = hook(m, tuple(grads))
             if out is not None:
                 grads = tuple(out) if isinstance(out, (tuple, list)) else (out,)
@@ -89,8 +94,11 @@ class ModuleBackwardHook:
         return self._call_hooks(tuple(grads))
 
     def _call_hooks(self, grad_input):
+        from . import module as _module
+
         m = self.module
-        for hook in m._backward_hooks.values():
+        for hook in itertools.chain(_module._global_backward_hooks.values(),
+                                    m._backward_hooks.values()):
             out = hook(m, grad_input, self.grad_output)
             if out is not None:
                 out = tuple(out) if isinstance(out, (tuple, list)) else (out,)

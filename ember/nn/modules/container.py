@@ -10,7 +10,8 @@ from ..._core.tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
 
 
 def _index(idx, n, what):
@@ -20,11 +21,55 @@ def _index(idx, n, what):
     return idx % n
 
 
+class Container(Module):
+    """Deprecated: a module holding the keyword-argument modules it is given. Subclass
+    ``Module`` instead; constructing one warns (FutureWarning).
+
+    Args:
+        **kwargs: name -> module, registered as submodules.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember, warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     c = ember.nn.Container(fc=ember.nn.Linear(2, 2))
+        >>> [name for name, _ in c.named_children()]
+        ['fc']
+    """
+
+    def __init__(self, **kwargs):
+        import warnings
+
+        super().__init__()
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        for name, module in kwargs.items():
+            self.add_module(name, module)
+
+
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
     ``Sequential(m1, m2)`` names them '0', '1'; ``Sequential(OrderedDict(name=m))`` keeps
-    the given names.
+    the given names. Indexing, slicing, ``append``, ``insert``, ``extend`` and ``+`` work as on
+    a list.
+
+    Args:
+        *args (Module or OrderedDict): the modules.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> net = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(),
+        ...                           ember.nn.Linear(8, 2))
+        >>> tuple(net(ember.randn(3, 4)).shape), type(net[1]).__name__
+        ((3, 2), 'ReLU')
     """
 
     def __init__(self, *args):
@@ -121,7 +166,23 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
-    """A list of submodules, registered so parameters() and to() see them."""
+    """A list of modules, registered so their parameters belong to the owner.
+
+    Args:
+        modules (iterable of Module, optional): the initial modules.
+
+    Returns:
+        The module (it has no ``forward``; iterate over it).
+
+    Example:
+        >>> import ember
+        >>> layers = ember.nn.ModuleList([ember.nn.Linear(4, 4) for _ in range(3)])
+        >>> x = ember.randn(2, 4)
+        >>> for layer in layers:
+        ...     x = layer(x)
+        >>> len(layers), len(list(layers.parameters()))
+        (3, 6)
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -190,7 +251,7 @@ class ModuleList(Module):
 
     def __repr__(self):
         if not self._modules:
-            return "ModuleList()"
+            return self._get_name() + "()"
         # PyTorch groups runs of identical reprs: "(0-2): 3 x Linear(...)"
         lines = []
         mods = list(self._modules.values())
@@ -204,11 +265,25 @@ class ModuleList(Module):
                     lines.append(f"({start}-{i - 1}): {i - start} x " +
                                  _addindent(reprs[start], 2))
                 start = i
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
-    """An ordered dict of submodules."""
+    """An ordered dict of modules, registered so their parameters belong to the owner.
+
+    Args:
+        modules (mapping or iterable of (str, Module), optional): the initial modules.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> heads = ember.nn.ModuleDict({"cls": ember.nn.Linear(4, 3),
+        ...                              "reg": ember.nn.Linear(4, 1)})
+        >>> tuple(heads["reg"](ember.randn(2, 4)).shape)
+        (2, 1)
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -264,7 +339,21 @@ class ModuleDict(Module):
 
 
 class ParameterList(Module):
-    """A list of parameters (plain tensors are wrapped into Parameters)."""
+    """A list of parameters, registered on the owner (plain tensors are wrapped into
+    Parameters).
+
+    Args:
+        values (iterable, optional): the initial parameters.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> params = ember.nn.ParameterList([ember.nn.Parameter(ember.ones(2)) for _ in range(3)])
+        >>> len(list(params.parameters()))
+        3
+    """
 
     def __init__(self, values=None):
         super().__init__()
@@ -323,13 +412,23 @@ class ParameterList(Module):
                 lines.append(f"  ({i}): Object of type: {type(p).__name__}")
         return "\n".join(lines)
 
-    def __repr__(self):
-        body = self.extra_repr()
-        return "ParameterList(" + ("\n" + body + "\n" if body else "") + ")"
-
 
 class ParameterDict(Module):
-    """An ordered dict of parameters (plain tensors are wrapped into Parameters)."""
+    """An ordered dict of parameters, registered on the owner (plain tensors are wrapped
+    into Parameters).
+
+    Args:
+        parameters (mapping or iterable of (str, Tensor), optional): the initial parameters.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> params = ember.nn.ParameterDict({"scale": ember.nn.Parameter(ember.ones(1))})
+        >>> [name for name, _ in params.named_parameters()]
+        ['scale']
+    """
 
     def __init__(self, parameters=None):
         super().__init__()
@@ -395,10 +494,11 @@ class ParameterDict(Module):
     def extra_repr(self):
         lines = []
         for k, p in self.items():
-            size = "x".join(str(s) for s in p.size())
-            lines.append(f"  ({k}): Parameter containing: [{p.dtype} of size {size}]")
+            if isinstance(p, Tensor):
+                size = "x".join(str(s) for s in p.size())
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                # PyTorch names the legacy tensor type here ("torch.FloatTensor"), not dtype
+                lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
         return "\n".join(lines)
-
-    def __repr__(self):
-        body = self.extra_repr()
-        return "ParameterDict(" + ("\n" + body + "\n" if body else "") + ")"

@@ -108,19 +108,103 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
-    """1-d convolution over (N, C_in, L)."""
+    """1-d convolution (cross-correlation) over ``(N, C_in, L)`` inputs.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: size of the window or kernel.
+        stride: stride of the window (defaults to kernel_size for pooling).
+        padding: padding added to the input (an int, a tuple, or for convolutions
+            ``"same"``/``"valid"``).
+        dilation: spacing between kernel elements. Default: 1.
+        groups: number of blocked connections from input to output channels. Default: 1.
+        bias: learn an additive bias. Default: True.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``. Default: zeros.
+        output_padding: extra size added to one side of the output. Default: 0.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, C_in, L)`` or unbatched ``(C_in, L)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Conv1d(3, 4, kernel_size=3, padding=1)
+        >>> tuple(m(ember.randn(2, 3, 8)).shape)
+        (2, 4, 8)
+    """
 
     _nd = 1
 
 
 class Conv2d(_ConvNd):
-    """2-d convolution over (N, C_in, H, W)."""
+    """2-d convolution (cross-correlation) over ``(N, C_in, H, W)`` inputs.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: size of the window or kernel.
+        stride: stride of the window (defaults to kernel_size for pooling).
+        padding: padding added to the input (an int, a tuple, or for convolutions
+            ``"same"``/``"valid"``).
+        dilation: spacing between kernel elements. Default: 1.
+        groups: number of blocked connections from input to output channels. Default: 1.
+        bias: learn an additive bias. Default: True.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``. Default: zeros.
+        output_padding: extra size added to one side of the output. Default: 0.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, C_in, H, W)`` or unbatched ``(C_in, H, W)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Conv2d(3, 4, kernel_size=3, padding=1)
+        >>> tuple(m(ember.randn(2, 3, 8, 8)).shape)
+        (2, 4, 8, 8)
+    """
 
     _nd = 2
 
 
 class Conv3d(_ConvNd):
-    """3-d convolution over (N, C_in, D, H, W)."""
+    """3-d convolution (cross-correlation) over ``(N, C_in, D, H, W)`` inputs.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: size of the window or kernel.
+        stride: stride of the window (defaults to kernel_size for pooling).
+        padding: padding added to the input (an int, a tuple, or for convolutions
+            ``"same"``/``"valid"``).
+        dilation: spacing between kernel elements. Default: 1.
+        groups: number of blocked connections from input to output channels. Default: 1.
+        bias: learn an additive bias. Default: True.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``. Default: zeros.
+        output_padding: extra size added to one side of the output. Default: 0.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, C_in, D, H, W)`` or unbatched ``(C_in, D, H, W)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Conv3d(3, 4, kernel_size=3, padding=1)
+        >>> tuple(m(ember.randn(2, 3, 8, 8, 8)).shape)
+        (2, 4, 8, 8, 8)
+    """
 
     _nd = 3
 
@@ -162,12 +246,105 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    """1-d transposed convolution (the gradient of Conv1d with respect to its input),
+    used to upsample.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: size of the window or kernel.
+        stride: stride of the window (defaults to kernel_size for pooling).
+        padding: padding added to the input (an int, a tuple, or for convolutions
+            ``"same"``/``"valid"``).
+        output_padding: extra size added to one side of the output. Default: 0.
+        groups: number of blocked connections from input to output channels. Default: 1.
+        bias: learn an additive bias. Default: True.
+        dilation: spacing between kernel elements. Default: 1.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``. Default: zeros.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, C_in, L)``; ``forward(input, output_size=None)`` picks the output padding.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.ConvTranspose1d(3, 4, kernel_size=2, stride=2)
+        >>> tuple(m(ember.randn(2, 3, 8)).shape)
+        (2, 4, 16)
+    """
+
     _nd = 1
 
 
 class ConvTranspose2d(_ConvTransposeNd):
+    """2-d transposed convolution (the gradient of Conv2d with respect to its input),
+    used to upsample.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: size of the window or kernel.
+        stride: stride of the window (defaults to kernel_size for pooling).
+        padding: padding added to the input (an int, a tuple, or for convolutions
+            ``"same"``/``"valid"``).
+        output_padding: extra size added to one side of the output. Default: 0.
+        groups: number of blocked connections from input to output channels. Default: 1.
+        bias: learn an additive bias. Default: True.
+        dilation: spacing between kernel elements. Default: 1.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``. Default: zeros.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, C_in, H, W)``; ``forward(input, output_size=None)`` picks the output padding.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.ConvTranspose2d(3, 4, kernel_size=2, stride=2)
+        >>> tuple(m(ember.randn(2, 3, 8, 8)).shape)
+        (2, 4, 16, 16)
+    """
+
     _nd = 2
 
 
 class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution (the gradient of Conv3d with respect to its input),
+    used to upsample.
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: size of the window or kernel.
+        stride: stride of the window (defaults to kernel_size for pooling).
+        padding: padding added to the input (an int, a tuple, or for convolutions
+            ``"same"``/``"valid"``).
+        output_padding: extra size added to one side of the output. Default: 0.
+        groups: number of blocked connections from input to output channels. Default: 1.
+        bias: learn an additive bias. Default: True.
+        dilation: spacing between kernel elements. Default: 1.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``. Default: zeros.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, C_in, D, H, W)``; ``forward(input, output_size=None)`` picks the output padding.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.ConvTranspose3d(3, 4, kernel_size=2, stride=2)
+        >>> tuple(m(ember.randn(2, 3, 8, 8, 8)).shape)
+        (2, 4, 16, 16, 16)
+    """
+
     _nd = 3

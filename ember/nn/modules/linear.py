@@ -12,7 +12,23 @@ from .module import Module
 
 
 class Identity(Module):
-    """Returns its input unchanged (arguments are accepted and ignored)."""
+    """Return the input unchanged (a placeholder; constructor arguments are ignored).
+
+    Args:
+        (none)
+
+    Shape:
+        any.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Identity(54, unused='x')
+        >>> tuple(m(ember.randn(2, 3)).shape)
+        (2, 3)
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -22,9 +38,26 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """``y = x @ W.T + b`` with ``W`` of shape (out_features, in_features).
+    """Affine map ``y = x W^T + b``.
 
-    Weights and bias start from U(-1/sqrt(in_features), 1/sqrt(in_features)), as PyTorch.
+    Args:
+        in_features: size of each input sample.
+        out_features: size of each output sample.
+        bias: learn an additive bias. Default: True.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(*, in_features)`` -> ``(*, out_features)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Linear(20, 30)
+        >>> tuple(m(ember.randn(128, 20)).shape)
+        (128, 30)
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
@@ -54,7 +87,28 @@ class Linear(Module):
 
 
 class Bilinear(Module):
-    """``y = x1^T A x2 + b`` with A of shape (out_features, in1_features, in2_features)."""
+    """Bilinear map ``y = x1^T A x2 + b``.
+
+    Args:
+        in1_features: size of the first input.
+        in2_features: size of the second input.
+        out_features: size of each output sample.
+        bias: learn an additive bias. Default: True.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(*, in1)``, ``(*, in2)`` -> ``(*, out_features)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Bilinear(5, 4, 3)
+        >>> tuple(m(ember.randn(2, 5), ember.randn(2, 4)).shape)
+        (2, 3)
+    """
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
                  dtype=None):

@@ -17,11 +17,22 @@ from collections import OrderedDict, namedtuple
 from ..._core.tensor import Tensor
 from ..parameter import Buffer, Parameter, is_lazy
 
-__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"]
+__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_backward_hook", "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
 
+# hooks every module runs (NOTE [ Global module hooks ] below)
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
+_global_is_full_backward_hook = None
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
 _hook_ids = itertools.count()
 
 
@@ -59,18 +70,218 @@ class RemovableHandle:
         self.remove()
 
 
+# NOTE [ Global module hooks ]
+# A hook registered with a register_module_*_hook function runs for every module, before the
+# module's own hooks of the same kind, as in PyTorch. They are meant for debugging and
+# profiling; each adds a dictionary check to every module call or registration.
+
+
+def _add_global(hooks, hook):
+    h = RemovableHandle(hooks)
+    hooks[h.id] = hook
+    return h
+
+
 def register_module_forward_pre_hook(hook):
-    """A forward pre-hook run for every module, before its own."""
-    h = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[h.id] = hook
-    return h
+    """Register ``hook(module, args)`` to run before every module's forward.
+
+    Args:
+        hook (callable): may return replacement args (a tuple, or one value).
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> seen = []
+        >>> h = ember.nn.modules.module.register_module_forward_pre_hook(
+        ...     lambda m, args: seen.append(type(m).__name__))
+        >>> _ = ember.nn.ReLU()(ember.ones(1))
+        >>> h.remove()
+        >>> seen
+        ['ReLU']
+    """
+    return _add_global(_global_forward_pre_hooks, hook)
 
 
-def register_module_forward_hook(hook, *, always_call=False):
-    """A forward hook run for every module, before its own."""
-    h = RemovableHandle(_global_forward_hooks)
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Register ``hook(module, args, output)`` to run after every module's forward.
+
+    Args:
+        hook (callable): may return a replacement output.
+        with_kwargs (bool): call ``hook(module, args, kwargs, output)`` instead.
+        always_call (bool): accepted for compatibility.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> h = ember.nn.modules.module.register_module_forward_hook(
+        ...     lambda m, args, out: out * 2)
+        >>> ember.nn.Identity()(ember.ones(1))
+        tensor([2.])
+        >>> h.remove()
+    """
+    h = RemovableHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs)
     _global_forward_hooks[h.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[h.id] = True
     return h
+
+
+def register_module_full_backward_pre_hook(hook):
+    """Register ``hook(module, grad_output)`` to run for every module before the gradients
+    of its inputs are computed.
+
+    Args:
+        hook (callable): may return a replacement grad_output.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> seen = []
+        >>> h = ember.nn.modules.module.register_module_full_backward_pre_hook(
+        ...     lambda m, g: seen.append(type(m).__name__))
+        >>> ember.nn.Tanh()(ember.ones(1, requires_grad=True)).sum().backward()
+        >>> h.remove()
+        >>> seen
+        ['Tanh']
+    """
+    return _add_global(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """Register ``hook(module, grad_input, grad_output)`` to run for every module when the
+    gradients of its inputs are computed.
+
+    Args:
+        hook (callable): may return a replacement grad_input.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> seen = []
+        >>> h = ember.nn.modules.module.register_module_full_backward_hook(
+        ...     lambda m, gin, gout: seen.append(type(m).__name__))
+        >>> ember.nn.Tanh()(ember.ones(1, requires_grad=True)).sum().backward()
+        >>> h.remove()
+        >>> seen
+        ['Tanh']
+    """
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as "
+                           "a global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = True
+    return _add_global(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """Deprecated global backward hook; use ``register_module_full_backward_hook``.
+
+    ember runs it as a full backward hook (the legacy hook's view of a module's last
+    operation is not reproduced).
+
+    Args:
+        hook (callable): ``hook(module, grad_input, grad_output)``.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> # registering one fixes the process-wide kind to legacy, as in PyTorch
+        >>> callable(ember.nn.modules.module.register_module_backward_hook)
+        True
+    """
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as "
+                           "a global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = False
+    return _add_global(_global_backward_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """Register ``hook(module, name, buffer)`` to run whenever any module registers a
+    buffer.
+
+    Args:
+        hook (callable): may return a replacement buffer.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> names = []
+        >>> h = ember.nn.modules.module.register_module_buffer_registration_hook(
+        ...     lambda m, name, b: names.append(name))
+        >>> _ = ember.nn.BatchNorm1d(2)
+        >>> h.remove()
+        >>> names
+        ['running_mean', 'running_var', 'num_batches_tracked']
+    """
+    return _add_global(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """Register ``hook(module, name, submodule)`` to run whenever any module registers a
+    submodule.
+
+    Args:
+        hook (callable): may return a replacement submodule.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> names = []
+        >>> h = ember.nn.modules.module.register_module_module_registration_hook(
+        ...     lambda m, name, sub: names.append(name))
+        >>> _ = ember.nn.Sequential(ember.nn.ReLU())
+        >>> h.remove()
+        >>> names
+        ['0']
+    """
+    return _add_global(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """Register ``hook(module, name, param)`` to run whenever any module registers a
+    parameter.
+
+    Args:
+        hook (callable): may return a replacement parameter.
+
+    Returns:
+        RemovableHandle: ``remove()`` unregisters the hook.
+
+    Example:
+        >>> import ember
+        >>> names = []
+        >>> h = ember.nn.modules.module.register_module_parameter_registration_hook(
+        ...     lambda m, name, p: names.append(name))
+        >>> _ = ember.nn.Linear(2, 2)
+        >>> h.remove()
+        >>> names
+        ['weight', 'bias']
+    """
+    return _add_global(_global_parameter_registration_hooks, hook)
+
+
+def _run_registration_hooks(hooks, module, name, value):
+    for hook in hooks.values():
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 def _addindent(text, n):
@@ -85,7 +296,27 @@ class Module:
 
     Subclasses create their parameters and submodules in ``__init__`` (after calling
     ``super().__init__()``) and compute in ``forward``. Calling the module runs its hooks
-    around ``forward``.
+    around ``forward``. Assigning a Parameter, a Module or a Buffer as an attribute registers
+    it, so ``parameters()``, ``state_dict()``, ``to()`` and ``train()/eval()`` reach it.
+
+    Args:
+        (none): subclasses define their own.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> class TwoLayer(ember.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc1 = ember.nn.Linear(4, 8)
+        ...         self.fc2 = ember.nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.fc2(self.fc1(x).relu())
+        >>> net = TwoLayer()
+        >>> tuple(net(ember.randn(3, 4)).shape), len(list(net.parameters()))
+        ((3, 2), 4)
     """
 
     dump_patches = False
@@ -135,6 +366,9 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.__dict__.get("persistent", persistent)
             tensor = tensor.detach()
+        if _global_buffer_registration_hooks:
+            tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name,
+                                             tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -160,6 +394,9 @@ class Module:
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
                 "be created explicitly. To express '{name}' as a function of another Tensor, "
                 "compute the value in the forward() method.")
+        if _global_parameter_registration_hooks:
+            param = _run_registration_hooks(_global_parameter_registration_hooks, self, name,
+                                            param)
         self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -174,9 +411,70 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
+        if _global_module_registration_hooks:
+            module = _run_registration_hooks(_global_module_registration_hooks, self, name,
+                                             module)
         self._modules[name] = module
 
     register_module = add_module
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, replacing what is there.
+
+        Args:
+            target (str): e.g. ``"encoder.layers.0"``; every prefix must name a submodule.
+            module (Module): the module to install.
+            strict (bool): only replace an existing submodule (AttributeError otherwise).
+                Default: False.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> net = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.ReLU())
+            >>> net.set_submodule("1", ember.nn.Tanh())
+            >>> net[1]
+            Tanh()
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        *path, name = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self.get_submodule(".".join(path))
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward with ``ember.compile`` (same arguments); later calls
+        of the module run the compiled forward.
+
+        PyTorch compiles the whole call, hooks included; ember compiles ``forward`` and runs
+        the hooks around it, which keeps the plain module call free of a compiled-or-not
+        check (the result is the same, since ember's compile runs eagerly).
+
+        Args:
+            *args, **kwargs: passed to ``ember.compile``.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> m = ember.nn.Linear(2, 2)
+            >>> if hasattr(ember, "compile"):
+            ...     m.compile()
+            >>> tuple(m(ember.ones(1, 2)).shape)
+            (1, 2)
+        """
+        from ... import compile as compile_fn
+
+        self.__dict__["forward"] = compile_fn(type(self).forward.__get__(self), *args,
+                                              **kwargs)
 
     def get_submodule(self, target: str) -> Module:
         """The submodule at dotted path ``target`` ('' is self)."""
@@ -258,12 +556,18 @@ class Module:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(d, self._parameters, self._buffers,
                             self._non_persistent_buffers_set)
+                if _global_module_registration_hooks:
+                    value = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                    name, value)
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(
                         f"cannot assign '{type(value).__name__}' as child module '{name}' "
                         "(torch.nn.Module or None expected)")
+                if _global_module_registration_hooks:
+                    value = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                    name, value)
                 modules[name] = value
             else:
                 buffers = d.get("_buffers")
@@ -482,6 +786,7 @@ class Module:
 
         Example::
 
+            >>> import ember
             >>> with ember.device("meta"):
             ...     layer = ember.nn.Linear(4, 2)
             >>> layer.to_empty(device="cpu").weight.device
@@ -771,7 +1076,8 @@ class Module:
                 f'Module [{type(self).__name__}] is missing the required "forward" function')
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+                or _global_forward_pre_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return forward(*args, **kwargs)
         return self._call_with_hooks(forward, args, kwargs)
 
@@ -792,7 +1098,8 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        backward_hooks = self._backward_hooks or self._backward_pre_hooks
+        backward_hooks = (self._backward_hooks or self._backward_pre_hooks
+                          or _global_backward_hooks or _global_backward_pre_hooks)
         bw = None
         if backward_hooks and self._is_full_backward_hook is not False:
             from ._backward_hooks import ModuleBackwardHook
@@ -802,7 +1109,8 @@ class Module:
         result = forward(*args, **kwargs)
         for hook_id, hook in itertools.chain(_global_forward_hooks.items(),
                                              self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
+            if (hook_id in self._forward_hooks_with_kwargs
+                    or hook_id in _global_forward_hooks_with_kwargs):
                 out = hook(self, args, kwargs, result)
             else:
                 out = hook(self, args, result)

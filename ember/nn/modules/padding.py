@@ -38,7 +38,38 @@ def _make(name, nd, mode, has_value):
         def __init__(self, padding):
             _PadNd.__init__(self, padding, 0.0)
     return type(name, (_PadNd,), {"_nd": nd, "_mode": mode, "__init__": __init__,
-                                  "__module__": __name__})
+                                  "__module__": __name__, "__doc__": _doc(name, nd, has_value)})
+
+
+_WHAT = {"Constant": "a constant ``value``", "Zero": "zeros",
+         "Reflection": "the reflection of the input (the edge not repeated)",
+         "Replication": "copies of the edge value", "Circular": "wrap-around (circular) values"}
+
+
+def _doc(name, nd, has_value):
+    sides = "(left, right" + ", top, bottom" * (nd > 1) + ", front, back" * (nd > 2) + ")"
+    spatial = ("L",) if nd == 1 else ("H", "W") if nd == 2 else ("D", "H", "W")
+    dims = ", ".join(spatial)
+    shape_in = ", ".join(["4"] * nd)
+    shape_out = ", ".join(["6"] * nd)
+    call = f"ember.nn.{name}(1{', 0.5' if has_value else ''})"
+    value = "\n        value (float): the fill value." if has_value else ""
+    return f"""Pad the last {nd} dimension{'s' * (nd > 1)} with {_WHAT[name.split('Pad')[0]]}.
+
+    Args:
+        padding (int or tuple): the same on every side, or ``{sides}``.{value}
+
+    Shape:
+        ``(N, C, {dims})`` or ``(C, {dims})``; each padded dim grows by its two paddings.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> tuple({call}(ember.randn(1, 2, {shape_in})).shape)
+        (1, 2, {shape_out})
+    """
 
 
 ConstantPad1d = _make("ConstantPad1d", 1, "constant", True)

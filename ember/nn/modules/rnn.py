@@ -26,7 +26,23 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 class RNNBase(Module):
-    """Shared machinery of RNN, LSTM and GRU."""
+    """Shared machinery of RNN, LSTM and GRU: the stacked, optionally bidirectional
+    weights ``weight_ih_l{k}``, ``weight_hh_l{k}`` (and biases) and the loop over time.
+
+    Args:
+        mode (str): ``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``.
+        input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+        proj_size, device, dtype: as for the concrete classes.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.RNNBase("GRU", 4, 8)
+        >>> [name for name, _ in m.named_parameters()][:2]
+        ['weight_ih_l0', 'weight_hh_l0']
+    """
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
@@ -306,7 +322,25 @@ class RNNBase(Module):
 
 
 class RNN(RNNBase):
-    """Elman RNN with tanh or relu nonlinearity."""
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu), over a
+    sequence; accepts a PackedSequence.
+
+    Args:
+        nonlinearity: ``"tanh"`` or ``"relu"``. Default: tanh.
+
+    Shape:
+        input ``(L, N, H_in)`` (or ``(N, L, H_in)`` with batch_first, or unbatched ``(L, H_in)``).
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.RNN(10, 20, num_layers=2)
+        >>> out, h = m(ember.randn(5, 3, 10))
+        >>> tuple(out.shape), tuple(h.shape)
+        ((5, 3, 20), (2, 3, 20))
+    """
 
     def __init__(self, *args, nonlinearity="tanh", **kwargs):
         if "nonlinearity" in kwargs:
@@ -328,20 +362,75 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """Long short-term memory (Hochreiter & Schmidhuber, 1997), optional projections."""
+    """Long short-term memory (Hochreiter & Schmidhuber, 1997) over a sequence; accepts a
+    PackedSequence; ``forward(input, (h_0, c_0))``.
+
+    Args:
+        (none)
+
+    Shape:
+        input ``(L, N, H_in)`` (or ``(N, L, H_in)`` with batch_first, or unbatched).
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.LSTM(10, 20, num_layers=2)
+        >>> out, (h, c) = m(ember.randn(5, 3, 10))
+        >>> tuple(out.shape), tuple(h.shape), tuple(c.shape)
+        ((5, 3, 20), (2, 3, 20), (2, 3, 20))
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__("LSTM", *args, **kwargs)
 
 
 class GRU(RNNBase):
-    """Gated recurrent unit (Cho et al., 2014)."""
+    """Gated recurrent unit (Cho et al., 2014) over a sequence; accepts a PackedSequence.
+
+    Args:
+        (none)
+
+    Shape:
+        input ``(L, N, H_in)`` (or ``(N, L, H_in)`` with batch_first, or unbatched).
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.GRU(10, 20, num_layers=2)
+        >>> out, h = m(ember.randn(5, 3, 10))
+        >>> tuple(out.shape), tuple(h.shape)
+        ((5, 3, 20), (2, 3, 20))
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__("GRU", *args, **kwargs)
 
 
 class RNNCellBase(Module):
+    """Shared machinery of RNNCell, LSTMCell and GRUCell: weights ``weight_ih``,
+    ``weight_hh`` with ``num_chunks * hidden_size`` rows (and biases).
+
+    Args:
+        input_size (int): features of the input.
+        hidden_size (int): features of the hidden state.
+        bias (bool): learn biases.
+        num_chunks (int): gates stacked in the weights (1, 3 or 4).
+        device, dtype: where and how to create the parameters.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> cell = ember.nn.RNNCellBase(4, 8, True, 3)
+        >>> tuple(cell.weight_ih.shape)
+        (24, 4)
+    """
+
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size = input_size
@@ -389,6 +478,29 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One step of an Elman RNN.
+
+    Args:
+        input_size: number of features of each input step.
+        hidden_size: number of features in the hidden state.
+        bias: learn an additive bias. Default: True.
+        nonlinearity: ``"tanh"`` or ``"relu"``. Default: tanh.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, input_size)`` and optional ``h`` -> ``(N, hidden_size)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.RNNCell(10, 20)
+        >>> tuple(m(ember.randn(3, 10)).shape)
+        (3, 20)
+    """
+
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
@@ -402,6 +514,29 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One step of an LSTM; returns ``(h, c)``.
+
+    Args:
+        input_size: number of features of each input step.
+        hidden_size: number of features in the hidden state.
+        bias: learn an additive bias. Default: True.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, input_size)`` and optional ``(h, c)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.LSTMCell(10, 20)
+        >>> h, c = m(ember.randn(3, 10))
+        >>> tuple(h.shape), tuple(c.shape)
+        ((3, 20), (3, 20))
+    """
+
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
@@ -413,6 +548,28 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One step of a GRU.
+
+    Args:
+        input_size: number of features of each input step.
+        hidden_size: number of features in the hidden state.
+        bias: learn an additive bias. Default: True.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        ``(N, input_size)`` and optional ``h`` -> ``(N, hidden_size)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.GRUCell(10, 20)
+        >>> tuple(m(ember.randn(3, 10)).shape)
+        (3, 20)
+    """
+
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 

@@ -10,8 +10,33 @@ from .module import Module
 
 
 class Embedding(Module):
-    """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim`` (N(0, 1) init;
-    the ``padding_idx`` row is zero and gets no gradient)."""
+    """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``.
+
+    Args:
+        num_embeddings: size of the vocabulary.
+        embedding_dim: size of each embedding vector.
+        padding_idx: index whose embedding stays fixed (and gets no gradient).
+        max_norm: renormalise rows whose norm exceeds this.
+        norm_type: the p of the p-norm.
+        scale_grad_by_freq: scale gradients by the inverse frequency of the words in the batch.
+        sparse: produce sparse gradients for the weight. Default: False.
+        _weight: an initial weight to use.
+        _freeze: do not train the weight.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        indices ``(*)`` -> ``(*, embedding_dim)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.Embedding(10, 3)
+        >>> tuple(m(ember.tensor([[1, 2, 4], [4, 3, 9]])).shape)
+        (2, 3, 3)
+    """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
@@ -72,8 +97,35 @@ class Embedding(Module):
 
 
 class EmbeddingBag(Module):
-    """Sums, means or maxima of bags of embeddings, without building the per-token rows'
-    batch."""
+    """Sums, means or maxes of bags of embeddings, without building the per-index
+    embeddings.
+
+    Args:
+        num_embeddings: size of the vocabulary.
+        embedding_dim: size of each embedding vector.
+        max_norm: renormalise rows whose norm exceeds this.
+        norm_type: the p of the p-norm.
+        scale_grad_by_freq: scale gradients by the inverse frequency of the words in the batch.
+        mode: ``"sum"``, ``"mean"`` or ``"max"`` (bags), or the interpolation mode.
+        sparse: produce sparse gradients for the weight. Default: False.
+        _weight: an initial weight to use.
+        include_last_offset: ``offsets`` has one extra entry, the end of the last bag.
+        padding_idx: index whose embedding stays fixed (and gets no gradient).
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        indices ``(B, L)``, or 1-d with ``offsets``; output ``(B, embedding_dim)``.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.EmbeddingBag(10, 3, mode='sum')
+        >>> tuple(m(ember.tensor([1, 2, 4, 5, 4, 3]), ember.tensor([0, 3])).shape)
+        (2, 3)
+    """
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,

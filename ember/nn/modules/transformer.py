@@ -22,7 +22,37 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 class MultiheadAttention(Module):
-    """Attention with ``num_heads`` heads (Vaswani et al., 2017)."""
+    """Multi-head attention (Vaswani et al., 2017): ``forward(query, key, value,
+    key_padding_mask=None, need_weights=True, attn_mask=None, average_attn_weights=True,
+    is_causal=False)`` returns ``(output, weights)``.
+
+    Args:
+        embed_dim: total size of the model.
+        num_heads: number of attention heads (must divide embed_dim).
+        dropout: dropout probability. Default: 0 (0.1 in transformer layers).
+        bias: learn an additive bias. Default: True.
+        add_bias_kv: append learned bias vectors to the key and value sequences. Default: False.
+        add_zero_attn: append a zero vector to the key and value sequences. Default: False.
+        kdim: key feature size (default embed_dim).
+        vdim: value feature size (default embed_dim).
+        batch_first: inputs and outputs are ``(batch, seq, feature)``. Default: False.
+        device: where to create the parameters.
+        dtype: the dtype of the parameters.
+
+    Shape:
+        query ``(N, L, E)`` with batch_first (else ``(L, N, E)``).
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.MultiheadAttention(16, 4, batch_first=True)
+        >>> x = ember.randn(2, 5, 16)
+        >>> out, w = m(x, x, x)
+        >>> tuple(out.shape), tuple(w.shape)
+        ((2, 5, 16), (2, 5, 5))
+    """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
@@ -124,7 +154,30 @@ def _clones(module, n):
 
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with residual and LayerNorm (post- or,
-    with ``norm_first``, pre-norm)."""
+    with ``norm_first``, pre-norm). ``forward(src, src_mask=None, src_key_padding_mask=None,
+    is_causal=False)``.
+
+    Args:
+        d_model (int): the model size.
+        nhead (int): attention heads.
+        dim_feedforward (int): hidden size of the feed-forward block. Default: 2048.
+        dropout (float): dropout probability. Default: 0.1.
+        activation (str or callable): ``"relu"`` (default), ``"gelu"`` or a callable.
+        layer_norm_eps (float): LayerNorm epsilon. Default: 1e-5.
+        batch_first (bool): ``(N, L, E)`` inputs. Default: False.
+        norm_first (bool): pre-norm. Default: False.
+        bias (bool): biases in the linear and norm layers. Default: True.
+        device, dtype: where and how to create the parameters.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.TransformerEncoderLayer(d_model=16, nhead=4, batch_first=True)
+        >>> tuple(layer(ember.randn(2, 5, 16)).shape)
+        (2, 5, 16)
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -163,7 +216,30 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerDecoderLayer(Module):
-    """Self-attention, cross-attention over ``memory`` and a feed-forward block."""
+    """Self-attention, cross-attention over ``memory`` and a feed-forward block, each with
+    residual and LayerNorm. ``forward(tgt, memory, tgt_mask=None, memory_mask=None, ...)``.
+
+    Args:
+        d_model (int): the model size.
+        nhead (int): attention heads.
+        dim_feedforward (int): hidden size of the feed-forward block. Default: 2048.
+        dropout (float): dropout probability. Default: 0.1.
+        activation (str or callable): ``"relu"`` (default), ``"gelu"`` or a callable.
+        layer_norm_eps (float): LayerNorm epsilon. Default: 1e-5.
+        batch_first (bool): ``(N, L, E)`` inputs. Default: False.
+        norm_first (bool): pre-norm. Default: False.
+        bias (bool): biases in the linear and norm layers. Default: True.
+        device, dtype: where and how to create the parameters.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.TransformerDecoderLayer(d_model=16, nhead=4, batch_first=True)
+        >>> tuple(layer(ember.randn(2, 5, 16), ember.randn(2, 7, 16)).shape)
+        (2, 5, 16)
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -219,7 +295,25 @@ class TransformerDecoderLayer(Module):
 
 
 class TransformerEncoder(Module):
-    """A stack of ``num_layers`` copies of ``encoder_layer`` (and an optional final norm)."""
+    """A stack of ``num_layers`` copies of ``encoder_layer`` (and an optional final norm).
+
+    Args:
+        encoder_layer (TransformerEncoderLayer): the layer to copy.
+        num_layers (int): number of copies.
+        norm (Module, optional): applied to the output.
+        enable_nested_tensor (bool): accepted for compatibility.
+        mask_check (bool): accepted for compatibility.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.TransformerEncoderLayer(d_model=16, nhead=4, batch_first=True)
+        >>> encoder = ember.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        >>> tuple(encoder(ember.randn(2, 5, 16)).shape)
+        (2, 5, 16)
+    """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
@@ -237,7 +331,23 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoder(Module):
-    """A stack of ``num_layers`` copies of ``decoder_layer`` (and an optional final norm)."""
+    """A stack of ``num_layers`` copies of ``decoder_layer`` (and an optional final norm).
+
+    Args:
+        decoder_layer (TransformerDecoderLayer): the layer to copy.
+        num_layers (int): number of copies.
+        norm (Module, optional): applied to the output.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.TransformerDecoderLayer(d_model=16, nhead=4, batch_first=True)
+        >>> decoder = ember.nn.TransformerDecoder(layer, num_layers=2)
+        >>> tuple(decoder(ember.randn(2, 5, 16), ember.randn(2, 7, 16)).shape)
+        (2, 5, 16)
+    """
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
@@ -257,7 +367,34 @@ class TransformerDecoder(Module):
 
 
 class Transformer(Module):
-    """The encoder-decoder Transformer (Vaswani et al., 2017)."""
+    """The encoder-decoder Transformer (Vaswani et al., 2017). ``forward(src, tgt,
+    src_mask=None, tgt_mask=None, memory_mask=None, ...)``; ``generate_square_subsequent_mask``
+    builds a causal mask.
+
+    Args:
+        d_model (int): the model size. Default: 512.
+        nhead (int): attention heads. Default: 8.
+        num_encoder_layers, num_decoder_layers (int): Default: 6 each.
+        dim_feedforward (int): Default: 2048.
+        dropout (float): Default: 0.1.
+        activation (str or callable): Default: ``"relu"``.
+        custom_encoder, custom_decoder (Module, optional): used instead of the defaults.
+        layer_norm_eps (float): Default: 1e-5.
+        batch_first (bool): ``(N, L, E)`` inputs. Default: False.
+        norm_first (bool): pre-norm. Default: False.
+        bias (bool): Default: True.
+        device, dtype: where and how to create the parameters.
+
+    Returns:
+        The module.
+
+    Example:
+        >>> import ember
+        >>> model = ember.nn.Transformer(d_model=16, nhead=4, num_encoder_layers=1,
+        ...                              num_decoder_layers=1, dim_feedforward=32)
+        >>> tuple(model(ember.randn(7, 2, 16), ember.randn(5, 2, 16)).shape)
+        (5, 2, 16)
+    """
 
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
                  dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,

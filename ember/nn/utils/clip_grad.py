@@ -17,7 +17,23 @@ def _grads(parameters):
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """The norm of all ``tensors`` together (as if concatenated)."""
+    """The norm of all ``tensors`` together, as if they were concatenated.
+
+    Args:
+        tensors (Tensor or iterable of Tensor): the tensors (usually gradients).
+        norm_type (float or str): the p of the p-norm; ``inf`` / ``"inf"`` for the max-norm.
+            Default: 2.
+        error_if_nonfinite (bool): raise RuntimeError if the norm is nan or inf.
+        foreach (bool, optional): accepted for compatibility.
+
+    Returns:
+        Tensor: the total norm (0-dim).
+
+    Example:
+        >>> import ember
+        >>> get_total_norm([ember.tensor([3.0]), ember.tensor([4.0])])
+        tensor(5.)
+    """
     from ... import linalg, stack, tensor
 
     from ..._core.tensor import Tensor
@@ -40,6 +56,26 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of ``parameters`` by ``max_norm / total_norm`` when that is
+    below one, given a total norm computed beforehand (``get_total_norm``).
+
+    Args:
+        parameters (Tensor or iterable of Tensor): parameters whose ``.grad`` is scaled.
+        max_norm (float): the largest allowed norm.
+        total_norm (Tensor or float): the norm of all the gradients.
+        foreach (bool, optional): accepted for compatibility.
+
+    Returns:
+        None.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.zeros(2))
+        >>> w.grad = ember.tensor([3.0, 4.0])
+        >>> clip_grads_with_norm_([w], 1.0, ember.tensor(5.0))
+        >>> w.grad
+        tensor([0.6000, 0.8000])
+    """
     grads = _grads(parameters)
     if not grads:
         return
@@ -63,7 +99,27 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     """Scale all gradients together so their total ``norm_type`` norm is at most
-    ``max_norm``; returns the total norm before clipping."""
+    ``max_norm``.
+
+    Args:
+        parameters (Tensor or iterable of Tensor): parameters whose ``.grad`` is clipped.
+        max_norm (float): the largest allowed total norm.
+        norm_type (float or str): the p of the p-norm (``inf`` for the max-norm). Default: 2.
+        error_if_nonfinite (bool): raise RuntimeError if the total norm is nan or inf.
+        foreach (bool, optional): accepted for compatibility.
+
+    Returns:
+        Tensor: the total norm before clipping.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.zeros(2))
+        >>> w.grad = ember.tensor([3.0, 4.0])
+        >>> clip_grad_norm_([w], max_norm=1.0)
+        tensor(5.)
+        >>> w.grad
+        tensor([0.6000, 0.8000])
+    """
     from ..._core.tensor import Tensor
 
     if isinstance(parameters, Tensor):
@@ -76,13 +132,48 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                    foreach=None):
+    """Deprecated spelling of :func:`clip_grad_norm_` (warns FutureWarning).
+
+    Args:
+        parameters, max_norm, norm_type, error_if_nonfinite, foreach: as for
+            ``clip_grad_norm_``.
+
+    Returns:
+        Tensor: the total norm before clipping.
+
+    Example:
+        >>> import ember, warnings
+        >>> w = ember.nn.Parameter(ember.zeros(2))
+        >>> w.grad = ember.tensor([3.0, 4.0])
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     clip_grad_norm([w], 1.0)
+        tensor(5.)
+    """
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
-    """Clamp every gradient element to [-clip_value, clip_value] in place."""
+    """Clamp every gradient element to ``[-clip_value, clip_value]`` in place.
+
+    Args:
+        parameters (Tensor or iterable of Tensor): parameters whose ``.grad`` is clamped.
+        clip_value (float): the bound.
+        foreach (bool, optional): accepted for compatibility.
+
+    Returns:
+        None.
+
+    Example:
+        >>> import ember
+        >>> w = ember.nn.Parameter(ember.zeros(2))
+        >>> w.grad = ember.tensor([-3.0, 0.5])
+        >>> clip_grad_value_([w], 1.0)
+        >>> w.grad
+        tensor([-1.0000,  0.5000])
+    """
     clip_value = float(clip_value)
     with no_grad():
         for g in _grads(parameters):

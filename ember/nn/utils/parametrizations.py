@@ -31,8 +31,24 @@ class _WeightNorm(Module):
 
 
 def weight_norm(module, name="weight", dim=0):
-    """Reparametrize ``name`` as ``g * v / ||v||`` (Salimans & Kingma, 2016); the state
-    holds ``parametrizations.<name>.original0`` (g) and ``original1`` (v)."""
+    """Parametrize ``name`` as ``g * v / ||v||`` (Salimans & Kingma, 2016): the
+    originals are ``parametrizations.<name>.original0`` (g) and ``original1`` (v).
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter. Default: ``"weight"``.
+        dim (int or None): the dimension kept by the norm (None: the whole tensor).
+            Default: 0.
+
+    Returns:
+        Module: ``module``.
+
+    Example:
+        >>> import ember
+        >>> m = weight_norm(ember.nn.Linear(4, 3))
+        >>> tuple(m.parametrizations.weight.original0.shape)
+        (3, 1)
+    """
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
     return module
 
@@ -87,7 +103,25 @@ class _SpectralNorm(Module):
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
-    """Divide ``name`` by its largest singular value, estimated by power iteration."""
+    """Parametrize ``name`` as itself divided by its spectral norm (Miyato et al., 2018),
+    estimated by power iteration in training mode.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter. Default: ``"weight"``.
+        n_power_iterations (int): power iterations per forward. Default: 1.
+        eps (float): numerical floor of the norms. Default: 1e-12.
+        dim (int, optional): the output dimension (1 for transposed convolutions, else 0).
+
+    Returns:
+        Module: ``module``.
+
+    Example:
+        >>> import ember
+        >>> m = spectral_norm(ember.nn.Linear(4, 3))
+        >>> bool(ember.linalg.matrix_norm(m.weight, 2) < 1.01)
+        True
+    """
     weight = getattr(module, name, None)
     if weight is None:
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
@@ -208,7 +242,28 @@ def _householder_product(a, tau):
 
 
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
-    """Constrain ``name`` (a matrix, or batch of matrices) to be orthogonal/unitary."""
+    """Parametrize ``name`` as an orthogonal (or semi-orthogonal) matrix, through the
+    matrix exponential, the Cayley map or Householder reflections of an unconstrained
+    original.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter. Default: ``"weight"``.
+        orthogonal_map (str, optional): ``"matrix_exp"``, ``"cayley"`` or
+            ``"householder"`` (default: matrix_exp for square or complex, else householder).
+        use_trivialization (bool): keep a base and optimise in the tangent space.
+            Default: True.
+
+    Returns:
+        Module: ``module``.
+
+    Example:
+        >>> import ember
+        >>> m = orthogonal(ember.nn.Linear(4, 3))
+        >>> w = m.weight
+        >>> bool(ember.allclose(w @ w.T, ember.eye(3), atol=1e-5))
+        True
+    """
     weight = getattr(module, name, None)
     if weight is None:
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")

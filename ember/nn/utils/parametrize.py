@@ -25,7 +25,18 @@ _cache: dict = {}
 
 @contextlib.contextmanager
 def cached():
-    """Within the block, each parametrized tensor is computed once and reused."""
+    """Within the block, each parametrized tensor is computed once and reused (saves
+    recomputation when a parametrized weight is read many times, as in an RNN).
+
+    Returns:
+        A context manager.
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.utils import parametrize
+        >>> with parametrize.cached():
+        ...     y = ember.nn.Linear(2, 2)(ember.ones(1, 2))
+    """
     global _cache_enabled
     _cache_enabled += 1
     try:
@@ -37,7 +48,25 @@ def cached():
 
 
 class ParametrizationList(ModuleList):
-    """The parametrizations of one tensor, applied in order, and its ``original``."""
+    """The parametrizations of one tensor, applied in order, and its ``original`` (or
+    ``original0``, ``original1``... when ``right_inverse`` returns several tensors).
+
+    Args:
+        modules (sequence of Module): the parametrizations.
+        original (Tensor): the tensor being parametrized.
+        unsafe (bool): skip the consistency checks. Default: False.
+
+    Returns:
+        A module; calling it computes the parametrized tensor.
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.utils import parametrize
+        >>> m = ember.nn.Linear(2, 2)
+        >>> _ = parametrize.register_parametrization(m, "weight", ember.nn.Identity())
+        >>> type(m.parametrizations.weight).__name__
+        'ParametrizationList'
+    """
 
     def __init__(self, modules, original, unsafe=False):
         super().__init__(modules)
@@ -130,7 +159,31 @@ def _inject_property(module, name):
 
 
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
-    """Parametrize ``module.<tensor_name>`` by the module ``parametrization``."""
+    """Parametrize ``module.<tensor_name>`` by the module ``parametrization``: the stored
+    tensor becomes ``module.parametrizations.<tensor_name>.original`` and reading the
+    attribute returns ``parametrization(original)``. Registering again chains them.
+
+    Args:
+        module (Module): the module.
+        tensor_name (str): a parameter or buffer of ``module``.
+        parametrization (Module): maps the original to the value; may define
+            ``right_inverse`` to map an assigned value back.
+        unsafe (bool): skip the shape/dtype consistency checks. Default: False.
+
+    Returns:
+        Module: ``module`` (its class is swapped for a ``Parametrized...`` subclass).
+
+    Example:
+        >>> import ember
+        >>> class Symmetric(ember.nn.Module):
+        ...     def forward(self, x):
+        ...         return x.triu() + x.triu(1).T
+        >>> from ember.nn.utils import parametrize
+        >>> layer = parametrize.register_parametrization(ember.nn.Linear(3, 3), "weight",
+        ...                                              Symmetric())
+        >>> bool((layer.weight == layer.weight.T).all())
+        True
+    """
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
         module.parametrizations[tensor_name].append(parametrization)
@@ -166,7 +219,21 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
 
 
 def is_parametrized(module, tensor_name=None):
-    """Whether ``module`` has parametrizations (for ``tensor_name``, if given)."""
+    """Whether ``module`` has parametrizations (on ``tensor_name``, if given).
+
+    Args:
+        module (Module): the module.
+        tensor_name (str, optional): a tensor name.
+
+    Returns:
+        bool.
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.utils import parametrize
+        >>> parametrize.is_parametrized(ember.nn.Linear(2, 2))
+        False
+    """
     plists = module.__dict__.get("_modules", {}).get("parametrizations")
     if plists is None or not isinstance(plists, ModuleDict):
         return False
@@ -174,7 +241,28 @@ def is_parametrized(module, tensor_name=None):
 
 
 def remove_parametrizations(module, tensor_name, leave_parametrized=True):
-    """Undo ``register_parametrization``; keep the current value (or the original)."""
+    """Undo :func:`register_parametrization` on ``tensor_name``.
+
+    Args:
+        module (Module): the module.
+        tensor_name (str): the parametrized tensor.
+        leave_parametrized (bool): keep the current (parametrized) value; False restores
+            the original. Default: True.
+
+    Returns:
+        Module: ``module``, its original class restored when nothing is left parametrized.
+
+    Example:
+        >>> import ember
+        >>> class Symmetric(ember.nn.Module):
+        ...     def forward(self, x):
+        ...         return x.triu() + x.triu(1).T
+        >>> from ember.nn.utils import parametrize
+        >>> layer = parametrize.register_parametrization(ember.nn.Linear(3, 3), "weight",
+        ...                                              Symmetric())
+        >>> type(parametrize.remove_parametrizations(layer, "weight")).__name__
+        'Linear'
+    """
     from ...autograd.grad_mode import no_grad
 
     if not is_parametrized(module, tensor_name):
@@ -211,11 +299,46 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
 
 
 def type_before_parametrizations(module):
+    """The class of ``module`` before parametrizations swapped it.
+
+    Args:
+        module (Module): the module.
+
+    Returns:
+        type.
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.utils import parametrize
+        >>> m = parametrize.register_parametrization(ember.nn.Linear(2, 2), "weight",
+        ...                                          ember.nn.Identity())
+        >>> parametrize.type_before_parametrizations(m).__name__
+        'Linear'
+    """
     return module.__class__.__bases__[0] if is_parametrized(module) else type(module)
 
 
 def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
-    """Copy the parametrizations (and their originals) of ``from_module`` to ``to_module``."""
+    """Copy the parametrizations (and their originals) of ``from_module`` to
+    ``to_module``.
+
+    Args:
+        from_module (Module): the parametrized module.
+        to_module (Module): the module to receive them.
+        tensor_name (str, optional): only this tensor (default: all).
+
+    Returns:
+        Module: ``to_module``.
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.utils import parametrize
+        >>> a = parametrize.register_parametrization(ember.nn.Linear(2, 2), "weight",
+        ...                                          ember.nn.Identity())
+        >>> b = parametrize.transfer_parametrizations_and_params(a, ember.nn.Linear(2, 2))
+        >>> parametrize.is_parametrized(b, "weight")
+        True
+    """
     if not is_parametrized(from_module):
         return to_module
     names = [tensor_name] if tensor_name else list(from_module.parametrizations.keys())

@@ -32,6 +32,27 @@ def _amount(amount, n):
 
 
 class BasePruningMethod(ABC):
+    """Base class of the pruning methods: a subclass implements ``compute_mask(t,
+    default_mask)``; ``apply`` installs the mask on a module (combining it with any earlier
+    pruning of the same tensor through a PruningContainer).
+
+    Returns:
+        A pruning method.
+
+    Example:
+        >>> import ember
+        >>> class KeepFirst(BasePruningMethod):
+        ...     PRUNING_TYPE = "unstructured"
+        ...     def compute_mask(self, t, default_mask):
+        ...         mask = default_mask.clone()
+        ...         mask.view(-1)[1:] = 0
+        ...         return mask
+        >>> layer = ember.nn.Linear(2, 2)
+        >>> _ = KeepFirst.apply(layer, "weight")
+        >>> int(layer.weight_mask.sum())
+        1
+    """
+
     PRUNING_TYPE = None
 
     def __call__(self, module, inputs):
@@ -102,7 +123,22 @@ class BasePruningMethod(ABC):
 
 
 class PruningContainer(BasePruningMethod):
-    """A sequence of pruning methods applied one after another to the same tensor."""
+    """A sequence of pruning methods applied one after another to the same tensor (what
+    ``apply`` builds when a tensor is pruned twice).
+
+    Args:
+        *methods (BasePruningMethod): the methods, in order.
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = l1_unstructured(l1_unstructured(layer, 'weight', 2), 'weight', 2)
+        >>> int(layer.weight_mask.sum())
+        8
+    """
 
     def __init__(self, *methods):
         self._pruning_methods = ()
@@ -136,6 +172,22 @@ class PruningContainer(BasePruningMethod):
 
 
 class Identity(BasePruningMethod):
+    """A pruning method that prunes nothing (a mask of ones).
+
+    Args:
+        (none)
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = Identity.apply(layer, 'weight')
+        >>> int(layer.weight_mask.sum())
+        12
+    """
+
     PRUNING_TYPE = "unstructured"
 
     def compute_mask(self, t, default_mask):
@@ -147,6 +199,22 @@ class Identity(BasePruningMethod):
 
 
 class RandomUnstructured(BasePruningMethod):
+    """Prune a random ``amount`` of a tensor's entries.
+
+    Args:
+        amount (int or float): how many entries (int) or what fraction (float).
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = RandomUnstructured.apply(layer, 'weight', amount=0.5)
+        >>> int(layer.weight_mask.sum())
+        6
+    """
+
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
@@ -169,6 +237,22 @@ class RandomUnstructured(BasePruningMethod):
 
 
 class L1Unstructured(BasePruningMethod):
+    """Prune the ``amount`` entries of smallest absolute value.
+
+    Args:
+        amount (int or float): how many entries (int) or what fraction (float).
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = L1Unstructured.apply(layer, 'weight', amount=3)
+        >>> int(layer.weight_mask.sum())
+        9
+    """
+
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
@@ -200,6 +284,23 @@ def _structured_mask(t, default_mask, dim, keep_idx):
 
 
 class RandomStructured(BasePruningMethod):
+    """Prune ``amount`` random slices of a tensor along ``dim``.
+
+    Args:
+        amount (int or float): how many slices (int) or what fraction (float).
+        dim (int): the dimension of the slices. Default: -1.
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = RandomStructured.apply(layer, 'weight', amount=1, dim=0)
+        >>> int(layer.weight_mask.sum())
+        8
+    """
+
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
@@ -219,6 +320,24 @@ class RandomStructured(BasePruningMethod):
 
 
 class LnStructured(BasePruningMethod):
+    """Prune the ``amount`` slices along ``dim`` of smallest L``n`` norm.
+
+    Args:
+        amount (int or float): how many slices (int) or what fraction (float).
+        n (int, float, inf or str): the norm.
+        dim (int): the dimension of the slices. Default: -1.
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = LnStructured.apply(layer, 'weight', amount=1, n=2, dim=0)
+        >>> int(layer.weight_mask.sum())
+        8
+    """
+
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1):
@@ -242,6 +361,22 @@ class LnStructured(BasePruningMethod):
 
 
 class CustomFromMask(BasePruningMethod):
+    """Prune with a given mask.
+
+    Args:
+        mask (Tensor): 1 keeps an entry, 0 prunes it.
+
+    Returns:
+        A pruning method; ``apply(module, name, ...)`` prunes a module's tensor.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = CustomFromMask.apply(layer, 'bias', mask=ember.tensor([1.0, 0.0, 1.0]))
+        >>> layer.bias_mask
+        tensor([1., 0., 1.])
+    """
+
     PRUNING_TYPE = "global"
 
     def __init__(self, mask):
@@ -256,35 +391,146 @@ class CustomFromMask(BasePruningMethod):
 
 
 def identity(module, name):
+    """Put ``module.<name>`` under pruning with a mask of ones (prunes nothing).
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter to prune (e.g. ``"weight"``).
+
+    Returns:
+        Module: ``module``, with ``name_orig`` (a parameter), ``name_mask`` (a buffer) and a
+        forward pre-hook that sets ``name = name_orig * name_mask``.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = identity(layer, 'weight')
+        >>> int(layer.weight_mask.sum())
+        12
+    """
     Identity.apply(module, name)
     return module
 
 
 def random_unstructured(module, name, amount):
-    """Zero a random ``amount`` (fraction or count) of ``module.<name>``'s entries."""
+    """Zero a random ``amount`` (fraction or count) of ``module.<name>``'s entries.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter to prune (e.g. ``"weight"``).
+        amount (int or float): how many entries (int) or what fraction (float).
+
+    Returns:
+        Module: ``module``, with ``name_orig`` (a parameter), ``name_mask`` (a buffer) and a
+        forward pre-hook that sets ``name = name_orig * name_mask``.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = random_unstructured(layer, 'weight', amount=0.25)
+        >>> int(layer.weight_mask.sum())
+        9
+    """
     RandomUnstructured.apply(module, name, amount)
     return module
 
 
 def l1_unstructured(module, name, amount, importance_scores=None):
-    """Zero the ``amount`` entries of smallest magnitude."""
+    """Zero the ``amount`` entries of ``module.<name>`` of smallest magnitude.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter to prune (e.g. ``"weight"``).
+        amount (int or float): how many entries (int) or what fraction (float).
+        importance_scores (Tensor, optional): rank by these instead of the tensor.
+
+    Returns:
+        Module: ``module``, with ``name_orig`` (a parameter), ``name_mask`` (a buffer) and a
+        forward pre-hook that sets ``name = name_orig * name_mask``.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = l1_unstructured(layer, 'weight', amount=0.5)
+        >>> int((layer.weight == 0).sum())
+        6
+    """
     L1Unstructured.apply(module, name, amount, importance_scores=importance_scores)
     return module
 
 
 def random_structured(module, name, amount, dim):
+    """Zero ``amount`` random slices of ``module.<name>`` along ``dim``.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter to prune (e.g. ``"weight"``).
+        amount (int or float): how many slices (int) or what fraction (float).
+        dim (int): the dimension of the slices.
+
+    Returns:
+        Module: ``module``, with ``name_orig`` (a parameter), ``name_mask`` (a buffer) and a
+        forward pre-hook that sets ``name = name_orig * name_mask``.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = random_structured(layer, 'weight', amount=1, dim=1)
+        >>> int(layer.weight_mask.sum())
+        9
+    """
     RandomStructured.apply(module, name, amount, dim)
     return module
 
 
 def ln_structured(module, name, amount, n, dim, importance_scores=None):
-    """Zero the ``amount`` slices along ``dim`` of smallest L``n`` norm."""
+    """Zero the ``amount`` slices of ``module.<name>`` along ``dim`` of smallest L``n``
+    norm (e.g. whole output channels).
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter to prune (e.g. ``"weight"``).
+        amount (int or float): how many slices (int) or what fraction (float).
+        n (int, float, inf or str): the norm.
+        dim (int): the dimension of the slices.
+        importance_scores (Tensor, optional): rank by these instead of the tensor.
+
+    Returns:
+        Module: ``module``, with ``name_orig`` (a parameter), ``name_mask`` (a buffer) and a
+        forward pre-hook that sets ``name = name_orig * name_mask``.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = ln_structured(layer, 'weight', amount=1, n=1, dim=0)
+        >>> int(layer.weight_mask.sum())
+        8
+    """
     LnStructured.apply(module, name, amount, n, dim, importance_scores=importance_scores)
     return module
 
 
 def global_unstructured(parameters, pruning_method, importance_scores=None, **kwargs):
-    """Prune across several (module, name) pairs at once, as one flattened tensor."""
+    """Prune across several ``(module, name)`` pairs at once, ranking all their entries
+    together as one flattened tensor.
+
+    Args:
+        parameters (iterable of (Module, str)): the tensors to prune.
+        pruning_method (type): an unstructured method, e.g. ``L1Unstructured``.
+        importance_scores (dict, optional): ``(module, name) -> scores`` to rank by.
+        **kwargs: the method's arguments (``amount``...).
+
+    Returns:
+        None.
+
+    Example:
+        >>> import ember
+        >>> a, b = ember.nn.Linear(4, 3), ember.nn.Linear(3, 2)
+        >>> global_unstructured([(a, "weight"), (b, "weight")], pruning_method=L1Unstructured,
+        ...                     amount=9)
+        >>> int(a.weight_mask.sum() + b.weight_mask.sum())
+        9
+    """
     from ... import cat
 
     parameters = list(parameters)
@@ -310,12 +556,45 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
 
 def custom_from_mask(module, name, mask):
+    """Prune ``module.<name>`` with the given mask.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter to prune (e.g. ``"weight"``).
+        mask (Tensor): 1 keeps an entry, 0 prunes it.
+
+    Returns:
+        Module: ``module``, with ``name_orig`` (a parameter), ``name_mask`` (a buffer) and a
+        forward pre-hook that sets ``name = name_orig * name_mask``.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(4, 3)
+        >>> _ = custom_from_mask(layer, 'bias', ember.tensor([0.0, 1.0, 1.0]))
+        >>> layer.bias_mask
+        tensor([0., 1., 1.])
+    """
     CustomFromMask.apply(module, name, mask)
     return module
 
 
 def remove(module, name):
-    """Make the pruning of ``module.<name>`` permanent (drop the mask and the hook)."""
+    """Make the pruning of ``module.<name>`` permanent: the pruned values become a plain
+    parameter and the mask and hook are dropped.
+
+    Args:
+        module (Module): the module.
+        name (str): the pruned tensor.
+
+    Returns:
+        Module: ``module``.
+
+    Example:
+        >>> import ember
+        >>> layer = l1_unstructured(ember.nn.Linear(4, 3), "weight", amount=2)
+        >>> sorted(remove(layer, "weight").state_dict())
+        ['bias', 'weight']
+    """
     for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
             hook.remove(module)
@@ -326,5 +605,18 @@ def remove(module, name):
 
 
 def is_pruned(module):
+    """Whether any tensor of ``module`` or its submodules is under pruning.
+
+    Args:
+        module (Module): the module.
+
+    Returns:
+        bool.
+
+    Example:
+        >>> import ember
+        >>> is_pruned(ember.nn.Linear(2, 2))
+        False
+    """
     return any(isinstance(h, BasePruningMethod) for m in module.modules()
                for h in m._forward_pre_hooks.values())

@@ -13,9 +13,26 @@ _PackedBase = namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indic
 
 
 class PackedSequence(_PackedBase):
-    """Sequences of different lengths packed time-step-major: ``data`` holds, for each time
-    step, the rows of the sequences still running (longest first); ``batch_sizes[t]`` says
-    how many."""
+    """A batch of variable-length sequences packed time step by time step, as the RNN
+    modules accept it: ``data`` holds the batch's elements at step 0, then step 1..., and
+    ``batch_sizes[t]`` says how many sequences are still running at step t.
+
+    Args:
+        data (Tensor): the packed elements, ``(sum of lengths, *)``.
+        batch_sizes (Tensor): int64, one count per time step.
+        sorted_indices (Tensor, optional): the order the sequences were packed in (longest
+            first).
+        unsorted_indices (Tensor, optional): its inverse permutation.
+
+    Returns:
+        A named tuple ``(data, batch_sizes, sorted_indices, unsorted_indices)``.
+
+    Example:
+        >>> import ember
+        >>> packed = pack_sequence([ember.ones(3), ember.ones(2)])
+        >>> packed.batch_sizes
+        tensor([2, 2, 1])
+    """
 
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None and sorted_indices is not None:
@@ -61,8 +78,24 @@ def _invert_permutation(perm):
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
-    """Pack a padded batch (T, B, *) (or (B, T, *) with ``batch_first``) of sequences with
-    the given lengths."""
+    """Pack a padded batch of variable-length sequences for an RNN.
+
+    Args:
+        input (Tensor): ``(T, B, *)``, or ``(B, T, *)`` with ``batch_first``.
+        lengths (Tensor or list of int): each sequence's length (on the CPU).
+        batch_first (bool): the batch dimension comes first. Default: False.
+        enforce_sorted (bool): require lengths in decreasing order; with False the batch is
+            sorted here and the order restored on unpacking. Default: True.
+
+    Returns:
+        PackedSequence.
+
+    Example:
+        >>> import ember
+        >>> packed = pack_padded_sequence(ember.zeros(2, 4, 1), [4, 2], batch_first=True)
+        >>> packed.data.shape
+        ember.Size([6, 1])
+    """
     ember = _ember()
     lengths = ember.as_tensor(lengths, dtype=ember.int64).cpu() if not isinstance(
         lengths, ember.Tensor) else lengths.to("cpu", ember.int64)
@@ -95,7 +128,23 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
-    """Undo ``pack_padded_sequence``: (padded batch, lengths)."""
+    """Unpack a PackedSequence into a padded batch and the lengths.
+
+    Args:
+        sequence (PackedSequence): the packed batch.
+        batch_first (bool): return ``(B, T, *)`` instead of ``(T, B, *)``. Default: False.
+        padding_value (float): the value of the padding. Default: 0.
+        total_length (int, optional): pad to this many steps (at least the longest).
+
+    Returns:
+        tuple: ``(padded, lengths)``, lengths an int64 tensor in the original batch order.
+
+    Example:
+        >>> import ember
+        >>> padded, lengths = pad_packed_sequence(pack_sequence([ember.ones(3), ember.ones(1)]))
+        >>> tuple(padded.shape), lengths
+        ((3, 2), tensor([3, 1]))
+    """
     ember = _ember()
     data, batch_sizes = sequence.data, sequence.batch_sizes.tolist()
     max_len = len(batch_sizes)
@@ -131,7 +180,23 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
-    """Stack tensors of different first sizes into one padded tensor."""
+    """Stack variable-length tensors into one, padding the shorter ones.
+
+    Args:
+        sequences (list of Tensor): each ``(L_i, *)``.
+        batch_first (bool): return ``(B, T, *)`` instead of ``(T, B, *)``. Default: False.
+        padding_value (float): the value of the padding. Default: 0.
+        padding_side (str): ``"right"`` or ``"left"``. Default: ``"right"``.
+
+    Returns:
+        Tensor: the padded batch.
+
+    Example:
+        >>> import ember
+        >>> pad_sequence([ember.ones(2), ember.ones(1)], batch_first=True)
+        tensor([[1., 1.],
+                [1., 0.]])
+    """
     ember = _ember()
     if padding_side not in ("left", "right"):
         raise ValueError(
@@ -151,18 +216,62 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def pack_sequence(sequences, enforce_sorted=True):
-    """Pack a list of tensors of decreasing (or any, without ``enforce_sorted``) lengths."""
+    """Pack a list of variable-length tensors (``pad_sequence`` then
+    ``pack_padded_sequence``).
+
+    Args:
+        sequences (list of Tensor): each ``(L_i, *)``.
+        enforce_sorted (bool): require decreasing lengths. Default: True.
+
+    Returns:
+        PackedSequence.
+
+    Example:
+        >>> import ember
+        >>> pack_sequence([ember.ones(1), ember.ones(2)], enforce_sorted=False).batch_sizes
+        tensor([2, 1])
+    """
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths,
                                 enforce_sorted=enforce_sorted)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """Split a padded batch back into its variable-length tensors.
+
+    Args:
+        padded_sequences (Tensor): ``(T, B, *)`` or ``(B, T, *)``.
+        lengths (Tensor): each sequence's length.
+        batch_first (bool): the batch dimension comes first. Default: False.
+
+    Returns:
+        list of Tensor.
+
+    Example:
+        >>> import ember
+        >>> [t.shape[0] for t in unpad_sequence(ember.zeros(2, 3), ember.tensor([3, 1]), True)]
+        [3, 1]
+    """
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
     return [padded_sequences[i, :int(n)] for i, n in enumerate(lengths)]
 
 
 def unpack_sequence(packed_sequences):
+    """Split a PackedSequence back into its variable-length tensors, in the original
+    order.
+
+    Args:
+        packed_sequences (PackedSequence): the packed batch.
+
+    Returns:
+        list of Tensor.
+
+    Example:
+        >>> import ember
+        >>> seqs = unpack_sequence(pack_sequence([ember.ones(1), ember.ones(3)], False))
+        >>> [t.shape[0] for t in seqs]
+        [1, 3]
+    """
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

@@ -81,8 +81,26 @@ class SpectralNorm:
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
-    """Divide ``name`` by its spectral norm (Miyato et al., 2018), estimated by power
-    iteration at every training forward."""
+    """Divide the parameter ``name`` by its spectral norm (Miyato et al., 2018), estimated
+    by power iteration at every training forward (the hook-based form; see also
+    ``nn.utils.parametrizations.spectral_norm``).
+
+    Args:
+        module (Module): the module to change.
+        name (str): the parameter. Default: ``"weight"``.
+        n_power_iterations (int): power iterations per forward. Default: 1.
+        eps (float): numerical floor of the norms. Default: 1e-12.
+        dim (int, optional): the output dimension (1 for transposed convolutions, else 0).
+
+    Returns:
+        Module: ``module``, with ``name_orig``, ``name_u`` and ``name_v``.
+
+    Example:
+        >>> import ember
+        >>> m = spectral_norm(ember.nn.Linear(4, 3))
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight_orig']
+    """
     if dim is None:
         from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 
@@ -93,6 +111,21 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 
 def remove_spectral_norm(module, name="weight"):
+    """Undo :func:`spectral_norm`: ``name`` becomes a plain parameter again.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter. Default: ``"weight"``.
+
+    Returns:
+        Module: ``module``.
+
+    Example:
+        >>> import ember
+        >>> m = remove_spectral_norm(spectral_norm(ember.nn.Linear(4, 3)))
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight']
+    """
     for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)

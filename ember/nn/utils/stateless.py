@@ -79,7 +79,26 @@ _MISSING = object()
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
     """Call ``module(*args, **kwargs)`` with the given tensors standing in for its
-    parameters and buffers (dotted names); the module is unchanged afterwards."""
+    parameters and buffers (dotted names); the module is unchanged afterwards.
+
+    Args:
+        module (Module): the module to call.
+        parameter_and_buffer_dicts (dict or sequence of dict): name -> tensor.
+        args (tuple or value, optional): positional arguments.
+        kwargs (dict, optional): keyword arguments.
+        tie_weights (bool): a replacement for one of tied tensors replaces all. Default: True.
+        strict (bool): require a replacement for every parameter and buffer. Default: False.
+
+    Returns:
+        The module's output.
+
+    Example:
+        >>> import ember
+        >>> layer = ember.nn.Linear(2, 1)
+        >>> params = {"weight": ember.ones(1, 2), "bias": ember.zeros(1)}
+        >>> functional_call(layer, params, (ember.ones(1, 2),))
+        tensor([[2.]])
+    """
     if isinstance(parameter_and_buffer_dicts, (list, tuple)):
         merged = {}
         for d in parameter_and_buffer_dicts:

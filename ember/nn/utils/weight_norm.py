@@ -51,8 +51,25 @@ class WeightNorm:
 
 
 def weight_norm(module, name="weight", dim=0):
-    """Reparametrize ``name`` as ``name_g * name_v / ||name_v||`` (deprecated in favour of
-    ``nn.utils.parametrizations.weight_norm``, as in PyTorch)."""
+    """Reparametrize ``name`` as ``name_g * name_v / ||name_v||`` (Salimans & Kingma, 2016).
+    Deprecated in favour of ``nn.utils.parametrizations.weight_norm`` (warns FutureWarning).
+
+    Args:
+        module (Module): the module to change.
+        name (str): the parameter. Default: ``"weight"``.
+        dim (int or None): the dimension kept by the norm (None: the whole tensor). Default: 0.
+
+    Returns:
+        Module: ``module``, with parameters ``name_g`` and ``name_v``.
+
+    Example:
+        >>> import ember, warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     m = weight_norm(ember.nn.Linear(4, 3))
+        >>> tuple(m.weight_g.shape), tuple(m.weight_v.shape)
+        ((3, 1), (3, 4))
+    """
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                   "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
     WeightNorm.apply(module, name, dim)
@@ -60,6 +77,23 @@ def weight_norm(module, name="weight", dim=0):
 
 
 def remove_weight_norm(module, name="weight"):
+    """Undo :func:`weight_norm`: ``name`` becomes a plain parameter again.
+
+    Args:
+        module (Module): the module.
+        name (str): the parameter. Default: ``"weight"``.
+
+    Returns:
+        Module: ``module``.
+
+    Example:
+        >>> import ember, warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     m = remove_weight_norm(weight_norm(ember.nn.Linear(4, 3)))
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight']
+    """
     for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, WeightNorm) and hook.name == name:
             hook.remove(module)
