@@ -44,8 +44,8 @@ from ._library.registration import scoped_library as _scoped_library  # noqa: F4
 from ._ops._registry import ops
 
 __all__ = ["Library", "custom_op", "CustomOpDef", "define", "impl", "register_kernel",
-           "register_fake", "register_autograd", "register_torch_dispatch", "opcheck",
-           "infer_schema", "fallthrough_kernel", "impl_abstract", "register_backend",
+           "register_fake", "register_autograd", "register_autocast", "register_torch_dispatch",
+           "opcheck", "infer_schema", "fallthrough_kernel", "impl_abstract", "register_backend",
            "backends", "registered_ops"]
 
 # ------------------------------------------------------------------------------------------------
@@ -147,6 +147,21 @@ class CustomOpDef:
         """
         _reg.register(self._op, KERNEL, "meta", fn, None)
         return fn
+
+    def register_autocast(self, device_type: str, cast_inputs) -> None:
+        """Register how the op runs under autocast; see ``ember.library.register_autocast``.
+
+        Example::
+
+            >>> @ember.library.custom_op("doc_rac::half", mutates_args=())
+            ... def half(x: ember.Tensor) -> ember.Tensor:
+            ...     return x / 2
+            >>> half.register_autocast("cpu", ember.float32)
+            >>> with ember.autocast("cpu", dtype=ember.bfloat16):
+            ...     half(ember.ones(2, dtype=ember.bfloat16)).dtype
+            ember.float32
+        """
+        register_autocast(self, device_type, cast_inputs)
 
     def register_autograd(self, backward: Callable, /, *,
                           setup_context: Callable | None = None) -> None:
@@ -544,6 +559,45 @@ def register_autograd(op, backward: Callable, /, *, setup_context: Callable | No
         raise TypeError(f"register_autograd: setup_context must be callable, got "
                         f"{type(setup_context).__name__}")
     _reg.register(target, AUTOGRAD, None, Formula(backward, setup_context), lib)
+
+
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def register_autocast(op, device_type: str, cast_inputs, /, *, lib: Library | None = None) -> None:
+    """Register how a custom operator runs under ``ember.autocast(device_type)``: its
+    floating-point Tensor inputs on that device are cast to ``cast_inputs``, then it runs
+    with autocast off (so the ops inside it are not cast again). Outside autocast, or on
+    another device type, nothing changes.
+
+    Args:
+        op: a CustomOpDef, an OpOverload or ``"namespace::name"``.
+        device_type: ``"cpu"`` or ``"cuda"``.
+        cast_inputs: the dtype (an ``ember.dtype``) floating-point inputs are cast to.
+        lib: the Library whose lifetime the registration shares.
+
+    Example::
+
+        >>> @ember.library.custom_op("doc_autocast::double", mutates_args=())
+        ... def double(x: ember.Tensor) -> ember.Tensor:
+        ...     return x * 2
+        >>> ember.library.register_autocast("doc_autocast::double", "cpu", ember.float16)
+        >>> with ember.autocast("cpu", dtype=ember.bfloat16):
+        ...     double(ember.ones(2)).dtype
+        ember.float16
+    """
+    from ._core.dtype import dtype as _dtype
+    from ._library.custom_ops import AUTOCAST
+
+    target = _reg.lookup(op, "register_autocast")
+    if device_type not in _AUTOCAST_DEVICES:
+        raise RuntimeError(
+            f"register_autocast: expected device_type 'cpu' or 'cuda', but got "
+            f"{device_type!r}")
+    if not isinstance(cast_inputs, _dtype):
+        raise TypeError(f"register_autocast: cast_inputs must be a dtype (e.g. "
+                        f"ember.float16), not {type(cast_inputs).__name__}")
+    _reg.register(target, AUTOCAST, device_type, cast_inputs, lib)
 
 
 def register_torch_dispatch(op, torch_dispatch_class, func: Callable | None = None, /, *,

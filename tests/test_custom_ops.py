@@ -1214,3 +1214,42 @@ def test_impl_of_a_builtin_op_still_takes_an_array_kernel():
     assert hits == [(2, 3)]
     with pytest.raises(ValueError, match="no op named"):
         library.impl("no_such_op_anywhere", "cpu")
+
+
+# ------------------------------------------------------------------------------------------------
+# register_autocast
+
+
+def test_register_autocast_casts_floating_inputs_under_autocast():
+    @ember.library.custom_op("t_autocast::sin2", mutates_args=())
+    def sin2(x: ember.Tensor, n: ember.Tensor) -> ember.Tensor:
+        return (x.sin() * 2).to(x.dtype)
+
+    ember.library.register_autocast("t_autocast::sin2", "cpu", ember.float16)
+    x, n = ember.randn(3), ember.arange(3)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert sin2(x, n).dtype == ember.float16
+    assert sin2(x, n).dtype == ember.float32  # outside autocast: as called
+
+
+def test_register_autocast_runs_the_op_with_autocast_off():
+    @ember.library.custom_op("t_autocast::gram", mutates_args=())
+    def gram(x: ember.Tensor) -> ember.Tensor:
+        return x @ x.T  # would run in bfloat16 if autocast stayed on inside
+
+    gram.register_autocast("cpu", ember.float32)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert gram(ember.randn(2, 2, dtype=ember.bfloat16)).dtype == ember.float32
+
+
+def test_register_autocast_bad_arguments():
+    @ember.library.custom_op("t_autocast::ident", mutates_args=())
+    def ident(x: ember.Tensor) -> ember.Tensor:
+        return x.clone()
+
+    with pytest.raises(RuntimeError):
+        ember.library.register_autocast("t_autocast::ident", "tpu", ember.float16)
+    with pytest.raises(TypeError):
+        ember.library.register_autocast("t_autocast::ident", "cpu", "float16")
+    with pytest.raises(RuntimeError, match="does not exist"):
+        ember.library.register_autocast("t_autocast::nothere", "cpu", ember.float16)

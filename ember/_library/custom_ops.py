@@ -60,6 +60,7 @@ KERNEL = "kernel"  # the op's kernel (CPU, CUDA, Meta, CompositeExplicitAutograd
 COMPOSITE = "composite"  # CompositeImplicitAutograd: a body of other ops
 AUTOGRAD = "autograd"  # an Autograd-key kernel (does its own autograd) or a Formula
 RULE = "rule"  # register_torch_dispatch: key is the mode class
+AUTOCAST = "autocast"  # register_autocast: key is the device type, value the dtype
 
 _tokens = itertools.count()
 

@@ -30,6 +30,7 @@ from .. import _dispatch, _overrides
 from .._core import dtype as _dt
 from .._core.backend import backends_by_type
 from .._core.tensor import Tensor
+from .._library.custom_ops import AUTOCAST as _AUTOCAST
 from . import _policy
 
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"]
@@ -155,7 +156,9 @@ def _run(call, policy, round_trip, device_type, args, kwargs):
     with autocast suspended, cast the outputs where the policy says so."""
     st = _state
     lower = st.dtype.get(device_type) or _default_dtype(device_type)
-    if policy == _policy.PLAIN:
+    if isinstance(policy, _dt.dtype):  # a custom op's register_autocast dtype
+        to = policy
+    elif policy == _policy.PLAIN:
         to = None
     elif policy == _policy.LOWER:
         to = lower
@@ -197,6 +200,12 @@ class _AutocastMode(_dispatch.Mode):
         device_type = _first_device(args, kwargs)
         if not st.enabled.get(device_type):
             return handle(*args, **kwargs)
+        op = handle.op
+        if op is not None and not op.is_builtin:  # a custom op: its register_autocast rule
+            to = op.active(_AUTOCAST, device_type)
+            if to is None:
+                return handle(*args, **kwargs)
+            return _run(handle, to, False, device_type, args, kwargs)
         name = packet.__name__
         policy = _policy.POLICIES.get(device_type, {}).get(name)
         if policy is not None and callable(policy):
