@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import pkgutil
 from typing import Any
 from collections.abc import Callable
@@ -89,8 +90,10 @@ class OpInfo:
         dtypes: the dtypes the op supports (tested); others may raise.
         op: the ember callable (default ``ember.<name>``).
         torch_op: the torch callable for conformance (default ``torch.<name>``), or None.
-        method / inplace / supports_out: which forms exist (checked to agree, and checked to
-            be set wherever ember and PyTorch both have the form).
+        method / inplace / supports_out: which forms exist. ``inplace`` and ``supports_out``
+            left at None are read off the registry (``Tensor.<name>_`` exists; the function
+            takes ``out=``) unless ``skips`` names the form; the coverage tests check they
+            agree with PyTorch's forms.
         is_view: the result shares memory with ``input`` (checked).
         error_inputs: ``fn(rng) -> iterable of ErrorInput``.
         differentiable: gradients are checked (gradcheck/gradgradcheck in float64).
@@ -111,8 +114,8 @@ class OpInfo:
     op: Callable | None = None
     torch_op: Any = "default"
     method: bool = True
-    inplace: bool = False
-    supports_out: bool = False
+    inplace: bool | None = None
+    supports_out: bool | None = None
     is_view: bool = False
     error_inputs: Callable | None = None
     differentiable: bool = True
@@ -122,6 +125,23 @@ class OpInfo:
     skips: dict = dataclasses.field(default_factory=dict)
     nondeterministic: bool = False
     variant: str = ""
+
+    def __post_init__(self):
+        # the forms come from the declarations (issue: "adding an op is one declaration plus
+        # one OpInfo entry"); an entry states a flag only to differ from them
+        if self.inplace is None:
+            self.inplace = bool(self.method) and "inplace" not in self.skips and \
+                self.get_inplace() is not None
+        if self.supports_out is None:
+            self.supports_out = "out" not in self.skips and self._accepts_out()
+
+    def _accepts_out(self):
+        # the callable the generic tests call: an entry's own ``op`` (a wrapper fixing some
+        # arguments) takes out= only if it says so
+        try:
+            return "out" in inspect.signature(self.get_op()).parameters
+        except (TypeError, ValueError):
+            return False
 
     @property
     def id(self):

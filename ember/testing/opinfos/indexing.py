@@ -683,7 +683,7 @@ op_db = [
     OpInfo("nonzero", variant="as_tuple", ref=lambda a, as_tuple: np.nonzero(np.atleast_1d(a)),
            sample_inputs=lambda d, r: (SampleInput(s.input, as_tuple=True, name=s.name)
                                        for s in _sample_nonzero(d, r)),
-           dtypes=ALL, differentiable=False),
+           dtypes=ALL, differentiable=False, supports_out=False),  # torch: no out= as tuple
     OpInfo("argwhere", ref=np.argwhere, sample_inputs=_sample_nonzero, dtypes=ALL,
            differentiable=False),
 ]
