@@ -53,6 +53,8 @@ from ._core.size import Size
 from ._core.storage import TypedStorage, UntypedStorage
 from ._core.tensor import Tensor
 
+Tensor.__module__ = "ember"  # NOTE [ Printed module name ]
+
 bool = _dtype_mod.bool_
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -30,10 +30,11 @@ BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
 
 
 # NOTE [ Printed module name ]
-# dtypes and sizes print with their module's name: ``ember.float32``, ``ember.Size([2, 3])``.
-# A program run as PyTorch (``python -m ember.compat.run``, or after
-# ``ember.compat.install()``) prints ``torch.float32`` and ``torch.Size([2, 3])`` instead,
-# so its output reads exactly as under PyTorch.
+# dtypes, sizes and the Tensor class print with their module's name: ``ember.float32``,
+# ``ember.Size([2, 3])``, ``<class 'ember.Tensor'>``. A program run as PyTorch (``python -m
+# ember.compat.run``, or after ``ember.compat.install()``) prints ``torch.float32``,
+# ``torch.Size([2, 3])`` and ``<class 'torch.Tensor'>`` instead, so its output reads exactly
+# as under PyTorch.
 printed_module = ["ember"]
 
 

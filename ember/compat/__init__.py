@@ -15,6 +15,7 @@ import importlib.machinery
 import sys
 
 from .._core import dtype as _dtype
+from .._core.tensor import Tensor as _Tensor
 
 __all__ = ["install", "uninstall", "is_installed"]
 
@@ -79,6 +80,7 @@ def install():
                     "hook before the first `import torch`")
         sys.meta_path.insert(0, _finder)
     _dtype.printed_module[0] = "torch"  # NOTE [ Printed module name ]
+    _Tensor.__module__ = "torch"  # type(x) prints <class 'torch.Tensor'>
 
 
 def uninstall():
@@ -86,6 +88,7 @@ def uninstall():
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     _dtype.printed_module[0] = "ember"
+    _Tensor.__module__ = "ember"
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

@@ -85,11 +85,12 @@ def test_install_refuses_after_real_torch_and_uninstall_cleans_up():
 def test_runner_prints_dtypes_and_sizes_as_torch(tmp_path):
     # NOTE [ Printed module name ]: a program run as PyTorch prints what PyTorch prints
     script = tmp_path / "shapes.py"
-    script.write_text("import torch\nx = torch.zeros(2, 3)\nprint(x.shape, x.dtype, x.type())\n")
+    script.write_text("import torch\nx = torch.zeros(2, 3)\n"
+                      "print(x.shape, x.dtype, x.type(), type(x).__module__)\n")
     r = subprocess.run([sys.executable, "-m", "ember.compat.run", str(script)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "torch.Size([2, 3]) torch.float32 torch.FloatTensor"
+    assert r.stdout.strip() == "torch.Size([2, 3]) torch.float32 torch.FloatTensor torch"
 
 
 def test_plain_import_prints_ember_names():
@@ -97,3 +98,4 @@ def test_plain_import_prints_ember_names():
 
     assert repr(ember.zeros(2, 3).shape) == "ember.Size([2, 3])"
     assert str(ember.float32) == "ember.float32"
+    assert repr(ember.Tensor) == "<class 'ember.Tensor'>"
