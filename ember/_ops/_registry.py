@@ -69,6 +69,10 @@ class Op:
     #: one of ember's own ops (custom ops from ember.library say False: no specialisation
     #: of theirs needs to step aside)
     is_builtin = True
+    #: for a multi-output op whose vjp takes ``out``: the indices of the outputs the formula
+    #: reads (None: all). Outputs it does not read are not saved, so an in-place op on them
+    #: (``ReLU(inplace=True)`` after batch norm) leaves the backward pass valid.
+    saved_outputs = None
 
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,

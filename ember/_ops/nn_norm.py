@@ -127,6 +127,7 @@ def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
 layer_norm_op = Op("native_layer_norm", _layer_norm_kernel, vjp=_layer_norm_vjp,
                    nondiff_outputs=(1, 2))
 layer_norm_op.node_name = "NativeLayerNormBackward0"
+layer_norm_op.saved_outputs = (1, 2)  # the statistics, not y
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -244,6 +245,7 @@ def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
 batch_norm_op = Op("native_batch_norm", _batch_norm_kernel, vjp=_batch_norm_vjp,
                    nondiff_outputs=(1, 2))
 batch_norm_op.node_name = "NativeBatchNormBackward0"
+batch_norm_op.saved_outputs = (1, 2)  # the statistics, not y (ReLU(inplace=True) follows)
 batch_norm_backward_op = Op("native_batch_norm_backward", _batch_norm_backward_kernel)
 
 

@@ -284,8 +284,8 @@ class OpNode(Node):
             params = dict(params, needs_input_grad=tuple(e is not _NO_EDGE for e in nxt))
         sout = self._sout
         if sout is not None:
-            out = tuple(s.unpack(self) for s in sout) if type(sout) is tuple else \
-                sout.unpack(self)
+            out = tuple(None if s is None else s.unpack(self) for s in sout) \
+                if type(sout) is tuple else sout.unpack(self)
             res = op.vjp(g, *args, out=out, **params)
         else:
             res = op.vjp(g, *args, **params)
@@ -305,7 +305,8 @@ class OpNode(Node):
         sout = self._sout
         if sout is not None:
             for s in (sout if type(sout) is tuple else (sout,)):
-                s.release()
+                if s is not None:
+                    s.release()
             self._freed = True
 
     def __getattr__(self, name):
@@ -320,7 +321,7 @@ class OpNode(Node):
         if key == "result" and d.get("_sout") is not None:
             s = d["_sout"]
             if type(s) is tuple:
-                return s if raw else tuple(x.unpack(self) for x in s)
+                return s if raw else tuple(None if x is None else x.unpack(self) for x in s)
             return s if raw else s.unpack(self)
         names = _vjp_input_names(d["_op"])
         saved = d.get("_saved")
@@ -570,8 +571,11 @@ def record(op, inputs, params, outputs):
             if first is None:
                 first = o
         if op.saves_out and first is not None:
-            # multi-output formulas receive every output (e.g. max_pool's indices)
-            node._sout = tuple(save_output(o, i) for i, o in enumerate(outputs))
+            # multi-output formulas receive every output they read (e.g. max_pool's indices;
+            # None for those ``op.saved_outputs`` leaves out)
+            keep = op.saved_outputs
+            node._sout = tuple(save_output(o, i) if keep is None or i in keep else None
+                               for i, o in enumerate(outputs))
     else:
         if outputs._data.dtype.kind in "iub" or 0 in op.nondiff_outputs:
             return

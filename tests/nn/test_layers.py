@@ -488,3 +488,22 @@ def test_bce_with_logits_gradient_at_zero_logit_matches_torch():
         loss.backward()
         grads.append(np.asarray(t.grad.detach()))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("norm", ["batch", "layer"])
+def test_norm_then_inplace_relu_backward_matches_torch(norm):
+    # the norms' formulas read their statistics, not their output: writing into the output
+    # (ResNet's BatchNorm2d -> ReLU(inplace=True)) must leave backward valid
+    import torch
+
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4))
+    grads = []
+    for m in (ember, torch):
+        t = m.tensor(x, requires_grad=True)
+        layer = m.nn.BatchNorm2d(3).double() if norm == "batch" else \
+            m.nn.LayerNorm([4, 4]).double()
+        y = m.nn.ReLU(inplace=True)(layer(t))
+        (y * m.arange(y.numel(), dtype=m.float64).reshape(y.shape)).sum().backward()
+        grads.append(np.asarray(t.grad.detach()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-12)
