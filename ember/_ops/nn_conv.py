@@ -30,7 +30,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
-from ._registry import Op
+from ._registry import Op, public
 from .nn_pad import pad
 
 
@@ -645,3 +645,156 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
     if bias is not None:
         y = y + bias.reshape((1, c_out) + (1,) * nd)
     return y if batched else y.squeeze(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# named forms: nn.functional.convNd and torch.convNd are one function
+
+
+_CONV_DOC = """{nd}-d convolution (cross-correlation) of a batch of {nd}-d signals.
+
+    Args:
+        input: (N, C_in, {sp}) or unbatched (C_in, {sp}).
+        weight: (C_out, C_in / groups, {ks}).
+        bias: (C_out,) or None.
+        stride: the step between windows (an int or one per dim).
+        padding: zeros added on both sides (an int, one per dim, or 'valid' / 'same').
+        dilation: the spacing between kernel taps.
+        groups: split channels into this many independent groups.
+
+    Returns:
+        (N, C_out, {sp_out}).
+
+    Example:
+        >>> import ember
+        >>> ember.conv{nd}d(ember.ones({ones_in}), ember.ones({ones_w})).shape
+        {shape}
+    """
+
+_CONV_TRANSPOSE_DOC = """{nd}-d transposed convolution: the adjoint of ``conv{nd}d`` in its input
+    (sometimes called deconvolution).
+
+    Args:
+        input: (N, C_in, {sp}) or unbatched (C_in, {sp}).
+        weight: (C_in, C_out / groups, {ks}).
+        bias: (C_out,) or None.
+        stride, padding, dilation: those of the convolution this is the adjoint of.
+        output_padding: extra size added on one side of each output dim.
+        groups: split channels into this many independent groups.
+
+    Returns:
+        (N, C_out, {sp_out}).
+
+    Example:
+        >>> import ember
+        >>> ember.conv_transpose{nd}d(ember.ones({ones_in}), ember.ones({ones_w})).shape
+        {tshape}
+    """
+
+
+def _conv_doc(template, nd):
+    sp = ", ".join("DHW"[3 - nd:])
+    return template.format(
+        nd=nd, sp=sp, ks=", ".join(f"k{c}" for c in "DHW"[3 - nd:]),
+        sp_out=", ".join(f"{c}_out" for c in "DHW"[3 - nd:]),
+        ones_in=", ".join(["1", "1"] + ["4"] * nd), ones_w=", ".join(["1", "1"] + ["3"] * nd),
+        shape="ember.Size([" + ", ".join(["1", "1"] + ["2"] * nd) + "])",
+        tshape="ember.Size([" + ", ".join(["1", "1"] + ["6"] * nd) + "])")
+
+
+def _named_conv(nd):
+    def fn(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        return conv(nd, input, weight, bias, stride, padding, dilation, groups)
+
+    fn.__name__ = fn.__qualname__ = f"conv{nd}d"
+    fn.__doc__ = _conv_doc(_CONV_DOC, nd)
+    return public(fn, method=False)
+
+
+def _named_conv_transpose(nd):
+    def fn(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+           dilation=1):
+        return conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
+                              dilation)
+
+    fn.__name__ = fn.__qualname__ = f"conv_transpose{nd}d"
+    fn.__doc__ = _conv_doc(_CONV_TRANSPOSE_DOC, nd)
+    return public(fn, method=False)
+
+
+conv1d, conv2d, conv3d = _named_conv(1), _named_conv(2), _named_conv(3)
+conv_transpose1d, conv_transpose2d, conv_transpose3d = (
+    _named_conv_transpose(1), _named_conv_transpose(2), _named_conv_transpose(3))
+
+
+@public(method=False)
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                 groups):
+    """The general convolution PyTorch's named ones lower to: ``weight.dim() - 2`` spatial
+    dims, direct or transposed, every argument required.
+
+    Args:
+        input: (N, C_in, *spatial), batched.
+        weight: (C_out, C_in / groups, *k), or (C_in, C_out / groups, *k) when transposed.
+        bias: (C_out,) or None.
+        stride, padding, dilation: per spatial dim (or one int for all).
+        transposed: compute the transposed convolution.
+        output_padding: extra output size of the transposed convolution.
+        groups: the number of channel groups.
+
+    Returns:
+        (N, C_out, *spatial_out).
+
+    Example:
+        >>> import ember
+        >>> ember.convolution(ember.ones(1, 1, 4), ember.ones(1, 1, 3), None, [1], [0], [1],
+        ...                   False, [0], 1)
+        tensor([[[3., 3.]]])
+    """
+    nd = weight.dim() - 2
+    if input.dim() != weight.dim():
+        raise RuntimeError(
+            f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
+            f"{list(weight.shape)}, but got {input.dim()}-dimensional input of size "
+            f"{list(input.shape)} instead")
+    if nd not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a weight of 3 to 5 dims, got "
+                           f"{list(weight.shape)}")
+    if transposed:
+        return conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
+                              dilation)
+    return conv(nd, input, weight, bias, stride, padding, dilation, groups)
+
+
+@public(method=False)
+def conv_tbc(input, weight, bias, pad=0):
+    """1-d convolution of time-batch-channel data: input (T, B, C_in), weight
+    (k, C_in, C_out), bias (C_out,), ``pad`` zeros on both ends of time.
+
+    Args:
+        input: (T, B, C_in).
+        weight: (k, C_in, C_out).
+        bias: (C_out,).
+        pad: zeros added before and after the sequence.
+
+    Returns:
+        (T + 2 * pad - k + 1, B, C_out).
+
+    Example:
+        >>> import ember
+        >>> ember.conv_tbc(ember.ones(5, 2, 3), ember.ones(2, 3, 4), ember.zeros(4)).shape
+        ember.Size([4, 2, 4])
+    """
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    y = conv(1, input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad, 1, 1)
+    return y.permute(2, 0, 1)

@@ -1,12 +1,16 @@
 """Dropout: ``dropout``, ``dropout1d``/``2d``/``3d`` (whole channels) and ``alpha_dropout``.
 
 Compositions of ember ops -- a Bernoulli mask, then a product -- so the mask is ordinary
-autograd state. ``nn.functional`` re-exports them; they live with the ops because scaled
+autograd state. The top-level forms PyTorch also has (``torch.dropout(input, p, train)``,
+``torch.feature_alpha_dropout_``, ``torch.native_dropout`` ...) are declared ``public`` at
+the end, with its signatures: ``p`` and ``train`` required, the in-place form a separate
+``<name>_`` function. ``nn.functional`` re-exports them; they live with the ops because scaled
 dot-product attention (``nn_attention.py``) applies dropout to its probabilities.
 """
 
 from __future__ import annotations
 
+from ._registry import public
 from .creation import empty, empty_like
 
 
@@ -52,14 +56,253 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
 
 
+_ALPHA_P = -1.7580993408473766  # -selu's scale * alpha: where SELU saturates
+
+
+def _alpha_dropout(input, p, training, inplace, feature):
+    """Dropped units take SELU's saturation value, then an affine map restores the mean and
+    variance; ``feature`` drops whole channels (dims 0 and 1 pick the mask)."""
+    if not training or p == 0.0:
+        return input
+    if feature:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+        keep = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    else:
+        keep = empty_like(input).bernoulli_(1 - p)
+    a = ((1 - p) * (1 + p * _ALPHA_P ** 2)) ** -0.5
+    b = -a * _ALPHA_P * p
+    out = (input * keep + _ALPHA_P * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU activations' mean and variance."""
     _check_p(p)
-    if not training or p == 0.0:
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels: a (N, C, ...) input loses entire (n, c) planes."""
+    _check_p(p)
+    return _alpha_dropout(input, p, training, inplace, True)
+
+
+# ------------------------------------------------------------------------------------------------
+# top-level forms (torch.<name>)
+
+
+def _check_p_top(p):
+    if p < 0.0 or p > 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _channel_dropout(input, p, train, inplace):
+    _check_p_top(p)
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if not train or p == 0.0:
         return input
-    alpha_p = -1.7580993408473766
-    keep = empty_like(input).bernoulli_(1 - p)
-    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
-    b = -a * alpha_p * p
-    out = (input * keep + alpha_p * (1 - keep)) * a + b
-    return input.copy_(out) if inplace else out
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    mask = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    mask = mask.div_(1 - p) if p < 1 else mask
+    return input.mul_(mask) if inplace else input * mask
+
+
+@public(name="dropout", method=False)
+def _dropout_top(input, p, train):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
+    (``train`` False: ``input`` unchanged).
+
+    Args:
+        input: a tensor.
+        p: the probability of zeroing an element, in [0, 1].
+        train: apply dropout (True) or pass ``input`` through (False).
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.dropout(ember.ones(3), 0.5, False)
+        tensor([1., 1., 1.])
+    """
+    _check_p_top(p)
+    return dropout(input, p, train)
+
+
+@public(method=False)
+def dropout_(input, p, train):
+    """In-place :func:`ember.dropout`.
+
+    Args:
+        input: a tensor, overwritten.
+        p: the probability of zeroing an element.
+        train: apply dropout.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.dropout_(ember.ones(2), 0.0, True)
+        tensor([1., 1.])
+    """
+    _check_p_top(p)
+    return dropout(input, p, train, inplace=True)
+
+
+@public(method=False)
+def feature_dropout(input, p, train):
+    """Dropout of whole channels: each (n, c) plane of a (N, C, ...) input is zeroed with
+    probability ``p``, the rest scaled by ``1 / (1 - p)``.
+
+    Args:
+        input: a tensor of at least 2 dims.
+        p: the probability of zeroing a channel.
+        train: apply dropout.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.feature_dropout(ember.ones(1, 2, 2), 0.5, False)
+        tensor([[[1., 1.],
+                 [1., 1.]]])
+    """
+    return _channel_dropout(input, p, train, False)
+
+
+@public(method=False)
+def feature_dropout_(input, p, train):
+    """In-place :func:`feature_dropout`.
+
+    Args:
+        input: a tensor of at least 2 dims, overwritten.
+        p: the probability of zeroing a channel.
+        train: apply dropout.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.feature_dropout_(ember.ones(1, 2), 0.0, True)
+        tensor([[1., 1.]])
+    """
+    return _channel_dropout(input, p, train, True)
+
+
+@public(name="alpha_dropout", method=False)
+def _alpha_dropout_top(input, p, train):
+    """Alpha dropout (for SELU networks): dropped elements take SELU's saturation value and
+    an affine map keeps the mean and variance.
+
+    Args:
+        input: a tensor.
+        p: the probability of dropping an element.
+        train: apply dropout.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.alpha_dropout(ember.ones(2), 0.5, False)
+        tensor([1., 1.])
+    """
+    _check_p_top(p)
+    return _alpha_dropout(input, p, train, False, False)
+
+
+@public(method=False)
+def alpha_dropout_(input, p, train):
+    """In-place alpha dropout (see ``ember.alpha_dropout``).
+
+    Args:
+        input: a tensor, overwritten.
+        p: the probability of dropping an element.
+        train: apply dropout.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.alpha_dropout_(ember.ones(2), 0.5, False)
+        tensor([1., 1.])
+    """
+    _check_p_top(p)
+    return _alpha_dropout(input, p, train, True, False)
+
+
+@public(name="feature_alpha_dropout", method=False)
+def _feature_alpha_dropout_top(input, p, train):
+    """Alpha dropout of whole channels (each (n, c) plane of a (N, C, ...) input).
+
+    Args:
+        input: a tensor of at least 2 dims.
+        p: the probability of dropping a channel.
+        train: apply dropout.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.feature_alpha_dropout(ember.ones(1, 2), 0.5, False)
+        tensor([[1., 1.]])
+    """
+    _check_p_top(p)
+    return _alpha_dropout(input, p, train, False, True)
+
+
+@public(method=False)
+def feature_alpha_dropout_(input, p, train):
+    """In-place channel-wise alpha dropout (see ``ember.feature_alpha_dropout``).
+
+    Args:
+        input: a tensor of at least 2 dims, overwritten.
+        p: the probability of dropping a channel.
+        train: apply dropout.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.feature_alpha_dropout_(ember.ones(1, 2), 0.5, False)
+        tensor([[1., 1.]])
+    """
+    _check_p_top(p)
+    return _alpha_dropout(input, p, train, True, True)
+
+
+@public(method=False)
+def native_dropout(input, p, train):
+    """Dropout that also returns its mask: ``(output, mask)`` with ``mask`` a bool tensor,
+    True where the element was kept (all True when not training).
+
+    Args:
+        input: a floating-point tensor.
+        p: the probability of zeroing an element.
+        train: apply dropout (None counts as True).
+
+    Returns:
+        ``(output, mask)``.
+
+    Example:
+        >>> import ember
+        >>> ember.native_dropout(ember.ones(2), 0.5, False)
+        (tensor([1., 1.]), tensor([True, True]))
+    """
+    from .._core import dtype as _dt
+
+    _check_p_top(p)
+    if train is None or train:
+        keep = empty_like(input).bernoulli_(1 - p)
+        scale = 1.0 / (1 - p) if p < 1 else 0.0
+        return input * keep * scale, keep.to(_dt.bool_)
+    return input.clone(), empty_like(input, dtype=_dt.bool_).fill_(True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .. import _dispatch
-from ._registry import Op
+from ._registry import Op, public
 from .linalg import channel_sums, col_sums, row_sums
 
 
@@ -132,6 +132,11 @@ layer_norm_op.saved_outputs = (1, 2)  # the statistics, not y
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    return _layer_norm(input, normalized_shape, weight, bias, eps)[0]
+
+
+def _layer_norm(input, normalized_shape, weight, bias, eps):
+    """``(output, mean, rstd)``; the statistics keep the normalised dims with size 1."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
@@ -146,8 +151,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(
                 f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
                 f"shape {list(t.shape)} and normalized_shape = {list(normalized_shape)}")
-    y, _, _ = _dispatch.apply(layer_norm_op, (input, weight, bias), {"ndim": nd, "eps": eps})
-    return y
+    return _dispatch.apply(layer_norm_op, (input, weight, bias), {"ndim": nd, "eps": eps})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -253,6 +257,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) by batch statistics (training) or running ones (eval);
     in training the running statistics are updated in place with ``momentum``."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                       eps)[0]
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
+    """``(output, save_mean, save_invstd)``: the batch statistics per channel in training,
+    None otherwise."""
     if input.dim() < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
     c = input.shape[1]
@@ -272,7 +283,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             y = y * weight.reshape(shape)
         if bias is not None:
             y = y + bias.reshape(shape)
-        return y
+        return y, None, None
     if training:
         n = input.numel() // c
         if n == 1:
@@ -294,7 +305,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean.mul_(1 - momentum).add_(m.detach() * momentum)
             if running_var is not None:
                 running_var.mul_(1 - momentum).add_(unbiased * momentum)
-    return y
+    return (y, m, rstd) if training else (y, None, None)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -344,8 +355,25 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return y
 
 
+@public(method=False)
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims."""
+    """Root-mean-square normalisation: ``x / sqrt(mean(x^2) + eps) * weight`` over the
+    trailing ``normalized_shape`` dims.
+
+    Args:
+        input: a tensor whose last dims are ``normalized_shape``.
+        normalized_shape: the normalised trailing shape (an int for one dim).
+        weight: an elementwise scale of that shape.
+        eps: added to the mean square (default: the dtype's machine epsilon).
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.rms_norm(ember.tensor([[3.0, 4.0]]), [2], eps=0.0)
+        tensor([[0.8485, 1.1314]])
+    """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     nd = len(normalized_shape)
@@ -386,3 +414,233 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     div = (div * alpha + k) ** beta
     return input / div
 
+
+
+# ------------------------------------------------------------------------------------------------
+# top-level forms (torch.<name>): PyTorch's argument order, every flag required where its
+# schema has no default; ``cudnn_enabled`` is accepted and has no effect
+
+
+@public(name="batch_norm", method=False)
+def _batch_norm_top(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                    cudnn_enabled):
+    """Batch normalisation with PyTorch's top-level argument order (see
+    ``nn.functional.batch_norm``).
+
+    Args:
+        input: an (N, C, ...) tensor.
+        weight, bias: per-channel scale and shift, or None.
+        running_mean, running_var: per-channel running statistics (updated in training).
+        training: normalise by batch statistics (True) or the running ones.
+        momentum: the running statistics' update factor.
+        eps: added to the variance.
+        cudnn_enabled: ignored.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[1.0], [3.0]])
+        >>> ember.batch_norm(x, None, None, None, None, True, 0.1, 0.0, False)
+        tensor([[-1.],
+                [ 1.]])
+    """
+    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+@public(method=False)
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                      eps):
+    """Batch normalisation returning ``(output, save_mean, save_invstd)``: the per-channel
+    batch mean and inverse standard deviation in training, empty tensors in evaluation.
+
+    Args:
+        input: an (N, C, ...) tensor.
+        weight, bias: per-channel scale and shift, or None.
+        running_mean, running_var: per-channel running statistics (updated in training).
+        training: normalise by batch statistics.
+        momentum: the running statistics' update factor.
+        eps: added to the variance.
+
+    Returns:
+        ``(output, save_mean, save_invstd)``.
+
+    Example:
+        >>> import ember
+        >>> y, mean, invstd = ember.native_batch_norm(ember.tensor([[1.0], [3.0]]), None,
+        ...                                           None, None, None, True, 0.1, 0.0)
+        >>> mean, invstd
+        (tensor([2.]), tensor([1.]))
+    """
+    y, mean, rstd = _batch_norm(input, running_mean, running_var, weight, bias, training,
+                                momentum, eps)
+    if mean is None:
+        empty = input.new_empty(0)
+        return y, empty, empty.clone()
+    return y, mean, rstd
+
+
+@public(name="instance_norm", method=False)
+def _instance_norm_top(input, weight, bias, running_mean, running_var, use_input_stats,
+                       momentum, eps, cudnn_enabled):
+    """Instance normalisation with PyTorch's top-level argument order (see
+    ``nn.functional.instance_norm``).
+
+    Args:
+        input: an (N, C, ...) tensor.
+        weight, bias: per-channel scale and shift, or None.
+        running_mean, running_var: per-channel running statistics, or None.
+        use_input_stats: normalise by each plane's own statistics.
+        momentum: the running statistics' update factor.
+        eps: added to the variance.
+        cudnn_enabled: ignored.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1.0, 3.0]]])
+        >>> ember.instance_norm(x, None, None, None, None, True, 0.1, 0.0, False)
+        tensor([[[-1.,  1.]]])
+    """
+    return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                         momentum, eps)
+
+
+@public(name="layer_norm", method=False)
+def _layer_norm_top(input, normalized_shape, weight=None, bias=None, eps=1e-5,
+                    cudnn_enable=True):
+    """Layer normalisation over the trailing ``normalized_shape`` dims (see
+    ``nn.functional.layer_norm``); ``cudnn_enable`` is ignored.
+
+    Args:
+        input: a tensor whose last dims are ``normalized_shape``.
+        normalized_shape: the normalised trailing shape.
+        weight, bias: elementwise scale and shift of that shape, or None.
+        eps: added to the variance.
+        cudnn_enable: ignored.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.layer_norm(ember.tensor([[1.0, 3.0]]), [2], eps=0.0)
+        tensor([[-1.,  1.]])
+    """
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@public(method=False)
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """Layer normalisation returning ``(output, mean, rstd)``; the statistics keep the
+    normalised dims with size 1.
+
+    Args:
+        input: a tensor whose last dims are ``normalized_shape``.
+        normalized_shape: the normalised trailing shape.
+        weight, bias: elementwise scale and shift, or None.
+        eps: added to the variance.
+
+    Returns:
+        ``(output, mean, rstd)``.
+
+    Example:
+        >>> import ember
+        >>> y, mean, rstd = ember.native_layer_norm(ember.tensor([[1.0, 3.0]]), [2], None,
+        ...                                         None, 0.0)
+        >>> mean, rstd
+        (tensor([[2.]]), tensor([[1.]]))
+    """
+    return _layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@public(name="group_norm", method=False)
+def _group_norm_top(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """Group normalisation (see ``nn.functional.group_norm``); ``cudnn_enabled`` is ignored.
+
+    Args:
+        input: an (N, C, ...) tensor.
+        num_groups: the number of channel groups (divides C).
+        weight, bias: per-channel scale and shift, or None.
+        eps: added to the variance.
+        cudnn_enabled: ignored.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.group_norm(ember.tensor([[[1.0], [3.0]]]), 1, eps=0.0)
+        tensor([[[-1.],
+                 [ 1.]]])
+    """
+    return group_norm(input, num_groups, weight, bias, eps)
+
+
+@public(method=False)
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """Group normalisation returning ``(output, mean, rstd)``, the statistics shaped
+    (N, group).
+
+    Args:
+        input: an (N, C, ...) tensor of ``N * C * HxW`` elements.
+        weight, bias: per-channel scale and shift, or None.
+        N, C, HxW: the batch size, channels and elements per channel plane.
+        group: the number of channel groups.
+        eps: added to the variance.
+
+    Returns:
+        ``(output, mean, rstd)``.
+
+    Example:
+        >>> import ember
+        >>> y, mean, rstd = ember.native_group_norm(ember.tensor([[[1.0], [3.0]]]), None,
+        ...                                         None, 1, 2, 1, 1, 0.0)
+        >>> mean, rstd
+        (tensor([[2.]]), tensor([[1.]]))
+    """
+    if input.numel() != N * C * HxW:
+        raise RuntimeError(f"Expected input to have {N * C * HxW} elements (N={N}, C={C}, "
+                           f"HxW={HxW}), but got input of size {list(input.shape)}")
+    if C % group:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={group}")
+    # composed, so that mean and rstd are differentiable outputs, as in PyTorch
+    grouped = input.reshape(N, group, -1)
+    mean = grouped.mean(-1)
+    rstd = (grouped.var(-1, unbiased=False) + eps).rsqrt()
+    y = ((grouped - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)).reshape(input.shape)
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y, mean, rstd
+
+
+@public(method=False)
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of ``v`` over every dim but ``dim``, kept as size-1 dims (the norm
+    of the whole tensor, 0-d, when ``dim`` is -1): weight normalisation's ``||v||``.
+
+    Args:
+        v: a tensor.
+        pow: the norm's degree.
+        dim: the dim kept, or -1 for none.
+
+    Returns:
+        A tensor with ``v``'s size along ``dim`` and 1 elsewhere (0-d for ``dim=-1``).
+
+    Example:
+        >>> import ember
+        >>> ember.norm_except_dim(ember.tensor([[3.0, 0.0], [4.0, 1.0]]), 2, 1)
+        tensor([[5., 1.]])
+    """
+    if dim == -1:
+        return v.norm(pow)
+    dims = [d for d in range(v.dim()) if d != dim]
+    return v.norm(pow, dims, keepdim=True) if dims else v.abs()

@@ -349,18 +349,21 @@ def linear(input, weight, bias=None):
         if not isinstance(t, Tensor):
             raise TypeError(f"linear(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
-    if weight.dim() != 2 and weight.dim() != 1:
-        raise RuntimeError(f"linear(): weight must be 1-D or 2-D, got {weight.dim()}-D")
-    if input.shape[-1:] != weight.shape[-1:]:
-        rows = input.reshape(-1, input.shape[-1]).shape if input.dim() else (1, 1)
+    # shapes read off the arrays: ``Tensor.shape`` builds a Size, and this runs per layer call
+    xs = input._data.shape
+    ws = weight._data.shape
+    if len(ws) != 2 and len(ws) != 1:
+        raise RuntimeError(f"linear(): weight must be 1-D or 2-D, got {len(ws)}-D")
+    if xs[-1:] != ws[-1:]:
+        rows = input.reshape(-1, xs[-1]).shape if xs else (1, 1)
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({rows[0]}x{rows[1]} and "
-            f"{weight.shape[-1]}x{weight.shape[0]})")
+            f"{ws[-1]}x{ws[0]})")
     if input._data.dtype != weight._data.dtype:
         raise RuntimeError(
             f"mat1 and mat2 must have the same dtype, but got {input.dtype.scalar_name} and "
             f"{weight.dtype.scalar_name}")
-    if weight.dim() == 1:
+    if len(ws) == 1:
         out = (input * weight).sum(-1)
         return out if bias is None else out + bias
     return _dispatch.apply(linear_op, (input, weight, bias), {})
@@ -812,3 +815,31 @@ def lookup_source(t):
             or weight.is_inference()):
         return None
     return wrap(table), wrap(indices)
+
+
+# ------------------------------------------------------------------------------------------------
+# bilinear
+
+
+@public(method=False)
+def bilinear(input1, input2, weight, bias=None):
+    """Bilinear map ``y_k = x1^T W_k x2 + b_k`` over the last dims.
+
+    Args:
+        input1: (*, in1).
+        input2: (*, in2), the same leading shape.
+        weight: (out, in1, in2).
+        bias: (out,) or None.
+
+    Returns:
+        (*, out).
+
+    Example:
+        >>> import ember
+        >>> ember.bilinear(ember.ones(1, 2), ember.ones(1, 3), ember.ones(4, 2, 3)).shape
+        ember.Size([1, 4])
+    """
+    from .linalg_contract import einsum
+
+    y = einsum("...i,kij,...j->...k", input1, weight, input2)
+    return y + bias if bias is not None else y

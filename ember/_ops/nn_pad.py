@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
-from ._registry import Op
+from ._registry import Op, public
 from ._scatter_planes import unpool_add_op
 
 _NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
@@ -109,3 +109,29 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError(f"{mode} padding does not support negative padding")
     return _dispatch.apply(mode_pad_op, (input,), {"pads": tuple(pairs), "mode": mode,
                                                    "nspatial": n})
+
+
+@public(method=False)
+def constant_pad_nd(input, pad, value=0):
+    """Pad (or, with negative entries, crop) the last ``len(pad) // 2`` dims with ``value``:
+    ``pad = (left_last, right_last, left_second_last, ...)``.
+
+    Args:
+        input: a tensor.
+        pad: an even-length sequence of ints.
+        value: the fill value.
+
+    Returns:
+        The padded tensor.
+
+    Example:
+        >>> import ember
+        >>> ember.constant_pad_nd(ember.ones(1, 2), [1, -1], 0.5)
+        tensor([[0.5000, 1.0000]])
+    """
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
+    return _pad(input, pad, "constant", value)
+
+
+_pad = pad

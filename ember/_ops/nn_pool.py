@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
-from ._registry import Op
+from ._registry import Op, public
 from ._scatter_planes import unpool_add_op
 from .nn_conv import _tuple, sliding_windows, tap_region
 
@@ -419,3 +419,217 @@ def adaptive_max_pool(nd, input, output_size, return_indices=False):
     if not batched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return (values, indices) if return_indices else values
+
+
+# ------------------------------------------------------------------------------------------------
+# top-level forms (torch.<name>): no return_indices flag; the *_with_indices forms return both
+
+
+_MAX_POOL_DOC = """{nd}-d max pooling: the largest value of each window.
+
+    Args:
+        input: (N, C, {sp}) or unbatched (C, {sp}).
+        kernel_size: the window size (an int or one per dim).
+        stride: the step between windows (default: ``kernel_size``).
+        padding: implicit -inf padding on both sides (at most half the kernel).
+        dilation: the spacing between window taps.
+        ceil_mode: round the output size up, letting the last window start in the padding.
+
+    Returns:
+        The pooled tensor.
+
+    Example:
+        >>> import ember
+        >>> ember.max_pool{nd}d(ember.arange(16.0).reshape({shape}), 2).shape
+        {out}
+    """
+
+
+def _named_max_pool(nd):
+    def fn(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+        return max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode)
+
+    sp = ", ".join("DHW"[3 - nd:])
+    shape = {1: "1, 1, 16", 2: "1, 1, 4, 4", 3: "1, 2, 2, 4"}[nd]
+    out = {1: "[1, 1, 8]", 2: "[1, 1, 2, 2]", 3: "[1, 1, 1, 2]"}[nd]
+    if nd == 3:
+        shape = "1, 1, 2, 2, 4"
+        out = "[1, 1, 1, 1, 2]"
+    fn.__name__ = fn.__qualname__ = f"max_pool{nd}d"
+    fn.__doc__ = _MAX_POOL_DOC.format(nd=nd, sp=sp, shape=shape, out=f"ember.Size({out})")
+    return public(fn, method=False)
+
+
+max_pool1d, max_pool2d, max_pool3d = _named_max_pool(1), _named_max_pool(2), _named_max_pool(3)
+
+
+@public(method=False)
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    """1-d max pooling returning ``(values, indices)``, the indices being positions along the
+    input's last dim (what ``max_unpool1d`` takes).
+
+    Args:
+        input: (N, C, L) or (C, L).
+        kernel_size, stride, padding, dilation, ceil_mode: as in :func:`max_pool1d`.
+
+    Returns:
+        ``(values, indices)``.
+
+    Example:
+        >>> import ember
+        >>> ember.max_pool1d_with_indices(ember.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        (tensor([[3., 2.]]), tensor([[1, 2]]))
+    """
+    return max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@public(method=False)
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """1-d average pooling: the mean of each window.
+
+    Args:
+        input: (N, C, L) or (C, L).
+        kernel_size: the window size.
+        stride: the step between windows (default: ``kernel_size``).
+        padding: implicit zeros on both sides (at most half the kernel).
+        ceil_mode: round the output size up.
+        count_include_pad: count padded zeros in the divisor.
+
+    Returns:
+        The pooled tensor.
+
+    Example:
+        >>> import ember
+        >>> ember.avg_pool1d(ember.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        tensor([[2., 1.]])
+    """
+    if not isinstance(stride, int) and stride is not None and len(stride) == 0:
+        stride = None
+    return avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+@public(method=False)
+def adaptive_avg_pool1d(input, output_size):
+    """1-d adaptive average pooling: ``output_size`` windows that tile the input.
+
+    Args:
+        input: (N, C, L) or (C, L).
+        output_size: the output length.
+
+    Returns:
+        (N, C, output_size) or (C, output_size).
+
+    Example:
+        >>> import ember
+        >>> ember.adaptive_avg_pool1d(ember.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        tensor([[2., 1.]])
+    """
+    return adaptive_avg_pool(1, input, output_size)
+
+
+@public(method=False)
+def adaptive_max_pool1d(input, output_size):
+    """1-d adaptive max pooling returning ``(values, indices)``.
+
+    Args:
+        input: (N, C, L) or (C, L).
+        output_size: the output length.
+
+    Returns:
+        ``(values, indices)``, indices into the input's last dim.
+
+    Example:
+        >>> import ember
+        >>> ember.adaptive_max_pool1d(ember.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        (tensor([[3., 2.]]), tensor([[1, 2]]))
+    """
+    return adaptive_max_pool(1, input, output_size, True)
+
+
+# ------------------------------------------------------------------------------------------------
+# fractional max pooling
+#
+# NOTE [ Fractional pooling windows ]
+# Each (sample, channel) plane draws one number u in [0, 1) per spatial dim. With
+# alpha = (in - k) / (out - 1), window i starts at floor((i + u) alpha) - floor(u alpha), the
+# last one at in - k: pseudo-random starts whose steps are floor(alpha) or ceil(alpha). The
+# starts are computed in the input's dtype, as PyTorch does, so the same samples give the same
+# windows. The samples are (N, C, nd) with the width's sample first for 2-d pooling and
+# (depth, height, width) order for 3-d. The result is a gather of the input at the argmax
+# positions, so its derivative is gather's.
+
+
+def _fractional_starts(u, size, out, k, dt):
+    """Window starts (P, out) for samples u (P,) along one dim."""
+    starts = np.empty(u.shape + (out,), dtype=np.int64)
+    if out > 1:
+        alpha = dt.type(size - k) / dt.type(out - 1)
+        i = np.arange(out - 1, dtype=dt)
+        uu = u.astype(dt)[:, None]
+        starts[:, :-1] = ((i + uu) * alpha).astype(np.int64) - (uu * alpha).astype(np.int64)
+    if out > 0:
+        starts[:, -1] = size - k
+    return starts
+
+
+def fractional_max_pool(nd, input, kernel_size, output_size=None, output_ratio=None,
+                        return_indices=False, _random_samples=None):
+    from .._core.tensor import wrap
+    from ..autograd.grad_mode import no_grad
+    from .random_ops import rand
+
+    op = f"fractional_max_pool{nd}d"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    k = _tuple(kernel_size, nd, "kernel_size", op)
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    spatial = tuple(x.shape[2:])
+    if output_size is None:
+        ratio = (output_ratio,) * nd if isinstance(output_ratio, (int, float)) else \
+            tuple(output_ratio)
+        output_size = tuple(int(spatial[i] * ratio[i]) for i in range(nd))
+    out = _tuple(output_size, nd, "output_size", op)
+    for i in range(nd):
+        if out[i] + k[i] - 1 > spatial[i]:
+            raise RuntimeError(
+                f"{op}(): pool size {k[i]} too large relative to input size {spatial[i]} "
+                f"for output size {out[i]} in dim {i}")
+    n, c = x.shape[:2]
+    if _random_samples is None:
+        _random_samples = rand(n, c, nd, dtype=x.dtype, device=x.device)
+    if tuple(_random_samples.shape) != (n, c, nd):
+        raise RuntimeError(f"{op}(): expected _random_samples of shape {[n, c, nd]}, got "
+                           f"{list(_random_samples.shape)}")
+    with no_grad():
+        xs = np.asarray(x.detach().cpu().numpy()).reshape((n * c,) + spatial)
+        u = np.asarray(_random_samples.detach().cpu().numpy()).reshape(n * c, nd)
+        # the samples' order: (w, h) in 2-d, (t, h, w) in 3-d (NOTE [ Fractional pooling ...])
+        order = [1, 0] if nd == 2 else list(range(nd))
+        starts = [_fractional_starts(u[:, order[i]], spatial[i], out[i], k[i], xs.dtype)
+                  for i in range(nd)]
+        best = np.full((n * c,) + out, -np.inf)
+        index = np.zeros((n * c,) + out, dtype=np.int64)
+        strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
+        rows = xs.reshape(n * c, -1)
+        for taps in itertools.product(*(range(kk) for kk in k)):  # row-major, as PyTorch
+            flat = np.zeros((n * c,) + (1,) * nd, dtype=np.int64)
+            for i in range(nd):
+                shape = [n * c] + [1] * nd
+                shape[1 + i] = out[i]
+                flat = flat + (starts[i] + taps[i]).reshape(shape) * strides[i]
+            flat = np.broadcast_to(flat, (n * c,) + out).reshape(n * c, -1)
+            vals = np.take_along_axis(rows, flat, 1).reshape((n * c,) + out)
+            better = (vals > best) | np.isnan(vals)
+            best = np.where(better, vals, best)
+            index = np.where(better, flat.reshape((n * c,) + out), index)
+    idx = wrap(index.reshape((n, c) + out)).to(x.device)
+    values = x.flatten(2).gather(2, idx.flatten(2)).reshape(idx.shape)
+    if not batched:
+        values, idx = values.squeeze(0), idx.squeeze(0)
+    return (values, idx) if return_indices else values

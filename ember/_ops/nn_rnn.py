@@ -11,7 +11,7 @@ formula is written in ember ops, so it is differentiable again.
 from __future__ import annotations
 
 from .. import _dispatch
-from ._registry import Op
+from ._registry import Op, public
 from .join import cat, stack
 from .linalg import col_sums
 
@@ -73,8 +73,27 @@ def lstm_step(xw, h, c, w_hh):
     return h2, c2
 
 
+@public(method=False)
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """``(h', c')`` of one LSTM cell for input (N, I) and state ``hx = (h, c)``."""
+    """One LSTM step: ``(h', c')`` for input (N, I) and state ``hx = (h, c)``, gates in the
+    order input, forget, cell, output.
+
+    Args:
+        input: (N, I).
+        hx: ``(h, c)``, each (N, H).
+        w_ih: (4H, I); w_hh: (4H, H).
+        b_ih, b_hh: (4H,) or None.
+
+    Returns:
+        ``(h', c')``.
+
+    Example:
+        >>> import ember
+        >>> h, c = ember.lstm_cell(ember.ones(1, 2), (ember.zeros(1, 3), ember.zeros(1, 3)),
+        ...                        ember.zeros(12, 2), ember.zeros(12, 3))
+        >>> c
+        tensor([[0., 0., 0.]])
+    """
     from .nn_ops import linear
 
     h, c = hx
@@ -84,8 +103,26 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return lstm_step(xw, h, c, w_hh)
 
 
+@public(method=False)
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """``h'`` of one GRU cell (reset gate applied to the projected hidden state)."""
+    """One GRU step: ``h'`` for input (N, I) and state (N, H), gates in the order reset,
+    update, new (the reset gate scales the projected hidden state).
+
+    Args:
+        input: (N, I).
+        hx: (N, H).
+        w_ih: (3H, I); w_hh: (3H, H).
+        b_ih, b_hh: (3H,) or None.
+
+    Returns:
+        ``h'``, (N, H).
+
+    Example:
+        >>> import ember
+        >>> ember.gru_cell(ember.ones(1, 2), ember.ones(1, 3), ember.zeros(9, 2),
+        ...                ember.zeros(9, 3))
+        tensor([[0.5000, 0.5000, 0.5000]])
+    """
     from .nn_ops import linear
 
     xw = linear(input, w_ih, b_ih)
@@ -98,13 +135,49 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return n + z * (hx - n)
 
 
+@public(method=False)
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step: ``tanh(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
+
+    Args:
+        input: (N, I).
+        hx: (N, H).
+        w_ih: (H, I); w_hh: (H, H).
+        b_ih, b_hh: (H,) or None.
+
+    Returns:
+        ``h'``, (N, H).
+
+    Example:
+        >>> import ember
+        >>> ember.rnn_tanh_cell(ember.ones(1, 1), ember.zeros(1, 1), ember.ones(1, 1),
+        ...                     ember.ones(1, 1))
+        tensor([[0.7616]])
+    """
     from .nn_ops import linear
 
     return (linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)).tanh()
 
 
+@public(method=False)
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
+
+    Args:
+        input: (N, I).
+        hx: (N, H).
+        w_ih: (H, I); w_hh: (H, H).
+        b_ih, b_hh: (H,) or None.
+
+    Returns:
+        ``h'``, (N, H).
+
+    Example:
+        >>> import ember
+        >>> ember.rnn_relu_cell(ember.ones(1, 1), ember.zeros(1, 1), -ember.ones(1, 1),
+        ...                     ember.ones(1, 1))
+        tensor([[0.]])
+    """
     from .nn_ops import linear, relu
 
     return relu(linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh))
@@ -334,3 +407,140 @@ def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False, lookup=Non
     res = _dispatch.apply(lstm_layer_op, (x, w_ih, b, h0, c0, w_hh, w_hr, table, indices),
                           dict(reverse=bool(reverse)))
     return res[0], res[1], res[2]
+
+
+# ------------------------------------------------------------------------------------------------
+# whole-sequence functional forms (torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu)
+#
+# NOTE [ Functional RNN forms ]
+# PyTorch's top-level forms take the weights as one flat list: for each layer, for each
+# direction, ``w_ih, w_hh`` then (``has_biases``) ``b_ih, b_hh``. Here each layer runs its
+# cell step by step, in reverse for the second direction; the directions' outputs are
+# concatenated on the feature dim and feed the next layer, with dropout between layers when
+# training. The packed-sequence overloads (data, batch_sizes, ...) are not implemented.
+
+
+def _run_stack(name, step, n_states, input, hx, params, has_biases, num_layers, dropout,
+               train, bidirectional, batch_first):
+    from .nn_dropout import dropout as _dropout
+
+    if not isinstance(params, (list, tuple)):
+        raise NotImplementedError(f"{name}: the packed-sequence form (data, batch_sizes, ...) "
+                                  "is not implemented in ember; pass a padded input")
+    dirs = 2 if bidirectional else 1
+    per = 4 if has_biases else 2
+    if len(params) != num_layers * dirs * per:
+        raise RuntimeError(f"{name}: expected {num_layers * dirs * per} parameter tensors for "
+                           f"num_layers={num_layers}, bidirectional={bidirectional}, "
+                           f"has_biases={has_biases}, got {len(params)}")
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(1)
+    if batched and batch_first:
+        x = x.transpose(0, 1)
+    states = [h if batched else h.unsqueeze(1) for h in hx]  # each (layers * dirs, N, H)
+    finals = [[] for _ in range(n_states)]
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = (layer * dirs + d) * per
+            w = params[k:k + per]
+            b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
+            state = [s[layer * dirs + d] for s in states]
+            steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
+            seq = [None] * x.shape[0]
+            for t in steps:
+                state = step(x[t], state, w[0], w[1], b_ih, b_hh)
+                seq[t] = state[0]
+            outs.append(stack(seq) if seq else x.new_zeros(0, x.shape[1], w[1].shape[1]))
+            for i in range(n_states):
+                finals[i].append(state[i])
+        x = cat(outs, 2) if dirs == 2 else outs[0]
+        if dropout and train and layer < num_layers - 1:
+            x = _dropout(x, dropout, True)
+    out = x.transpose(0, 1) if batched and batch_first else x
+    finals = [stack(f) for f in finals]
+    if not batched:
+        out = out.squeeze(1)
+        finals = [f.squeeze(1) for f in finals]
+    return (out,) + tuple(finals)
+
+
+def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
+    return list(lstm_cell(x, tuple(state), w_ih, w_hh, b_ih, b_hh))
+
+
+def _cell_step(cell):
+    return lambda x, state, w_ih, w_hh, b_ih, b_hh: [cell(x, state[0], w_ih, w_hh, b_ih, b_hh)]
+
+
+_RNN_ARGS = """
+    Args:
+        input: (L, N, I) (``batch_first``: (N, L, I)) or unbatched (L, I).
+        hx: the initial {state}, (num_layers * directions, N, H).
+        params: the weights, flat: per layer and direction ``w_ih, w_hh[, b_ih, b_hh]``.
+        has_biases: ``params`` holds biases.
+        num_layers: the number of stacked layers.
+        dropout: the dropout probability between layers (when ``train``).
+        train: apply that dropout.
+        bidirectional: run a second, reversed direction per layer.
+        batch_first: ``input`` and the output are (N, L, ...).
+"""
+
+
+@public(method=False)
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+         batch_first):
+    """A multi-layer LSTM over a whole sequence (NOTE [ Functional RNN forms ]).
+    {args}
+    Returns:
+        ``(output, h_n, c_n)``: the last layer's hidden states for every step, and each
+        layer's final hidden and cell states.
+
+    Example:
+        >>> import ember
+        >>> p = [ember.zeros(8, 3), ember.zeros(8, 2)]
+        >>> out, h, c = ember.lstm(ember.ones(5, 1, 3), [ember.zeros(1, 1, 2)] * 2, p, False,
+        ...                        1, 0.0, False, False, False)
+        >>> out.shape, h.shape
+        (ember.Size([5, 1, 2]), ember.Size([1, 1, 2]))
+    """
+    if not isinstance(hx, (list, tuple)):  # lstm(data, batch_sizes, hx, params, ...)
+        raise NotImplementedError("lstm: the packed-sequence form (data, batch_sizes, ...) "
+                                  "is not implemented in ember; pass a padded input")
+    return _run_stack("lstm", _lstm_step, 2, input, hx, params, has_biases, num_layers,
+                      dropout, train, bidirectional, batch_first)
+
+
+lstm.__doc__ = lstm.__doc__.replace("{args}", _RNN_ARGS.format(state="``[h_0, c_0]``"))
+
+
+def _single_state_rnn(name, cell):
+    def fn(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+           batch_first):
+        out, h = _run_stack(name, _cell_step(cell), 1, input, [hx], params, has_biases,
+                            num_layers, dropout, train, bidirectional, batch_first)
+        return out, h
+
+    what = {"gru": "GRU", "rnn_tanh": "Elman RNN (tanh)", "rnn_relu": "Elman RNN (ReLU)"}[name]
+    rows = 3 if name == "gru" else 1
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""A multi-layer {what} over a whole sequence (NOTE [ Functional RNN forms ]).
+    {_RNN_ARGS.format(state="hidden state ``h_0``")}
+    Returns:
+        ``(output, h_n)``: the last layer's hidden states for every step, and each layer's
+        final hidden state.
+
+    Example:
+        >>> import ember
+        >>> p = [ember.zeros({rows * 2}, 3), ember.zeros({rows * 2}, 2)]
+        >>> out, h = ember.{name}(ember.ones(5, 1, 3), ember.zeros(1, 1, 2), p, False, 1, 0.0,
+        ...                    False, False, False)
+        >>> out.shape
+        ember.Size([5, 1, 2])
+    """
+    return public(fn, method=False)
+
+
+gru = _single_state_rnn("gru", gru_cell)
+rnn_tanh = _single_state_rnn("rnn_tanh", rnn_tanh_cell)
+rnn_relu = _single_state_rnn("rnn_relu", rnn_relu_cell)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
-from ._registry import Op
+from ._registry import Op, public
 from .creation import ones
 from .join import stack
 from .nn_conv import _tuple, sliding_windows
@@ -386,8 +386,24 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # shuffles
 
 
+@public(method=False)
 def pixel_shuffle(input, upscale_factor):
-    """(*, C*r^2, H, W) -> (*, C, H*r, W*r)."""
+    """Rearrange (*, C * r^2, H, W) into (*, C, H * r, W * r), ``r = upscale_factor``: each
+    group of r^2 channels becomes an r x r block of pixels.
+
+    Args:
+        input: a tensor of at least 3 dims.
+        upscale_factor: r.
+
+    Returns:
+        The rearranged tensor.
+
+    Example:
+        >>> import ember
+        >>> ember.pixel_shuffle(ember.arange(4.0).reshape(1, 4, 1, 1), 2)
+        tensor([[[[0., 1.],
+                  [2., 3.]]]])
+    """
     r = upscale_factor
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
@@ -403,8 +419,25 @@ def pixel_shuffle(input, upscale_factor):
     return x.permute(perm).reshape(*lead, c // (r * r), h * r, w * r)
 
 
+@public(method=False)
 def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H*r, W*r) -> (*, C*r^2, H, W)."""
+    """The inverse of :func:`pixel_shuffle`: (*, C, H * r, W * r) into (*, C * r^2, H, W).
+
+    Args:
+        input: a tensor of at least 3 dims.
+        downscale_factor: r.
+
+    Returns:
+        The rearranged tensor.
+
+    Example:
+        >>> import ember
+        >>> ember.pixel_unshuffle(ember.arange(4.0).reshape(1, 1, 2, 2), 2).flatten()
+        tensor([0., 1., 2., 3.])
+    """
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                           f"but got input with {input.dim()} dimension(s)")
     r = downscale_factor
     *lead, c, h, w = input.shape
     if h % r or w % r:
@@ -417,8 +450,29 @@ def pixel_unshuffle(input, downscale_factor):
     return x.permute(perm).reshape(*lead, c * r * r, h // r, w // r)
 
 
+@public(method=False)
 def channel_shuffle(input, groups):
-    """Interleave the channels of ``groups`` groups."""
+    """Interleave the channels of ``groups`` groups: (N, g * k, *) viewed as (N, g, k, *)
+    becomes (N, k, g, *), flattened back.
+
+    Args:
+        input: an (N, C, *) tensor, C divisible by ``groups``.
+        groups: the number of groups.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.channel_shuffle(ember.arange(4.0).reshape(1, 4, 1), 2).flatten()
+        tensor([0., 2., 1., 3.])
+    """
+    if input.dim() < 3:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{groups}")
     n, c = input.shape[:2]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} "
@@ -426,3 +480,136 @@ def channel_shuffle(input, groups):
     rest = tuple(input.shape[2:])
     return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(
         (n, c) + rest)
+
+
+@public(method=False)
+def native_channel_shuffle(input, groups):
+    """:func:`channel_shuffle` (PyTorch's kernel-level name for it).
+
+    Args:
+        input: an (N, C, *) tensor, C divisible by ``groups``.
+        groups: the number of groups.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.native_channel_shuffle(ember.arange(4.0).reshape(1, 4, 1), 2).flatten()
+        tensor([0., 2., 1., 3.])
+    """
+    return channel_shuffle(input, groups)
+
+
+# ------------------------------------------------------------------------------------------------
+# grid sampling, top-level forms: the modes as the integer codes below
+
+#: grid_sample's interpolation modes and their codes in ``torch.grid_sampler``
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+#: grid_sample's padding modes and their codes in ``torch.grid_sampler``
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def _mode_name(table, code, what):
+    for name, c in table.items():
+        if c == code:
+            return name
+    raise RuntimeError(f"grid_sampler(): unknown {what} code {code}")
+
+
+@public(method=False)
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``nn.functional.grid_sample`` with the modes as integer codes
+    (``GRID_SAMPLE_INTERPOLATION_MODES``, ``GRID_SAMPLE_PADDING_MODES``).
+
+    Args:
+        input: (N, C, H, W) or (N, C, D, H, W).
+        grid: (N, H_out, W_out, 2) or (N, D_out, H_out, W_out, 3), coordinates in [-1, 1].
+        interpolation_mode: 0 bilinear, 1 nearest, 2 bicubic.
+        padding_mode: 0 zeros, 1 border, 2 reflection.
+        align_corners: -1 and 1 are the corner pixels' centres (True) or outer edges.
+
+    Returns:
+        The sampled values, (N, C, *grid.shape[1:-1]).
+
+    Example:
+        >>> import ember
+        >>> x = ember.arange(4.0).reshape(1, 1, 2, 2)
+        >>> ember.grid_sampler(x, ember.zeros(1, 1, 1, 2), 0, 0, False)
+        tensor([[[[1.5000]]]])
+    """
+    return grid_sample(input, grid,
+                       _mode_name(GRID_SAMPLE_INTERPOLATION_MODES, interpolation_mode,
+                                  "interpolation mode"),
+                       _mode_name(GRID_SAMPLE_PADDING_MODES, padding_mode, "padding mode"),
+                       align_corners)
+
+
+@public(method=False)
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """:func:`grid_sampler` for 4-d input only.
+
+    Args:
+        input: (N, C, H, W).
+        grid: (N, H_out, W_out, 2).
+        interpolation_mode, padding_mode, align_corners: as in :func:`grid_sampler`.
+
+    Returns:
+        (N, C, H_out, W_out).
+
+    Example:
+        >>> import ember
+        >>> x = ember.arange(4.0).reshape(1, 1, 2, 2)
+        >>> ember.grid_sampler_2d(x, ember.zeros(1, 1, 1, 2), 1, 0, True)
+        tensor([[[[0.]]]])
+    """
+    if input.dim() != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, but got input with sizes "
+                           f"{list(input.shape)}")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@public(method=False)
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """:func:`grid_sampler` for 5-d input only.
+
+    Args:
+        input: (N, C, D, H, W).
+        grid: (N, D_out, H_out, W_out, 3).
+        interpolation_mode, padding_mode, align_corners: as in :func:`grid_sampler`.
+
+    Returns:
+        (N, C, D_out, H_out, W_out).
+
+    Example:
+        >>> import ember
+        >>> x = ember.ones(1, 1, 2, 2, 2)
+        >>> ember.grid_sampler_3d(x, ember.zeros(1, 1, 1, 1, 3), 0, 0, False)
+        tensor([[[[[1.]]]]])
+    """
+    if input.dim() != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, but got input with sizes "
+                           f"{list(input.shape)}")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@public(method=False)
+def affine_grid_generator(theta, size, align_corners):
+    """``nn.functional.affine_grid`` with ``align_corners`` required.
+
+    Args:
+        theta: (N, 2, 3) or (N, 3, 4) affine maps.
+        size: the target (N, C, H, W) or (N, C, D, H, W).
+        align_corners: as in ``grid_sample``.
+
+    Returns:
+        The sampling grid, (N, H, W, 2) or (N, D, H, W, 3).
+
+    Example:
+        >>> import ember
+        >>> theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+        >>> ember.affine_grid_generator(theta, [1, 1, 1, 2], True)
+        tensor([[[[-1.,  0.],
+                  [ 1.,  0.]]]])
+    """
+    return affine_grid(theta, size, align_corners)

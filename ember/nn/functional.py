@@ -12,52 +12,25 @@ from .._overrides import consult_in as _consult_in
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._ops import creation as _creation
-from .._ops import from_data as _from_data
-from .._ops import join as _join
-from .._ops import linalg_contract as _contract
-from .._ops import nn_conv as _conv
 from .._ops import nn_pool as _pool
 from .._ops import ranges as _ranges
 from .._ops.nn_norm import (  # noqa: F401
     batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm,
 )
+from .._ops import join as _join
 from .._ops.nn_ops import (  # noqa: F401
     cross_entropy, embedding, gelu, linear, log_softmax, mse_loss, nll_loss, reduction_enum,
     relu, silu, softmax,
 )
+from .._ops.nn_embedding import embedding_bag  # noqa: F401
+from .._ops.nn_ops import bilinear  # noqa: F401
 from .._ops.nn_pad import pad  # noqa: F401
 
 # -- convolution ---------------------------------------------------------------------------------
 
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv.conv(1, input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv.conv(2, input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv.conv(3, input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
-    return _conv.conv_transpose(1, input, weight, bias, stride, padding, output_padding,
-                                groups, dilation)
-
-
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
-    return _conv.conv_transpose(2, input, weight, bias, stride, padding, output_padding,
-                                groups, dilation)
-
-
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
-    return _conv.conv_transpose(3, input, weight, bias, stride, padding, output_padding,
-                                groups, dilation)
+from .._ops.nn_conv import (  # noqa: E402, F401
+    conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+)
 
 
 # -- pooling -------------------------------------------------------------------------------------
@@ -143,40 +116,101 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _pool.adaptive_max_pool(3, input, output_size, return_indices)
 
 
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """1-d adaptive max pooling returning ``(values, indices)``."""
+    return _pool.adaptive_max_pool(1, input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """2-d adaptive max pooling returning ``(values, indices)``."""
+    return _pool.adaptive_max_pool(2, input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """3-d adaptive max pooling returning ``(values, indices)``."""
+    return _pool.adaptive_max_pool(3, input, output_size, True)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """2-d fractional max pooling: windows of ``kernel_size`` at pseudo-random starts that
+    shrink the input to ``output_size`` (or ``output_ratio`` of its size); see
+    NOTE [ Fractional pooling windows ] in ember/_ops/nn_pool.py."""
+    return _pool.fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                                     return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-d fractional max pooling (see :func:`fractional_max_pool2d`)."""
+    return _pool.fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                                     return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool2d` returning ``(values, indices)``."""
+    return _pool.fractional_max_pool(2, input, kernel_size, output_size, output_ratio, True,
+                                     _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool3d` returning ``(values, indices)``."""
+    return _pool.fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True,
+                                     _random_samples)
+
+
+def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
+    k = (kernel_size,) * nd if isinstance(kernel_size, int) else tuple(kernel_size)
+    avg = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
+    out = avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    size = 1
+    for kk in k:
+        size *= kk
+    return (out.sign() * out.abs().relu()).mul(size).pow(1.0 / norm_type)
+
+
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kernel_size).pow(1.0 / norm_type)
+    """1-d power-average pooling: ``(sum of x^p over the window)^(1/p)``."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+    """2-d power-average pooling: ``(sum of x^p over the window)^(1/p)``."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """3-d power-average pooling: ``(sum of x^p over the window)^(1/p)``."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # -- activations ---------------------------------------------------------------------------------
 
 from ._activations import (  # noqa: E402, F401
-    celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish,
-    prelu, relu6, relu_, rrelu, selu, sigmoid, softmin, softplus, softshrink, softsign, tanh,
-    tanhshrink, threshold,
+    celu, celu_, elu, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
+    leaky_relu, leaky_relu_, logsigmoid, mish, prelu, relu6, relu_, rrelu, rrelu_, selu, selu_,
+    sigmoid, softmin, softplus, softshrink, softsign, tanh, tanhshrink, threshold, threshold_,
 )
 
 
 # -- dropout -------------------------------------------------------------------------------------
 
 from .._ops.nn_dropout import (  # noqa: E402, F401
-    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d,
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
 )
 
 
 # -- losses (compositions) -------------------------------------------------------------------------
 
-from ._loss_functions import (  # noqa: E402, F401
+from .._ops.nn_loss import (  # noqa: E402, F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
     cosine_similarity, ctc_loss, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
     l1_loss, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
-    multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss, smooth_l1_loss,
+    multilabel_soft_margin_loss, pairwise_distance, pdist, poisson_nll_loss, smooth_l1_loss,
     soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
 
@@ -190,8 +224,9 @@ from ._attention import multi_head_attention_forward  # noqa: E402, F401
 # -- resampling, shuffles and the rest -------------------------------------------------------------
 
 from .._ops.nn_sampling import (  # noqa: E402, F401
-    affine_grid, channel_shuffle, fold, grid_sample, interpolate, pixel_shuffle,
-    pixel_unshuffle, unfold,
+    GRID_SAMPLE_INTERPOLATION_MODES, GRID_SAMPLE_PADDING_MODES, affine_grid, channel_shuffle,
+    fold, grid_sample, interpolate, native_channel_shuffle, pixel_shuffle, pixel_unshuffle,
+    unfold,
 )
 
 
@@ -231,74 +266,6 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return r if out is None else out.copy_(r)
 
 
-def pdist(input, p=2):
-    """Distances between all pairs of rows of a (N, M) input (upper triangle, row-major)."""
-    if input.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    n = input.shape[0]
-    i, j = _ranges.triu_indices(n, n, 1, device=input.device)
-    return (input[i] - input[j]).norm(p=p, dim=1)
-
-
-def bilinear(input1, input2, weight, bias=None):
-    """``y_k = x1^T W_k x2 + b_k`` for weight (out, in1, in2)."""
-    y = _contract.einsum("...i,kij,...j->...k", input1, weight, input2)
-    return y + bias if bias is not None else y
-
-
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
-                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
-                  padding_idx=None):
-    """Sums, means or maxima of bags of embeddings (bags given by rows of a 2-D input, or
-    by ``offsets`` into a 1-D input)."""
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
-    if per_sample_weights is not None and mode != "sum":
-        raise NotImplementedError(
-            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
-            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
-            "GitHub.")
-    if input.dim() == 2:
-        if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
-                             "is a mini-batch of fixed length sequences.")
-        n, length = input.shape
-        flat = input.reshape(-1)
-        starts = list(range(0, n * length, length))
-        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
-    else:
-        if offsets is None:
-            raise ValueError("offsets has to be a 1D Tensor but got None")
-        flat = input
-        starts = offsets.tolist()
-        if include_last_offset:
-            starts = starts[:-1]
-        psw = per_sample_weights
-    bounds = starts + [flat.shape[0]] if not include_last_offset or input.dim() == 2 else \
-        starts + [int(offsets[-1])]
-    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
-    if psw is not None:
-        rows = rows * psw.unsqueeze(1)
-    keep = None
-    if padding_idx is not None:
-        keep = (flat != (padding_idx % weight.shape[0])).to(weight.dtype).unsqueeze(1)
-        rows = rows * keep
-    bags = []
-    for b in range(len(starts)):
-        lo, hi = bounds[b], bounds[b + 1]
-        seg = rows[lo:hi]
-        if hi <= lo:
-            bags.append(weight.new_zeros(weight.shape[1]))
-        elif mode == "sum":
-            bags.append(seg.sum(0))
-        elif mode == "mean":
-            count = keep[lo:hi].sum() if keep is not None else _from_data.tensor(float(hi - lo))
-            bags.append(seg.sum(0) / count.clamp(min=1))
-        else:
-            bags.append(seg.max(0).values)
-    return _join.stack(bags) if bags else weight.new_zeros(0, weight.shape[1])
-
-
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """Sample from the Gumbel-softmax distribution; ``hard`` gives one-hot samples with
     straight-through gradients."""
@@ -312,5 +279,174 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 
 
+def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """Matrix products of groups: 3-d x 3-d is a batched product; with ``offs`` (the
+    cumulative ends of the groups) a 2-d operand is split into groups along its rows
+    (2-d x 3-d), its columns (3-d x 2-d), or both operands along the shared dim (2-d x 2-d,
+    giving one product per group).
+
+    Args:
+        mat_a: (G, M, K) or (M_total, K) / (M, K_total).
+        mat_b: (G, K, N) or (K, N_total) / (K_total, N).
+        offs: 1-D int32 group ends, required when an operand is 2-d.
+        bias: not supported (as in PyTorch).
+        out_dtype: the result's dtype (default: the inputs').
+
+    Returns:
+        (G, M, N), (M_total, N), (M, N_total) or (G, M, N).
+
+    Example:
+        >>> import ember
+        >>> a, b = ember.ones(4, 2), ember.ones(2, 2, 3)
+        >>> grouped_mm(a, b, offs=ember.tensor([1, 4], dtype=ember.int32)).shape
+        ember.Size([4, 3])
+    """
+    from .._ops.join import cat
+
+    if bias is not None:
+        raise RuntimeError("Bias not supported yet")
+    if (mat_a.dim() == 2 or mat_b.dim() == 2) != (offs is not None):
+        raise RuntimeError("Have to provide offsets if there is a 2d matrix, or no offset if "
+                           "both matrices are 3d")
+    if mat_a.dim() not in (2, 3) or mat_b.dim() not in (2, 3):
+        raise RuntimeError("grouped_mm: expected 2-d or 3-d operands, got "
+                           f"{mat_a.dim()}-d and {mat_b.dim()}-d")
+    if offs is None:
+        out = mat_a @ mat_b
+    else:
+        ends = [int(e) for e in offs.tolist()]
+        spans = list(zip([0] + ends[:-1], ends))
+        if mat_a.dim() == 2 and mat_b.dim() == 3:
+            out = cat([mat_a[lo:hi] @ mat_b[g] for g, (lo, hi) in enumerate(spans)], 0)
+        elif mat_a.dim() == 3:
+            out = cat([mat_a[g] @ mat_b[:, lo:hi] for g, (lo, hi) in enumerate(spans)], 1)
+        else:
+            out = _join.stack([mat_a[:, lo:hi] @ mat_b[lo:hi] for lo, hi in spans])
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0,
+                         options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``: the loss of
+    a classifier head in one call.
+
+    Args:
+        input: (N, in_features) or (in_features,).
+        linear_weight: (classes, in_features).
+        target: class indices or probabilities, as for ``cross_entropy``.
+        linear_bias: (classes,) or None.
+        weight, reduction, label_smoothing: as for ``cross_entropy``.
+        ignore_index: a target value to skip (None: -100).
+        options: accepted for compatibility (chunking hints).
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> linear_cross_entropy(ember.zeros(2, 3), ember.zeros(4, 3), ember.tensor([0, 1]))
+        tensor(1.3863)
+    """
+    return cross_entropy(linear(input, linear_weight, linear_bias), target, weight,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)
+
+
 # every public function here consults __torch_function__ first, as ember's own do
 _consult_in(globals())
+
+
+# -- names PyTorch's functional module re-exports -------------------------------------------------
+# Bound after _consult_in: the protocol helpers must not themselves consult the protocol.
+
+from .._core.tensor import Tensor  # noqa: E402, F401
+from ..overrides import (  # noqa: E402, F401
+    handle_torch_function, has_torch_function, has_torch_function_unary,
+    has_torch_function_variadic,
+)
+
+
+class _BroadcastingList:
+    """``BroadcastingList2[int]``: a TorchScript annotation for "an int or a list of two";
+    in eager code subscripting it gives back the element type."""
+
+    def __getitem__(self, types):
+        return types
+
+
+BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingList()
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """A function calling ``if_true`` or ``if_false`` by the boolean argument ``arg_name``
+    (positional index ``arg_index``, ``default`` when not given): how
+    ``max_pool2d(..., return_indices=...)`` picks its result's form.
+
+    Args:
+        arg_name: the flag's keyword name.
+        arg_index: the flag's position.
+        default: the flag's default.
+        if_true, if_false: the two implementations.
+        module_name, func_name: the name the function takes.
+
+    Returns:
+        The dispatching function.
+
+    Example:
+        >>> f = boolean_dispatch("twice", 1, False, lambda x, twice=True: 2 * x,
+        ...                      lambda x, twice=False: x, __name__, "f")
+        >>> f(3), f(3, True)
+        (3, 6)
+    """
+
+    def fn(*args, **kwargs):
+        if arg_name in kwargs:
+            flag = kwargs[arg_name]
+        elif arg_index < len(args):
+            flag = args[arg_index]
+        else:
+            flag = default
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+
+    fn.__doc__ = if_true.__doc__ or if_false.__doc__
+    if module_name is not None:
+        fn.__module__ = module_name
+    if func_name is not None:
+        fn.__name__ = fn.__qualname__ = func_name
+    return fn
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    """Raise AssertionError(``message.format(arg_name)``) unless ``arg`` is an int or a pair.
+
+    Args:
+        arg: the value checked.
+        arg_name: its name, put into ``message``.
+        message: the error message, with one ``{}``.
+
+    Example:
+        >>> assert_int_or_pair((2, 3), "kernel_size", "{} must be int or pair")
+    """
+    assert isinstance(arg, int) or len(arg) == 2, message.format(arg_name)
+
+
+# Notes PyTorch splices into its docstrings, keyed the same; the wording is ember's.
+reproducibility_notes = {
+    "forward_reproducibility_note": "On a CUDA device this op may give results that differ "
+                                    "from run to run; see the notes on randomness.",
+    "backward_reproducibility_note": "On a CUDA device the backward pass of this op may "
+                                     "give results that differ from run to run; see the "
+                                     "notes on randomness.",
+    "cudnn_reproducibility_note": "With cuDNN this op may choose a nondeterministic "
+                                  "algorithm; set torch.backends.cudnn.deterministic = True "
+                                  "to avoid it.",
+}
+sparse_support_notes = {
+    "sparse_beta_warning": "Sparse tensor support is a beta feature: some layouts, dtypes or "
+                           "devices may not be supported.",
+}
+tf32_notes = {
+    "tf32_note": "On Ampere or newer GPUs this op may compute float32 products in "
+                 "TensorFloat-32.",
+}

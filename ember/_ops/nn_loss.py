@@ -1,5 +1,10 @@
-"""The loss functions of ``ember.nn.functional`` beyond the fused ones (cross_entropy,
-nll_loss, mse_loss), composed from ember ops so their gradients come for free.
+"""Loss functions beyond the fused ones (cross_entropy, nll_loss, mse_loss in ``nn_ops.py``),
+composed from ember ops so their gradients come for free; CTC is a fused op.
+
+``nn.functional`` re-exports the functional forms (string ``reduction``, the legacy
+``size_average``/``reduce`` flags). Those PyTorch also has at top level (``torch.kl_div``,
+``torch.ctc_loss``, ...) are declared ``public`` at the end of this file with the top-level
+signature: ``reduction`` is the integer enum (0 none, 1 mean, 2 sum).
 
 Where PyTorch clamps for numerical safety (``binary_cross_entropy`` clamps its logs at
 -100, ``gaussian_nll_loss`` clamps the variance), so do we, in the same places.
@@ -15,14 +20,13 @@ import numpy as np
 from .. import _dispatch
 from .._core.checks import holds_values
 from .._core.tensor import Tensor
-from .._ops._registry import Op
-from .._ops.creation import full_like
-from .._ops.from_data import as_tensor, from_numpy
-from .._ops.nn_ops import reduction_enum
-from .._ops.pointwise import minimum, where, xlogy
-from .._ops.ranges import arange
-from ..autograd.grad_mode import no_grad
-from ._activations import logsigmoid
+from ._registry import Op, public
+from .creation import full_like
+from .from_data import as_tensor, from_numpy
+from .nn_activations import logsigmoid
+from .nn_ops import reduction_enum
+from .pointwise import minimum, where, xlogy
+from .ranges import arange, triu_indices
 
 
 def _reduce(loss, reduction):
@@ -158,6 +162,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         raise ValueError(reduction + " is not valid")
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
+    from ..autograd.grad_mode import no_grad
+
     var = var.clone()
     with no_grad():
         var.clamp_(min=eps)
@@ -254,17 +260,75 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+@public(method=False)
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / max(|x1| |x2|, eps)`` along ``dim`` (broadcasting)."""
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``:
+    ``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` (the inputs broadcast).
+
+    Args:
+        x1, x2: tensors broadcastable to one shape.
+        dim: the dimension holding the vectors.
+        eps: the smallest norm product, against division by zero.
+
+    Returns:
+        The similarities, with ``dim`` removed.
+
+    Example:
+        >>> import ember
+        >>> ember.cosine_similarity(ember.tensor([[1.0, 0.0]]), ember.tensor([[1.0, 1.0]]))
+        tensor([0.7071])
+    """
     n1 = (x1 * x1).sum(dim)
     n2 = (x2 * x2).sum(dim)
     return (x1 * x2).sum(dim) / (n1 * n2).clamp(min=eps * eps).sqrt()
 
 
+@public(method=False)
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """``||x1 - x2 + eps||_p`` over the last dim."""
+    """The p-norm distance between matching rows: ``||x1 - x2 + eps||_p`` over the last dim.
+
+    Args:
+        x1, x2: tensors broadcastable to one shape, vectors along the last dim.
+        p: the norm degree.
+        eps: added to the difference, against a zero norm's infinite gradient.
+        keepdim: keep the last dim with size 1.
+
+    Returns:
+        The distances.
+
+    Example:
+        >>> import ember
+        >>> ember.pairwise_distance(ember.tensor([[0.0, 0.0]]), ember.tensor([[3.0, 4.0]]))
+        tensor([5.0000])
+    """
     d = x1 - x2 + eps
     return d.norm(p=p, dim=-1, keepdim=keepdim)
+
+
+@public(method=False)
+def pdist(input, p=2.0):
+    """Distances between all pairs of rows of an (N, M) input: the upper triangle of the
+    distance matrix, row by row, ``N * (N - 1) / 2`` values.
+
+    Args:
+        input: an (N, M) tensor.
+        p: the norm degree.
+
+    Returns:
+        A 1-D tensor of the distances.
+
+    Example:
+        >>> import ember
+        >>> ember.pdist(ember.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+        tensor([5.0000, 1.0000, 4.2426])
+    """
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    i, j = triu_indices(n, n, 1, device=input.device)
+    return (input[i] - input[j]).norm(p=p, dim=1)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
@@ -425,3 +489,220 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if squeeze and reduction == "none":
         loss = loss.squeeze(0)
     return loss
+
+
+# ------------------------------------------------------------------------------------------------
+# top-level forms (torch.<name>): ``reduction`` is the integer enum
+#
+# NOTE [ Top-level reduction default ]
+# The schemas of these ops say ``reduction=Mean``, but PyTorch's Python binding does not
+# parse that default and passes 0: ``torch.kl_div(x, t)`` returns the unreduced terms.
+# Programs written against torch see that, so the defaults here are 0 (none) as well.
+
+
+_REDUCTION_NAMES = ("none", "mean", "sum")
+
+
+def _reduction_name(reduction):
+    if isinstance(reduction, str):
+        return reduction_enum(reduction)
+    if reduction not in (0, 1, 2):
+        raise RuntimeError(f"{reduction} is not a valid value for reduction")
+    return _REDUCTION_NAMES[reduction]
+
+
+@public(name="binary_cross_entropy_with_logits", method=False)
+def _bce_with_logits_top(input, target, weight=None, pos_weight=None, reduction=0):
+    """Binary cross-entropy of logits against targets in [0, 1], computed stably.
+
+    Args:
+        input: logits.
+        target: probabilities, shaped like ``input``.
+        weight: a rescaling weight broadcast over the loss.
+        pos_weight: a weight of the positive term, one per class (last dim).
+        reduction: 0 none (the default; NOTE [ Top-level reduction default ]), 1 mean, 2 sum.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> ember.binary_cross_entropy_with_logits(ember.tensor([0.0]), ember.tensor([1.0]))
+        tensor([0.6931])
+    """
+    return binary_cross_entropy_with_logits(input, target, weight,
+                                            reduction=_reduction_name(reduction),
+                                            pos_weight=pos_weight)
+
+
+@public(name="cosine_embedding_loss", method=False)
+def _cosine_embedding_loss_top(input1, input2, target, margin=0.0, reduction=0):
+    """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where -1.
+
+    Args:
+        input1, input2: (N, D) or (D,) tensors.
+        target: 1 or -1 per pair.
+        margin: the margin of dissimilar pairs.
+        reduction: 0 none, 1 mean, 2 sum.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[1.0, 0.0]])
+        >>> ember.cosine_embedding_loss(x, x, ember.tensor([1.0]))
+        tensor([0.])
+    """
+    return cosine_embedding_loss(input1, input2, target, margin,
+                                 reduction=_reduction_name(reduction))
+
+
+@public(name="hinge_embedding_loss", method=False)
+def _hinge_embedding_loss_top(input, target, margin=1.0, reduction=0):
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1.
+
+    Args:
+        input: distances.
+        target: 1 or -1, shaped like ``input``.
+        margin: the margin of the -1 terms.
+        reduction: 0 none, 1 mean, 2 sum.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> ember.hinge_embedding_loss(ember.tensor([0.3, 0.4]), ember.tensor([1.0, -1.0]))
+        tensor([0.3000, 0.6000])
+    """
+    return hinge_embedding_loss(input, target, margin, reduction=_reduction_name(reduction))
+
+
+@public(name="kl_div", method=False)
+def _kl_div_top(input, target, reduction=0, *, log_target=False):
+    """Kullback-Leibler divergence terms ``target * (log target - input)``, ``input`` being
+    log-probabilities (``log_target``: ``target`` is too).
+
+    Args:
+        input: log-probabilities.
+        target: probabilities (log-probabilities with ``log_target``).
+        reduction: 0 none, 1 mean (over every element), 2 sum.
+        log_target: ``target`` holds log-probabilities.
+
+    Returns:
+        The divergence.
+
+    Example:
+        >>> import ember
+        >>> p = ember.tensor([0.5, 0.5])
+        >>> ember.kl_div(p.log(), p, 2)
+        tensor(0.)
+    """
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    return _reduce(loss, _reduction_name(reduction))
+
+
+@public(name="margin_ranking_loss", method=False)
+def _margin_ranking_loss_top(input1, input2, target, margin=0.0, reduction=0):
+    """``max(0, -target * (input1 - input2) + margin)``.
+
+    Args:
+        input1, input2: scores.
+        target: 1 where ``input1`` should rank higher, -1 where ``input2`` should.
+        margin: the margin.
+        reduction: 0 none, 1 mean, 2 sum.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> ember.margin_ranking_loss(ember.tensor([1.0]), ember.tensor([2.0]),
+        ...                           ember.tensor([1.0]))
+        tensor([1.])
+    """
+    return margin_ranking_loss(input1, input2, target, margin,
+                               reduction=_reduction_name(reduction))
+
+
+@public(name="poisson_nll_loss", method=False)
+def _poisson_nll_loss_top(input, target, log_input, full, eps, reduction):
+    """Negative log-likelihood of ``target`` under a Poisson distribution of rate ``input``
+    (``exp(input)`` with ``log_input``); every argument is required, as in PyTorch.
+
+    Args:
+        input: rates, or log-rates with ``log_input``.
+        target: counts.
+        log_input: ``input`` holds log-rates.
+        full: add the Stirling approximation of ``log(target!)``.
+        eps: added to the rate before its log when ``log_input`` is False.
+        reduction: 0 none, 1 mean, 2 sum.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> ember.poisson_nll_loss(ember.tensor([0.0]), ember.tensor([1.0]), True, False,
+        ...                        1e-8, 1)
+        tensor(1.)
+    """
+    return poisson_nll_loss(input, target, log_input, full, eps=eps,
+                            reduction=_reduction_name(reduction))
+
+
+@public(name="triplet_margin_loss", method=False)
+def _triplet_margin_loss_top(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
+                             swap=False, reduction=0):
+    """``max(0, d(a, p) - d(a, n) + margin)`` with ``d`` the pairwise p-norm distance.
+
+    Args:
+        anchor, positive, negative: (N, D) or (D,) tensors.
+        margin: the margin.
+        p: the norm degree.
+        eps: added to differences, as in :func:`pairwise_distance`.
+        swap: use ``min(d(a, n), d(p, n))`` as the negative distance.
+        reduction: 0 none, 1 mean, 2 sum.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> a = ember.tensor([[0.0, 0.0]])
+        >>> ember.triplet_margin_loss(a, a, a + 3, eps=0.0)
+        tensor([0.])
+    """
+    return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                               reduction=_reduction_name(reduction))
+
+
+@public(name="ctc_loss", method=False)
+def _ctc_loss_top(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0,
+                  zero_infinity=False):
+    """Connectionist temporal classification loss of (T, N, C) log-probabilities.
+
+    Args:
+        log_probs: (T, N, C) or (T, C) log-probabilities.
+        targets: (N, S) padded or concatenated 1-D target classes.
+        input_lengths, target_lengths: the lengths per sample (lists or tensors).
+        blank: the blank class.
+        reduction: 0 none, 1 mean (each loss divided by its target length), 2 sum.
+        zero_infinity: replace infinite losses (impossible alignments) and their
+            gradients by zero.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import ember
+        >>> lp = ember.zeros(2, 1, 2).log_softmax(2)
+        >>> ember.ctc_loss(lp, ember.tensor([[1]]), [2], [1], 0, 2)
+        tensor(0.2877)
+    """
+    return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                    _reduction_name(reduction), zero_infinity)

@@ -1,0 +1,350 @@
+"""Activation functions composed from ember ops (the fused ones -- relu, gelu, silu, softmax,
+log_softmax -- are registry ops in ``nn_ops.py``).
+
+Those PyTorch also exposes at top level (``torch.celu``, ``torch.threshold_``, ...) are
+declared ``public`` here with the top-level signature: no ``inplace=`` flag, the in-place form
+a separate ``<name>_`` function. ``nn.functional`` wraps them with its own signatures
+(``F.celu(input, alpha, inplace)``) in ``ember/nn/_activations.py``.
+
+NOTE [ In-place compositions ]
+An in-place form computes the result out of place and writes it into ``input`` through the
+one in-place protocol (``_dispatch.commit_inplace_result``): autograd refuses what PyTorch
+refuses (a leaf that requires grad), the version counter is bumped, ``input``'s history
+becomes the composition's, and any tensor the composition saves for backward that shares
+``input``'s storage is saved as a copy -- so ``leaky_relu(conv(x), inplace=True)`` keeps a
+valid backward, with no copy when nothing is saved.
+"""
+
+from __future__ import annotations
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+from ._registry import public
+from .creation import empty_like
+from .nn_ops import softmax
+from .pointwise import where
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+def _where_pos(input, neg):
+    return where(input > 0, input, neg)
+
+
+def inplace_composition(fn, input, *args):
+    """``fn(input, *args)`` written into ``input`` (NOTE [ In-place compositions ])."""
+    if not isinstance(input, Tensor):
+        return fn(input, *args)  # fn raises PyTorch's TypeError
+    return _dispatch.commit_inplace_result(fn.__name__ + "_", input, lambda: fn(input, *args))
+
+
+# ------------------------------------------------------------------------------------------------
+# declared at top level (torch.<name>)
+
+
+@public(method=False)
+def celu(input, alpha=1.0):
+    """Continuously differentiable ELU: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Args:
+        input: a floating-point tensor.
+        alpha: the scale of the negative part (not 0).
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.celu(ember.tensor([-1.0, 2.0]), alpha=2.0)
+        tensor([-0.7869,  2.0000])
+    """
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _where_pos(input, alpha * (input / alpha).expm1())
+
+
+@public(method=False)
+def celu_(input, alpha=1.0):
+    """In-place :func:`celu`: writes the result into ``input`` and returns it.
+
+    Args:
+        input: a floating-point tensor, overwritten.
+        alpha: the scale of the negative part.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([-1.0, 2.0])
+        >>> ember.celu_(x)
+        tensor([-0.6321,  2.0000])
+    """
+    return inplace_composition(celu, input, alpha)
+
+
+@public(method=False)
+def selu(input):
+    """Scaled ELU: ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with the
+    self-normalising constants ``alpha ~ 1.6733`` and ``scale ~ 1.0507``.
+
+    Args:
+        input: a floating-point tensor.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.selu(ember.tensor([-1.0, 1.0]))
+        tensor([-1.1113,  1.0507])
+    """
+    return _SELU_SCALE * _where_pos(input, _SELU_ALPHA * input.expm1())
+
+
+@public(method=False)
+def selu_(input):
+    """In-place :func:`selu`.
+
+    Args:
+        input: a floating-point tensor, overwritten.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.selu_(ember.tensor([0.0, 1.0]))
+        tensor([0.0000, 1.0507])
+    """
+    return inplace_composition(selu, input)
+
+
+@public(method=False)
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """Randomized leaky ReLU: negative inputs are scaled by a slope drawn uniformly from
+    ``[lower, upper]`` per element in training, by ``(lower + upper) / 2`` otherwise.
+
+    Args:
+        input: a floating-point tensor.
+        lower, upper: the range of the negative slope.
+        training: draw random slopes (True) or use their mean (False).
+        generator: the random generator for the slopes.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.rrelu(ember.tensor([-3.0, 2.0]), 0.1, 0.3)
+        tensor([-0.6000,  2.0000])
+    """
+    if training:
+        slope = empty_like(input).uniform_(lower, upper, generator=generator)
+        return _where_pos(input, input * slope)
+    return _where_pos(input, input * ((lower + upper) / 2))
+
+
+@public(method=False)
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """In-place :func:`rrelu`.
+
+    Args:
+        input: a floating-point tensor, overwritten.
+        lower, upper: the range of the negative slope.
+        training: draw random slopes (True) or use their mean (False).
+        generator: the random generator for the slopes.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.rrelu_(ember.tensor([-3.0, 2.0]), 0.1, 0.3)
+        tensor([-0.6000,  2.0000])
+    """
+    return inplace_composition(rrelu, input, lower, upper, training, generator)
+
+
+@public(method=False)
+def threshold(input, threshold, value):
+    """``input`` where it is greater than ``threshold``, ``value`` elsewhere.
+
+    Args:
+        input: a tensor.
+        threshold: the cut-off (strictly greater passes).
+        value: the replacement for the rest.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.threshold(ember.tensor([0.5, 2.0]), 1.0, -1.0)
+        tensor([-1.,  2.])
+    """
+    return _threshold(input, threshold, value)
+
+
+def _threshold(input, cut, value):
+    return where(input > cut, input, value)
+
+
+@public(method=False)
+def threshold_(input, threshold, value):
+    """In-place :func:`threshold`.
+
+    Args:
+        input: a tensor, overwritten.
+        threshold: the cut-off (strictly greater passes).
+        value: the replacement for the rest.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.threshold_(ember.tensor([0.5, 2.0]), 1.0, 0.0)
+        tensor([0., 2.])
+    """
+    return inplace_composition(_threshold, input, threshold, value)
+
+
+@public
+def hardshrink(input, lambd=0.5):
+    """``input`` where ``|input| > lambd``, zero elsewhere.
+
+    Args:
+        input: a floating-point tensor.
+        lambd: the half-width of the zeroed band.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.hardshrink(ember.tensor([-1.0, 0.2, 0.7]))
+        tensor([-1.0000,  0.0000,  0.7000])
+    """
+    return where(input.abs() > lambd, input, input * 0)
+
+
+@public
+def prelu(input, weight):
+    """Parametric ReLU: ``max(0, x) + weight * min(0, x)``, one slope per channel (dim 1) or
+    a single shared slope.
+
+    Args:
+        input: a tensor; channels on dim 1 when it has two or more dims.
+        weight: one slope, or one per channel.
+
+    Returns:
+        A tensor shaped like ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.prelu(ember.tensor([[-2.0, 1.0]]), ember.tensor([0.25]))
+        tensor([[-0.5000,  1.0000]])
+    """
+    shape = [1] * input.dim()
+    if weight.numel() > 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}.")
+        shape[1] = weight.numel()
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.dim()}")
+    w = weight.reshape(shape) if input.dim() else weight.reshape(())
+    return _where_pos(input, input * w)
+
+
+@public(method=False)
+def relu_(input):
+    """In-place ``relu``: ``max(input, 0)`` written into ``input``.
+
+    Args:
+        input: a tensor, overwritten.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.relu_(ember.tensor([-1.0, 2.0]))
+        tensor([0., 2.])
+    """
+    return input.relu_()
+
+
+# ------------------------------------------------------------------------------------------------
+# nn.functional only
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return input.clamp(min_val, max_val)
+
+
+def leaky_relu(input, negative_slope=0.01):
+    return _where_pos(input, input * negative_slope)
+
+
+def elu(input, alpha=1.0):
+    return _where_pos(input, alpha * input.expm1())
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    scaled = input * beta
+    return where(scaled > threshold, input, (scaled.exp().log1p()) / beta)
+
+
+def mish(input):
+    return input * softplus(input).tanh()
+
+
+def softsign(input):
+    return input / (1 + input.abs())
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, inf) for input dtype {input.dtype}, "
+                           f"but found {lambd}")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd,
+                                                     input * 0))
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def hardsigmoid(input):
+    return (input / 6 + 0.5).clamp(0, 1)
+
+
+def hardswish(input):
+    return input * (input + 3).clamp(0, 6) / 6
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def glu(input, dim=-1):
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+            f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def softmin(input, dim=None, dtype=None):
+    return softmax(-input, dim, dtype)

@@ -1,0 +1,198 @@
+"""Bags of embeddings (``embedding_bag``) and PyTorch's top-level embedding forms
+(``torch.embedding``, ``torch.embedding_bag``, ``torch.embedding_renorm_``), composed from the
+``embedding`` lookup op of ``nn_ops.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._registry import public
+from .from_data import tensor
+from .join import stack
+from .nn_ops import embedding
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of embeddings (bags given by rows of a 2-D input, or
+    by ``offsets`` into a 1-D input)."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            "GitHub.")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        n, length = input.shape
+        flat = input.reshape(-1)
+        starts = list(range(0, n * length, length))
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    else:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        flat = input
+        starts = offsets.tolist()
+        if include_last_offset:
+            starts = starts[:-1]
+        psw = per_sample_weights
+    bounds = starts + [flat.shape[0]] if not include_last_offset or input.dim() == 2 else \
+        starts + [int(offsets[-1])]
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
+    if psw is not None:
+        rows = rows * psw.unsqueeze(1)
+    keep = None
+    if padding_idx is not None:
+        keep = (flat != (padding_idx % weight.shape[0])).to(weight.dtype).unsqueeze(1)
+        rows = rows * keep
+    bags = []
+    for b in range(len(starts)):
+        lo, hi = bounds[b], bounds[b + 1]
+        seg = rows[lo:hi]
+        if hi <= lo:
+            bags.append(weight.new_zeros(weight.shape[1]))
+        elif mode == "sum":
+            bags.append(seg.sum(0))
+        elif mode == "mean":
+            count = keep[lo:hi].sum() if keep is not None else tensor(float(hi - lo))
+            bags.append(seg.sum(0) / count.clamp(min=1))
+        else:
+            bags.append(seg.max(0).values)
+    return stack(bags) if bags else weight.new_zeros(0, weight.shape[1])
+
+
+@public(name="embedding", method=False)
+def _embedding_top(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` selected by ``indices`` (PyTorch's top-level argument order: the
+    table first; ``padding_idx=-1`` means none).
+
+    Args:
+        weight: the (num_embeddings, dim) table.
+        indices: integer indices of any shape.
+        padding_idx: a row whose gradient stays zero, or -1 for none.
+        scale_grad_by_freq: accepted for compatibility.
+        sparse: accepted for compatibility (gradients are dense).
+
+    Returns:
+        A tensor of shape ``indices.shape + (dim,)``.
+
+    Example:
+        >>> import ember
+        >>> ember.embedding(ember.eye(3), ember.tensor([2, 0]))
+        tensor([[0., 0., 1.],
+                [1., 0., 0.]])
+    """
+    return embedding(indices, weight, None if padding_idx == -1 else padding_idx)
+
+
+@public(method=False)
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Rescale, in place, the rows of the table ``input`` that ``indices`` name whose
+    ``norm_type``-norm exceeds ``max_norm`` to norm ``max_norm`` (not recorded by autograd).
+
+    Args:
+        input: the (num_embeddings, dim) table, modified.
+        indices: the rows to check.
+        max_norm: the largest norm allowed.
+        norm_type: the norm's degree.
+
+    Returns:
+        ``input``.
+
+    Example:
+        >>> import ember
+        >>> w = ember.tensor([[3.0, 4.0], [0.3, 0.4]])
+        >>> ember.embedding_renorm_(w, ember.tensor([0, 1]), 1.0, 2.0)
+        tensor([[0.6000, 0.8000],
+                [0.3000, 0.4000]])
+    """
+    from ..autograd.grad_mode import no_grad
+
+    if input.dim() != 2:
+        raise RuntimeError(f"embedding_renorm_: expected a 2-D table, got "
+                           f"{list(input.shape)}")
+    with no_grad():
+        rows = indices.reshape(-1).unique()
+        sel = input[rows]
+        norms = sel.norm(p=norm_type, dim=1, keepdim=True)
+        scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+        input[rows] = sel * scale
+    return input
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+@public(name="embedding_bag", method=False)
+def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
+                       sparse=False, per_sample_weights=None, include_last_offset=False,
+                       padding_idx=None):
+    """Bags of embeddings with PyTorch's top-level signature: the table first, ``mode`` as
+    0 sum, 1 mean, 2 max, and the bookkeeping tensors returned beside the result.
+
+    Args:
+        weight: the (num_embeddings, dim) table.
+        indices: 1-D indices, bags given by ``offsets``.
+        offsets: the start of each bag in ``indices``.
+        scale_grad_by_freq, sparse: accepted for compatibility.
+        mode: 0 sum, 1 mean, 2 max.
+        per_sample_weights: a weight per index (sum mode only).
+        include_last_offset: ``offsets`` ends with the end of the last bag.
+        padding_idx: a row left out of every bag.
+
+    Returns:
+        ``(output, offset2bag, bag_size, max_indices)``: the (bags, dim) result; the bag of
+        each index (empty in sum mode without padding, below float64); the number of
+        non-padding indices per bag (zeros in sum mode); the row each maximum came from (max
+        mode; otherwise ``bag_size`` again, or zeros in sum mode).
+
+    Example:
+        >>> import ember
+        >>> out, *_ = ember.embedding_bag(ember.eye(3), ember.tensor([0, 1, 2]),
+        ...                               ember.tensor([0, 2]), mode=0)
+        >>> out
+        tensor([[1., 1., 0.],
+                [0., 0., 1.]])
+    """
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got "
+                           f"{mode}")
+    out = embedding_bag(indices, weight, offsets, mode=_BAG_MODES[mode],
+                        per_sample_weights=per_sample_weights,
+                        include_last_offset=include_last_offset, padding_idx=padding_idx)
+    nbags = out.shape[0]
+    idx = indices.reshape(-1).cpu().numpy()
+    starts = [int(v) for v in offsets.reshape(-1).cpu().numpy()][:nbags]
+    bounds = starts + [len(idx) if not include_last_offset else int(offsets[-1])]
+    bag_of = np.zeros(len(idx), dtype=np.int64)
+    for b in range(nbags):
+        bag_of[bounds[b]:bounds[b + 1]] = b
+    pad = None if padding_idx is None else padding_idx % weight.shape[0]
+    counts = np.array([int(np.sum(idx[bounds[b]:bounds[b + 1]] != pad))
+                       for b in range(nbags)], dtype=np.int64)
+
+    def as_tensor(a):
+        return tensor(a, dtype=indices.dtype, device=weight.device)
+
+    if mode == 0:
+        zeros = np.zeros(nbags, dtype=np.int64)
+        # PyTorch's reduced-precision sum kernel (all but float64) leaves offset2bag empty
+        # unless it has padding to skip
+        fast = pad is None and weight.dtype.itemsize < 8
+        bags = np.zeros(0, dtype=np.int64) if fast else bag_of
+        return out, as_tensor(bags), as_tensor(zeros), as_tensor(zeros)
+    if mode == 1:
+        return out, as_tensor(bag_of), as_tensor(counts), as_tensor(counts.copy())
+    table = weight.detach().cpu().numpy()
+    arg = np.zeros((nbags, weight.shape[1]), dtype=np.int64)
+    for b in range(nbags):
+        rows = [r for r in idx[bounds[b]:bounds[b + 1]] if r != pad]
+        if rows:
+            vals = table[rows]
+            arg[b] = np.asarray(rows)[vals.argmax(0)]
+    return out, as_tensor(bag_of), as_tensor(counts), as_tensor(arg)
