@@ -50,8 +50,15 @@ from ._core.layout import (
     preserve_format, sparse_coo, strided,
 )
 from ._core.size import Size
-from ._core.storage import TypedStorage, UntypedStorage
+from ._core.storage import StorageBase, TypedStorage, UntypedStorage
+from ._core.storage import legacy_storage_classes as _legacy_storages
+from ._core.stream import AcceleratorError, Event, Stream
+from ._core.tag import Tag
 from ._core.tensor import Tensor
+
+globals().update(_legacy_storages)  # FloatStorage, ... (NOTE [ Legacy storage classes ])
+Storage = _legacy_storages["FloatStorage"]  # PyTorch's default storage class
+legacy_contiguous_format = contiguous_format  # an old name PyTorch keeps for the same format
 
 Tensor.__module__ = "ember"  # NOTE [ Printed module name ]
 
@@ -70,6 +77,8 @@ from ._ops._legacy_types import cpu_types as _legacy_types  # noqa: E402
 globals().update(_legacy_types)  # FloatTensor, LongTensor, ... (NOTE [ Legacy tensor types ])
 
 from . import cuda  # noqa: E402  (imports CuPy only on first use of a CUDA device)
+from .cuda import OutOfMemoryError  # noqa: E402  (torch.OutOfMemoryError is torch.cuda's)
+from ._overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402
 from . import autograd  # noqa: E402  (registers the autograd hooks in the dispatcher)
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,

@@ -33,7 +33,20 @@ def storage_of(a) -> UntypedStorage:
     return UntypedStorage._of_root(_root(a))
 
 
-class UntypedStorage:
+class StorageBase:
+    """The base class of :class:`UntypedStorage` (``torch._C.StorageBase``): a marker for
+    ``isinstance`` checks.
+
+    Example::
+
+        >>> isinstance(ember.ones(2).untyped_storage(), ember.StorageBase)
+        True
+    """
+
+    __slots__ = ()
+
+
+class UntypedStorage(StorageBase):
     """A flat byte buffer shared by all the tensors that view it."""
 
     __slots__ = ("_array", "__weakref__")
@@ -118,13 +131,27 @@ class UntypedStorage:
 
 
 class TypedStorage:
-    """A storage seen as elements of one dtype (``Tensor.storage()``; legacy API)."""
+    """A storage seen as elements of one dtype (``Tensor.storage()``; legacy API).
+
+    ``TypedStorage(untyped, dtype)`` wraps a byte storage (ember's own use);
+    ``TypedStorage(size_or_sequence, dtype=None)`` and ``TypedStorage(wrap_storage=...,
+    dtype=...)`` build one as PyTorch's constructor does (dtype: the default dtype).
+
+    Example::
+
+        >>> ember.TypedStorage([1, 2], dtype=ember.int64).tolist()
+        [1, 2]
+    """
 
     __slots__ = ("_untyped", "dtype")
 
-    def __init__(self, untyped, dtype):
-        self._untyped = untyped
-        self.dtype = dtype
+    def __init__(self, *args, wrap_storage=None, dtype=None, device=None):
+        if len(args) == 2 and isinstance(args[0], UntypedStorage) and wrap_storage is None:
+            self._untyped, self.dtype = args[0], _dt.lookup(args[1])
+            return
+        if dtype is None:
+            dtype = _dt.get_default_dtype()
+        _init_typed(self, type(self).__name__, args, wrap_storage, _dt.lookup(dtype), device)
 
     def untyped(self):
         return self._untyped
@@ -137,6 +164,9 @@ class TypedStorage:
 
     __len__ = size
 
+    def nbytes(self) -> int:
+        return self._untyped.nbytes()
+
     def element_size(self):
         return self.dtype.itemsize
 
@@ -147,13 +177,162 @@ class TypedStorage:
     def device(self):
         return self._untyped.device
 
+    @property
+    def is_cuda(self) -> bool:
+        return self._untyped.is_cuda
+
+    def is_shared(self) -> bool:
+        return self._untyped.is_shared()
+
     def tolist(self):
         return self._elements().tolist()
 
     def __getitem__(self, i):
+        if isinstance(i, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
         return self._elements()[i].tolist()
+
+    def __setitem__(self, i, v):
+        self._elements()[i] = v
+
+    def fill_(self, value):
+        self._elements()[...] = value
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        self._elements()[...] = source._elements().astype(_dt.to_np[self.dtype])
+        return self
+
+    def clone(self):
+        return TypedStorage(self._untyped.clone(), self.dtype)
+
+    def cpu(self):
+        if self.device.type == "cpu":
+            return self
+        return _typed_from_array(self._elements().get(), self.dtype)
+
+    def _to(self, dtype):
+        return _typed_from_array(self._elements().astype(_dt.to_np[dtype]), dtype)
+
+    def type(self, dtype=None, non_blocking=False):
+        """The legacy class name (``'torch.FloatStorage'``), or a copy as another storage
+        class when ``dtype`` names one."""
+        if dtype is None:
+            return "torch." + _LEGACY_NAMES[self.dtype]
+        target = getattr(dtype, "dtype", None)
+        return self._to(_dt.lookup(dtype if target is None else target))
+
+    def pickle_storage_type(self) -> str:
+        return _LEGACY_NAMES[self.dtype]
 
     def __repr__(self):
         vals = "\n".join(f" {v}" for v in self.tolist())
-        return f"{vals}\n[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) " \
-               f"of size {self.size()}]"
+        return f"{vals}\n[{_dt.printed_module[0]}.storage.TypedStorage(dtype={self.dtype}, " \
+               f"device={self.device}) of size {self.size()}]"
+
+    __str__ = __repr__
+
+
+for _method, _target in [("double", "float64"), ("float", "float32"), ("half", "float16"),
+                         ("bfloat16", "bfloat16"), ("long", "int64"), ("int", "int32"),
+                         ("short", "int16"), ("char", "int8"), ("byte", "uint8"),
+                         ("bool", "bool"), ("complex_float", "complex64"),
+                         ("complex_double", "complex128")]:
+    def _cast(self, _d=_target):
+        return self if self.dtype.name == _d else self._to(_dt.lookup(_d))
+
+    _cast.__name__ = _method
+    _cast.__doc__ = f"A copy as {_target} elements (itself if already so)."
+    setattr(TypedStorage, _method, _cast)
+
+
+def _typed_from_array(arr, dtype):
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    return TypedStorage(UntypedStorage._of_root(flat), dtype)
+
+
+def _init_typed(self, cls_name, args, wrap_storage, dtype, device):
+    """Fill a TypedStorage from PyTorch's constructor forms: (), (size), (sequence) or
+    (wrap_storage=untyped)."""
+    if wrap_storage is not None:
+        if args:
+            raise TypeError(f"{cls_name}(): no positional arguments allowed with wrap_storage")
+        if not isinstance(wrap_storage, UntypedStorage):
+            raise TypeError(f"{cls_name}(): expected wrap_storage to be an UntypedStorage, got "
+                            f"{type(wrap_storage).__name__}")
+        self._untyped, self.dtype = wrap_storage, dtype
+        return
+    if len(args) > 1:
+        raise TypeError(f"{cls_name}(): expected no arguments, a size or a sequence, got "
+                        f"{len(args)} arguments")
+    data = args[0] if args else 0
+    npd = _dt.to_np[dtype]
+    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+        if data < 0:
+            raise RuntimeError(f"{cls_name}(): size must be non-negative, got {data}")
+        arr = np.zeros(int(data), npd)
+    elif isinstance(data, (str, bytes)) or not hasattr(data, "__len__"):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    else:
+        arr = np.asarray(list(data)).astype(npd).reshape(-1)
+    if device is not None and as_device(device).type != "cpu":
+        xp = backends_by_name[as_device(device).type].xp
+        arr = xp.asarray(arr)
+    self._untyped, self.dtype = UntypedStorage._of_root(arr), dtype
+
+
+# ------------------------------------------------------------------------------------------------
+# NOTE [ Legacy storage classes ]
+# ``torch.FloatStorage`` and its siblings are TypedStorage subclasses fixed to one dtype.
+# A storage made by ``tensor.storage()`` is a plain TypedStorage, yet PyTorch answers
+# ``isinstance(x.storage(), torch.FloatStorage)`` by the storage's dtype -- the metaclass
+# below does the same. Constructors take (), a size or a sequence, on the CPU only.
+
+
+class _LegacyStorageMeta(type):
+    @property
+    def dtype(cls):
+        return cls._dtype
+
+    def __instancecheck__(cls, instance):
+        if type(instance) is TypedStorage:
+            return instance.dtype is cls.dtype and instance.device.type == "cpu"
+        return type.__instancecheck__(cls, instance)
+
+
+class _LegacyStorage(TypedStorage, metaclass=_LegacyStorageMeta):
+    __slots__ = ()
+    _dtype = None
+
+    def __init__(self, *args, wrap_storage=None, **kwargs):
+        if kwargs:
+            raise RuntimeError(f"{type(self).__name__}(): keyword argument "
+                               f"'{next(iter(kwargs))}' cannot be specified")
+        _init_typed(self, type(self).__name__, args, wrap_storage, type(self)._dtype, None)
+
+
+_LEGACY_NAMES = {
+    _dt.float32: "FloatStorage", _dt.float64: "DoubleStorage", _dt.float16: "HalfStorage",
+    _dt.bfloat16: "BFloat16Storage", _dt.int64: "LongStorage", _dt.int32: "IntStorage",
+    _dt.int16: "ShortStorage", _dt.int8: "CharStorage", _dt.uint8: "ByteStorage",
+    _dt.bool_: "BoolStorage", _dt.complex64: "ComplexFloatStorage",
+    _dt.complex128: "ComplexDoubleStorage",
+}
+
+
+def _make_legacy(d, name):
+    cls = _LegacyStorageMeta(name, (_LegacyStorage,), {
+        "__slots__": (), "_dtype": d, "__module__": "ember",
+        "__doc__": f"The legacy typed storage of {d} elements (a TypedStorage with dtype "
+                   f"{d}).\n\nExample::\n\n    >>> len(ember.{name}(3))\n    3\n"})
+    return cls
+
+
+#: name -> class, for ``ember.FloatStorage`` and its siblings
+legacy_storage_classes = {name: _make_legacy(d, name) for d, name in _LEGACY_NAMES.items()}
+_LEGACY_BY_DTYPE = {d: legacy_storage_classes[n] for d, n in _LEGACY_NAMES.items()}
+
+
+def legacy_storage_class(dtype):
+    """The legacy storage class of ``dtype`` (``ember.FloatStorage`` for float32)."""
+    return _LEGACY_BY_DTYPE[dtype]

@@ -218,6 +218,247 @@ class Tensor:
     def is_pinned(self) -> bool:
         return False
 
+    # -- device, layout and legacy queries (see NOTE [ Devices ember has no backend for ]) --------
+
+    def pin_memory(self, device=None):
+        """A copy of the tensor in page-locked host memory, for fast copies to a GPU.
+
+        Args:
+            device: deprecated and ignored, as in PyTorch.
+
+        Returns:
+            Tensor: a contiguous copy (ember's host memory needs no pinning of its own).
+
+        Raises:
+            RuntimeError: without an accelerator, as PyTorch's CPU build does.
+
+        Example::
+
+            >>> x = ember.ones(2)
+            >>> y = x.pin_memory() if ember.cuda.is_available() else x
+        """
+        from .. import cuda  # upward (the accelerator query), and rarely asked
+
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+        if not cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return self.clone()
+
+    # NOTE [ Devices ember has no backend for ]
+    # PyTorch's CPU build answers False to every other device query, and its conversions to
+    # those devices raise; ember matches that build, so scripts that probe (``x.is_mps``)
+    # take their CPU path and scripts that convert fail with PyTorch's message.
+    is_mps = is_xpu = is_ipu = is_mtia = is_maia = is_vulkan = is_xla = is_mkldnn = \
+        property(lambda self: False, doc="False: ember has no backend for this device.")
+
+    @property
+    def is_nested(self) -> bool:
+        """False: ember has no nested (ragged) tensors."""
+        return False
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        """False: ember's tensors are strided (dense)."""
+        return False
+
+    def is_distributed(self) -> bool:
+        """False: a tensor is never split over processes (PyTorch's answer, too)."""
+        return False
+
+    def xpu(self, device=None, non_blocking=False, memory_format=None):
+        """Copy to an Intel XPU: raises AssertionError, ember has no XPU backend (as torch's
+        CPU build)."""
+        raise AssertionError("Torch not compiled with XPU enabled")
+
+    def mtia(self, device=None, non_blocking=False, memory_format=None):
+        """Copy to an MTIA device: raises AssertionError, ember has no MTIA backend."""
+        raise AssertionError("Torch not compiled with MTIA enabled")
+
+    def ipu(self, device=None, non_blocking=False, memory_format=None):
+        """Copy to an IPU: raises RuntimeError, ember has no IPU backend."""
+        raise RuntimeError("PyTorch is not linked with support for ipu devices")
+
+    def record_stream(self, stream):
+        """Mark the tensor as used by ``stream`` (CUDA caching-allocator bookkeeping).
+
+        ember frees memory by reference counting, so a CUDA tensor needs no record; a CPU
+        tensor raises NotImplementedError, as PyTorch's does.
+
+        Args:
+            stream (Stream): the stream now using the tensor.
+
+        Example::
+
+            >>> x = ember.ones(2)
+            >>> x.record_stream(None)  # doctest: +SKIP
+        """
+        if self.device.type == "cpu" or not hasattr(stream, "synchronize"):
+            raise NotImplementedError(
+                "Could not run 'aten::record_stream' with arguments from the "
+                f"'{self.device.type.upper()}' backend: record_stream needs a CUDA tensor and "
+                "a CUDA stream")
+
+    @property
+    def name(self):
+        """None: ember has no named tensors (a plain tensor's name is None in PyTorch)."""
+        return None
+
+    @property
+    def volatile(self) -> bool:
+        """Always False; removed in PyTorch 0.4 (use ``ember.no_grad()``); warns when read."""
+        import warnings
+
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                      stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, value):
+        import warnings
+
+        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
+                      "instead.", UserWarning, stacklevel=2)
+
+    def const_data_ptr(self) -> int:
+        """The address of the first element, as :meth:`data_ptr` (read-only use intended)."""
+        return _address(self._data)
+
+    def is_same_size(self, other) -> bool:
+        """True if ``other`` has the same shape.
+
+        Example::
+
+            >>> ember.ones(2, 3).is_same_size(ember.zeros(2, 3))
+            True
+        """
+        if not isinstance(other, Tensor):
+            raise TypeError(f"is_same_size(): argument 'other' must be Tensor, not "
+                            f"{type(other).__name__}")
+        return self._data.shape == other._data.shape
+
+    def is_nonzero(self) -> bool:
+        """True if the single value of a one-element tensor is not zero.
+
+        Raises:
+            RuntimeError: for an empty tensor, or one with several elements.
+
+        Example::
+
+            >>> ember.tensor([0.5]).is_nonzero()
+            True
+        """
+        n = self._data.size
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def is_set_to(self, tensor) -> bool:
+        """True if both tensors view the same storage with the same offset, sizes and strides.
+
+        Example::
+
+            >>> x = ember.ones(2, 3)
+            >>> x.is_set_to(x.view(2, 3)), x.is_set_to(x.view(3, 2))
+            (True, False)
+        """
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"is_set_to(): argument 'tensor' must be Tensor, not "
+                            f"{type(tensor).__name__}")
+        a, b = self._data, tensor._data
+        return (storage_of(a) == storage_of(b) and a.dtype == b.dtype and a.shape == b.shape
+                and a.strides == b.strides and _address(a) == _address(b))
+
+    def dim_order(self, *, ambiguity_check=False):
+        """The dims from outermost to innermost in memory (a permutation of ``range(ndim)``).
+
+        Args:
+            ambiguity_check (bool or list of memory_format): True raises RuntimeError when
+                the order is not unique (size-1 dims or equal strides); a list of memory
+                formats allows such a tensor when it matches exactly one of them.
+
+        Returns:
+            tuple of int
+
+        Example::
+
+            >>> ember.empty(2, 3, 5).transpose(1, 2).dim_order()
+            (0, 2, 1)
+        """
+        from . import layout
+
+        check = ambiguity_check
+        if not isinstance(check, bool):
+            if not isinstance(check, list) or not all(
+                    isinstance(f, layout.memory_format) for f in check):
+                raise TypeError(
+                    "The ambiguity_check argument must be a bool or a list of memory formats.")
+        sizes, strides = self._data.shape, self.stride()
+        if check is not False:
+            ambiguous = 1 in sizes or any(a == b for a, b in zip(strides, strides[1:]))
+            formats = check if isinstance(check, list) else []
+            if ambiguous and sum(self.is_contiguous(memory_format=f) for f in formats) != 1:
+                raise RuntimeError(
+                    "The tensor does not have unique dim order, or cannot map to exact one of "
+                    "the given memory formats.")
+        # insertion sort from innermost to outermost: a dim moves inward past a neighbour with
+        # a larger stride (or an equal stride and larger size); stride 0 decides nothing
+        perm = list(range(len(sizes)))[::-1]
+        for i in range(1, len(perm)):
+            for j in range(i - 1, -1, -1):
+                d0, d1 = perm[j], perm[j + 1]
+                s0, s1 = strides[d0], strides[d1]
+                if s0 == 0 or s1 == 0 or s0 < s1 or (s0 == s1 and sizes[d0] <= sizes[d1]):
+                    break
+                perm[j], perm[j + 1] = d1, d0
+        return tuple(perm[::-1])
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """The tensor as a strided tensor: itself (cast to ``dtype`` if given), since ember's
+        tensors are all strided.
+
+        Example::
+
+            >>> x = ember.ones(2)
+            >>> x.to_dense() is x
+            True
+        """
+        return self if dtype is None else self.to(dtype)
+
+    def storage_type(self):
+        """The legacy typed-storage class of this tensor's dtype (``ember.FloatStorage``...).
+
+        Example::
+
+            >>> ember.ones(2).storage_type()
+            <class 'ember.FloatStorage'>
+        """
+        from .storage import legacy_storage_class
+
+        return legacy_storage_class(self.dtype)
+
+    def module_load(self, other, assign=False):
+        """What ``nn.Module.load_state_dict`` stores for this parameter or buffer: ``other``
+        detached when ``assign``, else ``self`` with ``other`` copied in, detached.
+
+        Args:
+            other (Tensor): the state-dict value for this tensor.
+            assign (bool): the ``assign`` argument of ``load_state_dict``.
+
+        Returns:
+            Tensor
+
+        Example::
+
+            >>> ember.zeros(2).module_load(ember.ones(2))
+            tensor([1., 1.])
+        """
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
     # -- autograd fields (the engine lives in ember.autograd) -------------------------------------
 
     @property
@@ -304,6 +545,29 @@ class Tensor:
     @grad.deleter
     def grad(self):
         self._grad = None
+
+    @property
+    def grad_dtype(self):
+        """The dtype ``.grad`` must have: the tensor's own dtype (None once set to None,
+        allowing any). Only leaves may set it; ember's engine casts every gradient to the
+        tensor's dtype, so setting another dtype raises NotImplementedError.
+
+        Example::
+
+            >>> ember.ones(2, requires_grad=True).grad_dtype
+            ember.float32
+        """
+        return self.__dict__.get("_grad_dtype", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value):
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and value != self.dtype:
+            raise NotImplementedError(
+                f"grad_dtype: ember accumulates gradients in the tensor's own dtype "
+                f"({self.dtype}); a gradient dtype of {value} is not supported yet")
+        self.__dict__["_grad_dtype"] = value
 
     @property
     def retains_grad(self) -> bool:

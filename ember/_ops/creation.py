@@ -451,6 +451,21 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=
 
 
 @method
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                      layout=None, pin_memory=False) -> Tensor:
+    """An uninitialised tensor with the given ``size`` and ``stride`` (in elements), with
+    ``self``'s dtype and device unless overridden (see :func:`empty_strided`).
+
+    Example::
+
+        >>> ember.ones(1).new_empty_strided((2, 3), (1, 2)).stride()
+        (1, 2)
+    """
+    d, dev = _new_opts(self, dtype, device)
+    return empty_strided(size, stride, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+@method
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
              layout=None, pin_memory=False) -> Tensor:
     """``fill_value`` in shape ``size`` with ``self``'s dtype (not the value's) and device."""
@@ -549,3 +564,98 @@ def zero_(input) -> Tensor:
 Tensor.fill_ = fill_
 Tensor.zero_ = zero_
 
+
+
+@public(method=False)
+def fill(input, value) -> Tensor:
+    """A new tensor of ``input``'s shape, dtype and device holding ``value`` everywhere (the
+    out-of-place :meth:`Tensor.fill_`). Differentiable in a tensor ``value``.
+
+    Args:
+        input (Tensor): the tensor whose shape, dtype and device the result takes.
+        value (Number or 0-dim Tensor): the value.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.fill(ember.zeros(2, dtype=ember.int64), 3.7)
+        tensor([3, 3])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fill(): argument 'input' must be Tensor, not {type(input).__name__}")
+    value = _fill_value(input, value, "fill_")
+    if not isinstance(value, Tensor):
+        value = wrap(np.asarray(scalar_as(value, input._data.dtype)))
+    if type(value._data) is not type(input._data):
+        value = value.to(input.device)
+    return _dispatch.apply(fill_op, (input, value), {})
+
+
+@public(method=False)
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False) -> Tensor:
+    """A 0-dim tensor holding the number ``s``, of the default dtype unless ``dtype`` is
+    given (even for an integer or bool ``s``).
+
+    Args:
+        s (Number): the value.
+        dtype (dtype, optional): the dtype. Default: the default dtype.
+        device (device, optional): the device.
+        requires_grad (bool): whether autograd records operations on it.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.scalar_tensor(3)
+        tensor(3.)
+    """
+    if isinstance(s, Tensor):
+        s = s.item()
+    d = resolve_dtype(dtype, _dt.get_default_dtype())
+    if isinstance(s, complex) and d.category != _dt.COMPLEX:
+        raise RuntimeError(f"value cannot be converted to type {d.scalar_name.lower()} "
+                           "without overflow")
+    return filled("scalar_tensor", (), s, d, device, requires_grad)
+
+
+@public(method=False)
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False) -> Tensor:
+    """An uninitialised tensor of shape ``size`` whose dims lie in memory in the order
+    ``physical_layout`` (outermost first): ``empty_permuted((N, C, H, W), (0, 2, 3, 1))`` is a
+    channels-last tensor.
+
+    Args:
+        size (tuple of int): the logical shape.
+        physical_layout (tuple of int): a permutation of ``range(len(size))``.
+        dtype, device, requires_grad: as :func:`empty`.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.empty_permuted((2, 3, 4), (2, 0, 1)).stride()
+        (3, 1, 6)
+    """
+    shape = as_shape((size,), "empty_permuted")
+    perm = tuple(operator.index(p) for p in physical_layout)
+    if len(perm) != len(shape):
+        raise RuntimeError(
+            "Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(shape)} is not equal to len(physical_layout) = {len(perm)}")
+    if sorted(perm) != list(range(len(shape))):
+        if len(set(perm)) != len(perm):
+            raise RuntimeError("Duplicate dim not allowed")
+        raise IndexError(f"empty_permuted: physical_layout {list(perm)} is not a permutation "
+                         f"of the {len(shape)} dims")
+    d = resolve_dtype(dtype, _dt.get_default_dtype())
+    phys = xp_for(device).empty(tuple(shape[p] for p in perm), d.np)
+    t = wrap(phys.transpose(tuple(int(i) for i in np.argsort(perm))))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

@@ -17,6 +17,7 @@ from .._core import dtype as _dt
 from .._core.checks import as_shape
 from .._core.device import as_device
 from .._core.size import Size
+from .._core.storage import TypedStorage, UntypedStorage
 from .._core.tensor import Tensor, wrap
 from ._registry import method, public
 from .creation import _PY_SCALARS, cast, finish, host, resolve_dtype
@@ -386,15 +387,32 @@ def _legacy_new(cls, *args, device=None, **kwargs):
     """``Tensor()`` (empty), ``Tensor(2, 3)`` / ``Tensor(Size)`` (uninitialised, default
     float), ``Tensor(data)`` (a copy in the default float dtype), ``Tensor(tensor)`` (alias).
     """
+    return _construct(cls, args, device, kwargs, _dt.get_default_dtype())
+
+
+def _construct(cls, args, device, kwargs, d, same_dtype=False):
+    """The legacy constructor's forms, making tensors of dtype ``d`` (``Tensor(...)`` and
+    ``Tensor.new(...)``; ``same_dtype``: a tensor argument must have dtype ``d``, as
+    ``new`` requires)."""
     if kwargs:
         raise TypeError(
             f"new() received an invalid combination of arguments - got an unexpected keyword "
             f"argument '{next(iter(kwargs))}'; only device= is accepted")
-    d = _dt.get_default_dtype()
     if not args:
         arr = np.empty((0,), d.np)
+    elif len(args) == 1 and isinstance(args[0], (UntypedStorage, TypedStorage)):
+        st = args[0]
+        raw = st.untyped() if isinstance(st, TypedStorage) else st
+        if isinstance(st, TypedStorage) and st.dtype is not d:
+            raise RuntimeError(f"Expected a Storage of type {d.scalar_name} or an "
+                               f"UntypedStorage, but got type {st.dtype.scalar_name} for "
+                               "argument 1 'storage'")
+        flat = raw._bytes()
+        arr = flat[:flat.size - flat.size % d.itemsize].view(d.np)
     elif len(args) == 1 and isinstance(args[0], Tensor):
         src = args[0]
+        if same_dtype and src._data.dtype != d.np:
+            raise TypeError(f"new(): expected a tensor of dtype {d} but got {src.dtype}")
         t = object.__new__(cls)
         t._data = src._data
         t._rg = False
@@ -436,6 +454,28 @@ Tensor.__new__ = staticmethod(_legacy_new)
 
 
 @method
+def new(self, *args, device=None, **kwargs) -> Tensor:
+    """The legacy constructor with ``self``'s dtype and device: ``x.new()`` (empty),
+    ``x.new(2, 3)`` (uninitialised), ``x.new(data)`` (a copy cast to ``x``'s dtype),
+    ``x.new(tensor)`` (an alias of a tensor of the same dtype), ``x.new(storage)``.
+
+    Args:
+        *args: sizes, data, a tensor or a storage.
+        device (device, optional): the device; default: ``self``'s.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.ones(2, dtype=ember.int32).new([1.5, 2])
+        tensor([1, 2], dtype=ember.int32)
+    """
+    return _construct(Tensor, args, self.device if device is None else device, kwargs,
+                      self.dtype, same_dtype=True)
+
+
+@method
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False) -> Tensor:
     """A copy of ``data`` with ``self``'s dtype and device unless overridden."""
@@ -446,3 +486,106 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
         data = data.detach()
     arr = np.array(data_to_array(data, d, "new_tensor"), copy=True, order="C")
     return finish(arr, requires_grad, dev)
+
+
+# ------------------------------------------------------------------------------------------------
+# tensors over foreign memory: frombuffer / from_file
+
+
+@public(method=False)
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Tensor:
+    """A 1-D tensor sharing memory with an object of the buffer protocol (``bytearray``,
+    ``array.array``, ``memoryview``, ...): writes through either are seen by both.
+
+    Args:
+        buffer: the buffer object.
+        dtype (dtype): the element type the bytes are read as.
+        count (int): the number of elements; -1 reads to the end. Default: -1.
+        offset (int): bytes skipped at the start. Default: 0.
+        requires_grad (bool): whether autograd records operations on it.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.frombuffer(bytearray(b"\\x01\\x00\\x02\\x00"), dtype=ember.int16)
+        tensor([1, 2], dtype=ember.int16)
+    """
+    d = _dt.lookup(dtype)
+    try:
+        raw = memoryview(buffer).cast("B")
+    except TypeError:
+        raise ValueError(f"object does not implement Python buffer protocol: "
+                         f"{type(buffer).__name__}") from None
+    n, item = raw.nbytes, d.itemsize
+    if n == 0 or count == 0:
+        raise ValueError(f"both buffer length ({n}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= n:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({n} bytes) minus 1")
+    if count < 0:
+        if (n - offset) % item:
+            raise ValueError(f"buffer length ({n - offset} bytes) after offset ({offset} bytes) "
+                             f"must be a multiple of element size ({item})")
+        count = (n - offset) // item
+    elif offset + count * item > n:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({n} bytes)")
+    arr = np.frombuffer(raw, dtype=d.np, count=count, offset=offset)
+    if raw.readonly:
+        warnings.warn("The given buffer is not writable: ember cannot write into the tensor "
+                      "it shares memory with.", UserWarning, stacklevel=2)
+    t = wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+@public(method=False)
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False) -> Tensor:
+    """A 1-D CPU tensor of ``size`` elements backed by a memory-mapped file.
+
+    Args:
+        filename (str): the file.
+        shared (bool, optional): True writes changes through to the file (creating or
+            growing it as needed); False (the default) maps it copy-on-write.
+        size (int): the number of elements.
+        dtype (dtype, optional): the element type. Default: the default dtype.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.bin")
+        >>> ember.arange(3.).numpy().tofile(path)
+        >>> ember.from_file(path, size=3)
+        tensor([0., 1., 2.])
+    """
+    import os
+
+    d = resolve_dtype(dtype, _dt.get_default_dtype())
+    dev = as_device(device)
+    if dev is not None and dev.type != "cpu":
+        raise RuntimeError("from_file: only CPU tensors can be mapped to a file")
+    size = int(size)
+    need = size * d.itemsize
+    have = os.path.getsize(filename) if os.path.exists(filename) else 0
+    if shared:
+        if have < need:
+            with open(filename, "ab") as f:
+                f.truncate(need)
+        mode = "r+"
+    else:
+        if have < need:
+            raise RuntimeError(f"file <{filename}> size <{have}> is smaller than the required "
+                               f"mapping size <{need}>")
+        mode = "c"
+    if size == 0:
+        return wrap(np.empty((0,), d.np))
+    arr = np.memmap(filename, dtype=d.np, mode=mode, shape=(size,))
+    return wrap(arr.view(np.ndarray))

@@ -767,3 +767,42 @@ def _setitem(self, idx, value):
 
 
 Tensor.__setitem__ = _setitem
+
+
+# ------------------------------------------------------------------------------------------------
+# unravel_index
+
+
+@public(method=False)
+def unravel_index(indices, shape):
+    """The coordinates of flat (C-order) ``indices`` in a tensor of ``shape``: one int64
+    tensor per dim, each of ``indices``' shape. Indices are taken modulo the number of
+    elements (so -1 is the last element), as PyTorch does.
+
+    Args:
+        indices (Tensor): integer flat indices.
+        shape (int or sequence of int): the shape indexed.
+
+    Returns:
+        tuple of Tensor
+
+    Example::
+
+        >>> ember.unravel_index(ember.tensor([5, 7]), (3, 4))
+        (tensor([1, 1]), tensor([1, 3]))
+    """
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"expected 'indices' to be a Tensor, but got {type(indices).__name__}")
+    if indices.dtype.category != _dt.INT:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    shape = tuple(operator.index(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    idx = indices.to(_dt.int64)
+    coords = []
+    for s in reversed(shape):
+        coords.append(idx.remainder(s))
+        idx = idx.div(s, rounding_mode="floor")
+    return tuple(reversed(coords))

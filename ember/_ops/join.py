@@ -167,6 +167,89 @@ def chunk(input, chunks, dim=0):
     return split(input, size, d)
 
 
+# NOTE [ Unsafe splits ]
+# ``unsafe_split`` / ``unsafe_chunk`` / ``unsafe_split_with_sizes`` return the same pieces
+# as their safe forms, sharing memory with the input, but autograd does not track them as
+# views: in-place ops on a piece are allowed (the safe forms refuse them) and do not
+# rewrite the input's history -- the caller promises not to need that.
+unsafe_split_op = Op("unsafe_split", _split_kernel, vjp=_split_vjp, linear=True)
+
+
+def _unsafe(pieces, input, dim):
+    d = wrap_dim(dim, input._data.ndim, "split")
+    sizes = [p._data.shape[d] for p in pieces]
+    return _apply(unsafe_split_op, (input,), {"dim": d, "bounds": tuple(_sizes_bounds(sizes)),
+                                              "in_shape": input._data.shape})
+
+
+@public
+def unsafe_split(input, split_size, dim=0):
+    """:func:`split` into pieces of ``split_size``, without view tracking (NOTE [ Unsafe
+    splits ]).
+
+    Args:
+        input (Tensor): the tensor to split.
+        split_size (int): the size of each piece (the last may be smaller).
+        dim (int): the dimension to split. Default: 0.
+
+    Returns:
+        tuple of Tensor
+
+    Example::
+
+        >>> ember.unsafe_split(ember.arange(3.), 2)
+        (tensor([0., 1.]), tensor([2.]))
+    """
+    _check_tensor(input, "unsafe_split")
+    if not isinstance(split_size, _int_types) and not (
+            isinstance(split_size, Tensor) and split_size.dim() == 0):
+        raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
+                        f"{type(split_size).__name__}")
+    return _unsafe(split(input.detach(), split_size, dim), input, dim)
+
+
+@public
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """:func:`split_with_sizes` without view tracking (NOTE [ Unsafe splits ]).
+
+    Args:
+        input (Tensor): the tensor to split.
+        split_sizes (list of int): the piece sizes, summing to the size of ``dim``.
+        dim (int): the dimension to split. Default: 0.
+
+    Returns:
+        tuple of Tensor
+
+    Example::
+
+        >>> ember.unsafe_split_with_sizes(ember.arange(3.), [1, 2])
+        (tensor([0.]), tensor([1., 2.]))
+    """
+    _check_tensor(input, "unsafe_split_with_sizes")
+    return _unsafe(split_with_sizes(input.detach(), split_sizes, dim), input, dim)
+
+
+@public
+def unsafe_chunk(input, chunks, dim=0):
+    """:func:`chunk` without view tracking (NOTE [ Unsafe splits ]).
+
+    Args:
+        input (Tensor): the tensor to split.
+        chunks (int): the number of pieces.
+        dim (int): the dimension to split. Default: 0.
+
+    Returns:
+        tuple of Tensor
+
+    Example::
+
+        >>> ember.unsafe_chunk(ember.arange(4.), 2)
+        (tensor([0., 1.]), tensor([2., 3.]))
+    """
+    _check_tensor(input, "unsafe_chunk")
+    return _unsafe(chunk(input.detach(), chunks, dim), input, dim)
+
+
 @public
 def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
                  tensor_indices_or_sections=None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
@@ -429,3 +430,41 @@ def argwhere(input):
     """Indices of the non-zero elements as an (n, ndim) int64 tensor."""
     check_tensor("argwhere", input, "input")
     return _dispatch.apply(nonzero_op, (input,), {})
+
+
+@public
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the non-zero elements as a ``(size, ndim)`` int64 tensor of fixed
+    shape: the first ``size`` rows of :func:`nonzero`, padded with ``fill_value`` rows.
+
+    Args:
+        input (Tensor): the tensor searched.
+        size (int): the number of rows of the result.
+        fill_value (int): the value padding rows take. Default: -1.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.nonzero_static(ember.tensor([0, 1, 1]), size=3)
+        tensor([[ 1],
+                [ 2],
+                [-1]])
+    """
+    check_tensor("nonzero_static", input, "input")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    if input.is_meta:  # the shape is static: meta tensors get it without values
+        from .creation import empty
+
+        return empty((size, input.dim()), dtype=_dt.int64, device="meta")
+    idx = _dispatch.apply(nonzero_op, (input,), {})
+    n = idx.shape[0]
+    if n >= size:
+        return idx[:size].clone()
+    from .creation import full
+    from .join import cat
+
+    pad = full((size - n, input.dim()), fill_value, dtype=idx.dtype, device=idx.device)
+    return cat([idx, pad])

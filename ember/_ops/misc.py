@@ -386,3 +386,306 @@ def vander(x, N=None, increasing=False):
         x = x.to(_dt.int64)
     return _dispatch.apply(vander_op, (x,), {"N": int(N), "increasing": bool(increasing)})
 
+
+
+# ------------------------------------------------------------------------------------------------
+# frexp / ldexp / rsub
+
+
+def _frexp_kernel(xp, a):
+    m, e = xp.frexp(a.astype(np.float32) if a.dtype == _dt.bfloat16.np else a)
+    return m.astype(a.dtype), e.astype(np.int32)
+
+
+def _frexp_vjp(g, _a, *, out):
+    gm = g[0]
+    return None if gm is None else gm / out[1].to(gm.dtype).exp2()
+
+
+frexp_op = Op("frexp", _frexp_kernel, vjp=_frexp_vjp, nondiff_outputs=(1,))
+
+
+@public
+def frexp(input: Tensor, *, out=None):
+    """Split each element into a mantissa in ``[0.5, 1)`` (by magnitude) and an integer
+    exponent: ``input = mantissa * 2 ** exponent``. Zeros, infinities and NaNs keep their
+    value as mantissa, with exponent 0.
+
+    Args:
+        input (Tensor): a floating-point tensor.
+        out (tuple of two Tensors, optional): the outputs.
+
+    Returns:
+        (mantissa, exponent): a named tuple; ``exponent`` is int32.
+
+    Example::
+
+        >>> ember.frexp(ember.tensor([1.0, 3.0]))
+        ember.return_types.frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([1, 2], dtype=ember.int32))
+    """  # noqa: E501
+    from .. import return_types
+
+    check_tensor("frexp", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    r = _dispatch.apply(frexp_op, (input,), {})
+    if out is not None:
+        _dispatch.write_out("frexp", tuple(out), r)
+        r = tuple(out)
+    return return_types.make("frexp", ("mantissa", "exponent"))(*r)
+
+
+def _pow2(input, other):
+    if not isinstance(other, Tensor):
+        other = wrap(np.asarray(other))
+    # 2 ** other in the dtype the product will have: other's own float dtype, else input's
+    # (the default dtype for two integer tensors)
+    if not (other.dtype.is_floating_point or other.dtype.is_complex):
+        d = input.dtype if input.dtype.is_floating_point or input.dtype.is_complex else \
+            _dt.get_default_dtype()
+        other = other.to(d)
+    return other.exp2()
+
+
+@public
+def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``input * 2 ** other``: builds floats from mantissas and exponents.
+
+    Args:
+        input (Tensor): the mantissas.
+        other (Tensor): the exponents (integer or floating).
+        out (Tensor, optional): the output.
+
+    Returns:
+        Tensor: floating (the default dtype for integer inputs). Differentiable.
+
+    Example::
+
+        >>> ember.ldexp(ember.tensor([1.0]), ember.tensor([3]))
+        tensor([8.])
+    """
+    check_tensor("ldexp", input)
+    r = input * _pow2(input, other)
+    return r if out is None else _dispatch.write_out("ldexp", out, r)
+
+
+def _ldexp_(self, other):
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                           f"{self.dtype.scalar_name}")
+    return self.mul_(_pow2(self, other))
+
+
+_ldexp_.__name__ = "ldexp_"
+_ldexp_.__doc__ = "In-place version of :meth:`Tensor.ldexp`."
+Tensor.ldexp_ = _ldexp_
+
+
+@public
+def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``other - alpha * input``: subtraction with the operands reversed.
+
+    Args:
+        input (Tensor): the tensor subtracted (scaled by ``alpha``).
+        other (Tensor or Number): the tensor or number subtracted from.
+        alpha (Number): the multiplier of ``input``. Default: 1.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.rsub(ember.tensor([1, 2]), 3)
+        tensor([2, 1])
+    """
+    from .arithmetic import _scaled, sub
+
+    check_tensor("rsub", input)
+    if isinstance(other, Tensor):
+        return sub(other, input, alpha=alpha)
+    if input.dtype is _dt.bool_ and isinstance(other, bool):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead.")
+    return _scaled("rsub", input, alpha, input).__rsub__(other)
+
+
+# ------------------------------------------------------------------------------------------------
+# apply_ / map_ / map2_: a Python function over the elements (CPU only, no autograd)
+
+
+def _elementwise_python(self, op_name, fn, others):
+    from .creation import check_inplace
+
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op_name}(): self must be a Tensor")
+    if not callable(fn):
+        raise TypeError(f"{op_name}(): argument 'callable' must be callable, not "
+                        f"{type(fn).__name__}")
+    if self._rg:
+        raise RuntimeError(f"Can't call {op_name}() on Variable that requires grad. Use "
+                           f"var.detach().{op_name}() instead.")
+    if not self.is_cpu:
+        raise TypeError(f"{op_name} is only implemented on CPU tensors")
+    a = self._data
+    arrays = [a]
+    for o in others:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{op_name}(): expected a Tensor argument, got {type(o).__name__}")
+        if o.dtype is not self.dtype:
+            raise TypeError(f"{op_name}_: expected {self.dtype.scalar_name} for argument, got "
+                            f"{o.dtype.scalar_name}")
+        try:
+            arrays.append(np.broadcast_to(o._data, a.shape))
+        except ValueError:
+            raise RuntimeError(f"{op_name}: the size of the argument {list(o.shape)} cannot be "
+                               f"broadcast to {list(self.shape)}") from None
+    check_inplace(self, op_name)
+    # object arrays hold Python numbers, which is what the callable is given
+    objs = [(x.astype(np.float32) if x.dtype == _dt.bfloat16.np else x).astype(object)
+            for x in arrays]
+    r = np.frompyfunc(fn, len(objs), 1)(*objs)
+    a[...] = np.asarray(r, dtype=object).astype(a.dtype) if a.ndim else \
+        np.asarray(r).astype(a.dtype)
+    self._bump()
+    return self
+
+
+def apply_(self, callable):
+    """Replace each element ``v`` by ``callable(v)`` in place (CPU only, slow, no autograd).
+
+    Args:
+        callable: a function of one Python number returning a number.
+
+    Returns:
+        Tensor: ``self``.
+
+    Example::
+
+        >>> ember.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
+        tensor([10., 20.])
+    """
+    return _elementwise_python(self, "apply_", callable, ())
+
+
+def map_(self, tensor, callable):
+    """Replace each element ``v`` by ``callable(v, t)`` in place, ``t`` the matching element
+    of ``tensor`` broadcast to ``self``'s shape (CPU only, no autograd).
+
+    Args:
+        tensor (Tensor): the second operand, of ``self``'s dtype.
+        callable: a function of two Python numbers.
+
+    Returns:
+        Tensor: ``self``.
+
+    Example::
+
+        >>> ember.tensor([1.0, 2.0]).map_(ember.tensor([3.0, 4.0]), lambda a, b: a + b)
+        tensor([4., 6.])
+    """
+    return _elementwise_python(self, "map_", callable, (tensor,))
+
+
+def map2_(self, x, y, callable):
+    """Replace each element ``v`` by ``callable(v, a, b)`` in place, ``a`` and ``b`` the
+    matching elements of ``x`` and ``y`` broadcast to ``self``'s shape (CPU only).
+
+    Args:
+        x, y (Tensor): the other operands, of ``self``'s dtype.
+        callable: a function of three Python numbers.
+
+    Returns:
+        Tensor: ``self``.
+
+    Example::
+
+        >>> ember.zeros(2).map2_(ember.ones(2), ember.ones(2), lambda a, b, c: a + b + c)
+        tensor([2., 2.])
+    """
+    return _elementwise_python(self, "map2_", callable, (x, y))
+
+
+Tensor.apply_, Tensor.map_, Tensor.map2_ = apply_, map_, map2_
+
+
+# ------------------------------------------------------------------------------------------------
+# fill_diagonal_
+
+
+def _diag_positions(shape, wrap):
+    """Flat (C-order) positions of the main diagonal of a tensor whose dims are all equal
+    (or, in 2-D, of a tall matrix; ``wrap`` restarts it below every square block)."""
+    if len(shape) == 2:
+        n, m = shape
+        step = m + 1
+        stop = n * m if wrap and n > m else min(n, m) * m
+        return np.arange(0, stop, step)
+    n = shape[0]
+    step = sum(n ** k for k in range(len(shape)))
+    return np.arange(n) * step
+
+
+def _fill_diagonal_kernel(xp, a, value, *, wrap):
+    out = a.copy()
+    flat = out.reshape(-1)
+    flat[xp.asarray(_diag_positions(a.shape, wrap))] = value.astype(a.dtype) \
+        if value.dtype.kind != "c" or a.dtype.kind == "c" else value.real.astype(a.dtype)
+    return out.reshape(a.shape)
+
+
+def _fill_diagonal_vjp(g, _a, _value, *, wrap, needs_input_grad):
+    ga = None
+    if needs_input_grad[0]:
+        ga = _dispatch.apply(fill_diagonal_op, (g, g.new_zeros(())), {"wrap": wrap})
+    gv = None
+    if needs_input_grad[1]:
+        gv = g.reshape(-1)[_index_tensor(_diag_positions(tuple(g.shape), wrap))].sum()
+    return ga, gv
+
+
+def _index_tensor(positions):
+    return wrap(np.asarray(positions, np.int64))
+
+
+fill_diagonal_op = Op("fill_diagonal", _fill_diagonal_kernel, vjp=_fill_diagonal_vjp)
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fill the main diagonal with ``fill_value`` in place. The tensor must be 2-D or have
+    all dims equal; ``wrap`` continues the diagonal of a tall matrix below each square
+    block (after one skipped row), as NumPy's ``fill_diagonal`` does.
+
+    Args:
+        fill_value (Number): the value written.
+        wrap (bool): restart the diagonal in a tall matrix. Default: False.
+
+    Returns:
+        Tensor: ``self``.
+
+    Example::
+
+        >>> ember.zeros(2, 3).fill_diagonal_(1.0)
+        tensor([[1., 0., 0.],
+                [0., 1., 0.]])
+    """
+    check_tensor("fill_diagonal_", self, "self")
+    shape = self._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and any(s != shape[0] for s in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    value = fill_value if isinstance(fill_value, Tensor) else _value_tensor(fill_value)
+    return _dispatch.commit_inplace_result(
+        "fill_diagonal_", self,
+        lambda: _dispatch.apply(fill_diagonal_op, (self, value), {"wrap": bool(wrap)}))
+
+
+def _value_tensor(v):
+    if not isinstance(v, (int, float, complex, bool, np.number, np.bool_)):
+        raise TypeError(f"fill_diagonal_(): argument 'fill_value' must be Number, not "
+                        f"{type(v).__name__}")
+    return wrap(np.asarray(v))
+
+
+Tensor.fill_diagonal_ = fill_diagonal_

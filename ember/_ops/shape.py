@@ -1229,3 +1229,162 @@ def _resize_as_(self, the_template, memory_format=None):
 
 Tensor.resize_ = _resize_
 Tensor.resize_as_ = _resize_as_
+
+
+@public(method=False, name="resize_as_")
+def _resize_as_function(input, the_template, *, memory_format=None):
+    """Resize ``input`` in place to ``the_template``'s shape (``input.resize_as_(...)``).
+
+    Args:
+        input (Tensor): the tensor to resize; keeps its storage when large enough.
+        the_template (Tensor): the tensor whose shape ``input`` takes.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> ember.resize_as_(ember.zeros(4), ember.ones(2, 2)).shape
+        ember.Size([2, 2])
+    """
+    _check_tensor(input, "resize_as_")
+    return input.resize_as_(the_template, memory_format=memory_format)
+
+
+def _warn_deprecated(name):
+    warnings.warn(f"non-inplace {name} is deprecated", UserWarning, stacklevel=3)
+
+
+@method
+def resize(self, *sizes):
+    """Deprecated: the tensor with shape ``sizes`` and the same number of elements (a
+    differentiable reshape). Use :meth:`reshape`, or :meth:`resize_` to change the size.
+
+    Example::
+
+        >>> ember.arange(6.).resize(2, 3).shape  # doctest: +SKIP
+        ember.Size([2, 3])
+    """
+    _warn_deprecated("resize")
+    shape = as_shape(sizes, "resize")
+    n = math.prod(shape)
+    if n != self._data.size:
+        have = "x".join(str(s) for s in self._data.shape)
+        raise RuntimeError(
+            f"requested resize to {'x'.join(str(s) for s in shape)} ({n} elements in total), "
+            f"but the given tensor has a size of {have} ({self._data.size} elements). "
+            "autograd's resize can only change the shape of a given tensor, while preserving "
+            "the number of elements. ")
+    return self.reshape(shape)
+
+
+@method
+def resize_as(self, tensor):
+    """Deprecated: ``self.resize(tensor.shape)`` (same number of elements required).
+
+    Example::
+
+        >>> ember.arange(6.).resize_as(ember.ones(3, 2)).shape  # doctest: +SKIP
+        ember.Size([3, 2])
+    """
+    _warn_deprecated("resize_as")
+    _check_tensor(tensor, "resize_as", "tensor")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return resize(self, tensor._data.shape)
+
+
+@_dispatch.entrance("set_", inplace=True)
+def _set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Make ``self`` view other memory: ``set_()`` (empty), ``set_(tensor)`` (share the
+    tensor's storage, shape, strides and offset), ``set_(storage, offset, size, stride)``.
+
+    Args:
+        source (Tensor or storage, optional): what to view.
+        storage_offset (int): first element, counted in ``self``'s dtype. Default: 0.
+        size (tuple of int, optional): shape; default: the whole storage as one dim.
+        stride (tuple of int, optional): strides; default: contiguous.
+
+    Returns:
+        Tensor: ``self``.
+
+    Example::
+
+        >>> ember.zeros(3).set_(ember.arange(5.))
+        tensor([0., 1., 2., 3., 4.])
+    """
+    from .._core.storage import TypedStorage, UntypedStorage
+
+    if _dispatch.check_inplace is not None:
+        _dispatch.check_inplace(self, "set_")
+    a = self._data
+    xp = _dispatch.xp_of(a)
+    if source is None:
+        arr = xp.empty((0,), a.dtype)
+    elif isinstance(source, Tensor):
+        if source._data.dtype != a.dtype:
+            raise RuntimeError(f"Could not set tensor of type {source.dtype.scalar_name} to a "
+                               f"tensor of type {self.dtype.scalar_name}")
+        arr = source._data
+    elif isinstance(source, (UntypedStorage, TypedStorage)):
+        if isinstance(source, TypedStorage):
+            if source.dtype.np != a.dtype:
+                raise RuntimeError(f"Could not set tensor of type {source.dtype.scalar_name} "
+                                   f"to a tensor of type {self.dtype.scalar_name}")
+            source = source.untyped()
+        flat = source._bytes()
+        flat = flat[:flat.size - flat.size % a.itemsize].view(a.dtype)
+        offset = operator.index(storage_offset)
+        shape = (flat.size - offset,) if size is None else as_shape((size,), "set_")
+        strides = _contiguous_strides(shape) if stride is None else tuple(
+            operator.index(s) for s in stride)
+        if len(strides) != len(shape):
+            raise RuntimeError(f"unequal size length ({len(shape)}) and stride length "
+                               f"({len(strides)})")
+        need = offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) \
+            else offset
+        if offset < 0 or need > flat.size:
+            raise RuntimeError(
+                f"set_: sizes {list(shape)}, strides {list(strides)} and storage offset "
+                f"{offset} need {need} elements, but the storage holds {flat.size} (ember "
+                "storages cannot grow)")
+        arr = _restride(xp, flat[offset:], shape, strides)
+    else:
+        raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not "
+                        f"{type(source).__name__}")
+    self._data = arr
+    self._base = None
+    self._bump()
+    return self
+
+
+Tensor.set_ = _set_
+
+
+@method
+def sum_to_size(self, *size):
+    """``self`` summed down to ``size``, which must broadcast to ``self``'s shape: leading
+    dims are summed away and dims where ``size`` is 1 are summed keeping the dim.
+
+    Args:
+        *size (int or tuple of int): the target shape.
+
+    Returns:
+        Tensor
+
+    Example::
+
+        >>> ember.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
+    shape = as_shape(size, "sum_to_size")
+    have = self._data.shape
+    lead = len(have) - len(shape)
+    if lead < 0 or any(s != 1 and s != h for s, h in zip(shape, have[lead:])):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(have)}}}.")
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and have[lead + i] != 1)
+    if not dims:
+        return self
+    r = self.sum(dims, keepdim=True)
+    return r.reshape(shape) if lead else r

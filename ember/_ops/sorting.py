@@ -639,3 +639,55 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
                             density=density)
     r = (wrap(xp.asarray(h).astype(a.dtype)), wrap(xp.ascontiguousarray(e).astype(a.dtype)))
     return _named("histogram", ("hist", "bin_edges"), r, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# isin
+
+
+def _isin_kernel(xp, a, b, *, assume_unique, invert):
+    return xp.isin(a, b, assume_unique=assume_unique, invert=invert)
+
+
+isin_op = Op("isin", _isin_kernel, differentiable=False)
+
+
+@public(method=False)
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    """Whether each of ``elements`` occurs in ``test_elements``: a bool tensor of
+    ``elements``' shape. Either argument may be a number (not both).
+
+    Args:
+        elements (Tensor or Number): the values looked up.
+        test_elements (Tensor or Number): the values looked in (any shape).
+        assume_unique (bool): both hold unique values (a faster path). Default: False.
+        invert (bool): answer "not in" instead. Default: False.
+        out (Tensor, optional): the output.
+
+    Returns:
+        Tensor: bool.
+
+    Example::
+
+        >>> ember.isin(ember.tensor([1, 2, 3]), ember.tensor([2, 5]))
+        tensor([False,  True, False])
+    """
+    a_is, b_is = isinstance(elements, Tensor), isinstance(test_elements, Tensor)
+    if not (a_is or b_is):
+        raise TypeError(
+            f"isin() received an invalid combination of arguments - got "
+            f"({type(elements).__name__}, {type(test_elements).__name__}): at least one of "
+            "'elements' and 'test_elements' must be a Tensor")
+    like = elements if a_is else test_elements
+    a = elements if a_is else wrap(np.asarray(elements)).to(like.device)
+    b = test_elements if b_is else wrap(np.asarray(test_elements)).to(like.device)
+    for t in (a, b):
+        if t.dtype.is_complex:
+            raise RuntimeError(
+                f"Unsupported input type encountered for isin(): {t.dtype.scalar_name}")
+    if a._data.dtype != b._data.dtype:
+        # compare in the promoted dtype, as PyTorch does
+        d = _dt.promote_types(a.dtype, b.dtype)
+        a, b = a.to(d), b.to(d)
+    return _dispatch.apply(isin_op, (a, b), {"assume_unique": bool(assume_unique),
+                                             "invert": bool(invert)}, out=out)
