@@ -241,6 +241,12 @@ fmod = _plain_binary(fmod_op, "C's fmod: the result has the dividend's sign.")
 
 
 def _pow_kernel(xp, a, b):
+    if not hasattr(a, "dtype"):  # a Python number to a tensor's powers: ``2 ** t``
+        bk = xp.asarray(b)
+        if bk.dtype.kind in "iu" and type(a) is int and (bk < 0).any():
+            # PyTorch's integer powers: 1 and -1 stay units, other bases truncate to 0
+            return xp.trunc(xp.power(float(a), bk)).astype(bk.dtype)
+        return xp.power(a, b)
     if a.dtype.kind in "iu" and (xp.asarray(b) < 0).any():
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return xp.power(a, b)

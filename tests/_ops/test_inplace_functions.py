@@ -35,3 +35,13 @@ def test_inplace_function_writes_into_input_as_torch(name, args):
     getattr(torch, name + "_")(t, *args)
     assert r is e
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("base,exps", [(2.0, [1.0, 2.0]), (2, [1, 3]), (2, [-1, 0, 2]),
+                                       (-1, [-1, -2, 3]), (1, [-5]), (2.5, [1, 2])])
+def test_number_to_tensor_powers_match_torch(base, exps):
+    e = base ** ember.tensor(exps)
+    t = base ** torch.tensor(exps)
+    assert str(e.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
