@@ -12,11 +12,40 @@ from ._overrides import consult_in as _consult_in
 
 from ._ops.pointwise import exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
 from ._ops.pointwise import round_ as _round
+from ._core.tensor import Tensor
+from ._ops.special_bessel import (
+    airy_ai,
+    bessel_y0,
+    bessel_y1,
+    modified_bessel_i0,
+    modified_bessel_i1,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    spherical_bessel_j0,
+)
+from ._ops.special_poly import (
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
 from ._ops.special_ops import (
     digamma,
     erf,
     erfc,
     erfinv,
+    igamma,
+    igammac,
     lgamma,
     mvlgamma,
     polygamma,
@@ -36,11 +65,32 @@ from ._ops.special_ops import (
 )
 
 __all__ = [
-    "bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
-    "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
-    "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
-    "sinc", "softmax", "xlog1py", "xlogy", "zeta",
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma",
+    "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
+    "gammaincc", "gammaln", "hermite_polynomial_h", "hermite_polynomial_he", "i0", "i0e",
+    "i1", "i1e", "laguerre_polynomial_l", "legendre_polynomial_p", "log1p", "log_ndtr",
+    "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
+    "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma",
+    "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc", "softmax",
+    "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
 ]
+
+# the argument descriptions this namespace's docstrings share (torch.special has the same
+# two dictionaries, for its own docs)
+common_args = {
+    "input": "input (Tensor): the input tensor.",
+    "generator": "generator (:class:`ember.Generator`, optional): the source of randomness",
+    "out": "out (Tensor, optional): the output tensor.",
+    "memory_format": "memory_format (:class:`ember.memory_format`, optional): the memory "
+                     "layout of the returned tensor.",
+    "dtype": "dtype (:class:`ember.dtype`, optional): the dtype of the returned tensor.",
+}
+multi_dim_common = dict(common_args, dim="dim (int or tuple of ints): the dimension(s) to "
+                        "reduce.", keepdim="keepdim (bool): whether the output keeps the "
+                        "reduced dimensions with size 1.")
 
 expit = sigmoid
 gammaln = lgamma
@@ -59,9 +109,12 @@ xlog1py = special_xlog1py
 zeta = special_zeta
 bessel_j0 = special_bessel_j0
 bessel_j1 = special_bessel_j1
+gammainc = igamma
+gammaincc = igammac
 
 # names kept for linters: these are part of the namespace on purpose
-_reexports = (digamma, erf, erfc, erfinv, exp2, expm1, log1p, logit, polygamma, sinc, xlogy)
+_reexports = (digamma, erf, erfc, erfinv, exp2, expm1, log1p, logit, polygamma, sinc, xlogy,
+              Tensor)
 
 
 def round(input, *, decimals=0, out=None):  # noqa: A001  (torch.special.round)

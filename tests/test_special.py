@@ -144,3 +144,150 @@ def test_round_rejects_integer_tensors_unlike_top_level_round():
     with pytest.raises(RuntimeError, match="not implemented"):
         special.round(i)
     assert special.round(ember.tensor([1.25]), decimals=1).tolist() == [1.2000000476837158]
+
+
+# ------------------------------------------------------------------------------------------------
+# Bessel and Airy functions, orthogonal polynomials, incomplete gamma (issue 17)
+
+BESSEL = ["bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+          "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+          "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai"]
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+               "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+               "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+               "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@needs_torch
+@pytest.mark.parametrize("name", BESSEL)
+def test_bessel_matches_torch_on_edges(name):
+    import torch
+
+    x = np.array([-3.0, -1.0, -0.0, 0.0, 1e-3, 0.5, 1.0, 5.0, 30.0, 800.0, np.inf, -np.inf,
+                  np.nan])
+    got = getattr(special, name)(ember.tensor(x))
+    want = getattr(torch.special, name)(torch.tensor(x))
+    assert_close(got, want.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", BESSEL + POLYNOMIALS[:1])
+def test_bessel_and_polynomial_results_never_require_grad(name):
+    x = ember.tensor([0.5, 1.5], dtype=ember.float64, requires_grad=True)
+    fn = getattr(special, name)
+    r = fn(x) if name in BESSEL else fn(x, 3)
+    assert not r.requires_grad
+
+
+@needs_torch
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_polynomial_matches_torch_on_grid(name):
+    import torch
+
+    x = np.concatenate([np.linspace(-2.5, 2.5, 41), [-1.0, 1.0, 0.0, 0.5, np.inf, -np.inf]])
+    n = np.array([-3, -1, 0, 1, 2, 3, 6, 7, 8, 9, 10, 15, 25, 2.5, -0.5, np.nan, np.inf])
+    X, N = np.meshgrid(x, n)
+    got = getattr(special, name)(ember.tensor(X), ember.tensor(N))
+    want = getattr(torch.special, name)(torch.tensor(X), torch.tensor(N))
+    assert_close(got, want.numpy(), rtol=1e-8, atol=1e-8, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_polynomial_takes_a_number_for_either_argument(name):
+    fn = getattr(special, name)
+    x = ember.tensor([0.25, 0.75])
+    assert_close(fn(x, 3), fn(x, ember.tensor(3.0)))
+    assert_close(fn(0.25, ember.tensor([2, 3])),
+                 ember.stack([fn(ember.tensor(0.25), 2), fn(ember.tensor(0.25), 3)]))
+
+
+def test_polynomial_of_two_numbers_is_a_type_error():
+    with pytest.raises(TypeError):
+        special.chebyshev_polynomial_t(0.5, 2)
+
+
+def test_polynomial_accepts_keyword_x_and_n():
+    r = special.legendre_polynomial_p(x=ember.tensor([0.5]), n=2)
+    assert r.tolist() == [-0.125]
+
+
+def test_polynomial_of_integers_is_float32():
+    r = special.hermite_polynomial_h(ember.tensor([1, 2]), ember.tensor([2, 3]))
+    assert r.dtype == ember.float32 and r.tolist() == [2.0, 40.0]
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16, ember.complex64])
+def test_polynomial_low_precision_and_complex_raise_not_implemented(dtype):
+    with pytest.raises(NotImplementedError, match="laguerre_polynomial_l_cpu"):
+        special.laguerre_polynomial_l(ember.ones(2, dtype=dtype), 2)
+
+
+@pytest.mark.parametrize("name", ["bessel_y0", "airy_ai", "modified_bessel_k1"])
+def test_bessel_half_raises_not_implemented(name):
+    with pytest.raises(NotImplementedError, match=f"{name}_cpu"):
+        getattr(special, name)(ember.ones(2, dtype=ember.float16))
+
+
+def test_gammainc_is_igamma():
+    assert special.gammainc is ember.igamma and special.gammaincc is ember.igammac
+
+
+def test_igamma_values_match_scipy():
+    import scipy.special as sp
+
+    a = np.array([0.5, 1.0, 2.5, 7.0])
+    x = np.array([0.1, 1.0, 3.0, 5.0])
+    assert_close(ember.igamma(ember.tensor(a), ember.tensor(x)), sp.gammainc(a, x))
+    assert_close(ember.igammac(ember.tensor(a), ember.tensor(x)), sp.gammaincc(a, x))
+
+
+def test_igamma_gradient_in_other_passes_gradcheck():
+    from ember.autograd import gradcheck, gradgradcheck
+
+    a = ember.tensor([0.7, 2.0, 3.5], dtype=ember.float64)
+    x = ember.tensor([0.3, 1.1, 2.4], dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda x: ember.igamma(a, x), (x,))
+    assert gradgradcheck(lambda x: ember.igammac(a, x), (x,))
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_igamma_gradient_in_input_raises_at_backward(name):
+    a = ember.tensor([2.0, 3.0], dtype=ember.float64, requires_grad=True)
+    x = ember.tensor([0.3, 0.7], dtype=ember.float64)
+    r = getattr(ember, name)(a, x)
+    assert r.requires_grad
+    with pytest.raises(NotImplementedError, match=f"'{name}: input'"):
+        r.sum().backward()
+
+
+def test_igamma_integer_inputs_raise_not_implemented():
+    with pytest.raises(NotImplementedError, match="igamma_cpu"):
+        ember.igamma(ember.tensor([1, 2]), ember.tensor([1, 2]))
+
+
+def test_igamma_inplace_writes_self():
+    t = ember.tensor([1.0, 2.0])
+    r = t.igamma_(ember.tensor([1.0, 1.0]))
+    assert r is t
+    assert_close(t, np.array([0.63212056, 0.26424112]), rtol=1e-6, atol=1e-6)
+
+
+@needs_torch
+def test_namespace_dictionaries_have_torch_keys():
+    import torch
+
+    assert set(torch.special.common_args) <= set(special.common_args) | {"dtype"}
+    assert special.Tensor is ember.Tensor
+
+
+@pytest.mark.parametrize("name", BESSEL + POLYNOMIALS + ["gammainc", "gammaincc"])
+def test_docstring_example_runs(name):
+    import doctest
+
+    fn = getattr(special, name)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = doctest.DocTestFinder().find(fn, name, globs={"ember": ember})
+    assert tests and any(t.examples for t in tests), f"{name} has no example"
+    for t in tests:
+        runner.run(t)
+    assert runner.summarize(verbose=False).failed == 0

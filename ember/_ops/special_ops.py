@@ -61,12 +61,13 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _no_half(name, fn):
-    """Wrap public ``fn``: PyTorch has no float16/bfloat16 kernel for ``name``."""
+    """Wrap public ``fn``: PyTorch has no float16/bfloat16 (nor complex) kernel for ``name``."""
 
     def checked(input, *, out=None):
-        if isinstance(input, Tensor) and input._data.dtype in _HALF:
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for "
-                               f"'{input.dtype.scalar_name}'")
+        if isinstance(input, Tensor) and (input._data.dtype in _HALF
+                                          or input._data.dtype.kind == "c"):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{input.dtype.scalar_name}'")
         return fn(input, out=out)
 
     checked.__name__ = fn.__name__
@@ -247,6 +248,94 @@ def _mvlgamma_(self, p):
 Tensor.mvlgamma_ = _mvlgamma_
 
 
+# regularized incomplete gamma functions: PyTorch differentiates them in ``other`` (x) only;
+# asking for the gradient in ``input`` (a) raises at backward time, as it does there
+
+
+def _igamma_density(a, x):
+    """``d/dx P(a, x) = x**(a-1) exp(-x) / Gamma(a)``."""
+    return ((a - 1) * x.log() - x - lgamma(a)).exp()
+
+
+def _igamma_vjp_for(name, sign):
+    def vjp(g, a, x, *, needs_input_grad):
+        if needs_input_grad[0]:
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+        return None, g * _igamma_density(a, x) * sign
+
+    return vjp
+
+
+def _check_igamma(name):
+    def check(args):
+        tensors = [x for x in args if isinstance(x, Tensor)]
+        if not any(t.dtype.is_floating_point for t in tensors) or any(
+                t.dtype.is_complex for t in tensors):
+            bad = next((t for t in tensors if not t.dtype.is_floating_point), tensors[0])
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{bad.dtype.scalar_name}'")
+
+    return check
+
+
+igamma_op = ElementwiseOp("igamma", scipy_kernel("gammainc"), promote="same", allow=(2,),
+                          vjp=_igamma_vjp_for("igamma", 1), check=_check_igamma("igamma"))
+igammac_op = ElementwiseOp("igammac", scipy_kernel("gammaincc"), promote="same", allow=(2,),
+                           vjp=_igamma_vjp_for("igammac", -1), check=_check_igamma("igammac"))
+
+
+@public(inplace=lambda self, other: _igamma_inplace(igamma_op, "igamma_", self, other))
+def igamma(input, other, *, out=None):
+    """The regularized lower incomplete gamma function
+    ``P(a, x) = 1/Gamma(a) * integral_0^x t**(a-1) exp(-t) dt`` with ``a = input`` and
+    ``x = other`` (``torch.special.gammainc``).
+
+    Args:
+        input (Tensor): the shape parameter ``a`` (``a > 0``; NaN otherwise).
+        other (Tensor): the upper limit ``x`` (``x >= 0``; NaN otherwise).
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: ``P(a, x)`` in the promoted floating dtype. Differentiable in ``other`` only.
+
+    Example::
+
+        >>> round(ember.igamma(ember.tensor(1.0), ember.tensor(1.0)).item(), 4)
+        0.6321
+    """
+    _require_tensor("igamma", "input", input, 1)
+    _require_tensor("igamma", "other", other)
+    return elementwise(igamma_op, (input, other), out=out)
+
+
+@public(inplace=lambda self, other: _igamma_inplace(igammac_op, "igammac_", self, other))
+def igammac(input, other, *, out=None):
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``
+    (``torch.special.gammaincc``); see ``igamma``.
+
+    Args:
+        input (Tensor): the shape parameter ``a`` (``a > 0``).
+        other (Tensor): the lower limit ``x`` (``x >= 0``).
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: ``Q(a, x)``. Differentiable in ``other`` only.
+
+    Example::
+
+        >>> round(ember.igammac(ember.tensor(1.0), ember.tensor(1.0)).item(), 4)
+        0.3679
+    """
+    _require_tensor("igammac", "input", input, 1)
+    _require_tensor("igammac", "other", other)
+    return elementwise(igammac_op, (input, other), out=out)
+
+
+def _igamma_inplace(op, name, self, other):
+    _require_tensor(name, "other", other)
+    return elementwise_inplace(op, self, (other,))
+
+
 # ------------------------------------------------------------------------------------------------
 # modified Bessel functions
 
@@ -343,7 +432,8 @@ def special_zeta(input, other, *, out=None):
         raise TypeError("zeta(): expected at least one Tensor argument, got two numbers")
     for x in (input, other):
         if isinstance(x, Tensor) and x._data.dtype in _HALF:
-            raise RuntimeError(f"\"zeta_cpu\" not implemented for '{x.dtype.scalar_name}'")
+            raise NotImplementedError(
+                f"\"zeta_cpu\" not implemented for '{x.dtype.scalar_name}'")
     return elementwise(zeta_op, (input, other), out=out)
 
 

@@ -1,0 +1,472 @@
+"""PyTorch's older top-level linear-algebra API, kept for the programs that still call it:
+``lu``, ``lu_solve``, ``triangular_solve``, ``geqrf``, ``orgqr``, ``ormqr``,
+``nuclear_norm``, ``frobenius_norm``, and the randomized ``svd_lowrank`` / ``pca_lowrank``.
+
+Most are thin layers over ``ember.linalg`` (argument order and result types as PyTorch's),
+so autograd follows the functions they call. ``geqrf`` is an op of its own: its kernel is
+LAPACK's ``?geqrf`` through ``scipy.linalg.lapack`` and, as in PyTorch, it has no
+derivative (backward raises NotImplementedError).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._core.checks import holds_values
+from ..return_types import make
+from ._registry import Op, public
+from .linalg import _h, check_tensor, matmul
+from .linalg_decomp import check_matrix
+
+# ------------------------------------------------------------------------------------------------
+# LU and triangular solves
+
+
+@public
+def lu(A, pivot=True, get_infos=False, out=None):
+    """The packed LU factorisation of ``A`` (``ember.linalg.lu_factor``), with the per-matrix
+    ``infos`` when ``get_infos``.
+
+    Args:
+        A (Tensor): a ``(*, m, n)`` float or complex tensor.
+        pivot (bool): only True is supported on the CPU.
+        get_infos (bool): also return ``infos`` (0 where the factorisation succeeded).
+        out (tuple, optional): tensors to write the results into.
+
+    Returns:
+        ``(LU, pivots)``, or ``(LU, pivots, infos)`` when ``get_infos``.
+
+    Example::
+
+        >>> LU, pivots = ember.lu(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> pivots.tolist()
+        [2, 2]
+    """
+    from .linalg_extra import lu_factor_ex
+
+    LU, pivots, infos = lu_factor_ex(A, pivot=pivot)
+    if get_infos:
+        r = (LU, pivots, infos)
+        if out is not None:
+            r = _dispatch.write_out("lu", out, r)
+        return make("_lu_with_info", ["LU", "pivots", "infos"])(*r)
+    if out is not None:
+        return tuple(_dispatch.write_out("lu", out, (LU, pivots)))
+    return LU, pivots
+
+
+@public
+def lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """Solve ``A X = b`` from ``A``'s packed LU factorisation (``ember.lu``); the older
+    argument order of ``ember.linalg.lu_solve(LU, pivots, B)``.
+
+    Args:
+        b (Tensor): ``(*, n, k)``, the right-hand sides.
+        LU_data (Tensor): ``(*, n, n)``, the packed factors.
+        LU_pivots (Tensor): ``(*, n)`` int32 pivots.
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: ``X``, differentiable in ``b`` and ``LU_data``.
+
+    Example::
+
+        >>> A = ember.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> LU, pivots = ember.lu(A)
+        >>> ember.lu_solve(ember.tensor([[2.0], [4.0]]), LU, pivots).tolist()
+        [[1.0], [1.0]]
+    """
+    from .linalg_func import lu_solve as _lu_solve
+
+    check_tensor("lu_solve", b, "b")
+    if b.dim() < 2:
+        raise RuntimeError(f"linalg.lu_solve: Expected B to have at least 2 dimensions, but it "
+                           f"has {b.dim()} dimensions instead")
+    return _lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+@public
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """Solve ``A X = b`` for a triangular ``A`` (``A^T X = b`` with ``transpose``).
+
+    Args:
+        b (Tensor): ``(*, m, k)``, the right-hand sides.
+        A (Tensor): ``(*, m, m)``; only its upper (``upper``) or lower triangle is read.
+        upper (bool): ``A`` is upper triangular.
+        transpose (bool): solve with ``A``'s transpose.
+        unitriangular (bool): take ``A``'s diagonal to be all ones.
+        out (tuple, optional): two tensors for ``(solution, cloned_coefficient)``.
+
+    Returns:
+        ``(solution, cloned_coefficient)``: ``X`` and a copy of ``A`` (broadcast to the
+        batch shape). Differentiable in both inputs.
+
+    Example::
+
+        >>> A = ember.tensor([[2.0, 1.0], [0.0, 4.0]])
+        >>> ember.triangular_solve(ember.tensor([[3.0], [4.0]]), A).solution.tolist()
+        [[1.0], [1.0]]
+    """
+    from .linalg_decomp import solve_triangular
+
+    op_name = "torch.triangular_solve"
+    check_tensor(op_name, b, "b")
+    check_tensor(op_name, A, "A")
+    for t, name in ((b, "b"), (A, "A")):
+        if t.dim() < 2:
+            raise RuntimeError(f"{op_name}: Expected {name} to have at least 2 dimensions, but "
+                               f"it has {t.dim()} dimensions instead")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op_name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for triangular_solve: each A matrix is {A.shape[-2]} "
+            f"by {A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    if A.dtype != b.dtype:
+        raise RuntimeError(f"{op_name}: Expected b and A to have the same dtype, but got "
+                           f"b with dtype {b.dtype.scalar_name} and A with dtype "
+                           f"{A.dtype.scalar_name}")
+    batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(A.shape[:-2])))
+    Ab = A.expand(*batch, *A.shape[-2:])
+    coef = A.mT if transpose else A
+    X = solve_triangular(coef, b.expand(*batch, *b.shape[-2:]), upper=upper != transpose,
+                         unitriangular=unitriangular)
+    r = (X, Ab.clone())
+    if out is not None:
+        r = _dispatch.write_out("triangular_solve", out, r)
+    return make("triangular_solve", ["solution", "cloned_coefficient"])(*r)
+
+
+# ------------------------------------------------------------------------------------------------
+# Householder QR: geqrf, orgqr, ormqr
+
+
+def _geqrf_kernel(xp, a):
+    from scipy.linalg import lapack
+
+    m, n = a.shape[-2:]
+    if not holds_values(a):  # the meta device: shapes only
+        return xp.empty(a.shape, a.dtype), xp.empty(a.shape[:-2] + (min(m, n),), a.dtype)
+    host = a if xp is np else a.get()
+    k = min(m, n)
+    batch = host.shape[:-2]
+    flat = host.reshape((int(np.prod(batch)), m, n))
+    qr = np.array(flat, copy=True)
+    tau = np.zeros((flat.shape[0], k), host.dtype)
+    if k:
+        fn = getattr(lapack, {"f": "s", "d": "d", "F": "c", "D": "z"}[host.dtype.char] + "geqrf")
+        for i in range(flat.shape[0]):
+            qr[i], tau[i], _, _ = fn(flat[i])
+    return xp.asarray(qr.reshape(host.shape)), xp.asarray(tau.reshape(batch + (k,)))
+
+
+def _geqrf_vjp(g, _a):
+    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+geqrf_op = Op("geqrf", _geqrf_kernel, vjp=_geqrf_vjp)
+
+
+@public
+def geqrf(input, *, out=None):
+    """The QR factorisation in LAPACK's packed form: ``R`` on and above the diagonal of ``a``,
+    the Householder vectors below it, their scales in ``tau``.
+
+    ``orgqr(a, tau)`` rebuilds ``Q``; ``ormqr(a, tau, C)`` multiplies by it without forming it.
+
+    Args:
+        input (Tensor): a ``(*, m, n)`` float or complex tensor.
+        out (tuple, optional): two tensors for ``(a, tau)``.
+
+    Returns:
+        ``(a, tau)`` with ``tau`` of shape ``(*, min(m, n))``. No gradient: backward raises.
+
+    Example::
+
+        >>> a, tau = ember.geqrf(ember.tensor([[3.0, 1.0], [4.0, 2.0]]))
+        >>> round(abs(a[0, 0].item()), 4)
+        5.0
+    """
+    check_matrix("geqrf", input, "input")
+    r = _dispatch.apply(geqrf_op, (input,), {}, out)
+    return make("geqrf", ["a", "tau"])(*r)
+
+
+@public
+def orgqr(input, tau):
+    """The first ``n`` columns of ``Q`` from ``geqrf``'s packed output (alias of
+    ``ember.linalg.householder_product``).
+
+    Args:
+        input (Tensor): ``(*, m, n)``, the Householder vectors below the diagonal.
+        tau (Tensor): ``(*, k)``, their scales (``k <= n``).
+
+    Returns:
+        Tensor: ``(*, m, n)``, differentiable.
+
+    Example::
+
+        >>> A = ember.tensor([[3.0, 1.0], [4.0, 2.0]])
+        >>> a, tau = ember.geqrf(A)
+        >>> Q = ember.orgqr(a, tau)
+        >>> ember.allclose(Q @ Q.mT, ember.eye(2), atol=1e-6)
+        True
+    """
+    from .linalg_func import householder_product
+
+    return householder_product(input, tau)
+
+
+@public
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """``other`` multiplied by the ``Q`` of ``geqrf``'s packed output, without the caller
+    forming ``Q``: ``Q C``, ``Q^H C`` (``transpose``), ``C Q`` or ``C Q^H`` (``left=False``).
+
+    Args:
+        input (Tensor): ``(*, mn, k)``, the Householder vectors (``mn`` is ``other``'s row
+            count when ``left``, its column count otherwise).
+        tau (Tensor): ``(*, min(mn, k))``, their scales.
+        other (Tensor): ``(*, m, n)``, the matrix to multiply.
+        left (bool): multiply ``Q`` from the left.
+        transpose (bool): use ``Q``'s conjugate transpose.
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: of ``other``'s shape, differentiable in all three inputs.
+
+    Example::
+
+        >>> A = ember.tensor([[3.0, 1.0], [4.0, 2.0]])
+        >>> a, tau = ember.geqrf(A)
+        >>> R = ember.ormqr(a, tau, A, transpose=True)
+        >>> round(abs(R[1, 0].item()), 4)
+        0.0
+    """
+    from .join import cat
+    from .linalg_func import householder_product
+
+    op_name = "torch.ormqr"
+    check_matrix(op_name, input, "input")
+    check_tensor(op_name, tau, "tau")
+    check_tensor(op_name, other, "other")
+    if other.dim() < 2:
+        raise RuntimeError(f"{op_name}: other must have at least 2 dimensions.")
+    mn = other.shape[-2] if left else other.shape[-1]
+    side = "other.shape[-2]" if left else "other.shape[-1]"
+    if input.shape[-2] != mn:
+        raise RuntimeError(f"{op_name}: input.shape[-2] must be equal to {side}, but got "
+                           f"{input.shape[-2]} and {mn}")
+    if tau.shape[-1] > input.shape[-1]:
+        raise RuntimeError(f"{op_name}: tau.shape[-1] must be less than or equal to "
+                           f"input.shape[-1]")
+    if len({input.dtype, tau.dtype, other.dtype}) != 1:
+        raise RuntimeError(f"{op_name}: Expected input, tau and other to have the same dtype, "
+                           f"but got {input.dtype.scalar_name}, {tau.dtype.scalar_name} and "
+                           f"{other.dtype.scalar_name}")
+    k = input.shape[-1]
+    reflectors = input[..., :, :min(k, mn)]
+    if reflectors.shape[-1] < mn:  # Q is mn x mn: pad with columns that only shape it
+        pad = reflectors.new_zeros(tuple(reflectors.shape[:-1]) + (mn - reflectors.shape[-1],))
+        reflectors = cat([reflectors, pad], -1)
+    Q = householder_product(reflectors, tau)
+    if transpose:
+        Q = _h(Q)
+    r = matmul(Q, other) if left else matmul(other, Q)
+    return r if out is None else _dispatch.write_out("ormqr", out, r)
+
+
+# ------------------------------------------------------------------------------------------------
+# norms
+
+
+@public(method=False)
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """The nuclear norm (sum of singular values) of the matrices over ``dim``.
+
+    Also callable as ``nuclear_norm(input, keepdim)`` for the last two dims, as in PyTorch.
+
+    Args:
+        input (Tensor): a float or complex tensor with at least 2 dims.
+        dim (tuple of two ints, optional): the matrix dims (default the last two).
+        keepdim (bool): keep the reduced dims with size 1.
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: the norms, real.
+
+    Example::
+
+        >>> ember.nuclear_norm(ember.tensor([[3.0, 0.0], [0.0, -4.0]])).item()
+        7.0
+    """
+    from .linalg_norm import matrix_norm
+
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    check_tensor("nuclear_norm", input)
+    if dim is not None and len(tuple(dim)) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
+    return matrix_norm(input, "nuc", tuple(dim) if dim is not None else (-2, -1), keepdim,
+                       out=out)
+
+
+@public(method=False)
+def frobenius_norm(input, dim, keepdim=False, *, out=None):
+    """The Frobenius norm (2-norm of the entries) over one or two dims; ``dim=()`` is all.
+
+    Args:
+        input (Tensor): a float or complex tensor.
+        dim (int or tuple of at most two ints): the dims to reduce.
+        keepdim (bool): keep the reduced dims with size 1.
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: the norms, real.
+
+    Example::
+
+        >>> ember.frobenius_norm(ember.tensor([[3.0, 0.0], [0.0, 4.0]]), (0, 1)).item()
+        5.0
+    """
+    from .linalg_norm import vector_norm
+
+    check_tensor("frobenius_norm", input)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
+                           "instead.")
+    return vector_norm(input, 2, dims if dims else None, keepdim, out=out)
+
+
+# ------------------------------------------------------------------------------------------------
+# randomized low-rank SVD and PCA (Halko, Martinsson and Tropp, 2011)
+
+
+def _range_basis(A, q, niter, M):
+    """An orthonormal ``(*, m, q)`` basis that nearly spans the range of ``A - M``: a random
+    sketch, sharpened by ``niter`` power iterations, each orthonormalised by QR."""
+    from .linalg_decomp import qr
+    from .random_ops import randn
+
+    def prod(X, adjoint=False):
+        B = _h(A) if adjoint else A
+        r = matmul(B, X)
+        if M is not None:
+            r = r - matmul(_h(M) if adjoint else M, X)
+        return r
+
+    R = randn(*A.shape[:-2], A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = qr(prod(R)).Q
+    for _ in range(niter):
+        Q = qr(prod(Q, adjoint=True)).Q
+        Q = qr(prod(Q)).Q
+    return Q
+
+
+def _check_q(op_name, q, m, n):
+    if not isinstance(q, int) or q < 0 or q > min(m, n):
+        raise ValueError(f"{op_name}: q(={q}) must be non-negative integer and not greater "
+                         f"than min(m, n)={min(m, n)}")
+
+
+@public(method=False)
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """A randomized rank-``q`` SVD: ``A - M ~ U diag(S) V^H``.
+
+    Args:
+        A (Tensor): ``(*, m, n)``.
+        q (int): the rank sought (a little above the true rank is best); default 6.
+        niter (int): power iterations sharpening the sketch (default 2).
+        M (Tensor, optional): subtracted from ``A`` (broadcastable), e.g. a mean.
+
+    Returns:
+        ``(U, S, V)``: ``(*, m, q)``, ``(*, q)``, ``(*, n, q)``. Note ``V``, not ``V^H``.
+        Random: fix ``ember.manual_seed`` for repeatable results.
+
+    Example::
+
+        >>> A = ember.randn(8, 2) @ ember.randn(2, 6)
+        >>> U, S, V = ember.svd_lowrank(A, q=2)
+        >>> ember.allclose(U @ ember.diag(S) @ V.mT, A, atol=1e-4)
+        True
+    """
+    from .linalg_decomp import svd
+
+    check_matrix("svd_lowrank", A)
+    m, n = A.shape[-2], A.shape[-1]
+    q = 6 if q is None else q
+    _check_q("svd_lowrank", q, m, n)
+    niter = 2 if niter is None else niter
+    if M is not None:
+        M = M.expand(*A.shape)
+    if m < n:  # sketch the smaller side: work with A^H and swap the factors back
+        U, S, V = svd_lowrank(_h(A), q, niter, None if M is None else _h(M))
+        return V, S, U
+    Q = _range_basis(A, q, niter, M)
+    B = matmul(_h(Q), A if M is None else A - M)
+    U, S, Vh = svd(B, full_matrices=False)
+    return matmul(Q, U), S, _h(Vh)
+
+
+@public(method=False)
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """Principal component analysis of the rows of ``A`` by a randomized low-rank SVD.
+
+    Args:
+        A (Tensor): ``(*, m, n)``: ``m`` samples of ``n`` features.
+        q (int, optional): the number of components (default ``min(6, m, n)``).
+        center (bool): subtract the feature means first.
+        niter (int): power iterations (default 2).
+
+    Returns:
+        ``(U, S, V)`` as :func:`svd_lowrank`: ``V``'s columns are the principal directions,
+        ``S ** 2 / (m - 1)`` the variances along them.
+
+    Example::
+
+        >>> X = ember.randn(50, 3) * ember.tensor([5.0, 1.0, 0.1])
+        >>> U, S, V = ember.pca_lowrank(X, q=2)
+        >>> V.shape
+        ember.Size([3, 2])
+    """
+    check_matrix("pca_lowrank", A)
+    m, n = A.shape[-2], A.shape[-1]
+    if q is None:
+        q = min(6, m, n)
+    _check_q("pca_lowrank", q, m, n)
+    if center:
+        A = A - A.mean(-2, keepdim=True)
+    return svd_lowrank(A, q, niter=niter)
+
+
+# ------------------------------------------------------------------------------------------------
+# methods PyTorch keeps only to say where their replacements are
+
+
+def _removed(name, replacement):
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"Tensor.{name} was deprecated since version 1.9 and is now removed; "
+                           f"use {replacement} instead.")
+
+    method.__name__ = name
+    method.__doc__ = f"""Removed: raises RuntimeError pointing at ``{replacement}``.
+
+    Args:
+        *args: ignored.
+
+    Returns:
+        Nothing: always raises RuntimeError.
+
+    Example::
+
+        >>> ember.ones(2, 2).{name}()  # doctest: +SKIP
+        RuntimeError: ...
+    """
+    return public(method, function=False)
+
+
+_removed("solve", "ember.linalg.solve(A, B) (arguments reversed)")
+_removed("eig", "ember.linalg.eig (complex results)")
+_removed("symeig", "ember.linalg.eigh")

@@ -1,0 +1,94 @@
+"""Bessel and Airy functions of ``torch.special`` beyond those in special_ops.py: Bessel
+functions of the second kind, the modified Bessel functions under their long names, the
+spherical Bessel function ``j0`` and Airy's ``Ai``.
+
+Values come from ``scipy.special`` (``cupyx.scipy.special`` on CUDA) through
+``scipy_kernel``. PyTorch defines no derivatives for any of these, so results never
+require grad, and it has no half-precision or complex kernels for them: those inputs raise
+NotImplementedError (``_no_half``). Integer and bool inputs compute in the default float
+dtype. The functions are exposed by ``ember/special.py`` only.
+"""
+
+from __future__ import annotations
+
+from .pointwise import opmath, unary_op
+from .special_ops import _no_half, _sp, scipy_kernel
+
+_REAL = (0, 1, 2)
+
+
+@opmath
+def _spherical_j0_kernel(xp, a):
+    return xp.asarray(_sp(xp).spherical_jn(0, a)).astype(a.dtype, copy=False)
+
+
+@opmath
+def _airy_ai_kernel(xp, a):
+    return xp.asarray(_sp(xp).airy(a)[0]).astype(a.dtype, copy=False)
+
+
+def _declare(name, kernel, doc, example):
+    """A non-differentiable ``torch.special`` unary function named ``name``."""
+    _, fn = unary_op("special_" + name, kernel, allow=_REAL, method=False, function=False,
+                     inplace=False)
+    public = _no_half(name, fn)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = f"""{doc}
+
+    Args:
+        input (Tensor): the input tensor (integers compute in the default float dtype).
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: the function at every element (no gradient flows through it).
+
+    Example::
+
+        >>> import ember
+        >>> {example}
+    """
+    return public
+
+
+bessel_y0 = _declare(
+    "bessel_y0", scipy_kernel("y0"), "Bessel function of the second kind, order 0 (NaN for "
+    "negative inputs, -inf at 0).",
+    "round(ember.special.bessel_y0(ember.tensor(1.0)).item(), 4)\n        0.0883")
+bessel_y1 = _declare(
+    "bessel_y1", scipy_kernel("y1"), "Bessel function of the second kind, order 1.",
+    "round(ember.special.bessel_y1(ember.tensor(1.0)).item(), 4)\n        -0.7812")
+modified_bessel_i0 = _declare(
+    "modified_bessel_i0", scipy_kernel("i0"),
+    "Modified Bessel function of the first kind, order 0.",
+    "round(ember.special.modified_bessel_i0(ember.tensor(1.0)).item(), 4)\n        1.2661")
+modified_bessel_i1 = _declare(
+    "modified_bessel_i1", scipy_kernel("i1"),
+    "Modified Bessel function of the first kind, order 1.",
+    "round(ember.special.modified_bessel_i1(ember.tensor(1.0)).item(), 4)\n        0.5652")
+modified_bessel_k0 = _declare(
+    "modified_bessel_k0", scipy_kernel("k0"),
+    "Modified Bessel function of the second kind, order 0 (inf at 0, NaN below).",
+    "round(ember.special.modified_bessel_k0(ember.tensor(1.0)).item(), 4)\n        0.421")
+modified_bessel_k1 = _declare(
+    "modified_bessel_k1", scipy_kernel("k1"),
+    "Modified Bessel function of the second kind, order 1 (inf at 0, NaN below).",
+    "round(ember.special.modified_bessel_k1(ember.tensor(1.0)).item(), 4)\n        0.6019")
+scaled_modified_bessel_k0 = _declare(
+    "scaled_modified_bessel_k0", scipy_kernel("k0e"),
+    "Exponentially scaled modified Bessel function of the second kind, order 0: "
+    "``exp(x) * k0(x)``.",
+    "round(ember.special.scaled_modified_bessel_k0(ember.tensor(1.0)).item(), 4)\n"
+    "        1.1445")
+scaled_modified_bessel_k1 = _declare(
+    "scaled_modified_bessel_k1", scipy_kernel("k1e"),
+    "Exponentially scaled modified Bessel function of the second kind, order 1: "
+    "``exp(x) * k1(x)``.",
+    "round(ember.special.scaled_modified_bessel_k1(ember.tensor(1.0)).item(), 4)\n"
+    "        1.6362")
+spherical_bessel_j0 = _declare(
+    "spherical_bessel_j0", _spherical_j0_kernel,
+    "Spherical Bessel function of the first kind, order 0: ``sin(x) / x`` (1 at 0).",
+    "round(ember.special.spherical_bessel_j0(ember.tensor(1.0)).item(), 4)\n        0.8415")
+airy_ai = _declare(
+    "airy_ai", _airy_ai_kernel, "The Airy function ``Ai(x)``.",
+    "round(ember.special.airy_ai(ember.tensor(0.0)).item(), 4)\n        0.355")
