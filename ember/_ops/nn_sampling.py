@@ -275,10 +275,12 @@ def affine_grid(theta, size, align_corners=None):
                          f"for size {size}. Got {list(theta.shape)}.")
     spatial = size[2:]
 
+    dev = theta.device  # the base grid lives with theta (meta included)
+
     def axis(n):
         if n <= 1:
-            return linspace(0, 0, n, dtype=theta.dtype)
-        t = linspace(-1, 1, n, dtype=theta.dtype)
+            return linspace(0, 0, n, dtype=theta.dtype, device=dev)
+        t = linspace(-1, 1, n, dtype=theta.dtype, device=dev)
         return t if align_corners else t * ((n - 1) / n)
 
     # base grid coordinates in (x, y[, z]) order, plus a column of ones
@@ -287,7 +289,7 @@ def affine_grid(theta, size, align_corners=None):
     grids = meshgrid(*axes, indexing="ij")
     for g in reversed(grids):  # x (W) first
         mesh.append(g)
-    mesh.append(ones(tuple(spatial), dtype=theta.dtype))
+    mesh.append(ones(tuple(spatial), dtype=theta.dtype, device=dev))
     base = stack(mesh, -1).reshape(1, -1, nd + 1)  # (1, P, nd+1)
     grid = base @ theta.transpose(1, 2)  # (N, P, nd)
     return grid.reshape([size[0]] + spatial + [nd])
