@@ -1,66 +1,68 @@
-"""``ember.distributed``: what a single-process program touches of ``torch.distributed``.
+"""``ember.distributed``: process groups and collectives, as ``torch.distributed``.
 
-ember has no process groups yet (they come with the distributed work), so
-``is_available()`` is False and ``is_initialized()`` False: programs that branch on them
-take their single-process path. The functions that need a process group raise ValueError
-"Default process group has not been initialized, please make sure to call
-init_process_group.", as PyTorch does before ``init_process_group``; ``init_process_group``
-itself raises NotImplementedError naming the missing feature.
+Processes started by ``python -m ember.distributed.run`` (torchrun's environment), by
+``ember.multiprocessing.spawn``, or by ``mpiexec`` join one group with
+``init_process_group`` and then exchange ember tensors with ``all_reduce``,
+``broadcast``, ``all_gather`` and the rest. The engine is MPI through mpi4py (NOTE
+[ Engine ] in ``_engine.py``); the backend names "gloo" and "mpi" both run on it, so
+scripts written for PyTorch's CPU backend run unchanged. ``is_available()`` says whether
+mpi4py is installed (``pip install 'ember[distributed]'``).
 
 Example::
 
     >>> import ember.distributed as dist
-    >>> dist.is_available() and dist.is_initialized()
+    >>> dist.is_initialized()
     False
 """
 
 from __future__ import annotations
 
-import enum
 import os
 
-__all__ = [
-    "Backend", "ReduceOp", "all_gather", "all_gather_object", "all_reduce", "barrier",
-    "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "get_backend",
-    "get_rank", "get_world_size", "group", "init_process_group", "is_available",
-    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
-    "is_torchelastic_launched", "new_group", "reduce", "scatter",
-]
+from . import _engine
+from ._collectives import (P2POp, ReduceOp, all_gather, all_gather_into_tensor,
+                           all_gather_object, all_reduce, all_to_all, all_to_all_single,
+                           barrier, batch_isend_irecv, broadcast, broadcast_object_list, gather,
+                           gather_object, irecv, isend, monitored_barrier, recv, reduce,
+                           reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list,
+                           send)
+from ._group import (NOT_INITIALIZED, Backend, DistBackendError, GroupMember, ProcessGroup, Work,
+                     destroy_process_group, get_backend, get_global_rank, get_group_rank,
+                     get_process_group_ranks, get_rank, get_world_size, group,
+                     init_process_group, is_initialized, new_group)
+from ._store import DistError, DistStoreError, FileStore, HashStore, PrefixStore, Store, TCPStore
 
-NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
-                   "init_process_group.")
+__all__ = [
+    "Backend", "DistBackendError", "DistError", "DistStoreError", "FileStore", "GroupMember",
+    "HashStore", "P2POp", "PrefixStore", "ProcessGroup", "ReduceOp", "Store", "TCPStore",
+    "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
+    "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
+    "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
+    "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
+    "get_world_size", "group", "init_process_group", "irecv", "is_available",
+    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+    "is_torchelastic_launched", "isend", "monitored_barrier", "new_group", "recv", "reduce",
+    "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send",
+]
 
 
 def is_available() -> bool:
-    """Whether ember can run distributed programs: False until process groups exist.
+    """Whether ember can run distributed programs: True when mpi4py is installed.
 
     Returns:
-        False
+        bool
 
     Example::
 
-        >>> ember.distributed.is_available()
-        False
+        >>> isinstance(ember.distributed.is_available(), bool)
+        True
     """
-    return False
-
-
-def is_initialized() -> bool:
-    """Whether the default process group has been set up: always False in ember.
-
-    Returns:
-        False
-
-    Example::
-
-        >>> ember.distributed.is_initialized()
-        False
-    """
-    return False
+    return _engine.available()
 
 
 def is_torchelastic_launched() -> bool:
-    """Whether this process was started by ``torchrun`` (``TORCHELASTIC_RUN_ID`` is set).
+    """Whether this process was started by a torchrun-style launcher
+    (``TORCHELASTIC_RUN_ID`` is set; ``ember.distributed.run`` sets it).
 
     Returns:
         bool
@@ -74,7 +76,7 @@ def is_torchelastic_launched() -> bool:
 
 
 def is_nccl_available() -> bool:
-    """Whether the NCCL backend is built in: False.
+    """Whether the NCCL backend is built in: False (ember's NCCL path is not written yet).
 
     Returns:
         False
@@ -88,168 +90,29 @@ def is_nccl_available() -> bool:
 
 
 def is_gloo_available() -> bool:
-    """Whether the Gloo backend is built in: False.
+    """Whether the "gloo" backend name can be used: True when mpi4py is installed (ember
+    runs it on MPI, see NOTE [ Engine ]).
 
     Returns:
-        False
+        bool
 
     Example::
 
-        >>> ember.distributed.is_gloo_available()
-        False
+        >>> ember.distributed.is_gloo_available() == ember.distributed.is_available()
+        True
     """
-    return False
+    return _engine.available()
 
 
 def is_mpi_available() -> bool:
-    """Whether the MPI backend is built in: False.
+    """Whether the "mpi" backend can be used: True when mpi4py is installed.
 
     Returns:
-        False
+        bool
 
     Example::
 
-        >>> ember.distributed.is_mpi_available()
-        False
-    """
-    return False
-
-
-class Backend(str):
-    """A process-group backend name ("gloo", "nccl", "mpi", ...), lower-cased.
-
-    Args:
-        name: the backend's name.
-
-    Example::
-
-        >>> ember.distributed.Backend("GLOO"), ember.distributed.Backend.NCCL
-        ('gloo', 'nccl')
-    """
-
-    UNDEFINED = "undefined"
-    GLOO = "gloo"
-    NCCL = "nccl"
-    UCC = "ucc"
-    MPI = "mpi"
-    XCCL = "xccl"
-
-    def __new__(cls, name: str):
-        if not isinstance(name, str):
-            raise ValueError(f"Backend constructor parameter must be string-ish, got {name!r}")
-        return str.__new__(cls, name.lower())
-
-
-class ReduceOp(enum.Enum):
-    """How a collective combines values: SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG...
-
-    Example::
-
-        >>> ember.distributed.ReduceOp.SUM.name
-        'SUM'
-    """
-
-    SUM = 0
-    AVG = 1
-    PRODUCT = 2
-    MIN = 3
-    MAX = 4
-    BAND = 5
-    BOR = 6
-    BXOR = 7
-    PREMUL_SUM = 8
-    UNUSED = 9
-
-
-class group:
-    """The process groups by name: ``group.WORLD`` is None until one is initialized.
-
-    Example::
-
-        >>> ember.distributed.group.WORLD is None
+        >>> ember.distributed.is_mpi_available() == ember.distributed.is_available()
         True
     """
-
-    WORLD = None
-
-
-def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
-                       store=None, group_name="", pg_options=None, device_id=None):
-    """Set up the default process group: not implemented in ember yet.
-
-    Args:
-        backend, init_method, timeout, world_size, rank, store, group_name, pg_options,
-        device_id: as in PyTorch.
-
-    Returns:
-        Never returns in ember.
-
-    Raises:
-        NotImplementedError: always.
-
-    Example::
-
-        >>> ember.distributed.init_process_group("gloo")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: ember.distributed.init_process_group: ...
-    """
-    raise NotImplementedError(
-        "ember.distributed.init_process_group: ember has no process groups yet (multi-process "
-        "training comes with the distributed work); run the program as a single process")
-
-
-def _needs_group(name: str, doc_call: str):
-    def fn(*args, **kwargs):
-        raise ValueError(NOT_INITIALIZED)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"""``{name}``: needs the default process group, so raises ValueError before
-    ``init_process_group`` (always, in ember).
-
-    Args:
-        *args, **kwargs: as in PyTorch.
-
-    Returns:
-        Never returns in ember.
-
-    Example::
-
-        >>> {doc_call}
-        Traceback (most recent call last):
-        ...
-        ValueError: {NOT_INITIALIZED[:60]}...
-    """
-    return fn
-
-
-get_rank = _needs_group("get_rank", "ember.distributed.get_rank()  # doctest: +ELLIPSIS")
-get_world_size = _needs_group("get_world_size",
-                              "ember.distributed.get_world_size()  # doctest: +ELLIPSIS")
-get_backend = _needs_group("get_backend", "ember.distributed.get_backend()  # doctest: +ELLIPSIS")
-barrier = _needs_group("barrier", "ember.distributed.barrier()  # doctest: +ELLIPSIS")
-new_group = _needs_group("new_group", "ember.distributed.new_group()  # doctest: +ELLIPSIS")
-for _name in ("all_reduce", "all_gather", "all_gather_object", "broadcast",
-              "broadcast_object_list", "reduce", "gather", "scatter"):
-    globals()[_name] = _needs_group(
-        _name, f"ember.distributed.{_name}(ember.ones(1))  # doctest: +ELLIPSIS")
-del _name
-
-
-def destroy_process_group(group=None) -> None:
-    """Tear down a process group: raises AssertionError when there is none, as in PyTorch.
-
-    Args:
-        group: the group (default: the default group).
-
-    Returns:
-        Never returns in ember.
-
-    Example::
-
-        >>> ember.distributed.destroy_process_group()
-        Traceback (most recent call last):
-        ...
-        AssertionError: Process group cannot be None
-    """
-    raise AssertionError("Process group cannot be None")
+    return _engine.available()

@@ -1,0 +1,886 @@
+"""Collectives and point-to-point messages on ember tensors, over MPI (NOTE [ Engine ]).
+
+Every function works in place on the tensors it is given, as PyTorch's do, and returns
+None, or a ``Work`` handle with ``async_op=True``. Each one starts a nonblocking MPI
+operation (``Iallreduce``, ``Ibcast``, ...) and finishes it in ``Work.wait``.
+
+NOTE [ Zero copy ]
+A C-contiguous CPU tensor's NumPy buffer is handed to MPI as it is: MPI reads from it and
+writes the result straight into it. A non-contiguous tensor goes through a contiguous
+copy that is written back on completion. Data that is only moved (broadcast, gather,
+scatter, all-to-all, send/recv) travels as bytes, so every dtype (bfloat16 and bool too)
+moves bit for bit; reductions need an MPI type, and float16/bfloat16 are reduced in
+float32 (as Gloo does) and rounded back.
+"""
+
+from __future__ import annotations
+
+import enum
+import pickle
+
+import numpy as np
+
+from . import _engine
+from ._group import (DistBackendError, Work, _is_member, _resolve, _wait_requests,
+                     _warn_not_in_group)
+
+__all__ = [
+    "P2POp", "ReduceOp", "all_gather", "all_gather_into_tensor", "all_gather_object",
+    "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
+    "broadcast", "broadcast_object_list", "gather", "gather_object", "irecv", "isend",
+    "monitored_barrier", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "scatter", "scatter_object_list", "send",
+]
+
+
+class ReduceOp(enum.Enum):
+    """How a reduction combines values: SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG.
+
+    AVG is the sum divided by the group size (floating-point tensors only); the bitwise
+    ops need integer or bool tensors.
+
+    Example::
+
+        >>> ember.distributed.ReduceOp.SUM.name
+        'SUM'
+    """
+
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+    PREMUL_SUM = 8
+    UNUSED = 9
+
+
+# -- buffers ------------------------------------------------------------------------------------
+
+def _array(t, name):
+    data = getattr(t, "_data", None)
+    if not isinstance(data, np.ndarray):
+        if data is None:
+            raise TypeError(f"{name}: expected an ember Tensor, got {type(t).__name__}")
+        raise RuntimeError(f"{name}: ember's gloo/mpi backend works on CPU tensors; got a "
+                           f"tensor on {t.device}")
+    return data
+
+
+def _bytes(a: np.ndarray) -> np.ndarray:
+    """A flat uint8 view of a C-contiguous array."""
+    return a.reshape(-1).view(np.uint8)
+
+
+class _Out:
+    """An output tensor and the contiguous buffer MPI writes into (NOTE [ Zero copy ])."""
+
+    def __init__(self, t, name, reduce_dtype=None):
+        self.t = t
+        a = _array(t, name)
+        self.direct = a.flags.c_contiguous and reduce_dtype is None
+        self.buf = a if self.direct else np.ascontiguousarray(
+            a, dtype=reduce_dtype if reduce_dtype is not None else a.dtype)
+
+    def finish(self):
+        if not self.direct:
+            np.copyto(self.t._data, self.buf.astype(self.t._data.dtype, copy=False),
+                      casting="unsafe")
+        self.t._bump()
+
+
+def _reduce_type(a: np.ndarray, op: ReduceOp, name: str):
+    """(work dtype or None, MPI datatype, MPI op) for reducing ``a`` with ``op``."""
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"{name}: expected a ReduceOp, got {op!r}")
+    if op in (ReduceOp.PREMUL_SUM, ReduceOp.UNUSED):
+        raise ValueError(f"{name}: ReduceOp.{op.name} is not supported by ember's backend")
+    kind = a.dtype.kind
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "iub":
+        raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype")
+    if op is ReduceOp.AVG and kind in "iub":
+        dt = "Bool" if kind == "b" else "Long" if a.dtype == np.int64 else str(a.dtype).title()
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {dt}")
+    if kind == "b":
+        return np.uint8, _engine.mpi_type(np.uint8), _engine.mpi_op(op.name, True)
+    mpi_type = _engine.mpi_type(a.dtype)
+    if mpi_type is None:  # float16, bfloat16: reduce in float32
+        return np.float32, _engine.mpi_type(np.float32), _engine.mpi_op(op.name, False)
+    return None, mpi_type, _engine.mpi_op(op.name, False)
+
+
+def _group_for(group, name):
+    if not _is_member(group):
+        _warn_not_in_group(name)
+        return None
+    return _resolve(group)
+
+
+def _root(pg, rank, group_rank, name, what="root"):
+    if group_rank is not None:
+        r = group_rank
+    else:
+        if rank is None:
+            rank = 0
+        if rank not in pg.ranks:
+            raise RuntimeError(f"ProcessGroupGloo::{name}: invalid {what} rank: {rank}")
+        r = pg.ranks.index(rank)
+    if not 0 <= r < pg.size():
+        raise RuntimeError(f"ProcessGroupGloo::{name}: invalid {what} rank: {r}")
+    return r
+
+
+def _run(pg, name, requests, finish, outputs, async_op):
+    work = Work(requests, finish, outputs, pg.timeout, name)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _check_sizes(name, ts, expected):
+    for i, t in enumerate(ts):
+        if tuple(t.shape) != tuple(expected):
+            raise RuntimeError(f"ProcessGroupGloo::{name}: invalid tensor size at index {i} "
+                               f"(expected {tuple(expected)}, got {tuple(t.shape)})")
+
+
+# -- reductions ---------------------------------------------------------------------------------
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` over every process of the group; each gets the result in place.
+
+    Args:
+        tensor: the input and output, the same shape and dtype on every rank.
+        op: a ``ReduceOp`` (default SUM).
+        group: the process group (default: the default group).
+        async_op: return a ``Work`` handle instead of waiting.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> t = ember.ones(2)
+        >>> ember.distributed.all_reduce(t)  # doctest: +SKIP
+        >>> t  # doctest: +SKIP
+        tensor([2., 2.])
+    """
+    pg = _group_for(group, "all_reduce")
+    if pg is None:
+        return None
+    a = _array(tensor, "all_reduce")
+    work_dt, mtype, mop = _reduce_type(a, op, "all_reduce")
+    out = _Out(tensor, "all_reduce", work_dt)
+    MPI = _engine.mpi()
+    req = pg.comm.Iallreduce(MPI.IN_PLACE, [out.buf, mtype], mop)
+    size = pg.size()
+
+    def finish():
+        if op is ReduceOp.AVG:
+            np.divide(out.buf, size, out=out.buf, casting="unsafe")
+        out.finish()
+
+    return _run(pg, "all_reduce", [req], finish, [tensor], async_op)
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduce ``tensor`` over the group into rank ``dst``'s ``tensor`` (others unchanged).
+
+    Args:
+        tensor: the input, and the output on ``dst``.
+        dst: the global rank that receives the result (default 0).
+        op: a ``ReduceOp``.
+        group, async_op: as in ``all_reduce``.
+        group_dst: ``dst`` given as a rank within ``group``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.reduce(ember.ones(2), dst=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "reduce")
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "reduce")
+    a = _array(tensor, "reduce")
+    work_dt, mtype, mop = _reduce_type(a, op, "reduce")
+    out = _Out(tensor, "reduce", work_dt)
+    MPI = _engine.mpi()
+    me = pg.rank()
+    if me == root:
+        req = pg.comm.Ireduce(MPI.IN_PLACE, [out.buf, mtype], mop, root=root)
+    else:
+        req = pg.comm.Ireduce([out.buf, mtype], None, mop, root=root)
+    size = pg.size()
+
+    def finish():
+        if me == root:
+            if op is ReduceOp.AVG:
+                np.divide(out.buf, size, out=out.buf, casting="unsafe")
+            out.finish()
+
+    return _run(pg, "reduce", [req], finish, [tensor], async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``input_list`` elementwise over the group; rank i gets entry i in ``output``.
+
+    Args:
+        output: receives this rank's reduced chunk.
+        input_list: one tensor per rank of the group, each shaped like ``output``.
+        op, group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> out = ember.zeros(2)
+        >>> ember.distributed.reduce_scatter(out, [ember.ones(2), ember.ones(2)])  # doctest: +SKIP
+    """
+    pg = _group_for(group, "reduce_scatter")
+    if pg is None:
+        return None
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: expected {pg.size()} input tensors (one per rank), "
+                         f"got {len(input_list)}")
+    _check_sizes("reduce_scatter", input_list, output.shape)
+    a = _array(output, "reduce_scatter")
+    work_dt, mtype, mop = _reduce_type(a, op, "reduce_scatter")
+    dt = work_dt if work_dt is not None else a.dtype
+    send = np.concatenate([np.ascontiguousarray(_array(t, "reduce_scatter"), dtype=dt)
+                           .reshape(-1) for t in input_list])
+    return _reduce_scatter_flat(pg, output, send, work_dt, mtype, mop, op, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """``reduce_scatter`` with the inputs as one tensor of ``group size`` chunks.
+
+    Args:
+        output: receives this rank's chunk (``input.numel() / world_size`` elements).
+        input: the chunks of every rank, concatenated along dim 0 (or stacked).
+        op, group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> out = ember.zeros(1)
+        >>> ember.distributed.reduce_scatter_tensor(out, ember.ones(2))  # doctest: +SKIP
+    """
+    pg = _group_for(group, "reduce_scatter_tensor")
+    if pg is None:
+        return None
+    if input.numel() != output.numel() * pg.size():
+        raise ValueError("input tensor must be the same size as output size times world size")
+    a = _array(output, "reduce_scatter_tensor")
+    work_dt, mtype, mop = _reduce_type(a, op, "reduce_scatter_tensor")
+    dt = work_dt if work_dt is not None else a.dtype
+    send = np.ascontiguousarray(_array(input, "reduce_scatter_tensor"), dtype=dt).reshape(-1)
+    return _reduce_scatter_flat(pg, output, send, work_dt, mtype, mop, op, async_op)
+
+
+def _reduce_scatter_flat(pg, output, send, work_dt, mtype, mop, op, async_op):
+    out = _Out(output, "reduce_scatter", work_dt)
+    req = pg.comm.Ireduce_scatter_block([send, mtype], [out.buf, mtype], mop)
+    size = pg.size()
+
+    def finish(_send=send):  # the send buffer must live until the operation is done
+        if op is ReduceOp.AVG:
+            np.divide(out.buf, size, out=out.buf, casting="unsafe")
+        out.finish()
+
+    return _run(pg, "reduce_scatter", [req], finish, [output], async_op)
+
+
+# -- data movement ------------------------------------------------------------------------------
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copy rank ``src``'s ``tensor`` into ``tensor`` on every other rank.
+
+    Args:
+        tensor: the data on ``src``; overwritten elsewhere.
+        src: the global rank to copy from (default 0).
+        group, async_op: as in ``all_reduce``.
+        group_src: ``src`` given as a rank within ``group``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.broadcast(ember.ones(2), src=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "broadcast")
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "broadcast")
+    out = _Out(tensor, "broadcast")
+    req = pg.comm.Ibcast([_bytes(out.buf), _engine.mpi().BYTE], root=root)
+    me = pg.rank()
+
+    def finish():
+        if me != root:
+            out.finish()
+
+    return _run(pg, "broadcast", [req], finish, [tensor], async_op)
+
+
+def _gathered(pg, a, name):
+    """A receive buffer for every rank's copy of ``a`` (bytes, rank-major)."""
+    return np.empty(pg.size() * a.nbytes, dtype=np.uint8)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Gather every rank's ``tensor`` into ``tensor_list`` on every rank.
+
+    Args:
+        tensor_list: one output tensor per rank, each shaped like ``tensor``.
+        tensor: this rank's contribution.
+        group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> outs = [ember.zeros(2), ember.zeros(2)]
+        >>> ember.distributed.all_gather(outs, ember.ones(2))  # doctest: +SKIP
+    """
+    pg = _group_for(group, "all_gather")
+    if pg is None:
+        return None
+    if len(tensor_list) != pg.size():
+        raise ValueError(f"all_gather: expected {pg.size()} output tensors (one per rank), "
+                         f"got {len(tensor_list)}")
+    _check_sizes("allgather", tensor_list, tensor.shape)
+    a = np.ascontiguousarray(_array(tensor, "all_gather"))
+    recv = _gathered(pg, a, "all_gather")
+    BYTE = _engine.mpi().BYTE
+    req = pg.comm.Iallgather([_bytes(a), BYTE], [recv, BYTE])
+
+    def finish():
+        _scatter_bytes(recv, tensor_list)
+
+    return _run(pg, "all_gather", [req], finish, tensor_list, async_op)
+
+
+def _scatter_bytes(recv, tensors):
+    """Copy consecutive byte chunks of ``recv`` into ``tensors``."""
+    at = 0
+    for t in tensors:
+        a = t._data
+        chunk = recv[at:at + a.nbytes].view(a.dtype).reshape(a.shape)
+        np.copyto(a, chunk)
+        t._bump()
+        at += a.nbytes
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Gather every rank's ``input_tensor`` into one tensor, rank after rank.
+
+    Args:
+        output_tensor: ``world_size`` times ``input_tensor``'s size, concatenated along dim 0
+            or stacked along a new dim 0.
+        input_tensor: this rank's contribution.
+        group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> out = ember.zeros(4)
+        >>> ember.distributed.all_gather_into_tensor(out, ember.ones(2))  # doctest: +SKIP
+    """
+    pg = _group_for(group, "all_gather_into_tensor")
+    if pg is None:
+        return None
+    if output_tensor.numel() != input_tensor.numel() * pg.size():
+        raise ValueError("output tensor size must be equal to world_size times input tensor "
+                         "size")
+    if output_tensor.dtype != input_tensor.dtype:
+        raise RuntimeError("all_gather_into_tensor: output and input tensors must have the "
+                           "same dtype")
+    a = np.ascontiguousarray(_array(input_tensor, "all_gather_into_tensor"))
+    out = _Out(output_tensor, "all_gather_into_tensor")
+    BYTE = _engine.mpi().BYTE
+    req = pg.comm.Iallgather([_bytes(a), BYTE], [_bytes(out.buf), BYTE])
+    return _run(pg, "all_gather_into_tensor", [req], out.finish, [output_tensor], async_op)
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """Collect every rank's ``tensor`` into ``gather_list`` on rank ``dst``.
+
+    Args:
+        tensor: this rank's contribution.
+        gather_list: on ``dst``, one tensor per rank (None elsewhere).
+        dst: the global rank that collects (default 0).
+        group, async_op: as in ``all_reduce``.
+        group_dst: ``dst`` given as a rank within ``group``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.gather(ember.ones(2), dst=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "gather")
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "gather")
+    me = pg.rank()
+    if me == root:
+        if gather_list is None or len(gather_list) != pg.size():
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        _check_sizes("gather", gather_list, tensor.shape)
+    elif gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
+                         "ranks.")
+    a = np.ascontiguousarray(_array(tensor, "gather"))
+    BYTE = _engine.mpi().BYTE
+    recv = _gathered(pg, a, "gather") if me == root else None
+    req = pg.comm.Igather([_bytes(a), BYTE], [recv, BYTE] if me == root else None, root=root)
+
+    def finish():
+        if me == root:
+            _scatter_bytes(recv, gather_list)
+
+    return _run(pg, "gather", [req], finish, list(gather_list or []), async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """Send entry i of rank ``src``'s ``scatter_list`` to rank i's ``tensor``.
+
+    Args:
+        tensor: receives this rank's entry.
+        scatter_list: on ``src``, one tensor per rank (None elsewhere).
+        src: the global rank that sends (default 0).
+        group, async_op: as in ``all_reduce``.
+        group_src: ``src`` given as a rank within ``group``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.scatter(ember.zeros(2), src=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "scatter")
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "scatter")
+    me = pg.rank()
+    if me == root:
+        if scatter_list is None or len(scatter_list) != pg.size():
+            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+        _check_sizes("scatter", scatter_list, tensor.shape)
+        send = np.concatenate([_bytes(np.ascontiguousarray(_array(t, "scatter")))
+                               for t in scatter_list])
+    else:
+        if scatter_list:
+            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source "
+                             "ranks.")
+        send = None
+    out = _Out(tensor, "scatter")
+    BYTE = _engine.mpi().BYTE
+    req = pg.comm.Iscatter([send, BYTE] if me == root else None, [_bytes(out.buf), BYTE],
+                           root=root)
+    return _run(pg, "scatter", [req], out.finish, [tensor], async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Send ``input_tensor_list[i]`` to rank i; receive rank j's into ``output_tensor_list[j]``.
+
+    Args:
+        output_tensor_list: one output per rank.
+        input_tensor_list: one input per rank.
+        group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> outs = [ember.zeros(1), ember.zeros(1)]
+        >>> ember.distributed.all_to_all(outs, [ember.ones(1), ember.ones(1)])  # doctest: +SKIP
+    """
+    pg = _group_for(group, "all_to_all")
+    if pg is None:
+        return None
+    n = pg.size()
+    if len(output_tensor_list) != n or len(input_tensor_list) != n:
+        raise ValueError(f"all_to_all: expected {n} input and {n} output tensors")
+    sends = [_bytes(np.ascontiguousarray(_array(t, "all_to_all"))) for t in input_tensor_list]
+    send = np.concatenate(sends) if sends else np.empty(0, np.uint8)
+    rcounts = [t._data.nbytes for t in output_tensor_list]
+    recv = np.empty(sum(rcounts), np.uint8)
+    scounts = [s.size for s in sends]
+    BYTE = _engine.mpi().BYTE
+    req = pg.comm.Ialltoallv([send, (scounts, _offsets(scounts)), BYTE],
+                             [recv, (rcounts, _offsets(rcounts)), BYTE])
+
+    def finish(_send=send):  # the send buffer must live until the operation is done
+        _scatter_bytes(recv, output_tensor_list)
+
+    return _run(pg, "all_to_all", [req], finish, output_tensor_list, async_op)
+
+
+def _offsets(counts):
+    out, at = [], 0
+    for c in counts:
+        out.append(at)
+        at += c
+    return out
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    """``all_to_all`` on single tensors split along dim 0 (evenly, or by the split sizes).
+
+    Args:
+        output: receives the pieces from every rank, rank after rank.
+        input: the pieces for every rank, rank after rank.
+        output_split_sizes, input_split_sizes: rows per rank (default: equal split).
+        group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.all_to_all_single(ember.zeros(2), ember.ones(2))  # doctest: +SKIP
+    """
+    pg = _group_for(group, "all_to_all_single")
+    if pg is None:
+        return None
+    n = pg.size()
+    a = np.ascontiguousarray(_array(input, "all_to_all_single"))
+    out = _Out(output, "all_to_all_single")
+
+    def counts(arr, splits, what):
+        row = arr.nbytes // arr.shape[0] if arr.ndim and arr.shape[0] else arr.itemsize
+        if splits is None or len(splits) == 0:
+            if arr.ndim == 0 or arr.shape[0] % n:
+                raise RuntimeError(f"all_to_all_single: {what} dim 0 ({arr.shape}) must be "
+                                   f"divisible by the group size {n}")
+            return [arr.nbytes // n] * n
+        return [int(s) * row for s in splits]
+
+    sc = counts(a, input_split_sizes, "input")
+    rc = counts(out.buf, output_split_sizes, "output")
+    BYTE = _engine.mpi().BYTE
+    req = pg.comm.Ialltoallv([_bytes(a), (sc, _offsets(sc)), BYTE],
+                             [_bytes(out.buf), (rc, _offsets(rc)), BYTE])
+    return _run(pg, "all_to_all_single", [req], out.finish, [output], async_op)
+
+
+# -- point to point -----------------------------------------------------------------------------
+
+def _peer(pg, rank, group_rank, name):
+    if group_rank is not None:
+        return group_rank
+    if rank is None:
+        raise ValueError(f"{name}: give the peer's rank")
+    if rank not in pg.ranks:
+        raise ValueError(f"{name}: rank {rank} is not part of the group")
+    return pg.ranks.index(rank)
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Start sending ``tensor`` to rank ``dst``; a ``Work`` handle.
+
+    Args:
+        tensor: the data.
+        dst: the global rank to send to.
+        group: the process group.
+        tag: matches the receiver's tag.
+        group_dst: ``dst`` given as a rank within ``group``.
+
+    Returns:
+        Work
+
+    Example::
+
+        >>> ember.distributed.isend(ember.ones(2), dst=1).wait()  # doctest: +SKIP
+        True
+    """
+    pg = _group_for(group, "isend")
+    if pg is None:
+        return None
+    peer = _peer(pg, dst, group_dst, "isend")
+    if peer == pg.rank():
+        raise ValueError("Invalid destination rank: destination rank should not be the same "
+                         "as the rank of the current process.")
+    a = np.ascontiguousarray(_array(tensor, "isend"))
+    req = pg.comm.Isend([_bytes(a), _engine.mpi().BYTE], dest=peer, tag=tag)
+    return Work([req], lambda: a.size, [tensor], pg.timeout, "send")
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Start receiving into ``tensor`` from rank ``src`` (any rank when None).
+
+    Args:
+        tensor: receives the data.
+        src: the global rank to receive from (None: any).
+        group: the process group.
+        tag: matches the sender's tag.
+        group_src: ``src`` given as a rank within ``group``.
+
+    Returns:
+        Work (``source_rank()`` names the sender)
+
+    Example::
+
+        >>> ember.distributed.irecv(ember.zeros(2), src=0).wait()  # doctest: +SKIP
+        True
+    """
+    pg = _group_for(group, "irecv")
+    if pg is None:
+        return None
+    MPI = _engine.mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else \
+        _peer(pg, src, group_src, "irecv")
+    out = _Out(tensor, "irecv")
+    status = MPI.Status()
+    req = pg.comm.Irecv([_bytes(out.buf), MPI.BYTE], source=peer, tag=tag)
+    work = Work([req], None, [tensor], pg.timeout, "recv")
+
+    def finish():
+        out.finish()
+        return pg.ranks[status.Get_source()] if peer == MPI.ANY_SOURCE else pg.ranks[peer]
+
+    # Status is only filled by Wait/Test with a status argument; use Wait here.
+    def wait_with_status(timeout=None):
+        if not work._done:
+            limit = timeout if timeout is not None else pg.timeout
+            _wait_requests([req], getattr(limit, "total_seconds", lambda: limit)(), "recv")
+            req.Wait(status)
+            work._done, work._value = True, finish()
+        return True
+
+    work.wait = wait_with_status
+    work._finish = finish
+    return work
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
+    """Send ``tensor`` to rank ``dst`` and wait until it has been taken.
+
+    Example::
+
+        >>> ember.distributed.send(ember.ones(2), dst=1)  # doctest: +SKIP
+    """
+    work = isend(tensor, dst, group, tag, group_dst)
+    if work is not None:
+        work.wait()
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
+    """Receive into ``tensor`` from rank ``src`` (any when None); the sender's rank.
+
+    Example::
+
+        >>> ember.distributed.recv(ember.zeros(2), src=0)  # doctest: +SKIP
+        0
+    """
+    work = irecv(tensor, src, group, tag, group_src)
+    if work is None:
+        return -1
+    work.wait()
+    return work._value
+
+
+class P2POp:
+    """One send or receive for ``batch_isend_irecv``.
+
+    Args:
+        op: ``isend`` or ``irecv``.
+        tensor: the data or the receiving tensor.
+        peer: the other rank.
+        group, tag: as in ``isend``.
+
+    Example::
+
+        >>> op = ember.distributed.P2POp(ember.distributed.isend, ember.ones(1), 1)
+        >>> op.peer
+        1
+    """
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type "
+                             "``torch.distributed.isend`` or ``torch.distributed.irecv``.")
+        self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+        self.group_peer = group_peer
+
+
+def batch_isend_irecv(p2p_op_list) -> list:
+    """Start every send and receive of ``p2p_op_list``; their ``Work`` handles.
+
+    Example::
+
+        >>> ember.distributed.batch_isend_irecv([])  # doctest: +SKIP
+        []
+    """
+    return [p.op(p.tensor, p.peer, p.group, p.tag) for p in p2p_op_list]
+
+
+# -- barriers and objects -----------------------------------------------------------------------
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every process of the group has reached this call.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.barrier()  # doctest: +SKIP
+    """
+    pg = _group_for(group, "barrier")
+    if pg is None:
+        return None
+    return _run(pg, "barrier", [pg.comm.Ibarrier()], None, [], async_op)
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False) -> None:
+    """A barrier that fails within ``timeout`` naming the ranks that did not arrive.
+
+    Rank 0 collects a message from every other rank, then answers each.
+
+    Args:
+        group: the process group.
+        timeout: seconds or ``timedelta`` (default: the group's timeout).
+        wait_all_ranks: name every missing rank, not only the first.
+
+    Raises:
+        RuntimeError: some rank did not arrive in time.
+
+    Example::
+
+        >>> ember.distributed.monitored_barrier()  # doctest: +SKIP
+    """
+    pg = _group_for(group, "monitored_barrier")
+    if pg is None:
+        return
+    limit = pg.timeout if timeout is None else timeout
+    limit = getattr(limit, "total_seconds", lambda: float(limit))()
+    MPI = _engine.mpi()
+    tag = 0x7EB
+    token = np.zeros(1, np.uint8)
+    if pg.rank() == 0:
+        reqs = {r: pg.comm.Irecv([np.zeros(1, np.uint8), MPI.BYTE], source=r, tag=tag)
+                for r in range(1, pg.size())}
+        missing = []
+        for r, req in reqs.items():
+            try:
+                _wait_requests([req], limit, "monitored_barrier")
+            except DistBackendError:
+                req.Cancel()
+                missing.append(pg.ranks[r])
+                if not wait_all_ranks:
+                    break
+        if missing:
+            if wait_all_ranks:
+                raise RuntimeError(f"Ranks {', '.join(map(str, missing))} failed to pass "
+                                   "monitoredBarrier in " f"{limit * 1000:.0f} ms")
+            raise RuntimeError(f"Rank {missing[0]} failed to pass monitoredBarrier in "
+                               f"{limit * 1000:.0f} ms")
+        for r in range(1, pg.size()):
+            pg.comm.Send([token, MPI.BYTE], dest=r, tag=tag)
+    else:
+        pg.comm.Send([token, MPI.BYTE], dest=0, tag=tag)
+        req = pg.comm.Irecv([token, MPI.BYTE], source=0, tag=tag)
+        _wait_requests([req], limit, "monitored_barrier")
+
+
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """Replace ``object_list``'s entries everywhere with rank ``src``'s (pickled).
+
+    Args:
+        object_list: the objects on ``src``; a list of the same length elsewhere.
+        src: the global rank to copy from (default 0).
+        group, device, group_src: as in ``broadcast``.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> objs = [{"lr": 0.1}]
+        >>> ember.distributed.broadcast_object_list(objs, src=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "broadcast_object_list")
+    if pg is None:
+        return
+    root = _root(pg, src, group_src, "broadcast")
+    got = _bcast_pickled(pg, list(object_list) if pg.rank() == root else None, root)
+    object_list[:] = got
+
+
+def _bcast_pickled(pg, obj, root):
+    MPI = _engine.mpi()
+    payload = np.frombuffer(pickle.dumps(obj), np.uint8) if pg.rank() == root else None
+    n = np.array([0 if payload is None else payload.size], np.int64)
+    pg.comm.Bcast([n, MPI.INT64_T], root=root)
+    buf = payload if payload is not None else np.empty(int(n[0]), np.uint8)
+    pg.comm.Bcast([buf, MPI.BYTE], root=root)
+    return obj if payload is not None else pickle.loads(buf.tobytes())
+
+
+def all_gather_object(object_list, obj, group=None) -> None:
+    """Fill ``object_list`` (one slot per rank) with every rank's ``obj``.
+
+    Example::
+
+        >>> out = [None, None]
+        >>> ember.distributed.all_gather_object(out, {"rank": 0})  # doctest: +SKIP
+    """
+    pg = _group_for(group, "all_gather_object")
+    if pg is None:
+        return
+    got = pg.comm.allgather(obj)
+    object_list[:len(got)] = got
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
+    """Collect every rank's ``obj`` into ``object_gather_list`` on rank ``dst``.
+
+    Example::
+
+        >>> ember.distributed.gather_object({"x": 1}, None, dst=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "gather_object")
+    if pg is None:
+        return
+    root = _root(pg, dst, group_dst, "gather")
+    got = pg.comm.gather(obj, root=root)
+    if pg.rank() == root:
+        object_gather_list[:len(got)] = got
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
+                        group=None, group_src=None) -> None:
+    """Put entry i of rank ``src``'s input list into rank i's ``scatter_object_output_list[0]``.
+
+    Example::
+
+        >>> out = [None]
+        >>> ember.distributed.scatter_object_list(out, [1, 2], src=0)  # doctest: +SKIP
+    """
+    pg = _group_for(group, "scatter_object_list")
+    if pg is None:
+        return
+    root = _root(pg, src, group_src, "scatter")
+    got = pg.comm.scatter(list(scatter_object_input_list) if pg.rank() == root else None,
+                          root=root)
+    scatter_object_output_list[0] = got
+

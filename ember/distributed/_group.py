@@ -1,0 +1,540 @@
+"""Process groups: ``init_process_group``, ``new_group``, ranks, and the ``Work`` handle.
+
+A ``ProcessGroup`` wraps one MPI intracommunicator (see NOTE [ Engine ] in ``_engine.py``)
+and the global ranks it holds. ``init_process_group`` resolves the rank, the world size
+and a rendezvous store from ``init_method`` (``env://``, ``tcp://host:port``,
+``file://path``) or from MPI when ``mpiexec`` started the processes, then connects them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+import urllib.parse
+import warnings
+
+from . import _engine
+from ._store import DistError, FileStore, PrefixStore, Store, TCPStore
+
+__all__ = ["Backend", "DistBackendError", "GroupMember", "ProcessGroup", "Work", "group"]
+
+NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
+                   "init_process_group.")
+_DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+
+
+class DistBackendError(DistError):
+    """A collective failed or timed out in the backend (``torch.distributed.DistBackendError``)."""
+
+
+class Backend(str):
+    """A process-group backend name ("gloo", "nccl", "mpi", ...), lower-cased.
+
+    Args:
+        name: the backend's name.
+
+    Example::
+
+        >>> ember.distributed.Backend("GLOO"), ember.distributed.Backend.NCCL
+        ('gloo', 'nccl')
+    """
+
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UCC = "ucc"
+    MPI = "mpi"
+    XCCL = "xccl"
+
+    def __new__(cls, name: str):
+        if not isinstance(name, str):
+            raise ValueError(f"Backend constructor parameter must be string-ish, got {name!r}")
+        return str.__new__(cls, name.lower())
+
+
+class ProcessGroup:
+    """A set of processes that run collectives together, over one MPI communicator.
+
+    Args:
+        comm: the MPI intracommunicator.
+        ranks: the global ranks of its members, in group-rank order.
+        backend: the backend name it was created with.
+
+    Example::
+
+        >>> ember.distributed.ProcessGroup  # made by init_process_group / new_group
+        <class 'ember.distributed._group.ProcessGroup'>
+    """
+
+    def __init__(self, comm, ranks, backend: str, timeout: datetime.timedelta):
+        self.comm = comm
+        self.ranks = list(ranks)
+        self.backend = Backend(backend)
+        self.timeout = timeout
+
+    def rank(self) -> int:
+        """This process's rank within the group."""
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        """How many processes the group holds."""
+        return self.comm.Get_size()
+
+    def name(self) -> str:
+        """The backend's name."""
+        return str(self.backend)
+
+    def __repr__(self):
+        return f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks})"
+
+
+class GroupMember:
+    """``GroupMember.WORLD``: the default group; ``NON_GROUP_MEMBER``: what ``new_group``
+    returns to processes outside the new group.
+
+    Example::
+
+        >>> ember.distributed.GroupMember.NON_GROUP_MEMBER
+        -100
+    """
+
+    WORLD = None
+    NON_GROUP_MEMBER = -100
+
+
+class group:
+    """``group.WORLD``: the default process group (None before ``init_process_group``).
+
+    Example::
+
+        >>> ember.distributed.group.WORLD is None
+        True
+    """
+
+    WORLD = None
+
+
+class Work:
+    """A handle on a collective started with ``async_op=True``.
+
+    ``wait()`` blocks until it is done (raising DistBackendError after the group's
+    timeout); ``is_completed()`` asks without blocking. The received data is written into
+    the output tensors when the operation completes.
+
+    Example::
+
+        >>> w = ember.distributed.Work()   # a handle on nothing: already complete
+        >>> w.wait(), w.is_completed()
+        (True, True)
+    """
+
+    def __init__(self, requests=(), finish=None, outputs=(), timeout=None, name="collective",
+                 result=None):
+        self._requests = list(requests)
+        self._finish = finish
+        self._outputs = list(outputs)
+        self._timeout = timeout
+        self._name = name
+        self._done = not self._requests and finish is None
+        self._value = result
+
+    def _complete(self):
+        if not self._done:
+            self._done = True
+            if self._finish is not None:
+                self._value = self._finish()
+
+    def is_completed(self) -> bool:
+        """Whether the operation has finished (never blocks)."""
+        if not self._done and _engine.mpi().Request.Testall(self._requests):
+            self._complete()
+        return self._done
+
+    def wait(self, timeout=None) -> bool:
+        """Block until the operation finishes; True.
+
+        Args:
+            timeout: seconds or ``timedelta`` (default: the group's timeout).
+
+        Raises:
+            DistBackendError: it did not finish in time (a peer died or never joined).
+        """
+        if self._done:
+            return True
+        limit = timeout if timeout is not None else self._timeout
+        if isinstance(limit, datetime.timedelta):
+            limit = limit.total_seconds()
+        _wait_requests(self._requests, limit, self._name)
+        self._complete()
+        return True
+
+    def is_success(self) -> bool:
+        """Whether it finished without error."""
+        return self.is_completed()
+
+    def exception(self):
+        """The error it failed with (None)."""
+        return None
+
+    def result(self) -> list:
+        """The output tensors."""
+        return self._outputs
+
+    def source_rank(self) -> int:
+        """For ``irecv`` from any source: the rank the message came from."""
+        self.wait()
+        return self._value if isinstance(self._value, int) else -1
+
+    def synchronize(self) -> None:
+        """Wait (CPU work has no stream to synchronize)."""
+        self.wait()
+
+    def get_future(self):
+        """A ``concurrent.futures.Future`` that holds ``result()`` once done."""
+        import concurrent.futures
+
+        fut = concurrent.futures.Future()
+        self.wait()
+        fut.set_result(self._outputs)
+        return fut
+
+
+def _wait_requests(requests, limit, name):
+    """Wait for MPI requests, polling so that a dead peer fails after ``limit`` seconds."""
+    if not requests:
+        return
+    Request = _engine.mpi().Request
+    deadline = None if limit is None else time.monotonic() + limit
+    spins = 0
+    while not Request.Testall(requests):
+        spins += 1
+        if spins > 200:
+            time.sleep(0.0002 if spins < 2000 else 0.002)
+            if deadline is not None and time.monotonic() > deadline:
+                raise DistBackendError(
+                    f"{name}: timed out after {limit:.1f} s waiting for the other ranks "
+                    "(a process may have died or not reached this collective)")
+
+
+# -- the default group ------------------------------------------------------------------------
+
+_WORLD: ProcessGroup | None = None
+_STORE: Store | None = None
+_GROUPS: list = []
+
+
+def is_initialized() -> bool:
+    """Whether the default process group has been set up.
+
+    Returns:
+        bool
+
+    Example::
+
+        >>> ember.distributed.is_initialized()
+        False
+    """
+    return _WORLD is not None
+
+
+def _world() -> ProcessGroup:
+    if _WORLD is None:
+        raise ValueError(NOT_INITIALIZED)
+    return _WORLD
+
+
+def _resolve(group_) -> ProcessGroup:
+    if group_ is None or group_ is GroupMember.WORLD:
+        return _world()
+    return group_
+
+
+def _is_member(pg) -> bool:
+    return pg is not GroupMember.NON_GROUP_MEMBER
+
+
+def _seconds(t) -> float:
+    return t.total_seconds() if isinstance(t, datetime.timedelta) else float(t)
+
+
+def _rendezvous(init_method, rank, world_size, timeout):
+    """(store, rank, world_size) for ``init_method``; store is None under mpiexec."""
+    if init_method is None:
+        init_method = "env://"
+    url = urllib.parse.urlparse(init_method)
+    query = dict(urllib.parse.parse_qsl(url.query))
+    if "rank" in query:
+        rank = int(query["rank"])
+    if "world_size" in query:
+        world_size = int(query["world_size"])
+    if url.scheme == "env":
+        env_rank, env_size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+        if env_rank is None and _engine.launched_by_mpiexec():
+            r, n = _engine.world_rank_size()
+            return None, (r if rank < 0 else rank), (n if world_size < 0 else world_size)
+        if rank < 0:
+            if env_rank is None:
+                raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
+                                 "environment variable RANK expected, but not set")
+            rank = int(env_rank)
+        if world_size < 0:
+            if env_size is None:
+                raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
+                                 "environment variable WORLD_SIZE expected, but not set")
+            world_size = int(env_size)
+        if world_size == 1:
+            return None, rank, world_size
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        if addr is None:
+            raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
+                             "environment variable MASTER_ADDR expected, but not set")
+        if port is None:
+            raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
+                             "environment variable MASTER_PORT expected, but not set")
+        store = TCPStore(addr, int(port), world_size, rank == 0, timeout)
+    elif url.scheme == "tcp":
+        if rank < 0 or world_size < 0:
+            raise ValueError("rank parameter missing" if rank < 0 else
+                             "world_size parameter missing")
+        if world_size == 1:
+            return None, rank, world_size
+        store = TCPStore(url.hostname, url.port, world_size, rank == 0, timeout)
+    elif url.scheme == "file":
+        if rank < 0 or world_size < 0:
+            raise ValueError("rank parameter missing" if rank < 0 else
+                             "world_size parameter missing")
+        store = FileStore(url.path, world_size)
+        store.set_timeout(timeout)
+    else:
+        raise RuntimeError(f"No rendezvous handler for {url.scheme}://")
+    return store, rank, world_size
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None) -> None:
+    """Join this process to the default process group, over MPI (NOTE [ Engine ]).
+
+    Args:
+        backend: "gloo" or "mpi" (CPU, both run on MPI); "nccl" needs CUDA GPUs.
+        init_method: "env://" (default: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the
+            environment, or the ranks of mpiexec), "tcp://host:port" or "file://path".
+        timeout: how long collectives and the rendezvous wait (default 30 minutes).
+        world_size: number of processes (-1: from the environment).
+        rank: this process's rank (-1: from the environment).
+        store: a rendezvous store to use instead of ``init_method``.
+        group_name, pg_options, device_id: accepted for compatibility.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> import ember.distributed as dist
+        >>> dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29581",
+        ...                         rank=0, world_size=1)  # doctest: +SKIP
+        >>> dist.get_world_size()  # doctest: +SKIP
+        1
+    """
+    global _WORLD, _STORE
+    if _WORLD is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if backend is None:
+        backend = "gloo"
+    name = Backend(str(backend).split(":")[-1] if ":" in str(backend) else backend)
+    if name == "nccl":
+        from .. import cuda
+
+        if not cuda.is_available():
+            raise RuntimeError("Distributed package doesn't have NCCL built in")
+        raise NotImplementedError("init_process_group: the NCCL backend is not in ember yet; "
+                                  "use backend='gloo' (CPU tensors)")
+    if name not in ("gloo", "mpi", "cpu:gloo"):
+        raise ValueError(f"Invalid backend: '{backend}'")
+    if not _engine.available():
+        raise RuntimeError("init_process_group: ember's distributed backend needs mpi4py; "
+                           "install it with `pip install 'ember[distributed]'`")
+    timeout = _DEFAULT_TIMEOUT if timeout is None else timeout
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got "
+                        f"{type(timeout).__name__}")
+    if store is not None:
+        if rank < 0 or world_size <= 0:
+            raise ValueError("init_process_group: rank and world_size are required with store")
+        if init_method is not None:
+            raise ValueError("Cannot specify both init_method and store.")
+    else:
+        store, rank, world_size = _rendezvous(init_method, rank, world_size, timeout)
+    if not 0 <= rank < world_size:
+        raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
+                         f"[0, {world_size - 1}]")
+    pg_store = None if store is None else PrefixStore("default_pg", store)
+    comm = _engine.connect(pg_store, rank, world_size, _seconds(timeout))
+    comm.Set_errhandler(_engine.mpi().ERRORS_RETURN)
+    _STORE = store
+    _WORLD = ProcessGroup(comm, range(world_size), name, timeout)
+    group.WORLD = GroupMember.WORLD = _WORLD
+
+
+def destroy_process_group(group_=None) -> None:
+    """Tear down a process group (the default one, and with it every group, by default).
+
+    Args:
+        group_: the group to destroy (default: all of them).
+
+    Returns:
+        None
+
+    Example::
+
+        >>> ember.distributed.destroy_process_group()
+        Traceback (most recent call last):
+        ...
+        AssertionError: Process group cannot be None
+    """
+    global _WORLD, _STORE
+    if group_ is None or group_ is _WORLD:
+        if _WORLD is None:
+            raise AssertionError("Process group cannot be None")
+        for pg in _GROUPS:
+            pg.comm.Free()
+        _GROUPS.clear()
+        if _WORLD.comm != _engine.mpi().COMM_WORLD:
+            _WORLD.comm.Free()
+        if isinstance(_STORE, TCPStore):
+            _STORE.close()
+        _WORLD = _STORE = None
+        group.WORLD = GroupMember.WORLD = None
+        return
+    if _is_member(group_):
+        group_.comm.Free()
+        if group_ in _GROUPS:
+            _GROUPS.remove(group_)
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None, device_id=None):
+    """A process group over the global ``ranks`` (all of them by default).
+
+    Every process of the default group must call it, members or not, in the same order.
+
+    Args:
+        ranks: the global ranks of the members; the group ranks follow this order sorted.
+        timeout, backend, pg_options, use_local_synchronization, group_desc, device_id:
+            as in PyTorch (the backend is the default group's).
+
+    Returns:
+        ProcessGroup, or ``GroupMember.NON_GROUP_MEMBER`` on processes outside it.
+
+    Example::
+
+        >>> ember.distributed.new_group([0])  # doctest: +SKIP
+    """
+    world = _world()
+    ranks = list(range(world.size())) if ranks is None else sorted(int(r) for r in ranks)
+    for r in ranks:
+        if not 0 <= r < world.size():
+            raise ValueError(f"Invalid rank {r}, rank should be in the interval "
+                             f"[0, {world.size() - 1}]")
+    me = world.rank()
+    MPI = _engine.mpi()
+    color = 0 if me in ranks else MPI.UNDEFINED
+    comm = world.comm.Split(color, ranks.index(me) if me in ranks else 0)
+    if me not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
+    pg = ProcessGroup(comm, ranks, backend or world.backend, timeout or world.timeout)
+    _GROUPS.append(pg)
+    return pg
+
+
+def get_rank(group=None) -> int:
+    """This process's rank in ``group`` (default group by default); -1 outside it.
+
+    Returns:
+        int
+
+    Example::
+
+        >>> ember.distributed.get_rank()  # doctest: +SKIP
+        0
+    """
+    if not _is_member(group):
+        return -1
+    return _resolve(group).rank()
+
+
+def get_world_size(group=None) -> int:
+    """How many processes ``group`` holds; -1 outside it.
+
+    Returns:
+        int
+
+    Example::
+
+        >>> ember.distributed.get_world_size()  # doctest: +SKIP
+        2
+    """
+    if not _is_member(group):
+        return -1
+    return _resolve(group).size()
+
+
+def get_backend(group=None) -> Backend:
+    """The backend name of ``group`` ("gloo", "mpi").
+
+    Returns:
+        Backend
+
+    Example::
+
+        >>> ember.distributed.get_backend()  # doctest: +SKIP
+        'gloo'
+    """
+    if not _is_member(group):
+        raise ValueError("Invalid process group specified")
+    return _resolve(group).backend
+
+
+def get_process_group_ranks(group) -> list:
+    """The global ranks of ``group``'s members, in group-rank order.
+
+    Example::
+
+        >>> ember.distributed.get_process_group_ranks(None)  # doctest: +SKIP
+        [0, 1]
+    """
+    return list(_resolve(group).ranks)
+
+
+def get_global_rank(group, group_rank: int) -> int:
+    """The global rank of ``group_rank`` in ``group``.
+
+    Example::
+
+        >>> ember.distributed.get_global_rank(None, 0)  # doctest: +SKIP
+        0
+    """
+    ranks = _resolve(group).ranks
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {group}")
+    return ranks[group_rank]
+
+
+def get_group_rank(group, global_rank: int) -> int:
+    """The rank within ``group`` of the process with ``global_rank``.
+
+    Example::
+
+        >>> ember.distributed.get_group_rank(None, 0)  # doctest: +SKIP
+        0
+    """
+    ranks = _resolve(group).ranks
+    if global_rank not in ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {group}")
+    return ranks.index(global_rank)
+
+
+def _warn_not_in_group(name):
+    warnings.warn(f"Running {name} on global rank {get_rank()} which does not belong to the "
+                  "given group.", stacklevel=3)

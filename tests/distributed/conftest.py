@@ -1,0 +1,38 @@
+"""Helpers for the multi-process tests: spawn 2 workers, collect what they dumped."""
+
+import os
+import pickle
+import socket
+
+import pytest
+
+import ember.distributed as dist
+
+needs_mpi = pytest.mark.skipif(not dist.is_available(),
+                               reason="mpi4py not installed (pip install 'ember[distributed]')")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn2(tmp_path, fn, fw="ember", *extra, init_method=None):
+    """Run ``fn(rank, fw, init_method, out_dir, *extra)`` in 2 processes; their results."""
+    import importlib
+
+    mp = importlib.import_module(fw + ".multiprocessing")
+    init_method = init_method or f"tcp://127.0.0.1:{free_port()}"
+    out = tmp_path / fw
+    out.mkdir(exist_ok=True)
+    mp.spawn(fn, args=(fw, init_method, str(out), *extra), nprocs=2)
+    return load(out)
+
+
+def load(out_dir):
+    results = []
+    for r in range(2):
+        with open(os.path.join(out_dir, f"rank{r}.pkl"), "rb") as f:
+            results.append(pickle.load(f))
+    return results

@@ -1,0 +1,57 @@
+"""Collectives in 2 processes: ember over MPI against PyTorch's gloo, same inputs."""
+
+import numpy as np
+import pytest
+
+from tests.distributed import _workers
+from tests.distributed.conftest import needs_mpi, spawn2
+
+try:
+    import torch  # noqa: F401
+
+    HAS_TORCH = True
+except ImportError:
+    HAS_TORCH = False
+
+pytestmark = [needs_mpi, pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")]
+
+NAMES = [
+    "all_reduce_SUM", "all_reduce_PRODUCT", "all_reduce_MIN", "all_reduce_MAX", "all_reduce_AVG",
+    "all_reduce_int_SUM", "all_reduce_int_BAND", "all_reduce_int_BOR", "all_reduce_int_BXOR",
+    "all_reduce_int_MAX", "all_reduce_bool", "all_reduce_bf16", "all_reduce_noncontiguous",
+    "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+    "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single",
+    "send_recv", "broadcast_object_list", "all_gather_object", "async_all_reduce",
+    "async_completed", "rank", "world_size", "backend", "new_group_rank",
+    "initialized_after_destroy",
+]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("collectives")
+    return (spawn2(tmp, _workers.collectives, "ember"),
+            spawn2(tmp, _workers.collectives, "torch"))
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+    return a == b
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_collective_matches_gloo(results, name):
+    ours, theirs = results
+    for rank in range(2):
+        assert _same(ours[rank][name], theirs[rank][name]), (rank, ours[rank][name],
+                                                             theirs[rank][name])
+
+
+def test_collective_reduce_matches_gloo_on_dst(results):
+    ours, theirs = results
+    assert _same(ours[0]["reduce"], theirs[0]["reduce"])
+
+
+def test_collective_recv_returns_sender(results):
+    assert results[0][1]["recv_src"] == results[1][1]["recv_src"] == 0
