@@ -117,6 +117,7 @@ from .amp.autocast_mode import (  # noqa: E402
 
 from . import backends, accelerator, mps, xpu, distributed, onnx  # noqa: E402
 from . import _dynamo, _inductor, compiler, jit  # noqa: E402  (NOTE [ Eager compile ])
+from . import func  # noqa: E402  (function transforms: grad, vmap, jacrev, ...)
 from ._dynamo.eval_frame import compile  # noqa: E402
 
 from . import types, version  # noqa: E402

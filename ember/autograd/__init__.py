@@ -38,6 +38,7 @@ _tensor_mod._view_refresh = _nodes.refresh_view
 
 from . import function  # noqa: E402,F401
 from . import gradcheck as _gradcheck_mod  # noqa: E402,F401
+from . import functional  # noqa: E402  (jacobian, hessian, vjp, jvp, vhp, hvp)
 
 
 def Variable(data, requires_grad=False, volatile=False):

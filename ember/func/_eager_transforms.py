@@ -1,0 +1,600 @@
+"""``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd`` and
+``hessian``: function transforms built on ember's reverse-mode autograd.
+
+NOTE [ Transforms on reverse mode ]
+A transform differentiates ``func`` with respect to *stand-ins* for its differentiated
+arguments:
+
+- when nothing outside can differentiate the result (grad mode off at the call, or the
+  argument does not require grad) the stand-in is a private leaf, ``x.detach()`` requiring
+  grad;
+- otherwise it is ``x.view_as(x)``, attached to ``x``'s graph, so that an enclosing transform
+  (or plain ``backward``) can differentiate the result again: ``grad(grad(f))``,
+  ``jacfwd(jacrev(f))``.
+
+After the forward pass the graph of the outputs is walked once: if it reaches no leaf other
+than the private stand-ins, nothing outside can use a graph of the derivatives, so the
+backward runs with ``create_graph=False`` and the results are detached (as PyTorch's
+transforms return plain tensors there); otherwise it runs with ``create_graph=True``. Each
+transform call owns its stand-ins, so nested transforms never confuse their perturbations.
+
+A transform's result does not depend on grad mode outside it (grad mode is enabled inside),
+but ``torch.no_grad()`` *inside* ``func`` is honoured, as in PyTorch.
+
+``jvp``, ``linearize`` and ``jacfwd`` use the double-vjp trick (NOTE [ Double-vjp trick ] in
+``ember/autograd/functional.py``) until ember has forward-mode AD: same numbers, two backward
+passes in place of one forward pass.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .._core.tensor import Tensor
+from ..autograd._base import AccumulateGrad
+from ..autograd._engine import grad as _autograd_grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..utils._pytree import tree_flatten, tree_unflatten
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
+
+
+# ------------------------------------------------------------------------------------------------
+# plumbing shared by the transforms
+
+
+def _spec_str(spec):
+    """A tree spec written as PyTorch writes it in error messages: ``(*, [*, *])``."""
+    if spec.is_leaf():
+        return "*"
+    children = [_spec_str(c) for c in spec.children_specs]
+    if spec.type is tuple:
+        return "(" + ", ".join(children) + ("," if len(children) == 1 else "") + ")"
+    if spec.type is list:
+        return "[" + ", ".join(children) + "]"
+    if spec.context is not None and isinstance(spec.context, list):
+        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(spec.context, children)) + "}"
+    return f"{spec.type.__name__}(" + ", ".join(children) + ")"
+
+
+def _check_argnums(argnums, num_args):
+    if isinstance(argnums, int) and not isinstance(argnums, bool):
+        nums = (argnums,)
+    elif isinstance(argnums, tuple):
+        if len(argnums) == 0:
+            raise RuntimeError("argnums must be non-empty")
+        for a in argnums:
+            if not isinstance(a, int) or isinstance(a, bool):
+                raise RuntimeError(
+                    f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+        nums = argnums
+    else:
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    wrapped = []
+    for a in nums:
+        if not -num_args <= a < num_args:
+            raise RuntimeError(f"Got argnum={a}, but only {num_args} positional inputs")
+        wrapped.append(a % num_args)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"argnums must be unique, got {argnums}")
+    return tuple(wrapped)
+
+
+def _diff_args(args, argnums):
+    """The differentiated part of ``args``: ``args[argnums]`` or a tuple of them."""
+    nums = _check_argnums(argnums, len(args))
+    if isinstance(argnums, int):
+        return nums, args[nums[0]]
+    return nums, tuple(args[i] for i in nums)
+
+
+def _replace_args(args, nums, argnums, new):
+    args = list(args)
+    if isinstance(argnums, int):
+        args[nums[0]] = new
+    else:
+        for i, v in zip(nums, new):
+            args[i] = v
+    return tuple(args)
+
+
+def _check_tensors(leaves):
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+
+
+def _stand_ins(leaves, outer_grad):
+    """Stand-ins for ``leaves`` (NOTE [ Transforms on reverse mode ]) and the set of ids of
+    the private ones."""
+    res, private = [], set()
+    for x in leaves:
+        if outer_grad and x.requires_grad:
+            res.append(x.view_as(x))
+        else:
+            s = x.detach().requires_grad_(True)
+            private.add(id(s))
+            res.append(s)
+    return res, private
+
+
+def _reaches_outside(tensors, private):
+    """Whether the graph of ``tensors`` reaches a leaf other than the ``private`` stand-ins
+    (then the derivatives must carry a graph; NOTE [ Transforms on reverse mode ])."""
+    seen = set()
+    stack = []
+    for t in tensors:
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            continue
+        fn = t.grad_fn
+        if fn is None:
+            if id(t) not in private:
+                return True
+        else:
+            stack.append(fn)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is AccumulateGrad:
+            if id(node.variable) not in private:
+                return True
+            continue
+        for nxt, _ in node.next_functions:
+            if nxt is not None and id(nxt) not in seen:
+                stack.append(nxt)
+    return False
+
+
+def _detach_tree(tree):
+    leaves, spec = tree_flatten(tree)
+    return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
+
+
+def _zeros_where_none(grads, refs):
+    return [r.new_zeros(r.shape) if g is None else g for g, r in zip(grads, refs)]
+
+
+def _split_aux(out, has_aux, api):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(
+            f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return out
+
+
+class _Pullback:
+    """The recorded forward pass of one transform call: its stand-ins, outputs and whether
+    the derivatives need a graph. ``vjp(cotangent_leaves)`` runs one backward pass."""
+
+    def __init__(self, func, args, kwargs, argnums, api, has_aux=False):
+        self.outer_grad = is_grad_enabled()
+        with enable_grad():
+            self.nums, diff = _diff_args(args, argnums)
+            leaves, self.in_spec = tree_flatten(diff)
+            _check_tensors(leaves)
+            self.ins, private = _stand_ins(leaves, self.outer_grad)
+            new_args = _replace_args(args, self.nums, argnums,
+                                     tree_unflatten(self.ins, self.in_spec))
+            out, self.aux = _split_aux(func(*new_args, **kwargs), has_aux, api)
+        self.out = out
+        self.out_leaves, self.out_spec = tree_flatten(out)
+        self.create_graph = self.outer_grad and _reaches_outside(
+            self.out_leaves + tree_flatten(self.aux)[0], private)
+
+    def finish(self, tree):
+        """Detach ``tree`` unless derivatives carry a graph."""
+        return tree if self.create_graph else _detach_tree(tree)
+
+    def vjp(self, cotangents, outputs=None, retain_graph=True):
+        """Gradients of ``outputs`` (default: all outputs) w.r.t. every stand-in."""
+        outputs = self.out_leaves if outputs is None else outputs
+        create = self.create_graph or (is_grad_enabled() and any(
+            isinstance(c, Tensor) and c.requires_grad for c in cotangents))
+        pairs = [(o, c) for o, c in zip(outputs, cotangents)
+                 if isinstance(o, Tensor) and o.requires_grad]
+        if not pairs:
+            return _zeros_where_none([None] * len(self.ins), self.ins)
+        with enable_grad():
+            grads = _autograd_grad([o for o, _ in pairs], self.ins, [c for _, c in pairs],
+                                   retain_graph=retain_graph or create, create_graph=create,
+                                   allow_unused=True)
+        grads = _zeros_where_none(grads, self.ins)
+        return grads if create else [g.detach() for g in grads]
+
+
+# ------------------------------------------------------------------------------------------------
+# grad / grad_and_value
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """Transform ``func`` (returning a scalar tensor) into a function returning
+    ``(gradient, value)``: the gradient with respect to the ``argnums`` arguments and
+    ``func``'s output.
+
+    Args:
+        func (callable): returns a one-element tensor, or ``(tensor, aux)`` with ``has_aux``.
+        argnums (int or tuple of ints): which positional arguments to differentiate; each
+            may be a tensor or a nested list/tuple/dict of tensors. Default: 0.
+        has_aux (bool): ``func`` returns ``(output, aux)``; aux is passed through.
+            Default: False.
+
+    Returns:
+        A function returning ``(grad, value)``, or ``(grad, (value, aux))`` with ``has_aux``.
+        ``grad`` has the structure of ``args[argnums]`` (a tuple of them for tuple argnums).
+
+    Example:
+        >>> import ember
+        >>> g, v = grad_and_value(lambda x: (x ** 2).sum())(ember.tensor([1., 2.]))
+        >>> g, v
+        (tensor([2., 4.]), tensor(5.))
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        api = "grad_and_value(f)(*args)"
+        pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
+        out = pb.out
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"{api}: Expected f(*args) to return a Tensor, got {type(out)}")
+        if out.dim() != 0:
+            raise RuntimeError(
+                f"{api}: Expected f(*args) to return a scalar Tensor, got tensor with "
+                f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+        grads = pb.vjp([None], retain_graph=False)
+        grads = tree_unflatten(grads, pb.in_spec)
+        value = pb.finish(out)
+        if has_aux:
+            return grads, (value, pb.finish(pb.aux))
+        return grads, value
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """Transform ``func`` (returning a scalar tensor) into a function computing its gradient
+    with respect to the ``argnums`` arguments. Composes with itself and the other
+    transforms: ``grad(grad(f))``, ``vmap(grad(f))``.
+
+    Args:
+        func (callable): returns a one-element tensor, or ``(tensor, aux)`` with ``has_aux``.
+        argnums (int or tuple of ints): which positional arguments to differentiate.
+            Default: 0.
+        has_aux (bool): ``func`` returns ``(output, aux)``; the transformed function then
+            returns ``(grad, aux)``. Default: False.
+
+    Returns:
+        A function returning the gradient (structured like ``args[argnums]``).
+
+    Example:
+        >>> import ember
+        >>> grad(lambda x: x.sin().sum())(ember.tensor([0.]))
+        tensor([1.])
+        >>> grad(grad(lambda x: x ** 3))(ember.tensor(2.))
+        tensor(12.)
+    """
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        if has_aux:
+            return g, value[1]
+        return g
+
+    return wrapper
+
+
+# ------------------------------------------------------------------------------------------------
+# vjp / jvp / linearize
+
+
+def _check_only_tensors(leaves, api, what):
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            raise RuntimeError(
+                f"{api}: expected {what} to return only tensors, got unsupported type {type(x)}")
+
+
+def vjp(func, *primals, has_aux=False):
+    """Run ``func(*primals)`` and return its output with a function computing vector-Jacobian
+    products at ``primals``.
+
+    Args:
+        func (callable): takes the primals, returns a tensor or a nested structure of them.
+        *primals: tensors or nested lists/tuples/dicts of tensors.
+        has_aux (bool): ``func`` returns ``(output, aux)``. Default: False.
+
+    Returns:
+        ``(output, vjp_fn)`` or ``(output, vjp_fn, aux)``. ``vjp_fn(cotangents)`` takes
+        cotangents structured like ``output`` and returns a tuple with one gradient per
+        primal; it may be called several times.
+
+    Example:
+        >>> import ember
+        >>> out, vjp_fn = vjp(lambda x: x ** 2, ember.tensor([1., 2.]))
+        >>> vjp_fn(ember.ones(2))
+        (tensor([2., 4.]),)
+    """
+    api = "vjp(f, *primals)"
+    if not primals:
+        raise RuntimeError(f"{api}: expected at least one primal")
+    pb = _Pullback(func, primals, {}, tuple(range(len(primals))), api, has_aux)
+    _check_only_tensors(pb.out_leaves, api, "f(*primals)")
+
+    def vjp_fn(cotangents):
+        leaves, spec = tree_flatten(cotangents)
+        if spec != pb.out_spec:
+            raise RuntimeError(
+                "Expected pytree structure of cotangents to be the same as pytree structure of "
+                f"outputs to the function. cotangents: {_spec_str(spec)}, primal output: "
+                f"{_spec_str(pb.out_spec)}")
+        for c in leaves:
+            if not isinstance(c, Tensor):
+                raise RuntimeError(
+                    f"Expected cotangents to be tensors, got unsupported type {type(c)}")
+        for i, (c, o) in enumerate(zip(leaves, pb.out_leaves)):
+            if c.shape != o.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {c.shape} and "
+                    f"output[{i}] has a shape of {o.shape}.")
+        return tree_unflatten(pb.vjp(leaves), pb.in_spec)
+
+    out = pb.finish(pb.out)
+    if has_aux:
+        return out, vjp_fn, pb.finish(pb.aux)
+    return out, vjp_fn
+
+
+class _Linearized:
+    """``func`` at ``primals`` with the graph of ``J^T u`` kept (the dummy ``u`` requiring
+    grad), so that ``J v`` is one more backward pass (NOTE [ Double-vjp trick ])."""
+
+    def __init__(self, func, primals, api, has_aux=False):
+        self.pb = _Pullback(func, primals, {}, tuple(range(len(primals))), api, has_aux)
+        pb = self.pb
+        _check_only_tensors(pb.out_leaves, api, "f(*primals)")
+        with enable_grad():
+            self.dummies = [o.new_zeros(o.shape).requires_grad_(True) for o in pb.out_leaves]
+            pairs = [(o, u) for o, u in zip(pb.out_leaves, self.dummies) if o.requires_grad]
+            if pairs:
+                self.vjps = list(_autograd_grad(
+                    [o for o, _ in pairs], pb.ins, [u for _, u in pairs], create_graph=True,
+                    allow_unused=True))
+            else:
+                self.vjps = [None] * len(pb.ins)
+
+    def jvp(self, tangent_leaves):
+        pb = self.pb
+        create = pb.create_graph or (is_grad_enabled() and any(
+            t.requires_grad for t in tangent_leaves))
+        pairs = [(g, t) for g, t in zip(self.vjps, tangent_leaves)
+                 if g is not None and g.requires_grad]
+        if not pairs:
+            res = [None] * len(self.dummies)
+        else:
+            with enable_grad():
+                res = _autograd_grad([g for g, _ in pairs], self.dummies, [t for _, t in pairs],
+                                     retain_graph=True, create_graph=create, allow_unused=True)
+        res = _zeros_where_none(res, pb.out_leaves)
+        if not create:
+            res = [r.detach() for r in res]
+        return tree_unflatten(res, pb.out_spec)
+
+
+def _check_primals_tangents(primals, tangents, api):
+    if not isinstance(primals, tuple):
+        raise RuntimeError(
+            f"{api}: Expected primals to be a tuple. E.g. it should be valid to call "
+            "f(*primals).")
+    p_leaves, p_spec = tree_flatten(primals)
+    t_leaves, t_spec = tree_flatten(tangents)
+    if p_spec != t_spec:
+        raise RuntimeError(
+            f"{api}: Expected primals and tangents to have the same python structure. For "
+            "example, if primals is a tuple of 3 tensors, tangents also must be. Got primals "
+            f"with structure {p_spec} and tangents with structure {t_spec}")
+    for p, t in zip(p_leaves, t_leaves):
+        if not isinstance(p, Tensor):
+            raise RuntimeError(
+                f"{api}: Expected primals to be a tuple of tensors, got {type(p)}")
+        if not isinstance(t, Tensor):
+            raise RuntimeError(
+                f"{api}: Expected tangents to be a tuple of tensors, got {type(t)}")
+        if p.shape != t.shape:
+            raise RuntimeError(
+                "Trying to set a forward gradient that has a different size than that of the "
+                f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} "
+                f"while the given forward gradient is of size {list(t.shape)}.")
+    return t_leaves
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """Run ``func(*primals)`` and compute its Jacobian-vector product with ``tangents``
+    (exact, by the double-vjp trick until ember has forward-mode AD).
+
+    Args:
+        func (callable): takes the primals, returns a tensor or a nested structure of them.
+        primals (tuple): the point: tensors or nested structures of them.
+        tangents (tuple): one tangent per primal tensor, same structure and shapes.
+        strict (bool): raise if an output does not depend on the inputs. Default: False.
+        has_aux (bool): ``func`` returns ``(output, aux)``. Default: False.
+
+    Returns:
+        ``(output, jvp_out)`` or ``(output, jvp_out, aux)``; ``jvp_out`` is structured like
+        ``output``.
+
+    Example:
+        >>> import ember
+        >>> jvp(lambda x: x ** 2, (ember.tensor([1., 2.]),), (ember.ones(2),))
+        (tensor([1., 4.]), tensor([2., 4.]))
+    """
+    api = "jvp(f, primals, tangents)"
+    t_leaves = _check_primals_tangents(primals, tangents, api)
+    lin = _Linearized(func, primals, api, has_aux)
+    if strict and not all(o.requires_grad for o in lin.pb.out_leaves):
+        raise RuntimeError(
+            "jvp(f, primals, tangents, strict=True): The output of f is independent of the "
+            "inputs. This is not allowed with strict=True.")
+    jvp_out = lin.jvp(t_leaves)
+    out = lin.pb.finish(lin.pb.out)
+    if has_aux:
+        return out, jvp_out, lin.pb.finish(lin.pb.aux)
+    return out, jvp_out
+
+
+def linearize(func, *primals):
+    """Run ``func(*primals)`` once and return its output with a function computing
+    Jacobian-vector products at ``primals`` without running ``func`` again.
+
+    Args:
+        func (callable): takes the primals, returns a tensor or a nested structure of them.
+        *primals: tensors or nested structures of them.
+
+    Returns:
+        ``(output, jvp_fn)``: ``jvp_fn(*tangents)`` takes one tangent per primal and
+        returns the product, structured like ``output``.
+
+    Example:
+        >>> import ember
+        >>> out, jvp_fn = linearize(lambda x: x ** 2, ember.tensor([1., 2.]))
+        >>> jvp_fn(ember.ones(2))
+        tensor([2., 4.])
+    """
+    api = "linearize(f, *primals)"
+    lin = _Linearized(func, primals, api)
+    p_leaves, p_spec = tree_flatten(primals)
+
+    def jvp_fn(*tangents):
+        t_leaves, t_spec = tree_flatten(tangents)
+        if t_spec != p_spec:
+            raise RuntimeError(
+                f"Expected the tangents {_spec_str(t_spec)} to have the same structure as the "
+                f"primals {_spec_str(p_spec)}.")
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            if not isinstance(t, Tensor) or t.shape != p.shape:
+                shape = t.shape if isinstance(t, Tensor) else type(t)
+                raise RuntimeError(
+                    f"tangent:{i} with shape {shape} in flattened pytree doesn't match the "
+                    f"shape {p.shape} of the corresponding primal.")
+        return lin.jvp(t_leaves)
+
+    return lin.pb.finish(lin.pb.out), jvp_fn
+
+
+# ------------------------------------------------------------------------------------------------
+# jacrev / jacfwd / hessian
+
+
+def _jacobian(func, argnums, has_aux, api, args, kwargs):
+    """The Jacobian of every output leaf with respect to every differentiated input leaf,
+    one backward pass per output element, arranged as PyTorch arranges them: the output's
+    structure, each leaf holding the ``args[argnums]`` structure of Jacobians."""
+    from .. import stack
+
+    pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
+    _check_only_tensors(pb.out_leaves, api, "f(*args)")
+    per_output = []
+    for o in pb.out_leaves:
+        n = o.nelement()
+        rows = [[] for _ in pb.ins]
+        for j in range(n):
+            onehot = o.new_zeros((n,))
+            onehot[j] = 1
+            for k, g in enumerate(pb.vjp([onehot.view(o.shape)], outputs=[o])):
+                rows[k].append(g)
+        jacs = [(stack(r, 0) if r else x.new_zeros((0,) + tuple(x.shape))).view(
+            tuple(o.shape) + tuple(x.shape)) for r, x in zip(rows, pb.ins)]
+        per_output.append(tree_unflatten(jacs, pb.in_spec))
+    jac = tree_unflatten(per_output, pb.out_spec)
+    if has_aux:
+        return jac, pb.finish(pb.aux)
+    return jac
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """Transform ``func`` into a function computing its Jacobian with respect to the
+    ``argnums`` arguments by reverse mode (one backward pass per output element).
+
+    Args:
+        func (callable): returns a tensor or a nested structure of tensors (``(output, aux)``
+            with ``has_aux``).
+        argnums (int or tuple of ints): which positional arguments to differentiate.
+            Default: 0.
+        has_aux (bool): ``func`` returns ``(output, aux)``. Default: False.
+        chunk_size (int, optional): accepted for PyTorch compatibility (PyTorch's memory
+            knob); must be positive. Default: None.
+
+    Returns:
+        A function returning the Jacobian: structured like the output, each leaf holding
+        tensors of shape ``output.shape + input.shape`` structured like ``args[argnums]``.
+
+    Example:
+        >>> import ember
+        >>> jacrev(lambda x: x ** 2)(ember.tensor([1., 2.]))
+        tensor([[2., 0.],
+                [0., 4.]])
+    """
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return _jacobian(func, argnums, has_aux, "jacrev(f, argnums)(*args)", args, kwargs)
+
+    return wrapper
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """Transform ``func`` into a function computing its Jacobian with respect to the
+    ``argnums`` arguments. PyTorch uses forward mode; until ember has it, the same Jacobian is
+    computed by reverse mode (see ``jacrev``).
+
+    Args:
+        func (callable): returns a tensor or a nested structure of tensors.
+        argnums (int or tuple of ints): which positional arguments to differentiate.
+            Default: 0.
+        has_aux (bool): ``func`` returns ``(output, aux)``. Default: False.
+        randomness (str): ``"error"``, ``"different"`` or ``"same"`` (``func`` runs once, so
+            all three give the same result). Default: ``"error"``.
+
+    Returns:
+        A function returning the Jacobian, structured as ``jacrev``'s.
+
+    Example:
+        >>> import ember
+        >>> jacfwd(lambda x: x.sin())(ember.tensor([0.]))
+        tensor([[1.]])
+    """
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(
+            "Only allowed values for randomness are 'error', 'different', or 'same'. Got "
+            f"{randomness}")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return _jacobian(func, argnums, has_aux, "jacfwd(f, argnums)(*args)", args, kwargs)
+
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """Transform ``func`` into a function computing its Hessian with respect to the
+    ``argnums`` arguments: ``jacfwd(jacrev(func, argnums), argnums)``.
+
+    Args:
+        func (callable): returns a tensor (usually a scalar).
+        argnums (int or tuple of ints): which positional arguments. Default: 0.
+
+    Returns:
+        A function returning the Hessian, of shape ``output.shape + input.shape +
+        input.shape`` for one tensor argument.
+
+    Example:
+        >>> import ember
+        >>> hessian(lambda x: (x ** 3).sum())(ember.tensor([1., 2.]))
+        tensor([[ 6.,  0.],
+                [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
