@@ -118,6 +118,8 @@ from .amp.autocast_mode import (  # noqa: E402
 from . import backends, accelerator, mps, xpu, distributed, onnx  # noqa: E402
 from . import _dynamo, _inductor, compiler, jit  # noqa: E402  (NOTE [ Eager compile ])
 from . import func  # noqa: E402  (function transforms: grad, vmap, jacrev, ...)
+from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
+from . import testing  # noqa: E402
 from ._dynamo.eval_frame import compile  # noqa: E402
 
 from . import types, version  # noqa: E402
