@@ -363,24 +363,36 @@ def binary_fast(op, a, b):
                 _dispatch.record_binary(op, a, b, t)
             return t
     elif isinstance(a, Tensor) and (b.__class__ is float or b.__class__ is int):
-        ad = a._data
-        # a Python int or float keeps a floating tensor's dtype (NumPy's weak scalars agree)
-        if ad.dtype.kind == "f" and ad.dtype in op.direct:
-            at = ad.__class__
-            f = op.impl.get(at) or op.resolve(at)
-            r = f(ad, b)
-            if r.__class__ is not at:
-                r = _dispatch.backends_by_type[at].xp.asarray(r)
-            t = _new(Tensor)
-            t._data = r
-            t._rg = False
-            t._grad_fn = None
-            t._base = None
-            t._vc = None
-            if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-                _dispatch.record_binary(op, a, _const(b), t)
+        t = _with_number(op, a, b, False)
+        if t is not None:
             return t
     return elementwise(op, (a, b))
+
+
+def _with_number(op, a, n, reflected):
+    """``a <op> n`` (``n <op> a`` when ``reflected``) for a Python int or float ``n``, straight
+    to the kernel when ``a`` is floating, which keeps its dtype (NumPy's weak scalars agree);
+    None when that path does not apply."""
+    ad = a._data
+    if ad.dtype.kind != "f" or ad.dtype not in op.direct:
+        return None
+    at = ad.__class__
+    f = op.impl.get(at) or op.resolve(at)
+    r = f(n, ad) if reflected else f(ad, n)
+    if r.__class__ is not at:
+        r = _dispatch.backends_by_type[at].xp.asarray(r)
+    t = _new(Tensor)
+    t._data = r
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    t._vc = None
+    if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+        if reflected:
+            _dispatch.record_binary(op, _const(n), a, t)
+        else:
+            _dispatch.record_binary(op, a, _const(n), t)
+    return t
 
 
 def rbinary(op, a, b):
@@ -394,21 +406,8 @@ def rbinary_fast(op, a, b):
     """``rbinary`` when no mode is on: a Python int or float ``b`` with a floating tensor
     ``a`` goes straight to the kernel (``1 - x``, ``2 * x``), as in ``binary_fast``."""
     if b.__class__ is float or b.__class__ is int:
-        ad = a._data
-        if ad.dtype.kind == "f" and ad.dtype in op.direct:
-            at = ad.__class__
-            f = op.impl.get(at) or op.resolve(at)
-            r = f(b, ad)
-            if r.__class__ is not at:
-                r = _dispatch.backends_by_type[at].xp.asarray(r)
-            t = _new(Tensor)
-            t._data = r
-            t._rg = False
-            t._grad_fn = None
-            t._base = None
-            t._vc = None
-            if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-                _dispatch.record_binary(op, _const(b), a, t)
+        t = _with_number(op, a, b, True)
+        if t is not None:
             return t
     return rbinary(op, a, b)
 
