@@ -27,6 +27,9 @@ import warnings
 from typing import Any
 
 from .._core.tensor import Tensor
+from ..autograd._nodes import SavedTensor  # noqa: F401  (names torch's module re-exports)
+from ._python_dispatch import TorchDispatchMode  # noqa: F401
+from ._pytree import tree_map  # noqa: F401
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "check_backward_validity", "detach_variable", "get_device_states",
