@@ -284,10 +284,22 @@ def relu_(input):
 # nn.functional only
 
 
+# NOTE [ Hard activations' kinks ]
+# PyTorch's hardtanh, relu6, hardsigmoid and hardswish pass gradient only strictly inside
+# their linear pieces: at a boundary (relu6 at 0 and 6) the gradient is that of the flat side.
+# ``clamp``'s own gradient includes the boundaries, so these take the flat side's value
+# through a detached branch of ``where`` wherever the input is not strictly inside.
+
+
+def _strictly_inside(input, lo, hi):
+    return (input > lo) & (input < hi)
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp(min_val, max_val)
+    flat = input.clamp(min_val, max_val).detach()  # NOTE [ Hard activations' kinks ]
+    return where(_strictly_inside(input, min_val, max_val), input, flat)
 
 
 def leaky_relu(input, negative_slope=0.01):
@@ -324,11 +336,14 @@ def tanhshrink(input):
 
 
 def hardsigmoid(input):
-    return (input / 6 + 0.5).clamp(0, 1)
+    flat = (input / 6 + 0.5).clamp(0, 1).detach()  # NOTE [ Hard activations' kinks ]
+    return where(_strictly_inside(input, -3, 3), input / 6 + 0.5, flat)
 
 
 def hardswish(input):
-    return input * (input + 3).clamp(0, 6) / 6
+    # x for x >= 3, 0 for x <= -3, x (x + 3) / 6 between (NOTE [ Hard activations' kinks ])
+    middle = where(input > -3, input * (input + 3) / 6, empty_like(input).fill_(0))
+    return where(input >= 3, input, middle)
 
 
 def logsigmoid(input):

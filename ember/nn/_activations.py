@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .._ops import nn_activations as _act
 from .._ops.nn_activations import inplace_composition
+from .._ops.nn_ops import relu as _relu
 from .._ops.nn_activations import (  # noqa: F401
     celu_, glu, hardshrink, logsigmoid, prelu, relu_, rrelu_, selu_, softmin as _softmin,
     softplus, softshrink, softsign, tanhshrink, threshold_,
@@ -15,6 +16,24 @@ from .._ops.nn_activations import (  # noqa: F401
 
 def _maybe_inplace(fn, input, inplace, *args):
     return inplace_composition(fn, input, *args) if inplace else fn(input, *args)
+
+
+def relu(input, inplace=False):
+    """``max(0, input)``; ``inplace`` writes into ``input`` (``ember.relu`` takes no flag).
+
+    Args:
+        input: a tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        Tensor: the rectified values.
+
+    Example::
+
+        >>> ember.nn.functional.relu(ember.tensor([-1.0, 2.0]))
+        tensor([0., 2.])
+    """
+    return relu_(input) if inplace else _relu(input)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):

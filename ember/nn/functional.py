@@ -20,7 +20,7 @@ from .._ops.nn_norm import (  # noqa: F401
 from .._ops import join as _join
 from .._ops.nn_ops import (  # noqa: F401
     cross_entropy, embedding, gelu, linear, log_softmax, mse_loss, nll_loss, reduction_enum,
-    relu, silu, softmax,
+    silu, softmax,
 )
 from .._ops.nn_embedding import embedding_bag  # noqa: F401
 from .._ops.nn_ops import bilinear  # noqa: F401
@@ -192,8 +192,9 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 from ._activations import (  # noqa: E402, F401
     celu, celu_, elu, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
-    leaky_relu, leaky_relu_, logsigmoid, mish, prelu, relu6, relu_, rrelu, rrelu_, selu, selu_,
-    sigmoid, softmin, softplus, softshrink, softsign, tanh, tanhshrink, threshold, threshold_,
+    leaky_relu, leaky_relu_, logsigmoid, mish, prelu, relu, relu6, relu_, rrelu, rrelu_, selu,
+    selu_, sigmoid, softmin, softplus, softshrink, softsign, tanh, tanhshrink, threshold,
+    threshold_,
 )
 
 

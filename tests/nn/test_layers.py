@@ -507,3 +507,26 @@ def test_norm_then_inplace_relu_backward_matches_torch(norm):
         (y * m.arange(y.numel(), dtype=m.float64).reshape(y.shape)).sum().backward()
         grads.append(np.asarray(t.grad.detach()))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("name,points", [
+    ("relu6", [0.0, 6.0, -1.0, 7.0, 3.0]), ("hardtanh", [-1.0, 1.0, 0.0]),
+    ("hardsigmoid", [-3.0, 3.0, 0.0, 5.0]), ("hardswish", [-3.0, 3.0, 0.0, -4.0, 4.0])])
+def test_hard_activation_gradients_at_kinks_match_torch(name, points):
+    # NOTE [ Hard activations' kinks ]
+    import torch
+
+    grads = []
+    for m in (ember, torch):
+        z = m.tensor(points, requires_grad=True)
+        getattr(m.nn.functional, name)(z).sum().backward()
+        grads.append(z.grad.tolist())
+    assert grads[0] == pytest.approx(grads[1])
+
+
+def test_functional_relu_takes_inplace():
+    x = ember.tensor([-1.0, 2.0])
+    assert ember.nn.functional.relu(x, inplace=True) is x
+    assert x.tolist() == [0.0, 2.0]
+    assert ember.nn.functional.relu(ember.tensor([-3.0]), True).tolist() == [0.0]
