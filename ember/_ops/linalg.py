@@ -483,13 +483,13 @@ def _cj(s):
 
 
 def _addmm_vjp(g, _c, a, b, *, beta, alpha, needs_input_grad):
-    gc = None if beta == 0 or not needs_input_grad[0] else _scale(g, _cj(beta))
+    gc = _scale(g, _cj(beta)) if needs_input_grad[0] else None  # beta=0: zeros, as torch
     ga, gb = _matmul_vjp(g, a, b, needs_input_grad=needs_input_grad[1:])
     return gc, _scale(ga, _cj(alpha)), _scale(gb, _cj(alpha))
 
 
 def _addr_vjp(g, _c, a, b, *, beta, alpha):
-    gc = None if beta == 0 else _scale(g, _cj(beta))
+    gc = _scale(g, _cj(beta))
     ga, gb = _outer_vjp(g, a, b)
     return gc, _scale(ga, _cj(alpha)), _scale(gb, _cj(alpha))
 
@@ -500,7 +500,7 @@ def _bsum_mm(xp, a, b):
 
 
 def _addbmm_vjp(g, _c, a, b, *, beta, alpha):
-    gc = None if beta == 0 else _scale(g, _cj(beta))
+    gc = _scale(g, _cj(beta))
     g3 = g.unsqueeze(0)
     return gc, _scale(matmul(g3, _h(b)), _cj(alpha)), _scale(matmul(_h(a), g3), _cj(alpha))
 

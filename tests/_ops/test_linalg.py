@@ -360,3 +360,14 @@ def test_cov_weight_errors_match_torch(kwargs):
         torch.cov(torch.tensor(x), **{name: torch.tensor(value)})
     with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
         ember.cov(ember.tensor(x), **{name: ember.tensor(value)})
+
+
+@pytest.mark.parametrize("name,shape,args", [
+    ("addmm", (2, 2), ((2, 2), (2, 2))), ("addmv", (2,), ((2, 2), (2,))),
+    ("addr", (2, 2), ((2,), (2,))), ("baddbmm", (1, 2, 2), ((1, 2, 2), (1, 2, 2))),
+    ("addbmm", (2, 2), ((1, 2, 2), (1, 2, 2)))])
+def test_add_products_beta_zero_give_input_zero_gradient(name, shape, args):
+    # PyTorch: beta=0 ignores input's values but its gradient is zeros, not None
+    i = ember.zeros(shape, requires_grad=True)
+    getattr(ember, name)(i, *(ember.ones(s) for s in args), beta=0).sum().backward()
+    assert i.grad is not None and not i.grad.any()
