@@ -73,6 +73,11 @@ class Op:
     #: reads (None: all). Outputs it does not read are not saved, so an in-place op on them
     #: (``ReLU(inplace=True)`` after batch norm) leaves the backward pass valid.
     saved_outputs = None
+    #: ``{input index: indices of the inputs whose gradients need it}``: an input is saved only
+    #: when one of those requires grad (``mul`` keeps ``a`` for ``b``'s gradient only), so
+    #: data that no formula will read is neither kept alive nor version-checked. None: every
+    #: input the vjp names is saved.
+    saved_for = None
 
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,

@@ -35,8 +35,10 @@ def _sub_vjp(g, _a, _b):
     return g, -g
 
 
-def _mul_vjp(g, a, b):
-    return g * _conj(b), g * _conj(a)
+def _mul_vjp(g, a, b, *, needs_input_grad):
+    # ``a`` is saved only for ``b``'s gradient and the other way round (``mul_op.saved_for``)
+    need_a, need_b = needs_input_grad
+    return (g * _conj(b) if need_a else None), (g * _conj(a) if need_b else None)
 
 
 def _div_vjp(g, _a, b, *, out):
@@ -61,6 +63,7 @@ add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True)
 sub_op = ElementwiseOp("sub", ufunc="subtract", vjp=_sub_vjp, linear=True, allow=(1, 2, 3),
                        check=_check_sub)
 mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp)
+mul_op.saved_for = {0: (1,), 1: (0,)}
 div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
 
 
@@ -129,33 +132,41 @@ def _mul_(self, other):
 Tensor.mul_ = Tensor.multiply_ = _mul_
 
 
+def _is_int(x):
+    """An integer array, or a Python int as the left operand of ``7 // t`` arrives."""
+    kind = x.dtype.kind if hasattr(x, "dtype") else "i" if type(x) is int else "f"
+    return kind in "iu"
+
+
+def _check_int_zero(xp, a, b):
+    # integer division by zero has no value to give; PyTorch raises
+    if _is_int(a) and _is_int(b) and (xp.asarray(b) == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+
+
 def _div_trunc_kernel(xp, a, b):
-    if a.dtype.kind in "iu":
-        if (xp.asarray(b) == 0).any():
-            raise RuntimeError("ZeroDivisionError")
-        q = a // b
-        fix = (a % b != 0) & ((a < 0) != (b < 0))
+    if _is_int(a):
+        _check_int_zero(xp, a, b)
+        q = xp.floor_divide(a, b)
+        fix = (xp.remainder(a, b) != 0) & ((xp.asarray(a) < 0) != (xp.asarray(b) < 0))
         return q + fix.astype(q.dtype)
-    return xp.trunc(a / b)
+    return xp.trunc(xp.true_divide(a, b))
 
 
 def _floordiv_kernel(xp, a, b):
-    if a.dtype.kind in "iu" and (xp.asarray(b) == 0).any():
-        raise RuntimeError("ZeroDivisionError")
-    if a.dtype.kind == "b":
+    _check_int_zero(xp, a, b)
+    if getattr(a, "dtype", None) == bool:
         return xp.floor_divide(a.astype(np.int8), b).astype(bool)
     return xp.floor_divide(a, b)
 
 
 def _remainder_kernel(xp, a, b):
-    if a.dtype.kind in "iu" and (xp.asarray(b) == 0).any():
-        raise RuntimeError("ZeroDivisionError")
+    _check_int_zero(xp, a, b)
     return xp.remainder(a, b)
 
 
 def _fmod_kernel(xp, a, b):
-    if a.dtype.kind in "iu" and (xp.asarray(b) == 0).any():
-        raise RuntimeError("ZeroDivisionError")
+    _check_int_zero(xp, a, b)
     return xp.fmod(a, b)
 
 
@@ -248,8 +259,21 @@ def _pow_kernel(xp, a, b):
             return xp.trunc(xp.power(float(a), bk)).astype(bk.dtype)
         return xp.power(a, b)
     if a.dtype.kind in "iu" and (xp.asarray(b) < 0).any():
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if not hasattr(b, "dtype"):  # only a Python exponent is refused, as in PyTorch
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return _int_pow(xp, a, b)
     return xp.power(a, b)
+
+
+def _int_pow(xp, a, b):
+    """Integer powers with negative integer exponents: 1 stays 1, -1 alternates in sign,
+    every other base truncates to 0 (PyTorch's values)."""
+    a, b = xp.broadcast_arrays(a, xp.asarray(b))
+    neg = b < 0
+    r = xp.power(a, xp.where(neg, 0, b).astype(b.dtype))
+    odd = (b % 2) != 0
+    unit = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0)).astype(r.dtype)
+    return xp.where(neg, unit, r)
 
 
 def _pow_vjp(g, a, b, *, out):
@@ -402,8 +426,10 @@ bitwise_xor_op, bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor", "Bitwise XO
 
 def _shift_kernel(direction):
     def kernel(xp, a, b):
-        bits = a.dtype.itemsize * 8
         b = xp.asarray(b)
+        if not hasattr(a, "dtype"):  # ``1 << t``: the number takes the tensor's dtype
+            a = xp.asarray(a, dtype=b.dtype)
+        bits = a.dtype.itemsize * 8
         # PyTorch defines shifts by >= the bit width: left gives 0, right gives the sign fill
         big = (b >= bits) | (b < 0)
         safe = xp.where(big, 0, b).astype(a.dtype)

@@ -476,7 +476,10 @@ def record_binary(op, a, b, out):
     if saves is None:
         node._saved = node._vers = None
     else:  # both inputs, kept as the Tensors plus their versions (see ``record``)
-        node._saved = [a, b]
+        if op.saved_for is None:
+            node._saved = [a, b]
+        else:  # ``Op.saved_for`` of a binary op: each input kept for the other's gradient
+            node._saved = [a if b._rg else None, b if a._rg else None]
         va = a._vc
         vb = b._vc
         node._vers = [0 if va is None else va[0], 0 if vb is None else vb[0]]
@@ -533,6 +536,10 @@ def record(op, inputs, params, outputs):
             n = len(saves)
             va = op.saves_all_varargs
             saved = [t if (saves[i] if i < n else va) else None for i, t in enumerate(inputs)]
+        if op.saved_for is not None:
+            for i, needers in op.saved_for.items():
+                if not any(inputs[j] is not None and inputs[j]._rg for j in needers):
+                    saved[i] = None
         if slow_save or _pending:
             node._saved = [None if t is None else save_input(t) for t in saved]
             node._vers = None

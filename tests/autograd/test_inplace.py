@@ -209,3 +209,20 @@ def test_view_made_under_no_grad_stays_untracked_after_base_changes():
         v = y[0:2]
     y.mul_(2)
     assert not v.requires_grad and v.grad_fn is None
+
+
+def test_scaling_a_slice_in_place_keeps_backward_valid():
+    # mul by a number saves nothing of the slice (Op.saved_for), so writing the product back
+    # into the tensor it came from leaves the graph valid, as in PyTorch
+    x = ember.tensor([[-1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+    y = x * 1
+    y[:, 0] = y[:, 0] * 2
+    y.sum().backward()
+    assert x.grad.tolist() == [[2.0, 1.0], [2.0, 1.0]]
+
+
+def test_mul_saves_each_input_for_the_other_only():
+    a = ember.ones(2, requires_grad=True)
+    b = ember.ones(2)
+    node = (a * b).grad_fn
+    assert node._saved[0] is None and node._saved[1] is b
