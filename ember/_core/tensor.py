@@ -627,11 +627,16 @@ class Tensor:
                 "Boolean value of Tensor with more than one value is ambiguous")
         return bool(a.reshape(()).item())
 
+    def _one_value(self):
+        if self._data.size != 1:  # float(t) and int(t) raise ValueError in PyTorch
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._one_value())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._one_value())
 
     def __complex__(self):
         return complex(self.item())

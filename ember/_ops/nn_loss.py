@@ -25,6 +25,7 @@ from .creation import full_like
 from .from_data import as_tensor, from_numpy
 from .nn_activations import logsigmoid
 from .nn_ops import reduction_enum
+from .shape import broadcast_tensors
 from .pointwise import minimum, where, xlogy
 from .ranges import arange, triu_indices
 
@@ -278,6 +279,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         >>> ember.cosine_similarity(ember.tensor([[1.0, 0.0]]), ember.tensor([[1.0, 1.0]]))
         tensor([0.7071])
     """
+    if x1.shape != x2.shape:  # broadcast first: a size-1 dim must not stand for a vector
+        x1, x2 = broadcast_tensors(x1, x2)
     n1 = (x1 * x1).sum(dim)
     n2 = (x2 * x2).sum(dim)
     return (x1 * x2).sum(dim) / (n1 * n2).clamp(min=eps * eps).sqrt()

@@ -465,8 +465,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}")
-    return _dispatch.apply(nll_loss_op, (input, target, weight),
+    loss = _dispatch.apply(nll_loss_op, (input, target, weight),
                            {"reduction": reduction, "ignore_index": ignore_index})
+    if reduction == "none" and input.dim() == 1:  # one unbatched sample: a 0-d loss
+        loss = loss.reshape(())
+    return loss
 
 
 def _class_rows(xp, x, target, weight, ignore_index):
@@ -672,6 +675,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         if reduction == "none":
             return loss
         return loss.sum() if reduction == "sum" else loss.mean()
+    if input._data.dtype != target._data.dtype:  # PyTorch's promotion, not NumPy's
+        dt = _dt.result_type(input, target)
+        input, target = input.to(dt), target.to(dt)
     return _dispatch.apply(mse_loss_op, (input, target), {"reduction": reduction})
 
 

@@ -530,3 +530,38 @@ def test_functional_relu_takes_inplace():
     assert ember.nn.functional.relu(x, inplace=True) is x
     assert x.tolist() == [0.0, 2.0]
     assert ember.nn.functional.relu(ember.tensor([-3.0]), True).tolist() == [0.0]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_cosine_similarity_broadcasts_before_reducing_as_torch():
+    import torch
+
+    for m in (ember, torch):
+        F = m.nn.functional
+        assert tuple(F.cosine_similarity(m.ones(2, 3), m.ones(3)).shape) == (2,)
+    a = ember.nn.functional.cosine_similarity(ember.tensor([[1.0, 2.0, 3.0]]),
+                                              ember.tensor([[1.0], [2.0]]), dim=0)
+    t = torch.nn.functional.cosine_similarity(torch.tensor([[1.0, 2.0, 3.0]]),
+                                              torch.tensor([[1.0], [2.0]]), dim=0)
+    np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_regression_losses_promote_as_torch(loss):
+    f = getattr(ember.nn.functional, loss)
+    assert f(ember.ones(2), ember.ones(2, dtype=ember.long)).dtype == ember.float32
+    assert f(ember.ones(2), ember.ones(2, dtype=ember.float16)).dtype == ember.float32
+
+
+def test_unbatched_losses_with_reduction_none_are_zero_dim():
+    F = ember.nn.functional
+    x, y = ember.randn(3), ember.tensor(1)
+    assert F.cross_entropy(x, y, reduction="none").shape == ()
+    assert F.nll_loss(F.log_softmax(x, 0), y, reduction="none").shape == ()
+
+
+def test_float_of_many_values_is_value_error():
+    with pytest.raises(ValueError, match="one element"):
+        float(ember.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="one element"):
+        int(ember.tensor([1, 2]))
