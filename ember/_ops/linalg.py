@@ -88,6 +88,30 @@ def lowp(fn):
     return kernel
 
 
+def upcast_lowp(fn):
+    """Wrap a kernel so float16/bfloat16 operands compute in float32 and the results come
+    back in that low precision, as PyTorch's CPU kernels return them; float32/64 operands
+    pass straight through (unlike ``lowp``, no contiguity copies: for kernels that handle
+    layouts themselves, such as convolution)."""
+
+    def kernel(xp, *arrays, **params):
+        dt = None
+        for a in arrays:
+            if a is not None and a.dtype in _LOWP:
+                dt = a.dtype
+                break
+        if dt is None:
+            return fn(xp, *arrays, **params)
+        up = [a.astype(np.float32) if a is not None and a.dtype in _LOWP else a for a in arrays]
+        r = fn(xp, *up, **params)
+        if isinstance(r, tuple):
+            return tuple(None if x is None else x.astype(dt) for x in r)
+        return r.astype(dt)
+
+    kernel.__name__ = fn.__name__
+    return kernel
+
+
 def _contig(xp, a):
     if a is None or a.ndim < 1 or a.flags.c_contiguous or a.flags.f_contiguous:
         return a

@@ -30,6 +30,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
+from .linalg import upcast_lowp
 from ._registry import Op, public
 from .nn_pad import pad
 
@@ -477,12 +478,13 @@ def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, group
             conv_nd(x, gu, None, **p) if needs_input_grad[1] else None)
 
 
-conv_op = Op("convolution", _conv_kernel, vjp=_conv_vjp)
+conv_op = Op("convolution", upcast_lowp(_conv_kernel), vjp=_conv_vjp)
 conv_op.node_name = "ConvolutionBackward0"
-conv_input_grad_op = Op("convolution_input_grad", _input_grad_kernel, vjp=_input_grad_vjp)
-conv_weight_grad_op = Op("convolution_weight_grad", _weight_grad_kernel,
+conv_input_grad_op = Op("convolution_input_grad", upcast_lowp(_input_grad_kernel),
+                        vjp=_input_grad_vjp)
+conv_weight_grad_op = Op("convolution_weight_grad", upcast_lowp(_weight_grad_kernel),
                          vjp=_weight_grad_vjp)
-conv_backward_op = Op("convolution_backward", _conv_backward_kernel)
+conv_backward_op = Op("convolution_backward", upcast_lowp(_conv_backward_kernel))
 
 
 def conv_nd(x, w, b, *, stride, padding, dilation, groups):

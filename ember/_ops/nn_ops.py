@@ -20,7 +20,7 @@ from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
 from .creation import zeros_like
-from .linalg import gemm, row_sums
+from .linalg import _LOWP, gemm, row_sums, upcast_lowp
 from .pointwise import opmath
 from .ranges import arange
 from .special_ops import _sp
@@ -314,11 +314,20 @@ def log_softmax(input, dim=None, dtype=None):
 # linear
 
 
-def _linear_kernel(xp, x, w, b):
+def _affine(xp, x, w, b):
     out = gemm(xp, x, w.T)
     if b is not None:
         out += b
     return out
+
+
+_affine_lowp = upcast_lowp(_affine)
+
+
+def _linear_kernel(xp, x, w, b):
+    if x.dtype in _LOWP:  # bfloat16/float16 in, the same out (computed in float32)
+        return _affine_lowp(xp, x, w, b)
+    return _affine(xp, x, w, b)
 
 
 def _linear_vjp(g, x, w, _b, *, needs_input_grad):

@@ -565,3 +565,14 @@ def test_float_of_many_values_is_value_error():
         float(ember.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match="one element"):
         int(ember.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: nn.Linear(4, 3), (2, 4)), (lambda: nn.Conv2d(2, 3, 3), (1, 2, 5, 5)),
+    (lambda: nn.ConvTranspose2d(2, 3, 3), (1, 2, 4, 4)), (lambda: nn.Conv1d(2, 3, 3), (1, 2, 6))])
+def test_low_precision_layers_keep_their_dtype(make, shape):
+    # bfloat16 in, bfloat16 out and bfloat16 gradients (computed in float32), as PyTorch
+    m = make().to(ember.bfloat16)
+    y = m(ember.randn(*shape).to(ember.bfloat16))
+    y.float().sum().backward()
+    assert y.dtype == ember.bfloat16 and m.weight.grad.dtype == ember.bfloat16
