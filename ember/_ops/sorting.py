@@ -226,6 +226,17 @@ def _keep(shape, dim):
 median_op = Op("median", _median_kernel, differentiable=False)
 
 
+def _evenly_shared(flat, v):
+    """``v``, a value of ``flat``, whose gradient is shared evenly by every element equal to
+    it (all NaNs when it is NaN), as PyTorch's median() and nanmedian() of everything give
+    it. The difference term is exactly zero, so the value stays ``v``'s."""
+    values = flat.detach()
+    hit = values.isnan() if bool(v.isnan()) else values == v
+    share = (hit / hit.sum()).to(values.dtype)
+    # zero outside the shared elements, where a NaN's difference would be NaN
+    return v + ((flat - values).masked_fill(~hit, 0) * share).sum()
+
+
 def _median(name, ignore_nan, input, dim, keepdim, out):
     _check_tensor(input, name)
     kname = "median_cpu" if not ignore_nan else "nanmedian_cpu"
@@ -238,7 +249,8 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
             return wrap(np.full((), np.nan, flat._data.dtype)) if flat._data.dtype.kind in \
                 "fV" else wrap(np.zeros((), flat._data.dtype))
         v, i = _apply(median_op, (flat,), {"dim": 0, "keepdim": False, "ignore_nan": ignore_nan})
-        v = select_values(flat, v, i, 0, False)
+        if flat._rg and _dispatch.state.grad_enabled:
+            v = _evenly_shared(flat, v)
         return v if out is None else _dispatch.write_out(name, out, v)
     a = input._data
     d = wrap_dim(dim, a.ndim, name)

@@ -9,6 +9,13 @@ import numpy as np
 import pytest
 
 import ember
+
+try:
+    import torch as _torch  # noqa: F401
+
+    HAS_TORCH_FOR_MEDIAN = True
+except ImportError:
+    HAS_TORCH_FOR_MEDIAN = False
 from ember.testing import assert_close
 from tests.conftest import HAS_TORCH
 
@@ -200,3 +207,19 @@ def test_mode_gradient_goes_to_reported_index():
     x = np.array([[1.0, 2.0, 2.0, 3.0]])
     e, t = _both(lambda m, a: a.mode(1).values, x, grad=True)
     assert_close(e[0], t[0])
+
+
+@pytest.mark.skipif(not HAS_TORCH_FOR_MEDIAN, reason="PyTorch is not installed")
+@pytest.mark.parametrize("fn", ["median", "nanmedian"])
+@pytest.mark.parametrize("vals", [[1.0, 1.0, 1.0], [3.0, 1.0, 2.0, 1.0], [1.0, float("nan"), 2.0]])
+def test_median_of_everything_shares_gradient_among_ties_as_torch(fn, vals):
+    import torch
+
+    out = []
+    for m in (ember, torch):
+        z = m.tensor(vals, requires_grad=True)
+        v = getattr(m, fn)(z)
+        v.backward()
+        out.append((v.item(), z.grad.tolist()))
+    np.testing.assert_allclose(out[0][0], out[1][0])
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-6)
