@@ -19,11 +19,11 @@ Each entrance's first step is the same test::
 mode anywhere the test costs one global read and the entrance goes on to its kernel (the
 hot path below). The hottest operators (``a + b``, ``t[i]``) test a single cell instead,
 ``slow``, which also covers ``__torch_function__`` and replaced CPU kernels, and take the
-full route only when it is on. With modes on, ``through_modes`` -- the one door -- hands the call to the
-innermost mode of this thread as ``(handle, args, kwargs)``: ``handle`` is the op form's
-``OpOverload``, callable with those arguments, and calling it re-enters the same entrance
-with that mode popped, so the next mode down sees the call, and below the last mode the
-kernel runs. A mode that never calls ``handle`` replaces the op.
+full route only when it is on. With modes on, ``through_modes`` -- the one door -- hands the
+call to the innermost mode of this thread as ``(handle, args, kwargs)``: ``handle`` is the op
+form's ``OpOverload``, callable with those arguments, and calling it re-enters the same
+entrance with that mode popped, so the next mode down sees the call, and below the last mode
+the kernel runs. A mode that never calls ``handle`` replaces the op.
 
 The stack is thread-local and ordered by each mode's ``level`` (lower is consulted
 first), then by push order (the most recent first among equal levels):
@@ -88,6 +88,9 @@ state = _ThreadState()
 #   begin_inplace(tensor) / end_inplace()         bracket computing an in-place op's values
 record = None
 record_binary = None
+#: set by ember/_ops/creation.py: ``(self, result) -> result`` recording that ``self`` is
+#: overwritten by values with no gradient (NOTE [ Overwriting a tensor in a graph ])
+nondiff_overwrite = None
 check_inplace = None
 commit_inplace = None
 begin_inplace = None
@@ -528,6 +531,10 @@ def commit_inplace_result(op_name, self, compute):
             r = compute()
         finally:
             end_inplace()
+    if r._grad_fn is None and self._rg and nondiff_overwrite is not None and \
+            state.grad_enabled:
+        # NOTE [ Overwriting a tensor in a graph ] in ember/_ops/creation.py
+        r = nondiff_overwrite(self, r)
     rd = r._data
     check_inplace_result(op_name, self, rd)
     sd = self._data

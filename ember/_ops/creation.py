@@ -490,7 +490,32 @@ def _fill_kernel(xp, a, v):
 
 
 def _fill_vjp(g, _self, _value):
-    return None, g.sum()
+    return zeros_like(g), g.sum()  # self's old history gets zeros, as in PyTorch
+
+
+# NOTE [ Overwriting a tensor in a graph ]
+# An in-place op whose values do not depend differentiably on ``self`` (a comparison
+# ``y.gt_(0)``, a random refill ``y.uniform_()``) leaves ``self`` requiring grad but passing
+# zeros back to its old history, as PyTorch's GtBackward1 or UniformBackward0 do. The one
+# in-place protocol (``_dispatch.commit_inplace_result``) records this op for such results.
+
+
+def _overwrite_kernel(xp, a, *, value):
+    return value if value.dtype == a.dtype else value.astype(a.dtype)
+
+
+def _overwrite_vjp(g, _a, *, value):
+    return zeros_like(g)
+
+
+overwrite_op = Op("_overwrite", _overwrite_kernel, vjp=_overwrite_vjp)
+
+
+def _nondiff_overwrite(self, result):
+    return _dispatch.apply(overwrite_op, (self,), {"value": result._data})
+
+
+_dispatch.nondiff_overwrite = _nondiff_overwrite
 
 
 fill_op = Op("fill", _fill_kernel, vjp=_fill_vjp)

@@ -22,8 +22,10 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.generator import numpy_generator
 from .._core.tensor import Tensor
-from ._registry import Op, method, public
-from .creation import check_inplace, finish, host, like, resolve_dtype, size_arg, xp_for
+from ._registry import method, public
+from .creation import (
+    check_inplace, finish, host, like, overwrite_op, resolve_dtype, size_arg, xp_for,
+)
 
 # bits of precision (implicit bit included) of the float dtypes: ``rand`` draws integers of
 # that many bits and scales them, so results are exactly representable and never reach 1
@@ -583,17 +585,8 @@ def poisson(input, generator=None) -> Tensor:
 # in-place random fills
 
 
-def _overwrite_kernel(xp, a, *, value):
-    return value
-
-
-def _overwrite_vjp(g, _a, *, value):
-    return (None,)
-
-
 # a non-leaf tensor that requires grad and is refilled at random keeps requires_grad but
-# passes no gradient back to its old history (PyTorch's UniformBackward0 and friends)
-overwrite_op = Op("_random_fill", _overwrite_kernel, vjp=_overwrite_vjp)
+# passes zeros back to its old history (NOTE [ Overwriting a tensor in a graph ])
 
 
 def write_inplace(self, op_name, draw):

@@ -4,6 +4,13 @@ import numpy as np
 import pytest
 
 import ember
+
+try:
+    import torch as _torch  # noqa: F401
+
+    HAS_TORCH_HERE = True
+except ImportError:
+    HAS_TORCH_HERE = False
 from tests.conftest import HAS_TORCH
 
 
@@ -226,3 +233,25 @@ def test_mul_saves_each_input_for_the_other_only():
     b = ember.ones(2)
     node = (a * b).grad_fn
     assert node._saved[0] is None and node._saved[1] is not None
+
+
+@pytest.mark.skipif(not HAS_TORCH_HERE, reason="PyTorch is not installed")
+@pytest.mark.parametrize("name", ["gt_", "eq_", "fill_", "zero_", "uniform_", "lt_t"])
+def test_overwriting_a_tensor_in_a_graph_gives_zero_gradient_as_torch(name):
+    # NOTE [ Overwriting a tensor in a graph ]
+    import torch
+
+    def apply(m, y):
+        return {"gt_": lambda: y.gt_(0), "eq_": lambda: y.eq_(1), "fill_": lambda: y.fill_(2),
+                "zero_": lambda: y.zero_(), "uniform_": lambda: y.uniform_(),
+                "lt_t": lambda: y.lt_(m.zeros(3))}[name]()
+
+    grads = []
+    for m in (ember, torch):
+        x = m.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        y = x * 2
+        apply(m, y)
+        assert y.requires_grad
+        y.sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1] == [0.0, 0.0, 0.0]
