@@ -89,6 +89,7 @@ from ._core import _print as _tensor_str  # noqa: E402  (PyTorch's private modul
 from ._core._print import set_printoptions  # noqa: E402
 
 from . import _C, library, multiprocessing, nn, ops, optim, overrides, utils  # noqa: E402
+from . import profiler  # noqa: E402  (torch.profiler: NOTE [ Profiler recording ])
 from .backends import meta as _meta  # noqa: E402
 
 _meta.register()  # the meta device, through ember.library (NOTE [ Meta device ])

@@ -51,6 +51,11 @@ class _TaskStack(threading.local):
 
 _tasks = _TaskStack()
 
+#: set by ember.profiler while a profile records: ``(node, token) -> token``, called as each
+#: node starts and once at the end (node None) so that backward nodes show as events
+#: (NOTE [ Profiler recording ] in ember/profiler/_recorder.py); None otherwise
+profiler_hook = None
+
 
 def current_task():
     """The GraphTask running on this thread (None outside backward)."""
@@ -192,9 +197,13 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     needed = task.needed
     anomaly = _anomaly._enabled
     pop, push = heapq.heappop, heapq.heappush
+    prof = profiler_hook
+    prof_token = None
     try:
         while heap:
             node = pop(heap)[2]
+            if prof is not None:
+                prof_token = prof(node, prof_token)
             buf = buffers.pop(node)
             if node._hooked:
                 buf = _pre_hooks(node, buf, create_graph)
@@ -261,6 +270,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             # stolen by AccumulateGrad (NOTE [ Accumulating .grad ])
             grads_in = g = b = old = None
     finally:
+        if prof_token is not None:
+            prof(None, prof_token)
         _state.grad_enabled = prev_mode
         _tasks.stack.pop()
     if captures is not None:

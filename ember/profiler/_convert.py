@@ -1,0 +1,50 @@
+"""Turn a finished recording session's raw events into ``FunctionEvent``s.
+
+Times become microseconds from the session's start; each event learns its parent and
+children; memory becomes inclusive (an event's bytes plus its children's), as PyTorch's
+``cpu_memory_usage`` is. ``ProfilerStep#N`` blocks are listed as ``ProfilerStep*`` (their
+trace keeps the numbered name), as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from ..autograd.profiler_util import EventList, FunctionEvent
+
+
+def function_events(session, meta=None) -> EventList:
+    """The ``EventList`` of ``session`` (a stopped ``_recorder._Session``)."""
+    t0 = session.start_ns
+    made = {}
+    out = []
+    thread = 1
+    for i, raw in enumerate(session.raw):
+        name = raw.name
+        trace_name = name
+        if raw.kind == "user" and name.startswith("ProfilerStep#"):
+            name = "ProfilerStep*"
+        end = raw.end if raw.end is not None else session.end_ns
+        ev = FunctionEvent(
+            id=i + 1, name=name, trace_name=trace_name, thread=thread,
+            start_us=(raw.start - t0) / 1e3, end_us=(end - t0) / 1e3,
+            fwd_thread=thread if raw.seq >= 0 else 0,
+            input_shapes=raw.shapes if raw.shapes is not None else [],
+            input_dtypes=raw.dtypes, stack=raw.stack or [], cpu_memory_usage=raw.mem,
+            sequence_nr=raw.seq, flops=raw.flops,
+            is_user_annotation=raw.kind == "user",
+            use_device=(meta or {}).get("use_device"))
+        ev._kind = raw.kind
+        made[id(raw)] = ev
+        parent = made.get(id(raw.parent)) if raw.parent is not None else None
+        if parent is not None:
+            ev.set_cpu_parent(parent)
+            parent.append_cpu_child(ev)
+        out.append(ev)
+    # memory is inclusive: children first (they come after their parents in start order)
+    for ev in reversed(out):
+        if ev.cpu_parent is not None:
+            ev.cpu_parent.cpu_memory_usage += ev.cpu_memory_usage
+    events = EventList(out, use_device=(meta or {}).get("use_device"),
+                       profile_memory=session.profile_memory, with_flops=session.with_flops,
+                       _trace_meta=meta)
+    events._sessions = [session]
+    return events

@@ -1,0 +1,367 @@
+"""The recording side of the profiler: a layer of the mode stack and the backward hook.
+
+NOTE [ Profiler recording ]
+A recording session (``_Session``) sees three kinds of event, all on the thread that
+started it:
+- op calls: ``_OpRecorder`` is a layer of the mode stack at level 40 (NOTE [ Dispatch ] in
+  ember/_dispatch.py), pushed only while a session records, so with no profiler the hot
+  path is untouched. Each call becomes an event named as PyTorch names it (the handle
+  ``aten.mm.default`` -> ``aten::mm``), with its input shapes, the bytes its outputs
+  allocated and its flops when asked. A mode runs its op with itself popped, so ops a
+  kernel calls internally are not seen: an ember op is one event, where PyTorch may show
+  a composite (``aten::linear``) with children (``aten::addmm``).
+- user blocks: ``record_function`` opens an event that the events inside it nest under.
+- backward nodes: the engine (``run_backward`` in ember/autograd/_engine.py) reads the
+  module global ``profiler_hook`` once per backward call and, when set, calls it as each
+  node starts (and once at the end) so that the node's work nests under
+  ``autograd::engine::evaluate_function: MmBackward0`` > ``MmBackward0``, as in PyTorch.
+Events form a tree through the stack of open events; self time is total minus children.
+Times are ``perf_counter_ns``; they become microseconds from the profile's start when the
+raw events are turned into ``FunctionEvent``s (``_Session.function_events``).
+
+An op's forward event keeps the sequence number of the graph node it created; the backward
+node's event has the same number, which is how the trace draws flow arrows between them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import weakref
+from time import perf_counter_ns
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+from . import _flops
+
+__all__ = []
+
+#: the session recording on each thread (the innermost one when profiles nest)
+_local = threading.local()
+
+
+def current_session():
+    """The session recording on this thread, or None."""
+    return getattr(_local, "session", None)
+
+
+class _Raw:
+    """One event while recording (kept small: one is made per op call)."""
+
+    __slots__ = ("name", "kind", "start", "end", "parent", "shapes", "mem", "flops", "seq",
+                 "stack", "dtypes", "trace_name", "scope")
+
+    def __init__(self, name, kind, parent):
+        self.name = name
+        self.kind = kind      # "op", "user", "bwd_outer", "bwd"
+        self.parent = parent
+        self.start = 0
+        self.end = None
+        self.shapes = None
+        self.dtypes = None
+        self.mem = 0
+        self.flops = 0
+        self.seq = -1
+        self.stack = None
+        self.trace_name = None
+        self.scope = 0
+
+
+_names: dict = {}
+
+
+def _event_name(handle):
+    """``aten.add.Tensor`` -> ``aten::add`` (PyTorch's event names carry no overload)."""
+    name = _names.get(handle)
+    if name is None:
+        name = _names[handle] = handle.overloadpacket._qualified_op_name
+    return name
+
+
+def _shapes(args, kwargs):
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(list(a._data.shape))
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            out.append([list(t._data.shape) for t in a if isinstance(t, Tensor)])
+        else:
+            out.append([])
+    for v in kwargs.values():
+        if isinstance(v, Tensor):
+            out.append(list(v._data.shape))
+    return out
+
+
+def _dtypes(args):
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(str(a.dtype).replace("ember.", ""))
+        elif isinstance(a, (bool, int, float, complex)):
+            out.append("Scalar")
+        else:
+            out.append("")
+    return out
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python_stack():
+    """The caller's Python frames outside ember, innermost first, as ``file(line): func``."""
+    frames = []
+    f = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        fname = code.co_filename
+        if not fname.startswith(_EMBER_DIR):
+            frames.append(f"{fname}({f.f_lineno}): {code.co_name}")
+        f = f.f_back
+    return frames
+
+
+class _OpRecorder(_dispatch.Mode):
+    """The profiler's layer of the mode stack (NOTE [ Profiler recording ])."""
+
+    level = 40
+
+    def __init__(self, session):
+        self.session = session
+
+    def dispatch(self, handle, args, kwargs):
+        s = self.session
+        name = _names.get(handle)
+        if name is None:
+            name = _event_name(handle)
+        opened = s.open
+        ev = _Raw(name, "op", opened[-1] if opened else None)
+        if s.record_shapes:
+            ev.shapes = _shapes(args, kwargs)
+            ev.dtypes = _dtypes(args)
+        if s.with_stack:
+            ev.stack = _python_stack()
+        s.raw.append(ev)
+        opened.append(ev)
+        ev.start = perf_counter_ns()
+        try:
+            r = handle(*args, **kwargs)
+        finally:
+            ev.end = perf_counter_ns()
+            opened.pop()
+        out = r[0] if type(r) is tuple and r else r
+        if isinstance(out, Tensor):
+            gf = out._grad_fn
+            if gf is not None:
+                for a in args:
+                    if isinstance(a, Tensor) and a._grad_fn is gf:
+                        break
+                else:
+                    ev.seq = getattr(gf, "_seq", -1)
+        if s.profile_memory:
+            s.count_allocations(ev, r, args)
+        if s.with_flops:
+            rule = _flops.RULES.get(handle.overloadpacket.__name__)
+            if rule is not None:
+                try:
+                    ev.flops = int(rule(args, kwargs, r))
+                except Exception:  # an odd call form: count nothing rather than fail the op
+                    ev.flops = 0
+        return r
+
+
+def _freed(session_ref, n):
+    # a weak reference: arrays that outlive the profile must not keep its events alive
+    s = session_ref()
+    if s is not None:
+        s.freed(n)
+
+
+class _Session:
+    """The state of one recording: options, open events and finished events."""
+
+    def __init__(self, record_shapes=False, profile_memory=False, with_stack=False,
+                 with_flops=False, with_modules=False):
+        self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.with_flops = with_flops
+        self.with_modules = with_modules
+        self.raw = []
+        self.open = []
+        self.mem_events = []        # (time ns, bytes, total allocated)
+        self.allocated = 0
+        self.thread = threading.get_ident()
+        self.pid = os.getpid()
+        self.active = False
+        self.start_ns = None
+        self.end_ns = None
+        self._mode = None
+        self._prev_session = None
+        self._prev_hook = None
+        self._hooks = []
+
+    # -- start / stop ------------------------------------------------------------------------
+
+    def start(self):
+        from ..autograd import _engine
+        self.active = True
+        self.start_wall_ns = time.time_ns()
+        self.start_ns = perf_counter_ns()
+        self._prev_session = current_session()
+        _local.session = self
+        self._mode = _OpRecorder(self)
+        _dispatch.push_mode(self._mode)
+        self._prev_hook = _engine.profiler_hook
+        _engine.profiler_hook = self.backward_node
+        if self.with_modules:
+            self._hook_modules()
+        self._hook_optimizers()
+
+    def stop(self):
+        from ..autograd import _engine
+        if not self.active:
+            return
+        self.active = False
+        _dispatch.pop_mode(self._mode)
+        _engine.profiler_hook = self._prev_hook
+        _local.session = self._prev_session
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self.end_ns = perf_counter_ns()
+        for ev in self.open:
+            if ev.end is None:
+                ev.end = self.end_ns
+        self.open = []
+
+    # -- user blocks and backward nodes ------------------------------------------------------
+
+    def begin(self, name, kind="user"):
+        """Open a user event; returns it, to be passed to ``end``."""
+        opened = self.open
+        ev = _Raw(name, kind, opened[-1] if opened else None)
+        if self.with_stack and kind == "user":
+            ev.stack = _python_stack()
+        self.raw.append(ev)
+        opened.append(ev)
+        ev.start = perf_counter_ns()
+        return ev
+
+    def end(self, ev):
+        """Close ``ev`` (and any event left open inside it)."""
+        t = perf_counter_ns()
+        opened = self.open
+        if ev in opened:
+            while opened:
+                top = opened.pop()
+                if top.end is None:
+                    top.end = t
+                if top is ev:
+                    break
+        elif ev.end is None:
+            ev.end = t
+
+    def backward_node(self, node, token):
+        """The engine's hook (NOTE [ Profiler recording ]): close the events of the node
+        that ran before (``token``), and open those of ``node`` unless it is None."""
+        if token is not None:
+            self.end(token)
+        if node is None or not self.active:
+            return None
+        name = node.name()
+        if name == "AccumulateGrad":
+            name = "torch::autograd::AccumulateGrad"
+        outer = self.begin("autograd::engine::evaluate_function: " + name, "bwd_outer")
+        inner = self.begin(name, "bwd")
+        seq = getattr(node, "_seq", -1)
+        outer.seq = inner.seq = seq if type(seq) is int else -1  # AccumulateGrad: inf
+        if self.record_shapes:
+            outer.shapes = []
+            inner.shapes = []
+        return outer
+
+    # -- memory ------------------------------------------------------------------------------
+
+    def count_allocations(self, ev, result, args):
+        outs = result if type(result) in (tuple, list) else (result,)
+        for t in outs:
+            if not isinstance(t, Tensor) or t._base is not None:
+                continue
+            if any(t is a for a in args):
+                continue
+            arr = t._data
+            n = int(getattr(arr, "nbytes", 0))
+            if n == 0:
+                continue
+            ev.mem += n
+            self.allocated += n
+            self.mem_events.append((perf_counter_ns(), n, self.allocated))
+            try:
+                weakref.finalize(arr, _freed, weakref.ref(self), n)
+            except TypeError:   # an array type without weak references: allocations only
+                pass
+
+    def freed(self, n):
+        """Count a free of ``n`` bytes against the innermost open event."""
+        if not self.active or threading.get_ident() != self.thread:
+            return
+        self.allocated -= n
+        self.mem_events.append((perf_counter_ns(), -n, self.allocated))
+        if self.open:
+            self.open[-1].mem -= n
+
+    # -- optimizers and modules -------------------------------------------------------------
+
+    def _hook_optimizers(self):
+        """``Optimizer.step#SGD.step`` around each optimizer step, as PyTorch records."""
+        try:
+            from ..optim import optimizer as _optim
+        except ImportError:
+            return
+        open_steps = []
+
+        def before(opt, args, kwargs):
+            if threading.get_ident() == self.thread and self.active:
+                cls = type(opt).__name__
+                open_steps.append(self.begin(f"Optimizer.step#{cls}.step"))
+
+        def after(opt, args, kwargs):
+            if open_steps and threading.get_ident() == self.thread:
+                self.end(open_steps.pop())
+
+        self._hooks.append(_optim.register_optimizer_step_pre_hook(before))
+        self._hooks.append(_optim.register_optimizer_step_post_hook(after))
+
+    # -- modules -----------------------------------------------------------------------------
+
+    def _hook_modules(self):
+        try:
+            from ..nn.modules import module as _module
+        except ImportError:
+            return
+        pre = getattr(_module, "register_module_forward_pre_hook", None)
+        post = getattr(_module, "register_module_forward_hook", None)
+        if pre is None or post is None:
+            return
+        opened_by_module = {}
+        index_of = {}     # id(module) -> its index among the modules of its class
+        per_class = {}
+
+        def before(mod, args):
+            key = id(mod)
+            cls = type(mod).__name__
+            if key not in index_of:
+                index_of[key] = per_class.get(cls, 0)
+                per_class[cls] = index_of[key] + 1
+            ev = self.begin(f"nn.Module: {cls}_{index_of[key]}", "module")
+            opened_by_module.setdefault(key, []).append(ev)
+
+        def after(mod, args, out):
+            evs = opened_by_module.get(id(mod))
+            if evs:
+                self.end(evs.pop())
+
+        self._hooks += [pre(before), post(after)]

@@ -1,0 +1,42 @@
+"""``ember.profiler.itt``: Intel ITT ranges for VTune. ember has no ITT binding, so
+``is_available()`` is False and the range functions do nothing, as PyTorch's do when
+built without ITT."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+__all__ = ["is_available", "range_push", "range_pop", "mark", "range"]
+
+
+def is_available() -> bool:
+    """False: ember is not linked with Intel's ITT library."""
+    return False
+
+
+def range_push(msg: str) -> None:
+    """Open a named ITT range (a no-op without ITT)."""
+
+
+def range_pop() -> None:
+    """Close the innermost ITT range (a no-op without ITT)."""
+
+
+def mark(msg: str) -> None:
+    """Mark an instant in the ITT timeline (a no-op without ITT)."""
+
+
+@contextmanager
+def range(msg: str, *args, **kwargs):
+    """A context manager opening an ITT range named ``msg.format(*args, **kwargs)``.
+
+    Example::
+
+        >>> with range("step {}", 1):
+        ...     pass
+    """
+    range_push(msg.format(*args, **kwargs))
+    try:
+        yield
+    finally:
+        range_pop()
