@@ -54,6 +54,7 @@ def test_nccl_without_gpu_raises_as_torch():
     assert not dist.is_initialized()
 
 
+@needs_mpi
 def test_env_init_without_rank_raises_value_error(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
         monkeypatch.delenv(var, raising=False)
