@@ -67,22 +67,14 @@ def check_not_bool(op_name, *ts):
 
 
 def lowp(fn):
-    """Wrap a kernel so float16/bfloat16 inputs compute in float32 (NOTE [ Matmul dtypes ])."""
+    """Wrap a kernel so float16/bfloat16 inputs compute in float32 (NOTE [ Matmul dtypes ]);
+    ``upcast_lowp`` after making strided operands contiguous: they would take NumPy's
+    non-BLAS loop, whose rounding differs from the contiguous case (one copy, which BLAS
+    would make anyway, keeps results identical)."""
+    inner = upcast_lowp(fn)
 
     def kernel(xp, *arrays, **params):
-        # strided operands would take NumPy's non-BLAS loop, whose rounding differs from the
-        # contiguous case; one copy (which BLAS would make anyway) keeps results identical
-        arrays = [_contig(xp, a) for a in arrays]
-        dt = None
-        for a in arrays:
-            if a is not None and a.dtype in _LOWP:
-                dt = a.dtype
-                break
-        if dt is None:
-            return fn(xp, *arrays, **params)
-        up = [a.astype(np.float32) if a is not None and a.dtype in _LOWP else a for a in arrays]
-        r = fn(xp, *up, **params)
-        return r.astype(dt)
+        return inner(xp, *[_contig(xp, a) for a in arrays], **params)
 
     kernel.__name__ = fn.__name__
     return kernel
