@@ -39,7 +39,8 @@ class ElementwiseOp(Op):
     """An element-wise op; see the module docstring for ``promote``.
 
     ``allow`` is the set of dtype categories the op accepts (0 bool, 1 int, 2 float,
-    3 complex); others raise PyTorch's "not implemented for '<dtype>'" RuntimeError.
+    3 complex); others raise PyTorch's "not implemented for '<dtype>'" NotImplementedError
+    (a RuntimeError subclass, as in PyTorch).
     """
 
     def __init__(self, name, kernel=None, *, promote="same", allow=(0, 1, 2, 3), check=None,
@@ -114,9 +115,11 @@ class ElementwiseOp(Op):
             if cat < 2:
                 c = _dt.get_default_dtype()
         elif p == "int" and cat > 1:
-            raise RuntimeError(f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+            raise NotImplementedError(
+                f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
         if c.category not in self.allow:
-            raise RuntimeError(f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+            raise NotImplementedError(
+                f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
         if p in ("compare", "logical"):
             return c, _dt.bool_
         if (p == "real" or p == "float_real") and c.category == 3:

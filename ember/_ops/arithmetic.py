@@ -68,7 +68,7 @@ div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp
 
 
 def _scaled(name, other, alpha, input_):
-    if alpha == 1:
+    if alpha == 1 and type(alpha) is not bool:
         return other
     kinds = [x._data.dtype.kind if isinstance(x, Tensor) else type(x).__name__[0]
              for x in (input_, other)]
@@ -76,9 +76,16 @@ def _scaled(name, other, alpha, input_):
         raise RuntimeError(
             f"{name}: for integral input tensors, argument alpha must not be a floating point "
             "number.")
-    if isinstance(alpha, bool) is False and all(k == "b" for k in kinds):
+    is_bool_result = all(k == "b" for k in kinds)
+    if isinstance(alpha, bool) and not is_bool_result:
         raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results.")
-    return other * alpha
+    if not isinstance(other, Tensor):
+        return other * alpha
+    if is_bool_result:  # a truthy alpha keeps ``other``, as PyTorch's bool kernel does
+        return other if alpha else other & False
+    # scale in the result dtype: ``bool_or_int_tensor * 2`` alone would promote to int64
+    common = _dt.result_type(input_, other)
+    return (other if other.dtype == common else other.to(common)) * alpha
 
 
 @public(dunders=())
@@ -140,7 +147,8 @@ def _is_int(x):
 
 def _check_int_zero(xp, a, b):
     # integer division by zero has no value to give; PyTorch raises
-    if _is_int(a) and _is_int(b) and (xp.asarray(b) == 0).any():
+    if _is_int(a) and _is_int(b) and (xp.asarray(b) == 0).any() and \
+            0 not in np.broadcast_shapes(np.shape(a), np.shape(b)):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -155,8 +163,6 @@ def _div_trunc_kernel(xp, a, b):
 
 def _floordiv_kernel(xp, a, b):
     _check_int_zero(xp, a, b)
-    if getattr(a, "dtype", None) == bool:
-        return xp.floor_divide(a.astype(np.int8), b).astype(bool)
     return xp.floor_divide(a, b)
 
 
@@ -183,7 +189,7 @@ def _fmod_vjp(g, a, b):
 
 
 div_trunc_op = ElementwiseOp("div_trunc", _div_trunc_kernel, allow=(1, 2), vjp=_zero_vjp)
-floor_divide_op = ElementwiseOp("floor_divide", _floordiv_kernel, allow=(0, 1, 2),
+floor_divide_op = ElementwiseOp("floor_divide", _floordiv_kernel, allow=(1, 2),
                                 vjp=_zero_vjp)
 remainder_op = ElementwiseOp("remainder", _remainder_kernel, allow=(1, 2), vjp=_remainder_vjp)
 fmod_op = ElementwiseOp("fmod", _fmod_kernel, allow=(1, 2), vjp=_fmod_vjp)
@@ -520,7 +526,14 @@ def _install_dunders():
     T.__rrshift__ = lambda self, other: rbinary(bitwise_right_shift_op, self, other)
     T.__irshift__ = lambda self, other: elementwise_inplace(bitwise_right_shift_op, self,
                                                             (other,))
-    T.__invert__ = lambda self: unary(bitwise_not_op, self)
+    def __invert__(self):
+        # the operator is stricter than bitwise_not(): a TypeError, as for Python's ~1.5
+        if self.dtype.category >= 2:
+            raise TypeError("~ (operator.invert) is only implemented on integer and "
+                            f"Boolean-type tensors, not {self.dtype}")
+        return unary(bitwise_not_op, self)
+
+    T.__invert__ = __invert__
     T.__neg__ = neg
     T.__pos__ = positive
     T.__abs__ = abs

@@ -449,8 +449,9 @@ def _round_op_for(input, decimals):
     if decimals == 0:
         return round_op, None
     if isinstance(input, Tensor) and input._data.dtype.kind in "iub":
-        raise RuntimeError(f"\"round_cpu\" not implemented for '{input.dtype.scalar_name}' "
-                           "with decimals != 0")
+        raise NotImplementedError(
+            f"\"round_cpu\" not implemented for '{input.dtype.scalar_name}' "
+            "with decimals != 0")
     return round_decimals_op, {"decimals": int(decimals)}
 
 
@@ -818,7 +819,7 @@ def _clamp_args(name, input, min, max):
     if min is None and max is None:
         raise RuntimeError(f"{name}: At least one of 'min' or 'max' must not be None")
     if input._data.dtype.kind == "c":
-        raise RuntimeError(f"{name}: clamp is not supported for complex types")
+        raise NotImplementedError(f"{name}: clamp is not supported for complex types")
     if min is not None and max is not None and isinstance(min, Tensor) != isinstance(
             max, Tensor):
         raise TypeError(
@@ -862,20 +863,40 @@ def _clamp_(self, min=None, max=None):
 Tensor.clamp_ = Tensor.clip_ = _clamp_
 
 
+def _required_bound(name, which, bound):
+    # clamp_min/clamp_max take a bound, never None (clamp is the form where None means "no
+    # bound"); PyTorch's argument parser rejects None with a TypeError
+    if bound is None:
+        raise TypeError(f"{name}(): argument '{which}' must be a Tensor or a number, not "
+                        "NoneType; use clamp() for a one-sided bound given as None")
+
+
 @public
 def clamp_min(input, min, *, out=None):
     """``clamp(input, min=min)``."""
+    _required_bound("clamp_min", "min", min)
     return clamp(input, min, None, out=out)
 
 
 @public
 def clamp_max(input, max, *, out=None):
     """``clamp(input, max=max)``."""
+    _required_bound("clamp_max", "max", max)
     return clamp(input, None, max, out=out)
 
 
-Tensor.clamp_min_ = lambda self, min: _clamp_(self, min, None)
-Tensor.clamp_max_ = lambda self, max: _clamp_(self, None, max)
+def _clamp_min_(self, min):
+    _required_bound("clamp_min_", "min", min)
+    return _clamp_(self, min, None)
+
+
+def _clamp_max_(self, max):
+    _required_bound("clamp_max_", "max", max)
+    return _clamp_(self, None, max)
+
+
+Tensor.clamp_min_ = _clamp_min_
+Tensor.clamp_max_ = _clamp_max_
 
 
 # ------------------------------------------------------------------------------------------------

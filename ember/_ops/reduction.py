@@ -317,7 +317,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 def _nansum_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
-    if a.dtype.kind in "fc":
+    if a.dtype.kind in "fcV":  # "V": bfloat16
         a = xp.where(xp.isnan(a), xp.zeros((), a.dtype), a)
     return _sum_kernel(xp, a, dim=dim, keepdim=keepdim, dtype=dtype)
 
@@ -350,7 +350,8 @@ def _mean_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
             type(a) is _ndarray and a.flags.c_contiguous:
         return xp.asarray(_big_f32_sum(a) / np.float32(n)).astype(dtype, copy=False)
     r = xp.add.reduce(a, axis=dim, keepdims=keepdim) / acc.type(n) if n else \
-        xp.full(xp.add.reduce(a, axis=dim, keepdims=keepdim).shape, np.nan, acc)
+        xp.full(xp.add.reduce(a, axis=dim, keepdims=keepdim).shape,
+                complex(np.nan, np.nan) if acc.kind == "c" else np.nan, acc)
     r = xp.asarray(r)
     return r if r.dtype == dtype else r.astype(dtype)
 
@@ -411,6 +412,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_name(input._data.dtype)}")
+    if input.is_complex():  # nanmean is nansum / count, and nansum refuses complex
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     rdt = _float_dtype_for(input, dtype, "nanmean")
     d = _dims(input, dim, "nanmean")
     return _apply(nanmean_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt}, out=out)
@@ -753,6 +756,8 @@ def _logsumexp_kernel(xp, a, *, dim, keepdim):
     m = xp.maximum.reduce(x, axis=dim, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros((), m.dtype))  # all -inf / inf rows stay exact
     r = xp.log(xp.add.reduce(xp.exp(x - m), axis=dim, keepdims=True)) + m
+    if r.dtype.kind == "c":  # adding m's phase can leave (-pi, pi]: take the principal log
+        r = r.real + 1j * xp.arctan2(xp.sin(r.imag), xp.cos(r.imag))
     if not keepdim:
         r = r.reshape(xp.add.reduce(x, axis=dim).shape)
     r = xp.asarray(r)
@@ -796,10 +801,14 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     _check_tensor(input, "renorm")
     d = wrap_dim(dim, input._data.ndim, "renorm")
     others = tuple(i for i in range(input._data.ndim) if i != d)
-    n = _norm(input, p, others if others else None, keepdim=True)
+    # half inputs: the norm in float32, as PyTorch accumulates (65504 ** 2 overflows float16)
+    low = input.dtype in (_dt.float16, _dt.bfloat16)
+    src = input.float() if low else input
+    n = _norm(src, p, others if others else None, keepdim=True)
     over = n > maxnorm
     factor = 1 + over * (maxnorm / (n + 1e-7) - 1)
-    return _finish(input * factor, out, "renorm")
+    r = src * factor
+    return _finish(r.to(input.dtype) if low else r, out, "renorm")
 
 
 Tensor.renorm_ = inplace_from(renorm, "renorm")
@@ -821,7 +830,8 @@ all_op = Op("all", _logical_kernel, differentiable=False)
 
 def _all_any(name, is_all, input, dim, keepdim, out):
     _check_tensor(input, name)
-    d = _dims(input, dim, name)
+    # an empty dim tuple reduces nothing here (sum and the others read it as every dim)
+    d = () if isinstance(dim, (tuple, list)) and len(dim) == 0 else _dims(input, dim, name)
     return _apply(all_op, (input,), {"dim": d, "keepdim": keepdim, "is_all": is_all}, out=out)
 
 
@@ -1078,7 +1088,9 @@ def _diff_kernel(xp, a, *, dim):
     return xp.diff(a, axis=dim)
 
 
-def _diff_vjp(g, _a, *, dim):
+def _diff_vjp(g, a, *, dim):
+    if a.shape[dim] == 0:  # the forward clamped an empty dim; nothing flows back
+        return g.new_zeros(a.shape)
     return _apply(diff_t_op, (g,), {"dim": dim})
 
 
@@ -1124,6 +1136,10 @@ def _trapezoid_terms(name, y, x, dx, dim):
     n = y._data.shape[d]
     if n == 0:
         return None, d
+    for what, t in (("y", y), ("x", x)):
+        if isinstance(t, Tensor) and t.dtype == _dt.bool_:
+            raise RuntimeError(f"{name}: received a bool input for `{what}`, but bool is not "
+                               "supported")
     terms = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if x is None:
         return terms * (1 if dx is None else dx), d
@@ -1144,8 +1160,13 @@ def _trapezoid_terms(name, y, x, dx, dim):
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along ``dim``, with sample points ``x`` or a constant ``dx``."""
     terms, d = _trapezoid_terms("trapezoid", y, x, dx, dim)
-    if terms is None:  # no intervals: PyTorch returns zeros of the input's dtype
-        return y.sum(d, dtype=y.dtype) * 0
+    if terms is None:  # no samples: PyTorch returns fresh zeros of the input's dtype
+        return y.detach().sum(d, dtype=y.dtype)
+    if x is None:
+        # constant spacing: PyTorch's (sum - (first + last) / 2) * dx, whose rounding and
+        # non-finite results (an infinite end gives NaN) differ from summing the intervals
+        ends = y.select(d, 0) + y.select(d, y._data.shape[d] - 1)
+        return (y.sum(d) - ends * 0.5) * (1 if dx is None else dx)
     return terms.sum(d) / 2
 
 

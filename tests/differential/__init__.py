@@ -1,0 +1,1 @@
+"""Differential tests: ember against real PyTorch on generated inputs (see harness.py)."""

@@ -1,0 +1,847 @@
+"""Differential testing: run the same generated call in ember and in real PyTorch, compare.
+
+NOTE [ Differential cases ]
+A *case* is one call of one OpInfo entry (ember/testing/opinfos): the entry's own
+``sample_inputs`` give the structure of the call (which arguments are tensors, which are
+numbers, which keywords), and a seeded generator mutates it:
+
+- the dtype: one the entry claims (3 in 4 cases) or one it does not (bool, integers,
+  float16, bfloat16, complex), so "unsupported" paths are compared too;
+- sizes: every size >= 2 in the sample is remapped consistently across all tensor
+  arguments (so a matmul's inner sizes still agree) to 0, 1 or another size, and
+  elementwise families sometimes get 0-d operands;
+- values: NaN, +-inf, -0.0, dtype extremes and tiny numbers in floating tensors, integer
+  extremes in integer tensors;
+- layout: transposed and strided (``[..., ::2]``) views, built the same way on both sides;
+- mixed operand dtypes (promotion);
+- the form: function, ``Tensor`` method, in-place method, or ``out=``.
+
+Tensors are kept as *specs* (NumPy data, dtype name, layout) and built freshly for each
+library from the same bytes, so the inputs are identical (bfloat16 travels as float32, which
+holds every bfloat16 exactly).
+
+A case compares: raised-or-not and the exception's builtin class (torch's own classes such
+as ``LinAlgError`` reduce to the builtin they derive from); result structure (tuple length,
+named-tuple fields, Python scalar types); dtype; shape; values with dtype-aware tolerances
+(NaN equals NaN, infinities exactly); ``requires_grad`` of every output. *Gradient* cases
+(float64 / complex128, differentiable entries) also compare ``autograd.grad`` of
+``sum(out * w)`` for a fixed weight ``w`` with respect to every floating input, None-ness
+included.
+
+Torch crashing (an internal assert, a time-out in torch) is recorded as ``torch_crash`` and
+not counted. Every mismatch carries a one-line repro that runs with ``T = ember`` and
+``T = torch``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import pkgutil
+import warnings
+import zlib
+
+import numpy as np
+
+import ember
+from ember._core import dtype as _dt
+from ember.testing import _opinfo
+
+#: every dtype a case may use
+DTYPES = tuple(d.name for d in _opinfo.ALL)
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+COMPLEX = ("complex64", "complex128")
+INTEGER = ("uint8", "int8", "int16", "int32", "int64")
+
+#: mismatch kinds that count, most severe first
+KINDS = (
+    "values", "values_nonfinite", "grad_values", "grad_none", "grad_raises", "dtype", "shape",
+    "structure", "requires_grad", "ember_raises", "ember_no_raise", "exception_type",
+    "ember_timeout", "missing_form", "grad_values_nonfinite", "grad_dtype", "grad_shape",
+)
+#: recorded, never counted
+NOT_COUNTED = ("torch_crash", "torch_grad_raises", "harness_error")
+
+#: (rtol, atol) by result dtype; atol is scaled by the largest finite |expected| (>= 1)
+TOL = {
+    "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 8e-3), "float32": (1e-4, 1e-5),
+    "float64": (1e-7, 1e-7), "complex64": (1e-4, 1e-5), "complex128": (1e-7, 1e-7),
+}
+GRAD_TOL = (1e-6, 1e-6)
+
+
+class CaseTimeout(BaseException):
+    """Raised by the long runner's alarm; a BaseException so ops' ``except`` can't eat it."""
+
+
+class Skip(Exception):
+    """The case can't be built (a generator failed, an argument has no torch twin)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# the op table
+
+
+@dataclasses.dataclass
+class Entry:
+    family: str  # the opinfos module: arithmetic, pointwise, reduction, shape, ...
+    info: _opinfo.OpInfo
+
+    @property
+    def id(self):
+        return self.info.id
+
+
+_DB = None
+
+
+def load_db():
+    """Every OpInfo entry that has a torch counterpart, with its family."""
+    global _DB
+    if _DB is None:
+        from ember.testing import opinfos
+
+        db = []
+        for m in sorted(pkgutil.iter_modules(opinfos.__path__), key=lambda m: m.name):
+            mod = importlib.import_module(f"{opinfos.__name__}.{m.name}")
+            for info in getattr(mod, "op_db", []):
+                if info.torch_op is not None:
+                    db.append(Entry(m.name, info))
+        _DB = db
+    return _DB
+
+
+def entry(op_id):
+    for e in load_db():
+        if e.id == op_id:
+            return e
+    raise KeyError(op_id)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs: library-neutral arguments
+
+
+@dataclasses.dataclass
+class TensorSpec:
+    data: np.ndarray  # the logical values; bfloat16 as float32
+    dtype: str
+    layout: str = "contig"  # "contig", "T" (transposed view), "step" ([..., ::2] view)
+    requires_grad: bool = False
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+
+@dataclasses.dataclass(frozen=True)
+class Named:
+    """An object both libraries spell ``T.<name>`` (dtypes, memory formats, layouts)."""
+
+    name: str
+
+
+def _np_dtype(name):
+    return np.float32 if name == "bfloat16" else _dt.lookup(name).np
+
+
+def _round(arr, dtype):
+    """``arr`` rounded to ``dtype``, in the spec's storage dtype."""
+    if dtype == "bfloat16":
+        with np.errstate(all="ignore"):
+            return np.asarray(arr, np.float32).astype(_dt.bfloat16.np).astype(np.float32)
+    return np.asarray(arr).astype(_np_dtype(dtype))
+
+
+def to_spec(x):
+    """An argument tree of ember objects as specs."""
+    if isinstance(x, ember.Tensor):
+        x = x.detach()
+        if x.is_conj():
+            x = x.resolve_conj()
+        if x.is_neg():
+            x = x.resolve_neg()
+        a = x.numpy()
+        a = a.astype(np.float32) if x.dtype.name == "bfloat16" else a.copy()
+        return TensorSpec(a, x.dtype.name)
+    if isinstance(x, _dt.dtype):
+        return Named(x.name)
+    if isinstance(x, ember.Size):
+        return tuple(x)
+    if isinstance(x, list):
+        return [to_spec(y) for y in x]
+    if isinstance(x, tuple):
+        return tuple(to_spec(y) for y in x)
+    if isinstance(x, dict):
+        return {k: to_spec(v) for k, v in x.items()}
+    if isinstance(x, (bool, int, float, complex, str, slice, type(None), type(Ellipsis))):
+        return x
+    if type(x).__module__.startswith("ember"):
+        name = str(x).split(".")[-1]
+        if getattr(ember, name, None) is x:
+            return Named(name)
+    raise Skip(f"argument {x!r} has no torch counterpart")
+
+
+def build(spec, T):
+    """The spec tree as objects of library ``T`` (ember or torch)."""
+    if isinstance(spec, TensorSpec):
+        return _build_tensor(spec, T)
+    if isinstance(spec, Named):
+        return getattr(T, spec.name)
+    if isinstance(spec, list):
+        return [build(y, T) for y in spec]
+    if isinstance(spec, tuple):
+        return tuple(build(y, T) for y in spec)
+    if isinstance(spec, dict):
+        return {k: build(v, T) for k, v in spec.items()}
+    return spec
+
+
+def _base(s):
+    """The contiguous array a spec's view is taken from."""
+    if s.layout == "T":
+        return np.ascontiguousarray(np.swapaxes(s.data, -1, -2))
+    if s.layout == "step":
+        base = np.zeros(s.data.shape[:-1] + (2 * s.data.shape[-1],), s.data.dtype)
+        base[..., ::2] = s.data
+        return base
+    return np.ascontiguousarray(s.data)
+
+
+def _build_tensor(s, T):
+    t = T.from_numpy(_base(s).copy()).to(getattr(T, s.dtype))
+    if s.requires_grad:
+        t.requires_grad_(True)
+    if s.layout == "T":
+        t = t.transpose(-1, -2)
+    elif s.layout == "step":
+        t = t[..., ::2]
+    return t
+
+
+def _tensors(spec):
+    if isinstance(spec, TensorSpec):
+        yield spec
+    elif isinstance(spec, (list, tuple)):
+        for y in spec:
+            yield from _tensors(y)
+    elif isinstance(spec, dict):
+        for y in spec.values():
+            yield from _tensors(y)
+
+
+# ------------------------------------------------------------------------------------------------
+# generation
+
+
+@dataclasses.dataclass
+class Case:
+    entry: Entry
+    seed: int
+    dtype: str
+    form: str  # "function", "method", "inplace", "out"
+    grad: bool
+    args: tuple
+    kwargs: dict
+    tags: list
+    out: object = None  # the out= spec, filled in when the case runs
+
+    @property
+    def op_id(self):
+        return self.entry.id
+
+
+def _random_values(shape, dtype, rng, lo=-9.0, hi=9.0):
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype in INTEGER:
+        info = np.iinfo(_np_dtype(dtype))
+        lo, hi = max(int(math.floor(lo)), info.min), min(int(math.ceil(hi)), info.max)
+        return rng.integers(lo, max(hi, lo) + 1, size=shape).astype(_np_dtype(dtype))
+    if dtype in COMPLEX:
+        v = rng.uniform(lo, hi, size=shape) + 1j * rng.uniform(lo, hi, size=shape)
+        return v.astype(_np_dtype(dtype))
+    return _round(rng.uniform(lo, hi, size=shape), dtype)
+
+
+def _range(data):
+    """The value range of existing data, so regenerated data stays in the op's domain."""
+    a = data.real if data.dtype.kind == "c" else data
+    a = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+    if a.size == 0 or a.dtype == bool:
+        return -9.0, 9.0
+    lo, hi = float(a.min()), float(a.max())
+    return (lo, hi) if lo < hi else (lo - 1, hi + 1)
+
+
+def _remap_sizes(args, kwargs, rng, scalar=False):
+    specs = list(_tensors((args, kwargs)))
+    sizes = sorted({n for s in specs for n in s.shape if n >= 2})
+    new = {n: int(rng.choice([0, 1, 1, 2, 3, 4, 6])) for n in sizes}
+    changed = False
+    for s in specs:
+        shape = () if scalar else tuple(new.get(n, n) for n in s.shape)
+        if shape != s.shape:
+            lo, hi = _range(s.data)
+            s.data = _random_values(shape, s.dtype, rng, lo, hi)
+            changed = True
+    return changed
+
+
+def _specials(dtype):
+    if dtype in FLOATING or dtype in COMPLEX:
+        real = "float32" if dtype == "complex64" else "float64" if dtype == "complex128" \
+            else dtype
+        fi = ember.finfo(getattr(ember, real))
+        vals = [math.nan, math.inf, -math.inf, -0.0, 0.0, fi.max, fi.min, fi.tiny, 1.0, -1.0,
+                0.5]
+        if dtype in COMPLEX:
+            vals += [complex(math.nan, 1), complex(1, math.inf), complex(0, -0.0), 1j]
+        return vals
+    if dtype in INTEGER:
+        ii = np.iinfo(_np_dtype(dtype))
+        return [int(ii.min), int(ii.max), 0, 1] + ([-1] if ii.min < 0 else [])
+    return [True, False]
+
+
+def _inject_specials(s, rng):
+    if s.data.size == 0 or s.dtype == "bool":
+        return False
+    vals = _specials(s.dtype)
+    data = s.data.copy().reshape(-1)
+    mask = rng.random(data.size) < 0.4
+    mask[rng.integers(data.size)] = True
+    for i in np.flatnonzero(mask):
+        v = vals[rng.integers(len(vals))]
+        if s.dtype not in COMPLEX and isinstance(v, complex):
+            v = v.real
+        data[i] = v
+    s.data = _round(data.reshape(s.data.shape), s.dtype)
+    return True
+
+
+def _recast(s, dtype):
+    a = s.data
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dtype not in COMPLEX and a.dtype.kind == "c":
+            a = a.real
+        if dtype == "bool":
+            a = a != 0
+        elif dtype in INTEGER:
+            ii = np.iinfo(_np_dtype(dtype))
+            a = np.clip(np.nan_to_num(a.astype(np.float64), nan=0.0), ii.min, ii.max)
+            a = np.trunc(a)
+        s.data = _round(a, dtype)
+    s.dtype = dtype
+
+
+def _forms(info, grad):
+    forms = ["function", "function"]
+    if info.method:
+        forms.append("method")
+    if info.inplace and not grad:
+        forms.append("inplace")
+    if info.supports_out and not grad:
+        forms.append("out")
+    return forms
+
+
+def make_case(ent, seed, specials=True):
+    """The case ``seed`` of entry ``ent`` (deterministic), or raise Skip. ``specials=False``
+    keeps NaN / inf / extremes out (for ops known to hang on them)."""
+    info = ent.info
+    rng = np.random.default_rng(seed)
+    grad_dtypes = [d.name for d in info.grad_dtypes if d in info.dtypes]
+    grad = (info.differentiable and not info.nondeterministic and bool(grad_dtypes)
+            and rng.random() < 0.3)
+    claimed = [d.name for d in info.dtypes] or list(DTYPES)
+    if grad:
+        dtype = "float64" if "float64" in grad_dtypes and rng.random() < 0.8 else \
+            grad_dtypes[rng.integers(len(grad_dtypes))]
+    else:
+        others = [d for d in DTYPES if d not in claimed]
+        pool = claimed if rng.random() < 0.75 or not others else others
+        dtype = pool[rng.integers(len(pool))]
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            samples = list(info.sample_inputs(_dt.lookup(dtype), np.random.default_rng(seed)))
+        if not samples:
+            raise Skip("no samples")
+        s = samples[rng.integers(len(samples))]
+        args = to_spec(s.all_args())
+        kwargs = to_spec(s.kwargs)
+    except Skip:
+        raise
+    except Exception as exc:  # a generator that can't make this dtype
+        raise Skip(f"sample_inputs failed: {type(exc).__name__}: {exc}") from None
+    tags = [s.name or "sample"]
+    specs = list(_tensors((args, kwargs)))
+    elementwise = ent.family in ("pointwise", "arithmetic")
+    if specs and rng.random() < 0.3:
+        if _remap_sizes(args, kwargs, rng, scalar=elementwise and rng.random() < 0.25):
+            tags.append("resized")
+    if not grad and len(specs) > 1 and rng.random() < 0.12:
+        s2 = specs[1 + rng.integers(len(specs) - 1)]
+        _recast(s2, DTYPES[rng.integers(len(DTYPES))])
+        tags.append("mixed_dtype")
+    if rng.random() < (0.1 if grad else 0.3) and specials:
+        hit = False
+        for s in specs:
+            if (s.dtype not in INTEGER or rng.random() < 0.3) and _inject_specials(s, rng):
+                hit = True
+        if hit:
+            tags.append("specials")
+    for s in specs:
+        if s.data.ndim >= 1 and rng.random() < 0.3:
+            s.layout = "T" if s.data.ndim >= 2 and rng.random() < 0.5 else "step"
+            tags.append("noncontig")
+    forms = _forms(info, grad)
+    form = forms[rng.integers(len(forms))]
+    if form != "function" and not (args and isinstance(args[0], TensorSpec)):
+        form = "function"
+    if grad:
+        for s in specs:
+            if s.dtype in ("float64", "complex128"):
+                s.requires_grad = True
+    return Case(ent, seed, dtype, form, grad, args, kwargs, tags)
+
+
+def case_seed(op_id, i):
+    """The seed of the CI sample's case ``i`` of ``op_id``."""
+    return zlib.crc32(op_id.encode()) * 4096 + i
+
+
+# ------------------------------------------------------------------------------------------------
+# running
+
+
+@dataclasses.dataclass
+class Outcome:
+    case: Case
+    mismatches: list  # [(kind, detail)]
+    notes: list  # [(kind, detail)] recorded, not counted
+
+    @property
+    def kinds(self):
+        return sorted({k for k, _ in self.mismatches})
+
+
+def _method_name(info):
+    return info.name.split(".")[-1]
+
+
+def _callable(case, T, is_torch):
+    info = case.entry.info
+    if case.form == "function":
+        fn = info.get_torch_op(T) if is_torch else info.get_op()
+        if fn is None:
+            raise Skip("torch lacks the op")
+        return fn
+    suffix = "_" if case.form == "inplace" else ""
+    name = _method_name(info) + suffix
+    if is_torch and not hasattr(T.Tensor, name):
+        raise Skip(f"torch has no Tensor.{name}")
+    return None
+
+
+def _invoke(case, T, is_torch, out_spec=None):
+    """Build the arguments in ``T`` and call; returns (result, args) or raises."""
+    info = case.entry.info
+    args = build(case.args, T)
+    kwargs = build(case.kwargs, T)
+    if case.form in ("method", "inplace"):
+        name = _method_name(info) + ("_" if case.form == "inplace" else "")
+        meth = getattr(args[0], name, None)
+        if meth is None:
+            raise _Missing(f"Tensor.{name}")
+        r = meth(*args[1:], **kwargs)
+        if case.form == "inplace":
+            r = (r, args[0], r is args[0])
+        return r, args
+    fn = info.get_torch_op(T) if is_torch else info.get_op()
+    if case.form == "out":
+        out = build(out_spec, T)
+        r = fn(*args, **kwargs, out=out)
+        return (r, out, r is out if not isinstance(out, tuple) else
+                all(a is b for a, b in zip(r, out))), args
+    return fn(*args, **kwargs), args
+
+
+class _Missing(Exception):
+    pass
+
+
+def _is_torch_crash(exc):
+    msg = str(exc)
+    return "INTERNAL ASSERT" in msg or "report a bug to PyTorch" in msg
+
+
+def _builtin_class(exc):
+    for k in type(exc).__mro__:
+        if k.__module__ == "builtins":
+            return k
+    return Exception
+
+
+def _out_spec(result, dtype):
+    """Empty out= tensors shaped like torch's function-form result."""
+    import torch
+
+    if isinstance(result, torch.Tensor):
+        name = str(result.dtype).replace("torch.", "")
+        return TensorSpec(np.zeros(tuple(result.shape), _np_dtype(name)), name)
+    if isinstance(result, (tuple, list)) and result and all(
+            isinstance(r, torch.Tensor) for r in result):
+        return tuple(_out_spec(r, dtype) for r in result)
+    return TensorSpec(np.zeros((0,), _np_dtype(dtype)), dtype)
+
+
+def run_case(case, torch, alarm=None, phase=None):
+    """Run ``case`` in ember and torch; the Outcome lists the mismatches.
+
+    ``alarm(seconds)`` (optional) arms a time-out that raises CaseTimeout; ``phase(name)``
+    (optional) is told "torch" / "ember" before each library runs, so a runner watching a
+    process that dies knows whose call it was.
+    """
+    mismatches, notes = [], []
+    info = case.entry.info
+    arm = alarm or (lambda s: None)
+    phase = phase or (lambda name: None)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if case.form == "out":
+            try:
+                tr, _ = _invoke(dataclasses.replace(case, form="function"), torch, True)
+                case.out = _out_spec(tr, case.dtype)
+            except Exception:
+                case.out = TensorSpec(np.zeros((0,), _np_dtype(case.dtype)), case.dtype)
+        # torch first: a torch crash skips the case
+        t_res = t_exc = None
+        phase("torch")
+        try:
+            arm(10)
+            t_res, t_args = _invoke(case, torch, True, case.out)
+        except CaseTimeout:
+            notes.append(("torch_crash", "torch timed out"))
+            return Outcome(case, mismatches, notes)
+        except Exception as exc:
+            if _is_torch_crash(exc):
+                notes.append(("torch_crash", f"{type(exc).__name__}: {_short(exc)}"))
+                return Outcome(case, mismatches, notes)
+            t_exc = exc
+        finally:
+            arm(0)
+        e_res = e_exc = None
+        phase("ember")
+        try:
+            arm(5)
+            e_res, e_args = _invoke(case, ember, False, case.out)
+        except CaseTimeout:
+            mismatches.append(("ember_timeout", "ember did not return within 5 s"))
+            return Outcome(case, mismatches, notes)
+        except _Missing as exc:
+            if t_exc is None:
+                mismatches.append(("missing_form", f"ember lacks {exc}"))
+            return Outcome(case, mismatches, notes)
+        except Exception as exc:
+            e_exc = exc
+        finally:
+            arm(0)
+        if t_exc is not None or e_exc is not None:
+            if e_exc is None:
+                mismatches.append(("ember_no_raise", f"torch raises {type(t_exc).__name__}: "
+                                   f"{_short(t_exc)}"))
+            elif t_exc is None:
+                mismatches.append(("ember_raises", f"{type(e_exc).__name__}: {_short(e_exc)}"))
+            elif not isinstance(e_exc, _builtin_class(t_exc)):
+                mismatches.append(("exception_type", f"ember {type(e_exc).__name__} "
+                                   f"({_short(e_exc)}), torch {type(t_exc).__name__} "
+                                   f"({_short(t_exc)})"))
+            return Outcome(case, mismatches, notes)
+        values = not info.nondeterministic
+        phase("compare")
+        try:
+            _compare(e_res, t_res, "out", mismatches, torch, values, TOL)
+            if case.grad and not mismatches:
+                _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes)
+        except Exception as exc:  # the harness itself, or a result it can't read
+            notes.append(("harness_error", f"{type(exc).__name__}: {_short(exc)}"))
+    return Outcome(case, mismatches, notes)
+
+
+def _short(exc, n=160):
+    msg = str(exc).strip().splitlines()
+    msg = msg[0] if msg else ""
+    return msg[:n] + ("..." if len(msg) > n else "")
+
+
+def _as_np(t, is_torch):
+    t = t.detach()
+    if is_torch:
+        t = t.resolve_conj().resolve_neg()
+        if t.dtype.is_floating_point and t.element_size() == 2:
+            t = t.float()
+        return t.numpy(force=True)  # force: a ZeroTensor gradient materialises
+    if t.is_conj():
+        t = t.resolve_conj()
+    a = t.numpy()
+    return a.astype(np.float32) if t.dtype.name == "bfloat16" else a
+
+
+def _bad(a, b, rtol, atol):
+    """Mask of elements that differ: beyond ``atol' + rtol |b|`` (atol' = atol scaled by the
+    largest finite |b|, at least 1), NaN against non-NaN, or unequal infinities."""
+    if a.dtype.kind == "c" or b.dtype.kind == "c":
+        a, b = a.astype(np.complex128), b.astype(np.complex128)
+        return _bad(a.real, b.real, rtol, atol) | _bad(a.imag, b.imag, rtol, atol)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    finite = np.isfinite(b)
+    scale = max(1.0, float(np.max(np.abs(b[finite])))) if finite.any() else 1.0
+    with np.errstate(all="ignore"):
+        near = np.abs(a - b) <= atol * scale + rtol * np.abs(b)
+    same = (np.isnan(a) & np.isnan(b)) | (a == b)
+    return ~(near | same)
+
+
+def _close(a, b, rtol, atol):
+    return not _bad(a, b, rtol, atol).any()
+
+
+def _value_kind(a, b, bad):
+    """``values``, or ``values_nonfinite`` when every differing element is NaN or infinite
+    on one side (inf - inf and 0 * inf orderings: BLAS, FFT, complex arithmetic)."""
+    with np.errstate(all="ignore"):
+        nonfinite = ~np.isfinite(a.astype(np.complex128)) | ~np.isfinite(
+            b.astype(np.complex128))
+    return "values_nonfinite" if np.all(nonfinite[bad]) else "values"
+
+
+def _first_diff(a, b, bad):
+    try:
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        return f"at {i}: ember {a[i]!r}, torch {b[i]!r}"
+    except Exception:
+        return ""
+
+
+def _compare(e, t, where, out, torch, values, tol):
+    if isinstance(t, torch.Tensor):
+        if not isinstance(e, ember.Tensor):
+            out.append(("structure", f"{where}: ember {type(e).__name__}, torch Tensor"))
+            return
+        tdt = str(t.dtype).replace("torch.", "")
+        if e.dtype.name != tdt:
+            out.append(("dtype", f"{where}: ember {e.dtype.name}, torch {tdt}"))
+            return
+        if tuple(e.shape) != tuple(t.shape):
+            out.append(("shape", f"{where}: ember {tuple(e.shape)}, torch {tuple(t.shape)}"))
+            return
+        if bool(e.requires_grad) != bool(t.requires_grad):
+            out.append(("requires_grad", f"{where}: ember {e.requires_grad}, "
+                        f"torch {t.requires_grad}"))
+        if not values or t.layout != torch.strided:
+            return
+        a, b = _as_np(e, False), _as_np(t, True)
+        bad = _bad(a, b, *tol[tdt]) if tdt in tol else (a != b)
+        if bad.any():
+            out.append((_value_kind(a, b, bad), f"{where} ({tdt}) {_first_diff(a, b, bad)}"))
+        return
+    if isinstance(t, (tuple, list)):
+        if not isinstance(e, (tuple, list)) or len(e) != len(t):
+            out.append(("structure", f"{where}: ember {_describe(e)}, torch {_describe(t)}"))
+            return
+        tf, ef = getattr(t, "_fields", None), getattr(e, "_fields", None)
+        if tf is not None and tuple(tf) != tuple(ef or ()):
+            out.append(("structure", f"{where}: fields {ef} vs torch {tf}"))
+        for i, (x, y) in enumerate(zip(e, t)):
+            _compare(x, y, f"{where}[{i}]", out, torch, values, tol)
+        return
+    if t is None or isinstance(t, (bool, int, float, complex)):
+        if type(e) is not type(t) and not (isinstance(t, float) and isinstance(e, float)):
+            if not (isinstance(t, int) and not isinstance(t, bool) and isinstance(e, int)
+                    and not isinstance(e, bool)):
+                out.append(("structure", f"{where}: ember {_describe(e)}, torch "
+                            f"{_describe(t)}"))
+                return
+        if values and t is not None and not (e == t or (e != e and t != t)):
+            if not (isinstance(t, (float, complex)) and
+                    _close(np.asarray(e), np.asarray(t), *TOL["float64"])):
+                out.append(("values", f"{where}: ember {e!r}, torch {t!r}"))
+        return
+    if isinstance(t, torch.dtype):
+        if str(e).replace("ember.", "") != str(t).replace("torch.", ""):
+            out.append(("values", f"{where}: ember {e}, torch {t}"))
+        return
+    if type(e).__name__ != type(t).__name__:
+        out.append(("structure", f"{where}: ember {_describe(e)}, torch {_describe(t)}"))
+
+
+def _describe(x):
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return f"Tensor{list(x.shape)}"
+    if isinstance(x, (tuple, list)):
+        return f"{type(x).__name__}[{len(x)}]"
+    return type(x).__name__
+
+
+def _flat(x):
+    if isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _flat(y)
+    else:
+        yield x
+
+
+def _weight(T, o):
+    w = (T.arange(o.numel(), dtype=T.float64) % 7 - 3) * 0.5
+    return w.reshape(o.shape)
+
+
+def _loss(T, outs):
+    total = None
+    for o in outs:
+        p = o * _weight(T, o)
+        term = p.real.sum() + 0.5 * p.imag.sum() if p.is_complex() else p.sum()
+        total = term if total is None else total + term
+    return total
+
+
+def _grad_inputs(args, T):
+    return [t for t in _flat(args) if isinstance(t, T.Tensor) and t.requires_grad]
+
+
+def _grad_outputs(res, T):
+    return [o for o in _flat(res) if isinstance(o, T.Tensor) and o.requires_grad]
+
+
+def _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes):
+    t_out = _grad_outputs(t_res, torch)
+    e_out = _grad_outputs(e_res, ember)
+    t_in = _grad_inputs(t_args, torch)
+    e_in = _grad_inputs(e_args, ember)
+    if not t_out or not t_in or len(t_out) != len(e_out):
+        return
+    try:
+        tg = torch.autograd.grad(_loss(torch, t_out), t_in, allow_unused=True)
+    except Exception as exc:
+        notes.append(("torch_grad_raises", f"{type(exc).__name__}: {_short(exc)}"))
+        return
+    try:
+        eg = ember.autograd.grad(_loss(ember, e_out), e_in, allow_unused=True)
+    except Exception as exc:
+        mismatches.append(("grad_raises", f"{type(exc).__name__}: {_short(exc)}"))
+        return
+    for i, (a, b) in enumerate(zip(eg, tg)):
+        if (a is None) != (b is None):
+            mismatches.append(("grad_none", f"grad[{i}]: ember {_describe(a)}, torch "
+                               f"{_describe(b)}"))
+            continue
+        if a is None:
+            continue
+        sub = []
+        _compare(a.detach(), b.detach(), f"grad[{i}]", sub, torch, True,
+                 {k: GRAD_TOL for k in TOL})
+        for kind, detail in sub:
+            kind = {"values": "grad_values", "values_nonfinite": "grad_values_nonfinite",
+                    "dtype": "grad_dtype", "shape": "grad_shape"}.get(kind, kind)
+            mismatches.append((kind, detail))
+
+
+# ------------------------------------------------------------------------------------------------
+# repros
+
+
+def _r_float(v):
+    if isinstance(v, complex):
+        return f"complex({_r_float(v.real)}, {_r_float(v.imag)})"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "float('nan')"
+        if math.isinf(v):
+            return "float('inf')" if v > 0 else "-float('inf')"
+    return repr(v)
+
+
+def _r_list(a):
+    if a.ndim == 0:
+        v = a.item()
+        return _r_float(v) if not isinstance(v, bool) else repr(v)
+    return "[" + ", ".join(_r_list(x) for x in a) + "]"
+
+
+def _r_tensor(s):
+    base = _base(s)
+    if base.size == 0:
+        core = f"T.empty({tuple(base.shape)}, dtype=T.{s.dtype})"
+    else:
+        core = f"T.tensor({_r_list(base)}, dtype=T.{s.dtype})"
+    if s.requires_grad:
+        core += ".requires_grad_()"
+    if s.layout == "T":
+        core += ".transpose(-1, -2)"
+    elif s.layout == "step":
+        core += "[..., ::2]"
+    return core
+
+
+def _r(x, names):
+    if isinstance(x, TensorSpec):
+        return names.get(id(x)) or _r_tensor(x)
+    if isinstance(x, Named):
+        return f"T.{x.name}"
+    if isinstance(x, list):
+        return "[" + ", ".join(_r(y, names) for y in x) + "]"
+    if isinstance(x, tuple):
+        inner = ", ".join(_r(y, names) for y in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_r(v, names)}" for k, v in x.items()) + "}"
+    if isinstance(x, (float, complex)):
+        return _r_float(x)
+    if isinstance(x, slice):
+        return f"slice({x.start!r}, {x.stop!r}, {x.step!r})"
+    if x is Ellipsis:
+        return "..."
+    return repr(x)
+
+
+def repro(case):
+    """A one-line program that runs with ``T = ember`` and with ``T = torch``."""
+    info = case.entry.info
+    names = {}
+    pre = []
+    if case.grad:
+        for i, s in enumerate(_tensors((case.args, case.kwargs))):
+            if s.requires_grad:
+                pre.append(f"a{i} = {_r_tensor(s)}")
+                names[id(s)] = f"a{i}"
+    args = [_r(a, names) for a in case.args]
+    kwargs = [f"{k}={_r(v, names)}" for k, v in case.kwargs.items()]
+    custom = info.op is not None  # torch_op wrappers only resolve lazy conj/neg bits
+    if case.form in ("method", "inplace"):
+        name = _method_name(info) + ("_" if case.form == "inplace" else "")
+        call = f"{args[0]}.{name}({', '.join(args[1:] + kwargs)})"
+    else:
+        if case.form == "out" and case.out is not None:
+            kwargs.append(f"out={_r(case.out, names)}")
+        fn = f"<{info.id}>" if custom else f"T.{info.name}"
+        call = f"{fn}({', '.join(args + kwargs)})"
+    if not case.grad:
+        return call
+    return "; ".join(pre + [
+        f"out = {call}",
+        "outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) "
+        "if o.requires_grad]",
+        "L = sum(((o * ((T.arange(o.numel(), dtype=T.float64) % 7 - 3) * 0.5)"
+        ".reshape(o.shape)).sum()) for o in outs)",
+        f"print(T.autograd.grad(L, [{', '.join(names.values())}], allow_unused=True))",
+    ])
+
+
+def size(case):
+    """How big a case's tensors are, for picking the smallest repro."""
+    return sum(s.data.size for s in _tensors((case.args, case.kwargs)))
