@@ -457,13 +457,43 @@ def _torch_name(d):
     return d.scalar_name
 
 
-def write_out(op_name, out, result):
-    """Copy ``result`` into the user's ``out`` tensor(s) following PyTorch's rules."""
+#: NOTE [ out= dtypes ]
+#: PyTorch has two rules for the dtype of an ``out=`` tensor. Element-wise arithmetic and
+#: the ops built like it (joins, some reductions and linalg functions) compute in the
+#: result dtype and cast into ``out`` when the cast is allowed ("cast"); every other op
+#: wants ``out`` to have exactly the result's dtype ("exact"). ``write_out`` applies the
+#: exact rule unless the op's name is in this set or the caller says otherwise (element-wise
+#: ops say it per op: ``ElementwiseOp.exact_out``).
+CASTING_OUT = frozenset({
+    "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
+    "row_stack", "kron", "outer", "ger", "addr", "diff", "mean", "std", "var", "logsumexp",
+    "cholesky", "cholesky_inverse", "cholesky_solve", "linalg.cond",
+    "linalg.householder_product", "linalg.matrix_power", "matrix_power", "linalg.matrix_rank",
+    "linalg.pinv", "linalg.tensorinv", "linalg.tensorsolve", "normal", "mvlgamma",
+    "special.multigammaln", "special.gammainc", "special.gammaincc", "igamma", "igammac",
+    "lerp", "addcdiv", "addcmul", "logaddexp", "logaddexp2", "hypot", "nextafter", "gcd",
+    "lcm", "polygamma", "special.polygamma", "special.zeta", "xlogy", "special.xlogy",
+    "special.xlog1py", "ldexp", "max", "min", "fft_irfft", "fft_irfft2", "fft_irfftn",
+    "fft_hfft", "fft_hfft2", "fft_hfftn",
+})
+# some linalg functions report themselves as ``linalg_<name>``, as PyTorch's messages do
+CASTING_OUT = CASTING_OUT | {n.replace(".", "_") for n in CASTING_OUT if n.startswith("linalg.")}
+
+
+def write_out(op_name, out, result, exact=None):
+    """Copy ``result`` into the user's ``out`` tensor(s) following PyTorch's rules (NOTE
+    [ out= dtypes ]; ``exact`` None: by the op's name)."""
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{op_name}(): out= expects a tuple of {len(result)} tensors")
         for o, r in zip(out, result):
-            write_out(op_name, o, r)
+            if not isinstance(o, Tensor):
+                raise TypeError(f"{op_name}(): argument 'out' must be tuple of Tensors, not "
+                                f"{type(o).__name__}")
+            # several results (values and indices): each must match exactly
+            _check_out_dtype(op_name, o, r, True if exact is None else exact)
+        for o, r in zip(out, result):
+            write_out(op_name, o, r, False)
         return type(result)(out) if type(result) is tuple else out
     if not isinstance(out, Tensor):
         raise TypeError(f"{op_name}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -471,11 +501,8 @@ def write_out(op_name, out, result):
         raise RuntimeError(
             f"{op_name}(): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad.")
+    _check_out_dtype(op_name, out, result, exact)
     rd, od = result._data, out._data
-    if not _dt.can_cast(_dt.from_np[rd.dtype], _dt.from_np[od.dtype]):
-        raise RuntimeError(
-            f"{op_name}(): result type {_dt.from_np[rd.dtype].scalar_name} can't be cast to "
-            f"the desired output type {_dt.from_np[od.dtype].scalar_name}")
     if type(rd) is not type(od):
         raise device_mismatch(op_name, od, rd)
     if od.shape != rd.shape:
@@ -484,6 +511,31 @@ def write_out(op_name, out, result):
     od[...] = rd
     out._bump()
     return out
+
+
+#: PyTorch's C++ type names, which its exact-dtype message uses
+_C_NAMES = {"Float": "float", "Double": "double", "Half": "c10::Half",
+            "BFloat16": "c10::BFloat16", "Long": "long int", "Int": "int", "Short": "short int",
+            "Char": "signed char", "Byte": "unsigned char", "Bool": "bool",
+            "ComplexFloat": "c10::complex<float>", "ComplexDouble": "c10::complex<double>",
+            "ComplexHalf": "c10::complex<c10::Half>"}
+
+
+def _check_out_dtype(op_name, out, result, exact):
+    rd, od = result._data.dtype, out._data.dtype
+    if rd == od:
+        return
+    r, o = _dt.from_np[rd], _dt.from_np[od]
+    if exact is None:
+        exact = op_name not in CASTING_OUT
+    if exact:
+        raise RuntimeError(
+            f"{op_name}(): expected out tensor to have dtype {_C_NAMES.get(r.scalar_name, r)}, "
+            f"but got {_C_NAMES.get(o.scalar_name, o)} instead")
+    if not _dt.can_cast(r, o):
+        raise RuntimeError(
+            f"{op_name}(): result type {r.scalar_name} can't be cast to the desired output "
+            f"type {o.scalar_name}")
 
 
 def check_overlap(op_name, t):

@@ -35,6 +35,17 @@ _scalar_types = (int, float, bool, complex, np.number, np.bool_)
 _CATEGORY_NAMES = {0: "Bool", 1: "integer", 2: "floating point", 3: "complex"}
 
 
+#: element-wise ops whose ``out=`` must have exactly the result's dtype (NOTE [ out= dtypes ]
+#: in ember/_dispatch.py): the ones that keep their input's dtype rather than compute in a
+#: promoted one
+_EXACT_OUT = frozenset({
+    "abs", "absolute", "neg", "negative", "ceil", "floor", "trunc", "fix", "round", "sign",
+    "sgn", "clamp", "clamp_min", "clamp_max", "clip", "heaviside", "nan_to_num", "round_decimals",
+    "conj_physical", "frac", "bitwise_not", "signbit", "isposinf", "isneginf",
+    "special.round",
+})
+
+
 class ElementwiseOp(Op):
     """An element-wise op; see the module docstring for ``promote``.
 
@@ -51,6 +62,7 @@ class ElementwiseOp(Op):
         # promotion (sub of bools); the direct paths never see such operands
         self.check = check
         self.allow = frozenset(allow)
+        self.exact_out = name in _EXACT_OUT
         # dtypes for which same-dtype tensor inputs go straight to the kernel and the result
         # keeps that dtype (see ``binary``)
         if promote in ("same", "int", "real"):
@@ -218,7 +230,7 @@ def elementwise(op, args, params=None, out=None):
         if _dispatch.needs_grad(tensors):
             _dispatch.record(op, _tensor_args(args), params or {}, t)
     if out is not None:
-        return _dispatch.write_out(op.name, out, t)
+        return _dispatch.write_out(op.name, out, t, op.exact_out)
     return t
 
 

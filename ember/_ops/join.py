@@ -381,6 +381,9 @@ def cat(tensors, dim=0, *, out=None):
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                "concatenated")
     dtype = _result_dtype(tensors)
+    if isinstance(out, Tensor) and not _dt.can_cast(dtype, _dt.from_np[out._data.dtype]):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_dt.from_np[out._data.dtype].scalar_name}")
     kept = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
     if not kept:
         from .conversion import clone

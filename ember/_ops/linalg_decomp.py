@@ -468,7 +468,9 @@ def cholesky(A, *, upper=False, out=None):
 def _cholesky_public(input, upper=False, *, out=None):
     """Deprecated form of :func:`ember.linalg.cholesky`."""
     check_square("cholesky", input)
-    return _dispatch.apply(cholesky_op, (input,), {"upper": bool(upper)}, out)
+    r = _dispatch.apply(cholesky_op, (input,), {"upper": bool(upper)})
+    # unlike linalg.cholesky, the old form casts into out (NOTE [ out= dtypes ])
+    return r if out is None else _dispatch.write_out("cholesky", out, r, False)
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):

@@ -223,6 +223,14 @@ def _where_zero(x, mask):
     return _apply(where_zero_op, (x, mask), {})
 
 
+def _out_dtype(dtype, out):
+    """The dtype a sum-like reduction computes in: ``dtype``, else the dtype of ``out`` when
+    given, as PyTorch does (NOTE [ out= dtypes ] in ember/_dispatch.py)."""
+    if dtype is None and isinstance(out, Tensor):
+        return _dt.from_np[out._data.dtype]
+    return dtype
+
+
 def _finish(r, out, name):
     return r if out is None else _dispatch.write_out(name, out, r)
 
@@ -311,7 +319,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(input, "sum")
     a = input._data
     d = _dims(input, dim, "sum")
-    rdt = _sum_dtype(a, _dtype_arg(dtype))
+    rdt = _sum_dtype(a, _dtype_arg(_out_dtype(dtype, out)))
     return _apply(sum_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt,
                                      "shape": a.shape}, out=out)
 
@@ -336,7 +344,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if input._data.dtype.kind == "c":
         raise RuntimeError("nansum does not support complex inputs")
     d = _dims(input, dim, "nansum")
-    rdt = _sum_dtype(input._data, _dtype_arg(dtype))
+    rdt = _sum_dtype(input._data, _dtype_arg(_out_dtype(dtype, out)))
     return _apply(nansum_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt,
                                         "shape": input._data.shape}, out=out)
 
@@ -414,7 +422,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
                            f"but got {_name(input._data.dtype)}")
     if input.is_complex():  # nanmean is nansum / count, and nansum refuses complex
         raise RuntimeError("nansum on CPU does not support complex inputs")
-    rdt = _float_dtype_for(input, dtype, "nanmean")
+    rdt = _float_dtype_for(input, _out_dtype(dtype, out), "nanmean")
     d = _dims(input, dim, "nanmean")
     return _apply(nanmean_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt}, out=out)
 
@@ -451,7 +459,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not " + type(dim).__name__)
     d = None if dim is None else _dims(input, dim, "prod")
-    rdt = _sum_dtype(input._data, _dtype_arg(dtype))
+    rdt = _sum_dtype(input._data, _dtype_arg(_out_dtype(dtype, out)))
     return _apply(prod_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt}, out=out)
 
 
@@ -687,8 +695,8 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
         if keepdim:
             raise TypeError(f"{name}(): keepdim given without dim")
         _check_nonempty(input, None, name)
-        return _apply(amax_op, (input,), {"dim": None, "keepdim": False, "largest": largest},
-                      out=out)
+        r = _apply(amax_op, (input,), {"dim": None, "keepdim": False, "largest": largest})
+        return _finish(r, out, name)  # max(x, out=) casts, unlike amax
     d = _one_dim(input, dim, name)
     _check_nonempty(input, (d,) if input._data.ndim else None, name)
     v, i = _apply(max_dim_op, (input,), {"dim": d, "keepdim": keepdim, "largest": largest})
@@ -832,7 +840,17 @@ def _all_any(name, is_all, input, dim, keepdim, out):
     _check_tensor(input, name)
     # an empty dim tuple reduces nothing here (sum and the others read it as every dim)
     d = () if isinstance(dim, (tuple, list)) and len(dim) == 0 else _dims(input, dim, name)
-    return _apply(all_op, (input,), {"dim": d, "keepdim": keepdim, "is_all": is_all}, out=out)
+    if out is not None and isinstance(out, Tensor) and out._data.dtype == np.uint8:
+        # the one other dtype PyTorch writes all/any results in: it then reads the input as
+        # uint8 too (0.5 counts as zero)
+        r = _apply(all_op, (input.to(_dt.uint8),), {"dim": d, "keepdim": keepdim,
+                                                    "is_all": is_all})
+    else:
+        r = _apply(all_op, (input,), {"dim": d, "keepdim": keepdim, "is_all": is_all})
+    if out is not None and isinstance(out, Tensor) and out._data.dtype != r._data.dtype:
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: "
+                           f"{_dt.from_np[out._data.dtype].scalar_name}")
+    return _finish(r, out, name)
 
 
 @public
@@ -900,7 +918,7 @@ def _rcumsum(x, dim):
 def _scan(name, op, input, dim, dtype, out):
     _check_tensor(input, name)
     d = wrap_dim(dim, input._data.ndim, name)
-    acc = _scan_dtype(input, dtype)
+    acc = _scan_dtype(input, _out_dtype(dtype, out))
     # PyTorch has no bool scan kernel: only zero-dim and empty inputs, which need none, pass
     if acc == np.bool_ and input._data.ndim and input._data.size:
         raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
