@@ -28,8 +28,10 @@ e.g. a faster one; an op with neither raises NotImplementedError naming the op a
 from __future__ import annotations
 
 import contextlib
+import enum
+import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from . import _dispatch
 from ._core.device import device, known_types
@@ -42,11 +44,32 @@ from ._library.opcheck import opcheck
 from ._library.registration import Library
 from ._library.registration import scoped_library as _scoped_library  # noqa: F401  (torch name)
 from ._ops._registry import ops
+from ._dispatch import OpOverload  # noqa: F401  (torch.library re-exports its OpOverload)
+
+#: what ``device_types`` arguments accept: one device type, several, or None (every one)
+device_types_t = str | Sequence[str] | None
+#: a schema without an operator name, as ``custom_op(..., schema=)`` takes it
+NAMELESS_SCHEMA = re.compile(r"\(.*\) -> .*")
+
+
+class EffectType(enum.Enum):
+    """Side effects an operator may declare: ``ORDERED`` calls must run in program order
+    (ember runs every call eagerly and in order, so the declaration is always met).
+
+    Example::
+
+        >>> ember.library.EffectType.ORDERED.value
+        'Ordered'
+    """
+
+    ORDERED = "Ordered"
 
 __all__ = ["Library", "custom_op", "CustomOpDef", "define", "impl", "register_kernel",
            "register_fake", "register_autograd", "register_autocast", "register_torch_dispatch",
-           "opcheck", "infer_schema", "fallthrough_kernel", "impl_abstract", "register_backend",
-           "backends", "registered_ops"]
+           "register_vmap", "get_ctx", "get_kernel", "triton_op", "wrap_triton", "opcheck",
+           "infer_schema", "fallthrough_kernel", "impl_abstract", "register_backend",
+           "backends", "registered_ops", "OpOverload", "EffectType", "NAMELESS_SCHEMA",
+           "device_types_t"]
 
 # ------------------------------------------------------------------------------------------------
 # custom_op
@@ -147,6 +170,27 @@ class CustomOpDef:
         """
         _reg.register(self._op, KERNEL, "meta", fn, None)
         return fn
+
+    def register_vmap(self, fn: Callable | None = None, /):
+        """Register how the operator runs under ``ember.vmap`` (usable as a decorator); see
+        :func:`register_vmap`.
+
+        Args:
+            fn: ``fn(info, in_dims, *args, **kwargs) -> (output, out_dims)``.
+
+        Returns:
+            ``fn`` (or a decorator when ``fn`` is omitted).
+
+        Example::
+
+            >>> @ember.library.custom_op("doc_cvm::twice", mutates_args=())
+            ... def twice(x: ember.Tensor) -> ember.Tensor:
+            ...     return x * 2
+            >>> @twice.register_vmap
+            ... def _(info, in_dims, x):
+            ...     return twice(x), in_dims[0]
+        """
+        return register_vmap(self, fn)
 
     def register_autocast(self, device_type: str, cast_inputs) -> None:
         """Register how the op runs under autocast; see ``ember.library.register_autocast``.
@@ -741,3 +785,242 @@ def registered_ops() -> list:
         if isinstance(op, LibraryOp):
             row["signature"] = op.schema.signature()
     return rows
+
+
+# ------------------------------------------------------------------------------------------------
+# vmap rules, fake-rule context, kernels by dispatch key, triton
+
+
+#: the registration slot of a custom op's vmap rule (NOTE [ Custom ops ])
+VMAP = "vmap"
+
+
+def register_vmap(op, func: Callable | None = None, /, *, lib: Library | None = None):
+    """Register how a custom operator runs under ``ember.vmap`` (a decorator when ``func``
+    is omitted).
+
+    Without a rule, ``vmap`` runs the operator once per example. With one, it calls
+    ``func(info, in_dims, *args, **kwargs)`` once with the batched arguments: ``in_dims``
+    holds, per positional argument, the dimension being mapped over (None for arguments
+    not mapped, and for non-tensors); ``info.batch_size`` is the size of that dimension and
+    ``info.randomness`` the ``vmap`` call's ``randomness``. It returns ``(output,
+    out_dims)``, ``out_dims`` giving, per output, where its batch dimension is (or None).
+
+    Args:
+        op: a CustomOpDef, an OpOverload or ``"namespace::name"``.
+        func: the rule.
+        lib: the Library whose lifetime the registration shares.
+
+    Returns:
+        ``func``, or a decorator.
+
+    Example::
+
+        >>> @ember.library.custom_op("doc_vmap::mul", mutates_args=())
+        ... def mul(x: ember.Tensor, y: ember.Tensor) -> ember.Tensor:
+        ...     return x * y
+        >>> @ember.library.register_vmap("doc_vmap::mul")
+        ... def _(info, in_dims, x, y):
+        ...     x = x.movedim(in_dims[0], 0) if in_dims[0] is not None else x
+        ...     y = y.movedim(in_dims[1], 0) if in_dims[1] is not None else y
+        ...     return x * y, 0
+        >>> ember.vmap(mul)(ember.ones(3, 2), ember.ones(3, 2)).shape
+        ember.Size([3, 2])
+    """
+    target = _reg.lookup(op, "register_vmap")
+
+    def register(fn):
+        if not callable(fn):
+            raise TypeError(f"register_vmap: expected a function, got {type(fn).__name__}")
+        return _reg.register(target, VMAP, None, fn, lib)
+
+    return register if func is None else register(func)
+
+
+def vmap_rule(op):
+    """The rule ``register_vmap`` gave ``op`` (a registry op), or None."""
+    return op.active(VMAP) if isinstance(op, LibraryOp) else None
+
+
+class FakeImplCtx:
+    """What ``get_ctx()`` returns inside a fake rule.
+
+    Example::
+
+        >>> ctx = ember.library.get_ctx()
+        >>> isinstance(ctx, ember.library.FakeImplCtx)
+        True
+    """
+
+    def new_dynamic_size(self, *, min=0, max=None):
+        """A size known only once the real kernel runs (the output of ``nonzero``, say).
+
+        ember's fake rules run on the meta device, whose tensors have concrete shapes and no
+        values, so such a size cannot be made there.
+
+        Raises:
+            NotImplementedError: always, naming the meta device.
+        """
+        raise NotImplementedError(
+            "new_dynamic_size: this output's size depends on the input's values, which meta "
+            "tensors do not have; ember has no symbolic sizes (run the op on real tensors)")
+
+    new_unbacked_symint = new_dynamic_size
+
+
+def get_ctx() -> FakeImplCtx:
+    """The context object of fake rules (``register_fake``); see :class:`FakeImplCtx`.
+
+    Returns:
+        A :class:`FakeImplCtx`.
+
+    Example::
+
+        >>> ember.library.get_ctx().new_dynamic_size.__name__
+        'new_dynamic_size'
+    """
+    return FakeImplCtx()
+
+
+class SafeKernelFunction:
+    """A kernel found by :func:`get_kernel`; ``call_boxed(keyset, *args, **kwargs)`` runs it
+    on those arguments, with no dispatch mode, autograd or other kernel in between."""
+
+    def __init__(self, name, key, run):
+        self._name, self._key, self._run = name, key, run
+
+    def call_boxed(self, keyset, *args, **kwargs):
+        """Run the kernel. ``keyset`` (the first argument of a ``with_keyset=True`` kernel)
+        is accepted for torch's signature and not read."""
+        return self._run(*args, **kwargs)
+
+    def __repr__(self):
+        return f"SafeKernelFunction(op={self._name}, dispatch_key={self._key})"
+
+
+def get_kernel(op, dispatch_key) -> SafeKernelFunction:
+    """The kernel an operator runs for a dispatch key (``"CPU"``, ``"CUDA"``, ``"Meta"``,
+    ``"CompositeExplicitAutograd"``), so that a kernel registered later can call the one
+    it replaces.
+
+    Args:
+        op: ``"aten::sin"``, ``"ns::name"`` (an optional ``.overload`` is read past), an
+            OpOverload or a CustomOpDef.
+        dispatch_key: the key, a string.
+
+    Returns:
+        A :class:`SafeKernelFunction`.
+
+    Raises:
+        RuntimeError: when the operator does not exist or has no kernel for the key.
+
+    Example::
+
+        >>> k = ember.library.get_kernel("aten::add.Tensor", "CPU")
+        >>> k.call_boxed(None, ember.ones(2), ember.ones(2))
+        tensor([2., 2.])
+    """
+    key = getattr(dispatch_key, "name", dispatch_key)
+    slot, device_type = _reg.slot_for_key(key, "get_kernel")
+    if isinstance(op, str) and op.startswith("aten::"):
+        name = op[len("aten::"):].split(".")[0]
+        target = ops.get(name)
+        if target is None:
+            raise RuntimeError(f"get_kernel: operator {op} does not exist")
+    elif isinstance(op, _dispatch.OpOverload) and not isinstance(op.op, LibraryOp):
+        target = op.op
+        if target is None:
+            raise RuntimeError(f"get_kernel: {op} has no kernel of its own (it is made of "
+                               "other ops)")
+    else:
+        target = _reg.lookup(op, "get_kernel")
+    if isinstance(target, LibraryOp):
+        fn = target.active(slot, device_type)
+        if fn is None and slot == KERNEL:
+            fn = target.active(KERNEL, None)
+        if fn is None:
+            raise RuntimeError(f"get_kernel: {target.name} has no kernel for {key}")
+        return SafeKernelFunction(target.name, key, fn)
+    if slot != KERNEL:
+        raise RuntimeError(f"get_kernel: ember's own ops have array kernels per device "
+                           f"type only, not for {key}")
+    backend = _dispatch.backends_by_name.get(device_type or "cpu")
+    if backend is None:
+        raise RuntimeError(f"get_kernel: no backend for {key}")
+    array_kernel = target.resolve(backend.array_type)
+
+    def run(*args, **kwargs):
+        from ._core.tensor import Tensor, wrap
+
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        res = array_kernel(*arrays, **kwargs)
+        if isinstance(res, tuple):
+            return tuple(wrap(backend.xp.asarray(r)) for r in res)
+        return wrap(backend.xp.asarray(res))
+
+    return SafeKernelFunction(target.name, key, run)
+
+
+def triton_op(name: str, fn: Callable | None = None, /, *, mutates_args,
+              schema: str | None = None):
+    """Define a custom operator whose implementation launches Triton kernels through
+    :func:`wrap_triton`. ember runs it eagerly like any ``custom_op`` (there is no graph
+    compiler to see through it), so this is ``custom_op`` with the device types open.
+
+    Args:
+        name: ``"namespace::name"``.
+        fn: the implementation (a decorator when omitted).
+        mutates_args: names of the arguments it writes, or ``()``.
+        schema: the schema, when it cannot be inferred from annotations.
+
+    Returns:
+        A :class:`CustomOpDef`.
+
+    Example::
+
+        >>> @ember.library.triton_op("doc_triton::plus", mutates_args=())
+        ... def plus(x: ember.Tensor) -> ember.Tensor:
+        ...     return x + 1
+        >>> plus(ember.zeros(1))
+        tensor([1.])
+    """
+    return custom_op(name, fn, mutates_args=mutates_args, schema=schema)
+
+
+class _TritonLauncher:
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            return self.kernel[grid](*args, **kwargs)
+
+        return launch
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        return self.kernel.run(*args, grid=grid, warmup=warmup, **kwargs)
+
+
+def wrap_triton(triton_kernel, /):
+    """Make a Triton kernel callable from a :func:`triton_op` implementation:
+    ``wrap_triton(kernel)[grid](*args)`` launches it (Triton itself, and a GPU, must be
+    present; ember adds no compiler of its own).
+
+    Args:
+        triton_kernel: a ``@triton.jit`` function.
+
+    Returns:
+        An object that launches the kernel when indexed by a grid and called.
+
+    Raises:
+        RuntimeError: when ``triton_kernel`` is not a Triton kernel.
+
+    Example::
+
+        >>> ember.library.wrap_triton  # doctest: +ELLIPSIS
+        <function wrap_triton at ...>
+    """
+    if not (hasattr(triton_kernel, "__getitem__") and hasattr(triton_kernel, "run")):
+        raise RuntimeError("wrap_triton only works on functions annotated with triton.jit "
+                           "or triton.autotune")
+    return _TritonLauncher(triton_kernel)
