@@ -22,9 +22,12 @@ from ._engine import backward, grad
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, NestedIOFunction, once_differentiable
 from .grad_mode import (
-    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
-    set_grad_enabled,
+    enable_grad, enforce_grad_layout_policy, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled, is_multithreading_enabled, is_view_replay_enabled, no_grad,
+    set_grad_enabled, set_multithreading_enabled,
 )
+from ._nodes import SavedTensor  # noqa: F401  (the objects behind a node's _raw_saved_*)
+from ..overrides import handle_torch_function, has_torch_function, is_tensor_like  # noqa: F401,E402
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import _add_hook
 
@@ -51,6 +54,23 @@ def Variable(data, requires_grad=False, volatile=False):
     if requires_grad:
         data.requires_grad_(True)
     return data
+
+
+def variable(*args, **kwargs):
+    """The deprecated ``torch.autograd.variable(...)``: ``Variable(...)`` by another name.
+
+    Args:
+        *args, **kwargs: as :func:`Variable`.
+
+    Returns:
+        The tensor.
+
+    Example::
+
+        >>> ember.autograd.variable(ember.ones(1), requires_grad=True).requires_grad
+        True
+    """
+    return Variable(*args, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------------

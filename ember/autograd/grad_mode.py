@@ -263,3 +263,113 @@ def is_grad_enabled() -> bool:
 
 def is_inference_mode_enabled() -> bool:
     return _state.inference_mode
+
+
+class _FlagState(threading.local):
+    multithreading = True
+    grad_layout_policy = True
+
+
+_flags = _FlagState()
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Allow or forbid the backward pass to run device threads (thread-local; a context
+    manager or a plain call).
+
+    ember's engine runs every backward pass on the calling thread, so the flag only records
+    the choice, which :func:`is_multithreading_enabled` reports.
+
+    Args:
+        mode: True to allow.
+
+    Example::
+
+        >>> with ember.autograd.set_multithreading_enabled(False):
+        ...     ember.autograd.is_multithreading_enabled()
+        False
+    """
+
+    def __init__(self, mode: bool):
+        self.prev = _flags.multithreading
+        self.mode = bool(mode)
+        _flags.multithreading = self.mode
+
+    def __call__(self, func):
+        _flags.multithreading = self.prev
+        return super().__call__(func)
+
+    def __enter__(self):
+        _flags.multithreading = self.mode
+
+    def __exit__(self, *exc):
+        _flags.multithreading = self.prev
+        return False
+
+    def clone(self):
+        return set_multithreading_enabled(self.mode)
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether ``set_multithreading_enabled`` allows backward on device threads (the default).
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> ember.autograd.is_multithreading_enabled()
+        True
+    """
+    return _flags.multithreading
+
+
+class enforce_grad_layout_policy(_DecoratorContextManager):
+    """Whether accumulated gradients must follow their parameter's memory layout
+    (thread-local; a context manager or a plain call).
+
+    ember accumulates every ``.grad`` as a new dense tensor in its parameter's shape, so the
+    contract holds either way; the flag is recorded for code that sets it.
+
+    Args:
+        enable: True (the default) to enforce.
+
+    Example::
+
+        >>> with ember.autograd.enforce_grad_layout_policy(False):
+        ...     pass
+    """
+
+    def __init__(self, enable: bool = True):
+        self.prev = _flags.grad_layout_policy
+        self.mode = bool(enable)
+        _flags.grad_layout_policy = self.mode
+
+    def __call__(self, func):
+        _flags.grad_layout_policy = self.prev
+        return super().__call__(func)
+
+    def __enter__(self):
+        _flags.grad_layout_policy = self.mode
+
+    def __exit__(self, *exc):
+        _flags.grad_layout_policy = self.prev
+        return False
+
+    def clone(self):
+        return enforce_grad_layout_policy(self.mode)
+
+
+def is_view_replay_enabled() -> bool:
+    """Whether views of tensors are rebuilt by replaying the view op: never in ember, whose
+    views share their base's array (as torch's default).
+
+    Returns:
+        False.
+
+    Example::
+
+        >>> ember.autograd.is_view_replay_enabled()
+        False
+    """
+    return False

@@ -140,3 +140,24 @@ def test_inference_mode_thread_local_marking():
         ev2.wait()
     th.join()
     assert res == [False]
+
+
+def test_set_multithreading_enabled_context_restores():
+    assert ember.autograd.is_multithreading_enabled()
+    with ember.autograd.set_multithreading_enabled(False):
+        assert not ember.autograd.is_multithreading_enabled()
+    assert ember.autograd.is_multithreading_enabled()
+
+
+def test_enforce_grad_layout_policy_backward_unchanged():
+    p = ember.ones(2, 3, requires_grad=True)
+    with ember.autograd.enforce_grad_layout_policy(False):
+        (p * 2).sum().backward()
+    assert p.grad.tolist() == [[2.0] * 3] * 2
+
+
+def test_autograd_reexports_overrides_helpers():
+    assert ember.autograd.is_tensor_like(ember.ones(1))
+    assert not ember.autograd.has_torch_function((ember.ones(1),))
+    assert ember.autograd.variable(ember.ones(1), requires_grad=True).requires_grad
+    assert not ember.autograd.is_view_replay_enabled()
