@@ -43,11 +43,11 @@ from ._core.device import device
 from ._core.dtype import (
     bfloat16, can_cast, complex64, complex128, dtype, finfo, float16, float32, float64,
     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types, result_type,
-    set_default_dtype, uint8,
+    set_default_dtype, uint8, uint16, uint32, uint64,
 )
 from ._core.layout import (
     channels_last, channels_last_3d, contiguous_format, layout, memory_format,
-    preserve_format, sparse_coo, strided,
+    jagged, preserve_format, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided,
 )
 from ._core.size import Size
 from ._core.storage import StorageBase, TypedStorage, UntypedStorage
@@ -97,6 +97,7 @@ from .utils._device import get_default_device, set_default_device  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import special  # noqa: E402
 from . import fft, linalg  # noqa: E402
+from . import sparse  # noqa: E402  (the namespace only: NOTE [ Sparse tensors ])
 
 from ._core.generator import Generator, default_generator  # noqa: E402
 from . import random  # noqa: E402
@@ -105,6 +106,7 @@ from .random import (  # noqa: E402
 )
 
 from . import amp, cpu  # noqa: E402  (mixed precision: NOTE [ Autocast ])
+from .amp import GradScaler  # noqa: E402  (torch.GradScaler is torch.amp.GradScaler)
 from .amp import autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,

@@ -52,7 +52,7 @@ class dtype:
         self.category = category
         self.is_floating_point = category == FLOAT
         self.is_complex = category == COMPLEX
-        self.is_signed = name not in ("bool", "uint8")
+        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
         self._aliases = aliases
 
     def __repr__(self):
@@ -91,12 +91,20 @@ complex128 = dtype("complex128", np.complex128, COMPLEX, "ComplexDouble", ("cdou
 all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
               complex64, complex128)
 
+# PyTorch's "shell" unsigned dtypes: tensors of them can be made, cast and printed, but they
+# do not promote with other integer dtypes. They stay out of ``all_dtypes`` (the dtypes every
+# op supports).
+uint16 = dtype("uint16", np.uint16, INT, "UInt16")
+uint32 = dtype("uint32", np.uint32, INT, "UInt32")
+uint64 = dtype("uint64", np.uint64, INT, "UInt64")
+shell_dtypes = (uint16, uint32, uint64)
+
 #: ember dtype -> NumPy dtype, and back. NumPy dtypes hash by value, so any equal dtype hits.
-to_np = {d: d.np for d in all_dtypes}
-from_np = {d.np: d for d in all_dtypes}
+to_np = {d: d.np for d in all_dtypes + shell_dtypes}
+from_np = {d.np: d for d in all_dtypes + shell_dtypes}
 
 _by_name = {}
-for _d in all_dtypes:
+for _d in all_dtypes + shell_dtypes:
     _by_name[_d.name] = _d
     for _a in _d._aliases:
         _by_name[_a] = _d
@@ -167,7 +175,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     ca, cb = a.category, b.category
-    if ca < cb:
+    swapped = ca < cb
+    if swapped:
         a, b, ca, cb = b, a, cb, ca
     # now a has the higher (or equal) category
     if ca == BOOL:
@@ -186,6 +195,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return a if _FLOAT_ORDER[a] >= _FLOAT_ORDER[b] else b
     if cb == BOOL:
         return a
+    if a in shell_dtypes or b in shell_dtypes:
+        first, second = (b, a) if swapped else (a, b)
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {first.scalar_name} and {second.scalar_name}")
     # two integers: uint8 with a signed type needs a wider signed type
     if a is uint8 or b is uint8:
         other = b if a is uint8 else a

@@ -8,7 +8,9 @@ class _Named:
         self.name = name
 
     def __repr__(self):
-        return "ember." + self.name
+        from .dtype import printed_module  # NOTE [ Printed module name ] in dtype.py
+
+        return printed_module[0] + "." + self.name
 
     def __reduce__(self):
         return self.name
@@ -24,6 +26,11 @@ class memory_format(_Named):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+jagged = layout("jagged")
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")

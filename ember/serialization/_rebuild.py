@@ -190,12 +190,20 @@ def _unsupported(kind):
 
 
 def get_layout(name):
-    """``torch.serialization._get_layout``: only the strided layout exists in ember."""
-    from .. import strided
+    """``torch.serialization._get_layout``: the layout object named ``torch.<name>``."""
+    from .._core import layout
 
-    if name != "torch.strided":
+    found = getattr(layout, name.rpartition(".")[2], None)
+    if not isinstance(found, layout.layout):
         raise RuntimeError(f"ember.load: layout {name} is not supported")
-    return strided
+    return found
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """``torch._utils._rebuild_sparse_tensor``: a COO or CSR/CSC tensor from its parts."""
+    from ..sparse._ops import rebuild
+
+    return rebuild(layout, data)
 
 
 def rebuild_functions():
@@ -211,7 +219,7 @@ def rebuild_functions():
         "_rebuild_device_tensor_from_numpy": _rebuild_device_tensor_from_numpy,
         "_rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "_rebuild_qtensor": _unsupported("quantized tensors"),
-        "_rebuild_sparse_tensor": _unsupported("sparse tensors"),
+        "_rebuild_sparse_tensor": _rebuild_sparse_tensor,
         "_rebuild_nested_tensor": _unsupported("nested tensors"),
         "_rebuild_wrapper_subclass": _unsupported("wrapper tensor subclasses"),
     }

@@ -31,6 +31,7 @@ import zipfile
 import numpy as np
 
 from .._core import dtype as _dt
+from .._core import layout as _layout
 from .._core.device import device as _device
 from .._core.size import Size
 from .._core.storage import _root
@@ -58,6 +59,7 @@ class _Global:
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 _DTYPE_GLOBALS = {d: _Global("torch", d.name) for d in _dt.all_dtypes}
 
 
@@ -105,6 +107,10 @@ class _Pickler(pickle._Pickler):
         from ..nn.parameter import Parameter
 
         if isinstance(obj, Tensor):
+            if getattr(obj, "_lay", None) is not None:  # sparse (NOTE [ Sparse tensors ])
+                from ..sparse._tensor import pickle_data
+
+                return (_REBUILD_SPARSE, (obj.layout, pickle_data(obj)))
             if isinstance(obj, Parameter):
                 return (_REBUILD_PARAMETER, (_plain(obj), obj.requires_grad,
                                              collections.OrderedDict()))
@@ -113,6 +119,8 @@ class _Pickler(pickle._Pickler):
             return (_Global("torch", "Size"), (tuple(obj),))
         if isinstance(obj, _device):
             return (_Global("torch", "device"), (str(obj),))
+        if isinstance(obj, _layout.layout):
+            return (_Global("torch.serialization", "_get_layout"), ("torch." + obj.name,))
         return NotImplemented
 
     def _reduce_tensor(self, t):
