@@ -326,7 +326,7 @@ def _rebuild_from_array(array, requires_grad):
 def _reduce_ex(self, protocol):
     a = self._data
     a = a if type(a) is np.ndarray else _dispatch.backends_by_name["cpu"].to_device(a)
-    return (_rebuild_from_array, (np.ascontiguousarray(a), self._rg))
+    return (_rebuild_from_array, (np.require(a, requirements="C"), self._rg))  # keeps 0-d
 
 
 def _deepcopy(self, memo):

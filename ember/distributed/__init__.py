@@ -6,7 +6,13 @@ Processes started by ``python -m ember.distributed.run`` (torchrun's environment
 ``broadcast``, ``all_gather`` and the rest. The engine is MPI through mpi4py (NOTE
 [ Engine ] in ``_engine.py``); the backend names "gloo" and "mpi" both run on it, so
 scripts written for PyTorch's CPU backend run unchanged. ``is_available()`` says whether
-mpi4py is installed (``pip install 'ember[distributed]'``).
+mpi4py is installed (``pip install 'ember[distributed]'``). "nccl" adds CuPy's NCCL for
+CUDA tensors (NOTE [ NCCL backend ] in ``_nccl.py``). Collectives check that every rank
+passes the same shapes (NOTE [ Collective fingerprints ] in ``_collectives.py``).
+
+Beside the group API: ``algorithms`` (``Join`` for uneven inputs, DDP communication hooks
+including PowerSGD), ``optim.ZeroRedundancyOptimizer`` and ``fsdp.fully_shard``; DDP
+itself is ``ember.nn.parallel.DistributedDataParallel``.
 
 Example::
 
@@ -20,30 +26,49 @@ from __future__ import annotations
 import os
 
 from . import _engine
-from ._collectives import (P2POp, ReduceOp, all_gather, all_gather_into_tensor,
+from ._collectives import (DebugLevel, P2POp, ReduceOp, all_gather, all_gather_into_tensor,
                            all_gather_object, all_reduce, all_to_all, all_to_all_single,
                            barrier, batch_isend_irecv, broadcast, broadcast_object_list, gather,
                            gather_object, irecv, isend, monitored_barrier, recv, reduce,
                            reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list,
-                           send)
+                           send, get_debug_level, set_debug_level, set_debug_level_from_env)
 from ._group import (NOT_INITIALIZED, Backend, DistBackendError, GroupMember, ProcessGroup, Work,
                      destroy_process_group, get_backend, get_global_rank, get_group_rank,
                      get_process_group_ranks, get_rank, get_world_size, group,
                      init_process_group, is_initialized, new_group)
+from ._future import Future
+from ._grad_bucket import GradBucket
 from ._store import DistError, DistStoreError, FileStore, HashStore, PrefixStore, Store, TCPStore
+from ._extras import *  # noqa: F401,F403,E402
+from ._extras import __all__ as _extras_all
+from . import algorithms  # noqa: E402  (after the names the algorithms use)
+from . import (c10d_logger, constants, device_mesh, distributed_c10d,  # noqa: E402
+               logging_handlers, rendezvous, utils)
+from .rendezvous import register_rendezvous_handler  # noqa: E402
 
 __all__ = [
-    "Backend", "DistBackendError", "DistError", "DistStoreError", "FileStore", "GroupMember",
-    "HashStore", "P2POp", "PrefixStore", "ProcessGroup", "ReduceOp", "Store", "TCPStore",
-    "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
-    "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
-    "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
-    "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
-    "get_world_size", "group", "init_process_group", "irecv", "is_available",
-    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
-    "is_torchelastic_launched", "isend", "monitored_barrier", "new_group", "recv", "reduce",
-    "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send",
+    "Backend", "DebugLevel", "DistBackendError", "DistError", "DistStoreError", "FileStore",
+    "Future", "GradBucket", "GroupMember", "HashStore", "P2POp", "PrefixStore", "ProcessGroup",
+    "ReduceOp", "Store", "TCPStore", "Work", "algorithms", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
+    "batch_isend_irecv", "broadcast", "broadcast_object_list", "c10d_logger", "constants",
+    "destroy_process_group", "device_mesh", "distributed_c10d", "gather", "gather_object",
+    "get_backend", "get_debug_level", "get_global_rank", "get_group_rank",
+    "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group",
+    "irecv", "is_available", "is_gloo_available", "is_initialized", "is_mpi_available",
+    "is_nccl_available", "is_torchelastic_launched", "isend", "log", "logging_handlers",
+    "monitored_barrier", "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "register_rendezvous_handler", "rendezvous", "scatter", "scatter_object_list", "send",
+    "set_debug_level", "set_debug_level_from_env", "utils",
 ]
+__all__ += _extras_all
+
+#: the logger of ember.distributed (collective diagnostics go here)
+log = __import__("logging").getLogger("ember.distributed")
+
+
+#: the first DDP bucket's size in bytes when ``bucket_cap_mb`` is not given (as torch)
+_DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
 
 
 def is_available() -> bool:
@@ -76,17 +101,20 @@ def is_torchelastic_launched() -> bool:
 
 
 def is_nccl_available() -> bool:
-    """Whether the NCCL backend is built in: False (ember's NCCL path is not written yet).
+    """Whether the "nccl" backend can be used: CuPy with NCCL support is installed (this
+    imports CuPy when present; see NOTE [ NCCL backend ] in ``_nccl.py``).
 
     Returns:
-        False
+        bool
 
     Example::
 
-        >>> ember.distributed.is_nccl_available()
-        False
+        >>> isinstance(ember.distributed.is_nccl_available(), bool)
+        True
     """
-    return False
+    from . import _nccl
+
+    return _nccl.available()
 
 
 def is_gloo_available() -> bool:

@@ -72,6 +72,7 @@ class ProcessGroup:
         self.ranks = list(ranks)
         self.backend = Backend(backend)
         self.timeout = timeout
+        self.nccl = None  # a NcclComm for CUDA tensors in "nccl" groups (_nccl.py)
 
     def rank(self) -> int:
         """This process's rank within the group."""
@@ -191,26 +192,32 @@ class Work:
         self.wait()
 
     def get_future(self):
-        """A ``concurrent.futures.Future`` that holds ``result()`` once done."""
-        import concurrent.futures
+        """A ``Future`` whose value is ``result()`` once the operation is done (waiting on
+        it waits for the operation; NOTE [ Lazy futures ])."""
+        from ._future import from_work
 
-        fut = concurrent.futures.Future()
-        self.wait()
-        fut.set_result(self._outputs)
-        return fut
+        return from_work(self, self._outputs)
 
 
 def _wait_requests(requests, limit, name):
     """Wait for MPI requests, polling so that a dead peer fails after ``limit`` seconds."""
     if not requests:
         return
-    Request = _engine.mpi().Request
+    MPI = _engine.mpi()
     deadline = None if limit is None else time.monotonic() + limit
     spins = 0
-    while not Request.Testall(requests):
+    while True:
+        try:
+            if MPI.Request.Testall(requests):
+                return
+        except MPI.Exception as e:  # a peer's connection broke: it died
+            raise DistBackendError(f"{name}: the communication failed ({e.Get_error_string()}"
+                                   "); another process may have died") from None
+        # MPI moves a large message a chunk per progress call: poll often (yielding the
+        # CPU to the peer, which may share it), and back off only after a while
         spins += 1
-        if spins > 200:
-            time.sleep(0.0002 if spins < 2000 else 0.002)
+        if spins > 50:
+            time.sleep(0 if spins < 20000 else 0.0005)
             if deadline is not None and time.monotonic() > deadline:
                 raise DistBackendError(
                     f"{name}: timed out after {limit:.1f} s waiting for the other ranks "
@@ -316,7 +323,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     """Join this process to the default process group, over MPI (NOTE [ Engine ]).
 
     Args:
-        backend: "gloo" or "mpi" (CPU, both run on MPI); "nccl" needs CUDA GPUs.
+        backend: "gloo" or "mpi" (CPU, both run on MPI); "nccl" (CUDA tensors through
+            CuPy's NCCL, CPU tensors on MPI; NOTE [ NCCL backend ]).
         init_method: "env://" (default: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the
             environment, or the ranks of mpiexec), "tcp://host:port" or "file://path".
         timeout: how long collectives and the rendezvous wait (default 30 minutes).
@@ -341,15 +349,20 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError("trying to initialize the default process group twice!")
     if backend is None:
         backend = "gloo"
-    name = Backend(str(backend).split(":")[-1] if ":" in str(backend) else backend)
-    if name == "nccl":
+    text = str(backend).lower()
+    if ":" in text:  # "cpu:gloo,cuda:nccl": the CUDA entry decides whether NCCL is used
+        parts = dict(p.split(":", 1) for p in text.split(","))
+        name = Backend("nccl" if parts.get("cuda") == "nccl" else parts.get("cpu", "gloo"))
+    else:
+        name = Backend(text)
+    use_nccl = name == "nccl"
+    if use_nccl:
         from .. import cuda
+        from . import _nccl
 
-        if not cuda.is_available():
+        if not cuda.is_available() or not _nccl.available():
             raise RuntimeError("Distributed package doesn't have NCCL built in")
-        raise NotImplementedError("init_process_group: the NCCL backend is not in ember yet; "
-                                  "use backend='gloo' (CPU tensors)")
-    if name not in ("gloo", "mpi", "cpu:gloo"):
+    elif name not in ("gloo", "mpi"):
         raise ValueError(f"Invalid backend: '{backend}'")
     if not _engine.available():
         raise RuntimeError("init_process_group: ember's distributed backend needs mpi4py; "
@@ -368,11 +381,19 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     if not 0 <= rank < world_size:
         raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                          f"[0, {world_size - 1}]")
+    from ._collectives import set_debug_level_from_env
+
+    set_debug_level_from_env()
     pg_store = None if store is None else PrefixStore("default_pg", store)
     comm = _engine.connect(pg_store, rank, world_size, _seconds(timeout))
     comm.Set_errhandler(_engine.mpi().ERRORS_RETURN)
     _STORE = store
     _WORLD = ProcessGroup(comm, range(world_size), name, timeout)
+    if use_nccl:  # NOTE [ NCCL backend ] in _nccl.py
+        from ._nccl import NcclComm
+
+        _WORLD.nccl = NcclComm(None if store is None else PrefixStore("nccl", store), comm,
+                               rank, world_size, _seconds(timeout))
     group.WORLD = GroupMember.WORLD = _WORLD
 
 
@@ -399,6 +420,8 @@ def destroy_process_group(group_=None) -> None:
         for pg in _GROUPS:
             pg.comm.Free()
         _GROUPS.clear()
+        if _WORLD.nccl is not None:
+            _WORLD.nccl.destroy()
         if _WORLD.comm != _engine.mpi().COMM_WORLD:
             _WORLD.comm.Free()
         if isinstance(_STORE, TCPStore):

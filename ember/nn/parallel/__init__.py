@@ -13,11 +13,13 @@ Example::
     ember.Size([3, 1])
 """
 
+from . import comm
 from .data_parallel import DataParallel, data_parallel
-from .distributed import DistributedDataParallel
+from .distributed import DistributedDataParallel, DistributedDataParallelCPU
 from .parallel_apply import parallel_apply
 from .replicate import replicate
 from .scatter_gather import gather, scatter
 
-__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel", "gather",
+__all__ = ["DataParallel", "DistributedDataParallel", "DistributedDataParallelCPU", "comm",
+           "data_parallel", "gather",
            "parallel_apply", "replicate", "scatter"]

@@ -1,50 +1,75 @@
 """``DistributedDataParallel``: one process per replica, gradients averaged between them.
 
 NOTE [ DDP buckets ]
-At construction the parameters that need gradients are grouped, in reverse registration
-order (roughly the order backward produces their gradients), into buckets of one dtype:
-the first holds up to 1 MiB, the others up to ``bucket_cap_mb`` (25 MB by default), as in
-PyTorch. Each bucket owns one flat buffer. A post-accumulate-grad hook on every parameter
-copies its fresh ``.grad`` into the bucket, divided by the world size; when a bucket's last
-gradient arrives, an asynchronous all-reduce (SUM) of its buffer is started, so
-communication overlaps the rest of backward. Buckets are launched strictly in index order
+The parameters that need gradients are grouped into buckets of one dtype, each owning one
+flat buffer. As in PyTorch 2.13, the first iteration runs with one bucket (per dtype);
+after it the buckets are rebuilt in the order the gradients actually became ready (rank
+0's order, broadcast, so every rank agrees): the first holds up to 1 MiB
+(``dist._DEFAULT_FIRST_BUCKET_BYTES``, when ``bucket_cap_mb`` is not given), the others up
+to ``bucket_cap_mb`` (25 MB by default; ``bucket_cap_mb_list`` gives one cap per bucket).
+With ``find_unused_parameters`` (and not ``static_graph``) that order may change between
+iterations, so the buckets are made at once, in reverse registration order, and kept.
+
+A post-accumulate-grad hook on every parameter copies its fresh ``.grad`` into the
+bucket; when a bucket's last gradient arrives, its reduction starts asynchronously, so
+communication overlaps the rest of backward (from the second iteration on). Without a
+communication hook the copy divides by the world size and the reduction is one
+all-reduce (SUM); with one (``register_comm_hook``) the bucket holds the raw gradients
+and the hook's Future supplies the result. Buckets are launched strictly in index order
 (a bucket that fills early waits for its predecessors) because every rank must issue the
 collectives in the same order. When the last bucket has been launched, the hook that
 launched it waits for all of them and writes the averaged gradients back into ``.grad``,
 so ``backward()`` returns with synchronized gradients.
 
+With ``gradient_as_bucket_view=True`` each ``.grad`` *is* a view of its bucket: backward
+accumulates into the bucket directly and nothing is copied back.
+
 With ``find_unused_parameters=True`` the forward walks the autograd graph of its output;
 parameters it does not reach are counted as ready at once (zeros in the bucket), and a
 small all-reduce of "used" flags at the end leaves ``.grad`` alone for parameters no rank
-used, as PyTorch does.
+used, as PyTorch does. ``static_graph=True`` does that walk and that all-reduce in the
+first iteration only and reuses the answer afterwards.
+
+Uneven inputs: DDP is a ``Joinable``; see NOTE [ Join protocol ] in
+``ember/distributed/algorithms/join.py`` for what a joined rank shadows.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 
+from ...distributed._collectives import _all_reduce, _check_collective
+from ...distributed.algorithms.join import Join, JoinHook, Joinable
 from ..modules.module import Module
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DistributedDataParallel", "DistributedDataParallelCPU"]
 
-_FIRST_BUCKET_BYTES = 1024 * 1024
 _DEFAULT_BUCKET_MB = 25
 
 
 class _Bucket:
-    def __init__(self, params, dtype):
+    def __init__(self, index, params, dtype, as_view):
         from ... import zeros
 
+        self.index = index
         self.params = params
         self.offsets, at = [], 0
         for p in params:
             self.offsets.append(at)
             at += p.numel()
         self.tensor = zeros(at, dtype=dtype)
+        self.views = [self.tensor[o:o + p.numel()].view(p.shape)
+                      for p, o in zip(params, self.offsets)] if as_view else None
         self.pending = len(params)
         self.work = None
+        self.future = None
+
+    def slot(self, j):
+        o = self.offsets[j]
+        return self.tensor._data[o:o + self.params[j].numel()]
 
 
 def _walk_outputs(obj, out):
@@ -81,7 +106,21 @@ def _reachable_leaves(outputs) -> set:
     return found
 
 
-class DistributedDataParallel(Module):
+class _DDPJoinHook(JoinHook):
+    """What a rank that ran out of data does for DDP while others still train."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self):
+        self.ddp._shadow_iteration()
+
+    def post_hook(self, is_last_joiner):
+        self.ddp._sync_final_model(is_last_joiner)
+
+
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across processes: each process runs ``module`` on its own part of
     the batch, and gradients are averaged over the process group during ``backward()``
     (see NOTE [ DDP buckets ]).
@@ -89,14 +128,24 @@ class DistributedDataParallel(Module):
     Args:
         module: the module to replicate; its parameters and buffers are broadcast from
             rank 0 at construction.
-        device_ids: None for CPU modules (the only kind ember's backend runs).
+        device_ids: None for CPU modules.
         output_device, dim: accepted for compatibility.
-        broadcast_buffers: broadcast rank 0's buffers at the start of every forward.
+        broadcast_buffers: broadcast rank 0's buffers at construction and at the start of
+            every forward (deprecated in torch 2.13: FutureWarning; default True).
         init_sync: broadcast parameters and buffers at construction.
         process_group: the group to average over (default: the default group).
         bucket_cap_mb: bucket size in MiB (default 25).
+        bucket_cap_mb_list: one size in MiB per bucket (the last one repeats).
         find_unused_parameters: handle parameters the forward did not use.
-        check_reduction, gradient_as_bucket_view, static_graph: accepted for compatibility.
+        check_reduction: accepted for compatibility.
+        gradient_as_bucket_view: make every ``.grad`` a view of its bucket (saves one copy
+            and the memory of the gradients).
+        static_graph: the set of used parameters is the same every iteration.
+        forward_sync_buffers: the new name of ``broadcast_buffers`` (buffers are then
+            always broadcast at construction).
+        delay_all_reduce_named_params, param_to_hook_all_reduce, mixed_precision,
+            device_mesh, skip_all_reduce_unused_params, batched_grad_copy: accepted for
+            compatibility.
 
     Raises:
         ValueError: no process group has been initialized.
@@ -109,12 +158,14 @@ class DistributedDataParallel(Module):
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
-                 broadcast_buffers=True, init_sync=True, process_group=None, bucket_cap_mb=None,
+                 broadcast_buffers=None, init_sync=True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=False, static_graph=False,
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
-                 mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
-        super().__init__()
+                 mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False,
+                 bucket_cap_mb_list=None, batched_grad_copy=False, forward_sync_buffers=None):
+        Module.__init__(self)
+        Joinable.__init__(self)
         from ... import distributed as dist
 
         if process_group is None and not dist.is_initialized():
@@ -130,41 +181,81 @@ class DistributedDataParallel(Module):
         self.device_ids = device_ids
         self.output_device = output_device
         self.dim = dim
-        self.broadcast_buffers = broadcast_buffers
+        if broadcast_buffers is not None:
+            warnings.warn(
+                "Both `broadcast_buffers` and `forward_sync_buffers` were specified. "
+                "`broadcast_buffers` is deprecated and its value is ignored when "
+                "`forward_sync_buffers` is provided." if forward_sync_buffers is not None else
+                "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. "
+                "IMPORTANT: unlike `broadcast_buffers=False`, `forward_sync_buffers=False` "
+                "still syncs buffers at init.", FutureWarning, stacklevel=2)
+        if forward_sync_buffers is not None:
+            self.forward_sync_buffers, init_buffers = forward_sync_buffers, True
+        else:
+            self.forward_sync_buffers = init_buffers = \
+                True if broadcast_buffers is None else broadcast_buffers
+        self.batched_grad_copy = batched_grad_copy
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
-        self.bucket_bytes_cap = int((_DEFAULT_BUCKET_MB if bucket_cap_mb is None
-                                     else bucket_cap_mb) * 1024 * 1024)
+        if bucket_cap_mb_list:
+            self._bucket_caps = [int(mb * 1024 * 1024) for mb in bucket_cap_mb_list]
+            self.bucket_bytes_cap = max(self._bucket_caps)
+        else:
+            self.bucket_bytes_cap = int((_DEFAULT_BUCKET_MB if bucket_cap_mb is None
+                                         else bucket_cap_mb) * 1024 * 1024)
+            first = dist._DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb is None else \
+                self.bucket_bytes_cap
+            self._bucket_caps = [first, self.bucket_bytes_cap] if first < self.bucket_bytes_cap \
+                else [self.bucket_bytes_cap]
         self._world_size = dist.get_world_size(self.process_group)
+        self._rank = dist.get_rank(self.process_group)
+        self._comm_hook = None
+        self._comm_hook_state = None
+        self._divide_by_initial_world_size = True
+        self._join_work = None
+        self._iterations = 0
+        self._ready_order = []
+        self._rebuilt = False
+        self._static_unused = None  # static_graph: flat indices of globally unused params
+        if self._world_size > 1:  # every rank must hold the same parameters
+            from ...distributed._group import _resolve
+
+            _check_collective(_resolve(self.process_group), "DDP parameters",
+                              [p for p in params])
         if init_sync:
-            self._sync_module_states(with_params=True)
-        self._build_buckets([p for p in params if p.requires_grad])
+            self._sync_module_states(with_params=True, buffers=init_buffers)
+        self._params = [p for p in params if p.requires_grad]
+        self._index_of = {id(p): k for k, p in enumerate(self._params)}
+        # as torch 2.13: one bucket (per dtype) until the first iteration shows the order
+        # gradients arrive in, except with find_unused_parameters (never rebuilt)
+        one_bucket = not bucket_cap_mb_list and (static_graph or not find_unused_parameters)
+        self._rebuilt = find_unused_parameters and not static_graph
+        self._build_buckets(list(reversed(range(len(self._params)))),
+                            None if one_bucket else self._bucket_caps)
         self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready)
-                       for b in self._buckets for p in b.params]
+                       for p in self._params]
         self._reset_iteration()
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def _sync_module_states(self, with_params):
-        from ... import distributed as dist, no_grad
+    def _sync_module_states(self, with_params, src=None, buffers=True):
+        from ... import cat, distributed as dist, no_grad
 
         tensors = ([p for p in self.module.parameters()] if with_params else []) + \
-            [b for b in self.module.buffers()]
+            ([b for b in self.module.buffers()] if buffers else [])
         if self._world_size == 1 or not tensors:
             return
+        root = dist.get_global_rank(self.process_group, 0 if src is None else src)
         with no_grad():
             by_dtype = {}
             for t in tensors:
                 by_dtype.setdefault(t.dtype, []).append(t)
             for group in by_dtype.values():
-                from ... import cat
-
                 flat = cat([t.detach().reshape(-1) for t in group])
-                dist.broadcast(flat, src=dist.get_global_rank(self.process_group, 0),
-                               group=self.process_group)
+                dist.broadcast(flat, src=root, group=self.process_group)
                 at = 0
                 for t in group:
                     n = t.numel()
@@ -172,30 +263,76 @@ class DistributedDataParallel(Module):
                     t._bump()
                     at += n
 
-    def _build_buckets(self, params):
-        self._buckets, current, size, dtype = [], [], 0, None
-        cap = _FIRST_BUCKET_BYTES
-        for p in reversed(params):
+    def _build_buckets(self, order, caps):
+        """Buckets over the parameters with indices ``order`` (the order grads arrive);
+        bucket i holds up to ``caps[i]`` bytes (the last cap repeats; None: no limit)."""
+        buckets, current, size, dtype = [], [], 0, None
+        as_view = self.gradient_as_bucket_view
+
+        def cap_of(i):
+            return float("inf") if caps is None else caps[min(i, len(caps) - 1)]
+
+        cap = cap_of(0)
+        for k in order:
+            p = self._params[k]
             nbytes = p.numel() * p.element_size()
             if current and (p.dtype != dtype or size + nbytes > cap):
-                self._buckets.append(_Bucket(current, dtype))
-                current, size, cap = [], 0, self.bucket_bytes_cap
+                buckets.append(_Bucket(len(buckets), current, dtype, as_view))
+                current, size, cap = [], 0, cap_of(len(buckets))
             current.append(p)
             size += nbytes
             dtype = p.dtype
         if current:
-            self._buckets.append(_Bucket(current, dtype))
-        self._where = {id(p): (i, j) for i, b in enumerate(self._buckets)
-                       for j, p in enumerate(b.params)}
-        self._num_params = sum(len(b.params) for b in self._buckets)
+            buckets.append(_Bucket(len(buckets), current, dtype, as_view))
+        self._buckets = buckets
+        self._where = {}
+        flat = 0
+        for i, b in enumerate(buckets):
+            for j, p in enumerate(b.params):
+                self._where[id(p)] = (i, j, flat)
+                flat += 1
+        self._num_params = flat
+        if as_view:  # existing gradients move into the new buckets
+            for b in buckets:
+                for p, v in zip(b.params, b.views):
+                    if p.grad is not None:
+                        v._data[...] = p.grad._data
+                        p.grad = v
 
     def _reset_iteration(self):
         for b in self._buckets:
-            b.pending, b.work = len(b.params), None
+            b.pending, b.work, b.future = len(b.params), None, None
         self._next_bucket = 0
         self._used = np.ones(self._num_params, np.int32)
         self._seen = set()
         self._in_progress = False
+        self._divisor = None
+
+    def _maybe_rebuild_buckets(self):
+        """Rebuild the buckets in the order gradients arrived in the first iteration
+        (rank 0's order), collectively; see NOTE [ DDP buckets ]."""
+        from ... import distributed as dist, tensor
+
+        if self._rebuilt:
+            return
+        self._rebuilt = True
+        n = len(self._params)
+        order = self._ready_order if len(self._ready_order) == n else []
+        if self._world_size > 1:
+            # the root is the highest rank that has an order (a rank that joined without
+            # data has none)
+            root = tensor([self._rank if order else -1])
+            dist.all_reduce(root, op=dist.ReduceOp.MAX, group=self.process_group)
+            root = int(root.item())
+            if root < 0:
+                return
+            buf = tensor(order if self._rank == root else [0] * n, dtype=None)
+            dist.broadcast(buf, src=dist.get_global_rank(self.process_group, root),
+                           group=self.process_group)
+            order = [int(k) for k in buf.tolist()]
+        if order and sorted(order) == list(range(n)):
+            self._build_buckets(order, self._bucket_caps)
+            self._reset_iteration()
 
     # -- forward --------------------------------------------------------------------------------
 
@@ -205,7 +342,7 @@ class DistributedDataParallel(Module):
         Returns:
             the module's output.
         """
-        from ... import is_grad_enabled
+        from ... import distributed as dist, is_grad_enabled, tensor
 
         if self._in_progress:
             raise RuntimeError(
@@ -215,17 +352,45 @@ class DistributedDataParallel(Module):
                 "the keyword argument `find_unused_parameters=True` to "
                 "`torch.nn.parallel.DistributedDataParallel`, and by making sure all "
                 "`forward` function outputs participate in calculating loss.")
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            self._sync_module_states(with_params=False)
+        joining = self._join_config.enable
+        if joining:
+            self._join_work = Join.notify_join_context(self)
+            flag = tensor([1.0 if self.require_backward_grad_sync else 0.0])
+            dist.all_reduce(flag, group=self.process_group)
+        if self.forward_sync_buffers and self.require_forward_param_sync:
+            self._sync_buffers(joined=False)
         out = self.module(*inputs, **kwargs)
         self._reset_iteration()
-        if self.find_unused_parameters and is_grad_enabled() and self.require_backward_grad_sync:
-            reached = _reachable_leaves(_walk_outputs(out, []))
-            for b in self._buckets:
-                for p in b.params:
+        if is_grad_enabled() and self.require_backward_grad_sync:
+            if self.static_graph and self._static_unused is not None:
+                for k in self._static_unused:
+                    self._mark_ready(self._param_at_flat(k), None)
+            elif self.find_unused_parameters or self.static_graph:
+                reached = _reachable_leaves(_walk_outputs(out, []))
+                for p in self._params:
                     if id(p) not in reached:
                         self._mark_ready(p, None)
         return out
+
+    def _sync_buffers(self, joined):
+        """Broadcast the module's buffers; under ``Join`` from the highest training rank."""
+        from ... import distributed as dist, tensor
+
+        if self._world_size == 1 or not any(True for _ in self.module.buffers()):
+            return
+        if self._join_config.enable:
+            root = tensor([-1 if joined else self._rank])
+            dist.all_reduce(root, op=dist.ReduceOp.MAX, group=self.process_group)
+            self._sync_module_states(with_params=False, src=int(root.item()))
+        else:
+            self._sync_module_states(with_params=False)
+
+    def _param_at_flat(self, k):
+        for b in self._buckets:
+            if k < len(b.params):
+                return b.params[k]
+            k -= len(b.params)
+        raise IndexError(k)
 
     # -- backward -------------------------------------------------------------------------------
 
@@ -234,18 +399,37 @@ class DistributedDataParallel(Module):
             return
         self._mark_ready(p, p.grad)
 
+    def _current_divisor(self):
+        if self._divisor is None:
+            self._divisor = self._world_size
+            if self._join_work is not None and not self._divide_by_initial_world_size:
+                self._join_work.wait()
+                self._divisor = max(int(self._join_work._count.item()), 1)
+        return self._divisor
+
     def _mark_ready(self, p, grad):
-        i, j = self._where[id(p)]
+        i, j, flat = self._where[id(p)]
         b = self._buckets[i]
         self._seen.add(id(p))
+        if not self._rebuilt:
+            self._ready_order.append(self._index_of[id(p)])
         self._in_progress = True
-        n = p.numel()
-        dst = b.tensor._data[b.offsets[j]:b.offsets[j] + n]
+        dst = b.slot(j)
+        scale = self._comm_hook is None
         if grad is None:
             dst[...] = 0
-            self._used[self._flat_index(i, j)] = 0
+            self._used[flat] = 0
+        elif b.views is not None:
+            view = b.views[j]
+            if grad is not view:
+                dst[...] = grad._data.reshape(-1)
+                p.grad = view
+            if scale:
+                np.divide(dst, self._current_divisor(), out=dst, casting="unsafe")
+        elif scale:
+            np.divide(grad._data.reshape(-1), self._current_divisor(), out=dst, casting="unsafe")
         else:
-            np.divide(grad._data.reshape(-1), self._world_size, out=dst, casting="unsafe")
+            dst[...] = grad._data.reshape(-1)
         b.pending -= 1
         for prev in self._buckets[:self._next_bucket]:  # let MPI progress earlier buckets
             if prev.work is not None:
@@ -257,33 +441,58 @@ class DistributedDataParallel(Module):
         if self._next_bucket == len(self._buckets):
             self._finalize()
 
-    def _flat_index(self, i, j):
-        return sum(len(b.params) for b in self._buckets[:i]) + j
+    def _grad_bucket(self, b, buffer=None):
+        from ...distributed import GradBucket
+
+        return GradBucket(b.index, b.tensor if buffer is None else buffer, b.params, b.offsets,
+                          b.index == len(self._buckets) - 1)
 
     def _launch(self, bucket):
         from ... import distributed as dist
 
-        bucket.work = dist.all_reduce(bucket.tensor, group=self.process_group, async_op=True)
+        if self._comm_hook is not None:
+            bucket.future = self._comm_hook(self._comm_hook_state, self._grad_bucket(bucket))
+        else:
+            # unchecked: the layouts were compared across ranks at construction
+            bucket.work = _all_reduce(bucket.tensor, dist.ReduceOp.SUM, self.process_group,
+                                      True, False)
+
+    def _finish_buckets(self):
+        for b in self._buckets:
+            if b.future is not None:
+                value = b.future.wait()
+                if isinstance(value, (list, tuple)):
+                    value = value[0]
+                if value is not b.tensor:
+                    np.copyto(b.tensor._data, value._data.reshape(-1), casting="unsafe")
+            elif b.work is not None:
+                b.work.wait()
 
     def _finalize(self):
         from ... import distributed as dist, from_numpy
 
-        for b in self._buckets:
-            b.work.wait()
+        self._finish_buckets()
         globally_used = None
-        if self.find_unused_parameters:
+        if self.static_graph and self._static_unused is not None:
+            globally_used = np.ones(self._num_params, np.int32)
+            globally_used[list(self._static_unused)] = 0
+        elif self.find_unused_parameters or self.static_graph:
             used = from_numpy(self._used.copy())
             dist.all_reduce(used, group=self.process_group)
             globally_used = used._data
-        k = 0
+            if self.static_graph:
+                self._static_unused = [k for k in range(self._num_params)
+                                       if globally_used[k] == 0]
         for b in self._buckets:
             for j, p in enumerate(b.params):
-                if globally_used is not None and globally_used[k] == 0:
-                    k += 1
+                if globally_used is not None and globally_used[self._where[id(p)][2]] == 0:
                     continue
-                k += 1
-                n = p.numel()
-                avg = b.tensor._data[b.offsets[j]:b.offsets[j] + n].reshape(p._data.shape)
+                if b.views is not None:
+                    if p.grad is not b.views[j]:
+                        p.grad = b.views[j]
+                    p.grad._bump()
+                    continue
+                avg = b.slot(j).reshape(p._data.shape)
                 g = p.grad
                 if g is not None and g._data.flags.writeable and g._data.flags.c_contiguous \
                         and g._data.base is None:
@@ -292,6 +501,57 @@ class DistributedDataParallel(Module):
                 else:
                     p.grad = from_numpy(avg.copy())
         self._in_progress = False
+        self._iterations += 1
+        if self._static_unused is not None:  # rebuilt buckets renumber the flat indices
+            unused_params = [self._param_at_flat(k) for k in self._static_unused]
+        self._maybe_rebuild_buckets()
+        if self._static_unused is not None:
+            self._static_unused = [self._where[id(p)][2] for p in unused_params]
+
+    # -- joined ranks -----------------------------------------------------------------------------
+
+    def _shadow_iteration(self):
+        """One training iteration's collectives, with nothing to contribute (NOTE [ Join
+        protocol ])."""
+        from ... import distributed as dist, zeros
+
+        flag = zeros(1)
+        dist.all_reduce(flag, group=self.process_group)
+        if self.forward_sync_buffers:
+            self._sync_buffers(joined=True)
+        if flag.item() == 0:
+            return
+        self._reset_iteration()
+        for b in self._buckets:
+            b.tensor._data[...] = 0
+            self._launch(b)
+        self._finish_buckets()
+        if self.static_graph and self._static_unused is not None:
+            pass
+        elif self.find_unused_parameters or self.static_graph:
+            used = zeros(self._num_params, dtype=self._int32())
+            dist.all_reduce(used, group=self.process_group)
+            if self.static_graph:
+                self._static_unused = [k for k in range(self._num_params)
+                                       if used._data[k] == 0]
+        if not self._rebuilt:
+            self._maybe_rebuild_buckets()
+
+    @staticmethod
+    def _int32():
+        from ... import int32
+
+        return int32
+
+    def _sync_final_model(self, is_last_joiner):
+        """Copy the parameters and buffers of the last rank to join onto every rank."""
+        from ... import distributed as dist, tensor
+
+        if self._world_size == 1:
+            return
+        root = tensor([self._rank if is_last_joiner else -1])
+        dist.all_reduce(root, op=dist.ReduceOp.MAX, group=self.process_group)
+        self._sync_module_states(with_params=True, src=int(root.item()))
 
     # -- user controls --------------------------------------------------------------------------
 
@@ -312,5 +572,110 @@ class DistributedDataParallel(Module):
         finally:
             self.require_backward_grad_sync = old
 
+    def register_comm_hook(self, state, hook) -> None:
+        """Let ``hook(state, bucket)`` reduce each gradient bucket instead of the built-in
+        all-reduce. The bucket (a ``GradBucket``) holds the raw local gradients; the hook
+        returns a ``Future`` whose value is the flat reduced (averaged) buffer.
+
+        Args:
+            state: passed to the hook unchanged (e.g. a process group or PowerSGDState).
+            hook: ``(state, GradBucket) -> Future``; the standard ones are in
+                ``ember.distributed.algorithms.ddp_comm_hooks``.
+
+        Raises:
+            RuntimeError: a hook was already registered.
+            TypeError: ``hook`` is not callable.
+
+        Example::
+
+            >>> from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+            >>> ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)  # doctest: +SKIP
+        """
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        self._comm_hook, self._comm_hook_state = hook, state
+
+    def _register_builtin_comm_hook(self, comm_hook_type) -> None:
+        """Register a built-in hook by ``dist.BuiltinCommHookType`` (ALLREDUCE, FP16_COMPRESS)."""
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        hook = {"ALLREDUCE": default_hooks.allreduce_hook,
+                "FP16_COMPRESS": default_hooks.fp16_compress_hook}[comm_hook_type.name]
+        self.register_comm_hook(self.process_group, hook)
+
+    # -- Join -----------------------------------------------------------------------------------
+
+    def join(self, divide_by_initial_world_size=True, enable=True,
+             throw_on_early_termination=False):
+        """A ``Join`` context for training with a different number of batches per rank.
+
+        Args:
+            divide_by_initial_world_size: average over the initial world size (True) or
+                over the ranks still training (False).
+            enable: False makes the context a no-op.
+            throw_on_early_termination: raise on every rank once one runs out of data.
+
+        Returns:
+            Join
+
+        Example::
+
+            >>> with ddp.join():  # doctest: +SKIP
+            ...     for x in batches:
+            ...         ddp(x).sum().backward()
+        """
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        """The hook a joined rank runs for this model (see ``join``).
+
+        Args:
+            divide_by_initial_world_size: as in ``join`` (default True).
+
+        Returns:
+            JoinHook
+        """
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        """The device of the join collectives (the module's parameters' device)."""
+        return self._params[0].device
+
+    @property
+    def join_process_group(self):
+        """The process group of the join collectives."""
+        return self.process_group
+
+    @property
+    def broadcast_buffers(self) -> bool:
+        """Whether buffers are broadcast from rank 0 before every forward (the deprecated
+        name of ``forward_sync_buffers``)."""
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value: bool) -> None:
+        self.forward_sync_buffers = value
+
     def extra_repr(self) -> str:
         return ""
+
+
+class DistributedDataParallelCPU(DistributedDataParallel):
+    """The old name of ``DistributedDataParallel`` for CPU modules (deprecated: a
+    FutureWarning).
+
+    Example::
+
+        >>> ember.nn.parallel.DistributedDataParallelCPU(net)  # doctest: +SKIP
+    """
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn("`torch.nn.parallel.DistributedDataParallelCPU` is deprecated, please "
+                      "use `torch.nn.parallel.DistributedDataParallel` instead.",
+                      FutureWarning, stacklevel=2)
+        super().__init__(*args, **kwargs)

@@ -1,0 +1,143 @@
+"""Group ``ddp``: DistributedDataParallel's per-step overhead, ember against PyTorch's gloo DDP.
+
+    python -m bench ddp            # or: python -m bench.ddp [--steps K] [--samples S]
+
+Two processes per framework (ember over MPI, PyTorch over gloo), one thread each, train the
+same MLP (256-1024-1024-10, 1.3 M parameters, so DDP makes two buckets) on their own
+batches. Each process alternates samples of K *local* steps (the bare module: forward,
+backward, SGD step) and K *DDP* steps (the module wrapped in DistributedDataParallel, so
+backward also averages the gradients); a barrier separates samples. The DDP overhead is
+(DDP step - local step), medians over samples, on rank 0; the figure of merit is
+ember's overhead divided by PyTorch's, each measured against its own local step. Both
+frameworks run back to back on the same machine; on a loaded machine re-run and compare
+ratios, not times.
+
+This group needs 2 processes, so it has its own runner instead of the in-process registry
+(importing this module registers nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SIZES = (256, 1024, 1024, 10)
+BATCH = 32
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _model(fw):
+    rng = np.random.default_rng(0)
+    layers = []
+    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        layers.append(fw.nn.Linear(a, b))
+        if i < len(SIZES) - 2:
+            layers.append(fw.nn.ReLU())
+    net = fw.nn.Sequential(*layers)
+    with fw.no_grad():
+        for p in net.parameters():
+            bound = 1.0 / np.sqrt(p.shape[-1])
+            p.copy_(fw.from_numpy(rng.uniform(-bound, bound, tuple(p.shape))
+                                  .astype(np.float32)))
+    return net
+
+
+def _worker(rank, fw_name, init_method, out_path, steps, samples):
+    fw = importlib.import_module(fw_name)
+    dist = importlib.import_module(fw_name + ".distributed")
+    fw.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=120))
+    rng = np.random.default_rng(10 + rank)
+    x = fw.from_numpy(rng.standard_normal((BATCH, SIZES[0])).astype(np.float32))
+    y = fw.from_numpy(rng.integers(0, SIZES[-1], BATCH).astype(np.int64))
+    local = _model(fw)
+    ddp = fw.nn.parallel.DistributedDataParallel(_model(fw))
+    loss_fn = fw.nn.CrossEntropyLoss()
+
+    def stepper(model):
+        opt = fw.optim.SGD(model.parameters(), lr=0.01)
+
+        def step():
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+
+        return step
+
+    run = {"local": stepper(local), "ddp": stepper(ddp)}
+    for fn in run.values():  # warm-up (DDP's first iteration also rebuilds its buckets)
+        for _ in range(3):
+            fn()
+    times = {"local": [], "ddp": []}
+    for _ in range(samples):
+        for name, fn in run.items():
+            dist.barrier()
+            t = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            times[name].append((time.perf_counter() - t) / steps)
+    dist.barrier()
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump(times, f)
+    dist.destroy_process_group()
+
+
+def measure(fw_name, steps=10, samples=7):
+    """Per-step medians (seconds) of the local and the DDP step in ``fw_name``, rank 0."""
+    mp = importlib.import_module(fw_name + ".multiprocessing")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "times.json")
+        mp.spawn(_worker, args=(fw_name, f"tcp://127.0.0.1:{_free_port()}", out, steps,
+                                samples), nprocs=2)
+        with open(out) as f:
+            times = json.load(f)
+    local = statistics.median(times["local"])
+    ddp = statistics.median(times["ddp"])
+    return {"local_ms": local * 1e3, "ddp_ms": ddp * 1e3, "overhead_ms": (ddp - local) * 1e3,
+            "overhead_pct": 100 * (ddp - local) / local}
+
+
+def main(argv=None):
+    """Run the group and print a table; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m bench ddp", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--steps", type=int, default=10, help="steps per sample")
+    parser.add_argument("--samples", type=int, default=7, help="samples per framework")
+    args = parser.parse_args(argv)
+    frameworks = ["ember"]
+    if importlib.util.find_spec("torch") is not None:
+        frameworks.append("torch")
+    load = os.getloadavg()[0]
+    results = {fw: measure(fw, args.steps, args.samples) for fw in frameworks}
+    print(f"DDP overhead per step, 2 processes x 1 thread, MLP {'-'.join(map(str, SIZES))}, "
+          f"batch {BATCH} per rank (load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs{'; machine busy' if load > (os.cpu_count() or 1) else ''})")
+    print(f"{'framework':<10}{'local ms':>10}{'DDP ms':>10}{'overhead ms':>13}{'overhead':>10}")
+    for fw, r in results.items():
+        print(f"{fw:<10}{r['local_ms']:>10.2f}{r['ddp_ms']:>10.2f}{r['overhead_ms']:>13.2f}"
+              f"{r['overhead_pct']:>9.1f}%")
+    if "torch" in results:
+        ratio = results["ember"]["overhead_ms"] / max(results["torch"]["overhead_ms"], 1e-9)
+        print(f"ember overhead / torch overhead: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,766 @@
+"""The smaller parts of ``torch.distributed``: option records, coalesced and object
+point-to-point collectives, subgroups, backend queries, ``breakpoint``, ``DeviceMesh``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pickle
+
+import numpy as np
+
+from . import _engine
+from ._collectives import ReduceOp, all_gather, all_reduce, recv, reduce_scatter_tensor, send
+from ._group import (ProcessGroup, _GROUPS, _resolve, _world, get_rank, get_world_size,
+                     new_group)
+from ._store import DistError, DistStoreError
+
+__all__ = [
+    "AllToAllOptions", "AllreduceCoalescedOptions", "AllreduceOptions", "BackendConfig",
+    "BarrierOptions", "BroadcastOptions", "BuiltinCommHookType", "DeviceMesh",
+    "DistNetworkError", "GatherOptions", "ProcessGroupGloo", "QueueEmptyError", "RankType",
+    "ReduceOptions", "ReduceScatterOptions", "ScatterOptions", "all_gather_coalesced",
+    "all_gather_single", "all_reduce_coalesced", "breakpoint", "default_pg_timeout",
+    "get_backend_config", "get_default_backend_for_device", "get_node_local_rank",
+    "get_pg_count", "init_device_mesh", "is_backend_available", "is_ucc_available",
+    "is_xccl_available", "new_subgroups", "new_subgroups_by_enumeration", "record_comm",
+    "recv_object_list", "reduce_op", "reduce_scatter_single", "send_object_list",
+    "shrink_group", "split_group", "supports_complex",
+]
+
+#: the default timeout of process groups (30 minutes), as ``torch.distributed``
+default_pg_timeout = datetime.timedelta(minutes=30)
+
+#: what a rank argument may be
+RankType = int
+
+
+class DistNetworkError(DistError):
+    """A network failure while talking to peers or the store (a ``DistError``).
+
+    Example::
+
+        >>> issubclass(ember.distributed.DistNetworkError, RuntimeError)
+        True
+    """
+
+
+class QueueEmptyError(DistStoreError):
+    """A store queue had nothing to pop (a ``DistStoreError``).
+
+    Example::
+
+        >>> issubclass(ember.distributed.QueueEmptyError, ember.distributed.DistStoreError)
+        True
+    """
+
+
+# -- option records (the arguments of ProcessGroup methods in torch) ---------------------------
+
+_UNSET_TIMEOUT = datetime.timedelta(milliseconds=-1)
+
+
+class _Options:
+    _fields: dict = {}
+
+    def __init__(self):
+        self.asyncOp = True
+        self.timeout = _UNSET_TIMEOUT
+        for k, v in self._fields.items():
+            setattr(self, k, list(v) if isinstance(v, list) else v)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+def _options(name, doc, **fields):
+    cls = type(name, (_Options,), {"_fields": fields, "__doc__": doc,
+                                   "__module__": __name__})
+    return cls
+
+
+AllreduceOptions = _options("AllreduceOptions", """Options of an all-reduce: ``reduceOp``,
+    ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.AllreduceOptions().reduceOp
+        <ReduceOp.SUM: 0>
+    """, reduceOp=ReduceOp.SUM)
+AllreduceCoalescedOptions = _options("AllreduceCoalescedOptions", """Options of a coalesced
+    all-reduce: ``reduceOp``, ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.AllreduceCoalescedOptions().asyncOp
+        True
+    """, reduceOp=ReduceOp.SUM)
+ReduceOptions = _options("ReduceOptions", """Options of a reduce: ``reduceOp``,
+    ``rootRank``, ``rootTensor``, ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.ReduceOptions().rootRank
+        0
+    """, reduceOp=ReduceOp.SUM, rootRank=0, rootTensor=0)
+ReduceScatterOptions = _options("ReduceScatterOptions", """Options of a reduce-scatter:
+    ``reduceOp``, ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.ReduceScatterOptions().reduceOp
+        <ReduceOp.SUM: 0>
+    """, reduceOp=ReduceOp.SUM)
+BroadcastOptions = _options("BroadcastOptions", """Options of a broadcast: ``rootRank``,
+    ``rootTensor``, ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.BroadcastOptions().rootTensor
+        0
+    """, rootRank=0, rootTensor=0)
+GatherOptions = _options("GatherOptions", """Options of a gather: ``rootRank``,
+    ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.GatherOptions().rootRank
+        0
+    """, rootRank=0)
+ScatterOptions = _options("ScatterOptions", """Options of a scatter: ``rootRank``,
+    ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.ScatterOptions().rootRank
+        0
+    """, rootRank=0)
+AllToAllOptions = _options("AllToAllOptions", """Options of an all-to-all: ``timeout``,
+    ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.AllToAllOptions().asyncOp
+        True
+    """)
+BarrierOptions = _options("BarrierOptions", """Options of a barrier: ``device_ids``,
+    ``device``, ``timeout``, ``asyncOp``.
+
+    Example::
+
+        >>> ember.distributed.BarrierOptions().device_ids
+        []
+    """, device_ids=[], device=None)
+
+
+class BuiltinCommHookType:
+    """The DDP communication hooks built into the reducer (``ALLREDUCE``,
+    ``FP16_COMPRESS``), for ``DistributedDataParallel._register_builtin_comm_hook``.
+
+    Example::
+
+        >>> ember.distributed.BuiltinCommHookType.FP16_COMPRESS.name
+        'FP16_COMPRESS'
+    """
+
+    class _Member:
+        def __init__(self, name, value):
+            self.name, self.value = name, value
+
+        def __repr__(self):
+            return f"BuiltinCommHookType.{self.name}"
+
+    ALLREDUCE = _Member("ALLREDUCE", 0)
+    FP16_COMPRESS = _Member("FP16_COMPRESS", 1)
+    __members__ = {"ALLREDUCE": ALLREDUCE, "FP16_COMPRESS": FP16_COMPRESS}
+
+
+class ProcessGroupGloo(ProcessGroup):
+    """The "gloo" process group type (ember runs it on MPI; see NOTE [ Engine ]). Groups
+    are made by ``init_process_group`` / ``new_group``, not by this constructor.
+
+    Example::
+
+        >>> issubclass(ember.distributed.ProcessGroupGloo, ember.distributed.ProcessGroup)
+        True
+    """
+
+
+class _ReduceOpAlias:
+    """The deprecated ``reduce_op`` namespace: ``reduce_op.SUM`` is ``ReduceOp.SUM``."""
+
+    def __getattr__(self, name):
+        import warnings
+
+        warnings.warn("`torch.distributed.reduce_op` is deprecated, please use "
+                      "`torch.distributed.ReduceOp` instead", FutureWarning, stacklevel=2)
+        return getattr(ReduceOp, name)
+
+
+reduce_op = _ReduceOpAlias()
+
+
+class BackendConfig:
+    """Which backend serves each device type for a backend string such as ``"gloo"`` or
+    ``"cpu:gloo,cuda:nccl"``.
+
+    Args:
+        backend: the backend string.
+
+    Example::
+
+        >>> ember.distributed.BackendConfig("gloo").get_device_backend_map()
+        {'cpu': 'gloo', 'cuda': 'gloo'}
+    """
+
+    def __init__(self, backend):
+        text = str(backend).lower()
+        if ":" in text:
+            self._map = {}
+            for part in text.split(","):
+                device, _, name = part.partition(":")
+                self._map[device.strip()] = name.strip()
+        elif text == "undefined":
+            self._map = {"cpu": "gloo", "cuda": "nccl"}
+        else:
+            self._map = {"cpu": text, "cuda": text}
+
+    def get_device_backend_map(self) -> dict:
+        """``{device type: backend name}``."""
+        return dict(self._map)
+
+    def __repr__(self):
+        return ",".join(f"{d}:{b}" for d, b in self._map.items())
+
+
+def get_backend_config(group=None) -> str:
+    """The backend string of ``group`` (e.g. ``"cpu:gloo,cuda:gloo"``).
+
+    Example::
+
+        >>> ember.distributed.get_backend_config()  # doctest: +SKIP
+        'cpu:gloo,cuda:gloo'
+    """
+    return str(BackendConfig(_resolve(group).backend))
+
+
+def get_default_backend_for_device(device) -> str:
+    """The default backend for a device type: "gloo" for CPU, "nccl" for CUDA.
+
+    Example::
+
+        >>> ember.distributed.get_default_backend_for_device("cpu")
+        'gloo'
+    """
+    kind = str(getattr(device, "type", device)).split(":")[0]
+    table = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl"}
+    if kind not in table:
+        raise ValueError(f"Default backend not registered for device : {kind}")
+    return table[kind]
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether the backend name can be used here.
+
+    Example::
+
+        >>> ember.distributed.is_backend_available("foo")
+        False
+    """
+    name = str(backend).lower()
+    if name in ("gloo", "mpi"):
+        return _engine.available()
+    if name == "nccl":
+        from . import is_nccl_available
+
+        return is_nccl_available()
+    return False
+
+
+def is_ucc_available() -> bool:
+    """Whether the UCC backend is built in: False.
+
+    Example::
+
+        >>> ember.distributed.is_ucc_available()
+        False
+    """
+    return False
+
+
+def is_xccl_available() -> bool:
+    """Whether the XCCL (Intel GPU) backend is built in: False.
+
+    Example::
+
+        >>> ember.distributed.is_xccl_available()
+        False
+    """
+    return False
+
+
+def supports_complex(reduceOp) -> bool:
+    """Whether ``reduceOp`` is defined on complex tensors (not MAX, MIN, PRODUCT, bitwise).
+
+    Example::
+
+        >>> ember.distributed.supports_complex(ember.distributed.ReduceOp.MAX)
+        False
+    """
+    return reduceOp not in (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT, ReduceOp.BAND,
+                            ReduceOp.BOR, ReduceOp.BXOR)
+
+
+def get_pg_count() -> int:
+    """How many process groups exist (the default one and those of ``new_group``).
+
+    Example::
+
+        >>> ember.distributed.get_pg_count()
+        0
+    """
+    from . import is_initialized
+
+    return (1 + len(_GROUPS)) if is_initialized() else 0
+
+
+def get_node_local_rank(fallback_rank=None) -> int:
+    """This process's rank on its machine (``LOCAL_RANK``), or ``fallback_rank``.
+
+    Raises:
+        RuntimeError: LOCAL_RANK is unset and no fallback was given.
+
+    Example::
+
+        >>> ember.distributed.get_node_local_rank(fallback_rank=0)  # doctest: +SKIP
+        0
+    """
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank "
+                       "to allow `get_node_local_rank` to work, assuming you are not running "
+                       "in a multi-device context and want the code to run locally instead.")
+
+
+def record_comm(name: str):
+    """A context manager naming the collectives inside it in profiles (no effect here).
+
+    Example::
+
+        >>> with ember.distributed.record_comm("grads"):
+        ...     pass
+    """
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+# -- collectives built from the others ------------------------------------------------------
+
+def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
+    """All-reduce several tensors of one dtype as one message.
+
+    Args:
+        tensors: the tensors (reduced in place).
+        op, group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> ember.distributed.all_reduce_coalesced([ember.ones(2), ember.ones(3)])  # doctest: +SKIP
+    """
+    import warnings
+
+    from .. import cat
+
+    from ._group import Work
+
+    warnings.warn("torch.distributed.all_reduce_coalesced will be deprecated. If you must "
+                  "use it, please revisit our documentation later at "
+                  "https://pytorch.org/docs/main/distributed.html#collective-functions",
+                  FutureWarning, stacklevel=2)
+    tensors = list(tensors)
+    if not tensors:
+        return Work() if async_op else None
+    if len({t.dtype for t in tensors}) > 1:
+        raise RuntimeError("all_reduce_coalesced: all tensors must have the same dtype")
+    flat = cat([t.detach().reshape(-1) for t in tensors])
+    work = all_reduce(flat, op, group, async_op=True)
+
+    def finish():
+        work.wait()
+        at = 0
+        for t in tensors:
+            n = t.numel()
+            np.copyto(t._data, flat._data[at:at + n].reshape(t._data.shape))
+            t._bump()
+            at += n
+
+    if async_op:
+        return Work([], finish, tensors, None, "all_reduce_coalesced")
+    finish()
+    return None
+
+
+def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, async_op=False):
+    """``all_gather`` of several tensors: ``output_tensor_lists[r][i]`` receives rank r's
+    ``input_tensor_list[i]``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Example::
+
+        >>> outs = [[ember.zeros(2)], [ember.zeros(2)]]
+        >>> ember.distributed.all_gather_coalesced(outs, [ember.ones(2)])  # doctest: +SKIP
+    """
+    import warnings
+
+    from ._group import Work
+
+    warnings.warn("torch.distributed.all_gather_coalesced will be deprecated. If you must "
+                  "use it, please revisit our documentation later at "
+                  "https://pytorch.org/docs/main/distributed.html#collective-functions",
+                  FutureWarning, stacklevel=2)
+    for i, t in enumerate(input_tensor_list):
+        all_gather([outs[i] for outs in output_tensor_lists], t, group)
+    return Work() if async_op else None
+
+
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
+    """``all_gather_into_tensor`` under its older name.
+
+    Example::
+
+        >>> ember.distributed.all_gather_single(ember.zeros(4), ember.ones(2))  # doctest: +SKIP
+    """
+    from ._collectives import all_gather_into_tensor
+
+    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """``reduce_scatter_tensor`` under its older name.
+
+    Example::
+
+        >>> ember.distributed.reduce_scatter_single(ember.zeros(1), ember.ones(2))  # doctest: +SKIP
+    """
+    return reduce_scatter_tensor(output, input, op, group, async_op)
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None):
+    """Send picklable objects to rank ``dst`` (which calls ``recv_object_list``).
+
+    Example::
+
+        >>> ember.distributed.send_object_list([{"step": 3}], dst=1)  # doctest: +SKIP
+    """
+    from .. import from_numpy, tensor
+
+    payloads = [np.frombuffer(pickle.dumps(o), np.uint8) for o in object_list]
+    sizes = tensor([p.size for p in payloads])
+    send(sizes, dst, group, group_dst=group_dst)
+    if payloads:
+        send(from_numpy(np.concatenate(payloads)), dst, group, group_dst=group_dst)
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """Receive objects sent by ``send_object_list`` into ``object_list`` (its length must
+    match); the sender's rank.
+
+    Example::
+
+        >>> objs = [None]
+        >>> ember.distributed.recv_object_list(objs, src=0)  # doctest: +SKIP
+        0
+    """
+    from .. import from_numpy, zeros
+
+    sizes = zeros(len(object_list), dtype=_int64())
+    sender = recv(sizes, src, group, group_src=group_src)
+    total = int(sizes.sum().item())
+    buf = from_numpy(np.empty(total, np.uint8))
+    if object_list:
+        recv(buf, sender, group)
+    at = 0
+    for i, n in enumerate(sizes.tolist()):
+        object_list[i] = pickle.loads(buf._data[at:at + n].tobytes())
+        at += n
+    return sender
+
+
+def _int64():
+    from .. import int64
+
+    return int64
+
+
+# -- subgroups ----------------------------------------------------------------------------------
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
+                                 pg_options=None, group_desc=None):
+    """Make one group per list of global ranks (every process calls it).
+
+    Returns:
+        (this rank's subgroup, all the subgroups it created; non-members get
+        ``NON_GROUP_MEMBER`` entries)
+
+    Raises:
+        ValueError: the lists are empty or a rank appears twice.
+
+    Example::
+
+        >>> ember.distributed.new_subgroups_by_enumeration([[0], [1]])  # doctest: +SKIP
+    """
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    seen, mine, groups = set(), None, []
+    me = get_rank()
+    for ranks in ranks_per_subgroup_list:
+        for r in ranks:
+            if r in seen:
+                raise ValueError(f"Rank {r} has appeared in both subgroup "
+                                 f"{ranks_per_subgroup_list}")
+            seen.add(r)
+        g = new_group(ranks, timeout=timeout, backend=backend)
+        groups.append(g)
+        if me in ranks:
+            mine = g
+    return mine, groups
+
+
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                  group_desc=None):
+    """Split the world into consecutive subgroups of ``group_size`` ranks.
+
+    Returns:
+        (this rank's subgroup, all the subgroups)
+
+    Raises:
+        ValueError: ``group_size`` does not divide the world size or exceeds it.
+
+    Example::
+
+        >>> ember.distributed.new_subgroups(1)  # doctest: +SKIP
+    """
+    world = get_world_size()
+    group_size = world if group_size is None else group_size
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    if group_size > world:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world "
+                         f"size ({world})")
+    if world % group_size:
+        raise ValueError(f"The world size ({world}) must be divisible by 'group_size={group_size}'")
+    return new_subgroups_by_enumeration(
+        [list(range(s, s + group_size)) for s in range(0, world, group_size)], timeout,
+        backend)
+
+
+def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
+                group_desc=None):
+    """Split ``parent_pg`` (the default group) into the groups of ``split_ranks``; this
+    rank's new group (None if it is in none).
+
+    Example::
+
+        >>> ember.distributed.split_group(split_ranks=[[0], [1]])  # doctest: +SKIP
+    """
+    if split_ranks is None or len(split_ranks) == 0:
+        raise ValueError("split_ranks cannot be None or empty")
+    parent = _resolve(parent_pg)
+    mine = None
+    me = get_rank()
+    for ranks in split_ranks:
+        g = new_group([parent.ranks[r] for r in ranks], timeout=timeout)
+        if me in [parent.ranks[r] for r in ranks]:
+            mine = g
+    return mine
+
+
+def shrink_group(ranks_to_exclude, group=None, shrink_flags=0, pg_options=None):
+    """A group of ``group``'s members less ``ranks_to_exclude`` (called by the remaining
+    members and the excluded ones alike).
+
+    Example::
+
+        >>> ember.distributed.shrink_group([1])  # doctest: +SKIP
+    """
+    pg = _resolve(group)
+    excluded = set(ranks_to_exclude)
+    if not excluded:
+        raise ValueError("ranks_to_exclude cannot be empty")
+    keep = [r for i, r in enumerate(pg.ranks) if i not in excluded]
+    return new_group(keep)
+
+
+def breakpoint(rank: int = 0, skip: int = 0, timeout_s=3600):
+    """Drop into the debugger on one rank while the others wait at a barrier.
+
+    Args:
+        rank: the rank that stops.
+        skip: skip the first ``skip`` calls.
+        timeout_s: how long the others wait.
+
+    Example::
+
+        >>> ember.distributed.breakpoint()  # doctest: +SKIP
+    """
+    import pdb
+
+    from ._collectives import barrier
+
+    count = getattr(breakpoint, "_calls", 0)
+    breakpoint._calls = count + 1
+    if count < skip:
+        return
+    if get_rank() == rank:
+        pdb.Pdb().set_trace()
+    barrier()
+
+
+# -- device meshes ------------------------------------------------------------------------------
+
+class DeviceMesh:
+    """An n-dimensional arrangement of the ranks, with one process group per dimension
+    (ranks that differ only in that coordinate).
+
+    Args:
+        device_type: "cpu" or "cuda".
+        mesh: the ranks, as a nested list or tensor of the mesh's shape.
+        mesh_dim_names: a name per dimension.
+
+    Example::
+
+        >>> mesh = ember.distributed.init_device_mesh("cpu", (2,))  # doctest: +SKIP
+        >>> mesh.get_group().size()  # doctest: +SKIP
+        2
+    """
+
+    def __init__(self, device_type, mesh, *, mesh_dim_names=None, _init_backend=True, **_):
+        self.device_type = device_type
+        arr = np.asarray(mesh.tolist() if hasattr(mesh, "tolist") else mesh, dtype=np.int64)
+        self._mesh = arr
+        self.mesh_dim_names = tuple(mesh_dim_names) if mesh_dim_names else None
+        if self.mesh_dim_names and len(self.mesh_dim_names) != arr.ndim:
+            raise ValueError(f"mesh_dim_names {self.mesh_dim_names} must have one name per "
+                             f"dimension of the mesh {arr.shape}")
+        me = get_rank()
+        where = np.argwhere(arr == me)
+        self._coordinate = [int(c) for c in where[0]] if len(where) else None
+        self._groups = []
+        for dim in range(arr.ndim):
+            moved = np.moveaxis(arr, dim, -1).reshape(-1, arr.shape[dim])
+            mine = None
+            for ranks in moved:
+                ranks = [int(r) for r in ranks]
+                if len(ranks) == get_world_size():
+                    g = _world()
+                else:
+                    g = new_group(ranks)
+                if me in ranks:
+                    mine = g
+            self._groups.append(mine)
+
+    @property
+    def mesh(self):
+        """The ranks as an int64 tensor of the mesh's shape."""
+        from .. import from_numpy
+
+        return from_numpy(self._mesh.copy())
+
+    @property
+    def shape(self) -> tuple:
+        """The mesh's shape."""
+        return tuple(self._mesh.shape)
+
+    @property
+    def ndim(self) -> int:
+        """The number of mesh dimensions."""
+        return self._mesh.ndim
+
+    def size(self, mesh_dim=None) -> int:
+        """The number of ranks (in one dimension when ``mesh_dim`` is given)."""
+        return int(self._mesh.size if mesh_dim is None else self._mesh.shape[mesh_dim])
+
+    def _dim(self, mesh_dim):
+        if mesh_dim is None:
+            if self.ndim != 1:
+                raise RuntimeError("Found the DeviceMesh have "
+                                   f"{self.ndim} dimensions. Optional kwarg `mesh_dim` needs "
+                                   "to be specified when device_mesh.ndim > 1.")
+            return 0
+        if isinstance(mesh_dim, str):
+            if not self.mesh_dim_names or mesh_dim not in self.mesh_dim_names:
+                raise KeyError(f"Mesh dimension '{mesh_dim}' does not exist. Available mesh "
+                               f"dimensions are: mesh_dim_names={self.mesh_dim_names}")
+            return self.mesh_dim_names.index(mesh_dim)
+        return int(mesh_dim)
+
+    def get_group(self, mesh_dim=None):
+        """The process group along ``mesh_dim`` (an index or a name) that holds this rank."""
+        return self._groups[self._dim(mesh_dim)]
+
+    def get_all_groups(self) -> list:
+        """This rank's process group along every dimension."""
+        return list(self._groups)
+
+    def get_rank(self) -> int:
+        """This process's global rank."""
+        return get_rank()
+
+    def get_local_rank(self, mesh_dim=None) -> int:
+        """This rank's coordinate along ``mesh_dim``."""
+        return self._coordinate[self._dim(mesh_dim)]
+
+    def get_coordinate(self):
+        """This rank's coordinates in the mesh (None if it is not in it)."""
+        return None if self._coordinate is None else tuple(self._coordinate)
+
+    def __getitem__(self, names):
+        names = (names,) if isinstance(names, str) else tuple(names)
+        dims = [self._dim(n) for n in names]
+        index = tuple(slice(None) if d in dims else self._coordinate[d]
+                      for d in range(self.ndim))
+        sub = DeviceMesh.__new__(DeviceMesh)
+        sub.device_type = self.device_type
+        sub._mesh = self._mesh[index]
+        sub.mesh_dim_names = names
+        sub._coordinate = [self._coordinate[d] for d in dims]
+        sub._groups = [self._groups[d] for d in dims]
+        return sub
+
+    def __repr__(self):
+        names = f", mesh_dim_names={self.mesh_dim_names}" if self.mesh_dim_names else ""
+        return f"DeviceMesh('{self.device_type}', {self._mesh.tolist()}{names})"
+
+
+def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None, backend_override=None):
+    """A ``DeviceMesh`` of ``mesh_shape`` over the ranks 0..world_size-1 in order (the
+    default process group must exist, or is made from the environment).
+
+    Raises:
+        RuntimeError: the mesh's size is not the world size.
+
+    Example::
+
+        >>> mesh = ember.distributed.init_device_mesh("cpu", (2,),
+        ...                                           mesh_dim_names=("dp",))  # doctest: +SKIP
+    """
+    from . import init_process_group, is_initialized
+
+    if not is_initialized():
+        init_process_group()
+    shape = tuple(int(s) for s in mesh_shape)
+    n = int(np.prod(shape))
+    if n != get_world_size():
+        raise RuntimeError(f"Mesh should not be bigger than default world size "
+                           f"{get_world_size()}, but found {n} ranks!")
+    return DeviceMesh(device_type, np.arange(n).reshape(shape), mesh_dim_names=mesh_dim_names)
+
