@@ -196,8 +196,123 @@ def write_reports(rows, info, settings, out_dir: Path, stem: str):
     return json_path, md_path
 
 
+# ------------------------------------------------------------------------------------------------
+# ``--profile``: one workload under ember.profiler
+
+
+def find_workload(text, workloads):
+    """The one workload whose ``group: name`` contains ``text`` (case-insensitive).
+
+    Raises:
+        LookupError: when none or several match (the message lists them).
+    """
+    needle = text.lower()
+    found = [w for w in workloads if needle in f"{w.group}: {w.name}".lower()]
+    exact = [w for w in found if needle in (w.name.lower(), w.group.lower())]
+    if len(found) == 1 or len(exact) == 1:
+        return (exact or found)[0]
+    names = "\n  ".join(f"{w.group}: {w.name}" for w in (found or workloads))
+    what = "several workloads match" if found else "no workload matches"
+    raise LookupError(f"--profile {text!r}: {what}; choose one of:\n  {names}")
+
+
+def _slug(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:40]
+
+
+def profile_overhead(fn, *, rounds=5, steps=2):
+    """Median time per call of ``fn`` without and with ``ember.profiler`` recording.
+
+    Rounds alternate unprofiled and profiled blocks of ``steps`` calls, so load changes hit
+    both alike; a profiled block runs inside one started profile (its default settings:
+    CPU activity, no shapes, memory or stacks) and excludes building the events at stop.
+    Both wall-clock and process CPU time are taken: on a machine that other work shares,
+    the CPU time of this process is the steadier of the two.
+
+    Returns:
+        dict: ``{"wall": (unprofiled_s, profiled_s), "cpu": (unprofiled_s, profiled_s)}``.
+    """
+    import time
+
+    import ember.profiler as ep
+
+    times = {"wall": ([], []), "cpu": ([], [])}
+
+    def block(k, profiled):
+        w0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(steps):
+            fn()
+            if profiled is not None:
+                profiled.step()
+        times["wall"][k].append((time.perf_counter() - w0) / steps)
+        times["cpu"][k].append((time.process_time() - c0) / steps)
+
+    for _ in range(rounds):
+        block(0, None)
+        prof = ep.profile(activities=[ep.ProfilerActivity.CPU])
+        prof.start()
+        block(1, prof)
+        prof.stop()
+    return {k: (float(np.median(a)), float(np.median(b))) for k, (a, b) in times.items()}
+
+
+def profile_workload(w, out_dir: Path, *, steps=5, top=15, record_shapes=True,
+                     overhead_rounds=5):
+    """Run ember's side of workload ``w`` under ``ember.profiler`` and report it.
+
+    Writes ``trace.json`` (Chrome/Perfetto trace) and ``table.txt`` (the top ops by self
+    CPU time) into a new run directory under ``out_dir``, prints the table, and, unless
+    ``overhead_rounds`` is 0, prints the profiled/unprofiled time per call.
+
+    Returns:
+        (run directory, overhead ratio or None)
+    """
+    import time
+
+    import ember
+    import ember.profiler as ep
+
+    fn = w.setups["ember"](ember)
+    for _ in range(2):  # warm-up: first-call costs are not what a profile should show
+        fn()
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = out_dir / "profile" / f"{_slug(w.name)}-{stamp}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with ep.profile(activities=[ep.ProfilerActivity.CPU], record_shapes=record_shapes,
+                    profile_memory=True, with_flops=True) as prof:
+        for _ in range(steps):
+            with ep.record_function("bench_step"):
+                fn()
+            prof.step()
+    trace = run_dir / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
+    (run_dir / "table.txt").write_text(table + "\n")
+    print(f"{w.group}: {w.name}: {steps} steps under ember.profiler")
+    print(table)
+    ratio = None
+    if overhead_rounds:
+        t0 = time.perf_counter()
+        times = profile_overhead(fn, rounds=overhead_rounds)
+        (plain, profiled), (cpu_plain, cpu_profiled) = times["wall"], times["cpu"]
+        ratio = profiled / plain
+        cpu_ratio = cpu_profiled / cpu_plain if cpu_plain > 0 else float("nan")
+        print(f"profiler overhead: {profiled * 1e3:.1f} ms per step profiled vs "
+              f"{plain * 1e3:.1f} ms unprofiled = {ratio:.2f}x wall, {cpu_ratio:.2f}x process "
+              f"CPU (median of {overhead_rounds} alternating rounds, "
+              f"{time.perf_counter() - t0:.0f} s)")
+        (run_dir / "overhead.json").write_text(json.dumps(
+            {"unprofiled_s": plain, "profiled_s": profiled, "ratio": ratio,
+             "cpu_unprofiled_s": cpu_plain, "cpu_profiled_s": cpu_profiled,
+             "cpu_ratio": cpu_ratio, "rounds": overhead_rounds, "load_avg": _load()},
+            indent=2) + "\n")
+    print(f"wrote {trace} (open it in https://ui.perfetto.dev or chrome://tracing) and "
+          f"{run_dir / 'table.txt'}")
+    return run_dir, ratio
+
+
 def main(argv=None):
-    """``python -m bench [GROUP ...] [--quick] [-k TEXT] [--out DIR]``."""
+    """``python -m bench [GROUP ...] [--quick] [-k TEXT] [--out DIR] [--profile NAME]``."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -215,6 +330,15 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="list workloads and exit")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the peak-RSS probes of training workloads")
+    parser.add_argument("--profile", metavar="NAME", default=None,
+                        help="run the one workload whose name contains NAME (e.g. gpt) under "
+                             "ember.profiler: write a Chrome trace, print the top ops and the "
+                             "profiler's overhead")
+    parser.add_argument("--profile-steps", type=int, default=5,
+                        help="steps recorded with --profile (5)")
+    parser.add_argument("--top", type=int, default=15, help="rows of the --profile table (15)")
+    parser.add_argument("--overhead-rounds", type=int, default=5,
+                        help="alternating rounds timing the profiler's overhead (5; 0 skips)")
     args = parser.parse_args(argv)
 
     load_groups()
@@ -228,6 +352,14 @@ def main(argv=None):
     if args.list:
         for w in chosen:
             print(f"{w.group}: {w.name}")
+        return 0
+    if args.profile is not None:
+        try:
+            w = find_workload(args.profile, chosen)
+        except LookupError as e:
+            parser.error(str(e))
+        profile_workload(w, args.out, steps=args.profile_steps, top=args.top,
+                         overhead_rounds=0 if args.quick else args.overhead_rounds)
         return 0
 
     settings = {

@@ -202,9 +202,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     try:
         while heap:
             node = pop(heap)[2]
-            if prof is not None:
-                prof_token = prof(node, prof_token)
             buf = buffers.pop(node)
+            if prof is not None:
+                prof_token = prof(node, prof_token, buf)
             if node._hooked:
                 buf = _pre_hooks(node, buf, create_graph)
             if captures is not None:

@@ -13,8 +13,9 @@ started it:
 - user blocks: ``record_function`` opens an event that the events inside it nest under.
 - backward nodes: the engine (``run_backward`` in ember/autograd/_engine.py) reads the
   module global ``profiler_hook`` once per backward call and, when set, calls it as each
-  node starts (and once at the end) so that the node's work nests under
-  ``autograd::engine::evaluate_function: MmBackward0`` > ``MmBackward0``, as in PyTorch.
+  node starts, with the gradients the node receives (and once at the end), so that the
+  node's work nests under ``autograd::engine::evaluate_function: MmBackward0`` >
+  ``MmBackward0``, as in PyTorch, and the node's event lists those gradients' shapes.
 Events form a tree through the stack of open events; self time is total minus children.
 Times are ``perf_counter_ns``; they become microseconds from the profile's start when the
 raw events are turned into ``FunctionEvent``s (``_Session.function_events``).
@@ -264,9 +265,11 @@ class _Session:
         elif ev.end is None:
             ev.end = t
 
-    def backward_node(self, node, token):
+    def backward_node(self, node, token, grads=None):
         """The engine's hook (NOTE [ Profiler recording ]): close the events of the node
-        that ran before (``token``), and open those of ``node`` unless it is None."""
+        that ran before (``token``), and open those of ``node`` unless it is None; with
+        ``record_shapes``, the node's event lists the shapes of the gradients it receives
+        (``grads``), as PyTorch's does."""
         if token is not None:
             self.end(token)
         if node is None or not self.active:
@@ -280,7 +283,7 @@ class _Session:
         outer.seq = inner.seq = seq if type(seq) is int else -1  # AccumulateGrad: inf
         if self.record_shapes:
             outer.shapes = []
-            inner.shapes = []
+            inner.shapes = [[] if g is None else list(g.shape) for g in grads or ()]
         return outer
 
     # -- memory ------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ import pytest
 import ember
 
 MODULES = ["ember.profiler", "ember.profiler.profiler", "ember.profiler.record_function",
-           "ember.profiler.itt", "ember.autograd.profiler", "ember.autograd.profiler_util"]
+           "ember.profiler.itt", "ember.autograd.profiler", "ember.autograd.profiler_util",
+           "ember.autograd._profiler_events", "ember.autograd._profiler_table",
+           "ember.autograd.profiler_legacy"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -428,3 +428,25 @@ def test_profiler_public_names_cover_torch():
                                                    torch.autograd.profiler)]:
         missing = [n for n in theirs.__all__ if not hasattr(mod, n)]
         assert missing == []
+
+
+@needs_torch
+def test_backward_events_record_grad_shapes_as_torch():
+    def shapes(lib, prof_mod):
+        x = lib.ones(3, 4, requires_grad=True)
+        with prof_mod.profile(record_shapes=True) as prof:
+            (x * 2).sum().backward()
+        return [(e.name, e.input_shapes) for e in prof.events()
+                if e.name in ("SumBackward0", "MulBackward0", "torch::autograd::AccumulateGrad")
+                or e.name.startswith("autograd::engine")]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert shapes(ember, ember.profiler) == shapes(torch, tprof)
+
+
+def test_backward_events_without_record_shapes_have_none():
+    x = ember.ones(2, requires_grad=True)
+    with profile() as prof:
+        (x * 2).sum().backward()
+    assert all(not e.input_shapes for e in prof.events() if e.name == "MulBackward0")

@@ -1,45 +1,33 @@
-"""``ember.utils.tensorboard``: logging to TensorBoard -- not available in ember yet.
+"""``ember.utils.tensorboard``: log a run for TensorBoard (``torch.utils.tensorboard``).
 
-The namespace imports (PyTorch's fails without the ``tensorboard`` package; ember's does
-not, so scripts that import it at the top run), and constructing a ``SummaryWriter`` raises
-NotImplementedError naming the feature: event-file writing comes with the profiler and
-TensorBoard work, whether or not the ``tensorboard`` package is installed.
+``SummaryWriter`` writes real TensorBoard event files -- scalars, histograms, images,
+figures, text, hyperparameters, PR curves, embeddings, the model's op graph, video, audio
+-- with the ``tensorboard`` package's own writer and protocol buffers (see NOTE
+[ TensorBoard file format ] in writer.py). That package is an optional extra: without it,
+importing this module raises ``ModuleNotFoundError`` naming what to install, as PyTorch's
+does.
 
 Example::
 
+    >>> import tempfile
     >>> from ember.utils.tensorboard import SummaryWriter
-    >>> SummaryWriter()  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    NotImplementedError: ember.utils.tensorboard.SummaryWriter is not implemented yet ...
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with SummaryWriter(d) as writer:
+    ...         writer.add_scalar("loss", 0.5, global_step=0)
 """
 
-from __future__ import annotations
+try:
+    import tensorboard as _tensorboard
+except ImportError as e:  # ModuleNotFoundError included
+    raise ModuleNotFoundError(
+        "No module named 'tensorboard': ember.utils.tensorboard writes TensorBoard event files "
+        "with it; install it with `pip install tensorboard` (or `pip install "
+        "'ember[tensorboard]'`)", name="tensorboard") from e
 
-__all__ = ["SummaryWriter"]
+from tensorboard.summary.writer.record_writer import RecordWriter
 
+from .writer import FileWriter, SummaryWriter
 
-class SummaryWriter:
-    """Writes scalars, images and graphs to TensorBoard event files: not implemented yet.
+del _tensorboard
 
-    Args:
-        log_dir: where the event files go.
-        comment, purge_step, max_queue, flush_secs, filename_suffix: as in PyTorch.
-
-    Raises:
-        NotImplementedError: always, naming the missing feature.
-
-    Example::
-
-        >>> ember.utils.tensorboard.SummaryWriter("runs/x")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: ember.utils.tensorboard.SummaryWriter is not implemented yet ...
-    """
-
-    def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120,
-                 filename_suffix=""):
-        raise NotImplementedError(
-            "ember.utils.tensorboard.SummaryWriter is not implemented yet (TensorBoard event "
-            "files come with the profiler/TensorBoard work); log with print or a CSV file "
-            "meanwhile")
+__all__ = ["FileWriter", "RecordWriter", "SummaryWriter"]

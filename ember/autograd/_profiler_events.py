@@ -1,0 +1,471 @@
+"""The events of a profile: ``FunctionEvent`` (one call or block), ``FunctionEventAvg``
+(several with one key), the device and activity enums, and the time formatting they share.
+
+Split out of ``profiler_util`` (which re-exports every name here): this module is the data,
+``_profiler_table`` the table PyTorch prints, ``profiler_util`` the ``EventList`` of reports.
+Times are microseconds (floats), memory is bytes, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+__all__ = ["DeviceType", "ProfilerActivity", "Interval", "Kernel", "FormattedTimesMixin",
+           "FunctionEvent", "FunctionEventAvg", "MemRecordsAcc", "StringTable",
+           "EventMetadata", "MEMORY_EVENT_NAME", "OUT_OF_MEMORY_EVENT_NAME"]
+
+#: the name of the instant events that record allocations in traces and event lists
+MEMORY_EVENT_NAME = "[memory]"
+#: the name of the events that record a failed allocation
+OUT_OF_MEMORY_EVENT_NAME = "[OutOfMemory]"
+
+class _IntLikeEnum(enum.Enum):
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+
+class DeviceType(_IntLikeEnum):
+    """The device an event ran on (PyTorch's ``torch.autograd.DeviceType``).
+
+    Example::
+
+        >>> DeviceType.CPU
+        <DeviceType.CPU: 0>
+    """
+
+    CPU = 0
+    CUDA = 1
+    MKLDNN = 2
+    OPENGL = 3
+    OPENCL = 4
+    IDEEP = 5
+    HIP = 6
+    FPGA = 7
+    MAIA = 8
+    XLA = 9
+    Vulkan = 10
+    Metal = 11
+    XPU = 12
+    MPS = 13
+    Meta = 14
+    HPU = 15
+    VE = 16
+    Lazy = 17
+    IPU = 18
+    MTIA = 19
+    PrivateUse1 = 20
+
+
+class ProfilerActivity(_IntLikeEnum):
+    """What a profile records: ``CPU`` (ops on the host) or a device's kernels.
+
+    Example::
+
+        >>> ProfilerActivity.CPU
+        <ProfilerActivity.CPU: 0>
+    """
+
+    CPU = 0
+    XPU = 1
+    CUDA = 2
+    HPU = 3
+    MTIA = 4
+    PrivateUse1 = 5
+
+
+def _device_type():
+    return DeviceType
+
+
+class Interval:
+    """A time range ``[start, end]`` in microseconds.
+
+    Args:
+        start (float): start time.
+        end (float): end time.
+
+    Example::
+
+        >>> Interval(1.0, 3.5).elapsed_us()
+        2.5
+    """
+
+    def __init__(self, start, end):
+        self.start = start
+        self.end = end
+
+    def elapsed_us(self):
+        """The length of the range, in microseconds."""
+        return self.end - self.start
+
+
+class Kernel:
+    """A device kernel launched by an op (name, device index, duration in us)."""
+
+    def __init__(self, name, device, duration):
+        self.name = name
+        self.device = device
+        self.duration = duration
+
+
+def _time_str(attr):
+    return property(lambda self: _format_time(getattr(self, attr)),
+                    doc=f"``{attr}`` formatted as PyTorch's table shows it.")
+
+
+class FormattedTimesMixin:
+    """Per-call times and their formatted strings, for classes with ``*_time_total`` fields
+    and a ``count`` (``FunctionEvent`` and ``FunctionEventAvg``).
+
+    Example::
+
+        >>> class Times(FormattedTimesMixin):
+        ...     count, cpu_time_total, device_time_total = 4, 2000.0, 0.0
+        >>> Times().cpu_time, Times().cpu_time_str
+        (500.0, '500.000us')
+    """
+
+    cpu_time_str = _time_str("cpu_time")
+    cpu_time_total_str = _time_str("cpu_time_total")
+    self_cpu_time_total_str = _time_str("self_cpu_time_total")
+    device_time_str = _time_str("device_time")
+    device_time_total_str = _time_str("device_time_total")
+    self_device_time_total_str = _time_str("self_device_time_total")
+
+    @property
+    def cpu_time(self):
+        """Mean CPU time per call (us); 0 when there are no calls."""
+        return 0.0 if self.count == 0 else self.cpu_time_total / self.count
+
+    @property
+    def device_time(self):
+        """Mean device time per call (us); 0 when there are no calls."""
+        return 0.0 if self.count == 0 else self.device_time_total / self.count
+
+    @property
+    def cuda_time(self):
+        """Deprecated alias of ``device_time``."""
+        return self.device_time
+
+
+class EventMetadata(NamedTuple):
+    """Metadata of a device kernel, memory copy or collective event (PyTorch's fields; ember
+    records CPU events, so these come back empty: every field defaults to None).
+
+    Example::
+
+        >>> EventMetadata().stream is None
+        True
+    """
+
+    registers_per_thread: int | None = None
+    shared_memory: int | None = None
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    priority: int | None = None
+    blocks_per_sm: float | None = None
+    warps_per_sm: float | None = None
+    occupancy: dict[str, Any] | None = None
+    est_occupancy_pct: float | None = None
+    queued: int | None = None
+    graph_id: int | None = None
+    graph_node_id: int | None = None
+    stream: int | None = None
+    context: int | None = None
+    channel: int | None = None
+    channel_type: int | None = None
+    bytes: int | None = None
+    bandwidth_gb_s: float | None = None
+    collective_name: str | None = None
+    dtype: str | None = None
+    in_msg_nelems: int | None = None
+    out_msg_nelems: int | None = None
+    in_split_size: str | None = None
+    out_split_size: str | None = None
+
+
+class FunctionEvent(FormattedTimesMixin):
+    """One recorded event: an op call, a ``record_function`` block or a backward node.
+
+    Times are in microseconds from the start of the profile; ``cpu_time_total`` includes
+    children, ``self_cpu_time_total`` excludes them. Memory fields are bytes allocated
+    (negative for frees) by the event and its children (``cpu_memory_usage``) or by the
+    event alone (``self_cpu_memory_usage``).
+
+    Example::
+
+        >>> import ember
+        >>> with ember.profiler.profile() as prof:
+        ...     _ = ember.ones(2) + 1
+        >>> prof.events()[-1].name
+        'aten::add'
+    """
+
+    def __init__(self, id, name, thread, start_us, end_us, fwd_thread=None, input_shapes=None,
+                 stack=None, scope=0, use_device=None, cpu_memory_usage=0,
+                 device_memory_usage=0, is_async=False, is_remote=False, sequence_nr=-1,
+                 node_id=-1, device_type=None, device_index=0, device_resource_id=None,
+                 is_legacy=False, flops=None, trace_name=None, concrete_inputs=None,
+                 kwinputs=None, is_user_annotation=False, overload_name="", input_dtypes=None):
+        self.id = id
+        self.node_id = node_id
+        self.name = name
+        self.overload_name = overload_name
+        self.trace_name = trace_name if trace_name is not None else name
+        self.time_range = Interval(start_us, end_us)
+        self.thread = thread
+        self.fwd_thread = fwd_thread
+        self.kernels = []
+        self.count = 1
+        self.cpu_children = []
+        self.cpu_parent = None
+        self.input_shapes = input_shapes if input_shapes is not None else []
+        self.input_dtypes = input_dtypes if input_dtypes is not None else []
+        self.concrete_inputs = concrete_inputs if concrete_inputs is not None else []
+        self.kwinputs = kwinputs if kwinputs is not None else {}
+        self.stack = stack if stack is not None else []
+        self.scope = scope
+        self.use_device = use_device
+        self.cpu_memory_usage = cpu_memory_usage
+        self.device_memory_usage = device_memory_usage
+        self.is_async = is_async
+        self.is_remote = is_remote
+        self.sequence_nr = sequence_nr
+        self.device_type = device_type if device_type is not None else _device_type().CPU
+        self.device_index = device_index
+        self.device_resource_id = device_resource_id if device_resource_id is not None \
+            else thread
+        self.is_legacy = is_legacy
+        self.flops = flops if flops is not None else 0
+        self.is_user_annotation = is_user_annotation
+        self.self_cpu_percent = -1
+        self.total_cpu_percent = -1
+        self.total_device_percent = -1
+        self.metadata_json = None
+        self.event_metadata = None
+        self.python_id = None
+        self.python_parent_id = None
+        self.python_module_id = None
+        self.external_id = id
+        self.linked_correlation_id = 0
+        self.flow_id = None
+        self.flow_type = None
+        self.flow_start = False
+        self.activity_type = None
+        self.is_python_function = False
+        self.structured_input_shapes = None
+        self.structured_input_strides = None
+        self.device_time_total_override = None
+
+    def append_kernel(self, name, device, duration):
+        """Attach a device kernel (``duration`` in us) to this event."""
+        self.kernels.append(Kernel(name, device, duration))
+
+    def append_cpu_child(self, child):
+        """Record ``child`` as running inside this event on the same thread."""
+        self.cpu_children.append(child)
+
+    def set_cpu_parent(self, parent):
+        """Record ``parent`` as the event this one runs inside."""
+        self.cpu_parent = parent
+
+    @property
+    def self_cpu_memory_usage(self):
+        return self.cpu_memory_usage - sum(c.cpu_memory_usage for c in self.cpu_children)
+
+    @property
+    def self_device_memory_usage(self):
+        return self.device_memory_usage - sum(c.device_memory_usage for c in self.cpu_children)
+
+    @property
+    def self_cuda_memory_usage(self):
+        return self.self_device_memory_usage
+
+    @property
+    def cpu_time_total(self):
+        return self.time_range.elapsed_us()
+
+    @property
+    def self_cpu_time_total(self):
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def device_time_total(self):
+        if self.device_time_total_override is not None:
+            return self.device_time_total_override
+        return sum(k.duration for k in self.kernels) + \
+            sum(c.device_time_total for c in self.cpu_children)
+
+    @property
+    def self_device_time_total(self):
+        return sum(k.duration for k in self.kernels)
+
+    cuda_time_total = device_time_total
+    self_cuda_time_total = self_device_time_total
+
+    @property
+    def key(self):
+        return self.name
+
+    def __repr__(self):
+        return (f"<FunctionEvent id={self.id} name={self.name} overload_name="
+                f"{self.overload_name} device_type={self.device_type} node_id={self.node_id} "
+                f"cpu_time={self.cpu_time_str} start_us={self.time_range.start:.3f} "
+                f"end_us={self.time_range.end:.3f} "
+                f"cpu_children={[c.id for c in self.cpu_children]} "
+                f"{self.use_device}_time={self.device_time_str} name={self.name} "
+                f"thread={self.thread} input_shapes={self.input_shapes} "
+                f"cpu_memory_usage={self.cpu_memory_usage} "
+                f"{self.use_device}_memory_usage={self.device_memory_usage} "
+                f"is_async={self.is_async} is_remote={self.is_remote} "
+                f"seq_nr={self.sequence_nr} is_legacy={self.is_legacy}>")
+
+
+class FunctionEventAvg(FormattedTimesMixin):
+    """The sum of several ``FunctionEvent``s with one key (``key_averages`` makes these).
+
+    Totals add up; ``cpu_time`` and ``device_time`` are per call (``count`` calls).
+
+    Example::
+
+        >>> import ember
+        >>> with ember.profiler.profile() as prof:
+        ...     for _ in range(3):
+        ...         _ = ember.ones(2) + 1
+        >>> [a.count for a in prof.key_averages() if a.key == "aten::add"]
+        [3]
+    """
+
+    def __init__(self):
+        self.key = None
+        self.count = 0
+        self.node_id = 0
+        self.is_async = False
+        self.is_remote = False
+        self.use_device = None
+        self.cpu_time_total = 0
+        self.device_time_total = 0
+        self.self_cpu_time_total = 0
+        self.self_device_time_total = 0
+        self.input_shapes = None
+        self.overload_name = None
+        self.stack = None
+        self.scope = None
+        self.cpu_memory_usage = 0
+        self.device_memory_usage = 0
+        self.self_cpu_memory_usage = 0
+        self.self_device_memory_usage = 0
+        self.cpu_children = None
+        self.cpu_parent = None
+        self.device_type = _device_type().CPU
+        self.is_legacy = False
+        self.flops = 0
+        self.is_user_annotation = False
+
+    @property
+    def cuda_time_total(self):
+        return self.device_time_total
+
+    @property
+    def self_cuda_time_total(self):
+        return self.self_device_time_total
+
+    @property
+    def cuda_memory_usage(self):
+        return self.device_memory_usage
+
+    @property
+    def self_cuda_memory_usage(self):
+        return self.self_device_memory_usage
+
+    def add(self, other):
+        """Fold ``other`` (a ``FunctionEvent`` or ``FunctionEventAvg``) into this average."""
+        if self.key is None:
+            self.key = other.key
+            self.node_id = other.node_id
+            self.is_async = other.is_async
+            self.is_remote = other.is_remote
+            self.cpu_parent = other.cpu_parent
+            self.cpu_children = other.cpu_children
+            self.overload_name = other.overload_name
+            self.input_shapes = other.input_shapes
+            self.stack = other.stack
+            self.scope = other.scope
+            self.device_type = other.device_type
+            self.is_legacy = other.is_legacy
+            self.use_device = other.use_device
+            self.is_user_annotation = other.is_user_annotation
+        if not isinstance(other, (FunctionEvent, FunctionEventAvg)):
+            raise TypeError(f"FunctionEventAvg.add: expected a FunctionEvent or "
+                            f"FunctionEventAvg, got {type(other).__name__}")
+        if other.key != self.key:
+            raise ValueError(f"FunctionEventAvg.add: cannot add an event with key "
+                             f"{other.key!r} to the average of {self.key!r}")
+        self.cpu_time_total += other.cpu_time_total
+        self.device_time_total += other.device_time_total
+        self.self_cpu_time_total += other.self_cpu_time_total
+        self.self_device_time_total += other.self_device_time_total
+        self.cpu_memory_usage += other.cpu_memory_usage
+        self.device_memory_usage += other.device_memory_usage
+        self.self_cpu_memory_usage += other.self_cpu_memory_usage
+        self.self_device_memory_usage += other.self_device_memory_usage
+        self.count += other.count
+        if self.flops is None:
+            self.flops = other.flops
+        elif other.flops is not None:
+            self.flops += other.flops
+        return self
+
+    def __iadd__(self, other):
+        return self.add(other)
+
+    def __repr__(self):
+        device = "cuda" if self.use_device is None else self.use_device
+        return (f"<FunctionEventAvg key={self.key} self_cpu_time="
+                f"{_format_time(self.self_cpu_time_total)} cpu_time="
+                f"{_format_time(self.cpu_time)}  self_{device}_time="
+                f"{_format_time(self.self_device_time_total)} {device}_time="
+                f"{_format_time(self.device_time)} input_shapes={self.input_shapes} "
+                f"cpu_memory_usage={self.cpu_memory_usage} "
+                f"{device}_memory_usage={self.device_memory_usage}>")
+
+class MemRecordsAcc:
+    """Memory records of a profile in time order, queried by time range.
+
+    Args:
+        mem_records (list): ``(time_us, bytes)`` pairs.
+    """
+
+    def __init__(self, mem_records):
+        self._mem_records = sorted(mem_records, key=lambda r: r[0])
+        self._start_uses = [r[0] for r in self._mem_records]
+
+    def in_interval(self, start_us, end_us):
+        """The records whose time lies in ``[start_us, end_us]``."""
+        import bisect
+        lo = bisect.bisect_left(self._start_uses, start_us)
+        hi = bisect.bisect_right(self._start_uses, end_us)
+        for i in range(lo, hi):
+            yield self._mem_records[i]
+
+
+class StringTable(defaultdict):
+    """A table that interns strings (kept for PyTorch compatibility)."""
+
+    def __missing__(self, key):
+        self[key] = key
+        return key
+
+
+def _format_time(time_us):
+    """Microseconds as ``1.234s``, ``1.234ms`` or ``1.234us``."""
+    if time_us >= 1e6:
+        return f"{time_us / 1e6:.3f}s"
+    if time_us >= 1e3:
+        return f"{time_us / 1e3:.3f}ms"
+    return f"{time_us:.3f}us"
+
