@@ -26,11 +26,8 @@ from ember.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
-
-try:
-    from tqdm import tqdm
-except ImportError:  # progress bars are optional
-    tqdm = None
+from _run import add_output_args, progress, resolve_outputs  # noqa: E402
+from _tensorboard import add_tensorboard_arg, open_writer  # noqa: E402
 
 
 def load_text(max_chars):
@@ -109,11 +106,10 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--chars", type=int, default=1_000_000, help="training text size")
     p.add_argument("--sample-chars", type=int, default=300)
-    p.add_argument("--checkpoint", default="char_gpt.pt")
-    p.add_argument("--plot", default="char_gpt_loss.png",
-                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
+    add_output_args(p, "char_gpt")
+    add_tensorboard_arg(p)
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = resolve_outputs(p.parse_args(argv), "char_gpt")
 
     torch.manual_seed(args.seed)
     text = load_text(args.chars)
@@ -145,9 +141,10 @@ def main(argv=None):
         logits = model(x)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
+    writer = open_writer(args.tensorboard)
     start = time.perf_counter()
     steps = range(1, args.steps + 1)
-    bar = tqdm(steps, desc="training", unit="step") if tqdm is not None else steps
+    bar = progress(steps, desc="training", unit="step")
     running, losses = None, []
     for step in bar:
         x, y = batch(train)
@@ -158,19 +155,19 @@ def main(argv=None):
         opt.step()
         sched.step()
         losses.append(loss.item())
+        writer.add_scalar("loss/train", losses[-1], step)
         running = losses[-1] if running is None else 0.95 * running + 0.05 * losses[-1]
-        if tqdm is not None:
-            bar.set_postfix(loss=f"{running:.3f}")
-        elif step % 50 == 0 or step == 1:
-            print(f"step {step:5d}  loss {running:.3f}")
+        bar.set_postfix(loss=f"{running:.3f}")
         if step % max(1, args.steps // 4) == 0 or step == args.steps:
             model.eval()
             with torch.no_grad():
                 vl = sum(loss_of(*batch(val)).item() for _ in range(5)) / 5
             model.train()
+            writer.add_scalar("loss/validation", vl, step)
             msg = f"step {step}: train loss {running:.3f}, validation loss {vl:.3f}"
-            (bar.write(msg) if tqdm is not None else print(msg))
+            bar.write(msg)
     elapsed = time.perf_counter() - start
+    writer.close()
     print(f"trained {args.steps} steps in {elapsed:.0f}s "
           f"({args.steps * args.batch_size * args.context / elapsed:,.0f} tokens/s)")
 

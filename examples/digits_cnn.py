@@ -23,11 +23,8 @@ from ember.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
-
-try:
-    from tqdm import tqdm
-except ImportError:
-    tqdm = None
+from _run import add_output_args, progress, resolve_outputs  # noqa: E402
+from _tensorboard import add_tensorboard_arg, open_writer  # noqa: E402
 
 FONT = {  # 5x7 glyphs, one string per row
     0: ["01110", "10001", "10011", "10101", "11001", "10001", "01110"],
@@ -102,11 +99,10 @@ def main(argv=None):
     p.add_argument("--test-size", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--checkpoint", default="digits_cnn.pt")
-    p.add_argument("--plot", default="digits_cnn_loss.png",
-                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
+    add_output_args(p, "digits_cnn")
+    add_tensorboard_arg(p)
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = resolve_outputs(p.parse_args(argv), "digits_cnn")
 
     torch.manual_seed(args.seed)
     x_train, y_train = make_dataset(args.train_size, args.seed)
@@ -115,10 +111,12 @@ def main(argv=None):
                                          batch_size=args.batch_size, shuffle=True)
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    writer = open_writer(args.tensorboard)
+    writer.add_graph(model, x_train[:1])
     losses = []
     acc = 0.0
     for epoch in range(1, args.epochs + 1):
-        it = tqdm(loader, desc=f"epoch {epoch}", leave=False) if tqdm else loader
+        it = progress(loader, desc=f"epoch {epoch}", unit="batch", leave=False)
         total = 0.0
         for x, y in it:
             loss = F.cross_entropy(model(x), y)
@@ -126,10 +124,13 @@ def main(argv=None):
             loss.backward()
             opt.step()
             losses.append(loss.item())
+            writer.add_scalar("loss/train", losses[-1], len(losses))
             total += loss.item() * x.shape[0]
         acc = evaluate(model, x_test, y_test)
+        writer.add_scalar("accuracy/test", acc, epoch)
         print(f"epoch {epoch}: train loss {total / len(loader.dataset):.4f}, "
               f"test accuracy {acc:.4f}")
+    writer.close()
     torch.save(model.state_dict(), args.checkpoint)
     save_loss_curve(losses, args.plot, "digits CNN", ylabel="cross-entropy")
     print(f"final test accuracy {acc:.4f}; checkpoint saved to {args.checkpoint}")

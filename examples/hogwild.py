@@ -18,6 +18,7 @@ from ember import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
+from _run import add_output_args, resolve_outputs  # noqa: E402
 
 
 def make_data(n, seed):
@@ -65,10 +66,8 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--plot", default="hogwild_loss.png",
-                        help="PNG of the shared model's test loss while the workers train "
-                             "(needs matplotlib; \"\" to skip)")
-    args = parser.parse_args(argv)
+    add_output_args(parser, "hogwild", "the shared model's test loss while the workers train")
+    args = resolve_outputs(parser.parse_args(argv), "hogwild")
 
     torch.manual_seed(args.seed)
     model = build_model()
@@ -93,7 +92,8 @@ def main(argv=None):
     acc = accuracy(model, x_test, y_test)
     print(f"accuracy after {args.processes} hogwild workers x {args.epochs} epochs: "
           f"{acc:.3f} ({time.perf_counter() - start:.1f}s)")
-    torch.save(model.state_dict(), "hogwild.pt")
+    torch.save(model.state_dict(), args.checkpoint)
+    print(f"checkpoint saved to {args.checkpoint}")
     save_loss_curve(curve, args.plot, "hogwild: shared model while workers train",
                     ylabel="test loss", xlabel="sample (every 50 ms)")
     return acc

@@ -21,11 +21,8 @@ from ember.nn import functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from char_gpt import load_text  # noqa: E402  (same text source as the main job)
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
-
-try:
-    from tqdm import tqdm
-except ImportError:
-    tqdm = None
+from _run import add_output_args, progress, resolve_outputs  # noqa: E402
+from _tensorboard import add_tensorboard_arg, open_writer  # noqa: E402
 
 
 class LSTMLM(nn.Module):
@@ -51,7 +48,7 @@ def run_epoch(model, data, seq, opt=None, clip=1.0, desc=""):
     model.train(training)
     state, total, count = None, 0.0, 0
     steps = range(0, data.shape[1] - 1 - seq, seq)
-    it = tqdm(steps, desc=desc, leave=False) if (tqdm and training) else steps
+    it = progress(steps, desc=desc, unit="step", leave=False) if training else steps
     for i in it:
         x, y = data[:, i:i + seq], data[:, i + 1:i + 1 + seq]
         with torch.set_grad_enabled(training):
@@ -79,11 +76,10 @@ def main(argv=None):
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--checkpoint", default="lstm_lm.pt")
-    p.add_argument("--plot", default="lstm_lm_loss.png",
-                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
+    add_output_args(p, "lstm_lm")
+    add_tensorboard_arg(p)
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = resolve_outputs(p.parse_args(argv), "lstm_lm")
 
     torch.manual_seed(args.seed)
     text = load_text(args.chars)
@@ -95,13 +91,16 @@ def main(argv=None):
     val = batchify(data[split:], args.batch_size)
     model = LSTMLM(len(chars), 64, args.hidden, args.layers, args.dropout)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    writer = open_writer(args.tensorboard)
     val_loss, curve = float("nan"), []
     for epoch in range(1, args.epochs + 1):
         train_loss = run_epoch(model, train, args.seq, opt, desc=f"epoch {epoch}")
         val_loss = run_epoch(model, val, args.seq)
         curve.append(val_loss)
+        writer.add_scalars("loss", {"train": train_loss, "validation": val_loss}, epoch)
         print(f"epoch {epoch}: train perplexity {math.exp(train_loss):.2f}, "
               f"validation perplexity {math.exp(val_loss):.2f}")
+    writer.close()
     model.eval()
     idx, state, out = torch.tensor([[stoi["d"]]]), None, ["d"]
     with torch.no_grad():

@@ -23,6 +23,7 @@ from ember.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
+from _run import add_output_args, resolve_outputs  # noqa: E402
 
 
 class Policy(nn.Module):
@@ -52,11 +53,9 @@ def main(argv=None):
     p.add_argument("--gamma", type=float, default=0.99)
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--target", type=float, default=195.0)
-    p.add_argument("--checkpoint", default="reinforce_cartpole.pt")
-    p.add_argument("--plot", default="reinforce_cartpole_loss.png",
-                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
+    add_output_args(p, "reinforce_cartpole")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = resolve_outputs(p.parse_args(argv), "reinforce_cartpole")
 
     import gymnasium as gym
 

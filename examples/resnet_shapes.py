@@ -22,11 +22,7 @@ from ember.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
-
-try:
-    from tqdm import tqdm
-except ImportError:
-    tqdm = None
+from _run import add_output_args, progress, resolve_outputs  # noqa: E402
 
 SHAPES = ["disc", "square", "triangle", "ring", "cross"]
 
@@ -105,11 +101,9 @@ def main(argv=None):
     p.add_argument("--test-size", type=int, default=500)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--checkpoint", default="resnet_shapes.pt")
-    p.add_argument("--plot", default="resnet_shapes_loss.png",
-                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
+    add_output_args(p, "resnet_shapes")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = resolve_outputs(p.parse_args(argv), "resnet_shapes")
 
     torch.manual_seed(args.seed)
     x_train, y_train = make_dataset(args.train_size, args.seed)
@@ -124,7 +118,7 @@ def main(argv=None):
     for epoch in range(1, args.epochs + 1):
         model.train()
         total = 0.0
-        it = tqdm(loader, desc=f"epoch {epoch}", leave=False) if tqdm else loader
+        it = progress(loader, desc=f"epoch {epoch}", unit="batch", leave=False)
         for x, y in it:
             flip = torch.rand(x.shape[0]) < 0.5
             x = torch.where(flip[:, None, None, None], x.flip(3), x)

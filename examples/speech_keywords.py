@@ -23,11 +23,7 @@ from ember.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _plot import save_loss_curve  # noqa: E402  (examples/_plot.py)
-
-try:
-    from tqdm import tqdm
-except ImportError:
-    tqdm = None
+from _run import add_output_args, progress, resolve_outputs  # noqa: E402
 
 RATE = 8000
 CLIP = 4000  # 0.5 s
@@ -92,11 +88,9 @@ def main(argv=None):
     p.add_argument("--test-size", type=int, default=500)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--checkpoint", default="speech_keywords.pt")
-    p.add_argument("--plot", default="speech_keywords_loss.png",
-                   help="loss-curve PNG (needs matplotlib; \"\" to skip)")
+    add_output_args(p, "speech_keywords")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = resolve_outputs(p.parse_args(argv), "speech_keywords")
 
     torch.manual_seed(args.seed)
     window = torch.hann_window(256)
@@ -112,7 +106,7 @@ def main(argv=None):
     for epoch in range(1, args.epochs + 1):
         model.train()
         total = 0.0
-        it = tqdm(loader, desc=f"epoch {epoch}", leave=False) if tqdm else loader
+        it = progress(loader, desc=f"epoch {epoch}", unit="batch", leave=False)
         for s, y in it:
             loss = F.cross_entropy(model(s), y)
             opt.zero_grad()

@@ -357,6 +357,11 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
 # every public function here consults __torch_function__ first, as ember's own do
 _consult_in(globals())
 
+# full docstrings (Args, Returns, Example) for the functions declared without them
+from ._functional_docs import apply as _apply_docs  # noqa: E402
+
+_apply_docs(globals())
+
 
 # -- names PyTorch's functional module re-exports -------------------------------------------------
 # Bound after _consult_in: the protocol helpers must not themselves consult the protocol.

@@ -35,7 +35,7 @@ def test_hogwild_learns_with_shared_parameters(tmp_path, monkeypatch):
                                  str(tmp_path / "h.png")])
     assert acc > 0.9
     assert _plotted(tmp_path / "h.png")
-    assert os.path.exists(tmp_path / "hogwild.pt")
+    assert os.path.exists(tmp_path / "runs" / "hogwild" / "hogwild.pt")  # the run directory
 
 
 def test_char_gpt_trains_briefly_and_saves(tmp_path):
