@@ -48,6 +48,31 @@ def softmax(fw):
     return lambda: fw.softmax(x, dim=-1)
 
 
+@workload("kernels", "log_softmax (256x1000)", rtol=1e-5, atol=1e-6)
+def log_softmax(fw):
+    (x,) = tensors(fw, rand(256, 1000))
+    return lambda: fw.log_softmax(x, dim=-1)
+
+
+@workload("kernels", "gelu over 1M float32, forward+backward", rtol=1e-5, atol=1e-6)
+def gelu(fw):
+    (x,) = tensors(fw, rand(1024, 1024) * 2)
+    x.requires_grad_(True)
+
+    def step():
+        x.grad = None
+        _grad_of(fw, fw.nn.functional.gelu(x))
+        return x.grad
+
+    return step
+
+
+@workload("kernels", "silu over 1M float32", rtol=1e-5, atol=1e-6)
+def silu(fw):
+    (x,) = tensors(fw, rand(1024, 1024) * 2)
+    return lambda: fw.nn.functional.silu(x)
+
+
 @workload("kernels", "layer_norm (64x128x256), forward+backward", rtol=1e-4, atol=1e-4)
 def layer_norm(fw):
     x, w, b = tensors(fw, rand(64, 128, 256), rand(256, seed=1), rand(256, seed=2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _dispatch, _kernels
 from ._base import check_adam_hparams, check_fused, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
@@ -112,9 +113,12 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
     from .. import maximum
 
     for i, p in enumerate(params):
-        g = grads[i] if not maximize else -grads[i]
         m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t.add_(1)
+        if not amsgrad and _fused_adam(p, grads[i], m, v, step_t, beta1, beta2, lr,
+                                       weight_decay, eps, decoupled_weight_decay, maximize):
+            continue
+        g = grads[i] if not maximize else -grads[i]
         if weight_decay != 0:
             if decoupled_weight_decay:
                 p.mul_(1 - lr * weight_decay)
@@ -132,3 +136,20 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
         else:
             denom = (v.sqrt() / bias2_sqrt).add_(eps)
         p.addcdiv_(m, denom, value=-lr / bias1)
+
+
+def _fused_adam(p, g, m, v, step_t, beta1, beta2, lr, weight_decay, eps, decoupled, maximize):
+    """The step as one pass of a fused kernel (NOTE [ Fused kernels ] in ember/_kernels)
+    where it covers the arrays and no mode intercepts ops; False (nothing changed) else."""
+    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
+            not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
+        return False
+    step = step_t.item()
+    if not _kernels.adam(p._data, g._data, m._data, v._data, beta1=beta1, beta2=beta2, lr=lr,
+                         weight_decay=weight_decay, eps=eps, bias1=1 - beta1 ** step,
+                         bias2_sqrt=math.sqrt(1 - beta2 ** step), decoupled=decoupled,
+                         maximize=maximize):
+        return False
+    for t in (p, m, v):
+        t._bump()
+    return True

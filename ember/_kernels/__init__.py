@@ -1,0 +1,376 @@
+"""Fused CPU kernels for the hot composites of training: softmax, log-softmax, cross
+entropy, layer norm and SiLU (forward and backward), GELU (with its derivative), and the
+Adam/AdamW step.
+
+NOTE [ Fused kernels ]
+NumPy runs each step of a composite as its own pass over memory: softmax is a max, a
+subtraction, an exp, a sum and a division, five passes and two temporaries where PyTorch
+makes one or two. With numba installed (the optional extra ``ember[fast]``), these
+functions run one compiled loop per row instead, with a SIMD exp of our own (NOTE
+[ Vectorisable exp ] in ``_numba.py``); without it, or for inputs the kernels do not
+cover, they return None and the op's NumPy kernel runs as before. So every caller reads::
+
+    r = _kernels.softmax(a, dim, log=False)
+    if r is None:
+        ...  # the NumPy path
+
+Covered: NumPy float32 arrays (other dtypes keep their NumPy kernels, which also give the
+reference the fast path is tested against), normalised rows of at most ``_ROW_MAX``
+elements (float32 accumulators in a few SIMD lanes stay within a few ulps of NumPy's
+pairwise sums up to there; see NOTE [ Sums through BLAS ] in ``_ops/linalg.py``).
+
+Results agree with the NumPy path to float32 rounding, not bit for bit (the exp is a few
+ulps off, sums are reassociated); tests/perf compare every kernel with the NumPy path and
+with PyTorch. The kernels are single-threaded: on two loaded cores a ``prange`` softmax
+measured from 1.5x faster to 7x slower than one thread, so nothing here adds threads for
+``set_num_threads`` to govern yet.
+
+The backend is chosen on the first call: the environment variable ``EMBER_KERNELS``
+(``numpy`` turns the fast path off, ``numba`` or ``auto``, the default, use numba when it
+imports); ``set_backend`` switches it at run time (tests compare the two paths with it).
+numba is imported then, not when ember is, and the compiled kernels are cached on disk.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+_ROW_MAX = 16384
+_F32 = np.dtype(np.float32)
+_max_reduce = np.maximum.reduce
+
+_impl = None          # the ``_numba`` module, False for NumPy only, None until chosen
+_choice = None        # the backend asked for: "auto", "numba" or "numpy"
+
+
+def _load():
+    global _impl
+    choice = _choice or os.environ.get("EMBER_KERNELS", "auto").lower()
+    if choice == "numpy":
+        _impl = False
+        return _impl
+    try:
+        from . import _numba
+    except ImportError:
+        if choice == "numba":
+            raise
+        _impl = False
+    else:
+        _impl = _numba
+    return _impl
+
+
+def backend() -> str:
+    """The backend of the fused kernels: ``"numba"`` or ``"numpy"``."""
+    impl = _impl if _impl is not None else _load()
+    return "numba" if impl else "numpy"
+
+
+def set_backend(name: str) -> str:
+    """Choose the fused kernels' backend and return the previous one.
+
+    Args:
+        name: ``"numba"`` (raises ImportError without numba), ``"numpy"`` (the plain NumPy
+            kernels of each op) or ``"auto"`` (numba when it imports).
+
+    Returns:
+        str: the backend in use before the call, ``"numba"`` or ``"numpy"``.
+
+    Example::
+
+        >>> from ember import _kernels
+        >>> old = _kernels.set_backend("numpy")
+        >>> _kernels.backend()
+        'numpy'
+        >>> _ = _kernels.set_backend(old)
+    """
+    global _choice, _impl
+    if name not in ("auto", "numba", "numpy"):
+        raise ValueError(f"set_backend: expected 'auto', 'numba' or 'numpy', got {name!r}")
+    old = backend()
+    _choice, _impl = name, None
+    _load()
+    return old
+
+
+def _fast(*arrays):
+    """The numba module when it should take these arrays, else None."""
+    impl = _impl if _impl is not None else _load()
+    if not impl:
+        return None
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != _F32 or a.size == 0:
+            return None
+    return impl
+
+
+def _rows(a, ndim=1):
+    """``a`` as C-contiguous rows over its last ``ndim`` axes, or None for rows too long."""
+    n = math.prod(a.shape[a.ndim - ndim:])
+    if n == 0 or n > _ROW_MAX:
+        return None
+    return np.ascontiguousarray(a).reshape(-1, n)
+
+
+def softmax(a, dim, log=False):
+    """Softmax (or log-softmax) of ``a`` along ``dim``, or None where not covered.
+
+    Args:
+        a: a NumPy array.
+        dim: the (non-negative) axis to normalise.
+        log: log-softmax instead.
+
+    Returns:
+        ndarray | None: a new float32 array of ``a``'s shape.
+
+    Example::
+
+        >>> r = softmax(np.zeros((2, 4), np.float32), 1)
+        >>> r is None or bool(np.allclose(r, 0.25))
+        True
+    """
+    impl = _fast(a)
+    if impl is None or dim != a.ndim - 1:
+        return None
+    rows = _rows(a)
+    if rows is None:
+        return None
+    out = np.empty(rows.shape, np.float32)
+    (impl.log_softmax_rows if log else impl.softmax_rows)(rows, _max_reduce(rows, 1), out)
+    return out.reshape(a.shape)
+
+
+def cross_entropy(rows, target, weight):
+    """Fused softmax and NLL over rows of logits, or None where not covered.
+
+    Args:
+        rows: logits (M, C), classes last.
+        target: (M,) valid class indices.
+        weight: (M,) each row's weight (0 for ignored rows).
+
+    Returns:
+        tuple | None: (probabilities (M, C), losses (M,)), float32.
+
+    Example::
+
+        >>> r = cross_entropy(np.zeros((1, 2), np.float32), np.zeros(1, np.int64),
+        ...                   np.ones(1, np.float32))
+        >>> r is None or bool(np.isclose(r[1][0], np.log(2)))
+        True
+    """
+    impl = _fast(rows, weight)
+    if impl is None or rows.shape[1] > _ROW_MAX:
+        return None
+    rows = np.ascontiguousarray(rows)
+    probs = np.empty(rows.shape, np.float32)
+    losses = np.empty(rows.shape[0], np.float32)
+    impl.cross_entropy_rows(rows, _max_reduce(rows, 1),
+                            np.ascontiguousarray(target, np.int64),
+                            np.ascontiguousarray(weight), probs, losses)
+    return probs, losses
+
+
+def cross_entropy_backward(probs, target, scale):
+    """``scale[:, None] * (probs - onehot(target))`` over rows, or None where not covered.
+
+    Args:
+        probs: (M, C) probabilities.
+        target: (M,) valid class indices.
+        scale: (M,) each row's factor.
+
+    Returns:
+        ndarray | None: (M, C) float32.
+
+    Example::
+
+        >>> r = cross_entropy_backward(np.full((1, 2), 0.5, np.float32),
+        ...                            np.zeros(1, np.int64), np.ones(1, np.float32))
+        >>> r is None or r.tolist() == [[-0.5, 0.5]]
+        True
+    """
+    impl = _fast(probs, scale)
+    if impl is None:
+        return None
+    probs = np.ascontiguousarray(probs)
+    out = np.empty(probs.shape, np.float32)
+    impl.cross_entropy_backward_rows(probs, np.ascontiguousarray(target, np.int64),
+                                     np.ascontiguousarray(scale), out)
+    return out
+
+
+def _param(p, n):
+    """A weight or bias as a flat contiguous float32 array, and whether it was given."""
+    if p is None:
+        return np.empty(n, np.float32), False
+    return np.ascontiguousarray(p, np.float32).reshape(-1), True
+
+
+def layer_norm(x, w, b, ndim, eps):
+    """Layer norm over the last ``ndim`` axes, or None where not covered.
+
+    Args:
+        x: the input array.
+        w, b: the weight and bias (shape of the normalised axes) or None.
+        ndim: how many trailing axes are normalised.
+        eps: added to the variance.
+
+    Returns:
+        tuple | None: (y, mean, rstd), the statistics with the normalised axes kept as 1.
+
+    Example::
+
+        >>> r = layer_norm(np.array([[1, 3]], np.float32), None, None, 1, 0.0)
+        >>> r is None or r[0].tolist() == [[-1.0, 1.0]]
+        True
+    """
+    impl = _fast(x)
+    if impl is None or (w is not None and w.dtype != _F32) or \
+            (b is not None and b.dtype != _F32):
+        return None
+    rows = _rows(x, ndim)
+    if rows is None:
+        return None
+    m, n = rows.shape
+    wf, has_w = _param(w, n)
+    bf, has_b = _param(b, n)
+    y = np.empty((m, n), np.float32)
+    mean = np.empty(m, np.float32)
+    rstd = np.empty(m, np.float32)
+    impl.layer_norm_rows(rows, wf, bf, has_w, has_b, np.float32(eps), y, mean, rstd)
+    kept = x.shape[:x.ndim - ndim] + (1,) * ndim
+    return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
+
+
+def layer_norm_backward(g, x, w, mean, rstd, ndim):
+    """(gx, gw, gb) of layer norm over the last ``ndim`` axes, or None where not covered;
+    gw is None when ``w`` is.
+
+    Args:
+        g: the output's gradient.
+        x: the input.
+        w: the weight or None.
+        mean, rstd: the forward's statistics.
+        ndim: how many trailing axes were normalised.
+
+    Returns:
+        tuple | None: (gx, gw, gb), float32.
+
+    Example::
+
+        >>> x = np.array([[1, 3]], np.float32)
+        >>> r = layer_norm_backward(np.ones_like(x), x, None, np.full((1, 1), 2, np.float32),
+        ...                         np.ones((1, 1), np.float32), 1)
+        >>> r is None or r[0].tolist() == [[0.0, 0.0]]
+        True
+    """
+    impl = _fast(g, x, mean, rstd)
+    if impl is None or (w is not None and w.dtype != _F32):
+        return None
+    rows = _rows(x, ndim)
+    if rows is None:
+        return None
+    m, n = rows.shape
+    wf, has_w = _param(w, n)
+    gx = np.empty((m, n), np.float32)
+    gw = np.zeros(n, np.float64)
+    gb = np.zeros(n, np.float64)
+    impl.layer_norm_backward_rows(np.ascontiguousarray(g).reshape(m, n), rows, wf, has_w,
+                                  np.ascontiguousarray(mean).reshape(-1),
+                                  np.ascontiguousarray(rstd).reshape(-1), gx, gw, gb)
+    shape = x.shape[x.ndim - ndim:]
+    return (gx.reshape(x.shape), gw.astype(np.float32).reshape(shape) if has_w else None,
+            gb.astype(np.float32).reshape(shape))
+
+
+def _flat(x):
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def gelu(x):
+    """(x Phi(x), Phi(x) + x phi(x)) for a float32 array, or None where not covered.
+
+    Example::
+
+        >>> r = gelu(np.zeros(3, np.float32))
+        >>> r is None or r[1].tolist() == [0.5, 0.5, 0.5]
+        True
+    """
+    impl = _fast(x)
+    if impl is None:
+        return None
+    out = np.empty(x.shape, np.float32)
+    der = np.empty(x.shape, np.float32)
+    impl.gelu_into(_flat(x), out.reshape(-1), der.reshape(-1))
+    return out, der
+
+
+def silu(x):
+    """``x * sigmoid(x)`` for a float32 array, or None where not covered.
+
+    Example::
+
+        >>> r = silu(np.zeros(2, np.float32))
+        >>> r is None or r.tolist() == [0.0, 0.0]
+        True
+    """
+    impl = _fast(x)
+    if impl is None:
+        return None
+    out = np.empty(x.shape, np.float32)
+    impl.silu_into(_flat(x), out.reshape(-1))
+    return out
+
+
+def silu_backward(g, x):
+    """``g * d/dx silu(x)`` for float32 arrays of one shape, or None where not covered.
+
+    Example::
+
+        >>> r = silu_backward(np.ones(1, np.float32), np.zeros(1, np.float32))
+        >>> r is None or r.tolist() == [0.5]
+        True
+    """
+    impl = _fast(g, x)
+    if impl is None or g.shape != x.shape:
+        return None
+    out = np.empty(x.shape, np.float32)
+    impl.silu_backward_into(_flat(g), _flat(x), out.reshape(-1))
+    return out
+
+
+def adam(p, g, m, v, *, beta1, beta2, lr, weight_decay, eps, bias1, bias2_sqrt,
+         decoupled, maximize):
+    """One Adam/AdamW step (no amsgrad) in place on the arrays ``p``, ``m``, ``v``; False
+    (having changed nothing) where not covered: arrays not all float32, C-contiguous and of
+    one shape.
+
+    Returns:
+        bool: whether the step ran.
+
+    Example::
+
+        >>> p, g = np.ones(3, np.float32), np.ones(3, np.float32)
+        >>> m, v = np.zeros(3, np.float32), np.zeros(3, np.float32)
+        >>> ran = adam(p, g, m, v, beta1=0.9, beta2=0.999, lr=0.1, weight_decay=0.0,
+        ...            eps=1e-8, bias1=0.1, bias2_sqrt=0.001 ** 0.5, decoupled=False,
+        ...            maximize=False)
+        >>> not ran or bool(np.allclose(p, 0.9))
+        True
+    """
+    impl = _fast(p, g, m, v)
+    if impl is None:
+        return False
+    shape = p.shape
+    for a in (p, g, m, v):
+        if a.shape != shape or not a.flags.c_contiguous or (a is not g and
+                                                             not a.flags.writeable):
+            return False
+    f = np.float32
+    impl.adam_into(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), f(1 - beta1),
+                   abs(1 - beta1) < 0.5, f(beta2), f(1 - beta2), f(1 - lr * weight_decay),
+                   f(weight_decay), f(-lr / bias1), f(bias2_sqrt), f(eps), bool(decoupled),
+                   bool(maximize))
+    return True

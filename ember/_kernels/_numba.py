@@ -1,0 +1,314 @@
+"""The numba kernels behind ``ember._kernels`` (imported only when numba is installed and
+the ``numba`` backend is chosen; see NOTE [ Fused kernels ] in ``__init__.py``).
+
+Every kernel takes C-contiguous float32 arrays and writes into preallocated outputs. They
+are compiled with ``cache=True`` (the machine code is kept on disk next to this file, or in
+numba's cache directory when that is read-only), so only the first call on a machine pays
+the compilation. They release the GIL (``nogil=True``), so Python threads running steps
+side by side (Hogwild-style training, data loading) are not serialised by them.
+
+NOTE [ Vectorisable exp ]
+numba calls the C library's scalar ``expf`` for ``np.exp``, 5 ns an element, ten times
+NumPy's SIMD exp, so a loop fusing exp with anything else lost to NumPy's separate passes.
+``_expf`` below is the classic Cody-Waite reduction ``x = n ln2 + r`` with a degree-6
+polynomial for ``exp(r)`` on ``|r| <= ln2 / 2`` (largest relative error 3e-7 measured over
+[-87, 88], a few float32 ulps), and ``2**n`` built from its exponent bits; written with
+selects only, LLVM vectorises it for the machine's SIMD width. For n = 128 (x just below
+the overflow threshold) ``2**n`` is taken as ``2 * 2**127``; for n = -126 the product is a
+denormal, as it should be. Beyond the float32 range it returns inf (x > 88.72) and 0
+(x < -87.34, where the true value is a denormal below 1.2e-38), and NaN for NaN.
+
+The fast-math flags allow reassociation (vectorised sums) and contraction (FMA), but not
+``nnan``/``ninf`` (NaN and inf must propagate as in the NumPy path) nor ``arcp``/``afn``,
+with which LLVM turns ``1 / sqrt(v)`` into an approximate reciprocal square root (2 ulps
+off in layer norm's rstd, where PyTorch's is exact).
+``error_model="numpy"`` lets a division by zero give inf/NaN instead of raising; the check
+it removes also kept LLVM from vectorising any loop with a division. Row maxima come from
+NumPy's ``maximum.reduce`` (SIMD, 25x numba's select loop here, which LLVM does not
+vectorise without ``nnan``), passed in as ``mx``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
+
+_FM = {"reassoc", "contract", "nsz"}
+
+_f32 = np.float32
+_i32 = np.int32
+_LO = _f32(-87.33654)
+_HI = _f32(88.72283)
+_LOG2E = _f32(1.44269504)
+_LN2_HI = _f32(0.693359375)
+_LN2_LO = _f32(-2.12194440e-4)
+_P0 = _f32(1.9875691500e-4)
+_P1 = _f32(1.3981999507e-3)
+_P2 = _f32(8.3334519073e-3)
+_P3 = _f32(4.1665795894e-2)
+_P4 = _f32(1.6666665459e-1)
+_P5 = _f32(5.0000001201e-1)
+_ZERO = _f32(0.0)
+_ONE = _f32(1.0)
+_HALF = _f32(0.5)
+_INF = _f32(np.inf)
+_LN_BLOCK = 64
+
+
+@intrinsic
+def _bits_to_f32(typingctx, i):
+    """The float32 whose bit pattern is the int32 ``i`` (an LLVM bitcast)."""
+    sig = types.float32(types.int32)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return sig, codegen
+
+
+@njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
+def _expf(x):
+    """exp of a float32 (NOTE [ Vectorisable exp ])."""
+    xc = x if x > _LO else _LO
+    xc = xc if xc < _HI else _HI
+    n = np.floor(xc * _LOG2E + _HALF)
+    r = xc - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = _P0 * r + _P1
+    p = p * r + _P2
+    p = p * r + _P3
+    p = p * r + _P4
+    p = p * r + _P5
+    p = p * r * r + r + _ONE
+    k = _i32(n)
+    big = k > _i32(127)                  # n = 128: p * 2 * 2**127 (2**128 overflows)
+    p = p + p if big else p
+    k = _i32(127) if big else k
+    res = p * _bits_to_f32((k + _i32(127)) << _i32(23))
+    res = _INF if x > _HI else res
+    res = _ZERO if x < _LO else res
+    return x if x != x else res
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def exp_into(x, out):
+    """out = exp(x) over flat arrays (for tests of ``_expf``)."""
+    for j in range(x.size):
+        out[j] = _expf(x[j])
+
+
+@njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
+def _exp_shift_into(xi, m, oi):
+    """oi = exp(xi - m); returns the sum of oi."""
+    s = _ZERO
+    for j in range(xi.size):
+        e = _expf(xi[j] - m)
+        oi[j] = e
+        s += e
+    return s
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def softmax_rows(x, mx, out):
+    """Softmax of each row of the 2-d ``x`` (row maxima ``mx``) into ``out``."""
+    for i in range(x.shape[0]):
+        xi = x[i]
+        oi = out[i]
+        r = _ONE / _exp_shift_into(xi, mx[i], oi)
+        for j in range(oi.size):
+            oi[j] *= r
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def log_softmax_rows(x, mx, out):
+    """Log-softmax of each row of the 2-d ``x`` (row maxima ``mx``) into ``out``."""
+    for i in range(x.shape[0]):
+        xi = x[i]
+        oi = out[i]
+        m = mx[i]
+        s = _ZERO
+        for j in range(xi.size):
+            s += _expf(xi[j] - m)
+        c = m + np.log(s)
+        for j in range(xi.size):
+            oi[j] = xi[j] - c
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def cross_entropy_rows(x, mx, target, weight, probs, losses):
+    """Softmax of each row of ``x`` (row maxima ``mx``) into ``probs`` and ``losses[i] =
+    -weight[i] * log_softmax(x[i])[target[i]]``; targets are valid class indices."""
+    for i in range(x.shape[0]):
+        xi = x[i]
+        pi = probs[i]
+        m = mx[i]
+        s = _exp_shift_into(xi, m, pi)
+        losses[i] = -(xi[target[i]] - m - np.log(s)) * weight[i]
+        r = _ONE / s
+        for j in range(pi.size):
+            pi[j] *= r
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def cross_entropy_backward_rows(probs, target, scale, out):
+    """``out[i] = scale[i] * (probs[i] - onehot(target[i]))``."""
+    for i in range(probs.shape[0]):
+        pi = probs[i]
+        oi = out[i]
+        sc = scale[i]
+        for j in range(pi.size):
+            oi[j] = pi[j] * sc
+        oi[target[i]] -= sc
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd):
+    """Layer norm of each row of ``x``: ``y = (x - mean) * rstd * w + b`` with the biased
+    variance, two passes over each row (the row stays in cache)."""
+    n = x.shape[1]
+    inv_n = _ONE / _f32(n)
+    for i in range(x.shape[0]):
+        xi = x[i]
+        yi = y[i]
+        s = _ZERO
+        for j in range(n):
+            s += xi[j]
+        mu = s * inv_n
+        v = _ZERO
+        for j in range(n):
+            d = xi[j] - mu
+            v += d * d
+        r = _ONE / np.sqrt(v * inv_n + eps)
+        mean[i] = mu
+        rstd[i] = r
+        if has_w and has_b:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r * w[j] + b[j]
+        elif has_w:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r * w[j]
+        elif has_b:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r + b[j]
+        else:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb):
+    """Layer norm's backward, one pass over the rows: ``gx`` (rows), and the sums over rows
+    of ``g * xhat`` and ``g`` into the float64 ``gw`` and ``gb``, accumulated in float32
+    over blocks of ``_LN_BLOCK`` rows (vectorised) and in float64 across blocks."""
+    n = x.shape[1]
+    inv_n = _ONE / _f32(n)
+    gw32 = np.zeros(n, np.float32)
+    gb32 = np.zeros(n, np.float32)
+    xh = np.empty(n, np.float32)
+    for i in range(x.shape[0]):
+        gi = g[i]
+        xi = x[i]
+        oi = gx[i]
+        mu = mean[i]
+        r = rstd[i]
+        s1 = _ZERO
+        s2 = _ZERO
+        for j in range(n):
+            h = (xi[j] - mu) * r
+            xh[j] = h
+            gh = gi[j] * w[j] if has_w else gi[j]
+            s1 += gh
+            s2 += gh * h
+            gw32[j] += gi[j] * h
+            gb32[j] += gi[j]
+        s1 *= inv_n
+        s2 *= inv_n
+        for j in range(n):
+            gh = gi[j] * w[j] if has_w else gi[j]
+            oi[j] = (gh - s1 - xh[j] * s2) * r
+        if (i + 1) % _LN_BLOCK == 0 or i + 1 == x.shape[0]:
+            for j in range(n):
+                gw[j] += gw32[j]
+                gb[j] += gb32[j]
+                gw32[j] = _ZERO
+                gb32[j] = _ZERO
+
+
+_PHI_P = _f32(0.21)
+_R0 = _f32(-0.07203398644924164)
+_R1 = _f32(0.28545339772976497)
+_R2 = _f32(-0.33418966564920916)
+_R3 = _f32(0.3540336703647422)
+_R4 = _f32(-0.09724572856084622)
+_R5 = _f32(0.12635515628960997)
+_R6 = _f32(0.06879003786431213)
+_R7 = _f32(0.08512940843242275)
+_R8 = _f32(0.08370770289418125)
+_INV_SQRT_2PI = _f32(0.3989422804014327)
+_MINUS_HALF = _f32(-0.5)
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def gelu_into(x, out, der):
+    """``out = x Phi(x)`` and ``der = Phi(x) + x phi(x)`` over flat arrays, Phi from the
+    polynomial of NOTE [ Float32 normal CDF ] (ember/_ops/nn_ops.py)."""
+    for j in range(x.size):
+        xs = x[j]
+        t = _ONE / (abs(xs) * _PHI_P + _ONE)
+        q = _R0 * t
+        q = (q + _R1) * t
+        q = (q + _R2) * t
+        q = (q + _R3) * t
+        q = (q + _R4) * t
+        q = (q + _R5) * t
+        q = (q + _R6) * t
+        q = (q + _R7) * t
+        q = (q + _R8) * t
+        e = _expf(xs * xs * _MINUS_HALF)
+        q = q * e                                  # Phi(-|x|)
+        pos = _ONE if xs > _ZERO else _ZERO
+        d = abs(pos - q)                           # Phi(x)
+        out[j] = xs * d
+        der[j] = d + e * xs * _INV_SQRT_2PI
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def silu_into(x, out):
+    """``out = x / (1 + exp(-x))`` over flat arrays."""
+    for j in range(x.size):
+        xs = x[j]
+        out[j] = xs / (_ONE + _expf(-xs))
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def silu_backward_into(g, x, out):
+    """``out = g * s (1 + x (1 - s))`` with ``s = sigmoid(x)``, over flat arrays."""
+    for j in range(x.size):
+        xs = x[j]
+        s = _ONE / (_ONE + _expf(-xs))
+        out[j] = g[j] * (s * (_ONE + xs * (_ONE - s)))
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def adam_into(p, g, m, v, w1, low_w1, beta2, w2, shrink, weight_decay, step, bias2_sqrt,
+              eps, decoupled, maximize):
+    """One Adam/AdamW step over flat float32 arrays, in place on ``p``, ``m`` and ``v``, in
+    the order of ``ember.optim.adam``'s ops; the scalars come rounded to float32 as those
+    ops round them (``w1 = 1 - beta1``, ``shrink = 1 - lr * weight_decay``, ``step =
+    -lr / bias1``); ``low_w1`` picks lerp's form for ``w1 < 0.5``."""
+    for j in range(p.size):
+        gj = -g[j] if maximize else g[j]
+        pj = p[j]
+        if weight_decay != _ZERO:
+            if decoupled:
+                pj = pj * shrink
+            else:
+                gj = gj + pj * weight_decay
+        d = gj - m[j]
+        mj = m[j] + w1 * d if low_w1 else gj - d * (_ONE - w1)
+        vj = v[j] * beta2 + w2 * gj * gj
+        m[j] = mj
+        v[j] = vj
+        p[j] = pj + step * (mj / (np.sqrt(vj) / bias2_sqrt + eps))
