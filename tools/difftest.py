@@ -118,7 +118,7 @@ def run_long(minutes, seed, ops):
             crashes.append(started)
             why = [f"process died or hung in {started.get('phase', 'generation')} "
                    f"(rc {proc.returncode})"]
-            ember_fault = started.get("phase") == "ember"
+            ember_fault = started.get("phase") in ("ember", "ember_grad")
             records.append({"op": started["start"], "family": started["family"],
                             "seed": started["seed"],
                             "mismatches": [["ember_timeout"] + why] if ember_fault else [],
@@ -190,6 +190,8 @@ def report(records, minutes=None):
                  f"({100 * len(counted) / max(n, 1):.2f}%).")
     crashes = sum(1 for r in records if any(k == "torch_crash" for k, _ in r["notes"]))
     lines.append(f"torch crashes (not counted): {crashes}.")
+    wrong = sum(1 for r in records if any(k == "torch_wrong" for k, _ in r["notes"]))
+    lines.append(f"cases where torch is known wrong (harness.TORCH_WRONG, not counted): {wrong}.")
     lines += ["", "## By kind (cases)", ""]
     by_kind = collections.Counter(k for r in counted for k in {k for k, _ in r["mismatches"]})
     for k in H.KINDS:

@@ -69,9 +69,69 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
 
 _finder = _TorchFinder()
 
+# NOTE [ The alias in child processes ]
+# A ``spawn`` or ``forkserver`` child is a fresh interpreter: it imports the parent's main
+# module again (as ``__mp_main__``), and without the hook its ``import torch`` would load the
+# real torch, whose tensors and pickles the parent (on ember) can't read. So while the hook
+# is installed:
+# - ``spawn``: multiprocessing's preparation data (unpickled by the child before it imports
+#   the main module) carries a ``_ChildHook``, whose unpickling installs the hook there;
+# - ``forkserver``: the server preloads ``ember.compat._mp_child`` (which installs the hook)
+#   instead of the main module, so the children it forks import the main module themselves,
+#   through the spawn path above.
+# ``fork`` children inherit the hook with the parent's memory.
+
+
+class _ChildHook:
+    """Installs the hook in the process that unpickles it (NOTE [ The alias in child
+    processes ])."""
+
+    def __reduce__(self):
+        return (_install_in_child, ())
+
+
+def _install_in_child():
+    install()
+    return None
+
+
+def _preparation_data(name):
+    data = _original_preparation_data(name)
+    if is_installed():
+        data["ember_compat_hook"] = _ChildHook()
+    return data
+
+
+_original_preparation_data = None
+
+
+def _patch_multiprocessing():
+    """Carry the hook into spawn and forkserver children (idempotent)."""
+    global _original_preparation_data
+    import multiprocessing.forkserver as forkserver
+    import multiprocessing.spawn as spawn
+
+    if _original_preparation_data is None:
+        _original_preparation_data = spawn.get_preparation_data
+        spawn.get_preparation_data = _preparation_data
+    server = forkserver._forkserver
+    preload = list(server._preload_modules)
+    if "ember.compat._mp_child" not in preload:
+        server._preload_modules = ["ember.compat._mp_child"] + [
+            m for m in preload if m != "__main__"]
+
 
 def install():
-    """Make ``import torch`` give ember (idempotent). Call before importing torch."""
+    """Make ``import torch`` give ember (idempotent). Call before importing torch.
+
+    Processes started by :mod:`multiprocessing` (``spawn`` and ``forkserver`` too) get the
+    hook as well (NOTE [ The alias in child processes ]).
+
+    Example:
+        >>> import ember.compat
+        >>> ember.compat.install()
+        >>> import torch  # ember
+    """
     if _finder not in sys.meta_path:
         for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
             if not getattr(sys.modules[name], "__name__", "").startswith("ember"):
@@ -79,6 +139,7 @@ def install():
                     "ember.compat.install(): the real torch is already imported; install the "
                     "hook before the first `import torch`")
         sys.meta_path.insert(0, _finder)
+    _patch_multiprocessing()
     _dtype.printed_module[0] = "torch"  # NOTE [ Printed module name ]
     _Tensor.__module__ = "torch"  # type(x) prints <class 'torch.Tensor'>
 

@@ -14,11 +14,13 @@ from multiprocessing import *  # noqa: F403
 
 from ._shared import get_all_sharing_strategies, get_sharing_strategy, set_sharing_strategy
 from .reductions import init_reductions
-from .spawn import ProcessContext, ProcessExitedException, ProcessRaisedException, spawn
+from .spawn import (ProcessContext, ProcessExitedException, ProcessRaisedException, spawn,
+                    start_processes)
 
-__all__ = list(_mp.__all__) + ["spawn", "ProcessContext", "ProcessRaisedException",
-                               "ProcessExitedException", "get_sharing_strategy",
-                               "set_sharing_strategy", "get_all_sharing_strategies"]
+__all__ = list(_mp.__all__) + ["spawn", "start_processes", "ProcessContext",
+                               "ProcessRaisedException", "ProcessExitedException",
+                               "get_sharing_strategy", "set_sharing_strategy",
+                               "get_all_sharing_strategies"]
 
 init_reductions()
 

@@ -85,6 +85,26 @@ class ProcessContext:
 
 
 def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+    """Run ``fn(i, *args)`` for i in range(nprocs) in new processes started by
+    ``start_method`` (``spawn``, ``forkserver`` or ``fork``).
+
+    Args:
+        fn: a picklable function taking the process index first.
+        args: the rest of ``fn``'s arguments.
+        nprocs: how many processes.
+        join: wait for them (re-raising the first failure) instead of returning.
+        daemon: start them as daemons.
+        start_method: the multiprocessing start method.
+
+    Returns:
+        None when joined, else a :class:`ProcessContext`.
+
+    Example:
+        >>> import ember.multiprocessing as mp
+        >>> def work(i):
+        ...     pass
+        >>> mp.start_processes(work, nprocs=2, start_method="fork")
+    """
     ctx = multiprocessing.get_context(start_method)
     error_queues, processes = [], []
     for i in range(nprocs):

@@ -29,8 +29,9 @@ named-tuple fields, Python scalar types); dtype; shape; values with dtype-aware 
 included.
 
 Torch crashing (an internal assert, a time-out in torch) is recorded as ``torch_crash`` and
-not counted. Every mismatch carries a one-line repro that runs with ``T = ember`` and
-``T = torch``.
+not counted; so is a mismatch where torch's own answer is known to be wrong (``TORCH_WRONG``,
+each verified by hand), as ``torch_wrong``. Every mismatch carries a one-line repro that runs
+with ``T = ember`` and ``T = torch``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ KINDS = (
     "ember_timeout", "missing_form", "grad_values_nonfinite", "grad_dtype", "grad_shape",
 )
 #: recorded, never counted
-NOT_COUNTED = ("torch_crash", "torch_grad_raises", "harness_error")
+NOT_COUNTED = ("torch_crash", "torch_grad_raises", "harness_error", "torch_wrong")
 
 #: (rtol, atol) by result dtype; atol is scaled by the largest finite |expected| (>= 1)
 TOL = {
@@ -567,10 +568,57 @@ def run_case(case, torch, alarm=None, phase=None):
         try:
             _compare(e_res, t_res, "out", mismatches, torch, values, TOL)
             if case.grad and not mismatches:
-                _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes)
+                _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes,
+                               phase)
         except Exception as exc:  # the harness itself, or a result it can't read
             notes.append(("harness_error", f"{type(exc).__name__}: {_short(exc)}"))
+    for m in [m for m in mismatches if _torch_wrong(case, m[0])]:
+        mismatches.remove(m)
+        notes.append(("torch_wrong", f"{m[0]}: {m[1]}"))
     return Outcome(case, mismatches, notes)
+
+
+# ------------------------------------------------------------------------------------------------
+# cases where torch's answer is wrong (verified by hand; recorded as torch_wrong, not counted)
+
+
+def _int_arg(case, i, name):
+    v = case.args[i] if len(case.args) > i else case.kwargs.get(name)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _narrow_copy_to_end(case):
+    # torch's narrow_copy backward slices [start, start + length), which is empty when a
+    # negative start runs to the end (start + length == 0): the gradient comes back zero
+    start, length = _int_arg(case, 2, "start"), _int_arg(case, 3, "length")
+    return start is not None and length is not None and start < 0 and start + length == 0
+
+
+def _ldexp_negative_int_exponent(case):
+    # torch's ldexp backward computes 2 ** other in integer arithmetic, so a negative integer
+    # exponent gives the input a zero gradient (d/dx x * 2**-k is 2**-k)
+    other = case.args[1] if len(case.args) > 1 else case.kwargs.get("other")
+    return (isinstance(other, TensorSpec) and other.dtype in INTEGER + ("bool",)
+            and other.data.size and other.data.min() < 0)
+
+
+def _group_norm_strided_params(case):
+    # torch's CPU group norm kernel reads weight and bias as if contiguous
+    return any(isinstance(a, TensorSpec) and a.layout != "contig" for a in case.args[1:3])
+
+
+#: (op id, mismatch kinds, predicate of the case)
+TORCH_WRONG = (
+    ("narrow_copy", ("grad_values",), _narrow_copy_to_end),
+    ("ldexp", ("grad_values",), _ldexp_negative_int_exponent),
+    ("native_group_norm", ("values", "values_nonfinite", "grad_values"),
+     _group_norm_strided_params),
+)
+
+
+def _torch_wrong(case, kind):
+    return any(op == case.op_id and kind in kinds and pred(case)
+               for op, kinds, pred in TORCH_WRONG)
 
 
 def _short(exc, n=160):
@@ -718,18 +766,21 @@ def _grad_outputs(res, T):
     return [o for o in _flat(res) if isinstance(o, T.Tensor) and o.requires_grad]
 
 
-def _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes):
+def _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes,
+                   phase=lambda name: None):
     t_out = _grad_outputs(t_res, torch)
     e_out = _grad_outputs(e_res, ember)
     t_in = _grad_inputs(t_args, torch)
     e_in = _grad_inputs(e_args, ember)
     if not t_out or not t_in or len(t_out) != len(e_out):
         return
+    phase("torch_grad")
     try:
         tg = torch.autograd.grad(_loss(torch, t_out), t_in, allow_unused=True)
     except Exception as exc:
         notes.append(("torch_grad_raises", f"{type(exc).__name__}: {_short(exc)}"))
         return
+    phase("ember_grad")
     try:
         eg = ember.autograd.grad(_loss(ember, e_out), e_in, allow_unused=True)
     except Exception as exc:
