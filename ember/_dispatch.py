@@ -95,6 +95,12 @@ check_inplace = None
 commit_inplace = None
 begin_inplace = None
 end_inplace = None
+#: set by ember/autograd/_forward.py once a dual level was entered: ``(self, result)``
+#: carries ``result``'s forward-mode tangents into ``self`` after an in-place commit
+commit_tangent = None
+#: the same module's ``(tensor) -> bool``: whether ``tensor`` carries a tangent of a dual
+#: level on this thread (ops that take a differentiable path only when needed ask it)
+carries_tangent = None
 
 
 def needs_grad(tensors) -> bool:
@@ -595,4 +601,6 @@ def commit_inplace_result(op_name, self, compute):
     self._bump()
     if r._grad_fn is not None and commit_inplace is not None:
         commit_inplace(self, r)
+    if intercept and commit_tangent is not None:
+        commit_tangent(self, r)
     return self

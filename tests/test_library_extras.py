@@ -77,3 +77,41 @@ def test_effect_type_and_schema_regex():
     assert L.EffectType.ORDERED.value == "Ordered"
     assert L.NAMELESS_SCHEMA.fullmatch("(Tensor x) -> Tensor")
     assert L.OpOverload is ember._dispatch.OpOverload
+
+
+def _movemul_rule(op):
+    def rule(info, in_dims, x, y):
+        xb, yb = in_dims
+        x = x.movedim(xb, -1) if xb is not None else x.unsqueeze(-1)
+        y = y.movedim(yb, -1) if yb is not None else y.unsqueeze(-1)
+        return op(x, y).movedim(-1, 0), 0
+    return rule
+
+
+def test_register_vmap_rule_runs_once_per_level_nested():
+    @L.custom_op("tlx::mul3", mutates_args=())
+    def mul3(x: ember.Tensor, y: ember.Tensor) -> ember.Tensor:
+        return x * y
+
+    seen = []
+    inner = _movemul_rule(mul3)
+
+    def rule(info, in_dims, x, y):
+        seen.append((info.batch_size, in_dims))
+        return inner(info, in_dims, x, y)
+
+    L.register_vmap(mul3, rule)
+    a, b = ember.randn(3, 5, 2), ember.randn(3, 5, 2)
+    r = ember.vmap(ember.vmap(mul3))(a, b)
+    assert r.shape == (3, 5, 2) and ember.allclose(r, a * b)
+    assert seen == [(5, (0, 0)), (3, (0, 0))]
+
+
+def test_register_vmap_unbatched_argument_gets_none():
+    @L.custom_op("tlx::mul4", mutates_args=())
+    def mul4(x: ember.Tensor, y: ember.Tensor) -> ember.Tensor:
+        return x * y
+
+    L.register_vmap(mul4, _movemul_rule(mul4))
+    x, y = ember.randn(4, 3), ember.randn(3)
+    assert ember.allclose(ember.vmap(mul4, in_dims=(0, None))(x, y), x * y)

@@ -46,6 +46,11 @@ _EXACT_OUT = frozenset({
 })
 
 
+#: element-wise ops with kernels of their own that keep their operands' dtype, so the direct
+#: paths may run them below a mode (``ElementwiseOp.direct_under_modes``)
+_DIRECT_KERNELS = frozenset({"relu", "sigmoid", "silu", "rsqrt", "reciprocal"})
+
+
 class ElementwiseOp(Op):
     """An element-wise op; see the module docstring for ``promote``.
 
@@ -63,6 +68,9 @@ class ElementwiseOp(Op):
         self.check = check
         self.allow = frozenset(allow)
         self.exact_out = name in _EXACT_OUT
+        # the direct paths may serve this op's calls below a mode: a NumPy ufunc keeps the
+        # dtype of same-dtype operands (and NumPy's weak Python scalars), as do these kernels
+        self.direct_under_modes = self.ufunc is not None or name in _DIRECT_KERNELS
         # dtypes for which same-dtype tensor inputs go straight to the kernel and the result
         # keeps that dtype (see ``binary``)
         if promote in ("same", "int", "real"):
@@ -182,6 +190,25 @@ def elementwise(op, args, params=None, out=None):
             kwargs["out"] = out
         return _dispatch.through_modes(op.handle(out is not None, len(args)), tuple(args),
                                        kwargs)
+    if params is None and out is None and op.direct_under_modes:
+        # below the last mode (an op handle called by a mode): the operators' direct paths
+        # apply as they do with no mode on (NOTE [ Hot path ])
+        n = len(args)
+        if n == 2:
+            a, b = args
+            if isinstance(a, Tensor):
+                if isinstance(b, Tensor):
+                    t = _direct_binary(op, a, b)
+                    if t is not None:
+                        return t
+                elif b.__class__ is float or b.__class__ is int:
+                    t = _with_number(op, a, b, False)
+                    if t is not None:
+                        return t
+        elif n == 1 and isinstance(args[0], Tensor):
+            t = _direct_unary(op, args[0])
+            if t is not None:
+                return t
     if op.check is not None:
         op.check(args)
     compute, result, first = promote(op, args)
@@ -357,31 +384,40 @@ def binary_fast(op, a, b):
     """``a <op> b`` when no mode is on anywhere. See NOTE [ Hot path ]: the operators call it
     straight after their one test of ``_dispatch.slow``."""
     if isinstance(b, Tensor) and isinstance(a, Tensor):
-        ad = a._data
-        bd = b._data
-        at = ad.__class__
-        if ad.dtype is bd.dtype and at is bd.__class__ and ad.dtype in op.direct:
-            f = op.impl.get(at) or op.resolve(at)
-            try:
-                r = f(ad, bd)
-            except ValueError:
-                raise _broadcast_error(op, (a, b)) from None
-            if r.__class__ is not at:
-                r = _dispatch.backends_by_type[at].xp.asarray(r)
-            t = _new(Tensor)
-            t._data = r
-            t._rg = False
-            t._grad_fn = None
-            t._base = None
-            t._vc = None
-            if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
-                _dispatch.record_binary(op, a, b, t)
+        t = _direct_binary(op, a, b)
+        if t is not None:
             return t
     elif isinstance(a, Tensor) and (b.__class__ is float or b.__class__ is int):
         t = _with_number(op, a, b, False)
         if t is not None:
             return t
     return elementwise(op, (a, b))
+
+
+def _direct_binary(op, a, b):
+    """``a <op> b`` for two tensors of one dtype the op runs on directly (same device), or
+    None when promotion or checks are needed."""
+    ad = a._data
+    bd = b._data
+    at = ad.__class__
+    if ad.dtype is bd.dtype and at is bd.__class__ and ad.dtype in op.direct:
+        f = op.impl.get(at) or op.resolve(at)
+        try:
+            r = f(ad, bd)
+        except ValueError:
+            raise _broadcast_error(op, (a, b)) from None
+        if r.__class__ is not at:
+            r = _dispatch.backends_by_type[at].xp.asarray(r)
+        t = _new(Tensor)
+        t._data = r
+        t._rg = False
+        t._grad_fn = None
+        t._base = None
+        t._vc = None
+        if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record_binary(op, a, b, t)
+        return t
+    return None
 
 
 def _with_number(op, a, n, reflected):
@@ -410,6 +446,27 @@ def _with_number(op, a, n, reflected):
     return t
 
 
+def _direct_unary(op, a):
+    """``op(a)`` for a tensor of a dtype the op runs on directly, or None."""
+    ad = a._data
+    if ad.dtype not in op.direct:
+        return None
+    at = ad.__class__
+    f = op.impl.get(at) or op.resolve(at)
+    r = f(ad)
+    if r.__class__ is not at:
+        r = _dispatch.backends_by_type[at].xp.asarray(r)
+    t = _new(Tensor)
+    t._data = r
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    t._vc = None
+    if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+        _dispatch.record(op, (a,), {}, t)
+    return t
+
+
 def rbinary(op, a, b):
     """Reflected operator ``b <op> a`` (``2 - t``)."""
     if not isinstance(b, _scalar_types):
@@ -432,21 +489,8 @@ def unary(op, a):
     if _dispatch.intercept and isinstance(a, Tensor):
         return elementwise(op, (a,))
     if isinstance(a, Tensor):
-        ad = a._data
-        if ad.dtype in op.direct:
-            at = ad.__class__
-            f = op.impl.get(at) or op.resolve(at)
-            r = f(ad)
-            if r.__class__ is not at:
-                r = _dispatch.backends_by_type[at].xp.asarray(r)
-            t = _new(Tensor)
-            t._data = r
-            t._rg = False
-            t._grad_fn = None
-            t._base = None
-            t._vc = None
-            if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-                _dispatch.record(op, (a,), {}, t)
+        t = _direct_unary(op, a)
+        if t is not None:
             return t
     elif not isinstance(a, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(a).__name__}")

@@ -196,6 +196,41 @@ def linear_jvp(op, data, zero_params=()):
     return jvp
 
 
+def multilinear_jvp(op, factors, additive=()):
+    """The forward-mode rule of an op linear in each input at ``factors`` separately (a
+    product: matmul, convolution, outer) plus a term linear in the inputs at ``additive``
+    (a bias): ``sum_i op(.., x_dot_i, ..)`` with the additive inputs zeroed, plus the op with
+    the factors zeroed and the additive inputs replaced by their tangents. ``factors`` None:
+    every input is a factor (einsum's operands)."""
+
+    def jvp(x_dots, *inputs, out=None, **params):
+        total = None
+        for k in range(len(inputs)) if factors is None else factors:
+            if x_dots[k] is None:
+                continue
+            args = list(inputs)
+            args[k] = x_dots[k]
+            for a in additive:
+                if args[a] is not None:
+                    args[a] = zeros_of(inputs[a]._data.shape, inputs[a])
+            t = _dispatch.apply(op, tuple(args), dict(params))
+            total = t if total is None else total + t
+        if any(x_dots[a] is not None for a in additive):
+            args = list(inputs)
+            for k in factors:
+                args[k] = zeros_of(inputs[k]._data.shape, inputs[k])
+            for a in additive:
+                if args[a] is not None:
+                    d = x_dots[a]
+                    args[a] = d if d is not None else zeros_of(inputs[a]._data.shape, inputs[a])
+            t = _dispatch.apply(op, tuple(args), dict(params))
+            total = t if total is None else total + t
+        return total
+
+    op.defjvp(jvp)
+    return jvp
+
+
 def zeros_of(shape, like):
     """A constant zero tensor of ``shape`` with ``like``'s dtype and device (for formulas)."""
     a = like._data

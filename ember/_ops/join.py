@@ -353,6 +353,9 @@ def unbind(input, dim=0):
 
 
 def _cat_kernel(xp, *arrays, dim, dtype, sizes=None):
+    if sizes is not None:
+        # a None size marks a skipped 1-D empty input (kept as an input for its gradient)
+        arrays = [a for a, n in zip(arrays, sizes) if n is not None]
     shape = list(arrays[0].shape)
     shape[dim] = sum(a.shape[dim] for a in arrays)
     # a contiguous result whatever the inputs' layouts, as PyTorch; casting to the promoted
@@ -365,8 +368,11 @@ cat_op = Op("cat", _cat_kernel, linear=True)
 
 
 @cat_op.defvjp
-def _cat_vjp(g, *_tensors, dim, dtype, sizes):
-    return _split_at(g, dim, _sizes_bounds(sizes))
+def _cat_vjp(g, *tensors, dim, dtype, sizes):
+    parts = iter(_split_at(g, dim, _sizes_bounds([n for n in sizes if n is not None])))
+    # a skipped 1-D empty input gets an empty gradient, as torch (not None)
+    return tuple(next(parts) if n is not None else _zeros((0,), g)
+                 for n, t in zip(sizes, tensors))
 
 
 @public(method=False, alias=("concat",))
@@ -406,8 +412,9 @@ def cat(tensors, dim=0, *, out=None):
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size {x} "
                     f"but got size {y} for tensor number {i} in the list.")
-    sizes = tuple(t._data.shape[d] for t in kept)
-    return _apply(cat_op, tuple(kept), {"dim": d, "dtype": dtype.np, "sizes": sizes}, out=out)
+    sizes = tuple(t._data.shape[d] if id(t) in kept_ids else None for t in tensors)
+    return _apply(cat_op, tuple(tensors), {"dim": d, "dtype": dtype.np, "sizes": sizes},
+                  out=out)
 
 
 @public(method=False)

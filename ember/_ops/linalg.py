@@ -27,6 +27,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
+from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
 
 _LOWP = (np.dtype(np.float16), _dt.bfloat16.np)
 _FAST = frozenset(np.dtype(c) for c in ("float32", "float64", "complex64", "complex128"))
@@ -429,6 +430,7 @@ def _vdot_vjp(g, a, b):
 
 
 vdot_op = Op("vdot", lowp(_vdot_kernel), vjp=_vdot_vjp)
+multilinear_jvp(vdot_op, (0, 1))
 
 
 @public
@@ -459,6 +461,7 @@ def _outer_vjp(g, a, b):
 
 
 outer_op = Op("outer", _outer_kernel, vjp=_outer_vjp)
+multilinear_jvp(outer_op, (0, 1))
 
 
 @public(alias=("ger",))
@@ -522,8 +525,11 @@ def _addbmm_vjp(g, _c, a, b, *, beta, alpha):
 
 
 addmm_op = Op("addmm", _add_kernel(_matmul_kernel), vjp=_addmm_vjp)
+multilinear_jvp(addmm_op, (1, 2), (0,))
 addr_op = Op("addr", _add_kernel(_outer_kernel), vjp=_addr_vjp)
+multilinear_jvp(addr_op, (1, 2), (0,))
 addbmm_op = Op("addbmm", _add_kernel(_bsum_mm), vjp=_addbmm_vjp)
+multilinear_jvp(addbmm_op, (1, 2), (0,))
 
 
 def _check_scalars(op_name, dtype, beta, alpha):
@@ -688,6 +694,7 @@ def _trace_vjp(g, a):
 
 
 trace_op = Op("trace", _trace_kernel, vjp=_trace_vjp)
+linear_jvp(trace_op, (0,))
 
 
 @public

@@ -10,6 +10,7 @@ import numpy as np
 from .. import _dispatch
 from .._core.tensor import Tensor
 from ._registry import Op, public
+from .indexing import multilinear_jvp  # forward-mode rules
 from .linalg import _LOWP, _conj, _contig, _promote, check_tensor, matmul
 
 
@@ -52,6 +53,7 @@ def _unpermute(t, order):
 
 
 tensordot_op = Op("tensordot", _tensordot_kernel, vjp=_tensordot_vjp)
+multilinear_jvp(tensordot_op, (0, 1))
 
 
 @public(method=False)
@@ -143,6 +145,7 @@ def _kron_vjp(g, a, b):
 
 
 kron_op = Op("kron", _kron_kernel, vjp=_kron_vjp)
+multilinear_jvp(kron_op, (0, 1))
 
 
 @public
@@ -281,6 +284,7 @@ def _eye(n, like):
 
 
 einsum_op = Op("einsum", _einsum_kernel, vjp=_einsum_vjp)
+multilinear_jvp(einsum_op, None)
 
 
 @public(method=False)

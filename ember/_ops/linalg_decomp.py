@@ -18,10 +18,13 @@ the factorisation succeeded) per batch element instead.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
+from .._core.checks import holds_values
 from .._core.tensor import wrap
 from ..return_types import make
 from ._registry import Op, public
@@ -36,11 +39,46 @@ def check_float(op_name, A):
     """See NOTE [ Linalg dtypes ]."""
     d = A.dtype
     if d.category < 2:
+        kernel = _INT_KERNEL.get(op_name)
+        if kernel is not None:  # torch goes straight to a kernel with no integer version
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
         raise RuntimeError(
             f"{op_name}: Expected a floating point or complex tensor as input. Got "
             f"{d.scalar_name}")
     if d in (_dt.float16, _dt.bfloat16):
+        kernel = _LAPACK_KERNEL.get(op_name)
+        if kernel is not None:  # torch reaches a kernel without a half-precision version
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
         raise RuntimeError(f"{op_name}: Low precision dtypes not supported. Got {d.scalar_name}")
+
+
+#: the CPU kernel torch names when an op gets float16 / bfloat16 (NotImplementedError); ops
+#: not listed raise "Low precision dtypes not supported" (RuntimeError), as torch
+_LAPACK_KERNEL = {
+    **dict.fromkeys(("linalg.svd", "linalg.svdvals", "svd", "linalg.cond"), "linalg_svd_cpu"),
+    **dict.fromkeys(("linalg.det", "linalg.lu", "linalg.lu_factor", "linalg.lu_factor_ex",
+                     "linalg.solve", "linalg.solve_ex"), "lu_cpu"),
+    **dict.fromkeys(("linalg.cholesky", "linalg.cholesky_ex", "cholesky"), "cholesky_cpu"),
+    **dict.fromkeys(("linalg.qr", "qr", "geqrf"), "geqrf_cpu"),
+    **dict.fromkeys(("linalg.eigh", "linalg.eigvalsh"), "linalg_eigh_cpu"),
+    **dict.fromkeys(("linalg.eig", "linalg.eigvals"), "linalg_eig_out_cpu"),
+    **dict.fromkeys(("linalg.ldl_factor", "linalg.ldl_factor_ex"), "ldl_factor_kernel_cpu"),
+    **dict.fromkeys(("linalg.solve_triangular", "triangular_solve"), "triangular_solve_cpu"),
+    **dict.fromkeys(("linalg.householder_product", "orgqr"), "orgqr_cpu"),
+    "cholesky_inverse": "cholesky_inverse_out_cpu",
+    "cholesky_solve": "cholesky_solve_cpu",
+}
+#: the same for integer and bool inputs (the other ops raise "Expected a floating point or
+#: complex tensor", a RuntimeError, as torch)
+_INT_KERNEL = {
+    **dict.fromkeys(("linalg.eigh", "linalg.eigvalsh"), "linalg_eigh_cpu"),
+    **dict.fromkeys(("linalg.lu", "linalg.lu_factor", "linalg.lu_factor_ex"), "lu_cpu"),
+    **dict.fromkeys(("linalg.solve_triangular", "triangular_solve"), "triangular_solve_cpu"),
+    **dict.fromkeys(("linalg.householder_product", "orgqr"), "orgqr_cpu"),
+    "geqrf": "geqrf_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu",
+    "cholesky_solve": "cholesky_solve_cpu",
+}
 
 
 def check_square(op_name, A, argname="A"):
@@ -186,7 +224,12 @@ def _det_vjp(g, a, *, out):
     return c * _h(inv(a))
 
 
-det_op = Op("linalg_det", _det_kernel, vjp=_det_vjp)
+def _det_jvp(x_dots, a, *, out):
+    # d det = det * tr(A^-1 dA)
+    return out * matmul(inv(a), x_dots[0]).diagonal(0, -2, -1).sum(-1)
+
+
+det_op = Op("linalg_det", _det_kernel, vjp=_det_vjp, jvp=_det_jvp)
 
 
 def det(A, *, out=None):
@@ -299,7 +342,21 @@ def _solve_vjp(g, a, _b, *, out, left, vec):
     return ga, gb
 
 
-solve_op = Op("linalg_solve", _solve_kernel, vjp=_solve_vjp)
+def _solve_jvp(x_dots, a, _b, *, out, left, vec):
+    # A X = B: A dX = dB - dA X (left); X A = B: dX A = dB - X dA (right)
+    da, db = x_dots
+    x = out.unsqueeze(-1) if vec else out
+    if db is not None and vec:
+        db = db.unsqueeze(-1)
+    rhs = db
+    if da is not None:
+        t = -matmul(da, x) if left else -matmul(x, da)
+        rhs = t if rhs is None else rhs + t
+    r = solve(a, rhs, left=left)
+    return r.squeeze(-1) if vec else r
+
+
+solve_op = Op("linalg_solve", _solve_kernel, vjp=_solve_vjp, jvp=_solve_jvp)
 
 
 def _solve_args(op_name, A, B, left):
@@ -422,16 +479,32 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 # cholesky
 
 
+def _potrf(xp, a):
+    """``xp.linalg.cholesky(a)``, raising LinAlgError where LAPACK's potrf reports failure:
+    NumPy lets a NaN pivot through (a NaN factor), torch's potrf refuses it."""
+    l = xp.linalg.cholesky(a)
+    if holds_values(l) and bool(xp.isnan(xp.diagonal(l, axis1=-2, axis2=-1)).any()):
+        raise np.linalg.LinAlgError("NaN pivot")
+    return l
+
+
 def _not_pd(op_name, xp, a):
-    where = _first_failure(xp, a, xp.linalg.cholesky)
+    where = _first_failure(xp, a, lambda m: _potrf(xp, m))
+    order = ""
+    if xp is np:
+        flat = a.reshape((-1,) + a.shape[-2:])
+        i = next((i for i in range(flat.shape[0]) if _chol_partial(flat[i])[0]), None)
+        if i is not None:
+            k = _chol_partial(flat[i])[0]
+            order = f" (the leading minor of order {k} is not positive-definite)"
     return LinAlgError(
         f"{op_name}: {where}The factorization could not be completed because the input is "
-        "not positive-definite.")
+        f"not positive-definite{order}.")
 
 
 def _cholesky_kernel(xp, a, *, upper):
     try:
-        l = xp.linalg.cholesky(a)
+        l = _potrf(xp, a)
     except np.linalg.LinAlgError:
         raise _not_pd("linalg.cholesky", xp, a) from None
     return xp.conj(xp.swapaxes(l, -1, -2)) if upper else l
@@ -502,12 +575,12 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 def _chol_partial(a):
     """(info, L) for one matrix: info is the order of the first non-PD leading minor."""
     try:
-        return 0, np.linalg.cholesky(a)
+        return 0, _potrf(np, a)
     except np.linalg.LinAlgError:
         n = a.shape[-1]
         for k in range(1, n + 1):
             try:
-                np.linalg.cholesky(a[:k, :k])
+                _potrf(np, a[:k, :k])
             except np.linalg.LinAlgError:
                 return k, np.tril(a)
         return n, np.tril(a)
@@ -515,9 +588,28 @@ def _chol_partial(a):
 
 def _cholesky_solve_kernel(xp, b, l, *, upper):
     # only the named triangle of the factor is read
+    if xp is np and b.size and l.size:
+        return _potrs(b, l, upper)
     L = xp.conj(xp.swapaxes(xp.triu(l), -1, -2)) if upper else xp.tril(l)
     A = xp.matmul(L, xp.conj(xp.swapaxes(L, -1, -2)))
     return xp.linalg.solve(A, b)
+
+
+def _potrs(b, l, upper):
+    """LAPACK's ``?potrs`` per matrix (torch's kernel): two triangular solves with the
+    factor, so a singular factor gives inf / NaN, not an error."""
+    from scipy.linalg import lapack
+
+    batch = np.broadcast_shapes(b.shape[:-2], l.shape[:-2])
+    n, k = b.shape[-2:]
+    bs = np.broadcast_to(b, batch + (n, k)).reshape((-1, n, k))
+    ls = np.broadcast_to(l, batch + (n, n)).reshape((-1, n, n))
+    potrs = lapack.get_lapack_funcs("potrs", (ls,))
+    out = np.empty(bs.shape, b.dtype)
+    with np.errstate(all="ignore"):
+        for i in range(bs.shape[0]):
+            out[i] = potrs(ls[i], bs[i], lower=not upper)[0]
+    return out.reshape(batch + (n, k))
 
 
 def _cholesky_solve_vjp(g, b, l, *, out, upper):
@@ -527,11 +619,10 @@ def _cholesky_solve_vjp(g, b, l, *, out, upper):
     A = matmul(L, _h(L))
     gb = solve(A, g)  # A is Hermitian
     gA = -matmul(gb, _h(out))
-    # A = L L^H  ->  gL = (gA + gA^H) L
-    gL = matmul(gA + _h(gA), L)
-    mask = _const_like(np.tril(np.ones(tuple(l.shape[-2:]))).astype(gL._data.dtype), l)
-    gL = gL * mask
-    return gb, (_h(gL) if upper else gL)
+    # A = L L^H (or U^H U): torch differentiates the whole factor as given, not only the
+    # triangle the kernel reads, so the factor's gradient is unmasked
+    sym = gA + _h(gA)
+    return gb, (matmul(l, sym) if upper else matmul(sym, l))
 
 
 cholesky_solve_op = Op("cholesky_solve", _cholesky_solve_kernel, vjp=_cholesky_solve_vjp)
@@ -732,6 +823,8 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 
 def _eig_kernel(xp, a):
+    if not bool(xp.isfinite(a).all()):
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
     w, v = np.linalg.eig(a if xp is np else a.get())
     ct = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
     return xp.asarray(w.astype(ct)), xp.asarray(v.astype(ct))
@@ -757,9 +850,15 @@ def eig(A, *, out=None):
 
 
 def _eigvals_kernel(xp, a):
-    w = np.linalg.eigvals(a if xp is np else a.get())
+    a = a if xp is np else a.get()
+    # a matrix holding NaN or inf has NaN eigenvalues (torch), not an error
+    bad = ~np.isfinite(a).all(axis=(-2, -1))
+    w = np.linalg.eigvals(np.where(bad[..., None, None], 0, a) if bad.any() else a)
     ct = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
-    return xp.asarray(w.astype(ct))
+    w = w.astype(ct)
+    if bad.any():
+        w[bad] = complex(math.nan, math.nan)
+    return xp.asarray(w)
 
 
 def _eigvals_vjp(g, a):
@@ -789,8 +888,39 @@ def _svd_kernel(xp, a, *, full_matrices):
         u = xp.broadcast_to(xp.eye(m, mu, dtype=a.dtype), bs + (m, mu)).copy()
         vh = xp.broadcast_to(xp.eye(nv, n, dtype=a.dtype), bs + (nv, n)).copy()
         return u, xp.zeros(bs + (k,), a.real.dtype), vh
-    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
+    u, s, vh = lapack_svd(xp, a, full_matrices=full_matrices)
     return u, s, vh
+
+
+def lapack_svd(xp, a, **kwargs):
+    """``xp.linalg.svd(a, **kwargs)`` with torch's answers on non-finite input, promptly
+    (LAPACK's gesdd can loop forever on inf): a matrix holding NaN raises LinAlgError (torch's
+    "failed to converge", naming the first such batch element); one holding inf but no NaN
+    gives NaN factors."""
+    if not holds_values(a):  # the meta device: shapes only
+        return xp.linalg.svd(a, **kwargs)
+    finite = xp.isfinite(a).all(axis=(-2, -1))
+    if bool(finite.all()):
+        try:
+            return xp.linalg.svd(a, **kwargs)
+        except np.linalg.LinAlgError:
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                              "matrix is ill-conditioned or has too many repeated singular "
+                              "values.") from None
+    nan = xp.isnan(a).any(axis=(-2, -1))
+    if bool(nan.any()):
+        first = int(np.flatnonzero(np.asarray(nan).reshape(-1))[0])
+        raise LinAlgError(f"linalg.svd: {_bidx(a.shape[:-2], first)}The algorithm failed to "
+                          "converge because the input matrix contained non-finite values.")
+    # inf but no NaN: NaN factors for those matrices, LAPACK for the rest
+    keep = finite[..., None, None]
+    r = xp.linalg.svd(xp.where(keep, a, 0), **kwargs)
+    parts = r if isinstance(r, tuple) else (r,)
+    out = []
+    for x in parts:
+        mask = finite.reshape(finite.shape + (1,) * (x.ndim - finite.ndim))
+        out.append(xp.where(mask, x, xp.asarray(np.nan, dtype=x.dtype)))
+    return tuple(out) if isinstance(r, tuple) else out[0]
 
 
 def _svd_backward(gU, gS, gVh, U, S, Vh, full_matrices):
@@ -881,7 +1011,7 @@ def _svd_public(input, some=True, compute_uv=True, *, out=None):
 def _svdvals_kernel(xp, a):
     if a.size == 0:
         return xp.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.real.dtype)
-    return xp.linalg.svd(a, compute_uv=False)
+    return lapack_svd(xp, a, compute_uv=False)
 
 
 def _svdvals_vjp(g, a):

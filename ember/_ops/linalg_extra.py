@@ -162,8 +162,22 @@ def _ldl_solve_kernel(xp, ld, piv, b, *, hermitian):
     if n and k:
         trs = _lapack("trs", b.dtype, hermitian)
         for i in range(out.shape[0]):
-            out[i] = trs(ld[i], piv[i], flat_b[i], lower=1)[0]
+            if _blocks_fit(piv[i]):
+                out[i] = trs(ld[i], piv[i], flat_b[i], lower=1)[0]
+            else:  # no factorisation has these pivots: NaN, where LAPACK would read past A
+                out[i] = complex(np.nan, np.nan) if out.dtype.kind == "c" else np.nan
     return xp.asarray(out.reshape(batch + (n, k)))
+
+
+def _blocks_fit(piv):
+    """Whether LAPACK's lower ``*sytrs`` scan of ``piv`` stays inside the matrix: a negative
+    pivot opens a 2x2 block, which must not start on the last row."""
+    n, i = len(piv), 0
+    while i < n:
+        if piv[i] < 0 and i == n - 1:
+            return False
+        i += 1 if piv[i] > 0 else 2
+    return True
 
 
 ldl_solve_op = Op("linalg_ldl_solve", _ldl_solve_kernel, vjp=_no_derivative("linalg_ldl_solve"))
@@ -212,6 +226,13 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         raise RuntimeError(f"{op_name}: Incompatible matrix sizes: each LD matrix is "
                            f"{LD.shape[-1]} by {LD.shape[-1]} but each B matrix is "
                            f"{B.shape[-2]} by {B.shape[-1]}")
+    if holds_values(pivots._data) and pivots.numel():
+        # LAPACK's *sytrs reads out of bounds (a crash) on pivots ldl_factor can't produce
+        p = np.abs(np.asarray(_host(_dispatch.xp_of(pivots._data), pivots._data), np.int64))
+        for ok, bound in ((p >= 1, ">= 1"), (p <= LD.shape[-1], "<= LD.size(-2)")):
+            if not ok.all():
+                raise RuntimeError(f"Pivots given to ldl_solve must all satisfy |pivot| {bound}. "
+                                   "Did you properly pass the result of ldl_factor?")
     return _dispatch.apply(ldl_solve_op, (LD, pivots, B), {"hermitian": bool(hermitian)}, out)
 
 

@@ -9,7 +9,8 @@ from .._core.tensor import Tensor, wrap
 from ..return_types import make
 from ._registry import Op, public
 from .linalg import _conj, _h, check_tensor, matmul
-from .linalg_decomp import _eye_like, check_float, check_matrix, check_square, inv, svdvals
+from .linalg_decomp import (_eye_like, check_float, check_matrix, check_square, inv,
+                            lapack_svd, svdvals)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -38,7 +39,7 @@ def _pinv_kernel(xp, a, *, atol, rtol, hermitian):
         tol = _tol(xp, xp.take_along_axis(s, order, -1), atol, rtol, m, n)
         winv = xp.where(s > tol, 1 / xp.where(w == 0, 1, w), 0)
         return xp.matmul(v * winv[..., None, :].astype(a.dtype), xp.conj(xp.swapaxes(v, -1, -2)))
-    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    u, s, vh = lapack_svd(xp, a, full_matrices=False)
     tol = _tol(xp, s, atol, rtol, m, n)
     sinv = xp.where(s > tol, 1 / xp.where(s == 0, 1, s), 0).astype(a.dtype)
     return xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)) * sinv[..., None, :],
@@ -95,7 +96,7 @@ def _matrix_rank_kernel(xp, a, *, atol, rtol, hermitian):
         s = xp.abs(xp.linalg.eigvalsh(a))
         s = -xp.sort(-s, axis=-1)
     else:
-        s = xp.linalg.svd(a, compute_uv=False)
+        s = lapack_svd(xp, a, compute_uv=False)
     tol = _tol(xp, s, atol, rtol, m, n)
     return (s > tol).sum(-1).astype(np.int64)
 
@@ -470,14 +471,50 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return _dispatch.apply(lu_solve_op, (LU, pivots, B), params, out)
 
 
-def _cholesky_inverse_impl(input, upper, out):
-    from .linalg_decomp import cholesky_solve
+def _cholesky_inverse_kernel(xp, l, *, upper):
+    """LAPACK's ``?potri`` per matrix (torch's kernel): a zero on the factor's diagonal
+    raises LinAlgError naming it; the inverse is mirrored from the triangle potri writes."""
+    from scipy.linalg import lapack
 
+    from .linalg_decomp import LinAlgError, _bidx
+
+    n = l.shape[-1]
+    if xp is not np or not l.size:
+        eye = xp.broadcast_to(xp.eye(n, dtype=l.dtype), l.shape)
+        L = xp.conj(xp.swapaxes(xp.triu(l), -1, -2)) if upper else xp.tril(l)
+        return xp.linalg.solve(xp.matmul(L, xp.conj(xp.swapaxes(L, -1, -2))), eye)
+    flat = l.reshape((-1, n, n))
+    potri = lapack.get_lapack_funcs("potri", (flat,))
+    out = np.empty(flat.shape, l.dtype)
+    with np.errstate(all="ignore"):
+        for i in range(flat.shape[0]):
+            inv, info = potri(flat[i], lower=not upper)
+            if info > 0:
+                raise LinAlgError(
+                    f"cholesky_inverse: {_bidx(l.shape[:-2], i)}The diagonal element {info} is "
+                    "zero, the inversion could not be completed because the input matrix is "
+                    "singular.")
+            if upper:
+                out[i] = np.triu(inv) + np.conj(np.triu(inv, 1)).T
+            else:
+                out[i] = np.tril(inv) + np.conj(np.tril(inv, -1)).T
+    return out.reshape(l.shape)
+
+
+def _cholesky_inverse_vjp(g, l, *, out, upper):
+    # A^-1 = (L L^H)^-1 differentiated for the whole factor as given (torch's formula, with
+    # the computed inverse)
+    common = matmul(out, matmul(g + _h(g), out))
+    return -(matmul(l, common) if upper else matmul(common, l))
+
+
+cholesky_inverse_op = Op("cholesky_inverse", _cholesky_inverse_kernel,
+                         vjp=_cholesky_inverse_vjp)
+
+
+def _cholesky_inverse_impl(input, upper, out):
     check_square("cholesky_inverse", input, "input")
-    n = input.shape[-1]
-    xp = _dispatch.xp_of(input._data)
-    eye = wrap(xp.broadcast_to(xp.eye(n, dtype=input._data.dtype), tuple(input.shape)).copy())
-    return cholesky_solve(eye, input, upper, out=out)
+    return _dispatch.apply(cholesky_inverse_op, (input,), {"upper": bool(upper)}, out)
 
 
 @public

@@ -64,7 +64,21 @@ def _vnorm_vjp(g, x, *, out, ord, dim, keepdim):
     return g * sgn * (x.abs() / safe) ** (ord - 1)
 
 
-vector_norm_op = Op("linalg_vector_norm", _vnorm_kernel, vjp=_vnorm_vjp)
+def _vnorm_jvp(x_dots, x, *, out, ord, dim, keepdim):
+    # a reduction to a real value: d norm = sum(re(conj(d norm / d x) x_dot)), the partials
+    # being the vjp at a cotangent of ones
+    if ord == 0:
+        return None
+    part = _vnorm_vjp(out.new_ones(tuple(out.shape)), x, out=out, ord=ord, dim=dim,
+                      keepdim=keepdim)
+    p = part.conj() * x_dots[0]
+    if p.is_complex():
+        p = p.real
+    dims = tuple(range(x.dim())) if dim is None else tuple(dim)
+    return p.sum(dims, keepdim=keepdim)
+
+
+vector_norm_op = Op("linalg_vector_norm", _vnorm_kernel, vjp=_vnorm_vjp, jvp=_vnorm_jvp)
 
 
 def _norm_input(op_name, x, dtype):

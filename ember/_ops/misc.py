@@ -20,7 +20,11 @@ from .linalg import _LOWP, _conj, _h, check_tensor, matmul
 
 def _cdist_kernel(xp, a, b, *, p, use_mm):
     if a.dtype in _LOWP:
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {a.dtype}")
+        if not use_mm:  # torch has only the matrix-product form in half precision
+            raise NotImplementedError(
+                f'"cdist" not implemented for \'{_dt.lookup(a.dtype).scalar_name}\'')
+        r = _cdist_kernel(xp, a.astype(np.float32), b.astype(np.float32), p=p, use_mm=True)
+        return r.astype(a.dtype)
     if use_mm:
         # |x - y|^2 = |x|^2 - 2 x.y + |y|^2: one GEMM instead of a (P, R, M) difference tensor
         aa = (a * a).sum(-1)[..., :, None]
@@ -29,7 +33,7 @@ def _cdist_kernel(xp, a, b, *, p, use_mm):
         return xp.sqrt(xp.maximum(d2, 0)).astype(a.dtype)
     d = xp.abs(a[..., :, None, :] - b[..., None, :, :])
     if p == 0:
-        r = (d != 0).sum(-1)
+        r = xp.where(xp.isnan(d).any(-1), np.nan, (d != 0).sum(-1))  # NaN stays NaN (torch)
     elif p == 1:
         r = d.sum(-1)
     elif p == 2:
@@ -43,7 +47,10 @@ def _cdist_kernel(xp, a, b, *, p, use_mm):
 
 def _cdist_vjp(g, a, b, *, out, p, use_mm):
     if p == 0:
-        return None, None
+        # a count of non-zero differences: piecewise constant, so zero gradients (not None)
+        from .creation import zeros_like
+
+        return zeros_like(a), zeros_like(b)
     if p == 2:
         # d_ij = |a_i - b_j|: with W = g / d (0 where d = 0), two GEMMs and no (P, R, M)
         # difference tensor: ga_i = sum_j W_ij (a_i - b_j), gb_j = sum_i W_ij (b_j - a_i)
@@ -59,11 +66,14 @@ def _cdist_vjp(g, a, b, *, out, p, use_mm):
     elif p == 2:
         gd = G * diff / (dist + (dist == 0))
     elif p == math.inf:
-        mask = diff.abs() == dist
-        gd = G * diff.sgn() * mask / mask.sum(-1, keepdim=True)
+        # every coordinate attaining the maximum gets the full gradient (ties not split)
+        gd = G * diff.sgn() * (diff.abs() == dist)
     else:
         safe = dist + (dist == 0)
-        gd = G * diff.sgn() * (diff.abs() / safe) ** (p - 1)
+        ratio = diff.abs() / safe
+        if p < 1:  # a zero difference has a zero gradient (not 0 * inf), as torch
+            ratio = ratio + (diff == 0)
+        gd = G * diff.sgn() * ratio ** (p - 1)
     return gd.sum(-2), -gd.sum(-3)
 
 
@@ -441,9 +451,10 @@ def _pow2(input, other):
     # 2 ** other in the dtype the product will have: other's own float dtype, else input's
     # (the default dtype for two integer tensors)
     if not (other.dtype.is_floating_point or other.dtype.is_complex):
-        d = input.dtype if input.dtype.is_floating_point or input.dtype.is_complex else \
-            _dt.get_default_dtype()
-        other = other.to(d)
+        floating = input.dtype.is_floating_point or input.dtype.is_complex
+        if input.dtype.is_floating_point and other.dtype.name == "bool":  # no torch kernel
+            raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'')
+        other = other.to(input.dtype if floating else _dt.get_default_dtype())
     return other.exp2()
 
 

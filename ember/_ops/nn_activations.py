@@ -32,6 +32,17 @@ def _where_pos(input, neg):
     return where(input > 0, input, neg)
 
 
+def _where_nonpos(input, neg):
+    """``neg(x)`` where ``input <= 0``, else ``input``: NaN takes the identity side (and its
+    gradient), as torch's ELU family. ``neg`` sees the input with the other elements zeroed,
+    so a NaN or a large value there cannot turn the branch's zero gradient into NaN."""
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"elu_cpu" not implemented for \'{input.dtype.scalar_name}\'')
+    nonpos = input <= 0
+    return where(nonpos, neg(where(nonpos, input, 0.0)), input)
+
+
 def inplace_composition(fn, input, *args):
     """``fn(input, *args)`` written into ``input`` (NOTE [ In-place compositions ])."""
     if not isinstance(input, Tensor):
@@ -61,7 +72,7 @@ def celu(input, alpha=1.0):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _where_pos(input, alpha * (input / alpha).expm1())
+    return _where_nonpos(input, lambda x: alpha * (x / alpha).expm1())
 
 
 @public(method=False)
@@ -100,7 +111,7 @@ def selu(input):
         >>> ember.selu(ember.tensor([-1.0, 1.0]))
         tensor([-1.1113,  1.0507])
     """
-    return _SELU_SCALE * _where_pos(input, _SELU_ALPHA * input.expm1())
+    return _SELU_SCALE * _where_nonpos(input, lambda x: _SELU_ALPHA * x.expm1())
 
 
 @public(method=False)
@@ -188,7 +199,16 @@ def threshold(input, threshold, value):
 
 
 def _threshold(input, cut, value):
-    return where(input > cut, input, value)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        if input.dtype.category != 1 or input.dtype.name == "bool":
+            raise NotImplementedError(
+                f'"threshold_cpu" not implemented for \'{input.dtype.scalar_name}\'')
+        from .ranges import _int_endpoint
+
+        # an integer input keeps its dtype: the value is converted to it (and must fit)
+        value = input.new_full((), _int_endpoint(value, input.dtype))
+    # NaN is not <= cut, so it passes (value and gradient), as torch
+    return where(input <= cut, value, input)
 
 
 @public(method=False)
@@ -307,7 +327,7 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def elu(input, alpha=1.0):
-    return _where_pos(input, alpha * input.expm1())
+    return _where_nonpos(input, lambda x: alpha * x.expm1())
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -342,8 +362,12 @@ def hardsigmoid(input):
 
 def hardswish(input):
     # x for x >= 3, 0 for x <= -3, x (x + 3) / 6 between (NOTE [ Hard activations' kinks ])
-    middle = where(input > -3, input * (input + 3) / 6, empty_like(input).fill_(0))
-    return where(input >= 3, input, middle)
+    # NaN takes the identity side (and its gradient), as torch: the middle piece sees it
+    # as 0, so its zero gradient there stays 0
+    inner = input < 3
+    safe = where(inner, input, 0.0)
+    middle = where(safe > -3, safe * (safe + 3) / 6, empty_like(input).fill_(0))
+    return where(inner, middle, input)
 
 
 def logsigmoid(input):

@@ -32,6 +32,7 @@ from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
 from .linalg import upcast_lowp
 from ._registry import Op, public
+from .indexing import multilinear_jvp  # forward-mode rules
 from .nn_pad import pad
 
 
@@ -479,11 +480,14 @@ def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, group
 
 
 conv_op = Op("convolution", upcast_lowp(_conv_kernel), vjp=_conv_vjp)
+multilinear_jvp(conv_op, (0, 1), (2,))
 conv_op.node_name = "ConvolutionBackward0"
 conv_input_grad_op = Op("convolution_input_grad", upcast_lowp(_input_grad_kernel),
                         vjp=_input_grad_vjp)
 conv_weight_grad_op = Op("convolution_weight_grad", upcast_lowp(_weight_grad_kernel),
                          vjp=_weight_grad_vjp)
+multilinear_jvp(conv_input_grad_op, (0, 1))
+multilinear_jvp(conv_weight_grad_op, (0, 1))
 conv_backward_op = Op("convolution_backward", upcast_lowp(_conv_backward_kernel))
 
 

@@ -329,9 +329,18 @@ def pdist(input, p=2.0):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    if input.dtype.category != 2:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if input.dtype.itemsize == 2:
+        raise NotImplementedError(f'"pdist" not implemented for \'{input.dtype.scalar_name}\'')
+    from .misc import cdist
+
+    # one cdist per pair (a batch of 1 x 1 distance matrices): cdist's kernel and gradient
+    # are torch's pdist's (ties of the inf-norm not split, p = 0 zero gradients, NaN kept)
     n = input.shape[0]
     i, j = triu_indices(n, n, 1, device=input.device)
-    return (input[i] - input[j]).norm(p=p, dim=1)
+    d = cdist(input[i].unsqueeze(1), input[j].unsqueeze(1), p, "donot_use_mm_for_euclid_dist")
+    return d.reshape(-1)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,

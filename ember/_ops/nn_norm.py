@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
+from .._core import dtype as _dt
 from ._registry import Op, public
 from .linalg import channel_sums, col_sums, row_sums
 
@@ -60,6 +61,9 @@ def _moments(xp, x, axes):
 
 
 def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
+    fused = _kernels.layer_norm(x, w, b, ndim, eps)  # None unless NumPy float32
+    if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
+        return fused
     axes = tuple(range(x.ndim - ndim, x.ndim))
     low = x.dtype.itemsize < 4
     xc = x.astype(xp.float32) if low else x
@@ -77,6 +81,9 @@ def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
 def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
     """(gx, gw, gb) of layer_norm on arrays, in place where it can: one buffer becomes
     x - mean, then xhat, then the xhat term of gx; another g * w, then gx."""
+    fused = _kernels.layer_norm_backward(g, x, w, mean, rstd, ndim)
+    if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
+        return fused
     n = math.prod(x.shape[x.ndim - ndim:])
     dt = x.dtype
     if dt.itemsize < 4:  # half precision computes in float32
@@ -124,8 +131,29 @@ def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
     return gx, gw, gb
 
 
+def _layer_norm_jvp(x_dots, x, w, _b, *, ndim, eps, out):
+    # xhat = (x - mean) rstd: d xhat = rstd (x_dot - mean(x_dot) - xhat mean(xhat x_dot));
+    # y = xhat w + b. The statistics are recomputed so forward-over-reverse sees them.
+    xd, wd, bd = x_dots
+    dims = list(range(x.dim() - ndim, x.dim()))
+    mean = x.mean(dims, keepdim=True)
+    rstd = ((x - mean) ** 2).mean(dims, keepdim=True).add(eps).rsqrt()
+    xhat = (x - mean) * rstd
+    r = None
+    if xd is not None:
+        r = rstd * (xd - xd.mean(dims, keepdim=True) -
+                    xhat * (xhat * xd).mean(dims, keepdim=True))
+        if w is not None:
+            r = r * w
+    if wd is not None:
+        r = xhat * wd if r is None else r + xhat * wd
+    if bd is not None:
+        r = bd.expand(tuple(x.shape)) if r is None else r + bd
+    return r, None, None
+
+
 layer_norm_op = Op("native_layer_norm", _layer_norm_kernel, vjp=_layer_norm_vjp,
-                   nondiff_outputs=(1, 2))
+                   jvp=_layer_norm_jvp, nondiff_outputs=(1, 2))
 layer_norm_op.node_name = "NativeLayerNormBackward0"
 layer_norm_op.saved_outputs = (1, 2)  # the statistics, not y
 
@@ -246,8 +274,34 @@ def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
     return gx, gw, gb, None, None
 
 
+def _batch_norm_jvp(x_dots, x, w, _b, _mean, _var, *, training, eps, out):
+    # as layer norm's rule over the batch and spatial dims (training); eval mode is affine
+    xd, wd, bd = x_dots[0], x_dots[1], x_dots[2]
+    shape = (1, x.shape[1]) + (1,) * (x.dim() - 2)
+    axes = [0] + list(range(2, x.dim()))
+    if training:
+        m = x.mean(axes, keepdim=True)
+        rstd = ((x - m) ** 2).mean(axes, keepdim=True).add(eps).rsqrt()
+    else:
+        m, rstd = out[1].reshape(shape), out[2].reshape(shape)
+    xhat = (x - m) * rstd
+    r = None
+    if xd is not None:
+        r = rstd * (xd - xd.mean(axes, keepdim=True) -
+                    xhat * (xhat * xd).mean(axes, keepdim=True)) if training else xd * rstd
+        if w is not None:
+            r = r * w.reshape(shape)
+    if wd is not None:
+        t = xhat * wd.reshape(shape)
+        r = t if r is None else r + t
+    if bd is not None:
+        t = bd.reshape(shape).expand(tuple(x.shape))
+        r = t if r is None else r + t
+    return r, None, None
+
+
 batch_norm_op = Op("native_batch_norm", _batch_norm_kernel, vjp=_batch_norm_vjp,
-                   nondiff_outputs=(1, 2))
+                   jvp=_batch_norm_jvp, nondiff_outputs=(1, 2))
 batch_norm_op.node_name = "NativeBatchNormBackward0"
 batch_norm_op.saved_outputs = (1, 2)  # the statistics, not y (ReLU(inplace=True) follows)
 batch_norm_backward_op = Op("native_batch_norm_backward", _batch_norm_backward_kernel)
@@ -312,6 +366,28 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
 # compositions
 
 
+def _group_norm_params(input, weight, bias):
+    """Check the dtypes of group norm's operands as torch's CPU kernel does; True when the
+    parameters are float32 beside a float16 / bfloat16 input (the "mixed" case, computed in
+    float32 and returned in the input's dtype)."""
+    dt = input.dtype
+    if dt.category != _dt.FLOAT:
+        raise NotImplementedError(
+            f'"GroupNormKernelImpl" not implemented for \'{dt.scalar_name}\'')
+    params = [p for p in (weight, bias) if p is not None]
+    if params and params[0].dtype != dt:  # the first parameter decides
+        if any(p.dtype != _dt.float32 for p in params):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        if dt not in (_dt.float16, _dt.bfloat16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        return True
+    for p in params:
+        if p.dtype != dt:
+            raise RuntimeError(
+                f"expected scalar type {dt.scalar_name} but found {p.dtype.scalar_name}")
+    return False
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise groups of channels per sample, then scale and shift per channel."""
     if input.dim() < 2:
@@ -322,7 +398,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got "
             f"input of shape {list(input.shape)} and num_groups={num_groups}")
-    grouped = input.reshape(n, num_groups, -1)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"GroupNormKernelImpl" not implemented for \'{input.dtype.scalar_name}\'')
+    grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     y = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if weight is not None:
@@ -609,8 +688,14 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={group}")
+    mixed = _group_norm_params(input, weight, bias)
+    if not input.is_contiguous():  # the native op takes a contiguous input, as torch's
+        raise RuntimeError("Expected X.is_contiguous(memory_format) to be true, but got false.")
+    if mixed:  # float32 statistics, the output in the input's dtype
+        y, mean, rstd = native_group_norm(input.float(), weight, bias, N, C, HxW, group, eps)
+        return y.to(input.dtype), mean, rstd
     # composed, so that mean and rstd are differentiable outputs, as in PyTorch
-    grouped = input.reshape(N, group, -1)
+    grouped = input.reshape(N, group, C // group * HxW)  # explicit: N may be 0
     mean = grouped.mean(-1)
     rstd = (grouped.var(-1, unbiased=False) + eps).rsqrt()
     y = ((grouped - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)).reshape(input.shape)

@@ -13,12 +13,13 @@ import weakref
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
+from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
 from .creation import zeros_like
 from .linalg import _LOWP, gemm, row_sums, upcast_lowp
 from .pointwise import opmath
@@ -33,8 +34,30 @@ def _relu_kernel(xp, a):
     return xp.maximum(a, 0) if a.dtype.kind != "b" else a
 
 
+def _threshold_backward_kernel(xp, g, out, *, threshold):
+    # the gradient passes where the result is above the threshold; a NaN result is not
+    # "<= threshold", so it lets the gradient through, as in PyTorch
+    return xp.where(out <= threshold, xp.zeros((), g.dtype), g)
+
+
+def _threshold_backward_vjp(gg, _g, out, *, threshold):
+    # linear in the gradient; the mask has no derivative
+    return _dispatch.apply(threshold_backward_op, (gg, out), {"threshold": threshold}), None
+
+
+def _threshold_backward_jvp(x_dots, _g, out, *, threshold, **_):
+    if x_dots[0] is None:
+        return None
+    return _dispatch.apply(threshold_backward_op, (x_dots[0], out), {"threshold": threshold})
+
+
+# relu's backward in one pass (``g * (out > 0)`` took two, and three with NaN handled)
+threshold_backward_op = Op("threshold_backward", _threshold_backward_kernel,
+                           vjp=_threshold_backward_vjp, jvp=_threshold_backward_jvp)
+
+
 def _relu_vjp(g, _a, *, out):
-    return g * (out > 0)
+    return _dispatch.apply(threshold_backward_op, (g, out), {"threshold": 0})
 
 
 relu_op = ElementwiseOp("relu", _relu_kernel, vjp=_relu_vjp, allow=(1, 2))
@@ -125,7 +148,8 @@ def _gelu_kernel(xp, a):
     derivative in float32."""
     x = a.astype(xp.float32) if a.dtype.itemsize < 4 else a
     if xp is np and x.dtype == np.float32:
-        out, der = _gelu_f32(x)
+        fused = _kernels.gelu(x)  # NOTE [ Fused kernels ] (ember/_kernels)
+        out, der = fused if fused is not None else _gelu_f32(x)
     else:
         cdf = _scaled(xp, x, _INV_SQRT2)
         cdf = _sp(xp).erf(cdf, out=cdf)
@@ -187,7 +211,12 @@ def _gelu_tanh_vjp(g, a):
     return g * (left + right)
 
 
-gelu_op = Op("gelu", _gelu_kernel, vjp=_gelu_vjp, nondiff_outputs=(1,))
+def _gelu_jvp(x_dots, a, *, out):
+    # element-wise: the tangent is the vjp at x_dot (a diagonal Jacobian is symmetric)
+    return _gelu_vjp((x_dots[0], None), a, out=out), None
+
+
+gelu_op = Op("gelu", _gelu_kernel, vjp=_gelu_vjp, jvp=_gelu_jvp, nondiff_outputs=(1,))
 gelu_op.node_name = "GeluBackward0"
 gelu_tanh_op = ElementwiseOp("gelu_tanh", opmath(_gelu_tanh_kernel), vjp=_gelu_tanh_vjp,
                              allow=(2,))
@@ -216,6 +245,10 @@ def gelu(input, approximate="none"):
 
 
 def _silu_kernel(xp, a):
+    if xp is np:
+        fused = _kernels.silu(a)  # NOTE [ Fused kernels ] (ember/_kernels)
+        if fused is not None:
+            return fused
     t = _scaled(xp, a, 0.5)
     xp.tanh(t, out=t)
     t += 1
@@ -224,8 +257,32 @@ def _silu_kernel(xp, a):
     return t
 
 
+def _silu_backward_kernel(xp, g, a):
+    """g * s (1 + a (1 - s)) with s = sigmoid(a), in one pass where a fused kernel covers
+    the arrays (NOTE [ Fused kernels ]), else in two buffers."""
+    fused = _kernels.silu_backward(g, a) if xp is np else None
+    if fused is not None:
+        return fused
+    s = _scaled(xp, a, 0.5)
+    xp.tanh(s, out=s)
+    s += 1
+    s *= 0.5                 # sigmoid(a)
+    t = xp.empty_like(s)     # not xp.subtract(1, s): a 0-d s would give a scalar
+    xp.subtract(1, s, out=t)
+    t *= a
+    t += 1
+    t *= s
+    return xp.multiply(g, t, out=t) if t.dtype == xp.result_type(g, t) else g * t
+
+
+silu_backward_op = Op("silu_backward", _silu_backward_kernel)
+
+
 @_opmath_vjp
 def _silu_vjp(g, a):
+    if not _dispatch.state.grad_enabled and g.shape == a.shape:
+        return _dispatch.apply(silu_backward_op, (g, a), {})
+    # create_graph: the formula in ember ops, differentiable in a
     sig = a.sigmoid()
     return g * (sig * (1 + a * (1 - sig)))
 
@@ -251,6 +308,9 @@ def silu(input, inplace=False):
 def _softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
+    fused = _kernels.softmax(a, dim) if xp is np else None  # NOTE [ Fused kernels ]
+    if fused is not None:
+        return fused
     e = a - a.max(axis=dim, keepdims=True)
     xp.exp(e, out=e)  # one buffer for shifted values, exponentials and the result
     e /= row_sums(xp, e) if dim == a.ndim - 1 else e.sum(axis=dim, keepdims=True)
@@ -265,6 +325,9 @@ def _softmax_vjp(g, _a, *, dim, out):
 def _log_softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
+    fused = _kernels.softmax(a, dim, log=True) if xp is np else None  # NOTE [ Fused kernels ]
+    if fused is not None:
+        return fused
     shifted = a - a.max(axis=dim, keepdims=True)
     e = xp.exp(shifted)
     shifted -= xp.log(row_sums(xp, e) if dim == a.ndim - 1 else e.sum(axis=dim, keepdims=True))
@@ -275,8 +338,19 @@ def _log_softmax_vjp(g, _a, *, dim, out):
     return g - out.exp() * g.sum(dim, keepdim=True)
 
 
-softmax_op = Op("softmax", _softmax_kernel, vjp=_softmax_vjp)
-log_softmax_op = Op("log_softmax", _log_softmax_kernel, vjp=_log_softmax_vjp)
+def _softmax_jvp(x_dots, _a, *, dim, out):
+    yx = out * x_dots[0]
+    return yx - out * yx.sum(dim, keepdim=True)
+
+
+def _log_softmax_jvp(x_dots, _a, *, dim, out):
+    x_dot = x_dots[0]
+    return x_dot - (out.exp() * x_dot).sum(dim, keepdim=True)
+
+
+softmax_op = Op("softmax", _softmax_kernel, vjp=_softmax_vjp, jvp=_softmax_jvp)
+log_softmax_op = Op("log_softmax", _log_softmax_kernel, vjp=_log_softmax_vjp,
+                    jvp=_log_softmax_jvp)
 softmax_op.node_name = "SoftmaxBackward0"
 log_softmax_op.node_name = "LogSoftmaxBackward0"
 
@@ -349,6 +423,7 @@ def _linear_vjp(g, x, w, _b, *, needs_input_grad):
 
 
 linear_op = Op("linear", _linear_kernel, vjp=_linear_vjp)
+multilinear_jvp(linear_op, (0, 1), (2,))
 linear_op.node_name = "AddmmBackward0"
 
 
@@ -452,6 +527,7 @@ def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
 
 
 nll_loss_op = Op("nll_loss", _nll_kernel, vjp=_nll_vjp)
+linear_jvp(nll_loss_op, (0,))  # linear in the log-probabilities
 nll_loss_op.node_name = "NllLossBackward0"
 
 
@@ -460,9 +536,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood of class indices ``target`` under log-probabilities
     ``input`` of shape (N, C, ...) or (C,)."""
     reduction = reduction_enum(reduction, size_average, reduce)
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"expected scalar type Long but found {target.dtype.scalar_name}")
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     n_in = input.shape[0] if input.dim() > 1 else 1
@@ -470,6 +543,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.dim() > 1 and n_in != n_t:
         raise ValueError(
             f"Expected input batch_size ({n_in}) to match target batch_size ({n_t}).")
+    _check_class_target(target)
     if weight is not None and weight.shape != (input.shape[1 if input.dim() > 1 else 0],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
@@ -501,14 +575,18 @@ def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
         bad = safe[(safe < 0) | (safe >= c)][0]
         raise IndexError(f"Target {int(bad)} is out of bounds.")
-    m = rows.max(axis=1, keepdims=True) if rows.size else rows[:, :1]
-    e = rows - m
-    picked = e[xp.arange(rows.shape[0]), safe]
-    xp.exp(e, out=e)  # in place: one (rows, classes) buffer serves as shifted, exp, probs
-    s = row_sums(xp, e)
-    picked -= xp.log(s[:, 0])
-    losses = -picked * wt
-    probs = xp.divide(e, s, out=e)
+    fused = _kernels.cross_entropy(rows, safe, wt) if xp is np else None
+    if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
+        probs, losses = fused
+    else:
+        m = rows.max(axis=1, keepdims=True) if rows.size else rows[:, :1]
+        e = rows - m
+        picked = e[xp.arange(rows.shape[0]), safe]
+        xp.exp(e, out=e)  # in place: one (rows, classes) buffer is shifted, exp, probs
+        s = row_sums(xp, e)
+        picked -= xp.log(s[:, 0])
+        losses = -picked * wt
+        probs = xp.divide(e, s, out=e)
     if x.ndim > 2:
         probs = xp.moveaxis(probs.reshape((x.shape[0],) + x.shape[2:] + (c,)), -1, 1)
     if reduction == "none":
@@ -532,8 +610,10 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     else:
         scale = wt * (g / _nonzero_total(wt))
     scale = scale.astype(probs.dtype, copy=False)
-    gx = rows * scale[:, None]
-    gx[xp.arange(rows.shape[0]), safe] -= scale
+    gx = _kernels.cross_entropy_backward(rows, safe, scale) if xp is np else None
+    if gx is None:  # no fused kernel (NOTE [ Fused kernels ])
+        gx = rows * scale[:, None]
+        gx[xp.arange(rows.shape[0]), safe] -= scale
     if probs.ndim > 2:
         gx = xp.moveaxis(gx.reshape((probs.shape[0],) + probs.shape[2:] + (c,)), -1, 1)
     return gx
@@ -570,12 +650,18 @@ cross_entropy_op = Op("cross_entropy_loss", _ce_kernel, vjp=_ce_vjp, nondiff_out
 cross_entropy_op.node_name = "NllLossBackward0"
 
 
+def _check_class_target(target):
+    """Class indices must be int64 or uint8, as in torch (int32 targets are refused)."""
+    if target._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {target.dtype.scalar_name}")
+
+
 def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     if input.shape[0] != target.shape[0] or tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
                          f"batch_size ({target.shape[0] if target.dim() else 1}).")
+    _check_class_target(target)
     if weight is not None and tuple(weight.shape) != (input.shape[1],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
@@ -594,18 +680,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     probabilities ``target``."""
     reduction = reduction_enum(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise RuntimeError(
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
     class_dim = 1 if input.dim() > 1 else 0
-    if label_smoothing == 0 and input.dim() > 1 and target._data.dtype.kind in "iu":
+    # a target of the input's shape holds class probabilities; any other, class indices
+    probs = tuple(target.shape) == tuple(input.shape)
+    if probs and not target.is_floating_point():
+        raise RuntimeError(f"Expected floating point type for target with class "
+                           f"probabilities, got {target.dtype.scalar_name}")
+    if label_smoothing == 0 and input.dim() > 1 and not probs:
         return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
     logp = log_softmax(input, class_dim)
-    if target.is_floating_point():
-        if target.shape != input.shape:
-            # a float target of another shape is a mistaken class-index target
-            raise RuntimeError(
-                f"cross_entropy: expected target dtype to be Long (class indices) or a float "
-                f"target of the input's shape {list(input.shape)} (class probabilities), but "
-                f"got {target.dtype.scalar_name} of shape {list(target.shape)}")
+    if probs:
         c = input.shape[class_dim]
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c
@@ -662,7 +748,14 @@ def _mse_vjp(g, a, b, *, reduction):
     return gd, -gd
 
 
-mse_loss_op = Op("mse_loss", _mse_kernel, vjp=_mse_vjp)
+def _mse_jvp(x_dots, a, b, *, reduction, out):
+    da, db = x_dots
+    d_dot = da if db is None else db.neg() if da is None else da - db
+    r = 2.0 * (a - b) * d_dot
+    return r if reduction == "none" else r.sum() if reduction == "sum" else r.mean()
+
+
+mse_loss_op = Op("mse_loss", _mse_kernel, vjp=_mse_vjp, jvp=_mse_jvp)
 mse_loss_op.node_name = "MseLossBackward0"
 
 
@@ -754,10 +847,21 @@ def _scalar_index(i, like):
     return tensor([i], device=like.device)
 
 
-embedding_op = Op("embedding", _embedding_kernel_p, vjp=_embedding_vjp)
+def _embedding_jvp(x_dots, _weight, indices, *, out, **params):
+    # linear in the weight; padding_idx only masks the backward
+    return None if x_dots[0] is None else \
+        _dispatch.apply(embedding_op, (x_dots[0], indices), params)
+
+
+def _embedding_backward_jvp(x_dots, _g, indices, *, out, **params):
+    return None if x_dots[0] is None else \
+        _dispatch.apply(embedding_backward_op, (x_dots[0], indices), params)
+
+
+embedding_op = Op("embedding", _embedding_kernel_p, vjp=_embedding_vjp, jvp=_embedding_jvp)
 embedding_op.node_name = "EmbeddingBackward0"
 embedding_backward_op = Op("embedding_backward", _embedding_backward_kernel,
-                           vjp=_embedding_backward_vjp)
+                           vjp=_embedding_backward_vjp, jvp=_embedding_backward_jvp)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op, public
+from .indexing import linear_jvp  # forward-mode rules
 from ._scatter_planes import unpool_add_op
 
 _NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
@@ -28,6 +29,7 @@ def _constant_pad_vjp(g, _x, *, pads, value):
 
 
 constant_pad_op = Op("constant_pad_nd", _constant_pad_kernel, vjp=_constant_pad_vjp)
+linear_jvp(constant_pad_op, (0,), ("value",))
 constant_pad_op.node_name = "ConstantPadNdBackward0"
 
 
@@ -60,6 +62,7 @@ def _mode_pad_vjp(g, x, *, pads, mode, nspatial):
 
 
 mode_pad_op = Op("pad", _mode_pad_kernel, vjp=_mode_pad_vjp)
+linear_jvp(mode_pad_op, (0,))
 
 
 def pad(input, pad, mode="constant", value=None):

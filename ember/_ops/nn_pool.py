@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op, public
+from .indexing import linear_jvp  # forward-mode rules
 from ._scatter_planes import unpool_add_op
 from .nn_conv import _tuple, sliding_windows, tap_region
 
@@ -142,7 +143,15 @@ def _mp_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode, inpu
                             dilation=dilation, ceil_mode=ceil_mode)
 
 
-max_pool_op = Op("max_pool", _mp_kernel, vjp=_mp_vjp, nondiff_outputs=(1,))
+def _mp_jvp(x_dots, _x, *, out, **params):
+    # each output is the input element its index names: gather the tangent there
+    idx = out[1]
+    n, c = idx.shape[0], idx.shape[1]
+    xd = x_dots[0].reshape(n, c, -1)
+    return xd.gather(2, idx.reshape(n, c, -1)).reshape(tuple(idx.shape)), None
+
+
+max_pool_op = Op("max_pool", _mp_kernel, vjp=_mp_vjp, jvp=_mp_jvp, nondiff_outputs=(1,))
 
 
 def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -269,6 +278,8 @@ def _avg_pool_backward_vjp(gz, _g, *, input_shape, **p):
 avg_pool_op = Op("avg_pool", _avg_pool_kernel, vjp=_avg_pool_vjp)
 avg_pool_backward_op = Op("avg_pool_backward", _avg_pool_backward_kernel,
                           vjp=_avg_pool_backward_vjp)
+linear_jvp(avg_pool_op, (0,))
+linear_jvp(avg_pool_backward_op, (0,))
 
 
 def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -351,6 +362,8 @@ def _adaptive_avg_backward_vjp(gz, _g, *, input_shape, output_size):
 adaptive_avg_op = Op("adaptive_avg_pool", _adaptive_avg_kernel, vjp=_adaptive_avg_vjp)
 adaptive_avg_backward_op = Op("adaptive_avg_pool_backward", _adaptive_avg_backward_kernel,
                               vjp=_adaptive_avg_backward_vjp)
+linear_jvp(adaptive_avg_op, (0,))
+linear_jvp(adaptive_avg_backward_op, (0,))
 
 
 def _adaptive_args(nd, input, output_size, op):

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op, public
+from .indexing import linear_jvp  # forward-mode rules
 from .creation import ones
 from .join import stack
 from .nn_conv import _tuple, sliding_windows
@@ -347,6 +348,8 @@ def _col2im_vjp(g, _cols, *, output_size, kernel_size, dilation, padding, stride
 
 im2col_op = Op("im2col", _im2col_kernel, vjp=_im2col_vjp)
 col2im_op = Op("col2im", _col2im_kernel, vjp=_col2im_vjp)
+linear_jvp(im2col_op, (0,))
+linear_jvp(col2im_op, (0,))
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

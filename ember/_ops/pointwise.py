@@ -30,6 +30,7 @@ from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from ._registry import Op, public
+from .indexing import linear_jvp  # forward-mode rules
 
 _HALF = (np.dtype(np.float16), _dt.bfloat16.np)
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))  # no opmath, no promotion by numbers
@@ -948,8 +949,8 @@ def _fast_operands(tensors, number):
     """The arrays of same-dtype float32/64 tensors on one device, none requiring grad (or grad
     mode off), with a Python number parameter -- the case that may skip promotion and
     autograd (NOTE [ Hot path ]) -- else None."""
-    if type(number) is not float and type(number) is not int:
-        return None
+    if _dispatch.intercept or type(number) is not float and type(number) is not int:
+        return None  # a mode (forward AD, vmap, a profiler) must see the call
     arrays = []
     recording = _dispatch.state.grad_enabled
     for t in tensors:
@@ -1148,6 +1149,7 @@ def _where_vjp(g, cond, _x, _y):
 
 
 where_op = Op("where", _where_kernel, vjp=_where_vjp)
+linear_jvp(where_op, (1, 2))
 _scalars = (int, float, complex, bool, np.number, np.bool_)
 
 

@@ -129,6 +129,28 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     return _out("range", finish(arr, requires_grad, device), out)
 
 
+_C_INT = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+          "int64": "int64_t"}
+
+
+def _int_endpoint(v, d):
+    """An end point of an integer linspace in ``d``, as torch converts it first: integers
+    must fit (an unsigned type also takes -max..-1, which wrap around), floats must fit
+    before truncation."""
+    info = np.iinfo(d.np)
+    if isinstance(v, (bool, int, np.integer)):
+        v = int(v)
+        lo = -info.max if info.min == 0 else info.min
+        if lo <= v <= info.max:
+            return int(np.array(v).astype(np.int64).astype(d.np))
+    else:
+        v = v.real if isinstance(v, complex) else v
+        if math.isfinite(v) and info.min <= v <= info.max:
+            return math.trunc(v)
+    raise RuntimeError(f"value cannot be converted to type {_C_INT.get(d.name, d.name)} "
+                       "without overflow")
+
+
 def _linspace_array(op_name, start, end, steps, dtype):
     """PyTorch's symmetric linspace: the first half counts up from ``start``, the second half
     down from ``end``, so both end points are exact. Floating results are computed in their
@@ -145,6 +167,8 @@ def _linspace_array(op_name, start, end, steps, dtype):
         d = _dt.default_complex() if is_complex else _dt.get_default_dtype()
     work = d.np if d.category >= 2 else np.dtype(np.float64)
     T = work.type
+    if d.category == 1:
+        start, end = _int_endpoint(start, d), _int_endpoint(end, d)
     if steps <= 1:
         return np.array([start] * steps).astype(work), d
     s, e = T(start), T(end)

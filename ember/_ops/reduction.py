@@ -33,6 +33,7 @@ from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from ._registry import Op, inplace_from, public
+from .indexing import linear_jvp  # forward-mode rules
 from .from_data import tensor
 from .join import cat
 from .linalg_norm import _torch_norm
@@ -186,11 +187,16 @@ def _take_along_kernel_s(xp, a, idx, *, dim, keepdim, shape):
 
 
 take_along_op = Op("_take_along", _take_along_kernel_s, vjp=_take_along_vjp)
+linear_jvp(take_along_op, (0,))
 put_along_op = Op("_put_along", _put_along_kernel, vjp=_put_along_vjp)
 
 
 def _grad_needed(input):
-    return input._rg and _dispatch.record is not None and _dispatch.state.grad_enabled
+    if input._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+        return True
+    # a forward-mode tangent needs the differentiable path too (ember/autograd/_forward.py)
+    return _dispatch.intercept and _dispatch.carries_tangent is not None and \
+        _dispatch.carries_tangent(input)
 
 
 def select_values(input, values, indices, dim, keepdim):
@@ -217,6 +223,7 @@ def _where_zero_vjp(g, _x, mask):
 
 # ``x`` with zeros where ``mask`` holds (a masked_fill(mask, 0) the family's formulas use)
 where_zero_op = Op("_where_zero", _where_zero_kernel, vjp=_where_zero_vjp)
+linear_jvp(where_zero_op, (0,))
 
 
 def _where_zero(x, mask):
@@ -330,11 +337,35 @@ def _nansum_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
     return _sum_kernel(xp, a, dim=dim, keepdim=keepdim, dtype=dtype)
 
 
+def reduction_jvp(op):
+    """The forward-mode rule of a reduction ``out = f(slice of a)`` (params ``dim`` and
+    ``keepdim``): its partials are the vjp at a cotangent of ones, and the tangent is
+    ``sum(conj(partials) * a_dot)`` over the reduced dims (the real part for a real result
+    of complex input)."""
+
+    def jvp(x_dots, a, *, out, dim, keepdim, **params):
+        kw = dict(params, dim=dim, keepdim=keepdim)
+        if op.saves_out:
+            kw["out"] = out
+        part = op.vjp(out.new_ones(tuple(out.shape)), a, **kw)
+        p = part.conj() * x_dots[0]
+        if p.is_complex() and not out.is_complex():
+            p = p.real
+        if dim is not None:
+            return p.sum(dim, keepdim=keepdim)
+        r = p.sum()
+        return r.reshape((1,) * a.dim()) if keepdim else r
+
+    op.defjvp(jvp)
+    return jvp
+
+
 def _nansum_vjp(g, a, *, dim, keepdim, dtype, shape):
     return _where_zero(_expand_back(g, shape, dim, keepdim), a != a)
 
 
 nansum_op = Op("nansum", _nansum_kernel, vjp=_nansum_vjp)
+reduction_jvp(nansum_op)
 
 
 @public
@@ -411,6 +442,7 @@ def _nanmean_vjp(g, a, *, dim, keepdim, dtype):
 
 
 nanmean_op = Op("nanmean", _nanmean_kernel, vjp=_nanmean_vjp)
+reduction_jvp(nanmean_op)
 
 
 @public
@@ -450,6 +482,7 @@ def _prod_vjp(g, a, *, dim, keepdim, dtype):
 
 
 prod_op = Op("prod", _prod_kernel, vjp=_prod_vjp)
+reduction_jvp(prod_op)
 
 
 @public
@@ -500,7 +533,23 @@ def _var_vjp(g, a, *, dim, keepdim, correction, take_sqrt, out):
     return _where_zero(ge * centred * scale / oe, oe == 0)
 
 
-var_op = Op("var", _var_kernel, vjp=_var_vjp)
+def _var_jvp(x_dots, a, *, dim, keepdim, correction, take_sqrt, out):
+    # d var = 2 / (n - correction) * sum(re(conj(a - mean) * a_dot)); d std = d var / (2 std)
+    n = _reduced_count(a.shape, dim)
+    centred = a - a.mean(dim, keepdim=True) if dim is not None else a - a.mean()
+    prod = centred.conj() * x_dots[0]
+    if prod.is_complex():
+        prod = prod.real
+    s = prod.sum(dim, keepdim=keepdim) if dim is not None else prod.sum()
+    if dim is None and keepdim:
+        s = s.reshape((1,) * a.dim())
+    scale = 1.0 / (n - correction) if n - correction > 0 else math.inf
+    if not take_sqrt:
+        return s * (2.0 * scale)
+    return _where_zero(s * scale / out, out == 0)
+
+
+var_op = Op("var", _var_kernel, vjp=_var_vjp, jvp=_var_jvp)
 
 
 def _correction(name, unbiased, correction):
@@ -596,6 +645,7 @@ def _extreme_vjp(g, a, *, dim, keepdim, largest, out):
 
 
 amax_op = Op("amax", _extreme_kernel, vjp=_extreme_vjp)
+reduction_jvp(amax_op)
 
 
 def _amax(name, largest, input, dim, keepdim, out):
@@ -777,7 +827,12 @@ def _logsumexp_vjp(g, a, *, dim, keepdim, out):
     return _expand_back(g, shape, dim, keepdim) * (a - _expand_back(out, shape, dim, keepdim)).exp()
 
 
-logsumexp_op = Op("logsumexp", _logsumexp_kernel, vjp=_logsumexp_vjp)
+def _logsumexp_jvp(x_dots, a, *, dim, keepdim, out):
+    w = (a - _expand_back(out, a.shape, dim, keepdim)).exp() * x_dots[0]
+    return w.sum(dim, keepdim=keepdim)
+
+
+logsumexp_op = Op("logsumexp", _logsumexp_kernel, vjp=_logsumexp_vjp, jvp=_logsumexp_jvp)
 
 
 @public

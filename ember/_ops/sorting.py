@@ -43,7 +43,10 @@ def _no_complex(input, name, kernel_name=None):
 
 
 def _sortable(xp, a):
-    """Bools sort as uint8 (NumPy sorts them fine, but keep one code path for the kernels)."""
+    """Bools sort as uint8 (NumPy sorts them fine, but keep one code path for the kernels);
+    bfloat16 sorts as float32 (exact), since ml_dtypes' own sort misplaces NaN."""
+    if a.dtype == _dt.bfloat16.np:
+        return a.astype(np.float32)
     return a.view(np.uint8) if a.dtype.kind == "b" else a
 
 
@@ -249,7 +252,8 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
             return wrap(np.full((), np.nan, flat._data.dtype)) if flat._data.dtype.kind in \
                 "fV" else wrap(np.zeros((), flat._data.dtype))
         v, i = _apply(median_op, (flat,), {"dim": 0, "keepdim": False, "ignore_nan": ignore_nan})
-        if flat._rg and _dispatch.state.grad_enabled:
+        if flat._rg and _dispatch.state.grad_enabled or _dispatch.intercept and \
+                _dispatch.carries_tangent is not None and _dispatch.carries_tangent(flat):
             v = _evenly_shared(flat, v)
         return v if out is None else _dispatch.write_out(name, out, v)
     a = input._data
@@ -416,12 +420,11 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 def _unique_kernel(xp, a, *, dim, return_inverse, return_counts):
     if dim is None:
-        flat = a.reshape(-1)
+        flat = _sortable(xp, a.reshape(-1))  # bfloat16 as float32
         kw = {"equal_nan": False} if flat.dtype.kind in "fc" else {}
-        vals, inv, counts = xp.unique(_sortable(xp, flat), return_inverse=True,
-                                      return_counts=True, **kw)
-        if a.dtype.kind == "b":
-            vals = vals.astype(bool)
+        vals, inv, counts = xp.unique(flat, return_inverse=True, return_counts=True, **kw)
+        if vals.dtype != a.dtype:  # back from the sortable stand-in (bool, bfloat16)
+            vals = vals.astype(a.dtype)
         inv = inv.reshape(a.shape)
     else:
         if a.shape[dim] == 0:
@@ -448,6 +451,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The distinct elements (or slices along ``dim``), sorted; optionally the inverse
     indices and counts."""
     _check_tensor(input, "unique")
+    _no_complex(input, "unique", "unique" if dim is None else "unique_dim")
     d = None if dim is None else wrap_dim(dim, input._data.ndim, "unique")
     r = _apply(unique_op, (input,), {"dim": d, "return_inverse": return_inverse,
                                      "return_counts": return_counts})
@@ -484,6 +488,7 @@ unique_consecutive_op = Op("unique_consecutive", _unique_consecutive_kernel,
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive elements (or slices along ``dim``)."""
     _check_tensor(input, "unique_consecutive")
+    _no_complex(input, "unique_consecutive", "unique")
     d = None if dim is None else wrap_dim(dim, input._data.ndim, "unique_consecutive")
     r = _apply(unique_consecutive_op, (input,), {"dim": d})
     return _pick(r, return_inverse, return_counts)
@@ -512,8 +517,16 @@ searchsorted_op = Op("searchsorted", _searchsorted_kernel, differentiable=False)
 
 
 def _common(seq, x):
-    """Compare in a common dtype (torch promotes the two inputs)."""
-    dt = np.promote_types(seq.dtype, x.dtype)
+    """Compare in a common dtype (torch promotes the two inputs; no bool or complex kernel;
+    bfloat16 compares as float32, exactly, since ml_dtypes' search misplaces NaN)."""
+    try:
+        d = _dt.promote_types(_dt.lookup(seq.dtype), _dt.lookup(x.dtype))
+    except (TypeError, KeyError):
+        d = _dt.lookup(np.promote_types(seq.dtype, x.dtype))
+    if d.np.kind in "bc":
+        raise NotImplementedError(
+            f'"searchsorted_out_cpu" not implemented for \'{_name(d.np)}\'')
+    dt = np.dtype(np.float32) if d.np == _dt.bfloat16.np else d.np
     return (seq if seq.dtype == dt else seq.astype(dt)), (x if x.dtype == dt else x.astype(dt))
 
 

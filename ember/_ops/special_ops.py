@@ -23,6 +23,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from ._elementwise import ElementwiseOp, _const, elementwise, elementwise_inplace, unary
 from ._registry import Op, public
+from .indexing import linear_jvp  # forward-mode rules
 from .pointwise import (
     _HALF, _c, _f32, _is_complex, _require_tensor, _zero_grad, opmath, unary_op, where,
 )
@@ -678,6 +679,7 @@ def _polar_vjp(g, r, theta):
 
 
 complex_op = Op("complex", _make_complex, vjp=_complex_vjp)
+linear_jvp(complex_op, (0, 1))
 polar_op = Op("polar", lambda xp, r, t: _make_complex(xp, r * xp.cos(t), r * xp.sin(t)),
               vjp=_polar_vjp)
 

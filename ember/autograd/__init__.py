@@ -42,9 +42,11 @@ _tensor_mod._view_refresh = _nodes.refresh_view
 from . import function  # noqa: E402,F401
 from . import gradcheck as _gradcheck_mod  # noqa: E402,F401
 from . import functional  # noqa: E402  (jacobian, hessian, vjp, jvp, vhp, hvp)
+from . import forward_ad  # noqa: E402,F401  (dual levels: forward-mode AD)
 from .profiler import (  # noqa: E402,F401  (binds the profiler, profiler_util modules too)
     DeviceType, ProfilerActivity, ProfilerConfig, ProfilerEvent, ProfilerState, kineto_available,
 )
+from . import profiler_legacy  # noqa: E402,F401  (PyTorch's deprecated legacy entry point)
 
 
 def Variable(data, requires_grad=False, volatile=False):

@@ -105,6 +105,9 @@ class SavedTensor:
     unpack_hook = None
     freed = False
     diff = True
+    #: the output's forward-mode tangents (its ``_tangent`` dict), kept while a dual level
+    #: is active so that a formula reading ``out`` sees them (forward-over-reverse)
+    tangents = None
 
     def __init__(self, t, vc, version, out_nr=-1):
         self.t = t
@@ -130,6 +133,8 @@ class SavedTensor:
             return t
         o = wrap(self.arr)
         o._vc = vc
+        if self.tangents is not None:
+            o._tangent = self.tangents
         if self.diff:
             o._grad_fn = node
             o._out_nr = self.out_nr
@@ -188,6 +193,12 @@ def save_output(o, nr):
         vc = o._vc = [0]
     s = SavedTensor(None, vc, vc[0], nr)
     s.arr = o._data
+    if _dispatch.intercept and _dispatch.carries_tangent is not None:
+        # the dual level sets the output's tangent after this: share the dict it will fill
+        d = getattr(o, "_tangent", None)
+        if d is None:
+            d = o._tangent = {}
+        s.tangents = d
     if o._grad_fn is None:
         s.diff = False
     if _hooks_state.stack:

@@ -18,6 +18,9 @@ from . import anomaly_mode as _anomaly
 from ._base import Node, _sequence
 
 _state = _dispatch.state
+#: ``(cls, args, kwargs) -> outputs or NotImplemented``: set by ember/func/_batch_function.py
+#: (a Function applied to batched tensors under vmap)
+vmap_apply = None
 
 
 class FunctionCtx:
@@ -33,6 +36,29 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors):
+        """Save tensors (or None) for ``jvp``, which reads them back as
+        ``ctx.saved_tensors``.
+
+        Args:
+            *tensors (Tensor or None): inputs, outputs or intermediates of ``forward``.
+
+        Example::
+
+            >>> class Square(Function):
+            ...     @staticmethod
+            ...     def forward(ctx, x):
+            ...         ctx.save_for_forward(x)
+            ...         return x * x
+            ...     @staticmethod
+            ...     def jvp(ctx, x_dot):
+            ...         (x,) = ctx.saved_tensors
+            ...         return 2 * x * x_dot
+        """
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise AssertionError(
+                    "save_for_forward expects all arguments to be tensors; you should save "
+                    "non-tensors as attributes on ctx.")
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *tensors):
@@ -49,6 +75,8 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
+        if getattr(self, "_in_jvp", False):
+            return tuple(getattr(self, "saved_for_forward", ()))
         saved = getattr(self, "_saved_list", None)
         if saved is None:
             if getattr(self, "_freed", False):
@@ -169,6 +197,20 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     def apply(cls, *args, **kwargs):
         """Run ``forward`` without recording and, if an input requires grad, attach this
         function's backward node to the outputs."""
+        from . import _forward
+
+        if _forward.levels.stack and _forward.any_dual(args, kwargs):
+            return _forward.function_apply(cls, args, kwargs)
+        if _dispatch.intercept and vmap_apply is not None:
+            # NOTE [ autograd.Function under vmap ] in ember/func/_batch_function.py
+            r = vmap_apply(cls, args, kwargs)
+            if r is not NotImplemented:
+                return r
+        return cls._apply_ctx(args, kwargs)[1]
+
+    @classmethod
+    def _apply_ctx(cls, args, kwargs):
+        """``apply``'s work: returns ``(ctx, outputs)``."""
         bw_cls = cls._backward_cls
         if cls.backward is Function.backward and cls.vjp is not Function.vjp:
             bw_cls.backward = cls.vjp
@@ -191,7 +233,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             _state.grad_enabled = prev
         if custom_setup:
             cls.setup_context(ctx, args, out)
-        return _wrap_outputs(ctx, args, out, recording)
+        return ctx, _wrap_outputs(ctx, args, out, recording)
 
 
 def _own_attrs(cls):

@@ -18,14 +18,17 @@ which holds for every ember op (vjp rules are written in ember ops).
 
 ``vectorize=True`` is accepted and gives the same numbers as ``vectorize=False``: PyTorch
 batches the backward passes with vmap, ember (whose vmap has no batching rules yet) runs them
-one after another. ``strategy="forward-mode"`` needs forward-mode AD, which ember does not
-have yet: the combinations PyTorch rejects raise PyTorch's errors, the others raise
-``NotImplementedError``.
+one after another. ``strategy="forward-mode"`` (with ``vectorize=True``, as PyTorch
+requires) computes Jacobians by forward-mode AD, one pass of ``func`` per input element (NOTE
+[ Forward-mode AD as a mode ] in ember/autograd/_forward.py); the Hessian's
+``outer_jacobian_strategy="forward-mode"`` is forward-over-reverse. The combinations PyTorch
+rejects raise its errors.
 """
 
 from __future__ import annotations
 
 from .._core.tensor import Tensor
+from . import _forward
 from ._engine import grad as _autograd_grad_fn
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
@@ -64,16 +67,18 @@ def _prepare(inputs, create_graph, need_graph):
     """Stand-ins for ``inputs`` to differentiate with respect to: a view keeps an input that
     requires grad attached to its graph when the result must be differentiable
     (``create_graph``); otherwise a detached copy is enough."""
+    # detaching keeps enclosing dual levels' tangents (forward-over-reverse hessian)
     return tuple(x.view_as(x) if create_graph and x.requires_grad
-                 else x.detach().requires_grad_(need_graph) for x in inputs)
+                 else _forward.detach_keep_tangents(x).requires_grad_(need_graph)
+                 for x in inputs)
 
 
 def _finish(values, create_graph):
     """Detach results unless the caller asked for a differentiable graph (nested tuples)."""
     if create_graph:
         return values
-    return tuple(v.detach() if isinstance(v, Tensor) else _finish(v, create_graph)
-                 for v in values)
+    return tuple(_forward.detach_keep_tangents(v) if isinstance(v, Tensor)
+                 else _finish(v, create_graph) for v in values)
 
 
 def _check_v(v, other, other_was_tuple):
@@ -290,10 +295,6 @@ def _check_strategy(strategy, create_graph, strict, vectorize, fn_name, for_hess
         raise NotImplementedError(
             "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
             "implemented for `vectorize=True`.")
-    raise NotImplementedError(
-        f'{fn_name}: strategy="forward-mode" needs forward-mode AD, which ember does not '
-        'implement yet; use strategy="reverse-mode" (the default), which gives the same '
-        "Jacobian.")
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -307,8 +308,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         strict (bool): raise if an output does not depend on an input. Default: False.
         vectorize (bool): accepted for PyTorch compatibility; the result is the same either
             way (ember computes the rows one after another). Default: False.
-        strategy (str): ``"reverse-mode"``; ``"forward-mode"`` needs forward-mode AD, which
-            ember lacks yet. Default: ``"reverse-mode"``.
+        strategy (str): ``"reverse-mode"`` or ``"forward-mode"`` (needs
+            ``vectorize=True``). Default: ``"reverse-mode"``.
 
     Returns:
         A tensor of shape ``output.shape + input.shape`` for one input and one output; a tuple
@@ -323,6 +324,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """
     _check_strategy(strategy, create_graph, strict, vectorize,
                     "torch.autograd.functional.jacobian")
+    if strategy == "forward-mode":
+        return _jacobian_forward(func, inputs)
     with enable_grad():
         inputs_were_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, need_graph=True)
@@ -338,6 +341,49 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         jac = tuple(_jacobian_rows(i, out, inputs, create_graph, strict and not vectorize)
                     for i, out in enumerate(outputs))
         return _untuple(_finish(jac, create_graph), (outputs_were_tuple, inputs_were_tuple))
+
+
+def _jacobian_forward(func, inputs):
+    """``strategy="forward-mode"``: one pass of ``func`` inside a dual level per input
+    element, its tangent one-hot; the output tangents are the Jacobian's columns."""
+    from .. import stack
+
+    inputs_were_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    zeros = [x.new_zeros(x.shape) for x in inputs]
+    cols = [[] for _ in inputs]
+    outputs = outputs_were_tuple = None
+    for k, x in enumerate(inputs):
+        n = x.nelement()
+        for j in range(n):
+            onehot = x.new_zeros((n,))
+            onehot[j] = 1
+            tangents = list(zeros)
+            tangents[k] = onehot.view(x.shape)
+            lvl = _forward.enter(nested_ok=True)
+            try:
+                duals = []
+                for p, t in zip(inputs, tangents):
+                    d = p.view_as(p)
+                    _forward.set_tangent(d, lvl, t)
+                    duals.append(d)
+                out = func(*duals)
+                outputs_were_tuple, outs = _as_tuple(
+                    out, "outputs of the user-provided function", "jacobian")
+                tans = [_forward.get_tangent(o, lvl) for o in outs]
+                tans = [o.new_zeros(o.shape) if t is None else t for t, o in zip(tans, outs)]
+            finally:
+                _forward.exit_level(lvl)
+            outputs = outs
+            cols[k].append(tans)
+    if outputs is None:
+        outputs_were_tuple, outputs = _as_tuple(
+            func(*inputs), "outputs of the user-provided function", "jacobian")
+    jac = tuple(
+        tuple((stack([c[i] for c in cols[k]], -1) if cols[k] else
+               o.new_zeros((0,))).reshape(tuple(o.shape) + tuple(x.shape))
+              for k, x in enumerate(inputs))
+        for i, o in enumerate(outputs))
+    return _untuple(_finish(jac, False), (outputs_were_tuple, inputs_were_tuple))
 
 
 def _jacobian_rows(i, out, inputs, create_graph, strict):
@@ -382,8 +428,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         create_graph (bool): make the Hessian differentiable. Default: False.
         strict (bool): raise if the Hessian is independent of an input. Default: False.
         vectorize (bool): accepted; same result either way. Default: False.
-        outer_jacobian_strategy (str): ``"reverse-mode"`` (``"forward-mode"`` needs
-            forward-mode AD, which ember lacks yet). Default: ``"reverse-mode"``.
+        outer_jacobian_strategy (str): ``"reverse-mode"`` or ``"forward-mode"``
+            (forward-over-reverse; needs ``vectorize=True``). Default: ``"reverse-mode"``.
 
     Returns:
         A tensor of shape ``input.shape + input.shape`` for one input; for tuple inputs a

@@ -4,10 +4,11 @@
   ``jacrev``, ``jacfwd``, ``hessian``, all on ember's reverse-mode autograd (NOTE [ Transforms
   on reverse mode ]); ``jvp``, ``linearize`` and ``jacfwd`` give forward-mode results through
   the double-vjp trick until ember has forward-mode AD.
-- ``_vmap.py``: ``vmap``. It currently runs ``func`` once per batch element and stacks the
-  results (NOTE [ vmap as a per-example loop ]; batching rules on the dispatcher come later):
-  correct, and composable with the other transforms (``vmap(grad(f))`` for per-sample
-  gradients), but not faster than a Python loop.
+- ``_vmap.py``: ``vmap`` (NOTE [ vmap levels ]), a mode on the dispatcher with batching
+  rules per op class (``_batch_rules.py``, NOTE [ vmap batching ], NOTE [ vmap and
+  autograd ]) over batched tensors (``_batch_tensor.py``); ``_batch_jacobian.py`` is
+  ``jacrev``'s single batched backward pass and ``_batch_function.py`` runs custom
+  ``autograd.Function``s under vmap.
 - ``_module_utils.py``: ``functional_call``, ``stack_module_state``,
   ``replace_all_batch_norm_modules_``, ``functionalize``, ``debug_unwrap``.
 - ``_einops.py``: ``rearrange``.
@@ -29,6 +30,11 @@ from ._module_utils import (
 )
 from ._einops import rearrange
 from ._vmap import vmap
+from . import _batch_function as _bf
+from ..autograd import function as _function
+
+_function.vmap_apply = _bf.vmap_apply  # NOTE [ autograd.Function under vmap ]
+del _bf, _function
 
 __all__ = [
     "debug_unwrap", "functional_call", "functionalize", "grad", "grad_and_value", "hessian",

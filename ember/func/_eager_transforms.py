@@ -21,9 +21,11 @@ transform call owns its stand-ins, so nested transforms never confuse their pert
 A transform's result does not depend on grad mode outside it (grad mode is enabled inside),
 but ``torch.no_grad()`` *inside* ``func`` is honoured, as in PyTorch.
 
-``jvp``, ``linearize`` and ``jacfwd`` use the double-vjp trick (NOTE [ Double-vjp trick ] in
-``ember/autograd/functional.py``) until ember has forward-mode AD: same numbers, two backward
-passes in place of one forward pass.
+``jvp``, ``linearize`` and ``jacfwd`` run on forward-mode AD (NOTE [ Forward-mode AD as a
+mode ] in ember/autograd/_forward.py): each opens its own dual level, so they nest with each
+other and with the reverse transforms (``jacfwd(jacrev(f))``, ``jvp(grad(f))``: stand-ins and
+detached results keep enclosing levels' tangents). ``linearize``'s ``jvp_fn`` runs ``func``
+again, forward, at the saved primals.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import functools
 
 from .._core.tensor import Tensor
+from ..autograd import _forward
 from ..autograd._base import AccumulateGrad
 from ..autograd._engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
@@ -98,6 +101,12 @@ def _replace_args(args, nums, argnums, new):
     return tuple(args)
 
 
+def _keep_tangents(x):
+    """``x.detach()`` keeping the forward-mode tangents of enclosing dual levels, so that
+    a reverse transform inside ``jvp`` is differentiated forward (forward-over-reverse)."""
+    return _forward.detach_keep_tangents(x)
+
+
 def _check_tensors(leaves):
     for x in leaves:
         if not isinstance(x, Tensor):
@@ -112,7 +121,7 @@ def _stand_ins(leaves, outer_grad):
         if outer_grad and x.requires_grad:
             res.append(x.view_as(x))
         else:
-            s = x.detach().requires_grad_(True)
+            s = _keep_tangents(x).requires_grad_(True)
             private.add(id(s))
             res.append(s)
     return res, private
@@ -149,7 +158,8 @@ def _reaches_outside(tensors, private):
 
 def _detach_tree(tree):
     leaves, spec = tree_flatten(tree)
-    return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
+    return tree_unflatten([_keep_tangents(x) if isinstance(x, Tensor) else x for x in leaves],
+                          spec)
 
 
 def _zeros_where_none(grads, refs):
@@ -202,7 +212,7 @@ class _Pullback:
                                    retain_graph=retain_graph or create, create_graph=create,
                                    allow_unused=True)
         grads = _zeros_where_none(grads, self.ins)
-        return grads if create else [g.detach() for g in grads]
+        return grads if create else [_keep_tangents(g) for g in grads]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -379,7 +389,7 @@ class _Linearized:
                                      retain_graph=True, create_graph=create, allow_unused=True)
         res = _zeros_where_none(res, pb.out_leaves)
         if not create:
-            res = [r.detach() for r in res]
+            res = [_keep_tangents(r) for r in res]
         return tree_unflatten(res, pb.out_spec)
 
 
@@ -411,8 +421,8 @@ def _check_primals_tangents(primals, tangents, api):
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """Run ``func(*primals)`` and compute its Jacobian-vector product with ``tangents``
-    (exact, by the double-vjp trick until ember has forward-mode AD).
+    """Run ``func(*primals)`` and compute its Jacobian-vector product with ``tangents`` by
+    forward-mode AD (one pass of ``func`` inside a dual level).
 
     Args:
         func (callable): takes the primals, returns a tensor or a nested structure of them.
@@ -432,15 +442,11 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """
     api = "jvp(f, primals, tangents)"
     t_leaves = _check_primals_tangents(primals, tangents, api)
-    lin = _Linearized(func, primals, api, has_aux)
-    if strict and not all(o.requires_grad for o in lin.pb.out_leaves):
-        raise RuntimeError(
-            "jvp(f, primals, tangents, strict=True): The output of f is independent of the "
-            "inputs. This is not allowed with strict=True.")
-    jvp_out = lin.jvp(t_leaves)
-    out = lin.pb.finish(lin.pb.out)
+    if _under_vmap():
+        return _jvp_by_double_vjp(func, primals, t_leaves, api, has_aux, strict)
+    out, jvp_out, aux = _forward_pass(func, primals, t_leaves, api, has_aux, strict)
     if has_aux:
-        return out, jvp_out, lin.pb.finish(lin.pb.aux)
+        return out, jvp_out, aux
     return out, jvp_out
 
 
@@ -463,8 +469,12 @@ def linearize(func, *primals):
         tensor([2., 4.])
     """
     api = "linearize(f, *primals)"
-    lin = _Linearized(func, primals, api)
     p_leaves, p_spec = tree_flatten(primals)
+    zeros = [p.new_zeros(p.shape) if isinstance(p, Tensor) else p for p in p_leaves]
+    out, _, _ = _forward_pass(func, primals, zeros, api)
+    # the point is fixed: later calls see these primals even if the caller's change
+    frozen = tree_unflatten([p.detach().clone() if isinstance(p, Tensor) else p
+                             for p in p_leaves], p_spec)
 
     def jvp_fn(*tangents):
         t_leaves, t_spec = tree_flatten(tangents)
@@ -478,9 +488,67 @@ def linearize(func, *primals):
                 raise RuntimeError(
                     f"tangent:{i} with shape {shape} in flattened pytree doesn't match the "
                     f"shape {p.shape} of the corresponding primal.")
-        return lin.jvp(t_leaves)
+        return _forward_pass(func, frozen, t_leaves, api)[1]
 
-    return lin.pb.finish(lin.pb.out), jvp_fn
+    return out, jvp_fn
+
+
+def _under_vmap():
+    """Whether a vmap mode is on this thread's stack: batched tensors do not carry tangents
+    yet, so the forward transforms there take their reverse-mode route (same numbers)."""
+    from .. import _dispatch
+
+    return any(m.level == 20 for m in _dispatch.state.modes)
+
+
+def _jvp_by_double_vjp(func, primals, t_leaves, api, has_aux, strict):
+    lin = _Linearized(func, primals, api, has_aux)
+    if strict and not all(o.requires_grad for o in lin.pb.out_leaves):
+        raise RuntimeError(
+            "jvp(f, primals, tangents, strict=True): The output of f is independent of the "
+            "inputs. This is not allowed with strict=True.")
+    jvp_out = lin.jvp(t_leaves)
+    out = lin.pb.finish(lin.pb.out)
+    if has_aux:
+        return out, jvp_out, lin.pb.finish(lin.pb.aux)
+    return out, jvp_out
+
+
+def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False):
+    """``func(*primals)`` inside a fresh dual level with ``t_leaves`` as the primals'
+    tangents: ``(output, tangent of the output, aux)``. Levels nest (``jacfwd(jacfwd(f))``),
+    and the output tangents keep enclosing levels' tangents and reverse-mode graphs."""
+    from .. import zeros_like
+
+    p_leaves, p_spec = tree_flatten(primals)
+    lvl = _forward.enter(nested_ok=True)
+    try:
+        duals = []
+        for p, t in zip(p_leaves, t_leaves):
+            if isinstance(p, Tensor) and p.dtype.is_floating_point or \
+                    isinstance(p, Tensor) and p.is_complex():
+                d = p.view_as(p)
+                _forward.set_tangent(d, lvl, t if t.dtype == p.dtype else t.to(p.dtype))
+                duals.append(d)
+            else:
+                duals.append(p)
+        res = func(*tree_unflatten(duals, p_spec))
+        out, aux = _split_aux(res, has_aux, api)
+        o_leaves, o_spec = tree_flatten(out)
+        _check_only_tensors(o_leaves, api, "f(*primals)")
+        tans = []
+        for o in o_leaves:
+            t = _forward.get_tangent(o, lvl)
+            if t is None:
+                if strict:
+                    raise RuntimeError(
+                        "jvp(f, primals, tangents, strict=True): The output of f is "
+                        "independent of the inputs. This is not allowed with strict=True.")
+                t = zeros_like(o)
+            tans.append(t)
+    finally:
+        _forward.exit_level(lvl)
+    return out, tree_unflatten(tans, o_spec), aux
 
 
 # ------------------------------------------------------------------------------------------------
@@ -515,7 +583,8 @@ def _jacobian(func, argnums, has_aux, api, args, kwargs):
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """Transform ``func`` into a function computing its Jacobian with respect to the
-    ``argnums`` arguments by reverse mode (one backward pass per output element).
+    ``argnums`` arguments by reverse mode: one backward pass, batched over the output
+    elements by ``vmap`` (NOTE [ jacrev by vmap ]).
 
     Args:
         func (callable): returns a tensor or a nested structure of tensors (``(output, aux)``
@@ -523,8 +592,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         argnums (int or tuple of ints): which positional arguments to differentiate.
             Default: 0.
         has_aux (bool): ``func`` returns ``(output, aux)``. Default: False.
-        chunk_size (int, optional): accepted for PyTorch compatibility (PyTorch's memory
-            knob); must be positive. Default: None.
+        chunk_size (int, optional): how many rows of the Jacobian one batched backward pass
+            computes (less memory at once); must be positive. Default: None (all rows).
 
     Returns:
         A function returning the Jacobian: structured like the output, each leaf holding
@@ -541,15 +610,25 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        return _jacobian(func, argnums, has_aux, "jacrev(f, argnums)(*args)", args, kwargs)
+        # NOTE [ jacrev by vmap ] in ember/func/_batch_jacobian.py: one batched backward pass
+        from ._batch_jacobian import jacobian_by_vmap
+
+        api = "jacrev(f, argnums)(*args)"
+        if _forward.levels.stack:
+            # under forward AD (jacfwd(jacrev(f)), hessian): one backward pass per row, whose
+            # tangents the dual levels carry (batched tensors do not carry them)
+            return _jacobian(func, argnums, has_aux, api, args, kwargs)
+        pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
+        _check_only_tensors(pb.out_leaves, api, "f(*args)")
+        jac = jacobian_by_vmap(pb, chunk_size)
+        return (jac, pb.finish(pb.aux)) if has_aux else jac
 
     return wrapper
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """Transform ``func`` into a function computing its Jacobian with respect to the
-    ``argnums`` arguments. PyTorch uses forward mode; until ember has it, the same Jacobian is
-    computed by reverse mode (see ``jacrev``).
+    ``argnums`` arguments by forward mode (one pass of ``func`` per input element).
 
     Args:
         func (callable): returns a tensor or a nested structure of tensors.
@@ -574,9 +653,65 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        return _jacobian(func, argnums, has_aux, "jacfwd(f, argnums)(*args)", args, kwargs)
+        api = "jacfwd(f, argnums)(*args)"
+        if _under_vmap():
+            return _jacobian(func, argnums, has_aux, api, args, kwargs)
+        return _jacobian_fwd(func, argnums, has_aux, api, args, kwargs)
 
     return wrapper
+
+
+def _jacobian_fwd(func, argnums, has_aux, api, args, kwargs):
+    """The Jacobian by forward mode: one pass of ``func`` per input element, its tangent a
+    one-hot vector; arranged as ``_jacobian`` arranges reverse mode's."""
+    from .. import stack
+
+    nums, diff = _diff_args(args, argnums)
+    in_leaves, in_spec = tree_flatten(diff)
+    _check_tensors(in_leaves)
+    zeros = [x.new_zeros(x.shape) for x in in_leaves]
+    cols = None
+    out_leaves = out_spec = aux = None
+
+    def run(tangents):
+        def f(*d):
+            return func(*_replace_args(args, nums, argnums, tree_unflatten(list(d), in_spec)),
+                        **kwargs)
+
+        o, t, a = _forward_pass(f, tuple(in_leaves), tangents, api, has_aux)
+        return o, t, a
+
+    per_input = [[] for _ in in_leaves]
+    for k, x in enumerate(in_leaves):
+        n = x.nelement()
+        for j in range(n):
+            onehot = x.new_zeros((n,))
+            onehot[j] = 1
+            tangents = list(zeros)
+            tangents[k] = onehot.view(x.shape)
+            o, t, a = run(tangents)
+            if out_leaves is None:
+                out_leaves, out_spec = tree_flatten(o)
+                aux = a
+            per_input[k].append(tree_flatten(t)[0])
+    if out_leaves is None:  # every input is empty: one pass for the output's structure
+        o, _, aux = run(zeros)
+        out_leaves, out_spec = tree_flatten(o)
+    cols = []
+    for oi, o in enumerate(out_leaves):
+        jacs = []
+        for k, x in enumerate(in_leaves):
+            col = [c[oi] for c in per_input[k]]
+            if col:
+                j = stack(col, -1).reshape(tuple(o.shape) + tuple(x.shape))
+            else:
+                j = o.new_zeros(tuple(o.shape) + tuple(x.shape))
+            jacs.append(j)
+        cols.append(tree_unflatten(jacs, in_spec))
+    jac = tree_unflatten(cols, out_spec)
+    if has_aux:
+        return jac, aux
+    return jac
 
 
 def hessian(func, argnums=0):

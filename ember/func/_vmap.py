@@ -1,34 +1,30 @@
 """``vmap``: map a function over a batch dimension of its inputs.
 
-NOTE [ vmap as a per-example loop ]
-PyTorch's vmap runs ``func`` once on batched tensors, each op applying its batching rule;
-ops without a rule fall back to running once per batch element and stacking. ember has no
-batching rules yet (they will be modes on the dispatcher), so every call takes that
-fallback: the inputs are unbound along their ``in_dims``, ``func`` runs once per element and
-the outputs are stacked along their ``out_dims``. Results, errors for malformed ``in_dims`` /
-``out_dims`` and gradients through it are PyTorch's; the cost is that of a Python loop.
+NOTE [ vmap levels ]
+``vmap(func)(*args)`` makes one *level*: a fresh level id, pushed with its batch size and
+``randomness`` on the thread's level stack, and a ``VmapMode`` pushed on the dispatcher's
+stack. Mapped inputs become batched tensors of that level (their mapped dim moved behind
+the batch dims of outer levels: NOTE [ Batched tensors ] in ``_batch_tensor.py``), ``func``
+runs once -- every op inside is batched by its rule (NOTE [ vmap batching ] in
+``_batch_rules.py``) -- and each output leaves the level with its batch dim moved to its
+``out_dims`` entry (an output that does not depend on the batch is expanded to it).
+Nested ``vmap`` calls make nested levels; ``grad``/``vjp`` compose with it through autograd
+recorded at the logical level (NOTE [ vmap and autograd ]).
 
-Differences that follow from the loop:
-
-- ``randomness``: ``"error"`` raises when ``func`` draws from the default generator;
-  ``"same"`` replays the generator state for every element (each element sees the same
-  numbers); ``"different"`` lets the draws follow one another. Values therefore differ from
-  PyTorch's, which draws one batched tensor.
-- ``out_dims=None`` for an output: PyTorch knows whether the output is batched; the loop
-  returns the first element's output when all elements produced equal tensors, and raises
-  PyTorch's error otherwise.
-- Data-dependent Python control flow (``if x.sum() > 0``, ``.item()``) works per element
-  instead of raising.
-- A batch of size 0 runs ``func`` once on zeros of one element's shape to learn the output
-  shapes.
+``chunk_size`` splits the batch into chunks that run one after the other; ``out_dims=None``
+for an output that is batched raises PyTorch's error.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 
+from .. import _dispatch
 from .._core.tensor import Tensor
 from ..utils._pytree import LeafSpec, tree_flatten, tree_unflatten
+from ._batch_rules import VmapMode, _info
+from ._batch_tensor import level_node, levels_state, link, make_batched, new_level_id
 
 __all__ = ["vmap"]
 
@@ -71,8 +67,8 @@ def _check_randomness(randomness):
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """Vectorize ``func`` over a batch dimension: ``vmap(func)(x)`` stacks ``func(x[i])``.
 
-    ember runs ``func`` once per batch element and stacks the results (see NOTE [ vmap as a
-    per-example loop ]): the results are PyTorch's, not its speed.
+    ``func`` runs once on batched tensors; each op applies its batching rule (NOTE [ vmap
+    batching ] in ember/func/_batch_rules.py), and ops without one run per example.
 
     Args:
         func (callable): takes tensors (or nested lists/tuples/dicts of them) and returns
@@ -83,10 +79,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             below it. Keyword arguments are never mapped. Default: 0.
         out_dims (int, None or tuple): where the batch dimension goes in each output (None:
             the output does not depend on the batch). Default: 0.
-        randomness (str): ``"error"`` (random ops raise), ``"different"`` or ``"same"``
-            (every element sees the same random numbers). Default: ``"error"``.
-        chunk_size (int, optional): accepted for PyTorch compatibility (PyTorch's memory
-            knob); must be positive. Default: None.
+        randomness (str): ``"error"`` (random ops raise), ``"different"`` (each example
+            draws its own numbers) or ``"same"`` (every example sees the same numbers).
+            Default: ``"error"``.
+        chunk_size (int, optional): run the batch in chunks of this many examples (less
+            memory at once); must be positive. Default: None (one chunk).
 
     Returns:
         The vectorized function.
@@ -104,7 +101,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        return _vmap_call(func, in_dims, out_dims, randomness, args, kwargs)
+        return _vmap_call(func, in_dims, out_dims, randomness, args, kwargs, chunk_size)
 
     return wrapped
 
@@ -155,25 +152,70 @@ def _split_inputs(func, in_dims, args):
         raise ValueError(
             "vmap: Expected all tensors to have the same size in the mapped dimension, got "
             f"sizes {sizes} for the mapped dimension")
-    batch = sizes[0]
-    per_leaf = []
-    for x, d in zip(leaves, dims):
-        if d is None:
-            per_leaf.append(x)
-        elif batch == 0:
-            # NOTE [ vmap as a per-example loop ]: one call on zeros to learn output shapes
-            shape = list(x.shape)
-            del shape[d % x.dim()]
-            per_leaf.append([x.new_zeros(shape)])
-        else:
-            per_leaf.append(list(x.unbind(d)))
-    return batch, dims, per_leaf, spec
+    return sizes[0], dims, leaves, spec
 
 
-def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
-    from .._core.generator import default_generator
+def _add_level(x, d, level, batch=None):
+    """Logical ``x`` as a batched tensor of ``level`` mapped over its dim ``d`` (NOTE [ vmap
+    levels ]); a history ``x`` has at an outer level carries over (NOTE [ vmap and
+    autograd ])."""
+    inf = _info(x)
+    if inf is None:
+        return make_batched(x.movedim(d, 0), (level,))
+    phys, levels = inf
+    k = len(levels)
+    n = phys.dim() - k
+    i = bisect.bisect(levels, level)
+    y = make_batched(phys.movedim(k + d % n, i), levels[:i] + (level,) + levels[i:])
+    if x._rg and not y._rg and _dispatch.state.grad_enabled:
+        size = phys.shape[k + d % n]
+        link(y, level_node("VmapIncomingBackward0", x,
+                           lambda g: _remove_level("vmap", g, level, d, size)))
+    return y
 
-    batch, dims, per_leaf, spec = _split_inputs(func, in_dims, args)
+
+def _remove_level(func, x, level, out_dim, batch):
+    """Output ``x`` of the level's ``func`` with the level's batch dim at ``out_dim``."""
+    name = func if isinstance(func, str) else _name(func)
+    inf = _info(x)
+    if inf is None or level not in inf[1]:
+        if out_dim is None:
+            return x
+        n = x.dim()
+        d = _out_dim(name, out_dim, n + 1)
+        shape = list(x.shape)
+        shape.insert(d, batch)
+        return x.unsqueeze(d).expand(shape)
+    if out_dim is None:
+        raise ValueError(
+            f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+    phys, levels = inf
+    k = len(levels)
+    i = levels.index(level)
+    d = _out_dim(name, out_dim, phys.dim() - k + 1)
+    rest = levels[:i] + levels[i + 1:]
+    y = make_batched(phys.movedim(i, k - 1 + d), rest)
+    if x._rg and not y._rg and _dispatch.state.grad_enabled:
+        link(y, level_node("VmapOutgoingBackward0", x,
+                           lambda g: _add_level(g, d, level)))
+    return y
+
+
+def _out_dim(name, d, n):
+    if not isinstance(d, int) or isinstance(d, bool):
+        raise ValueError(
+            f"vmap({name}, ..., out_dims=...): `out_dims` must be an int, None or a python "
+            "collection of ints representing where in the outputs the vmapped dimension "
+            "should appear.")
+    if not -n <= d < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got "
+            f"{d})")
+    return d % n
+
+
+def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs, chunk_size=None):
+    batch, dims, leaves, spec = _split_inputs(func, in_dims, args)
     name = _name(func)
     if not isinstance(out_dims, (int, tuple, list)) and out_dims is not None or \
             isinstance(out_dims, bool):
@@ -181,54 +223,62 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
             f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, None or a "
             "python collection of ints representing where in the outputs the vmapped "
             "dimension should appear.")
-    state = None if randomness == "different" else default_generator.get_state()
-    results = []
-    for i in range(max(batch, 1)):
-        if randomness == "same" and i:
-            default_generator.set_state(state)
-        sample = [x if d is None else x[i] for x, d in zip(per_leaf, dims)]
-        results.append(tree_flatten(func(*tree_unflatten(sample, spec), **kwargs)))
-        if randomness == "error" and not _same_state(state, default_generator.get_state()):
-            default_generator.set_state(state)
-            raise RuntimeError(
-                "vmap: called random operation while in randomness error mode. Please either "
-                "use the 'same' or 'different' randomness flags on vmap or perform the "
-                "randomness operation out of vmap")
-    return _stack_outputs(func, out_dims, results, batch)
+    if chunk_size is not None and chunk_size < batch:
+        return _chunked(func, dims, out_dims, randomness, leaves, spec, kwargs, batch,
+                        chunk_size)
+    return _run_level(func, dims, out_dims, randomness, leaves, spec, kwargs, batch)
 
 
-def _same_state(a, b):
-    return bool((a == b).all())
+def _run_level(func, dims, out_dims, randomness, leaves, spec, kwargs, batch):
+    level = new_level_id()
+    mapped = [x if d is None else _add_level(x, d, level) for x, d in zip(leaves, dims)]
+    stack = levels_state.stack
+    stack.append((level, batch, randomness))
+    mode = VmapMode()
+    _dispatch.push_mode(mode)
+    try:
+        out = func(*tree_unflatten(mapped, spec), **kwargs)
+    finally:
+        _dispatch.pop_mode(mode)
+        stack.pop()
+    return _unwrap_outputs(func, out_dims, out, level, batch)
 
 
-def _stack_outputs(func, out_dims, results, batch):
-    from .. import equal, stack
-
+def _unwrap_outputs(func, out_dims, out, level, batch):
     name = _name(func)
-    out_spec = results[0][1]
+    out_leaves, out_spec = tree_flatten(out)
     flat_dims = _broadcast_flatten(out_dims, out_spec)
     if flat_dims is None:
         raise ValueError(
             f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
             f"with the structure of `outputs`. out_dims has structure "
             f"{tree_flatten(out_dims)[1]} but outputs has structure {out_spec}.")
-    outs = []
-    for k, d in enumerate(flat_dims):
-        values = [leaves[k] for leaves, _ in results]
-        first = values[0]
-        if d is None:
-            if isinstance(first, Tensor) and not all(
-                    isinstance(v, Tensor) and v.shape == first.shape and equal(v, first)
-                    for v in values[1:]):
-                raise ValueError(
-                    f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim "
-                    "is None")
-            outs.append(first)
-            continue
-        if not isinstance(first, Tensor):
+    res = []
+    for x, d in zip(out_leaves, flat_dims):
+        if not isinstance(x, Tensor):
+            if d is None:
+                res.append(x)
+                continue
             raise ValueError(
-                f"vmap({name}, ...): `{name}` must only return Tensors, got type "
-                f"{type(first)}. Did you mean to set out_dims= to None for output?")
-        out = stack(values, d)
-        outs.append(out.narrow(d, 0, 0) if batch == 0 else out)
-    return tree_unflatten(outs, out_spec) if not isinstance(out_spec, LeafSpec) else outs[0]
+                f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(x)}. "
+                "Did you mean to set out_dims= to None for output?")
+        res.append(_remove_level(func, x, level, d, batch))
+    return tree_unflatten(res, out_spec) if not isinstance(out_spec, LeafSpec) else res[0]
+
+
+def _chunked(func, dims, out_dims, randomness, leaves, spec, kwargs, batch, chunk_size):
+    from .. import cat
+
+    parts = []
+    for start in range(0, batch, chunk_size):
+        n = min(chunk_size, batch - start)
+        chunk = [x if d is None else x.narrow(d, start, n) for x, d in zip(leaves, dims)]
+        parts.append(_run_level(func, dims, out_dims, randomness, chunk, spec, kwargs, n))
+    flats = [tree_flatten(p) for p in parts]
+    out_spec = flats[0][1]
+    flat_dims = _broadcast_flatten(out_dims, out_spec)
+    res = []
+    for k, d in enumerate(flat_dims):
+        vals = [f[0][k] for f in flats]
+        res.append(vals[0] if d is None or not isinstance(vals[0], Tensor) else cat(vals, d))
+    return tree_unflatten(res, out_spec) if not isinstance(out_spec, LeafSpec) else res[0]

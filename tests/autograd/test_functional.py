@@ -5,6 +5,7 @@ import pytest
 
 import ember
 from ember.autograd import functional as AF
+from ember.testing import assert_close
 from tests.conftest import HAS_TORCH
 
 if HAS_TORCH:
@@ -248,15 +249,18 @@ def test_jacobian_forward_mode_strict_rejected():
                     strict=True)
 
 
-def test_jacobian_forward_mode_names_forward_ad():
-    with pytest.raises(NotImplementedError, match="forward-mode AD"):
-        AF.jacobian(lambda x: x, ember.ones(2), strategy="forward-mode", vectorize=True)
+def test_jacobian_forward_mode_matches_reverse_mode():
+    f = lambda x: x.sin() * x.prod()  # noqa: E731
+    x = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)
+    fwd = AF.jacobian(f, x, strategy="forward-mode", vectorize=True)
+    assert_close(fwd, AF.jacobian(f, x))
 
 
-def test_hessian_forward_outer_strategy_needs_forward_ad():
-    with pytest.raises(NotImplementedError, match="forward-mode AD"):
-        AF.hessian(lambda x: (x ** 3).sum(), ember.ones(2), vectorize=True,
-                   outer_jacobian_strategy="forward-mode")
+def test_hessian_forward_outer_strategy_matches_reverse():
+    f = lambda x: (x.sin() * x.prod()).sum()  # noqa: E731
+    x = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)
+    fwd = AF.hessian(f, x, vectorize=True, outer_jacobian_strategy="forward-mode")
+    assert_close(fwd, AF.hessian(f, x))
 
 
 def test_functional_works_under_no_grad():

@@ -1,0 +1,759 @@
+"""Forward-mode AD: a dual level is a mode on the dispatcher's stack (level 30).
+
+NOTE [ Forward-mode AD as a mode ]
+Entering a dual level pushes a ``DualLevel`` mode (NOTE [ Dispatch ] in ember/_dispatch.py);
+with no level entered nothing is pushed and the hot path is untouched. Tangents live on the
+tensor, in its ``_tangent`` slot: a dict ``{DualLevel: tangent or None}`` (None says "no
+tangent here, do not derive one from the base"). Tangents are ordinary tensors, so the
+formulas computing them are recorded by reverse mode (forward-over-reverse: the jvp of a
+gradient is a Hessian-vector product) and seen by enclosing dual levels (jvp of jvp).
+
+The mode sees every op call ``(handle, args, kwargs)``. When no tensor argument carries a
+tangent of this level it just runs ``handle``. Otherwise:
+
+- a declared op (``handle.op``, reached through ``apply`` or the element-wise entrances):
+  ``handle`` runs on the primals (this level popped, so enclosing levels see it) and the
+  output tangents come from the op's rule, in this order of preference:
+  ``op.linear`` or ``op.view_of`` (the op applied to the tangents, zeros where an input has
+  none: a view's tangent is the same view of its base's tangent), ``op.jvp`` (a formula,
+  NOTE [ Derivative formulas ] in ember/_ops/_registry.py), for element-wise ops the vjp
+  evaluated at the tangent (NOTE [ Forward mode of element-wise ops ]), else the transpose
+  of ``op.vjp`` (NOTE [ Forward mode from the vjp ]). A non-differentiable op gives zero
+  tangents to its floating outputs, as PyTorch does (``floor``).
+- an in-place form of a declared op: the out-of-place op gives the new tangent (its primal
+  is computed once more, since the in-place write destroys the input the formula needs),
+  then the in-place op runs and the tangent is written into the existing tangent in place,
+  so views of the tensor see it (NOTE [ Tangents of views ]).
+- an entrance written in Python (``@entrance``: in-place protocol, composites) is
+  decomposed: its wrapped function runs with this level pushed again, so the declared ops
+  inside it are seen one by one; ``commit_inplace_result`` reports in-place commits through
+  ``_dispatch.commit_tangent``.
+- ``t[idx]``, ``copy_`` and ``t[idx] = v`` are linear and get their rule here.
+
+NOTE [ Tangents of views ]
+A view's tangent is the same view of its base's tangent: view ops are linear, so applying
+them to the tangent gives exactly that view. A view made before its base had a tangent gets
+one on first use, by replaying its view chain (``_view_meta``) on the base's tangent. An
+in-place write on a view whose base has no tangent first gives the base a zero tangent.
+
+NOTE [ Forward mode from the vjp ]
+For an op without a jvp formula, the output tangent is derived exactly from the vjp: the
+vjp ``u -> J^T u`` is linear in the cotangent ``u``, and the vjp of that map with cotangent
+``x_dot`` is ``J x_dot``. So the vjp formula runs once on a zero cotangent requiring grad and
+one backward pass through it gives the tangent (two reverse passes where a formula would be
+one forward expression: correct, slower). For complex inputs this is exact for holomorphic
+ops. The ops that use it are listed by ``fallback_ops()``.
+
+NOTE [ Which rule each op uses ]
+Of the 266 differentiable ops at the time of writing (``fallback_ops()`` gives the last
+group live):
+
+- 71 linear or view ops (``linear=True`` or ``view_of``): the op applied to the tangents:
+  _as_strided_gather, _as_strided_scatter, _autograd_expand, _autograd_sum_to, _copy,
+  _crop_flat, _diff_t, _expand_back, _fft_c2c, _fft_c2r, _fft_r2c, _fft_resize, _fft_roll,
+  _getitem, _getitem_backward, _linalg_cat_last, _matrix_exp_block, _meshgrid_view,
+  _pad_flat, _rcumsum, _rearrange, _repeat_backward, _repeat_interleave_backward,
+  _reshape_copy, _split_backward, _to_copy, _to_device, _unfold_backward, _view_scatter,
+  add, alias, as_strided, as_strided_scatter, cat, clone, cumsum, deg2rad, diag_embed,
+  diagonal, diagonal_scatter, diff, expand, flip, imag, mean, narrow, neg, permute, rad2deg,
+  real, repeat, repeat_interleave, roll, select, select_scatter, slice_scatter, split,
+  squeeze, stack, sub, sum, transpose, tril, triu, unbind, unfold, unsafe_split, unsqueeze,
+  view, view_as_complex, view_as_real.
+- 62 with a ``jvp=`` formula written from the math, beside their vjp:
+  _index, _take_along, _where_zero, adaptive_avg_pool, adaptive_avg_pool_backward, addbmm,
+  addmm, addr, amax, avg_pool, avg_pool_backward, col2im, complex, constant_pad_nd,
+  convolution, convolution_input_grad, convolution_weight_grad, einsum, embedding,
+  embedding_backward, gather, gelu, im2col, index_add, index_copy, index_fill, index_put,
+  index_select, kron, linalg_det, linalg_inv, linalg_solve, linalg_vector_norm, linear,
+  log_softmax, logsumexp, masked_fill, masked_scatter, masked_select, matmul, max_pool,
+  mse_loss, nanmean, nansum, native_batch_norm, native_layer_norm, nll_loss, outer, pad,
+  prod, put, scatter, scatter_add, softmax, take, take_along_dim, tensordot,
+  threshold_backward, trace, var, vdot, where.
+- 86 element-wise ops by the diagonal rule (NOTE [ Forward mode of element-wise ops ]; the
+  transpose for complex dtypes):
+  abs, acos, acosh, addcdiv, addcmul, angle, asin, asinh, atan, atan2, atanh, ceil, clamp,
+  clamp_max, clamp_min, conj_physical, copysign, cos, cosh, digamma, div, div_trunc, erf,
+  erfc, erfinv, exp, exp2, expm1, float_power, floor, floor_divide, fmax, fmin, fmod, frac,
+  gelu_tanh, hypot, i0, igamma, igammac, lerp, lerp_scalar, lgamma, log, log10, log1p, log2,
+  logaddexp, logaddexp2, logit, maximum, minimum, mul, mvlgamma, nan_to_num, nextafter,
+  polygamma, pow, reciprocal, relu, remainder, round, round_decimals, rsqrt, sgn, sigmoid,
+  sign, silu, sin, sinc, sinh, special_entr, special_erfcx, special_i0e, special_i1,
+  special_i1e, special_log_ndtr, special_ndtr, special_ndtri, special_xlog1py, sqrt, square,
+  tan, tanh, trunc, xlogy.
+- 47 by the transpose of the vjp (NOTE [ Forward mode from the vjp ]):
+  _combinations_backward, _overwrite, _put_along, adaptive_max_pool, block_diag,
+  cartesian_prod, cdist, cholesky_inverse, cholesky_solve, combinations, cross_entropy_loss,
+  ctc_loss, cumprod, fill, fill_diagonal, frexp, geqrf, linalg_cholesky, linalg_cross,
+  linalg_eig, linalg_eigh, linalg_eigvals, linalg_eigvalsh, linalg_inv_ex,
+  linalg_ldl_factor_ex, linalg_ldl_solve, linalg_lu, linalg_lu_factor, linalg_lu_solve,
+  linalg_matrix_exp, linalg_pinv, linalg_qr, linalg_slogdet, linalg_solve_triangular,
+  linalg_svd, linalg_svdvals, logcumsumexp, logdet, lstm_cell, lstm_layer, lu_unpack,
+  max_pool_backward, max_pool_gather, polar, scaled_dot_product_attention, scatter_reduce,
+  vander.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from .. import _dispatch
+from .._core.tensor import Tensor, wrap
+
+_state = _dispatch.state
+_new = object.__new__
+
+
+class _Levels(threading.local):
+    #: the dual levels entered on this thread, outermost first
+    stack = ()
+
+
+levels = _Levels()
+
+
+class DualLevel(_dispatch.Mode):
+    """One dual level: a mode at level 30 holding no state but its identity (tangents are
+    keyed by it) and the tensors it gave tangents to (cleared on exit)."""
+
+    level = 30
+
+    def __init__(self, index):
+        self.index = index
+        self.tracked = []
+        self.prune_at = 4096
+        self.busy = set()
+
+    def __repr__(self):
+        return f"<dual level {self.index}>"
+
+    def dispatch(self, handle, args, kwargs):
+        if not _any_tangent(args, kwargs, self):
+            return handle(*args, **kwargs)
+        if handle is _special.get("getitem"):
+            return self._getitem(handle, args, kwargs)
+        if handle is _special.get("copy_"):
+            return self._copy(handle, args, kwargs)
+        if handle is _special.get("setitem_"):
+            return self._setitem(handle, args, kwargs)
+        op = handle.op
+        if op is not None and not op.is_builtin:
+            # a custom op (ember.library): PyTorch gives its outputs no tangent either
+            return handle(*args, **kwargs)
+        if op is not None:
+            if handle.is_inplace:
+                return self._inplace(handle, op, args, kwargs)
+            return self._op_call(handle, op, args, kwargs)
+        return self._decompose(handle, args, kwargs)
+
+    # -- declared ops -----------------------------------------------------------------------
+
+    def _op_call(self, handle, op, args, kwargs):
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs = dict(kwargs)
+            del kwargs["out"]
+        res = handle(*args, **kwargs)
+        tangents = op_tangents(self, handle, op, args, kwargs, res)
+        if out is not None:
+            _dispatch.write_out(op.name, out, res)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            for o, t in zip(outs, tangents):
+                commit(self, o, t)
+            return out
+        outs = res if type(res) is tuple else (res,)
+        for o, t in zip(outs, tangents):
+            if t is not None:
+                set_tangent(o, self, t)
+        return res
+
+    def _inplace(self, handle, op, args, kwargs):
+        from .._ops._elementwise import ElementwiseOp
+
+        if isinstance(op, ElementwiseOp):
+            functional = op.handle(False, len(args))
+        else:
+            functional = _dispatch._apply_handle(op, False)
+        res = functional(*args, **kwargs)
+        new = op_tangents(self, functional, op, args, kwargs, res)[0]
+        r = handle(*args, **kwargs)
+        commit(self, args[0], new)
+        return r
+
+    # -- entrances written in Python ------------------------------------------------------------
+
+    def _decompose(self, handle, args, kwargs):
+        fn = getattr(handle._run, "__wrapped__", None)
+        if fn is None:
+            if handle in self.busy:
+                return handle(*args, **kwargs)
+            fn = handle._run
+        self.busy.add(handle)
+        saved = _state.modes
+        _dispatch.push_mode(self)
+        committed = self.committed = []
+        try:
+            r = fn(*args, **kwargs)
+        finally:
+            _dispatch.pop_mode(self)
+            _state.modes = saved
+            self.busy.discard(handle)
+        if handle.is_inplace and args and isinstance(args[0], Tensor) and \
+                not any(c is args[0] for c in committed):
+            # a raw write (fill_, zero_, a random refill): values that carry no tangent
+            commit(self, args[0], None)
+        return r
+
+    # -- linear entrances -------------------------------------------------------------------
+
+    def _getitem(self, handle, args, kwargs):
+        self_, idx = args
+        res = handle(self_, idx)
+        t = get_tangent(self_, self)
+        if t is not None and _is_float(res):
+            set_tangent(res, self, handle(t, idx))
+        return res
+
+    def _copy(self, handle, args, kwargs):
+        self_, src = args[0], args[1]
+        r = handle(*args, **kwargs)
+        st = get_tangent(src, self) if isinstance(src, Tensor) else None
+        commit(self, self_, None if st is None else _fit(st, self_))
+        return r
+
+    def _setitem(self, handle, args, kwargs):
+        self_, idx, value = args[0], args[1], args[2]
+        had = get_tangent(self_, self)
+        r = handle(*args, **kwargs)
+        vt = get_tangent(value, self) if isinstance(value, Tensor) else None
+        if vt is None and had is None:
+            return r
+        if had is None:
+            had = _zero_tangent_for(self_, self)
+        if had is not None:
+            had[idx] = 0 if vt is None else vt
+        return r
+
+
+_special: dict = {}
+
+
+def _is_float(t):
+    return isinstance(t, Tensor) and t._data.dtype.kind in "fc"
+
+
+def _tangent_dict(t):
+    try:
+        return t._tangent
+    except AttributeError:
+        return None
+
+
+def has_tangent(t, lvl):
+    d = _tangent_dict(t)
+    if d is not None and lvl in d:
+        return d[lvl] is not None
+    b = t._base
+    if b is not None:
+        d = _tangent_dict(b)
+        return d is not None and d.get(lvl) is not None
+    return False
+
+
+def carries_tangent(t):
+    """Whether ``t`` has a tangent of some dual level of this thread."""
+    for lvl in levels.stack:
+        if has_tangent(t, lvl):
+            return True
+    return False
+
+
+def _any_tangent(args, kwargs, lvl):
+    for a in args:
+        if isinstance(a, Tensor):
+            if has_tangent(a, lvl):
+                return True
+        elif type(a) in (list, tuple):
+            for x in a:
+                if isinstance(x, Tensor) and has_tangent(x, lvl):
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, Tensor) and has_tangent(a, lvl):
+                return True
+    return False
+
+
+def get_tangent(t, lvl):
+    """The tangent of ``t`` at ``lvl``, or None (NOTE [ Tangents of views ])."""
+    d = _tangent_dict(t)
+    if d is not None and lvl in d:
+        return d[lvl]
+    b = t._base
+    if b is None:
+        return None
+    bt = _tangent_dict(b)
+    bt = None if bt is None else bt.get(lvl)
+    if bt is None:
+        return None
+    tan = _replay_view(t, bt)
+    if tan is not None:
+        set_tangent(t, lvl, tan)
+    return tan
+
+
+def set_tangent(t, lvl, tangent):
+    d = _tangent_dict(t)
+    if d is None:
+        t._tangent = {lvl: tangent}
+    else:
+        d[lvl] = tangent
+    tracked = lvl.tracked
+    tracked.append(weakref.ref(t))
+    if len(tracked) >= lvl.prune_at:  # a long-lived level: drop the dead references
+        tracked[:] = [r for r in tracked if r() is not None]
+        lvl.prune_at = max(4096, 2 * len(tracked))
+
+
+def _replay_view(view, base_tangent):
+    """The view of ``base_tangent`` that ``view`` is of its base (NOTE [ Tangents of
+    views ]), run with the modes as they are."""
+    vm = getattr(view, "_view_meta", None)
+    chain = None if vm is None else vm[0]
+    if chain is not None:
+        x = base_tangent
+        for op, params, i, others in chain:
+            inputs = [x] if others is None else list(others)
+            inputs[op.view_of] = x
+            r = _dispatch.apply(op, tuple(inputs), dict(params))
+            x = r[i] if type(r) is tuple else r
+        return x
+    base = view._base
+    bd, td = base._data, base_tangent._data
+    if bd.strides != td.strides or bd.shape != td.shape:
+        return None
+    vd = view._data
+    item = vd.itemsize
+    offset = (vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]) // item \
+        if type(vd) is type(bd) and hasattr(vd, "__array_interface__") else None
+    if offset is None:
+        return None
+    return base_tangent.as_strided(tuple(vd.shape), tuple(s // item for s in vd.strides),
+                                   offset)
+
+
+def _zero_tangent_for(t, lvl):
+    """Give ``t`` (and its root base, for a view) a zero tangent; return ``t``'s."""
+    from .. import zeros_like
+
+    b = t._base
+    if b is None:
+        z = zeros_like(t)
+        set_tangent(t, lvl, z)
+        return z
+    if _tangent_dict(b) is None or _tangent_dict(b).get(lvl) is None:
+        set_tangent(b, lvl, zeros_like(b, memory_format=_preserve()))
+    d = _tangent_dict(t)
+    if d is not None and lvl in d:
+        del d[lvl]
+    return get_tangent(t, lvl)
+
+
+def _preserve():
+    from .. import preserve_format
+
+    return preserve_format
+
+
+def commit(lvl, t, new):
+    """``t`` was overwritten in place; its tangent becomes ``new`` (None: zero), written
+    into the tangent it has so that its views see it (NOTE [ Tangents of views ])."""
+    if not _is_float(t):
+        return
+    cur = get_tangent(t, lvl)
+    if cur is not None:
+        if new is None:
+            cur.zero_()
+        else:
+            cur.copy_(new)
+        return
+    if new is None:
+        return
+    if t._base is not None:
+        cur = _zero_tangent_for(t, lvl)
+        if cur is not None:
+            cur.copy_(new)
+            return
+    if new._base is not None or new._data.shape != t._data.shape:
+        new = _fit(new, t).clone()
+    set_tangent(t, lvl, new)
+
+
+def commit_tangent(t, r):
+    """``_dispatch.commit_tangent``: ``commit_inplace_result`` wrote ``r`` into ``t``; carry
+    ``r``'s tangents of the levels on this thread's stack into ``t``'s."""
+    for m in _state.modes:
+        if isinstance(m, DualLevel):
+            new = get_tangent(r, m) if isinstance(r, Tensor) else None
+            if new is not None or has_tangent(t, m):
+                commit(m, t, new)
+            committed = getattr(m, "committed", None)
+            if committed is not None:
+                committed.append(t)
+
+
+def _fit(tan, like):
+    """``tan`` broadcast to ``like``'s shape and cast to its dtype."""
+    if tan._data.shape != like._data.shape:
+        tan = tan.expand(tuple(like._data.shape)).contiguous()
+    ld = like._data.dtype
+    if tan._data.dtype != ld:
+        if tan._data.dtype.kind == "c" and ld.kind != "c":
+            tan = tan.real
+        tan = tan.to(like.dtype)
+    return tan
+
+
+# ------------------------------------------------------------------------------------------------
+# output tangents of one declared op
+
+
+def _const(x):
+    from .._ops._elementwise import _const as c
+
+    return c(x)
+
+
+def op_tangents(lvl, handle, op, args, kwargs, res):
+    """One tangent (or None) per output of ``op`` run on ``args`` giving ``res``."""
+    outs = res if type(res) is tuple else (res,)
+    if not any(_is_float(o) for o in outs):
+        return (None,) * len(outs)
+    if not op.differentiable:
+        from .. import zeros_like
+
+        return tuple(zeros_like(o) if _is_float(o) else None for o in outs)
+    x_dots = tuple(get_tangent(a, lvl) if isinstance(a, Tensor) else None for a in args)
+    if op.linear or op.view_of is not None:
+        tans = _linear(handle, op, args, kwargs, x_dots)
+        fit = op.view_of is None
+    else:
+        inputs = tuple(a if a is None or isinstance(a, Tensor) else _const(a) for a in args)
+        params = dict(kwargs)
+        if op.jvp is not None:
+            tans = op.jvp(x_dots, *inputs, out=res, **params)
+        else:
+            tans = _diagonal_jvp(op, x_dots, inputs, params, res) if _is_ew(op) else _NO
+            if tans is _NO:
+                tans = transpose_jvp(op, x_dots, inputs, params, res)
+        fit = True
+    if type(tans) is not tuple:
+        tans = (tans,)
+    if len(tans) < len(outs):
+        tans = tans + (None,) * (len(outs) - len(tans))
+    result = []
+    nondiff = op.nondiff_outputs
+    for k, (o, t) in enumerate(zip(outs, tans)):
+        if not _is_float(o) or k in nondiff:
+            result.append(None)
+            continue
+        if t is None:
+            # a derivative that is zero where defined (floor, sign): zeros, as PyTorch gives
+            from .. import zeros_like
+
+            result.append(zeros_like(o))
+            continue
+        if fit:
+            if t._data.shape != o._data.shape or t._data.dtype != o._data.dtype:
+                t = _fit(t, o)
+            elif t._base is not None or any(t is x for x in x_dots):
+                t = t.clone()  # a fresh tensor: an in-place op on ``o`` writes into it
+        result.append(t)
+    return tuple(result)
+
+
+def _linear(handle, op, args, kwargs, x_dots):
+    """A linear op's tangent: the op applied to the tangents, zeros where an input has none
+    (integer inputs -- indices -- stay as they are)."""
+    from .. import zeros_like
+
+    if all(d is None for d in x_dots):
+        return None
+    new = []
+    for a, d in zip(args, x_dots):
+        if d is not None:
+            new.append(d)
+        elif isinstance(a, Tensor):
+            new.append(zeros_like(a) if a._data.dtype.kind in "fc" else a)
+        elif isinstance(a, (bool,)) or a is None:
+            new.append(a)
+        elif isinstance(a, (int, float, complex)):
+            new.append(0)
+        else:
+            new.append(a)
+    return handle(*new, **kwargs)
+
+
+_NO = object()
+_EW = []
+
+
+def _is_ew(op):
+    if not _EW:
+        from .._ops._elementwise import ElementwiseOp
+
+        _EW.append(ElementwiseOp)
+    return isinstance(op, _EW[0])
+
+
+def _diagonal_jvp(op, x_dots, inputs, params, res):
+    """NOTE [ Forward mode of element-wise ops ]: an element-wise op's Jacobian is diagonal,
+    hence symmetric for real dtypes, so ``J x_dot`` is the vjp evaluated at ``x_dot``: one
+    forward evaluation of the vjp formula per input with a tangent, no backward pass. Returns
+    ``_NO`` where that does not hold (complex dtypes, or a formula returning a reduced
+    gradient), and the transpose of the vjp is used instead."""
+    if type(res) is tuple or res._data.dtype.kind != "f":
+        return _NO
+    shape = res._data.shape
+    total = None
+    kw = dict(params)
+    if op.saves_out:
+        kw["out"] = res
+    for i, d in enumerate(x_dots):
+        if d is None:
+            continue
+        x = inputs[i]
+        if x._data.dtype.kind != "f" or d._data.dtype.kind != "f":
+            return _NO
+        if op.wants_needs:
+            kw["needs_input_grad"] = tuple(j == i for j in range(len(inputs)))
+        g = d if d._data.shape == shape else d.expand(shape)
+        r = op.vjp(g, *inputs, **kw)
+        r = r[i] if type(r) is tuple else (r if i == 0 else None)
+        if r is None:
+            continue
+        if r._data.shape != shape:
+            if x._data.shape != shape:
+                return _NO  # a gradient the formula already reduced: not the diagonal
+            r = r.expand(shape)
+        total = r if total is None else total + r
+    return total
+
+
+def transpose_jvp(op, x_dots, inputs, params, res):
+    """NOTE [ Forward mode from the vjp ]: ``J x_dot`` from ``op.vjp``."""
+    from ._engine import grad as autograd_grad
+    from ._registry_glue import sum_to_op
+    from .grad_mode import enable_grad
+
+    outs = res if type(res) is tuple else (res,)
+    nondiff = set(op.nondiff_outputs)
+    us = []
+    for k, o in enumerate(outs):
+        if k in nondiff or not _is_float(o):
+            us.append(None)
+        else:
+            d = o._data
+            u = wrap(_dispatch.backends_by_type[type(d)].xp.zeros(d.shape, d.dtype))
+            u._rg = True
+            us.append(u)
+    g = us[0] if type(res) is not tuple else tuple(us)
+    kw = dict(params)
+    if op.saves_out:
+        kw["out"] = res
+    if op.wants_needs:
+        kw["needs_input_grad"] = tuple(d is not None for d in x_dots)
+    create = _state.grad_enabled and (
+        any(isinstance(x, Tensor) and x._rg for x in inputs)
+        or any(d is not None and d._rg for d in x_dots))
+    with enable_grad():
+        gx = op.vjp(g, *inputs, **kw)
+        if gx is None or isinstance(gx, Tensor):
+            gx = (gx,)
+        ys, vs = [], []
+        for gi, x, d in zip(gx, inputs, x_dots):
+            if gi is None or d is None or not gi._rg:
+                continue
+            xd = x._data
+            if gi._data.shape != xd.shape:
+                gi = _dispatch.apply(sum_to_op, (gi,), {"shape": xd.shape,
+                                                          "in_shape": gi._data.shape})
+            if gi._data.dtype != xd.dtype:
+                gi = gi.to(x.dtype)
+            ys.append(gi)
+            vs.append(d if d._data.dtype == xd.dtype else d.to(x.dtype))
+    live = [u for u in us if u is not None]
+    if not ys or not live:
+        return None
+    grads = autograd_grad(ys, live, vs, create_graph=create, allow_unused=True)
+    it = iter(grads)
+    tans = tuple(None if u is None else next(it) for u in us)
+    return tans if type(res) is tuple else tans[0]
+
+
+def fallback_ops():
+    """Names of the differentiable ops whose tangents come from the transpose of their vjp
+    (NOTE [ Forward mode from the vjp ]); element-wise ops without a formula use it for
+    complex dtypes only (NOTE [ Forward mode of element-wise ops ])."""
+    from .._ops._registry import ops
+
+    return sorted(n for n, o in ops.items() if o.differentiable and o.jvp is None
+                  and not o.linear and o.view_of is None and not _is_ew(o))
+
+
+# ------------------------------------------------------------------------------------------------
+# entering and leaving levels
+
+
+#: dual levels open on all threads together, and the lock guarding the count
+_open = [0]
+_open_lock = threading.Lock()
+
+
+def enter(nested_ok=False):
+    """Push a new dual level; returns it."""
+    stack = levels.stack
+    if stack and not nested_ok:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _bind_special()
+    lvl = DualLevel(len(stack))
+    levels.stack = stack + (lvl,)
+    with _open_lock:
+        _open[0] += 1
+        # the hooks are on only while some thread has a level (they cost nothing otherwise)
+        _dispatch.commit_tangent = commit_tangent
+        _dispatch.carries_tangent = carries_tangent
+    _dispatch.push_mode(lvl)
+    return lvl
+
+
+def exit_level(lvl):
+    """Pop ``lvl`` (the innermost level) and drop every tangent it gave."""
+    stack = levels.stack
+    if not stack or stack[-1] is not lvl:
+        raise RuntimeError(
+            "Trying to exit a forward AD level that was not the last one that was created. "
+            "This is not supported.")
+    _dispatch.pop_mode(lvl)
+    levels.stack = stack[:-1]
+    with _open_lock:
+        _open[0] -= 1
+        if not _open[0]:
+            _dispatch.commit_tangent = None
+            _dispatch.carries_tangent = None
+    for ref in lvl.tracked:
+        t = ref()
+        if t is not None:
+            d = _tangent_dict(t)
+            if d is not None:
+                d.pop(lvl, None)
+                if not d:
+                    t._tangent = None
+    lvl.tracked = []
+
+
+def _bind_special():
+    if _special:
+        return
+    from .._ops import conversion, indexing
+
+    _special["getitem"] = indexing._GETITEM
+    _special["copy_"] = conversion.copy_.handle
+    setitem = getattr(indexing, "_setitem_entry", None) or _find_handle("setitem_")
+    if setitem is not None:
+        _special["setitem_"] = setitem
+
+
+def _find_handle(name):
+    p = _dispatch.packets.get("aten", {}).get(name)
+    if p is None:
+        return None
+    return p._overloads.get("default")
+
+
+def current():
+    """The innermost dual level of this thread, or None."""
+    stack = levels.stack
+    return stack[-1] if stack else None
+
+
+def detach_keep_tangents(t):
+    """``t.detach()`` carrying ``t``'s tangents (for transforms that detach their own
+    stand-ins but must leave enclosing dual levels' tangents in place)."""
+    d = t.detach()
+    if levels.stack:
+        for lvl in levels.stack:
+            tan = get_tangent(t, lvl)
+            if tan is not None:
+                set_tangent(d, lvl, tan)
+    return d
+
+
+# ------------------------------------------------------------------------------------------------
+# custom Functions (autograd.Function.jvp)
+
+
+def any_dual(args, kwargs):
+    """Whether some argument carries a tangent of a dual level of this thread."""
+    for lvl in levels.stack:
+        if _any_tangent(args, kwargs, lvl):
+            return True
+    return False
+
+
+def function_apply(cls, args, kwargs):
+    """``Function.apply`` with dual inputs: ``forward`` runs on the primals with the dual
+    levels off the stack (its inner ops are not differentiated), then ``jvp(ctx, *tangents)``
+    gives the outputs' tangents, one call per level (missing tangents are zeros, as in
+    PyTorch)."""
+    from .. import zeros_like
+
+    active = levels.stack
+    modes = _state.modes
+    _state.modes = tuple(m for m in modes if not isinstance(m, DualLevel))
+    try:
+        ctx, out = cls._apply_ctx(args, kwargs)
+    finally:
+        _state.modes = modes
+    single = not isinstance(out, tuple)
+    outs = (out,) if single else out
+    dirty = getattr(ctx, "dirty_tensors", ())
+    for lvl in active:
+        if not _any_tangent(args, kwargs, lvl):
+            continue
+        tangents = []
+        for a in args:
+            if not isinstance(a, Tensor):
+                tangents.append(None)
+                continue
+            t = get_tangent(a, lvl)
+            if t is None and a._data.dtype.kind in "fc":
+                t = zeros_like(a)
+            tangents.append(t)
+        # the level and those inside it are off the stack while jvp runs, as when a mode
+        # computes tangents (enclosing levels see the formula's ops)
+        inner = active[active.index(lvl):]
+        ctx._in_jvp = True
+        _state.modes = tuple(m for m in modes if not any(m is i for i in inner))
+        try:
+            res = cls.jvp(ctx, *tangents)
+        finally:
+            ctx._in_jvp = False
+            _state.modes = modes
+        if not isinstance(res, tuple):
+            res = (res,)
+        if len(res) != len(outs):
+            raise RuntimeError(
+                f"{cls.__name__}.jvp returned {len(res)} tangents but forward returned "
+                f"{len(outs)} outputs")
+        for o, t in zip(outs, res):
+            if not _is_float(o) or t is None:
+                continue
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{cls.__name__}.jvp must return Tensors or None, got "
+                                f"{type(t).__name__}")
+            if any(o is d for d in dirty):
+                commit(lvl, o, t)
+            else:
+                set_tangent(o, lvl, t if t._data.shape == o._data.shape else _fit(t, o))
+    return out

@@ -1,0 +1,1391 @@
+"""The vmap mode and its batching rules.
+
+NOTE [ vmap batching ]
+``vmap`` pushes a ``VmapMode`` (level 20 of the dispatcher's stack, NOTE [ Dispatch ] in
+ember/_dispatch.py). Every op call inside reaches ``VmapMode.dispatch``; when none of its
+tensor arguments is batched (NOTE [ Batched tensors ] in ``_batch_tensor.py``) the call goes
+on unchanged, else a *batching rule* computes the result on the physical tensors, whose
+batch dims are always in front. Rules come from the op's class in the registry:
+
+- element-wise ops (every ``ElementwiseOp``, plus ``where``/``masked_fill``/...): operands
+  get size-1 dims for the levels they lack and for the logical rank they lack, then the op
+  runs once and broadcasting does the rest; in-place forms write into the physical self;
+- reductions and dim-wise ops (``sum``, ``softmax``, ``sort``, ``cumsum``...): dims shift by
+  the number of batch dims (``dim=None`` reduces the logical dims only);
+- views and shape ops: dims shift, target shapes get the batch sizes in front (results stay
+  views of the physical tensor);
+- ``matmul``/``mm``/``bmm``/``mv``/``dot``/``outer``/``addmm``/``linear``: one batched
+  matmul (an unbatched weight stays a single GEMM operand);
+- ``convolution``: the batch folds into N (unbatched weight) or into the groups (batched
+  weight); pooling and its backward ops fold it into N;
+- ``cross_entropy_loss`` (and its backward) and ``nll_loss``: the batch folds into the rows,
+  the reduction is then done per example;
+- linear algebra on the last two dims (``inv``, ``det``, ``eigh``, ``svd``...): NumPy maps
+  over the leading dims;
+- indexing with basic indices and adjacent index tensors, ``gather``/``scatter``,
+  ``cat``/``stack``, creation-like ops (``zeros_like``...), the engine's
+  ``_autograd_sum_to``/``_autograd_expand`` and reductions' ``_expand_back``.
+
+``rule_names()`` lists the ops with a rule; everything else takes the fallback.
+
+An op without a rule runs once per example and the results are stacked (``_fallback``), with a
+one-time performance warning naming the op, as PyTorch does. Random ops follow the
+``randomness`` flag of the active levels (``_random``).
+
+NOTE [ vmap and autograd ]
+Design: autograd records at the *logical* level. When an op's logical inputs require grad
+(a ``grad``/``vjp`` stand-in created inside vmap, batched or not), the mode records the op
+with its logical inputs and logical (batched) outputs, exactly as the op would record
+outside vmap. The backward formulas are ember ops, so when the engine runs them on batched
+gradients they come back through this mode and are batched by the same rules: the
+gradient of an *unbatched* parameter computed from a batched loss is batched, i.e. one
+gradient per example. That is ``vmap(grad(loss), in_dims=(None, 0))(params, x)`` --
+per-sample gradients -- with no lifting of the parameters and one batched op per formula
+op. ``jacrev`` is ``vmap`` over the ``vjp`` of basis cotangents: the graph was recorded
+outside vmap (plain tensors), the cotangents are batched, and the formulas mix both.
+Physical computations record too when the physical tensors require grad (``vmap`` inside
+``grad``): each level differentiates what it sees. Batched tensors saved by autograd are
+re-made from their array, whose batch info is registered (NOTE [ Batched tensors ]).
+Known limit: a tensor that requires grad at one vmap level loses that history when an
+inner ``vmap`` takes it as a mapped input (``vmap(grad(vmap(f)))`` differentiates only
+through the inner function's unmapped inputs).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+
+from .. import _dispatch
+from .._core.tensor import Tensor
+from .._ops._elementwise import ElementwiseOp, _tensor_args, promote
+from ._batch_tensor import _registry, level_node, levels_state, link, make_batched
+
+__all__ = ["VmapMode"]
+
+
+class _Tls(threading.local):
+    mode = None
+
+
+_tls = _Tls()
+
+
+class _logical:
+    """Inside a rule: run ember ops at the logical level again, with the vmap mode that is
+    dispatching pushed back (for rules that decompose an op into others)."""
+
+    def __enter__(self):
+        self.prev = _dispatch.state.modes
+        _dispatch.state.modes = self.prev + (_tls.mode,)
+
+    def __exit__(self, *exc):
+        _dispatch.state.modes = self.prev
+
+
+class _NoRule(Exception):
+    """Raised by a rule that does not cover this call: the per-example fallback runs."""
+
+
+class _Done:
+    """A rule's result that is already the logical output (recorded where needed)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _E():
+    import ember
+
+    return ember
+
+
+# --------------------------------------------------------------------------------------------
+# physical helpers
+
+
+def _info(x):
+    if isinstance(x, Tensor):
+        d = x._data
+        e = _registry.get(id(d))
+        if e is not None and e[0]() is d:
+            return e[1]
+    return None
+
+
+def _sizes(levels, infos=()):
+    """Batch sizes of ``levels``: read off the operands' physical shapes (a backward pass
+    may run after an inner level has left the stack), else from the active stack."""
+    table = {}
+    for inf in infos:
+        if inf is not None:
+            shape = inf[0].shape
+            for i, lv in enumerate(inf[1]):
+                table[lv] = shape[i]
+    if len(table) < len(levels):
+        for lv, n, _ in levels_state.stack:
+            table.setdefault(lv, n)
+    return tuple(table[lv] for lv in levels)
+
+
+def _union(infos):
+    s = set()
+    for inf in infos:
+        if inf is not None:
+            s.update(inf[1])
+    return tuple(sorted(s))
+
+
+def _align(phys, levels, target):
+    """``phys`` (batch dims of ``levels`` in front) with size-1 dims for the levels of
+    ``target`` it lacks."""
+    if levels == target:
+        return phys
+    j = 0
+    for i, lv in enumerate(target):
+        if j < len(levels) and levels[j] == lv:
+            j += 1
+        else:
+            phys = phys.unsqueeze(i)
+    return phys
+
+
+def _full(x, target, sizes):
+    """Logical ``x`` (batched or not) as a physical tensor with every level of ``target``
+    present at full size."""
+    inf = _info(x)
+    if inf is None:
+        return x.expand(tuple(sizes) + tuple(x.shape))
+    phys, levels = inf
+    p = _align(phys, levels, target)
+    if levels != target:
+        p = p.expand(tuple(sizes) + tuple(p.shape[len(target):]))
+    return p
+
+
+def _pad(p, k, nd, rank):
+    """Insert ``rank - nd`` size-1 dims after the ``k`` batch dims of ``p``."""
+    if nd >= rank:
+        return p
+    return p.reshape(tuple(p.shape[:k]) + (1,) * (rank - nd) + tuple(p.shape[k:]))
+
+
+def _wrap(d, n):
+    """Wrap dim ``d`` against ``n`` logical dims (n >= 1)."""
+    if d < 0:
+        d += n
+    if not 0 <= d < n:
+        raise _NoRule
+    return d
+
+
+def _shift(dim, nd, k):
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return tuple(_wrap(d, max(nd, 1)) + k for d in dim)
+    return _wrap(dim, max(nd, 1)) + k
+
+
+def _one(args):
+    """The single batched first input: (phys, levels, k, logical ndim)."""
+    inf = _info(args[0])
+    if inf is None:
+        raise _NoRule
+    for a in args[1:]:
+        if _info(a) is not None:
+            raise _NoRule
+    phys, levels = inf
+    k = len(levels)
+    return phys, levels, k, phys.dim() - k
+
+
+# --------------------------------------------------------------------------------------------
+# rules: each takes (handle, args, kwargs) and returns (physical result, levels) or _Done
+
+
+def _elementwise(handle, args, kwargs):
+    if kwargs.get("out") is not None:
+        raise _NoRule
+    infos = [_info(a) for a in args]
+    lv = _union(infos)
+    k = len(lv)
+    rank = 0
+    zero_batched = False
+    for a, inf in zip(args, infos):
+        if isinstance(a, Tensor):
+            nd = a._data.ndim
+            rank = max(rank, nd)
+            if inf is not None and nd == 0:
+                zero_batched = True
+    compute = None
+    if zero_batched and isinstance(handle.op, ElementwiseOp):
+        # a logical 0-d operand becomes physically n-d: it must not take part in promotion
+        # as a dimensioned tensor, so it is cast to the logical compute dtype first
+        compute, result, _ = promote(handle.op, args)
+    phys = []
+    for a, inf in zip(args, infos):
+        if inf is None:
+            phys.append(a)
+        else:
+            p, levels = inf
+            p = _align(p, levels, lv)
+            if compute is not None and a._data.ndim == 0 and p.dtype is not compute:
+                p = p.to(compute)
+            phys.append(_pad(p, k, p.dim() - k, rank))
+    res = _outer_product(handle, phys, kwargs)
+    if res is None:
+        res = handle(*phys, **kwargs)
+    if compute is not None and res.dtype is not result:
+        res = res.to(result)
+    return res, lv
+
+
+def _outer_product(handle, phys, kwargs):
+    """``a * b`` shaped ``[..., n, 1] * [..., 1, m]`` (a batch of outer products, as the
+    weight gradient of a per-example ``linear`` is) by ``einsum``, about twice as fast as
+    NumPy's broadcasting multiply on large outputs; None when the call is not that."""
+    if handle.op.name != "mul" or kwargs or len(phys) != 2:
+        return None
+    a, b = phys
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return None
+    sa, sb = a.shape, b.shape
+    if len(sa) < 3 or len(sa) != len(sb) or sa[-1] != 1 or sb[-2] != 1 or \
+            sa[:-2] != sb[:-2] or a.dtype is not b.dtype or \
+            not a.dtype.is_floating_point or math.prod(sa) * sb[-1] < (1 << 16):
+        return None
+    return _E().einsum("...i,...j->...ij", a.squeeze(-1), b.squeeze(-2))
+
+
+def _elementwise_inplace(handle, args, kwargs):
+    self = args[0]
+    inf = _info(self)
+    lv = _union([_info(a) for a in args])
+    if inf is None or inf[1] != lv:
+        raise RuntimeError(
+            "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists "
+            "a Tensor `other` in extra_args that has more elements than `self`. This happened "
+            "due to `other` being vmapped over but `self` not being vmapped over in a vmap. "
+            "Please try to use out-of-place operators instead of inplace arithmetic. If said "
+            "operator is being called inside the PyTorch framework, please file a bug report "
+            "instead.")
+    sp = inf[0]
+    k = len(lv)
+    rank = sp.dim() - k
+    phys = [sp]
+    for a in args[1:]:
+        ai = _info(a)
+        if ai is None:
+            phys.append(a)
+        else:
+            p = _align(ai[0], ai[1], lv)
+            phys.append(_pad(p, k, p.dim() - k, rank))
+    handle(*phys, **kwargs)
+    return _Done(self)
+
+
+def _unary_map(handle, args, kwargs):
+    """Ops indifferent to leading dims (clone, casts, gelu, tril...)."""
+    phys, levels, k, nd = _one(args)
+    if kwargs.get("out") is not None:
+        raise _NoRule
+    return handle(phys, *args[1:], **kwargs), levels
+
+
+def _last2(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    if nd < 2:
+        raise _NoRule
+    return handle(phys, *args[1:], **kwargs), levels
+
+
+def _reduction(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    if kw.get("out") is not None:
+        raise _NoRule
+    dim = kw.get("dim")
+    keep = kw.get("keepdim", False)
+    reshape_back = None
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and
+                       handle.op.name in ("sum", "mean", "nansum", "nanmean")):
+        # the whole logical tensor: flatten it into one dim after the batch dims
+        sizes = tuple(phys.shape[:k])
+        phys = phys.reshape(sizes + (-1,)) if nd else phys.reshape(sizes + (1,))
+        dim = k if handle.op.name in _INT_DIM else (k,)
+        if keep:
+            reshape_back = sizes + (1,) * nd
+    else:
+        dim = _shift(dim, nd, k)
+    kw["dim"] = dim
+    if "shape" in kw:
+        kw["shape"] = tuple(phys.shape)
+    res = handle(phys, *args[1:], **kw)
+    if reshape_back is not None:
+        if isinstance(res, tuple):
+            res = tuple(r.reshape(reshape_back) for r in res)
+        else:
+            res = res.reshape(reshape_back)
+    return res, levels
+
+
+_INT_DIM = {"max.dim", "kthvalue", "median", "mode"}
+
+
+def _dimwise(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    if kw.get("out") is not None or nd == 0:
+        raise _NoRule
+    for key in ("dim", "dims", "dimension"):
+        if key in kw:
+            if kw[key] is None:
+                raise _NoRule
+            kw[key] = _shift(kw[key], nd, k)
+    if "dim0" in kw:
+        kw["dim0"] = _shift(kw["dim0"], nd, k)
+        kw["dim1"] = _shift(kw["dim1"], nd, k)
+    if "shape" in kw:
+        raise _NoRule
+    if "in_shape" in kw:
+        kw["in_shape"] = tuple(phys.shape)
+    return handle(phys, *args[1:], **kw), levels
+
+
+def _repeat(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    reps = tuple(kwargs["repeats"])
+    p = _pad(phys, k, nd, len(reps))
+    return handle(p, repeats=(1,) * k + reps, in_shape=tuple(p.shape)), levels
+
+
+def _constant_pad(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    pads = tuple(kw["pads"])
+    if len(pads) != nd:
+        raise _NoRule
+    kw["pads"] = ((0, 0),) * k + pads
+    return handle(phys, *args[1:], **kw), levels
+
+
+def _diagonal(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    n = nd + 1 if handle.op.name == "diag_embed" else nd
+    if n < 2:
+        raise _NoRule
+    kw["dim1"] = _wrap(kw["dim1"], n) + k
+    kw["dim2"] = _wrap(kw["dim2"], n) + k
+    return handle(phys, *args[1:], **kw), levels
+
+
+# -- views and shape ops
+
+
+def _view(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    shape = tuple(kwargs["shape"])
+    return phys.reshape(tuple(phys.shape[:k]) + shape), levels
+
+
+def _squeeze(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    # ``dims``: the logical dims to remove, already resolved by ``squeeze`` (size 1 each)
+    dims = tuple(d + k for d in kwargs.get("dims", ()))
+    if not dims:
+        return phys.view(tuple(phys.shape)), levels
+    return phys.squeeze(dims), levels
+
+
+def _unsqueeze(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    return phys.unsqueeze(_wrap(kwargs["dim"], nd + 1) + k), levels
+
+
+def _permute(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    dims = tuple(range(k)) + tuple(_wrap(d, max(nd, 1)) + k for d in kwargs["dims"])
+    if nd == 0:
+        return phys.view(tuple(phys.shape)), levels
+    return phys.permute(dims), levels
+
+
+def _transpose(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    if nd == 0:
+        return phys.view(tuple(phys.shape)), levels
+    return phys.transpose(_wrap(kwargs["dim0"], nd) + k, _wrap(kwargs["dim1"], nd) + k), levels
+
+
+def _expand(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    shape = tuple(kwargs["shape"])
+    p = _pad(phys, k, nd, len(shape))
+    return p.expand(tuple(phys.shape[:k]) + shape), levels
+
+
+def _narrow(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    kw["dim"] = _shift(kw["dim"], nd, k)
+    return handle(phys, *args[1:], **kw), levels
+
+
+def _split(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    kw["dim"] = _shift(kw["dim"], nd, k)
+    if any(key not in ("dim", "bounds", "in_shape") for key in kw):
+        raise _NoRule
+    if "in_shape" in kw:
+        kw["in_shape"] = tuple(phys.shape)
+    return handle(phys, *args[1:], **kw), levels
+
+
+def _cat(handle, args, kwargs):
+    infos = [_info(a) for a in args]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    kw = dict(kwargs)
+    if kw.get("out") is not None:
+        raise _NoRule
+    nd = max(a.dim() for a in args)
+    phys = [_full(a, lv, sizes) for a in args if not (a.dim() == 1 and a.shape[0] == 0
+                                                    and nd > 1)]
+    d = _wrap(kw["dim"], nd + (handle.op.name == "stack"))
+    E = _E()
+    if handle.op.name == "stack":
+        return E.stack(phys, d + k), lv
+    return E.cat(phys, d + k), lv
+
+
+# -- matmul family
+
+
+def _logical_matmul(a, b):
+    """``matmul`` of logical operands on their physical tensors."""
+    E = _E()
+    ia, ib = _info(a), _info(b)
+    lv = _union([ia, ib])
+    k = len(lv)
+    na, nb = a.dim(), b.dim()
+    if na == 0 or nb == 0:
+        raise _NoRule
+    pa = a if ia is None else _align(ia[0], ia[1], lv)
+    pb = b if ib is None else _align(ib[0], ib[1], lv)
+    if na == 1:
+        pa = pa.unsqueeze(-2)
+    if nb == 1:
+        pb = pb.unsqueeze(-1)
+    ra, rb = max(na, 2), max(nb, 2)
+    rank = max(ra, rb)
+    if ia is not None:
+        pa = _pad(pa, k, ra, rank)
+    elif ib is not None and ra < rank:
+        pass  # an unbatched operand broadcasts from the right by itself
+    if ib is not None:
+        pb = _pad(pb, k, rb, rank)
+    if ia is None and ib is not None and ra > rb:
+        pass
+    res = E.matmul(pa, pb)
+    if na == 1:
+        res = res.squeeze(-2)
+    if nb == 1:
+        res = res.squeeze(-1)
+    return res, lv
+
+
+def _matmul(handle, args, kwargs):
+    if kwargs.get("out") is not None or len(args) != 2:
+        raise _NoRule
+    return _logical_matmul(args[0], args[1])
+
+
+def _outer(handle, args, kwargs):
+    a, b = args
+    ia, ib = _info(a), _info(b)
+    lv = _union([ia, ib])
+    pa = a if ia is None else _align(ia[0], ia[1], lv)
+    pb = b if ib is None else _align(ib[0], ib[1], lv)
+    return pa.unsqueeze(-1) * pb.unsqueeze(-2), lv
+
+
+def _addmm(handle, args, kwargs):
+    inp, m1, m2 = args
+    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+    prod, lv = _logical_matmul(m1, m2)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod, lv
+    ii = _info(inp)
+    if ii is not None:
+        lv2 = _union([ii, (None, lv)])
+        prod = _align(prod, lv, lv2)
+        k = len(lv2)
+        pi = _pad(_align(ii[0], ii[1], lv2), k, inp.dim(), prod.dim() - k)
+        lv = lv2
+    else:
+        pi = inp
+    return (pi * beta if beta != 1 else pi) + prod, lv
+
+
+def _linear(handle, args, kwargs):
+    x, w, b = args
+    ix, iw, ib = _info(x), _info(w), _info(b) if b is not None else None
+    if iw is None and ix is not None and x.dim() >= 1:
+        lv = ix[1]
+        bias = b
+        if ib is not None:
+            bias = None
+        res = handle(ix[0], w, bias)
+        if ib is not None:
+            k = len(lv)
+            lv2 = _union([ix, ib])
+            res = _align(res, lv, lv2) + _pad(_align(ib[0], ib[1], lv2), len(lv2), 1,
+                                               x.dim())
+            lv = lv2
+        return res, lv
+    if w.dim() != 2:
+        raise _NoRule
+    wt = w.t() if iw is None else make_batched(iw[0].transpose(-1, -2), iw[1])
+    res, lv = _logical_matmul(x, wt)
+    if b is not None:
+        k = len(lv)
+        if ib is None:
+            res = res + b
+        else:
+            lv2 = _union([(None, lv), ib])
+            res = _align(res, lv, lv2) + _pad(_align(ib[0], ib[1], lv2), len(lv2), 1,
+                                               res.dim() - k)
+            lv = lv2
+    return res, lv
+
+
+# -- convolution
+
+
+def _convolution(handle, args, kwargs):
+    x, w, b = args
+    ix, iw, ib = _info(x), _info(w), _info(b) if b is not None else None
+    kw = dict(kwargs)
+    if kw.get("out") is not None or kw.get("transposed"):
+        raise _NoRule
+    spatial = w.dim() - 2
+    unbatched = x.dim() == spatial + 1
+    if iw is None and ib is None:
+        phys, lv = ix
+        k = len(lv)
+        sizes = tuple(phys.shape[:k])
+        p = phys.reshape((-1,) + tuple(phys.shape[k + (0 if unbatched else 1):])) \
+            if unbatched else phys.reshape((-1,) + tuple(phys.shape[k + 1:]))
+        res = handle(p, w, b, **kw)
+        if unbatched:
+            return res.reshape(sizes + tuple(res.shape[1:])), lv
+        return res.reshape(sizes + (x.shape[0],) + tuple(res.shape[1:])), lv
+    # batched weight: the batch folds into the groups
+    lv = _union([ix, iw, ib])
+    sizes = _sizes(lv, [ix, iw, ib])
+    k = len(lv)
+    n = math.prod(sizes)
+    px = _full(x, lv, sizes)
+    if unbatched:
+        px = px.unsqueeze(k)
+    px = px.reshape((n,) + tuple(px.shape[k:]))           # [n, N, C, ...]
+    N, C = px.shape[1], px.shape[2]
+    px = px.movedim(0, 1).reshape((N, n * C) + tuple(px.shape[3:]))
+    pw = _full(w, lv, sizes).reshape((n,) + tuple(w.shape))
+    O = w.shape[0]
+    pw = pw.reshape((n * O,) + tuple(w.shape[1:]))
+    pb = None
+    if b is not None:
+        pb = _full(b, lv, sizes).reshape((n * O,))
+    kw["groups"] = kw.get("groups", 1) * n
+    res = handle(px, pw, pb, **kw)                           # [N, n*O, ...]
+    res = res.reshape((N, n, O) + tuple(res.shape[2:])).movedim(1, 0)
+    if unbatched:
+        res = res.squeeze(1)
+    return res.reshape(sizes + tuple(res.shape[1:])), lv
+
+
+# -- losses
+
+
+def _ce_rows(x, target, weight, ignore_index):
+    """Physical (inputs [n*N, C, ...], targets [n*N, ...], levels, sizes, N-shape)."""
+    ix, it = _info(x), _info(target)
+    lv = _union([ix, it])
+    sizes = _sizes(lv, [ix, it])
+    px = _full(x, lv, sizes)
+    pt = _full(target, lv, sizes)
+    k = len(lv)
+    fx = px.reshape((-1,) + tuple(px.shape[k + 1:]))
+    ft = pt.reshape((-1,) + tuple(pt.shape[k + 1:]))
+    return fx, ft, pt, lv, sizes
+
+
+def _ce_denominator(pt, weight, ignore_index, k):
+    valid = pt != ignore_index
+    if weight is None:
+        w = valid.to(_E().float32)
+    else:
+        w = weight[pt.masked_fill(~valid, 0)] * valid
+    total = w.reshape(tuple(pt.shape[:k]) + (-1,)).sum(-1)
+    return total + (total == 0)
+
+
+def _cross_entropy(handle, args, kwargs):
+    x, target, weight = args
+    if _info(weight) is not None or x.dim() < 2:
+        raise _NoRule
+    red, ign = kwargs["reduction"], kwargs["ignore_index"]
+    fx, ft, pt, lv, sizes = _ce_rows(x, target, weight, ign)
+    k = len(lv)
+    loss, probs = handle(fx, ft, weight, reduction="none", ignore_index=ign)
+    loss = loss.reshape(sizes + tuple(target.shape))
+    probs = probs.reshape(sizes + tuple(x.shape))
+    if red != "none":
+        loss = loss.reshape(sizes + (-1,)).sum(-1)
+        if red == "mean":
+            loss = loss / _ce_denominator(pt, weight, ign, k).to(loss.dtype)
+    return (loss, probs), lv
+
+
+def _cross_entropy_backward(handle, args, kwargs):
+    g, probs, target, weight = args
+    if _info(weight) is not None or probs.dim() < 2:
+        raise _NoRule
+    red, ign = kwargs["reduction"], kwargs["ignore_index"]
+    fx, ft, pt, lv, sizes = _ce_rows(probs, target, weight, ign)
+    k = len(lv)
+    ig = _info(g)
+    pg = g if ig is None else _align(ig[0], ig[1], lv)
+    if red == "none":
+        pg = _full(g, lv, sizes) if ig is None else pg.expand(sizes + tuple(target.shape))
+    else:
+        if ig is None:
+            pg = g.expand(sizes)
+        else:
+            pg = pg.expand(sizes)
+        if red == "mean":
+            pg = pg / _ce_denominator(pt, weight, ign, k).to(pg.dtype)
+        pg = pg.reshape(sizes + (1,) * target.dim()).expand(sizes + tuple(target.shape))
+    fg = pg.reshape(-1)
+    res = handle(fg, fx, ft, weight, reduction="none", ignore_index=ign)
+    return res.reshape(sizes + tuple(probs.shape)), lv
+
+
+def _nll_loss(handle, args, kwargs):
+    x, target, weight = args
+    if _info(weight) is not None or kwargs.get("out") is not None:
+        raise _NoRule
+    red, ign = kwargs["reduction"], kwargs["ignore_index"]
+    ix, it = _info(x), _info(target)
+    lv = _union([ix, it])
+    sizes = _sizes(lv, [ix, it])
+    k = len(lv)
+    px, pt = _full(x, lv, sizes), _full(target, lv, sizes)
+    if x.dim() == 1:
+        px, pt = px.unsqueeze(k), pt.unsqueeze(k)
+    fx = px.reshape((-1,) + tuple(px.shape[k + 1:]))
+    ft = pt.reshape((-1,) + tuple(pt.shape[k + 1:]))
+    loss = handle(fx, ft, weight, reduction="none", ignore_index=ign)
+    loss = loss.reshape(tuple(sizes) + tuple(pt.shape[k:]))
+    if red == "none":
+        return loss.reshape(tuple(sizes) + tuple(target.shape)), lv
+    loss = loss.reshape(tuple(sizes) + (-1,)).sum(-1)
+    if red == "mean":
+        loss = loss / _ce_denominator(pt, weight, ign, k).to(loss.dtype)
+    return loss, lv
+
+
+def _gather(handle, args, kwargs):
+    x, index = args
+    infos = [_info(x), _info(index)]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    nd = x.dim()
+    if nd == 0 or index.dim() != nd or kwargs.get("out") is not None:
+        raise _NoRule
+    px, pi = _full(x, lv, sizes), _full(index, lv, sizes)
+    kw = dict(kwargs, dim=_wrap(kwargs["dim"], nd) + k)
+    if "shape" in kw:
+        kw["shape"] = tuple(px.shape)
+    return handle(px, pi, **kw), lv
+
+
+def _scatter(handle, args, kwargs):
+    x, index, src = args
+    infos = [_info(x), _info(index), _info(src) if src is not None else None]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    nd = x.dim()
+    if nd == 0 or index.dim() != nd or kwargs.get("out") is not None or (
+            src is not None and src.dim() != nd):
+        raise _NoRule
+    px, pi = _full(x, lv, sizes), _full(index, lv, sizes)
+    ps = None if src is None else _full(src, lv, sizes)
+    kw = dict(kwargs, dim=_wrap(kwargs["dim"], nd) + k)
+    if kw.get("src_shape") is not None:
+        kw["src_shape"] = tuple(ps.shape)
+    return handle(px, pi, ps, **kw), lv
+
+
+def _getitem_backward(handle, args, kwargs):
+    """The gradient of ``x[idx]`` (basic indices): scattered behind the batch dims."""
+    phys, levels, k, nd = _one(args)
+    idx = kwargs["idx"]
+    if not isinstance(idx, tuple) or any(isinstance(i, Tensor) or isinstance(i, list)
+                                         for i in idx):
+        raise _NoRule
+    return handle(phys, idx=(slice(None),) * k + idx,
+                  shape=tuple(phys.shape[:k]) + tuple(kwargs["shape"])), levels
+
+
+def _index_select(handle, args, kwargs):
+    x, index = args
+    if _info(index) is not None or kwargs.get("out") is not None or x.dim() == 0:
+        raise _NoRule
+    phys, levels = _info(x)
+    k = len(levels)
+    kw = dict(kwargs, dim=_wrap(kwargs["dim"], x.dim()) + k)
+    if "shape" in kw:
+        kw["shape"] = tuple(phys.shape)
+    return handle(phys, index, **kw), levels
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum(handle, args, kwargs):
+    """``einsum``: every batched operand gets one fresh letter per level in front, and so
+    does the output."""
+    eq = kwargs["eq"].replace(" ", "")
+    if "->" not in eq:
+        raise _NoRule
+    lhs, rhs = eq.split("->")
+    ins = lhs.split(",")
+    if len(ins) != len(args):
+        raise _NoRule
+    infos = [_info(a) for a in args]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    fresh = [c for c in _LETTERS if c not in eq][:len(lv)]
+    if len(fresh) < len(lv):
+        raise _NoRule
+    pre = "".join(fresh)
+    terms, phys = [], []
+    for a, spec, inf in zip(args, ins, infos):
+        if inf is None:
+            terms.append(spec)
+            phys.append(a)
+        else:
+            terms.append(pre + spec)
+            phys.append(_full(a, lv, sizes))
+    kw = dict(kwargs, eq=",".join(terms) + "->" + pre + rhs)
+    return handle(*phys, **kw), lv
+
+
+def _mse_loss(handle, args, kwargs):
+    a, b = args
+    red = kwargs.get("reduction", "mean")
+    with _logical():
+        d = (a - b) ** 2
+        if red != "none":
+            d = d.sum() if red == "sum" else d.mean()
+    return _Done(d)
+
+
+# -- the engine's ops
+
+
+def _sum_to(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    shape = tuple(kwargs["shape"])
+    logical = tuple(phys.shape[k:])
+    lead = nd - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
+                                      if n == 1 and logical[i + lead] != 1)
+    p = phys.sum(tuple(a + k for a in axes), keepdim=True) if axes else phys
+    return p.reshape(tuple(phys.shape[:k]) + shape), levels
+
+
+def _expand_back(handle, args, kwargs):
+    """The backward of a reduction: the reduced gradient broadcast back to ``shape``."""
+    phys, levels, k, nd = _one(args)
+    shape = tuple(kwargs["shape"])
+    dim, keep = kwargs.get("dim"), kwargs.get("keepdim", False)
+    n = len(shape)
+    if dim is None:
+        p = phys.reshape(tuple(phys.shape[:k]) + (1,) * n)
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        p = phys
+        if not keep:
+            for d in sorted(d % max(n, 1) for d in dims):
+                p = p.unsqueeze(k + d)
+    return p.expand(tuple(phys.shape[:k]) + shape).contiguous(), levels
+
+
+def _pool(handle, args, kwargs):
+    """Pooling and its backward ops: the batch dims fold into the first logical dim (N, or
+    C for an unbatched input), which keeps every operand's layout class."""
+    kw = dict(kwargs)
+    if kw.get("out") is not None:
+        raise _NoRule
+    infos = [_info(a) for a in args]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    n = math.prod(sizes)
+    folded = []
+    for a in args:
+        if not isinstance(a, Tensor):
+            folded.append(a)
+            continue
+        if a.dim() < 2:
+            raise _NoRule
+        p = _full(a, lv, sizes)
+        folded.append(p.reshape((-1,) + tuple(p.shape[len(lv) + 1:])))
+    if "input_shape" in kw:
+        ishape = tuple(kw["input_shape"])
+        kw["input_shape"] = (n * ishape[0],) + ishape[1:]
+    res = handle(*folded, **kw)
+
+    def back(r):
+        return r.reshape(tuple(sizes) + (-1,) + tuple(r.shape[1:]))
+
+    if isinstance(res, tuple):
+        return tuple(back(r) for r in res), lv
+    return back(res), lv
+
+
+# -- convolution's backward ops (NOTE [ vmap batching ]: the batch folds into N or groups)
+
+
+def _fold_channels(p, k):
+    """Physical ``[n..., N, C, *sp]`` (k batch dims) as ``[N, n*C, *sp]``."""
+    p = p.reshape((-1,) + tuple(p.shape[k:]))
+    n, N, C = p.shape[0], p.shape[1], p.shape[2]
+    return p.movedim(0, 1).reshape((N, n * C) + tuple(p.shape[3:]))
+
+
+def _conv_weight_grad(handle, args, kwargs):
+    x, g = args
+    kw = dict(kwargs)
+    wshape = tuple(kw["weight_shape"])
+    if x.dim() != len(wshape) or g.dim() != len(wshape):
+        raise _NoRule
+    infos = [_info(x), _info(g)]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    n = math.prod(sizes)
+    px = _fold_channels(_full(x, lv, sizes), k)
+    pg = _fold_channels(_full(g, lv, sizes), k)
+    kw["weight_shape"] = (n * wshape[0],) + wshape[1:]
+    kw["groups"] = kw.get("groups", 1) * n
+    res = handle(px, pg, **kw)
+    return res.reshape(tuple(sizes) + wshape), lv
+
+
+def _conv_input_grad(handle, args, kwargs):
+    g, w = args
+    kw = dict(kwargs)
+    ishape = tuple(kw["input_shape"])
+    if g.dim() != w.dim() or len(ishape) != w.dim():
+        raise _NoRule
+    ig, iw = _info(g), _info(w)
+    lv = _union([ig, iw])
+    sizes = _sizes(lv, [ig, iw])
+    k = len(lv)
+    n = math.prod(sizes)
+    if iw is None:
+        pg = _full(g, lv, sizes)
+        pg = pg.reshape((-1,) + tuple(pg.shape[k + 1:]))
+        kw["input_shape"] = (n * ishape[0],) + ishape[1:]
+        res = handle(pg, w, **kw)
+        return res.reshape(tuple(sizes) + ishape), lv
+    pg = _fold_channels(_full(g, lv, sizes), k)
+    pw = _full(w, lv, sizes)
+    pw = pw.reshape((n * w.shape[0],) + tuple(w.shape[1:]))
+    kw["input_shape"] = (ishape[0], n * ishape[1]) + ishape[2:]
+    kw["groups"] = kw.get("groups", 1) * n
+    res = handle(pg, pw, **kw)                                 # [N, n*C, *sp]
+    res = res.reshape((ishape[0], n) + ishape[1:]).movedim(1, 0)
+    return res.reshape(tuple(sizes) + ishape), lv
+
+
+def _conv_backward(handle, args, kwargs):
+    """Both adjoints at once: the two separate adjoint ops, each batched."""
+    from .._ops import nn_conv
+
+    g, x, w = args
+    p = dict(kwargs, groups=1)
+    gx, lvx = _conv_input_grad(_dispatch._apply_handle(nn_conv.conv_input_grad_op, False),
+                               (g, w), dict(p, input_shape=tuple(x.shape)))
+    gw, lvw = _conv_weight_grad(_dispatch._apply_handle(nn_conv.conv_weight_grad_op, False),
+                                (x, g), dict(p, weight_shape=tuple(w.shape)))
+    lv = _union([(None, lvx), (None, lvw)])
+    sizes = _sizes(lv, [(gx, lvx), (gw, lvw)])
+    return (_full(make_batched(gx, lvx), lv, sizes), _full(make_batched(gw, lvw), lv, sizes)), lv
+
+
+def _autograd_expand(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    shape = tuple(kwargs["shape"])
+    p = _pad(phys, k, nd, len(shape))
+    return p.expand(tuple(phys.shape[:k]) + shape).contiguous(), levels
+
+
+# -- indexing
+
+
+def _getitem(handle, args, kwargs):
+    """``x[idx]``: basic indices index the physical tensor behind the batch dims; index
+    tensors go through the ``_index`` op (itself batched); autograd records the logical
+    steps (``_getitem`` is an entrance, not an op)."""
+    from .._ops import indexing as _ix
+
+    x, idx = args
+    ix = _info(x)
+    if ix is None:
+        raise _NoRule
+    phys, levels = ix
+    k = len(levels)
+    tp = type(idx)
+    if tp is int or tp is slice:
+        key = (idx, Ellipsis)
+    elif idx is None or idx is Ellipsis or (tp is tuple and _ix._all_basic(idx)):
+        key = idx if tp is not tuple else idx if Ellipsis in idx else idx + (Ellipsis,)
+        if tp is not tuple:
+            key = (key,)
+    else:
+        key = None
+    if key is not None:
+        try:
+            out = make_batched(phys[(slice(None),) * k + key], levels)
+        except IndexError:
+            raise _NoRule from None
+        if x._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record(_ix.getitem_op, (x,), {"idx": key, "shape": tuple(x._data.shape)},
+                             out)
+        return _Done(out)
+    basic, is_trivial, spec, tensors = _ix._parse_index(x, idx)
+    if any(_info(t) is not None for t in tensors):
+        raise _NoRule
+    with _logical():
+        t = x if (is_trivial and spec is not None) else x[basic]
+        if spec is None:
+            return _Done(t)
+        return _Done(_dispatch.apply(_ix.index_op, (t,) + tuple(tensors),
+                                     {"spec": spec, "shape": tuple(t._data.shape)}))
+
+
+# -- creation-like
+
+
+def _like(handle, args, kwargs):
+    phys, levels, k, nd = _one(args)
+    return handle(phys, *args[1:], **kwargs), levels
+
+
+def _copy_(handle, args, kwargs):
+    self, src = args[0], args[1]
+    return _elementwise_inplace(handle, (self, src), kwargs)
+
+
+def _fill_(handle, args, kwargs):
+    self = args[0]
+    inf = _info(self)
+    if inf is None or any(_info(a) is not None for a in args[1:]):
+        raise _NoRule
+    handle(inf[0], *args[1:], **kwargs)
+    return _Done(self)
+
+
+def _equal(handle, args, kwargs):
+    from ._batch_tensor import _BOOL_ERROR
+
+    raise RuntimeError(_BOOL_ERROR)
+
+
+# --------------------------------------------------------------------------------------------
+# the rule table
+
+_OP_RULES = {
+    # reductions
+    **{n: _reduction for n in (
+        "sum", "nansum", "mean", "nanmean", "prod", "amax", "argmax", "all", "logsumexp",
+        "linalg_vector_norm", "var", "max.dim", "count_nonzero")},
+    # dim-wise
+    **{n: _dimwise for n in (
+        "softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "sort",
+        "topk", "flip", "select", "unbind", "unfold")},
+    "narrow": _narrow,
+    "split": _split,
+    "diagonal": _diagonal, "diag_embed": _diagonal,
+    # shape-indifferent
+    **{n: _unary_map for n in (
+        "clone", "_to_copy", "alias", "real", "imag", "gelu", "view_as_real",
+        "view_as_complex", "frexp", "_to_device")},
+    "tril": _last2, "triu": _last2,
+    # linear algebra on the last two dims (NumPy's linalg maps over leading dims)
+    **{n: _last2 for n in (
+        "linalg_inv", "linalg_inv_ex", "linalg_det", "linalg_slogdet", "logdet",
+        "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_eig", "linalg_eigvals",
+        "linalg_svd", "linalg_svdvals", "linalg_qr", "linalg_pinv", "linalg_matrix_exp")},
+    "repeat": _repeat, "constant_pad_nd": _constant_pad, "diff": _dimwise, "roll": _dimwise,
+    # broadcasting non-ElementwiseOp ops
+    "where": _elementwise, "masked_fill": _elementwise, "isclose": _elementwise,
+    "complex": _elementwise, "polar": _elementwise,
+    # views
+    "view": _view, "_reshape_copy": _view, "squeeze": _squeeze, "unsqueeze": _unsqueeze,
+    "permute": _permute, "transpose": _transpose, "expand": _expand,
+    "cat": _cat, "stack": _cat,
+    # linear algebra and nn
+    "matmul": _matmul, "outer": _outer, "addmm": _addmm, "linear": _linear,
+    "convolution": _convolution,
+    "cross_entropy_loss": _cross_entropy,
+    "cross_entropy_loss_backward": _cross_entropy_backward,
+    "mse_loss": _mse_loss,
+    "nll_loss": _nll_loss,
+    "gather": _gather, "scatter": _scatter, "scatter_add": _scatter,
+    "_getitem_backward": _getitem_backward, "index_select": _index_select,
+    "einsum": _einsum,
+    "_autograd_sum_to": _sum_to, "_autograd_expand": _autograd_expand,
+    "_expand_back": _expand_back,
+    **{n: _pool for n in (
+        "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "max_pool_backward",
+        "avg_pool_backward", "adaptive_avg_pool_backward")},
+    "native_layer_norm": _unary_map,
+    "convolution_weight_grad": _conv_weight_grad,
+    "convolution_input_grad": _conv_input_grad,
+    "convolution_backward": _conv_backward,
+    "threshold_backward": _elementwise,
+}
+
+_ENTRANCE_RULES = {
+    "index": _getitem,
+    "zeros_like": _like, "ones_like": _like, "empty_like": _like, "full_like": _like,
+    "copy_": _copy_, "fill_": _fill_, "zero_": _fill_,
+    "equal": _equal,
+}
+
+_RANDOM = frozenset((
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+    "normal", "bernoulli", "multinomial", "poisson", "uniform_", "normal_", "bernoulli_",
+    "random_", "exponential_", "geometric_", "log_normal_", "cauchy_"))
+
+_rule_cache: dict = {}
+
+
+def _rule_for(handle):
+    r = _rule_cache.get(handle)
+    if r is None:
+        op = handle.op
+        if getattr(op, "is_builtin", True) is False:
+            # a custom op: its rule from ember.library.register_vmap, read at each call
+            from ._batch_function import library_rule
+
+            return library_rule
+        if isinstance(op, ElementwiseOp):
+            r = _elementwise_inplace if handle.is_inplace else _elementwise
+        elif op is not None and not handle.is_inplace:
+            r = _OP_RULES.get(op.name)
+        else:
+            r = _ENTRANCE_RULES.get(handle.overloadpacket.__name__)
+        if r is None:
+            r = _fallback
+        _rule_cache[handle] = r
+    return r
+
+
+def rule_names():
+    """The op names with a batching rule (element-wise ops counted by class)."""
+    from .._ops._registry import ops
+
+    names = {n for n, op in ops.items() if isinstance(op, ElementwiseOp)}
+    names.update(n for n in _OP_RULES if n in ops)
+    names.update(_ENTRANCE_RULES)
+    return sorted(names)
+
+
+# --------------------------------------------------------------------------------------------
+# the fallback: one call per example
+
+_warned: set = set()
+
+
+def _warn_fallback(handle):
+    name = handle.overloadpacket.__name__
+    if name in _warned:
+        return
+    _warned.add(name)
+    warnings.warn(
+        f"There is a performance drop because we have not yet implemented the batching rule "
+        f"for aten::{name}. Please file us an issue on GitHub so that we can prioritize its "
+        "implementation.", UserWarning, stacklevel=4)
+
+
+def _fallback(handle, args, kwargs):
+    _warn_fallback(handle)
+    flat = list(args)
+    nested = {}
+    for j, a in enumerate(args):
+        if type(a) in (tuple, list) and any(_info(b) is not None for b in a):
+            nested[j] = True
+    infos = []
+    for j, a in enumerate(args):
+        if j in nested:
+            infos.extend(_info(b) for b in a)
+        else:
+            infos.append(_info(a))
+    kinfos = [_info(v) for v in kwargs.values()]
+    lv = _union(infos + kinfos)
+    sizes = _sizes(lv, infos + kinfos)
+    E = _E()
+    inplace = handle.is_inplace
+
+    def full(a):
+        return _full(a, lv, sizes) if _info(a) is not None else None
+
+    phys_args = [[full(b) for b in a] if j in nested else full(a) for j, a in enumerate(flat)]
+    phys_kw = {key: full(v) for key, v in kwargs.items()}
+    if inplace and (_info(args[0]) is None or _info(args[0])[1] != lv):
+        raise RuntimeError(
+            f"vmap: {handle.overloadpacket.__name__}(self, *extra_args) is not possible "
+            "because self is not batched over every level its other arguments are.")
+    empty = 0 in sizes
+    results = []
+    for ix in ([(0,) * len(sizes)] if empty else _ndindex(sizes)):
+        def pick(a, p, ix=ix):
+            if p is None:
+                return a
+            if empty:
+                return E.zeros(tuple(p.shape[len(sizes):]), dtype=p.dtype)
+            return p[ix]
+
+        call_args = []
+        for j, a in enumerate(flat):
+            if j in nested:
+                call_args.append(type(a)(pick(b, p) for b, p in zip(a, phys_args[j])))
+            else:
+                call_args.append(pick(a, phys_args[j]))
+        call_kw = {key: pick(v, phys_kw[key]) for key, v in kwargs.items()}
+        results.append(handle(*call_args, **call_kw))
+    if inplace:
+        return _Done(args[0])
+    first = results[0]
+    if isinstance(first, Tensor):
+        out = E.stack(results, 0)
+        if empty:
+            out = out[:0]
+        return out.reshape(tuple(sizes) + tuple(first.shape)), lv
+    if type(first) is tuple or (isinstance(first, tuple) and all(
+            isinstance(r, Tensor) for r in first)):
+        outs = []
+        for i in range(len(first)):
+            col = E.stack([r[i] for r in results], 0)
+            if empty:
+                col = col[:0]
+            outs.append(col.reshape(tuple(sizes) + tuple(first[i].shape)))
+        if type(first) is not tuple:
+            return type(first)(*outs), lv
+        return tuple(outs), lv
+    if isinstance(first, list) and all(isinstance(r, Tensor) for r in first):
+        return [E.stack([r[i] for r in results], 0).reshape(tuple(sizes) + tuple(first[i].shape))
+                for i in range(len(first))], lv
+    from ._batch_tensor import _BOOL_ERROR
+
+    raise RuntimeError(_BOOL_ERROR)
+
+
+def _ndindex(sizes):
+    import itertools
+
+    return itertools.product(*(range(n) for n in sizes))
+
+
+# --------------------------------------------------------------------------------------------
+# randomness
+
+
+def _random(handle, name, args, kwargs, batched):
+    active = levels_state.stack
+    if any(r == "error" for _, _, r in active):
+        raise RuntimeError(
+            "vmap: called random operation while in randomness error mode. Please either use "
+            "the 'same' or 'different' randomness flags on vmap or perform the randomness "
+            "operation out of vmap")
+    diff = tuple(lv for lv, _, r in active if r == "different")
+    if name.endswith("_") and handle.is_inplace:
+        self = args[0]
+        inf = _info(self)
+        if not batched or (inf is not None and all(_info(a) is None for a in args[1:])):
+            if inf is None:
+                if diff:
+                    raise RuntimeError(
+                        "vmap: Cannot ask for different inplace randomness on an unbatched "
+                        "tensor. This will appear like same randomness. If this is necessary "
+                        "for your usage, please file an issue with functorch.")
+                return handle(*args, **kwargs)
+            phys, levels = inf
+            k = len(levels)
+            if diff:
+                handle(phys, *args[1:], **kwargs)
+            else:
+                one = phys[(0,) * k].clone()
+                handle(one, *args[1:], **kwargs)
+                phys.copy_(one.expand(phys.shape))
+            return self
+        raise _NoRule
+    if not batched:
+        if not diff:
+            return handle(*args, **kwargs)
+        sizes = _sizes(diff)
+        E = _E()
+        outs = [handle(*args, **kwargs) for _ in range(math.prod(sizes))]
+        first = outs[0]
+        return make_batched(E.stack(outs, 0).reshape(sizes + tuple(first.shape)), diff)
+    if name.endswith("_like") and _info(args[0]) is not None:
+        phys, levels = _info(args[0])
+        k = len(levels)
+        if diff:
+            lv = tuple(sorted(set(levels) | set(diff)))
+            p = _full(args[0], lv, _sizes(lv))
+            return make_batched(handle(p, *args[1:], **kwargs), lv)
+        return handle(phys[(0,) * k], *args[1:], **kwargs)
+    raise _NoRule
+
+
+# --------------------------------------------------------------------------------------------
+# the mode
+
+
+def _is_batched_arg(a):
+    if isinstance(a, Tensor):
+        return id(a._data) in _registry and _info(a) is not None
+    if type(a) in (tuple, list):
+        for b in a:
+            if isinstance(b, Tensor) and _info(b) is not None:
+                return True
+    return False
+
+
+def _record(handle, args, kwargs, outputs, lv):
+    """Record the op at the logical level (NOTE [ vmap and autograd ])."""
+    op = handle.op
+    if _dispatch.record is None or op is None or handle.is_inplace:
+        return
+    if isinstance(op, ElementwiseOp):
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if _dispatch.needs_grad(tensors):
+            _dispatch.record(op, _proxies(_tensor_args(args), lv), kwargs or {}, outputs)
+        return
+    if not all(a is None or isinstance(a, Tensor) for a in args):
+        return
+    if _dispatch.needs_grad(args):
+        _dispatch.record(op, _proxies(args, lv), kwargs, outputs)
+
+
+def _proxies(inputs, lv):
+    """``inputs`` where each one requiring grad but batched over fewer levels than ``lv``
+    is replaced by an alias whose node sums its gradient over the levels that have ended
+    by the time backward runs (an inner vmap's level, differentiated from outside it)."""
+    out = None
+    for i, t in enumerate(inputs):
+        if t is None or not t._rg:
+            continue
+        inf = _info(t)
+        have = () if inf is None else inf[1]
+        if have == lv:
+            continue
+        if out is None:
+            out = list(inputs)
+        p = _new_tensor(t._data)
+        vc = t._vc
+        if vc is None:
+            vc = t._vc = [0]
+        p._vc = vc
+        link(p, level_node("VmapUnbatchedInputBackward0", t,
+                           lambda g, have=have: _sum_ended_levels(g, have)))
+        out[i] = p
+    return tuple(inputs) if out is None else tuple(out)
+
+
+def _new_tensor(array):
+    from .._core.tensor import wrap
+
+    return wrap(array)
+
+
+def _sum_ended_levels(g, have):
+    """``g`` summed over its levels that are neither in ``have`` nor active any more."""
+    inf = _info(g)
+    if inf is None:
+        return g
+    gp, gl = inf
+    active = {lv for lv, _, _ in levels_state.stack}
+    dead = tuple(i for i, lv in enumerate(gl) if lv not in have and lv not in active)
+    if not dead:
+        return g
+    rest = tuple(lv for i, lv in enumerate(gl) if i not in dead)
+    return make_batched(gp.sum(dead), rest)
+
+
+class VmapMode(_dispatch.Mode):
+    """The mode ``vmap`` pushes: batches every op call on batched tensors (NOTE [ vmap
+    batching ])."""
+
+    level = 20
+
+    def dispatch(self, handle, args, kwargs):
+        batched = False
+        for a in args:
+            if _is_batched_arg(a):
+                batched = True
+                break
+        if not batched and kwargs:
+            for v in kwargs.values():
+                if isinstance(v, Tensor) and _info(v) is not None:
+                    batched = True
+                    break
+        name = handle.overloadpacket.__name__
+        if name in _RANDOM:
+            try:
+                return _random(handle, name, args, kwargs, batched)
+            except _NoRule:
+                pass
+        if not batched:
+            return handle(*args, **kwargs)
+        rule = _rule_for(handle)
+        prev = _tls.mode
+        _tls.mode = self
+        try:
+            res = rule(handle, args, kwargs)
+        except _NoRule:
+            res = _fallback(handle, args, kwargs)
+        finally:
+            _tls.mode = prev
+        if type(res) is _Done:
+            return res.value
+        phys, levels = res
+        if isinstance(phys, Tensor):
+            out = make_batched(phys, levels)
+        elif type(phys) is tuple:
+            out = tuple(make_batched(p, levels) for p in phys)
+        elif isinstance(phys, tuple):  # a named tuple (sort, max.dim...)
+            out = type(phys)(*(make_batched(p, levels) for p in phys))
+        else:
+            out = [make_batched(p, levels) for p in phys]
+        if type(out) is tuple or isinstance(out, Tensor):
+            _record(handle, args, kwargs, out, levels)
+        return out
