@@ -62,11 +62,11 @@ def vmap_apply(cls, args, kwargs):
     return _with_rule(cls, args, kwargs, _function)
 
 
-def _with_rule(cls, args, kwargs, _function):
-    from .._dispatch import state
-    from ._vmap import _add_level, _remove_level
+def _split_level(args, level, size):
+    """``(args, in_dims)`` for a rule of ``level``: each argument batched at that level with
+    the level's batch dim moved to dim 0 (in_dim 0), the others as given (in_dim None)."""
+    from ._vmap import _remove_level
 
-    level, size, randomness = levels_state.stack[-1]
     phys_args, in_dims = [], []
     for a in args:
         inf = _info(a) if isinstance(a, Tensor) else None
@@ -76,6 +76,15 @@ def _with_rule(cls, args, kwargs, _function):
         else:
             phys_args.append(a)
             in_dims.append(None)
+    return phys_args, in_dims
+
+
+def _with_rule(cls, args, kwargs, _function):
+    from .._dispatch import state
+    from ._vmap import _add_level
+
+    level, size, randomness = levels_state.stack[-1]
+    phys_args, in_dims = _split_level(args, level, size)
     bw_cls = cls._backward_cls
     ctx = object.__new__(bw_cls)
     is_tensor = tuple(isinstance(a, Tensor) for a in args)
@@ -112,21 +121,13 @@ def library_rule(handle, args, kwargs):
     vmap ]), else one call per example."""
     from ..library import vmap_rule
     from ._batch_rules import _Done, _fallback
-    from ._vmap import _add_level, _remove_level
+    from ._vmap import _add_level
 
     fn = vmap_rule(handle.op)
     if fn is None:
         return _fallback(handle, args, kwargs)
     level, size, randomness = levels_state.stack[-1]
-    phys_args, in_dims = [], []
-    for a in args:
-        inf = _info(a) if isinstance(a, Tensor) else None
-        if inf is not None and level in inf[1]:
-            phys_args.append(_remove_level("vmap", a, level, 0, size))
-            in_dims.append(0)
-        else:
-            phys_args.append(a)
-            in_dims.append(None)
+    phys_args, in_dims = _split_level(args, level, size)
     # the rule runs at the levels outside this one: the op called inside it is batched by
     # the enclosing vmaps only, as in PyTorch (the mode is pushed again for them)
     from .. import _dispatch
