@@ -33,6 +33,8 @@ import re
 import warnings
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from . import _dispatch
 from ._core.device import device, known_types
 from ._library import registration as _reg
@@ -69,7 +71,7 @@ __all__ = ["Library", "custom_op", "CustomOpDef", "define", "impl", "register_ke
            "register_vmap", "get_ctx", "get_kernel", "triton_op", "wrap_triton", "opcheck",
            "infer_schema", "fallthrough_kernel", "impl_abstract", "register_backend",
            "backends", "registered_ops", "OpOverload", "EffectType", "NAMELESS_SCHEMA",
-           "device_types_t"]
+           "device_types_t", "SubclassNamespace"]
 
 # ------------------------------------------------------------------------------------------------
 # custom_op
@@ -743,12 +745,63 @@ def register_backend(name, xp, array_type, to_device, device_of=None):
         raise RuntimeError(f"register_backend: device type '{name}' is already registered")
     known_types.add(name)
     dev = device(name)
+    if xp is np and isinstance(array_type, type) and issubclass(array_type, np.ndarray) and \
+            array_type is not np.ndarray:
+        xp = SubclassNamespace(np, array_type)
 
     def default_device_of(a):
         return dev
 
     _dispatch.register_backend(_dispatch.Backend(name, xp, array_type,
                                                  device_of or default_device_of, to_device))
+
+
+class SubclassNamespace:
+    """NumPy as the namespace of a device whose arrays are an ``ndarray`` subclass.
+
+    NumPy's ufuncs keep a subclass by themselves, but its factories (``np.ones``) and many
+    functions return plain ndarrays, which ember would take for CPU arrays; this namespace
+    gives back every array a NumPy function returns as ``array_type`` (a view, no copy), so
+    that kernels, autograd's gradients and optimizers' buffers stay on the device.
+    ``register_backend`` uses it when given ``np`` itself with such a subclass.
+
+    Args:
+        module: ``numpy`` or one of its submodules.
+        array_type: the device's ``ndarray`` subclass.
+
+    Example::
+
+        >>> class SubArray(np.ndarray): pass
+        >>> type(SubclassNamespace(np, SubArray).ones(2)).__name__
+        'SubArray'
+    """
+
+    def __init__(self, module, array_type):
+        self._module = module
+        self._array_type = array_type
+
+    def _as_device(self, r):
+        if isinstance(r, np.ndarray) and type(r) is not self._array_type:
+            return r.view(self._array_type)
+        if type(r) is tuple or type(r) is list:
+            return type(r)(self._as_device(x) for x in r)
+        if isinstance(r, tuple) and hasattr(r, "_fields"):  # NumPy's named results
+            return type(r)(*(self._as_device(x) for x in r))
+        return r
+
+    def __getattr__(self, name):
+        attr = getattr(self._module, name)
+        if isinstance(attr, type(np)):  # np.linalg, np.fft, np.random
+            wrapped = SubclassNamespace(attr, self._array_type)
+        elif isinstance(attr, (type, np.ufunc)) or not callable(attr):
+            wrapped = attr  # dtypes, classes, constants; ufuncs keep the subclass
+        else:
+            def wrapped(*args, __f=attr, **kwargs):
+                return self._as_device(__f(*args, **kwargs))
+
+            wrapped.__name__ = getattr(attr, "__name__", name)
+        self.__dict__[name] = wrapped
+        return wrapped
 
 
 def backends() -> list:

@@ -1,5 +1,6 @@
 """ember.library's smaller names: get_kernel, register_vmap, get_ctx, triton_op, EffectType."""
 
+import numpy as np
 import pytest
 
 import ember
@@ -115,3 +116,46 @@ def test_register_vmap_unbatched_argument_gets_none():
     L.register_vmap(mul4, _movemul_rule(mul4))
     x, y = ember.randn(4, 3), ember.randn(3)
     assert ember.allclose(ember.vmap(mul4, in_dims=(0, None))(x, y), x * y)
+
+
+class _SubArray(np.ndarray):
+    """The arrays of a device registered on plain NumPy."""
+
+
+def _to_subdev(a):
+    return np.array(a if isinstance(a, np.ndarray) else a.get(), copy=True).view(_SubArray)
+
+
+@pytest.fixture(scope="module")
+def subdev():
+    if "subdev" not in ember.library.backends():
+        L.register_backend("subdev", np, _SubArray, _to_subdev)
+    return "subdev"
+
+
+@pytest.mark.parametrize("program", ["square_sum", "exp_mean", "softmax", "linear"])
+def test_numpy_subclass_device_backward_stays_on_device(subdev, program):
+    x = ember.ones(3).to(subdev).requires_grad_()
+    y = {"square_sum": lambda: (x * x).sum(),
+         "exp_mean": lambda: x.exp().mean(),
+         "softmax": lambda: ember.softmax(x, 0)[0],
+         "linear": lambda: ember.nn.functional.linear(
+             x[None], ember.ones(2, 3).to(subdev)).sum()}[program]()
+    y.backward()
+    assert y.device.type == subdev and x.grad.device.type == subdev
+
+
+def test_numpy_subclass_device_trains(subdev):
+    ember.manual_seed(0)
+    m = ember.nn.Linear(3, 2).to(subdev)
+    opt = ember.optim.Adam(m.parameters(), lr=0.1)
+    x = ember.randn(8, 3).to(subdev)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert m.weight.device.type == subdev and m.weight.grad.device.type == subdev
+    assert losses[-1] < losses[0]
