@@ -177,7 +177,9 @@ def _views_of(root):
     """Live tensors whose data lies in ``root``'s buffer (a heap scan: sharing is rare)."""
     out = []
     for obj in gc.get_objects():
-        if isinstance(obj, Tensor):
+        # the type, not isinstance: isinstance reads ``__class__``, which some objects
+        # (deprecation proxies) answer with a warning
+        if issubclass(type(obj), Tensor):
             d = getattr(obj, "_data", None)
             if type(d) is np.ndarray and (d is root or _root(d) is root):
                 out.append(obj)
