@@ -92,6 +92,9 @@ def set_num_threads(int: int) -> None:  # noqa: A002  (PyTorch's parameter name)
     with _lock:
         threadpool_limits(limits=n, user_api="blas")
         settings.num_threads = n
+        from . import _parallel
+
+        _parallel.reset()  # the element-wise thread count follows (ember/_parallel.py)
 
 
 def get_num_threads() -> int:

@@ -26,6 +26,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from ._registry import Op
+from .._parallel import MIN_ELEMENTS as _PAR_MIN, ufunc_on_threads
 
 _new = object.__new__
 _from_np = _dt.from_np
@@ -71,6 +72,11 @@ class ElementwiseOp(Op):
         # the direct paths may serve this op's calls below a mode: a NumPy ufunc keeps the
         # dtype of same-dtype operands (and NumPy's weak Python scalars), as do these kernels
         self.direct_under_modes = self.ufunc is not None or name in _DIRECT_KERNELS
+        # NumPy's own ufunc, when that is the CPU kernel: the direct paths may split it over
+        # threads (NOTE [ Threaded element-wise ops ] in ember/_parallel.py)
+        self.ufunc_np = getattr(np, self.ufunc, None) if self.ufunc else None
+        if not isinstance(self.ufunc_np, np.ufunc):
+            self.ufunc_np = None
         # dtypes for which same-dtype tensor inputs go straight to the kernel and the result
         # keeps that dtype (see ``binary``)
         if promote in ("same", "int", "real"):
@@ -384,8 +390,29 @@ def binary_fast(op, a, b):
     """``a <op> b`` when no mode is on anywhere. See NOTE [ Hot path ]: the operators call it
     straight after their one test of ``_dispatch.slow``."""
     if isinstance(b, Tensor) and isinstance(a, Tensor):
-        t = _direct_binary(op, a, b)
-        if t is not None:
+        # ``_direct_binary`` inlined: this is the hottest path there is (NOTE [ Hot path ])
+        ad = a._data
+        bd = b._data
+        at = ad.__class__
+        if ad.dtype is bd.dtype and at is bd.__class__ and ad.dtype in op.direct:
+            f = op.impl.get(at) or op.resolve(at)
+            try:
+                # 262144 is _PAR_MIN as a literal: a global costs a look-up here
+                if ad.size < 262144 or f is not op.ufunc_np or \
+                        (r := ufunc_on_threads(f, ad, bd)) is None:
+                    r = f(ad, bd)
+            except ValueError:
+                raise _broadcast_error(op, (a, b)) from None
+            if r.__class__ is not at:
+                r = _dispatch.backends_by_type[at].xp.asarray(r)
+            t = _new(Tensor)
+            t._data = r
+            t._rg = False
+            t._grad_fn = None
+            t._base = None
+            t._vc = None
+            if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
+                _dispatch.record_binary(op, a, b, t)
             return t
     elif isinstance(a, Tensor) and (b.__class__ is float or b.__class__ is int):
         t = _with_number(op, a, b, False)
@@ -402,8 +429,12 @@ def _direct_binary(op, a, b):
     at = ad.__class__
     if ad.dtype is bd.dtype and at is bd.__class__ and ad.dtype in op.direct:
         f = op.impl.get(at) or op.resolve(at)
+        r = None
+        if ad.size >= _PAR_MIN and f is op.ufunc_np:  # NOTE [ Threaded element-wise ops ]
+            r = ufunc_on_threads(f, ad, bd)
         try:
-            r = f(ad, bd)
+            if r is None:
+                r = f(ad, bd)
         except ValueError:
             raise _broadcast_error(op, (a, b)) from None
         if r.__class__ is not at:
@@ -429,7 +460,11 @@ def _with_number(op, a, n, reflected):
         return None
     at = ad.__class__
     f = op.impl.get(at) or op.resolve(at)
-    r = f(n, ad) if reflected else f(ad, n)
+    r = None
+    if ad.size >= _PAR_MIN and f is op.ufunc_np:  # NOTE [ Threaded element-wise ops ]
+        r = ufunc_on_threads(f, n, ad) if reflected else ufunc_on_threads(f, ad, n)
+    if r is None:
+        r = f(n, ad) if reflected else f(ad, n)
     if r.__class__ is not at:
         r = _dispatch.backends_by_type[at].xp.asarray(r)
     t = _new(Tensor)
@@ -453,7 +488,11 @@ def _direct_unary(op, a):
         return None
     at = ad.__class__
     f = op.impl.get(at) or op.resolve(at)
-    r = f(ad)
+    r = None
+    if ad.size >= _PAR_MIN and f is op.ufunc_np:  # NOTE [ Threaded element-wise ops ]
+        r = ufunc_on_threads(f, ad)
+    if r is None:
+        r = f(ad)
     if r.__class__ is not at:
         r = _dispatch.backends_by_type[at].xp.asarray(r)
     t = _new(Tensor)
