@@ -127,3 +127,38 @@ def ufunc_on_threads(f, *arrays):
     for fut in futures:
         fut.result()
     return out
+
+
+def split_on_threads(fn, size, min_size=MIN_ELEMENTS):
+    """Run ``fn(lo, hi)`` over ``range(size)`` cut into one piece per thread, the last piece
+    on the calling thread; False (nothing run) when ``size`` is below ``min_size`` or one
+    thread is configured. ``fn`` must release the GIL for this to pay (NumPy's loops do) and
+    write disjoint outputs.
+
+    Args:
+        fn: ``fn(lo, hi)``.
+        size: the length to cut.
+        min_size: the smallest ``size`` worth splitting.
+
+    Returns:
+        bool: whether ``fn`` ran.
+
+    Example::
+
+        >>> out = np.zeros(8)
+        >>> def fill(lo, hi): out[lo:hi] = 1
+        >>> _ = split_on_threads(fill, 8, min_size=1)
+        >>> float(out.sum())
+        8.0
+    """
+    n = _threads()
+    if n < 2 or size < min_size:
+        return False
+    step = -(-size // n)
+    bounds = [(i, min(i + step, size)) for i in range(0, size, step)]
+    ex = _executor(n - 1)
+    futures = [ex.submit(fn, lo, hi) for lo, hi in bounds[:-1]]
+    fn(*bounds[-1])
+    for fut in futures:
+        fut.result()
+    return True

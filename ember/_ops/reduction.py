@@ -32,6 +32,7 @@ from .. import _dispatch, return_types
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
 from .._core.tensor import Tensor
+from .._parallel import split_on_threads
 from ._registry import Op, inplace_from, public
 from .indexing import linear_jvp  # forward-mode rules
 from .from_data import tensor
@@ -304,7 +305,16 @@ _F32_BIG = 1 << 16
 def _big_f32_sum(a):
     flat = a.reshape(-1)
     n = flat.size // _BLOCK * _BLOCK
-    s = _add_reduce(np.einsum("ij->i", flat[:n].reshape(-1, _BLOCK)))
+    rows = flat[:n].reshape(-1, _BLOCK)
+    row_sums = np.empty(rows.shape[0], np.float32)
+
+    def part(lo, hi):  # einsum's loop releases the GIL: the rows split over threads
+        np.einsum("ij->i", rows[lo:hi], out=row_sums[lo:hi])
+
+    # NOTE [ Threaded element-wise ops ] in ember/_parallel.py: 256 rows = 1M elements
+    if not split_on_threads(part, rows.shape[0], min_size=256):
+        part(0, rows.shape[0])
+    s = _add_reduce(row_sums)
     return s + _add_reduce(flat[n:]) if n < flat.size else s
 
 

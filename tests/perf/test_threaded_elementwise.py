@@ -88,3 +88,18 @@ def test_forked_child_gets_its_own_pool(two_threads):
 def _child_sum(q):
     a = ember.ones(N)
     q.put(float((a + a).sum()))
+
+
+def test_threaded_large_sum_equals_one_thread_result():
+    a = np.random.default_rng(2).random(4 * N + 5).astype(np.float32)
+    t = ember.from_numpy(a)
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = t.sum().item()
+        ember.set_num_threads(2)
+        two = t.sum().item()
+    finally:
+        ember.set_num_threads(before)
+    assert one == two
+    assert abs(two - a.sum(dtype=np.float64)) <= 1e-6 * a.size
