@@ -51,6 +51,7 @@ NAMESPACES = [
     ("utils.checkpoint", "ember.utils.checkpoint"),
     ("autograd", "ember.autograd"),
     ("autograd.functional", "ember.autograd.functional"),
+    ("autograd.forward_ad", "ember.autograd.forward_ad"),
     ("func", "ember.func"),
     ("linalg", "ember.linalg"),
     ("fft", "ember.fft"),
@@ -69,6 +70,10 @@ NAMESPACES = [
     ("sparse", "ember.sparse"),
     ("testing", "ember.testing"),
     ("utils.collect_env", "ember.utils.collect_env"),
+    ("nn.parallel", "ember.nn.parallel"),
+    ("utils.tensorboard", "ember.utils.tensorboard"),
+    ("utils.flop_counter", "ember.utils.flop_counter"),
+    ("utils.viz", "ember.utils.viz"),
 ]
 
 # torch namespaces ember does not have yet: listed in the reference as such

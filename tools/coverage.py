@@ -49,6 +49,8 @@ NAMESPACES = [
     "optim.lr_scheduler", "utils.data", "autograd", "linalg", "fft", "special",
     "distributions", "amp", "backends", "cuda", "jit", "utils.checkpoint", "func",
     "profiler", "distributed", "fx", "onnx", "sparse", "library", "ao.quantization",
+    "autograd.forward_ad", "autograd.functional", "nn.parallel", "utils.tensorboard",
+    "utils.flop_counter",
 ]
 
 _TYPING_MODULES = {"typing", "typing_extensions", "collections.abc", "__future__"}

@@ -31,8 +31,10 @@ from .._core.tensor import Tensor
 from ._python_dispatch import TorchDispatchMode
 
 __all__ = ["FlopCounterMode", "register_flop_formula", "get_suffix_str",
-           "convert_num_with_suffix", "mm_flop", "addmm_flop", "bmm_flop", "baddbmm_flop",
-           "conv_flop", "conv_backward_flop"]
+           "convert_num_with_suffix", "convert_to_percent_str", "mm_flop", "addmm_flop",
+           "bmm_flop", "baddbmm_flop", "conv_flop", "conv_flop_count", "conv_backward_flop",
+           "sdpa_flop", "sdpa_flop_count", "sdpa_backward_flop", "sdpa_backward_flop_count",
+           "flop_registry", "get_shape", "shape_wrapper", "normalize_tuple", "suffixes"]
 
 
 def _shape(x):
@@ -191,9 +193,131 @@ def _weight_grad_flops(x_shape, g_shape, w_shape, transposed=False):
         x_shape[0]
 
 
+def sdpa_flop_count(query_shape, key_shape, value_shape) -> int:
+    """Flops of attention's two products, ``Q K^T`` and ``softmax(.) V``, for shapes
+    ``(B, H, L, E)``, ``(B, H, S, E)`` and ``(B, H, S, Ev)``.
+
+    Returns:
+        int.
+
+    Example::
+
+        >>> sdpa_flop_count((2, 4, 16, 8), (2, 4, 16, 8), (2, 4, 16, 8))
+        65536
+    """
+    b, h, lq, e = query_shape
+    s = key_shape[-2]
+    ev = value_shape[-1]
+    return 2 * b * h * lq * s * (e + ev)
+
+
+def sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape) -> int:
+    """Flops of attention's backward: the scores again, then the gradients of ``V``, of the
+    probabilities, of ``Q`` and of ``K`` (five products).
+
+    Returns:
+        int.
+
+    Example::
+
+        >>> sdpa_backward_flop_count((2, 4, 16, 8), (2, 4, 16, 8), (2, 4, 16, 8), (2, 4, 16, 8))
+        163840
+    """
+    b, h, lq, e = query_shape
+    s = key_shape[-2]
+    ev = value_shape[-1]
+    return 2 * b * h * lq * s * (3 * e + 2 * ev)
+
+
+def sdpa_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    """:func:`sdpa_flop_count` with an op's argument list.
+
+    Returns:
+        int.
+
+    Example::
+
+        >>> sdpa_flop((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2))
+        32
+    """
+    return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+def sdpa_backward_flop(grad_out_shape, query_shape, key_shape, value_shape, *args,
+                       out_shape=None, **kwargs) -> int:
+    """:func:`sdpa_backward_flop_count` with an op's argument list.
+
+    Returns:
+        int.
+
+    Example::
+
+        >>> sdpa_backward_flop((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2))
+        80
+    """
+    return sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
+
+
+def get_shape(x):
+    """``x.shape`` for a tensor, ``x`` itself otherwise.
+
+    Example::
+
+        >>> get_shape(ember.ones(2, 3))
+        ember.Size([2, 3])
+    """
+    return x.shape if isinstance(x, Tensor) else x
+
+
+def shape_wrapper(f):
+    """Decorator: call formula ``f`` with the shapes of its tensor arguments.
+
+    Example::
+
+        >>> shape_wrapper(mm_flop)(ember.ones(2, 3), ember.ones(3, 4))
+        48
+    """
+    def wrapped(*args, out_val=None, **kwargs):
+        args = [get_shape(a) for a in args]
+        kwargs = {k: get_shape(v) for k, v in kwargs.items()}
+        return f(*args, out_shape=get_shape(out_val), **kwargs)
+
+    wrapped.__name__ = getattr(f, "__name__", "wrapped")
+    return wrapped
+
+
+def normalize_tuple(x):
+    """``x`` as a tuple (a one-element one for a single value).
+
+    Example::
+
+        >>> normalize_tuple(3)
+        (3,)
+    """
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def convert_to_percent_str(num, denom) -> str:
+    """``num / denom`` as a percentage with two decimals ("0%" for a zero ``denom``).
+
+    Example::
+
+        >>> convert_to_percent_str(3, 7)
+        '42.86%'
+    """
+    if denom == 0:
+        return "0%"
+    return f"{100 * num / denom:.2f}%"
+
+
+#: the unit suffixes of flop tables
+suffixes = ["", "K", "M", "B", "T"]
+
 #: torch's op name -> formula(*shapes, out_shape=...) (``register_flop_formula`` adds more)
 _FORMULAS = {"mm": mm_flop, "addmm": addmm_flop, "bmm": bmm_flop, "baddbmm": baddbmm_flop,
              "convolution": conv_flop, "convolution_backward": conv_backward_flop}
+#: the formulas by op name (torch keys its registry by op overloads)
+flop_registry = _FORMULAS
 
 
 def register_flop_formula(targets, get_raw=False):
