@@ -485,6 +485,18 @@ def _scalar_outputs(func, inputs, strict, fn_name):
     return outputs_were_tuple, outputs
 
 
+def _gradient_at(func, inputs, v, create_graph, strict, name):
+    """What vhp and hvp start from (under enable_grad): the checked inputs and vectors,
+    ``func``'s scalar output, and its gradient with a graph."""
+    inputs_were_tuple, inputs = _as_tuple(inputs, "inputs", name)
+    inputs = _prepare(inputs, create_graph, need_graph=True)
+    v = _prepare_v(v, inputs, inputs_were_tuple, create_graph, name, _V_NONE_INPUT)
+    outputs_were_tuple, outputs = _scalar_outputs(func, inputs, strict, name)
+    jac = _grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict)
+    return inputs_were_tuple, inputs, v, outputs_were_tuple, outputs, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """The vector-Hessian product ``v^T H`` of the scalar function ``func`` at ``inputs``.
 
@@ -506,12 +518,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         tensor([ 6., 12.])
     """
     with enable_grad():
-        inputs_were_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, inputs_were_tuple, create_graph, "vhp", _V_NONE_INPUT)
-        outputs_were_tuple, outputs = _scalar_outputs(func, inputs, strict, "vhp")
-        jac = _grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        inputs_were_tuple, inputs, v, outputs_were_tuple, outputs, jac = _gradient_at(
+            func, inputs, v, create_graph, strict, "vhp")
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         res = _grad(jac, inputs, v, create_graph=create_graph)
         res = _zeros_for_none(res, inputs, strict, create_graph, "double_back")
@@ -541,12 +549,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         tensor([ 6., 12.])
     """
     with enable_grad():
-        inputs_were_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, inputs_were_tuple, create_graph, "hvp", _V_NONE_INPUT)
-        outputs_were_tuple, outputs = _scalar_outputs(func, inputs, strict, "hvp")
-        jac = _grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        inputs_were_tuple, inputs, v, outputs_were_tuple, outputs, jac = _gradient_at(
+            func, inputs, v, create_graph, strict, "hvp")
         dummies = tuple(x.new_zeros(x.shape).requires_grad_(True) for x in inputs)
         double_back = _grad(jac, inputs, dummies, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
