@@ -377,3 +377,65 @@ def test_export_transposed_conv_and_group_norm():
     net = nn.Sequential(nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1),
                         nn.GroupNorm(2, 4), nn.Tanh(), nn.Upsample(scale_factor=2))
     _check(net, ember.randn(1, 3, 4, 4))
+
+
+def _opinfo_samples():
+    from ember.testing._opinfo import load_op_db
+
+    out = []
+    for info in load_op_db():
+        if info.nondeterministic or ember.float32 not in info.dtypes:
+            continue
+        try:
+            samples = list(info.sample_inputs(ember.float32, np.random.default_rng(0)))
+        except Exception:  # noqa: BLE001 - an entry whose samples need more than float32
+            continue
+        sample = next((s for s in samples if isinstance(s.input, ember.Tensor)
+                       and s.input.ndim > 0 and s.input.numel() > 0), None)
+        if sample is not None:
+            out.append((info, sample))
+    return out
+
+
+def test_export_opinfo_samples_match_ember_or_raise_exporter_error():
+    """Differential sweep: every deterministic float32 OpInfo entry (first sample with a
+    non-empty input) either exports and agrees with ember under onnxruntime, or raises
+    OnnxExporterError; never a wrong answer or another exception."""
+    ok, unsupported, bad = 0, 0, []
+    for info, s in _opinfo_samples():
+        fn = info.get_op()
+
+        class M(nn.Module):
+            def forward(self, x):
+                return fn(x, *s.args, **s.kwargs)
+
+        try:
+            with ember.no_grad():
+                ref = M()(s.input)
+        except Exception:  # noqa: BLE001 - samples meant for other forms
+            continue
+        refs = [t for t in (_flat(ref) if isinstance(ref, (ember.Tensor, tuple, list))
+                            else []) if isinstance(t, ember.Tensor)]
+        if not refs:
+            continue
+        try:
+            prog = ember.onnx.export(M(), (s.input,))
+        except ember.onnx.OnnxExporterError:
+            unsupported += 1
+            continue
+        except Exception as err:  # noqa: BLE001 - collected and reported below
+            bad.append(f"{info.name}: {type(err).__name__}: {err}"[:200])
+            continue
+        try:
+            got = _run(prog.model_proto, s.input.numpy())
+        except Exception as err:  # noqa: BLE001
+            bad.append(f"{info.name}: onnxruntime: {err}"[:200])
+            continue
+        if not all(g.shape == tuple(r.shape) and
+                   np.allclose(g, r.numpy(), rtol=1e-3, atol=1e-4, equal_nan=True)
+                   for g, r in zip(got, refs)):
+            bad.append(f"{info.name}: values differ for {s!r}"[:200])
+            continue
+        ok += 1
+    assert not bad, "\n".join(bad)
+    assert ok >= 250, (ok, unsupported)

@@ -137,13 +137,15 @@ class _Trace(TorchDispatchMode):
         live = any(not v.is_constant for v in _values(wargs) + _values(wkwargs))
         out = func(*args, **kwargs)
         results = _tensors(out)
+        op = func.overloadpacket.__name__
+        if not results and op.endswith("_") and args and isinstance(args[0], Tensor):
+            results = [args[0]]  # an in-place op that returns nothing wrote its first input
         self.keep.extend(results)
         if not live:
             for t in results:
                 if _dtype_or_none(t) is not None:
                     self.values[id(t)] = Value(None, t.shape, t.dtype, _array(t))
             return out
-        op = func.overloadpacket.__name__
         outs = [Value(None, t.shape, _dtype_or_none(t)) for t in results]
         custom = _custom_for(op, self.ctx.g.opset)
         translate = custom or TRANSLATIONS.get(op)

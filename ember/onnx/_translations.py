@@ -139,7 +139,7 @@ for _name, _onnx in {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sq
 @translation("logical_not", "bitwise_not")
 def _not(ctx, args, kwargs, outs):
     if outs[0].dtype == _dt.bool_:
-        return [ctx.g.node("Not", [ctx.name(args[0])], name_hint=ctx.hint)]
+        return [ctx.g.node("Not", [_input(ctx, args[0], _dt.bool_)], name_hint=ctx.hint)]
     return [ctx.g.node("BitwiseNot", [ctx.name(args[0])], name_hint=ctx.hint)]
 
 
@@ -195,6 +195,13 @@ def _clamp(ctx, args, kwargs, outs):
     lo = args[1] if len(args) > 1 else kwargs.get("min")
     hi = args[2] if len(args) > 2 else kwargs.get("max")
     dtype = outs[0].dtype
+    if isinstance(lo, Value) and lo.ndim or isinstance(hi, Value) and hi.ndim:
+        y = _input(ctx, args[0], dtype)  # Clip takes scalar bounds: tensors need Max/Min
+        if lo is not None:
+            y = ctx.g.node("Max", [y, _input(ctx, lo, dtype)])
+        if hi is not None:
+            y = ctx.g.node("Min", [y, _input(ctx, hi, dtype)])
+        return [ctx.g.node("Identity", [y], name_hint="clamp")]
     names = [_input(ctx, args[0], dtype),
              "" if lo is None else _input(ctx, lo, dtype),
              "" if hi is None else _input(ctx, hi, dtype)]
@@ -301,6 +308,8 @@ def _squeeze(ctx, args, kwargs, outs):
 def _permute(ctx, args, kwargs, outs):
     dims = kwargs.get("dims", args[1] if len(args) > 1 else None)
     x = args[0]
+    if x.ndim < 2:
+        return [ctx.g.node("Identity", [ctx.name(x)], name_hint="permute")]
     perm = [d % x.ndim for d in dims]
     return [ctx.g.node("Transpose", [ctx.name(x)], perm=perm, name_hint="permute")]
 
@@ -308,6 +317,8 @@ def _permute(ctx, args, kwargs, outs):
 @translation("transpose", "transpose_", "swapaxes", "swapdims")
 def _transpose(ctx, args, kwargs, outs):
     x = args[0]
+    if x.ndim < 2:
+        return [ctx.g.node("Identity", [ctx.name(x)], name_hint="transpose")]
     d0 = kwargs.get("dim0", args[1] if len(args) > 1 else None) % max(x.ndim, 1)
     d1 = kwargs.get("dim1", args[2] if len(args) > 2 else None) % max(x.ndim, 1)
     perm = list(range(x.ndim))
@@ -318,9 +329,10 @@ def _transpose(ctx, args, kwargs, outs):
 @translation("t", "numpy_T", "mT")
 def _t(ctx, args, kwargs, outs):
     x = args[0]
+    if x.ndim < 2:
+        return [ctx.g.node("Identity", [ctx.name(x)], name_hint="t")]
     perm = list(range(x.ndim))
-    if x.ndim >= 2:
-        perm[-1], perm[-2] = perm[-2], perm[-1]
+    perm[-1], perm[-2] = perm[-2], perm[-1]
     return [ctx.g.node("Transpose", [ctx.name(x)], perm=perm, name_hint="t")]
 
 
@@ -473,8 +485,12 @@ def _index(ctx, args, kwargs, outs):
 def _index_select(ctx, args, kwargs, outs):
     x, index = args[0], args[1]
     dim = kwargs.get("dim", 0) % max(x.ndim, 1)
-    return [ctx.g.node("Gather", [ctx.name(x), _input(ctx, index, _dt.int64)], axis=dim,
-                       name_hint="index_select")]
+    iname = _input(ctx, index, _dt.int64)
+    if index.ndim == 0:  # a 0-d index keeps the dimension (size 1)
+        iname = _reshape(ctx, Value(iname, (), _dt.int64), (1,), "index")
+    if x.ndim == 0:
+        return [ctx.g.node("Identity", [ctx.name(x)], name_hint="index_select")]
+    return [ctx.g.node("Gather", [ctx.name(x), iname], axis=dim, name_hint="index_select")]
 
 
 @translation("embedding")
@@ -518,6 +534,8 @@ def _tril(ctx, args, kwargs, outs):
 @translation("cumsum")
 def _cumsum(ctx, args, kwargs, outs):
     x = args[0]
+    if x.ndim == 0:
+        return [ctx.g.node("Identity", [_input(ctx, x, outs[0].dtype)], name_hint="cumsum")]
     axis = ctx.g.const(np.asarray(kwargs["dim"] % max(x.ndim, 1), np.int64), "axis")
     return [ctx.g.node("CumSum", [_input(ctx, x, outs[0].dtype), axis], name_hint="cumsum")]
 
@@ -562,6 +580,10 @@ def _amax(ctx, args, kwargs, outs):
 def _max_dim(ctx, args, kwargs, outs):
     x = args[0]
     g = ctx.g
+    if x.ndim == 0:
+        zero = g.const(np.asarray(0, np.int64), "indices")
+        return [g.node("Identity", [ctx.name(x)], name_hint=ctx.op.split(".")[0]),
+                g.node("Identity", [zero], name_hint="indices")]
     dim = kwargs["dim"] % max(x.ndim, 1)
     keep = int(bool(kwargs.get("keepdim", False)))
     largest = kwargs.get("largest", ctx.op.startswith("max"))
@@ -733,10 +755,11 @@ def _conv_transpose(ctx, args, kwargs, outs):
 def _batch_norm(ctx, args, kwargs, outs):
     x, weight, bias, mean, var = (list(args) + [None] * 5)[:5]
     g = ctx.g
-    if kwargs.get("training"):
-        raise _error("ONNX export of batch_norm in training mode is not supported: export "
-                     "with model.eval() (training=TrainingMode.EVAL)")
     c = x.shape[1]
+    if kwargs.get("training") or mean is None:
+        # batch statistics (a functional call with training=True, or no running stats)
+        return [_batch_stats_norm(ctx, x, weight, bias, float(kwargs.get("eps", 1e-5)))] + \
+            [ctx.unused() for _ in outs[1:]]
     dtype = x.dtype
     ones, zeros = np.ones(c, _np_dtype(dtype)), np.zeros(c, _np_dtype(dtype))
     names = [ctx.name(x),
@@ -747,6 +770,23 @@ def _batch_norm(ctx, args, kwargs, outs):
     y = g.node("BatchNormalization", names, epsilon=float(kwargs.get("eps", 1e-5)),
                name_hint="batch_norm")
     return [y] + [ctx.unused() for _ in outs[1:]]
+
+
+def _batch_stats_norm(ctx, x, weight, bias, eps):
+    g = ctx.g
+    dtype = x.dtype
+    xn = ctx.name(x)
+    axes = g.ints([0] + list(range(2, x.ndim)), "axes")
+    mean = g.node("ReduceMean", [xn, axes], keepdims=1)
+    d = g.node("Sub", [xn, mean])
+    var = g.node("ReduceMean", [g.node("Mul", [d, d]), axes], keepdims=1)
+    y = g.node("Div", [d, g.node("Sqrt", [g.node("Add", [var, _scalar(ctx, eps, dtype)])])])
+    shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
+    if weight is not None:
+        y = g.node("Mul", [y, _reshape(ctx, weight, tuple(shape), "weight")])
+    if bias is not None:
+        y = g.node("Add", [y, _reshape(ctx, bias, tuple(shape), "bias")])
+    return g.node("Identity", [y], name_hint="batch_norm")
 
 
 @translation("native_layer_norm", "layer_norm")
@@ -943,3 +983,642 @@ def _fill(ctx, args, kwargs, outs):
 
     return [g.node("ConstantOfShape", [shape], value=numpy_helper.from_array(filled),
                    name_hint=ctx.op.rstrip("_"))]
+
+
+# -- more element-wise maths ------------------------------------------------------------------
+
+for _name, _onnx in {"asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh"}.items():
+    TRANSLATIONS[_name] = _unary(_onnx)
+
+
+def _scalar(ctx, value, dtype):
+    return _input(ctx, value, dtype)
+
+
+@translation("trunc", "fix")
+def _trunc(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    x = _input(ctx, args[0], dtype)
+    if not dtype.is_floating_point:
+        return [g.node("Identity", [x], name_hint="trunc")]
+    neg = g.node("Less", [x, _scalar(ctx, 0, dtype)])
+    return [g.node("Where", [neg, g.node("Ceil", [x]), g.node("Floor", [x])],
+                   name_hint="trunc")]
+
+
+@translation("div_trunc")
+def _div_trunc(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    q = g.node("Div", [_input(ctx, args[0], dtype), _input(ctx, args[1], dtype)])
+    if not dtype.is_floating_point:
+        return [q]
+    neg = g.node("Less", [q, _scalar(ctx, 0, dtype)])
+    return [g.node("Where", [neg, g.node("Ceil", [q]), g.node("Floor", [q])],
+                   name_hint="div")]
+
+
+@translation("remainder", "fmod")
+def _remainder(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    a, b = (_input(ctx, x, dtype) for x in args[:2])
+    if dtype.is_floating_point:
+        if ctx.op == "fmod":
+            return [g.node("Mod", [a, b], fmod=1, name_hint="fmod")]
+        q = g.node("Floor", [g.node("Div", [a, b])])
+        return [g.node("Sub", [a, g.node("Mul", [q, b])], name_hint="remainder")]
+    return [g.node("Mod", [a, b], fmod=int(ctx.op == "fmod"), name_hint=ctx.op)]
+
+
+@translation("atan2", "arctan2")
+def _atan2(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    y, x = (_input(ctx, a, dtype) for a in args[:2])
+    zero, pi = _scalar(ctx, 0, dtype), _scalar(ctx, math.pi, dtype)
+    base = g.node("Atan", [g.node("Div", [y, x])])
+    x_neg = g.node("Less", [x, zero])
+    y_neg = g.node("Less", [y, zero])
+    shift = g.node("Where", [y_neg, g.node("Neg", [pi]), pi])
+    out = g.node("Where", [x_neg, g.node("Add", [base, shift]), base])
+    # x == 0: +-pi/2 by the sign of y (0 when y is 0 too)
+    half = _scalar(ctx, math.pi / 2, dtype)
+    x_zero = g.node("Equal", [x, zero])
+    axis = g.node("Mul", [g.node("Sign", [y]), half])
+    return [g.node("Where", [x_zero, axis, out], name_hint="atan2")]
+
+
+@translation("exp2")
+def _exp2(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    return [ctx.g.node("Pow", [_scalar(ctx, 2.0, dtype), _input(ctx, args[0], dtype)],
+                       name_hint="exp2")]
+
+
+@translation("log2", "log10")
+def _log_base(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    base = 2.0 if ctx.op == "log2" else 10.0
+    ln = ctx.g.node("Log", [_input(ctx, args[0], dtype)])
+    return [ctx.g.node("Div", [ln, _scalar(ctx, math.log(base), dtype)], name_hint=ctx.op)]
+
+
+@translation("erfc")
+def _erfc(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    e = ctx.g.node("Erf", [_input(ctx, args[0], dtype)])
+    return [ctx.g.node("Sub", [_scalar(ctx, 1.0, dtype), e], name_hint="erfc")]
+
+
+@translation("square")
+def _square(ctx, args, kwargs, outs):
+    x = _input(ctx, args[0], outs[0].dtype)
+    return [ctx.g.node("Mul", [x, x], name_hint="square")]
+
+
+@translation("deg2rad", "rad2deg")
+def _angle_units(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    k = math.pi / 180 if ctx.op == "deg2rad" else 180 / math.pi
+    return [ctx.g.node("Mul", [_input(ctx, args[0], dtype), _scalar(ctx, k, dtype)],
+                       name_hint=ctx.op)]
+
+
+@translation("sinc")
+def _sinc(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    x = _input(ctx, args[0], dtype)
+    px = g.node("Mul", [x, _scalar(ctx, math.pi, dtype)])
+    ratio = g.node("Div", [g.node("Sin", [px]), px])
+    zero = g.node("Equal", [x, _scalar(ctx, 0, dtype)])
+    return [g.node("Where", [zero, _scalar(ctx, 1.0, dtype), ratio], name_hint="sinc")]
+
+
+@translation("logit")
+def _logit(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    x = _input(ctx, args[0], dtype)
+    eps = kwargs.get("eps")
+    if eps is not None:
+        x = g.node("Clip", [x, _scalar(ctx, eps, dtype), _scalar(ctx, 1 - eps, dtype)])
+    ratio = g.node("Div", [x, g.node("Sub", [_scalar(ctx, 1.0, dtype), x])])
+    return [g.node("Log", [ratio], name_hint="logit")]
+
+
+@translation("all", "any")
+def _all(ctx, args, kwargs, outs):
+    g = ctx.g
+    x = args[0]
+    is_all = kwargs.get("is_all", ctx.op == "all")
+    as_int = g.node("Cast", [g.node("Cast", [ctx.name(x)], to=onnx_type(_dt.bool_))],
+                    to=onnx_type(_dt.int32))
+    dims = _dims(kwargs, x.ndim)
+    keep = int(bool(kwargs.get("keepdim", False)))
+    if dims:
+        red = g.node("ReduceMin" if is_all else "ReduceMax", [as_int, g.ints(dims, "axes")],
+                     keepdims=keep)
+    else:
+        red = as_int
+    return [g.node("Cast", [red], to=onnx_type(outs[0].dtype), name_hint=ctx.op)]
+
+
+# -- gathers and scatters -------------------------------------------------------------------
+
+@translation("gather", "take_along_dim")
+def _gather(ctx, args, kwargs, outs):
+    x, index = args[0], args[1]
+    dim = kwargs.get("dim")
+    g = ctx.g
+    name, iname = ctx.name(x), _input(ctx, index, _dt.int64)
+    if dim is None:  # take_along_dim without dim: both flattened
+        name = _reshape(ctx, x, (int(np.prod(x.shape)),), "flatten")
+        dim = 0
+    dim = dim % max(x.ndim, 1)
+    if ctx.op == "take_along_dim" and tuple(index.shape) != tuple(outs[0].shape):
+        target = list(outs[0].shape)
+        shape_x = list(target)
+        shape_x[dim] = x.shape[dim]
+        name = g.node("Expand", [name, g.ints(shape_x, "shape")])
+        iname = g.node("Expand", [iname, g.ints(target, "shape")])
+    return [g.node("GatherElements", [name, iname], axis=dim, name_hint=ctx.op)]
+
+
+@translation("take")
+def _take(ctx, args, kwargs, outs):
+    x, index = args[0], args[1]
+    flat = _reshape(ctx, x, (int(np.prod(x.shape)),), "flatten")
+    return [ctx.g.node("Gather", [flat, _input(ctx, index, _dt.int64)], axis=0,
+                       name_hint="take")]
+
+
+_SCATTER_REDUCTIONS = {None: "none", "add": "add", "sum": "add", "multiply": "mul",
+                       "prod": "mul", "amax": "max", "amin": "min"}
+
+
+@translation("scatter", "scatter_add", "scatter_reduce", "scatter_", "scatter_add_",
+             "scatter_reduce_")
+def _scatter(ctx, args, kwargs, outs):
+    x, index = args[0], args[1]
+    src = args[2] if len(args) > 2 else None
+    g = ctx.g
+    dtype = outs[0].dtype
+    dim = kwargs.get("dim", 0) % max(x.ndim, 1)
+    reduce = kwargs.get("reduce")
+    if reduce not in _SCATTER_REDUCTIONS or not kwargs.get("include_self", True):
+        raise _error(f"ONNX export of {ctx.op} with reduce={reduce!r} and include_self="
+                     f"{kwargs.get('include_self', True)} is not supported")
+    if src is None:
+        src_name = g.node("Expand", [_input(ctx, kwargs.get("value"), dtype),
+                                     g.ints(index.shape, "shape")])
+    elif tuple(src.shape) != tuple(index.shape):
+        src_name = _slice(ctx, _input(ctx, src, dtype), list(range(index.ndim)),
+                          [0] * index.ndim, list(index.shape), [1] * index.ndim, "src")
+    else:
+        src_name = _input(ctx, src, dtype)
+    reduction = _SCATTER_REDUCTIONS[reduce]
+    if reduction in ("max", "min") and g.opset < 18 or reduction != "none" and g.opset < 16:
+        raise _error(f"ONNX export of {ctx.op} with reduce={reduce!r} needs opset "
+                     f"{18 if reduction in ('max', 'min') else 16} or later")
+    attrs = {"reduction": reduction} if reduction != "none" else {}
+    return [g.node("ScatterElements", [_input(ctx, x, dtype), _input(ctx, index, _dt.int64),
+                                       src_name], axis=dim, name_hint=ctx.op.rstrip("_"),
+                   **attrs)]
+
+
+def _index_grid(shape, key):
+    """The (N, ndim) int64 coordinates ``x[key]`` selects in an array of ``shape``, and the
+    shape of the selection (for writing ``x[key] = v`` as one ScatterND)."""
+    positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    chosen = positions[key]
+    coords = np.stack(np.unravel_index(np.asarray(chosen).reshape(-1), shape), axis=-1)
+    return coords.astype(np.int64), np.asarray(chosen).shape
+
+
+def _constant_key(key):
+    """``key`` with Values replaced by their arrays, or None when an index is not constant."""
+    items = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in items:
+        if isinstance(k, Value):
+            if not k.is_constant:
+                return None
+            out.append(k.array)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+@translation("setitem_", "index_put", "index_put_")
+def _setitem(ctx, args, kwargs, outs):
+    g = ctx.g
+    x = args[0]
+    dtype = outs[0].dtype
+    if ctx.op == "setitem_":
+        key, value = args[1], args[2]
+        accumulate = False
+    else:
+        value, key = args[1], tuple(args[2:]) if len(args) > 2 else ()
+        spec = kwargs.get("spec")
+        if spec is not None:
+            items, it = [], iter(key)
+            for s in spec:
+                items.append(next(it) if isinstance(s, str) or repr(s) == "<index tensor>"
+                             else s)
+            key = tuple(items)
+        accumulate = bool(kwargs.get("accumulate", False))
+    if isinstance(key, Value) and key.dtype == _dt.bool_ and not key.is_constant:
+        # x[mask] = scalar value: a Where over the broadcast mask
+        if isinstance(value, Value) and value.ndim > 0:
+            raise _error("ONNX export of x[mask] = tensor is not supported (the values' "
+                         "positions depend on the mask)")
+        mask = ctx.name(key)
+        if key.ndim < x.ndim:
+            mask = g.node("Unsqueeze", [mask, g.ints(list(range(key.ndim, x.ndim)), "axes")])
+        return [g.node("Where", [mask, _input(ctx, value, dtype), _input(ctx, x, dtype)],
+                       name_hint="setitem")]
+    const_key = _constant_key(key)
+    if const_key is None:
+        raise _error(f"ONNX export of {ctx.op} with indices computed from the inputs is not "
+                     f"supported by ember's exporter")
+    k = const_key[0] if len(const_key) == 1 else const_key
+    try:
+        coords, sel_shape = _index_grid(x.shape, k)
+    except (IndexError, ValueError, TypeError) as err:
+        raise _error(f"ONNX export of {ctx.op}: unsupported index {key!r}") from err
+    updates = _input(ctx, value, dtype)
+    if not isinstance(value, Value) or tuple(value.shape) != tuple(sel_shape):
+        updates = g.node("Expand", [updates, g.ints(sel_shape, "shape")])
+    n = coords.shape[0]
+    updates = g.node("Reshape", [updates, g.ints([n], "shape")])
+    attrs = {"reduction": "add"} if accumulate else {}
+    if accumulate and g.opset < 16:
+        raise _error("ONNX export of index_put with accumulate=True needs opset 16 or later")
+    return [g.node("ScatterND", [_input(ctx, x, dtype), g.const(coords, "indices"), updates],
+                   name_hint=ctx.op.rstrip("_"), **attrs)]
+
+
+@translation("index_add", "index_add_")
+def _index_add(ctx, args, kwargs, outs):
+    x, index, src = args[:3]
+    g = ctx.g
+    dtype = outs[0].dtype
+    dim = kwargs.get("dim", 0) % max(x.ndim, 1)
+    if g.opset < 16:
+        raise _error("ONNX export of index_add needs opset 16 or later")
+    src_name = _input(ctx, src, dtype)
+    alpha = kwargs.get("alpha", 1)
+    if alpha != 1:
+        src_name = g.node("Mul", [src_name, _scalar(ctx, alpha, dtype)])
+    # the index along ``dim``, broadcast to src's shape
+    shape = [1] * src.ndim
+    shape[dim] = index.shape[0] if index.ndim else 1
+    idx = _reshape(ctx, index, tuple(shape), "index") if index.ndim != src.ndim or \
+        tuple(index.shape) != tuple(shape) else ctx.name(index)
+    idx = g.node("Expand", [idx, g.ints(src.shape, "shape")])
+    return [g.node("ScatterElements", [_input(ctx, x, dtype), idx, src_name], axis=dim,
+                   reduction="add", name_hint="index_add")]
+
+
+@translation("index_fill", "index_fill_")
+def _index_fill(ctx, args, kwargs, outs):
+    x, index = args[0], args[1]
+    value = args[2] if len(args) > 2 and args[2] is not None else kwargs.get("value")
+    g = ctx.g
+    dtype = outs[0].dtype
+    dim = kwargs.get("dim", 0) % max(x.ndim, 1)
+    if not (isinstance(index, Value) and index.is_constant):
+        raise _error("ONNX export of index_fill with indices computed from the inputs is not "
+                     "supported by ember's exporter")
+    mask = np.zeros(x.shape[dim], bool)
+    mask[np.asarray(index.array).reshape(-1)] = True
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    return [g.node("Where", [g.const(mask.reshape(shape), "mask"), _input(ctx, value, dtype),
+                             _input(ctx, x, dtype)], name_hint="index_fill")]
+
+
+@translation("flip")
+def _flip(ctx, args, kwargs, outs):
+    x = args[0]
+    dims = [d % x.ndim for d in kwargs.get("dims", ())]
+    if not dims:
+        return [ctx.g.node("Identity", [ctx.name(x)], name_hint="flip")]
+    big = np.iinfo(np.int64).max
+    return [_slice(ctx, ctx.name(x), dims, [-1] * len(dims), [-big] * len(dims),
+                   [-1] * len(dims), "flip")]
+
+
+@translation("roll")
+def _roll(ctx, args, kwargs, outs):
+    x = args[0]
+    shifts = kwargs.get("shifts", args[1] if len(args) > 1 else None)
+    dims = kwargs.get("dims", args[2] if len(args) > 2 else None)
+    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    g = ctx.g
+    name = ctx.name(x)
+    if dims is None or dims == ():
+        name = _reshape(ctx, x, (int(np.prod(x.shape)),), "flatten")
+        sizes, dims = [int(np.prod(x.shape))], [0]
+    else:
+        dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+        sizes = [x.shape[d % x.ndim] for d in dims]
+        dims = [d % x.ndim for d in dims]
+    for s, d, n in zip(shifts, dims, sizes):
+        s = s % n if n else 0
+        if s:
+            tail = _slice(ctx, name, [d], [n - s], [n], [1])
+            head = _slice(ctx, name, [d], [0], [n - s], [1])
+            name = g.node("Concat", [tail, head], axis=d)
+    if dims == [0] and len(sizes) == 1 and x.ndim != 1:
+        name = g.node("Reshape", [name, g.ints(x.shape, "shape")])
+    return [g.node("Identity", [name], name_hint="roll")]
+
+
+@translation("sort", "topk")
+def _sort(ctx, args, kwargs, outs):
+    x = args[0]
+    g = ctx.g
+    dim = kwargs.get("dim", -1) % max(x.ndim, 1)
+    if ctx.op == "sort":
+        k = x.shape[dim]
+        largest = bool(kwargs.get("descending", False))
+    else:
+        k = kwargs["k"]
+        largest = bool(kwargs.get("largest", True))
+    values, indices = g.node("TopK", [ctx.name(x), g.ints([k], "k")], outputs=2, axis=dim,
+                             largest=int(largest), sorted=1, name_hint=ctx.op)
+    return [values, indices]
+
+
+@translation("diagonal")
+def _diagonal(ctx, args, kwargs, outs):
+    x = args[0]
+    g = ctx.g
+    d1, d2 = kwargs["dim1"] % x.ndim, kwargs["dim2"] % x.ndim
+    offset = kwargs.get("offset", 0)
+    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
+    perm = rest + [d1, d2]
+    name = g.node("Transpose", [ctx.name(x)], perm=perm) if perm != list(range(x.ndim)) \
+        else ctx.name(x)
+    n, m = x.shape[d1], x.shape[d2]
+    rows = np.arange(n)
+    cols = rows + offset
+    keep = (cols >= 0) & (cols < m)
+    flat_index = (rows[keep] * m + cols[keep]).astype(np.int64)
+    lead = [x.shape[d] for d in rest]
+    flat = g.node("Reshape", [name, g.ints([0] * len(lead) + [n * m], "shape")])
+    return [g.node("Gather", [flat, g.const(flat_index, "index")], axis=len(lead),
+                   name_hint="diagonal")]
+
+
+@translation("unfold")
+def _unfold(ctx, args, kwargs, outs):
+    x = args[0]
+    g = ctx.g
+    dim = kwargs["dimension"] % max(x.ndim, 1)
+    size, step = kwargs["size"], kwargs["step"]
+    n = (x.shape[dim] - size) // step + 1
+    index = (np.arange(n)[:, None] * step + np.arange(size)[None, :]).astype(np.int64)
+    gathered = g.node("Gather", [ctx.name(x), g.const(index, "index")], axis=dim)
+    # (..., n, size, ...) -> (..., n, ..., size): the window moves to the end
+    nd = x.ndim + 1
+    perm = [i for i in range(nd) if i != dim + 1] + [dim + 1]
+    return [g.node("Transpose", [gathered], perm=perm, name_hint="unfold")]
+
+
+@translation("outer", "ger")
+def _outer(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    a = g.node("Unsqueeze", [_input(ctx, args[0], dtype), g.ints([1], "axes")])
+    b = g.node("Unsqueeze", [_input(ctx, args[1], dtype), g.ints([0], "axes")])
+    return [g.node("Mul", [a, b], name_hint="outer")]
+
+
+@translation("tensordot")
+def _tensordot(ctx, args, kwargs, outs):
+    a, b = args[:2]
+    g = ctx.g
+    da = [d % a.ndim for d in kwargs["dims_a"]]
+    db = [d % b.ndim for d in kwargs["dims_b"]]
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da]))
+    ta = g.node("Transpose", [ctx.name(a)], perm=free_a + da)
+    tb = g.node("Transpose", [ctx.name(b)], perm=db + free_b)
+    ra = g.node("Reshape", [ta, g.ints([int(np.prod([a.shape[d] for d in free_a])), k],
+                                       "shape")])
+    rb = g.node("Reshape", [tb, g.ints([k, int(np.prod([b.shape[d] for d in free_b]))],
+                                       "shape")])
+    prod = g.node("MatMul", [ra, rb])
+    return [g.node("Reshape", [prod, g.ints(outs[0].shape, "shape")], name_hint="tensordot")]
+
+
+@translation("nonzero")
+def _nonzero(ctx, args, kwargs, outs):
+    g = ctx.g
+    nz = g.node("NonZero", [ctx.name(args[0])])
+    return [g.node("Transpose", [nz], perm=[1, 0], name_hint="nonzero")]
+
+
+@translation("masked_select")
+def _masked_select(ctx, args, kwargs, outs):
+    x, mask = args[0], args[1]
+    g = ctx.g
+    shape = kwargs.get("shape", x.shape)
+    xn = ctx.name(x)
+    if tuple(x.shape) != tuple(shape):
+        xn = g.node("Expand", [xn, g.ints(shape, "shape")])
+    mn = _input(ctx, mask, _dt.bool_)
+    if tuple(mask.shape) != tuple(shape):
+        mn = g.node("Expand", [mn, g.ints(shape, "shape")])
+    flat = int(np.prod(shape))
+    xn = g.node("Reshape", [xn, g.ints([flat], "shape")])
+    mn = g.node("Reshape", [mn, g.ints([flat], "shape")])
+    return [g.node("Compress", [xn, mn], axis=0, name_hint="masked_select")]
+
+
+@translation("cdist")
+def _cdist(ctx, args, kwargs, outs):
+    a, b = args[:2]
+    g = ctx.g
+    dtype = outs[0].dtype
+    p = float(kwargs.get("p", 2.0))
+    an = g.node("Unsqueeze", [ctx.name(a), g.ints([a.ndim - 1], "axes")])  # (..., n, 1, d)
+    bn = g.node("Unsqueeze", [ctx.name(b), g.ints([b.ndim - 2], "axes")])  # (..., 1, m, d)
+    diff = g.node("Abs", [g.node("Sub", [an, bn])])
+    axes = g.ints([-1], "axes")
+    if p == 2.0:
+        return [g.node("ReduceL2", [diff, axes], keepdims=0, name_hint="cdist")]
+    if p == 1.0:
+        return [g.node("ReduceSum", [diff, axes], keepdims=0, name_hint="cdist")]
+    if p == math.inf:
+        return [g.node("ReduceMax", [diff, axes], keepdims=0, name_hint="cdist")]
+    if p == 0.0:
+        nz = g.node("Cast", [g.node("Not", [g.node("Equal", [diff, _scalar(ctx, 0, dtype)])])],
+                    to=onnx_type(dtype))
+        return [g.node("ReduceSum", [nz, axes], keepdims=0, name_hint="cdist")]
+    s = g.node("ReduceSum", [g.node("Pow", [diff, _scalar(ctx, p, dtype)]), axes], keepdims=0)
+    return [g.node("Pow", [s, _scalar(ctx, 1.0 / p, dtype)], name_hint="cdist")]
+
+
+@translation("lstm_cell")
+def _lstm_cell(ctx, args, kwargs, outs):
+    # ember's LSTM step: (x @ w_ih.T + biases, h, c, w_hh) -> (h', c', saved...)
+    xw, h, c, w_hh = args[:4]
+    g = ctx.g
+    hs = h.shape[-1]
+    wt = g.node("Transpose", [ctx.name(w_hh)], perm=[1, 0])
+    gates = g.node("Add", [ctx.name(xw), g.node("MatMul", [ctx.name(h), wt])])
+    i, f, cc, o = g.node("Split", [gates, g.ints([hs] * 4, "split")], outputs=4, axis=1)
+    i, f, o = (g.node("Sigmoid", [n]) for n in (i, f, o))
+    c_new = g.node("Add", [g.node("Mul", [f, ctx.name(c)]), g.node("Mul", [i, g.node("Tanh", [cc])])],
+                   name_hint="lstm_c")
+    h_new = g.node("Mul", [o, g.node("Tanh", [c_new])], name_hint="lstm_h")
+    return [h_new, c_new] + [ctx.unused() for _ in outs[2:]]
+
+
+@translation("unsafe_split", "unsafe_chunk")
+def _unsafe_split(ctx, args, kwargs, outs):
+    return _split(ctx, args, kwargs, outs)
+
+
+@translation("frac")
+def _frac(ctx, args, kwargs, outs):
+    t = _trunc(ctx, args, kwargs, outs)[0]
+    return [ctx.g.node("Sub", [_input(ctx, args[0], outs[0].dtype), t], name_hint="frac")]
+
+
+@translation("sgn")
+def _sgn(ctx, args, kwargs, outs):
+    return [ctx.g.node("Sign", [_input(ctx, args[0], outs[0].dtype)], name_hint="sgn")]
+
+
+@translation("isfinite", "isposinf", "isneginf")
+def _isfinite(ctx, args, kwargs, outs):
+    g = ctx.g
+    x = args[0]
+    if not x.dtype.is_floating_point:
+        value = np.ones if ctx.op == "isfinite" else np.zeros
+        return [g.node("Identity", [g.const(value(x.shape, bool), "mask")], name_hint=ctx.op)]
+    xn = ctx.name(x)
+    if ctx.op == "isposinf":
+        return [g.node("IsInf", [xn], detect_negative=0, name_hint=ctx.op)]
+    if ctx.op == "isneginf":
+        return [g.node("IsInf", [xn], detect_positive=0, name_hint=ctx.op)]
+    bad = g.node("Or", [g.node("IsInf", [xn]), g.node("IsNaN", [xn])])
+    return [g.node("Not", [bad], name_hint="isfinite")]
+
+
+@translation("nan_to_num")
+def _nan_to_num(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    x = _input(ctx, args[0], dtype)
+    if not dtype.is_floating_point:
+        return [g.node("Identity", [x], name_hint="nan_to_num")]
+    info = np.finfo(_np_dtype(dtype))
+    nan = kwargs.get("nan", args[1] if len(args) > 1 else 0.0)
+    pos = kwargs.get("posinf", args[2] if len(args) > 2 else None)
+    neg = kwargs.get("neginf", args[3] if len(args) > 3 else None)
+    pos = float(info.max) if pos is None else pos
+    neg = float(info.min) if neg is None else neg
+    y = g.node("Where", [g.node("IsNaN", [x]), _scalar(ctx, 0.0 if nan is None else nan,
+                                                       dtype), x])
+    y = g.node("Where", [g.node("IsInf", [y], detect_negative=0), _scalar(ctx, pos, dtype), y])
+    return [g.node("Where", [g.node("IsInf", [y], detect_positive=0), _scalar(ctx, neg, dtype),
+                             y], name_hint="nan_to_num")]
+
+
+@translation("fmax", "fmin")
+def _fmax(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    a, b = (_input(ctx, x, dtype) for x in args[:2])
+    m = g.node("Max" if ctx.op == "fmax" else "Min", [a, b])
+    if not dtype.is_floating_point:
+        return [g.node("Identity", [m], name_hint=ctx.op)]
+    m = g.node("Where", [g.node("IsNaN", [a]), b, m])
+    return [g.node("Where", [g.node("IsNaN", [b]), a, m], name_hint=ctx.op)]
+
+
+@translation("hypot")
+def _hypot(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    a, b = (_input(ctx, x, dtype) for x in args[:2])
+    s = g.node("Add", [g.node("Mul", [a, a]), g.node("Mul", [b, b])])
+    return [g.node("Sqrt", [s], name_hint="hypot")]
+
+
+@translation("logaddexp")
+def _logaddexp(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    a, b = (_input(ctx, x, dtype) for x in args[:2])
+    m = g.node("Max", [a, b])
+    d = g.node("Neg", [g.node("Abs", [g.node("Sub", [a, b])])])
+    soft = g.node("Log", [g.node("Add", [_scalar(ctx, 1.0, dtype), g.node("Exp", [d])])])
+    return [g.node("Add", [m, soft], name_hint="logaddexp")]
+
+
+@translation("logsumexp")
+def _logsumexp(ctx, args, kwargs, outs):
+    x = args[0]
+    g = ctx.g
+    dims = _dims(kwargs, x.ndim)
+    keep = int(bool(kwargs.get("keepdim", False)))
+    xn = _input(ctx, x, outs[0].dtype)
+    if not dims:
+        return [g.node("Identity", [xn], name_hint="logsumexp")]
+    return [g.node("ReduceLogSumExp", [xn, g.ints(dims, "axes")], keepdims=keep,
+                   name_hint="logsumexp")]
+
+
+@translation("count_nonzero")
+def _count_nonzero(ctx, args, kwargs, outs):
+    x = args[0]
+    g = ctx.g
+    nz = g.node("Cast", [g.node("Cast", [ctx.name(x)], to=onnx_type(_dt.bool_))],
+                to=onnx_type(_dt.int64))
+    dims = _dims(kwargs, x.ndim)
+    if not dims:
+        return [g.node("Identity", [nz], name_hint="count_nonzero")]
+    return [g.node("ReduceSum", [nz, g.ints(dims, "axes")], keepdims=0,
+                   name_hint="count_nonzero")]
+
+
+@translation("xlogy")
+def _xlogy(ctx, args, kwargs, outs):
+    g = ctx.g
+    dtype = outs[0].dtype
+    x, y = (_input(ctx, a, dtype) for a in args[:2])
+    prod = g.node("Mul", [x, g.node("Log", [y])])
+    zero = _scalar(ctx, 0.0, dtype)
+    out = g.node("Where", [g.node("Equal", [x, zero]), zero, prod])
+    return [g.node("Where", [g.node("IsNaN", [y]), y, out], name_hint="xlogy")]
+
+
+@translation("nansum", "nanmean")
+def _nansum(ctx, args, kwargs, outs):
+    x = args[0]
+    g = ctx.g
+    dtype = outs[0].dtype
+    xn = _input(ctx, x, dtype)
+    nan = g.node("IsNaN", [xn])
+    clean = g.node("Where", [nan, _scalar(ctx, 0.0, dtype), xn])
+    dims = _dims(kwargs, x.ndim)
+    keep = int(bool(kwargs.get("keepdim", False)))
+    if not dims:
+        return [g.node("Identity", [clean], name_hint=ctx.op)]
+    axes = g.ints(dims, "axes")
+    total = g.node("ReduceSum", [clean, axes], keepdims=keep)
+    if ctx.op == "nansum":
+        return [g.node("Identity", [total], name_hint="nansum")]
+    count = g.node("ReduceSum", [g.node("Cast", [g.node("Not", [nan])], to=onnx_type(dtype)),
+                                 axes], keepdims=keep)
+    return [g.node("Div", [total, count], name_hint="nanmean")]
