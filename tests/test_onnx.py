@@ -439,3 +439,19 @@ def test_export_opinfo_samples_match_ember_or_raise_exporter_error():
         ok += 1
     assert not bad, "\n".join(bad)
     assert ok >= 250, (ok, unsupported)
+
+
+def test_utils_unconvertible_ops_lists_missing_translations():
+    class M(nn.Module):
+        def forward(self, x):
+            return ember.lgamma(x).digamma() + 1
+
+    assert ember.onnx.utils.unconvertible_ops(M(), (ember.rand(3),)) == \
+        (None, ["lgamma", "digamma"])
+    # the table is left as it was
+    with pytest.raises(ember.onnx.OnnxExporterError, match="lgamma"):
+        ember.onnx.export(M(), (ember.rand(3),))
+
+
+def test_utils_export_is_export():
+    assert ember.onnx.utils.export is ember.onnx.export

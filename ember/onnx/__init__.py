@@ -316,3 +316,12 @@ def select_model_mode_for_export(model, mode):
         yield
     finally:
         model.train(was_training)
+
+
+def __getattr__(name):
+    # ``ember.onnx.utils`` imports from this package, so it loads on first use
+    if name == "utils":
+        import importlib
+
+        return importlib.import_module(".utils", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
