@@ -29,6 +29,9 @@ import inspect
 import itertools
 import threading
 
+from ._core.device import device as _device_cls
+from ._core.dtype import dtype as _dtype_cls
+from ._core.size import Size as _Size
 from ._core.tensor import Tensor
 from ._dispatch import without_latest
 
@@ -129,6 +132,29 @@ def overloaded_args(args, kwargs=None):
     return found
 
 
+#: argument types that never take part in the protocol: a call whose arguments are all of
+#: these (or plain Tensors) skips the search -- the common call once a subclass exists
+_PLAIN = {Tensor, int, float, bool, complex, str, type(None), type(Ellipsis), slice,
+          _dtype_cls, _device_cls, _Size}
+
+
+def _consult(args, kwargs):
+    """Whether a call must go to ``handle``: a function mode is on, or an argument is not
+    of a plain type (checked before the wrapper strips defaults, which costs more)."""
+    return bool(state.modes) or not _only_plain(args, kwargs)
+
+
+def _only_plain(args, kwargs):
+    for x in args:
+        if type(x) not in _PLAIN:
+            return False
+    if kwargs:
+        for x in kwargs.values():
+            if type(x) not in _PLAIN:
+                return False
+    return True
+
+
 def _consider(x, found, types):
     t = type(x)
     if t is Tensor or t in types or not _takes_part(t):
@@ -151,6 +177,9 @@ def handle(public, args, kwargs, relevant=None):
 
     Returns ``NOT_HANDLED`` when nothing overrides the call (the caller then runs it)."""
     if state.all_disabled:
+        return NOT_HANDLED
+    if not state.modes and _only_plain(args if relevant is None else relevant,
+                                       None if relevant is not None else kwargs):
         return NOT_HANDLED
     overloaded = () if state.subclasses_disabled else overloaded_args(
         args if relevant is None else relevant, kwargs if relevant is None else None)
@@ -359,7 +388,7 @@ def _generic_wrapper(f):
 
 _TEMPLATE = """\
 def _ember_w({params}):
-{aliases}    if _active[0]:
+{aliases}    if _active[0] and _consult(({pos}), {{{kw}}}):
         _ember_r = handle(_ember_w, *_given(({pos}), {{{kw}}}))
         if _ember_r is not NOT_HANDLED:
             return _ember_r
@@ -419,6 +448,7 @@ def _generated_wrapper(f, sig, fname=None, numpy_names=False):
     params, pos, kw, call = [], [], [], []
     # the generated names start with _ember_ so no parameter of ``f`` can shadow them
     env = {"_ember_f": f, "_active": _active, "handle": handle, "handle_failed": handle_failed,
+           "_consult": _consult,
            "NOT_HANDLED": NOT_HANDLED, "_ember_unset": _UNSET, "_ember_clash": _alias_clash}
     pos_defaults, kw_defaults = [], {}
     has_varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core import dtype as _dt
+from .. import _dispatch
 from .._core.tensor import Tensor
 from .._dispatch import slow as _slow
 from ._elementwise import (
@@ -568,7 +569,8 @@ def _operator_dunder(name, run, op):
                 r = _tf_handle(f, (self, other), {})
                 if r is not _NOT_HANDLED:
                     return r
-            fn = run
+            # the protocol alone (a subclass exists, not in this call) keeps the fast path
+            fn = run if _dispatch.intercept or _dispatch.cpu_kernel_replaced else fast
         else:
             fn = fast
         try:
