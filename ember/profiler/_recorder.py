@@ -71,6 +71,9 @@ class _Raw:
 
 
 _names: dict = {}
+#: ember's pooling ops serve every dimension; PyTorch names the event by it (max_pool2d)
+_POOL_NAMES = {"aten::max_pool", "aten::avg_pool", "aten::adaptive_avg_pool",
+               "aten::adaptive_max_pool"}
 
 
 def _event_name(handle):
@@ -118,7 +121,7 @@ def _python_stack():
     while f is not None:
         code = f.f_code
         fname = code.co_filename
-        if not fname.startswith(_EMBER_DIR):
+        if not fname.startswith(_EMBER_DIR) and not fname.startswith("<ember wrapper"):
             frames.append(f"{fname}({f.f_lineno}): {code.co_name}")
         f = f.f_back
     return frames
@@ -137,6 +140,10 @@ class _OpRecorder(_dispatch.Mode):
         name = _names.get(handle)
         if name is None:
             name = _event_name(handle)
+        if name in _POOL_NAMES:
+            size = kwargs.get("kernel_size") or kwargs.get("output_size")
+            if size is not None:
+                name = f"{name}{len(size)}d"  # PyTorch's per-dimension names
         opened = s.open
         ev = _Raw(name, "op", opened[-1] if opened else None)
         if s.record_shapes:
