@@ -115,9 +115,22 @@ def test_jit_future_then_chains():
     assert fut.then(lambda f: f.wait() * 10).wait() == 20
 
 
-def test_jit_save_raises_not_implemented(tmp_path):
-    with pytest.raises(NotImplementedError, match="TorchScript"):
-        ember.jit.save(ember.nn.Linear(1, 1), tmp_path / "m.pt")
+def test_jit_save_load_round_trips_module_and_extra_files(tmp_path):
+    net = ember.jit.script(ember.nn.Sequential(ember.nn.Linear(3, 2), ember.nn.Tanh()))
+    ember.jit.save(net, tmp_path / "m.pt", _extra_files={"config.txt": "lr=0.1"})
+    extra = {"config.txt": ""}
+    back = ember.jit.load(str(tmp_path / "m.pt"), _extra_files=extra)
+    x = ember.randn(4, 3)
+    assert ember.equal(back(x), net(x))
+    assert extra == {"config.txt": b"lr=0.1"}
+
+
+@needs_torch
+def test_jit_load_torchscript_archive_from_torch_raises_runtime_error(tmp_path):
+    path = tmp_path / "ts.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(path))
+    with pytest.raises(RuntimeError, match="TorchScript archive written by PyTorch"):
+        ember.jit.load(str(path))
 
 
 @needs_torch
@@ -130,10 +143,10 @@ def test_jit_load_missing_file_raises_value_error_as_torch(tmp_path):
     assert str(ours.value) == str(theirs.value)
 
 
-def test_jit_load_existing_file_raises_not_implemented(tmp_path):
+def test_jit_load_not_an_archive_raises_runtime_error(tmp_path):
     path = tmp_path / "m.pt"
     path.write_bytes(b"x")
-    with pytest.raises(NotImplementedError, match="TorchScript"):
+    with pytest.raises(RuntimeError, match="zip archive"):
         ember.jit.load(str(path))
 
 

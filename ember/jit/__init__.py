@@ -13,9 +13,11 @@ have. What programs do with ``torch.jit`` splits in two:
   PyTorch does, so wrong inputs fail at the same place). The result is therefore not an
   instance of ``ScriptModule``/``ScriptFunction`` -- honest, since nothing was compiled --
   and code that branches on ``isinstance(m, torch.jit.ScriptModule)`` takes its eager path.
-- A few need the compiled form itself: ``torch.jit.save``/``load`` (TorchScript archives),
-  ``.graph``/``.code``, ``CompilationUnit`` source. These raise NotImplementedError naming
-  TorchScript, rather than pretending.
+- A few need the compiled form itself: ``.graph``/``.code``, ``CompilationUnit`` source.
+  These raise NotImplementedError naming TorchScript, rather than pretending.
+  ``torch.jit.save``/``load`` work within ember: the archive holds the module itself
+  (NOTE [ Script archives ] in ember/jit/_archive.py); a TorchScript archive written by
+  PyTorch cannot be run.
 
 Example::
 
@@ -588,45 +590,53 @@ class CompilationUnit:
         raise NotImplementedError(f"CompilationUnit: {_NO_TORCHSCRIPT}")
 
 
-# -- archives: not available (NOTE [ Eager TorchScript ]) ---------------------------------------
+# -- archives (NOTE [ Script archives ] in ember/jit/_archive.py) -------------------------------
 
 def save(m, f, _extra_files=None) -> None:
-    """Save a module as a TorchScript archive: needs TorchScript, which ember lacks.
+    """Save a module (scripted, traced or plain) so that ``jit.load`` gives it back.
+
+    Ember compiles nothing, so the archive holds the module itself, pickled in ember's
+    checkpoint format (NOTE [ Script archives ]): its class must be importable where it is
+    loaded, as for ``torch.save(model)``.
 
     Args:
         m: the module.
-        f: a path or file.
-        _extra_files: extra files to store.
+        f: a path or a binary file object.
+        _extra_files: ``{name: str or bytes}`` stored beside the module.
 
     Returns:
-        Never returns in ember.
-
-    Raises:
-        NotImplementedError: always; ``ember.save(m.state_dict(), f)`` saves the weights.
+        None
 
     Example::
 
-        >>> ember.jit.save(ember.nn.Linear(1, 1), "m.pt")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: torch.jit.save writes TorchScript archives: ember has no ...
+        >>> import io
+        >>> buf = io.BytesIO()
+        >>> ember.jit.save(ember.jit.script(ember.nn.Linear(2, 1)), buf)
+        >>> _ = buf.seek(0)
+        >>> type(ember.jit.load(buf)).__name__
+        'Linear'
     """
-    raise NotImplementedError(f"torch.jit.save writes TorchScript archives: {_NO_TORCHSCRIPT}")
+    from ._archive import save_archive
+
+    save_archive(m, f, _extra_files)
 
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False, **kwargs):
-    """Load a TorchScript archive: needs TorchScript, which ember lacks.
+    """Load a module saved with ``jit.save`` (NOTE [ Script archives ]).
 
     Args:
-        f: a path or file.
-        map_location: where to put the tensors.
+        f: a path or a binary file object.
+        map_location: where to put the tensors (as ``ember.load`` takes it).
+        _extra_files: a dict naming extra files to read; their contents (bytes) are filled
+            in place.
 
     Returns:
-        Never returns in ember.
+        The module.
 
     Raises:
         ValueError: the path does not exist or is a directory (as PyTorch checks first).
-        NotImplementedError: otherwise.
+        RuntimeError: a TorchScript archive written by PyTorch (compiled code ember cannot
+            run), or not an archive at all.
 
     Example::
 
@@ -635,12 +645,14 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False, **kwarg
         ...
         ValueError: The provided filename no/such/file.pt does not exist
     """
+    from ._archive import load_archive
+
     if builtins_isinstance(f, (str, os.PathLike)):
         if not os.path.exists(f):
             raise ValueError(f"The provided filename {f} does not exist")
         if os.path.isdir(f):
             raise ValueError(f"The provided filename {f} is a directory")
-    raise NotImplementedError(f"torch.jit.load reads TorchScript archives: {_NO_TORCHSCRIPT}")
+    return load_archive(f, map_location, _extra_files)
 
 
 def export_opnames(m):
@@ -892,9 +904,14 @@ def wait(future):
     Returns:
         The result.
 
+    Raises:
+        TypeError: ``future`` is not a Future.
+
     Example::
 
         >>> ember.jit.wait(ember.jit.fork(abs, -5))
         5
     """
+    if not builtins_isinstance(future, Future):
+        raise TypeError(f"wait(): expected a Future, got {type(future).__name__}")
     return future.wait()
