@@ -177,7 +177,7 @@ def numel(input):
 
 # Subpackages written on top of the whole of ember (``import ember`` inside them) load on
 # first use, so the package's own import never goes round in a circle.
-_ON_FIRST_USE = frozenset({"distributions"})
+_ON_FIRST_USE = frozenset({"distributions", "fx", "export"})
 
 
 def __getattr__(name):
