@@ -1,0 +1,270 @@
+"""Capturing a module's ops as an ``ember.fx`` graph, through the dispatcher.
+
+NOTE [ Export trace ]
+``torch.export`` captures a program as a graph of ATen ops. Ember captures the same way its
+ONNX exporter does (NOTE [ ONNX export ] in ember/onnx/_exporter.py): the module runs once on
+the example inputs under a dispatch mode that sees every op after the public functions have
+normalised their arguments, and each op call becomes a ``call_function`` node whose target
+is the op's ``OpOverload`` (``ember.ops.aten.linear.default``) with the arguments the kernel
+received -- tensors replaced by the nodes that made them. So the graph is in ember's own op
+set, and running it calls the same kernels eager mode calls.
+
+- Placeholders come in PyTorch's order and names: parameters (``p_fc_weight``), buffers
+  (``b_bn_running_mean``), tensors the forward used that are neither (lifted constants,
+  ``c_lifted_tensor_0``), then the user's inputs by the forward's parameter names.
+- An op with several results gets one ``getitem`` node per result used.
+- An in-place op stays in place (the graph is not functionalised): running the graph writes
+  the same tensors eager mode writes.
+- Shapes, Python numbers read from tensors and control flow are fixed at their traced
+  values; dimensions marked dynamic are handled by re-capturing for each new size
+  (ember/export/exported_program.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+
+from .._core.tensor import Tensor
+from ..utils._python_dispatch import TorchDispatchMode
+
+
+def _tensors(x):
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for item in x for t in _tensors(item)]
+    if isinstance(x, dict):
+        return [t for item in x.values() for t in _tensors(item)]
+    return []
+
+
+def _meta(t):
+    """A meta tensor of ``t``'s shape and dtype: the node's ``meta['val']``."""
+    from .. import empty
+
+    return empty(tuple(t.shape), dtype=t.dtype, device="meta")
+
+
+class _Capture(TorchDispatchMode):
+    """Records each op call as a graph node (NOTE [ Export trace ])."""
+
+    def __init__(self, graph, nodes, keep, lift):
+        super().__init__()
+        self.graph = graph
+        self.nodes = nodes  # id(tensor) -> Node
+        self.keep = keep    # tensors whose ids are in ``nodes``
+        self.lift = lift    # callable(tensor) -> Node for a tensor seen first as an argument
+
+    def _arg(self, x):
+        if isinstance(x, Tensor):
+            node = self.nodes.get(id(x))
+            return node if node is not None else self.lift(x)
+        if isinstance(x, tuple):
+            return tuple(self._arg(a) for a in x)
+        if isinstance(x, list):
+            return [self._arg(a) for a in x]
+        return x
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        nargs = self._arg(args)
+        nkwargs = {k: self._arg(v) for k, v in kwargs.items()}
+        out = func(*args, **kwargs)
+        name = _node_name(func)
+        node = self.graph.create_node("call_function", func, nargs, nkwargs, name=name)
+        results = _tensors(out)
+        if not results and name.endswith("_") and args and isinstance(args[0], Tensor):
+            results = [args[0]]  # an in-place op returning nothing wrote its first argument
+            out = args[0]
+        self.keep.extend(results)
+        if isinstance(out, Tensor):
+            node.meta["val"] = _meta(out)
+            self.nodes[id(out)] = node
+        elif isinstance(out, (tuple, list)):
+            node.meta["val"] = tuple(_meta(t) if isinstance(t, Tensor) else t for t in out)
+            for i, t in enumerate(out):
+                if isinstance(t, Tensor):
+                    item = self.graph.create_node("call_function", operator.getitem, (node, i),
+                                                  {}, name="getitem")
+                    try:
+                        item.meta["val"] = _meta(t)
+                    except KeyError:  # an op's internal saved state (object arrays)
+                        pass
+                    self.nodes[id(t)] = item
+        return out
+
+
+def _node_name(func) -> str:
+    name = func.overloadpacket.__name__
+    return name.split(".")[0]
+
+
+def input_names(fn, args, kwargs):
+    """The names of the user inputs: the forward's parameter names (``x``, ``x_1`` ... for
+    the tensors of one nested argument), then the keyword inputs."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"args_{i}"
+        ts = _tensors(a)
+        names.extend([base] if len(ts) == 1 else [f"{base}_{j}" for j in range(len(ts))])
+    for k, a in (kwargs or {}).items():
+        ts = _tensors(a)
+        names.extend([k] if len(ts) == 1 else [f"{k}_{j}" for j in range(len(ts))])
+    return names
+
+
+def capture(mod, args, kwargs):
+    """Run ``mod(*args, **kwargs)`` once and return its graph and signature pieces.
+
+    Args:
+        mod: an ``nn.Module``.
+        args: the example positional inputs (a tuple).
+        kwargs: the example keyword inputs.
+
+    Returns:
+        tuple: ``(graph, input_specs, output_specs, constants, out_spec)`` where
+        ``constants`` maps lifted constant names to tensors and ``out_spec`` rebuilds the
+        forward's output structure from the flat outputs.
+    """
+    from .. import fx
+    from ..autograd.grad_mode import no_grad
+    from .graph_signature import (InputKind, InputSpec, OutputKind, OutputSpec,
+                                  TensorArgument, ConstantArgument)
+
+    graph = fx.Graph()
+    nodes, keep, specs, constants = {}, [], [], {}
+    persistent = set(mod.state_dict(keep_vars=True)) if hasattr(mod, "state_dict") else set()
+
+    def placeholder(name, t):
+        node = graph.placeholder(name)
+        node.meta["val"] = _meta(t)
+        nodes[id(t)] = node
+        keep.append(t)
+        return node
+
+    for key, p in (mod.named_parameters() if hasattr(mod, "named_parameters") else []):
+        node = placeholder("p_" + key.replace(".", "_"), p)
+        specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(node.name), key))
+    for key, b in (mod.named_buffers() if hasattr(mod, "named_buffers") else []):
+        node = placeholder("b_" + key.replace(".", "_"), b)
+        specs.append(InputSpec(InputKind.BUFFER, TensorArgument(node.name), key,
+                               persistent=key in persistent))
+    n_state = len(specs)
+    user = [t for a in list(args) + list((kwargs or {}).values()) for t in _tensors(a)]
+    names = input_names(mod.forward if hasattr(mod, "forward") else mod, args, kwargs)
+    # user inputs come after the lifted constants, which are only known after the run:
+    # make them now and move them to the end of the placeholders afterwards
+    user_nodes = []
+    for t, name in zip(user, names):
+        node = placeholder(name, t)
+        user_nodes.append(node)
+
+    lifted = []
+
+    def lift(t):
+        name = f"c_lifted_tensor_{len(lifted)}"
+        node = graph.placeholder(name)
+        node.meta["val"] = _meta(t)
+        nodes[id(t)] = node
+        keep.append(t)
+        constants[f"lifted_tensor_{len(lifted)}"] = t.detach()
+        lifted.append(node)
+        return node
+
+    tracer = _Capture(graph, nodes, keep, lift)
+    with no_grad(), tracer:
+        out = mod(*args, **(kwargs or {}))
+
+    # placeholders in PyTorch's order: state, lifted constants, user inputs
+    first_non_placeholder = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    for node in user_nodes:
+        if first_non_placeholder is not None:
+            first_non_placeholder.prepend(node)
+    constant_specs = [InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(n.name),
+                                f"lifted_tensor_{i}") for i, n in enumerate(lifted)]
+    user_specs = [InputSpec(InputKind.USER_INPUT, TensorArgument(n.name), None)
+                  for n in user_nodes]
+    input_specs = specs[:n_state] + constant_specs + user_specs
+
+    flat, rebuild = _flatten(out)
+    outs, output_specs = [], []
+    for item in flat:
+        if isinstance(item, Tensor):
+            node = nodes.get(id(item))
+            if node is None:
+                node = lift(item)
+                first_non_placeholder = next((n for n in graph.nodes
+                                              if n.op != "placeholder"), None)
+                constant_specs.append(InputSpec(InputKind.CONSTANT_TENSOR,
+                                                TensorArgument(node.name),
+                                                f"lifted_tensor_{len(lifted) - 1}"))
+            outs.append(node)
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT,
+                                           TensorArgument(node.name), None))
+        else:
+            outs.append(item)
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT,
+                                           ConstantArgument("", item), None))
+    input_specs = specs[:n_state] + constant_specs + user_specs
+    graph.output(tuple(outs))
+    _drop_dead(graph)
+    return graph, input_specs, output_specs, constants, rebuild
+
+
+def _drop_dead(graph):
+    """Remove op nodes whose results nothing uses, unless the op writes in place."""
+    for node in reversed(list(graph.nodes)):
+        if node.op != "call_function" or node.users:
+            continue
+        target = node.target
+        name = getattr(getattr(target, "overloadpacket", None), "__name__", "")
+        if name.endswith("_") or name in ("copy_", "setitem_"):
+            continue
+        graph.erase_node(node)
+
+
+def _flatten(out):
+    """``out`` as a flat list, and its structure as plain data (``unflatten`` rebuilds)."""
+    if isinstance(out, dict):
+        keys = list(out)
+        parts = [_flatten(out[k]) for k in keys]
+        return [x for f, _ in parts for x in f], ("dict", keys, [sp for _, sp in parts])
+    if isinstance(out, (tuple, list)):
+        parts = [_flatten(v) for v in out]
+        kind = "list" if isinstance(out, list) else "tuple"
+        return [x for f, _ in parts for x in f], (kind, None, [sp for _, sp in parts])
+    return [out], ("leaf", None, [])
+
+
+def _count(spec):
+    kind, _, children = spec
+    return 1 if kind == "leaf" else sum(_count(c) for c in children)
+
+
+def unflatten(spec, items):
+    """Rebuild the structure ``spec`` (from ``_flatten``) from the flat ``items``.
+
+    Args:
+        spec: the structure.
+        items: the flat values.
+
+    Returns:
+        The nested value.
+    """
+    kind, keys, children = spec
+    if kind == "leaf":
+        return items[0]
+    vals, i = [], 0
+    for c in children:
+        n = _count(c)
+        vals.append(unflatten(c, items[i:i + n]))
+        i += n
+    if kind == "dict":
+        return dict(zip(keys, vals))
+    return list(vals) if kind == "list" else tuple(vals)
