@@ -81,13 +81,58 @@ def test_compile_non_callable_raises_assertion_error():
         ember.compile(1)
 
 
-def test_compile_custom_backend_warns_and_runs_eagerly(monkeypatch):
-    from ember._dynamo import eval_frame
+def test_compile_custom_backend_receives_fx_graph_and_example_inputs():
+    seen = []
 
-    monkeypatch.setattr(eval_frame, "_warned_custom_backend", False)
-    with pytest.warns(UserWarning, match="graph capture"):
-        f = ember.compile(lambda x: x + 1, backend=lambda gm, inputs: gm)
-    assert f(1) == 2
+    def backend(gm, example_inputs):
+        seen.append(([n.op for n in gm.graph.nodes], [tuple(t.shape) for t in example_inputs]))
+        return gm.forward
+
+    f = ember.compile(lambda x, y: ember.sin(x) + y, backend=backend)
+    x, y = ember.randn(3), ember.randn(3)
+    assert ember.allclose(f(x, y), ember.sin(x) + y)
+    f(x, y)  # same signature: compiled once
+    f(ember.randn(4), ember.randn(4))  # new shapes: compiled again
+    assert seen[0] == (["placeholder", "placeholder", "call_function", "call_function",
+                        "output"], [(3,), (3,)])
+    assert len(seen) == 2
+
+
+def test_compile_custom_backend_result_runs_the_call():
+    calls = []
+
+    def backend(gm, example_inputs):
+        def run(*args):
+            calls.append(len(args))
+            return gm(*args)
+        return run
+
+    net = ember.nn.Linear(4, 2)
+    opt = ember.compile(net, backend=backend)
+    x = ember.randn(3, 4)
+    assert ember.allclose(opt(x), net(x))
+    assert calls == [1]
+
+
+def test_compile_custom_backend_falls_back_on_data_dependent_control_flow():
+    def f(a, b):
+        if b.sum() < 0:
+            b = -b
+        return a * b
+
+    opt = ember.compile(f, backend=lambda gm, inputs: gm.forward)
+    a, b = ember.ones(3), -ember.ones(3)
+    assert ember.equal(opt(a, b), f(a, b))
+    with pytest.raises(ember._dynamo.exc.Unsupported):
+        ember.compile(f, backend=lambda gm, inputs: gm.forward, fullgraph=True)(a, b)
+
+
+def test_compile_custom_backend_failure_raises_backend_compiler_failed():
+    def broken(gm, example_inputs):
+        raise ValueError("nope")
+
+    with pytest.raises(ember._dynamo.exc.BackendCompilerFailed, match="nope"):
+        ember.compile(lambda x: x + 1, backend=broken)(ember.ones(1))
 
 
 @needs_torch

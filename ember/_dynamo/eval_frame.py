@@ -2,16 +2,24 @@
 
 NOTE [ Eager compile ]
 ``torch.compile`` captures a function's tensor operations as a graph and hands it to a
-compiler backend. ember has no graph capture yet, so ``ember.compile`` checks its arguments
-as PyTorch does (a callable, a known ``mode``, a known backend name, not both ``mode`` and
-``options``) and returns a callable that runs the original eagerly: same results, same
-autograd, no speed-up. What a program can observe is kept: a compiled ``nn.Module`` is an
+compiler backend. ``ember.compile`` checks its arguments as PyTorch does (a callable, a known
+``mode``, a known backend name, not both ``mode`` and ``options``). What it returns depends
+on the backend:
+
+- A backend *name* (``"inductor"``, ``"eager"``, ...): the original runs eagerly -- same
+  results, same autograd; ember has no code generator to hand a graph to.
+- A *callable* backend ``backend(gm, example_inputs)``: on the first call (and again for
+  each new set of input shapes and dtypes, up to ``config.recompile_limit``), the function
+  or module is captured with ``ember.fx.symbolic_trace`` and the backend receives the
+  ``GraphModule`` and the example tensors, as a TorchDynamo backend does; what it returns
+  runs the call. Where fx cannot capture the code (control flow on tensor values, ...), the
+  call runs eagerly, as TorchDynamo's graph breaks fall back to Python -- unless
+  ``fullgraph=True``, which raises ``ember._dynamo.exc.Unsupported`` as PyTorch does.
+
+What a program can observe of the wrapper is kept: a compiled ``nn.Module`` is an
 ``OptimizedModule`` whose ``_orig_mod`` is the original, whose attributes read and write
 through to it, and whose ``state_dict`` keys carry the ``_orig_mod.`` prefix; a compiled
-function keeps its name and docstring and has ``__wrapped__``. A custom backend (a callable)
-is never called, because it expects a captured ``GraphModule``, which ember cannot make
-yet: ``ember.compile`` warns once that it runs the function eagerly instead. Graph capture
-will replace the body of ``_compiled_callable`` and nothing else.
+function keeps its name and docstring and has ``__wrapped__``.
 """
 
 from __future__ import annotations
@@ -35,7 +43,6 @@ _BACKENDS = {
     "pre_dispatch_eager": ("debug",), "openxla_eval": ("debug",), "onnxrt": ("default",),
 }
 
-_warned_custom_backend = False
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
@@ -57,28 +64,68 @@ def list_backends(exclude_tags=("debug", "experimental")) -> list:
 
 
 def _check_backend(backend):
-    global _warned_custom_backend
     if backend is None or (isinstance(backend, str) and backend in _BACKENDS):
         return
-    if isinstance(backend, str):
+    if isinstance(backend, str) or not callable(backend):
         raise InvalidBackend(backend)
-    if not callable(backend):
-        raise InvalidBackend(backend)
-    if not _warned_custom_backend:
-        _warned_custom_backend = True
-        warnings.warn(
-            f"ember.compile: the custom backend {getattr(backend, '__name__', backend)!r} is "
-            "not called, because ember has no graph capture yet (a backend receives a "
-            "captured GraphModule); the function runs eagerly instead.", UserWarning,
-            stacklevel=4)
 
 
-def _compiled_callable(fn):
-    """What ``compile`` returns for a plain callable: the callable, run eagerly."""
+class _Capture:
+    """Runs ``fn`` through a callable backend (NOTE [ Eager compile ]): one compiled
+    callable per input signature (shapes, dtypes, devices), eager where fx cannot trace."""
+
+    def __init__(self, fn, backend, fullgraph):
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.compiled = {}
+        self.eager = False
+
+    def __call__(self, *args, **kwargs):
+        from ..fx.proxy import TraceError
+
+        if self.eager or kwargs:
+            return self.fn(*args, **kwargs)
+        key = tuple((tuple(a.shape), a.dtype, a.device.type) if hasattr(a, "shape")
+                    else (type(a), a) for a in args)
+        run = self.compiled.get(key)
+        if run is None:
+            from . import config
+            from .. import fx
+
+            if len(self.compiled) >= config.recompile_limit:
+                return self.fn(*args)
+            try:
+                gm = fx.symbolic_trace(self.fn)
+            except (TraceError, TypeError, NotImplementedError) as err:
+                if self.fullgraph:
+                    from .exc import Unsupported
+
+                    raise Unsupported(f"ember.compile(fullgraph=True) could not capture "
+                                      f"{getattr(self.fn, '__name__', self.fn)!r} in one "
+                                      f"graph: {err}") from err
+                self.eager = True
+                return self.fn(*args)
+            example = [a for a in args if hasattr(a, "shape")]
+            try:
+                run = self.backend(gm, example)
+            except Exception as err:
+                from .exc import BackendCompilerFailed
+
+                name = getattr(self.backend, "__name__", repr(self.backend))
+                raise BackendCompilerFailed(f"backend={name!r} raised:\n"
+                                            f"{type(err).__name__}: {err}") from err
+            self.compiled[key] = run
+        return run(*args)
+
+
+def _compiled_callable(fn, backend=None, fullgraph=False):
+    """What ``compile`` returns for a plain callable (NOTE [ Eager compile ])."""
+    run = _Capture(fn, backend, fullgraph) if callable(backend) else fn
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
-        return fn(*args, **kwargs)
+        return run(*args, **kwargs)
 
     compiled._torchdynamo_orig_callable = fn
     return compiled
@@ -107,6 +154,10 @@ class OptimizedModule(Module):
         super().__init__()
         self._orig_mod = mod
         self.__dict__["dynamo_ctx"] = dynamo_ctx
+        backend = (dynamo_ctx or {}).get("backend")
+        if callable(backend):
+            self.__dict__["_capture"] = _Capture(mod, backend,
+                                                 (dynamo_ctx or {}).get("fullgraph", False))
 
     @property
     def training(self):
@@ -117,6 +168,9 @@ class OptimizedModule(Module):
         self._orig_mod.training = value
 
     def forward(self, *args, **kwargs):
+        capture = self.__dict__.get("_capture")
+        if capture is not None:
+            return capture(*args, **kwargs)
         return self._orig_mod(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -154,10 +208,12 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
 
     Args:
         model: the function or module; None to get a decorator.
-        fullgraph: require one graph without breaks (checked by graph capture, to come).
+        fullgraph: require one graph without breaks (with a callable backend: code fx cannot
+            capture raises ``ember._dynamo.exc.Unsupported``).
         dynamic: treat shapes as dynamic (True), static (False) or decide (None).
         backend: a backend name from ``ember._dynamo.list_backends`` (and the debug ones,
-            e.g. "eager", "aot_eager"), or a callable backend (warned about, not called).
+            e.g. "eager", "aot_eager"), or a callable ``backend(gm, example_inputs)`` that
+            receives the captured ``ember.fx.GraphModule``.
         mode: "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs" or
             "max-autotune".
         options: backend options (not together with ``mode``).
@@ -199,4 +255,4 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
         ctx = {"fullgraph": fullgraph, "dynamic": dynamic, "backend": backend, "mode": mode,
                "options": options}
         return OptimizedModule(model, ctx)
-    return _compiled_callable(model)
+    return _compiled_callable(model, backend, fullgraph)
