@@ -147,6 +147,19 @@ from ._top_level import (  # noqa: E402
     sym_not, sym_sqrt, sym_sum, typename,
 )
 
+from ._small_functions import (  # noqa: E402
+    USE_GLOBAL_DEPS, USE_RTLD_GLOBAL_WITH_LIBTORCH, classproperty, hash_tensor, is_distributed,
+    ldexp_, prepare_multiprocessing_environment,
+    profiler_allow_cudagraph_cupti_lazy_reinit_cuda12, segment_reduce, slice_inverse,
+    sym_constrain_range, sym_constrain_range_for_size, sym_fresh_size, thread_safe_generator,
+    to_dlpack, while_loop,
+)
+from ._sync_batch_norm import (  # noqa: E402  (NOTE [ Batch-norm primitives ])
+    batch_norm_backward_elemt, batch_norm_backward_reduce, batch_norm_elemt,
+    batch_norm_gather_stats, batch_norm_gather_stats_with_counts, batch_norm_stats,
+    batch_norm_update_stats,
+)
+
 inf = _math.inf
 nan = _math.nan
 pi = _math.pi
@@ -177,15 +190,18 @@ def numel(input):
 
 # Subpackages written on top of the whole of ember (``import ember`` inside them) load on
 # first use, so the package's own import never goes round in a circle.
-_ON_FIRST_USE = frozenset({"distributions", "fx", "export"})
+_ON_FIRST_USE = frozenset({"distributions", "quasirandom", "signal", "hub", "fx", "masked",
+                           "functional", "storage", "mtia", "monitor", "export"})
+# ... and some under a second name, as PyTorch's own import leaves them (torch.windows)
+_ON_FIRST_USE_AS = {"windows": "signal.windows"}
 
 
 def __getattr__(name):
     # NOTE: only reached for names ember does not define; says which torch API is missing
-    if name in _ON_FIRST_USE:
+    if name in _ON_FIRST_USE or name in _ON_FIRST_USE_AS:
         import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_ON_FIRST_USE_AS.get(name, name)}")
     if name.startswith("__"):
         raise AttributeError(name)
     raise AttributeError(
