@@ -161,3 +161,12 @@ def test_onnx_export_accepts_exported_program_module():
     prog = ember.onnx.export(ember.export.export(net, (x,)).module(), (x,))
     assert isinstance(prog.model_proto, onnx.ModelProto)
     _close(prog(x)[0], net(x))
+
+
+def test_onnx_export_accepts_exported_program():
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    net = _CNN().eval()
+    x = ember.randn(1, 3, 6, 6)
+    prog = ember.onnx.export(ember.export.export(net, (x,)))
+    _close(prog(x)[0], net(x))

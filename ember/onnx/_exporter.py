@@ -668,7 +668,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     """Export ``model`` to ONNX by running it once on ``args`` (NOTE [ ONNX export ]).
 
     Args:
-        model: an ``nn.Module`` (or a function of tensors).
+        model: an ``nn.Module``, an ``ember.export.ExportedProgram`` (its module runs, on
+            its example inputs unless ``args`` are given), or a function of tensors.
         args: example inputs (a tuple, or one tensor).
         f: a path or binary file object to write the model to (optional).
         kwargs: example keyword inputs.
@@ -719,6 +720,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if operator_export_type not in (None, OperatorExportTypes.ONNX):
         raise _error(f"operator_export_type {operator_export_type!r} is not supported by "
                      f"ember's exporter; only OperatorExportTypes.ONNX")
+    if type(model).__name__ == "ExportedProgram" and hasattr(model, "module"):
+        ex_args, ex_kwargs = model.example_inputs
+        args = args or ex_args
+        kwargs = kwargs if kwargs is not None else (ex_kwargs or None)
+        model = model.module()
     mode = TrainingMode.EVAL if training is None else training
     if hasattr(model, "train"):
         with select_model_mode_for_export(model, mode):
