@@ -25,7 +25,6 @@ function keeps its name and docstring and has ``__wrapped__``.
 from __future__ import annotations
 
 import functools
-import warnings
 
 from ..nn.modules.module import Module
 from .exc import InvalidBackend

@@ -27,16 +27,9 @@ import operator
 
 from .._core.tensor import Tensor
 from ..utils._python_dispatch import TorchDispatchMode
+from ..utils._pytree import tensor_leaves
 
 
-def _tensors(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensors(item)]
-    return []
 
 
 def _meta(t):
@@ -73,7 +66,7 @@ class _Capture(TorchDispatchMode):
         out = func(*args, **kwargs)
         name = _node_name(func)
         node = self.graph.create_node("call_function", func, nargs, nkwargs, name=name)
-        results = _tensors(out)
+        results = tensor_leaves(out)
         if not results and name.endswith("_") and args and isinstance(args[0], Tensor):
             results = [args[0]]  # an in-place op returning nothing wrote its first argument
             out = args[0]
@@ -111,10 +104,10 @@ def input_names(fn, args, kwargs):
     names = []
     for i, a in enumerate(args):
         base = params[i] if i < len(params) else f"args_{i}"
-        ts = _tensors(a)
+        ts = tensor_leaves(a)
         names.extend([base] if len(ts) == 1 else [f"{base}_{j}" for j in range(len(ts))])
     for k, a in (kwargs or {}).items():
-        ts = _tensors(a)
+        ts = tensor_leaves(a)
         names.extend([k] if len(ts) == 1 else [f"{k}_{j}" for j in range(len(ts))])
     return names
 
@@ -156,7 +149,7 @@ def capture(mod, args, kwargs):
         specs.append(InputSpec(InputKind.BUFFER, TensorArgument(node.name), key,
                                persistent=key in persistent))
     n_state = len(specs)
-    user = [t for a in list(args) + list((kwargs or {}).values()) for t in _tensors(a)]
+    user = [t for a in list(args) + list((kwargs or {}).values()) for t in tensor_leaves(a)]
     names = input_names(mod.forward if hasattr(mod, "forward") else mod, args, kwargs)
     # user inputs come after the lifted constants, which are only known after the run:
     # make them now and move them to the end of the placeholders afterwards

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 
 from .._core.tensor import Tensor
+from ..utils._pytree import tensor_leaves
 from ._trace import unflatten
 from .graph_signature import InputKind
 
@@ -325,13 +326,13 @@ def _guard(gm, program):
     at that size (cached per shape)."""
     names = program._graph_signature.user_inputs
     (ex_args, ex_kwargs) = program._example_inputs
-    shapes = [tuple(t.shape) for t in _flat_tensors(ex_args) + _flat_tensors(ex_kwargs)]
+    shapes = [tuple(t.shape) for t in tensor_leaves(ex_args) + tensor_leaves(ex_kwargs)]
     dynamic = program._dynamic
     cache = {}
     base = type(gm)
 
     def __call__(self, *args, **kwargs):
-        given = _flat_tensors(args) + _flat_tensors(kwargs)
+        given = tensor_leaves(args) + tensor_leaves(kwargs)
         if len(given) != len(shapes):
             raise TypeError(f"expected {len(shapes)} tensor inputs, got {len(given)}")
         changed = False
@@ -367,11 +368,3 @@ def _guard(gm, program):
     gm.__class__ = type(base.__name__, (base,), {"__call__": __call__})
 
 
-def _flat_tensors(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _flat_tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _flat_tensors(item)]
-    return []

@@ -193,7 +193,7 @@ class JitScalarType(enum.IntEnum):
     UNDEFINED = 20
 
     @classmethod
-    def from_dtype(cls, dtype) -> "JitScalarType":
+    def from_dtype(cls, dtype) -> JitScalarType:
         """The member for an ember dtype.
 
         Args:
@@ -211,7 +211,7 @@ class JitScalarType(enum.IntEnum):
         return table[dtype]
 
     @classmethod
-    def from_value(cls, value, default=None) -> "JitScalarType":
+    def from_value(cls, value, default=None) -> JitScalarType:
         """The member for a tensor's dtype (``default`` for anything else).
 
         Args:

@@ -40,6 +40,7 @@ import numpy as np
 
 from .._core.tensor import Tensor
 from ..utils._python_dispatch import TorchDispatchMode
+from ..utils._pytree import tensor_leaves
 from ._builder import GraphBuilder, Value, onnx_type
 from ._translations import TRANSLATIONS
 
@@ -55,14 +56,6 @@ def _error(msg):
     return OnnxExporterError(msg)
 
 
-def _tensors(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensors(item)]
-    return []
 
 
 def _array(t: Tensor):
@@ -136,7 +129,7 @@ class _Trace(TorchDispatchMode):
         wkwargs = {k: self._wrap(v) for k, v in kwargs.items()}
         live = any(not v.is_constant for v in _values(wargs) + _values(wkwargs))
         out = func(*args, **kwargs)
-        results = _tensors(out)
+        results = tensor_leaves(out)
         op = func.overloadpacket.__name__
         if not results and op.endswith("_") and args and isinstance(args[0], Tensor):
             results = [args[0]]  # an in-place op that returns nothing wrote its first input
@@ -296,11 +289,11 @@ def _input_names(model, args, kwargs, given):
         params = []
     for i, a in enumerate(args):
         base = params[i] if i < len(params) else f"input_{i}"
-        ts = _tensors(a)
+        ts = tensor_leaves(a)
         tensors.extend(ts)
         default.extend([base] if len(ts) == 1 else [f"{base}_{j}" for j in range(len(ts))])
     for k, a in (kwargs or {}).items():
-        ts = _tensors(a)
+        ts = tensor_leaves(a)
         tensors.extend(ts)
         default.extend([k] if len(ts) == 1 else [f"{k}_{j}" for j in range(len(ts))])
     names = list(given or [])
@@ -330,7 +323,7 @@ def _dim_names(input_names, output_names, dynamic_axes, dynamic_shapes, args, kw
     unknown = set(dims) - set(input_names) - set(output_names)
     if unknown:
         warnings.warn(f"Provided key {', '.join(sorted(unknown))} for dynamic axes is not a "
-                      f"valid input/output name")
+                      f"valid input/output name", stacklevel=4)
     return dims
 
 
@@ -419,7 +412,7 @@ def trace_to_model(model, args, kwargs=None, *, input_names=None, output_names=N
             out = model(*args, **kwargs)
     finally:
         _state["exporting"] = False
-    results = _tensors(out)
+    results = tensor_leaves(out)
     if not results:
         raise _error("ONNX export needs the model to return at least one tensor")
 
@@ -523,7 +516,7 @@ def _convert(proto, target):
         return version_converter.convert_version(proto, target)
     except Exception as err:  # noqa: BLE001 - the converter raises many types
         warnings.warn(f"Failed to convert the model to the target version {target} using "
-                      f"the ONNX C API. The model was not modified: {err}")
+                      f"the ONNX C API. The model was not modified: {err}", stacklevel=4)
         return proto
 
 
@@ -649,12 +642,12 @@ class ONNXProgram:
             self.initialize_inference_session()
         names = [i.name for i in self._session.get_inputs()]
         feed = {}
-        flat = [t for a in args for t in _tensors(a)]
+        flat = [t for a in args for t in tensor_leaves(a)]
         for name, t in zip(names, flat):
             feed[name] = t.detach().cpu().numpy()
         for k, v in kwargs.items():
-            for j, t in enumerate(_tensors(v)):
-                feed[k if len(_tensors(v)) == 1 else f"{k}_{j}"] = t.detach().cpu().numpy()
+            for j, t in enumerate(tensor_leaves(v)):
+                feed[k if len(tensor_leaves(v)) == 1 else f"{k}_{j}"] = t.detach().cpu().numpy()
         return [from_numpy(np.asarray(o)) for o in self._session.run(None, feed)]
 
 

@@ -1476,8 +1476,9 @@ def _lstm_cell(ctx, args, kwargs, outs):
     gates = g.node("Add", [ctx.name(xw), g.node("MatMul", [ctx.name(h), wt])])
     i, f, cc, o = g.node("Split", [gates, g.ints([hs] * 4, "split")], outputs=4, axis=1)
     i, f, o = (g.node("Sigmoid", [n]) for n in (i, f, o))
-    c_new = g.node("Add", [g.node("Mul", [f, ctx.name(c)]), g.node("Mul", [i, g.node("Tanh", [cc])])],
-                   name_hint="lstm_c")
+    keep = g.node("Mul", [f, ctx.name(c)])
+    write = g.node("Mul", [i, g.node("Tanh", [cc])])
+    c_new = g.node("Add", [keep, write], name_hint="lstm_c")
     h_new = g.node("Mul", [o, g.node("Tanh", [c_new])], name_hint="lstm_h")
     return [h_new, c_new] + [ctx.unused() for _ in outs[2:]]
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves",
-           "tree_map_only", "tree_all", "tree_any", "tree_structure", "register_pytree_node"]
+           "tree_map_only", "tree_all", "tree_any", "tree_structure", "register_pytree_node",
+           "tensor_leaves"]
 
 # type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
 _nodes: dict = {}
@@ -111,6 +112,7 @@ def tree_flatten(tree, is_leaf=None):
         return TreeSpec(type(x), context, [go(c) for c in children])
 
     spec = go(tree)
+    del go  # the closure refers to itself: left alone, the cycle keeps the leaves alive
     return leaves, spec
 
 
@@ -140,12 +142,48 @@ def tree_unflatten(leaves, spec):
             return s.type(*children)
         return fns[1](children, s.context)
 
-    return go(spec)
+    tree = go(spec)
+    del go  # break the closure's cycle (see tree_flatten)
+    return tree
 
 
 def tree_leaves(tree, is_leaf=None):
     """The tree's leaves in order."""
     return tree_flatten(tree, is_leaf)[0]
+
+
+def tensor_leaves(tree) -> list:
+    """The tensors in a tree of lists, tuples and dicts (dict values in order), depth first:
+    what graph tracers (ONNX and ``ember.export``, TensorBoard's graph, the flop counter)
+    read off an op's arguments and results.
+
+    Args:
+        tree: the nested structure.
+
+    Returns:
+        list[Tensor]: the tensors, in order.
+
+    Example::
+
+        >>> len(tensor_leaves({"a": [ember.ones(1), 2], "b": (ember.zeros(2),)}))
+        2
+    """
+    out = []
+    _collect_tensors(tree, out)
+    return out
+
+
+def _collect_tensors(x, out):
+    from .._core.tensor import Tensor
+
+    if isinstance(x, Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _collect_tensors(y, out)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _collect_tensors(y, out)
 
 
 def tree_structure(tree, is_leaf=None):

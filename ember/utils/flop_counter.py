@@ -29,6 +29,7 @@ import weakref
 
 from .._core.tensor import Tensor
 from ._python_dispatch import TorchDispatchMode
+from ._pytree import tensor_leaves
 
 __all__ = ["FlopCounterMode", "register_flop_formula", "get_suffix_str",
            "convert_num_with_suffix", "convert_to_percent_str", "mm_flop", "addmm_flop",
@@ -148,6 +149,15 @@ def conv_flop(x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
               out_shape=None, **kwargs) -> int:
     """Flops of ``convolution(x, w, bias, stride, padding, dilation, transposed, ...)``.
 
+    Args:
+        x_shape (tuple): the input's shape ``(N, C_in, *spatial)``.
+        w_shape (tuple): the weight's shape.
+        _bias, _stride, _padding, _dilation: the op's other arguments (not needed).
+        transposed (bool): a transposed convolution.
+        *args: the op's remaining arguments (not needed).
+        out_shape (tuple): the output's shape. Keyword-only.
+        **kwargs: ignored.
+
     Returns:
         int.
 
@@ -165,6 +175,15 @@ def conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _paddin
     """Flops of ``convolution_backward``: the input gradient (a convolution of the output
     gradient with the weight) and the weight gradient (a convolution of the input with the
     output gradient), each where ``output_mask`` asks for it.
+
+    Args:
+        grad_out_shape (tuple): the output gradient's shape.
+        x_shape (tuple): the input's shape.
+        w_shape (tuple): the weight's shape.
+        _bias, _stride, _padding, _dilation, _output_padding, _groups: not needed.
+        transposed (bool): a transposed convolution.
+        output_mask (sequence of 3 bools): which of (input, weight, bias) gradients are computed.
+        out_shape: ignored.
 
     Returns:
         int.
@@ -197,6 +216,11 @@ def sdpa_flop_count(query_shape, key_shape, value_shape) -> int:
     """Flops of attention's two products, ``Q K^T`` and ``softmax(.) V``, for shapes
     ``(B, H, L, E)``, ``(B, H, S, E)`` and ``(B, H, S, Ev)``.
 
+    Args:
+        query_shape (tuple): ``(B, H, L, E)``.
+        key_shape (tuple): ``(B, H, S, E)``.
+        value_shape (tuple): ``(B, H, S, Ev)``.
+
     Returns:
         int.
 
@@ -215,6 +239,12 @@ def sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape
     """Flops of attention's backward: the scores again, then the gradients of ``V``, of the
     probabilities, of ``Q`` and of ``K`` (five products).
 
+    Args:
+        grad_out_shape (tuple): ``(B, H, L, Ev)``.
+        query_shape (tuple): ``(B, H, L, E)``.
+        key_shape (tuple): ``(B, H, S, E)``.
+        value_shape (tuple): ``(B, H, S, Ev)``.
+
     Returns:
         int.
 
@@ -232,6 +262,14 @@ def sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape
 def sdpa_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
     """:func:`sdpa_flop_count` with an op's argument list.
 
+    Args:
+        query_shape (tuple): ``(B, H, L, E)``.
+        key_shape (tuple): ``(B, H, S, E)``.
+        value_shape (tuple): ``(B, H, S, Ev)``.
+        *args: the op's other arguments (ignored).
+        out_shape: ignored. Keyword-only.
+        **kwargs: ignored.
+
     Returns:
         int.
 
@@ -247,6 +285,15 @@ def sdpa_backward_flop(grad_out_shape, query_shape, key_shape, value_shape, *arg
                        out_shape=None, **kwargs) -> int:
     """:func:`sdpa_backward_flop_count` with an op's argument list.
 
+    Args:
+        grad_out_shape (tuple): ``(B, H, L, Ev)``.
+        query_shape (tuple): ``(B, H, L, E)``.
+        key_shape (tuple): ``(B, H, S, E)``.
+        value_shape (tuple): ``(B, H, S, Ev)``.
+        *args: the op's other arguments (ignored).
+        out_shape: ignored. Keyword-only.
+        **kwargs: ignored.
+
     Returns:
         int.
 
@@ -261,6 +308,9 @@ def sdpa_backward_flop(grad_out_shape, query_shape, key_shape, value_shape, *arg
 def get_shape(x):
     """``x.shape`` for a tensor, ``x`` itself otherwise.
 
+    Args:
+        x (Tensor or object): anything.
+
     Example::
 
         >>> get_shape(ember.ones(2, 3))
@@ -271,6 +321,9 @@ def get_shape(x):
 
 def shape_wrapper(f):
     """Decorator: call formula ``f`` with the shapes of its tensor arguments.
+
+    Args:
+        f (callable): a flop formula taking shapes and ``out_shape=``.
 
     Example::
 
@@ -289,6 +342,9 @@ def shape_wrapper(f):
 def normalize_tuple(x):
     """``x`` as a tuple (a one-element one for a single value).
 
+    Args:
+        x (object or tuple or list): a value or a sequence.
+
     Example::
 
         >>> normalize_tuple(3)
@@ -299,6 +355,10 @@ def normalize_tuple(x):
 
 def convert_to_percent_str(num, denom) -> str:
     """``num / denom`` as a percentage with two decimals ("0%" for a zero ``denom``).
+
+    Args:
+        num (Number): the part.
+        denom (Number): the whole.
 
     Example::
 
@@ -530,7 +590,7 @@ class FlopCounterMode(TorchDispatchMode):
             self._stack.pop()
         if start is None:
             return
-        todo = [t.grad_fn for t in _tensors(out) if t.grad_fn is not None]
+        todo = [t.grad_fn for t in tensor_leaves(out) if t.grad_fn is not None]
         seen = set()
         while todo:
             node = todo.pop()
@@ -663,11 +723,3 @@ class FlopCounterMode(TorchDispatchMode):
         return rows
 
 
-def _tensors(x):
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for y in x for t in _tensors(y)]
-    if isinstance(x, dict):
-        return [t for y in x.values() for t in _tensors(y)]
-    return []

@@ -27,17 +27,9 @@ from tensorboard.compat.proto.versions_pb2 import VersionDef
 
 from ..._core.tensor import Tensor
 from .._python_dispatch import TorchDispatchMode
+from .._pytree import tensor_leaves
 
 
-def _tensors(x):
-    """The tensors in a (nested) argument or result, in order."""
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensors(item)]
-    return []
 
 
 def _shapes_attr(tensors) -> AttrValue:
@@ -49,8 +41,8 @@ def _shapes_attr(tensors) -> AttrValue:
 def _describe(args, kwargs) -> str:
     """The op's non-tensor arguments, as PyTorch's graph shows attributes: ``{ k : v }``."""
     items = [f"{i} : {a}" for i, a in enumerate(args)
-             if not _tensors(a) and a is not None]
-    items += [f"{k} : {v}" for k, v in kwargs.items() if not _tensors(v) and v is not None]
+             if not tensor_leaves(a) and a is not None]
+    items += [f"{k} : {v}" for k, v in kwargs.items() if not tensor_leaves(v) and v is not None]
     return "{ " + ", ".join(items) + " }" if items else "{}"
 
 
@@ -102,14 +94,14 @@ class _GraphTracer(TorchDispatchMode):
         self.keep.append(t)
 
     def add_inputs(self, args) -> None:
-        for i, t in enumerate(_tensors(args)):
+        for i, t in enumerate(tensor_leaves(args)):
             name = f"input/input.{i}"
             self.nodes.append(NodeDef(name=name, op="IO Node", attr={
                 "attr": AttrValue(s=b""), "_output_shapes": _shapes_attr([t])}))
             self._bind(t, name)
 
     def add_outputs(self, out) -> None:
-        for i, t in enumerate(_tensors(out)):
+        for i, t in enumerate(tensor_leaves(out)):
             self.nodes.append(NodeDef(name=f"output/output.{i}", op="IO Node",
                                       input=[self._name_of(t)], attr={
                                           "attr": AttrValue(s=b""),
@@ -122,10 +114,10 @@ class _GraphTracer(TorchDispatchMode):
         out = func(*args, **kwargs)
         packet = getattr(func, "overloadpacket", None)
         op = getattr(packet, "_qualified_op_name", None) or str(func)
-        inputs = [self._name_of(t) for t in _tensors(args) + _tensors(kwargs)]
+        inputs = [self._name_of(t) for t in tensor_leaves(args) + tensor_leaves(kwargs)]
         self.count += 1
         name = f"{self.scopes[-1]}/{op.split('::')[-1]}.{self.count}"
-        outs = _tensors(out)
+        outs = tensor_leaves(out)
         self.nodes.append(NodeDef(name=name, op=op, input=inputs, attr={
             "attr": AttrValue(s=_describe(args, kwargs).encode()),
             "_output_shapes": _shapes_attr(outs)}))
