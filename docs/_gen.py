@@ -6,6 +6,7 @@ the code being documented), and usable on its own::
     python docs/_gen.py                  # write docs/generated/ (what the build does)
     python docs/_gen.py --readme         # rewrite README.md's coverage table from the tool
     python docs/_gen.py --docstrings     # list public names lacking Args/Example sections
+    python docs/_gen.py --examples       # rerun/extend the op examples (docs/_op_examples.py)
 
 What it writes into ``docs/generated/``:
 
@@ -22,6 +23,7 @@ What it writes into ``docs/generated/``:
 from __future__ import annotations
 
 import argparse
+import enum
 import importlib
 import inspect
 import os
@@ -74,10 +76,11 @@ NAMESPACES = [
     ("utils.tensorboard", "ember.utils.tensorboard"),
     ("utils.flop_counter", "ember.utils.flop_counter"),
     ("utils.viz", "ember.utils.viz"),
+    ("fx", "ember.fx"),
 ]
 
 # torch namespaces ember does not have yet: listed in the reference as such
-ABSENT = ["fx", "ao.quantization"]
+ABSENT = ["ao.quantization"]
 
 # names documented on a page of their own rather than on their namespace's page
 OWN_PAGE = {("", "Tensor")}
@@ -377,7 +380,8 @@ def docstring_gaps(namespaces=None):
 
     Returns:
         ``{title: [(name, what is missing), ...]}``. Classes are checked on the class
-        docstring; names that take no arguments need no Args section; constants are skipped.
+        docstring; names that take no arguments need no Args section; constants and
+        re-exports of Python's own library (``ember.multiprocessing.Lock``) are skipped.
 
     Example:
         >>> gaps = docstring_gaps(["ember.fft"])
@@ -394,6 +398,10 @@ def docstring_gaps(namespaces=None):
             if kind in ("data", "attribute"):
                 continue
             obj = getattr(__import__("ember").Tensor if mod is None else mod, name)
+            module = getattr(obj, "__module__", None)
+            if mod is not None and isinstance(module, str) and \
+                    module.split(".")[0] not in ("ember", "torch"):
+                continue  # Python's own (ember.multiprocessing re-exports multiprocessing)
             doc = inspect.getdoc(obj) or ""
             missing = []
             if not doc:
@@ -409,9 +417,25 @@ def docstring_gaps(namespaces=None):
     return result
 
 
+def _is_ember_own(path, name):
+    """Whether ``ember.<path>.<name>`` is ember's (not a re-export of Python's library)."""
+    if path == "Tensor":
+        return True
+    module = getattr(getattr(_import(path), name, None), "__module__", None)
+    return not isinstance(module, str) or module.split(".")[0] in ("ember", "torch")
+
+
 def _takes_arguments(obj, kind):
     if kind == "property":
         return False
+    if inspect.isclass(obj) and issubclass(obj, (BaseException, enum.Enum)):
+        # an exception's arguments are its message and an enum's members are reached by
+        # name: only a constructor of ember's own needs an Args section
+        init = next((c.__dict__["__init__"] for c in obj.__mro__ if "__init__" in c.__dict__),
+                    None)
+        module = getattr(init, "__module__", None) or ""
+        if not module.startswith(("ember", "torch")):
+            return False
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
@@ -427,10 +451,18 @@ def main(argv=None):
     p.add_argument("--docstrings", action="store_true",
                    help="list public names whose docstring lacks Args or an Example")
     p.add_argument("--namespace", action="append", help="with --docstrings: only these titles")
+    p.add_argument("--examples", action="store_true",
+                   help="rerun the op examples of ember/_ops/_doc_examples.py, recording their "
+                        "outputs, and add one for every op that lacks an example")
     args = p.parse_args(argv)
     sys.path.insert(0, ROOT)
     if args.readme:
         update_readme()
+    elif args.examples:
+        sys.path.insert(0, HERE)
+        import _op_examples
+
+        _op_examples.main()
     elif args.docstrings:
         gaps = docstring_gaps(args.namespace)
         total = 0
@@ -438,7 +470,8 @@ def main(argv=None):
             for name, what in rows:
                 print(f"{title}.{name}: no {what}")
             total += len(rows)
-        counted = sum(len([k for _, k in public_names(path) if k not in ("data", "attribute")])
+        counted = sum(len([n for n, k in public_names(path)
+                           if k not in ("data", "attribute") and _is_ember_own(path, n)])
                       for path, title in NAMESPACES
                       if args.namespace is None or title in args.namespace)
         print(f"{total} of {counted} public callables lack a docstring with Args and Example")

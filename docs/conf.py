@@ -64,6 +64,9 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
 napoleon_custom_sections = ["Shape", "Shapes"]  # torch's layers document their shapes so
+# napoleon escapes a parameter name's trailing underscore (``from_``, ``to_``) only with this
+# on; unescaped, reST reads ``from_`` as a link to a target named "from"
+strip_signature_backslash = True
 add_module_names = False
 suppress_warnings = [
     # ember exports some classes under several names (ember.Generator and
@@ -120,42 +123,12 @@ def _parses_cleanly(text):
     return not stream.getvalue()
 
 
-_registry_rows: dict = {}
-
-
-def _registry_note(name, obj):
-    """The registry's line for a registered op (NOTE [ Registry lines ]), or None.
-
-    NOTE [ Registry lines ]
-    Every function the operator registry exposes (``ember.add``, ``ember.Tensor.add``) gets
-    a line from its declaration: the backends with kernels and whether autograd
-    differentiates it -- the same ``list_ops()`` rows as the registry page, so the docs say
-    what the dispatcher does.
-    """
-    if not _registry_rows:
-        import ember
-        from ember._ops import _registry
-
-        rows = {r["name"]: r for r in ember.list_ops()}
-        for fname, fn in _registry.functions.items():
-            if fname in rows:
-                _registry_rows[id(fn)] = rows[fname]
-        for fname, row in rows.items():
-            _registry_rows[f"ember.Tensor.{fname}"] = row
-    row = _registry_rows.get(id(obj)) or _registry_rows.get(name)
-    if row is None:
-        return None
-    kind = ("composite: runs wherever the ops it calls run"
-            if row["backends"] == ["composite"] else "backends " + ", ".join(row["backends"]))
-    diff = "differentiable" if row["differentiable"] else "not differentiable"
-    return f"*Operator registry:* ``{row['name']}`` -- {kind}; {diff}."
+# NOTE [ Registry lines ] (the backends and differentiability of each op) moved into the
+# docstrings themselves: ember/_ops/_docs.py completes every op's docstring from its
+# declaration (NOTE [ Generated docstrings ]), so help() and the reference say the same.
 
 
 def _process_docstring(app, what, name, obj, options, lines):
-    if what in ("function", "method"):
-        note = _registry_note(name, obj)
-        if note:
-            lines.extend(["", note])
     if not lines:
         return
     if what in ("data", "attribute") and not isinstance(obj, type) and \

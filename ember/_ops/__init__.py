@@ -75,4 +75,5 @@ def _expose_inplace_functions():
 
 
 _expose_inplace_functions()
+_registry.document_all()
 _registry._sealed[0] = True

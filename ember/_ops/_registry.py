@@ -13,8 +13,14 @@ An op is declared in ``ember/_ops/<family>.py`` in two parts that sit side by si
 2. The public function, decorated with ``@public``, which normalises arguments once and
    calls the dispatcher (``apply``) or a family helper. ``@public`` exposes it as
    ``ember.<name>`` and, when asked, as the method ``Tensor.<name>``, the in-place method
-   ``Tensor.<name>_`` and dunders. The function's own signature and docstring are the
-   documentation, and ``list_ops()`` reports it.
+   ``Tensor.<name>_`` and dunders. The function's own signature and docstring (a sentence
+   or two: what it computes) are the documentation, and ``list_ops()`` reports it.
+
+Every docstring is then completed from the declaration -- Args from the signature, Returns,
+a Note on autograd, dtypes, backends and the generated forms, and an Example that the docs
+tests run -- once all families are loaded (``document_all``; NOTE [ Generated docstrings ]
+in ember/_ops/_docs.py). So an op is documented by declaring it, and its in-place and
+method forms need no docstrings of their own.
 
 NOTE [ Derivative formulas ]
 ``vjp(g, *inputs, **params)`` returns one gradient per tensor input (a tensor or None; a bare
@@ -41,8 +47,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from .. import _dispatch
+from . import _docs
 from .._dispatch import backends_by_type
 from .._overrides import wrap_public
 from .._core.tensor import Tensor
@@ -53,6 +61,9 @@ ops: dict = {}
 _sealed = [False]
 #: name -> public function exposed as ember.<name>
 functions: dict = {}
+#: ``(name, function, method, has_inplace, dunders, alias)`` per ``public`` declaration, in
+#: order: what ``document_all`` completes the docstrings from
+_declared: list = []
 
 
 class Op:
@@ -196,6 +207,7 @@ def public(fn=None, *, name=None, method=True, function=True, inplace=None, dund
         # what users call consults __torch_function__ first; ember's own modules keep
         # calling ``f`` (NOTE [ __torch_function__ ] in ember/_overrides.py)
         w = wrap_public(f, n, numpy_names=True)
+        _declared.append((n, function, method, inplace is not None, dunders, alias))
         if function:
             if n in functions:
                 raise RuntimeError(f"public function {n!r} is declared twice")
@@ -247,7 +259,17 @@ def _signature(f):
 def list_ops():
     """Every registered op -- name, public signature, backends with kernels, differentiable --
     then every public function composed from them (backends ``["composite"]``: they run
-    wherever their parts do, and are differentiable through them)."""
+    wherever their parts do, and are differentiable through them).
+
+    Returns:
+        list of dict: one ``{"name", "signature", "backends", "differentiable"}`` row each,
+        ops first (sorted by name), then the composites.
+
+    Example:
+        >>> row = next(r for r in ember.list_ops() if r["name"] == "mul")
+        >>> row["signature"], row["differentiable"]
+        ('(input, other, *, out=None)', True)
+    """
     rows = []
     for n, op in sorted(ops.items()):
         f = functions.get(n) or getattr(Tensor, n, None)
@@ -258,3 +280,55 @@ def list_ops():
             rows.append({"name": n, "signature": _signature(f), "backends": ["composite"],
                          "differentiable": True})
     return rows
+
+
+def document_all():
+    """Complete the docstring of every public op from its declaration, once every family is
+    loaded (NOTE [ Generated docstrings ] in ember/_ops/_docs.py): the functions, methods,
+    in-place forms -- declared with ``public`` or set on Tensor beside it -- and aliases."""
+    for n, function, method_, has_inplace, dunders, alias in _declared:
+        op = ops.get(n)
+        forms = []
+        if function and method_:
+            forms.append(f"``ember.{n}`` and the method ``Tensor.{n}``")
+        inplace = getattr(Tensor, n + "_", None) if method_ or has_inplace else None
+        if inplace is not None:
+            forms.append(f"in place ``Tensor.{n}_``")
+        forms += [f"the operator ``{d}``" for d in dunders]
+        forms += [f"the alias ``{a}``" for a in alias]
+        obj = functions.get(n) if function else getattr(Tensor, n, None)
+        if obj is not None:
+            doc = _docs.complete_all(obj, n if function else "Tensor." + n, op=op,
+                                     kind="function" if function else "method", forms=forms)
+            meth = getattr(Tensor, n, None)
+            if meth is not None and meth is not obj and \
+                    getattr(meth, "__wrapped__", None) is getattr(obj, "__wrapped__", obj):
+                meth.__doc__ = doc  # a second wrapper of the same function (the method)
+        if inplace is not None:
+            _docs.complete_all(inplace, "Tensor." + n + "_", op=ops.get(n + "_") or op,
+                               kind="inplace", base=n)
+    # the other Tensor methods and the namespace functions (ember.linalg.*) with an example
+    # in the table: their signature and example complete them the same way
+    for key, entry in _docs.examples().items():
+        if key.startswith("Tensor."):
+            n = key[len("Tensor."):]
+            static = inspect.getattr_static(Tensor, n, None)
+            if isinstance(static, property):
+                _docs.complete_property(static, key)
+                continue
+            obj = getattr(Tensor, n, None)
+            base = n[:-1] if n.endswith("_") and hasattr(Tensor, n[:-1]) else None
+            kind = "inplace" if base else "method"
+        elif len(entry) > 2:  # a namespace function: (kind, text, "module:name")
+            module, _, attr = entry[2].partition(":")
+            obj = getattr(sys.modules.get(module), attr, None)
+            base, kind = None, "function"
+        else:
+            continue
+        if obj is not None:
+            raw = getattr(obj, "__name__", "")
+            _docs.complete_all(obj, key, op=ops.get(raw), kind=kind, base=base,
+                               declared=False)
+    from .._overrides import _wrapped
+
+    _docs.sync_wrappers(_wrapped)
