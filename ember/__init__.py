@@ -120,6 +120,9 @@ from .amp.autocast_mode import (  # noqa: E402
 
 from . import backends, accelerator, mps, xpu, distributed, onnx  # noqa: E402
 from . import _dynamo, _inductor, compiler, jit  # noqa: E402  (NOTE [ Eager compile ])
+from . import futures  # noqa: E402
+from .futures import Future  # noqa: E402  (torch.Future: the futures' class)
+from .jit import fork, wait  # noqa: E402  (torch.fork / torch.wait: eager, as jit's)
 from . import func  # noqa: E402  (function transforms: grad, vmap, jacrev, ...)
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import testing  # noqa: E402

@@ -45,11 +45,13 @@ from . import algorithms  # noqa: E402  (after the names the algorithms use)
 from . import (c10d_logger, constants, device_mesh, distributed_c10d,  # noqa: E402
                logging_handlers, rendezvous, utils)
 from .rendezvous import register_rendezvous_handler  # noqa: E402
+from . import autograd, rpc  # noqa: E402  (torch.distributed.rpc / .autograd as attributes)
 
 __all__ = [
     "Backend", "DebugLevel", "DistBackendError", "DistError", "DistStoreError", "FileStore",
     "Future", "GradBucket", "GroupMember", "HashStore", "P2POp", "PrefixStore", "ProcessGroup",
     "ReduceOp", "Store", "TCPStore", "Work", "algorithms", "all_gather", "all_gather_into_tensor",
+    "autograd", "rpc",
     "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
     "batch_isend_irecv", "broadcast", "broadcast_object_list", "c10d_logger", "constants",
     "destroy_process_group", "device_mesh", "distributed_c10d", "gather", "gather_object",

@@ -482,6 +482,10 @@ class ScriptModule(_module_base()):
     """The base of compiled modules. Subclassing it gives an ordinary (eager) module; an
     ``Attribute`` assigned to it is stored as its value.
 
+    Args:
+        *args: passed on to ``nn.Module``.
+        **kwargs: passed on to ``nn.Module``.
+
     Example::
 
         >>> class Counter(ember.jit.ScriptModule):
@@ -513,6 +517,10 @@ class ScriptModule(_module_base()):
 class RecursiveScriptModule(ScriptModule):
     """What scripting a module gives in PyTorch (ember's ``script`` returns the module).
 
+    Args:
+        *args: passed on to ``nn.Module``.
+        **kwargs: passed on to ``nn.Module``.
+
     Example::
 
         >>> issubclass(ember.jit.RecursiveScriptModule, ember.jit.ScriptModule)
@@ -522,6 +530,10 @@ class RecursiveScriptModule(ScriptModule):
 
 class TracedModule(ScriptModule):
     """What tracing a submodule gives in PyTorch (ember's ``trace`` returns the module).
+
+    Args:
+        *args: passed on to ``nn.Module``.
+        **kwargs: passed on to ``nn.Module``.
 
     Example::
 
@@ -533,6 +545,10 @@ class TracedModule(ScriptModule):
 class TopLevelTracedModule(TracedModule):
     """What tracing a module gives in PyTorch (ember's ``trace`` returns the module).
 
+    Args:
+        *args: passed on to ``nn.Module``.
+        **kwargs: passed on to ``nn.Module``.
+
     Example::
 
         >>> issubclass(ember.jit.TopLevelTracedModule, ember.jit.TracedModule)
@@ -542,6 +558,10 @@ class TopLevelTracedModule(TracedModule):
 
 class RecursiveScriptClass:
     """A scripted class instance in PyTorch; ember scripts nothing, so none exist.
+
+    Args:
+        *args: refused (NotImplementedError).
+        **kwargs: refused.
 
     Example::
 
@@ -556,6 +576,10 @@ class RecursiveScriptClass:
 class ScriptFunction:
     """A compiled function in PyTorch; ember's ``script`` returns the Python function, so no
     ScriptFunction is ever made (constructing one raises TypeError, as in PyTorch).
+
+    Args:
+        *args: refused (TypeError, as in PyTorch).
+        **kwargs: refused.
 
     Example::
 
@@ -912,6 +936,8 @@ def wait(future):
         >>> ember.jit.wait(ember.jit.fork(abs, -5))
         5
     """
-    if not builtins_isinstance(future, Future):
+    from ..futures import _future_types
+
+    if not builtins_isinstance(future, _future_types()):
         raise TypeError(f"wait(): expected a Future, got {type(future).__name__}")
     return future.wait()

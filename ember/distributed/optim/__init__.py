@@ -1,5 +1,7 @@
 """``ember.distributed.optim``: ``ZeroRedundancyOptimizer`` (optimizer state sharded across
-ranks), as ``torch.distributed.optim``.
+ranks), ``DistributedOptimizer`` (parameters held by RRefs on several RPC workers) and the
+functional optimizers (``as_functional_optim``, ``functional_*``), as
+``torch.distributed.optim``.
 
 Example::
 
@@ -8,7 +10,15 @@ Example::
     'ZeroRedundancyOptimizer'
 """
 
-from . import zero_redundancy_optimizer
+from . import (apply_optimizer_in_backward, functional_adadelta, functional_adagrad,
+               functional_adam, functional_adamax, functional_adamw, functional_rmsprop,
+               functional_rprop, functional_sgd, optimizer, utils, zero_redundancy_optimizer)
+from .optimizer import DistributedOptimizer
+from .utils import as_functional_optim
 from .zero_redundancy_optimizer import ZeroRedundancyOptimizer
 
-__all__ = ["ZeroRedundancyOptimizer", "zero_redundancy_optimizer"]
+__all__ = ["DistributedOptimizer", "ZeroRedundancyOptimizer", "apply_optimizer_in_backward",
+           "as_functional_optim", "functional_adadelta", "functional_adagrad",
+           "functional_adam", "functional_adamax", "functional_adamw", "functional_rmsprop",
+           "functional_rprop", "functional_sgd", "optimizer", "utils",
+           "zero_redundancy_optimizer"]
