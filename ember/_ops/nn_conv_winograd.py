@@ -1,0 +1,150 @@
+"""Winograd's F(2x2, 3x3) on NCHW planes with compiled transforms (the ``fast`` extra).
+
+NOTE [ Planar Winograd ]
+The NumPy Winograd path (NOTE [ Winograd convolution ] in ``nn_winograd.py``) spends most
+of its time in the transforms: each is a dozen NumPy passes over arrays four times the
+input's size, so it only pays on small planes with many channels. With numba the three
+transforms (input tiles B^T d B, output A^T M A and its adjoint A dY A^T) are one loop each
+(``ember/_kernels/_numba_conv.py``), reading and writing NCHW planes directly: transformed
+tiles are laid out (16, C, tiles), tiles in (sample, row, column) order, so
+
+- forward: ``M[xi] = U[xi] @ V[xi]``, (O, C) by (C, tiles), one stacked matmul;
+- input adjoint: the convolution of g with the flipped kernel, ``U[flip xi]^T @ V_g[xi]``;
+- weight adjoint: ``dU[xi] = dM[xi] @ V[xi]^T``, then ``G^T dU G``;
+
+and no layout change of input or output is needed. The GEMMs do 16 multiplications per
+output tile and channel pair against 36 for direct convolution (2.25x fewer flops), which is
+what makes a 3x3 stride-1 layer beat gathered columns even on ResNet's 32x32 stage, where
+the NumPy transforms cost more than they save. The transforms are near the memory's speed
+(the input transform writes four times the input); what is left is OpenBLAS's speed on
+these thin GEMMs (about 140 GFLOP/s on one core here, PyTorch's conv kernels about 200).
+Measured in ``_pays``.
+
+Covered: NumPy float32 arrays, 3x3, stride 1, undilated, ungrouped, padding at most 2; the
+caller (``nn_conv``) keeps every other case, and every case when the kernels backend is
+``numpy`` (``EMBER_KERNELS=numpy``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _kernels
+from . import nn_winograd as winograd
+
+_F32 = np.dtype(np.float32)
+
+# a batch chunk's transformed tiles stay under this many bytes: 1 MB (in L2 between the
+# transform and the GEMMs) measured best for the forward and input adjoint, 15.2 against
+# 16.4 ms at 4 MB on a 3x3 64->64 conv of (32, 64, 32, 32); the weight adjoint, whose
+# GEMMs reduce over the tiles, is indifferent and takes 4 MB (fewer, longer GEMMs)
+_TILE_BYTES = 2**20
+_WEIGHT_TILE_BYTES = 4 * 2**20
+
+
+def _impl():
+    if _kernels.backend() != "numba":
+        return None
+    from .._kernels import _numba_conv
+
+    return _numba_conv
+
+
+def eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+    """Whether a convolution takes the planar Winograd path (NOTE [ Planar Winograd ])."""
+    if xp is not np or np.dtype(dtype) != _F32 or len(w_shape) != 4:
+        return False
+    if tuple(w_shape[2:]) != (3, 3) or groups != 1 or tuple(stride) != (1, 1):
+        return False
+    if tuple(dilation) != (1, 1) or any(p > 2 for p in padding) or x_shape[0] == 0:
+        return False
+    ho, wo = (x_shape[2 + i] + 2 * padding[i] - 2 for i in range(2))
+    if ho < 1 or wo < 1 or not _pays(x_shape[1], w_shape[0], ho, wo):
+        return False
+    return _impl() is not None
+
+
+def _pays(c, o, ho, wo):
+    """Whether the compiled Winograd path beats the others for c -> o channels and output
+    planes (ho, wo). Measured (one thread, CPU time; forward / input gradient / weight
+    gradient, ms) against the path that ran before (planar columns, or the NumPy Winograd
+    path for the last two rows):
+
+    ===========================  ==================  ==================  ==================
+    layer (batch, c, plane, o)   before              compiled Winograd   PyTorch
+    ===========================  ==================  ==================  ==================
+    32, 64, 32x32, 64 (pad 1)    24.1 / 24.1 / 27.8  15.3 / 15.3 / 20.0  12.2 / 13.4 / 13.5
+    64, 32, 26x26, 64 (pad 0)    14.4 / 22.8 / 16.2  9.6 / 13.5 / 19.1   7.6 / 7.9 / 7.8
+    32, 128, 16x16, 128          15.5 / 15.2 / 15.6  12.4 / 12.9 / 18.2  10.9 / 11.2 / 11.9
+    32, 16, 32x32, 16            3.7 / 3.7 / 4.9     2.3 / 2.4 / 3.8     1.2 / 1.2 / 1.2
+    64, 64, 8x8, 64              3.1 / 3.0 / 3.5     3.8 / 3.9 / 5.1     1.4 / 1.4 / 1.7
+    32, 256, 8x8, 256            11.3 / 11.0 / 11.2  12.1 / 13.6 / 14.0  10.3 / 10.4 / 13.1
+    ===========================  ==================  ==================  ==================
+
+    So: from 16 channels each way on output planes at least 14 wide. Smaller planes keep
+    the NumPy Winograd path (many channels) or gathered columns, cheap there."""
+    return min(c, o) >= 16 and min(ho, wo) >= 14
+
+
+def _tiles(h, w, pad):
+    ho, wo = h + 2 * pad[0] - 2, w + 2 * pad[1] - 2
+    return ho, wo, (ho + 1) // 2, (wo + 1) // 2
+
+
+def _chunks(n, per_sample, budget=None):
+    step = max(1, (budget or _TILE_BYTES) // max(per_sample, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def _convolve(x, u, pad, out_channels):
+    """Winograd convolution of x (N, C, H, W) with transformed weights u (16, O, C)
+    arranged for ``u[xi] @ v[xi]``: (N, O, Ho, Wo)."""
+    k = _impl()
+    n, c, h, w = x.shape
+    ho, wo, th, tw = _tiles(h, w, pad)
+    x = np.ascontiguousarray(x)
+    y = np.empty((n, out_channels, ho, wo), x.dtype)
+    for sl in _chunks(n, 16 * th * tw * max(c, out_channels) * x.itemsize):
+        xs = x[sl]
+        m_ = xs.shape[0]
+        v = np.empty((16, c, m_ * th * tw), x.dtype)
+        k.winograd_input(xs, pad[0], pad[1], th, tw, v, 0, c)
+        k.winograd_output(np.matmul(u, v), th, tw, y[sl], 0, out_channels)
+    return y
+
+
+def conv2d(x, w, b, padding):
+    """Forward: x (N, C, H, W), w (O, C, 3, 3), b (O,) or None."""
+    y = _convolve(x, winograd.weight_tiles(np, w), padding, w.shape[0])
+    if b is not None:
+        y += b.reshape(-1, 1, 1)
+    return y
+
+
+def input_grad(g, w, padding):
+    """Adjoint in x: g convolved with the flipped, transposed kernel (padding 2 - p)."""
+    u = winograd.weight_tiles(np, w)                       # (16, O, C)
+    uf = np.ascontiguousarray(u[list(winograd._FLIPPED)].transpose(0, 2, 1))  # (16, C, O)
+    return _convolve(g, uf, tuple(2 - p for p in padding), w.shape[1])
+
+
+def weight_grad(x, g, padding):
+    """Adjoint in w: G^T (sum over tiles of dM V^T) G, (O, C, 3, 3)."""
+    k = _impl()
+    n, c, h, w = x.shape
+    o = g.shape[1]
+    _, _, th, tw = _tiles(h, w, padding)
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    du = np.zeros((16, o, c), x.dtype)
+    part = np.empty((o, c), x.dtype)
+    for sl in _chunks(n, 16 * th * tw * (c + o) * x.itemsize, _WEIGHT_TILE_BYTES):
+        m_ = len(range(*sl.indices(n)))
+        v = np.empty((16, c, m_ * th * tw), x.dtype)
+        k.winograd_input(x[sl], padding[0], padding[1], th, tw, v, 0, c)
+        dm = np.empty((16, o, m_ * th * tw), x.dtype)
+        k.winograd_output_adjoint(g[sl], th, tw, dm, 0, o)
+        for i in range(16):
+            np.matmul(dm[i], v[i].T, out=part)
+            du[i] += part
+    kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=x.dtype)
+    return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
