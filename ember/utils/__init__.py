@@ -6,3 +6,5 @@ from .backend_registration import (  # noqa: E402
     generate_methods_for_privateuse1_backend, rename_privateuse1_backend,
 )
 from . import checkpoint  # noqa: F401,E402  (torch.utils.checkpoint)
+from . import dlpack, hooks, weak  # noqa: F401,E402  (the rest load on import)
+from ._swap_tensors import swap_tensors  # noqa: F401,E402

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import threading
 import warnings
 from typing import Any
 
 from .._core.tensor import Tensor
 from ..autograd._nodes import SavedTensor  # noqa: F401  (names torch's module re-exports)
+from ._logging_tensor import LoggingTensorMode, capture_logs  # noqa: F401  (as torch's)
 from ._python_dispatch import TorchDispatchMode  # noqa: F401
 from ._pytree import tree_map  # noqa: F401
 
@@ -36,7 +38,7 @@ __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "Checkpoint
            "set_device_states", "noop_context_fn", "set_checkpoint_early_stop",
            "DefaultDeviceType", "set_checkpoint_debug_enabled", "CheckpointPolicy",
            "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
-           "SAC_IGNORED_OPS"]
+           "SAC_IGNORED_OPS", "GraphExecGroup"]
 
 
 def _ember():
@@ -46,7 +48,13 @@ def _ember():
 
 
 class CheckpointError(RuntimeError):
-    """The recomputation of a checkpointed block did not match its forward."""
+    """The recomputation of a checkpointed block did not match its forward.
+
+    Example::
+
+        >>> issubclass(ember.utils.checkpoint.CheckpointError, RuntimeError)
+        True
+    """
 
 
 def detach_variable(inputs: tuple) -> tuple:
@@ -104,7 +112,13 @@ def check_backward_validity(inputs) -> None:
 
 
 class DefaultDeviceType:
-    """The device type whose random state checkpointing saves beside the CPU's ("cuda")."""
+    """The device type whose random state checkpointing saves beside the CPU's ("cuda").
+
+    Example::
+
+        >>> ember.utils.checkpoint.DefaultDeviceType.get_device_type()
+        'cuda'
+    """
 
     _default_device_type = "cuda"
 
@@ -279,7 +293,16 @@ def _restored(rng_state, device_states, autocast_state):
 
 class CheckpointFunction:
     """The reentrant checkpoint as an ``autograd.Function`` (NOTE [ Checkpointing ]); made
-    on first use, as ``ember.autograd`` is imported after this module."""
+    on first use, as ``ember.autograd`` is imported after this module.
+
+    Example::
+
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> y = ember.utils.checkpoint.CheckpointFunction.apply(lambda t: t.sin() * 2, True, x)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([1.0806, 1.0806])
+    """
 
     _impl = None
 
@@ -416,12 +439,67 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn,
 
     def unpack(slot):
         f = slot.frame
+        group = GraphExecGroup._get_current_group()
+        if group is not None:
+            if f not in group._recomputed:
+                group._recomputed[f] = f.recompute()
+            return group._recomputed[f][slot.index]
         if f.recomputed is None or slot.index not in f.recomputed:
             f.recomputed = f.recompute()
         return f.recomputed.pop(slot.index)
 
     with e.autograd.graph.saved_tensors_hooks(pack_forward, unpack), forward_context:
         return function(*args, **kwargs)
+
+
+class _GroupState(threading.local):
+    def __init__(self):
+        self.group = None
+
+
+_group_state = _GroupState()
+
+
+class GraphExecGroup:
+    """Within the block, each non-reentrant checkpointed region recomputes at most once,
+    however many backward calls reach it.
+
+    The recomputed tensors are kept until the block ends, so several ``backward`` /
+    ``autograd.grad`` calls over disjoint parts of one graph share one recomputation. The
+    calls must not use the same saved tensor twice. Reentrant checkpoints are unaffected.
+    Groups do not nest.
+
+    Example:
+        >>> import ember
+        >>> from ember.utils.checkpoint import checkpoint, GraphExecGroup
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> a, b = checkpoint(lambda t: (t.sin(), t.cos()), x, use_reentrant=False)
+        >>> with GraphExecGroup():
+        ...     ga, = ember.autograd.grad(a.sum(), x, retain_graph=True)
+        ...     gb, = ember.autograd.grad(b.sum(), x)
+        >>> ember.allclose(ga, x.cos()) and ember.allclose(gb, -x.sin())
+        True
+    """
+
+    def __init__(self):
+        self._recomputed = {}
+
+    def __enter__(self):
+        current = _group_state.group
+        if current is not None:
+            raise RuntimeError(
+                f"GraphExecGroup contexts cannot be nested. Already inside group {current}")
+        _group_state.group = self
+        return self
+
+    def __exit__(self, *exc):
+        _group_state.group = None
+        self._recomputed.clear()
+
+    @classmethod
+    def _get_current_group(cls):
+        """The group whose block is running on this thread, or None."""
+        return _group_state.group
 
 
 # ------------------------------------------------------------------------------------------
@@ -547,7 +625,13 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
 
 class CheckpointPolicy(enum.Enum):
     """What selective checkpointing does with one op's output: keep it (``MUST_SAVE``,
-    ``PREFER_SAVE``) or recompute it (``MUST_RECOMPUTE``, ``PREFER_RECOMPUTE``)."""
+    ``PREFER_SAVE``) or recompute it (``MUST_RECOMPUTE``, ``PREFER_RECOMPUTE``).
+
+    Example::
+
+        >>> ember.utils.checkpoint.CheckpointPolicy.MUST_SAVE.name
+        'MUST_SAVE'
+    """
 
     MUST_SAVE = 0
     PREFER_SAVE = 1
@@ -604,7 +688,6 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
         >>> y.sum().backward()
     """
     from .._dispatch import OpOverload, OpOverloadPacket
-    from ._python_dispatch import TorchDispatchMode
 
     if isinstance(policy_fn_or_list, list):
         for op in policy_fn_or_list:

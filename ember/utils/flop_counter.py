@@ -23,6 +23,7 @@ since it began. A module's count includes its children's; "Global" counts everyt
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import weakref
@@ -30,12 +31,17 @@ import weakref
 from .._core.tensor import Tensor
 from ._python_dispatch import TorchDispatchMode
 from ._pytree import tensor_leaves
+from ._pytree import tree_flatten, tree_map, tree_unflatten  # noqa: F401  (torch's module has them)
+from .module_tracker import ModuleTracker  # noqa: F401  (likewise)
 
 __all__ = ["FlopCounterMode", "register_flop_formula", "get_suffix_str",
            "convert_num_with_suffix", "convert_to_percent_str", "mm_flop", "addmm_flop",
            "bmm_flop", "baddbmm_flop", "conv_flop", "conv_flop_count", "conv_backward_flop",
            "sdpa_flop", "sdpa_flop_count", "sdpa_backward_flop", "sdpa_backward_flop_count",
            "flop_registry", "get_shape", "shape_wrapper", "normalize_tuple", "suffixes"]
+
+#: this module's logger (named as PyTorch's, which scripts may configure)
+log = logging.getLogger(__name__)
 
 
 def _shape(x):
