@@ -31,7 +31,7 @@ first), then by push order (the most recent first among equal levels):
     tracing / dispatch modes (Python)  0    ``ember.utils._python_dispatch``
     autocast                          10
     vmap batching                     20
-    forward-mode AD                   30
+    forward-mode AD                   30    (20 inside vmap: NOTE [ Dual levels inside vmap ])
     profiler                          40
     inference tensors                 50    ``ember.inference_mode`` marks results
     backend selection                 -     the array type of the first input (below)
@@ -240,7 +240,27 @@ class OpOverloadPacket:
 
 class OpOverload:
     """One form of an op: what a dispatch mode receives as ``func`` (PyTorch's
-    ``OpOverload``). Calling it runs the op from the current point of the mode stack."""
+    ``OpOverload``). Calling it runs the op from the current point of the mode stack.
+
+    Args:
+        packet: the ``OpOverloadPacket`` (``ember.ops.aten.add``) it belongs to.
+        overload (str): the overload's name (``"Tensor"``, ``"default"``...).
+        run (callable): runs the op from the current point of the mode stack.
+        op (Op, optional): the registry's op.
+        is_inplace (bool): whether this form writes into its first argument.
+
+    Example::
+
+        >>> from ember.utils._python_dispatch import TorchDispatchMode
+        >>> class Log(TorchDispatchMode):
+        ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        ...         print(type(func).__name__, func)
+        ...         return func(*args, **(kwargs or {}))
+        >>> x = ember.ones(2)
+        >>> with Log():
+        ...     _ = x + 1
+        OpOverload aten.add.Tensor
+    """
 
     __slots__ = ("overloadpacket", "_overloadname", "_run", "op", "is_inplace", "is_view",
                  "__name__", "__qualname__", "__weakref__")

@@ -83,6 +83,13 @@ class CustomOpDef:
 
     Its operator is ``self._opoverload`` (``ember.ops.<ns>.<name>.default``).
 
+    Args:
+        namespace (str): the operator's namespace (``"mylib"``).
+        name (str): its name.
+        schema: its schema (parsed from ``fn``'s annotations by ``custom_op``).
+        fn (callable): the Python implementation (the default kernel).
+        tags (sequence of ember.Tag, optional): the operator's tags.
+
     Example::
 
         >>> @ember.library.custom_op("doc_cod::scale", mutates_args=())
@@ -548,6 +555,11 @@ def register_fake(op, func: Callable | None = None, /, *, lib: Library | None = 
 
 def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
     """Deprecated name of ``register_fake``.
+
+    Args:
+        qualname (str): the operator, ``"namespace::name"``.
+        func (callable, optional): the fake (meta) rule; without it, a decorator is returned.
+        lib (Library, optional): the library the registration belongs to. Keyword-only.
 
     Example::
 

@@ -41,6 +41,15 @@ def has_torch_function(relevant_args) -> bool:
 
     Returns:
         bool.
+
+    Example::
+
+        >>> class Logged(ember.Tensor):
+        ...     pass
+        >>> x = ember.ones(1)
+        >>> ember.overrides.has_torch_function((x,)), ember.overrides.has_torch_function(
+        ...     (x.as_subclass(Logged),))
+        (False, True)
     """
     if _overrides.state.all_disabled:
         return False

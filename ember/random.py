@@ -23,11 +23,18 @@ def _cuda_module():
 
 
 def manual_seed(seed) -> Generator:
-    """Seed the default generator (and the CUDA generators when CUDA is in use); returns
-    ``ember.default_generator``.
+    """Seed the default generator (and the CUDA generators when CUDA is in use).
 
-    Example::
+    ember's streams differ from PyTorch's: the same seed gives reproducible numbers in ember,
+    not the numbers PyTorch draws.
 
+    Args:
+        seed (int): the seed.
+
+    Returns:
+        ember.Generator: ``ember.default_generator``.
+
+    Example:
         >>> _ = ember.manual_seed(0)
         >>> a = ember.rand(2)
         >>> _ = ember.manual_seed(0)
@@ -42,7 +49,16 @@ def manual_seed(seed) -> Generator:
 
 
 def seed() -> int:
-    """Seed the default generator non-deterministically; returns the seed."""
+    """Seed the default generator non-deterministically (from the OS's entropy).
+
+    Returns:
+        int: the seed chosen, which ``initial_seed()`` reports from then on.
+
+    Example:
+        >>> s = ember.seed()
+        >>> ember.initial_seed() == s
+        True
+    """
     s = default_generator.seed()
     cuda = _cuda_module()
     if cuda is not None and hasattr(cuda, "manual_seed_all"):
@@ -51,17 +67,51 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
-    """The seed the default generator was last seeded with."""
+    """The seed the default generator was last seeded with.
+
+    Returns:
+        int: the seed.
+
+    Example:
+        >>> _ = ember.manual_seed(42)
+        >>> ember.initial_seed()
+        42
+    """
     return default_generator.initial_seed()
 
 
 def get_rng_state():
-    """The default generator's state, a uint8 tensor."""
+    """The default generator's state, a uint8 tensor to hand to ``set_rng_state`` later.
+
+    Returns:
+        Tensor: a copy of the state.
+
+    Example:
+        >>> state = ember.get_rng_state()
+        >>> a = ember.rand(3)
+        >>> ember.set_rng_state(state)
+        >>> bool((ember.rand(3) == a).all())
+        True
+    """
     return default_generator.get_state()
 
 
 def set_rng_state(new_state) -> None:
-    """Restore the default generator's state from ``get_rng_state()``."""
+    """Restore the default generator's state from ``get_rng_state()``.
+
+    Args:
+        new_state (Tensor): a state returned by ``get_rng_state()``.
+
+    Returns:
+        None.
+
+    Example:
+        >>> state = ember.get_rng_state()
+        >>> a = ember.randn(2)
+        >>> ember.set_rng_state(state)
+        >>> bool((ember.randn(2) == a).all())
+        True
+    """
     default_generator.set_state(new_state)
 
 
@@ -72,6 +122,12 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
     outside it: the CPU state (and that of ``devices`` on ``device_type``, default the
     accelerator, CUDA, when one is in use) is saved on entry and restored on exit, even if
     the block raises.
+
+    Args:
+        devices (iterable of ints, optional): the accelerator devices whose state is saved too.
+            Default: all of them, when one is in use.
+        enabled (bool): False makes the context do nothing. Default: True.
+        device_type (str, optional): the accelerator type of ``devices``. Default: ``"cuda"``.
 
     Example::
 

@@ -16,7 +16,23 @@ class device:
     """A device: a type ('cpu', 'cuda', ...) and, optionally, an index.
 
     ``ember.device('cuda:1')``, ``ember.device('cuda', 1)`` and ``ember.device(1)`` (a CUDA
-    index) name the same device. Objects are interned, so comparisons are cheap.
+    index) name the same device. Objects are interned, so comparisons are cheap. Used as a
+    context manager, it is the default device of the factories inside the block.
+
+    Args:
+        type_or_str (str, int or ember.device): ``"cpu"``, ``"cuda:0"``, ``"meta"``..., a CUDA
+            index, or a device (returned as is).
+        index (int, optional): the device index, when ``type_or_str`` is a bare type.
+
+    Example:
+        >>> ember.device("cuda:1") == ember.device("cuda", 1)
+        True
+        >>> d = ember.device("cpu")
+        >>> d.type, d.index
+        ('cpu', None)
+        >>> with ember.device("meta"):
+        ...     print(ember.ones(2).device)
+        meta
     """
 
     __slots__ = ("type", "index")

@@ -17,10 +17,35 @@ class _Named:
 
 
 class layout(_Named):
+    """How a tensor's elements are laid out: ``ember.strided`` (dense, ember's only layout for
+    ``Tensor``), the sparse layouts ``ember.sparse_coo``/``sparse_csr``/... (NOTE [ Sparse
+    tensors ]) and ``ember.jagged``.
+
+    Args:
+        name (str): the layout's name (the instances above are the ones to use).
+
+    Example:
+        >>> ember.zeros(2).layout
+        ember.strided
+        >>> ember.strided.name
+        'strided'
+    """
     __slots__ = ()
 
 
 class memory_format(_Named):
+    """The order in which a dense tensor's elements are stored: ``ember.contiguous_format``,
+    ``ember.channels_last`` (NHWC), ``ember.channels_last_3d``, and ``ember.preserve_format``
+    (keep the input's, for ``clone``/``to``/``*_like``).
+
+    Args:
+        name (str): the format's name (the instances above are the ones to use).
+
+    Example:
+        >>> x = ember.zeros(1, 3, 2, 2).to(memory_format=ember.channels_last)
+        >>> x.is_contiguous(memory_format=ember.channels_last), x.stride()
+        (True, (12, 1, 6, 3))
+    """
     __slots__ = ()
 
 

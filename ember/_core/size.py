@@ -6,7 +6,18 @@ from .dtype import printed_module
 
 
 class Size(tuple):
-    """A tuple subclass describing a tensor's shape."""
+    """The shape of a tensor: a tuple of ints (``Tensor.shape`` and ``Tensor.size()``).
+
+    Args:
+        seq (iterable of ints): the sizes. Default: ``()`` (the shape of a zero-dim tensor).
+
+    Example:
+        >>> s = ember.zeros(2, 3).shape
+        >>> s, s[1], s.numel()
+        (ember.Size([2, 3]), 3, 6)
+        >>> ember.Size([4]) + (5,)
+        ember.Size([4, 5])
+    """
 
     __slots__ = ()
 

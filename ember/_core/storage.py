@@ -47,7 +47,18 @@ class StorageBase:
 
 
 class UntypedStorage(StorageBase):
-    """A flat byte buffer shared by all the tensors that view it."""
+    """A flat byte buffer shared by all the tensors that view it (``Tensor.untyped_storage()``).
+
+    Args:
+        size (int): the number of bytes, zero-filled. Default: 0.
+        device (ember.device, optional): where the bytes live. Default: the CPU. Keyword-only.
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> s = x.untyped_storage()
+        >>> s.nbytes(), x[1:].untyped_storage().data_ptr() == s.data_ptr()
+        (12, True)
+    """
 
     __slots__ = ("_array", "__weakref__")
 
@@ -136,6 +147,12 @@ class TypedStorage:
     ``TypedStorage(untyped, dtype)`` wraps a byte storage (ember's own use);
     ``TypedStorage(size_or_sequence, dtype=None)`` and ``TypedStorage(wrap_storage=...,
     dtype=...)`` build one as PyTorch's constructor does (dtype: the default dtype).
+
+    Args:
+        *args: ``(untyped, dtype)``, a size, or a sequence of values.
+        wrap_storage (UntypedStorage, optional): the bytes to view. Keyword-only.
+        dtype (ember.dtype, optional): the element type. Default: the default dtype.
+        device (ember.device, optional): where a new storage lives. Default: the CPU.
 
     Example::
 
@@ -324,7 +341,9 @@ def _make_legacy(d, name):
     cls = _LegacyStorageMeta(name, (_LegacyStorage,), {
         "__slots__": (), "_dtype": d, "__module__": "ember",
         "__doc__": f"The legacy typed storage of {d} elements (a TypedStorage with dtype "
-                   f"{d}).\n\nExample::\n\n    >>> len(ember.{name}(3))\n    3\n"})
+                   f"{d}).\n\nArgs:\n    *args: a size, or a sequence of values.\n"
+                   f"    wrap_storage (UntypedStorage, optional): the bytes to view instead.\n"
+                   f"\nExample::\n\n    >>> len(ember.{name}(3))\n    3\n"})
     return cls
 
 

@@ -148,6 +148,9 @@ def _module():
 class AcceleratorError(RuntimeError):
     """An error reported by an accelerator's runtime (``torch.AcceleratorError``).
 
+    Args:
+        *args: the message (and any other arguments, as for ``RuntimeError``).
+
     Example::
 
         >>> issubclass(ember.AcceleratorError, RuntimeError)

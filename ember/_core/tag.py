@@ -12,6 +12,9 @@ import enum
 class Tag(enum.IntEnum):
     """An operator tag, as ``torch.Tag``.
 
+    Args:
+        value (int): the tag's number (members are reached by name: ``ember.Tag.pointwise``).
+
     Example::
 
         >>> ember.Tag.pointwise.name

@@ -50,7 +50,22 @@ from . import profiler_legacy  # noqa: E402,F401  (PyTorch's deprecated legacy e
 
 
 def Variable(data, requires_grad=False, volatile=False):
-    """Deprecated: returns ``data`` (a Tensor), with ``requires_grad`` set as asked."""
+    """Deprecated: returns ``data`` (a Tensor), with ``requires_grad`` set as asked (tensors
+    have been variables since PyTorch 0.4).
+
+    Args:
+        data (Tensor): the tensor.
+        requires_grad (bool): set ``data.requires_grad``. Default: False.
+        volatile (bool): ignored (removed in PyTorch 0.4).
+
+    Returns:
+        Tensor: ``data`` itself.
+
+    Example:
+        >>> x = ember.autograd.Variable(ember.ones(2), requires_grad=True)
+        >>> type(x).__name__, x.requires_grad
+        ('Tensor', True)
+    """
     if not isinstance(data, Tensor):
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     if requires_grad:
@@ -80,14 +95,50 @@ def variable(*args, **kwargs):
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-    """Compute the gradient of ``self`` w.r.t. graph leaves; see ``ember.autograd.backward``."""
+    """Compute the gradient of ``self`` with respect to the graph's leaves, accumulating it
+    into their ``.grad`` (``ember.autograd.backward((self,), ...)``).
+
+    Args:
+        gradient (Tensor, optional): the gradient of some scalar with respect to ``self``;
+            needed unless ``self`` has one element. Default: None (a one).
+        retain_graph (bool, optional): keep the graph's saved tensors for another backward.
+            Default: ``create_graph``.
+        create_graph (bool): record the backward pass itself, for higher derivatives.
+            Default: False.
+        inputs (sequence of Tensors, optional): accumulate into these only. Default: every
+            leaf.
+
+    Returns:
+        None.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> (x ** 2).sum().backward()
+        >>> x.grad
+        tensor([2., 4.])
+    """
     backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
              inputs=inputs)
 
 
 def _register_hook(self, hook):
     """Register ``hook(grad)`` to run when ``self``'s gradient is computed; it may return a
-    replacement gradient. Returns a handle with ``remove()``."""
+    replacement gradient.
+
+    Args:
+        hook (callable): called with the gradient; returns None or a new gradient.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> handle = x.register_hook(lambda grad: grad * 10)
+        >>> (x * 3).sum().backward()
+        >>> x.grad
+        tensor([30., 30.])
+        >>> handle.remove()
+    """
     if not self._rg:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self._base is not None:
@@ -115,7 +166,23 @@ def _hook_slot(self, name):
 
 
 def _register_post_accumulate_grad_hook(self, hook):
-    """Register ``hook(tensor)`` to run after a leaf's ``.grad`` was accumulated."""
+    """Register ``hook(tensor)`` to run after a leaf's ``.grad`` was accumulated (optimizers
+    that step parameter by parameter during backward use it).
+
+    Args:
+        hook (callable): called with the leaf tensor itself; its return value is ignored.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> w = ember.tensor([1.0], requires_grad=True)
+        >>> seen = []
+        >>> handle = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.item()))
+        >>> (w * 4).sum().backward()
+        >>> seen
+        [4.0]
+    """
     if not self._rg:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self._grad_fn is not None:
@@ -125,7 +192,19 @@ def _register_post_accumulate_grad_hook(self, hook):
 
 
 def _retain_grad(self):
-    """Populate ``.grad`` for this non-leaf tensor during backward."""
+    """Keep ``.grad`` for this non-leaf tensor during backward (leaves keep theirs anyway).
+
+    Returns:
+        None.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 2
+        >>> y.retain_grad()
+        >>> y.sum().backward()
+        >>> y.grad
+        tensor([1., 1.])
+    """
     if not self._rg:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self._base is not None:

@@ -436,6 +436,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         retain_graph: keep saved values for another backward (default: create_graph).
         create_graph: record the backward itself, for higher derivatives.
         inputs: accumulate only into these tensors' ``.grad``.
+        grad_variables: the legacy name of ``grad_tensors``.
+
+    Returns:
+        None.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> ember.autograd.backward([y], [ember.ones(2)])
+        >>> x.grad
+        tensor([3., 3.])
     """
     if grad_variables is not None:
         grad_tensors = grad_variables
@@ -476,8 +487,31 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs`` (``.grad`` is left alone).
 
-    Returns a tuple with one gradient per input; an input the outputs do not depend on gets
-    None with ``allow_unused=True``, zeros with ``materialize_grads=True``, else an error.
+    Args:
+        outputs (Tensor or sequence of Tensors): the tensors to differentiate.
+        inputs (Tensor or sequence of Tensors): the tensors to differentiate with respect to.
+        grad_outputs (sequence of Tensors, optional): the gradient of each output (None for
+            a scalar output: a one).
+        retain_graph (bool, optional): keep the graph for another backward. Default:
+            ``create_graph``.
+        create_graph (bool): record the computation, for higher derivatives.
+        only_inputs (bool): accepted for PyTorch compatibility (always True).
+        allow_unused (bool, optional): return None for an input the outputs do not depend
+            on, instead of raising. Default: ``materialize_grads``.
+        is_grads_batched (bool): the first dimension of each ``grad_outputs`` tensor is a
+            batch of vectors: compute one vector-Jacobian product per entry.
+        materialize_grads (bool): return zeros instead of None for unused inputs.
+
+    Returns:
+        tuple of Tensors: one gradient per input (a Tensor when ``inputs`` is one).
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> (g,) = ember.autograd.grad((x ** 3).sum(), [x], create_graph=True)
+        >>> g
+        tensor([ 3., 12.], grad_fn=<MulBackward0>)
+        >>> ember.autograd.grad(g.sum(), x)
+        (tensor([ 6., 12.]),)
     """
     if materialize_grads and allow_unused is False:
         raise ValueError(

@@ -14,15 +14,53 @@ _check_nan = True
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on (``ember.autograd.detect_anomaly`` or
+    ``set_detect_anomaly(True)``).
+
+    Returns:
+        bool: True while it is on.
+
+    Example:
+        >>> with ember.autograd.detect_anomaly():
+        ...     print(ember.is_anomaly_enabled())
+        True
+    """
     return _enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection, when on, also checks backward results for NaN.
+
+    Returns:
+        bool: the ``check_nan`` flag of the active ``detect_anomaly`` (True by default).
+
+    Example:
+        >>> ember.is_anomaly_check_nan_enabled()
+        True
+    """
     return _check_nan
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that turns anomaly detection on for its block."""
+    """Context manager (and decorator) that turns anomaly detection on for its block: a
+    backward error names the forward op that created the failing node, and (``check_nan``)
+    a backward function returning NaN raises.
+
+    Args:
+        check_nan (bool): raise when a backward function returns NaN. Default: True.
+
+    Example:
+        >>> import warnings
+        >>> x = ember.tensor([0.0], requires_grad=True)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     with ember.autograd.detect_anomaly():
+        ...         try:
+        ...             (x.sqrt() * 0).sum().backward()
+        ...         except RuntimeError as e:
+        ...             print("returned nan" in str(e))
+        True
+    """
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan
@@ -53,7 +91,19 @@ class detect_anomaly:
 
 
 class set_detect_anomaly:
-    """Turn anomaly detection on or off: at once when called, restored on exit of a block."""
+    """Turn anomaly detection on or off: at once when called, restored on exit of a block.
+
+    Args:
+        mode (bool): on (True) or off.
+        check_nan (bool): raise when a backward function returns NaN. Default: True.
+
+    Example:
+        >>> with ember.autograd.set_detect_anomaly(True):
+        ...     print(ember.is_anomaly_enabled())
+        True
+        >>> ember.is_anomaly_enabled()
+        False
+    """
 
     def __init__(self, mode: bool, check_nan: bool = True):
         global _enabled, _check_nan

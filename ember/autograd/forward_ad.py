@@ -162,7 +162,21 @@ def _no_fw(fn):
 
 class UnpackedDualTensor(NamedTuple):
     """What ``unpack_dual`` returns: the primal (a view of the dual tensor) and its tangent
-    (None when it has none at that level)."""
+    (None when it has none at that level).
+
+    Args:
+        primal (Tensor): the primal value.
+        tangent (Tensor or None): its tangent at the current level.
+
+    Example::
+
+        >>> import ember.autograd.forward_ad as fwAD
+        >>> with fwAD.dual_level():
+        ...     d = fwAD.make_dual(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 0.0]))
+        ...     p, t = fwAD.unpack_dual(d * d)
+        >>> p, t
+        (tensor([1., 4.]), tensor([2., 0.]))
+    """
 
     primal: Tensor
     tangent: Tensor | None

@@ -24,7 +24,24 @@ vmap_apply = None
 
 
 class FunctionCtx:
-    """The methods available on ``ctx`` inside ``forward``/``setup_context``/``backward``."""
+    """The methods available on ``ctx`` inside ``forward``/``setup_context``/``backward``.
+
+    Example::
+
+        >>> class Square(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * grad
+        >>> x = ember.tensor([3.0], requires_grad=True)
+        >>> Square.apply(x).backward()
+        >>> x.grad
+        tensor([6.])
+    """
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back with ``ctx.saved_tensors``."""
@@ -151,7 +168,29 @@ class FunctionMeta(type):
 
 
 class Function(FunctionCtx, metaclass=FunctionMeta):
-    """Base class of custom autograd functions. See the module docstring."""
+    """Base class of custom autograd functions (see the module docstring): subclass it with
+    static ``forward`` (and optionally ``setup_context``) and ``backward`` methods, and call
+    ``MyFunction.apply(...)``; never instantiate it.
+
+    Args:
+        *args, **kwargs: refused with a deprecation error, as in PyTorch (use ``apply``).
+
+    Example:
+        >>> class Exp(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         y = x.exp()
+        ...         ctx.save_for_backward(y)
+        ...         return y
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (y,) = ctx.saved_tensors
+        ...         return grad * y
+        >>> x = ember.tensor([0.0, 1.0], requires_grad=True)
+        >>> Exp.apply(x).sum().backward()
+        >>> x.grad
+        tensor([1.0000, 2.7183])
+    """
 
     generate_vmap_rule = False
 
@@ -321,7 +360,15 @@ def _wrap_outputs(ctx, args, out, recording):
 
 
 class NestedIOFunction(Function):
-    """Kept for API compatibility; subclass ``Function`` instead."""
+    """Kept for API compatibility; subclass ``Function`` instead.
+
+    Args:
+        *args, **kwargs: as for ``Function``.
+
+    Example:
+        >>> issubclass(ember.autograd.NestedIOFunction, ember.autograd.Function)
+        True
+    """
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,8 +390,28 @@ class _DelayedError(Node):
 
 
 def once_differentiable(fn):
-    """Decorate ``backward`` to run it without recording; differentiating its result
-    raises."""
+    """Decorate ``backward`` to run it without recording; differentiating its result raises.
+
+    Args:
+        fn (callable): the ``backward(ctx, *grads)`` static method.
+
+    Returns:
+        callable: the wrapped ``backward``.
+
+    Example:
+        >>> class Double(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     @ember.autograd.function.once_differentiable
+        ...     def backward(ctx, grad):
+        ...         return grad * 2
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> Double.apply(x).sum().backward()
+        >>> x.grad
+        tensor([2., 2.])
+    """
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):

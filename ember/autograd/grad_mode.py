@@ -125,7 +125,19 @@ class enable_grad(_NoParamDecoratorContextManager):
 
 
 class set_grad_enabled(_DecoratorContextManager):
-    """Set grad mode: at once when called, restored on exit when used as a context manager."""
+    """Turn gradient recording on or off: at once when called, and back on exit when used as a
+    context manager (or for the call when used as a decorator).
+
+    Args:
+        mode (bool): True to record operations for autograd, False not to.
+
+    Example:
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with ember.set_grad_enabled(False):
+        ...     y = x * 2
+        >>> y.requires_grad, ember.is_grad_enabled()
+        (False, True)
+    """
 
     def __init__(self, mode: bool):
         if not isinstance(mode, bool):
@@ -151,7 +163,20 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """Like ``no_grad``, and tensors made inside are inference tensors (see autograd docs)."""
+    """Like ``no_grad``, and the tensors made inside are inference tensors: they can never
+    join an autograd graph later, which lets ember skip version counting for them.
+
+    Usable as a context manager, a decorator, or a bare decorator (``@inference_mode``).
+
+    Args:
+        mode (bool): False makes it do nothing (to switch it off with a flag). Default: True.
+
+    Example:
+        >>> with ember.inference_mode():
+        ...     y = ember.ones(2) * 2
+        >>> y.requires_grad, y.is_inference()
+        (False, True)
+    """
 
     def __init__(self, mode: bool = True):
         self.mode = mode
@@ -258,10 +283,31 @@ def _inference_bump_check(t):
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations are being recorded for autograd in this thread (grad mode).
+
+    Returns:
+        bool: False inside ``no_grad()``, ``inference_mode()`` or ``set_grad_enabled(False)``.
+
+    Example:
+        >>> with ember.no_grad():
+        ...     inside = ember.is_grad_enabled()
+        >>> inside, ember.is_grad_enabled()
+        (False, True)
+    """
     return _state.grad_enabled
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside ``ember.inference_mode()``.
+
+    Returns:
+        bool: True inside the block.
+
+    Example:
+        >>> with ember.inference_mode():
+        ...     print(ember.is_inference_mode_enabled())
+        True
+    """
     return _state.inference_mode
 
 

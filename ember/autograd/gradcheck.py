@@ -165,6 +165,26 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     otherwise raises ``GradcheckError`` naming the output, the input and the worst element
     (or returns False with ``raise_exception=False``).
 
+    Args:
+        func (callable): takes the inputs, returns a tensor or a tuple of tensors.
+        inputs (Tensor or tuple): the inputs; those requiring grad are checked.
+        eps (float): the finite-difference step. Keyword-only, as the rest.
+        atol (float): the absolute tolerance.
+        rtol (float): the relative tolerance.
+        raise_exception (bool): raise ``GradcheckError`` on failure (else return False).
+        nondet_tol (float): the tolerance for non-determinism between two backward runs.
+        check_undefined_grad (bool): check that undefined output gradients are handled.
+        check_grad_dtypes (bool): check that gradients have their inputs' dtypes.
+        check_batched_grad (bool): also check the gradients computed with ``vmap``.
+        check_batched_forward_grad (bool): also check batched forward-mode gradients.
+        check_forward_ad (bool): also check forward-mode derivatives (``jvp``).
+        check_backward_ad (bool): check reverse-mode derivatives.
+        fast_mode (bool): check a random projection of the Jacobian instead of all of it.
+        masked (bool, optional): accepted for PyTorch compatibility.
+
+    Returns:
+        bool: True when the check passes.
+
     Example::
 
         >>> import ember
@@ -238,6 +258,33 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     """Check second derivatives: gradcheck of the function ``(inputs, v) -> vjp(v)``.
 
     ``grad_outputs`` default to random float64 tensors shaped like the outputs.
+
+    Args:
+        func (callable): takes the inputs, returns a tensor or a tuple of tensors.
+        inputs (Tensor or tuple): the inputs (float64, requiring grad).
+        grad_outputs (tuple of Tensors, optional): the vectors ``v``.
+        eps (float): the finite-difference step, as in ``gradcheck``. Keyword-only, as the
+            rest.
+        atol (float): the absolute tolerance.
+        rtol (float): the relative tolerance.
+        raise_exception (bool): raise on failure (else return False).
+        nondet_tol (float): the tolerance for non-determinism.
+        check_undefined_grad (bool): as in ``gradcheck``.
+        check_grad_dtypes (bool): as in ``gradcheck``.
+        check_batched_grad (bool): as in ``gradcheck``.
+        fast_mode (bool): as in ``gradcheck``.
+        masked (bool): accepted for PyTorch compatibility.
+        gen_non_contig_grad_outputs (bool): use non-contiguous random ``grad_outputs``.
+        check_fwd_over_rev (bool): also check forward-over-reverse derivatives.
+        check_rev_over_rev (bool): check reverse-over-reverse derivatives.
+
+    Returns:
+        bool: True when the check passes.
+
+    Example:
+        >>> x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+        >>> ember.autograd.gradgradcheck(lambda t: t ** 3, (x,))
+        True
     """
     inputs = _as_tuple(inputs)
     outs = _outputs(func, inputs)

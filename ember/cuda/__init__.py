@@ -42,6 +42,9 @@ default_generators: tuple = ()
 class OutOfMemoryError(RuntimeError):
     """Raised when a CUDA allocation fails (PyTorch's ``torch.cuda.OutOfMemoryError``).
 
+    Args:
+        *args: the message (and any other arguments, as for ``RuntimeError``).
+
     Example::
 
         >>> issubclass(ember.cuda.OutOfMemoryError, RuntimeError)

@@ -53,7 +53,18 @@ def gpu_count() -> int:
 
 def require_gpu() -> None:
     """Raise as PyTorch does when a function needs a GPU and there is none (see NOTE [ CUDA
-    without a GPU ])."""
+    without a GPU ]).
+
+    Example::
+
+        >>> try:
+        ...     ember.cuda.require_gpu()
+        ... except (AssertionError, RuntimeError):
+        ...     print("no GPU here")
+        ... else:
+        ...     print("a GPU is available")
+        no GPU here
+    """
     if not is_compiled():
         raise AssertionError(NOT_COMPILED)
     if gpu_count() == 0:

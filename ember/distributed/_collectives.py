@@ -196,6 +196,9 @@ _DEBUG = [DebugLevel.OFF]
 def set_debug_level(level) -> None:
     """Set the debug level (a ``DebugLevel``).
 
+    Args:
+        level (DebugLevel): ``OFF``, ``INFO`` or ``DETAIL``.
+
     Example::
 
         >>> ember.distributed.set_debug_level(ember.distributed.DebugLevel.OFF)
@@ -881,6 +884,13 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
 def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
     """Send ``tensor`` to rank ``dst`` and wait until it has been taken.
 
+    Args:
+        tensor (Tensor): the tensor to send.
+        dst (int, optional): the global rank of the receiver.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        tag (int): matches a ``recv`` with the same tag. Default: 0.
+        group_dst (int, optional): the receiver's rank within ``group`` (instead of ``dst``).
+
     Example::
 
         >>> ember.distributed.send(ember.ones(2), dst=1)  # doctest: +SKIP
@@ -892,6 +902,13 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
     """Receive into ``tensor`` from rank ``src`` (any when None); the sender's rank.
+
+    Args:
+        tensor (Tensor): filled in place with the received data.
+        src (int, optional): the global rank of the sender (None: any).
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        tag (int): matches a ``send`` with the same tag. Default: 0.
+        group_src (int, optional): the sender's rank within ``group`` (instead of ``src``).
 
     Example::
 
@@ -932,6 +949,9 @@ class P2POp:
 def batch_isend_irecv(p2p_op_list) -> list:
     """Start every send and receive of ``p2p_op_list``; their ``Work`` handles.
 
+    Args:
+        p2p_op_list (list of P2POp): the sends and receives to start together.
+
     Example::
 
         >>> ember.distributed.batch_isend_irecv([])  # doctest: +SKIP
@@ -944,6 +964,11 @@ def batch_isend_irecv(p2p_op_list) -> list:
 
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every process of the group has reached this call.
+
+    Args:
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        async_op (bool): return a ``Work`` to wait on instead of blocking.
+        device_ids (list of ints, optional): accepted for PyTorch compatibility.
 
     Returns:
         None, or a ``Work`` handle with ``async_op=True``.
@@ -1069,6 +1094,11 @@ def _allgather_pickled(pg, obj, name):
 def all_gather_object(object_list, obj, group=None) -> None:
     """Fill ``object_list`` (one slot per rank) with every rank's ``obj``.
 
+    Args:
+        object_list (list): filled with one object per rank (its length is the world size).
+        obj (object): this rank's picklable object.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+
     Example::
 
         >>> out = [None, None]
@@ -1083,6 +1113,13 @@ def all_gather_object(object_list, obj, group=None) -> None:
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
     """Collect every rank's ``obj`` into ``object_gather_list`` on rank ``dst``.
+
+    Args:
+        obj (object): this rank's picklable object.
+        object_gather_list (list, optional): on ``dst``, filled with one object per rank.
+        dst (int, optional): the global rank that gathers. Default: 0.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        group_dst (int, optional): the gathering rank within ``group``.
 
     Example::
 
@@ -1100,6 +1137,13 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
                         group=None, group_src=None) -> None:
     """Put entry i of rank ``src``'s input list into rank i's ``scatter_object_output_list[0]``.
+
+    Args:
+        scatter_object_output_list (list): its first entry receives this rank's object.
+        scatter_object_input_list (list, optional): on ``src``, one picklable object per rank.
+        src (int, optional): the scattering global rank. Default: 0.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        group_src (int, optional): the scattering rank within ``group``.
 
     Example::
 

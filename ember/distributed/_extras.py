@@ -180,6 +180,12 @@ class ProcessGroupGloo(ProcessGroup):
     """The "gloo" process group type (ember runs it on MPI; see NOTE [ Engine ]). Groups
     are made by ``init_process_group`` / ``new_group``, not by this constructor.
 
+    Args:
+        comm: the MPI communicator the group runs on.
+        ranks (list of ints): the global ranks of its members.
+        backend (str): the backend name (``"gloo"``).
+        timeout (datetime.timedelta): the collectives' timeout.
+
     Example::
 
         >>> issubclass(ember.distributed.ProcessGroupGloo, ember.distributed.ProcessGroup)
@@ -237,6 +243,9 @@ class BackendConfig:
 def get_backend_config(group=None) -> str:
     """The backend string of ``group`` (e.g. ``"cpu:gloo,cuda:gloo"``).
 
+    Args:
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+
     Example::
 
         >>> ember.distributed.get_backend_config()  # doctest: +SKIP
@@ -247,6 +256,9 @@ def get_backend_config(group=None) -> str:
 
 def get_default_backend_for_device(device) -> str:
     """The default backend for a device type: "gloo" for CPU, "nccl" for CUDA.
+
+    Args:
+        device (str or ember.device): a device or device type (``"cpu"``, ``"cuda"``).
 
     Example::
 
@@ -262,6 +274,9 @@ def get_default_backend_for_device(device) -> str:
 
 def is_backend_available(backend: str) -> bool:
     """Whether the backend name can be used here.
+
+    Args:
+        backend (str): a backend name (``"gloo"``, ``"nccl"``, ``"mpi"``).
 
     Example::
 
@@ -303,6 +318,9 @@ def is_xccl_available() -> bool:
 def supports_complex(reduceOp) -> bool:
     """Whether ``reduceOp`` is defined on complex tensors (not MAX, MIN, PRODUCT, bitwise).
 
+    Args:
+        reduceOp (ReduceOp): the reduction.
+
     Example::
 
         >>> ember.distributed.supports_complex(ember.distributed.ReduceOp.MAX)
@@ -328,6 +346,9 @@ def get_pg_count() -> int:
 def get_node_local_rank(fallback_rank=None) -> int:
     """This process's rank on its machine (``LOCAL_RANK``), or ``fallback_rank``.
 
+    Args:
+        fallback_rank (int, optional): returned when ``LOCAL_RANK`` is not set (else that raises).
+
     Raises:
         RuntimeError: LOCAL_RANK is unset and no fallback was given.
 
@@ -347,6 +368,9 @@ def get_node_local_rank(fallback_rank=None) -> int:
 
 def record_comm(name: str):
     """A context manager naming the collectives inside it in profiles (no effect here).
+
+    Args:
+        name (str): the label of the recorded communication.
 
     Example::
 
@@ -411,6 +435,12 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, asy
     """``all_gather`` of several tensors: ``output_tensor_lists[r][i]`` receives rank r's
     ``input_tensor_list[i]``.
 
+    Args:
+        output_tensor_lists (list of lists of Tensors): one list per rank, filled in place.
+        input_tensor_list (list of Tensors): this rank's tensors.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        async_op (bool): return a ``Work`` to wait on instead of blocking. Default: False.
+
     Returns:
         None, or a ``Work`` handle with ``async_op=True``.
 
@@ -435,6 +465,12 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, asy
 def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     """``all_gather_into_tensor`` under its older name.
 
+    Args:
+        output_tensor (Tensor): receives every rank's ``input_tensor``, concatenated.
+        input_tensor (Tensor): this rank's tensor.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        async_op (bool): return a ``Work`` to wait on instead of blocking. Default: False.
+
     Example::
 
         >>> ember.distributed.all_gather_single(ember.zeros(4), ember.ones(2))  # doctest: +SKIP
@@ -447,6 +483,13 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
 def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """``reduce_scatter_tensor`` under its older name.
 
+    Args:
+        output (Tensor): receives this rank's share of the reduced ``input``.
+        input (Tensor): this rank's tensor (world size times ``output``'s size).
+        op (ReduceOp): the reduction. Default: ``ReduceOp.SUM``.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        async_op (bool): return a ``Work`` to wait on instead of blocking. Default: False.
+
     Example::
 
         >>> ember.distributed.reduce_scatter_single(ember.zeros(1), ember.ones(2))  # doctest: +SKIP
@@ -456,6 +499,13 @@ def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None):
     """Send picklable objects to rank ``dst`` (which calls ``recv_object_list``).
+
+    Args:
+        object_list (list): the picklable objects.
+        dst (int, optional): the receiver's global rank.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        device (ember.device, optional): accepted for PyTorch compatibility.
+        group_dst (int, optional): the receiver's rank within ``group``.
 
     Example::
 
@@ -473,6 +523,13 @@ def send_object_list(object_list, dst=None, group=None, device=None, group_dst=N
 def recv_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Receive objects sent by ``send_object_list`` into ``object_list`` (its length must
     match); the sender's rank.
+
+    Args:
+        object_list (list): filled in place (its length must match the sender's list).
+        src (int, optional): the sender's global rank (None: any).
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        device (ember.device, optional): accepted for PyTorch compatibility.
+        group_src (int, optional): the sender's rank within ``group``.
 
     Example::
 
@@ -507,6 +564,13 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=
                                  pg_options=None, group_desc=None):
     """Make one group per list of global ranks (every process calls it).
 
+    Args:
+        ranks_per_subgroup_list (list of lists of ints): the global ranks of each group.
+        timeout (datetime.timedelta, optional): the groups' collective timeout.
+        backend (str, optional): the backend of the new groups. Default: the default group's.
+        pg_options (optional): accepted for PyTorch compatibility.
+        group_desc (str, optional): a description, shown in errors.
+
     Returns:
         (this rank's subgroup, all the subgroups it created; non-members get
         ``NON_GROUP_MEMBER`` entries)
@@ -539,6 +603,14 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
                   group_desc=None):
     """Split the world into consecutive subgroups of ``group_size`` ranks.
 
+    Args:
+        group_size (int, optional): the ranks per subgroup. Default: the local world size.
+        group (ProcessGroup, optional): accepted for PyTorch compatibility.
+        timeout (datetime.timedelta, optional): the groups' collective timeout.
+        backend (str, optional): the backend of the new groups. Default: the default group's.
+        pg_options (optional): accepted for PyTorch compatibility.
+        group_desc (str, optional): a description, shown in errors.
+
     Returns:
         (this rank's subgroup, all the subgroups)
 
@@ -568,6 +640,13 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     """Split ``parent_pg`` (the default group) into the groups of ``split_ranks``; this
     rank's new group (None if it is in none).
 
+    Args:
+        parent_pg (ProcessGroup, optional): the group to split. Default: the default group.
+        split_ranks (list of lists of ints): the global ranks of each new group.
+        timeout (datetime.timedelta, optional): the new groups' collective timeout.
+        pg_options (optional): accepted for PyTorch compatibility.
+        group_desc (str, optional): a description, shown in errors.
+
     Example::
 
         >>> ember.distributed.split_group(split_ranks=[[0], [1]])  # doctest: +SKIP
@@ -587,6 +666,12 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
 def shrink_group(ranks_to_exclude, group=None, shrink_flags=0, pg_options=None):
     """A group of ``group``'s members less ``ranks_to_exclude`` (called by the remaining
     members and the excluded ones alike).
+
+    Args:
+        ranks_to_exclude (list of ints): the ranks (within ``group``) left out.
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+        shrink_flags (int): accepted for PyTorch compatibility. Default: 0.
+        pg_options (optional): accepted for PyTorch compatibility.
 
     Example::
 
@@ -744,6 +829,12 @@ class DeviceMesh:
 def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None, backend_override=None):
     """A ``DeviceMesh`` of ``mesh_shape`` over the ranks 0..world_size-1 in order (the
     default process group must exist, or is made from the environment).
+
+    Args:
+        device_type (str): ``"cpu"`` or ``"cuda"``.
+        mesh_shape (tuple of ints): the mesh's shape; its product is the world size.
+        mesh_dim_names (tuple of str, optional): a name per mesh dimension. Keyword-only.
+        backend_override (dict, optional): accepted for PyTorch compatibility. Keyword-only.
 
     Raises:
         RuntimeError: the mesh's size is not the world size.

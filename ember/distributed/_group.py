@@ -25,7 +25,13 @@ _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
 
 class DistBackendError(DistError):
-    """A collective failed or timed out in the backend (``torch.distributed.DistBackendError``)."""
+    """A collective failed or timed out in the backend (``torch.distributed.DistBackendError``).
+
+    Example::
+
+        >>> issubclass(ember.distributed.DistBackendError, ember.distributed.DistError)
+        True
+    """
 
 
 class Backend(str):
@@ -122,6 +128,14 @@ class Work:
     ``wait()`` blocks until it is done (raising DistBackendError after the group's
     timeout); ``is_completed()`` asks without blocking. The received data is written into
     the output tensors when the operation completes.
+
+    Args:
+        requests (sequence): the pending MPI requests.
+        finish (callable, optional): run once they completed (unpacks received data).
+        outputs (sequence of Tensors): the tensors the collective writes.
+        timeout (float, optional): seconds ``wait()`` waits before raising.
+        name (str): the collective's name, for error messages.
+        result (optional): what ``result()`` returns (default: ``outputs``).
 
     Example::
 
@@ -474,6 +488,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
 def get_rank(group=None) -> int:
     """This process's rank in ``group`` (default group by default); -1 outside it.
 
+    Args:
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+
     Returns:
         int
 
@@ -489,6 +506,9 @@ def get_rank(group=None) -> int:
 
 def get_world_size(group=None) -> int:
     """How many processes ``group`` holds; -1 outside it.
+
+    Args:
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
 
     Returns:
         int
@@ -506,6 +526,9 @@ def get_world_size(group=None) -> int:
 def get_backend(group=None) -> Backend:
     """The backend name of ``group`` ("gloo", "mpi").
 
+    Args:
+        group (ProcessGroup, optional): the group. Default: the default (world) group.
+
     Returns:
         Backend
 
@@ -522,6 +545,9 @@ def get_backend(group=None) -> Backend:
 def get_process_group_ranks(group) -> list:
     """The global ranks of ``group``'s members, in group-rank order.
 
+    Args:
+        group (ProcessGroup or None): the group (None: the default group).
+
     Example::
 
         >>> ember.distributed.get_process_group_ranks(None)  # doctest: +SKIP
@@ -532,6 +558,10 @@ def get_process_group_ranks(group) -> list:
 
 def get_global_rank(group, group_rank: int) -> int:
     """The global rank of ``group_rank`` in ``group``.
+
+    Args:
+        group (ProcessGroup or None): the group (None: the default group).
+        group_rank (int): a rank within ``group``.
 
     Example::
 
@@ -546,6 +576,10 @@ def get_global_rank(group, group_rank: int) -> int:
 
 def get_group_rank(group, global_rank: int) -> int:
     """The rank within ``group`` of the process with ``global_rank``.
+
+    Args:
+        group (ProcessGroup or None): the group (None: the default group).
+        global_rank (int): a global rank, member of ``group``.
 
     Example::
 

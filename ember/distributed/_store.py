@@ -30,11 +30,23 @@ _DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)
 
 
 class DistError(RuntimeError):
-    """An error of the distributed package (PyTorch's ``torch.distributed.DistError``)."""
+    """An error of the distributed package (PyTorch's ``torch.distributed.DistError``).
+
+    Example::
+
+        >>> issubclass(ember.distributed.DistError, RuntimeError)
+        True
+    """
 
 
 class DistStoreError(DistError):
-    """A store operation failed or timed out (``torch.distributed.DistStoreError``)."""
+    """A store operation failed or timed out (``torch.distributed.DistStoreError``).
+
+    Example::
+
+        >>> issubclass(ember.distributed.DistStoreError, ember.distributed.DistError)
+        True
+    """
 
 
 def _as_bytes(value) -> bytes:
@@ -61,6 +73,9 @@ class Store:
     Subclasses implement ``_set``, ``_get_nowait`` (None when absent), ``_add``,
     ``_compare_set``, ``_delete`` and ``_num_keys``; waiting is done here by polling, or
     by the subclass's ``_wait_for`` when it can block efficiently.
+
+    Args:
+        timeout (datetime.timedelta): how long ``get``/``wait`` wait for a key. Default: 300 s.
 
     Example::
 

@@ -22,6 +22,10 @@ def register_rendezvous_handler(scheme, handler) -> None:
     """Make ``init_method="<scheme>://..."`` call ``handler(url, **kwargs)``, which yields
     ``(store, rank, world_size)``.
 
+    Args:
+        scheme (str): the URL scheme (``"tcp"``, ``"env"``, ``"file"``, or one of yours).
+        handler (callable): ``handler(url, **kwargs)`` yielding ``(store, rank, world_size)``.
+
     Raises:
         RuntimeError: the scheme already has a handler.
 

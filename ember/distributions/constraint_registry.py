@@ -25,6 +25,10 @@ __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 class ConstraintRegistry:
     """A table from constraint classes to factories ``constraint -> Transform``.
 
+    Args:
+        constraint (Constraint): when the registry is called, the constraint to find a
+            transform for (its class looks up the factory).
+
     Example::
 
         >>> registry = ConstraintRegistry()

@@ -20,6 +20,11 @@ class ExponentialFamily(Distribution):
     Subclasses provide ``_natural_params`` (a tuple of tensors), ``_log_normalizer(*params)``
     and ``_mean_carrier_measure`` (``E[log h(x)]``); ``entropy`` then needs nothing else.
 
+    Args:
+        batch_shape (ember.Size): the shape of the batch of distributions.
+        event_shape (ember.Size): the shape of one sample.
+        validate_args (bool, optional): check parameters and samples against their constraints.
+
     Example::
 
         >>> from ember.distributions import Exponential

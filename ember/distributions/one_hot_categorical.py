@@ -103,6 +103,11 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
     """A one-hot categorical whose ``rsample`` passes gradients straight through: the value
     is the one-hot sample, its gradient that of ``probs`` (Bengio et al., 2013).
 
+    Args:
+        probs (Tensor, optional): event probabilities (give ``probs`` or ``logits``).
+        logits (Tensor, optional): event log-odds.
+        validate_args (bool, optional): check parameters and samples against their constraints.
+
     Example::
 
         >>> logits = ember.zeros(3, requires_grad=True)

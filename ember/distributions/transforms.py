@@ -41,6 +41,10 @@ __all__ = [
 class ExpTransform(Transform):
     """``y = exp(x)``: the real line onto the positive reals.
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> ExpTransform()(ember.tensor(0.0))
@@ -126,6 +130,10 @@ def _clipped_sigmoid(x):
 class SigmoidTransform(Transform):
     """``y = 1 / (1 + exp(-x))``: the real line onto the unit interval.
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> SigmoidTransform()(ember.tensor(0.0))
@@ -156,6 +164,10 @@ class SigmoidTransform(Transform):
 class SoftplusTransform(Transform):
     """``y = log(1 + exp(x))``: the real line onto the positive reals.
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> SoftplusTransform()(ember.tensor(0.0))
@@ -184,6 +196,10 @@ class SoftplusTransform(Transform):
 class TanhTransform(Transform):
     """``y = tanh(x)``: the real line onto ``(-1, 1)``.
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> TanhTransform()(ember.tensor(0.0))
@@ -211,6 +227,10 @@ class TanhTransform(Transform):
 
 class AbsTransform(Transform):
     """``y = |x|`` (not injective: the inverse returns the non-negative pre-image).
+
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
 
     Example::
 
@@ -327,6 +347,10 @@ class CorrCholeskyTransform(Transform):
     the factor is built by stick-breaking, ``y_ij = r_ij sqrt(prod_{k<j} (1 - r_ik^2))``,
     so every row has unit norm and a positive diagonal.
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> CorrCholeskyTransform()(ember.zeros(3)).shape
@@ -380,6 +404,10 @@ class SoftmaxTransform(Transform):
     """Unconstrained vectors onto the simplex by ``softmax`` (not bijective: the inverse is
     the log, one of many pre-images).
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> SoftmaxTransform()(ember.zeros(2))
@@ -416,6 +444,10 @@ class StickBreakingTransform(Transform):
     Entry ``k`` takes the fraction ``z_k = sigmoid(x_k - log(K - k))`` of the stick left;
     the shift makes ``x = 0`` map to the uniform vector. A bijection with a triangular
     Jacobian.
+
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
 
     Example::
 
@@ -465,6 +497,10 @@ class LowerCholeskyTransform(Transform):
     """Unconstrained square matrices onto lower-triangular matrices with a positive
     diagonal: keep the strict lower triangle, exponentiate the diagonal.
 
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
+
     Example::
 
         >>> LowerCholeskyTransform()(ember.zeros(2, 2))
@@ -488,6 +524,10 @@ class LowerCholeskyTransform(Transform):
 class PositiveDefiniteTransform(Transform):
     """Unconstrained square matrices onto positive-definite ones: ``L L^T`` with ``L`` from
     :class:`LowerCholeskyTransform`.
+
+    Args:
+        cache_size (int): 0 (no cache) or 1 (remember the last ``x``/``y`` pair, so ``inv(t(x))``
+            returns ``x`` itself). Default: 0.
 
     Example::
 

@@ -43,10 +43,34 @@ _created_files: set = set()
 
 
 def get_sharing_strategy():
+    """How tensors are shared between processes: ``"file_descriptor"`` (the default: an
+    anonymous file, passed as a descriptor) or ``"file_system"`` (a named file).
+
+    Returns:
+        str: the current strategy.
+
+    Example:
+        >>> ember.multiprocessing.get_sharing_strategy()
+        'file_descriptor'
+    """
     return _strategy[0]
 
 
 def set_sharing_strategy(new_strategy):
+    """Choose how tensors are shared between processes (see ``get_sharing_strategy``).
+
+    Args:
+        new_strategy (str): one of ``get_all_sharing_strategies()``.
+
+    Returns:
+        None.
+
+    Example:
+        >>> ember.multiprocessing.set_sharing_strategy("file_system")
+        >>> ember.multiprocessing.get_sharing_strategy()
+        'file_system'
+        >>> ember.multiprocessing.set_sharing_strategy("file_descriptor")
+    """
     if new_strategy not in _STRATEGIES:
         raise RuntimeError(f"Sharing strategy {new_strategy!r} is not supported; choose one "
                            f"of {_STRATEGIES}")
@@ -54,6 +78,15 @@ def set_sharing_strategy(new_strategy):
 
 
 def get_all_sharing_strategies():
+    """The sharing strategies this system supports.
+
+    Returns:
+        set of str: the strategy names.
+
+    Example:
+        >>> sorted(ember.multiprocessing.get_all_sharing_strategies())
+        ['file_descriptor', 'file_system']
+    """
     return set(_STRATEGIES)
 
 

@@ -19,11 +19,35 @@ class ProcessException(Exception):
 
 
 class ProcessRaisedException(ProcessException):
-    """A spawned process raised an exception."""
+    """A spawned process raised an exception; the message holds its traceback.
+
+    Args:
+        msg (str): the message (the child's traceback).
+        error_index (int): the index of the failed process.
+        pid (int): its process id.
+
+    Example:
+        >>> e = ember.multiprocessing.ProcessRaisedException("boom", 1, 4242)
+        >>> e.error_index, e.pid, str(e)
+        (1, 4242, 'boom')
+    """
 
 
 class ProcessExitedException(ProcessException):
-    """A spawned process exited with a nonzero code or was killed by a signal."""
+    """A spawned process exited with a nonzero code or was killed by a signal.
+
+    Args:
+        msg (str): the message.
+        error_index (int): the index of the failed process.
+        error_pid (int): its process id.
+        exit_code (int): its exit code (negative: killed by a signal).
+        signal_name (str, optional): the signal's name, when killed by one.
+
+    Example:
+        >>> e = ember.multiprocessing.ProcessExitedException("exited", 0, 4242, -9, "SIGKILL")
+        >>> e.exit_code, e.signal_name
+        (-9, 'SIGKILL')
+    """
 
     def __init__(self, msg, error_index, error_pid, exit_code, signal_name=None):
         super().__init__(msg, error_index, error_pid)
@@ -45,6 +69,19 @@ def _wrap(fn, i, args, error_queue):
 
 
 class ProcessContext:
+    """The processes ``spawn(..., join=False)`` started: ``join()`` waits for them (re-raising
+    the first failure as ``ProcessRaisedException``/``ProcessExitedException``), ``pids()``
+    lists their ids.
+
+    Args:
+        processes (list of multiprocessing.Process): the processes.
+        error_queues (list of queues): where each process reports its traceback.
+
+    Example:
+        >>> ctx = ember.multiprocessing.ProcessContext([], [])
+        >>> ctx.pids()
+        []
+    """
     def __init__(self, processes, error_queues):
         self.processes = processes
         self.error_queues = error_queues
@@ -122,5 +159,25 @@ def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method
 
 
 def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
-    """Run ``fn(i, *args)`` for i in range(nprocs) in new processes (PyTorch's helper)."""
+    """Run ``fn(i, *args)`` for i in range(nprocs) in new processes (PyTorch's helper).
+
+    Args:
+        fn (callable): a module-level function (picklable); it receives the process index
+            first.
+        args (tuple): the other arguments of ``fn``. Default: ``()``.
+        nprocs (int): the number of processes. Default: 1.
+        join (bool): wait for them (and re-raise the first failure). Default: True.
+        daemon (bool): start them as daemons. Default: False.
+        start_method (str): ``"spawn"``, ``"fork"`` or ``"forkserver"``. Default: ``"spawn"``.
+
+    Returns:
+        None when ``join``; else the ``ProcessContext`` to join later.
+
+    Example:
+        >>> import os
+        >>> ctx = ember.multiprocessing.spawn(os._exit, nprocs=1, join=False,
+        ...                                   start_method="fork")  # process 0: os._exit(0)
+        >>> ctx.join()
+        True
+    """
     return start_processes(fn, args, nprocs, join, daemon, start_method)

@@ -80,7 +80,13 @@ def supported_activities():
 
 
 def kineto_available() -> bool:
-    """True: ember's profiler offers the Kineto-based API (``ember.profiler.profile``)."""
+    """True: ember's profiler offers the Kineto-based API (``ember.profiler.profile``).
+
+    Example::
+
+        >>> ember.profiler.kineto_available()
+        True
+    """
     return True
 
 
@@ -559,7 +565,14 @@ class profile(_KinetoProfile):
 
 class ExecutionTraceObserver:
     """PyTorch's execution-graph observer; ember records no execution graph, so this
-    observer registers, writes an empty graph file, and reports itself as not running."""
+    observer registers, writes an empty graph file, and reports itself as not running.
+
+    Example::
+
+        >>> obs = ember.profiler.ExecutionTraceObserver()
+        >>> obs.is_registered()
+        False
+    """
 
     def __init__(self):
         self._path = None

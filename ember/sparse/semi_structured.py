@@ -26,9 +26,17 @@ class SparseSemiStructuredTensor(Tensor):
     """The 2:4 semi-structured sparse tensor class of PyTorch's CUDA builds: constructing one
     raises RuntimeError on ember (no CUDA), as :func:`to_sparse_semi_structured` does.
 
+    Args:
+        *args: PyTorch's constructor arguments (refused on ember).
+        **kwargs: PyTorch's constructor arguments (refused on ember).
+
     Example::
 
-        >>> ember.sparse.SparseSemiStructuredTensor  # doctest: +SKIP
+        >>> try:
+        ...     ember.sparse.SparseSemiStructuredTensor(ember.ones(4, 4))
+        ... except RuntimeError as e:
+        ...     print(str(e)[:47])
+        SparseSemiStructuredTensor: only CUDA tensors a
     """
 
     __torch_function__ = None  # takes no part in the protocol (it is never instantiated)
@@ -39,8 +47,30 @@ class SparseSemiStructuredTensor(Tensor):
 
 
 class SparseSemiStructuredTensorCUTLASS(SparseSemiStructuredTensor):
-    """The CUTLASS-backed 2:4 sparse tensor (CUDA only): raises on ember."""
+    """The CUTLASS-backed 2:4 sparse tensor (CUDA only): raises on ember.
+
+    Args:
+        *args: PyTorch's constructor arguments (refused on ember).
+        **kwargs: PyTorch's constructor arguments (refused on ember).
+
+    Example::
+
+        >>> issubclass(ember.sparse.SparseSemiStructuredTensorCUTLASS,
+        ...            ember.sparse.SparseSemiStructuredTensor)
+        True
+    """
 
 
 class SparseSemiStructuredTensorCUSPARSELT(SparseSemiStructuredTensor):
-    """The cuSPARSELt-backed 2:4 sparse tensor (CUDA only): raises on ember."""
+    """The cuSPARSELt-backed 2:4 sparse tensor (CUDA only): raises on ember.
+
+    Args:
+        *args: PyTorch's constructor arguments (refused on ember).
+        **kwargs: PyTorch's constructor arguments (refused on ember).
+
+    Example::
+
+        >>> issubclass(ember.sparse.SparseSemiStructuredTensorCUSPARSELT,
+        ...            ember.sparse.SparseSemiStructuredTensor)
+        True
+    """

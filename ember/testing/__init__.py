@@ -42,6 +42,26 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, chec
 
     Tolerances default by dtype as in ``torch.testing.assert_close``; shapes must match and,
     with ``check_dtype``, dtypes too (compared by name, so ember and torch tensors compare).
+
+    Args:
+        actual: the value tested.
+        expected: the reference value.
+        rtol (float, optional): the relative tolerance (give ``atol`` too). Default: by dtype.
+        atol (float, optional): the absolute tolerance (give ``rtol`` too). Default: by dtype.
+        equal_nan (bool): NaNs in the same places compare equal. Default: True.
+        check_dtype (bool): require the same dtype. Default: True.
+        msg (str, optional): added to the error message.
+
+    Returns:
+        None; raises AssertionError naming the greatest difference and where it is.
+
+    Example:
+        >>> ember.testing.assert_close(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0 + 1e-7]))
+        >>> try:
+        ...     ember.testing.assert_close(ember.tensor([1.0]), ember.tensor([1.1]))
+        ... except AssertionError as e:
+        ...     print(str(e).splitlines()[0][:22])
+        tensors are not close
     """
     if isinstance(actual, (list, tuple)) and not isinstance(expected, (Tensor, np.ndarray)):
         if len(actual) != len(expected):
@@ -87,7 +107,28 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, chec
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=False,
                 noncontiguous=False, exclude_zero=False, rng=None):
     """A tensor of ``shape`` with values drawn uniformly (ints in [low, high), floats in
-    [low, high), defaults -9..9), optionally non-contiguous or with zeros replaced."""
+    [low, high), defaults -9..9), optionally non-contiguous or with zeros replaced.
+
+    Args:
+        *shape (int): the shape (integers, or one tuple).
+        dtype (ember.dtype): the dtype. Keyword-only, as the rest.
+        device (ember.device, optional): the device. Default: the CPU.
+        low (Number, optional): the lowest value. Default: -9.
+        high (Number, optional): the bound of the values. Default: 9.
+        requires_grad (bool): whether the result requires grad. Default: False.
+        noncontiguous (bool): return a non-contiguous view with the same values.
+        exclude_zero (bool): replace zeros by a small non-zero value.
+        rng (numpy.random.Generator, optional): the source of the values. Default: seeded
+            with 0, so calls are reproducible.
+
+    Returns:
+        Tensor: the new tensor.
+
+    Example:
+        >>> t = ember.testing.make_tensor(2, 3, dtype=ember.int64, low=0, high=5)
+        >>> t.shape, t.dtype, bool(((t >= 0) & (t < 5)).all())
+        (ember.Size([2, 3]), ember.int64, True)
+    """
     from .. import _ops  # noqa: F401
     from .._ops.from_data import from_numpy
 

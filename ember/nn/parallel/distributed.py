@@ -669,6 +669,10 @@ class DistributedDataParallelCPU(DistributedDataParallel):
     """The old name of ``DistributedDataParallel`` for CPU modules (deprecated: a
     FutureWarning).
 
+    Args:
+        *args: as for ``DistributedDataParallel``.
+        **kwargs: as for ``DistributedDataParallel``.
+
     Example::
 
         >>> ember.nn.parallel.DistributedDataParallelCPU(net)  # doctest: +SKIP

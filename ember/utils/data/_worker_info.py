@@ -32,7 +32,16 @@ _worker_info = None
 
 
 def get_worker_info():
-    """In a DataLoader worker process: its WorkerInfo. In the main process: None."""
+    """In a DataLoader worker process: its ``WorkerInfo`` (``id``, ``num_workers``, ``seed``,
+    ``dataset``). In the main process: None.
+
+    Returns:
+        WorkerInfo or None.
+
+    Example:
+        >>> ember.utils.data.get_worker_info() is None
+        True
+    """
     return _worker_info
 
 

@@ -186,11 +186,42 @@ class _InfiniteSampler(Sampler):
 
 
 class DataLoader:
-    """Iterates over ``dataset`` in batches.
+    """Iterates over ``dataset`` in batches, optionally shuffled and loaded by worker processes.
 
-    Args follow PyTorch: batch_size, shuffle, sampler, batch_sampler, num_workers,
-    collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
-    generator, prefetch_factor, persistent_workers, pin_memory_device, in_order.
+    Args:
+        dataset (Dataset or IterableDataset): where the samples come from.
+        batch_size (int, optional): samples per batch; None yields samples one by one.
+            Default: 1.
+        shuffle (bool, optional): reshuffle the indices every epoch. Default: False.
+        sampler (Sampler or iterable, optional): which indices to draw, in which order.
+        batch_sampler (Sampler or iterable, optional): yields lists of indices (excludes
+            ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``).
+        num_workers (int): worker processes loading batches (0: load in this process).
+            Default: 0.
+        collate_fn (callable, optional): merges a list of samples into a batch. Default:
+            stacks tensors, numbers and NumPy arrays, recursing into tuples and dicts.
+        pin_memory (bool): accepted for PyTorch compatibility (CPU tensors need no pinning).
+        drop_last (bool): drop the last batch when it is incomplete. Default: False.
+        timeout (float): seconds to wait for a batch from the workers (0: forever).
+        worker_init_fn (callable, optional): called with the worker id in each worker.
+        multiprocessing_context (str or context, optional): how workers start
+            (``"fork"``, ``"spawn"``, ...).
+        generator (ember.Generator, optional): the source of the shuffling and of the
+            workers' base seed.
+        prefetch_factor (int, optional): batches each worker loads ahead. Default: 2 with
+            workers. Keyword-only.
+        persistent_workers (bool): keep the workers alive between epochs. Keyword-only.
+        pin_memory_device (str): accepted for PyTorch compatibility. Keyword-only.
+        in_order (bool): yield batches in sampler order even when workers finish out of
+            order. Keyword-only.
+
+    Example:
+        >>> ds = ember.utils.data.TensorDataset(ember.arange(5.0), ember.tensor([0, 1, 0, 1, 0]))
+        >>> for x, y in ember.utils.data.DataLoader(ds, batch_size=2):
+        ...     print(x, y)
+        tensor([0., 1.]) tensor([0, 1])
+        tensor([2., 3.]) tensor([0, 1])
+        tensor([4.]) tensor([0])
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,

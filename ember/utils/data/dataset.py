@@ -12,7 +12,21 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Chai
 
 
 class Dataset:
-    """A map-style dataset: ``dataset[i]`` gives the i-th sample."""
+    """A map-style dataset: ``dataset[i]`` gives the i-th sample. Subclass it and define
+    ``__getitem__`` (and ``__len__`` for samplers that need the size); ``a + b`` concatenates.
+
+    Example:
+        >>> class Squares(ember.utils.data.Dataset):
+        ...     def __len__(self):
+        ...         return 4
+        ...     def __getitem__(self, i):
+        ...         return ember.tensor(float(i * i))
+        >>> ds = Squares()
+        >>> len(ds), ds[3]
+        (4, tensor(9.))
+        >>> len(ds + ds)
+        8
+    """
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -23,7 +37,15 @@ class Dataset:
 
 class IterableDataset(Dataset):
     """A dataset read as a stream (``__iter__``). With worker processes, each worker
-    iterates its own copy: shard with ``ember.utils.data.get_worker_info()``."""
+    iterates its own copy: shard with ``ember.utils.data.get_worker_info()``.
+
+    Example:
+        >>> class Count(ember.utils.data.IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(3))
+        >>> list(ember.utils.data.DataLoader(Count(), batch_size=2))
+        [tensor([0, 1]), tensor([2])]
+    """
 
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
@@ -33,7 +55,16 @@ class IterableDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Samples are the i-th rows of the given tensors (all of the same first size)."""
+    """Samples are the i-th rows of the given tensors (all of the same first size).
+
+    Args:
+        *tensors (Tensor): the tensors, indexed along their first dimension.
+
+    Example:
+        >>> ds = ember.utils.data.TensorDataset(ember.arange(3.0), ember.tensor([0, 1, 0]))
+        >>> len(ds), ds[1]
+        (3, (tensor(1.), tensor(1)))
+    """
 
     def __init__(self, *tensors):
         if tensors and any(tensors[0].size(0) != t.size(0) for t in tensors):
@@ -48,7 +79,19 @@ class TensorDataset(Dataset):
 
 
 class StackDataset(Dataset):
-    """Samples are tuples (or dicts) of the samples of several equal-length datasets."""
+    """Samples are tuples (or dicts) of the samples of several equal-length datasets.
+
+    Args:
+        *args (Dataset): datasets whose samples are combined into tuples.
+        **kwargs (Dataset): datasets whose samples are combined into dicts, by keyword (give
+            either ``args`` or ``kwargs``).
+
+    Example:
+        >>> from ember.utils.data import StackDataset, TensorDataset
+        >>> images, labels = TensorDataset(ember.zeros(2, 3)), TensorDataset(ember.tensor([7, 8]))
+        >>> StackDataset(image=images, label=labels)[1]["label"]
+        (tensor(8),)
+    """
 
     def __init__(self, *args, **kwargs):
         if args and kwargs:
@@ -73,7 +116,18 @@ class StackDataset(Dataset):
 
 
 class ConcatDataset(Dataset):
-    """The datasets one after another."""
+    """The datasets one after another (map-style datasets only).
+
+    Args:
+        datasets (iterable of Dataset): the datasets, in order.
+
+    Example:
+        >>> from ember.utils.data import ConcatDataset, TensorDataset
+        >>> ds = ConcatDataset([TensorDataset(ember.arange(2)),
+        ...                     TensorDataset(ember.arange(10, 13))])
+        >>> len(ds), ds[3], ds[-1]
+        (5, (tensor(11),), (tensor(12),))
+    """
 
     @staticmethod
     def cumsum(sequence):
@@ -106,7 +160,20 @@ class ConcatDataset(Dataset):
 
 
 class ChainDataset(IterableDataset):
-    """Iterable datasets chained one after another."""
+    """Iterable datasets chained one after another (lazily: each is iterated in turn).
+
+    Args:
+        datasets (iterable of IterableDataset): the datasets, in order.
+
+    Example:
+        >>> class Count(ember.utils.data.IterableDataset):
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __iter__(self):
+        ...         return iter(range(self.n))
+        >>> list(ember.utils.data.ChainDataset([Count(2), Count(3)]))
+        [0, 1, 0, 1, 2]
+    """
 
     def __init__(self, datasets):
         self.datasets = datasets
@@ -122,7 +189,18 @@ class ChainDataset(IterableDataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices``."""
+    """The samples of ``dataset`` at ``indices``.
+
+    Args:
+        dataset (Dataset): the whole dataset.
+        indices (sequence of ints): the indices kept, in order.
+
+    Example:
+        >>> ds = ember.utils.data.TensorDataset(ember.arange(10, 15))
+        >>> sub = ember.utils.data.Subset(ds, [4, 0])
+        >>> len(sub), sub[0]
+        (2, (tensor(14),))
+    """
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
@@ -144,7 +222,24 @@ class Subset(Dataset):
 
 def random_split(dataset, lengths, generator=None):
     """Split ``dataset`` into non-overlapping random subsets of the given lengths (or
-    fractions summing to 1, rounded as PyTorch rounds them)."""
+    fractions summing to 1, rounded as PyTorch rounds them).
+
+    Args:
+        dataset (Dataset): the dataset to split.
+        lengths (sequence of ints or floats): the size of each subset, or its fraction.
+        generator (ember.Generator, optional): the source of the permutation. Default: the
+            global generator.
+
+    Returns:
+        list of Subset: one subset per length.
+
+    Example:
+        >>> ds = ember.utils.data.TensorDataset(ember.arange(10))
+        >>> train, val = ember.utils.data.random_split(ds, [0.8, 0.2],
+        ...                                            generator=ember.Generator().manual_seed(0))
+        >>> len(train), len(val)
+        (8, 2)
+    """
     from ... import default_generator, randperm
 
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:

@@ -9,7 +9,21 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 
 
 class Sampler:
-    """Base class: an iterable of indices (or of lists of indices, for batch samplers)."""
+    """Base class: an iterable of indices (or of lists of indices, for batch samplers).
+    Subclasses define ``__iter__`` (and ``__len__`` when the count is known).
+
+    Args:
+        data_source (Dataset, optional): accepted for PyTorch compatibility; unused.
+
+    Example:
+        >>> class Evens(ember.utils.data.Sampler):
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __iter__(self):
+        ...         return iter(range(0, self.n, 2))
+        >>> list(Evens(5))
+        [0, 2, 4]
+    """
 
     def __init__(self, data_source=None):
         pass
@@ -19,7 +33,15 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """0, 1, ..., len(data_source) - 1."""
+    """The indices 0, 1, ..., ``len(data_source) - 1``, in order.
+
+    Args:
+        data_source (Sized): the dataset (only its length is used).
+
+    Example:
+        >>> list(ember.utils.data.SequentialSampler(range(3)))
+        [0, 1, 2]
+    """
 
     def __init__(self, data_source):
         self.data_source = data_source
@@ -41,7 +63,20 @@ def _seed_generator(generator):
 
 
 class RandomSampler(Sampler):
-    """A random permutation (or ``num_samples`` draws with replacement)."""
+    """A random permutation of the indices (or ``num_samples`` draws with replacement).
+
+    Args:
+        data_source (Sized): the dataset (only its length is used).
+        replacement (bool): draw with replacement. Default: False.
+        num_samples (int, optional): how many indices to draw. Default: ``len(data_source)``.
+        generator (ember.Generator, optional): the source of randomness. Default: a seed drawn
+            from the global generator.
+
+    Example:
+        >>> s = ember.utils.data.RandomSampler(range(5), generator=ember.Generator().manual_seed(0))
+        >>> sorted(s)
+        [0, 1, 2, 3, 4]
+    """
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
@@ -79,7 +114,17 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices in random order."""
+    """The given indices in random order.
+
+    Args:
+        indices (sequence of ints): the indices to draw from.
+        generator (ember.Generator, optional): the source of randomness.
+
+    Example:
+        >>> s = ember.utils.data.SubsetRandomSampler([10, 11, 12])
+        >>> sorted(s), len(s)
+        ([10, 11, 12], 3)
+    """
 
     def __init__(self, indices, generator=None):
         self.indices = indices
@@ -96,7 +141,19 @@ class SubsetRandomSampler(Sampler):
 
 
 class WeightedRandomSampler(Sampler):
-    """``num_samples`` indices drawn with probabilities proportional to ``weights``."""
+    """``num_samples`` indices drawn with probabilities proportional to ``weights``.
+
+    Args:
+        weights (sequence of floats): one non-negative weight per index.
+        num_samples (int): how many indices to draw.
+        replacement (bool): draw with replacement. Default: True.
+        generator (ember.Generator, optional): the source of randomness.
+
+    Example:
+        >>> s = ember.utils.data.WeightedRandomSampler([0.0, 1.0, 0.0], num_samples=4)
+        >>> list(s)
+        [1, 1, 1, 1]
+    """
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         from ... import as_tensor, float64
@@ -131,7 +188,18 @@ class WeightedRandomSampler(Sampler):
 
 
 class BatchSampler(Sampler):
-    """Groups the indices of ``sampler`` into lists of ``batch_size``."""
+    """Groups the indices of ``sampler`` into lists of ``batch_size``.
+
+    Args:
+        sampler (Sampler or iterable): the indices to group.
+        batch_size (int): the size of each batch.
+        drop_last (bool): drop the last batch when it is smaller than ``batch_size``.
+
+    Example:
+        >>> from ember.utils.data import BatchSampler, SequentialSampler
+        >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+        [[0, 1], [2, 3], [4]]
+    """
 
     def __init__(self, sampler, batch_size, drop_last):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
@@ -175,7 +243,23 @@ def _process_group_shape(num_replicas, rank):
 
 class DistributedSampler(Sampler):
     """The share of a dataset for replica ``rank`` of ``num_replicas`` (padded or dropped
-    to equal sizes), shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch)."""
+    to equal sizes), shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch).
+
+    Args:
+        dataset (Dataset): the dataset (its length is used).
+        num_replicas (int, optional): the number of processes. Default: the default process
+            group's world size.
+        rank (int, optional): this process's rank. Default: the default process group's.
+        shuffle (bool): shuffle the indices each epoch. Default: True.
+        seed (int): the shuffling seed, the same on every rank. Default: 0.
+        drop_last (bool): drop the tail instead of padding to equal shares. Default: False.
+
+    Example:
+        >>> s = ember.utils.data.DistributedSampler(range(5), num_replicas=2, rank=1,
+        ...                                         shuffle=False)
+        >>> list(s)
+        [1, 3, 0]
+    """
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):

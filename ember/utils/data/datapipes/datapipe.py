@@ -79,7 +79,13 @@ class IterDataPipe(_Functional, IterableDataset):
 
 class DFIterDataPipe(IterDataPipe):
     """An ``IterDataPipe`` of data frames (PyTorch's marker class; ember has no frame
-    stages of its own)."""
+    stages of its own).
+
+    Example::
+
+        >>> issubclass(ember.utils.data.DFIterDataPipe, ember.utils.data.IterDataPipe)
+        True
+    """
 
     def _is_dfpipe(self):
         return True
