@@ -71,6 +71,11 @@ from . import _ops
 from ._ops import list_ops
 
 globals().update(_ops.functions)
+from ._overrides import settle as _settle  # noqa: E402
+
+for _name, _f in _ops.functions.items():  # pickle finds them here
+    _settle(_f, __name__, _name)
+del _name, _f
 
 from ._ops._legacy_types import cpu_types as _legacy_types  # noqa: E402
 
@@ -149,7 +154,6 @@ from ._top_level import (  # noqa: E402
     set_default_tensor_type, set_flush_denormal, sym_float, sym_int, sym_ite, sym_max, sym_min,
     sym_not, sym_sqrt, sym_sum, typename,
 )
-
 from ._small_functions import (  # noqa: E402
     USE_GLOBAL_DEPS, USE_RTLD_GLOBAL_WITH_LIBTORCH, classproperty, hash_tensor, is_distributed,
     ldexp_, prepare_multiprocessing_environment,
@@ -171,23 +175,83 @@ newaxis = None  # ``x[:, ember.newaxis]`` inserts a dimension, as NumPy's does
 
 
 def is_tensor(obj):
-    """True if ``obj`` is an ember Tensor."""
+    """Whether ``obj`` is an ember Tensor (a subclass counts; a NumPy array does not).
+
+    Args:
+        obj (object): anything.
+
+    Returns:
+        bool: ``isinstance(obj, ember.Tensor)``.
+
+    Example:
+        >>> ember.is_tensor(ember.zeros(1)), ember.is_tensor([0.0])
+        (True, False)
+    """
     return isinstance(obj, Tensor)
 
 
 def is_storage(obj):
+    """Whether ``obj`` is a storage (``ember.UntypedStorage`` or ``ember.TypedStorage``).
+
+    Args:
+        obj (object): anything.
+
+    Returns:
+        bool: True for storages, False for tensors and everything else.
+
+    Example:
+        >>> x = ember.zeros(2)
+        >>> ember.is_storage(x.untyped_storage()), ember.is_storage(x)
+        (True, False)
+    """
     return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 def is_floating_point(input):
+    """Whether ``input`` has a floating dtype (float16, bfloat16, float32 or float64).
+
+    Args:
+        input (Tensor): the tensor.
+
+    Returns:
+        bool: the same as ``input.is_floating_point()``.
+
+    Example:
+        >>> ember.is_floating_point(ember.tensor([1.0])), ember.is_floating_point(ember.tensor([1]))
+        (True, False)
+    """
     return input.is_floating_point()
 
 
 def is_complex(input):
+    """Whether ``input`` has a complex dtype.
+
+    Args:
+        input (Tensor): the tensor.
+
+    Returns:
+        bool: the same as ``input.is_complex()``.
+
+    Example:
+        >>> ember.is_complex(ember.tensor([1j])), ember.is_complex(ember.tensor([1.0]))
+        (True, False)
+    """
     return input.is_complex()
 
 
 def numel(input):
+    """The number of elements of ``input``.
+
+    Args:
+        input (Tensor): the tensor.
+
+    Returns:
+        int: the product of its sizes (1 for a zero-dim tensor).
+
+    Example:
+        >>> ember.numel(ember.zeros(2, 3)), ember.numel(ember.tensor(5.0))
+        (6, 1)
+    """
     return input.numel()
 
 

@@ -353,6 +353,31 @@ def operator(f):
     return f
 
 
+def _resolves_to(w, module_name, qualname) -> bool:
+    import sys
+
+    target = sys.modules.get(module_name or "")
+    for part in (qualname or "").split("."):
+        target = getattr(target, part, None)
+    return target is w
+
+
+def settle(w, module_name: str, qualname: str) -> None:
+    """Give the public wrapper ``w`` the address ``module_name.qualname`` where it is bound,
+    unless its own ``__module__``/``__qualname__`` already lead to it.
+
+    A wrapper first copies the wrapped function's address, which leads to the *unwrapped*
+    function when that one lives in another module (``nn.functional.relu`` wraps
+    ``nn._activations.relu``); pickle finds functions by that address and refuses one that
+    leads elsewhere, so a module holding ``F.relu`` could not be saved whole. Addresses are
+    set once: the first namespace that binds a wrapper (``ember`` before ``ember.special``)
+    keeps it.
+    """
+    if not _resolves_to(w, w.__module__, w.__qualname__):
+        w.__module__ = module_name
+        w.__qualname__ = qualname
+
+
 def consult_in(namespace: dict) -> None:
     """Make the public functions of a module's ``namespace`` (``globals()``) consult the
     protocol: a function ember already wraps gets that same wrapper (so ``ember.special.expit
@@ -364,7 +389,8 @@ def consult_in(namespace: dict) -> None:
             continue
         if not (f.__module__ or "").startswith("ember"):
             continue
-        namespace[name] = faces.get(f) or wrap_public(f, name)
+        namespace[name] = w = faces.get(f) or wrap_public(f, name)
+        settle(w, namespace.get("__name__"), name)
 
 
 def _generic_wrapper(f):

@@ -70,6 +70,13 @@ def _executor(n):
     return ex
 
 
+def _under_errstate(err, fn, *args, **kwargs):
+    # NumPy's floating-point error settings are per thread: a pool thread takes the caller's,
+    # so that (say) ``log`` of a negative number is as quiet there as on the calling thread
+    with np.errstate(**err):
+        return fn(*args, **kwargs)
+
+
 def ufunc_on_threads(f, *arrays):
     """``f(*arrays)`` computed in chunks on several threads, or None when that does not apply
     (one thread configured, operands of different shapes or not C-contiguous, a result type
@@ -119,9 +126,10 @@ def ufunc_on_threads(f, *arrays):
     futures = []
     ex = _executor(n - 1)
     bounds = [(i, min(i + step, size)) for i in range(0, size, step)]
+    err = np.geterr()
     for lo, hi in bounds[:-1]:
-        futures.append(ex.submit(f, *[x[lo:hi] if isinstance(x, np.ndarray) else x
-                                      for x in flats], out=flat_out[lo:hi]))
+        futures.append(ex.submit(_under_errstate, err, f, *[
+            x[lo:hi] if isinstance(x, np.ndarray) else x for x in flats], out=flat_out[lo:hi]))
     lo, hi = bounds[-1]
     f(*[x[lo:hi] if isinstance(x, np.ndarray) else x for x in flats], out=flat_out[lo:hi])
     for fut in futures:
@@ -157,7 +165,8 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS):
     step = -(-size // n)
     bounds = [(i, min(i + step, size)) for i in range(0, size, step)]
     ex = _executor(n - 1)
-    futures = [ex.submit(fn, lo, hi) for lo, hi in bounds[:-1]]
+    err = np.geterr()
+    futures = [ex.submit(_under_errstate, err, fn, lo, hi) for lo, hi in bounds[:-1]]
     fn(*bounds[-1])
     for fut in futures:
         fut.result()

@@ -282,8 +282,28 @@ def _const(x):
     return t
 
 
+def _clash_message(shapes):
+    """torch's message for shapes that do not broadcast, or None: operands are broadcast one
+    by one into the shape so far ("tensor a"), and the first clash from the right is named by
+    its dimension in the result."""
+    acc = tuple(shapes[0]) if shapes else ()
+    for shape in shapes[1:]:
+        n = max(len(acc), len(shape))
+        a = (1,) * (n - len(acc)) + acc
+        b = (1,) * (n - len(shape)) + tuple(shape)
+        for i in range(n - 1, -1, -1):
+            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                return (f"The size of tensor a ({a[i]}) must match the size of tensor b "
+                        f"({b[i]}) at non-singleton dimension {i}")
+        acc = tuple(y if x == 1 else x for x, y in zip(a, b))
+    return None
+
+
 def _broadcast_error(op, args):
     shapes = [list(x._data.shape) for x in args if isinstance(x, Tensor)]
+    message = _clash_message(shapes)
+    if message is not None:
+        return RuntimeError(message)
     return RuntimeError(
         f"{op.name}: the shapes of the operands {shapes} cannot be broadcast together "
         "(sizes must match or be 1 in each dimension, aligned from the right)")
@@ -366,12 +386,9 @@ def _check_inplace_broadcast(op, shape, other):
         b = None
     if b != tuple(shape):
         if b is None:
-            raise RuntimeError(
-                f"{op.name}_: the size of tensor a ({list(shape)}) must match the size of "
-                f"tensor b ({list(other)}) at non-singleton dimensions")
+            raise RuntimeError(_clash_message([shape, other]))
         raise RuntimeError(
-            f"{op.name}_: output with shape {list(shape)} doesn't match the broadcast shape "
-            f"{list(b)}")
+            f"output with shape {list(shape)} doesn't match the broadcast shape {list(b)}")
 
 
 # ------------------------------------------------------------------------------------------------

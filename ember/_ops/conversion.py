@@ -30,6 +30,9 @@ def _device_backend(dev):
     """The backend holding arrays for ``dev``, importing it on first use (CUDA is lazy)."""
     b = _dispatch.backends_by_name.get(dev.type)
     if b is None and dev.type == "cuda":
+        from ..cuda import _runtime
+
+        _runtime.require_gpu()  # torch's AssertionError on a machine without CUDA (no CuPy)
         try:
             from .. import cuda as _cuda
 

@@ -185,6 +185,8 @@ def data_to_array(data, d, op_name):
         return a if d is None else cast(a, d.np)
     if isinstance(data, np.ndarray):
         check_numpy_array(data, op_name)
+        if type(data) is not np.ndarray:  # np.memmap, np.matrix...: the same memory, plainly
+            data = data.view(np.ndarray)
         return data if d is None else cast(data, d.np)
     if isinstance(data, np.generic):
         a = np.asarray(data)
@@ -310,6 +312,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
         arr = obj
         if shareable and not isinstance(obj, np.ndarray):
             arr = np.from_dlpack(obj) if hasattr(obj, "__dlpack__") else np.asarray(obj)
+        elif shareable and type(obj) is not np.ndarray:  # np.memmap, np.matrix...
+            arr = obj.view(np.ndarray)
         if shareable:
             check_numpy_array(arr, "asarray")
             if d is not None and d.np != arr.dtype:
@@ -350,6 +354,8 @@ def from_numpy(ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     check_numpy_array(ndarray, "from_numpy")
+    if type(ndarray) is not np.ndarray:  # np.memmap, np.matrix...: the same memory, plainly
+        ndarray = ndarray.view(np.ndarray)
     if not ndarray.flags.writeable:
         warnings.warn(
             "The given NumPy array is not writable, and ember does not support non-writable "

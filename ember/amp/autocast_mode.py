@@ -223,8 +223,9 @@ class _AutocastFunctionMode:
         st = _state
         name = getattr(func, "__name__", None)
         policy = _policy.FUNCTIONS.get(name)
+        module = getattr(func, "__module__", None) or ""
         if policy is None or st.suspended or types or \
-                not getattr(func, "__module__", "").startswith("ember."):
+                not (module == "ember" or module.startswith("ember.")):
             return NotImplemented
         kwargs = kwargs or {}
         device_type = _first_device(args, kwargs)
@@ -446,6 +447,8 @@ def _legacy(name, device_type, kind):
                "set_dtype": f"set_autocast_dtype('{device_type}', "
                             f"ember.get_autocast_dtype('{device_type}'))"}[kind]
     fn.__doc__ = (f"Deprecated form of ``{new}``.\n\n"
+                  f"    Args:\n        *a: the arguments ``{args}`` of the new form, "
+                  f"passed on.\n\n"
                   f"    Returns:\n        What ``{new}`` returns.\n\n"
                   f"    Example::\n\n"
                   f"        >>> _ = ember.{example}\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 
@@ -23,7 +24,16 @@ def main(argv=None):
         return 0
     install()
     sys.argv = argv
-    runpy.run_path(argv[0], run_name="__main__")
+    # as ``python script.py`` does: the script's folder comes first on the import path (so it
+    # imports its sibling modules from any working directory), and ``__file__`` is absolute
+    path = os.path.abspath(argv[0])
+    if os.path.isdir(path) or path.endswith(".zip"):
+        sys.path[0:0] = [path]
+    elif sys.path and sys.path[0] in ("", os.getcwd()):
+        sys.path[0] = os.path.dirname(path)
+    else:
+        sys.path.insert(0, os.path.dirname(path))
+    runpy.run_path(path, run_name="__main__")
     return 0
 
 

@@ -348,3 +348,16 @@ class ConvTranspose3d(_ConvTransposeNd):
     """
 
     _nd = 3
+
+
+# names PyTorch keeps in this module that ember defines in a module importing this one
+_ELSEWHERE = {"Lazy" + n: ".lazy" for n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                                            "ConvTranspose2d", "ConvTranspose3d")}
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_ELSEWHERE[name], __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

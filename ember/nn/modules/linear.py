@@ -135,3 +135,15 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+# names PyTorch keeps in this module that ember defines in a module importing this one
+_ELSEWHERE = {"LazyLinear": ".lazy", "NonDynamicallyQuantizableLinear": ".transformer"}
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_ELSEWHERE[name], __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 from ..._core.dtype import float32
 from ..._ops.creation import empty, full
@@ -136,6 +137,27 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:
             out = out.transpose(1, 0)
         return out, weights
+
+
+def _no_fast_path(layer):
+    """Why torch's fused encoder path would not take ``layer`` (its first reason), or ""."""
+    from .activation import GELU, ReLU
+
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return "encoder_layer.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return ("encoder_layer.self_attn.batch_first was not True"
+                "(use batch_first for better inference performance)")
+    if layer.self_attn.in_proj_bias is None:
+        return "encoder_layer.self_attn was passed bias=False"
+    act = layer.activation
+    if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
+        return "encoder_layer.activation_relu_or_gelu was not True"
+    if layer.self_attn.num_heads % 2 == 1:
+        return "encoder_layer.self_attn.num_heads is odd"
+    return ""
 
 
 def _get_activation(activation):
@@ -321,6 +343,15 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        # ember has no nested-tensor fast path; torch's warning about layers that could not
+        # take it is given all the same, since programs print it
+        self.use_nested_tensor = False
+        why = _no_fast_path(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why}", stacklevel=2)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         out = src
