@@ -45,6 +45,11 @@ from ._core.dtype import (
     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types, result_type,
     set_default_dtype, uint8, uint16, uint32, uint64,
 )
+from ._core.dtype import qint8, qint32, quint2x4, quint4x2, quint8  # quantized (ember.ao)
+from .ao._qscheme import (  # noqa: E402
+    per_channel_affine, per_channel_affine_float_qparams, per_channel_symmetric,
+    per_tensor_affine, per_tensor_symmetric, qscheme,
+)
 from ._core.layout import (
     channels_last, channels_last_3d, contiguous_format, layout, memory_format,
     jagged, preserve_format, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided,
@@ -100,6 +105,10 @@ from .backends import meta as _meta  # noqa: E402
 _meta.register()  # the meta device, through ember.library (NOTE [ Meta device ])
 from .utils._device import get_default_device, set_default_device  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .ao._fake_quant_ops import (  # noqa: E402
+    fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine,
+)
+from .ao._qtensor import dequantize, quantize_per_channel, quantize_per_tensor  # noqa: E402
 from . import special  # noqa: E402
 from . import fft, linalg  # noqa: E402
 from . import sparse  # noqa: E402  (the namespace only: NOTE [ Sparse tensors ])
@@ -258,7 +267,8 @@ def numel(input):
 # Subpackages written on top of the whole of ember (``import ember`` inside them) load on
 # first use, so the package's own import never goes round in a circle.
 _ON_FIRST_USE = frozenset({"distributions", "quasirandom", "signal", "hub", "fx", "masked",
-                           "functional", "storage", "mtia", "monitor", "export"})
+                           "functional", "storage", "mtia", "monitor", "export", "ao",
+                           "quantization"})
 # ... and some under a second name, as PyTorch's own import leaves them (torch.windows)
 _ON_FIRST_USE_AS = {"windows": "signal.windows"}
 

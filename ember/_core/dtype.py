@@ -39,7 +39,27 @@ printed_module = ["ember"]
 
 
 class dtype:
-    """A tensor element type (``ember.float32``, ``ember.int64``, ...)."""
+    """A tensor element type (``ember.float32``, ``ember.int64``, ...).
+
+    The instances are made once, here; use them rather than this constructor. Each has
+    ``is_floating_point``, ``is_complex``, ``is_signed`` and ``itemsize``, and converts
+    with ``to_real()``/``to_complex()``.
+
+    Args:
+        name (str): the name (``"float32"``).
+        np_dtype: the NumPy dtype that stores it.
+        category (int): 0 bool, 1 integer, 2 floating point, 3 complex.
+        scalar_name (str): PyTorch's C++ name (``"Float"``), used in error messages.
+        aliases (tuple of str): other names (``"float"``).
+
+    Example:
+        >>> ember.float32.is_floating_point, ember.float32.itemsize
+        (True, 4)
+        >>> ember.tensor([1, 2]).dtype is ember.int64
+        True
+        >>> ember.complex64.to_real()
+        ember.float32
+    """
 
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
                  "category", "scalar_name", "_aliases")
@@ -72,7 +92,7 @@ class dtype:
 
     @property
     def is_quantized(self):
-        return False
+        return self.name in _QUANTIZED_NAMES
 
 
 bool_ = dtype("bool", np.bool_, BOOL, "Bool")
@@ -99,6 +119,18 @@ uint32 = dtype("uint32", np.uint32, INT, "UInt32")
 uint64 = dtype("uint64", np.uint64, INT, "UInt64")
 shell_dtypes = (uint16, uint32, uint64)
 
+# Quantized dtypes (NOTE [ Quantized tensors ] in ember/ao/_qtensor.py): names and storage
+# types only. They stay out of ``to_np`` and ``all_dtypes``, so no ordinary op accepts them;
+# ``from_np`` learns them from ember/ao/_qtensor.py, keyed by the tags its arrays report.
+_QUANTIZED_NAMES = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
+qint8 = dtype("qint8", np.int8, INT, "QInt8")
+quint8 = dtype("quint8", np.uint8, INT, "QUInt8")
+qint32 = dtype("qint32", np.int32, INT, "QInt32")
+quint4x2 = dtype("quint4x2", np.uint8, INT, "QUInt4x2")
+quint2x4 = dtype("quint2x4", np.uint8, INT, "QUInt2x4")
+quantized_dtypes = (qint8, quint8, qint32, quint4x2, quint2x4)
+quint8.is_signed = quint4x2.is_signed = quint2x4.is_signed = False
+
 #: ember dtype -> NumPy dtype, and back. NumPy dtypes hash by value, so any equal dtype hits.
 to_np = {d: d.np for d in all_dtypes + shell_dtypes}
 from_np = {d.np: d for d in all_dtypes + shell_dtypes}
@@ -108,6 +140,8 @@ for _d in all_dtypes + shell_dtypes:
     _by_name[_d.name] = _d
     for _a in _d._aliases:
         _by_name[_a] = _d
+for _d in quantized_dtypes:
+    _by_name[_d.name] = _d
 
 
 def _dtype_by_name(name):
@@ -146,11 +180,37 @@ _default = [float32]
 
 
 def get_default_dtype() -> dtype:
-    """The floating dtype used for Python floats and new floating tensors (float32 at start)."""
+    """The floating dtype used for Python floats and new floating tensors (float32 at start).
+
+    Returns:
+        ember.dtype: the current default floating dtype.
+
+    Example:
+        >>> ember.get_default_dtype()
+        ember.float32
+        >>> ember.tensor([1.5]).dtype
+        ember.float32
+    """
     return _default[0]
 
 
 def set_default_dtype(d) -> None:
+    """Set the floating dtype of Python floats and new floating tensors.
+
+    The complex default follows it: complex128 for float64, complex64 otherwise.
+
+    Args:
+        d (ember.dtype): float16, bfloat16, float32 or float64; others raise TypeError.
+
+    Returns:
+        None.
+
+    Example:
+        >>> ember.set_default_dtype(ember.float64)
+        >>> ember.tensor([1.5]).dtype, ember.tensor([1j]).dtype
+        (ember.float64, ember.complex128)
+        >>> ember.set_default_dtype(ember.float32)
+    """
     d = lookup(d)
     if d not in (float16, bfloat16, float32, float64):
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
@@ -170,7 +230,22 @@ _FLOAT_ORDER = {float16: 0, bfloat16: 0, float32: 1, float64: 2}
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
-    """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's lattice."""
+    """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's lattice.
+
+    Args:
+        a (ember.dtype): the first dtype.
+        b (ember.dtype): the second dtype.
+
+    Returns:
+        ember.dtype: the promoted dtype (bool < integers < floats < complex; uint8 with a
+        signed integer widens to a signed type).
+
+    Example:
+        >>> ember.promote_types(ember.int32, ember.float16)
+        ember.float16
+        >>> ember.promote_types(ember.uint8, ember.int8)
+        ember.int16
+    """
     a, b = lookup(a), lookup(b)
     if a is b:
         return a
@@ -207,7 +282,19 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:
-    """PyTorch's same-kind rule: never to a lower category (float->int, complex->float...)."""
+    """Whether a cast is allowed by PyTorch's same-kind rule: never to a lower category.
+
+    Args:
+        from_ (ember.dtype): the source dtype.
+        to (ember.dtype): the target dtype.
+
+    Returns:
+        bool: False when ``to`` is a lower category (float to integer, complex to float...).
+
+    Example:
+        >>> ember.can_cast(ember.int32, ember.float64), ember.can_cast(ember.float64, ember.int32)
+        (True, False)
+    """
     from_, to = lookup(from_), lookup(to)
     return from_.category <= to.category
 
@@ -263,7 +350,23 @@ def result_type_of(dims, zero_dims, scalars):
 
 
 def result_type(*operands) -> dtype:
-    """``ember.result_type``: the dtype an element-wise op on ``operands`` produces."""
+    """The dtype an element-wise op on ``operands`` produces (PyTorch's type promotion).
+
+    Tensors with dimensions outrank zero-dim tensors, which outrank Python numbers, within
+    the same category (NOTE [ Type promotion ]).
+
+    Args:
+        *operands (Tensor or Number): the operands.
+
+    Returns:
+        ember.dtype: the result dtype.
+
+    Example:
+        >>> ember.result_type(ember.tensor([1, 2]), 1.0)
+        ember.float32
+        >>> ember.result_type(ember.tensor([1], dtype=ember.int8), ember.tensor(1000))
+        ember.int8
+    """
     dims, zero, scal = [], [], []
     for x in operands:
         d = getattr(x, "_data", None)
@@ -279,7 +382,20 @@ def result_type(*operands) -> dtype:
 
 
 class finfo:
-    """Machine limits of a floating dtype, as ``torch.finfo``."""
+    """Machine limits of a floating dtype, as ``torch.finfo``.
+
+    Attributes: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``),
+    ``resolution`` and ``dtype`` (its name). A complex dtype gives its real dtype's limits.
+
+    Args:
+        type (ember.dtype, optional): a floating or complex dtype. Default: the default dtype.
+
+    Example:
+        >>> ember.finfo(ember.float16).max
+        65504.0
+        >>> ember.finfo().eps
+        1.1920928955078125e-07
+    """
 
     def __init__(self, type=None):
         d = _default[0] if type is None else lookup(type)
@@ -304,7 +420,16 @@ class finfo:
 
 
 class iinfo:
-    """Limits of an integer (or bool) dtype, as ``torch.iinfo``."""
+    """Limits of an integer (or bool) dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max``,
+    ``dtype``.
+
+    Args:
+        type (ember.dtype): an integer or bool dtype.
+
+    Example:
+        >>> ember.iinfo(ember.int8).min, ember.iinfo(ember.int8).max
+        (-128, 127)
+    """
 
     def __init__(self, type):
         d = lookup(type)

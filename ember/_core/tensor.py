@@ -71,6 +71,13 @@ class Tensor:
 
     @property
     def shape(self) -> Size:
+        """The size of each dimension, as an ``ember.Size`` (a tuple); the same as ``size()``.
+
+        Example::
+
+            >>> ember.zeros(2, 3).shape
+            ember.Size([2, 3])
+        """
         return Size(self._data.shape)
 
     def size(self, dim=None):
@@ -81,19 +88,47 @@ class Tensor:
 
     @property
     def dtype(self) -> _dt.dtype:
+        """The data type of the elements (``ember.float32``, ``ember.int64``, ...).
+
+        Example::
+
+            >>> ember.tensor([1, 2]).dtype
+            ember.int64
+        """
         return _dt.from_np[self._data.dtype]
 
     @property
     def device(self):
+        """The device holding the data (``device(type='cpu')`` unless moved).
+
+        Example::
+
+            >>> ember.zeros(1).device
+            device(type='cpu')
+        """
         a = self._data
         return backends_by_type[type(a)].device_of(a)
 
     @property
     def is_cpu(self) -> bool:
+        """True when the data is in CPU memory (a NumPy array).
+
+        Example::
+
+            >>> ember.zeros(1).is_cpu
+            True
+        """
         return type(self._data) is np.ndarray
 
     @property
     def is_cuda(self) -> bool:
+        """True when the tensor is on a CUDA device.
+
+        Example::
+
+            >>> ember.zeros(1).is_cuda
+            False
+        """
         return self.device.type == "cuda"
 
     @property
@@ -110,20 +145,50 @@ class Tensor:
 
     @property
     def is_sparse(self) -> bool:
+        """False: sparse tensors are their own class (NOTE [ Sparse tensors ]).
+
+        Example::
+
+            >>> ember.zeros(1).is_sparse
+            False
+        """
         return False
 
     @property
     def is_quantized(self) -> bool:
-        return False
+        """Whether the tensor is quantized (NOTE [ Quantized tensors ] in ember/ao/_qtensor.py).
+
+        Example::
+
+            >>> ember.zeros(1).is_quantized
+            False
+            >>> ember.quantize_per_tensor(ember.zeros(1), 0.1, 0, ember.qint8).is_quantized
+            True
+        """
+        return _dt.from_np[self._data.dtype].is_quantized
 
     @property
     def layout(self):
+        """The memory layout: ``ember.strided`` for every dense tensor.
+
+        Example::
+
+            >>> ember.zeros(1).layout
+            ember.strided
+        """
         from . import layout
 
         return layout.strided
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``dim()``).
+
+        Example::
+
+            >>> ember.zeros(2, 3).ndim
+            2
+        """
         return self._data.ndim
 
     def dim(self) -> int:
@@ -141,10 +206,24 @@ class Tensor:
 
     @property
     def itemsize(self) -> int:
+        """The size of one element in bytes (``element_size()``).
+
+        Example::
+
+            >>> ember.zeros(1, dtype=ember.float64).itemsize
+            8
+        """
         return self._data.itemsize
 
     @property
     def nbytes(self) -> int:
+        """The number of bytes the elements take: ``numel() * itemsize``.
+
+        Example::
+
+            >>> ember.zeros(2, 3).nbytes
+            24
+        """
         return self._data.size * self._data.itemsize
 
     def stride(self, dim=None):
@@ -327,6 +406,12 @@ class Tensor:
     def is_same_size(self, other) -> bool:
         """True if ``other`` has the same shape.
 
+        Args:
+            other (Tensor): the tensor to compare with.
+
+        Returns:
+            bool: ``self.shape == other.shape``.
+
         Example::
 
             >>> ember.ones(2, 3).is_same_size(ember.zeros(2, 3))
@@ -357,6 +442,12 @@ class Tensor:
 
     def is_set_to(self, tensor) -> bool:
         """True if both tensors view the same storage with the same offset, sizes and strides.
+
+        Args:
+            tensor (Tensor): the tensor to compare with.
+
+        Returns:
+            bool: whether ``self`` is exactly the view ``tensor`` is.
 
         Example::
 
@@ -419,6 +510,13 @@ class Tensor:
         """The tensor as a strided tensor: itself (cast to ``dtype`` if given), since ember's
         tensors are all strided.
 
+        Args:
+            dtype (ember.dtype, optional): the dtype of the result. Default: keep it.
+            masked_grad (bool, optional): accepted for PyTorch compatibility. Keyword-only.
+
+        Returns:
+            Tensor: ``self``, or a cast copy.
+
         Example::
 
             >>> x = ember.ones(2)
@@ -463,6 +561,15 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor; assignable on leaves.
+
+        Example::
+
+            >>> x = ember.ones(2)
+            >>> x.requires_grad = True
+            >>> (x * 2).requires_grad
+            True
+        """
         return self._rg
 
     @requires_grad.setter
@@ -494,18 +601,45 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        """The autograd node that made this tensor (None for leaves and untracked results).
+
+        Example::
+
+            >>> x = ember.ones(2, requires_grad=True)
+            >>> type((x * 2).grad_fn).__name__
+            'MulBackward0'
+            >>> x.grad_fn is None
+            True
+        """
         if self._base is not None and _view_refresh is not None:
             _view_refresh(self)  # NOTE [ View replay ] in ember/autograd/_nodes.py
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
+        """True for tensors autograd did not compute (created by the user, or not requiring grad).
+
+        Example::
+
+            >>> x = ember.ones(2, requires_grad=True)
+            >>> x.is_leaf, (x * 2).is_leaf
+            (True, False)
+        """
         if self._base is not None and _view_refresh is not None:
             _view_refresh(self)
         return self._grad_fn is None
 
     @property
     def grad(self):
+        """The gradient ``backward()`` accumulated into this leaf (None until then); assignable.
+
+        Example::
+
+            >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+            >>> (x * x).sum().backward()
+            >>> x.grad
+            tensor([2., 4.])
+        """
         try:
             g = self._grad
         except AttributeError:
@@ -571,6 +705,15 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` asked this non-leaf tensor to keep its ``grad``.
+
+        Example::
+
+            >>> y = ember.ones(2, requires_grad=True) * 2
+            >>> y.retain_grad()
+            >>> y.retains_grad
+            True
+        """
         try:
             return self._retains_grad
         except AttributeError:
@@ -578,6 +721,13 @@ class Tensor:
 
     @property
     def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for single-output ops and leaves).
+
+        Example::
+
+            >>> ember.ones(2).output_nr
+            0
+        """
         try:
             return self._out_nr
         except AttributeError:
@@ -585,6 +735,15 @@ class Tensor:
 
     @property
     def is_inference(self):
+        """``x.is_inference()``: whether the tensor was made under ``ember.inference_mode()``.
+
+        Example::
+
+            >>> with ember.inference_mode():
+            ...     y = ember.ones(1) * 2
+            >>> y.is_inference(), ember.ones(1).is_inference()
+            (True, False)
+        """
         def is_inference():
             try:
                 return self._inference
@@ -665,6 +824,10 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None):
         from ._print import tensor_repr  # the printer formats tensors: it sits above Tensor
 
+        if _dt.from_np[self._data.dtype].is_quantized:  # NOTE [ Quantized tensors ]
+            from ..ao._qtensor import _repr
+
+            return _repr(self)
         return tensor_repr(self, tensor_contents)
 
     def __str__(self):
