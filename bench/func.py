@@ -4,7 +4,10 @@
   784-128-10 MLP, and the same gradients by a Python loop over the samples (the loop is
   what vmap must beat: NOTE [ vmap batching ] in ember/func/_batch_rules.py);
 - ``jacrev`` of a 100 -> 100 MLP (one batched backward pass: NOTE [ jacrev by vmap ] in
-  ember/func/_batch_jacobian.py).
+  ember/func/_batch_jacobian.py);
+- ``jacfwd`` of the same MLP and ``hessian`` (``jacfwd(jacrev)``) of a scalar function of it:
+  one forward pass with a batch of basis tangents (NOTE [ jacfwd by vmap ] in
+  ember/func/_eager_transforms.py).
 """
 
 from __future__ import annotations
@@ -62,13 +65,33 @@ def per_sample_grads_loop(fw):
     return step
 
 
-@workload("func", "jacrev of an MLP 100 -> 100 (tanh, hidden 100)", rtol=1e-4, atol=1e-5)
-def jacrev_mlp(fw):
+def _mlp100(fw):
     w1, b1, w2, b2 = _mlp_params(fw, (100, 100, 100), seed=2)
     x = fw.from_numpy(np.random.default_rng(3).standard_normal(100).astype(np.float32))
 
     def f(v):
         return fw.nn.functional.linear(fw.tanh(fw.nn.functional.linear(v, w1, b1)), w2, b2)
 
+    return f, x
+
+
+@workload("func", "jacrev of an MLP 100 -> 100 (tanh, hidden 100)", rtol=1e-4, atol=1e-5)
+def jacrev_mlp(fw):
+    f, x = _mlp100(fw)
     jac = fw.func.jacrev(f)
     return lambda: jac(x)
+
+
+@workload("func", "jacfwd of an MLP 100 -> 100 (tanh, hidden 100)", rtol=1e-4, atol=1e-5)
+def jacfwd_mlp(fw):
+    f, x = _mlp100(fw)
+    jac = fw.func.jacfwd(f)
+    return lambda: jac(x)
+
+
+@workload("func", "hessian of a scalar MLP 100 -> 1 (tanh, hidden 100)", rtol=1e-3,
+          atol=1e-4)
+def hessian_mlp(fw):
+    f, x = _mlp100(fw)
+    hess = fw.func.hessian(lambda v: f(v).square().sum())
+    return lambda: hess(x)

@@ -119,16 +119,45 @@ _reexports = (digamma, erf, erfc, erfinv, exp2, expm1, log1p, logit, polygamma, 
 
 def round(input, *, decimals=0, out=None):  # noqa: A001  (torch.special.round)
     """``ember.round`` for floating tensors; unlike it, integer tensors are an error here,
-    as in PyTorch."""
+    as in PyTorch. Halves round to even.
+
+    Args:
+        input (Tensor): a floating or complex tensor.
+        decimals (int): the number of decimal places to round to. Default: 0. Keyword-only.
+        out (Tensor, optional): the tensor to write the result into.
+
+    Returns:
+        Tensor: the rounded values.
+
+    Example:
+        >>> ember.special.round(ember.tensor([0.5, 1.5, 2.567]))
+        tensor([0., 2., 3.])
+        >>> ember.special.round(ember.tensor([2.567]), decimals=1)
+        tensor([2.6000])
+    """
     dt = getattr(input, "dtype", None)
     if dt is not None and not (dt.is_floating_point or dt.is_complex):
-        raise RuntimeError(f"special.round: \"round_cpu\" not implemented for "
+        raise NotImplementedError(f"special.round: \"round_cpu\" not implemented for "
                            f"'{dt.scalar_name}' (round integer tensors with ember.round)")
     return _round(input, decimals=decimals, out=out)
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
-    """``log(sum(exp(input), dim))``, computed stably (``ember.logsumexp``)."""
+    """``log(sum(exp(input), dim))``, computed stably (``ember.logsumexp``).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints): the dimension(s) to reduce.
+        keepdim (bool): keep the reduced dimensions with size 1. Default: False.
+        out (Tensor, optional): the tensor to write the result into.
+
+    Returns:
+        Tensor: the reduced tensor.
+
+    Example:
+        >>> ember.special.logsumexp(ember.tensor([[0.0, 0.0], [100.0, 100.0]]), dim=1)
+        tensor([  0.6931, 100.6931])
+    """
     from . import logsumexp as _logsumexp
 
     if out is None:
@@ -146,13 +175,39 @@ def _softmax_input(name, input, dtype):
 
 
 def softmax(input, dim, *, dtype=None):
-    """``exp(x) / sum(exp(x), dim)``; with ``dtype`` the input is cast first."""
+    """``exp(x) / sum(exp(x), dim)``; with ``dtype`` the input is cast first.
+
+    Args:
+        input (Tensor): a floating tensor (or any, with ``dtype``).
+        dim (int): the dimension the probabilities sum to one along.
+        dtype (ember.dtype, optional): cast the input to it first. Keyword-only.
+
+    Returns:
+        Tensor: the probabilities.
+
+    Example:
+        >>> ember.special.softmax(ember.tensor([[1.0, 2.0, 3.0]]), dim=1)
+        tensor([[0.0900, 0.2447, 0.6652]])
+    """
     x = _softmax_input("softmax", input, dtype)
     return (x - x.logsumexp(dim, keepdim=True)).exp()
 
 
 def log_softmax(input, dim, *, dtype=None):
-    """``x - logsumexp(x, dim)``; with ``dtype`` the input is cast first."""
+    """``x - logsumexp(x, dim)``; with ``dtype`` the input is cast first.
+
+    Args:
+        input (Tensor): a floating tensor (or any, with ``dtype``).
+        dim (int): the dimension along which the log-probabilities are normalised.
+        dtype (ember.dtype, optional): cast the input to it first. Keyword-only.
+
+    Returns:
+        Tensor: the log-probabilities.
+
+    Example:
+        >>> ember.special.log_softmax(ember.tensor([1, 2, 3]), dim=0, dtype=ember.float32)
+        tensor([-2.4076, -1.4076, -0.4076])
+    """
     x = _softmax_input("log_softmax", input, dtype)
     return x - x.logsumexp(dim, keepdim=True)
 

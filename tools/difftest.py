@@ -6,9 +6,14 @@ Usage::
     python tools/difftest.py --long --minutes 20 --out report.md
     python tools/difftest.py --ops add,sum --cases 50 --out report.md
     python tools/difftest.py --case add 123456    # rerun one case, print its repro
+    python tools/difftest.py --long --count 5000 --families nn,nn_top_level --json a.json
+    python tools/difftest.py --replay a.json --out after.md   # the same calls again
 
-``--long`` draws random (op, seed) cases until the time is up, in a child process that is
-restarted if it dies (a crash in torch or ember then costs one case, recorded as a crash).
+``--long`` draws random (op, seed) cases until the time is up (or ``--count`` cases have
+run), in a child process that is restarted if it dies (a crash in torch or ember then costs
+one case, recorded as a crash). With a fixed ``--seed`` and ``--count`` the calls drawn are
+the same every run; ``--replay`` reruns exactly the (op, seed) calls of an earlier
+``--json`` file, so a mismatch rate can be compared before and after a fix.
 The report groups mismatches by op and kind, each with the smallest one-line repro found;
 the repros run with ``T = ember`` and with ``T = torch``.
 """
@@ -27,6 +32,10 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# this script's own folder is sys.path[0]: its coverage.py would shadow the coverage
+# package, which numba (ember's fused kernels) imports, so every fused kernel would fail
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
+    os.path.abspath(__file__))]
 sys.path.insert(0, ROOT)
 
 
@@ -49,20 +58,53 @@ def _record(H, outcome):
             "size": H.size(c)}
 
 
-def worker(seed, deadline, ops):
-    """Run random cases until ``deadline``, one JSON line each (after a START line)."""
+def _draws(seed, ops, families):
+    """The endless (entry, case seed) sequence of a long run from ``seed``."""
     import numpy as np
+
+    from tests.differential import harness as H
+
+    db = [e for e in H.load_db()
+          if (not ops or e.id in ops) and (not families or e.family in families)]
+    rng = np.random.default_rng(seed)
+    while True:
+        ent = db[rng.integers(len(db))]
+        yield ent, int(rng.integers(2**62))
+
+
+def _replayed(path, start):
+    """The (entry, case seed) calls of an earlier ``--json`` file, from index ``start``."""
+    from tests.differential import harness as H
+
+    with open(path) as f:
+        calls = [(r["op"], int(r["seed"])) for r in json.load(f)]
+    for op, s in calls[start:]:
+        try:
+            ent = H.entry(op)
+        except KeyError:  # an entry removed since
+            ent = None
+        yield ent, s
+
+
+def worker(seed, deadline, ops, families=(), count=0, replay="", start=0):
+    """Run cases until ``deadline`` (or ``count`` of them), one JSON line each after a START
+    line: random ones from ``seed``, or those of the ``replay`` file from index ``start``."""
     import torch
 
     from tests.differential import harness as H
 
     alarm = _alarm()
-    db = [e for e in H.load_db() if not ops or e.id in ops]
-    rng = np.random.default_rng(seed)
-    while time.time() < deadline:
-        ent = db[rng.integers(len(db))]
-        s = int(rng.integers(2**62))
-        print(json.dumps({"start": ent.id, "seed": s, "family": ent.family}), flush=True)
+    draws = _replayed(replay, start) if replay else _draws(seed, ops, families)
+    done = 0
+    for i, (ent, s) in enumerate(draws, start):
+        if time.time() >= deadline or (count and done >= count):
+            break
+        done += 1
+        if ent is None:
+            print(json.dumps({"skip": None, "index": i}), flush=True)
+            continue
+        print(json.dumps({"start": ent.id, "seed": s, "family": ent.family, "index": i}),
+              flush=True)
         try:
             case = H.make_case(ent, s)
         except H.Skip:
@@ -79,12 +121,21 @@ def _pump(stream, q):
     q.put(None)
 
 
-def run_long(minutes, seed, ops):
+def run_long(minutes, seed, ops, families=(), count=0, replay=""):
+    """Cases in child processes until ``minutes`` pass or ``count`` cases have been drawn
+    (random from ``seed``, or the calls of the ``replay`` file); their records."""
     deadline = time.time() + 60 * minutes
     records, crashes = [], []
-    while time.time() < deadline:
+    if replay:
+        with open(replay) as f:
+            count = len(json.load(f))
+    drawn = 0  # cases drawn so far (records plus skips)
+    while time.time() < deadline and not (count and drawn >= count):
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--seed", str(seed),
-               "--deadline", str(deadline)] + (["--ops", ",".join(ops)] if ops else [])
+               "--deadline", str(deadline)] + (["--ops", ",".join(ops)] if ops else []) \
+            + (["--families", ",".join(families)] if families else []) \
+            + (["--count", str(count - drawn)] if count else []) \
+            + (["--replay", replay, "--start", str(drawn)] if replay else [])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 text=True)
         lines = queue.Queue()
@@ -105,10 +156,12 @@ def run_long(minutes, seed, ops):
                 continue  # library noise on stdout
             if "start" in rec:
                 started = rec
+                drawn += 1
             elif "phase" in rec:
                 if started is not None:
                     started["phase"] = rec["phase"]
             elif "skip" in rec:
+                drawn += "index" in rec  # an entry gone since the replayed run
                 started = None
             else:
                 records.append(rec)
@@ -125,7 +178,8 @@ def run_long(minutes, seed, ops):
                             "notes": [] if ember_fault else [["torch_crash"] + why],
                             "repro": f"python tools/difftest.py --case {started['start']} "
                                      f"{started['seed']}", "size": 0})
-        seed += 1
+        if not replay:
+            seed += 1  # a fresh random sequence; a replay goes on after the lost case
     return records
 
 
@@ -155,7 +209,7 @@ def write_known(path):
 
     sys.path.insert(0, ROOT)
     from tests.differential import harness as H
-    from tests.differential.known_mismatches import NO_SPECIALS_IN_CI
+    from tests.differential.known_mismatches import KNOWN, NO_SPECIALS_IN_CI
     from tests.differential.test_differential import CASES_PER_OP
 
     found = {}
@@ -170,7 +224,9 @@ def write_known(path):
                 found.setdefault((ent.id, kind), detail.replace("\n", " ")[:78])
     with open(path) as f:
         head = f.read().split("KNOWN = {")[0]
-    body = "".join(f"    ({op!r}, {kind!r}):\n        {('open: ' + why)!r},\n"
+    # a reason written by hand (not "open: ...") stays with its entry
+    kept = {k: why for k, why in KNOWN.items() if not why.startswith("open: ")}
+    body = "".join(f"    ({op!r}, {kind!r}):\n        {kept.get((op, kind), 'open: ' + why)!r},\n"
                    for (op, kind), why in sorted(found.items()))
     with open(path, "w") as f:
         f.write(head + "KNOWN = {\n" + body + "}\n")
@@ -184,7 +240,7 @@ def report(records, minutes=None):
     counted = [r for r in records if r["mismatches"]]
     n = len(records)
     lines = ["# Differential run: ember vs torch", ""]
-    if minutes:
+    if minutes is not None:
         lines.append(f"{minutes} minutes.")
     lines.append(f"Cases run: {n}; with a counted mismatch: {len(counted)} "
                  f"({100 * len(counted) / max(n, 1):.2f}%).")
@@ -226,10 +282,17 @@ def report(records, minutes=None):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--long", action="store_true", help="random cases until --minutes pass")
-    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--minutes", type=float, default=None,
+                   help="time limit (default 10 for --long, none with --count / --replay)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cases", type=int, default=4, help="cases per op (sample mode)")
     p.add_argument("--ops", default="", help="comma-separated op ids (default all)")
+    p.add_argument("--families", default="",
+                   help="comma-separated opinfo families, e.g. nn,nn_top_level (--long)")
+    p.add_argument("--count", type=int, default=0,
+                   help="with --long: stop after this many cases (same seed, same calls)")
+    p.add_argument("--replay", default="",
+                   help="rerun the (op, seed) calls of an earlier --json file")
     p.add_argument("--out", default="", help="write the markdown report here")
     p.add_argument("--json", default="", help="write the raw records here")
     p.add_argument("--update-known", action="store_true",
@@ -237,10 +300,12 @@ def main(argv=None):
     p.add_argument("--case", nargs=2, metavar=("OP", "SEED"), help="rerun one case")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     ops = [o for o in a.ops.split(",") if o]
+    families = [f for f in a.families.split(",") if f]
     if a.worker:
-        worker(a.seed, a.deadline, ops)
+        worker(a.seed, a.deadline, ops, families, a.count, a.replay, a.start)
         return 0
     if a.update_known:
         n = write_known(os.path.join(ROOT, "tests", "differential", "known_mismatches.py"))
@@ -258,8 +323,15 @@ def main(argv=None):
             print(f"{kind}: {detail}")
         return 1 if out.mismatches else 0
     t0 = time.time()
-    records = run_long(a.minutes, a.seed, ops) if a.long else run_sample(a.cases, ops)
-    text = report(records, a.minutes if a.long else None)
+    if a.minutes is None:
+        a.minutes = 10.0 if a.long and not a.count and not a.replay else 1e6
+    if a.replay:
+        records = run_long(a.minutes, a.seed, ops, count=0, replay=a.replay)
+    elif a.long:
+        records = run_long(a.minutes, a.seed, ops, families, a.count)
+    else:
+        records = run_sample(a.cases, ops)
+    text = report(records, round((time.time() - t0) / 60, 1) if a.long or a.replay else None)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(records, f, default=str)

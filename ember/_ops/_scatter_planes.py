@@ -12,6 +12,7 @@ import math
 
 from .. import _dispatch
 from ._registry import Op
+from .indexing import linear_jvp
 
 
 def _unpool_add_kernel(xp, g, index, *, input_shape):
@@ -48,3 +49,6 @@ def _gather_vjp(gz, gx, index):
 
 unpool_add_op = Op("max_pool_backward", _unpool_add_kernel, vjp=_unpool_add_vjp)
 gather_op = Op("max_pool_gather", _gather_kernel, vjp=_gather_vjp)
+# forward mode: both are linear in their data (the indices are fixed)
+linear_jvp(unpool_add_op, (0,))
+linear_jvp(gather_op, (0,))

@@ -509,6 +509,7 @@ def _overwrite_vjp(g, _a, *, value):
 
 
 overwrite_op = Op("_overwrite", _overwrite_kernel, vjp=_overwrite_vjp)
+overwrite_op.defjvp(lambda x_dots, _a, *, value, out=None: None)  # constant values: a zero tangent
 
 
 def _nondiff_overwrite(self, result):
@@ -519,6 +520,13 @@ _dispatch.nondiff_overwrite = _nondiff_overwrite
 
 
 fill_op = Op("fill", _fill_kernel, vjp=_fill_vjp)
+
+
+@fill_op.defjvp
+def _fill_jvp(x_dots, a, _value, *, out=None):
+    # the value broadcast over ``a``: linear in the value, independent of ``a``
+    vd = x_dots[1]
+    return None if vd is None else _dispatch.apply(fill_op, (a, vd), {})
 
 
 def check_inplace(self, op_name):

@@ -32,7 +32,18 @@ from .linalg import _conj, _h, check_tensor, matmul
 
 
 class LinAlgError(RuntimeError):
-    """A linear-algebra routine failed on its input (singular, not positive-definite...)."""
+    """A linear-algebra routine failed on its input (singular, not positive-definite...).
+
+    Args:
+        *args: the message, as for ``RuntimeError`` (which it subclasses, as in PyTorch).
+
+    Example:
+        >>> try:
+        ...     ember.linalg.inv(ember.zeros(2, 2))
+        ... except ember.linalg.LinAlgError as e:
+        ...     print(type(e).__name__)
+        LinAlgError
+    """
 
 
 def check_float(op_name, A):
@@ -200,6 +211,9 @@ def _inv_ex_vjp(g, _a, *, out, check_errors):
 
 
 inv_ex_op = Op("linalg_inv_ex", _inv_ex_kernel, vjp=_inv_ex_vjp, nondiff_outputs=(1,))
+# forward mode: d(A^-1) = -A^-1 dA A^-1
+inv_ex_op.defjvp(lambda x_dots, _a, *, out, check_errors:
+                 (-matmul(out[0], matmul(x_dots[0], out[0])), None))
 
 
 def inv_ex(A, *, check_errors=False, out=None):
@@ -269,6 +283,20 @@ def _slogdet_vjp(g, a, *, out):
 slogdet_op = Op("linalg_slogdet", _slogdet_kernel, vjp=_slogdet_vjp)
 
 
+def _trace_inv_times(a, d):
+    """``tr(A^-1 dA)`` over the last two dims."""
+    return matmul(inv(a), d).diagonal(0, -2, -1).sum(-1)
+
+
+@slogdet_op.defjvp
+def _slogdet_jvp(x_dots, a, *, out):
+    # d log|det A| = Re tr(A^-1 dA); the sign moves only for complex A: sign * i Im(...)
+    t = _trace_inv_times(a, x_dots[0])
+    if a.is_complex():
+        return out[0] * (1j * t.imag), t.real
+    return None, t
+
+
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of the determinant, stable where ``det`` over/underflows."""
     check_square("linalg.slogdet", A)
@@ -296,6 +324,7 @@ def _logdet_vjp(g, a):
 
 
 logdet_op = Op("logdet", _logdet_kernel, vjp=_logdet_vjp)
+logdet_op.defjvp(lambda x_dots, a, *, out: _trace_inv_times(a, x_dots[0]))  # tr(A^-1 dA)
 
 
 @public
@@ -453,6 +482,23 @@ solve_triangular_op = Op("linalg_solve_triangular", _solve_triangular_kernel,
                          vjp=_solve_triangular_vjp)
 
 
+@solve_triangular_op.defjvp
+def _solve_triangular_jvp(x_dots, a, b, *, out, upper, left, unitriangular):
+    # X = T^-1 B: dX = T^-1 (dB - dT X) (left), (dB - X dT) T^-1 (right), where dT is dA's
+    # triangle (strict with a unit diagonal): only that triangle of A is read
+    ad, bd = x_dots
+    rhs = bd
+    if ad is not None:
+        n = a.shape[-1]
+        mask = np.triu(np.ones((n, n)), 1 if unitriangular else 0)
+        if not upper:
+            mask = mask.T
+        dt = ad * _const_like(mask.astype(ad._data.dtype), ad)
+        t = -matmul(dt, out) if left else -matmul(out, dt)
+        rhs = t if rhs is None else rhs + t
+    return solve_triangular(a, rhs, upper=upper, left=left, unitriangular=unitriangular)
+
+
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """Solve ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``; only the
     triangle named by ``upper`` is read."""
@@ -515,6 +561,16 @@ def _phi_mask(n, t):
     return _const_like((np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(t._data.dtype), t)
 
 
+def _cholesky_jvp(x_dots, _a, *, out, upper):
+    # A = L L^H: dL = L Phi(L^-1 dA L^-H), Phi the lower triangle with half the diagonal
+    L = _h(out) if upper else out
+    n = L.shape[-1]
+    S = solve_triangular(L, x_dots[0], upper=False)
+    S = solve_triangular(_h(L), S, upper=True, left=False)
+    dL = matmul(L, S * _phi_mask(n, L))
+    return _h(dL) if upper else dL
+
+
 def _cholesky_vjp(g, _a, *, out, upper):
     # A = L L^H.  gA = L^-H Phi(L^H gL) L^-1, symmetrised (Murray 2016)
     L = _h(out) if upper else out
@@ -527,7 +583,7 @@ def _cholesky_vjp(g, _a, *, out, upper):
     return (S + _h(S)) * 0.5
 
 
-cholesky_op = Op("linalg_cholesky", _cholesky_kernel, vjp=_cholesky_vjp)
+cholesky_op = Op("linalg_cholesky", _cholesky_kernel, vjp=_cholesky_vjp, jvp=_cholesky_jvp)
 
 
 def cholesky(A, *, upper=False, out=None):
@@ -711,6 +767,25 @@ def _qr_vjp(g, a, *, out=None, mode):
 qr_op = Op("linalg_qr", _qr_kernel, vjp=_qr_vjp)
 
 
+@qr_op.defjvp
+def _qr_jvp(x_dots, a, *, out, mode):
+    # real A = QR with m >= n: C = Q^T dA R^-1 = Q^T dQ + dR R^-1, the first term skew and
+    # the second upper triangular, so Omega = tril(C, -1) - tril(C, -1)^T, dR = (C - Omega) R
+    # and dQ = dA R^-1 - Q (C - Omega). Other shapes, modes and complex A: the transpose of
+    # the vjp (NOTE [ Forward mode from the vjp ] in ember/autograd/_forward.py)
+    m, n = a.shape[-2], a.shape[-1]
+    if a.is_complex() or mode == "r" or m < n or (mode == "complete" and m != n):
+        from ..autograd._forward import transpose_jvp
+
+        return transpose_jvp(qr_op, x_dots, (a,), {"mode": mode}, out)
+    Q, R = out
+    dA_Rinv = solve_triangular(R, x_dots[0], upper=True, left=False)
+    C = matmul(_h(Q), dA_Rinv)
+    low = C.tril(-1)
+    upper = C - (low - _h(low))
+    return dA_Rinv - matmul(Q, upper), matmul(upper, R)
+
+
 def _cat_last_kernel(xp, x, y):
     return xp.concatenate([x, y], -1)
 
@@ -788,6 +863,20 @@ def _eigh_vjp(g, _a, *, out, UPLO):
 eigh_op = Op("linalg_eigh", _eigh_kernel, vjp=_eigh_vjp)
 
 
+@eigh_op.defjvp
+def _eigh_jvp(x_dots, _a, *, out, UPLO):
+    # with M = V^H dA V: dL = Re diag(M), dV = V (M / (L_j - L_i)) off the diagonal
+    L, V = out
+    m = matmul(_h(V), matmul(x_dots[0], V))
+    n = L.shape[-1]
+    eye = _const_like(np.eye(n, dtype=L._data.dtype), L)
+    dL = m.diagonal(0, -2, -1)
+    if dL.is_complex():
+        dL = dL.real
+    E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye
+    return dL, matmul(V, (m / E.to(m.dtype)) * (1 - eye).to(m.dtype))
+
+
 def _check_uplo(op_name, UPLO):
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"{op_name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -813,6 +902,14 @@ def _eigvalsh_vjp(g, a, *, UPLO):
 
 
 eigvalsh_op = Op("linalg_eigvalsh", _eigvalsh_kernel, vjp=_eigvalsh_vjp)
+
+
+@eigvalsh_op.defjvp
+def _eigvalsh_jvp(x_dots, a, *, UPLO, out=None):
+    # dL = Re diag(V^H dA V)
+    _, V = eigh(a, UPLO)
+    d = matmul(_h(V), matmul(x_dots[0], V)).diagonal(0, -2, -1)
+    return d.real if d.is_complex() else d
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -984,6 +1081,39 @@ def _svd_vjp(g, _a, *, out, full_matrices):
 svd_op = Op("linalg_svd", _svd_kernel, vjp=_svd_vjp)
 
 
+@svd_op.defjvp
+def _svd_jvp(x_dots, a, *, out, full_matrices):
+    # real A = U S V^T (reduced), P = U^T dA V: dS = diag(P); with F_ij = 1 / (s_j^2 - s_i^2)
+    # off the diagonal, dU = U (F o (P S + S P^T)) + (I - U U^T) dA V S^-1 and
+    # dV = V (F o (S P + P^T S)) + (I - V V^T) dA^T U S^-1. Complex input, full matrices
+    # (the extra columns are a gauge) and empty input: the transpose of the vjp
+    if a.is_complex() or full_matrices and a.shape[-1] != a.shape[-2] or a.numel() == 0:
+        from ..autograd._forward import transpose_jvp
+
+        return transpose_jvp(svd_op, x_dots, (a,), {"full_matrices": full_matrices}, out)
+    U, S, Vh = out
+    V = Vh.transpose(-1, -2)
+    d = x_dots[0]
+    m, n = a.shape[-2], a.shape[-1]
+    k = S.shape[-1]
+    P = matmul(U.transpose(-1, -2), matmul(d, V))
+    dS = P.diagonal(0, -2, -1)
+    s2 = S * S
+    diff = s2.unsqueeze(-2) - s2.unsqueeze(-1)
+    eye = _const_like(np.eye(k, dtype=S._data.dtype), S)
+    F = (1 - eye) / (diff + eye)
+    Srow, Scol = S.unsqueeze(-2), S.unsqueeze(-1)
+    dU = matmul(U, F * (P * Srow + Scol * P.transpose(-1, -2)))
+    dV = matmul(V, F * (Scol * P + P.transpose(-1, -2) * Srow))
+    if m > k:
+        r = matmul(d, V) / Srow
+        dU = dU + r - matmul(U, matmul(U.transpose(-1, -2), r))
+    if n > k:
+        r = matmul(d.transpose(-1, -2), U) / Srow
+        dV = dV + r - matmul(V, matmul(V.transpose(-1, -2), r))
+    return dU, dS, dV.transpose(-1, -2)
+
+
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending."""
     check_matrix("linalg.svd", A)
@@ -1020,6 +1150,14 @@ def _svdvals_vjp(g, a):
 
 
 svdvals_op = Op("linalg_svdvals", _svdvals_kernel, vjp=_svdvals_vjp)
+
+
+@svdvals_op.defjvp
+def _svdvals_jvp(x_dots, a, *, out=None):
+    # dS = Re diag(U^H dA V)
+    U, _, Vh = svd(a, full_matrices=False)
+    d = matmul(_h(U), matmul(x_dots[0], _h(Vh))).diagonal(0, -2, -1)
+    return d.real if d.is_complex() else d
 
 
 def svdvals(A, *, driver=None, out=None):

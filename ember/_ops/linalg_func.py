@@ -148,7 +148,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver != "gels":
         rank = (s._data > _tol(np, s._data, None, rtol, m, n)).sum(-1).astype(np.int64)
     full_rank = rank is None or bool(np.all(rank == min(m, n)))
-    residuals = empty
+    # no residuals: an empty tensor that is still a function of the solution, so it
+    # requires grad when the operands do, as torch's
+    none = X.reshape(-1)[:0]
+    residuals = none.abs() if none.is_complex() else none
     if m > n and driver != "gelsy" and full_rank or (driver == "gels" and m > n):
         R = matmul(A, X) - Bm
         residuals = (R * _conj(R)).real.sum(-2) if R.is_complex() else (R * R).sum(-2)
@@ -245,6 +248,15 @@ def _matrix_exp_vjp(g, a):
 
 
 matrix_exp_op = Op("linalg_matrix_exp", _matrix_exp_kernel, vjp=_matrix_exp_vjp)
+
+
+@matrix_exp_op.defjvp
+def _matrix_exp_jvp(x_dots, a, *, out=None):
+    # the Frechet derivative: the upper-right block of exp([[A, dA], [0, A]])
+    n = a.shape[-1]
+    d = x_dots[0]
+    a = a.expand(*d.shape) if tuple(a.shape) != tuple(d.shape) else a
+    return matrix_exp(_dispatch.apply(_mexp_block_op, (a, d), {}))[..., :n, n:]
 
 
 def matrix_exp(A):
@@ -417,6 +429,14 @@ def _lu_unpack_vjp(g, lu, _piv):
 
 
 lu_unpack_op = Op("lu_unpack", _lu_unpack_kernel, vjp=_lu_unpack_vjp, nondiff_outputs=(0,))
+
+
+@lu_unpack_op.defjvp
+def _lu_unpack_jvp(x_dots, lu, _piv, *, out):
+    # L and U are LU's two triangles (L's unit diagonal is constant)
+    d = x_dots[0]
+    k = min(lu.shape[-2], lu.shape[-1])
+    return None, d[..., :, :k].tril(-1), d[..., :k, :].triu()
 
 
 @public(method=False)

@@ -10,6 +10,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
 from ._registry import Op, public
+from .indexing import multilinear_jvp
 from .linalg import _LOWP, _conj, check_tensor
 from .linalg_decomp import svdvals
 
@@ -61,7 +62,13 @@ def _vnorm_vjp(g, x, *, out, ord, dim, keepdim):
         count = mask.sum(dim=tuple(dims), keepdim=True)
         return g * sgn * mask / count
     safe = out + (out == 0)
-    return g * sgn * (x.abs() / safe) ** (ord - 1)
+    ratio = x.abs() / safe
+    if ord < 1:  # a zero element has a zero gradient (not 0 * inf), as in torch
+        ratio = ratio + (x == 0)
+    res = g * sgn * ratio ** (ord - 1)
+    if ord < 0:  # a zero element makes the norm 0 whatever the others: all gradients 0
+        res = res * (out != 0)
+    return res
 
 
 def _vnorm_jvp(x_dots, x, *, out, ord, dim, keepdim):
@@ -218,6 +225,7 @@ def _cross_vjp(g, a, b, *, dim):
 
 
 cross_op = Op("linalg_cross", _cross_kernel, vjp=_cross_vjp, linear=False)
+multilinear_jvp(cross_op, (0, 1))  # forward mode: bilinear, d(a x b) = da x b + a x db
 
 
 def _cross(op_name, a, b, dim):
@@ -271,6 +279,9 @@ def vecdot(x, y, *, dim=-1, out=None):
         raise RuntimeError(
             f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
             f"{x.dtype.scalar_name} and y of type {y.dtype.scalar_name} instead")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {x.dtype.scalar_name}")
     n = max(x.dim(), y.dim())
     d = wrap_dim(dim, n, "linalg.vecdot")
     r = (_conj(x) * y).sum(d - n)

@@ -12,6 +12,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
+from .indexing import linear_jvp
 from .linalg import _LOWP, _conj, _h, check_tensor, matmul
 
 # ------------------------------------------------------------------------------------------------
@@ -78,6 +79,38 @@ def _cdist_vjp(g, a, b, *, out, p, use_mm):
 
 
 cdist_op = Op("cdist", _cdist_kernel, vjp=_cdist_vjp)
+
+
+@cdist_op.defjvp
+def _cdist_jvp(x_dots, a, b, *, out, p, use_mm):
+    # d_ij = |a_i - b_j|_p along the tangent (a_dot_i - b_dot_j), with the vjp's choices
+    # where the norm is not differentiable (zero distance, ties of the inf-norm, p < 1)
+    ad, bd = x_dots
+    if p == 0:
+        return None
+    if p == 2:
+        t = None
+        if ad is not None:
+            t = (a * ad).sum(-1).unsqueeze(-1) - matmul(ad, b.transpose(-1, -2))
+        if bd is not None:
+            u = (b * bd).sum(-1).unsqueeze(-2) - matmul(a, bd.transpose(-1, -2))
+            t = u if t is None else t + u
+        return t / (out + (out == 0))
+    diff = a.unsqueeze(-2) - b.unsqueeze(-3)
+    dd = None if ad is None else ad.unsqueeze(-2)
+    if bd is not None:
+        dd = -bd.unsqueeze(-3) if dd is None else dd - bd.unsqueeze(-3)
+    dist = out.unsqueeze(-1)
+    if p == 1:
+        w = diff.sgn()
+    elif p == math.inf:
+        w = diff.sgn() * (diff.abs() == dist)
+    else:
+        ratio = diff.abs() / (dist + (dist == 0))
+        if p < 1:
+            ratio = ratio + (diff == 0)
+        w = diff.sgn() * ratio ** (p - 1)
+    return (w * dd).sum(-1)
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
           "donot_use_mm_for_euclid_dist")
@@ -194,6 +227,8 @@ def _gather_kernel_n(xp, a, *, idx, n):
 
 _gather_op = Op("combinations", _gather_kernel_n, vjp=_gather_vjp)
 _scatter_op = Op("_combinations_backward", _scatter_kernel, vjp=_scatter_vjp)
+linear_jvp(_gather_op, (0,))  # forward mode: a gather and its scatter are linear
+linear_jvp(_scatter_op, (0,))
 
 
 @public(method=False)
@@ -247,6 +282,24 @@ def _block_vjp(g, *arrays):
 
 
 block_diag_op = Op("block_diag", _block_kernel, vjp=_block_vjp)
+
+
+def _varargs_linear_jvp(op):
+    """Forward mode of an op linear in all its (varargs) inputs: the op on the tangents,
+    zeros where an input has none."""
+
+    def jvp(x_dots, *inputs, out=None):
+        if all(d is None for d in x_dots):
+            return None
+        return _dispatch.apply(op, tuple(
+            d if d is not None else x.new_zeros(tuple(x.shape))
+            for d, x in zip(x_dots, inputs)), {})
+
+    op.defjvp(jvp)
+
+
+_varargs_linear_jvp(block_diag_op)
+_varargs_linear_jvp(cartesian_prod_op)
 
 
 @public(method=False)
@@ -381,6 +434,21 @@ def _vander_vjp(g, x, *, N, increasing):
 vander_op = Op("vander", _vander_kernel, vjp=_vander_vjp)
 
 
+@vander_op.defjvp
+def _vander_jvp(x_dots, x, *, N, increasing, out):
+    # column x^k moves by k x^(k-1) dx: the Vandermonde of order N-1 scaled by k
+    xd = x_dots[0]
+    if N <= 1:
+        return None
+    lower = _dispatch.apply(vander_op, (x,), {"N": N - 1, "increasing": True})
+    k = wrap(np.arange(1, N, dtype=lower._data.dtype)).to(x.device)
+    d = lower * k * xd.unsqueeze(-1)
+    from .join import cat
+
+    d = cat([d.new_zeros((d.shape[0], 1)), d], -1)
+    return d if increasing else d.flip(-1)
+
+
 @public(method=False)
 def vander(x, N=None, increasing=False):
     """The Vandermonde matrix of a 1-D tensor: columns are powers ``x**(N-1) ... x**0``
@@ -413,6 +481,8 @@ def _frexp_vjp(g, _a, *, out):
 
 
 frexp_op = Op("frexp", _frexp_kernel, vjp=_frexp_vjp, nondiff_outputs=(1,))
+# forward mode: the mantissa is x * 2^-e with e locally constant
+frexp_op.defjvp(lambda x_dots, _a, *, out: (x_dots[0] / out[1].to(x_dots[0].dtype).exp2(), None))
 
 
 @public
@@ -660,6 +730,7 @@ def _index_tensor(positions):
 
 
 fill_diagonal_op = Op("fill_diagonal", _fill_diagonal_kernel, vjp=_fill_diagonal_vjp)
+linear_jvp(fill_diagonal_op, (0, 1))  # forward mode: linear in the tensor and the value
 
 
 def fill_diagonal_(self, fill_value, wrap=False):

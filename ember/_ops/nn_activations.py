@@ -21,6 +21,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from ._registry import public
 from .creation import empty_like
+from .nn_checks import kernel_dtype
 from .nn_ops import softmax
 from .pointwise import where
 
@@ -151,6 +152,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
         >>> ember.rrelu(ember.tensor([-3.0, 2.0]), 0.1, 0.3)
         tensor([-0.6000,  2.0000])
     """
+    kernel_dtype("leaky_relu", input, None if not training else "rrelu_with_noise_out_cpu")
     if training:
         slope = empty_like(input).uniform_(lower, upper, generator=generator)
         return _where_pos(input, input * slope)
@@ -247,6 +249,7 @@ def hardshrink(input, lambd=0.5):
         >>> ember.hardshrink(ember.tensor([-1.0, 0.2, 0.7]))
         tensor([-1.0000,  0.0000,  0.7000])
     """
+    kernel_dtype("hardshrink", input)
     return where(input.abs() > lambd, input, input * 0)
 
 
@@ -267,6 +270,10 @@ def prelu(input, weight):
         >>> ember.prelu(ember.tensor([[-2.0, 1.0]]), ember.tensor([0.25]))
         tensor([[-0.5000,  1.0000]])
     """
+    kernel_dtype("prelu", input)
+    if isinstance(weight, Tensor) and weight.dtype != input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{input.dtype.scalar_name} and {weight.dtype.scalar_name}")
     shape = [1] * input.dim()
     if weight.numel() > 1:
         channels = input.shape[1] if input.dim() >= 2 else 1
@@ -315,14 +322,28 @@ def _strictly_inside(input, lo, hi):
     return (input > lo) & (input < hi)
 
 
+def integer_hardtanh_bounds(input, min_val, max_val):
+    """The bounds torch's hardtanh uses on an integer ``input`` (which keeps its dtype), or
+    None for a floating one."""
+    if not isinstance(input, Tensor) or input.is_floating_point() or input.is_complex():
+        return None
+    if input.dtype.name == "uint8" and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return int(min_val), int(max_val)
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    bounds = integer_hardtanh_bounds(input, min_val, max_val)
+    if bounds is not None:  # integers: no gradient, the dtype kept
+        return input.clamp(*bounds)
     flat = input.clamp(min_val, max_val).detach()  # NOTE [ Hard activations' kinks ]
     return where(_strictly_inside(input, min_val, max_val), input, flat)
 
 
 def leaky_relu(input, negative_slope=0.01):
+    kernel_dtype("leaky_relu", input)
     return _where_pos(input, input * negative_slope)
 
 
@@ -331,11 +352,13 @@ def elu(input, alpha=1.0):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    kernel_dtype("softplus", input)
     scaled = input * beta
     return where(scaled > threshold, input, (scaled.exp().log1p()) / beta)
 
 
 def mish(input):
+    kernel_dtype("mish", input)
     return input * softplus(input).tanh()
 
 
@@ -344,6 +367,7 @@ def softsign(input):
 
 
 def softshrink(input, lambd=0.5):
+    kernel_dtype("softshrink", input)
     if lambd < 0:
         raise RuntimeError(f"lambda must be in range [0, inf) for input dtype {input.dtype}, "
                            f"but found {lambd}")
@@ -356,6 +380,7 @@ def tanhshrink(input):
 
 
 def hardsigmoid(input):
+    kernel_dtype("hardsigmoid", input)
     flat = (input / 6 + 0.5).clamp(0, 1).detach()  # NOTE [ Hard activations' kinks ]
     return where(_strictly_inside(input, -3, 3), input / 6 + 0.5, flat)
 
@@ -364,6 +389,7 @@ def hardswish(input):
     # x for x >= 3, 0 for x <= -3, x (x + 3) / 6 between (NOTE [ Hard activations' kinks ])
     # NaN takes the identity side (and its gradient), as torch: the middle piece sees it
     # as 0, so its zero gradient there stays 0
+    kernel_dtype("hardswish", input)
     inner = input < 3
     safe = where(inner, input, 0.0)
     middle = where(safe > -3, safe * (safe + 3) / 6, empty_like(input).fill_(0))
@@ -371,12 +397,14 @@ def hardswish(input):
 
 
 def logsigmoid(input):
+    kernel_dtype("log_sigmoid", input)
     return -softplus(-input)
 
 
 def glu(input, dim=-1):
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    kernel_dtype("glu", input)
     if input.shape[dim] % 2:
         raise RuntimeError(
             f"Halving dimension must be even, but dimension {dim % input.dim()} is size "

@@ -16,6 +16,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from ._registry import Op
 from .nn_dropout import dropout
+from .nn_checks import kernel_dtype
 
 
 # NOTE [ Transposed attention scores ]
@@ -88,6 +89,40 @@ def _sdpa_vjp(grads, q, k, v, mask, *, scale, out, needs_input_grad):
 
 sdpa_op = Op("scaled_dot_product_attention", _sdpa_kernel, vjp=_sdpa_vjp,
              nondiff_outputs=(1,))
+
+
+@sdpa_op.defjvp
+def _sdpa_jvp(x_dots, q, k, v, mask, *, scale, out):
+    # o = p v with p = softmax(s), s = scale q k^T (+ mask): ds from q and k (and a float
+    # mask), dp = p * (ds - rowsum(p * ds)), do = dp v + p dv
+    qd, kd, vd = x_dots[0], x_dots[1], x_dots[2]
+    md = x_dots[3] if len(x_dots) > 3 else None
+    if qd is None and kd is None and vd is None and md is None:
+        return None
+    if _dispatch.state.grad_enabled and any(
+            t is not None and t._rg for t in (q, k, v, qd, kd, vd, md)):
+        s = (q @ k.transpose(-1, -2)) * scale
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf")) if mask._data.dtype.kind == "b" \
+                else s + mask
+        p = s.softmax(-1)
+    else:
+        p = out[1]
+    ds = None
+    if qd is not None:
+        ds = (qd @ k.transpose(-1, -2)) * scale
+    if kd is not None:
+        t = (q @ kd.transpose(-1, -2)) * scale
+        ds = t if ds is None else ds + t
+    if md is not None:
+        ds = md if ds is None else ds + md
+    do = None
+    if ds is not None:
+        do = (p * (ds - (p * ds).sum(-1, keepdim=True))) @ v
+    if vd is not None:
+        t = p @ vd
+        do = t if do is None else do + t
+    return do, None
 sdpa_op.node_name = "ScaledDotProductAttentionBackward0"
 sdpa_backward_op = Op("scaled_dot_product_attention_backward", _sdpa_backward_kernel)
 
@@ -161,6 +196,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None and attn_mask._data.dtype.kind == "f" and \
             attn_mask._data.dtype != query._data.dtype:
         attn_mask = attn_mask.to(query.dtype)
+    if l == 0 or s == 0:
+        # nothing to attend from, or to: torch's result is zeros (no softmax over an empty
+        # row), still a function of the operands so their gradients are zeros
+        from .creation import zeros
+
+        batch = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]),
+                                    tuple(value.shape[:-2]))
+        out = zeros(batch + (l, value.shape[-1]), dtype=query.dtype, device=query.device)
+        # (a non-finite query makes it NaN in torch: its scaled query meets a zero)
+        return out + query.sum() * 0 + key.reshape(-1)[:0].sum() + value.reshape(-1)[:0].sum()
+    if not (query.is_floating_point() or query.is_complex()):
+        # torch's math kernel scales the query by a float32 factor in place
+        raise RuntimeError(f"expected scalar type Float but found {query.dtype.scalar_name}")
+    kernel_dtype("softmax_lastdim", query)
     if dropout_p > 0.0:
         sc = (query @ key.transpose(-1, -2)) * scale
         if attn_mask is not None:

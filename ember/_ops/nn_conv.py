@@ -15,7 +15,23 @@ Kernels gather input windows into channels-last columns (NOTE [ Channels-last co
 so the arithmetic is one GEMM per group; the adjoint in ``x`` scatters the columns back
 with one add per kernel tap. Stride-1 3x3 convolutions with many channels on small planes
 take Winograd's F(2x2, 3x3) instead, for all three ops (NOTE [ Winograd convolution ] in
-``nn_winograd.py``).
+``nn_winograd.py``); with numba (the ``fast`` extra) float32 ones on planes from 14 wide
+take Winograd with compiled transforms (NOTE [ Planar Winograd ] in
+``nn_conv_winograd.py``). Grouped convolutions, depthwise ones above all, gather
+shifted-plane columns (NOTE [ Shifted-plane columns ] in ``nn_conv_grid.py``).
+
+Which path runs, first match (CuPy arrays take planar or channels-last columns only):
+
+=====================================================  ======================================
+case                                                   path
+=====================================================  ======================================
+3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled Winograd
+depthwise, float32, numba                              compiled depthwise loops
+3x3 stride 1, c, o >= 64, rows <= 24 (or >= 256 ch)    NumPy Winograd
+ungrouped, rows >= 16 (20 strided), or 1x1             planar columns
+grouped (NumPy), rows >= 16, or depthwise              shifted-plane columns
+everything else                                        channels-last columns
+=====================================================  ======================================
 """
 
 from __future__ import annotations
@@ -28,12 +44,15 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
+from . import nn_conv_grid as grid
+from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
 from .linalg import upcast_lowp
 from ._registry import Op, public
 from .indexing import multilinear_jvp  # forward-mode rules
 from .nn_pad import pad
+from .nn_checks import kernel_dtype
 
 
 def strided_view(xp, a, shape, strides):
@@ -256,11 +275,32 @@ def _conv_rows(xp, x, wm, ksize, stride, padding, dilation, groups):
     return y.transpose(tuple(range(1, 2 + nd)) + (0, 2 + nd)).reshape((n,) + out + (o,))
 
 
+def _grid_grouped(xp, x_shape, w_shape, groups):
+    """Whether a grouped convolution takes shifted-plane columns (NOTE [ Shifted-plane
+    columns ] in ``nn_conv_grid.py``) rather than channels-last ones: measured (one thread,
+    CPU time, (32, 64, 32, 32)) depthwise 3x3 forward 38 -> 7.6 ms, input gradient 37 -> 8 ms,
+    weight gradient 33 -> 8.7 ms; 4 groups on 16x16 forward 5.0 -> 4.2 ms. Rows shorter than
+    16 keep channels-last columns (the grid's dropped positions grow), except depthwise."""
+    return xp is np and groups > 1 and (w_shape[1] == 1 or x_shape[-1] >= 16)
+
+
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    if fast_winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
+        return fast_winograd.conv2d(x, w, b, padding)
     if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return winograd.conv2d(xp, x, w, b, padding)
     if _planar(x.shape[-1], w.shape[2:], stride, groups):
         y = _planar_conv(xp, x, w, stride, padding, dilation)
+        if b is not None:
+            y += b.reshape((-1,) + (1,) * (x.ndim - 2))
+        return y
+    if grid.depthwise_eligible(xp, x.dtype, w.shape, groups):
+        y = grid.depthwise_conv(xp, x, w, stride, padding, dilation)
+        if b is not None:
+            y += b.reshape((-1,) + (1,) * (x.ndim - 2))
+        return y
+    if _grid_grouped(xp, x.shape, w.shape, groups):
+        y = grid.conv(xp, x, w, stride, padding, dilation, groups)
         if b is not None:
             y += b.reshape((-1,) + (1,) * (x.ndim - 2))
         return y
@@ -312,7 +352,8 @@ def _crop(gx, input_shape):
 
 
 def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
-    """Both adjoints of an ungrouped stride-1 convolution from one gather of g.
+    """Both adjoints of a stride-1 convolution from one gather of g (grouped ones through
+    shifted-plane columns, ``nn_conv_grid.backward_stride1``).
 
     NOTE [ Shared gradient columns ]
     The input adjoint gathers the columns of g padded by d(k-1) - p. The weight gradient
@@ -323,8 +364,15 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
     backward of a 3x3 64->64 conv of (32, 64, 32, 32). With channels-last columns (short
     rows) it gained nothing measurable, so only planar columns take this path.
     """
-    if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, 1, x.dtype):
+    groups = x.shape[1] // w.shape[1]
+    if fast_winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
+                              x.dtype):
+        return fast_winograd.input_grad(g, w, padding), fast_winograd.weight_grad(x, g, padding)
+    if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return winograd.backward(xp, g, x, w, padding)
+    if groups > 1:
+        # shifted-plane columns of g, shared the same way (NOTE [ Shifted-plane columns ])
+        return grid.backward_stride1(xp, g, x, w, padding, dilation, groups)
     ksize = w.shape[2:]
     nd = len(ksize)
     o, c = w.shape[:2]
@@ -376,8 +424,13 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
     ksize = w.shape[2:]
     cg = w.shape[1]
     c = cg * groups
+    if fast_winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
+                              g.dtype):
+        return fast_winograd.input_grad(g, w, padding)
     if winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype):
         return winograd.input_grad(xp, g, w, padding)
+    if grid.depthwise_eligible(xp, g.dtype, w.shape, groups):
+        return grid.depthwise_input_grad(xp, g, w, input_shape, stride, padding, dilation)
     if _adjoint_is_conv(ksize, stride, padding, dilation):
         # stride 1: the adjoint is itself a convolution of g with the flipped, transposed
         # kernel (one gather and one GEMM instead of a GEMM and one scatter per tap)
@@ -387,6 +440,8 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
         return _crop(gx, input_shape)
     if _planar(input_shape[-1], ksize, stride, groups):
         return _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation)
+    if _grid_grouped(xp, input_shape, w.shape, groups):
+        return grid.input_grad_scatter(xp, g, w, input_shape, stride, padding, dilation, groups)
     rows, wm = _grad_rows(xp, g, groups), _weight_matrix(w, groups)
     gcols = _grouped_matmul(xp, rows, wm)  # (G, N*out, kCg)
     if groups == 1:
@@ -408,6 +463,11 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
 
 def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, groups):
     """Adjoint of conv in w: columns of x (transposed) times the rows of g."""
+    if x.shape[0] == 0:
+        return xp.zeros(weight_shape, dtype=x.dtype)  # the batch loops below would sum nothing
+    if fast_winograd.eligible(xp, x.shape, weight_shape, stride, padding, dilation, groups,
+                              x.dtype):
+        return fast_winograd.weight_grad(x, g, padding)
     if winograd.eligible(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype):
         return winograd.weight_grad(xp, x, g, padding)
     if _planar(x.shape[-1], weight_shape[2:], stride, groups):
@@ -418,6 +478,12 @@ def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, gr
             part = _channel_rows(xp, g[sl]) @ cols.T
             gw = part if gw is None else xp.add(gw, part, out=gw)
         return gw.reshape(weight_shape)
+    if grid.depthwise_eligible(xp, x.dtype, weight_shape, groups):
+        return grid.depthwise_weight_grad(xp, x, g, weight_shape, stride, padding, dilation)
+    if _grid_grouped(xp, x.shape, weight_shape, groups) and weight_shape[1] == 1:
+        # depthwise: one GEMM per channel with a reduction of prod(k) is where channels-last
+        # columns do worst (33 -> 8.7 ms, see _grid_grouped); wider groups keep them
+        return grid.weight_grad(xp, x, g, weight_shape, stride, padding, dilation, groups)
     gw = None
     for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
         cols, _ = _columns(xp, x[sl], weight_shape[2:], stride, padding, dilation, groups)
@@ -444,13 +510,23 @@ def _params(p):
 # transposed convolution thrown away.
 
 
+def _shared_grouped(xp, x, w, groups):
+    """Whether a grouped convolution's two adjoints come from one gather of shifted-plane
+    columns: a 4-group 3x3 64->64 conv of (32, 64, 16, 16) took 6.3 ms for both against
+    8.5 ms apart (one thread); the compiled depthwise loops stay apart (6.7 ms against
+    11.8)."""
+    return _grid_grouped(xp, x.shape, w.shape, groups) and not grid.depthwise_eligible(
+        xp, x._data.dtype, w.shape, groups)
+
+
 def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad):
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     need_x, need_w, need_b = needs_input_grad
     ksize = tuple(w.shape[2:])
-    shared = winograd.eligible(_dispatch.xp_of(x._data), x.shape, w.shape, stride, padding,
-                               dilation, groups, x._data.dtype) or (
-        _planar(g.shape[-1], ksize, stride, groups)
+    xp = _dispatch.xp_of(x._data)
+    shared = any(m.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
+                            x._data.dtype) for m in (fast_winograd, winograd)) or (
+        (_planar(g.shape[-1], ksize, stride, groups) or _shared_grouped(xp, x, w, groups))
         and _adjoint_is_conv(ksize, stride, padding, dilation))
     if need_x and need_w and not _dispatch.state.grad_enabled and shared:
         # both adjoints from one gather (NOTE [ Shared gradient columns ]); under
@@ -545,6 +621,7 @@ def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     dilation = _tuple(dilation, nd, "dilation", op)
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
+    _check_weight_size(weight, groups, nd)
     c = input.shape[1]
     if c != weight.shape[1] * groups:
         raise RuntimeError(
@@ -560,10 +637,10 @@ def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
             f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
             f"with {weight.shape[0]} elements, but got bias of size {list(bias.shape)} "
             "instead")
-    if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(
-            f"Input type ({input.dtype.scalar_name}) and weight type "
-            f"({weight.dtype.scalar_name}) should be the same")
+    # torch's kernel (chosen by dims and dilation) refuses its dtypes before any type match
+    kernel_dtype("slow_conv_dilated" if any(d > 1 for d in dilation) else
+                 "slow_conv3d" if nd == 3 else "slow_conv2d", input)
+    _check_operand_dtypes(input, weight, bias)
     ksize = weight.shape[2:]
     if isinstance(padding, str):
         if padding == "valid":
@@ -597,13 +674,68 @@ def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
                 f"({' x '.join(str(input.shape[2 + j] + 2 * padding[j]) for j in range(nd))}"
                 f"). Kernel size: ({' x '.join(str(k) for k in ksize)}). Kernel size can't be "
                 "greater than actual input size")
+    _check_empty_input(input)
     return input, batched, stride, padding, dilation
+
+
+def _empty_batch(shape, x, weight, bias):
+    """The (empty) result of a convolution of an empty batch, still a function of its
+    operands, so their gradients are zeros as in torch."""
+    from .creation import zeros
+
+    y = zeros(shape, dtype=x.dtype, device=x.device)
+    # (sums of empty slices: exact zeros, whatever the operands hold)
+    for t in (x, weight, bias):
+        if isinstance(t, Tensor):
+            y = y + t.reshape(-1)[:0].sum()
+    return y
+
+
+def _check_weight_size(weight, groups, nd):
+    """torch's checks of a weight's sizes: at least ``groups`` output channels (input
+    channels for a transposed weight) and no empty kernel dim."""
+    if weight.shape[0] < groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead")
+    ksize = tuple(weight.shape[2:])
+    if weight.shape[1] and any(k <= 0 for k in ksize):  # (no channels: nothing to check)
+        names = ("kernel_depth", "kernel_height", "kernel_width")[3 - max(nd, 2):]
+        shown = ((1,) + ksize) if nd == 1 else ksize
+        raise RuntimeError("kernel size should be greater than zero, but got " + " ".join(
+            f"{n}: {k}" for n, k in zip(names, shown)))
+
+
+def _check_operand_dtypes(input, weight, bias):
+    """Input, weight and bias share one dtype (torch's RuntimeErrors)."""
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(
+            f"Input type ({input.dtype.scalar_name}) and weight type "
+            f"({weight.dtype.scalar_name}) should be the same")
+    if isinstance(bias, Tensor) and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({input.dtype.scalar_name}) and bias type "
+                           f"({bias.dtype.scalar_name}) should be the same")
+
+
+def _check_empty_input(x):
+    """A batched input may be empty in its batch or channels only (torch's RuntimeError)."""
+    if x.shape[0] and x.shape[1] and any(n == 0 for n in x.shape[2:]):
+        shape = list(x.shape) if x.dim() > 3 else [x.shape[0], x.shape[1], 1, x.shape[2]]
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
+                           f"input shape: {shape}")
 
 
 def conv(nd, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     op = f"conv{nd}d"
     x, batched, stride, padding, dilation = _check_conv(op, nd, input, weight, bias, stride,
                                                         padding, dilation, groups)
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        out = tuple((x.shape[2 + i] + 2 * padding[i] - dilation[i] * (weight.shape[2 + i] - 1)
+                     - 1) // stride[i] + 1 for i in range(nd))
+        # torch's result for an input without channels has no channels either
+        c_out = weight.shape[0] if x.shape[1] else 0
+        y = _empty_batch((x.shape[0], c_out) + out, x, weight, bias)
+        return y if batched else y.squeeze(0)
     y = conv_nd(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
                 groups=groups)
     return y if batched else y.squeeze(0)
@@ -622,15 +754,25 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
             f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got "
             f"input of size: {list(input.shape)}")
     x = input if batched else input.unsqueeze(0)
+    _check_weight_size(weight, groups, nd)
+    if weight.numel() == 0:
+        raise RuntimeError(f"non-empty {nd + 1 if nd == 1 else nd + 2}D weight tensor "
+                           f"expected, but got: {list(weight.shape)}")
     if x.shape[1] != weight.shape[0]:
         raise RuntimeError(
             f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
             f"{list(x.shape)} to have {weight.shape[0]} channels, but got {x.shape[1]} "
             "channels instead")
+    _check_empty_input(x)
+    kernel_dtype("slow_conv_transpose3d" if nd == 3 else "slow_conv_transpose2d", input)
     if input._data.dtype != weight._data.dtype:
         raise RuntimeError(
             f"Input type ({input.dtype.scalar_name}) and weight type "
             f"({weight.dtype.scalar_name}) should be the same")
+    if nd == 3 and isinstance(bias, Tensor) and bias.dtype != input.dtype:
+        # (torch's 3-d kernel checks the bias; the 1-d and 2-d ones cast it)
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                           f"{bias.dtype.scalar_name}")
     stride = _tuple(stride, nd, "stride", op)
     padding = _tuple(padding, nd, "padding", op)
     dilation = _tuple(dilation, nd, "dilation", op)
@@ -645,11 +787,20 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
     out_spatial = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] +
                         dilation[i] * (ksize[i] - 1) + output_padding[i] + 1
                         for i in range(nd))
+    if any(n <= 0 for n in out_spatial):
+        lift = (1,) if nd == 1 else ()  # 1-d runs as 2-d in torch
+        raise RuntimeError(
+            f"Given input size per channel: "
+            f"({' x '.join(map(str, lift + tuple(x.shape[2:])))}). Calculated output size per "
+            f"channel: ({' x '.join(map(str, lift + out_spatial))}). Output size is too small")
     c_out = weight.shape[1] * groups
+    if x.shape[0] == 0:
+        y = _empty_batch((0, c_out) + out_spatial, x, weight, bias)
+        return y if batched else y.squeeze(0)
     y = conv_input_grad(x, weight, (x.shape[0], c_out) + out_spatial, stride=stride,
                         padding=padding, dilation=dilation, groups=groups)
     if bias is not None:
-        y = y + bias.reshape((1, c_out) + (1,) * nd)
+        y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)  # (torch casts the bias)
     return y if batched else y.squeeze(0)
 
 
@@ -772,6 +923,11 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return conv(nd, input, weight, bias, stride, padding, dilation, groups)
 
 
+def _pad_time(x, before, after):
+    """``x`` (T, B, C) with ``before`` / ``after`` zero steps around its time dim."""
+    return pad(x, (0, 0, 0, 0, before, after)) if before or after else x
+
+
 @public(method=False)
 def conv_tbc(input, weight, bias, pad=0):
     """1-d convolution of time-batch-channel data: input (T, B, C_in), weight
@@ -802,5 +958,27 @@ def conv_tbc(input, weight, bias, pad=0):
         raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
     if weight.shape[2] != bias.shape[0]:
         raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
-    y = conv(1, input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad, 1, 1)
-    return y.permute(2, 0, 1)
+    # torch's definition, term by term: the bias (in the input's dtype), then one product
+    # per kernel tap over the (time * batch, C_in) rows of the padded input, so the checks
+    # (a row view of the input, the product's dtypes) and the sums' order are torch's
+    from .creation import zeros
+
+    t, b_, _ = input.shape
+    k, c_out = weight.shape[0], weight.shape[2]
+    n_out = t + 2 * pad - k + 1
+    if n_out < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n_out}: "
+                           f"[{n_out}, {b_}, {c_out}]")
+    kernel_dtype("addmm", input)
+    rows = input  # (torch views it as (T * B, C_in) rows, refusing some strided layouts)
+    y = zeros((n_out, b_, c_out), dtype=input.dtype, device=input.device) + bias.to(input.dtype)
+    # every operand takes part even when no tap reaches the output (zero gradients, as torch)
+    y = y + input.reshape(-1)[:0].sum() + weight.reshape(-1)[:0].sum()
+    for i in range(k):
+        # output step o reads padded step o + i, i.e. input step o + i - pad
+        lo, hi = max(0, pad - i), min(n_out, t + pad - i)
+        if hi <= lo:
+            continue
+        part = rows[lo + i - pad:hi + i - pad].reshape(-1, rows.shape[2]) @ weight[i]
+        y = y + _pad_time(part.reshape(hi - lo, b_, c_out), lo, n_out - hi)
+    return y

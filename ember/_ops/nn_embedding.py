@@ -13,6 +13,37 @@ from .join import stack
 from .nn_ops import embedding
 
 
+def _check_bag_args(flat, weight, offsets, padding_idx):
+    """torch's checks of embedding_bag's operands (RuntimeErrors): a floating weight,
+    offsets starting at 0 and within the input, indices and ``padding_idx`` within the
+    table."""
+    if weight.dtype.name not in ("float16", "bfloat16", "float32", "float64"):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'weight' to have one of the following scalar "
+            "types: Half, BFloat16, Float, Double; but got "
+            f"{weight.dtype.scalar_name} instead (while checking arguments for embedding_bag)")
+    num = weight.shape[0]
+    if padding_idx is not None and not -num <= padding_idx < num:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num} "
+                           f"through {num - 1}, but got {padding_idx}")
+    from .._core.checks import holds_values
+
+    if offsets is not None and offsets.numel() and holds_values(offsets._data):
+        first, last = int(offsets[0]), int(offsets[-1])
+        if first != 0:
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                f"start from position 0. However, got {first}")
+        if last > flat.shape[0]:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length "
+                               f"{flat.shape[0]} but got offsets[-1] of {last}")
+    if flat.numel() and flat._data.dtype.kind in "iu" and holds_values(flat._data):
+        bad = flat[(flat < 0) | (flat >= num)]
+        if bad.numel():
+            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
+                               f"found idx to be {int(bad[0])}")
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
@@ -41,6 +72,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if include_last_offset:
             starts = starts[:-1]
         psw = per_sample_weights
+    _check_bag_args(flat, weight, offsets if input.dim() != 2 else None, padding_idx)
     bounds = starts + [flat.shape[0]] if not include_last_offset or input.dim() == 2 else \
         starts + [int(offsets[-1])]
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
@@ -87,7 +119,10 @@ def _embedding_top(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sp
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
     """
-    return embedding(indices, weight, None if padding_idx == -1 else padding_idx)
+    # torch's top-level form takes padding_idx as given, unchecked: a row index no lookup
+    # can name (negative, or past the table) simply never matches
+    rows = weight.shape[0] if weight.dim() else 0
+    return embedding(indices, weight, padding_idx if 0 <= padding_idx < rows else None)
 
 
 @public(method=False)

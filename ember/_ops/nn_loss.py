@@ -24,6 +24,7 @@ from ._registry import Op, public
 from .creation import full_like
 from .from_data import as_tensor, from_numpy
 from .nn_activations import logsigmoid
+from .nn_checks import cast_back, kernel_dtype
 from .nn_ops import reduction_enum
 from .shape import broadcast_tensors
 from .pointwise import minimum, where, xlogy
@@ -43,6 +44,23 @@ def _same_size(name, input, target):
         raise ValueError(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}) is deprecated. Please ensure they have the same size.")
+
+
+def _promoted(key, input, target):
+    """``input`` and ``target`` in their promoted dtype, which the kernel ``key`` (of
+    nn_checks.KERNELS) must accept: torch's element-wise losses promote first, so a bool or
+    integer target is fine beside a floating input."""
+    from .._core import dtype as _dt
+
+    d = _dt.result_type(input, target)
+    kernel_dtype(key, d)
+    return input.to(d), target.to(d)
+
+
+def _result_dtype(a, b):
+    from .._core import dtype as _dt
+
+    return _dt.result_type(a, b)
 
 
 def _broadcast_warn(input, target):
@@ -66,9 +84,16 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
     _same_size("binary_cross_entropy", input, target)
+    kernel_dtype("binary_cross_entropy", input)
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected "
+                           f"{input.dtype.scalar_name}")
     if input.numel() and holds_values(input._data) and (
             float(input.detach().min()) < 0 or float(input.detach().max()) > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
+    if target.numel() and holds_values(target._data) and (
+            float(target.detach().min()) < 0 or float(target.detach().max()) > 1):
+        raise RuntimeError("all elements of target should be between 0 and 1")
     log_x = input.log().clamp(min=-100)
     log_1mx = (1 - input).log().clamp(min=-100)
     loss = -(target * log_x + (1 - target) * log_1mx)
@@ -81,6 +106,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     reduction = reduction_enum(reduction, size_average, reduce)
     _same_size("binary_cross_entropy_with_logits", input, target)
+    kernel_dtype("log_sigmoid", input)
+    if target.dtype.is_floating_point is False and target.dtype.name != "bool" and \
+            not target.is_complex():
+        raise RuntimeError(f"result type {input.dtype.scalar_name} can't be cast to the "
+                           f"desired output type {target.dtype.scalar_name}")
     # (1 - t) x + w_t * log(1 + exp(-x)), with log(1 + exp(-x)) = -logsigmoid(x): stable for
     # every x, and its derivative -sigmoid(-x) holds at x = 0 too (|x| and relu would give 0)
     softplus_neg = -logsigmoid(input)
@@ -91,13 +121,18 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input + softplus_neg
     if weight is not None:
         loss = loss * weight
+    if target.is_floating_point() and loss.dtype != target.dtype:
+        loss = loss.to(target.dtype)  # torch works in place on a tensor of target's dtype
     return _reduce(loss, reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _broadcast_warn(input, target)
-    d = (input - target).abs()
-    loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    x, t = _promoted("huber", input, target)
+    d = (x - t).abs()
+    # torch's kernel writes into a tensor of the input's dtype
+    loss = cast_back("huber_loss", where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)),
+                     input)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction_enum(reduction))
@@ -109,6 +144,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _broadcast_warn(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _promoted("smooth_l1", input, target)
     d = (input - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
@@ -124,6 +160,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.", stacklevel=2)
+    if not (input.is_floating_point() or input.is_complex()) or not (
+            target.is_floating_point() or target.is_complex()):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -181,7 +220,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(
             f"margin_ranking_loss : All input tensors should have same dimension but got "
             f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+    # the margin is a double in torch's signature: integer inputs give a float loss
+    return _reduce((-target * (input1 - input2) + float(margin)).clamp(min=0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
@@ -189,17 +229,23 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = reduction_enum(reduction, size_average, reduce)
     margin_part = where(target != 1, (margin - input).clamp(min=0), input * 0)
     self_part = where(target != -1, input, input * 0)
-    return _reduce(margin_part + self_part, reduction)
+    loss = margin_part + self_part
+    if not (input.is_floating_point() or input.is_complex()):  # torch keeps integer inputs'
+        loss = loss.to(input.dtype)  # dtype (the float margin part truncated)
+    return _reduce(loss, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
-    return _reduce((-target * input).exp().log1p(), reduction)
+    x, t = (input, target) if target.dtype == input.dtype else \
+        (input.to(_result_dtype(input, target)), target.to(_result_dtype(input, target)))
+    return _reduce(cast_back("soft_margin_loss", (-t * x).exp().log1p(), input), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
+    kernel_dtype("log_sigmoid", input)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -213,6 +259,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = reduction_enum(reduction, size_average, reduce)
     if target._data.dtype.kind not in "iu":
         raise RuntimeError("multilabel_margin_loss: expected target of dtype Long")
+    kernel_dtype("multilabel_margin_loss", input)
     one = input.dim() == 1
     x = input.unsqueeze(0) if one else input
     t = target.unsqueeze(0) if one else target
@@ -244,6 +291,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = reduction_enum(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    kernel_dtype("multi_margin_loss", input)
     one = input.dim() == 1
     x = input.unsqueeze(0) if one else input
     t = target.reshape(-1)
@@ -279,11 +327,18 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         >>> ember.cosine_similarity(ember.tensor([[1.0, 0.0]]), ember.tensor([[1.0, 1.0]]))
         tensor([0.7071])
     """
+    common = _result_dtype(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{common.scalar_name}")
+    x1, x2 = x1.to(common), x2.to(common)
     if x1.shape != x2.shape:  # broadcast first: a size-1 dim must not stand for a vector
         x1, x2 = broadcast_tensors(x1, x2)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return (x1 * x2).sum(dim) / (n1 * n2).clamp(min=eps * eps).sqrt()
+    # each vector divided by its norm (at least eps) first, as torch: a norm that overflows
+    # to inf gives 0, not inf / inf
+    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 @public(method=False)
@@ -495,6 +550,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tl = as_tensor(target_lengths) if not isinstance(target_lengths, Tensor) else \
         target_lengths
     il, tl = il.reshape(-1), tl.reshape(-1)
+    kernel_dtype("ctc_loss", log_probs)
     loss, _ = _dispatch.apply(ctc_op, (log_probs, targets, il, tl),
                               {"blank": blank, "reduction": reduction,
                                "zero_infinity": zero_infinity})
@@ -611,6 +667,9 @@ def _kl_div_top(input, target, reduction=0, *, log_target=False):
         >>> ember.kl_div(p.log(), p, 2)
         tensor(0.)
     """
+    if not (input.is_floating_point() or input.is_complex()) or not (
+            target.is_floating_point() or target.is_complex()):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:

@@ -12,8 +12,10 @@ import math
 
 from .. import _dispatch, _kernels
 from .._core import dtype as _dt
+from .._core.checks import holds_values
 from ._registry import Op, public
 from .linalg import channel_sums, col_sums, row_sums
+from .nn_checks import kernel_dtype, norm_param_dtypes
 
 
 # NOTE [ Per-channel factors ]
@@ -61,6 +63,20 @@ def _moments(xp, x, axes):
 
 
 def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
+    y, mean, rstd = _layer_norm_parts(xp, x, w, b, ndim, eps)
+    if not holds_values(mean):  # the meta device: no values to look at
+        return y, mean, rstd
+    inf = xp.isinf(mean)
+    if inf.any():
+        # a row holding an infinity: torch's running mean meets inf - inf (a mean that
+        # overflowed from finite values stays infinite)
+        axes = tuple(range(x.ndim - ndim, x.ndim))
+        inf &= xp.isinf(x).any(axis=axes, keepdims=True).reshape(inf.shape)
+        mean = xp.where(inf, xp.asarray(float("nan"), dtype=mean.dtype), mean)
+    return y, mean, rstd
+
+
+def _layer_norm_parts(xp, x, w, b, ndim, eps):
     fused = _kernels.layer_norm(x, w, b, ndim, eps)  # None unless NumPy float32
     if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
         return fused
@@ -179,6 +195,8 @@ def _layer_norm(input, normalized_shape, weight, bias, eps):
             raise RuntimeError(
                 f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
                 f"shape {list(t.shape)} and normalized_shape = {list(normalized_shape)}")
+    norm_param_dtypes(input, weight, bias)
+    kernel_dtype("layer_norm", input)
     return _dispatch.apply(layer_norm_op, (input, weight, bias), {"ndim": nd, "eps": eps})
 
 
@@ -311,8 +329,29 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) by batch statistics (training) or running ones (eval);
     in training the running statistics are updated in place with ``momentum``."""
+    if training and input.dim() >= 2 and input.numel() and input.numel() == input.shape[1]:
+        # nn.functional's own check (the top-level and native forms compute a zero variance)
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size "
+            f"{list(input.shape)}")
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                        eps)[0]
+
+
+def _batch_norm_dtypes(input, weight, bias, running_mean, running_var):
+    """torch's dtype checks of batch norm: the kernel's dtypes (NOTE [ nn kernel dtypes ]),
+    then the parameters' (nn_checks.norm_param_dtypes); running statistics that require
+    grad are refused, as the native op has no derivative for them."""
+    kernel_dtype("batch_norm", input)
+    norm_param_dtypes(input, weight, bias, running_mean, running_var)
+    from ..autograd.grad_mode import is_grad_enabled
+
+    if is_grad_enabled():
+        for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+            if t is not None and t.requires_grad:
+                raise RuntimeError(
+                    f"The function 'native_batch_norm' is not differentiable with respect to "
+                    f"argument '{name}'. This input cannot have requires_grad True.")
 
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
@@ -328,6 +367,9 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                 f"running_mean should contain {c} elements not {t.numel()}"
                 if name.startswith("running") else
                 f"batch_norm: expected {name} of {c} elements, got {t.numel()}")
+    if training and c == 0 and weight is not None:  # torch reads the first weight
+        raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
+    _batch_norm_dtypes(input, weight, bias, running_mean, running_var)
     if training and input.numel() == 0:
         # an empty batch: an empty result that still depends on weight and bias (their
         # gradients are zeros), running statistics untouched, as in PyTorch
@@ -338,13 +380,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if bias is not None:
             y = y + bias.reshape(shape)
         return y, None, None
-    if training:
-        n = input.numel() // c
-        if n == 1:
-            raise ValueError(
-                f"Expected more than 1 value per channel when training, got input size "
-                f"{list(input.shape)}")
-    elif running_mean is None or running_var is None:
+    if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     y, m, rstd = _dispatch.apply(batch_norm_op, (input, weight, bias, running_mean,
                                                  running_var),
@@ -398,9 +434,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got "
             f"input of shape {list(input.shape)} and num_groups={num_groups}")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(
-            f'"GroupNormKernelImpl" not implemented for \'{input.dtype.scalar_name}\'')
+    mixed = _group_norm_params(input, weight, bias)
     grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     y = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
     shape = (1, c) + (1,) * (input.dim() - 2)
@@ -408,17 +442,32 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         y = y * weight.reshape(shape)
     if bias is not None:
         y = y + bias.reshape(shape)
-    return y
+    return y.to(input.dtype) if mixed else y
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Normalise each (sample, channel) plane; running stats averaged over the batch."""
+    if use_input_stats and input.dim() >= 2 and math.prod(input.shape[2:]) == 1:
+        # nn.functional's own check, as batch_norm's
+        raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                         f"size {list(input.shape)}")
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                          momentum, eps)
+
+
+def _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum,
+                   eps):
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
     n, c = input.shape[:2]
+    if use_input_stats and n * c == 0 and weight is not None:  # as batch norm, on (1, N*C)
+        raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
+    _batch_norm_dtypes(input, weight, bias, running_mean, running_var)
     x = input.reshape((1, n * c) + tuple(input.shape[2:]))
     rm = running_mean.repeat(n) if running_mean is not None else None
     rv = running_var.repeat(n) if running_var is not None else None
-    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
+    y = _batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)[0]
     if running_mean is not None and use_input_stats:
         from ..autograd.grad_mode import no_grad
 
@@ -461,6 +510,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
             f"{list(input.shape)}")
+    kernel_dtype("rms_norm", input)
     if eps is None:
         from .._core.dtype import finfo
 
@@ -525,7 +575,8 @@ def _batch_norm_top(input, weight, bias, running_mean, running_var, training, mo
         tensor([[-1.],
                 [ 1.]])
     """
-    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                       eps)[0]
 
 
 @public(method=False)
@@ -552,6 +603,9 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         >>> mean, invstd
         (tensor([2.]), tensor([1.]))
     """
+    if training and input.numel() == 0:
+        raise RuntimeError(f"input tensor must have at least one element, but got "
+                           f"input_sizes = {list(input.shape)}")
     y, mean, rstd = _batch_norm(input, running_mean, running_var, weight, bias, training,
                                 momentum, eps)
     if mean is None:
@@ -584,8 +638,8 @@ def _instance_norm_top(input, weight, bias, running_mean, running_var, use_input
         >>> ember.instance_norm(x, None, None, None, None, True, 0.1, 0.0, False)
         tensor([[[-1.,  1.]]])
     """
-    return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
-                         momentum, eps)
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                          momentum, eps)
 
 
 @public(name="layer_norm", method=False)
@@ -727,5 +781,10 @@ def norm_except_dim(v, pow=2, dim=0):
     """
     if dim == -1:
         return v.norm(pow)
+    if v.numel() == 0 and v.shape[dim] == 0:
+        # torch views v as (size(dim), -1) rows: -1 is ambiguous for an empty v
+        raise RuntimeError("cannot reshape tensor of 0 elements into shape [-1, 0] because "
+                           "the unspecified dimension size -1 can be any value and is "
+                           "ambiguous")
     dims = [d for d in range(v.dim()) if d != dim]
     return v.norm(pow, dims, keepdim=True) if dims else v.abs()

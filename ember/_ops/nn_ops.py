@@ -20,8 +20,9 @@ from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
 from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
+from .nn_checks import kernel_dtype
 from .creation import zeros_like
-from .linalg import _LOWP, gemm, row_sums, upcast_lowp
+from .linalg import _LOWP, gemm, outer_op, row_sums, upcast_lowp
 from .pointwise import opmath
 from .ranges import arange
 from .special_ops import _sp
@@ -364,9 +365,9 @@ def _softmax_args(name, input, dim, dtype):
     dim = wrap_dim(dim, input.dim(), name)
     if dtype is not None:
         input = input.to(_dt.lookup(dtype))
-    elif input._data.dtype.kind in "biu":
-        raise RuntimeError(f'"{name}_lastdim_kernel_impl" not implemented for '
-                           f"'{input.dtype.scalar_name}'")
+    if input._data.size:  # (torch runs no kernel on an empty input)
+        kernel_dtype(name + ("_lastdim" if dim == input.dim() - 1 or input.dim() == 0 else ""),
+                 input)
     return input, dim
 
 
@@ -408,13 +409,14 @@ def _linear_vjp(g, x, w, _b, *, needs_input_grad):
     need_x, need_w, need_b = needs_input_grad
     # a first layer's input is data: its gradient would be a whole GEMM thrown away
     gx = g @ w if need_x else None
-    rows = math.prod(g.shape[:-1])
-    g2 = g.reshape(rows, g.shape[-1]) if g.dim() != 2 else g
     gw = gb = None
     if g.dim() == 1:
-        gw = g.unsqueeze(1) * x.unsqueeze(0) if need_w else None
+        # one op (under vmap: one batched outer product, NOTE [ vmap batching ])
+        gw = _dispatch.apply(outer_op, (g, x), {}) if need_w else None
         gb = g if need_b else None
     else:
+        rows = math.prod(g.shape[:-1])
+        g2 = g.reshape(rows, g.shape[-1]) if g.dim() != 2 else g
         if need_w:
             x2 = x.reshape(rows, x.shape[-1]) if x.dim() != 2 else x
             gw = g2.t() @ x2
@@ -447,6 +449,12 @@ def linear(input, weight, bias=None):
         raise RuntimeError(
             f"mat1 and mat2 must have the same dtype, but got {input.dtype.scalar_name} and "
             f"{weight.dtype.scalar_name}")
+    if input._data.dtype == np.bool_:  # (a dtype test only: this runs per layer call)
+        kernel_dtype("addmm", input)
+    if bias is not None and bias._data.dtype != input._data.dtype:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {bias.dtype.scalar_name} and "
+            f"{input.dtype.scalar_name}")
     if len(ws) == 1:
         out = (input * weight).sum(-1)
         return out if bias is None else out + bias
@@ -538,16 +546,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = reduction_enum(reduction, size_average, reduce)
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    n_in = input.shape[0] if input.dim() > 1 else 1
-    n_t = target.shape[0] if target.dim() > 0 else 1
-    if input.dim() > 1 and n_in != n_t:
-        raise ValueError(
-            f"Expected input batch_size ({n_in}) to match target batch_size ({n_t}).")
+    _check_class_target_shape(input, target)
     _check_class_target(target)
     if weight is not None and weight.shape != (input.shape[1 if input.dim() > 1 else 0],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}")
+    kernel_dtype("nll_loss2d" if input.dim() == 4 else "nll_loss", input)
     loss = _dispatch.apply(nll_loss_op, (input, target, weight),
                            {"reduction": reduction, "ignore_index": ignore_index})
     if reduction == "none" and input.dim() == 1:  # one unbatched sample: a 0-d loss
@@ -647,7 +652,52 @@ def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
 
 
 cross_entropy_op = Op("cross_entropy_loss", _ce_kernel, vjp=_ce_vjp, nondiff_outputs=(1,))
+
+
+@cross_entropy_op.defjvp
+def _ce_jvp(x_dots, x, target, weight, *, reduction, ignore_index, out):
+    # d(-log softmax(x)[y]) = <softmax(x), dx> - dx[y], weighted and reduced as the loss
+    xd = x_dots[0]
+    if xd is None:
+        return None
+    recompute = _dispatch.state.grad_enabled and (x._rg or xd._rg)
+    p = x.softmax(1) if recompute else out[1]
+    valid = target != ignore_index
+    safe = target.masked_fill(~valid, 0)
+    t = (p * xd).sum(1) - xd.gather(1, safe.unsqueeze(1)).squeeze(1)
+    wt = valid.to(x.dtype) if weight is None else weight[safe] * valid
+    t = t * wt
+    if reduction == "none":
+        return t, None
+    if reduction == "sum":
+        return t.sum(), None
+    return t.sum() / _nonzero_total(wt), None
 cross_entropy_op.node_name = "NllLossBackward0"
+
+
+def _check_class_target_shape(input, target):
+    """Class indices ``target`` must have ``input``'s shape without the class dimension:
+    torch's errors (ValueError for the batch size, RuntimeError for the rest)."""
+    n_in, n_t = input.dim(), target.dim()
+    if n_in >= 2 and (n_t == 0 or target.shape[0] != input.shape[0]):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if n_t else 0}).")
+    if n_in <= 2:
+        if n_t > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if n_in == 1 and n_t == 1 and target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target "
+                             f"size: {target.shape[0]}")
+    elif n_in == 4:
+        if n_t != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but "
+                               f"got targets of dimension: {n_t}")
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: "
+                               f"{list(target.shape)}")
+    elif tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, "
+                           f"got {list(target.shape)}")
 
 
 def _check_class_target(target):
@@ -658,17 +708,14 @@ def _check_class_target(target):
 
 
 def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
-    if input.shape[0] != target.shape[0] or tuple(input.shape[2:]) != tuple(target.shape[1:]):
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                         f"batch_size ({target.shape[0] if target.dim() else 1}).")
+    # torch takes the log-softmax first, so its dtype error comes before any target check
+    kernel_dtype("log_softmax_lastdim" if input.dim() <= 2 else "log_softmax", input)
+    _check_class_target_shape(input, target)
     _check_class_target(target)
     if weight is not None and tuple(weight.shape) != (input.shape[1],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}")
-    if input._data.dtype.kind in "biu":
-        raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
-                           f"'{input.dtype.scalar_name}'")
     loss, _ = _dispatch.apply(cross_entropy_op, (input, target, weight),
                               {"reduction": reduction, "ignore_index": ignore_index})
     return loss
@@ -780,6 +827,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if input._data.dtype != target._data.dtype:  # PyTorch's promotion, not NumPy's
         dt = _dt.result_type(input, target)
         input, target = input.to(dt), target.to(dt)
+    kernel_dtype("mse", input)
     return _dispatch.apply(mse_loss_op, (input, target), {"reduction": reduction})
 
 
@@ -867,7 +915,7 @@ embedding_backward_op = Op("embedding_backward", _embedding_backward_kernel,
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` selected by the integer ``input`` (any shape)."""
-    if input._data.dtype.kind not in "iu":
+    if input._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {input.dtype.scalar_name} instead (while checking "
@@ -882,6 +930,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             if padding_idx < -num:
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = num + padding_idx
+    if num == 0 and input.numel():
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.numel() and holds_values(input._data):
         lo, hi = int(input.min()), int(input.max())
         if lo < 0 or hi >= num:
@@ -960,5 +1010,17 @@ def bilinear(input1, input2, weight, bias=None):
     """
     from .linalg_contract import einsum
 
+    given = [t for t in (input1, input2, weight, bias) if isinstance(t, Tensor)]
+    if any(t.dtype != input1.dtype for t in given):
+        names = ("input1", "input2", "weight", "bias")
+        raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
+            f"{n}: {t.dtype.name}" for n, t in zip(names, (input1, input2, weight, bias))
+            if isinstance(t, Tensor)))
+    kernel_dtype("bmm", input1)
+    for t in (input1, input2):
+        if t.shape[-1] == 0:  # torch takes (-1, features) rows: ambiguous when empty
+            raise RuntimeError("cannot reshape tensor of 0 elements into shape [-1, 0] "
+                               "because the unspecified dimension size -1 can be any value "
+                               "and is ambiguous")
     y = einsum("...i,kij,...j->...k", input1, weight, input2)
     return y + bias if bias is not None else y

@@ -10,6 +10,7 @@ from .. import _dispatch
 from ._registry import Op, public
 from .indexing import linear_jvp  # forward-mode rules
 from ._scatter_planes import unpool_add_op
+from .nn_checks import kernel_dtype, nonempty_input
 
 _NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
@@ -98,6 +99,12 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(
             f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
             f"(got {input.dim()}-D input with {len(pad)} padding values for mode {mode})")
+    if mode in ("reflect", "replicate"):
+        nonempty_input(input, n, message=(
+            f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with possibly 0 batch size and "
+            f"other non-zero dimensions for input, but got: {list(input.shape)}"))
+        kind = "reflection" if mode == "reflect" else "replication"
+        kernel_dtype(f"{kind}_pad", input, f"{kind}_pad{n}d")
     for i, (b, a) in enumerate(pairs):
         size = input.shape[input.dim() - n + i]
         if mode == "reflect" and (b >= size or a >= size):

@@ -20,6 +20,7 @@ from ._registry import Op, public
 from .indexing import linear_jvp  # forward-mode rules
 from ._scatter_planes import unpool_add_op
 from .nn_conv import _tuple, sliding_windows, tap_region
+from .nn_checks import kernel_dtype, nonempty_input
 
 
 def _out_size(size, k, s, p, d, ceil_mode):
@@ -162,6 +163,7 @@ def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
         raise RuntimeError(
             f"{op}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
             f"{list(input.shape)}")
+    _pool_nonempty(op, input, nd, return_indices)
     x = input if batched else input.unsqueeze(0)
     k = _tuple(kernel_size, nd, "kernel_size", op)
     s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
@@ -177,12 +179,35 @@ def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
             raise RuntimeError(
                 f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated output size is "
                 "too small")
+    if nd == 1 and not return_indices:
+        kernel_dtype("max_pool1d", x)
+    else:
+        kernel_dtype("max_pool3d" if nd == 3 else "max_pool2d", x)
     values, indices = _dispatch.apply(max_pool_op, (x,), dict(
         kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil_mode,
         input_shape=tuple(x.shape)))
     if not batched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return (values, indices) if return_indices else values
+
+
+def _pool_nonempty(op, input, nd, through_2d=True):
+    """torch's empty-input rule of max / average pooling (see nn_checks.nonempty_input): 1-d
+    pooling runs as 2-d on an unsqueezed input, except max_pool1d without indices."""
+    if nd == 3:
+        lead = 1 if input.dim() == 5 else 0
+        if any(n == 0 for n in tuple(input.shape)[lead:]):
+            raise RuntimeError(
+                f"{op}(): Expected input's non-batch dimensions to have positive length, but "
+                f"input has a shape of {list(input.shape)}")
+    elif nd == 1 and not through_2d:
+        nonempty_input(input, 1, message=(
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch "
+            f"size for input, but got:{list(input.shape)}"))
+    elif nd == 1:
+        nonempty_input(input.unsqueeze(-2), 2)
+    else:
+        nonempty_input(input, nd)
 
 
 def max_unpool(nd, input, indices, kernel_size, stride=None, padding=0, output_size=None):
@@ -193,6 +218,7 @@ def max_unpool(nd, input, indices, kernel_size, stride=None, padding=0, output_s
     s = k if stride is None else _tuple(stride, nd, "stride", op)
     p = _tuple(padding, nd, "padding", op)
     batched = input.dim() == nd + 2
+    kernel_dtype("max_unpool3d" if nd == 3 else "max_unpool2d", input)
     x = input if batched else input.unsqueeze(0)
     idx = indices if batched else indices.unsqueeze(0)
     default = tuple((x.shape[2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(nd))
@@ -247,6 +273,10 @@ def _avg_pool_kernel(xp, x, *, kernel_size, stride, padding, ceil_mode, count_in
     total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
     div = _avg_divisor(xp, x.shape[2:], out, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+    if x.dtype.kind in "iu":  # integer averages truncate toward zero, as C++ division does
+        d = xp.asarray(div).astype(xp.int64)
+        q = xp.abs(total) // d
+        return xp.where(total < 0, -q, q).astype(x.dtype)
     return (total / div).astype(x.dtype)
 
 
@@ -289,6 +319,7 @@ def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input tensor, but got "
                            f"{list(input.shape)}")
+    _pool_nonempty(op, input, nd)
     x = input if batched else input.unsqueeze(0)
     k = _tuple(kernel_size, nd, "kernel_size", op)
     s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
@@ -303,8 +334,7 @@ def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
         if _out_size(x.shape[2 + i], k[i], s[i], p[i], 1, ceil_mode) <= 0:
             raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated "
                                "output size is too small")
-    if x._data.dtype.kind in "biu":
-        raise RuntimeError(f'"{op}" not implemented for \'{x.dtype.scalar_name}\'')
+    kernel_dtype("avg_pool3d" if nd == 3 else "avg_pool2d", x)
     y = _dispatch.apply(avg_pool_op, (x,), dict(
         kernel_size=k, stride=s, padding=p, ceil_mode=ceil_mode,
         count_include_pad=count_include_pad, divisor_override=divisor_override))
@@ -322,6 +352,8 @@ def _bounds(size, out):
 def _adaptive_avg_kernel(xp, x, *, output_size):
     nd = len(output_size)
     spatial = x.shape[2:]
+    if any(o == 0 for o in output_size):  # an empty output (interpolate to size 0)
+        return xp.zeros(x.shape[:2] + tuple(output_size), dtype=x.dtype)
     if all(spatial[i] % output_size[i] == 0 for i in range(nd)):
         # equal windows: one reshape and a mean
         shape = x.shape[:2]
@@ -378,9 +410,16 @@ def _adaptive_args(nd, input, output_size, op):
                         for i, o in enumerate(output_size))
     if len(output_size) != nd:
         raise ValueError(f"{op}: output_size must be {nd} integers")
-    if any(x.shape[2 + i] == 0 for i in range(nd)):
-        raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
-                           f"dimensions, but input has sizes {list(input.shape)}")
+    # average: only the spatial dims must be non-empty; max: the channels too
+    # (of the input as given: an unbatched input's channels count as its batch)
+    first = input.dim() - nd if "avg" in op else 1
+    empty = [i for i in range(first, input.dim()) if input.shape[i] == 0]
+    if empty:
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)} with "
+                           f"dimension {empty[0]} being empty")
+    kind = "avg" if "avg" in op else "max"
+    kernel_dtype(f"adaptive_{kind}_pool3d" if nd == 3 else f"adaptive_{kind}_pool2d", x)
     return x, batched, output_size
 
 
@@ -400,7 +439,7 @@ def _adaptive_max_kernel(xp, x, *, output_size):
         bounds = [_bounds(spatial[i], output_size[i])[pos[i]] for i in range(nd)]
         sl = tuple(slice(lo, hi) for lo, hi in bounds)
         win = x[(Ellipsis,) + sl]
-        flat = win.reshape(win.shape[:2] + (-1,))
+        flat = win.reshape(win.shape[:2] + (math.prod(win.shape[2:]),))
         arg = flat.argmax(axis=-1)
         values[(Ellipsis,) + pos] = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
         local = xp.unravel_index(arg, win.shape[2:])
@@ -422,6 +461,7 @@ def _adaptive_max_kernel_p(xp, x, *, output_size, input_shape):
 
 adaptive_max_op = Op("adaptive_max_pool", _adaptive_max_kernel_p, vjp=_adaptive_max_vjp,
                      nondiff_outputs=(1,))
+adaptive_max_op.defjvp(_mp_jvp)  # forward mode: the tangent gathered at the argmax indices
 
 
 def adaptive_max_pool(nd, input, output_size, return_indices=False):
@@ -616,6 +656,8 @@ def fractional_max_pool(nd, input, kernel_size, output_size=None, output_ratio=N
     n, c = x.shape[:2]
     if _random_samples is None:
         _random_samples = rand(n, c, nd, dtype=x.dtype, device=x.device)
+    if _random_samples.dtype != x.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
     if tuple(_random_samples.shape) != (n, c, nd):
         raise RuntimeError(f"{op}(): expected _random_samples of shape {[n, c, nd]}, got "
                            f"{list(_random_samples.shape)}")

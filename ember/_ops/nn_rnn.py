@@ -11,6 +11,7 @@ formula is written in ember ops, so it is differentiable again.
 from __future__ import annotations
 
 from .. import _dispatch
+from .._core.tensor import Tensor
 from ._registry import Op, public
 from .join import cat, stack
 from .linalg import col_sums
@@ -64,6 +65,42 @@ def _lstm_step_vjp(grads, xw, h, c, w_hh, *, out):
 
 
 lstm_step_op = Op("lstm_cell", _lstm_step_kernel, vjp=_lstm_step_vjp, nondiff_outputs=(2, 3))
+
+
+@lstm_step_op.defjvp
+def _lstm_step_jvp(x_dots, xw, h, c, w_hh, *, out):
+    xwd, hd, cd, wd = x_dots
+    hs = c.shape[1]
+    if _dispatch.state.grad_enabled and any(t is not None and t._rg
+                                            for t in (xw, h, c, w_hh) + tuple(x_dots)):
+        gates = xw + h @ w_hh.t()
+        i, f = gates[:, :hs].sigmoid(), gates[:, hs:2 * hs].sigmoid()
+        g, o = gates[:, 2 * hs:3 * hs].tanh(), gates[:, 3 * hs:].sigmoid()
+        tc = (f * c + i * g).tanh()
+    else:
+        _, _, acts, tc = out
+        i, f = acts[:, :hs], acts[:, hs:2 * hs]
+        g, o = acts[:, 2 * hs:3 * hs], acts[:, 3 * hs:]
+    # the gates' pre-activation tangent: d(xw + h w_hh^T)
+    gd = xwd
+    for t in ((hd @ w_hh.t()) if hd is not None else None,
+              (h @ wd.t()) if wd is not None else None):
+        if t is not None:
+            gd = t if gd is None else gd + t
+    dc = None if cd is None else f * cd
+    do = None
+    if gd is not None:
+        di = gd[:, :hs] * i * (1 - i)
+        df = gd[:, hs:2 * hs] * f * (1 - f)
+        dg = gd[:, 2 * hs:3 * hs] * (1 - g * g)
+        do = gd[:, 3 * hs:] * o * (1 - o)
+        t = df * c + di * g + i * dg
+        dc = t if dc is None else dc + t
+    dh = None if dc is None else o * (1 - tc * tc) * dc
+    if do is not None:
+        t = do * tc
+        dh = t if dh is None else dh + t
+    return dh, dc, None, None
 lstm_step_op.node_name = "LstmCellBackward0"
 
 
@@ -71,6 +108,42 @@ def lstm_step(xw, h, c, w_hh):
     """One LSTM step from a precomputed input projection; returns (h, c)."""
     h2, c2, _, _ = _dispatch.apply(lstm_step_op, (xw, h, c, w_hh), {})
     return h2, c2
+
+
+def _check_cell(input, hidden, w_ih, w_hh, gates, biases=()):
+    """torch's argument checks of an RNN cell, before any product: ``gates`` rows per
+    hidden unit in both weights, the input's feature size, and each hidden state's batch and
+    hidden sizes. The cells take batched (N, I) inputs only (the modules add the batch)."""
+    for t in (input,) + tuple(hidden):
+        if t.dim() < 2:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(t.dim(), 1)}, {max(t.dim(), 1) - 1}], but got 1)")
+    given = (input,) + tuple(hidden) + (w_ih, w_hh) + tuple(b for b in biases if b is not None)
+    if any(t.dtype != input.dtype for t in given):
+        odd = next(t for t in given if t.dtype != input.dtype)
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{odd.dtype.scalar_name} != {input.dtype.scalar_name}")
+    if gates > 1 and input.dtype.name != "bool" and not (
+            input.is_floating_point() or input.is_complex()):
+        # torch's LSTM / GRU gates are computed in float and written back into the input's
+        # dtype (the Elman cells compute in the input's dtype: tanh gives a float result)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{input.dtype.scalar_name}")
+    hs = w_hh.shape[1] if w_hh.dim() > 1 else 0
+    for name, w in (("weight_ih", w_ih), ("weight_hh", w_hh)):
+        if w.shape[0] != gates * hs:
+            raise RuntimeError(f"{name} first dim must be {gates} * hidden_size = "
+                               f"{gates * hs}, but got {w.shape[0]}")
+    if input.shape[1] != w_ih.shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                           f"{w_ih.shape[1]}")
+    for i, h in enumerate(hidden):
+        if input.shape[0] != h.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{i} "
+                               f"batch size {h.shape[0]}")
+        if h.shape[1] != hs:
+            raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
+                               f"expected {hs}")
 
 
 @public(method=False)
@@ -94,9 +167,21 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         >>> c
         tensor([[0., 0., 0.]])
     """
+    h, c = hx
+    _check_cell(input, (h, c), w_ih, w_hh, 4, (b_ih, b_hh))
+    return _lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def _lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """lstm_cell without its argument checks: the whole-sequence form's step, whose weights
+    may carry a projection (w_hh is (4H, P))."""
     from .nn_ops import linear
 
     h, c = hx
+    if h.shape[-1] != w_hh.shape[-1]:  # the recurrent product, as torch's matmul words it
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                           f"({h.shape[0] if h.dim() > 1 else 1}x{h.shape[-1]} and "
+                           f"{w_hh.shape[-1]}x{w_hh.shape[0]})")
     xw = linear(input, w_ih, b_ih)
     if b_hh is not None:
         xw = xw + b_hh
@@ -125,6 +210,7 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """
     from .nn_ops import linear
 
+    _check_cell(input, (hx,), w_ih, w_hh, 3, (b_ih, b_hh))
     xw = linear(input, w_ih, b_ih)
     hw = linear(hx, w_hh, b_hh)
     x_r, x_z, x_n = xw.chunk(3, 1)
@@ -156,6 +242,7 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """
     from .nn_ops import linear
 
+    _check_cell(input, (hx,), w_ih, w_hh, 1, (b_ih, b_hh))
     return (linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)).tanh()
 
 
@@ -180,6 +267,7 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """
     from .nn_ops import linear, relu
 
+    _check_cell(input, (hx,), w_ih, w_hh, 1, (b_ih, b_hh))
     return relu(linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh))
 
 
@@ -395,6 +483,29 @@ def _enable_grad():
 lstm_layer_op = Op("lstm_layer", _lstm_layer_kernel, vjp=_lstm_layer_vjp,
                    nondiff_outputs=(3, 4, 5, 6, 7, 8))
 lstm_layer_op.node_name = "LstmBackward0"
+
+
+@lstm_layer_op.defjvp
+def _lstm_layer_jvp(x_dots, x, w_ih, b, h0, c0, w_hh, w_hr, _table, _indices, *, reverse,
+                    out):
+    # forward mode through the layer's steps: the replay (one lstm_cell per step, each
+    # with its own formula) inside a dual level of its own
+    from ..autograd import _forward
+
+    inputs = (x, w_ih, b, h0, c0, w_hh, w_hr)
+    lvl = _forward.enter(nested_ok=True)
+    try:
+        duals = []
+        for t, d in zip(inputs, x_dots):
+            if t is not None and d is not None:
+                t = t.view_as(t)
+                _forward.set_tangent(t, lvl, d)
+            duals.append(t)
+        results = _lstm_layer_replay(*duals, reverse)
+        tangents = tuple(_forward.get_tangent(r, lvl) for r in results)
+    finally:
+        _forward.exit_level(lvl)
+    return tangents + (None,) * 6
 lstm_layer_backward_op = Op("lstm_layer_backward", _lstm_layer_backward_kernel)
 
 
@@ -429,10 +540,30 @@ def _run_stack(name, step, n_states, input, hx, params, has_biases, num_layers, 
                                   "is not implemented in ember; pass a padded input")
     dirs = 2 if bidirectional else 1
     per = 4 if has_biases else 2
+    # torch's checks of the stack, in its order
+    n_hidden = hx[0].shape[0] if hx[0].dim() == (3 if input.dim() == 3 else 2) else 0
+    need = num_layers * dirs
+    if n_states == 2:
+        # the LSTM selects the states it needs (extra ones are ignored) ...
+        if bidirectional and (len(params) // per) % 2:
+            raise RuntimeError("Odd number of params or hiddens given to a bidirectional RNN")
+        if bidirectional and n_hidden == 0:
+            raise RuntimeError("Expected more hidden states in stacked_rnn")
+        for h in hx[:2]:
+            if h.dim() and h.shape[0] < need:
+                raise IndexError(f"select(): index {h.shape[0]} out of range for tensor of "
+                                 f"size {list(h.shape)} at dimension 0")
+    else:
+        # ... the Elman and GRU stacks take exactly one state per layer and direction
+        if bidirectional and ((len(params) // per) % 2 or n_hidden % 2):
+            raise RuntimeError("Odd number of params or hiddens given to a bidirectional RNN")
+        if n_hidden != need:
+            raise RuntimeError("Expected more hidden states in stacked_rnn")
     if len(params) != num_layers * dirs * per:
-        raise RuntimeError(f"{name}: expected {num_layers * dirs * per} parameter tensors for "
-                           f"num_layers={num_layers}, bidirectional={bidirectional}, "
-                           f"has_biases={has_biases}, got {len(params)}")
+        raise RuntimeError(f"Expected more weights in stacked_rnn ({name}: expected "
+                           f"{num_layers * dirs * per} parameter tensors, got {len(params)})")
+    if input.shape[0 if input.dim() == 2 or not batch_first else 1] == 0:
+        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     batched = input.dim() == 3
     x = input if batched else input.unsqueeze(1)
     if batched and batch_first:
@@ -466,7 +597,7 @@ def _run_stack(name, step, n_states, input, hx, params, has_biases, num_layers, 
 
 
 def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
-    return list(lstm_cell(x, tuple(state), w_ih, w_hh, b_ih, b_hh))
+    return list(_lstm_cell(x, tuple(state), w_ih, w_hh, b_ih, b_hh))
 
 
 def _cell_step(cell):
@@ -507,6 +638,11 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
     if not isinstance(hx, (list, tuple)):  # lstm(data, batch_sizes, hx, params, ...)
         raise NotImplementedError("lstm: the packed-sequence form (data, batch_sizes, ...) "
                                   "is not implemented in ember; pass a padded input")
+    if isinstance(input, Tensor) and input.dtype.name != "bool" and not (
+            input.is_floating_point() or input.is_complex()):
+        # as lstm_cell: float gates written back into an integer dtype
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{input.dtype.scalar_name}")
     return _run_stack("lstm", _lstm_step, 2, input, hx, params, has_biases, num_layers,
                       dropout, train, bidirectional, batch_first)
 

@@ -18,6 +18,7 @@ from .indexing import linear_jvp  # forward-mode rules
 from .creation import ones
 from .join import stack
 from .nn_conv import _tuple, sliding_windows
+from .nn_checks import kernel_dtype, nonempty_input, same_dtype
 from .ranges import linspace, meshgrid
 
 # ------------------------------------------------------------------------------------------------
@@ -91,6 +92,27 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners):
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
+#: interpolate's mode -> the kernel (nn_checks.KERNELS) whose dtypes it has
+_MODE_KERNEL = {"nearest": "upsample_nearest", "nearest-exact": "upsample_nearest",
+                "linear": "upsample_linear", "trilinear": "upsample_linear",
+                "bilinear": "upsample_bilinear2d", "bicubic": "upsample_bicubic2d"}
+
+
+def _check_resample(input, spatial, out, mode):
+    """torch's checks of the resampling kernels: non-empty sizes, then the kernel's dtypes."""
+    nd = len(spatial)
+    if any(n == 0 for n in spatial) or any(n <= 0 for n in out):
+        names = ("D", "H", "W")[3 - nd:]
+        raise RuntimeError(
+            "Input and output sizes should be greater than 0, but got input (" +
+            ", ".join(f"{a}: {b}" for a, b in zip(names, spatial)) + ") output (" +
+            ", ".join(f"{a}: {b}" for a, b in zip(names, out)) + ")")
+    if input.shape[1] == 0:
+        raise RuntimeError(f"Non-empty {nd + 2}D data tensor expected but got a tensor with "
+                           f"sizes {list(input.shape)}")
+    kernel_dtype(_MODE_KERNEL[mode], input)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims (all dims after the first two) of ``input``."""
@@ -133,6 +155,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = [None] * nd if recompute_scale_factor else [float(s) for s in sf]
     if mode == "area":
         return adaptive_avg_pool(nd, input, out)
+    _check_resample(input, spatial, out, mode)
     x = input
     for i in range(nd):
         if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
@@ -181,6 +204,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise RuntimeError(
             f"grid_sampler(): expected grid and input to have same batch size, but got input "
             f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    empty = [i for i in range(2, input.dim()) if input.shape[i] == 0]
+    if empty:
+        raise RuntimeError(
+            f"grid_sampler(): expected input to have non-empty spatial dimensions, but input "
+            f"has sizes {list(input.shape)} with dimension {empty[0]} being empty")
+    kernel_dtype("grid_sampler_3d" if nd == 3 else "grid_sampler_2d", input)
+    same_dtype(input, grid)
     align_corners = bool(align_corners)
     n, c = input.shape[:2]
     in_sizes = input.shape[2:]  # (H, W) or (D, H, W)
@@ -212,16 +242,24 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         for i, ix in enumerate(idx_list):
             ok = (ix >= 0) & (ix <= in_sizes[i] - 1)
             valid = ok if valid is None else valid & ok
-            part = ix.clamp(0, in_sizes[i] - 1).long() * strides[i]
+            # (a NaN coordinate is out of bounds: read any valid cell, masked out above)
+            part = ix.nan_to_num(0.0).clamp(0, in_sizes[i] - 1).long() * strides[i]
             lin = part if lin is None else lin + part
         lin = lin.reshape(n, 1, -1).expand(n, c, -1)
         vals = flat.gather(2, lin).reshape((n, c) + out_shape)
-        return vals, valid.unsqueeze(1).to(input.dtype)
+        return vals, valid.unsqueeze(1)
+
+    def zero_outside(term, valid):
+        # zeros padding: torch's 3-d kernel skips an outside tap whatever its weight (a NaN
+        # coordinate included); its 2-d kernel multiplies the tap by a 0 mask
+        if padding_mode != "zeros":
+            return term
+        return term.masked_fill(~valid, 0) if nd == 3 else term * valid.to(term.dtype)
 
     if mode == "nearest":
         idx = [cd.round() for cd in coords]
         vals, valid = gather(idx)
-        return vals * valid if padding_mode == "zeros" else vals
+        return zero_outside(vals, valid)
     if mode == "bicubic":
         y, x = coords
         y0, x0 = y.floor(), x.floor()
@@ -239,7 +277,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                     xx = _reflect(xx, lo, in_sizes[1] - 1 - lo).clamp(0, in_sizes[1] - 1)
                 vals, valid = gather([yy, xx])
                 w = (wy[a] * wx[b]).unsqueeze(1)
-                term = vals * w * (valid if padding_mode == "zeros" else 1)
+                term = zero_outside(vals * w, valid)
                 out = term if out is None else out + term
         return out
     lows = [cd.floor() for cd in coords]
@@ -252,9 +290,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             wk = f if k else 1 - f
             w = wk if w is None else w * wk
         vals, valid = gather(idx)
-        term = vals * w.unsqueeze(1)
-        if padding_mode == "zeros":
-            term = term * valid
+        term = zero_outside(vals * w.unsqueeze(1), valid)
         out = term if out is None else out + term
     return out
 
@@ -315,7 +351,8 @@ def _im2col_kernel(xp, x, *, kernel_size, dilation, padding, stride):
     n, c = x.shape[:2]
     # (N, C, oh, ow, kh, kw) -> (N, C, kh, kw, oh, ow) -> (N, C*kh*kw, L)
     cols = win.transpose(0, 1, 4, 5, 2, 3)
-    return xp.ascontiguousarray(cols).reshape(n, c * kernel_size[0] * kernel_size[1], -1)
+    return xp.ascontiguousarray(cols).reshape(n, c * kernel_size[0] * kernel_size[1],
+                                              out[0] * out[1])
 
 
 def _col2im_kernel(xp, cols, *, output_size, kernel_size, dilation, padding, stride):
@@ -357,6 +394,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.dim() not in (3, 4):
         raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
                            f"{input.dim()}D)")
+    nonempty_input(input, 2, message=(
+        "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+        f"dimensions for input, but got: {list(input.shape)}"))
+    kernel_dtype("im2col", input)
     batched = input.dim() == 4
     x = input if batched else input.unsqueeze(0)
     p = dict(kernel_size=_tuple(kernel_size, 2, "kernel_size", "unfold"),
@@ -372,6 +413,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors "
                            f"are supported (got {input.dim()}D)")
+    kernel_dtype("col2im", input)
     batched = input.dim() == 3
     x = input if batched else input.unsqueeze(0)
     ks = _tuple(kernel_size, 2, "kernel_size", "fold")
@@ -617,4 +659,10 @@ def affine_grid_generator(theta, size, align_corners):
         tensor([[[[-1.,  0.],
                   [ 1.,  0.]]]])
     """
+    nd = len(size) - 2
+    if nd in (2, 3) and theta.is_floating_point() and \
+            tuple(theta.shape) != (size[0], nd, nd + 1):
+        # no Python-level check here in torch: its batched product refuses the shape
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {nd + 1}] but got: {list(theta.shape[:2])}.")
     return affine_grid(theta, size, align_corners)

@@ -190,6 +190,7 @@ def _take_along_kernel_s(xp, a, idx, *, dim, keepdim, shape):
 take_along_op = Op("_take_along", _take_along_kernel_s, vjp=_take_along_vjp)
 linear_jvp(take_along_op, (0,))
 put_along_op = Op("_put_along", _put_along_kernel, vjp=_put_along_vjp)
+linear_jvp(put_along_op, (0,))
 
 
 def _grad_needed(input):
@@ -611,27 +612,25 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
 
 
 @public(method=False)
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
-             out=None):
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(var(input, ...), mean(input, ...))`` in one call."""
     d, c = _var_args("var_mean", input, dim, unbiased, correction)
     _warn_dof("var_mean", input, d, c)
     v = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": False})
     m = mean(input, d if d is not None else None, keepdim)
-    return (v, m) if out is None else _dispatch.write_out("var_mean", out, (v, m))
+    return v, m  # (no out= form: torch has none)
 
 
 @public(method=False)
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
-             out=None):
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std(input, ...), mean(input, ...))`` in one call."""
     d, c = _var_args("std_mean", input, dim, unbiased, correction)
     _warn_dof("std_mean", input, d, c)
     s = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": True})
     m = mean(input, d if d is not None else None, keepdim)
-    return (s, m) if out is None else _dispatch.write_out("std_mean", out, (s, m))
+    return s, m  # (no out= form: torch has none)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1038,6 +1037,23 @@ def _cumprod_vjp(g, a, *, dim, dtype, out):
 cumprod_op = Op("cumprod", _cumprod_kernel, vjp=_cumprod_vjp)
 
 
+@cumprod_op.defjvp
+def _cumprod_jvp(x_dots, a, *, dim, dtype, out):
+    # dy_i = sum_{j<=i} da_j prod_{k<=i, k!=j} a_k. Up to the first zero of a that is
+    # y_i cumsum(da / a)_i; from the first zero z on only the j = z term survives until a
+    # second zero: cumprod of a with a_z replaced by da_z. Masks, no data-dependent branch.
+    ad = x_dots[0]
+    if a._data.ndim == 0:
+        return ad
+    zero = a == 0
+    first = zero & (zero.cumsum(dim) == 1)
+    after = first.cumsum(dim) > 0
+    safe = a.masked_fill(zero, 1)
+    before = (ad / safe).cumsum(dim) * out
+    since = ad.where(first, a).cumprod(dim)
+    return since.where(after, before)
+
+
 @public
 def cumprod(input, dim=None, *, dtype=None, out=None):
     """Running product along ``dim``; ints and bools accumulate in int64."""
@@ -1145,6 +1161,19 @@ def _logcumsumexp_vjp(g, a, *, dim, out):
 
 
 logcumsumexp_op = Op("logcumsumexp", _logcumsumexp_kernel, vjp=_logcumsumexp_vjp)
+
+
+@logcumsumexp_op.defjvp
+def _logcumsumexp_jvp(x_dots, a, *, dim, out):
+    # dy_i = sum_{j<=i} e^(a_j) da_j / sum_{j<=i} e^(a_j), with the slice's max taken out of
+    # both sums (it cancels)
+    ad = x_dots[0]
+    if a._data.ndim == 0 or a._data.size == 0:
+        return ad
+    m = a.detach().amax(dim, keepdim=True)
+    m = m.masked_fill(~m.isfinite(), 0)
+    w = (a - m).exp()
+    return (w * ad).cumsum(dim) / w.cumsum(dim)
 
 
 @public

@@ -415,10 +415,14 @@ def scatter_add_(self, dim, index, src):
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
-def _check_reduce(reduce):
+def _check_reduce(reduce, input=None):
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
+    if reduce in ("amax", "amin") and isinstance(input, Tensor) and input.is_complex():
+        # complex numbers have no order: torch's max / min reductions have no complex loop
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
+                                  f"implemented for '{input.dtype.scalar_name}'")
 
 
 @public
@@ -426,7 +430,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     """``input`` with ``src`` reduced into it along ``dim`` at ``index``; ``reduce`` is one of
     'sum', 'prod', 'mean', 'amax', 'amin'. Without ``include_self`` the positions written
     reduce over ``src`` only."""
-    _check_reduce(reduce)
+    _check_reduce(reduce, input)
     dim, index, src, _ = _scatter_args("scatter_reduce", input, dim, index, src, None)
     return _dispatch.apply(_op_for(reduce), (input, index, src),
                            _params(dim, None, reduce, bool(include_self), src), out=out)
@@ -435,7 +439,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
 @public(name="scatter_reduce_", function=False)
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In-place :func:`scatter_reduce`."""
-    _check_reduce(reduce)
+    _check_reduce(reduce, self)
     dim, index, src, _ = _scatter_args("scatter_reduce_", self, dim, index, src, None)
     check_no_overlap("scatter_reduce_", self, src)
     return inplace_or_not(_op_for(reduce), "scatter_reduce_", self, (self, index, src),
@@ -513,7 +517,10 @@ def _check_source(op_name, input, dim, index, source, same_dtype_msg):
                 raise RuntimeError(
                     f"{op_name}(): self ({list(s.shape)}) and source ({list(src.shape)}) must "
                     f"have the same size apart from dimension {dim}")
-    check_bounds(op_name + "()", index._data, ss[dim], dim)
+    # torch's index_add raises RuntimeError for a bad index, index_copy / index_reduce
+    # IndexError
+    check_bounds(op_name + "()", index._data, ss[dim], dim,
+                 exc=RuntimeError if op_name.startswith("index_add") else IndexError)
     return source
 
 

@@ -586,8 +586,10 @@ def bincount(input, weights=None, minlength=0):
     """Count of each value in a 1-D non-negative integer tensor (weighted when given)."""
     _check_tensor(input, "bincount")
     a = input._data
-    if a.dtype.kind == "b":
-        raise NotImplementedError('"bincount_cpu" not implemented for \'Bool\'')
+    if a.dtype.kind not in "iu":  # (bool, floating, complex: torch's kernel has no such loop)
+        raise NotImplementedError(
+            f'"bincount_cpu" not implemented for \'{input.dtype.scalar_name}\' (bincount '
+            "takes 1-d non-negative integral inputs)")
     require_values("bincount", a)
     if a.ndim != 1 or a.dtype.kind not in "iu" or (a.size and a.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")

@@ -684,6 +684,17 @@ polar_op = Op("polar", lambda xp, r, t: _make_complex(xp, r * xp.cos(t), r * xp.
               vjp=_polar_vjp)
 
 
+@polar_op.defjvp
+def _polar_jvp(x_dots, r, theta, *, out):
+    # r e^(i t): dr e^(i t) + i dt r e^(i t)
+    rd, td = x_dots
+    d = None if rd is None else _dispatch.apply(polar_op, (rd, theta), {})
+    if td is not None:
+        u = out * _dispatch.apply(complex_op, (td.new_zeros(tuple(td.shape)), td), {})
+        d = u if d is None else d + u
+    return d
+
+
 def _broadcast_apply(name, op, a, b, out):
     try:
         return _dispatch.apply(op, (a, b), {}, out=out)

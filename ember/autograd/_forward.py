@@ -36,6 +36,30 @@ them to the tangent gives exactly that view. A view made before its base had a t
 one on first use, by replaying its view chain (``_view_meta``) on the base's tangent. An
 in-place write on a view whose base has no tangent first gives the base a zero tangent.
 
+NOTE [ Dual levels inside vmap ]
+Transforms apply innermost first, so the mode stack must order vmap levels and dual levels
+by nesting, not by kind. A dual level entered while a vmap is on the stack takes level 20,
+vmap's: among equal levels the later push is consulted first, so it sees each call before
+the vmaps around it and after those inside it. Such a level sees *logical* tensors (one
+example of each enclosing vmap) whose tangents may be batched (``vmap(jvp)``: ``jacfwd``,
+NOTE [ jacfwd by vmap ] in ember/func/_eager_transforms.py); the primal call and the tangent
+formulas it runs go on down to those vmaps, which batch them. A level entered outside every
+vmap keeps level 30, below all of them (``jvp(vmap(f))``): it sees the physical tensors, and
+tangents live there.
+
+A vmap entered inside such a dual level must not fold the vmap levels outside the dual level
+into its physical tensors (ember's batched tensors keep every level in one physical tensor,
+NOTE [ Batched tensors ] in ember/func/_batch_tensor.py): the dual level would then see
+tensors that lost the tangents it gave their logical forms. So each vmap level records the
+levels outside the newest dual level below it (``VmapMode.outer``); its rules see those levels
+as part of an unbatched logical tensor, passed down as it is, and its physical tensors are
+themselves batched tensors of those levels (nested, as PyTorch's are). ``vmap(hessian(f))``
+is V0 (the user's vmap), V1 (jacfwd's basis), D (its dual level), V2 (jacrev's basis): V2
+leaves V0 and V1 to D.
+
+Writing a batched tangent into an unbatched one (``y = zeros(3); y[0] = x[1]`` under
+``jacfwd``) first replaces the tangent of ``y``'s root by a batched copy (``_widen``).
+
 NOTE [ Forward mode from the vjp ]
 For an op without a jvp formula, the output tangent is derived exactly from the vjp: the
 vjp ``u -> J^T u`` is linear in the cotangent ``u``, and the vjp of that map with cotangent
@@ -59,16 +83,26 @@ group live):
   real, repeat, repeat_interleave, roll, select, select_scatter, slice_scatter, split,
   squeeze, stack, sub, sum, transpose, tril, triu, unbind, unfold, unsafe_split, unsqueeze,
   view, view_as_complex, view_as_real.
-- 62 with a ``jvp=`` formula written from the math, beside their vjp:
-  _index, _take_along, _where_zero, adaptive_avg_pool, adaptive_avg_pool_backward, addbmm,
-  addmm, addr, amax, avg_pool, avg_pool_backward, col2im, complex, constant_pad_nd,
-  convolution, convolution_input_grad, convolution_weight_grad, einsum, embedding,
-  embedding_backward, gather, gelu, im2col, index_add, index_copy, index_fill, index_put,
-  index_select, kron, linalg_det, linalg_inv, linalg_solve, linalg_vector_norm, linear,
-  log_softmax, logsumexp, masked_fill, masked_scatter, masked_select, matmul, max_pool,
-  mse_loss, nanmean, nansum, native_batch_norm, native_layer_norm, nll_loss, outer, pad,
-  prod, put, scatter, scatter_add, softmax, take, take_along_dim, tensordot,
-  threshold_backward, trace, var, vdot, where.
+- 96 with a ``jvp`` formula written from the math, beside their vjp (gathers, scatters and
+  other ops linear in their data apply themselves to the tangents; ``lstm_layer``'s formula
+  runs its steps' formulas in a dual level of its own; ``linalg_qr``'s and ``linalg_svd``'s
+  cover real inputs in the reduced and square cases and take the transpose of the vjp
+  otherwise):
+  _combinations_backward, _index, _overwrite, _put_along, _take_along, _where_zero,
+  adaptive_avg_pool, adaptive_avg_pool_backward, adaptive_max_pool, addbmm, addmm, addr,
+  amax, avg_pool, avg_pool_backward, block_diag, cartesian_prod, cdist, col2im,
+  combinations, complex, constant_pad_nd, convolution, convolution_input_grad,
+  convolution_weight_grad, cross_entropy_loss, cumprod, einsum, embedding,
+  embedding_backward, fill, fill_diagonal, frexp, gather, gelu, im2col, index_add,
+  index_copy, index_fill, index_put, index_select, kron, linalg_cholesky, linalg_cross,
+  linalg_det, linalg_eigh, linalg_eigvalsh, linalg_inv, linalg_inv_ex, linalg_matrix_exp,
+  linalg_qr, linalg_slogdet, linalg_solve, linalg_solve_triangular, linalg_svd,
+  linalg_svdvals, linalg_vector_norm, linear, log_softmax, logcumsumexp, logdet, logsumexp,
+  lstm_cell, lstm_layer, lu_unpack, masked_fill, masked_scatter, masked_select, matmul,
+  max_pool, max_pool_backward, max_pool_gather, mse_loss, nanmean, nansum,
+  native_batch_norm, native_layer_norm, nll_loss, outer, pad, polar, prod, put,
+  scaled_dot_product_attention, scatter, scatter_add, softmax, take, take_along_dim,
+  tensordot, threshold_backward, trace, vander, var, vdot, where.
 - 86 element-wise ops by the diagonal rule (NOTE [ Forward mode of element-wise ops ]; the
   transpose for complex dtypes):
   abs, acos, acosh, addcdiv, addcmul, angle, asin, asinh, atan, atan2, atanh, ceil, clamp,
@@ -80,16 +114,11 @@ group live):
   sign, silu, sin, sinc, sinh, special_entr, special_erfcx, special_i0e, special_i1,
   special_i1e, special_log_ndtr, special_ndtr, special_ndtri, special_xlog1py, sqrt, square,
   tan, tanh, trunc, xlogy.
-- 47 by the transpose of the vjp (NOTE [ Forward mode from the vjp ]):
-  _combinations_backward, _overwrite, _put_along, adaptive_max_pool, block_diag,
-  cartesian_prod, cdist, cholesky_inverse, cholesky_solve, combinations, cross_entropy_loss,
-  ctc_loss, cumprod, fill, fill_diagonal, frexp, geqrf, linalg_cholesky, linalg_cross,
-  linalg_eig, linalg_eigh, linalg_eigvals, linalg_eigvalsh, linalg_inv_ex,
+- 13 by the transpose of the vjp (NOTE [ Forward mode from the vjp ]): factorizations with
+  packed or complex-gauge outputs, and the rest:
+  cholesky_inverse, cholesky_solve, ctc_loss, geqrf, linalg_eig, linalg_eigvals,
   linalg_ldl_factor_ex, linalg_ldl_solve, linalg_lu, linalg_lu_factor, linalg_lu_solve,
-  linalg_matrix_exp, linalg_pinv, linalg_qr, linalg_slogdet, linalg_solve_triangular,
-  linalg_svd, linalg_svdvals, logcumsumexp, logdet, lstm_cell, lstm_layer, lu_unpack,
-  max_pool_backward, max_pool_gather, polar, scaled_dot_product_attention, scatter_reduce,
-  vander.
+  linalg_pinv, scatter_reduce.
 """
 
 from __future__ import annotations
@@ -231,6 +260,8 @@ class DualLevel(_dispatch.Mode):
         if had is None:
             had = _zero_tangent_for(self_, self)
         if had is not None:
+            if vt is not None and _wider(vt, had):
+                had = _widen(self, self_, vt)
             had[idx] = 0 if vt is None else vt
         return r
 
@@ -338,8 +369,20 @@ def _replay_view(view, base_tangent):
         if type(vd) is type(bd) and hasattr(vd, "__array_interface__") else None
     if offset is None:
         return None
-    return base_tangent.as_strided(tuple(vd.shape), tuple(s // item for s in vd.strides),
-                                   offset)
+    shape, strides = tuple(vd.shape), tuple(s // item for s in vd.strides)
+    if not _batch_info:
+        _wider(base_tangent, base_tangent)  # binds _batch_info
+    inf = _batch_info[0](base_tangent)
+    if inf is not None:
+        # a batched tangent: the same view of every example, taken on its physical tensor
+        from ..func._batch_tensor import make_batched
+
+        phys, lv = inf
+        k = len(lv)
+        pv = phys.as_strided(tuple(phys.shape[:k]) + shape, tuple(phys.stride()[:k]) + strides,
+                             phys.storage_offset() + offset)
+        return make_batched(pv, lv)
+    return base_tangent.as_strided(shape, strides, base_tangent.storage_offset() + offset)
 
 
 def _zero_tangent_for(t, lvl):
@@ -371,22 +414,55 @@ def commit(lvl, t, new):
     if not _is_float(t):
         return
     cur = get_tangent(t, lvl)
-    if cur is not None:
+    if cur is None:
         if new is None:
-            cur.zero_()
-        else:
-            cur.copy_(new)
-        return
-    if new is None:
-        return
-    if t._base is not None:
-        cur = _zero_tangent_for(t, lvl)
-        if cur is not None:
-            cur.copy_(new)
             return
-    if new._base is not None or new._data.shape != t._data.shape:
-        new = _fit(new, t).clone()
-    set_tangent(t, lvl, new)
+        if t._base is not None:
+            cur = _zero_tangent_for(t, lvl)
+        if cur is None:
+            if new._base is not None or new._data.shape != t._data.shape:
+                new = _fit(new, t).clone()
+            set_tangent(t, lvl, new)
+            return
+    if new is None:
+        cur.zero_()
+        return
+    if _wider(new, cur):
+        cur = _widen(lvl, t, new)
+    cur.copy_(new)
+
+
+def _wider(new, cur):
+    """Whether tangent ``new`` is batched over vmap levels that tangent ``cur`` is not (a
+    batched tangent written into an unbatched one: NOTE [ Dual levels inside vmap ])."""
+    if not _batch_info:
+        from ..func._batch_tensor import batch_info
+
+        _batch_info.append(batch_info)
+    ni = _batch_info[0](new)
+    if ni is None:
+        return False
+    ci = _batch_info[0](cur)
+    return ci is None or not set(ni[1]) <= set(ci[1])
+
+
+_batch_info: list = []
+
+
+def _widen(lvl, t, like):
+    """Replace the tangent of ``t``'s root (``t`` or its base) by a copy batched over the
+    levels of ``like`` as well, so that ``like`` can be written into it; returns ``t``'s
+    tangent (a view of the new one for a view ``t``)."""
+    from ..func._batch_rules import widened
+
+    root = t if t._base is None else t._base
+    set_tangent(root, lvl, widened(get_tangent(root, lvl), like))
+    if root is t:
+        return _tangent_dict(t)[lvl]
+    d = _tangent_dict(t)
+    if d is not None:
+        d.pop(lvl, None)
+    return get_tangent(t, lvl)
 
 
 def commit_tangent(t, r):
@@ -617,6 +693,9 @@ def enter(nested_ok=False):
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _bind_special()
     lvl = DualLevel(len(stack))
+    if any(m.level == 20 for m in _state.modes):
+        # NOTE [ Dual levels inside vmap ]: consulted before the vmap levels around it
+        lvl.level = 20
     levels.stack = stack + (lvl,)
     with _open_lock:
         _open[0] += 1
@@ -680,12 +759,21 @@ def current():
 def detach_keep_tangents(t):
     """``t.detach()`` carrying ``t``'s tangents (for transforms that detach their own
     stand-ins but must leave enclosing dual levels' tangents in place)."""
-    d = t.detach()
-    if levels.stack:
-        for lvl in levels.stack:
-            tan = get_tangent(t, lvl)
-            if tan is not None:
-                set_tangent(d, lvl, tan)
+    if not levels.stack:
+        return t.detach()
+    from ..func._batch_tensor import batch_info, make_batched
+
+    inf = batch_info(t)
+    if inf is None:
+        d = t.detach()
+    else:
+        # a batched tensor: the tangents of dual levels outside its vmap levels live on its
+        # physical tensor (NOTE [ Dual levels inside vmap ])
+        d = make_batched(detach_keep_tangents(inf[0]), inf[1])
+    for lvl in levels.stack:
+        tan = get_tangent(t, lvl)
+        if tan is not None:
+            set_tangent(d, lvl, tan)
     return d
 
 

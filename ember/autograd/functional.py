@@ -6,7 +6,8 @@ built on reverse mode (``autograd.grad``):
 
 - a vector-Jacobian product is one backward pass;
 - a Jacobian-vector product uses the double-backward trick (NOTE [ Double-vjp trick ]);
-- a Jacobian is one backward pass per output element, stacked;
+- a Jacobian is one backward pass per output element, stacked, or with ``vectorize=True``
+  one backward pass batched by ``vmap`` over the basis of the outputs' space;
 - a Hessian is the Jacobian of the gradient.
 
 NOTE [ Double-vjp trick ]
@@ -16,13 +17,14 @@ product, computed by a second reverse pass. It costs two backward passes instead
 forward pass but is exact, and works for any function whose backward is differentiable,
 which holds for every ember op (vjp rules are written in ember ops).
 
-``vectorize=True`` is accepted and gives the same numbers as ``vectorize=False``: PyTorch
-batches the backward passes with vmap, ember (whose vmap has no batching rules yet) runs them
-one after another. ``strategy="forward-mode"`` (with ``vectorize=True``, as PyTorch
-requires) computes Jacobians by forward-mode AD, one pass of ``func`` per input element (NOTE
-[ Forward-mode AD as a mode ] in ember/autograd/_forward.py); the Hessian's
-``outer_jacobian_strategy="forward-mode"`` is forward-over-reverse. The combinations PyTorch
-rejects raise its errors.
+``vectorize=True`` gives the same numbers as ``vectorize=False`` in one batched backward
+pass (NOTE [ jacrev by vmap ] in ember/func/_batch_jacobian.py), as PyTorch's does.
+``strategy="forward-mode"`` (with ``vectorize=True``, as PyTorch requires) computes Jacobians
+by forward-mode AD: one pass of ``func`` whose tangents are the whole basis of the inputs'
+space, batched by ``vmap`` (NOTE [ jacfwd by vmap ] in ember/func/_eager_transforms.py); the
+Hessian's ``outer_jacobian_strategy="forward-mode"`` is forward-over-reverse. That path
+returns lists where PyTorch's does (tuple inputs). The combinations PyTorch rejects raise its
+errors.
 """
 
 from __future__ import annotations
@@ -299,15 +301,16 @@ def _check_strategy(strategy, create_graph, strict, vectorize, fn_name, for_hess
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
-    """The Jacobian of ``func`` at ``inputs``, one backward pass per output element.
+    """The Jacobian of ``func`` at ``inputs``: one backward pass per output element, or one
+    batched pass for all of them with ``vectorize=True``.
 
     Args:
         func (callable): takes tensors (one per input) and returns a tensor or a tuple of them.
         inputs (Tensor or tuple of Tensors): the point.
         create_graph (bool): make the Jacobian differentiable. Default: False.
         strict (bool): raise if an output does not depend on an input. Default: False.
-        vectorize (bool): accepted for PyTorch compatibility; the result is the same either
-            way (ember computes the rows one after another). Default: False.
+        vectorize (bool): compute all the rows in one backward pass batched by ``vmap``
+            (same result, usually much faster). Default: False.
         strategy (str): ``"reverse-mode"`` or ``"forward-mode"`` (needs
             ``vectorize=True``). Default: ``"reverse-mode"``.
 
@@ -338,52 +341,104 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are "
                 "not supported together. Please either set `strict=False` or "
                 "`vectorize=False`.")
-        jac = tuple(_jacobian_rows(i, out, inputs, create_graph, strict and not vectorize)
-                    for i, out in enumerate(outputs))
+        if vectorize:
+            jac = _jacobian_vectorized(outputs, inputs, create_graph)
+        else:
+            jac = tuple(_jacobian_rows(i, out, inputs, create_graph, strict)
+                        for i, out in enumerate(outputs))
         return _untuple(_finish(jac, create_graph), (outputs_were_tuple, inputs_were_tuple))
 
 
+def _basis(tensors):
+    """The standard basis of the flattened ``tensors`` together: one tensor per entry, of
+    shape ``(total,) + t.shape``, row ``j`` one-hot in element ``j`` of the concatenation."""
+    from .. import zeros
+
+    numels = [t.nelement() for t in tensors]
+    total = sum(numels)
+    basis, start = [], 0
+    for t, n in zip(tensors, numels):
+        b = zeros((total, n), dtype=t.dtype, device=t.device)
+        if n:
+            b[start:start + n].fill_diagonal_(1)
+        basis.append(b.view((total,) + tuple(t.shape)))
+        start += n
+    return basis, numels, total
+
+
+def _split_rows(batched, numels, refs, first_shape):
+    """``batched``: a tensor ``(total,) + shape``; its rows split into one block per
+    ``refs`` entry, each reshaped ``first_shape + ref.shape`` (rows as the trailing dims
+    when ``first_shape`` comes first, as a Jacobian's columns)."""
+    return tuple(p.reshape(tuple(first_shape) + tuple(r.shape))
+                 for p, r in zip(batched.split(numels, dim=-1), refs))
+
+
+def _jacobian_vectorized(outputs, inputs, create_graph):
+    """``vectorize=True``: every row of the Jacobian in one backward pass, batched by ``vmap``
+    over the basis of the outputs' space (NOTE [ jacrev by vmap ] in
+    ember/func/_batch_jacobian.py)."""
+    from ..func._vmap import vmap
+
+    live = [o for o in outputs if o.requires_grad]
+    basis, numels, total = _basis(outputs)
+    if total == 0 or not live:
+        return tuple(tuple(x.new_zeros(tuple(o.shape) + tuple(x.shape)) for x in inputs)
+                     for o in outputs)
+
+    def rows(*cotangents):
+        g = _grad(outputs, inputs, cotangents, create_graph=create_graph, retain_graph=True)
+        return tuple(x.new_zeros(x.shape) if gi is None else gi for gi, x in zip(g, inputs))
+
+    per_input = vmap(rows)(*basis)
+    # per_input[k]: (total,) + inputs[k].shape, row j the gradient of output element j
+    blocks = [r.reshape(total, -1).split(numels, dim=0) for r in per_input]
+    return tuple(tuple(blocks[k][i].reshape(tuple(o.shape) + tuple(x.shape))
+                       for k, x in enumerate(inputs))
+                 for i, o in enumerate(outputs))
+
+
 def _jacobian_forward(func, inputs):
-    """``strategy="forward-mode"``: one pass of ``func`` inside a dual level per input
-    element, its tangent one-hot; the output tangents are the Jacobian's columns."""
-    from .. import stack
+    """``strategy="forward-mode"``: one pass of ``func`` inside a dual level whose tangents
+    are the whole basis of the input space, batched by ``vmap`` (NOTE [ jacfwd by vmap ] in
+    ember/func/_eager_transforms.py); the output tangents are the Jacobian's columns."""
+    from ..func._vmap import vmap
 
     inputs_were_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    zeros = [x.new_zeros(x.shape) for x in inputs]
-    cols = [[] for _ in inputs]
-    outputs = outputs_were_tuple = None
-    for k, x in enumerate(inputs):
-        n = x.nelement()
-        for j in range(n):
-            onehot = x.new_zeros((n,))
-            onehot[j] = 1
-            tangents = list(zeros)
-            tangents[k] = onehot.view(x.shape)
-            lvl = _forward.enter(nested_ok=True)
-            try:
-                duals = []
-                for p, t in zip(inputs, tangents):
-                    d = p.view_as(p)
-                    _forward.set_tangent(d, lvl, t)
-                    duals.append(d)
-                out = func(*duals)
-                outputs_were_tuple, outs = _as_tuple(
-                    out, "outputs of the user-provided function", "jacobian")
-                tans = [_forward.get_tangent(o, lvl) for o in outs]
-                tans = [o.new_zeros(o.shape) if t is None else t for t, o in zip(tans, outs)]
-            finally:
-                _forward.exit_level(lvl)
-            outputs = outs
-            cols[k].append(tans)
-    if outputs is None:
+    basis, numels, total = _basis(inputs)
+    structure = []
+
+    def columns(*tangents):
+        lvl = _forward.enter(nested_ok=True)
+        try:
+            duals = []
+            for p, t in zip(inputs, tangents):
+                d = p.view_as(p)
+                _forward.set_tangent(d, lvl, t)
+                duals.append(d)
+            out = func(*duals)
+            was_tuple, outs = _as_tuple(out, "outputs of the user-provided function",
+                                        "jacobian")
+            structure[:] = [was_tuple, outs]
+            tans = [_forward.get_tangent(o, lvl) for o in outs]
+            return tuple(o.new_zeros(o.shape) if t is None else t for t, o in zip(tans, outs))
+        finally:
+            _forward.exit_level(lvl)
+
+    if total == 0:
         outputs_were_tuple, outputs = _as_tuple(
             func(*inputs), "outputs of the user-provided function", "jacobian")
-    jac = tuple(
-        tuple((stack([c[i] for c in cols[k]], -1) if cols[k] else
-               o.new_zeros((0,))).reshape(tuple(o.shape) + tuple(x.shape))
-              for k, x in enumerate(inputs))
-        for i, o in enumerate(outputs))
-    return _untuple(_finish(jac, False), (outputs_were_tuple, inputs_were_tuple))
+        jac = tuple(tuple(o.new_zeros(tuple(o.shape) + tuple(x.shape)) for x in inputs)
+                    for o in outputs)
+        return _untuple(jac, (outputs_were_tuple, inputs_were_tuple))
+    cols = vmap(columns)(*basis)
+    outputs_were_tuple, outputs = structure
+    # cols[i]: (total,) + outputs[i].shape; the Jacobian wants the basis index last. PyTorch
+    # returns lists (not tuples) on this path, and so does ember
+    jac = [[_forward.detach_keep_tangents(j) for j in
+            _split_rows(c.movedim(0, -1), numels, inputs, o.shape)]
+           for c, o in zip(cols, outputs)]
+    return _untuple(jac, (outputs_were_tuple, inputs_were_tuple))
 
 
 def _jacobian_rows(i, out, inputs, create_graph, strict):
@@ -427,7 +482,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         inputs (Tensor or tuple of Tensors): the point.
         create_graph (bool): make the Hessian differentiable. Default: False.
         strict (bool): raise if the Hessian is independent of an input. Default: False.
-        vectorize (bool): accepted; same result either way. Default: False.
+        vectorize (bool): batch the outer Jacobian's passes with ``vmap`` (same result).
+            Default: False.
         outer_jacobian_strategy (str): ``"reverse-mode"`` or ``"forward-mode"``
             (forward-over-reverse; needs ``vectorize=True``). Default: ``"reverse-mode"``.
 

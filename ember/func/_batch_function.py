@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .._core.tensor import Tensor
-from ._batch_rules import _info
+from ._batch_rules import _info, _tls
 from ._batch_tensor import levels_state
 
 __all__ = ["VmapInfo", "vmap_apply", "library_rule"]
@@ -71,7 +71,7 @@ def _split_level(args, level, size):
     for a in args:
         inf = _info(a) if isinstance(a, Tensor) else None
         if inf is not None and level in inf[1]:
-            phys_args.append(_remove_level("vmap", a, level, 0, size))
+            phys_args.append(_remove_level("vmap", a, level, 0, size, _tls.outer))
             in_dims.append(0)
         else:
             phys_args.append(a)
@@ -106,8 +106,8 @@ def _with_rule(cls, args, kwargs, _function):
         if len(dims) != len(outs):
             raise ValueError(
                 f"{cls.__name__}.vmap returned {len(outs)} outputs but {len(dims)} out_dims")
-        outs = tuple(o if d is None or not isinstance(o, Tensor) else _add_level(o, d, level)
-                     for o, d in zip(outs, dims))
+        outs = tuple(o if d is None or not isinstance(o, Tensor)
+                     else _add_level(o, d, level, outer=_tls.outer) for o, d in zip(outs, dims))
     finally:
         state.grad_enabled = prev
     out = outs[0] if single else outs
@@ -131,8 +131,6 @@ def library_rule(handle, args, kwargs):
     # the rule runs at the levels outside this one: the op called inside it is batched by
     # the enclosing vmaps only, as in PyTorch (the mode is pushed again for them)
     from .. import _dispatch
-    from ._batch_rules import _tls
-
     mode = _tls.mode
     stack = levels_state.stack
     entry = stack.pop()
@@ -152,6 +150,6 @@ def library_rule(handle, args, kwargs):
     if len(dims) != len(outs):
         raise ValueError(f"the vmap rule of {handle.op.name} returned {len(outs)} outputs but "
                          f"{len(dims)} out_dims")
-    outs = tuple(o if d is None or not isinstance(o, Tensor) else _add_level(o, d, level)
-                 for o, d in zip(outs, dims))
+    outs = tuple(o if d is None or not isinstance(o, Tensor)
+                 else _add_level(o, d, level, outer=_tls.outer) for o, d in zip(outs, dims))
     return _Done(outs[0] if single else outs)

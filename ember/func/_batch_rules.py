@@ -21,7 +21,8 @@ batch dims are always in front. Rules come from the op's class in the registry:
 - ``cross_entropy_loss`` (and its backward) and ``nll_loss``: the batch folds into the rows,
   the reduction is then done per example;
 - linear algebra on the last two dims (``inv``, ``det``, ``eigh``, ``svd``...): NumPy maps
-  over the leading dims;
+  over the leading dims; two-matrix ops (``solve_triangular``) get both operands at full
+  batch size, ``linalg.cross`` broadcasts like an element-wise op with its dim shifted;
 - indexing with basic indices and adjacent index tensors, ``gather``/``scatter``,
   ``cat``/``stack``, creation-like ops (``zeros_like``...), the engine's
   ``_autograd_sum_to``/``_autograd_expand`` and reductions' ``_expand_back``.
@@ -65,8 +66,14 @@ from ._batch_tensor import _registry, level_node, levels_state, link, make_batch
 __all__ = ["VmapMode"]
 
 
+_NO_LEVELS = frozenset()
+
+
 class _Tls(threading.local):
     mode = None
+    #: the vmap levels the dispatching vmap mode must leave batched (NOTE [ Dual levels
+    #: inside vmap ])
+    outer = _NO_LEVELS
 
 
 _tls = _Tls()
@@ -112,8 +119,71 @@ def _info(x):
         d = x._data
         e = _registry.get(id(d))
         if e is not None and e[0]() is d:
+            outer = _tls.outer
+            if outer:
+                return _cut(e[1], outer)
             return e[1]
     return None
+
+
+def info_at(x, outer):
+    """``_info(x)`` as a vmap level leaving ``outer`` batched sees it."""
+    prev = _tls.outer
+    _tls.outer = outer
+    try:
+        return _info(x)
+    finally:
+        _tls.outer = prev
+
+
+def outer_levels():
+    """The vmap levels that a vmap level entered now must leave batched: those entered
+    before the newest dual level inside vmap on this thread's stack (NOTE [ Dual levels
+    inside vmap ] in ember/autograd/_forward.py)."""
+    from ..autograd._forward import DualLevel
+
+    modes = _dispatch.state.modes
+    last = -1
+    for i, m in enumerate(modes):
+        if isinstance(m, DualLevel):
+            last = i
+    if last < 0:
+        return _NO_LEVELS
+    return frozenset(m.level_id for m in modes[:last] if isinstance(m, VmapMode))
+
+
+def widened(x, like):
+    """A new tensor with ``x``'s values, batched over the levels of ``x`` and of ``like``
+    (every example a copy of ``x``'s), contiguous and writable: a tangent that a batched
+    value is about to be written into (NOTE [ Dual levels inside vmap ])."""
+    from ._batch_tensor import batch_info
+
+    xi, li = batch_info(x), batch_info(like)
+    target = _union([xi, li])
+    sizes = _sizes(target, [xi, li])
+    if xi is None:
+        p = x.expand(tuple(sizes) + tuple(x.shape))
+    else:
+        p = _align(xi[0], xi[1], target)
+        p = p.expand(tuple(sizes) + tuple(p.shape[len(target):]))
+    return make_batched(p.clone(memory_format=_E().contiguous_format), target)
+
+
+def _cut(inf, outer):
+    """``inf`` as the vmap level dispatching sees it when a dual level lies between it and
+    the levels ``outer`` (NOTE [ Dual levels inside vmap ]): those levels stay batched inside
+    the physical tensor (a batched tensor of theirs), None when they are all it has."""
+    phys, levels = inf
+    if outer.isdisjoint(levels):
+        return inf
+    keep = [i for i, lv in enumerate(levels) if lv in outer]
+    if len(keep) == len(levels):
+        return None
+    rest = [i for i, lv in enumerate(levels) if lv not in outer]
+    if keep != list(range(len(keep))):
+        order = keep + rest
+        phys = phys.permute(order + list(range(len(levels), phys.dim())))
+    return make_batched(phys, tuple(levels[i] for i in keep)), tuple(levels[i] for i in rest)
 
 
 def _sizes(levels, infos=()):
@@ -208,9 +278,28 @@ def _one(args):
 
 
 def _elementwise(handle, args, kwargs):
-    if kwargs.get("out") is not None:
+    if kwargs and kwargs.get("out") is not None:
         raise _NoRule
     infos = [_info(a) for a in args]
+    # the common case first: every batched operand at the same levels and of the largest
+    # logical rank (n-d), the others unbatched tensors of no larger rank or numbers -- the
+    # physical operands then broadcast as they are
+    lv = None
+    rank = batched_rank = -1
+    for a, inf in zip(args, infos):
+        if inf is not None:
+            nd = a._data.ndim
+            if lv is None:
+                lv, batched_rank = inf[1], nd
+            elif inf[1] != lv or nd != batched_rank:
+                break
+        elif isinstance(a, Tensor) and a._data.ndim > rank:
+            rank = a._data.ndim
+    else:
+        if batched_rank > 0 and rank <= batched_rank:
+            phys = [a if inf is None else inf[0] for a, inf in zip(args, infos)]
+            res = _outer_product(handle, phys, kwargs)
+            return (handle(*phys, **kwargs) if res is None else res), lv
     lv = _union(infos)
     k = len(lv)
     rank = 0
@@ -244,11 +333,12 @@ def _elementwise(handle, args, kwargs):
     return res, lv
 
 
-def _outer_product(handle, phys, kwargs):
+def _outer_product(handle, phys, kwargs, force=False):
     """``a * b`` shaped ``[..., n, 1] * [..., 1, m]`` (a batch of outer products, as the
     weight gradient of a per-example ``linear`` is) by ``einsum``, about twice as fast as
-    NumPy's broadcasting multiply on large outputs; None when the call is not that."""
-    if handle.op.name != "mul" or kwargs or len(phys) != 2:
+    NumPy's broadcasting multiply on large outputs; None when the call is not that
+    (``force``: the caller is ``outer``'s rule, not ``mul``'s)."""
+    if not force and handle.op.name != "mul" or kwargs or len(phys) != 2:
         return None
     a, b = phys
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
@@ -259,6 +349,7 @@ def _outer_product(handle, phys, kwargs):
             not a.dtype.is_floating_point or math.prod(sa) * sb[-1] < (1 << 16):
         return None
     return _E().einsum("...i,...j->...ij", a.squeeze(-1), b.squeeze(-2))
+
 
 
 def _elementwise_inplace(handle, args, kwargs):
@@ -447,6 +538,46 @@ def _split(handle, args, kwargs):
     return handle(phys, *args[1:], **kw), levels
 
 
+def _matrix_pair(handle, args, kwargs):
+    """Two matrix operands whose leading dims broadcast (``solve_triangular``, the block
+    matrix of ``matrix_exp``'s derivative): both at full batch size and the same rank."""
+    a, b = args
+    if a.dim() < 2 or b.dim() < 2 or kwargs.get("out") is not None:
+        raise _NoRule
+    infos = [_info(a), _info(b)]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    rank = max(a.dim(), b.dim())
+    pa = _pad(_full(a, lv, sizes), k, a.dim(), rank)
+    pb = _pad(_full(b, lv, sizes), k, b.dim(), rank)
+    return handle(pa, pb, **kwargs), lv
+
+
+def _cross(handle, args, kwargs):
+    """``linalg.cross``: broadcast like an element-wise op, ``dim`` shifted."""
+    a, b = args
+    infos = [_info(a), _info(b)]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    rank = max(a.dim(), b.dim())
+    pa = _pad(_full(a, lv, sizes), k, a.dim(), rank)
+    pb = _pad(_full(b, lv, sizes), k, b.dim(), rank)
+    return handle(pa, pb, dim=_wrap(kwargs["dim"], rank) + k), lv
+
+
+def _split_backward(handle, args, kwargs):
+    """The gradient of ``split``: every piece at full batch size, dims shifted."""
+    infos = [_info(a) for a in args]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    n = len(kwargs["in_shape"])
+    kw = dict(kwargs, dim=_wrap(kwargs["dim"], n) + len(lv),
+              in_shape=tuple(sizes) + tuple(kwargs["in_shape"]))
+    return handle(*[_full(a, lv, sizes) for a in args], **kw), lv
+
+
 def _cat(handle, args, kwargs):
     infos = [_info(a) for a in args]
     lv = _union(infos)
@@ -513,7 +644,9 @@ def _outer(handle, args, kwargs):
     lv = _union([ia, ib])
     pa = a if ia is None else _align(ia[0], ia[1], lv)
     pb = b if ib is None else _align(ib[0], ib[1], lv)
-    return pa.unsqueeze(-1) * pb.unsqueeze(-2), lv
+    pa, pb = pa.unsqueeze(-1), pb.unsqueeze(-2)
+    res = _outer_product(handle, (pa, pb), {}, force=True)
+    return (pa * pb if res is None else res), lv
 
 
 def _addmm(handle, args, kwargs):
@@ -617,11 +750,13 @@ def _convolution(handle, args, kwargs):
 # -- losses
 
 
-def _ce_rows(x, target, weight, ignore_index):
-    """Physical (inputs [n*N, C, ...], targets [n*N, ...], levels, sizes, N-shape)."""
+def _ce_rows(x, target, weight, ignore_index, also=None):
+    """Physical (inputs [n*N, C, ...], targets [n*N, ...], levels, sizes, N-shape), batched
+    over the levels of ``x``, ``target`` and ``also`` (the incoming gradient)."""
     ix, it = _info(x), _info(target)
-    lv = _union([ix, it])
-    sizes = _sizes(lv, [ix, it])
+    infos = [ix, it] if also is None else [ix, it, _info(also)]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
     px = _full(x, lv, sizes)
     pt = _full(target, lv, sizes)
     k = len(lv)
@@ -662,7 +797,7 @@ def _cross_entropy_backward(handle, args, kwargs):
     if _info(weight) is not None or probs.dim() < 2:
         raise _NoRule
     red, ign = kwargs["reduction"], kwargs["ignore_index"]
-    fx, ft, pt, lv, sizes = _ce_rows(probs, target, weight, ign)
+    fx, ft, pt, lv, sizes = _ce_rows(probs, target, weight, ign, also=g)
     k = len(lv)
     ig = _info(g)
     pg = g if ig is None else _align(ig[0], ig[1], lv)
@@ -989,6 +1124,27 @@ def _getitem(handle, args, kwargs):
                                      {"spec": spec, "shape": tuple(t._data.shape)}))
 
 
+def _setitem(handle, args, kwargs):
+    """``x[idx] = v`` with basic indices: ``copy_`` (or ``fill_``) into the batched view
+    ``x[idx]``, which writes into the physical tensor behind the batch dims."""
+    from .._ops import indexing as _ix
+
+    self, idx, value = args[0], args[1], args[2]
+    tp = type(idx)
+    if not (tp is int or tp is slice or idx is None or idx is Ellipsis
+            or (tp is tuple and _ix._all_basic(idx))):
+        raise _NoRule
+    if _info(self) is None or self._rg or (isinstance(value, Tensor) and value._rg):
+        raise _NoRule
+    with _logical():
+        target = self[idx]
+        if isinstance(value, Tensor):
+            target.copy_(value)
+        else:
+            target.fill_(value)
+    return _Done(self)
+
+
 # -- creation-like
 
 
@@ -1030,7 +1186,9 @@ _OP_RULES = {
         "softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "sort",
         "topk", "flip", "select", "unbind", "unfold")},
     "narrow": _narrow,
-    "split": _split,
+    "split": _split, "_split_backward": _split_backward,
+    "linalg_solve_triangular": _matrix_pair, "_matrix_exp_block": _matrix_pair,
+    "linalg_cross": _cross,
     "diagonal": _diagonal, "diag_embed": _diagonal,
     # shape-indifferent
     **{n: _unary_map for n in (
@@ -1075,7 +1233,7 @@ _OP_RULES = {
 _ENTRANCE_RULES = {
     "index": _getitem,
     "zeros_like": _like, "ones_like": _like, "empty_like": _like, "full_like": _like,
-    "copy_": _copy_, "fill_": _fill_, "zero_": _fill_,
+    "copy_": _copy_, "fill_": _fill_, "zero_": _fill_, "setitem_": _setitem,
     "equal": _equal,
 }
 
@@ -1346,8 +1504,19 @@ class VmapMode(_dispatch.Mode):
     batching ])."""
 
     level = 20
+    #: this level's id, and the levels it leaves batched (NOTE [ Dual levels inside vmap ])
+    level_id = None
+    outer = _NO_LEVELS
 
     def dispatch(self, handle, args, kwargs):
+        outer = self.outer
+        if outer is not _tls.outer:
+            prev = _tls.outer
+            _tls.outer = outer
+            try:
+                return self.dispatch(handle, args, kwargs)
+            finally:
+                _tls.outer = prev
         batched = False
         for a in args:
             if _is_batched_arg(a):

@@ -44,11 +44,19 @@ __all__ = ["BatchedTensor", "array_info", "batch_info", "make_batched"]
 _registry: dict = {}
 
 
-def _forget(key):
-    def cb(_ref):
-        _registry.pop(key, None)
+class _Ref(weakref.ref):
+    """A weak reference to a logical array that knows its registry key (one callback for
+    all, no closure per registration)."""
 
-    return cb
+    __slots__ = ("key",)
+
+
+def _forget(ref):
+    _registry.pop(ref.key, None)
+
+
+#: ``(0,) * k + (Ellipsis,)``: the index of example 0 behind k batch dims
+_FIRST = [(0,) * k + (Ellipsis,) for k in range(8)]
 
 
 _ITEM_ERROR = (
@@ -158,12 +166,14 @@ def make_batched(phys, levels):
     a = phys._data
     k = len(levels)
     if type(a) is np.ndarray and 0 not in a.shape[:k]:
-        v = a[(0,) * k + (Ellipsis,)]
+        v = a[_FIRST[k] if k < 8 else (0,) * k + (Ellipsis,)]
     else:  # an empty batch, or another backend: a stand-in array of the logical shape
         v = np.empty(a.shape[k:], a.dtype)
     v.flags.writeable = False
     key = id(v)
-    _registry[key] = (weakref.ref(v, _forget(key)), (phys, tuple(levels)))
+    ref = _Ref(v, _forget)
+    ref.key = key
+    _registry[key] = (ref, (phys, levels if type(levels) is tuple else tuple(levels)))
     t = object.__new__(BatchedTensor)
     t._data = v
     t._rg = False

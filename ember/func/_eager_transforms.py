@@ -23,9 +23,20 @@ but ``torch.no_grad()`` *inside* ``func`` is honoured, as in PyTorch.
 
 ``jvp``, ``linearize`` and ``jacfwd`` run on forward-mode AD (NOTE [ Forward-mode AD as a
 mode ] in ember/autograd/_forward.py): each opens its own dual level, so they nest with each
-other and with the reverse transforms (``jacfwd(jacrev(f))``, ``jvp(grad(f))``: stand-ins and
-detached results keep enclosing levels' tangents). ``linearize``'s ``jvp_fn`` runs ``func``
-again, forward, at the saved primals.
+other, with ``vmap`` and with the reverse transforms (``jacfwd(jacrev(f))``, ``jvp(grad(f))``,
+``vmap(jvp(f))``: stand-ins and detached results keep enclosing levels' tangents; NOTE [ Dual
+levels inside vmap ] there). ``linearize``'s ``jvp_fn`` runs ``func`` again, forward, at the
+saved primals.
+
+NOTE [ jacfwd by vmap ]
+A forward-mode Jacobian is the ``jvp`` of every basis vector of the input space. ``jacfwd``
+runs that ``jvp`` once under ``vmap`` over the stacked basis (one block of identity columns
+per differentiated input): the tangents are batched tensors, so ``func`` runs once on the
+primals and every tangent formula runs once on the whole batch of tangents (PyTorch's
+``jacfwd`` does the same). The batch of output tangents, basis index first, is the Jacobian
+transposed; it is moved last and split into one block per input. ``hessian`` is
+``jacfwd(jacrev(f))``: the batched backward pass of ``jacrev`` (NOTE [ jacrev by vmap ])
+runs inside the dual level, its formulas carrying batched tangents.
 """
 
 from __future__ import annotations
@@ -357,42 +368,6 @@ def vjp(func, *primals, has_aux=False):
     return out, vjp_fn
 
 
-class _Linearized:
-    """``func`` at ``primals`` with the graph of ``J^T u`` kept (the dummy ``u`` requiring
-    grad), so that ``J v`` is one more backward pass (NOTE [ Double-vjp trick ])."""
-
-    def __init__(self, func, primals, api, has_aux=False):
-        self.pb = _Pullback(func, primals, {}, tuple(range(len(primals))), api, has_aux)
-        pb = self.pb
-        _check_only_tensors(pb.out_leaves, api, "f(*primals)")
-        with enable_grad():
-            self.dummies = [o.new_zeros(o.shape).requires_grad_(True) for o in pb.out_leaves]
-            pairs = [(o, u) for o, u in zip(pb.out_leaves, self.dummies) if o.requires_grad]
-            if pairs:
-                self.vjps = list(_autograd_grad(
-                    [o for o, _ in pairs], pb.ins, [u for _, u in pairs], create_graph=True,
-                    allow_unused=True))
-            else:
-                self.vjps = [None] * len(pb.ins)
-
-    def jvp(self, tangent_leaves):
-        pb = self.pb
-        create = pb.create_graph or (is_grad_enabled() and any(
-            t.requires_grad for t in tangent_leaves))
-        pairs = [(g, t) for g, t in zip(self.vjps, tangent_leaves)
-                 if g is not None and g.requires_grad]
-        if not pairs:
-            res = [None] * len(self.dummies)
-        else:
-            with enable_grad():
-                res = _autograd_grad([g for g, _ in pairs], self.dummies, [t for _, t in pairs],
-                                     retain_graph=True, create_graph=create, allow_unused=True)
-        res = _zeros_where_none(res, pb.out_leaves)
-        if not create:
-            res = [_keep_tangents(r) for r in res]
-        return tree_unflatten(res, pb.out_spec)
-
-
 def _check_primals_tangents(primals, tangents, api):
     if not isinstance(primals, tuple):
         raise RuntimeError(
@@ -412,12 +387,19 @@ def _check_primals_tangents(primals, tangents, api):
         if not isinstance(t, Tensor):
             raise RuntimeError(
                 f"{api}: Expected tangents to be a tuple of tensors, got {type(t)}")
+        _check_differentiable(p)
         if p.shape != t.shape:
             raise RuntimeError(
                 "Trying to set a forward gradient that has a different size than that of the "
                 f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} "
                 f"while the given forward gradient is of size {list(t.shape)}.")
     return t_leaves
+
+
+def _check_differentiable(p):
+    if not (p.dtype.is_floating_point or p.is_complex()):
+        raise ValueError(
+            f"Expected primal to be floating point or complex, but got: {p.dtype}")
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
@@ -442,8 +424,6 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """
     api = "jvp(f, primals, tangents)"
     t_leaves = _check_primals_tangents(primals, tangents, api)
-    if _under_vmap():
-        return _jvp_by_double_vjp(func, primals, t_leaves, api, has_aux, strict)
     out, jvp_out, aux = _forward_pass(func, primals, t_leaves, api, has_aux, strict)
     if has_aux:
         return out, jvp_out, aux
@@ -493,27 +473,6 @@ def linearize(func, *primals):
     return out, jvp_fn
 
 
-def _under_vmap():
-    """Whether a vmap mode is on this thread's stack: batched tensors do not carry tangents
-    yet, so the forward transforms there take their reverse-mode route (same numbers)."""
-    from .. import _dispatch
-
-    return any(m.level == 20 for m in _dispatch.state.modes)
-
-
-def _jvp_by_double_vjp(func, primals, t_leaves, api, has_aux, strict):
-    lin = _Linearized(func, primals, api, has_aux)
-    if strict and not all(o.requires_grad for o in lin.pb.out_leaves):
-        raise RuntimeError(
-            "jvp(f, primals, tangents, strict=True): The output of f is independent of the "
-            "inputs. This is not allowed with strict=True.")
-    jvp_out = lin.jvp(t_leaves)
-    out = lin.pb.finish(lin.pb.out)
-    if has_aux:
-        return out, jvp_out, lin.pb.finish(lin.pb.aux)
-    return out, jvp_out
-
-
 def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False):
     """``func(*primals)`` inside a fresh dual level with ``t_leaves`` as the primals'
     tangents: ``(output, tangent of the output, aux)``. Levels nest (``jacfwd(jacfwd(f))``),
@@ -555,32 +514,6 @@ def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False):
 # jacrev / jacfwd / hessian
 
 
-def _jacobian(func, argnums, has_aux, api, args, kwargs):
-    """The Jacobian of every output leaf with respect to every differentiated input leaf,
-    one backward pass per output element, arranged as PyTorch arranges them: the output's
-    structure, each leaf holding the ``args[argnums]`` structure of Jacobians."""
-    from .. import stack
-
-    pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
-    _check_only_tensors(pb.out_leaves, api, "f(*args)")
-    per_output = []
-    for o in pb.out_leaves:
-        n = o.nelement()
-        rows = [[] for _ in pb.ins]
-        for j in range(n):
-            onehot = o.new_zeros((n,))
-            onehot[j] = 1
-            for k, g in enumerate(pb.vjp([onehot.view(o.shape)], outputs=[o])):
-                rows[k].append(g)
-        jacs = [(stack(r, 0) if r else x.new_zeros((0,) + tuple(x.shape))).view(
-            tuple(o.shape) + tuple(x.shape)) for r, x in zip(rows, pb.ins)]
-        per_output.append(tree_unflatten(jacs, pb.in_spec))
-    jac = tree_unflatten(per_output, pb.out_spec)
-    if has_aux:
-        return jac, pb.finish(pb.aux)
-    return jac
-
-
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """Transform ``func`` into a function computing its Jacobian with respect to the
     ``argnums`` arguments by reverse mode: one backward pass, batched over the output
@@ -614,10 +547,6 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         from ._batch_jacobian import jacobian_by_vmap
 
         api = "jacrev(f, argnums)(*args)"
-        if _forward.levels.stack:
-            # under forward AD (jacfwd(jacrev(f)), hessian): one backward pass per row, whose
-            # tangents the dual levels carry (batched tensors do not carry them)
-            return _jacobian(func, argnums, has_aux, api, args, kwargs)
         pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
         _check_only_tensors(pb.out_leaves, api, "f(*args)")
         jac = jacobian_by_vmap(pb, chunk_size)
@@ -628,15 +557,16 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """Transform ``func`` into a function computing its Jacobian with respect to the
-    ``argnums`` arguments by forward mode (one pass of ``func`` per input element).
+    ``argnums`` arguments by forward mode: one pass of ``func`` whose tangents are the whole
+    basis of the input space, batched by ``vmap`` (NOTE [ jacfwd by vmap ]).
 
     Args:
         func (callable): returns a tensor or a nested structure of tensors.
         argnums (int or tuple of ints): which positional arguments to differentiate.
             Default: 0.
         has_aux (bool): ``func`` returns ``(output, aux)``. Default: False.
-        randomness (str): ``"error"``, ``"different"`` or ``"same"`` (``func`` runs once, so
-            all three give the same result). Default: ``"error"``.
+        randomness (str): the ``vmap`` over the basis's flag: ``"error"`` (random ops
+            raise), ``"different"`` or ``"same"``. Default: ``"error"``.
 
     Returns:
         A function returning the Jacobian, structured as ``jacrev``'s.
@@ -654,64 +584,80 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         api = "jacfwd(f, argnums)(*args)"
-        if _under_vmap():
-            return _jacobian(func, argnums, has_aux, api, args, kwargs)
-        return _jacobian_fwd(func, argnums, has_aux, api, args, kwargs)
+        return _jacobian_fwd(func, argnums, has_aux, api, args, kwargs, randomness)
 
     return wrapper
 
 
-def _jacobian_fwd(func, argnums, has_aux, api, args, kwargs):
-    """The Jacobian by forward mode: one pass of ``func`` per input element, its tangent a
-    one-hot vector; arranged as ``_jacobian`` arranges reverse mode's."""
-    from .. import stack
+def _jacobian_fwd(func, argnums, has_aux, api, args, kwargs, randomness="error"):
+    """The Jacobian by forward mode in one batched pass (NOTE [ jacfwd by vmap ]), arranged
+    as ``jacrev`` arranges it."""
+    from .. import zeros
+    from ._vmap import vmap
 
     nums, diff = _diff_args(args, argnums)
     in_leaves, in_spec = tree_flatten(diff)
     _check_tensors(in_leaves)
-    zeros = [x.new_zeros(x.shape) for x in in_leaves]
-    cols = None
-    out_leaves = out_spec = aux = None
+    for i, x in enumerate(in_leaves):
+        if x.is_complex():
+            raise RuntimeError(
+                "jacfwd: Expected all inputs to be real but received complex tensor at "
+                f"flattened input idx: {i}")
+        _check_differentiable(x)
+    numels = [x.nelement() for x in in_leaves]
+    total = sum(numels)
+    api = "jvp(f, primals, tangents)"  # the messages name the jvp each column is, as torch's
 
-    def run(tangents):
+    def run(*tangents):
         def f(*d):
             return func(*_replace_args(args, nums, argnums, tree_unflatten(list(d), in_spec)),
                         **kwargs)
 
-        o, t, a = _forward_pass(f, tuple(in_leaves), tangents, api, has_aux)
-        return o, t, a
+        out, t, a = _forward_pass(f, tuple(in_leaves), list(tangents), api, has_aux)
+        for o in tree_flatten(out)[0]:
+            if o.is_complex():
+                raise RuntimeError(
+                    "jacfwd: Expected all outputs to be real but received complex tensor at "
+                    "flattened input idx: 0")
+        return (t, a) if has_aux else t
 
-    per_input = [[] for _ in in_leaves]
-    for k, x in enumerate(in_leaves):
-        n = x.nelement()
-        for j in range(n):
-            onehot = x.new_zeros((n,))
-            onehot[j] = 1
-            tangents = list(zeros)
-            tangents[k] = onehot.view(x.shape)
-            o, t, a = run(tangents)
-            if out_leaves is None:
-                out_leaves, out_spec = tree_flatten(o)
-                aux = a
-            per_input[k].append(tree_flatten(t)[0])
-    if out_leaves is None:  # every input is empty: one pass for the output's structure
-        o, _, aux = run(zeros)
-        out_leaves, out_spec = tree_flatten(o)
-    cols = []
-    for oi, o in enumerate(out_leaves):
-        jacs = []
-        for k, x in enumerate(in_leaves):
-            col = [c[oi] for c in per_input[k]]
-            if col:
-                j = stack(col, -1).reshape(tuple(o.shape) + tuple(x.shape))
-            else:
-                j = o.new_zeros(tuple(o.shape) + tuple(x.shape))
-            jacs.append(j)
-        cols.append(tree_unflatten(jacs, in_spec))
-    jac = tree_unflatten(cols, out_spec)
+    if total == 0:  # every input is empty: one pass for the output's structure
+        res = run(*[x.new_zeros(x.shape) for x in in_leaves])
+        tans, aux = res if has_aux else (res, None)
+        out_leaves, out_spec = tree_flatten(tans)
+        cols = [tree_unflatten([o.new_zeros(tuple(o.shape) + tuple(x.shape))
+                                for x in in_leaves], in_spec) for o in out_leaves]
+        jac = tree_unflatten(cols, out_spec)
+        return (jac, aux) if has_aux else jac
+    # the standard basis of the flattened inputs, one block of columns per input
+    basis = []
+    start = 0
+    for x, n in zip(in_leaves, numels):
+        b = zeros((total, n), dtype=x.dtype, device=x.device)
+        if n:
+            b[start:start + n].fill_diagonal_(1)
+        basis.append(b.view((total,) + tuple(x.shape)))
+        start += n
+    res = vmap(run, randomness=randomness)(*basis)
     if has_aux:
-        return jac, aux
-    return jac
+        tans, aux = res
+        # aux came out batched over the basis like the tangents: every row is the same value
+        aux_leaves, aux_spec = tree_flatten(aux)
+        aux = tree_unflatten([a[0] if isinstance(a, Tensor) else a for a in aux_leaves],
+                             aux_spec)
+    else:
+        tans = res
+    out_leaves, out_spec = tree_flatten(tans)
+    cols = []
+    for t in out_leaves:
+        # t: (total,) + output shape; the Jacobian wants output shape + input shape
+        t = t.movedim(0, -1)
+        pieces = t.split(numels, dim=-1)
+        cols.append(tree_unflatten(
+            [p.reshape(tuple(t.shape[:-1]) + tuple(x.shape))
+             for p, x in zip(pieces, in_leaves)], in_spec))
+    jac = tree_unflatten(cols, out_spec)
+    return (jac, aux) if has_aux else jac
 
 
 def hessian(func, argnums=0):

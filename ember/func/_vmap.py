@@ -23,7 +23,7 @@ import functools
 from .. import _dispatch
 from .._core.tensor import Tensor
 from ..utils._pytree import LeafSpec, tree_flatten, tree_unflatten
-from ._batch_rules import VmapMode, _info
+from ._batch_rules import _NO_LEVELS, VmapMode, info_at, outer_levels
 from ._batch_tensor import level_node, levels_state, link, make_batched, new_level_id
 
 __all__ = ["vmap"]
@@ -155,29 +155,33 @@ def _split_inputs(func, in_dims, args):
     return sizes[0], dims, leaves, spec
 
 
-def _add_level(x, d, level, batch=None):
+def _add_level(x, d, level, batch=None, outer=_NO_LEVELS):
     """Logical ``x`` as a batched tensor of ``level`` mapped over its dim ``d`` (NOTE [ vmap
     levels ]); a history ``x`` has at an outer level carries over (NOTE [ vmap and
-    autograd ])."""
-    inf = _info(x)
+    autograd ]). The levels ``outer`` stay inside the physical tensor (NOTE [ Dual levels
+    inside vmap ] in ember/autograd/_forward.py)."""
+    inf = info_at(x, outer)
     if inf is None:
-        return make_batched(x.movedim(d, 0), (level,))
+        # mapped over dim 0: the input itself is the physical tensor (no movedim to record)
+        return make_batched(x if d % max(x.dim(), 1) == 0 else x.movedim(d, 0), (level,))
     phys, levels = inf
     k = len(levels)
     n = phys.dim() - k
     i = bisect.bisect(levels, level)
-    y = make_batched(phys.movedim(k + d % n, i), levels[:i] + (level,) + levels[i:])
+    src = k + d % n
+    y = make_batched(phys if src == i else phys.movedim(src, i),
+                     levels[:i] + (level,) + levels[i:])
     if x._rg and not y._rg and _dispatch.state.grad_enabled:
         size = phys.shape[k + d % n]
         link(y, level_node("VmapIncomingBackward0", x,
-                           lambda g: _remove_level("vmap", g, level, d, size)))
+                           lambda g: _remove_level("vmap", g, level, d, size, outer)))
     return y
 
 
-def _remove_level(func, x, level, out_dim, batch):
+def _remove_level(func, x, level, out_dim, batch, outer=_NO_LEVELS):
     """Output ``x`` of the level's ``func`` with the level's batch dim at ``out_dim``."""
     name = func if isinstance(func, str) else _name(func)
-    inf = _info(x)
+    inf = info_at(x, outer)
     if inf is None or level not in inf[1]:
         if out_dim is None:
             return x
@@ -197,7 +201,7 @@ def _remove_level(func, x, level, out_dim, batch):
     y = make_batched(phys.movedim(i, k - 1 + d), rest)
     if x._rg and not y._rg and _dispatch.state.grad_enabled:
         link(y, level_node("VmapOutgoingBackward0", x,
-                           lambda g: _add_level(g, d, level)))
+                           lambda g: _add_level(g, d, level, outer=outer)))
     return y
 
 
@@ -231,20 +235,24 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs, chunk_size=Non
 
 def _run_level(func, dims, out_dims, randomness, leaves, spec, kwargs, batch):
     level = new_level_id()
-    mapped = [x if d is None else _add_level(x, d, level) for x, d in zip(leaves, dims)]
+    outer = outer_levels()
+    mapped = [x if d is None else _add_level(x, d, level, outer=outer)
+              for x, d in zip(leaves, dims)]
     stack = levels_state.stack
     stack.append((level, batch, randomness))
     mode = VmapMode()
+    mode.level_id = level
+    mode.outer = outer
     _dispatch.push_mode(mode)
     try:
         out = func(*tree_unflatten(mapped, spec), **kwargs)
     finally:
         _dispatch.pop_mode(mode)
         stack.pop()
-    return _unwrap_outputs(func, out_dims, out, level, batch)
+    return _unwrap_outputs(func, out_dims, out, level, batch, outer)
 
 
-def _unwrap_outputs(func, out_dims, out, level, batch):
+def _unwrap_outputs(func, out_dims, out, level, batch, outer=_NO_LEVELS):
     name = _name(func)
     out_leaves, out_spec = tree_flatten(out)
     flat_dims = _broadcast_flatten(out_dims, out_spec)
@@ -262,7 +270,7 @@ def _unwrap_outputs(func, out_dims, out, level, batch):
             raise ValueError(
                 f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(x)}. "
                 "Did you mean to set out_dims= to None for output?")
-        res.append(_remove_level(func, x, level, d, batch))
+        res.append(_remove_level(func, x, level, d, batch, outer))
     return tree_unflatten(res, out_spec) if not isinstance(out_spec, LeafSpec) else res[0]
 
 

@@ -47,7 +47,8 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
     """In-place :func:`hardtanh`."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp_(min_val, max_val)
+    bounds = _act.integer_hardtanh_bounds(input, min_val, max_val)
+    return input.clamp_(*(bounds or (min_val, max_val)))
 
 
 def relu6(input, inplace=False):

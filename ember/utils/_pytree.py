@@ -102,18 +102,19 @@ def tree_flatten(tree, is_leaf=None):
         [1, 2, 3]
     """
     leaves = []
-
-    def go(x):
-        fns = None if is_leaf is not None and is_leaf(x) else _node_fns(x)
-        if fns is None:
-            leaves.append(x)
-            return LeafSpec()
-        children, context = fns[0](x)
-        return TreeSpec(type(x), context, [go(c) for c in children])
-
-    spec = go(tree)
-    del go  # the closure refers to itself: left alone, the cycle keeps the leaves alive
+    spec = _flatten_into(tree, leaves, is_leaf)
     return leaves, spec
+
+
+def _flatten_into(x, leaves, is_leaf):
+    # a module-level function, not a closure: a recursive closure is a reference cycle,
+    # which kept every flattened leaf alive until the garbage collector ran
+    fns = None if is_leaf is not None and is_leaf(x) else _node_fns(x)
+    if fns is None:
+        leaves.append(x)
+        return LeafSpec()
+    children, context = fns[0](x)
+    return TreeSpec(type(x), context, [_flatten_into(c, leaves, is_leaf) for c in children])
 
 
 def tree_unflatten(leaves, spec):
@@ -131,20 +132,18 @@ def tree_unflatten(leaves, spec):
         >>> tree_unflatten([4, 5], tree_flatten((1, [2]))[1])
         (4, [5])
     """
-    it = iter(leaves)
+    return _unflatten_from(spec, iter(leaves))
 
-    def go(s):
-        if s.is_leaf():
-            return next(it)
-        children = [go(c) for c in s.children_specs]
-        fns = _nodes.get(s.type)
-        if fns is None:
-            return s.type(*children)
-        return fns[1](children, s.context)
 
-    tree = go(spec)
-    del go  # break the closure's cycle (see tree_flatten)
-    return tree
+def _unflatten_from(s, it):
+    # module-level for the reason given in _flatten_into
+    if s.is_leaf():
+        return next(it)
+    children = [_unflatten_from(c, it) for c in s.children_specs]
+    fns = _nodes.get(s.type)
+    if fns is None:
+        return s.type(*children)
+    return fns[1](children, s.context)
 
 
 def tree_leaves(tree, is_leaf=None):

@@ -499,3 +499,40 @@ def test_svd_inf_matrix_returns_nan_promptly():
                       [3.4028234663852886e+38, 0.0928, -0.6869, -0.5109]])
     assert ember.linalg.svdvals(m).isnan().all()
     assert all(x.isnan().all() for x in ember.svd(m))
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", [
+    "T.std_mean(T.ones(3, 4), 1, out=(T.empty(3), T.empty(3)))",
+    "T.var_mean(T.ones(3, 4), out=(T.empty(()), T.empty(())))",
+    "T.zeros(3, 2).index_copy(0, T.tensor([5]), T.ones(1, 2))",
+    "T.zeros(3, 2).index_reduce(0, T.tensor([-1]), T.ones(1, 2), 'prod')",
+    "T.zeros(3, 2).index_add(0, T.tensor([5]), T.ones(1, 2))",
+    "T.zeros(3, dtype=T.complex64).scatter_reduce(0, T.tensor([0]), "
+    "T.ones(1, dtype=T.complex64), 'amax')",
+    "T.bincount(T.tensor([1., 2.]))", "T.bincount(T.tensor([[1, 2]]))",
+    "T.linalg.vecdot(T.ones(3, dtype=T.int8), T.ones(3, dtype=T.int8))",
+    "T.special.round(T.tensor([1], dtype=T.int8))",
+])
+def test_refused_operands_raise_as_torch(expr):
+    import torch
+
+    from tests.differential.harness import _builtin_class
+
+    with pytest.raises(Exception) as t_exc:
+        eval(expr, {"T": torch})
+    with pytest.raises(_builtin_class(t_exc.value)):
+        eval(expr, {"T": ember})
+
+
+@needs_torch
+@pytest.mark.parametrize("driver", [None, "gelsy"])
+def test_lstsq_empty_residuals_require_grad_as_torch(driver):
+    import torch
+
+    flags = []
+    for T in (ember, torch):
+        A = T.ones(4, 3, dtype=T.float64).requires_grad_()
+        r = T.linalg.lstsq(A, T.ones(4, 2, dtype=T.float64), driver=driver)
+        flags.append((tuple(r.residuals.shape), r.residuals.requires_grad))
+    assert flags[0] == flags[1]

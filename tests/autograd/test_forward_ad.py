@@ -506,3 +506,156 @@ def test_layer_norm_jvp_matches_torch():
     ref = torch.func.jvp(lambda x, w: torch.nn.functional.layer_norm(x, (5,), w),
                          (T(x), T(w)), (T(t), T(wt)))[1]
     assert_close(e, ref)
+
+
+# ------------------------------------------------------------------------------------------------
+# formulas beyond the OpInfo samples: options and edge cases, against torch.func.jvp
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape)
+
+
+def _spd(n, batch=()):
+    a = _rand(*batch, n, n, seed=5)
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+def _sym(a):
+    return (a + np.swapaxes(a, -1, -2)) / 2
+
+
+_TGT = np.array([1, 4, 0, 4])
+_MASK = np.random.default_rng(3).random((3, 5)) > 0.3
+_CUMPROD_ZEROS = np.where(np.arange(18).reshape(3, 6) % 7 == 2, 0.0, _rand(3, 6))
+
+#: name -> (f(T, *tensors), primal arrays, tangent arrays or None for cos(3 * primal))
+FORMULA_CASES = {
+    "cross_entropy_weight_ignore_mean": (
+        lambda T, x: T.nn.functional.cross_entropy(
+            x, T.tensor(_TGT), weight=T.tensor(np.linspace(0.5, 2, 5)), ignore_index=0),
+        [_rand(4, 5)], None),
+    "cross_entropy_spatial_none": (
+        lambda T, x: T.nn.functional.cross_entropy(x, T.tensor(_TGT[:3].reshape(3, 1).repeat(
+            2, 1).reshape(3, 2) % 5), reduction="none"), [_rand(3, 5, 2)], None),
+    "sdpa_bool_mask": (
+        lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=T.tensor(_MASK)), [_rand(2, 3, 4), _rand(2, 5, 4), _rand(2, 5, 6)],
+        None),
+    "sdpa_float_mask": (
+        lambda T, q, k, v, m: T.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        [_rand(2, 3, 4), _rand(2, 5, 4), _rand(2, 5, 6), _rand(3, 5)], None),
+    "sdpa_causal": (
+        lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [_rand(2, 4, 4), _rand(2, 4, 4), _rand(2, 4, 6)], None),
+    "adaptive_max_pool2d": (lambda T, x: T.nn.functional.adaptive_max_pool2d(x, (2, 3)),
+                            [_rand(2, 3, 5, 7)], None),
+    "cumprod_with_zeros": (lambda T, x: T.cumprod(x, 1), [_CUMPROD_ZEROS], [_rand(3, 6, seed=9)]),
+    "logcumsumexp": (lambda T, x: T.logcumsumexp(x, 1), [5 * _rand(3, 6)], None),
+    "cross": (lambda T, a, b: T.linalg.cross(a, b, dim=0), [_rand(3, 4), _rand(3, 4, seed=1)],
+              None),
+    "slogdet": (lambda T, a: tuple(T.linalg.slogdet(a)), [_rand(2, 3, 3)], None),
+    "inv_ex": (lambda T, a: T.linalg.inv_ex(a)[0], [_rand(2, 3, 3)], None),
+    "solve_triangular_right_unit": (
+        lambda T, a, b: T.linalg.solve_triangular(a, b, upper=True, left=False,
+                                                  unitriangular=True),
+        [_rand(3, 3) + 3 * np.eye(3), _rand(2, 3)], None),
+    "cholesky_upper": (lambda T, a: T.linalg.cholesky(a, upper=True), [_spd(3, (2,))],
+                       [_sym(_rand(2, 3, 3))]),
+    "eigh_eigenvalues": (lambda T, a: T.linalg.eigh(a)[0], [_sym(_rand(2, 4, 4))],
+                         [_sym(_rand(2, 4, 4, seed=2))]),
+    "eigh_reconstruction": (lambda T, a: (lambda L, V: (V * L.unsqueeze(-2)) @ V.mT)(
+        *T.linalg.eigh(a)), [_sym(_rand(4, 4))], [_sym(_rand(4, 4, seed=2))]),
+    "svdvals": (lambda T, a: T.linalg.svdvals(a), [_rand(2, 4, 3)], None),
+    "matrix_exp": (lambda T, a: T.linalg.matrix_exp(a), [0.5 * _rand(2, 3, 3)], None),
+    "qr_reduced": (lambda T, a: tuple(T.linalg.qr(a)), [_rand(5, 3)], None),
+    # gauge-invariant functions of the factors: U S Vh, S, |U|, |Vh|
+    "svd_reduced": (lambda T, a: (lambda U, S, Vh: (
+        (U * S.unsqueeze(-2)) @ Vh, S, U.abs(), Vh.abs()))(*T.linalg.svd(a, full_matrices=False)),
+        [_rand(2, 5, 3)], None),
+    "vander": (lambda T, x: T.vander(x, N=4), [_rand(5)], None),
+    "polar": (lambda T, r, t: T.polar(r, t), [np.abs(_rand(4)), _rand(4, seed=1)], None),
+    "frexp_mantissa": (lambda T, x: T.frexp(x)[0], [10 * _rand(5)], None),
+    "block_diag": (lambda T, a, b: T.block_diag(a, b), [_rand(2, 3), _rand(1, 2)], None),
+}
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("case", sorted(FORMULA_CASES))
+def test_jvp_formula_matches_torch(case):
+    import torch
+
+    fn, primals, tangents = FORMULA_CASES[case]
+    if tangents is None:
+        tangents = [np.cos(3 * p) for p in primals]
+    res = []
+    for T in (ember, torch):
+        res.append(T.func.jvp(lambda *xs: fn(T, *xs), tuple(T.tensor(p) for p in primals),
+                              tuple(T.tensor(t) for t in tangents))[1])
+    e, t = (r if isinstance(r, tuple) else (r,) for r in res)
+    for a, b in zip(e, t):
+        assert_close(a, ember.tensor(b.numpy()), rtol=1e-6, atol=1e-8)
+
+
+def _lstm_pair():
+    import torch
+
+    torch.manual_seed(0)
+    tm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2,
+                       batch_first=True).double()
+    em = ember.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2,
+                       batch_first=True).double()
+    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return em, tm
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_lstm_jvp_matches_torch():
+    import torch
+
+    em, tm = _lstm_pair()
+    x, t = _rand(2, 5, 3), _rand(2, 5, 3, seed=4)
+    e = ember.func.jvp(lambda v: em(v)[0], (ember.tensor(x),), (ember.tensor(t),))[1]
+    r = torch.func.jvp(lambda v: tm(v)[0], (torch.tensor(x),), (torch.tensor(t),))[1]
+    assert_close(e, ember.tensor(r.detach().numpy()), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("p", [0.5, 1.0, 2.0, 3.0, float("inf")])
+def test_cdist_jvp_matches_torch_norm_of_differences(p):
+    # torch has no forward rule for cdist: its norm of the differences is the oracle
+    import torch
+
+    a, b = _rand(2, 4, 3), _rand(2, 5, 3, seed=1)
+    b[:, 0] = a[:, 1]  # one zero distance
+    ta, tb = np.cos(3 * a), np.sin(2 * b)
+    got = ember.func.jvp(lambda x, y: ember.cdist(x, y, p=p), (ember.tensor(a), ember.tensor(b)),
+                         (ember.tensor(ta), ember.tensor(tb)))[1]
+    want = torch.func.jvp(lambda x, y: torch.linalg.vector_norm(
+        x.unsqueeze(-2) - y.unsqueeze(-3), p, -1), (torch.tensor(a), torch.tensor(b)),
+        (torch.tensor(ta), torch.tensor(tb)))[1]
+    assert_close(got, ember.tensor(want.numpy()), rtol=1e-6, atol=1e-8)
+
+
+def test_common_ops_have_jvp_formulas():
+    # not the transpose of the vjp (NOTE [ Which rule each op uses ] in
+    # ember/autograd/_forward.py)
+    from ember.autograd._forward import fallback_ops
+
+    common = {"cross_entropy_loss", "scaled_dot_product_attention", "adaptive_max_pool",
+              "max_pool_backward", "lstm_cell", "lstm_layer", "cumprod", "logcumsumexp",
+              "linalg_cholesky", "linalg_eigh", "linalg_slogdet", "linalg_solve_triangular"}
+    assert not common & set(fallback_ops())
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+@pytest.mark.parametrize("order", [0.5, -1.0])
+def test_vector_norm_order_below_one_zero_elements_match_torch(order):
+    # zero elements: zero partials (not 0 * inf = nan); with order < 0 the norm is 0
+    import torch
+
+    x = np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0]])
+    t = np.array([[1.0, 0.5, 0.3], [1.0, 2.0, 3.0]])
+    got, want = (T.func.jvp(lambda v: T.linalg.vector_norm(v, order, -1), (T.tensor(x),),
+                            (T.tensor(t),))[1] for T in (ember, torch))
+    assert_close(got, ember.tensor(want.numpy()))

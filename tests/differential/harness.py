@@ -607,8 +607,21 @@ def _group_norm_strided_params(case):
     return any(isinstance(a, TensorSpec) and a.layout != "contig" for a in case.args[1:3])
 
 
+def _grid_has_nan(case):
+    # torch's CPU grid samplers turn a NaN coordinate into an integer index (undefined in
+    # C++: INT64_MIN here), so which cells such a point reads, and its value, are arbitrary
+    grid = case.args[1] if len(case.args) > 1 else case.kwargs.get("grid")
+    return isinstance(grid, TensorSpec) and grid.data.dtype.kind in "fc" and bool(
+        np.isnan(grid.data).any())
+
+
+_NAN_GRID_KINDS = ("values", "values_nonfinite", "grad_values", "grad_values_nonfinite")
+
 #: (op id, mismatch kinds, predicate of the case)
 TORCH_WRONG = (
+    ("grid_sampler", _NAN_GRID_KINDS, _grid_has_nan),
+    ("grid_sampler_2d", _NAN_GRID_KINDS, _grid_has_nan),
+    ("grid_sampler_3d", _NAN_GRID_KINDS, _grid_has_nan),
     ("narrow_copy", ("grad_values",), _narrow_copy_to_end),
     ("ldexp", ("grad_values",), _ldexp_negative_int_exponent),
     ("native_group_norm", ("values", "values_nonfinite", "grad_values"),

@@ -450,3 +450,60 @@ def test_addmm_with_batched_input_only():
     check(lambda T, F, N: F.vmap(lambda i, m: T.addmm(i, m, m.t(), beta=2, alpha=0.5),
                                  in_dims=(0, None))(t(T, inp),
                                                     t(T, M[:, :4].T.copy()[:, :4])))
+
+
+def _no_fallback(fn):
+    """``fn()`` with the per-example fallback's warning made an error."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="There is a performance drop")
+        return fn()
+
+
+_TRI = _rng.standard_normal((4, 3, 3)) + 3 * np.eye(3)
+_RHS = _rng.standard_normal((4, 3, 2))
+
+
+@needs_torch
+@pytest.mark.parametrize("in_dims", [(0, 0), (None, 0), (0, None)])
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_batched_matches_torch(left, in_dims):
+    rhs = _RHS if left else _RHS.transpose(0, 2, 1)
+    a = _TRI[0] if in_dims[0] is None else _TRI
+    b = rhs[0] if in_dims[1] is None else rhs
+
+    def run(T, F):
+        return F.vmap(lambda x, y: T.linalg.solve_triangular(x, y, upper=True, left=left),
+                      in_dims=in_dims)(T.tensor(a), T.tensor(b))
+
+    _same(_no_fallback(lambda: run(ember, EF)), run(torch, TF))
+
+
+@needs_torch
+def test_linalg_cross_batched_matches_torch():
+    a, b = _rng.standard_normal((4, 3, 5)), _rng.standard_normal((3, 1))
+
+    def run(T, F):
+        return F.vmap(lambda x, y: T.linalg.cross(x, y, dim=0), in_dims=(0, None))(
+            T.tensor(a), T.tensor(b))
+
+    _same(_no_fallback(lambda: run(ember, EF)), run(torch, TF))
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["weighted_mean", "spatial_none"])
+def test_cross_entropy_backward_batched_cotangent_matches_torch(kind):
+    # jacrev: the cotangent is batched while the saved probabilities and targets are not
+    x = _rng.standard_normal((4, 5)) if kind == "weighted_mean" else \
+        _rng.standard_normal((3, 5, 2))
+
+    def run(T, F):
+        if kind == "weighted_mean":
+            tgt, w = T.tensor(np.array([1, 4, 0, 4])), T.tensor(np.linspace(0.5, 2, 5))
+            f = lambda v: T.nn.functional.cross_entropy(v, tgt, weight=w,  # noqa: E731
+                                                        ignore_index=0)
+        else:
+            tgt = T.tensor(np.array([[1, 4], [0, 3], [2, 2]]))
+            f = lambda v: T.nn.functional.cross_entropy(v, tgt, reduction="none")  # noqa: E731
+        return F.jacrev(f)(T.tensor(x))
+
+    _same(run(ember, EF), run(torch, TF))
