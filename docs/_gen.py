@@ -77,10 +77,21 @@ NAMESPACES = [
     ("utils.flop_counter", "ember.utils.flop_counter"),
     ("utils.viz", "ember.utils.viz"),
     ("fx", "ember.fx"),
+    ("export", "ember.export"),
+    ("ao.quantization", "ember.ao.quantization"),
+    ("futures", "ember.futures"),
+    ("distributed.rpc", "ember.distributed.rpc"),
+    ("distributed.optim", "ember.distributed.optim"),
+    ("hub", "ember.hub"),
+    ("masked", "ember.masked"),
+    ("quasirandom", "ember.quasirandom"),
+    ("signal.windows", "ember.signal.windows"),
+    ("utils.benchmark", "ember.utils.benchmark"),
+    ("nn.attention.flex_attention", "ember.nn.attention.flex_attention"),
 ]
 
 # torch namespaces ember does not have yet: listed in the reference as such
-ABSENT = ["ao.quantization"]
+ABSENT = []
 
 # names documented on a page of their own rather than on their namespace's page
 OWN_PAGE = {("", "Tensor")}
