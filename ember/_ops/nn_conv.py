@@ -49,6 +49,7 @@ from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
 from .linalg import upcast_lowp
+from ._memory_format import keep_layout
 from ._registry import Op, public
 from .indexing import multilinear_jvp  # forward-mode rules
 from .nn_pad import pad
@@ -738,7 +739,7 @@ def conv(nd, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
         return y if batched else y.squeeze(0)
     y = conv_nd(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
                 groups=groups)
-    return y if batched else y.squeeze(0)
+    return keep_layout(y, x, weight) if batched else y.squeeze(0)
 
 
 def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_padding=0,
@@ -801,7 +802,7 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
                         padding=padding, dilation=dilation, groups=groups)
     if bias is not None:
         y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)  # (torch casts the bias)
-    return y if batched else y.squeeze(0)
+    return keep_layout(y, x, weight) if batched else y.squeeze(0)
 
 
 # ------------------------------------------------------------------------------------------------

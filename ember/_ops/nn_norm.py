@@ -13,6 +13,7 @@ import math
 from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
+from ._memory_format import keep_layout
 from ._registry import Op, public
 from .linalg import channel_sums, col_sums, row_sums
 from .nn_checks import kernel_dtype, norm_param_dtypes
@@ -334,8 +335,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size "
             f"{list(input.shape)}")
-    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
-                       eps)[0]
+    return keep_layout(_batch_norm(input, running_mean, running_var, weight, bias, training,
+                                   momentum, eps)[0], input)  # NOTE [ Result layout ]
 
 
 def _batch_norm_dtypes(input, weight, bias, running_mean, running_var):

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
+from ._memory_format import keep_layout
 from ._registry import Op, public
 from .indexing import linear_jvp  # forward-mode rules
 from ._scatter_planes import unpool_add_op
@@ -157,6 +158,14 @@ max_pool_op = Op("max_pool", _mp_kernel, vjp=_mp_vjp, jvp=_mp_jvp, nondiff_outpu
 
 def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
              return_indices=False):
+    if input.is_quantized:  # NOTE [ Quantized ops on centred integers ] (ember/ao/_qops.py)
+        from ..ao._qops import on_centered_ints
+        from ..ao._qtensor import _no_quantized_kernel
+
+        if return_indices:
+            raise _no_quantized_kernel(f"aten::max_pool{nd}d_with_indices.out")
+        return on_centered_ints(lambda x: max_pool(nd, x, kernel_size, stride, padding, dilation,
+                                                   ceil_mode), input)
     op = f"max_pool{nd}d"
     batched = input.dim() == nd + 2
     if input.dim() not in (nd + 1, nd + 2):
@@ -188,6 +197,8 @@ def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
         input_shape=tuple(x.shape)))
     if not batched:
         values, indices = values.squeeze(0), indices.squeeze(0)
+    else:  # NOTE [ Result layout ]
+        values, indices = keep_layout(values, x), keep_layout(indices, x)
     return (values, indices) if return_indices else values
 
 
@@ -314,6 +325,11 @@ linear_jvp(avg_pool_backward_op, (0,))
 
 def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
              count_include_pad=True, divisor_override=None):
+    if input.is_quantized:  # NOTE [ Quantized ops on centred integers ] (ember/ao/_qops.py)
+        from ..ao._qops import on_centered_ints
+
+        return on_centered_ints(lambda x: avg_pool(nd, x, kernel_size, stride, padding, ceil_mode,
+                                                   count_include_pad, divisor_override), input)
     op = f"avg_pool{nd}d"
     batched = input.dim() == nd + 2
     if input.dim() not in (nd + 1, nd + 2):
@@ -338,7 +354,7 @@ def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
     y = _dispatch.apply(avg_pool_op, (x,), dict(
         kernel_size=k, stride=s, padding=p, ceil_mode=ceil_mode,
         count_include_pad=count_include_pad, divisor_override=divisor_override))
-    return y if batched else y.squeeze(0)
+    return keep_layout(y, x) if batched else y.squeeze(0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -424,10 +440,14 @@ def _adaptive_args(nd, input, output_size, op):
 
 
 def adaptive_avg_pool(nd, input, output_size):
+    if input.is_quantized:  # NOTE [ Quantized ops on centred integers ] (ember/ao/_qops.py)
+        from ..ao._qops import on_centered_ints
+
+        return on_centered_ints(lambda x: adaptive_avg_pool(nd, x, output_size), input)
     x, batched, output_size = _adaptive_args(nd, input, output_size,
                                              f"adaptive_avg_pool{nd}d")
     y = _dispatch.apply(adaptive_avg_op, (x,), {"output_size": output_size})
-    return y if batched else y.squeeze(0)
+    return keep_layout(y, x) if batched else y.squeeze(0)
 
 
 def _adaptive_max_kernel(xp, x, *, output_size):
@@ -471,6 +491,8 @@ def adaptive_max_pool(nd, input, output_size, return_indices=False):
         "output_size": output_size, "input_shape": tuple(x.shape)})
     if not batched:
         values, indices = values.squeeze(0), indices.squeeze(0)
+    else:
+        values, indices = keep_layout(values, x), keep_layout(indices, x)
     return (values, indices) if return_indices else values
 
 

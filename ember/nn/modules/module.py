@@ -755,15 +755,20 @@ class Module:
 
         kwargs = dict(kwargs)
         kwargs.pop("non_blocking", None)
+        memory_format = kwargs.pop("memory_format", None)
         dev, dtype, _, _ = _parse_to(args, kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
                 f"dtype={dtype}")
+        # as PyTorch: a memory format applies to the 4-d (5-d for channels_last_3d) tensors
+        rank = {"channels_last": 4, "channels_last_3d": 5}.get(str(memory_format).split(".")[-1])
 
         def convert(t):
             d = dtype if dtype is not None and (t.is_floating_point() or t.is_complex()) \
                 else None
+            if rank is not None and t.dim() == rank:
+                return t.to(device=dev, dtype=d, memory_format=memory_format)
             return t.to(device=dev, dtype=d)
 
         return self._apply(convert)
