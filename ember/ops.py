@@ -53,6 +53,53 @@ def _builtin_packet(name):
     return None
 
 
+# ``ember.ops.profiler``: a ``record_function`` block as two ops, so a graph can hold one
+# (fx tracers emit them for ``with record_function(...)``). The handle ``enter`` returns is
+# a 0-d int64 tensor numbering the open block.
+_open_blocks: dict = {}
+_next_block = [0]
+
+
+def _record_function_enter(name, args=None):
+    """Open a ``record_function`` block named ``name``; returns its handle (a tensor)."""
+    import ember
+    from .profiler import record_function
+
+    if not isinstance(name, str):
+        raise RuntimeError(f"profiler::_record_function_enter() Expected a value of type "
+                           f"'str' for argument 'name' but instead found type "
+                           f"'{type(name).__name__}'.")
+    _next_block[0] += 1
+    handle = ember.tensor(_next_block[0])
+    rf = record_function(name, args)
+    rf.__enter__()
+    _open_blocks[_next_block[0]] = rf
+    return handle
+
+
+def _record_function_exit(handle):
+    """Close the block ``handle`` (from ``_record_function_enter``) opened."""
+    from .overrides import handle_torch_function, has_torch_function
+
+    if has_torch_function((handle,)):
+        return handle_torch_function(_profiler_packet("_record_function_exit"), (handle,),
+                                     handle)
+    rf = _open_blocks.pop(int(handle.item()), None)
+    if rf is None:
+        raise RuntimeError("profiler::_record_function_exit: the handle is not an open "
+                           "record_function block")
+    rf.__exit__(None, None, None)
+
+
+def _profiler_packet(name):
+    run = {"_record_function_enter": _record_function_enter,
+           "_record_function_exit": _record_function_exit}.get(name)
+    if run is None:
+        return None
+    _dispatch.overload("profiler", name, "default", run)
+    return _dispatch.packets["profiler"][name]
+
+
 class _OpNamespace:
     """``ember.ops.<namespace>``: attribute access finds the op's packet."""
 
@@ -65,6 +112,8 @@ class _OpNamespace:
         p = _dispatch.packets.get(self.name, {}).get(op_name)
         if p is None and self.name == "aten":
             p = _builtin_packet(op_name)
+        elif p is None and self.name == "profiler":
+            p = _profiler_packet(op_name)
         if p is None:
             raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute "
                                  f"'{op_name}'")

@@ -14,19 +14,79 @@ Example::
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import enum
 import io
+import logging
 import os
 import pickle
+from typing import Any
 
 from .._core.tensor import Tensor
 from . import graph_signature
 from .exported_program import ExportedProgram
 from .graph_signature import ExportBackwardSignature, ExportGraphSignature
 
-__all__ = ["Dim", "ExportBackwardSignature", "ExportGraphSignature", "ExportedProgram",
-           "ShapesCollection", "default_decompositions", "dims", "draft_export", "export",
-           "graph_signature", "load", "register_dataclass", "save"]
+__all__ = ["AdditionalInputs", "Constraint", "CustomDecompTable", "DEFAULT_PICKLE_PROTOCOL",
+           "Dim", "ExportBackwardSignature", "ExportGraphSignature", "ExportedProgram",
+           "FlatArgsAdapter", "ModuleCallEntry", "ModuleCallSignature", "PassResult",
+           "ShapesCollection", "UnflattenedModule", "default_decompositions", "dims",
+           "draft_export", "dynamic_shapes", "export", "graph_signature", "load",
+           "register_dataclass", "save", "unflatten"]
+
+DEFAULT_PICKLE_PROTOCOL = 2
+"""The pickle protocol ``save`` writes with unless told otherwise."""
+
+log = logging.getLogger("ember.export")
+
+
+class PassResult(collections.namedtuple("PassResult", ["graph_module", "modified"])):
+    """What a graph pass returns: the (possibly new) graph module and whether it changed.
+
+    Args:
+        graph_module: the module after the pass.
+        modified: whether the pass changed anything.
+
+    Example::
+
+        >>> ember.export.PassResult(ember.nn.Module(), True).modified
+        True
+    """
+
+    __slots__ = ()
+
+
+@dataclasses.dataclass
+class ModuleCallSignature:
+    """How a preserved submodule call looks in a graph: its inputs and outputs (graph
+    arguments), their structures, and the forward's argument names.
+
+    Example::
+
+        >>> ember.export.ModuleCallSignature([], [], None, None).forward_arg_names
+    """
+
+    inputs: list
+    outputs: list
+    in_spec: Any
+    out_spec: Any
+    forward_arg_names: list | None = None
+
+
+@dataclasses.dataclass
+class ModuleCallEntry:
+    """One entry of ``ExportedProgram.module_call_graph``: a submodule's path and, when
+    its calls were preserved, their ``ModuleCallSignature``.
+
+    Example::
+
+        >>> ember.export.ModuleCallEntry(fqn="a")
+        ModuleCallEntry(fqn='a', signature=None)
+    """
+
+    fqn: str
+    signature: ModuleCallSignature | None = None
 
 
 class _DimHint(enum.Enum):
@@ -158,6 +218,8 @@ def _arg_names(m, n):
 
 def _dynamic_dims(mod, args, kwargs, dynamic_shapes):
     """``{flat user tensor index: {dim: (min, max)}}`` and the range constraints."""
+    if hasattr(dynamic_shapes, "dynamic_shapes"):  # ShapesCollection, AdditionalInputs
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
     if not dynamic_shapes:
         return {}, {}
     names = _arg_names(mod, len(args))
@@ -351,7 +413,8 @@ def _target_ref(target):
     return ("attr", target)
 
 
-def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
+def save(ep, f, *, extra_files=None, opset_version=None,
+         pickle_protocol=DEFAULT_PICKLE_PROTOCOL):
     """Write an exported program to ``f`` (a path or binary file): its graph (ops by name),
     signature, state and constants, in ember's checkpoint format.
 
@@ -466,3 +529,10 @@ def load(f, *, extra_files=None, expected_opset_version=None):
 
 
 _ = (io, os)
+
+
+# the submodules that build on the names above
+from . import decomp_utils, dynamic_shapes, unflatten as _unflatten_module  # noqa: E402
+from .decomp_utils import CustomDecompTable  # noqa: E402
+from .dynamic_shapes import AdditionalInputs, Constraint  # noqa: E402
+from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten  # noqa: E402

@@ -124,8 +124,21 @@ class ExportedProgram:
 
     @property
     def module_call_graph(self) -> list:
-        """Submodule call signatures preserved by the export (none)."""
-        return []
+        """The module hierarchy of the program: a ``ModuleCallEntry`` for the root (with
+        its inputs' names) and one for each submodule of the source module (without a
+        signature: ember does not preserve submodule calls).
+
+        Returns:
+            list of ModuleCallEntry.
+        """
+        from . import ModuleCallEntry, ModuleCallSignature
+
+        root = ModuleCallEntry("", ModuleCallSignature(
+            [], [], None, self._out_spec,
+            list(self._graph_signature.user_inputs)))
+        src = self._source
+        subs = [n for n, _ in src.named_modules() if n] if src is not None else []
+        return [root] + [ModuleCallEntry(n) for n in subs]
 
     @property
     def verifiers(self) -> list:
@@ -230,7 +243,10 @@ class ExportedProgram:
         """The program as a module taking the user's inputs: an ``ember.fx.GraphModule``
         holding the parameters and buffers under their original names, which checks its
         inputs' static dimensions (``AssertionError: Guard failed: ...``) and re-captures
-        for new sizes of dynamic ones.
+        for new sizes of dynamic ones. Its ``code`` is the graph's own: where torch's
+        starts by flattening the inputs (``fx_pytree.tree_flatten_spec``) and calling a
+        ``_guards_fn`` submodule, ember flattens and checks in the module's ``__call__``, so
+        the code shows only the computation.
 
         Returns:
             ember.fx.GraphModule: the module.

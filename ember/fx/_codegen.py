@@ -39,9 +39,10 @@ def _torch_spelling(path: str) -> str:
 
 def _qualified_name(obj) -> str:
     """The dotted name generated code uses for ``obj`` (a function or class)."""
-    from .._dispatch import OpOverload
+    from .._dispatch import OpOverload, OpOverloadPacket
 
-    if isinstance(obj, OpOverload):  # ``torch.ops.aten.linear.default``, as torch spells it
+    if isinstance(obj, (OpOverload, OpOverloadPacket)):
+        # ``torch.ops.aten.linear.default``, ``torch.ops.profiler._record_function_enter``
         return f"torch.ops.{obj}"
     name = getattr(obj, "__name__", None)
     if name is not None and getattr(builtins, name, None) is obj:

@@ -473,8 +473,8 @@ class Node:
 
     def is_impure(self) -> bool:
         """True when dead-code elimination must keep this node although nothing uses it:
-        inputs and outputs, calls of functions marked ``has_side_effect`` and of modules
-        marked ``_is_impure``. Everything else counts as pure, as in torch -- in-place
+        inputs and outputs, calls of functions marked ``has_side_effect``, of the
+        ``ops.profiler`` record-function ops and of modules marked ``_is_impure``. Everything else counts as pure, as in torch -- in-place
         methods (``x.add_(1)``) and random functions included, so a graph relying on such an
         unused call must mark it.
 
@@ -491,7 +491,14 @@ class Node:
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
-            return self.target in _side_effectful_functions
+            if self.target in _side_effectful_functions:
+                return True
+            # the record_function ops (``ember.ops.profiler.*``) open and close blocks
+            from .._dispatch import OpOverload, OpOverloadPacket
+
+            t = self.target
+            packet = t.overloadpacket if isinstance(t, OpOverload) else t
+            return isinstance(packet, OpOverloadPacket) and packet._ns == "profiler"
         if self.op == "call_module":
             root = self.graph.owning_module
             if root is None:

@@ -16,11 +16,10 @@ A ``Proxy`` wraps a ``Node``. Three doors lead from an operation on a proxy to a
   Tensor method). While a tracer runs, a function mode sends every call with a proxy among
   its arguments there first (see NOTE [ Tracing ] in ember/fx/_symbolic_trace.py).
 
-The arguments of such a node are those ember's public wrapper hands to the protocol: the
-ones the caller gave, defaults left out, and parameters that can be positional passed
-positionally -- ``ember.cat([a, b], dim=1)`` records ``([a, b], 1)`` where torch records
-``([a, b],)`` with ``{dim: 1}``, and ``F.relu(x)`` no ``inplace=False``. The graphs compute
-the same; only their printed arguments differ.
+The arguments of such a node are those torch records for the same call (NOTE [ Recorded
+call forms ] in ember/fx/_recorded_calls.py): as the caller wrote them for what torch writes
+in C (``ember.cat([a, b], dim=1)`` records ``([a, b],)`` with ``{'dim': 1}``), torch's fixed
+form for its Python functions (``F.relu(x)`` records ``(x,)`` with ``{'inplace': False}``).
 
 Using a proxy where Python needs a concrete value -- ``if p:``, ``for _ in p``, ``len(p)``
 -- cannot be recorded and raises ``TraceError`` (``RuntimeError`` for ``len``), as in torch.
@@ -276,6 +275,12 @@ def _find_tracer(args, kwargs):
     return next(iter(tracers))
 
 
+def _functional():
+    import ember.nn.functional
+
+    return ember.nn.functional
+
+
 def _tensor_method_name(func) -> str | None:
     """The Tensor method name of ``func`` when it is a method of ember.Tensor (``add`` for
     ``Tensor.add`` and for the operator ``Tensor.__add__``)."""
@@ -386,8 +391,17 @@ class Proxy:
             _tensor_method_name(orig_method)
         if method is not None:
             return tracer.create_proxy("call_method", method, args, kwargs)
-        return tracer.create_proxy("call_function", orig_method, args, kwargs,
-                                   name=tracer.graph._target_to_str(orig_method))
+        from ._recorded_calls import F_AS_METHOD, recorded_call, recorded_target
+
+        target, space = recorded_target(orig_method)
+        # torch's F.tanh / F.sigmoid call the Tensor method (ember's are functions of their own)
+        name = getattr(target, "__name__", None)
+        if name in F_AS_METHOD and target is getattr(_functional(), name) and \
+                len(args) == 1 and not kwargs and isinstance(args[0], Proxy):
+            return tracer.create_proxy("call_method", target.__name__, tuple(args), {})
+        args, kwargs = recorded_call(orig_method, tuple(args), kwargs, space)
+        return tracer.create_proxy("call_function", target, args, kwargs,
+                                   name=tracer.graph._target_to_str(target))
 
 
 class Attribute(Proxy):
