@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
 import io
 import logging
 import os
@@ -27,6 +26,7 @@ from .._core.tensor import Tensor
 from . import graph_signature
 from .exported_program import ExportedProgram
 from .graph_signature import ExportBackwardSignature, ExportGraphSignature
+from .dynamic_shapes import Dim, ShapesCollection, _arg_names, dims
 
 __all__ = ["AdditionalInputs", "Constraint", "CustomDecompTable", "DEFAULT_PICKLE_PROTOCOL",
            "Dim", "ExportBackwardSignature", "ExportGraphSignature", "ExportedProgram",
@@ -87,133 +87,6 @@ class ModuleCallEntry:
 
     fqn: str
     signature: ModuleCallSignature | None = None
-
-
-class _DimHint(enum.Enum):
-    AUTO = "AUTO"
-    STATIC = "STATIC"
-    DYNAMIC = "DYNAMIC"
-
-    def __repr__(self):
-        return f"DimHint({self.value})"
-
-
-class Dim:
-    """A named dynamic dimension for ``dynamic_shapes``, with an optional range.
-
-    ``Dim.AUTO``/``Dim.DYNAMIC`` mark a dimension dynamic without a name, ``Dim.STATIC``
-    keeps it fixed.
-
-    Args:
-        name: the symbol's name.
-        min: the smallest size allowed (default 0).
-        max: the largest size allowed (default unbounded).
-
-    Returns:
-        Dim: the dimension.
-
-    Example::
-
-        >>> batch = ember.export.Dim("batch", min=2, max=64)
-        >>> batch
-        Dim('batch', min=2, max=64)
-    """
-
-    AUTO = _DimHint.AUTO
-    STATIC = _DimHint.STATIC
-    DYNAMIC = _DimHint.DYNAMIC
-
-    def __init__(self, name, *, min=None, max=None):  # noqa: A002 - PyTorch's names
-        if min is not None and max is not None and min > max:
-            raise ValueError(f"Cannot create Dim with inconsistent min={min}, max={max}")
-        self.__name__ = name
-        self.min = 0 if min is None else int(min)
-        self.max = max
-
-    def __repr__(self):
-        if self.max is None:
-            return f"Dim('{self.__name__}', min={self.min})"
-        return f"Dim('{self.__name__}', min={self.min}, max={self.max})"
-
-
-def dims(*names, min=None, max=None):  # noqa: A002 - PyTorch's names
-    """Several ``Dim`` s with the same range.
-
-    Args:
-        *names: their names.
-        min: the smallest size.
-        max: the largest size.
-
-    Returns:
-        tuple[Dim, ...]: one per name.
-
-    Example::
-
-        >>> b, t = ember.export.dims("b", "t", max=512)
-        >>> t.max
-        512
-    """
-    return tuple(Dim(n, min=min, max=max) for n in names)
-
-
-class ShapesCollection:
-    """``dynamic_shapes`` given per tensor rather than per argument: ``sc[x] = {0: dim}``.
-
-    Example::
-
-        >>> x = ember.randn(4, 3)
-        >>> sc = ember.export.ShapesCollection()
-        >>> sc[x] = {0: ember.export.Dim("batch")}
-        >>> sc.dynamic_shapes(ember.nn.ReLU(), (x,))
-        ({0: Dim('batch', min=0)},)
-    """
-
-    def __init__(self):
-        self._shapes = {}
-
-    def __setitem__(self, t, shape):
-        self._shapes[id(t)] = shape
-
-    def __getitem__(self, t):
-        return self._shapes[id(t)]
-
-    def __contains__(self, t):
-        return id(t) in self._shapes
-
-    def dynamic_shapes(self, m, args, kwargs=None):
-        """The collection as the per-argument ``dynamic_shapes`` of ``m(*args, **kwargs)``.
-
-        Args:
-            m: the module.
-            args: its example positional inputs.
-            kwargs: its example keyword inputs.
-
-        Returns:
-            The specs, shaped like the arguments.
-        """
-        def spec(x):
-            if isinstance(x, Tensor):
-                return self._shapes.get(id(x))
-            if isinstance(x, (list, tuple)):
-                return type(x)(spec(a) for a in x)
-            if isinstance(x, dict):
-                return {k: spec(v) for k, v in x.items()}
-            return None
-
-        out = spec(tuple(args))
-        if kwargs:
-            return out + (spec(kwargs),) if False else spec(dict(zip(
-                _arg_names(m, len(args)), args), **kwargs))
-        return out
-
-
-def _arg_names(m, n):
-    import inspect
-
-    try:
-        return [p.name for p in inspect.signature(m.forward).parameters.values()][:n]
-    except (TypeError, ValueError):
-        return [f"args_{i}" for i in range(n)]
 
 
 def _dynamic_dims(mod, args, kwargs, dynamic_shapes):
@@ -532,7 +405,7 @@ _ = (io, os)
 
 
 # the submodules that build on the names above
-from . import decomp_utils, dynamic_shapes, unflatten as _unflatten_module  # noqa: E402
+from . import decomp_utils, dynamic_shapes, unflatten as _unflatten_module  # noqa: E402,F811
 from .decomp_utils import CustomDecompTable  # noqa: E402
 from .dynamic_shapes import AdditionalInputs, Constraint  # noqa: E402
 from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten  # noqa: E402

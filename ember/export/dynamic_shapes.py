@@ -14,14 +14,141 @@ Example::
 
 from __future__ import annotations
 
+import enum
 import logging
 
 from .._core.tensor import Tensor
-from . import Dim, ShapesCollection, _arg_names, dims
 
 __all__ = ["AdditionalInputs", "Constraint", "Dim", "ShapesCollection", "dims"]
 
 log = logging.getLogger("ember.export")
+
+
+class _DimHint(enum.Enum):
+    AUTO = "AUTO"
+    STATIC = "STATIC"
+    DYNAMIC = "DYNAMIC"
+
+    def __repr__(self):
+        return f"DimHint({self.value})"
+
+
+class Dim:
+    """A named dynamic dimension for ``dynamic_shapes``, with an optional range.
+
+    ``Dim.AUTO``/``Dim.DYNAMIC`` mark a dimension dynamic without a name, ``Dim.STATIC``
+    keeps it fixed.
+
+    Args:
+        name: the symbol's name.
+        min: the smallest size allowed (default 0).
+        max: the largest size allowed (default unbounded).
+
+    Returns:
+        Dim: the dimension.
+
+    Example::
+
+        >>> batch = ember.export.Dim("batch", min=2, max=64)
+        >>> batch
+        Dim('batch', min=2, max=64)
+    """
+
+    AUTO = _DimHint.AUTO
+    STATIC = _DimHint.STATIC
+    DYNAMIC = _DimHint.DYNAMIC
+
+    def __init__(self, name, *, min=None, max=None):  # noqa: A002 - PyTorch's names
+        if min is not None and max is not None and min > max:
+            raise ValueError(f"Cannot create Dim with inconsistent min={min}, max={max}")
+        self.__name__ = name
+        self.min = 0 if min is None else int(min)
+        self.max = max
+
+    def __repr__(self):
+        if self.max is None:
+            return f"Dim('{self.__name__}', min={self.min})"
+        return f"Dim('{self.__name__}', min={self.min}, max={self.max})"
+
+
+def dims(*names, min=None, max=None):  # noqa: A002 - PyTorch's names
+    """Several ``Dim`` s with the same range.
+
+    Args:
+        *names: their names.
+        min: the smallest size.
+        max: the largest size.
+
+    Returns:
+        tuple[Dim, ...]: one per name.
+
+    Example::
+
+        >>> b, t = ember.export.dims("b", "t", max=512)
+        >>> t.max
+        512
+    """
+    return tuple(Dim(n, min=min, max=max) for n in names)
+
+
+class ShapesCollection:
+    """``dynamic_shapes`` given per tensor rather than per argument: ``sc[x] = {0: dim}``.
+
+    Example::
+
+        >>> x = ember.randn(4, 3)
+        >>> sc = ember.export.ShapesCollection()
+        >>> sc[x] = {0: ember.export.Dim("batch")}
+        >>> sc.dynamic_shapes(ember.nn.ReLU(), (x,))
+        ({0: Dim('batch', min=0)},)
+    """
+
+    def __init__(self):
+        self._shapes = {}
+
+    def __setitem__(self, t, shape):
+        self._shapes[id(t)] = shape
+
+    def __getitem__(self, t):
+        return self._shapes[id(t)]
+
+    def __contains__(self, t):
+        return id(t) in self._shapes
+
+    def dynamic_shapes(self, m, args, kwargs=None):
+        """The collection as the per-argument ``dynamic_shapes`` of ``m(*args, **kwargs)``.
+
+        Args:
+            m: the module.
+            args: its example positional inputs.
+            kwargs: its example keyword inputs.
+
+        Returns:
+            The specs, shaped like the arguments.
+        """
+        def spec(x):
+            if isinstance(x, Tensor):
+                return self._shapes.get(id(x))
+            if isinstance(x, (list, tuple)):
+                return type(x)(spec(a) for a in x)
+            if isinstance(x, dict):
+                return {k: spec(v) for k, v in x.items()}
+            return None
+
+        out = spec(tuple(args))
+        if kwargs:
+            return out + (spec(kwargs),) if False else spec(dict(zip(
+                _arg_names(m, len(args)), args), **kwargs))
+        return out
+
+
+def _arg_names(m, n):
+    import inspect
+
+    try:
+        return [p.name for p in inspect.signature(m.forward).parameters.values()][:n]
+    except (TypeError, ValueError):
+        return [f"args_{i}" for i in range(n)]
 
 
 class Constraint:
