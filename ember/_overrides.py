@@ -18,9 +18,9 @@ Each public function is wrapped once, when declared, by ``wrap_public``: a gener
 with the wrapped function's own signature whose first statement is ``if _active[0]:`` -- a
 list cell that turns True the first time a Tensor subclass taking part in the protocol is
 defined (and stays so) or while a function mode is entered. So a program that never
-subclasses Tensor pays one list read and one call frame per public call. Objects that are not Tensors at all are
-found only when the call fails with TypeError or AttributeError (they would have failed
-anyway), so they cost nothing either.
+subclasses Tensor pays one list read and one call frame per public call. Objects that are
+not Tensors at all are found only when the call fails with TypeError or AttributeError (they
+would have failed anyway), so they cost nothing either.
 """
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ def _public_functions():
         if id(f) not in seen:
             seen.add(id(f))
             table[ember].append(f)
-    for name, v in vars(Tensor).items():
+    for v in vars(Tensor).values():
         if callable(v) and getattr(v, "_torch_function_wrapper", False):
             table[Tensor].append(v)
     for name in dir(F):

@@ -205,7 +205,7 @@ def test_op_handles_are_callable():
     assert ember.ops.aten.add.Scalar is ember.ops.aten.add.Tensor  # one form per op
     assert str(ember.ops.aten.exp.default) == "aten.exp.default"
     with pytest.raises(AttributeError):
-        ember.ops.aten.no_such_op_here
+        ember.ops.aten.no_such_op_here  # noqa: B018 - the lookup itself must fail
 
 
 # ------------------------------------------------------------------------------------------------

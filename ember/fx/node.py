@@ -474,9 +474,9 @@ class Node:
     def is_impure(self) -> bool:
         """True when dead-code elimination must keep this node although nothing uses it:
         inputs and outputs, calls of functions marked ``has_side_effect``, of the
-        ``ops.profiler`` record-function ops and of modules marked ``_is_impure``. Everything else counts as pure, as in torch -- in-place
-        methods (``x.add_(1)``) and random functions included, so a graph relying on such an
-        unused call must mark it.
+        ``ops.profiler`` record-function ops and of modules marked ``_is_impure``. Everything
+        else counts as pure, as in torch -- in-place methods (``x.add_(1)``) and random
+        functions included, so a graph relying on such an unused call must mark it.
 
         Returns:
             bool.
