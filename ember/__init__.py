@@ -46,6 +46,13 @@ from ._core.dtype import (
     set_default_dtype, uint8, uint16, uint32, uint64,
 )
 from ._core.dtype import qint8, qint32, quint2x4, quint4x2, quint8  # quantized (ember.ao)
+from ._core.dtype import (  # 8-bit floats (NOTE [ Float8 dtypes ])
+    float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu,
+)
+from ._core.dtype import (  # bytes no kernel reads (NOTE [ Opaque dtypes ])
+    bits1x8, bits2x4, bits4x2, bits8, bits16, float4_e2m1fn_x2, int1, int2, int3, int4, int5,
+    int6, int7, uint1, uint2, uint3, uint4, uint5, uint6, uint7,
+)
 from .ao._qscheme import (  # noqa: E402
     per_channel_affine, per_channel_affine_float_qparams, per_channel_symmetric,
     per_tensor_affine, per_tensor_symmetric, qscheme,

@@ -282,6 +282,10 @@ def tensor_str(t, indent: int) -> str:
     a = t._data
     if a.size == 0:
         return "[]"
+    if a.dtype in _dt._OPAQUE_NP:  # NOTE [ Opaque dtypes ]
+        if a.dtype != _dt.float4_e2m1fn_x2.np:
+            _dt.refuse_opaque(t, "_local_scalar_dense_cpu")
+        a = a.view(np.uint8).astype(np.float32)  # PyTorch prints each packed byte's value
     opts = PRINT_OPTS
     summarize = a.size > opts.threshold
     kept, cut = _kept_indices(a.shape, summarize, opts.edgeitems)
@@ -294,11 +298,15 @@ def tensor_str(t, indent: int) -> str:
     if kind == "c":
         block = block.astype(np.complex128)
         fmt = _ElementFormat(_Formatter(block.real, True), _Formatter(block.imag, True))
-    elif kind == "f" or block.dtype == _dt.bfloat16.np:
-        if block.dtype == _dt.bfloat16.np:
+    elif kind == "f" or block.dtype == _dt.bfloat16.np or block.dtype in _dt._FLOAT8_NP:
+        e8m0 = block.dtype == _dt.float8_e8m0fnu.np
+        if kind != "f":
             block = block.astype(np.float32)  # exact; ml_dtypes casts reliably to float32
         block = block.astype(np.float64)
-        fmt = _ElementFormat(_Formatter(block, True))
+        # float8_e8m0fnu has no zero: PyTorch's layout counts its smallest value, 2**-127
+        # (what zero converts to), as zero
+        stats = np.where(block == 2.0 ** -127, 0.0, block) if e8m0 else block
+        fmt = _ElementFormat(_Formatter(stats, True))
     else:
         fmt = _ElementFormat(_Formatter(block, False))
     if block.ndim == 0:

@@ -1,8 +1,10 @@
 """ember dtypes, PyTorch's type-promotion lattice, finfo/iinfo and the default dtype.
 
-Every ember dtype wraps one NumPy dtype (bfloat16 comes from ``ml_dtypes``). Kernels work on
-NumPy dtypes; the public API speaks ember dtypes. The two maps ``to_np`` / ``from_np``
-convert, and both are plain dict look-ups so the hot path can use them freely.
+Every ember dtype wraps one NumPy dtype (bfloat16 and the float8 dtypes come from
+``ml_dtypes``; the opaque bits/sub-byte/float4 dtypes are one-field structured dtypes, see
+NOTE [ Opaque dtypes ]). Kernels work on NumPy dtypes; the public API speaks ember dtypes. The
+two maps ``to_np`` / ``from_np`` convert, and both are plain dict look-ups so the hot path can
+use them freely.
 
 NOTE [ Type promotion ]
 PyTorch, not NumPy, decides result dtypes. Operands fall in three priority groups:
@@ -119,6 +121,70 @@ uint32 = dtype("uint32", np.uint32, INT, "UInt32")
 uint64 = dtype("uint64", np.uint64, INT, "UInt64")
 shell_dtypes = (uint16, uint32, uint64)
 
+# The 8-bit floats (NOTE [ Float8 dtypes ]), stored as ``ml_dtypes`` arrays like bfloat16. They
+# stay out of ``all_dtypes``: few ops accept them.
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, FLOAT, "Float8_e4m3fn")
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, FLOAT, "Float8_e4m3fnuz")
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, FLOAT, "Float8_e5m2")
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, FLOAT, "Float8_e5m2fnuz")
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, FLOAT, "Float8_e8m0fnu")
+float8_e8m0fnu.is_signed = False  # exponent bits only: no sign, no zero
+float8_dtypes = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
+_FLOAT8_NP = {d.np: d for d in float8_dtypes}
+
+# NOTE [ Float8 dtypes ]
+# PyTorch's float8 dtypes are storage formats: tensors of them can be made, copied, viewed,
+# indexed, concatenated, saved and cast, but almost no arithmetic runs on them on the CPU
+# (``float8_op_allowed`` lists what does) and they promote with no other dtype. Casting *to*
+# them follows PyTorch, which differs from ml_dtypes' casts in three places (``to_float8``):
+# float8_e4m3fn saturates out-of-range values and infinities to +-448 instead of NaN;
+# float8_e5m2 writes NaN as 0x7f / 0xff; float8_e8m0fnu ignores the sign and sends zero to
+# its smallest value 2**-127. Casting *from* them is exact.
+
+
+def to_float8(a, np_dtype):
+    """``a`` (a NumPy array) cast to the float8 NumPy dtype ``np_dtype`` by PyTorch's rules
+    (NOTE [ Float8 dtypes ])."""
+    if a.dtype.kind not in "fc" or a.dtype in _FLOAT8_NP:
+        a = a.astype(np.float32)
+    elif a.dtype.kind == "c":
+        a = a.real
+    name = _FLOAT8_NP[np_dtype].name
+    with np.errstate(invalid="ignore", over="ignore"):
+        if name == "float8_e8m0fnu":
+            out = np.abs(a).astype(np_dtype)
+            out[a == 0] = np.uint8(0).view(np_dtype)
+            return out
+        out = a.astype(np_dtype)
+    if name == "float8_e4m3fn":
+        overflow = np.isnan(out) & ~np.isnan(a)
+        if overflow.any():
+            out[overflow] = np.copysign(np.float32(448.0), a[overflow]).astype(np_dtype)
+    elif name == "float8_e5m2":
+        nan = np.isnan(a)
+        if nan.any():
+            out.view(np.uint8)[nan] |= 0x7F
+    return out
+
+
+def refuse_no_kernel(t, kernel):
+    """Raise PyTorch's NotImplementedError when tensor ``t`` is float8 or opaque: the op
+    (PyTorch's kernel name ``kernel``) has no kernel for it (NOTE [ Float8 dtypes ], NOTE
+    [ Opaque dtypes ])."""
+    d = _NO_MATH_NP.get(t._data.dtype)
+    if d is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
+
+
+def float8_op_allowed(op_name):
+    """Whether PyTorch runs the op ``op_name`` on float8 CPU tensors."""
+    return op_name in _FLOAT8_OPS
+
+
+#: ops PyTorch runs on float8 CPU tensors (the storage-only ops aside, which run on any dtype)
+_FLOAT8_OPS = frozenset({"mul", "abs", "absolute", "eq", "ne", "isnan", "any", "all",
+                         "where", "mm"})
+
 # Quantized dtypes (NOTE [ Quantized tensors ] in ember/ao/_qtensor.py): names and storage
 # types only. They stay out of ``to_np`` and ``all_dtypes``, so no ordinary op accepts them;
 # ``from_np`` learns them from ember/ao/_qtensor.py, keyed by the tags its arrays report.
@@ -131,12 +197,52 @@ quint2x4 = dtype("quint2x4", np.uint8, INT, "QUInt2x4")
 quantized_dtypes = (qint8, quint8, qint32, quint4x2, quint2x4)
 quint8.is_signed = quint4x2.is_signed = quint2x4.is_signed = False
 
+# NOTE [ Opaque dtypes ]
+# PyTorch's bit containers (bits8, bits16, bits1x8, bits2x4, bits4x2), sub-byte integers
+# (int1..int7, uint1..uint7) and packed float4_e2m1fn_x2 are names for bytes no CPU kernel
+# reads: tensors of them can be made empty or zero, reshaped, sliced, concatenated and viewed
+# to and from uint8, and every op that reads a value raises. Their arrays hold a one-field
+# NumPy structured dtype named after the dtype, so each has a NumPy dtype of its own.
+
+
+def _opaque(name, scalar_name, itemsize=1, category=INT, is_signed=False):
+    d = dtype(name, np.dtype([(name, f"<u{itemsize}")]), category, scalar_name)
+    d.is_signed = is_signed
+    return d
+
+
+bits8 = _opaque("bits8", "Bits8")
+bits16 = _opaque("bits16", "Bits16", 2)
+bits1x8 = _opaque("bits1x8", "Bits1x8")
+bits2x4 = _opaque("bits2x4", "Bits2x4")
+bits4x2 = _opaque("bits4x2", "Bits4x2")
+_SUB_BYTE = tuple(_opaque(f"int{i}", f"Int{i}", is_signed=True) for i in range(1, 8)) + \
+    tuple(_opaque(f"uint{i}", f"UInt{i}") for i in range(1, 8))
+int1, int2, int3, int4, int5, int6, int7, uint1, uint2, uint3, uint4, uint5, uint6, uint7 = \
+    _SUB_BYTE
+float4_e2m1fn_x2 = _opaque("float4_e2m1fn_x2", "Float4_e2m1fn_x2", category=FLOAT,
+                           is_signed=True)
+opaque_dtypes = (bits8, bits16, bits1x8, bits2x4, bits4x2) + _SUB_BYTE + (float4_e2m1fn_x2,)
+_BITS = frozenset((bits8, bits16, bits1x8, bits2x4, bits4x2))
+_OPAQUE_NP = {d.np: d for d in opaque_dtypes}
+#: the NumPy dtypes of the float8 and opaque dtypes: few or no ops read them
+_NO_MATH_NP = {**_FLOAT8_NP, **_OPAQUE_NP}
+
+
+def refuse_opaque(t, kernel):
+    """Raise PyTorch's NotImplementedError when tensor ``t`` holds an opaque dtype (NOTE
+    [ Opaque dtypes ]): the op (PyTorch's kernel name ``kernel``) reads values."""
+    d = _OPAQUE_NP.get(t._data.dtype)
+    if d is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
+
+
 #: ember dtype -> NumPy dtype, and back. NumPy dtypes hash by value, so any equal dtype hits.
-to_np = {d: d.np for d in all_dtypes + shell_dtypes}
-from_np = {d.np: d for d in all_dtypes + shell_dtypes}
+to_np = {d: d.np for d in all_dtypes + shell_dtypes + float8_dtypes + opaque_dtypes}
+from_np = {d.np: d for d in all_dtypes + shell_dtypes + float8_dtypes + opaque_dtypes}
 
 _by_name = {}
-for _d in all_dtypes + shell_dtypes:
+for _d in all_dtypes + shell_dtypes + float8_dtypes + opaque_dtypes:
     _by_name[_d.name] = _d
     for _a in _d._aliases:
         _by_name[_a] = _d
@@ -249,6 +355,11 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     a, b = lookup(a), lookup(b)
     if a is b:
         return a
+    if a.np in _FLOAT8_NP or b.np in _FLOAT8_NP:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{a.scalar_name} and {b.scalar_name}")
+    if a.np in _OPAQUE_NP or b.np in _OPAQUE_NP:
+        raise RuntimeError(f"Promotion from {a.scalar_name} and {b.scalar_name} is unsupported.")
     ca, cb = a.category, b.category
     swapped = ca < cb
     if swapped:
@@ -401,9 +512,10 @@ class finfo:
         d = _default[0] if type is None else lookup(type)
         if d.category == COMPLEX:
             d = d.to_real()
-        if d.category != FLOAT:
+        if d.category != FLOAT or d.np in _OPAQUE_NP:
             raise TypeError(f"finfo: expected a floating point dtype, got {d}")
-        info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
+        is_ml = d is bfloat16 or d.np in _FLOAT8_NP
+        info = ml_dtypes.finfo(d.np) if is_ml else np.finfo(d.np)
         self.bits = info.bits
         self.eps = float(info.eps)
         self.max = float(info.max)
@@ -411,10 +523,16 @@ class finfo:
         self.tiny = float(info.tiny)
         self.smallest_normal = self.tiny
         self.resolution = float(info.resolution)
+        if d.np in _FLOAT8_NP:
+            # PyTorch's figures: resolution 10**-digits with no whole decimal digit, and
+            # float8_e5m2fnuz's eps one step finer than ml_dtypes'
+            self.resolution = 1.0
+            if d is float8_e5m2fnuz:
+                self.eps = 0.125
         self.dtype = d.name
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
                 f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
                 f"dtype={self.dtype})")
 
@@ -433,7 +551,7 @@ class iinfo:
 
     def __init__(self, type):
         d = lookup(type)
-        if d.category > INT:
+        if d.category > INT or d.np in _OPAQUE_NP:
             raise TypeError(f"iinfo: expected an integer dtype, got {d}")
         if d is bool_:
             self.bits, self.min, self.max = 8, 0, 1

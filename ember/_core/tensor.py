@@ -767,6 +767,7 @@ class Tensor:
 
     def _scalar(self, what):
         a = self._data
+        _dt.refuse_opaque(self, "_local_scalar_dense_cpu")  # NOTE [ Opaque dtypes ]
         if a.size != 1:
             raise RuntimeError(
                 f"a Tensor with {a.size} elements cannot be converted to Scalar")
@@ -835,6 +836,8 @@ class Tensor:
 
     def tolist(self):
         a = self._data
+        if a.dtype in _dt._OPAQUE_NP:  # NOTE [ Opaque dtypes ]
+            raise RuntimeError("load_scalar: invalid type")
         if type(a) is not np.ndarray:
             a = a.get()
         if a.dtype == _dt.bfloat16.np:
@@ -856,6 +859,8 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
+        if a.dtype in _dt._NO_MATH_NP and not force:  # as PyTorch (NOTE [ Float8 dtypes ])
+            raise TypeError(f"Got unsupported ScalarType {_dt.from_np[a.dtype].scalar_name}")
         return a
 
     def __array__(self, dtype=None, copy=None):

@@ -143,9 +143,10 @@ class ElementwiseOp(Op):
         elif p == "int" and cat > 1:
             raise NotImplementedError(
                 f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
-        if c.category not in self.allow:
-            raise NotImplementedError(
-                f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+        if c.category not in self.allow or c.np in _dt._OPAQUE_NP or (
+                c.np in _dt._FLOAT8_NP and not _dt.float8_op_allowed(self.name)):
+            kernel = "add_stub" if self.name in ("add", "sub") else self.name + "_cpu"
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{c.scalar_name}\'')
         if p in ("compare", "logical"):
             return c, _dt.bool_
         if (p == "real" or p == "float_real") and c.category == 3:

@@ -63,7 +63,21 @@ def _check_sub(args):
 add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True)
 sub_op = ElementwiseOp("sub", ufunc="subtract", vjp=_sub_vjp, linear=True, allow=(1, 2, 3),
                        check=_check_sub)
-mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp)
+def _check_mul(args):
+    """PyTorch multiplies float8 tensors only by tensors with dimensions: a number or a
+    zero-dim tensor as the second operand takes a kernel float8 lacks (NOTE [ Float8 dtypes ])."""
+    if len(args) != 2:
+        return
+    a, b = args
+    if not isinstance(a, Tensor):  # ``2 * x`` is ``x * 2``
+        a, b = b, a
+    d = getattr(a, "_data", None)
+    if d is not None and d.dtype in _dt._FLOAT8_NP and getattr(b, "ndim", 0) == 0:
+        raise NotImplementedError(f'"mul_cpu_reduced_float" not implemented for '
+                                  f"'{_dt.from_np[d.dtype].scalar_name}'")
+
+
+mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp, check=_check_mul)
 mul_op.saved_for = {0: (1,), 1: (0,)}
 div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
 

@@ -14,6 +14,11 @@ from ._registry import Op, method, public
 
 
 def _astype(xp, a, dtype):
+    if dtype in _dt._OPAQUE_NP or a.dtype in _dt._OPAQUE_NP:  # NOTE [ Opaque dtypes ]
+        d = _dt._OPAQUE_NP.get(dtype) or _dt._OPAQUE_NP[a.dtype]
+        raise NotImplementedError(f'"copy_" not implemented for \'{d.scalar_name}\'')
+    if dtype in _dt._FLOAT8_NP and xp is np:  # PyTorch's saturation rules
+        return _dt.to_float8(a, dtype)
     if a.dtype.kind == "c" and dtype.kind != "c":
         a = a.real
     return a.astype(dtype, copy=True)
@@ -259,6 +264,8 @@ def copy_(self, src, non_blocking=False):
         rd = src._data
         if rd.dtype.kind == "c" and sd.dtype.kind != "c":
             rd = rd.real
+        if rd.dtype != sd.dtype and (sd.dtype in _dt._NO_MATH_NP or rd.dtype in _dt._OPAQUE_NP):
+            rd = _astype(np, rd, sd.dtype)  # PyTorch's float8 rules; opaque dtypes raise
         sd[...] = rd
     self._bump()
     return self

@@ -32,6 +32,7 @@ _C_NAMES = {
     _dt.int32: "int", _dt.int64: "int64_t", _dt.float16: "c10::Half",
     _dt.bfloat16: "c10::BFloat16", _dt.float32: "float", _dt.float64: "double",
     _dt.complex64: "c10::complex<float>", _dt.complex128: "c10::complex<double>",
+    **{d: "c10::" + d.scalar_name for d in _dt.float8_dtypes},
 }
 
 
@@ -102,6 +103,9 @@ def _limits(d):
 
 _LIMITS = {d: _limits(d) for d in _dt.all_dtypes
            if d.category in (1, 2, 3) and d not in (_dt.float16, _dt.bfloat16)}
+# float8 (NOTE [ Float8 dtypes ]): finite values up to max; only float8_e5m2 stores inf
+_LIMITS.update({d: (-_dt.finfo(d).max, _dt.finfo(d).max) for d in _dt.float8_dtypes})
+_NO_INF = frozenset(d for d in _dt.float8_dtypes if d is not _dt.float8_e5m2)
 
 
 def check_value_fits(value, d, op_name=""):
@@ -121,6 +125,7 @@ def check_value_fits(value, d, op_name=""):
         bad = not lo <= value <= hi  # also refuses nan and inf
     else:
         bad = not lo <= value <= hi and not (math.isinf(value) or math.isnan(value))
+        bad = bad or (d in _NO_INF and math.isinf(value))
     if bad:
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d]} without overflow")
 
@@ -130,6 +135,12 @@ def scalar_as(value, npd):
     stores scalars: complex to real keeps the real part, floats truncate toward zero into
     integers, and integers wrap around (-1 into uint8 is 255)."""
     kind = npd.kind
+    if npd in _dt._OPAQUE_NP:  # NOTE [ Opaque dtypes ]
+        raise NotImplementedError(f'"fill_cpu" not implemented for '
+                                  f"'{_dt._OPAQUE_NP[npd].scalar_name}'")
+    if npd in _dt._FLOAT8_NP:  # PyTorch's rounding and saturation (NOTE [ Float8 dtypes ])
+        v = value.real if isinstance(value, (complex, np.complexfloating)) else value
+        return _dt.to_float8(np.array(v, np.float64), npd)[()]
     if kind == "f" or kind == "c" or kind == "V":
         if kind != "c" and isinstance(value, (complex, np.complexfloating)):
             return value.real
@@ -591,6 +602,10 @@ def fill_(input, value) -> Tensor:
 @_dispatch.entrance("zero_", inplace=True)
 def zero_(input) -> Tensor:
     """Fill ``input`` with zeros in place; returns it."""
+    if isinstance(input, Tensor) and input._data.dtype in _dt._OPAQUE_NP:
+        # clears the bytes, which PyTorch does for dtypes no kernel reads (NOTE [ Opaque
+        # dtypes ])
+        return input.copy_(wrap(np.zeros_like(input._data)))
     return fill_(input, 0)
 
 

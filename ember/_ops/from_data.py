@@ -89,6 +89,8 @@ def _py_to_array(leaves, types, d):
         if cat == 2:
             if builtins.complex in types:
                 raise TypeError("must be real number, not complex")
+            if d.np in _dt._FLOAT8_NP:  # PyTorch's saturation (NOTE [ Float8 dtypes ])
+                return _dt.to_float8(np.array(leaves, dtype=np.float64), d.np)
             # a Python float (a double) rounds once, straight to the target dtype
             return np.array(leaves, dtype=d.np)
         return np.array(leaves, dtype=d.np)

@@ -702,7 +702,12 @@ def _scalar_for(a, value):
         if value.imag != 0:
             raise RuntimeError(f"value cannot be converted to type "
                                f"{type_name(a.dtype).lower()} without overflow")
-        return value.real
+        value = value.real
+    if a.dtype in _dt._OPAQUE_NP:  # NOTE [ Opaque dtypes ]
+        raise NotImplementedError(f'"fill_out" not implemented for '
+                                  f"'{_dt._OPAQUE_NP[a.dtype].scalar_name}'")
+    if a.dtype in _dt._FLOAT8_NP:  # PyTorch's saturation (NOTE [ Float8 dtypes ])
+        return _dt.to_float8(np.array(value, np.float64), a.dtype)[()]
     return value
 
 
@@ -774,7 +779,9 @@ def _setitem(self, idx, value):
             v = _scalar_for(a, value)
         else:
             v = vt._data
-            if v.dtype != a.dtype:
+            if v.dtype != a.dtype and a.dtype in _dt._FLOAT8_NP:
+                v = _dt.to_float8(v, a.dtype)
+            elif v.dtype != a.dtype:
                 v = (v.real if v.dtype.kind == "c" and a.dtype.kind != "c" else v).astype(
                     a.dtype)
         if spec is None:

@@ -382,6 +382,10 @@ def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    if tensors[0].is_quantized and out is None:  # ember/ao/_qops.py
+        from ..ao import _qops
+
+        return _qops.cat(tensors, dim)
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
@@ -441,6 +445,10 @@ def stack(tensors, dim=0, *, out=None):
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    if tensors[0].is_quantized and out is None:  # ember/ao/_qops.py
+        from ..ao import _qops
+
+        return _qops.stack(tensors, dim)
     ref = tensors[0]._data.shape
     for i, t in enumerate(tensors):
         if t._data.shape != ref:
@@ -723,6 +731,7 @@ def _flip_vjp(g, _a, *, dims):
 def flip(input, *dims, **kwargs):
     """Reverse the order of elements along ``dims`` (copying)."""
     _check_tensor(input, "flip")
+    _dt.refuse_no_kernel(input, "flip_cpu")
     if "dims" in kwargs:
         dims = (kwargs.pop("dims"),)
     if not dims:
@@ -842,6 +851,7 @@ triu_op = Op("triu", _tri_kernel, vjp=_tri_vjp, linear=True)
 
 def _tri(name, input, diagonal, upper, out):
     _check_tensor(input, name)
+    _dt.refuse_no_kernel(input, name)
     if input._data.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     return _apply(triu_op if upper else tril_op, (input,),

@@ -196,7 +196,20 @@ def channel_sums(xp, x):
 
 
 def _matmul_kernel(xp, a, b):
+    if a.dtype in _dt._FLOAT8_NP:
+        return _float8_matmul(a, b)
     return gemm(xp, a, b)
+
+
+def _float8_matmul(a, b):
+    """PyTorch multiplies float8 matrices (2-D, or a vector on the left) in float32 and rounds
+    the result back; vectors on the right and batches it refuses (NOTE [ Float8 dtypes ])."""
+    name = _dt.from_np[a.dtype].scalar_name
+    kernel = ("dot" if a.ndim == b.ndim == 1 else "addmv_impl_cpu" if b.ndim == 1
+              else "bmm" if a.ndim > 2 or b.ndim > 2 else None)
+    if kernel is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+    return _dt.to_float8(np.matmul(a.astype(np.float32), b.astype(np.float32)), a.dtype)
 
 
 def _matmul_vjp(g, a, b, *, needs_input_grad):

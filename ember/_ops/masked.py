@@ -93,6 +93,7 @@ def _masked_fill_args(op_name, input, mask, value):
 def masked_fill(input, mask, value):
     """``input`` with ``value`` where the bool ``mask`` (broadcast) is True."""
     mask, vt, value = _masked_fill_args("masked_fill", input, mask, value)
+    _dt.refuse_no_kernel(input, "masked_fill")
     _broadcast("masked_fill", input._data.shape, mask._data.shape)
     return _dispatch.apply(masked_fill_op, (input, mask, vt), {"value": value})
 
@@ -101,6 +102,7 @@ def masked_fill(input, mask, value):
 def masked_fill_(self, mask, value):
     """In-place :func:`masked_fill`; ``mask`` must broadcast to ``self``'s shape."""
     mask, vt, value = _masked_fill_args("masked_fill_", self, mask, value)
+    _dt.refuse_no_kernel(self, "masked_fill")
     shape = self._data.shape
     b = _broadcast("masked_fill_", shape, mask._data.shape)
     if b != shape:
@@ -419,6 +421,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with ``as_tuple`` one
     1-D tensor per dim (a 0-dim input counts as 1-D)."""
     check_tensor("nonzero", input, "input")
+    _dt.refuse_no_kernel(input, "nonzero_count_cpu")
     if as_tuple:
         idx = _dispatch.apply(nonzero_op, (input if input.dim() else input.reshape(1),), {})
         return tuple(c.clone() for c in idx.unbind(1))  # separate tensors, as in PyTorch

@@ -335,6 +335,10 @@ def integer_hardtanh_bounds(input, min_val, max_val):
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.is_quantized:  # ember/ao/_qops.py
+        from ..ao import _qops
+
+        return _qops.hardtanh(input, min_val, max_val)
     bounds = integer_hardtanh_bounds(input, min_val, max_val)
     if bounds is not None:  # integers: no gradient, the dtype kept
         return input.clamp(*bounds)

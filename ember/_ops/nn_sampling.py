@@ -155,6 +155,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = [None] * nd if recompute_scale_factor else [float(s) for s in sf]
     if mode == "area":
         return adaptive_avg_pool(nd, input, out)
+    if input.is_quantized and (mode == "bilinear" or nd > 1 and mode in ("nearest",
+                                                                          "nearest-exact")):
+        from ..ao import _qops  # what PyTorch's quantized kernels cover
+
+        if mode == "bilinear":
+            return _qops.bilinear(input, out, scales, align_corners)
+        return _qops.on_centered_ints(interpolate, input, size, scale_factor, mode, None,
+                                      recompute_scale_factor, antialias)
     _check_resample(input, spatial, out, mode)
     x = input
     for i in range(nd):

@@ -41,7 +41,7 @@ def _not_implemented(kernel, d):
 
 
 def _require_float(kernel, d, allow_complex=True):
-    if d.category < 2 or (d.category == 3 and not allow_complex):
+    if d.category < 2 or (d.category == 3 and not allow_complex) or d.np in _dt._NO_MATH_NP:
         raise _not_implemented(kernel, d)
 
 
@@ -149,6 +149,8 @@ def _check_int_bounds(d, low, high):
             raise RuntimeError(f"from is out of bounds for {_BOUND_NAMES[d]}")
         if not lo <= high - 1 <= hi:
             raise RuntimeError(f"to - 1 is out of bounds for {_BOUND_NAMES[d]}")
+    elif d.np in _dt._NO_MATH_NP:
+        raise _not_implemented("random_update_from_to", d)
     elif d.category == 2:
         limit = 1 << _MANTISSA[d]
         if not -limit <= low <= limit:
@@ -613,7 +615,15 @@ def write_inplace(self, op_name, draw):
 def _self_dtype(self, op_name):
     if not isinstance(self, Tensor):
         raise TypeError(f"{op_name}(): 'self' must be Tensor, not {type(self).__name__}")
-    return self.dtype
+    d = self.dtype
+    if d.np in _dt._NO_MATH_NP:  # no sampler runs on float8 (NOTE [ Float8 dtypes ])
+        raise _not_implemented(_FLOAT8_KERNELS.get(op_name, op_name[:-1] + "_cpu"), d)
+    return d
+
+
+#: PyTorch's kernel names in its refusals of float8 tensors
+_FLOAT8_KERNELS = {"uniform_": "check_uniform_bounds", "normal_": "normal_kernel_cpu",
+                   "bernoulli_": "bernoulli_scalar_cpu_", "random_": "random_update_from_to"}
 
 
 @method

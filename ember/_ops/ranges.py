@@ -64,7 +64,7 @@ def _check_range(start, end, step):
 
 
 def _check_range_dtype(op_name, d):
-    if d is _dt.bool_ or d.category == 3:
+    if d is _dt.bool_ or d.category == 3 or d.np in _dt._NO_MATH_NP:
         raise NotImplementedError(f'"{op_name}_cpu" not implemented for \'{d.scalar_name}\'')
 
 
@@ -165,6 +165,8 @@ def _linspace_array(op_name, start, end, steps, dtype):
     if d is None:
         is_complex = isinstance(start, complex) or isinstance(end, complex)
         d = _dt.default_complex() if is_complex else _dt.get_default_dtype()
+    if d.np in _dt._NO_MATH_NP:
+        raise NotImplementedError(f'"linspace_cpu" not implemented for \'{d.scalar_name}\'')
     work = d.np if d.category >= 2 else np.dtype(np.float64)
     T = work.type
     if d.category == 1:

@@ -56,10 +56,28 @@ _I64 = np.dtype(np.int64)
 # argument helpers
 
 
-def _check_tensor(input, name):
+def _check_tensor(input, name, dtype=None):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
+    if input._data.dtype in _dt._NO_MATH_NP and (dtype is None or input._data.dtype in
+                                                 _dt._OPAQUE_NP) and name not in ("all", "any"):
+        _refuse_float8(input, name)
+
+
+#: PyTorch's kernel names in its refusals of float8 inputs (NOTE [ Float8 dtypes ])
+_FLOAT8_KERNELS = {"mean": "sum_cpu", "prod": "prod_out_cpu", "amax": "max_values_cpu",
+                   "amin": "min_values_cpu", "max": "max_all", "min": "min_all",
+                   "count_nonzero": "nonzero_count_cpu"}
+
+
+def _refuse_float8(input, name):
+    """No reduction runs on float8 (a ``dtype=`` that converts first aside)."""
+    d = _dt.from_np[input._data.dtype]
+    if name in ("var", "std", "var_mean", "std_mean"):
+        raise RuntimeError(f"std_var_all: Unsupported dtype {d.scalar_name}")
+    kernel = _FLOAT8_KERNELS.get(name, name + "_cpu")
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
 
 
 def _dims(input, dim, name):
@@ -334,7 +352,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
                 return _wrap0(_add_reduce(a) if a.ndim == 1 else _add_reduce(a, None))
             if type(dim) is int and -a.ndim <= dim < a.ndim:
                 return _wrap0(_add_reduce(a, dim, None, None, keepdim))
-    _check_tensor(input, "sum")
+    _check_tensor(input, "sum", dtype)
     a = input._data
     d = _dims(input, dim, "sum")
     rdt = _sum_dtype(a, _dtype_arg(_out_dtype(dtype, out)))
@@ -382,7 +400,7 @@ reduction_jvp(nansum_op)
 @public
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
-    _check_tensor(input, "nansum")
+    _check_tensor(input, "nansum", dtype)
     if input._data.dtype.kind == "c":
         raise RuntimeError("nansum does not support complex inputs")
     d = _dims(input, dim, "nansum")
@@ -431,7 +449,11 @@ def _float_dtype_for(input, dtype, name):
 @public
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Arithmetic mean over ``dim``; floating and complex inputs (or a floating ``dtype``)."""
-    _check_tensor(input, "mean")
+    _check_tensor(input, "mean", dtype)
+    if input.is_quantized and dtype is None and out is None:  # ember/ao/_qops.py
+        from ..ao._qops import on_centered_ints
+
+        return on_centered_ints(mean, input, dim, keepdim)
     rdt = _float_dtype_for(input, dtype, "mean")
     d = _dims(input, dim, "mean")
     return _apply(mean_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt,
@@ -499,7 +521,7 @@ reduction_jvp(prod_op)
 @public
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of the elements over ``dim`` (an int) or all of them."""
-    _check_tensor(input, "prod")
+    _check_tensor(input, "prod", dtype)
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not " + type(dim).__name__)
     d = None if dim is None else _dims(input, dim, "prod")

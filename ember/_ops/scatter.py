@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
@@ -110,6 +111,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[index[i][j]][j]``
     for ``dim=0``. The result has ``index``'s shape."""
     dim, index = _gather_args("gather", input, dim, index)
+    _dt.refuse_no_kernel(input, "gather_expanded_index")
     return _dispatch.apply(gather_op, (input, index), {"dim": dim, "shape": input._data.shape},
                            out=out)
 
@@ -327,6 +329,7 @@ def _op_for(reduce):
 
 def _scatter_args(op_name, input, dim, index, src, value):
     check_tensor(op_name, input, "input")
+    _dt.refuse_no_kernel(input, "scatter_gather_tensor_cpu")
     check_index_dtype(op_name, index)
     if src is not None:
         check_tensor(op_name, src, "src")

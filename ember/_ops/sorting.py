@@ -37,7 +37,8 @@ def _named(name, fields, values, out=None):
 
 
 def _no_complex(input, name, kernel_name=None):
-    if input._data.dtype.kind == "c":
+    # nor float8, which has no comparison kernels (NOTE [ Float8 dtypes ])
+    if input._data.dtype.kind == "c" or input._data.dtype in _dt._NO_MATH_NP:
         raise NotImplementedError(
             f'"{kernel_name or name}" not implemented for \'{_name(input._data.dtype)}\'')
 

@@ -20,6 +20,7 @@ import operator
 import numpy as np
 
 from .. import _dispatch
+from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from ._elementwise import ElementwiseOp, _const, elementwise, elementwise_inplace, unary
 from ._registry import Op, public
@@ -495,6 +496,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         True
     """
     _check_close("isclose", input, other, rtol, atol)
+    _dt.refuse_no_kernel(input, "mul_cpu_reduced_float")  # PyTorch scales the tolerance first
     try:
         return _dispatch.apply(isclose_op, (input, other),
                                {"rtol": float(rtol), "atol": float(atol),

@@ -18,9 +18,13 @@ point(s) and channel axis. Nothing on the path of ordinary tensors changes or te
 - ``QArray.dtype`` is a tag standing for the quantized dtype, registered here in
   ``ember._core.dtype.from_np`` (the array-dtype -> ember-dtype table), so ``Tensor.dtype``,
   ``is_floating_point`` and friends work unchanged and ``Tensor.is_quantized`` reads the
-  dtype. Code that would treat the array as NumPy's (promotion reading ``dtype.kind``,
-  ``astype``) finds neither on the tag nor on the array and raises NotImplementedError, the
-  error PyTorch gives for an op with no quantized kernel;
+  dtype. The tag's ``kind`` is ``"q"``, a kind NumPy never uses, so code that branches on
+  float/int/complex kinds takes none of those branches and reaches the kernel lookup, where
+  the op's name is known for the error (and ``requires_grad_`` refuses, as for integers);
+  code that would treat the array as NumPy's otherwise (``astype``, ``sum``, ...) finds
+  nothing on the tag or the array and raises NotImplementedError, the error PyTorch gives for
+  an op with no quantized kernel. Arithmetic with a Python number raises PyTorch's
+  RuntimeError (it would need a quantized output it cannot allocate);
 - no ``__torch_function__`` and no Tensor subclass are involved, so the slow path that either
   would switch on for every op (``_dispatch.slow``) stays off.
 """
@@ -53,6 +57,7 @@ class _DtypeTag:
     """What a ``QArray`` reports as its ``dtype``: a key of ``from_np`` and nothing else."""
 
     __slots__ = ("qdtype",)
+    kind = "q"  # see NOTE [ Quantized tensors ]
 
     def __init__(self, qdtype):
         self.qdtype = qdtype
@@ -115,6 +120,11 @@ class QArray:
         # what .tolist() and printing would copy out: PyTorch refuses to load the scalars
         raise RuntimeError("load_scalar: invalid type")
 
+    def item(self):
+        # Tensor.item() of a one-element quantized tensor: the real value it stands for, a
+        # Python float, as PyTorch gives
+        return float(self.floats().reshape(()))
+
     def __getattr__(self, name):
         # any NumPy method an op would call (astype, sum, ...): no quantized kernel for it
         if name.startswith("__"):
@@ -148,6 +158,19 @@ _SAME_PARAMS = frozenset({
     "view_as", "reshape_as", "expand_as", "flip", "roll", "repeat", "tile",
 })
 _COMPARE = frozenset({"eq", "ne", "equal"})
+# arithmetic that PyTorch refuses with a RuntimeError when one side is a number
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "true_divide", "floor_divide",
+                         "remainder", "pow", "rsub"})
+
+
+def _arithmetic(name):
+    def kernel(*args, **kwargs):
+        if any(isinstance(a, (int, float, np.number)) for a in args):
+            raise RuntimeError("empty_strided not supported on quantized tensors yet see "
+                               "https://github.com/pytorch/pytorch/issues/74540")
+        raise _no_quantized_kernel(f"aten::{name}")
+
+    return kernel
 
 
 def _not_supported(name):
@@ -222,6 +245,14 @@ class _QuantizedNamespace:
                 return a.like(np.maximum(a.ints, np.asarray(a.zero_point, a.ints.dtype)))
 
             return relu
+        if name in _ARITHMETIC:
+            return _arithmetic(name)
+        if name == "_to_copy":  # q.float(), q.to(dtype): PyTorch asks for dequantize()
+            def to_copy(*args, **kwargs):
+                raise RuntimeError("Creation of quantized tensor requires quantized dtype like "
+                                   "torch.quint8; call .dequantize() for the float values")
+
+            return to_copy
         if name in _COMPARE:
             def compare(*args, **kwargs):
                 return base(*[a.floats() if type(a) is QArray else a for a in args], **kwargs)

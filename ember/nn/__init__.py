@@ -10,3 +10,12 @@ from .parallel import DataParallel  # noqa: E402
 
 __all__ = list(_modules_all) + ["Parameter", "Buffer", "UninitializedParameter",
                                 "UninitializedBuffer", "factory_kwargs", "DataParallel"]
+
+
+def __getattr__(name):
+    # the old quantization paths (nn.quantized, nn.intrinsic, nn.qat) load on first use
+    if name in ("quantized", "intrinsic", "qat"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,17 +22,13 @@ STORAGE_NAMES = {
     _dt.bfloat16: "BFloat16Storage", _dt.int64: "LongStorage", _dt.int32: "IntStorage",
     _dt.int16: "ShortStorage", _dt.int8: "CharStorage", _dt.uint8: "ByteStorage",
     _dt.bool_: "BoolStorage", _dt.complex64: "ComplexFloatStorage",
-    _dt.complex128: "ComplexDoubleStorage",
+    _dt.complex128: "ComplexDoubleStorage", _dt.qint8: "QInt8Storage",
+    _dt.quint8: "QUInt8Storage", _dt.qint32: "QInt32Storage",
 }
 STORAGE_DTYPES = {v: k for k, v in STORAGE_NAMES.items()}
 
 # dtypes PyTorch may name in a checkpoint that ember cannot hold
-_FOREIGN_DTYPES = (
-    "uint16", "uint32", "uint64", "complex32", "float8_e4m3fn", "float8_e5m2",
-    "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "bits8",
-    "bits16", "bits1x8", "bits2x4", "bits4x2", "qint8", "qint32", "quint8", "quint4x2",
-    "quint2x4", *(f"uint{i}" for i in range(1, 8)), *(f"int{i}" for i in range(1, 8)),
-)
+_FOREIGN_DTYPES = ("complex32", "qint8", "qint32", "quint8", "quint4x2", "quint2x4")
 
 
 class StorageType:
@@ -94,6 +90,9 @@ def _as_strided(arr, offset, size, stride):
         return arr[:0].reshape(size) if arr.size else arr[:0].reshape(size)
     xp = np if isinstance(arr, np.ndarray) else __import__(type(arr).__module__.split(".")[0])
     item = arr.itemsize
+    if xp is np and arr.dtype in _dt._NO_MATH_NP:  # as_strided cannot spell these types
+        raw = np.dtype(f"u{item}")
+        return _as_strided(arr.view(raw), offset, size, stride).view(arr.dtype)
     return xp.lib.stride_tricks.as_strided(arr[offset:], shape=size,
                                            strides=tuple(s * item for s in stride))
 
@@ -209,6 +208,8 @@ def _rebuild_sparse_tensor(layout, data):
 def rebuild_functions():
     """``torch._utils`` names of the functions PyTorch writes into a checkpoint, mapped to
     ember's versions (the unsupported kinds raise when called)."""
+    from ..ao._qserial import rebuild_qtensor  # NOTE [ Quantized tensors in checkpoints ]
+
     table = {
         "_rebuild_tensor": _rebuild_tensor,
         "_rebuild_tensor_v2": _rebuild_tensor_v2,
@@ -218,7 +219,7 @@ def rebuild_functions():
         "_rebuild_device_tensor_from_cpu_tensor": _rebuild_device_tensor_from_cpu_tensor,
         "_rebuild_device_tensor_from_numpy": _rebuild_device_tensor_from_numpy,
         "_rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
-        "_rebuild_qtensor": _unsupported("quantized tensors"),
+        "_rebuild_qtensor": rebuild_qtensor,
         "_rebuild_sparse_tensor": _rebuild_sparse_tensor,
         "_rebuild_nested_tensor": _unsupported("nested tensors"),
         "_rebuild_wrapper_subclass": _unsupported("wrapper tensor subclasses"),
@@ -254,10 +255,16 @@ def allowed_globals():
     table.update(rebuild_functions())
     for name in STORAGE_DTYPES:
         table[f"torch.{name}"] = StorageType(name)
-    for d in _dt.all_dtypes:
+    for d in (*_dt.all_dtypes, *_dt.shell_dtypes, *_dt.float8_dtypes, *_dt.opaque_dtypes):
         table[f"torch.{d.name}"] = d
     for name in _FOREIGN_DTYPES:
         table[f"torch.{name}"] = ForeignDtype(name)
+    from ..ao import _qscheme
+
+    for d in _dt.quantized_dtypes:  # held by ember (NOTE [ Quantized tensors in checkpoints ])
+        table[f"torch.{d.name}"] = d
+    for scheme in _qscheme._ALL.values():
+        table[f"torch.{scheme.name}"] = scheme
     from .. import __dict__ as names
 
     for name in STORAGE_DTYPES:  # legacy tensor classes, where ember has them

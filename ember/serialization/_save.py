@@ -60,7 +60,17 @@ class _Global:
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
-_DTYPE_GLOBALS = {d: _Global("torch", d.name) for d in _dt.all_dtypes}
+_DTYPE_GLOBALS = {d: _Global("torch", d.name) for d in (*_dt.all_dtypes, *_dt.quantized_dtypes)}
+# dtypes with no legacy storage class (float8, uint16...) go as PyTorch writes them: a view of
+# an untyped (byte) storage, rebuilt by ``_rebuild_tensor_v3`` with the dtype as an argument
+_DTYPE_GLOBALS.update({d: _Global("torch", d.name)
+                       for d in (*_dt.shell_dtypes, *_dt.float8_dtypes, *_dt.opaque_dtypes)})
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
+_UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
+# NOTE [ Quantized tensors in checkpoints ] (ember/ao/_qserial.py)
+_REBUILD_QTENSOR = _Global("torch._utils", "_rebuild_qtensor")
+_QSCHEME_GLOBALS = {}
+_SCRIPT_OBJECT = _Global("torch", "ScriptObject")
 
 
 class _StorageRef:
@@ -86,6 +96,18 @@ class _Pickler(pickle._Pickler):
         if type(obj) is _dt.dtype:  # torch pickles a dtype as the bare global torch.<name>
             self._write_global(_DTYPE_GLOBALS[obj])
             return
+        if type(obj).__name__ == "qscheme" and type(obj).__module__ == "ember.ao._qscheme":
+            g = _QSCHEME_GLOBALS.setdefault(obj.name, _Global("torch", obj.name))
+            self._write_global(g)
+            return
+        if type(obj).__name__ == "TorchScriptObject" and obj.__module__ == "ember.ao._qserial":
+            # as torch pickles a ScriptObject (NOTE [ Packed RNN weights in checkpoints ])
+            self._write_global(_SCRIPT_OBJECT)
+            self.write(pickle.EMPTY_TUPLE + pickle.NEWOBJ)
+            self.memoize(obj)
+            super().save((obj.state, obj.qualified_name))
+            self.write(pickle.BUILD)
+            return
         super().save(obj, save_persistent_id)
 
     def _write_global(self, g):
@@ -98,7 +120,9 @@ class _Pickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
-            pid = ("storage", _Global("torch", STORAGE_NAMES[obj.dtype]), obj.key,
+            name = STORAGE_NAMES.get(obj.dtype)
+            cls = _UNTYPED_STORAGE if name is None else _Global("torch", name)
+            pid = ("storage", cls, obj.key,
                    obj.location, obj.numel)
             return pid + (None,) if self.legacy else pid
         return None
@@ -107,6 +131,13 @@ class _Pickler(pickle._Pickler):
         from ..nn.parameter import Parameter
 
         if isinstance(obj, Tensor):
+            if type(obj._data).__name__ == "QArray":  # NOTE [ Quantized tensors in checkpoints ]
+                from ..ao._qserial import qparams
+
+                a = obj._data
+                args = self._reduce_tensor(obj, a.ints, a.qdtype)[1]
+                return (_REBUILD_QTENSOR, args[:4] + (qparams(a), obj._rg,
+                                                      collections.OrderedDict()))
             if getattr(obj, "_lay", None) is not None:  # sparse (NOTE [ Sparse tensors ])
                 from ..sparse._tensor import pickle_data
 
@@ -123,14 +154,15 @@ class _Pickler(pickle._Pickler):
             return (_Global("torch.serialization", "_get_layout"), ("torch." + obj.name,))
         return NotImplemented
 
-    def _reduce_tensor(self, t):
+    def _reduce_tensor(self, t, a=None, d=None):
+        # a, d: the array and dtype to write when not t's own (a quantized tensor's integers)
         from ._locations import location_tag
 
-        a = t._data
+        a = t._data if a is None else a
         if type(a) is not np.ndarray:
             a = a.get()
         root = _root(a)
-        d = t.dtype
+        d = t.dtype if d is None else d
         key_info = self.storages.get(id(root))
         if key_info is None:
             key_info = (str(len(self.storages)), root, d)
@@ -149,6 +181,10 @@ class _Pickler(pickle._Pickler):
             self.storages[id(a)] = (key, a, d)
             numel = a.size
             itemsize = d.itemsize
+        if d not in STORAGE_NAMES:  # an untyped storage, its size in bytes
+            ref = _StorageRef(key, d, numel * itemsize, location)
+            return (_REBUILD_TENSOR_V3, (ref, offset // itemsize, tuple(a.shape), stride,
+                                         t._rg, collections.OrderedDict(), d))
         ref = _StorageRef(key, d, numel, location)
         return (_REBUILD_TENSOR, (ref, offset // itemsize, tuple(a.shape), stride, t._rg,
                                   collections.OrderedDict()))

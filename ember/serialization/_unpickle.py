@@ -286,6 +286,10 @@ class FullUnpickler(pickle.Unpickler):
         allowed = _allowed()
         if full in allowed:
             return allowed[full]
+        if full == "torch.ScriptObject":  # NOTE [ Packed RNN weights in checkpoints ]
+            from ..ao._qserial import TorchScriptObject
+
+            return TorchScriptObject
         if module == "torch" or module.startswith("torch."):
             obj = ember_object_for(module, name)
             if obj is None:

@@ -4,6 +4,7 @@ products quantize their float inputs on the fly."""
 import ember
 from ember import nn
 
+from ...._qserial import cell_params_from_weights, weights_from_cell_params
 from ..modules.utils import _centered, _quantize_weight, _reals
 from .linear import _quantize_input_dynamic
 
@@ -37,14 +38,17 @@ class PackedParameter(nn.Module):
         return x
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
+        # saved as PyTorch saves it (NOTE [ Packed RNN weights in checkpoints ])
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "param"] = self.param
+        destination[prefix + "param"] = cell_params_from_weights(*self.param)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs, *args, **kwargs):
         key = prefix + "param"
         if key in state_dict:
-            self.param = state_dict.pop(key)
+            param = state_dict.pop(key)
+            self.param = tuple(param) if isinstance(param, (tuple, list)) else \
+                weights_from_cell_params(param)
         elif strict:
             missing_keys.append(key)
 

@@ -24,6 +24,8 @@ class LinearPackedParams(nn.Module):
         ember.qint8
     """
 
+    _version = 3  # the state-dict layout PyTorch's loader expects (dtype + a pair)
+
     def __init__(self, dtype=ember.qint8):
         super().__init__()
         self.dtype = dtype
