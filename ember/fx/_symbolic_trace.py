@@ -120,6 +120,14 @@ class ProxyableClassMeta(type):
     """A metaclass whose classes are recorded, not run, when constructed from proxies while
     tracing: ``MyType(x, y)`` becomes a ``call_function`` node on ``MyType``.
 
+    Args:
+        name: the class's name (as for ``type``).
+        bases: its base classes.
+        namespace: its attributes.
+
+    Returns:
+        type: the new class; constructing it from proxies records a node.
+
     Example::
 
         >>> import ember.fx as fx
