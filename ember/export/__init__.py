@@ -62,9 +62,18 @@ class ModuleCallSignature:
     """How a preserved submodule call looks in a graph: its inputs and outputs (graph
     arguments), their structures, and the forward's argument names.
 
+    Args:
+        inputs (list): the graph arguments the submodule call takes, in order.
+        outputs (list): the graph arguments it returns, in order.
+        in_spec: the pytree structure of the call's ``(args, kwargs)``.
+        out_spec: the pytree structure of its result.
+        forward_arg_names (list of str, optional): the names of ``forward``'s parameters.
+
     Example::
 
-        >>> ember.export.ModuleCallSignature([], [], None, None).forward_arg_names
+        >>> sig = ember.export.ModuleCallSignature([], [], None, None)
+        >>> sig.inputs, sig.forward_arg_names
+        ([], None)
     """
 
     inputs: list
@@ -78,6 +87,11 @@ class ModuleCallSignature:
 class ModuleCallEntry:
     """One entry of ``ExportedProgram.module_call_graph``: a submodule's path and, when
     its calls were preserved, their ``ModuleCallSignature``.
+
+    Args:
+        fqn (str): the submodule's dotted path in the root module (``""`` for the root).
+        signature (ModuleCallSignature, optional): how its calls look in the graph; ``None``
+            when they were inlined.
 
     Example::
 

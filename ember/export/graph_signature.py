@@ -156,6 +156,12 @@ class OutputSpec:
 class ExportBackwardSignature:
     """Where a joint graph's gradients go (kept for PyTorch's name).
 
+    Args:
+        gradients_to_parameters (dict): output name of each gradient -> the parameter it is for.
+        gradients_to_user_inputs (dict): output name of each gradient -> the user input it
+            is for.
+        loss_output (str): the name of the output that holds the loss.
+
     Example::
 
         >>> ExportBackwardSignature({}, {}, "loss").loss_output

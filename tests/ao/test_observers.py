@@ -258,3 +258,44 @@ def test_qconfig_mapping_dict_round_trip_keeps_repr():
          .set_module_name_regex("foo.*", None)
          .set_module_name_object_type_order("a", ember.nn.Linear, 0, None))
     assert repr(Q.QConfigMapping.from_dict(m.to_dict())) == repr(m)
+
+
+def test_default_dynamic_fake_quant_matches_torch():
+    x = [0.0, 1.0, 2.0]
+    e = Q.default_dynamic_fake_quant()
+    t = TQ.default_dynamic_fake_quant()
+    assert e.is_dynamic and e.activation_post_process.is_dynamic
+    np.testing.assert_array_equal(e(ember.tensor(x)).numpy(), t(torch.tensor(x)).numpy())
+
+
+def test_moving_average_observer_dynamic_needs_constant_one_raises():
+    with pytest.raises(NotImplementedError):
+        TQ.MovingAverageMinMaxObserver(is_dynamic=True)
+    with pytest.raises(NotImplementedError, match="averaging constant"):
+        Q.MovingAverageMinMaxObserver(is_dynamic=True)
+
+
+def test_with_args_factory_doc_names_class_and_arguments():
+    doc = Q.default_weight_observer.__doc__
+    assert "MinMaxObserver" in doc and "qscheme: bound to ``ember.per_tensor_symmetric``" in doc
+    assert repr(Q.default_weight_observer) == repr(TQ.default_weight_observer).replace(
+        "torch.", "ember.")
+    assert "Example" in type(Q.default_observer).__doc__  # the class keeps its own
+
+
+def test_with_args_factory_doc_examples_pass():
+    import doctest
+    from ember.ao.quantization.observer import _PartialWrapper
+
+    names = [n for n in Q.__all__ if isinstance(getattr(Q, n), _PartialWrapper)]
+    assert len(names) >= 25
+    failed = []
+    for name in names:
+        test = doctest.DocTestParser().get_doctest(getattr(Q, name).__doc__,
+                                                   {"ember": ember}, name, None, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if not test.examples or doctest.DocTestRunner().run(
+                    test, out=lambda s: None).failed:
+                failed.append(name)
+    assert not failed

@@ -17,7 +17,7 @@ from .._fake_quant_ops import (
 from .observer import (
     FixedQParamsObserver, HistogramObserver, MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
-    _with_args, _with_callable_args, default_fixed_qparams_range_0to1_observer,
+    _name_factories, _with_args, _with_callable_args, default_fixed_qparams_range_0to1_observer,
     default_fixed_qparams_range_neg1to1_observer,
 )
 
@@ -440,3 +440,4 @@ fused_per_channel_wt_fake_quant_range_neg_127_to_127 = FusedMovingAvgObsFakeQuan
     observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
     dtype=_dt.qint8, qscheme=_qs.per_channel_symmetric, eps=2 ** -12)
 
+_name_factories(globals(), "ember.ao.quantization")

@@ -49,15 +49,105 @@ _EPS = float(np.finfo(np.float32).eps)
 # their 16-bit intermediate sums (fbgemm's activations).
 
 
+def _value_text(value):
+    """How a bound argument reads in a generated docstring: a class or factory by its name."""
+    if isinstance(value, _PartialWrapper):
+        return value._public_name or f"a factory of {value._target_name()}"
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, float) and value and abs(value) < 1e-2:
+        return f"{value:.6g}"
+    return repr(value)
+
+
+class _PartialDoc:
+    """``_PartialWrapper.__doc__``: the class's own docstring on the class, and on an instance
+    one written from what the instance wraps and binds (``help(default_observer)`` then says
+    which module it makes and with which arguments; its ``repr`` stays torch's)."""
+
+    def __init__(self, class_doc):
+        self.class_doc = class_doc
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.class_doc
+        return obj._make_doc()
+
+
 class _PartialWrapper:
-    """A constructor with some keyword arguments bound, as ``Observer.with_args`` returns.
+    __doc__ = _PartialDoc(
+        """A constructor with some keyword arguments bound, as ``Observer.with_args`` returns.
 
     Calling it makes a fresh instance each time; ``with_args``/``with_callable_args`` bind more.
-    """
+
+    Args:
+        p (functools.partial): the constructor and the keyword arguments it binds.
+
+    Example:
+        >>> f = _PartialWrapper(functools.partial(MinMaxObserver, quant_min=0, quant_max=127))
+        >>> f().quant_max
+        127
+    """)
+
+    # set on the module-level defaults (``default_observer``...) so that their generated
+    # docstrings can name them in an example that runs
+    _public_name = None
 
     def __init__(self, p):
         self.p = p
         self.callable_args = {}
+
+    def _target(self):
+        fn = self.p
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        return fn
+
+    def _target_name(self):
+        target = self._target()
+        return getattr(target, "__name__", None) or type(target).__name__
+
+    def _bound(self):
+        """The keyword arguments bound, outermost last, as one dict."""
+        layers, fn = [], self.p
+        while isinstance(fn, functools.partial):
+            layers.append(fn.keywords or {})
+            fn = fn.func
+        bound = {}
+        for keywords in reversed(layers):
+            bound.update(keywords)
+        return bound
+
+    def _make_doc(self):
+        cls = self._target_name()
+        bound = self._bound()
+        preset = " with preset arguments" if bound or self.callable_args else ""
+        summary = f"Make a new ``{cls}``{preset} on each call."
+        lines = [summary, "",
+                 f"A factory made by ``{cls}.with_args`` (a qconfig's ``activation`` or "
+                 f"``weight``): each call builds a fresh module, so modules never share "
+                 f"statistics. Its ``repr`` is the underlying ``functools.partial``.", "",
+                 "Args:"]
+        for name, value in bound.items():
+            lines.append(f"    {name}: bound to ``{_value_text(value)}``; pass it to override.")
+        for name, fn in self.callable_args.items():
+            label = getattr(fn, "__name__", None) or type(fn).__name__
+            lines.append(f"    {name}: bound to the result of calling ``{label}()`` afresh "
+                         f"each call; pass it to override.")
+        lines += [f"    **kwargs: any other argument of ``{cls}``.", "",
+                  "Returns:", f"    {cls}: a new instance.", ""]
+        if self._public_name:
+            module, _, name = self._public_name.rpartition(".")
+            lines += ["Example:",
+                      f"    >>> from {module} import {name}",
+                      f"    >>> m = {name}()",
+                      "    >>> type(m).__name__",
+                      f"    '{cls}'",
+                      f"    >>> m is {name}()",
+                      "    False",
+                      "    >>> m(ember.randn(2, 3)).shape",
+                      "    ember.Size([2, 3])"]
+        return "\n".join(lines) + "\n"
 
     def __call__(self, *args, **keywords):
         for name, fn in self.callable_args.items():
@@ -278,9 +368,6 @@ class MinMaxObserver(UniformQuantizationObserverBase):
             raise NotImplementedError("MinMaxObserver's qscheme only support "
                                       "torch.per_tensor_symmetric                     and "
                                       "torch.per_tensor_affine.")
-        if is_dynamic:
-            raise NotImplementedError("MinMaxObserver doesn't support dynamic quantization "
-                                      "for activation")
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max,
                          factory_kwargs=factory_kwargs, eps=eps, is_dynamic=is_dynamic, **kwargs)
@@ -335,9 +422,11 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
     def __init__(self, averaging_constant=0.01, dtype=_dt.quint8,
                  qscheme=_qs.per_tensor_affine, reduce_range=False, quant_min=None,
                  quant_max=None, eps=_EPS, is_dynamic=False, **kwargs):
-        if is_dynamic:
+        if is_dynamic and averaging_constant != 1:
+            # dynamic quantization sees each batch afresh: only a constant of 1 (no history)
             raise NotImplementedError("MovingAverageMinMaxObserver doesn't support dynamic "
-                                      "quantization for activation")
+                                      "quantization for averaging constant of "
+                                      f"{averaging_constant}")
         self.averaging_constant = averaging_constant
         super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max, eps=eps,
@@ -902,3 +991,15 @@ default_fixed_qparams_range_0to1_observer = FixedQParamsObserver.with_args(
 default_symmetric_fixed_qparams_observer = default_fixed_qparams_range_neg1to1_observer
 default_affine_fixed_qparams_observer = default_fixed_qparams_range_0to1_observer
 default_reuse_input_observer = ReuseInputObserver
+
+
+def _name_factories(namespace, module):
+    """Give each ``with_args`` factory in ``namespace["__all__"]`` its public name (the first
+    of its aliases), which its generated docstring's example imports."""
+    for name in namespace["__all__"]:
+        obj = namespace.get(name)
+        if isinstance(obj, _PartialWrapper) and obj._public_name is None:
+            obj._public_name = f"{module}.{name}"
+
+
+_name_factories(globals(), "ember.ao.quantization")

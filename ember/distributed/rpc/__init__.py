@@ -275,7 +275,15 @@ def rpc_async(to, func, args=None, kwargs=None, timeout: float = -1.0) -> Future
 
 def rpc_sync(to, func, args=None, kwargs=None, timeout: float = -1.0):
     """Run ``func(*args, **kwargs)`` on worker ``to`` and wait for its result (see
-    ``rpc_async`` for the arguments and errors).
+    ``rpc_async`` for the errors).
+
+    Args:
+        to (str or int or WorkerInfo): the worker.
+        func (callable): a function the worker can import (module level, or a builtin).
+        args (tuple, optional): positional arguments.
+        kwargs (dict, optional): keyword arguments.
+        timeout (float): seconds before the call fails with a RuntimeError; -1 uses the
+            default (``get_rpc_timeout()``), 0 waits forever.
 
     Returns:
         The function's result.

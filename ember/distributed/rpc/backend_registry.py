@@ -27,8 +27,17 @@ def _backend_type_repr(self):
 def _make_enum(members: dict):
     cls = enum.Enum(value="BackendType", names=members)
     cls.__repr__ = _backend_type_repr
-    cls.__doc__ = ("The RPC backends; ``BackendType.TENSORPIPE`` (the default) runs ember's "
-                   "agent.")
+    cls.__doc__ = """The RPC backends; ``BackendType.TENSORPIPE`` (the default) runs ember's agent.
+
+    A member is reached by name; ``register_backend`` adds members.
+
+    Example:
+        >>> from ember.distributed.rpc import BackendType
+        >>> BackendType.TENSORPIPE
+        BackendType.TENSORPIPE
+        >>> BackendType["TENSORPIPE"] is BackendType.TENSORPIPE
+        True
+    """
     return cls
 
 

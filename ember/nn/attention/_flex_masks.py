@@ -221,6 +221,18 @@ class BlockMask:
     be evaluated) and ``full_kv_num_blocks``/``full_kv_indices`` the wholly kept ones;
     ``q_*`` hold the same by columns. All are int32 tensors with leading (B, H) dimensions.
     In ember's computation only ``mask_mod`` matters (see NOTE [ Flex attention, eagerly ]).
+    Build one with :func:`create_block_mask` or :meth:`from_kv_blocks` rather than directly.
+
+    Args:
+        seq_lengths (tuple of int): (Q_LEN, KV_LEN).
+        kv_num_blocks (Tensor): (B, H, Q_BLOCKS) the number of partial tiles in each tile row.
+        kv_indices (Tensor): (B, H, Q_BLOCKS, KV_BLOCKS) their column indices, first ones first.
+        full_kv_num_blocks, full_kv_indices (Tensor or None): the same for wholly kept tiles.
+        q_num_blocks, q_indices (Tensor or None): the partial tiles of each tile column.
+        full_q_num_blocks, full_q_indices (Tensor or None): the wholly kept ones by columns.
+        BLOCK_SIZE (tuple of int): the (query, key) tile size. Default: (128, 128).
+        mask_mod (callable): ``mask_mod(b, h, q_idx, kv_idx) -> bool Tensor``, the mask
+            within tiles. Default: keep every position.
 
     Example:
         >>> from ember.nn.attention.flex_attention import create_block_mask

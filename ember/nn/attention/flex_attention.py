@@ -40,7 +40,27 @@ class FlexKernelOptions(TypedDict, total=False):
     """Tuning options for PyTorch's fused flex-attention kernels (``kernel_options=``).
 
     ember computes flex attention eagerly (NOTE [ Flex attention, eagerly ]) and accepts
-    these keys without using them.
+    these keys without using them. Every key is optional.
+
+    Args:
+        num_warps, num_stages (int): the GPU launch shape of PyTorch's Triton kernel.
+        BLOCK_M, BLOCK_N (int): the query and key tile sizes of the forward kernel.
+        BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2 (int): the tile sizes of the backward kernels.
+        PRESCALE_QK (bool): scale the query before the score product.
+        ROWS_GUARANTEED_SAFE (bool): promise that no query has every key masked.
+        BLOCKS_ARE_CONTIGUOUS (bool): promise that kept tiles are contiguous.
+        WRITE_DQ (bool): write the query gradient in the backward kernel.
+        FORCE_USE_FLEX_ATTENTION (bool): never pick the decoding kernel.
+        USE_TMA (bool): use the tensor memory accelerator on Hopper GPUs.
+        kpack, matrix_instr_nonkdim, waves_per_eu (int): ROCm tuning.
+        BACKEND (str): which fused kernel to use.
+
+    Example:
+        >>> from ember.nn.attention.flex_attention import FlexKernelOptions, flex_attention
+        >>> q = ember.randn(1, 1, 4, 8)
+        >>> opts = FlexKernelOptions(BLOCK_M=64, BLOCK_N=64)
+        >>> ember.equal(flex_attention(q, q, q, kernel_options=opts), flex_attention(q, q, q))
+        True
     """
 
     num_warps: int
@@ -75,6 +95,13 @@ class AuxRequest(NamedTuple):
     Args:
         lse (bool): the log-sum-exp of each query's scores. Default: False.
         max_scores (bool): the largest score of each query. Default: False.
+
+    Example:
+        >>> from ember.nn.attention.flex_attention import AuxRequest, flex_attention
+        >>> q = ember.randn(1, 1, 4, 8)
+        >>> out, aux = flex_attention(q, q, q, return_aux=AuxRequest(lse=True))
+        >>> aux.lse.shape, aux.max_scores
+        (ember.Size([1, 1, 4]), None)
     """
 
     lse: bool = False
@@ -82,7 +109,20 @@ class AuxRequest(NamedTuple):
 
 
 class AuxOutput(NamedTuple):
-    """The extra outputs of :func:`flex_attention`; a field not requested is None."""
+    """The extra outputs of :func:`flex_attention`; a field not requested is None.
+
+    Args:
+        lse (Tensor, optional): (B, Hq, L) the log-sum-exp of each query's scores, in
+            float32 (float64 for float64 inputs); ``-inf`` where every key is masked.
+        max_scores (Tensor, optional): (B, Hq, L) the largest score of each query.
+
+    Example:
+        >>> from ember.nn.attention.flex_attention import AuxRequest, flex_attention
+        >>> q = ember.randn(1, 1, 4, 8)
+        >>> out, aux = flex_attention(q, q, q, return_aux=AuxRequest(lse=True, max_scores=True))
+        >>> bool((aux.max_scores <= aux.lse).all())
+        True
+    """
 
     lse: Tensor | None = None
     max_scores: Tensor | None = None

@@ -22,7 +22,15 @@ TERMINATE = "\033[0m"
 
 class Colorize(enum.Enum):
     """How :class:`Compare` colours cells: not at all, against the best of each column, or
-    against the best of each row."""
+    against the best of each row (``Compare.colorize`` picks one).
+
+    Example:
+        >>> from ember.utils.benchmark import Colorize
+        >>> Colorize("rowwise") is Colorize.ROWWISE
+        True
+        >>> [c.value for c in Colorize]
+        ['none', 'columnwise', 'rowwise']
+    """
 
     NONE = "none"
     COLUMNWISE = "columnwise"

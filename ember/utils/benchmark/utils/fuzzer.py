@@ -102,6 +102,17 @@ class ParameterAlias:
 
     Args:
         alias_to (str): the name of the parameter to copy.
+
+    Example:
+        >>> from ember.utils.benchmark import Fuzzer, FuzzedParameter, FuzzedTensor, ParameterAlias
+        >>> fuzzer = Fuzzer(
+        ...     parameters=[FuzzedParameter("n", minval=2, maxval=8, distribution="uniform"),
+        ...                 FuzzedParameter("m", distribution={ParameterAlias("n"): 1.0})],
+        ...     tensors=[FuzzedTensor("x", size=("n", "m"), probability_contiguous=1.0)],
+        ...     seed=0)
+        >>> tensors, _, params = next(iter(fuzzer.take(1)))
+        >>> params["m"] == params["n"] and tensors["x"].shape[0] == tensors["x"].shape[1]
+        True
     """
 
     def __init__(self, alias_to) -> None:
@@ -143,6 +154,18 @@ class FuzzedTensor:
         cuda (bool): move the tensor to CUDA. Default: False.
         tensor_constructor (callable, optional): ``f(size=, dtype=, **params)`` making the
             underlying tensor; default: uniform floats, or integers in [1, 127).
+
+    Example:
+        >>> from ember.utils.benchmark import Fuzzer, FuzzedParameter, FuzzedTensor
+        >>> fuzzer = Fuzzer(
+        ...     parameters=[FuzzedParameter("n", minval=3, maxval=5, distribution="uniform")],
+        ...     tensors=[FuzzedTensor("x", size=("n", 4), dtype=ember.float64,
+        ...                           probability_contiguous=1.0)],
+        ...     seed=0)
+        >>> tensors, properties, params = next(iter(fuzzer.take(1)))
+        >>> x = tensors["x"]
+        >>> x.dtype, x.shape == (params["n"], 4), x.is_contiguous()
+        (ember.float64, True, True)
     """
 
     def __init__(self, name, size, steps=None, probability_contiguous=0.5, min_elements=None,

@@ -35,7 +35,13 @@ def timer() -> float:
 
 
 class Language(enum.Enum):
-    """The language of a timed statement; ember times Python only."""
+    """The language of a timed statement; ember times Python only.
+
+    Example:
+        >>> from ember.utils.benchmark import Language, Timer
+        >>> Timer("x + 1", globals={"x": 1}, language=Language.PYTHON).timeit(10).number_per_run
+        10
+    """
 
     PYTHON = 0
     CPP = 1
