@@ -9,6 +9,7 @@ trace keeps the numbered name), as in PyTorch.
 from __future__ import annotations
 
 from ..autograd.profiler_util import EventList, FunctionEvent
+from ._recorder import shape_lists, stack_lines
 
 
 def function_events(session, meta=None) -> EventList:
@@ -17,21 +18,23 @@ def function_events(session, meta=None) -> EventList:
     made = {}
     out = []
     thread = 1
+    use_device = (meta or {}).get("use_device")
+    end_ns = session.end_ns
     for i, raw in enumerate(session.raw):
         name = raw.name
         trace_name = name
         if raw.kind == "user" and name.startswith("ProfilerStep#"):
             name = "ProfilerStep*"
-        end = raw.end if raw.end is not None else session.end_ns
+        end = raw.end if raw.end is not None else end_ns
         ev = FunctionEvent(
             id=i + 1, name=name, trace_name=trace_name, thread=thread,
             start_us=(raw.start - t0) / 1e3, end_us=(end - t0) / 1e3,
             fwd_thread=thread if raw.seq >= 0 else 0,
-            input_shapes=raw.shapes if raw.shapes is not None else [],
-            input_dtypes=raw.dtypes, stack=raw.stack or [], cpu_memory_usage=raw.mem,
+            input_shapes=shape_lists(raw.shapes) if raw.shapes is not None else [],
+            input_dtypes=raw.dtypes, stack=stack_lines(raw.stack), cpu_memory_usage=raw.mem,
             sequence_nr=raw.seq, flops=raw.flops,
             is_user_annotation=raw.kind == "user",
-            use_device=(meta or {}).get("use_device"))
+            use_device=use_device)
         ev._kind = raw.kind
         made[id(raw)] = ev
         parent = made.get(id(raw.parent)) if raw.parent is not None else None
@@ -43,7 +46,7 @@ def function_events(session, meta=None) -> EventList:
     for ev in reversed(out):
         if ev.cpu_parent is not None:
             ev.cpu_parent.cpu_memory_usage += ev.cpu_memory_usage
-    events = EventList(out, use_device=(meta or {}).get("use_device"),
+    events = EventList(out, use_device=use_device,
                        profile_memory=session.profile_memory, with_flops=session.with_flops,
                        _trace_meta=meta)
     events._sessions = [session]

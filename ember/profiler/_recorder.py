@@ -49,14 +49,16 @@ def current_session():
 
 
 class _Raw:
-    """One event while recording (kept small: one is made per op call)."""
+    """One event while recording (kept small: one is made per op call). While recording,
+    an op's ``shapes`` and ``stack`` are kept raw (see ``_record_inputs`` and
+    ``_python_stack``); ``_convert`` reads them through ``shape_lists`` and ``stack_lines``."""
 
     __slots__ = ("name", "kind", "start", "end", "parent", "shapes", "mem", "flops", "seq",
                  "stack", "dtypes", "trace_name", "scope")
 
     def __init__(self, name, kind, parent):
         self.name = name
-        self.kind = kind      # "op", "user", "bwd_outer", "bwd"
+        self.kind = kind      # "op", "user", "bwd_outer", "bwd", "module"
         self.parent = parent
         self.start = 0
         self.end = None
@@ -84,47 +86,85 @@ def _event_name(handle):
     return name
 
 
-def _shapes(args, kwargs):
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append(list(a._data.shape))
-        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            out.append([list(t._data.shape) for t in a if isinstance(t, Tensor)])
-        else:
-            out.append([])
-    for v in kwargs.values():
-        if isinstance(v, Tensor):
-            out.append(list(v._data.shape))
-    return out
+_dtype_names: dict = {}
 
 
-def _dtypes(args):
-    out = []
+def _record_inputs(ev, args, kwargs):
+    """Set an op event's ``shapes`` and ``dtypes`` in one pass over its arguments.
+
+    ``shapes`` is kept raw: a tuple with, per argument, a Tensor's shape tuple, a list of
+    shape tuples for a list of Tensors, or ``()``; then each Tensor keyword's shape
+    (``shape_lists`` turns it into PyTorch's nested lists). ``dtypes`` names each
+    positional argument's dtype (``float32``), ``Scalar`` for a number, or ``""``."""
+    shapes = []
+    dtypes = []
+    names = _dtype_names
     for a in args:
         if isinstance(a, Tensor):
-            out.append(str(a.dtype).replace("ember.", ""))
-        elif isinstance(a, (bool, int, float, complex)):
-            out.append("Scalar")
+            shapes.append(a._data.shape)
+            d = a.dtype
+            name = names.get(d)
+            if name is None:
+                name = names[d] = str(d).replace("ember.", "")
+            dtypes.append(name)
+            continue
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            shapes.append([t._data.shape for t in a if isinstance(t, Tensor)])
         else:
-            out.append("")
-    return out
+            shapes.append(())
+        dtypes.append("Scalar" if isinstance(a, (bool, int, float, complex)) else "")
+    if kwargs:
+        for v in kwargs.values():
+            if isinstance(v, Tensor):
+                shapes.append(v._data.shape)
+    ev.shapes = tuple(shapes)
+    ev.dtypes = dtypes
+
+
+def shape_lists(shapes):
+    """An event's ``shapes`` as lists of lists (raw op shapes from ``_record_inputs`` are a
+    tuple; backward events' are lists already)."""
+    if type(shapes) is not tuple:
+        return shapes
+    return [[list(y) for y in x] if type(x) is list else list(x) for x in shapes]
 
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+#: file name -> whether its frames are the user's (outside ember) and so listed
+_user_files: dict = {}
+
+
 def _python_stack():
-    """The caller's Python frames outside ember, innermost first, as ``file(line): func``."""
+    """The caller's Python frames outside ember, innermost first, raw: a flat list
+    ``[code, line, code, line, ...]`` (no tuple per frame: fewer objects for the garbage
+    collector to walk); ``stack_lines`` formats them as ``file(line): func``."""
     frames = []
     f = sys._getframe(2)
+    user_files = _user_files
     while f is not None:
         code = f.f_code
         fname = code.co_filename
-        if not fname.startswith(_EMBER_DIR) and not fname.startswith("<ember wrapper"):
-            frames.append(f"{fname}({f.f_lineno}): {code.co_name}")
+        keep = user_files.get(fname)
+        if keep is None:
+            if len(user_files) > 8192:  # generated code's names must not pile up here
+                user_files.clear()
+            keep = user_files[fname] = not fname.startswith(_EMBER_DIR) and \
+                not fname.startswith("<ember wrapper")
+        if keep:
+            frames.append(code)
+            frames.append(f.f_lineno)
         f = f.f_back
     return frames
+
+
+def stack_lines(stack):
+    """A raw ``_python_stack`` as PyTorch's stack lines, ``file(line): func``."""
+    if not stack:
+        return []
+    return [f"{stack[i].co_filename}({stack[i + 1]}): {stack[i].co_name}"
+            for i in range(0, len(stack), 2)]
 
 
 class _OpRecorder(_dispatch.Mode):
@@ -134,6 +174,9 @@ class _OpRecorder(_dispatch.Mode):
 
     def __init__(self, session):
         self.session = session
+        # the options, read once: a session's options do not change while it records
+        self._detail = session.record_shapes or session.with_stack
+        self._after = session.profile_memory or session.with_flops
 
     def dispatch(self, handle, args, kwargs):
         s = self.session
@@ -146,11 +189,11 @@ class _OpRecorder(_dispatch.Mode):
                 name = f"{name}{len(size)}d"  # PyTorch's per-dimension names
         opened = s.open
         ev = _Raw(name, "op", opened[-1] if opened else None)
-        if s.record_shapes:
-            ev.shapes = _shapes(args, kwargs)
-            ev.dtypes = _dtypes(args)
-        if s.with_stack:
-            ev.stack = _python_stack()
+        if self._detail:
+            if s.record_shapes:
+                _record_inputs(ev, args, kwargs)
+            if s.with_stack:
+                ev.stack = _python_stack()
         s.raw.append(ev)
         opened.append(ev)
         ev.start = perf_counter_ns()
@@ -168,23 +211,17 @@ class _OpRecorder(_dispatch.Mode):
                         break
                 else:
                     ev.seq = getattr(gf, "_seq", -1)
-        if s.profile_memory:
-            s.count_allocations(ev, r, args)
-        if s.with_flops:
-            rule = _flops.RULES.get(handle.overloadpacket.__name__)
-            if rule is not None:
-                try:
-                    ev.flops = int(rule(args, kwargs, r))
-                except Exception:  # an odd call form: count nothing rather than fail the op
-                    ev.flops = 0
+        if self._after:
+            if s.profile_memory:
+                s.count_allocations(ev, r, args)
+            if s.with_flops:
+                rule = _flops.RULES.get(handle.overloadpacket.__name__)
+                if rule is not None:
+                    try:
+                        ev.flops = int(rule(args, kwargs, r))
+                    except Exception:  # an odd call form: count nothing, not fail the op
+                        ev.flops = 0
         return r
-
-
-def _freed(session_ref, n):
-    # a weak reference: arrays that outlive the profile must not keep its events alive
-    s = session_ref()
-    if s is not None:
-        s.freed(n)
 
 
 class _Session:
@@ -210,6 +247,8 @@ class _Session:
         self._prev_session = None
         self._prev_hook = None
         self._hooks = []
+        self._live = {}             # id(weak ref to an allocated array) -> (ref, bytes)
+        self._on_free = self._free_callback() if profile_memory else None
 
     # -- start / stop ------------------------------------------------------------------------
 
@@ -300,19 +339,36 @@ class _Session:
         for t in outs:
             if not isinstance(t, Tensor) or t._base is not None:
                 continue
-            if any(t is a for a in args):
-                continue
-            arr = t._data
-            n = int(getattr(arr, "nbytes", 0))
-            if n == 0:
-                continue
-            ev.mem += n
-            self.allocated += n
-            self.mem_events.append((perf_counter_ns(), n, self.allocated))
-            try:
-                weakref.finalize(arr, _freed, weakref.ref(self), n)
-            except TypeError:   # an array type without weak references: allocations only
-                pass
+            for a in args:
+                if t is a:
+                    break
+            else:
+                arr = t._data
+                n = int(getattr(arr, "nbytes", 0))
+                if n == 0:
+                    continue
+                ev.mem += n
+                self.allocated += n
+                self.mem_events.append((perf_counter_ns(), n, self.allocated))
+                try:
+                    r = weakref.ref(arr, self._on_free)
+                except TypeError:   # an array type without weak references: allocations only
+                    continue
+                self._live[id(r)] = (r, n)
+
+    def _free_callback(self):
+        """The callback of the weak references to the arrays ops allocated: counts the
+        free. It holds the session weakly (arrays that outlive the profile must not keep
+        its events alive) and ``_live`` holds the references until their arrays go."""
+        live = self._live
+        session_ref = weakref.ref(self)
+
+        def on_free(r):
+            item = live.pop(id(r), None)
+            s = session_ref()
+            if item is not None and s is not None:
+                s.freed(item[1])
+        return on_free
 
     def freed(self, n):
         """Count a free of ``n`` bytes against the innermost open event."""
