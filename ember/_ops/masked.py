@@ -397,10 +397,13 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         sa, si = list(a.shape), list(i.shape)
         sa[dim] = si[dim] = 1
         _broadcast("take_along_dim", tuple(sa), tuple(si))
-        if a.ndim:
-            check_bounds("take_along_dim()", i, a.shape[dim], dim)
-        else:
-            check_bounds("take_along_dim()", i, 1, 0)
+        n = a.shape[dim] if a.ndim else 1
+        if i.size and n == 0:
+            raise RuntimeError("ZeroDivisionError")
+        if i.size and holds_values(i) and ((i < 0) | (i >= n)).any():
+            # along a dim PyTorch reads an index modulo the dim's size, floor-wise (-1 and
+            # n - 1 and 2n - 1 all pick the last element); only dim=None checks bounds
+            indices = wrap(_dispatch.xp_of(i).mod(i, n))
     return _dispatch.apply(take_along_dim_op, (input, indices),
                            {"dim": dim, "shape": a.shape}, out=out)
 

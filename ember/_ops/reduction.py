@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import _dispatch, return_types
 from .._core import dtype as _dt
-from .._core.checks import wrap_dim, wrap_dims
+from .._core.checks import holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from .._parallel import split_on_threads
 from ._registry import Op, inplace_from, public
@@ -63,6 +63,23 @@ def _check_tensor(input, name, dtype=None):
     if input._data.dtype in _dt._NO_MATH_NP and (dtype is None or input._data.dtype in
                                                  _dt._OPAQUE_NP) and name not in ("all", "any"):
         _refuse_float8(input, name)
+
+
+def _check_out_tuple(name, out, n=2):
+    """Reject a multi-result op's ``out=`` that is not a tuple of ``n`` tensors, with
+    PyTorch's TypeError, before anything else about the call is checked (as its argument
+    parser does)."""
+    if out is None:
+        return
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != n:
+        raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
+    for k, o in enumerate(out):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{name}(): expected Tensor as element {k} of argument 'out', "
+                            f"but got {type(o).__name__}")
 
 
 #: PyTorch's kernel names in its refusals of float8 inputs (NOTE [ Float8 dtypes ])
@@ -533,8 +550,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
 # var / std / var_mean / std_mean
 
 
-def _var_kernel(xp, a, *, dim, keepdim, correction, take_sqrt):
-    acc = _acc(a.dtype)
+def _var_kernel(xp, a, *, dim, keepdim, correction, take_sqrt, acc=None):
+    acc = _acc(a.dtype) if acc is None else acc
     x = a.astype(acc) if a.dtype != acc else a
     n = _reduced_count(a.shape, dim)
     if n:
@@ -550,6 +567,11 @@ def _var_kernel(xp, a, *, dim, keepdim, correction, take_sqrt):
     r = xp.asarray(r)
     if take_sqrt:
         r = xp.sqrt(r)
+    if acc == _F32 and n and holds_values(r) and not xp.isfinite(r).all():
+        # float32 squares overflow near the top of the range; PyTorch accumulates in double,
+        # so a finite spread (a std up to float32's max) stays finite: redo those in float64
+        return _var_kernel(xp, a, dim=dim, keepdim=keepdim, correction=correction,
+                           take_sqrt=take_sqrt, acc=np.dtype(np.float64))
     rdt = a.dtype if a.dtype.kind != "c" else np.dtype(a.dtype.char.lower())
     return r if r.dtype == rdt else r.astype(rdt)
 
@@ -770,6 +792,8 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
     if other is not None:
         f = maximum if largest else minimum
         return f(input, other) if out is None else f(input, other, out=out)
+    if dim is not None:
+        _check_out_tuple(name, out)
     _check_tensor(input, name)
     _no_complex(input, name)
     if dim is None:
@@ -815,6 +839,7 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
 @public
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     """``(min, max)`` over ``dim`` (or everything) as ``return_types.aminmax``."""
+    _check_out_tuple("aminmax", out)
     _check_tensor(input, "aminmax")
     _no_complex(input, "aminmax")
     d = None if dim is None else (_one_dim(input, dim, "aminmax"),)
@@ -1129,6 +1154,7 @@ cummax_op = Op("cummax", _bool_as_uint8(_cumext_kernel), differentiable=False)
 
 
 def _cumext(name, largest, input, dim, out):
+    _check_out_tuple(name, out)
     _check_tensor(input, name)
     _no_complex(input, name)
     d = wrap_dim(dim, input._data.ndim, name)

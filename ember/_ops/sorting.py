@@ -19,7 +19,8 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values, require_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
-from .reduction import _bool_as_uint8, _check_tensor, _name, select_values, take_along_op
+from .reduction import (_bool_as_uint8, _check_out_tuple, _check_tensor, _name,
+                        select_values, take_along_op)
 
 _apply = _dispatch.apply
 
@@ -115,6 +116,7 @@ def _sorted(name, input, dim, descending):
 @public
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """Sort along ``dim``: ``(values, indices)``. Always stable; NaN sorts as largest."""
+    _check_out_tuple("sort", out)
     v, i, _ = _sorted("sort", input, dim, descending)
     return _named("sort", ("values", "indices"), (v, i), out)
 
@@ -153,6 +155,7 @@ topk_op = Op("topk", _topk_kernel, differentiable=False)
 @public
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
+    _check_out_tuple("topk", out)
     _check_tensor(input, "topk")
     _no_complex(input, "topk", "topk_cpu")
     a = input._data
@@ -184,6 +187,7 @@ kthvalue_op = Op("kthvalue", _kth_kernel, differentiable=False)
 @public
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim``: ``(values, indices)``."""
+    _check_out_tuple("kthvalue", out)
     _check_tensor(input, "kthvalue")
     _no_complex(input, "kthvalue", "kthvalue_cpu")
     a = input._data
@@ -242,6 +246,8 @@ def _evenly_shared(flat, v):
 
 
 def _median(name, ignore_nan, input, dim, keepdim, out):
+    if dim is not None:
+        _check_out_tuple(name, out)
     _check_tensor(input, name)
     kname = "median_cpu" if not ignore_nan else "nanmedian_cpu"
     _no_complex(input, name, kname)
@@ -306,6 +312,7 @@ mode_op = Op("mode", _bool_as_uint8(_mode_kernel), differentiable=False)
 @public
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` and the index of its last occurrence."""
+    _check_out_tuple("mode", out)
     _check_tensor(input, "mode")
     _no_complex(input, "mode", "mode")
     a = input._data
@@ -500,18 +507,30 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 def _searchsorted_kernel(xp, seq, x, sorter, *, side, int32):
+    """Binary search of each value of ``x`` in its row of ``seq``, step for step the search
+    PyTorch runs: on unsorted or NaN-holding boundaries (where no answer is "right") the
+    result is still torch's. All queries advance together, one vectorised step per halving."""
     odt = np.int32 if int32 else np.int64
-    if seq.ndim <= 1:
-        r = xp.searchsorted(seq, x, side=side, sorter=sorter)
-        return xp.asarray(r, dtype=odt)
-    rows = seq.reshape(-1, seq.shape[-1])
+    n = seq.shape[-1] if seq.ndim else 1
+    if x.size == 0 or n == 0 or not (holds_values(seq) and holds_values(x)):
+        return xp.zeros(x.shape, odt)  # (on the meta device: the shape is all there is)
+    rows = seq.reshape(-1, n)
+    if sorter is not None:
+        rows = xp.take_along_axis(rows, sorter.reshape(-1, n).astype(np.intp), axis=1)
     xs = x.reshape(rows.shape[0], -1)
-    srt = None if sorter is None else sorter.reshape(rows.shape[0], -1)
-    out = xp.empty(xs.shape, odt)
-    for r in range(rows.shape[0]):
-        out[r] = xp.searchsorted(rows[r], xs[r], side=side,
-                                 sorter=None if srt is None else srt[r])
-    return out.reshape(x.shape)
+    lo = xp.zeros(xs.shape, np.int64)
+    hi = xp.full(xs.shape, n, np.int64)
+    ridx = xp.arange(rows.shape[0])[:, None]
+    act = lo < hi
+    while act.any():
+        mid = lo + ((hi - lo) >> 1)
+        mv = rows[ridx, xp.minimum(mid, n - 1)]
+        # NaN compares false, so a NaN on either side moves the search right, as in torch
+        right = ~(mv > xs) if side == "right" else ~(mv >= xs)
+        lo = xp.where(act & right, mid + 1, lo)
+        hi = xp.where(act & ~right, mid, hi)
+        act = lo < hi
+    return lo.astype(odt).reshape(x.shape)
 
 
 searchsorted_op = Op("searchsorted", _searchsorted_kernel, differentiable=False)

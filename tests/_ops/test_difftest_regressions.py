@@ -536,3 +536,82 @@ def test_lstsq_empty_residuals_require_grad_as_torch(driver):
         r = T.linalg.lstsq(A, T.ones(4, 2, dtype=T.float64), driver=driver)
         flags.append((tuple(r.residuals.shape), r.residuals.requires_grad))
     assert flags[0] == flags[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", [
+    "T.sort(x, out=T.empty(0))", "T.sort(x, out=(T.empty(0),))",
+    "T.topk(x, 1, out=T.empty(0))", "T.kthvalue(x, 1, out=T.empty(0))",
+    "T.mode(x, out=T.empty(0))", "T.median(x, 0, out=T.empty(0))",
+    "T.max(x, 0, out=T.empty(0))", "T.aminmax(x, out=T.empty(0))",
+    "T.cummax(x, 0, out=T.empty(0))",
+    # the out= check comes first, before any dtype refusal
+    "T.sort(x.to(T.complex64), out=T.empty(0))", "T.median(x.bool(), 0, out=T.empty(0))",
+])
+def test_multi_result_out_not_a_tuple_raises_type_error(expr):
+    import torch
+
+    for T in (ember, torch):
+        with pytest.raises(TypeError):
+            eval(expr, {"T": T, "x": T.tensor([[3., 1.], [2., 5.]])})
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", [
+    # unsorted and NaN-holding boundaries: torch's binary search, step for step
+    "T.searchsorted(T.tensor([3., 1., 4., 1., 5.]), T.tensor([0., 2., 4.5, 9.]))",
+    "T.searchsorted(T.tensor([3., 1., 4., 1., 5.]), T.tensor([0., 2., 4.5, 9.]), right=True)",
+    "T.bucketize(T.tensor([-8.5, -6.2, 0., 5.9], dtype=T.bfloat16), "
+    "T.tensor([-8.5, -6.2, 1.7, -float('inf'), float('nan'), -0.], dtype=T.bfloat16), right=True)",
+    "T.searchsorted(T.tensor([[1., float('nan'), 0.], [5, 4, 3]], dtype=T.float16), "
+    "T.tensor([[0.5, float('nan')], [4., 6.]], dtype=T.float16))",
+    "T.searchsorted(T.tensor([2, 0, 1]), T.tensor([1, 2]), sorter=T.tensor([1, 2, 0]))",
+    "T.searchsorted(T.empty(2, 0), T.empty(2, 0))",
+])
+def test_searchsorted_unsorted_boundaries_match_torch(expr):
+    _same(expr)
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", [
+    "T.tensor([3e38, -3e38, 0.]).std()",
+    "T.tensor([[3.38e38, 1.88], [1.33, -1.]], dtype=T.bfloat16).std(0, False)",
+    "T.std_mean(T.tensor([3e38, 3e38, -3e38]))[0]",
+])
+def test_std_float32_near_max_stays_finite(expr):
+    _same(expr)
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", [
+    # along a dim, out-of-range and negative indices wrap modulo the dim's size
+    "T.tensor([[1., -1.]]).take_along_dim(T.tensor([[2, 1, 3, -3]]), 1)",
+    "T.arange(3.).take_along_dim(T.tensor([-9223372036854775808, 9223372036854775807, -4]), 0)",
+])
+def test_take_along_dim_wraps_indices_along_dim(expr):
+    _same(expr)
+
+
+@needs_torch
+def test_take_along_dim_wrapped_indices_gradient_matches_torch():
+    grads = []
+    import torch
+
+    for T in (ember, torch):
+        x = T.tensor([[1., 2., 3.]], requires_grad=True)
+        x.take_along_dim(T.tensor([[4, -1, 0, -3]]), 1).sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", [
+    "T.empty(2, 0).take_along_dim(T.empty(2, 3, dtype=T.long), 1)",  # modulo by zero
+    "T.arange(3.).take_along_dim(T.tensor([-1]))",  # dim=None checks bounds
+])
+def test_take_along_dim_bad_index_raises_runtime_error(expr):
+    import torch
+
+    for T in (ember, torch):
+        with pytest.raises(RuntimeError):
+            eval(expr, {"T": T})

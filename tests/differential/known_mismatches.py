@@ -118,8 +118,6 @@ KNOWN = {
         'open: ember IndexError (index 1 is out of bounds for axis 0 with size 1), torch Runt',
     ('matrix_exp', 'ember_raises'):
         'open: RuntimeError: linalg.matrix_exp: Low precision dtypes not supported. Got BFloa',
-    ('median.dim', 'exception_type'):
-        'open: ember IndexError (median(): Expected reduction dim 1 to have non-zero size.), ',
     ('nanmedian.dim', 'exception_type'):
         'open: ember NotImplementedError ("nanmedian_cpu" not implemented for \'ComplexDouble\'',
     ('nanmedian.full', 'exception_type'):
@@ -144,8 +142,6 @@ KNOWN = {
         'open: torch raises TypeError: reshape() takes 2 positional arguments but 3 were give',
     ('reshape', 'exception_type'):
         "open: ember RuntimeError (shape '[6, 4]' is invalid for input of size 144), torch Ty",
-    ('searchsorted', 'values'):
-        'open: out (int32) at (3,): ember np.int32(5), torch np.int32(7)',
     ('slogdet', 'values'):
         'open: out[0] (float32) at (1,): ember np.float32(-1.0), torch np.float32(-0.0)',
     ('special.gammaincc', 'values_nonfinite'):
@@ -160,8 +156,6 @@ KNOWN = {
         'lapack: torch (MKL gesdd) fails to converge on some inf matrices; ember: NaN',
     ('svd_lowrank', 'ember_raises'):
         'open: ValueError: svd_lowrank: q(=4) must be non-negative integer and not greater th',
-    ('take_along_dim', 'ember_raises'):
-        'open: RuntimeError: take_along_dim(): index 2 is out of bounds for dimension 0 with ',
     ('triangular_solve', 'exception_type'):
         'open: ember NotImplementedError ("triangular_solve_cpu" not implemented for \'Byte\'),',
     ('triu_indices', 'ember_no_raise'):
