@@ -28,24 +28,66 @@ _sequence = itertools.count()
 
 
 class RemovableHandle:
-    """Returned by ``register_hook`` and friends; ``remove()`` unregisters the hook."""
+    """What every ``register_*_hook`` returns (tensor, grad-node, module and optimizer hooks:
+    one class, ``torch.utils.hooks.RemovableHandle``): ``remove()`` unregisters the hook.
+
+    Args:
+        hooks_dict: the dict the hook is stored in, under this handle's ``id``.
+        *extra_dicts: further dicts holding the same id (a hook registered with kwargs).
+        extra_dict: PyTorch's keyword form of the same (a dict or a list of dicts).
+
+    Returns:
+        RemovableHandle: the handle; usable as a context manager that removes the hook.
+
+    Example::
+
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> with x.register_hook(lambda g: g * 2):
+        ...     x.sum().backward()
+        >>> x.grad
+        tensor([2., 2.])
+    """
 
     _ids = itertools.count()
 
-    def __init__(self, hooks_dict):
-        self._ref = weakref.ref(hooks_dict) if hooks_dict is not None else None
+    def __init__(self, hooks_dict, *extra_dicts, extra_dict=None):
+        self.hooks_dict_ref = weakref.ref(hooks_dict) if hooks_dict is not None \
+            else _no_dict
         self.id = next(RemovableHandle._ids)
+        if extra_dict is not None:
+            extra_dicts += tuple(extra_dict) if isinstance(extra_dict, (list, tuple)) \
+                else (extra_dict,)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dicts)
 
     def remove(self):
-        d = self._ref() if self._ref is not None else None
-        if d is not None:
-            d.pop(self.id, None)
+        """Unregister the hook (again: nothing happens).
+
+        Returns:
+            None
+        """
+        for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:
+            d = ref()
+            if d is not None and self.id in d:
+                del d[self.id]
+
+    def __getstate__(self):
+        refs = (self.hooks_dict_ref,) + self.extra_dict_ref
+        return (tuple(r() for r in refs), self.id)
+
+    def __setstate__(self, state):
+        dicts, self.id = state
+        self.hooks_dict_ref = weakref.ref(dicts[0]) if dicts[0] is not None else _no_dict
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in dicts[1:] if d is not None)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def _no_dict():
+    return None
 
 
 class _HookDict(OrderedDict):

@@ -18,6 +18,7 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 
 from .._core.tensor import Tensor
+from ..autograd._base import RemovableHandle
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
@@ -33,16 +34,6 @@ required = _Required()
 
 _global_pre_hooks: OrderedDict = OrderedDict()
 _global_post_hooks: OrderedDict = OrderedDict()
-_hook_ids = itertools.count()
-
-
-class _Handle:
-    def __init__(self, d):
-        self._d = d
-        self.id = next(_hook_ids)
-
-    def remove(self):
-        self._d.pop(self.id, None)
 
 
 def register_optimizer_step_pre_hook(hook):
@@ -58,7 +49,7 @@ def register_optimizer_step_pre_hook(hook):
         >>> handle = register_optimizer_step_pre_hook(lambda opt, args, kwargs: None)
         >>> handle.remove()
     """
-    h = _Handle(_global_pre_hooks)
+    h = RemovableHandle(_global_pre_hooks)
     _global_pre_hooks[h.id] = hook
     return h
 
@@ -76,7 +67,7 @@ def register_optimizer_step_post_hook(hook):
         >>> handle = register_optimizer_step_post_hook(lambda opt, args, kwargs: None)
         >>> handle.remove()
     """
-    h = _Handle(_global_post_hooks)
+    h = RemovableHandle(_global_post_hooks)
     _global_post_hooks[h.id] = hook
     return h
 
@@ -287,7 +278,7 @@ class Optimizer:
             >>> handle = opt.register_step_pre_hook(lambda o, args, kwargs: None)
             >>> handle.remove()
         """
-        h = _Handle(self._optimizer_step_pre_hooks)
+        h = RemovableHandle(self._optimizer_step_pre_hooks)
         self._optimizer_step_pre_hooks[h.id] = hook
         return h
 
@@ -306,7 +297,7 @@ class Optimizer:
             >>> handle = opt.register_step_post_hook(lambda o, args, kwargs: None)
             >>> handle.remove()
         """
-        h = _Handle(self._optimizer_step_post_hooks)
+        h = RemovableHandle(self._optimizer_step_post_hooks)
         self._optimizer_step_post_hooks[h.id] = hook
         return h
 
@@ -326,7 +317,7 @@ class Optimizer:
             >>> handle = opt.register_state_dict_pre_hook(lambda o: None, prepend=False)
             >>> handle.remove()
         """
-        h = _Handle(self._optimizer_state_dict_pre_hooks)
+        h = RemovableHandle(self._optimizer_state_dict_pre_hooks)
         self._optimizer_state_dict_pre_hooks[h.id] = hook
         if prepend:
             self._optimizer_state_dict_pre_hooks.move_to_end(h.id, last=False)
@@ -348,7 +339,7 @@ class Optimizer:
             >>> handle = opt.register_state_dict_post_hook(lambda o, sd: None, prepend=False)
             >>> handle.remove()
         """
-        h = _Handle(self._optimizer_state_dict_post_hooks)
+        h = RemovableHandle(self._optimizer_state_dict_post_hooks)
         self._optimizer_state_dict_post_hooks[h.id] = hook
         if prepend:
             self._optimizer_state_dict_post_hooks.move_to_end(h.id, last=False)
@@ -370,7 +361,7 @@ class Optimizer:
             >>> handle = opt.register_load_state_dict_pre_hook(lambda o, sd: None, prepend=False)
             >>> handle.remove()
         """
-        h = _Handle(self._optimizer_load_state_dict_pre_hooks)
+        h = RemovableHandle(self._optimizer_load_state_dict_pre_hooks)
         self._optimizer_load_state_dict_pre_hooks[h.id] = hook
         if prepend:
             self._optimizer_load_state_dict_pre_hooks.move_to_end(h.id, last=False)
@@ -392,7 +383,7 @@ class Optimizer:
             >>> handle = opt.register_load_state_dict_post_hook(lambda o: None, prepend=False)
             >>> handle.remove()
         """
-        h = _Handle(self._optimizer_load_state_dict_post_hooks)
+        h = RemovableHandle(self._optimizer_load_state_dict_post_hooks)
         self._optimizer_load_state_dict_post_hooks[h.id] = hook
         if prepend:
             self._optimizer_load_state_dict_post_hooks.move_to_end(h.id, last=False)

@@ -243,3 +243,17 @@ def test_capture_logs_without_mode_prints_tensors():
     with capture_logs() as logs, LoggingTensorMode():
         x + 1
     assert logs == ["tensor([2., 2.]) = torch._ops.aten.add.Tensor(tensor([1., 1.]), 1)"]
+
+
+def test_every_hook_returns_the_one_removable_handle_class():
+    from ember.utils.hooks import RemovableHandle
+
+    x = ember.ones(2, requires_grad=True)
+    m = ember.nn.Linear(2, 2)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    handles = [x.register_hook(lambda g: g), m.register_forward_hook(lambda *a: None),
+               opt.register_step_pre_hook(lambda *a: None)]
+    assert all(type(h) is RemovableHandle for h in handles)
+    for h in handles:
+        h.remove()
+    assert not m._forward_hooks and not opt._optimizer_step_pre_hooks

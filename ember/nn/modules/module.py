@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 
 from ..._core.tensor import Tensor
+from ...autograd._base import RemovableHandle  # noqa: F401  (one handle class for all hooks)
 from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
@@ -33,7 +33,6 @@ _global_is_full_backward_hook = None
 _global_buffer_registration_hooks: OrderedDict = OrderedDict()
 _global_module_registration_hooks: OrderedDict = OrderedDict()
 _global_parameter_registration_hooks: OrderedDict = OrderedDict()
-_hook_ids = itertools.count()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -47,27 +46,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by every ``register_*_hook``: ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks_dict, *extra_dicts):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = next(_hook_ids)
-        self.extra_dict_refs = tuple(weakref.ref(d) for d in extra_dicts)
-
-    def remove(self):
-        for ref in (self.hooks_dict_ref,) + self.extra_dict_refs:
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 # NOTE [ Global module hooks ]
