@@ -12,6 +12,7 @@ import math
 
 from .. import _dispatch
 from ._registry import Op
+from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
 
 
@@ -24,7 +25,7 @@ def _unpool_add_kernel(xp, g, index, *, input_shape):
     flat = (ii + (xp.arange(n * c) * plane)[:, None]).reshape(-1)
     if gi.dtype.kind == "c":
         out = xp.zeros(n * c * plane, dtype=g.dtype)
-        xp.add.at(out, flat, gi.reshape(-1))
+        ufunc_at(xp, "add", out, flat, gi.reshape(-1))
     else:
         # bincount sums colliding positions (overlapping windows, reflect padding) in one
         # pass; it accumulates in float64, then the result returns to g's dtype

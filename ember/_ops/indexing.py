@@ -38,6 +38,7 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, _address, wrap
 from ._registry import Op, public
+from ._xp_compat import ufunc_at
 
 _new = object.__new__
 _FULL = slice(None)
@@ -591,7 +592,7 @@ def _index_put_into(xp, out, v, *idx, spec, accumulate):
         v = v.astype(out.dtype)
     try:
         if accumulate:
-            xp.add.at(out, key, v)
+            ufunc_at(xp, "add", out, key, v)
         else:
             out[key] = v
     except ValueError:

@@ -18,6 +18,7 @@ from .._core import layout as _layout
 from .._core.checks import as_shape, holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from ._registry import Op, method, public
+from ._xp_compat import ufunc_at
 from .shape import _check_tensor, diagonal, reshape, unsqueeze, view
 
 _apply = _dispatch.apply
@@ -627,7 +628,7 @@ def _repeat_interleave_backward_kernel(xp, g, *, repeats, dim, in_size):
     moved = xp.moveaxis(g, dim, 0)
     out = xp.zeros((in_size,) + moved.shape[1:], g.dtype)
     idx = xp.repeat(xp.arange(in_size), xp.asarray(repeats))
-    xp.add.at(out, idx, moved)
+    ufunc_at(xp, "add", out, idx, moved)
     return xp.ascontiguousarray(xp.moveaxis(out, 0, dim))
 
 

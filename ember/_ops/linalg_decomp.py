@@ -436,10 +436,11 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     except LinAlgError:
         if check_errors:
             raise
-        info = wrap(_singular_info(np, A._data))
+        xp = _dispatch.xp_of(A._data)  # results on A's device
+        info = wrap(_singular_info(xp, A._data))
         shape = np.broadcast_shapes(tuple(B.shape), tuple(A.shape[:-2]) + (
             (A.shape[-1],) if vec else tuple(B.shape[-2:])))
-        x = wrap(np.full(shape, np.nan, B._data.dtype))
+        x = wrap(xp.full(shape, np.nan, B._data.dtype))
     r = make("linalg_solve_ex", ["result", "info"])(x, info)
     if out is not None:
         _dispatch.write_out("linalg.solve_ex", out, tuple(r))
@@ -1006,7 +1007,7 @@ def lapack_svd(xp, a, **kwargs):
                               "values.") from None
     nan = xp.isnan(a).any(axis=(-2, -1))
     if bool(nan.any()):
-        first = int(np.flatnonzero(np.asarray(nan).reshape(-1))[0])
+        first = int(xp.flatnonzero(nan.reshape(-1))[0])  # NOTE [ Portable array code ]
         raise LinAlgError(f"linalg.svd: {_bidx(a.shape[:-2], first)}The algorithm failed to "
                           "converge because the input matrix contained non-finite values.")
     # inf but no NaN: NaN factors for those matrices, LAPACK for the rest

@@ -8,6 +8,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor, wrap
 from ..return_types import make
 from ._registry import Op, public
+from ._xp_compat import batched_expm
 from .linalg import _conj, _h, check_tensor, matmul
 from .linalg_decomp import (_eye_like, check_float, check_matrix, check_square, inv,
                             lapack_svd, svdvals)
@@ -142,12 +143,13 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rtol = rcond if rcond is not None and rcond >= 0 else None
     X = matmul(pinv(A, rtol=rtol), Bm)
     real = A.dtype.to_real()
-    empty = wrap(np.zeros((0,), real.np))
+    xp = _dispatch.xp_of(A._data)  # results on A's device (NOTE [ Portable array code ])
+    empty = wrap(xp.zeros((0,), real.np))
     s = svdvals(A)
     rank = None
     if driver != "gels":
-        rank = (s._data > _tol(np, s._data, None, rtol, m, n)).sum(-1).astype(np.int64)
-    full_rank = rank is None or bool(np.all(rank == min(m, n)))
+        rank = (s._data > _tol(xp, s._data, None, rtol, m, n)).sum(-1).astype(np.int64)
+    full_rank = rank is None or bool(xp.all(rank == min(m, n)))
     # no residuals: an empty tensor that is still a function of the solution, so it
     # requires grad when the operands do, as torch's
     none = X.reshape(-1)[:0]
@@ -158,7 +160,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     # PyTorch differentiates lstsq's solution and residuals only; the singular values come
     # out without a history (svdvals differentiates them)
     sv = s.detach() if driver in ("gelsd", "gelss") else empty
-    rank_t = wrap(np.asarray(rank)) if rank is not None else wrap(np.zeros((0,), np.int64))
+    rank_t = wrap(xp.asarray(rank)) if rank is not None else wrap(xp.zeros((0,), np.int64))
     if vec:
         X = X.squeeze(-1)
     return make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])(
@@ -217,9 +219,8 @@ def _matrix_exp_kernel(xp, a):
         import scipy.linalg
 
         return np.asarray(scipy.linalg.expm(a)).astype(a.dtype)
-    import cupyx.scipy.linalg  # pragma: no cover - GPU only
-
-    return cupyx.scipy.linalg.expm(a)
+    # batched, in xp's matmul and solve: CuPy's expm takes one 2-d matrix
+    return batched_expm(xp, a)  # NOTE [ Portable array code ]
 
 
 def _block_kernel(xp, ah, g):

@@ -13,6 +13,7 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
+from ._xp_compat import ufunc_at, where
 from .indexing import (
     _scalar_for,
     check_bounds,
@@ -55,7 +56,7 @@ def _fill_value(xp, a, value, vt):
 
 
 def _masked_fill_kernel(xp, a, mask, vt, *, value):
-    return xp.where(mask, _fill_value(xp, a, value, vt), a)
+    return where(xp, mask, _fill_value(xp, a, value, vt), a)  # NOTE [ Portable array code ]
 
 
 def _masked_fill_into(xp, out, mask, vt, *, value):
@@ -276,7 +277,7 @@ def _put_into(xp, out, idx, src, *, accumulate):
 
 def _put_flat(xp, flat, idx, src, accumulate):
     if accumulate:
-        xp.add.at(flat, idx.reshape(-1), src.reshape(-1))
+        ufunc_at(xp, "add", flat, idx.reshape(-1), src.reshape(-1))
     else:
         flat[idx.reshape(-1)] = src.reshape(-1)
 

@@ -12,6 +12,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
+from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
 from .linalg import _LOWP, _conj, _h, check_tensor, matmul
 
@@ -211,7 +212,7 @@ def _gather_vjp(g, _a, *, idx, n):
 def _scatter_kernel(xp, g, *, idx, n):
     r = xp.zeros((n,), g.dtype)
     if idx and g.size:
-        xp.add.at(r, xp.asarray(np.asarray(idx, np.int64)).reshape(-1), g.reshape(-1))
+        ufunc_at(xp, "add", r, xp.asarray(np.asarray(idx, np.int64)).reshape(-1), g.reshape(-1))
     return r
 
 

@@ -29,6 +29,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
+from . import _xp_compat
 from ._registry import Op, public
 from .indexing import linear_jvp  # forward-mode rules
 
@@ -1141,7 +1142,7 @@ Tensor.addcdiv_ = _addcdiv_
 
 
 def _where_kernel(xp, c, x, y):
-    return xp.where(c, x, y)
+    return _xp_compat.where(xp, c, x, y)  # bfloat16 stays bfloat16 on CuPy
 
 
 def _where_vjp(g, cond, _x, _y):

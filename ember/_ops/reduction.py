@@ -34,6 +34,8 @@ from .._core.checks import holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from .._parallel import split_on_threads
 from ._registry import Op, inplace_from, public
+from . import _xp_compat
+from ._xp_compat import sparse_indices, ufunc_accumulate, ufunc_at, ufunc_reduce
 from .indexing import linear_jvp  # forward-mode rules
 from .from_data import tensor
 from .join import cat
@@ -208,9 +210,9 @@ def _put_along_kernel(xp, g, idx, *, dim, keepdim, shape):
     if not keepdim:
         g = xp.expand_dims(g, dim)
         idx = xp.expand_dims(idx, dim)
-    grids = list(xp.indices(idx.shape, sparse=True))
+    grids = list(sparse_indices(xp, idx.shape))
     grids[dim] = idx
-    xp.add.at(out, tuple(grids), g)
+    ufunc_at(xp, "add", out, tuple(grids), g)
     return out
 
 
@@ -251,7 +253,7 @@ def select_values(input, values, indices, dim, keepdim):
 
 
 def _where_zero_kernel(xp, x, mask):
-    return xp.where(mask, xp.zeros((), x.dtype), x)
+    return _xp_compat.where(xp, mask, xp.zeros((), x.dtype), x)  # bfloat16 stays bfloat16
 
 
 def _where_zero_vjp(g, _x, mask):
@@ -379,7 +381,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def _nansum_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
     if a.dtype.kind in "fcV":  # "V": bfloat16
-        a = xp.where(xp.isnan(a), xp.zeros((), a.dtype), a)
+        a = _xp_compat.where(xp, xp.isnan(a), xp.zeros((), a.dtype), a)
     return _sum_kernel(xp, a, dim=dim, keepdim=keepdim, dtype=dtype)
 
 
@@ -682,10 +684,10 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _extreme_kernel(xp, a, *, dim, keepdim, largest):
-    f = xp.maximum if largest else xp.minimum
-    return xp.asarray(f.reduce(a, axis=dim, keepdims=keepdim)) if a.size else \
-        xp.asarray(f.reduce(a, axis=dim, keepdims=keepdim, initial=0 if a.dtype.kind != "b"
-                            else False))
+    f = "maximum" if largest else "minimum"
+    return xp.asarray(ufunc_reduce(xp, f, a, axis=dim, keepdims=keepdim)) if a.size else \
+        xp.asarray(ufunc_reduce(xp, f, a, axis=dim, keepdims=keepdim,
+                                initial=0 if a.dtype.kind != "b" else False))
 
 
 def _extreme_vjp(g, a, *, dim, keepdim, largest, out):
@@ -867,7 +869,7 @@ def _logsumexp_kernel(xp, a, *, dim, keepdim):
     if x.size == 0:
         r = xp.log(xp.add.reduce(xp.exp(x), axis=dim, keepdims=keepdim))
         return r.astype(a.dtype)
-    m = xp.maximum.reduce(x, axis=dim, keepdims=True)
+    m = ufunc_reduce(xp, "maximum", x, axis=dim, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros((), m.dtype))  # all -inf / inf rows stay exact
     r = xp.log(xp.add.reduce(xp.exp(x - m), axis=dim, keepdims=True)) + m
     if r.dtype.kind == "c":  # adding m's phase can leave (-pi, pi]: take the principal log
@@ -938,9 +940,9 @@ Tensor.renorm_ = inplace_from(renorm, "renorm")
 
 
 def _logical_kernel(xp, a, *, dim, keepdim, is_all):
-    f = xp.logical_and if is_all else xp.logical_or
     b = a if a.dtype.kind == "b" else a != 0
-    r = xp.asarray(f.reduce(b, axis=dim, keepdims=keepdim))
+    r = xp.asarray(ufunc_reduce(xp, "logical_and" if is_all else "logical_or", b, axis=dim,
+                                keepdims=keepdim))
     return r.astype(np.uint8) if a.dtype == np.uint8 else r
 
 
@@ -1187,7 +1189,7 @@ def _logcumsumexp_kernel(xp, a, *, dim):
     x = a.astype(acc) if a.dtype != acc else a
     if x.ndim == 0:
         return a.copy()
-    r = xp.logaddexp.accumulate(x, axis=dim)
+    r = ufunc_accumulate(xp, "logaddexp", x, axis=dim)
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
 

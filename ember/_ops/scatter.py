@@ -23,6 +23,7 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
+from ._xp_compat import ufunc_at
 from .indexing import (
     _scalar_for,
     check_bounds,
@@ -185,7 +186,7 @@ def _scatter_into(xp, out, idx, src, *, dim, value, reduce, include_self=True, s
     # half-precision sums accumulate in float32 (rounding once at the end), as PyTorch does
     low = o.dtype.itemsize == 2 and o.dtype.kind in "fV" and reduce in ("sum", "mean", "prod")
     work = o.astype(np.float32) if low else o
-    getattr(xp, _UFUNC[reduce]).at(work, key, v.astype(np.float32) if low else v)
+    ufunc_at(xp, _UFUNC[reduce], work, key, v.astype(np.float32) if low else v)
     if reduce == "mean":
         count = _scatter_count(xp, o.shape, i, dim, include_self)
         if work.dtype.kind in "iu":
@@ -200,7 +201,7 @@ def _scatter_count(xp, shape, i, dim, include_self):
     """How many values (self's included or not) each position of a scatter-mean averages;
     positions nothing reached count 1."""
     count = xp.full(shape, 1 if include_self else 0, np.int64)
-    xp.add.at(count, _scatter_key(xp, i, dim), 1)
+    ufunc_at(xp, "add", count, _scatter_key(xp, i, dim), 1)
     count[count == 0] = 1
     return count
 
@@ -244,7 +245,7 @@ def _scatter_reduce_vjp(g, a, idx, src, *, dim, value, reduce, include_self, src
         val = xp.take_along_axis(_as1d(o)[other], i, axis=dim)
         src_is = (s == val) if s is not None else xp.ones(i.shape, np.bool_)
         n = _as1d(self_is).astype(np.int64)
-        xp.add.at(n, _scatter_key(xp, i, dim), src_is.astype(np.int64))
+        ufunc_at(xp, "add", n, _scatter_key(xp, i, dim), src_is.astype(np.int64))
         n = n.reshape(o.shape).astype(g._data.dtype)
         n[n == 0] = 1
         gn = g / _const(n)
@@ -292,8 +293,8 @@ def _scatter_prod_vjp_with_zeros(xp, g, a, idx, src, dim, value, include_self, s
     if include_self:
         zeros += a1 == 0
         nz_prod = xp.where(a1 == 0, 1, a1).astype(a1.dtype)
-    xp.add.at(zeros, key, (v == 0).astype(np.int64))
-    xp.multiply.at(nz_prod, key, xp.where(v == 0, 1, v).astype(a1.dtype))
+    ufunc_at(xp, "add", zeros, key, (v == 0).astype(np.int64))
+    ufunc_at(xp, "multiply", nz_prod, key, xp.where(v == 0, 1, v).astype(a1.dtype))
 
     def others(x, z, p):
         safe = xp.where(x == 0, 1, x)
@@ -535,7 +536,7 @@ def _index_add_into(xp, out, idx, src, *, dim, alpha):
     s = _source_moved(xp, src, dim, out.ndim)
     if alpha != 1:
         s = s * xp.asarray(alpha).astype(out.dtype)
-    xp.add.at(_moved(out, dim), idx.reshape(-1), s)
+    ufunc_at(xp, "add", _moved(out, dim), idx.reshape(-1), s)
 
 
 def _index_add_kernel(xp, a, idx, src, **params):

@@ -19,6 +19,7 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values, require_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
+from ._xp_compat import ufunc_accumulate
 from .reduction import (_bool_as_uint8, _check_out_tuple, _check_tensor, _name,
                         select_values, take_along_op)
 
@@ -296,7 +297,7 @@ def _mode_kernel(xp, a, *, dim, keepdim):
     pos = xp.arange(n)
     new_run = xp.ones(s.shape, bool)
     new_run[..., 1:] = s[..., 1:] != s[..., :-1]
-    start = xp.maximum.accumulate(xp.where(new_run, pos, 0), axis=-1)
+    start = ufunc_accumulate(xp, "maximum", xp.where(new_run, pos, 0), axis=-1)
     best = xp.argmax(pos - start, axis=-1)[..., None]  # first end of a longest run
     v = xp.take_along_axis(s, best, axis=-1)
     i = xp.take_along_axis(idx, best, axis=-1).astype(np.int64)
@@ -348,7 +349,7 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
         qs = q._data.reshape(-1).astype(np.float64)
         scalar_q = q._data.ndim == 0
     else:
-        qs = np.asarray([float(q)])
+        qs = _dispatch.xp_of(a).asarray([float(q)])  # on input's device
         scalar_q = True
     if holds_values(qs) and ((qs < 0) | (qs > 1)).any():
         bad = qs[(qs < 0) | (qs > 1)][0]
@@ -437,7 +438,10 @@ def _unique_kernel(xp, a, *, dim, return_inverse, return_counts):
     else:
         if a.shape[dim] == 0:
             return (a.copy(), xp.zeros((0,), np.int64), xp.zeros((0,), np.int64))
-        vals, inv, counts = xp.unique(a, return_inverse=True, return_counts=True, axis=dim)
+        vals, inv, counts = xp.unique(_sortable(xp, a), return_inverse=True,
+                                      return_counts=True, axis=dim)
+        if vals.dtype != a.dtype:
+            vals = vals.astype(a.dtype)
         inv = inv.reshape(-1)
     return vals, inv.astype(np.int64), counts.astype(np.int64)
 
@@ -693,7 +697,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
 
 
 def _isin_kernel(xp, a, b, *, assume_unique, invert):
-    return xp.isin(a, b, assume_unique=assume_unique, invert=invert)
+    # bfloat16 as float32 (exact): CuPy cannot sort bfloat16 (NOTE [ Portable array code ])
+    return xp.isin(_sortable(xp, a), _sortable(xp, b), assume_unique=assume_unique,
+                   invert=invert)
 
 
 isin_op = Op("isin", _isin_kernel, differentiable=False)
