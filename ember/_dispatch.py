@@ -368,12 +368,13 @@ class _Missing(Exception):
 
 def _result_arrays(op, res, at):
     """Zero-dim results must stay arrays: NumPy returns scalars for them. (Arrays of any
-    backend pass: a device transfer returns the destination's arrays.)"""
+    backend pass: a device transfer returns the destination's arrays; a None -- a gradient
+    not asked for -- stays None, as CuPy has no object arrays to hold it.)"""
     if type(res) in backends_by_type:
         return res
     if isinstance(res, tuple):
-        return tuple(r if type(r) in backends_by_type else backends_by_type[at].xp.asarray(r)
-                     for r in res)
+        return tuple(r if r is None or type(r) in backends_by_type else
+                     backends_by_type[at].xp.asarray(r) for r in res)
     return backends_by_type[at].xp.asarray(res)
 
 
@@ -410,6 +411,8 @@ def apply(op, inputs, params, out=None):
         else:
             a = t._data
             if type(a) is not at:
+                if type(first) is np.ndarray and first.ndim == 0:
+                    return _apply_on_device_of(op, inputs, params, out, a)
                 a = _coerce_device(op.name, first, a)
             arrays.append(a)
     res = impl(*arrays, **params)
@@ -418,7 +421,7 @@ def apply(op, inputs, params, out=None):
     if op.view_of is not None:
         outputs = _wrap_views(inputs[op.view_of], res, op, params, inputs)
     elif type(res) is tuple:
-        outputs = tuple(wrap(r) for r in res)
+        outputs = tuple(None if r is None else wrap(r) for r in res)
     else:
         outputs = wrap(res)
     if record is not None and needs_grad(inputs):
@@ -432,10 +435,17 @@ def _coerce_device(op_name, first, a):
     """A zero-dim CPU tensor may join tensors on another device, as a scalar does."""
     if type(a) is np.ndarray and a.ndim == 0:
         return backends_by_type[type(first)].xp.asarray(a)
-    if type(first) is np.ndarray and first.ndim == 0:
-        # the first input is the CPU scalar; the kernel resolves on its type, so fail clearly
-        pass
     raise device_mismatch(op_name, first, a)
+
+
+def _apply_on_device_of(op, inputs, params, out, a):
+    """The first input is a zero-dim CPU tensor and ``a`` lives on another device: the
+    CPU scalars move there (differentiably) and the op runs there, whichever input came
+    first, as in torch (``torch.where(cpu_scalar_cond, cpu_scalar, cuda_tensor)``)."""
+    dev = backend_of(a).device_of(a)
+    moved = tuple(t.to(dev) if t is not None and type(t._data) is np.ndarray and
+                  t._data.ndim == 0 else t for t in inputs)
+    return apply(op, moved, params, out)
 
 
 def _wrap_views(base, res, op=None, params=None, inputs=None):

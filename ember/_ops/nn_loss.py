@@ -21,6 +21,7 @@ from .. import _dispatch
 from .._core.checks import holds_values
 from .._core.tensor import Tensor
 from ._registry import Op, public
+from ._xp_compat import to_host
 from .creation import full_like
 from .from_data import as_tensor, from_numpy
 from .nn_activations import logsigmoid
@@ -276,10 +277,11 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
                 break
             is_target[i, tn[i, j]] = True
             valid[i, j] = True
-    safe_t = from_numpy(np.where(valid, tn, 0))
+    # the masks are built on the host, then joined to x on its device
+    safe_t = from_numpy(np.where(valid, tn, 0)).to(x.device)
     x_target = x.gather(1, safe_t)  # (n, c): the score of each listed target
     diff = 1 - x_target.unsqueeze(2) + x.unsqueeze(1)  # (n, j, i)
-    pair_mask = from_numpy(valid[:, :, None] & ~is_target[:, None, :]).to(x.dtype)
+    pair_mask = from_numpy(valid[:, :, None] & ~is_target[:, None, :]).to(x.device, x.dtype)
     loss = (diff.clamp(min=0) * pair_mask).sum((1, 2)) / c
     if one:
         loss = loss.squeeze(0)
@@ -494,9 +496,11 @@ def _ctc_one(lp, target, blank):
 
 def _ctc_kernel(xp, log_probs, targets, in_lens, tg_lens, *, blank, reduction,
                 zero_infinity):
-    lp = np.asarray(log_probs, dtype=np.float64)
+    # a sequential dynamic programme: on the host (NOTE [ Portable array code ])
+    lp = to_host(xp, log_probs).astype(np.float64)
     t_max, n, c = lp.shape
-    tg = np.asarray(targets)
+    tg = to_host(xp, targets)
+    in_lens, tg_lens = to_host(xp, in_lens), to_host(xp, tg_lens)
     losses = np.zeros(n)
     grads = np.zeros_like(lp)
     offset = 0
@@ -549,7 +553,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     il = as_tensor(input_lengths) if not isinstance(input_lengths, Tensor) else input_lengths
     tl = as_tensor(target_lengths) if not isinstance(target_lengths, Tensor) else \
         target_lengths
-    il, tl = il.reshape(-1), tl.reshape(-1)
+    # lengths (and targets) may come as lists or CPU tensors, as torch allows on any device
+    dev = log_probs.device
+    il, tl, targets = il.reshape(-1).to(dev), tl.reshape(-1).to(dev), targets.to(dev)
     kernel_dtype("ctc_loss", log_probs)
     loss, _ = _dispatch.apply(ctc_op, (log_probs, targets, il, tl),
                               {"blank": blank, "reduction": reduction,

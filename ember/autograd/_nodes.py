@@ -581,7 +581,8 @@ def record(op, inputs, params, outputs):
         nd = op.nondiff_outputs
         first = None
         for i, o in enumerate(outputs):
-            if i in nd or o._data.dtype.kind in "iub":
+            # (a None output is a result the kernel left out, e.g. an absent projection's)
+            if i in nd or o is None or o._data.dtype.kind in "iub":
                 continue
             o._grad_fn = node
             o._out_nr = i
@@ -592,8 +593,8 @@ def record(op, inputs, params, outputs):
             # multi-output formulas receive every output they read (e.g. max_pool's indices;
             # None for those ``op.saved_outputs`` leaves out)
             keep = op.saved_outputs
-            node._sout = tuple(save_output(o, i) if keep is None or i in keep else None
-                               for i, o in enumerate(outputs))
+            node._sout = tuple(save_output(o, i) if o is not None and (keep is None or i in keep)
+                               else None for i, o in enumerate(outputs))
     else:
         if outputs._data.dtype.kind in "iub" or 0 in op.nondiff_outputs:
             return

@@ -1,4 +1,5 @@
-"""Testing utilities: ``assert_close``, ``make_tensor`` and the OpInfo machinery."""
+"""Testing utilities: ``assert_close``, ``make_tensor``, the OpInfo machinery and the
+device-generic test framework (``instantiate_device_type_tests``, the test device)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
+from ._device_type import (  # noqa: F401  (the device-generic test framework)
+    device_types, dtypes, instantiate_device_type_tests, onlyCPU, onlyCUDA, onlyOn,
+)
+from ._test_device import TEST_DEVICE, register_test_device  # noqa: F401
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_close", "make_tensor", "device_types", "dtypes",
+           "instantiate_device_type_tests", "onlyCPU", "onlyCUDA", "onlyOn", "TEST_DEVICE",
+           "register_test_device"]
 
 _TOL = {  # (rtol, atol) by dtype, as torch.testing.assert_close uses
     _dt.float16: (1e-3, 1e-5), _dt.bfloat16: (1.6e-2, 1e-5), _dt.float32: (1.3e-6, 1e-5),

@@ -1,4 +1,5 @@
-"""Generic tests driven by the OpInfo table (ember/testing/opinfos/*.py)."""
+"""Generic tests driven by the OpInfo table (ember/testing/opinfos/*.py), on the CPU; the same
+table runs on the other devices in tests/device/test_ops_device.py."""
 
 from __future__ import annotations
 

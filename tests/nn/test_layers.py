@@ -24,10 +24,12 @@ def _pair(name, *args, **kwargs):
     return e, t
 
 
-def _check_module(name, args, kwargs, x, **tol):
+def _check_module(name, args, kwargs, x, device=None, **tol):
     e, t = _pair(name, *args, **kwargs)
+    if device is not None:
+        e.to(device)
     compare(e, t, [x], ember_params=list(e.parameters()), torch_params=list(t.parameters()),
-            **tol)
+            device=device, **tol)
     return e, t
 
 
@@ -63,8 +65,8 @@ def _check_module(name, args, kwargs, x, **tol):
     ("ZeroPad2d", ((1, 0, 2, -1),), {}, (2, 3, 4, 4)),
     ("LocalResponseNorm", (3,), {}, (2, 5, 4, 4)),
 ])
-def test_module_matches_torch(name, args, kwargs, shape):
-    _check_module(name, args, kwargs, _x(*shape))
+def test_module_matches_torch(name, args, kwargs, shape, device):
+    _check_module(name, args, kwargs, _x(*shape), device=device)
 
 
 def test_batchnorm_running_stats_match_torch():
@@ -88,9 +90,9 @@ def test_batchnorm_running_stats_match_torch():
                                   "Softshrink", "Hardshrink", "Tanhshrink", "Hardtanh",
                                   "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "GLU",
                                   "Softmax", "LogSoftmax", "Softmin"])
-def test_activation_matches_torch(name):
+def test_activation_matches_torch(name, device):
     kwargs = {"dim": 1} if name in ("Softmax", "LogSoftmax", "Softmin") else {}
-    _check_module(name, (), kwargs, _x(4, 6) * 3)
+    _check_module(name, (), kwargs, _x(4, 6) * 3, device=device)
 
 
 def test_gelu_tanh_and_threshold():
@@ -171,15 +173,16 @@ LOSSES = [
 
 @pytest.mark.parametrize("name,make,kwargs", LOSSES, ids=[f"{n}-{i}" for i, (n, _, _) in
                                                          enumerate(LOSSES)])
-def test_loss_matches_torch(name, make, kwargs):
+def test_loss_matches_torch(name, make, kwargs, device):
     import torch
 
     from tests.nn._compare import to_torch
 
     tk = {k: to_torch(v) if isinstance(v, ember.Tensor) else v for k, v in kwargs.items()}
-    compare(lambda *a: getattr(nn.functional, name)(*a, **kwargs),
+    ek = {k: v.to(device) if isinstance(v, ember.Tensor) else v for k, v in kwargs.items()}
+    compare(lambda *a: getattr(nn.functional, name)(*a, **ek),
             lambda *a: getattr(torch.nn.functional, name)(*a, **tk), list(make()),
-            grad_args=(0, 1) if name in TWO_SIDED else (0,))
+            grad_args=(0, 1) if name in TWO_SIDED else (0,), device=device)
 
 
 def test_ctc_loss_matches_torch():

@@ -27,12 +27,13 @@ def _pair(name, *args, **kwargs):
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
 @pytest.mark.parametrize("kwargs", [{}, {"num_layers": 2, "bidirectional": True},
                                     {"batch_first": True, "bias": False}])
-def test_recurrent_layer_matches_torch(name, kwargs):
+def test_recurrent_layer_matches_torch(name, kwargs, device):
     e, t = _pair(name, 3, 4, **kwargs)
     x = _x(2, 5, 3) if kwargs.get("batch_first") else _x(5, 2, 3)
     assert list(dict(e.named_parameters())) == list(dict(t.named_parameters()))
+    e.to(device)
     compare(lambda x: e(x)[0], lambda x: t(x)[0], [x], ember_params=list(e.parameters()),
-            torch_params=list(t.parameters()))
+            torch_params=list(t.parameters()), device=device)
 
 
 def test_lstm_with_initial_state_projection_and_final_state():

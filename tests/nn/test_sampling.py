@@ -28,24 +28,25 @@ def _x(*shape, seed=0):
     ((1, 2, 3, 4, 5), {"size": (5, 2, 6), "mode": "trilinear"}),
     ((1, 2, 3, 4, 5), {"scale_factor": 2, "mode": "nearest"}),
 ])
-def test_interpolate_matches_torch(shape, kwargs):
+def test_interpolate_matches_torch(shape, kwargs, device):
     import torch
 
     compare(lambda x: F.interpolate(x, **kwargs),
-            lambda x: torch.nn.functional.interpolate(x, **kwargs), [_x(*shape)])
+            lambda x: torch.nn.functional.interpolate(x, **kwargs), [_x(*shape)],
+            device=device)
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
-def test_grid_sample_matches_torch(mode, padding_mode, align_corners):
+def test_grid_sample_matches_torch(mode, padding_mode, align_corners, device):
     import torch
 
     grid = ember.from_numpy(np.random.default_rng(5).uniform(-1.3, 1.3, (2, 3, 4, 2)))
     kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     compare(lambda x, g: F.grid_sample(x, g, **kw),
             lambda x, g: torch.nn.functional.grid_sample(x, g, **kw), [_x(2, 3, 5, 6), grid],
-            grad_args=(0,) if mode == "nearest" else (0, 1), atol=1e-6)
+            grad_args=(0,) if mode == "nearest" else (0, 1), atol=1e-6, device=device)
 
 
 def test_grid_sample_3d_matches_torch():

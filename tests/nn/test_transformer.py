@@ -27,17 +27,17 @@ def _pair(name, *args, **kwargs):
 @pytest.mark.parametrize("kwargs", [
     {}, {"is_causal": True}, {"scale": 0.3},
 ])
-def test_sdpa_matches_torch(kwargs):
+def test_sdpa_matches_torch(kwargs, device):
     import torch
 
     compare(lambda q, k, v: nn.functional.scaled_dot_product_attention(q, k, v, **kwargs),
             lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v,
                                                                               **kwargs),
-            [_x(2, 3, 5, 4), _x(2, 3, 5, 4, seed=1), _x(2, 3, 5, 6, seed=2)])
+            [_x(2, 3, 5, 4), _x(2, 3, 5, 4, seed=1), _x(2, 3, 5, 6, seed=2)], device=device)
 
 
 @pytest.mark.parametrize("mask_kind", ["bool", "float"])
-def test_sdpa_with_masks_matches_torch(mask_kind):
+def test_sdpa_with_masks_matches_torch(mask_kind, device):
     import torch
 
     rng = np.random.default_rng(3)
@@ -47,10 +47,11 @@ def test_sdpa_with_masks_matches_torch(mask_kind):
     else:
         m = rng.standard_normal((5, 7))
     mask = ember.from_numpy(m)
-    compare(lambda q, k, v: nn.functional.scaled_dot_product_attention(q, k, v, mask),
+    compare(lambda q, k, v: nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                       mask.to(device)),
             lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
                 q, k, v, to_torch(mask)),
-            [_x(2, 5, 4), _x(2, 7, 4, seed=1), _x(2, 7, 3, seed=2)])
+            [_x(2, 5, 4), _x(2, 7, 4, seed=1), _x(2, 7, 3, seed=2)], device=device)
 
 
 @pytest.mark.parametrize("shapes,mask_shape", [

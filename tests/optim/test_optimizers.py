@@ -29,7 +29,7 @@ CASES = [
 ]
 
 
-def _run(mod, name, kwargs, steps=8):
+def _run(mod, name, kwargs, steps=8, device="cpu"):
     rng = np.random.default_rng(0)
     w0 = rng.standard_normal((3, 4))
     b0 = rng.standard_normal(4)
@@ -39,24 +39,24 @@ def _run(mod, name, kwargs, steps=8):
         b = mod.nn.Parameter(mod.from_numpy(b0.copy()))
         t = mod.from_numpy(target)
     else:
-        w = ember.nn.Parameter(ember.from_numpy(w0.copy()))
-        b = ember.nn.Parameter(ember.from_numpy(b0.copy()))
-        t = ember.from_numpy(target)
+        w = ember.nn.Parameter(ember.from_numpy(w0.copy()).to(device))
+        b = ember.nn.Parameter(ember.from_numpy(b0.copy()).to(device))
+        t = ember.from_numpy(target).to(device)
     opt = getattr(mod.optim, name)([w, b], **kwargs)
     for _ in range(steps):
         opt.zero_grad()
         loss = (((w * b - t) ** 2).sum() + (w.sin() * b).sum())
         loss.backward()
         opt.step()
-    return w.detach().numpy().copy(), b.detach().numpy().copy(), opt
+    return w.detach().cpu().numpy().copy(), b.detach().cpu().numpy().copy(), opt
 
 
 @pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in
                                                     enumerate(CASES)])
-def test_trajectory_matches_torch(name, kwargs):
+def test_trajectory_matches_torch(name, kwargs, device):
     import torch
 
-    ew, eb, eopt = _run(ember, name, kwargs)
+    ew, eb, eopt = _run(ember, name, kwargs, device=device)
     tw, tb, topt = _run(torch, name, kwargs)
     assert np.allclose(ew, tw, rtol=1e-6, atol=1e-8), name
     assert np.allclose(eb, tb, rtol=1e-6, atol=1e-8), name
@@ -65,6 +65,10 @@ def test_trajectory_matches_torch(name, kwargs):
     assert esd["state"].keys() == tsd["state"].keys()
     for k in tsd["state"]:
         assert set(esd["state"][k]) == set(tsd["state"][k]), (name, k)
+        for key, v in esd["state"][k].items():
+            # the step count may stay on the CPU (as torch's does, unless capturable)
+            if isinstance(v, ember.Tensor) and v.dim():
+                assert v.device.type == ember.device(device).type, (name, key, v.device)
 
 
 def test_lbfgs_with_strong_wolfe_matches_torch():
