@@ -147,9 +147,16 @@ default_generator = Generator()
 default_generator.seed()
 
 
-def numpy_generator(generator) -> np.random.Generator:
-    """The NumPy generator behind a ``generator=`` argument (None: the default one)."""
+def numpy_generator(generator, device=None) -> np.random.Generator:
+    """The NumPy generator behind a ``generator=`` argument; None: the default generator of
+    ``device`` (a CUDA device has its own, NOTE [ CUDA generators ] in ember/cuda/random.py).
+    """
     if generator is None:
+        if device is not None and (getattr(device, "type", None) == "cuda" or (
+                type(device) is str and device.startswith("cuda"))):
+            from ..cuda import random as cuda_random  # upward, only for CUDA tensors
+
+            return cuda_random.device_generator(device)._np
         return default_generator._np
     if isinstance(generator, Generator):
         return generator._np

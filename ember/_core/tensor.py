@@ -295,7 +295,21 @@ class Tensor:
         return type(self._data) is np.ndarray and _shared.is_shared(_root(self._data))
 
     def is_pinned(self) -> bool:
-        return False
+        """Whether the tensor lives in page-locked host memory (``pin_memory()``).
+
+        Returns:
+            bool: False for GPU tensors and on machines without CUDA.
+
+        Example::
+
+            >>> ember.ones(2).is_pinned()
+            False
+        """
+        if self.device.type != "cpu":
+            return False
+        from ..cuda import _copy  # upward (CUDA's pinned memory), and rarely asked
+
+        return _copy.is_pinned(self._data)
 
     # -- device, layout and legacy queries (see NOTE [ Devices ember has no backend for ]) --------
 
@@ -306,7 +320,8 @@ class Tensor:
             device: deprecated and ignored, as in PyTorch.
 
         Returns:
-            Tensor: a contiguous copy (ember's host memory needs no pinning of its own).
+            Tensor: a copy in CUDA pinned memory (itself when already pinned); see NOTE
+            [ Pinned memory and non_blocking copies ] in ember/cuda/_copy.py.
 
         Raises:
             RuntimeError: without an accelerator, as PyTorch's CPU build does.
@@ -322,7 +337,12 @@ class Tensor:
             raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
         if not cuda.is_available():
             raise RuntimeError("Cannot access accelerator device when none is available.")
-        return self.clone()
+        if self.is_pinned():
+            return self
+        cuda._lazy_init()
+        from ..cuda import _copy
+
+        return wrap(_copy.pin(self._data))
 
     # NOTE [ Devices ember has no backend for ]
     # PyTorch's CPU build answers False to every other device query, and its conversions to
@@ -359,10 +379,10 @@ class Tensor:
         raise RuntimeError("PyTorch is not linked with support for ipu devices")
 
     def record_stream(self, stream):
-        """Mark the tensor as used by ``stream`` (CUDA caching-allocator bookkeeping).
-
-        ember frees memory by reference counting, so a CUDA tensor needs no record; a CPU
-        tensor raises NotImplementedError, as PyTorch's does.
+        """Mark the tensor as used by ``stream``: when it is freed, its memory is not reused
+        until the work queued on ``stream`` by then has finished (NOTE [ Counting CuPy's
+        pool ] in ember/cuda/_allocator.py). A CPU tensor raises NotImplementedError, as
+        PyTorch's does.
 
         Args:
             stream (Stream): the stream now using the tensor.
@@ -377,6 +397,10 @@ class Tensor:
                 "Could not run 'aten::record_stream' with arguments from the "
                 f"'{self.device.type.upper()}' backend: record_stream needs a CUDA tensor and "
                 "a CUDA stream")
+        if self.device.type == "cuda":
+            from ..cuda import memory  # upward (the CUDA allocator), and rarely asked
+
+            memory._allocator.record_stream(self._data, stream._cupy)
 
     @property
     def name(self):

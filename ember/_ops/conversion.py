@@ -52,11 +52,15 @@ def _device_backend(dev):
     return b
 
 
-def _transfer_kernel(xp, a, *, target):
+def _transfer_kernel(xp, a, *, target, index=None, non_blocking=False):
+    if index is not None or non_blocking:  # NOTE [ Pinned memory and non_blocking copies ]
+        from ..cuda import _copy
+
+        return _copy.transfer(a, target, index, non_blocking)
     return _dispatch.backends_by_name[target].to_device(a)
 
 
-def _transfer_vjp(g, a, *, target):
+def _transfer_vjp(g, a, *, target, index=None, non_blocking=False):
     return g.to(a.device)
 
 
@@ -98,7 +102,11 @@ def to(self, *args, **kwargs):
     t = self
     if dev is not None and dev != t.device:
         _device_backend(dev)
-        t = _dispatch.apply(transfer_op, (t,), {"target": dev.type})
+        params = {"target": dev.type}
+        if "cuda" in (dev.type, t.device.type) and (
+                dev.index is not None or kwargs.get("non_blocking")):
+            params.update(index=dev.index, non_blocking=bool(kwargs.get("non_blocking")))
+        t = _dispatch.apply(transfer_op, (t,), params)
         copy = False
     if dtype is not None and dtype.np != t._data.dtype:
         t = _dispatch.apply(to_copy_op, (t,), {"dtype": dtype.np})
@@ -163,7 +171,7 @@ def cpu(self, memory_format=None):
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else
                                          device)
-    return to(self, dev)
+    return to(self, dev, non_blocking=non_blocking)
 
 
 # ------------------------------------------------------------------------------------------------

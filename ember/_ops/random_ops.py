@@ -195,7 +195,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = size_arg("rand", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _require_float("check_uniform_bounds", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, device)
     return _result(_sample(device, shape, d, lambda: uniform_array(rng, shape, d)),
                    requires_grad, device, out, "rand")
 
@@ -214,7 +214,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = size_arg("randn", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _require_float("normal_kernel_cpu", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, device)
     return _result(_sample(device, shape, d, lambda: normal_array(rng, shape, d)),
                    requires_grad, device, out, "randn")
 
@@ -280,7 +280,7 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     shape = size_arg("randint", (size,), {})
     d = resolve_dtype(dtype, _dt.int64, out=out)
     _check_int_bounds(d, low, high)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, device)
     arr = _sample(device, shape, d, lambda: _integers(rng, low, high, shape, d))
     return _result(arr, requires_grad, device, out, "randint")
 
@@ -310,7 +310,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("value cannot be converted to type bool without overflow")
     if d.category == 3:
         raise _not_implemented("randperm", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, device)
     arr = _sample(device, (n,), d, lambda: rng.permutation(n).astype(d.np))
     return _result(arr, requires_grad, device, out, "randperm")
 
@@ -341,7 +341,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
     d = resolve_dtype(dtype, getattr(input, "dtype", None))
     if d is not None:
         _require_float("check_uniform_bounds", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
     return _like_fill("rand_like", input, dtype, layout, device, requires_grad, memory_format,
                       lambda shape, dt: uniform_array(rng, shape, dt))
 
@@ -354,7 +354,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
     d = resolve_dtype(dtype, getattr(input, "dtype", None))
     if d is not None:
         _require_float("normal_kernel_cpu", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
     return _like_fill("randn_like", input, dtype, layout, device, requires_grad, memory_format,
                       lambda shape, dt: normal_array(rng, shape, dt))
 
@@ -372,7 +372,7 @@ def randint_like(input, *args, generator=None, dtype=None, layout=None, device=N
     d = resolve_dtype(dtype, getattr(input, "dtype", None))
     if d is not None:
         _check_int_bounds(d, low, high)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
     return _like_fill("randint_like", input, dtype, layout, device, requires_grad,
                       memory_format, lambda shape, dt: _integers(rng, low, high, shape, dt))
 
@@ -404,7 +404,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         >>> ember.normal(ember.zeros(4), 2.0).shape
         ember.Size([4])
     """
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, device)
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mt and not st:
         if size is None:
@@ -472,7 +472,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, input.device)
     d = input.dtype
     if not holds_values(input._data):  # meta: validate the arguments, draw nothing
         if p is None:
@@ -534,7 +534,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
                 "probability tensor contains either `inf`, `nan` or element < 0")
         if (p.sum(axis=1) <= 0).any():
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, input.device)
     rows = p.shape[0]
     if rows == 0:
         idx = np.empty((0, n), np.int64)
@@ -579,7 +579,7 @@ def poisson(input, generator=None) -> Tensor:
     lam = host(input._data).astype(np.float64)
     if lam.size and (lam < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    arr = numpy_generator(generator).poisson(lam).astype(d.np)
+    arr = numpy_generator(generator, input.device).poisson(lam).astype(d.np)
     return finish(np.asarray(arr), False, input.device)
 
 
@@ -637,7 +637,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs) -> Tensor:
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(low)} > to={_num(high)}")
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     return write_inplace(self, "uniform_",
                          lambda: uniform_array(rng, self._data.shape, d, low, high))
 
@@ -651,7 +651,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     d = _self_dtype(self, "normal_")
     _require_float("normal_kernel_cpu", d)
     _check_std(std)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     return write_inplace(self, "normal_",
                          lambda: normal_array(rng, self._data.shape, d, mean, std))
 
@@ -682,7 +682,7 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pa)}")
     if d.category == 3:
         raise _not_implemented("bernoulli_scalar_cpu_", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     return write_inplace(self, "bernoulli_", lambda: _bernoulli_array(rng, shape, d, pa))
 
 
@@ -717,7 +717,7 @@ def random_(self, from_=_MISSING, to=_MISSING, *, generator=None, **kwargs) -> T
         low = 0 if from_ is _MISSING or from_ is None else _number(from_, "random_", "from")
         high = top + 1 if to is _MISSING or to is None else _number(to, "random_", "to")
         _check_int_bounds(d, low, high)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     return write_inplace(self, "random_",
                          lambda: _integers(rng, low, high, self._data.shape, d))
 
@@ -736,7 +736,7 @@ def exponential_(self, lambd=1.0, *, generator=None) -> Tensor:
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
     wide = np.float64 if d is _dt.float64 else np.float32
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
 
     def draw():
         a = rng.standard_exponential(self._data.shape, dtype=wide)
@@ -757,7 +757,7 @@ def geometric_(self, p, *, generator=None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     if d.category == 3 or d is _dt.bool_:
         raise _not_implemented("geometric_cpu", d)
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     return write_inplace(self, "geometric_",
                          lambda: rng.geometric(p, self._data.shape).astype(d.np))
 
@@ -773,7 +773,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
     std = _number(std, "log_normal_", "std")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     wide = _dt.float64 if d is _dt.float64 else _dt.float32
     return write_inplace(self, "log_normal_", lambda: np.exp(
         normal_array(rng, self._data.shape, wide, mean, std)).astype(d.np, copy=False))
@@ -792,7 +792,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
     sigma = _number(sigma, "cauchy_", "sigma")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    rng = numpy_generator(generator)
+    rng = numpy_generator(generator, self.device)
     return write_inplace(self, "cauchy_", lambda: np.asarray(
         rng.standard_cauchy(self._data.shape) * sigma + median).astype(d.np))
 

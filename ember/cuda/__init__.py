@@ -32,8 +32,26 @@ from .random import (  # noqa: F401
 )
 from .streams import (  # noqa: F401
     Event, ExternalStream, Stream, StreamContext, current_stream, default_stream,
-    set_stream, stream,
+    get_stream_from_external, set_stream, stream,
 )
+from .memory import (  # noqa: F401  (the raw allocator API and snapshots)
+    caching_allocator_alloc, caching_allocator_delete, caching_allocator_disabled,
+    caching_allocator_enable, device_memory_used, get_allocator_backend,
+    host_memory_stats_as_nested_dict, memory_snapshot, reset_accumulated_host_memory_stats,
+    reset_peak_host_memory_stats,
+)
+from . import graphs, nccl, profiler  # noqa: E402,F401
+from .graphs import (  # noqa: F401  (NOTE [ CUDA graphs on CuPy ])
+    CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing, make_graphed_callables,
+)
+from ._device_api import (  # noqa: F401
+    AcceleratorError, CudaError, DeferredCudaCallError, Device, can_device_access_peer,
+    check_error, classproperty, cudaStatus, cudart, current_blas_handle, current_solver_handle,
+    get_gencode_flags, get_sync_debug_mode, set_sync_debug_mode,
+)
+from ._device_api import cuda_storage_classes as _storages  # noqa: E402
+
+globals().update(_storages)  # torch.cuda.FloatStorage and its siblings
 
 _initialized = False
 default_generators: tuple = ()
@@ -127,7 +145,11 @@ def _lazy_init():
     def to_device(a):
         return cp.asarray(a)
 
+    memory._install(cp)  # NOTE [ Counting CuPy's pool ]
     _dispatch.register_backend(_dispatch.Backend("cuda", cp, cp.ndarray, device_of, to_device))
+    from . import _kernels
+
+    _kernels.register()  # NOTE [ CUDA kernels ]
     default_generators = tuple(Generator(f"cuda:{i}") for i in range(device_count()))
     _initialized = True
 

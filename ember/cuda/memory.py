@@ -1,10 +1,12 @@
 """``ember.cuda.memory``: how much GPU memory ember's tensors hold, and freeing the cache.
 
-ember's CUDA arrays come from CuPy's memory pool, which plays the part of PyTorch's caching
-allocator: "allocated" bytes are those held by live arrays (``used_bytes``), "reserved" bytes
-those the pool holds from the driver (``total_bytes``), and ``empty_cache`` returns the
-unused blocks. CuPy keeps no peaks, so the ``max_*`` values are the highest ember has seen
-at calls to these functions since the last ``reset_peak_memory_stats``.
+ember's CUDA arrays come from a CuPy memory pool that plays the part of PyTorch's caching
+allocator, and ember counts every block it hands out and takes back (NOTE [ Counting CuPy's
+pool ] in ember/cuda/_allocator.py): "allocated" bytes are those held by live tensors,
+"reserved" bytes those the pool holds from the driver, and the ``max_*`` peaks are exact,
+taken at every allocation. ``empty_cache`` returns the unused blocks to the driver,
+``set_per_process_memory_fraction`` caps the pool, and running out raises
+``ember.cuda.OutOfMemoryError`` with a summary.
 
 Without CuPy, or before CUDA is first used, the counters are 0 and the stats empty, as in
 PyTorch; see NOTE [ CUDA without a GPU ] in ember/cuda/_runtime.py for the rest.
@@ -18,13 +20,18 @@ Example::
 from __future__ import annotations
 
 import collections
+import contextlib
 import warnings
 
 from . import _runtime
 from ._runtime import NOT_COMPILED, require_gpu
 
 __all__ = [
-    "clock_rate", "empty_cache", "get_per_process_memory_fraction", "host_memory_stats",
+    "caching_allocator_alloc", "caching_allocator_delete", "caching_allocator_disabled",
+    "caching_allocator_enable", "device_memory_used", "get_allocator_backend",
+    "host_memory_stats_as_nested_dict", "memory_snapshot", "reset_accumulated_host_memory_stats",
+    "reset_peak_host_memory_stats", "clock_rate", "empty_cache",
+    "get_per_process_memory_fraction", "host_memory_stats",
     "ipc_collect", "list_gpu_processes", "max_memory_allocated", "max_memory_cached",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_cached",
     "memory_reserved", "memory_stats", "memory_stats_as_nested_dict", "memory_summary",
@@ -33,8 +40,8 @@ __all__ = [
     "set_per_process_memory_fraction", "temperature", "utilization",
 ]
 
-_peaks: dict = {}  # device index -> {"allocated": bytes, "reserved": bytes}
 _fractions: dict = {}  # device index -> fraction given to set_per_process_memory_fraction
+_allocator = None  # the CachingAllocator once CUDA is used (NOTE [ Counting CuPy's pool ])
 
 
 def _cuda():
@@ -43,22 +50,55 @@ def _cuda():
     return cuda
 
 
-def _pool_bytes(index: int) -> tuple:
-    cp = _runtime.cupy()
-    with cp.cuda.Device(index):
-        pool = cp.get_default_memory_pool()
-        return pool.used_bytes(), pool.total_bytes()
+def _install(cp) -> None:
+    """Make ember's counting allocator CuPy's allocator (called once, by ``_lazy_init``)."""
+    global _allocator
+    from . import _allocator as alloc_mod
+
+    base = _cuda().OutOfMemoryError
+    cupy_oom = cp.cuda.memory.OutOfMemoryError
+
+    class OutOfMemoryError(base, cupy_oom):
+        # ember's (and PyTorch's) RuntimeError subclass, and CuPy's MemoryError subclass,
+        # so that CuPy's own handlers and ember's users both catch it.
+        def __init__(self, message):
+            Exception.__init__(self, message)
+            self._size = self._total = self._limit = 0
+
+        def __str__(self):
+            return self.args[0]
+
+        def __reduce__(self):
+            return base, self.args
+
+    OutOfMemoryError.__module__ = "ember.cuda"
+    OutOfMemoryError.__qualname__ = "OutOfMemoryError"
+    _allocator = alloc_mod.CachingAllocator(cp, OutOfMemoryError)
+    _allocator.cache_enabled = _allocator_enabled
+    cp.cuda.set_allocator(_allocator.malloc)
+
+
+def _stats(device):
+    """The counters of ``device`` (None: the current one), or None before CUDA is used."""
+    if _allocator is None:
+        return None, -1
+    index = _runtime.device_index(device, optional=True)
+    return _allocator.device_stats(index), index
 
 
 def memory_stats(device=None) -> dict:
     """The memory counters of a GPU, keyed as PyTorch's (``"allocated_bytes.all.current"``,
-    ``"allocated_bytes.all.peak"``, ``"reserved_bytes.all.current"``, ...).
+    ``"allocated_bytes.all.peak"``, ``"reserved_bytes.all.current"``, ``"num_ooms"``, ...).
+
+    Counts are exact: ember's allocator counts every block as CuPy's pool hands it out and
+    takes it back (NOTE [ Counting CuPy's pool ] in ember/cuda/_allocator.py). ``large_pool``
+    and ``small_pool`` split the counts at blocks of 1 MiB, as PyTorch's pools do.
 
     Args:
         device: the device (default: the current one).
 
     Returns:
-        An OrderedDict; empty without CuPy or before CUDA is first used.
+        An OrderedDict sorted by key; empty without CuPy or before CUDA is first used.
 
     Example::
 
@@ -66,23 +106,10 @@ def memory_stats(device=None) -> dict:
         >>> isinstance(stats, dict)
         True
     """
-    if not _cuda().is_initialized():
+    st, index = _stats(device)
+    if st is None:
         return collections.OrderedDict()
-    index = _runtime.device_index(device, optional=True)
-    allocated, reserved = _pool_bytes(index)
-    peak = _peaks.setdefault(index, {"allocated": 0, "reserved": 0})
-    peak["allocated"] = max(peak["allocated"], allocated)
-    peak["reserved"] = max(peak["reserved"], reserved)
-    stats = {}
-    for key, current, top in (("allocated_bytes", allocated, peak["allocated"]),
-                              ("reserved_bytes", reserved, peak["reserved"]),
-                              ("active_bytes", allocated, peak["allocated"])):
-        for pool in ("all", "large_pool", "small_pool"):
-            stats[f"{key}.{pool}.current"] = current if pool == "all" else 0
-            stats[f"{key}.{pool}.peak"] = top if pool == "all" else 0
-    stats["num_alloc_retries"] = 0
-    stats["num_ooms"] = 0
-    return collections.OrderedDict(sorted(stats.items()))
+    return collections.OrderedDict(sorted(st.as_dict(_allocator.reserved(index)).items()))
 
 
 def memory_stats_as_nested_dict(device=None) -> dict:
@@ -123,11 +150,12 @@ def memory_allocated(device=None) -> int:
         >>> ember.cuda.memory_allocated() >= 0
         True
     """
-    return memory_stats(device).get("allocated_bytes.all.current", 0)
+    st, _ = _stats(device)
+    return 0 if st is None else st.allocated_bytes
 
 
 def max_memory_allocated(device=None) -> int:
-    """The most bytes seen held by live CUDA tensors since the last peak reset.
+    """The most bytes held by live CUDA tensors at any moment since the last peak reset.
 
     Args:
         device: the device (default: the current one).
@@ -140,7 +168,8 @@ def max_memory_allocated(device=None) -> int:
         >>> ember.cuda.max_memory_allocated() >= 0
         True
     """
-    return memory_stats(device).get("allocated_bytes.all.peak", 0)
+    st, _ = _stats(device)
+    return 0 if st is None else st.peak_allocated_bytes
 
 
 def memory_reserved(device=None) -> int:
@@ -157,11 +186,12 @@ def memory_reserved(device=None) -> int:
         >>> ember.cuda.memory_reserved() >= 0
         True
     """
-    return memory_stats(device).get("reserved_bytes.all.current", 0)
+    st, index = _stats(device)
+    return 0 if st is None else _allocator.reserved(index)
 
 
 def max_memory_reserved(device=None) -> int:
-    """The most bytes seen reserved by the memory pool since the last peak reset.
+    """The most bytes the memory pool held at any moment since the last peak reset.
 
     Args:
         device: the device (default: the current one).
@@ -174,7 +204,8 @@ def max_memory_reserved(device=None) -> int:
         >>> ember.cuda.max_memory_reserved() >= 0
         True
     """
-    return memory_stats(device).get("reserved_bytes.all.peak", 0)
+    st, index = _stats(device)
+    return 0 if st is None else max(st.reserved_peak, _allocator.reserved(index))
 
 
 def memory_cached(device=None) -> int:
@@ -245,14 +276,14 @@ def reset_peak_memory_stats(device=None) -> None:
         ...     ember.cuda.reset_peak_memory_stats()
     """
     _require_allocator("reset_peak_memory_stats")
-    if not _cuda().is_initialized():
-        return
-    index = _runtime.device_index(device, optional=True)
-    _peaks.pop(index, None)
+    st, index = _stats(device)
+    if st is not None:
+        st.reset_peaks(_allocator.reserved(index))
 
 
 def reset_accumulated_memory_stats(device=None) -> None:
-    """Reset the accumulated counters (CuPy keeps none beyond the peaks, which stay).
+    """Reset the accumulated counters (the ``.allocated``/``.freed`` totals and the event
+    counts such as ``num_ooms``); current values and peaks stay.
 
     Args:
         device: the device (default: the current one).
@@ -269,6 +300,9 @@ def reset_accumulated_memory_stats(device=None) -> None:
         ...     ember.cuda.reset_accumulated_memory_stats()
     """
     _require_allocator("reset_accumulated_memory_stats")
+    st, _ = _stats(device)
+    if st is not None:
+        st.reset_accumulated()
 
 
 def reset_max_memory_allocated(device=None) -> None:
@@ -316,7 +350,7 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
 
     Args:
         device: the device (default: the current one).
-        abbreviated: accepted for PyTorch's signature (the table is short already).
+        abbreviated: leave out the rows split by pool (large and small blocks).
 
     Returns:
         str
@@ -330,18 +364,38 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
         ...     print(ember.cuda.memory_summary())  # doctest: +SKIP
     """
     stats = memory_stats(device)
-    rows = [("Allocated memory", "allocated_bytes"), ("Active memory", "active_bytes"),
-            ("GPU reserved memory", "reserved_bytes")]
-    lines = ["|" + "=" * 60 + "|",
-             "|" + " ember CUDA memory summary (CuPy memory pool)".ljust(60) + "|",
-             "|" + "-" * 60 + "|",
-             "|" + " Metric".ljust(30) + "Cur Usage".rjust(15) + "Peak Usage".rjust(15) + "|",
-             "|" + "-" * 60 + "|"]
-    for label, key in rows:
-        cur, peak = stats[f"{key}.all.current"], stats[f"{key}.all.peak"]
-        lines.append("|" + f" {label}".ljust(30) + _format_bytes(cur).rjust(15)
-                     + _format_bytes(peak).rjust(15) + "|")
-    lines.append("|" + "=" * 60 + "|")
+    width = 87
+    rows = [("Allocated memory", "allocated_bytes", True), ("Active memory", "active_bytes", True),
+            ("Requested memory", "requested_bytes", True),
+            ("GPU reserved memory", "reserved_bytes", True),
+            ("Allocations", "allocation", False), ("Active allocs", "active", False)]
+    index = _runtime.device_index(device, optional=True)
+    lines = ["|" + "=" * width + "|",
+             "|" + f" ember CUDA memory summary, device ID {index:<d}".ljust(width) + "|",
+             "|" + "-" * width + "|",
+             "|" + (f"  CUDA OOMs: {stats['num_ooms']:<13d} | "
+                    f" cudaMalloc retries: {stats['num_alloc_retries']:<10d}").ljust(width) + "|",
+             "|" + "=" * width + "|",
+             "|" + "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  "
+             .ljust(width) + "|",
+             "|" + "-" * width + "|"]
+    for label, key, in_bytes in rows:
+        fmt = _format_bytes if in_bytes else str
+        cells = [fmt(stats.get(f"{key}.all.{k}", 0)) for k in ("current", "peak")]
+        cells += [fmt(stats[f"{key}.all.{k}"]) if f"{key}.all.{k}" in stats else "-"
+                  for k in ("allocated", "freed")]
+        lines.append("|" + (f" {label:<22s}|" + "|".join(f" {c:>10s} " for c in cells))
+                     .ljust(width) + "|")
+        if not abbreviated and key != "reserved_bytes":
+            for pool, name in (("large_pool", "from large pool"), ("small_pool",
+                                                                     "from small pool")):
+                cells = [fmt(stats[f"{key}.{pool}.{k}"]) for k in ("current", "peak",
+                                                                     "allocated", "freed")]
+                lines.append("|" + (f"       {name:<16s}|"
+                                    + "|".join(f" {c:>10s} " for c in cells)).ljust(width)
+                             + "|")
+        lines.append("|" + "-" * width + "|")
+    lines[-1] = "|" + "=" * width + "|"
     return "\n".join(lines) + "\n"
 
 
@@ -377,10 +431,12 @@ def empty_cache() -> None:
 
         >>> ember.cuda.empty_cache()
     """
-    if not _cuda().is_initialized():
+    if _allocator is None:
         return
     cp = _runtime.cupy()
-    cp.get_default_memory_pool().free_all_blocks()
+    for index in range(_runtime.gpu_count()):
+        with cp.cuda.Device(index):
+            _allocator.empty_cache()
     cp.get_default_pinned_memory_pool().free_all_blocks()
 
 
@@ -426,7 +482,8 @@ def ipc_collect() -> None:
 
 
 def set_per_process_memory_fraction(fraction: float, device=None) -> None:
-    """Cap this process's CuPy memory pool on a device at ``fraction`` of its memory.
+    """Cap the memory ember's pool may reserve on a device at ``fraction`` of its memory;
+    an allocation beyond it raises ``OutOfMemoryError``.
 
     Args:
         fraction: between 0 and 1.
@@ -445,6 +502,7 @@ def set_per_process_memory_fraction(fraction: float, device=None) -> None:
         ...     ember.cuda.set_per_process_memory_fraction(1.0)
     """
     require_gpu()
+    _cuda()._lazy_init()
     if not isinstance(fraction, float):
         raise TypeError("Invalid type for fraction argument, must be `float`")
     if not 0 <= fraction <= 1:
@@ -452,7 +510,7 @@ def set_per_process_memory_fraction(fraction: float, device=None) -> None:
     index = _runtime.device_index(device, optional=True)
     cp = _runtime.cupy()
     with cp.cuda.Device(index):
-        cp.get_default_memory_pool().set_limit(fraction=fraction)
+        _allocator.pool.set_limit(fraction=fraction)  # checked at every new segment
     _fractions[index] = fraction
 
 
@@ -624,3 +682,233 @@ def clock_rate(device=None) -> int:
     """
     nvml, handle = _nvml_handle(device)
     return nvml.nvmlDeviceGetClockInfo(handle, 1)  # NVML_CLOCK_SM
+
+
+# -- the raw allocator API, host-memory counters, snapshots ------------------------------------
+
+_raw_blocks: dict = {}  # address -> the CuPy memory pointer, for caching_allocator_delete
+
+
+def caching_allocator_alloc(size: int, device=None, stream=None) -> int:
+    """Take ``size`` bytes from ember's allocator and return their address (free them with
+    ``caching_allocator_delete``).
+
+    Args:
+        size: bytes.
+        device: the device (default: the current one).
+        stream: the stream the memory is first used on (default: the current one).
+
+    Returns:
+        int: the device address.
+
+    Raises:
+        AssertionError: without CuPy; RuntimeError with CuPy but no GPU.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     ptr = ember.cuda.caching_allocator_alloc(1024)
+        ...     ember.cuda.caching_allocator_delete(ptr)
+    """
+    require_gpu()
+    _cuda()._lazy_init()
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise TypeError("Invalid type for size argument, must be `int`")
+    cp = _runtime.cupy()
+    with cp.cuda.Device(_runtime.device_index(device, optional=True)):
+        s = cp.cuda.get_current_stream() if stream is None else stream._cupy
+        with s:
+            mem = _allocator.malloc(size)
+    _raw_blocks[mem.ptr] = mem
+    return mem.ptr
+
+
+def caching_allocator_delete(mem_ptr: int) -> None:
+    """Free memory taken by ``caching_allocator_alloc``.
+
+    Args:
+        mem_ptr: the address it returned.
+
+    Returns:
+        None
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     ember.cuda.caching_allocator_delete(ember.cuda.caching_allocator_alloc(8))
+    """
+    _require_allocator("caching_allocator_delete")
+    try:
+        del _raw_blocks[int(mem_ptr)]
+    except KeyError:
+        raise RuntimeError(f"caching_allocator_delete: {mem_ptr:#x} was not allocated by "
+                           "caching_allocator_alloc") from None
+
+
+_allocator_enabled = True
+
+
+def caching_allocator_enable(value: bool = True) -> None:
+    """Turn the caching of freed blocks on or off: off, every freed block goes back to the
+    driver at the next allocation (slow; for memory debugging tools).
+
+    Args:
+        value: True to cache (the default), False not to.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> ember.cuda.caching_allocator_enable(True)
+    """
+    global _allocator_enabled
+    _allocator_enabled = bool(value)
+    if _allocator is not None:
+        _allocator.cache_enabled = _allocator_enabled
+
+
+@contextlib.contextmanager
+def caching_allocator_disabled():
+    """A block in which freed GPU memory is returned to the driver rather than cached.
+
+    Returns:
+        A context manager.
+
+    Example::
+
+        >>> with ember.cuda.caching_allocator_disabled():
+        ...     pass
+    """
+    before = _allocator_enabled
+    caching_allocator_enable(False)
+    try:
+        yield
+    finally:
+        caching_allocator_enable(before)
+
+
+def get_allocator_backend() -> str:
+    """The name of the GPU allocator in use: ``'cupy'`` (CuPy's memory pool, counted by
+    ember).
+
+    Returns:
+        str
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     assert ember.cuda.get_allocator_backend() == "cupy"
+    """
+    _require_allocator("get_allocator_backend")
+    return "cupy"
+
+
+def host_memory_stats_as_nested_dict() -> dict:
+    """``host_memory_stats`` as nested dicts: empty (ember keeps no pinned-memory counters).
+
+    Returns:
+        dict
+
+    Example::
+
+        >>> ember.cuda.host_memory_stats_as_nested_dict()
+        {}
+    """
+    return {}
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    """Reset the pinned host-memory totals (ember keeps none, so nothing changes).
+
+    Returns:
+        None
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     ember.cuda.reset_accumulated_host_memory_stats()
+    """
+    _require_allocator("reset_accumulated_host_memory_stats")
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Reset the pinned host-memory peaks (ember keeps none, so nothing changes).
+
+    Returns:
+        None
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     ember.cuda.reset_peak_host_memory_stats()
+    """
+    _require_allocator("reset_peak_host_memory_stats")
+
+
+def memory_snapshot(mempool_id=None) -> list:
+    """The memory pool's segments: one dict per device with its reserved and allocated
+    bytes (CuPy does not expose its individual blocks).
+
+    Args:
+        mempool_id: accepted for PyTorch's signature.
+
+    Returns:
+        list of dict with ``device``, ``total_size``, ``allocated_size``, ``active_size``,
+        ``requested_size``, ``segment_type`` and ``blocks`` (empty).
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_initialized():
+        ...     segments = ember.cuda.memory_snapshot()
+    """
+    _require_allocator("memory_snapshot")
+    if _allocator is None:
+        return []
+    out = []
+    for index in range(_runtime.gpu_count()):
+        d = _allocator.device_stats(index).as_dict(0)
+        out.append({"device": index, "address": 0, "total_size": _allocator.reserved(index),
+                    "allocated_size": d["allocated_bytes.all.current"],
+                    "active_size": d["active_bytes.all.current"],
+                    "requested_size": d["requested_bytes.all.current"], "stream": 0,
+                    "segment_type": "large",
+                    "segment_pool_id": (0, 0), "is_expandable": False, "frames": [],
+                    "blocks": []})
+    return out
+
+
+def device_memory_used(device=None) -> int:
+    """Bytes of GPU memory in use by every process, as the driver (NVML) reports.
+
+    Args:
+        device: the device (default: the current one).
+
+    Returns:
+        int
+
+    Raises:
+        ModuleNotFoundError: without ``nvidia-ml-py``, as in PyTorch.
+
+    Example::
+
+        >>> ember.cuda.device_memory_used()  # doctest: +SKIP
+        1048576
+    """
+    nvml, handle = _nvml_handle(device)
+    return int(nvml.nvmlDeviceGetMemoryInfo(handle).used)

@@ -2,11 +2,13 @@
 
 NOTE [ CUDA generators ]
 ember draws random numbers on the host with NumPy and moves them to the tensor's device
-(NOTE [ Random number generation ] in ember/_core/generator.py), so CUDA tensors take their
-numbers from the CPU default generator, which ``ember.manual_seed`` seeds. The per-GPU
-generators here (``ember.cuda.default_generators``, one ``Generator`` per device) keep
-PyTorch's interface -- seeding, ``initial_seed``, saving and restoring state -- for programs
-that seed or checkpoint them, and serve ``generator=`` arguments that name a CUDA device.
+(NOTE [ Random number generation ] in ember/_core/generator.py). Each GPU has its own
+default generator (``ember.cuda.default_generators``, one ``Generator`` per device): random
+ops that make or fill a CUDA tensor without ``generator=`` draw from the generator of that
+tensor's device (``numpy_generator(None, device)``), so ``ember.cuda.manual_seed`` and
+``get_rng_state``/``set_rng_state`` reproduce CUDA draws as in PyTorch, and CUDA draws leave
+the CPU generator's stream alone. ``ember.manual_seed`` seeds every device's generator, as
+PyTorch's does. (The numbers differ from PyTorch's: its CUDA generator is Philox.)
 Without a GPU, seeding does nothing and ``get_rng_state_all`` is empty, as in a CPU-only
 PyTorch; ``initial_seed`` and ``get_rng_state`` raise (NOTE [ CUDA without a GPU ]).
 """
@@ -38,6 +40,28 @@ def _generator(device):
     if not 0 <= index < len(gens):
         raise RuntimeError(f"Invalid CUDA device index {index}: {len(gens)} devices visible")
     return gens[index]
+
+
+def device_generator(device):
+    """The default generator of CUDA ``device`` ('cuda', 'cuda:N' or an ember.device).
+
+    Args:
+        device: a CUDA device.
+
+    Returns:
+        Generator
+
+    Raises:
+        RuntimeError: without a GPU, or for an index out of range.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     g = ember.cuda.random.device_generator("cuda:0")
+    """
+    if not _generators():
+        raise RuntimeError("ember: CUDA is not available on this machine")
+    return _generator(device)
 
 
 def manual_seed(seed) -> None:

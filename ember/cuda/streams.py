@@ -13,11 +13,13 @@ Example::
 
 from __future__ import annotations
 
+import warnings
+
 from . import _runtime
 from ._runtime import require_gpu
 
 __all__ = ["Event", "ExternalStream", "Stream", "StreamContext", "current_stream",
-           "default_stream", "set_stream", "stream"]
+           "default_stream", "get_stream_from_external", "set_stream", "stream"]
 
 
 def _require_streams(what: str):
@@ -62,7 +64,23 @@ class Stream:
 
     @property
     def cuda_stream(self) -> int:
+        """The ``cudaStream_t`` address (0 for the default stream)."""
         return self._cupy.ptr
+
+    @property
+    def priority(self) -> int:
+        """The stream's priority (lower runs first)."""
+        cp = _runtime.cupy()
+        if self._cupy.ptr == 0:
+            return 0
+        return int(cp.cuda.runtime.streamGetPriority(self._cupy.ptr))
+
+    def __enter__(self):
+        self._context = StreamContext(self)
+        return self._context.__enter__()
+
+    def __exit__(self, *exc):
+        return self._context.__exit__(*exc)
 
     def query(self) -> bool:
         """True when all work queued on the stream has finished."""
@@ -78,7 +96,8 @@ class Stream:
 
     def wait_stream(self, stream) -> None:
         """Make later work on this stream wait for the work queued so far on ``stream``."""
-        self.wait_event(stream.record_event())
+        if stream._cupy.ptr != self._cupy.ptr:
+            self.wait_event(stream.record_event())
 
     def record_event(self, event=None):
         """Record ``event`` (a new one when None) on this stream; returns it."""
@@ -115,7 +134,11 @@ class ExternalStream(Stream):
 
     def __init__(self, stream_ptr: int, device=None):
         cp = _require_streams("ExternalStream")
-        super().__init__(device, _cupy_stream=cp.cuda.ExternalStream(int(stream_ptr)))
+        index = _runtime.device_index(device, optional=True)
+        with warnings.catch_warnings():  # CuPy 14 deprecates wrapping a bare address
+            warnings.simplefilter("ignore", DeprecationWarning)
+            stream = cp.cuda.ExternalStream(int(stream_ptr), index)
+        super().__init__(index, _cupy_stream=stream)
 
 
 class Event:
@@ -140,6 +163,11 @@ class Event:
         cp = _require_streams("Event")
         self._cupy = cp.cuda.Event(block=blocking, disable_timing=not enable_timing,
                                    interprocess=interprocess)
+
+    @property
+    def cuda_event(self) -> int:
+        """The ``cudaEvent_t`` address."""
+        return self._cupy.ptr
 
     def record(self, stream=None) -> None:
         """Record the event on ``stream`` (default: the current stream)."""
@@ -226,6 +254,8 @@ def set_stream(stream) -> None:
     """
     if stream is None:
         return
+    if stream.device_index != _runtime.cupy().cuda.runtime.getDevice():
+        _runtime.cupy().cuda.runtime.setDevice(stream.device_index)
     stream._cupy.use()
 
 
@@ -244,11 +274,16 @@ class StreamContext:
     def __init__(self, stream):
         self.stream = stream
         self._prev = None
+        self._prev_device = -1
 
     def __enter__(self):
         if self.stream is None:
             return None
         cp = _runtime.cupy()
+        rt = cp.cuda.runtime
+        self._prev_device = rt.getDevice()
+        if self.stream.device_index != self._prev_device:
+            rt.setDevice(self.stream.device_index)
         self._prev = cp.cuda.get_current_stream()
         self.stream._cupy.use()
         return self.stream
@@ -256,6 +291,9 @@ class StreamContext:
     def __exit__(self, *exc):
         if self.stream is not None and self._prev is not None:
             self._prev.use()
+            rt = _runtime.cupy().cuda.runtime
+            if rt.getDevice() != self._prev_device:
+                rt.setDevice(self._prev_device)
         return False
 
 
@@ -274,3 +312,25 @@ def stream(stream) -> StreamContext:
         ...     pass
     """
     return StreamContext(stream)
+
+
+def get_stream_from_external(data_ptr: int, device=None) -> Stream:
+    """Wrap a ``cudaStream_t`` made outside ember (by another library) as a ``Stream``.
+
+    Args:
+        data_ptr: the stream's address.
+        device: the device the stream belongs to (default: the current one).
+
+    Returns:
+        ExternalStream
+
+    Raises:
+        AssertionError: without CuPy; RuntimeError with CuPy but no GPU.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     s = ember.cuda.get_stream_from_external(ember.cuda.Stream().cuda_stream)
+    """
+    require_gpu()
+    return ExternalStream(data_ptr, device)
