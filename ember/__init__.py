@@ -129,6 +129,9 @@ from .random import (  # noqa: E402
 from . import amp, cpu  # noqa: E402  (mixed precision: NOTE [ Autocast ])
 from .amp import GradScaler  # noqa: E402  (torch.GradScaler is torch.amp.GradScaler)
 from .amp import autocast  # noqa: E402
+from .amp._scaler_kernels import (  # noqa: E402  (NOTE [ Fused inf checks ])
+    _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_,
+)
 from .amp.autocast_mode import (  # noqa: E402
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
     get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, get_autocast_ipu_dtype,

@@ -29,6 +29,7 @@ A policy is one of
 - ``FP32_THEN_LOWER``: run in float32, cast the floating-point outputs to the autocast dtype
   (PyTorch's composite ``linalg.pinv``);
 - ``FP32_IF_OPT_DTYPE`` (CUDA only): as ``FP32`` unless the call names an output ``dtype``;
+- ``BANNED`` (CUDA only): the call raises (``binary_cross_entropy``, unsafe in float16);
 - a function ``(handle, args, kwargs) -> policy or None``, for ember ops that are in PyTorch's list
   only for some of their forms (3-d pooling, reflection padding in 1-d and 2-d).
 
@@ -46,6 +47,15 @@ PROMOTE = "promote"
 PLAIN = "plain"  # run as it is, with autocast suspended inside
 FP32_THEN_LOWER = "fp32_then_lower"
 FP32_IF_OPT_DTYPE = "fp32_if_opt_dtype"
+BANNED = "banned"  # CUDA only: the op raises under autocast (binary_cross_entropy)
+
+BANNED_MESSAGE = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional."
+    "binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast.")
 
 
 def _when(n_spatial_key, ok):
@@ -190,7 +200,7 @@ POLICIES = {
                   (FP32_THEN_LOWER, "linalg_pinv"), conditional=_CPU_CONDITIONAL),
     "cuda": _table((LOWER, _CUDA_LOWER), (FP32, _CUDA_FP32), (PROMOTE, _CUDA_PROMOTE),
                    (FP32_IF_OPT_DTYPE, _CUDA_FP32_IF_OPT_DTYPE),
-                   (FP32_THEN_LOWER, "linalg_pinv")),
+                   (BANNED, "binary_cross_entropy")),
 }
 # (CUDA's list has matmul, mv and dot alike: nothing to tell apart there)
 
@@ -251,3 +261,50 @@ FUNCTIONS = _table(
 FUNCTIONS_ROUND_TRIP = frozenset("""
     linear conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
 """.split())
+
+
+def _interpolate_policy(func, args, kwargs):
+    # PyTorch's upsample_* kernels run in float32 on CUDA; "area" is adaptive_avg_pool
+    mode = kwargs.get("mode", args[3] if len(args) > 3 else "nearest")
+    return PLAIN if mode == "area" else FP32
+
+
+def _cuda_tensordot_policy(func, args, kwargs):
+    return PROMOTE
+
+
+# NOTE [ Autocast on CUDA ]
+# PyTorch's CUDA lists differ from its CPU ones (the AutocastCUDA kernels of PyTorch 2.13;
+# tests/amp/test_autocast_cuda.py checks the door table against them and the dtypes
+# against torch.autocast("cuda") run on fake CUDA tensors): more ops run in float32
+# (exp, log, pow, norms, layer/group norm, upsampling), reductions that accept an output
+# ``dtype`` run in float32 only when none is given, binary_cross_entropy raises, and
+# factorisations, FFTs, cat and stack run as they are. The function layer (NOTE [ Autocast
+# before validation ]) therefore has its own table per device type: these are the public
+# names that check their arguments, compose other ops or fill in ``dtype`` before the door.
+FUNCTIONS_CUDA = _table(
+    (LOWER, """
+        linear conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
+        conv_tbc mm mv bmm addmm addmv addr addbmm baddbmm matmul __matmul__ __rmatmul__
+        einsum chain_matmul multi_dot scaled_dot_product_attention prelu vecdot
+        lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell"""),
+    (FP32, """
+        acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan
+        pow __pow__ __rpow__ __rtruediv__ __rdiv__ softplus layer_norm group_norm rms_norm
+        cosine_similarity normalize dist pdist cdist renorm logsumexp
+        l1_loss smooth_l1_loss huber_loss mse_loss binary_cross_entropy_with_logits kl_div
+        poisson_nll_loss margin_ranking_loss soft_margin_loss hinge_embedding_loss
+        cosine_embedding_loss triplet_margin_loss multi_margin_loss multilabel_margin_loss
+        nll_loss cross_entropy"""),
+    (FP32_IF_OPT_DTYPE, """
+        sum prod cumsum cumprod softmax log_softmax softmin vector_norm matrix_norm norm"""),
+    (PROMOTE, "addcdiv addcmul atan2 arctan2 bilinear cross dot vdot grid_sample index_put "
+              "scatter_add"),
+    (BANNED, "binary_cross_entropy"),
+    conditional={"interpolate": _interpolate_policy, "upsample": _interpolate_policy,
+                 "tensordot": _cuda_tensordot_policy},
+)
+
+#: device type -> the function layer's table (NOTE [ Autocast before validation ])
+FUNCTION_POLICIES = {"cpu": FUNCTIONS, "cuda": FUNCTIONS_CUDA}
+FUNCTION_NAMES = frozenset(FUNCTIONS) | frozenset(FUNCTIONS_CUDA)

@@ -166,6 +166,8 @@ def _run(call, policy, round_trip, device_type, args, kwargs):
         to = _widest(args, kwargs, device_type, lower)
     elif policy == _policy.FP32_IF_OPT_DTYPE and kwargs.get("dtype") is not None:
         to = None
+    elif policy == _policy.BANNED:
+        raise RuntimeError(_policy.BANNED_MESSAGE)
     else:
         to = _dt.float32
     if to is not None:
@@ -222,14 +224,16 @@ class _AutocastFunctionMode:
     def __torch_function__(self, func, types, args=(), kwargs=None):
         st = _state
         name = getattr(func, "__name__", None)
-        policy = _policy.FUNCTIONS.get(name)
         module = getattr(func, "__module__", None) or ""
-        if policy is None or st.suspended or types or \
+        if name not in _policy.FUNCTION_NAMES or st.suspended or types or \
                 not (module == "ember" or module.startswith("ember.")):
             return NotImplemented
         kwargs = kwargs or {}
         device_type = _first_device(args, kwargs)
         if not st.enabled.get(device_type):
+            return NotImplemented
+        policy = _policy.FUNCTION_POLICIES.get(device_type, {}).get(name)
+        if policy is None:
             return NotImplemented
         if callable(policy):
             policy = policy(func, args, kwargs)

@@ -9,7 +9,6 @@ overflowing step, doubled after ``growth_interval`` steps in a row without one.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
@@ -17,6 +16,7 @@ from enum import Enum
 
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
+from ._scaler_kernels import _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -152,6 +152,7 @@ class GradScaler:
         ``found_inf`` to 1 when one of them held inf or NaN; returns {device: found_inf}."""
         e = _ember()
         per_device = {}
+        groups = defaultdict(list)  # (device, dtype) -> gradients: one fused pass each
         with e.no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -161,13 +162,19 @@ class GradScaler:
                     if not allow_fp16 and g.dtype is _dt.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     dev = g.device
-                    fi = per_device.get(dev)
-                    if fi is None:
-                        fi = per_device[dev] = found_inf.to(dev)
-                    if not bool(e.isfinite(g).all()):
-                        fi.fill_(1.0)
-                    if float(inv_scale) != 1.0:
-                        g.mul_(inv_scale.to(dev))
+                    if dev not in per_device:
+                        per_device[dev] = found_inf.to(dev)
+                    if g.is_sparse:
+                        if not bool(e.isfinite(g.coalesce().values()).all()):
+                            per_device[dev].fill_(1.0)
+                        if float(inv_scale) != 1.0:
+                            g.mul_(inv_scale.to(dev))
+                        continue
+                    groups[(dev, g.dtype)].append(g)
+            # NOTE [ Fused inf checks ] in _scaler_kernels.py
+            for (dev, _), grads in groups.items():
+                _amp_foreach_non_finite_check_and_unscale_(grads, per_device[dev],
+                                                           inv_scale.to(dev))
         return per_device
 
     def _check_scale_growth_tracker(self, funcname):
@@ -298,25 +305,13 @@ class GradScaler:
                           for fi in st["found_inf_per_device"].values()]
             if len(found_infs) == 0:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            found_inf = sum(float(f.item()) for f in found_infs)
-            self._update_scale(found_inf)
+            # summed on the device, no host synchronisation (NOTE [ Fused inf checks ])
+            found_inf = found_infs[0]
+            for more in found_infs[1:]:
+                found_inf = found_inf + more
+            _amp_update_scale_(_scale, _growth_tracker, found_inf, self._growth_factor,
+                               self._backoff_factor, self._growth_interval)
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
-
-    def _update_scale(self, found_inf) -> None:
-        # the rule of PyTorch's _amp_update_scale_, on the stored scale and tracker tensors
-        scale = float(self._scale.item())
-        if found_inf:
-            self._scale.fill_(scale * self._backoff_factor)
-            self._growth_tracker.fill_(0)
-            return
-        successful = int(self._growth_tracker.item()) + 1
-        if successful == self._growth_interval:
-            new = float(_dt.float32.np.type(scale * self._growth_factor))
-            if math.isfinite(new):
-                self._scale.fill_(new)
-            self._growth_tracker.fill_(0)
-        else:
-            self._growth_tracker.fill_(successful)
 
     # -- accessors -----------------------------------------------------------------------
 

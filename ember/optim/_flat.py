@@ -149,7 +149,9 @@ def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
             return False
         flat, views = bucket.buffers.get(key, (None, None))
         if views is None or any(v is not w for v, w in zip(column, views)):
-            flat = wrap(_concat(xp, column))
+            # a state column may live elsewhere than the parameters ('step' stays on the
+            # CPU for CUDA parameters, as in PyTorch)
+            flat = wrap(_concat(_dispatch.xp_of(column[0]._data), column))
             views = bucket.views(flat, scalar)
             bucket.buffers[key] = (flat, views)
             column[:] = views

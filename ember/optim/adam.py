@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import _dispatch, _kernels
+from . import _fused_cuda
 from ._base import check_adam_hparams, check_fused, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
@@ -26,7 +27,8 @@ class Adam(Optimizer):
         maximize (bool): ascend the objective instead. Default: False.
         decoupled_weight_decay (bool): decay the weights directly, as AdamW. Default: False.
         foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
-            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]; on CUDA each
+            update is one fused kernel, NOTE [ Fused optimizer kernels on CUDA ]).
     Returns:
         An optimizer whose ``step()`` updates the parameters in place.
 
@@ -79,7 +81,8 @@ class AdamW(Adam):
         amsgrad (bool): use the running maximum of the second moment. Default: False.
         maximize (bool): ascend the objective instead. Default: False.
         foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
-            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]; on CUDA each
+            update is one fused kernel, NOTE [ Fused optimizer kernels on CUDA ]).
     Returns:
         An optimizer whose ``step()`` updates the parameters in place.
 
@@ -115,8 +118,9 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
     for i, p in enumerate(params):
         m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t.add_(1)
-        if not amsgrad and _fused_adam(p, grads[i], m, v, step_t, beta1, beta2, lr,
-                                       weight_decay, eps, decoupled_weight_decay, maximize):
+        vmax = max_exp_avg_sqs[i] if amsgrad else None
+        if _fused_adam(p, grads[i], m, v, vmax, step_t, beta1, beta2, lr, weight_decay, eps,
+                       decoupled_weight_decay, maximize):
             continue
         g = grads[i] if not maximize else -grads[i]
         if weight_decay != 0:
@@ -138,13 +142,26 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
         p.addcdiv_(m, denom, value=-lr / bias1)
 
 
-def _fused_adam(p, g, m, v, step_t, beta1, beta2, lr, weight_decay, eps, decoupled, maximize):
-    """The step as one pass of a fused kernel (NOTE [ Fused kernels ] in ember/_kernels)
-    where it covers the arrays and no mode intercepts ops; False (nothing changed) else."""
+def _fused_adam(p, g, m, v, vmax, step_t, beta1, beta2, lr, weight_decay, eps, decoupled,
+                maximize):
+    """The step as one pass of a fused kernel (NOTE [ Fused kernels ] in ember/_kernels; on
+    CuPy arrays NOTE [ Fused optimizer kernels on CUDA ]) where it covers the arrays and no
+    mode intercepts ops; False (nothing changed) else."""
     if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
             not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
         return False
     step = step_t.item()
+    if _fused_cuda.is_cupy(p._data):
+        if not _fused_cuda.adam(p._data, g._data, m._data, v._data,
+                                None if vmax is None else vmax._data, beta1=beta1,
+                                beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
+                                step=step, decoupled=decoupled, maximize=maximize):
+            return False
+        for t in (p, m, v) if vmax is None else (p, m, v, vmax):
+            t._bump()
+        return True
+    if vmax is not None:  # the CPU kernel has no amsgrad
+        return False
     if not _kernels.adam(p._data, g._data, m._data, v._data, beta1=beta1, beta2=beta2, lr=lr,
                          weight_decay=weight_decay, eps=eps, bias1=1 - beta1 ** step,
                          bias2_sqrt=math.sqrt(1 - beta2 ** step), decoupled=decoupled,

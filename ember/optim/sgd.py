@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from .. import _dispatch
+from .._core.tensor import wrap
+from . import _fused_cuda
 from ._base import check_fused, closure_loss
 from ._flat import apply_update
 from .optimizer import Optimizer, required
@@ -26,7 +29,8 @@ class SGD(Optimizer):
         nesterov (bool): Nesterov momentum (needs momentum > 0, dampening 0). Default: False.
         maximize (bool): ascend the objective instead. Default: False.
         foreach, capturable, differentiable, fused: accepted for PyTorch compatibility
-            (ember picks its own loop; see NOTE [ Flat optimizer step ]).
+            (ember picks its own loop; see NOTE [ Flat optimizer step ]; on CUDA each
+            update is one fused kernel, NOTE [ Fused optimizer kernels on CUDA ]).
     Returns:
         An optimizer whose ``step()`` updates the parameters in place.
 
@@ -81,6 +85,9 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
     """The SGD update on lists of tensors (momentum buffers updated or created in place in
     ``momentum_buffer_list``)."""
     for i, p in enumerate(params):
+        if _fused_sgd(p, d_p_list[i], momentum_buffer_list, i, lr, momentum, dampening,
+                      weight_decay, nesterov, maximize):
+            continue
         g = d_p_list[i] if not maximize else -d_p_list[i]
         if weight_decay != 0:
             g = g.add(p, alpha=weight_decay)
@@ -93,3 +100,25 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
                 buf.mul_(momentum).add_(g, alpha=1 - dampening)
             g = g.add(buf, alpha=momentum) if nesterov else buf
         p.add_(g, alpha=-lr)
+
+
+def _fused_sgd(p, g, bufs, i, lr, momentum, dampening, weight_decay, nesterov, maximize):
+    """The step as one kernel launch on CuPy arrays (NOTE [ Fused optimizer kernels on
+    CUDA ]) where it covers them and no mode intercepts ops; False (nothing changed) else."""
+    if not _fused_cuda.is_cupy(p._data) or _dispatch.intercept or \
+            p.requires_grad and _dispatch.state.grad_enabled or \
+            not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
+        return False
+    buf = bufs[i] if momentum != 0 else None
+    out = _fused_cuda.sgd(p._data, g._data, None if buf is None else buf._data, lr=lr,
+                          weight_decay=weight_decay, momentum=momentum, dampening=dampening,
+                          nesterov=nesterov, maximize=maximize)
+    if out is False:
+        return False
+    p._bump()
+    if momentum != 0:
+        if buf is None:
+            bufs[i] = wrap(out)
+        else:
+            buf._bump()
+    return True

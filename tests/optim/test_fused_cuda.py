@@ -1,0 +1,197 @@
+"""Fused optimizer steps (NOTE [ Fused optimizer kernels on CUDA ] in
+ember/optim/_fused_cuda.py): ``fused=True``/``foreach=True`` on the CPU as torch, the CUDA
+kernel bodies compiled as C on the CPU against the unfused path, and on a GPU the CuPy
+kernels against the unfused path and torch.cuda's fused optimizers."""
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import ember
+from ember.optim import _fused_cuda
+
+torch = pytest.importorskip("torch")
+
+needs_gpu = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
+
+CASES = [
+    ("Adam", dict(lr=0.1)),
+    ("Adam", dict(lr=0.1, weight_decay=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.05, betas=(0.3, 0.9), maximize=True)),
+    ("AdamW", dict(lr=0.1, weight_decay=0.1)),
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5, maximize=True)),
+]
+_IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for n, kw in CASES]
+
+
+def _train(lib, name, kw, device="cpu", dtype="float32", steps=3, n_params=2):
+    rng = np.random.default_rng(0)
+    ps = [lib.nn.Parameter(lib.tensor(rng.standard_normal((3, 4)).astype(np.float32),
+                                      device=device).to(getattr(lib, dtype)))
+          for _ in range(n_params)]
+    opt = getattr(lib.optim, name)(ps, **kw)
+    for _ in range(steps):
+        for p in ps:
+            p.grad = lib.tensor(rng.standard_normal((3, 4)).astype(np.float32),
+                                device=device).to(getattr(lib, dtype))
+        opt.step()
+    return [p.detach().float().cpu().numpy() for p in ps]
+
+
+# ---- CPU: the flags as torch 2.13 takes them --------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["fused", "foreach"])
+@pytest.mark.parametrize("name,kw", [CASES[0], CASES[3], CASES[5]], ids=["Adam", "AdamW", "SGD"])
+def test_fused_and_foreach_on_cpu_match_torch(flag, name, kw):
+    e = _train(ember, name, {**kw, flag: True})
+    t = _train(torch, name, {**kw, flag: True})
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD"])
+def test_fused_with_foreach_raises_as_torch(name):
+    msgs = []
+    for lib in (ember, torch):
+        p = lib.nn.Parameter(lib.ones(2))
+        with pytest.raises(RuntimeError) as info:
+            getattr(lib.optim, name)([p], lr=0.1, fused=True, foreach=True)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_cuda_kernels_decline_numpy_arrays():
+    p, g = np.ones(3, np.float32), np.ones(3, np.float32)
+    m, v = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    assert _fused_cuda.adam(p, g, m, v, None, beta1=0.9, beta2=0.999, lr=0.1,
+                            weight_decay=0.0, eps=1e-8, step=1, decoupled=False,
+                            maximize=False) is False
+    assert _fused_cuda.sgd(p, g, None, lr=0.1, weight_decay=0.0, momentum=0.9,
+                           dampening=0.0, nesterov=False, maximize=False) is False
+    assert p.tolist() == [1.0, 1.0, 1.0] and m.tolist() == [0.0, 0.0, 0.0]
+
+
+# ---- CPU: the CUDA kernel bodies, compiled as C, against the unfused path ----------------
+
+_C_TYPES = {"T": "float", "float32": "float", "int32": "int"}
+
+
+def _c_function(kind, body, ins, outs):
+    """The kernel body as a C function of one element: inputs by value, outputs by
+    pointer (as ElementwiseKernel binds them)."""
+    params = [d.split() for d in ins.split(",")]
+    out_names = [d.split()[1] for d in outs.split(",")]
+    sig = [f"{_C_TYPES[t]} {n}" for t, n in params] + [f"float* {n}_p" for n in out_names]
+    refs = "".join(f"float& {n} = *{n}_p;\n" for n in out_names)
+    return f'extern "C" void {kind}({", ".join(sig)}) {{\n{refs}{body}\n}}\n', params
+
+
+@pytest.fixture(scope="module")
+def c_kernels(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("needs a C++ compiler")
+    src = ["#include <cmath>\n#include <algorithm>\nusing std::max; using std::sqrt;\n"
+           "typedef float acc_t; typedef float T;\n"]
+    signatures = {}
+    for kind in ("adam", "adam_amsgrad", "sgd", "sgd_momentum"):
+        ins, outs, body = _fused_cuda._signature(kind, "float32")
+        code, params = _c_function(kind, body, ins, outs)
+        src.append(code)
+        signatures[kind] = (params, len(outs.split(",")))
+    d = tmp_path_factory.mktemp("fused_c")
+    (d / "k.cpp").write_text("".join(src))
+    subprocess.run([cxx, "-O1", "-ffp-contract=off", "-shared", "-fPIC", str(d / "k.cpp"),
+                    "-o", str(d / "k.so")], check=True)
+    return ctypes.CDLL(str(d / "k.so")), signatures
+
+
+def _emulated_kernel(lib, signatures):
+    """A stand-in for ``_fused_cuda._kernel`` running the compiled C per element."""
+    def make(kind, ctype, stype):
+        params, n_out = signatures[kind]
+        fn = getattr(lib, kind)
+        fn.argtypes = [ctypes.c_int if t == "int32" else ctypes.c_float for t, _ in params] + \
+            [ctypes.POINTER(ctypes.c_float)] * n_out
+
+        def call(*args):
+            ins, outs = args[:-n_out], args[-n_out:]
+            for idx in np.ndindex(ins[0].shape):
+                cells = [(ctypes.c_float * 1)(o[idx]) for o in outs]
+                fn(float(ins[0][idx]), *ins[1:], *cells)
+                for o, c in zip(outs, cells):
+                    o[idx] = c[0]
+        return call
+    return make
+
+
+@pytest.mark.parametrize("name,kw", CASES, ids=_IDS)
+def test_kernel_bodies_match_unfused_path_bit_for_bit(c_kernels, monkeypatch, name, kw):
+    from ember import _kernels
+
+    old = _kernels.set_backend("numpy")  # the NumPy ops, not the numba Adam (to rounding)
+    try:
+        unfused = _train(ember, name, kw, n_params=1)
+    finally:
+        _kernels.set_backend(old)
+    monkeypatch.setattr(_fused_cuda, "_kernel", _emulated_kernel(*c_kernels))
+    # NumPy float32 arrays stand in for CuPy arrays, np.empty_like for cupy.empty_like
+    monkeypatch.setattr(_fused_cuda, "is_cupy", lambda a: isinstance(a, np.ndarray))
+    monkeypatch.setattr(_fused_cuda, "_cupy", lambda: np)
+    calls = []
+    real = _fused_cuda._covered
+    monkeypatch.setattr(_fused_cuda, "_covered", lambda *a: calls.append(real(*a)) or calls[-1])
+    fused = _train(ember, name, kw, n_params=1)
+    assert len(calls) == 3 and None not in calls  # every step ran the kernel
+    np.testing.assert_array_equal(fused[0], unfused[0])
+
+
+# ---- on a GPU: the CuPy kernels ---------------------------------------------------------
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,kw", CASES, ids=_IDS)
+def test_cuda_fused_step_matches_unfused_path(monkeypatch, name, kw):
+    fused = _train(ember, name, kw, device="cuda")
+    assert any(k[0].startswith(name.lower()[:3]) for k in _fused_cuda._kernels)
+    monkeypatch.setattr(_fused_cuda, "is_cupy", lambda a: False)
+    unfused = _train(ember, name, kw, device="cuda")
+    for a, b in zip(fused, unfused):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,kw", CASES, ids=_IDS)
+def test_cuda_fused_step_matches_torch_fused(name, kw):
+    e = _train(ember, name, {**kw, "fused": True}, device="cuda")
+    t = _train(torch, name, {**kw, "fused": True},
+               device="cuda" if torch.cuda.is_available() else "cpu")
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype,tol", [("float16", 2e-3), ("bfloat16", 2e-2)])
+@pytest.mark.parametrize("name,kw", [CASES[0], CASES[3], CASES[5]], ids=["Adam", "AdamW", "SGD"])
+def test_cuda_fused_low_precision_computes_in_float32_as_torch(name, kw, dtype, tol):
+    e = _train(ember, name, {**kw, "fused": True}, device="cuda", dtype=dtype)
+    assert any(k[1] == "float" for k in _fused_cuda._kernels)
+    t = _train(torch, name, {**kw, "fused": True}, dtype=dtype,
+               device="cuda" if torch.cuda.is_available() else "cpu")
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@needs_gpu
+def test_cuda_kernel_compiled_once():
+    _train(ember, "Adam", dict(lr=0.1), device="cuda")
+    k = _fused_cuda._kernels[("adam", "float")]
+    _train(ember, "Adam", dict(lr=0.01, betas=(0.5, 0.9)), device="cuda")
+    assert _fused_cuda._kernels[("adam", "float")] is k
