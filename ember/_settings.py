@@ -33,9 +33,22 @@ class _Settings:
         self.num_interop_threads: int | None = None
         self.deterministic = False
         self.deterministic_warn_only = False
-        self.float32_matmul_precision = "highest"
+        self._matmul_precision = "highest"
+        #: callables run with the new value when the float32 matmul precision changes (the
+        #: CUDA backend points cuBLAS at TF32 or full float32 through one)
+        self.on_matmul_precision = []
         self.warn_always = False
         self.flush_denormal = False
+
+    @property
+    def float32_matmul_precision(self):
+        return self._matmul_precision
+
+    @float32_matmul_precision.setter
+    def float32_matmul_precision(self, value):
+        self._matmul_precision = value
+        for fn in self.on_matmul_precision:
+            fn(value)
 
 
 settings = _Settings()

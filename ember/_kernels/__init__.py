@@ -54,9 +54,14 @@ def _load():
         return _impl
     try:
         from . import _numba
-    except ImportError:
-        if choice == "numba":
+    except Exception as e:  # not installed, or an install that fails to import (a numba
+        if choice == "numba":  # built for another NumPy raises AttributeError): NumPy kernels
             raise
+        if not isinstance(e, ImportError):
+            import warnings
+
+            warnings.warn(f"ember: numba is installed but failed to import ({type(e).__name__}: "
+                          f"{e}); using the NumPy kernels", RuntimeWarning, stacklevel=2)
         _impl = False
     else:
         _impl = _numba
@@ -96,6 +101,16 @@ def set_backend(name: str) -> str:
     return old
 
 
+def _on_gpu(a):
+    """The CUDA kernels (NOTE [ Fused CUDA rows ] in ``_cuda.py``) for a CuPy array, else
+    None; CuPy is never imported here."""
+    if type(a).__module__.startswith("cupy"):
+        from . import _cuda
+
+        return _cuda
+    return None
+
+
 def _fast(*arrays):
     """The numba module when it should take these arrays, else None."""
     impl = _impl if _impl is not None else _load()
@@ -132,6 +147,9 @@ def softmax(a, dim, log=False):
         >>> r is None or bool(np.allclose(r, 0.25))
         True
     """
+    gpu = _on_gpu(a)
+    if gpu is not None:
+        return gpu.softmax(a, dim, log)
     impl = _fast(a)
     if impl is None or dim != a.ndim - 1:
         return None
@@ -161,6 +179,9 @@ def cross_entropy(rows, target, weight):
         >>> r is None or bool(np.isclose(r[1][0], np.log(2)))
         True
     """
+    gpu = _on_gpu(rows)
+    if gpu is not None:
+        return gpu.cross_entropy(rows, target, weight)
     impl = _fast(rows, weight)
     if impl is None or rows.shape[1] > _ROW_MAX:
         return None
@@ -191,6 +212,9 @@ def cross_entropy_backward(probs, target, scale):
         >>> r is None or r.tolist() == [[-0.5, 0.5]]
         True
     """
+    gpu = _on_gpu(probs)
+    if gpu is not None:
+        return gpu.cross_entropy_backward(probs, target, scale)
     impl = _fast(probs, scale)
     if impl is None:
         return None
@@ -226,6 +250,9 @@ def layer_norm(x, w, b, ndim, eps):
         >>> r is None or r[0].tolist() == [[-1.0, 1.0]]
         True
     """
+    gpu = _on_gpu(x)
+    if gpu is not None:
+        return gpu.layer_norm(x, w, b, ndim, eps)
     impl = _fast(x)
     if impl is None or (w is not None and w.dtype != _F32) or \
             (b is not None and b.dtype != _F32):
@@ -266,6 +293,9 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
         >>> r is None or r[0].tolist() == [[0.0, 0.0]]
         True
     """
+    gpu = _on_gpu(x)
+    if gpu is not None:
+        return gpu.layer_norm_backward(g, x, w, mean, rstd, ndim)
     impl = _fast(g, x, mean, rstd)
     if impl is None or (w is not None and w.dtype != _F32):
         return None
@@ -298,6 +328,9 @@ def gelu(x):
         >>> r is None or r[1].tolist() == [0.5, 0.5, 0.5]
         True
     """
+    gpu = _on_gpu(x)
+    if gpu is not None:
+        return gpu.gelu(x)
     impl = _fast(x)
     if impl is None:
         return None
@@ -316,6 +349,9 @@ def silu(x):
         >>> r is None or r.tolist() == [0.0, 0.0]
         True
     """
+    gpu = _on_gpu(x)
+    if gpu is not None:
+        return gpu.silu(x)
     impl = _fast(x)
     if impl is None:
         return None
@@ -333,12 +369,28 @@ def silu_backward(g, x):
         >>> r is None or r.tolist() == [0.5]
         True
     """
+    gpu = _on_gpu(x)
+    if gpu is not None:
+        return gpu.silu_backward(g, x)
     impl = _fast(g, x)
     if impl is None or g.shape != x.shape:
         return None
     out = np.empty(x.shape, np.float32)
     impl.silu_backward_into(_flat(g), _flat(x), out.reshape(-1))
     return out
+
+
+def gelu_tanh_backward(g, x):
+    """``g * d/dx gelu_tanh(x)`` in one pass, or None where not covered (CUDA arrays only:
+    on the CPU the generic kernel is the path).
+
+    Example::
+
+        >>> gelu_tanh_backward(np.ones(2, np.float32), np.zeros(2, np.float32)) is None
+        True
+    """
+    gpu = _on_gpu(x)
+    return gpu.gelu_tanh_backward(g, x) if gpu is not None else None
 
 
 def adam(p, g, m, v, *, beta1, beta2, lr, weight_decay, eps, bias1, bias2_sqrt,

@@ -127,6 +127,12 @@ sdpa_op.node_name = "ScaledDotProductAttentionBackward0"
 sdpa_backward_op = Op("scaled_dot_product_attention_backward", _sdpa_backward_kernel)
 
 
+#: device type -> ``fn(query, key, value, is_causal, scale)``: a device's fused attention
+#: (NOTE [ CUDA kernels ] in ember/cuda/_kernels.py), tried first for unmasked or causal
+#: attention without dropout; it returns None for inputs it does not take
+fused_attention: dict = {}
+
+
 def _causal_mask(l, s, device):
     from .creation import ones
 
@@ -186,6 +192,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         value = value.repeat_interleave(rep, -3)
     l, s = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if fused_attention and attn_mask is None and dropout_p == 0.0:
+        fused = fused_attention.get(query.device.type)
+        out = fused(query, key, value, is_causal, scale) if fused is not None else None
+        if out is not None:
+            return out
     if is_causal:
         attn_mask = _causal_mask(l, s, query.device)
     if attn_mask is not None and attn_mask._data.dtype.kind not in "bf":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
@@ -64,9 +66,17 @@ def _moments(xp, x, axes):
 
 
 def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
+    if xp is not np:
+        fused = _kernels.layer_norm(x, w, b, ndim, eps)  # a device's fused kernel: it also
+        if fused is not None:  # gives rows holding an infinity their NaN mean
+            return fused
     y, mean, rstd = _layer_norm_parts(xp, x, w, b, ndim, eps)
     if not holds_values(mean):  # the meta device: no values to look at
         return y, mean, rstd
+    if xp is not np:  # the same fix-up as below, without a round trip to the host
+        axes = tuple(range(x.ndim - ndim, x.ndim))
+        inf = xp.isinf(mean) & xp.isinf(x).any(axis=axes, keepdims=True).reshape(mean.shape)
+        return y, xp.where(inf, xp.asarray(float("nan"), dtype=mean.dtype), mean), rstd
     inf = xp.isinf(mean)
     if inf.any():
         # a row holding an infinity: torch's running mean meets inf - inf (a mean that
@@ -118,8 +128,9 @@ def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
     gxhat -= xhat
     gxhat -= s1 / n
     gxhat *= rstd
-    cast = lambda a: None if a is None else a.astype(dt, copy=False)  # noqa: E731
-    return cast(gxhat), cast(gw), cast(gb)
+    if gw is None:  # no weight: an empty gw, as a kernel returns arrays only
+        gw = xp.zeros((0,), dt)  # (NOTE [ Portable array code ])
+    return gxhat.astype(dt, copy=False), gw.astype(dt, copy=False), gb.astype(dt, copy=False)
 
 
 layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_kernel)
@@ -131,7 +142,7 @@ def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
     if not _dispatch.state.grad_enabled:
         gx, gw, gb = _dispatch.apply(layer_norm_backward_op, (g, x, w, out[1], out[2]),
                                      {"ndim": ndim})
-        return gx, gw, gb
+        return gx, gw if w is not None else None, gb
     # create_graph: the statistics must depend on x differentiably (the saved ones are
     # constants to autograd)
     mean = x.mean(dims, keepdim=True)
@@ -262,7 +273,9 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
     gx = g_rows * spread(k_g)
     gx += xc
     gx += spread(k_c)
-    gw = None if w is None else (sum_gxc * rstd).reshape(-1).astype(dt, copy=False)
+    # no weight: an empty gw, as a kernel returns arrays only (NOTE [ Portable array code ])
+    gw = xp.zeros((0,), dt) if w is None else \
+        (sum_gxc * rstd).reshape(-1).astype(dt, copy=False)
     return gx.reshape(x.shape).astype(dt, copy=False), gw, sum_g.reshape(-1).astype(dt, copy=False)
 
 
@@ -272,7 +285,7 @@ def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
     axes = [0] + list(range(2, x.dim()))
     if training and not _dispatch.state.grad_enabled:
         gx, gw, gb = _dispatch.apply(batch_norm_backward_op, (g, x, w, out[1], out[2]), {})
-        return gx, gw, gb, None, None
+        return gx, gw if w is not None else None, gb, None, None
     if training:
         # create_graph: batch statistics recomputed differentiably (see layer_norm)
         m = x.mean(axes, keepdim=True)

@@ -19,6 +19,7 @@ from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
+from ._xp_compat import ufunc_at
 from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
 from .nn_checks import kernel_dtype
 from .creation import zeros_like
@@ -147,6 +148,10 @@ def _gelu_f32(x):
 def _gelu_kernel(xp, a):
     """(x Phi(x), Phi(x) + x phi(x)); half precision computes in float32 and keeps the
     derivative in float32."""
+    if xp is not np:
+        fused = _kernels.gelu(a)  # a device's fused kernel (NOTE [ Fused kernels ])
+        if fused is not None:
+            return fused
     x = a.astype(xp.float32) if a.dtype.itemsize < 4 else a
     if xp is np and x.dtype == np.float32:
         fused = _kernels.gelu(x)  # NOTE [ Fused kernels ] (ember/_kernels)
@@ -204,8 +209,33 @@ def _gelu_tanh_kernel(xp, a):
     return t
 
 
-@_opmath_vjp
+def _gelu_tanh_backward_kernel(xp, g, a):
+    """``g * gelu_tanh'(a)``: one fused pass where a kernel covers the arrays (NOTE [ Fused
+    kernels ]), else the formula in float32 for half precision, rounded once."""
+    fused = _kernels.gelu_tanh_backward(g, a)
+    if fused is not None:
+        return fused
+    dt = a.dtype
+    if dt.itemsize < 4:
+        g, a = g.astype(xp.float32), a.astype(xp.float32)
+    a2 = a * a
+    th = xp.tanh(_GELU_C * a * (1 + _GELU_K * a2))
+    r = g * (0.5 * (1 + th) + (0.5 * _GELU_C) * a * (1 - th * th) * (1 + (3 * _GELU_K) * a2))
+    return xp.asarray(r).astype(dt, copy=False)
+
+
+gelu_tanh_backward_op = Op("gelu_tanh_backward", _gelu_tanh_backward_kernel)
+
+
 def _gelu_tanh_vjp(g, a):
+    if not _dispatch.state.grad_enabled and g.shape == a.shape and g.dtype == a.dtype:
+        return _dispatch.apply(gelu_tanh_backward_op, (g, a), {})
+    return _gelu_tanh_formula(g, a)
+
+
+@_opmath_vjp
+def _gelu_tanh_formula(g, a):
+    # create_graph: the formula in ember ops, differentiable in a
     th = (_GELU_C * (a + _GELU_K * a * a * a)).tanh()
     left = 0.5 * (1 + th)
     right = 0.5 * a * (1 - th * th) * (_GELU_C * (1 + 3 * _GELU_K * a * a))
@@ -246,10 +276,9 @@ def gelu(input, approximate="none"):
 
 
 def _silu_kernel(xp, a):
-    if xp is np:
-        fused = _kernels.silu(a)  # NOTE [ Fused kernels ] (ember/_kernels)
-        if fused is not None:
-            return fused
+    fused = _kernels.silu(a)  # NOTE [ Fused kernels ] (ember/_kernels)
+    if fused is not None:
+        return fused
     t = _scaled(xp, a, 0.5)
     xp.tanh(t, out=t)
     t += 1
@@ -261,7 +290,7 @@ def _silu_kernel(xp, a):
 def _silu_backward_kernel(xp, g, a):
     """g * s (1 + a (1 - s)) with s = sigmoid(a), in one pass where a fused kernel covers
     the arrays (NOTE [ Fused kernels ]), else in two buffers."""
-    fused = _kernels.silu_backward(g, a) if xp is np else None
+    fused = _kernels.silu_backward(g, a)
     if fused is not None:
         return fused
     s = _scaled(xp, a, 0.5)
@@ -309,7 +338,7 @@ def silu(input, inplace=False):
 def _softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
-    fused = _kernels.softmax(a, dim) if xp is np else None  # NOTE [ Fused kernels ]
+    fused = _kernels.softmax(a, dim)  # NOTE [ Fused kernels ]
     if fused is not None:
         return fused
     e = a - a.max(axis=dim, keepdims=True)
@@ -326,7 +355,7 @@ def _softmax_vjp(g, _a, *, dim, out):
 def _log_softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
-    fused = _kernels.softmax(a, dim, log=True) if xp is np else None  # NOTE [ Fused kernels ]
+    fused = _kernels.softmax(a, dim, log=True)  # NOTE [ Fused kernels ]
     if fused is not None:
         return fused
     shifted = a - a.max(axis=dim, keepdims=True)
@@ -572,15 +601,21 @@ def _class_rows(xp, x, target, weight, ignore_index):
     return rows, safe, wt
 
 
+def _out_of_bounds(xp, safe, c):
+    lo, hi = xp.stack((safe.min(), safe.max())).tolist()
+    return lo < 0 or hi >= c
+
+
 def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     """Fused log-softmax + NLL over class indices; also returns the probabilities, which
     backward needs (NOTE [ Fused cross entropy ])."""
     c = x.shape[1]
     rows, safe, wt = _class_rows(xp, x, target, weight, ignore_index)
-    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
+    # (one read of both bounds: on a device each read waits for the GPU)
+    if safe.size and holds_values(safe) and _out_of_bounds(xp, safe, c):
         bad = safe[(safe < 0) | (safe >= c)][0]
         raise IndexError(f"Target {int(bad)} is out of bounds.")
-    fused = _kernels.cross_entropy(rows, safe, wt) if xp is np else None
+    fused = _kernels.cross_entropy(rows, safe, wt)
     if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
         probs, losses = fused
     else:
@@ -615,7 +650,7 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     else:
         scale = wt * (g / _nonzero_total(wt))
     scale = scale.astype(probs.dtype, copy=False)
-    gx = _kernels.cross_entropy_backward(rows, safe, scale) if xp is np else None
+    gx = _kernels.cross_entropy_backward(rows, safe, scale)
     if gx is None:  # no fused kernel (NOTE [ Fused kernels ])
         gx = rows * scale[:, None]
         gx[xp.arange(rows.shape[0]), safe] -= scale
@@ -856,7 +891,7 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
     gf = g.reshape(-1, dim)
     if xp is not np:
         out = xp.zeros((num_weights, dim), dtype=g.dtype)
-        xp.add.at(out, flat, gf)
+        ufunc_at(xp, "add", out, flat, gf)  # NOTE [ Portable array code ]
     else:
         # np.add.at is slow; both paths below sum each row's lookups in lookup order
         order = flat.argsort(kind="stable")

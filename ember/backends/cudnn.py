@@ -39,49 +39,66 @@ def _check_precision(value):
         raise RuntimeError(f"Unknown precision: {value}")
 
 
+def _frontend_version():
+    """cuDNN's version through the frontend, or None (no GPU, no CuPy or no frontend); never
+    imports CuPy on a machine without CUDA."""
+    from .. import cuda
+
+    if not cuda.is_available():
+        return None
+    from ..cuda import _cudnn
+
+    return _cudnn.version()
+
+
 def is_available() -> bool:
-    """Whether ember can run cuDNN kernels: always False (ember calls no cuDNN).
+    """Whether ember can run cuDNN kernels: a GPU, CuPy and NVIDIA's cuDNN frontend
+    (``nvidia-cudnn-frontend``, NOTE [ cuDNN graphs ] in ember/cuda/_cudnn.py).
 
     Returns:
-        False.
+        bool: False on machines without them, as a CPU-only PyTorch answers.
 
     Example::
 
-        >>> ember.backends.cudnn.is_available()
-        False
+        >>> isinstance(ember.backends.cudnn.is_available(), bool)
+        True
     """
-    return False
+    return _frontend_version() is not None
 
 
 def version():
-    """The cuDNN version ember was built against: None, as PyTorch without cuDNN reports.
+    """cuDNN's version number (e.g. 91900 for 9.19.0), or None when cuDNN is not available.
 
     Returns:
-        None.
+        int | None.
 
     Example::
 
-        >>> ember.backends.cudnn.version() is None
+        >>> v = ember.backends.cudnn.version()
+        >>> v is None or v > 0
         True
     """
-    return None
+    return _frontend_version()
 
 
 def is_acceptable(tensor) -> bool:
-    """Whether cuDNN would accept ``tensor``: False, since cuDNN is not available.
+    """Whether cuDNN would take ``tensor``: a CUDA tensor of a floating dtype cuDNN
+    supports, with cuDNN available and enabled.
 
     Args:
         tensor: any tensor.
 
     Returns:
-        False.
+        bool.
 
     Example::
 
         >>> ember.backends.cudnn.is_acceptable(ember.zeros(2))
         False
     """
-    return False
+    if not _state["enabled"] or tensor.device.type != "cuda":
+        return False
+    return tensor.dtype.is_floating_point and tensor.dtype.itemsize <= 8 and is_available()
 
 
 def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _deterministic=None,

@@ -1,0 +1,430 @@
+"""cuDNN for CUDA tensors, through NVIDIA's cuDNN frontend (``nvidia-cudnn-frontend``).
+
+NOTE [ cuDNN graphs ]
+CuPy 14 no longer binds cuDNN, so ember reaches it through NVIDIA's maintained Python
+frontend, imported lazily the first time a CUDA convolution or attention runs. Each call
+shape becomes one frontend graph -- a convolution forward, data gradient or weight
+gradient, or a fused attention forward/backward -- described by the operands' dims,
+strides and dtype, built once (heuristics mode A, then the fallback list) and cached under
+that description; later calls only bind device pointers and launch on CuPy's current
+stream. A workspace comes from CuPy's memory pool per launch.
+
+What cuDNN is asked to do is narrow on purpose: float16/bfloat16/float32 operands, 1-, 2-
+or 3-d convolutions (1-d ones as 2-d with a unit height), attention on (B, H, L, E) inputs
+with E a multiple of 8 up to 128, causal or unmasked, without dropout. Anything else --
+and any call shape the frontend refuses to build -- returns None, and the caller runs the
+generic CuPy kernel (im2col and cuBLAS). A refused shape is remembered (``refused``, with
+the frontend's reason, for ``ember.cuda`` diagnostics) so it costs one attempt, not one per
+call. ``ember.backends.cudnn.enabled = False`` (or ``EMBER_CUDNN=0``) turns the whole path
+off; ``allow_tf32`` (True by default, as in PyTorch) lets float32 convolutions use TF32
+tensor cores; ``deterministic`` keeps to engines cuDNN marks deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+_cudnn = None          # the frontend module, False when it cannot be imported
+_import_error = ""
+_handles: dict = {}    # (device id, thread id) -> cudnn.Handle
+_plans: dict = {}      # call description -> _Plan, or None when refused
+refused: dict = {}     # call description -> the frontend's reason
+_lock = threading.Lock()
+
+_LOWP = {np.dtype(np.float16)}
+
+
+def _frontend():
+    """The ``cudnn`` frontend module, or None (not installed, or disabled)."""
+    global _cudnn, _import_error
+    if _cudnn is None:
+        if os.environ.get("EMBER_CUDNN", "1") == "0":
+            _cudnn = False
+            _import_error = "EMBER_CUDNN=0"
+        else:
+            try:
+                import cudnn
+
+                cudnn.backend_version()
+                _cudnn = cudnn
+            except Exception as e:  # noqa: BLE001 - not installed, or no usable library
+                _cudnn = False
+                _import_error = f"{type(e).__name__}: {e}"
+    return _cudnn or None
+
+
+def enabled() -> bool:
+    """Whether cuDNN kernels may run (the frontend imports and ``backends.cudnn.enabled``)."""
+    from ..backends import cudnn as settings
+
+    return settings._state["enabled"] and _frontend() is not None
+
+
+def version():
+    """cuDNN's version number (e.g. 91900), or None when the frontend is unavailable."""
+    fe = _frontend()
+    return fe.backend_version() if fe is not None else None
+
+
+def _data_type(dtype):
+    fe = _frontend()
+    if fe is None:
+        return None
+    if dtype == np.float32:
+        return fe.data_type.FLOAT
+    if dtype == np.float16:
+        return fe.data_type.HALF
+    if dtype.name == "bfloat16":
+        return fe.data_type.BFLOAT16
+    return None
+
+
+def _handle():
+    import cupy as cp
+
+    dev = cp.cuda.runtime.getDevice()
+    key = (dev, threading.get_ident())
+    h = _handles.get(key)
+    if h is None:
+        h = _handles[key] = _cudnn.create_handle()
+    _cudnn.set_stream(h, cp.cuda.get_current_stream().ptr)
+    return h
+
+
+def _strides(a):
+    item = a.itemsize
+    return [s // item for s in a.strides]
+
+
+def _aligned(a):
+    """cuDNN reads operands with vector loads: dense strides and 16-byte aligned data."""
+    return a.data.ptr % 16 == 0 and (a.flags.c_contiguous or _is_channels_last(a))
+
+
+def _is_channels_last(a):
+    if a.ndim not in (4, 5):
+        return False
+    order = (0,) + tuple(range(2, a.ndim)) + (1,)
+    expected, stride = {}, a.itemsize
+    for d in reversed(order):
+        expected[d] = stride
+        stride *= a.shape[d]
+    return all(a.strides[d] == expected[d] or a.shape[d] == 1 for d in range(a.ndim))
+
+
+def _dense(a):
+    import cupy as cp
+
+    return a if _aligned(a) else cp.ascontiguousarray(a)
+
+
+class _Plan:
+    """A built graph, the uids of its operands in call order, its workspace size, and the
+    frontend's lowered backend graph with the built plan's index when the direct launch
+    applies (a cuDNN backend plan: the public ``execute`` spends tens of microseconds of
+    Python per call normalising its arguments)."""
+
+    __slots__ = ("graph", "uids", "workspace", "direct")
+
+    def __init__(self, graph, uids, workspace):
+        self.graph, self.uids, self.workspace = graph, uids, workspace
+        self.direct = None
+        try:
+            if graph.selected_engine is None:
+                cfg = graph._materialize_backend_plan(graph._plan_index)
+                if cfg is not None and cfg.cpp_index is not None:
+                    self.direct = (graph._lowered_graph._execute_plan_at_index, cfg.cpp_index)
+        except Exception:  # noqa: BLE001 - another frontend version: the public path
+            self.direct = None
+
+    def run(self, *arrays):
+        import cupy as cp
+
+        ws = cp.empty(self.workspace, dtype=cp.uint8) if self.workspace else None
+        pack = {u: a.data.ptr for u, a in zip(self.uids, arrays)}
+        ws_ptr = ws.data.ptr if ws is not None else 0
+        h = _handle()
+        if self.direct is not None:
+            launch, index = self.direct
+            try:
+                launch(pack, ws_ptr, index, h.backend_handle, None, None, None)
+                return
+            except TypeError:  # the private launch changed its arguments
+                self.direct = None
+        self.graph.execute(pack, ws_ptr if ws is not None else None, handle=h)
+
+
+def _plan(key, build):
+    """The cached plan for ``key``, building it with ``build()`` on first use."""
+    try:
+        return _plans[key]
+    except KeyError:
+        pass
+    with _lock:
+        if key in _plans:
+            return _plans[key]
+        try:
+            plan = build()
+        except Exception as e:  # noqa: BLE001 - the frontend refused this call shape
+            refused[key] = f"{type(e).__name__}: {str(e)[:300]}"
+            plan = None
+        _plans[key] = plan
+        return plan
+
+
+def _graph(dt):
+    from ..backends import cudnn as settings
+
+    fe = _cudnn
+    g = fe.pygraph(io_data_type=dt, intermediate_data_type=fe.data_type.FLOAT,
+                   compute_data_type=fe.data_type.FLOAT, handle=_handle())
+    return g, settings._state
+
+
+def _finish(g, state, fp32):
+    fe = _cudnn
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([fe.heur_mode.A, fe.heur_mode.FALLBACK])
+    if fp32 and not state["allow_tf32"]:
+        g.deselect_numeric_notes([fe.numerical_note.TENSOR_CORE])
+    if state["deterministic"]:
+        g.deselect_numeric_notes([fe.numerical_note.NONDETERMINISTIC])
+    g.check_support()
+    g.build_plans()
+    return g.get_workspace_size()
+
+
+def _tensor(g, a, name, shape=None, strides=None):
+    return g.tensor(name=name, dim=list(a.shape if shape is None else shape),
+                    stride=_strides(a) if strides is None else list(strides),
+                    data_type=_data_type(a.dtype))
+
+
+def _row_major(shape):
+    out, s = [], 1
+    for d in reversed(shape):
+        out.append(s)
+        s *= d
+    return out[::-1]
+
+
+# -- convolution --------------------------------------------------------------------------------
+
+
+def _conv_ok(x, w, groups):
+    return (x.dtype == w.dtype and _data_type(x.dtype) is not None and x.ndim in (3, 4, 5)
+            and enabled())
+
+
+def _as_2d(a, nd):
+    """1-d convolution operands as 2-d ones with a unit height."""
+    return a.reshape(a.shape[:2] + (1,) + a.shape[2:]) if nd == 1 else a
+
+
+def _geometry(stride, padding, dilation, nd):
+    if nd == 1:
+        return [1] + list(stride), [0] + list(padding), [1] + list(dilation)
+    return list(stride), list(padding), list(dilation)
+
+
+def conv_forward(x, w, stride, padding, dilation, groups):
+    """``conv(x, w)`` through cuDNN (no bias), or None when cuDNN does not take it."""
+    if not _conv_ok(x, w, groups):
+        return None
+    import cupy as cp
+
+    nd = x.ndim - 2
+    x, w = _dense(_as_2d(x, nd)), _dense(_as_2d(w, nd))
+    st, pad, dil = _geometry(stride, padding, dilation, nd)
+    out_sp = [(x.shape[2 + i] + 2 * pad[i] - dil[i] * (w.shape[2 + i] - 1) - 1) // st[i] + 1
+              for i in range(len(st))]
+    if min(out_sp) <= 0 or x.shape[0] == 0:
+        return None
+    y_shape = [x.shape[0], w.shape[0]] + out_sp
+    key = ("fprop", x.shape, x.strides, w.shape, w.strides, x.dtype.str, tuple(st), tuple(pad),
+           tuple(dil), _settings_key())
+
+    def build():
+        g, state = _graph(_data_type(x.dtype))
+        X, W = _tensor(g, x, "x"), _tensor(g, w, "w")
+        Y = g.conv_fprop(image=X, weight=W, padding=pad, stride=st, dilation=dil,
+                         compute_data_type=_cudnn.data_type.FLOAT, name="conv")
+        Y.set_output(True).set_data_type(_data_type(x.dtype))
+        Y.set_dim(y_shape).set_stride(_row_major(y_shape))
+        ws = _finish(g, state, x.dtype == np.float32)
+        return _Plan(g, (X.get_uid(), W.get_uid(), Y.get_uid()), ws)
+
+    plan = _plan(key, build)
+    if plan is None:
+        return None
+    y = cp.empty(y_shape, dtype=x.dtype)
+    plan.run(x, w, y)
+    return y.reshape(y.shape[:2] + y.shape[3:]) if nd == 1 else y
+
+
+def conv_input_grad(g_out, w, input_shape, stride, padding, dilation, groups):
+    """The adjoint of ``conv`` in its input through cuDNN, or None."""
+    if not _conv_ok(g_out, w, groups):
+        return None
+    import cupy as cp
+
+    nd = g_out.ndim - 2
+    dy, w = _dense(_as_2d(g_out, nd)), _dense(_as_2d(w, nd))
+    st, pad, dil = _geometry(stride, padding, dilation, nd)
+    x_shape = list(input_shape[:2]) + ([1] if nd == 1 else []) + list(input_shape[2:])
+    if 0 in x_shape or 0 in dy.shape:
+        return None
+    key = ("dgrad", dy.shape, dy.strides, w.shape, w.strides, tuple(x_shape), dy.dtype.str,
+           tuple(st), tuple(pad), tuple(dil), _settings_key())
+
+    def build():
+        g, state = _graph(_data_type(dy.dtype))
+        DY, W = _tensor(g, dy, "dy"), _tensor(g, w, "w")
+        DX = g.conv_dgrad(loss=DY, filter=W, padding=pad, stride=st, dilation=dil,
+                          compute_data_type=_cudnn.data_type.FLOAT, name="dgrad")
+        DX.set_output(True).set_data_type(_data_type(dy.dtype))
+        DX.set_dim(x_shape).set_stride(_row_major(x_shape))
+        ws = _finish(g, state, dy.dtype == np.float32)
+        return _Plan(g, (DY.get_uid(), W.get_uid(), DX.get_uid()), ws)
+
+    plan = _plan(key, build)
+    if plan is None:
+        return None
+    dx = cp.empty(x_shape, dtype=dy.dtype)
+    plan.run(dy, w, dx)
+    return dx.reshape(tuple(input_shape)) if nd == 1 else dx
+
+
+def conv_weight_grad(x, g_out, weight_shape, stride, padding, dilation, groups):
+    """The adjoint of ``conv`` in its weight through cuDNN, or None."""
+    if not _conv_ok(x, g_out, groups):
+        return None
+    import cupy as cp
+
+    nd = x.ndim - 2
+    x, dy = _dense(_as_2d(x, nd)), _dense(_as_2d(g_out, nd))
+    st, pad, dil = _geometry(stride, padding, dilation, nd)
+    w_shape = list(weight_shape[:2]) + ([1] if nd == 1 else []) + list(weight_shape[2:])
+    if 0 in x.shape or 0 in dy.shape:
+        return None
+    key = ("wgrad", x.shape, x.strides, dy.shape, dy.strides, tuple(w_shape), x.dtype.str,
+           tuple(st), tuple(pad), tuple(dil), _settings_key())
+
+    def build():
+        g, state = _graph(_data_type(x.dtype))
+        X, DY = _tensor(g, x, "x"), _tensor(g, dy, "dy")
+        DW = g.conv_wgrad(image=X, loss=DY, padding=pad, stride=st, dilation=dil,
+                          compute_data_type=_cudnn.data_type.FLOAT, name="wgrad")
+        DW.set_output(True).set_data_type(_data_type(x.dtype))
+        DW.set_dim(w_shape).set_stride(_row_major(w_shape))
+        ws = _finish(g, state, x.dtype == np.float32)
+        return _Plan(g, (X.get_uid(), DY.get_uid(), DW.get_uid()), ws)
+
+    plan = _plan(key, build)
+    if plan is None:
+        return None
+    dw = cp.empty(w_shape, dtype=x.dtype)
+    plan.run(x, dy, dw)
+    return dw.reshape(tuple(weight_shape)) if nd == 1 else dw
+
+
+def _settings_key():
+    from ..backends import cudnn as settings
+
+    s = settings._state
+    return (s["allow_tf32"], s["deterministic"])
+
+
+# -- attention ----------------------------------------------------------------------------------
+
+
+def attention_ok(q, k, v):
+    """Whether cuDNN's fused attention takes these (B, H, L, E) operands."""
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or q.dtype not in (np.float16,) and \
+            q.dtype.name != "bfloat16":
+        return False
+    if not (q.dtype == k.dtype == v.dtype) or q.shape[:2] != k.shape[:2] or \
+            k.shape[:3] != v.shape[:3]:
+        return False
+    e, ev = q.shape[-1], v.shape[-1]
+    if e != k.shape[-1] or e % 8 or ev % 8 or e > 128 or ev > 128:
+        return False
+    if min(q.shape[2], k.shape[2]) == 0 or q.shape[0] == 0 or q.shape[1] == 0:
+        return False
+    return all(t.strides[-1] == t.itemsize and t.data.ptr % 16 == 0 for t in (q, k, v)) \
+        and enabled()
+
+
+def attention_plan(q, k, v, scale, causal):
+    """The cached forward plan for these operands (built on first use), or None."""
+    b, h, lq, _ = q.shape
+    o_shape = [b, h, lq, v.shape[-1]]
+    key = ("sdpa", q.shape, q.strides, k.shape, k.strides, v.shape, v.strides, q.dtype.str,
+           float(scale), bool(causal))
+
+    def build():
+        g, state = _graph(_data_type(q.dtype))
+        Q, K, V = _tensor(g, q, "q"), _tensor(g, k, "k"), _tensor(g, v, "v")
+        O, S = g.sdpa(q=Q, k=K, v=V, generate_stats=True, attn_scale=float(scale),
+                      use_causal_mask=bool(causal), name="sdpa")
+        O.set_output(True).set_dim(o_shape).set_stride(_row_major(o_shape))
+        O.set_data_type(_data_type(q.dtype))
+        S.set_output(True).set_data_type(_cudnn.data_type.FLOAT)
+        S.set_dim([b, h, lq, 1]).set_stride([h * lq, lq, 1, 1])
+        ws = _finish(g, state, False)
+        return _Plan(g, (Q.get_uid(), K.get_uid(), V.get_uid(), O.get_uid(), S.get_uid()), ws)
+
+    return _plan(key, build)
+
+
+def attention_forward(q, k, v, scale, causal):
+    """``(o, stats)`` of fused attention: the output and each query row's log-sum-exp of
+    its scaled scores (float32, (B, H, L, 1)), which the backward reads; None when cuDNN
+    refuses these operands."""
+    import cupy as cp
+
+    plan = attention_plan(q, k, v, scale, causal)
+    if plan is None:
+        return None
+    b, h, lq, _ = q.shape
+    o = cp.empty((b, h, lq, v.shape[-1]), dtype=q.dtype)
+    st = cp.empty((b, h, lq, 1), dtype=cp.float32)
+    plan.run(q, k, v, o, st)
+    return o, st
+
+
+def attention_backward(g_out, q, k, v, o, stats, scale, causal):
+    """``(dq, dk, dv)`` of fused attention from the forward's output and stats, or None."""
+    import cupy as cp
+
+    g_out = g_out if g_out.strides[-1] == g_out.itemsize and g_out.data.ptr % 16 == 0 \
+        else cp.ascontiguousarray(g_out)
+    key = ("sdpa_bwd", q.shape, q.strides, k.shape, k.strides, v.shape, v.strides, o.strides,
+           g_out.strides, q.dtype.str, float(scale), bool(causal))
+
+    def build():
+        g, state = _graph(_data_type(q.dtype))
+        Q, K, V = _tensor(g, q, "q"), _tensor(g, k, "k"), _tensor(g, v, "v")
+        O, DO = _tensor(g, o, "o"), _tensor(g, g_out, "do")
+        S = g.tensor(name="stats", dim=list(stats.shape), stride=_strides(stats),
+                     data_type=_cudnn.data_type.FLOAT)
+        DQ, DK, DV = g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=DO, stats=S,
+                                     attn_scale=float(scale), use_causal_mask=bool(causal),
+                                     name="sdpa_bwd")
+        for t, a in ((DQ, q), (DK, k), (DV, v)):
+            t.set_output(True).set_dim(list(a.shape)).set_stride(_row_major(a.shape))
+            t.set_data_type(_data_type(q.dtype))
+        ws = _finish(g, state, False)
+        return _Plan(g, (Q.get_uid(), K.get_uid(), V.get_uid(), O.get_uid(), DO.get_uid(),
+                         S.get_uid(), DQ.get_uid(), DK.get_uid(), DV.get_uid()), ws)
+
+    plan = _plan(key, build)
+    if plan is None:
+        return None
+    dq, dk, dv = (cp.empty(a.shape, dtype=a.dtype) for a in (q, k, v))
+    plan.run(q, k, v, o, g_out, stats, dq, dk, dv)
+    return dq, dk, dv
