@@ -182,6 +182,8 @@ _CUDA_PROMOTE = """
 # to the autocast dtype and widened back to float32, the op in float32, the output rounded
 # to the autocast dtype once. The values and dtypes are those of a low-precision kernel that
 # accumulates in float32 (PyTorch's), and the gradients are rounded where PyTorch's are.
+# CUDA's kernels (cuDNN convolutions, cuBLAS products) take the low precision directly: no
+# round trip there, which would cost four casts per convolution.
 ROUND_TRIP = frozenset(("linear", "convolution", "convolution_input_grad"))
 
 

@@ -214,7 +214,9 @@ class _AutocastMode(_dispatch.Mode):
             policy = policy(handle, args, kwargs)
         if policy is None:
             return handle(*args, **kwargs)
-        return _run(handle, policy, name in _policy.ROUND_TRIP, device_type, args, kwargs)
+        # (the round trip is for the CPU's kernels; CUDA's take half precision natively)
+        return _run(handle, policy, device_type == "cpu" and name in _policy.ROUND_TRIP,
+                    device_type, args, kwargs)
 
 
 class _AutocastFunctionMode:
@@ -237,8 +239,8 @@ class _AutocastFunctionMode:
             return NotImplemented
         if callable(policy):
             policy = policy(func, args, kwargs)
-        return _run(func, policy, name in _policy.FUNCTIONS_ROUND_TRIP, device_type, args,
-                    kwargs)
+        trip = device_type == "cpu" and name in _policy.FUNCTIONS_ROUND_TRIP
+        return _run(func, policy, trip, device_type, args, kwargs)
 
 
 def _sync_mode():

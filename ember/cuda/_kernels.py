@@ -84,6 +84,40 @@ def _batch_norm_backward(generic, g, x, w, m, rstd):
     return r[0].reshape(x.shape), r[1], r[2]
 
 
+# -- half-precision products: cuBLAS takes float16/bfloat16 directly (float32 accumulation),
+# where the generic kernels widen both operands to float32 first -------------------------------
+
+
+def _half(a, b):
+    return a is not None and b is not None and a.dtype == b.dtype and \
+        a.dtype.name in ("float16", "bfloat16") and a.ndim >= 1 and b.ndim >= 1
+
+
+def _matmul(generic, a, b):
+    if _half(a, b):
+        import cupy as cp
+
+        try:
+            return cp.matmul(a, b)
+        except (TypeError, NotImplementedError, ValueError):  # a CuPy without bfloat16 GEMM
+            pass
+    return generic(a, b)
+
+
+def _linear(generic, x, w, b):
+    if _half(x, w) and (b is None or b.dtype == x.dtype):
+        import cupy as cp
+
+        try:
+            y = cp.matmul(x, w.T)
+        except (TypeError, NotImplementedError, ValueError):
+            return generic(x, w, b)
+        if b is not None:
+            y += b
+        return y
+    return generic(x, w, b)
+
+
 # -- activations: one pass, float32 inside, for float32/float16/bfloat16 -----------------------
 
 
@@ -218,8 +252,12 @@ def register():
                    (nn_norm.batch_norm_op, _batch_norm),
                    (nn_norm.batch_norm_backward_op, _batch_norm_backward)):
         op.register_kernel("cuda", functools.partial(fn, functools.partial(op.kernel, cp)))
-    from .._ops import nn_ops
+    from .._ops import linalg, nn_ops
 
+    linalg.matmul_op.register_kernel("cuda", functools.partial(
+        _matmul, functools.partial(linalg.matmul_op.kernel, cp)))
+    nn_ops.linear_op.register_kernel("cuda", functools.partial(
+        _linear, functools.partial(nn_ops.linear_op.kernel, cp)))
     nn_ops.threshold_backward_op.register_kernel("cuda", functools.partial(
         _threshold_backward, functools.partial(nn_ops.threshold_backward_op.kernel, cp)))
     for op, name in ((nn_ops.gelu_tanh_op, "gelu_tanh"), (nn_ops.silu_op, "silu")):

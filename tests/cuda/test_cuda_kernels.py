@@ -224,3 +224,26 @@ def test_relu_backward_and_layer_norm_inf_rows_match_torch(dtype):
     np.testing.assert_array_equal(
         np.isnan(ember.native_layer_norm(e, (5,), None, None, 1e-5)[1].float().cpu().numpy()),
         np.isnan(torch.native_layer_norm(t, (5,), None, None, 1e-5)[1].float().cpu().numpy()))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_products_and_amp_linear_match_torch(dtype):
+    a, ta = _pair((3, 64, 96), dtype, 0)
+    b, tb = _pair((96, 48), dtype, 1)
+    _close(a @ b, ta @ tb, dtype, scale=4)
+    lin = ember.nn.Linear(96, 32).cuda()
+    tlin = torch.nn.Linear(96, 32).cuda()
+    with torch.no_grad():
+        tlin.weight.copy_(torch.tensor(lin.weight.detach().cpu().numpy()))
+        tlin.bias.copy_(torch.tensor(lin.bias.detach().cpu().numpy()))
+    x, tx = _pair((4, 96), "float32", 2)
+    with ember.autocast("cuda", dtype=getattr(ember, dtype)):
+        y = lin(x)
+    with torch.autocast("cuda", dtype=getattr(torch, dtype)):
+        ty = tlin(tx)
+    assert y.dtype == getattr(ember, dtype)
+    _close(y, ty, dtype, scale=4)
+    y.float().sum().backward()
+    ty.float().sum().backward()
+    _close(lin.weight.grad, tlin.weight.grad, dtype, scale=4)
+    _close(x.grad, tx.grad, dtype, scale=4)
