@@ -13,6 +13,8 @@ Usage::
     python -m bench.cuda                  # everything
     python -m bench.cuda -k conv,add      # workloads whose name contains one of these
     python -m bench.cuda --json out.json  # also write the rows
+    python -m bench.cuda --profile resnet50_amp   # host vs GPU time, top kernels, cProfile
+    python -m bench.cuda --find-sync gpt2_small_amp  # the first device sync in a step
 """
 
 from __future__ import annotations
@@ -388,6 +390,32 @@ def profile(key, steps=3):
     pstats.Stats(prof).sort_stats("tottime").print_stats(20)
 
 
+def find_sync(key):
+    """Run one warmed-up step of ``key``'s ember workload with device synchronisation
+    forbidden (``cupyx.allow_synchronize(False)``) and print where the first one happens:
+    each sync stalls the host until the GPU drains, the reason a step can be host-bound
+    while the GPU idles. Fix it, run again, until a step runs through."""
+    import cupyx
+
+    import ember
+
+    build = next(b for name, b, _ in WORKLOADS if key == b.__name__ or key in name)
+    fn = build(ember)
+    fn()
+    ember.cuda.synchronize()
+    try:
+        with cupyx.allow_synchronize(False):
+            fn()
+    except Exception as e:  # noqa: BLE001 - cupyx.DeviceSynchronized, or what it caused
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if "/ember/" in f.filename]
+        print(f"{type(e).__name__}: {e}")
+        for f in frames[-8:]:
+            print(f"  {f.filename.split('/ember/', 1)[1]}:{f.lineno} {f.name}: {f.line}")
+        return False
+    print(f"{build.__name__}: a whole step ran without a device synchronisation")
+    return True
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-k", default="", help="comma-separated substrings of workload names")
@@ -395,8 +423,12 @@ def main(argv=None):
     p.add_argument("--no-bench", action="store_true")
     p.add_argument("--json", default="")
     p.add_argument("--profile", default="", help="a workload to profile (cProfile)")
+    p.add_argument("--find-sync", default="", help="a workload: where does it synchronise?")
     args = p.parse_args(argv)
     out = {}
+    if args.find_sync:
+        find_sync(args.find_sync)
+        return
     if args.profile:
         profile(args.profile)
         return

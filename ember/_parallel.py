@@ -102,6 +102,8 @@ def ufunc_on_threads(f, *arrays):
     first = None
     for a in arrays:
         if isinstance(a, np.ndarray):
+            if type(a) is not np.ndarray:  # a NumPy-backed device's arrays: not ours to split
+                return None
             if first is None:
                 first = a
             elif a.shape != first.shape:
