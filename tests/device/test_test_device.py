@@ -189,3 +189,13 @@ def test_zero_dim_cpu_tensor_first_joins_as_a_scalar():
     assert r.device.type == DEV and r.cpu().tolist() == [2.0, 2.0]
     r.sum().backward()
     assert s.grad.device.type == "cpu" and s.grad.item() == 2.0
+
+
+def test_large_elementwise_ops_stay_on_the_device():
+    # large enough for NumPy's threaded element-wise path, which must not take device arrays
+    from ember._parallel import MIN_ELEMENTS
+
+    a = ember.ones(MIN_ELEMENTS + 1).to(DEV)
+    for r in (a + a, a * 2.0, a.add(a, alpha=0.5)):
+        assert r.device.type == TEST_DEVICE and type(r._data) is TestDeviceArray
+        assert float(r[-1].cpu()) in (2.0, 1.5)
