@@ -146,41 +146,11 @@ def _bottleneck_resnet50(fw, num_classes=1000):
 
 
 def _gpt2_small(fw, n_layer=12, d=768, n_head=12, ctx=1024, vocab=50257):
-    nn, F = fw.nn, fw.nn.functional
+    """GPT-2 small: bench/train.py's GPT at 12 layers, d 768, its vocabulary, tanh GELU."""
+    from bench.train import _gpt
 
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1 = nn.LayerNorm(d)
-            self.qkv = nn.Linear(d, 3 * d)
-            self.proj = nn.Linear(d, d)
-            self.ln2 = nn.LayerNorm(d)
-            self.fc = nn.Linear(d, 4 * d)
-            self.out = nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-            q, k, v = (z.view(b, t, n_head, d // n_head).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-            return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok = nn.Embedding(vocab, d)
-            self.pos = nn.Embedding(ctx, d)
-            self.blocks = nn.Sequential(*[Block() for _ in range(n_layer)])
-            self.ln = nn.LayerNorm(d)
-            self.head = nn.Linear(d, vocab, bias=False)
-
-        def forward(self, idx):
-            t = idx.shape[1]
-            x = self.tok(idx) + self.pos(fw.arange(t, device=idx.device))
-            return self.head(self.ln(self.blocks(x)))
-
-    return GPT()
+    return _gpt(fw, n_layer=n_layer, d=d, n_head=n_head, ctx=ctx, vocab=vocab,
+                approximate="tanh")
 
 
 def _train_step(fw, model, opt, x, y, loss_fn, amp_dtype=None):

@@ -166,7 +166,8 @@ def resnet18(fw):
 VOCAB = 96
 
 
-def _gpt(fw, n_layer=4, d=256, n_head=4, ctx=128):
+def _gpt(fw, n_layer=4, d=256, n_head=4, ctx=128, vocab=VOCAB, approximate="none"):
+    """A GPT of ``n_layer`` pre-norm blocks (causal SDPA, GELU MLP), ``fw``'s modules."""
     nn, F = fw.nn, fw.nn.functional
 
     class Block(nn.Module):
@@ -185,20 +186,20 @@ def _gpt(fw, n_layer=4, d=256, n_head=4, ctx=128):
             q, k, v = (z.view(b, t, n_head, d // n_head).transpose(1, 2) for z in (q, k, v))
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+            return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate=approximate))
 
     class GPT(nn.Module):
         def __init__(self):
             super().__init__()
-            self.tok = nn.Embedding(VOCAB, d)
+            self.tok = nn.Embedding(vocab, d)
             self.pos = nn.Embedding(ctx, d)
             self.blocks = nn.Sequential(*[Block() for _ in range(n_layer)])
             self.ln = nn.LayerNorm(d)
-            self.head = nn.Linear(d, VOCAB, bias=False)
+            self.head = nn.Linear(d, vocab, bias=False)
 
         def forward(self, idx):
             t = idx.shape[1]
-            x = self.tok(idx) + self.pos(fw.arange(t))
+            x = self.tok(idx) + self.pos(fw.arange(t, device=idx.device))
             return self.head(self.ln(self.blocks(x)))
 
     return GPT()

@@ -685,28 +685,38 @@ def _flat_call(name, dtype, arrays, outs):
                            (np.int64(outs[0].size),))
 
 
-def gelu_tanh(x):
-    """GELU with the tanh approximation of a CuPy array, or None."""
+def _one_pass(kernel, x):
+    """``kernel`` applied to each element of ``x`` into a new array, or None."""
     if not covers(x):
         return None
     import cupy as cp
 
     x = cp.ascontiguousarray(x)
     y = cp.empty_like(x)
-    _flat_call("gelu_tanh_fwd", x.dtype, (x,), (y,))
+    _flat_call(kernel, x.dtype, (x,), (y,))
     return y
 
 
-def gelu_tanh_backward(g, x):
-    """``g * gelu_tanh'(x)``, or None (shapes must match)."""
+def _one_pass_backward(kernel, g, x):
+    """``g`` times the derivative ``kernel`` computes at ``x``, or None (shapes must match)."""
     if g.shape != x.shape or not covers(g, x):
         return None
     import cupy as cp
 
     g, x = cp.ascontiguousarray(g), cp.ascontiguousarray(x)
     gx = cp.empty_like(x)
-    _flat_call("gelu_tanh_bwd", x.dtype, (g, x), (gx,))
+    _flat_call(kernel, x.dtype, (g, x), (gx,))
     return gx
+
+
+def gelu_tanh(x):
+    """GELU with the tanh approximation of a CuPy array, or None."""
+    return _one_pass("gelu_tanh_fwd", x)
+
+
+def gelu_tanh_backward(g, x):
+    """``g * gelu_tanh'(x)``, or None (shapes must match)."""
+    return _one_pass_backward("gelu_tanh_bwd", g, x)
 
 
 def gelu(x):
@@ -724,26 +734,12 @@ def gelu(x):
 
 def silu(x):
     """``x * sigmoid(x)`` of a CuPy array, or None."""
-    if not covers(x):
-        return None
-    import cupy as cp
-
-    x = cp.ascontiguousarray(x)
-    y = cp.empty_like(x)
-    _flat_call("silu_fwd", x.dtype, (x,), (y,))
-    return y
+    return _one_pass("silu_fwd", x)
 
 
 def silu_backward(g, x):
     """``g * silu'(x)``, or None (shapes must match)."""
-    if g.shape != x.shape or not covers(g, x):
-        return None
-    import cupy as cp
-
-    g, x = cp.ascontiguousarray(g), cp.ascontiguousarray(x)
-    gx = cp.empty_like(x)
-    _flat_call("silu_bwd", x.dtype, (g, x), (gx,))
-    return gx
+    return _one_pass_backward("silu_bwd", g, x)
 
 
 def threshold_backward(g, out, threshold):

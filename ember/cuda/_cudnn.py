@@ -231,105 +231,82 @@ def _geometry(stride, padding, dilation, nd):
     return list(stride), list(padding), list(dilation)
 
 
-def conv_forward(x, w, stride, padding, dilation, groups):
-    """``conv(x, w)`` through cuDNN (no bias), or None when cuDNN does not take it."""
-    if not _conv_ok(x, w, groups):
-        return None
+#: the frontend's node for each convolution kind, and its two operands' port names
+_CONV_NODES = {"fprop": ("conv_fprop", "image", "weight"),
+               "dgrad": ("conv_dgrad", "loss", "filter"),
+               "wgrad": ("conv_wgrad", "image", "loss")}
+
+
+def _conv(kind, a, b, out_shape, stride, padding, dilation):
+    """One convolution graph of ``kind`` on operands ``a``, ``b`` (N-d, 1-d ones already
+    given a unit height) writing a new array of ``out_shape``; None when cuDNN refuses."""
     import cupy as cp
 
-    nd = x.ndim - 2
-    x, w = _dense(_as_2d(x, nd)), _dense(_as_2d(w, nd))
-    st, pad, dil = _geometry(stride, padding, dilation, nd)
-    out_sp = [(x.shape[2 + i] + 2 * pad[i] - dil[i] * (w.shape[2 + i] - 1) - 1) // st[i] + 1
-              for i in range(len(st))]
-    if min(out_sp) <= 0 or x.shape[0] == 0:
+    if 0 in a.shape or 0 in b.shape or min(out_shape) <= 0:
         return None
-    y_shape = [x.shape[0], w.shape[0]] + out_sp
-    key = ("fprop", x.shape, x.strides, w.shape, w.strides, x.dtype.str, tuple(st), tuple(pad),
-           tuple(dil), _settings_key())
+    a, b = _dense(a), _dense(b)
+    key = (kind, a.shape, a.strides, b.shape, b.strides, tuple(out_shape), a.dtype.str,
+           tuple(stride), tuple(padding), tuple(dilation), _settings_key())
 
     def build():
-        g, state = _graph(_data_type(x.dtype))
-        X, W = _tensor(g, x, "x"), _tensor(g, w, "w")
-        Y = g.conv_fprop(image=X, weight=W, padding=pad, stride=st, dilation=dil,
-                         compute_data_type=_cudnn.data_type.FLOAT, name="conv")
-        Y.set_output(True).set_data_type(_data_type(x.dtype))
-        Y.set_dim(y_shape).set_stride(_row_major(y_shape))
-        ws = _finish(g, state, x.dtype == np.float32)
-        return _Plan(g, (X.get_uid(), W.get_uid(), Y.get_uid()), ws)
+        node, port_a, port_b = _CONV_NODES[kind]
+        g, state = _graph(_data_type(a.dtype))
+        A, B = _tensor(g, a, "a"), _tensor(g, b, "b")
+        out = getattr(g, node)(**{port_a: A, port_b: B}, padding=list(padding),
+                               stride=list(stride), dilation=list(dilation),
+                               compute_data_type=_cudnn.data_type.FLOAT, name=kind)
+        out.set_output(True).set_data_type(_data_type(a.dtype))
+        out.set_dim(list(out_shape)).set_stride(_row_major(out_shape))
+        ws = _finish(g, state, a.dtype == np.float32)
+        return _Plan(g, (A.get_uid(), B.get_uid(), out.get_uid()), ws)
 
     plan = _plan(key, build)
     if plan is None:
         return None
-    y = cp.empty(y_shape, dtype=x.dtype)
-    plan.run(x, w, y)
-    return y.reshape(y.shape[:2] + y.shape[3:]) if nd == 1 else y
+    out = cp.empty(tuple(out_shape), dtype=a.dtype)
+    plan.run(a, b, out)
+    return out
+
+
+def _unit_height(shape, nd):
+    """A 1-d convolution's shape as 2-d (a unit height); others as they are."""
+    shape = list(shape)
+    return shape[:2] + [1] + shape[2:] if nd == 1 else shape
+
+
+def conv_forward(x, w, stride, padding, dilation, groups):
+    """``conv(x, w)`` through cuDNN (no bias), or None when cuDNN does not take it."""
+    if not _conv_ok(x, w, groups):
+        return None
+    nd = x.ndim - 2
+    st, pad, dil = _geometry(stride, padding, dilation, nd)
+    x, w = _as_2d(x, nd), _as_2d(w, nd)
+    out_sp = [(x.shape[2 + i] + 2 * pad[i] - dil[i] * (w.shape[2 + i] - 1) - 1) // st[i] + 1
+              for i in range(len(st))]
+    y = _conv("fprop", x, w, [x.shape[0], w.shape[0]] + out_sp, st, pad, dil)
+    return y.reshape(y.shape[:2] + y.shape[3:]) if y is not None and nd == 1 else y
 
 
 def conv_input_grad(g_out, w, input_shape, stride, padding, dilation, groups):
     """The adjoint of ``conv`` in its input through cuDNN, or None."""
     if not _conv_ok(g_out, w, groups):
         return None
-    import cupy as cp
-
     nd = g_out.ndim - 2
-    dy, w = _dense(_as_2d(g_out, nd)), _dense(_as_2d(w, nd))
     st, pad, dil = _geometry(stride, padding, dilation, nd)
-    x_shape = list(input_shape[:2]) + ([1] if nd == 1 else []) + list(input_shape[2:])
-    if 0 in x_shape or 0 in dy.shape:
-        return None
-    key = ("dgrad", dy.shape, dy.strides, w.shape, w.strides, tuple(x_shape), dy.dtype.str,
-           tuple(st), tuple(pad), tuple(dil), _settings_key())
-
-    def build():
-        g, state = _graph(_data_type(dy.dtype))
-        DY, W = _tensor(g, dy, "dy"), _tensor(g, w, "w")
-        DX = g.conv_dgrad(loss=DY, filter=W, padding=pad, stride=st, dilation=dil,
-                          compute_data_type=_cudnn.data_type.FLOAT, name="dgrad")
-        DX.set_output(True).set_data_type(_data_type(dy.dtype))
-        DX.set_dim(x_shape).set_stride(_row_major(x_shape))
-        ws = _finish(g, state, dy.dtype == np.float32)
-        return _Plan(g, (DY.get_uid(), W.get_uid(), DX.get_uid()), ws)
-
-    plan = _plan(key, build)
-    if plan is None:
-        return None
-    dx = cp.empty(x_shape, dtype=dy.dtype)
-    plan.run(dy, w, dx)
-    return dx.reshape(tuple(input_shape)) if nd == 1 else dx
+    dx = _conv("dgrad", _as_2d(g_out, nd), _as_2d(w, nd), _unit_height(input_shape, nd),
+               st, pad, dil)
+    return dx.reshape(tuple(input_shape)) if dx is not None and nd == 1 else dx
 
 
 def conv_weight_grad(x, g_out, weight_shape, stride, padding, dilation, groups):
     """The adjoint of ``conv`` in its weight through cuDNN, or None."""
     if not _conv_ok(x, g_out, groups):
         return None
-    import cupy as cp
-
     nd = x.ndim - 2
-    x, dy = _dense(_as_2d(x, nd)), _dense(_as_2d(g_out, nd))
     st, pad, dil = _geometry(stride, padding, dilation, nd)
-    w_shape = list(weight_shape[:2]) + ([1] if nd == 1 else []) + list(weight_shape[2:])
-    if 0 in x.shape or 0 in dy.shape:
-        return None
-    key = ("wgrad", x.shape, x.strides, dy.shape, dy.strides, tuple(w_shape), x.dtype.str,
-           tuple(st), tuple(pad), tuple(dil), _settings_key())
-
-    def build():
-        g, state = _graph(_data_type(x.dtype))
-        X, DY = _tensor(g, x, "x"), _tensor(g, dy, "dy")
-        DW = g.conv_wgrad(image=X, loss=DY, padding=pad, stride=st, dilation=dil,
-                          compute_data_type=_cudnn.data_type.FLOAT, name="wgrad")
-        DW.set_output(True).set_data_type(_data_type(x.dtype))
-        DW.set_dim(w_shape).set_stride(_row_major(w_shape))
-        ws = _finish(g, state, x.dtype == np.float32)
-        return _Plan(g, (X.get_uid(), DY.get_uid(), DW.get_uid()), ws)
-
-    plan = _plan(key, build)
-    if plan is None:
-        return None
-    dw = cp.empty(w_shape, dtype=x.dtype)
-    plan.run(x, dy, dw)
-    return dw.reshape(tuple(weight_shape)) if nd == 1 else dw
+    dw = _conv("wgrad", _as_2d(x, nd), _as_2d(g_out, nd), _unit_height(weight_shape, nd),
+               st, pad, dil)
+    return dw.reshape(tuple(weight_shape)) if dw is not None and nd == 1 else dw
 
 
 def _settings_key():
