@@ -604,7 +604,8 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
     """Split the world into consecutive subgroups of ``group_size`` ranks.
 
     Args:
-        group_size (int, optional): the ranks per subgroup. Default: the local world size.
+        group_size (int, optional): the ranks per subgroup. Default: the number of CUDA
+            devices (one subgroup per machine); without CUDA it must be given.
         group (ProcessGroup, optional): accepted for PyTorch compatibility.
         timeout (datetime.timedelta, optional): the groups' collective timeout.
         backend (str, optional): the backend of the new groups. Default: the default group's.
@@ -615,14 +616,22 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
         (this rank's subgroup, all the subgroups)
 
     Raises:
-        ValueError: ``group_size`` does not divide the world size or exceeds it.
+        ValueError: ``group_size`` does not divide the world size or exceeds it, or is
+            None without CUDA.
 
     Example::
 
         >>> ember.distributed.new_subgroups(1)  # doctest: +SKIP
     """
     world = get_world_size()
-    group_size = world if group_size is None else group_size
+    if group_size is None:
+        from .. import cuda
+
+        if not cuda.is_available():
+            raise ValueError("Default group size only takes effect when CUDA is available. "
+                             "If your subgroup uses a backend that does not depend on CUDA, "
+                             "please pass in 'group_size' correctly.")
+        group_size = cuda.device_count()
     if group_size <= 0:
         raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
     if group_size > world:

@@ -390,6 +390,10 @@ def ddp_features(rank, fw, init_method, out_dir):
             ddp.register_comm_hook(state, hook)
             _train(torch, ddp, batches)
             res[name] = (_state(net), state.iter, state.compression_stats()[0])
+    from tests.distributed import _averaging_workers, _zero_overlap
+
+    res.update(_averaging_workers.results(torch, dist, fw, rank))
+    res.update(_zero_overlap.results(torch, dist, fw, rank))
     dist.destroy_process_group()
     _dump(out_dir, rank, res)
 

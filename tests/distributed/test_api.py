@@ -333,3 +333,57 @@ def test_nccl_comm_drives_cupy_nccl_api(monkeypatch):
     assert calls[-2] == ("broadcast", 1004, 1004, 4, "NCCL_FLOAT32", 0, 99)
     with pytest.raises(ValueError, match="BXOR"):
         comm.all_reduce(t, dist.ReduceOp.BXOR)
+
+
+# -- model averaging without a group ------------------------------------------------------------
+
+@needs_torch
+def test_model_averager_without_group_raises_as_torch():
+    from torch.distributed.algorithms.model_averaging import averagers as theirs
+
+    from ember.distributed.algorithms.model_averaging import averagers as ours
+
+    with pytest.raises(TypeError):
+        theirs.PeriodicModelAverager(2)
+    with pytest.raises(TypeError, match="init_process_group"):
+        ours.PeriodicModelAverager(2)
+
+
+@needs_torch
+@needs_mpi
+def test_new_subgroups_default_size_without_cuda_raises_as_torch(world1):
+    with pytest.raises(ValueError) as theirs:
+        tdist.new_subgroups()
+    with pytest.raises(ValueError) as ours:
+        dist.new_subgroups()
+    assert str(ours.value).split(".")[0] == str(theirs.value).split(".")[0]
+
+
+@needs_mpi
+def test_zero_overlap_refuses_state_and_groups_before_ddp_buckets(world1):
+    from ember.distributed.optim import ZeroRedundancyOptimizer
+    from ember.distributed.optim.functional_adam import _FunctionalAdam
+
+    net = ember.nn.Linear(2, 2)
+    zero = ZeroRedundancyOptimizer(net.parameters(), ember.optim.Adam, overlap_with_ddp=True,
+                                   lr=0.1)
+    with pytest.raises(RuntimeError, match="fully initialized"):
+        zero.consolidate_state_dict()
+    with pytest.raises(RuntimeError, match="single parameter group"):
+        zero.add_param_group({"params": [ember.nn.Parameter(ember.ones(1))]})
+    with pytest.raises(ValueError, match="functional optimizer"):
+        ZeroRedundancyOptimizer(net.parameters(), _FunctionalAdam, lr=0.1)
+
+
+@needs_mpi
+def test_noop_hook_keeps_local_gradients(world1):
+    from ember.distributed.algorithms.ddp_comm_hooks import (DDPCommHookType, debugging_hooks,
+                                                             register_ddp_comm_hook)
+
+    bucket = dist.GradBucket(0, ember.tensor([3.0, 4.0]), [], [], True)
+    assert debugging_hooks.noop_hook(None, bucket).wait() is bucket.buffer()
+    ddp = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(2, 1))
+    register_ddp_comm_hook(DDPCommHookType.NOOP, ddp)
+    assert ddp._comm_hook is debugging_hooks.noop_hook
+    ddp(ember.ones(1, 2)).sum().backward()
+    np.testing.assert_allclose(ddp.module.weight.grad.numpy(), [[1.0, 1.0]])

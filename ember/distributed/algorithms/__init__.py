@@ -1,5 +1,6 @@
-"""``ember.distributed.algorithms``: ``Join`` for uneven inputs, and DDP communication hooks
-(``ddp_comm_hooks``), as ``torch.distributed.algorithms``.
+"""``ember.distributed.algorithms``: ``Join`` for uneven inputs, DDP communication hooks
+(``ddp_comm_hooks``) and model averaging (``model_averaging``), as
+``torch.distributed.algorithms``.
 
 Example::
 
@@ -8,7 +9,7 @@ Example::
     True
 """
 
-from . import ddp_comm_hooks, join
+from . import ddp_comm_hooks, join, model_averaging
 from .join import Join, JoinHook, Joinable
 
-__all__ = ["Join", "JoinHook", "Joinable", "ddp_comm_hooks", "join"]
+__all__ = ["Join", "JoinHook", "Joinable", "ddp_comm_hooks", "join", "model_averaging"]

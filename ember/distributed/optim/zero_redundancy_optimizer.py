@@ -11,11 +11,28 @@ where schedulers change them), then every rank broadcasts its updated parameters
 per dtype, so all replicas hold the same model again. ``consolidate_state_dict(to)``
 gathers the shards' state on one rank, whose ``state_dict()`` is then the state of a
 plain optimizer over all parameters (global indices).
+
+NOTE [ ZeRO overlapped with DDP ]
+With ``overlap_with_ddp=True`` the shares follow DDP's gradient buckets instead, and the
+step runs inside DDP's communication hook (``ddp_zero_hook.hook_with_zero_step``), so
+``step()`` in the training loop does nothing. The hook needs DDP's final buckets: in the
+first iteration DDP has not rebuilt them yet (nothing happens), in the second the hook
+records each bucket's parameters, and at the start of the third the optimizer is made
+(``_init_zero_for_overlap``). So, as in PyTorch, the first two iterations update nothing.
+From then on, once the last bucket is launched, each rank waits for the all-reduce of the
+buckets assigned to it, steps a *functional* optimizer (``functional_optim_map``) with
+those buckets' averaged gradients, and broadcasts the parameters of each bucket from its
+rank. Bucket ``i`` goes to rank ``i % world_size``; with ``shard_buckets=True`` buckets are
+cut into pieces of about a ``1/world_size`` share and dealt to the least-loaded rank. The
+parameters of each assignment are moved into one flat tensor (their ``.data`` become
+views of it) so one broadcast per assignment suffices.
 """
 
 from __future__ import annotations
 
 import copy
+import enum
+import logging
 
 import numpy as np
 
@@ -23,6 +40,60 @@ from ...optim.optimizer import Optimizer
 from ..algorithms.join import JoinHook, Joinable
 
 __all__ = ["ZeroRedundancyOptimizer"]
+
+logger = logging.getLogger(__name__)
+
+
+class _OverlapStatus(enum.IntEnum):
+    """How far the overlapped ZeRO has come (NOTE [ ZeRO overlapped with DDP ])."""
+
+    UNINITIALIZED = 0
+    DDP_HAS_REBUILT_BUCKETS = 1
+    INITIALIZED = 2
+
+
+class _DDPBucketAssignment:
+    """The parameters of DDP bucket ``bucket_index`` from position ``offset`` on that one
+    rank updates; ``tensor`` is their flat storage once the optimizer exists."""
+
+    def __init__(self, bucket_index, parameters, offset):
+        self.bucket_index = bucket_index
+        self.parameters = parameters
+        self.offset = offset
+        if not parameters:
+            raise ValueError("Empty bucket assignment")
+        self.device = parameters[0].device
+        self.tensor = None
+
+
+class _OverlapInfo:
+    """What the overlapped ZeRO learns of DDP's buckets, and its per-iteration records."""
+
+    def __init__(self, world_size):
+        self.status = _OverlapStatus.UNINITIALIZED
+        self.shard_buckets = False
+        self.params_per_bucket = []
+        self.params_per_rank = [[] for _ in range(world_size)]
+        self.offsets = {}  # bucket index -> first position in this rank's parameters
+        self.assigned_ranks_per_bucket = []
+        self.num_bucket_assignments = 0
+        self.total_size = None
+        self.broadcast_handles = []
+        self.bucket_indices_seen = []
+        self.bucket_index_to_future = {}
+        self.bucket_index_to_bucket = {}
+
+    def wait_for_broadcasts(self) -> None:
+        """Wait for this iteration's parameter broadcasts."""
+        for work in self.broadcast_handles:
+            work.wait()
+        self.broadcast_handles.clear()
+
+    def clear_per_iter_info(self) -> None:
+        """Forget this iteration's buckets and futures."""
+        self.bucket_index_to_future.clear()
+        self.bucket_index_to_bucket.clear()
+        self.bucket_indices_seen.clear()
 
 
 class _ZeROJoinHook(JoinHook):
@@ -44,12 +115,14 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         process_group: the group to shard over (default: the default group).
         parameters_as_bucket_view: accepted; parameters are broadcast flattened per rank
             and dtype either way.
-        overlap_with_ddp: overlapping the step with DDP's backward is not in ember (must
-            be False).
+        overlap_with_ddp: run the step inside DDP's communication hook (register one made
+            by ``ddp_zero_hook.hook_with_zero_step``), a functional optimizer per rank;
+            the first two iterations update nothing (NOTE [ ZeRO overlapped with DDP ]).
         **defaults: the local optimizer's arguments (``lr=...``).
 
     Raises:
-        ValueError: no process group; ``overlap_with_ddp=True``.
+        ValueError: no process group; ``overlap_with_ddp=True`` with an optimizer that has
+            no functional counterpart; a functional optimizer without it.
 
     Example::
 
@@ -64,9 +137,8 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
 
         if process_group is None and not dist.is_initialized():
             raise ValueError(dist.NOT_INITIALIZED)
-        if overlap_with_ddp:
-            raise ValueError("ZeroRedundancyOptimizer: overlap_with_ddp=True is not supported "
-                             "by ember; use overlap_with_ddp=False")
+        self._overlap_with_ddp = bool(overlap_with_ddp)
+        self._optim_constructor = self._get_optimizer_constructor(optimizer_class)
         self._initialized = False
         Optimizer.__init__(self, params, defaults)
         Joinable.__init__(self)
@@ -76,12 +148,146 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         self.global_rank = dist.get_global_rank(self.process_group, self.rank)
         self.optimizer_class = optimizer_class
         self.parameters_as_bucket_view = parameters_as_bucket_view
-        self._overlap_with_ddp = False
+        self._optim_defaults = defaults
         self._all_state_dicts = []
         self._partition_cache = []
+        self._assignments_cache = []
         self._initialized = True
-        self.optim = optimizer_class(self._partition_parameters()[self.rank], **defaults)
+        if self._overlap_with_ddp:  # the optimizer waits for DDP's buckets
+            self._overlap_info = _OverlapInfo(self.world_size)
+            if parameters_as_bucket_view:
+                logger.warning("`parameters_as_bucket_view=True` will be ignored since "
+                               "`overlap_with_ddp=True`; DDP's buckets are used instead")
+        else:
+            self.optim = optimizer_class(self._partition_parameters()[self.rank], **defaults)
+            self._sync_param_groups(self.optim.param_groups, self.param_groups)
+
+    def _get_optimizer_constructor(self, optimizer_class):
+        """The class the local optimizer is made of: ``optimizer_class``, or its functional
+        counterpart when overlapping with DDP."""
+        from .utils import functional_optim_map
+
+        functional = set(functional_optim_map.values())
+        if not self._overlap_with_ddp:
+            if optimizer_class in functional:
+                raise ValueError(f"Passing in a functional optimizer {optimizer_class} when "
+                                 "`overlap_with_ddp=False`")
+            return optimizer_class
+        if optimizer_class in functional:
+            return optimizer_class
+        if optimizer_class in functional_optim_map:
+            return functional_optim_map[optimizer_class]
+        raise ValueError("Using `ddp_with_overlap=True` requires using a functional optimizer, "
+                         "but there is no supported functional optimizer equivalent for "
+                         f"{optimizer_class}")
+
+    # -- overlap with DDP (NOTE [ ZeRO overlapped with DDP ]) -----------------------------------
+
+    def _check_overlap_initialized(self):
+        if self._overlap_with_ddp and self._overlap_info.status != _OverlapStatus.INITIALIZED:
+            raise RuntimeError("This method should not be called until this "
+                               "ZeroRedundancyOptimizer instance has been fully initialized")
+
+    def _get_assigned_rank(self, bucket_index: int) -> int:
+        return bucket_index % self.world_size
+
+    @property
+    def _bucket_assignments_per_rank(self):
+        """Per rank, ``{bucket index: _DDPBucketAssignment}``: who updates what."""
+        if self._assignments_cache:
+            return self._assignments_cache
+        info = self._overlap_info
+        per_rank = [{} for _ in range(self.world_size)]
+        info.assigned_ranks_per_bucket = [set() for _ in info.params_per_bucket]
+        info.params_per_rank = [[] for _ in range(self.world_size)]
+        info.offsets = {}
+        info.num_bucket_assignments = 0
+
+        def assign(index, params, offset, rank):
+            per_rank[rank][index] = _DDPBucketAssignment(index, params, offset)
+            if rank == self.rank:
+                info.offsets[index] = len(info.params_per_rank[rank])
+            info.params_per_rank[rank].extend(params)
+            info.assigned_ranks_per_bucket[index].add(rank)
+            info.num_bucket_assignments += 1
+
+        if not info.shard_buckets:
+            for index, params in enumerate(info.params_per_bucket):
+                assign(index, params, 0, self._get_assigned_rank(index))
+        else:
+            threshold = info.total_size / self.world_size
+            load = [0] * self.world_size
+
+            def least_loaded(taken):  # a bucket gives each rank at most one piece
+                free = [r for r in range(self.world_size) if r not in taken]
+                if not free:
+                    raise AssertionError("All indices are disallowed")
+                return min(free, key=lambda r: (load[r], r))
+
+            by_size = sorted(enumerate(info.params_per_bucket),
+                             key=lambda e: sum(p.numel() for p in e[1]))
+            for index, params in by_size:
+                start, size = 0, 0
+                for k, p in enumerate(params):
+                    if size + p.numel() >= threshold and k > start:
+                        r = least_loaded(info.assigned_ranks_per_bucket[index])
+                        assign(index, params[start:k], start, r)
+                        load[r] += size
+                        start, size = k, 0
+                    size += p.numel()
+                r = least_loaded(info.assigned_ranks_per_bucket[index])
+                assign(index, params[start:], start, r)
+                load[r] += size
+        self._assignments_cache = per_rank
+        return per_rank
+
+    def _build_ddp_param_buckets(self):
+        """Move each assignment's parameters into one flat tensor (``.data`` become views)."""
+        from ... import empty, no_grad
+
+        with no_grad():
+            for assignments in self._bucket_assignments_per_rank:
+                for a in assignments.values():
+                    total = sum(p.numel() for p in a.parameters)
+                    flat = empty(total, dtype=a.parameters[0].dtype)
+                    at = 0
+                    for p in a.parameters:
+                        n = p.numel()
+                        flat[at:at + n].copy_(p.data.reshape(-1))
+                        p.data = flat[at:at + n].view_as(p.data)
+                        at += n
+                    a.tensor = flat
+
+    def _init_zero_for_overlap(self) -> None:
+        """Make the shares from DDP's buckets and the local functional optimizer."""
+        info = self._overlap_info
+        info.status = _OverlapStatus.INITIALIZED
+        self._assignments_cache = []
+        self._bucket_assignments_per_rank  # noqa: B018  (fills params_per_rank)
+        group = {k: v for k, v in self.param_groups[0].items() if k != "params"}
+        self._partition_cache = [[{**group, "params": list(ps)}] for ps in info.params_per_rank]
+        self._build_ddp_param_buckets()
+        self.optim = self._optim_constructor(info.params_per_rank[self.rank],
+                                             **self._optim_defaults,
+                                             _allow_empty_param_list=True)
+        if not hasattr(self.optim, "param_groups"):
+            self.optim.param_groups = [self.optim.param_group]
         self._sync_param_groups(self.optim.param_groups, self.param_groups)
+
+    def _local_step(self, gradients=None, closure=None, **kwargs):
+        """Step this rank's share without broadcasting; ``gradients`` (overlap only): one
+        per local parameter, None to leave one alone."""
+        self._sync_param_groups(self.param_groups, self.optim.param_groups)
+        if gradients is None:
+            loss = self.optim.step(closure=closure, **kwargs) if closure is not None or kwargs \
+                else self.optim.step()
+        else:
+            if not self._overlap_with_ddp:
+                raise AssertionError("Specifying `gradients` should not be used when "
+                                     "`overlap_with_ddp=False`")
+            loss = self.optim.step(gradients)
+        self._sync_param_groups(self.optim.param_groups, self.param_groups)
+        return loss
 
     # -- partition ------------------------------------------------------------------------------
 
@@ -117,6 +323,9 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         Args:
             param_group: a dict with ``params`` and optional hyper-parameters.
         """
+        if getattr(self, "_initialized", False) and self._overlap_with_ddp:
+            raise RuntimeError("ZeroRedundancyOptimizer with `overlap_with_ddp=True` only "
+                               "supports a single parameter group")
         super().add_param_group(param_group)
         if getattr(self, "_initialized", False):
             self._partition_cache = []
@@ -140,13 +349,15 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
             closure: re-evaluates the model and returns the loss (optional).
 
         Returns:
-            the closure's loss, or None.
+            the closure's loss, or None. With ``overlap_with_ddp=True`` the step runs in
+            DDP's hook instead: this logs a warning and returns None.
         """
-        self._sync_param_groups(self.param_groups, self.optim.param_groups)
-        loss = self.optim.step(closure=closure, **kwargs) if closure is not None or kwargs \
-            else self.optim.step()
+        if self._overlap_with_ddp:
+            logger.warning("`step()` should not be included in the training loop when "
+                           "`overlap_with_ddp=True`")
+            return None
+        loss = self._local_step(closure=closure, **kwargs)
         self._sync_params()
-        self._sync_param_groups(self.optim.param_groups, self.param_groups)
         return loss
 
     def _sync_params(self):
@@ -186,6 +397,7 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         """
         from ... import distributed as dist
 
+        self._check_overlap_initialized()
         self._sync_param_groups(self.param_groups, self.optim.param_groups)
         local = copy.deepcopy(self.optim.state_dict())
         gathered = [None] * self.world_size
@@ -207,6 +419,7 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         Raises:
             RuntimeError: the state has not been consolidated on this rank.
         """
+        self._check_overlap_initialized()
         if not self._all_state_dicts:
             raise RuntimeError(
                 "Optimizer state has not been consolidated on this rank. Please call "
@@ -228,6 +441,7 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         Args:
             state_dict: the consolidated state.
         """
+        self._check_overlap_initialized()
         params = self._all_params()
         for group, saved in zip(self.param_groups, state_dict["param_groups"]):
             for k, v in saved.items():

@@ -1,6 +1,6 @@
 """DDP communication hooks (``torch.distributed.algorithms.ddp_comm_hooks``): the standard
-ones in ``default_hooks`` and ``powerSGD_hook``, and ``DDPCommHookType`` to register them
-by name.
+ones in ``default_hooks``, ``powerSGD_hook`` and ``post_localSGD_hook``, and
+``DDPCommHookType`` to register them by name.
 
 Example::
 
@@ -14,11 +14,13 @@ from __future__ import annotations
 import enum
 import functools
 
-from . import default_hooks, powerSGD_hook
+from . import ddp_zero_hook, debugging_hooks, default_hooks, post_localSGD_hook, powerSGD_hook
+from . import debugging_hooks as debugging  # noqa: F401  (torch's alias)
 from . import default_hooks as default  # noqa: F401  (torch's alias)
 from . import powerSGD_hook as powerSGD  # noqa: F401  (torch's alias)
 
-__all__ = ["DDPCommHookType", "default", "default_hooks", "powerSGD", "powerSGD_hook",
+__all__ = ["DDPCommHookType", "ddp_zero_hook", "debugging", "debugging_hooks", "default",
+           "default_hooks", "post_localSGD_hook", "powerSGD", "powerSGD_hook",
            "register_ddp_comm_hook"]
 
 
@@ -74,14 +76,7 @@ def register_ddp_comm_hook(comm_hook_type, model, state=None):
         >>> register_ddp_comm_hook(DDPCommHookType.FP16_COMPRESS, ddp)  # doctest: +SKIP
     """
     if comm_hook_type is DDPCommHookType.NOOP:
-        from ..._future import Future
-
-        def noop(_, bucket):
-            fut = Future()
-            fut.set_result(bucket.buffer())
-            return fut
-
-        model.register_comm_hook(state, noop)
+        model.register_comm_hook(state, debugging_hooks.noop_hook)
         return
     if isinstance(comm_hook_type.value, str):
         raise NotImplementedError(f"{comm_hook_type.name}: quantization hooks are not in ember")
