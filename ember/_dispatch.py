@@ -263,7 +263,7 @@ class OpOverload:
     """
 
     __slots__ = ("overloadpacket", "_overloadname", "_run", "op", "is_inplace", "is_view",
-                 "__name__", "__qualname__", "__weakref__")
+                 "below", "__name__", "__qualname__", "__weakref__")
 
     def __init__(self, packet, overload, run, op=None, is_inplace=False):
         self.overloadpacket = packet
@@ -272,6 +272,10 @@ class OpOverload:
         self.op = op
         self.is_inplace = is_inplace
         self.is_view = op is not None and getattr(op, "view_of", None) is not None
+        #: for an op written in Python (``entrance``): its body, which runs the op below
+        #: every mode -- the profiler runs it to see the ops it calls (NOTE [ Profiler
+        #: recording ] in ember/profiler/_recorder.py); None for the other entrances
+        self.below = None
         self.__name__ = f"{packet.__name__}.{overload}"
         self.__qualname__ = self.__name__
         packet._add(self)
@@ -338,6 +342,7 @@ def entrance(name, *, inplace=False, overload_name="default"):
 
         functools.update_wrapper(entry, fn)
         handle = overload("aten", name, overload_name, entry, is_inplace=inplace)
+        handle.below = fn
         entry.handle = handle
         return entry
 

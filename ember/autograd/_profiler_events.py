@@ -205,6 +205,32 @@ class FunctionEvent(FormattedTimesMixin):
         'aten::add'
     """
 
+    # Fields every new event starts with, as class attributes: an event sets its own only
+    # when they change, so the tens of thousands of events a profile makes are cheap to
+    # build (an instance attribute per field costs about as much as the rest of __init__).
+    count = 1
+    cpu_parent = None
+    self_cpu_percent = -1
+    total_cpu_percent = -1
+    total_device_percent = -1
+    metadata_json = None
+    event_metadata = None
+    python_id = None
+    python_parent_id = None
+    python_module_id = None
+    linked_correlation_id = 0
+    flow_id = None
+    flow_type = None
+    flow_start = False
+    activity_type = None
+    is_python_function = False
+    structured_input_shapes = None
+    structured_input_strides = None
+    device_time_total_override = None
+    #: set once any event in this process got a device kernel: ``key_averages`` sums CPU
+    #: profiles without the device-time properties until then
+    _device_seen = False
+
     def __init__(self, id, name, thread, start_us, end_us, fwd_thread=None, input_shapes=None,
                  stack=None, scope=0, use_device=None, cpu_memory_usage=0,
                  device_memory_usage=0, is_async=False, is_remote=False, sequence_nr=-1,
@@ -220,9 +246,7 @@ class FunctionEvent(FormattedTimesMixin):
         self.thread = thread
         self.fwd_thread = fwd_thread
         self.kernels = []
-        self.count = 1
         self.cpu_children = []
-        self.cpu_parent = None
         self.input_shapes = input_shapes if input_shapes is not None else []
         self.input_dtypes = input_dtypes if input_dtypes is not None else []
         self.concrete_inputs = concrete_inputs if concrete_inputs is not None else []
@@ -235,34 +259,18 @@ class FunctionEvent(FormattedTimesMixin):
         self.is_async = is_async
         self.is_remote = is_remote
         self.sequence_nr = sequence_nr
-        self.device_type = device_type if device_type is not None else _device_type().CPU
+        self.device_type = device_type if device_type is not None else DeviceType.CPU
         self.device_index = device_index
         self.device_resource_id = device_resource_id if device_resource_id is not None \
             else thread
         self.is_legacy = is_legacy
         self.flops = flops if flops is not None else 0
         self.is_user_annotation = is_user_annotation
-        self.self_cpu_percent = -1
-        self.total_cpu_percent = -1
-        self.total_device_percent = -1
-        self.metadata_json = None
-        self.event_metadata = None
-        self.python_id = None
-        self.python_parent_id = None
-        self.python_module_id = None
         self.external_id = id
-        self.linked_correlation_id = 0
-        self.flow_id = None
-        self.flow_type = None
-        self.flow_start = False
-        self.activity_type = None
-        self.is_python_function = False
-        self.structured_input_shapes = None
-        self.structured_input_strides = None
-        self.device_time_total_override = None
 
     def append_kernel(self, name, device, duration):
         """Attach a device kernel (``duration`` in us) to this event."""
+        FunctionEvent._device_seen = True
         self.kernels.append(Kernel(name, device, duration))
 
     def append_cpu_child(self, child):
@@ -285,23 +293,41 @@ class FunctionEvent(FormattedTimesMixin):
     def self_cuda_memory_usage(self):
         return self.self_device_memory_usage
 
+    # A device event (a GPU kernel, ``device_type`` CUDA) spends no CPU time and its span
+    # is device time; a CPU event's device time is that of the kernels it and its children
+    # launched, as in PyTorch.
+
     @property
     def cpu_time_total(self):
+        if self.device_type is not DeviceType.CPU:
+            return 0
         return self.time_range.elapsed_us()
 
     @property
     def self_cpu_time_total(self):
+        if self.is_async or self.device_type is not DeviceType.CPU:
+            return 0
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
     @property
     def device_time_total(self):
         if self.device_time_total_override is not None:
             return self.device_time_total_override
+        if self.is_async:
+            return 0
+        if self.device_type is not DeviceType.CPU:
+            return self.time_range.elapsed_us()
+        if self.is_legacy:
+            return sum(k.duration for k in self.kernels)
         return sum(k.duration for k in self.kernels) + \
             sum(c.device_time_total for c in self.cpu_children)
 
     @property
     def self_device_time_total(self):
+        if self.is_async:
+            return 0
+        if self.device_type is not DeviceType.CPU:
+            return self.device_time_total
         return sum(k.duration for k in self.kernels)
 
     cuda_time_total = device_time_total
@@ -419,6 +445,36 @@ class FunctionEventAvg(FormattedTimesMixin):
         elif other.flops is not None:
             self.flops += other.flops
         return self
+
+    def _add_cpu_event(self, e):
+        """``add`` for a ``FunctionEvent`` with no device time, its key already checked
+        (``EventList.key_averages``' loop): the same sums, in the same order, without the
+        per-event property calls."""
+        if self.key is None:
+            self.add(e)
+            return
+        r = e.time_range
+        total = r.end - r.start
+        children = e.cpu_children
+        child_time = 0
+        child_mem = 0
+        child_dev_mem = 0
+        for c in children:
+            cr = c.time_range
+            child_time += cr.end - cr.start
+            child_mem += c.cpu_memory_usage
+            child_dev_mem += c.device_memory_usage
+        self.cpu_time_total += total
+        self.self_cpu_time_total += total - child_time
+        self.cpu_memory_usage += e.cpu_memory_usage
+        self.device_memory_usage += e.device_memory_usage
+        self.self_cpu_memory_usage += e.cpu_memory_usage - child_mem
+        self.self_device_memory_usage += e.device_memory_usage - child_dev_mem
+        self.count += e.count
+        if self.flops is None:
+            self.flops = e.flops
+        elif e.flops is not None:
+            self.flops += e.flops
 
     def __iadd__(self, other):
         return self.add(other)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ._profiler_events import FunctionEvent, _format_time
+from ._profiler_events import DeviceType, FunctionEvent, _format_time
 
 def _format_time_unit(time_us, unit):
     if unit == "s":
@@ -131,14 +131,30 @@ def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_colum
     out.append(row_format.format(*headers))
     out.append(line)
 
-    def trim(s, w):
-        return s[:w - 3] + "..." if len(s) > w else s
+    def trim_name(s):
+        # as PyTorch cuts: at the column cap (not the column's width), and a name that just
+        # fits the cap is cut too
+        if max_name_column_width is not None and len(s) >= max_name_column_width - 3:
+            return s[:max_name_column_width - 3] + "..."
+        return s
+
+    def trim_path(s):
+        # a source location keeps its end (the file name and line)
+        if len(s) > src_width:
+            s = s[len(s) - src_width:]
+            if len(s) > 3:
+                s = "..." + s[3:]
+        return s
 
     def t(us):
         return _format_time(us) if time_unit is None else _format_time_unit(us, time_unit)
 
     self_cpu_total = sum(e.self_cpu_time_total for e in events)
-    device_total = sum(getattr(e, "self_device_time_total", 0) for e in events)
+    # device time is counted once: on the device's own events (kernels), or on CPU events
+    # of the legacy profiler, which hold their kernels themselves (as PyTorch counts)
+    device_total = sum(e.self_device_time_total for e in events
+                       if (e.device_type is DeviceType.CPU and e.is_legacy) or
+                       (e.device_type is not DeviceType.CPU and not e.is_user_annotation))
 
     rows = 0
     for e in events:
@@ -147,9 +163,9 @@ def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_colum
         if top_level_events_only and e.cpu_parent is not None:
             continue
         rows += 1
-        cells = [trim(e.key, name_width)]
+        cells = [trim_name(e.key)]
         if has_overload:
-            cells.append(trim(e.overload_name or "", width))
+            cells.append(trim_name(e.overload_name or ""))
         cells += [_format_time_share(e.self_cpu_time_total, self_cpu_total),
                   t(e.self_cpu_time_total),
                   _format_time_share(e.cpu_time_total, self_cpu_total) if not e.is_async
@@ -168,17 +184,18 @@ def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_colum
         if "Node ID" in headers:
             cells.append(e.node_id)
         if has_input_shapes:
-            cells.append(trim(str(e.input_shapes), shapes_width))
+            cells.append(str(e.input_shapes)[:shapes_width])
         if has_stack:
-            cells.append(trim(e.stack[0] if e.stack else "", src_width))
+            cells.append(trim_path(e.stack[0]) if e.stack else "")
         if with_flops:
             cells.append("--" if not e.flops else f"{e.flops * flops_scale:8.3f}")
         out.append(row_format.format(*cells))
         if has_stack:
             blanks = [""] * (len(cells) - (2 if with_flops else 1))
             for frame in e.stack[1:]:
-                extra = [trim(frame, src_width)] + ([""] if with_flops else [])
+                extra = [trim_path(frame)] + ([""] if with_flops else [])
                 out.append(row_format.format(*(blanks + extra)))
+            out.append(row_format.format(*([""] * len(cells))))   # a blank row after each
     out.append(line)
     out.append(f"Self CPU time total: {t(self_cpu_total)}")
     if has_device_time:

@@ -133,10 +133,14 @@ class profile:
         return self
 
     def _start_trace(self):
+        timer = None
+        if self.use_device == "cuda":   # NOTE [ CUDA event timing ] in ember/profiler/_cuda.py
+            from ..profiler import _cuda
+            timer = _cuda.timer()
         self._session = _recorder._Session(
             record_shapes=self.record_shapes, profile_memory=self.profile_memory,
             with_stack=self.with_stack, with_flops=self.with_flops,
-            with_modules=self.with_modules)
+            with_modules=self.with_modules, device_timer=timer)
         self._session.start()
 
     def __exit__(self, exc_type, exc_val, exc_tb):

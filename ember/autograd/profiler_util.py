@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 
 from ._profiler_events import (  # noqa: F401  (PyTorch's names in this module)
     MEMORY_EVENT_NAME, OUT_OF_MEMORY_EVENT_NAME, DeviceType, EventMetadata,
@@ -190,21 +189,27 @@ class EventList(list):
             >>> {a.key: a.count for a in prof.key_averages()}["aten::add"]
             2
         """
-        stats = defaultdict(FunctionEventAvg)
-
-        def key_of(e):
-            k = [str(e.key), str(e.node_id), str(e.device_type), str(e.is_legacy),
-                 str(e.is_user_annotation)]
-            if group_by_input_shapes:
-                k.append(str(e.input_shapes))
-            if group_by_stack_n > 0:
-                k += e.stack[:group_by_stack_n]
-            if group_by_overload_name:
-                k.append(e.overload_name)
-            return tuple(k)
-
+        stats = {}
+        cpu = DeviceType.CPU
+        # events without device time (every event of a CPU profile) take the quick sum
+        quick = not FunctionEvent._device_seen and not any(
+            e.kernels or e.device_time_total_override is not None
+            for e in self if type(e) is FunctionEvent)
         for e in self:
-            stats[key_of(e)].add(e)
+            k = (e.key, e.node_id, e.device_type, e.is_legacy, e.is_user_annotation)
+            if group_by_input_shapes:
+                k += (str(e.input_shapes),)
+            if group_by_stack_n > 0:
+                k += tuple(e.stack[:group_by_stack_n])
+            if group_by_overload_name:
+                k += (e.overload_name,)
+            avg = stats.get(k)
+            if avg is None:
+                avg = stats[k] = FunctionEventAvg()
+            if quick and type(e) is FunctionEvent and e.device_type is cpu and not e.is_async:
+                avg._add_cpu_event(e)
+            else:
+                avg.add(e)
         averages = EventList(stats.values(), use_device=self._use_device,
                              profile_memory=self._profile_memory, with_flops=self._with_flops)
         for avg in averages:

@@ -8,8 +8,13 @@ started it:
   path is untouched. Each call becomes an event named as PyTorch names it (the handle
   ``aten.mm.default`` -> ``aten::mm``), with its input shapes, the bytes its outputs
   allocated and its flops when asked. A mode runs its op with itself popped, so ops a
-  kernel calls internally are not seen: an ember op is one event, where PyTorch may show
-  a composite (``aten::linear``) with children (``aten::addmm``).
+  kernel calls internally are not seen by modes; the recorder makes one exception, as
+  PyTorch's profiler sees every call of its dispatcher: an op written in Python (an
+  ``entrance`` of the door, whose ``OpOverload.below`` is its body) runs with the recorder
+  back on the stack when no mode lies below it, so the ops its body calls are recorded as
+  its children (``aten::normal`` > ``aten::randn``...). An op with a NumPy kernel is one
+  event, where PyTorch may show a composite (``aten::linear``) with children
+  (``aten::addmm``): those children are not calls ember makes.
 - user blocks: ``record_function`` opens an event that the events inside it nest under.
 - backward nodes: the engine (``run_backward`` in ember/autograd/_engine.py) reads the
   module global ``profiler_hook`` once per backward call and, when set, calls it as each
@@ -41,6 +46,7 @@ __all__ = []
 
 #: the session recording on each thread (the innermost one when profiles nest)
 _local = threading.local()
+_state = _dispatch.state
 
 
 def current_session():
@@ -54,7 +60,7 @@ class _Raw:
     ``_python_stack``); ``_convert`` reads them through ``shape_lists`` and ``stack_lines``."""
 
     __slots__ = ("name", "kind", "start", "end", "parent", "shapes", "mem", "flops", "seq",
-                 "stack", "dtypes", "trace_name", "scope")
+                 "stack", "dtypes", "trace_name", "scope", "gpu")
 
     def __init__(self, name, kind, parent):
         self.name = name
@@ -70,6 +76,7 @@ class _Raw:
         self.stack = None
         self.trace_name = None
         self.scope = 0
+        self.gpu = None       # (start, end, stream): NOTE [ CUDA event timing ]
 
 
 _names: dict = {}
@@ -177,6 +184,7 @@ class _OpRecorder(_dispatch.Mode):
         # the options, read once: a session's options do not change while it records
         self._detail = session.record_shapes or session.with_stack
         self._after = session.profile_memory or session.with_flops
+        self._timer = session.device_timer
 
     def dispatch(self, handle, args, kwargs):
         s = self.session
@@ -196,12 +204,34 @@ class _OpRecorder(_dispatch.Mode):
                 ev.stack = _python_stack()
         s.raw.append(ev)
         opened.append(ev)
-        ev.start = perf_counter_ns()
-        try:
-            r = handle(*args, **kwargs)
-        finally:
-            ev.end = perf_counter_ns()
-            opened.pop()
+        timer = self._timer
+        if timer is not None:
+            first = timer.mark()
+        below = handle.below
+        if below is not None and not _state.modes:
+            # an op written in Python, with no mode under this one: run its body with this
+            # recorder on the stack, so that the ops it calls nest under it (see the note)
+            ev.start = perf_counter_ns()
+            _state.modes = (self,)
+            try:
+                r = below(*args, **kwargs)
+            finally:
+                _state.modes = ()
+                ev.end = perf_counter_ns()
+                opened.pop()
+        else:
+            ev.start = perf_counter_ns()
+            try:
+                r = handle(*args, **kwargs)
+            finally:
+                ev.end = perf_counter_ns()
+                opened.pop()
+        if timer is not None:
+            # NOTE [ CUDA event timing ]: keep the pair only for ops that used the GPU
+            if timer.on_device(args, r):
+                ev.gpu = (first, timer.mark(), timer.stream_id())
+            else:
+                timer.release(first)
         out = r[0] if type(r) is tuple and r else r
         if isinstance(out, Tensor):
             gf = out._grad_fn
@@ -228,8 +258,10 @@ class _Session:
     """The state of one recording: options, open events and finished events."""
 
     def __init__(self, record_shapes=False, profile_memory=False, with_stack=False,
-                 with_flops=False, with_modules=False):
+                 with_flops=False, with_modules=False, device_timer=None):
         self.record_shapes = record_shapes
+        #: times ops' GPU work when CUDA activity is recorded (NOTE [ CUDA event timing ])
+        self.device_timer = device_timer
         self.profile_memory = profile_memory
         self.with_stack = with_stack
         self.with_flops = with_flops
@@ -257,6 +289,8 @@ class _Session:
         self.active = True
         self.start_wall_ns = time.time_ns()
         self.start_ns = perf_counter_ns()
+        if self.device_timer is not None:
+            self.device_timer.start()
         self._prev_session = current_session()
         _local.session = self
         self._mode = _OpRecorder(self)
@@ -273,6 +307,8 @@ class _Session:
             return
         self.active = False
         _dispatch.pop_mode(self._mode)
+        if self.device_timer is not None:
+            self.device_timer.stop()
         _engine.profiler_hook = self._prev_hook
         _local.session = self._prev_session
         for h in self._hooks:

@@ -8,6 +8,8 @@ and backward nodes, ``user_annotation`` for ``record_function`` blocks,
 allocations and frees under ``profile_memory``, and ``"s"``/``"f"`` flow events of
 category ``fwdbwd`` from a forward op to the backward node it created (matched by
 sequence number). Events on one thread nest by time, which is how the viewers draw them.
+With CUDA activity, ops that ran on the GPU add ``kernel`` events on the GPU's stream track,
+linked to their op by ``ac2g`` flows (NOTE [ CUDA event timing ] in ``_cuda.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def write_chrome_trace(events, path, meta=None):
     backward_by_seq = {}
     for idx, e in enumerate(events):
         kind = getattr(e, "_kind", "op")
+        if kind == "kernel":
+            continue            # on the GPU's track, below
         cat = {"user": "user_annotation", "module": "python_function"}.get(kind, "cpu_op")
         args = {"External id": e.id, "Record function id": 0, "Ev Idx": idx}
         if e.sequence_nr >= 0:
@@ -85,6 +89,34 @@ def write_chrome_trace(events, path, meta=None):
         trace.append({"ph": "f", "id": flow_id, "pid": pid, "tid": tid,
                       "ts": round(base_us + b.time_range.start, 3), "cat": "fwdbwd",
                       "name": "fwdbwd", "bp": "e"})
+
+    # GPU work timed by CUDA events (NOTE [ CUDA event timing ] in _cuda.py): one kernel
+    # event per op on the GPU's stream track, and an ac2g arrow from the op to it
+    tracks = set()
+    for e in events:
+        if getattr(e, "_kind", None) != "kernel":
+            continue
+        device, stream = e.device_index, e.thread
+        if (device, stream) not in tracks:
+            tracks.add((device, stream))
+            trace.append({"ph": "M", "name": "process_name", "ts": base_us, "pid": device,
+                          "tid": 0, "args": {"name": "python"}})
+            trace.append({"ph": "M", "name": "process_labels", "ts": base_us, "pid": device,
+                          "tid": 0, "args": {"labels": f"GPU {device}"}})
+            trace.append({"ph": "M", "name": "thread_name", "ts": base_us, "pid": device,
+                          "tid": stream, "args": {"name": f"stream {stream}"}})
+        flow_id += 1
+        op = e._launched_by
+        ts = round(base_us + e.time_range.start, 3)
+        trace.append({"ph": "X", "cat": "kernel", "name": e.name, "pid": device,
+                      "tid": stream, "ts": ts, "dur": round(e.time_range.elapsed_us(), 3),
+                      "args": {"External id": op.id, "device": device, "stream": stream,
+                               "correlation": flow_id}})
+        trace.append({"ph": "s", "id": flow_id, "pid": pid, "tid": tid,
+                      "ts": round(base_us + op.time_range.start, 3), "cat": "ac2g",
+                      "name": "ac2g"})
+        trace.append({"ph": "f", "id": flow_id, "pid": device, "tid": stream, "ts": ts,
+                      "cat": "ac2g", "name": "ac2g", "bp": "e"})
 
     for s in sessions:
         if not s.profile_memory:

@@ -260,7 +260,7 @@ class _KinetoProfile:
             self.profiler = _recorder._Session(
                 record_shapes=self.record_shapes, profile_memory=self.profile_memory,
                 with_stack=self.with_stack, with_flops=self.with_flops,
-                with_modules=self.with_modules)
+                with_modules=self.with_modules, device_timer=self._device_timer())
 
     def start_trace(self):
         if self.profiler is None:
@@ -283,6 +283,14 @@ class _KinetoProfile:
             merged._sessions = self._events._sessions + events._sessions
             events = merged
         self._events = events
+
+    def _device_timer(self):
+        """The CUDA event timer when CUDA activity is recorded (NOTE [ CUDA event timing ]
+        in ``_cuda.py``), else None; CuPy is imported only then."""
+        if self.use_device != "cuda":
+            return None
+        from . import _cuda
+        return _cuda.timer()
 
     def _trace_meta(self):
         return {"record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
