@@ -185,6 +185,41 @@ from ._sync_batch_norm import (  # noqa: E402  (NOTE [ Batch-norm primitives ])
     batch_norm_gather_stats, batch_norm_gather_stats_with_counts, batch_norm_stats,
     batch_norm_update_stats,
 )
+from ._top_level import (  # noqa: E402
+    PRIVATE_OPS, FatalError, cudnn_is_acceptable, mkldnn_convolution,
+)
+from .ao._qfunctions import (  # noqa: E402  (quantized tensors' function forms)
+    choose_qparams_optimized, empty_quantized, fused_moving_avg_obs_fake_quant, int_repr,
+    q_per_channel_axis, q_per_channel_scales,
+    q_per_channel_zero_points, q_scale, q_zero_point, quantize_per_tensor_dynamic,
+    quantized_batch_norm, quantized_max_pool1d, quantized_max_pool2d, quantized_max_pool3d,
+)
+from .jit._logging import (  # noqa: E402  (statistics loggers, as torch.jit._logging)
+    AggregationType, LockingLogger, LoggerBase, NoopLogger,
+)
+from .jit import CompilationUnit, ScriptFunction  # noqa: E402  (torch.X is torch.jit.X)
+from .jit import Error as JITException  # noqa: E402
+from .jit._types import (  # noqa: E402  (TorchScript's types: NOTE [ JIT types ])
+    AnyType, AwaitType, BoolType, ComplexType, DeviceObjType, DictType, EnumType, FloatType,
+    FutureType,
+    InferredType, IntType, ListType, NoneType, NumberType, OptionalType, PyObjectType,
+    RRefType, StreamObjType, StringType, SymBoolType, SymIntType, TensorType, TupleType, Type,
+    UnionType, unify_type_list,
+)
+from .jit._schema import Argument, FunctionSchema, parse_schema  # noqa: E402
+from .jit._containers import (  # noqa: E402  (what jit.script makes of lists and dicts)
+    ScriptDict, ScriptDictIterator, ScriptDictKeyIterator, ScriptList, ScriptListIterator,
+)
+from .serialization._file_io import PyTorchFileReader, PyTorchFileWriter  # noqa: E402
+from .utils.throughput_benchmark import (  # noqa: E402  (the engine's classes)
+    BenchmarkConfig, BenchmarkExecutionStats,
+)
+from .utils.throughput_benchmark import _Engine as ThroughputBenchmark  # noqa: E402
+from ._classes import classes  # noqa: E402  (custom classes' namespace)
+from .testing import FileCheck  # noqa: E402  (torch.FileCheck is torch.testing's)
+
+AVG, SUM = AggregationType.AVG, AggregationType.SUM
+bit = uint1  # torch.bit is torch.uint1
 
 inf = _math.inf
 nan = _math.nan

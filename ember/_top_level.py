@@ -568,3 +568,92 @@ def set_anomaly_enabled(enabled: builtins.bool, check_nan: builtins.bool = True)
 
 is_anomaly_enabled = _anomaly.is_anomaly_enabled
 is_anomaly_check_nan_enabled = _anomaly.is_anomaly_check_nan_enabled
+
+
+def cudnn_is_acceptable(input: Tensor) -> builtins.bool:
+    """Whether cuDNN could take ``input``: a CUDA tensor of float16, float32 or float64 with
+    cuDNN available and enabled (``ember.backends.cudnn.enabled``).
+
+    Args:
+        input (Tensor): any tensor.
+
+    Returns:
+        bool: False for every CPU tensor.
+
+    Example::
+
+        >>> ember.cudnn_is_acceptable(ember.zeros(2))
+        False
+    """
+    _check_tensor("cudnn_is_acceptable", "input", input)
+    if input.device.type != "cuda":
+        return False
+    if input.dtype not in (_dt.float16, _dt.float32, _dt.float64):
+        return False
+    from .backends import cudnn
+
+    return builtins.bool(cudnn.enabled) and cudnn.is_available()
+
+
+class FatalError(Exception):
+    """Raised for an internal error the program cannot recover from (``torch.FatalError``).
+
+    Args:
+        *args: the message, as for any exception.
+
+    Returns:
+        FatalError: the exception.
+
+    Example::
+
+        >>> try:
+        ...     raise ember.FatalError("broken invariant")
+        ... except ember.FatalError as e:
+        ...     print(e)
+        broken invariant
+    """
+
+
+#: operators the ``torch`` namespace leaves out of its generated function list
+PRIVATE_OPS = ("unique_dim",)
+
+
+def mkldnn_convolution(input: Tensor, weight: Tensor, bias, padding, stride, dilation,
+                       groups: int) -> Tensor:
+    """A direct (not transposed) convolution in the argument order of PyTorch's oneDNN
+    kernel: ``padding`` before ``stride``. It is ``ember.convolution`` with those arguments,
+    differentiable as it is, for float32, bfloat16 and float16 tensors.
+
+    Args:
+        input (Tensor): ``(N, C_in, *spatial)`` with 1 to 3 spatial dims.
+        weight (Tensor): ``(C_out, C_in / groups, *kernel)``.
+        bias (Tensor, optional): ``(C_out,)``.
+        padding (list of int): per spatial dim (one value for all).
+        stride (list of int): per spatial dim (one value for all).
+        dilation (list of int): per spatial dim (one value for all).
+        groups (int): the number of channel groups.
+
+    Returns:
+        Tensor: ``(N, C_out, *spatial_out)``.
+
+    Example::
+
+        >>> ember.mkldnn_convolution(ember.ones(1, 1, 4), ember.ones(1, 1, 3), None, [0], [1],
+        ...                          [1], 1)
+        tensor([[[3., 3.]]])
+    """
+    from . import convolution
+
+    for name, t in (("input", input), ("weight", weight)):
+        _check_tensor("mkldnn_convolution", name, t)
+    if input.dtype not in (_dt.float32, _dt.bfloat16, _dt.float16):
+        raise RuntimeError("itensor_view_from_dense expects float/bfloat16/half/int8/fp8 "
+                           f"tensor input{input.dtype.scalar_name}")
+    nd = weight.dim() - 2
+
+    def per_dim(v):
+        v = [int(v)] if isinstance(v, int) else [int(x) for x in v]
+        return v * nd if len(v) == 1 else v
+
+    return convolution(input, weight, bias, per_dim(stride), per_dim(padding),
+                       per_dim(dilation), False, [0] * nd, groups)

@@ -128,6 +128,40 @@ class _OpNamespace:
 
 _namespaces: dict = {}
 
+#: the paths of the shared libraries ``load_library`` loaded
+loaded_libraries: set = set()
+
+
+def load_library(path) -> None:
+    """Load a shared library into the process, so that code it runs on loading (registering
+    ops or classes) takes effect; its path joins ``ember.ops.loaded_libraries``.
+
+    Args:
+        path (str or os.PathLike): the library's file (``.so`` / ``.dylib`` / ``.dll``).
+
+    Returns:
+        None. OSError when the library cannot be loaded (a PyTorch C++ extension needs
+        libtorch, which ember does not provide).
+
+    Example::
+
+        >>> try:
+        ...     ember.ops.load_library("/no/such/libops.so")
+        ... except OSError as e:
+        ...     print(e)
+        Could not load this library: /no/such/libops.so
+    """
+    import ctypes
+    import os
+
+    path = os.path.realpath(os.fspath(path)) if os.path.exists(os.fspath(path)) \
+        else os.fspath(path)
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        raise OSError(f"Could not load this library: {path}") from None
+    loaded_libraries.add(path)
+
 
 def __getattr__(name):
     if name.startswith("__"):

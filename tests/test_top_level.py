@@ -184,3 +184,76 @@ def test_get_device_module_default_is_cpu_without_gpu():
 def test_get_device_module_meta_raises():
     with pytest.raises(RuntimeError, match="does not have a corresponding module"):
         ember.get_device_module("meta")
+
+
+@needs_torch
+def test_cudnn_is_acceptable_cpu_tensor_false_like_torch():
+    for dt in ("float32", "float64", "int64"):
+        assert ember.cudnn_is_acceptable(ember.zeros(2, dtype=getattr(ember, dt))) is \
+            torch.cudnn_is_acceptable(torch.zeros(2, dtype=getattr(torch, dt)))
+
+
+def test_cudnn_is_acceptable_non_tensor_raises_type_error():
+    with pytest.raises(TypeError, match="must be Tensor"):
+        ember.cudnn_is_acceptable([1.0])
+
+
+@needs_torch
+def test_fatal_error_is_plain_exception_like_torch():
+    assert issubclass(ember.FatalError, Exception)
+    assert issubclass(ember.FatalError, RuntimeError) == issubclass(torch.FatalError, RuntimeError)
+    assert str(ember.FatalError("x")) == str(torch.FatalError("x"))
+
+
+@needs_torch
+def test_jit_aliases_are_torch_jit_names():
+    assert ember.JITException is ember.jit.Error and torch.JITException is torch.jit.Error
+    assert ember.ScriptFunction is ember.jit.ScriptFunction
+    assert ember.CompilationUnit is ember.jit.CompilationUnit
+
+
+@needs_torch
+def test_bit_is_uint1_and_private_ops_like_torch():
+    assert (ember.bit is ember.uint1) == (torch.bit is torch.uint1)
+    assert ember.PRIVATE_OPS == torch.PRIVATE_OPS
+
+
+@needs_torch
+@pytest.mark.parametrize("case", ["1d", "2d_groups_bias", "3d", "scalar_pad"])
+def test_mkldnn_convolution_matches_torch(case):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shapes, args = {
+        "1d": (((1, 2, 6), (3, 2, 3), None), ([0], [1], [1], 1)),
+        "2d_groups_bias": (((1, 4, 6, 6), (4, 2, 3, 3), (4,)), ([1, 1], [2, 2], [1, 1], 2)),
+        "3d": (((1, 2, 4, 4, 4), (3, 2, 3, 3, 3), None), ([1, 1, 1], [1, 1, 1], [1, 1, 1], 1)),
+        "scalar_pad": (((1, 2, 6, 6), (3, 2, 3, 3), None), ([1], [1], [1], 1)),
+    }[case]
+    arrays = [None if s is None else rng.standard_normal(s).astype(np.float32) for s in shapes]
+    e = ember.mkldnn_convolution(*[None if a is None else ember.from_numpy(a) for a in arrays],
+                                 *args)
+    t = torch.mkldnn_convolution(*[None if a is None else torch.from_numpy(a) for a in arrays],
+                                 *args)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@needs_torch
+def test_mkldnn_convolution_grad_flows_like_torch():
+    import numpy as np
+
+    x = np.random.default_rng(1).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    grads = []
+    for m in (ember, torch):
+        xi = m.tensor(x, requires_grad=True)
+        m.mkldnn_convolution(xi, m.ones(3, 2, 3, 3), None, [0, 0], [1, 1], [1, 1], 1).sum() \
+            .backward()
+        grads.append(xi.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
+
+
+def test_mkldnn_convolution_double_raises_runtime_error():
+    with pytest.raises(RuntimeError, match="expects float"):
+        ember.mkldnn_convolution(ember.zeros(1, 1, 4, dtype=ember.float64),
+                                 ember.zeros(1, 1, 3, dtype=ember.float64), None, [0], [1],
+                                 [1], 1)

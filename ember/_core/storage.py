@@ -174,7 +174,7 @@ class TypedStorage:
         return self._untyped
 
     def _elements(self):
-        return self._untyped._bytes().view(_dt.to_np[self.dtype])
+        return self._untyped._bytes().view(_np_of(self.dtype))
 
     def size(self) -> int:
         return self._untyped.nbytes() // self.dtype.itemsize
@@ -217,7 +217,7 @@ class TypedStorage:
         return self
 
     def copy_(self, source, non_blocking=None):
-        self._elements()[...] = source._elements().astype(_dt.to_np[self.dtype])
+        self._elements()[...] = source._elements().astype(_np_of(self.dtype))
         return self
 
     def clone(self):
@@ -229,18 +229,18 @@ class TypedStorage:
         return _typed_from_array(self._elements().get(), self.dtype)
 
     def _to(self, dtype):
-        return _typed_from_array(self._elements().astype(_dt.to_np[dtype]), dtype)
+        return _typed_from_array(self._elements().astype(_np_of(dtype)), dtype)
 
     def type(self, dtype=None, non_blocking=False):
         """The legacy class name (``'torch.FloatStorage'``), or a copy as another storage
         class when ``dtype`` names one."""
         if dtype is None:
-            return "torch." + _LEGACY_NAMES[self.dtype]
+            return "torch." + _ALL_LEGACY_NAMES[self.dtype]
         target = getattr(dtype, "dtype", None)
         return self._to(_dt.lookup(dtype if target is None else target))
 
     def pickle_storage_type(self) -> str:
-        return _LEGACY_NAMES[self.dtype]
+        return _ALL_LEGACY_NAMES[self.dtype]
 
     def __repr__(self):
         vals = "\n".join(f" {v}" for v in self.tolist())
@@ -263,6 +263,17 @@ for _method, _target in [("double", "float64"), ("float", "float32"), ("half", "
     setattr(TypedStorage, _method, _cast)
 
 
+# quantized storages hold the raw integers (NOTE [ Quantized tensors ] in ember/ao/_qtensor.py)
+_QUANTIZED_NP = {_dt.qint8: np.int8, _dt.quint8: np.uint8, _dt.qint32: np.int32,
+                 _dt.quint4x2: np.uint8, _dt.quint2x4: np.uint8}
+
+
+def _np_of(dtype):
+    """The NumPy type of a storage's elements."""
+    npd = _dt.to_np.get(dtype)
+    return _QUANTIZED_NP[dtype] if npd is None and dtype in _QUANTIZED_NP else _dt.to_np[dtype]
+
+
 def _typed_from_array(arr, dtype):
     flat = np.ascontiguousarray(arr).reshape(-1)
     return TypedStorage(UntypedStorage._of_root(flat), dtype)
@@ -283,7 +294,7 @@ def _init_typed(self, cls_name, args, wrap_storage, dtype, device):
         raise TypeError(f"{cls_name}(): expected no arguments, a size or a sequence, got "
                         f"{len(args)} arguments")
     data = args[0] if args else 0
-    npd = _dt.to_np[dtype]
+    npd = _np_of(dtype)
     if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
         if data < 0:
             raise RuntimeError(f"{cls_name}(): size must be non-negative, got {data}")
@@ -335,6 +346,12 @@ _LEGACY_NAMES = {
     _dt.bool_: "BoolStorage", _dt.complex64: "ComplexFloatStorage",
     _dt.complex128: "ComplexDoubleStorage",
 }
+# CPU only (torch.cuda has no quantized storage classes), so kept apart from the table above
+_QUANTIZED_LEGACY_NAMES = {
+    _dt.qint8: "QInt8Storage", _dt.quint8: "QUInt8Storage", _dt.qint32: "QInt32Storage",
+    _dt.quint4x2: "QUInt4x2Storage", _dt.quint2x4: "QUInt2x4Storage",
+}
+_ALL_LEGACY_NAMES = {**_LEGACY_NAMES, **_QUANTIZED_LEGACY_NAMES}
 
 
 def _make_legacy(d, name):
@@ -348,8 +365,8 @@ def _make_legacy(d, name):
 
 
 #: name -> class, for ``ember.FloatStorage`` and its siblings
-legacy_storage_classes = {name: _make_legacy(d, name) for d, name in _LEGACY_NAMES.items()}
-_LEGACY_BY_DTYPE = {d: legacy_storage_classes[n] for d, n in _LEGACY_NAMES.items()}
+legacy_storage_classes = {name: _make_legacy(d, name) for d, name in _ALL_LEGACY_NAMES.items()}
+_LEGACY_BY_DTYPE = {d: legacy_storage_classes[n] for d, n in _ALL_LEGACY_NAMES.items()}
 
 
 def legacy_storage_class(dtype):

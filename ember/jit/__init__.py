@@ -342,12 +342,13 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     (NOTE [ Eager TorchScript ]): it computes what the compiled form would.
 
     Args:
-        obj: an ``nn.Module``, function or class.
+        obj: an ``nn.Module``, function or class; or a list or dict.
         optimize: deprecated, accepted.
         example_inputs: accepted for PyTorch's signature.
 
     Returns:
-        ``obj`` itself.
+        ``obj`` itself; a list or dict becomes a typed copy, a ``ScriptList`` or
+        ``ScriptDict``, as in PyTorch.
 
     Example::
 
@@ -360,6 +361,10 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     if optimize is not None:
         warnings.warn("`optimize` is deprecated and has no effect. Use `with "
                       "torch.jit.optimized_execution()` instead", FutureWarning, stacklevel=2)
+    if type(obj) in (list, dict):  # typed containers (NOTE [ JIT types ])
+        from ._containers import ScriptDict, ScriptList
+
+        return ScriptList(obj) if type(obj) is list else ScriptDict(obj)
     return obj
 
 

@@ -11,6 +11,7 @@ from ._device_type import (  # noqa: F401  (the device-generic test framework)
     device_types, dtypes, instantiate_device_type_tests, onlyCPU, onlyCUDA, onlyOn,
 )
 from ._test_device import TEST_DEVICE, register_test_device  # noqa: F401
+from ._file_check import FileCheck  # noqa: F401  (torch.testing.FileCheck)
 
 __all__ = ["assert_close", "make_tensor", "device_types", "dtypes",
            "instantiate_device_type_tests", "onlyCPU", "onlyCUDA", "onlyOn", "TEST_DEVICE",

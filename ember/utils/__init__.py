@@ -8,3 +8,4 @@ from .backend_registration import (  # noqa: E402
 from . import checkpoint  # noqa: F401,E402  (torch.utils.checkpoint)
 from . import dlpack, hooks, weak  # noqa: F401,E402  (the rest load on import)
 from ._swap_tensors import swap_tensors  # noqa: F401,E402
+from .throughput_benchmark import ThroughputBenchmark  # noqa: F401,E402
