@@ -21,15 +21,10 @@ op_db = load_op_db()
 ids = [info.id for info in op_db]
 
 #: samples PyTorch runs on meta and ember does not, with the reason
-KNOWN_LIMITS = {
-    # a Python bool index becomes a 0-dim bool tensor, whose value meta does not keep
-    ("getitem.advanced", "bool scalar"): "x[True] on meta",
-    ("getitem.advanced", "False"): "x[False] on meta",
-}
+KNOWN_LIMITS: dict = {}
 #: ops whose kernels read offsets or lengths on the way to their result's shape
 KNOWN_OP_LIMITS = {
     "embedding_bag": "offsets are read to size the bags",
-    "ctc_loss": "target lengths are read by the alignment recursion",
 }
 
 
@@ -307,6 +302,248 @@ def test_stride_is_contiguous_as_torch():
     assert ember.empty(0, 3, device="meta").stride() == (3, 1)
     assert x.storage_offset() == 0
     assert x.untyped_storage().device == ember.device("meta")
+
+
+# ------------------------------------------------------------------------------------------------
+# layouts (NOTE [ Meta layouts ]): strides as PyTorch's meta device reports them
+
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="compares with PyTorch")
+
+
+def _both(shape, stride=None, dtype="float32"):
+    """The same meta tensor in ember and in PyTorch (given strides, else contiguous)."""
+    torch = _torch()
+    if stride is None:
+        return (ember.empty(shape, dtype=getattr(ember, dtype), device="meta"),
+                torch.empty(shape, dtype=getattr(torch, dtype), device="meta"))
+    return (ember.empty_strided(shape, stride, dtype=getattr(ember, dtype), device="meta"),
+            torch.empty_strided(shape, stride, dtype=getattr(torch, dtype), device="meta"))
+
+
+def _strides(r):
+    return [t.stride() for t in _flat(r) if hasattr(t, "stride")]
+
+
+VIEWS = {
+    "t": lambda lib, x: x[0].t(),
+    "transpose": lambda lib, x: x.transpose(0, 2),
+    "permute": lambda lib, x: x.permute(2, 0, 1),
+    "mT": lambda lib, x: x.mT,
+    "slice_step": lambda lib, x: x[:, ::2, 1:],
+    "select": lambda lib, x: x[:, 1],
+    "narrow": lambda lib, x: x.narrow(2, 1, 2),
+    "unsqueeze": lambda lib, x: x.unsqueeze(1),
+    "none_index": lambda lib, x: x[1:, None, ..., None],
+    "expand": lambda lib, x: x[:, :1].expand(2, 5, 4),
+    "diagonal": lambda lib, x: x.diagonal(0, 1, 2),
+    "unfold": lambda lib, x: x.unfold(2, 2, 1),
+    "movedim": lambda lib, x: x.movedim(0, -1),
+    "view_of_permuted": lambda lib, x: x.permute(1, 0, 2).reshape(3, 8),
+    "reshape_copies": lambda lib, x: x.transpose(1, 2).reshape(2, 12),
+    "flatten_permuted": lambda lib, x: x.transpose(0, 1).flatten(1),
+    "split": lambda lib, x: x.split(2, dim=2),
+    "chunk_t": lambda lib, x: x.transpose(1, 2).chunk(2, 1),
+    "as_strided": lambda lib, x: x.as_strided((3, 2), (1, 3)),
+    "real_imag": lambda lib, x: (x.to(lib.complex64).mT.real, x.to(lib.complex64).mT.imag),
+    "view_as_real": lambda lib, x: lib.view_as_real(x.to(lib.complex64).transpose(0, 1)),
+    "squeeze": lambda lib, x: x[:, :1].transpose(0, 2).squeeze(1),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_view_strides_match_torch(name):
+    e, t = _both((2, 3, 4))
+    assert _strides(VIEWS[name](ember, e)) == _strides(VIEWS[name](_torch(), t))
+
+
+#: (shape, strides) of inputs: contiguous, permuted, expanded, sliced, size-1 dims
+LAYOUTS = [((3, 4), (1, 3)), ((2, 3, 4), (1, 2, 6)), ((2, 3, 4), (12, 1, 3)),
+           ((2, 3, 4), (0, 4, 1)), ((3, 4), (8, 2)), ((3, 2, 4), (1, 12, 3)),
+           ((2, 3, 4), (12, 4, 1)), ((4, 1), (1, 4))]
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", LAYOUTS, ids=[str(s) for _, s in LAYOUTS])
+def test_elementwise_result_layout_matches_torch(layout):
+    """PyTorch's TensorIterator layout: unary, binary with each operand order, with a
+    broadcast row and a scalar, a comparison and a mixed-dtype sum."""
+    e, t = _both(*layout)
+    er, tr = _both(layout[0][-1:])
+    ec, tc = _both(layout[0])
+    ops = [lambda x, r, c: x.exp(), lambda x, r, c: x + c, lambda x, r, c: c * x,
+           lambda x, r, c: x + r, lambda x, r, c: r - x, lambda x, r, c: x * 2,
+           lambda x, r, c: x > c, lambda x, r, c: x.int() + c,
+           lambda x, r, c: c.double() - x]
+    for i, op in enumerate(ops):
+        assert op(e, er, ec).stride() == op(t, tr, tc).stride(), (i, layout)
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", LAYOUTS, ids=[str(s) for _, s in LAYOUTS])
+def test_layout_keeping_copies_match_torch(layout):
+    """clone, empty_like, zeros_like, a dtype change and contiguous() keep or drop the layout
+    as PyTorch's preserve_format does."""
+    e, t = _both(*layout)
+    for op in (lambda x: x.clone(), lambda x: x.double(), lambda x: x.contiguous(),
+               lambda x: x.clone().contiguous()):
+        assert op(e).stride() == op(t).stride(), layout
+    assert ember.empty_like(e).stride() == _torch().empty_like(t).stride()
+    assert ember.zeros_like(e).stride() == _torch().zeros_like(t).stride()
+
+
+@needs_torch
+def test_to_meta_keeps_cpu_layout_as_torch():
+    torch = _torch()
+    for make in (lambda lib: lib.ones(3, 4).t(), lambda lib: lib.ones(2, 3, 4).permute(2, 0, 1),
+                 lambda lib: lib.ones(4, 6)[:, ::2], lambda lib: lib.ones(3, 1).expand(3, 4)):
+        assert make(ember).to("meta").stride() == make(torch).to("meta").stride()
+
+
+@needs_torch
+def test_linalg_results_are_column_major_as_torch():
+    torch = _torch()
+    (ea, ta), (eb, tb) = _both((2, 4, 4)), _both((2, 4, 3))
+    ev, tv = _both((2, 4))
+    calls = [lambda l, a, b, v: l.linalg.inv(a), lambda l, a, b, v: l.linalg.cholesky(a),
+             lambda l, a, b, v: l.linalg.qr(b), lambda l, a, b, v: l.linalg.svd(b),
+             lambda l, a, b, v: l.linalg.eigh(a), lambda l, a, b, v: l.linalg.solve(a, b),
+             lambda l, a, b, v: l.linalg.solve(a, v),
+             lambda l, a, b, v: l.linalg.solve(a, b.mT, left=False),
+             lambda l, a, b, v: l.linalg.lu_factor(a),
+             lambda l, a, b, v: l.linalg.solve_triangular(a, b, upper=True),
+             lambda l, a, b, v: l.cholesky_solve(b, a)]
+    for i, call in enumerate(calls):
+        assert _strides(call(ember, ea, eb, ev)) == _strides(call(torch, ta, tb, tv)), i
+
+
+@needs_torch
+def test_sort_and_softmax_layouts_match_torch():
+    torch = _torch()
+    e, t = _both((3, 4, 5))
+    e, t = e.transpose(0, 2), t.transpose(0, 2)
+    for op in (lambda x: x.sort(1), lambda x: x.argsort(1), lambda x: x.softmax(1),
+               lambda x: x.log_softmax(0), lambda x: x.logcumsumexp(1), lambda x: x.cumsum(0),
+               lambda x: x.sum(1, keepdim=True), lambda x: x.flip(0)):
+        assert _strides(op(e)) == _strides(op(t))
+    assert torch is not None
+
+
+BOOL_INDICES = [True, False, (True, [0, 1]), ([0, 1], True), (True, True), (Ellipsis, False),
+                 (True, 1), (slice(None), True), (None, True, Ellipsis)]
+
+
+@needs_torch
+@pytest.mark.parametrize("key", BOOL_INDICES, ids=[repr(k) for k in BOOL_INDICES])
+def test_python_bool_index_on_meta_matches_torch(key):
+    """A Python bool index adds a dim of size 1 (True) or 0 (False) without reading any
+    value, so it works on meta as in PyTorch; getting and setting."""
+    e, t = _both((3, 4))
+    got, want = e[key], t[key]
+    assert (tuple(got.shape), got.stride()) == (tuple(want.shape), want.stride())
+    e[key] = 1.0
+    t[key] = 1.0
+
+
+def test_python_bool_index_on_cpu_values_match_torch():
+    torch = pytest.importorskip("torch")
+    for key in BOOL_INDICES:
+        x, y = ember.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+        assert x[key].tolist() == y[key].tolist(), key
+        x[key] = -1.0
+        y[key] = -1.0
+        assert x.tolist() == y.tolist(), key
+
+
+@needs_torch
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_with_list_lengths_on_meta_matches_torch(reduction):
+    torch = _torch()
+    got, want = [], []
+    for lib, out in ((ember, got), (torch, want)):
+        lp = lib.empty(6, 2, 5, device="meta")
+        targets = lib.empty(2, 3, dtype=lib.long, device="meta")
+        out.append(lib.nn.functional.ctc_loss(lp, targets, [6, 5], [3, 2],
+                                              reduction=reduction))
+        out.append(lib.nn.functional.ctc_loss(lp[:, 0], targets[0], [6], [3],
+                                              reduction=reduction))
+        out.append(lib.nn.functional.ctc_loss(lp.double(), targets.flatten(), [6, 5], [3, 3],
+                                              reduction=reduction))
+    for g, w in zip(got, want):
+        assert g.is_meta and tuple(g.shape) == tuple(w.shape) and g.dtype.name == \
+            str(w.dtype).split(".")[1]
+
+
+def test_ctc_loss_on_meta_gives_a_meta_gradient():
+    lp = ember.empty(6, 2, 5, device="meta", requires_grad=True)
+    targets = ember.empty(2, 3, dtype=ember.long, device="meta")
+    ember.nn.functional.ctc_loss(lp, targets, ember.tensor([6, 5]), ember.tensor([3, 2])
+                                 ).backward()
+    assert lp.grad.is_meta and lp.grad.shape == lp.shape
+
+
+def test_inplace_on_expanded_meta_tensor_raises_as_torch():
+    x = ember.empty(3, 1, device="meta").expand(3, 4)
+    assert x.stride() == (1, 0)
+    with pytest.raises(RuntimeError, match="more than one element"):
+        x.add_(1)
+
+
+#: ops whose OpInfo samples' result strides are compared with PyTorch's meta device
+STRIDE_OPS = {"transpose", "permute", "t", "mT", "movedim", "swapaxes", "narrow", "select",
+              "unfold", "diagonal", "expand", "expand_as", "broadcast_to", "broadcast_tensors",
+              "unsqueeze", "squeeze", "split", "unbind", "chunk", "real", "imag",
+              "view_as_real", "as_strided", "getitem.basic", "rot90", "meshgrid", "dsplit",
+              "tensor_split", "sort", "linalg.inv", "linalg.solve", "linalg.qr",
+              "linalg.cholesky", "linalg.eigh", "linalg.svd", "linalg.lu_factor",
+              "logcumsumexp", "add", "mul", "where", "exp", "argsort", "msort", "cumsum",
+              "nn.functional.softmax", "nn.functional.log_softmax", "permute_copy"}
+
+
+def _meta_like(x, lib):
+    """A meta tensor (ember's or PyTorch's) of ``x``'s shape, dtype and strides."""
+    if isinstance(x, ember.Tensor):
+        if lib == "ember":
+            if x.numel() == 0:
+                return ember.empty(tuple(x.shape), dtype=x.dtype, device="meta").as_strided(
+                    tuple(x.shape), x.stride())
+            return ember.empty_strided(tuple(x.shape), x.stride(), dtype=x.dtype,
+                                       device="meta")
+        torch = _torch()
+        return torch.empty_strided(tuple(x.shape), x.stride(),
+                                   dtype=getattr(torch, x.dtype.name), device="meta")
+    if isinstance(x, _dt.dtype):
+        return x if lib == "ember" else getattr(_torch(), x.name)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_meta_like(y, lib) for y in x)
+    if isinstance(x, dict):
+        return {k: _meta_like(v, lib) for k, v in x.items()}
+    return x
+
+
+@needs_torch
+def test_opinfo_result_strides_match_torch_meta():
+    """The OpInfo samples of view, linear-algebra and element-wise ops, given as meta
+    tensors of the samples' strides, give results of PyTorch's meta strides."""
+    torch = _torch()
+    compared = 0
+    for info in op_db:
+        if info.id not in STRIDE_OPS:
+            continue
+        top = info.get_torch_op(torch)
+        for s in _samples(info, _dtype_for(info)):
+            try:
+                want = _flat(top(*_meta_like(s.all_args(), "torch"),
+                                 **_meta_like(s.kwargs, "torch")))
+            except Exception:
+                continue
+            got = _flat(info.get_op()(*_meta_like(s.all_args(), "ember"),
+                                      **_meta_like(s.kwargs, "ember")))
+            pairs = [(g, w) for g, w in zip(got, want) if isinstance(w, torch.Tensor)]
+            assert [g.stride() for g, _ in pairs] == [w.stride() for _, w in pairs], \
+                f"{info.id} {s}"
+            compared += 1
+    assert compared > 150
 
 
 def test_inplace_ops_do_nothing_and_bump_the_version():

@@ -424,7 +424,8 @@ def _as_index_tensor(x):
 
 def _classify(x):
     """(kind, value) for one index item: kind is 'int', 'slice', 'none', 'ell', 'adv' (an
-    integer tensor), 'mask' (a bool tensor of >= 1 dims) or 'bool0' (a 0-dim bool)."""
+    integer tensor), 'mask' (a bool tensor of >= 1 dims), 'bool0' (a 0-dim bool tensor) or
+    'pybool' (a Python bool)."""
     if x is None:
         return "none", None
     if x is Ellipsis:
@@ -437,7 +438,7 @@ def _classify(x):
             _bad_step(x.step)
         return "slice", x
     if tp is bool or tp is np.bool_:
-        return "bool0", wrap(np.asarray(bool(x)))
+        return "pybool", bool(x)
     if not isinstance(x, Tensor):
         if isinstance(x, (list, tuple, np.ndarray)):
             x = _as_index_tensor(x)
@@ -539,6 +540,13 @@ def _parse_index(self, idx):
             basic.append(Ellipsis)
             spec.append(Ellipsis)
             dim += ndim - consumed
+        elif kind == "pybool":
+            # as PyTorch: a new dim of size 1, indexed by [0] (True) or [] (False) -- no
+            # value to read, so it works on every device
+            basic.append(None)
+            spec.append(_T)
+            tensors.append(wrap(np.zeros(int(v), np.int64)).to(self.device))
+            is_trivial = False
         else:
             if type(v._data) is not at:
                 v = v.to(self.device)

@@ -24,14 +24,33 @@ NOTE [ Meta array rules ]
   zero) and its results become placeholders again.
 - Reading a value (``item``, ``bool``, ``float``, ``tolist``) raises ``MetaValueError``;
   copying the data out (``get``) raises NotImplementedError, as PyTorch does.
-- ``strides`` reports PyTorch's contiguous strides for the shape (the real ones are all 0):
-  ``Tensor.stride()`` and ``is_contiguous()`` read them, and so do the overlap checks of
-  in-place ops, which would otherwise see every element as shared.
+- ``strides`` reports the strides the array would have on PyTorch's meta device (the real
+  ones are all 0): ``Tensor.stride()`` and ``is_contiguous()`` read them, and so do the
+  overlap checks of in-place ops, which would otherwise see every element as shared. See
+  NOTE [ Meta layouts ].
+
+NOTE [ Meta layouts ]
+A placeholder keeps the layout it would have (its *logical* strides, in bytes) beside its
+zero real strides, in ``_lay``; none means contiguous. Three places give layouts:
+- Views (``transpose``, ``reshape``, basic indexing, ``diagonal``, ``broadcast_to``,
+  ``as_strided``, ...) are replayed on a *ghost*: a plain ndarray of the same shape and
+  logical strides over one element (``_ghost``). NumPy's view functions compute strides
+  without reading elements, so the ghost's result has the view's strides; only view
+  functions ever see a ghost (a read through one would leave its single element).
+  A reshape that would copy gives a contiguous result, as ``view``/``reshape`` do in torch.
+- Element-wise ufuncs give PyTorch's TensorIterator layout: the output is dense in the
+  order of its inputs' strides (``iter_layout``).
+- Copies that keep the layout (``empty_like``, ``copy``/``array`` with order ``K``,
+  ``astype``, ``to("meta")``) follow PyTorch's ``preserve_format``: a dense input's
+  strides, otherwise dense strides in the input's stride order (``like_layout``).
+Every other result is contiguous, which is what PyTorch's meta kernels give for reductions,
+matmul, concatenation and the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
 import numpy as np
@@ -92,12 +111,13 @@ def _data_dependent(name):
         "input's values, which meta tensors do not have")
 
 
-def placeholder(shape, dtype) -> MetaArray:
+def placeholder(shape, dtype, strides=None) -> MetaArray:
     """A fresh MetaArray of ``shape`` and ``dtype`` (no memory whatever the shape).
 
     Args:
         shape: a tuple of non-negative ints.
         dtype: a NumPy dtype (or anything ``np.dtype`` accepts).
+        strides: the strides (in bytes) it reports; contiguous when None.
 
     Returns:
         MetaArray: a read-only, zero-stride array whose own storage it is.
@@ -110,7 +130,10 @@ def placeholder(shape, dtype) -> MetaArray:
     """
     shape = tuple(shape)
     # a buffer of its own, so NumPy's overlap checks see unrelated placeholders as disjoint
-    return _ndarray_new(MetaArray, shape, dtype, bytes(16), 0, (0,) * len(shape))
+    r = _ndarray_new(MetaArray, shape, dtype, bytes(16), 0, (0,) * len(shape))
+    if strides is not None:
+        _set_layout(r, tuple(strides))
+    return r
 
 
 def as_meta(x):
@@ -138,12 +161,242 @@ def as_meta(x):
     return x
 
 
+@functools.lru_cache(maxsize=4096)
 def contiguous_strides(shape, itemsize):
     """PyTorch's contiguous strides for ``shape``, in bytes (a zero-size dim counts as 1)."""
     strides = [itemsize] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * max(shape[d + 1], 1)
     return tuple(strides)
+
+
+# -- layouts (NOTE [ Meta layouts ]) -----------------------------------------------------------
+
+
+def _set_layout(r, strides):
+    """Give placeholder ``r`` the logical ``strides`` (bytes); contiguous ones are not kept."""
+    if strides != contiguous_strides(r.shape, r.itemsize):
+        r.__dict__["_lay"] = (r.shape, strides)
+    return r
+
+
+_GHOST_BASES = {}
+
+
+def _ghost(a):
+    """A plain ndarray of ``a``'s shape, dtype and logical strides over one element, for
+    replaying view functions (never read: its strides may leave that element). Kept on
+    ``a`` for its next view."""
+    strides = a.strides
+    g = a.__dict__.get("_ghost") if type(a) is MetaArray else None
+    if g is not None and g.shape == a.shape and g.strides == strides and g.dtype == a.dtype:
+        return g
+    base = _GHOST_BASES.get(a.dtype)
+    if base is None:
+        base = _GHOST_BASES[a.dtype] = np.zeros(1, a.dtype)
+    g = np.lib.stride_tricks.as_strided(base, a.shape, strides)
+    if type(a) is MetaArray:
+        a.__dict__["_ghost"] = g
+    return g
+
+
+def _permuted(r, a, perm):
+    """View ``r`` of ``a`` with ``a``'s dims in order ``perm`` takes the permuted strides."""
+    st = a.strides
+    return _set_layout(r, tuple(st[p] for p in perm))
+
+
+def _adopt(r, g):
+    """View ``r`` (a MetaArray) takes the strides of ``g``, the same view of the ghost."""
+    if isinstance(r, MetaArray) and isinstance(g, np.ndarray) and g.shape == r.shape:
+        r.__dict__.pop("_lay", None)
+        _set_layout(r, g.strides)
+    return r
+
+
+def _dense_order(shape, operands):
+    """PyTorch's TensorIterator dimension order for ``shape`` (innermost first), from the
+    operands' strides (each aligned to ``shape``, 0 where broadcast)."""
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))
+
+    def should_swap(d0, d1):
+        for st in operands:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
+def expand_strides(shape, strides, out_shape, itemsize):
+    """PyTorch's strides for ``expand``-ing an array to ``out_shape``.
+
+    Broadcast dims get 0, size-1 dims that stay keep their stride, and a new leading dim
+    gets the size times the stride of the dim after it.
+
+    Args:
+        shape, strides: the array's shape and strides (bytes).
+        out_shape: the shape expanded to (``shape`` broadcasts to it).
+        itemsize: the element size, for a new last dim.
+
+    Returns:
+        tuple: the strides in bytes.
+
+    Example::
+
+        >>> expand_strides((3, 1), (4, 4), (2, 3, 5), 4)
+        (0, 4, 0)
+        >>> expand_strides((3, 1), (4, 4), (1, 3, 5), 4)
+        (12, 4, 0)
+    """
+    out = [0] * len(out_shape)
+    off = len(out_shape) - len(shape)
+    for i in range(len(out_shape) - 1, -1, -1):
+        d = i - off
+        if d >= 0:
+            size, stride = shape[d], strides[d]
+        else:
+            size = 1
+            stride = out_shape[i + 1] * out[i + 1] if i + 1 < len(out_shape) else itemsize
+        out[i] = 0 if size != out_shape[i] else stride
+    return tuple(out)
+
+
+def _strides_in_order(shape, perm, itemsize):
+    """Dense strides (bytes) for ``shape`` laid out in ``perm`` order (innermost first; a
+    zero-size dim counts as 1, as in PyTorch's contiguous strides)."""
+    strides = [0] * len(shape)
+    step = itemsize
+    for d in perm:
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def _non_overlapping_and_dense(shape, strides, itemsize):
+    """PyTorch's ``is_non_overlapping_and_dense`` (strides in bytes)."""
+    if len(shape) == 1:
+        return shape[0] < 2 or strides[0] == itemsize
+    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
+    want = itemsize
+    for d in order:
+        if shape[d] < 2:
+            return True
+        if strides[d] != want:
+            return False
+        want *= shape[d]
+    return True
+
+
+def _torch_contiguous(shape, strides, itemsize):
+    """PyTorch's ``is_contiguous`` (strides in bytes): size-1 dims may have any stride."""
+    if 0 in shape:
+        return True
+    want = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1:
+            if s != want:
+                return False
+            want *= n
+    return True
+
+
+def like_layout(shape, strides, itemsize, contiguous_first=False):
+    """The strides of a ``preserve_format`` copy of an array, as PyTorch lays it out.
+
+    The same strides when they are dense (contiguous ones instead when ``contiguous_first``
+    and PyTorch counts them contiguous, as its ``empty_like`` does), else dense strides in
+    their order; an empty array's copy is contiguous.
+
+    Args:
+        shape: the array's shape.
+        strides: its strides in elements.
+        itemsize: the copy's element size.
+        contiguous_first: prefer contiguous strides where PyTorch's ``is_contiguous`` holds.
+
+    Returns:
+        tuple: the copy's strides in bytes.
+
+    Example::
+
+        >>> like_layout((3, 4), (1, 3), 4)       # a transposed matrix stays transposed
+        (4, 12)
+        >>> like_layout((3, 4), (1, 6), 4)       # not dense: dense in the same order
+        (4, 12)
+    """
+    shape, strides = tuple(shape), tuple(strides)
+    if 0 in shape or contiguous_first and _torch_contiguous(shape, strides, 1):
+        return contiguous_strides(shape, itemsize)
+    if _non_overlapping_and_dense(shape, strides, 1):
+        return tuple(s * itemsize for s in strides)
+    return _strides_in_order(shape, _dense_order(shape, [strides]), itemsize)
+
+
+def _elements(a):
+    """``a``'s logical strides in elements."""
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def iter_layout(shape, inputs, itemsize):
+    """The strides PyTorch's TensorIterator gives an element-wise result.
+
+    Operands of the result's shape and one dense layout give it that layout; otherwise the
+    result is dense in the order of the operands' strides (the first operand that orders two
+    dims decides, broadcast dims left out).
+
+    Args:
+        shape: the result's shape.
+        inputs: the call's operands (arrays, with their logical strides, and scalars).
+        itemsize: the result's element size.
+
+    Returns:
+        tuple or None: the strides in bytes; None for contiguous.
+
+    Example::
+
+        >>> x = placeholder((4, 3), np.float32).T
+        >>> iter_layout((3, 4), [x, 1.0], 4)
+        (4, 12)
+    """
+    shape = tuple(shape)
+    if len(shape) < 2 or 0 in shape:
+        return None
+    arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.ndim]
+    if not arrays:
+        return None
+    if all(x.shape == shape for x in arrays):
+        # TensorIterator's fast set-up: operands of one shape and one layout
+        if all(_torch_contiguous(shape, x.strides, x.itemsize) for x in arrays):
+            return None
+        first = _elements(arrays[0])
+        if all(_elements(x) == first for x in arrays) and \
+                _non_overlapping_and_dense(shape, first, 1):
+            return tuple(s * itemsize for s in first)
+    operands = []
+    for x in arrays:
+        off = len(shape) - x.ndim
+        st = [0] * off
+        for i, (n, s) in enumerate(zip(x.shape, x.strides)):
+            st.append(0 if n == 1 and shape[off + i] != 1 else s)
+        operands.append(st)
+    return _strides_in_order(shape, _dense_order(shape, operands), itemsize)
 
 
 class _NullData:
@@ -172,6 +425,51 @@ def _index_key(key):
     return tuple(out) if type(key) is tuple else out[0]
 
 
+def _basic_item(k):
+    """True for an index item NumPy applies as a view (no element read)."""
+    if k is None or k is Ellipsis or type(k) is slice:
+        return True
+    if isinstance(k, (bool, np.bool_)):
+        return False
+    if isinstance(k, (int, np.integer)):
+        return True
+    return isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"
+
+
+def _new_axis_strides(shape, strides, itemsize, items, out):
+    """``out`` (a basic index's result strides) with PyTorch's strides for the dims that
+    ``None`` items insert: an unsqueeze before source dim ``i`` gets ``size * stride`` of
+    that dim, one after the last gets the item size. ``items`` hold one Ellipsis."""
+    used = sum(1 for k in items if k is not None and k is not Ellipsis)
+    out, src, pos = list(out), 0, 0
+    for k in items:
+        if k is Ellipsis:
+            n = len(shape) - used
+            src, pos = src + n, pos + n
+        elif k is None:
+            out[pos] = shape[src] * strides[src] if src < len(shape) else itemsize
+            pos += 1
+        elif type(k) is slice:
+            src, pos = src + 1, pos + 1
+        else:  # an integer
+            src += 1
+    return tuple(out)
+
+
+def _copy_of(a, dtype, order, contiguous_first=False):
+    """A fresh placeholder copying ``a`` as ``dtype`` in NumPy's ``order``: ``"K"``/``"A"``
+    keep ``a``'s layout as PyTorch's ``preserve_format`` does (see ``like_layout``), ``"C"``
+    is contiguous."""
+    dtype = np.dtype(dtype)
+    if order in ("K", "A") and "_lay" in a.__dict__:
+        return placeholder(a.shape, dtype, like_layout(a.shape, _elements(a), dtype.itemsize,
+                                                       contiguous_first))
+    if order == "F" and a.ndim > 1:
+        return placeholder(a.shape, dtype, _strides_in_order(a.shape, range(a.ndim),
+                                                             dtype.itemsize))
+    return placeholder(a.shape, dtype)
+
+
 class MetaArray(np.ndarray):
     """The meta device's array: shape and dtype, no data. See NOTE [ Meta array rules ].
 
@@ -191,7 +489,7 @@ class MetaArray(np.ndarray):
 
     @property
     def real(self):
-        return np.ndarray.real.__get__(self)
+        return _adopt(np.ndarray.real.__get__(self), _ghost(self).real)
 
     @real.setter
     def real(self, value):
@@ -199,7 +497,9 @@ class MetaArray(np.ndarray):
 
     @property
     def imag(self):
-        return np.ndarray.imag.__get__(self)
+        if not np.iscomplexobj(self):
+            return np.ndarray.imag.__get__(self)
+        return _adopt(np.ndarray.imag.__get__(self), _ghost(self).imag)
 
     @imag.setter
     def imag(self, value):
@@ -207,6 +507,9 @@ class MetaArray(np.ndarray):
 
     @property
     def strides(self):
+        lay = self.__dict__.get("_lay")
+        if lay is not None and lay[0] == self.shape:
+            return lay[1]
         return contiguous_strides(self.shape, self.itemsize)
 
     @property
@@ -284,10 +587,70 @@ class MetaArray(np.ndarray):
         pass
 
     def __getitem__(self, key):
-        r = np.ndarray.__getitem__(self, _index_key(key))
+        key = _index_key(key)
+        r = np.ndarray.__getitem__(self, key)
         if isinstance(r, np.generic):
             return placeholder((), r.dtype)
-        return as_meta(r)
+        r = as_meta(r)
+        items = key if type(key) is tuple else (key,)
+        if r is not self and all(_basic_item(k) for k in items):
+            if not any(k is Ellipsis for k in items):
+                items += (Ellipsis,)  # a 0-d view of the ghost, never its element
+            g = np.ndarray.__getitem__(_ghost(self), items)
+            if any(k is None for k in items):
+                g = np.lib.stride_tricks.as_strided(g, g.shape, _new_axis_strides(
+                    self.shape, self.strides, self.itemsize, items, g.strides))
+            _adopt(r, g)
+        return r
+
+    # -- views: NumPy's, with the layout replayed on the ghost (NOTE [ Meta layouts ]) -------
+
+    def transpose(self, *axes):
+        r = np.ndarray.transpose(self, *axes)
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = axes[0]
+        perm = range(self.ndim - 1, -1, -1) if not axes or axes[0] is None else \
+            _normalize_axis(axes, self.ndim)
+        return _permuted(r, self, perm)
+
+    def swapaxes(self, axis1, axis2):
+        r = np.ndarray.swapaxes(self, axis1, axis2)
+        perm = list(range(self.ndim))
+        a, b = _normalize_axis((axis1, axis2), self.ndim, allow_duplicate=True)
+        perm[a], perm[b] = b, a
+        return _permuted(r, self, perm)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def mT(self):
+        r = np.ndarray.mT.__get__(self)
+        perm = list(range(self.ndim))
+        perm[-2:] = perm[-1], perm[-2]
+        return _permuted(r, self, perm)
+
+    def squeeze(self, axis=None):
+        return _adopt(np.ndarray.squeeze(self, axis), _ghost(self).squeeze(axis))
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _adopt(np.ndarray.diagonal(self, offset, axis1, axis2),
+                      _ghost(self).diagonal(offset, axis1, axis2))
+
+    def reshape(self, *shape, order="C", copy=None):
+        r = np.ndarray.reshape(self, *shape, order=order)
+        if copy:
+            return placeholder(r.shape, r.dtype)
+        if order == "C" and "_lay" not in self.__dict__:
+            return r
+        try:
+            g = np.ndarray.reshape(_ghost(self), *shape, order=order, copy=False)
+        except ValueError:  # only a copy has that shape: a fresh, contiguous one
+            if copy is False:
+                raise
+            return placeholder(r.shape, r.dtype)
+        return _adopt(r, g)
 
     # -- methods that would copy or compute: shape rules ---------------------------------------
 
@@ -296,15 +659,16 @@ class MetaArray(np.ndarray):
         np.zeros((), self.dtype).astype(dtype, casting=casting)  # NumPy's casting errors
         if not copy and dtype == self.dtype:
             return self
-        return placeholder(self.shape, dtype)
+        return _copy_of(self, dtype, order)
 
     def copy(self, order="C"):
-        return placeholder(self.shape, self.dtype)
+        return _copy_of(self, self.dtype, order)
 
-    __copy__ = copy
+    def __copy__(self):
+        return _copy_of(self, self.dtype, "K")
 
     def __deepcopy__(self, memo):
-        return placeholder(self.shape, self.dtype)
+        return _copy_of(self, self.dtype, "K")
 
     def flatten(self, order="C"):
         return placeholder((self.size,), self.dtype)
@@ -321,12 +685,18 @@ class MetaArray(np.ndarray):
             if self.ndim == 0 and dtype.itemsize != self.itemsize:
                 raise ValueError("Changing the dtype of a 0d array is only supported if the "
                                  "itemsize is unchanged")
-            return np.ndarray.view(self, dtype)
+            return _adopt(np.ndarray.view(self, dtype), _ghost(self).view(dtype))
         last = self.shape[-1] * self.itemsize
         if last % dtype.itemsize:
             raise ValueError("When changing to a smaller dtype, its size must be a divisor of "
                              "the size of original dtype")
-        return placeholder(self.shape[:-1] + (last // dtype.itemsize,), dtype)
+        r = placeholder(self.shape[:-1] + (last // dtype.itemsize,), dtype)
+        if "_lay" in self.__dict__:
+            try:  # NumPy's rule: the last dim must be dense
+                _adopt(r, _ghost(self).view(dtype))
+            except ValueError:
+                pass
+        return r
 
     def dot(self, b, out=None):
         return np.dot(self, b)
@@ -427,8 +797,9 @@ def _shape(x):
     return x.shape if isinstance(x, np.ndarray) else np.shape(x)
 
 
-def _finish(dtypes, shape, out):
-    """Placeholders of ``shape`` and ``dtypes`` (one per output), or the ``out`` arrays."""
+def _finish(dtypes, shape, out, inputs=None):
+    """Placeholders of ``shape`` and ``dtypes`` (one per output), or the ``out`` arrays;
+    given the ``inputs`` of an element-wise call, in their TensorIterator layout."""
     if out is not None:
         for o in out:
             if o is not None and o.shape != tuple(shape):
@@ -436,6 +807,9 @@ def _finish(dtypes, shape, out):
                                  f"doesn't match the broadcast shape {tuple(shape)}")
         results = tuple(o if o is not None else placeholder(shape, d)
                         for o, d in zip(out, dtypes))
+    elif inputs is not None:
+        results = tuple(placeholder(shape, d, iter_layout(shape, inputs, np.dtype(d).itemsize))
+                        for d in dtypes)
     else:
         results = tuple(placeholder(shape, d) for d in dtypes)
     return results[0] if len(results) == 1 else results
@@ -455,7 +829,7 @@ def _ufunc_call(ufunc, inputs, kwargs, out):
         kwargs = dict(kwargs, where=_surrogate(where))
     sur = ufunc(*[_surrogate(x) for x in inputs], **kwargs,
                 **({} if out is None else {"out": _out_surrogates(out)}))
-    return _finish(_dtypes_of(sur), shape, out)
+    return _finish(_dtypes_of(sur), shape, out, inputs)
 
 
 def _parse_signature(sig):

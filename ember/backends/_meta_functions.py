@@ -16,9 +16,11 @@ import numpy as np
 
 from .._ops.linalg_contract import _parse_einsum
 from ._meta_array import (
-    _DATA_DEPENDENT, _FUNCTION_RULES, MetaArray, _data_dependent, _finish, _normalize_axis,
-    _plain, _shape, _shrunk, _surrogate, as_meta, placeholder,
+    _DATA_DEPENDENT, _FUNCTION_RULES, MetaArray, _copy_of, _data_dependent, _finish,
+    _normalize_axis, _plain, _set_layout, _shape, _shrunk, _surrogate, as_meta,
+    expand_strides, placeholder,
 )
+
 
 def _rule(*funcs):
     def register(rule):
@@ -36,14 +38,34 @@ def _write_nothing(*args, **kwargs):
 
 @_rule(np.copy)
 def _copy(a, order="K", subok=False):
-    a = np.asanyarray(a) if not isinstance(a, np.ndarray) else a
+    if isinstance(a, MetaArray):
+        return _copy_of(a, a.dtype, order)
+    a = np.asanyarray(a)
     return placeholder(a.shape, a.dtype)
 
 
 @_rule(np.empty_like, np.zeros_like, np.ones_like)
 def _like(prototype, dtype=None, order="K", subok=True, shape=None, **kwargs):
+    dtype = prototype.dtype if dtype is None else np.dtype(dtype)
+    if shape is None and isinstance(prototype, MetaArray):
+        return _copy_of(prototype, dtype, order, contiguous_first=True)
     return placeholder(prototype.shape if shape is None else tuple(np.atleast_1d(shape)),
-                       prototype.dtype if dtype is None else np.dtype(dtype))
+                       dtype)
+
+
+@_rule(np.broadcast_to)
+def _broadcast_to(array, shape, subok=False):
+    r = as_meta(np.broadcast_to(_plain(array), shape))
+    if isinstance(array, MetaArray):  # PyTorch's expand strides
+        _set_layout(r, expand_strides(array.shape, array.strides, r.shape, r.itemsize))
+    return r
+
+
+@_rule(np.broadcast_arrays)
+def _broadcast_arrays(*args, subok=False):
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    return tuple(_broadcast_to(a if isinstance(a, np.ndarray) else np.asarray(a), shape)
+                 for a in args)
 
 
 @_rule(np.full_like)

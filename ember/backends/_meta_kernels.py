@@ -12,6 +12,8 @@ a kernel through the same ``ember.library.impl(op, "meta")`` an out-of-tree back
   exponential) or solve triangular systems through SciPy get shape rules.
 - Ops whose result shape depends on values (``nonzero``, ``unique``, ``masked_select``, ...)
   raise NotImplementedError as PyTorch does on meta.
+- Kernels that walk sequences of values whose result shapes do not depend on them
+  (``ctc_loss``) get shape rules.
 """
 
 from __future__ import annotations
@@ -144,3 +146,16 @@ def _cholesky_solve(b, l, *, upper):
 @library.impl("masked_scatter", "meta")
 def _masked_scatter(a, mask, src):
     return placeholder(np.broadcast_shapes(a.shape, mask.shape), a.dtype)
+
+
+# -- ops whose kernels walk sequences of values ----------------------------------------------------
+
+
+@library.impl("ctc_loss", "meta")
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, *, blank, reduction,
+              zero_infinity):
+    # the alignment recursion reads the lengths and labels; the shapes need none of them:
+    # the loss per sequence (or reduced to one) and its gradient for the log-probabilities
+    n = log_probs.shape[1]
+    loss = placeholder((n,) if reduction == "none" else (), log_probs.dtype)
+    return loss, placeholder(log_probs.shape, log_probs.dtype)

@@ -38,9 +38,11 @@ in the op declarations knows of it. The pieces:
 - Values cannot leave: ``.cpu()``/``.tolist()`` raise NotImplementedError ("Cannot copy out
   of meta tensor; no data!"), ``.item()``/``bool()`` raise RuntimeError ("Tensor.item()
   cannot be called on meta tensors"), ``.numpy()`` TypeError -- PyTorch's types and messages.
-- ``stride()`` reports contiguous strides (the placeholders keep no layout: a transposed
-  meta tensor reports the strides of a contiguous one of its shape); ``data_ptr()`` is 0;
-  printing shows ``tensor(..., device='meta', size=(2, 3))``.
+- ``stride()`` reports the strides PyTorch's meta device gives: views keep their layout,
+  element-wise results follow TensorIterator's, copies follow ``preserve_format``, and
+  LAPACK-style results are column-major (NOTE [ Meta layouts ] in _meta_array.py;
+  ember/backends/_meta_layouts.py); ``data_ptr()`` is 0; printing shows
+  ``tensor(..., device='meta', size=(2, 3))``.
 
 Measured: building ``nn.Linear(100_000, 100_000)`` on meta and running forward and backward
 through it takes about a millisecond and under 100 kB (tests/test_meta.py); the CPU path
@@ -55,8 +57,10 @@ import math
 import numpy as np
 
 from . import _meta_functions  # noqa: F401  (fills the array-function rules)
+from ._meta_layouts import finish_layouts
 from ._meta_array import (
-    DataDependentOutputError, MetaArray, MetaValueError, as_meta, placeholder,
+    DataDependentOutputError, MetaArray, MetaValueError, _adopt, _copy_of, _ghost, as_meta,
+    like_layout, placeholder,
 )
 
 __all__ = ["MetaArray", "MetaNamespace", "placeholder", "to_meta", "register"]
@@ -64,7 +68,8 @@ __all__ = ["MetaArray", "MetaNamespace", "placeholder", "to_meta", "register"]
 
 def to_meta(array) -> MetaArray:
     """``array`` (of any backend) as a placeholder of its shape and dtype: what ``x.to("meta")``
-    does to the data. No data is read.
+    does to the data. No data is read; the layout is kept as PyTorch's ``preserve_format``
+    keeps it (NOTE [ Meta layouts ]).
 
     Args:
         array: a NumPy, CuPy or other backend array.
@@ -79,7 +84,12 @@ def to_meta(array) -> MetaArray:
     """
     if type(array) is MetaArray:
         return array
-    return placeholder(array.shape, array.dtype)
+    strides = getattr(array, "strides", None)
+    if strides is None or array.ndim < 2:
+        return placeholder(array.shape, array.dtype)
+    item = array.dtype.itemsize
+    return placeholder(array.shape, array.dtype,
+                       like_layout(array.shape, [s // item for s in strides], item))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -92,7 +102,12 @@ class _StrideTricks:
 
     @staticmethod
     def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
-        return _view_of(x, x.shape if shape is None else tuple(shape))
+        r = _view_of(x, x.shape if shape is None else tuple(shape))
+        if strides is not None and len(strides) == r.ndim:
+            r.__dict__.pop("_lay", None)
+            return _adopt(r, np.lib.stride_tricks.as_strided(_ghost(r), r.shape,
+                                                             tuple(strides)))
+        return r
 
     @staticmethod
     def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
@@ -105,7 +120,10 @@ class _StrideTricks:
             shape[ax] -= w - 1
             if shape[ax] < 0:
                 raise ValueError("window shape cannot be larger than input array shape")
-        return _view_of(x, tuple(shape) + window)
+        r = _view_of(x, tuple(shape) + window)
+        if isinstance(x, MetaArray):
+            _adopt(r, np.lib.stride_tricks.sliding_window_view(_ghost(x), window, axis))
+        return r
 
     def __getattr__(self, name):
         return getattr(np.lib.stride_tricks, name)
@@ -164,8 +182,10 @@ class MetaNamespace:
 
     @staticmethod
     def empty_like(a, dtype=None, order="K", subok=True, shape=None, **kwargs):
-        return placeholder(np.shape(a) if shape is None else _shape_arg(shape),
-                           np.dtype(a.dtype if dtype is None else dtype))
+        dtype = np.dtype(a.dtype if dtype is None else dtype)
+        if shape is None and isinstance(a, MetaArray):
+            return _copy_of(a, dtype, order, contiguous_first=True)
+        return placeholder(np.shape(a) if shape is None else _shape_arg(shape), dtype)
 
     zeros_like = ones_like = empty_like
 
@@ -225,14 +245,23 @@ class MetaNamespace:
 
     @staticmethod
     def ascontiguousarray(a, dtype=None, **kwargs):
-        return MetaNamespace.asarray(a, dtype)
+        a = MetaNamespace.asarray(a, dtype)
+        if "_lay" in a.__dict__ and a.size:  # not contiguous: a contiguous copy
+            return placeholder(a.shape, a.dtype)
+        return a
 
-    asfortranarray = ascontiguousarray
+    @staticmethod
+    def asfortranarray(a, dtype=None, **kwargs):
+        a = MetaNamespace.asarray(a, dtype)
+        return _copy_of(a, a.dtype, "F")
 
     @staticmethod
     def array(a, dtype=None, copy=True, order="K", **kwargs):
         if isinstance(a, MetaArray):
-            return placeholder(a.shape, a.dtype if dtype is None else np.dtype(dtype))
+            if not copy and (dtype is None or np.dtype(dtype) == a.dtype) and (
+                    order in ("K", "A") or "_lay" not in a.__dict__):
+                return a
+            return _copy_of(a, a.dtype if dtype is None else dtype, order)
         return as_meta(np.array(a, dtype=dtype))
 
     @staticmethod
@@ -255,7 +284,8 @@ class MetaNamespace:
 
         def meta_kernel(*arrays, **params):
             try:
-                return as_meta(kernel(*arrays, **params))
+                return finish_layouts(name, params, arrays,
+                                      as_meta(kernel(*arrays, **params)))
             except MetaValueError as e:
                 raise NotImplementedError(
                     f"ember: the op '{name}' has no kernel for device type 'meta': its generic "
