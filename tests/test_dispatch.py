@@ -81,7 +81,10 @@ def test_mode_sees_every_form_of_every_op(info):
                 continue
             out = ember.empty(0, dtype=want.dtype)
             with Recorder() as rec:
-                info.get_op()(s.input, *s.args, out=out, **s.kwargs)
+                try:
+                    info.get_op()(s.input, *s.args, out=out, **s.kwargs)
+                except TypeError:  # an overload without out=, refused as torch refuses it
+                    continue
             assert rec.calls, f"{info.id} out= {s}: no op reached the mode"
 
 

@@ -114,11 +114,14 @@ group live):
   sign, silu, sin, sinc, sinh, special_entr, special_erfcx, special_i0e, special_i1,
   special_i1e, special_log_ndtr, special_ndtr, special_ndtri, special_xlog1py, sqrt, square,
   tan, tanh, trunc, xlogy.
-- 13 by the transpose of the vjp (NOTE [ Forward mode from the vjp ]): factorizations with
-  packed or complex-gauge outputs, and the rest:
-  cholesky_inverse, cholesky_solve, ctc_loss, geqrf, linalg_eig, linalg_eigvals,
-  linalg_ldl_factor_ex, linalg_ldl_solve, linalg_lu, linalg_lu_factor, linalg_lu_solve,
-  linalg_pinv, scatter_reduce.
+- 13 more with formulas written since: cholesky_inverse, cholesky_solve, ctc_loss (the
+  kernel's gradient contracted with the tangent), linalg_eig, linalg_eigvals, linalg_lu,
+  linalg_lu_factor, linalg_lu_solve, linalg_pinv, scatter_reduce (in ember ops only, so that
+  vmap batches it); geqrf, linalg_ldl_factor_ex and linalg_ldl_solve raise torch's
+  NotImplementedError, as they have no derivative in torch either.
+- none by the transpose of the vjp (NOTE [ Forward mode from the vjp ]): it stays for ops
+  declared later (custom ops with a vjp only); tests/func/test_jvp_rules.py keeps the list
+  empty.
 """
 
 from __future__ import annotations
@@ -668,13 +671,14 @@ def transpose_jvp(op, x_dots, inputs, params, res):
 
 
 def fallback_ops():
-    """Names of the differentiable ops whose tangents come from the transpose of their vjp
+    """Names of ember's own differentiable ops (custom ops registered through
+    ``ember.library`` aside) whose tangents come from the transpose of their vjp
     (NOTE [ Forward mode from the vjp ]); element-wise ops without a formula use it for
     complex dtypes only (NOTE [ Forward mode of element-wise ops ])."""
     from .._ops._registry import ops
 
     return sorted(n for n, o in ops.items() if o.differentiable and o.jvp is None
-                  and not o.linear and o.view_of is None and not _is_ew(o))
+                  and o.is_builtin and not o.linear and o.view_of is None and not _is_ew(o))
 
 
 # ------------------------------------------------------------------------------------------------

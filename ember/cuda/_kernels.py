@@ -189,6 +189,19 @@ def _attention_vjp(grads, q, k, v, *, scale, causal, out, needs_input_grad):
                            dict(scale=scale, causal=causal, needs=tuple(needs_input_grad)))
 
 
+def _attention_jvp(x_dots, q, k, v, *, scale, causal, out):
+    # the probabilities are not kept (the stats are): recompute them from the inputs
+    from .._ops import nn_attention
+    from .._ops.creation import ones
+
+    mask = ones(q.shape[-2], k.shape[-2], dtype=_bool(), device=q.device).tril() \
+        if causal else None
+    s = (q @ k.transpose(-1, -2)) * scale
+    p = (s.masked_fill(~mask, float("-inf")) if causal else s).softmax(-1)
+    return nn_attention._sdpa_jvp(tuple(x_dots) + (None,), q, k, v, mask, scale=scale,
+                                  out=(out[0], p))
+
+
 def _bool():
     from .._core import dtype as _dt
 
@@ -265,7 +278,7 @@ def register():
                                                      functools.partial(op.kernel, cp)))
     _attention_op = Op("_scaled_dot_product_cudnn_attention",
                        overrides={"cuda": _attention_kernel}, vjp=_attention_vjp,
-                       nondiff_outputs=(1,))
+                       jvp=_attention_jvp, nondiff_outputs=(1,))
     _attention_op.saved_outputs = (0, 1)
     _attention_op.node_name = "ScaledDotProductCudnnAttentionBackward0"
     _attention_backward_op = Op("_scaled_dot_product_cudnn_attention_backward",

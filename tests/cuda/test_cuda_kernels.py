@@ -247,3 +247,15 @@ def test_half_products_and_amp_linear_match_torch(dtype):
     ty.float().sum().backward()
     _close(lin.weight.grad, tlin.weight.grad, dtype, scale=4)
     _close(x.grad, tx.grad, dtype, scale=4)
+
+
+def test_fused_attention_forward_mode_matches_torch():
+    q, tq = _pair((1, 2, 16, 32), "float16", 0, requires_grad=False)
+    d, td = _pair((1, 2, 16, 32), "float16", 1, requires_grad=False)
+
+    def f(F):
+        return lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)
+
+    _, e = ember.func.jvp(f(ember.nn.functional), (q,), (d,))
+    _, t = torch.func.jvp(f(torch.nn.functional), (tq,), (td,))
+    _close(e, t, "float16", scale=4)
