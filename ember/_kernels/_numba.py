@@ -292,6 +292,14 @@ def silu_backward_into(g, x, out):
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def threshold_backward_into(g, y, threshold, out):
+    """``out = 0 where y <= threshold else g`` over flat arrays, in one pass (a NaN in ``y``
+    is not ``<= threshold``: its gradient passes)."""
+    for j in range(y.size):
+        out[j] = _ZERO if y[j] <= threshold else g[j]
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def adam_into(p, g, m, v, w1, low_w1, beta2, w2, shrink, weight_decay, step, bias2_sqrt,
               eps, decoupled, maximize):
     """One Adam/AdamW step over flat float32 arrays, in place on ``p``, ``m`` and ``v``, in

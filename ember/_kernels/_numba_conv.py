@@ -11,8 +11,10 @@ change nothing but the schedule.
 Each kernel takes a channel range, so that a caller could split one call over threads
 (they write disjoint channels and release the GIL). Split over ember's thread pool, the
 input transform of a (4, 64, 32, 32) chunk measured 0.60 ms on one thread against 3.1 ms
-(median) on two on the loaded 2-core development machine, and never below 0.64 ms, so the
-callers run the whole range on the calling thread.
+(median) on two on the loaded 2-core development machine, and never below 0.64 ms, so a
+call runs its whole range on its thread; threads split the batch instead, one piece of
+samples each with its own transforms and GEMMs (NOTE [ Batch pieces on threads ] in
+``ember/_parallel.py``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,12 @@ what makes a 3x3 stride-1 layer beat gathered columns even on ResNet's 32x32 sta
 the NumPy transforms cost more than they save. The transforms are near the memory's speed
 (the input transform writes four times the input); what is left is OpenBLAS's speed on
 these thin GEMMs (about 140 GFLOP/s on one core here, PyTorch's conv kernels about 200).
-Measured in ``_pays``.
+Measured in ``_pays``. With more than one thread configured, the batch is cut into one
+piece per thread, each running its transforms and GEMMs with the BLAS at one thread (NOTE
+[ Batch pieces on threads ] in ``ember/_parallel.py``): at two threads the transforms had
+run on one core between two-thread GEMMs. A 3x3 64->64 forward of (32, 64, 32, 32) took
+28 ms in pieces against 56-60 ms before on the loaded development machine (same process,
+alternating); the weight gradient adds the pieces' ``dU``.
 
 Covered: NumPy float32 arrays, 3x3, stride 1, undilated, ungrouped, padding at most 2; the
 caller (``nn_conv``) keeps every other case, and every case when the kernels backend is
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _kernels
+from .. import _kernels, _parallel
 from . import nn_winograd as winograd
 
 _F32 = np.dtype(np.float32)
@@ -104,12 +109,18 @@ def _convolve(x, u, pad, out_channels):
     ho, wo, th, tw = _tiles(h, w, pad)
     x = np.ascontiguousarray(x)
     y = np.empty((n, out_channels, ho, wo), x.dtype)
-    for sl in _chunks(n, 16 * th * tw * max(c, out_channels) * x.itemsize):
-        xs = x[sl]
-        m_ = xs.shape[0]
-        v = np.empty((16, c, m_ * th * tw), x.dtype)
-        k.winograd_input(xs, pad[0], pad[1], th, tw, v, 0, c)
-        k.winograd_output(np.matmul(u, v), th, tw, y[sl], 0, out_channels)
+
+    def samples(lo, hi):
+        for sl in _chunks(hi - lo, 16 * th * tw * max(c, out_channels) * x.itemsize):
+            sl = slice(lo + sl.start, lo + sl.stop)
+            xs = x[sl]
+            m_ = xs.shape[0]
+            v = np.empty((16, c, m_ * th * tw), x.dtype)
+            k.winograd_input(xs, pad[0], pad[1], th, tw, v, 0, c)
+            k.winograd_output(np.matmul(u, v), th, tw, y[sl], 0, out_channels)
+
+    if _parallel.split_batch(samples, n, 16 * n * th * tw * c * out_channels) is None:
+        samples(0, n)
     return y
 
 
@@ -135,16 +146,28 @@ def weight_grad(x, g, padding):
     o = g.shape[1]
     _, _, th, tw = _tiles(h, w, padding)
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-    du = np.zeros((16, o, c), x.dtype)
-    part = np.empty((o, c), x.dtype)
-    for sl in _chunks(n, 16 * th * tw * (c + o) * x.itemsize, _WEIGHT_TILE_BYTES):
-        m_ = len(range(*sl.indices(n)))
-        v = np.empty((16, c, m_ * th * tw), x.dtype)
-        k.winograd_input(x[sl], padding[0], padding[1], th, tw, v, 0, c)
-        dm = np.empty((16, o, m_ * th * tw), x.dtype)
-        k.winograd_output_adjoint(g[sl], th, tw, dm, 0, o)
-        for i in range(16):
-            np.matmul(dm[i], v[i].T, out=part)
-            du[i] += part
+
+    def samples(lo, hi):
+        du = np.zeros((16, o, c), x.dtype)
+        part = np.empty((o, c), x.dtype)
+        for sl in _chunks(hi - lo, 16 * th * tw * (c + o) * x.itemsize, _WEIGHT_TILE_BYTES):
+            sl = slice(lo + sl.start, lo + sl.stop)
+            m_ = sl.stop - sl.start
+            v = np.empty((16, c, m_ * th * tw), x.dtype)
+            k.winograd_input(x[sl], padding[0], padding[1], th, tw, v, 0, c)
+            dm = np.empty((16, o, m_ * th * tw), x.dtype)
+            k.winograd_output_adjoint(g[sl], th, tw, dm, 0, o)
+            for i in range(16):
+                np.matmul(dm[i], v[i].T, out=part)
+                du[i] += part
+        return du
+
+    parts = _parallel.split_batch(samples, n, 16 * n * th * tw * c * o)
+    if parts is None:
+        du = samples(0, n)
+    else:
+        du = parts[0]
+        for p in parts[1:]:
+            du += p
     kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=x.dtype)
     return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)

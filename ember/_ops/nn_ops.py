@@ -39,6 +39,9 @@ def _relu_kernel(xp, a):
 def _threshold_backward_kernel(xp, g, out, *, threshold):
     # the gradient passes where the result is above the threshold; a NaN result is not
     # "<= threshold", so it lets the gradient through, as in PyTorch
+    fused = _kernels.threshold_backward(g, out, threshold)  # one pass (ember/_kernels)
+    if fused is not None:
+        return fused
     return xp.where(out <= threshold, xp.zeros((), g.dtype), g)
 
 

@@ -128,13 +128,6 @@ def _one_pass(fused_name, generic, a):
     return r if r is not None else generic(a)
 
 
-def _threshold_backward(generic, g, out, *, threshold):
-    from .._kernels import _cuda
-
-    r = _cuda.threshold_backward(g, out, threshold)
-    return r if r is not None else generic(g, out, threshold=threshold)
-
-
 # -- fused attention ----------------------------------------------------------------------------
 
 
@@ -271,8 +264,6 @@ def register():
         _matmul, functools.partial(linalg.matmul_op.kernel, cp)))
     nn_ops.linear_op.register_kernel("cuda", functools.partial(
         _linear, functools.partial(nn_ops.linear_op.kernel, cp)))
-    nn_ops.threshold_backward_op.register_kernel("cuda", functools.partial(
-        _threshold_backward, functools.partial(nn_ops.threshold_backward_op.kernel, cp)))
     for op, name in ((nn_ops.gelu_tanh_op, "gelu_tanh"), (nn_ops.silu_op, "silu")):
         op.register_kernel("cuda", functools.partial(_one_pass, name,
                                                      functools.partial(op.kernel, cp)))
