@@ -28,7 +28,7 @@ from .._core.checks import holds_values
 from .._core.tensor import wrap
 from ..return_types import make
 from ._registry import Op, public
-from .linalg import _conj, _h, check_tensor, matmul
+from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
 
 
 class LinAlgError(RuntimeError):
@@ -218,6 +218,7 @@ inv_ex_op.defjvp(lambda x_dots, _a, *, out, check_errors:
 
 def inv_ex(A, *, check_errors=False, out=None):
     """``(inverse, info)``: like :func:`inv` but reports failures in ``info``."""
+    check_out_tuple("linalg_inv_ex", out)
     check_square("linalg.inv_ex", A)
     r = _dispatch.apply(inv_ex_op, (A,), {"check_errors": check_errors}, out)
     return make("linalg_inv_ex", ["inverse", "info"])(*r)
@@ -299,6 +300,7 @@ def _slogdet_jvp(x_dots, a, *, out):
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of the determinant, stable where ``det`` over/underflows."""
+    check_out_tuple("linalg_slogdet", out)
     check_square("linalg.slogdet", A)
     r = _dispatch.apply(slogdet_op, (A,), {}, out)
     return make("linalg_slogdet", ["sign", "logabsdet"])(*r)
@@ -307,6 +309,7 @@ def slogdet(A, *, out=None):
 @public(name="slogdet")
 def _slogdet_public(input, *, out=None):
     """``(sign, logabsdet)`` of the determinant."""
+    check_out_tuple("slogdet", out)
     check_square("slogdet", input)
     r = _dispatch.apply(slogdet_op, (input,), {}, out)
     return make("slogdet", ["sign", "logabsdet"])(*r)
@@ -428,6 +431,7 @@ def solve(A, B, *, left=True, out=None):
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """``(result, info)``: :func:`solve` reporting singular input in ``info``."""
+    check_out_tuple("linalg_solve_ex", out)
     vec = _solve_args("linalg.solve_ex", A, B, left)
     info_shape = tuple(A.shape[:-2])
     try:
@@ -605,6 +609,7 @@ def _cholesky_public(input, upper=False, *, out=None):
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: :func:`cholesky` reporting failures in ``info``."""
+    check_out_tuple("linalg_cholesky_ex", out)
     check_square("linalg.cholesky_ex", A)
     info_shape = tuple(A.shape[:-2])
     try:
@@ -683,6 +688,19 @@ def _cholesky_solve_vjp(g, b, l, *, out, upper):
 
 
 cholesky_solve_op = Op("cholesky_solve", _cholesky_solve_kernel, vjp=_cholesky_solve_vjp)
+
+
+@cholesky_solve_op.defjvp
+def _cholesky_solve_jvp(x_dots, b, l, *, out, upper):
+    # A X = B with A = L L^H (U^H U), the whole factor as given as in the vjp:
+    # dX = A^-1 (dB - dA X), dA = K + K^H, K = dL L^H (U^H dU)
+    dB, dL = x_dots
+    rhs = dB
+    if dL is not None:
+        K = matmul(_h(l), dL) if upper else matmul(dL, _h(l))
+        t = -matmul(K + _h(K), out)
+        rhs = t if rhs is None else rhs + t
+    return cholesky_solve(rhs, l, upper)
 
 
 @public
@@ -801,6 +819,7 @@ _cat_last_op = Op("_linalg_cat_last", _cat_last_kernel, vjp=_cat_last_vjp, linea
 
 def qr(A, mode="reduced", *, out=None):
     """``(Q, R)`` with ``A = Q R``; ``mode`` is 'reduced', 'complete' or 'r' (Q empty)."""
+    check_out_tuple("linalg_qr", out)
     check_matrix("linalg.qr", A)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(
@@ -813,6 +832,7 @@ def qr(A, mode="reduced", *, out=None):
 @public(name="qr")
 def _qr_public(input, some=True, *, out=None):
     """Deprecated form of :func:`ember.linalg.qr` (``some=False`` is mode 'complete')."""
+    check_out_tuple("qr", out)
     check_matrix("qr", input)
     r = _dispatch.apply(qr_op, (input,), {"mode": "reduced" if some else "complete"}, out)
     return make("qr", ["Q", "R"])(*r)
@@ -886,6 +906,7 @@ def _check_uplo(op_name, UPLO):
 def eigh(A, UPLO="L", *, out=None):
     """``(eigenvalues, eigenvectors)`` of a Hermitian matrix, eigenvalues real and
     ascending. Only the triangle named by ``UPLO`` is read."""
+    check_out_tuple("linalg_eigh", out)
     check_square("linalg.eigh", A)
     _check_uplo("linalg.eigh", UPLO)
     r = _dispatch.apply(eigh_op, (A,), {"UPLO": UPLO}, out)
@@ -937,11 +958,34 @@ def _eig_vjp(g, _a, *, out):
 eig_op = Op("linalg_eig", _eig_kernel, vjp=_eig_vjp)
 
 
+def _eig_forward(dA, L, V, vectors):
+    """Tangents of ``A V = V diag(L)`` along ``dA``: with ``M = V^-1 dA V``,
+    ``dL = diag(M)`` and ``dV = V (M / (L_j - L_i))`` off the diagonal, less the part that
+    would change the columns' unit norms, ``V Re diag(V^H dV)``."""
+    dA = dA.to(V.dtype) if not dA.is_complex() else dA
+    M = solve(V, matmul(dA, V))
+    dL = M.diagonal(0, -2, -1)
+    if not vectors:
+        return dL
+    n = L.shape[-1]
+    eye = _const_like(np.eye(n, dtype=bool), L)
+    E = L.unsqueeze(-2) - L.unsqueeze(-1)
+    dV = matmul(V, (M / E.masked_fill(eye, 1)).masked_fill(eye, 0))
+    dV = dV - V * matmul(_h(V), dV).diagonal(0, -2, -1).real.unsqueeze(-2)
+    return dL, dV
+
+
+@eig_op.defjvp
+def _eig_jvp(x_dots, _a, *, out):
+    return _eig_forward(x_dots[0], out[0], out[1], True)
+
+
 def eig(A, *, out=None):
     """``(eigenvalues, eigenvectors)`` of a general square matrix, always complex.
 
     Eigenvectors are normalised to unit norm (their phase is arbitrary, as in PyTorch).
     """
+    check_out_tuple("linalg_eig", out)
     check_square("linalg.eig", A)
     r = _dispatch.apply(eig_op, (A,), {}, out)
     return make("linalg_eig", ["eigenvalues", "eigenvectors"])(*r)
@@ -965,6 +1009,12 @@ def _eigvals_vjp(g, a):
 
 
 eigvals_op = Op("linalg_eigvals", _eigvals_kernel, vjp=_eigvals_vjp)
+
+
+@eigvals_op.defjvp
+def _eigvals_jvp(x_dots, a, *, out=None):
+    L, V = eig(a)
+    return _eig_forward(x_dots[0], L, V, False)
 
 
 def eigvals(A, *, out=None):
@@ -1117,6 +1167,7 @@ def _svd_jvp(x_dots, a, *, out, full_matrices):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending."""
+    check_out_tuple("linalg_svd", out, 3)
     check_matrix("linalg.svd", A)
     r = _dispatch.apply(svd_op, (A,), {"full_matrices": bool(full_matrices)}, out)
     return make("linalg_svd", ["U", "S", "Vh"])(*r)
@@ -1126,6 +1177,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 def _svd_public(input, some=True, compute_uv=True, *, out=None):
     """Deprecated form of :func:`ember.linalg.svd`: returns ``V`` (not ``Vh``); with
     ``compute_uv=False`` U and V are zero-filled."""
+    check_out_tuple("svd", out, 3)
     check_matrix("svd", input)
     U, S, Vh = _dispatch.apply(svd_op, (input,), {"full_matrices": not some})
     V = _h(Vh)

@@ -21,7 +21,7 @@ from .._core.checks import holds_values
 from .._core.tensor import wrap
 from ..return_types import make
 from ._registry import Op
-from .linalg import check_tensor
+from .linalg import check_out_tuple, check_tensor
 from .linalg_decomp import LinAlgError, _bidx, check_square, inv, inv_ex, solve
 
 # ------------------------------------------------------------------------------------------------
@@ -77,8 +77,17 @@ def _no_derivative(name):
     return vjp
 
 
+def _no_forward_derivative(name):
+    def jvp(x_dots, *_inputs, **_params):
+        raise NotImplementedError(f"Trying to use forward AD with aten::{name} that does not "
+                                  "support it.")
+
+    return jvp
+
+
 ldl_factor_op = Op("linalg_ldl_factor_ex", _ldl_factor_kernel,
-                   vjp=_no_derivative("linalg_ldl_factor_ex"), nondiff_outputs=(1, 2))
+                   vjp=_no_derivative("linalg_ldl_factor_ex"), nondiff_outputs=(1, 2),
+                   jvp=_no_forward_derivative("linalg_ldl_factor_ex"))
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
@@ -107,6 +116,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
         >>> LD.tolist(), pivots.tolist(), info.item()
         ([[4.0, 0.0], [0.5, 2.0]], [1, 2], 0)
     """
+    check_out_tuple("linalg_ldl_factor_ex", out, 3)
     check_square("linalg.ldl_factor_ex", A)
     r = _dispatch.apply(ldl_factor_op, (A,),
                         {"hermitian": bool(hermitian), "check_errors": bool(check_errors)},
@@ -133,6 +143,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
         >>> ember.linalg.ldl_solve(LD, pivots, ember.tensor([[6.0], [5.0]])).tolist()
         [[1.0], [1.0]]
     """
+    check_out_tuple("linalg_ldl_factor", out)
     check_square("linalg.ldl_factor", A)
     LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
     if holds_values(info._data) and bool(info.ne(0).any()):
@@ -180,7 +191,8 @@ def _blocks_fit(piv):
     return True
 
 
-ldl_solve_op = Op("linalg_ldl_solve", _ldl_solve_kernel, vjp=_no_derivative("linalg_ldl_solve"))
+ldl_solve_op = Op("linalg_ldl_solve", _ldl_solve_kernel, vjp=_no_derivative("linalg_ldl_solve"),
+                  jvp=_no_forward_derivative("linalg_ldl_solve"))
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
@@ -274,6 +286,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
         >>> pivots.tolist(), info.item()
         ([2, 2], 2)
     """
+    check_out_tuple("linalg_lu_factor_ex", out, 3)
     from .linalg_decomp import check_matrix
     from .linalg_func import lu_factor
 

@@ -9,7 +9,7 @@ from .._core.tensor import Tensor, wrap
 from ..return_types import make
 from ._registry import Op, public
 from ._xp_compat import batched_expm
-from .linalg import _conj, _h, check_tensor, matmul
+from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
 from .linalg_decomp import (_eye_like, check_float, check_matrix, check_square, inv,
                             lapack_svd, svdvals)
 
@@ -64,6 +64,17 @@ def _pinv_vjp(g, a, *, out, atol, rtol, hermitian):
 
 
 pinv_op = Op("linalg_pinv", _pinv_kernel, vjp=_pinv_vjp)
+
+
+@pinv_op.defjvp
+def _pinv_jvp(x_dots, a, *, out, atol, rtol, hermitian):
+    # Golub & Pereyra, forward (constant rank; the whole dA, as torch, also when hermitian):
+    # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
+    P, dA = out, x_dots[0]
+    dAh = _h(dA)
+    t2 = matmul(matmul(P, _h(P)), dAh - matmul(matmul(dAh, a), P))
+    X = matmul(dAh, matmul(_h(P), P))
+    return -matmul(P, matmul(dA, P)) + t2 + X - matmul(P, matmul(a, X))
 
 
 def _tol_arg(x):
@@ -310,9 +321,27 @@ lu_factor_op = Op("linalg_lu_factor", _lu_factor_kernel, vjp=_lu_factor_vjp,
                   nondiff_outputs=(1,))
 
 
+@lu_factor_op.defjvp
+def _lu_factor_jvp(x_dots, a, *, out):
+    # the factors' tangents (_lu_forward) packed as LU is: dL's strict lower trapezoid and
+    # dU's upper one, zero-padded to A's shape
+    from .join import cat
+
+    P, L, U = lu_unpack(*out)
+    dL, dU = _lu_forward(x_dots[0], P, L, U)
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    if n > k:
+        dL = cat([dL, dL.new_zeros(tuple(dL.shape[:-1]) + (n - k,))], -1)
+    if m > k:
+        dU = cat([dU, dU.new_zeros(tuple(dU.shape[:-2]) + (m - k, n))], -2)
+    return dL + dU, None
+
+
 def lu_factor(A, *, pivot=True, out=None):
     """``(LU, pivots)``: the packed LU factorisation with partial pivoting (``pivots`` are
     1-based row swaps, int32)."""
+    check_out_tuple("linalg_lu_factor", out)
     check_matrix("linalg.lu_factor", A)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -386,6 +415,40 @@ def _lu_backward(gL, gU, P, L, U):
     return matmul(P, gA)
 
 
+def _lu_forward(dA, P, L, U):
+    """The tangents ``(dL, dU)`` of ``A = P L U`` along ``dA`` (P constant).
+
+    Square A: ``B = L^-1 P^T dA U^-1`` splits into ``L^-1 dL`` (strictly lower, as L's
+    diagonal is fixed) and ``dU U^-1`` (upper), so ``dL = L tril(B, -1)``,
+    ``dU = triu(B) U``. Wide A does that on the leading square block and solves
+    ``dU2 = L^-1 (P^T dA2 - dL U2)``; tall A likewise with ``dL2 = (P^T dA2 - L2 dU) U^-1``.
+    """
+    from .join import cat
+    from .linalg_decomp import solve_triangular
+
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    PtdA = matmul(P.mT, dA)
+
+    def square(Lk, Uk, D):
+        B = solve_triangular(Lk, D, upper=False, unitriangular=True)
+        B = solve_triangular(Uk, B, upper=True, left=False)
+        return matmul(Lk, B.tril(-1)), matmul(B.triu(), Uk)
+
+    if m < n:
+        U1, U2 = U[..., :, :k], U[..., :, k:]
+        dL, dU1 = square(L, U1, PtdA[..., :, :k])
+        dU2 = solve_triangular(L, PtdA[..., :, k:] - matmul(dL, U2), upper=False,
+                               unitriangular=True)
+        return dL, cat([dU1, dU2], -1)
+    if m > n:
+        L1, L2 = L[..., :k, :], L[..., k:, :]
+        dL1, dU = square(L1, U, PtdA[..., :k, :])
+        dL2 = solve_triangular(U, PtdA[..., k:, :] - matmul(L2, dU), upper=True, left=False)
+        return cat([dL1, dL2], -2), dU
+    return square(L, U, PtdA)
+
+
 def _lu_vjp(g, _a, *, out):
     _, gL, gU = g
     P, L, U = out
@@ -395,9 +458,16 @@ def _lu_vjp(g, _a, *, out):
 lu_op = Op("linalg_lu", _lu_kernel, vjp=_lu_vjp, nondiff_outputs=(0,))
 
 
+@lu_op.defjvp
+def _lu_jvp(x_dots, _a, *, out):
+    P, L, U = out
+    return (None,) + _lu_forward(x_dots[0], P, L, U)
+
+
 def lu(A, *, pivot=True, out=None):
     """``(P, L, U)`` with ``A = P L U``: P a permutation matrix, L unit lower trapezoidal,
     U upper trapezoidal."""
+    check_out_tuple("linalg_lu", out, 3)
     check_matrix("linalg.lu", A)
     if not pivot:
         raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
@@ -443,6 +513,7 @@ def _lu_unpack_jvp(x_dots, lu, _piv, *, out):
 @public(method=False)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """``(P, L, U)`` from the packed output of :func:`ember.linalg.lu_factor`."""
+    check_out_tuple("lu_unpack", out, 3)
     check_tensor("lu_unpack", LU_data, "LU_data")
     check_tensor("lu_unpack", LU_pivots, "LU_pivots")
     if LU_pivots.dtype.category != 1:
@@ -481,6 +552,24 @@ def _lu_solve_vjp(g, lu, piv, _b, *, out, left, adjoint, needs_input_grad):
 
 
 lu_solve_op = Op("linalg_lu_solve", _lu_solve_kernel, vjp=_lu_solve_vjp)
+
+
+@lu_solve_op.defjvp
+def _lu_solve_jvp(x_dots, lu, piv, _b, *, out, left, adjoint):
+    # differentiate op(A) X = B (op: identity or ^H, X on either side) with
+    # dA = P (dL U + L dU) read off LU's tangent: one more solve with the same factors
+    dLU, dB = x_dots[0], x_dots[2]
+    rhs = dB
+    if dLU is not None:
+        P, L, U = lu_unpack(lu, piv)
+        dA = matmul(P, matmul(dLU.tril(-1), U) + matmul(L, dLU.triu()))
+        if adjoint:
+            dA = _h(dA)
+        t = -(matmul(dA, out) if left else matmul(out, dA))
+        rhs = t if rhs is None else rhs + t
+    if rhs is None:
+        return None
+    return lu_solve(lu, piv, rhs, left=left, adjoint=adjoint)
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
@@ -531,6 +620,15 @@ def _cholesky_inverse_vjp(g, l, *, out, upper):
 
 cholesky_inverse_op = Op("cholesky_inverse", _cholesky_inverse_kernel,
                          vjp=_cholesky_inverse_vjp)
+
+
+@cholesky_inverse_op.defjvp
+def _cholesky_inverse_jvp(x_dots, l, *, out, upper):
+    # d(A^-1) = -A^-1 dA A^-1 with dA = dL L^H + L dL^H (U^H dU + dU^H U), the whole factor
+    # as given, consistent with the vjp above
+    d = x_dots[0]
+    K = matmul(_h(l), d) if upper else matmul(d, _h(l))
+    return -matmul(out, matmul(K + _h(K), out))
 
 
 def _cholesky_inverse_impl(input, upper, out):

@@ -16,7 +16,7 @@ from .. import _dispatch
 from .._core.checks import holds_values
 from ..return_types import make
 from ._registry import Op, public
-from .linalg import _h, check_tensor, matmul
+from .linalg import _h, check_out_tuple, check_tensor, matmul
 from .linalg_decomp import check_matrix
 
 # ------------------------------------------------------------------------------------------------
@@ -108,6 +108,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
         >>> ember.triangular_solve(ember.tensor([[3.0], [4.0]]), A).solution.tolist()
         [[1.0], [1.0]]
     """
+    check_out_tuple("triangular_solve", out)
     from .linalg_decomp import solve_triangular
 
     op_name = "torch.triangular_solve"
@@ -169,6 +170,13 @@ def _geqrf_vjp(g, _a):
 geqrf_op = Op("geqrf", _geqrf_kernel, vjp=_geqrf_vjp)
 
 
+@geqrf_op.defjvp
+def _geqrf_jvp(x_dots, _a, *, out=None):
+    # no forward derivative either, as in torch (the Householder form is not smooth data)
+    raise NotImplementedError("Trying to use forward AD with geqrf that does not support it "
+                              "because it has not been implemented yet.")
+
+
 @public
 def geqrf(input, *, out=None):
     """The QR factorisation in LAPACK's packed form: ``R`` on and above the diagonal of ``a``,
@@ -189,6 +197,7 @@ def geqrf(input, *, out=None):
         >>> round(abs(a[0, 0].item()), 4)
         5.0
     """
+    check_out_tuple("geqrf", out)
     check_matrix("geqrf", input, "input")
     r = _dispatch.apply(geqrf_op, (input,), {}, out)
     return make("geqrf", ["a", "tau"])(*r)

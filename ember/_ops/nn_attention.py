@@ -45,17 +45,20 @@ def _sdpa_kernel(xp, q, k, v, mask, *, scale):
 
 
 def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs):
-    """Gradients of q, k, v from the saved probabilities p and output o = p @ v.
+    """Gradients of q, k, v (and, when ``needs`` has a fourth entry, of an additive float
+    mask: the scores' gradient gs itself) from the saved probabilities p and output
+    o = p @ v.
 
     With gp = g @ v^T, softmax's Jacobian gives gs = p * (gp - rowsum(gp * p)), and
     rowsum(gp * p) = rowsum(g * o): an (L, E) product instead of an (L, S) one. Computed
     transposed, as the forward (NOTE [ Transposed attention scores ]).
     """
-    need_q, need_k, need_v = needs
+    need_q, need_k, need_v = needs[:3]
+    need_m = len(needs) > 3 and needs[3]
     pt = xp.swapaxes(p, -1, -2)
     gv = pt @ g if need_v else None
-    gq = gk = None
-    if need_q or need_k:
+    gq = gk = gm = None
+    if need_q or need_k or need_m:
         gst = v @ xp.swapaxes(g, -1, -2)
         gst -= xp.swapaxes((g * o).sum(axis=-1, keepdims=True), -1, -2)
         gst *= pt
@@ -65,14 +68,21 @@ def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs):
         if need_k:
             gk = gst @ q
             gk *= scale
-    return gq, gk, gv
+        if need_m:
+            gm = xp.swapaxes(gst, -1, -2)
+    return (gq, gk, gv) + ((gm,) if len(needs) > 3 else ())
 
 
 def _sdpa_vjp(grads, q, k, v, mask, *, scale, out, needs_input_grad):
     g = grads[0]
+    # an additive float mask's gradient is the scores' gradient (summed to its shape by the
+    # engine); a bool mask has none
+    need_m = mask is not None and needs_input_grad[3] and mask._data.dtype.kind != "b"
     if not _dispatch.state.grad_enabled:
-        return _dispatch.apply(sdpa_backward_op, (g, q, k, v, out[0], out[1]),
-                               dict(scale=scale, needs=tuple(needs_input_grad[:3]))) + (None,)
+        needs = tuple(needs_input_grad[:3]) + ((True,) if need_m else ())
+        r = _dispatch.apply(sdpa_backward_op, (g, q, k, v, out[0], out[1]),
+                            dict(scale=scale, needs=needs))
+        return r if need_m else r + (None,)
     # create_graph: recompute the probabilities from the inputs (differentiably)
     s = (q @ k.transpose(-1, -2)) * scale
     if mask is not None:
@@ -84,7 +94,7 @@ def _sdpa_vjp(grads, q, k, v, mask, *, scale, out, needs_input_grad):
     gs = p * (gp - (gp * p).sum(-1, keepdim=True))
     gq = (gs @ k) * scale
     gk = (gs.transpose(-1, -2) @ q) * scale
-    return gq, gk, gv, None
+    return gq, gk, gv, (gs if need_m else None)
 
 
 sdpa_op = Op("scaled_dot_product_attention", _sdpa_kernel, vjp=_sdpa_vjp,

@@ -541,6 +541,14 @@ ctc_op = Op("ctc_loss", _ctc_kernel, vjp=_ctc_vjp, nondiff_outputs=(1,))
 ctc_op.node_name = "CtcLossBackward0"
 
 
+@ctc_op.defjvp
+def _ctc_jvp(x_dots, _lp, _targets, _il, _tl, *, blank, reduction, zero_infinity, out):
+    # the loss is a scalar per sequence (or one scalar): its tangent is the kernel's gradient
+    # (of the reduced loss) contracted with the log-probabilities' tangent
+    prod = out[1] * x_dots[0]
+    return (prod.sum((0, 2)) if reduction == "none" else prod.sum()), None
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """Connectionist temporal classification loss of (T, N, C) log-probabilities."""

@@ -225,92 +225,67 @@ def _scatter_add_vjp(g, _a, idx, _src, *, dim, value, reduce, include_self, src_
 
 
 def _scatter_reduce_vjp(g, a, idx, src, *, dim, value, reduce, include_self, src_shape, out):
-    """Gradients of prod / mean / amax / amin scatter reductions (PyTorch's formulas)."""
-    xp = _dispatch.xp_of(g._data)
-    i = _as1d(idx._data)
-    sub = tuple(slice(0, n) for n in i.shape)
+    """Gradients of prod / mean / amax / amin scatter reductions (PyTorch's formulas); the
+    prod and extremum partials are ember ops (_reduce_partials), so vmap batches them."""
     if reduce == "mean":
+        xp = _dispatch.xp_of(g._data)
+        i = _as1d(idx._data)
         count = _scatter_count(xp, _as1d(g._data).shape, i, dim, include_self)
         gn = g / _const(count.reshape(g._data.shape).astype(g._data.dtype))
         ga = gn if include_self else gn.scatter(dim, idx, 0)
         gs = None if src is None else _pad_to(gn.gather(dim, idx), src_shape)
         return ga, None, gs
+    d_self, d_src = _reduce_partials(a, idx, src, dim, value, reduce, include_self, out)
+    gs = None if src is None else _pad_to(g.gather(dim, idx) * d_src, src_shape)
+    return g * d_self, None, gs
+
+
+def _members(a, idx, src, value):
+    """The members a scatter reduction brings in: ``src``'s leading block shaped as ``idx``,
+    or the scalar ``value`` repeated."""
+    if src is None:
+        return zeros_of(idx._data.shape, a) + value
+    if tuple(src.shape) == tuple(idx.shape):
+        return src
+    return src[tuple(slice(0, n) for n in idx._data.shape)]
+
+
+def _reduce_partials(a, idx, src, dim, value, reduce, include_self, out):
+    """The partial derivatives of a prod / amax / amin scatter reduction's result with
+    respect to each member of ``a`` (shaped as ``a``) and of ``src`` (shaped as ``idx``),
+    in ember ops only (formulas see one example's data in ``_data`` under vmap).
+
+    amax / amin share the result evenly among the members equal to it. prod: a member x of a
+    group whose non-zero members multiply to p and which has z zero members has partial
+    p / x if z == 0, p if x is the only zero, else 0 (exact with zeros; differentiated
+    again, exact where the group has no zero). Positions no member reaches pass ``a``
+    through (partial 1)."""
+    from .creation import ones_like
+    from .pointwise import where
+
+    dt = a.dtype
+    s = _members(a, idx, src, value)
     if reduce in ("amax", "amin"):
-        o, s = out._data, None if src is None else _as1d(src._data)[sub]
-        self_is = a._data == o
+        self_is = (a == out).to(dt)
         if not include_self:
-            self_is = self_is.copy()
-            _as1d(self_is)[_scatter_key(xp, i, dim)] = False
-        other = tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(i.shape))
-        val = xp.take_along_axis(_as1d(o)[other], i, axis=dim)
-        src_is = (s == val) if s is not None else xp.ones(i.shape, np.bool_)
-        n = _as1d(self_is).astype(np.int64)
-        ufunc_at(xp, "add", n, _scatter_key(xp, i, dim), src_is.astype(np.int64))
-        n = n.reshape(o.shape).astype(g._data.dtype)
-        n[n == 0] = 1
-        gn = g / _const(n)
-        ga = gn * _const(self_is.astype(g._data.dtype))
-        gs = None
-        if src is not None:
-            gs = _pad_to(gn.gather(dim, idx) * _const(src_is.reshape(idx._data.shape).astype(
-                g._data.dtype)), src_shape)
-        return ga, None, gs
-    # prod / multiply: d out / d x = out / x, written in ember ops (so differentiable twice)
-    # when no member is zero; with zeros, the exact product of the other members
-    if _has_zero(a._data) or _has_zero(src._data if src is not None else xp.asarray(value)):
-        return _scatter_prod_vjp_with_zeros(xp, g, a, idx, src, dim, value, include_self,
-                                            src_shape)
-    go = g * out
-    ga = go / a
-    if not include_self:
-        ga = ga.scatter(dim, idx, 0)
-    gs = None
-    if src is not None:
-        src_sub = src if tuple(src._data.shape) == tuple(i.shape) else \
-            src[tuple(slice(0, n) for n in idx._data.shape)]
-        gs = _pad_to(go.gather(dim, idx) / src_sub, src_shape)
-    return ga, None, gs
+            self_is = self_is.scatter(dim, idx, 0.0)
+        src_is = (s == out.gather(dim, idx)).to(dt)
+        n = self_is.scatter_add(dim, idx, src_is).clamp_min(1)
+        return self_is / n, src_is / n.gather(dim, idx)
+    a_zero, s_zero = a == 0, s == 0
+    params = {"dim": dim, "value": None, "reduce": "prod", "include_self": include_self,
+              "src_shape": tuple(idx._data.shape)}
+    p = _dispatch.apply(scatter_reduce_op, (a.masked_fill(a_zero, 1), idx,
+                                            s.masked_fill(s_zero, 1)), params)
+    z = (a_zero.to(dt) if include_self else zeros_of(a._data.shape, a)).scatter_add(
+        dim, idx, s_zero.to(dt))
 
+    def partial(x, x_zero, zx, px):
+        return where(x_zero, where(zx == 1, px, 0.0),
+                     where(zx == 0, px / x.masked_fill(x_zero, 1), 0.0))
 
-def _has_zero(x):
-    return bool((x == 0).any())
-
-
-def _scatter_prod_vjp_with_zeros(xp, g, a, idx, src, dim, value, include_self, src_shape):
-    """First derivatives of a scatter product when members may be zero: for a member x of a
-    group with product p over its non-zero members and z zero members, d/dx is p / x when
-    z == 0, p when x is the only zero, else 0. (The factors are constants here, so second
-    derivatives through zeros are not exact.)"""
-    i = _as1d(idx._data)
-    key = _scatter_key(xp, i, dim)
-    a1 = _as1d(a._data)
-    if src is not None:
-        v = _as1d(src._data)[tuple(slice(0, n) for n in i.shape)]
-    else:
-        v = xp.full(i.shape, _scalar_for(a1, value), a1.dtype)
-    zeros = xp.zeros(a1.shape, np.int64)
-    nz_prod = xp.ones(a1.shape, a1.dtype)
-    if include_self:
-        zeros += a1 == 0
-        nz_prod = xp.where(a1 == 0, 1, a1).astype(a1.dtype)
-    ufunc_at(xp, "add", zeros, key, (v == 0).astype(np.int64))
-    ufunc_at(xp, "multiply", nz_prod, key, xp.where(v == 0, 1, v).astype(a1.dtype))
-
-    def others(x, z, p):
-        safe = xp.where(x == 0, 1, x)
-        return xp.where(x != 0, xp.where(z == 0, p / safe, 0), xp.where(z == 1, p, 0))
-
-    if include_self:
-        d_self = others(a1, zeros, nz_prod)
-    else:
-        d_self = xp.ones(a1.shape, a1.dtype)
-        d_self[key] = 0
-    ga = g * _const(d_self.reshape(a._data.shape).astype(g._data.dtype))
-    gs = None
-    if src is not None:
-        d_src = others(v, zeros[key], nz_prod[key]).reshape(idx._data.shape)
-        gs = _pad_to(g.gather(dim, idx) * _const(d_src.astype(g._data.dtype)), src_shape)
-    return ga, None, gs
+    d_self = partial(a, a_zero, z, p) if include_self else ones_like(a).scatter(dim, idx, 0.0)
+    return d_self, partial(s, s_zero, z.gather(dim, idx), p.gather(dim, idx))
 
 
 scatter_op = Op("scatter", _scatter_kernel, vjp=_scatter_vjp)
@@ -318,6 +293,30 @@ linear_jvp(scatter_op, (0, 2), ('value',))
 scatter_add_op = Op("scatter_add", _scatter_kernel, vjp=_scatter_add_vjp)
 linear_jvp(scatter_add_op, (0, 2), ('value',))
 scatter_reduce_op = Op("scatter_reduce", _scatter_kernel, vjp=_scatter_reduce_vjp)
+
+
+@scatter_reduce_op.defjvp
+def _scatter_reduce_jvp(x_dots, a, idx, src, *, dim, value, reduce, include_self, src_shape,
+                        out):
+    """Forward mode of the prod / mean / amax / amin scatter reductions: mean is linear (the
+    op on the tangents); the others sum each member's tangent times its partial
+    (_reduce_partials)."""
+    ta, ts = x_dots[0], None if src is None else x_dots[2]
+    if ta is None and ts is None:
+        return None
+    if reduce == "mean":
+        if ta is None:
+            ta = zeros_of(a._data.shape, a)
+        if src is not None and ts is None:
+            ts = zeros_of(src._data.shape, src)
+        params = {"dim": dim, "value": None if value is None else 0, "reduce": reduce,
+                  "include_self": include_self, "src_shape": src_shape}
+        return _dispatch.apply(scatter_reduce_op, (ta, idx, ts), params)
+    d_self, d_src = _reduce_partials(a, idx, src, dim, value, reduce, include_self, out)
+    base = ta * d_self if ta is not None else zeros_of(a._data.shape, a)
+    if ts is not None:
+        base = base.scatter_add(dim, idx, _members(None, idx, ts, None) * d_src)
+    return base
 
 
 def _op_for(reduce):

@@ -1351,6 +1351,9 @@ def _fallback(handle, args, kwargs):
             isinstance(r, Tensor) for r in first)):
         outs = []
         for i in range(len(first)):
+            if first[i] is None:  # an output not computed (a gradient nobody needs)
+                outs.append(None)
+                continue
             col = E.stack([r[i] for r in results], 0)
             if empty:
                 col = col[:0]
@@ -1550,7 +1553,7 @@ class VmapMode(_dispatch.Mode):
         if isinstance(phys, Tensor):
             out = make_batched(phys, levels)
         elif type(phys) is tuple:
-            out = tuple(make_batched(p, levels) for p in phys)
+            out = tuple(None if p is None else make_batched(p, levels) for p in phys)
         elif isinstance(phys, tuple):  # a named tuple (sort, max.dim...)
             out = type(phys)(*(make_batched(p, levels) for p in phys))
         else:

@@ -22,8 +22,10 @@ op_db = [i for i in load_op_db() if i.differentiable and _dt.float64 in i.dtypes
 #: ops whose sample makes central differences no oracle (or whose ember vjp, which the
 #: tangent is derived from, has a known issue), with the reason
 FD_SKIPS = {
-    "cholesky_solve": "known wrong gradient (issue 18, still open)",
-    "cholesky_inverse": "known wrong gradient (issue 18, still open)",
+    "cholesky_solve": "the whole factor is differentiated (torch's convention) where the "
+                      "kernel reads one triangle",
+    "cholesky_inverse": "the whole factor is differentiated (torch's convention) where the "
+                        "kernel reads one triangle",
     "linalg.lstsq": "the residuals output is not differentiated",
     "batch_norm": "the sample (training=False without running stats) is one torch rejects",
     "native_batch_norm": "the saved mean / invstd outputs carry no tangent",
@@ -39,7 +41,8 @@ TORCH_SKIPS = {
     "triangular_solve": "torch does not mask the unused triangle of A's tangent; central "
                         "differences agree with ember",
     "scatter_reduce.prod": "central differences agree with ember",
-    "cholesky_inverse": "known wrong gradient (issue 18, still open)",
+    "cholesky_inverse": "torch's forward rule disagrees with its own vjp (checked against "
+                        "inv(L L^H) in tests/func/test_jvp_rules.py)",
 }
 
 
