@@ -388,6 +388,11 @@ tensor([1.1892, 1.4142, 1.6818])
 >>> x.exp_()
 tensor([1.2840, 1.6487, 2.1170])
 """),
+    'Tensor.broadcast_to': ('Tensor', """
+>>> ember.tensor([1, 2, 3]).broadcast_to(2, 3)
+tensor([[1, 2, 3],
+        [1, 2, 3]])
+"""),
     'Tensor.expand': ('Tensor', """
 >>> x = ember.tensor([[1], [2]])
 >>> x.expand(2, 3)
@@ -411,6 +416,11 @@ tensor([0.2840, 0.6487, 1.1170])
 >>> x = ember.tensor([0.25, 0.5, 0.75])
 >>> x.exponential_().shape
 ember.Size([3])
+"""),
+    'Tensor.flip': ('Tensor', """
+>>> ember.tensor([[1, 2], [3, 4]]).flip(0, 1)
+tensor([[4, 3],
+        [2, 1]])
 """),
     'Tensor.float': ('Tensor', """
 >>> x = ember.tensor([0.25, 0.5, 0.75])
@@ -868,6 +878,10 @@ array([1., 2.], dtype=float32)
 >>> x
 tensor([5., 2.])
 """),
+    'Tensor.permute': ('Tensor', """
+>>> ember.zeros(2, 3, 4).permute(2, 0, 1).shape
+ember.Size([4, 2, 3])
+"""),
     'Tensor.polygamma': ('Tensor', """
 >>> x = ember.tensor([0.25, 0.5, 0.75])
 >>> x.polygamma(2)
@@ -955,6 +969,11 @@ tensor([[1, 2, 1, 2],
 tensor([1., 1.], requires_grad=True)
 >>> x.requires_grad
 True
+"""),
+    'Tensor.reshape': ('Tensor', """
+>>> ember.arange(6).reshape(2, 3)
+tensor([[0, 1, 2],
+        [3, 4, 5]])
 """),
     'Tensor.reshape_as': ('Tensor', """
 >>> x = ember.arange(6)
@@ -1137,6 +1156,11 @@ tensor([0.2553, 0.5463, 0.9316])
 >>> x = ember.tensor([0.25, 0.5, 0.75])
 >>> x.tanh_()
 tensor([0.2449, 0.4621, 0.6351])
+"""),
+    'Tensor.tile': ('Tensor', """
+>>> ember.tensor([1, 2]).tile(2, 1)
+tensor([[1, 2],
+        [1, 2]])
 """),
     'Tensor.to': ('Tensor', """
 >>> x = ember.tensor([1.5, 2.5])

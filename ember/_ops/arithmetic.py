@@ -247,13 +247,27 @@ def true_divide(input, other, *, out=None):
 Tensor.true_divide_ = lambda self, other: elementwise_inplace(div_op, self, (other,))
 
 
-def _plain_binary(op, doc, name=None):
+def _tensor_operand(name, x, arg, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _plain_binary(op, doc, name=None, tensors_only=False):
+    """The public binary op (function, method, in-place method) of ``op``; ``tensors_only``:
+    both operands must be tensors, as PyTorch's signature ``(Tensor, Tensor)`` says (the
+    logical ops take no Python number)."""
     def fn(input, other, *, out=None):
+        if tensors_only:
+            _tensor_operand(op.name, input, "input", 1)
+            _tensor_operand(op.name, other, "other", 2)
         if out is None:
             return binary(op, input, other)
         return elementwise(op, (input, other), out=out)
 
     def fn_(self, other):
+        if tensors_only:
+            _tensor_operand(op.name + "_", other, "other", 1)
         return elementwise_inplace(op, self, (other,))
 
     fn.__name__ = name or op.name
@@ -483,7 +497,8 @@ def bitwise_not(input, *, out=None):
 
 def _logical(name, ufunc):
     op = ElementwiseOp(name, ufunc=ufunc, promote="logical")
-    return op, _plain_binary(op, f"Element-wise ``{name}``, treating nonzero as True.")
+    return op, _plain_binary(op, f"Element-wise ``{name}``, treating nonzero as True.",
+                             tensors_only=True)
 
 
 logical_and_op, logical_and = _logical("logical_and", "logical_and")

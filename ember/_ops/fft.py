@@ -272,6 +272,8 @@ def _make_1d(kind, name, forward, doc):
         n = _n_arg(op_name, n)
         norm = _check_norm(norm)
         s = [input.shape[dims[0]] if n is None else n]
+        if s[0] < 1 and kind != "c2r":  # a zero-size dim has nothing to transform
+            raise RuntimeError(f"{op_name}: Invalid number of data points ({s[0]}) specified")
         if kind == "c2c":
             return _c2c_public(op_name, input, s, dims, norm, forward, out)
         if kind == "r2c":

@@ -19,7 +19,8 @@ from .._core.checks import as_shape, holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from ._registry import Op, method, public
 from ._xp_compat import ufunc_at
-from .shape import _check_tensor, diagonal, reshape, unsqueeze, view
+from .shape import (_check_tensor, _int_list_arg, _shape_args, diagonal, reshape, unsqueeze,
+                    view)
 
 _apply = _dispatch.apply
 _int_types = (int, np.integer)
@@ -605,15 +606,25 @@ def repeat(self, *repeats, **kwargs):
     return _repeat(self, as_shape(repeats, "repeat", allow_negative=True), "repeat")
 
 
-@public
+@public(method=False)
 def tile(input, dims):
     """Like ``repeat`` but ``dims`` shorter than ``input.dim()`` is padded with leading 1s."""
     _check_tensor(input, "tile")
+    _int_list_arg(dims, "tile", "dims", 2)
     dims = as_shape((dims,), "tile", allow_negative=True)
     ndim = input._data.ndim
     if len(dims) < ndim:
         dims = (1,) * (ndim - len(dims)) + dims
     return _repeat(input, dims, "tile")
+
+
+@method(name="tile")
+def _tile_method(self, *dims, **kwargs):
+    """``tile(self, dims)``; the dims may be spread out: ``x.tile(2, 1)``."""
+    dims = _shape_args(dims, kwargs.pop("dims", None), "tile", "dims")
+    if kwargs:
+        raise TypeError(f"tile() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return tile(self, dims)
 
 
 def _repeat_interleave_kernel(xp, a, *, repeats, dim, in_size=None):
@@ -728,12 +739,13 @@ def _flip_vjp(g, _a, *, dims):
     return _apply(flip_op, (g,), {"dims": dims})
 
 
-@public
+@method
 def flip(input, *dims, **kwargs):
     """Reverse the order of elements along ``dims`` (copying)."""
     _check_tensor(input, "flip")
     _dt.refuse_no_kernel(input, "flip_cpu")
     if "dims" in kwargs:
+        _int_list_arg(kwargs["dims"], "flip", "dims")
         dims = (kwargs.pop("dims"),)
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
@@ -744,6 +756,13 @@ def flip(input, *dims, **kwargs):
     if ndim == 0:
         d = ()
     return _apply(flip_op, (input,), {"dims": d})
+
+
+@public(name="flip", method=False)
+def _flip_function(input, dims):
+    """Reverse the order of elements of ``input`` along ``dims`` (one sequence of ints)."""
+    _int_list_arg(dims, "flip", "dims", 2)
+    return flip(input, dims)
 
 
 @public

@@ -45,6 +45,23 @@ def check_tensor(op_name, x, argname="input", pos=None):
             f"{op_name}(): argument '{argname}'{where} must be Tensor, not {type(x).__name__}")
 
 
+def check_out_tuple(op_name, out, n=2):
+    """Reject a multi-result op's ``out=`` that is not a tuple of ``n`` tensors, with
+    PyTorch's TypeError, before anything else about the call is checked (as its argument
+    parser does: ``slogdet(int_matrix, out=t)`` is a TypeError, not a dtype error)."""
+    if out is None:
+        return
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{op_name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != n:
+        raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
+    for k, o in enumerate(out):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{op_name}(): expected Tensor as element {k} of argument 'out', "
+                            f"but got {type(o).__name__}")
+
+
 def _lname(t):
     return t.dtype.scalar_name.lower()
 

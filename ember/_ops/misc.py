@@ -14,7 +14,7 @@ from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
-from .linalg import _LOWP, _conj, _h, check_tensor, matmul
+from .linalg import _LOWP, _conj, _h, check_out_tuple, check_tensor, matmul
 
 # ------------------------------------------------------------------------------------------------
 # cdist
@@ -412,8 +412,8 @@ def corrcoef(input):
 
 def _vander_kernel(xp, x, *, N, increasing):
     p = xp.arange(N)
-    if x.dtype.kind in "fc":
-        p = p.astype(x.dtype)  # a float32 base stays float32
+    if x.dtype.kind in "fc" or x.dtype == _dt.bfloat16.np:
+        p = p.astype(x.dtype)  # a float32 (or bfloat16) base keeps its dtype
     r = x[:, None] ** p if x.dtype.kind != "b" else x[:, None].astype(np.int64) ** p
     if not increasing:
         r = r[:, ::-1]
@@ -463,7 +463,10 @@ def vander(x, N=None, increasing=False):
         raise RuntimeError("N must be non-negative.")
     if x.dtype.category < 2:
         x = x.to(_dt.int64)
-    return _dispatch.apply(vander_op, (x,), {"N": int(N), "increasing": bool(increasing)})
+    r = _dispatch.apply(vander_op, (x,), {"N": int(N), "increasing": bool(increasing)})
+    # fewer than two columns hold no power of x (ones, or nothing): as in PyTorch the
+    # result is a constant, outside the graph
+    return r.detach() if N <= 1 else r
 
 
 
@@ -504,6 +507,7 @@ def frexp(input: Tensor, *, out=None):
         >>> ember.frexp(ember.tensor([1.0, 3.0]))
         ember.return_types.frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([1, 2], dtype=ember.int32))
     """  # noqa: E501
+    check_out_tuple("frexp", out)
     from .. import return_types
 
     check_tensor("frexp", input)
@@ -517,8 +521,8 @@ def frexp(input: Tensor, *, out=None):
 
 
 def _pow2(input, other):
-    if not isinstance(other, Tensor):
-        other = wrap(np.asarray(other))
+    # the exponents must be a tensor (no Python number), as in PyTorch's signature
+    check_tensor("ldexp", other, "other", 2)
     # 2 ** other in the dtype the product will have: other's own float dtype, else input's
     # (the default dtype for two integer tensors)
     if not (other.dtype.is_floating_point or other.dtype.is_complex):
@@ -555,6 +559,7 @@ def _ldexp_(self, other):
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"ldexp can't be cast to the desired output type "
                            f"{self.dtype.scalar_name}")
+    check_tensor("ldexp_", other, "other", 1)
     return self.mul_(_pow2(self, other))
 
 

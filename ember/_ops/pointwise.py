@@ -1175,6 +1175,12 @@ def where(condition, input=None, other=None, *, out=None):
         >>> ember.where(x > 0, x, 0).tolist()
         [1.0, 0.0, 3.0]
     """
+    if out is not None:
+        # only the all-tensor overload has ``out=`` (PyTorch's argument parser)
+        for arg, pos, v in (("input", 2, input), ("other", 3, other)):
+            if not isinstance(v, Tensor):
+                raise TypeError(f"where(): argument '{arg}' (position {pos}) must be Tensor, "
+                                f"not {type(v).__name__}")
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     if input is None or other is None:

@@ -40,7 +40,11 @@ def _not_implemented(kernel, d):
     return NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
 
 
-def _require_float(kernel, d, allow_complex=True):
+def _require_float(kernel, d, allow_complex=True, empty=False):
+    # ``empty``: nothing will be drawn, and PyTorch's sampling kernels (those that check
+    # nothing before their loop) then run for any dtype: ``randn(0, dtype=int16)`` is fine
+    if empty:
+        return
     if d.category < 2 or (d.category == 3 and not allow_complex) or d.np in _dt._NO_MATH_NP:
         raise _not_implemented(kernel, d)
 
@@ -213,7 +217,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """
     shape = size_arg("randn", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
-    _require_float("normal_kernel_cpu", d)
+    _require_float("normal_kernel_cpu", d, empty=0 in shape)
     rng = numpy_generator(generator, device)
     return _result(_sample(device, shape, d, lambda: normal_array(rng, shape, d)),
                    requires_grad, device, out, "randn")
@@ -306,9 +310,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if d.category <= 1 and d is not _dt.bool_ and n > 0 and n - 1 > np.iinfo(d.np).max:
         raise RuntimeError(
             f"value cannot be converted to type {_dt.from_np[d.np].name}_t without overflow")
-    if d is _dt.bool_ and n > 2:
-        raise RuntimeError("value cannot be converted to type bool without overflow")
-    if d.category == 3:
+    if d.category == 3 or d is _dt.bool_:  # no kernel, whatever n (torch checks first)
         raise _not_implemented("randperm", d)
     rng = numpy_generator(generator, device)
     arr = _sample(device, (n,), d, lambda: rng.permutation(n).astype(d.np))
@@ -353,7 +355,8 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
     """``randn`` with the shape (and, unless overridden, dtype and device) of ``input``."""
     d = resolve_dtype(dtype, getattr(input, "dtype", None))
     if d is not None:
-        _require_float("normal_kernel_cpu", d)
+        _require_float("normal_kernel_cpu", d,
+                       empty=isinstance(input, Tensor) and 0 in input._data.shape)
     rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
     return _like_fill("randn_like", input, dtype, layout, device, requires_grad, memory_format,
                       lambda shape, dt: normal_array(rng, shape, dt))
@@ -472,6 +475,10 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
+    if p is not None and out is not None:
+        # PyTorch has no ``out=`` for the float-``p`` overload
+        raise TypeError("bernoulli() received an invalid combination of arguments - got "
+                        "(Tensor, float, out=Tensor): out= needs the probabilities in input")
     rng = numpy_generator(generator, input.device)
     d = input.dtype
     if not holds_values(input._data):  # meta: validate the arguments, draw nothing
@@ -481,7 +488,8 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
             _number(p, "bernoulli", "p")
         return _result(input._data.copy(), False, input.device, out, "bernoulli")
     if p is None:
-        _require_float("bernoulli_tensor_cpu_p_", d, allow_complex=False)
+        _require_float("bernoulli_tensor_cpu_p_", d, allow_complex=False,
+                       empty=0 in input._data.shape)
         pa = host(input._data)
         if pa.size and not ((pa >= 0) & (pa <= 1)).all():
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
@@ -649,7 +657,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     mean = _number(mean, "normal_", "mean")
     std = _number(std, "normal_", "std")
     d = _self_dtype(self, "normal_")
-    _require_float("normal_kernel_cpu", d)
+    _require_float("normal_kernel_cpu", d, empty=0 in self._data.shape)
     _check_std(std)
     rng = numpy_generator(generator, self.device)
     return write_inplace(self, "normal_",

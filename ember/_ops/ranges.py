@@ -167,6 +167,8 @@ def _linspace_array(op_name, start, end, steps, dtype):
         d = _dt.default_complex() if is_complex else _dt.get_default_dtype()
     if d.np in _dt._NO_MATH_NP:
         raise NotImplementedError(f'"linspace_cpu" not implemented for \'{d.scalar_name}\'')
+    if d is _dt.bool_ and steps > 1:  # one point (or none) needs no kernel
+        raise NotImplementedError(f'"{op_name}_cpu" not implemented for \'Bool\'')
     work = d.np if d.category >= 2 else np.dtype(np.float64)
     T = work.type
     if d.category == 1:
@@ -228,7 +230,7 @@ def _tri_indices(op_name, row, col, offset, dtype, device, upper):
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
     d = resolve_dtype(dtype, _dt.int64)
-    if d.category != 1:
+    if d not in (_dt.int32, _dt.int64):  # torch's kernel has these two only
         raise NotImplementedError(f'"{op_name}" not implemented for \'{d.scalar_name}\'')
     f = np.triu_indices if upper else np.tril_indices
     r, c = f(row, offset, col)

@@ -39,6 +39,7 @@ from ._xp_compat import sparse_indices, ufunc_accumulate, ufunc_at, ufunc_reduce
 from .indexing import linear_jvp  # forward-mode rules
 from .from_data import tensor
 from .join import cat
+from .linalg import check_out_tuple
 from .linalg_norm import _torch_norm
 from .pointwise import maximum, minimum
 
@@ -67,21 +68,8 @@ def _check_tensor(input, name, dtype=None):
         _refuse_float8(input, name)
 
 
-def _check_out_tuple(name, out, n=2):
-    """Reject a multi-result op's ``out=`` that is not a tuple of ``n`` tensors, with
-    PyTorch's TypeError, before anything else about the call is checked (as its argument
-    parser does)."""
-    if out is None:
-        return
-    if not isinstance(out, (tuple, list)):
-        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
-                        f"{type(out).__name__}")
-    if len(out) != n:
-        raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
-    for k, o in enumerate(out):
-        if not isinstance(o, Tensor):
-            raise TypeError(f"{name}(): expected Tensor as element {k} of argument 'out', "
-                            f"but got {type(o).__name__}")
+# a multi-result op's ``out=`` must be a tuple of tensors before anything else is checked
+_check_out_tuple = check_out_tuple
 
 
 #: PyTorch's kernel names in its refusals of float8 inputs (NOTE [ Float8 dtypes ])
@@ -543,6 +531,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(input, "prod", dtype)
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not " + type(dim).__name__)
+    if dim is None and out is not None:  # the product of everything has no out= overload
+        raise TypeError('prod() missing 1 required positional arguments: "dim"')
     d = None if dim is None else _dims(input, dim, "prod")
     rdt = _sum_dtype(input._data, _dtype_arg(_out_dtype(dtype, out)))
     return _apply(prod_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt}, out=out)

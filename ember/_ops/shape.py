@@ -107,6 +107,16 @@ def _check_tensor(x, op_name, arg="input"):
         raise TypeError(f"{op_name}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
 
 
+def _int_list_arg(value, op_name, arg, pos=None):
+    """PyTorch's check of an ``int[]`` argument given as one value: a sequence, never a bare
+    number, None or Tensor. Only a method's positional sizes may be spread out
+    (``x.reshape(2, 3)``); ``torch.reshape(x, 6)`` and ``x.reshape(shape=6)`` are TypeErrors."""
+    if isinstance(value, Tensor) or not hasattr(value, "__iter__"):
+        where = f" (position {pos})" if pos is not None else ""
+        raise TypeError(f"{op_name}(): argument '{arg}'{where} must be tuple of ints, not "
+                        f"{type(value).__name__}")
+
+
 def _shape_args(args, kw, op_name, arg="size"):
     """``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` -> (2, 3), negatives kept."""
     if kw is None and args:
@@ -123,6 +133,8 @@ def _shape_args(args, kw, op_name, arg="size"):
     if kw is not None:
         if args:
             raise TypeError(f"{op_name}() got multiple values for argument '{arg}'")
+        # a keyword never takes the varargs spelling: ``x.reshape(shape=6)`` is a TypeError
+        _int_list_arg(kw, op_name, arg)
         args = (kw,)
     if not args:
         raise TypeError(f'{op_name}() missing 1 required positional arguments: "{arg}"')
@@ -387,7 +399,7 @@ def view_as(self, other):
     return view(self, other._data.shape)
 
 
-@public
+@method
 def reshape(input, *shape, **kwargs):
     """``input`` with the given shape: a view when the strides allow one, else a copy."""
     _check_tensor(input, "reshape")
@@ -398,6 +410,14 @@ def reshape(input, *shape, **kwargs):
     if r is None:
         r = _apply(reshape_copy_op, (input,), {"shape": shape, "in_shape": input._data.shape})
     return r
+
+
+@public(name="reshape", method=False)
+def _reshape_function(input, shape):
+    """``input`` with the given shape (one sequence of ints, -1 inferred): a view when the
+    strides allow one, else a copy."""
+    _int_list_arg(shape, "reshape", "shape", 2)
+    return reshape(input, shape)
 
 
 @method
@@ -621,7 +641,7 @@ def _permute_vjp(g, _a, *, dims):
 permute_op = Op("permute", _permute_kernel, vjp=_permute_vjp, view_of=0, linear=True)
 
 
-@public
+@method
 def permute(input, *dims, **kwargs):
     """Reorder the dims: ``permute(x, (1, 0))``, ``x.permute(1, 0)``."""
     _check_tensor(input, "permute")
@@ -638,6 +658,13 @@ def permute(input, *dims, **kwargs):
     if len(set(wrapped)) != ndim:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return _apply(permute_op, (input,), {"dims": wrapped})
+
+
+@public(name="permute", method=False)
+def _permute_function(input, dims):
+    """Reorder the dims of ``input`` to ``dims`` (one sequence of ints): a view."""
+    _int_list_arg(dims, "permute", "dims", 2)
+    return permute(input, dims)
 
 
 def _transpose_kernel(xp, a, *, dim0, dim1):
@@ -848,11 +875,21 @@ def expand_as(self, other):
     return expand(self, other._data.shape)
 
 
-@public
+@public(method=False)
 def broadcast_to(input, size):
     """``input.expand(size)``."""
     _check_tensor(input, "broadcast_to")
+    _int_list_arg(size, "broadcast_to", "size", 2)
     return expand(input, size)
+
+
+@method(name="broadcast_to")
+def _broadcast_to_method(self, *size, **kwargs):
+    """``self.expand(size)``; sizes may be spread out: ``x.broadcast_to(2, 3)``."""
+    size = _shape_args(size, kwargs.pop("size", None), "broadcast_to")
+    if kwargs:
+        raise TypeError(f"broadcast_to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return expand(self, size)
 
 
 @public(method=False)

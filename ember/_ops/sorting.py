@@ -192,6 +192,8 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     _check_tensor(input, "kthvalue")
     _no_complex(input, "kthvalue", "kthvalue_cpu")
     a = input._data
+    if a.dtype == np.bool_:
+        raise NotImplementedError('"kthvalue_cpu" not implemented for \'Bool\'')
     d = wrap_dim(dim, a.ndim, "kthvalue")
     n = a.shape[d] if a.ndim else 1
     if not 1 <= k <= n:
@@ -249,6 +251,8 @@ def _evenly_shared(flat, v):
 def _median(name, ignore_nan, input, dim, keepdim, out):
     if dim is not None:
         _check_out_tuple(name, out)
+    elif out is not None:  # the median of everything has no out= overload in PyTorch
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     _check_tensor(input, name)
     kname = "median_cpu" if not ignore_nan else "nanmedian_cpu"
     _no_complex(input, name, kname)
@@ -664,6 +668,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 @_dispatch.entrance("histogram")
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     """``(hist, bin_edges)``: a histogram with ``bins`` equal bins or the given edges."""
+    _check_out_tuple("histogram", out)
     _check_tensor(input, "histogram")
     _float_only(input, "histogram", "histogramdd")
     a = input._data

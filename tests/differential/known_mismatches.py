@@ -20,8 +20,6 @@ KNOWN = {
         'open: NotImplementedError: "amin" not implemented for \'ComplexDouble\'',
     ('aminmax', 'exception_type'):
         'open: ember NotImplementedError ("aminmax" not implemented for \'ComplexFloat\'), torc',
-    ('as_strided_scatter', 'grad_values'):
-        'open: grad[0] (complex128) at (0, 0): ember np.complex128(-1.5-0.75j), torch np.comp',
     ('baddbmm', 'values_nonfinite'):
         'open: out (complex64) at (0, 1, 1): ember np.complex64(nan+nanj), torch np.complex64',
     ('binary_cross_entropy_with_logits', 'ember_no_raise'):
@@ -36,20 +34,12 @@ KNOWN = {
         'open: ember ValueError (operands could not be broadcast together with shapes (0,) (2',
     ('diff.bool', 'values_nonfinite'):
         'open: out[0] (complex64) at (1,): ember np.complex64(-1-infj), torch np.complex64(na',
-    ('fft.fft', 'ember_no_raise'):
-        'open: torch raises RuntimeError: MKL FFT error: Intel oneMKL DFTI ERROR: Inconsisten',
     ('fft.hfft', 'values_nonfinite'):
         'open: out (float32) at (1, 3): ember np.float32(nan), torch np.float32(-inf)',
     ('fft.hfft2', 'values_nonfinite'):
         'open: out (float64) at (0, 5, 1): ember np.float64(nan), torch np.float64(inf)',
-    ('fft.ifft', 'ember_no_raise'):
-        'open: torch raises RuntimeError: Invalid number of data points (0) specified',
-    ('fft.ihfft', 'ember_no_raise'):
-        'open: torch raises RuntimeError: MKL FFT error: Intel oneMKL DFTI ERROR: Inconsisten',
     ('fft.irfft', 'values_nonfinite'):
         'open: out[0] (float32) at (1, 0): ember np.float32(nan), torch np.float32(-inf)',
-    ('fft.irfftn', 'ember_no_raise'):
-        'open: torch raises RuntimeError: MKL FFT error: Intel oneMKL DFTI ERROR: Inconsisten',
     ('gather', 'ember_raises'):
         'open: RuntimeError: gather(): Expected dtype int32/int64 for index, but got Byte',
     ('grid_sampler_2d', 'values_nonfinite'):
@@ -84,8 +74,6 @@ KNOWN = {
         'open: grad[0] (float64) at (0, 0, 2): ember np.float64(-3.5865567447963247e+307), to',
     ('linalg.eigh', 'values'):
         'open: out[1] (float32) at (0, 0, 0): ember np.float32(0.57735026), torch np.float32(',
-    ('linalg.inv_ex', 'exception_type'):
-        'open: ember RuntimeError (linalg.inv_ex: Expected a floating point or complex tensor',
     ('linalg.lu', 'values'):
         'open: out[0] (float64) at (1, 1, 2): ember np.float64(1.0), torch np.float64(0.0)',
     ('linalg.lu.rectangular', 'ember_raises'):
@@ -104,10 +92,6 @@ KNOWN = {
         'open: out[0] (float32) at (0, 1): ember np.float32(0.0), torch np.float32(nan)',
     ('linalg.solve_triangular', 'ember_raises'):
         'open: LinAlgError: Singular matrix',
-    ('logical_and', 'ember_no_raise'):
-        "open: torch raises TypeError: logical_and(): argument 'other' (position 2) must be T",
-    ('logical_xor', 'ember_no_raise'):
-        "open: torch raises TypeError: logical_xor(): argument 'other' (position 2) must be T",
     ('lu_solve', 'ember_no_raise'):
         'open: torch raises RuntimeError: Pivots given to lu_solve must all be greater or equ',
     ('lu_solve', 'ember_raises'):
@@ -120,8 +104,6 @@ KNOWN = {
         'open: RuntimeError: linalg.matrix_exp: Low precision dtypes not supported. Got BFloa',
     ('nanmedian.dim', 'exception_type'):
         'open: ember NotImplementedError ("nanmedian_cpu" not implemented for \'ComplexDouble\'',
-    ('nanmedian.full', 'exception_type'):
-        'open: ember NotImplementedError ("nanmedian_cpu" not implemented for \'ComplexFloat\')',
     ('native_layer_norm', 'values_nonfinite'):
         'open: out[1] (float64) at (1, 2, 0): ember np.float64(nan), torch np.float64(-inf)',
     ('nn.functional.adaptive_avg_pool2d', 'values_nonfinite'):
@@ -138,10 +120,6 @@ KNOWN = {
         'open: out (float64) at (0,): ember np.float64(inf), torch np.float64(1.7976931348623',
     ('poisson_nll_loss', 'values_nonfinite'):
         'open: out (float64) at (1, 0): ember np.float64(nan), torch np.float64(-inf)',
-    ('reshape', 'ember_no_raise'):
-        'open: torch raises TypeError: reshape() takes 2 positional arguments but 3 were give',
-    ('reshape', 'exception_type'):
-        "open: ember RuntimeError (shape '[6, 4]' is invalid for input of size 144), torch Ty",
     ('slogdet', 'values'):
         'open: out[0] (float32) at (1,): ember np.float32(-1.0), torch np.float32(-0.0)',
     ('special.gammaincc', 'values_nonfinite'):
@@ -156,10 +134,6 @@ KNOWN = {
         'lapack: torch (MKL gesdd) fails to converge on some inf matrices; ember: NaN',
     ('svd_lowrank', 'ember_raises'):
         'open: ValueError: svd_lowrank: q(=4) must be non-negative integer and not greater th',
-    ('triangular_solve', 'exception_type'):
-        'open: ember NotImplementedError ("triangular_solve_cpu" not implemented for \'Byte\'),',
-    ('triu_indices', 'ember_no_raise'):
-        'open: torch raises NotImplementedError: "triu_indices" not implemented for \'Short\'',
     ('unbind', 'ember_raises'):
         'open: IndexError: tuple index out of range',
     ('var_mean', 'values_nonfinite'):

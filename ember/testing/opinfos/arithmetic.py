@@ -27,6 +27,11 @@ def _errors_broadcast(rng):
     yield ErrorInput(SampleInput(ember.ones(2, 3), ember.ones(4)), RuntimeError, "")
 
 
+def _sample_tensors_only(dtype, rng):
+    # PyTorch's logical ops take no Python number operand (a TypeError)
+    yield from sample_binary(dtype, rng, scalars=False)
+
+
 def _sample_pow(dtype, rng):
     yield from sample_binary(dtype, rng, low=0 if dtype.category == 1 else 0.5, high=3,
                              scalars=False)
@@ -117,11 +122,11 @@ op_db = [
            dtypes=INTS[1:], inplace=True, supports_out=True, differentiable=False),
     OpInfo("bitwise_right_shift", ref=np.right_shift, sample_inputs=_sample_shift,
            dtypes=INTS[1:], inplace=True, supports_out=True, differentiable=False),
-    OpInfo("logical_and", ref=np.logical_and, sample_inputs=sample_binary, dtypes=ALL,
+    OpInfo("logical_and", ref=np.logical_and, sample_inputs=_sample_tensors_only, dtypes=ALL,
            supports_out=True, differentiable=False, inplace=True),
-    OpInfo("logical_or", ref=np.logical_or, sample_inputs=sample_binary, dtypes=ALL,
+    OpInfo("logical_or", ref=np.logical_or, sample_inputs=_sample_tensors_only, dtypes=ALL,
            supports_out=True, differentiable=False, inplace=True),
-    OpInfo("logical_xor", ref=np.logical_xor, sample_inputs=sample_binary, dtypes=ALL,
+    OpInfo("logical_xor", ref=np.logical_xor, sample_inputs=_sample_tensors_only, dtypes=ALL,
            supports_out=True, differentiable=False, inplace=True),
     OpInfo("logical_not", ref=np.logical_not, sample_inputs=sample_unary, dtypes=ALL,
            supports_out=True, differentiable=False, inplace=True),
