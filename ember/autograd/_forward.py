@@ -671,14 +671,15 @@ def transpose_jvp(op, x_dots, inputs, params, res):
 
 
 def fallback_ops():
-    """Names of ember's own differentiable ops (custom ops registered through
-    ``ember.library`` aside) whose tangents come from the transpose of their vjp
+    """Names of ember's own differentiable ops (those whose formulas live in ember's package:
+    custom ops and ops declared by user code aside) whose tangents come from the transpose of their vjp
     (NOTE [ Forward mode from the vjp ]); element-wise ops without a formula use it for
     complex dtypes only (NOTE [ Forward mode of element-wise ops ])."""
     from .._ops._registry import ops
 
     return sorted(n for n, o in ops.items() if o.differentiable and o.jvp is None
-                  and o.is_builtin and not o.linear and o.view_of is None and not _is_ew(o))
+                  and o.is_builtin and getattr(o.vjp, "__module__", "").startswith("ember.")
+                  and not o.linear and o.view_of is None and not _is_ew(o))
 
 
 # ------------------------------------------------------------------------------------------------
