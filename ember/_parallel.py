@@ -190,10 +190,14 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS):
 # 2-core development machine (same process, alternating) that forward took 28 ms in pieces
 # against 56-60 ms, and a whole ResNet-18 training step went from 4.4x PyTorch's time to
 # 0.87x: a GEMM on two threads waits for both to be scheduled, and under load that wait
-# dominates. Whether pieces pay as much on an idle machine is still to be measured.
+# dominates. On a quiet machine it does not pay: a ResNet-18 step (same process,
+# alternating, load 1.6) took 1.41 s in pieces against 1.13 s with two-thread GEMMs, and
+# the MNIST CNN was unchanged (0.116 against 0.12 s). So pieces are off unless asked for:
+# ``EMBER_BATCH_PIECES=1`` turns them on (machines whose cores are shared and busy).
 
-#: the least arithmetic (multiply-adds) that ``split_batch`` splits
-SPLIT_MIN_WORK = 1 << 24
+#: the least arithmetic (multiply-adds) that ``split_batch`` splits (no call reaches it
+#: unless ``EMBER_BATCH_PIECES=1``: see above)
+SPLIT_MIN_WORK = 1 << 24 if os.environ.get("EMBER_BATCH_PIECES") == "1" else 1 << 62
 
 _blas = [None]    # threadpoolctl's controllers of the loaded BLAS libraries, [] if none
 _held = [0, ()]   # (pieces running with the BLAS held at one thread, the counts to restore)
