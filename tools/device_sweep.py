@@ -25,23 +25,17 @@ import numpy as np
 
 
 def _map(x, f):
+    """``x`` with ``f`` applied to each tensor inside it (lists, tuples, dicts)."""
     import ember
+    from ember.utils._pytree import tree_map_only
 
-    if isinstance(x, ember.Tensor):
-        return f(x)
-    if isinstance(x, list):
-        return [_map(y, f) for y in x]
-    if isinstance(x, tuple):
-        return tuple(_map(y, f) for y in x)
-    if isinstance(x, dict):
-        return {k: _map(v, f) for k, v in x.items()}
-    return x
+    return tree_map_only(ember.Tensor, f, x)
 
 
 def _tensors(x):
-    out = []
-    _map(x, out.append)
-    return out
+    from ember.utils._pytree import tensor_leaves
+
+    return tensor_leaves(x)
 
 
 def _where(exc):
@@ -174,6 +168,10 @@ def main(argv=None):
     import ember
     from ember.testing._opinfo import load_op_db
 
+    if args.device.startswith("npdev"):  # the NumPy-backed test device (NOTE [ Test device ])
+        from ember.testing import register_test_device
+
+        register_test_device()
     ember.empty(1, device=args.device)  # initialises the backend, or fails loudly
     wanted = set(filter(None, args.ops.split(",")))
     db = [i for i in load_op_db() if not wanted or i.id in wanted or i.name in wanted]

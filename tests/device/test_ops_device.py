@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.utils._pytree import tree_map_only
 from ember._core import dtype as _dt
 from ember.testing import assert_close, instantiate_device_type_tests
 from ember.testing._device_type import _name_part, ops
@@ -54,15 +55,8 @@ def _rng(info, dtype):
 
 
 def _map(x, f):
-    if isinstance(x, ember.Tensor):
-        return f(x)
-    if isinstance(x, list):
-        return [_map(y, f) for y in x]
-    if isinstance(x, tuple):
-        return tuple(_map(y, f) for y in x)
-    if isinstance(x, dict):
-        return {k: _map(v, f) for k, v in x.items()}
-    return x
+    """``x`` with ``f`` applied to each tensor inside it (lists, tuples, dicts)."""
+    return tree_map_only(ember.Tensor, f, x)
 
 
 def _flat(r):
