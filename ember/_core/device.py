@@ -51,6 +51,12 @@ class device:
         if isinstance(type_or_str, int) and not isinstance(type_or_str, bool):
             if type_or_str < 0:
                 raise RuntimeError(f"Device index must not be negative, got {type_or_str}")
+            # a bare index names the current accelerator's device, as in PyTorch: CUDA's
+            # when a GPU is usable (ember's only accelerator), else an error
+            from .. import cuda
+
+            if not cuda.is_available():
+                raise RuntimeError("Cannot access accelerator device when none is available.")
             typ, idx = "cuda", type_or_str
         elif isinstance(type_or_str, str):
             text = type_or_str.strip()

@@ -164,7 +164,12 @@ def test_device_objects():
     d = ember.device("cuda:1")
     assert d.type == "cuda" and d.index == 1 and str(d) == "cuda:1"
     assert repr(d) == "device(type='cuda', index=1)"
-    assert ember.device("cuda", 0) == ember.device(0) == ember.device("cuda:0")
+    assert ember.device("cuda", 0) == ember.device("cuda:0")
+    if ember.cuda.is_available():  # a bare index is the current accelerator's device
+        assert ember.device(0) == ember.device("cuda:0")
+    else:  # as PyTorch without an accelerator
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            ember.device(0)
     assert ember.zeros(1).device == ember.device("cpu")
     with pytest.raises(RuntimeError):
         ember.device("nope")
