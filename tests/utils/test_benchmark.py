@@ -243,6 +243,12 @@ Times are in UNITs (U).
 
 
 def _layout(text):
+    # what a loaded machine changes is not layout: counts (1 measurement / 2 measurements),
+    # Compare's variance marks and a measurement's variance warning
+    text = "\n".join(ln for ln in text.split("\n") if "WARNING" not in ln and
+                     "suggests significant" not in ln and "environment" not in ln)
+    text = re.sub(r"\bmeasurements\b", "measurement", text)
+    text = re.sub(r" ?\(!\)|\*", "", text)
     text = re.sub(r"0x[0-9a-f]+", "ADDR", text)
     text = re.sub(r"\b(nanosecond|microsecond|millisecond|second)s\b", "UNITs", text)
     text = re.sub(r"\b(ns|us|ms|s)\b", "U", text)
