@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One prepared run of ember's GPU checks on a lent GPU machine, in stages that each have a
+# time limit, so that a short device budget (minutes, not hours) buys every check once.
+#
+# Usage (from the repository root on the GPU machine; OUT is where logs go):
+#
+#     OUT=/tmp/out bash tools/gpu_session.sh [stage ...]
+#
+# Stages, in the default order (name some to run only those):
+#
+#     env      the GPU, driver, CuPy, cuDNN frontend and PyTorch versions
+#     tests    the CUDA test files (kernels, allocator, autocast, fused optimizers, scaler)
+#     device   the device-generic suite on 'cuda' (every OpInfo op's forms, nn, optim)
+#     bench    python -m bench.cuda, the GPU workloads side by side with PyTorch (JSON too)
+#     sync     where a ResNet-50 step synchronises with the device (python -m bench.cuda
+#              --find-sync)
+#
+# Wheels the machine lacks (the cuDNN frontend) travel in .whl/ (see CONTRIBUTING.md,
+# "GPU sessions"); they are installed into /tmp/site first when present. Each stage's log is
+# $OUT/<stage>.log; a stage that runs past its limit is stopped and the next one starts.
+# Limits can be scaled with GPU_SESSION_SCALE (e.g. 0.5 halves every limit).
+
+set -u
+OUT=${OUT:-/tmp/ember-gpu}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || echo "warning: the wheels in .whl/ did not install" >&2
+fi
+export PYTHONPATH="$PWD:/tmp/site"
+scale=${GPU_SESSION_SCALE:-1}
+limit() { python3 -c "import sys; print(max(10, int($1 * $scale)))"; }
+
+run_stage() {  # name seconds command...
+    local name=$1 secs
+    secs=$(limit "$2")
+    shift 2
+    echo "== $name (limit ${secs}s): $*"
+    local t0=$SECONDS
+    timeout --signal=INT --kill-after=10 "$secs" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0))s"
+    tail -n 5 "$OUT/$name.log"
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(env tests device bench sync)
+for s in "${stages[@]}"; do
+    case $s in
+    env)
+        run_stage env 60 bash -c 'nvidia-smi --query-gpu=name,memory.total,driver_version \
+            --format=csv; python3 -c "import cupy, numpy; print(\"cupy\", cupy.__version__, \
+            \"numpy\", numpy.__version__); import cudnn; print(\"cudnn\", cudnn.backend_version())"; \
+            python3 -c "import torch; print(\"torch\", torch.__version__, torch.cuda.is_available())"'
+        ;;
+    tests)
+        run_stage tests 150 python3 -m pytest -x -q -p no:cacheprovider -W ignore \
+            tests/cuda tests/_ops/test_xp_compat.py tests/amp tests/optim/test_fused_cuda.py
+        ;;
+    device)
+        EMBER_TESTING_DEVICE_ONLY_FOR=cuda run_stage device 180 python3 -m pytest -q \
+            -p no:cacheprovider -W ignore --maxfail=50 tests/device tests/nn tests/optim
+        ;;
+    bench)
+        run_stage bench 150 python3 -m bench.cuda --json "$OUT/bench_cuda.json"
+        ;;
+    sync)
+        run_stage sync 60 python3 -m bench.cuda --find-sync resnet50_fp32
+        ;;
+    *)
+        echo "unknown stage: $s" >&2
+        exit 2
+        ;;
+    esac
+done
