@@ -272,9 +272,10 @@ class OpOverload:
         self.op = op
         self.is_inplace = is_inplace
         self.is_view = op is not None and getattr(op, "view_of", None) is not None
-        #: for an op written in Python (``entrance``): its body, which runs the op below
-        #: every mode -- the profiler runs it to see the ops it calls (NOTE [ Profiler
-        #: recording ] in ember/profiler/_recorder.py); None for the other entrances
+        #: for an op written in Python (``entrance``, or a custom op of ember/_library):
+        #: its body, which runs the op below every mode -- the profiler runs it to see the
+        #: ops it calls (NOTE [ Profiler recording ] in ember/profiler/_recorder.py); None
+        #: for the other entrances
         self.below = None
         self.__name__ = f"{packet.__name__}.{overload}"
         self.__qualname__ = self.__name__

@@ -228,6 +228,7 @@ class LibraryOp(Op):
         if packet is None:
             packet = table[opname] = LibraryPacket(ns, opname)
         handle = LibraryOverload(packet, self.overload_name, self._entrance(), self)
+        handle.below = self._below()
         handle._schema = self.schema
         handle.is_inplace = self.schema.is_mutable
         self.handle = handle
@@ -325,6 +326,18 @@ class LibraryOp(Op):
         run.__name__ = self.opname
         run.__qualname__ = self.opname
         return run
+
+    def _below(self):
+        """The op's call below every mode (``OpOverload.below``): its kernels are Python, so
+        the profiler runs this with its recorder on the stack, and the ops a kernel calls
+        are recorded as the op's children (NOTE [ Profiler recording ] in
+        ember/profiler/_recorder.py)."""
+        op = self
+
+        def below(*args, **kwargs):
+            return op.call(op.schema.bind(op.name, args, kwargs))
+
+        return below
 
     def _decomposes(self, values):
         """True when the CompositeImplicitAutograd kernel stands in for the op: no kernel is

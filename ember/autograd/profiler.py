@@ -113,10 +113,34 @@ class profile:
         self.with_modules = with_modules
         self.use_cpu = use_cpu
         self.acc_events = acc_events
-        self.function_events = None
+        self._function_events = None
+        self._unconverted = []     # finished sessions not yet in ``function_events``
         self.entered = False
         self._session = None
         self._events_list = []
+
+    @property
+    def function_events(self):
+        """The recorded events, an ``EventList`` (None before the profile ends); built from
+        the recordings when first read (NOTE [ Profiler recording ] in
+        ember/profiler/_recorder.py)."""
+        while self._unconverted:
+            session, meta = self._unconverted.pop(0)
+            events = _function_events(session, meta)
+            if self._function_events is not None:
+                merged = EventList(list(self._function_events) + list(events),
+                                   use_device=self.use_device,
+                                   profile_memory=self.profile_memory,
+                                   with_flops=self.with_flops, _trace_meta=meta)
+                merged._sessions = self._function_events._sessions + events._sessions
+                events = merged
+            self._function_events = events
+        return self._function_events
+
+    @function_events.setter
+    def function_events(self, events):
+        self._unconverted = []
+        self._function_events = events
 
     def config(self):
         """This profile's options as a ``ProfilerConfig``."""
@@ -149,14 +173,9 @@ class profile:
         self._session.stop()
         meta = {"record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
                 "with_flops": self.with_flops, "use_device": self.use_device}
-        events = _function_events(self._session, meta)
-        if self.acc_events and self.function_events is not None:
-            merged = EventList(list(self.function_events) + list(events),
-                               use_device=self.use_device, profile_memory=self.profile_memory,
-                               with_flops=self.with_flops, _trace_meta=meta)
-            merged._sessions = self.function_events._sessions + events._sessions
-            events = merged
-        self.function_events = events
+        if not self.acc_events:
+            self.function_events = None
+        self._unconverted.append((self._session, meta))
         self.entered = False
         return False
 

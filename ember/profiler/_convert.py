@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 
 from ..autograd.profiler_util import EventList, FunctionEvent
-from ._recorder import shape_lists, stack_lines
+from ._recorder import dtype_names, shape_lists, stack_lines
 
 
 def function_events(session, meta=None) -> EventList:
@@ -35,27 +35,44 @@ def _function_events(session, meta):
     thread = 1
     use_device = (meta or {}).get("use_device")
     end_ns = session.end_ns
-    for i, raw in enumerate(session.raw):
-        name = raw.name
-        trace_name = name
-        if raw.kind == "user" and name.startswith("ProfilerStep#"):
-            name = "ProfilerStep*"
-        end = raw.end if raw.end is not None else end_ns
+    mem = session.mem
+    for raw in session.recordings():
+        if type(raw) is tuple:
+            # an op (NOTE [ Profiler recording ])
+            if len(raw) == 6:
+                idx, parent, name, start, end, seq = raw
+                shapes = dtypes = stack = None
+                flops = 0
+            else:
+                idx, parent, name, start, end, seq, shapes, dtypes, stack, flops, _ = raw
+            kind = "op"
+            trace_name = name
+        else:
+            idx, parent, name, start, end, seq = (raw.idx, raw.parent, raw.name, raw.start,
+                                                  raw.end, raw.seq)
+            shapes, dtypes, stack, flops, kind = raw.shapes, None, raw.stack, 0, raw.kind
+            trace_name = name
+            if kind == "user" and name.startswith("ProfilerStep#"):
+                name = "ProfilerStep*"
+            if end is None:
+                end = end_ns
         ev = FunctionEvent(
-            id=i + 1, name=name, trace_name=trace_name, thread=thread,
-            start_us=(raw.start - t0) / 1e3, end_us=(end - t0) / 1e3,
-            fwd_thread=thread if raw.seq >= 0 else 0,
-            input_shapes=shape_lists(raw.shapes) if raw.shapes is not None else [],
-            input_dtypes=raw.dtypes, stack=stack_lines(raw.stack), cpu_memory_usage=raw.mem,
-            sequence_nr=raw.seq, flops=raw.flops,
-            is_user_annotation=raw.kind == "user",
+            id=idx + 1, name=name, trace_name=trace_name, thread=thread,
+            start_us=(start - t0) / 1e3, end_us=(end - t0) / 1e3,
+            fwd_thread=thread if seq >= 0 else 0,
+            input_shapes=shape_lists(shapes) if shapes is not None else [],
+            input_dtypes=dtype_names(dtypes), stack=stack_lines(stack),
+            cpu_memory_usage=mem.get(idx, 0) if mem else 0,
+            sequence_nr=seq, flops=flops,
+            is_user_annotation=kind == "user",
             use_device=use_device)
-        ev._kind = raw.kind
-        made[id(raw)] = ev
-        parent = made.get(id(raw.parent)) if raw.parent is not None else None
-        if parent is not None:
-            ev.set_cpu_parent(parent)
-            parent.append_cpu_child(ev)
+        ev._kind = kind
+        made[idx] = ev
+        if parent >= 0:
+            p = made.get(parent)
+            if p is not None:
+                ev.set_cpu_parent(p)
+                p.append_cpu_child(ev)
         out.append(ev)
     timer = session.device_timer
     if timer is not None:
@@ -78,10 +95,10 @@ def _attach_kernels(timer, session, made, out, use_device):
     from ..autograd.profiler_util import DeviceType
     from . import _cuda
     device = timer.device_index()
-    next_id = len(out) + 1
+    next_id = max((e.id for e in out), default=0) + 1
     kernels = []
-    for raw, start_us, dur_us, stream in _cuda.resolve(timer, session):
-        op = made[id(raw)]
+    for idx, start_us, dur_us, stream in _cuda.resolve(timer, session):
+        op = made[idx]
         name = op.name + " kernels"
         op.append_kernel(name, device, dur_us)
         k = FunctionEvent(id=next_id, name=name, thread=stream, start_us=start_us,

@@ -112,17 +112,18 @@ def timer():
 
 
 def resolve(timer, session):
-    """``[(raw event, gpu start us, gpu duration us, stream id)]`` for the ops of
-    ``session`` that ran on the GPU, times on the profile's timeline (microseconds from its
-    start)."""
+    """``[(event idx, gpu start us, gpu duration us, stream id)]`` for the ops of
+    ``session`` that ran on the GPU (NOTE [ Profiler recording ]: op events are tuples whose
+    last item is the pair of CUDA events), times on the profile's timeline (microseconds
+    from its start)."""
     ref_us = (timer.ref_ns - session.start_ns) / 1e3
     out = []
     ref = timer.ref
-    for raw in session.raw:
-        pair = raw.gpu
+    for raw in session.ops:
+        pair = raw[-1] if len(raw) > 6 else None
         if pair is None:
             continue
         start, end, stream = pair
-        out.append((raw, ref_us + timer.elapsed_us(ref, start), timer.elapsed_us(start, end),
-                    stream))
+        out.append((raw[0], ref_us + timer.elapsed_us(ref, start),
+                    timer.elapsed_us(start, end), stream))
     return out

@@ -10,20 +10,41 @@ started it:
   allocated and its flops when asked. A mode runs its op with itself popped, so ops a
   kernel calls internally are not seen by modes; the recorder makes one exception, as
   PyTorch's profiler sees every call of its dispatcher: an op written in Python (an
-  ``entrance`` of the door, whose ``OpOverload.below`` is its body) runs with the recorder
-  back on the stack when no mode lies below it, so the ops its body calls are recorded as
-  its children (``aten::normal`` > ``aten::randn``...). An op with a NumPy kernel is one
-  event, where PyTorch may show a composite (``aten::linear``) with children
-  (``aten::addmm``): those children are not calls ember makes.
+  ``entrance`` of the door, or a custom op whose kernel is Python, whose
+  ``OpOverload.below`` is its body) runs with the recorder back on the stack when no mode
+  lies below it, so the ops its body calls are recorded as its children (``aten::normal``
+  > ``aten::randn``...). Composite events: NOTE [ Composite op events ].
 - user blocks: ``record_function`` opens an event that the events inside it nest under.
 - backward nodes: the engine (``run_backward`` in ember/autograd/_engine.py) reads the
   module global ``profiler_hook`` once per backward call and, when set, calls it as each
   node starts, with the gradients the node receives (and once at the end), so that the
   node's work nests under ``autograd::engine::evaluate_function: MmBackward0`` >
   ``MmBackward0``, as in PyTorch, and the node's event lists those gradients' shapes.
-Events form a tree through the stack of open events; self time is total minus children.
-Times are ``perf_counter_ns``; they become microseconds from the profile's start when the
-raw events are turned into ``FunctionEvent``s (``_Session.function_events``).
+
+Recording must cost little per op (PyTorch's C++ recorder adds well under a microsecond),
+so an op event is one tuple, made when the op returns and appended to ``_Session.ops``:
+``(idx, parent, name, start, end, seq)``, plus ``(shapes, dtypes, stack, flops, gpu)``
+when the session records details (the options pick one of two routes at the start, so the
+plain one tests none of them). ``idx`` numbers events in start order (one counter for
+every kind of event), ``parent`` is the ``idx`` of the innermost open event (``-1``: none),
+so the tree needs no object per event; a tuple of numbers and strings is also one the
+garbage collector stops tracking at its first pass, so a long recording does not make the
+collector's passes longer. An op with a kernel is not put on the stack of open events:
+nothing records inside a kernel (the modes above it are popped), except frees of memory,
+so it is put there when ``profile_memory`` counts them. Shapes and dtypes are kept raw
+(shape tuples and NumPy dtypes; ``shape_lists`` and ``dtype_names`` format them), stacks
+as code objects and instruction offsets (``stack_lines`` finds the line numbers), and the
+callers of the innermost user frame are walked once while it runs (``_python_stack``):
+formatting waits for ``_convert``. The rarer events (user blocks, backward nodes, modules)
+are ``_Raw`` objects in ``_Session.raw``; bytes allocated are summed per ``idx`` in
+``_Session.mem``. Times are ``perf_counter_ns``; they become microseconds from the
+profile's start when the recordings are turned into ``FunctionEvent``s
+(``_convert.function_events``), which happens when the results are first read
+(``profile.events()``, ``key_averages``, an export), not when recording stops.
+
+What is left per op is the mode stack's own round trip (the entrance hands the call to
+``through_modes``, and the op's handle re-enters the entrance below the recorder): on a
+small ``a + b`` that trip costs more than the recording itself.
 
 An op's forward event keeps the sequence number of the graph node it created; the backward
 node's event has the same number, which is how the trace draws flow arrows between them.
@@ -31,12 +52,15 @@ node's event has the same number, which is how the trace draws flow arrows betwe
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
 import time
 import weakref
 from time import perf_counter_ns
+
+import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
@@ -55,85 +79,233 @@ def current_session():
 
 
 class _Raw:
-    """One event while recording (kept small: one is made per op call). While recording,
-    an op's ``shapes`` and ``stack`` are kept raw (see ``_record_inputs`` and
-    ``_python_stack``); ``_convert`` reads them through ``shape_lists`` and ``stack_lines``."""
+    """A user block, backward node or module event while recording (op events are tuples:
+    NOTE [ Profiler recording ])."""
 
-    __slots__ = ("name", "kind", "start", "end", "parent", "shapes", "mem", "flops", "seq",
-                 "stack", "dtypes", "trace_name", "scope", "gpu")
+    __slots__ = ("idx", "name", "kind", "start", "end", "parent", "shapes", "seq", "stack")
 
-    def __init__(self, name, kind, parent):
+    def __init__(self, idx, name, kind, parent):
+        self.idx = idx
         self.name = name
-        self.kind = kind      # "op", "user", "bwd_outer", "bwd", "module"
-        self.parent = parent
+        self.kind = kind      # "user", "bwd_outer", "bwd", "module"
+        self.parent = parent  # the idx of the enclosing event, -1 for none
         self.start = 0
         self.end = None
         self.shapes = None
-        self.dtypes = None
-        self.mem = 0
-        self.flops = 0
         self.seq = -1
         self.stack = None
-        self.trace_name = None
-        self.scope = 0
-        self.gpu = None       # (start, end, stream): NOTE [ CUDA event timing ]
-
-
-_names: dict = {}
-#: ember's pooling ops serve every dimension; PyTorch names the event by it (max_pool2d)
-_POOL_NAMES = {"aten::max_pool", "aten::avg_pool", "aten::adaptive_avg_pool",
-               "aten::adaptive_max_pool"}
 
 
 def _event_name(handle):
     """``aten.add.Tensor`` -> ``aten::add`` (PyTorch's event names carry no overload)."""
-    name = _names.get(handle)
-    if name is None:
-        name = _names[handle] = handle.overloadpacket._qualified_op_name
-    return name
+    return handle.overloadpacket._qualified_op_name
 
 
-_dtype_names: dict = {}
+# NOTE [ Composite op events ]
+# PyTorch runs many nn ops as composites: ``aten::linear`` calls ``aten::t`` and
+# ``aten::addmm``, ``aten::conv2d`` calls ``aten::convolution`` > ``aten::_convolution`` >
+# a backend kernel, and its profiler records every level. ember runs such an op as one
+# kernel, under its own op name. The rule: an op ember runs as one kernel is recorded under
+# PyTorch's outer name (the function the user called: ``aten::conv2d``, ``aten::layer_norm``,
+# ``aten::nll_loss_nd``) with one child, named as the PyTorch op that does the kernel's
+# work -- the row that holds the self time in PyTorch's table (``aten::addmm``,
+# ``aten::convolution``, ``aten::native_layer_norm``, ``aten::_softmax``). Both events are
+# real clock readings around the one kernel: the child starts just after the outer event
+# and ends just before it. Levels of PyTorch's composite that do no work of their own in
+# ember (``aten::t``, ``aten::_convolution``, ``aten::_batch_norm_impl_index``) and
+# kernels ember does not run (``aten::empty``, ``aten::resize_``) are not recorded, and
+# where ember's kernel fuses what PyTorch runs as several ops (``aten::cross_entropy_loss``
+# computes ``log_softmax`` and ``nll_loss`` in one pass) the outer event stands alone: no
+# time is made up for kernels that do not run. ``_NAMING`` lists the rules by ember's
+# event name; they apply to forward calls only (an op a backward node calls keeps its own
+# name). Ops ember composes in Python from several ops (``dropout``, ``flatten``) are
+# recorded as those ops.
 
 
-def _record_inputs(ev, args, kwargs):
-    """Set an op event's ``shapes`` and ``dtypes`` in one pass over its arguments.
+def _pool_dims(kwargs):
+    size = kwargs.get("kernel_size") or kwargs.get("output_size")
+    return None if size is None else len(size)
 
-    ``shapes`` is kept raw: a tuple with, per argument, a Tensor's shape tuple, a list of
-    shape tuples for a list of Tensors, or ``()``; then each Tensor keyword's shape
-    (``shape_lists`` turns it into PyTorch's nested lists). ``dtypes`` names each
-    positional argument's dtype (``float32``), ``Scalar`` for a number, or ``""``."""
-    shapes = []
-    dtypes = []
-    names = _dtype_names
-    for a in args:
-        if isinstance(a, Tensor):
-            shapes.append(a._data.shape)
-            d = a.dtype
-            name = names.get(d)
-            if name is None:
-                name = names[d] = str(d).replace("ember.", "")
-            dtypes.append(name)
-            continue
-        if isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            shapes.append([t._data.shape for t in a if isinstance(t, Tensor)])
+
+def _pool_rule(base, child=None):
+    """ember's pooling ops serve every dimension; PyTorch names the event by it
+    (``aten::max_pool2d``), and ``max_pool2d``/``3d`` compute their indices as
+    ``aten::max_pool2d_with_indices``."""
+    def rule(args, kwargs):
+        n = _pool_dims(kwargs)
+        if n is None:
+            return None
+        outer = f"{base}{n}d"
+        return outer, (f"{outer}{child}" if child and n > 1 else None)
+    return rule
+
+
+def _linear_rule(args, kwargs):
+    w = args[1] if len(args) > 1 else kwargs.get("weight")
+    if not isinstance(w, Tensor) or w._data.ndim != 2:
+        return None
+    b = args[2] if len(args) > 2 else kwargs.get("bias")
+    return "aten::linear", "aten::addmm" if b is not None else "aten::mm"
+
+
+def _conv_rule(transposed):
+    kind = "conv_transpose" if transposed else "conv"
+
+    def rule(args, kwargs):
+        w = args[1] if len(args) > 1 else None
+        if not isinstance(w, Tensor) or not 1 <= w._data.ndim - 2 <= 3:
+            return None
+        return f"aten::{kind}{w._data.ndim - 2}d", "aten::convolution"
+    return rule
+
+
+def _nll_rule(args, kwargs):
+    x = args[0] if args else None
+    if not isinstance(x, Tensor):
+        return None
+    return "aten::nll_loss_nd", "aten::nll_loss2d" if x._data.ndim >= 3 else "aten::nll_loss"
+
+
+def _sdpa_rule(args, kwargs):
+    q = args[0] if args else None
+    if not isinstance(q, Tensor) or type(q._data) is not np.ndarray:
+        return None   # (on a GPU PyTorch's kernel depends on its attention backends)
+    # PyTorch's CPU choice: the flash kernel for 4-d inputs, else the math one
+    inner = "aten::_scaled_dot_product_flash_attention_for_cpu" if q._data.ndim == 4 else \
+        "aten::_scaled_dot_product_attention_math"
+    return "aten::scaled_dot_product_attention", inner
+
+
+def _fixed(outer, inner):
+    return lambda args, kwargs: (outer, inner)
+
+
+#: ember's event name -> ``rule(args, kwargs)`` giving ``(name, child name or None)`` for
+#: the call, or None to keep the event as it is (NOTE [ Composite op events ])
+_NAMING = {
+    "aten::max_pool": _pool_rule("aten::max_pool", "_with_indices"),
+    "aten::avg_pool": _pool_rule("aten::avg_pool"),
+    "aten::adaptive_avg_pool": _pool_rule("aten::adaptive_avg_pool"),
+    "aten::adaptive_max_pool": _pool_rule("aten::adaptive_max_pool"),
+    "aten::linear": _linear_rule,
+    "aten::convolution": _conv_rule(False),
+    # ember's transposed convolution is the adjoint of its convolution
+    "aten::convolution_input_grad": _conv_rule(True),
+    "aten::nll_loss": _nll_rule,
+    "aten::native_layer_norm": _fixed("aten::layer_norm", "aten::native_layer_norm"),
+    "aten::native_batch_norm": _fixed("aten::batch_norm", "aten::native_batch_norm"),
+    "aten::softmax": _fixed("aten::softmax", "aten::_softmax"),
+    "aten::log_softmax": _fixed("aten::log_softmax", "aten::_log_softmax"),
+    "aten::scaled_dot_product_attention": _sdpa_rule,
+    "aten::embedding": _fixed("aten::embedding", "aten::index_select"),
+}
+#: names a rule keeps in backward too (they only name the op by its dimension)
+_RENAMES_ONLY = {"aten::max_pool", "aten::avg_pool", "aten::adaptive_avg_pool",
+                 "aten::adaptive_max_pool"}
+
+
+def _record_inputs(args, kwargs):
+    """An op call's raw ``(shapes, dtypes)``.
+
+    ``shapes`` has, per argument, a Tensor's shape tuple, a tuple of shape tuples for a
+    list of Tensors, or ``()``; then each Tensor keyword's shape (``shape_lists`` turns it
+    into PyTorch's nested lists). ``dtypes`` has, per positional argument, a Tensor's NumPy
+    dtype, a number's type name (``"double"``), or ``""`` (``dtype_names`` names them)."""
+    # the common calls first: one to three positional arguments, all Tensors (anything
+    # else has no _data), spelled out, as a loop costs twice as much
+    n = len(args)
+    try:
+        if n == 2:
+            d = args[0]._data
+            e = args[1]._data
+            shapes = (d.shape, e.shape)
+            dtypes = (d.dtype, e.dtype)
+        elif n == 1:
+            d = args[0]._data
+            shapes = (d.shape,)
+            dtypes = (d.dtype,)
+        elif n == 3:
+            d = args[0]._data
+            e = args[1]._data
+            f = args[2]._data
+            shapes = (d.shape, e.shape, f.shape)
+            dtypes = (d.dtype, e.dtype, f.dtype)
         else:
-            shapes.append(())
-        dtypes.append("Scalar" if isinstance(a, (bool, int, float, complex)) else "")
+            shapes, dtypes = _record_mixed_inputs(args)
+    except AttributeError:
+        shapes, dtypes = _record_mixed_inputs(args)
     if kwargs:
         for v in kwargs.values():
             if isinstance(v, Tensor):
-                shapes.append(v._data.shape)
-    ev.shapes = tuple(shapes)
-    ev.dtypes = dtypes
+                shapes += (v._data.shape,)
+    return shapes, dtypes
+
+
+def _record_mixed_inputs(args):
+    """``_record_inputs`` for positional arguments that are not all Tensors."""
+    shapes = []
+    dtypes = []
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            shapes.append(d.shape)
+            dtypes.append(d.dtype)
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            shapes.append(tuple([t._data.shape for t in a if isinstance(t, Tensor)]))
+            dtypes.append("")
+        else:
+            shapes.append(())
+            # a number beside a Tensor is a 0-d tensor to PyTorch's op, named by its type
+            dtypes.append(_NUMBER_TYPES.get(type(a), ""))
+    return tuple(shapes), tuple(dtypes)
+
+
+_NUMBER_TYPES = {bool: "bool", int: "long int", float: "double",
+                 complex: "c10::complex<double>"}
+
+
+def _shapes(args, kwargs):
+    """An op call's input shapes as PyTorch's nested lists."""
+    return shape_lists(_record_inputs(args, kwargs)[0])
 
 
 def shape_lists(shapes):
     """An event's ``shapes`` as lists of lists (raw op shapes from ``_record_inputs`` are a
-    tuple; backward events' are lists already)."""
+    tuple of tuples; backward events' are lists already)."""
     if type(shapes) is not tuple:
         return shapes
-    return [[list(y) for y in x] if type(x) is list else list(x) for x in shapes]
+    return [[list(y) for y in x] if x and type(x[0]) is tuple else list(x) for x in shapes]
+
+
+_dtype_names: dict = {}
+#: PyTorch's events name a tensor's dtype by its C++ element type
+_CPP_TYPES = {
+    "float32": "float", "float64": "double", "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
+    "int8": "signed char", "uint8": "unsigned char", "uint16": "short unsigned int",
+    "uint32": "unsigned int", "uint64": "long unsigned int", "bool": "bool",
+    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+    "float8_e4m3fn": "c10::Float8_e4m3fn", "float8_e5m2": "c10::Float8_e5m2",
+}
+
+
+def dtype_names(dtypes):
+    """Raw ``dtypes`` (``_record_inputs``) as PyTorch's names (``float`` for a float32
+    Tensor, ``long int`` for int64)."""
+    if dtypes is None:
+        return None
+    out = []
+    for d in dtypes:
+        if type(d) is str:
+            out.append(d)
+            continue
+        name = _dtype_names.get(d)
+        if name is None:
+            from .._core import dtype as _dt
+            name = str(_dt.from_np[d]).replace("ember.", "")
+            name = _dtype_names[d] = _CPP_TYPES.get(name, name)
+        out.append(name)
+    return out
 
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,35 +315,107 @@ _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _user_files: dict = {}
 
 
+#: ``(frame, its caller, stack)``: the innermost user frame of the last ``_python_stack``,
+#: the frame that called it and the raw stack of its callers. While that frame runs from
+#: the same caller, its callers wait at the same instructions, so the next op called from
+#: it needs to walk only the frames inside ember. (The frames are held, so no other frame
+#: can take their place; a stopped session lets them go. The caller is compared too: a
+#: generator's frame lives on while different frames resume it.)
+_last_stack = (None, None, ())
+
+
 def _python_stack():
-    """The caller's Python frames outside ember, innermost first, raw: a flat list
-    ``[code, line, code, line, ...]`` (no tuple per frame: fewer objects for the garbage
-    collector to walk); ``stack_lines`` formats them as ``file(line): func``."""
-    frames = []
+    """The caller's Python frames outside ember, innermost first, raw: a flat tuple
+    ``(code, offset, code, offset, ...)`` of code objects and instruction offsets (an
+    offset is cheaper to read than a line number); ``stack_lines`` formats them as
+    ``file(line): func``."""
+    global _last_stack
     f = sys._getframe(2)
     user_files = _user_files
     while f is not None:
         code = f.f_code
-        fname = code.co_filename
-        keep = user_files.get(fname)
+        keep = user_files.get(code.co_filename)
         if keep is None:
-            if len(user_files) > 8192:  # generated code's names must not pile up here
-                user_files.clear()
-            keep = user_files[fname] = not fname.startswith(_EMBER_DIR) and \
-                not fname.startswith("<ember wrapper")
+            keep = _is_user_file(code.co_filename)
         if keep:
-            frames.append(code)
-            frames.append(f.f_lineno)
+            break
         f = f.f_back
-    return frames
+    if f is None:
+        return ()
+    last, last_back, outer = _last_stack
+    back = f.f_back
+    if last is not f or last_back is not back:
+        outer = []
+        g = back
+        while g is not None:
+            code = g.f_code
+            keep = user_files.get(code.co_filename)
+            if keep is None:
+                keep = _is_user_file(code.co_filename)
+            if keep:
+                outer.append(code)
+                outer.append(g.f_lasti)
+            g = g.f_back
+        outer = tuple(outer)
+        _last_stack = (f, back, outer)
+    return (f.f_code, f.f_lasti) + outer
+
+
+def _is_user_file(fname):
+    """Whether frames of file ``fname`` are the user's (listed in stacks), remembered."""
+    if len(_user_files) > 8192:  # generated code's names must not pile up here
+        _user_files.clear()
+    keep = _user_files[fname] = not fname.startswith(_EMBER_DIR) and \
+        not fname.startswith("<ember wrapper")
+    return keep
+
+
+def _forget_stack():
+    """Let go of the frame ``_python_stack`` holds (at a session's end)."""
+    global _last_stack
+    _last_stack = (None, None, ())
+
+
+#: (code, instruction offset) -> line number
+_lines: dict = {}
+
+
+def _line_of(code, offset):
+    key = (code, offset)
+    line = _lines.get(key)
+    if line is None:
+        line = code.co_firstlineno
+        for start, end, ln in code.co_lines():
+            if start <= offset < end:
+                if ln is not None:
+                    line = ln
+                break
+        if len(_lines) > 65536:
+            _lines.clear()
+        _lines[key] = line
+    return line
 
 
 def stack_lines(stack):
     """A raw ``_python_stack`` as PyTorch's stack lines, ``file(line): func``."""
     if not stack:
         return []
-    return [f"{stack[i].co_filename}({stack[i + 1]}): {stack[i].co_name}"
+    return [f"{stack[i].co_filename}({_line_of(stack[i], stack[i + 1])}): {stack[i].co_name}"
             for i in range(0, len(stack), 2)]
+
+
+def _sequence_nr(r, args):
+    """The sequence number of the graph node an op's result ``r`` got from this call, or
+    -1 (none, or an in-place op whose input carries the node already)."""
+    out = r[0] if type(r) is tuple and r else r
+    gf = getattr(out, "_grad_fn", None)
+    if gf is None or not isinstance(out, Tensor):
+        return -1
+    for a in args:
+        if isinstance(a, Tensor) and a._grad_fn is gf:
+            return -1
+    seq = getattr(gf, "_seq", -1)
+    return seq if type(seq) is int else -1
 
 
 class _OpRecorder(_dispatch.Mode):
@@ -181,76 +425,167 @@ class _OpRecorder(_dispatch.Mode):
 
     def __init__(self, session):
         self.session = session
-        # the options, read once: a session's options do not change while it records
-        self._detail = session.record_shapes or session.with_stack
-        self._after = session.profile_memory or session.with_flops
+        self._next = session._count.__next__
+        self._opened = session.open
+        self._append = session.ops.append
+        # a session's options do not change while it records: read them and pick the
+        # route once
+        self._shapes = session.record_shapes
+        self._stack = session.with_stack
+        self._memory = session.profile_memory
+        self._flops = session.with_flops
         self._timer = session.device_timer
+        if self._shapes or self._stack or self._memory or self._flops or \
+                self._timer is not None:
+            self.dispatch = self._dispatch_detailed
 
-    def dispatch(self, handle, args, kwargs):
-        s = self.session
-        name = _names.get(handle)
-        if name is None:
-            name = _event_name(handle)
-        if name in _POOL_NAMES:
-            size = kwargs.get("kernel_size") or kwargs.get("output_size")
-            if size is not None:
-                name = f"{name}{len(size)}d"  # PyTorch's per-dimension names
-        opened = s.open
-        ev = _Raw(name, "op", opened[-1] if opened else None)
-        if self._detail:
-            if s.record_shapes:
-                _record_inputs(ev, args, kwargs)
-            if s.with_stack:
-                ev.stack = _python_stack()
-        s.raw.append(ev)
-        opened.append(ev)
-        timer = self._timer
-        if timer is not None:
-            first = timer.mark()
+    def dispatch(self, handle, args, kwargs, _name=None):
+        # the plain route: one tuple per op (NOTE [ Profiler recording ]); ``_name``, from
+        # ``_named``, is the event's name when a rule gave it
+        if _name is None:
+            name = handle.overloadpacket._qualified_op_name
+            if name in _NAMING:
+                return self._named(handle, args, kwargs, name)
+        else:
+            name = _name
+        i = self._next()
+        opened = self._opened
+        parent = opened[-1]
         below = handle.below
         if below is not None and not _state.modes:
             # an op written in Python, with no mode under this one: run its body with this
             # recorder on the stack, so that the ops it calls nest under it (see the note)
-            ev.start = perf_counter_ns()
+            opened.append(i)
+            start = perf_counter_ns()
             _state.modes = (self,)
             try:
                 r = below(*args, **kwargs)
-            finally:
+            except BaseException:
                 _state.modes = ()
-                ev.end = perf_counter_ns()
+                self._append((i, parent, name, start, perf_counter_ns(), -1))
                 opened.pop()
+                raise
+            _state.modes = ()
+            end = perf_counter_ns()
+            opened.pop()
+            self._append((i, parent, name, start, end, _sequence_nr(r, args)))
         else:
-            ev.start = perf_counter_ns()
+            # a kernel: nothing records inside it (modes above it are popped), so it needs
+            # no place on the stack of open events
+            start = perf_counter_ns()
             try:
-                r = handle(*args, **kwargs)
-            finally:
-                ev.end = perf_counter_ns()
+                r = handle._run(*args, **kwargs)
+            except BaseException:
+                self._append((i, parent, name, start, perf_counter_ns(), -1))
+                raise
+            end = perf_counter_ns()
+            out = r[0] if type(r) is tuple and r else r
+            if getattr(out, "_grad_fn", None) is not None:
+                self._append((i, parent, name, start, end, _sequence_nr(r, args)))
+            else:
+                self._append((i, parent, name, start, end, -1))
+        return r
+
+    def _dispatch_detailed(self, handle, args, kwargs, _name=None):
+        # the route with shapes, stacks, memory, flops or GPU time
+        if _name is None:
+            name = handle.overloadpacket._qualified_op_name
+            if name in _NAMING:
+                return self._named(handle, args, kwargs, name)
+        else:
+            name = _name
+        s = self.session
+        i = self._next()
+        opened = self._opened
+        parent = opened[-1]
+        shapes = dtypes = stack = None
+        if self._shapes:
+            shapes, dtypes = _record_inputs(args, kwargs)
+        if self._stack:
+            stack = _python_stack()
+        timer = self._timer
+        if timer is not None:
+            first = timer.mark()
+        below = handle.below
+        python_body = below is not None and not _state.modes
+        # a kernel needs a place on the stack of open events only for the frees it causes
+        pushed = python_body or self._memory
+        if pushed:
+            opened.append(i)
+        start = perf_counter_ns()
+        try:
+            if python_body:
+                _state.modes = (self,)   # an op written in Python: as in ``dispatch``
+                try:
+                    r = below(*args, **kwargs)
+                finally:
+                    _state.modes = ()
+            else:
+                r = handle._run(*args, **kwargs)
+        except BaseException:
+            self._append((i, parent, name, start, perf_counter_ns(), -1, shapes, dtypes,
+                          stack, 0, None))
+            if pushed:
                 opened.pop()
+            raise
+        end = perf_counter_ns()
+        if pushed:
+            opened.pop()
+        gpu = None
         if timer is not None:
             # NOTE [ CUDA event timing ]: keep the pair only for ops that used the GPU
             if timer.on_device(args, r):
-                ev.gpu = (first, timer.mark(), timer.stream_id())
+                gpu = (first, timer.mark(), timer.stream_id())
             else:
                 timer.release(first)
+        flops = 0
+        if self._memory:
+            s.count_allocations(i, r, args)
+        if self._flops:
+            rule = _flops.RULES.get(handle.overloadpacket.__name__)
+            if rule is not None:
+                try:
+                    flops = int(rule(args, kwargs, r))
+                except Exception:  # an odd call form: count nothing, not fail the op
+                    flops = 0
         out = r[0] if type(r) is tuple and r else r
-        if isinstance(out, Tensor):
-            gf = out._grad_fn
-            if gf is not None:
-                for a in args:
-                    if isinstance(a, Tensor) and a._grad_fn is gf:
-                        break
-                else:
-                    ev.seq = getattr(gf, "_seq", -1)
-        if self._after:
-            if s.profile_memory:
-                s.count_allocations(ev, r, args)
-            if s.with_flops:
-                rule = _flops.RULES.get(handle.overloadpacket.__name__)
-                if rule is not None:
-                    try:
-                        ev.flops = int(rule(args, kwargs, r))
-                    except Exception:  # an odd call form: count nothing, not fail the op
-                        ev.flops = 0
+        seq = _sequence_nr(r, args) if getattr(out, "_grad_fn", None) is not None else -1
+        self._append((i, parent, name, start, end, seq, shapes, dtypes, stack, flops, gpu))
+        return r
+
+    def _named(self, handle, args, kwargs, name):
+        """An op whose event a rule names (NOTE [ Composite op events ]): under another
+        name, or as PyTorch's outer event around a child event for the kernel."""
+        names = _NAMING[name](args, kwargs)
+        if names is None:
+            return self.dispatch(handle, args, kwargs, name)
+        outer, inner = names
+        s = self.session
+        opened = self._opened
+        parent = opened[-1]
+        if inner is not None:
+            p = s._open_raw.get(parent)
+            if p is not None and p.kind == "bwd":
+                # an op a backward node calls keeps its own name (a pool: its dimension)
+                inner = None
+                if name not in _RENAMES_ONLY:
+                    outer = name
+        if inner is None:
+            return self.dispatch(handle, args, kwargs, outer)
+        i = self._next()
+        detail = ()
+        if s.record_shapes or s.with_stack or s.profile_memory or s.with_flops or \
+                s.device_timer is not None:
+            shapes, dtypes = _record_inputs(args, kwargs) if s.record_shapes else (None, None)
+            detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, None)
+        opened.append(i)
+        start = perf_counter_ns()
+        try:
+            r = self.dispatch(handle, args, kwargs, inner)
+        finally:
+            end = perf_counter_ns()
+            opened.pop()
+            self._append((i, parent, outer, start, end, -1) + detail)
         return r
 
 
@@ -266,8 +601,12 @@ class _Session:
         self.with_stack = with_stack
         self.with_flops = with_flops
         self.with_modules = with_modules
-        self.raw = []
-        self.open = []
+        self._count = itertools.count()
+        self.ops = []               # op events, tuples (NOTE [ Profiler recording ])
+        self.raw = []               # the other events, ``_Raw``
+        self.open = [-1]            # idx of the open events, innermost last (-1: none)
+        self._open_raw = {}         # idx -> ``_Raw`` for the open non-op events
+        self.mem = {}               # idx -> bytes allocated (less bytes freed) inside it
         self.mem_events = []        # (time ns, bytes, total allocated)
         self.allocated = 0
         self.thread = threading.get_ident()
@@ -275,6 +614,7 @@ class _Session:
         self.active = False
         self.start_ns = None
         self.end_ns = None
+        self.n_events = 0
         self._mode = None
         self._prev_session = None
         self._prev_hook = None
@@ -315,21 +655,39 @@ class _Session:
             h.remove()
         self._hooks = []
         self.end_ns = perf_counter_ns()
-        for ev in self.open:
+        for ev in self._open_raw.values():
             if ev.end is None:
                 ev.end = self.end_ns
-        self.open = []
+        self._open_raw = {}
+        del self.open[1:]
+        self.n_events = next(self._count)
+        if self.with_stack:
+            _forget_stack()
+
+    def recordings(self):
+        """Every event recorded, in start order: op tuples and ``_Raw`` objects (NOTE
+        [ Profiler recording ]); an op still running when the session stopped is left out."""
+        n = self.n_events if not self.active else next(self._count)
+        out = [None] * n
+        for t in self.ops:
+            if t[0] < n:
+                out[t[0]] = t
+        for r in self.raw:
+            if r.idx < n:
+                out[r.idx] = r
+        return [x for x in out if x is not None]
 
     # -- user blocks and backward nodes ------------------------------------------------------
 
     def begin(self, name, kind="user"):
         """Open a user event; returns it, to be passed to ``end``."""
         opened = self.open
-        ev = _Raw(name, kind, opened[-1] if opened else None)
+        ev = _Raw(next(self._count), name, kind, opened[-1])
         if self.with_stack and kind == "user":
             ev.stack = _python_stack()
         self.raw.append(ev)
-        opened.append(ev)
+        opened.append(ev.idx)
+        self._open_raw[ev.idx] = ev
         ev.start = perf_counter_ns()
         return ev
 
@@ -337,12 +695,15 @@ class _Session:
         """Close ``ev`` (and any event left open inside it)."""
         t = perf_counter_ns()
         opened = self.open
-        if ev in opened:
-            while opened:
+        idx = ev.idx
+        if idx in opened:
+            open_raw = self._open_raw
+            while len(opened) > 1:
                 top = opened.pop()
-                if top.end is None:
-                    top.end = t
-                if top is ev:
+                r = open_raw.pop(top, None)
+                if r is not None and r.end is None:
+                    r.end = t
+                if top == idx:
                     break
         elif ev.end is None:
             ev.end = t
@@ -370,7 +731,8 @@ class _Session:
 
     # -- memory ------------------------------------------------------------------------------
 
-    def count_allocations(self, ev, result, args):
+    def count_allocations(self, idx, result, args):
+        """Count the arrays of ``result`` that the op of event ``idx`` allocated."""
         outs = result if type(result) in (tuple, list) else (result,)
         for t in outs:
             if not isinstance(t, Tensor) or t._base is not None:
@@ -383,7 +745,7 @@ class _Session:
                 n = int(getattr(arr, "nbytes", 0))
                 if n == 0:
                     continue
-                ev.mem += n
+                self.mem[idx] = self.mem.get(idx, 0) + n
                 self.allocated += n
                 self.mem_events.append((perf_counter_ns(), n, self.allocated))
                 try:
@@ -412,8 +774,9 @@ class _Session:
             return
         self.allocated -= n
         self.mem_events.append((perf_counter_ns(), -n, self.allocated))
-        if self.open:
-            self.open[-1].mem -= n
+        top = self.open[-1]
+        if top >= 0:
+            self.mem[top] = self.mem.get(top, 0) - n
 
     # -- optimizers and modules -------------------------------------------------------------
 

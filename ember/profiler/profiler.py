@@ -241,7 +241,8 @@ class _KinetoProfile:
                 self.activities.discard(ProfilerActivity.CUDA)
         self.preset_metadata: dict = {}
         self.profiler = None          # the current session
-        self._events = None           # EventList of the last finished session(s)
+        self._event_list = None       # EventList of the last finished session(s)
+        self._unconverted = []        # finished sessions not yet in it, with their meta
         self._trace_id = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -275,14 +276,29 @@ class _KinetoProfile:
         if s is None or not s.active:
             return
         s.stop()
-        events = function_events(s, self._trace_meta())
-        if self.acc_events and self._events is not None:
-            merged = EventList(list(self._events) + list(events), use_device=self.use_device,
-                               profile_memory=self.profile_memory, with_flops=self.with_flops,
-                               _trace_meta=events._trace_meta)
-            merged._sessions = self._events._sessions + events._sessions
-            events = merged
-        self._events = events
+        # the recordings become events when first asked for (NOTE [ Profiler recording ]):
+        # a profile whose results are never read pays nothing for them
+        if not self.acc_events:
+            self._event_list = None
+            self._unconverted = []
+        self._unconverted.append((s, self._trace_meta()))
+
+    @property
+    def _events(self):
+        """The ``EventList`` of the finished sessions (all of them with ``acc_events``, else
+        the last), or None; built here from the recordings not converted yet."""
+        while self._unconverted:
+            s, meta = self._unconverted.pop(0)
+            events = function_events(s, meta)
+            if self._event_list is not None:
+                merged = EventList(list(self._event_list) + list(events),
+                                   use_device=self.use_device,
+                                   profile_memory=self.profile_memory,
+                                   with_flops=self.with_flops, _trace_meta=events._trace_meta)
+                merged._sessions = self._event_list._sessions + events._sessions
+                events = merged
+            self._event_list = events
+        return self._event_list
 
     def _device_timer(self):
         """The CUDA event timer when CUDA activity is recorded (NOTE [ CUDA event timing ]
@@ -522,7 +538,8 @@ class profile(_KinetoProfile):
             self.on_trace_ready(self)
 
     def _new_cycle(self):
-        if not self.acc_events and self._events is not None and not self._warned_cycle:
+        if not self.acc_events and (self._event_list is not None or self._unconverted) \
+                and not self._warned_cycle:
             warnings.warn("Warning: Profiler clears events at the end of each cycle. Only "
                           "events from the current cycle will be reported. To keep events "
                           "across cycles, set acc_events=True.", stacklevel=4)
