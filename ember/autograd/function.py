@@ -10,6 +10,7 @@ so attributes set on it in forward are there in backward, and it appears in the 
 from __future__ import annotations
 
 import functools
+import sys
 
 from .. import _dispatch
 from .._core.tensor import Tensor, wrap
@@ -173,7 +174,8 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     ``MyFunction.apply(...)``; never instantiate it.
 
     Args:
-        *args, **kwargs: refused with a deprecation error, as in PyTorch (use ``apply``).
+        *args: refused with a deprecation error, as in PyTorch (use ``apply``).
+        **kwargs: the keyword arguments, likewise.
 
     Example:
         >>> class Exp(ember.autograd.Function):
@@ -245,6 +247,14 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             r = vmap_apply(cls, args, kwargs)
             if r is not NotImplemented:
                 return r
+            session = _profiling()
+            if session is not None:
+                # PyTorch's profiler shows the forward as an event named after the class
+                ev = session.begin(cls.__name__)
+                try:
+                    return cls._apply_ctx(args, kwargs)[1]
+                finally:
+                    session.end(ev)
         return cls._apply_ctx(args, kwargs)[1]
 
     @classmethod
@@ -273,6 +283,14 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         if custom_setup:
             cls.setup_context(ctx, args, out)
         return ctx, _wrap_outputs(ctx, args, out, recording)
+
+
+def _profiling():
+    """The profiler session recording on this thread, or None (without importing the
+    profiler when nothing has)."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    session = recorder.current_session() if recorder is not None else None
+    return session if session is not None and session.active else None
 
 
 def _own_attrs(cls):
@@ -363,7 +381,8 @@ class NestedIOFunction(Function):
     """Kept for API compatibility; subclass ``Function`` instead.
 
     Args:
-        *args, **kwargs: as for ``Function``.
+        *args: as for ``Function``.
+        **kwargs: the keyword arguments, likewise.
 
     Example:
         >>> issubclass(ember.autograd.NestedIOFunction, ember.autograd.Function)

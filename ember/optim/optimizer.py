@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -244,6 +245,19 @@ class Optimizer:
             >>> w.grad is None
             True
         """
+        recorder = sys.modules.get("ember.profiler._recorder")
+        session = recorder.current_session() if recorder is not None else None
+        if session is not None and session.active:
+            # PyTorch's profiler shows the reset as its own event
+            ev = session.begin(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad")
+            try:
+                self._zero_grads(set_to_none)
+            finally:
+                session.end(ev)
+            return
+        self._zero_grads(set_to_none)
+
+    def _zero_grads(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
