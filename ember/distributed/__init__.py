@@ -42,8 +42,8 @@ from ._store import DistError, DistStoreError, FileStore, HashStore, PrefixStore
 from ._extras import *  # noqa: F401,F403,E402
 from ._extras import __all__ as _extras_all
 from . import algorithms  # noqa: E402  (after the names the algorithms use)
-from . import (c10d_logger, constants, device_mesh, distributed_c10d,  # noqa: E402
-               logging_handlers, rendezvous, utils)
+from . import (c10d_logger, config, constants, device_mesh, distributed_c10d,  # noqa: E402
+               logging_handlers, remote_device, rendezvous, utils)
 from .rendezvous import register_rendezvous_handler  # noqa: E402
 from . import autograd, rpc  # noqa: E402  (torch.distributed.rpc / .autograd as attributes)
 
@@ -53,7 +53,8 @@ __all__ = [
     "ReduceOp", "Store", "TCPStore", "Work", "algorithms", "all_gather", "all_gather_into_tensor",
     "autograd", "rpc",
     "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
-    "batch_isend_irecv", "broadcast", "broadcast_object_list", "c10d_logger", "constants",
+    "batch_isend_irecv", "broadcast", "broadcast_object_list", "c10d_logger", "config",
+    "constants", "remote_device",
     "destroy_process_group", "device_mesh", "distributed_c10d", "gather", "gather_object",
     "get_backend", "get_debug_level", "get_global_rank", "get_group_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group",

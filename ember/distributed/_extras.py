@@ -12,8 +12,8 @@ import numpy as np
 
 from . import _engine
 from ._collectives import ReduceOp, all_gather, all_reduce, recv, reduce_scatter_tensor, send
-from ._group import (ProcessGroup, _GROUPS, _resolve, _world, get_rank, get_world_size,
-                     new_group)
+from ._group import (ProcessGroup, _GROUPS, _members_comm, _resolve, _world, get_rank,
+                     get_world_size, new_group)
 from ._store import DistError, DistStoreError
 
 __all__ = [
@@ -562,7 +562,10 @@ def _int64():
 
 def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
                                  pg_options=None, group_desc=None):
-    """Make one group per list of global ranks (every process calls it).
+    """Make one group per list of global ranks.
+
+    As in PyTorch, the processes that call it make every listed group in order; each group
+    is made by its members (NOTE [ Groups of members ]).
 
     Args:
         ranks_per_subgroup_list (list of lists of ints): the global ranks of each group.
@@ -572,26 +575,28 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=
         group_desc (str, optional): a description, shown in errors.
 
     Returns:
-        (this rank's subgroup, all the subgroups it created; non-members get
-        ``NON_GROUP_MEMBER`` entries)
+        (this rank's subgroup or None, all the subgroups in order; the ones this rank is
+        not in are ``GroupMember.NON_GROUP_MEMBER``)
 
     Raises:
-        ValueError: the lists are empty or a rank appears twice.
+        ValueError: the list is empty or a rank appears in two subgroups.
 
     Example::
 
         >>> ember.distributed.new_subgroups_by_enumeration([[0], [1]])  # doctest: +SKIP
+        (ProcessGroup(backend='gloo', ranks=[0]), [ProcessGroup(...), -100])
     """
     if not ranks_per_subgroup_list:
         raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
-    seen, mine, groups = set(), None, []
-    me = get_rank()
+    owner = {}
     for ranks in ranks_per_subgroup_list:
         for r in ranks:
-            if r in seen:
-                raise ValueError(f"Rank {r} has appeared in both subgroup "
-                                 f"{ranks_per_subgroup_list}")
-            seen.add(r)
+            if r in owner:
+                raise ValueError(f"Rank {r} has appeared in both subgroup {owner[r]} and "
+                                 f"{ranks}")
+            owner[r] = ranks
+    me, mine, groups = get_rank(), None, []
+    for ranks in ranks_per_subgroup_list:
         g = new_group(ranks, timeout=timeout, backend=backend)
         groups.append(g)
         if me in ranks:
@@ -601,12 +606,16 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=
 
 def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
                   group_desc=None):
-    """Split the world into consecutive subgroups of ``group_size`` ranks.
+    """Split ``group`` (the whole world by default) into consecutive subgroups of
+    ``group_size`` of its ranks.
+
+    Every member of ``group`` calls it; outside ``group`` it raises, as PyTorch's does
+    (the group's size is -1 there).
 
     Args:
         group_size (int, optional): the ranks per subgroup. Default: the number of CUDA
             devices (one subgroup per machine); without CUDA it must be given.
-        group (ProcessGroup, optional): accepted for PyTorch compatibility.
+        group (ProcessGroup, optional): the group to split. Default: the default group.
         timeout (datetime.timedelta, optional): the groups' collective timeout.
         backend (str, optional): the backend of the new groups. Default: the default group's.
         pg_options (optional): accepted for PyTorch compatibility.
@@ -616,14 +625,15 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
         (this rank's subgroup, all the subgroups)
 
     Raises:
-        ValueError: ``group_size`` does not divide the world size or exceeds it, or is
+        ValueError: ``group_size`` does not divide the group's size or exceeds it, or is
             None without CUDA.
 
     Example::
 
-        >>> ember.distributed.new_subgroups(1)  # doctest: +SKIP
+        >>> sub, subs = ember.distributed.new_subgroups(1)  # doctest: +SKIP
+        >>> ember.distributed.get_world_size(sub)  # doctest: +SKIP
+        1
     """
-    world = get_world_size()
     if group_size is None:
         from .. import cuda
 
@@ -634,42 +644,75 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
         group_size = cuda.device_count()
     if group_size <= 0:
         raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
-    if group_size > world:
+    size = get_world_size(group)
+    if group_size > size:
         raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world "
-                         f"size ({world})")
-    if world % group_size:
-        raise ValueError(f"The world size ({world}) must be divisible by 'group_size={group_size}'")
+                         f"size ({size})")
+    if size % group_size:
+        raise ValueError(f"The world size ({size}) must be divisible by 'group_size={group_size}'")
+    ranks = _resolve(group).ranks
     return new_subgroups_by_enumeration(
-        [list(range(s, s + group_size)) for s in range(0, world, group_size)], timeout,
-        backend)
+        [ranks[s:s + group_size] for s in range(0, size, group_size)], timeout, backend)
 
 
 def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
-                group_desc=None):
-    """Split ``parent_pg`` (the default group) into the groups of ``split_ranks``; this
-    rank's new group (None if it is in none).
+                group_desc=None, backend=None):
+    """Split ``parent_pg`` into the groups of ``split_ranks``; this rank's new group.
+
+    Only ``parent_pg``'s members call it, and each new group is made by its own members
+    (NOTE [ Groups of members ]). PyTorch splits only NCCL/XCCL groups (its gloo groups
+    refuse); ember splits any group.
 
     Args:
         parent_pg (ProcessGroup, optional): the group to split. Default: the default group.
-        split_ranks (list of lists of ints): the global ranks of each new group.
+        split_ranks (list of lists of ints): the ranks *within* ``parent_pg`` of each new
+            group; ranks in none of them get None.
         timeout (datetime.timedelta, optional): the new groups' collective timeout.
         pg_options (optional): accepted for PyTorch compatibility.
         group_desc (str, optional): a description, shown in errors.
+        backend (str, optional): the new group's backend. Default: the parent's.
+
+    Returns:
+        ProcessGroup or None
+
+    Raises:
+        ValueError: ``split_ranks`` is empty, a split group is empty, larger than the world
+            or repeats a rank, or this process is not in ``parent_pg``.
 
     Example::
 
         >>> ember.distributed.split_group(split_ranks=[[0], [1]])  # doctest: +SKIP
+        ProcessGroup(backend='gloo', ranks=[0])
     """
     if split_ranks is None or len(split_ranks) == 0:
         raise ValueError("split_ranks cannot be None or empty")
-    parent = _resolve(parent_pg)
-    mine = None
-    me = get_rank()
+    world = _world()
+    parent = world if parent_pg is None else parent_pg
+    if not isinstance(parent, ProcessGroup):
+        raise ValueError(f"Group {parent_pg} is not registered")
+    if world.rank() not in parent.ranks:
+        raise ValueError(f"Global rank {world.rank()} is not part of the parent group "
+                         f"{parent_pg}")
+    me = parent.rank()
     for ranks in split_ranks:
-        g = new_group([parent.ranks[r] for r in ranks], timeout=timeout)
-        if me in [parent.ranks[r] for r in ranks]:
-            mine = g
-    return mine
+        if len(ranks) == 0:
+            raise ValueError("the split group cannot be empty")
+        if len(ranks) > world.size():
+            raise ValueError("the split group's size should be less or equal to the "
+                             "world_size set by init_process_group")
+        if len(ranks) != len(set(ranks)):
+            raise ValueError("the split group cannot have duplicate ranks")
+    mine = next((sorted(r) for r in split_ranks if me in r), None)
+    if mine is None:
+        return None
+    for r in mine:
+        if not 0 <= r < parent.size():
+            raise ValueError(f"Invalid rank {r} in split_ranks: the parent group has "
+                             f"{parent.size()} ranks")
+    pg = ProcessGroup(_members_comm(parent.comm, mine), [parent.ranks[r] for r in mine],
+                      backend or parent.backend, timeout or parent.timeout)
+    _GROUPS.append(pg)
+    return pg
 
 
 def shrink_group(ranks_to_exclude, group=None, shrink_flags=0, pg_options=None):

@@ -453,7 +453,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
               use_local_synchronization=False, group_desc=None, device_id=None):
     """A process group over the global ``ranks`` (all of them by default).
 
-    Every process of the default group must call it, members or not, in the same order.
+    As in PyTorch, every process of the default group should call it in the same order;
+    only the members communicate (see NOTE [ Groups of members ]), so a group made by its
+    members alone (``new_subgroups(group=...)`` inside a subgroup) works too.
 
     Args:
         ranks: the global ranks of the members; the group ranks follow this order sorted.
@@ -462,6 +464,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
 
     Returns:
         ProcessGroup, or ``GroupMember.NON_GROUP_MEMBER`` on processes outside it.
+
+    Raises:
+        ValueError: a rank is outside the default group.
 
     Example::
 
@@ -473,16 +478,32 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
         if not 0 <= r < world.size():
             raise ValueError(f"Invalid rank {r}, rank should be in the interval "
                              f"[0, {world.size() - 1}]")
-    me = world.rank()
-    MPI = _engine.mpi()
-    color = 0 if me in ranks else MPI.UNDEFINED
-    comm = world.comm.Split(color, ranks.index(me) if me in ranks else 0)
-    if me not in ranks:
+    if world.rank() not in ranks:
         return GroupMember.NON_GROUP_MEMBER
-    comm.Set_errhandler(MPI.ERRORS_RETURN)
-    pg = ProcessGroup(comm, ranks, backend or world.backend, timeout or world.timeout)
+    pg = ProcessGroup(_members_comm(world.comm, ranks), ranks, backend or world.backend,
+                      timeout or world.timeout)
     _GROUPS.append(pg)
     return pg
+
+
+# NOTE [ Groups of members ]
+# A new group's communicator is made with MPI_Comm_create_group, which is collective over
+# the new group's members only (MPI_Comm_split would need every process of the parent).
+# PyTorch's gloo groups behave the same way: processes outside a group need not take part
+# in making it, which is what lets the members of a subgroup split it further
+# (``new_subgroups(group=...)``, ``split_group``) while the other processes do other work.
+# The tag keeps concurrent creations of different groups apart.
+
+def _members_comm(parent, ranks):
+    """A communicator over ``ranks`` (ranks of ``parent``), made by those processes alone."""
+    MPI = _engine.mpi()
+    members = parent.Get_group().Incl(ranks)
+    try:
+        comm = parent.Create_group(members, tag=hash(tuple(ranks)) % 32767)
+    finally:
+        members.Free()
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
+    return comm
 
 
 def get_rank(group=None) -> int:

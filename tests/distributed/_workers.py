@@ -121,6 +121,9 @@ def collectives(rank, fw, init_method, out_dir):
                                                       str(dist.get_backend()))
     g = dist.new_group([1])
     res["new_group_rank"] = dist.get_rank(g)
+    from tests.distributed import _subgroup_workers
+
+    res.update(_subgroup_workers.results(torch, dist, fw, rank))
     dist.destroy_process_group()
     res["initialized_after_destroy"] = dist.is_initialized()
     _dump(out_dir, rank, res)
@@ -390,10 +393,11 @@ def ddp_features(rank, fw, init_method, out_dir):
             ddp.register_comm_hook(state, hook)
             _train(torch, ddp, batches)
             res[name] = (_state(net), state.iter, state.compression_stats()[0])
-    from tests.distributed import _averaging_workers, _zero_overlap
+    from tests.distributed import _averaging_workers, _ddp_logging_workers, _zero_overlap
 
     res.update(_averaging_workers.results(torch, dist, fw, rank))
     res.update(_zero_overlap.results(torch, dist, fw, rank))
+    res.update(_ddp_logging_workers.results(torch, dist, fw, rank))
     dist.destroy_process_group()
     _dump(out_dir, rank, res)
 

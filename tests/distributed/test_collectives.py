@@ -57,3 +57,34 @@ def test_collective_reduce_matches_gloo_on_dst(results):
 
 def test_collective_recv_returns_sender(results):
     assert results[0][1]["recv_src"] == results[1][1]["recv_src"] == 0
+
+
+# -- subgroups (tests/distributed/_subgroup_workers.py) -----------------------------------------
+
+@pytest.mark.parametrize("name", [
+    "by_enumeration", "of_group", "whole_world", "inside_subgroup", "err_duplicate",
+    "err_empty", "err_too_big", "err_exceeds_world", "err_zero", "err_split_empty",
+    "err_exceeds_subgroup", "err_not_member"])
+def test_subgroups_match_gloo(results, name):
+    ours, theirs = results
+    for rank in range(2):
+        assert ours[rank].get("sub_" + name) == theirs[rank].get("sub_" + name), (
+            rank, ours[rank].get("sub_" + name), theirs[rank].get("sub_" + name))
+
+
+def test_new_subgroups_inside_subgroup_made_by_members_only(results):
+    ours, _ = results
+    assert ours[1]["sub_inside_subgroup"] == (0, 1, [1], [2.0], ["member"])
+    assert "sub_inside_subgroup" not in ours[0]
+
+
+def test_split_group_splits_by_parent_ranks(results):
+    ours, _ = results
+    assert ours[0]["sub_split"] == (0, 1, [0], [1.0], [])
+    assert ours[1]["sub_split"] == (0, 1, [1], [2.0], [])
+
+
+def test_split_group_duplicate_ranks_raise(results):
+    ours, _ = results
+    assert ours[0]["sub_split_err_duplicate"] == ("ValueError",
+                                                  "the split group cannot have duplicate ranks")

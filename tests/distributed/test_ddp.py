@@ -100,10 +100,12 @@ def test_ddp_bf16_hooks_close_to_plain(features, name):
 
 
 def test_ddp_buckets_rebuilt_in_ready_order(features):
+    # one bucket in registration order (as torch's reducer), then buckets of at least the
+    # cap (104 bytes) in the order ember's engine made the gradients ready
     before, after = features[0][0]["buckets"]
-    assert before == [["body.bias", "body.weight", "head.bias", "head.weight"]]
-    assert [n for b in after for n in b][:2] == ["head.weight", "head.bias"]
-    assert len(after) == 4 and features[0][1]["buckets"] == features[0][0]["buckets"]
+    assert before == [["head.weight", "head.bias", "body.weight", "body.bias"]]
+    assert after == [["head.weight", "head.bias"], ["body.weight"], ["body.bias"]]
+    assert features[0][1]["buckets"] == features[0][0]["buckets"]
 
 
 @pytest.mark.parametrize("name", ["powersgd", "batched_powersgd"])
@@ -198,7 +200,7 @@ def test_zero_overlap_with_ddp_equals_torch_adam_after_two_iterations(features, 
         _close(ours[rank]["zo_" + name][0], theirs[rank]["zo_expected"], 1e-5)
 
 
-@pytest.mark.parametrize("name,shares", [("step", [2, 2]), ("step_shard", [3, 1]),
+@pytest.mark.parametrize("name,shares", [("step", [3, 1]), ("step_shard", [2, 2]),
                                          ("interleaved", [4, 0]),
                                          ("interleaved_shard", [2, 2])])
 def test_zero_overlap_shares_follow_ddp_buckets(features, name, shares):
@@ -212,3 +214,60 @@ def test_zero_overlap_shares_follow_ddp_buckets(features, name, shares):
 def test_zero_overlap_refusals_match_torch(features, name):
     ours, theirs = features
     assert [r[name] for r in ours] == [r[name] for r in theirs]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+def test_zero_overlap_with_static_graph_skips_three_iterations_as_torch(features):
+    ours, theirs = features
+    for rank in range(2):
+        _close(ours[rank]["zo_step_static"], theirs[rank]["zo_expected_static"], 1e-5)
+
+
+# -- the logging record and bucket layouts (tests/distributed/_ddp_logging_workers.py) ----------
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+@pytest.mark.parametrize("name", ["log_plain", "log_static", "log_static_unused",
+                                  "log_find_unused", "log_cap_list"])
+def test_ddp_logging_data_matches_torch(features, name):
+    ours, theirs = features
+    for rank in range(2):
+        for it, (o, t) in enumerate(zip(ours[rank][name]["records"],
+                                        theirs[rank][name]["records"])):
+            assert o == t, (rank, it, {k: (o[k], t[k]) for k in o if o[k] != t[k]})
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+@pytest.mark.parametrize("name", ["log_plain", "log_static", "log_static_unused"])
+def test_ddp_has_rebuilt_buckets_after_each_forward_matches_torch(features, name):
+    ours, theirs = features
+    assert [r[name]["rebuilt"] for r in ours] == [r[name]["rebuilt"] for r in theirs]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+def test_ddp_logging_timings_are_integers_as_torch(features):
+    ours, theirs = features
+    assert ours[0]["log_plain"]["timings"] == theirs[0]["log_plain"]["timings"]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+@pytest.mark.parametrize("name", ["buckets_initial", "buckets_find_unused",
+                                  "buckets_cap_list", "log_bad_rate"])
+def test_ddp_bucket_layout_matches_torch(features, name):
+    ours, theirs = features
+    assert [r[name] for r in ours] == [r[name] for r in theirs]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+def test_ddp_ignored_params_and_buffers_stay_local_as_torch(features):
+    ours, theirs = features
+    for rank in range(2):
+        _close(ours[rank]["ignored"][0], theirs[rank]["ignored"][0], 1e-5)
+        assert ours[rank]["ignored"][1:] == theirs[rank]["ignored"][1:] == (True, True)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+def test_ddp_static_graph_under_join_matches_torch(features):
+    ours, theirs = features
+    for rank in range(2):
+        for o, t in zip(ours[rank]["join_static"], theirs[rank]["join_static"]):
+            _close(o, t, 1e-5)

@@ -49,7 +49,8 @@ class DistributedOptimizer:
     Args:
         optimizer_class (type): a local optimizer, e.g. ``ember.optim.SGD``.
         params_rref (list[RRef]): RRefs to the parameters (each owned by some worker).
-        *args, **kwargs: passed to ``optimizer_class`` on every owner.
+        *args: passed to ``optimizer_class`` on every owner.
+        **kwargs: the keyword arguments, likewise.
 
     Example::
 

@@ -54,7 +54,8 @@ def as_functional_optim(optim_cls, *args, **kwargs):
 
     Args:
         optim_cls (type): e.g. ``ember.optim.SGD``.
-        *args, **kwargs: its hyper-parameters.
+        *args: its hyper-parameters.
+        **kwargs: the keyword arguments, likewise.
 
     Returns:
         The functional optimizer.

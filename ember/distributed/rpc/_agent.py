@@ -35,7 +35,8 @@ NumPy array). A message is two ``send_bytes`` frames, a small header (kind, mess
 buffer sizes) and the pickle, so a payload the receiver cannot unpickle still gets an
 error reply; then the pickle's array buffers of 64 KiB or more follow as the raw bytes
 the header announced, sent from the tensor's memory and received into the new array's
-(``_Wire`` in ``_wire.py``): without that, ``send_bytes``/``recv_bytes`` copy a large
+(``_Wire`` in ``_wire.py``; that memory is mapped as NOTE [ Receive buffers on small
+pages ] there explains): without that, ``send_bytes``/``recv_bytes`` copy a large
 tensor four times and made a 4 MB echo ~3x PyTorch's. ``Connection.send`` is not used:
 its ForkingPickler would hand tensors to shared memory, which a remote machine cannot map.
 Sockets are ``TCP_NODELAY``: without it a call waits ~40 ms on Nagle's algorithm.

@@ -4,7 +4,10 @@ NOTE [ DDP buckets ]
 The parameters that need gradients are grouped into buckets of one dtype, each owning one
 flat buffer. As in PyTorch 2.13, the first iteration runs with one bucket (per dtype);
 after it the buckets are rebuilt in the order the gradients actually became ready (rank
-0's order, broadcast, so every rank agrees): the first holds up to 1 MiB
+0's order, broadcast, so every rank agrees; with ``static_graph``, the order of the second
+iteration, the first having found the unused parameters, which come last in registration
+order; so buckets change one iteration later there, as in PyTorch): the first holds up to
+1 MiB
 (``dist._DEFAULT_FIRST_BUCKET_BYTES``, when ``bucket_cap_mb`` is not given), the others up
 to ``bucket_cap_mb`` (25 MB by default; ``bucket_cap_mb_list`` gives one cap per bucket).
 With ``find_unused_parameters`` (and not ``static_graph``) that order may change between
@@ -42,12 +45,19 @@ import warnings
 import numpy as np
 
 from ...distributed._collectives import _all_reduce, _check_collective
+from ...distributed._ddp_logging import DDPLogger
 from ...distributed.algorithms.join import Join, JoinHook, Joinable
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel", "DistributedDataParallelCPU"]
 
 _DEFAULT_BUCKET_MB = 25
+
+_STATIC_WITH_FIND_UNUSED = (
+    "You passed find_unused_parameters=true to DistributedDataParallel, `_set_static_graph` "
+    "will detect unused parameters automatically, so you do not need to set "
+    "find_unused_parameters=true, just be sure these unused parameters will not change "
+    "during training loop while calling `_set_static_graph`.")
 
 
 class _Bucket:
@@ -143,8 +153,9 @@ class DistributedDataParallel(Module, Joinable):
         static_graph: the set of used parameters is the same every iteration.
         forward_sync_buffers: the new name of ``broadcast_buffers`` (buffers are then
             always broadcast at construction).
-        delay_all_reduce_named_params, param_to_hook_all_reduce, mixed_precision,
-            device_mesh, skip_all_reduce_unused_params, batched_grad_copy: accepted for
+        delay_all_reduce_named_params, param_to_hook_all_reduce, mixed_precision: accepted
+            for compatibility.
+        device_mesh, skip_all_reduce_unused_params, batched_grad_copy: accepted for
             compatibility.
 
     Raises:
@@ -170,7 +181,14 @@ class DistributedDataParallel(Module, Joinable):
 
         if process_group is None and not dist.is_initialized():
             raise ValueError(dist.NOT_INITIALIZED)
-        params = [p for p in module.parameters()]
+        # names set by _set_params_and_buffers_to_ignore_for_model: neither synchronized
+        # nor reduced, each rank keeps its own
+        self.parameters_to_ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore",
+                                                ()))
+        params = [p for n, p in module.named_parameters() if n not in self.parameters_to_ignore]
+        self._module_params = params
+        self._module_buffers = [b for n, b in module.named_buffers()
+                                if n not in self.parameters_to_ignore]
         if not any(p.requires_grad for p in params):
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't "
                                "have any parameter that requires a gradient.")
@@ -188,7 +206,9 @@ class DistributedDataParallel(Module, Joinable):
                 "`forward_sync_buffers` is provided." if forward_sync_buffers is not None else
                 "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. "
                 "IMPORTANT: unlike `broadcast_buffers=False`, `forward_sync_buffers=False` "
-                "still syncs buffers at init.", FutureWarning, stacklevel=2)
+                "still syncs buffers at init. If you rely on buffers NOT being synced at "
+                "init (e.g. rank-local buffers), keep using `broadcast_buffers=False` until "
+                "`init_sync_buffers` is available.", FutureWarning, stacklevel=2)
         if forward_sync_buffers is not None:
             self.forward_sync_buffers, init_buffers = forward_sync_buffers, True
         else:
@@ -219,6 +239,7 @@ class DistributedDataParallel(Module, Joinable):
         self._iterations = 0
         self._ready_order = []
         self._rebuilt = False
+        self._has_rebuilt_buckets = False  # as torch's attribute (ddp_zero_hook reads it)
         self._static_unused = None  # static_graph: flat indices of globally unused params
         if self._world_size > 1:  # every rank must hold the same parameters
             from ...distributed._group import _resolve
@@ -233,19 +254,22 @@ class DistributedDataParallel(Module, Joinable):
         # gradients arrive in, except with find_unused_parameters (never rebuilt)
         one_bucket = not bucket_cap_mb_list and (static_graph or not find_unused_parameters)
         self._rebuilt = find_unused_parameters and not static_graph
-        self._build_buckets(list(reversed(range(len(self._params)))),
-                            None if one_bucket else self._bucket_caps)
+        self._build_buckets(list(range(len(self._params))),
+                            None if one_bucket else self._bucket_caps, reverse=True)
         self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready)
                        for p in self._params]
         self._reset_iteration()
+        self._logger = DDPLogger(self)
+        if static_graph and find_unused_parameters:
+            warnings.warn(_STATIC_WITH_FIND_UNUSED, stacklevel=2)
 
     # -- setup ----------------------------------------------------------------------------------
 
     def _sync_module_states(self, with_params, src=None, buffers=True):
         from ... import cat, distributed as dist, no_grad
 
-        tensors = ([p for p in self.module.parameters()] if with_params else []) + \
-            ([b for b in self.module.buffers()] if buffers else [])
+        tensors = (list(self._module_params) if with_params else []) + \
+            (list(self._module_buffers) if buffers else [])
         if self._world_size == 1 or not tensors:
             return
         root = dist.get_global_rank(self.process_group, 0 if src is None else src)
@@ -263,27 +287,28 @@ class DistributedDataParallel(Module, Joinable):
                     t._bump()
                     at += n
 
-    def _build_buckets(self, order, caps):
-        """Buckets over the parameters with indices ``order`` (the order grads arrive);
-        bucket i holds up to ``caps[i]`` bytes (the last cap repeats; None: no limit)."""
-        buckets, current, size, dtype = [], [], 0, None
+    def _build_buckets(self, order, caps, reverse=False):
+        """Buckets over the parameters with indices ``order``, as PyTorch's reducer
+        assigns them: one open bucket per dtype takes parameters in that order and closes
+        once it holds at least its cap (``caps[i]`` for a dtype's i-th bucket, the last cap
+        repeating; None: no limit); the buckets are ordered by where their first parameter
+        comes in ``order``, then reversed if ``reverse`` (the initial buckets, made in
+        registration order, reduce last-registered first)."""
         as_view = self.gradient_as_bucket_view
-
-        def cap_of(i):
-            return float("inf") if caps is None else caps[min(i, len(caps) - 1)]
-
-        cap = cap_of(0)
+        groups, open_ = [], {}  # open_: dtype -> [indices, bytes, how many closed]
         for k in order:
             p = self._params[k]
-            nbytes = p.numel() * p.element_size()
-            if current and (p.dtype != dtype or size + nbytes > cap):
-                buckets.append(_Bucket(len(buckets), current, dtype, as_view))
-                current, size, cap = [], 0, cap_of(len(buckets))
-            current.append(p)
-            size += nbytes
-            dtype = p.dtype
-        if current:
-            buckets.append(_Bucket(len(buckets), current, dtype, as_view))
+            acc = open_.setdefault(p.dtype, [[], 0, 0])
+            acc[0].append(k)
+            acc[1] += p.numel() * p.element_size()
+            if caps is not None and acc[1] >= caps[min(acc[2], len(caps) - 1)]:
+                groups.append(acc[0])
+                open_[p.dtype] = [[], 0, acc[2] + 1]
+        groups += [acc[0] for acc in open_.values() if acc[0]]
+        position = {k: i for i, k in enumerate(order)}
+        groups.sort(key=lambda g: position[g[0]], reverse=reverse)
+        buckets = [_Bucket(i, [self._params[k] for k in g], self._params[g[0]].dtype, as_view)
+                   for i, g in enumerate(groups)]
         self._buckets = buckets
         self._where = {}
         flat = 0
@@ -303,6 +328,7 @@ class DistributedDataParallel(Module, Joinable):
         for b in self._buckets:
             b.pending, b.work, b.future = len(b.params), None, None
         self._next_bucket = 0
+        self._iter_order = []  # indices of the gradients that arrived, in order (logging)
         self._used = np.ones(self._num_params, np.int32)
         self._seen = set()
         self._in_progress = False
@@ -317,7 +343,11 @@ class DistributedDataParallel(Module, Joinable):
             return
         self._rebuilt = True
         n = len(self._params)
-        order = self._ready_order if len(self._ready_order) == n else []
+        order = self._ready_order
+        if self.static_graph:  # the unused parameters were never ready: they come last
+            seen = set(order)
+            order = order + [k for k in range(n) if k not in seen]
+        order = order if len(order) == n else []
         if self._world_size > 1:
             # the root is the highest rank that has an order (a rank that joined without
             # data has none)
@@ -333,6 +363,13 @@ class DistributedDataParallel(Module, Joinable):
         if order and sorted(order) == list(range(n)):
             self._build_buckets(order, self._bucket_caps)
             self._reset_iteration()
+            self._has_rebuilt_buckets = True
+            self._logger.rebuilt(self._iterations)
+
+    def _rebuild_due(self) -> bool:
+        """Whether the iteration that just ended recorded the order to rebuild by: the
+        first, or with ``static_graph`` the second (the first only finds unused ones)."""
+        return not self._rebuilt and self._iterations >= (2 if self.static_graph else 1)
 
     # -- forward --------------------------------------------------------------------------------
 
@@ -357,11 +394,15 @@ class DistributedDataParallel(Module, Joinable):
             self._join_work = Join.notify_join_context(self)
             flag = tensor([1.0 if self.require_backward_grad_sync else 0.0])
             dist.all_reduce(flag, group=self.process_group)
+        syncing = is_grad_enabled() and self.require_backward_grad_sync
+        if syncing:
+            self._logger.forward_start(self)
         if self.forward_sync_buffers and self.require_forward_param_sync:
             self._sync_buffers(joined=False)
         out = self.module(*inputs, **kwargs)
         self._reset_iteration()
-        if is_grad_enabled() and self.require_backward_grad_sync:
+        if syncing:
+            self._logger.forward_end()
             if self.static_graph and self._static_unused is not None:
                 for k in self._static_unused:
                     self._mark_ready(self._param_at_flat(k), None)
@@ -376,7 +417,7 @@ class DistributedDataParallel(Module, Joinable):
         """Broadcast the module's buffers; under ``Join`` from the highest training rank."""
         from ... import distributed as dist, tensor
 
-        if self._world_size == 1 or not any(True for _ in self.module.buffers()):
+        if self._world_size == 1 or not self._module_buffers:
             return
         if self._join_config.enable:
             root = tensor([-1 if joined else self._rank])
@@ -411,8 +452,10 @@ class DistributedDataParallel(Module, Joinable):
         i, j, flat = self._where[id(p)]
         b = self._buckets[i]
         self._seen.add(id(p))
-        if not self._rebuilt:
-            self._ready_order.append(self._index_of[id(p)])
+        if grad is not None:
+            self._iter_order.append(self._index_of[id(p)])
+            if not self._rebuilt and self._iterations == (1 if self.static_graph else 0):
+                self._ready_order.append(self._index_of[id(p)])
         self._in_progress = True
         dst = b.slot(j)
         scale = self._comm_hook is None
@@ -450,6 +493,7 @@ class DistributedDataParallel(Module, Joinable):
     def _launch(self, bucket):
         from ... import distributed as dist
 
+        self._logger.comm_start()
         if self._comm_hook is not None:
             bucket.future = self._comm_hook(self._comm_hook_state, self._grad_bucket(bucket))
         else:
@@ -471,7 +515,10 @@ class DistributedDataParallel(Module, Joinable):
     def _finalize(self):
         from ... import distributed as dist, from_numpy
 
+        self._logger.compute_end()
         self._finish_buckets()
+        self._logger.comm_end()
+        self._log_iteration()
         globally_used = None
         if self.static_graph and self._static_unused is not None:
             globally_used = np.ones(self._num_params, np.int32)
@@ -502,11 +549,29 @@ class DistributedDataParallel(Module, Joinable):
                     p.grad = from_numpy(avg.copy())
         self._in_progress = False
         self._iterations += 1
-        if self._static_unused is not None:  # rebuilt buckets renumber the flat indices
-            unused_params = [self._param_at_flat(k) for k in self._static_unused]
+        if self._rebuild_due():
+            self._rebuild_renumbering_unused()
+
+    def _log_iteration(self):
+        """What the logging record reports about this iteration (NOTE [ DDP logging data ])."""
+        log = self._logger
+        if self.static_graph and self._iterations == 0:
+            log.buckets_reduced = 0  # as PyTorch's delayed first all-reduce counts
+        else:
+            log.buckets_reduced = len(self._buckets)
+            log.ready_order = list(self._iter_order)
+        if self.find_unused_parameters or self.static_graph:
+            log.unused_bytes = sum(p.numel() * p.element_size() for b in self._buckets
+                                   for p in b.params if self._used[self._where[id(p)][2]] == 0)
+
+    def _rebuild_renumbering_unused(self):
+        """Rebuild the buckets; static_graph's unused parameters keep their flat indices
+        in step with the new buckets."""
+        unused = None if self._static_unused is None else \
+            [self._param_at_flat(k) for k in self._static_unused]
         self._maybe_rebuild_buckets()
-        if self._static_unused is not None:
-            self._static_unused = [self._where[id(p)][2] for p in unused_params]
+        if unused is not None:
+            self._static_unused = [self._where[id(p)][2] for p in unused]
 
     # -- joined ranks -----------------------------------------------------------------------------
 
@@ -534,8 +599,9 @@ class DistributedDataParallel(Module, Joinable):
             if self.static_graph:
                 self._static_unused = [k for k in range(self._num_params)
                                        if used._data[k] == 0]
-        if not self._rebuilt:
-            self._maybe_rebuild_buckets()
+        self._iterations += 1
+        if self._rebuild_due():
+            self._rebuild_renumbering_unused()
 
     @staticmethod
     def _int32():
@@ -554,6 +620,145 @@ class DistributedDataParallel(Module, Joinable):
         self._sync_module_states(with_params=True, src=int(root.item()))
 
     # -- user controls --------------------------------------------------------------------------
+
+    def will_sync_module_buffers(self) -> bool:
+        """Whether the next forward broadcasts the module's buffers from rank 0.
+
+        Returns:
+            bool: buffers are synchronized, forward synchronization is on, and the module
+            has buffers.
+
+        Example::
+
+            >>> ddp.will_sync_module_buffers()  # doctest: +SKIP
+            True
+        """
+        return bool(self.require_forward_param_sync and self.forward_sync_buffers
+                    and self._module_buffers)
+
+    def to_kwargs(self, inputs, kwargs, device_id):
+        """The forward's inputs and keyword arguments moved to this replica's device, each
+        wrapped in a one-element tuple (the form ``scatter`` gives for one device).
+
+        Args:
+            inputs (tuple): positional arguments.
+            kwargs (dict): keyword arguments.
+            device_id (int or None): the device index (None: the parameters' device).
+
+        Returns:
+            ((inputs,), (kwargs,))
+
+        Example::
+
+            >>> ddp.to_kwargs((x,), {}, None)  # doctest: +SKIP
+            (((tensor(...),),), ({},))
+        """
+        from ... import Tensor, device as Device
+        from ...utils._pytree import tree_map
+
+        where = self._params[0].device
+        if device_id is not None:
+            where = Device(where.type, device_id) if where.type != "cpu" else where
+
+        def move(x):
+            return x.to(where) if isinstance(x, Tensor) else x
+
+        return (tuple(tree_map(move, tuple(inputs))),), (tree_map(move, dict(kwargs or {})),)
+
+    def gather(self, outputs, output_device):
+        """Join per-device outputs on ``output_device`` along ``dim`` (multi-device
+        replicas only: CPU tensors raise, as in PyTorch).
+
+        Args:
+            outputs: one output per device.
+            output_device: where the result goes.
+
+        Returns:
+            The joined output.
+
+        Raises:
+            AssertionError: for CPU tensors.
+
+        Example::
+
+            >>> ddp.gather([out], 0)  # doctest: +SKIP
+        """
+        from .scatter_gather import gather
+
+        return gather(outputs, output_device, dim=self.dim)
+
+    @staticmethod
+    def _set_params_and_buffers_to_ignore_for_model(module, params_and_buffers_to_ignore):
+        """Name parameters and buffers of ``module`` that DDP (made after this call) leaves
+        alone: not broadcast from rank 0, not reduced, not synchronized before forward.
+
+        Args:
+            module (Module): the module DDP will wrap.
+            params_and_buffers_to_ignore (list of str): fully qualified names, as
+                ``named_parameters()`` / ``named_buffers()`` give them.
+
+        Example::
+
+            >>> DDP._set_params_and_buffers_to_ignore_for_model(  # doctest: +SKIP
+            ...     net, ["head.bias", "bn.running_mean"])
+        """
+        module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
+        for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
+            if name in params_and_buffers_to_ignore:
+                tensor._ddp_ignored = True
+
+    def _set_static_graph(self) -> None:
+        """Declare the graph static after construction, as ``static_graph=True`` does
+        (before the first iteration). Warns when it was static already, and when
+        ``find_unused_parameters`` was given (static graphs find unused ones themselves).
+
+        Example::
+
+            >>> ddp._set_static_graph()  # doctest: +SKIP
+        """
+        if self.static_graph:
+            warnings.warn("You've set static_graph to be True, no need to set it again.",
+                          stacklevel=2)
+            return
+        self.static_graph = True
+        if self._iterations == 0:
+            self._rebuilt = False  # find_unused_parameters' buckets are rebuilt after all
+        self._logger.set_static_graph()
+        if self.find_unused_parameters:
+            warnings.warn(_STATIC_WITH_FIND_UNUSED, stacklevel=2)
+
+    def _get_ddp_logging_data(self) -> dict:
+        """The logging record (PyTorch's field names; NOTE [ DDP logging data ]).
+
+        Returns:
+            dict of str to str or int: the layout (``bucket_sizes``, ``dtypes``,
+            ``static_graph``, ...) and, from the second iteration on, the previous
+            iteration's buckets, unused parameter bytes and times in nanoseconds.
+
+        Example::
+
+            >>> ddp._get_ddp_logging_data()["bucket_cap_bytes"]  # doctest: +SKIP
+            26214400
+        """
+        return self._logger.data()
+
+    def _set_ddp_runtime_logging_sample_rate(self, sample_rate: int) -> None:
+        """Refresh the runtime fields every ``sample_rate`` iterations after the first 10.
+
+        Args:
+            sample_rate (int): at least 1.
+
+        Raises:
+            ValueError: ``sample_rate`` is below 1.
+
+        Example::
+
+            >>> ddp._set_ddp_runtime_logging_sample_rate(10)  # doctest: +SKIP
+        """
+        if sample_rate < 1:
+            raise ValueError("DDP runtime logging sample rate should be equal or greater "
+                             "than 1")
+        self._logger.sample_rate = int(sample_rate)
 
     @contextlib.contextmanager
     def no_sync(self):
