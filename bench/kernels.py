@@ -42,6 +42,62 @@ def max_pool(fw):
     return lambda: fw.nn.functional.max_pool2d(x, 2)
 
 
+@workload("kernels", "max_pool2d 2x2, 64x64x24x24 (MNIST CNN), forward+backward")
+def max_pool_fwd_bwd(fw):
+    (x,) = tensors(fw, rand(64, 64, 24, 24))
+    x.requires_grad_(True)
+
+    def step():
+        x.grad = None
+        _grad_of(fw, fw.nn.functional.max_pool2d(x, 2))
+        return x.grad
+
+    return step
+
+
+@workload("kernels", "batch_norm training, 32x64x32x32, forward+backward", rtol=1e-4,
+          atol=1e-4)
+def batch_norm(fw):
+    x, w, b = tensors(fw, rand(32, 64, 32, 32), rand(64, seed=1), rand(64, seed=2))
+    for t in (x, w, b):
+        t.requires_grad_(True)
+    rm, rv = fw.zeros(64), fw.ones(64)
+
+    def step():
+        x.grad = w.grad = b.grad = None
+        _grad_of(fw, fw.nn.functional.batch_norm(x, rm, rv, w, b, training=True))
+        return x.grad
+
+    return step
+
+
+def _optimizer_step(fw, make):
+    """A step of ``make(params)`` over the MNIST CNN's parameter shapes (1.2M floats)."""
+    shapes = [(32, 1, 3, 3), (32,), (64, 32, 3, 3), (64,), (128, 9216), (128,), (10, 128),
+              (10,)]
+    params = [fw.from_numpy(rand(*s, seed=i)).requires_grad_() for i, s in enumerate(shapes)]
+    for i, p in enumerate(params):
+        p.grad = fw.from_numpy(rand(*tuple(p.shape), seed=100 + i) * 0.01)
+    opt = make(params)
+    opt.step()  # the state exists before timing
+
+    def step():
+        opt.step()
+        return params[4]
+
+    return step
+
+
+@workload("kernels", "Adadelta step, MNIST CNN parameters (1.2M)", check=None)
+def adadelta_step(fw):
+    return _optimizer_step(fw, lambda ps: fw.optim.Adadelta(ps, lr=1.0))
+
+
+@workload("kernels", "SGD momentum step, MNIST CNN parameters (1.2M)", check=None)
+def sgd_step(fw):
+    return _optimizer_step(fw, lambda ps: fw.optim.SGD(ps, lr=0.01, momentum=0.9))
+
+
 @workload("kernels", "softmax (256x1000)")
 def softmax(fw):
     (x,) = tensors(fw, rand(256, 1000))

@@ -466,3 +466,14 @@ def adam(p, g, m, v, *, beta1, beta2, lr, weight_decay, eps, bias1, bias2_sqrt,
                    f(weight_decay), f(-lr / bias1), f(bias2_sqrt), f(eps), bool(decoupled),
                    bool(maximize))
     return True
+
+
+# the training step's other kernels (max pooling, batch norm, SGD, Adadelta)
+from ._train import (  # noqa: E402  (they use the helpers above)
+    adadelta,
+    batch_norm,
+    batch_norm_backward,
+    max_pool2d,
+    max_pool_backward,
+    sgd,
+)

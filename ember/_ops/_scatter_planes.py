@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 
-from .. import _dispatch
+import numpy as np
+
+from .. import _dispatch, _kernels
 from ._registry import Op
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
@@ -18,6 +20,10 @@ from .indexing import linear_jvp
 
 def _unpool_add_kernel(xp, g, index, *, input_shape):
     """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C)."""
+    if g.dtype == np.float32:  # one compiled scatter (NOTE [ Compiled max pooling ])
+        r = _kernels.max_pool_backward(g, index, input_shape)
+        if r is not None:
+            return r
     n, c = input_shape[:2]
     plane = math.prod(input_shape[2:])
     gi = g.reshape(n * c, -1)

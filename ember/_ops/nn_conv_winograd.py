@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _kernels, _parallel
+from .._kernels import _blas
 from . import nn_winograd as winograd
 
 _F32 = np.dtype(np.float32)
@@ -101,6 +102,15 @@ def _chunks(n, per_sample, budget=None):
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
+def _gemm_work(n, tiles, c, o, budget, per_tile=None):
+    """Multiply-adds of one of a chunk's 16 GEMMs, for the BLAS thread choice: they are
+    small (about 2**20-2**23), so the loop runs with the BLAS at one thread (NOTE [ GEMM
+    threads by shape ] in ``ember/_kernels/_blas.py``; a CNN step's Winograd weight gradient
+    took 1.3 s on two threads under load against tens of ms on one)."""
+    per_sample = 16 * tiles * (per_tile or max(c, o)) * 4
+    return min(n, max(1, budget // per_sample)) * tiles * c * o
+
+
 def _convolve(x, u, pad, out_channels):
     """Winograd convolution of x (N, C, H, W) with transformed weights u (16, O, C)
     arranged for ``u[xi] @ v[xi]``: (N, O, Ho, Wo)."""
@@ -120,7 +130,8 @@ def _convolve(x, u, pad, out_channels):
             k.winograd_output(np.matmul(u, v), th, tw, y[sl], 0, out_channels)
 
     if _parallel.split_batch(samples, n, 16 * n * th * tw * c * out_channels) is None:
-        samples(0, n)
+        with _blas.one_thread_for(_gemm_work(n, th * tw, c, out_channels, _TILE_BYTES)):
+            samples(0, n)
     return y
 
 
@@ -164,7 +175,8 @@ def weight_grad(x, g, padding):
 
     parts = _parallel.split_batch(samples, n, 16 * n * th * tw * c * o)
     if parts is None:
-        du = samples(0, n)
+        with _blas.one_thread_for(_gemm_work(n, th * tw, c, o, _WEIGHT_TILE_BYTES, c + o)):
+            du = samples(0, n)
     else:
         du = parts[0]
         for p in parts[1:]:

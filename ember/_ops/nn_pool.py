@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
 from ._memory_format import keep_layout
 from ._registry import Op, public
 from .indexing import linear_jvp  # forward-mode rules
@@ -72,6 +72,12 @@ def _max_pool_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode
     tap with putmask, last to first. The NaN test runs only when some maximum is NaN.
     """
     nd = len(kernel_size)
+    if nd == 2 and x.dtype == np.float32:  # one compiled pass (NOTE [ Compiled max pooling ])
+        r = _kernels.max_pool2d(x, kernel_size, stride, padding, dilation, tuple(
+            _out_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], dilation[i],
+                      ceil_mode) for i in range(2)))
+        if r is not None:
+            return r
     lowest = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
     xpad, out, pads = _padded(xp, x, kernel_size, stride, padding, dilation, ceil_mode, lowest)
     taps = list(itertools.product(*(range(k) for k in kernel_size)))

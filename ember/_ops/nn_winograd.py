@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._kernels import _blas
 from .channels_last import copy_channels_last
 
 _G = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
@@ -95,7 +96,16 @@ def weight_tiles(xp, w):
     """U (16, O, C): G w G^T of each (O, C) kernel, position-major."""
     o, c = w.shape[:2]
     kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=w.dtype)
-    return xp.matmul(kw, w.reshape(o * c, 9).T).reshape(16, o, c)
+    mm = _blas.matmul if xp is np else xp.matmul  # NOTE [ GEMM threads by shape ]
+    return mm(kw, w.reshape(o * c, 9).T).reshape(16, o, c)
+
+
+def _one_thread_for(xp, work):
+    """The BLAS held at one thread for a loop of small NumPy GEMMs of ``work`` multiply-adds
+    each (NOTE [ GEMM threads by shape ] in ember/_kernels/_blas.py): under load, the 16
+    two-thread products of a ResNet-18 stage-3 Winograd chunk each waited for a time slice
+    (6.6 s of a 16 s step at load 9)."""
+    return _blas.one_thread_for(work if xp is np else 0)
 
 
 def _parity_split(xp, a, pad, rows, cols):
@@ -176,8 +186,9 @@ def output_tiles_adjoint(xp, gs, th, tw):
 
 def _products(xp, v, u, out, flipped=False):
     """out[xi] = v[xi] @ u[xi]^T (or v[xi] @ u[flip xi] for the input adjoint)."""
-    for i in range(16):
-        xp.matmul(v[i], u[_FLIPPED[i]] if flipped else u[i].T, out=out[i])
+    with _one_thread_for(xp, v.shape[1] * v.shape[2] * out.shape[2]):
+        for i in range(16):
+            xp.matmul(v[i], u[_FLIPPED[i]] if flipped else u[i].T, out=out[i])
     return out
 
 
@@ -222,9 +233,10 @@ def weight_grad(xp, x, g, padding):
     for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
         v = input_tiles(xp, xs[sl], th, tw)
         dm = output_tiles_adjoint(xp, gs[sl], th, tw)
-        for i in range(16):
-            xp.matmul(dm[i].T, v[i], out=part)
-            du[i] += part
+        with _one_thread_for(xp, o * c * v.shape[1]):
+            for i in range(16):
+                xp.matmul(dm[i].T, v[i], out=part)
+                du[i] += part
     kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=x.dtype)
     return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _dispatch, _kernels
 from ._base import check_range, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
@@ -58,8 +59,11 @@ class Adadelta(Optimizer):
 def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps,
              weight_decay, maximize=False, **_):
     for i, p in enumerate(params):
-        g = grads[i] if not maximize else -grads[i]
         state_steps[i].add_(1)
+        if _fused_adadelta(p, grads[i], square_avgs[i], acc_deltas[i], lr, rho, eps,
+                           weight_decay, maximize):
+            continue
+        g = grads[i] if not maximize else -grads[i]
         if weight_decay != 0:
             g = g.add(p, alpha=weight_decay)
         sa, ad = square_avgs[i], acc_deltas[i]
@@ -68,3 +72,18 @@ def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, ep
         delta = ad.add(eps).sqrt_().div_(std).mul_(g)
         ad.mul_(rho).addcmul_(delta, delta, value=1 - rho)
         p.add_(delta, alpha=-lr)
+
+
+def _fused_adadelta(p, g, sa, ad, lr, rho, eps, weight_decay, maximize):
+    """The step as one compiled pass on NumPy float32 arrays (NOTE [ Fused optimizer steps ]
+    in ember/_kernels) where it covers them and no mode intercepts ops; False (nothing
+    changed) else."""
+    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
+            not all(isinstance(h, float | int) for h in (lr, rho, eps, weight_decay)):
+        return False
+    if not _kernels.adadelta(p._data, g._data, sa._data, ad._data, lr=lr, rho=rho, eps=eps,
+                             weight_decay=weight_decay, maximize=maximize):
+        return False
+    for t in (p, sa, ad):
+        t._bump()
+    return True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
 from .._core.tensor import wrap
 from . import _fused_cuda
 from ._base import check_fused, closure_loss
@@ -104,12 +104,22 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
 
 def _fused_sgd(p, g, bufs, i, lr, momentum, dampening, weight_decay, nesterov, maximize):
     """The step as one kernel launch on CuPy arrays (NOTE [ Fused optimizer kernels on
-    CUDA ]) where it covers them and no mode intercepts ops; False (nothing changed) else."""
-    if not _fused_cuda.is_cupy(p._data) or _dispatch.intercept or \
-            p.requires_grad and _dispatch.state.grad_enabled or \
+    CUDA ]), or one compiled pass on NumPy float32 arrays (NOTE [ Fused optimizer steps ] in
+    ember/_kernels), where it covers them and no mode intercepts ops; False (nothing
+    changed) else."""
+    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
             not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
         return False
     buf = bufs[i] if momentum != 0 else None
+    if not _fused_cuda.is_cupy(p._data):
+        if not _kernels.sgd(p._data, g._data, None if buf is None else buf._data, lr=lr,
+                            momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                            nesterov=nesterov, maximize=maximize):
+            return False
+        p._bump()
+        if buf is not None:
+            buf._bump()
+        return True
     out = _fused_cuda.sgd(p._data, g._data, None if buf is None else buf._data, lr=lr,
                           weight_decay=weight_decay, momentum=momentum, dampening=dampening,
                           nesterov=nesterov, maximize=maximize)

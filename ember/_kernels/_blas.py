@@ -1,0 +1,131 @@
+"""Matrix products with the BLAS thread count chosen by shape.
+
+NOTE [ GEMM threads by shape ]
+OpenBLAS splits one GEMM over its threads and synchronises them several times per call
+(shared packed panels, one flag per block), with the waiting thread spinning. On two cores
+that other processes also use, each of those waits can last a scheduler time slice: the
+MNIST CNN's fully connected products, (64, 128) @ (128, 9216) and (128, 64) @ (64, 9216),
+took 28-40 ms each on two threads against 1.6 ms on one (load 5 on the 2-core development
+machine, same process, alternating; the spinning also burnt 14-16 ms of CPU time per call),
+and a whole MNIST CNN training step went from 984 ms to 261 ms with the BLAS at one thread
+(PyTorch at two threads: 404 ms; the MLP step 236 -> 32 ms against PyTorch's 414). Cutting
+the product into two halves on ember's own pool (one join instead of many) measured in
+between (4.9-12 ms), so that is not done either.
+
+So a product whose arithmetic is small, ``m * n * k`` below ``ONE_THREAD_WORK`` (about
+2 ms on one core here), runs with the BLAS held at one thread (``ember/_parallel.py``'s
+hold, shared with batch pieces, so concurrent callers never fight over the count); larger
+products keep every thread, where the split's fixed cost is small against the work.
+OpenBLAS runs products below 2**19 multiply-adds on one thread by itself (its
+GEMM_MULTITHREAD_THRESHOLD rule), so those skip the hold, which costs 5-7 µs (a lock and
+three calls through threadpoolctl) against the 4 µs such a product takes. Results are the
+same: the threads split the rows and columns of the result, never the reduction, so each
+element is summed in the same order either way (the tests compare the two).
+
+The price on an idle machine is the two-thread speed-up of the small products (at most
+about half their one-thread time); no idle machine was available to measure it, so
+``ONE_THREAD_WORK`` is the knob to re-measure there (bench/RESULTS.md, fourth session).
+
+Nothing changes when one thread is configured (``ember.set_num_threads(1)``), for
+non-floating operands (NumPy's own loops, no BLAS), or without ``threadpoolctl``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _parallel
+
+#: products with fewer multiply-adds than this run with the BLAS at one thread
+ONE_THREAD_WORK = 1 << 27
+
+# below this OpenBLAS uses one thread anyway (it takes one thread per 2**18 multiply-adds)
+_BLAS_OWN_LIMIT = 1 << 19
+
+
+def _small(work):
+    return _BLAS_OWN_LIMIT <= work < ONE_THREAD_WORK and _parallel._threads() > 1
+
+
+class one_thread_for:
+    """A context that holds the BLAS at one thread while products of ``work`` multiply-adds
+    each run inside it, when that is the choice for such products (NOTE [ GEMM threads by
+    shape ]); otherwise it changes nothing. For loops of many similar small GEMMs (the
+    convolutions' batch chunks): one hold for the whole loop.
+
+    Args:
+        work: the multiply-adds of one product in the block (``m * n * k``).
+
+    Example::
+
+        >>> a = np.ones((256, 64), np.float32)
+        >>> with one_thread_for(256 * 256 * 64):
+        ...     c = a @ a.T
+        >>> float(c[0, 0])
+        64.0
+    """
+
+    __slots__ = ("_on",)
+
+    def __init__(self, work):
+        self._on = _small(work) and bool(_parallel._blas_controllers())
+
+    def __enter__(self):
+        if self._on:
+            _parallel._hold_blas()
+        return self
+
+    def __exit__(self, *exc):
+        if self._on:
+            _parallel._release_blas()
+        return False
+
+
+def one_thread(m, n, k) -> bool:
+    """Whether an (m, k) @ (k, n) product should run with the BLAS at one thread (NOTE
+    [ GEMM threads by shape ]).
+
+    Args:
+        m, n, k: the product's dimensions (for a stack, one member's).
+
+    Returns:
+        bool: True for products between OpenBLAS's own single-thread limit and
+        ``ONE_THREAD_WORK``, when more than one thread is configured.
+
+    Example::
+
+        >>> one_thread(64, 9216, 128) in (True, False)
+        True
+        >>> one_thread(4096, 4096, 4096)
+        False
+    """
+    return _small(m * n * k)
+
+
+def matmul(a, b, out=None):
+    """``np.matmul(a, b)`` for NumPy arrays, with the BLAS at one thread for small products
+    (NOTE [ GEMM threads by shape ]).
+
+    Args:
+        a: (..., m, k) array.
+        b: (..., k, n) array (or 1-d operands, as ``np.matmul`` takes them).
+        out: optional output array, as for ``np.matmul``.
+
+    Returns:
+        ndarray: the product, exactly as ``np.matmul`` gives it.
+
+    Example::
+
+        >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        >>> matmul(a, a.T).tolist()
+        [[5.0, 14.0], [14.0, 50.0]]
+    """
+    if (a.ndim < 2 or b.ndim < 2 or a.dtype.kind not in "fc"
+            or not one_thread(a.shape[-2], b.shape[-1], a.shape[-1])
+            or not _parallel._blas_controllers()):
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    _parallel._hold_blas()
+    try:
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    finally:
+        _parallel._release_blas()

@@ -1,0 +1,51 @@
+"""numba kernels for the SGD and Adadelta steps on the CPU (imported only when numba is
+installed and the ``numba`` backend is chosen; see NOTE [ Fused optimizer steps ] in
+``_train.py``).
+
+Each kernel is one pass over flat float32 arrays, in place, computing each element with the
+same float32 operations in the same order as the functional update's tensor ops (scalars
+come rounded to float32 as those ops round them). No fast-math flags: without contraction
+into FMAs the results equal the op-by-op path bit for bit; the loops vectorise as they are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sgd_into(p, g, buf, neg_lr, momentum, keep, nesterov, weight_decay, maximize,
+             has_momentum, has_keep):  # pragma: no cover - compiled
+    """SGD step: ``g = -g`` (maximize), ``g += weight_decay * p``, ``buf = buf * momentum +
+    keep * g`` (``keep = 1 - dampening``, skipped when 1), ``g = g + momentum * buf``
+    (nesterov) or ``buf``, ``p += neg_lr * g``."""
+    for j in range(p.size):
+        gj = -g[j] if maximize else g[j]
+        pj = p[j]
+        if weight_decay != 0:
+            gj = gj + weight_decay * pj
+        if has_momentum:
+            d = keep * gj if has_keep else gj
+            b = buf[j] * momentum + d
+            buf[j] = b
+            gj = gj + momentum * b if nesterov else b
+        p[j] = pj + neg_lr * gj
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def adadelta_into(p, g, sa, ad, neg_lr, rho, one_minus_rho, eps, weight_decay,
+                  maximize):  # pragma: no cover - compiled
+    """Adadelta step: ``sa = sa * rho + g * g * (1 - rho)``, ``delta = sqrt(ad + eps) /
+    sqrt(sa + eps) * g``, ``ad = ad * rho + delta * delta * (1 - rho)``, ``p += neg_lr *
+    delta``."""
+    for j in range(p.size):
+        gj = -g[j] if maximize else g[j]
+        pj = p[j]
+        if weight_decay != 0:
+            gj = gj + weight_decay * pj
+        s = sa[j] * rho + gj * gj * one_minus_rho
+        sa[j] = s
+        delta = np.sqrt(ad[j] + eps) / np.sqrt(s + eps) * gj
+        ad[j] = ad[j] * rho + delta * delta * one_minus_rho
+        p[j] = pj + neg_lr * delta
