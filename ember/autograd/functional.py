@@ -23,8 +23,10 @@ pass (NOTE [ jacrev by vmap ] in ember/func/_batch_jacobian.py), as PyTorch's do
 by forward-mode AD: one pass of ``func`` whose tangents are the whole basis of the inputs'
 space, batched by ``vmap`` (NOTE [ jacfwd by vmap ] in ember/func/_eager_transforms.py); the
 Hessian's ``outer_jacobian_strategy="forward-mode"`` is forward-over-reverse. That path
-returns lists where PyTorch's does (tuple inputs). The combinations PyTorch rejects raise its
-errors.
+returns lists where PyTorch's does (tuple inputs), and, as PyTorch's, does not detach its
+results: they require grad whenever the computation does (a Hessian always does, its inner
+gradient being taken with ``create_graph=True``), and backpropagate through the tangents.
+The combinations PyTorch rejects raise its errors.
 """
 
 from __future__ import annotations
@@ -435,8 +437,7 @@ def _jacobian_forward(func, inputs):
     outputs_were_tuple, outputs = structure
     # cols[i]: (total,) + outputs[i].shape; the Jacobian wants the basis index last. PyTorch
     # returns lists (not tuples) on this path, and so does ember
-    jac = [[_forward.detach_keep_tangents(j) for j in
-            _split_rows(c.movedim(0, -1), numels, inputs, o.shape)]
+    jac = [list(_split_rows(c.movedim(0, -1), numels, inputs, o.shape))
            for c, o in zip(cols, outputs)]
     return _untuple(jac, (outputs_were_tuple, inputs_were_tuple))
 

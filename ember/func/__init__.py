@@ -8,7 +8,7 @@
   rules per op class (``_batch_rules.py``, NOTE [ vmap batching ], NOTE [ vmap and
   autograd ]) over batched tensors (``_batch_tensor.py``); ``_batch_jacobian.py`` is
   ``jacrev``'s single batched backward pass and ``_batch_function.py`` runs custom
-  ``autograd.Function``s under vmap.
+  ``autograd.Function`` classes under vmap.
 - ``_module_utils.py``: ``functional_call``, ``stack_module_state``,
   ``replace_all_batch_norm_modules_``, ``functionalize``, ``debug_unwrap``.
 - ``_einops.py``: ``rearrange``.

@@ -47,6 +47,14 @@ outside vmap (plain tensors), the cotangents are batched, and the formulas mix b
 Physical computations record too when the physical tensors require grad (``vmap`` inside
 ``grad``): each level differentiates what it sees. Batched tensors saved by autograd are
 re-made from their array, whose batch info is registered (NOTE [ Batched tensors ]).
+In-place ops on batched tensors follow ``commit_inplace_result``: when autograd records at
+the logical level, the op runs out of place (on a recorded copy of ``self``, which the
+formulas save), its values are written into ``self``'s physical tensor and its history
+becomes ``self``'s (``_inplace_with_grad``). Basic indexing marks its result a logical view
+of its base (``_logical_view``), so a write into it rewrites the base's history
+(``CopySlices``), as outside vmap. An op written in Python with no rule (no registry op to
+record) runs per example on stand-ins whose gradients lead back to the logical inputs
+(``_grad_stand_in``), so the fallback keeps the gradient.
 Known limit: a tensor that requires grad at one vmap level loses that history when an
 inner ``vmap`` takes it as a mapped input (``vmap(grad(vmap(f)))`` differentiates only
 through the inner function's unmapped inputs).
@@ -885,6 +893,17 @@ def _getitem_backward(handle, args, kwargs):
                   shape=tuple(phys.shape[:k]) + tuple(kwargs["shape"])), levels
 
 
+def _getitem_op(handle, args, kwargs):
+    """The ``_getitem`` op called directly (basic indices; the gradient of
+    ``_getitem_backward`` calls it): indexes the physical tensor behind the batch dims."""
+    phys, levels, k, nd = _one(args)
+    idx = kwargs["idx"]
+    if not isinstance(idx, tuple) or any(isinstance(i, Tensor) or isinstance(i, list)
+                                         for i in idx):
+        raise _NoRule
+    return handle(phys, idx=(slice(None),) * k + idx, shape=tuple(phys.shape)), levels
+
+
 def _index_select(handle, args, kwargs):
     x, index = args
     if _info(index) is not None or kwargs.get("out") is not None or x.dim() == 0:
@@ -1083,6 +1102,26 @@ def _autograd_expand(handle, args, kwargs):
 # -- indexing
 
 
+def _logical_view(x, out, op, params):
+    """Make batched ``out`` (``op(x, **params)``, a view) a view of ``x`` at the logical
+    level, as ``_dispatch._wrap_views`` does outside vmap: same root and version counter,
+    and the chain of view ops from the root, so that an in-place write into ``out`` rewrites
+    the root's history (``CopySlices``, NOTE [ In-place ops and autograd ])."""
+    root = x if x._base is None else x._base
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = [0]
+    x._vc = vc
+    chain = ()
+    if x._base is not None:
+        vm = getattr(x, "_view_meta", None)
+        chain = None if vm is None or vm[0] is None else vm[0]
+    out._base = root
+    out._vc = vc
+    out._view_meta = [None if chain is None else chain + ((op, params, 0, None),), vc[0],
+                      False]
+
+
 def _getitem(handle, args, kwargs):
     """``x[idx]``: basic indices index the physical tensor behind the batch dims; index
     tensors go through the ``_index`` op (itself batched); autograd records the logical
@@ -1109,9 +1148,10 @@ def _getitem(handle, args, kwargs):
             out = make_batched(phys[(slice(None),) * k + key], levels)
         except IndexError:
             raise _NoRule from None
+        params = {"idx": key, "shape": tuple(x._data.shape)}
         if x._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-            _dispatch.record(_ix.getitem_op, (x,), {"idx": key, "shape": tuple(x._data.shape)},
-                             out)
+            _dispatch.record(_ix.getitem_op, (x,), params, out)
+        _logical_view(x, out, _ix.getitem_op, params)
         return _Done(out)
     basic, is_trivial, spec, tensors = _ix._parse_index(x, idx)
     if any(_info(t) is not None for t in tensors):
@@ -1158,6 +1198,18 @@ def _copy_(handle, args, kwargs):
     return _elementwise_inplace(handle, (self, src), kwargs)
 
 
+def _copy_op(handle, args, kwargs):
+    """``_copy`` (``copy_``'s out-of-place op: ``src`` cast and broadcast to ``dst``)."""
+    dst, src = args
+    infos = [_info(dst), _info(src)]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    pd = _full(dst, lv, sizes)
+    ps = _pad(_full(src, lv, sizes), k, src.dim(), dst.dim())
+    return handle(pd, ps, **kwargs), lv
+
+
 def _fill_(handle, args, kwargs):
     self = args[0]
     inf = _info(self)
@@ -1183,7 +1235,8 @@ _OP_RULES = {
         "linalg_vector_norm", "var", "max.dim", "count_nonzero")},
     # dim-wise
     **{n: _dimwise for n in (
-        "softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "sort",
+        "softmax", "log_softmax", "cumsum", "_rcumsum", "cumprod", "logcumsumexp", "cummax",
+        "sort",
         "topk", "flip", "select", "unbind", "unfold")},
     "narrow": _narrow,
     "split": _split, "_split_backward": _split_backward,
@@ -1216,7 +1269,8 @@ _OP_RULES = {
     "mse_loss": _mse_loss,
     "nll_loss": _nll_loss,
     "gather": _gather, "scatter": _scatter, "scatter_add": _scatter,
-    "_getitem_backward": _getitem_backward, "index_select": _index_select,
+    "_getitem_backward": _getitem_backward, "_getitem": _getitem_op, "_copy": _copy_op,
+    "index_select": _index_select,
     "einsum": _einsum,
     "_autograd_sum_to": _sum_to, "_autograd_expand": _autograd_expand,
     "_expand_back": _expand_back,
@@ -1312,7 +1366,13 @@ def _fallback(handle, args, kwargs):
     E = _E()
     inplace = handle.is_inplace
 
+    # an op written in Python (no registry op to record at the logical level) computes
+    # on stand-ins that lead the gradient back to its logical inputs
+    stand_ins = handle.op is None and not inplace and _logical_grad(args, kwargs)
+
     def full(a):
+        if stand_ins and isinstance(a, Tensor) and a._rg:
+            return _grad_stand_in(a, lv, sizes)
         return _full(a, lv, sizes) if _info(a) is not None else None
 
     phys_args = [[full(b) for b in a] if j in nested else full(a) for j, a in enumerate(flat)]
@@ -1367,6 +1427,160 @@ def _fallback(handle, args, kwargs):
     from ._batch_tensor import _BOOL_ERROR
 
     raise RuntimeError(_BOOL_ERROR)
+
+
+def _logical_grad(args, kwargs):
+    """Whether autograd records this call at the logical level: grad mode on and some
+    tensor argument (or one inside a list argument) requiring grad."""
+    if _dispatch.record is None or not _dispatch.state.grad_enabled:
+        return False
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._rg:
+                return True
+        elif type(a) in (tuple, list):
+            for b in a:
+                if isinstance(b, Tensor) and b._rg:
+                    return True
+    for v in kwargs.values():
+        if isinstance(v, Tensor) and v._rg:
+            return True
+    return False
+
+
+def _with_levels(g, lv):
+    """Physical gradient ``g`` (batch dims of ``lv`` in front, maybe itself batched over
+    other levels) as the logical gradient batched over ``lv`` and ``g``'s own levels."""
+    inf = _info(g)
+    if inf is None:
+        return make_batched(g, lv)
+    gp, gl = inf
+    allv = gl + tuple(lv)
+    order = sorted(range(len(allv)), key=allv.__getitem__)
+    gp = gp.permute(order + list(range(len(allv), gp.dim())))
+    return make_batched(gp, tuple(allv[i] for i in order))
+
+
+def _grad_stand_in(a, lv, sizes):
+    """A plain physical tensor holding logical ``a`` at every level of ``lv`` (full batch
+    sizes ``sizes``) whose gradient flows back into ``a``: the per-example fallback of an
+    op written in Python computes on its slices, so autograd sees every step (NOTE [ vmap
+    and autograd ]); ``a``'s gradient is batched over ``lv`` as a recorded op's would be."""
+    inf = _info(a)
+    have = () if inf is None else inf[1]
+    p = _new_tensor(_full(a, lv, sizes)._data)
+    p._vc = [0]
+    link(p, level_node("VmapFallbackBackward0", a,
+                       lambda g: _sum_ended_levels(_with_levels(g, lv), have)))
+    return p
+
+
+_INPLACE_ERROR = (
+    "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
+    "Tensor `other` in extra_args that has more elements than `self`. This happened due to "
+    "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try to "
+    "use out-of-place operators instead of inplace arithmetic. If said operator is being "
+    "called inside the PyTorch framework, please file a bug report instead.")
+
+
+#: in-place ops that change a tensor's shape or strides, not its values
+_METADATA_INPLACE = frozenset((
+    "t_", "transpose_", "squeeze_", "unsqueeze_", "swapdims_", "swapaxes_", "resize_",
+    "resize_as_", "as_strided_", "set_", "detach_", "requires_grad_"))
+
+
+def _inplace_with_grad(handle, args, kwargs, physical_write):
+    """An in-place op on a batched tensor when autograd records at the logical level: the
+    op runs out of place (batched, recorded), its values are written into ``self``'s
+    physical tensor and its history becomes ``self``'s, as ``commit_inplace_result`` does
+    outside vmap. Element-wise ops and ``copy_`` run batched; any other in-place op (a
+    ``__setitem__``, ``index_put_``...) runs per example on copies, with autograd recording
+    each one. When the physical tensor has a history of its own (an unbatched tensor
+    requiring grad took part in computing it, or ``vmap`` runs inside ``grad``), the
+    values are written by ``physical_write`` -- the op's own in-place path on the physical
+    tensor, which records there too -- so that both graphs see the write. None for ops
+    that change only shapes or strides (``t_``...): they keep their own path."""
+    self = args[0]
+    inf = _info(self)
+    infos = [_info(a) for a in args] + [_info(v) for v in kwargs.values()]
+    for a in args:
+        if type(a) in (tuple, list):
+            infos.extend(_info(b) for b in a)
+    lv = _union(infos)
+    if inf is None or inf[1] != lv:
+        raise RuntimeError(_INPLACE_ERROR)
+    phys, levels = inf
+    name = handle.overloadpacket.__name__
+    if name in _METADATA_INPLACE:
+        return None
+    if _dispatch.check_inplace is not None:
+        _dispatch.check_inplace(self, name)
+    op = handle.op
+    if isinstance(op, ElementwiseOp) or (name == "copy_" and len(args) >= 2 and
+                                         isinstance(args[1], Tensor)):
+        with _logical():
+            # the formulas save a copy of self (recorded: its gradient reaches self), not
+            # self, which the write below overwrites
+            own = self.clone()
+            rest = tuple(own if a is self else a for a in args[1:])
+            if name == "copy_":
+                from .._ops.conversion import copy_op
+
+                r = _dispatch.apply(copy_op, (own, rest[0]), {})
+            else:
+                from .._ops._elementwise import elementwise
+
+                r = elementwise(op, (own,) + rest, kwargs or None)
+    else:
+        r = _inplace_per_example(handle, args, kwargs, lv)
+    if r.dtype is not self.dtype:
+        from .._core import dtype as _dt
+
+        if not _dt.can_cast(r.dtype, self.dtype):
+            raise RuntimeError(
+                f"{name}: result type {r.dtype.scalar_name} can't be cast to the desired "
+                f"output type {self.dtype.scalar_name}")
+        with _logical():
+            r = r.to(self.dtype)
+    if phys._rg:
+        physical_write()
+    else:
+        ri = _info(r)
+        pr = r if ri is None else _align(ri[0], ri[1], levels)
+        if ri is None:
+            pr = pr.expand(tuple(phys.shape[:len(levels)]) + tuple(pr.shape))
+        phys._data[...] = pr._data
+    self._bump()
+    if r._grad_fn is not None and _dispatch.commit_inplace is not None:
+        _dispatch.commit_inplace(self, r)
+    if _dispatch.commit_tangent is not None:
+        _dispatch.commit_tangent(self, r)
+    return self
+
+
+def _inplace_per_example(handle, args, kwargs, lv):
+    """``handle`` (an in-place op) run on a copy of each example of ``self``, every tensor
+    requiring grad entering through a stand-in (``_grad_stand_in``): the logical result."""
+    _warn_fallback(handle)
+    sizes = _sizes(lv, [_info(a) for a in args])
+    E = _E()
+
+    def phys_of(a, copy=False):
+        if not isinstance(a, Tensor) or (_info(a) is None and not a._rg):
+            return None
+        if a._rg or copy:
+            return _grad_stand_in(a, lv, sizes)
+        return _full(a, lv, sizes)
+
+    ps = [phys_of(a, copy=(j == 0)) for j, a in enumerate(args)]
+    results = []
+    for ix in _ndindex(sizes):
+        call = [a if p is None else p[ix] for a, p in zip(args, ps)]
+        call[0] = call[0].clone()
+        handle(*call, **kwargs)
+        results.append(call[0])
+    out = E.stack(results, 0).reshape(tuple(sizes) + tuple(args[0].shape))
+    return make_batched(out, lv)
 
 
 def _ndindex(sizes):
@@ -1542,6 +1756,16 @@ class VmapMode(_dispatch.Mode):
         prev = _tls.mode
         _tls.mode = self
         try:
+            if handle.is_inplace and _logical_grad(args, kwargs):
+                def physical_write():
+                    try:
+                        rule(handle, args, kwargs)
+                    except _NoRule:
+                        _fallback(handle, args, kwargs)
+
+                done = _inplace_with_grad(handle, args, kwargs, physical_write)
+                if done is not None:
+                    return done
             res = rule(handle, args, kwargs)
         except _NoRule:
             res = _fallback(handle, args, kwargs)

@@ -1,6 +1,8 @@
 """``autograd.functional.jacobian``/``hessian`` with ``vectorize=True``: one backward (or
 forward) pass batched by ``vmap``, compared with PyTorch on the same inputs."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -69,13 +71,62 @@ def test_jacobian_vectorized_matches_torch(case, mode):
 def test_hessian_vectorized_matches_torch(case, strategy):
     fe, xe = HESSIANS[case](ember)
     ft, xt = HESSIANS[case](torch)
-    # PyTorch's forward-over-reverse Hessian comes back requiring grad (its inner stand-ins
-    # do); ember's is detached, as the reverse-mode one is in both
+    # the forward-over-reverse Hessian comes back requiring grad in both (the inner
+    # gradient's stand-ins do); the reverse-mode one is detached in both
     _same(ember.autograd.functional.hessian(fe, xe, vectorize=True,
                                             outer_jacobian_strategy=strategy),
           torch.autograd.functional.hessian(ft, xt, vectorize=True,
-                                            outer_jacobian_strategy=strategy),
-          requires_grad=strategy == "reverse-mode")
+                                            outer_jacobian_strategy=strategy))
+
+
+def _grad_of_sum(T, make, x):
+    x = x.requires_grad_()
+    res = make(T, x)
+    (g,) = T.autograd.grad(res.sum(), x)
+    return res, g
+
+
+@pytest.mark.parametrize("which", ["jacobian", "hessian"])
+def test_forward_mode_result_backpropagates_as_torch(which):
+    def make(T, x):
+        F = T.autograd.functional
+        if which == "jacobian":
+            return F.jacobian(lambda v: v.exp() * v.sum(), x, vectorize=True,
+                              strategy="forward-mode")
+        return F.hessian(lambda v: (v.sin() * v ** 2).sum(), x, vectorize=True,
+                         outer_jacobian_strategy="forward-mode")
+
+    re, ge = _grad_of_sum(ember, make, _y(ember))
+    rt, gt = _grad_of_sum(torch, make, _y(torch))
+    _same(re, rt)
+    np.testing.assert_allclose(ge.numpy(), gt.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("fn", ["hessian", "hvp", "vhp"])
+def test_second_order_requires_grad_matches_torch(fn, requires_grad, create_graph):
+    def run(T):
+        F = T.autograd.functional
+        x = _y(T).requires_grad_(requires_grad)
+        f = lambda v: (v ** 3).sum() + v[0] * v[1]  # noqa: E731
+        if fn == "hessian":
+            return F.hessian(f, x, create_graph=create_graph)
+        return getattr(F, fn)(f, x, _y(T).flip(0), create_graph=create_graph)
+
+    _same(run(ember), run(torch))
+
+
+def test_hessian_vectorized_basic_index_has_batching_rule():
+    # the gradient of a gradient through ``v[0]`` indexes a batched cotangent directly
+    x = _y(ember)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = ember.autograd.functional.hessian(lambda v: v[0] * v[1:].sum() * v[..., 2], x,
+                                              vectorize=True)
+    ht = torch.autograd.functional.hessian(lambda v: v[0] * v[1:].sum() * v[..., 2], _y(torch),
+                                           vectorize=True)
+    _same(h, ht)
 
 
 def test_jacobian_vectorized_create_graph_is_differentiable():

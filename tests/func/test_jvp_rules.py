@@ -258,3 +258,21 @@ def test_sdpa_grad_under_vmap_matches_torch(argnums):
             res.append(T.func.vmap(T.func.grad(loss, argnums=argnums))(
                 *(T.tensor(a) for a in arrays)))
     _same(*res)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_second_derivatives_through_zeros_match_torch(include_self):
+    # groups with one zero from src (with and without a non-zero self), a zero in self
+    # beside one from src, and a zero from src alone
+    src = np.array([2.0, 0.0, 3.0, 0.0, 4.0, 1.5, 0.0, 0.0])
+    inp = np.array([1.0, 0.5, 0.0, 2.0])
+    idx = np.array([0, 0, 1, 1, 1, 2, 2, 3])
+    res = []
+    for T in (torch, ember):
+        def f(s, i, T=T):
+            out = i.scatter_reduce(0, T.tensor(idx), s, "prod", include_self=include_self)
+            return (out * T.tensor([1.0, 2.0, 3.0, 4.0], dtype=T.float64)).sum()
+
+        h = T.autograd.functional.hessian(f, (T.tensor(src), T.tensor(inp)))
+        res.append(np.concatenate([b.numpy().ravel() for row in h for b in row]))
+    np.testing.assert_allclose(res[1], res[0], atol=1e-12)
