@@ -377,6 +377,28 @@ def is_warn_always_enabled() -> builtins.bool:
     return settings.warn_always
 
 
+_warned_once: set = set()
+
+
+def warn_once(message: str, category=UserWarning, stacklevel: int = 2) -> None:
+    """Issue ``message`` the first time only in this process (PyTorch's warn-once warnings),
+    or every time while ``set_warn_always(True)`` is in effect.
+
+    Args:
+        message: the warning's text (also its identity: one warning per distinct text).
+        category: the warning class.
+        stacklevel: as ``warnings.warn``'s, counted from the caller of ``warn_once``.
+
+    Returns:
+        None
+    """
+    if not settings.warn_always:
+        if message in _warned_once:
+            return
+        _warned_once.add(message)
+    warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
 def init_num_threads() -> None:
     """Prepare the calling thread to use ``get_num_threads()`` threads.
 

@@ -105,11 +105,8 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            try:
-                other = device(other)
-            except (RuntimeError, TypeError):
-                return False
+        # a device equals devices only: ``torch.device("cpu") == "cpu"`` is False in PyTorch,
+        # and programs written against it take the branch PyTorch takes
         if not isinstance(other, device):
             return NotImplemented
         return self.type == other.type and self.index == other.index

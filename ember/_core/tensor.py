@@ -817,12 +817,16 @@ class Tensor:
         return self.item()
 
     def __float__(self):
+        if self._rg:
+            _warn_scalar_of_grad()
         return float(self._one_value())
 
     def __int__(self):
         return int(self._one_value())
 
     def __complex__(self):
+        if self._rg:
+            _warn_scalar_of_grad()
         return complex(self.item())
 
     def __index__(self):
@@ -905,6 +909,17 @@ class Tensor:
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
+
+
+def _warn_scalar_of_grad():
+    # PyTorch warns once per process when float()/complex() reads a tensor that requires grad
+    # while grad mode is on (optimizers read losses under no_grad, silently)
+    from .._dispatch import state
+    from .._settings import warn_once
+
+    if state.grad_enabled:
+        warn_once("Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.", stacklevel=3)
 
 
 def _address(a) -> int:

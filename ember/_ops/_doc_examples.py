@@ -1382,7 +1382,9 @@ tensor([1., 2.])
 """),
     'aminmax': ('namedtuple:min, max', """
 >>> ember.aminmax(ember.tensor([3.0, 1.0, 2.0]))
-aminmax(min=tensor(1.), max=tensor(3.))
+ember.return_types.aminmax(
+min=tensor(1.),
+max=tensor(3.))
 """),
     'angle': ('Tensor', """
 >>> ember.angle(ember.tensor([1j, -1 + 0j]))
@@ -1749,11 +1751,15 @@ tensor([0., 0., 1.])
 """),
     'cummax': ('namedtuple:values, indices', """
 >>> ember.cummax(ember.tensor([1.0, 3.0, 2.0, 5.0]), dim=0)
-cummax(values=tensor([1., 3., 3., 5.]), indices=tensor([0, 1, 1, 3]))
+ember.return_types.cummax(
+values=tensor([1., 3., 3., 5.]),
+indices=tensor([0, 1, 1, 3]))
 """),
     'cummin': ('namedtuple:values, indices', """
 >>> ember.cummin(ember.tensor([4.0, 3.0, 5.0, 1.0]), dim=0)
-cummin(values=tensor([4., 3., 3., 1.]), indices=tensor([0, 1, 1, 3]))
+ember.return_types.cummin(
+values=tensor([4., 3., 3., 1.]),
+indices=tensor([0, 1, 1, 3]))
 """),
     'cumprod': ('Tensor', """
 >>> ember.cumprod(ember.tensor([1.0, 2.0, 3.0, 4.0]), dim=0)
@@ -2118,7 +2124,9 @@ tensor([0., 2., 1., 1.])
 """),
     'histogram': ('namedtuple:hist, bin_edges', """
 >>> ember.histogram(ember.tensor([1.0, 2.0, 1.0, 4.0]), bins=3)
-histogram(hist=tensor([2., 1., 1.]), bin_edges=tensor([1., 2., 3., 4.]))
+ember.return_types.histogram(
+hist=tensor([2., 1., 1.]),
+bin_edges=tensor([1., 2., 3., 4.]))
 """),
     'hsplit': ('tuple', """
 >>> ember.hsplit(ember.arange(6).reshape(2, 3), 3)
@@ -2254,7 +2262,9 @@ tensor([[1., 2., 0., 0.],
 """),
     'kthvalue': ('namedtuple:values, indices', """
 >>> ember.kthvalue(ember.tensor([4.0, 1.0, 3.0, 2.0]), 2)
-kthvalue(values=tensor(2.), indices=tensor(3))
+ember.return_types.kthvalue(
+values=tensor(2.),
+indices=tensor(3))
 """),
     'lcm': ('Tensor', """
 >>> ember.lcm(ember.tensor([4, 6]), ember.tensor([6, 8]))
@@ -2284,8 +2294,10 @@ tensor([[1.4142, 0.0000],
     'linalg.cholesky_ex': ('namedtuple:L, info', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.cholesky_ex(A)
-linalg_cholesky_ex(L=tensor([[1.4142, 0.0000],
-        [0.7071, 1.5811]]), info=tensor(0, dtype=ember.int32))
+ember.return_types.linalg_cholesky_ex(
+L=tensor([[1.4142, 0.0000],
+        [0.7071, 1.5811]]),
+info=tensor(0, dtype=ember.int32))
 """, 'ember._ops.linalg_decomp:cholesky_ex'),
     'linalg.cross': ('Tensor', """
 >>> x = ember.tensor([0.25, 0.5, 0.75])
@@ -2301,13 +2313,17 @@ tensor(5.)
     'linalg.eig': ('namedtuple:eigenvalues, eigenvectors', """
 >>> A = ember.tensor([[2.0, 0.0], [0.0, 3.0]])
 >>> ember.linalg.eig(A)
-linalg_eig(eigenvalues=tensor([2.+0.j, 3.+0.j]), eigenvectors=tensor([[1.+0.j, 0.+0.j],
+ember.return_types.linalg_eig(
+eigenvalues=tensor([2.+0.j, 3.+0.j]),
+eigenvectors=tensor([[1.+0.j, 0.+0.j],
         [0.+0.j, 1.+0.j]]))
 """, 'ember._ops.linalg_decomp:eig'),
     'linalg.eigh': ('namedtuple:eigenvalues, eigenvectors', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.eigh(A)
-linalg_eigh(eigenvalues=tensor([1.3820, 3.6180]), eigenvectors=tensor([[-0.8507,  0.5257],
+ember.return_types.linalg_eigh(
+eigenvalues=tensor([1.3820, 3.6180]),
+eigenvectors=tensor([[-0.8507,  0.5257],
         [ 0.5257,  0.8507]]))
 """, 'ember._ops.linalg_decomp:eigh'),
     'linalg.eigvals': ('Tensor', """
@@ -2336,29 +2352,40 @@ tensor([[ 0.6000, -0.2000],
     'linalg.inv_ex': ('namedtuple:inverse, info', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.inv_ex(A)
-linalg_inv_ex(inverse=tensor([[ 0.6000, -0.2000],
-        [-0.2000,  0.4000]]), info=tensor(0, dtype=ember.int32))
+ember.return_types.linalg_inv_ex(
+inverse=tensor([[ 0.6000, -0.2000],
+        [-0.2000,  0.4000]]),
+info=tensor(0, dtype=ember.int32))
 """, 'ember._ops.linalg_decomp:inv_ex'),
     'linalg.lstsq': ('namedtuple:solution, residuals, rank, singular_values', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> B = ember.tensor([[1.0, 0.0], [2.0, 1.0]])
 >>> ember.linalg.lstsq(A, B)
-linalg_lstsq(solution=tensor([[ 0.2000, -0.2000],
-        [ 0.6000,  0.4000]]), residuals=tensor([]), rank=tensor(2), singular_values=tensor([]))
+ember.return_types.linalg_lstsq(
+solution=tensor([[ 0.2000, -0.2000],
+        [ 0.6000,  0.4000]]),
+residuals=tensor([]),
+rank=tensor(2),
+singular_values=tensor([]))
 """, 'ember._ops.linalg_func:lstsq'),
     'linalg.lu': ('namedtuple:P, L, U', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.lu(A)
-linalg_lu(P=tensor([[1., 0.],
-        [0., 1.]]), L=tensor([[1.0000, 0.0000],
-        [0.5000, 1.0000]]), U=tensor([[2.0000, 1.0000],
+ember.return_types.linalg_lu(
+P=tensor([[1., 0.],
+        [0., 1.]]),
+L=tensor([[1.0000, 0.0000],
+        [0.5000, 1.0000]]),
+U=tensor([[2.0000, 1.0000],
         [0.0000, 2.5000]]))
 """, 'ember._ops.linalg_func:lu'),
     'linalg.lu_factor': ('namedtuple:LU, pivots', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.lu_factor(A)
-linalg_lu_factor(LU=tensor([[2.0000, 1.0000],
-        [0.5000, 2.5000]]), pivots=tensor([1, 2], dtype=ember.int32))
+ember.return_types.linalg_lu_factor(
+LU=tensor([[2.0000, 1.0000],
+        [0.5000, 2.5000]]),
+pivots=tensor([1, 2], dtype=ember.int32))
 """, 'ember._ops.linalg_func:lu_factor'),
     'linalg.lu_solve': ('Tensor', """
 >>> A = ember.tensor([[3.0, 1.0], [1.0, 2.0]])
@@ -2411,14 +2438,18 @@ tensor([[ 0.6000, -0.2000],
     'linalg.qr': ('namedtuple:Q, R', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.qr(A)
-linalg_qr(Q=tensor([[-0.8944, -0.4472],
-        [-0.4472,  0.8944]]), R=tensor([[-2.2361, -2.2361],
+ember.return_types.linalg_qr(
+Q=tensor([[-0.8944, -0.4472],
+        [-0.4472,  0.8944]]),
+R=tensor([[-2.2361, -2.2361],
         [ 0.0000,  2.2361]]))
 """, 'ember._ops.linalg_decomp:qr'),
     'linalg.slogdet': ('namedtuple:sign, logabsdet', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.slogdet(A)
-linalg_slogdet(sign=tensor(1.), logabsdet=tensor(1.6094))
+ember.return_types.linalg_slogdet(
+sign=tensor(1.),
+logabsdet=tensor(1.6094))
 """, 'ember._ops.linalg_decomp:slogdet'),
     'linalg.solve': ('Tensor', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
@@ -2431,8 +2462,10 @@ tensor([[ 0.2000, -0.2000],
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> B = ember.tensor([[1.0, 0.0], [2.0, 1.0]])
 >>> ember.linalg.solve_ex(A, B)
-linalg_solve_ex(result=tensor([[ 0.2000, -0.2000],
-        [ 0.6000,  0.4000]]), info=tensor(0, dtype=ember.int32))
+ember.return_types.linalg_solve_ex(
+result=tensor([[ 0.2000, -0.2000],
+        [ 0.6000,  0.4000]]),
+info=tensor(0, dtype=ember.int32))
 """, 'ember._ops.linalg_decomp:solve_ex'),
     'linalg.solve_triangular': ('Tensor', """
 >>> A = ember.tensor([[2.0, 1.0], [0.0, 4.0]])
@@ -2444,8 +2477,11 @@ tensor([[0.5000],
     'linalg.svd': ('namedtuple:U, S, Vh', """
 >>> A = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.linalg.svd(A)
-linalg_svd(U=tensor([[-0.5257, -0.8507],
-        [-0.8507,  0.5257]]), S=tensor([3.6180, 1.3820]), Vh=tensor([[-0.5257, -0.8507],
+ember.return_types.linalg_svd(
+U=tensor([[-0.5257, -0.8507],
+        [-0.8507,  0.5257]]),
+S=tensor([3.6180, 1.3820]),
+Vh=tensor([[-0.5257, -0.8507],
         [-0.8507,  0.5257]]))
 """, 'ember._ops.linalg_decomp:svd'),
     'linalg.svdvals': ('Tensor', """
@@ -2607,7 +2643,9 @@ tensor([[1., 3.],
 >>> ember.max(x)
 tensor(5.)
 >>> ember.max(x, dim=1)
-max(values=tensor([5., 3.]), indices=tensor([1, 0]))
+ember.return_types.max(
+values=tensor([5., 3.]),
+indices=tensor([1, 0]))
 >>> ember.max(x, ember.tensor(2.0))
 tensor([[2., 5.],
         [3., 2.]])
@@ -2631,14 +2669,18 @@ tensor(2.5000)
 >>> ember.median(ember.tensor([1.0, 4.0, 2.0, 3.0]))
 tensor(2.)
 >>> ember.median(ember.tensor([[1.0, 4.0, 2.0]]), dim=1)
-median(values=tensor([2.]), indices=tensor([2]))
+ember.return_types.median(
+values=tensor([2.]),
+indices=tensor([2]))
 """),
     'min': ('Tensor', """
 >>> x = ember.tensor([[1.0, 5.0], [3.0, 2.0]])
 >>> ember.min(x)
 tensor(1.)
 >>> ember.min(x, dim=0)
-min(values=tensor([1., 2.]), indices=tensor([0, 1]))
+ember.return_types.min(
+values=tensor([1., 2.]),
+indices=tensor([0, 1]))
 >>> x.min()
 tensor(1.)
 """),
@@ -2652,7 +2694,9 @@ tensor([[11.]])
 """),
     'mode': ('namedtuple:values, indices', """
 >>> ember.mode(ember.tensor([1, 2, 2, 3]))
-mode(values=tensor(2), indices=tensor(2))
+ember.return_types.mode(
+values=tensor(2),
+indices=tensor(2))
 """),
     'movedim': ('Tensor', """
 >>> x = ember.zeros(2, 3, 4)
@@ -2822,12 +2866,16 @@ tensor([[1., 0.],
     'qr': ('namedtuple:Q, R', """
 >>> x = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.qr(x)
-qr(Q=tensor([[-0.8944, -0.4472],
-        [-0.4472,  0.8944]]), R=tensor([[-2.2361, -2.2361],
+ember.return_types.qr(
+Q=tensor([[-0.8944, -0.4472],
+        [-0.4472,  0.8944]]),
+R=tensor([[-2.2361, -2.2361],
         [ 0.0000,  2.2361]]))
 >>> x.qr()
-qr(Q=tensor([[-0.8944, -0.4472],
-        [-0.4472,  0.8944]]), R=tensor([[-2.2361, -2.2361],
+ember.return_types.qr(
+Q=tensor([[-0.8944, -0.4472],
+        [-0.4472,  0.8944]]),
+R=tensor([[-2.2361, -2.2361],
         [ 0.0000,  2.2361]]))
 """),
     'quantile': ('Tensor', """
@@ -3015,9 +3063,13 @@ tensor([0.2526, 0.5211, 0.8223])
     'slogdet': ('namedtuple:sign, logabsdet', """
 >>> x = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.slogdet(x)
-slogdet(sign=tensor(1.), logabsdet=tensor(1.6094))
+ember.return_types.slogdet(
+sign=tensor(1.),
+logabsdet=tensor(1.6094))
 >>> x.slogdet()
-slogdet(sign=tensor(1.), logabsdet=tensor(1.6094))
+ember.return_types.slogdet(
+sign=tensor(1.),
+logabsdet=tensor(1.6094))
 """),
     'softmax': ('Tensor', """
 >>> x = ember.tensor([[1.0, 2.0, 3.0]])
@@ -3028,7 +3080,9 @@ tensor([[0.0900, 0.2447, 0.6652]])
 """),
     'sort': ('namedtuple:values, indices', """
 >>> ember.sort(ember.tensor([3.0, 1.0, 2.0]))
-sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
+ember.return_types.sort(
+values=tensor([1., 2., 3.]),
+indices=tensor([1, 2, 0]))
 >>> ember.sort(ember.tensor([3, 1, 2]), descending=True).values
 tensor([3, 2, 1])
 """),
@@ -3180,12 +3234,18 @@ tensor([[4., 6.]])
     'svd': ('namedtuple:U, S, V', """
 >>> x = ember.tensor([[2.0, 1.0], [1.0, 3.0]])
 >>> ember.svd(x)
-svd(U=tensor([[-0.5257, -0.8507],
-        [-0.8507,  0.5257]]), S=tensor([3.6180, 1.3820]), V=tensor([[-0.5257, -0.8507],
+ember.return_types.svd(
+U=tensor([[-0.5257, -0.8507],
+        [-0.8507,  0.5257]]),
+S=tensor([3.6180, 1.3820]),
+V=tensor([[-0.5257, -0.8507],
         [-0.8507,  0.5257]]))
 >>> x.svd()
-svd(U=tensor([[-0.5257, -0.8507],
-        [-0.8507,  0.5257]]), S=tensor([3.6180, 1.3820]), V=tensor([[-0.5257, -0.8507],
+ember.return_types.svd(
+U=tensor([[-0.5257, -0.8507],
+        [-0.8507,  0.5257]]),
+S=tensor([3.6180, 1.3820]),
+V=tensor([[-0.5257, -0.8507],
         [-0.8507,  0.5257]]))
 """),
     'swapaxes': ('Tensor', """
@@ -3265,7 +3325,9 @@ tensor([[1, 2, 1, 2],
 """),
     'topk': ('namedtuple:values, indices', """
 >>> ember.topk(ember.tensor([4.0, 1.0, 3.0, 2.0]), 2)
-topk(values=tensor([4., 3.]), indices=tensor([0, 2]))
+ember.return_types.topk(
+values=tensor([4., 3.]),
+indices=tensor([0, 2]))
 """),
     'trace': ('Tensor', """
 >>> ember.trace(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))

