@@ -63,7 +63,13 @@ autodoc_inherit_docstrings = True
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
-napoleon_custom_sections = ["Shape", "Shapes"]  # torch's layers document their shapes so
+# an "Attributes:" section as fields (``:ivar:``): the ``.. attribute::`` directives napoleon
+# writes otherwise are Sphinx's, and NOTE [ Docstrings that do not parse ] checks each
+# docstring with docutils alone, which does not know them
+napoleon_use_ivar = True
+# torch's layers document their shapes so; "Differences from PyTorch" is NOTE [ Differences
+# from PyTorch ] in ember/_ops/_docs.py
+napoleon_custom_sections = ["Shape", "Shapes", "Differences from PyTorch"]
 # napoleon escapes a parameter name's trailing underscore (``from_``, ``to_``) only with this
 # on; unescaped, reST reads ``from_`` as a link to a target named "from"
 strip_signature_backslash = True

@@ -101,7 +101,8 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     Args:
         public_api: the function being called (passed to ``__torch_function__`` as ``func``).
         relevant_args: the arguments that may override it.
-        *args, **kwargs: the call's arguments.
+        *args: the call's arguments.
+        **kwargs: the keyword arguments, likewise.
 
     Returns:
         The first result that is not ``NotImplemented``.

@@ -89,6 +89,15 @@ for i, block in enumerate(blocks):
 """
 
 
+def test_readme_tour_runs_without_optional_extras(tmp_path):
+    # a new user has run the README's first command only: no onnx, no torch
+    block = "import sys\nsys.modules['onnx'] = sys.modules['torch'] = None\n" + _RUN_BLOCKS
+    out = subprocess.run([sys.executable, "-c", block, str(ROOT / "README.md")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-4000:]
+
+
 @pytest.mark.parametrize("page", GUIDES)
 def test_guide_code_blocks_run(page, tmp_path):
     # a fresh interpreter per page, as a reader has: no torch already imported, no state
@@ -270,3 +279,136 @@ def test_nn_functional_examples_pass():
             if runner.run(test, out=lambda s: None).failed:
                 failed.append(name)
     assert ran > 100 and not failed, failed
+
+
+# -- Differences from PyTorch (NOTE [ Differences from PyTorch ] in ember/_ops/_docs.py) --------
+
+DIFFERS = "Differences from PyTorch:"
+
+
+def _named(op_id):
+    """The ember object an OpInfo id names: its longest prefix that resolves
+    (``linalg.lu.rectangular`` is ``ember.linalg.lu``, ``diff.bool`` is ``ember.diff``)."""
+    import ember
+
+    parts = op_id.split(".")
+    for n in range(len(parts), 0, -1):
+        obj = ember
+        for p in parts[:n]:
+            obj = getattr(obj, p, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    raise LookupError(op_id)
+
+
+def test_known_mismatch_ops_document_their_differences():
+    # every difference the differential suite records is stated where users read about the op
+    from tests.differential.known_mismatches import KNOWN
+
+    missing = sorted({op for op, _kind in KNOWN if DIFFERS not in (_named(op).__doc__ or "")})
+    assert missing == [], f"write a {DIFFERS!r} section in these ops' docstrings: {missing}"
+
+
+def test_differences_section_sits_between_note_and_example():
+    from ember._ops import _docs
+
+    def twice(input):
+        """Twice ``input``.
+
+        Differences from PyTorch:
+            Made up.
+        """
+
+    doc = _docs.complete(twice, "abs")  # abs's example from the table; a composite's Note
+    assert doc.index("Note:") < doc.index(DIFFERS) < doc.index("Made up.") < doc.index(
+        "Example:")
+
+
+@pytest.mark.parametrize("name", ["randn", "randint", "bernoulli", "multinomial", "dropout",
+                                  "Tensor.normal_", "Tensor.random_", "nn.functional.dropout",
+                                  "nn.functional.rrelu", "nn.init.kaiming_uniform_"])
+def test_random_op_docstring_says_streams_differ(name):
+    doc = _named(name).__doc__
+    assert DIFFERS in doc and "seeded streams" in doc[doc.index(DIFFERS):]
+
+
+def test_deterministic_op_docstring_has_no_differences_section():
+    import ember
+
+    assert DIFFERS not in ember.add.__doc__ and DIFFERS not in ember.Tensor.matmul.__doc__
+
+
+def test_completing_a_docstring_twice_keeps_one_differences_section():
+    import ember
+    from ember._ops import _docs
+
+    def draw(size, *, generator=None):
+        """Draw.
+
+        Differences from PyTorch:
+            Made up.
+        """
+
+    once = _docs.complete(draw, "draw", declared=False)
+    assert _docs.complete(draw, "draw", declared=False) == once
+    assert once.count(DIFFERS) == 1 and once.count("seeded streams") == 1
+    assert once.index("Made up.") < once.index("seeded streams")
+    assert ember.randn.__doc__.count(DIFFERS) == 1
+
+
+@pytest.mark.skipif(not HAS_SPHINX, reason="needs the docs extra (sphinx, furo, myst-parser)")
+def test_differences_section_renders_as_a_section_of_its_own():
+    import ast
+
+    from sphinx.ext.napoleon import Config, GoogleDocstring
+
+    import ember
+
+    conf = ast.parse((DOCS / "conf.py").read_text())
+    sections = next(ast.literal_eval(node.value) for node in conf.body
+                    if isinstance(node, ast.Assign)
+                    and getattr(node.targets[0], "id", "") == "napoleon_custom_sections")
+    text = str(GoogleDocstring(ember.abs.__doc__, Config(napoleon_custom_sections=sections)))
+    assert ".. rubric:: Differences from PyTorch" in text
+
+
+# docstrings that once fell back to verbatim text in the reference (NOTE [ Docstrings that do
+# not parse ] in docs/conf.py): shapes such as (*, in1) read as emphasis, ``*args, **kwargs``
+# on one Args line, an Args entry whose names wrap, an "Attributes:" section
+_ONCE_VERBATIM = ["ember.bilinear", "ember.channel_shuffle", "ember.convolution",
+                  "ember.sparse_coo_tensor", "ember.compile", "ember.func", "ember.jit.fork",
+                  "ember.autograd.Function", "ember.nn.LazyConv2d", "ember.nn.RNNBase",
+                  "ember.nn.LazyConvTranspose1d", "ember.nn.parallel.DistributedDataParallel",
+                  "ember.nn.utils.skip_init", "ember.quasirandom.SobolEngine",
+                  "ember.distributed.optim.DistributedOptimizer"]
+
+
+@pytest.mark.skipif(not HAS_SPHINX, reason="needs the docs extra (sphinx, furo, myst-parser)")
+@pytest.mark.parametrize("name", _ONCE_VERBATIM)
+def test_docstring_parses_as_restructuredtext(name, monkeypatch):
+    import inspect
+
+    from sphinx.ext.napoleon import Config, GoogleDocstring
+
+    monkeypatch.syspath_prepend(str(DOCS))
+    conf = importlib.import_module("conf")
+    module, _, attr = name.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        obj = importlib.import_module(name)
+    settings = {k: getattr(conf, k) for k in dir(conf)
+                if k.startswith("napoleon_") or k == "strip_signature_backslash"}
+    text = str(GoogleDocstring(inspect.getdoc(obj), Config(**settings),
+                               what="class" if isinstance(obj, type) else "function"))
+    assert conf._parses_cleanly(text), text
+
+
+def test_getting_started_lists_every_extra():
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    page = (DOCS / "getting_started.md").read_text()
+    assert [e for e in extras if f"| `{e}` |" not in page] == []

@@ -132,6 +132,22 @@ def test_cross_entropy_probability_target_dtype_matches_torch(dt):
                                                                   (2, 3))
 
 
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+@pytest.mark.parametrize("fn, shape", [("multi_margin_loss", (2,)),
+                                       ("multilabel_margin_loss", (2, 3))])
+@pytest.mark.parametrize("dt", ["int64", "int32", "uint8", "float32", "bool"])
+def test_margin_loss_target_dtype_check_matches_torch(fn, shape, dt):
+    import torch
+
+    assert _error(ember, fn, dt, shape) == _error(torch, fn, dt, shape)
+
+
+def test_onnx_export_without_onnx_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if the onnx extra were not installed
+    with pytest.raises(ModuleNotFoundError, match="pip install onnx"):
+        ember.onnx.export(ember.nn.Linear(2, 1), (ember.ones(1, 2),), str(tmp_path / "m.onnx"))
+
+
 # -- examples: outputs in a run directory, progress lines off a terminal --------------------
 
 def _load_example(name):

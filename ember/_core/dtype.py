@@ -54,6 +54,11 @@ class dtype:
         scalar_name (str): PyTorch's C++ name (``"Float"``), used in error messages.
         aliases (tuple of str): other names (``"float"``).
 
+    Differences from PyTorch:
+        Printing: a dtype prints with ember's module name (``ember.float32``) where PyTorch's prints
+        ``torch.float32``; programs run with ``python -m ember.compat.run`` (or after
+        ``ember.compat.install()``) print PyTorch's names.
+
     Example:
         >>> ember.float32.is_floating_point, ember.float32.itemsize
         (True, 4)

@@ -11,6 +11,11 @@ class Size(tuple):
     Args:
         seq (iterable of ints): the sizes. Default: ``()`` (the shape of a zero-dim tensor).
 
+    Differences from PyTorch:
+        Printing: a shape prints as ``ember.Size([2, 3])`` where PyTorch prints
+        ``torch.Size([2, 3])``; programs run with ``python -m ember.compat.run`` (or after
+        ``ember.compat.install()``) print PyTorch's name.
+
     Example:
         >>> s = ember.zeros(2, 3).shape
         >>> s, s[1], s.numel()

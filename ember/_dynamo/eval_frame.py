@@ -224,8 +224,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
         decorator when ``model`` is None.
 
     Raises:
-        AssertionError: ``model`` is not callable. RuntimeError: unknown ``mode``, or both
-        ``mode`` and ``options``. ``ember._dynamo.exc.InvalidBackend``: unknown backend.
+        AssertionError: ``model`` is not callable.
+        RuntimeError: unknown ``mode``, or both ``mode`` and ``options``.
+        ember._dynamo.exc.InvalidBackend: unknown backend.
 
     Example::
 

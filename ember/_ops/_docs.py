@@ -16,6 +16,8 @@ rest of its reference entry is structured data the registry already holds, so ``
   has a ``jvp`` or is linear), the dtype rule of element-wise ops (``promote``/``allow``), the
   backends with kernels, and the other forms the declaration generated (``Tensor.<name>``,
   ``Tensor.<name>_``, ``out=``);
+- **Differences from PyTorch**: the section of that name the declaration's docstring has,
+  moved after the Note, plus what the op's family shares (NOTE [ Differences from PyTorch ]);
 - **Example** from ``ember/_ops/_doc_examples.py``: one small doctest per op and in-place
   form, whose output lines ``python docs/_gen.py --examples`` records by running them (new
   ops get an example built from their signature there; hand-edit the input lines, rerun,
@@ -210,6 +212,63 @@ def _indent(text, n=4):
     return "\n".join((" " * n + ln) if ln else ln for ln in text.split("\n"))
 
 
+# -- Differences from PyTorch -----------------------------------------------------------------
+# NOTE [ Differences from PyTorch ]
+# Where an op knowingly behaves differently from PyTorch 2.13, its docstring says so in a
+# section of its own, headed ``DIFFERS``. The declaration holds it: a hand-written section in
+# the op's docstring (or ``doc=``), for what is particular to the op -- every op that the
+# differential suite records in tests/differential/known_mismatches.py has one, and
+# tests/test_docs.py checks that --, and a generated paragraph for what whole families
+# share: ops that draw random numbers (a ``generator`` parameter, or declared in the random
+# and dropout families) say that seeded streams are ember's own. ``complete`` places the
+# section after the Note, before the Example, wherever it was written; the Sphinx build
+# renders it as a section of its own (docs/conf.py, ``napoleon_custom_sections``).
+
+#: the heading of the section (a napoleon custom section in docs/conf.py)
+DIFFERS = "Differences from PyTorch:"
+_DIFFERS_BLOCK = re.compile(r"^Differences from PyTorch:[ \t]*\n((?:[ \t]+\S.*\n|[ \t]*\n)*)",
+                            re.M)
+_EXAMPLE_HEAD = re.compile(r"^Examples?::?[ \t]*$", re.M)
+_NOTE_HEAD = re.compile(r"^Note:[ \t]*$", re.M)
+_NEXT_HEAD = re.compile(r"^\S", re.M)  # the line after a section's indented body
+#: the families whose ops draw random numbers without taking a ``generator``
+_RANDOM_FAMILIES = ("ember._ops.random_ops", "ember._ops.nn_dropout")
+RANDOM_STREAMS = ("Random numbers: ember's seeded streams are its own (NumPy's PCG64 bit "
+                  "generator; PyTorch uses MT19937 on the CPU), so a seed gives reproducible "
+                  "numbers in ember but not the numbers PyTorch draws from it. The "
+                  "distribution is the same.")
+
+
+def _draws_random_numbers(f, params):
+    if any(p.name == "generator" for p in params):
+        return True
+    inner = f
+    while getattr(inner, "__wrapped__", None) is not None:
+        inner = inner.__wrapped__
+    return getattr(inner, "__module__", None) in _RANDOM_FAMILIES
+
+
+def _take_differences(doc):
+    """``(paragraphs, doc without them)``: the text of ``doc``'s DIFFERS section."""
+    m = _DIFFERS_BLOCK.search(doc + "\n")
+    if m is None:
+        return [], doc
+    body = inspect.cleandoc(m.group(1)).strip()
+    rest = (doc + "\n")[:m.start()] + (doc + "\n")[m.end():]
+    return ([body] if body else []), re.sub(r"\n{3,}", "\n\n", rest).strip("\n")
+
+
+def _place_differences(doc, paragraphs):
+    """``doc`` with the DIFFERS section right after its Note (before its Example when it has
+    no Note; at its end when it has neither)."""
+    section = DIFFERS + "\n" + _indent("\n\n".join(paragraphs))
+    note = _NOTE_HEAD.search(doc)
+    m = _NEXT_HEAD.search(doc, note.end()) if note else _EXAMPLE_HEAD.search(doc)
+    if m is None:
+        return doc.rstrip("\n") + "\n\n" + section + "\n"
+    return doc[:m.start()] + section + "\n\n" + doc[m.start():]
+
+
 _table: list = []
 
 
@@ -260,9 +319,12 @@ def complete(f, name, *, op=None, kind="function", forms=(), base=None, declared
                    "writes the result into ``self``.")
         else:
             doc = f"The ``{opname}`` operator."
+    differs, doc = _take_differences(doc)
     have = _sections(doc)
     params = [p for p in _parameters(f)
               if not (p.name == "self" and kind in ("method", "inplace"))]
+    if _draws_random_numbers(f, params) and not any(RANDOM_STREAMS in d for d in differs):
+        differs.append(RANDOM_STREAMS)
     has_out = any(p.name == "out" for p in params)
     entry = examples().get(name)
     extra = []
@@ -279,6 +341,8 @@ def complete(f, name, *, op=None, kind="function", forms=(), base=None, declared
         extra.append("Example:\n" + _indent(entry[1].strip("\n")))
     if extra:
         doc = doc + "\n\n" + "\n\n".join(extra) + "\n"
+    if differs:
+        doc = _place_differences(doc, differs)
     f.__doc__ = doc
     return doc
 

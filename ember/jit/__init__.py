@@ -909,7 +909,8 @@ def fork(func, *args, **kwargs) -> Future:
 
     Args:
         func: the function.
-        *args, **kwargs: its arguments.
+        *args: its arguments.
+        **kwargs: the keyword arguments, likewise.
 
     Returns:
         Future

@@ -14,6 +14,11 @@ _RED = ("reduction: ``'none'`` (one loss per element), ``'mean'`` (default) or `
         "    size_average, reduce: deprecated spellings of ``reduction``.")
 _RED_ONLY = "reduction: ``'none'``, ``'mean'`` (default) or ``'sum'``."
 _INPLACE = "inplace: write the result into ``input`` and return it."
+#: appended to what random functions return (NOTE [ Differences from PyTorch ] in
+#: ember/_ops/_docs.py)
+_RANDOM = ("\n\nDifferences from PyTorch:\n    Random numbers: seeded streams are ember's own "
+           "(see :func:`ember.manual_seed`): a seed gives reproducible numbers, not the numbers "
+           "PyTorch draws from it.")
 
 
 def _d(summary, args, returns, example, shape=None):
@@ -94,7 +99,8 @@ for _nd in (1, 2, 3):
         [f"input: {_in}.",
          f"output_size: the output's spatial size, an int or a tuple of {_nd} (None keeps "
          "that dim)."],
-        "The pooled tensor.",
+        "The pooled tensor.\n\nDifferences from PyTorch:\n    NaN, infinite and near-overflow "
+        "inputs: a window's mean can be infinite where PyTorch's is NaN.",
         f">>> import ember\n>>> {_x}\n"
         f">>> ember.nn.functional.adaptive_avg_pool{_nd}d(x, 1).shape\n"
         f"ember.Size([{_shape(_nd, 1)}])")
@@ -193,7 +199,8 @@ _act("logsigmoid", "``log(sigmoid(x))``, computed without overflow.", [],
 _act("mish", "Mish: ``x * tanh(softplus(x))``.", [], "tensor([-0.2525,  0.0000,  1.9440])")
 _act("relu6", "ReLU6: ``clamp(x, 0, 6)``.", [], "tensor([0., 0., 2.])")
 _act("rrelu", "Randomized leaky ReLU: in training the negative slope is drawn uniformly "
-     "from ``[lower, upper]`` per element; in evaluation it is ``(lower + upper) / 2``.",
+     "from ``[lower, upper]`` per element; in evaluation it is ``(lower + upper) / 2``."
+     + _RANDOM,
      ["lower, upper: the slope's range (default 1/8, 1/3).",
       "training: draw the slopes (default False)."], "tensor([-0.4583,  0.0000,  2.0000])")
 _act("selu", "SELU: ``scale * elu(x, alpha)`` with the self-normalising constants "
@@ -258,7 +265,7 @@ for _name, _what in (
          "p: the drop probability, in [0, 1].",
          f"training: apply dropout (default {_default}); when False, ``input`` is returned "
          "unchanged.", _INPLACE],
-        "A tensor of ``input``'s shape.",
+        "A tensor of ``input``'s shape." + _RANDOM,
         f">>> import ember\n>>> x = ember.ones({_DROP_SHAPE.get(_name, '2, 4, 3, 3, 3')})\n"
         f">>> ember.nn.functional.{_name}(x, 0.5, training=False).equal(x)\nTrue")
 
@@ -460,6 +467,11 @@ DOCS["embedding_bag"] = _d(
     ">>> import ember\n>>> w = ember.arange(6.0).reshape(3, 2)\n"
     ">>> ember.nn.functional.embedding_bag(ember.tensor([[0, 2]]), w, mode='sum')\n"
     "tensor([[4., 6.]])")
+_GROUP_NORM_DIFFERS = (
+    "\n\nDifferences from PyTorch:\n    NaN, infinite and near-overflow inputs: a group's "
+    "statistics can come out infinite where PyTorch's are NaN (and the reverse), so results "
+    "differ in which non-finite value they hold; a group whose values overflow can even give a "
+    "finite result where PyTorch's is NaN.")
 for _name, _summary, _args, _call in (
         ("batch_norm", "Batch normalisation: normalise each channel by the batch's statistics "
          "(training) or the running ones (evaluation), then scale and shift.",
@@ -487,7 +499,8 @@ for _name, _summary, _args, _call in (
          "``x / (k + alpha / size * sum of x**2 over size channels) ** beta``.",
          ["input: (N, C, ...).", "size: the number of neighbouring channels.",
           "alpha, beta, k: the formula's constants."], "local_response_norm(x, 2)")):
-    DOCS[_name] = _d(_summary, _args, "A tensor of ``input``'s shape.",
+    DOCS[_name] = _d(_summary, _args, "A tensor of ``input``'s shape." + (
+                         _GROUP_NORM_DIFFERS if _name == "group_norm" else ""),
                      ">>> import ember\n>>> x = ember.randn(2, 4, 4, 4)\n"
                      f">>> ember.nn.functional.{_call}.shape\nember.Size([2, 4, 4, 4])",
                      "output has the shape of ``input``.")
@@ -513,7 +526,7 @@ DOCS["gumbel_softmax"] = _d(
      "hard: return one-hot samples whose gradient is the soft sample's "
      "(straight-through).", "eps: unused (kept for PyTorch's signature).",
      "dim: the category dim."],
-    "A tensor of ``logits``' shape, rows summing to 1.",
+    "A tensor of ``logits``' shape, rows summing to 1." + _RANDOM,
     ">>> import ember\n>>> y = ember.nn.functional.gumbel_softmax(ember.zeros(2, 3), hard=True)\n"
     ">>> y.sum(-1).tolist()\n[1.0, 1.0]")
 DOCS["pad"] = _d(
@@ -535,7 +548,9 @@ DOCS["scaled_dot_product_attention"] = _d(
      "is_causal: mask out positions after each query's (not with ``attn_mask``).",
      "scale: the logits' scale (default ``1 / sqrt(E)``).",
      "enable_gqa: allow fewer key/value heads than query heads (grouped-query attention)."],
-    "A tensor of shape (..., L, Ev).",
+    "A tensor of shape (..., L, Ev).\n\nDifferences from PyTorch:\n    NaN, infinite and "
+    "near-overflow inputs: ember can return NaN where PyTorch returns a finite value (ember's "
+    "softmax of overflowing scores).",
     ">>> import ember\n>>> q = k = v = ember.ones(1, 2, 3, 4)\n"
     ">>> ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).shape\n"
     "ember.Size([1, 2, 3, 4])")

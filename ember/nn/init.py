@@ -74,6 +74,10 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
     Returns:
         The tensor, filled in place (without recording gradients).
 
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
+
     Example:
         >>> import ember
         >>> w = ember.nn.init.uniform_(ember.empty(3, 5), -1, 1)
@@ -96,6 +100,10 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
     Returns:
         The tensor, filled in place (without recording gradients).
+
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
 
     Example:
         >>> import ember
@@ -121,6 +129,10 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
     Returns:
         The tensor, filled in place (without recording gradients).
+
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
 
     Example:
         >>> import ember
@@ -294,6 +306,10 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     Returns:
         The tensor, filled in place (without recording gradients).
 
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
+
     Example:
         >>> import ember
         >>> w = ember.nn.init.xavier_uniform_(ember.empty(3, 5))
@@ -315,6 +331,10 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
 
     Returns:
         The tensor, filled in place (without recording gradients).
+
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
 
     Example:
         >>> import ember
@@ -339,6 +359,10 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
     Returns:
         The tensor, filled in place (without recording gradients).
+
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
 
     Example:
         >>> import ember
@@ -368,6 +392,10 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     Returns:
         The tensor, filled in place (without recording gradients).
 
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
+
     Example:
         >>> import ember
         >>> w = ember.nn.init.kaiming_normal_(ember.empty(3, 5), mode='fan_out')
@@ -394,6 +422,10 @@ def orthogonal_(tensor, gain=1, generator=None):
 
     Returns:
         The tensor, filled in place (without recording gradients).
+
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
 
     Example:
         >>> import ember
@@ -436,6 +468,10 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
 
     Returns:
         The tensor, filled in place (without recording gradients).
+
+    Differences from PyTorch:
+        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
+        reproducible numbers, not the numbers PyTorch draws from it.
 
     Example:
         >>> import ember

@@ -379,7 +379,12 @@ def trace_to_model(model, args, kwargs=None, *, input_names=None, output_names=N
         >>> [n.op_type for n in proto.graph.node]
         ['Gemm']
     """
-    import onnx
+    try:
+        import onnx
+    except ModuleNotFoundError as e:  # the README's tour ends here without the onnx extra
+        raise ModuleNotFoundError(
+            "ember.onnx.export writes models with the onnx package, which is not installed: "
+            "python -m pip install onnx onnxruntime (ember's onnx extra)", name="onnx") from e
     from onnx import helper
 
     from ..autograd.grad_mode import no_grad

@@ -133,12 +133,11 @@ def _lazy_conv(base):
     LazyConv.__name__ = LazyConv.__qualname__ = "Lazy" + base.__name__
     nd = base._nd
     LazyConv.__doc__ = f"""A ``{base.__name__}`` whose ``in_channels`` is read from the first
-        input's
-    channel dimension; after that forward it becomes a ``{base.__name__}``.
+    input's channel dimension; after that forward it becomes a ``{base.__name__}``.
 
     Args:
-        out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
-        device, dtype: as for ``{base.__name__}``.
+        out_channels, kernel_size, stride, padding, dilation: as for ``{base.__name__}``.
+        groups, bias, padding_mode, device, dtype: as for ``{base.__name__}``.
 
     Returns:
         A module; ``weight`` (and ``bias``) are uninitialised until the first call.
@@ -197,8 +196,9 @@ def _lazy_conv_transpose(base):
     first input's channel dimension; after that forward it becomes a ``{base.__name__}``.
 
     Args:
-        out_channels, kernel_size, stride, padding, output_padding, groups, bias, dilation,
-        padding_mode, device, dtype: as for ``{base.__name__}``.
+        out_channels, kernel_size, stride, padding, output_padding: as for
+            ``{base.__name__}``.
+        groups, bias, dilation, padding_mode, device, dtype: as for ``{base.__name__}``.
 
     Returns:
         A module; ``weight`` (and ``bias``) are uninitialised until the first call.

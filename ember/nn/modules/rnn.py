@@ -31,8 +31,8 @@ class RNNBase(Module):
 
     Args:
         mode (str): ``"RNN_TANH"``, ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``.
-        input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-        proj_size, device, dtype: as for the concrete classes.
+        input_size, hidden_size, num_layers, bias, batch_first: as for the concrete classes.
+        dropout, bidirectional, proj_size, device, dtype: as for the concrete classes.
 
     Returns:
         The module.

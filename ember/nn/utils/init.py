@@ -16,7 +16,8 @@ def skip_init(module_cls, *args, **kwargs):
 
     Args:
         module_cls (type): a ``Module`` subclass.
-        *args, **kwargs: its constructor arguments (``device`` included, if any).
+        *args: its constructor arguments (``device`` included, if any).
+        **kwargs: the keyword arguments, likewise.
 
     Returns:
         The module, its tensors uninitialised.
