@@ -15,6 +15,7 @@ from ember.testing._opinfo import load_op_db
 from ember.utils._python_dispatch import (
     TorchDispatchMode, _get_current_dispatch_mode, _get_current_dispatch_mode_stack,
 )
+from tests.conftest import HAS_TORCH
 
 op_db = load_op_db()
 
@@ -93,6 +94,46 @@ def test_logging_mode_sees_decomposed_ops():
     with Recorder() as rec:
         (a @ b + 1).sum()
     assert rec.calls == ["aten.mm.default", "aten.add.Tensor", "aten.sum.default"]  # torch's
+
+
+#: programs whose ops ember runs as PyTorch does: a dispatch mode sees the same names
+#: (without PyTorch's ``detach``/``ones_like`` of a backward's set-up, which ember's engine
+#: does not dispatch)
+_SAME_NAMES = {
+    "t": lambda lib, x: x.detach().t(),
+    "transpose": lambda lib, x: (x.detach().transpose(0, 1), x.detach().mT),
+    "compare_number": lambda lib, x: (x.detach() > 0, x.detach() <= x.detach()),
+    "pow_forms": lambda lib, x: (x.detach() ** 2, x.detach() ** x.detach(), 2 ** x.detach(),
+                                 x.detach() % 2),
+    "mean_backward": lambda lib, x: x.mean().backward(),
+    "sum_backward": lambda lib, x: (x * 2).sum().backward(),
+    "mm_backward": lambda lib, x: (x @ x.detach().t()).sum().backward(),
+}
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="compares with PyTorch")
+@pytest.mark.parametrize("name", sorted(_SAME_NAMES))
+def test_mode_sees_torchs_names(name):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
+
+    class TorchRecorder(TorchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.__name__ not in ("detach.default", "ones_like.default"):
+                self.calls.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    logs = []
+    for lib, mode in ((ember, Recorder), (torch, TorchRecorder)):
+        x = lib.rand(3, 4).requires_grad_()
+        with mode() as rec:
+            _SAME_NAMES[name](lib, x)
+        logs.append(rec.calls)
+    assert logs[0] == logs[1]
 
 
 def test_mode_sees_indexing_inplace_and_backward():

@@ -94,6 +94,7 @@ class ElementwiseOp(Op):
         self.direct = frozenset(d.np for d in direct if d is not _dt.bfloat16)
         self._rules = {}
         self._inplace_handle = None
+        self._scalar_handles = None
 
     def handle(self, has_out=False, nargs=1):
         """The OpOverload for ``ember.<name>`` (``out=`` form when ``has_out``); a binary op's
@@ -107,9 +108,36 @@ class ElementwiseOp(Op):
             def run(*args, out=None, **params):
                 return elementwise(op, args, params or None, out)
 
-            overload = "out" if has_out else "Tensor" if nargs >= 2 else "default"
+            names = _OVERLOAD_NAMES.get(self.name, _TENSOR_OVERLOADS)
+            overload = "out" if has_out else names[0] if nargs >= 2 else "default"
             h = self._handles[has_out] = _dispatch.overload("aten", self.name, overload, run,
                                                             self)
+        return h
+
+    def handle_for(self, args, has_out):
+        """The OpOverload a call with ``args`` shows dispatch modes: PyTorch names some binary
+        ops' forms by whether an operand is a Python number (``gt.Scalar`` for ``x > 0``,
+        ``pow.Tensor_Scalar`` for ``x ** 2``; ``add`` keeps ``add.Tensor``)."""
+        names = _OVERLOAD_NAMES.get(self.name)
+        if names is None or has_out or len(args) != 2:
+            return self.handle(has_out, len(args))
+        a, b = args
+        which = 0 if isinstance(b, Tensor) and isinstance(a, Tensor) else \
+            1 if isinstance(a, Tensor) else 2
+        if which == 0 or names[which] is None:
+            return self.handle(False, 2)
+        h = self._scalar_handles.get(which) if self._scalar_handles else None
+        if h is None:
+            op = self
+
+            def run(*args, out=None, **params):
+                return elementwise(op, args, params or None, out)
+
+            if self._scalar_handles is None:
+                self._scalar_handles = {}
+            self.handle(False, 2)  # the Tensor form first: ember.ops.aten.<name>'s own
+            h = self._scalar_handles[which] = _dispatch.overload(
+                "aten", self.name, names[which], run, self)
         return h
 
     def inplace_handle(self):
@@ -188,6 +216,18 @@ def _scalar_array(x, cnp, at):
     return xp.asarray(np.asarray(x).astype(cnp))
 
 
+#: PyTorch's overload names of binary ops whose forms with a Python number are overloads of
+#: their own: (tensor and tensor, tensor and number, number and tensor; None: no such form)
+_OVERLOAD_NAMES = {
+    **{n: ("Tensor", "Scalar", None) for n in ("eq", "ne", "lt", "le", "gt", "ge", "fmod",
+                                              "copysign")},
+    "remainder": ("Tensor", "Scalar", "Scalar_Tensor"),
+    "pow": ("Tensor_Tensor", "Tensor_Scalar", "Scalar"),
+    "xlogy": ("Tensor", "Scalar_Other", "Scalar_Self"),
+}
+_TENSOR_OVERLOADS = ("Tensor", None, None)
+
+
 def elementwise(op, args, params=None, out=None):
     """Run element-wise ``op`` on ``args`` (Tensors and Python scalars): promotion, device
     checks, broadcasting (by the kernel), autograd, and ``out=``."""
@@ -195,7 +235,7 @@ def elementwise(op, args, params=None, out=None):
         kwargs = dict(params) if params else {}
         if out is not None:
             kwargs["out"] = out
-        return _dispatch.through_modes(op.handle(out is not None, len(args)), tuple(args),
+        return _dispatch.through_modes(op.handle_for(args, out is not None), tuple(args),
                                        kwargs)
     if params is None and out is None and op.direct_under_modes:
         # below the last mode (an op handle called by a mode): the operators' direct paths

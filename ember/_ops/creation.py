@@ -323,10 +323,8 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, strides))
     buf = xp.empty(n, d.np)
     item = d.itemsize
-    if n == 0:
-        arr = xp.empty(shape, d.np)
-    else:
-        arr = xp.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in strides))
+    # an empty tensor keeps the strides it is given too, as in PyTorch
+    arr = xp.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in strides))
     t = wrap(arr)
     if requires_grad:
         t.requires_grad_(True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core import dtype as _dt
+from .._core.checks import holds_values
 from ._registry import public
 from .from_data import tensor
 from .join import stack
@@ -26,8 +28,6 @@ def _check_bag_args(flat, weight, offsets, padding_idx):
     if padding_idx is not None and not -num <= padding_idx < num:
         raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num} "
                            f"through {num - 1}, but got {padding_idx}")
-    from .._core.checks import holds_values
-
     if offsets is not None and offsets.numel() and holds_values(offsets._data):
         first, last = int(offsets[0]), int(offsets[-1])
         if first != 0:
@@ -42,6 +42,16 @@ def _check_bag_args(flat, weight, offsets, padding_idx):
         if bad.numel():
             raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
                                f"found idx to be {int(bad[0])}")
+
+
+def _meta_bags(rows, flat, weight, per_sample_weights, padding_idx, nbags):
+    """Bags on the meta device, where offsets hold no values: a ``(nbags, dim)`` result that
+    depends on every looked-up row (so gradients reach the table and the per-sample weights
+    with their shapes), as PyTorch's meta kernel gives without reading the offsets."""
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    bag_of = flat.new_zeros(flat.shape[0], dtype=_dt.int64)
+    return weight.new_zeros(nbags, weight.shape[1]).index_add(0, bag_of, rows)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -68,14 +78,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
         flat = input
-        starts = offsets.tolist()
-        if include_last_offset:
-            starts = starts[:-1]
+        starts = None
+        if holds_values(offsets._data):
+            starts = offsets.tolist()
+            if include_last_offset:
+                starts = starts[:-1]
         psw = per_sample_weights
     _check_bag_args(flat, weight, offsets if input.dim() != 2 else None, padding_idx)
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
+    if starts is None:  # meta offsets: the bags' bounds are unknown, their number is not
+        return _meta_bags(rows, flat, weight, per_sample_weights, padding_idx,
+                          offsets.shape[0] - (1 if include_last_offset else 0))
     bounds = starts + [flat.shape[0]] if not include_last_offset or input.dim() == 2 else \
         starts + [int(offsets[-1])]
-    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
     if psw is not None:
         rows = rows * psw.unsqueeze(1)
     keep = None
@@ -201,6 +216,13 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
                         per_sample_weights=per_sample_weights,
                         include_last_offset=include_last_offset, padding_idx=padding_idx)
     nbags = out.shape[0]
+    if not holds_values(indices._data) or not holds_values(offsets._data):
+        # the meta device: the shapes PyTorch's meta kernel gives the bookkeeping tensors
+        def empty(*shape):
+            return indices.new_empty(shape)
+
+        return (out, empty(indices.numel()), empty(offsets.shape[0]),
+                empty(nbags, weight.shape[1]) if mode == 2 else empty(0))
     idx = indices.reshape(-1).cpu().numpy()
     starts = [int(v) for v in offsets.reshape(-1).cpu().numpy()][:nbags]
     bounds = starts + [len(idx) if not include_last_offset else int(offsets[-1])]

@@ -22,6 +22,10 @@ NOTE [ Meta array rules ]
   values (``nonzero``, ``unique``, ...) raise ``DataDependentOutputError``; every other
   function runs NumPy's own implementation on the placeholders (whose values all read as
   zero) and its results become placeholders again.
+- The result dtypes of calls on placeholders alone (element-wise ufuncs, reductions,
+  ``matmul``) are cached per ufunc and input dtypes, since NumPy's answer depends on nothing
+  else; calls with scalars or keywords run the stand-ins each time (a value can change the
+  dtype or raise).
 - Reading a value (``item``, ``bool``, ``float``, ``tolist``) raises ``MetaValueError``;
   copying the data out (``get``) raises NotImplementedError, as PyTorch does.
 - ``strides`` reports the strides the array would have on PyTorch's meta device (the real
@@ -323,7 +327,8 @@ def like_layout(shape, strides, itemsize, contiguous_first=False):
 
     The same strides when they are dense (contiguous ones instead when ``contiguous_first``
     and PyTorch counts them contiguous, as its ``empty_like`` does), else dense strides in
-    their order; an empty array's copy is contiguous.
+    their order. An empty array's copy keeps its strides whatever they are, as PyTorch's
+    meta copies do (its ``empty_like``, ``contiguous_first``, gives contiguous ones).
 
     Args:
         shape: the array's shape.
@@ -342,7 +347,10 @@ def like_layout(shape, strides, itemsize, contiguous_first=False):
         (4, 12)
     """
     shape, strides = tuple(shape), tuple(strides)
-    if 0 in shape or contiguous_first and _torch_contiguous(shape, strides, 1):
+    if 0 in shape:
+        return contiguous_strides(shape, itemsize) if contiguous_first else \
+            tuple(s * itemsize for s in strides)
+    if contiguous_first and _torch_contiguous(shape, strides, 1):
         return contiguous_strides(shape, itemsize)
     if _non_overlapping_and_dense(shape, strides, 1):
         return tuple(s * itemsize for s in strides)
@@ -606,17 +614,17 @@ class MetaArray(np.ndarray):
     # -- views: NumPy's, with the layout replayed on the ghost (NOTE [ Meta layouts ]) -------
 
     def transpose(self, *axes):
-        r = np.ndarray.transpose(self, *axes)
+        r = np.ndarray.transpose(self, *axes)  # raises for axes out of range or repeated
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
         perm = range(self.ndim - 1, -1, -1) if not axes or axes[0] is None else \
-            _normalize_axis(axes, self.ndim)
+            [int(a) % self.ndim for a in axes]
         return _permuted(r, self, perm)
 
     def swapaxes(self, axis1, axis2):
-        r = np.ndarray.swapaxes(self, axis1, axis2)
+        r = np.ndarray.swapaxes(self, axis1, axis2)  # raises for axes out of range
         perm = list(range(self.ndim))
-        a, b = _normalize_axis((axis1, axis2), self.ndim, allow_duplicate=True)
+        a, b = axis1 % self.ndim, axis2 % self.ndim
         perm[a], perm[b] = b, a
         return _permuted(r, self, perm)
 
@@ -797,6 +805,10 @@ def _shape(x):
     return x.shape if isinstance(x, np.ndarray) else np.shape(x)
 
 
+def _dtype(x):
+    return x.dtype if isinstance(x, np.ndarray) else None
+
+
 def _finish(dtypes, shape, out, inputs=None):
     """Placeholders of ``shape`` and ``dtypes`` (one per output), or the ``out`` arrays;
     given the ``inputs`` of an element-wise call, in their TensorIterator layout."""
@@ -819,7 +831,39 @@ def _dtypes_of(r):
     return tuple(x.dtype for x in r) if type(r) is tuple else (np.asarray(r).dtype,)
 
 
+#: (ufunc, input dtypes) -> result dtypes, for calls of placeholders alone without keywords:
+#: their dtypes (and NumPy's dtype errors, which are not cached) depend on nothing else
+_UFUNC_DTYPES: dict = {}
+
+
+def _plain_call(ufunc, inputs):
+    """The result of ``ufunc`` on placeholders alone (no scalars, no keywords, no ``out``),
+    or None when the call is not of that kind: the common case, made cheap."""
+    a = inputs[0]
+    if type(a) is not MetaArray:
+        return None
+    if len(inputs) == 1:
+        shape, key = a.shape, (ufunc, a.dtype)
+    elif len(inputs) == 2 and type(inputs[1]) is MetaArray:
+        b = inputs[1]
+        shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+        key = (ufunc, a.dtype, b.dtype)
+    else:
+        return None
+    dtypes = _UFUNC_DTYPES.get(key)
+    if dtypes is None:
+        dtypes = _UFUNC_DTYPES[key] = _dtypes_of(ufunc(*[_surrogate(x) for x in inputs]))
+    if all("_lay" not in x.__dict__ for x in inputs):  # contiguous operands: contiguous
+        results = tuple(placeholder(shape, d) for d in dtypes)
+        return results[0] if len(results) == 1 else results
+    return _finish(dtypes, shape, None, inputs)
+
+
 def _ufunc_call(ufunc, inputs, kwargs, out):
+    if not kwargs and out is None:
+        r = _plain_call(ufunc, inputs)
+        if r is not None:
+            return r
     shapes = [_shape(x) for x in inputs]
     if out is not None:
         shapes += [o.shape for o in out if o is not None]
@@ -832,6 +876,7 @@ def _ufunc_call(ufunc, inputs, kwargs, out):
     return _finish(_dtypes_of(sur), shape, out, inputs)
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_signature(sig):
     ins, outs = sig.replace(" ", "").split("->")
 
@@ -842,6 +887,10 @@ def _parse_signature(sig):
 
 
 def _gufunc_call(ufunc, inputs, kwargs, out):
+    if ufunc is np.matmul and not kwargs and out is None and len(inputs) == 2:
+        r = _matmul_call(*inputs)
+        if r is not None:
+            return r
     if "axes" in kwargs or "axis" in kwargs:
         raise _Fallback
     core_in, core_out = _parse_signature(ufunc.signature)
@@ -896,6 +945,8 @@ def _gufunc_call(ufunc, inputs, kwargs, out):
         out_shapes.append(tuple(shape))
     sur = ufunc(*surrogates, **kwargs)
     dtypes = _dtypes_of(sur)
+    if ufunc is np.matmul and not kwargs and len(inputs) == 2:
+        _UFUNC_DTYPES[(np.matmul, _dtype(inputs[0]), _dtype(inputs[1]))] = dtypes
     if out is not None:
         for o, s in zip(out, out_shapes):
             if o is not None and o.shape != s:
@@ -906,6 +957,21 @@ def _gufunc_call(ufunc, inputs, kwargs, out):
     else:
         results = tuple(placeholder(s, d) for s, d in zip(out_shapes, dtypes))
     return results[0] if len(results) == 1 else results
+
+
+def _matmul_call(a, b):
+    """``matmul`` of two placeholders of at least 2 dims whose sizes agree (the common case,
+    made cheap; anything else takes the general gufunc rule and its errors), else None."""
+    if type(a) is not MetaArray or type(b) is not MetaArray or a.ndim < 2 or b.ndim < 2 or \
+            a.shape[-1] != b.shape[-2]:
+        return None
+    key = (np.matmul, a.dtype, b.dtype)
+    dtypes = _UFUNC_DTYPES.get(key)
+    if dtypes is None:
+        return None  # the first call of these dtypes takes the general rule
+    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else \
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return placeholder(batch + (a.shape[-2], b.shape[-1]), dtypes[0])
 
 
 def _reduced_shape(shape, axis, keepdims):
@@ -922,16 +988,30 @@ def _shrunk(x):
     return _surrogate(x, tuple(min(n, 1) for n in x.shape))
 
 
+#: (ufunc, dtype, shrunk shape, axis, keepdims, dtype=) -> result dtypes of reductions
+_REDUCE_DTYPES: dict = {}
+
+
 def _ufunc_reduce(ufunc, a, kwargs, out):
     axis = kwargs.get("axis", 0)
     keepdims = kwargs.get("keepdims", False)
+    shape = _reduced_shape(a.shape, axis, keepdims)  # NumPy's axis errors
+    key = None
+    if kwargs.keys() <= {"axis", "keepdims", "dtype"}:
+        small = tuple(min(n, 1) for n in a.shape)
+        key = (ufunc, a.dtype, small, tuple(axis) if type(axis) is list else axis, keepdims,
+               kwargs.get("dtype"))
+        dtypes = _REDUCE_DTYPES.get(key)
+        if dtypes is not None:
+            return _finish(dtypes, shape, out)
     kw = dict(kwargs)
     where = kw.get("where")
     if where is not None and where is not True:
         kw["where"] = _surrogate(where, tuple(min(n, 1) for n in np.shape(where)))
-    sur = ufunc.reduce(_shrunk(a), **kw)
-    shape = _reduced_shape(a.shape, axis, keepdims)
-    return _finish(_dtypes_of(sur), shape, out)
+    dtypes = _dtypes_of(ufunc.reduce(_shrunk(a), **kw))
+    if key is not None:
+        _REDUCE_DTYPES[key] = dtypes
+    return _finish(dtypes, shape, out)
 
 
 def _ufunc_accumulate(ufunc, a, kwargs, out):

@@ -57,10 +57,10 @@ import math
 import numpy as np
 
 from . import _meta_functions  # noqa: F401  (fills the array-function rules)
-from ._meta_layouts import finish_layouts
+from ._meta_layouts import finish_layouts, has_layout_rule
 from ._meta_array import (
-    DataDependentOutputError, MetaArray, MetaValueError, _adopt, _copy_of, _ghost, as_meta,
-    like_layout, placeholder,
+    DataDependentOutputError, MetaArray, MetaValueError, _adopt, _copy_of, _ghost,
+    _real_strides, as_meta, like_layout, placeholder,
 )
 
 __all__ = ["MetaArray", "MetaNamespace", "placeholder", "to_meta", "register"]
@@ -88,6 +88,8 @@ def to_meta(array) -> MetaArray:
     if strides is None or array.ndim < 2:
         return placeholder(array.shape, array.dtype)
     item = array.dtype.itemsize
+    if array.size == 0 and not any(strides):  # NumPy's fresh empty arrays: not a layout
+        return placeholder(array.shape, array.dtype)
     return placeholder(array.shape, array.dtype,
                        like_layout(array.shape, [s // item for s in strides], item))
 
@@ -281,11 +283,14 @@ class MetaNamespace:
         if kernel is None:
             return None
         name = op.name
+        finish = finish_layouts if has_layout_rule(name) else None
 
         def meta_kernel(*arrays, **params):
             try:
-                return finish_layouts(name, params, arrays,
-                                      as_meta(kernel(*arrays, **params)))
+                r = kernel(*arrays, **params)
+                if type(r) is not MetaArray or any(_real_strides(r)):
+                    r = as_meta(r)
+                return r if finish is None else finish(name, params, arrays, r)
             except MetaValueError as e:
                 raise NotImplementedError(
                     f"ember: the op '{name}' has no kernel for device type 'meta': its generic "

@@ -92,8 +92,9 @@ class OpInfo:
         torch_op: the torch callable for conformance (default ``torch.<name>``), or None.
         method / inplace / supports_out: which forms exist. ``inplace`` and ``supports_out``
             left at None are read off the registry (``Tensor.<name>_`` exists; the function
-            takes ``out=``) unless ``skips`` names the form; the coverage tests check they
-            agree with PyTorch's forms.
+            takes ``out=`` in the overload the samples call, see ``out_overloads`` in
+            ember/_ops/_registry.py) unless ``skips`` names the form; the coverage tests
+            check they agree with PyTorch's forms.
         is_view: the result shares memory with ``input`` (checked).
         error_inputs: ``fn(rng) -> iterable of ErrorInput``.
         differentiable: gradients are checked (gradcheck/gradgradcheck in float64).
@@ -137,11 +138,29 @@ class OpInfo:
 
     def _accepts_out(self):
         # the callable the generic tests call: an entry's own ``op`` (a wrapper fixing some
-        # arguments) takes out= only if it says so
+        # arguments) takes out= only if its signature says so (``functools.wraps`` lends it
+        # the wrapped function's); an op declared with ``out_overloads`` takes it only in
+        # the overload the entry's samples call
+        from .._ops._registry import out_accepts
+
+        op = self.get_op()
         try:
-            return "out" in inspect.signature(self.get_op()).parameters
+            sig = inspect.signature(op)
         except (TypeError, ValueError):
             return False
+        if "out" not in sig.parameters:
+            return False
+        accepts = out_accepts(op)
+        if accepts is None:
+            return True
+        import numpy as np
+
+        for dtype in self.dtypes:
+            for s in self.sample_inputs(dtype, np.random.default_rng(0)):
+                bound = sig.bind(*s.all_args(), **s.kwargs)
+                bound.apply_defaults()
+                return bool(accepts(**bound.arguments))
+        return False
 
     @property
     def id(self):

@@ -10,6 +10,7 @@ draws of probability ``p``) says so in ``skips["inplace"]`` or ``skips["out"]``.
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -88,3 +89,27 @@ def test_out_forms_are_declared():
     assert not missing, ("these entries take out= in ember and in torch but do not set "
                          "supports_out=True (or skips['out'] with the reason): "
                          + ", ".join(missing))
+
+
+def test_out_flags_come_from_the_registry():
+    """No entry states a supports_out= flag its declaration contradicts: the flag is read
+    off the public function's signature and its ``out_overloads`` declaration."""
+    differ = [info.id for info in op_db
+              if info.supports_out != ("out" not in info.skips and info._accepts_out())]
+    assert not differ, "supports_out= differs from the registry for: " + ", ".join(differ)
+
+
+@pytest.mark.parametrize("name,kwargs", [("median", {}), ("nanmedian", {}),
+                                         ("nonzero", {"as_tuple": True})])
+def test_overload_without_out_refuses_it_as_torch(name, kwargs):
+    import torch
+
+    def call(lib):
+        x = lib.tensor([[1.0, 0.0], [3.0, 4.0]])
+        getattr(lib, name)(x, **kwargs, out=lib.empty(0))
+
+    with pytest.raises(Exception) as want:
+        call(torch)
+    with pytest.raises(want.type, match=re.escape(str(want.value).split("\n")[0][:40])) as got:
+        call(ember)
+    assert got.type is want.type

@@ -6,6 +6,8 @@ tested through gauge-invariant wrappers: the singular values / eigenvalues, the 
 values of the factors and products that reconstruct the input.
 """
 
+import functools
+
 import numpy as np
 
 from .._opinfo import (
@@ -556,6 +558,7 @@ def _hermitian(name, only_if=None):
         for part in name.split("."):
             obj = getattr(obj, part)
 
+        @functools.wraps(obj)  # its signature: the forms it takes (out=) are obj's
         def f(A, *args, **kwargs):
             if only_if is None or kwargs.get(only_if):
                 A = (A + A.mH) / 2
@@ -861,18 +864,16 @@ op_db = [
            method=False, skips={"reference": "lstsq returns four results; checked by torch"}),
     # decompositions
     OpInfo("linalg.cholesky", ref=np.linalg.cholesky, sample_inputs=_sample_cholesky,
-           dtypes=LINALG, method=False, supports_out=True,
+           dtypes=LINALG, method=False,
            skips={"reference": "upper= variant"}, **_both(_hermitian("linalg.cholesky"))),
     OpInfo("linalg.cholesky", variant="errors", ref=None, sample_inputs=_sample_pd,
            dtypes=(_dt.float64,), method=False, error_inputs=_errors_cholesky,
-           differentiable=False, supports_out=True),
+           differentiable=False),
     OpInfo("cholesky", ref=np.linalg.cholesky, sample_inputs=_sample_pd, dtypes=LINALG,
-           method=False, differentiable=False, supports_out=True,
-           **_both(_hermitian("cholesky"))),
+           method=False, differentiable=False, **_both(_hermitian("cholesky"))),
     OpInfo("linalg.cholesky_ex", ref=lambda a, upper=False: (
         np.linalg.cholesky(a), np.zeros(a.shape[:-2])), sample_inputs=_sample_pd,
-        dtypes=LINALG, method=False, supports_out=True,
-        **_both(_hermitian("linalg.cholesky_ex"))),
+        dtypes=LINALG, method=False, **_both(_hermitian("linalg.cholesky_ex"))),
     OpInfo("linalg.qr", ref=_np_qr, sample_inputs=_sample_rect, dtypes=LINALG, method=False,
            **_both(_qr_invariant)),
     OpInfo("linalg.qr", variant="complete", ref=lambda a, mode: _np_qr(a, mode),
@@ -897,15 +898,14 @@ op_db = [
     OpInfo("linalg.eigh", ref=None, sample_inputs=_sample_hermitian, dtypes=LINALG,
            method=False, **_both(_eigh_invariant)),
     OpInfo("linalg.eigvalsh", ref=np.linalg.eigvalsh, sample_inputs=_sample_hermitian,
-           dtypes=LINALG, method=False, supports_out=True,
-           **_both(_hermitian("linalg.eigvalsh"))),
+           dtypes=LINALG, method=False, **_both(_hermitian("linalg.eigvalsh"))),
     OpInfo("linalg.eig", ref=None, sample_inputs=_sample_eig, dtypes=LINALG, method=False,
            **_both(_eig_invariant), skips={"gradgrad": "second derivative of eigenvectors"}),
     OpInfo("linalg.eigvals", ref=None, sample_inputs=_sample_eig, dtypes=LINALG,
            method=False, **_both(_eigvals_sorted)),
     # pseudo-inverse, rank, matrix functions
     OpInfo("linalg.pinv", ref=None, sample_inputs=_sample_pinv, dtypes=LINALG, method=False,
-           supports_out=True, **_both(_hermitian("linalg.pinv", only_if="hermitian"))),
+           **_both(_hermitian("linalg.pinv", only_if="hermitian"))),
     OpInfo("pinverse", ref=np.linalg.pinv,
            sample_inputs=lambda d, r: _sample_rect(d, r, ((4, 3), (3, 4))), dtypes=LINALG),
     OpInfo("linalg.matrix_rank", ref=None, sample_inputs=_sample_rank, dtypes=LINALG,

@@ -408,6 +408,7 @@ op_db = [
     OpInfo("nan_to_num", ref=lambda a, nan=0.0, posinf=None, neginf=None: np.nan_to_num(
         a, nan=nan, posinf=posinf, neginf=neginf), sample_inputs=_sample_nan_to_num,
         dtypes=REAL + F32_64 + COMPLEX, inplace=True, supports_out=True,
+        grad_dtypes=(F32_64[-1],),  # torch has no complex derivative (it refuses, as ember)
         skips={"reference": "NumPy's defaults use float32's limits for half inputs"}),
     # binary math
     B("maximum", np.maximum, dtypes=REAL, inplace=False, upcast=False,
@@ -482,7 +483,7 @@ op_db = [
     OpInfo("polygamma", ref=lambda n, a: sp.digamma(a) if n == 0 else sp.polygamma(n, a),
            sample_inputs=_sample_polygamma, dtypes=REAL, method=False, supports_out=True,
            error_inputs=_errors_polygamma, atol=1e-3),
-    OpInfo("mvlgamma", ref=_mvlgamma, sample_inputs=_sample_mvlgamma, dtypes=REAL,
+    OpInfo("mvlgamma", ref=_mvlgamma, sample_inputs=_sample_mvlgamma, dtypes=INTS + FLOATS,
            inplace=True, supports_out=True, error_inputs=_errors_mvlgamma, atol=1e-3),
     U("i0", sp.i0, dtypes=REAL, low=-5, high=5, atol=1e-3),
 ]
@@ -527,7 +528,7 @@ op_db += [
            sample_inputs=_sample_polygamma, dtypes=REAL, method=False, supports_out=True,
            atol=1e-3),
     OpInfo("special.multigammaln", ref=_mvlgamma, sample_inputs=_sample_mvlgamma,
-           dtypes=REAL, method=False, supports_out=True, atol=1e-3),
+           dtypes=INTS + FLOATS, method=False, supports_out=True, atol=1e-3),
     OpInfo("special.logit", ref=_logit_ref,
            sample_inputs=_sample_logit, dtypes=REAL, method=False, supports_out=True,
            atol=8e-3),
