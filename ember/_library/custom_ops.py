@@ -670,7 +670,8 @@ class LibraryOp(Op):
         name = f"GeneratedBackwardFor_{self.namespace}_{self.opname}_{self.overload_name}"
         self._function = type(name, (Function,), {
             "forward": staticmethod(forward), "setup_context": staticmethod(setup_context),
-            "backward": staticmethod(backward), "__module__": __name__})
+            "backward": staticmethod(backward), "__module__": __name__,
+            "_profiler_event": False})  # the op's own event stands for it
         return self._function
 
     # -- lifetime -----------------------------------------------------------------------------

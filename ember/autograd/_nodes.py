@@ -241,9 +241,30 @@ def node_class(op):
     if cls is None:
         name = getattr(op, "node_name", None)
         if name is None:
-            name = "".join(p[:1].upper() + p[1:] for p in op.name.strip("_").split("_"))
-            name += "Backward0"
+            name = "".join(_camel(p) for p in op.name.strip("_").split("_")) + "Backward0"
         cls = _node_classes[op] = type(name, (OpNode,), {"__slots__": ()})
+    return cls
+
+
+def _camel(part):
+    """``log1p`` -> ``Log1P``: PyTorch's node names capitalise each word and each letter
+    after a digit."""
+    chars = list(part[:1].upper() + part[1:])
+    for i in range(1, len(chars)):
+        if chars[i - 1].isdigit():
+            chars[i] = chars[i].upper()
+    return "".join(chars)
+
+
+_named_classes: dict = {}
+
+
+def named_node_class(name):
+    """The OpNode subclass called ``name``, for ops whose node name depends on the call
+    (NOTE [ Node names ] in ember/_ops/_node_names.py)."""
+    cls = _named_classes.get(name)
+    if cls is None:
+        cls = _named_classes[name] = type(name, (OpNode,), {"__slots__": ()})
     return cls
 
 
@@ -478,6 +499,10 @@ def record_binary(op, a, b, out):
     else:
         eb = _NO_EDGE
         mb = None
+    if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
+        name = op.node_name_of((a, b), _NO_PARAMS)
+        if name is not None:
+            cls = named_node_class(name)
     node = _new(cls)
     node._op = op
     node._params = _NO_PARAMS
@@ -530,6 +555,10 @@ def record(op, inputs, params, outputs):
         else:
             nxt.append(_NO_EDGE)
             meta.append(None)
+    if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
+        name = op.node_name_of(inputs, params)
+        if name is not None:
+            cls = named_node_class(name)
     node = _new(cls)
     node._op = op
     node._params = params

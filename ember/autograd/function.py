@@ -248,7 +248,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             if r is not NotImplemented:
                 return r
             session = _profiling()
-            if session is not None:
+            if session is not None and getattr(cls, "_profiler_event", True):
                 # PyTorch's profiler shows the forward as an event named after the class
                 ev = session.begin(cls.__name__)
                 try:

@@ -1,0 +1,227 @@
+"""PyTorch's names for backward nodes, where one ember op stands for several of torch's.
+
+NOTE [ Node names ]
+A backward node's class is named after its op (``mul`` -> ``MulBackward0``, a letter after a
+digit upper-cased as PyTorch does: ``log1p`` -> ``Log1PBackward0``), or by the op's
+``node_name``. PyTorch names a node after the overload that ran, and ember folds several
+overloads into one op: ``x.sum()`` is torch's ``SumBackward0`` but ``x.sum(1)`` its
+``SumBackward1``; ``x[0]`` is a ``SelectBackward0`` and ``x[1:]`` a ``SliceBackward0`` where
+ember has one indexing op; a 2-D ``matmul`` is an ``MmBackward0``. Printed graphs, profiler
+tables (``autograd::engine::evaluate_function: MmBackward0``) and code that inspects
+``grad_fn`` read those names, so they follow torch's.
+
+An op whose torch name depends on the call has ``node_name_of(inputs, params)``, returning
+the class name for this call (or None for the op's usual name). It reads only what the
+dispatcher already has -- the inputs' ranks and dtypes, and the params the public function
+settled -- and runs only when a node is recorded. The table below is the one place these
+rules live; each was read off torch 2.13's own graphs. Where ember computes in one op what
+torch builds from several, the name is that of the node torch leaves on the result (a 3-D
+``linear`` with a bias ends in torch's ``ViewBackward0``).
+
+Not covered (ember's graph differs in shape, not only in name): ops ember composes from other
+ops where torch has one node (``leaky_relu``, ``hardswish``, ``smooth_l1_loss``, ``topk``,
+``sort``, the reflection pads, interpolation); those print the last node ember records.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._registry import ops
+
+
+def _ndim(t):
+    return t._data.ndim
+
+
+def _is_number(t):
+    """An operand that came from a Python number (a 0-dim host array needing no grad)."""
+    return t is not None and not t._rg and type(t._data) is np.ndarray and t._data.ndim == 0
+
+
+def _dims_overload(base):
+    # ``x.sum()`` -> SumBackward0, ``x.sum(dims)`` -> SumBackward1
+    def name(inputs, params):
+        return f"{base}Backward0" if params.get("dim") is None else f"{base}Backward1"
+    return name
+
+
+def _var(inputs, params):
+    return "StdBackward0" if params.get("take_sqrt") else "VarBackward0"
+
+
+def _extreme(inputs, params):
+    # ``max()``/``min()`` reduce with dim None, as ``amax()`` does; torch names the first
+    # ``MaxBackward1`` and the second ``AmaxBackward0`` (NOTE [ Node names ]: ``amax`` with no
+    # dims renames its node itself)
+    if params.get("dim") is None:
+        return "MaxBackward1" if params.get("largest") else "MinBackward1"
+    return None if params.get("largest") else "AminBackward0"
+
+
+_NOTHING = object()
+
+
+def _getitem(inputs, params):
+    # torch indexes dim by dim; the node on the result is the last step's
+    idx = params.get("idx")
+    items = idx if type(idx) is tuple else (idx,)
+    last = _NOTHING
+    for it in items:
+        if it is not Ellipsis:
+            last = it
+    if last is _NOTHING:
+        return "AliasBackward0"
+    if type(last) is slice:
+        return "SliceBackward0"
+    if last is None or type(last) is bool:
+        return "UnsqueezeBackward0"
+    if isinstance(last, (int, np.integer)):
+        return "SelectBackward0"
+    return None
+
+
+def _pool(kind):
+    # 1-d pools run as 2-d ones in torch and end in a squeeze
+    def name(inputs, params):
+        n = len(params["kernel_size"] if "kernel_size" in params else params["output_size"])
+        if n == 1:
+            return "SqueezeBackward1"
+        return f"{kind.replace('#', str(n))}Backward0"
+    return name
+
+
+def _adaptive_avg(inputs, params):
+    size = params["output_size"]
+    if len(size) == 1:
+        return "SqueezeBackward1"
+    if all(s == 1 for s in size):
+        return "MeanBackward1"  # torch averages to one element with a mean
+    return f"AdaptiveAvgPool{len(size)}DBackward0"
+
+
+def _matmul(inputs, params):
+    a, b = _ndim(inputs[0]), _ndim(inputs[1])
+    if a == 2 and b == 2:
+        return "MmBackward0"
+    if a == 2 and b == 1:
+        return "MvBackward0"
+    if a == 1 and b == 1:
+        return "DotBackward0"
+    if a == 1:
+        return "SqueezeBackward4" if b == 2 else "UnsafeViewBackward0"
+    if a == 2:
+        return "CloneBackward0"
+    return "UnsafeViewBackward0"
+
+
+def _linear(inputs, params):
+    x, bias = inputs[0], inputs[2]
+    n = _ndim(x)
+    if n == 2:
+        return "AddmmBackward0" if bias is not None else "MmBackward0"
+    if n == 1:
+        return "ViewBackward0" if bias is not None else "SqueezeBackward4"
+    if bias is None:
+        return "UnsafeViewBackward0"
+    # torch folds a contiguous batch into one addmm and views it back; otherwise it adds
+    return "ViewBackward0" if inputs[0]._data.flags.c_contiguous and n == 3 else "AddBackward0"
+
+
+def _pow(inputs, params):
+    a, b = inputs
+    if _is_number(b):
+        return None  # Tensor ** Scalar: PowBackward0
+    if _is_number(a):
+        return "PowBackward2"
+    return "PowBackward1"
+
+
+def _sub(inputs, params):
+    return "RsubBackward1" if _is_number(inputs[0]) else None
+
+
+def _div(inputs, params):
+    # ``2 / x`` is torch's ``x.reciprocal() * 2``
+    return "MulBackward0" if _is_number(inputs[0]) else None
+
+
+def _split(inputs, params):
+    sizes = [e - s for s, e in params["bounds"]]
+    even = len(sizes) < 2 or (all(s == sizes[0] for s in sizes[:-1]) and sizes[-1] <= sizes[0])
+    return None if even else "SplitWithSizesBackward0"
+
+
+def _scatter(inputs, params):
+    return "ScatterBackward1" if params.get("value") is not None else None
+
+
+def _sdpa(inputs, params):
+    return ("ScaledDotProductFlashAttentionForCpuBackward0" if _ndim(inputs[0]) == 4
+            else "UnsafeViewBackward0")
+
+
+def _lerp(inputs, params):
+    return "LerpBackward1"
+
+
+_CALL_DEPENDENT = {
+    "sum": _dims_overload("Sum"),
+    "mean": _dims_overload("Mean"),
+    "prod": _dims_overload("Prod"),
+    "var": _var,
+    "amax": _extreme,
+    "_getitem": _getitem,
+    "max_pool": _pool("MaxPool#DWithIndices"),
+    "avg_pool": _pool("AvgPool#D"),
+    "adaptive_max_pool": _pool("AdaptiveMaxPool#D"),
+    "adaptive_avg_pool": _adaptive_avg,
+    "matmul": _matmul,
+    "linear": _linear,
+    "pow": _pow,
+    "sub": _sub,
+    "div": _div,
+    "split": _split,
+    "scatter": _scatter,
+    "scaled_dot_product_attention": _sdpa,
+    "lerp": _lerp,
+}
+
+_FIXED = {
+    "lerp_scalar": "LerpBackward0",
+    "linalg_inv": "LinalgInvExBackward0",
+    "linalg_solve": "LinalgSolveExBackward0",
+    "linalg_cholesky": "LinalgCholeskyExBackward0",
+    "convolution_input_grad": "ConvolutionBackward0",  # conv_transpose's forward
+    "square": "PowBackward0",
+    "outer": "MulBackward0",
+    "diff": "SubBackward0",
+    "kron": "UnsafeViewBackward0",
+}
+
+
+def rename(result, name):
+    """Give the node ember recorded on ``result`` (the first tensor of a tuple) PyTorch's
+    class name for the public call that made it, where the op alone cannot tell (``x.t()``
+    and ``x.transpose(0, 1)`` are one op; torch names ``TBackward0`` and
+    ``TransposeBackward0``). Returns ``result``."""
+    t = result[0] if isinstance(result, tuple) else result
+    fn = getattr(t, "_grad_fn", None)
+    if fn is not None and type(fn).__name__ != name:
+        from ..autograd._nodes import OpNode, named_node_class
+
+        if isinstance(fn, OpNode):
+            fn.__class__ = named_node_class(name)
+    return result
+
+
+def install():
+    """Set the table's names on the ops (called once every family is loaded)."""
+    for name, rule in _CALL_DEPENDENT.items():
+        op = ops.get(name)
+        if op is not None:
+            op.node_name_of = rule
+    for name, node in _FIXED.items():
+        op = ops.get(name)
+        if op is not None:
+            op.node_name = node
