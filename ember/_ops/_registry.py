@@ -17,8 +17,10 @@ An op is declared in ``ember/_ops/<family>.py`` in two parts that sit side by si
    or two: what it computes) are the documentation, and ``list_ops()`` reports it.
 
 Every docstring is then completed from the declaration -- Args from the signature, Returns,
-a Note on autograd, dtypes, backends and the generated forms, and an Example that the docs
-tests run -- once all families are loaded (``document_all``; NOTE [ Generated docstrings ]
+a Note on autograd, dtypes, backends and the generated forms, where the op knowingly differs
+from PyTorch a "Differences from PyTorch:" section written in its docstring (NOTE
+[ Differences from PyTorch ] in ember/_ops/_docs.py), and an Example that the docs tests
+run -- once all families are loaded (``document_all``; NOTE [ Generated docstrings ]
 in ember/_ops/_docs.py). So an op is documented by declaring it, and its in-place and
 method forms need no docstrings of their own.
 
@@ -89,6 +91,10 @@ class Op:
     #: data that no formula will read is neither kept alive nor version-checked. None: every
     #: input the vjp names is saved.
     saved_for = None
+    #: ``node_name_of(inputs, params)``: the backward node's class name for this call where
+    #: PyTorch's depends on the call, or None for ``node_name``'s (NOTE [ Node names ] in
+    #: ember/_ops/_node_names.py)
+    node_name_of = None
 
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,
@@ -144,6 +150,24 @@ class Op:
     def defjvp(self, fn):
         self.jvp = fn
         return fn
+
+    def name_overload(self, overload):
+        """Show dispatch modes this op's functional form as ``aten.<name>.<overload>``,
+        PyTorch's overload name for it (``transpose.int``), instead of ``default``.
+
+        Example::
+
+            >>> ops["transpose"]._handles[0].__name__
+            'transpose.int'
+        """
+        op = self
+
+        def run(*inputs, out=None, **params):
+            return _dispatch.apply(op, inputs, params, out)
+
+        handles = self._handles or [None, None]
+        handles[0] = _dispatch.overload("aten", self.name, overload, run, self)
+        self._handles = handles
 
     # -- kernels ------------------------------------------------------------------------------
 
@@ -228,6 +252,105 @@ def public(fn=None, *, name=None, method=True, function=True, inplace=None, dund
         return f
 
     return deco if fn is None else deco(fn)
+
+
+def out_overloads(accepts, refusal):
+    """Declare that only some overloads of the decorated public function have an ``out=``
+    form, as PyTorch's schemas say (``median(input)`` has none, ``median(input, dim)`` has
+    one): a call that passes ``out=`` to an overload without one raises ``refusal(name)``,
+    and the OpInfo table reads ``accepts`` to know which entries test ``out=``
+    (``ember.testing._opinfo``).
+
+    Args:
+        accepts: ``accepts(**arguments) -> bool``, given the call's arguments by parameter
+            name (defaults filled in): whether its overload has an ``out=`` form.
+        refusal: ``refusal(name) -> Exception``: what PyTorch raises for such a call.
+
+    Returns:
+        A decorator, applied below ``@public``.
+
+    Example::
+
+        >>> @out_overloads(lambda dim, **_: dim is not None,
+        ...                lambda name: TypeError(f"{name}(): no out= without dim"))
+        ... def total(input, dim=None, *, out=None):
+        ...     return input.sum() if dim is None else input.sum(dim, out=out)
+        >>> total(ember.ones(2, 3), out=ember.empty(()))
+        Traceback (most recent call last):
+        TypeError: total(): no out= without dim
+    """
+
+    def deco(f):
+        sig = inspect.signature(f)
+
+        @functools.wraps(f)
+        def checked(*args, **kwargs):
+            if kwargs.get("out") is not None:
+                bound = sig.bind(*args, **kwargs)
+                bound.apply_defaults()
+                if not accepts(**bound.arguments):
+                    raise refusal(f.__name__)
+            return f(*args, **kwargs)
+
+        checked.__ember_out_accepts__ = accepts
+        return checked
+
+    return deco
+
+
+def out_accepts(fn):
+    """The ``accepts`` predicate ``fn`` was declared with by ``out_overloads`` (looked up
+    through wrappers), or None when every overload of ``fn`` that takes ``out=`` has it."""
+    seen = set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        accepts = getattr(fn, "__ember_out_accepts__", None)
+        if accepts is not None:
+            return accepts
+        fn = getattr(fn, "__wrapped__", None)
+    return None
+
+
+def shown_as(name, op, body, overload="default"):
+    """An entrance that runs ``body`` (one way of running the declared op ``op``) and shows
+    dispatch modes and the profiler the call as ``aten.<name>.<overload>``: PyTorch's name
+    for what it computes, where ember runs an op of another name (``t()`` runs ``transpose``,
+    a reduction's gradient runs ``_expand_back`` where PyTorch runs ``expand``, a derivative
+    formula divides by a number where PyTorch calls ``div.Scalar``). Modes get ``body``'s
+    arguments and ``op`` as the handle's op, so transformations keyed by op (vmap, forward
+    AD) treat the call as ``op``'s. See NOTE [ Dispatch ] in ember/_dispatch.py.
+
+    Args:
+        name: the name modes see (``"t"``); when another declared op has it, the handle
+            gets a packet of its own so that op keeps the name's table entry.
+        op (Op): the op ``body`` runs.
+        body: ``body(*args, **kwargs)``, run below the modes.
+        overload (str): the overload name modes see (``"default"``, ``"Scalar"``...).
+
+    Returns:
+        The entrance, ``call(*args, **kwargs)``; its OpOverload is ``call.handle``.
+
+    Example::
+
+        >>> t = shown_as("t", ops["transpose"], lambda x, dim0=0, dim1=1:
+        ...              _dispatch.apply(ops["transpose"], (x,), {"dim0": dim0, "dim1": dim1}))
+        >>> str(t.handle), tuple(t(ember.ones(2, 3)).shape)
+        ('aten.t.default', (3, 2))
+    """
+
+    def call(*args, **kwargs):
+        if _dispatch.intercept and _dispatch.state.modes:
+            return _dispatch.through_modes(handle, args, kwargs)
+        return body(*args, **kwargs)
+
+    owner = ops.get(name)
+    if owner is not None and owner is not op:
+        packet = _dispatch.OpOverloadPacket("aten", name, op)
+        handle = _dispatch.OpOverload(packet, overload, call, op)
+    else:
+        handle = _dispatch.overload("aten", name, overload, call, op)
+    call.handle = handle
+    return call
 
 
 def method(fn=None, *, name=None):

@@ -399,7 +399,7 @@ def _abs_vjp(g, a):
     return g * a.sgn()
 
 
-abs_op = ElementwiseOp("abs", ufunc="absolute", promote="real", vjp=_abs_vjp)
+abs_op = ElementwiseOp("abs", ufunc="absolute", promote="real", allow=(1, 2, 3), vjp=_abs_vjp)
 
 
 def _abs_(self):
@@ -411,7 +411,14 @@ def _abs_(self):
 
 @public(alias=("absolute",), inplace=_abs_)
 def abs(input, *, out=None):
-    """Absolute value (the magnitude for complex inputs)."""
+    """Absolute value (the magnitude for complex inputs).
+
+    Bool inputs raise NotImplementedError, as PyTorch's kernel does.
+
+    Differences from PyTorch:
+        ``out=`` a tensor whose storage cannot be resized (one sharing memory with a NumPy
+        array) and must grow: PyTorch raises RuntimeError, ember resizes it.
+    """
     if out is None:
         return unary(abs_op, input)
     return elementwise(abs_op, (input,), out=out)

@@ -49,8 +49,8 @@ def _resize_kernel(xp, a, *, sizes, dims):
     r = a[tuple(crop)]
     if any(p != (0, 0) for p in pad):
         r = xp.pad(r, pad)
-    else:  # a fresh array, never a view of the input
-        r = r.copy()
+    else:  # a fresh array, never a view of the input; in the input's layout, as the view
+        r = r.copy(order="K")  # PyTorch transforms (NOTE [ Meta FFT layouts ])
     return r
 
 
@@ -307,31 +307,37 @@ def _make_nd(kind, name, forward, doc, two_d):
     return fn
 
 
+# the real-output transforms (NOTE [ Differences from PyTorch ] in ember/_ops/_docs.py)
+_C2R_DIFFERS = ("\n\nDifferences from PyTorch:\n    NaN, infinite and near-overflow inputs: which "
+                "outputs are NaN and which infinite can differ from PyTorch's (the transforms "
+                "combine terms in another order).")
 fft = _make_1d("c2c", "fft", True, "The 1-D discrete Fourier transform along ``dim``.")
 ifft = _make_1d("c2c", "ifft", False, "The 1-D inverse discrete Fourier transform.")
 rfft = _make_1d("r2c", "rfft", True,
                 "The 1-D DFT of a real signal: the ``n // 2 + 1`` non-negative frequencies.")
 irfft = _make_1d("c2r", "irfft", False,
                  "The inverse of :func:`rfft`: a real signal of length ``n`` (default "
-                 "``2 * (m - 1)``) from its one-sided spectrum.")
+                 "``2 * (m - 1)``) from its one-sided spectrum." + _C2R_DIFFERS)
 hfft = _make_1d("c2r", "hfft", True,
-                "The DFT of a Hermitian-symmetric signal given by its one-sided half: real.")
+                "The DFT of a Hermitian-symmetric signal given by its one-sided half: real."
+                + _C2R_DIFFERS)
 ihfft = _make_1d("r2c", "ihfft", False,
                  "The inverse of :func:`hfft`: the one-sided half of a real signal's inverse "
                  "DFT.")
 fft2 = _make_nd("c2c", "fft2", True, "The 2-D discrete Fourier transform.", True)
 ifft2 = _make_nd("c2c", "ifft2", False, "The 2-D inverse discrete Fourier transform.", True)
 rfft2 = _make_nd("r2c", "rfft2", True, "The 2-D DFT of a real signal (one-sided).", True)
-irfft2 = _make_nd("c2r", "irfft2", False, "The inverse of :func:`rfft2`.", True)
+irfft2 = _make_nd("c2r", "irfft2", False, "The inverse of :func:`rfft2`." + _C2R_DIFFERS, True)
 fftn = _make_nd("c2c", "fftn", True, "The n-D discrete Fourier transform.", False)
 ifftn = _make_nd("c2c", "ifftn", False, "The n-D inverse discrete Fourier transform.", False)
 rfftn = _make_nd("r2c", "rfftn", True, "The n-D DFT of a real signal (one-sided).", False)
-irfftn = _make_nd("c2r", "irfftn", False, "The inverse of :func:`rfftn`.", False)
+irfftn = _make_nd("c2r", "irfftn", False, "The inverse of :func:`rfftn`." + _C2R_DIFFERS,
+                  False)
 hfft2 = _make_nd("c2r", "hfft2", True, "The 2-D DFT of a Hermitian-symmetric signal given by "
-                 "its one-sided half: real.", True)
+                 "its one-sided half: real." + _C2R_DIFFERS, True)
 ihfft2 = _make_nd("r2c", "ihfft2", False, "The inverse of :func:`hfft2`.", True)
 hfftn = _make_nd("c2r", "hfftn", True, "The n-D DFT of a Hermitian-symmetric signal given by "
-                 "its one-sided half: real.", False)
+                 "its one-sided half: real." + _C2R_DIFFERS, False)
 ihfftn = _make_nd("r2c", "ihfftn", False, "The inverse of :func:`hfftn`.", False)
 
 

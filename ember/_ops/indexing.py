@@ -645,16 +645,15 @@ def _index_put_args(op_name, self, indices, values):
             f"{type_name(self._data.dtype)} for the destination and "
             f"{type_name(values._data.dtype)} for the source.")
     spec, tensors, consumed = [], [], 0
-    for x in indices:
-        if x is None:
-            spec.append(_FULL)
-            consumed += 1
-            continue
+    for k, x in enumerate(indices):
+        if x is None:  # PyTorch's binding takes tensors only (no full-slice None)
+            raise TypeError(f"expected Tensor as element {k} in argument "
+                            f"{0 if op_name.endswith('_') else 1}, but got NoneType")
         check_tensor(op_name, x, "indices")
         d = x._data
         if d.dtype == np.uint8:
             x = wrap(d.astype(np.bool_))
-        elif d.dtype.kind not in "biu":
+        elif d.dtype.kind not in "b" and d.dtype not in (np.int64, np.int32):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         consumed += x._data.ndim if x._data.dtype.kind == "b" else 1
         spec.append(_T)
@@ -671,7 +670,8 @@ def _index_put_args(op_name, self, indices, values):
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``).
 
-    ``indices`` is a tuple of index tensors (or None for a full slice), one per leading dim.
+    ``indices`` is a tuple of index tensors (int64, int32, uint8 or bool), one per leading
+    dim; None entries raise TypeError and other integer dtypes IndexError, as in PyTorch.
     """
     spec, tensors, values = _index_put_args("index_put", input, indices, values)
     return _dispatch.apply(index_put_op, (input, values) + tensors,

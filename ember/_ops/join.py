@@ -344,7 +344,12 @@ def _unbind_vjp(gs, _a, *, dim, in_shape):
 
 @public
 def unbind(input, dim=0):
-    """The slices along ``dim``, with that dim removed, as a tuple of views."""
+    """The slices along ``dim``, with that dim removed, as a tuple of views.
+
+    Differences from PyTorch:
+        Unbinding a zero-size dimension of a tensor that requires grad (a transposed view): ember
+        raises IndexError, PyTorch returns an empty tuple.
+    """
     _check_tensor(input, "unbind")
     d = _dim0(input, dim, "unbind")
     return _apply(unbind_op, (input,), {"dim": d, "in_shape": input._data.shape})

@@ -26,6 +26,8 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
+from .._kernels import _blas
+from . import _node_names
 from ._registry import Op, public
 from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
 
@@ -155,13 +157,15 @@ def gemm(xp, a, b):
     them contiguous; a strided stack (a transposed batch-first sequence) is copied first, as
     BLAS would copy it anyway, so the result is contiguous as PyTorch's is.
     """
+    # NumPy's products pick the BLAS thread count by shape (NOTE [ GEMM threads by shape ])
+    mm = _blas.matmul if xp is np else xp.matmul
     if a.ndim > 2 and b.ndim == 2:
         if not a.flags.c_contiguous:
             a = xp.ascontiguousarray(a)
         rows = math.prod(a.shape[:-1])
-        out = xp.matmul(a.reshape(rows, a.shape[-1]), b)
+        out = mm(a.reshape(rows, a.shape[-1]), b)
         return out.reshape(a.shape[:-1] + (b.shape[1],))
-    return xp.matmul(a, b)
+    return mm(a, b)
 
 
 # NOTE [ Sums through BLAS ]
@@ -243,14 +247,20 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         ga = matmul(g.unsqueeze(-1), _conj(b).unsqueeze(-2)) if need_a else None
         gb = matmul(_h(a), g.unsqueeze(-1)).squeeze(-1) if need_b else None
         return ga, gb
-    ga = matmul(g, _h(b)) if need_a else None
+    ga = matmul(g, _ht(b)) if need_a else None
     if not need_b:
         return ga, None
     if b.dim() == 2 and a.dim() > 2:
         # the weight of a stacked product: one GEMM over all rows (NOTE [ Folded matmul ])
         rows = math.prod(a.shape[:-1])
-        return ga, _h(a.reshape(rows, a.shape[-1])) @ g.reshape(rows, g.shape[-1])
-    return ga, matmul(_h(a), g)
+        return ga, _ht(a.reshape(rows, a.shape[-1])) @ g.reshape(rows, g.shape[-1])
+    return ga, matmul(_ht(a), g)
+
+
+def _ht(x):
+    """``_h`` in matmul's gradients: a matrix's transpose there is ``t``, as in PyTorch's
+    mm formulas (dispatch modes see the same ops)."""
+    return _conj(x.t()) if x.dim() == 2 else _h(x)
 
 
 def _matmul_jvp(x_dots, a, b, *, out):
@@ -276,8 +286,6 @@ def _check_matmul(op_name, a, b):
             f"{op_name}: both arguments to matmul need to be at least 1D, but they are "
             f"{da.ndim}D and {db.ndim}D")
     check_same_dtype(op_name, a, b)
-    if da.dtype == np.bool_:
-        raise NotImplementedError(f'"{op_name}" not implemented for \'Bool\'')
     ka = da.shape[-1]
     kb = db.shape[-2] if db.ndim > 1 else db.shape[0]
     if ka != kb:
@@ -299,6 +307,26 @@ def _check_matmul(op_name, a, b):
             raise RuntimeError(
                 f"{op_name}: the batch dimensions of the operands {list(da.shape)} and "
                 f"{list(db.shape)} cannot be broadcast together") from None
+    if da.dtype == np.bool_:
+        kernel = _bool_product_kernel(da.shape, db.shape)
+        if kernel is not None:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _bool_product_kernel(sa, sb):
+    """The BLAS-style kernel PyTorch's decomposition of a bool product ``sa @ sb`` reaches
+    and refuses, or None when the product does no arithmetic (an empty result or an empty
+    contraction gives False/empty without a kernel); a dot product always refuses."""
+    if len(sa) == 1 and len(sb) == 1:
+        return "dot"
+    m = sa[-2] if len(sa) > 1 else 1
+    n = sb[-1] if len(sb) > 1 else 1
+    batch = np.broadcast_shapes(sa[:-2], sb[:-2] if len(sb) > 1 else ())
+    if sa[-1] == 0 or m * n * math.prod(batch) == 0:
+        return None
+    if len(sb) == 1:
+        return "addmv_impl_cpu"
+    return "addmm_impl_cpu_" if len(sb) == 2 else "bmm"
 
 
 @public(dunders=("__matmul__",))
@@ -406,7 +434,7 @@ def bmm(input, mat2, *, out=None):
     _check_matmul("bmm", input, mat2)
     if _dispatch.intercept and _dispatch.state.modes:
         return _matmul_door("bmm", input, mat2, out)
-    return _dispatch.apply(matmul_op, (input, mat2), {}, out)
+    return _node_names.rename(_dispatch.apply(matmul_op, (input, mat2), {}, out), "BmmBackward0")
 
 
 @public
@@ -648,18 +676,41 @@ public(addmv, inplace=_inplace_add(addmv, "addmv"))
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """``beta * input + alpha * outer(vec1, vec2)``."""
+    """``beta * input + alpha * outer(vec1, vec2)``; the three promote to one dtype, and bool
+    computes ``(beta and input) or (alpha and outer)``, as in PyTorch."""
     def check():
         if vec1.dim() != 1 or vec2.dim() != 1:
             raise RuntimeError(
                 f"addr: expected 1-D vectors, but got {vec1.dim()}-D and {vec2.dim()}-D")
         check_same_dtype("addr", vec1, vec2, "both")
-        if input._data.dtype == np.bool_:
-            raise NotImplementedError('"addr" not implemented for \'Bool\'')
+
+    if all(isinstance(t, Tensor) for t in (input, vec1, vec2)) and not (
+            input.dtype == vec1.dtype == vec2.dtype != _dt.bool_):
+        # PyTorch's addr is element-wise over input and the outer product: the three
+        # promote together, and bool computes (beta and input) or (alpha and outer)
+        input, vec1, vec2 = _promote("addr", input, vec1, vec2)
+        if input.dtype == _dt.bool_:
+            return _bool_addr(input, vec1, vec2, beta, alpha, out)
 
     shape = (vec1.shape[0], vec2.shape[0]) if isinstance(vec1, Tensor) and isinstance(
         vec2, Tensor) and vec1.dim() == 1 and vec2.dim() == 1 else ()
     return _addx("addr", addr_op, input, vec1, vec2, beta, alpha, out, shape, check)
+
+
+def _bool_addr(input, vec1, vec2, beta, alpha, out):
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, (float, complex)) and not isinstance(v, bool):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
+    if vec1.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(
+            f"addr: expected 1-D vectors, but got {vec1.dim()}-D and {vec2.dim()}-D")
+    shape = (vec1.shape[0], vec2.shape[0])
+    prod = vec1.unsqueeze(1) & vec2.unsqueeze(0)
+    if not alpha:
+        prod = prod & False
+    r = (input.expand(shape) | prod) if beta else prod
+    return r if out is None else _dispatch.write_out("addr", out, r)
 
 
 public(addr, inplace=_inplace_add(addr, "addr"))
@@ -691,7 +742,13 @@ public(addbmm, inplace=_inplace_add(addbmm, "addbmm"))
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
-    """``beta * input + alpha * (batch1 @ batch2)`` batch by batch."""
+    """``beta * input + alpha * (batch1 @ batch2)`` batch by batch.
+
+    Differences from PyTorch:
+        Complex NaN, infinite and near-overflow inputs: which parts of the result are NaN and which
+        infinite can differ from PyTorch's (ember multiplies complex numbers with NumPy's rules,
+        PyTorch with BLAS's).
+    """
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2]) if isinstance(
         batch1, Tensor) and isinstance(batch2, Tensor) and batch1.dim() == 3 and \
         batch2.dim() == 3 else ()

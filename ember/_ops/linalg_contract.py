@@ -102,6 +102,14 @@ def tensordot(a, b, dims=2, out=None):
             raise RuntimeError(
                 f"tensordot: contracted dimensions need to match, but first has size "
                 f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in dim {y}")
+    if a._data.dtype == np.bool_:
+        # PyTorch folds the operands to matrices for one GEMM, which refuses bool whenever
+        # it has arithmetic to do (a non-empty result over a non-empty contraction)
+        k = int(np.prod([a.shape[d] for d in da]))
+        n_out = a.numel() * b.numel() // max(k * k, 1) if k else 0
+        if k and n_out:
+            kernel = "dot" if len(da) == a.dim() and len(db) == b.dim() else "addmm_impl_cpu_"
+            raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     return _dispatch.apply(tensordot_op, (a, b), {"dims_a": tuple(da), "dims_b": tuple(db)},
                            out)
 
@@ -111,6 +119,9 @@ def inner(input, other, *, out=None):
     """Sum of products over the last dim of both (scalars multiply)."""
     check_tensor("inner", input, "input", 1)
     check_tensor("inner", other, "other", 2)
+    if input.dim() and other.dim() and input.dtype != other.dtype:
+        # only the 0-d case (a product) promotes in PyTorch
+        raise RuntimeError("inner: both inputs should have same dtype")
     a, b = _promote("inner", input, other)
     if a.dim() == 0 or b.dim() == 0:
         r = a * b
@@ -119,6 +130,8 @@ def inner(input, other, *, out=None):
         raise RuntimeError(
             f"inner: inner() the last dimension must match on both input tensors but got "
             f"shapes {list(a.shape)} and {list(b.shape)}")
+    if a.dim() == b.dim() == 1 and a._data.dtype == np.bool_:
+        raise NotImplementedError('"dot" not implemented for \'Bool\'')  # even when empty
     return tensordot(a, b, dims=([a.dim() - 1], [b.dim() - 1]), out=out)
 
 
@@ -150,7 +163,12 @@ multilinear_jvp(kron_op, (0, 1))
 
 @public
 def kron(input, other, *, out=None):
-    """Kronecker product."""
+    """Kronecker product.
+
+    Differences from PyTorch:
+        ``out=`` a tensor whose storage cannot be resized (one sharing memory with a NumPy array)
+        and must grow: PyTorch raises RuntimeError, ember resizes it.
+    """
     check_tensor("kron", input, "input", 1)
     check_tensor("kron", other, "other", 2)
     a, b = _promote("kron", input, other)
@@ -330,9 +348,46 @@ def einsum(*args):
         if tuple(t.shape) != want and len(set(s)) == len(s):
             t = t.expand(*want)
         ops.append(t)
+    ops = _einsum_torch_dtypes(ins, rhs, ops, sizes)
     full = ",".join(ins) + "->" + rhs
     optimize = len(ops) > 2
     return _dispatch.apply(einsum_op, tuple(ops), {"eq": full, "optimize": optimize})
+
+
+def _einsum_torch_dtypes(ins, rhs, ops, sizes):
+    """The operands as PyTorch's einsum types them for integer and bool inputs.
+
+    PyTorch first sums each operand over the labels only it has and the output lacks (a
+    sum: integers and bool become int64), multiplies when nothing is left to contract, and
+    contracts the rest with ``bmm`` (which refuses bool when it has arithmetic to do, and
+    mixed dtypes). For two operands or one that is replayed here; with more, only the bool
+    refusal."""
+    d = ops[0]._data.dtype
+    if d.kind not in "biu":
+        return ops
+    from .._core import dtype as _dt
+
+    counts = {}
+    for s in ins:
+        for c in set(s):
+            counts[c] = counts.get(c, 0) + 1
+    solo = [any(counts[c] == 1 and c not in rhs for c in s) for s in ins]
+    shared = [c for c in counts if counts[c] > 1 and c not in rhs]
+    if len(ops) <= 2:
+        ops = [t.to(_dt.int64) if sm else t for t, sm in zip(ops, solo)]
+        kinds = {t._data.dtype for t in ops}
+        if len(kinds) > 1:
+            if shared:
+                other = next(t for t in ops if t.dtype != _dt.int64)
+                raise RuntimeError(
+                    f"expected scalar type Long but found {other.dtype.scalar_name}")
+            ops = [t.to(_dt.int64) for t in ops]  # an element-wise product promotes
+    if ops[0]._data.dtype == np.bool_ and len(ops) > 1:
+        k = int(np.prod([sizes[c] for c in shared]))
+        n_out = int(np.prod([sizes[c] for c in rhs]))
+        if shared and k and n_out:
+            raise NotImplementedError('"bmm" not implemented for \'Bool\'')
+    return ops
 
 
 def _sublist_equation(args):

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import holds_values
-from .._core.tensor import wrap
+from .._core.tensor import Tensor, wrap
 from ..return_types import make
 from ._registry import Op, public
 from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
@@ -248,7 +248,12 @@ det_op = Op("linalg_det", _det_kernel, vjp=_det_vjp, jvp=_det_jvp)
 
 
 def det(A, *, out=None):
-    """The determinant of a square matrix (or batch)."""
+    """The determinant of a square matrix (or batch).
+
+    Differences from PyTorch:
+        Gradients for NaN, infinite and near-overflow inputs: ember can return a huge finite
+        gradient where PyTorch returns NaN.
+    """
     check_square("linalg.det", A)
     return _dispatch.apply(det_op, (A,), {}, out)
 
@@ -299,7 +304,12 @@ def _slogdet_jvp(x_dots, a, *, out):
 
 
 def slogdet(A, *, out=None):
-    """``(sign, logabsdet)`` of the determinant, stable where ``det`` over/underflows."""
+    """``(sign, logabsdet)`` of the determinant, stable where ``det`` over/underflows.
+
+    Differences from PyTorch:
+        Singular and NaN, infinite and near-overflow inputs: ``sign`` can differ (ember can give -1
+        or 0 where PyTorch gives -0.0).
+    """
     check_out_tuple("linalg_slogdet", out)
     check_square("linalg.slogdet", A)
     r = _dispatch.apply(slogdet_op, (A,), {}, out)
@@ -308,7 +318,12 @@ def slogdet(A, *, out=None):
 
 @public(name="slogdet")
 def _slogdet_public(input, *, out=None):
-    """``(sign, logabsdet)`` of the determinant."""
+    """``(sign, logabsdet)`` of the determinant.
+
+    Differences from PyTorch:
+        Singular and NaN, infinite and near-overflow inputs: ``sign`` can differ (ember can give -1
+        or 0 where PyTorch gives -0.0).
+    """
     check_out_tuple("slogdet", out)
     check_square("slogdet", input)
     r = _dispatch.apply(slogdet_op, (input,), {}, out)
@@ -506,7 +521,12 @@ def _solve_triangular_jvp(x_dots, a, b, *, out, upper, left, unitriangular):
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """Solve ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``; only the
-    triangle named by ``upper`` is read."""
+    triangle named by ``upper`` is read.
+
+    Differences from PyTorch:
+        A singular triangular matrix (a zero on the diagonal): PyTorch returns NaN and infinite
+        entries, ember raises an error.
+    """
     op_name = "linalg.solve_triangular"
     check_square(op_name, A)
     check_tensor(op_name, B, "B")
@@ -608,7 +628,13 @@ def _cholesky_public(input, upper=False, *, out=None):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    """``(L, info)``: :func:`cholesky` reporting failures in ``info``."""
+    """``(L, info)``: :func:`cholesky` reporting failures in ``info``.
+
+    Differences from PyTorch:
+        The factor ``L`` does not require grad even when ``input`` does (PyTorch's does); its values
+        for complex inputs that are not Hermitian positive-definite (where ``info`` is nonzero)
+        differ from PyTorch's.
+    """
     check_out_tuple("linalg_cholesky_ex", out)
     check_square("linalg.cholesky_ex", A)
     info_shape = tuple(A.shape[:-2])
@@ -818,7 +844,12 @@ _cat_last_op = Op("_linalg_cat_last", _cat_last_kernel, vjp=_cat_last_vjp, linea
 
 
 def qr(A, mode="reduced", *, out=None):
-    """``(Q, R)`` with ``A = Q R``; ``mode`` is 'reduced', 'complete' or 'r' (Q empty)."""
+    """``(Q, R)`` with ``A = Q R``; ``mode`` is 'reduced', 'complete' or 'r' (Q empty).
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: which entries of ``Q`` and ``R`` are NaN can differ
+        from PyTorch's (ember can give 0 where PyTorch gives NaN).
+    """
     check_out_tuple("linalg_qr", out)
     check_matrix("linalg.qr", A)
     if mode not in ("reduced", "complete", "r"):
@@ -842,8 +873,19 @@ def _qr_public(input, some=True, *, out=None):
 # eigen-decompositions
 
 
+def _eigh_failed(xp, a, fn):
+    """LAPACK's eigensolver gave up: PyTorch's LinAlgError (a RuntimeError) naming the first
+    failing batch element, instead of NumPy's."""
+    raise LinAlgError(f"linalg.eigh: {_first_failure(xp, a, fn)}The algorithm failed to "
+                      "converge because the input matrix is ill-conditioned or has too many "
+                      "repeated eigenvalues.")
+
+
 def _eigh_kernel(xp, a, *, UPLO):
-    w, v = xp.linalg.eigh(a, UPLO=UPLO)
+    try:
+        w, v = xp.linalg.eigh(a, UPLO=UPLO)
+    except np.linalg.LinAlgError:
+        _eigh_failed(xp, a, lambda m: xp.linalg.eigh(m, UPLO=UPLO))
     return w, v
 
 
@@ -905,7 +947,12 @@ def _check_uplo(op_name, UPLO):
 
 def eigh(A, UPLO="L", *, out=None):
     """``(eigenvalues, eigenvectors)`` of a Hermitian matrix, eigenvalues real and
-    ascending. Only the triangle named by ``UPLO`` is read."""
+    ascending. Only the triangle named by ``UPLO`` is read.
+
+    Differences from PyTorch:
+        Repeated eigenvalues: any orthonormal basis of their eigenspace is a correct set of
+        eigenvectors, and ember's (LAPACK through NumPy) can differ from PyTorch's.
+    """
     check_out_tuple("linalg_eigh", out)
     check_square("linalg.eigh", A)
     _check_uplo("linalg.eigh", UPLO)
@@ -914,7 +961,10 @@ def eigh(A, UPLO="L", *, out=None):
 
 
 def _eigvalsh_kernel(xp, a, *, UPLO):
-    return xp.linalg.eigvalsh(a, UPLO=UPLO)
+    try:
+        return xp.linalg.eigvalsh(a, UPLO=UPLO)
+    except np.linalg.LinAlgError:
+        _eigh_failed(xp, a, lambda m: xp.linalg.eigvalsh(m, UPLO=UPLO))
 
 
 def _eigvalsh_vjp(g, a, *, UPLO):
@@ -938,6 +988,10 @@ def eigvalsh(A, UPLO="L", *, out=None):
     """The (real, ascending) eigenvalues of a Hermitian matrix."""
     check_square("linalg.eigvalsh", A)
     _check_uplo("linalg.eigvalsh", UPLO)
+    if isinstance(out, Tensor) and out.dtype != A.dtype.to_real():
+        # checked before the solver runs, as PyTorch does
+        raise RuntimeError(f"Expected out tensor to have dtype {A.dtype.to_real().name}, but "
+                           f"got {out.dtype.name} instead")
     return _dispatch.apply(eigvalsh_op, (A,), {"UPLO": UPLO}, out)
 
 
@@ -1166,7 +1220,12 @@ def _svd_jvp(x_dots, a, *, out, full_matrices):
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending."""
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending.
+
+    Differences from PyTorch:
+        Some matrices holding infinities: PyTorch (MKL's gesdd) fails to converge and raises, ember
+        returns NaN.
+    """
     check_out_tuple("linalg_svd", out, 3)
     check_matrix("linalg.svd", A)
     r = _dispatch.apply(svd_op, (A,), {"full_matrices": bool(full_matrices)}, out)
@@ -1176,7 +1235,12 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 @public(name="svd")
 def _svd_public(input, some=True, compute_uv=True, *, out=None):
     """Deprecated form of :func:`ember.linalg.svd`: returns ``V`` (not ``Vh``); with
-    ``compute_uv=False`` U and V are zero-filled."""
+    ``compute_uv=False`` U and V are zero-filled.
+
+    Differences from PyTorch:
+        Some matrices holding infinities: PyTorch (MKL's gesdd) fails to converge and raises, ember
+        returns NaN.
+    """
     check_out_tuple("svd", out, 3)
     check_matrix("svd", input)
     U, S, Vh = _dispatch.apply(svd_op, (input,), {"full_matrices": not some})

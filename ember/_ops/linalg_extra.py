@@ -280,6 +280,10 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
         ``(LU, pivots, info)``: ``info`` is ``i`` where ``U[i-1, i-1]`` is exactly zero, else
         0 (int32). ``LU`` is differentiable.
 
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: the pivots chosen, hence ``LU`` and ``pivots``, can
+        differ from PyTorch's.
+
     Example::
 
         >>> LU, pivots, info = ember.linalg.lu_factor_ex(ember.tensor([[1.0, 2.0], [2.0, 4.0]]))
@@ -334,6 +338,10 @@ def cond(A, p=None, *, out=None):
 
     Returns:
         Tensor: a real tensor of shape ``(*)``.
+
+    Differences from PyTorch:
+        An empty batch of matrices that requires grad: ember's result requires grad, PyTorch's does
+        not.
 
     Example::
 

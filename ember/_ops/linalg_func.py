@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._core.checks import holds_values
+from .._core.layout import contiguous_format
 from .._core.tensor import Tensor, wrap
 from ..return_types import make
 from ._registry import Op, public
 from ._xp_compat import batched_expm
 from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
-from .linalg_decomp import (_eye_like, check_float, check_matrix, check_square, inv,
+from .linalg_decomp import (check_float, check_matrix, check_square, inv,
                             lapack_svd, svdvals)
 
 
@@ -183,6 +185,17 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 
 @_dispatch.entrance("matrix_power")
+def _constant_of(like, value):
+    """``value`` (shaped as ``like``) as a result that depends on ``like`` with a zero
+    derivative, as PyTorch records a constant written over its input (a copy): graph, grad
+    flags and zero gradients as there, NaN-free whatever ``like`` holds."""
+    if not (like.requires_grad and _dispatch.state.grad_enabled):
+        return value
+    r = like.clone()
+    r.copy_(value)
+    return r
+
+
 def matrix_power(A, n, *, out=None):
     """``A`` to the integer power ``n`` (negative powers invert first; 0 gives identity)."""
     op_name = "linalg.matrix_power"
@@ -197,9 +210,10 @@ def matrix_power(A, n, *, out=None):
     if n == 0:
         xp = _dispatch.xp_of(A._data)
         eye = xp.broadcast_to(xp.eye(A.shape[-1], dtype=A._data.dtype), tuple(A.shape)).copy()
-        r = wrap(eye)
+        r = _constant_of(A, wrap(eye))
     else:
-        if n < 0:
+        inverted = n < 0
+        if inverted:
             check_float(op_name, A)
             A = inv(A)
             n = -n
@@ -212,8 +226,8 @@ def matrix_power(A, n, *, out=None):
             n >>= 1
             if n:
                 base = matmul(base, base)
-        if r is A:
-            r = matmul(A, _eye_like(A.shape[-1], A))  # a new tensor, still differentiable
+        if r is A and not inverted:  # a new tensor (an inverse already is one), as torch's
+            r = A.clone(memory_format=contiguous_format)
     return r if out is None else _dispatch.write_out(op_name, out, r)
 
 
@@ -272,14 +286,25 @@ def _matrix_exp_jvp(x_dots, a, *, out=None):
 
 
 def matrix_exp(A):
-    """The matrix exponential ``sum_k A^k / k!`` (scaling and squaring with Pade)."""
+    """The matrix exponential ``sum_k A^k / k!`` (scaling and squaring with Pade).
+
+    Differences from PyTorch:
+        float16 and bfloat16 inputs: ember raises RuntimeError (low precision dtypes are not
+        supported) even for empty ones, which PyTorch accepts; complex inputs with NaN: which parts
+        of the result are NaN can differ.
+    """
     check_square("linalg.matrix_exp", A)
     return _dispatch.apply(matrix_exp_op, (A,), {})
 
 
 @public(name="matrix_exp")
 def _matrix_exp_public(input):
-    """The matrix exponential."""
+    """The matrix exponential.
+
+    Differences from PyTorch:
+        float16 and bfloat16 inputs: ember raises RuntimeError (low precision dtypes are not
+        supported), PyTorch computes in them.
+    """
     return matrix_exp(input)
 
 
@@ -340,7 +365,12 @@ def _lu_factor_jvp(x_dots, a, *, out):
 
 def lu_factor(A, *, pivot=True, out=None):
     """``(LU, pivots)``: the packed LU factorisation with partial pivoting (``pivots`` are
-    1-based row swaps, int32)."""
+    1-based row swaps, int32).
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: the pivots chosen, hence ``LU`` and ``pivots``, can
+        differ from PyTorch's.
+    """
     check_out_tuple("linalg_lu_factor", out)
     check_matrix("linalg.lu_factor", A)
     if not pivot:
@@ -466,7 +496,13 @@ def _lu_jvp(x_dots, _a, *, out):
 
 def lu(A, *, pivot=True, out=None):
     """``(P, L, U)`` with ``A = P L U``: P a permutation matrix, L unit lower trapezoidal,
-    U upper trapezoidal."""
+    U upper trapezoidal.
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: the pivots chosen, hence ``P``, ``L`` and ``U``, can
+        differ from PyTorch's. Empty inputs of integer dtypes: ember raises NotImplementedError as
+        for non-empty ones, PyTorch returns empty factors.
+    """
     check_out_tuple("linalg_lu", out, 3)
     check_matrix("linalg.lu", A)
     if not pivot:
@@ -512,7 +548,11 @@ def _lu_unpack_jvp(x_dots, lu, _piv, *, out):
 
 @public(method=False)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
-    """``(P, L, U)`` from the packed output of :func:`ember.linalg.lu_factor`."""
+    """``(P, L, U)`` from the packed output of :func:`ember.linalg.lu_factor`.
+
+    Differences from PyTorch:
+        Pivots out of range: ember raises IndexError where PyTorch raises RuntimeError.
+    """
     check_out_tuple("lu_unpack", out, 3)
     check_tensor("lu_unpack", LU_data, "LU_data")
     check_tensor("lu_unpack", LU_pivots, "LU_pivots")
@@ -525,6 +565,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
 
 
 def _lu_solve_kernel(xp, lu, piv, b, *, left, adjoint):
+    shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2]) + b.shape[-2:]
+    if not np.prod(shape):  # nothing to solve: the pivots are never read (as in PyTorch)
+        return xp.zeros(shape, b.dtype)
     P, L, U = _unpack(xp, lu, piv)
     A = xp.matmul(P, xp.matmul(L, U))
     if adjoint:
@@ -575,10 +618,56 @@ def _lu_solve_jvp(x_dots, lu, piv, _b, *, out, left, adjoint):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """Solve ``A X = B`` given ``A``'s packed LU factorisation (``adjoint``: ``A^H X = B``;
     ``left=False``: ``X A = B``)."""
-    check_square("linalg.lu_solve", LU, "LU")
-    check_tensor("linalg.lu_solve", B, "B")
+    _check_lu_solve(LU, pivots, B, left)
     params = {"left": bool(left), "adjoint": bool(adjoint)}
     return _dispatch.apply(lu_solve_op, (LU, pivots, B), params, out)
+
+
+def _check_lu_solve(LU, pivots, B, left):
+    """PyTorch's checks of ``linalg.lu_solve``, in its order: dtypes (LU's and B's equal,
+    int32 pivots), shapes (square LU, a matrix B of matching size, one pivot per row and
+    batch), then, when there is something to solve, pivots in ``[1, n]``."""
+    name = "linalg.lu_solve"
+    check_tensor(name, LU, "LU")
+    check_tensor(name, B, "B")
+    check_tensor(name, pivots, "pivots")
+    check_float(name, LU)
+    if LU.dtype != B.dtype:
+        raise RuntimeError(f"{name}: Expected LU and B to have the same dtype, but found LU of "
+                           f"type {LU.dtype.scalar_name} and B of type {B.dtype.scalar_name} "
+                           "instead")
+    if pivots.dtype.name != "int32":
+        raise RuntimeError(f"{name}: pivots should be a Tensor of scalar type torch.int32")
+    check_square(name, LU, "A")
+    if B.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    if pivots.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if pivots.shape[-1] != n:
+        raise RuntimeError(f"{name}: Number of pivots per batch should be same as the "
+                           "dimension of the matrix")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"{name}: Expected LU.shape[:-1] and pivots.shape to be the same, "
+                           f"but got pivots with shape {list(pivots.shape)} instead")
+    try:
+        batch = np.broadcast_shapes(tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
+    except ValueError:
+        raise RuntimeError(f"{name}: the batch dimensions of B {list(B.shape)} and LU "
+                           f"{list(LU.shape)} cannot be broadcast together") from None
+    piv = getattr(pivots, "_data", None)  # the raw values: vmap's batch included
+    if int(np.prod(batch)) * B.shape[-2] * B.shape[-1] and pivots.numel() and \
+            piv is not None and piv.size and holds_values(piv):
+        if int(piv.min()) < 1:
+            raise RuntimeError("Pivots given to lu_solve must all be greater or equal to 1. Did "
+                               "you properly pass the result of lu_factor?")
+        if int(piv.max()) > n:
+            raise RuntimeError("Pivots given to lu_solve must all be smaller or equal to "
+                               "LU.size(-2). Did you properly pass the result of lu_factor?")
 
 
 def _cholesky_inverse_kernel(xp, l, *, upper):
@@ -651,6 +740,21 @@ _matrix_exp_public.__name__ = _matrix_exp_public.__qualname__ = "matrix_exp"
 # householder_product (a composite: autograd follows the products it is made of)
 
 
+def _no_reflector_kernel(xp, a, _tau):
+    m, n = a.shape[-2], a.shape[-1]
+    return xp.broadcast_to(xp.eye(m, n, dtype=a.dtype), a.shape).copy()
+
+
+_no_reflector_op = Op("linalg_householder_product", _no_reflector_kernel,
+                      vjp=lambda g, a, tau: (None, None))
+_no_reflector_op.node_name = "LinalgHouseholderProductBackward0"
+
+
+@_no_reflector_op.defjvp
+def _no_reflector_jvp(x_dots, a, tau, *, out):
+    return None
+
+
 def householder_product(A, tau, *, out=None):
     """The first ``n`` columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^H``, where
     ``v_i`` is column ``i`` of ``A`` below the diagonal with a 1 on it (LAPACK's orgqr)."""
@@ -680,5 +784,9 @@ def householder_product(A, tau, *, out=None):
         v = V[..., :, i:i + 1]
         t = tau[..., i:i + 1].unsqueeze(-1)
         Q = Q - matmul(matmul(Q, v) * t, _h(v))
-    r = Q[..., :, :n]
+    if k == 0:  # no reflector: the identity's columns, recorded with no gradient (PyTorch's
+        # backward gives None to both inputs then)
+        Q = _dispatch.apply(_no_reflector_op, (A, tau), {})
+    # column-major per matrix, as LAPACK's orgqr leaves it in PyTorch
+    r = Q[..., :, :n].mT.clone(memory_format=contiguous_format).mT
     return r if out is None else _dispatch.write_out(op_name, out, r)

@@ -14,6 +14,8 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.checks import holds_values
+from .._core.layout import contiguous_format
+from .._core.tensor import Tensor
 from ..return_types import make
 from ._registry import Op, public
 from .linalg import _h, check_out_tuple, check_tensor, matmul
@@ -69,6 +71,9 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
 
     Returns:
         Tensor: ``X``, differentiable in ``b`` and ``LU_data``.
+
+    Pivots not produced by ``lu_factor`` (one below 1 or above the size) raise RuntimeError,
+    as in PyTorch.
 
     Example::
 
@@ -134,7 +139,8 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     coef = A.mT if transpose else A
     X = solve_triangular(coef, b.expand(*batch, *b.shape[-2:]), upper=upper != transpose,
                          unitriangular=unitriangular)
-    r = (X, Ab.clone())
+    # the copy of A is column-major per matrix, as LAPACK-backed PyTorch gives it
+    r = (X, Ab.mT.clone(memory_format=contiguous_format).mT)
     if out is not None:
         r = _dispatch.write_out("triangular_solve", out, r)
     return make("triangular_solve", ["solution", "cloned_coefficient"])(*r)
@@ -215,6 +221,10 @@ def orgqr(input, tau):
     Returns:
         Tensor: ``(*, m, n)``, differentiable.
 
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: ember can return NaN where PyTorch returns finite
+        values.
+
     Example::
 
         >>> A = ember.tensor([[3.0, 1.0], [4.0, 2.0]])
@@ -282,7 +292,8 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     Q = householder_product(reflectors, tau)
     if transpose:
         Q = _h(Q)
-    r = matmul(Q, other) if left else matmul(other, Q)
+    # as the transpose of the transposed product: column-major per matrix, as PyTorch's
+    r = (matmul(other.mT, Q.mT) if left else matmul(Q.mT, other.mT)).mT
     return r if out is None else _dispatch.write_out("ormqr", out, r)
 
 
@@ -374,6 +385,14 @@ def _range_basis(A, q, niter, M):
     return Q
 
 
+def _lowrank_dtype(op_name, A):
+    """The randomized factorizations start with a QR (geqrf), whose kernel PyTorch lacks in
+    float16 (NotImplementedError); other dtypes are checked as any matrix input."""
+    if isinstance(A, Tensor) and A.dtype.name == "float16":
+        raise NotImplementedError('"geqrf_cpu" not implemented for \'Half\'')
+    check_matrix(op_name, A)
+
+
 def _check_q(op_name, q, m, n):
     if not isinstance(q, int) or q < 0 or q > min(m, n):
         raise ValueError(f"{op_name}: q(={q}) must be non-negative integer and not greater "
@@ -394,6 +413,8 @@ def svd_lowrank(A, q=6, niter=2, M=None):
         ``(U, S, V)``: ``(*, m, q)``, ``(*, q)``, ``(*, n, q)``. Note ``V``, not ``V^H``.
         Random: fix ``ember.manual_seed`` for repeatable results.
 
+    A ``q`` above ``min(m, n)`` gives factors of rank ``min(m, n)``, as in PyTorch.
+
     Example::
 
         >>> A = ember.randn(8, 2) @ ember.randn(2, 6)
@@ -403,10 +424,14 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     """
     from .linalg_decomp import svd
 
-    check_matrix("svd_lowrank", A)
+    _lowrank_dtype("svd_lowrank", A)
     m, n = A.shape[-2], A.shape[-1]
     q = 6 if q is None else q
-    _check_q("svd_lowrank", q, m, n)
+    if not isinstance(q, int):
+        raise TypeError(f"svd_lowrank: q must be an int, got {type(q).__name__}")
+    if q < 0:  # PyTorch's sketch is randn(n, q)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {q}: "
+                           f"[{min(m, n)}, {q}]")
     niter = 2 if niter is None else niter
     if M is not None:
         M = M.expand(*A.shape)
@@ -440,11 +465,12 @@ def pca_lowrank(A, q=None, center=True, niter=2):
         >>> V.shape
         ember.Size([3, 2])
     """
-    check_matrix("pca_lowrank", A)
-    m, n = A.shape[-2], A.shape[-1]
+    check_tensor("pca_lowrank", A, "A")
+    m, n = (A.shape[-2], A.shape[-1]) if A.dim() >= 2 else (0, 0)
     if q is None:
         q = min(6, m, n)
     _check_q("pca_lowrank", q, m, n)
+    _lowrank_dtype("pca_lowrank", A)
     if center:
         A = A - A.mean(-2, keepdim=True)
     return svd_lowrank(A, q, niter=niter)

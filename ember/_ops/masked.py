@@ -12,7 +12,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
-from ._registry import Op, public
+from ._registry import Op, out_overloads, public
 from ._xp_compat import ufunc_at, where
 from .indexing import (
     _scalar_for,
@@ -356,18 +356,17 @@ def _along_broadcast(xp, a, idx, dim):
 def _take_along_vjp(g, _a, idx, *, dim, shape):
     from .scatter import scatter_add
 
+    # the index through ops, not its array: under vmap that is one example's
     if dim is None:
-        return put(zeros_of(shape, g), wrap(idx._data.reshape(-1)), g, accumulate=True), None
+        return put(zeros_of(shape, g), idx.reshape(-1), g, accumulate=True), None
     sa = list(shape)
     si = list(idx._data.shape)
     sa[dim] = si[dim] = 1
     b = list(np.broadcast_shapes(tuple(sa), tuple(si)))
     b[dim] = shape[dim]
-    ib = idx._data
     ti = list(b)
-    ti[dim] = ib.shape[dim]
-    ib = wrap(_dispatch.xp_of(ib).broadcast_to(ib, tuple(ti)))
-    return scatter_add(zeros_of(tuple(b), g), dim, ib, g), None
+    ti[dim] = idx._data.shape[dim]
+    return scatter_add(zeros_of(tuple(b), g), dim, idx.expand(tuple(ti)), g), None
 
 
 take_along_dim_op = Op("take_along_dim", _take_along_kernel, vjp=_take_along_vjp)
@@ -401,7 +400,10 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         n = a.shape[dim] if a.ndim else 1
         if i.size and n == 0:
             raise RuntimeError("ZeroDivisionError")
-        if i.size and holds_values(i) and ((i < 0) | (i >= n)).any():
+        if i.size and _dispatch.intercept and _dispatch.state.modes:
+            # under a transform (vmap: ``i`` is one example's) the same, with an op
+            indices = indices.remainder(n)
+        elif i.size and holds_values(i) and ((i < 0) | (i >= n)).any():
             # along a dim PyTorch reads an index modulo the dim's size, floor-wise (-1 and
             # n - 1 and 2n - 1 all pick the last element); only dim=None checks bounds
             indices = wrap(_dispatch.xp_of(i).mod(i, n))
@@ -421,6 +423,8 @@ nonzero_op = Op("nonzero", _nonzero_kernel, differentiable=False)
 
 
 @public
+@out_overloads(lambda as_tuple, **_: not as_tuple, lambda name: RuntimeError(
+    "nonzero does not support the out kwarg when as_tuple is True"))
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with ``as_tuple`` one
     1-D tensor per dim (a 0-dim input counts as 1-D)."""
@@ -463,9 +467,10 @@ def nonzero_static(input, *, size, fill_value=-1):
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
     if input.is_meta:  # the shape is static: meta tensors get it without values
-        from .creation import empty
+        from .creation import empty_strided
 
-        return empty((size, input.dim()), dtype=_dt.int64, device="meta")
+        # column-major, as PyTorch's meta kernel lays it out
+        return empty_strided((size, input.dim()), (1, size), dtype=_dt.int64, device="meta")
     idx = _dispatch.apply(nonzero_op, (input,), {})
     n = idx.shape[0]
     if n >= size:

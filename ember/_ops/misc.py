@@ -11,6 +11,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
+from . import _node_names
 from ._registry import Op, public
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
@@ -250,8 +251,8 @@ def combinations(input, r=2, with_replacement=False):
     gen = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     idx = tuple(gen(range(n), r))
-    if not idx:
-        return wrap(np.empty((0, r), input._data.dtype))
+    if not idx:  # still recorded (PyTorch stacks no rows), so grad flags match
+        return input[:0].unsqueeze(1).expand(0, r).clone()
     return _dispatch.apply(_gather_op, (input,), {"idx": idx, "n": n})
 
 
@@ -349,7 +350,12 @@ def _check_cov_weights(w, name, category, kind, n_obs):
 @public
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance of the rows of ``input`` (variables) over its columns (observations),
-    with optional integer frequency and float observation weights."""
+    with optional integer frequency and float observation weights.
+
+    Differences from PyTorch:
+        Bool input: PyTorch raises RuntimeError, ember computes as for integers. One variable with
+        no observations (shape ``(1, 0)``): ember's result has shape ``(1, 1)``, PyTorch's is 0-d.
+    """
     check_tensor("cov", input)
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
@@ -505,8 +511,10 @@ def frexp(input: Tensor, *, out=None):
     Example::
 
         >>> ember.frexp(ember.tensor([1.0, 3.0]))
-        ember.return_types.frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([1, 2], dtype=ember.int32))
-    """  # noqa: E501
+        ember.return_types.frexp(
+        mantissa=tensor([0.5000, 0.7500]),
+        exponent=tensor([1, 2], dtype=ember.int32))
+    """
     check_out_tuple("frexp", out)
     from .. import return_types
 
@@ -588,8 +596,8 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     from .arithmetic import _scaled, sub
 
     check_tensor("rsub", input)
-    if isinstance(other, Tensor):
-        return sub(other, input, alpha=alpha)
+    if isinstance(other, Tensor):  # torch's rsub.Tensor node (NOTE [ Node names ])
+        return _node_names.rename(sub(other, input, alpha=alpha), "RsubBackward0")
     if input.dtype is _dt.bool_ and isinstance(other, bool):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "

@@ -173,6 +173,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     ``attn_mask`` is a bool mask (True = attend) or an additive float mask; ``is_causal``
     masks the upper triangle; ``scale`` defaults to ``1 / sqrt(E)``.
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: ember can return NaN where PyTorch returns a finite
+        value (ember's softmax of overflowing scores).
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):

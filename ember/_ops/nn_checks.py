@@ -152,6 +152,29 @@ def cast_back(name, result, input):
     return result
 
 
+def no_complex_autograd(name, dtype, *inputs):
+    """Raise PyTorch's RuntimeError for an op without complex derivatives: its result is
+    complex (``dtype``) while grad mode records and an input tensor requires grad.
+
+    Args:
+        name: the op's name in the message.
+        dtype: the result's dtype.
+        *inputs: the op's arguments (non-tensors are skipped).
+
+    Returns:
+        None.
+
+    Example:
+        >>> no_complex_autograd("silu", ember.float32, ember.ones(2, requires_grad=True))
+    """
+    from .. import _dispatch
+
+    if dtype.is_complex and _dispatch.state.grad_enabled and any(
+            isinstance(t, Tensor) and t.requires_grad for t in inputs):
+        raise RuntimeError(f"{name} does not support automatic differentiation for outputs "
+                           "with complex dtype.")
+
+
 def same_dtype(input, *others):
     """Raise torch's ``expected scalar type X but found Y`` RuntimeError when a tensor of
     ``others`` (None entries are skipped) has a dtype other than ``input``'s.

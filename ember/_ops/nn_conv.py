@@ -47,6 +47,7 @@ import numpy as np
 
 from .. import _dispatch, _parallel
 from .._core.tensor import Tensor
+from .._kernels import _blas
 from . import nn_conv_grid as grid
 from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
@@ -156,7 +157,8 @@ def _grouped_matmul(xp, a, b, transpose_a=False, transpose_b=False):
     def one(i):
         x = a[i].T if transpose_a else a[i]
         y = b[i].T if transpose_b else b[i]
-        return x @ y
+        # BLAS threads by shape (NOTE [ GEMM threads by shape ] in ember/_kernels/_blas.py)
+        return _blas.matmul(x, y) if xp is np else x @ y
 
     if a.shape[0] == 1:
         return one(0)[None]
@@ -937,6 +939,10 @@ _CONV_DOC = """{nd}-d convolution (cross-correlation) of a batch of {nd}-d signa
     Returns:
         (N, C_out, {sp_out}).
 
+    Differences from PyTorch:
+        Complex NaN, infinite and near-overflow inputs: which parts of the result are NaN can
+        differ from PyTorch's (ember multiplies complex numbers with NumPy's rules).
+
     Example:
         >>> import ember
         >>> ember.conv{nd}d(ember.ones({ones_in}), ember.ones({ones_w})).shape
@@ -1006,16 +1012,17 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     dims, direct or transposed, every argument required.
 
     Args:
-        input: (N, C_in, *spatial), batched.
-        weight: (C_out, C_in / groups, *k), or (C_in, C_out / groups, *k) when transposed.
-        bias: (C_out,) or None.
+        input: ``(N, C_in, *spatial)``, batched.
+        weight: ``(C_out, C_in / groups, *k)``, or ``(C_in, C_out / groups, *k)`` when
+            transposed.
+        bias: ``(C_out,)`` or None.
         stride, padding, dilation: per spatial dim (or one int for all).
         transposed: compute the transposed convolution.
         output_padding: extra output size of the transposed convolution.
         groups: the number of channel groups.
 
     Returns:
-        (N, C_out, *spatial_out).
+        ``(N, C_out, *spatial_out)``.
 
     Example:
         >>> import ember

@@ -81,6 +81,17 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, reduction)
 
 
+def _not_differentiable(name, **args):
+    """PyTorch's refusal to record an op for an argument it has no derivative for (the
+    weights of the binary cross-entropies): RuntimeError when one requires grad."""
+    if not _dispatch.state.grad_enabled:
+        return
+    for arg, t in args.items():
+        if isinstance(t, Tensor) and t.requires_grad:
+            raise RuntimeError(f"The function '{name}' is not differentiable with respect to "
+                               f"argument '{arg}'. This input cannot have requires_grad True.")
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
@@ -95,6 +106,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.numel() and holds_values(target._data) and (
             float(target.detach().min()) < 0 or float(target.detach().max()) > 1):
         raise RuntimeError("all elements of target should be between 0 and 1")
+    _not_differentiable("binary_cross_entropy", weight=weight)
     log_x = input.log().clamp(min=-100)
     log_1mx = (1 - input).log().clamp(min=-100)
     loss = -(target * log_x + (1 - target) * log_1mx)
@@ -112,6 +124,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             not target.is_complex():
         raise RuntimeError(f"result type {input.dtype.scalar_name} can't be cast to the "
                            f"desired output type {target.dtype.scalar_name}")
+    _not_differentiable("binary_cross_entropy_with_logits", weight=weight,
+                        pos_weight=pos_weight)
     # (1 - t) x + w_t * log(1 + exp(-x)), with log(1 + exp(-x)) = -logsigmoid(x): stable for
     # every x, and its derivative -sigmoid(-x) holds at x = 0 too (|x| and relu would give 0)
     softplus_neg = -logsigmoid(input)
@@ -258,8 +272,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Hinge loss between each target class (listed in ``target`` up to the first -1) and
     every non-target class."""
     reduction = reduction_enum(reduction, size_average, reduce)
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError("multilabel_margin_loss: expected target of dtype Long")
+    if target.dtype.name != "int64":  # torch's message: class indices must be int64
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     kernel_dtype("multilabel_margin_loss", input)
     one = input.dim() == 1
     x = input.unsqueeze(0) if one else input
@@ -294,6 +308,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     kernel_dtype("multi_margin_loss", input)
+    if target.dtype.name != "int64":  # torch's message: class indices must be int64
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     one = input.dim() == 1
     x = input.unsqueeze(0) if one else input
     t = target.reshape(-1)
@@ -355,6 +371,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
     Returns:
         The distances.
+
+    Differences from PyTorch:
+        Distances that overflow: ember returns inf where PyTorch returns the largest finite value
+        (PyTorch scales before squaring).
 
     Example:
         >>> import ember
@@ -549,6 +569,55 @@ def _ctc_jvp(x_dots, _lp, _targets, _il, _tl, *, blank, reduction, zero_infinity
     return (prod.sum((0, 2)) if reduction == "none" else prod.sum()), None
 
 
+def _ctc_check(log_probs, targets, il, tl, blank):
+    """torch's argument checks of CTC, in its order: (T, N, C) non-empty log-probabilities, one
+    length per sequence, 1-d concatenated or (N, S) padded targets long enough for the target
+    lengths, input lengths within T. Target classes themselves are not checked (torch
+    does not check them either)."""
+    where = " (while checking arguments for ctc_loss_allocate_outputs)"
+    if log_probs.numel() == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
+    if log_probs.dim() != 3:
+        raise RuntimeError(f"Expected 3-dimensional tensor, but got {log_probs.dim()}-dimensional "
+                           f"tensor for argument #1 'log_probs'{where}")
+    _t_max, n, c = log_probs.shape
+    if not (holds_values(il._data) and holds_values(tl._data)):  # meta: shape checks only
+        if il.numel() != n:
+            raise RuntimeError("input_lengths must be of size batch_size")
+        if not 0 <= blank < c:
+            raise RuntimeError("blank must be in label range")
+        if tl.numel() != n:
+            raise RuntimeError("target_lengths must be of size batch_size")
+        return
+    ins = [int(v) for v in il.detach().reshape(-1).tolist()]
+    tgs = [int(v) for v in tl.detach().reshape(-1).tolist()]
+    if len(ins) != n:
+        raise RuntimeError("input_lengths must be of size batch_size")
+    if not 1 <= targets.dim() <= 2:
+        raise RuntimeError(f"Expected 1 to 2 dimensions, but got {targets.dim()}-dimensional "
+                           f"tensor for argument #2 'targets'{where}")
+    if not 0 <= blank < c:
+        raise RuntimeError("blank must be in label range")
+    if len(tgs) != n:
+        raise RuntimeError("target_lengths must be of size batch_size")
+    for v in tgs:
+        if v < 0:
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got "
+                               f"value {v}{where}")
+    want = sum(tgs) if targets.dim() == 1 else n
+    if targets.shape[0] != want:
+        raise RuntimeError(f"Expected tensor to have size {want} at dimension 0, but got size "
+                           f"{targets.shape[0]} for argument #2 'targets'{where}")
+    if targets.dim() == 2 and tgs and targets.shape[1] < max(tgs):
+        raise RuntimeError(f"Expected tensor to have size at least {max(tgs)} at dimension 1, "
+                           f"but got size {targets.shape[1]} for argument #2 'targets'{where}")
+    for v in ins:
+        if v < 0 or v > log_probs.shape[0]:
+            bound = "least 0" if v < 0 else f"most {log_probs.shape[0]}"
+            raise RuntimeError(f"Expected input_lengths to have value at {bound}, but got value "
+                               f"{v}{where}")
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """Connectionist temporal classification loss of (T, N, C) log-probabilities."""
@@ -558,13 +627,31 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         squeeze = True
     else:
         squeeze = False
+    from .._core import dtype as ember_dtype
+
+    lists = [not isinstance(v, Tensor) for v in (input_lengths, target_lengths)]
+    if lists[0] != lists[1]:
+        raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors "
+                        "or both be sequences of ints")
+    for v in (input_lengths, target_lengths) if lists[0] else ():
+        if not isinstance(v, (list, tuple)) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in v):
+            raise TypeError(f"ctc_loss(): lengths must be sequences of ints, got {v!r}")
     il = as_tensor(input_lengths) if not isinstance(input_lengths, Tensor) else input_lengths
     tl = as_tensor(target_lengths) if not isinstance(target_lengths, Tensor) else \
         target_lengths
+    for t, what in ((il, "input_lengths"), (tl, "target_lengths")):
+        if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype.name == "bool":
+            raise RuntimeError(f"{what} must be integral")
+    kernel_dtype("ctc_loss", log_probs)
+    _ctc_check(log_probs, targets, il, tl, blank)
     # lengths (and targets) may come as lists or CPU tensors, as torch allows on any device
     dev = log_probs.device
-    il, tl, targets = il.reshape(-1).to(dev), tl.reshape(-1).to(dev), targets.to(dev)
-    kernel_dtype("ctc_loss", log_probs)
+    il, tl = il.reshape(-1).to(dev), tl.reshape(-1).to(dev)
+    if targets.dtype.name != "int64":  # torch reads any target dtype as class indices
+        targets = targets.real if targets.dtype.is_complex else targets
+        targets = targets.to(dtype=ember_dtype.int64)
+    targets = targets.to(dev)
     loss, _ = _dispatch.apply(ctc_op, (log_probs, targets, il, tl),
                               {"blank": blank, "reduction": reduction,
                                "zero_infinity": zero_infinity})
@@ -607,6 +694,11 @@ def _bce_with_logits_top(input, target, weight=None, pos_weight=None, reduction=
     Returns:
         The loss.
 
+    Differences from PyTorch:
+        A ``weight`` that requires grad: PyTorch raises RuntimeError (the function is not
+        differentiable with respect to ``weight``); ember computes the loss and gives ``weight`` a
+        gradient.
+
     Example:
         >>> import ember
         >>> ember.binary_cross_entropy_with_logits(ember.tensor([0.0]), ember.tensor([1.0]))
@@ -629,6 +721,10 @@ def _cosine_embedding_loss_top(input1, input2, target, margin=0.0, reduction=0):
 
     Returns:
         The loss.
+
+    Differences from PyTorch:
+        bfloat16 NaN, infinite and near-overflow inputs: ember can return NaN for a pair where
+        PyTorch returns 0.
 
     Example:
         >>> import ember
@@ -730,6 +826,9 @@ def _poisson_nll_loss_top(input, target, log_input, full, eps, reduction):
     Returns:
         The loss.
 
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: ember can return NaN where PyTorch returns -inf.
+
     Example:
         >>> import ember
         >>> ember.poisson_nll_loss(ember.tensor([0.0]), ember.tensor([1.0]), True, False,
@@ -783,11 +882,18 @@ def _ctc_loss_top(log_probs, targets, input_lengths, target_lengths, blank=0, re
     Returns:
         The loss.
 
+    Differences from PyTorch:
+        Some inconsistent arguments (lengths that do not fit an empty ``log_probs``) raise
+        ValueError in ember where PyTorch raises RuntimeError.
+
     Example:
         >>> import ember
         >>> lp = ember.zeros(2, 1, 2).log_softmax(2)
         >>> ember.ctc_loss(lp, ember.tensor([[1]]), [2], [1], 0, 2)
         tensor(0.2877)
     """
+    if not isinstance(reduction, int) or isinstance(reduction, bool):
+        raise TypeError(f"ctc_loss(): argument 'reduction' must be int, not "
+                        f"{type(reduction).__name__}")
     return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                     _reduction_name(reduction), zero_infinity)

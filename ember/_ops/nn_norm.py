@@ -228,6 +228,10 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     eight, with the same centred sums as the textbook formula (no E[x^2] - E[x]^2
     cancellation).
     """
+    if training and x.dtype == np.float32:
+        fused = _kernels.batch_norm(x, w, b, eps)  # NOTE [ Compiled batch norm ] (_kernels)
+        if fused is not None:
+            return fused
     shape = _bshape(x)
     dt = x.dtype
     if dt.itemsize < 4:  # half precision computes in float32
@@ -251,6 +255,10 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
 def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
     """Training-mode batch norm gradients (gx, gw, gb) in eight passes over x and g
     (NOTE [ Batch norm passes ])."""
+    if x.dtype == np.float32:
+        fused = _kernels.batch_norm_backward(g, x, w, m, rstd)  # NOTE [ Compiled batch norm ]
+        if fused is not None:
+            return fused
     shape = _bshape(x)
     n = x.size // x.shape[1]
     dt = x.dtype
@@ -439,7 +447,13 @@ def _group_norm_params(input, weight, bias):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Normalise groups of channels per sample, then scale and shift per channel."""
+    """Normalise groups of channels per sample, then scale and shift per channel.
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: a group's statistics can come out infinite where
+        PyTorch's are NaN (and the reverse), so results differ in which non-finite value they hold;
+        a group whose values overflow can even give a finite result where PyTorch's is NaN.
+    """
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
@@ -694,6 +708,10 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     Returns:
         ``(output, mean, rstd)``.
 
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: the saved statistics (``mean``, ``rstd``) can be NaN
+        where PyTorch's are infinite.
+
     Example:
         >>> import ember
         >>> y, mean, rstd = ember.native_layer_norm(ember.tensor([[1.0, 3.0]]), [2], None,
@@ -717,6 +735,10 @@ def _group_norm_top(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_e
 
     Returns:
         A tensor shaped like ``input``.
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: a group's statistics can come out infinite where
+        PyTorch's are NaN (and the reverse), so results differ in which non-finite value they hold.
 
     Example:
         >>> import ember

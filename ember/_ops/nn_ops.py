@@ -21,7 +21,7 @@ from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
-from .nn_checks import kernel_dtype
+from .nn_checks import kernel_dtype, no_complex_autograd
 from .creation import zeros_like
 from .linalg import _LOWP, gemm, outer_op, row_sums, upcast_lowp
 from .pointwise import opmath
@@ -320,15 +320,17 @@ def _silu_vjp(g, a):
     return g * (sig * (1 + a * (1 - sig)))
 
 
-silu_op = ElementwiseOp("silu", opmath(_silu_kernel), vjp=_silu_vjp, allow=(2,))
+silu_op = ElementwiseOp("silu", opmath(_silu_kernel), vjp=_silu_vjp, allow=(2, 3))
 silu_op.node_name = "SiluBackward0"
 
 
 def silu(input, inplace=False):
     """``x * sigmoid(x)`` (the swish activation)."""
-    if isinstance(input, Tensor) and input.dtype.category != 2:
+    if isinstance(input, Tensor) and input.dtype.category < 2:
         raise NotImplementedError(f'"silu_cpu" not implemented for '
                                   f"'{input.dtype.scalar_name}'")
+    if isinstance(input, Tensor):
+        no_complex_autograd("silu", input.dtype, input)
     if inplace:
         return elementwise_inplace(silu_op, input, ())
     return unary(silu_op, input)
@@ -960,6 +962,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             "arguments for embedding)")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
+    no_complex_autograd("embedding", weight.dtype, weight)
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0 and padding_idx >= num:
@@ -970,7 +973,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             padding_idx = num + padding_idx
     if num == 0 and input.numel():
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    if input.numel() and holds_values(input._data):
+    per_example = _dispatch.intercept and _per_example(input)
+    if input.numel() and holds_values(input._data) and not per_example:
         lo, hi = int(input.min()), int(input.max())
         if lo < 0 or hi >= num:
             raise IndexError("index out of range in self")
@@ -986,9 +990,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     out = _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
                                                           "num_weights": num})
     # the lookup rides on its output (NOTE [ Lookups a layer can fold ]): it dies with it
-    out.__dict__["_lookup"] = (out._data, weakref.ref(weight), weight._version, weight._data,
-                               input._data)
+    # (not under vmap, where ``input._data`` holds one example's indices)
+    if not per_example:
+        out.__dict__["_lookup"] = (out._data, weakref.ref(weight), weight._version,
+                                   weight._data, input._data)
     return out
+
+
+def _per_example(t):
+    """Whether ``t`` is one example of a ``vmap`` batch: its array holds one example's
+    values, so no check may read them."""
+    from ..func._batch_tensor import batch_info
+
+    return batch_info(t) is not None
 
 
 # NOTE [ Lookups a layer can fold ]
@@ -1033,13 +1047,13 @@ def bilinear(input1, input2, weight, bias=None):
     """Bilinear map ``y_k = x1^T W_k x2 + b_k`` over the last dims.
 
     Args:
-        input1: (*, in1).
-        input2: (*, in2), the same leading shape.
-        weight: (out, in1, in2).
-        bias: (out,) or None.
+        input1: ``(*, in1)``.
+        input2: ``(*, in2)``, the same leading shape.
+        weight: ``(out, in1, in2)``.
+        bias: ``(out,)`` or None.
 
     Returns:
-        (*, out).
+        ``(*, out)``.
 
     Example:
         >>> import ember
@@ -1060,5 +1074,6 @@ def bilinear(input1, input2, weight, bias=None):
             raise RuntimeError("cannot reshape tensor of 0 elements into shape [-1, 0] "
                                "because the unspecified dimension size -1 can be any value "
                                "and is ambiguous")
+    no_complex_autograd("_trilinear", input1.dtype, input1, input2, weight)
     y = einsum("...i,kij,...j->...k", input1, weight, input2)
     return y + bias if bias is not None else y

@@ -10,8 +10,11 @@ formula is written in ember ops, so it is differentiable again.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dispatch
 from .._core.tensor import Tensor
+from .._kernels import _blas
 from ._registry import Op, public
 from .join import cat, stack
 from .linalg import col_sums
@@ -202,6 +205,10 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     Returns:
         ``h'``, (N, H).
 
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: ember can return a finite value (1.0) where PyTorch
+        returns NaN.
+
     Example:
         >>> import ember
         >>> ember.gru_cell(ember.ones(1, 2), ember.ones(1, 3), ember.zeros(9, 2),
@@ -344,11 +351,14 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, re
     ig = xp.empty((batch, hs), dt)
     h = h0
     cs[steps if reverse else 0] = c0
+    # the step's small product with the BLAS threads chosen by shape (NOTE [ GEMM threads by
+    # shape ] in ember/_kernels/_blas.py: two threads waited a time slice per step under load)
+    mm = _blas.matmul if xp is np else xp.matmul
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
         c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
         hprev[t] = h
         a = acts[t]
-        xp.matmul(h, w_t, out=rec)
+        mm(h, w_t, out=rec)
         if bias is not None:
             rec += bias
         a += rec
@@ -384,6 +394,7 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     up = xp.empty((batch, hs4), dt)
     k = xp.zeros((batch, hs4), dt)
     k[:, 2 * hs:3 * hs] = 1
+    mm = _blas.matmul if xp is np else xp.matmul  # NOTE [ GEMM threads by shape ]
     for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
         c_in = cs[t + 1] if reverse else cs[t]
         if g_out is not None:
@@ -413,7 +424,7 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
         xp.multiply(dht, tc, out=up[:, 3 * hs:])
         d *= up
         dc = xp.multiply(dct, f, out=dc)
-        xp.matmul(d, w_hh, out=dh)
+        mm(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     gx = (d2 @ w_ih).reshape(steps, batch, -1) if need_x else None
@@ -650,6 +661,13 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
 lstm.__doc__ = lstm.__doc__.replace("{args}", _RNN_ARGS.format(state="``[h_0, c_0]``"))
 
 
+#: what the functional RNN forms document under "Differences from PyTorch"
+_RNN_DIFFERS = {"gru": """
+    Differences from PyTorch:
+        Complex inputs: results differ from PyTorch's by more than float32 rounding.
+"""}
+
+
 def _single_state_rnn(name, cell):
     def fn(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
            batch_first):
@@ -665,7 +683,7 @@ def _single_state_rnn(name, cell):
     Returns:
         ``(output, h_n)``: the last layer's hidden states for every step, and each layer's
         final hidden state.
-
+    {_RNN_DIFFERS.get(name, "")}
     Example:
         >>> import ember
         >>> p = [ember.zeros({rows * 2}, 3), ember.zeros({rows * 2}, 2)]

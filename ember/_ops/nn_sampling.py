@@ -303,7 +303,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return out
 
 
-def affine_grid(theta, size, align_corners=None):
+def affine_grid(theta, size, align_corners=None, _any_dtype=False):
     """The sampling grid (N, *out, nd) of the affine maps ``theta`` (N, nd, nd + 1)."""
     align_corners = bool(align_corners)
     size = list(size)
@@ -312,7 +312,7 @@ def affine_grid(theta, size, align_corners=None):
         raise NotImplementedError(
             f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
             f"respectively. Got size {size}.")
-    if not theta.is_floating_point():
+    if not theta.is_floating_point() and not _any_dtype:
         raise ValueError(f"Expected theta to have floating point type, but got "
                          f"{theta.dtype}")
     if tuple(theta.shape) != (size[0], nd, nd + 1):
@@ -326,7 +326,10 @@ def affine_grid(theta, size, align_corners=None):
         if n <= 1:
             return linspace(0, 0, n, dtype=theta.dtype, device=dev)
         t = linspace(-1, 1, n, dtype=theta.dtype, device=dev)
-        return t if align_corners else t * ((n - 1) / n)
+        if align_corners:
+            return t
+        # scaled in theta's dtype (integers truncate), as torch's in-place scaling
+        return (t * ((n - 1) / n)).to(theta.dtype)
 
     # base grid coordinates in (x, y[, z]) order, plus a column of ones
     axes = [axis(s) for s in spatial]  # D?, H, W
@@ -507,11 +510,11 @@ def pixel_unshuffle(input, downscale_factor):
 
 @public(method=False)
 def channel_shuffle(input, groups):
-    """Interleave the channels of ``groups`` groups: (N, g * k, *) viewed as (N, g, k, *)
-    becomes (N, k, g, *), flattened back.
+    """Interleave the channels of ``groups`` groups: ``(N, g * k, *)`` viewed as
+    ``(N, g, k, *)`` becomes ``(N, k, g, *)``, flattened back.
 
     Args:
-        input: an (N, C, *) tensor, C divisible by ``groups``.
+        input: an ``(N, C, *)`` tensor, ``C`` divisible by ``groups``.
         groups: the number of groups.
 
     Returns:
@@ -542,7 +545,7 @@ def native_channel_shuffle(input, groups):
     """:func:`channel_shuffle` (PyTorch's kernel-level name for it).
 
     Args:
-        input: an (N, C, *) tensor, C divisible by ``groups``.
+        input: an ``(N, C, *)`` tensor, ``C`` divisible by ``groups``.
         groups: the number of groups.
 
     Returns:
@@ -612,6 +615,10 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
     Returns:
         (N, C, H_out, W_out).
 
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: which outputs are NaN and which infinite can differ
+        from PyTorch's.
+
     Example:
         >>> import ember
         >>> x = ember.arange(4.0).reshape(1, 1, 2, 2)
@@ -668,9 +675,11 @@ def affine_grid_generator(theta, size, align_corners):
                   [ 1.,  0.]]]])
     """
     nd = len(size) - 2
-    if nd in (2, 3) and theta.is_floating_point() and \
-            tuple(theta.shape) != (size[0], nd, nd + 1):
+    if nd in (2, 3) and tuple(theta.shape) != (size[0], nd, nd + 1):
         # no Python-level check here in torch: its batched product refuses the shape
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{size[0]}, {nd + 1}] but got: {list(theta.shape[:2])}.")
-    return affine_grid(theta, size, align_corners)
+    if theta.dtype.name == "bool":
+        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
+    # any dtype: torch's composite runs in theta's (integers, complex, half types too)
+    return affine_grid(theta, size, align_corners, _any_dtype=True)

@@ -29,7 +29,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
-from . import _xp_compat
+from . import _node_names, _xp_compat
 from ._registry import Op, public
 from .indexing import linear_jvp  # forward-mode rules
 
@@ -621,6 +621,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the dtype's
     largest and lowest finite values)."""
     _require_tensor("nan_to_num", "input", input, 1)
+    from .nn_checks import no_complex_autograd
+
+    no_complex_autograd("nan_to_num", input.dtype, input)
     return elementwise(nan_to_num_op, (input,), _nan_to_num_params(input, nan, posinf, neginf),
                        out=out)
 
@@ -749,7 +752,9 @@ xlogy_op = ElementwiseOp("xlogy", opmath(_xlogy_kernel), promote="float", allow=
 gcd_op, gcd = binary_op("gcd", ufunc="gcd", promote="int", allow=(1,),
                         doc="Greatest common divisor (non-negative).")
 lcm_op, lcm = binary_op("lcm", ufunc="lcm", promote="int", allow=(1,),
-                        doc="Least common multiple (non-negative).")
+                        doc="Least common multiple (non-negative).\n\n"
+                            "Differences from PyTorch:\n    A multiple too large for the dtype "
+                            "wraps around in both, but ember's can have the other sign.")
 heaviside_op = ElementwiseOp("heaviside", _heaviside_kernel, allow=(0, 1, 2))
 
 
@@ -807,10 +812,12 @@ def _clamp_max_vjp(g, x, hi):
     return where(x <= hi, g, 0.0), where(x > hi, g, 0.0)
 
 
+# one-sided bool clamps take tensor bounds (PyTorch's kernels are maximum/minimum); number
+# bounds are refused in _clamp_args, as PyTorch's scalar kernels do
 clamp_op = ElementwiseOp("clamp", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi),
                          allow=(1, 2), vjp=_clamp_vjp)
-clamp_min_op = ElementwiseOp("clamp_min", ufunc="maximum", allow=(1, 2), vjp=_clamp_min_vjp)
-clamp_max_op = ElementwiseOp("clamp_max", ufunc="minimum", allow=(1, 2), vjp=_clamp_max_vjp)
+clamp_min_op = ElementwiseOp("clamp_min", ufunc="maximum", allow=(0, 1, 2), vjp=_clamp_min_vjp)
+clamp_max_op = ElementwiseOp("clamp_max", ufunc="minimum", allow=(0, 1, 2), vjp=_clamp_max_vjp)
 
 
 def _clamp_args(name, input, min, max):
@@ -827,6 +834,10 @@ def _clamp_args(name, input, min, max):
         raise TypeError(
             f"{name}(): min and max must both be Tensors or both be numbers, got "
             f"{type(min).__name__} and {type(max).__name__}")
+    bounds = [b for b in (min, max) if b is not None]
+    if input._data.dtype == np.bool_ and all(type(b) is bool for b in bounds):
+        kernel = "clamp" if len(bounds) == 2 else "clamp_min" if max is None else "clamp_max"
+        raise NotImplementedError(f'"{kernel}_scalar_cpu" not implemented for \'Bool\'')
     if max is None:
         return clamp_min_op, (min,)
     if min is None:
@@ -853,8 +864,22 @@ def clamp(input, min=None, max=None, *, out=None):
             at = type(a)
             r = (clamp_op.impl.get(at) or clamp_op.resolve(at))(a, min, max)
             return wrap(r if type(r) is at else _dispatch.backends_by_type[at].xp.asarray(r))
+    return _clamp("clamp", input, min, max, out)
+
+
+def _clamp(name, input, min, max, out):
     op, bounds = _clamp_args("clamp", input, min, max)
-    return elementwise(op, (input,) + bounds, out=out)
+    r = elementwise(op, (input,) + bounds, out=out)
+    if r._grad_fn is not None:
+        # NOTE [ Node names ]: torch names the overload -- number or tensor bounds
+        tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
+        if name == "clamp":
+            node = "ClampBackward0" if tensors else "ClampBackward1"
+        else:
+            node = ("ClampMin" if name == "clamp_min" else "ClampMax") + (
+                "Backward1" if tensors else "Backward0")
+        _node_names.rename(r, node)
+    return r
 
 
 def _clamp_(self, min=None, max=None):
@@ -877,14 +902,14 @@ def _required_bound(name, which, bound):
 def clamp_min(input, min, *, out=None):
     """``clamp(input, min=min)``."""
     _required_bound("clamp_min", "min", min)
-    return clamp(input, min, None, out=out)
+    return _clamp("clamp_min", input, min, None, out)
 
 
 @public
 def clamp_max(input, max, *, out=None):
     """``clamp(input, max=max)``."""
     _required_bound("clamp_max", "max", max)
-    return clamp(input, None, max, out=out)
+    return _clamp("clamp_max", input, None, max, out)
 
 
 def _clamp_min_(self, min):

@@ -33,8 +33,8 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
 from .._parallel import split_on_threads
-from ._registry import Op, inplace_from, public
-from . import _xp_compat
+from ._registry import Op, inplace_from, public, shown_as
+from . import _node_names, _xp_compat
 from ._xp_compat import sparse_indices, ufunc_accumulate, ufunc_at, ufunc_reduce
 from .indexing import linear_jvp  # forward-mode rules
 from .from_data import tensor
@@ -174,8 +174,32 @@ def _expand_back_vjp(g, _x, *, shape, dim, keepdim):
 expand_back_op = Op("_expand_back", _expand_back_kernel, vjp=_expand_back_vjp, linear=True)
 
 
+def _expand_back_body(g, *, shape, dim, keepdim):
+    return _apply(expand_back_op, (g,), {"shape": shape, "dim": dim, "keepdim": keepdim})
+
+
+# modes see PyTorch's aten.expand, what its reductions' derivatives call
+_expand_back_entry = shown_as("expand", expand_back_op, _expand_back_body)
+
+
 def _expand_back(g, shape, dim, keepdim):
-    return _apply(expand_back_op, (g,), {"shape": tuple(shape), "dim": dim, "keepdim": keepdim})
+    return _expand_back_entry(g, shape=tuple(shape), dim=dim, keepdim=keepdim)
+
+
+_div_scalar = []
+
+
+def _div_by(t, n):
+    """``t / n`` for a number ``n``, shown to modes as PyTorch's ``div.Scalar`` (what its
+    derivative formulas call, where a Python ``t / n`` is ``div.Tensor``)."""
+    if not _div_scalar:
+        from ._elementwise import elementwise
+        from .arithmetic import div_op
+
+        div_op.handle(False, 2)  # div.Tensor first: ember.ops.aten.div's own form
+        _div_scalar.append(shown_as("div", div_op, lambda a, b: elementwise(div_op, (a, b)),
+                                    "Scalar"))
+    return _div_scalar[0](t, n)
 
 
 def _take_along_kernel(xp, a, idx, *, dim, keepdim):
@@ -344,9 +368,35 @@ def _big_f32_sum(a):
     return s + _add_reduce(flat[n:]) if n < flat.size else s
 
 
+class _DimNotGiven:
+    """The default of ``sum``'s ``dim``: None to the reader, but distinguishable from a
+    ``dim=None`` the caller wrote (PyTorch's sum over everything has no ``out=``)."""
+
+    def __repr__(self):
+        return "None"
+
+    def __bool__(self):
+        return False
+
+
+_DIM_NOT_GIVEN = _DimNotGiven()
+
+
 @public
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Sum of ``input`` over ``dim`` (all dims when None); ints and bools sum to int64."""
+def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
+    """Sum of ``input`` over ``dim`` (all dims when None); ints and bools sum to int64.
+
+    ``out=`` needs ``dim`` (None allowed), as in PyTorch: its sum over everything has no
+    ``out=`` form, so ``sum(input, out=...)`` raises TypeError.
+    """
+    if dim is _DIM_NOT_GIVEN:
+        if out is not None:
+            if dtype is not None:
+                raise TypeError('sum() missing 1 required positional arguments: "dim"')
+            raise TypeError("sum() received an invalid combination of arguments - got "
+                            "(Tensor, out=Tensor), but expected (Tensor input, tuple of ints "
+                            "dim, bool keepdim, *, dtype, Tensor out)")
+        dim = None
     if dtype is None and out is None:
         # NOTE [ Hot path ]: a full or one-dim sum of a CPU tensor nothing records for is one
         # ufunc reduce and one wrap
@@ -432,7 +482,8 @@ def _mean_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
 
 
 def _mean_vjp(g, _a, *, dim, keepdim, dtype, shape):
-    return _expand_back(g, shape, dim, keepdim) / builtins.max(_reduced_count(shape, dim), 1)
+    return _div_by(_expand_back(g, shape, dim, keepdim),
+                   builtins.max(_reduced_count(shape, dim), 1))
 
 
 mean_op = Op("mean", _mean_kernel, vjp=_mean_vjp, linear=True)
@@ -551,7 +602,12 @@ def _var_kernel(xp, a, *, dim, keepdim, correction, take_sqrt, acc=None):
         d = x - m
         sq = (d.real * d.real + d.imag * d.imag) if d.dtype.kind == "c" else d * d
         r = xp.add.reduce(sq, axis=dim, keepdims=keepdim)
-        r = r / builtins.max(n - correction, 0)
+        dof = builtins.max(n - correction, 0)
+        if dof:
+            r = r / dof
+        else:  # NaN or inf by design, silently (NOTE [ Floating-point warnings ])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = r / dof
     else:
         rd = acc if acc.kind != "c" else np.dtype(acc.char.lower())
         r = xp.full(_keep_shape(a.shape, dim) if keepdim else
@@ -649,7 +705,11 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
 
 @public(method=False)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(var(input, ...), mean(input, ...))`` in one call."""
+    """``(var(input, ...), mean(input, ...))`` in one call.
+
+    Differences from PyTorch:
+        NaN, infinite and near-overflow inputs: ``var`` can be inf where PyTorch's is NaN.
+    """
     d, c = _var_args("var_mean", input, dim, unbiased, correction)
     _warn_dof("var_mean", input, d, c)
     v = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
@@ -698,6 +758,8 @@ def _amax(name, largest, input, dim, keepdim, out):
     _no_complex(input, name)
     d = _dims(input, dim if dim != () else None, name)
     _check_nonempty(input, d, name)
+    if d is None:  # every dim, named: dim None is max()'s call (NOTE [ Node names ])
+        d = tuple(range(input._data.ndim))
     return _apply(amax_op, (input,), {"dim": d, "keepdim": keepdim, "largest": largest}, out=out)
 
 
@@ -709,7 +771,12 @@ def amax(input, dim=(), keepdim=False, *, out=None):
 
 @public
 def amin(input, dim=(), keepdim=False, *, out=None):
-    """Smallest value over ``dim`` (all dims when empty); NaN propagates."""
+    """Smallest value over ``dim`` (all dims when empty); NaN propagates.
+
+    Differences from PyTorch:
+        Complex inputs: ember raises NotImplementedError even when the result is empty, where
+        PyTorch returns the empty result.
+    """
     return _amax("amin", False, input, dim, keepdim, out)
 
 
@@ -798,6 +865,7 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
     _check_nonempty(input, (d,) if input._data.ndim else None, name)
     v, i = _apply(max_dim_op, (input,), {"dim": d, "keepdim": keepdim, "largest": largest})
     v = select_values(input, v, i, d, keepdim)
+    _node_names.rename(v, "MaxBackward0" if largest else "MinBackward0")  # NOTE [ Node names ]
     r = return_types.make(name, ("values", "indices"))(v, i)
     if out is not None:
         _dispatch.write_out(name, out, (v, i))
@@ -830,7 +898,12 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
 
 @public
 def aminmax(input, *, dim=None, keepdim=False, out=None):
-    """``(min, max)`` over ``dim`` (or everything) as ``return_types.aminmax``."""
+    """``(min, max)`` over ``dim`` (or everything) as ``return_types.aminmax``.
+
+    Differences from PyTorch:
+        Complex input reduced over an empty dimension: ember raises NotImplementedError (complex is
+        not supported) where PyTorch raises IndexError (the empty dimension) first.
+    """
     _check_out_tuple("aminmax", out)
     _check_tensor(input, "aminmax")
     _no_complex(input, "aminmax")
@@ -903,7 +976,7 @@ def _norm(input, p, dim=None, keepdim=False):
 @public
 def dist(input, other, p=2):
     """``norm(input - other, p)`` with broadcasting."""
-    return _norm(input - other, p)
+    return _node_names.rename(_norm(input - other, p), "DistBackward0")
 
 
 @public
@@ -1068,9 +1141,25 @@ cumprod_backward_op = Op("_cumprod_backward", _cumprod_backward_kernel, differen
 def _cumprod_vjp(g, a, *, dim, dtype, out):
     if a._data.ndim == 0:
         return g
+    if _dispatch.intercept and _dispatch.state.modes:
+        # under a transform (vmap: one example has no single answer to "any zero?") the
+        # formula that needs no branch on the data
+        return _cumprod_vjp_masked(g, a, dim, out)
     if bool((a == 0).any()):
         return _apply(cumprod_backward_op, (g, a), {"dim": dim})
     return _rcumsum(g * out, dim) / a
+
+
+def _cumprod_vjp_masked(g, a, dim, out):
+    # d out_i / d a_j is prod_{k<=i, k!=j} a_k. Let z be the first zero of a along dim.
+    # Before z (a_j != 0) it is out_i / a_j; at z it is the running product with a_z
+    # replaced by 1; after z it holds a_z = 0. Masks only: no data-dependent branch.
+    zero = a == 0
+    seen = zero.cumsum(dim)
+    first = zero & (seen == 1)
+    before = _rcumsum(g * out, dim) / a.masked_fill(zero, 1)
+    at_first = _rcumsum(g * a.masked_fill(first, 1).cumprod(dim), dim)
+    return before.where(seen == 0, at_first.masked_fill(~first, 0))
 
 
 cumprod_op = Op("cumprod", _cumprod_kernel, vjp=_cumprod_vjp)
@@ -1163,7 +1252,8 @@ def cummax(input, dim=None, *, out=None):
     """Running maximum along ``dim`` and the index where it was found."""
     if dim is None:
         raise TypeError('cummax() missing 1 required positional arguments: "dim"')
-    return _cumext("cummax", True, input, dim, out)
+    r = _cumext("cummax", True, input, dim, out)
+    return r if out is not None else _node_names.rename(r, "CummaxBackward0")
 
 
 @public
@@ -1171,7 +1261,8 @@ def cummin(input, dim=None, *, out=None):
     """Running minimum along ``dim`` and the index where it was found."""
     if dim is None:
         raise TypeError('cummin() missing 1 required positional arguments: "dim"')
-    return _cumext("cummin", False, input, dim, out)
+    r = _cumext("cummin", False, input, dim, out)
+    return r if out is not None else _node_names.rename(r, "CumminBackward0")
 
 
 def _logcumsumexp_kernel(xp, a, *, dim):
@@ -1264,7 +1355,12 @@ diff_t_op = Op("_diff_t", _diff_t_kernel, vjp=_diff_t_vjp, linear=True)
 
 @public
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
-    """The ``n``-th forward difference along ``dim`` (bools use xor)."""
+    """The ``n``-th forward difference along ``dim`` (bools use xor).
+
+    Differences from PyTorch:
+        Complex inputs with infinite parts: ember subtracts with NumPy's complex rules, so a part
+        that PyTorch gives as NaN can be infinite in ember's result (and the reverse).
+    """
     _check_tensor(input, "diff")
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")

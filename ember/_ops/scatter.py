@@ -110,7 +110,12 @@ def _gather_args(op_name, input, dim, index):
 @public
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[index[i][j]][j]``
-    for ``dim=0``. The result has ``index``'s shape."""
+    for ``dim=0``. The result has ``index``'s shape.
+
+    Differences from PyTorch:
+        An empty ``index`` of a dtype other than int64 or int32 (uint8): PyTorch returns the empty
+        result, ember raises RuntimeError as it does for non-empty ones.
+    """
     dim, index = _gather_args("gather", input, dim, index)
     _dt.refuse_no_kernel(input, "gather_expanded_index")
     return _dispatch.apply(gather_op, (input, index), {"dim": dim, "shape": input._data.shape},
@@ -228,10 +233,17 @@ def _scatter_reduce_vjp(g, a, idx, src, *, dim, value, reduce, include_self, src
     """Gradients of prod / mean / amax / amin scatter reductions (PyTorch's formulas); the
     prod and extremum partials are ember ops (_reduce_partials), so vmap batches them."""
     if reduce == "mean":
-        xp = _dispatch.xp_of(g._data)
-        i = _as1d(idx._data)
-        count = _scatter_count(xp, _as1d(g._data).shape, i, dim, include_self)
-        gn = g / _const(count.reshape(g._data.shape).astype(g._data.dtype))
+        if _dispatch.intercept and _dispatch.state.modes and g._data.ndim:
+            # under a transform (vmap: ``idx._data`` is one example's) the count by ops
+            ones = zeros_of(idx._data.shape, g) + 1
+            count = (zeros_of(g._data.shape, g) + (1 if include_self else 0)).scatter_add(
+                dim, idx, ones)
+            gn = g / count.masked_fill(count == 0, 1)
+        else:
+            xp = _dispatch.xp_of(g._data)
+            i = _as1d(idx._data)
+            count = _scatter_count(xp, _as1d(g._data).shape, i, dim, include_self)
+            gn = g / _const(count.reshape(g._data.shape).astype(g._data.dtype))
         ga = gn if include_self else gn.scatter(dim, idx, 0)
         gs = None if src is None else _pad_to(gn.gather(dim, idx), src_shape)
         return ga, None, gs
@@ -257,9 +269,12 @@ def _reduce_partials(a, idx, src, dim, value, reduce, include_self, out):
 
     amax / amin share the result evenly among the members equal to it. prod: a member x of a
     group whose non-zero members multiply to p and which has z zero members has partial
-    p / x if z == 0, p if x is the only zero, else 0 (exact with zeros; differentiated
-    again, exact where the group has no zero). Positions no member reaches pass ``a``
-    through (partial 1)."""
+    p / x if z == 0, p if x is the only zero, else 0 -- written, for a non-zero x beside
+    one zero member, as p / x times that member's value (0), and for a zero beside one
+    other zero as p times the other's value, so that differentiated again they give the
+    exact second derivatives wherever a group has at most two zeros (PyTorch refuses more
+    than one zero from ``src``). Positions no member reaches pass ``a`` through (partial
+    1)."""
     from .creation import ones_like
     from .pointwise import where
 
@@ -279,13 +294,20 @@ def _reduce_partials(a, idx, src, dim, value, reduce, include_self, out):
                                             s.masked_fill(s_zero, 1)), params)
     z = (a_zero.to(dt) if include_self else zeros_of(a._data.shape, a)).scatter_add(
         dim, idx, s_zero.to(dt))
+    # the zero members' values per group: 0, but carrying their gradient
+    zv = (a.masked_fill(~a_zero, 0) if include_self else zeros_of(a._data.shape, a)).scatter_add(
+        dim, idx, s.masked_fill(~s_zero, 0))
 
-    def partial(x, x_zero, zx, px):
-        return where(x_zero, where(zx == 1, px, 0.0),
-                     where(zx == 0, px / x.masked_fill(x_zero, 1), 0.0))
+    def partial(x, x_zero, zx, px, zvx):
+        quotient = px / x.masked_fill(x_zero, 1)
+        # a zero beside one other zero: p times that other zero's value (zv less x's own)
+        return where(x_zero, where(zx == 1, px, where(zx == 2, px * (zvx - x), 0.0)),
+                     where(zx == 0, quotient, where(zx == 1, quotient * zvx, 0.0)))
 
-    d_self = partial(a, a_zero, z, p) if include_self else ones_like(a).scatter(dim, idx, 0.0)
-    return d_self, partial(s, s_zero, z.gather(dim, idx), p.gather(dim, idx))
+    d_self = partial(a, a_zero, z, p, zv) if include_self else \
+        ones_like(a).scatter(dim, idx, 0.0)
+    return d_self, partial(s, s_zero, z.gather(dim, idx), p.gather(dim, idx),
+                           zv.gather(dim, idx))
 
 
 scatter_op = Op("scatter", _scatter_kernel, vjp=_scatter_vjp)
@@ -435,6 +457,10 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     reduce over ``src`` only."""
     _check_reduce(reduce, input)
     dim, index, src, _ = _scatter_args("scatter_reduce", input, dim, index, src, None)
+    if isinstance(input, Tensor):
+        from .nn_checks import no_complex_autograd
+
+        no_complex_autograd("scatter_reduce", input.dtype, input, src)
     return _dispatch.apply(_op_for(reduce), (input, index, src),
                            _params(dim, None, reduce, bool(include_self), src), out=out)
 
@@ -491,15 +517,23 @@ def index_select(input, dim, index, *, out=None):
     if input._data.ndim == 0 and i.size > 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{i.size} value(s)")
+    if input._data.ndim > 1 and i.size and not input._data.size:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     try:
         check_bounds("index_select()", i, n, dim, exc=IndexError)
     except IndexError as e:
+        # PyTorch's CPU kernel for dim 1 of a matrix (or higher) reports a bad index as
+        # RuntimeError; its other paths as IndexError
+        if input._data.ndim > 1 and dim == 1:
+            bad = str(e).split("index ", 1)[1].split(" ", 1)[0]
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
+                               f"axis_dim={n}") from None
         raise IndexError(f"index_select(): index out of range in self ({e})") from None
     return _dispatch.apply(index_select_op, (input, index),
                            {"dim": dim, "shape": input._data.shape}, out=out)
 
 
-def _check_source(op_name, input, dim, index, source, same_dtype_msg):
+def _check_source(op_name, input, dim, index, source, same_dtype_msg, alpha=1):
     check_tensor(op_name, source, "source")
     s, src = input._data, source._data
     if src.dtype != s.dtype:
@@ -520,10 +554,21 @@ def _check_source(op_name, input, dim, index, source, same_dtype_msg):
                 raise RuntimeError(
                     f"{op_name}(): self ({list(s.shape)}) and source ({list(src.shape)}) must "
                     f"have the same size apart from dimension {dim}")
-    # torch's index_add raises RuntimeError for a bad index, index_copy / index_reduce
-    # IndexError
-    check_bounds(op_name + "()", index._data, ss[dim], dim,
-                 exc=RuntimeError if op_name.startswith("index_add") else IndexError)
+    if not s.size or not src.size:  # nothing is read or written: PyTorch checks nothing
+        return source
+    # torch's index_add reports a bad index as RuntimeError on its TensorIterator path (the
+    # first or last dim of a tensor with two or more, alpha 1) and IndexError elsewhere;
+    # index_copy / index_reduce always as IndexError
+    exc = IndexError
+    if op_name.startswith("index_add") and alpha == 1 and len(ss) > 1 and dim in (
+            0, len(ss) - 1):
+        exc = RuntimeError
+    try:
+        check_bounds(op_name + "()", index._data, ss[dim], dim, exc=exc)
+    except IndexError as e:
+        if op_name.startswith("index_add"):
+            raise IndexError(f"index out of range in self ({e})") from None
+        raise
     return source
 
 
@@ -532,6 +577,8 @@ def _source_moved(xp, src, dim, ndim):
 
 
 def _index_add_into(xp, out, idx, src, *, dim, alpha):
+    if not out.size or not src.size:
+        return
     s = _source_moved(xp, src, dim, out.ndim)
     if alpha != 1:
         s = s * xp.asarray(alpha).astype(out.dtype)
@@ -560,7 +607,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     """``input`` with ``alpha * source`` added to the slices along ``dim`` named by ``index``
     (duplicates accumulate)."""
     dim, index = _check_vector_index("index_add", input, index, dim)
-    source = _check_source("index_add", input, dim, index, source, _ADD_DTYPE_MSG)
+    source = _check_source("index_add", input, dim, index, source, _ADD_DTYPE_MSG, alpha)
     return _dispatch.apply(index_add_op, (input, index, source), {"dim": dim, "alpha": alpha},
                            out=out)
 
@@ -569,7 +616,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place :func:`index_add`."""
     dim, index = _check_vector_index("index_add_", self, index, dim)
-    source = _check_source("index_add_", self, dim, index, source, _ADD_DTYPE_MSG)
+    source = _check_source("index_add_", self, dim, index, source, _ADD_DTYPE_MSG, alpha)
     check_no_overlap("index_add_", self, source)
     return inplace_or_not(index_add_op, "index_add_", self, (self, index, source),
                           {"dim": dim, "alpha": alpha}, _index_add_into)
@@ -599,6 +646,8 @@ _COPY_DTYPE_MSG = ("index_copy_(): self and source expected to have the same dty
 @public
 def index_copy(input, dim, index, source, *, out=None):
     """``input`` with the slices along ``dim`` named by ``index`` replaced by ``source``."""
+    _long_index("index_copy", index, RuntimeError, "index_copy_(): Expected a long tensor for "
+                "index, but got {}")
     dim, index = _check_vector_index("index_copy", input, index, dim)
     source = _check_source("index_copy", input, dim, index, source, _COPY_DTYPE_MSG)
     return _dispatch.apply(index_copy_op, (input, index, source), {"dim": dim}, out=out)
@@ -607,6 +656,8 @@ def index_copy(input, dim, index, source, *, out=None):
 @public(name="index_copy_", function=False)
 def index_copy_(self, dim, index, source):
     """In-place :func:`index_copy`."""
+    _long_index("index_copy_", index, RuntimeError, "index_copy_(): Expected a long tensor for "
+                "index, but got {}")
     dim, index = _check_vector_index("index_copy_", self, index, dim)
     source = _check_source("index_copy_", self, dim, index, source, _COPY_DTYPE_MSG)
     check_no_overlap("index_copy_", self, source)
@@ -639,7 +690,21 @@ index_fill_op = Op("index_fill", _index_fill_kernel, vjp=_index_fill_vjp)
 linear_jvp(index_fill_op, (0, 2), ('value',))
 
 
+def _long_index(op_name, index, exc, message):
+    """index_copy and index_fill take int64 indices only (PyTorch's other index ops also
+    int32): raise ``exc`` with ``message`` (formatted with the dtype's name) otherwise."""
+    if isinstance(index, Tensor) and index._data.dtype != np.int64:
+        raise exc(message.format(index.dtype.scalar_name))
+
+
 def _index_fill_args(op_name, input, dim, index, value):
+    _long_index(op_name, index, IndexError, "index_fill_(): Expected dtype int64 for index.")
+    if isinstance(index, Tensor) and index._data.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor) and value._data.ndim != 0:
+        raise RuntimeError(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value._data.ndim} dimension(s).")
     dim, index = _check_vector_index(op_name, input, index, dim)
     n = _as1d(input._data).shape[dim]
     check_bounds(op_name + "()", index._data, n, dim, exc=IndexError, negative=True)
@@ -663,7 +728,9 @@ def _index_fill_args(op_name, input, dim, index, value):
 @public
 def index_fill(input, dim, index, value):
     """``input`` with the slices along ``dim`` named by ``index`` set to ``value`` (a number
-    or 0-dim tensor)."""
+    or 0-dim tensor).
+
+    """
     dim, index, vt, value = _index_fill_args("index_fill", input, dim, index, value)
     return _dispatch.apply(index_fill_op, (input, index, vt), {"dim": dim, "value": value})
 
@@ -709,6 +776,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     which also gives its gradients.
     """
     dim, index, source = _index_reduce_args("index_reduce", input, dim, index, source, reduce)
+    from .nn_checks import no_complex_autograd
+
+    no_complex_autograd("index_reduce", input.dtype, input, source)
     src = source if source._data.ndim else source.reshape(1)
     inp = input if input._data.ndim else input.reshape(1)
     r = scatter_reduce(inp, dim, _expanded_index(index, source, dim), src, reduce,

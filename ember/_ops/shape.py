@@ -40,7 +40,8 @@ from .._core.checks import as_shape, wrap_dim, wrap_dims
 from .._core.size import Size
 from .._core.storage import storage_of
 from .._core.tensor import Tensor
-from ._registry import Op, method, ops, public
+from . import _node_names
+from ._registry import Op, method, ops, public, shown_as
 
 _apply = _dispatch.apply
 _int_types = (int, np.integer)
@@ -340,7 +341,10 @@ def _view_or_none(t, shape, op_name):
     """The view of ``t`` as ``shape`` (one -1 allowed), or None when strides forbid it."""
     a = t._data
     shape = _infer_size(shape, a.size, op_name)
-    if a.flags.c_contiguous and a.size and (1 not in a.shape or _is_canonical(a)):
+    # (arrays whose real strides are not their layout -- the meta device's -- report
+    # canonical strides when contiguous)
+    if a.size and (a.flags.c_contiguous and (1 not in a.shape or _is_canonical(a)) or
+                   type(a) is not np.ndarray and _is_canonical(a)):
         # canonical C strides: NumPy's reshape view has exactly PyTorch's strides
         params = {"shape": shape, "strides": None, "in_shape": a.shape}
         if _dispatch.intercept or not view_op.builtin_cpu or type(a) is not np.ndarray:
@@ -528,6 +532,8 @@ view_as_complex_op = Op("view_as_complex", _view_as_complex_kernel, view_of=0, l
 
 @view_as_real_op.defvjp
 def _view_as_real_vjp(g, _a, *, real):
+    if g.numel() == 0:  # no values: an empty complex gradient (its strides are moot)
+        return g.new_zeros(tuple(g.shape[:-1]), dtype=_dt.from_np[np.dtype(real)].to_complex())
     return view_as_complex(g.contiguous())
 
 
@@ -597,7 +603,10 @@ def squeeze(input, dim=None):
     else:
         dims = wrap_dims(dim, len(shape), "squeeze")
         dims = tuple(d for d in dims if shape and shape[d] == 1)
-    return _apply(squeeze_op, (input,), {"dims": dims, "in_shape": shape})
+    r = _apply(squeeze_op, (input,), {"dims": dims, "in_shape": shape})
+    if dim is not None:  # torch's squeeze.dim and squeeze.dims (NOTE [ Node names ])
+        _node_names.rename(r, "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2")
+    return r
 
 
 def _unsqueeze_kernel(xp, a, *, dim, in_shape=None):
@@ -676,6 +685,7 @@ def _transpose_vjp(g, _a, *, dim0, dim1):
 
 
 transpose_op = Op("transpose", _transpose_kernel, vjp=_transpose_vjp, view_of=0, linear=True)
+transpose_op.name_overload("int")
 
 
 @public
@@ -699,6 +709,16 @@ def swapaxes(input, axis0, axis1):
     return transpose(input, axis0, axis1)
 
 
+def _t_body(input, dim0=0, dim1=None):
+    if dim1 is None:
+        dim1 = max(input._data.ndim - 1, 0)
+    return _apply(transpose_op, (input,), {"dim0": dim0, "dim1": dim1})
+
+
+# modes see PyTorch's aten.t where ember runs its transpose op
+_t_entry = shown_as("t", transpose_op, _t_body)
+
+
 @public
 def t(input):
     """Transpose a tensor of at most 2 dims (0-D and 1-D tensors are returned as views)."""
@@ -706,7 +726,7 @@ def t(input):
     ndim = input._data.ndim
     if ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
-    return _apply(transpose_op, (input,), {"dim0": 0, "dim1": ndim - 1 if ndim else 0})
+    return _node_names.rename(_t_entry(input, dim0=0, dim1=ndim - 1 if ndim else 0), "TBackward0")
 
 
 def _movedim_perm(ndim, source, destination):

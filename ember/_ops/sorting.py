@@ -18,7 +18,8 @@ from .. import _dispatch, return_types
 from .._core import dtype as _dt
 from .._core.checks import holds_values, require_values, wrap_dim
 from .._core.tensor import Tensor, wrap
-from ._registry import Op, public
+from . import _node_names
+from ._registry import Op, out_overloads, public
 from ._xp_compat import ufunc_accumulate
 from .reduction import (_bool_as_uint8, _check_out_tuple, _check_tensor, _name,
                         select_values, take_along_op)
@@ -30,7 +31,16 @@ for _n in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode"):
 return_types.make("histogram", ("hist", "bin_edges"))
 
 
+#: torch's node names for the values of the (values, indices) ops (NOTE [ Node names ])
+_VALUES_NODE = {"sort": "SortBackward0", "topk": "TopkBackward0",
+                "kthvalue": "KthvalueBackward0", "median": "MedianBackward1",
+                "nanmedian": "NanmedianBackward1", "mode": "ModeBackward0"}
+
+
 def _named(name, fields, values, out=None):
+    node = _VALUES_NODE.get(name)
+    if node is not None and out is None:
+        _node_names.rename(values[0], node)
     cls = return_types.make(name, fields)
     if out is not None:
         _dispatch.write_out(name, out, tuple(values))
@@ -134,7 +144,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 @public
 def msort(input, *, out=None):
     """``sort(input, dim=0).values``."""
-    v = _sorted("msort", input, 0, False)[0]
+    v = _node_names.rename(_sorted("msort", input, 0, False)[0], "SortBackward0")
     return v if out is None else _dispatch.write_out("msort", out, v)
 
 
@@ -170,13 +180,73 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     return _named("topk", ("values", "indices"), (v, i), out)
 
 
+def _gt_or_nan(x, y):
+    # NaN sorts above everything (NaN != NaN marks it)
+    return (x != x and y == y) or x > y
+
+
+def _quickselect(row, k):
+    """The position in ``row`` (a list) of the element PyTorch's CPU kthvalue returns for
+    the 0-based rank ``k``: its selection (median-of-three pivot, Hoare partition, as in
+    Numerical Recipes' ``select``) on a copy of the row, carrying the original positions;
+    the order it leaves ties in decides which of them is named."""
+    arr, pos = list(row), list(range(len(row)))
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        pos[i], pos[j] = pos[j], pos[i]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if _gt_or_nan(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        if _gt_or_nan(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if _gt_or_nan(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if _gt_or_nan(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, pivot = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while _gt_or_nan(pivot, arr[i]):
+                i += 1
+            j -= 1
+            while _gt_or_nan(arr[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return pos[k]
+
+
 def _kth_kernel(xp, a, *, k, dim, keepdim):
-    """The k-th smallest (1-based) along ``dim``, ties resolved by a stable sort."""
+    """The k-th smallest (1-based) along ``dim``; among tied elements the one PyTorch's
+    selection names (_quickselect, replayed only for rows whose k-th value is tied)."""
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     idx = _argsort(xp, a, dim, False)
     idx = xp.take(idx, [k - 1], axis=dim)
     v = xp.take_along_axis(a, idx, axis=dim)
+    if xp is np and a.size:
+        same = (a == v) | (np.isnan(a) & np.isnan(v)) if a.dtype.kind in "fV" or \
+            a.dtype == _dt.bfloat16.np else a == v
+        tied = same.sum(axis=dim, keepdims=True) > 1
+        if tied.any():
+            rows = np.moveaxis(a, dim, -1)
+            rows = rows.astype(np.float32) if a.dtype == _dt.bfloat16.np else rows
+            flat_idx = np.moveaxis(idx, dim, -1).copy()
+            for at in zip(*np.nonzero(np.moveaxis(tied, dim, -1)[..., 0])):
+                flat_idx[at + (0,)] = _quickselect(rows[at].tolist(), k - 1)
+            idx = np.moveaxis(flat_idx, -1, dim)
     if not keepdim:
         v, idx = v.squeeze(dim), idx.squeeze(dim)
     return v, idx.astype(np.int64, copy=False)
@@ -187,17 +257,20 @@ kthvalue_op = Op("kthvalue", _kth_kernel, differentiable=False)
 
 @public
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
-    """The ``k``-th smallest element along ``dim``: ``(values, indices)``."""
+    """The ``k``-th smallest element along ``dim``: ``(values, indices)``. Among elements
+    tied with the k-th value, ``indices`` names the one PyTorch's CPU selection does."""
     _check_out_tuple("kthvalue", out)
     _check_tensor(input, "kthvalue")
-    _no_complex(input, "kthvalue", "kthvalue_cpu")
     a = input._data
-    if a.dtype == np.bool_:
-        raise NotImplementedError('"kthvalue_cpu" not implemented for \'Bool\'')
     d = wrap_dim(dim, a.ndim, "kthvalue")
     n = a.shape[d] if a.ndim else 1
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    _no_complex(input, "kthvalue", "kthvalue_cpu")
+    if a.dtype == np.bool_:
+        raise NotImplementedError('"kthvalue_cpu" not implemented for \'Bool\'')
     v, i = _apply(kthvalue_op, (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
     v = select_values(input, v, i, d, keepdim)
     return _named("kthvalue", ("values", "indices"), (v, i), out)
@@ -242,7 +315,7 @@ def _evenly_shared(flat, v):
     it (all NaNs when it is NaN), as PyTorch's median() and nanmedian() of everything give
     it. The difference term is exactly zero, so the value stays ``v``'s."""
     values = flat.detach()
-    hit = values.isnan() if bool(v.isnan()) else values == v
+    hit = (values == v) | (values.isnan() & v.isnan())  # no branch on v: vmap has none
     share = (hit / hit.sum()).to(values.dtype)
     # zero outside the shared elements, where a NaN's difference would be NaN
     return v + ((flat - values).masked_fill(~hit, 0) * share).sum()
@@ -251,8 +324,6 @@ def _evenly_shared(flat, v):
 def _median(name, ignore_nan, input, dim, keepdim, out):
     if dim is not None:
         _check_out_tuple(name, out)
-    elif out is not None:  # the median of everything has no out= overload in PyTorch
-        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     _check_tensor(input, name)
     kname = "median_cpu" if not ignore_nan else "nanmedian_cpu"
     _no_complex(input, name, kname)
@@ -267,6 +338,7 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
         if flat._rg and _dispatch.state.grad_enabled or _dispatch.intercept and \
                 _dispatch.carries_tangent is not None and _dispatch.carries_tangent(flat):
             v = _evenly_shared(flat, v)
+            _node_names.rename(v, "MedianBackward0" if name == "median" else "NanmedianBackward0")
         return v if out is None else _dispatch.write_out(name, out, v)
     a = input._data
     d = wrap_dim(dim, a.ndim, name)
@@ -278,15 +350,31 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
     return _named(name, ("values", "indices"), (v, i), out)
 
 
+def _has_dim(dim, **_):
+    return dim is not None
+
+
+def _dim_missing(name):
+    return TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+
+
+# the median of everything has no out= overload in PyTorch
 @public
+@out_overloads(_has_dim, _dim_missing)
 def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median (of everything, or along ``dim`` with its index); NaN propagates."""
     return _median("median", False, input, dim, keepdim, out)
 
 
 @public
+@out_overloads(_has_dim, _dim_missing)
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
-    """The lower median ignoring NaN (NaN only when every value is NaN)."""
+    """The lower median ignoring NaN (NaN only when every value is NaN).
+
+    Differences from PyTorch:
+        Complex input reduced over an empty dimension: ember raises NotImplementedError (complex is
+        not supported) where PyTorch raises IndexError (the empty dimension) first.
+    """
     return _median("nanmedian", True, input, dim, keepdim, out)
 
 
@@ -403,15 +491,17 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
         else:
             w = wrap(np.broadcast_to((rank - lo).astype(a.dtype), shape).copy())
         r = vlo + (vhi - vlo) * w
-    # move the q axis to the front, then lay out the reduced dims as torch does
+    # lay out the reduced dims as torch does, the q axis first
     rest = [s for j, s in enumerate(r._data.shape) if j != d]
     if dim is None:
         kept = [1] * nd if keepdim else []
     else:
         kept = rest[:d] + [1] + rest[d:] if keepdim and nd else rest
-    final = ([] if scalar_q else [len(qs)]) + kept
-    perm = [d] + [j for j in range(r._data.ndim) if j != d]
-    r = _rearrange(r, perm, final)
+    rest_dims = [j for j in range(r._data.ndim) if j != d]
+    if scalar_q:
+        r = _rearrange(r, rest_dims + [d], kept)
+    else:  # q innermost, then moved to the front: PyTorch's layout (a view)
+        r = _rearrange(r, rest_dims + [d], kept + [len(qs)]).movedim(-1, 0)
     return r if out is None else _dispatch.write_out(name, out, r)
 
 
@@ -667,7 +757,12 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 @public
 @_dispatch.entrance("histogram")
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
-    """``(hist, bin_edges)``: a histogram with ``bins`` equal bins or the given edges."""
+    """``(hist, bin_edges)``: a histogram with ``bins`` equal bins or the given edges.
+
+    Differences from PyTorch:
+        Input with NaN and no ``range``: PyTorch raises RuntimeError (the range is not finite),
+        ember returns NaN bin edges.
+    """
     _check_out_tuple("histogram", out)
     _check_tensor(input, "histogram")
     _float_only(input, "histogram", "histogramdd")

@@ -26,7 +26,7 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
     Args:
         indices (Tensor or sequence): (sparse_dim, nnz) integer coordinates; or, given
             alone (or with ``size=``), the size of an empty sparse tensor.
-        values (Tensor or sequence): (nnz, *dense_dims) values.
+        values (Tensor or sequence): ``(nnz, *dense_dims)`` values.
         size (sequence of ints, optional): the shape; inferred from the largest index when
             omitted.
         dtype (ember.dtype, optional): the values' dtype.

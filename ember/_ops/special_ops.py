@@ -188,7 +188,11 @@ def _check_n(name, n):
 
 @public(method=False)
 def polygamma(n, input, *, out=None):
-    """The ``n``-th derivative of the digamma function (``n >= 0``)."""
+    """The ``n``-th derivative of the digamma function (``n >= 0``).
+
+    Differences from PyTorch:
+        At -inf: ember returns inf where PyTorch returns NaN.
+    """
     n = _check_n("polygamma", n)
     _require_tensor("polygamma", "input", input)
     return elementwise(polygamma_op, (input,), {"n": n}, out=out)
@@ -240,10 +244,17 @@ def mvlgamma(input, p, *, out=None):
     """Multivariate log-gamma of dimension ``p``:
     ``sum_{j<p} lgamma(x - j/2) + p(p-1)/4 log(pi)``."""
     p = _check_p("mvlgamma", p)
+    _no_bool_mvlgamma(input)
     return elementwise(mvlgamma_op, (input,), {"p": p}, out=out)
 
 
+def _no_bool_mvlgamma(input):
+    if isinstance(input, Tensor) and input.dtype.name == "bool":
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+
+
 def _mvlgamma_(self, p):
+    _no_bool_mvlgamma(self)
     return elementwise_inplace(mvlgamma_op, self, (), {"p": _check_p("mvlgamma_", p)})
 
 
@@ -322,6 +333,9 @@ def igammac(input, other, *, out=None):
 
     Returns:
         Tensor: ``Q(a, x)``. Differentiable in ``other`` only.
+
+    Differences from PyTorch:
+        float16 inputs holding infinities: ember can return NaN where PyTorch returns 1.
 
     Example::
 

@@ -254,7 +254,9 @@ _schebyshev_v_op, shifted_chebyshev_polynomial_v = _declare(
     "        [-1.0, 1.0]")
 _schebyshev_w_op, shifted_chebyshev_polynomial_w = _declare(
     "shifted_chebyshev_polynomial_w", _shifted(_chebyshev_w),
-    "Shifted Chebyshev polynomial of the fourth kind ``W_n(2x - 1)``.",
+    "Shifted Chebyshev polynomial of the fourth kind ``W_n(2x - 1)``.\n\n"
+    "    Differences from PyTorch:\n        NaN, infinite and near-overflow inputs: ember can "
+    "return NaN where PyTorch returns a finite value.",
     "ember.special.shifted_chebyshev_polynomial_w(ember.tensor([0.5, 1.0]), 2).tolist()\n"
     "        [-1.0, 5.0]")
 _hermite_h_op, hermite_polynomial_h = _declare(

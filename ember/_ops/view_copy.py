@@ -125,6 +125,10 @@ def _scatter(view, input, src, params):
     else:
         shape = _VIEWS[view](np, probe, **params).shape
     _check_src(view + "_scatter", input, src, shape)
+    if view in ("select", "slice"):  # no complex derivatives in PyTorch
+        from .nn_checks import no_complex_autograd
+
+        no_complex_autograd(view + "_scatter", input.dtype, input, src)
     return _apply(scatter_ops[view], (input, src), params)
 
 
@@ -289,12 +293,21 @@ def _copy_of(r, out, name):
     return r if out is None else _dispatch.write_out(name, out, r)
 
 
+#: copies PyTorch gives no complex derivative (it refuses to record them for complex results)
+_NO_COMPLEX_GRAD = frozenset({"select_copy", "slice_copy", "view_as_complex_copy"})
+
+
 def _copy_form(name, view, params_doc, example, signature_doc):
     """Build ``ember.<name>``: ``view(input, ...)`` copied to fresh contiguous memory."""
 
     def fn(input, *args, out=None, **kwargs):
         _check_tensor(input, name)
-        return _copy_of(view(input, *args, **kwargs), out, name)
+        v = view(input, *args, **kwargs)
+        if name in _NO_COMPLEX_GRAD:
+            from .nn_checks import no_complex_autograd
+
+            no_complex_autograd(name, v.dtype, input)
+        return _copy_of(v, out, name)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (
@@ -311,13 +324,20 @@ def _t(input):
     return input.t()
 
 
-def _view(input, *shape):
+def _view(input, *shape, size=None, dtype=None):
     from .._core import dtype as _dt
 
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, np.integer)):
-        if isinstance(shape[0], _dt.dtype):
-            return input.view(shape[0])
-    return input.view(*shape)
+    given = list(shape) + [v for v in (size, dtype) if v is not None]
+    if len(given) != 1 or isinstance(given[0], (int, np.integer)):
+        # one size sequence or one dtype, as PyTorch's two overloads
+        raise TypeError(f"view_copy(): expected (Tensor input, tuple of ints size) or (Tensor "
+                        f"input, dtype dtype), got {len(given)} arguments after input")
+    (arg,) = given
+    if isinstance(arg, _dt.dtype):
+        return input.view(arg)
+    # a copy need not be a view: PyTorch's view_copy takes layouts view refuses (reshape's
+    # rule), with view's size checks
+    return input.reshape(arg)
 
 
 _COPIES = [
@@ -380,7 +400,9 @@ _COPIES = [
     ("view_as_real_copy", lambda x: _fn("view_as_real")(x), "",
      "    >>> ember.view_as_real_copy(ember.tensor([1+2j]))\n    tensor([[1., 2.]])"),
     ("view_as_complex_copy", lambda x: _fn("view_as_complex")(x), "",
-     "    >>> ember.view_as_complex_copy(ember.tensor([[1., 2.]]))\n    tensor([1.+2.j])"),
+     "    >>> ember.view_as_complex_copy(ember.tensor([[1., 2.]]))\n    tensor([1.+2.j])\n\n"
+     "Differences from PyTorch:\n    An ``input`` that requires grad: PyTorch raises "
+     "RuntimeError (no automatic differentiation for this copy), ember differentiates it."),
 ]
 
 

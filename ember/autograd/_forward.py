@@ -672,9 +672,9 @@ def transpose_jvp(op, x_dots, inputs, params, res):
 
 def fallback_ops():
     """Names of ember's own differentiable ops (those whose formulas live in ember's package:
-    custom ops and ops declared by user code aside) whose tangents come from the transpose of their vjp
-    (NOTE [ Forward mode from the vjp ]); element-wise ops without a formula use it for
-    complex dtypes only (NOTE [ Forward mode of element-wise ops ])."""
+    custom ops and ops declared by user code aside) whose tangents come from the transpose of
+    their vjp (NOTE [ Forward mode from the vjp ]); element-wise ops without a formula use it
+    for complex dtypes only (NOTE [ Forward mode of element-wise ops ])."""
     from .._ops._registry import ops
 
     return sorted(n for n, o in ops.items() if o.differentiable and o.jvp is None

@@ -30,7 +30,8 @@ def _cases(T):
         "select": lambda: v[0], "slice": lambda: v[1:], "full": lambda: v[:],
         "none": lambda: v[None], "ellipsis": lambda: v[..., 0], "slice_int": lambda: v[1:, 0],
         "int_slice": lambda: v[0, 1:], "col": lambda: v[:, 1], "neg": lambda: v[-1],
-        "alias": lambda: v[()], "none_slice": lambda: v[None, 1:], "slice_none": lambda: v[1:, None],
+        "alias": lambda: v[()], "none_slice": lambda: v[None, 1:],
+        "slice_none": lambda: v[1:, None],
         "list": lambda: v[[0, 1]],
         # products
         "mm": lambda: v.mm(v.t()), "mm_op": lambda: v @ v.t(), "mv": lambda: v @ v[0],
@@ -42,7 +43,8 @@ def _cases(T):
         # pools: 1-d pools end in a squeeze in torch
         "max_pool1d": lambda: F.max_pool1d(x1, 2), "max_pool2d": lambda: F.max_pool2d(x, 2),
         "max_pool3d": lambda: F.max_pool3d(x3, 2), "avg_pool2d": lambda: F.avg_pool2d(x, 2),
-        "avg_pool3d": lambda: F.avg_pool3d(x3, 2), "adaptive_avg_1": lambda: F.adaptive_avg_pool2d(x, 1),
+        "avg_pool3d": lambda: F.avg_pool3d(x3, 2),
+        "adaptive_avg_1": lambda: F.adaptive_avg_pool2d(x, 1),
         "adaptive_avg_2": lambda: F.adaptive_avg_pool2d(x, 2),
         "adaptive_max_2": lambda: F.adaptive_max_pool2d(x, 2),
         # number and tensor overloads
@@ -50,10 +52,12 @@ def _cases(T):
         "rsub": lambda: 1 - v, "rsub_t": lambda: T.rsub(v, v), "rdiv": lambda: 1 / v,
         "clamp": lambda: v.clamp(-1, 1), "clamp_t": lambda: v.clamp(T.zeros(5)),
         "clamp_min_kw": lambda: v.clamp(min=0), "clamp_min": lambda: v.clamp_min(0),
-        "clamp_max_t": lambda: v.clamp_max(T.zeros(5)), "scatter_value": lambda: v.scatter(1, idx, 0.),
+        "clamp_max_t": lambda: v.clamp_max(T.zeros(5)),
+        "scatter_value": lambda: v.scatter(1, idx, 0.),
         "scatter_src": lambda: T.zeros(4, 5).scatter(1, idx, v[:, :1]),
         # shapes
-        "t": lambda: v.t(), "transpose": lambda: v.transpose(0, 1), "squeeze": lambda: v[None].squeeze(),
+        "t": lambda: v.t(), "transpose": lambda: v.transpose(0, 1),
+        "squeeze": lambda: v[None].squeeze(),
         "squeeze_dim": lambda: v[None].squeeze(0), "squeeze_dims": lambda: v[None].squeeze((0,)),
         "split": lambda: v.split(2)[0], "split_sizes": lambda: v.split([1, 3])[0],
         # (values, indices) ops
@@ -62,9 +66,11 @@ def _cases(T):
         "median_dim": lambda: v.median(1)[0], "mode": lambda: v.mode()[0],
         "cummax": lambda: v.cummax(0)[0],
         # fixed renames and the digit rule
-        "log1p": lambda: v.abs().log1p(), "deg2rad": lambda: v.deg2rad(), "unfold": lambda: F.unfold(x, 2),
+        "log1p": lambda: v.abs().log1p(), "deg2rad": lambda: v.deg2rad(),
+        "unfold": lambda: F.unfold(x, 2),
         "lerp": lambda: T.lerp(v, v * 2, 0.5), "lerp_t": lambda: T.lerp(v, v * 2, T.full((5,), .5)),
-        "inv": lambda: T.linalg.inv(v[:4, :4]), "conv_transpose": lambda: F.conv_transpose2d(x, T.randn(3, 2, 3, 3)),
+        "inv": lambda: T.linalg.inv(v[:4, :4]),
+        "conv_transpose": lambda: F.conv_transpose2d(x, T.randn(3, 2, 3, 3)),
         "square": lambda: v.square(), "outer": lambda: T.outer(v[0], v[1]),
         "sdpa": lambda: F.scaled_dot_product_attention(v[None, None], v[None, None], v[None, None]),
         "special_i1e": lambda: T.special.i1e(v),
