@@ -22,15 +22,23 @@ three calls through threadpoolctl) against the 4 µs such a product takes. Resul
 same: the threads split the rows and columns of the result, never the reduction, so each
 element is summed in the same order either way (the tests compare the two).
 
-The price on an idle machine is the two-thread speed-up of the small products (at most
-about half their one-thread time); no idle machine was available to measure it, so
-``ONE_THREAD_WORK`` is the knob to re-measure there (bench/RESULTS.md, fourth session).
+On an idle machine the same products run 1.5-1.9x faster on two threads than on one
+(measured later on the quiet 2-core machine: (128, 784) @ (784, 512) 0.77 -> 0.47 ms,
+(32, 256) @ (256, 1024) 0.17 -> 0.11 ms), and holding them at one thread made the MLP step
+1.38x -> 1.59x PyTorch's and the LSTM step 1.63x -> 2.04x. So the choice follows the
+machine: the hold applies only while the CPUs are oversubscribed -- the 1-minute load
+average above the usable CPUs plus one (this process's own threads count once each), read
+at most once a second (``_contended``). A dedicated machine keeps every BLAS thread; a
+shared, busy one stops paying the spin-waits.
 
 Nothing changes when one thread is configured (``ember.set_num_threads(1)``), for
 non-floating operands (NumPy's own loops, no BLAS), or without ``threadpoolctl``.
 """
 
 from __future__ import annotations
+
+import os
+import time
 
 import numpy as np
 
@@ -43,8 +51,31 @@ ONE_THREAD_WORK = 1 << 27
 _BLAS_OWN_LIMIT = 1 << 19
 
 
+try:
+    _CPUS = len(os.sched_getaffinity(0))
+except (AttributeError, OSError):  # not Linux
+    _CPUS = os.cpu_count() or 1
+
+#: [oversubscribed, when it was last read (time.monotonic)]
+_load = [False, -10.0]
+
+
+def _contended():
+    """Whether more threads want to run than there are CPUs for them (NOTE [ GEMM threads by
+    shape ]): the 1-minute load average above the usable CPUs plus one, read once a second."""
+    now = time.monotonic()
+    if now - _load[1] > 1.0:
+        try:
+            _load[0] = os.getloadavg()[0] > _CPUS + 1
+        except (AttributeError, OSError):  # no load average on this platform
+            _load[0] = False
+        _load[1] = now
+    return _load[0]
+
+
 def _small(work):
-    return _BLAS_OWN_LIMIT <= work < ONE_THREAD_WORK and _parallel._threads() > 1
+    return (_BLAS_OWN_LIMIT <= work < ONE_THREAD_WORK and _parallel._threads() > 1
+            and _contended())
 
 
 class one_thread_for:
@@ -90,7 +121,8 @@ def one_thread(m, n, k) -> bool:
 
     Returns:
         bool: True for products between OpenBLAS's own single-thread limit and
-        ``ONE_THREAD_WORK``, when more than one thread is configured.
+        ``ONE_THREAD_WORK``, when more than one thread is configured and the machine is
+        oversubscribed.
 
     Example::
 
