@@ -8,9 +8,13 @@ arrays into one chunk per thread, runs all but the last chunk on a persistent po
 last on the calling thread, each writing its slice of one output array. Results are the
 same, element for element, as one call (a ufunc computes each element independently).
 
-The split pays only for large arrays: below ``MIN_ELEMENTS`` elements (about 1 MB of
-float32) the hand-over costs more than it saves, and the caller's single test is one size
-comparison. The thread count is ``ember.get_num_threads()`` (read once, again after each
+The split pays only for large arrays: below ``MIN_ELEMENTS`` elements (4 MB of float32)
+the hand-over costs more than it saves -- a round trip through the pool takes ~95 us on
+these VMs, so on the quiet 2-core machine ``a + b`` over 2**18 float32 took 137 us on one
+thread and 189 us on two, over 2**19 228 and 257 us, over 2**20 633 and 568 us, over 2**22
+2.27 and 1.40 ms -- and the caller's single test is one size comparison. Nor does it pay
+while the machine is oversubscribed (``contended``): a piece then waits for its core.
+The thread count is ``ember.get_num_threads()`` (read once, again after each
 ``set_num_threads``), so that one setting governs BLAS and these loops alike. A forked child
 (a DataLoader worker) starts a pool of its own: the parent's threads do not exist there.
 
@@ -22,12 +26,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import wait
 
 import numpy as np
 
 #: operands smaller than this run on the calling thread alone
-MIN_ELEMENTS = 1 << 18
+MIN_ELEMENTS = 1 << 20
 
 _count = [None]  # threads to use; None: read from the settings at the next call
 _pool = [None, 0]  # (executor, its size)
@@ -45,6 +50,41 @@ os.register_at_fork(after_in_child=_forget_pool_in_child)
 def reset() -> None:
     """Forget the thread count (``set_num_threads`` calls this)."""
     _count[0] = None
+
+
+try:
+    _CPUS = len(os.sched_getaffinity(0))
+except (AttributeError, OSError):  # not Linux
+    _CPUS = os.cpu_count() or 1
+
+#: [oversubscribed, when it was last read (time.monotonic)]
+_load = [False, -10.0]
+
+
+def contended() -> bool:
+    """Whether more threads want to run than there are CPUs for them: the 1-minute load
+    average above the usable CPUs plus one (this process's own busy threads count once each),
+    read at most once a second. Work split across threads waits for every piece, and on an
+    oversubscribed machine a piece can wait a scheduler time slice for its core, so the
+    callers that split for speed (BLAS threads for mid-size GEMMs, NOTE [ GEMM threads by
+    shape ]; the fused row kernels, NOTE [ Fused kernels ]) stay on one thread then.
+
+    Returns:
+        bool: True while the machine is oversubscribed.
+
+    Example::
+
+        >>> contended() in (True, False)
+        True
+    """
+    now = time.monotonic()
+    if now - _load[1] > 1.0:
+        try:
+            _load[0] = os.getloadavg()[0] > _CPUS + 1
+        except (AttributeError, OSError):  # no load average on this platform
+            _load[0] = False
+        _load[1] = now
+    return _load[0]
 
 
 def _threads() -> int:
@@ -98,7 +138,7 @@ def ufunc_on_threads(f, *arrays):
         True
     """
     n = _threads()
-    if n < 2 or f.nout != 1:
+    if n < 2 or f.nout != 1 or contended():
         return None
     first = None
     for a in arrays:
@@ -163,7 +203,7 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS):
         8.0
     """
     n = _threads()
-    if n < 2 or size < min_size:
+    if n < 2 or size < min_size or contended():
         return False
     step = -(-size // n)
     bounds = [(i, min(i + step, size)) for i in range(0, size, step)]

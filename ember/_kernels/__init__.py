@@ -22,7 +22,15 @@ pairwise sums up to there; see NOTE [ Sums through BLAS ] in ``_ops/linalg.py``)
 Results agree with the NumPy path to float32 rounding, not bit for bit (the exp is a few
 ulps off, sums are reassociated); tests/perf compare every kernel with the NumPy path and
 with PyTorch. The kernels are single-threaded: on two loaded cores a ``prange`` softmax
-measured from 1.5x faster to 7x slower than one thread, so no kernel uses numba's threads;
+measured from 1.5x faster to 7x slower than one thread, so no kernel uses numba's threads.
+Tried again on the quiet machine with the split only while it is not oversubscribed
+(``_parallel.contended``): a (256, 1000) softmax went 222 -> 113 us with ``prange`` over two
+threads (PyTorch: 100 us) and cross entropy 1.62x -> 1.07x PyTorch's, but no training step
+gained (GPT 154.4 vs 154.9 ms, same process, alternating) and the LSTM LM lost 6% (106 vs
+100 ms: the OpenMP workers spin after each loop and take a core from the next BLAS call;
+numba's ``workqueue`` layer does not spin, and does not speed the kernel up either), while
+loading the cached parallel kernels cost 0.85 s per process. Ember's own pool cannot split
+them profitably: a ``ThreadPoolExecutor`` round trip costs ~95 us on these VMs. So still:
 only ``threshold_backward`` runs the halves of large arrays on ember's own pool (NOTE
 [ Threaded element-wise ops ] in ``ember/_parallel.py``), which ``set_num_threads`` governs.
 

@@ -28,7 +28,7 @@ On an idle machine the same products run 1.5-1.9x faster on two threads than on 
 1.38x -> 1.59x PyTorch's and the LSTM step 1.63x -> 2.04x. So the choice follows the
 machine: the hold applies only while the CPUs are oversubscribed -- the 1-minute load
 average above the usable CPUs plus one (this process's own threads count once each), read
-at most once a second (``_contended``). A dedicated machine keeps every BLAS thread; a
+at most once a second (``_parallel.contended``). A dedicated machine keeps every BLAS thread; a
 shared, busy one stops paying the spin-waits.
 
 Nothing changes when one thread is configured (``ember.set_num_threads(1)``), for
@@ -36,9 +36,6 @@ non-floating operands (NumPy's own loops, no BLAS), or without ``threadpoolctl``
 """
 
 from __future__ import annotations
-
-import os
-import time
 
 import numpy as np
 
@@ -51,31 +48,9 @@ ONE_THREAD_WORK = 1 << 27
 _BLAS_OWN_LIMIT = 1 << 19
 
 
-try:
-    _CPUS = len(os.sched_getaffinity(0))
-except (AttributeError, OSError):  # not Linux
-    _CPUS = os.cpu_count() or 1
-
-#: [oversubscribed, when it was last read (time.monotonic)]
-_load = [False, -10.0]
-
-
-def _contended():
-    """Whether more threads want to run than there are CPUs for them (NOTE [ GEMM threads by
-    shape ]): the 1-minute load average above the usable CPUs plus one, read once a second."""
-    now = time.monotonic()
-    if now - _load[1] > 1.0:
-        try:
-            _load[0] = os.getloadavg()[0] > _CPUS + 1
-        except (AttributeError, OSError):  # no load average on this platform
-            _load[0] = False
-        _load[1] = now
-    return _load[0]
-
-
 def _small(work):
     return (_BLAS_OWN_LIMIT <= work < ONE_THREAD_WORK and _parallel._threads() > 1
-            and _contended())
+            and _parallel.contended())
 
 
 class one_thread_for:

@@ -455,8 +455,8 @@ def binary_fast(op, a, b):
         if ad.dtype is bd.dtype and at is bd.__class__ and ad.dtype in op.direct:
             f = op.impl.get(at) or op.resolve(at)
             try:
-                # 262144 is _PAR_MIN as a literal: a global costs a look-up here
-                if ad.size < 262144 or f is not op.ufunc_np or \
+                # 1048576 is _PAR_MIN as a literal: a global costs a look-up here
+                if ad.size < 1048576 or f is not op.ufunc_np or \
                         (r := ufunc_on_threads(f, ad, bd)) is None:
                     r = f(ad, bd)
             except ValueError:

@@ -21,7 +21,7 @@ def two_threads(monkeypatch):
     """Two threads on a machine taken to be oversubscribed, where the hold applies."""
     if not _parallel._blas_controllers():
         pytest.skip("no BLAS library that threadpoolctl controls")
-    monkeypatch.setattr(_blas, "_contended", lambda: True)
+    monkeypatch.setattr(_parallel, "contended", lambda: True)
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     yield
@@ -29,17 +29,17 @@ def two_threads(monkeypatch):
 
 
 def test_idle_machine_keeps_every_thread(two_threads, monkeypatch):
-    monkeypatch.setattr(_blas, "_contended", lambda: False)
+    monkeypatch.setattr(_parallel, "contended", lambda: False)
     assert not _blas.one_thread(64, 9216, 128)
 
 
 def test_contention_follows_load_average(monkeypatch):
-    monkeypatch.setattr(_blas, "_load", [False, -10.0])
-    monkeypatch.setattr(_blas.os, "getloadavg", lambda: (_blas._CPUS + 5.0, 0.0, 0.0))
-    assert _blas._contended()
-    monkeypatch.setattr(_blas, "_load", [True, -10.0])
-    monkeypatch.setattr(_blas.os, "getloadavg", lambda: (0.5, 0.0, 0.0))
-    assert not _blas._contended()
+    monkeypatch.setattr(_parallel, "_load", [False, -10.0])
+    monkeypatch.setattr(_parallel.os, "getloadavg", lambda: (_parallel._CPUS + 5.0, 0.0, 0.0))
+    assert _parallel.contended()
+    monkeypatch.setattr(_parallel, "_load", [True, -10.0])
+    monkeypatch.setattr(_parallel.os, "getloadavg", lambda: (0.5, 0.0, 0.0))
+    assert not _parallel.contended()
 
 
 def test_one_thread_small_products_only(two_threads):

@@ -11,7 +11,8 @@ N = _parallel.MIN_ELEMENTS * 2 + 3  # above the threshold, not a multiple of the
 
 
 @pytest.fixture
-def two_threads():
+def two_threads(monkeypatch):
+    monkeypatch.setattr(_parallel, "contended", lambda: False)  # split whatever the load
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     yield
