@@ -10,13 +10,6 @@ from ember import _kernels
 pytest.importorskip("numba")
 
 
-@pytest.fixture
-def numba_backend():
-    old = _kernels.set_backend("numba")
-    yield
-    _kernels.set_backend(old)
-
-
 def _run(fw, x, g, affine, transpose=False):
     rng = np.random.default_rng(3)
     c = x.shape[1]

@@ -10,13 +10,6 @@ from ember import _kernels
 pytest.importorskip("numba")
 
 
-@pytest.fixture
-def numba_backend():
-    old = _kernels.set_backend("numba")
-    yield
-    _kernels.set_backend(old)
-
-
 def _trajectory(fw, make_opt, steps=3, foreach=None):
     rng = np.random.default_rng(0)
     shapes = [(7, 5), (5,), (3, 4, 2)]

@@ -10,13 +10,6 @@ from ember import _kernels
 pytest.importorskip("numba")
 
 
-@pytest.fixture
-def numba_backend():
-    old = _kernels.set_backend("numba")
-    yield
-    _kernels.set_backend(old)
-
-
 def _input(shape, seed=0):
     x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
     flat = x.reshape(-1)

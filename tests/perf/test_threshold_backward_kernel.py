@@ -10,13 +10,6 @@ from ember import _kernels, _parallel
 pytest.importorskip("numba")
 
 
-@pytest.fixture
-def numba_backend():
-    old = _kernels.set_backend("numba")
-    yield
-    _kernels.set_backend(old)
-
-
 def _reference(g, y, threshold):
     return np.where(y <= threshold, np.zeros((), g.dtype), g)
 
