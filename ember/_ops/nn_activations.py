@@ -23,6 +23,7 @@ from ._registry import public
 from .creation import empty_like
 from .nn_checks import kernel_dtype
 from .nn_ops import softmax
+from ._elementwise import ElementwiseOp, elementwise
 from .pointwise import where
 
 _SELU_ALPHA = 1.6732632423543772
@@ -346,9 +347,31 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     return where(_strictly_inside(input, min_val, max_val), input, flat)
 
 
+# leaky_relu is one element-wise op (one pass, one node named as torch's
+# LeakyReluBackward0) rather than a ``where`` of two branches: DCGAN-style discriminators
+# run it after every layer
+
+
+def _leaky_relu_kernel(xp, a, *, negative_slope):
+    return xp.where(a > 0, a, a * negative_slope)
+
+
+def _leaky_relu_vjp(g, a, *, negative_slope):
+    # torch's rule: the slope wherever the input is not positive (0 and NaN included)
+    return where(a > 0, g, g * negative_slope)
+
+
+def _leaky_relu_jvp(x_dots, a, *, negative_slope, out=None):
+    return None if x_dots[0] is None else where(a > 0, x_dots[0], x_dots[0] * negative_slope)
+
+
+leaky_relu_op = ElementwiseOp("leaky_relu", _leaky_relu_kernel, vjp=_leaky_relu_vjp,
+                              jvp=_leaky_relu_jvp, allow=(2,))
+
+
 def leaky_relu(input, negative_slope=0.01):
     kernel_dtype("leaky_relu", input)
-    return _where_pos(input, input * negative_slope)
+    return elementwise(leaky_relu_op, (input,), {"negative_slope": float(negative_slope)})
 
 
 def elu(input, alpha=1.0):

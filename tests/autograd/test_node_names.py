@@ -73,7 +73,7 @@ def _cases(T):
         "conv_transpose": lambda: F.conv_transpose2d(x, T.randn(3, 2, 3, 3)),
         "square": lambda: v.square(), "outer": lambda: T.outer(v[0], v[1]),
         "sdpa": lambda: F.scaled_dot_product_attention(v[None, None], v[None, None], v[None, None]),
-        "special_i1e": lambda: T.special.i1e(v),
+        "special_i1e": lambda: T.special.i1e(v), "leaky_relu": lambda: F.leaky_relu(v, 0.2),
     }
 
 
