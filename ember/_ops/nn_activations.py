@@ -24,7 +24,7 @@ from .creation import empty_like
 from .nn_checks import kernel_dtype
 from .nn_ops import softmax
 from ._elementwise import ElementwiseOp, elementwise
-from .pointwise import where
+from .pointwise import opmath, where
 
 _SELU_ALPHA = 1.6732632423543772
 _SELU_SCALE = 1.0507009873554805
@@ -113,7 +113,7 @@ def selu(input):
         >>> ember.selu(ember.tensor([-1.0, 1.0]))
         tensor([-1.1113,  1.0507])
     """
-    return _SELU_SCALE * _where_nonpos(input, lambda x: _SELU_ALPHA * x.expm1())
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE)
 
 
 @public(method=False)
@@ -343,8 +343,27 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     bounds = integer_hardtanh_bounds(input, min_val, max_val)
     if bounds is not None:  # integers: no gradient, the dtype kept
         return input.clamp(*bounds)
-    flat = input.clamp(min_val, max_val).detach()  # NOTE [ Hard activations' kinks ]
-    return where(_strictly_inside(input, min_val, max_val), input, flat)
+    return elementwise(hardtanh_op, (input,), {"min_val": float(min_val),
+                                               "max_val": float(max_val)})
+
+
+def _hardtanh_kernel(xp, a, *, min_val, max_val):
+    return xp.clip(a, a.dtype.type(min_val), a.dtype.type(max_val))
+
+
+def _hardtanh_vjp(g, a, *, min_val, max_val):
+    # NOTE [ Hard activations' kinks ]: no gradient on or beyond a bound; NaN passes it
+    return where((a <= min_val) | (a >= max_val), 0.0, g)
+
+
+def _hardtanh_jvp(x_dots, a, *, min_val, max_val, out=None):
+    t = x_dots[0]
+    return None if t is None else where((a <= min_val) | (a >= max_val), 0.0, t)
+
+
+# one op (torch's HardtanhBackward0, relu6's too) rather than a clamp and a ``where``
+hardtanh_op = ElementwiseOp("hardtanh", _hardtanh_kernel, vjp=_hardtanh_vjp,
+                            jvp=_hardtanh_jvp, allow=(2,))
 
 
 # leaky_relu is one element-wise op (one pass, one node named as torch's
@@ -375,7 +394,37 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def elu(input, alpha=1.0):
-    return _where_nonpos(input, lambda x: alpha * x.expm1())
+    return _elu(input, alpha, 1.0)
+
+
+def _elu(input, alpha, scale):
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"elu_cpu" not implemented for \'{input.dtype.scalar_name}\'')
+    return elementwise(elu_op, (input,), {"alpha": float(alpha), "scale": float(scale)})
+
+
+def _elu_kernel(xp, a, *, alpha, scale):
+    # the negative branch sees min(a, 0): no overflow from the side ``where`` drops
+    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))) * scale
+
+
+def _elu_slope(a, alpha, scale):
+    """d elu / d a: ``scale`` on the identity side (NaN included, as torch), ``scale * alpha *
+    exp(a)`` where ``a <= 0``."""
+    return where(a <= 0, (a.clamp(max=0).exp() * (alpha * scale)), scale)
+
+
+def _elu_vjp(g, a, *, alpha, scale):
+    return g * _elu_slope(a, alpha, scale)
+
+
+def _elu_jvp(x_dots, a, *, alpha, scale, out=None):
+    return None if x_dots[0] is None else x_dots[0] * _elu_slope(a, alpha, scale)
+
+
+# elu and selu as one op each call (torch's EluBackward0 for both)
+elu_op = ElementwiseOp("elu", opmath(_elu_kernel), vjp=_elu_vjp, jvp=_elu_jvp, allow=(2,))
 
 
 def softplus(input, beta=1.0, threshold=20.0):

@@ -74,6 +74,8 @@ def _cases(T):
         "square": lambda: v.square(), "outer": lambda: T.outer(v[0], v[1]),
         "sdpa": lambda: F.scaled_dot_product_attention(v[None, None], v[None, None], v[None, None]),
         "special_i1e": lambda: T.special.i1e(v), "leaky_relu": lambda: F.leaky_relu(v, 0.2),
+        "hardtanh": lambda: F.hardtanh(v), "relu6": lambda: F.relu6(v), "elu": lambda: F.elu(v),
+        "selu": lambda: F.selu(v),
     }
 
 
