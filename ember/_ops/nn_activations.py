@@ -457,19 +457,51 @@ def tanhshrink(input):
 
 def hardsigmoid(input):
     kernel_dtype("hardsigmoid", input)
-    flat = (input / 6 + 0.5).clamp(0, 1).detach()  # NOTE [ Hard activations' kinks ]
-    return where(_strictly_inside(input, -3, 3), input / 6 + 0.5, flat)
+    return elementwise(hardsigmoid_op, (input,))
+
+
+def _hardsigmoid_kernel(xp, a):
+    return xp.clip(a / 6 + 0.5, 0, 1)
+
+
+def _hardsigmoid_vjp(g, a):
+    # NOTE [ Hard activations' kinks ]: 1/6 strictly inside (-3, 3), else (NaN too) 0
+    return where((a > -3) & (a < 3), g / 6, 0.0)
+
+
+def _hardsigmoid_jvp(x_dots, a, out=None):
+    return None if x_dots[0] is None else _hardsigmoid_vjp(x_dots[0], a)
+
+
+hardsigmoid_op = ElementwiseOp("hardsigmoid", opmath(_hardsigmoid_kernel),
+                               vjp=_hardsigmoid_vjp, jvp=_hardsigmoid_jvp, allow=(2,))
 
 
 def hardswish(input):
-    # x for x >= 3, 0 for x <= -3, x (x + 3) / 6 between (NOTE [ Hard activations' kinks ])
-    # NaN takes the identity side (and its gradient), as torch: the middle piece sees it
-    # as 0, so its zero gradient there stays 0
     kernel_dtype("hardswish", input)
-    inner = input < 3
-    safe = where(inner, input, 0.0)
-    middle = where(safe > -3, safe * (safe + 3) / 6, empty_like(input).fill_(0))
-    return where(inner, middle, input)
+    return elementwise(hardswish_op, (input,))
+
+
+def _hardswish_kernel(xp, a):
+    return a * xp.clip(a + 3, 0, 6) / 6
+
+
+def _hardswish_slope(g, a):
+    # 0 up to -3, (x / 3 + 1/2) below 3, 1 from 3 on -- NaN takes the last side, as torch
+    # (NOTE [ Hard activations' kinks ])
+    return where(a <= -3, 0.0, where(a < 3, g * (a / 3 + 0.5), g))
+
+
+def _hardswish_vjp(g, a):
+    return _hardswish_slope(g, a)
+
+
+def _hardswish_jvp(x_dots, a, out=None):
+    return None if x_dots[0] is None else _hardswish_slope(x_dots[0], a)
+
+
+hardswish_op = ElementwiseOp("hardswish", opmath(_hardswish_kernel), vjp=_hardswish_vjp,
+                             jvp=_hardswish_jvp, allow=(2,))
 
 
 def logsigmoid(input):

@@ -75,7 +75,8 @@ def _cases(T):
         "sdpa": lambda: F.scaled_dot_product_attention(v[None, None], v[None, None], v[None, None]),
         "special_i1e": lambda: T.special.i1e(v), "leaky_relu": lambda: F.leaky_relu(v, 0.2),
         "hardtanh": lambda: F.hardtanh(v), "relu6": lambda: F.relu6(v), "elu": lambda: F.elu(v),
-        "selu": lambda: F.selu(v),
+        "selu": lambda: F.selu(v), "hardsigmoid": lambda: F.hardsigmoid(v),
+        "hardswish": lambda: F.hardswish(v),
     }
 
 
