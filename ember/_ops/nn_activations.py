@@ -429,8 +429,34 @@ elu_op = ElementwiseOp("elu", opmath(_elu_kernel), vjp=_elu_vjp, jvp=_elu_jvp, a
 
 def softplus(input, beta=1.0, threshold=20.0):
     kernel_dtype("softplus", input)
-    scaled = input * beta
-    return where(scaled > threshold, input, (scaled.exp().log1p()) / beta)
+    return elementwise(softplus_op, (input,), {"beta": float(beta),
+                                               "threshold": float(threshold)})
+
+
+def _softplus_kernel(xp, a, *, beta, threshold):
+    scaled = a * beta
+    # the log branch sees at most the threshold: no overflow on the side ``where`` drops
+    return xp.where(scaled > threshold, a,
+                    xp.log1p(xp.exp(xp.minimum(scaled, threshold))) / beta)
+
+
+def _softplus_slope(g, a, beta, threshold):
+    # torch's rule: 1 above the threshold, sigmoid(beta x) below (NaN stays NaN)
+    scaled = a * beta
+    z = scaled.clamp(max=threshold).exp()
+    return where(scaled > threshold, g, g * z / (z + 1))
+
+
+def _softplus_vjp(g, a, *, beta, threshold):
+    return _softplus_slope(g, a, beta, threshold)
+
+
+def _softplus_jvp(x_dots, a, *, beta, threshold, out=None):
+    return None if x_dots[0] is None else _softplus_slope(x_dots[0], a, beta, threshold)
+
+
+softplus_op = ElementwiseOp("softplus", opmath(_softplus_kernel), vjp=_softplus_vjp,
+                            jvp=_softplus_jvp, allow=(2,))
 
 
 def mish(input):
@@ -506,7 +532,30 @@ hardswish_op = ElementwiseOp("hardswish", opmath(_hardswish_kernel), vjp=_hardsw
 
 def logsigmoid(input):
     kernel_dtype("log_sigmoid", input)
-    return -softplus(-input)
+    return elementwise(log_sigmoid_op, (input,))
+
+
+def _log_sigmoid_kernel(xp, a):
+    # min(x, 0) - log(1 + exp(-|x|)): no overflow on either side
+    return xp.minimum(a, 0) - xp.log1p(xp.exp(-xp.abs(a)))
+
+
+def _log_sigmoid_slope(g, a):
+    # d/dx log sigmoid(x) = sigmoid(-x), from exp(-|x|) so that nothing overflows
+    e = (-a.abs()).exp()
+    return g * where(a >= 0, e, 1.0) / (e + 1)
+
+
+def _log_sigmoid_vjp(g, a):
+    return _log_sigmoid_slope(g, a)
+
+
+def _log_sigmoid_jvp(x_dots, a, out=None):
+    return None if x_dots[0] is None else _log_sigmoid_slope(x_dots[0], a)
+
+
+log_sigmoid_op = ElementwiseOp("log_sigmoid", opmath(_log_sigmoid_kernel),
+                               vjp=_log_sigmoid_vjp, jvp=_log_sigmoid_jvp, allow=(2,))
 
 
 def glu(input, dim=-1):

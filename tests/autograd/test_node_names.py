@@ -76,7 +76,8 @@ def _cases(T):
         "special_i1e": lambda: T.special.i1e(v), "leaky_relu": lambda: F.leaky_relu(v, 0.2),
         "hardtanh": lambda: F.hardtanh(v), "relu6": lambda: F.relu6(v), "elu": lambda: F.elu(v),
         "selu": lambda: F.selu(v), "hardsigmoid": lambda: F.hardsigmoid(v),
-        "hardswish": lambda: F.hardswish(v),
+        "hardswish": lambda: F.hardswish(v), "softplus": lambda: F.softplus(v, 2.0, 5.0),
+        "logsigmoid": lambda: F.logsigmoid(v),
     }
 
 
