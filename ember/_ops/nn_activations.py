@@ -23,6 +23,7 @@ from ._registry import public
 from .creation import empty_like
 from .nn_checks import kernel_dtype
 from .nn_ops import softmax
+from . import _node_names
 from ._elementwise import ElementwiseOp, elementwise
 from .pointwise import opmath, where
 
@@ -32,17 +33,6 @@ _SELU_SCALE = 1.0507009873554805
 
 def _where_pos(input, neg):
     return where(input > 0, input, neg)
-
-
-def _where_nonpos(input, neg):
-    """``neg(x)`` where ``input <= 0``, else ``input``: NaN takes the identity side (and its
-    gradient), as torch's ELU family. ``neg`` sees the input with the other elements zeroed,
-    so a NaN or a large value there cannot turn the branch's zero gradient into NaN."""
-    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
-        raise NotImplementedError(
-            f'"elu_cpu" not implemented for \'{input.dtype.scalar_name}\'')
-    nonpos = input <= 0
-    return where(nonpos, neg(where(nonpos, input, 0.0)), input)
 
 
 def inplace_composition(fn, input, *args):
@@ -74,7 +64,7 @@ def celu(input, alpha=1.0):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _where_nonpos(input, lambda x: alpha * (x / alpha).expm1())
+    return _node_names.rename(_elu(input, alpha, 1.0, 1.0 / alpha), "CeluBackward0")
 
 
 @public(method=False)
@@ -113,7 +103,7 @@ def selu(input):
         >>> ember.selu(ember.tensor([-1.0, 1.0]))
         tensor([-1.1113,  1.0507])
     """
-    return _elu(input, _SELU_ALPHA, _SELU_SCALE)
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 @public(method=False)
@@ -314,13 +304,10 @@ def relu_(input):
 
 # NOTE [ Hard activations' kinks ]
 # PyTorch's hardtanh, relu6, hardsigmoid and hardswish pass gradient only strictly inside
-# their linear pieces: at a boundary (relu6 at 0 and 6) the gradient is that of the flat side.
-# ``clamp``'s own gradient includes the boundaries, so these take the flat side's value
-# through a detached branch of ``where`` wherever the input is not strictly inside.
-
-
-def _strictly_inside(input, lo, hi):
-    return (input > lo) & (input < hi)
+# their linear pieces: at a boundary (relu6 at 0 and 6) the gradient is that of the flat side
+# (``clamp``'s own gradient includes the boundaries). Each is one element-wise op here whose
+# formula tests the input against the pieces as torch's backward kernels do, NaN included
+# (hardtanh and hardswish pass a NaN's gradient, hardsigmoid does not).
 
 
 def integer_hardtanh_bounds(input, min_val, max_val):
@@ -394,36 +381,40 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def elu(input, alpha=1.0):
-    return _elu(input, alpha, 1.0)
+    return _elu(input, alpha, 1.0, 1.0)
 
 
-def _elu(input, alpha, scale):
+def _elu(input, alpha, scale, input_scale):
     if isinstance(input, Tensor) and not input.dtype.is_floating_point:
         raise NotImplementedError(
             f'"elu_cpu" not implemented for \'{input.dtype.scalar_name}\'')
-    return elementwise(elu_op, (input,), {"alpha": float(alpha), "scale": float(scale)})
+    return elementwise(elu_op, (input,), {"alpha": float(alpha), "scale": float(scale),
+                                          "input_scale": float(input_scale)})
 
 
-def _elu_kernel(xp, a, *, alpha, scale):
+def _elu_kernel(xp, a, *, alpha, scale, input_scale):
     # the negative branch sees min(a, 0): no overflow from the side ``where`` drops
-    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0))) * scale
+    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0) * input_scale)) * scale
 
 
-def _elu_slope(a, alpha, scale):
+def _elu_slope(a, alpha, scale, input_scale):
     """d elu / d a: ``scale`` on the identity side (NaN included, as torch), ``scale * alpha *
-    exp(a)`` where ``a <= 0``."""
-    return where(a <= 0, (a.clamp(max=0).exp() * (alpha * scale)), scale)
+    input_scale * exp(a * input_scale)`` where ``a <= 0``."""
+    return where(a <= 0, ((a.clamp(max=0) * input_scale).exp() * (alpha * scale * input_scale)),
+                 scale)
 
 
-def _elu_vjp(g, a, *, alpha, scale):
-    return g * _elu_slope(a, alpha, scale)
+def _elu_vjp(g, a, *, alpha, scale, input_scale):
+    return g * _elu_slope(a, alpha, scale, input_scale)
 
 
-def _elu_jvp(x_dots, a, *, alpha, scale, out=None):
-    return None if x_dots[0] is None else x_dots[0] * _elu_slope(a, alpha, scale)
+def _elu_jvp(x_dots, a, *, alpha, scale, input_scale, out=None):
+    t = x_dots[0]
+    return None if t is None else t * _elu_slope(a, alpha, scale, input_scale)
 
 
-# elu and selu as one op each call (torch's EluBackward0 for both)
+# elu, selu and celu are one op (torch's kernel has the same three parameters); torch names
+# the nodes EluBackward0 (elu, selu) and CeluBackward0
 elu_op = ElementwiseOp("elu", opmath(_elu_kernel), vjp=_elu_vjp, jvp=_elu_jvp, allow=(2,))
 
 
@@ -461,7 +452,30 @@ softplus_op = ElementwiseOp("softplus", opmath(_softplus_kernel), vjp=_softplus_
 
 def mish(input):
     kernel_dtype("mish", input)
-    return input * softplus(input).tanh()
+    return elementwise(mish_op, (input,))
+
+
+def _mish_kernel(xp, a):
+    # softplus with torch's threshold of 20 (no overflow in the dropped branch)
+    sp = xp.where(a > 20, a, xp.log1p(xp.exp(xp.minimum(a, 20))))
+    return a * xp.tanh(sp)
+
+
+def _mish_slope(g, a):
+    # d/dx x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)
+    t = softplus(a).tanh()
+    return g * (t + a * a.sigmoid() * (1 - t * t))
+
+
+def _mish_vjp(g, a):
+    return _mish_slope(g, a)
+
+
+def _mish_jvp(x_dots, a, out=None):
+    return None if x_dots[0] is None else _mish_slope(x_dots[0], a)
+
+
+mish_op = ElementwiseOp("mish", opmath(_mish_kernel), vjp=_mish_vjp, jvp=_mish_jvp, allow=(2,))
 
 
 def softsign(input):

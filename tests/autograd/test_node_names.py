@@ -77,7 +77,8 @@ def _cases(T):
         "hardtanh": lambda: F.hardtanh(v), "relu6": lambda: F.relu6(v), "elu": lambda: F.elu(v),
         "selu": lambda: F.selu(v), "hardsigmoid": lambda: F.hardsigmoid(v),
         "hardswish": lambda: F.hardswish(v), "softplus": lambda: F.softplus(v, 2.0, 5.0),
-        "logsigmoid": lambda: F.logsigmoid(v),
+        "logsigmoid": lambda: F.logsigmoid(v), "mish": lambda: F.mish(v),
+        "celu": lambda: F.celu(v, 2.0), "celu_1": lambda: F.celu(v),
     }
 
 
