@@ -368,6 +368,15 @@ def test_export_activations_at_opset_11():
     _check(net, ember.randn(3, 4), opset_version=11)
 
 
+@pytest.mark.parametrize("opset", [11, 18])
+def test_export_single_op_activations(opset):
+    net = nn.Sequential(nn.Linear(4, 4), nn.Hardtanh(-0.5, 0.5), nn.Linear(4, 4), nn.ReLU6(),
+                        nn.Linear(4, 4), nn.CELU(2.0), nn.SELU(), nn.LogSigmoid(),
+                        nn.Softplus(2.0, 1.0), nn.Hardsigmoid(), nn.Hardswish(), nn.Mish(),
+                        nn.ELU(0.5), nn.LeakyReLU(0.3))
+    _check(net, ember.randn(3, 4) * 3, opset_version=opset)
+
+
 def test_export_transformer_decoder_layer_matches_ember():
     _check(nn.TransformerDecoderLayer(8, 2, 16, batch_first=True), ember.randn(2, 3, 8),
            ember.randn(2, 4, 8))

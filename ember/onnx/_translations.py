@@ -130,10 +130,99 @@ for _name, _onnx in {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sq
                      "relu": "Relu", "sin": "Sin", "cos": "Cos", "tan": "Tan", "erf": "Erf",
                      "floor": "Floor", "ceil": "Ceil", "round": "Round", "sign": "Sign",
                      "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh",
-                     "cosh": "Cosh", "softsign": "Softsign", "mish": "Mish",
-                     "selu": "Selu", "hardswish": "HardSwish"}.items():
+                     "cosh": "Cosh", "softsign": "Softsign"}.items():
     TRANSLATIONS[_name] = _unary(_onnx)
     TRANSLATIONS[_name + "_"] = TRANSLATIONS[_name]
+
+
+# -- the activations that are one op each (ember/_ops/nn_activations.py): ONNX's own op where
+# the opset has it with the same parameters, else their definition in basic ops
+
+
+def _softplus_of(ctx, x, dtype):
+    # log(1 + exp(x)) (ONNX's Softplus, every opset)
+    return ctx.g.node("Softplus", [x])
+
+
+@translation("leaky_relu")
+def _leaky_relu(ctx, args, kwargs, outs):
+    return [ctx.g.node("LeakyRelu", [_input(ctx, args[0], outs[0].dtype)],
+                       alpha=float(kwargs["negative_slope"]), name_hint=ctx.hint)]
+
+
+@translation("hardtanh")
+def _hardtanh(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    return [ctx.g.node("Clip", [_input(ctx, args[0], dtype), _input(ctx, kwargs["min_val"], dtype),
+                                _input(ctx, kwargs["max_val"], dtype)], name_hint=ctx.hint)]
+
+
+@translation("elu")
+def _elu(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    x = _input(ctx, args[0], dtype)
+    alpha, scale, input_scale = kwargs["alpha"], kwargs["scale"], kwargs["input_scale"]
+    if scale == 1.0 and input_scale == 1.0:
+        return [ctx.g.node("Elu", [x], alpha=float(alpha), name_hint=ctx.hint)]
+    if input_scale == 1.0:
+        return [ctx.g.node("Selu", [x], alpha=float(alpha), gamma=float(scale),
+                           name_hint=ctx.hint)]
+    # scale * where(x > 0, x, alpha * (exp(x * input_scale) - 1)) (celu)
+    g = ctx.g
+    neg = g.node("Mul", [g.node("Sub", [g.node("Exp", [g.node("Mul", [x, _input(
+        ctx, input_scale, dtype)])]), _input(ctx, 1, dtype)]), _input(ctx, alpha, dtype)])
+    pos = g.node("Greater", [x, _input(ctx, 0, dtype)])
+    y = g.node("Where", [pos, x, neg])
+    return [g.node("Mul", [y, _input(ctx, scale, dtype)], name_hint=ctx.hint)]
+
+
+@translation("hardsigmoid")
+def _hardsigmoid(ctx, args, kwargs, outs):
+    return [ctx.g.node("HardSigmoid", [_input(ctx, args[0], outs[0].dtype)], alpha=1.0 / 6,
+                       beta=0.5, name_hint=ctx.hint)]
+
+
+@translation("hardswish")
+def _hardswish(ctx, args, kwargs, outs):
+    x = _input(ctx, args[0], outs[0].dtype)
+    if ctx.g.opset >= 14:
+        return [ctx.g.node("HardSwish", [x], name_hint=ctx.hint)]
+    hs = ctx.g.node("HardSigmoid", [x], alpha=1.0 / 6, beta=0.5)
+    return [ctx.g.node("Mul", [x, hs], name_hint=ctx.hint)]
+
+
+@translation("softplus")
+def _softplus(ctx, args, kwargs, outs):
+    # where(beta x > threshold, x, softplus(beta x) / beta)
+    dtype = outs[0].dtype
+    g = ctx.g
+    x = _input(ctx, args[0], dtype)
+    beta, threshold = kwargs["beta"], kwargs["threshold"]
+    bx = x if beta == 1.0 else g.node("Mul", [x, _input(ctx, beta, dtype)])
+    sp = _softplus_of(ctx, bx, dtype)
+    if beta != 1.0:
+        sp = g.node("Div", [sp, _input(ctx, beta, dtype)])
+    over = g.node("Greater", [bx, _input(ctx, threshold, dtype)])
+    return [g.node("Where", [over, x, sp], name_hint=ctx.hint)]
+
+
+@translation("log_sigmoid")
+def _log_sigmoid(ctx, args, kwargs, outs):
+    # -softplus(-x)
+    g = ctx.g
+    x = _input(ctx, args[0], outs[0].dtype)
+    return [g.node("Neg", [_softplus_of(ctx, g.node("Neg", [x]), outs[0].dtype)],
+                   name_hint=ctx.hint)]
+
+
+@translation("mish")
+def _mish(ctx, args, kwargs, outs):
+    g = ctx.g
+    x = _input(ctx, args[0], outs[0].dtype)
+    if g.opset >= 18:
+        return [g.node("Mish", [x], name_hint=ctx.hint)]
+    t = g.node("Tanh", [_softplus_of(ctx, x, outs[0].dtype)])
+    return [g.node("Mul", [x, t], name_hint=ctx.hint)]
 
 
 @translation("logical_not", "bitwise_not")
