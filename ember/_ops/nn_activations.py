@@ -327,6 +327,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
         from ..ao import _qops
 
         return _qops.hardtanh(input, min_val, max_val)
+    if isinstance(input, Tensor) and input.dtype.name == "bool":
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     bounds = integer_hardtanh_bounds(input, min_val, max_val)
     if bounds is not None:  # integers: no gradient, the dtype kept
         return input.clamp(*bounds)
@@ -339,7 +341,9 @@ def _hardtanh_kernel(xp, a, *, min_val, max_val):
 
 
 def _hardtanh_vjp(g, a, *, min_val, max_val):
-    # NOTE [ Hard activations' kinks ]: no gradient on or beyond a bound; NaN passes it
+    # NOTE [ Hard activations' kinks ]: no gradient on or beyond a bound; NaN passes it, as
+    # torch's scalar loop does (its SIMD loop, which takes all but the last few elements of
+    # a long tensor, gives a NaN zero: torch itself answers both ways)
     return where((a <= min_val) | (a >= max_val), 0.0, g)
 
 

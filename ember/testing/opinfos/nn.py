@@ -124,6 +124,17 @@ def _silu(dtype, rng):
     yield SampleInput(_t((), dtype, rng))
 
 
+def _activation(*args, **kwargs):
+    """Samples across the pieces of a piecewise activation (values up to +-6: past the kinks
+    of hardtanh, relu6, hardsigmoid and hardswish), 0-d included, with ``args``."""
+    def gen(dtype, rng):
+        yield SampleInput(_t((3, 4), dtype, rng, low=-6, high=6), *args, **kwargs)
+        yield SampleInput(_t((2, 5), dtype, rng, low=-6, high=6, noncontiguous=True), *args,
+                          **kwargs)
+        yield SampleInput(_t((), dtype, rng), *args, **kwargs)
+    return gen
+
+
 op_db = [
     OpInfo(f"nn.functional.{name}", sample_inputs=gen, dtypes=F32_64, method=False, **kw)
     for name, gen, kw in [
@@ -150,5 +161,14 @@ op_db = [
         ("unfold", _unfold, {}),
         ("gelu", _gelu, {}),
         ("silu", _silu, {}),
+        ("leaky_relu", _activation(0.2), {}),
+        ("hardtanh", _activation(-2.0, 3.0), {}),
+        ("relu6", _activation(), {}),
+        ("elu", _activation(0.7), {}),
+        ("hardsigmoid", _activation(), {}),
+        ("hardswish", _activation(), {}),
+        ("softplus", _activation(2.0, 4.0), {}),
+        ("logsigmoid", _activation(), {}),
+        ("mish", _activation(), {}),
     ]
 ]
