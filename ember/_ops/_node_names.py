@@ -51,9 +51,9 @@ def _var(inputs, params):
 
 
 def _extreme(inputs, params):
-    # ``max()``/``min()`` reduce with dim None, as ``amax()`` does; torch names the first
-    # ``MaxBackward1`` and the second ``AmaxBackward0`` (NOTE [ Node names ]: ``amax`` with no
-    # dims renames its node itself)
+    # ``max()``/``min()`` reduce with dim None; ``amax()``/``amin()`` pass every dim by
+    # number, so that the two calls torch names ``MaxBackward1`` and ``AmaxBackward0`` stay
+    # apart
     if params.get("dim") is None:
         return "MaxBackward1" if params.get("largest") else "MinBackward1"
     return None if params.get("largest") else "AminBackward0"
