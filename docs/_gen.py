@@ -82,6 +82,7 @@ NAMESPACES = [
     ("futures", "ember.futures"),
     ("distributed.rpc", "ember.distributed.rpc"),
     ("distributed.optim", "ember.distributed.optim"),
+    ("distributed.checkpoint", "ember.distributed.checkpoint"),
     ("hub", "ember.hub"),
     ("masked", "ember.masked"),
     ("quasirandom", "ember.quasirandom"),

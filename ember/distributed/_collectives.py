@@ -1022,10 +1022,11 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False) -> None:
                 if not wait_all_ranks:
                     break
         if missing:
+            who = f"[Rank {pg.ranks[0]}]: "  # torch's prefix: the rank that noticed
             if wait_all_ranks:
-                raise RuntimeError(f"Ranks {', '.join(map(str, missing))} failed to pass "
+                raise RuntimeError(f"{who}Ranks {', '.join(map(str, missing))} failed to pass "
                                    "monitoredBarrier in " f"{limit * 1000:.0f} ms")
-            raise RuntimeError(f"Rank {missing[0]} failed to pass monitoredBarrier in "
+            raise RuntimeError(f"{who}Rank {missing[0]} failed to pass monitoredBarrier in "
                                f"{limit * 1000:.0f} ms")
         for r in range(1, pg.size()):
             pg.comm.Send([token, MPI.BYTE], dest=r, tag=tag)

@@ -14,7 +14,7 @@ from . import _engine
 from ._collectives import ReduceOp, all_gather, all_reduce, recv, reduce_scatter_tensor, send
 from ._group import (ProcessGroup, _GROUPS, _members_comm, _resolve, _world, get_rank,
                      get_world_size, new_group)
-from ._store import DistError, DistStoreError
+from ._store import DistError, DistStoreError, QueueEmptyError  # noqa: F401
 
 __all__ = [
     "AllToAllOptions", "AllreduceCoalescedOptions", "AllreduceOptions", "BackendConfig",
@@ -42,16 +42,6 @@ class DistNetworkError(DistError):
     Example::
 
         >>> issubclass(ember.distributed.DistNetworkError, RuntimeError)
-        True
-    """
-
-
-class QueueEmptyError(DistStoreError):
-    """A store queue had nothing to pop (a ``DistStoreError``).
-
-    Example::
-
-        >>> issubclass(ember.distributed.QueueEmptyError, ember.distributed.DistStoreError)
         True
     """
 

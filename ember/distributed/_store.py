@@ -20,11 +20,12 @@ import os
 import socket
 import socketserver
 import struct
+import sys
 import threading
 import time
 
-__all__ = ["DistError", "DistStoreError", "FileStore", "HashStore", "PrefixStore", "Store",
-           "TCPStore"]
+__all__ = ["DistError", "DistStoreError", "FileStore", "HashStore", "PrefixStore",
+           "QueueEmptyError", "Store", "TCPStore"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)
 
@@ -47,6 +48,29 @@ class DistStoreError(DistError):
         >>> issubclass(ember.distributed.DistStoreError, ember.distributed.DistError)
         True
     """
+
+
+class QueueEmptyError(DistStoreError):
+    """A store queue had nothing to pop (a ``DistStoreError``).
+
+    Example::
+
+        >>> issubclass(ember.distributed.QueueEmptyError, ember.distributed.DistStoreError)
+        True
+    """
+
+
+def _key(op: str, key) -> str:
+    # torch's stores take keys as str only (their bindings refuse ints and bytes).
+    if not isinstance(key, str):
+        raise TypeError(f"Store.{op}: expected a key of type str, got {type(key).__name__}")
+    return key
+
+
+def _keys(op: str, keys) -> list:
+    if isinstance(keys, str) or not isinstance(keys, (list, tuple)):
+        raise TypeError(f"Store.{op}: expected a list of str keys, got {type(keys).__name__}")
+    return [_key(op, k) for k in keys]
 
 
 def _as_bytes(value) -> bytes:
@@ -100,61 +124,136 @@ class Store:
 
     def set(self, key: str, value) -> None:
         """Store ``value`` (str or bytes) under ``key``."""
-        self._set(str(key), _as_bytes(value))
+        self._set(_key("set", key), _as_bytes(value))
 
     def get(self, key: str) -> bytes:
         """The value of ``key``, waiting up to the timeout for it to be set."""
+        key = _key("get", key)
         self.wait([key])
-        value = self._get_nowait(str(key))
+        value = self._get_nowait(key)
         if value is None:
             raise DistStoreError(f"Store: key {key!r} was deleted while waiting for it")
         return value
 
     def add(self, key: str, amount: int) -> int:
         """Add ``amount`` to the integer stored at ``key`` (0 when absent); the new value."""
-        return self._add(str(key), int(amount))
+        if not isinstance(amount, int):
+            raise TypeError(f"Store.add: expected an int amount, got {type(amount).__name__}")
+        return self._add(_key("add", key), int(amount))
+
+    def append(self, key: str, value) -> None:
+        """Append ``value`` to the bytes stored at ``key`` (set it when absent)."""
+        key, value = _key("append", key), _as_bytes(value)
+        while True:  # a compare-and-set loop keeps concurrent appends from losing data
+            current = self._get_nowait(key)
+            expected = b"" if current is None else current
+            if self._compare_set(key, expected, expected + value) == expected + value:
+                return
 
     def compare_set(self, key: str, expected_value, desired_value) -> bytes:
         """Set ``key`` to ``desired_value`` if it holds ``expected_value``; the value after.
 
         An absent key with an empty ``expected_value`` is set, as in PyTorch.
         """
-        return self._compare_set(str(key), _as_bytes(expected_value), _as_bytes(desired_value))
+        return self._compare_set(_key("compare_set", key), _as_bytes(expected_value),
+                                 _as_bytes(desired_value))
 
     def check(self, keys) -> bool:
         """Whether every key in ``keys`` is set (does not wait)."""
-        return all(self._get_nowait(str(k)) is not None for k in keys)
+        return all(self._get_nowait(k) is not None for k in _keys("check", keys))
 
     def wait(self, keys, timeout=None) -> None:
         """Wait until every key in ``keys`` is set; DistStoreError after ``timeout``."""
+        keys = _keys("wait", keys)
         limit = _seconds(self._timeout if timeout is None else timeout)
         deadline = time.monotonic() + limit
-        self._wait_for([str(k) for k in keys], deadline)
+        self._wait_for(keys, deadline)
 
     def delete_key(self, key: str) -> bool:
         """Remove ``key``; whether it was there."""
-        return self._delete(str(key))
+        return self._delete(_key("delete_key", key))
 
     def num_keys(self) -> int:
-        """How many keys are set."""
+        """How many keys are set (TCPStore and FileStore count their one bookkeeping key,
+        as PyTorch's do)."""
         return self._num_keys()
+
+    def list_keys(self) -> list:
+        """The keys set in the store (bookkeeping keys left out)."""
+        return [k for k in self._list_keys() if k not in _HIDDEN_KEYS]
 
     def multi_set(self, keys, values) -> None:
         """``set`` each key to its value."""
-        for k, v in zip(keys, values):
+        for k, v in zip(_keys("multi_set", keys), values):
             self.set(k, v)
 
     def multi_get(self, keys) -> list:
         """``get`` each key."""
-        return [self.get(k) for k in keys]
+        return [self.get(k) for k in _keys("multi_get", keys)]
+
+    def has_extended_api(self) -> bool:
+        """Whether the store implements ``append``, ``multi_get``/``multi_set`` natively
+        (False for FileStore, as PyTorch's; every ember store supports the calls)."""
+        return self._extended_api
+
+    def barrier(self, key: str, world_size: int, timeout=None) -> None:
+        """Block until ``world_size`` callers have called ``barrier`` with this ``key``.
+
+        Args:
+            key (str): names this barrier.
+            world_size (int): how many callers must arrive.
+            timeout (datetime.timedelta, optional): default: the store's timeout.
+        """
+        key = _key("barrier", key)
+        if self._add(f"{key}/num_members", 1) >= int(world_size):
+            self._set(f"{key}/last_member", b"1")
+        self.wait([f"{key}/last_member"], timeout)
+
+    def clone(self) -> Store:
+        """A new store object on the same data (for use from another thread)."""
+        import copy
+
+        return copy.copy(self)
+
+    def queue_push(self, key: str, value) -> None:
+        """Append ``value`` to the queue named ``key`` (queues are apart from keys)."""
+        self._queue("push", _key("queue_push", key), _as_bytes(value), None)
+
+    def queue_pop(self, key: str, block: bool = True) -> bytes:
+        """Remove and return the oldest value of queue ``key``.
+
+        Args:
+            key (str): the queue.
+            block (bool): wait up to the timeout for a value (DistStoreError after it);
+                with False, an empty queue raises ``QueueEmptyError`` at once.
+        """
+        key = _key("queue_pop", key)
+        deadline = time.monotonic() + _seconds(self._timeout) if block else None
+        return self._queue("pop", key, b"", deadline)
+
+    def queue_len(self, key: str) -> int:
+        """How many values queue ``key`` holds."""
+        return self._queue("len", _key("queue_len", key), b"", None)
+
+    _extended_api = True
+
+    def _queue(self, op, key, value, deadline):
+        raise NotImplementedError("queue support is not implemented.")
+
+    def _list_keys(self):
+        raise NotImplementedError(f"{type(self).__name__} cannot list its keys")
 
     def _wait_for(self, keys, deadline):
         delay = 0.001
-        while not self.check(keys):
+        while not all(self._get_nowait(k) is not None for k in keys):
             if time.monotonic() >= deadline:
                 raise DistStoreError("Wait timeout")
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
+
+
+#: bookkeeping keys torch's TCPStore and FileStore keep (counted by num_keys, not listed)
+_HIDDEN_KEYS = ("init/", "refcount/")
 
 
 class HashStore(Store):
@@ -170,6 +269,7 @@ class HashStore(Store):
     def __init__(self):
         super().__init__()
         self._data: dict[str, bytes] = {}
+        self._queues: dict[str, list] = {}
         self._cv = threading.Condition()
 
     def _set(self, key, value):
@@ -204,6 +304,28 @@ class HashStore(Store):
     def _num_keys(self):
         with self._cv:
             return len(self._data)
+
+    def _list_keys(self):
+        with self._cv:
+            return list(self._data)
+
+    def _queue(self, op, key, value, deadline):
+        with self._cv:
+            q = self._queues.setdefault(key, [])
+            if op == "push":
+                q.append(value)
+                self._cv.notify_all()
+                return None
+            if op == "len":
+                return len(q)
+            while not q:
+                if deadline is None:
+                    raise QueueEmptyError("queue is empty")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DistStoreError("Wait timeout")
+                self._cv.wait(left)
+            return q.pop(0)
 
     def _wait_for(self, keys, deadline):
         with self._cv:
@@ -272,6 +394,13 @@ class _StoreHandler(socketserver.BaseRequestHandler):
                     reply = [b"1" if store._delete(args[0].decode()) else b"0"]
                 elif cmd == b"num":
                     reply = [str(store._num_keys()).encode()]
+                elif cmd == b"keys":
+                    reply = [k.encode() for k in store._list_keys()]
+                elif cmd == b"queue":  # [op, key, value, seconds to wait or b"" for no wait]
+                    deadline = time.monotonic() + float(args[3]) if args[3] else None
+                    r = store._queue(args[0].decode(), args[1].decode(), args[2], deadline)
+                    reply = [] if r is None else [r if isinstance(r, bytes) else
+                                                  str(r).encode()]
                 elif cmd == b"wait":
                     deadline = time.monotonic() + float(args[0])
                     store._wait_for([a.decode() for a in args[1:]], deadline)
@@ -280,7 +409,8 @@ class _StoreHandler(socketserver.BaseRequestHandler):
                     raise ValueError(f"unknown command {cmd!r}")
                 _send_msg(self.request, [b"ok", *reply])
             except DistStoreError as e:
-                _send_msg(self.request, [b"err", str(e).encode()])
+                kind = b"empty" if isinstance(e, QueueEmptyError) else b"err"
+                _send_msg(self.request, [kind, str(e).encode()])
             except (ConnectionError, OSError):
                 return
 
@@ -315,10 +445,13 @@ class TCPStore(Store):
         super().__init__(timeout)
         self.host = host_name
         self.world_size = world_size
+        self._use_libuv = bool(use_libuv)
         self._server = None
         if is_master:
             self._server = _StoreServer(("", int(port)), _StoreHandler, bind_and_activate=True)
             self._server.store = HashStore()
+            # torch's TCPStore keeps one key for counting its workers: num_keys counts it
+            self._server.store._set("init/", b"0")
             port = self._server.server_address[1]
             threading.Thread(target=self._server.serve_forever, name="ember-tcpstore",
                              daemon=True).start()
@@ -349,7 +482,8 @@ class TCPStore(Store):
             _send_msg(self._sock, list(parts))
             reply = _recv_msg(self._sock)
         if reply[0] != b"ok":
-            raise DistStoreError(reply[1].decode())
+            raise (QueueEmptyError if reply[0] == b"empty" else DistStoreError)(
+                reply[1].decode())
         return reply[1:]
 
     def _set(self, key, value):
@@ -371,6 +505,41 @@ class TCPStore(Store):
     def _num_keys(self):
         return int(self._call(b"num")[0])
 
+    def _list_keys(self):
+        return [k.decode() for k in self._call(b"keys")]
+
+    def _queue(self, op, key, value, deadline):
+        wait = b"" if deadline is None else str(max(deadline - time.monotonic(), 0.0)).encode()
+        r = self._call(b"queue", op.encode(), key.encode(), value, wait)
+        if op == "len":
+            return int(r[0])
+        return r[0] if r else None
+
+    @property
+    def libuvBackend(self) -> bool:  # noqa: N802 -- torch's name
+        """Whether the store was asked for the libuv server (ember serves with sockets)."""
+        return self._use_libuv
+
+    def barrier(self, key: str, world_size: int, timeout=None) -> None:
+        """Block until ``world_size`` callers have called ``barrier`` with this ``key``
+        (the server keeps only ``key`` afterwards, as torch's TCPStore).
+
+        Args:
+            key (str): names this barrier.
+            world_size (int): how many callers must arrive.
+            timeout (datetime.timedelta, optional): default: the store's timeout.
+        """
+        key = _key("barrier", key)
+        if self._add(f"{key}/num_members", 1) >= int(world_size):
+            self._set(key, b"1")
+            self._delete(f"{key}/num_members")
+        self.wait([key], timeout)
+
+    def clone(self) -> TCPStore:
+        """A new client connection to the same server."""
+        return TCPStore(self.host, self.port, self.world_size, False, self._timeout,
+                        use_libuv=self._use_libuv)
+
     def _wait_for(self, keys, deadline):
         left = max(deadline - time.monotonic(), 0.0)
         self._call(b"wait", str(left).encode(), *[k.encode() for k in keys])
@@ -381,7 +550,11 @@ class TCPStore(Store):
             self._sock.close()
         finally:
             if self._server is not None:
-                self._server.shutdown()
+                # shutdown() waits for serve_forever to notice; once the interpreter is
+                # finalizing, the daemon serving thread never runs again and it would wait
+                # forever (a script that exits without closing its store hung).
+                if not sys.is_finalizing():
+                    self._server.shutdown()
                 self._server.server_close()
                 self._server = None
 
@@ -415,6 +588,17 @@ class FileStore(Store):
         self.path = os.fspath(file_name)
         self.world_size = world_size
         open(self.path, "ab").close()
+        # torch's FileStore counts the processes that opened the file in one key
+        self._add("refcount/", 1)
+
+    _extended_api = False
+
+    def _list_keys(self):
+        return list(self._locked(lambda f: self._replay(f), exclusive=False))
+
+    def clone(self) -> FileStore:
+        """A new store object on the same file."""
+        return FileStore(self.path, self.world_size)
 
     def _locked(self, fn, exclusive=True):
         import fcntl
@@ -519,6 +703,21 @@ class PrefixStore(Store):
 
     def _num_keys(self):
         return self.underlying_store._num_keys()
+
+    def _list_keys(self):
+        head = self.prefix + "/"
+        return [k[len(head):] for k in self.underlying_store._list_keys() if k.startswith(head)]
+
+    def _queue(self, op, key, value, deadline):
+        return self.underlying_store._queue(op, self._k(key), value, deadline)
+
+    def has_extended_api(self) -> bool:
+        """Whether the underlying store has the extended API."""
+        return self.underlying_store.has_extended_api()
+
+    def clone(self) -> PrefixStore:
+        """A prefix store over a clone of the underlying store."""
+        return PrefixStore(self.prefix, self.underlying_store.clone())
 
     def _wait_for(self, keys, deadline):
         self.underlying_store._wait_for([self._k(k) for k in keys], deadline)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -130,9 +132,12 @@ def run(args: argparse.Namespace) -> int:
         host, _, p = args.rdzv_endpoint.rpartition(":")
         args.master_addr, port = host or args.master_addr, int(p or port)
     run_id = args.rdzv_id if args.rdzv_id != "none" else uuid.uuid4().hex[:12]
-    procs = [subprocess.Popen(_command(args),
-                              env=_worker_env(args, i, nproc, nnodes, port, run_id))
-             for i in range(nproc)]
+    # each worker's @record (elastic.multiprocessing.errors) writes its exception here
+    error_dir = tempfile.mkdtemp(prefix=f"ember_run_{run_id}_")
+    error_files = [os.path.join(error_dir, f"error_{i}.json") for i in range(nproc)]
+    procs = [subprocess.Popen(_command(args), env={
+        **_worker_env(args, i, nproc, nnodes, port, run_id),
+        "TORCHELASTIC_ERROR_FILE": error_files[i]}) for i in range(nproc)]
 
     def forward(signum, frame):
         for p in procs:
@@ -160,10 +165,16 @@ def run(args: argparse.Namespace) -> int:
         i, code = failed
         rank = args.node_rank * nproc + i
         what = (f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}")
+        from .elastic.multiprocessing.errors import ProcessFailure
+
+        cause = ProcessFailure(i, procs[i].pid, code, error_files[i])
+        detail = f": {cause.message}" if os.path.isfile(error_files[i]) else ""
         print(f"ember.distributed.run: worker rank {rank} (local_rank {i}, pid "
-              f"{procs[i].pid}) failed with {what}; the other workers were stopped",
+              f"{procs[i].pid}) failed with {what}{detail}; the other workers were stopped",
               file=sys.stderr)
+        shutil.rmtree(error_dir, ignore_errors=True)
         return 1
+    shutil.rmtree(error_dir, ignore_errors=True)
     return 0
 
 

@@ -115,8 +115,20 @@ def collectives(rank, fw, init_method, out_dir):
     mesh = dist.init_device_mesh("cpu", (2,), mesh_dim_names=("dp",))
     res["device_mesh"] = (mesh.get_group("dp").size(), mesh.get_local_rank(), tuple(mesh.shape),
                           mesh.mesh.tolist(), mesh.get_coordinate())
+    inp = torch.arange(5.0) if rank == 0 else torch.arange(6.0).reshape(3, 2)[:, 0] + 10
+    out = torch.zeros(3 if rank == 0 else 5)
+    dist.all_to_all_single(out, inp, [2, 1] if rank == 0 else [3, 2],
+                           [2, 3] if rank == 0 else [1, 2])
+    res["all_to_all_single_uneven"] = out.numpy().copy()
+    gl = [None, None] if rank == 1 else None
+    dist.gather_object({"r": rank, "t": [rank] * 2}, gl, dst=1)
+    res["gather_object"] = gl
+    objs = [None, "kept"]
+    dist.scatter_object_list(objs, [{"a": 1}, ("b", 2)] if rank == 0 else None, src=0)
+    res["scatter_object_list"] = objs
     dist.barrier()
     dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
     res["rank"], res["world_size"], res["backend"] = (dist.get_rank(), dist.get_world_size(),
                                                       str(dist.get_backend()))
     g = dist.new_group([1])
@@ -449,5 +461,10 @@ def faults(rank, fw, init_method, out_dir):
         res["death"] = None
     except RuntimeError as e:
         res["death"] = (type(e).__name__, str(e), time.monotonic() - t)
+    try:
+        dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=0.5))
+        res["monitored_barrier_dead"] = None
+    except RuntimeError as e:
+        res["monitored_barrier_dead"] = (type(e).__name__, str(e))
     _dump(out_dir, rank, res)
     os._exit(0)

@@ -24,6 +24,7 @@ NAMES = [
     "send_recv", "broadcast_object_list", "all_gather_object", "async_all_reduce",
     "async_completed", "rank", "world_size", "backend", "new_group_rank",
     "initialized_after_destroy", "object_p2p", "all_reduce_coalesced", "subgroups", "device_mesh",
+    "all_to_all_single_uneven", "gather_object", "scatter_object_list",
 ]
 
 

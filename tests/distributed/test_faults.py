@@ -44,3 +44,8 @@ def test_dead_rank_fails_others_within_timeout(faults):
     kind, msg, seconds = faults[0]["death"]
     assert kind == "DistBackendError" and "timed out after 2.0 s" in msg
     assert 1.5 < seconds < 6
+
+
+def test_monitored_barrier_names_the_missing_rank_as_torch(faults):
+    assert faults[0]["monitored_barrier_dead"] == (
+        "RuntimeError", "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 500 ms")

@@ -68,3 +68,47 @@ def test_launcher_parses_torchrun_spellings():
     assert (a.nproc_per_node, a.master_port, a.module, a.training_script) == \
         ("2", 1234, True, "pkg.mod")
     assert a.training_script_args == ["--x", "1"]
+
+
+def test_launcher_reports_the_exception_a_recorded_worker_raised(tmp_path):
+    import ember.distributed.elastic.multiprocessing.errors as errors
+
+    script = tmp_path / "boom.py"
+    # the errors module by path (it needs only the standard library): no ember import to wait
+    script.write_text("import importlib.util as u, os, sys, time\n"
+                      f"spec = u.spec_from_file_location('errors', {errors.__file__!r})\n"
+                      "errors = sys.modules['errors'] = u.module_from_spec(spec)\n"
+                      "spec.loader.exec_module(errors)\n"
+                      "@errors.record\n"
+                      "def main():\n"
+                      "    if os.environ['RANK'] == '1': raise ValueError('boom')\n"
+                      "    time.sleep(60)\n"
+                      "main()\n")
+    proc = _run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node=2",
+                 str(script)])
+    assert proc.returncode == 1
+    assert "worker rank 1" in proc.stderr and "exit code 1: ValueError: boom" in proc.stderr
+
+
+def test_record_writes_torch_error_file_layout(tmp_path, monkeypatch):
+    import json
+
+    from ember.distributed.elastic.multiprocessing.errors import record
+
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(tmp_path / "err.json"))
+
+    @record
+    def main():
+        raise KeyError("k")
+
+    with pytest.raises(KeyError):
+        main()
+    data = json.loads((tmp_path / "err.json").read_text())["message"]
+    assert data["message"] == "KeyError: 'k'"
+    assert "raise KeyError" in data["extraInfo"]["py_callstack"]
+
+
+def test_record_returns_none_on_clean_system_exit():
+    from ember.distributed.elastic.multiprocessing.errors import record
+
+    assert record(lambda: (_ for _ in ()).throw(SystemExit(0)))() is None

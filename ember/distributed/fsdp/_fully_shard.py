@@ -19,6 +19,7 @@ the local shards (``full_state_dict`` in ``ember.distributed.fsdp`` gathers them
 from __future__ import annotations
 
 import math
+import weakref
 
 __all__ = ["FSDPModule", "fully_shard"]
 
@@ -77,6 +78,25 @@ class _Gather:
 
             cls._fn = AllGatherShard
         return cls._fn
+
+
+# data_ptr of a shard -> (weak reference to the shard, its _ParamInfo): lets the distributed
+# checkpoint recognise a state_dict() entry (a detached view of the shard) as a piece of a
+# larger tensor (NOTE [ Sharded entries in checkpoints ] in distributed/checkpoint/_shards.py)
+_SHARDS: dict = {}
+
+
+def shard_layout(tensor):
+    """``(global shape, offsets)`` when ``tensor`` holds a ``fully_shard`` shard (or a
+    detached view of one) of a parameter with at least one dimension, else None."""
+    entry = _SHARDS.get(tensor.data_ptr())
+    if entry is None:
+        return None
+    shard, info = entry[0](), entry[1]
+    if shard is None or not info.shape or tuple(shard.shape) != tuple(tensor.shape):
+        return None
+    lo, _ = info.local_rows(info.rank)
+    return info.shape, (lo,) + (0,) * (len(info.shape) - 1)
 
 
 class _ParamInfo:
@@ -204,6 +224,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
             flat = full.reshape((info.rows,) + info.shape[1:])
             shard = Parameter(flat[lo:hi].clone(), requires_grad=p.requires_grad)
             shard._fsdp_sharded = True
+            if hi > lo:
+                _SHARDS[shard.data_ptr()] = (weakref.ref(shard), info)
             owner._parameters[name] = shard
             infos.append(info)
     state = _State(module, infos, True if reshard_after_forward is None

@@ -665,6 +665,30 @@ class DistributedDataParallel(Module, Joinable):
 
         return (tuple(tree_map(move, tuple(inputs))),), (tree_map(move, dict(kwargs or {})),)
 
+    def scatter(self, inputs, kwargs, device_ids):
+        """Split the forward's arguments over ``device_ids`` (``scatter_kwargs`` along
+        ``self.dim``): tensors are chunked, one chunk per GPU; other values repeated.
+
+        Args:
+            inputs (tuple): positional arguments.
+            kwargs (dict): keyword arguments.
+            device_ids (list of int): the GPUs.
+
+        Returns:
+            (tuple of tuples, tuple of dicts): one pair per device.
+
+        Raises:
+            AssertionError: for tensor arguments when no CUDA device is there.
+
+        Example::
+
+            >>> ddp.scatter((3,), {"a": 1}, [0])  # doctest: +SKIP
+            (((3,),), ({'a': 1},))
+        """
+        from .scatter_gather import scatter_kwargs
+
+        return scatter_kwargs(inputs, kwargs, device_ids, dim=self.dim)
+
     def gather(self, outputs, output_device):
         """Join per-device outputs on ``output_device`` along ``dim`` (multi-device
         replicas only: CPU tensors raise, as in PyTorch).
