@@ -22,7 +22,10 @@ def test_jit_is_scripting_and_tracing_false():
 
 def test_jit_script_returns_module_that_runs():
     net = ember.nn.Linear(2, 2)
-    assert ember.jit.script(net) is net
+    scripted = ember.jit.script(net)
+    assert isinstance(scripted, ember.jit.RecursiveScriptModule)
+    assert scripted.weight is net.weight
+    assert ember.equal(scripted(ember.ones(1, 2)), net(ember.ones(1, 2)))
 
 
 def test_jit_script_decorator_on_function():
@@ -170,9 +173,15 @@ def test_jit_interface_requires_class():
 
 def test_jit_freeze_requires_eval_mode():
     with pytest.raises(RuntimeError, match="eval mode"):
-        ember.jit.freeze(ember.nn.Linear(1, 1))
+        ember.jit.freeze(ember.jit.script(ember.nn.Linear(1, 1)))
     net = ember.nn.Linear(1, 1).eval()
-    assert ember.jit.freeze(net) is net
+    frozen = ember.jit.freeze(ember.jit.script(net))
+    assert type(frozen).__name__ == "RecursiveScriptModule" and frozen.weight is net.weight
+
+
+def test_jit_freeze_requires_a_script_module():
+    with pytest.raises(RuntimeError, match="expects a ScriptModule"):
+        ember.jit.freeze(ember.nn.Linear(1, 1).eval())
 
 
 @needs_torch

@@ -10,7 +10,9 @@ dot-product attention (``nn_attention.py``) applies dropout to its probabilities
 
 from __future__ import annotations
 
-from ._registry import public
+import warnings
+
+from ._registry import public, recorded_as
 from .creation import empty, empty_like
 
 
@@ -19,6 +21,13 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+# PyTorch records each form as one op (``aten::dropout``, ``aten::feature_dropout_``...)
+# around the ops ember composes it from (NOTE [ Composite op events ])
+def _event(base):
+    return lambda bound: base + "_" if bound["inplace"] else base
+
+
+@recorded_as(_event("aten::dropout"), ("input", "p", "training"))
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``."""
     _check_p(p)
@@ -30,6 +39,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(mask) if inplace else input * mask
 
 
+@recorded_as(_event("aten::feature_dropout"), ("input", "p", "training"))
 def _feature_dropout(input, p, training, inplace, nd, name):
     _check_p(p)
     if input.dim() not in (nd + 1, nd + 2):
@@ -48,17 +58,52 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
 
 
+def _unusual_rank(name, nd, input):
+    # PyTorch takes other ranks too, with a deprecation warning (an MLP's (N, C) activations
+    # through nn.Dropout2d is common in older examples); stacklevel: past the public wrapper
+    warnings.warn(
+        f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated and will "
+        "result in an error in a future release. To retain the behavior and silence this "
+        f"warning, please use dropout instead. Note that {name} exists to provide channel-wise "
+        f"dropout on inputs with {nd} spatial dimensions, a channel dimension, and an optional "
+        f"batch dimension (i.e. {nd + 1}D or {nd + 2}D inputs).", UserWarning, stacklevel=4)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+    _check_p(p)
+    if input.dim() not in (3, 4):
+        _unusual_rank("dropout2d", 2, input)
+    if input.dim() == 3:
+        # PyTorch reads a 3-D input as (N, C, L), not as unbatched (C, H, W)
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            UserWarning, stacklevel=3)
+    # any rank: one draw per (dim 0, dim 1) entry, as PyTorch's feature dropout
+    return _channel_dropout(input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+    _check_p(p)
+    if input.dim() not in (4, 5):
+        _unusual_rank("dropout3d", 3, input)
+    if input.dim() == 5:
+        return _channel_dropout(input, p, training, inplace)
+    # unbatched (and other ranks): dim 0 is the channel dim
+    if inplace:
+        return _channel_dropout(input.unsqueeze_(0), p, training, True).squeeze_(0)
+    return _channel_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
 
 
 _ALPHA_P = -1.7580993408473766  # -selu's scale * alpha: where SELU saturates
 
 
+@recorded_as(lambda b: ("aten::feature_alpha_dropout" if b["feature"] else
+                        "aten::alpha_dropout") + ("_" if b["inplace"] else ""),
+             ("input", "p", "training"))
 def _alpha_dropout(input, p, training, inplace, feature):
     """Dropped units take SELU's saturation value, then an affine map restores the mean and
     variance; ``feature`` drops whole channels (dims 0 and 1 pick the mask)."""
@@ -98,6 +143,7 @@ def _check_p_top(p):
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+@recorded_as(_event("aten::feature_dropout"), ("input", "p", "train"))
 def _channel_dropout(input, p, train, inplace):
     _check_p_top(p)
     if input.dim() < 2:

@@ -160,6 +160,7 @@ def _mp_jvp(x_dots, _x, *, out, **params):
 
 
 max_pool_op = Op("max_pool", _mp_kernel, vjp=_mp_vjp, jvp=_mp_jvp, nondiff_outputs=(1,))
+max_pool_op.saved_outputs = (1,)  # the indices, not the values (ReLU(inplace=True) follows)
 
 
 def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -488,6 +489,7 @@ def _adaptive_max_kernel_p(xp, x, *, output_size, input_shape):
 adaptive_max_op = Op("adaptive_max_pool", _adaptive_max_kernel_p, vjp=_adaptive_max_vjp,
                      nondiff_outputs=(1,))
 adaptive_max_op.defjvp(_mp_jvp)  # forward mode: the tangent gathered at the argmax indices
+adaptive_max_op.saved_outputs = (1,)  # the indices only, as max_pool_op
 
 
 def adaptive_max_pool(nd, input, output_size, return_indices=False):

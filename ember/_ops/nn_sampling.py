@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
 from .. import _dispatch
-from ._registry import Op, public
+from .._core.tensor import Tensor
+from ._registry import Op, public, recorded_as
 from .indexing import linear_jvp  # forward-mode rules
 from .creation import ones
 from .join import stack
@@ -113,6 +115,34 @@ def _check_resample(input, spatial, out, mode):
     kernel_dtype(_MODE_KERNEL[mode], input)
 
 
+#: interpolate's mode -> PyTorch's op (``{}``: the number of spatial dims), and whether it
+#: takes ``align_corners``
+_MODE_OPS = {"nearest": ("aten::upsample_nearest{}d", False),
+             "nearest-exact": ("aten::_upsample_nearest_exact{}d", False),
+             "linear": ("aten::upsample_linear{}d", True),
+             "bilinear": ("aten::upsample_bilinear{}d", True),
+             "bicubic": ("aten::upsample_bicubic{}d", True),
+             "trilinear": ("aten::upsample_trilinear{}d", True)}
+
+
+def _interpolate_event(bound):
+    """The op PyTorch's ``interpolate`` calls, as the profiler's event (NOTE [ Composite
+    op events ] in ember/profiler/_recorder.py); None for ``area``, which is
+    ``adaptive_avg_pool`` and recorded as that op."""
+    x, mode = bound["input"], bound["mode"]
+    op = _MODE_OPS.get(mode)
+    if op is None or not isinstance(x, Tensor) or not 1 <= x.dim() - 2 <= 3:
+        return None
+    return op[0].format(x.dim() - 2)
+
+
+def _interpolate_inputs(bound):
+    # PyTorch's op: (input, output_size, [align_corners,] scale_factors)
+    return ("input", None, None, None) if _MODE_OPS.get(bound["mode"], ("", False))[1] else \
+        ("input", None, None)
+
+
+@recorded_as(_interpolate_event, _interpolate_inputs)
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims (all dims after the first two) of ``input``."""
@@ -219,7 +249,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             f"has sizes {list(input.shape)} with dimension {empty[0]} being empty")
     kernel_dtype("grid_sampler_3d" if nd == 3 else "grid_sampler_2d", input)
     same_dtype(input, grid)
-    align_corners = bool(align_corners)
+    align_corners = _default_align_corners(align_corners)
     n, c = input.shape[:2]
     in_sizes = input.shape[2:]  # (H, W) or (D, H, W)
     out_shape = tuple(grid.shape[1:-1])
@@ -303,9 +333,19 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return out
 
 
+def _default_align_corners(align_corners):
+    # PyTorch warns where the default is taken: it changed (to False) in PyTorch 1.3
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", UserWarning, stacklevel=4)  # the caller of the public wrapper
+    return bool(align_corners)
+
+
 def affine_grid(theta, size, align_corners=None, _any_dtype=False):
     """The sampling grid (N, *out, nd) of the affine maps ``theta`` (N, nd, nd + 1)."""
-    align_corners = bool(align_corners)
+    align_corners = _default_align_corners(align_corners)
     size = list(size)
     nd = len(size) - 2
     if nd not in (2, 3):
@@ -445,6 +485,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 @public(method=False)
+@recorded_as("aten::pixel_shuffle")
 def pixel_shuffle(input, upscale_factor):
     """Rearrange (*, C * r^2, H, W) into (*, C, H * r, W * r), ``r = upscale_factor``: each
     group of r^2 channels becomes an r x r block of pixels.
@@ -478,6 +519,7 @@ def pixel_shuffle(input, upscale_factor):
 
 
 @public(method=False)
+@recorded_as("aten::pixel_unshuffle")
 def pixel_unshuffle(input, downscale_factor):
     """The inverse of :func:`pixel_shuffle`: (*, C, H * r, W * r) into (*, C * r^2, H, W).
 

@@ -17,6 +17,25 @@ def _impl():
     return _tensor
 
 
+def _warn_unchecked(check_invariants):
+    """PyTorch's once-per-process warning for a sparse tensor built from user indices with
+    the invariant checks neither asked for nor refused (``check_invariants=None`` while
+    ``check_sparse_tensor_invariants`` is off)."""
+    if check_invariants is not None:
+        return
+    from ..sparse import check_sparse_tensor_invariants
+
+    if not check_sparse_tensor_invariants.is_enabled():
+        from .._settings import warn_once
+
+        warn_once("Sparse invariant checks are implicitly disabled. Memory errors (e.g. "
+                  "SEGFAULT) will occur when operating on a sparse tensor which violates the "
+                  "invariants, but checks incur performance overhead. To silence this "
+                  "warning, explicitly opt in or out. See "
+                  "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance.",
+                  stacklevel=4)  # past this helper, the constructor and its public wrapper
+
+
 @public(method=False)
 def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, device=None,
                       pin_memory=False, requires_grad=False, check_invariants=None,
@@ -48,6 +67,8 @@ def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devic
                 [3., 0.]])
     """
     _check_cpu(device)
+    if values is not None:
+        _warn_unchecked(check_invariants)
     return _impl().sparse_coo_tensor(indices, values, size, dtype=dtype,
                                      requires_grad=requires_grad,
                                      check_invariants=check_invariants,
@@ -88,6 +109,7 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
                 [3., 0.]])
     """
     _check_cpu(device)
+    _warn_unchecked(check_invariants)
     return _impl().sparse_compressed_tensor(
         compressed_indices, plain_indices, values, size, dtype=dtype, layout=layout,
         requires_grad=requires_grad, check_invariants=check_invariants)

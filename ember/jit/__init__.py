@@ -8,11 +8,13 @@ have. What programs do with ``torch.jit`` splits in two:
   ``torch.jit.is_scripting()`` branches, ``Final`` annotations, ``model =
   torch.jit.script(model)`` or ``torch.jit.trace(model, x)`` before training or inference.
   TorchScript promises that a scripted or traced program computes what the Python one
-  computes, so running the Python one is a faithful eager meaning: ``script`` and ``trace``
-  return their argument itself (``trace`` first runs it once on the example inputs, as
-  PyTorch does, so wrong inputs fail at the same place). The result is therefore not an
-  instance of ``ScriptModule``/``ScriptFunction`` -- honest, since nothing was compiled --
-  and code that branches on ``isinstance(m, torch.jit.ScriptModule)`` takes its eager path.
+  computes, so running the Python one is a faithful eager meaning. ``script`` and ``trace``
+  of a module return what PyTorch's return -- a ``RecursiveScriptModule`` or
+  ``TopLevelTracedModule`` sharing the module's parameters, with ``save()`` and PyTorch's
+  printed form -- built as a view that runs the module's own Python code (NOTE [ Script
+  modules as views ] in ember/jit/_script_module.py). ``trace`` first runs its argument
+  once on the example inputs, as PyTorch does, so wrong inputs fail at the same place.
+  Functions are returned as they are (not ``ScriptFunction``).
 - A few need the compiled form itself: ``.graph``/``.code``, ``CompilationUnit`` source.
   These raise NotImplementedError naming TorchScript, rather than pretending.
   ``torch.jit.save``/``load`` work within ember: the archive holds the module itself
@@ -23,7 +25,7 @@ Example::
 
     >>> net = ember.jit.script(ember.nn.Linear(2, 2))
     >>> ember.jit.is_scripting(), type(net).__name__
-    (False, 'Linear')
+    (False, 'RecursiveScriptModule')
 """
 
 from __future__ import annotations
@@ -338,8 +340,8 @@ def isinstance(obj, target_type) -> bool:  # noqa: A001  (PyTorch's name)
 # -- script and trace: eager (NOTE [ Eager TorchScript ]) ---------------------------------------
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
-    """Compile a module, function or class with TorchScript -- in ember, return it as it is
-    (NOTE [ Eager TorchScript ]): it computes what the compiled form would.
+    """Compile a module, function or class with TorchScript -- in ember, eagerly (NOTE
+    [ Eager TorchScript ]): the result computes what the compiled form would.
 
     Args:
         obj: an ``nn.Module``, function or class; or a list or dict.
@@ -347,8 +349,10 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
         example_inputs: accepted for PyTorch's signature.
 
     Returns:
-        ``obj`` itself; a list or dict becomes a typed copy, a ``ScriptList`` or
-        ``ScriptDict``, as in PyTorch.
+        For a module, a ``RecursiveScriptModule`` that shares its parameters and buffers
+        (NOTE [ Script modules as views ]); a script module itself; a list or dict becomes a
+        typed copy, a ``ScriptList`` or ``ScriptDict``, as in PyTorch; a function or class
+        is returned as it is.
 
     Example::
 
@@ -358,6 +362,9 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
         >>> add_one(ember.zeros(2)).tolist()
         [1.0, 1.0]
     """
+    # as PyTorch 2.13 warns, from its own module (so hidden unless the user asks for it)
+    warnings.warn("`torch.jit.script` is deprecated. Please switch to `torch.compile` or "
+                  "`torch.export`.", DeprecationWarning, stacklevel=1)
     if optimize is not None:
         warnings.warn("`optimize` is deprecated and has no effect. Use `with "
                       "torch.jit.optimized_execution()` instead", FutureWarning, stacklevel=2)
@@ -365,7 +372,17 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
         from ._containers import ScriptDict, ScriptList
 
         return ScriptList(obj) if type(obj) is list else ScriptDict(obj)
+    if builtins_isinstance(obj, _module_type()):
+        from ._script_module import make_view
+
+        return make_view(obj, RecursiveScriptModule)
     return obj
+
+
+def _module_type():
+    from ..nn.modules.module import Module
+
+    return Module
 
 
 def _as_args(example_inputs):
@@ -376,7 +393,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
           check_tolerance=1e-05, strict=True, _force_outplace=False, _module_class=None,
           _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
     """Trace a module or function on example inputs -- in ember, run it once on them (as
-    PyTorch does while tracing) and return it as it is (NOTE [ Eager TorchScript ]).
+    PyTorch does while tracing) and return its eager form (NOTE [ Eager TorchScript ]).
 
     Args:
         func: an ``nn.Module`` or function.
@@ -385,7 +402,8 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
         optimize, check_trace, check_inputs, check_tolerance, strict: accepted.
 
     Returns:
-        ``func`` itself.
+        For a module, a ``TopLevelTracedModule`` that shares its parameters and buffers
+        (NOTE [ Script modules as views ]); a function is returned as it is.
 
     Raises:
         RuntimeError: neither ``example_inputs`` nor ``example_kwarg_inputs`` given.
@@ -393,9 +411,12 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     Example::
 
         >>> net = ember.nn.Linear(2, 1)
-        >>> ember.jit.trace(net, ember.ones(1, 2)) is net
-        True
+        >>> traced = ember.jit.trace(net, ember.ones(1, 2))
+        >>> type(traced).__name__, traced.weight is net.weight
+        ('TopLevelTracedModule', True)
     """
+    warnings.warn("`torch.jit.trace` is deprecated. Please switch to `torch.compile` or "
+                  "`torch.export`.", DeprecationWarning, stacklevel=1)
     if example_inputs is None and example_kwarg_inputs is None:
         raise RuntimeError("example_kwarg_inputs or example_inputs must be provided to trace")
     from ..autograd.grad_mode import no_grad
@@ -403,7 +424,15 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     args = () if example_inputs is None else _as_args(example_inputs)
     with no_grad():
         func(*args, **(example_kwarg_inputs or {}))
-    return func
+    return _traced(func)
+
+
+def _traced(obj):
+    if builtins_isinstance(obj, _module_type()):
+        from ._script_module import make_view
+
+        return make_view(obj, TopLevelTracedModule, TracedModule)
+    return obj
 
 
 def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None,
@@ -418,13 +447,13 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
         inputs: method name -> example inputs.
 
     Returns:
-        ``mod`` itself.
+        A ``TopLevelTracedModule`` that shares the module's parameters and buffers.
 
     Example::
 
         >>> net = ember.nn.Linear(2, 1)
-        >>> ember.jit.trace_module(net, {"forward": ember.ones(1, 2)}) is net
-        True
+        >>> type(ember.jit.trace_module(net, {"forward": ember.ones(1, 2)})).__name__
+        'TopLevelTracedModule'
     """
     if not builtins_isinstance(inputs, dict):
         raise AttributeError("expected a dictionary of (method_name, input) pairs")
@@ -436,7 +465,7 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
                 getattr(mod, name)(**example)
             else:
                 getattr(mod, name)(*_as_args(example))
-    return mod
+    return _traced(mod)
 
 
 def script_if_tracing(fn):
@@ -477,88 +506,12 @@ def script_method(fn):
     return fn
 
 
-def _module_base():
-    from ..nn.modules.module import Module
-
-    return Module
-
-
-class ScriptModule(_module_base()):
-    """The base of compiled modules. Subclassing it gives an ordinary (eager) module; an
-    ``Attribute`` assigned to it is stored as its value.
-
-    Args:
-        *args: passed on to ``nn.Module``.
-        **kwargs: passed on to ``nn.Module``.
-
-    Example::
-
-        >>> class Counter(ember.jit.ScriptModule):
-        ...     def __init__(self):
-        ...         super().__init__()
-        ...         self.count = ember.jit.Attribute(0, int)
-        >>> Counter().count
-        0
-    """
-
-    def __setattr__(self, name, value):
-        if builtins_isinstance(value, Attribute):
-            value = value.value
-        super().__setattr__(name, value)
-
-    def save(self, f, **kwargs):
-        """Save as a TorchScript archive: NotImplementedError (see ``ember.jit.save``)."""
-        save(self, f, **kwargs)
-
-    @property
-    def graph(self):
-        raise NotImplementedError(f"ScriptModule.graph: {_NO_TORCHSCRIPT}")
-
-    @property
-    def code(self):
-        raise NotImplementedError(f"ScriptModule.code: {_NO_TORCHSCRIPT}")
-
-
-class RecursiveScriptModule(ScriptModule):
-    """What scripting a module gives in PyTorch (ember's ``script`` returns the module).
-
-    Args:
-        *args: passed on to ``nn.Module``.
-        **kwargs: passed on to ``nn.Module``.
-
-    Example::
-
-        >>> issubclass(ember.jit.RecursiveScriptModule, ember.jit.ScriptModule)
-        True
-    """
-
-
-class TracedModule(ScriptModule):
-    """What tracing a submodule gives in PyTorch (ember's ``trace`` returns the module).
-
-    Args:
-        *args: passed on to ``nn.Module``.
-        **kwargs: passed on to ``nn.Module``.
-
-    Example::
-
-        >>> issubclass(ember.jit.TracedModule, ember.jit.ScriptModule)
-        True
-    """
-
-
-class TopLevelTracedModule(TracedModule):
-    """What tracing a module gives in PyTorch (ember's ``trace`` returns the module).
-
-    Args:
-        *args: passed on to ``nn.Module``.
-        **kwargs: passed on to ``nn.Module``.
-
-    Example::
-
-        >>> issubclass(ember.jit.TopLevelTracedModule, ember.jit.TracedModule)
-        True
-    """
+from ._script_module import (  # noqa: E402  (after Attribute, which ScriptModule uses)
+    RecursiveScriptModule,
+    ScriptModule,
+    TopLevelTracedModule,
+    TracedModule,
+)
 
 
 class RecursiveScriptClass:
@@ -643,7 +596,7 @@ def save(m, f, _extra_files=None) -> None:
         >>> ember.jit.save(ember.jit.script(ember.nn.Linear(2, 1)), buf)
         >>> _ = buf.seek(0)
         >>> type(ember.jit.load(buf)).__name__
-        'Linear'
+        'RecursiveScriptModule'
     """
     from ._archive import save_archive
 
@@ -660,7 +613,8 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False, **kwarg
             in place.
 
     Returns:
-        The module.
+        The module, as a ``RecursiveScriptModule`` (what PyTorch's ``jit.load`` gives,
+        whether it was scripted or traced).
 
     Raises:
         ValueError: the path does not exist or is a directory (as PyTorch checks first).
@@ -681,7 +635,12 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False, **kwarg
             raise ValueError(f"The provided filename {f} does not exist")
         if os.path.isdir(f):
             raise ValueError(f"The provided filename {f} is a directory")
-    return load_archive(f, map_location, _extra_files)
+    loaded = load_archive(f, map_location, _extra_files)
+    if builtins_isinstance(loaded, _module_type()):
+        from ._script_module import as_loaded
+
+        return as_loaded(loaded)
+    return loaded
 
 
 def export_opnames(m):
@@ -705,51 +664,68 @@ def export_opnames(m):
 
 # -- inference helpers -------------------------------------------------------------------------
 
+def _script_module_only(mod, name):
+    if not builtins_isinstance(mod, ScriptModule):
+        raise RuntimeError(f"{name} expects a ScriptModule as input. Please use "
+                           "torch.jit.script or torch.jit.trace to script your 'nn.Module'.")
+
+
 def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
-    """Freeze a module for inference (fold its weights into constants). Eagerly the module
-    already computes the frozen result, so it is returned as it is.
+    """Freeze a scripted or traced module for inference (fold its weights into constants).
+    Eagerly the module already computes the frozen result, so this returns it as
+    ``jit.load`` would, a ``RecursiveScriptModule`` (NOTE [ Script modules as views ]).
 
     Args:
-        mod: a module in eval mode.
+        mod: a script module in eval mode.
         preserved_attrs: attributes to keep (all are kept).
         optimize_numerics: accepted.
 
     Returns:
-        ``mod``
+        A ``RecursiveScriptModule`` sharing ``mod``'s parameters.
 
     Raises:
-        RuntimeError: ``mod`` is in training mode, as in PyTorch.
+        RuntimeError: ``mod`` is not a script module, or is in training mode, as in PyTorch.
 
     Example::
 
-        >>> net = ember.nn.Linear(2, 2).eval()
-        >>> ember.jit.freeze(net) is net
-        True
+        >>> net = ember.jit.script(ember.nn.Linear(2, 2).eval())
+        >>> type(ember.jit.freeze(net)).__name__
+        'RecursiveScriptModule'
     """
+    from ._script_module import as_loaded
+
+    _script_module_only(mod, "Freezing")
     if getattr(mod, "training", False):
         raise RuntimeError("Freezing is currently only implemented for modules in eval mode. "
                            "Please call .eval() on your module before freezing.")
-    return mod
+    return as_loaded(mod)
 
 
 def optimize_for_inference(mod, other_methods=None):
-    """Prepare a module for inference: put it in eval mode and return it.
+    """Prepare a scripted or traced module for inference: freeze it (eval mode first).
 
     Args:
-        mod: the module.
+        mod: a script module.
         other_methods: accepted.
 
     Returns:
-        ``mod``, in eval mode.
+        A ``RecursiveScriptModule`` in eval mode.
+
+    Raises:
+        RuntimeError: ``mod`` is not a script module, as in PyTorch.
 
     Example::
 
-        >>> ember.jit.optimize_for_inference(ember.nn.Linear(1, 1)).training
+        >>> net = ember.jit.script(ember.nn.Linear(1, 1))
+        >>> ember.jit.optimize_for_inference(net).training
         False
     """
+    from ._script_module import as_loaded
+
+    _script_module_only(mod, "optimize_for_inference")
     if getattr(mod, "training", False):
         mod.eval()
-    return mod
+    return as_loaded(mod)
 
 
 def run_frozen_optimizations(mod, optimize_numerics: bool = True, preserved_methods=None):

@@ -7,6 +7,7 @@ ops.
 
 from __future__ import annotations
 
+import warnings
 
 from .._overrides import consult_in as _consult_in
 from .._core import dtype as _dt
@@ -231,15 +232,69 @@ from .._ops.nn_sampling import (  # noqa: E402, F401
 )
 
 
+def _deprecated_upsample(name):
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", UserWarning, stacklevel=4)  # the caller of the public wrapper
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated spelling of :func:`interpolate` (warns, as PyTorch does).
+
+    Args:
+        input, size, scale_factor, mode, align_corners: as :func:`interpolate` takes them.
+
+    Returns:
+        The resized tensor.
+
+    Example:
+        >>> import warnings, ember
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember.nn.functional.upsample(ember.ones(1, 1, 2), scale_factor=2).shape
+        ember.Size([1, 1, 4])
+    """
+    _deprecated_upsample("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: :func:`interpolate` with ``mode="nearest"`` (warns, as PyTorch does).
+
+    Args:
+        input, size, scale_factor: as :func:`interpolate` takes them.
+
+    Returns:
+        The resized tensor.
+
+    Example:
+        >>> import warnings, ember
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember.nn.functional.upsample_nearest(ember.ones(1, 1, 2), 3).shape
+        ember.Size([1, 1, 3])
+    """
+    _deprecated_upsample("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: :func:`interpolate` with ``mode="bilinear", align_corners=True`` (warns,
+    as PyTorch does).
+
+    Args:
+        input, size, scale_factor: as :func:`interpolate` takes them.
+
+    Returns:
+        The resized tensor.
+
+    Example:
+        >>> import warnings, ember
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember.nn.functional.upsample_bilinear(ember.ones(1, 1, 2, 2), 3).shape
+        ember.Size([1, 1, 3, 3])
+    """
+    _deprecated_upsample("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

@@ -3,7 +3,13 @@
 Each scheduler sets ``group["lr"]`` of its optimizer's parameter groups on ``step()``. Like
 PyTorch's, the updates are "chainable": most schedules compute the new learning rate from
 the group's current one, so several schedulers can act on one optimizer. ``state_dict``
-holds everything but the optimizer.
+holds everything but the optimizer, under PyTorch's keys (``_is_initial``,
+``_get_lr_called_within_step``, ``use_beta1``, ``_anneal_func_type``...), so checkpoints
+written by either library resume in the other.
+
+Why one file over 1,000 lines: each schedule is short, and they share the base class's
+stepping protocol (``_initial_step``/``_update_lr``, ``_is_initial``) closely enough that a
+reader needs them side by side, as in PyTorch's own module.
 """
 
 from __future__ import annotations
@@ -59,6 +65,52 @@ def _track_step_called(optimizer):
     optimizer.step = wrapper
 
 
+def _set_group_value(group, key, value):
+    """Write a schedule's value into a parameter group: in place when the group holds a
+    tensor (a tensor lr stays the same tensor, as captured graphs need), else by
+    assignment."""
+    current = group[key]
+    if isinstance(current, Tensor):
+        current.fill_(value.item() if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
+
+
+def _group_values(optimizer, key):
+    """Every group's ``key``, tensors copied so later in-place updates do not reach the
+    list."""
+    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]
+            for g in optimizer.param_groups]
+
+
+class _enable_get_lr_call:  # noqa: N801 (torch's name; third-party schedulers use it)
+    """Mark ``get_lr`` as called from inside ``step`` (no warning) for the block."""
+
+    def __init__(self, scheduler):
+        self.o = scheduler
+
+    def __enter__(self):
+        self.o._get_lr_called_within_step = True
+        return self
+
+    def __exit__(self, *exc):
+        self.o._get_lr_called_within_step = False
+
+
+class _initial_mode:  # noqa: N801 (torch's name)
+    """Mark the step a scheduler takes at construction (``_is_initial``): the
+    chainable schedules leave the lr as it is on that step."""
+
+    def __init__(self, scheduler):
+        self.o = scheduler
+
+    def __enter__(self):
+        self.o._is_initial = True
+
+    def __exit__(self, *exc):
+        self.o._is_initial = False
+
+
 def _warn_get_lr_outside_step(get_lr):
     """The built-in schedules' ``get_lr`` warns when called outside ``step`` (its value is
     then the next step's, not the current lr), as PyTorch's do."""
@@ -99,6 +151,7 @@ class LRScheduler:
     """
 
     _get_lr_called_within_step = False
+    _is_initial = False
 
     def __init__(self, optimizer, last_epoch=-1):
         _check_optimizer(optimizer)
@@ -114,15 +167,21 @@ class LRScheduler:
                 if "initial_lr" not in group:
                     raise KeyError(
                         f"param 'initial_lr' is not specified in param_groups[{i}] when "
-                        "resuming an optimizer")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+                        "resuming scheduler with last_epoch >= 0.\n"
+                        "This typically happens when:\n"
+                        "1. You're trying to resume training from a checkpoint but haven't "
+                        "properly loaded the optimizer state\n"
+                        "2. You're using last_epoch >= 0 for a fresh training run (not "
+                        "recommended)")
+        self.base_lrs = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_step_called(optimizer)
         self._initial_step()
 
     def _initial_step(self):
         self._step_count = 0
-        self.step()
+        with _initial_mode(self):
+            self.step()
 
     def state_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
@@ -166,23 +225,25 @@ class LRScheduler:
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                     UserWarning, stacklevel=2)
         self._step_count += 1
-        self._get_lr_called_within_step = True
-        try:
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
+        # the lr change of one step without counting it (SequentialLR's hand-over uses it)
+        with _enable_get_lr_call(self):
             if epoch is None:
                 self.last_epoch += 1
                 values = self.get_lr()
             else:
-                warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
                 self.last_epoch = epoch
                 if hasattr(self, "_get_closed_form_lr"):
                     values = self._get_closed_form_lr()
                 else:
                     values = self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _set_group_value(group, "lr", lr)
+        self._last_lr = _group_values(self.optimizer, "lr")
 
 
 _LRScheduler = LRScheduler
@@ -276,10 +337,10 @@ class MultiplicativeLR(LRScheduler):
     load_state_dict = LambdaLR.load_state_dict
 
     def get_lr(self):
-        if self.last_epoch > 0:
-            return [g["lr"] * fn(self.last_epoch)
-                    for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
-        return [g["lr"] for g in self.optimizer.param_groups]
+        if self._is_initial:
+            return _group_values(self.optimizer, "lr")
+        return [g["lr"] * fn(self.last_epoch)
+                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class StepLR(LRScheduler):
@@ -313,7 +374,7 @@ class StepLR(LRScheduler):
 
     def get_lr(self):
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return [g["lr"] for g in self.optimizer.param_groups]
+            return _group_values(self.optimizer, "lr")
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
@@ -351,7 +412,7 @@ class MultiStepLR(LRScheduler):
 
     def get_lr(self):
         if self.last_epoch not in self.milestones:
-            return [g["lr"] for g in self.optimizer.param_groups]
+            return _group_values(self.optimizer, "lr")
         return [g["lr"] * self.gamma ** self.milestones[self.last_epoch]
                 for g in self.optimizer.param_groups]
 
@@ -397,7 +458,7 @@ class ConstantLR(LRScheduler):
         if self.last_epoch == 0:
             return [g["lr"] * self.factor for g in groups]
         if self.last_epoch != self.total_iters:
-            return [g["lr"] for g in groups]
+            return _group_values(self.optimizer, "lr")
         return [g["lr"] * (1.0 / self.factor) for g in groups]
 
     def _get_closed_form_lr(self):
@@ -446,8 +507,8 @@ class LinearLR(LRScheduler):
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
             return [g["lr"] * self.start_factor for g in groups]
-        if self.last_epoch > self.total_iters:
-            return [g["lr"] for g in groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _group_values(self.optimizer, "lr")
         s, e, t = self.start_factor, self.end_factor, self.total_iters
         return [g["lr"] * (1.0 + (e - s) / (t * s + (self.last_epoch - 1) * (e - s)))
                 for g in groups]
@@ -485,8 +546,8 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
-            return [g["lr"] for g in self.optimizer.param_groups]
+        if self._is_initial:
+            return _group_values(self.optimizer, "lr")
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
@@ -524,8 +585,8 @@ class PolynomialLR(LRScheduler):
 
     def get_lr(self):
         groups = self.optimizer.param_groups
-        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
-            return [g["lr"] for g in groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _group_values(self.optimizer, "lr")
         decay = ((1.0 - self.last_epoch / self.total_iters) /
                  (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
         return [g["lr"] * decay for g in groups]
@@ -568,8 +629,8 @@ class CosineAnnealingLR(LRScheduler):
     def get_lr(self):
         groups = self.optimizer.param_groups
         e, tm, m = self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
-            return [g["lr"] for g in groups]
+        if self._is_initial:
+            return _group_values(self.optimizer, "lr")
         if self._step_count == 1 and e > 0:
             return [m + (b - m) * (1 + math.cos(e * math.pi / tm)) / 2 for b in self.base_lrs]
         if (e - 1 - tm) % (2 * tm) == 0:
@@ -649,41 +710,43 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._step_count = getattr(self, "_step_count", 0) + 1
-        self._get_lr_called_within_step = True
-        try:
+        # like torch's, this step does not count itself in _step_count (it stays 0), so
+        # the step-order warnings of LRScheduler.step never fire for this schedule
+        with _enable_get_lr_call(self):
             values = self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+            _set_group_value(group, "lr", lr)
+        self._last_lr = _group_values(self.optimizer, "lr")
 
 
-def _momentum_key(optimizer):
+def _uses_beta1(optimizer):
+    """Whether a momentum-cycling schedule cycles ``betas[0]`` (Adam-like optimizers)
+    rather than ``momentum``; refuses optimizers with neither."""
     defaults = optimizer.defaults
-    if "momentum" in defaults:
-        return "momentum"
-    if "betas" in defaults:
-        return "betas"
-    raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option "
-                     "enabled")
+    if "momentum" not in defaults and "betas" not in defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                         "option enabled")
+    return "betas" in defaults
 
 
-def _set_momentum(group, key, value):
-    if key == "betas":
+def _set_momentum(group, use_beta1, value):
+    if use_beta1:
         group["betas"] = (value,) + tuple(group["betas"][1:])
     else:
         group["momentum"] = value
 
 
 def _per_group(optimizer, value, name):
+    """One value per parameter group (a scalar repeated, or a list checked for length),
+    tensors copied."""
     n = len(optimizer.param_groups)
     if isinstance(value, (list, tuple)):
         if len(value) != n:
-            raise ValueError(f"expected {n} values for {name}, got {len(value)}")
-        return list(value)
-    return [value] * n
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(value)} values, param_groups has {n}.")
+    else:
+        value = [value] * n
+    return [v.clone() if isinstance(v, Tensor) else v for v in value]
 
 
 class CyclicLR(LRScheduler):
@@ -735,30 +798,70 @@ class CyclicLR(LRScheduler):
         if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
             raise ValueError("mode is invalid and scale_fn is None")
         self.mode, self.gamma = mode, gamma
-        self._scale_fn_ref = None
         self._scale_fn_custom = scale_fn
         self.scale_mode = scale_mode
-        if scale_fn is None:
-            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            self._mkey = _momentum_key(optimizer)
+            self.use_beta1 = _uses_beta1(optimizer)
             self.base_momentums = _per_group(optimizer, base_momentum, "base_momentum")
             self.max_momentums = _per_group(optimizer, max_momentum, "max_momentum")
             if last_epoch == -1:
-                for m, group in zip(self.max_momentums, optimizer.param_groups):
-                    _set_momentum(group, self._mkey, m)
+                for mm, bm, group in zip(self.max_momentums, self.base_momentums,
+                                         optimizer.param_groups):
+                    _set_momentum(group, self.use_beta1, mm)
+                    group["max_momentum"] = mm
+                    group["base_momentum"] = bm
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
+    def _init_scale_fn(self):
+        # the built-in modes' scale functions are rebuilt from mode/gamma (not pickled)
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = functools.partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    @staticmethod
+    def _triangular_scale_fn(x):
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x):
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma, x):
+        return gamma ** x
+
     def scale_fn(self, x):
+        """The amplitude scale at ``x`` (the cycle number or the iteration, per
+        ``scale_mode``): the custom ``scale_fn`` if one was given, else the mode's.
+
+        Args:
+            x (float): the cycle number or iteration.
+
+        Returns:
+            float.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0,
+            ...                       momentum=0.9)
+            >>> sched = ember.optim.lr_scheduler.CyclicLR(opt, 0.1, 1.0, mode="triangular2")
+            >>> sched.scale_fn(3)
+            0.25
+        """
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
-        if self.mode == "triangular":
-            return 1.0
-        if self.mode == "triangular2":
-            return 1 / (2.0 ** (x - 1))
-        return self.gamma ** x
+        return self._scale_fn_ref(x)
 
     def get_lr(self):
         cycle = math.floor(1 + self.last_epoch / self.total_size)
@@ -773,14 +876,28 @@ class CyclicLR(LRScheduler):
         if self.cycle_momentum:
             for group, bm, mm in zip(self.optimizer.param_groups, self.base_momentums,
                                      self.max_momentums):
-                _set_momentum(group, self._mkey, mm - (mm - bm) * factor * self.scale_fn(arg))
+                _set_momentum(group, self.use_beta1,
+                              mm - (mm - bm) * factor * self.scale_fn(arg))
         return lrs
 
     def state_dict(self):
+        # a custom scale function is kept only as its attributes (a callable object's
+        # __dict__), a plain function as None, as in torch's checkpoints
         state = super().state_dict()
-        state.pop("_scale_fn_custom", None)
         state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
         return state
+
+    def load_state_dict(self, state_dict):
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        state_dict["_scale_fn_custom"] = fn
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
 
 
 class OneCycleLR(LRScheduler):
@@ -843,7 +960,7 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self.anneal_strategy = anneal_strategy
+        self._anneal_func_type = anneal_strategy
         t = self.total_steps
         if three_phase:
             self._schedule_phases = [
@@ -872,20 +989,34 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            self._mkey = _momentum_key(optimizer)
-            self.use_beta1 = self._mkey == "betas"
+            self.use_beta1 = _uses_beta1(optimizer)
             bms = _per_group(optimizer, base_momentum, "base_momentum")
             mms = _per_group(optimizer, max_momentum, "max_momentum")
             if last_epoch == -1:
                 for mm, bm, group in zip(mms, bms, optimizer.param_groups):
-                    _set_momentum(group, self._mkey, mm)
+                    _set_momentum(group, self.use_beta1, mm)
                     group["max_momentum"] = mm
                     group["base_momentum"] = bm
         super().__init__(optimizer, last_epoch)
 
-    def _anneal(self, start, end, pct):
-        if self.anneal_strategy == "cos":
-            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+    def _anneal_func(self, start, end, pct):
+        # the strategy is kept by name (_anneal_func_type) so state_dicts pickle; a
+        # scheduler unpickled from an older torch carries the function itself instead
+        kind = getattr(self, "_anneal_func_type", None)
+        if kind is None:
+            return self.anneal_func(start, end, pct)
+        if kind == "cos":
+            return self._annealing_cos(start, end, pct)
+        if kind == "linear":
+            return self._annealing_linear(start, end, pct)
+        raise ValueError(f"Unknown _anneal_func_type: {kind}")
+
+    @staticmethod
+    def _annealing_cos(start, end, pct):
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+    @staticmethod
+    def _annealing_linear(start, end, pct):
         return (end - start) * pct + start
 
     def get_lr(self):
@@ -901,15 +1032,16 @@ class OneCycleLR(LRScheduler):
                 end = phase["end_step"]
                 if step <= end or i == len(self._schedule_phases) - 1:
                     pct = (step - start) / (end - start)
-                    lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    lr = self._anneal_func(group[phase["start_lr"]], group[phase["end_lr"]],
+                                           pct)
                     if self.cycle_momentum:
-                        m = self._anneal(group[phase["start_momentum"]],
-                                         group[phase["end_momentum"]], pct)
+                        m = self._anneal_func(group[phase["start_momentum"]],
+                                              group[phase["end_momentum"]], pct)
                     break
                 start = end
             lrs.append(lr)
             if self.cycle_momentum:
-                _set_momentum(group, self._mkey, m)
+                _set_momentum(group, self.use_beta1, m)
         return lrs
 
 
@@ -949,27 +1081,37 @@ class ReduceLROnPlateau(LRScheduler):
         self.factor = factor
         _check_optimizer(optimizer)
         self.optimizer = optimizer
-        self.min_lrs = _per_group(optimizer, min_lr, "min_lr")
-        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
+        n = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != n:
+                raise ValueError(f"expected {n} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * n
         self.patience = patience
         self.cooldown = cooldown
         self.eps = eps
         self.last_epoch = 0
-        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+        self._last_lr = _group_values(optimizer, "lr")
+        self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
+        self._reset()
+
+    def _init_is_better(self, mode, threshold, threshold_mode):
         if mode not in ("min", "max"):
             raise ValueError("mode " + mode + " is unknown!")
         if threshold_mode not in ("rel", "abs"):
             raise ValueError("threshold mode " + threshold_mode + " is unknown!")
-        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
         self.mode_worse = math.inf if mode == "min" else -math.inf
-        self._reset()
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
 
     def _reset(self):
         self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def is_better(self, a, best):
+    def _is_better(self, a, best):
         if self.mode == "min" and self.threshold_mode == "rel":
             return a < best * (1.0 - self.threshold)
         if self.mode == "min":
@@ -979,29 +1121,89 @@ class ReduceLROnPlateau(LRScheduler):
         return a > best + self.threshold
 
     def step(self, metrics, epoch=None):
+        """Record one epoch's metric and reduce the lr after ``patience`` epochs without
+        improvement.
+
+        Args:
+            metrics (float or Tensor): the monitored quantity.
+            epoch (int, optional): deprecated; the epoch number.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+            >>> sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0)
+            >>> sched.step(1.0); sched.step(2.0)
+            >>> sched.get_last_lr()
+            [0.1]
+        """
         current = float(metrics)
-        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
-        if self.is_better(current, self.best):
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        if self._is_better(current, self.best):
             self.best = current
             self.num_bad_epochs = 0
         else:
             self.num_bad_epochs += 1
-        if self.cooldown_counter > 0:
+        if self.in_cooldown:
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
-            for i, group in enumerate(self.optimizer.param_groups):
-                old = float(group["lr"])
-                new = max(old * self.factor, self.min_lrs[i])
-                if old - new > self.eps:
-                    group["lr"] = new
+            self._reduce_lr(epoch)
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+        self._last_lr = _group_values(self.optimizer, "lr")
+
+    def _reduce_lr(self, epoch):
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            # a group added since construction: a scalar min_lr extends to it, a list cannot
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` ({len(groups)}) differs "
+                    f"from when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), "
+                    "usually due to a new param group being added to the optimizer. Please "
+                    "modify the `min_lrs` field to match the length of the `optimizer` "
+                    "param groups.")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for i, group in enumerate(groups):
+            old = float(group["lr"])
+            new = max(old * self.factor, self.min_lrs[i])
+            if old - new > self.eps:
+                _set_group_value(group, "lr", new)
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+        self._init_is_better(mode=self.mode, threshold=self.threshold,
+                             threshold_mode=self.threshold_mode)
 
     @property
     def in_cooldown(self):
         return self.cooldown_counter > 0
+
+
+def _check_composed(composite, schedulers, optimizer):
+    """The schedulers a SequentialLR/ChainedScheduler composes: each has an optimizer,
+    the same one, and none is a ReduceLROnPlateau (its ``step`` needs the metric)."""
+    name = type(composite).__name__
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                "additional kwargs to be specified when calling `step`, but got one at "
+                f"index {i} in the given schedulers sequence.")
+        if optimizer != s.optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but got "
+                f"scheduler {type(s).__name__} at index {i} has {s.optimizer}, which is "
+                f"different from {type(optimizer).__name__}.")
 
 
 class SequentialLR(LRScheduler):
@@ -1034,38 +1236,60 @@ class SequentialLR(LRScheduler):
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got "
                              "no scheduler.")
-        for i, s in enumerate(schedulers):
-            if getattr(s, "optimizer", None) is not optimizer:
-                raise ValueError(
-                    f"{type(self).__name__} expects all schedulers to belong to the same "
-                    f"optimizer, but got scheduler {type(s).__name__} at index {i} has "
-                    f"{getattr(s, 'optimizer', None)}, which is different from "
-                    f"{type(optimizer).__name__}.")
+        _check_composed(self, schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more "
                 f"than the number of milestone points, but got number of schedulers "
                 f"{len(schedulers)} and the number of milestones to be equal to "
                 f"{len(milestones)}")
-        self._schedulers = list(schedulers)
-        self._milestones = list(milestones)
+        self._schedulers = schedulers
+        self._milestones = milestones
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
-        for s in self._schedulers:
-            s.last_epoch -= 1
-        self._schedulers[0]._initial_step()
-        self._last_lr = schedulers[0].get_last_lr()
+            _set_group_value(group, "lr", group["initial_lr"])
+        # the schedulers each stepped once when built; undo that, then let the one that
+        # owns epoch 0 take the initial step
+        self.recursive_undo()
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None):
+        """Step back ``last_epoch`` of every scheduler inside this one (nested
+        ``SequentialLR``/``ChainedScheduler`` included) by one.
+
+        Args:
+            sched (optional): the scheduler to undo; default: this one's schedulers.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> from ember.optim import lr_scheduler
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+            >>> a = lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+            >>> seq = lr_scheduler.SequentialLR(opt, [a, lr_scheduler.StepLR(opt, 1)], [2])
+            >>> a.last_epoch
+            0
+            >>> seq.recursive_undo(); a.last_epoch
+            -1
+        """
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
 
     def step(self):
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                s.step(0)
+            s._update_lr(0)
         else:
             s.step()
         self._last_lr = s.get_last_lr()
@@ -1113,19 +1337,15 @@ class ChainedScheduler(LRScheduler):
             raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
                              "chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        for i, s in enumerate(schedulers):
-            if getattr(s, "optimizer", None) is not optimizer:
-                raise ValueError(
-                    f"{type(self).__name__} expects all schedulers to belong to the same "
-                    f"optimizer, but got scheduler {type(s).__name__} at index {i}.")
-        self._schedulers = list(schedulers)
+        _check_composed(self, schedulers, optimizer)
+        self._schedulers = schedulers
         self.optimizer = optimizer
-        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+        self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
     def step(self):
         for s in self._schedulers:
             s.step()
-        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
     state_dict = SequentialLR.state_dict
     load_state_dict = SequentialLR.load_state_dict

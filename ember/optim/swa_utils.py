@@ -337,10 +337,50 @@ class SWALR(LRScheduler):
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got "
                              f"{anneal_epochs}")
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else \
-            self._linear_anneal
+        self._set_anneal_func(anneal_strategy)
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    def _set_anneal_func(self, anneal_strategy):
+        # the strategy's name is state (it pickles); the function is rebuilt from it
+        self._anneal_strategy = anneal_strategy
+        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else \
+            self._linear_anneal
+
+    def state_dict(self):
+        """The scheduler's state, everything but the optimizer and the anneal function.
+
+        Returns:
+            dict.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+            >>> SWALR(opt, swa_lr=0.1).state_dict()["_anneal_strategy"]
+            'cos'
+        """
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict):
+        """Restore the state saved by ``state_dict`` (also one saved by PyTorch).
+
+        Args:
+            state_dict (dict): the saved state.
+
+        Returns:
+            None.
+
+        Example:
+            >>> import ember
+            >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.zeros(1))], lr=1.0)
+            >>> sched = SWALR(opt, swa_lr=0.1)
+            >>> sched.load_state_dict(SWALR(opt, swa_lr=0.1, anneal_strategy="linear")
+            ...                       .state_dict())
+            >>> sched.anneal_func is SWALR._linear_anneal
+            True
+        """
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self._anneal_strategy)
 
     @staticmethod
     def _linear_anneal(t):

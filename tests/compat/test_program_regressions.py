@@ -222,3 +222,158 @@ def test_multihead_attention_at_activation_path():
 
     assert MultiheadAttention is ember.nn.MultiheadAttention
     assert isinstance(MultiheadAttention(4, 2).out_proj, NonDynamicallyQuantizableLinear)
+
+
+# -- a range as an index ("What is torch.nn really?": input[range(n), target]) -------------
+
+@needs_torch
+@pytest.mark.parametrize("index", [lambda n: (range(n), [0, 2, 1]), lambda n: range(n - 1),
+                                   lambda n: (slice(None), range(1, 3)), lambda n: range(0)])
+def test_range_index_selects_as_a_list(index):
+    data = [[float(4 * i + j) for j in range(4)] for i in range(3)]
+    got = ember.tensor(data)[index(3)]
+    want = torch.tensor(data)[index(3)]
+    assert got.tolist() == want.tolist() and tuple(got.shape) == tuple(want.shape)
+
+
+def test_range_index_gradient_reaches_the_picked_entries():
+    x = ember.zeros(3, 4, requires_grad=True)
+    x[range(3), [0, 2, 1]].sum().backward()
+    assert x.grad.tolist() == [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0]]
+
+
+def test_range_index_assignment_writes_the_rows():
+    x = ember.ones(3, 2)
+    x[range(2)] = 0
+    assert x.tolist() == [[0, 0], [0, 0], [1, 1]]
+
+
+# -- MaxPool2d then ReLU(inplace=True) (the spatial transformer tutorial's localization net) --
+
+@pytest.mark.parametrize("pool", [lambda: ember.nn.MaxPool2d(2, stride=2),
+                                  lambda: ember.nn.AdaptiveMaxPool2d(2)])
+def test_inplace_relu_after_max_pool_backpropagates(pool):
+    x = ember.arange(32.0).reshape(1, 2, 4, 4).requires_grad_()
+    net = ember.nn.Sequential(pool(), ember.nn.ReLU(True))
+    net(x).sum().backward()
+    assert x.grad.sum().item() == 8.0  # one window maximum each, 2 channels x 4 windows
+
+
+# -- the warnings PyTorch gives for legacy arguments ------------------------------------------
+
+def _warned(fn):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in shown]
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.l1_loss(m.zeros(2), m.zeros(2), size_average=False),
+    lambda m: m.nn.functional.nll_loss(m.zeros(2, 3), m.tensor([0, 1]), reduce=False),
+    lambda m: m.nn.MSELoss(size_average=True),
+    lambda m: m.nn.functional.affine_grid(m.eye(2, 3).unsqueeze(0), (1, 1, 2, 2)),
+    lambda m: m.nn.functional.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2)),
+    lambda m: m.nn.functional.upsample(m.ones(1, 1, 2), scale_factor=2),
+    lambda m: m.nn.functional.upsample_nearest(m.ones(1, 1, 2), scale_factor=2),
+    lambda m: m.nn.functional.upsample_bilinear(m.ones(1, 1, 2, 2), scale_factor=2),
+])
+def test_legacy_argument_warns_as_torch(call):
+    assert _warned(lambda: call(ember)) == _warned(lambda: call(torch))
+
+
+@needs_torch
+def test_explicit_align_corners_warns_nothing():
+    grid = ember.nn.functional.affine_grid(ember.eye(2, 3).unsqueeze(0), (1, 1, 2, 2),
+                                           align_corners=False)
+    assert _warned(lambda: ember.nn.functional.grid_sample(ember.ones(1, 1, 2, 2), grid,
+                                                           align_corners=False)) == []
+
+
+# -- nn.Dropout2d on (N, C) activations (the mnist_rnn example) --------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("fn", ["dropout2d", "dropout3d"])
+@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 5), (3, 4, 4, 4), (2, 3, 2, 2, 2)])
+def test_channel_dropout_any_rank_warns_and_shapes_as_torch(fn, shape):
+    got = _warned(lambda: getattr(ember.nn.functional, fn)(ember.ones(shape), 0.5))
+    want = _warned(lambda: getattr(torch.nn.functional, fn)(torch.ones(shape), 0.5))
+    assert got == want
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = getattr(ember.nn.functional, fn)(ember.ones(shape), 0.5)
+    assert tuple(out.shape) == shape
+
+
+def test_dropout2d_of_a_matrix_draws_per_element():
+    ember.manual_seed(0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = ember.nn.Dropout2d(0.5)(ember.ones(64, 64))
+    rows = {tuple(r) for r in out.tolist()}
+    assert len(rows) > 1 and set(out.flatten().tolist()) == {0.0, 2.0}
+
+
+def test_dropout3d_unbatched_drops_whole_channels():
+    ember.manual_seed(0)
+    out = ember.nn.functional.dropout3d(ember.ones(8, 2, 2, 2), 0.5)
+    assert all(len(set(out[c].flatten().tolist())) == 1 for c in range(8))
+
+
+# -- the sparse-invariant warning (the GAT example's sparse adjacency matrix) --------------------
+
+def _fresh_sparse_warning():
+    from ember import _settings
+
+    _settings._warned_once.difference_update(
+        {m for m in _settings._warned_once if m.startswith("Sparse invariant checks")})
+
+
+@pytest.mark.parametrize("build", [
+    lambda: ember.sparse_coo_tensor([[0], [1]], [1.0], (2, 2)),
+    lambda: ember.sparse_csr_tensor([0, 1, 1], [0], [1.0], (2, 2)),
+])
+def test_sparse_constructor_warns_once_about_unchecked_invariants(build):
+    _fresh_sparse_warning()
+    shown = _warned(lambda: (build(), build()))
+    assert sum(m.startswith("Sparse invariant checks are implicitly disabled") for m in shown) == 1
+
+
+@pytest.mark.parametrize("build", [
+    lambda: ember.sparse_coo_tensor([[0], [1]], [1.0], (2, 2), check_invariants=False),
+    lambda: ember.eye(2).to_sparse(),
+    lambda: ember.sparse.spdiags(ember.ones(1, 3), ember.tensor([0]), (3, 3)),
+])
+def test_sparse_without_user_indices_or_with_explicit_choice_warns_nothing(build):
+    _fresh_sparse_warning()
+    assert _warned(build) == []
+
+
+# -- return types built from one sequence, as torch.return_types.max((values, indices)) --------
+
+@needs_torch
+@pytest.mark.parametrize("args", [lambda m: ((m.ones(2), m.zeros(2, dtype=m.long)),),
+                                  lambda m: ([m.ones(2), m.zeros(2, dtype=m.long)], {})])
+def test_return_type_from_one_sequence_as_torch(args):
+    got = ember.return_types.max(*args(ember))
+    want = torch.return_types.max(*args(torch))
+    assert repr(got).replace("ember.", "torch.") == repr(want)
+    assert repr(pickle.loads(pickle.dumps(got))) == repr(got)
+
+
+@needs_torch
+@pytest.mark.parametrize("args", [lambda m: ((m.ones(2),),),
+                                  lambda m: ((m.ones(2), m.ones(2)), 3)])
+def test_return_type_bad_sequence_raises_as_torch(args):
+    with pytest.raises(TypeError) as want:
+        torch.return_types.max(*args(torch))
+    with pytest.raises(TypeError) as got:
+        ember.return_types.max(*args(ember))
+    assert str(got.value).replace("ember.", "torch.") == str(want.value)

@@ -37,6 +37,12 @@ PROGRAMS = {
     "jit_func_tricks.py": [],
     "legacy_idioms.py": [],
     "data_and_schedules.py": [],
+    "tensor_autograd_tutorial.py": [],
+    "nn_really_tutorial.py": [],
+    "save_load_tutorial.py": [],
+    "stn_char_rnn_tutorials.py": [],
+    "quickstart_tutorials.py": [],
+    "with_examples_tutorial.py": [],
 }
 
 _GROUPS = 2  # processes, each running its share of the programs one after another
