@@ -353,6 +353,71 @@ def shown_as(name, op, body, overload="default"):
     return call
 
 
+def profiler_session():
+    """The profiler's recording session when one records on this thread with its layer on
+    the mode stack (``_Session`` in ember/profiler/_recorder.py), else None -- without
+    importing the profiler when nothing has. Callers test ``_dispatch.intercept`` first."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder.recording_session() if recorder is not None else None
+
+
+def recorded_as(event, params=None):
+    """Show the profiler a call of the decorated function, which ember composes in Python
+    from several ops where PyTorch calls one op, as that op's event (``aten::dropout``),
+    with the ops the function runs nested under it (NOTE [ Composite op events ] in
+    ember/profiler/_recorder.py). Dispatch modes still see only the ops it runs, as
+    PyTorch's modes see a composite op's decomposition. With no profiler recording the
+    call costs one function call and one global read more (so hot single ops do not use
+    it: ``matmul`` opens its event where it hands the call to the modes).
+
+    Args:
+        event: the event's name (``"aten::dropout"``), or ``event(bound)`` giving it (or
+            None: no event) from the call's arguments by parameter name, defaults filled.
+        params: the decorated function's parameter names in the order of PyTorch's op's
+            arguments, ``None`` for an argument the function lacks (a number to PyTorch);
+            they make the event's input shapes. Default: the function's parameters. Or
+            ``params(bound)`` giving them, where they depend on the call.
+
+    Returns:
+        The decorator.
+
+    Example::
+
+        >>> @recorded_as("aten::dropout", ("input", "p", "training"))
+        ... def dropout(input, p=0.5, training=True, inplace=False):
+        ...     return input * 1
+        >>> dropout.__wrapped__.__name__
+        'dropout'
+    """
+
+    def deco(fn):
+        sig = inspect.signature(fn)
+        names = tuple(sig.parameters)
+        defaults = {k: p.default for k, p in sig.parameters.items()
+                    if p.default is not p.empty}
+        order = params if callable(params) else tuple(params) if params is not None else names
+        named = callable(event)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if _dispatch.intercept and _dispatch.state.modes:
+                session = profiler_session()
+                if session is not None:
+                    bound = dict(defaults)
+                    bound.update(zip(names, args))
+                    bound.update(kwargs)
+                    name = event(bound) if named else event
+                    if name is not None:
+                        return session.composite(
+                            name, lambda: tuple(None if k is None else bound.get(k) for k in (
+                                order(bound) if callable(order) else order)), fn, args, kwargs)
+            return fn(*args, **kwargs)
+
+        return call
+
+    return deco
+
+
 def method(fn=None, *, name=None):
     """Expose ``fn`` only as a Tensor method."""
     return public(fn, name=name, function=False)

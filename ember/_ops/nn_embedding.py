@@ -9,7 +9,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.checks import holds_values
-from ._registry import public
+from ._registry import public, recorded_as
 from .from_data import tensor
 from .join import stack
 from .nn_ops import embedding
@@ -54,6 +54,9 @@ def _meta_bags(rows, flat, weight, per_sample_weights, padding_idx, nbags):
     return weight.new_zeros(nbags, weight.shape[1]).index_add(0, bag_of, rows)
 
 
+@recorded_as("aten::embedding_bag", ("weight", "input", "offsets", "scale_grad_by_freq", "mode",
+                                     "sparse", "per_sample_weights", "include_last_offset",
+                                     "padding_idx"))
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
-from ._registry import Op, public
+from ._registry import Op, public, recorded_as
 from .indexing import linear_jvp  # forward-mode rules
 from ._scatter_planes import unpool_add_op
 from .nn_checks import kernel_dtype, nonempty_input
@@ -66,6 +66,7 @@ mode_pad_op = Op("pad", _mode_pad_kernel, vjp=_mode_pad_vjp)
 linear_jvp(mode_pad_op, (0,))
 
 
+@recorded_as("aten::pad", ("input", "pad", "mode", "value"))
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_prev, ...)``.
 
@@ -144,4 +145,4 @@ def constant_pad_nd(input, pad, value=0):
     return _pad(input, pad, "constant", value)
 
 
-_pad = pad
+_pad = pad.__wrapped__  # (``torch.constant_pad_nd`` records no ``aten::pad`` event)

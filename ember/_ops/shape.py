@@ -41,7 +41,7 @@ from .._core.size import Size
 from .._core.storage import storage_of
 from .._core.tensor import Tensor
 from . import _node_names
-from ._registry import Op, method, ops, public, shown_as
+from ._registry import Op, method, ops, public, recorded_as, shown_as
 
 _apply = _dispatch.apply
 _int_types = (int, np.integer)
@@ -432,6 +432,7 @@ def reshape_as(self, other):
 
 
 @public
+@recorded_as("aten::flatten")
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim`` .. ``end_dim`` into one (a view when possible)."""
     _check_tensor(input, "flatten")
@@ -1236,6 +1237,11 @@ def _set_view_inplace(self, op_name, r):
     if r._grad_fn is not None:
         self._grad_fn = r._grad_fn
         self._out_nr = getattr(r, "_out_nr", 0)
+    if _dispatch.carries_tangent is not None:
+        # forward AD: the tangent takes the new view too (``r``'s, a view of the old one)
+        from ..autograd._forward import commit_view_tangent
+
+        commit_view_tangent(self, r)
     return self
 
 

@@ -172,7 +172,8 @@ class profile:
             return False
         self._session.stop()
         meta = {"record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
-                "with_flops": self.with_flops, "use_device": self.use_device}
+                "with_flops": self.with_flops, "with_stack": self.with_stack,
+                "use_device": self.use_device}
         if not self.acc_events:
             self.function_events = None
         self._unconverted.append((self._session, meta))

@@ -50,7 +50,8 @@ def _function_events(session, meta):
         else:
             idx, parent, name, start, end, seq = (raw.idx, raw.parent, raw.name, raw.start,
                                                   raw.end, raw.seq)
-            shapes, dtypes, stack, flops, kind = raw.shapes, None, raw.stack, 0, raw.kind
+            shapes, dtypes, stack, flops, kind = (raw.shapes, raw.dtypes, raw.stack, 0,
+                                                  raw.kind)
             trace_name = name
             if kind == "user" and name.startswith("ProfilerStep#"):
                 name = "ProfilerStep*"
@@ -67,6 +68,8 @@ def _function_events(session, meta):
             is_user_annotation=kind == "user",
             use_device=use_device)
         ev._kind = kind
+        if kind == "python":   # NOTE [ Python function events ] in _python_tracer.py
+            ev.is_python_function = True
         made[idx] = ev
         if parent >= 0:
             p = made.get(parent)

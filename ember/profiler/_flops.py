@@ -26,9 +26,12 @@ def _mm(args, kwargs, out):
 
 
 def _addmm(args, kwargs, out):
-    m, k = _shape(args[1])
-    n = _shape(args[2])[1]
-    return 2 * m * k * n
+    a, b = _shape(args[1]), _shape(args[2])
+    if len(a) == 3 and len(b) == 3:   # ember's addmm serves baddbmm too
+        return 2 * a[0] * a[1] * a[2] * b[2]
+    if len(a) != 2 or len(b) != 2:
+        return 0                      # and addmv, which PyTorch does not count
+    return 2 * a[0] * a[1] * b[1]
 
 
 def _bmm(args, kwargs, out):
@@ -43,8 +46,8 @@ def _baddbmm(args, kwargs, out):
 
 def _matmul(args, kwargs, out):
     a, b = _shape(args[0]), _shape(args[1])
-    if not a or not b:
-        return 0
+    if not a or not b or len(b) == 1 or (len(a) == 1 and len(b) > 2):
+        return 0  # PyTorch runs those as ``mv``/``dot``, which it does not count
     k = a[-1]
     # the product's element count times the contraction length, twice
     return 2 * k * math.prod(_shape(out)) if isinstance(out, Tensor) else 0

@@ -53,6 +53,7 @@ node's event has the same number, which is how the trace draws flow arrows betwe
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import threading
@@ -78,20 +79,34 @@ def current_session():
     return getattr(_local, "session", None)
 
 
+def recording_session():
+    """The session recording on this thread when its recorder is on the thread's mode stack
+    (not inside a kernel, where the modes above it are popped), else None."""
+    s = getattr(_local, "session", None)
+    if s is not None and s.active and s._mode in _state.modes:
+        return s
+    return None
+
+
 class _Raw:
     """A user block, backward node or module event while recording (op events are tuples:
     NOTE [ Profiler recording ])."""
 
-    __slots__ = ("idx", "name", "kind", "start", "end", "parent", "shapes", "seq", "stack")
+    __slots__ = ("idx", "name", "kind", "start", "end", "parent", "shapes", "dtypes", "seq",
+                 "stack")
 
     def __init__(self, idx, name, kind, parent):
         self.idx = idx
         self.name = name
-        self.kind = kind      # "user", "bwd_outer", "bwd", "module"
+        # "user", "bwd_outer", "bwd", "module", "op": the outer event of an op ember
+        # composes in Python (NOTE [ Composite op events ]), or "python": a Python call
+        # (NOTE [ Python function events ] in _python_tracer.py)
+        self.kind = kind
         self.parent = parent  # the idx of the enclosing event, -1 for none
         self.start = 0
         self.end = None
         self.shapes = None
+        self.dtypes = None
         self.seq = -1
         self.stack = None
 
@@ -118,8 +133,12 @@ def _event_name(handle):
 # computes ``log_softmax`` and ``nll_loss`` in one pass) the outer event stands alone: no
 # time is made up for kernels that do not run. ``_NAMING`` lists the rules by ember's
 # event name; they apply to forward calls only (an op a backward node calls keeps its own
-# name). Ops ember composes in Python from several ops (``dropout``, ``flatten``) are
-# recorded as those ops.
+# name). A function ember composes in Python from several ops (``dropout``, ``flatten``,
+# ``group_norm``, ``interpolate``...) where PyTorch calls one op is declared with
+# ``recorded_as`` (ember/_ops/_registry.py): the profiler then records PyTorch's op as the
+# outer event (``_Session.composite``) with the ops ember runs nested under it, where
+# PyTorch's own decomposition or kernel would be, and no time is spent when no profiler
+# records.
 
 
 def _pool_dims(kwargs):
@@ -145,7 +164,21 @@ def _linear_rule(args, kwargs):
     if not isinstance(w, Tensor) or w._data.ndim != 2:
         return None
     b = args[2] if len(args) > 2 else kwargs.get("bias")
-    return "aten::linear", "aten::addmm" if b is not None else "aten::mm"
+    return "aten::linear", "aten::addmm" if b is not None else ("aten::matmul", "aten::mm")
+
+
+def _linear_inputs(args, kwargs):
+    """The raw ``(shapes, dtypes)`` of the levels under ``aten::linear``: PyTorch flattens
+    the input to a matrix and multiplies by the weight's transpose (``addmm(bias, x, w.t())``,
+    or ``matmul(x, w.t())`` > ``mm``)."""
+    x, w = args[0]._data, args[1]._data
+    b = args[2] if len(args) > 2 else kwargs.get("bias")
+    rows = (math.prod(x.shape[:-1]), x.shape[-1])
+    wt = (w.shape[1], w.shape[0])
+    if b is not None:
+        return [((b._data.shape, rows, wt, (), ()),
+                 (b._data.dtype, x.dtype, w.dtype, "Scalar", "Scalar"))]
+    return [((x.shape, wt), (x.dtype, w.dtype)), ((rows, wt), (x.dtype, w.dtype))]
 
 
 def _conv_rule(transposed):
@@ -176,6 +209,62 @@ def _sdpa_rule(args, kwargs):
     return "aten::scaled_dot_product_attention", inner
 
 
+def _matmul_folds(a, b, has_out):
+    """Whether PyTorch's ``matmul`` folds the batch of the operand with 3 or more dims into
+    the rows of one matrix (running ``mm``/``mv``) rather than expanding the other to a stack
+    (``bmm``): always when the smaller operand will need a gradient, never for a matrix
+    times a stack, otherwise when the folding is a view of the larger one's memory."""
+    first_larger = a._data.ndim >= b._data.ndim
+    if (b if first_larger else a)._rg and not has_out:
+        return True
+    if a._data.ndim == 2:
+        return False
+    big = a._data if first_larger else b._data.swapaxes(-1, -2)
+    if big.size == 0:
+        return True
+    shape, strides = big.shape, big.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(big.ndim - 2))
+
+
+def _matmul_rule(args, kwargs):
+    """The product PyTorch's ``matmul`` runs for operands that are not two matrices, two
+    stacks or a matrix and a vector (those reach the profiler under their own names)."""
+    if len(args) < 2 or not isinstance(args[0], Tensor) or not isinstance(args[1], Tensor):
+        return None
+    a, b = args[0], args[1]
+    na, nb = a._data.ndim, b._data.ndim
+    if na <= 2 and nb <= 2:
+        inner = "aten::dot" if na == nb == 1 else "aten::mv" if nb == 1 else "aten::mm"
+    elif na >= 3 and nb >= 3:
+        inner = "aten::mm" if math.prod(b._data.shape[:-2]) == 1 else "aten::bmm"
+    elif _matmul_folds(a, b, kwargs.get("out") is not None):
+        inner = "aten::mv" if min(na, nb) == 1 else "aten::mm"
+    else:
+        inner = "aten::bmm"
+    return inner, None
+
+
+def _addmm_rule(args, kwargs):
+    """ember's ``addmm`` op also runs ``baddbmm`` and ``addmv``: named by its operands."""
+    if len(args) < 3 or not isinstance(args[1], Tensor) or not isinstance(args[2], Tensor):
+        return None
+    if args[1]._data.ndim == 3:
+        return "aten::baddbmm", None
+    if args[2]._data.ndim == 1:
+        return "aten::addmv", None
+    return None
+
+
+def _pad_rule(args, kwargs):
+    """ember's one op for the non-constant paddings, named as PyTorch's kernel for the mode
+    and the number of padded dims."""
+    mode, n = kwargs.get("mode"), kwargs.get("nspatial")
+    if mode == "circular":
+        return "aten::_pad_circular", None
+    kind = {"reflect": "reflection", "replicate": "replication"}.get(mode)
+    return None if kind is None or n is None else (f"aten::{kind}_pad{n}d", None)
+
+
 def _fixed(outer, inner):
     return lambda args, kwargs: (outer, inner)
 
@@ -198,7 +287,15 @@ _NAMING = {
     "aten::log_softmax": _fixed("aten::log_softmax", "aten::_log_softmax"),
     "aten::scaled_dot_product_attention": _sdpa_rule,
     "aten::embedding": _fixed("aten::embedding", "aten::index_select"),
+    "aten::matmul": _matmul_rule,
+    "aten::addmm": _addmm_rule,
+    "aten::pad": _pad_rule,
 }
+#: outer event -> ``fn(args, kwargs)`` giving the raw ``(shapes, dtypes)`` of each level
+#: under it, where PyTorch's ops there receive other inputs than the outer op
+_CHILD_INPUTS = {"aten::linear": _linear_inputs}
+#: outer events that carry their child's flop count, as PyTorch's do
+_FLOPS_ON_OUTER = {"aten::conv1d", "aten::conv2d", "aten::conv3d"}
 #: names a rule keeps in backward too (they only name the op by its dimension)
 _RENAMES_ONLY = {"aten::max_pool", "aten::avg_pool", "aten::adaptive_avg_pool",
                  "aten::adaptive_max_pool"}
@@ -404,6 +501,29 @@ def stack_lines(stack):
             for i in range(0, len(stack), 2)]
 
 
+def _buffer(arr):
+    """The array that owns the memory ``arr`` views (``arr`` itself when it owns it), or
+    None when the chain of views ends in another object: strides made up over someone
+    else's memory (``as_strided``, ``broadcast_to``), allocated by no kernel."""
+    base = getattr(arr, "base", None)
+    while base is not None:
+        if type(base) is not type(arr):
+            return None
+        arr = base
+        base = getattr(arr, "base", None)
+    return arr
+
+
+def _tensors_of(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    yield b
+
+
 def _sequence_nr(r, args):
     """The sequence number of the graph node an op's result ``r`` got from this call, or
     -1 (none, or an in-place op whose input carries the node already)."""
@@ -501,8 +621,15 @@ class _OpRecorder(_dispatch.Mode):
         shapes = dtypes = stack = None
         if self._shapes:
             shapes, dtypes = _record_inputs(args, kwargs)
+        paused = None
         if self._stack:
             stack = _python_stack()
+            # the Python tracer sleeps while an op runs (NOTE [ Python function events ])
+            paused = s._tracer_hook
+            if paused is not None and sys.getprofile() is paused:
+                sys.setprofile(None)
+            else:
+                paused = None
         timer = self._timer
         if timer is not None:
             first = timer.mark()
@@ -527,8 +654,12 @@ class _OpRecorder(_dispatch.Mode):
                           stack, 0, None))
             if pushed:
                 opened.pop()
+            if paused is not None:
+                sys.setprofile(paused)
             raise
         end = perf_counter_ns()
+        if paused is not None:
+            sys.setprofile(paused)
         if pushed:
             opened.pop()
         gpu = None
@@ -564,7 +695,10 @@ class _OpRecorder(_dispatch.Mode):
         opened = self._opened
         parent = opened[-1]
         if inner is not None:
-            p = s._open_raw.get(parent)
+            open_raw = s._open_raw
+            p = open_raw.get(parent)
+            while p is not None and p.kind == "op":   # (a composite a backward node calls)
+                p = open_raw.get(p.parent)
             if p is not None and p.kind == "bwd":
                 # an op a backward node calls keeps its own name (a pool: its dimension)
                 inner = None
@@ -572,20 +706,54 @@ class _OpRecorder(_dispatch.Mode):
                     outer = name
         if inner is None:
             return self.dispatch(handle, args, kwargs, outer)
-        i = self._next()
-        detail = ()
-        if s.record_shapes or s.with_stack or s.profile_memory or s.with_flops or \
-                s.device_timer is not None:
-            shapes, dtypes = _record_inputs(args, kwargs) if s.record_shapes else (None, None)
-            detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, None)
-        opened.append(i)
-        start = perf_counter_ns()
+        # the levels above the kernel's own event: the outer one and any between (``inner``
+        # may name a chain, ``(middle, kernel)``)
+        chain = inner if type(inner) is tuple else (inner,)
+        detailed = s.record_shapes or s.with_stack or s.profile_memory or s.with_flops or \
+            s.device_timer is not None
+        inputs = None
+        if s.record_shapes:
+            adapt = _CHILD_INPUTS.get(outer)
+            inputs = adapt(args, kwargs) if adapt is not None else None
+        levels = []
+        for k, level in enumerate((outer,) + chain[:-1]):
+            detail = ()
+            if detailed:
+                shapes = dtypes = None
+                if s.record_shapes:
+                    shapes, dtypes = _record_inputs(args, kwargs) if k == 0 or \
+                        inputs is None else inputs[k - 1]
+                detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, None)
+            i = self._next()
+            # each level's clock reading is its own: a child starts after its parent
+            levels.append((i, opened[-1], level, detail, perf_counter_ns()))
+            opened.append(i)
         try:
-            r = self.dispatch(handle, args, kwargs, inner)
-        finally:
-            end = perf_counter_ns()
+            r = self.dispatch(handle, args, kwargs, chain[-1])
+        except BaseException:
+            for i, parent, level, detail, start in reversed(levels):
+                opened.pop()
+                self._append((i, parent, level, start, perf_counter_ns(), -1) + detail)
+            raise
+        flops = 0
+        if detailed:
+            ops = s.ops
+            leaf = ops[-1]
+            if inputs is not None:
+                # the inputs PyTorch's kernel op receives (``addmm``: bias, input, weight.t())
+                leaf = leaf[:6] + inputs[-1] + leaf[8:]
+            if outer in _FLOPS_ON_OUTER:
+                # PyTorch counts a convolution's flops on ``aten::conv2d``, not its child
+                flops = leaf[9]
+                leaf = leaf[:9] + (0,) + leaf[10:]
+            ops[-1] = leaf
+        # the outer events carry the node's number too: the trace's flow arrow starts there
+        seq = _sequence_nr(r, args)
+        for i, parent, level, detail, start in reversed(levels):
             opened.pop()
-            self._append((i, parent, outer, start, end, -1) + detail)
+            if flops and level == outer:
+                detail = detail[:3] + (flops,) + detail[4:]
+            self._append((i, parent, level, start, perf_counter_ns(), seq) + detail)
         return r
 
 
@@ -616,10 +784,13 @@ class _Session:
         self.end_ns = None
         self.n_events = 0
         self._mode = None
+        self._tracer = None
+        self._tracer_hook = None    # the tracer's ``sys.setprofile`` function
         self._prev_session = None
         self._prev_hook = None
         self._hooks = []
-        self._live = {}             # id(weak ref to an allocated array) -> (ref, bytes)
+        self._live = {}             # id(weak ref to an allocated array) -> (ref, bytes, id)
+        self._counted = set()       # ids of the live arrays counted as allocations
         self._on_free = self._free_callback() if profile_memory else None
 
     # -- start / stop ------------------------------------------------------------------------
@@ -637,14 +808,24 @@ class _Session:
         _dispatch.push_mode(self._mode)
         self._prev_hook = _engine.profiler_hook
         _engine.profiler_hook = self.backward_node
-        if self.with_modules:
+        if self.with_modules or self.with_stack:
+            # (PyTorch's Python tracer records ``nn.Module: Linear_0`` under with_stack)
             self._hook_modules()
         self._hook_optimizers()
+        if self.with_stack:
+            # NOTE [ Python function events ] in _python_tracer.py
+            from ._python_tracer import PythonTracer
+            self._tracer = PythonTracer(self, lambda f: not _is_user_file(f))
+            self._tracer.start(sys._getframe(1))
+            self._tracer_hook = self._tracer.hook
 
     def stop(self):
         from ..autograd import _engine
         if not self.active:
             return
+        if self._tracer is not None:
+            self._tracer.stop()
+            self._tracer = self._tracer_hook = None
         self.active = False
         _dispatch.pop_mode(self._mode)
         if self.device_timer is not None:
@@ -708,6 +889,35 @@ class _Session:
         elif ev.end is None:
             ev.end = t
 
+    def in_backward_node(self):
+        """Whether the innermost open event is a backward node's (its formula runs)."""
+        p = self._open_raw.get(self.open[-1])
+        return p is not None and p.kind == "bwd"
+
+    def composite(self, name, inputs, fn, args, kwargs):
+        """Run ``fn(*args, **kwargs)``, a function ember composes in Python from several ops,
+        inside an op event ``name`` (PyTorch's op: ``aten::dropout``) that the ops it calls
+        nest under (NOTE [ Composite op events ]); ``inputs()`` gives PyTorch's op's
+        arguments in its order, read only when shapes are recorded. Returns ``fn``'s
+        result."""
+        opened = self.open
+        ev = _Raw(next(self._count), name, "op", opened[-1])
+        if self.record_shapes:
+            ev.shapes, ev.dtypes = _record_mixed_inputs(inputs())
+        if self.with_stack:
+            ev.stack = _python_stack()
+        self.raw.append(ev)
+        opened.append(ev.idx)
+        self._open_raw[ev.idx] = ev
+        ev.start = perf_counter_ns()
+        try:
+            r = fn(*args, **kwargs)
+        finally:
+            self.end(ev)
+        # the node the call's result got: the trace's flow arrow starts at the outer event
+        ev.seq = _sequence_nr(r, args)
+        return r
+
     def backward_node(self, node, token, grads=None):
         """The engine's hook (NOTE [ Profiler recording ]): close the events of the node
         that ran before (``token``), and open those of ``node`` unless it is None; with
@@ -732,8 +942,12 @@ class _Session:
     # -- memory ------------------------------------------------------------------------------
 
     def count_allocations(self, idx, result, args):
-        """Count the arrays of ``result`` that the op of event ``idx`` allocated."""
+        """Count the arrays of ``result`` that the op of event ``idx`` allocated: a result
+        that views memory the op did not allocate (an input's, as ``expand`` returns, or
+        an array counted already) is not an allocation; one that views a buffer the kernel
+        made (a reshaped temporary) counts that buffer."""
         outs = result if type(result) in (tuple, list) else (result,)
+        inputs = None
         for t in outs:
             if not isinstance(t, Tensor) or t._base is not None:
                 continue
@@ -742,17 +956,32 @@ class _Session:
                     break
             else:
                 arr = t._data
+                base = getattr(arr, "base", None)
+                if base is not None:
+                    arr = _buffer(arr)
+                    if arr is None or id(arr) in self._counted:
+                        continue
+                    if inputs is None:
+                        inputs = {id(a._data) if b is None else id(b)
+                                  for a in _tensors_of(args)
+                                  for b in (_buffer(a._data),)}
+                    if id(arr) in inputs:
+                        continue
                 n = int(getattr(arr, "nbytes", 0))
                 if n == 0:
                     continue
                 self.mem[idx] = self.mem.get(idx, 0) + n
                 self.allocated += n
-                self.mem_events.append((perf_counter_ns(), n, self.allocated))
+                # the array's id stands for its address: unique while it lives, which is
+                # what pairs an allocation with its free in a trace's ``Addr``
+                addr = id(arr)
+                self.mem_events.append((perf_counter_ns(), n, self.allocated, addr))
                 try:
                     r = weakref.ref(arr, self._on_free)
                 except TypeError:   # an array type without weak references: allocations only
                     continue
-                self._live[id(r)] = (r, n)
+                self._live[id(r)] = (r, n, addr)
+                self._counted.add(addr)
 
     def _free_callback(self):
         """The callback of the weak references to the arrays ops allocated: counts the
@@ -765,16 +994,23 @@ class _Session:
             item = live.pop(id(r), None)
             s = session_ref()
             if item is not None and s is not None:
-                s.freed(item[1])
+                s._counted.discard(item[2])
+                s.freed(item[1], item[2])
         return on_free
 
-    def freed(self, n):
-        """Count a free of ``n`` bytes against the innermost open event."""
+    def freed(self, n, addr=0):
+        """Count a free of ``n`` bytes (of the array ``addr`` names) against the innermost
+        open event."""
         if not self.active or threading.get_ident() != self.thread:
             return
         self.allocated -= n
-        self.mem_events.append((perf_counter_ns(), -n, self.allocated))
+        self.mem_events.append((perf_counter_ns(), -n, self.allocated, addr))
         top = self.open[-1]
+        p = self._open_raw.get(top)
+        if p is not None and p.kind == "bwd":
+            # the gradients a node received are released by the engine around it: PyTorch
+            # counts those frees to ``autograd::engine::evaluate_function: ...``
+            top = p.parent
         if top >= 0:
             self.mem[top] = self.mem.get(top, 0) - n
 

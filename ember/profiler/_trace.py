@@ -4,8 +4,10 @@ The file has the layout PyTorch's profiler writes: top-level metadata, then
 ``traceEvents``: ``"M"`` metadata naming the process and thread, one ``"X"`` (complete)
 event per recorded event with ``ts``/``dur`` in microseconds (category ``cpu_op`` for ops
 and backward nodes, ``user_annotation`` for ``record_function`` blocks,
-``python_function`` for module calls), ``"i"`` instant events named ``[memory]`` for
-allocations and frees under ``profile_memory``, and ``"s"``/``"f"`` flow events of
+``python_function`` for module calls and, under ``with_stack``, Python calls, with their
+``Python id``/``Python parent id``), ``"i"`` instant events named ``[memory]`` for
+allocations and frees under ``profile_memory`` (``Addr`` pairs a free with its
+allocation), and ``"s"``/``"f"`` flow events of
 category ``fwdbwd`` from a forward op to the backward node it created (matched by
 sequence number). Events on one thread nest by time, which is how the viewers draw them.
 With CUDA activity, ops that ran on the GPU add ``kernel`` events on the GPU's stream track,
@@ -54,8 +56,17 @@ def write_chrome_trace(events, path, meta=None):
         kind = getattr(e, "_kind", "op")
         if kind == "kernel":
             continue            # on the GPU's track, below
-        cat = {"user": "user_annotation", "module": "python_function"}.get(kind, "cpu_op")
-        args = {"External id": e.id, "Record function id": 0, "Ev Idx": idx}
+        cat = {"user": "user_annotation", "module": "python_function",
+               "python": "python_function"}.get(kind, "cpu_op")
+        if kind == "python" or kind == "module":
+            parent = e.cpu_parent
+            while parent is not None and getattr(parent, "_kind", None) not in ("python",
+                                                                               "module"):
+                parent = parent.cpu_parent
+            args = {"Python parent id": None if parent is None else parent.id,
+                    "Python id": e.id, "Ev Idx": idx}
+        else:
+            args = {"External id": e.id, "Record function id": 0, "Ev Idx": idx}
         if e.sequence_nr >= 0:
             args["Sequence number"] = e.sequence_nr
             args["Fwd thread id"] = 1 if kind.startswith("bwd") else 0
@@ -121,12 +132,14 @@ def write_chrome_trace(events, path, meta=None):
     for s in sessions:
         if not s.profile_memory:
             continue
-        for t_ns, nbytes, total in s.mem_events:
+        for t_ns, nbytes, total, addr in s.mem_events:
             trace.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
                           "pid": pid, "tid": tid,
                           "ts": round(base_us + (t_ns - sessions[0].start_ns) / 1e3, 3),
                           "args": {"Total Reserved": 0, "Total Allocated": total,
-                                   "Bytes": nbytes, "Device Id": -1, "Device Type": 0}})
+                                   "Bytes": nbytes, "Device Id": -1, "Device Type": 0,
+                                   "Addr": addr, "finished": False,
+                                   "Ev Idx": len(trace)}})
 
     if sessions:
         s = sessions[0]
@@ -135,10 +148,16 @@ def write_chrome_trace(events, path, meta=None):
                       "pid": "Spans", "tid": "PyTorch Profiler", "ts": round(base_us, 3),
                       "dur": round((end_ns - s.start_ns) / 1e3, 3),
                       "args": {"Op count": 0}})
+        trace.append({"ph": "M", "name": "process_sort_index", "ts": round(base_us, 3),
+                      "pid": "Spans", "tid": 0, "args": {"sort_index": 536870912}})
+        # the profile's start as a global instant, as PyTorch marks it
+        trace.append({"ph": "i", "s": "g", "name": "Iteration Start: PyTorch Profiler",
+                      "pid": "Traces", "tid": "Trace PyTorch Profiler",
+                      "ts": round(base_us, 3)})
 
     doc = {"schemaVersion": 1, "deviceProperties": []}
     doc["trace_id"] = meta.get("trace_id", "")
-    for flag in ("profile_memory", "record_shapes", "with_flops"):
+    for flag in ("with_stack", "profile_memory", "record_shapes", "with_flops"):
         if meta.get(flag):
             doc[flag] = 1
     doc["host_name"] = socket.gethostname()

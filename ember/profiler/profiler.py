@@ -310,7 +310,8 @@ class _KinetoProfile:
 
     def _trace_meta(self):
         return {"record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
-                "with_flops": self.with_flops, "trace_id": self.get_trace_id(),
+                "with_flops": self.with_flops, "with_stack": self.with_stack,
+                "trace_id": self.get_trace_id(),
                 "metadata": dict(self.preset_metadata), "use_device": self.use_device}
 
     def toggle_collection_dynamic(self, enable: bool, activities: Iterable):
@@ -377,7 +378,7 @@ class _KinetoProfile:
         events = self.events()
         times, sizes = [], []
         for s in events._sessions:
-            for t_ns, _, total in s.mem_events:
+            for t_ns, _, total, _ in s.mem_events:
                 times.append((t_ns - s.start_ns) / 1e3)
                 sizes.append(total)
         if path.endswith(".html"):
@@ -452,8 +453,8 @@ class profile(_KinetoProfile):
         ...     with record_function("block"):
         ...         y = x @ x
         >>> names = [e.name for e in prof.events()]
-        >>> names[0], names[1]
-        ('block', 'aten::mm')
+        >>> names[0], names[1], names[2]
+        ('block', 'aten::matmul', 'aten::mm')
     """
 
     def __init__(self, *, activities: Iterable | None = None,
