@@ -418,7 +418,7 @@ def define(qualname: str, schema: str, *, lib: Library | None = None, tags=()) -
 def impl(qualname, types=None, func: Callable | None = None, *, lib: Library | None = None):
     """Register a kernel of an operator for device types (usable as a decorator).
 
-    Two forms share this name:
+    Three forms share this name:
 
     - ``impl("namespace::name", types)``: torch's form, for custom operators. ``types`` is a
       device type (``"cpu"``, ``"cuda"``, ``"meta"``; ``"default"`` for every device type),
@@ -428,6 +428,8 @@ def impl(qualname, types=None, func: Callable | None = None, *, lib: Library | N
     - ``impl(op_name, device_type)`` with one of ember's own ops (``"softmax"``): the
       kernel ``fn(*arrays, **params)`` takes and returns backend arrays, and replaces the
       op's kernel on that device type (e.g. a faster one, or one for a new backend).
+    - ``impl(lib, name, dispatch_key="")``: torch's older form, a decorator that registers
+      its function with ``lib.impl(name, fn, dispatch_key)``.
 
     Args:
         qualname: ``"namespace::name"`` or the name of one of ember's ops.
@@ -447,6 +449,8 @@ def impl(qualname, types=None, func: Callable | None = None, *, lib: Library | N
         >>> ember.ops.doc_impl2.twice(ember.ones(1))
         tensor([2.])
     """
+    if isinstance(qualname, Library):
+        return _impl_in_library(qualname, types, func)
     if isinstance(qualname, str) and "::" not in qualname:
         return _impl_array_kernel(qualname, types, func)
     if types is None:
@@ -465,6 +469,22 @@ def impl(qualname, types=None, func: Callable | None = None, *, lib: Library | N
         return fn
 
     return register if func is None else register(func)
+
+
+def _impl_in_library(lib, name, dispatch_key):
+    """torch's older form ``impl(lib, name, dispatch_key="")``: a decorator registering its
+    function with ``lib.impl(name, fn, dispatch_key)``."""
+    if dispatch_key is None:
+        dispatch_key = ""
+    if not isinstance(dispatch_key, str):
+        raise TypeError(f"impl(lib, name, dispatch_key): expected a dispatch key such as "
+                        f"'CPU', got {type(dispatch_key).__name__}")
+
+    def register(fn):
+        lib.impl(name, fn, dispatch_key)
+        return fn
+
+    return register
 
 
 def _impl_array_kernel(op_name, device_type, func):
@@ -725,7 +745,7 @@ def infer_schema(prototype_function: Callable, /, *, mutates_args, op_name: str 
         >>> ember.library.infer_schema(f, mutates_args={"x"}, op_name="f")
         'f(Tensor(a0!) x, SymInt n=2) -> Tensor'
     """
-    return str(_schema.infer(prototype_function, mutates_args, op_name))
+    return str(_schema.infer(prototype_function, mutates_args, op_name, python_text=True))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -970,7 +970,8 @@ def test_kernel_results_are_checked_against_the_schema():
 def test_schema_parser_round_trips_torch_schemas():
     from ember._library.schema import parse_schema
 
-    for text in ["mylib::f(Tensor a, Tensor b, *, float alpha=1.0) -> Tensor",
+    for text in ["mylib::f(Tensor a, Tensor b, *, float alpha=1.) -> Tensor",
+                 "f(Tensor x, float[] fs=[1., 0.002], float e=1.0000000000000001e-05) -> Tensor",
                  "f(Tensor(a!) x, Tensor(b!)[] ys) -> ()",
                  "f(Tensor?[] ts, int[]? sz=None, SymInt[] s=[], float[] fs=[1.5]) -> Tensor",
                  "f(Tensor x) -> (Tensor values, Tensor indices)",

@@ -443,11 +443,19 @@ class LibraryOp(Op):
     def _resolve(self, at):
         backend = _dispatch.backends_by_type.get(at)
         if backend is not None and backend.name == "meta" and self.kernel_for("meta") is None:
-            where = (f"`{self.opname}.register_fake`" if self.from_custom_op else
-                     f"ember.library.register_fake('{self.name}')")
+            if self.from_custom_op and not self.schema.returns:
+                # an op that only writes into its arguments: on meta there is nothing to
+                # compute, as torch's automatic fake rule for such custom ops says
+                return self._adapter(lambda *args, **kwargs: None, False)
+            if not self.from_custom_op:
+                raise NotImplementedError(
+                    f"{self.name}: attempted to run this operator with Meta tensors, but "
+                    "there was no fake impl or Meta kernel registered. Register one with "
+                    f"ember.library.register_fake('{self.name}') or a 'Meta' kernel.")
             raise RuntimeError(
                 f"There was no fake impl registered for {self.describe()}. ember needs one to "
-                f"run the op on the meta device. Please use {where} to add one.")
+                f"run the op on the meta device. Please use `{self.opname}.register_fake` to "
+                "add one.")
         return self.resolve(at)
 
     def _unwrap_results(self, out, in_arrays):

@@ -356,6 +356,11 @@ def _test_faketensor(handle, args, kwargs, tol):
     fake = None
     if isinstance(op, LibraryOp):
         fake = op.kernel_for("meta")
+        if fake is None and op.from_custom_op and not op.schema.returns:
+            # a custom op that only writes into its arguments has torch's automatic fake
+            # rule, which does nothing
+            def fake(*args, **kwargs):
+                return None
         if fake is None:
             where = (f"`{op.opname}.register_fake`" if op.from_custom_op else
                      f"ember.library.register_fake('{op.name}')")

@@ -115,6 +115,72 @@ def lookup(op, where) -> LibraryOp:
                     f"'namespace::name' string), got {type(op).__name__}")
 
 
+#: NOTE [ Overriding a built-in kernel ]
+#: ``Library("aten", "IMPL").impl("mul.Tensor", fn, "CPU")`` replaces the CPU kernel of
+#: ember's op ``mul`` for as long as the Library lives, as torch replaces the kernel of one
+#: overload at one backend key. ember has one op where torch has several overloads
+#: (``mul.Tensor``, ``mul.Scalar``), so the kernel serves all of them. What stays above the
+#: kernel stays: argument preparation (an element-wise op's kernel gets its operands
+#: promoted to one dtype), the mode stack and the op's derivative formula, so the result is
+#: differentiable as before. ``fn`` receives Tensors that do not require grad, and the op's
+#: static parameters (``dim``, ``keepdim``...) by keyword, runs with grad mode off, and
+#: returns a Tensor or a tuple of them.
+_BACKEND_KEYS = {"CPU": "cpu", "CUDA": "cuda", "Meta": "meta"}
+
+
+def builtin_target(op_name, ns):
+    """ember's own op that ``op_name`` (given to a Library of namespace ``ns``) names, or
+    None for a custom op. ``"mul.Tensor"`` in the aten namespace names ``mul``."""
+    if isinstance(op_name, _dispatch.OpOverloadPacket):
+        op = op_name.op
+        if op is None:
+            op_name = op_name._overloads.get("default") or next(
+                iter(op_name._overloads.values()), None)
+        else:
+            return None if isinstance(op, LibraryOp) else op
+    if isinstance(op_name, _dispatch.OpOverload):
+        op = op_name.op
+        if op is None and op_name.namespace == "aten":
+            op = ops.get(op_name.overloadpacket.__name__)
+        return None if op is None or isinstance(op, LibraryOp) else op
+    if not isinstance(op_name, str):
+        return None
+    if "::" in op_name:
+        ns, op_name = op_name.split("::", 1)
+    if ns != "aten":
+        return None
+    base = op_name.split(".", 1)[0]
+    op = ops.get(base)
+    if op is None or isinstance(op, LibraryOp):
+        raise NotImplementedError(
+            f"Library.impl: aten::{op_name}: ember has no op of that name whose kernel can "
+            "be replaced (see ember.list_ops())")
+    return op
+
+
+def tensor_kernel(fn):
+    """An array kernel ``(*arrays, **params) -> arrays`` running ``fn``, a kernel written
+    on Tensors (NOTE [ Overriding a built-in kernel ])."""
+    from .._core.tensor import Tensor, wrap
+    from ..autograd.grad_mode import no_grad
+
+    def unwrap(r):
+        if isinstance(r, Tensor):
+            return r._data
+        if isinstance(r, (tuple, list)):
+            return tuple(unwrap(x) for x in r)
+        return r
+
+    def kernel(*arrays, **params):
+        args = [a if a is None or isinstance(a, (int, float, complex, bool)) else wrap(a)
+                for a in arrays]
+        with no_grad():
+            return unwrap(fn(*args, **params))
+
+    kernel.__wrapped__ = fn
+    return kernel
+
+
 def register(op, slot, key, fn, lib):
     token = op.register(slot, key, fn)
     if lib is not None:
@@ -268,6 +334,9 @@ class Library:
         if not callable(fn):
             raise TypeError(f"Input function is required to be a callable but found type "
                             f"{type(fn)}")
+        builtin = builtin_target(op_name, self.ns)
+        if builtin is not None:
+            return self._impl_builtin(builtin, fn, dispatch_key or self.dispatch_key)
         if isinstance(op_name, (_dispatch.OpOverload, _dispatch.OpOverloadPacket)):
             op = lookup(op_name, "Library.impl")
         else:
@@ -284,6 +353,30 @@ class Library:
                 f"overriding {op.name}'s behavior for {key} dispatch key and {self.ns} "
                 "namespace.")
         register(op, slot, k, fn, self)
+
+    def _impl_builtin(self, op, fn, key):
+        """Replace the kernel of ember's own op ``op`` at a backend key (``"CPU"``,
+        ``"CUDA"``, ``"Meta"``) by ``fn``, a kernel on Tensors, until this Library goes
+        away (NOTE [ Overriding a built-in kernel ])."""
+        device_type = _BACKEND_KEYS.get(key)
+        if device_type is None:
+            raise NotImplementedError(
+                f"Library.impl: ember replaces its own ops' kernels at a backend key ('CPU', "
+                f"'CUDA', 'Meta'), not at '{key or 'CompositeImplicitAutograd'}' "
+                f"({op.name} keeps its derivative formula and modes above the kernel)")
+        before = op.overrides.get(device_type)
+        op.register_kernel(device_type, tensor_kernel(fn))
+
+        def undo():
+            if before is None:
+                op.overrides.pop(device_type, None)
+                if device_type == "cpu":
+                    op.builtin_cpu = True
+            else:
+                op.overrides[device_type] = before
+            op.impl.clear()
+
+        self._undo.append(undo)
 
     def fallback(self, fn, dispatch_key="", *, with_keyset=False):
         """Not supported: ember's counterpart of a dispatch-key fallback is a dispatch mode

@@ -353,12 +353,31 @@ def convert(v, t: SchemaType):
 # printing
 
 
+class _PythonFloat(float):
+    """A float default that prints as Python writes it (``infer(python_text=True)``)."""
+
+    __slots__ = ()
+
+
+def _format_float(v: float) -> str:
+    """A float as torch's schemas print it: 17 significant digits, a point kept on whole
+    numbers (``1.``, ``0.5``, ``1.0000000000000001e-05``), no sign on zero."""
+    if v == 0:
+        return "0."
+    text = f"{v:.17g}"
+    if not any(c in text for c in ".eEn"):
+        text += "."
+    return text
+
+
 def format_default(v) -> str:
     """A default value as the schema language writes it."""
     if v is None or isinstance(v, bool):
         return str(v)
+    if type(v) is _PythonFloat:
+        return repr(float(v))
     if isinstance(v, float):
-        return repr(v)
+        return _format_float(v)
     if isinstance(v, str):
         return '"' + v.replace('"', '\\"') + '"'
     if isinstance(v, (list, tuple)):
@@ -670,7 +689,8 @@ def _type_from_string(name, alias):
     return SchemaType(m.group(1), alias, m.group(2))
 
 
-def infer(fn, mutates_args, op_name: str | None = None) -> FunctionSchema:
+def infer(fn, mutates_args, op_name: str | None = None,
+          python_text: bool = False) -> FunctionSchema:
     """The schema of ``fn`` from its type annotations (torch's ``infer_schema``).
 
     Args:
@@ -678,6 +698,9 @@ def infer(fn, mutates_args, op_name: str | None = None) -> FunctionSchema:
         mutates_args: the names of the parameters ``fn`` writes to, or ``"unknown"`` (every
             Tensor parameter may be written to).
         op_name: the name the schema gets (none by default).
+        python_text: print float defaults as Python writes them (``1.0``), as torch's
+            ``infer_schema`` text does; an operator's ``_schema`` prints them as torch's
+            parsed schemas do (``1.``).
 
     Returns:
         The ``FunctionSchema``; ValueError for what the schema language cannot express.
@@ -686,6 +709,8 @@ def infer(fn, mutates_args, op_name: str | None = None) -> FunctionSchema:
 
         >>> def f(x: Tensor, out: Tensor, k: float = 1.0) -> None: ...
         >>> str(infer(f, mutates_args={"out"}))
+        '(Tensor x, Tensor(a1!) out, float k=1.) -> ()'
+        >>> str(infer(f, mutates_args={"out"}, python_text=True))
         '(Tensor x, Tensor(a1!) out, float k=1.0) -> ()'
     """
     sig = inspect.signature(fn)
@@ -739,6 +764,8 @@ def infer(fn, mutates_args, op_name: str | None = None) -> FunctionSchema:
             if isinstance(default, str) and tname.startswith("Device"):
                 default = _device(default)
         t = _type_from_string(tname, f"a{idx}!" if writes else None)
+        if python_text and type(default) is float:
+            default = _PythonFloat(default)
         args.append(Argument(p.name, t, default, p.kind == p.KEYWORD_ONLY))
     ret = sig.return_annotation
     if ret is sig.empty:

@@ -6,7 +6,7 @@ Families are discovered, not listed, so adding a module here is the whole regist
 import importlib
 import pkgutil
 
-from . import _node_names, _registry
+from . import _node_names, _overloads, _registry
 from ._registry import Op, functions, list_ops, ops, public  # noqa: F401
 
 for _m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -76,5 +76,6 @@ def _expose_inplace_functions():
 
 _expose_inplace_functions()
 _node_names.install()
+_overloads.install()
 _registry.document_all()
 _registry._sealed[0] = True

@@ -14,9 +14,13 @@ with this mode popped, so a mode that only observes writes::
             return func(*args, **(kwargs or {}))
 
 Composite ops reach the mode as the ops they are made of, so ``(a @ b + 1).sum()`` logs
-``aten.mm.default``, ``aten.add.default`` and ``aten.sum.default``. Arguments are what the
-op's entrance was given after its argument normalisation: tensors and numbers positionally,
-the op's static parameters as keywords.
+``aten.mm.default``, ``aten.add.Tensor`` and ``aten.sum.default``. ``func`` carries torch's
+overload name for the call (``aten.sum.dim_IntList`` for ``x.sum(1)``, ``aten.std.correction``,
+``aten.add_.Tensor``), and indexing reaches the mode as torch's steps (``select.int``,
+``slice.Tensor``, ``unsqueeze``, ``index.Tensor``): NOTE [ Overload names ] and NOTE [ Indexing
+in dispatch modes ] in ember/_ops/_overloads.py. Arguments are what the op's entrance was
+given after its argument normalisation: tensors and numbers positionally, the op's static
+parameters as keywords (the indexing steps get torch's arguments); ``func`` runs either form.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import contextlib
 
 from .. import _dispatch
 from .._core.tensor import Tensor
+from .._ops import _overloads
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack",
            "_disable_current_modes", "is_in_torch_dispatch_mode", "_push_mode", "_pop_mode"]
@@ -66,6 +71,11 @@ class TorchDispatchMode(_dispatch.Mode):
     """
 
     level = 0
+    #: whether ``func`` carries torch's overload names (``aten.sum.dim_IntList`` for
+    #: ``x.sum(1)``; NOTE [ Overload names ] in ember/_ops/_overloads.py). None: yes for
+    #: modes defined outside ember, no for ember's own (ONNX export, ``export``, the flop
+    #: counter), whose tables use ember's op names.
+    _torch_overload_names = None
 
     def __init__(self, _dispatch_key=None):
         self._entered = []
@@ -75,6 +85,20 @@ class TorchDispatchMode(_dispatch.Mode):
         return func(*args, **(kwargs or {}))
 
     def dispatch(self, handle, args, kwargs):
+        if _shows_torch_names(type(self)):
+            if handle.__name__ in _overloads.SPLIT:
+                # this mode sees the ops torch runs for the call (indexing's steps, NOTE [
+                # Indexing in dispatch modes ] in ember/_ops/_overloads.py): each goes
+                # through it again
+                saved = _dispatch.state.modes
+                _dispatch.state.modes = saved + (self,)
+                try:
+                    r = _overloads.steps(handle, args, kwargs)
+                finally:
+                    _dispatch.state.modes = saved
+                if r is not NotImplemented:
+                    return r
+            handle = _overloads.torch_handle(handle, args, kwargs)
         return self.__torch_dispatch__(handle, _tensor_types(args, kwargs), args, kwargs)
 
     def __enter__(self):
@@ -95,6 +119,20 @@ class TorchDispatchMode(_dispatch.Mode):
     @classmethod
     def is_infra_mode(cls):
         return False
+
+
+#: mode class -> whether its modes see torch's overload names
+_names_by_class: dict = {}
+
+
+def _shows_torch_names(cls) -> bool:
+    shows = _names_by_class.get(cls)
+    if shows is None:
+        shows = cls._torch_overload_names
+        if shows is None:
+            shows = not (cls.__module__ or "").startswith("ember.")
+        _names_by_class[cls] = shows
+    return shows
 
 
 def _user_modes():
