@@ -19,8 +19,8 @@ torch builds from several, the name is that of the node torch leaves on the resu
 ``linear`` with a bias ends in torch's ``ViewBackward0``).
 
 Not covered (ember's graph differs in shape, not only in name): ops ember composes from other
-ops where torch has one node (``leaky_relu``, ``hardswish``, ``smooth_l1_loss``, ``topk``,
-``sort``, the reflection pads, interpolation); those print the last node ember records.
+ops where torch has one node (``topk``, ``sort``, the reflection pads, interpolation); those
+print the last node ember records.
 """
 
 from __future__ import annotations
@@ -208,11 +208,23 @@ def rename(result, name):
     t = result[0] if isinstance(result, tuple) else result
     fn = getattr(t, "_grad_fn", None)
     if fn is not None and type(fn).__name__ != name:
-        from ..autograd._nodes import OpNode, named_node_class
-
-        if isinstance(fn, OpNode):
-            fn.__class__ = named_node_class(name)
+        nodes = _autograd_nodes
+        if nodes is None:  # (imported once: an import statement costs ~1 us a call)
+            nodes = _load_nodes()
+        if isinstance(fn, nodes.OpNode):
+            fn.__class__ = nodes.named_node_class(name)
     return result
+
+
+_autograd_nodes = None
+
+
+def _load_nodes():
+    global _autograd_nodes
+    from ..autograd import _nodes
+
+    _autograd_nodes = _nodes
+    return _nodes
 
 
 def install():

@@ -1,5 +1,7 @@
-"""Loss functions beyond the fused ones (cross_entropy, nll_loss, mse_loss in ``nn_ops.py``),
-composed from ember ops so their gradients come for free; CTC is a fused op.
+"""Loss functions beyond the fused ones (cross_entropy, nll_loss, mse_loss in ``nn_ops.py``).
+The element-wise losses torch runs as one op (smooth_l1, huber, soft_margin and the binary
+cross-entropies) are one op each here too (NOTE [ Element-wise losses as single ops ]); CTC
+is a fused op; the rest are composed from ember ops so their gradients come for free.
 
 ``nn.functional`` re-exports the functional forms (string ``reduction``, the legacy
 ``size_average``/``reduce`` flags). Those PyTorch also has at top level (``torch.kl_div``,
@@ -20,7 +22,8 @@ import numpy as np
 from .. import _dispatch
 from .._core.checks import holds_values
 from .._core.tensor import Tensor
-from ._registry import Op, public
+from . import _node_names
+from ._registry import Op, public, recorded_as
 from ._xp_compat import to_host
 from .creation import full_like
 from .from_data import as_tensor, from_numpy
@@ -28,7 +31,7 @@ from .nn_activations import logsigmoid
 from .nn_checks import cast_back, kernel_dtype
 from .nn_ops import reduction_enum
 from .shape import broadcast_tensors
-from .pointwise import minimum, where, xlogy
+from .pointwise import minimum, opmath, where, xlogy
 from .ranges import arange, triu_indices
 
 
@@ -72,6 +75,35 @@ def _broadcast_warn(input, target):
             "Please ensure they have the same size.", stacklevel=3)
 
 
+# NOTE [ Element-wise losses as single ops ]
+# smooth_l1_loss, huber_loss, soft_margin_loss, binary_cross_entropy and
+# binary_cross_entropy_with_logits are one op each, as in torch (``SmoothL1LossBackward0``,
+# ...): the kernel computes the per-element loss and its reduction in one call, and the
+# formula is the per-element derivative times the output's gradient (divided by the element
+# count for 'mean'; the engine broadcasts a reduced gradient back). The formulas follow
+# torch's backward kernels where those differ from the derivative of the forward (at the
+# kinks, past the clamps of the binary cross-entropy, at +-inf) and are written in ember ops,
+# so create_graph gives second derivatives.
+
+
+def _reduced(xp, loss, reduction):
+    """The per-element ``loss`` reduced by ``reduction``, in ``loss``'s dtype."""
+    if reduction == "none":
+        return xp.asarray(loss)  # (a 0-d input's ufuncs give NumPy scalars)
+    # half types accumulate in float32, as torch's reductions do
+    acc = loss.astype(xp.float32) if loss.dtype.itemsize < 4 else loss
+    r = acc.sum() if reduction == "sum" else acc.mean() if acc.size else xp.nan
+    return xp.asarray(r).astype(loss.dtype, copy=False)
+
+
+def _per_element(g, x, reduction):
+    """The output's gradient as the factor of each element's derivative."""
+    if reduction == "mean":
+        return g / max(x.numel(), 1)
+    return g
+
+
+@recorded_as("aten::l1_loss", ("input", "target", "reduction"))
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = reduction_enum(reduction, size_average, reduce)
     _broadcast_warn(input, target)
@@ -96,23 +128,124 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
     _same_size("binary_cross_entropy", input, target)
-    kernel_dtype("binary_cross_entropy", input)
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected "
                            f"{input.dtype.scalar_name}")
-    if input.numel() and holds_values(input._data) and (
-            float(input.detach().min()) < 0 or float(input.detach().max()) > 1):
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    if target.numel() and holds_values(target._data) and (
-            float(target.detach().min()) < 0 or float(target.detach().max()) > 1):
-        raise RuntimeError("all elements of target should be between 0 and 1")
+    kernel_dtype("binary_cross_entropy", input)
     _not_differentiable("binary_cross_entropy", weight=weight)
-    log_x = input.log().clamp(min=-100)
-    log_1mx = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_x + (1 - target) * log_1mx)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    if weight is not None and tuple(weight.shape) != tuple(target.shape):
+        weight = weight.expand(_broadcast_shape(target, weight))
+    return _dispatch.apply(binary_cross_entropy_op, (input, target, weight),
+                           {"reduction": reduction})
+
+
+def _broadcast_shape(a, b):
+    return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+
+
+#: the floor of binary_cross_entropy's gradient denominator x (1 - x): torch's 1e-12, held
+#: in float32
+_BCE_EPS = float(np.float32(1e-12))
+
+
+def _bce_kernel(xp, x, t, w, *, reduction):
+    for name, a in (("input", x), ("target", t)):
+        # in the kernel, as torch's, so that it reads one example's values under vmap;
+        # written so that NaN, which compares false, fails the check as in torch
+        if a.size and holds_values(a) and not (a.min() >= 0 and a.max() <= 1):
+            raise RuntimeError(f"all elements of {name} should be between 0 and 1")
+    # both logs clamped at -100 (log(0) would give an infinite loss), as torch
+    log_x = xp.maximum(xp.log(x), -100)
+    log_1mx = xp.maximum(xp.log1p(-x), -100)
+    loss = (t - 1) * log_1mx - t * log_x
+    if w is not None:
+        loss = loss * w
+    return _reduced(xp, loss.astype(x.dtype, copy=False), reduction)
+
+
+def _bce_vjp(g, x, t, w, *, reduction, needs_input_grad):
+    gx_needed, gt_needed = needs_input_grad[0], needs_input_grad[1]
+    # the input's gradient is one op with torch's second derivatives (below); the target's
+    # is f (log(1 - x) - log(x)), unclamped, as torch's
+    gx = _dispatch.apply(bce_backward_op, (g, x, t, w), {"reduction": reduction}) \
+        if gx_needed else None
+    if not gt_needed:
+        return gx, None, None
+    f = _per_element(g, x, reduction)
+    if w is not None:
+        f = f * w
+    return gx, f * ((-x).log1p() - x.log()), None
+
+
+def _bce_jvp(x_dots, x, t, w, *, reduction, out):
+    x_dot, t_dot = x_dots[0], x_dots[1]
+    per = None
+    if x_dot is not None:
+        per = x_dot * (x - t) / (x * (1 - x)).clamp(min=_BCE_EPS)
+    if t_dot is not None:
+        pt = t_dot * ((-x).log1p() - x.log())
+        per = pt if per is None else per + pt
+    if per is None:
+        return None
+    if w is not None:
+        per = per * w
+    return per if reduction == "none" else per.sum() if reduction == "sum" else per.mean()
+
+
+binary_cross_entropy_op = Op("binary_cross_entropy", _bce_kernel, vjp=_bce_vjp, jvp=_bce_jvp)
+
+
+# NOTE [ Binary cross-entropy's second derivatives ]
+# torch's gradient with respect to the input is g w (x - t) / max(x (1 - x), eps) (eps the
+# float32 1e-12, so that x = 0 and x = 1 give finite values). Its own derivatives are not
+# those of that expression where the floor is reached: with d = 1e-12 (a double), torch
+# takes (x^2 - 2 x t + t) / ((x + d)^2 (1 - x + d)^2) for the input, (x - t) / ((x + d)
+# (1 - x + d)) for the output gradient and -1 / max(x (1 - x), d) for the target. The
+# backward is therefore an op of its own (torch's BinaryCrossEntropyBackwardBackward0)
+# whose formulas are those, written in ember ops for higher derivatives.
+
+_BCE_D = 1e-12
+
+
+def _bce_backward_kernel(xp, g, x, t, w, *, reduction):
+    r = (x - t) / xp.maximum(x * (1 - x), x.dtype.type(_BCE_EPS))
+    if w is not None:
+        r = r * w
+    if reduction == "mean":
+        g = g / max(x.size, 1)
+    return xp.asarray(r * g).astype(x.dtype, copy=False)
+
+
+def _bce_backward_parts(g, x, t, w, reduction):
+    f = _per_element(g, x, reduction)
+    return f * w if w is not None else f
+
+
+def _bce_backward_vjp(gg, g, x, t, w, *, reduction, needs_input_grad):
+    f = _bce_backward_parts(gg, x, t, w, reduction)  # gg, weighted and averaged as g was
+    xd, one_xd = x + _BCE_D, 1 - x + _BCE_D
+    dg = f * (x - t) / (xd * one_xd) if needs_input_grad[0] else None
+    dx = f * g * (x * x - 2 * x * t + t) / (xd * one_xd).square() if needs_input_grad[1] \
+        else None
+    dt = -f * g / (x * (1 - x)).clamp(min=_BCE_D) if needs_input_grad[2] else None
+    return dg, dx, dt, None
+
+
+def _bce_backward_jvp(x_dots, g, x, t, w, *, reduction, out):
+    g_dot, x_dot, t_dot = x_dots[0], x_dots[1], x_dots[2]
+    xd, one_xd = x + _BCE_D, 1 - x + _BCE_D
+    per = None
+    for dot, partial in ((g_dot, lambda: (x - t) / (xd * one_xd)),
+                         (x_dot, lambda: g * (x * x - 2 * x * t + t) / (xd * one_xd).square()),
+                         (t_dot, lambda: -g / (x * (1 - x)).clamp(min=_BCE_D))):
+        if dot is not None:
+            term = dot * partial()
+            per = term if per is None else per + term
+    return None if per is None else _bce_backward_parts(per, x, t, w, reduction)
+
+
+bce_backward_op = Op("binary_cross_entropy_backward", _bce_backward_kernel,
+                     vjp=_bce_backward_vjp, jvp=_bce_backward_jvp)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
@@ -126,31 +259,181 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                            f"desired output type {target.dtype.scalar_name}")
     _not_differentiable("binary_cross_entropy_with_logits", weight=weight,
                         pos_weight=pos_weight)
-    # (1 - t) x + w_t * log(1 + exp(-x)), with log(1 + exp(-x)) = -logsigmoid(x): stable for
-    # every x, and its derivative -sigmoid(-x) holds at x = 0 too (|x| and relu would give 0)
-    softplus_neg = -logsigmoid(input)
+    from .._core import dtype as _dt
+
+    if target.dtype.name == "bool":  # torch's ``1 - target`` refuses it
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    dt = _dt.result_type(*(a for a in (input, target, weight, pos_weight) if a is not None))
+    if pos_weight is not None and pos_weight.dtype.name == "bool":  # torch's pos_weight - 1
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
     if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1 - target) * input + softplus_neg
-    if weight is not None:
-        loss = loss * weight
-    if target.is_floating_point() and loss.dtype != target.dtype:
+        # torch scales log sigmoid(input), of the input's dtype, in place by the weights
+        scaled = _dt.promote_types(_dt.result_type(pos_weight, target), input.dtype)
+        if not _dt.can_cast(scaled, input.dtype):
+            raise RuntimeError(f"result type {scaled.scalar_name} can't be cast to the "
+                               f"desired output type {input.dtype.scalar_name}")
+    writes_target = target.is_floating_point() or target.is_complex()
+    if writes_target and not _dt.can_cast(dt, target.dtype):
+        # torch computes in place on a tensor of the target's dtype
+        raise RuntimeError(f"result type {dt.scalar_name} can't be cast to the desired output "
+                           f"type {target.dtype.scalar_name}")
+    args = tuple(None if a is None else a if a.dtype == dt else a.to(dt)
+                 for a in (input, target, weight, pos_weight))
+    loss = _dispatch.apply(bce_with_logits_op, args, {"reduction": reduction})
+    if writes_target and loss.dtype != target.dtype:
         loss = loss.to(target.dtype)  # torch works in place on a tensor of target's dtype
-    return _reduce(loss, reduction)
+    return loss
+
+
+def _log_sigmoid(xp, x):
+    # min(x, 0) - log(1 + exp(-|x|)): no overflow for any x
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _bce_logits_kernel(xp, x, t, w, pw, *, reduction):
+    # (1 - t) x - l log sigmoid(x), l = (pw - 1) t + 1; a half input rounds log sigmoid(x)
+    # and each step after it to its own type, as torch's sequence of ops does
+    log_sig = opmath(_log_sigmoid)(xp, x)
+    if pw is not None:
+        log_sig = log_sig * ((pw - 1) * t + 1)
+    loss = (1 - t) * x - log_sig
+    if w is not None:
+        loss = loss * w
+    return _reduced(xp, loss.astype(x.dtype, copy=False), reduction)
+
+
+def _bce_logits_vjp(g, x, t, w, pw, *, reduction, needs_input_grad):
+    f = _per_element(g, x, reduction)
+    if w is not None:
+        f = f * w
+    gx = gt = None
+    if needs_input_grad[0]:
+        # sigmoid(x) - t, or (pw t + 1 - t) sigmoid(x) - pw t with a positive weight
+        if pw is None:
+            gx = f * (x.sigmoid() - t)
+        else:
+            pt = pw * t
+            gx = f * ((pt + 1 - t) * x.sigmoid() - pt)
+    if needs_input_grad[1]:
+        # d/dt: -x, or log sigmoid(-x) - pw log sigmoid(x) with a positive weight (the same
+        # -x - (pw - 1) log sigmoid(x), written so that x = -inf gives inf, as torch)
+        gt = -f * x if pw is None else f * (logsigmoid(-x) - pw * logsigmoid(x))
+    return gx, gt, None, None
+
+
+def _bce_logits_jvp(x_dots, x, t, w, pw, *, reduction, out):
+    x_dot, t_dot = x_dots[0], x_dots[1]
+    per = None
+    if x_dot is not None:
+        if pw is None:
+            per = x_dot * (x.sigmoid() - t)
+        else:
+            pt = pw * t
+            per = x_dot * ((pt + 1 - t) * x.sigmoid() - pt)
+    if t_dot is not None:
+        pt_ = -t_dot * x if pw is None else t_dot * (logsigmoid(-x) - pw * logsigmoid(x))
+        per = pt_ if per is None else per + pt_
+    if per is None:
+        return None
+    if w is not None:
+        per = per * w
+    return per if reduction == "none" else per.sum() if reduction == "sum" else per.mean()
+
+
+bce_with_logits_op = Op("binary_cross_entropy_with_logits", _bce_logits_kernel,
+                        vjp=_bce_logits_vjp, jvp=_bce_logits_jvp)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _broadcast_warn(input, target)
+    reduction = reduction_enum(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    from .._core import dtype as _dt
+
+    common = _result_dtype(input, target)
+    if not _dt.can_cast(common, input.dtype):  # torch checks its output's dtype first
+        raise RuntimeError(f"result type {common.scalar_name} can't be cast to the desired "
+                           f"output type {input.dtype.scalar_name}")
     x, t = _promoted("huber", input, target)
-    d = (x - t).abs()
-    # torch's kernel writes into a tensor of the input's dtype
-    loss = cast_back("huber_loss", where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)),
-                     input)
+    if x.shape != t.shape:
+        x, t = broadcast_tensors(x, t)
+    # torch's kernel writes into a tensor of the input's dtype; a weight multiplies the
+    # unreduced loss (NOTE [ Element-wise losses as single ops ])
+    loss = cast_back("huber_loss", _dispatch.apply(huber_loss_op, (x, t), {
+        "reduction": "none" if weight is not None else reduction, "delta": float(delta)}),
+        input)
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction_enum(reduction))
+        return _reduce(loss * weight, reduction)
+    return loss
+
+
+def _smooth_loss(xp, x, t, reduction, width, scale):
+    """huber_loss's per-element loss (``scale`` False), or smooth_l1_loss's (True: the huber
+    loss divided by its width), reduced: the square of the difference within the width, a
+    straight line beyond it."""
+    z = xp.abs(x - t)
+    # with c = min(z, width): c (z - c / 2) is z^2 / 2 within the width and
+    # width (z - width / 2) beyond it (NaN stays NaN)
+    c = xp.minimum(z, x.dtype.type(width))
+    loss = c * (z - c * 0.5)
+    if scale:
+        loss = loss / x.dtype.type(width)
+    return _reduced(xp, xp.asarray(loss).astype(x.dtype, copy=False), reduction)
+
+
+def _smooth_slope(d, width, scale):
+    """d loss / d x for the difference ``d = x - t``: torch's rule, the line's slope beyond
+    the width (so +-inf differences get a finite gradient) and the parabola's within (NaN
+    stays NaN)."""
+    c = d.clamp(-width, width)
+    return c / width if scale else c
+
+
+def _smooth_vjp(g, x, t, reduction, width, scale, needs):
+    gx = _per_element(g, x, reduction) * _smooth_slope(x - t, width, scale)
+    return (gx if needs[0] else None), (-gx if needs[1] else None)
+
+
+def _smooth_jvp(x_dots, x, t, reduction, width, scale):
+    x_dot, t_dot = x_dots
+    d_dot = x_dot if t_dot is None else -t_dot if x_dot is None else x_dot - t_dot
+    per = _smooth_slope(x - t, width, scale) * d_dot
+    return per if reduction == "none" else per.sum() if reduction == "sum" else per.mean()
+
+
+def _huber_kernel(xp, x, t, *, reduction, delta):
+    return _smooth_loss(xp, x, t, reduction, delta, False)
+
+
+def _huber_vjp(g, x, t, *, reduction, delta, needs_input_grad):
+    return _smooth_vjp(g, x, t, reduction, delta, False, needs_input_grad)
+
+
+def _huber_jvp(x_dots, x, t, *, reduction, delta, out):
+    return _smooth_jvp(x_dots, x, t, reduction, delta, False)
+
+
+def _smooth_l1_kernel(xp, x, t, *, reduction, beta):
+    return _smooth_loss(xp, x, t, reduction, beta, True)
+
+
+def _smooth_l1_vjp(g, x, t, *, reduction, beta, needs_input_grad):
+    return _smooth_vjp(g, x, t, reduction, beta, True, needs_input_grad)
+
+
+def _smooth_l1_jvp(x_dots, x, t, *, reduction, beta, out):
+    return _smooth_jvp(x_dots, x, t, reduction, beta, True)
+
+
+huber_loss_op = Op("huber_loss", opmath(_huber_kernel), vjp=_huber_vjp, jvp=_huber_jvp)
+smooth_l1_loss_op = Op("smooth_l1_loss", opmath(_smooth_l1_kernel), vjp=_smooth_l1_vjp,
+                       jvp=_smooth_l1_jvp)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
@@ -160,10 +443,12 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _promoted("smooth_l1", input, target)
-    d = (input - target).abs()
-    if beta == 0:
-        return _reduce(d, reduction)
-    return _reduce(where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+    if beta == 0:  # torch's l1_loss then
+        return _reduce((input - target).abs(), reduction)
+    if input.shape != target.shape:
+        input, target = broadcast_tensors(input, target)
+    return _dispatch.apply(smooth_l1_loss_op, (input, target),
+                           {"reduction": reduction, "beta": float(beta)})
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -236,14 +521,19 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
             f"margin_ranking_loss : All input tensors should have same dimension but got "
             f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
     # the margin is a double in torch's signature: integer inputs give a float loss
-    return _reduce((-target * (input1 - input2) + float(margin)).clamp(min=0), reduction)
+    # torch's graph: the margin added as a number (its AddBackward1), then clamp_min
+    shifted = _node_names.rename(-target * (input1 - input2) + float(margin), "AddBackward1")
+    return _reduce(shifted.clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
-    margin_part = where(target != 1, (margin - input).clamp(min=0), input * 0)
-    self_part = where(target != -1, input, input * 0)
+    # zeros, not ``input * 0``: an infinite input must not turn the other branch into NaN;
+    # torch converts the -1 it compares with to the target's type (255 for uint8)
+    neg_one = 255 if target.dtype.name == "uint8" else -1
+    margin_part = where(target != 1, (margin - input).clamp(min=0), 0)
+    self_part = where(target != neg_one, input, 0)
     loss = margin_part + self_part
     if not (input.is_floating_point() or input.is_complex()):  # torch keeps integer inputs'
         loss = loss.to(input.dtype)  # dtype (the float margin part truncated)
@@ -252,9 +542,83 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = reduction_enum(reduction, size_average, reduce)
-    x, t = (input, target) if target.dtype == input.dtype else \
-        (input.to(_result_dtype(input, target)), target.to(_result_dtype(input, target)))
-    return _reduce(cast_back("soft_margin_loss", (-t * x).exp().log1p(), input), reduction)
+    from .._core import dtype as _dt
+
+    if input.dtype.name == "bool":  # torch's ``-input`` refuses it
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    common = _result_dtype(input, target)
+    if not (common.is_floating_point or common.is_complex):
+        common = _dt.get_default_dtype()  # integers compute in floating point
+    if not _dt.can_cast(common, input.dtype):  # torch writes into the input's dtype
+        raise RuntimeError(f"result type {common.scalar_name} can't be cast to the desired "
+                           f"output type {input.dtype.scalar_name}")
+    if target.dtype != common and target.dtype != input.dtype:
+        target = target.to(common)  # the kernel then computes in torch's promoted dtype
+    if input.shape != target.shape:  # the target broadcasts to the input's shape
+        try:
+            shape = _broadcast_shape(input, target)
+        except ValueError:
+            broadcast_tensors(input, target)  # raises torch's message
+            raise
+        if shape != tuple(input.shape):
+            raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+        target = target.expand(shape)
+    _not_differentiable("soft_margin_loss", target=target)
+    return _dispatch.apply(soft_margin_loss_op, (input, target), {"reduction": reduction})
+
+
+def _soft_margin_kernel(xp, x, t, *, reduction):
+    # log(1 + exp(-t x)) in the operands' common dtype, written in the input's, as torch
+    # (which overflows to inf for large -t x, and so does this)
+    z = t * x  # (the public function gave ``t`` the promoted dtype where that differs)
+    loss = xp.log1p(xp.exp(-z))
+    return _reduced(xp, xp.asarray(loss).astype(x.dtype, copy=False), reduction)
+
+
+def _soft_margin_slope(x, t):
+    # -t z / (1 + z) with z = exp(-t x): NaN where z overflows, as torch's formula
+    z = (-t * x).exp()
+    return -t * z / (z + 1)
+
+
+def _soft_margin_backward_kernel(xp, g, x, t, *, reduction):
+    """g * -t z / (1 + z), z = exp(-t x), in two temporaries (the formula's NaN where z
+    overflows included)."""
+    z = t * x
+    xp.negative(z, out=z)
+    xp.exp(z, out=z)
+    d = z + 1
+    z /= d
+    z *= t
+    xp.negative(z, out=z)
+    z *= g / max(x.size, 1) if reduction == "mean" else g
+    return z.astype(x.dtype, copy=False)
+
+
+# the backward in one call where no graph is built through it (and no mode batches it)
+soft_margin_backward_op = Op("soft_margin_loss_backward", _soft_margin_backward_kernel)
+
+
+def _soft_margin_vjp(g, x, t, *, reduction):
+    if (not _dispatch.intercept and x._data.dtype.itemsize >= 4 and x._data.ndim
+            and x._data.dtype == t._data.dtype and not _dispatch.differentiable_formula(g, x)):
+        return _dispatch.apply(soft_margin_backward_op, (g, x, t),
+                               {"reduction": reduction}), None
+    return _per_element(g, x, reduction) * _soft_margin_slope(x, t), None
+
+
+def _soft_margin_jvp(x_dots, x, t, *, reduction, out):
+    if x_dots[0] is None:
+        return None
+    per = _soft_margin_slope(x, t) * x_dots[0]
+    return per if reduction == "none" else per.sum() if reduction == "sum" else per.mean()
+
+
+soft_margin_loss_op = Op("soft_margin_loss", opmath(_soft_margin_kernel), vjp=_soft_margin_vjp,
+                         jvp=_soft_margin_jvp)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,

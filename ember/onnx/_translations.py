@@ -225,6 +225,114 @@ def _mish(ctx, args, kwargs, outs):
     return [g.node("Mul", [x, t], name_hint=ctx.hint)]
 
 
+@translation("prelu")
+def _prelu(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    return [ctx.g.node("PRelu", [_input(ctx, args[0], dtype), _input(ctx, args[1], dtype)],
+                       name_hint=ctx.hint)]
+
+
+@translation("hardshrink", "softshrink")
+def _shrink(ctx, args, kwargs, outs):
+    # ONNX's Shrink: x - bias above lambd, x + bias below -lambd, 0 between
+    lambd = float(kwargs["lambd"])
+    bias = lambd if ctx.op == "softshrink" else 0.0
+    return [ctx.g.node("Shrink", [_input(ctx, args[0], outs[0].dtype)], lambd=lambd,
+                       bias=bias, name_hint=ctx.hint)]
+
+
+@translation("glu")
+def _glu(ctx, args, kwargs, outs):
+    x = args[0]
+    dim = kwargs["dim"] % x.ndim
+    half = x.shape[dim] // 2
+    g = ctx.g
+    a, b = g.node("Split", [ctx.name(x), g.ints([half, half], "split")], outputs=2, axis=dim)
+    return [g.node("Mul", [a, g.node("Sigmoid", [b])], name_hint=ctx.hint)]
+
+
+# -- the element-wise losses that are one op each (ember/_ops/nn_loss.py): the per-element
+# formula, then the reduction
+
+
+def _loss_reduced(ctx, loss, reduction, ndim):
+    g = ctx.g
+    if reduction == "none":
+        return g.node("Identity", [loss], name_hint=ctx.hint)
+    op = "ReduceSum" if reduction == "sum" else "ReduceMean"
+    if ndim == 0:
+        return g.node("Identity", [loss], name_hint=ctx.hint)
+    return g.node(op, [loss, g.ints(list(range(ndim)), "axes")], keepdims=0,
+                  name_hint=ctx.hint)
+
+
+@translation("smooth_l1_loss", "huber_loss")
+def _smooth_loss(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    g = ctx.g
+    x, t = (_input(ctx, a, dtype) for a in args[:2])
+    d = g.node("Abs", [g.node("Sub", [x, t])])
+    sq = g.node("Mul", [d, d])
+    if ctx.op == "smooth_l1_loss":
+        width = kwargs["beta"]
+        inner = g.node("Mul", [sq, _input(ctx, 0.5 / width, dtype)])
+        outer = g.node("Sub", [d, _input(ctx, 0.5 * width, dtype)])
+    else:
+        width = kwargs["delta"]
+        inner = g.node("Mul", [sq, _input(ctx, 0.5, dtype)])
+        outer = g.node("Mul", [g.node("Sub", [d, _input(ctx, 0.5 * width, dtype)]),
+                               _input(ctx, width, dtype)])
+    loss = g.node("Where", [g.node("Less", [d, _input(ctx, width, dtype)]), inner, outer])
+    return [_loss_reduced(ctx, loss, kwargs["reduction"], args[0].ndim)]
+
+
+@translation("soft_margin_loss")
+def _soft_margin_loss(ctx, args, kwargs, outs):
+    dtype = outs[0].dtype
+    g = ctx.g
+    x, t = (_input(ctx, a, dtype) for a in args[:2])
+    loss = _softplus_of(ctx, g.node("Neg", [g.node("Mul", [t, x])]), dtype)
+    return [_loss_reduced(ctx, loss, kwargs["reduction"], args[0].ndim)]
+
+
+@translation("binary_cross_entropy")
+def _binary_cross_entropy(ctx, args, kwargs, outs):
+    # -(t max(log x, -100) + (1 - t) max(log(1 - x), -100)), times the weight
+    dtype = outs[0].dtype
+    g = ctx.g
+    x, t = (_input(ctx, a, dtype) for a in args[:2])
+    one, floor = _input(ctx, 1, dtype), _input(ctx, -100, dtype)
+    log_x = g.node("Max", [g.node("Log", [x]), floor])
+    log_1mx = g.node("Max", [g.node("Log", [g.node("Sub", [one, x])]), floor])
+    pos = g.node("Mul", [t, log_x])
+    neg = g.node("Mul", [g.node("Sub", [one, t]), log_1mx])
+    loss = g.node("Neg", [g.node("Add", [pos, neg])])
+    if len(args) > 2 and args[2] is not None:
+        loss = g.node("Mul", [loss, _input(ctx, args[2], dtype)])
+    return [_loss_reduced(ctx, loss, kwargs["reduction"], args[0].ndim)]
+
+
+@translation("binary_cross_entropy_with_logits")
+def _bce_with_logits(ctx, args, kwargs, outs):
+    # (1 - t) x - l log sigmoid(x), l = (pos_weight - 1) t + 1, log sigmoid(x) =
+    # -softplus(-x); times the weight
+    dtype = outs[0].dtype
+    g = ctx.g
+    x, t = (_input(ctx, a, dtype) for a in args[:2])
+    weight = args[2] if len(args) > 2 else None
+    pos_weight = args[3] if len(args) > 3 else None
+    one = _input(ctx, 1, dtype)
+    neg_log_sig = _softplus_of(ctx, g.node("Neg", [x]), dtype)
+    if pos_weight is not None:
+        lw = g.node("Add", [g.node("Mul", [g.node("Sub", [_input(ctx, pos_weight, dtype), one]),
+                                           t]), one])
+        neg_log_sig = g.node("Mul", [neg_log_sig, lw])
+    loss = g.node("Add", [g.node("Mul", [g.node("Sub", [one, t]), x]), neg_log_sig])
+    if weight is not None:
+        loss = g.node("Mul", [loss, _input(ctx, weight, dtype)])
+    return [_loss_reduced(ctx, loss, kwargs["reduction"], args[0].ndim)]
+
+
 @translation("logical_not", "bitwise_not")
 def _not(ctx, args, kwargs, outs):
     if outs[0].dtype == _dt.bool_:

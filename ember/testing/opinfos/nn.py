@@ -135,6 +135,49 @@ def _activation(*args, **kwargs):
     return gen
 
 
+def _prelu(dtype, rng):
+    yield SampleInput(_t((2, 3, 4), dtype, rng, low=-3, high=3), _t((3,), dtype, rng))
+    yield SampleInput(_t((5,), dtype, rng, low=-3, high=3), _t((1,), dtype, rng))
+    yield SampleInput(_t((), dtype, rng), _t((1,), dtype, rng))
+
+
+def _glu(dtype, rng):
+    yield SampleInput(_t((3, 4), dtype, rng, low=-4, high=4))
+    yield SampleInput(_t((4, 2, 3), dtype, rng, noncontiguous=True), 0)
+
+
+def _pair_loss(**kwargs):
+    """(input, target) of one shape, reduced each way, with ``kwargs``."""
+    def gen(dtype, rng):
+        for reduction in ("mean", "none", "sum"):
+            yield SampleInput(_t((3, 4), dtype, rng, low=-3, high=3),
+                              _t((3, 4), dtype, rng, low=-3, high=3), reduction=reduction,
+                              **kwargs)
+        yield SampleInput(_t((), dtype, rng), _t((), dtype, rng), **kwargs)
+    return gen
+
+
+def _soft_margin(dtype, rng):
+    import ember
+
+    # integer targets: torch has no derivative for the target
+    signs = ember.tensor([[1, -1, 1, 1], [-1, -1, 1, -1], [1, 1, -1, 1]])
+    for reduction in ("mean", "none", "sum"):
+        yield SampleInput(_t((3, 4), dtype, rng), signs, reduction=reduction)
+
+
+def _bce(dtype, rng):
+    for reduction in ("mean", "none", "sum"):
+        yield SampleInput(_t((3, 4), dtype, rng, low=0.05, high=0.95),
+                          _t((3, 4), dtype, rng, low=0, high=1), reduction=reduction)
+
+
+def _bce_logits(dtype, rng):
+    for reduction in ("mean", "none", "sum"):
+        yield SampleInput(_t((3, 4), dtype, rng, low=-4, high=4),
+                          _t((3, 4), dtype, rng, low=0, high=1), reduction=reduction)
+
+
 op_db = [
     OpInfo(f"nn.functional.{name}", sample_inputs=gen, dtypes=F32_64, method=False, **kw)
     for name, gen, kw in [
@@ -170,5 +213,18 @@ op_db = [
         ("softplus", _activation(2.0, 4.0), {}),
         ("logsigmoid", _activation(), {}),
         ("mish", _activation(), {}),
+        ("prelu", _prelu, {}),
+        ("rrelu", _activation(0.1, 0.3), {}),
+        ("softshrink", _activation(1.5), {}),
+        ("hardshrink", _activation(1.5), {}),
+        ("threshold", _activation(0.5, -2.0), {}),
+        ("glu", _glu, {}),
+        ("softsign", _activation(), {}),
+        ("tanhshrink", _activation(), {}),
+        ("smooth_l1_loss", _pair_loss(beta=0.5), {}),
+        ("huber_loss", _pair_loss(delta=0.7), {}),
+        ("soft_margin_loss", _soft_margin, {}),
+        ("binary_cross_entropy", _bce, {}),
+        ("binary_cross_entropy_with_logits", _bce_logits, {}),
     ]
 ]
