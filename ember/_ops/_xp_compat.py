@@ -27,6 +27,8 @@ a GPU. The gaps ember's kernels met, and the portable form each takes here:
   must run on the host copies explicitly (``to_host``) and returns ``xp.asarray(result)``.
 - Batched linear algebra CuPy lacks: ``cupyx.scipy.linalg.expm`` takes one 2-d matrix;
   ``batched_expm`` is a batched scaling-and-squaring Pade in ``matmul`` and ``solve``.
+  ``cupy.linalg.solve`` does not broadcast batch dims (NumPy's does): ``solve`` here
+  broadcasts them first.
 
 On NumPy every helper is the NumPy call it replaces, so CPU results are unchanged. The
 CuPy-specific knowledge is the table ``_AT_DTYPES``; a namespace other than NumPy is treated
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["batched_expm", "sparse_indices", "to_host", "ufunc_accumulate", "ufunc_at",
+__all__ = ["batched_expm", "solve", "sparse_indices", "to_host", "ufunc_accumulate", "ufunc_at",
            "ufunc_reduce", "where"]
 
 # ufunc name -> dtype names whose ``ufunc.at`` CuPy 14 implements (its error messages list
@@ -46,8 +48,12 @@ _INTS = frozenset({"int32", "int64", "uint32", "uint64"})
 _AT_DTYPES = {
     "add": _INTS | {"float16", "float32", "float64"},
     "subtract": _INTS | {"float16", "float32", "float64"},
-    "maximum": _INTS | {"float32", "float64"},
-    "minimum": _INTS | {"float32", "float64"},
+    # (float64 maximum/minimum are left out: CuPy 14.2's float64 ``maximum.at`` does not
+    # keep the members' exact values -- on an H200 its results differed from NumPy's past
+    # the fourth decimal, and scatter_reduce amax's gradient, which finds the members equal
+    # to the result, came out zero -- so they take the exact rounds)
+    "maximum": _INTS | {"float32"},
+    "minimum": _INTS | {"float32"},
 }
 # the portable whole-array reductions standing in for ``ufunc.reduce``
 _REDUCERS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -347,3 +353,27 @@ def batched_expm(xp, a):
     for k in range(int(s.max())):
         r = xp.where((s > k)[..., None, None], xp.matmul(r, r), r)
     return r.astype(a.dtype) if r.dtype != a.dtype else r
+
+
+def solve(xp, a, b):
+    """``xp.linalg.solve(a, b)`` with NumPy's broadcasting of the batch dims of the
+    coefficient matrices ``a`` (..., M, M) and the right-hand sides ``b`` (..., M, K), on
+    any array namespace (CuPy's ``solve`` wants equal batch dims).
+
+    Args:
+        xp: the array namespace of ``a`` and ``b``.
+        a: square matrices, (..., M, M).
+        b: right-hand sides, (..., M, K), or one vector (M,).
+
+    Returns:
+        The solutions, as NumPy's ``solve`` shapes them. See NOTE [ Portable array code ].
+
+    Example:
+        >>> solve(np, np.eye(2)[None].repeat(3, 0), np.ones((2, 1))).shape
+        (3, 2, 1)
+    """
+    if xp is not np and b.ndim >= 2 and a.shape[:-2] != b.shape[:-2]:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = xp.broadcast_to(a, batch + a.shape[-2:])
+        b = xp.broadcast_to(b, batch + b.shape[-2:])
+    return xp.linalg.solve(a, b)

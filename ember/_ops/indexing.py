@@ -142,14 +142,24 @@ _inplace_handles: dict = {}
 
 
 def _inplace_handle(op, name, mutate):
-    """The OpOverload of the in-place op ``name`` (its op and mutation never change)."""
-    h = _inplace_handles.get(name)
+    """The OpOverload of the in-place op ``name`` running ``op`` (and its mutation): one
+    per op, since one name may stand for several (``scatter_reduce_``'s reductions), and
+    the modes read ``handle.op`` (vmap, forward AD). The packet's ``default`` stays the
+    first one made."""
+    h = _inplace_handles.get((name, op))
     if h is None:
         def run(*inputs, **params):
             return inplace_or_not(op, name, inputs[0], inputs, params, mutate)
 
-        h = _inplace_handles[name] = _dispatch.overload("aten", name, "default", run, op,
-                                                        is_inplace=True)
+        if not any(k[0] == name for k in _inplace_handles):
+            h = _dispatch.overload("aten", name, "default", run, op, is_inplace=True)
+        else:
+            p = _dispatch.packet("aten", name, op)
+            first = p._overloads.get("default")
+            h = _dispatch.OpOverload(p, "default", run, op, is_inplace=True)
+            if first is not None:
+                p._add(first)
+        _inplace_handles[(name, op)] = h
     return h
 
 
@@ -440,7 +450,7 @@ def _classify(x):
     if tp is bool or tp is np.bool_:
         return "pybool", bool(x)
     if not isinstance(x, Tensor):
-        if isinstance(x, (list, tuple, np.ndarray)):
+        if isinstance(x, (list, tuple, np.ndarray, range)):
             x = _as_index_tensor(x)
         elif isinstance(x, np.integer) or hasattr(x, "__index__") and not isinstance(
                 x, (float, complex)):
@@ -580,8 +590,29 @@ def _key(spec, idx):
     return tuple(next(it) if s is _T else s for s in spec)
 
 
+def _reads_nothing(xp, a, key):
+    """For ``a[key]`` that raised IndexError on an empty ``a``: the (empty) region ``key``
+    addresses when it addresses no element, else None. torch checks the indices while it
+    reads, so an empty region passes whatever they hold; zeros stand in for them here (they
+    are in bounds wherever the dim is not itself empty)."""
+    safe = tuple(xp.zeros_like(k) if getattr(k, "dtype", None) is not None and k.dtype.kind
+                 in "iu" else k for k in key)
+    try:
+        r = a[safe]
+    except IndexError:
+        return None
+    return r if r.size == 0 else None
+
+
 def _index_kernel(xp, a, *idx, spec, shape):
-    return a[_key(spec, idx)]
+    key = _key(spec, idx)
+    try:
+        return a[key]
+    except IndexError:
+        r = _reads_nothing(xp, a, key) if a.size == 0 else None
+        if r is None:
+            raise
+        return r
 
 
 def _index_vjp(g, _a, *idx, spec, shape):
@@ -609,6 +640,8 @@ def _index_put_into(xp, out, v, *idx, spec, accumulate):
             f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to "
             f"indexing result of shape {list(shape)}") from None
     except IndexError as e:
+        if out.size == 0 and _reads_nothing(xp, out, key) is not None:
+            return  # an empty region: torch writes nothing and checks nothing
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 

@@ -22,7 +22,8 @@ from .._core.tensor import wrap
 from ..return_types import make
 from ._registry import Op
 from .linalg import check_out_tuple, check_tensor
-from .linalg_decomp import LinAlgError, _bidx, check_square, inv, inv_ex, solve
+from .linalg_decomp import (LinAlgError, _bidx, check_square, empty_any_dtype, inv, inv_ex,
+                            solve)
 
 # ------------------------------------------------------------------------------------------------
 # LDL
@@ -43,6 +44,7 @@ def _host(xp, a):
     return a if xp is np else a.get()
 
 
+@empty_any_dtype
 def _ldl_factor_kernel(xp, a, *, hermitian, check_errors):
     if not holds_values(a):  # the meta device: shapes only
         return (xp.empty(a.shape, a.dtype), xp.empty(a.shape[:-1], np.int32),
@@ -159,6 +161,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
         *_dispatch.write_out("linalg.ldl_factor", out, (LD, pivots)))
 
 
+@empty_any_dtype
 def _ldl_solve_kernel(xp, ld, piv, b, *, hermitian):
     n, k = b.shape[-2], b.shape[-1]
     batch = np.broadcast_shapes(ld.shape[:-2], piv.shape[:-1], b.shape[:-2])
@@ -337,11 +340,8 @@ def cond(A, p=None, *, out=None):
         out (Tensor, optional): the output tensor.
 
     Returns:
-        Tensor: a real tensor of shape ``(*)``.
-
-    Differences from PyTorch:
-        An empty batch of matrices that requires grad: ember's result requires grad, PyTorch's does
-        not.
+        Tensor: a real tensor of shape ``(*)``; for an empty ``A`` (of any dtype, any shape)
+        zeros of ``A``'s real dtype without a history, as torch's.
 
     Example::
 
@@ -354,34 +354,40 @@ def cond(A, p=None, *, out=None):
     from .pointwise import where
 
     op_name = "linalg.cond"
-    check_matrix(op_name, A)
+    check_tensor(op_name, A, "A")
+    if A.dim() < 2:
+        raise RuntimeError(f"{op_name}: The input tensor must have at least 2 dimensions.")
     if p not in _SVD_ORDS and p not in _INV_ORDS:
         raise RuntimeError(f"{op_name} got an invalid norm type: {p}")
+    n, m = A.shape[-2], A.shape[-1]
+    if p in ("fro", "nuc") and n != m:  # torch checks these two norms' shapes first
+        raise RuntimeError(f"{op_name}(ord={p}): A must be batches of square matrices, but "
+                           f"they are {n} by {m} matrices")
+    if not A.numel():  # before any other dtype or shape check, as torch
+        real = A.dtype.to_real() if A.is_complex() else A.dtype
+        r = wrap(_dispatch.xp_of(A._data).zeros(tuple(A.shape[:-2]), real.np))
+        return r if out is None else _dispatch.write_out(op_name, out, r)
+    # the inverse-based norms meet torch's inv checks first ('nuc' takes the SVD before)
+    check_matrix(op_name if p in _SVD_ORDS or p == "nuc" else "linalg.inv", A)
     if p in _SVD_ORDS:
         s = svdvals(A)
-        if min(A.shape[-2:]) == 0:
-            r = s.sum(-1)  # zero-size matrices: an empty result of the batch shape
-        elif p == -2:
+        if p == -2:
             r = s[..., -1] / s[..., 0]
         else:
             r = s[..., 0] / s[..., -1]
     else:
-        n, m = A.shape[-2], A.shape[-1]
         if n != m:
             raise RuntimeError(f"{op_name}(ord={p}): A must be batches of square matrices, but "
                                f"they are {n} by {m} matrices")
-        if n == 0:
-            r = matrix_norm(A, p)
-        else:
-            from .linalg_decomp import _eye_like
+        from .linalg_decomp import _eye_like
 
-            Ainv, info = inv_ex(A)
-            singular = info.ne(0)
-            if holds_values(info._data) and bool(singular.any()):
-                # their result is inf: invert the identity there, so no NaN reaches the norm
-                mask = singular.unsqueeze(-1).unsqueeze(-1)
-                Ainv = inv(where(mask, _eye_like(n, A), A))
-            r = where(singular, _INF, matrix_norm(A, p) * matrix_norm(Ainv, p))
+        Ainv, info = inv_ex(A)
+        singular = info.ne(0)
+        if holds_values(info._data) and bool(singular.any()):
+            # their result is inf: invert the identity there, so no NaN reaches the norm
+            mask = singular.unsqueeze(-1).unsqueeze(-1)
+            Ainv = inv(where(mask, _eye_like(n, A), A))
+        r = where(singular, _INF, matrix_norm(A, p) * matrix_norm(Ainv, p))
     return r if out is None else _dispatch.write_out(op_name, out, r)
 
 

@@ -11,9 +11,11 @@ from .._core.tensor import Tensor, wrap
 from ..return_types import make
 from ._registry import Op, public
 from ._xp_compat import batched_expm
+from .pointwise import opmath
+from ._xp_compat import solve as xp_solve
 from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
-from .linalg_decomp import (check_float, check_matrix, check_square, inv,
-                            lapack_svd, svdvals)
+from .linalg_decomp import (_LAPACK_DTYPES, _getf2, _odd_matrices, check_float, check_matrix,
+                            check_square, empty_any_dtype, inv, lapack_svd, svdvals)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -120,9 +122,14 @@ matrix_rank_op = Op("linalg_matrix_rank", _matrix_rank_kernel, differentiable=Fa
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
     """The number of singular values above ``max(atol, rtol * largest)`` (int64)."""
-    check_matrix("linalg.matrix_rank", A)
     if tol is not None:
         atol, rtol = tol, 0.0
+    # torch derives a default rtol from A's dtype (refusing the others); with one given it goes
+    # straight to the decomposition, whose checks apply, and an empty A meets none of them
+    name = "linalg.matrix_rank" if rtol is None else "linalg.eigh" if hermitian else "linalg.svd"
+    check_tensor("linalg.matrix_rank", A, "A")
+    if rtol is None or A.numel() or A.dim() < 2:
+        check_matrix(name, A)
     params = {"atol": _tol_arg(atol), "rtol": _tol_arg(rtol), "hermitian": bool(hermitian)}
     return _dispatch.apply(matrix_rank_op, (A,), params, out)
 
@@ -237,6 +244,7 @@ def _matrix_power_public(input, n, *, out=None):
     return matrix_power(input, n, out=out)
 
 
+@opmath
 def _matrix_exp_kernel(xp, a):
     if a.size == 0:
         return a.copy()
@@ -289,9 +297,9 @@ def matrix_exp(A):
     """The matrix exponential ``sum_k A^k / k!`` (scaling and squaring with Pade).
 
     Differences from PyTorch:
-        float16 and bfloat16 inputs: ember raises RuntimeError (low precision dtypes are not
-        supported) even for empty ones, which PyTorch accepts; complex inputs with NaN: which parts
-        of the result are NaN can differ.
+        float16 and bfloat16 inputs: ember computes in float32 and rounds once; PyTorch's
+        half-precision result can be far off (inf, NaN or -1e30 on matrices whose exponential
+        is small). Complex inputs with NaN: which parts of the result are NaN can differ.
     """
     check_square("linalg.matrix_exp", A)
     return _dispatch.apply(matrix_exp_op, (A,), {})
@@ -302,8 +310,9 @@ def _matrix_exp_public(input):
     """The matrix exponential.
 
     Differences from PyTorch:
-        float16 and bfloat16 inputs: ember raises RuntimeError (low precision dtypes are not
-        supported), PyTorch computes in them.
+        float16 and bfloat16 inputs: ember computes in float32 and rounds once; PyTorch's
+        half-precision result can be far off (inf, NaN or -1e30 on matrices whose exponential
+        is small).
     """
     return matrix_exp(input)
 
@@ -312,6 +321,7 @@ def _matrix_exp_public(input):
 # LU
 
 
+@empty_any_dtype
 def _lu_factor_kernel(xp, a):
     """(LU, pivots): LAPACK getrf per matrix, pivots 1-based int32 as PyTorch."""
     import scipy.linalg
@@ -328,6 +338,10 @@ def _lu_factor_kernel(xp, a):
             continue
         lu, piv = scipy.linalg.lu_factor(flat[i], check_finite=False)
         lus[i], pivs[i] = lu, piv[:k] + 1
+    odd = _odd_matrices(np, flat) if k else None
+    if odd is not None:  # NOTE [ Determinants of non-finite matrices ]
+        lus[odd], p = _getf2(np, flat[odd])
+        pivs[odd] = p + 1
     return (xp.asarray(lus.reshape(host.shape)),
             xp.asarray(pivs.reshape(host.shape[:-2] + (k,))))
 
@@ -403,6 +417,7 @@ def _unpack(xp, lu, piv):
     return P, L, U
 
 
+@empty_any_dtype
 def _lu_kernel(xp, a):
     lu, piv = _lu_factor_kernel(xp, a)
     return _unpack(xp, lu, piv)
@@ -500,8 +515,7 @@ def lu(A, *, pivot=True, out=None):
 
     Differences from PyTorch:
         NaN, infinite and near-overflow inputs: the pivots chosen, hence ``P``, ``L`` and ``U``, can
-        differ from PyTorch's. Empty inputs of integer dtypes: ember raises NotImplementedError as
-        for non-empty ones, PyTorch returns empty factors.
+        differ from PyTorch's.
     """
     check_out_tuple("linalg_lu", out, 3)
     check_matrix("linalg.lu", A)
@@ -550,8 +564,7 @@ def _lu_unpack_jvp(x_dots, lu, _piv, *, out):
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """``(P, L, U)`` from the packed output of :func:`ember.linalg.lu_factor`.
 
-    Differences from PyTorch:
-        Pivots out of range: ember raises IndexError where PyTorch raises RuntimeError.
+    Only the first ``min(m, n)`` pivots are read (as torch); each must lie in ``[1, m]``.
     """
     check_out_tuple("lu_unpack", out, 3)
     check_tensor("lu_unpack", LU_data, "LU_data")
@@ -560,21 +573,55 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
         raise RuntimeError(
             f"lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype, "
             f"but got {LU_pivots.dtype.scalar_name}")
+    if LU_data.dim() >= 2 and LU_pivots.dim() >= 1:
+        m, k = LU_data.shape[-2], min(LU_data.shape[-2:])
+        piv = LU_pivots._data[..., :k]
+        if LU_pivots.shape[-1] < k or piv.size and holds_values(piv) and bool(
+                ((piv < 1) | (piv > m)).any()):
+            raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) "
+                               "inclusive.Did you properly pass the result of lu_factor?")
+        if LU_pivots.shape[-1] > k:
+            LU_pivots = LU_pivots[..., :k]
     r = _dispatch.apply(lu_unpack_op, (LU_data, LU_pivots), {}, out)
     return make("lu_unpack", ["P", "L", "U"])(*r)
 
 
+def _getrs(lu, piv, b, left, adjoint):
+    """LAPACK getrs on the packed factors, as torch solves with them (rebuilding ``A = P L U``
+    and solving again would round differently): ``X A = B`` is ``A^T X^T = B^T``, and its
+    adjoint form ``conj(A) X^T = B^T``."""
+    from scipy.linalg import lu_solve as getrs
+
+    n = lu.shape[-1]
+    batch = np.broadcast_shapes(lu.shape[:-2], piv.shape[:-1], b.shape[:-2])
+    lus = np.broadcast_to(lu, batch + (n, n)).reshape(-1, n, n)
+    pivs = np.broadcast_to(piv, batch + (n,)).reshape(-1, n) - 1
+    bs = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    out = np.empty(bs.shape, lu.dtype)
+    for i in range(out.shape[0]):
+        if left:
+            out[i] = getrs((lus[i], pivs[i]), bs[i], trans=2 if adjoint else 0,
+                           check_finite=False)
+        else:
+            f = (lus[i].conj(), pivs[i]) if adjoint else (lus[i], pivs[i])
+            out[i] = getrs(f, bs[i].T, trans=0 if adjoint else 1, check_finite=False).T
+    return out.reshape(batch + b.shape[-2:])
+
+
+@empty_any_dtype
 def _lu_solve_kernel(xp, lu, piv, b, *, left, adjoint):
     shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2]) + b.shape[-2:]
     if not np.prod(shape):  # nothing to solve: the pivots are never read (as in PyTorch)
         return xp.zeros(shape, b.dtype)
+    if xp is np and lu.dtype in _LAPACK_DTYPES:
+        return _getrs(lu, piv, b, left, adjoint)
     P, L, U = _unpack(xp, lu, piv)
     A = xp.matmul(P, xp.matmul(L, U))
     if adjoint:
         A = xp.conj(xp.swapaxes(A, -1, -2))
     if left:
-        return xp.linalg.solve(A, b)
-    return xp.swapaxes(xp.linalg.solve(xp.swapaxes(A, -1, -2), xp.swapaxes(b, -1, -2)), -1, -2)
+        return xp_solve(xp, A, b)
+    return xp.swapaxes(xp_solve(xp, xp.swapaxes(A, -1, -2), xp.swapaxes(b, -1, -2)), -1, -2)
 
 
 def _lu_solve_vjp(g, lu, piv, _b, *, out, left, adjoint, needs_input_grad):
@@ -681,7 +728,7 @@ def _cholesky_inverse_kernel(xp, l, *, upper):
     if xp is not np or not l.size:
         eye = xp.broadcast_to(xp.eye(n, dtype=l.dtype), l.shape)
         L = xp.conj(xp.swapaxes(xp.triu(l), -1, -2)) if upper else xp.tril(l)
-        return xp.linalg.solve(xp.matmul(L, xp.conj(xp.swapaxes(L, -1, -2))), eye)
+        return xp_solve(xp, xp.matmul(L, xp.conj(xp.swapaxes(L, -1, -2))), eye)
     flat = l.reshape((-1, n, n))
     potri = lapack.get_lapack_funcs("potri", (flat,))
     out = np.empty(flat.shape, l.dtype)

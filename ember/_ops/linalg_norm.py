@@ -151,12 +151,16 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         r = vector_norm(A, 2, (d0, d1), keepdim)
     elif ord == "nuc" or ord in (2, -2):
-        B = A.movedim((d0, d1), (-2, -1)) if (d0, d1) != (A.dim() - 2, A.dim() - 1) else A
-        if ord != "nuc" and min(B.shape[-2:]) == 0:
+        if A.dtype in (_dt.float16, _dt.bfloat16):
             raise RuntimeError(
-                f"{op_name}: cannot compute the {ord} norm of an empty matrix")
+                f"{op_name}: Low precision dtypes not supported. Got {A.dtype.scalar_name}")
+        B = A.movedim((d0, d1), (-2, -1)) if (d0, d1) != (A.dim() - 2, A.dim() - 1) else A
         s = svdvals(B)
-        vord = 1 if ord == "nuc" else (_INF if ord == 2 else -_INF)
+        if ord == -2 and min(B.shape[-2:]) == 0:
+            # torch takes the smallest of no singular values
+            raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+        # the largest of none is 0, as torch's
+        vord = 1 if ord == "nuc" or not s.shape[-1] else (_INF if ord == 2 else -_INF)
         r = vector_norm(s, vord, -1)
         if keepdim:
             r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
@@ -164,7 +168,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         # 1: max column sum (sum over rows d0, extreme over columns d1); inf: the reverse
         inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
         ext = _INF if ord > 0 else -_INF
-        r = vector_norm(vector_norm(A, 1, inner, True), ext, outer, True)
+        sums = vector_norm(A, 1, inner, True)
+        if not sums.shape[outer]:
+            if ext < 0:  # torch's amin over the empty dim, numbered as in its sums
+                at = outer if keepdim else outer - (inner < outer)
+                raise IndexError(f"amin(): Expected reduction dim {at} to have non-zero size.")
+            ext = 1  # the largest of no sums is 0, as torch's
+        r = vector_norm(sums, ext, outer, True)
         if not keepdim:
             shape = tuple(s for i, s in enumerate(r.shape) if i not in (d0, d1))
             r = r.reshape(shape)

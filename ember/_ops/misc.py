@@ -350,13 +350,12 @@ def _check_cov_weights(w, name, category, kind, n_obs):
 @public
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance of the rows of ``input`` (variables) over its columns (observations),
-    with optional integer frequency and float observation weights.
-
-    Differences from PyTorch:
-        Bool input: PyTorch raises RuntimeError, ember computes as for integers. One variable with
-        no observations (shape ``(1, 0)``): ember's result has shape ``(1, 1)``, PyTorch's is 0-d.
+    with optional integer frequency and float observation weights. One variable (a 1-D input
+    or a single row) gives a 0-d result, as torch's.
     """
     check_tensor("cov", input)
+    if input.dtype == _dt.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.dim()} dimensions")
@@ -390,7 +389,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     xm = x - avg.unsqueeze(1)
     xw = xm if w is None else xm * w
     c = matmul(xw, _h(xm)) / norm
-    return c.reshape(()) if input.dim() < 2 or x.shape[0] == 1 and input.dim() < 2 else c
+    return c.reshape(()) if x.shape[0] == 1 else c
 
 
 @public

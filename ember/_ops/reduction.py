@@ -149,6 +149,9 @@ def _check_nonempty(input, dim, name):
 
 
 def _no_complex(input, name):
+    """PyTorch's refusal of a complex ``input`` by its CPU kernel ``name``. Callers check an
+    empty reduction dim first, and skip this for an empty input that passed that check: its
+    result is empty, and PyTorch never calls the kernel for one."""
     if input._data.dtype.kind == "c":
         raise NotImplementedError(f'"{name}" not implemented for \'{_name(input._data.dtype)}\'')
 
@@ -755,9 +758,10 @@ reduction_jvp(amax_op)
 
 def _amax(name, largest, input, dim, keepdim, out):
     _check_tensor(input, name)
-    _no_complex(input, name)
     d = _dims(input, dim if dim != () else None, name)
     _check_nonempty(input, d, name)
+    if input._data.size:
+        _no_complex(input, "max_values_cpu" if largest else "min_values_cpu")
     if d is None:  # every dim, named: dim None is max()'s call (NOTE [ Node names ])
         d = tuple(range(input._data.ndim))
     return _apply(amax_op, (input,), {"dim": d, "keepdim": keepdim, "largest": largest}, out=out)
@@ -771,12 +775,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
 
 @public
 def amin(input, dim=(), keepdim=False, *, out=None):
-    """Smallest value over ``dim`` (all dims when empty); NaN propagates.
-
-    Differences from PyTorch:
-        Complex inputs: ember raises NotImplementedError even when the result is empty, where
-        PyTorch returns the empty result.
-    """
+    """Smallest value over ``dim`` (all dims when empty); NaN propagates."""
     return _amax("amin", False, input, dim, keepdim, out)
 
 
@@ -798,7 +797,8 @@ def _argext(name, largest, input, dim, keepdim, out):
     _check_tensor(input, name)
     if input._data.dtype.kind == "b":
         raise RuntimeError(f"{name}(): does not support bool input")
-    _no_complex(input, name)
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): does not support complex input")
     if dim is not None:
         dim = (_one_dim(input, dim, name),) if input._data.ndim else None
     if dim is None and input._data.size == 0:
@@ -854,15 +854,17 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
     if dim is not None:
         _check_out_tuple(name, out)
     _check_tensor(input, name)
-    _no_complex(input, name)
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}(): keepdim given without dim")
         _check_nonempty(input, None, name)
+        _no_complex(input, name + "_all")
         r = _apply(amax_op, (input,), {"dim": None, "keepdim": False, "largest": largest})
         return _finish(r, out, name)  # max(x, out=) casts, unlike amax
     d = _one_dim(input, dim, name)
     _check_nonempty(input, (d,) if input._data.ndim else None, name)
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): does not support complex input")
     v, i = _apply(max_dim_op, (input,), {"dim": d, "keepdim": keepdim, "largest": largest})
     v = select_values(input, v, i, d, keepdim)
     _node_names.rename(v, "MaxBackward0" if largest else "MinBackward0")  # NOTE [ Node names ]
@@ -898,21 +900,18 @@ def min(input, dim=None, keepdim=False, *, out=None, other=None):
 
 @public
 def aminmax(input, *, dim=None, keepdim=False, out=None):
-    """``(min, max)`` over ``dim`` (or everything) as ``return_types.aminmax``.
-
-    Differences from PyTorch:
-        Complex input reduced over an empty dimension: ember raises NotImplementedError (complex is
-        not supported) where PyTorch raises IndexError (the empty dimension) first.
-    """
+    """``(min, max)`` over ``dim`` (or everything) as ``return_types.aminmax``."""
     _check_out_tuple("aminmax", out)
     _check_tensor(input, "aminmax")
-    _no_complex(input, "aminmax")
     d = None if dim is None else (_one_dim(input, dim, "aminmax"),)
     if d is not None and input._data.ndim == 0:
         d = None
-    if input._data.size == 0 and (d is None or input._data.shape[d[0]] == 0):
+    if d is not None and input._data.shape[d[0]] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d[0]} to have non-zero size.")
+    if input._data.size == 0 and d is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
+    _no_complex(input, "aminmax_cpu")  # even for an empty result
     kd = keepdim and d is not None or keepdim
     lo = _apply(amax_op, (input,), {"dim": d, "keepdim": kd, "largest": False})
     hi = _apply(amax_op, (input,), {"dim": d, "keepdim": kd, "largest": True})
@@ -1237,7 +1236,8 @@ cummax_op = Op("cummax", _bool_as_uint8(_cumext_kernel), differentiable=False)
 def _cumext(name, largest, input, dim, out):
     _check_out_tuple(name, out)
     _check_tensor(input, name)
-    _no_complex(input, name)
+    if input._data.size:
+        _no_complex(input, name + "_cpu")
     d = wrap_dim(dim, input._data.ndim, name)
     v, i = _apply(cummax_op, (input,), {"dim": d, "largest": largest})
     v = select_values(input, v, i, d, True)
@@ -1265,11 +1265,34 @@ def cummin(input, dim=None, *, out=None):
     return r if out is not None else _node_names.rename(r, "CumminBackward0")
 
 
+def _complex_logaddexp(xp, x, y):
+    """``log(exp(x) + exp(y))`` for complex arrays as torch's complex kernel computes it: a
+    NaN in either part of either operand gives NaN + NaNj; otherwise the operand with the
+    larger real part (``x`` on ties: torch passes the new value as ``x``) is factored out,
+    and equal infinite real parts give the smaller operand (-inf) or the plain formula
+    (+inf)."""
+    with np.errstate(all="ignore"):
+        nan = xp.isnan(x.real) | xp.isnan(x.imag) | xp.isnan(y.real) | xp.isnan(y.imag)
+        first = x.real < y.real
+        lo, hi = xp.where(first, x, y), xp.where(first, y, x)
+        same_inf = ~xp.isfinite(lo.real) & (lo.real == hi.real)
+        r = xp.log1p(xp.exp(lo - hi)) + hi
+        r = xp.where(same_inf & (lo.real < 0), lo, r)
+        r = xp.where(same_inf & (lo.real > 0), xp.log(xp.exp(lo) + xp.exp(hi)), r)
+        return xp.where(nan, xp.asarray(complex(np.nan, np.nan), r.dtype), r)
+
+
 def _logcumsumexp_kernel(xp, a, *, dim):
     acc = _acc(a.dtype)
     x = a.astype(acc) if a.dtype != acc else a
     if x.ndim == 0:
         return a.copy()
+    if x.dtype.kind == "c":  # no complex logaddexp ufunc: accumulate along dim by hand
+        r = xp.moveaxis(x.copy(), dim, 0)
+        acc = xp.full(r.shape[1:], complex(-np.inf, 0), r.dtype)  # the sum of nothing
+        for k in range(r.shape[0]):
+            r[k] = acc = _complex_logaddexp(xp, r[k], acc)
+        return xp.moveaxis(r, 0, dim)
     r = ufunc_accumulate(xp, "logaddexp", x, axis=dim)
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
@@ -1279,6 +1302,8 @@ def _logcumsumexp_vjp(g, a, *, dim, out):
     # the positive and negative parts of g apart, so no exp() overflows (as PyTorch does).
     if a._data.ndim == 0:
         return g
+    if a._data.dtype.kind == "c":  # the conjugate of the real form's factors
+        return _rcumsum(g * (-out).exp().conj(), dim) * a.exp().conj()
     if a._data.size and float(abs(a._data).max()) < 30 and float(abs(out._data).max()) < 30:
         # moderate values: the direct form, which stays differentiable (double backward)
         return _rcumsum(g * (-out).exp(), dim) * a.exp()

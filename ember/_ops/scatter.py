@@ -97,9 +97,21 @@ def _check_scatter_shapes(op_name, self, dim, index, src=None):
             raise RuntimeError(msg)
 
 
+def _index_arg(op_name, index):
+    """The index of a gather or scatter: torch checks its dtype only when there is something
+    to gather or scatter, so an empty index of any dtype stands as an empty int64 one."""
+    check_tensor(op_name, index, "index")
+    if index._data.size == 0 and index._data.dtype.kind not in "iu":
+        return wrap(_dispatch.xp_of(index._data).zeros(index._data.shape, np.int64))
+    if index._data.size == 0 and index._data.dtype not in (np.int32, np.int64):
+        return wrap(index._data.astype(np.int64))
+    check_index_dtype(op_name, index)
+    return index
+
+
 def _gather_args(op_name, input, dim, index):
     check_tensor(op_name, input, "input")
-    check_index_dtype(op_name, index)
+    index = _index_arg(op_name, index)
     (index,) = same_device(op_name, input, index)
     dim = wrap_dim(dim, input._data.ndim, op_name)
     _check_scatter_shapes(op_name, input, dim, index)
@@ -110,12 +122,7 @@ def _gather_args(op_name, input, dim, index):
 @public
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[index[i][j]][j]``
-    for ``dim=0``. The result has ``index``'s shape.
-
-    Differences from PyTorch:
-        An empty ``index`` of a dtype other than int64 or int32 (uint8): PyTorch returns the empty
-        result, ember raises RuntimeError as it does for non-empty ones.
-    """
+    for ``dim=0``. The result has ``index``'s shape."""
     dim, index = _gather_args("gather", input, dim, index)
     _dt.refuse_no_kernel(input, "gather_expanded_index")
     return _dispatch.apply(gather_op, (input, index), {"dim": dim, "shape": input._data.shape},
@@ -352,7 +359,7 @@ def _op_for(reduce):
 def _scatter_args(op_name, input, dim, index, src, value):
     check_tensor(op_name, input, "input")
     _dt.refuse_no_kernel(input, "scatter_gather_tensor_cpu")
-    check_index_dtype(op_name, index)
+    index = _index_arg(op_name, index)
     if src is not None:
         check_tensor(op_name, src, "src")
         if src._data.dtype != input._data.dtype:
@@ -517,14 +524,14 @@ def index_select(input, dim, index, *, out=None):
     if input._data.ndim == 0 and i.size > 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{i.size} value(s)")
-    if input._data.ndim > 1 and i.size and not input._data.size:
+    if input._data.ndim > 1 and i.size and not n:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     try:
         check_bounds("index_select()", i, n, dim, exc=IndexError)
     except IndexError as e:
-        # PyTorch's CPU kernel for dim 1 of a matrix (or higher) reports a bad index as
-        # RuntimeError; its other paths as IndexError
-        if input._data.ndim > 1 and dim == 1:
+        # PyTorch's CPU kernel for dim 1 of a matrix (or higher), and its path for an empty
+        # matrix, report a bad index as RuntimeError; its other paths as IndexError
+        if input._data.ndim > 1 and (dim == 1 or not input._data.size):
             bad = str(e).split("index ", 1)[1].split(" ", 1)[0]
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
                                f"axis_dim={n}") from None
@@ -623,6 +630,11 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 
 def _index_copy_into(xp, out, idx, src, *, dim):
+    if not src.size:  # nothing to write: torch checks no index
+        return
+    if not out.size:
+        raise RuntimeError(f"index_copy(): cannot copy a source of shape {list(src.shape)} into "
+                           f"an empty tensor of shape {list(out.shape)}")
     _moved(out, dim)[idx.reshape(-1)] = _source_moved(xp, src, dim, out.ndim)
 
 
@@ -707,6 +719,11 @@ def _index_fill_args(op_name, input, dim, index, value):
             f"{value._data.ndim} dimension(s).")
     dim, index = _check_vector_index(op_name, input, index, dim)
     n = _as1d(input._data).shape[dim]
+    if not input._data.size and index._data.size:  # nothing to fill: torch checks no index
+        if not n:
+            raise RuntimeError(f"{op_name}(): cannot fill indices of dimension {dim}, which "
+                               "has size 0")
+        index = wrap(_dispatch.xp_of(index._data).zeros((0,), np.int64))
     check_bounds(op_name + "()", index._data, n, dim, exc=IndexError, negative=True)
     i = index._data
     if i.size and holds_values(i) and int(i.min()) < 0:  # negative entries count from the end

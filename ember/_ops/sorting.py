@@ -48,11 +48,18 @@ def _named(name, fields, values, out=None):
     return cls(*values)
 
 
-def _no_complex(input, name, kernel_name=None):
-    # nor float8, which has no comparison kernels (NOTE [ Float8 dtypes ])
+def _no_complex(input, name, kernel_name=None, refusal=None):
+    """PyTorch's refusal of complex input: NotImplementedError naming its kernel, or the
+    RuntimeError ``refusal`` (sort and topk refuse before reaching one). Nor float8, which has
+    no comparison kernels (NOTE [ Float8 dtypes ])."""
+    if input._data.dtype.kind == "c" and refusal is not None:
+        raise RuntimeError(refusal)
     if input._data.dtype.kind == "c" or input._data.dtype in _dt._NO_MATH_NP:
         raise NotImplementedError(
             f'"{kernel_name or name}" not implemented for \'{_name(input._data.dtype)}\'')
+
+
+_SORT_REFUSAL = " Sort does not support complex dtypes on CPU"
 
 
 def _sortable(xp, a):
@@ -118,7 +125,7 @@ sort_op = Op("sort", _sort_kernel, differentiable=False)
 
 def _sorted(name, input, dim, descending):
     _check_tensor(input, name)
-    _no_complex(input, name, "sort")
+    _no_complex(input, name, "sort", _SORT_REFUSAL)
     d = wrap_dim(dim, input._data.ndim, name)
     v, i = _apply(sort_op, (input,), {"dim": d, "descending": bool(descending)})
     return select_values(input, v, i, d, True), i, d
@@ -136,7 +143,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
 def argsort(input, dim=-1, descending=False, stable=False):
     """The indices that sort ``input`` along ``dim`` (stable)."""
     _check_tensor(input, "argsort")
-    _no_complex(input, "argsort", "sort")
+    _no_complex(input, "argsort", "sort", _SORT_REFUSAL)
     d = wrap_dim(dim, input._data.ndim, "argsort")
     return _apply(sort_op, (input,), {"dim": d, "descending": bool(descending)})[1]
 
@@ -168,7 +175,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
     _check_out_tuple("topk", out)
     _check_tensor(input, "topk")
-    _no_complex(input, "topk", "topk_cpu")
+    _no_complex(input, "topk", "topk_cpu", " topk does not support complex dtypes on CPU")
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     a = input._data
     d = wrap_dim(dim, a.ndim, "topk")
     n = a.shape[d] if a.ndim else 1
@@ -325,15 +334,18 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
     if dim is not None:
         _check_out_tuple(name, out)
     _check_tensor(input, name)
-    kname = "median_cpu" if not ignore_nan else "nanmedian_cpu"
-    _no_complex(input, name, kname)
-    if input._data.dtype.kind == "b":
-        raise NotImplementedError(f'"{kname}" not implemented for \'Bool\'')
+    # torch's median and nanmedian share kernels: "median_cpu" for everything, "median_out"
+    # along a dim, which checks the dim's size first
+    kname = "median_cpu" if dim is None else "median_out"
     if dim is None:
         flat = _flatten(input)
-        if flat._data.size == 0:
-            return wrap(np.full((), np.nan, flat._data.dtype)) if flat._data.dtype.kind in \
-                "fV" else wrap(np.zeros((), flat._data.dtype))
+        if flat._data.size == 0:  # NaN in any dtype, as torch's (bool True, integers 0)
+            kind = flat._data.dtype.kind
+            return wrap(np.full((), np.nan, flat._data.dtype)) if kind in "fVc" else \
+                wrap(np.full((), kind == "b", flat._data.dtype))
+        _no_complex(input, name, kname)
+        if input._data.dtype.kind == "b":
+            raise NotImplementedError(f'"{kname}" not implemented for \'Bool\'')
         v, i = _apply(median_op, (flat,), {"dim": 0, "keepdim": False, "ignore_nan": ignore_nan})
         if flat._rg and _dispatch.state.grad_enabled or _dispatch.intercept and \
                 _dispatch.carries_tangent is not None and _dispatch.carries_tangent(flat):
@@ -343,7 +355,10 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
     a = input._data
     d = wrap_dim(dim, a.ndim, name)
     if a.ndim and a.shape[d] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    _no_complex(input, name, kname)
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError(f'"{kname}" not implemented for \'Bool\'')
     v, i = _apply(median_op, (input,), {"dim": d, "keepdim": bool(keepdim),
                                         "ignore_nan": ignore_nan})
     v = select_values(input, v, i, d, keepdim)
@@ -369,12 +384,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
 @public
 @out_overloads(_has_dim, _dim_missing)
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
-    """The lower median ignoring NaN (NaN only when every value is NaN).
-
-    Differences from PyTorch:
-        Complex input reduced over an empty dimension: ember raises NotImplementedError (complex is
-        not supported) where PyTorch raises IndexError (the empty dimension) first.
-    """
+    """The lower median ignoring NaN (NaN only when every value is NaN)."""
     return _median("nanmedian", True, input, dim, keepdim, out)
 
 
@@ -407,11 +417,12 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` and the index of its last occurrence."""
     _check_out_tuple("mode", out)
     _check_tensor(input, "mode")
-    _no_complex(input, "mode", "mode")
     a = input._data
     d = wrap_dim(dim, a.ndim, "mode")
     if a.ndim and a.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    if a.size:  # an empty result never reaches torch's kernel
+        _no_complex(input, "mode", "mode_cpu")
     v, i = _apply(mode_op, (input,), {"dim": d, "keepdim": bool(keepdim)})
     v = select_values(input, v, i, d, keepdim)
     return _named("mode", ("values", "indices"), (v, i), out)
@@ -641,7 +652,7 @@ def _common(seq, x):
         d = _dt.promote_types(_dt.lookup(seq.dtype), _dt.lookup(x.dtype))
     except (TypeError, KeyError):
         d = _dt.lookup(np.promote_types(seq.dtype, x.dtype))
-    if d.np.kind in "bc":
+    if d.np.kind in "bc" and x.size:  # no values to place: torch never calls its kernel
         raise NotImplementedError(
             f'"searchsorted_out_cpu" not implemented for \'{_name(d.np)}\'')
     dt = np.dtype(np.float32) if d.np == _dt.bfloat16.np else d.np
@@ -725,7 +736,7 @@ def bincount(input, weights=None, minlength=0):
 
 
 def _float_only(input, name, kname):
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind != "f" and input._data.dtype != _dt.bfloat16.np:
         raise NotImplementedError(
             f'"{kname}" not implemented for \'{_name(input._data.dtype)}\'')
 
@@ -767,11 +778,39 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     _check_tensor(input, "histogram")
     _float_only(input, "histogram", "histogramdd")
     a = input._data
+    name = "torch.histogramdd"
+    if isinstance(bins, Tensor):
+        if bins.dtype != input.dtype:
+            raise RuntimeError(
+                f"{name}: input tensor and bins tensors should have the same dtype, but got "
+                f"input with dtype {input.dtype} and bins for dimension 0 with dtype {bins.dtype}")
+        if bins.dim() != 1:
+            raise RuntimeError(f"{name}: bins tensor should have one dimension, but got "
+                               f"{bins.dim()} dimensions in the bins tensor for dimension 0")
+        if not bins.numel():
+            raise RuntimeError(f"{name}: bins tensor should have at least 1 element, but got 0 "
+                               "elements in the bins tensor for dimension 0")
+    n_bins = bins.numel() - 1 if isinstance(bins, Tensor) else int(bins)
+    if n_bins <= 0:
+        raise RuntimeError(
+            f"torch.histogram(): bins must be > 0, but got {n_bins} for dimension 0")
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise RuntimeError(
+                f"{name}: if weight tensor is provided it should have the same shape as the "
+                f"input tensor excluding its innermost dimension, but got input with shape "
+                f"{list(input.shape) + [1]} and weight with shape {list(weight.shape)}")
+        if weight.dtype != input.dtype:
+            raise RuntimeError(
+                f"{name}: if weight tensor is provided, input tensor and weight tensor should "
+                f"have the same dtype, but got input({input.dtype}), and weight({weight.dtype})")
+    if not isinstance(bins, Tensor) and a.size and a.dtype in (np.float16, _dt.bfloat16.np):
+        # torch's equal-bins kernel has no half-precision version
+        raise NotImplementedError(f'"histogramdd" not implemented for \'{_name(a.dtype)}\'')
     xp = _dispatch.xp_of(a)
     w = None if weight is None else weight._data.reshape(-1)
     if isinstance(bins, Tensor):
-        edges = bins._data.astype(np.float64)
-        h, e = xp.histogram(a.reshape(-1), bins=edges, weights=w, density=density)
+        h = _histogram_by_edges(xp, a.reshape(-1), bins._data, w, density)
         e = bins._data.copy()
     else:
         if range is not None:
@@ -790,6 +829,26 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
                             density=density)
     r = (wrap(xp.asarray(h).astype(a.dtype)), wrap(xp.ascontiguousarray(e).astype(a.dtype)))
     return _named("histogram", ("hist", "bin_edges"), r, out)
+
+
+def _histogram_by_edges(xp, x, edges, w, density):
+    """Counts (or ``w`` sums) of ``x`` between the given ``edges`` as torch's binary-search
+    kernel places them: values outside ``[edges[0], edges[-1]]`` are dropped, the others go
+    to the bin ``upper_bound(edges, v) - 1`` (the last edge closes the last bin). For edges
+    that do not increase this is still torch's answer (``searchsorted`` halves the same way
+    as ``std::upper_bound``)."""
+    f = np.dtype(np.float64)
+    x, edges = x.astype(f), edges.astype(f)
+    nb = edges.shape[0] - 1
+    keep = (x >= edges[0]) & (x <= edges[-1])
+    pos = xp.searchsorted(edges, x[keep], side="right") - 1
+    pos = xp.clip(xp.where(pos == nb, nb - 1, pos), 0, nb - 1)
+    h = xp.bincount(pos, weights=None if w is None else w[keep].astype(f), minlength=nb)
+    h = h.astype(f)
+    if density:
+        with np.errstate(all="ignore"):
+            h = h / (h.sum() * xp.diff(edges))
+    return h
 
 
 # ------------------------------------------------------------------------------------------------

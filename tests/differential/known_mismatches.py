@@ -12,18 +12,10 @@ listed one the sample no longer shows, so fixing a bug means deleting its line.
 NO_SPECIALS_IN_CI = frozenset({"linalg.lstsq"})
 
 KNOWN = {
-    ('amin', 'ember_raises'):
-        'open: NotImplementedError: "amin" not implemented for \'ComplexDouble\'',
-    ('aminmax', 'exception_type'):
-        'open: ember NotImplementedError ("aminmax" not implemented for \'ComplexFloat\'), torc',
     ('baddbmm', 'values_nonfinite'):
         "torch-specific: inf/NaN in a BLAS product; inf-or-NaN follows MKL's kernel order",
     ('cosine_embedding_loss', 'values_nonfinite'):
         'open: out (bfloat16) at (1,): ember np.float32(nan), torch np.float32(0.0)',
-    ('cov', 'ember_no_raise'):
-        'open: torch raises RuntimeError: cov(): bool dtype is not supported for input',
-    ('cov', 'shape'):
-        'open: out: ember (1, 1), torch ()',
     ('diff.bool', 'values_nonfinite'):
         'open: out[0] (complex64) at (1,): ember np.complex64(-1-infj), torch np.complex64(na',
     ('fft.hfft', 'values_nonfinite'):
@@ -32,8 +24,6 @@ KNOWN = {
         "torch-specific: MKL FFT of inf/NaN input; which outputs turn NaN is MKL's algorithm",
     ('fft.irfft', 'values_nonfinite'):
         "torch-specific: MKL FFT of inf/NaN input; which outputs turn NaN is MKL's algorithm",
-    ('gather', 'ember_raises'):
-        'open: RuntimeError: gather(): Expected dtype int32/int64 for index, but got Byte',
     ('grid_sampler_2d', 'values_nonfinite'):
         'open: out (float64) at (0, 1, 0, 0): ember np.float64(nan), torch np.float64(-inf)',
     ('group_norm', 'values_nonfinite'):
@@ -50,36 +40,16 @@ KNOWN = {
         'open: out[0]: ember False, torch True',
     ('linalg.cholesky_ex', 'values'):
         'open: out[0] (complex128) at (0, 0, 0): ember np.complex128(2.4685334798620806+0j), ',
-    ('linalg.cond', 'requires_grad'):
-        'open: out: ember True, torch False',
     ('linalg.det', 'grad_values_nonfinite'):
         'open: grad[0] (float64) at (0, 0, 2): ember np.float64(-3.5865567447963247e+307), to',
     ('linalg.eigh', 'values'):
         'open: out[1] (float32) at (0, 0, 0): ember np.float32(0.57735026), torch np.float32(',
-    ('linalg.lu', 'values'):
-        'open: out[0] (float64) at (1, 1, 2): ember np.float64(1.0), torch np.float64(0.0)',
-    ('linalg.lu.rectangular', 'ember_raises'):
-        'open: NotImplementedError: "lu_cpu" not implemented for \'Short\'',
-    ('linalg.lu_factor', 'values'):
-        'open: out[0][1] (int32) at (1, 1): ember np.int32(4), torch np.int32(2)',
-    ('linalg.lu_factor', 'values_nonfinite'):
-        'torch-specific: MKL LAPACK on non-finite input; NaN-or-inf follows its internals',
     ('linalg.lu_factor_ex', 'values_nonfinite'):
         'torch-specific: MKL LAPACK on non-finite input; NaN-or-inf follows its internals',
-    ('linalg.matrix_exp', 'ember_raises'):
-        'open: RuntimeError: linalg.matrix_exp: Low precision dtypes not supported. Got Half',
     ('linalg.matrix_exp', 'values_nonfinite'):
         'torch-specific: MKL LAPACK on non-finite input; NaN-or-inf follows its internals',
     ('linalg.qr.complete', 'values_nonfinite'):
         'torch-specific: MKL LAPACK on non-finite input; NaN-or-inf follows its internals',
-    ('linalg.solve_triangular', 'ember_raises'):
-        'open: LinAlgError: Singular matrix',
-    ('lu_unpack', 'exception_type'):
-        'open: ember IndexError (index 1 is out of bounds for axis 0 with size 1), torch Runt',
-    ('matrix_exp', 'ember_raises'):
-        'open: RuntimeError: linalg.matrix_exp: Low precision dtypes not supported. Got BFloa',
-    ('nanmedian.dim', 'exception_type'):
-        'open: ember NotImplementedError ("nanmedian_cpu" not implemented for \'ComplexDouble\'',
     ('native_layer_norm', 'values_nonfinite'):
         'torch-specific: vectorized Welford moments overflow (inf - inf) per SIMD chunking',
     ('nn.functional.adaptive_avg_pool2d', 'values_nonfinite'):
@@ -96,8 +66,6 @@ KNOWN = {
         'open: out (float64) at (0,): ember np.float64(inf), torch np.float64(1.7976931348623',
     ('poisson_nll_loss', 'values_nonfinite'):
         'open: out (float64) at (1, 0): ember np.float64(nan), torch np.float64(-inf)',
-    ('slogdet', 'values'):
-        'open: out[0] (float32) at (1,): ember np.float32(-1.0), torch np.float32(-0.0)',
     ('special.gammaincc', 'values_nonfinite'):
         'open: out (float16) at (3,): ember np.float16(nan), torch np.float32(1.0)',
     ('special.polygamma', 'values_nonfinite'):
