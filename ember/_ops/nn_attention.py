@@ -78,7 +78,7 @@ def _sdpa_vjp(grads, q, k, v, mask, *, scale, out, needs_input_grad):
     # an additive float mask's gradient is the scores' gradient (summed to its shape by the
     # engine); a bool mask has none
     need_m = mask is not None and needs_input_grad[3] and mask._data.dtype.kind != "b"
-    if not _dispatch.state.grad_enabled:
+    if not _dispatch.differentiable_formula(g, q, k, v, mask):
         needs = tuple(needs_input_grad[:3]) + ((True,) if need_m else ())
         r = _dispatch.apply(sdpa_backward_op, (g, q, k, v, out[0], out[1]),
                             dict(scale=scale, needs=needs))

@@ -43,9 +43,10 @@ def _lstm_step_kernel(xp, xw, h, c, w_hh):
 def _lstm_step_vjp(grads, xw, h, c, w_hh, *, out):
     gh, gc = grads[0], grads[1]
     hs = c.shape[1]
-    if _dispatch.state.grad_enabled:
-        # create_graph: recompute the gates from the inputs so the formula stays
-        # differentiable in them (the saved activations are constants to autograd)
+    if _dispatch.differentiable_formula(gh, gc, xw, h, c, w_hh):
+        # create_graph (or forward-over-reverse): recompute the gates from the inputs so
+        # the formula stays differentiable in them (the saved activations are constants
+        # to autograd)
         gates = xw + h @ w_hh.t()
         i, f = gates[:, :hs].sigmoid(), gates[:, hs:2 * hs].sigmoid()
         g, o = gates[:, 2 * hs:3 * hs].tanh(), gates[:, 3 * hs:].sigmoid()
@@ -464,7 +465,7 @@ def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
 def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, reverse, out,
                     needs_input_grad):
     inputs = (x, w_ih, b, h0, c0, w_hh, w_hr)
-    if _dispatch.state.grad_enabled:
+    if _dispatch.differentiable_formula(*inputs, *grads):
         from ..autograd import grad as autograd_grad
 
         with _enable_grad():

@@ -23,7 +23,12 @@ tangent of this level it just runs ``handle``. Otherwise:
 - an in-place form of a declared op: the out-of-place op gives the new tangent (its primal
   is computed once more, since the in-place write destroys the input the formula needs),
   then the in-place op runs and the tangent is written into the existing tangent in place,
-  so views of the tensor see it (NOTE [ Tangents of views ]).
+  so views of the tensor see it (NOTE [ Tangents of views ]). For forward-over-reverse, the
+  values autograd saved for the op's backward carry tangents too: the copy of the
+  overwritten input gets a copy of its tangents (``copy_tangents``), and a saved result
+  reads the written tensor's (``_retarget_saved_output``). Backward formulas with a fused
+  kernel take their differentiable form when a saved value carries a tangent
+  (``_dispatch.differentiable_formula``), with or without ``create_graph``, as in PyTorch.
 - an entrance written in Python (``@entrance``: in-place protocol, composites) is
   decomposed: its wrapped function runs with this level pushed again, so the declared ops
   inside it are seen one by one; ``commit_inplace_result`` reports in-place commits through
@@ -224,12 +229,22 @@ class DualLevel(_dispatch.Mode):
         saved = _state.modes
         _dispatch.push_mode(self)
         committed = self.committed = []
+        raw_batched = False
         try:
             r = fn(*args, **kwargs)
+        except ValueError:
+            # a raw write into a batched tensor (``vmap(jvp(f))`` with ``y.fill_(1)``) meets
+            # its logical array, a read-only view of one example (NOTE [ Batched tensors ]):
+            # the vmap level below runs the op, as it does without this level
+            if not (handle.is_inplace and not committed and _batched(args[0])):
+                raise
+            raw_batched = True
         finally:
             _dispatch.pop_mode(self)
             _state.modes = saved
             self.busy.discard(handle)
+        if raw_batched:
+            r = handle(*args, **kwargs)
         if handle.is_inplace and args and isinstance(args[0], Tensor) and \
                 not any(c is args[0] for c in committed):
             # a raw write (fill_, zero_, a random refill): values that carry no tangent
@@ -479,6 +494,80 @@ def commit_tangent(t, r):
             committed = getattr(m, "committed", None)
             if committed is not None:
                 committed.append(t)
+    if isinstance(r, Tensor) and r is not t:
+        _retarget_saved_output(t, r)
+
+
+def commit_view_tangent(t, r):
+    """An in-place metadata op (``t_``, ``squeeze_``, ``as_strided_``) made ``t`` the view
+    ``r`` of its own storage: ``t``'s tangent becomes ``r``'s, the same view of the old
+    tangent (NOTE [ Tangents of views ])."""
+    for m in _state.modes:
+        if isinstance(m, DualLevel):
+            new = get_tangent(r, m)
+            if new is not None:
+                set_tangent(t, m, new)
+            elif has_tangent(t, m):
+                d = _tangent_dict(t)
+                if d is None:
+                    d = t._tangent = {}
+                d[m] = None
+            committed = getattr(m, "committed", None)
+            if committed is not None:
+                committed.append(t)
+
+
+def _retarget_saved_output(t, r):
+    """The in-place op's node saved its out-of-place result ``r`` as its output, with
+    ``r``'s tangent dict (``save_output``); ``r`` is dropped and ``t`` now holds its value,
+    so the node must read ``t``'s tangents -- those the dual levels commit into ``t``.
+    Forward-over-reverse reads them: the Hessian-vector product through ``y.exp_()``."""
+    node = r._grad_fn
+    sout = None if node is None else getattr(node, "_sout", None)
+    dr = _tangent_dict(r)
+    if sout is None or dr is None:
+        return
+    for s in (sout if type(sout) is tuple else (sout,)):
+        if s is not None and s.tangents is dr:
+            d = _tangent_dict(t)
+            if d is None:
+                d = t._tangent = {}
+            s.tangents = d
+
+
+def copy_tangents(t, c):
+    """``c`` is autograd's copy of ``t`` saved before an in-place write destroys ``t``'s
+    value: give it a copy of each tangent ``t`` has now, since the write replaces those too
+    (in place, NOTE [ Tangents of views ]). Forward-over-reverse reads them: the Hessian-vector
+    product of ``y.mul_(x)`` needs the tangent of ``y``'s old value."""
+    for lvl in levels.stack:
+        tan = get_tangent(t, lvl)
+        if tan is not None:
+            set_tangent(c, lvl, _clone_batched(tan))
+
+
+def _batched(t):
+    """Whether ``t`` is a batched tensor of a vmap level on the stack."""
+    if not isinstance(t, Tensor):
+        return False
+    if not _batch_info:
+        _wider(t, t)  # binds _batch_info
+    return _batch_info[0](t) is not None
+
+
+def _clone_batched(t):
+    """A copy of ``t`` made whatever modes are on the stack: autograd saves in-place inputs
+    from inside a vmap level's rule, with that level popped, where a batched tangent's
+    ``clone`` would copy its first example only (NOTE [ Batched tensors ])."""
+    if not _batch_info:
+        _wider(t, t)  # binds _batch_info
+    inf = _batch_info[0](t)
+    if inf is None:
+        return t.clone()
+    from ..func._batch_tensor import make_batched
+
+    phys, lv = inf
+    return make_batched(_clone_batched(phys), lv)
 
 
 def _fit(tan, like):

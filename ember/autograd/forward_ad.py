@@ -99,7 +99,8 @@ def make_dual(tensor, tangent, *, level=None):
         Tensor: the dual tensor (a view of ``tensor``).
 
     Raises:
-        RuntimeError: no dual level is active, or the shapes differ.
+        RuntimeError: no dual level is active, ``level`` names none that is, or the shapes
+            differ.
         ValueError: ``tensor`` or ``tangent`` is not floating point or complex.
 
     Example::
@@ -111,6 +112,12 @@ def make_dual(tensor, tangent, *, level=None):
         tensor([3.])
     """
     lvl = _level_obj(level, "make_dual")
+    if lvl is None and level is not None and level >= 0:
+        if level == 0 and not _forward.levels.stack:
+            raise RuntimeError(
+                "Trying to access a forward AD level with an invalid index. This index was "
+                "either not created or is already deleted.")
+        raise RuntimeError("Invalid level given to _make_dual")
     if lvl is None:
         raise RuntimeError(
             "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
@@ -201,6 +208,8 @@ def unpack_dual(tensor, *, level=None):
         tensor([1.])
     """
     lvl = _level_obj(level, "unpack_dual")
+    if lvl is None and level is not None and level >= 0 and _forward.levels.stack:
+        raise RuntimeError("Invalid level given to _fw_primal")
     if lvl is None or not isinstance(tensor, Tensor):
         return UnpackedDualTensor(tensor, None)
     tangent = _forward.get_tangent(tensor, lvl)

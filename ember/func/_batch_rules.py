@@ -1225,6 +1225,17 @@ def _equal(handle, args, kwargs):
     raise RuntimeError(_BOOL_ERROR)
 
 
+def _as_strided(handle, args, kwargs):
+    # each example's sizes, strides and offset count from its own start, as in PyTorch's
+    # vmap: example i's view starts i batch strides after example 0's
+    phys, levels, k, nd = _one(args)
+    kw = dict(kwargs)
+    kw["size"] = tuple(phys.shape[:k]) + tuple(kw["size"])
+    kw["stride"] = tuple(phys.stride()[:k]) + tuple(kw["stride"])
+    kw["in_geometry"] = (tuple(phys.shape), tuple(phys.stride()), phys.storage_offset())
+    return handle(phys, **kw), levels
+
+
 # --------------------------------------------------------------------------------------------
 # the rule table
 
@@ -1260,6 +1271,7 @@ _OP_RULES = {
     # views
     "view": _view, "_reshape_copy": _view, "squeeze": _squeeze, "unsqueeze": _unsqueeze,
     "permute": _permute, "transpose": _transpose, "expand": _expand,
+    "as_strided": _as_strided,
     "cat": _cat, "stack": _cat,
     # linear algebra and nn
     "matmul": _matmul, "outer": _outer, "addmm": _addmm, "linear": _linear,
@@ -1487,6 +1499,10 @@ _INPLACE_ERROR = (
 _METADATA_INPLACE = frozenset((
     "t_", "transpose_", "squeeze_", "unsqueeze_", "swapdims_", "swapaxes_", "resize_",
     "resize_as_", "as_strided_", "set_", "detach_", "requires_grad_"))
+#: the in-place view ops whose body runs batched (``VmapMode._view_inplace``); as_strided_
+#: keeps the per-example fallback, whose result PyTorch's vmap gives as well
+_VIEW_INPLACE = frozenset((
+    "t_", "transpose_", "squeeze_", "unsqueeze_", "swapdims_", "swapaxes_"))
 
 
 def _inplace_with_grad(handle, args, kwargs, physical_write):
@@ -1522,6 +1538,12 @@ def _inplace_with_grad(handle, args, kwargs, physical_write):
             # the formulas save a copy of self (recorded: its gradient reaches self), not
             # self, which the write below overwrites
             own = self.clone()
+            if _dispatch.carries_tangent is not None and _dispatch.carries_tangent(self):
+                # a dual level above this one (``vmap(jvp(grad(f)))``) computed the new
+                # tangent already; the formulas read the old one from the copy they save
+                from ..autograd._forward import copy_tangents
+
+                copy_tangents(self, own)
             rest = tuple(own if a is self else a for a in args[1:])
             if name == "copy_":
                 from .._ops.conversion import copy_op
@@ -1531,6 +1553,18 @@ def _inplace_with_grad(handle, args, kwargs, physical_write):
                 from .._ops._elementwise import elementwise
 
                 r = elementwise(op, (own,) + rest, kwargs or None)
+    elif op is not None and op.is_builtin and _dispatch.carries_tangent is not None and any(
+            isinstance(a, Tensor) and _dispatch.carries_tangent(a) for a in args):
+        # a dual level above this one (``vmap(jvp(grad(f)))``): per-example copies carry no
+        # tangents, so the op runs out of place at the logical level, batched and recorded
+        # there, on a copy of self that keeps self's tangents
+        from ..autograd._forward import copy_tangents
+
+        with _logical():
+            own = self.clone()
+            copy_tangents(self, own)
+            rest = tuple(own if a is self else a for a in args[1:])
+            r = _dispatch.apply(op, (own,) + rest, dict(kwargs))
     else:
         r = _inplace_per_example(handle, args, kwargs, lv)
     if r.dtype is not self.dtype:
@@ -1556,6 +1590,30 @@ def _inplace_with_grad(handle, args, kwargs, physical_write):
     if _dispatch.commit_tangent is not None:
         _dispatch.commit_tangent(self, r)
     return self
+
+
+def _write_batched(self, r):
+    """``_dispatch.write_batched``: ``commit_inplace_result`` writes ``r`` into ``self``
+    when a dual level above this vmap decomposed a Python in-place op (``vmap(jvp(f))``
+    with ``y.cumsum_(0)``: NOTE [ Dual levels inside vmap ] in ember/autograd/_forward.py),
+    so it sees the logical tensor, whose array is a read-only view of one example. The
+    values go into the physical tensor (as ``_inplace_with_grad`` writes them); False when
+    ``self`` is not batched."""
+    ri = _info(r)
+    inf = _info(self)
+    if inf is None:
+        if ri is not None:
+            raise RuntimeError(_INPLACE_ERROR)
+        return False
+    phys, levels = inf
+    if ri is not None and not set(ri[1]) <= set(levels):
+        raise RuntimeError(_INPLACE_ERROR)
+    pr = r if ri is None else _align(ri[0], ri[1], levels)
+    phys._data[...] = pr._data  # (an unbatched result broadcasts over the batch dims)
+    return True
+
+
+_dispatch.write_batched = _write_batched
 
 
 def _inplace_per_example(handle, args, kwargs, lv):
@@ -1725,6 +1783,21 @@ class VmapMode(_dispatch.Mode):
     level_id = None
     outer = _NO_LEVELS
 
+    def _view_inplace(self, handle, args, kwargs):
+        """``y.t_()`` on a batched ``y``: the entrance's body runs with this level on the
+        stack again, so the view op inside it is batched and ``y`` becomes its logical result
+        (shape, history), as outside vmap."""
+        fn = getattr(handle._run, "__wrapped__", None)
+        if fn is None:
+            return _fallback(handle, args, kwargs)
+        saved = _dispatch.state.modes
+        _dispatch.push_mode(self)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _dispatch.pop_mode(self)
+            _dispatch.state.modes = saved
+
     def dispatch(self, handle, args, kwargs):
         outer = self.outer
         if outer is not _tls.outer:
@@ -1752,6 +1825,8 @@ class VmapMode(_dispatch.Mode):
                 pass
         if not batched:
             return handle(*args, **kwargs)
+        if handle.is_inplace and name in _VIEW_INPLACE:
+            return self._view_inplace(handle, args, kwargs)
         rule = _rule_for(handle)
         prev = _tls.mode
         _tls.mode = self

@@ -90,7 +90,7 @@ def _check_argnums(argnums, num_args):
             raise RuntimeError(f"Got argnum={a}, but only {num_args} positional inputs")
         wrapped.append(a % num_args)
     if len(set(wrapped)) != len(wrapped):
-        raise RuntimeError(f"argnums must be unique, got {argnums}")
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
     return tuple(wrapped)
 
 
@@ -183,6 +183,9 @@ def _split_aux(out, has_aux, api):
     if not (isinstance(out, tuple) and len(out) == 2):
         raise RuntimeError(
             f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    for x in tree_flatten(out[1])[0]:
+        if not isinstance(x, Tensor):  # PyTorch's transforms return aux tensors only
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(x)}")
     return out
 
 
@@ -342,6 +345,9 @@ def vjp(func, *primals, has_aux=False):
     if not primals:
         raise RuntimeError(f"{api}: expected at least one primal")
     pb = _Pullback(func, primals, {}, tuple(range(len(primals))), api, has_aux)
+    if not pb.out_leaves or pb.out is None:
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output "
+                           f"(got output = {pb.out_leaves})")
     _check_only_tensors(pb.out_leaves, api, "f(*primals)")
 
     def vjp_fn(cotangents):
@@ -451,7 +457,7 @@ def linearize(func, *primals):
     api = "linearize(f, *primals)"
     p_leaves, p_spec = tree_flatten(primals)
     zeros = [p.new_zeros(p.shape) if isinstance(p, Tensor) else p for p in p_leaves]
-    out, _, _ = _forward_pass(func, primals, zeros, api)
+    out, _, _ = _forward_pass(func, primals, zeros, api, only_tensors=False)
     # the point is fixed: later calls see these primals even if the caller's change
     frozen = tree_unflatten([p.detach().clone() if isinstance(p, Tensor) else p
                              for p in p_leaves], p_spec)
@@ -468,15 +474,18 @@ def linearize(func, *primals):
                 raise RuntimeError(
                     f"tangent:{i} with shape {shape} in flattened pytree doesn't match the "
                     f"shape {p.shape} of the corresponding primal.")
-        return _forward_pass(func, frozen, t_leaves, api)[1]
+        return _forward_pass(func, frozen, t_leaves, api, only_tensors=False)[1]
 
     return out, jvp_fn
 
 
-def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False):
+def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False,
+                  only_tensors=True):
     """``func(*primals)`` inside a fresh dual level with ``t_leaves`` as the primals'
     tangents: ``(output, tangent of the output, aux)``. Levels nest (``jacfwd(jacfwd(f))``),
-    and the output tangents keep enclosing levels' tangents and reverse-mode graphs."""
+    and the output tangents keep enclosing levels' tangents and reverse-mode graphs. Without
+    ``only_tensors`` (``linearize``, as PyTorch's) a non-tensor output stands for itself in
+    the tangents."""
     from .. import zeros_like
 
     p_leaves, p_spec = tree_flatten(primals)
@@ -494,9 +503,13 @@ def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False):
         res = func(*tree_unflatten(duals, p_spec))
         out, aux = _split_aux(res, has_aux, api)
         o_leaves, o_spec = tree_flatten(out)
-        _check_only_tensors(o_leaves, api, "f(*primals)")
+        if only_tensors:
+            _check_only_tensors(o_leaves, api, "f(*primals)")
         tans = []
         for o in o_leaves:
+            if not isinstance(o, Tensor):
+                tans.append(o)
+                continue
             t = _forward.get_tangent(o, lvl)
             if t is None:
                 if strict:
@@ -548,7 +561,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
         api = "jacrev(f, argnums)(*args)"
         pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
-        _check_only_tensors(pb.out_leaves, api, "f(*args)")
+        # (PyTorch's message names the vjp that each row is)
+        _check_only_tensors(pb.out_leaves, "vjp(f, *primals)", "f(*primals)")
         jac = jacobian_by_vmap(pb, chunk_size)
         return (jac, pb.finish(pb.aux)) if has_aux else jac
 
