@@ -94,3 +94,28 @@ def mlp20_batch1(fw):
         return layers[0].grad
 
     return step
+
+
+@workload("autograd", "20-layer MLP backward only (61 nodes, retain_graph), batch 1",
+          check=None)
+def mlp20_backward_only(fw):
+    """The engine's per-node cost: one recorded graph (20 matmul, 20 tanh, a sum and 20
+    leaves' AccumulateGrad nodes) run backward again and again; divide by 61 for per node."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    layers = []
+    for _ in range(20):
+        w = fw.from_numpy((rng.standard_normal((32, 32)) / np.sqrt(32)).astype(np.float32))
+        layers.append(w.requires_grad_(True))
+    (x,) = tensors(fw, rand(1, 32))
+    h = x
+    for w in layers:
+        h = (h @ w).tanh()
+    loss = h.sum()
+
+    def step():
+        loss.backward(retain_graph=True)
+        return layers[0].grad
+
+    return step

@@ -57,6 +57,7 @@ Autograd plugs in by assigning the module-level hooks below (``record``, ``check
 from __future__ import annotations
 
 import functools
+import sys as _sys
 import threading
 
 import numpy as np
@@ -76,6 +77,8 @@ class _ThreadState(threading.local):
     inference_mode = False
     #: the mode stack, consulted from the end (NOTE [ Dispatch ])
     modes = ()
+    #: (a mode stack, the op names its modes act on or None): ``routes``' last answer
+    routing = (None, None)
 
 
 state = _ThreadState()
@@ -101,6 +104,10 @@ commit_tangent = None
 #: the same module's ``(tensor) -> bool``: whether ``tensor`` carries a tangent of a dual
 #: level on this thread (ops that take a differentiable path only when needed ask it)
 carries_tangent = None
+#: set by ember/func/_batch_rules.py: ``(self, result) -> bool``, for ``commit_inplace_result``
+#: reached with a batched ``self`` (a dual level decomposing an in-place op above a vmap):
+#: writes ``result`` into ``self``'s physical tensor and returns True; False if not batched
+write_batched = None
 
 
 def needs_grad(tensors) -> bool:
@@ -109,6 +116,24 @@ def needs_grad(tensors) -> bool:
         if t is not None and t._rg:
             return state.grad_enabled
     return False
+
+
+def differentiable_formula(*tensors) -> bool:
+    """Whether a derivative formula over ``tensors`` must be built from differentiable ops
+    rather than a fused backward kernel or saved constants: grad mode records it
+    (``create_graph``), or one of ``tensors`` carries a forward-mode tangent that a dual
+    level carries through it (forward-over-reverse needs no ``create_graph``, as in PyTorch).
+
+    Example::
+
+        >>> import ember
+        >>> differentiable_formula(ember.ones(2))  # grad mode on
+        True
+    """
+    if state.grad_enabled:
+        return True
+    ct = carries_tangent
+    return ct is not None and any(t is not None and ct(t) for t in tensors)
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,10 +159,14 @@ class Mode:
 
     Subclasses set ``level`` (NOTE [ Dispatch ]) and implement ``dispatch(handle, args,
     kwargs)``, which usually calls ``handle(*args, **kwargs)`` -- the op with this mode and
-    those above it popped -- and may change the arguments or the result.
+    those above it popped -- and may change the arguments or the result. A mode that acts on
+    a few built-in ops only sets ``_ember_ops`` to their names (NOTE [ Modes that name their ops ]).
     """
 
     level = 0
+    #: the names of the built-in ops this mode acts on; None: every op (a private name:
+    #: user modes subclass this class and may have an ``ops`` of their own)
+    _ember_ops = None
 
     def dispatch(self, handle, args, kwargs):
         return handle(*args, **kwargs)
@@ -177,6 +206,34 @@ def pop_mode(mode: Mode) -> None:
         slow[0] = intercept or torch_function_on or cpu_kernel_replaced
 
 
+# NOTE [ Modes that name their ops ]
+# Autocast's door layer changes the calls of about a hundred ops and hands every other call
+# straight on; routing each ``a + b`` of an AMP step through it cost ~40% of the step's host
+# time. A mode may name the built-in ops it acts on (``Mode._ember_ops``): while every mode on this
+# thread's stack names its ops, a call of a built-in op none of them names skips the stack
+# and takes the path it takes with no mode on (``routes``). Custom ops always go through:
+# their rules (``register_autocast``) are found by the op, not by name. The answer depends
+# on the stack only, and is kept for the last stack seen per thread.
+
+
+def routes(op) -> bool:
+    """Whether a call of ``op`` must go through this thread's mode stack (NOTE [ Modes that
+    name their ops ]); asked by the entrances after ``intercept and state.modes``."""
+    modes = state.modes
+    cached = state.routing
+    if cached[0] is modes:
+        names = cached[1]
+    else:
+        names = frozenset()
+        for m in modes:
+            if m._ember_ops is None:
+                names = None
+                break
+            names = names | m._ember_ops
+        state.routing = (modes, names)
+    return names is None or op.name in names or not op.is_builtin
+
+
 def through_modes(handle, args, kwargs):
     """The door: hand an op call to this thread's innermost mode, with that mode popped
     while it runs (so the op it calls goes on to the next mode down)."""
@@ -212,7 +269,12 @@ class OpOverloadPacket:
         if name.startswith("_"):
             raise AttributeError(name)
         # PyTorch splits ops into overloads by argument types (add.Tensor, add.Scalar,
-        # sum.dim_IntList); ember has one form per op, so those names are its default form
+        # sum.dim_IntList); the forms ember names as torch does are made on first use (NOTE
+        # [ Overload names ] in ember/_ops/_overloads.py), the others are its default form
+        if named_overload is not None and self._ns == "aten":
+            found = named_overload(self.__name__, name)
+            if found is not None:
+                return found
         default = self._functional()
         if default is None:
             raise AttributeError(f"'{self._qualified_op_name}' has no overload named '{name}'")
@@ -285,6 +347,15 @@ class OpOverload:
     def namespace(self):
         return self.overloadpacket._ns
 
+    @property
+    def _schema(self):
+        """The overload's ``FunctionSchema``: torch's for the aten overloads ember shows
+        (``aten::sum.dim_IntList(Tensor self, ...) -> Tensor``), else one made from the op's
+        public function (NOTE [ Overload names ] in ember/_ops/_overloads.py)."""
+        if schema_of is None:
+            raise AttributeError("_schema")
+        return schema_of(self)
+
     def name(self):
         """The qualified name, ``aten::add`` or ``aten::add.out``."""
         base = self.overloadpacket._qualified_op_name
@@ -306,6 +377,10 @@ class OpOverload:
 
 #: namespace -> {name -> OpOverloadPacket}; "aten" holds ember's own ops
 packets: dict = {}
+#: set by ember/_ops/_overloads.py: ``(packet name, overload name) -> OpOverload or None``,
+#: torch's overload names ember gives dispatch modes; and ``(OpOverload) -> FunctionSchema``
+named_overload = None
+schema_of = None
 
 
 def packet(namespace, name, op=None):
@@ -398,30 +473,44 @@ def apply(op, inputs, params, out=None):
     Returns a Tensor, or a tuple of Tensors for multi-output ops. ``out`` receives the result
     when given (PyTorch's ``out=`` contract: resized if empty, dtype checked).
     """
-    if intercept and state.modes:
+    if intercept and state.modes and routes(op):
         return through_modes(_apply_handle(op, out is not None), tuple(inputs),
                              params if out is None else dict(params, out=out))
-    first = None
-    for t in inputs:
-        if t is not None:
-            first = t._data
-            break
-    at = type(first)
-    impl = op.impl.get(at)
-    if impl is None:
-        impl = op.resolve(at)
-    arrays = []
-    for t in inputs:
-        if t is None:
-            arrays.append(None)
-        else:
-            a = t._data
-            if type(a) is not at:
-                if type(first) is np.ndarray and first.ndim == 0:
-                    return _apply_on_device_of(op, inputs, params, out, a)
-                a = _coerce_device(op.name, first, a)
-            arrays.append(a)
-    res = impl(*arrays, **params)
+    if len(inputs) == 1 and inputs[0] is not None:
+        # one input (views, reductions, most nn ops): no loops, no list of arrays
+        t = inputs[0]
+        first = t._data
+        at = type(first)
+        impl = op.impl.get(at)
+        if impl is None:
+            impl = op.resolve(at)
+        res = impl(first, **params)
+        rg = t._rg
+    else:
+        first = None
+        for t in inputs:
+            if t is not None:
+                first = t._data
+                break
+        at = type(first)
+        impl = op.impl.get(at)
+        if impl is None:
+            impl = op.resolve(at)
+        arrays = []
+        rg = False
+        for t in inputs:
+            if t is None:
+                arrays.append(None)
+            else:
+                a = t._data
+                if type(a) is not at:
+                    if type(first) is np.ndarray and first.ndim == 0:
+                        return _apply_on_device_of(op, inputs, params, out, a)
+                    a = _coerce_device(op.name, first, a)
+                arrays.append(a)
+                if t._rg:
+                    rg = True
+        res = impl(*arrays, **params)
     if type(res) is not at:
         res = _result_arrays(op, res, at)
     if op.view_of is not None:
@@ -430,7 +519,8 @@ def apply(op, inputs, params, out=None):
         outputs = tuple(None if r is None else wrap(r) for r in res)
     else:
         outputs = wrap(res)
-    if record is not None and needs_grad(inputs):
+    # (``needs_grad``, with the inputs' flags read in the loop above)
+    if rg and record is not None and state.grad_enabled:
         record(op, inputs, params, outputs)
     if out is not None:
         return write_out(op.name, out, outputs)
@@ -608,6 +698,18 @@ def check_inplace_result(op_name, self, rd):
             f"shape {list(rd.shape)}")
 
 
+# NOTE [ Adopting an in-place result ]
+# An in-place op that autograd records (``ReLU(inplace=True)`` in training) is computed out
+# of place and its result written into ``self``: one more pass over memory, on a GPU a
+# device-to-device copy per layer. When nothing but ``self`` can see ``self``'s array -- no
+# view of it (a view holds its base: the reference count says so), it is no view itself,
+# and the result is a fresh array of the same layout -- ``self`` takes the result's array
+# instead: every reader goes through ``self``, so none can tell, and the version counter
+# moves as for a write. References at the test: ``self._data``, the local and the
+# argument of getrefcount.
+_ADOPT_REFS = 3
+
+
 def commit_inplace_result(op_name, self, compute):
     """Generic in-place: run ``compute()`` out of place, then write its result into ``self``.
 
@@ -632,8 +734,15 @@ def commit_inplace_result(op_name, self, compute):
     rd = r._data
     check_inplace_result(op_name, self, rd)
     sd = self._data
-    if rd is not sd:
-        sd[...] = rd
+    if rd is not sd and not (intercept and write_batched is not None and
+                             write_batched(self, r)):
+        if (self._base is None and sd.base is None and rd.base is None
+                and type(rd) is type(sd) and rd.dtype == sd.dtype and rd.shape == sd.shape
+                and rd.strides == sd.strides and _sys.getrefcount(sd) <= _ADOPT_REFS):
+            # NOTE [ Adopting an in-place result ]
+            self._data = rd
+        else:
+            sd[...] = rd
     self._bump()
     if r._grad_fn is not None and commit_inplace is not None:
         commit_inplace(self, r)

@@ -127,7 +127,11 @@ def matmul(a, b, out=None):
         >>> matmul(a, a.T).tolist()
         [[5.0, 14.0], [14.0, 50.0]]
     """
-    if (a.ndim < 2 or b.ndim < 2 or a.dtype.kind not in "fc"
+    if (a.ndim < 2 or b.ndim < 2
+            # below OpenBLAS's own limit: one thread anyway, nothing to decide (the commonest
+            # case: a small product pays this one test, not three calls)
+            or a.shape[-2] * b.shape[-1] * a.shape[-1] < _BLAS_OWN_LIMIT
+            or a.dtype.kind not in "fc"
             or not one_thread(a.shape[-2], b.shape[-1], a.shape[-1])
             or not _parallel._blas_controllers()):
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)

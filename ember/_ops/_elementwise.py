@@ -231,7 +231,7 @@ _TENSOR_OVERLOADS = ("Tensor", None, None)
 def elementwise(op, args, params=None, out=None):
     """Run element-wise ``op`` on ``args`` (Tensors and Python scalars): promotion, device
     checks, broadcasting (by the kernel), autograd, and ``out=``."""
-    if _dispatch.intercept and _dispatch.state.modes:
+    if _dispatch.intercept and _dispatch.state.modes and _dispatch.routes(op):
         kwargs = dict(params) if params else {}
         if out is not None:
             kwargs["out"] = out
@@ -358,7 +358,7 @@ def elementwise_inplace(op, self, args, params=None):
     """
     if not isinstance(self, Tensor):
         raise _type_error(op, self)
-    if _dispatch.intercept and _dispatch.state.modes:
+    if _dispatch.intercept and _dispatch.state.modes and _dispatch.routes(op):
         return _dispatch.through_modes(op.inplace_handle(), (self,) + tuple(args),
                                        dict(params) if params else {})
     if op.check is not None:
@@ -472,11 +472,52 @@ def binary_fast(op, a, b):
             if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
                 _dispatch.record_binary(op, a, b, t)
             return t
+        t = _with_zero_dim(op, a, b, ad, bd)
+        if t is not None:
+            return t
     elif isinstance(a, Tensor) and (b.__class__ is float or b.__class__ is int):
         t = _with_number(op, a, b, False)
         if t is not None:
             return t
     return elementwise(op, (a, b))
+
+
+def _with_zero_dim(op, a, b, ad, bd):
+    """``a <op> b`` where one operand is a zero-dim tensor of the other's kind (float32
+    values times a float64 zero-dim constant, as derivative formulas make from Python
+    numbers): PyTorch's promotion keeps the dimensioned operand's dtype, so the zero-dim one
+    is cast to it and the kernel runs directly, as the general path would after promoting.
+    None when that does not apply."""
+    if ad.ndim:
+        if bd.ndim or ad.dtype.kind not in "fc" or bd.dtype.kind != ad.dtype.kind:
+            return None
+        dt = ad.dtype
+    elif bd.ndim and bd.dtype.kind in "fc" and ad.dtype.kind == bd.dtype.kind:
+        dt = bd.dtype
+    else:
+        return None
+    at = ad.__class__
+    if at is not np.ndarray or bd.__class__ is not np.ndarray or dt not in op.direct or \
+            ad.size >= _PAR_MIN or bd.size >= _PAR_MIN:
+        return None
+    if op.check is not None:
+        op.check((a, b))
+    f = op.impl.get(at) or op.resolve(at)
+    try:
+        r = f(ad if ad.dtype is dt else ad.astype(dt), bd if bd.dtype is dt else bd.astype(dt))
+    except ValueError:
+        raise _broadcast_error(op, (a, b)) from None
+    if r.__class__ is not at:
+        r = np.asarray(r)
+    t = _new(Tensor)
+    t._data = r
+    t._rg = False
+    t._grad_fn = None
+    t._base = None
+    t._vc = None
+    if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
+        _dispatch.record_binary(op, a, b, t)
+    return t
 
 
 def _direct_binary(op, a, b):

@@ -9,7 +9,8 @@ One backward call is a ``GraphTask``:
 3. Run ready nodes (all incoming gradients arrived) from a heap ordered by most recent
    ``sequence_nr`` first -- the reverse of the forward order, which frees memory soonest.
    AccumulateGrad nodes have an infinite ``sequence_nr`` and so are flushed at once.
-   Each node has an input buffer, one slot per output, that sums incoming gradients.
+   Each node has an input buffer, one slot per output, that sums incoming gradients
+   (NOTE [ Input buffers ]).
 Grad mode inside backward equals ``create_graph``.
 
 Hook order for one node (checked against PyTorch): tensor hooks of its outputs, node
@@ -36,6 +37,7 @@ import numpy as np
 from .. import _dispatch
 from .._core.size import Size
 from .._core.tensor import Tensor, wrap
+from .._parallel import MIN_ELEMENTS as _PAR_MIN
 from .._ops.join import stack
 from . import _base
 from . import anomaly_mode as _anomaly
@@ -197,6 +199,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     needed = task.needed
     anomaly = _anomaly._enabled
     pop, push = heapq.heappop, heapq.heappush
+    get_buffer = buffers.get
+    # below no mode and without create_graph, a second gradient for one buffer slot may be
+    # added into the first in place (NOTE [ Input buffers ])
+    add_in_place = not create_graph and not (_dispatch.intercept and _state.modes)
+    add_into = np.add
     prof = profiler_hook
     prof_token = None
     try:
@@ -255,12 +262,23 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     continue
                 if needed is not None and nx not in needed:
                     continue
-                b = buffers.get(nx)
+                b = get_buffer(nx)
                 if b is None:
                     b = buffers[nx] = [None] * nx._n_outputs()
                 if g is not None:
                     old = b[nr]
-                    b[nr] = g if old is None else old + g
+                    if old is None:
+                        b[nr] = g
+                    elif add_in_place and _owned(old, g):
+                        # NOTE [ Input buffers ]
+                        od = old._data
+                        if type(od) is np.ndarray:
+                            add_into(od, g._data, out=od)
+                        else:  # another backend's array (CuPy): its own in-place add
+                            od += g._data
+                        od = None
+                    else:
+                        b[nr] = old + g
                 d = deps[nx] - 1
                 deps[nx] = d
                 if d == 0:
@@ -365,6 +383,34 @@ def _check_nan(node, grads):
                                "output.")
 
 
+#: NOTE [ Input buffers ]
+#: A node's input buffer sums the gradients that reach one of its outputs along several
+#: edges. The first gradient is stored as it came; a later one is added *into* it in place
+#: when nothing else can see the stored one -- the engine's buffer holds the only reference
+#: to the Tensor and to its array, which owns its memory, is writable, and has the shape
+#: and dtype of the sum -- as torch's InputBuffer accumulates into a gradient it may steal.
+#: That saves an allocation and a Tensor per extra edge (residual connections, weights
+#: used twice). Under create_graph the sum must be recorded, and with a mode on the mode
+#: must see the add: both keep the out-of-place ``old + new``. Very large arrays also keep
+#: it, where the out-of-place add may run on several threads (NOTE [ Threaded element-wise
+#: ops ] in ember/_parallel.py).
+#: References to a stored gradient at ``_owned``'s checks: the buffer's slot, the engine's
+#: local, ``_owned``'s argument and getrefcount's own argument (3 for the array: its
+#: Tensor's ``_data``, the local and getrefcount's argument).
+_BUFFER_REFS = 4
+
+
+def _owned(old, g):
+    """Whether buffer gradient ``old`` may take ``g`` added into it in place (NOTE [ Input
+    buffers ])."""
+    od = old._data
+    gd = g._data
+    return (type(od) is type(gd) and od.base is None and od.shape == gd.shape
+            and od.dtype == gd.dtype and (type(od) is not np.ndarray or od.size < _PAR_MIN)
+            and not old._rg and old._base is None and getattr(od.flags, "writeable", True)
+            and sys.getrefcount(old) <= _BUFFER_REFS and sys.getrefcount(od) <= _STEAL_REFS)
+
+
 #: references to a stealable gradient Tensor (and to its array) at the refcount checks in
 #: ``accumulate_grad``: the engine's local (``g._data``), the argument (the local ``d``) and
 #: getrefcount's own argument. More means someone else can see it: copy instead.
@@ -381,8 +427,10 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
         d = g._data
         td = t._data
         if (steal and sys.getrefcount(g) <= _STEAL_REFS and sys.getrefcount(d) <= _STEAL_REFS
-                and type(d) is np.ndarray and d.base is None and d.flags.writeable
-                and d.strides == td.strides):
+                and d.base is None and getattr(d.flags, "writeable", True)
+                and d.strides == td.strides and type(d) is type(td)):
+            # (any backend's array that owns its memory: on a GPU a copy is an allocation
+            # and a device-to-device copy per parameter per step)
             n = wrap(d)
         else:
             xp = _dispatch.xp_of(td)

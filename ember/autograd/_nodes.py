@@ -191,7 +191,11 @@ def save_output(o, nr):
     vc = o._vc
     if vc is None:
         vc = o._vc = [0]
-    s = SavedTensor(None, vc, vc[0], nr)
+    s = _new(SavedTensor)  # (``__init__``'s stores without its call)
+    s.t = None
+    s.vc = vc
+    s.version = vc[0]
+    s.out_nr = nr
     s.arr = o._data
     if _dispatch.intercept and _dispatch.carries_tangent is not None:
         # the dual level sets the output's tangent after this: share the dict it will fill
@@ -220,12 +224,30 @@ def _pack(s, t):
 
 
 def _detached_copy(t):
-    c = wrap(t._data.copy())
+    c = _copied_value(t)
     c._rg = t._rg
     c._grad_fn = t._grad_fn
     if t._grad_fn is not None:
         c._out_nr = t._out_nr
+    if _dispatch.carries_tangent is not None and _dispatch.carries_tangent(t):
+        # forward-over-reverse: the backward formula reads the saved value's tangent too
+        from ._forward import copy_tangents
+
+        copy_tangents(t, c)
     return c
+
+
+def _copied_value(t):
+    """A new tensor holding ``t``'s value; for a batched tensor of ``vmap`` (whose array is
+    one example's view: NOTE [ Batched tensors ] in ember/func/_batch_tensor.py), every
+    example's."""
+    if _dispatch.intercept:
+        from ..func._batch_tensor import batch_info, make_batched
+
+        inf = batch_info(t)
+        if inf is not None:
+            return make_batched(_copied_value(inf[0]), inf[1])
+    return wrap(t._data.copy())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -287,6 +309,8 @@ class OpNode(Node):
         return self._nout
 
     def _apply(self, grads):
+        # the engine's per-node hot path (NOTE [ Engine ] in _engine.py): no per-call tuple,
+        # dict or generator beyond what the formula's call itself needs
         op = self._op
         nxt = self._next
         if not self._multi:
@@ -294,26 +318,35 @@ class OpNode(Node):
             if g is None:
                 return (None,) * len(nxt)
         else:
-            if all(x is None for x in grads):
+            for x in grads:
+                if x is not None:
+                    break
+            else:
                 return (None,) * len(nxt)
             g = tuple(grads)
         if self._freed:
             raise RuntimeError(_FREED)
         saved = self._saved
         if saved is None:
-            args = [None] * len(nxt)
+            args = _NONES[len(nxt)] if len(nxt) < 8 else (None,) * len(nxt)
         elif self._vers is None:
             args = [None if s is None else s.unpack(self) for s in saved]
         else:
             args = saved
-            for s, v in zip(saved, self._vers):
+            i = 0
+            for v in self._vers:
+                s = saved[i]
+                i += 1
                 if s is not None:
                     vc = s._vc
-                    if (0 if vc is None else vc[0]) != v:
+                    if vc is None:
+                        if v:
+                            SavedTensor(s, vc, v).unpack(self)  # raises the version error
+                    elif vc[0] != v:
                         SavedTensor(s, vc, v).unpack(self)  # raises the version error
         params = self._params
         if op.wants_needs:
-            params = dict(params, needs_input_grad=tuple(e is not _NO_EDGE for e in nxt))
+            params = _with_needs(params, nxt)
         sout = self._sout
         if sout is not None:
             out = tuple(None if s is None else s.unpack(self) for s in sout) \
@@ -321,8 +354,9 @@ class OpNode(Node):
             res = op.vjp(g, *args, out=out, **params)
         else:
             res = op.vjp(g, *args, **params)
-        if res is None or isinstance(res, Tensor):
-            res = (res,)
+        if type(res) is not tuple:
+            if res is None or isinstance(res, Tensor):
+                res = (res,)
         return fit_grads(nxt, res, self._meta_in)
 
     def _release(self):
@@ -391,22 +425,84 @@ def _vjp_input_names(op):
 def fit_grads(nxt, res, meta):
     """One gradient per edge, summed to its input's shape and cast to its dtype (NOTE
     [ Gradient metadata per input ]). Gradients for edges that need none are dropped."""
+    n = len(nxt)
+    if n == 1 and len(res) >= 1:
+        # one input (unary ops, most views): the commonest node
+        r = res[0]
+        if r is None or nxt[0][0] is None:
+            return (None,)
+        rd = r._data
+        m = meta[0]
+        if rd.shape != m[0] or rd.dtype != m[1]:
+            r = _fit(r, m)
+        return (r,)
+    if n == 2 and len(res) >= 2:
+        # two inputs (binary ops, matmul): the next commonest
+        r0 = res[0]
+        if r0 is not None:
+            if nxt[0][0] is None:
+                r0 = None
+            else:
+                rd = r0._data
+                m = meta[0]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r0 = _fit(r0, m)
+        r1 = res[1]
+        if r1 is not None:
+            if nxt[1][0] is None:
+                r1 = None
+            else:
+                rd = r1._data
+                m = meta[1]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r1 = _fit(r1, m)
+        return (r0, r1)
     out = []
     for (node, _), r, m in zip(nxt, res, meta):
         if node is None or r is None:
             out.append(None)
             continue
         rd = r._data
-        shape, dt = m
-        if rd.shape != shape:
-            r = _apply_op(sum_to_op, (r,), {"shape": shape, "in_shape": rd.shape})
-            rd = r._data
-        if rd.dtype != dt:
-            r = _apply_op(cast_op, (r,), {"dtype": dt})
+        if rd.shape != m[0] or rd.dtype != m[1]:
+            r = _fit(r, m)
         out.append(r)
-    if len(res) < len(nxt):
-        out.extend([None] * (len(nxt) - len(res)))
+    if len(res) < n:
+        out.extend([None] * (n - len(res)))
     return tuple(out)
+
+
+def _fit(r, m):
+    """``r`` summed down to shape ``m[0]`` and cast to dtype ``m[1]`` (``fit_grads``)."""
+    shape, dt = m
+    rd = r._data
+    if rd.shape != shape:
+        r = _apply_op(sum_to_op, (r,), {"shape": shape, "in_shape": rd.shape})
+        rd = r._data
+    if rd.dtype != dt:
+        r = _apply_op(cast_op, (r,), {"dtype": dt})
+    return r
+
+
+#: ``(None,) * n`` for the input counts nodes commonly have: a formula's arguments when the
+#: op saved nothing
+_NONES = tuple((None,) * n for n in range(8))
+#: (params is empty) needs_input_grad flags -> the keyword dict ``{"needs_input_grad": ...}``,
+#: shared by every node recorded without params (formulas receive keywords as a fresh dict)
+_NEEDS_ONLY: dict = {}
+
+
+def _with_needs(params, nxt):
+    """``params`` plus ``needs_input_grad`` (one flag per edge) for formulas that ask for it."""
+    if len(nxt) == 2:  # (binary ops: no list or generator for two flags)
+        needs = (nxt[0] is not _NO_EDGE, nxt[1] is not _NO_EDGE)
+    else:
+        needs = tuple([e is not _NO_EDGE for e in nxt])
+    if not params:
+        d = _NEEDS_ONLY.get(needs)
+        if d is None:
+            d = _NEEDS_ONLY[needs] = {"needs_input_grad": needs}
+        return d
+    return dict(params, needs_input_grad=needs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -455,20 +551,6 @@ def gradient_edge(t):
     return accumulate_node(t), 0
 
 
-def _input_edge(t):
-    """(node, input_nr) of input ``t`` that requires grad: ``gradient_edge`` for recording."""
-    if t._base is not None:
-        refresh_view(t)
-    fn = t._grad_fn
-    if fn is not None:
-        return (fn, t._out_nr)
-    try:
-        fn = t._accum()
-    except AttributeError:
-        fn = None
-    return (fn or accumulate_node(t), 0)
-
-
 _NO_PARAMS: dict = {}  # shared by every node recorded without params; never mutated
 
 
@@ -485,24 +567,45 @@ def record_binary(op, a, b, out):
         return record(op, (a, b), _NO_PARAMS, out)
     if cls is None:
         return
+    # ``gradient_edge`` inlined for each operand (the recording hot path)
     if a._rg:
         d = a._data
-        ea = _input_edge(a)
         ma = (d.shape, d.dtype)
+        if a._base is not None:
+            refresh_view(a)
+        fn = a._grad_fn
+        if fn is not None:
+            ea = (fn, a._out_nr)
+        else:
+            try:
+                fn = a._accum()
+            except AttributeError:
+                fn = None
+            ea = (fn or accumulate_node(a), 0)
     else:
         ea = _NO_EDGE
         ma = None
     if b._rg:
         d = b._data
-        eb = _input_edge(b)
         mb = (d.shape, d.dtype)
+        if b._base is not None:
+            refresh_view(b)
+        fn = b._grad_fn
+        if fn is not None:
+            eb = (fn, b._out_nr)
+        else:
+            try:
+                fn = b._accum()
+            except AttributeError:
+                fn = None
+            eb = (fn or accumulate_node(b), 0)
     else:
         eb = _NO_EDGE
         mb = None
     if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
         name = op.node_name_of((a, b), _NO_PARAMS)
         if name is not None:
-            cls = named_node_class(name)
+            cls = _named_classes.get(name) or named_node_class(name)
     node = _new(cls)
     node._op = op
     node._params = _NO_PARAMS
@@ -533,36 +636,58 @@ def record(op, inputs, params, outputs):
     cls, saves, simple = info
     if cls is None:
         return
-    nxt = []
-    meta = []
-    for t in inputs:
+    if len(inputs) == 1:
+        # one input (unary ops, views, reductions): no lists to build
+        t = inputs[0]
         if t is not None and t._rg:
             if t._base is not None:
                 refresh_view(t)
             fn = t._grad_fn
             if fn is None:
-                try:  # accumulate_node, inlined: this loop is the recording hot path
+                try:
                     fn = t._accum()
                 except AttributeError:
                     pass
-                if fn is None:
-                    fn = accumulate_node(t)
-                nxt.append((fn, 0))
+                nxt = ((fn or accumulate_node(t), 0),)
             else:
-                nxt.append((fn, t._out_nr))
+                nxt = ((fn, t._out_nr),)
             d = t._data
-            meta.append((d.shape, d.dtype))
+            meta = [(d.shape, d.dtype)]
         else:
-            nxt.append(_NO_EDGE)
-            meta.append(None)
+            nxt = (_NO_EDGE,)
+            meta = [None]
+    else:
+        nxt = []
+        meta = []
+        for t in inputs:
+            if t is not None and t._rg:
+                if t._base is not None:
+                    refresh_view(t)
+                fn = t._grad_fn
+                if fn is None:
+                    try:  # accumulate_node, inlined: this loop is the recording hot path
+                        fn = t._accum()
+                    except AttributeError:
+                        pass
+                    if fn is None:
+                        fn = accumulate_node(t)
+                    nxt.append((fn, 0))
+                else:
+                    nxt.append((fn, t._out_nr))
+                d = t._data
+                meta.append((d.shape, d.dtype))
+            else:
+                nxt.append(_NO_EDGE)
+                meta.append(None)
+        nxt = tuple(nxt)
     if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
         name = op.node_name_of(inputs, params)
         if name is not None:
-            cls = named_node_class(name)
+            cls = _named_classes.get(name) or named_node_class(name)
     node = _new(cls)
     node._op = op
     node._params = params
-    node._next = tuple(nxt)
+    node._next = nxt
     node._meta_in = meta
     node._seq = next(_sequence)
     if saves is None:
