@@ -313,9 +313,10 @@ def smoke():
     return failed
 
 
-def profile(key, steps=3):
+def profile(key, steps=3, out=""):
     """Time ``key``'s ember workload per step (synchronized), then list where the host time
-    goes under cProfile: the top functions by own time."""
+    goes under cProfile: the top functions by own time. ``out`` names a file for the raw
+    cProfile statistics (``pstats.Stats(out)`` reads them back, callers included)."""
     import cProfile
     import pstats
 
@@ -357,6 +358,8 @@ def profile(key, steps=3):
         fn()
     ember.cuda.synchronize()
     prof.disable()
+    if out:
+        prof.dump_stats(out)
     pstats.Stats(prof).sort_stats("tottime").print_stats(20)
 
 
@@ -393,6 +396,7 @@ def main(argv=None):
     p.add_argument("--no-bench", action="store_true")
     p.add_argument("--json", default="")
     p.add_argument("--profile", default="", help="a workload to profile (cProfile)")
+    p.add_argument("--profile-out", default="", help="where --profile writes its pstats")
     p.add_argument("--find-sync", default="", help="a workload: where does it synchronise?")
     args = p.parse_args(argv)
     out = {}
@@ -400,7 +404,7 @@ def main(argv=None):
         find_sync(args.find_sync)
         return
     if args.profile:
-        profile(args.profile)
+        profile(args.profile, out=args.profile_out)
         return
     if args.smoke:
         out["smoke_failed"] = smoke()

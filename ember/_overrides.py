@@ -43,6 +43,7 @@ class _State(threading.local):
     subclasses_disabled = False  # DisableTorchFunctionSubclass
     all_disabled = False  # DisableTorchFunction
     modes = ()  # TorchFunctionMode stack, innermost last
+    naming = (None, None)  # (a mode stack, the function names its modes act on or None)
 
 
 state = _State()
@@ -138,10 +139,29 @@ _PLAIN = {Tensor, int, float, bool, complex, str, type(None), type(Ellipsis), sl
           _dtype_cls, _device_cls, _Size}
 
 
-def _consult(args, kwargs):
-    """Whether a call must go to ``handle``: a function mode is on, or an argument is not
-    of a plain type (checked before the wrapper strips defaults, which costs more)."""
-    return bool(state.modes) or not _only_plain(args, kwargs)
+def _consult(public, args, kwargs):
+    """Whether a call of ``public`` must go to ``handle``: a function mode on this thread may
+    act on it, or an argument is not of a plain type (checked before the wrapper strips
+    defaults, which costs more). A function mode that acts on a few functions only names
+    them (``_ember_names``, as autocast's outer layer does): calls of other functions skip it
+    (the door's NOTE [ Modes that name their ops ], for ``__torch_function__``)."""
+    modes = state.modes
+    if modes:
+        cached = state.naming
+        if cached[0] is modes:
+            names = cached[1]
+        else:
+            names = frozenset()
+            for m in modes:
+                own = getattr(m, "_ember_names", None)
+                if own is None:
+                    names = None
+                    break
+                names = names | own
+            state.naming = (modes, names)
+        if names is None or public.__name__ in names:
+            return True
+    return not _only_plain(args, kwargs)
 
 
 def _only_plain(args, kwargs):
@@ -414,7 +434,7 @@ def _generic_wrapper(f):
 
 _TEMPLATE = """\
 def _ember_w({params}):
-{aliases}    if _active[0] and _consult(({pos}), {{{kw}}}):
+{aliases}    if _active[0] and _consult(_ember_w, ({pos}), {{{kw}}}):
         _ember_r = handle(_ember_w, *_given(({pos}), {{{kw}}}))
         if _ember_r is not NOT_HANDLED:
             return _ember_r

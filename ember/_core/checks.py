@@ -114,3 +114,79 @@ def require_values(op_name, array) -> None:
             "the shape of its result depends on the input's values, which meta tensors do not "
             "have")
 
+
+
+# -- checks of values on devices that run ahead of the host ----------------------------------
+#
+# NOTE [ Deferred device checks ]
+# A check of values (an index in range) on a GPU array needs the values on the host: reading
+# them waits for every kernel queued before, and a training step that does so each layer
+# never lets the host run ahead of the GPU. PyTorch's CUDA kernels check on the device and
+# report a failed check at the next synchronisation ("device-side assert triggered"). ember
+# does the same for the array types registered in ``deferring_types`` (CuPy's): the test
+# runs on the device into a flag array, kept here per (exception type, message), and
+# ``raise_pending`` -- called wherever the host waits for the device anyway (``item()``,
+# ``tolist()``, copies to the CPU, ``cuda.synchronize()``) -- raises the first failed one,
+# with the message the CPU would have raised at once. Flags of the same check are OR-ed on
+# the device, so the queue stays small however long the host runs ahead.
+
+#: array types whose value checks are deferred (NOTE [ Deferred device checks ])
+deferring_types: set = set()
+_pending: list = []  # [exception class, message (str or callable), flag array]
+_MAX_PENDING = 64
+
+
+def check_range(array, lo, hi, exc, message) -> None:
+    """Raise ``exc(message)`` unless every value of the integer ``array`` lies in
+    ``[lo, hi)``; on a device that runs ahead of the host the test is deferred (NOTE
+    [ Deferred device checks ]).
+
+    Args:
+        array: a backend integer array (``tensor._data``).
+        lo, hi: the allowed range, ``lo <= value < hi``.
+        exc: the exception class, e.g. ``IndexError``.
+        message: its message, or a function making it (called only on failure, when a
+            message names a bad value).
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> check_range(np.array([0, 2]), 0, 3, IndexError, "index out of range")
+    """
+    if array.size == 0 or not holds_values(array):
+        return
+    if type(array) in deferring_types:
+        flag = (array.min() < lo) | (array.max() >= hi)
+        if isinstance(message, str):
+            for entry in _pending:
+                if entry[0] is exc and entry[1] == message:
+                    entry[2] = entry[2] | flag
+                    return
+        _pending.append([exc, message, flag])
+        if len(_pending) > _MAX_PENDING:
+            raise_pending()
+        return
+    if int(array.min()) < lo or int(array.max()) >= hi:
+        raise exc(message if isinstance(message, str) else message())
+
+
+def raise_pending() -> None:
+    """Raise the first deferred device check that failed (NOTE [ Deferred device checks ]);
+    the host waits for the device here, so call it where it waits anyway.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> raise_pending()  # nothing pending
+    """
+    if not _pending:
+        return
+    items = _pending[:]
+    _pending.clear()
+    for exc, message, flag in items:
+        if bool(flag.item()):
+            raise exc(message if isinstance(message, str) else message())

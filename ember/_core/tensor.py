@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import checks as _checks
 from . import dtype as _dt
 from .backend import backends_by_type
 from .size import Size
@@ -795,7 +796,11 @@ class Tensor:
         if a.size != 1:
             raise RuntimeError(
                 f"a Tensor with {a.size} elements cannot be converted to Scalar")
-        return a.reshape(()).item() if type(a) is np.ndarray else a.item()
+        if type(a) is np.ndarray:
+            return a.reshape(()).item()
+        v = a.item()  # the host waits for the device: deferred checks are read now
+        _checks.raise_pending()
+        return v
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
@@ -868,6 +873,7 @@ class Tensor:
             raise RuntimeError("load_scalar: invalid type")
         if type(a) is not np.ndarray:
             a = a.get()
+            _checks.raise_pending()  # NOTE [ Deferred device checks ]
         if a.dtype == _dt.bfloat16.np:
             a = a.astype(np.float32)
         return a.tolist()

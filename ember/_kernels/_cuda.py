@@ -289,7 +289,8 @@ __global__ void silu_bwd(const typename K::S* g, const typename K::S* x, typenam
 
 // batch norm over NCHW planes: channel c's values are x[(n*C + c)*HW + i]. Grid (C, S):
 // segment s of channel c sums its share of the N*HW values (partial sums, finished by the
-// caller), so few-channel layers with large planes still fill the GPU.
+// caller), so few-channel layers with large planes still fill the GPU. A thread walks its
+// values keeping (n, i) by additions: no 64-bit division per element.
 template <class K>
 __global__ void bn_partial_sums(const typename K::S* x, const float* center, float* out,
                                 long long N, long long C, long long HW, int squares) {
@@ -298,10 +299,14 @@ __global__ void bn_partial_sums(const typename K::S* x, const float* center, flo
     long long per = (total + gridDim.y - 1) / gridDim.y;
     long long j0 = blockIdx.y * per, j1 = min(total, j0 + per);
     float mu = squares ? center[c] : 0.0f, acc = 0.0f;
-    for (long long j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-        long long n = j / HW, i = j - n * HW;
+    long long j = j0 + threadIdx.x;
+    long long n = j / HW, i = j - n * HW;
+    long long sn = blockDim.x / HW, si = blockDim.x - sn * HW;
+    for (; j < j1; j += blockDim.x) {
         float v = K::ld(x[(n * C + c) * HW + i]) - mu;
         acc += squares ? v * v : v;
+        i += si; n += sn;
+        if (i >= HW) { i -= HW; ++n; }
     }
     acc = block_sum(acc, sh);
     if (threadIdx.x == 0) out[c * gridDim.y + blockIdx.y] = acc;
@@ -317,11 +322,16 @@ __global__ void bn_backward_partial_sums(const typename K::S* g, const typename 
     long long per = (total + gridDim.y - 1) / gridDim.y;
     long long j0 = blockIdx.y * per, j1 = min(total, j0 + per);
     float mu = mean[c], a = 0.0f, b = 0.0f;
-    for (long long j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-        long long n = j / HW, i = j - n * HW, at = (n * C + c) * HW + i;
+    long long j = j0 + threadIdx.x;
+    long long n = j / HW, i = j - n * HW;
+    long long sn = blockDim.x / HW, si = blockDim.x - sn * HW;
+    for (; j < j1; j += blockDim.x) {
+        long long at = (n * C + c) * HW + i;
         float gv = K::ld(g[at]);
         a += gv;
         b += gv * (K::ld(x[at]) - mu);
+        i += si; n += sn;
+        if (i >= HW) { i -= HW; ++n; }
     }
     a = block_sum(a, sh);
     b = block_sum(b, sh);
@@ -376,13 +386,19 @@ extern "C" __global__ void bn_backward_finalize(const float* pg, const float* pg
     gw[c] = sgx * r; gb[c] = sg;
 }
 
-// out = x * a[c] + b[c]   (the forward), or with g: out = g * a[c] + (x - m[c]) * b[c] + d[c]
+// out = x * a[c] + b[c]   (the forward), or with g: out = g * a[c] + (x - m[c]) * b[c] + d[c].
+// One element per thread and iteration: its channel is (j / HW) % C, in 32-bit unsigned
+// arithmetic while the array has fewer than 2^32 elements (a 64-bit division per element
+// made these kernels compute-bound).
+#define BN_CHANNEL(j) (total < 4294967296LL ? (long long)(((unsigned int)(j) / hw32) % c32) \
+                                            : ((j) / HW) % C)
 template <class K>
 __global__ void bn_apply(const typename K::S* x, const float* a, const float* b,
                          typename K::S* out, long long total, long long C, long long HW) {
+    unsigned int hw32 = (unsigned int)HW, c32 = (unsigned int)C;
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < total;
          j += (long long)gridDim.x * blockDim.x) {
-        long long c = (j / HW) % C;
+        long long c = BN_CHANNEL(j);
         out[j] = K::st(K::ld(x[j]) * a[c] + b[c]);
     }
 }
@@ -391,15 +407,25 @@ __global__ void bn_backward_apply(const typename K::S* g, const typename K::S* x
                                   const float* mean, const float* kg, const float* kx,
                                   const float* kc, typename K::S* out, long long total,
                                   long long C, long long HW) {
+    unsigned int hw32 = (unsigned int)HW, c32 = (unsigned int)C;
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < total;
          j += (long long)gridDim.x * blockDim.x) {
-        long long c = (j / HW) % C;
+        long long c = BN_CHANNEL(j);
         out[j] = K::st(K::ld(g[j]) * kg[c] + (K::ld(x[j]) - mean[c]) * kx[c] + kc[c]);
     }
 }
 """
 
 _KINDS = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
+#: the same by dtype object: ``dtype.name`` is a Python-level property of NumPy's, a
+#: microsecond a call on the launch path
+_KIND_OF = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+try:
+    import ml_dtypes as _ml
+
+    _KIND_OF[np.dtype(_ml.bfloat16)] = "BF16"
+except ImportError:  # pragma: no cover - a hard dependency
+    pass
 _NAMES = ("softmax_rows", "softmax_backward_rows", "layer_norm_rows",
           "layer_norm_backward_rows", "layer_norm_param_grads", "bn_partial_sums",
           "bn_backward_partial_sums", "bn_apply", "bn_backward_apply", "cross_entropy_rows",
@@ -435,10 +461,199 @@ def _compiled():
     return bool(_module)
 
 
+_functions: dict = {}
+
+
 def _function(name, dtype):
-    if dtype is None:  # the float32 helpers, not templated
-        return _module.get_function(name)
-    return _module.get_function(f"{name}<{_KINDS[dtype.name]}>")
+    """The compiled kernel ``name`` for ``dtype`` (None: the float32 helpers, not
+    templated), looked up in the module once."""
+    key = (name, dtype)
+    f = _functions.get(key)
+    if f is None:
+        f = _functions[key] = _module.get_function(
+            name if dtype is None else f"{name}<{_KIND_OF[dtype]}>")
+    return f
+
+
+# -- the training-step kernels: a module of their own --------------------------------------------
+#
+# NOTE [ Training-step CUDA kernels ]
+# Kernels that replace a chain of CuPy launches in a training step, compiled as a module of
+# their own (so that a toolkit refusing one of them leaves the row kernels above working):
+#
+# - ``max_pool2d_fwd``: one thread per output, the window's taps in order, the first maximal
+#   tap kept (a NaN wins and the last NaN tap is reported, as in PyTorch), taps outside the
+#   input skipped; where the generic kernel makes ~40 CuPy launches and reads a NaN flag
+#   back to the host (a device synchronisation in every forward).
+# - ``bn_update_running``: batch norm's running mean and variance, both in one launch from
+#   the batch statistics (mean, 1/std) the forward kernel already made, where composing it
+#   took ten launches per layer (a third of a ResNet-50 step's dispatches).
+
+_TRAIN_SOURCE = _SOURCE[:_SOURCE.index("__device__ __forceinline__ float warp_sum")] + r"""
+template <class K>
+__global__ void max_pool2d_fwd(const typename K::S* x, typename K::S* y, long long* idx,
+                               long long total, int H, int W, int OH, int OW, int kh, int kw,
+                               int sh, int sw, int ph, int pw, int dh, int dw) {
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < total;
+         j += (long long)gridDim.x * blockDim.x) {
+        int ow = (int)(j % OW);
+        long long t = j / OW;
+        int oh = (int)(t % OH);
+        long long plane = t / OH;
+        const typename K::S* xp = x + plane * (long long)H * W;
+        int h0 = oh * sh - ph, w0 = ow * sw - pw;
+        int hs = h0, ws = w0;
+        while (hs < 0) hs += dh;
+        while (ws < 0) ws += dw;
+        float best = NEG_INF;
+        long long at = (long long)hs * W + ws;
+        for (int a = 0; a < kh; ++a) {
+            int ih = h0 + a * dh;
+            if (ih < 0 || ih >= H) continue;
+            for (int b = 0; b < kw; ++b) {
+                int iw = w0 + b * dw;
+                if (iw < 0 || iw >= W) continue;
+                float v = K::ld(xp[ih * W + iw]);
+                if (v > best || v != v) { best = v; at = (long long)ih * W + iw; }
+            }
+        }
+        y[j] = K::st(best);
+        idx[j] = at;
+    }
+}
+
+// a dtype conversion of a contiguous array (float32 <-> float16/bfloat16), rounding to
+// nearest even as NumPy, ml_dtypes and CuPy's astype do
+template <class A, class B>
+__global__ void convert(const typename A::S* x, typename B::S* y, long long n) {
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n;
+         j += (long long)gridDim.x * blockDim.x)
+        y[j] = B::st(A::ld(x[j]));
+}
+
+extern "C" __global__ void bn_update_running(float* rm, float* rv, const float* mean,
+                                             const float* rstd, long long C, float keep,
+                                             float momentum, double eps, float ratio) {
+    long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    rm[c] = __fadd_rn(__fmul_rn(rm[c], keep), __fmul_rn(mean[c], momentum));
+    if (rv) {
+        double r = (double)rstd[c];
+        float var = (float)(1.0 / (r * r) - eps);
+        rv[c] = __fadd_rn(__fmul_rn(rv[c], keep), __fmul_rn(__fmul_rn(var, ratio), momentum));
+    }
+}
+"""
+_TRAIN_NAMES = ("max_pool2d_fwd",)
+#: the conversions ``convert`` compiles: float32 to and from each half type
+_CONVERSIONS = (("F32", "F16"), ("F32", "BF16"), ("F16", "F32"), ("BF16", "F32"))
+_TRAIN_EXPRS = [f"{n}<{k}>" for n in _TRAIN_NAMES for k in _KINDS.values()] + \
+    [f"convert<{a}, {b}>" for a, b in _CONVERSIONS]
+_train_module = None
+_EXTRA_MODULES = (("ember/_kernels/_cuda.py (training-step kernels)", _TRAIN_SOURCE,
+                   _TRAIN_EXPRS),)
+
+
+def _train_function(name, dtype=None):
+    """A kernel of the training-step module (NOTE [ Training-step CUDA kernels ]), or None
+    when that module did not compile (one warning)."""
+    global _train_module
+    key = ("train", name, dtype)
+    f = _functions.get(key)
+    if f is not None:
+        return f
+    if _train_module is None:
+        import cupy as cp
+
+        exprs = _TRAIN_EXPRS
+        try:
+            _train_module = cp.RawModule(code=_TRAIN_SOURCE, options=("--std=c++14",),
+                                         name_expressions=exprs)
+            _train_module.get_function(exprs[0])
+        except Exception as e:  # noqa: BLE001 - as _compiled
+            import warnings
+
+            _train_module = False
+            warnings.warn(f"ember: the training-step CUDA kernels did not compile "
+                          f"({type(e).__name__}: {e}); using the generic CuPy kernels",
+                          RuntimeWarning, stacklevel=3)
+    if not _train_module:
+        return None
+    f = _functions[key] = _train_module.get_function(
+        name if dtype is None else f"{name}<{_KIND_OF[dtype]}>")
+    return f
+
+
+def convert(a, dtype):
+    """A contiguous CuPy array cast between float32 and float16/bfloat16 by one kernel
+    launch (CuPy's ``astype`` costs several times the host time), or None where not
+    covered (other dtypes, other layouts, empty)."""
+    src, dst = _KIND_OF.get(a.dtype), _KIND_OF.get(dtype)
+    if src is None or dst is None or (src == "F32") == (dst == "F32") or a.size == 0 or \
+            not a.flags.c_contiguous:
+        return None
+    key = ("convert", a.dtype, dtype)
+    f = _functions.get(key)
+    if f is None:
+        if _train_function("max_pool2d_fwd", np.dtype(np.float32)) is None:
+            return None
+        f = _functions[key] = _train_module.get_function(f"convert<{src}, {dst}>")
+    import cupy as cp
+
+    out = cp.ndarray(a.shape, dtype)
+    grid, block = _elementwise_grid(a.size)
+    f(grid, block, (a, out, np.int64(a.size)))
+    return out
+
+
+def max_pool2d(x, kernel_size, stride, padding, dilation, out_size):
+    """(values, int64 indices) of 2-d max pooling of an (N, C, H, W) CuPy array, indices
+    flat in each input plane, as PyTorch's; None where not covered."""
+    if x.ndim != 4 or not covers(x):
+        return None
+    f = _train_function("max_pool2d_fwd", x.dtype)
+    if f is None:
+        return None
+    import cupy as cp
+
+    x = cp.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    oh, ow = out_size
+    y = cp.empty((n, c, oh, ow), x.dtype)
+    idx = cp.empty((n, c, oh, ow), cp.int64)
+    total = y.size
+    if total:
+        grid, block = _elementwise_grid(total)
+        i32 = np.int32
+        f(grid, block, (x, y, idx, np.int64(total), i32(h), i32(w), i32(oh), i32(ow),
+                        i32(kernel_size[0]), i32(kernel_size[1]), i32(stride[0]),
+                        i32(stride[1]), i32(padding[0]), i32(padding[1]), i32(dilation[0]),
+                        i32(dilation[1])))
+    return y, idx
+
+
+def batch_norm_update_running(running_mean, running_var, mean, rstd, momentum, eps, count):
+    """Update batch norm's running statistics in place from a training batch's ``mean`` and
+    ``rstd`` (float32 CuPy arrays of C values), over ``count`` values per channel: one
+    launch (NOTE [ Training-step CUDA kernels ]). Returns False, having changed nothing,
+    unless every array is a contiguous float32 CuPy array of C values (running_var may be
+    None)."""
+    c = mean.size
+    for a in (running_mean, running_var, mean, rstd):
+        if a is None and a is not running_var:
+            return False
+        if a is not None and (a.dtype != np.float32 or a.size != c or
+                              not a.flags.c_contiguous or not type(a).__module__.startswith(
+                                  "cupy")):
+            return False
+    f = _train_function("bn_update_running")
+    if f is None or c == 0:
+        return f is not None
+    grid, block = _per_channel(c)
+    f(grid, block, (running_mean, _NULL if running_var is None else running_var, mean, rstd,
+                    np.int64(c), np.float32(1 - momentum), np.float32(momentum),
+                    np.float64(eps), np.float32(count / max(count - 1, 1))))
+    return True
 
 
 def covers(*arrays):
@@ -448,7 +663,7 @@ def covers(*arrays):
     for a in arrays:
         if a is None:
             continue
-        if a.dtype.name not in _KINDS or a.size == 0 or (dt is not None and a.dtype != dt):
+        if a.dtype not in _KIND_OF or a.size == 0 or (dt is not None and a.dtype != dt):
             return False
         dt = a.dtype
     return dt is not None and _compiled()
@@ -617,13 +832,16 @@ def batch_norm(x, w, b, mean, var, training, eps):
     count = n * hw
     if count == 0:
         return None
-    rstd, a, shift = (cp.empty(c, cp.float32) for _ in range(3))
+    # the per-channel float32 results in one allocation (each is a launch's worth of host
+    # time otherwise); rstd and m are the op's outputs, a and shift its scratch
+    stats = cp.ndarray((4, c), cp.float32)
+    rstd, a, shift = stats[0], stats[1], stats[2]
     wf, bf = _f32(w, c), _f32(b, c)
     grid_c, block_c = _per_channel(c)
     if training:
         seg = _segments(c, count)
-        part = cp.empty((c, seg), cp.float32)
-        m = cp.empty(c, cp.float32)
+        part = cp.ndarray((c, seg), cp.float32)
+        m = stats[3]
         sums = _function("bn_partial_sums", x.dtype)
         dims = (np.int64(n), np.int64(c), np.int64(hw))
         sums((c, seg), (512,), (x, _NULL, part) + dims + (np.int32(0),))
@@ -657,11 +875,13 @@ def batch_norm_backward(g, x, w, mean, rstd):
         return None
     m, r = _f32(mean, c), _f32(rstd, c)
     seg = _segments(c, count)
-    pg = cp.empty((c, seg), cp.float32)
-    pgx = cp.empty((c, seg), cp.float32)
+    parts = cp.ndarray((2, c, seg), cp.float32)
+    pg, pgx = parts[0], parts[1]
     _function("bn_backward_partial_sums", x.dtype)((c, seg), (512,), (
         g, x, m, pg, pgx, np.int64(n), np.int64(c), np.int64(hw)))
-    kg, kx, kc, gw, gb = (cp.empty(c, cp.float32) for _ in range(5))
+    factors = cp.ndarray((3, c), cp.float32)
+    kg, kx, kc = factors[0], factors[1], factors[2]
+    gw, gb = cp.ndarray(c, cp.float32), cp.ndarray(c, cp.float32)  # owned: .grad keeps them
     grid_c, block_c = _per_channel(c)
     _function("bn_backward_finalize", None)(grid_c, block_c, (
         pg, pgx, r, _f32(w, c), kg, kx, kc, gw, gb, np.int64(c), np.int32(seg),

@@ -29,7 +29,9 @@ def _unpool_add_kernel(xp, g, index, *, input_shape):
     gi = g.reshape(n * c, -1)
     ii = index.reshape(n * c, -1)
     flat = (ii + (xp.arange(n * c) * plane)[:, None]).reshape(-1)
-    if gi.dtype.kind == "c":
+    if gi.dtype.kind == "c" or xp is not np:
+        # (on a device, bincount reads the largest index back to the host: a sync per
+        # backward; ufunc_at scatters with atomic adds on the device, half types widened)
         out = xp.zeros(n * c * plane, dtype=g.dtype)
         ufunc_at(xp, "add", out, flat, gi.reshape(-1))
     else:

@@ -54,7 +54,7 @@ from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
 from .linalg import upcast_lowp
 from ._memory_format import keep_layout
-from ._registry import Op, public
+from ._registry import Op, public, recorded_as
 from .indexing import multilinear_jvp  # forward-mode rules
 from .nn_pad import pad
 from .nn_checks import kernel_dtype
@@ -650,9 +650,18 @@ def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad
         # create_graph the two separate ops keep double backward
         gx, gw = _dispatch.apply(conv_backward_op, (g, x, w), dict(
             stride=stride, padding=padding, dilation=dilation))
-    else:
-        gx = conv_input_grad(g, w, tuple(x.shape), **p) if need_x else None
-        gw = conv_weight_grad(x, g, tuple(w.shape), **p) if need_w else None
+        gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
+        return gx, gw, gb
+    return _adjoints(g, x, w, needs_input_grad, p)
+
+
+# PyTorch's node calls one op for the three gradients: the profiler shows the two adjoints
+# and the bias sum under its name (NOTE [ Composite op events ] in ember/profiler/_recorder.py)
+@recorded_as("aten::convolution_backward", ("g", "x", "w") + (None,) * 8)
+def _adjoints(g, x, w, needs_input_grad, p):
+    need_x, need_w, need_b = needs_input_grad
+    gx = conv_input_grad(g, w, tuple(x.shape), **p) if need_x else None
+    gw = conv_weight_grad(x, g, tuple(w.shape), **p) if need_w else None
     gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
     return gx, gw, gb
 
@@ -842,10 +851,52 @@ def _check_empty_input(x):
                            f"input shape: {shape}")
 
 
+# NOTE [ Checked convolution calls ]
+# A network calls each convolution with the same shapes, dtypes and geometry at every step,
+# and torch's argument checks (about twenty, reading shapes through Size objects) cost more
+# host time than a GPU convolution's launch. A call whose checks passed is remembered by
+# those shapes, dtypes, array types and arguments -- everything the checks read -- with the
+# normalised geometry, and the next such call skips straight to the op. Only plain tensors
+# with no mode or transform active take the shortcut (under vmap, ``_data`` is not the
+# shape the checks see); unbatched, empty and asymmetrically padded calls always check.
+_conv_checked: dict = {}
+_CONV_CHECKED_MAX = 1024
+
+
+def _conv_key(nd, input, weight, bias, stride, padding, dilation, groups):
+    """The key of NOTE [ Checked convolution calls ], or None when the call must check."""
+    if _dispatch.intercept or type(input) is not Tensor or type(weight) is not Tensor or \
+            (bias is not None and type(bias) is not Tensor):
+        return None
+    xd, wd = input._data, weight._data
+    bd = None if bias is None else bias._data
+    try:
+        return (nd, type(xd), xd.shape, xd.dtype, type(wd), wd.shape, wd.dtype,
+                None if bd is None else (type(bd), bd.shape, bd.dtype),
+                stride if isinstance(stride, int) else tuple(stride),
+                padding if isinstance(padding, (int, str)) else tuple(padding),
+                dilation if isinstance(dilation, int) else tuple(dilation), groups)
+    except TypeError:  # an argument that is not a number or a sequence: the checks say so
+        return None
+
+
 def conv(nd, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    key = _conv_key(nd, input, weight, bias, stride, padding, dilation, groups)
+    geometry = None if key is None else _conv_checked.get(key)
+    if geometry is not None:  # NOTE [ Checked convolution calls ]
+        stride, padding, dilation = geometry
+        y = conv_nd(input, weight, bias, stride=stride, padding=padding, dilation=dilation,
+                    groups=groups)
+        if input._data.flags.c_contiguous and weight._data.flags.c_contiguous:
+            return y  # (keep_layout's answer for contiguous operands)
+        return keep_layout(y, input, weight)
     op = f"conv{nd}d"
     x, batched, stride, padding, dilation = _check_conv(op, nd, input, weight, bias, stride,
                                                         padding, dilation, groups)
+    if key is not None and batched and x is input and x.shape[0] and x.shape[1]:
+        if len(_conv_checked) >= _CONV_CHECKED_MAX:
+            _conv_checked.clear()
+        _conv_checked[key] = (stride, padding, dilation)
     if x.shape[0] == 0 or x.shape[1] == 0:
         out = tuple((x.shape[2 + i] + 2 * padding[i] - dilation[i] * (weight.shape[2 + i] - 1)
                      - 1) // stride[i] + 1 for i in range(nd))

@@ -16,7 +16,7 @@ from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from ._memory_format import keep_layout
-from ._registry import Op, public
+from ._registry import Op, public, recorded_as
 from .linalg import channel_sums, col_sums, row_sums
 from .nn_checks import kernel_dtype, norm_param_dtypes
 
@@ -139,7 +139,7 @@ layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_k
 def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
     g = grads[0]
     dims = list(range(x.dim() - ndim, x.dim()))
-    if not _dispatch.state.grad_enabled:
+    if not _dispatch.differentiable_formula(g, x, w):
         gx, gw, gb = _dispatch.apply(layer_norm_backward_op, (g, x, w, out[1], out[2]),
                                      {"ndim": ndim})
         return gx, gw if w is not None else None, gb
@@ -291,7 +291,7 @@ def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
     g = grads[0]
     shape = (1, x.shape[1]) + (1,) * (x.dim() - 2)
     axes = [0] + list(range(2, x.dim()))
-    if training and not _dispatch.state.grad_enabled:
+    if training and not _dispatch.differentiable_formula(g, x, w):
         gx, gw, gb = _dispatch.apply(batch_norm_backward_op, (g, x, w, out[1], out[2]), {})
         return gx, gw if w is not None else None, gb, None, None
     if training:
@@ -376,6 +376,31 @@ def _batch_norm_dtypes(input, weight, bias, running_mean, running_var):
                     f"argument '{name}'. This input cannot have requires_grad True.")
 
 
+#: array type -> a backend's one-launch update of batch norm's running statistics,
+#: ``fn(running_mean, running_var, mean, rstd, momentum, eps, count) -> bool`` (CUDA's:
+#: NOTE [ Training-step CUDA kernels ] in ember/_kernels/_cuda.py); False: not covered
+running_stats_kernels: dict = {}
+
+
+def _update_running_fused(running_mean, running_var, m, rstd, momentum, eps, n):
+    """The running statistics updated by the backend's own kernel, as PyTorch's batch norm
+    updates them inside the op; False where the backend has none, a mode that sees every op
+    is active (NOTE [ Modes that name their ops ] in ember/_dispatch.py), or the kernel does
+    not cover these arrays."""
+    fn = running_stats_kernels.get(type(m._data))
+    if fn is None or momentum is None:
+        return False
+    if _dispatch.intercept and any(md._ember_ops is None for md in _dispatch.state.modes):
+        return False  # a mode that sees every op sees the update as ops (autocast does not)
+    if not fn(running_mean._data, None if running_var is None else running_var._data,
+              m._data, rstd._data, momentum, eps, n):
+        return False
+    running_mean._bump()
+    if running_var is not None:
+        running_var._bump()
+    return True
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """``(output, save_mean, save_invstd)``: the batch statistics per channel in training,
     None otherwise."""
@@ -411,6 +436,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         from ..autograd.grad_mode import no_grad
 
         n = input.numel() // c
+        if _update_running_fused(running_mean, running_var, m, rstd, momentum, eps, n):
+            return y, m, rstd
         with no_grad():
             var = (1.0 / (rstd.double() ** 2) - eps).to(input.dtype)
             unbiased = var * (n / max(n - 1, 1))
@@ -446,6 +473,7 @@ def _group_norm_params(input, weight, bias):
     return False
 
 
+@recorded_as("aten::group_norm", ("input", "num_groups", "weight", "bias", "eps", None))
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise groups of channels per sample, then scale and shift per channel.
 
@@ -473,6 +501,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return y.to(input.dtype) if mixed else y
 
 
+@recorded_as("aten::instance_norm", ("input", "weight", "bias", "running_mean", "running_var",
+                                     "use_input_stats", "momentum", "eps", None))
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Normalise each (sample, channel) plane; running stats averaged over the batch."""

@@ -9,16 +9,17 @@ with PyTorch's signatures.
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 
 import numpy as np
 
 from .. import _dispatch, _kernels
 from .._core import dtype as _dt
-from .._core.checks import holds_values, wrap_dim
+from .._core.checks import check_range, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
-from ._registry import Op, public
+from ._registry import Op, public, recorded_as
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
 from .nn_checks import kernel_dtype, no_complex_autograd
@@ -50,10 +51,12 @@ def _threshold_backward_vjp(gg, _g, out, *, threshold):
     return _dispatch.apply(threshold_backward_op, (gg, out), {"threshold": threshold}), None
 
 
-def _threshold_backward_jvp(x_dots, _g, out, *, threshold, **_):
+def _threshold_backward_jvp(x_dots, _g, relu_out, *, threshold, **_):
+    # (the second input is not named ``out``: jvp rules receive the op's result as ``out=``)
     if x_dots[0] is None:
         return None
-    return _dispatch.apply(threshold_backward_op, (x_dots[0], out), {"threshold": threshold})
+    return _dispatch.apply(threshold_backward_op, (x_dots[0], relu_out),
+                           {"threshold": threshold})
 
 
 # relu's backward in one pass (``g * (out > 0)`` took two, and three with NaN handled)
@@ -189,8 +192,9 @@ def _gelu_vjp(grads, a, *, out):
     g = grads[0]
     half = a.dtype.itemsize < 4
     x, gf = (a.float(), g.float()) if half else (a, g)
-    if _dispatch.state.grad_enabled:
-        # create_graph: rebuild the derivative so the formula stays differentiable in x
+    if _dispatch.differentiable_formula(a):
+        # create_graph or forward-over-reverse: rebuild the derivative so the formula stays
+        # differentiable in x
         cdf = 0.5 * (1 + (x * _INV_SQRT2).erf())
         pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
         gx = gf * (cdf + x * pdf)
@@ -231,7 +235,8 @@ gelu_tanh_backward_op = Op("gelu_tanh_backward", _gelu_tanh_backward_kernel)
 
 
 def _gelu_tanh_vjp(g, a):
-    if not _dispatch.state.grad_enabled and g.shape == a.shape and g.dtype == a.dtype:
+    if not _dispatch.differentiable_formula(g, a) and g.shape == a.shape and \
+            g.dtype == a.dtype:
         return _dispatch.apply(gelu_tanh_backward_op, (g, a), {})
     return _gelu_tanh_formula(g, a)
 
@@ -313,7 +318,7 @@ silu_backward_op = Op("silu_backward", _silu_backward_kernel)
 
 @_opmath_vjp
 def _silu_vjp(g, a):
-    if not _dispatch.state.grad_enabled and g.shape == a.shape:
+    if not _dispatch.differentiable_formula(g, a) and g.shape == a.shape:
         return _dispatch.apply(silu_backward_op, (g, a), {})
     # create_graph: the formula in ember ops, differentiable in a
     sig = a.sigmoid()
@@ -507,6 +512,8 @@ def reduction_enum(reduction, size_average=None, reduce=None):
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = ("mean" if size_average else "sum") if reduce else "none"
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", UserWarning, stacklevel=2)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
@@ -606,9 +613,9 @@ def _class_rows(xp, x, target, weight, ignore_index):
     return rows, safe, wt
 
 
-def _out_of_bounds(xp, safe, c):
-    lo, hi = xp.stack((safe.min(), safe.max())).tolist()
-    return lo < 0 or hi >= c
+def _target_message(safe, c):
+    bad = safe[(safe < 0) | (safe >= c)][0]
+    return f"Target {int(bad)} is out of bounds."
 
 
 def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
@@ -616,10 +623,8 @@ def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     backward needs (NOTE [ Fused cross entropy ])."""
     c = x.shape[1]
     rows, safe, wt = _class_rows(xp, x, target, weight, ignore_index)
-    # (one read of both bounds: on a device each read waits for the GPU)
-    if safe.size and holds_values(safe) and _out_of_bounds(xp, safe, c):
-        bad = safe[(safe < 0) | (safe >= c)][0]
-        raise IndexError(f"Target {int(bad)} is out of bounds.")
+    # NOTE [ Deferred device checks ]: on a GPU the host does not wait for the test
+    check_range(safe, 0, c, IndexError, lambda: _target_message(safe, c))
     fused = _kernels.cross_entropy(rows, safe, wt)
     if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
         probs, losses = fused
@@ -670,8 +675,9 @@ cross_entropy_backward_op = Op("cross_entropy_loss_backward", _ce_backward_kerne
 def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
     g = grads[0]
     # NOTE [ Fused cross entropy ]: d loss / d logits = w[y] (softmax - onehot(y)) / denom;
-    # under create_graph the softmax is recomputed so the formula stays differentiable
-    if not _dispatch.state.grad_enabled:
+    # under create_graph (or forward-over-reverse) the softmax is recomputed so the formula
+    # stays differentiable
+    if not _dispatch.differentiable_formula(g, x, weight):
         return _dispatch.apply(cross_entropy_backward_op, (g, out[1], target, weight), {
             "reduction": reduction, "ignore_index": ignore_index}), None, None
     p = x.softmax(1)
@@ -974,10 +980,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if num == 0 and input.numel():
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     per_example = _dispatch.intercept and _per_example(input)
-    if input.numel() and holds_values(input._data) and not per_example:
-        lo, hi = int(input.min()), int(input.max())
-        if lo < 0 or hi >= num:
-            raise IndexError("index out of range in self")
+    if not per_example:  # NOTE [ Deferred device checks ]: no host wait on a GPU
+        check_range(input._data, 0, num, IndexError, "index out of range in self")
     if max_norm is not None:
         from ..autograd.grad_mode import no_grad
 
@@ -1043,6 +1047,7 @@ def lookup_source(t):
 
 
 @public(method=False)
+@recorded_as("aten::bilinear")
 def bilinear(input1, input2, weight, bias=None):
     """Bilinear map ``y_k = x1^T W_k x2 + b_k`` over the last dims.
 

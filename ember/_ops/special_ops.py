@@ -166,7 +166,9 @@ digamma_op, digamma = unary_op("digamma", scipy_kernel("digamma"), allow=_REAL,
 @opmath
 def _polygamma_kernel(xp, a, *, n):
     s = _sp(xp)
-    r = s.digamma(a) if n == 0 else s.polygamma(n, a)
+    # cupyx's polygamma reads ``n`` as an array (``where(n == 0, ...)``): give it one
+    order = n if xp is np else xp.asarray(n, dtype=a.dtype)
+    r = s.digamma(a) if n == 0 else s.polygamma(order, a)
     return xp.asarray(r).astype(a.dtype, copy=False)
 
 

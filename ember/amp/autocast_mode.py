@@ -193,6 +193,9 @@ class _AutocastMode(_dispatch.Mode):
     """The door layer: casts the inputs of the ops in the autocast lists (NOTE [ Autocast ])."""
 
     level = 10
+    #: every other built-in op passes this layer unchanged, so its calls skip the stack
+    #: (NOTE [ Modes that name their ops ] in ember/_dispatch.py)
+    _ember_ops = frozenset(name for table in _policy.POLICIES.values() for name in table)
 
     def dispatch(self, handle, args, kwargs):
         st = _state
@@ -222,6 +225,9 @@ class _AutocastMode(_dispatch.Mode):
 class _AutocastFunctionMode:
     """The outer layer, on the ``__torch_function__`` stack: applies the policies to public
     calls before they validate their arguments (NOTE [ Autocast before validation ])."""
+
+    #: the only functions this layer acts on: calls of others skip it (``_overrides._consult``)
+    _ember_names = _policy.FUNCTION_NAMES
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         st = _state

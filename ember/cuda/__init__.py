@@ -146,6 +146,9 @@ def _lazy_init():
         return cp.asarray(a)
 
     memory._install(cp)  # NOTE [ Counting CuPy's pool ]
+    from .._core import checks
+
+    checks.deferring_types.add(cp.ndarray)  # NOTE [ Deferred device checks ]
     _dispatch.register_backend(_dispatch.Backend("cuda", cp, cp.ndarray, device_of, to_device))
     from . import _kernels
 
@@ -295,6 +298,9 @@ def synchronize(device=None) -> None:
     _lazy_init()
     with globals()["device"](device):
         _runtime.cupy().cuda.runtime.deviceSynchronize()
+    from .._core.checks import raise_pending
+
+    raise_pending()  # NOTE [ Deferred device checks ]
 
 
 class _CudaDeviceProperties:

@@ -67,7 +67,11 @@ def transfer(a, target: str, index, non_blocking: bool):
                 a.data.copy_to_host_async(out.ctypes.data, a.nbytes,
                                           cp.cuda.get_current_stream())
             return out
-        return a.get()
+        out = a.get()
+        from .._core.checks import raise_pending
+
+        raise_pending()  # the host waited for the device (NOTE [ Deferred device checks ])
+        return out
     dev = cp.cuda.runtime.getDevice() if index is None else index
     with cp.cuda.Device(dev):
         if isinstance(a, cp.ndarray):

@@ -29,8 +29,9 @@ import numpy as np
 
 _cudnn = None          # the frontend module, False when it cannot be imported
 _import_error = ""
-_handles: dict = {}    # (device id, thread id) -> cudnn.Handle
+_handles: dict = {}    # (device id, thread id) -> [cudnn handle, the stream last set on it]
 _plans: dict = {}      # call description -> _Plan, or None when refused
+_workspaces: dict = {}  # (device id, stream pointer) -> the scratch buffer cuDNN launches use
 refused: dict = {}     # call description -> the frontend's reason
 _lock = threading.Lock()
 
@@ -87,11 +88,14 @@ def _handle():
 
     dev = cp.cuda.runtime.getDevice()
     key = (dev, threading.get_ident())
-    h = _handles.get(key)
-    if h is None:
-        h = _handles[key] = _cudnn.create_handle()
-    _cudnn.set_stream(h, cp.cuda.get_current_stream().ptr)
-    return h
+    entry = _handles.get(key)
+    if entry is None:
+        entry = _handles[key] = [_cudnn.create_handle(), None]
+    stream = cp.cuda.get_current_stream().ptr
+    if entry[1] != stream:  # (a call into cuDNN per launch otherwise)
+        _cudnn.set_stream(entry[0], stream)
+        entry[1] = stream
+    return entry[0]
 
 
 def _strides(a):
@@ -141,9 +145,7 @@ class _Plan:
             self.direct = None
 
     def run(self, *arrays):
-        import cupy as cp
-
-        ws = cp.empty(self.workspace, dtype=cp.uint8) if self.workspace else None
+        ws = _workspace(self.workspace) if self.workspace else None
         pack = {u: a.data.ptr for u, a in zip(self.uids, arrays)}
         ws_ptr = ws.data.ptr if ws is not None else 0
         h = _handle()
@@ -155,6 +157,22 @@ class _Plan:
             except TypeError:  # the private launch changed its arguments
                 self.direct = None
         self.graph.execute(pack, ws_ptr if ws is not None else None, handle=h)
+
+
+def _workspace(nbytes):
+    """A scratch buffer of at least ``nbytes`` for a cuDNN launch on the current stream: one
+    per (device, stream), grown when a plan needs more and kept between launches -- the
+    stream runs its launches in order, so the next one starts after the last is done with
+    it -- where allocating per launch cost each convolution an allocation."""
+    import cupy as cp
+
+    key = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr)
+    ws = _workspaces.get(key)
+    if ws is None or ws.nbytes < nbytes:
+        # (the old buffer goes back to the pool for this stream: a later launch on it
+        # runs after every launch that used the old one)
+        ws = _workspaces[key] = cp.empty(nbytes, dtype=cp.uint8)
+    return ws
 
 
 def _plan(key, build):

@@ -7,6 +7,12 @@ initialised (``register``): convolutions (forward and both adjoints) through cuD
 (NOTE [ cuDNN graphs ] in ``_cudnn.py``), each falling back to the generic kernel for the
 shapes cuDNN refuses; batch norm as two passes for the statistics and one for the output
 (NOTE [ Fused CUDA rows ] in ember/_kernels/_cuda.py), where the generic kernel makes six;
+max pooling (2-d) as one kernel and the float32 <-> float16/bfloat16 casts of ``_to_copy``
+(autocast's casts) as one launch each (NOTE [ Training-step CUDA kernels ] in
+ember/_kernels/_cuda.py); half-precision ``matmul``/``linear`` straight to cuBLAS's GemmEx
+(``half_gemm``: CuPy's own ``matmul`` ran bfloat16 products as float32 GEMMs with a cast
+of each operand, all of a GPT-2 step's backward GEMMs); batch norm's running statistics
+(``nn_norm.running_stats_kernels``);
 and fused attention, an op of its own
 (``_scaled_dot_product_cudnn_attention``, as PyTorch names its cuDNN attention) that
 ``scaled_dot_product_attention`` hands CUDA inputs to when cuDNN takes them
@@ -18,6 +24,9 @@ the scores; its backward recomputes the probabilities inside cuDNN instead of ke
 from __future__ import annotations
 
 import functools
+import math
+
+import numpy as np
 
 from . import _cudnn
 
@@ -84,37 +93,194 @@ def _batch_norm_backward(generic, g, x, w, m, rstd):
     return r[0].reshape(x.shape), r[1], r[2]
 
 
+def _to_copy(generic, a, *, dtype):
+    from .._kernels import _cuda
+
+    r = _cuda.convert(a, dtype)  # float32 <-> half types: one launch (autocast's casts)
+    return r if r is not None else generic(a, dtype=dtype)
+
+
+def _max_pool(generic, x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape):
+    from .._kernels import _cuda
+    from .._ops.nn_pool import _out_size
+
+    if len(kernel_size) == 2 and x.ndim == 4:
+        out = tuple(_out_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i],
+                              dilation[i], ceil_mode) for i in range(2))
+        r = _cuda.max_pool2d(x, kernel_size, stride, padding, dilation, out)
+        if r is not None:
+            return r
+    return generic(x, kernel_size=kernel_size, stride=stride, padding=padding,
+                   dilation=dilation, ceil_mode=ceil_mode, input_shape=input_shape)
+
+
 # -- half-precision products: cuBLAS takes float16/bfloat16 directly (float32 accumulation),
 # where the generic kernels widen both operands to float32 first -------------------------------
 
 
+# cuBLAS's names for the operand types and the float32 accumulation (cudaDataType_t,
+# cublasComputeType_t): constants of the CUDA API, stable across versions
+_CUDA_R_OF = {np.dtype(np.float16): 2}
+try:
+    import ml_dtypes as _ml
+
+    _CUDA_R_OF[np.dtype(_ml.bfloat16)] = 14
+except ImportError:  # pragma: no cover - a hard dependency
+    pass
+_COMPUTE_32F = 68
+_GEMM_DEFAULT = -1
+_ONE = np.ones((), np.float32)
+_ZERO = np.zeros((), np.float32)
+# their addresses, read once (``ndarray.ctypes`` builds an object at each access)
+_ONE_PTR = _ONE.ctypes.data
+_ZERO_PTR = _ZERO.ctypes.data
+
+
+def _blas_layout(cp, a):
+    """``(array, transposed, ld)``: a 2-d operand as column-major cuBLAS reads it -- a
+    row-major matrix is its transpose read as is, a column-major one is read transposed --
+    copying only a layout cuBLAS cannot read (negative or non-unit inner strides)."""
+    r, c = a.shape
+    s0, s1 = a.strides
+    it = a.itemsize
+    if s0 % it == 0 and s1 % it == 0 and s0 >= 0 and s1 >= 0:
+        s0, s1 = s0 // it, s1 // it
+        if (s1 == 1 or c == 1) and (r == 1 or s0 >= c):
+            return a, False, max(s0 if r > 1 else c, c, 1)
+        if (s0 == 1 or r == 1) and (c == 1 or s1 >= r):
+            return a, True, max(s1 if c > 1 else r, r, 1)
+    a = cp.ascontiguousarray(a)
+    return a, False, max(c, 1)
+
+
+_modules: list = []
+
+
+def _cublas():
+    """(cupy, CuPy's cuBLAS bindings), imported once."""
+    if not _modules:
+        import cupy
+        from cupy_backends.cuda.libs import cublas
+
+        _modules.extend((cupy, cublas))
+    return _modules[0], _modules[1]
+
+
+def half_gemm(a, b):
+    """``a @ b`` for float16/bfloat16 CuPy operands of one dtype through cuBLAS's GemmEx
+    (float32 accumulation, one rounding), as PyTorch multiplies half matrices on CUDA:
+    2-d by 2-d, a stack by a matrix (one GEMM over the stack's rows), or two stacks with
+    broadcast batch dims (one strided-batched GEMM). None for what it does not cover
+    (1-d operands, other dtypes), for the caller to compute another way."""
+    cp, cublas = _cublas()
+    dt = _CUDA_R_OF.get(a.dtype)
+    if dt is None or a.dtype != b.dtype or a.ndim < 2 or b.ndim < 2 or \
+            a.shape[-1] != b.shape[-2]:
+        return None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.ndim == 2 and a.ndim > 2:
+        lead = a.shape[:-2]
+        y = half_gemm(a.reshape(-1, k), b)
+        return None if y is None else y.reshape(lead + (m, n))
+    batch = () if a.ndim == b.ndim == 2 else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = cp.ndarray(batch + (m, n), a.dtype)
+    if out.size == 0:
+        return out
+    if k == 0:
+        out.fill(0)
+        return out
+    handle = cp.cuda.device.get_cublas_handle()
+    if not batch:
+        a, ta, lda = _blas_layout(cp, a)
+        b, tb, ldb = _blas_layout(cp, b)
+        # row-major C = A B is column-major C^T = B^T A^T: B's layout comes first
+        cublas.gemmEx(handle, int(tb), int(ta), n, m, k, _ONE_PTR, b.data.ptr, dt, ldb,
+                      a.data.ptr, dt, lda, _ZERO_PTR, out.data.ptr, dt, n, _COMPUTE_32F,
+                      _GEMM_DEFAULT)
+        return out
+    count = math.prod(batch)
+    stacks = []
+    for x in (a, b):
+        x = cp.broadcast_to(x, batch + x.shape[-2:]).reshape((count,) + x.shape[-2:])
+        if x.strides[0] % x.itemsize or x.strides[0] < 0:
+            x = cp.ascontiguousarray(x)
+        first = x[0]
+        read, t, ld = _blas_layout(cp, first)
+        if read is not first:  # cuBLAS cannot read these matrices in place: the stack too
+            x = cp.ascontiguousarray(x)
+            _, t, ld = _blas_layout(cp, x[0])
+        stacks.append((x, t, ld, x.strides[0] // x.itemsize))
+    (a, ta, lda, sa), (b, tb, ldb, sb) = stacks
+    cublas.gemmStridedBatchedEx(handle, int(tb), int(ta), n, m, k, _ONE_PTR, b.data.ptr, dt,
+                                ldb, sb, a.data.ptr, dt, lda, sa, _ZERO_PTR, out.data.ptr,
+                                dt, n, m * n, count, _COMPUTE_32F, _GEMM_DEFAULT)
+    return out
+
+
+_ones: dict = {}  # (device, length, dtype) -> a ones vector for half_sum
+
+
+def half_sum(a, dims, keepdim):
+    """The sum of a contiguous float16/bfloat16 CuPy array over its leading or its trailing
+    ``dims`` (all of one end), as one GEMM against a ones vector: cuBLAS accumulates in
+    float32 and rounds once, where the generic kernel widens the whole array to float32
+    first (a bias's gradient in a GPT step: a copy of the activations each). None where not
+    covered."""
+    import cupy as cp
+
+    if a.dtype not in _CUDA_R_OF or not a.flags.c_contiguous or not dims:
+        return None
+    nd, k = a.ndim, len(dims)
+    dims = sorted(d % nd for d in dims)
+    if k >= nd or len(set(dims)) != k:
+        return None
+    leading = dims == list(range(k))
+    if not leading and dims != list(range(nd - k, nd)):
+        return None
+    rows = math.prod(a.shape[:k]) if leading else math.prod(a.shape[nd - k:])
+    key = (a.device.id, rows, a.dtype)
+    ones = _ones.get(key)
+    if ones is None:
+        if len(_ones) > 32:
+            _ones.clear()
+        ones = _ones[key] = cp.ones(rows, a.dtype)
+    if leading:
+        r = half_gemm(ones.reshape(1, rows), a.reshape(rows, -1))
+        shape = (1,) * k + a.shape[k:] if keepdim else a.shape[k:]
+    else:
+        r = half_gemm(a.reshape(-1, rows), ones.reshape(rows, 1))
+        shape = a.shape[:nd - k] + (1,) * k if keepdim else a.shape[:nd - k]
+    return None if r is None else r.reshape(shape)
+
+
+def _sum(generic, a, *, dim, keepdim, dtype, shape=None):
+    if (dtype is None or dtype == a.dtype) and a.ndim >= 2 and isinstance(dim, (tuple, list)):
+        r = half_sum(a, dim, keepdim)
+        if r is not None:
+            return r
+    return generic(a, dim=dim, keepdim=keepdim, dtype=dtype, shape=shape)
+
+
 def _half(a, b):
     return a is not None and b is not None and a.dtype == b.dtype and \
-        a.dtype.name in ("float16", "bfloat16") and a.ndim >= 1 and b.ndim >= 1
+        a.dtype in _CUDA_R_OF and a.ndim >= 1 and b.ndim >= 1
 
 
 def _matmul(generic, a, b):
     if _half(a, b):
-        import cupy as cp
-
-        try:
-            return cp.matmul(a, b)
-        except (TypeError, NotImplementedError, ValueError):  # a CuPy without bfloat16 GEMM
-            pass
+        y = half_gemm(a, b)
+        if y is not None:
+            return y
     return generic(a, b)
 
 
 def _linear(generic, x, w, b):
     if _half(x, w) and (b is None or b.dtype == x.dtype):
-        import cupy as cp
-
-        try:
-            y = cp.matmul(x, w.T)
-        except (TypeError, NotImplementedError, ValueError):
-            return generic(x, w, b)
-        if b is not None:
-            y += b
-        return y
+        y = half_gemm(x, w.T)  # the weight's transpose: read by cuBLAS as is, no copy
+        if y is not None:
+            if b is not None:
+                y += b
+            return y
     return generic(x, w, b)
 
 
@@ -248,7 +414,8 @@ def register():
         return
     import cupy as cp
 
-    from .._ops import nn_attention, nn_conv, nn_norm
+    from .._kernels import _cuda
+    from .._ops import conversion, nn_attention, nn_conv, nn_norm, nn_pool, reduction
     from .._ops._registry import Op
 
     for op, fn in ((nn_conv.conv_op, _conv_forward),
@@ -256,8 +423,12 @@ def register():
                    (nn_conv.conv_weight_grad_op, _conv_weight_grad),
                    (nn_conv.conv_backward_op, _conv_backward),
                    (nn_norm.batch_norm_op, _batch_norm),
-                   (nn_norm.batch_norm_backward_op, _batch_norm_backward)):
+                   (nn_norm.batch_norm_backward_op, _batch_norm_backward),
+                   (nn_pool.max_pool_op, _max_pool),
+                   (conversion.to_copy_op, _to_copy),
+                   (reduction.sum_op, _sum)):
         op.register_kernel("cuda", functools.partial(fn, functools.partial(op.kernel, cp)))
+    nn_norm.running_stats_kernels[cp.ndarray] = _cuda.batch_norm_update_running
     from .._ops import linalg, nn_ops
 
     linalg.matmul_op.register_kernel("cuda", functools.partial(

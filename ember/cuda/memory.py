@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import sys
 import warnings
 
 from . import _runtime
@@ -434,6 +435,9 @@ def empty_cache() -> None:
     if _allocator is None:
         return
     cp = _runtime.cupy()
+    cudnn = sys.modules.get("ember.cuda._cudnn")
+    if cudnn is not None:  # cuDNN's kept scratch buffers go too (a launch makes a new one)
+        cudnn._workspaces.clear()
     for index in range(_runtime.gpu_count()):
         with cp.cuda.Device(index):
             _allocator.empty_cache()

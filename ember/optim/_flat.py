@@ -26,7 +26,8 @@ GPT's 3.2M parameters was 50% slower than the loop, buckets of 32K elements are 
 A parameter larger than a bucket runs alone on its own tensors, exactly as in the loop.
 
 ``foreach=False`` always runs the loop; groups that mix dtypes or devices, complex or
-sparse gradients, and ``differentiable=True`` do too.
+sparse gradients, ``differentiable=True`` and CuPy parameters (one fused kernel each already,
+NOTE [ Fused optimizer kernels on CUDA ]) do too.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ def _flat_eligible(group, params, grads):
         return False  # a parameter listed twice is updated twice, one after the other
     first = params[0]._data
     kind, dt = type(first), first.dtype
-    if dt.kind != "f":
+    if dt.kind != "f" or type(first).__module__.startswith("cupy"):
+        # on a GPU each parameter's update is one fused kernel already (NOTE [ Fused
+        # optimizer kernels on CUDA ]): concatenating and copying back would only add
+        # passes over memory and host time
         return False
     for p, g in zip(params, grads):
         pd, gd = p._data, g._data

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dispatch, _kernels
 from . import _fused_cuda
 from ._base import check_adam_hparams, check_fused, closure_loss, step_group, zeros_state
@@ -115,6 +117,10 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
     """The Adam/AdamW update on lists of tensors; moments and steps updated in place."""
     from .. import maximum
 
+    if not amsgrad and _multi_adam(params, grads, exp_avgs, exp_avg_sqs, state_steps, beta1,
+                                   beta2, lr, weight_decay, eps, decoupled_weight_decay,
+                                   maximize):
+        return
     for i, p in enumerate(params):
         m, v, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t.add_(1)
@@ -140,6 +146,36 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, 
         else:
             denom = (v.sqrt() / bias2_sqrt).add_(eps)
         p.addcdiv_(m, denom, value=-lr / bias1)
+
+
+def _multi_adam(params, grads, ms, vs, steps, beta1, beta2, lr, weight_decay, eps, decoupled,
+                maximize):
+    """A whole group's step as one CUDA launch (NOTE [ Multi-tensor optimizer steps on
+    CUDA ]): float32 CuPy parameters, state and gradients, every step counter a CPU scalar
+    at the same count; False (nothing changed) else."""
+    if len(params) < 2 or not _fused_cuda.is_cupy(params[0]._data) or _dispatch.intercept or \
+            _dispatch.state.grad_enabled and any(p.requires_grad for p in params) or \
+            not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
+        return False
+    if any(m is None or v is None for m, v in zip(ms, vs)):
+        return False
+    counts = [s._data for s in steps]
+    if any(type(c) is not np.ndarray or c.size != 1 for c in counts):
+        return False
+    step = float(counts[0]) + 1
+    if any(float(c) + 1 != step for c in counts):
+        return False  # parameters at different steps: one launch each
+    if not _fused_cuda.adam_multi([p._data for p in params], [g._data for g in grads],
+                                  [m._data for m in ms], [v._data for v in vs], beta1=beta1,
+                                  beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
+                                  step=step, decoupled=decoupled, maximize=maximize):
+        return False
+    for s in steps:
+        s._data += 1
+        s._bump()
+    for t in (*params, *ms, *vs):
+        t._bump()
+    return True
 
 
 def _fused_adam(p, g, m, v, vmax, step_t, beta1, beta2, lr, weight_decay, eps, decoupled,

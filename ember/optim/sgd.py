@@ -84,6 +84,9 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
         weight_decay=0, nesterov=False, maximize=False, **_):
     """The SGD update on lists of tensors (momentum buffers updated or created in place in
     ``momentum_buffer_list``)."""
+    if _multi_sgd(params, d_p_list, momentum_buffer_list, lr, momentum, dampening,
+                  weight_decay, nesterov, maximize):
+        return
     for i, p in enumerate(params):
         if _fused_sgd(p, d_p_list[i], momentum_buffer_list, i, lr, momentum, dampening,
                       weight_decay, nesterov, maximize):
@@ -100,6 +103,30 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
                 buf.mul_(momentum).add_(g, alpha=1 - dampening)
             g = g.add(buf, alpha=momentum) if nesterov else buf
         p.add_(g, alpha=-lr)
+
+
+def _multi_sgd(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov,
+               maximize):
+    """A whole group's step as one CUDA launch (NOTE [ Multi-tensor optimizer steps on
+    CUDA ]): float32 CuPy parameters and gradients, with momentum every buffer already made
+    (the first step makes them one by one); False (nothing changed) else."""
+    if len(params) < 2 or not _fused_cuda.is_cupy(params[0]._data) or _dispatch.intercept or \
+            _dispatch.state.grad_enabled and any(p.requires_grad for p in params) or \
+            not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
+        return False
+    if momentum != 0 and any(b is None for b in bufs):
+        return False
+    if not _fused_cuda.sgd_multi([p._data for p in params], [g._data for g in grads],
+                                 [b._data for b in bufs] if momentum != 0 else None, lr=lr,
+                                 weight_decay=weight_decay, momentum=momentum,
+                                 dampening=dampening, nesterov=nesterov, maximize=maximize):
+        return False
+    for t in params:
+        t._bump()
+    if momentum != 0:
+        for b in bufs:
+            b._bump()
+    return True
 
 
 def _fused_sgd(p, g, bufs, i, lr, momentum, dampening, weight_decay, nesterov, maximize):
