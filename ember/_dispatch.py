@@ -216,6 +216,18 @@ def pop_mode(mode: Mode) -> None:
 # on the stack only, and is kept for the last stack seen per thread.
 
 
+def named_union(modes, attr):
+    """The union of the name sets ``attr`` of ``modes``, or None when a mode has none (it
+    acts on everything); shared by the door and the ``__torch_function__`` layer."""
+    names = frozenset()
+    for m in modes:
+        own = getattr(m, attr, None)
+        if own is None:
+            return None
+        names = names | own
+    return names
+
+
 def routes(op) -> bool:
     """Whether a call of ``op`` must go through this thread's mode stack (NOTE [ Modes that
     name their ops ]); asked by the entrances after ``intercept and state.modes``."""
@@ -224,12 +236,7 @@ def routes(op) -> bool:
     if cached[0] is modes:
         names = cached[1]
     else:
-        names = frozenset()
-        for m in modes:
-            if m._ember_ops is None:
-                names = None
-                break
-            names = names | m._ember_ops
+        names = named_union(modes, "_ember_ops")
         state.routing = (modes, names)
     return names is None or op.name in names or not op.is_builtin
 

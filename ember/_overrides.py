@@ -33,7 +33,7 @@ from ._core.device import device as _device_cls
 from ._core.dtype import dtype as _dtype_cls
 from ._core.size import Size as _Size
 from ._core.tensor import Tensor
-from ._dispatch import without_latest
+from ._dispatch import named_union, without_latest
 
 #: a one-element list read by every generated wrapper: True once the protocol may apply
 _active = [False]
@@ -151,13 +151,7 @@ def _consult(public, args, kwargs):
         if cached[0] is modes:
             names = cached[1]
         else:
-            names = frozenset()
-            for m in modes:
-                own = getattr(m, "_ember_names", None)
-                if own is None:
-                    names = None
-                    break
-                names = names | own
+            names = named_union(modes, "_ember_names")
             state.naming = (modes, names)
         if names is None or public.__name__ in names:
             return True

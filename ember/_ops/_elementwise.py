@@ -507,8 +507,14 @@ def _with_zero_dim(op, a, b, ad, bd):
         r = f(ad if ad.dtype is dt else ad.astype(dt), bd if bd.dtype is dt else bd.astype(dt))
     except ValueError:
         raise _broadcast_error(op, (a, b)) from None
+    return _binary_result(op, a, b, r, at)
+
+
+def _binary_result(op, a, b, r, at):
+    """The Tensor of a binary kernel's result ``r`` (an array of type ``at``), recorded for
+    autograd where ``a`` or ``b`` requires grad (``binary_fast`` inlines the same steps)."""
     if r.__class__ is not at:
-        r = np.asarray(r)
+        r = _dispatch.backends_by_type[at].xp.asarray(r)
     t = _new(Tensor)
     t._data = r
     t._rg = False
@@ -536,17 +542,7 @@ def _direct_binary(op, a, b):
                 r = f(ad, bd)
         except ValueError:
             raise _broadcast_error(op, (a, b)) from None
-        if r.__class__ is not at:
-            r = _dispatch.backends_by_type[at].xp.asarray(r)
-        t = _new(Tensor)
-        t._data = r
-        t._rg = False
-        t._grad_fn = None
-        t._base = None
-        t._vc = None
-        if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
-            _dispatch.record_binary(op, a, b, t)
-        return t
+        return _binary_result(op, a, b, r, at)
     return None
 
 
