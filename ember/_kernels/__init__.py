@@ -402,6 +402,55 @@ def gelu_tanh_backward(g, x):
     return gpu.gelu_tanh_backward(g, x) if gpu is not None else None
 
 
+# NOTE [ Selecting without branches ]
+# NumPy's ``where`` takes a branch per element: on a mask of random signs -- a derivative
+# formula's ``x > 0`` over activations -- half of them are mispredicted, and 2^20 float32
+# values cost ~6 ms against ~0.5 ms for a compiled loop that LLVM turns into vector blends
+# (and ~0.8 ms for NumPy on a sorted mask, where the compiled loop is still faster).
+# The selection copies bits: it runs on integer views of the values' width, so one
+# compiled loop per width serves every dtype of it (float16 and bfloat16 too).
+_SELECT_AS = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
+              8: np.dtype(np.int64)}
+
+
+def where(mask, x, y):
+    """``where(mask, x, y)`` as one compiled pass (NOTE [ Selecting without branches ]), or
+    None where not covered: NumPy arrays, a boolean mask, ``x`` and ``y`` of one dtype 1, 2,
+    4 or 8 bytes wide, each of the mask's shape or 0-d, every full-size array C-contiguous,
+    at least 4096 elements (below that NumPy's call costs less than the dispatch here).
+
+    Example::
+
+        >>> m = np.arange(5000) % 2 == 0
+        >>> r = where(m, np.ones(5000), np.zeros(5000))
+        >>> r is None or r[:3].tolist() == [1.0, 0.0, 1.0]
+        True
+    """
+    impl = _impl if _impl is not None else _load()
+    if not impl or type(mask) is not np.ndarray or type(x) is not np.ndarray or \
+            type(y) is not np.ndarray or mask.dtype != np.bool_ or x.dtype != y.dtype or \
+            x.dtype.kind not in "biufcV" or mask.size < 4096 or not mask.flags.c_contiguous:
+        return None
+    view = _SELECT_AS.get(x.dtype.itemsize)
+    if view is None:
+        return None
+    shape = mask.shape
+    xs, ys = x.ndim == 0, y.ndim == 0
+    if (not xs and (x.shape != shape or not x.flags.c_contiguous)) or \
+            (not ys and (y.shape != shape or not y.flags.c_contiguous)) or (xs and ys):
+        return None
+    out = np.empty(shape, x.dtype)
+    m, o = mask.reshape(-1), out.reshape(-1).view(view)
+    xv, yv = x.view(view), y.view(view)
+    if xs:
+        impl.select_x_scalar_into(m, xv[()], yv.reshape(-1), o)
+    elif ys:
+        impl.select_y_scalar_into(m, xv.reshape(-1), yv[()], o)
+    else:
+        impl.select_into(m, xv.reshape(-1), yv.reshape(-1), o)
+    return out
+
+
 def threshold_backward(g, y, threshold):
     """relu's (and ``threshold``'s) backward ``where(y <= threshold, 0, g)`` in one pass,
     on both halves of large arrays at once (NOTE [ Threaded element-wise ops ] in

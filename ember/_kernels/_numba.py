@@ -320,3 +320,28 @@ def adam_into(p, g, m, v, w1, low_w1, beta2, w2, shrink, weight_decay, step, bia
         m[j] = mj
         v[j] = vj
         p[j] = pj + step * (mj / (np.sqrt(vj) / bias2_sqrt + eps))
+
+
+# -- where: a selection without a branch per element (NOTE [ Selecting without branches ]) ------
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def select_into(mask, x, y, out):
+    """``out = x where mask else y`` over flat arrays of one length (values copied, so
+    exact for NaN payloads and -0.0); LLVM turns the loop into vector blends."""
+    for j in range(out.size):
+        out[j] = x[j] if mask[j] else y[j]
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def select_x_scalar_into(mask, x, y, out):
+    """``select_into`` with ``x`` one value (a scalar of the arrays' type)."""
+    for j in range(out.size):
+        out[j] = x if mask[j] else y[j]
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def select_y_scalar_into(mask, x, y, out):
+    """``select_into`` with ``y`` one value (a scalar of the arrays' type)."""
+    for j in range(out.size):
+        out[j] = x[j] if mask[j] else y

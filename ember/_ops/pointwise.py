@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
@@ -1167,6 +1167,10 @@ Tensor.addcdiv_ = _addcdiv_
 
 
 def _where_kernel(xp, c, x, y):
+    if xp is np:
+        r = _kernels.where(c, x, y)  # NOTE [ Selecting without branches ]
+        if r is not None:
+            return r
     return _xp_compat.where(xp, c, x, y)  # bfloat16 stays bfloat16 on CuPy
 
 
