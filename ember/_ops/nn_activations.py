@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
 from .._core.checks import holds_values
 from .._core.tensor import Tensor
 from ._registry import Op, public
@@ -284,6 +284,9 @@ def select(xp, mask, x, y):
     if (xp is not np or d != y.dtype or d.itemsize not in (1, 2, 4, 8) or d.kind in "bcOSUM"
             or mask.shape != np.broadcast_shapes(x.shape, y.shape) or mask.ndim == 0):
         return xp.where(mask, x, y)
+    r = _kernels.where(mask, x, y)  # the compiled pass (NOTE [ Selecting without branches ])
+    if r is not None:
+        return r
     it = np.dtype(f"i{d.itemsize}")
     k = mask.view(np.uint8).astype(it)
     np.negative(k, out=k)  # all ones where the mask holds
