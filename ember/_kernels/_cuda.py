@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from .._core import dtype as _dt
+
 _SOURCE = r"""
 #define NEG_INF __int_as_float(0xff800000)
 struct F32 {
@@ -419,13 +421,8 @@ __global__ void bn_backward_apply(const typename K::S* g, const typename K::S* x
 _KINDS = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
 #: the same by dtype object: ``dtype.name`` is a Python-level property of NumPy's, a
 #: microsecond a call on the launch path
-_KIND_OF = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
-try:
-    import ml_dtypes as _ml
-
-    _KIND_OF[np.dtype(_ml.bfloat16)] = "BF16"
-except ImportError:  # pragma: no cover - a hard dependency
-    pass
+_KIND_OF = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
+            np.dtype(_dt.bfloat16.np): "BF16"}
 _NAMES = ("softmax_rows", "softmax_backward_rows", "layer_norm_rows",
           "layer_norm_backward_rows", "layer_norm_param_grads", "bn_partial_sums",
           "bn_backward_partial_sums", "bn_apply", "bn_backward_apply", "cross_entropy_rows",

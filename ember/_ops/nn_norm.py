@@ -390,7 +390,7 @@ def _update_running_fused(running_mean, running_var, m, rstd, momentum, eps, n):
     fn = running_stats_kernels.get(type(m._data))
     if fn is None or momentum is None:
         return False
-    if _dispatch.intercept and any(md._ember_ops is None for md in _dispatch.state.modes):
+    if _dispatch.intercept and _dispatch.named_union(_dispatch.state.modes, "_ember_ops") is None:
         return False  # a mode that sees every op sees the update as ops (autocast does not)
     if not fn(running_mean._data, None if running_var is None else running_var._data,
               m._data, rstd._data, momentum, eps, n):

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from .._core import dtype as _dt
 from . import _cudnn
 
 _registered = False
@@ -120,13 +121,7 @@ def _max_pool(generic, x, *, kernel_size, stride, padding, dilation, ceil_mode, 
 
 # cuBLAS's names for the operand types and the float32 accumulation (cudaDataType_t,
 # cublasComputeType_t): constants of the CUDA API, stable across versions
-_CUDA_R_OF = {np.dtype(np.float16): 2}
-try:
-    import ml_dtypes as _ml
-
-    _CUDA_R_OF[np.dtype(_ml.bfloat16)] = 14
-except ImportError:  # pragma: no cover - a hard dependency
-    pass
+_CUDA_R_OF = {np.dtype(np.float16): 2, np.dtype(_dt.bfloat16.np): 14}
 _COMPUTE_32F = 68
 _GEMM_DEFAULT = -1
 _ONE = np.ones((), np.float32)
@@ -261,21 +256,13 @@ def _sum(generic, a, *, dim, keepdim, dtype, shape=None):
     return generic(a, dim=dim, keepdim=keepdim, dtype=dtype, shape=shape)
 
 
-def _half(a, b):
-    return a is not None and b is not None and a.dtype == b.dtype and \
-        a.dtype in _CUDA_R_OF and a.ndim >= 1 and b.ndim >= 1
-
-
 def _matmul(generic, a, b):
-    if _half(a, b):
-        y = half_gemm(a, b)
-        if y is not None:
-            return y
-    return generic(a, b)
+    y = half_gemm(a, b)  # (None for what it does not cover: other dtypes, 1-d operands)
+    return y if y is not None else generic(a, b)
 
 
 def _linear(generic, x, w, b):
-    if _half(x, w) and (b is None or b.dtype == x.dtype):
+    if b is None or b.dtype == x.dtype:
         y = half_gemm(x, w.T)  # the weight's transpose: read by cuBLAS as is, no copy
         if y is not None:
             if b is not None:
