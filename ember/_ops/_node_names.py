@@ -237,3 +237,43 @@ def install():
         op = ops.get(name)
         if op is not None:
             op.node_name = node
+
+
+# ------------------------------------------------------------------------------------------------
+# saved values under torch's names
+
+#: ember op -> torch's names for the node's inputs, by position (a dict by node name where
+#: they depend on the call). A trailing ``^T`` means torch saved the input's transpose (a
+#: ``linear``'s weight is ``mat2`` of torch's ``mm``). Ops not listed: ``self`` for one
+#: input, ``self`` and ``other`` for two; more inputs keep ember's formula names only.
+_SAVED_INPUTS = {
+    "matmul": {"MmBackward0": ("self", "mat2"), "BmmBackward0": ("self", "mat2"),
+               "MvBackward0": ("self", "vec"), "DotBackward0": ("self", "tensor")},
+    "linear": {"AddmmBackward0": ("mat1", "mat2^T"), "MmBackward0": ("self", "mat2^T")},
+    "pow": ("self", "exponent"),
+    "convolution": ("input", "weight", "bias"),
+    "where": ("condition", "self", "other"),
+    "clamp": ("self", "min", "max"),
+    "mse_loss": ("self", "target"),
+    "l1_loss": ("self", "target"),
+    "smooth_l1_loss": ("self", "target"),
+    "huber_loss": ("self", "target"),
+    "binary_cross_entropy": ("self", "target", "weight"),
+    "binary_cross_entropy_with_logits": ("self", "target", "weight", "pos_weight"),
+    "addcmul": ("self", "tensor1", "tensor2"),
+    "addcdiv": ("self", "tensor1", "tensor2"),
+    "lerp": ("self", "end", "weight"),
+}
+
+
+def saved_input_names(op_name, node_name, n):
+    """torch's names for the ``n`` inputs of a node of ``op_name`` named ``node_name``
+    (``grad_fn._saved_self``, ``_saved_mat2``...; the first inputs where fewer names are
+    given), each maybe ending in ``^T``; None where only ember's names apply (NOTE [ Node
+    names ])."""
+    names = _SAVED_INPUTS.get(op_name)
+    if type(names) is dict:
+        names = names.get(node_name)
+    if names is None:
+        names = (("self",), ("self", "other")).__getitem__(n - 1) if n in (1, 2) else None
+    return names

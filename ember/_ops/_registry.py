@@ -91,6 +91,11 @@ class Op:
     #: data that no formula will read is neither kept alive nor version-checked. None: every
     #: input the vjp names is saved.
     saved_for = None
+    #: ``out_needed(params)`` for a one-output op whose vjp takes ``out``: whether this
+    #: call's formula reads the result (``std`` does, ``var`` does not); when False the
+    #: result is not saved, so an in-place write into it leaves the backward pass valid,
+    #: and the formula receives ``out=None``. None: always saved.
+    out_needed = None
     #: ``node_name_of(inputs, params)``: the backward node's class name for this call where
     #: PyTorch's depends on the call, or None for ``node_name``'s (NOTE [ Node names ] in
     #: ember/_ops/_node_names.py)
@@ -134,11 +139,14 @@ class Op:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                 positional.append(p.name)
             elif p.kind == p.VAR_POSITIONAL:
-                positional.append("*")
+                # ``*_tensors``: the formula reads only how many there are (and their
+                # order), never their values, so none is saved (``cat``)
+                positional.append("*" if not p.name.startswith("_") else "*_")
             elif p.kind == p.KEYWORD_ONLY:
                 keywords.append(p.name)
         self.vjp = fn
-        self.saved_inputs = tuple(not n.startswith("_") for n in positional if n != "*")
+        self.saved_inputs = tuple(not n.startswith("_") for n in positional
+                                  if n not in ("*", "*_"))
         self.saves_all_varargs = "*" in positional
         self.saves_out = "out" in keywords
         # a formula that takes ``needs_input_grad`` gets one bool per input (False where

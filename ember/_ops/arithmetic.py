@@ -42,9 +42,14 @@ def _mul_vjp(g, a, b, *, needs_input_grad):
     return (g * _conj(b) if need_a else None), (g * _conj(a) if need_b else None)
 
 
-def _div_vjp(g, _a, b, *, out):
-    gb = g / _conj(b)
-    return gb, -gb * _conj(out)
+def _div_vjp(g, a, b, *, needs_input_grad):
+    # the formulas read the inputs, never the result (``div_op.saved_for``: ``a`` is kept
+    # for ``b``'s gradient only), so writing into the quotient in place
+    # (``y = x / 2; y += x``) leaves the backward pass valid, as in PyTorch
+    need_a, need_b = needs_input_grad
+    cb = _conj(b)
+    ga = g / cb if need_a else None
+    return ga, (-g * _conj(a / b / b) if need_b else None)
 
 
 def _check_sub(args):
@@ -80,6 +85,7 @@ def _check_mul(args):
 mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp, check=_check_mul)
 mul_op.saved_for = {0: (1,), 1: (0,)}
 div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
+div_op.saved_for = {0: (1,)}
 
 
 def _scaled(name, other, alpha, input_):

@@ -375,11 +375,11 @@ cat_op = Op("cat", _cat_kernel, linear=True)
 
 
 @cat_op.defvjp
-def _cat_vjp(g, *tensors, dim, dtype, sizes):
+def _cat_vjp(g, *_tensors, dim, dtype, sizes):
+    # only the sizes are read: a later in-place write to an input leaves this valid
     parts = iter(_split_at(g, dim, _sizes_bounds([n for n in sizes if n is not None])))
     # a skipped 1-D empty input gets an empty gradient, as torch (not None)
-    return tuple(next(parts) if n is not None else _zeros((0,), g)
-                 for n, t in zip(sizes, tensors))
+    return tuple(next(parts) if n is not None else _zeros((0,), g) for n in sizes)
 
 
 @public(method=False, alias=("concat",))

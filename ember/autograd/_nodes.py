@@ -161,6 +161,38 @@ class SavedTensor:
         self.t = self.arr = self.packed = None
         self.freed = True
 
+    def register_hooks(self, pack_hook, unpack_hook):
+        """Replace the saved value by ``pack_hook(value)`` now, and have every later read
+        return ``unpack_hook(packed)`` (one pair of hooks per saved tensor).
+
+        Args:
+            pack_hook: called once, with the saved tensor; its result is kept instead.
+            unpack_hook: called with the packed object at each read (the backward pass,
+                ``grad_fn._saved_<name>``); returns the tensor to use.
+
+        Returns:
+            None.
+
+        Example::
+
+            >>> x = ember.randn(3, requires_grad=True)
+            >>> y = x.pow(2)
+            >>> y.grad_fn._raw_saved_self.register_hooks(lambda t: t * 1, lambda p: p)
+        """
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and "
+                            "unpack_hook must be callables")
+        if self.unpack_hook is not None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor whose hooks have already been set. "
+                "Hint: only one pair of hooks is allowed at a time.")
+        if self.freed:
+            raise RuntimeError(_FREED)
+        value = self.unpack(None)
+        self.packed = pack_hook(value)
+        self.unpack_hook = unpack_hook
+        self.t = self.arr = None
+
 
 def save_input(t):
     """Save an input tensor for backward (see ``SavedTensor``)."""
@@ -352,6 +384,8 @@ class OpNode(Node):
             out = tuple(None if s is None else s.unpack(self) for s in sout) \
                 if type(sout) is tuple else sout.unpack(self)
             res = op.vjp(g, *args, out=out, **params)
+        elif op.saves_out:  # ``Op.out_needed`` said this call's formula reads no result
+            res = op.vjp(g, *args, out=None, **params)
         else:
             res = op.vjp(g, *args, **params)
         if type(res) is not tuple:
@@ -396,23 +430,53 @@ class OpNode(Node):
         if key in names and saved is not None:
             i = names.index(key)
             if i < len(saved) and saved[i] is not None:
+                if raw and d.get("_vers") is not None:
+                    # the fast path keeps bare tensors; a handle the caller may hang hooks
+                    # on must be the one the backward pass reads
+                    self._saved = [None if t is None else SavedTensor(t, t._vc, v)
+                                   for t, v in zip(saved, d["_vers"])]
+                    self._vers = None
+                    saved = self._saved
                 s = saved[i]
-                if d.get("_vers") is not None:
-                    s = SavedTensor(s, s._vc, d["_vers"][i])
+                if self._vers is not None:
+                    s = SavedTensor(s, s._vc, self._vers[i])
                 return s if raw else s.unpack(self)
         params = d.get("_params") or {}
         if key in params and not raw:
             return params[key]
+        # torch's names: ``_saved_self``, ``_saved_mat2``, ``_saved_self_sym_sizes``...
+        tnames = _torch_input_names(self, len(names))
+        if tnames is not None:
+            sizes = key.endswith("_sym_sizes") and not raw
+            bare = key[:-len("_sym_sizes")] if sizes else key
+            for i, tn in enumerate(tnames):
+                if tn.partition("^")[0] != bare:
+                    continue
+                if sizes:
+                    meta = self._meta_in[i] if i < len(self._meta_in) else None
+                    if meta is not None:
+                        return tuple(meta[0])
+                    break
+                v = getattr(self, name.replace(key, names[i]))
+                return v.mT if tn.endswith("^T") and not raw else v
         raise AttributeError(name)
 
     def __dir__(self):
-        names = [n for n, s in zip(_vjp_input_names(self._op), self._saved or ())
+        ember_names = _vjp_input_names(self._op)
+        shown = _torch_input_names(self, len(ember_names)) or ember_names
+        names = [n.partition("^")[0] for n, s in zip(shown, self._saved or ())
                  if s is not None]
         extra = [f"_saved_{n}" for n in names] + [f"_raw_saved_{n}" for n in names]
         if self._sout is not None:
             extra += ["_saved_result", "_raw_saved_result"]
         extra += [f"_saved_{k}" for k in self._params]
         return sorted(set(super().__dir__()) | set(extra))
+
+
+def _torch_input_names(node, n):
+    from .._ops._node_names import saved_input_names
+
+    return saved_input_names(node._op.name, type(node).__name__, n)
 
 
 def _vjp_input_names(op):
@@ -617,8 +681,11 @@ def record_binary(op, a, b, out):
     else:  # both inputs, kept as the Tensors plus their versions (see ``record``)
         if op.saved_for is None:
             node._saved = [a, b]
-        else:  # ``Op.saved_for`` of a binary op: each input kept for the other's gradient
-            node._saved = [a if b._rg else None, b if a._rg else None]
+        else:  # ``Op.saved_for``: an input kept only for the gradients that read it
+            sf = op.saved_for
+            ab = (a, b)
+            node._saved = [t if i not in sf or any(ab[j]._rg for j in sf[i]) else None
+                           for i, t in enumerate(ab)]
         va = a._vc
         vb = b._vc
         node._vers = [0 if va is None else va[0], 0 if vb is None else vb[0]]
@@ -755,7 +822,7 @@ def record(op, inputs, params, outputs):
         outputs._grad_fn = node
         outputs._out_nr = 0
         outputs._rg = True
-        if op.saves_out:
+        if op.saves_out and (op.out_needed is None or op.out_needed(params)):
             node._sout = save_output(outputs, 0)
 
 
