@@ -636,7 +636,8 @@ def _shared_grouped(xp, x, w, groups):
         xp, x._data.dtype, w.shape, groups)
 
 
-def _conv_vjp(g, x, w, b, *, stride, padding, dilation, groups, needs_input_grad):
+def _conv_vjp(g, x, w, _b, *, stride, padding, dilation, groups, needs_input_grad):
+    # the bias's gradient is a sum of ``g``: the bias itself is not kept (nor version-checked)
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     need_x, need_w, need_b = needs_input_grad
     ksize = tuple(w.shape[2:])

@@ -157,3 +157,12 @@ def test_raw_saved_self_takes_hooks():
     y.sum().backward()
     assert "unpack" in seen
     np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy())
+
+
+def test_conv_bias_written_in_place_keeps_backward_valid():
+    def f(T, x, w, b0):
+        b = b0.clone()
+        y = T.nn.functional.conv2d(x, w, b)
+        b.mul_(2)
+        return (y * y).sum()
+    _same(f, (1, 2, 5, 5), (3, 2, 3, 3), (3,))
