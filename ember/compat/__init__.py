@@ -52,9 +52,12 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
     """Resolves ``torch`` and ``torch.*`` to ember's modules."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch" and not fullname.startswith("torch."):
+        if fullname == "functorch" or fullname.startswith("functorch."):
+            target_name = "ember." + fullname  # the package PyTorch ships beside torch
+        elif fullname != "torch" and not fullname.startswith("torch."):
             return None
-        target_name = _ember_name(fullname)
+        else:
+            target_name = _ember_name(fullname)
         try:
             importlib.import_module(target_name)
         except ModuleNotFoundError as e:
