@@ -348,6 +348,8 @@ def silu(input, inplace=False):
 def _softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
+    if a.ndim == 0:  # (NumPy reduces a 0-dim array to a scalar, which takes no ``out=``)
+        return _softmax_kernel(xp, a.reshape(1), dim=0).reshape(())
     fused = _kernels.softmax(a, dim)  # NOTE [ Fused kernels ]
     if fused is not None:
         return fused
@@ -365,6 +367,8 @@ def _softmax_vjp(g, _a, *, dim, out):
 def _log_softmax_kernel(xp, a, *, dim):
     if a.size == 0:
         return a.copy()
+    if a.ndim == 0:  # (NumPy reduces a 0-dim array to a scalar, which takes no ``out=``)
+        return _log_softmax_kernel(xp, a.reshape(1), dim=0).reshape(())
     fused = _kernels.softmax(a, dim, log=True)  # NOTE [ Fused kernels ]
     if fused is not None:
         return fused

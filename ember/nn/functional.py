@@ -20,12 +20,66 @@ from .._ops.nn_norm import (  # noqa: F401
 )
 from .._ops import join as _join
 from .._ops.nn_ops import (  # noqa: F401
-    cross_entropy, embedding, gelu, linear, log_softmax, mse_loss, nll_loss, reduction_enum,
-    silu, softmax,
+    cross_entropy, embedding, gelu, linear, mse_loss, nll_loss, reduction_enum, silu,
 )
+from .._ops import nn_ops as _nn_ops
 from .._ops.nn_embedding import embedding_bag  # noqa: F401
 from .._ops.nn_ops import bilinear  # noqa: F401
 from .._ops.nn_pad import pad  # noqa: F401
+
+
+def implicit_dim_warning(name, stacklevel):
+    """Warn, as PyTorch does, that ``name`` was called without ``dim`` (the legacy choice:
+    0 for 0-, 1- and 3-dim inputs, else 1)."""
+    # (+2: this function and the ``__torch_function__`` wrapper around the caller)
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=stacklevel + 2)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably.
+
+    Args:
+        input (Tensor): the input.
+        dim (int): the dimension to normalise over. Leaving it out picks one by PyTorch's
+            legacy rule and warns.
+        _stacklevel (int): where the implicit-dimension warning points.
+        dtype (dtype, optional): cast the input to this first.
+
+    Returns:
+        Tensor: same shape as ``input``; each slice along ``dim`` sums to 1.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.functional.softmax(ember.tensor([1., 2., 3.]), dim=0).sum()
+        tensor(1.)
+    """
+    if dim is None:
+        implicit_dim_warning("softmax", _stacklevel)
+    return _nn_ops.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``log(softmax(x))`` along ``dim``, computed as ``x - logsumexp(x)``.
+
+    Args:
+        input (Tensor): the input.
+        dim (int): the dimension to normalise over. Leaving it out picks one by PyTorch's
+            legacy rule and warns.
+        _stacklevel (int): where the implicit-dimension warning points.
+        dtype (dtype, optional): cast the input to this first.
+
+    Returns:
+        Tensor: same shape as ``input``.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.functional.log_softmax(ember.zeros(2), dim=0)
+        tensor([-0.6931, -0.6931])
+    """
+    if dim is None:
+        implicit_dim_warning("log_softmax", _stacklevel)
+    return _nn_ops.log_softmax(input, dim, dtype)
 
 # -- convolution ---------------------------------------------------------------------------------
 
