@@ -91,8 +91,9 @@ class Op:
     #: data that no formula will read is neither kept alive nor version-checked. None: every
     #: input the vjp names is saved.
     saved_for = None
-    #: ``out_needed(params)`` for a one-output op whose vjp takes ``out``: whether this
-    #: call's formula reads the result (``std`` does, ``var`` does not); when False the
+    #: ``out_needed(inputs, params)`` for a one-output op whose vjp takes ``out``: whether
+    #: this call's formula reads the result (``std`` does, ``var`` does not; ``pow`` only
+    #: for a tensor exponent that requires grad); when False the
     #: result is not saved, so an in-place write into it leaves the backward pass valid,
     #: and the formula receives ``out=None``. None: always saved.
     out_needed = None

@@ -317,18 +317,41 @@ def _int_pow(xp, a, b):
     return xp.where(neg, unit, r)
 
 
-def _pow_vjp(g, a, b, *, out):
+def _pow_vjp(g, a, b, *, out, needs_input_grad):
     from .pointwise import where
 
-    ga = g * _conj(b * a ** (b - 1))
-    # d/db a**b = a**b * log(a); define it as 0 where a == 0 and b >= 0, as PyTorch does
-    gb = g * _conj(out * a.log())
-    if gb._data.dtype.kind != "c":
-        gb = where((a == 0) & (b >= 0), 0.0, gb)
+    need_a, need_b = needs_input_grad
+    ga = gb = None
+    if need_a:
+        if _nonzero_number(b):  # ``x ** 2``: the exponent's arithmetic stays on the host
+            e = b._data.item()
+            ga = g * _conj(a ** (e - 1) * e)
+        else:
+            # a zero exponent has a zero gradient even at a == 0 (not 0 * inf), as in PyTorch
+            ga = where(b == 0, 0.0, g * _conj(b * a ** (b - 1)))
+    if need_b:
+        # d/db a**b = a**b * log(a); define it as 0 where a == 0 and b >= 0, as PyTorch does
+        gb = g * _conj(out * a.log())
+        if gb._data.dtype.kind != "c":
+            gb = where((a == 0) & (b >= 0), 0.0, gb)
     return ga, gb
 
 
+def _nonzero_number(b):
+    """Whether ``b`` is an exponent that came from a nonzero Python number (read on the host,
+    no device sync: such operands are 0-dim NumPy arrays)."""
+    d = b._data
+    return not b._rg and type(d) is np.ndarray and d.ndim == 0 and bool(d != 0)
+
+
+def _exponent_needs_grad(inputs, params):
+    """``Op.out_needed`` of pow: the result is read only for the exponent's gradient."""
+    b = inputs[1]
+    return b is not None and b._rg
+
+
 pow_op = ElementwiseOp("pow", _pow_kernel, allow=(1, 2, 3), vjp=_pow_vjp)
+pow_op.out_needed = _exponent_needs_grad
 
 
 @public
@@ -345,6 +368,7 @@ Tensor.pow_ = lambda self, exponent: elementwise_inplace(pow_op, self, (exponent
 
 
 float_power_op = ElementwiseOp("float_power", ufunc="power", vjp=_pow_vjp)
+float_power_op.out_needed = _exponent_needs_grad
 
 
 @public

@@ -656,7 +656,7 @@ def _var_jvp(x_dots, a, *, dim, keepdim, correction, take_sqrt, out):
 
 
 var_op = Op("var", _var_kernel, vjp=_var_vjp, jvp=_var_jvp)
-var_op.out_needed = lambda params: params["take_sqrt"]  # std's gradient divides by it
+var_op.out_needed = lambda inputs, params: params["take_sqrt"]  # std's gradient reads it
 
 
 def _correction(name, unbiased, correction):

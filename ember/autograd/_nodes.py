@@ -822,7 +822,7 @@ def record(op, inputs, params, outputs):
         outputs._grad_fn = node
         outputs._out_nr = 0
         outputs._rg = True
-        if op.saves_out and (op.out_needed is None or op.out_needed(params)):
+        if op.saves_out and (op.out_needed is None or op.out_needed(inputs, params)):
             node._sout = save_output(outputs, 0)
 
 

@@ -166,3 +166,40 @@ def test_conv_bias_written_in_place_keeps_backward_valid():
         b.mul_(2)
         return (y * y).sum()
     _same(f, (1, 2, 5, 5), (3, 2, 3, 3), (3,))
+
+
+def test_power_by_number_written_in_place_keeps_backward_valid():
+    def f(T, a):
+        y = a ** 2
+        y += 1
+        return (y * a).sum()
+    _same(f, (3, 4))
+
+
+def test_power_by_tensor_result_is_kept_as_torch_keeps_it():
+    a, _ = _pair(3)
+    b = ember.rand(3, dtype=ember.float64, requires_grad=True)
+    y = a.abs() ** b
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_zero_exponent_gradient_is_zero_at_zero():
+    for T in (ember, torch):
+        x = T.tensor([0.0, 2.0, -1.0], dtype=T.float64, requires_grad=True)
+        e = T.zeros(3, dtype=T.float64)
+        g1, = T.autograd.grad((x ** 0).sum(), x)
+        g2, = T.autograd.grad((x ** e).sum(), x)
+        assert g1.tolist() == [0.0, 0.0, 0.0] and g2.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_power_by_number_backward_runs_pow_and_mul_only():
+    from ember.profiler import profile
+
+    x = ember.randn(10, requires_grad=True)
+    y = (x ** 2).sum()
+    with profile() as prof:
+        y.backward()
+    ops = sorted({e.key for e in prof.key_averages() if e.key.startswith("aten::")})
+    assert ops == ["aten::expand", "aten::mul", "aten::pow"], ops
