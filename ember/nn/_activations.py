@@ -128,7 +128,7 @@ def tanh(input):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """``softmax(-input, dim)``."""
     if dim is None:
-        from .functional import implicit_dim_warning
+        from .functional import _implicit_dim_warning
 
-        implicit_dim_warning("softmin", _stacklevel)
+        _implicit_dim_warning("softmin", _stacklevel)
     return _softmin(input, dim, dtype)

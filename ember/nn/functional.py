@@ -28,7 +28,7 @@ from .._ops.nn_ops import bilinear  # noqa: F401
 from .._ops.nn_pad import pad  # noqa: F401
 
 
-def implicit_dim_warning(name, stacklevel):
+def _implicit_dim_warning(name, stacklevel):
     """Warn, as PyTorch does, that ``name`` was called without ``dim`` (the legacy choice:
     0 for 0-, 1- and 3-dim inputs, else 1)."""
     # (+2: this function and the ``__torch_function__`` wrapper around the caller)
@@ -55,7 +55,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         tensor(1.)
     """
     if dim is None:
-        implicit_dim_warning("softmax", _stacklevel)
+        _implicit_dim_warning("softmax", _stacklevel)
     return _nn_ops.softmax(input, dim, dtype)
 
 
@@ -78,7 +78,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         tensor([-0.6931, -0.6931])
     """
     if dim is None:
-        implicit_dim_warning("log_softmax", _stacklevel)
+        _implicit_dim_warning("log_softmax", _stacklevel)
     return _nn_ops.log_softmax(input, dim, dtype)
 
 # -- convolution ---------------------------------------------------------------------------------
