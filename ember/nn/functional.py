@@ -31,9 +31,9 @@ from .._ops.nn_pad import pad  # noqa: F401
 def _implicit_dim_warning(name, stacklevel):
     """Warn, as PyTorch does, that ``name`` was called without ``dim`` (the legacy choice:
     0 for 0-, 1- and 3-dim inputs, else 1)."""
-    # (+2: this function and the ``__torch_function__`` wrapper around the caller)
+    # (+1: the ``__torch_function__`` wrapper around the caller)
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=stacklevel + 2)
+                  "to include dim=X as an argument.", stacklevel=stacklevel + 1)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
