@@ -692,6 +692,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 @public(method=False)
+@recorded_as("aten::cosine_similarity", ("x1", "x2", "dim", "eps"))
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim``:
     ``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` (the inputs broadcast).
@@ -724,6 +725,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 @public(method=False)
+@recorded_as("aten::pairwise_distance", ("x1", "x2", "p", "eps", "keepdim"))
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The p-norm distance between matching rows: ``||x1 - x2 + eps||_p`` over the last dim.
 
@@ -750,6 +752,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 @public(method=False)
+@recorded_as("aten::pdist", ("input", "p"))
 def pdist(input, p=2.0):
     """Distances between all pairs of rows of an (N, M) input: the upper triangle of the
     distance matrix, row by row, ``N * (N - 1) / 2`` values.

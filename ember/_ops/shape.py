@@ -890,6 +890,7 @@ def expand(self, *sizes, size=None, implicit=False):
 
 
 @method
+@recorded_as("aten::expand_as", ("self", "other"))
 def expand_as(self, other):
     """``self.expand(other.size())``."""
     _check_tensor(other, "expand_as", "other")

@@ -44,7 +44,7 @@ class profile(_profile):
         >>> with profile(record_shapes=True) as prof:
         ...     _ = x + 1
         >>> [(a.key, a.input_shapes) for a in prof.key_averages(group_by_input_shape=True)]
-        [('aten::add', [[3], []])]
+        [('aten::add', [[3], [], []])]
     """
 
     def __init__(self, enabled=True, *, use_cuda=False, record_shapes=False, with_flops=False,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 
 from ..autograd.profiler_util import EventList, FunctionEvent
+from ._inputs import node_inputs, torch_inputs
 from ._recorder import dtype_names, shape_lists, stack_lines
 
 
@@ -41,33 +42,48 @@ def _function_events(session, meta):
             # an op (NOTE [ Profiler recording ])
             if len(raw) == 6:
                 idx, parent, name, start, end, seq = raw
-                shapes = dtypes = stack = None
+                shapes = dtypes = stack = call = None
                 flops = 0
             else:
-                idx, parent, name, start, end, seq, shapes, dtypes, stack, flops, _ = raw
+                (idx, parent, name, start, end, seq, shapes, dtypes, stack, flops, key,
+                 strides, values, kw, _) = raw
+                call = None if strides is None else (key, strides, values, kw)
             kind = "op"
             trace_name = name
         else:
             idx, parent, name, start, end, seq = (raw.idx, raw.parent, raw.name, raw.start,
                                                   raw.end, raw.seq)
-            shapes, dtypes, stack, flops, kind = (raw.shapes, raw.dtypes, raw.stack, 0,
-                                                  raw.kind)
+            shapes, dtypes, stack, flops, kind, call = (raw.shapes, raw.dtypes, raw.stack, 0,
+                                                        raw.kind, raw.call)
             trace_name = name
             if kind == "user" and name.startswith("ProfilerStep#"):
                 name = "ProfilerStep*"
             if end is None:
                 end = end_ns
+        torch_form = None
+        if call is not None and shapes is not None:
+            # NOTE [ Recorded inputs ] in _inputs.py
+            torch_form = node_inputs(shapes, dtypes, call[1]) if kind == "bwd" else \
+                torch_inputs(name, call[0], shapes, dtypes, call[1:])
+        if torch_form is not None:
+            input_shapes, input_dtypes, concrete = torch_form[:3]
+        else:
+            input_shapes = shape_lists(shapes) if shapes is not None else []
+            input_dtypes = dtype_names(dtypes)
+            concrete = None
         ev = FunctionEvent(
             id=idx + 1, name=name, trace_name=trace_name, thread=thread,
             start_us=(start - t0) / 1e3, end_us=(end - t0) / 1e3,
             fwd_thread=thread if seq >= 0 else 0,
-            input_shapes=shape_lists(shapes) if shapes is not None else [],
-            input_dtypes=dtype_names(dtypes), stack=stack_lines(stack),
+            input_shapes=input_shapes, concrete_inputs=concrete,
+            input_dtypes=input_dtypes, stack=stack_lines(stack),
             cpu_memory_usage=mem.get(idx, 0) if mem else 0,
             sequence_nr=seq, flops=flops,
             is_user_annotation=kind == "user",
             use_device=use_device)
         ev._kind = kind
+        # the trace's ``Input Dims`` (a Tensor list's shapes) and ``Input Strides``
+        ev._dims, ev._strides = torch_form[3:] if torch_form is not None else (None, None)
         if kind == "python":   # NOTE [ Python function events ] in _python_tracer.py
             ev.is_python_function = True
         made[idx] = ev

@@ -23,15 +23,21 @@ started it:
 
 Recording must cost little per op (PyTorch's C++ recorder adds well under a microsecond),
 so an op event is one tuple, made when the op returns and appended to ``_Session.ops``:
-``(idx, parent, name, start, end, seq)``, plus ``(shapes, dtypes, stack, flops, gpu)``
-when the session records details (the options pick one of two routes at the start, so the
-plain one tests none of them). ``idx`` numbers events in start order (one counter for
-every kind of event), ``parent`` is the ``idx`` of the innermost open event (``-1``: none),
-so the tree needs no object per event; a tuple of numbers and strings is also one the
-garbage collector stops tracking at its first pass, so a long recording does not make the
-collector's passes longer. An op with a kernel is not put on the stack of open events:
-nothing records inside a kernel (the modes above it are popped), except frees of memory,
-so it is put there when ``profile_memory`` counts them. Shapes and dtypes are kept raw
+``(idx, parent, name, start, end, seq)``, plus ``(shapes, dtypes, stack, flops, overload,
+strides, values, keywords, gpu)`` when the session records details (the options pick one
+of two routes at the start, so the plain one tests none of them; the middle four are NOTE
+[ Recorded inputs ] in _inputs.py). ``idx`` numbers events in start order (one counter
+for every kind of event), ``parent`` is the ``idx`` of the innermost open event (``-1``:
+none), so the tree needs no object per event; a tuple of numbers and strings is also one
+the garbage collector stops tracking at its first pass, so a long recording does not make
+the collector's passes longer. The collector lets go of one level of nested tuples per
+pass over the generation they are in, so an event holding new nested tuples survives
+into the oldest generation and is walked by every full collection (with shapes recorded,
+that was a third of an op's cost): the recorded shapes, dtypes and strides are the
+tuples met first for equal values (``_inputs.record_call``), long untracked. An op with a
+kernel is not put on the stack of open events: nothing records inside a kernel (the modes
+above it are popped), except frees of memory, so it is put there when ``profile_memory``
+counts them. Shapes and dtypes are kept raw
 (shape tuples and NumPy dtypes; ``shape_lists`` and ``dtype_names`` format them), stacks
 as code objects and instruction offsets (``stack_lines`` finds the line numbers), and the
 callers of the innermost user frame are walked once while it runs (``_python_stack``):
@@ -66,6 +72,7 @@ import numpy as np
 from .. import _dispatch
 from .._core.tensor import Tensor
 from . import _flops
+from ._inputs import ORDERED, record_call
 
 __all__ = []
 
@@ -93,7 +100,7 @@ class _Raw:
     NOTE [ Profiler recording ])."""
 
     __slots__ = ("idx", "name", "kind", "start", "end", "parent", "shapes", "dtypes", "seq",
-                 "stack")
+                 "stack", "call")
 
     def __init__(self, idx, name, kind, parent):
         self.idx = idx
@@ -109,6 +116,7 @@ class _Raw:
         self.dtypes = None
         self.seq = -1
         self.stack = None
+        self.call = None  # (overload, ``_inputs.record_call``'s last three), record_shapes
 
 
 def _event_name(handle):
@@ -290,6 +298,9 @@ _NAMING = {
     "aten::matmul": _matmul_rule,
     "aten::addmm": _addmm_rule,
     "aten::pad": _pad_rule,
+    # ember's own op for a number weight; PyTorch's is an overload of ``lerp``
+    "aten::lerp_scalar": _fixed("aten::lerp", None),
+    "aten::lerp_scalar_": _fixed("aten::lerp_", None),
 }
 #: outer event -> ``fn(args, kwargs)`` giving the raw ``(shapes, dtypes)`` of each level
 #: under it, where PyTorch's ops there receive other inputs than the outer op
@@ -298,72 +309,7 @@ _CHILD_INPUTS = {"aten::linear": _linear_inputs}
 _FLOPS_ON_OUTER = {"aten::conv1d", "aten::conv2d", "aten::conv3d"}
 #: names a rule keeps in backward too (they only name the op by its dimension)
 _RENAMES_ONLY = {"aten::max_pool", "aten::avg_pool", "aten::adaptive_avg_pool",
-                 "aten::adaptive_max_pool"}
-
-
-def _record_inputs(args, kwargs):
-    """An op call's raw ``(shapes, dtypes)``.
-
-    ``shapes`` has, per argument, a Tensor's shape tuple, a tuple of shape tuples for a
-    list of Tensors, or ``()``; then each Tensor keyword's shape (``shape_lists`` turns it
-    into PyTorch's nested lists). ``dtypes`` has, per positional argument, a Tensor's NumPy
-    dtype, a number's type name (``"double"``), or ``""`` (``dtype_names`` names them)."""
-    # the common calls first: one to three positional arguments, all Tensors (anything
-    # else has no _data), spelled out, as a loop costs twice as much
-    n = len(args)
-    try:
-        if n == 2:
-            d = args[0]._data
-            e = args[1]._data
-            shapes = (d.shape, e.shape)
-            dtypes = (d.dtype, e.dtype)
-        elif n == 1:
-            d = args[0]._data
-            shapes = (d.shape,)
-            dtypes = (d.dtype,)
-        elif n == 3:
-            d = args[0]._data
-            e = args[1]._data
-            f = args[2]._data
-            shapes = (d.shape, e.shape, f.shape)
-            dtypes = (d.dtype, e.dtype, f.dtype)
-        else:
-            shapes, dtypes = _record_mixed_inputs(args)
-    except AttributeError:
-        shapes, dtypes = _record_mixed_inputs(args)
-    if kwargs:
-        for v in kwargs.values():
-            if isinstance(v, Tensor):
-                shapes += (v._data.shape,)
-    return shapes, dtypes
-
-
-def _record_mixed_inputs(args):
-    """``_record_inputs`` for positional arguments that are not all Tensors."""
-    shapes = []
-    dtypes = []
-    for a in args:
-        if isinstance(a, Tensor):
-            d = a._data
-            shapes.append(d.shape)
-            dtypes.append(d.dtype)
-        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            shapes.append(tuple([t._data.shape for t in a if isinstance(t, Tensor)]))
-            dtypes.append("")
-        else:
-            shapes.append(())
-            # a number beside a Tensor is a 0-d tensor to PyTorch's op, named by its type
-            dtypes.append(_NUMBER_TYPES.get(type(a), ""))
-    return tuple(shapes), tuple(dtypes)
-
-
-_NUMBER_TYPES = {bool: "bool", int: "long int", float: "double",
-                 complex: "c10::complex<double>"}
-
-
-def _shapes(args, kwargs):
-    """An op call's input shapes as PyTorch's nested lists."""
-    return shape_lists(_record_inputs(args, kwargs)[0])
+                 "aten::adaptive_max_pool", "aten::lerp_scalar", "aten::lerp_scalar_"}
 
 
 def shape_lists(shapes):
@@ -618,9 +564,12 @@ class _OpRecorder(_dispatch.Mode):
         i = self._next()
         opened = self._opened
         parent = opened[-1]
-        shapes = dtypes = stack = None
+        shapes = dtypes = stack = key = strides = values = kw = None
         if self._shapes:
-            shapes, dtypes = _record_inputs(args, kwargs)
+            # NOTE [ Recorded inputs ] in _inputs.py (kept flat in the event: see the note
+            # at the top on nesting)
+            shapes, dtypes, strides, values, kw = record_call(args, kwargs)
+            key = handle.__name__
         paused = None
         if self._stack:
             stack = _python_stack()
@@ -651,7 +600,7 @@ class _OpRecorder(_dispatch.Mode):
                 r = handle._run(*args, **kwargs)
         except BaseException:
             self._append((i, parent, name, start, perf_counter_ns(), -1, shapes, dtypes,
-                          stack, 0, None))
+                          stack, 0, key, strides, values, kw, None))
             if pushed:
                 opened.pop()
             if paused is not None:
@@ -681,7 +630,8 @@ class _OpRecorder(_dispatch.Mode):
                     flops = 0
         out = r[0] if type(r) is tuple and r else r
         seq = _sequence_nr(r, args) if getattr(out, "_grad_fn", None) is not None else -1
-        self._append((i, parent, name, start, end, seq, shapes, dtypes, stack, flops, gpu))
+        self._append((i, parent, name, start, end, seq, shapes, dtypes, stack, flops, key,
+                      strides, values, kw, gpu))
         return r
 
     def _named(self, handle, args, kwargs, name):
@@ -719,11 +669,14 @@ class _OpRecorder(_dispatch.Mode):
         for k, level in enumerate((outer,) + chain[:-1]):
             detail = ()
             if detailed:
-                shapes = dtypes = None
+                shapes = dtypes = strides = values = kw = None
                 if s.record_shapes:
-                    shapes, dtypes = _record_inputs(args, kwargs) if k == 0 or \
-                        inputs is None else inputs[k - 1]
-                detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, None)
+                    if k == 0 or inputs is None:
+                        shapes, dtypes, strides, values, kw = record_call(args, kwargs)
+                    else:
+                        shapes, dtypes = inputs[k - 1]
+                detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, None,
+                          strides, values, kw, None)
             i = self._next()
             # each level's clock reading is its own: a child starts after its parent
             levels.append((i, opened[-1], level, detail, perf_counter_ns()))
@@ -741,7 +694,7 @@ class _OpRecorder(_dispatch.Mode):
             leaf = ops[-1]
             if inputs is not None:
                 # the inputs PyTorch's kernel op receives (``addmm``: bias, input, weight.t())
-                leaf = leaf[:6] + inputs[-1] + leaf[8:]
+                leaf = leaf[:6] + inputs[-1] + leaf[8:10] + (None,) * 4 + leaf[14:]
             if outer in _FLOPS_ON_OUTER:
                 # PyTorch counts a convolution's flops on ``aten::conv2d``, not its child
                 flops = leaf[9]
@@ -903,7 +856,9 @@ class _Session:
         opened = self.open
         ev = _Raw(next(self._count), name, "op", opened[-1])
         if self.record_shapes:
-            ev.shapes, ev.dtypes = _record_mixed_inputs(inputs())
+            # PyTorch's op's arguments, all of them, in its order (NOTE [ Recorded inputs ])
+            ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
+            ev.call = (ORDERED, strides, values, ())
         if self.with_stack:
             ev.stack = _python_stack()
         self.raw.append(ev)
@@ -937,6 +892,11 @@ class _Session:
         if self.record_shapes:
             outer.shapes = []
             inner.shapes = [[] if g is None else list(g.shape) for g in grads or ()]
+            arrays = [None if g is None else getattr(g, "_data", g) for g in grads or ()]
+            inner.dtypes = tuple(["" if a is None else a.dtype for a in arrays])
+            # the trace lists the gradients' strides too (NOTE [ Recorded inputs ])
+            inner.call = ("bwd", tuple([None if a is None else getattr(a, "strides", None)
+                                        for a in arrays]))
         return outer
 
     # -- memory ------------------------------------------------------------------------------

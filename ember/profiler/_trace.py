@@ -22,6 +22,8 @@ import os
 import socket
 import threading
 
+from ._inputs import concrete_texts
+
 
 def write_chrome_trace(events, path, meta=None):
     """Write ``events`` (an ``EventList``) to ``path`` as trace JSON (gzip for ``.gz``)."""
@@ -71,10 +73,18 @@ def write_chrome_trace(events, path, meta=None):
             args["Sequence number"] = e.sequence_nr
             args["Fwd thread id"] = 1 if kind.startswith("bwd") else 0
         if kind == "op" or kind == "bwd":
-            if e.input_shapes:
-                args["Input Dims"] = e.input_shapes
-            if e.input_dtypes:
+            dims = getattr(e, "_dims", None)
+            if dims is not None:
+                # one entry per argument of torch's op (NOTE [ Recorded inputs ] in _inputs.py)
+                args["Concrete Inputs"] = concrete_texts(e.concrete_inputs)
                 args["Input type"] = e.input_dtypes
+                args["Input Strides"] = e._strides
+                args["Input Dims"] = dims
+            else:
+                if e.input_shapes:
+                    args["Input Dims"] = e.input_shapes
+                if e.input_dtypes:
+                    args["Input type"] = e.input_dtypes
         if e.flops:
             args["flops"] = e.flops
         trace.append({"ph": "X", "cat": cat, "name": e.trace_name, "pid": pid, "tid": tid,

@@ -268,3 +268,43 @@ def test_linear_children_input_shapes_and_flops_as_torch(x_shape, bias):
     for name in ("aten::linear", "aten::addmm", "aten::matmul", "aten::mm"):
         assert _shapes_of(ember, call, name) == _shapes_of(torch, call, name)
     assert _flops_by_name(ember, call) == _flops_by_name(torch, call)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("aten::cosine_similarity", lambda lib: lib.nn.functional.cosine_similarity(
+        lib.ones(4, 3), lib.rand(4, 3))),
+    ("aten::pairwise_distance", lambda lib: lib.nn.functional.pairwise_distance(
+        lib.ones(4, 3), lib.rand(4, 3))),
+    ("aten::pdist", lambda lib: lib.nn.functional.pdist(lib.rand(4, 3))),
+    ("aten::expand_as", lambda lib: lib.ones(4, 1).expand_as(lib.ones(4, 3))),
+])
+def test_distance_ops_outer_event_name_and_shapes_as_torch(name, call):
+    _same_as_torch(call)
+    assert _shapes_of(ember, call, name) == _shapes_of(torch, call, name)
+
+
+def test_normalize_top_level_sequence_as_torch():
+    # torch's normalize is Python: norm, clamp_min, expand_as > expand, div, no outer event
+    _same_as_torch(lambda lib: lib.nn.functional.normalize(lib.rand(4, 3)),
+                   keep=("aten::expand",))
+
+
+def test_cosine_similarity_holds_its_ops():
+    prof = _profile(ember, lambda lib: lib.nn.functional.cosine_similarity(
+        lib.ones(4, 3), lib.rand(4, 3)))
+    outer = next(e for e in prof.events() if e.name == "aten::cosine_similarity")
+    assert {"aten::linalg_vector_norm", "aten::div", "aten::sum"} <= \
+        {c.name for c in outer.cpu_children}
+
+
+def test_adamw_step_records_lerp_as_torch():
+    def names(lib):
+        m = lib.nn.Linear(4, 3)
+        opt = lib.optim.AdamW(m.parameters(), lr=1e-3)
+        m(lib.ones(2, 4)).sum().backward()
+        with lib.profiler.profile() as prof:
+            opt.step()
+        return {e.name for e in prof.events()}
+    mine = names(ember)
+    assert "aten::lerp_" in mine and "aten::lerp_" in names(torch)
+    assert not any("lerp_scalar" in n for n in mine)

@@ -4,7 +4,7 @@
 import pytest
 
 import ember
-from ember.profiler import _recorder
+from ember.profiler import _inputs, _recorder
 
 
 def _children(event):
@@ -142,7 +142,7 @@ def test_stack_lines_name_the_user_line():
 
 def test_dtype_names_of_raw_dtypes():
     x = ember.ones(1, dtype=ember.bfloat16)
-    raw = _recorder._record_inputs((x, 2, [x]), {})
+    raw = _inputs.record_call((x, 2, [x]), {})
     assert _recorder.dtype_names(raw[1]) == ["c10::BFloat16", "long int", ""]
     assert _recorder.shape_lists(raw[0]) == [[1], [], [[1]]]
 
