@@ -2,15 +2,15 @@
 
     python -m bench ddp            # or: python -m bench.ddp [--steps K] [--samples S]
 
-Two processes per framework (ember over MPI, PyTorch over gloo), one thread each, train the
-same MLP (256-1024-1024-10, 1.3 M parameters, so DDP makes two buckets) on their own
-batches. Each process alternates samples of K *local* steps (the bare module: forward,
-backward, SGD step) and K *DDP* steps (the module wrapped in DistributedDataParallel, so
-backward also averages the gradients); a barrier separates samples. The DDP overhead is
-(DDP step - local step), medians over samples, on rank 0; the figure of merit is
-ember's overhead divided by PyTorch's, each measured against its own local step. Both
-frameworks run back to back on the same machine; on a loaded machine re-run and compare
-ratios, not times.
+Two processes, one thread each, each holding both frameworks' groups (ember over MPI,
+PyTorch over gloo), train the same MLP (256-1024-1024-10, 1.3 M parameters, so DDP makes
+two buckets) on their own batches. Each process cycles through samples of K *local* steps
+(the bare module: forward, backward, SGD step) and K *DDP* steps (the module wrapped in
+DistributedDataParallel, so backward also averages the gradients), ember's then PyTorch's,
+interleaved so that a change of machine load falls on all four alike; a barrier separates
+samples. The DDP overhead is (DDP step - local step), medians over samples, on rank 0; the
+figure of merit is ember's overhead divided by PyTorch's, each measured against its own
+local step. On a loaded machine re-run and compare ratios, not times.
 
 This group needs 2 processes, so it has its own runner instead of the in-process registry
 (importing this module registers nothing).
@@ -57,17 +57,11 @@ def _model(fw):
     return net
 
 
-def _worker(rank, fw_name, init_method, out_path, steps, samples):
-    fw = importlib.import_module(fw_name)
-    dist = importlib.import_module(fw_name + ".distributed")
-    fw.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2,
-                            timeout=datetime.timedelta(seconds=120))
+def _steppers(fw, rank):
+    """``{"local": step, "ddp": step}`` for framework ``fw`` (its group already formed)."""
     rng = np.random.default_rng(10 + rank)
     x = fw.from_numpy(rng.standard_normal((BATCH, SIZES[0])).astype(np.float32))
     y = fw.from_numpy(rng.integers(0, SIZES[-1], BATCH).astype(np.int64))
-    local = _model(fw)
-    ddp = fw.nn.parallel.DistributedDataParallel(_model(fw))
     loss_fn = fw.nn.CrossEntropyLoss()
 
     def stepper(model):
@@ -80,38 +74,61 @@ def _worker(rank, fw_name, init_method, out_path, steps, samples):
 
         return step
 
-    run = {"local": stepper(local), "ddp": stepper(ddp)}
-    for fn in run.values():  # warm-up (DDP's first iteration also rebuilds its buckets)
-        for _ in range(3):
-            fn()
-    times = {"local": [], "ddp": []}
-    for _ in range(samples):
-        for name, fn in run.items():
-            dist.barrier()
-            t = time.perf_counter()
-            for _ in range(steps):
+    return {"local": stepper(_model(fw)),
+            "ddp": stepper(fw.nn.parallel.DistributedDataParallel(_model(fw)))}
+
+
+def _worker(rank, fw_names, init_methods, out_path, steps, samples):
+    """One rank: every framework's group, then samples of each framework's local and DDP
+    steps interleaved (so a change of machine load hits all of them alike)."""
+    runs = {}
+    for fw_name, init_method in zip(fw_names, init_methods):
+        fw = importlib.import_module(fw_name)
+        dist = importlib.import_module(fw_name + ".distributed")
+        fw.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2,
+                                timeout=datetime.timedelta(seconds=120))
+        runs[fw_name] = (dist, _steppers(fw, rank))
+    for _, steppers in runs.values():  # warm-up (DDP's first iteration rebuilds buckets)
+        for fn in steppers.values():
+            for _ in range(3):
                 fn()
-            times[name].append((time.perf_counter() - t) / steps)
-    dist.barrier()
+    times = {fw: {"local": [], "ddp": []} for fw in runs}
+    for _ in range(samples):
+        for fw_name, (dist, steppers) in runs.items():
+            for name, fn in steppers.items():
+                dist.barrier()
+                t = time.perf_counter()
+                for _ in range(steps):
+                    fn()
+                times[fw_name][name].append((time.perf_counter() - t) / steps)
+    for dist, _ in runs.values():
+        dist.barrier()
     if rank == 0:
         with open(out_path, "w") as f:
             json.dump(times, f)
-    dist.destroy_process_group()
+    for dist, _ in runs.values():
+        dist.destroy_process_group()
 
 
-def measure(fw_name, steps=10, samples=7):
-    """Per-step medians (seconds) of the local and the DDP step in ``fw_name``, rank 0."""
-    mp = importlib.import_module(fw_name + ".multiprocessing")
+def measure(fw_names, steps=10, samples=7):
+    """Per-step medians (ms) of each framework's local and DDP step on rank 0, measured in
+    the same 2 processes, samples interleaved."""
+    import ember.multiprocessing as mp
+
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "times.json")
-        mp.spawn(_worker, args=(fw_name, f"tcp://127.0.0.1:{_free_port()}", out, steps,
-                                samples), nprocs=2)
+        inits = [f"tcp://127.0.0.1:{_free_port()}" for _ in fw_names]
+        mp.spawn(_worker, args=(list(fw_names), inits, out, steps, samples), nprocs=2)
         with open(out) as f:
             times = json.load(f)
-    local = statistics.median(times["local"])
-    ddp = statistics.median(times["ddp"])
-    return {"local_ms": local * 1e3, "ddp_ms": ddp * 1e3, "overhead_ms": (ddp - local) * 1e3,
-            "overhead_pct": 100 * (ddp - local) / local}
+    results = {}
+    for fw, t in times.items():
+        local, ddp = statistics.median(t["local"]), statistics.median(t["ddp"])
+        results[fw] = {"local_ms": local * 1e3, "ddp_ms": ddp * 1e3,
+                       "overhead_ms": (ddp - local) * 1e3,
+                       "overhead_pct": 100 * (ddp - local) / local}
+    return results
 
 
 def main(argv=None):
@@ -125,7 +142,7 @@ def main(argv=None):
     if importlib.util.find_spec("torch") is not None:
         frameworks.append("torch")
     load = os.getloadavg()[0]
-    results = {fw: measure(fw, args.steps, args.samples) for fw in frameworks}
+    results = measure(frameworks, args.steps, args.samples)
     print(f"DDP overhead per step, 2 processes x 1 thread, MLP {'-'.join(map(str, SIZES))}, "
           f"batch {BATCH} per rank (load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs{'; machine busy' if load > (os.cpu_count() or 1) else ''})")

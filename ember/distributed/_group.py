@@ -332,6 +332,26 @@ def _rendezvous(init_method, rank, world_size, timeout):
     return store, rank, world_size
 
 
+def _check_device_id(device_id) -> None:
+    """``init_process_group(device_id=...)`` names the accelerator this rank binds: an
+    indexed CUDA device that this installation can reach (PyTorch's checks, in its order)."""
+    from .. import cuda
+
+    if isinstance(device_id, int):
+        if not cuda.is_available():
+            raise ValueError("device_id is an int, but no accelerator support is found from "
+                             "the current compilation. Please use a different compiled "
+                             "version that supports your accelerator.")
+        return
+    if device_id.type != "cpu" and not cuda.is_available():
+        raise ValueError(f"device_id {device_id} does not match the current compilation's "
+                         "accelerator support: None. Please use a different compiled version "
+                         "that supports your accelerator.")
+    if device_id.type == "cpu" or device_id.index is None:
+        raise ValueError("init_process_group device_id parameter must be an accelerator with "
+                         "an index")
+
+
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
                        store=None, group_name="", pg_options=None, device_id=None) -> None:
     """Join this process to the default process group, over MPI (NOTE [ Engine ]).
@@ -345,10 +365,16 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         world_size: number of processes (-1: from the environment).
         rank: this process's rank (-1: from the environment).
         store: a rendezvous store to use instead of ``init_method``.
-        group_name, pg_options, device_id: accepted for compatibility.
+        device_id (ember.device or int, optional): the CUDA device this rank uses
+            (checked as PyTorch checks it: an indexed accelerator device).
+        group_name, pg_options: accepted for compatibility.
 
     Returns:
         None
+
+    Raises:
+        ValueError: a second call, an unknown backend, or a ``device_id`` that is not an
+            indexed accelerator this installation has.
 
     Example::
 
@@ -361,6 +387,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     global _WORLD, _STORE
     if _WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
+    if device_id is not None:
+        _check_device_id(device_id)
     if backend is None:
         backend = "gloo"
     text = str(backend).lower()

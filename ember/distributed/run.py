@@ -4,7 +4,10 @@ Each worker gets torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WOR
 GROUP_RANK, ROLE_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, ...), so a script
 calls ``init_process_group("gloo")`` with the default ``env://`` and joins the group.
 SIGINT/SIGTERM are forwarded to the workers; when one worker fails, the others are
-terminated and the launcher exits with status 1, naming the failed rank.
+terminated and the launcher exits with status 1, naming the failed rank, unless
+``--max-restarts`` allows starting the worker group again. ``--rdzv-backend c10d
+--rdzv-endpoint host:port --nnodes MIN:MAX`` forms the group from the nodes that arrive
+(see NOTE [ Elastic rendezvous ] in ``elastic/_rendezvous.py``).
 
 Example::
 
@@ -17,7 +20,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +54,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-restarts", "--max_restarts", dest="max_restarts", type=int, default=0)
     p.add_argument("--monitor-interval", "--monitor_interval", dest="monitor_interval",
                    type=float, default=0.1)
+    p.add_argument("--local-addr", "--local_addr", dest="local_addr", default=None)
     p.add_argument("--role", default="default")
     p.add_argument("-m", "--module", action="store_true",
                    help="run the script as a module (python -m)")
@@ -74,12 +77,6 @@ def parse_args(args=None) -> argparse.Namespace:
     return get_args_parser().parse_args(args)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 def _nproc(value: str) -> int:
     if value in ("cpu", "auto"):
         return os.cpu_count() or 1
@@ -88,16 +85,16 @@ def _nproc(value: str) -> int:
     return int(value)
 
 
-def _worker_env(args, local_rank, nproc, nnodes, port, run_id):
+def _worker_env(args, local_rank, nproc, nnodes, port, run_id, node_rank, addr, restarts):
     env = dict(os.environ)
-    rank = args.node_rank * nproc + local_rank
+    rank = node_rank * nproc + local_rank
     world = nnodes * nproc
     env.update({
         "RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world),
-        "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(args.node_rank),
+        "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(node_rank),
         "GROUP_WORLD_SIZE": str(nnodes), "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
-        "ROLE_NAME": args.role, "MASTER_ADDR": args.master_addr, "MASTER_PORT": str(port),
-        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_RESTART_COUNT": "0",
+        "ROLE_NAME": args.role, "MASTER_ADDR": addr, "MASTER_PORT": str(port),
+        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_RESTART_COUNT": str(restarts),
         "TORCHELASTIC_MAX_RESTARTS": str(args.max_restarts),
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
     })
@@ -114,8 +111,33 @@ def _command(args):
     return [sys.executable, "-u", args.training_script, *args.training_script_args]
 
 
+def _rendezvous(args, nmin, nmax, run_id):
+    from .elastic._rendezvous import StaticRendezvous, StoreRendezvous, parse_conf
+
+    backend = args.rdzv_backend
+    if args.standalone:
+        return StaticRendezvous(0, 1, "127.0.0.1", 0, fresh_port=True)
+    if backend == "c10d":
+        endpoint = args.rdzv_endpoint or f"{args.master_addr}:29400"
+        return StoreRendezvous(endpoint, run_id, nmin, nmax, parse_conf(args.rdzv_conf),
+                               args.local_addr)
+    if backend != "static":
+        raise ValueError(f"ember.distributed.run: --rdzv-backend {backend} is not available; "
+                         "use c10d (a TCPStore at --rdzv-endpoint) or static")
+    addr, port = args.master_addr, args.master_port
+    if args.rdzv_endpoint:
+        host, _, p = args.rdzv_endpoint.rpartition(":")
+        addr, port = host or addr, int(p or port)
+    if nmin != nmax:
+        raise ValueError(f"ember.distributed.run: --nnodes {args.nnodes} (MIN:MAX) needs an "
+                         "elastic rendezvous: pass --rdzv-backend c10d --rdzv-endpoint host:port")
+    return StaticRendezvous(args.node_rank, nmax, addr, port)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Start the workers described by ``args``, wait for them; the exit status (0 or 1).
+    """Start the workers described by ``args`` and wait for them, restarting the worker
+    group after a failure up to ``--max-restarts`` times (and when nodes join or leave an
+    elastic group, NOTE [ Elastic rendezvous ]); the exit status (0 or 1).
 
     Example::
 
@@ -123,59 +145,117 @@ def run(args: argparse.Namespace) -> int:
         >>> run(parse_args(["--no-python", "true"]))
         0
     """
-    nnodes = int(str(args.nnodes).split(":")[-1])
+    from .elastic._rendezvous import RendezvousError, parse_nnodes
+
+    nmin, nmax = parse_nnodes(args.nnodes)
     nproc = _nproc(args.nproc_per_node)
-    port = args.master_port
-    if args.standalone:
-        nnodes, args.node_rank, args.master_addr, port = 1, 0, "127.0.0.1", _free_port()
-    elif args.rdzv_endpoint:
-        host, _, p = args.rdzv_endpoint.rpartition(":")
-        args.master_addr, port = host or args.master_addr, int(p or port)
     run_id = args.rdzv_id if args.rdzv_id != "none" else uuid.uuid4().hex[:12]
+    rdzv = _rendezvous(args, nmin, nmax, run_id)
     # each worker's @record (elastic.multiprocessing.errors) writes its exception here
     error_dir = tempfile.mkdtemp(prefix=f"ember_run_{run_id}_")
-    error_files = [os.path.join(error_dir, f"error_{i}.json") for i in range(nproc)]
-    procs = [subprocess.Popen(_command(args), env={
-        **_worker_env(args, i, nproc, nnodes, port, run_id),
-        "TORCHELASTIC_ERROR_FILE": error_files[i]}) for i in range(nproc)]
-
-    def forward(signum, frame):
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signum)
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    failed = None
+    restarts = 0
     try:
         while True:
-            codes = [p.poll() for p in procs]
-            for i, c in enumerate(codes):
-                if c not in (None, 0):
-                    failed = (i, c)
-                    break
-            if failed or all(c == 0 for c in codes):
-                break
-            time.sleep(args.monitor_interval)
+            try:
+                node_rank, nnodes, addr, port = rdzv.next_rendezvous()
+            except (RendezvousError, OSError) as e:
+                print(f"ember.distributed.run: rendezvous failed: {e}", file=sys.stderr)
+                return 1
+            group = _Group(args, nproc, node_rank, nnodes, addr, port, run_id, restarts,
+                           error_dir)
+            outcome = group.run(rdzv)
+            if outcome is None:
+                return 0
+            kind, detail = outcome
+            if kind == "membership":
+                print(f"ember.distributed.run: {detail}; starting the worker group again",
+                      file=sys.stderr)
+                rdzv.restart()
+                continue
+            print(f"ember.distributed.run: {detail}", file=sys.stderr)
+            if kind == "failed" and restarts < args.max_restarts:
+                restarts += 1
+                print(f"ember.distributed.run: restarting the worker group (restart "
+                      f"{restarts} of {args.max_restarts})", file=sys.stderr)
+                rdzv.restart()
+                continue
+            if kind == "failed":
+                try:
+                    rdzv.shutdown(f"node {node_rank}: {detail}")
+                except (RendezvousError, OSError):
+                    pass
+            return 1
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if failed:
+        shutil.rmtree(error_dir, ignore_errors=True)
+
+
+class _Group:
+    """One node's workers of one rendezvous round."""
+
+    def __init__(self, args, nproc, node_rank, nnodes, addr, port, run_id, restarts,
+                 error_dir):
+        self.args, self.nproc, self.nnodes = args, nproc, nnodes
+        self.node_rank = node_rank
+        self.error_files = [os.path.join(error_dir, f"error_{restarts}_{i}.json")
+                            for i in range(nproc)]
+        for f in self.error_files:
+            if os.path.exists(f):
+                os.remove(f)
+        self.envs = [{**_worker_env(args, i, nproc, nnodes, port, run_id, node_rank, addr,
+                                    restarts),
+                      "TORCHELASTIC_ERROR_FILE": self.error_files[i]} for i in range(nproc)]
+
+    def run(self, rdzv):
+        """None when every worker of every node succeeded, else ``(kind, message)``:
+        ``"failed"`` (a worker here failed), ``"membership"`` (the group must form again)
+        or ``"lost"`` (the rendezvous is gone)."""
+        from .elastic._rendezvous import RendezvousError
+
+        procs = [subprocess.Popen(_command(self.args), env=env) for env in self.envs]
+
+        def forward(signum, frame):
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signum)
+
+        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while True:
+                codes = [p.poll() for p in procs]
+                bad = next(((i, c) for i, c in enumerate(codes) if c not in (None, 0)), None)
+                if bad is not None:
+                    _stop(procs)
+                    return "failed", self._failure(procs, *bad)
+                if all(c == 0 for c in codes):
+                    break
+                try:
+                    why = rdzv.should_stop(self.nnodes)
+                except (RendezvousError, OSError) as e:
+                    _stop(procs)
+                    return "lost", f"stopping the workers: {e}"
+                if why is not None:
+                    _stop(procs)
+                    return "membership", why
+                time.sleep(self.args.monitor_interval)
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
             _stop(procs)
-    if failed:
-        i, code = failed
-        rank = args.node_rank * nproc + i
-        what = (f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}")
+        try:
+            why = rdzv.finish(self.nnodes)
+        except (RendezvousError, OSError) as e:
+            return "lost", f"stopping: {e}"
+        return None if why is None else ("membership", why)
+
+    def _failure(self, procs, i, code) -> str:
         from .elastic.multiprocessing.errors import ProcessFailure
 
-        cause = ProcessFailure(i, procs[i].pid, code, error_files[i])
-        detail = f": {cause.message}" if os.path.isfile(error_files[i]) else ""
-        print(f"ember.distributed.run: worker rank {rank} (local_rank {i}, pid "
-              f"{procs[i].pid}) failed with {what}{detail}; the other workers were stopped",
-              file=sys.stderr)
-        shutil.rmtree(error_dir, ignore_errors=True)
-        return 1
-    shutil.rmtree(error_dir, ignore_errors=True)
-    return 0
+        rank = self.node_rank * self.nproc + i
+        what = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        cause = ProcessFailure(i, procs[i].pid, code, self.error_files[i])
+        detail = f": {cause.message}" if os.path.isfile(self.error_files[i]) else ""
+        return (f"worker rank {rank} (local_rank {i}, pid {procs[i].pid}) failed with "
+                f"{what}{detail}; the other workers were stopped")
 
 
 def _stop(procs, grace=5.0):

@@ -89,3 +89,20 @@ def test_ddp_broadcast_buffers_warning_matches_torch(worlds):
 def test_ddp_logging_sample_rate_below_one_raises_value_error(worlds):
     with pytest.raises(ValueError, match="sample rate"):
         _ddp(ember)._set_ddp_runtime_logging_sample_rate(0)
+
+
+@pytest.mark.parametrize("kw", [{"device_ids": [0]}, {"output_device": 1},
+                                {"device_ids": [0, 1]}])
+def test_ddp_device_ids_on_cpu_module_raise_as_torch(worlds, kw):
+    def message(fw):
+        with pytest.raises(ValueError) as e:
+            _ddp(fw, bn=False, **kw)
+        return str(e.value)
+
+    ours, theirs = _both(message)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("kw", [{"device_ids": []}, {"output_device": 0}])
+def test_ddp_empty_device_ids_on_cpu_module_accepted(worlds, kw):
+    assert _ddp(ember, bn=False, **kw).device_ids == kw.get("device_ids")

@@ -54,6 +54,23 @@ def test_nccl_without_gpu_raises_as_torch():
     assert not dist.is_initialized()
 
 
+@needs_torch
+@pytest.mark.skipif(ember.cuda.is_available(), reason="messages of a CPU-only installation")
+@pytest.mark.parametrize("device", [0, "cpu", "cuda", "cuda:0"])
+def test_device_id_without_accelerator_raises_as_torch(device):
+    import torch
+
+    def message(fw, mod):
+        d = device if isinstance(device, int) else fw.device(device)
+        with pytest.raises(ValueError) as e:
+            mod.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
+                                   rank=0, world_size=1, device_id=d)
+        return str(e.value)
+
+    assert message(ember, dist) == message(torch, tdist)
+    assert not dist.is_initialized()
+
+
 @needs_mpi
 def test_env_init_without_rank_raises_value_error(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):

@@ -137,9 +137,11 @@ def test_tcp_store_master_left_open_does_not_hang_interpreter_exit():
     import subprocess
     import sys
 
-    # the store module alone (it needs only the standard library): no ember import to wait for
-    code = ("import importlib.util as u; spec = u.spec_from_file_location('st', "
-            f"{dist._store.__file__!r}); d = u.module_from_spec(spec); "
+    # the store package alone (it needs only the standard library): no ember import to wait for
+    path = dist._store.__path__[0]
+    code = ("import importlib.util as u, sys; spec = u.spec_from_file_location('st', "
+            f"{dist._store.__file__!r}, submodule_search_locations=[{path!r}]); "
+            "d = sys.modules['st'] = u.module_from_spec(spec); "
             "spec.loader.exec_module(d); s = d.TCPStore('127.0.0.1', 0, 1, True); "
             "s.set('k', 'v'); print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -37,3 +37,16 @@ def step(what: str, fn, process_group, distributed: bool):
     if failures:
         raise CheckpointException(what, failures)
     return result
+
+
+def on_coordinator(what: str, fn, rank: int, process_group, distributed: bool):
+    """Run ``fn`` on rank 0 only and hand its result to every rank (a failure there raises
+    ``CheckpointException`` everywhere)."""
+    try:
+        result, error = (fn() if rank == 0 else None), None
+    except Exception as e:  # noqa: BLE001 -- reported to every rank below
+        result, error = None, e
+    result, error = all_gather((result, error), process_group, distributed)[0]
+    if error is not None:
+        raise CheckpointException(what, {0: error})
+    return result

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .metadata import Metadata
+from .storage import StorageReader, StorageWriter
 
 __all__ = ["FileSystemReader", "FileSystemWriter"]
 
@@ -48,6 +49,13 @@ class _StorageInfo:
 
     def __setstate__(self, state):
         self.__dict__.update({"transform_descriptors": None, **state})
+
+
+@dataclass
+class _StoragePrefix:
+    """The file-name prefix of one rank's items (``__<rank>_``)."""
+
+    prefix: str
 
 
 # -- the metadata pickle under PyTorch's names ------------------------------------------------
@@ -86,13 +94,28 @@ def _dumps(value) -> bytes:
     return buf.getvalue()
 
 
+def _item_bytes(value) -> bytes:
+    """What one planned item's value is stored as: a planner's ``BytesIO`` as it is, a
+    tensor's own elements only (not the rest of a storage it views), anything else pickled."""
+    from ... import Tensor
+
+    if isinstance(value, io.BytesIO):
+        return value.getvalue()
+    if isinstance(value, Tensor):
+        value = value.detach()
+        if value.device.type != "cpu":
+            value = value.cpu()
+        value = value.contiguous().clone()
+    return _dumps(value)
+
+
 def _loads(data: bytes):
     from ... import load
 
     return load(io.BytesIO(data), map_location="cpu", weights_only=False)
 
 
-class FileSystemWriter:
+class FileSystemWriter(StorageWriter):
     """Writes a checkpoint into a directory (see NOTE [ DCP on disk ]).
 
     Args:
@@ -136,19 +159,93 @@ class FileSystemWriter:
             self.path = Path(os.fspath(checkpoint_id))
         self.save_id = str(uuid.uuid4())
 
-    def _prepare(self) -> None:
-        if not self.overwrite and (self.path / _METADATA_FILE).exists():
+    def set_up_storage_writer(self, is_coordinator: bool, *args, **kwargs) -> None:
+        """Create the directory (the coordinator first refuses an existing checkpoint when
+        ``overwrite=False``).
+
+        Args:
+            is_coordinator (bool): whether this rank writes ``.metadata``.
+            rank (int, keyword): this rank (names its file).
+        """
+        self.rank = kwargs.get("rank", 0 if is_coordinator else getattr(self, "rank", 0))
+        if is_coordinator and not self.overwrite and (self.path / _METADATA_FILE).exists():
             raise RuntimeError(f"Checkpoint already exists at {self.path} and overwrite=False")
         self.path.mkdir(parents=True, exist_ok=True)
 
-    def _write_items(self, rank: int, items) -> dict:
+    def prepare_local_plan(self, plan):
+        """This rank's plan, unchanged.
+
+        Args:
+            plan (SavePlan): the local plan.
+
+        Returns:
+            SavePlan
+        """
+        return plan
+
+    def prepare_global_plan(self, plans: list) -> list:
+        """Give each rank's plan its file prefix (``__<rank>_``).
+
+        Args:
+            plans (list of SavePlan): one per rank.
+
+        Returns:
+            list of SavePlan
+        """
+        import dataclasses
+
+        return [dataclasses.replace(p, storage_data=_StoragePrefix(f"__{i}_"))
+                for i, p in enumerate(plans)]
+
+    def write_data(self, plan, planner):
+        """Write this rank's items into its ``.distcp`` file (see NOTE [ DCP on disk ]).
+
+        Args:
+            plan (SavePlan): this rank's final plan.
+            planner (SavePlanner): resolves each item's value.
+
+        Returns:
+            ember.futures.Future: completed, holding a list of ``WriteResult``.
+        """
+        from ...futures import Future
+        from .storage import WriteResult
+
+        prefix = plan.storage_data.prefix if isinstance(plan.storage_data, _StoragePrefix) \
+            else f"__{getattr(self, 'rank', 0)}_"
+        where = self._write_items(prefix, [(item.index, planner.resolve_data(item))
+                                           for item in plan.items])
+        fut = Future()
+        fut.set_result([WriteResult(index, info.length, info) for index, info in where.items()])
+        return fut
+
+    def finish(self, metadata: Metadata, results: list) -> None:
+        """Record where every item went and write ``.metadata``.
+
+        Args:
+            metadata (Metadata): the global plan's metadata.
+            results (list of list of WriteResult): every rank's results.
+        """
+        metadata.storage_data = {r.index: r.storage_data for rank in results for r in rank}
+        self._write_metadata(metadata)
+
+    def storage_meta(self):
+        """The directory and this save's id.
+
+        Returns:
+            StorageMeta
+        """
+        from .metadata import StorageMeta
+
+        return StorageMeta(self.path, self.save_id)
+
+    def _write_items(self, prefix: str, items) -> dict:
         """Write ``[(MetadataIndex, value)]`` into this rank's file; index -> _StorageInfo."""
-        name = f"__{rank}_0{_SUFFIX}"
+        name = f"{prefix}0{_SUFFIX}"
         where = {}
         tmp = self.path / (name + ".tmp")
         with open(tmp, "wb") as f:
             for index, value in items:
-                data = _dumps(value)
+                data = _item_bytes(value)
                 where[index] = _StorageInfo(name, f.tell(), len(data))
                 f.write(data)
             f.flush()
@@ -179,7 +276,17 @@ class FileSystemWriter:
         return isinstance(checkpoint_id, (str, os.PathLike)) and "://" not in str(checkpoint_id)
 
 
-class FileSystemReader:
+def _chunk_sizes(metadata: Metadata, item) -> tuple:
+    index = item.storage_index
+    chunks = metadata.state_dict_metadata[index.fqn].chunks
+    if index.index is not None and index.index < len(chunks):
+        chunk = chunks[index.index]
+        if tuple(chunk.offsets) == tuple(index.offset or ()):
+            return tuple(chunk.sizes)
+    return next(tuple(c.sizes) for c in chunks if tuple(c.offsets) == tuple(index.offset or ()))
+
+
+class FileSystemReader(StorageReader):
     """Reads a checkpoint from a directory written by ``FileSystemWriter`` (ember's or
     PyTorch's).
 
@@ -222,10 +329,95 @@ class FileSystemReader:
         with open(self.path / name, "rb") as f:
             return _load_metadata(f)
 
-    def _read_item(self, info: _StorageInfo):
+    def set_up_storage_reader(self, metadata: Metadata, is_coordinator: bool, *args,
+                              **kwargs) -> None:
+        """Keep the metadata (where each item's bytes are).
+
+        Args:
+            metadata (Metadata): the checkpoint's metadata.
+            is_coordinator (bool): whether this rank makes the global plan.
+        """
+        self.metadata = metadata
+
+    def prepare_local_plan(self, plan):
+        """This rank's plan, unchanged.
+
+        Args:
+            plan (LoadPlan): the local plan.
+
+        Returns:
+            LoadPlan
+        """
+        return plan
+
+    def prepare_global_plan(self, plans: list) -> list:
+        """Every rank's plan, unchanged.
+
+        Args:
+            plans (list of LoadPlan): one per rank.
+
+        Returns:
+            list of LoadPlan
+        """
+        return plans
+
+    def read_data(self, plan, planner):
+        """Read this rank's items into the planner (NOTE [ Checkpoint planners ]).
+
+        Args:
+            plan (LoadPlan): this rank's final plan.
+            planner (LoadPlanner): takes each item.
+
+        Returns:
+            ember.futures.Future: completed (with None).
+        """
+        from ...futures import Future
+
+        metadata = getattr(self, "metadata", None) or self.read_metadata()
+        self._read_data(plan, planner, metadata)
+        fut = Future()
+        fut.set_result(None)
+        return fut
+
+    def _read_bytes(self, info: _StorageInfo) -> bytes:
         with open(self.path / info.relative_path, "rb") as f:
             f.seek(info.offset)
-            return _loads(f.read(info.length))
+            return f.read(info.length)
+
+    def _read_item(self, info: _StorageInfo):
+        return _loads(self._read_bytes(info))
+
+    def _read_data(self, plan, planner, metadata: Metadata) -> None:
+        """Carry out a ``LoadPlan``: each non-tensor to ``planner.load_bytes``, each tensor
+        piece copied into ``planner.resolve_tensor`` (NOTE [ Checkpoint planners ])."""
+        from ... import no_grad
+        from .default_planner import narrow_tensor_by_index
+        from .planner import LoadItemType
+
+        def info_of(index):
+            info = metadata.storage_data.get(index)
+            if info is None:
+                raise RuntimeError(f"the checkpoint has no data for {index.fqn} at "
+                                   f"offsets {list(index.offset or [])}")
+            return info
+
+        stored = {}
+        for item in plan.items:
+            info = info_of(item.storage_index)
+            if item.type == LoadItemType.BYTE_IO:
+                planner.load_bytes(item, io.BytesIO(self._read_bytes(info)))
+                continue
+            key = (info.relative_path, info.offset)
+            if key not in stored:  # consecutive pieces often come from one chunk
+                stored = {key: self._read_item(info).reshape(_chunk_sizes(metadata, item))}
+            piece = narrow_tensor_by_index(stored[key], item.storage_offsets, item.lengths)
+            target = planner.resolve_tensor(item).detach()
+            if tuple(target.shape) != tuple(piece.shape):
+                raise RuntimeError(f"req {item.storage_index} mismatch sizes "
+                                   f"{list(target.shape)} vs {list(piece.shape)}")
+            with no_grad():
+                target.copy_(piece)
+            planner.commit_tensor(item, target)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id) -> bool:

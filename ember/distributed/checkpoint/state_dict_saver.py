@@ -6,10 +6,8 @@ import concurrent.futures
 import warnings
 
 from . import _coordinate
-from ._flatten import flatten
 from .filesystem import FileSystemWriter
-from .metadata import (BytesStorageMetadata, ChunkStorageMetadata, Metadata, MetadataIndex,
-                       StorageMeta, TensorProperties, TensorStorageMetadata)
+from .metadata import Metadata
 
 __all__ = ["async_save", "save", "save_state_dict"]
 
@@ -25,46 +23,20 @@ def _writer(checkpoint_id, storage_writer):
     return storage_writer
 
 
-def _entry(key, value, layout):
-    """``(metadata, MetadataIndex, value to store)`` for one flattened item; ``layout`` is
-    ``(global shape, offsets)`` for a shard (NOTE [ Sharded entries in checkpoints ])."""
-    from ... import Size, Tensor
+def _state_dicts_of_statefuls(state_dict: dict) -> dict:
+    """``state_dict`` with each top-level ``Stateful`` value replaced by its
+    ``state_dict()`` (a shallow copy; the caller's dict is not changed)."""
+    from .stateful import Stateful
 
-    if isinstance(value, Tensor):
-        t = value.detach()
-        if t.device.type != "cpu":
-            t = t.cpu()
-        t = t.contiguous().clone()  # only the item's own elements go into the file
-        size, offsets = layout if layout is not None else (t.shape, [0] * t.dim())
-        offsets = Size(offsets)
-        md = TensorStorageMetadata(TensorProperties.create_from_tensor(value), Size(size),
-                                   [ChunkStorageMetadata(offsets, Size(t.shape))])
-        return md, MetadataIndex(key, offsets, 0), t
-    return BytesStorageMetadata(), MetadataIndex(key), value
-
-
-def _merge(gathered):
-    """Every rank's entries as one ``Metadata``'s tables: a sharded tensor's chunks are
-    listed in rank order, each stored item indexed by its chunk's position."""
-    md_all, planner_data, storage = {}, {}, {}
-    for mds, pths, wh in gathered:
-        planner_data.update(pths)
-        for idx, info in wh.items():
-            md = mds[idx.fqn]
-            have = md_all.get(idx.fqn)
-            if isinstance(md, TensorStorageMetadata) and have is not None:
-                have.chunks.append(md.chunks[0])
-                idx = MetadataIndex(idx.fqn, idx.offset, len(have.chunks) - 1)
-            else:
-                md_all[idx.fqn] = md
-            storage[idx] = info
-    return md_all, planner_data, storage
+    return {k: v.state_dict() if isinstance(v, Stateful) else v for k, v in state_dict.items()}
 
 
 def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=None,
          process_group=None, no_dist: bool = False, use_collectives: bool = True) -> Metadata:
     """Save ``state_dict`` as a distributed checkpoint: every rank calls it with its state
-    dict; an entry several ranks hold is written once, by the lowest of them.
+    dict; an entry several ranks hold is written once, by the lowest of them. A top-level
+    value with ``state_dict()``/``load_state_dict()`` (a module, an optimizer: ``Stateful``)
+    is saved as its ``state_dict()``.
 
     The directory is PyTorch's layout (NOTE [ DCP on disk ]): ``torch.distributed.checkpoint
     .load`` reads what this writes, and ``load`` reads PyTorch's checkpoints. Nested dicts
@@ -73,9 +45,10 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
     Args:
         state_dict (dict): tensors and other picklable values, nested in dicts and lists.
         checkpoint_id (str or os.PathLike, optional): the checkpoint directory.
-        storage_writer (FileSystemWriter, optional): writes the files (default: a
-            ``FileSystemWriter(checkpoint_id)``).
-        planner: not supported (must be None; ember plans as PyTorch's default planner).
+        storage_writer (StorageWriter, optional): where to write (default: a
+            ``FileSystemWriter(checkpoint_id)``; NOTE [ Checkpoint storage layers ]).
+        planner (SavePlanner, optional): decides what is written (default:
+            ``DefaultSavePlanner()``; see NOTE [ Checkpoint planners ]).
         process_group (ProcessGroup, optional): the ranks taking part (default: the
             world, or this process alone when no group is initialized).
         no_dist (bool): save from this process alone. Default: False.
@@ -95,46 +68,43 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
         >>> sd = {"w": ember.zeros(3), "step": 0}; dcp.load(sd, checkpoint_id=d); sd
         {'w': tensor([0., 1., 2.]), 'step': 7}
     """
-    if planner is not None:
-        raise ValueError("ember.distributed.checkpoint.save: custom planners are not "
-                         "supported; pass planner=None")
-    writer = _writer(checkpoint_id, storage_writer)
-    rank, _, distributed = _coordinate.ranks(process_group, no_dist)
-    from ._shards import layout_of
+    from .default_planner import DefaultSavePlanner
 
-    flat, paths = flatten(state_dict)
-    layouts = {k: layout_of(v) for k, v in flat.items()}
-    owners = _coordinate.all_gather(sorted(k for k in flat if layouts[k] is None),
-                                    process_group, distributed)
-    # a shard is written by its own rank; anything else once, by the lowest rank holding it
-    mine = [k for k in flat if layouts[k] is not None
-            or next(r for r, keys in enumerate(owners) if k in keys) == rank]
+    writer = _writer(checkpoint_id, storage_writer)
+    planner = DefaultSavePlanner() if planner is None else planner
+    rank, _, distributed = _coordinate.ranks(process_group, no_dist)
+    state_dict = _state_dicts_of_statefuls(state_dict)
+
+    def local_plan():
+        writer.set_up_storage_writer(rank == 0, rank=rank, use_collectives=use_collectives)
+        meta = writer.storage_meta() if hasattr(writer, "storage_meta") else None
+        planner.set_up_planner(state_dict, meta, rank == 0)
+        return writer.prepare_local_plan(planner.create_local_plan())
+
+    def global_plan():
+        plans, metadata = planner.create_global_plan(local_plans)
+        return writer.prepare_global_plan(plans), metadata
+
+    plan = _coordinate.step("save: local plan", local_plan, process_group, distributed)
+    local_plans = _coordinate.all_gather(plan, process_group, distributed)
+    plans, metadata = _coordinate.on_coordinator("save: global plan", global_plan, rank,
+                                                 process_group, distributed)
 
     def write():
-        if rank == 0:
-            writer._prepare()
-        entries = {k: _entry(k, flat[k], layouts[k]) for k in mine}
-        return entries, paths
+        return writer.write_data(planner.finish_plan(plans[rank]), planner).wait()
 
-    def write_files():
-        if rank != 0:
-            writer.path.mkdir(parents=True, exist_ok=True)
-        return writer._write_items(rank, [(idx, v) for _, idx, v in entries.values()])
-
-    entries, _ = _coordinate.step("save: prepare", write, process_group, distributed)
-    where = _coordinate.step("save: write", write_files, process_group, distributed)
-    gathered = _coordinate.all_gather(({k: md for k, (md, _, _) in entries.items()},
-                                       {k: paths[k] for k in entries}, where),
-                                      process_group, distributed)
-    md_all, planner_data, storage = _merge(gathered)
-    metadata = Metadata(md_all, planner_data, storage,
-                        StorageMeta(writer.path, writer.save_id), "1.0.0")
+    results = _coordinate.step("save: write", write, process_group, distributed)
+    results = _coordinate.all_gather(results, process_group, distributed)
+    if metadata.version is None:
+        metadata.version = "1.0.0"
 
     def finish():
         if rank == 0:
-            writer._write_metadata(metadata)
+            writer.finish(metadata, results)
 
     _coordinate.step("save: metadata", finish, process_group, distributed)
+    metadata.storage_data = {r.index: r.storage_data for rank_results in results
+                             for r in rank_results}
     return metadata
 
 
@@ -164,7 +134,8 @@ def async_save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, pla
     from ... import Tensor
     from ...utils._pytree import tree_map
 
-    staged = tree_map(lambda v: v.detach().clone() if isinstance(v, Tensor) else v, state_dict)
+    staged = tree_map(lambda v: v.detach().clone() if isinstance(v, Tensor) else v,
+                      _state_dicts_of_statefuls(state_dict))
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     fut = pool.submit(save, staged, checkpoint_id=checkpoint_id, storage_writer=storage_writer,
                       planner=planner, process_group=process_group, no_dist=no_dist)

@@ -86,6 +86,14 @@ class _Gather:
 _SHARDS: dict = {}
 
 
+def register_shard_like(tensor, info) -> None:
+    """Record ``tensor`` (shaped like this rank's shard of ``info``'s parameter: optimizer
+    state, say) as a piece laid out as that shard, so a checkpoint of it is sharded too."""
+    lo, hi = info.local_rows(info.rank)
+    if hi > lo:
+        _SHARDS[tensor.data_ptr()] = (weakref.ref(tensor), info)
+
+
 def shard_layout(tensor):
     """``(global shape, offsets)`` when ``tensor`` holds a ``fully_shard`` shard (or a
     detached view of one) of a parameter with at least one dimension, else None."""

@@ -194,6 +194,14 @@ class DistributedDataParallel(Module, Joinable):
                                "have any parameter that requires a gradient.")
         if device_ids is not None and len(device_ids) > 1:
             raise ValueError("device_ids can only be None or contain a single element.")
+        devices = {p.device for p in params if p.device.type != "meta"}
+        if (device_ids or output_device) and (not device_ids or len(devices) != 1
+                                              or next(iter(devices)).type == "cpu"):
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with "
+                "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                f"{device_ids}, output_device {output_device}, and module parameters "
+                f"{devices}.")
         self.module = module
         self.process_group = process_group if process_group is not None else dist.group.WORLD
         self.device_ids = device_ids
