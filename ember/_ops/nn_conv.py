@@ -17,15 +17,21 @@ with one add per kernel tap. Stride-1 3x3 convolutions with many channels on sma
 take Winograd's F(2x2, 3x3) instead, for all three ops (NOTE [ Winograd convolution ] in
 ``nn_winograd.py``); with numba (the ``fast`` extra) float32 ones on planes from 14 wide
 take Winograd with compiled transforms (NOTE [ Planar Winograd ] in
-``nn_conv_winograd.py``). Grouped convolutions, depthwise ones above all, gather
-shifted-plane columns (NOTE [ Shifted-plane columns ] in ``nn_conv_grid.py``).
+``nn_conv_winograd.py``), the largest of them F(4x4, 3x3) for the forward and input adjoint
+(NOTE [ Winograd F(4x4, 3x3) ] in ``ember/_kernels/_winograd43.py``), the others both
+adjoints from one transform of g (NOTE [ One output transform for both adjoints ] in
+``ember/_kernels/_winograd_backward.py``). Grouped convolutions, depthwise ones above all,
+gather shifted-plane columns (NOTE [ Shifted-plane columns ] in ``nn_conv_grid.py``).
 
 Which path runs, first match (CuPy arrays take planar or channels-last columns only):
 
 =====================================================  ======================================
 case                                                   path
 =====================================================  ======================================
-3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled Winograd
+3x3 stride 1, float32, numba, c, o >= 64, plane >= 28  compiled F(4x4, 3x3) Winograd
+                                                       (forward and input adjoint)
+3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled Winograd (both adjoints
+                                                       from one transform of g)
 depthwise, float32, numba                              compiled depthwise loops
 3x3 stride 1, c, o >= 64, rows <= 24 (or >= 256 ch)    NumPy Winograd
 ungrouped, rows >= 16 (20 strided), or 1x1             planar columns
@@ -48,6 +54,8 @@ import numpy as np
 from .. import _dispatch, _parallel
 from .._core.tensor import Tensor
 from .._kernels import _blas
+from .._kernels import _winograd43 as winograd43
+from .._kernels import _winograd_backward as winograd_backward
 from . import nn_conv_grid as grid
 from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
@@ -291,6 +299,8 @@ def _grid_grouped(xp, x_shape, w_shape, groups):
 
 
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    if winograd43.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
+        return winograd43.conv2d(x, w, b, padding)
     if fast_winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return fast_winograd.conv2d(x, w, b, padding)
     if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
@@ -373,7 +383,13 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
     groups = x.shape[1] // w.shape[1]
     if fast_winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
                               x.dtype):
-        return fast_winograd.input_grad(g, w, padding), fast_winograd.weight_grad(x, g, padding)
+        if winograd43.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
+                               x.dtype):
+            return winograd43.input_grad(g, w, padding), fast_winograd.weight_grad(x, g,
+                                                                                   padding)
+        # one output transform of g for both (NOTE [ One output transform for both
+        # adjoints ] in ember/_kernels/_winograd_backward.py)
+        return winograd_backward.backward(x, g, w, padding)
     if winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return winograd.backward(xp, g, x, w, padding)
     if groups > 1:
@@ -430,6 +446,9 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
     ksize = w.shape[2:]
     cg = w.shape[1]
     c = cg * groups
+    if winograd43.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
+                           g.dtype):
+        return winograd43.input_grad(g, w, padding)
     if fast_winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
                               g.dtype):
         return fast_winograd.input_grad(g, w, padding)

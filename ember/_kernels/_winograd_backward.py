@@ -1,0 +1,101 @@
+"""Both adjoints of a planar F(2x2, 3x3) Winograd convolution from one transform of the
+output gradient (numba backend).
+
+NOTE [ One output transform for both adjoints ]
+The planar F(2x2, 3x3) path (NOTE [ Planar Winograd ] in ``ember/_ops/nn_conv_winograd.py``)
+computes a training step's two adjoints apart: the input adjoint as a forward Winograd
+convolution of g with the flipped kernel (an input transform of the padded g, 16 GEMMs, an
+output transform), the weight adjoint from ``dM = A dY A^T`` of g's tiles and the input's
+transform V. But the input adjoint is also ``B (U[xi]^T dM[xi]) B^T`` summed over the
+overlapping tiles -- the adjoint of the forward's own steps -- and dM is already at hand
+for the weight adjoint. So one pass over g serves both: per batch chunk, V of x and dM of
+g, then ``dU[xi] += dM[xi] V[xi]^T`` and ``dV[xi] = U[xi]^T dM[xi]``, and dV goes back
+to the input's planes by the adjoint of the input transform
+(``ember/_kernels/_numba_winograd_adjoint.py``). This drops the input transform of the
+padded g (on the MNIST CNN's second layer, 64 channels of 28x28 against the input's 32 of
+26x26, the largest of its transforms) and GEMMs over the forward's tiles, which are fewer
+than those of g padded by 2 - p. The weight gradient is bit for bit the separate path's
+(same chunks, same GEMMs, same sums); the input gradient agrees to float rounding.
+
+Used where both adjoints are wanted and the planar F(2x2, 3x3) path applies and F(4x4,
+3x3) does not (NOTE [ Winograd F(4x4, 3x3) ]).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _parallel
+from . import _blas
+
+# a batch chunk's tiles (V, dM and dV) stay under this many bytes: that of the separate
+# weight adjoint, whose chunks (and so sums) this path must repeat
+_TILE_BYTES = 4 * 2**20
+
+
+def _impl():
+    from . import _numba_conv, _numba_winograd_adjoint
+
+    return _numba_conv, _numba_winograd_adjoint
+
+
+def backward(x, g, w, padding):
+    """Input and weight gradients of a 3x3 stride-1 convolution of x (N, C, H, W) with w
+    (O, C, 3, 3), zero padding ``padding``, given g (N, O, Ho, Wo).
+
+    Args:
+        x: the input, float32.
+        g: the output gradient.
+        w: the weight.
+        padding: (ph, pw), each at most 2.
+
+    Returns:
+        (gx, gw): arrays shaped as x and w.
+
+    Example::
+
+        >>> x = np.ones((1, 16, 16, 16), np.float32)
+        >>> g = np.ones((1, 16, 16, 16), np.float32)
+        >>> [a.shape for a in backward(x, g, np.ones((16, 16, 3, 3), np.float32), (1, 1))]
+        [(1, 16, 16, 16), (16, 16, 3, 3)]
+    """
+    from .._ops import nn_conv_winograd as planar
+    from .._ops import nn_winograd as winograd
+
+    k, ka = _impl()
+    n, c, h, wd = x.shape
+    o = g.shape[1]
+    _, _, th, tw = planar._tiles(h, wd, padding)
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    ut = np.ascontiguousarray(winograd.weight_tiles(np, w).transpose(0, 2, 1))  # (16, C, O)
+    gx = np.empty(x.shape, x.dtype)
+    per_sample = 16 * th * tw * (c + o) * x.itemsize
+
+    def samples(lo, hi):
+        du = np.zeros((16, o, c), x.dtype)
+        part = np.empty((o, c), x.dtype)
+        for sl in planar._chunks(hi - lo, per_sample, _TILE_BYTES):
+            sl = slice(lo + sl.start, lo + sl.stop)
+            m_ = sl.stop - sl.start
+            v = np.empty((16, c, m_ * th * tw), x.dtype)
+            k.winograd_input(x[sl], padding[0], padding[1], th, tw, v, 0, c)
+            dm = np.empty((16, o, m_ * th * tw), x.dtype)
+            k.winograd_output_adjoint(g[sl], th, tw, dm, 0, o)
+            for i in range(16):
+                np.matmul(dm[i], v[i].T, out=part)
+                du[i] += part
+            dv = np.matmul(ut, dm, out=v)  # (v is spent: its buffer takes dV)
+            ka.input_adjoint(dv.reshape(16, c, m_, th, tw), padding[0], padding[1], gx[sl])
+        return du
+
+    parts = _parallel.split_batch(samples, n, 32 * n * th * tw * c * o)
+    if parts is None:
+        step = planar._chunks(n, per_sample, _TILE_BYTES)[0].stop
+        with _blas.one_thread_for(step * th * tw * c * o):
+            du = samples(0, n)
+    else:
+        du = parts[0]
+        for p in parts[1:]:
+            du += p
+    kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=x.dtype)
+    return gx, (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)

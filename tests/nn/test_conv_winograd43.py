@@ -1,0 +1,153 @@
+"""Winograd F(4x4, 3x3) with compiled transforms (NOTE [ Winograd F(4x4, 3x3) ] in
+ember/_kernels/_winograd43.py) against PyTorch and against the F(2x2, 3x3) path it replaces
+on large planes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels, _parallel
+from ember._kernels import _winograd43 as w43
+from ember._ops import nn_conv, nn_conv_winograd
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("numba")
+
+_TOL = 2e-4  # of the largest value (F(4x4)'s rounding is a few times F(2x2)'s)
+
+
+@pytest.fixture
+def numba_backend():
+    old = _kernels.set_backend("numba")
+    yield
+    _kernels.set_backend(old)
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a, b, rtol=0, atol=_TOL * max(1.0, float(np.abs(b).max())))
+
+
+def _case(seed, shape, out_channels, padding):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_channels, shape[1], 3, 3)) * 0.2).astype(np.float32)
+    ho, wo = (shape[2 + i] + 2 * padding - 2 for i in range(2))
+    g = rng.standard_normal((shape[0], out_channels, ho, wo)).astype(np.float32)
+    return x, w, g
+
+
+def _torch(x, w, g, padding):
+    xt, wt, gt = (torch.from_numpy(a) for a in (x, w, g))
+    y = torch.nn.functional.conv2d(xt, wt, None, 1, padding)
+    gx, _, _ = torch.ops.aten.convolution_backward(
+        gt, xt, wt, None, [1, 1], [padding] * 2, [1, 1], False, [0, 0], 1,
+        [True, False, False])
+    return y.numpy(), gx.numpy()
+
+
+# planes whose output is and is not a whole number of 4x4 tiles, every padding
+@pytest.mark.parametrize("shape,padding", [((2, 16, 18, 17), 0), ((2, 16, 18, 17), 1),
+                                           ((2, 16, 18, 17), 2), ((3, 8, 10, 10), 1),
+                                           ((1, 4, 3, 5), 0)])
+def test_kernels_match_torch_any_plane_and_padding(numba_backend, shape, padding):
+    x, w, g = _case(padding, shape, 12, padding)
+    b = np.linspace(-1, 1, 12, dtype=np.float32)
+    y_t, gx_t = _torch(x, w, g, padding)
+    _close(w43.conv2d(x, w, b, (padding, padding)), y_t + b.reshape(-1, 1, 1))
+    _close(w43.input_grad(g, w, (padding, padding)), gx_t)
+
+
+def test_kernels_match_the_f2x2_path(numba_backend):
+    x, w, g = _case(5, (2, 16, 20, 20), 16, 1)
+    _close(w43.conv2d(x, w, None, (1, 1)), nn_conv_winograd.conv2d(x, w, None, (1, 1)))
+    _close(w43.input_grad(g, w, (1, 1)), nn_conv_winograd.input_grad(g, w, (1, 1)))
+
+
+def test_eligible_only_for_large_planes_and_many_channels(numba_backend):
+    f32 = np.dtype(np.float32)
+    ok = ((2, 64, 32, 32), (64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1)
+    assert w43.eligible(np, *ok, f32)
+    assert not w43.eligible(np, *ok, np.dtype(np.float64))
+    assert not w43.eligible(np, ok[0], ok[1], (2, 2), *ok[3:], f32)
+    assert not w43.eligible(np, ok[0], ok[1], ok[2], ok[3], (2, 2), 1, f32)
+    assert not w43.eligible(np, ok[0], ok[1], ok[2], (3, 3), *ok[4:], f32)
+    assert not w43.eligible(np, (2, 64, 16, 16), *ok[1:], f32)        # small planes
+    assert not w43.eligible(np, (2, 32, 32, 32), (64, 32, 3, 3), *ok[2:], f32)
+    assert not w43.eligible(np, (0, 64, 32, 32), *ok[1:], f32)        # empty batch
+    _kernels.set_backend("numpy")
+    assert not w43.eligible(np, *ok, f32)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Counts of the F(4x4) forward and input adjoint calls."""
+    calls = {"conv2d": 0, "input_grad": 0}
+    for name in calls:
+        real = getattr(w43, name)
+
+        def counted(*a, _real=real, _name=name):
+            calls[_name] += 1
+            return _real(*a)
+
+        monkeypatch.setattr(w43, name, counted)
+    return calls
+
+
+def _public(fw, x, w, g, padding):
+    xt, wt = fw.tensor(x, requires_grad=True), fw.tensor(w, requires_grad=True)
+    y = fw.nn.functional.conv2d(xt, wt, padding=padding)
+    y.backward(fw.tensor(g))
+    return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()
+
+
+def test_public_conv_takes_f4x4_and_matches_torch(numba_backend, spy):
+    x, w, g = _case(11, (2, 64, 28, 28), 64, 1)
+    got, want = _public(ember, x, w, g, 1), _public(torch, x, w, g, 1)
+    assert spy == {"conv2d": 1, "input_grad": 1}
+    for a, e in zip(got, want):
+        _close(a, e)
+
+
+def test_input_grad_alone_takes_f4x4(numba_backend, spy):
+    x, w, g = _case(12, (1, 64, 30, 30), 64, 0)
+    xt = ember.tensor(x, requires_grad=True)
+    y = ember.nn.functional.conv2d(xt, ember.tensor(w))
+    y.backward(ember.tensor(g))
+    assert spy == {"conv2d": 1, "input_grad": 1}
+    _close(xt.grad.numpy(), _torch(x, w, g, 0)[1])
+
+
+def test_numpy_backend_declines_and_agrees(numba_backend, spy):
+    x, w, g = _case(13, (1, 64, 28, 28), 64, 1)
+    fast = _public(ember, x, w, g, 1)
+    _kernels.set_backend("numpy")
+    spy.update(conv2d=0, input_grad=0)
+    plain = _public(ember, x, w, g, 1)
+    assert spy == {"conv2d": 0, "input_grad": 0}
+    for a, e in zip(fast, plain):
+        _close(a, e)
+
+
+def test_batch_pieces_equal_one_piece(numba_backend, monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    x, w, g = _case(14, (3, 64, 28, 28), 64, 1)
+    whole = w43.conv2d(x, w, None, (1, 1)), w43.input_grad(g, w, (1, 1))
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
+    monkeypatch.setattr(_parallel, "contended", lambda: False)
+    try:
+        split = w43.conv2d(x, w, None, (1, 1)), w43.input_grad(g, w, (1, 1))
+    finally:
+        ember.set_num_threads(before)
+    for a, e in zip(split, whole):
+        _close(a, e)  # (the GEMMs of other chunk sizes may sum in another order)
+
+
+def test_conv_kernel_dispatch_uses_f4x4_for_stage_one_layers(numba_backend, spy):
+    x, w, _ = _case(15, (1, 64, 32, 32), 64, 1)
+    nn_conv._conv_kernel(np, x, w, None, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
+                         groups=1)
+    assert spy["conv2d"] == 1
