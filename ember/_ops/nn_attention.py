@@ -17,6 +17,7 @@ from .._core.tensor import Tensor
 from ._registry import Op
 from .nn_dropout import dropout
 from .nn_checks import kernel_dtype
+from .._kernels import _blas
 
 
 # NOTE [ Transposed attention scores ]
@@ -24,9 +25,25 @@ from .nn_checks import kernel_dtype
 # softmax then reduces over the middle axis, which NumPy runs as elementwise max/add of
 # whole contiguous rows, twice as fast as reducing along each short contiguous row. The
 # products that use p take it as a transposed view, which BLAS reads directly.
+#
+# Each kernel's products are a stack of one (L, E) x (E, S)-sized GEMM per head; a GPT
+# head's (128 x 64 x 128, a million multiply-adds) is above OpenBLAS's own one-thread limit,
+# so on an oversubscribed machine every member of the stack paid the threads' spin-waits:
+# the causal (8, 4, 128, 64) forward took 265 ms against 5 ms with the BLAS held at one
+# thread (load 18, same process). The kernels hold the BLAS at one thread for the whole
+# stack when NOTE [ GEMM threads by shape ] in ember/_kernels/_blas.py says so.
+
+
+def _one_thread(xp, q, k):
+    return _blas.one_thread_for(q.shape[-2] * k.shape[-2] * q.shape[-1] if xp is np else 0)
 
 
 def _sdpa_kernel(xp, q, k, v, mask, *, scale):
+    with _one_thread(xp, q, k):
+        return _sdpa_forward(xp, q, k, v, mask, scale)
+
+
+def _sdpa_forward(xp, q, k, v, mask, scale):
     st = k @ xp.swapaxes(q, -1, -2)   # scores^T; the same buffer becomes p^T
     st *= scale
     if mask is not None:
@@ -45,6 +62,11 @@ def _sdpa_kernel(xp, q, k, v, mask, *, scale):
 
 
 def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs):
+    with _one_thread(xp, q, k):
+        return _sdpa_backward(xp, g, q, k, v, o, p, scale, needs)
+
+
+def _sdpa_backward(xp, g, q, k, v, o, p, scale, needs):
     """Gradients of q, k, v (and, when ``needs`` has a fourth entry, of an additive float
     mask: the scores' gradient gs itself) from the saved probabilities p and output
     o = p @ v.
@@ -205,7 +227,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = key.repeat_interleave(rep, -3)
         value = value.repeat_interleave(rep, -3)
     l, s = query.shape[-2], key.shape[-2]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    # (heads of size 0: the scores are all 0 and torch's softmax of them uniform)
+    scale = 1.0 / math.sqrt(query.shape[-1] or 1) if scale is None else scale
     if fused_attention and attn_mask is None and dropout_p == 0.0:
         fused = fused_attention.get(query.device.type)
         out = fused(query, key, value, is_causal, scale) if fused is not None else None

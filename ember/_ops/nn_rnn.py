@@ -308,6 +308,33 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 # higher derivatives still work.
 
 
+# NOTE [ Fused LSTM layer steps ]
+# Each step of the layer kernels below runs the small recurrent GEMM and then a run of
+# element-wise NumPy calls over (batch, 4H) or (batch, H) arrays: eight in the forward, fifteen
+# in the backward, each a separate pass with its own call overhead. With the numba backend of
+# the fused kernels (NOTE [ Fused kernels ] in ember/_kernels/__init__.py), the forward's
+# gate scaling and cell update are one loop (the two tanh stay NumPy's SIMD ones) and the
+# backward's whole step is one loop (ember/_kernels/_numba_rnn.py): the same operations in
+# the same order, without fused multiply-adds, so the results are bit for bit the NumPy
+# path's (tests/perf/test_lstm_threads.py compares them). float32/float64 NumPy arrays only.
+
+_STEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _step_kernels(xp, dt):
+    """The numba step kernels (NOTE [ Fused LSTM layer steps ]), or None where they do not
+    apply: another array library, another dtype, or the NumPy backend of the kernels."""
+    if xp is not np or dt not in _STEP_DTYPES:
+        return None
+    from .. import _kernels
+
+    if _kernels.backend() != "numba":
+        return None
+    from .._kernels import _numba_rnn
+
+    return _numba_rnn
+
+
 def _gate_scale(xp, hs, dt):
     """Per-gate-row factors: 1/2 for the sigmoid gates i, f, o; 1 for the tanh gate g."""
     s = xp.full(4 * hs, 0.5, dt)
@@ -338,7 +365,9 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, re
     acts = acts.reshape(steps, batch, 4 * hs)
     # the bias joins each step's recurrent product, in cache, rather than a pass over acts
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
-    w_t = (w_hh * s[:, None]).T
+    # (H, 4H) in row order: OpenBLAS ran the steps' (B, H) @ (H, 4H) products 1.4x slower
+    # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
+    w_t = xp.ascontiguousarray((w_hh * s[:, None]).T)
     shift = s.copy()
     shift[2 * hs:3 * hs] = 0
     # full-size factors: a same-shape product runs twice as fast as a row broadcast
@@ -352,30 +381,37 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, re
     ig = xp.empty((batch, hs), dt)
     h = h0
     cs[steps if reverse else 0] = c0
-    # the step's small product with the BLAS threads chosen by shape (NOTE [ GEMM threads by
-    # shape ] in ember/_kernels/_blas.py: two threads waited a time slice per step under load)
-    mm = _blas.matmul if xp is np else xp.matmul
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
-        hprev[t] = h
-        a = acts[t]
-        mm(h, w_t, out=rec)
-        if bias is not None:
-            rec += bias
-        a += rec
-        xp.tanh(a, out=a)
-        a *= s
-        a += shift
-        i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
-        xp.multiply(f, c_in, out=c)
-        xp.multiply(i, g, out=ig)
-        c += ig
-        xp.tanh(c, out=tcs[t])
-        if w_hr is not None:
-            xp.multiply(o, tcs[t], out=raw[t])
-            h = xp.matmul(raw[t], w_hr.T, out=out[t])
-        else:
-            h = xp.multiply(o, tcs[t], out=out[t])
+    # the steps' small products with the BLAS threads chosen by shape, one hold for the loop
+    # (NOTE [ GEMM threads by shape ] in ember/_kernels/_blas.py: two threads waited a time
+    # slice per step under load; a hold per product cost three threadpoolctl calls each)
+    mm = xp.matmul
+    fused = _step_kernels(xp, dt)
+    with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
+            hprev[t] = h
+            a = acts[t]
+            mm(h, w_t, out=rec)
+            if bias is not None:
+                rec += bias
+            a += rec
+            xp.tanh(a, out=a)
+            if fused is not None:  # NOTE [ Fused LSTM layer steps ]
+                fused.lstm_gates_cell(a, s, shift, c_in, c)
+                o = a[:, 3 * hs:]
+            else:
+                a *= s
+                a += shift
+                i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
+                xp.multiply(f, c_in, out=c)
+                xp.multiply(i, g, out=ig)
+                c += ig
+            xp.tanh(c, out=tcs[t])
+            if w_hr is not None:
+                xp.multiply(o, tcs[t], out=raw[t])
+                h = xp.matmul(raw[t], w_hr.T, out=out[t])
+            else:
+                h = xp.multiply(o, tcs[t], out=out[t])
     c_n = cs[0 if reverse else steps]
     return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev, xf
 
@@ -395,37 +431,44 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     up = xp.empty((batch, hs4), dt)
     k = xp.zeros((batch, hs4), dt)
     k[:, 2 * hs:3 * hs] = 1
-    mm = _blas.matmul if xp is np else xp.matmul  # NOTE [ GEMM threads by shape ]
-    for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
-        c_in = cs[t + 1] if reverse else cs[t]
-        if g_out is not None:
-            dh = xp.add(dh, g_out[t], out=dh)
-        dht = dh
-        if w_hr is not None:
-            dhs[t] = dht
-            dht = dht @ w_hr
-        a = acts[t]
-        i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
-        tc = tcs[t]
-        # local derivatives (1 - a)(a + k): s (1 - s) for the sigmoid gates (k = 0) and
-        # (1 - g)(1 + g) for the g block (k = 1)
-        d = dxw[t]
-        xp.subtract(1, a, out=d)
-        xp.add(a, k, out=up)
-        d *= up
-        # the cell's gradient: dh o (1 - tanh(c)^2) + dc from the step after
-        xp.multiply(tc, tc, out=dct)
-        xp.subtract(1, dct, out=dct)
-        dct *= o
-        dct *= dht
-        dct += dc
-        xp.multiply(dct, g, out=up[:, :hs])
-        xp.multiply(dct, c_in, out=up[:, hs:2 * hs])
-        xp.multiply(dct, i, out=up[:, 2 * hs:3 * hs])
-        xp.multiply(dht, tc, out=up[:, 3 * hs:])
-        d *= up
-        dc = xp.multiply(dct, f, out=dc)
-        mm(d, w_hh, out=dh)
+    mm = xp.matmul  # held at one thread for the loop where that pays (as the forward)
+    fused = _step_kernels(xp, dt)
+    one = dt.type(1)
+    with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
+        for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
+            c_in = cs[t + 1] if reverse else cs[t]
+            if g_out is not None:
+                dh = xp.add(dh, g_out[t], out=dh)
+            dht = dh
+            if w_hr is not None:
+                dhs[t] = dht
+                dht = dht @ w_hr
+            a = acts[t]
+            tc = tcs[t]
+            d = dxw[t]
+            if fused is not None:  # NOTE [ Fused LSTM layer steps ]
+                fused.lstm_step_backward(a, tc, c_in, dht, dc, d, one)
+                mm(d, w_hh, out=dh)
+                continue
+            i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
+            # local derivatives (1 - a)(a + k): s (1 - s) for the sigmoid gates (k = 0) and
+            # (1 - g)(1 + g) for the g block (k = 1)
+            xp.subtract(1, a, out=d)
+            xp.add(a, k, out=up)
+            d *= up
+            # the cell's gradient: dh o (1 - tanh(c)^2) + dc from the step after
+            xp.multiply(tc, tc, out=dct)
+            xp.subtract(1, dct, out=dct)
+            dct *= o
+            dct *= dht
+            dct += dc
+            xp.multiply(dct, g, out=up[:, :hs])
+            xp.multiply(dct, c_in, out=up[:, hs:2 * hs])
+            xp.multiply(dct, i, out=up[:, 2 * hs:3 * hs])
+            xp.multiply(dht, tc, out=up[:, 3 * hs:])
+            d *= up
+            dc = xp.multiply(dct, f, out=dc)
+            mm(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     gx = (d2 @ w_ih).reshape(steps, batch, -1) if need_x else None

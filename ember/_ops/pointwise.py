@@ -182,8 +182,63 @@ def _cosh_vjp(g, x):
     return g * _c(x.sinh())
 
 
+# NOTE [ Fused tanh and sigmoid backward ]
+# Without create_graph, the gradients of tanh and sigmoid are one op each (torch's
+# tanh_backward/sigmoid_backward), not the three element-wise ops of the formula: one pass
+# through the door instead of three, and one temporary updated in place. The kernels compute
+# what the formulas compute, in the same order (bit for bit for float32/float64), in float32
+# for half precision with one rounding (as torch). With create_graph, or a tangent on
+# ``g``/``out``, the formula in ember ops runs, so it can be differentiated again.
+
+
+def _fused_grad(op, g, out):
+    """``op``'s fused kernel over ``(g, out)`` when it may replace the formula, else None."""
+    gd = g._data
+    od = out._data
+    # (the arrays' shapes: Tensor.shape builds a Size, which cost more than the kernel here)
+    if gd.shape != od.shape or gd.dtype != od.dtype or \
+            _dispatch.differentiable_formula(g, out):
+        return None
+    return _dispatch.apply(op, (g, out), {})
+
+
+def _tanh_backward_kernel(xp, g, y):
+    # g * conj(1 - y * y), one temporary
+    if y.dtype.itemsize == 2:  # float16, bfloat16: in float32, rounded once
+        return _tanh_backward_kernel(xp, g.astype(_f32), y.astype(_f32)).astype(y.dtype)
+    if y.ndim == 0:  # NumPy scalars cannot be written in place
+        r = 1 - y * y
+        return xp.asarray(g * (xp.conj(r) if r.dtype.kind == "c" else r))
+    r = xp.multiply(y, y)
+    xp.subtract(1, r, out=r)
+    if r.dtype.kind == "c":
+        xp.conjugate(r, out=r)
+    r *= g
+    return r
+
+
+def _sigmoid_backward_kernel(xp, g, y):
+    # g * conj(y * (1 - y)), one temporary
+    if y.dtype.itemsize == 2:  # float16, bfloat16: in float32, rounded once
+        return _sigmoid_backward_kernel(xp, g.astype(_f32), y.astype(_f32)).astype(y.dtype)
+    if y.ndim == 0:
+        r = y * (1 - y)
+        return xp.asarray(g * (xp.conj(r) if r.dtype.kind == "c" else r))
+    r = xp.subtract(1, y)
+    r *= y
+    if r.dtype.kind == "c":
+        xp.conjugate(r, out=r)
+    r *= g
+    return r
+
+
+tanh_backward_op = Op("tanh_backward", _tanh_backward_kernel)
+sigmoid_backward_op = Op("sigmoid_backward", _sigmoid_backward_kernel)
+
+
 def _tanh_vjp(g, _x, *, out):
-    return g * _c(1 - out * out)
+    r = _fused_grad(tanh_backward_op, g, out)
+    return g * _c(1 - out * out) if r is None else r
 
 
 def _asinh_vjp(g, x):
@@ -368,7 +423,9 @@ def _sigmoid_cpu(a):
 
 
 def _sigmoid_vjp(g, _x, *, out):
-    return g * _c(out * (1 - out))
+    # NOTE [ Fused tanh and sigmoid backward ]
+    r = _fused_grad(sigmoid_backward_op, g, out)
+    return g * _c(out * (1 - out)) if r is None else r
 
 
 sigmoid_op, sigmoid = unary_op("sigmoid", _sigmoid_kernel, vjp=_sigmoid_vjp,
