@@ -36,14 +36,16 @@ def test_jit_script_decorator_on_function():
     assert f(ember.ones(1)).tolist() == [2.0]
 
 
-def test_jit_trace_runs_example_once_and_returns_function():
+def test_jit_trace_runs_example_once_and_returns_script_function():
     calls = []
 
     def f(x):
         calls.append(1)
         return x + 1
 
-    assert ember.jit.trace(f, ember.ones(1)) is f and calls == [1]
+    traced = ember.jit.trace(f, ember.ones(1))
+    assert isinstance(traced, ember.jit.ScriptFunction) and calls == [1]
+    assert traced(ember.ones(1)).tolist() == [2.0] and calls == [1, 1]
 
 
 def test_jit_trace_bad_example_raises_at_trace():

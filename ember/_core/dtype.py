@@ -527,7 +527,8 @@ class finfo:
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = self.tiny
-        self.resolution = float(info.resolution)
+        # 10**-precision as a Python float (NumPy's is rounded to the dtype: 0.0100098)
+        self.resolution = 10.0 ** -int(info.precision)
         if d.np in _FLOAT8_NP:
             # PyTorch's figures: resolution 10**-digits with no whole decimal digit, and
             # float8_e5m2fnuz's eps one step finer than ml_dtypes'

@@ -214,10 +214,18 @@ def data_to_array(data, d, op_name):
 
 
 def _copy_warning():
+    # torch's text, pointing at the caller's line: the first frame outside ember (the
+    # dispatcher's entrance sits between the user and ``tensor``)
+    import sys
+
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and (frame.f_globals.get("__name__", "").startswith("ember.")
+                                 or frame.f_code.co_filename.startswith("<ember")):
+        frame, level = frame.f_back, level + 1
     warnings.warn(
         "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
         "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
-        "ember.tensor(sourceTensor).", UserWarning, stacklevel=3)
+        "torch.tensor(sourceTensor).", UserWarning, stacklevel=level)
 
 
 # ------------------------------------------------------------------------------------------------

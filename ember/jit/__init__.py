@@ -14,8 +14,11 @@ have. What programs do with ``torch.jit`` splits in two:
   printed form -- built as a view that runs the module's own Python code (NOTE [ Script
   modules as views ] in ember/jit/_script_module.py). ``trace`` first runs its argument
   once on the example inputs, as PyTorch does, so wrong inputs fail at the same place.
-  Functions are returned as they are (not ``ScriptFunction``).
-- A few need the compiled form itself: ``.graph``/``.code``, ``CompilationUnit`` source.
+  ``script`` of a plain function returns a ``ScriptFunction`` that checks its arguments
+  against the schema and runs the Python function (NOTE [ Script functions ] in
+  ember/jit/_script_function.py).
+- A few need the compiled form itself: ``.graph``, ``.code`` of a module,
+  ``CompilationUnit`` source.
   These raise NotImplementedError naming TorchScript, rather than pretending.
   ``torch.jit.save``/``load`` work within ember: the archive holds the module itself
   (NOTE [ Script archives ] in ember/jit/_archive.py); a TorchScript archive written by
@@ -351,8 +354,9 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     Returns:
         For a module, a ``RecursiveScriptModule`` that shares its parameters and buffers
         (NOTE [ Script modules as views ]); a script module itself; a list or dict becomes a
-        typed copy, a ``ScriptList`` or ``ScriptDict``, as in PyTorch; a function or class
-        is returned as it is.
+        typed copy, a ``ScriptList`` or ``ScriptDict``, as in PyTorch; a function defined
+        with ``def`` becomes a ``ScriptFunction`` (NOTE [ Script functions ]); a class or
+        lambda is returned as it is.
 
     Example::
 
@@ -376,6 +380,8 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
         from ._script_module import make_view
 
         return make_view(obj, RecursiveScriptModule)
+    if inspect.isfunction(obj) and obj.__name__ != "<lambda>":
+        return _make_script_function(obj)  # NOTE [ Script functions ]
     return obj
 
 
@@ -403,7 +409,9 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
 
     Returns:
         For a module, a ``TopLevelTracedModule`` that shares its parameters and buffers
-        (NOTE [ Script modules as views ]); a function is returned as it is.
+        (NOTE [ Script modules as views ]); a function defined with ``def`` becomes a
+        ``ScriptFunction`` whose arguments are tensors (NOTE [ Script functions ]); a
+        lambda is returned as it is.
 
     Raises:
         RuntimeError: neither ``example_inputs`` nor ``example_kwarg_inputs`` given.
@@ -423,7 +431,11 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
 
     args = () if example_inputs is None else _as_args(example_inputs)
     with no_grad():
-        func(*args, **(example_kwarg_inputs or {}))
+        result = func(*args, **(example_kwarg_inputs or {}))
+    if inspect.isfunction(func) and func.__name__ != "<lambda>":
+        from ._script_function import make_traced_function
+
+        return make_traced_function(func, result)  # NOTE [ Script functions ]
     return _traced(func)
 
 
@@ -512,6 +524,9 @@ from ._script_module import (  # noqa: E402  (after Attribute, which ScriptModul
     TopLevelTracedModule,
     TracedModule,
 )
+from . import frontend  # noqa: E402, F401  (torch.jit.frontend's errors)
+from ._script_function import ScriptFunction  # noqa: E402
+from ._script_function import make_script_function as _make_script_function  # noqa: E402
 
 
 class RecursiveScriptClass:
@@ -529,26 +544,6 @@ class RecursiveScriptClass:
 
     def __init__(self, *args, **kwargs):
         raise NotImplementedError(f"RecursiveScriptClass: {_NO_TORCHSCRIPT}")
-
-
-class ScriptFunction:
-    """A compiled function in PyTorch; ember's ``script`` returns the Python function, so no
-    ScriptFunction is ever made (constructing one raises TypeError, as in PyTorch).
-
-    Args:
-        *args: refused (TypeError, as in PyTorch).
-        **kwargs: refused.
-
-    Example::
-
-        >>> ember.jit.ScriptFunction()
-        Traceback (most recent call last):
-        ...
-        TypeError: ScriptFunction: No constructor defined!
-    """
-
-    def __init__(self, *args, **kwargs):
-        raise TypeError("ScriptFunction: No constructor defined!")
 
 
 class CompilationUnit:

@@ -199,7 +199,7 @@ class LBFGS(Optimizer):
             return orig_loss
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        h_diag = state.get("H_diag")
+        h_diag, al = state.get("H_diag"), state.get("al")
         prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
@@ -222,7 +222,8 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     h_diag = ys / float(y.dot(y))
-                al = [0.0] * len(old_dirs)
+                # kept in the state, of the history's length, as PyTorch keeps it
+                al = al or [None] * history
                 q = -flat_grad
                 for i in range(len(old_dirs) - 1, -1, -1):
                     al[i] = float(old_stps[i].dot(q)) * ro[i]
@@ -272,6 +273,8 @@ class LBFGS(Optimizer):
                 break
             if abs(loss - prev_loss) < tol_change:
                 break
+        if al is not None:
+            state["al"] = al
         state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag,
                      prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss

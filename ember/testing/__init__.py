@@ -58,34 +58,48 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, chec
         atol (float, optional): the absolute tolerance (give ``rtol`` too). Default: by dtype.
         equal_nan (bool): NaNs in the same places compare equal. Default: True.
         check_dtype (bool): require the same dtype. Default: True.
-        msg (str, optional): added to the error message.
+        msg (str or callable, optional): the error message instead of the generated one, or a
+            function from the generated message to the one raised.
 
     Returns:
-        None; raises AssertionError naming the greatest difference and where it is.
+        None; raises AssertionError with PyTorch's message (how many elements differ, the
+        greatest absolute and relative differences and where; ``msg`` replaces it).
 
     Example:
         >>> ember.testing.assert_close(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0 + 1e-7]))
         >>> try:
         ...     ember.testing.assert_close(ember.tensor([1.0]), ember.tensor([1.1]))
         ... except AssertionError as e:
-        ...     print(str(e).splitlines()[0][:22])
-        tensors are not close
+        ...     print(str(e).splitlines()[0])
+        Tensor-likes are not close!
     """
+    _assert_close(actual, expected, rtol, atol, equal_nan, check_dtype, msg, "")
+
+
+def _assert_close(actual, expected, rtol, atol, equal_nan, check_dtype, msg, where):
+    """``assert_close`` for one pair; ``where`` is the item path (``[1]``) inside the
+    sequences first given, which PyTorch's message names."""
+    def fail(text):
+        if isinstance(msg, str):
+            raise AssertionError(msg)
+        if where:
+            text += f"\n\nThe failure occurred for item {where}"
+        raise AssertionError(msg(text) if callable(msg) else text)
+
     if isinstance(actual, (list, tuple)) and not isinstance(expected, (Tensor, np.ndarray)):
         if len(actual) != len(expected):
-            raise AssertionError(f"length mismatch: {len(actual)} vs {len(expected)}")
-        for a, e in zip(actual, expected):
-            assert_close(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                         check_dtype=check_dtype, msg=msg)
+            fail(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _assert_close(a, e, rtol, atol, equal_nan, check_dtype, msg, f"{where}[{i}]")
         return
     a, e = _to_numpy(actual), _to_numpy(expected)
+    if a.shape != e.shape:
+        fail(f"The values for attribute 'shape' do not match: {_size_text(a.shape)} != "
+             f"{_size_text(e.shape)}.")
     if check_dtype:
         da, de = _dtype_name(actual), _dtype_name(expected)
         if da is not None and de is not None and da != de:
-            raise AssertionError(f"dtype mismatch: {da} vs {de}" + (f" ({msg})" if msg else ""))
-    if a.shape != e.shape:
-        raise AssertionError(f"shape mismatch: {a.shape} vs {e.shape}" +
-                             (f" ({msg})" if msg else ""))
+            fail(f"The values for attribute 'dtype' do not match: torch.{da} != torch.{de}.")
     if rtol is None or atol is None:
         d = actual.dtype if isinstance(actual, Tensor) else (
             _dt.from_np.get(np.dtype(a.dtype)) if a.dtype != object else None)
@@ -102,14 +116,56 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, chec
             ok = np.allclose(a.astype(np.complex128) if a.dtype.kind == "c" else
                              a.astype(np.float64), e, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if not ok:
-        with np.errstate(all="ignore"):
-            diff = np.abs(a.astype(np.complex128) - e.astype(np.complex128))
-        worst = np.unravel_index(np.nanargmax(diff), diff.shape) if diff.size else ()
-        raise AssertionError(
-            f"tensors are not close (rtol={rtol}, atol={atol}): greatest difference "
-            f"{diff[worst] if diff.size else 0} at index {worst}: {a[worst] if diff.size else ''}"
-            f" vs {e[worst] if diff.size else ''}" + (f" ({msg})" if msg else "") +
-            f"\nactual:\n{a}\nexpected:\n{e}")
+        fail(_mismatch_text(a, e, rtol, atol, equal_nan, scalar=np.ndim(a) == 0))
+
+
+def _size_text(shape) -> str:
+    return f"torch.Size({list(shape)})"
+
+
+def _py(x):
+    """A NumPy scalar as the Python number PyTorch prints."""
+    return x.item() if hasattr(x, "item") else x
+
+
+def _mismatch_text(a, e, rtol, atol, equal_nan, scalar) -> str:
+    """PyTorch's message for values that are not close: what differs, by how much, where."""
+    exact = rtol == 0 and atol == 0
+    kind = "equal" if exact else "close"
+    ints = a.dtype.kind in "biu" and e.dtype.kind in "biu"
+    with np.errstate(all="ignore"):
+        if ints:
+            diff = np.abs(a.astype(np.int64) - e.astype(np.int64))
+            rel = (diff / np.abs(e.astype(np.int64))).astype(np.float32)  # as a float tensor
+        else:
+            common = np.result_type(a.dtype, e.dtype)
+            diff = np.abs(a.astype(common) - e.astype(common))
+            rel = diff / np.abs(e.astype(common))
+        close = (diff <= atol + rtol * np.abs(e.astype(np.float64))) if not ints else diff == 0
+        if not ints and equal_nan:
+            close = close | (np.isnan(a) & np.isnan(e))
+    allowed = lambda tol: "" if exact else f" (up to {tol} allowed)"  # noqa: E731
+    if scalar:  # compared as Python numbers, as PyTorch does
+        av, ev = _py(a[()]), _py(e[()])
+        d = abs(av - ev)
+        r = d / abs(ev) if ev != 0 else (float("inf") if d else float("nan"))
+        return (f"Scalars are not {kind}!\n\nExpected {ev} but got {av}.\n"
+                f"Absolute difference: {d}{allowed(atol)}\n"
+                f"Relative difference: {r}{allowed(rtol)}")
+    bad = ~close
+
+    def worst(values):
+        v = np.where(bad, values, 0)
+        nan = np.isnan(v) if v.dtype.kind in "fc" else np.zeros(v.shape, bool)
+        flat = int(np.flatnonzero(nan)[0]) if nan.any() else int(np.argmax(v))
+        index = np.unravel_index(flat, v.shape)
+        return f"{_py(v[index])} at index {tuple(int(i) for i in index)}"
+
+    n, total = int(bad.sum()), bad.size
+    return (f"Tensor-likes are not {kind}!\n\nMismatched elements: {n} / {total} "
+            f"({round(100 * n / total, 1)}%)\n"
+            f"Greatest absolute difference: {worst(diff)}{allowed(atol)}\n"
+            f"Greatest relative difference: {worst(rel)}{allowed(rtol)}")
 
 
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=False,

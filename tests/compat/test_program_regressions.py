@@ -377,3 +377,103 @@ def test_return_type_bad_sequence_raises_as_torch(args):
     with pytest.raises(TypeError) as got:
         ember.return_types.max(*args(ember))
     assert str(got.value).replace("ember.", "torch.") == str(want.value)
+
+
+# -- the copy-construct warning points at the user's line, in torch's words ------------------------
+
+def test_tensor_of_tensor_warns_at_callers_line():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        ember.tensor(ember.ones(2))  # the line the warning must name
+    (w,) = [w for w in shown if "copy construct" in str(w.message)]
+    assert w.filename == __file__
+    assert str(w.message).endswith("rather than torch.tensor(sourceTensor).")
+
+
+# -- a full backward hook on a module whose inputs need no gradient warns as torch ----------------
+
+@needs_torch
+@pytest.mark.parametrize("inputs_need_grad", [False, True])
+def test_full_backward_hook_without_input_grads_warns_as_torch(inputs_need_grad):
+    import warnings
+
+    def warned(lib):
+        m = lib.nn.Linear(2, 2)
+        m.register_full_backward_hook(lambda *a: None)
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            m(lib.ones(1, 2, requires_grad=inputs_need_grad)).sum().backward()  # the line
+        return [(w.category, str(w.message), w.filename, w.lineno) for w in shown]
+
+    mine, theirs = warned(ember), warned(torch)
+    assert len(mine) == len(theirs) == (0 if inputs_need_grad else 1)
+    assert [w[:3] for w in mine] == [w[:3] for w in theirs]
+    assert [w[2] for w in mine] == [__file__] * len(mine)
+
+
+# -- finfo's resolution is torch's 10**-precision, not NumPy's value rounded to the dtype -------
+
+@needs_torch
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", "complex64",
+                                  "float8_e4m3fn"])
+def test_finfo_resolution_and_repr_match_torch(name):
+    mine, theirs = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
+    assert mine.resolution == theirs.resolution
+    assert repr(mine) == repr(theirs)
+
+
+# -- assert_close fails with torch's message (test suites print it) -------------------------------
+
+_CLOSE_CASES = {
+    "shape": lambda t: (t.ones(2), t.ones(3)),
+    "dtype": lambda t: (t.ones(2, dtype=t.int64), t.ones(2)),
+    "ints": lambda t: (t.tensor([1, 2]), t.tensor([1, 3])),
+    "scalar_tensor": lambda t: (t.tensor(1.0), t.tensor(1.5)),
+    "floats": lambda t: (t.tensor([1.0, 2.0]), t.tensor([1.0, 2.1])),
+    "nan": lambda t: (t.tensor([1.0, float("nan")]), t.tensor([1.0, 2.0])),
+    "zero_expected": lambda t: (t.tensor([1.0]), t.tensor([0.0])),
+    "sequence_item": lambda t: ([t.ones(1), t.ones(1)], [t.ones(1), t.zeros(1)]),
+    "sequence_length": lambda t: ([1, 2], [1, 2, 3]),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", sorted(_CLOSE_CASES))
+def test_assert_close_message_matches_torch(case):
+    def message(lib):
+        with pytest.raises(AssertionError) as info:
+            lib.testing.assert_close(*_CLOSE_CASES[case](lib))
+        return str(info.value)
+
+    assert message(ember).replace("ember.", "torch.") == message(torch)
+
+
+def test_assert_close_msg_replaces_message():
+    with pytest.raises(AssertionError, match="^custom$"):
+        ember.testing.assert_close(ember.ones(1), ember.zeros(1), msg="custom")
+
+
+# -- LBFGS keeps torch's state entries (printed and resumed by programs) --------------------------
+
+@needs_torch
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_state_keys_match_torch(line_search):
+    def keys(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(3, 2)
+        opt = lib.optim.LBFGS(m.parameters(), history_size=7, line_search_fn=line_search)
+
+        def closure():
+            opt.zero_grad()
+            loss = (m(lib.ones(4, 3)) ** 2).sum()
+            loss.backward()
+            return loss
+
+        for _ in range(2):
+            opt.step(closure)
+        state = opt.state_dict()["state"][0]
+        return sorted(state), len(state["al"])
+
+    assert keys(ember) == keys(torch)

@@ -31,6 +31,24 @@ def _replace(obj, new):
     return obj
 
 
+def _warn_outputs_only():
+    """PyTorch's warning when a module's backward hooks fire with no input needing a
+    gradient, pointing at the user's line (the first frame outside ember: backward runs in
+    Python here, in C++ in PyTorch)."""
+    import sys
+    import warnings
+
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and (frame.f_globals.get("__name__", "").startswith("ember.")
+                                 or frame.f_code.co_filename.startswith("<ember")):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        "Full backward hook is firing when gradients are computed with respect to module "
+        "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
+        "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more "
+        "details.", UserWarning, stacklevel=level)
+
+
 class _Identity(Function):
     @staticmethod
     def forward(ctx, hook, kind, *tensors):
@@ -79,6 +97,8 @@ class ModuleBackwardHook:
     def _on_grad_output(self, grads):
         from . import module as _module
 
+        if not self.inputs_need_grad:
+            _warn_outputs_only()
         m = self.module
         for hook in itertools.chain(_module._global_backward_pre_hooks.values(),
                                     m._backward_pre_hooks.values()):
