@@ -8,6 +8,12 @@
 - ``jacfwd`` of the same MLP and ``hessian`` (``jacfwd(jacrev)``) of a scalar function of it:
   one forward pass with a batch of basis tangents (NOTE [ jacfwd by vmap ] in
   ember/func/_eager_transforms.py).
+
+Issue 18's targets: the first row <= 1.5x PyTorch, and ember's time in the second row >= 10x
+its time in the first (vmap against ember's own loop); jacrev <= 1.5x PyTorch. The weight
+gradients of the first layer are 25 MB of products written per call (NOTE [ Batched outer
+products ] in ember/func/_batch_kernels.py), so that row is bound by memory bandwidth on a
+loaded machine, for both frameworks.
 """
 
 from __future__ import annotations

@@ -20,6 +20,11 @@ batch dims are always in front. Rules come from the op's class in the registry:
   weight); pooling and its backward ops fold it into N;
 - ``cross_entropy_loss`` (and its backward) and ``nll_loss``: the batch folds into the rows,
   the reduction is then done per example;
+- losses reducing an element-wise loss (binary cross entropy with and without logits, Huber,
+  smooth L1, soft margin) and their backward ops: one call with ``reduction="none"`` on the
+  operands at full batch size, then a per-example mean or sum (``_pointwise_loss``);
+  backward formulas over operands of one shape (``tanh_backward``, ``glu_backward``...):
+  every operand at full batch size (``_same_shape``); ``glu`` shifts its dim;
 - linear algebra on the last two dims (``inv``, ``det``, ``eigh``, ``svd``...): NumPy maps
   over the leading dims; two-matrix ops (``solve_triangular``) get both operands at full
   batch size, ``linalg.cross`` broadcasts like an element-wise op with its dim shifted;
@@ -27,7 +32,8 @@ batch dims are always in front. Rules come from the op's class in the registry:
   ``cat``/``stack``, creation-like ops (``zeros_like``...), the engine's
   ``_autograd_sum_to``/``_autograd_expand`` and reductions' ``_expand_back``.
 
-``rule_names()`` lists the ops with a rule; everything else takes the fallback.
+``rule_names()`` lists the ops with a rule, ``fallback_names()`` the rest, which take the
+fallback (`python tools/transform_rules.py` prints both, with the forward-mode counts).
 
 An op without a rule runs once per example and the results are stacked (``_fallback``), with a
 one-time performance warning naming the op, as PyTorch does. Random ops follow the
@@ -58,6 +64,29 @@ record) runs per example on stand-ins whose gradients lead back to the logical i
 Known limit: a tensor that requires grad at one vmap level loses that history when an
 inner ``vmap`` takes it as a mapped input (``vmap(grad(vmap(f)))`` differentiates only
 through the inner function's unmapped inputs).
+
+NOTE [ Stand-ins private to a level ]
+In ``vmap(grad(loss), in_dims=(None, 0))(params, x)`` the parameters' stand-ins (made by
+``grad`` inside the vmap level) are unbatched tensors requiring grad, so a rule's physical
+steps with them (the batched ``linear``) would record a physical graph beside the logical
+one -- a graph no one reads: only the inner ``grad`` asks for the stand-ins' gradients, and
+it reads the logical graph. ``grad`` tags such private stand-ins with the level
+(``mark_private``); a call whose arguments requiring grad are all private stand-ins of the
+dispatching level or batched over physical tensors without history, with no other mode on
+the stack, runs its rule with grad mode off (``_quiet``, for the rules in ``_QUIET``, which
+make no views and take no logical steps), and only the logical record is made. Anything
+else (an outer ``grad``, a tensor requiring grad from outside, nested levels) records both,
+as before.
+
+NOTE [ Plain physical steps ]
+A rule's steps on physical tensors are ember ops, each a trip through the dispatcher
+(~5-15 us): a rule built of ten of them costs more than the batched kernel it wraps on
+per-example sizes. Where nothing can observe those steps -- no mode left on the stack (no
+outer vmap level, no dual level, no user mode) and no physical operand requiring grad (the
+usual case: autograd records at the logical level) -- the hot rules (cross entropy and its
+backward) reshape and reduce the NumPy arrays directly and wrap the results (``_plain``).
+Otherwise they take the same steps as ember ops, so that outer levels batch them and
+autograd records them.
 """
 
 from __future__ import annotations
@@ -66,9 +95,12 @@ import math
 import threading
 import warnings
 
+import numpy as np
+
 from .. import _dispatch
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 from .._ops._elementwise import ElementwiseOp, _tensor_args, promote
+from ._batch_kernels import outer_rows
 from ._batch_tensor import _registry, level_node, levels_state, link, make_batched
 
 __all__ = ["VmapMode"]
@@ -116,6 +148,18 @@ def _E():
     import ember
 
     return ember
+
+
+def _plain(*tensors):
+    """Whether steps on these physical tensors may run on their NumPy arrays (NOTE [ Plain
+    physical steps ]): no mode on the stack, none requiring grad (None entries ignored)."""
+    st = _dispatch.state
+    if st.modes:
+        return False
+    for t in tensors:
+        if t is not None and ((t._rg and st.grad_enabled) or type(t._data) is not np.ndarray):
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -343,8 +387,8 @@ def _elementwise(handle, args, kwargs):
 
 def _outer_product(handle, phys, kwargs, force=False):
     """``a * b`` shaped ``[..., n, 1] * [..., 1, m]`` (a batch of outer products, as the
-    weight gradient of a per-example ``linear`` is) by ``einsum``, about twice as fast as
-    NumPy's broadcasting multiply on large outputs; None when the call is not that
+    weight gradient of a per-example ``linear`` is) by a compiled loop or ``einsum`` (NOTE
+    [ Batched outer products ] in _batch_kernels.py); None when the call is not that
     (``force``: the caller is ``outer``'s rule, not ``mul``'s)."""
     if not force and handle.op.name != "mul" or kwargs or len(phys) != 2:
         return None
@@ -356,7 +400,11 @@ def _outer_product(handle, phys, kwargs, force=False):
             sa[:-2] != sb[:-2] or a.dtype is not b.dtype or \
             not a.dtype.is_floating_point or math.prod(sa) * sb[-1] < (1 << 16):
         return None
-    return _E().einsum("...i,...j->...ij", a.squeeze(-1), b.squeeze(-2))
+    a, b = a.squeeze(-1), b.squeeze(-2)
+    arr = outer_rows(a, b)
+    if arr is not None:
+        return wrap(arr)
+    return _E().einsum("...i,...j->...ij", a, b)
 
 
 
@@ -768,19 +816,37 @@ def _ce_rows(x, target, weight, ignore_index, also=None):
     px = _full(x, lv, sizes)
     pt = _full(target, lv, sizes)
     k = len(lv)
-    fx = px.reshape((-1,) + tuple(px.shape[k + 1:]))
-    ft = pt.reshape((-1,) + tuple(pt.shape[k + 1:]))
-    return fx, ft, pt, lv, sizes
+    xs = (-1,) + tuple(px.shape[k + 1:])
+    ts = (-1,) + tuple(pt.shape[k + 1:])
+    if _plain(px, pt):
+        return (wrap(px._data.reshape(xs)), wrap(pt._data.reshape(ts)), pt, lv, sizes)
+    return px.reshape(xs), pt.reshape(ts), pt, lv, sizes
 
 
-def _ce_denominator(pt, weight, ignore_index, k):
+def _ce_denominator(pt, weight, ignore_index, k, zero_to_one=True):
+    """Per example, the weight of its counted targets: a mean's divisor. An example with
+    none gives 0 (its mean is NaN, as torch's) or, for a gradient, 1 (its gradient is 0)."""
     valid = pt != ignore_index
     if weight is None:
         w = valid.to(_E().float32)
     else:
         w = weight[pt.masked_fill(~valid, 0)] * valid
     total = w.reshape(tuple(pt.shape[:k]) + (-1,)).sum(-1)
-    return total + (total == 0)
+    return total + (total == 0) if zero_to_one else total
+
+
+def _ce_denominator_array(pt, weight, ignore_index, k, dtype, zero_to_one=True):
+    """``_ce_denominator`` on the arrays (NOTE [ Plain physical steps ]), in ``dtype``."""
+    t = pt._data
+    valid = t != ignore_index
+    if weight is None:
+        total = valid.reshape(t.shape[:k] + (-1,)).sum(-1, dtype=np.float32)
+    else:
+        w = weight._data[np.where(valid, t, 0)] * valid
+        total = w.reshape(t.shape[:k] + (-1,)).sum(-1)
+    if zero_to_one:
+        total = total + (total == 0)
+    return total.astype(dtype, copy=False)
 
 
 def _cross_entropy(handle, args, kwargs):
@@ -791,12 +857,20 @@ def _cross_entropy(handle, args, kwargs):
     fx, ft, pt, lv, sizes = _ce_rows(x, target, weight, ign)
     k = len(lv)
     loss, probs = handle(fx, ft, weight, reduction="none", ignore_index=ign)
+    if _plain(loss, probs, weight) and loss._data.dtype.itemsize >= 4:
+        la = loss._data.reshape(sizes + tuple(target.shape))
+        if red != "none":
+            la = la.reshape(sizes + (-1,)).sum(-1)
+            if red == "mean":
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    la = la / _ce_denominator_array(pt, weight, ign, k, la.dtype, False)
+        return (wrap(la), wrap(probs._data.reshape(sizes + tuple(x.shape)))), lv
     loss = loss.reshape(sizes + tuple(target.shape))
     probs = probs.reshape(sizes + tuple(x.shape))
     if red != "none":
         loss = loss.reshape(sizes + (-1,)).sum(-1)
         if red == "mean":
-            loss = loss / _ce_denominator(pt, weight, ign, k).to(loss.dtype)
+            loss = loss / _ce_denominator(pt, weight, ign, k, False).to(loss.dtype)
     return (loss, probs), lv
 
 
@@ -808,6 +882,18 @@ def _cross_entropy_backward(handle, args, kwargs):
     fx, ft, pt, lv, sizes = _ce_rows(probs, target, weight, ign, also=g)
     k = len(lv)
     ig = _info(g)
+    if red != "none" and (ig is None or ig[1] == lv) and g._data.dtype.itemsize >= 4 and \
+            _plain(g if ig is None else ig[0], pt, weight):
+        # the per-example gradient spread over the example's rows, on the arrays
+        ga = np.broadcast_to(g._data if ig is None else ig[0]._data, sizes)
+        if red == "mean":
+            ga = ga / _ce_denominator_array(pt, weight, ign, k, ga.dtype)
+        ga = np.broadcast_to(ga.reshape(sizes + (1,) * target.dim()),
+                             sizes + tuple(target.shape)).reshape(-1)
+        res = handle(wrap(ga), fx, ft, weight, reduction="none", ignore_index=ign)
+        if _plain(res):
+            return wrap(res._data.reshape(sizes + tuple(probs.shape))), lv
+        return res.reshape(sizes + tuple(probs.shape)), lv
     pg = g if ig is None else _align(ig[0], ig[1], lv)
     if red == "none":
         pg = _full(g, lv, sizes) if ig is None else pg.expand(sizes + tuple(target.shape))
@@ -844,7 +930,7 @@ def _nll_loss(handle, args, kwargs):
         return loss.reshape(tuple(sizes) + tuple(target.shape)), lv
     loss = loss.reshape(tuple(sizes) + (-1,)).sum(-1)
     if red == "mean":
-        loss = loss / _ce_denominator(pt, weight, ign, k).to(loss.dtype)
+        loss = loss / _ce_denominator(pt, weight, ign, k, False).to(loss.dtype)
     return loss, lv
 
 
@@ -956,6 +1042,58 @@ def _mse_loss(handle, args, kwargs):
         if red != "none":
             d = d.sum() if red == "sum" else d.mean()
     return _Done(d)
+
+
+def _same_shape(handle, args, kwargs):
+    """Ops over tensors of one logical shape that may not broadcast (the backward formulas
+    ``tanh_backward``, ``glu_backward``...): every tensor at full batch size, a ``dim``
+    shifted past the batch dims."""
+    infos = [_info(a) for a in args]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    phys = tuple(_full(a, lv, sizes) if isinstance(a, Tensor) else a for a in args)
+    kw = kwargs
+    if kwargs.get("dim") is not None:
+        kw = dict(kwargs, dim=_shift(kwargs["dim"], args[0].dim(), len(lv)))
+    return handle(*phys, **kw), lv
+
+
+def _pointwise_loss(handle, args, kwargs):
+    """Losses that reduce an element-wise loss (binary cross entropy with or without logits,
+    Huber, smooth L1, soft margin) and their backward ops ``(grad, input, target, ...)``:
+    the element-wise operands at full batch size and their common logical shape, the
+    weights broadcasting against them, then one call with ``reduction="none"``; a mean or
+    sum is then taken per example (a backward op's per-example gradient is spread over the
+    example's elements, divided by its size for a mean)."""
+    red = kwargs.get("reduction", "mean")
+    if red not in ("none", "mean", "sum") or kwargs.get("out") is not None:
+        raise _NoRule
+    n_ew = 3 if handle.op.name.endswith("_backward") else 2
+    infos = [_info(a) if isinstance(a, Tensor) else None for a in args]
+    lv = _union(infos)
+    sizes = _sizes(lv, infos)
+    k = len(lv)
+    shape = tuple(_E().broadcast_shapes(*(tuple(a.shape) for a in args[:n_ew])))
+    rank = len(shape)
+    phys = []
+    for i, (a, inf) in enumerate(zip(args, infos)):
+        if not isinstance(a, Tensor):
+            phys.append(a)
+        elif i < n_ew:
+            p = _full(a, lv, sizes)
+            if n_ew == 3 and i == 0 and red == "mean":
+                p = p / max(math.prod(shape), 1)
+            p = _pad(p, k, a.dim(), rank)
+            phys.append(p.expand(sizes + shape))
+        elif inf is None:
+            phys.append(a)  # a weight broadcasts from the trailing dims
+        else:
+            phys.append(_pad(_align(inf[0], inf[1], lv), k, a.dim(), rank))
+    res = handle(*phys, **dict(kwargs, reduction="none"))
+    if n_ew == 2 and red != "none":
+        flat = res.reshape(sizes + (-1,))
+        res = flat.sum(-1) if red == "sum" else flat.mean(-1)
+    return res, lv
 
 
 # -- the engine's ops
@@ -1294,6 +1432,16 @@ _OP_RULES = {
     "convolution_input_grad": _conv_input_grad,
     "convolution_backward": _conv_backward,
     "threshold_backward": _elementwise,
+    # backward formulas over operands of one shape, glu and its backward
+    **{n: _same_shape for n in (
+        "tanh_backward", "sigmoid_backward", "silu_backward", "gelu_tanh_backward",
+        "glu_backward")},
+    "glu": _dimwise,
+    # losses reducing an element-wise loss, and their backward ops
+    **{n: _pointwise_loss for n in (
+        "binary_cross_entropy", "binary_cross_entropy_backward",
+        "binary_cross_entropy_with_logits", "huber_loss", "smooth_l1_loss",
+        "soft_margin_loss", "soft_margin_loss_backward")},
 }
 
 _ENTRANCE_RULES = {
@@ -1307,6 +1455,61 @@ _RANDOM = frozenset((
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
     "normal", "bernoulli", "multinomial", "poisson", "uniform_", "normal_", "bernoulli_",
     "random_", "exponential_", "geometric_", "log_normal_", "cauchy_"))
+
+#: rules that only compute on physical tensors and make no views (no ``_logical()`` steps,
+#: no ``_Done``): safe to run without recording (NOTE [ Stand-ins private to a level ])
+_QUIET = frozenset((
+    _elementwise, _reduction, _matmul, _outer, _addmm, _linear, _convolution, _cross_entropy,
+    _cross_entropy_backward, _nll_loss, _pointwise_loss, _same_shape, _pool))
+
+
+def _quiet(handle, args, kwargs, level):
+    """Whether the physical steps of this call need no recording (NOTE [ Stand-ins private
+    to a level ]): grad mode on, no other mode on the stack, not in place, and every
+    argument requiring grad either batched over a physical tensor that does not, or an
+    unbatched stand-in private to ``level``."""
+    st = _dispatch.state
+    if not st.grad_enabled or st.modes or handle.is_inplace:
+        return False
+    for a in args:
+        if type(a) in (tuple, list):
+            for b in a:
+                if isinstance(b, Tensor) and b._rg and not _private_to(b, level):
+                    return False
+        elif isinstance(a, Tensor) and a._rg and not _private_to(a, level):
+            return False
+    for v in kwargs.values():
+        if isinstance(v, Tensor) and v._rg and not _private_to(v, level):
+            return False
+    return True
+
+
+def _private_to(t, level):
+    inf = _info(t)
+    if inf is not None:
+        return not inf[0]._rg
+    return t.__dict__.get("_vmap_private") == level
+
+
+def mark_private(t):
+    """Tag stand-in ``t``, made by a grad transform inside the innermost vmap level, as
+    private to that level (NOTE [ Stand-ins private to a level ]); nothing outside vmap.
+
+    Args:
+        t (Tensor): a fresh leaf requiring grad that only the transform differentiates.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> import ember
+        >>> mark_private(ember.zeros(1))  # outside vmap: nothing to tag
+    """
+    stack = levels_state.stack
+    if stack:
+        t.__dict__["_vmap_private"] = stack[-1][0]
+
 
 _rule_cache: dict = {}
 
@@ -1340,6 +1543,24 @@ def rule_names():
     names.update(n for n in _OP_RULES if n in ops)
     names.update(_ENTRANCE_RULES)
     return sorted(names)
+
+
+def fallback_names():
+    """The registry's ops without a batching rule: under ``vmap`` each runs once per example
+    (``_fallback``), with a one-time performance warning.
+
+    Returns:
+        list[str]: sorted op names.
+
+    Example::
+
+        >>> "matmul" in fallback_names(), "sum" in fallback_names()
+        (False, False)
+    """
+    from .._ops._registry import ops
+
+    have = set(rule_names())
+    return sorted(n for n, op in ops.items() if n not in have and op.is_builtin)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1841,7 +2062,16 @@ class VmapMode(_dispatch.Mode):
                 done = _inplace_with_grad(handle, args, kwargs, physical_write)
                 if done is not None:
                     return done
-            res = rule(handle, args, kwargs)
+            if rule in _QUIET and _quiet(handle, args, kwargs, self.level_id):
+                # NOTE [ Stand-ins private to a level ]: only the logical record is needed
+                st = _dispatch.state
+                st.grad_enabled = False
+                try:
+                    res = rule(handle, args, kwargs)
+                finally:
+                    st.grad_enabled = True
+            else:
+                res = rule(handle, args, kwargs)
         except _NoRule:
             res = _fallback(handle, args, kwargs)
         finally:

@@ -49,6 +49,7 @@ from ..autograd._base import AccumulateGrad
 from ..autograd._engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
+from ._batch_rules import mark_private
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
 
@@ -134,6 +135,7 @@ def _stand_ins(leaves, outer_grad):
         else:
             s = _keep_tangents(x).requires_grad_(True)
             private.add(id(s))
+            mark_private(s)
             res.append(s)
     return res, private
 
