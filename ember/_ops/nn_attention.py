@@ -58,7 +58,23 @@ def _sdpa_forward(xp, q, k, v, mask, scale):
     denom = st.sum(axis=-2, keepdims=True)
     st /= xp.where(denom == 0, 1, denom)
     p = xp.swapaxes(st, -1, -2)
-    return (p @ v).astype(q.dtype, copy=False), p.astype(q.dtype, copy=False)
+    out = _like_query(xp, q, np.broadcast_shapes(p.shape[:-2], v.shape[:-2])
+                      + (q.shape[-2], v.shape[-1]), np.result_type(p.dtype, v.dtype))
+    out = p @ v if out is None else xp.matmul(p, v, out=out)
+    return out.astype(q.dtype, copy=False), p.astype(q.dtype, copy=False)
+
+
+def _like_query(xp, q, shape, dtype):
+    """An output buffer laid out (B, L, H, E) when ``q``'s sequence dim is outside its head
+    dim in memory -- heads split off a projection and transposed, as attention modules make
+    them -- so that ``out.transpose(1, 2).view(B, L, H * E)`` works, as with PyTorch's CPU
+    kernel (whose output follows the query's layout). None: a plain contiguous result."""
+    if xp is not np or q.ndim != 4 or len(shape) != 4 or q.shape[1] == 1 or q.shape[2] == 1:
+        return None  # (CUDA: cuDNN's fused attention has its own layout rules)
+    if q.strides[2] <= q.strides[1]:
+        return None
+    b, h, l, e = shape
+    return xp.empty((b, l, h, e), dtype).transpose(0, 2, 1, 3)
 
 
 def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs):

@@ -75,3 +75,23 @@ def test_bias_is_a_tensor_subclass_of_the_mask_shape():
 def test_sizes_other_than_two_raise():
     with pytest.raises(AssertionError):
         causal_upper_left(2, 3, 4)
+
+
+def test_output_layout_follows_a_transposed_query_as_torch():
+    # the SDPA tutorial's module: heads split off one projection, then
+    # ``y.transpose(1, 2).view(B, L, H * E)`` with no contiguous() in between
+    b, length, h, e = 2, 5, 3, 4
+    x = np.random.default_rng(0).standard_normal((b, length, 3 * h * e)).astype(np.float32)
+    outs = []
+    for lib in (ember, torch):
+        q, k, v = (a.view(b, length, h, e).transpose(1, 2)
+                   for a in lib.tensor(x).chunk(3, -1))
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        outs.append((y.stride(), y.transpose(1, 2).view(b, length, h * e).numpy()))
+    assert outs[0][0] == outs[1][0]
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_output_of_contiguous_query_is_contiguous():
+    q = ember.randn(2, 3, 5, 4)
+    assert F.scaled_dot_product_attention(q, q, q).is_contiguous()
