@@ -93,6 +93,13 @@ def worker(seed, deadline, ops, families=(), count=0, replay="", start=0):
 
     from tests.differential import harness as H
 
+    try:
+        # imported now, not lazily by the first fused kernel: a case's time-out landing
+        # inside a slow import (a loaded machine) would leave numba half-imported, and every
+        # later case of this child would fail ("module 'numba' has no attribute 'core'")
+        import numba  # noqa: F401
+    except ImportError:
+        pass
     alarm = _alarm()
     draws = _replayed(replay, start) if replay else _draws(seed, ops, families)
     done = 0
@@ -141,10 +148,15 @@ def run_long(minutes, seed, ops, families=(), count=0, replay=""):
         lines = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         started = None
+        heard = False
         while True:
             # a case stuck in C code (no alarm reaches it) or a run past the deadline: kill
+            # (a child's first line may take minutes on a loaded machine -- importing torch and
+            # ember -- which is no hang: killing it then would restart it forever)
+            wait = 60.0 if heard else 900.0
             try:
-                line = lines.get(timeout=max(1.0, min(60.0, deadline + 30 - time.time())))
+                line = lines.get(timeout=max(1.0, min(wait, deadline + 30 - time.time())))
+                heard = True
             except queue.Empty:
                 proc.kill()
                 break

@@ -842,6 +842,11 @@ def _setitem(self, idx, value):
         vt = wrap(xp.asarray(_scalar_for(a, value)).astype(a.dtype))
     elif vt._data.dtype != a.dtype:
         vt = vt.to(self.dtype)
+    if vt.dim() and vt.shape[0] == 1:
+        # torch drops a value's leading size-1 dims before broadcasting it (``y[1, 2] =
+        # tensor([5.])``, ``y[0] = ones(1, 3)``), as the no-grad path's assignment does
+        lead = next((i for i, n in enumerate(vt.shape) if n != 1), vt.dim())
+        vt = vt.reshape(tuple(vt.shape[lead:]))
     target = self if is_trivial else _getitem(self, basic)
     if spec is None:
         target.copy_(vt)

@@ -558,8 +558,32 @@ def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         tensor([8.])
     """
     check_tensor("ldexp", input)
-    r = input * _pow2(input, other)
+    if (input.dtype.is_floating_point and isinstance(other, Tensor)
+            and other.dtype.category == 1 and other.dtype.name != "bool"):
+        # integer exponents: C's ldexp, exact where ``input * 2 ** other`` overflows
+        # (``ldexp(1e-40, 200)``, ``ldexp(0, 2000)``, ``ldexp(inf, -2000)``)
+        from .shape import broadcast_tensors
+
+        r = _dispatch.apply(ldexp_op, tuple(broadcast_tensors(input, other)), {})
+    else:
+        r = input * _pow2(input, other)
     return r if out is None else _dispatch.write_out("ldexp", out, r)
+
+
+def _ldexp_kernel(xp, x, e):
+    # torch hands C's ldexp an ``int``: a wider exponent wraps to its low 32 bits
+    e = e.astype(np.int32)
+    if x.dtype.kind == "f":
+        return xp.ldexp(x, e)
+    return xp.ldexp(x.astype(np.float32), e).astype(x.dtype)  # bfloat16 (float32's range)
+
+
+def _ldexp_vjp(g, x, e):
+    return g * e.to(_dt.int32).to(x.dtype).exp2(), None
+
+
+ldexp_op = Op("ldexp", _ldexp_kernel, vjp=_ldexp_vjp)
+linear_jvp(ldexp_op, (0,))  # forward mode: linear in the mantissa (the exponent is integral)
 
 
 def _ldexp_(self, other):

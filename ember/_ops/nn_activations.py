@@ -27,7 +27,7 @@ from .. import _dispatch, _kernels
 from .._core.checks import holds_values
 from .._core.tensor import Tensor
 from ._registry import Op, public
-from .creation import empty_like
+from .creation import empty_like, zeros_like
 from .join import cat
 from .nn_checks import kernel_dtype
 from .nn_ops import softmax, threshold_backward_op
@@ -518,10 +518,14 @@ def _hardtanh_kernel(xp, a, *, min_val, max_val):
 
 
 def _hardtanh_vjp(g, a, *, min_val, max_val):
+    return elementwise(hardtanh_backward_op, (g, a), {"min_val": min_val, "max_val": max_val})
+
+
+def _hardtanh_backward_kernel(xp, g, a, *, min_val, max_val):
     # NOTE [ Hard activations' kinks ]: no gradient on or beyond a bound; NaN passes it, as
     # torch's scalar loop does (its SIMD loop, which takes all but the last few elements of
     # a long tensor, gives a NaN zero: torch itself answers both ways)
-    return where((a <= min_val) | (a >= max_val), 0.0, g)
+    return select(xp, (a <= min_val) | (a >= max_val), xp.zeros((), g.dtype), g)
 
 
 def _hardtanh_jvp(x_dots, a, *, min_val, max_val, out=None):
@@ -532,6 +536,31 @@ def _hardtanh_jvp(x_dots, a, *, min_val, max_val, out=None):
 # one op (torch's HardtanhBackward0, relu6's too) rather than a clamp and a ``where``
 hardtanh_op = ElementwiseOp("hardtanh", _hardtanh_kernel, vjp=_hardtanh_vjp,
                             jvp=_hardtanh_jvp, allow=(2,))
+
+
+# NOTE [ Backward ops of piecewise-linear activations ]
+# hardtanh's and leaky_relu's gradients are ops of (grad, input), linear in grad and with a
+# zero derivative in the input, as torch's ``hardtanh_backward`` / ``leaky_relu_backward``
+# are: a first gradient taken with create_graph then stays connected to the input (its
+# second derivative there is zeros, not a gradient that does not require grad), as in torch
+# -- ``grad(grad(F.relu6(x).sum(), x, create_graph=True)[0].sum(), x)`` is zeros.
+
+
+def _mask_backward_op(name, kernel):
+    """The element-wise op ``kernel(xp, g, a, **params)``, linear in ``g``, whose derivative
+    in ``a`` is zero (NOTE [ Backward ops of piecewise-linear activations ])."""
+
+    def vjp(gg, _g, a, **params):
+        return elementwise(op, (gg, a), params), zeros_like(a)
+
+    def jvp(x_dots, _g, a, out=None, **params):
+        return None if x_dots[0] is None else elementwise(op, (x_dots[0], a), params)
+
+    op = ElementwiseOp(name, kernel, vjp=vjp, jvp=jvp, allow=(2,))
+    return op
+
+
+hardtanh_backward_op = _mask_backward_op("hardtanh_backward", _hardtanh_backward_kernel)
 
 
 # leaky_relu is one element-wise op (one pass, one node named as torch's
@@ -568,7 +597,20 @@ def _leaky(xp, a, s):
 
 def _leaky_relu_vjp(g, a, *, negative_slope):
     # torch's rule: the slope wherever the input is not positive (0 and NaN included)
-    return _leaky_grad(g, a, negative_slope)
+    return elementwise(leaky_relu_backward_op, (g, a), {"negative_slope": negative_slope})
+
+
+def _leaky_relu_backward_kernel(xp, g, a, *, negative_slope):
+    s = negative_slope
+    d = g.dtype
+    if xp is np and (d == np.float32 or d == np.float64) and a.dtype == d and 0 < s <= 1:
+        # g times the 0/1 mask raised to the slope: exact, without the slow ``where`` (NOTE
+        # [ Leaky slopes as a maximum ])
+        return g * np.maximum((a > 0).astype(d), d.type(s))
+    # (half types: the product in float32, rounded once, as torch's kernel)
+    prod = (g.astype(np.float32) * np.float32(s)).astype(d) if d.itemsize == 2 else \
+        xp.asarray(g * d.type(s))
+    return select(xp, a > 0, g, prod)
 
 
 def _leaky_relu_jvp(x_dots, a, *, negative_slope, out=None):
@@ -600,6 +642,7 @@ def _leaky_grad(g, a, s):
 
 leaky_relu_op = ElementwiseOp("leaky_relu", _leaky_relu_kernel, vjp=_leaky_relu_vjp,
                               jvp=_leaky_relu_jvp, allow=(2,))
+leaky_relu_backward_op = _mask_backward_op("leaky_relu_backward", _leaky_relu_backward_kernel)
 
 
 def leaky_relu(input, negative_slope=0.01):

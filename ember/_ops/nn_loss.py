@@ -390,8 +390,11 @@ def _smooth_loss(xp, x, t, reduction, width, scale):
 def _smooth_slope(d, width, scale):
     """d loss / d x for the difference ``d = x - t``: torch's rule, the line's slope beyond
     the width (so +-inf differences get a finite gradient) and the parabola's within (NaN
-    stays NaN)."""
-    c = d.clamp(-width, width)
+    stays NaN). Written as a choice rather than a clamp: at ``|d| == width`` the slope is
+    the line's, whose derivative (the second derivative, under create_graph) is 0 as in
+    torch -- a clamp's would be 1 there."""
+    # (a NaN difference keeps its NaN, with no second derivative, as in torch)
+    c = where(d.abs() < width, d, where(d != d, d.detach(), d.sign() * width))
     return c / width if scale else c
 
 

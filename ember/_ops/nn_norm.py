@@ -474,7 +474,7 @@ def _group_norm_params(input, weight, bias):
 
 
 @recorded_as("aten::group_norm", ("input", "num_groups", "weight", "bias", "eps", None))
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, *, _verify=True):
     """Normalise groups of channels per sample, then scale and shift per channel.
 
     Differences from PyTorch:
@@ -485,6 +485,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
+    n, c = input.shape[:2]
+    if _verify:  # nn.functional's own check, first (torch.group_norm has none)
+        size = [n * c // num_groups, num_groups] + list(input.shape[2:])
+        if size[0] * math.prod(size[2:]) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got "
+                             f"input size {size}")
+    return _group_norm(input, num_groups, weight, bias, eps)
+
+
+def _group_norm(input, num_groups, weight, bias, eps):
     n, c = input.shape[:2]
     if c % num_groups:
         raise RuntimeError(
@@ -776,7 +786,7 @@ def _group_norm_top(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_e
         tensor([[[-1.],
                  [ 1.]]])
     """
-    return group_norm(input, num_groups, weight, bias, eps)
+    return group_norm(input, num_groups, weight, bias, eps, _verify=False)
 
 
 @public(method=False)

@@ -47,8 +47,10 @@ def _threshold_backward_kernel(xp, g, out, *, threshold):
 
 
 def _threshold_backward_vjp(gg, _g, out, *, threshold):
-    # linear in the gradient; the mask has no derivative
-    return _dispatch.apply(threshold_backward_op, (gg, out), {"threshold": threshold}), None
+    # linear in the gradient; the mask's derivative is zero -- zeros, not None, as torch's
+    # formula gives them, so a second derivative reaches the input as zeros, not None
+    return (_dispatch.apply(threshold_backward_op, (gg, out), {"threshold": threshold}),
+            zeros_like(out))
 
 
 def _threshold_backward_jvp(x_dots, _g, relu_out, *, threshold, **_):
@@ -529,12 +531,13 @@ def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
         logp = logp[None]
         target = target[None]
     c = logp.shape[1]
-    moved = xp.moveaxis(logp, 1, -1).reshape(-1, c)
+    moved = xp.moveaxis(logp, 1, -1).reshape(target.size, c)  # (c may be 0)
     t = target.reshape(-1)
     valid = t != ignore_index
     safe = xp.where(valid, t, 0)
-    if ((safe < 0) | (safe >= c)).any():
-        bad = int(safe[(safe < 0) | (safe >= c)][0])
+    out_of_range = valid & ((safe < 0) | (safe >= c))  # (ignored targets never are)
+    if out_of_range.any():
+        bad = int(safe[out_of_range][0])
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = -moved[xp.arange(moved.shape[0]), safe]
     w = xp.ones(c, moved.dtype) if weight is None else weight
@@ -592,7 +595,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     _check_class_target_shape(input, target)
-    _check_class_target(target)
+    _check_class_target(target, input)
     if weight is not None and weight.shape != (input.shape[1 if input.dim() > 1 else 0],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
@@ -609,7 +612,7 @@ def _class_rows(xp, x, target, weight, ignore_index):
     """Cross entropy's operands flattened: (rows of x (M, C) with classes last, targets with
     ignored ones replaced by class 0, and each row's weight, 0 where ignored)."""
     c = x.shape[1]
-    rows = xp.moveaxis(x, 1, -1).reshape(-1, c) if x.ndim > 2 else x
+    rows = xp.moveaxis(x, 1, -1).reshape(target.size, c) if x.ndim > 2 else x  # (c may be 0)
     t = target.reshape(-1)
     valid = t != ignore_index
     safe = xp.where(valid, t, 0)
@@ -750,18 +753,21 @@ def _check_class_target_shape(input, target):
                            f"got {list(target.shape)}")
 
 
-def _check_class_target(target):
-    """Class indices must be int64 or uint8, as in torch (int32 targets are refused)."""
+def _check_class_target(target, input=None):
+    """Class indices must be int64 or uint8, as in torch (int32 targets are refused); an
+    ``input`` of 3 or more dims takes torch's 2-d kernel, which wants int64 only."""
     if target._data.dtype not in (np.int64, np.uint8):
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {target.dtype.scalar_name}")
+    if input is not None and input.dim() > 2 and target._data.dtype == np.uint8:
+        raise RuntimeError("expected scalar type Long but found Byte")
 
 
 def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     # torch takes the log-softmax first, so its dtype error comes before any target check
     kernel_dtype("log_softmax_lastdim" if input.dim() <= 2 else "log_softmax", input)
     _check_class_target_shape(input, target)
-    _check_class_target(target)
+    _check_class_target(target, input)
     if weight is not None and tuple(weight.shape) != (input.shape[1],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
@@ -985,6 +991,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     per_example = _dispatch.intercept and _per_example(input)
     if not per_example:  # NOTE [ Deferred device checks ]: no host wait on a GPU
+        if weight.dim() == 2 and weight.shape[1] == 0:
+            # rows of no elements: torch gathers through another kernel, which words it so
+            def message():
+                a = np.asarray(input._data).reshape(-1)
+                return (f"INDICES element is out of DATA bounds, "
+                        f"id={int(a[(a < 0) | (a >= num)][0])} axis_dim={num}")
+            check_range(input._data, 0, num, RuntimeError, message)
         check_range(input._data, 0, num, IndexError, "index out of range in self")
     if max_norm is not None:
         from ..autograd.grad_mode import no_grad

@@ -385,7 +385,7 @@ def randint_like(input, *args, generator=None, dtype=None, layout=None, device=N
 
 
 def _check_std(std):
-    if std < 0:
+    if not std >= 0:  # (NaN is refused too)
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
 
 
@@ -424,15 +424,18 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with a float mean and std")
     tensors = [x for x in (mean, std) if isinstance(x, Tensor)]
-    d = _dt.result_type(*tensors)
-    _require_float("normal_kernel_cpu", d)
+    # torch's order: a complex std, negative stds, then the result's dtype -- mean's when
+    # it is a tensor (a float64 std does not widen a float32 mean), else std's
+    if st and std.dtype.is_complex:
+        raise RuntimeError("normal expects standard deviation to be non-complex")
     if not st:
         std = _number(std, "normal", "std")
         _check_std(std)
     elif holds_values(std._data):
         sa = host(std._data)
-        if sa.size and (sa < 0).any():
+        if sa.size and not (sa >= 0).all():  # (NaN is refused too)
             raise RuntimeError("normal expects all elements of std >= 0.0")
+    d = tensors[0].dtype
     if not mt:
         mean = _number(mean, "normal", "mean")
     shapes = [tuple(x.shape) for x in tensors]
@@ -442,11 +445,14 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         raise RuntimeError(
             f"The size of tensor a ({shapes[0][-1]}) must match the size of tensor b "
             f"({shapes[1][-1]}) at non-singleton dimension 0") from None
+    _require_float("normal_kernel_cpu", d, empty=0 in shape)
     eps = _sample(tensors[0].device, shape, d, lambda: normal_array(rng, shape, d))
     if _dispatch.needs_grad(tensors) or not holds_values(eps):
         # differentiable: d/dmean = 1, d/dstd = eps, exactly PyTorch's formulas
         eps_t = finish(eps, False, tensors[0].device)
         r = mean + std * eps_t
+        if r.dtype != d:
+            r = r.to(d)
         return r if out is None else _dispatch.write_out("normal", out, r)
     m = host(mean._data) if mt else mean
     s = host(std._data) if st else std
@@ -498,6 +504,8 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
         p = _number(p, "bernoulli", "p")
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
+        if d.is_complex and 0 not in input._data.shape:  # (any other dtype draws)
+            raise _not_implemented("bernoulli_scalar_cpu_", d)
         arr = _bernoulli_array(rng, tuple(input.shape), d, p)
     return _result(arr, False, input.device, out, "bernoulli")
 
@@ -523,6 +531,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
             f"multinomial only supports floating-point dtypes for input, got: {d.scalar_name}")
     if input.dim() not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if isinstance(out, Tensor) and out.dtype != _dt.int64:
+        raise RuntimeError(f"multinomial expects Long tensor out, got: {out.dtype.scalar_name}")
     ncat = input.shape[-1]
     if ncat > 1 << 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
@@ -535,8 +545,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         rows = (input.shape[0],) if input.dim() == 2 else ()
         return _result(xp_for(input.device).empty(rows + (n,), np.int64), False, input.device,
                        out, "multinomial")
-    p = host(input._data).astype(np.float64).reshape(-1, ncat)
-    if p.size:
+    rows = input.shape[0] if input.dim() == 2 else 1
+    p = host(input._data).astype(np.float64).reshape(rows, ncat)
+    if rows:  # (a row of no categories sums to 0)
         if not (np.isfinite(p) & (p >= 0)).all():
             raise RuntimeError(
                 "probability tensor contains either `inf`, `nan` or element < 0")
@@ -567,6 +578,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return _result(np.ascontiguousarray(idx), False, input.device, out, "multinomial")
 
 
+#: the largest rate NumPy's Poisson sampler takes
+_POISSON_MAX = float(np.iinfo(np.int64).max) - 10 * float(np.iinfo(np.int64).max) ** 0.5
+
+
 @public(method=False)
 @_dispatch.entrance("poisson")
 def poisson(input, generator=None) -> Tensor:
@@ -585,9 +600,14 @@ def poisson(input, generator=None) -> Tensor:
     if not holds_values(input._data):  # meta: nothing to draw
         return finish(input._data.copy(), False, input.device)
     lam = host(input._data).astype(np.float64)
-    if lam.size and (lam < 0).any():
+    if lam.size and not (lam >= 0).all():  # (NaN included)
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    arr = numpy_generator(generator, input.device).poisson(lam).astype(d.np)
+    # rates beyond int64 (NumPy refuses them): torch's count overflows its int64 to the
+    # lowest one, a half dtype then to -inf
+    huge = lam > _POISSON_MAX
+    draws = numpy_generator(generator, input.device).poisson(np.where(huge, 0.0, lam))
+    with np.errstate(over="ignore"):
+        arr = np.where(huge, float(np.iinfo(np.int64).min), draws).astype(d.np)
     return finish(np.asarray(arr), False, input.device)
 
 

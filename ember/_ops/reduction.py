@@ -41,7 +41,7 @@ from .from_data import tensor
 from .join import cat
 from .linalg import check_out_tuple
 from .linalg_norm import _torch_norm
-from .pointwise import maximum, minimum
+from .pointwise import maximum, minimum, where
 
 _apply = _dispatch.apply
 
@@ -492,6 +492,54 @@ def _mean_vjp(g, _a, *, dim, keepdim, dtype, shape):
 mean_op = Op("mean", _mean_kernel, vjp=_mean_vjp, linear=True)
 
 
+# NOTE [ var_mean's running mean ]
+# torch computes var_mean's and std_mean's mean with the variance, by a running (Welford)
+# update ``mean += (x - mean) / k`` over the reduced elements in order: once an infinite
+# element is in, the next element (any, finite or not) makes the mean NaN (inf - inf), so
+# the mean is NaN wherever a non-finite element is not the last one reduced, and +-inf when
+# the only infinity comes last. A complex input runs the update on the real and imaginary
+# parts apart (``[1, inf + 0j]`` has the mean ``inf + 0j``, where ``mean`` says
+# ``inf + nanj``). Finite slices take the plain mean; the fix-up runs only when the plain
+# mean is not finite.
+
+
+def _running_fixup(xp, a, r, dim, keepdim):
+    """The plain mean ``r`` of ``a`` as the running update leaves it (a real ``a``)."""
+    if dim is None:
+        dim = tuple(range(a.ndim))
+    n = _reduced_count(a.shape, dim)
+    if n < 2:
+        return r
+    rest = tuple(i for i in range(a.ndim) if i not in dim)
+    flat = a.transpose(rest + tuple(dim)).reshape(tuple(a.shape[i] for i in rest) + (n,))
+    early = ~xp.isfinite(flat[..., :-1]).all(axis=-1)
+    if keepdim:
+        early = early.reshape(_keep_shape(a.shape, dim))
+    r = xp.array(r, copy=True)
+    r[early] = np.nan
+    return r
+
+
+def _running_mean_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
+    r = _mean_kernel(xp, a, dim=dim, keepdim=keepdim, dtype=dtype, shape=shape)
+    if xp is not np or not holds_values(r) or np.isfinite(r).all():
+        return r
+    if r.dtype.kind != "c":
+        return _running_fixup(xp, a, r, dim, keepdim)
+    part = np.dtype(r.dtype.char.lower())
+    re_, im = (_running_fixup(xp, p, _mean_kernel(xp, p, dim=dim, keepdim=keepdim,
+                                                    dtype=part), dim, keepdim)
+               for p in (a.real, a.imag))
+    out = np.empty(np.shape(re_), r.dtype)
+    out.real, out.imag = re_, im
+    return out
+
+
+# var_mean's and std_mean's mean (NOTE [ var_mean's running mean ]); its gradient is mean's
+running_mean_op = Op("running_mean", _running_mean_kernel, vjp=_mean_vjp, linear=True)
+running_mean_op.node_name = "MeanBackward0"
+
+
 def _float_dtype_for(input, dtype, name):
     dt = _dtype_arg(dtype)
     if dt is None:
@@ -718,8 +766,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     _warn_dof("var_mean", input, d, c)
     v = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": False})
-    m = mean(input, d if d is not None else None, keepdim)
-    return v, m  # (no out= form: torch has none)
+    return v, _running_mean(input, d, keepdim)  # (no out= form: torch has none)
 
 
 @public(method=False)
@@ -729,26 +776,40 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     _warn_dof("std_mean", input, d, c)
     s = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": True})
-    m = mean(input, d if d is not None else None, keepdim)
-    return s, m  # (no out= form: torch has none)
+    return s, _running_mean(input, d, keepdim)  # (no out= form: torch has none)
+
+
+def _running_mean(input, d, keepdim):
+    """var_mean's mean (NOTE [ var_mean's running mean ]): the plain mean, redone by the
+    running rule where it is not finite (host arrays outside modes: a vmap keeps mean's
+    batching rule)."""
+    m = mean(input, d, keepdim)
+    a = m._data
+    if (_dispatch.intercept or type(a) is not np.ndarray or a.dtype.kind in "biu"
+            or np.isfinite(a).all()):
+        return m
+    return _apply(running_mean_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": a.dtype,
+                                              "shape": input._data.shape})
 
 
 # ------------------------------------------------------------------------------------------------
 # max / min / amax / amin / aminmax / argmax / argmin
 
 
-def _extreme_kernel(xp, a, *, dim, keepdim, largest):
+def _extreme_kernel(xp, a, *, dim, keepdim, largest, nan_picks=False):
     f = "maximum" if largest else "minimum"
     return xp.asarray(ufunc_reduce(xp, f, a, axis=dim, keepdims=keepdim)) if a.size else \
         xp.asarray(ufunc_reduce(xp, f, a, axis=dim, keepdims=keepdim,
                                 initial=0 if a.dtype.kind != "b" else False))
 
 
-def _extreme_vjp(g, a, *, dim, keepdim, largest, out):
-    # the gradient is shared evenly among the elements equal to the extreme (ties)
+def _extreme_vjp(g, a, *, dim, keepdim, largest, out, nan_picks=False):
+    # the gradient is shared evenly among the elements equal to the extreme (ties); a NaN
+    # extreme equals nothing, so amax/amin/aminmax give its whole slice NaN gradients (0 / 0),
+    # as torch does, while max()/min() of everything (``nan_picks``) pass it to the NaNs
     shape = a.shape
     oe = _expand_back(out, shape, dim, keepdim)
-    mask = (a == oe) | ((a != a) & (oe != oe))
+    mask = (a == oe) | ((a != a) & (oe != oe)) if nan_picks else a == oe
     count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
     return _expand_back(g, shape, dim, keepdim) * mask / _expand_back(count, shape, dim, True)
 
@@ -860,7 +921,8 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
             raise TypeError(f"{name}(): keepdim given without dim")
         _check_nonempty(input, None, name)
         _no_complex(input, name + "_all")
-        r = _apply(amax_op, (input,), {"dim": None, "keepdim": False, "largest": largest})
+        r = _apply(amax_op, (input,), {"dim": None, "keepdim": False, "largest": largest,
+                                       "nan_picks": True})
         return _finish(r, out, name)  # max(x, out=) casts, unlike amax
     d = _one_dim(input, dim, name)
     _check_nonempty(input, (d,) if input._data.ndim else None, name)
@@ -989,8 +1051,12 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     low = input.dtype in (_dt.float16, _dt.bfloat16)
     src = input.float() if low else input
     n = _norm(src, p, others if others else None, keepdim=True)
+    # a NaN norm is not over (the slice stays as it is), and the factor is taken, not
+    # interpolated: ``1 + over * (f - 1)`` rounds a tiny factor to 0 and spreads a NaN one
+    # (the norm is divided where it is over only: a NaN or zero norm elsewhere must not
+    # send a NaN back through the branch not taken)
     over = n > maxnorm
-    factor = 1 + over * (maxnorm / (n + 1e-7) - 1)
+    factor = where(over, maxnorm / (where(over, n, 1.0) + 1e-7), 1.0)
     r = src * factor
     return _finish(r.to(input.dtype) if low else r, out, "renorm")
 
@@ -1397,6 +1463,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
                                           enumerate(input.shape)])
                  for x in (prepend, input, append)]
         input = cat([x for x in parts if x is not None], d)
+    if out is not None and n > 0 and input.shape[d] == 0:
+        # torch's out= form narrows the (empty) dim from 1 before it differences
+        raise IndexError("start out of range (expected to be in range of [0, 0], but got 1)")
     r = input
     for _ in range(n):
         r = _apply(diff_op, (r,), {"dim": d})
@@ -1408,12 +1477,15 @@ def _trapezoid_terms(name, y, x, dx, dim):
     _check_tensor(y, name)
     d = wrap_dim(dim, y._data.ndim, name)
     n = y._data.shape[d]
+    # (cumulative_trapezoid refuses bools even over an empty dim; trapezoid sums nothing)
+    if n == 0 and name != "cumulative_trapezoid":
+        return None, d
+    if builtins.any(isinstance(t, Tensor) and t.dtype == _dt.bool_ for t in (y, x)):
+        what = "x` or `y" if isinstance(x, Tensor) else "y"
+        raise RuntimeError(f"{name}: received a bool input for `{what}`, but bool is not "
+                           "supported")
     if n == 0:
         return None, d
-    for what, t in (("y", y), ("x", x)):
-        if isinstance(t, Tensor) and t.dtype == _dt.bool_:
-            raise RuntimeError(f"{name}: received a bool input for `{what}`, but bool is not "
-                               "supported")
     terms = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if x is None:
         return terms * (1 if dx is None else dx), d

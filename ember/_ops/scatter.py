@@ -451,6 +451,9 @@ def _check_reduce(reduce, input=None):
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
+    if reduce == "mean" and isinstance(input, Tensor) and input.dtype.name == "bool":
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented "
+                                  "for 'Bool'")
     if reduce in ("amax", "amin") and isinstance(input, Tensor) and input.is_complex():
         # complex numbers have no order: torch's max / min reductions have no complex loop
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
@@ -775,12 +778,25 @@ _REDUCE_DTYPE_MSG = ("index_reduce_(): self ({self}) and source ({source}) must 
                      "scalar type")
 
 
-def _index_reduce_args(op_name, input, dim, index, source, reduce):
+def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=True):
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"{op_name}(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    # torch's order: the dtypes its kernels lack, then the indices (checked even where
+    # the slices are empty, negative ones refused), then mean's division of bools
+    d = getattr(input, "dtype", None)
+    if not include_self and d is not None and (d.is_complex or d.name == "bool"):
+        raise NotImplementedError(f'"index_reduce_func_exclude_input_init" not implemented '
+                                  f"for '{d.scalar_name}'")
     dim, index = _check_vector_index(op_name, input, index, dim)
     source = _check_source(op_name, input, dim, index, source, _REDUCE_DTYPE_MSG)
+    i = index._data
+    if holds_values(i) and i.size:
+        n = input.shape[dim] if input.dim() else 1
+        if (i < 0).any() or (i >= n).any():
+            raise IndexError("index out of range in self")
+    if reduce == "mean" and d.name == "bool":
+        raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
     return dim, index, source
 
 
@@ -792,7 +808,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     Composite: it is :func:`scatter_reduce` with ``index`` expanded to ``source``'s shape,
     which also gives its gradients.
     """
-    dim, index, source = _index_reduce_args("index_reduce", input, dim, index, source, reduce)
+    dim, index, source = _index_reduce_args("index_reduce", input, dim, index, source, reduce,
+                                            include_self)
     from .nn_checks import no_complex_autograd
 
     no_complex_autograd("index_reduce", input.dtype, input, source)
@@ -807,7 +824,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
 @public(name="index_reduce_", function=False)
 def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     """In-place :func:`index_reduce`."""
-    dim, index, source = _index_reduce_args("index_reduce_", self, dim, index, source, reduce)
+    dim, index, source = _index_reduce_args("index_reduce_", self, dim, index, source, reduce,
+                                            include_self)
     target = self if self._data.ndim else self.reshape(1)
     src = source if source._data.ndim else source.reshape(1)
     target.scatter_reduce_(dim, _expanded_index(index, source, dim), src, reduce,
