@@ -2,8 +2,9 @@
 
 The ops are declared in ember/_ops/linalg.py (products), linalg_contract.py (multi_dot),
 linalg_decomp.py (inverses, solvers, decompositions), linalg_func.py (least squares, pseudo-
-inverse, matrix functions), linalg_norm.py (norms, cross, vecdot) and linalg_extra.py (LDL,
-lu_factor_ex, cond, tensorinv/tensorsolve, vander, diagonal).
+inverse, matrix functions), linalg_householder.py (householder_product), linalg_norm.py
+(norms, cross, vecdot) and linalg_extra.py (LDL, lu_factor_ex, cond, tensorinv/tensorsolve,
+vander, diagonal).
 """
 
 from ._overrides import consult_in as _consult_in

@@ -453,6 +453,10 @@ def bmm(input, mat2, *, out=None):
         raise RuntimeError(
             f"bmm: expected size for first two dimensions of batch2 tensor to be: "
             f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+    if input.dtype != mat2.dtype and not (sa[0] * sa[1] * sb[2] and sa[2]):
+        # an empty product (or an empty contraction) skips PyTorch's dtype check; the
+        # result takes mat2's dtype
+        input = input.to(mat2.dtype)
     _check_matmul("bmm", input, mat2)
     if _dispatch.intercept and _dispatch.state.modes:
         return _matmul_door("bmm", input, mat2, out)

@@ -324,12 +324,10 @@ def einsum(*args):
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
     d0 = operands[0]._data.dtype
-    for t in operands[1:]:
-        if t._data.dtype != d0:
-            raise RuntimeError(
-                f"einsum(): expected scalar type {operands[0].dtype.scalar_name} but found "
-                f"{t.dtype.scalar_name}")
+    mixed = any(t._data.dtype != d0 for t in operands[1:])
     ins, rhs = _parse_einsum(eq, [t.dim() for t in operands])
+    if mixed:
+        operands = _einsum_mixed(ins, rhs, operands)
     sizes = {}
     for k, (s, t) in enumerate(zip(ins, operands)):
         for c, n in zip(s, t.shape):
@@ -352,6 +350,41 @@ def einsum(*args):
     full = ",".join(ins) + "->" + rhs
     optimize = len(ops) > 2
     return _dispatch.apply(einsum_op, tuple(ops), {"eq": full, "optimize": optimize})
+
+
+def _einsum_dtype_error(operands):
+    other = next(t for t in operands if t._data.dtype != operands[0]._data.dtype)
+    raise RuntimeError(f"einsum(): expected scalar type {operands[0].dtype.scalar_name} but "
+                       f"found {other.dtype.scalar_name}")
+
+
+def _einsum_mixed(ins, rhs, operands):
+    """Operands of different dtypes, as PyTorch's pairwise contraction takes them: with no
+    label to contract it multiplies (the dtypes promote); otherwise it runs ``bmm``, which
+    refuses mixed dtypes unless the product is empty or contracts an empty dim (it then
+    skips the check and the result takes the second operand's dtype; replayed for two
+    operands)."""
+    import functools
+
+    from .._core import dtype as _dt
+
+    seen = {}
+    for s in ins:
+        for c in set(s):
+            seen[c] = seen.get(c, 0) + 1
+    if not any(k > 1 and c not in rhs for c, k in seen.items()):
+        d = functools.reduce(_dt.promote_types, [t.dtype for t in operands])
+        return tuple(t.to(d) for t in operands)
+    if len(operands) != 2:
+        _einsum_dtype_error(operands)
+    a, b = operands
+    shared = (set(ins[0]) & set(ins[1])) - set(rhs)
+    # the labels the product sees (one operand's own labels the output lacks are summed first)
+    used = [(c, n) for s, t in zip(ins, operands) for c, n in zip(s, t.shape)
+            if c in rhs or c in shared]
+    if any(n == 0 for _, n in used):
+        return a.to(b.dtype), b
+    _einsum_dtype_error(operands)
 
 
 def _einsum_torch_dtypes(ins, rhs, ops, sizes):

@@ -721,11 +721,17 @@ def _not_pd(op_name, xp, a):
 
 
 @empty_any_dtype
-def _cholesky_kernel(xp, a, *, upper):
+def _cholesky_kernel(xp, a, *, upper, partial=False):
+    # upper=True reads the upper triangle, as LAPACK's uplo='U': U = L^H for the lower
+    # factor L of A^H, whose lower triangle is the upper one of A conjugated
+    if upper:
+        a = xp.conj(xp.swapaxes(a, -1, -2))
     try:
         l = _potrf(xp, a)
     except np.linalg.LinAlgError:
-        raise _not_pd("linalg.cholesky", xp, a) from None
+        if not partial:
+            raise _not_pd("linalg.cholesky", xp, a) from None
+        l = _potf2_batched(xp, a)
     return xp.conj(xp.swapaxes(l, -1, -2)) if upper else l
 
 
@@ -734,7 +740,7 @@ def _phi_mask(n, t):
     return _const_like((np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(t._data.dtype), t)
 
 
-def _cholesky_jvp(x_dots, _a, *, out, upper):
+def _cholesky_jvp(x_dots, _a, *, out, upper, partial=False):
     # A = L L^H: dL = L Phi(L^-1 dA L^-H), Phi the lower triangle with half the diagonal
     L = _h(out) if upper else out
     n = L.shape[-1]
@@ -744,7 +750,7 @@ def _cholesky_jvp(x_dots, _a, *, out, upper):
     return _h(dL) if upper else dL
 
 
-def _cholesky_vjp(g, _a, *, out, upper):
+def _cholesky_vjp(g, _a, *, out, upper, partial=False):
     # A = L L^H.  gA = L^-H Phi(L^H gL) L^-1, symmetrised (Murray 2016)
     L = _h(out) if upper else out
     gL = _h(g) if upper else g
@@ -778,29 +784,16 @@ def _cholesky_public(input, upper=False, *, out=None):
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: :func:`cholesky` reporting failures in ``info``.
 
-    Differences from PyTorch:
-        The factor ``L`` does not require grad even when ``input`` does (PyTorch's does); its values
-        for complex inputs that are not Hermitian positive-definite (where ``info`` is nonzero)
-        differ from PyTorch's.
+    Where the factorisation fails (``info = k > 0``: the leading minor of order ``k`` is not
+    positive-definite), ``L`` holds LAPACK's partial factor: the first ``k - 1`` columns
+    factored, the failing pivot's value on the diagonal, the rest of ``A``'s triangle as read.
+    See NOTE [ Partial Cholesky factors ].
     """
     check_out_tuple("linalg_cholesky_ex", out)
     check_square("linalg.cholesky_ex", A)
-    info_shape = tuple(A.shape[:-2])
-    try:
-        L = _dispatch.apply(cholesky_op, (A,), {"upper": bool(upper)})
-        info = wrap(_dispatch.xp_of(A._data).zeros(info_shape, np.int32))
-    except LinAlgError:
-        if check_errors:
-            raise
-        flat = A._data.reshape((-1,) + tuple(A.shape[-2:]))
-        infos = np.zeros(flat.shape[0], np.int32)
-        Ls = np.zeros_like(flat)
-        for i in range(flat.shape[0]):
-            infos[i], Ls[i] = _chol_partial(flat[i])
-        Lr = Ls.reshape(A._data.shape)
-        if upper:
-            Lr = np.conj(np.swapaxes(Lr, -1, -2))
-        L, info = wrap(Lr), wrap(infos.reshape(info_shape))
+    params = {"upper": bool(upper), "partial": not check_errors}
+    L = _dispatch.apply(cholesky_op, (A,), params)
+    info = wrap(_chol_info(L._data))
     r = make("linalg_cholesky_ex", ["L", "info"])(L, info)
     if out is not None:
         _dispatch.write_out("linalg.cholesky_ex", out, tuple(r))
@@ -808,18 +801,56 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return r
 
 
+# NOTE [ Partial Cholesky factors ]
+# torch's cholesky_ex returns what LAPACK's potrf left behind when it stops: for the small
+# matrices it is given, the unblocked left-looking potf2 order (column j is finished from
+# the columns before it), which stores the first non-positive (or NaN) pivot ``ajj`` on the
+# diagonal unrooted and leaves the later columns as read. NumPy's cholesky only raises, so
+# the failing matrices are redone here in that order; every pivot of a finished factor is
+# > 0 (a square root of something > 0), so ``info`` is read off the diagonal.
+
+
+def _potf2(a):
+    """(info, L): LAPACK's unblocked lower Cholesky of one matrix, as far as it gets."""
+    n = a.shape[-1]
+    L = np.tril(a)
+    with np.errstate(all="ignore"):
+        for j in range(n):
+            row = L[j, :j]
+            ajj = L[j, j].real - np.vdot(row, row).real
+            if not ajj > 0:  # NaN too
+                L[j, j] = ajj
+                return j + 1, L
+            ajj = np.sqrt(ajj)
+            L[j, j] = ajj
+            if j + 1 < n:
+                L[j + 1:, j] = (L[j + 1:, j] - L[j + 1:, :j] @ np.conj(row)) / ajj
+    return 0, L
+
+
+def _potf2_batched(xp, a):
+    """:func:`_potf2`'s factors of every matrix of a batch (the failure path)."""
+    host = a if xp is np else a.get()
+    flat = host.reshape((-1,) + host.shape[-2:])
+    Ls = np.stack([_potf2(m)[1] for m in flat]) if flat.shape[0] else flat.copy()
+    Ls = Ls.reshape(host.shape)
+    return Ls if xp is np else xp.asarray(Ls)
+
+
+def _chol_info(l):
+    """LAPACK's ``info`` of each factor of :func:`_potf2_batched` (0 where it finished)."""
+    xp = _dispatch.xp_of(l)
+    if not l.shape[-1]:
+        return xp.zeros(l.shape[:-2], np.int32)
+    d = xp.diagonal(l, axis1=-2, axis2=-1).real
+    with np.errstate(invalid="ignore"):
+        bad = ~(d > 0)
+    return xp.where(bad.any(-1), bad.argmax(-1) + 1, 0).astype(np.int32)
+
+
 def _chol_partial(a):
     """(info, L) for one matrix: info is the order of the first non-PD leading minor."""
-    try:
-        return 0, _potrf(np, a)
-    except np.linalg.LinAlgError:
-        n = a.shape[-1]
-        for k in range(1, n + 1):
-            try:
-                _potrf(np, a[:k, :k])
-            except np.linalg.LinAlgError:
-                return k, np.tril(a)
-        return n, np.tril(a)
+    return _potf2(a)
 
 
 def _cholesky_solve_kernel(xp, b, l, *, upper):
@@ -898,6 +929,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 
 
 def _qr_kernel(xp, a, *, mode):
+    a = a + 0.0  # a -0.0 pivot counts as +0.0, as in MKL (see _geqrf_kernel)
     if mode == "r":
         r = xp.linalg.qr(a, mode="r")
         return xp.empty((0,), a.dtype), r

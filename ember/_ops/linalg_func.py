@@ -14,6 +14,7 @@ from ._xp_compat import batched_expm
 from .pointwise import opmath
 from ._xp_compat import solve as xp_solve
 from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
+from .linalg_householder import householder_product  # noqa: F401 (ember.linalg's)
 from .linalg_decomp import (_LAPACK_DTYPES, _getf2, _odd_matrices, check_float, check_matrix,
                             check_square, empty_any_dtype, inv, lapack_svd, svdvals)
 
@@ -783,57 +784,3 @@ _matrix_power_public.__name__ = _matrix_power_public.__qualname__ = "matrix_powe
 _matrix_exp_public.__name__ = _matrix_exp_public.__qualname__ = "matrix_exp"
 
 
-# ------------------------------------------------------------------------------------------------
-# householder_product (a composite: autograd follows the products it is made of)
-
-
-def _no_reflector_kernel(xp, a, _tau):
-    m, n = a.shape[-2], a.shape[-1]
-    return xp.broadcast_to(xp.eye(m, n, dtype=a.dtype), a.shape).copy()
-
-
-_no_reflector_op = Op("linalg_householder_product", _no_reflector_kernel,
-                      vjp=lambda g, a, tau: (None, None))
-_no_reflector_op.node_name = "LinalgHouseholderProductBackward0"
-
-
-@_no_reflector_op.defjvp
-def _no_reflector_jvp(x_dots, a, tau, *, out):
-    return None
-
-
-def householder_product(A, tau, *, out=None):
-    """The first ``n`` columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^H``, where
-    ``v_i`` is column ``i`` of ``A`` below the diagonal with a 1 on it (LAPACK's orgqr)."""
-    op_name = "linalg.householder_product"
-    check_matrix(op_name, A)
-    check_tensor(op_name, tau, "tau")
-    m, n = A.shape[-2], A.shape[-1]
-    k = tau.shape[-1] if tau.dim() else 0
-    if m < n:
-        raise RuntimeError(
-            f"{op_name}: input.shape[-2] must be greater than or equal to input.shape[-1]")
-    if tau.dim() != A.dim() - 1 or k > n:
-        raise RuntimeError(
-            f"{op_name}: tau must have {A.dim() - 1} dims and at most input.shape[-1] "
-            f"elements in its last dim, got shape {list(tau.shape)}")
-    if A._data.dtype != tau._data.dtype:
-        raise RuntimeError(
-            f"{op_name}: tau dtype {tau.dtype.scalar_name} does not match input dtype "
-            f"{A.dtype.scalar_name}")
-    dt = A._data.dtype
-    xp = _dispatch.xp_of(A._data)  # the constants live on A's device
-    V = A * wrap(xp.asarray(np.tril(np.ones((m, n)), -1).astype(dt))) + \
-        wrap(xp.asarray(np.eye(m, n, dtype=dt)))
-    Q = wrap(xp.asarray(np.broadcast_to(np.eye(m, dtype=dt),
-                                        tuple(A.shape[:-2]) + (m, m)).copy()))
-    for i in range(k):
-        v = V[..., :, i:i + 1]
-        t = tau[..., i:i + 1].unsqueeze(-1)
-        Q = Q - matmul(matmul(Q, v) * t, _h(v))
-    if k == 0:  # no reflector: the identity's columns, recorded with no gradient (PyTorch's
-        # backward gives None to both inputs then)
-        Q = _dispatch.apply(_no_reflector_op, (A, tau), {})
-    # column-major per matrix, as LAPACK's orgqr leaves it in PyTorch
-    r = Q[..., :, :n].mT.clone(memory_format=contiguous_format).mT
-    return r if out is None else _dispatch.write_out(op_name, out, r)

@@ -165,7 +165,9 @@ def _geqrf_kernel(xp, a):
     if k:
         fn = getattr(lapack, {"f": "s", "d": "d", "F": "c", "D": "z"}[host.dtype.char] + "geqrf")
         for i in range(flat.shape[0]):
-            qr[i], tau[i], _, _ = fn(flat[i])
+            # + 0.0 turns -0.0 into 0.0: MKL's larfg takes the sign of a -0.0 pivot as +,
+            # the reference LAPACK SciPy carries as - (the opposite Householder sign)
+            qr[i], tau[i], _, _ = fn(flat[i] + 0.0)
     return xp.asarray(qr.reshape(host.shape)), xp.asarray(tau.reshape(batch + (k,)))
 
 
@@ -221,10 +223,6 @@ def orgqr(input, tau):
     Returns:
         Tensor: ``(*, m, n)``, differentiable.
 
-    Differences from PyTorch:
-        NaN, infinite and near-overflow inputs: ember can return NaN where PyTorch returns finite
-        values.
-
     Example::
 
         >>> A = ember.tensor([[3.0, 1.0], [4.0, 2.0]])
@@ -233,9 +231,96 @@ def orgqr(input, tau):
         >>> ember.allclose(Q @ Q.mT, ember.eye(2), atol=1e-6)
         True
     """
-    from .linalg_func import householder_product
+    from .linalg_householder import householder_product
 
     return householder_product(input, tau)
+
+
+def _orm2r(a, tau, c, left, transpose):
+    """LAPACK's orm2r on one matrix: ``c`` times ``Q = H_1 ... H_k`` or ``Q^H``, each
+    reflector applied as ``larf`` does (NOTE [ Householder reflectors as LAPACK applies
+    them ])."""
+    from .linalg_householder import _larf_fused, _unit_reflector
+
+    c = c.copy()
+    k = min(tau.shape[0], a.shape[-1], a.shape[-2])
+    forward = left == transpose  # Q^H C and C Q take H_1 first
+    for i in (range(k) if forward else reversed(range(k))):
+        t = np.conj(tau[i]) if transpose else tau[i]
+        v = _unit_reflector(a, i)
+        _larf_fused(v, t, c[i:, :] if left else c[:, i:], left)
+    return c
+
+
+def _ormqr_kernel(xp, a, tau, c, *, left, transpose):
+    from .linalg_householder import _column_major
+
+    if not holds_values(c):  # the meta device: shapes only, column-major as the result
+        return xp.swapaxes(xp.empty(c.shape[:-2] + c.shape[-2:][::-1], c.dtype), -1, -2)
+    host = [x if xp is np else x.get() for x in (a, tau, c)]
+    batch = np.broadcast_shapes(host[0].shape[:-2], host[1].shape[:-1], host[2].shape[:-2])
+    nb = int(np.prod(batch))
+    fa, ft, fc = (np.broadcast_to(x, batch + x.shape[-d:]).reshape((nb,) + x.shape[-d:])
+                  for x, d in zip(host, (2, 1, 2)))
+    with np.errstate(all="ignore"):
+        r = np.stack([_orm2r(fa[b], ft[b], fc[b], left, transpose) for b in range(fc.shape[0])]) \
+            if fc.shape[0] else fc.copy()
+    r = _column_major(r.reshape(batch + host[2].shape[-2:]))
+    return r if xp is np else xp.asarray(r)
+
+
+def _ormqr_parts(A, tau, mn):
+    from .linalg_householder import _reflectors
+
+    k = min(tau.shape[-1], A.shape[-1], mn)
+    V, below = _reflectors(A, k)
+    return V, below, tau[..., :k]
+
+
+def _ormqr_vjp(g, A, tau, C, *, left, transpose, needs_input_grad):
+    from .linalg_householder import _pad_cols, _reflector_grads
+    from .pointwise import where
+
+    gC = None
+    if needs_input_grad[2]:
+        gC = ormqr(A, tau, g, left=left, transpose=not transpose)
+    gA = gtau = None
+    mn = C.shape[-2] if left else C.shape[-1]
+    if min(tau.shape[-1], A.shape[-1], mn) and (needs_input_grad[0] or needs_input_grad[1]):
+        V, below, t = _ormqr_parts(A, tau, mn)
+        G = matmul(g, _h(C)) if left else matmul(_h(C), g)  # the gradient of op(Q)
+        gV, gtau = _reflector_grads(_h(G) if transpose else G, V, t, mn)
+        gA = where(below, gV, gV.new_zeros(()))
+        if gA.shape[-1] < A.shape[-1]:
+            gA = _pad_cols(gA, A.shape[-1])
+        if gtau.shape[-1] < tau.shape[-1]:
+            gtau = _pad_cols(gtau, tau.shape[-1])
+    return gA, gtau, gC
+
+
+def _ormqr_jvp(x_dots, A, tau, C, *, out, left, transpose):
+    from .linalg_householder import _reflector_tangent
+    from .pointwise import where
+
+    total = None
+    mn = C.shape[-2] if left else C.shape[-1]
+    if min(tau.shape[-1], A.shape[-1], mn) and (x_dots[0] is not None or x_dots[1] is not None):
+        V, below, t = _ormqr_parts(A, tau, mn)
+        k = t.shape[-1]
+        V_dot = None if x_dots[0] is None else where(
+            below, x_dots[0][..., :, :k], x_dots[0].new_zeros(()))
+        t_dot = None if x_dots[1] is None else x_dots[1][..., :k]
+        dQ = _reflector_tangent(V, t, V_dot, t_dot, mn)
+        if dQ is not None:
+            dQ = _h(dQ) if transpose else dQ
+            total = matmul(dQ, C) if left else matmul(C, dQ)
+    if x_dots[2] is not None:
+        term = ormqr(A, tau, x_dots[2], left=left, transpose=transpose)
+        total = term if total is None else total + term
+    return total
+
+
+ormqr_op = Op("ormqr", _ormqr_kernel, vjp=_ormqr_vjp, jvp=_ormqr_jvp)
 
 
 @public
@@ -263,9 +348,6 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
         >>> round(abs(R[1, 0].item()), 4)
         0.0
     """
-    from .join import cat
-    from .linalg_func import householder_product
-
     op_name = "torch.ormqr"
     check_matrix(op_name, input, "input")
     check_tensor(op_name, tau, "tau")
@@ -280,20 +362,15 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if tau.shape[-1] > input.shape[-1]:
         raise RuntimeError(f"{op_name}: tau.shape[-1] must be less than or equal to "
                            f"input.shape[-1]")
+    if tau.shape[-1] != min(mn, input.shape[-1]):
+        raise RuntimeError(f"{op_name}: tau.shape[-1] must be equal to min({side}, "
+                           "input.shape[-1])")
     if len({input.dtype, tau.dtype, other.dtype}) != 1:
         raise RuntimeError(f"{op_name}: Expected input, tau and other to have the same dtype, "
                            f"but got {input.dtype.scalar_name}, {tau.dtype.scalar_name} and "
                            f"{other.dtype.scalar_name}")
-    k = input.shape[-1]
-    reflectors = input[..., :, :min(k, mn)]
-    if reflectors.shape[-1] < mn:  # Q is mn x mn: pad with columns that only shape it
-        pad = reflectors.new_zeros(tuple(reflectors.shape[:-1]) + (mn - reflectors.shape[-1],))
-        reflectors = cat([reflectors, pad], -1)
-    Q = householder_product(reflectors, tau)
-    if transpose:
-        Q = _h(Q)
-    # as the transpose of the transposed product: column-major per matrix, as PyTorch's
-    r = (matmul(other.mT, Q.mT) if left else matmul(Q.mT, other.mT)).mT
+    params = {"left": bool(left), "transpose": bool(transpose)}
+    r = _dispatch.apply(ormqr_op, (input, tau, other), params)
     return r if out is None else _dispatch.write_out("ormqr", out, r)
 
 

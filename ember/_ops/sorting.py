@@ -570,9 +570,23 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     _check_tensor(input, "unique")
     _no_complex(input, "unique", "unique" if dim is None else "unique_dim")
     d = None if dim is None else wrap_dim(dim, input._data.ndim, "unique")
+    _check_zero_dims(input, d)
     r = _apply(unique_op, (input,), {"dim": d, "return_inverse": return_inverse,
                                      "return_counts": return_counts})
     return _pick(r, return_inverse, return_counts)
+
+
+def _check_zero_dims(input, d):
+    """torch's unique over a dim refuses inputs with a zero-size dim other than that one."""
+    if d is None:
+        return
+    zeros = [i for i, n in enumerate(input.shape) if n == 0]
+    if len(zeros) > 1:
+        raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot "
+                           "be applied ")
+    if zeros and zeros[0] != d:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
 
 
 def _unique_consecutive_kernel(xp, a, *, dim):
@@ -584,7 +598,7 @@ def _unique_consecutive_kernel(xp, a, *, dim):
                                                                         None else (0,)), empty
     diff = x[1:] != x[:-1]
     if diff.ndim > 1:
-        diff = diff.reshape(n - 1, -1).any(axis=1)
+        diff = diff.reshape(n - 1, int(np.prod(diff.shape[1:]))).any(axis=1)
     start = xp.concatenate([xp.ones(1, bool), diff])
     inv = xp.cumsum(start) - 1
     starts = xp.nonzero(start)[0]
@@ -607,6 +621,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     _check_tensor(input, "unique_consecutive")
     _no_complex(input, "unique_consecutive", "unique")
     d = None if dim is None else wrap_dim(dim, input._data.ndim, "unique_consecutive")
+    _check_zero_dims(input, d)
     r = _apply(unique_consecutive_op, (input,), {"dim": d})
     return _pick(r, return_inverse, return_counts)
 
@@ -760,9 +775,25 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
     xp = _dispatch.xp_of(a)
-    h, _ = xp.histogram(a.reshape(-1).astype(np.float64), bins=int(bins), range=(lo, hi))
-    r = wrap(h.astype(a.dtype))
+    r = wrap(_histc_counts(xp, a.reshape(-1), int(bins), lo, hi).astype(a.dtype))
     return r if out is None else _dispatch.write_out("histc", out, r)
+
+
+def _histc_counts(xp, x, bins, lo, hi):
+    """The bin of each ``x`` in ``[lo, hi]`` as torch's histc finds it: ``(x - lo) * bins /
+    (hi - lo)`` in the input's precision (float32 for half types), truncated, then clamped
+    into ``[0, bins - 1]`` (an overflow to inf lands in bin 0, as its integer conversion
+    does in torch)."""
+    ct = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    x = x.astype(ct)
+    lo_c, hi_c = ct.type(lo), ct.type(hi)
+    x = x[(x >= lo_c) & (x <= hi_c)]
+    with np.errstate(all="ignore"):
+        pos = (x - lo_c) * ct.type(bins) / (hi_c - lo_c)
+    ok = xp.isfinite(pos)
+    idx = xp.where(ok, pos, 0).astype(np.int64)
+    idx = xp.clip(idx, 0, bins - 1)
+    return xp.bincount(idx, minlength=bins)[:bins]
 
 
 @public
@@ -770,10 +801,8 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     """``(hist, bin_edges)``: a histogram with ``bins`` equal bins or the given edges.
 
-    Differences from PyTorch:
-        Input with NaN and no ``range``: PyTorch raises RuntimeError (the range is not finite),
-        ember returns NaN bin edges.
-    """
+    Equal bins need a finite range: the data's (NaN or infinite data raise RuntimeError) or
+    ``range``."""
     _check_out_tuple("histogram", out)
     _check_tensor(input, "histogram")
     _float_only(input, "histogram", "histogramdd")
@@ -804,8 +833,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
             raise RuntimeError(
                 f"{name}: if weight tensor is provided, input tensor and weight tensor should "
                 f"have the same dtype, but got input({input.dtype}), and weight({weight.dtype})")
-    if not isinstance(bins, Tensor) and a.size and a.dtype in (np.float16, _dt.bfloat16.np):
-        # torch's equal-bins kernel has no half-precision version
+    if (not isinstance(bins, Tensor) and range is None and a.size
+            and a.dtype in (np.float16, _dt.bfloat16.np)):
+        # torch finds the data's range with a kernel that has no half-precision version
         raise NotImplementedError(f'"histogramdd" not implemented for \'{_name(a.dtype)}\'')
     xp = _dispatch.xp_of(a)
     w = None if weight is None else weight._data.reshape(-1)
@@ -817,16 +847,20 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
             lo, hi = builtins.map(float, range)
         elif a.size:
             lo, hi = float(a.min()), float(a.max())
-        else:
-            lo, hi = 0.0, 0.0
+        else:  # no data: the unit range
+            lo, hi = 0.0, 1.0
+        # the data's own range propagates NaN, as torch's min/max do
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"{name}: dimension 0's range [{lo:g}, {hi:g}] is not finite")
         if lo > hi:
-            raise RuntimeError(f"histogram(): min should not exceed max, but got min {lo} "
-                               f"max {hi}")
+            raise RuntimeError(f"{name}: min should not exceed max, but got min {lo:g} max "
+                               f"{hi:g} for dimension 0")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         e = xp.linspace(lo, hi, int(bins) + 1).astype(a.dtype)
-        h, _ = xp.histogram(a.reshape(-1), bins=e.astype(np.float64), weights=w,
-                            density=density)
+        with np.errstate(all="ignore"):  # density of no counts: 0 / 0, NaN as in torch
+            h, _ = xp.histogram(a.reshape(-1), bins=e.astype(np.float64), weights=w,
+                                density=density)
     r = (wrap(xp.asarray(h).astype(a.dtype)), wrap(xp.ascontiguousarray(e).astype(a.dtype)))
     return _named("histogram", ("hist", "bin_edges"), r, out)
 
