@@ -928,7 +928,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
     a = elements if a_is else wrap(np.asarray(elements)).to(like.device)
     b = test_elements if b_is else wrap(np.asarray(test_elements)).to(like.device)
     for t in (a, b):
-        if t.dtype.is_complex:
+        if t.dtype.is_complex or t._data.dtype == np.bool_:  # (torch's kernels skip both)
             raise RuntimeError(
                 f"Unsupported input type encountered for isin(): {t.dtype.scalar_name}")
     if a._data.dtype != b._data.dtype:

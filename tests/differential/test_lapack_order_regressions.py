@@ -228,3 +228,16 @@ def test_unique_over_a_dim_with_size_0_or_1_dims_as_torch(expr):
 ])
 def test_half_histogram_needs_a_range_as_torch(expr):
     _same(expr)
+
+
+@pytest.mark.parametrize("expr", [
+    "T.isin(T.tensor([True, False]), T.tensor([True]))",
+    "T.isin(T.tensor([1, 2]), T.tensor([True]))",
+    "T.isin(True, T.tensor([True]))",
+])
+def test_isin_refuses_bool_as_torch(expr):
+    import ember
+    torch = pytest.importorskip("torch")
+    for T in (ember, torch):
+        with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin"):
+            eval(expr, {"T": T})
