@@ -223,6 +223,11 @@ def orgqr(input, tau):
     Returns:
         Tensor: ``(*, m, n)``, differentiable.
 
+    Differences from PyTorch:
+        Non-finite float32 input: PyTorch's MKL kernel fuses multiply-adds where ember
+        applies the reflectors in LAPACK's reference order, so where an intermediate
+        overflows the two can disagree on which entries come out inf or NaN.
+
     Example::
 
         >>> A = ember.tensor([[3.0, 1.0], [4.0, 2.0]])

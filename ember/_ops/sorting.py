@@ -775,7 +775,10 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
     xp = _dispatch.xp_of(a)
-    r = wrap(_histc_counts(xp, a.reshape(-1), int(bins), lo, hi).astype(a.dtype))
+    if holds_values(a):
+        r = wrap(_histc_counts(xp, a.reshape(-1), int(bins), lo, hi).astype(a.dtype))
+    else:  # (a meta tensor: only the shape is known, and a histogram's is ``(bins,)``)
+        r = wrap(xp.zeros(int(bins), a.dtype))
     return r if out is None else _dispatch.write_out("histc", out, r)
 
 
