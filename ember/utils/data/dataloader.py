@@ -344,7 +344,7 @@ class DataLoader:
                 # (attributed to this line, as PyTorch attributes it to its own: shown once
                 # per process, not once per loop in the user's script)
                 warnings.warn("'pin_memory' argument is set as true but no accelerator is "
-                              "found, then device pinned memory won't be used.")
+                              "found, then device pinned memory won't be used.", stacklevel=1)
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:
