@@ -41,7 +41,6 @@ import numpy as np
 from .. import _parallel
 from . import _blas
 
-_F32 = np.dtype(np.float32)
 
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
@@ -83,14 +82,10 @@ def eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
         ...          np.float64)
         False
     """
-    if xp is not np or np.dtype(dtype) != _F32 or len(w_shape) != 4:
-        return False
-    if tuple(w_shape[2:]) != (3, 3) or groups != 1 or tuple(stride) != (1, 1):
-        return False
-    if tuple(dilation) != (1, 1) or any(p > 2 for p in padding) or x_shape[0] == 0:
-        return False
-    ho, wo = (x_shape[2 + i] + 2 * padding[i] - 2 for i in range(2))
-    if ho < 1 or wo < 1 or not pays(x_shape[1], w_shape[0], ho, wo):
+    from .._ops.nn_conv_winograd import output_plane
+
+    plane = output_plane(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+    if plane is None or not pays(x_shape[1], w_shape[0], *plane):
         return False
     return _impl() is not None
 

@@ -77,13 +77,7 @@ def backward(x, g, w, padding):
         for sl in planar._chunks(hi - lo, per_sample, _TILE_BYTES):
             sl = slice(lo + sl.start, lo + sl.stop)
             m_ = sl.stop - sl.start
-            v = np.empty((16, c, m_ * th * tw), x.dtype)
-            k.winograd_input(x[sl], padding[0], padding[1], th, tw, v, 0, c)
-            dm = np.empty((16, o, m_ * th * tw), x.dtype)
-            k.winograd_output_adjoint(g[sl], th, tw, dm, 0, o)
-            for i in range(16):
-                np.matmul(dm[i], v[i].T, out=part)
-                du[i] += part
+            v, dm = planar.weight_tiles_into(k, x[sl], g[sl], padding, th, tw, du, part)
             dv = np.matmul(ut, dm, out=v)  # (v is spent: its buffer takes dV)
             ka.input_adjoint(dv.reshape(16, c, m_, th, tw), padding[0], padding[1], gx[sl])
         return du
@@ -97,5 +91,4 @@ def backward(x, g, w, padding):
         du = parts[0]
         for p in parts[1:]:
             du += p
-    kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=x.dtype)
-    return gx, (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
+    return gx, planar.weight_from_tiles(du, o, c)

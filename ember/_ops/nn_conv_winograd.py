@@ -56,16 +56,23 @@ def _impl():
     return _numba_conv
 
 
+def output_plane(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+    """The output plane (ho, wo) of a convolution every compiled Winograd path can take --
+    float32 NumPy, 3x3, stride 1, no dilation or groups, padding at most 2 -- or None."""
+    if xp is not np or np.dtype(dtype) != _F32 or len(w_shape) != 4:
+        return None
+    if tuple(w_shape[2:]) != (3, 3) or groups != 1 or tuple(stride) != (1, 1):
+        return None
+    if tuple(dilation) != (1, 1) or any(p > 2 for p in padding) or x_shape[0] == 0:
+        return None
+    ho, wo = (x_shape[2 + i] + 2 * padding[i] - 2 for i in range(2))
+    return (ho, wo) if ho >= 1 and wo >= 1 else None
+
+
 def eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
     """Whether a convolution takes the planar Winograd path (NOTE [ Planar Winograd ])."""
-    if xp is not np or np.dtype(dtype) != _F32 or len(w_shape) != 4:
-        return False
-    if tuple(w_shape[2:]) != (3, 3) or groups != 1 or tuple(stride) != (1, 1):
-        return False
-    if tuple(dilation) != (1, 1) or any(p > 2 for p in padding) or x_shape[0] == 0:
-        return False
-    ho, wo = (x_shape[2 + i] + 2 * padding[i] - 2 for i in range(2))
-    if ho < 1 or wo < 1 or not _pays(x_shape[1], w_shape[0], ho, wo):
+    plane = output_plane(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+    if plane is None or not _pays(x_shape[1], w_shape[0], *plane):
         return False
     return _impl() is not None
 
@@ -163,14 +170,7 @@ def weight_grad(x, g, padding):
         part = np.empty((o, c), x.dtype)
         for sl in _chunks(hi - lo, 16 * th * tw * (c + o) * x.itemsize, _WEIGHT_TILE_BYTES):
             sl = slice(lo + sl.start, lo + sl.stop)
-            m_ = sl.stop - sl.start
-            v = np.empty((16, c, m_ * th * tw), x.dtype)
-            k.winograd_input(x[sl], padding[0], padding[1], th, tw, v, 0, c)
-            dm = np.empty((16, o, m_ * th * tw), x.dtype)
-            k.winograd_output_adjoint(g[sl], th, tw, dm, 0, o)
-            for i in range(16):
-                np.matmul(dm[i], v[i].T, out=part)
-                du[i] += part
+            weight_tiles_into(k, x[sl], g[sl], padding, th, tw, du, part)
         return du
 
     parts = _parallel.split_batch(samples, n, 16 * n * th * tw * c * o)
@@ -181,5 +181,27 @@ def weight_grad(x, g, padding):
         du = parts[0]
         for p in parts[1:]:
             du += p
-    kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=x.dtype)
+    return weight_from_tiles(du, o, c)
+
+
+def weight_tiles_into(k, x, g, padding, th, tw, du, part):
+    """Add one chunk of samples' ``dM V^T`` (tile space, (16, O, C)) into ``du``; ``part``
+    is an (O, C) scratch. Returns the chunk's transforms (V, dM) for a caller that reuses
+    them (NOTE [ One output transform for both adjoints ] in
+    ember/_kernels/_winograd_backward.py)."""
+    m_ = x.shape[0]
+    c, o = x.shape[1], g.shape[1]
+    v = np.empty((16, c, m_ * th * tw), x.dtype)
+    k.winograd_input(x, padding[0], padding[1], th, tw, v, 0, c)
+    dm = np.empty((16, o, m_ * th * tw), x.dtype)
+    k.winograd_output_adjoint(g, th, tw, dm, 0, o)
+    for i in range(16):
+        np.matmul(dm[i], v[i].T, out=part)
+        du[i] += part
+    return v, dm
+
+
+def weight_from_tiles(du, o, c):
+    """The (O, C, 3, 3) weight gradient from its tile-space sum ``du`` (16, O, C)."""
+    kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=du.dtype)
     return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
