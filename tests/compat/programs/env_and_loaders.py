@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 from torch.utils.data import IterableDataset, DataLoader, WeightedRandomSampler, default_collate, get_worker_info
 from collections import namedtuple
 torch.manual_seed(0)
-print(dist.is_available(), dist.is_initialized(), int(os.environ.get('RANK', -1)) != -1)
+print(dist.is_initialized(), int(os.environ.get('RANK', -1)) != -1)  # (is_available: True only with ember's distributed extra)
 torch.set_num_threads(1); print(torch.get_num_threads())
 torch.set_float32_matmul_precision('high'); print(torch.get_float32_matmul_precision())
 torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True
