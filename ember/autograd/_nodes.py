@@ -683,9 +683,11 @@ def record_binary(op, a, b, out):
             node._saved = [a, b]
         else:  # ``Op.saved_for``: an input kept only for the gradients that read it
             sf = op.saved_for
-            ab = (a, b)
-            node._saved = [t if i not in sf or any(ab[j]._rg for j in sf[i]) else None
-                           for i, t in enumerate(ab)]
+            na, nb = sf.get(0), sf.get(1)
+            ra, rb = a._rg, b._rg
+            node._saved = [
+                a if na is None or (ra and 0 in na) or (rb and 1 in na) else None,
+                b if nb is None or (ra and 0 in nb) or (rb and 1 in nb) else None]
         va = a._vc
         vb = b._vc
         node._vers = [0 if va is None else va[0], 0 if vb is None else vb[0]]
