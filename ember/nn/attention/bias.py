@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 from enum import IntEnum
 
+from ..._core import dtype as _dt
 from ..._core.tensor import Tensor
 from ...overrides import DisableTorchFunctionSubclass
 
@@ -67,7 +68,7 @@ class CausalBias(Tensor):
         from ..._ops.creation import zeros
 
         with DisableTorchFunctionSubclass():
-            base = zeros((), dtype=_bool()).expand(seq_len_q, seq_len_kv)
+            base = zeros((), dtype=_dt.bool_).expand(seq_len_q, seq_len_kv)
         return base.as_subclass(cls)
 
     def __init__(self, variant, seq_len_q, seq_len_kv):
@@ -82,14 +83,14 @@ class CausalBias(Tensor):
         from ..._ops.creation import ones
 
         with DisableTorchFunctionSubclass():
-            return ones(self.seq_len_q, self.seq_len_kv, device=device, dtype=_bool()).tril()
+            return ones(self.seq_len_q, self.seq_len_kv, device=device, dtype=_dt.bool_).tril()
 
     def _lower_right(self, device):
         """The lower-right boolean mask (True where attention is allowed) on ``device``."""
         from ..._ops.creation import ones
 
         with DisableTorchFunctionSubclass():
-            m = ones(self.seq_len_q, self.seq_len_kv, device=device, dtype=_bool())
+            m = ones(self.seq_len_q, self.seq_len_kv, device=device, dtype=_dt.bool_)
             return m.tril(diagonal=self.seq_len_kv - self.seq_len_q)
 
     def _materialize(self, device=None):
@@ -138,12 +139,6 @@ class CausalBias(Tensor):
 
     def __repr__(self):
         return repr(self._materialize())
-
-
-def _bool():
-    from ..._core import dtype as _dt
-
-    return _dt.bool_
 
 
 def _check_size(size, name):
