@@ -291,3 +291,39 @@ def test_docstring_example_runs(name):
     for t in tests:
         runner.run(t)
     assert runner.summarize(verbose=False).failed == 0
+
+
+class _NoAiryOrSphericalModule:
+    """scipy.special without what cupyx.scipy.special lacks (airy, spherical_jn)."""
+
+    def __getattr__(self, name):
+        if name in ("airy", "spherical_jn"):
+            raise AttributeError(name)
+        import scipy.special
+
+        return getattr(scipy.special, name)
+
+
+class _OtherNamespace:
+    """NumPy under another name: the kernels take the path they take for CuPy."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def test_kernels_off_the_cpu_keep_scipys_values_at_the_edges(monkeypatch):
+    from ember._ops import special_bessel, special_ops
+
+    xp = _OtherNamespace()
+    monkeypatch.setitem(special_ops._SPECIAL, xp, _NoAiryOrSphericalModule())
+    # a library whose functions miss every edge: the kernel must impose SciPy's values
+    wrong = type("Wrong", (), {"__getattr__": lambda self, n: lambda a, *r: np.full_like(a, 7)})
+    a = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -2.0])
+    for k in (special_bessel._spherical_j0_kernel, special_bessel._airy_ai_kernel):
+        np.testing.assert_array_equal(k(xp, a), k(np, a))
+    monkeypatch.setitem(special_ops._SPECIAL, xp, wrong())
+    for name, edges in (("y0", special_bessel._Y_EDGES), ("k1e", special_bessel._K_EDGES)):
+        got = special_ops.scipy_kernel(name, edges)(xp, a)
+        want = special_ops.scipy_kernel(name)(np, a)
+        np.testing.assert_array_equal(got[:4], want[:4])
+        np.testing.assert_array_equal(got[6:], want[6:])

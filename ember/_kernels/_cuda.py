@@ -902,13 +902,23 @@ def _flat_call(name, dtype, arrays, outs):
                            (np.int64(outs[0].size),))
 
 
+def _c_order(a):
+    """``a`` itself when it is in C order, else a C-order copy of the same shape (CuPy's
+    ``ascontiguousarray``, like NumPy's, turns a 0-d array into a 1-d one)."""
+    if a.flags.c_contiguous:
+        return a
+    import cupy as cp
+
+    return cp.ascontiguousarray(a)
+
+
 def _one_pass(kernel, x):
     """``kernel`` applied to each element of ``x`` into a new array, or None."""
     if not covers(x):
         return None
     import cupy as cp
 
-    x = cp.ascontiguousarray(x)
+    x = _c_order(x)
     y = cp.empty_like(x)
     _flat_call(kernel, x.dtype, (x,), (y,))
     return y
@@ -920,7 +930,7 @@ def _one_pass_backward(kernel, g, x):
         return None
     import cupy as cp
 
-    g, x = cp.ascontiguousarray(g), cp.ascontiguousarray(x)
+    g, x = _c_order(g), _c_order(x)
     gx = cp.empty_like(x)
     _flat_call(kernel, x.dtype, (g, x), (gx,))
     return gx
@@ -942,7 +952,7 @@ def gelu(x):
         return None
     import cupy as cp
 
-    x = cp.ascontiguousarray(x)
+    x = _c_order(x)
     y = cp.empty_like(x)
     der = cp.empty(x.shape, cp.float32)
     _flat_call("gelu_erf_fwd", x.dtype, (x,), (y, der))
@@ -965,7 +975,7 @@ def threshold_backward(g, out, threshold):
         return None
     import cupy as cp
 
-    g, out = cp.ascontiguousarray(g), cp.ascontiguousarray(out)
+    g, out = _c_order(g), _c_order(out)
     gx = cp.empty_like(g)
     grid, block = _elementwise_grid(g.size)
     _function("threshold_bwd", g.dtype)(grid, block, (g, out, gx, np.float32(threshold),

@@ -12,19 +12,36 @@ dtype. The functions are exposed by ``ember/special.py`` only.
 from __future__ import annotations
 
 from .pointwise import opmath, unary_op
-from .special_ops import _no_half, _sp, scipy_kernel
+from ._xp_compat import to_host
+from .special_ops import _I_EDGES, _no_half, _sp, scipy_kernel
 
 _REAL = (0, 1, 2)
 
 
+_Y_EDGES = {"neg": float("nan"), "zero": -float("inf"), "inf": float("nan")}
+_K_EDGES = {"neg": float("nan"), "zero": float("inf"), "inf": 0.0}
+
+
 @opmath
 def _spherical_j0_kernel(xp, a):
-    return xp.asarray(_sp(xp).spherical_jn(0, a)).astype(a.dtype, copy=False)
+    sp = _sp(xp)
+    if hasattr(sp, "spherical_jn"):
+        return xp.asarray(sp.spherical_jn(0, a)).astype(a.dtype, copy=False)
+    # cupyx has no spherical_jn: sin(x) / x, 1 at 0, 0 at both infinities (SciPy's values)
+    r = xp.sin(a) / xp.where(a == 0, 1, a)
+    r = xp.where(a == 0, 1, xp.where(xp.isinf(a), 0, r))
+    return r.astype(a.dtype, copy=False)
 
 
 @opmath
 def _airy_ai_kernel(xp, a):
-    r = xp.asarray(_sp(xp).airy(a)[0])
+    sp = _sp(xp)
+    if hasattr(sp, "airy"):
+        r = xp.asarray(sp.airy(a)[0])
+    else:  # cupyx has no Airy functions: SciPy's on a host copy
+        import scipy.special
+
+        r = xp.asarray(scipy.special.airy(to_host(xp, a))[0])
     # SciPy answers NaN past x ~ 1e9, where Ai(x) ~ exp(-2/3 x^1.5) has long underflowed
     # to 0 (from x ~ 105 on), torch's answer
     r = xp.where((a > 200) & xp.isfinite(a), 0.0, r)
@@ -55,36 +72,36 @@ def _declare(name, kernel, doc, example):
 
 
 bessel_y0 = _declare(
-    "bessel_y0", scipy_kernel("y0"), "Bessel function of the second kind, order 0 (NaN for "
-    "negative inputs, -inf at 0).",
+    "bessel_y0", scipy_kernel("y0", _Y_EDGES),
+    "Bessel function of the second kind, order 0 (NaN for negative inputs, -inf at 0).",
     "round(ember.special.bessel_y0(ember.tensor(1.0)).item(), 4)\n        0.0883")
 bessel_y1 = _declare(
-    "bessel_y1", scipy_kernel("y1"), "Bessel function of the second kind, order 1.",
+    "bessel_y1", scipy_kernel("y1", _Y_EDGES), "Bessel function of the second kind, order 1.",
     "round(ember.special.bessel_y1(ember.tensor(1.0)).item(), 4)\n        -0.7812")
 modified_bessel_i0 = _declare(
-    "modified_bessel_i0", scipy_kernel("i0"),
+    "modified_bessel_i0", scipy_kernel("i0", _I_EDGES),
     "Modified Bessel function of the first kind, order 0.",
     "round(ember.special.modified_bessel_i0(ember.tensor(1.0)).item(), 4)\n        1.2661")
 modified_bessel_i1 = _declare(
-    "modified_bessel_i1", scipy_kernel("i1"),
+    "modified_bessel_i1", scipy_kernel("i1", _I_EDGES),
     "Modified Bessel function of the first kind, order 1.",
     "round(ember.special.modified_bessel_i1(ember.tensor(1.0)).item(), 4)\n        0.5652")
 modified_bessel_k0 = _declare(
-    "modified_bessel_k0", scipy_kernel("k0"),
+    "modified_bessel_k0", scipy_kernel("k0", _K_EDGES),
     "Modified Bessel function of the second kind, order 0 (inf at 0, NaN below).",
     "round(ember.special.modified_bessel_k0(ember.tensor(1.0)).item(), 4)\n        0.421")
 modified_bessel_k1 = _declare(
-    "modified_bessel_k1", scipy_kernel("k1"),
+    "modified_bessel_k1", scipy_kernel("k1", _K_EDGES),
     "Modified Bessel function of the second kind, order 1 (inf at 0, NaN below).",
     "round(ember.special.modified_bessel_k1(ember.tensor(1.0)).item(), 4)\n        0.6019")
 scaled_modified_bessel_k0 = _declare(
-    "scaled_modified_bessel_k0", scipy_kernel("k0e"),
+    "scaled_modified_bessel_k0", scipy_kernel("k0e", _K_EDGES),
     "Exponentially scaled modified Bessel function of the second kind, order 0: "
     "``exp(x) * k0(x)``.",
     "round(ember.special.scaled_modified_bessel_k0(ember.tensor(1.0)).item(), 4)\n"
     "        1.1445")
 scaled_modified_bessel_k1 = _declare(
-    "scaled_modified_bessel_k1", scipy_kernel("k1e"),
+    "scaled_modified_bessel_k1", scipy_kernel("k1e", _K_EDGES),
     "Exponentially scaled modified Bessel function of the second kind, order 1: "
     "``exp(x) * k1(x)``.",
     "round(ember.special.scaled_modified_bessel_k1(ember.tensor(1.0)).item(), 4)\n"

@@ -46,16 +46,42 @@ def _sp(xp):
     return mod
 
 
-def scipy_kernel(name):
-    """Kernel calling ``scipy.special.<name>`` that keeps the input's dtype."""
+_INF = float("inf")
+_NAN = float("nan")
+_EDGE_MASKS = {"neg": lambda a: a < 0, "zero": lambda a: a == 0,
+               "inf": lambda a: a == _INF, "-inf": lambda a: a == -_INF}
+
+
+def scipy_kernel(name, edges=None):
+    """Kernel calling ``scipy.special.<name>`` that keeps the input's dtype.
+
+    ``edges`` maps ``"neg"`` (every x < 0), ``"zero"``, ``"inf"`` and ``"-inf"`` to SciPy's
+    values there, imposed in that order on other array libraries: ``cupyx.scipy.special``
+    answers differently at some of these points (NOTE [ Special values off the CPU ])."""
 
     @opmath
     def kernel(xp, a, *rest):
-        return xp.asarray(getattr(_sp(xp), name)(a, *rest)).astype(
-            xp.result_type(a, *rest), copy=False)
+        r = xp.asarray(getattr(_sp(xp), name)(a, *rest))
+        if edges is not None and xp is not np:
+            r = _at_edges(xp, a, r, edges)
+        return r.astype(xp.result_type(a, *rest), copy=False)
 
     kernel.__name__ = name
     return kernel
+
+
+# NOTE [ Special values off the CPU ]
+# ember's values are SciPy's, which torch's CPU kernels agree with at the edges of each
+# domain. CuPy's implementations of the same names are other code: on an H100, y0(0) was NaN
+# instead of -inf and the modified Bessel functions of the second kind missed their limits.
+# Kernels whose functions have such edges name SciPy's values there, and other namespaces
+# get them imposed after the call (a few ``where``s; NumPy never pays for them).
+
+
+def _at_edges(xp, a, r, edges):
+    for key, value in edges.items():
+        r = xp.where(_EDGE_MASKS[key](a), xp.asarray(value, dtype=r.dtype), r)
+    return r
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -375,23 +401,27 @@ def _i1e_vjp(g, x, *, out):
     return g * where(x == 0, 0.5, special_i0e(x) - out * (x.sign() + x.reciprocal()))
 
 
-i0_op, special_i0 = unary_op("i0", scipy_kernel("i0"), allow=_REAL, vjp=_i0_vjp,
+# SciPy answers NaN at both infinities (as torch), for the first kind and the modified one
+_I_EDGES = {"inf": _NAN, "-inf": _NAN}
+i0_op, special_i0 = unary_op("i0", scipy_kernel("i0", _I_EDGES), allow=_REAL, vjp=_i0_vjp,
                              doc="Modified Bessel function of the first kind, order 0.")
-i0e_op, special_i0e = unary_op("special_i0e", scipy_kernel("i0e"), allow=_REAL, vjp=_i0e_vjp,
-                               method=False, function=False, inplace=False,
+i0e_op, special_i0e = unary_op("special_i0e", scipy_kernel("i0e", {"inf": 0.0, "-inf": 0.0}),
+                               allow=_REAL, vjp=_i0e_vjp, method=False, function=False,
+                               inplace=False,
                                doc="Exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``.")
-i1_op, special_i1 = unary_op("special_i1", scipy_kernel("i1"), allow=_REAL, vjp=_i1_vjp,
+i1_op, special_i1 = unary_op("special_i1", scipy_kernel("i1", _I_EDGES), allow=_REAL, vjp=_i1_vjp,
                              method=False, function=False, inplace=False,
                              doc="Modified Bessel function of the first kind, order 1.")
-i1e_op, special_i1e = unary_op("special_i1e", scipy_kernel("i1e"), allow=_REAL,
-                               vjp=_i1e_vjp, method=False, function=False, inplace=False,
+i1e_op, special_i1e = unary_op("special_i1e", scipy_kernel("i1e", {"inf": 0.0, "-inf": -0.0}),
+                               allow=_REAL, vjp=_i1e_vjp, method=False, function=False,
+                               inplace=False,
                                doc="Exponentially scaled ``i1``: ``exp(-|x|) * i1(x)``.")
 i0 = special_i0
 
 # Bessel functions of the first kind: PyTorch defines no derivative for them
-_j0_op, _j0 = unary_op("special_bessel_j0", scipy_kernel("j0"), allow=_REAL, method=False,
+_j0_op, _j0 = unary_op("special_bessel_j0", scipy_kernel("j0", _I_EDGES), allow=_REAL, method=False,
                        function=False, inplace=False)
-_j1_op, _j1 = unary_op("special_bessel_j1", scipy_kernel("j1"), allow=_REAL, method=False,
+_j1_op, _j1 = unary_op("special_bessel_j1", scipy_kernel("j1", _I_EDGES), allow=_REAL, method=False,
                        function=False, inplace=False)
 special_bessel_j0 = _no_half("bessel_j0", _j0)
 special_bessel_j0.__doc__ = "Bessel function of the first kind, order 0."

@@ -100,6 +100,8 @@ class OpInfo:
         differentiable: gradients are checked (gradcheck/gradgradcheck in float64).
         grad_dtypes: the dtypes gradients are checked in.
         atol / rtol: tolerances override (None: by dtype).
+        device_tols: ``{device type: (rtol, atol)}`` for comparing that device's results
+            with the CPU's, where its libraries round differently (cuSOLVER's float32 SVD).
         skips: names of generic tests to skip for this op, with the reason as value; the keys
             ``"inplace"`` / ``"out"`` instead say that ``Tensor.<name>_`` / ``out=`` is a
             different op, which the form-coverage check (tests/_ops/test_opinfo_coverage.py)
@@ -123,6 +125,7 @@ class OpInfo:
     grad_dtypes: tuple = GRAD_DTYPES
     atol: float | None = None
     rtol: float | None = None
+    device_tols: dict = dataclasses.field(default_factory=dict)
     skips: dict = dataclasses.field(default_factory=dict)
     nondeterministic: bool = False
     variant: str = ""

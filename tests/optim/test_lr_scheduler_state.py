@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import ember
-from tests.conftest import HAS_TORCH
+from tests.conftest import HAS_TORCH, needs_torch_2_13
 
 pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
 
@@ -196,6 +196,7 @@ def test_warm_restarts_step_count_stays_zero():
     assert counts[0] == counts[1] == (0, 0)
 
 
+@needs_torch_2_13
 def test_sequential_milestone_zero_starts_with_the_second_scheduler():
     import torch
 

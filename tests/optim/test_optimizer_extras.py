@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember
+from tests.conftest import needs_torch_2_13
 
 try:
     import torch
@@ -68,6 +69,7 @@ def _swap_in(mod):
 
 
 @needs_torch
+@needs_torch_2_13
 def test_swap_in_optimizer_params_and_state_matches_torch():
     ours, theirs = _swap_in(ember), _swap_in(torch)
     for a, b in zip(ours[:3], theirs[:3]):
