@@ -79,6 +79,8 @@ class _ThreadState(threading.local):
     modes = ()
     #: (a mode stack, the op names its modes act on or None): ``routes``' last answer
     routing = (None, None)
+    #: (a mode stack, whether all its modes keep tensors' data): ``plain_data``'s last answer
+    plain = (None, True)
 
 
 state = _ThreadState()
@@ -167,6 +169,10 @@ class Mode:
     #: the names of the built-in ops this mode acts on; None: every op (a private name:
     #: user modes subclass this class and may have an ``ops`` of their own)
     _ember_ops = None
+    #: True for a mode under which a tensor's ``_data`` is still the array its ops see, with
+    #: the shape and dtype they see (autocast: it changes calls, never what a tensor holds);
+    #: vmap's and functorch's levels do not (``plain_data``)
+    _ember_keeps_data = False
 
     def dispatch(self, handle, args, kwargs):
         return handle(*args, **kwargs)
@@ -239,6 +245,32 @@ def routes(op) -> bool:
         names = named_union(modes, "_ember_ops")
         state.routing = (modes, names)
     return names is None or op.name in names or not op.is_builtin
+
+
+def plain_data() -> bool:
+    """Whether ops on this thread see tensors' own arrays: no mode is pushed, or every mode on
+    the stack keeps them (``Mode._ember_keeps_data``). Shortcuts that read ``_data`` directly
+    (NOTE [ Checked convolution calls ]) ask this before taking themselves.
+
+    Returns:
+        bool: True when ``_data`` is what the op would see.
+
+    Example::
+
+        >>> plain_data()
+        True
+    """
+    if not intercept:
+        return True
+    modes = state.modes
+    if not modes:
+        return True
+    cached = state.plain
+    if cached[0] is modes:
+        return cached[1]
+    answer = all(getattr(m, "_ember_keeps_data", False) for m in modes)
+    state.plain = (modes, answer)
+    return answer
 
 
 def through_modes(handle, args, kwargs):

@@ -878,15 +878,17 @@ def _check_empty_input(x):
 # those shapes, dtypes, array types and arguments -- everything the checks read -- with the
 # normalised geometry, and the next such call skips straight to the op. Only plain tensors
 # with no mode or transform active take the shortcut (under vmap, ``_data`` is not the
-# shape the checks see); unbatched, empty and asymmetrically padded calls always check.
+# shape the checks see), autocast excepted (``_dispatch.plain_data``: its casts come before
+# and leave ``_data`` as the checks see it); unbatched, empty and asymmetrically padded calls
+# always check.
 _conv_checked: dict = {}
 _CONV_CHECKED_MAX = 1024
 
 
 def _conv_key(nd, input, weight, bias, stride, padding, dilation, groups):
     """The key of NOTE [ Checked convolution calls ], or None when the call must check."""
-    if _dispatch.intercept or type(input) is not Tensor or type(weight) is not Tensor or \
-            (bias is not None and type(bias) is not Tensor):
+    if (_dispatch.intercept and not _dispatch.plain_data()) or type(input) is not Tensor or \
+            type(weight) is not Tensor or (bias is not None and type(bias) is not Tensor):
         return None
     xd, wd = input._data, weight._data
     bd = None if bias is None else bias._data

@@ -196,6 +196,8 @@ class _AutocastMode(_dispatch.Mode):
     #: every other built-in op passes this layer unchanged, so its calls skip the stack
     #: (NOTE [ Modes that name their ops ] in ember/_dispatch.py)
     _ember_ops = frozenset(name for table in _policy.POLICIES.values() for name in table)
+    #: casts change the calls, never what a tensor holds (``_dispatch.plain_data``)
+    _ember_keeps_data = True
 
     def dispatch(self, handle, args, kwargs):
         st = _state
