@@ -9,9 +9,11 @@ shapes cuDNN refuses; batch norm as two passes for the statistics and one for th
 (NOTE [ Fused CUDA rows ] in ember/_kernels/_cuda.py), where the generic kernel makes six;
 max pooling (2-d) as one kernel and the float32 <-> float16/bfloat16 casts of ``_to_copy``
 (autocast's casts) as one launch each (NOTE [ Training-step CUDA kernels ] in
-ember/_kernels/_cuda.py); half-precision ``matmul``/``linear`` straight to cuBLAS's GemmEx
-(``half_gemm``: CuPy's own ``matmul`` ran bfloat16 products as float32 GEMMs with a cast
-of each operand, all of a GPT-2 step's backward GEMMs); batch norm's running statistics
+ember/_kernels/_cuda.py); ``matmul``/``linear`` straight to cuBLAS's GemmEx (``gemm``:
+CuPy's own ``matmul`` ran bfloat16 products as float32 GEMMs with a cast of each operand,
+all of a GPT-2 step's backward GEMMs, and costs three GEMM launches of host time for
+float32), and sums over an end of the dims as a GEMM against ones (``gemm_sum``); batch
+norm's running statistics
 (``nn_norm.running_stats_kernels``);
 and fused attention, an op of its own
 (``_scaled_dot_product_cudnn_attention``, as PyTorch names its cuDNN attention) that
@@ -115,20 +117,31 @@ def _max_pool(generic, x, *, kernel_size, stride, padding, dilation, ceil_mode, 
                    dilation=dilation, ceil_mode=ceil_mode, input_shape=input_shape)
 
 
-# -- half-precision products: cuBLAS takes float16/bfloat16 directly (float32 accumulation),
-# where the generic kernels widen both operands to float32 first -------------------------------
+# -- products through cuBLAS's GemmEx: half types take float16/bfloat16 directly (float32
+# accumulation), where the generic kernels widen both operands to float32 first; float32
+# and float64 skip CuPy's matmul, whose host cost per call (26 us on an H100) was three
+# times the GEMM launch's (9 us) -------------------------------------------------------------
 
 
-# cuBLAS's names for the operand types and the float32 accumulation (cudaDataType_t,
+# cuBLAS's names for the operand types and the compute types (cudaDataType_t,
 # cublasComputeType_t): constants of the CUDA API, stable across versions
-_CUDA_R_OF = {np.dtype(np.float16): 2, np.dtype(_dt.bfloat16.np): 14}
+_CUDA_R_OF = {np.dtype(np.float16): 2, np.dtype(_dt.bfloat16.np): 14,
+              np.dtype(np.float32): 0, np.dtype(np.float64): 1}
+_HALF_TYPES = (np.dtype(np.float16), np.dtype(_dt.bfloat16.np))
 _COMPUTE_32F = 68
+_COMPUTE_32F_FAST_TF32 = 77
+_COMPUTE_64F = 70
 _GEMM_DEFAULT = -1
+#: the compute type of float32 products: TF32 when the float32 matmul precision allows it
+#: (``_matmul_precision``), full float32 otherwise
+_compute_f32 = [_COMPUTE_32F]
 _ONE = np.ones((), np.float32)
 _ZERO = np.zeros((), np.float32)
+_ONE64 = np.ones((), np.float64)
+_ZERO64 = np.zeros((), np.float64)
 # their addresses, read once (``ndarray.ctypes`` builds an object at each access)
-_ONE_PTR = _ONE.ctypes.data
-_ZERO_PTR = _ZERO.ctypes.data
+_ONE_PTR, _ZERO_PTR = _ONE.ctypes.data, _ZERO.ctypes.data
+_ONE64_PTR, _ZERO64_PTR = _ONE64.ctypes.data, _ZERO64.ctypes.data
 
 
 def _blas_layout(cp, a):
@@ -149,6 +162,7 @@ def _blas_layout(cp, a):
 
 
 _modules: list = []
+_handle_streams: dict = {}  # cuBLAS handle -> the stream last set on it here
 
 
 def _cublas():
@@ -161,12 +175,32 @@ def _cublas():
     return _modules[0], _modules[1]
 
 
-def half_gemm(a, b):
-    """``a @ b`` for float16/bfloat16 CuPy operands of one dtype through cuBLAS's GemmEx
-    (float32 accumulation, one rounding), as PyTorch multiplies half matrices on CUDA:
-    2-d by 2-d, a stack by a matrix (one GEMM over the stack's rows), or two stacks with
-    broadcast batch dims (one strided-batched GEMM). None for what it does not cover
-    (1-d operands, other dtypes), for the caller to compute another way."""
+def _cublas_handle(cp, cublas):
+    """The current device's cuBLAS handle, bound to the current stream (CuPy's handle keeps
+    the stream its last user set)."""
+    handle = cp.cuda.device.get_cublas_handle()
+    stream = cp.cuda.get_current_stream().ptr
+    if _handle_streams.get(handle) != stream:
+        cublas.setStream(handle, stream)
+        _handle_streams[handle] = stream
+    return handle
+
+
+def gemm(a, b, exact=False):
+    """``a @ b`` for CuPy operands of one dtype (float16, bfloat16, float32 or float64)
+    through cuBLAS's GemmEx, as PyTorch multiplies matrices on CUDA: half types accumulate in
+    float32 and round once; float32 uses TF32 tensor cores when the float32 matmul precision
+    allows it, unless ``exact`` (sums). Covers 2-d by 2-d, a stack by a matrix (one GEMM over
+    the stack's rows) and two stacks with broadcast batch dims (one strided-batched GEMM).
+
+    Args:
+        a, b: CuPy arrays of at least two dims, ``a.shape[-1] == b.shape[-2]``.
+        exact: keep float32 products in full float32 whatever the precision setting.
+
+    Returns:
+        The product as a new CuPy array, or None for what it does not cover (1-d operands,
+        other or mixed dtypes), for the caller to compute another way.
+    """
     cp, cublas = _cublas()
     dt = _CUDA_R_OF.get(a.dtype)
     if dt is None or a.dtype != b.dtype or a.ndim < 2 or b.ndim < 2 or \
@@ -175,7 +209,7 @@ def half_gemm(a, b):
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if b.ndim == 2 and a.ndim > 2:
         lead = a.shape[:-2]
-        y = half_gemm(a.reshape(-1, k), b)
+        y = gemm(a.reshape(-1, k), b, exact)
         return None if y is None else y.reshape(lead + (m, n))
     batch = () if a.ndim == b.ndim == 2 else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = cp.ndarray(batch + (m, n), a.dtype)
@@ -184,14 +218,18 @@ def half_gemm(a, b):
     if k == 0:
         out.fill(0)
         return out
-    handle = cp.cuda.device.get_cublas_handle()
+    if dt == 1:
+        compute, one, zero = _COMPUTE_64F, _ONE64_PTR, _ZERO64_PTR
+    else:
+        compute, one, zero = (_COMPUTE_32F if exact or dt != 0 else _compute_f32[0],
+                              _ONE_PTR, _ZERO_PTR)
+    handle = _cublas_handle(cp, cublas)
     if not batch:
         a, ta, lda = _blas_layout(cp, a)
         b, tb, ldb = _blas_layout(cp, b)
         # row-major C = A B is column-major C^T = B^T A^T: B's layout comes first
-        cublas.gemmEx(handle, int(tb), int(ta), n, m, k, _ONE_PTR, b.data.ptr, dt, ldb,
-                      a.data.ptr, dt, lda, _ZERO_PTR, out.data.ptr, dt, n, _COMPUTE_32F,
-                      _GEMM_DEFAULT)
+        cublas.gemmEx(handle, int(tb), int(ta), n, m, k, one, b.data.ptr, dt, ldb,
+                      a.data.ptr, dt, lda, zero, out.data.ptr, dt, n, compute, _GEMM_DEFAULT)
         return out
     count = math.prod(batch)
     stacks = []
@@ -206,24 +244,33 @@ def half_gemm(a, b):
             _, t, ld = _blas_layout(cp, x[0])
         stacks.append((x, t, ld, x.strides[0] // x.itemsize))
     (a, ta, lda, sa), (b, tb, ldb, sb) = stacks
-    cublas.gemmStridedBatchedEx(handle, int(tb), int(ta), n, m, k, _ONE_PTR, b.data.ptr, dt,
-                                ldb, sb, a.data.ptr, dt, lda, sa, _ZERO_PTR, out.data.ptr,
-                                dt, n, m * n, count, _COMPUTE_32F, _GEMM_DEFAULT)
+    cublas.gemmStridedBatchedEx(handle, int(tb), int(ta), n, m, k, one, b.data.ptr, dt,
+                                ldb, sb, a.data.ptr, dt, lda, sa, zero, out.data.ptr,
+                                dt, n, m * n, count, compute, _GEMM_DEFAULT)
     return out
 
 
-_ones: dict = {}  # (device, length, dtype) -> a ones vector for half_sum
+_ones: dict = {}  # (device, length, dtype) -> a ones vector for gemm_sum
 
 
-def half_sum(a, dims, keepdim):
-    """The sum of a contiguous float16/bfloat16 CuPy array over its leading or its trailing
-    ``dims`` (all of one end), as one GEMM against a ones vector: cuBLAS accumulates in
-    float32 and rounds once, where the generic kernel widens the whole array to float32
-    first (a bias's gradient in a GPT step: a copy of the activations each). None where not
-    covered."""
+def gemm_sum(a, dims, keepdim):
+    """The sum of a contiguous floating CuPy array over its leading or its trailing ``dims``
+    (all of one end), as one GEMM against a ones vector: float32 accumulation and one
+    rounding for half types, where the generic kernel widens the whole array to float32
+    first (a bias's gradient in a GPT step: a copy of the activations each), and a third of
+    CuPy's reduction's host cost for float32 (always full float32 products here, never TF32).
+
+    Args:
+        a: a C-contiguous float16/bfloat16/float32/float64 CuPy array.
+        dims: the dims to sum, all leading or all trailing, not all of them.
+        keepdim: keep the summed dims with size 1.
+
+    Returns:
+        The sums, or None where not covered.
+    """
     import cupy as cp
 
-    if a.dtype not in _CUDA_R_OF or not a.flags.c_contiguous or not dims:
+    if a.dtype not in _CUDA_R_OF or not a.flags.c_contiguous or not dims or a.size == 0:
         return None
     nd, k = a.ndim, len(dims)
     dims = sorted(d % nd for d in dims)
@@ -240,30 +287,30 @@ def half_sum(a, dims, keepdim):
             _ones.clear()
         ones = _ones[key] = cp.ones(rows, a.dtype)
     if leading:
-        r = half_gemm(ones.reshape(1, rows), a.reshape(rows, -1))
+        r = gemm(ones.reshape(1, rows), a.reshape(rows, -1), exact=True)
         shape = (1,) * k + a.shape[k:] if keepdim else a.shape[k:]
     else:
-        r = half_gemm(a.reshape(-1, rows), ones.reshape(rows, 1))
+        r = gemm(a.reshape(-1, rows), ones.reshape(rows, 1), exact=True)
         shape = a.shape[:nd - k] + (1,) * k if keepdim else a.shape[:nd - k]
     return None if r is None else r.reshape(shape)
 
 
 def _sum(generic, a, *, dim, keepdim, dtype, shape=None):
     if (dtype is None or dtype == a.dtype) and a.ndim >= 2 and isinstance(dim, (tuple, list)):
-        r = half_sum(a, dim, keepdim)
+        r = gemm_sum(a, dim, keepdim)
         if r is not None:
             return r
     return generic(a, dim=dim, keepdim=keepdim, dtype=dtype, shape=shape)
 
 
 def _matmul(generic, a, b):
-    y = half_gemm(a, b)  # (None for what it does not cover: other dtypes, 1-d operands)
+    y = gemm(a, b)  # (None for what it does not cover: other dtypes, 1-d operands)
     return y if y is not None else generic(a, b)
 
 
 def _linear(generic, x, w, b):
     if b is None or b.dtype == x.dtype:
-        y = half_gemm(x, w.T)  # the weight's transpose: read by cuBLAS as is, no copy
+        y = gemm(x, w.T)  # the weight's transpose: read by cuBLAS as is, no copy
         if y is not None:
             if b is not None:
                 y += b
@@ -388,8 +435,9 @@ def _matmul_precision(value):
     import numpy as np
     from cupy._core import _routines_linalg as linalg
 
-    mode = linalg.COMPUTE_TYPE_TF32 if value in ("high", "medium") else \
-        linalg.COMPUTE_TYPE_DEFAULT
+    tf32 = value in ("high", "medium")
+    _compute_f32[0] = _COMPUTE_32F_FAST_TF32 if tf32 else _COMPUTE_32F  # ember's own GEMMs
+    mode = linalg.COMPUTE_TYPE_TF32 if tf32 else linalg.COMPUTE_TYPE_DEFAULT
     linalg.set_compute_type(np.float32, mode)
     linalg.set_compute_type(np.complex64, mode)
 
@@ -422,7 +470,8 @@ def register():
         _matmul, functools.partial(linalg.matmul_op.kernel, cp)))
     nn_ops.linear_op.register_kernel("cuda", functools.partial(
         _linear, functools.partial(nn_ops.linear_op.kernel, cp)))
-    for op, name in ((nn_ops.gelu_tanh_op, "gelu_tanh"), (nn_ops.silu_op, "silu")):
+    for op, name in ((nn_ops.gelu_tanh_op, "gelu_tanh"), (nn_ops.silu_op, "silu"),
+                     (nn_ops.relu_op, "relu")):
         op.register_kernel("cuda", functools.partial(_one_pass, name,
                                                      functools.partial(op.kernel, cp)))
     _attention_op = Op("_scaled_dot_product_cudnn_attention",

@@ -1,5 +1,5 @@
 """The training-step CUDA kernels (NOTE [ Training-step CUDA kernels ] in
-ember/_kernels/_cuda.py), half-precision GEMMs straight through cuBLAS (``half_gemm`` in
+ember/_kernels/_cuda.py), GEMMs straight through cuBLAS (``gemm`` in
 ember/cuda/_kernels.py) and deferred device checks (NOTE [ Deferred device checks ])
 against PyTorch on the same GPU. Skipped without a GPU."""
 
@@ -43,34 +43,66 @@ _LAYOUTS = {
 }
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("layout", sorted(_LAYOUTS))
-def test_half_matmul_matches_torch(dtype, layout):
+def test_matmul_matches_torch(dtype, layout):
     fa, fb, sa, sb = _LAYOUTS[layout]
     a, ta = _pair(sa, dtype, 0)
     b, tb = _pair(sb, dtype, 1)
     y, ty = fa(a) @ fb(b), fa(ta) @ fb(tb)
     assert y.dtype == getattr(ember, dtype) and tuple(y.shape) == tuple(ty.shape)
-    np.testing.assert_allclose(_np(y), _np(ty), rtol=2e-2, atol=2e-2 * np.abs(_np(ty)).max())
+    tol = 2e-2 if dtype in ("float16", "bfloat16") else 1e-5
+    np.testing.assert_allclose(_np(y), _np(ty), rtol=tol, atol=tol * np.abs(_np(ty)).max())
 
 
-def test_half_gemm_is_taken_for_bfloat16():
+def test_float32_gemm_follows_the_matmul_precision():
+    from ember.cuda import _kernels
+
+    a = ember.tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32),
+                     device="cuda")
+    exact = (a.double() @ a.double()).float().cpu().numpy()
+    before = ember.get_float32_matmul_precision()
+    try:
+        ember.set_float32_matmul_precision("highest")
+        full = _kernels.gemm(a._data, a._data).get()
+        ember.set_float32_matmul_precision("high")
+        tf32 = _kernels.gemm(a._data, a._data).get()
+        forced = _kernels.gemm(a._data, a._data, exact=True).get()
+    finally:
+        ember.set_float32_matmul_precision(before)
+    full_err, tf32_err = np.abs(full - exact).max(), np.abs(tf32 - exact).max()
+    assert full_err < 1e-4 < tf32_err  # TF32 keeps 10 mantissa bits
+    assert np.abs(forced - exact).max() < 1e-4
+
+
+def test_gemm_runs_on_the_current_stream():
+    from ember.cuda import _kernels
+
+    a = ember.randn(256, 256, device="cuda")
+    s = ember.cuda.Stream()
+    with ember.cuda.stream(s):
+        y = _kernels.gemm(a._data, a._data)
+    s.synchronize()
+    np.testing.assert_allclose(y.get(), (a.cpu() @ a.cpu()).numpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_gemm_is_taken_for_bfloat16():
     from ember.cuda import _kernels
 
     a, _ = _pair((8, 16), "bfloat16", 0)
     b, _ = _pair((16, 4), "bfloat16", 1)
-    y = _kernels.half_gemm(a._data, b._data)
+    y = _kernels.gemm(a._data, b._data)
     assert y is not None and y.dtype == a._data.dtype
     ref = a.float() @ b.float()
     np.testing.assert_allclose(y.astype(np.float32).get(), _np(ref), rtol=2e-2, atol=5e-2)
 
 
-def test_half_gemm_empty_inner_dim_gives_zeros():
+def test_gemm_empty_inner_dim_gives_zeros():
     from ember.cuda import _kernels
 
     a, _ = _pair((3, 0), "float16", 0)
     b, _ = _pair((0, 5), "float16", 1)
-    y = _kernels.half_gemm(a._data, b._data)
+    y = _kernels.gemm(a._data, b._data)
     assert y.shape == (3, 5) and not bool(y.any())
 
 
@@ -215,24 +247,45 @@ def test_conversion_of_strided_arrays_keeps_the_generic_path():
 # -- half-precision sums -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("dim,keepdim", [((0,), False), ((0, 1), True), ((-1,), False),
                                          ((1, 2), True), ((1,), False)])
-def test_half_sums_match_torch(dtype, dim, keepdim):
+def test_sums_match_torch(dtype, dim, keepdim):
     x, tx = _pair((6, 7, 300), dtype, 0)
     y, ty = x.sum(dim, keepdim=keepdim), tx.sum(dim, keepdim=keepdim)
     assert y.dtype == x.dtype and tuple(y.shape) == tuple(ty.shape)
-    np.testing.assert_allclose(_np(y), _np(ty), rtol=2e-2, atol=0.5)
+    half = dtype in ("float16", "bfloat16")
+    np.testing.assert_allclose(_np(y), _np(ty), rtol=2e-2 if half else 1e-5,
+                               atol=0.5 if half else 1e-4)
 
 
-def test_half_sum_takes_the_gemm_for_an_end_of_the_dims():
+def test_float32_sum_stays_exact_under_tf32():
+    x, tx = _pair((4096, 3), "float32", 0)
+    x = x + 1000.0  # large values: TF32's 10 mantissa bits would lose their fractions
+    before = ember.get_float32_matmul_precision()
+    try:
+        ember.set_float32_matmul_precision("high")
+        y = x.sum(0)
+    finally:
+        ember.set_float32_matmul_precision(before)
+    want = (tx.double() + 1000.0).sum(0)
+    np.testing.assert_allclose(y.double().cpu().numpy(), want.cpu().numpy(), rtol=1e-6)
+
+
+def test_sums_of_empty_arrays_take_the_generic_path():
+    x, tx = _pair((0, 5), "float32", 0)
+    assert tuple(x.sum(0).shape) == (5,) and not x.sum(0).cpu().numpy().any()
+    assert tuple(x.sum(1).shape) == tuple(tx.sum(1).shape) == (0,)
+
+
+def test_gemm_sum_takes_the_gemm_for_an_end_of_the_dims():
     from ember.cuda import _kernels
 
     x, _ = _pair((8, 16), "bfloat16", 0)
-    assert _kernels.half_sum(x._data, (0,), False) is not None
-    assert _kernels.half_sum(x._data, (1,), True) is not None
+    assert _kernels.gemm_sum(x._data, (0,), False) is not None
+    assert _kernels.gemm_sum(x._data, (1,), True) is not None
     x3, _ = _pair((4, 5, 6), "bfloat16", 0)
-    assert _kernels.half_sum(x3._data, (1,), False) is None  # a middle dim: the generic path
+    assert _kernels.gemm_sum(x3._data, (1,), False) is None  # a middle dim: the generic path
 
 
 # -- multi-tensor optimizer steps ----------------------------------------------------------------
