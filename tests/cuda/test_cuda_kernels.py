@@ -226,6 +226,24 @@ def test_relu_backward_and_layer_norm_inf_rows_match_torch(dtype):
         np.isnan(torch.native_layer_norm(t, (5,), None, None, 1e-5)[1].float().cpu().numpy()))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_relu_forward_kernel_treats_negative_zero_and_nan_as_torch(dtype):
+    from ember._kernels import _cuda
+
+    a = np.array([-0.0, np.nan, -1.5, 2.0, 0.0, -np.inf, np.inf] * 5, np.float32)
+    e = ember.tensor(a).to("cuda", getattr(ember, dtype))
+    t = torch.tensor(a).to("cuda", getattr(torch, dtype))
+    assert _cuda.relu(e._data) is not None  # the one-launch kernel covers this dtype
+    for got in (ember.relu(e), e.clone().relu_(), ember.nn.ReLU(inplace=True)(e.clone())):
+        want = torch.relu(t)
+        g, w = got.float().cpu().numpy(), want.float().cpu().numpy()
+        np.testing.assert_array_equal(g, w)
+        finite = ~np.isnan(w)  # (a NaN's sign bit is not a value: torch's bfloat16 sets it)
+        np.testing.assert_array_equal(np.signbit(g[finite]), np.signbit(w[finite]))
+    ints = ember.tensor([-2, 3], device="cuda")
+    assert ember.relu(ints).cpu().tolist() == [0, 3]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_products_and_amp_linear_match_torch(dtype):
     a, ta = _pair((3, 64, 96), dtype, 0)
