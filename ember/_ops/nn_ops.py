@@ -34,7 +34,8 @@ from .special_ops import _sp
 
 
 def _relu_kernel(xp, a):
-    return xp.maximum(a, 0) if a.dtype.kind != "b" else a
+    # (0 first: NumPy then keeps -0.0, as torch's CPU relu does)
+    return xp.maximum(0, a) if a.dtype.kind != "b" else a
 
 
 def _threshold_backward_kernel(xp, g, out, *, threshold):
