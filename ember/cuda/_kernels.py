@@ -162,7 +162,6 @@ def _blas_layout(cp, a):
 
 
 _modules: list = []
-_handle_streams: dict = {}  # cuBLAS handle -> the stream last set on it here
 
 
 def _cublas():
@@ -176,13 +175,11 @@ def _cublas():
 
 
 def _cublas_handle(cp, cublas):
-    """The current device's cuBLAS handle, bound to the current stream (CuPy's handle keeps
-    the stream its last user set)."""
+    """The current device's cuBLAS handle, bound to the current stream: the handle is
+    CuPy's, shared with its own routines, which set whatever stream they run on, so the
+    stream is set at every call (a fraction of a microsecond), never assumed."""
     handle = cp.cuda.device.get_cublas_handle()
-    stream = cp.cuda.get_current_stream().ptr
-    if _handle_streams.get(handle) != stream:
-        cublas.setStream(handle, stream)
-        _handle_streams[handle] = stream
+    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
     return handle
 
 
