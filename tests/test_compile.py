@@ -1,6 +1,5 @@
 """ember.compile (eager), ember._dynamo and ember.compiler, vs PyTorch."""
 
-import warnings
 
 import pytest
 
@@ -194,9 +193,3 @@ def test_set_stance_unknown_raises_runtime_error():
         ember.compiler.set_stance("bogus")
     with ember.compiler.set_stance("force_eager"):
         pass
-
-
-def test_dynamo_explain_raises_not_implemented():
-    with warnings.catch_warnings():
-        with pytest.raises(NotImplementedError, match="graph capture"):
-            ember._dynamo.explain(abs)

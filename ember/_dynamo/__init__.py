@@ -1,10 +1,12 @@
 """``ember._dynamo``: the graph-capture namespace programs configure and decorate with.
 
-ember has no graph capture yet: ``ember.compile`` runs eagerly (NOTE [ Eager compile ] in
+ember has no bytecode compiler: ``ember.compile`` runs eagerly (NOTE [ Eager compile ] in
 eval_frame.py), so the decorators here (``disable``, ``allow_in_graph``, ...) return the
 function to run as it is, the shape hints (``mark_dynamic``, ...) check their arguments and
 change nothing, and ``is_compiling()`` is always False. ``config`` keeps the settings
-programs tune (NOTE [ Compiler config ]).
+programs tune (NOTE [ Compiler config ]). ``explain`` runs a function once and reports the
+graphs and graph breaks a compiler would capture (NOTE [ Explain by recording ] in
+_explain.py).
 
 Example::
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from . import config, exc  # noqa: F401
 from .eval_frame import OptimizedModule, compile, list_backends  # noqa: F401
+from ._explain import explain  # noqa: F401
 
 __all__ = [
     "OptimizedModule", "allow_in_graph", "assume_constant_result", "config", "disable",
@@ -256,26 +259,3 @@ def run(fn=None):
         1
     """
     return (lambda f: f) if fn is None else fn
-
-
-def explain(f, *extra_args, **extra_kwargs):
-    """Report the graphs and graph breaks of ``f``: needs graph capture, which ember lacks.
-
-    Args:
-        f: a function.
-
-    Returns:
-        Never returns in ember.
-
-    Raises:
-        NotImplementedError: ember has no graph capture yet.
-
-    Example::
-
-        >>> ember._dynamo.explain(abs)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: torch._dynamo.explain needs graph capture, ...
-    """
-    raise NotImplementedError("torch._dynamo.explain needs graph capture, which ember does not "
-                              "have yet (ember.compile runs eagerly)")

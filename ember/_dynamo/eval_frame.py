@@ -13,7 +13,9 @@ on the backend:
   or module is captured with ``ember.fx.symbolic_trace`` and the backend receives the
   ``GraphModule`` and the example tensors, as a TorchDynamo backend does; what it returns
   runs the call. Where fx cannot capture the code (control flow on tensor values, ...), the
-  call runs eagerly, as TorchDynamo's graph breaks fall back to Python -- unless
+  first call is recorded as ``explain`` records it (NOTE [ Explain by recording ] in
+  _explain.py): the backend is handed each graph between the graph breaks, with its example
+  inputs, as TorchDynamo hands them, and that call and later ones run eagerly -- unless
   ``fullgraph=True``, which raises ``ember._dynamo.exc.Unsupported`` as PyTorch does.
 
 What a program can observe of the wrapper is kept: a compiled ``nn.Module`` is an
@@ -103,19 +105,28 @@ class _Capture:
                     raise Unsupported(f"ember.compile(fullgraph=True) could not capture "
                                       f"{getattr(self.fn, '__name__', self.fn)!r} in one "
                                       f"graph: {err}") from err
-                self.eager = True
-                return self.fn(*args)
-            example = [a for a in args if hasattr(a, "shape")]
-            try:
-                run = self.backend(gm, example)
-            except Exception as err:
-                from .exc import BackendCompilerFailed
+                # graph breaks: the backend compiles each graph between them (as recorded
+                # by running the call once), and the function runs eagerly from then on
+                from ._explain import record_graphs
 
-                name = getattr(self.backend, "__name__", repr(self.backend))
-                raise BackendCompilerFailed(f"backend={name!r} raised:\n"
-                                            f"{type(err).__name__}: {err}") from err
+                self.eager = True
+                result, graphs = record_graphs(self.fn, args, {})
+                for piece, example, _, _ in graphs:
+                    self._compile(piece, example)
+                return result
+            run = self._compile(gm, [a for a in args if hasattr(a, "shape")])
             self.compiled[key] = run
         return run(*args)
+
+    def _compile(self, gm, example):
+        try:
+            return self.backend(gm, example)
+        except Exception as err:
+            from .exc import BackendCompilerFailed
+
+            name = getattr(self.backend, "__name__", repr(self.backend))
+            raise BackendCompilerFailed(f"backend={name!r} raised:\n"
+                                        f"{type(err).__name__}: {err}") from err
 
 
 def _compiled_callable(fn, backend=None, fullgraph=False):

@@ -417,18 +417,39 @@ def _softmax_args(name, input, dim, dtype):
     return input, dim
 
 
-@public
 def softmax(input, dim=None, dtype=None):
-    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably."""
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (``dim=None``: the legacy
+    implicit choice ``nn.functional.softmax`` makes)."""
     input, dim = _softmax_args("softmax", input, dim, dtype)
     return _dispatch.apply(softmax_op, (input,), {"dim": dim})
 
 
-@public
 def log_softmax(input, dim=None, dtype=None):
-    """``log(softmax(x))`` along ``dim``, computed as ``x - logsumexp(x)``."""
+    """``log(softmax(x))`` along ``dim``, computed as ``x - logsumexp(x)`` (``dim=None``: the
+    legacy implicit choice)."""
     input, dim = _softmax_args("log_softmax", input, dim, dtype)
     return _dispatch.apply(log_softmax_op, (input,), {"dim": dim})
+
+
+def _dim_given(name, dim, position):
+    # only ``nn.functional`` keeps the implicit choice; ``torch.softmax`` needs a dim
+    if dim is None:
+        raise TypeError(f"{name}(): argument 'dim' (position {position}) must be int, not "
+                        "NoneType")
+
+
+@public(name="softmax")
+def _softmax_with_dim(input, dim, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably."""
+    _dim_given("softmax", dim, 2)
+    return softmax(input, dim, dtype)
+
+
+@public(name="log_softmax")
+def _log_softmax_with_dim(input, dim, dtype=None):
+    """``log(softmax(x))`` along ``dim``, computed as ``x - logsumexp(x)``."""
+    _dim_given("log_softmax", dim, 2)
+    return log_softmax(input, dim, dtype)
 
 
 # ------------------------------------------------------------------------------------------------

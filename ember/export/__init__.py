@@ -295,6 +295,10 @@ def _target_ref(target):
 
     if target is operator.getitem:
         return ("getitem",)
+    import ember
+
+    if target is ember.cond:
+        return ("cond",)
     if hasattr(target, "overloadpacket"):
         return ("op", target.overloadpacket.__name__, target._overloadname)
     return ("attr", target)
@@ -325,22 +329,52 @@ def save(ep, f, *, extra_files=None, opset_version=None,
     if not isinstance(ep, ExportedProgram):
         raise TypeError(f"The 'ep' parameter must be an instance of 'ExportedProgram', got "
                         f"'{type(ep).__name__}' instead.")
+    payload = {"format": "ember.export/1", "nodes": _graph_record(ep.graph),
+               "signature": pickle.dumps(ep.graph_signature),
+               "state_dict": dict(ep.state_dict), "constants": dict(ep.constants),
+               "range_constraints": dict(ep.range_constraints),
+               "example_inputs": ep.example_inputs, "out_spec": ep._out_spec,
+               "dynamic": ep._dynamic, "extra_files": dict(extra_files or {}),
+               "subgraphs": _subgraph_records(ep.graph)}
+    _save(payload, f)
+
+
+def _graph_record(graph) -> list:
+    """A graph's nodes as plain data (ops by name, arguments by node index)."""
     index = {}
     nodes = []
-    for i, node in enumerate(ep.graph.nodes):
+    for i, node in enumerate(graph.nodes):
         index[node] = i
         meta = node.meta.get("val")
         val = (tuple(meta.shape), str(meta.dtype)) if isinstance(meta, Tensor) else None
         nodes.append({"op": node.op, "name": node.name, "target": _target_ref(node.target),
                       "args": _node_ref(node.args, index),
                       "kwargs": _node_ref(dict(node.kwargs), index), "val": val})
-    payload = {"format": "ember.export/1", "nodes": nodes,
-               "signature": pickle.dumps(ep.graph_signature),
-               "state_dict": dict(ep.state_dict), "constants": dict(ep.constants),
-               "range_constraints": dict(ep.range_constraints),
-               "example_inputs": ep.example_inputs, "out_spec": ep._out_spec,
-               "dynamic": ep._dynamic, "extra_files": dict(extra_files or {})}
-    _save(payload, f)
+    return nodes
+
+
+def _subgraph_records(graph) -> dict:
+    """The branch graphs of ``cond`` nodes: nodes, the tensors they hold, their own
+    branches."""
+    return {name: {"nodes": _graph_record(sub.graph), "buffers": dict(sub.named_buffers()),
+                   "subgraphs": _subgraph_records(sub.graph)}
+            for name, sub in getattr(graph, "_subgraphs", {}).items()}
+
+
+def _subgraphs_from(records: dict) -> dict:
+    from .. import fx, nn
+
+    out = {}
+    for name, rec in records.items():
+        graph = _graph_from(rec["nodes"])
+        graph._subgraphs = _subgraphs_from(rec["subgraphs"])
+        root = nn.Module()
+        for key, sub in graph._subgraphs.items():
+            root.add_module(key, sub)
+        for key, t in rec["buffers"].items():
+            root.register_buffer(key, t)
+        out[name] = fx.GraphModule(root, graph)
+    return out
 
 
 def load(f, *, extra_files=None, expected_opset_version=None):
@@ -363,14 +397,28 @@ def load(f, *, extra_files=None, expected_opset_version=None):
         >>> ember.export.load(buf).module()(ember.ones(2))
         tensor([1., 1.])
     """
-    import operator
-
-    from .. import empty, fx, ops
     from .. import load as _load
 
     payload = _load(f, weights_only=False)
     if not isinstance(payload, dict) or payload.get("format") != "ember.export/1":
         raise RuntimeError("not a program written by ember.export.save")
+    graph = _graph_from(payload["nodes"])
+    for name in list(extra_files or {}):
+        extra_files[name] = payload["extra_files"].get(name, "")
+    sig = pickle.loads(payload["signature"])
+    graph._subgraphs = _subgraphs_from(payload.get("subgraphs", {}))
+    return ExportedProgram(graph, sig, payload["state_dict"], payload["constants"],
+                           payload["range_constraints"], payload["example_inputs"],
+                           payload["out_spec"], payload["dynamic"], source=None)
+
+
+def _graph_from(records: list):
+    """The graph ``_graph_record`` wrote."""
+    import operator
+
+    import ember
+    from .. import empty, fx, ops
+
     graph = fx.Graph()
     made = []
 
@@ -385,12 +433,12 @@ def load(f, *, extra_files=None, expected_opset_version=None):
             return {k: resolve(v) for k, v in x.items()}
         return x
 
-    import ember
-
-    for spec in payload["nodes"]:
+    for spec in records:
         kind = spec["target"]
         if kind[0] == "getitem":
             target = operator.getitem
+        elif kind[0] == "cond":
+            target = ember.cond
         elif kind[0] == "op":
             target = getattr(getattr(ops.aten, kind[1]), kind[2])
         else:
@@ -407,12 +455,7 @@ def load(f, *, extra_files=None, expected_opset_version=None):
             node.meta["val"] = empty(shape, dtype=getattr(ember, dtype.split(".")[-1]),
                                      device="meta")
         made.append(node)
-    for name in list(extra_files or {}):
-        extra_files[name] = payload["extra_files"].get(name, "")
-    sig = pickle.loads(payload["signature"])
-    return ExportedProgram(graph, sig, payload["state_dict"], payload["constants"],
-                           payload["range_constraints"], payload["example_inputs"],
-                           payload["out_spec"], payload["dynamic"], source=None)
+    return graph
 
 
 _ = (io, os)

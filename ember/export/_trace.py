@@ -15,17 +15,28 @@ set, and running it calls the same kernels eager mode calls.
 - An op with several results gets one ``getitem`` node per result used.
 - An in-place op stays in place (the graph is not functionalised): running the graph writes
   the same tensors eager mode writes.
-- Shapes, Python numbers read from tensors and control flow are fixed at their traced
-  values; dimensions marked dynamic are handled by re-capturing for each new size
+- Shapes and Python numbers read from tensors are fixed at their traced values; dimensions
+  marked dynamic are handled by re-capturing for each new size
   (ember/export/exported_program.py).
+- Control flow on a tensor's value cannot be fixed: a user frame calling ``Tensor.__bool__``
+  on a graph value (``if x.sum() > 0:``; seen by a profile hook on this thread) makes
+  ``export`` raise ``GuardOnDataDependentSymNode`` once the run ends, as PyTorch does.
+  ``ember.cond(pred, true_fn, false_fn, operands)`` is the way to keep both branches: each
+  branch is traced with ``ember.fx.symbolic_trace`` into a ``GraphModule``
+  (``true_graph_0``/``false_graph_0``, read by ``get_attr`` nodes and kept in
+  ``graph._subgraphs``), and one ``call_function`` node calls ``ember.cond`` with them, so
+  the exported program picks its branch at run time.
 """
 
 from __future__ import annotations
 
 import inspect
 import operator
+import os
+import sys
 
 from .._core.tensor import Tensor
+from ..overrides import TorchFunctionMode
 from ..utils._python_dispatch import TorchDispatchMode
 from ..utils._pytree import tensor_leaves
 
@@ -86,6 +97,134 @@ class _Capture(TorchDispatchMode):
                         pass
                     self.nodes[id(t)] = item
         return out
+
+
+class _Cond(TorchFunctionMode):
+    """Captures ``ember.cond`` calls with both branches (NOTE [ Export trace ])."""
+
+    def __init__(self, capture: _Capture):
+        super().__init__()
+        self.capture = capture
+        self.subgraphs: dict = {}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        import ember
+
+        kwargs = kwargs or {}
+        if func is not ember.cond:
+            return func(*args, **kwargs)
+        bound = inspect.signature(ember._ops.surface_numeric.cond).bind(*args, **kwargs)
+        bound.apply_defaults()
+        pred, true_fn, false_fn, operands = bound.args
+        if not isinstance(pred, Tensor):  # a Python bool: the branch taken is all there is
+            return func(*args, **kwargs)
+        from ..utils._python_dispatch import _disable_current_modes
+
+        graph, k = self.capture.graph, len(self.subgraphs) // 2
+        pred_node = self.capture._arg(pred)
+        operand_nodes = self.capture._arg(tuple(operands))
+        branches = []
+        with _disable_current_modes():
+            for kind, fn in (("true", true_fn), ("false", false_fn)):
+                name = f"{kind}_graph_{k}"
+                self.subgraphs[name] = _branch_module(fn, tuple(operands))
+                branches.append(graph.get_attr(name))
+            out = func(*args, **kwargs)
+        # the branch graphs return flat tuples: one getitem per tensor of the result
+        node = graph.create_node("call_function", func,
+                                 (pred_node, *branches, operand_nodes), {}, name="cond")
+        nodes, keep = self.capture.nodes, self.capture.keep
+        for i, t in enumerate(_flatten(out)[0]):
+            if isinstance(t, Tensor):
+                item = graph.create_node("call_function", operator.getitem, (node, i), {},
+                                         name="getitem")
+                item.meta["val"] = _meta(t)
+                nodes[id(t)] = item
+                keep.append(t)
+        return out
+
+
+def _branch_module(fn, operands):
+    """A ``cond`` branch as a ``GraphModule`` of ops, captured as ``export`` captures (the
+    tensors it reads besides its operands held as its attributes)."""
+    from .. import fx, nn
+    from .graph_signature import InputKind
+
+    graph, input_specs, _, constants, _ = capture(fn, operands, {})
+    root = nn.Module()
+    for name, sub in graph._subgraphs.items():
+        root.add_module(name, sub)
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    for spec in input_specs:
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            node = placeholders[spec.arg.name]
+            root.register_buffer(spec.target, constants[spec.target])
+            with graph.inserting_before(node):
+                attr = graph.get_attr(spec.target)
+            attr.meta.update(node.meta)
+            node.replace_all_uses_with(attr)
+            graph.erase_node(node)
+    return fx.GraphModule(root, graph)
+
+
+def _reads_inputs(node) -> bool:
+    """Whether ``node``'s value depends on an input or the state (a constant made inside
+    the forward does not: branching on it is fine)."""
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "placeholder" and not n.name.startswith("c_lifted_tensor"):
+            return True
+        todo.extend(n.all_input_nodes)
+    return False
+
+
+class _DataDependentBranch:
+    """Watches, on this thread, for user code branching on a graph value (NOTE [ Export
+    trace ]); ``check()`` raises PyTorch's error for the first one."""
+
+    def __init__(self, nodes: dict):
+        self.nodes = nodes
+        self.code = Tensor.__bool__.__code__
+        self.found = None
+        self.ember_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+    def _profile(self, frame, event, arg):
+        if event != "call" or frame.f_code is not self.code or self.found is not None:
+            return
+        caller = frame.f_back
+        name = caller.f_code.co_filename if caller is not None else ""
+        if name.startswith(self.ember_dir) or name.startswith("<ember wrapper"):
+            return
+        node = self.nodes.get(id(frame.f_locals.get("self")))
+        if node is not None and _reads_inputs(node):
+            self.found = (name, caller.f_lineno, caller.f_code.co_name)
+
+    def __enter__(self):
+        self.saved = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self.saved)
+
+    def check(self):
+        if self.found is None:
+            return
+        from ..fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+        file, line, name = self.found
+        raise GuardOnDataDependentSymNode(
+            "Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  "
+            "(Size-like symbols: none)\n\n"
+            "The exported code branches on a value computed from its inputs, so the graph "
+            "could hold only one branch; write the branch with torch.cond(pred, true_fn, "
+            "false_fn, operands) to keep both.\n\n"
+            f"The following call raised this error:\n  File \"{file}\", line {line}, in "
+            f"{name}\n")
 
 
 def _node_name(func) -> str:
@@ -171,8 +310,11 @@ def capture(mod, args, kwargs):
         return node
 
     tracer = _Capture(graph, nodes, keep, lift)
-    with no_grad(), tracer:
+    conds = _Cond(tracer)
+    with no_grad(), tracer, conds, _DataDependentBranch(nodes) as branches:
         out = mod(*args, **(kwargs or {}))
+    branches.check()
+    graph._subgraphs = conds.subgraphs
 
     # placeholders in PyTorch's order: state, lifted constants, user inputs
     first_non_placeholder = next((n for n in graph.nodes if n.op != "placeholder"), None)

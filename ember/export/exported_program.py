@@ -66,6 +66,12 @@ class ExportedProgram:
         self._source = source
         self._graph_module = None
 
+    def _subgraph_root(self, root):
+        """``root`` holding the branch graphs ``cond`` nodes read (NOTE [ Export trace ])."""
+        for name, sub in getattr(self._graph, "_subgraphs", {}).items():
+            root.add_module(name, sub)
+        return root
+
     # -- what PyTorch's ExportedProgram exposes ----------------------------------------------
 
     @property
@@ -79,7 +85,7 @@ class ExportedProgram:
         if self._graph_module is None:
             from .. import fx, nn
 
-            self._graph_module = fx.GraphModule(nn.Module(), self._graph)
+            self._graph_module = fx.GraphModule(self._subgraph_root(nn.Module()), self._graph)
         return self._graph_module
 
     @property
@@ -208,8 +214,8 @@ class ExportedProgram:
 
     def __str__(self):
         gm_text = self._readable()
-        sig = "\n".join("    " + line if line else "" for line in
-                        str(self._graph_signature).splitlines())
+        sig = "\n".join("    " + line for line in
+                        str(self._graph_signature).lstrip("\n").splitlines())
         rc = "{" + ", ".join(f"{k}: VR[{lo}, {'int_oo' if hi is None else hi}]"
                              for k, (lo, hi) in self._range_constraints.items()) + "}"
         return (f"ExportedProgram:\n{gm_text}\nGraph signature: \n{sig}\n    \n"
@@ -219,23 +225,7 @@ class ExportedProgram:
 
     def _readable(self) -> str:
         """The graph as PyTorch prints an exported program's module."""
-        lines = ["    class GraphModule(torch.nn.Module):"]
-        params = []
-        body = []
-        for node in self._graph.nodes:
-            val = node.meta.get("val")
-            if node.op == "placeholder":
-                params.append(f'{node.name}: "{_annot(val)}"')
-            elif node.op == "output":
-                outs = node.args[0]
-                items = ", ".join(str(a) for a in outs) + ("," if len(outs) == 1 else "")
-                body.append(f"return ({items})")
-            else:
-                ann = f': "{_annot(val)}"' if isinstance(val, Tensor) else ""
-                body.append(f"{node.name}{ann} = {_call_text(node)}")
-        lines.append(f"        def forward(self, {', '.join(params)}):")
-        lines += ["            " + b for b in body]
-        return "\n".join(lines) + "\n    "
+        return "\n".join(_readable_graph(self._graph, "GraphModule", "    ")) + "\n    "
 
     # -- running -----------------------------------------------------------------------------
 
@@ -260,7 +250,7 @@ class ExportedProgram:
         from .. import fx, nn
 
         graph = copy.deepcopy(self._graph)
-        root = nn.Module()
+        root = self._subgraph_root(nn.Module())
         specs = {s.arg.name: s for s in self._graph_signature.input_specs}
         for node in list(graph.nodes):
             if node.op != "placeholder":
@@ -286,11 +276,41 @@ class ExportedProgram:
         return gm
 
 
+def _readable_graph(graph, name: str, indent: str) -> list:
+    """The lines of ``graph`` printed as a class ``name`` with its branch graphs (``cond``)
+    nested in it, as PyTorch prints an exported program."""
+    lines = [f"{indent}class {name}(torch.nn.Module):"]
+    params = []
+    body = []
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder":
+            params.append(f'{node.name}: "{_annot(val)}"')
+        elif node.op == "output":
+            outs = node.args[0]
+            items = ", ".join(str(a) for a in outs) + ("," if len(outs) == 1 else "")
+            body.append(f"return ({items})")
+        else:
+            ann = f': "{_annot(val)}"' if isinstance(val, Tensor) else ""
+            body.append(f"{node.name}{ann} = {_call_text(node)}")
+    lines.append(f"{indent}    def forward(self, {', '.join(params)}):")
+    lines += [f"{indent}        " + b for b in body]
+    for sub_name, sub in getattr(graph, "_subgraphs", {}).items():
+        lines += [f"{indent}    ", *_readable_graph(sub.graph, sub_name, indent + "    ")]
+    return lines
+
+
 def _call_text(node) -> str:
     """A node's call as PyTorch prints it in an exported program."""
     import operator
 
+    import ember
+
     target = node.target
+    if node.op == "get_attr":
+        return f"self.{target}"
+    if target is ember.cond:
+        target = "torch.ops.higher_order.cond"
     if target is operator.getitem:
         return f"{node.args[0]}[{node.args[1]}]"
     name = getattr(target, "__name__", str(target))
@@ -362,8 +382,12 @@ def _guard(gm, program):
                 if d not in dims:
                     raise AssertionError(f"Guard failed: {name}.size()[{d}] == {want}")
                 lo, hi = dims[d]
-                if not lo <= got <= hi:
-                    raise AssertionError(f"Guard failed: {lo} <= {name}.size()[{d}] <= {hi}")
+                # (as PyTorch's guards: a bound of 2 or less is not checked -- sizes 0 and 1
+                # are specialised, not guarded)
+                if hi is not None and got > hi:
+                    raise AssertionError(f"Guard failed: {name}.size()[{d}] <= {hi}")
+                if lo is not None and lo > 2 and got < lo:
+                    raise AssertionError(f"Guard failed: {name}.size()[{d}] >= {lo}")
                 changed = True
         if not changed:
             return unflatten(program._out_spec, list(base.__call__(self, *args, **kwargs)))

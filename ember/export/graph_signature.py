@@ -272,7 +272,7 @@ class ExportGraphSignature:
         return None
 
     def __str__(self):
-        lines = ["# inputs"]
+        lines = ["", "# inputs"]
         for s in self.input_specs:
             extra = f" target='{s.target}'" if s.target is not None else ""
             if s.kind == InputKind.BUFFER:

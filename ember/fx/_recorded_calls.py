@@ -17,9 +17,7 @@ parameter on positionally, so the way a call was written is read back from the c
 bytecode (``_as_written``: the keyword names of the ``CALL`` instruction), and the fixed
 forms come from ``_FORMS``, a table of (positional names, (keyword, default) pairs) measured
 on torch 2.13 (tests/fx/test_fx_polish.py checks it against torch when installed). A keyword
-the ember function does not accept is left out, so the recorded call still runs: ember's
-``F.softmax``/``F.log_softmax`` are ``ember.softmax``/``ember.log_softmax``, which take no
-``_stacklevel``, so only that keyword differs from torch's records.
+the ember function does not accept is left out, so the recorded call still runs.
 
 The same bytecode tells the name and namespace the caller used (``_callee_name``): torch's
 aliases are functions of their own (``torch.arctan`` is not ``torch.atan``) and ``F.softmax``

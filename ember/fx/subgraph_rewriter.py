@@ -10,7 +10,8 @@ that could be the pattern's returned node (its *anchor*) and walks backwards thr
 arguments. A match is kept only if no value computed inside it, except those the pattern
 returns, is used outside it -- replacing it would otherwise lose that value -- and if it
 shares no node with an earlier match. Matches are replaced in graph order: the
-replacement's nodes go right before the anchor, bound to the matched inputs, the uses of the
+replacement's nodes go right before the first user of the values the match returns (right
+after the last returned node when none is used), bound to the matched inputs, the uses of the
 returned values move to the replacement's outputs, and the matched nodes are erased.
 """
 
@@ -182,13 +183,18 @@ def replace_pattern_with_filters(gm: GraphModule, pattern, replacement,
         if match_filters and not all(f(match, graph, pattern_graph) for f in match_filters):
             continue
         used |= matched
-        # the replacement goes right after the last matched node
+        # the replacement goes right before the first user of what the match returns (or,
+        # unused, right after the last returned node), as torch places it
         returned = [m[r] for r in matcher.returns]
         order = {n: i for i, n in enumerate(graph.nodes)}
-        last = max(matched, key=lambda n: order[n])
+        users = {u for r in returned for u in r.users}
+        if users:
+            point = min(users, key=lambda n: order[n])
+        else:
+            point = max(returned, key=lambda n: order[n]).next
         val_map = {rp: m[pp] for rp, pp in zip(repl_placeholders, matcher.placeholders)}
         before = set(graph.nodes)
-        with graph.inserting_before(last.next):
+        with graph.inserting_before(point):
             out = graph.graph_copy(repl_graph, val_map)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         if len(outs) != len(returned):

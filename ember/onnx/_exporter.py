@@ -18,10 +18,17 @@ each op with its arguments and results.
 - An op that does depend on an input is written by its translation (NOTE [ ONNX
   translations ] in ember/onnx/_translations.py); an op without one raises
   ``OnnxExporterError`` naming it. An in-place op makes its tensor name the new value.
-- Python control flow and Python numbers read from tensors (``x.size(0)`` in a ``view``) are
-  fixed at their traced values, as in PyTorch's tracer; reshapes are written so that
-  dimensions marked dynamic (``dynamic_axes``/``dynamic_shapes``) may still change (see the
-  translations' note).
+- Python numbers read from tensors (``x.size(0)`` in a ``view``) are fixed at their traced
+  values, as in PyTorch's tracer; reshapes are written so that dimensions marked dynamic
+  (``dynamic_axes``/``dynamic_shapes``) may still change (see the translations' note).
+- Python control flow on a value that depends on the inputs (``if x.sum() > 0:``; a user
+  frame calling ``Tensor.__bool__`` on a written value, seen by a profile hook on this
+  thread) cannot be written: with ``dynamo=True`` (the default) export raises, as PyTorch's
+  ``torch.export``-based exporter does; with ``dynamo=False`` the branch taken is kept and
+  ``TracerWarning`` says so, as PyTorch's TorchScript tracer does. ``ember.cond`` with such
+  a predicate is written as an ONNX ``If``: each branch runs once on the operands with the
+  builder's node list swapped for the branch's own, and the nodes become the ``then``/
+  ``else`` subgraphs (they read outer values by name, which ONNX allows).
 
 The model is written for the opset asked for (default 20, as PyTorch's), from 11 up
 (NOTE [ ONNX opsets ] in ember/onnx/_builder.py). A lower ``opset_version`` is reached with
@@ -42,6 +49,7 @@ from .._core.tensor import Tensor
 from ..utils._python_dispatch import TorchDispatchMode
 from ..utils._pytree import tensor_leaves
 from ._builder import GraphBuilder, Value, onnx_type
+from ._control_flow import _Cond, _PythonBranches
 from ._translations import TRANSLATIONS
 
 DEFAULT_OPSET = 20
@@ -353,7 +361,8 @@ def _rename(nodes, old, new):
 
 def trace_to_model(model, args, kwargs=None, *, input_names=None, output_names=None,
                    opset_version=None, dynamic_axes=None, dynamic_shapes=None,
-                   export_params=True, keep_initializers_as_inputs=False):
+                   export_params=True, keep_initializers_as_inputs=False,
+                   python_branches="raise"):
     """Trace ``model`` on ``args`` and return the ONNX ``ModelProto`` and ember's outputs.
 
     Args:
@@ -368,6 +377,8 @@ def trace_to_model(model, args, kwargs=None, *, input_names=None, output_names=N
         dynamic_shapes: ``torch.export``-style: per input, ``{axis: Dim or name}``.
         export_params: write parameters as initializers (else they are graph inputs).
         keep_initializers_as_inputs: also list initializers as graph inputs.
+        python_branches: ``"raise"`` (``dynamo=True``'s behaviour) or ``"warn"`` when the
+            model branches in Python on a value computed from its inputs.
 
     Returns:
         tuple: ``(model_proto, outputs)`` with ``outputs`` the flat list of ember's result
@@ -413,10 +424,11 @@ def trace_to_model(model, args, kwargs=None, *, input_names=None, output_names=N
     tracer = _Trace(ctx, values, keep, params)
     _state["exporting"] = True
     try:
-        with no_grad(), tracer:
+        with no_grad(), tracer, _Cond(tracer), _PythonBranches(values) as branches:
             out = model(*args, **kwargs)
     finally:
         _state["exporting"] = False
+    branches.report(python_branches == "raise")
     results = tensor_leaves(out)
     if not results:
         raise _error("ONNX export needs the model to return at least one tensor")
@@ -494,8 +506,22 @@ def _drop_dead_nodes(builder, outputs):
         if any(o and o in needed for o in node.output):
             kept.append(node)
             needed.update(i for i in node.input if i)
+            needed.update(_subgraph_reads(node))
     builder.nodes[:] = kept[::-1]
     builder.initializers[:] = [i for i in builder.initializers if i.name in needed]
+
+
+def _subgraph_reads(node) -> set:
+    """The names an ``If`` node's branches read (outer values and their own)."""
+    from onnx import AttributeProto
+
+    names = set()
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            for inner in attr.g.node:
+                names.update(i for i in inner.input if i)
+                names.update(_subgraph_reads(inner))
+    return names
 
 
 def _fill_output_shapes(proto):
@@ -730,13 +756,15 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                 model, args, kwargs, input_names=input_names, output_names=output_names,
                 opset_version=opset_version, dynamic_axes=dynamic_axes,
                 dynamic_shapes=dynamic_shapes, export_params=export_params,
-                keep_initializers_as_inputs=keep_initializers_as_inputs)
+                keep_initializers_as_inputs=keep_initializers_as_inputs,
+                python_branches="raise" if dynamo else "warn")
     else:
         proto, results = trace_to_model(
             model, args, kwargs, input_names=input_names, output_names=output_names,
             opset_version=opset_version, dynamic_axes=dynamic_axes,
             dynamic_shapes=dynamic_shapes, export_params=export_params,
-            keep_initializers_as_inputs=keep_initializers_as_inputs)
+            keep_initializers_as_inputs=keep_initializers_as_inputs,
+            python_branches="raise" if dynamo else "warn")
     for domain, version in (custom_opsets or {}).items():
         for op in proto.opset_import:
             if op.domain == domain:

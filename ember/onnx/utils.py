@@ -94,7 +94,8 @@ def unconvertible_ops(model, args, training=None, opset_version=None):
         with select_model_mode_for_export(model, training or TrainingMode.EVAL):
             while True:
                 try:
-                    trace_to_model(model, args, opset_version=opset_version)
+                    trace_to_model(model, args, opset_version=opset_version,
+                                   python_branches="warn")
                     break
                 except OnnxExporterError as err:
                     name = str(err).split("'")[1] if "the op '" in str(err) else None

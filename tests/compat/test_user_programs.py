@@ -59,10 +59,14 @@ PROGRAMS = {
     "env_and_loaders.py": [],
     "optimizers_resume.py": [],
     "signal_audio.py": [],
+    "fx_tutorials.py": [],
+    "export_onnx_tutorials.py": [],
+    "compile_explain_tutorial.py": [],
 }
 
 #: program -> a package it imports beyond torch and NumPy (the program is skipped without it)
-NEEDS = {"lucidrains_einops.py": "einops"}
+NEEDS = {"lucidrains_einops.py": "einops", "fx_tutorials.py": "tabulate",
+         "export_onnx_tutorials.py": "onnx"}
 
 
 def _runnable(name):

@@ -1,4 +1,4 @@
 """Experimental fx passes: ``optimization`` (conv/linear-batchnorm fusion, dropout removal,
-subgraph extraction)."""
+subgraph extraction); ``symbolic_shapes`` (the data-dependent guard error of export)."""
 
-from . import optimization  # noqa: F401
+from . import optimization, symbolic_shapes  # noqa: F401
