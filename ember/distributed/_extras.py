@@ -813,7 +813,18 @@ class DeviceMesh:
         return self._mesh.ndim
 
     def size(self, mesh_dim=None) -> int:
-        """The number of ranks (in one dimension when ``mesh_dim`` is given)."""
+        """The number of ranks (in one dimension when ``mesh_dim`` is given).
+
+        Args:
+            mesh_dim (int, optional): the mesh dimension.
+
+        Returns:
+            int
+
+        Example::
+
+            >>> mesh.size(0)  # doctest: +SKIP
+        """
         return int(self._mesh.size if mesh_dim is None else self._mesh.shape[mesh_dim])
 
     def _dim(self, mesh_dim):
@@ -831,23 +842,69 @@ class DeviceMesh:
         return int(mesh_dim)
 
     def get_group(self, mesh_dim=None):
-        """The process group along ``mesh_dim`` (an index or a name) that holds this rank."""
+        """The process group along ``mesh_dim`` that holds this rank.
+
+        Args:
+            mesh_dim (int or str, optional): an index or a name (needed when ndim > 1).
+
+        Returns:
+            ProcessGroup
+
+        Example::
+
+            >>> mesh.get_group("tp")  # doctest: +SKIP
+        """
         return self._groups[self._dim(mesh_dim)]
 
     def get_all_groups(self) -> list:
-        """This rank's process group along every dimension."""
+        """This rank's process group along every dimension.
+
+        Returns:
+            list of ProcessGroup
+
+        Example::
+
+            >>> mesh.get_all_groups()  # doctest: +SKIP
+        """
         return list(self._groups)
 
     def get_rank(self) -> int:
-        """This process's global rank."""
+        """This process's global rank.
+
+        Returns:
+            int
+
+        Example::
+
+            >>> mesh.get_rank()  # doctest: +SKIP
+        """
         return get_rank()
 
     def get_local_rank(self, mesh_dim=None) -> int:
-        """This rank's coordinate along ``mesh_dim``."""
+        """This rank's coordinate along ``mesh_dim``.
+
+        Args:
+            mesh_dim (int or str, optional): an index or a name (needed when ndim > 1).
+
+        Returns:
+            int
+
+        Example::
+
+            >>> mesh.get_local_rank(0)  # doctest: +SKIP
+        """
         return self._coordinate[self._dim(mesh_dim)]
 
     def get_coordinate(self):
-        """This rank's coordinates in the mesh (None if it is not in it)."""
+        """This rank's coordinates in the mesh (None if it is not in it).
+
+        Returns:
+            tuple of int, or None
+
+        Example::
+
+            >>> mesh.get_coordinate()  # doctest: +SKIP
+        """
         return None if self._coordinate is None else tuple(self._coordinate)
 
     def __getitem__(self, names):
@@ -864,8 +921,22 @@ class DeviceMesh:
         return sub
 
     def __repr__(self):
-        names = f", mesh_dim_names={self.mesh_dim_names}" if self.mesh_dim_names else ""
-        return f"DeviceMesh('{self.device_type}', {self._mesh.tolist()}{names})"
+        # PyTorch's form: the sizes (named when the dimensions are), and each dimension's
+        # step between consecutive ranks (``()`` for a dimension of one rank)
+        shape = self._mesh.shape
+        sizes = (f"({', '.join(f'{n}={k}' for n, k in zip(self.mesh_dim_names, shape))})"
+                 if self.mesh_dim_names else str(tuple(shape)))
+        strides = []
+        for d, k in enumerate(shape):
+            if k < 2:
+                strides.append(())
+                continue
+            line = np.moveaxis(self._mesh, d, 0)
+            strides.append(int((line[1] - line[0]).flat[0]))
+        text = f"DeviceMesh({sizes}, '{self.device_type}', stride={tuple(strides)}"
+        if os.environ.get("TORCH_DISTRIBUTED_DEBUG", "") == "DETAIL":
+            text += f", Mesh: {self._mesh.tolist()}"
+        return text + ")"
 
 
 def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None, backend_override=None):
@@ -877,6 +948,9 @@ def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None, backend_ov
         mesh_shape (tuple of ints): the mesh's shape; its product is the world size.
         mesh_dim_names (tuple of str, optional): a name per mesh dimension. Keyword-only.
         backend_override (dict, optional): accepted for PyTorch compatibility. Keyword-only.
+
+    Returns:
+        DeviceMesh
 
     Raises:
         RuntimeError: the mesh's size is not the world size.

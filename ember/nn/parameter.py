@@ -53,6 +53,9 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(
                 f"Parameter(): expected data to be a Tensor, got {type(data).__name__}")
+        as_parameter = getattr(type(data), "_as_parameter", None)
+        if as_parameter is not None:  # a tensor subclass that stays itself (DTensor)
+            return as_parameter(data, requires_grad)
         p = _alias(cls, data)
         if requires_grad:
             p.requires_grad_(True)

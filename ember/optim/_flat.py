@@ -61,6 +61,8 @@ def _flat_eligible(group, params, grads):
         return False
     if len({id(p) for p in params}) != len(params):
         return False  # a parameter listed twice is updated twice, one after the other
+    if any(hasattr(type(p), "_local_tensor") for p in params):
+        return False  # DTensor parameters keep their state as DTensors laid out as them
     first = params[0]._data
     kind, dt = type(first), first.dtype
     if dt.kind != "f" or type(first).__module__.startswith("cupy"):

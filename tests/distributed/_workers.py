@@ -191,7 +191,7 @@ def _train_fsdp(torch, rank, steps=4):
         if isinstance(layer, torch.nn.Linear):
             fsdp.fully_shard(layer)
     fsdp.fully_shard(net)
-    shard_shapes = [tuple(p.shape) for p in net.parameters()]
+    shard_shapes = [tuple(p.to_local().shape) for p in net.parameters()]  # DTensor pieces
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
     for x, y in _batches(steps):
         opt.zero_grad()

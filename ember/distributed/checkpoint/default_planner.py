@@ -361,9 +361,11 @@ class DefaultSavePlanner(SavePlanner):
             storage_meta (StorageMeta, optional): recorded in the metadata.
             is_coordinator (bool): whether this rank makes the global plan.
         """
+        from ._shards import local_pieces
+
         if self.flatten_state_dict:
             state_dict, self.mappings = flatten_state_dict(state_dict)
-        self.state_dict = state_dict
+        self.state_dict = local_pieces(state_dict)  # DTensors as their pieces
         self.storage_meta = storage_meta
         self.is_coordinator = is_coordinator
 
@@ -490,10 +492,12 @@ class DefaultLoadPlanner(LoadPlanner):
             metadata (Metadata, optional): the checkpoint's metadata.
             is_coordinator (bool): whether this rank makes the global plan.
         """
+        from ._shards import local_pieces
+
         self.original_state_dict = state_dict
         if self.flatten_state_dict:
             state_dict, self.mappings = flatten_state_dict(state_dict)
-        self.state_dict = state_dict
+        self.state_dict = local_pieces(state_dict)  # DTensors as their pieces
         self.metadata = metadata
         self.is_coordinator = is_coordinator
 

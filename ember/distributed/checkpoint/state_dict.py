@@ -140,12 +140,20 @@ def _shard_infos(model) -> dict:
 def _local_rows(info, value):
     """This rank's rows of a whole value (one shaped like the full parameter)."""
     lo, hi = info.local_rows(info.rank)
-    return value.detach().reshape((info.rows,) + info.shape[1:])[lo:hi].clone()
+    rows = value.detach().reshape((info.rows,) + info.shape[1:])[lo:hi].clone()
+    if info.shape and getattr(info, "mesh", None) is not None:
+        from ..tensor._api import DTensor
+        from ..tensor.placement_types import Shard
+
+        # laid out as the parameter: a DTensor, Shard(0)
+        return DTensor._make(rows, info.mesh, (Shard(0),), info.shape)
+    return rows
 
 
 def _matches_full(info, value, shard) -> bool:
-    return (hasattr(value, "shape") and tuple(value.shape) == info.shape
-            and tuple(value.shape) != tuple(shard.shape))
+    local = getattr(shard, "_local_tensor", shard)
+    return (hasattr(value, "shape") and not hasattr(type(value), "_local_tensor")
+            and tuple(value.shape) == info.shape and tuple(value.shape) != tuple(local.shape))
 
 
 # -- the model --------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ __all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPol
 
 @dataclasses.dataclass(frozen=True)
 class MixedPrecisionPolicy:
-    """Dtypes for ``fully_shard``'s gathered parameters, gradient reduction and outputs
-    (accepted; ember computes in the parameters' dtype).
+    """Dtypes for ``fully_shard``'s gathered parameters (``param_dtype``, floating-point
+    forward inputs cast to it with ``cast_forward_inputs``), gradient reduction
+    (``reduce_dtype``, default the parameter's) and outputs (``output_dtype``).
 
     Example::
 
@@ -61,19 +62,30 @@ def full_state_dict(module) -> dict:
     """The module's state dict with every sharded parameter gathered whole (call on every
     rank).
 
+    Args:
+        module (nn.Module): a module sharded with ``fully_shard``.
+
+    Returns:
+        dict: name -> whole tensor.
+
     Example::
 
         >>> sd = full_state_dict(model)  # doctest: +SKIP
     """
-    out = {}
+    from ..tensor import DTensor
+
+    scalars = {}  # 0-d parameters are sharded as plain one-element pieces
     for m in module.modules():
-        if isinstance(m, FSDPModule):
-            m.unshard()
-    try:
-        for k, v in module.state_dict().items():
-            out[k] = v.detach().clone()
-    finally:
-        for m in module.modules():
-            if isinstance(m, FSDPModule):
-                m.reshard()
+        if isinstance(m, FSDPModule) and not m._fsdp_state.gathered:
+            for info in m._fsdp_state.infos:
+                if not info.shape:
+                    scalars[id(info.owner._parameters[info.name])] = info
+    by_name = {n: scalars[id(p)] for n, p in module.named_parameters() if id(p) in scalars}
+    out = {}
+    for k, v in module.state_dict().items():
+        if k in by_name:
+            info = by_name[k]
+            out[k] = info.gather(info.owner._parameters[info.name])
+        else:  # sharded parameters are DTensors: gathered whole in their own dtype
+            out[k] = v.full_tensor() if isinstance(v, DTensor) else v.detach().clone()
     return out

@@ -12,8 +12,10 @@ keeps the gathered tensors it needs. In backward, that function reduce-scatters 
 gradient, divided by the world size, into the shard's ``.grad``: gradients are averaged as
 with DDP, but each rank holds only its part. Apply it to submodules first (each layer a
 unit whose parameters are gathered only while it runs), then to the root, which manages
-the parameters no unit took. Parameters are not DTensors in ember: ``state_dict()`` holds
-the local shards (``full_state_dict`` in ``ember.distributed.fsdp`` gathers them).
+the parameters no unit took. Between forwards each parameter is a ``DTensor`` laid out
+``Shard(0)`` over the mesh (its piece is the leaf that autograd and the optimizer update),
+so ``state_dict()`` holds DTensors, as PyTorch's (``full_state_dict`` in
+``ember.distributed.fsdp`` gathers them whole); 0-d parameters stay plain.
 """
 
 from __future__ import annotations
@@ -35,25 +37,173 @@ class FSDPModule:
     """
 
     def unshard(self, async_op=False):
-        """Gather the full parameters now (they stay until ``reshard()``)."""
+        """Gather the full parameters now (they stay until ``reshard()``).
+
+        Args:
+            async_op (bool): return a handle (whose ``wait()`` returns at once: ember
+                gathers synchronously).
+
+        Returns:
+            the handle with ``async_op``, else None.
+
+        Example::
+
+            >>> model.unshard()  # doctest: +SKIP
+        """
         self._fsdp_state.unshard(self)
+        return _UnshardHandle() if async_op else None
+
+    def set_modules_to_forward_prefetch(self, modules):
+        """Gather ``modules``' parameters as soon as this module's forward starts (ahead of
+        their own forwards).
+
+        Args:
+            modules (list of FSDPModule): the modules to gather early.
+
+        Returns:
+            None
+
+        Raises:
+            ValueError: an entry is not an ``FSDPModule``.
+
+        Example::
+
+            >>> model.layers[0].set_modules_to_forward_prefetch([model.layers[1]])  # doctest: +SKIP
+        """
+        for m in modules:
+            if not isinstance(m, FSDPModule):
+                raise ValueError(f"expected FSDPModule, got {type(m).__name__}")
+        self._fsdp_state.forward_prefetch = list(modules)
+
+    def set_modules_to_backward_prefetch(self, modules):
+        """Recorded for PyTorch's API: ember's backward reads the gathered parameters the
+        forward saved, so there is nothing to gather ahead in backward.
+
+        Args:
+            modules (list of FSDPModule): the modules PyTorch would gather early.
+
+        Returns:
+            None
+
+        Raises:
+            ValueError: an entry is not an ``FSDPModule``.
+
+        Example::
+
+            >>> layers = model.layers  # doctest: +SKIP
+            >>> layers[1].set_modules_to_backward_prefetch([layers[0]])  # doctest: +SKIP
+        """
+        for m in modules:
+            if not isinstance(m, FSDPModule):
+                raise ValueError(f"expected FSDPModule, got {type(m).__name__}")
+        self._fsdp_state.backward_prefetch = list(modules)
+
+    def set_gradient_divide_factor(self, factor: float):
+        """Divide the summed gradients by ``factor`` instead of the number of ranks.
+
+        Args:
+            factor (float): the divisor.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> model.set_gradient_divide_factor(1.0)  # summed, not averaged  # doctest: +SKIP
+        """
+        for m in self.modules():
+            if isinstance(m, FSDPModule):
+                m._fsdp_state.divide_factor = float(factor)
+
+    def set_is_last_backward(self, is_last_backward: bool):
+        """Recorded for PyTorch's API (ember's reduction needs no end-of-backward step).
+
+        Args:
+            is_last_backward (bool): whether the next backward ends the step.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> model.set_is_last_backward(False)  # doctest: +SKIP
+        """
+        self._fsdp_state.is_last_backward = bool(is_last_backward)
+
+    def set_reshard_after_backward(self, reshard_after_backward: bool, *, recurse=True):
+        """Recorded for PyTorch's API (ember keeps no gathered parameters after backward).
+
+        Args:
+            reshard_after_backward (bool): PyTorch's flag.
+            recurse (bool): also for the FSDP submodules. Keyword-only.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> model.set_reshard_after_backward(False)  # doctest: +SKIP
+        """
+        for m in (self.modules() if recurse else [self]):
+            if isinstance(m, FSDPModule):
+                m._fsdp_state.reshard_after_backward = bool(reshard_after_backward)
 
     def reshard(self):
-        """Put the local shards back in place of the full parameters."""
+        """Put the local shards (DTensors) back in place of the full parameters.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> model.reshard()  # doctest: +SKIP
+        """
         self._fsdp_state.reshard(self)
 
     def set_requires_gradient_sync(self, requires_gradient_sync: bool, *, recurse=True):
         """With False, backward keeps full local gradients unsynchronized (accumulation);
-        the next synchronized backward reduce-scatters them."""
+        the next synchronized backward reduce-scatters them.
+
+        Args:
+            requires_gradient_sync (bool): whether backward reduces the gradients.
+            recurse (bool): also for the FSDP submodules. Keyword-only.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> model.set_requires_gradient_sync(False)  # doctest: +SKIP
+        """
         for m in (self.modules() if recurse else [self]):
             if isinstance(m, FSDPModule):
                 m._fsdp_state.sync = requires_gradient_sync
 
     def set_reshard_after_forward(self, reshard_after_forward: bool, recurse=True):
-        """Whether the full parameters are dropped after forward."""
+        """Whether the full parameters are dropped after forward.
+
+        Args:
+            reshard_after_forward (bool): drop them (True) or keep them until ``reshard()``.
+            recurse (bool): also for the FSDP submodules.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> model.set_reshard_after_forward(False)  # doctest: +SKIP
+        """
         for m in (self.modules() if recurse else [self]):
             if isinstance(m, FSDPModule):
                 m._fsdp_state.reshard_after_forward = reshard_after_forward
+
+
+class _UnshardHandle:
+    """What ``unshard(async_op=True)`` returns: the gather is already done."""
+
+    def wait(self):
+        """Return at once (the parameters are gathered)."""
+        return None
 
 
 class _Gather:
@@ -70,7 +220,7 @@ class _Gather:
                 @staticmethod
                 def forward(ctx, shard, info):
                     ctx.info = info
-                    return info.gather(shard)
+                    return info.gather(shard, for_forward=True)
 
                 @staticmethod
                 def backward(ctx, grad):
@@ -112,6 +262,7 @@ class _ParamInfo:
         self.owner, self.name, self.group = owner, name, group
         self.rank, self.size = rank, size
         self.shape = tuple(full.shape)
+        self.dtype = full.dtype
         rows = self.shape[0] if self.shape else 1
         self.chunk = max(1, math.ceil(rows / size))
         self.rows = rows
@@ -121,22 +272,31 @@ class _ParamInfo:
         lo = min(r * self.chunk, self.rows)
         return lo, min(lo + self.chunk, self.rows)
 
-    def gather(self, shard):
+    def gather(self, shard, for_forward=False):
         from ... import cat, distributed as dist, zeros
 
         tail = self.shape[1:]
         lo, hi = self.local_rows(self.rank)
+        shard = getattr(shard, "_local_tensor", shard)  # a DTensor: its piece
         piece = shard.detach().reshape((hi - lo,) + tail)
         if hi - lo < self.chunk:
             piece = cat([piece, zeros((self.chunk - (hi - lo),) + tail, dtype=shard.dtype)])
         out = zeros((self.chunk * self.size,) + tail, dtype=shard.dtype)
         dist.all_gather_into_tensor(out, piece.contiguous(), group=self.group)
-        return out[:self.rows].reshape(self.shape).clone()
+        full = out[:self.rows].reshape(self.shape).clone()
+        mp = self.state.mp_policy
+        if for_forward and mp is not None and mp.param_dtype is not None and \
+                full.is_floating_point():
+            full = full.to(mp.param_dtype)
+        return full
 
     def scatter_grad(self, grad):
         from ... import cat, distributed as dist, zeros
 
         tail = self.shape[1:]
+        mp = self.state.mp_policy
+        if mp is not None and mp.param_dtype is not None:
+            grad = grad.to(mp.reduce_dtype or mp.param_dtype)  # PyTorch's default
         g = grad.reshape((self.rows,) + tail)
         lo, hi = self.local_rows(self.rank)
         if not self.state.sync:
@@ -145,19 +305,31 @@ class _ParamInfo:
         if pad:
             g = cat([g, zeros((pad,) + tail, dtype=grad.dtype)])
         out = zeros((self.chunk,) + tail, dtype=grad.dtype)
-        dist.reduce_scatter_tensor(out, g.contiguous(), op=dist.ReduceOp.AVG, group=self.group)
-        local = out[:hi - lo]
+        factor = self.state.divide_factor
+        if factor is None:
+            dist.reduce_scatter_tensor(out, g.contiguous(), op=dist.ReduceOp.AVG,
+                                       group=self.group)
+        else:
+            dist.reduce_scatter_tensor(out, g.contiguous(), group=self.group)
+            out = out / factor
+        local = out[:hi - lo].to(self.dtype)
         return local if not self.shape else local.reshape((hi - lo,) + tail)
 
     def _accumulate(self, g):
         # without sync: this rank's rows of its own full gradient, not averaged
-        return g.clone()
+        return g.to(self.dtype).clone()
 
 
 class _State:
-    def __init__(self, module, infos, reshard_after_forward):
+    def __init__(self, module, infos, reshard_after_forward, mp_policy=None):
         self.infos = infos
         self.sync = True
+        self.mp_policy = mp_policy
+        self.forward_prefetch = []
+        self.backward_prefetch = []
+        self.divide_factor = None
+        self.is_last_backward = True
+        self.reshard_after_backward = True
         self.reshard_after_forward = reshard_after_forward
         self.gathered = False
         for info in infos:
@@ -170,7 +342,8 @@ class _State:
         for info in self.infos:
             shard = info.owner._parameters[info.name]
             info.shard = shard
-            info.owner._parameters[info.name] = fn.apply(shard, info)
+            local = getattr(shard, "_local_tensor", shard)  # a DTensor's piece is the leaf
+            info.owner._parameters[info.name] = fn.apply(local, info)
         self.gathered = True
 
     def reshard(self, module):
@@ -191,14 +364,18 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
         mesh: a 1-D ``DeviceMesh`` (default: all ranks of the default group).
         reshard_after_forward: drop the full parameters after forward (default True).
         ignored_params: parameters to leave whole and unsynchronized.
-        shard_placement_fn, mp_policy, offload_policy, dp_mesh_dims: accepted; ember shards
-            on dim 0 in the parameters' dtype.
+        mp_policy (MixedPrecisionPolicy, optional): gather the parameters in
+            ``param_dtype`` (and cast floating-point inputs to it), reduce gradients in
+            ``reduce_dtype`` (default ``param_dtype``), cast outputs to ``output_dtype``; the
+            shards and their gradients keep the parameters' dtype.
+        shard_placement_fn, offload_policy, dp_mesh_dims: accepted; ember shards on dim 0.
 
     Returns:
         the module, now also an ``FSDPModule``.
 
     Raises:
-        ValueError: no process group.
+        ValueError: no process group. NotImplementedError: a parameter is already a
+        DTensor (ember does not combine fully_shard with tensor parallelism yet).
 
     Example::
 
@@ -212,32 +389,53 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     if isinstance(module, (list, tuple)):
         for m in module:
             fully_shard(m, mesh=mesh, reshard_after_forward=reshard_after_forward,
-                        ignored_params=ignored_params)
+                        mp_policy=mp_policy, ignored_params=ignored_params)
         return module
     if not dist.is_initialized():
         raise ValueError(dist.NOT_INITIALIZED)
     group = mesh.get_group() if mesh is not None else dist.group.WORLD
     rank, size = dist.get_rank(group), dist.get_world_size(group)
+    if mesh is None:
+        from ..tensor._api import _default_mesh
+
+        dt_mesh = _default_mesh(None)
+    else:
+        dt_mesh = mesh
     ignored = {id(p) for p in (ignored_params or ())}
     infos = []
     for owner in module.modules():
         for name, p in list(owner._parameters.items()):
             if p is None or id(p) in ignored or getattr(p, "_fsdp_sharded", False):
                 continue
+            if hasattr(type(p), "_local_tensor"):
+                raise NotImplementedError(
+                    f"fully_shard: parameter '{name}' is already a DTensor (tensor parallel); "
+                    "ember does not combine fully_shard with tensor parallelism (2-D "
+                    "FSDP + TP) yet")
             # every rank starts from rank 0's values, as torch's init would be seeded
             full = p.detach().clone()
-            dist.broadcast(full, src=dist.get_global_rank(group, 0), group=group)
+            if full.device.type != "meta":  # a meta model gets its values after to_empty
+                dist.broadcast(full, src=dist.get_global_rank(group, 0), group=group)
             info = _ParamInfo(owner, name, full, group, rank, size)
+            info.mesh = dt_mesh
             lo, hi = info.local_rows(rank)
             flat = full.reshape((info.rows,) + info.shape[1:])
-            shard = Parameter(flat[lo:hi].clone(), requires_grad=p.requires_grad)
+            piece = flat[lo:hi].clone()
+            if info.shape:  # a DTensor, Shard(0) over the mesh, as PyTorch's parameters are
+                from ..tensor._api import DTensor
+                from ..tensor.placement_types import Shard
+
+                shard = Parameter(DTensor._make(piece, dt_mesh, (Shard(0),), info.shape),
+                                  requires_grad=p.requires_grad)
+            else:
+                shard = Parameter(piece, requires_grad=p.requires_grad)
             shard._fsdp_sharded = True
             if hi > lo:
                 _SHARDS[shard.data_ptr()] = (weakref.ref(shard), info)
             owner._parameters[name] = shard
             infos.append(info)
     state = _State(module, infos, True if reshard_after_forward is None
-                   else bool(reshard_after_forward))
+                   else bool(reshard_after_forward), mp_policy)
     cls = module.__class__
     if not isinstance(module, FSDPModule):
         module.__class__ = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
@@ -245,10 +443,26 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
 
     def pre(mod, args):
         state.unshard(mod)
+        for other in state.forward_prefetch:
+            other._fsdp_state.unshard(other)
+        mp = state.mp_policy
+        if mp is not None and mp.param_dtype is not None and mp.cast_forward_inputs:
+            from ... import Tensor
+
+            return tuple(a.to(mp.param_dtype) if isinstance(a, Tensor) and a.is_floating_point()
+                         else a for a in args)
+        return None
 
     def post(mod, args, out):
         if state.reshard_after_forward:
             state.reshard(mod)
+        mp = state.mp_policy
+        if mp is not None and mp.output_dtype is not None:
+            from ... import Tensor
+
+            if isinstance(out, Tensor) and out.is_floating_point():
+                return out.to(mp.output_dtype)
+        return None
 
     module.register_forward_pre_hook(pre)
     module.register_forward_hook(post)
