@@ -83,6 +83,8 @@ NAMESPACES = [
     ("distributed.rpc", "ember.distributed.rpc"),
     ("distributed.optim", "ember.distributed.optim"),
     ("distributed.checkpoint", "ember.distributed.checkpoint"),
+    ("distributed.tensor", "ember.distributed.tensor"),
+    ("distributed.tensor.parallel", "ember.distributed.tensor.parallel"),
     ("hub", "ember.hub"),
     ("masked", "ember.masked"),
     ("quasirandom", "ember.quasirandom"),

@@ -50,7 +50,8 @@ NAMESPACES = [
     "distributions", "amp", "backends", "cuda", "jit", "utils.checkpoint", "func",
     "profiler", "distributed", "fx", "onnx", "sparse", "library", "ao.quantization",
     "autograd.forward_ad", "autograd.functional", "nn.parallel", "utils.tensorboard",
-    "utils.flop_counter", "export", "futures", "distributed.rpc", "distributed.optim", "hub",
+    "utils.flop_counter", "export", "futures", "distributed.rpc", "distributed.optim",
+    "distributed.tensor", "distributed.tensor.parallel", "hub",
     "masked", "quasirandom", "signal.windows", "utils.benchmark",
     "nn.attention.flex_attention",
 ]
