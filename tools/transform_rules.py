@@ -16,7 +16,11 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# the repository root, not this folder: tools/coverage.py would shadow the ``coverage``
+# package that numba imports when ember loads its compiled kernels
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
 
 
 def forward_groups():

@@ -17,7 +17,9 @@ batch dims are always in front. Rules come from the op's class in the registry:
 - ``matmul``/``mm``/``bmm``/``mv``/``dot``/``outer``/``addmm``/``linear``: one batched
   matmul (an unbatched weight stays a single GEMM operand);
 - ``convolution``: the batch folds into N (unbatched weight) or into the groups (batched
-  weight); pooling and its backward ops fold it into N;
+  weight); a 2-D per-example weight gradient is one batched product of the examples'
+  columns (``unfold``) with their output gradients; pooling and its backward ops fold the
+  batch into N;
 - ``cross_entropy_loss`` (and its backward) and ``nll_loss``: the batch folds into the rows,
   the reduction is then done per example;
 - losses reducing an element-wise loss (binary cross entropy with and without logits, Huber,
@@ -30,7 +32,15 @@ batch dims are always in front. Rules come from the op's class in the registry:
   batch size, ``linalg.cross`` broadcasts like an element-wise op with its dim shifted;
 - indexing with basic indices and adjacent index tensors, ``gather``/``scatter``,
   ``cat``/``stack``, creation-like ops (``zeros_like``...), the engine's
-  ``_autograd_sum_to``/``_autograd_expand`` and reductions' ``_expand_back``.
+  ``_autograd_sum_to``/``_autograd_expand`` and reductions' ``_expand_back``;
+- in ``_batch_rules_nn.py``: layer and batch norm (and their backward ops), embedding (and
+  its backward), attention, mode padding, the selections (``kthvalue``/``median``/``mode``)
+  and their values' gather/scatter, advanced indexing and ``index_put`` with index tensors
+  batched or not (NOTE [ Batched advanced indices ]), ``take``/``put``/``take_along_dim``/
+  ``index_*``, ``linalg.solve``, ``cdist``, the backward ops of views, ``repeat``,
+  ``unfold``, ``diff`` and ``cumprod`` (NOTE [ Batch folded into rows or channels ]), and
+  ops decomposed at the logical level into ops with rules (``trace``, ``vdot``, ``kron``,
+  ``tensordot``, ``addr``).
 
 ``rule_names()`` lists the ops with a rule, ``fallback_names()`` the rest, which take the
 fallback (`python tools/transform_rules.py` prints both, with the forward-mode counts).
@@ -680,7 +690,13 @@ def _logical_matmul(a, b):
         pb = _pad(pb, k, rb, rank)
     if ia is None and ib is not None and ra > rb:
         pass
-    res = E.matmul(pa, pb)
+    res = None
+    if pa.shape[-1] == 1 and ia is not None and ib is not None:
+        # a contraction of size 1 is a batch of outer products: the weight gradient of a
+        # per-example linear on a batch of one row (NOTE [ Batched outer products ])
+        res = _outer_product(None, (pa, pb), {}, force=True)
+    if res is None:
+        res = E.matmul(pa, pb)
     if na == 1:
         res = res.squeeze(-2)
     if nb == 1:
@@ -743,8 +759,19 @@ def _linear(handle, args, kwargs):
         return res, lv
     if w.dim() != 2:
         raise _NoRule
-    wt = w.t() if iw is None else make_batched(iw[0].transpose(-1, -2), iw[1])
-    res, lv = _logical_matmul(x, wt)
+    if ix is None and iw is not None and x.dim() >= 1:
+        # one input, a weight per example (model ensembling): the weights stacked as the
+        # rows of one weight, one GEMM, its columns then split per example
+        lv = iw[1]
+        k = len(lv)
+        pw = iw[0]
+        lead = x.dim() - 1
+        res = handle(x, pw.reshape((-1, w.shape[1])), None)
+        res = res.reshape(tuple(x.shape[:-1]) + tuple(pw.shape[:k + 1]))
+        res = res.permute(tuple(range(lead, lead + k)) + tuple(range(lead)) + (lead + k,))
+    else:
+        wt = w.t() if iw is None else make_batched(iw[0].transpose(-1, -2), iw[1])
+        res, lv = _logical_matmul(x, wt)
     if b is not None:
         k = len(lv)
         if ib is None:
@@ -1180,12 +1207,38 @@ def _conv_weight_grad(handle, args, kwargs):
     sizes = _sizes(lv, infos)
     k = len(lv)
     n = math.prod(sizes)
+    if len(wshape) == 4 and kw.get("groups", 1) == 1 and x.dim() == 4 and \
+            x.dtype in (_E().float32, _E().float64) and g.dtype is x.dtype:
+        return _conv2d_weight_grad_columns(x, g, kw, lv, sizes), lv
     px = _fold_channels(_full(x, lv, sizes), k)
     pg = _fold_channels(_full(g, lv, sizes), k)
     kw["weight_shape"] = (n * wshape[0],) + wshape[1:]
     kw["groups"] = kw.get("groups", 1) * n
     res = handle(px, pg, **kw)
     return res.reshape(tuple(sizes) + wshape), lv
+
+
+def _conv2d_weight_grad_columns(x, g, kw, lv, sizes):
+    """Per-example weight gradients of a 2-D convolution (one group) as one batched
+    product: the columns of every example's images (``unfold``) against its output
+    gradient, ``[n, O, N*L] @ [n, N*L, C*kh*kw]`` -- one call, where folding the examples
+    into the groups runs one small GEMM per example."""
+    E = _E()
+    wshape = tuple(kw["weight_shape"])
+    n = math.prod(sizes)
+    O, C = wshape[0], wshape[1]
+    N = x.shape[0]
+    px = _full(x, lv, sizes).reshape((n * N,) + tuple(x.shape[1:]))
+    cols = E.nn.functional.unfold(px, wshape[2:], dilation=kw["dilation"],
+                                  padding=kw["padding"], stride=kw["stride"])
+    L = cols.shape[-1]
+    pg = _full(g, lv, sizes).reshape((n, N, O, L))
+    cols = cols.reshape((n, N, C * wshape[2] * wshape[3], L))
+    if N != 1:
+        pg = pg.movedim(1, 2)
+        cols = cols.movedim(1, 2)
+    gw = E.matmul(pg.reshape((n, O, N * L)), cols.reshape((n, -1, N * L)).transpose(-1, -2))
+    return gw.reshape(tuple(sizes) + wshape)
 
 
 def _conv_input_grad(handle, args, kwargs):
@@ -1268,12 +1321,10 @@ def _getitem(handle, args, kwargs):
 
     x, idx = args
     ix = _info(x)
-    if ix is None:
-        raise _NoRule
-    phys, levels = ix
-    k = len(levels)
     tp = type(idx)
-    if tp is int or tp is slice:
+    if ix is None:
+        key = None  # only index tensors are batched: the advanced path below
+    elif tp is int or tp is slice:
         key = (idx, Ellipsis)
     elif idx is None or idx is Ellipsis or (tp is tuple and _ix._all_basic(idx)):
         key = idx if tp is not tuple else idx if Ellipsis in idx else idx + (Ellipsis,)
@@ -1282,6 +1333,8 @@ def _getitem(handle, args, kwargs):
     else:
         key = None
     if key is not None:
+        phys, levels = ix
+        k = len(levels)
         try:
             out = make_batched(phys[(slice(None),) * k + key], levels)
         except IndexError:
@@ -1292,8 +1345,8 @@ def _getitem(handle, args, kwargs):
         _logical_view(x, out, _ix.getitem_op, params)
         return _Done(out)
     basic, is_trivial, spec, tensors = _ix._parse_index(x, idx)
-    if any(_info(t) is not None for t in tensors):
-        raise _NoRule
+    if any(_info(t) is not None and t.dtype is _E().bool for t in tensors):
+        raise _NoRule  # a mask per example: the selected count is the data's
     with _logical():
         t = x if (is_trivial and spec is not None) else x[basic]
         if spec is None:
@@ -1351,9 +1404,24 @@ def _copy_op(handle, args, kwargs):
 def _fill_(handle, args, kwargs):
     self = args[0]
     inf = _info(self)
-    if inf is None or any(_info(a) is not None for a in args[1:]):
+    values = [_info(a) for a in args[1:] if _info(a) is not None]
+    if values and (inf is None or not set(values[0][1]) <= set(inf[1])):
+        name = handle.overloadpacket.__name__
+        raise RuntimeError(
+            f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor "
+            "`other` in extra_args that has more elements than `self`. This happened due to "
+            "`other` being vmapped over but `self` not being vmapped over in a vmap. Please "
+            f"try to use out-of-place operators instead of {name}. If said operator is being "
+            "called inside the PyTorch framework, please file a bug report instead.")
+    if inf is None:
         raise _NoRule
-    handle(inf[0], *args[1:], **kwargs)
+    if not values:
+        handle(inf[0], *args[1:], **kwargs)
+        return _Done(self)
+    # a value per example (a 0-d tensor): written through the physical self, broadcast from
+    # the example's batch dims
+    v, lv = args[1], inf[1]
+    inf[0].copy_(_pad(_align(values[0][0], values[0][1], lv), len(lv), v.dim(), self.dim()))
     return _Done(self)
 
 
@@ -1427,7 +1495,6 @@ _OP_RULES = {
     **{n: _pool for n in (
         "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "max_pool_backward",
         "avg_pool_backward", "adaptive_avg_pool_backward")},
-    "native_layer_norm": _unary_map,
     "convolution_weight_grad": _conv_weight_grad,
     "convolution_input_grad": _conv_input_grad,
     "convolution_backward": _conv_backward,
@@ -1461,6 +1528,9 @@ _RANDOM = frozenset((
 _QUIET = frozenset((
     _elementwise, _reduction, _matmul, _outer, _addmm, _linear, _convolution, _cross_entropy,
     _cross_entropy_backward, _nll_loss, _pointwise_loss, _same_shape, _pool))
+
+# the nn/selection/attention rules live beside (they use the helpers above) and add
+# themselves to ``_OP_RULES`` and ``_QUIET`` when ``_vmap`` imports them
 
 
 def _quiet(handle, args, kwargs, level):
@@ -1774,6 +1844,12 @@ def _inplace_with_grad(handle, args, kwargs, physical_write):
                 from .._ops._elementwise import elementwise
 
                 r = elementwise(op, (own,) + rest, kwargs or None)
+    elif name == "fill_" and len(args) == 2 and isinstance(args[1], Tensor):
+        # a tensor value (per example or not): the registry's out-of-place fill, batched
+        from .._ops.creation import fill_op
+
+        with _logical():
+            r = _dispatch.apply(fill_op, (self.clone(), args[1]), {})
     elif op is not None and op.is_builtin and _dispatch.carries_tangent is not None and any(
             isinstance(a, Tensor) and _dispatch.carries_tangent(a) for a in args):
         # a dual level above this one (``vmap(jvp(grad(f)))``): per-example copies carry no
