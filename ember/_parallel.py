@@ -198,7 +198,8 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS):
 
         >>> out = np.zeros(8)
         >>> def fill(lo, hi): out[lo:hi] = 1
-        >>> _ = split_on_threads(fill, 8, min_size=1)
+        >>> if not split_on_threads(fill, 8, min_size=1):  # declined: run it whole
+        ...     fill(0, 8)
         >>> float(out.sum())
         8.0
     """
@@ -230,14 +231,74 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS):
 # 2-core development machine (same process, alternating) that forward took 28 ms in pieces
 # against 56-60 ms, and a whole ResNet-18 training step went from 4.4x PyTorch's time to
 # 0.87x: a GEMM on two threads waits for both to be scheduled, and under load that wait
-# dominates. On a quiet machine it does not pay: a ResNet-18 step (same process,
-# alternating, load 1.6) took 1.41 s in pieces against 1.13 s with two-thread GEMMs, and
-# the MNIST CNN was unchanged (0.116 against 0.12 s). So pieces are off unless asked for:
-# ``EMBER_BATCH_PIECES=1`` turns them on (machines whose cores are shared and busy).
+# dominates. On a quiet machine they had measured slower (a ResNet-18 step 1.41 s in pieces
+# against 1.13 s), and that was OpenBLAS's doing: after any product it ran on two threads,
+# its worker polls for the next one for about 0.12 s, holding the second core, so a piece
+# handed to ember's pool waited for a core the worker had (NOTE [ Side products on one
+# thread ] in ember/_kernels/_blas.py). With the convolutions' small side products kept on
+# one thread, nothing in a ResNet-18 step wakes the workers any more, and pieces pay on a
+# quiet machine too: the step 878-914 ms -> 644 ms wall, process CPU 1.67-1.72 s -> 1.06 s
+# (PyTorch 533 ms), both cores to the process alone (SCHED_FIFO on the 2-core development
+# machine, its 1-minute load 10 from other sessions). ``EMBER_BATCH_PIECES=0`` turns them off.
 
-#: the least arithmetic (multiply-adds) that ``split_batch`` splits (no call reaches it
-#: unless ``EMBER_BATCH_PIECES=1``: see above)
-SPLIT_MIN_WORK = 1 << 24 if os.environ.get("EMBER_BATCH_PIECES") == "1" else 1 << 62
+#: the least arithmetic (multiply-adds) that ``split_batch`` splits (1 << 62: never, with
+#: ``EMBER_BATCH_PIECES=0``)
+SPLIT_MIN_WORK = 1 << 62 if os.environ.get("EMBER_BATCH_PIECES") == "0" else 1 << 24
+
+# NOTE [ Pieces and the BLAS workers ]
+# Two timestamps keep batch pieces and OpenBLAS's polling workers apart. ``_blas.matmul``
+# notes when it last let a product run on several BLAS threads (``_polling_until``: the
+# workers poll until then), and ``split_batch`` declines while they poll: its pieces would
+# share a core with a worker and run one after the other. ``split_batch`` in turn notes when
+# a call last qualified for pieces (``_pieces_wanted_at``); for a second after that,
+# ``_blas`` keeps mid-size products (below ``ONE_THREAD_WORK``) on one thread, as it does
+# under load, so that a network mixing convolutions with fully connected layers (the MNIST
+# CNN: its (64, 9216) @ (9216, 128) products took 0.93 ms on two threads, 1.33 on one) stops
+# waking the workers before every convolution. A process that never qualifies for pieces
+# (an MLP, a transformer) keeps its two-thread products.
+
+#: the workers poll this long after a product split over their threads (2**28 cycles at
+#: 2.3 GHz, NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
+BLAS_POLL_S = 0.12
+#: [the time (time.monotonic) until which OpenBLAS's workers poll]
+_polling_until = [0.0]
+#: [the last time a split_batch call qualified for pieces]
+_pieces_wanted_at = [-1e9]
+
+
+def blas_split(now=None):
+    """Note that a product was just split over the BLAS threads (NOTE [ Pieces and the
+    BLAS workers ]).
+
+    Args:
+        now: ``time.monotonic()`` if the caller has it.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> blas_split()
+        >>> _polling_until[0] > 0
+        True
+    """
+    _polling_until[0] = (time.monotonic() if now is None else now) + BLAS_POLL_S
+
+
+def pieces_wanted() -> bool:
+    """Whether batch pieces were wanted within the last second (NOTE [ Pieces and the BLAS
+    workers ]): mid-size products then stay on one BLAS thread.
+
+    Returns:
+        bool: True within a second of a ``split_batch`` call that qualified.
+
+    Example::
+
+        >>> pieces_wanted() in (True, False)
+        True
+    """
+    return time.monotonic() - _pieces_wanted_at[0] < 1.0
+
 
 _blas = [None]    # threadpoolctl's controllers of the loaded BLAS libraries, [] if none
 _held = [0, ()]   # (pieces running with the BLAS held at one thread, the counts to restore)
@@ -283,7 +344,8 @@ def split_batch(fn, n, work, min_work=None):
     """Run ``fn(lo, hi)`` over the samples ``range(n)`` cut into one contiguous piece per
     thread, with the BLAS at one thread meanwhile (NOTE [ Batch pieces on threads ]); None
     (nothing run) when one thread is configured, ``n`` is 1, the arithmetic is too small to
-    pay for the hand-over, or the BLAS threads cannot be controlled.
+    pay for the hand-over, the BLAS threads cannot be controlled, or OpenBLAS's workers are
+    still polling after a two-thread product (NOTE [ Pieces and the BLAS workers ]).
 
     Args:
         fn: ``fn(lo, hi)``; it must write disjoint outputs (or return a partial result).
@@ -305,6 +367,10 @@ def split_batch(fn, n, work, min_work=None):
     t = min(_threads(), n)
     least = SPLIT_MIN_WORK if min_work is None else min_work
     if t < 2 or work < least or getattr(_piece, "busy", False) or not _blas_controllers():
+        return None
+    now = time.monotonic()
+    _pieces_wanted_at[0] = now
+    if now < _polling_until[0]:  # NOTE [ Pieces and the BLAS workers ]
         return None
     step = -(-n // t)
     bounds = [(i, min(i + step, n)) for i in range(0, n, step)]

@@ -49,8 +49,10 @@ _BLAS_OWN_LIMIT = 1 << 19
 
 
 def _small(work):
+    # on one thread under load (above), and while batch pieces are wanted (NOTE [ Pieces and
+    # the BLAS workers ] in ember/_parallel.py)
     return (_BLAS_OWN_LIMIT <= work < ONE_THREAD_WORK and _parallel._threads() > 1
-            and _parallel.contended())
+            and (_parallel.contended() or _parallel.pieces_wanted()))
 
 
 class one_thread_for:
@@ -109,6 +111,52 @@ def one_thread(m, n, k) -> bool:
     return _small(m * n * k)
 
 
+# NOTE [ Side products on one thread ]
+# After a product split over its threads, each OpenBLAS worker keeps polling for the next
+# one (sched_yield in a loop) for 2**28 cycles -- about 0.12 s on this 2.3 GHz machine:
+# process CPU time measured 117 ms during a 0.2 s sleep after one two-thread 1024^2 GEMM,
+# and neither ``openblas_set_num_threads(1)`` nor anything else in its API stops it. While
+# it polls, it holds one of the two cores, so ember's own batch pieces (NOTE [ Batch pieces
+# on threads ] in ember/_parallel.py) find no free core and run one after the other. A
+# convolution's side products -- the Winograd weight transforms U = G w G^T and the
+# gradient's G^T dU G, (36, 9) @ (9, O*C) and the like, tens of microseconds each -- were
+# the only two-thread BLAS calls left in a ResNet-18 step whose convolutions run in pieces,
+# and they woke the workers in every layer. ``side_matmul`` keeps such a product on the
+# calling thread: the same values (threads split rows and columns, never the reduction).
+# (Nor can ember split a product over its own threads instead: two single-thread products
+# called from two threads at once ran one after the other in NumPy's OpenBLAS 0.3.31 --
+# a (64, 784) @ (784, 512) on each thread, 0.45 ms alone, the second started as the first
+# ended -- while a compiled kernel on one thread beside a product on the other overlapped.
+# Batch pieces gain by running one piece's transforms beside the other's products.)
+
+
+def side_matmul(a, b):
+    """``a @ b`` with the BLAS held at one thread (NOTE [ Side products on one thread ]): for
+    a kernel's small products beside work it splits over threads itself.
+
+    Args:
+        a: (m, k) NumPy array.
+        b: (k, n) NumPy array.
+
+    Returns:
+        ndarray: ``a @ b``, the same values as ``np.matmul`` gives.
+
+    Example::
+
+        >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        >>> side_matmul(a, a.T).tolist()
+        [[5.0, 14.0], [14.0, 50.0]]
+    """
+    if (a.shape[-2] * b.shape[-1] * a.shape[-1] < _BLAS_OWN_LIMIT or _parallel._threads() < 2
+            or not _parallel._blas_controllers()):
+        return a @ b
+    _parallel._hold_blas()
+    try:
+        return a @ b
+    finally:
+        _parallel._release_blas()
+
+
 def matmul(a, b, out=None):
     """``np.matmul(a, b)`` for NumPy arrays, with the BLAS at one thread for small products
     (NOTE [ GEMM threads by shape ]).
@@ -134,6 +182,10 @@ def matmul(a, b, out=None):
             or a.dtype.kind not in "fc"
             or not one_thread(a.shape[-2], b.shape[-1], a.shape[-1])
             or not _parallel._blas_controllers()):
+        if (a.ndim >= 2 and b.ndim >= 2 and _parallel._held[0] == 0
+                and a.shape[-2] * b.shape[-1] * a.shape[-1] >= _BLAS_OWN_LIMIT
+                and _parallel._threads() > 1):
+            _parallel.blas_split()  # NOTE [ Pieces and the BLAS workers ]
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     _parallel._hold_blas()
     try:

@@ -6,7 +6,9 @@ Arrays are (N, C, L): each channel's N planes of L elements. A channel's planes 
 two or three times in a row, so after the first pass they come from the cache (a ResNet
 stage-1 channel of (32, 32x32) float32 is 128 KB). Sums run in float32 over blocks of at
 most ``_BLOCK`` elements of a plane (vectorised; the reassociation flag lets LLVM use
-several SIMD lanes) and in float64 across blocks, as the layer norm kernels do.
+several SIMD lanes) and in float64 across blocks, as the layer norm kernels do. Each kernel
+takes a channel range, so that the channels can be split over threads (each channel's
+arithmetic is the same whichever thread does it).
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ _Z = np.float32(0.0)
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
-def batch_norm_train(x, w, b, has_w, has_b, eps, y, mean, rstd):  # pragma: no cover
+def batch_norm_train(x, w, b, has_w, has_b, eps, y, mean, rstd, c_lo, c_hi):  # pragma: no cover
     """y = (x - mean) * rstd * w + b per channel, with the channel's batch mean and biased
     variance (the centred sum, no E[x^2] - E[x]^2 cancellation) stored in ``mean`` and
-    ``rstd = 1 / sqrt(var + eps)``."""
-    n_, c_, l_ = x.shape
+    ``rstd = 1 / sqrt(var + eps)``; channels c_lo <= c < c_hi."""
+    n_, _, l_ = x.shape
     count = n_ * l_
-    for c in range(c_):
+    for c in range(c_lo, c_hi):
         s = 0.0
         for n in range(n_):
             xr = x[n, c]
@@ -58,14 +60,15 @@ def batch_norm_train(x, w, b, has_w, has_b, eps, y, mean, rstd):  # pragma: no c
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
-def batch_norm_train_backward(g, x, w, has_w, mean, rstd, gx, gw, gb):  # pragma: no cover
+def batch_norm_train_backward(g, x, w, has_w, mean, rstd, gx, gw, gb, c_lo,
+                              c_hi):  # pragma: no cover
     """Training-mode gradients: per channel ``sum_g`` (gb) and ``sum_gxc = sum g (x -
     mean)`` (gw = sum_gxc * rstd) in one pass, then ``gx = g k_g + (x - mean) k_x + k_c``
     with ``k_g = w rstd``, ``k_x = -k_g rstd^2 sum_gxc / count``, ``k_c = -k_g sum_g /
-    count``."""
-    n_, c_, l_ = x.shape
+    count``; channels c_lo <= c < c_hi."""
+    n_, _, l_ = x.shape
     count = n_ * l_
-    for c in range(c_):
+    for c in range(c_lo, c_hi):
         m = mean[c]
         r = rstd[c]
         sg = 0.0

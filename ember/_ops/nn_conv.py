@@ -232,6 +232,13 @@ _PLANAR_MIN_ROW = 16
 _PLANAR_MIN_ROW_STRIDED = 20
 
 
+def _mm(xp, a, b):
+    """``a @ b``; NumPy's through ``_blas.matmul``, which picks the BLAS threads and keeps
+    track of them (NOTE [ GEMM threads by shape ] in ember/_kernels/_blas.py, NOTE [ Pieces
+    and the BLAS workers ] in ember/_parallel.py)."""
+    return _blas.matmul(a, b) if xp is np else a @ b
+
+
 def _planar(row, ksize, stride, groups):
     """Whether a convolution of inputs whose rows (last spatial dim) are ``row`` long takes
     planar columns (NOTE [ Planar columns ])."""
@@ -271,7 +278,7 @@ def _planar_conv(xp, x, w, stride, padding, dilation):
         cols, out = _planar_columns(xp, x[sl], w.shape[2:], stride, padding, dilation)
         if y is None:
             y = xp.empty((x.shape[0], o) + out, dtype=cols.dtype)
-        part = (wm @ cols).reshape((o, cols.shape[1] // math.prod(out)) + out)
+        part = _mm(xp, wm, cols).reshape((o, cols.shape[1] // math.prod(out)) + out)
         y[sl] = xp.moveaxis(part, 0, 1)
     return y
 
@@ -405,8 +412,8 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
         gs, xs = g[sl], x[sl]
         n = gs.shape[0]
         cols, out = _planar_columns(xp, gs, ksize, stride, pad, dilation)  # (O*kp, n*P)
-        part = (wt.reshape(c, -1) @ cols).reshape((c, n) + out)
-        gwf = cols @ _channel_rows(xp, xs).T
+        part = _mm(xp, wt.reshape(c, -1), cols).reshape((c, n) + out)
+        gwf = _mm(xp, cols, _channel_rows(xp, xs).T)
         gwf = xp.moveaxis(gwf.reshape((o,) + tuple(ksize) + (c,)), -1, 1)
         if gx is None:
             gx = xp.empty((g.shape[0], c) + out, dtype=part.dtype)
@@ -428,7 +435,7 @@ def _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation):
     gx = xp.zeros((c, n) + padded, dtype=g.dtype)
     for sl in _sample_slices(n, c * math.prod(ksize) * math.prod(out) * g.dtype.itemsize):
         gs = g[sl]
-        cols = (wt @ _channel_rows(xp, gs)).reshape((c,) + ksize + (gs.shape[0],) + out)
+        cols = _mm(xp, wt, _channel_rows(xp, gs)).reshape((c,) + ksize + (gs.shape[0],) + out)
         for tap in itertools.product(*(range(k) for k in ksize)):
             gx[(slice(None), sl) + tap_region(tap, out, stride, dilation)] += \
                 cols[(slice(None),) + tap]
@@ -500,7 +507,7 @@ def _weight_grad_kernel(xp, x, g, *, weight_shape, stride, padding, dilation, gr
         gw = None
         for sl in _batch_chunks(x, weight_shape[2:], stride, padding, dilation):
             cols, _ = _planar_columns(xp, x[sl], weight_shape[2:], stride, padding, dilation)
-            part = _channel_rows(xp, g[sl]) @ cols.T
+            part = _mm(xp, _channel_rows(xp, g[sl]), cols.T)
             gw = part if gw is None else xp.add(gw, part, out=gw)
         return gw.reshape(weight_shape)
     if grid.depthwise_eligible(xp, x.dtype, weight_shape, groups):

@@ -204,4 +204,5 @@ def weight_tiles_into(k, x, g, padding, th, tw, du, part):
 def weight_from_tiles(du, o, c):
     """The (O, C, 3, 3) weight gradient from its tile-space sum ``du`` (16, O, C)."""
     kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=du.dtype)
-    return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
+    # one BLAS thread (NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
+    return _blas.side_matmul(du.reshape(16, o * c).T, kw).reshape(o, c, 3, 3)

@@ -18,6 +18,9 @@ def pieces(monkeypatch):
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
+    # no OpenBLAS workers polling from an earlier test's product (NOTE [ Pieces and the BLAS
+    # workers ]): pieces would be declined
+    monkeypatch.setattr(_parallel, "_polling_until", [0.0])
     seen = []
     real = _parallel.split_batch
 
