@@ -122,7 +122,8 @@ def _chunks(n, per_sample, budget):
 def weight_tiles(w):
     """U = G w G^T of every (O, C) kernel, (36, O, C), computed in float64."""
     o, c = w.shape[:2]
-    u = _WEIGHT_TRANSFORM @ w.reshape(o * c, 9).T.astype(np.float64)
+    # one BLAS thread (NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
+    u = _blas.side_matmul(_WEIGHT_TRANSFORM, w.reshape(o * c, 9).T.astype(np.float64))
     return np.ascontiguousarray(u.reshape(36, o, c).astype(w.dtype))
 
 

@@ -96,7 +96,8 @@ def weight_tiles(xp, w):
     """U (16, O, C): G w G^T of each (O, C) kernel, position-major."""
     o, c = w.shape[:2]
     kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=w.dtype)
-    mm = _blas.matmul if xp is np else xp.matmul  # NOTE [ GEMM threads by shape ]
+    # on one BLAS thread (NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
+    mm = _blas.side_matmul if xp is np else xp.matmul
     return mm(kw, w.reshape(o * c, 9).T).reshape(16, o, c)
 
 
@@ -238,7 +239,8 @@ def weight_grad(xp, x, g, padding):
                 xp.matmul(dm[i].T, v[i], out=part)
                 du[i] += part
     kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=x.dtype)
-    return (du.reshape(16, o * c).T @ kw).reshape(o, c, 3, 3)
+    mm = _blas.side_matmul if xp is np else xp.matmul  # (as weight_tiles)
+    return mm(du.reshape(16, o * c).T, kw).reshape(o, c, 3, 3)
 
 
 def backward(xp, g, x, w, padding):
