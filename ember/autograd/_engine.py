@@ -359,10 +359,18 @@ def _pre_hooks(node, buf, create_graph):
                 continue
             old = getattr(t, "_grad", None)
             if old is None:
-                t._grad = g if create_graph else g.detach().clone()
+                # a contiguous copy whatever the gradient's layout, as torch keeps it
+                t._grad = g if create_graph else g.detach().clone(
+                    memory_format=_contiguous_format())
             else:
                 t._grad = old + g
     return buf
+
+
+def _contiguous_format():
+    from .._core import layout
+
+    return layout.contiguous_format
 
 
 def _leaf_hooks(t, g):
