@@ -471,6 +471,8 @@ def _logdet_kernel(xp, a):
 
 
 def _logdet_vjp(g, a):
+    if not a.is_complex():  # a negative determinant's NaN takes no gradient, as torch's
+        g = g.masked_fill(slogdet(a.detach())[0] < 0, 0)
     return g.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
 
 
@@ -1256,6 +1258,11 @@ def _eigvals_jvp(x_dots, a, *, out=None):
 def eigvals(A, *, out=None):
     """The (complex) eigenvalues of a general square matrix."""
     check_square("linalg.eigvals", A)
+    if A.requires_grad and _dispatch.state.grad_enabled and A.numel() and \
+            _dispatch.plain_data() and holds_values(A._data) and \
+            not bool(A.detach().isfinite().all()):  # (not under vmap: a value-dependent test)
+        # torch computes a differentiable input's eigenvalues with linalg.eig, which refuses
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
     return _dispatch.apply(eigvals_op, (A,), {}, out)
 
 

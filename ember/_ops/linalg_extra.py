@@ -227,9 +227,6 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     if B.dim() < 2:
         raise RuntimeError(f"{op_name}: Expected B to have at least 2 dimensions, but it has "
                            f"{B.dim()} dimensions instead")
-    if pivots.dtype.name != "int32":
-        raise RuntimeError(f"{op_name}: Expected LD.dtype and pivots.dtype to be int32 "
-                           f"pivots, but got pivots with dtype {pivots.dtype.scalar_name}")
     if LD.dtype != B.dtype:
         raise RuntimeError(f"{op_name}: Expected LD and B to have the same dtype, but got "
                            f"LD with dtype {LD.dtype.scalar_name} and B with dtype "
@@ -241,6 +238,11 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         raise RuntimeError(f"{op_name}: Incompatible matrix sizes: each LD matrix is "
                            f"{LD.shape[-1]} by {LD.shape[-1]} but each B matrix is "
                            f"{B.shape[-2]} by {B.shape[-1]}")
+    if pivots.dtype.category != 1:  # any integer type: torch casts them for LAPACK
+        raise RuntimeError(f"{op_name}: Expected pivots to be integers. Got "
+                           f"{pivots.dtype.scalar_name}")
+    if pivots.dtype != _dt.int32:
+        pivots = pivots.to(_dt.int32)
     if holds_values(pivots._data) and pivots.numel():
         # LAPACK's *sytrs reads out of bounds (a crash) on pivots ldl_factor can't produce
         p = np.abs(np.asarray(_host(_dispatch.xp_of(pivots._data), pivots._data), np.int64))
@@ -388,6 +390,8 @@ def cond(A, p=None, *, out=None):
             mask = singular.unsqueeze(-1).unsqueeze(-1)
             Ainv = inv(where(mask, _eye_like(n, A), A))
         r = where(singular, _INF, matrix_norm(A, p) * matrix_norm(Ainv, p))
+        # as torch: a NaN product (0 * inf, or NaN input) reads as an infinite condition
+        r = r.nan_to_num(float("inf"), float("inf"), float("-inf"))
     return r if out is None else _dispatch.write_out(op_name, out, r)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.layout import contiguous_format
 from .._core.tensor import Tensor, wrap
@@ -15,8 +16,9 @@ from .pointwise import opmath
 from ._xp_compat import solve as xp_solve
 from .linalg import _conj, _h, check_out_tuple, check_tensor, matmul
 from .linalg_householder import householder_product  # noqa: F401 (ember.linalg's)
-from .linalg_decomp import (_LAPACK_DTYPES, _getf2, _odd_matrices, check_float, check_matrix,
-                            check_square, empty_any_dtype, inv, lapack_svd, svdvals)
+from .linalg_decomp import (_LAPACK_DTYPES, _eigh_failed, _getf2, _odd_matrices, check_float,
+                            check_matrix, check_square, empty_any_dtype, inv, lapack_svd,
+                            svdvals)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -39,7 +41,10 @@ def _pinv_kernel(xp, a, *, atol, rtol, hermitian):
     if a.size == 0:
         return xp.zeros(a.shape[:-2] + (n, m), a.dtype)
     if hermitian:
-        w, v = xp.linalg.eigh(a)
+        try:
+            w, v = xp.linalg.eigh(a)
+        except np.linalg.LinAlgError:  # torch's error (a RuntimeError), not NumPy's
+            _eigh_failed(xp, a, xp.linalg.eigh)
         s = xp.abs(w)
         order = xp.argsort(-s, axis=-1)
         tol = _tol(xp, xp.take_along_axis(s, order, -1), atol, rtol, m, n)
@@ -570,10 +575,10 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     check_out_tuple("lu_unpack", out, 3)
     check_tensor("lu_unpack", LU_data, "LU_data")
     check_tensor("lu_unpack", LU_pivots, "LU_pivots")
-    if LU_pivots.dtype.category != 1:
+    if LU_pivots.dtype != _dt.int32:  # torch takes no other integer type either
         raise RuntimeError(
             f"lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype, "
-            f"but got {LU_pivots.dtype.scalar_name}")
+            f"but got {LU_pivots.dtype.scalar_name} (pass the pivots of linalg.lu_factor)")
     if LU_data.dim() >= 2 and LU_pivots.dim() >= 1:
         m, k = LU_data.shape[-2], min(LU_data.shape[-2:])
         piv = LU_pivots._data[..., :k]

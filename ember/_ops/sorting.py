@@ -164,7 +164,79 @@ def _topk_kernel(xp, a, *, k, dim, largest):
         return a.copy(), xp.zeros((), np.int64)
     idx = _argsort(xp, a, dim, largest)
     idx = xp.take(idx, xp.arange(k), axis=dim)
+    n = a.shape[dim]
+    if xp is np and a.size and k and n <= _STD_SMALL and k * 64 > n:
+        # rows with tied values: the order torch's selection leaves them in
+        rows = np.moveaxis(a, dim, -1)
+        rows = rows.astype(np.float32) if a.dtype == _dt.bfloat16.np else rows
+        srt = np.sort(rows, axis=-1)
+        tied = ((srt[..., 1:] == srt[..., :-1]) | np.isnan(srt[..., 1:])).any(axis=-1)
+        if tied.any():
+            flat_idx = np.moveaxis(idx, dim, -1).copy()
+            for at in map(tuple, np.argwhere(tied)):
+                flat_idx[at] = _std_topk(rows[at].tolist(), k, largest)
+            idx = np.moveaxis(flat_idx, -1, dim)
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+
+_STD_SMALL = 17  # rows short enough that every std::sort below is an insertion sort
+
+
+def _std_topk(row, k, largest):
+    """The indices torch's CPU topk returns for a short row: ``std::nth_element`` of
+    (value, index) pairs at ``k - 1`` with torch's NaN-first comparator, then ``std::sort``
+    of the first ``k - 1`` -- libstdc++'s introselect (median-of-three pivots, unguarded
+    partitions, insertion sort below four elements) and insertion sort, replayed."""
+    def comp(x, y):
+        if largest:
+            return (x[0] != x[0] and y[0] == y[0]) or x[0] > y[0]
+        return (x[0] == x[0] and y[0] != y[0]) or x[0] < y[0]
+
+    el = list(zip(row, range(len(row))))
+
+    def insertion_sort(lo, hi):
+        for j in range(lo + 1, hi):
+            val = el[j]
+            if comp(val, el[lo]):
+                el[lo + 1:j + 1] = el[lo:j]
+                el[lo] = val
+            else:
+                m = j
+                while comp(val, el[m - 1]):
+                    el[m] = el[m - 1]
+                    m -= 1
+                el[m] = val
+
+    first, last, nth = 0, len(el), k - 1
+    depth = 2 * (len(el).bit_length() - 1)
+    while last - first > 3:
+        if depth == 0:  # (unreachable for rows this short)
+            break
+        depth -= 1
+        a, b, c = first + 1, first + (last - first) // 2, last - 1
+        if comp(el[a], el[b]):
+            m = b if comp(el[b], el[c]) else c if comp(el[a], el[c]) else a
+        else:
+            m = a if comp(el[a], el[c]) else c if comp(el[b], el[c]) else b
+        el[first], el[m] = el[m], el[first]
+        lo, hi, pivot = first + 1, last, el[first]
+        while True:
+            while comp(el[lo], pivot):
+                lo += 1
+            hi -= 1
+            while comp(pivot, el[hi]):
+                hi -= 1
+            if not lo < hi:
+                break
+            el[lo], el[hi] = el[hi], el[lo]
+            lo += 1
+        if lo <= nth:
+            first = lo
+        else:
+            last = lo
+    insertion_sort(first, last)
+    insertion_sort(0, k - 1)
+    return [i for _, i in el[:k]]
 
 
 topk_op = Op("topk", _topk_kernel, differentiable=False)
@@ -253,7 +325,7 @@ def _kth_kernel(xp, a, *, k, dim, keepdim):
             rows = np.moveaxis(a, dim, -1)
             rows = rows.astype(np.float32) if a.dtype == _dt.bfloat16.np else rows
             flat_idx = np.moveaxis(idx, dim, -1).copy()
-            for at in zip(*np.nonzero(np.moveaxis(tied, dim, -1)[..., 0])):
+            for at in map(tuple, np.argwhere(np.moveaxis(tied, dim, -1)[..., 0])):
                 flat_idx[at + (0,)] = _quickselect(rows[at].tolist(), k - 1)
             idx = np.moveaxis(flat_idx, -1, dim)
     if not keepdim:
@@ -326,8 +398,11 @@ def _evenly_shared(flat, v):
     values = flat.detach()
     hit = (values == v) | (values.isnan() & v.isnan())  # no branch on v: vmap has none
     share = (hit / hit.sum()).to(values.dtype)
-    # zero outside the shared elements, where a NaN's difference would be NaN
-    return v + ((flat - values).masked_fill(~hit, 0) * share).sum()
+    # zero outside the shared elements, where a NaN's difference would be NaN; an infinite
+    # median's difference (inf - inf) too, its value then is the shared infinities' sum
+    finite = v + ((flat - values).masked_fill(~hit | values.isinf(), 0) * share).sum()
+    infinite = (flat.masked_fill(~hit, 0) * share).sum()
+    return infinite.where(v.isinf(), finite)
 
 
 def _median(name, ignore_nan, input, dim, keepdim, out):
@@ -339,10 +414,19 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
     kname = "median_cpu" if dim is None else "median_out"
     if dim is None:
         flat = _flatten(input)
-        if flat._data.size == 0:  # NaN in any dtype, as torch's (bool True, integers 0)
+        if flat._data.size == 0:  # NaN cast to the dtype, as torch's (bool True)
             kind = flat._data.dtype.kind
-            return wrap(np.full((), np.nan, flat._data.dtype)) if kind in "fVc" else \
-                wrap(np.full((), kind == "b", flat._data.dtype))
+            if kind == "b":
+                return wrap(np.full((), True))
+            with np.errstate(invalid="ignore"):
+                nan = np.array(np.nan).astype(flat._data.dtype)
+            if not (flat._rg and _dispatch.state.grad_enabled):
+                return wrap(nan)
+            # a floating input that requires grad gets a node, as torch's (empty gradient)
+            v = flat.sum() + wrap(nan)
+            _node_names.rename(v, "MedianBackward0" if name == "median" else
+                               "NanmedianBackward0")
+            return v
         _no_complex(input, name, kname)
         if input._data.dtype.kind == "b":
             raise NotImplementedError(f'"{kname}" not implemented for \'Bool\'')
@@ -403,10 +487,43 @@ def _mode_kernel(xp, a, *, dim, keepdim):
     best = xp.argmax(pos - start, axis=-1)[..., None]  # first end of a longest run
     v = xp.take_along_axis(s, best, axis=-1)
     i = xp.take_along_axis(idx, best, axis=-1).astype(np.int64)
+    if xp is np and (x.dtype.kind == "f" or x.dtype == _dt.bfloat16.np) and 1 < n <= 16:
+        xf = x.astype(np.float32) if x.dtype == _dt.bfloat16.np else x
+        for at in map(tuple, np.argwhere(np.isnan(xf).any(axis=-1))):
+            k = _insertion_sorted_mode(xf[at].tolist())
+            i[at + (0,)] = k
+            v[at + (0,)] = x[at + (k,)]
     v, i = xp.moveaxis(v, -1, dim), xp.moveaxis(i, -1, dim)
     if not keepdim:
         v, i = v.squeeze(dim), i.squeeze(dim)
     return v.copy(), i.copy()
+
+
+def _insertion_sorted_mode(row):
+    """The index torch's CPU mode names for a row holding NaN: it sorts (value, index) pairs
+    with ``std::sort`` on ``<`` -- for at most 16 elements libstdc++'s insertion sort, which
+    NaN leaves partly unsorted -- then takes the last element of the first longest run of
+    equal (``==``) values."""
+    el = list(zip(row, range(len(row))))
+    for j in range(1, len(el)):
+        val = el[j]
+        if val[0] < el[0][0]:
+            el[1:j + 1] = el[0:j]
+            el[0] = val
+        else:  # libstdc++'s unguarded linear insert
+            m = j
+            while val[0] < el[m - 1][0]:
+                el[m] = el[m - 1]
+                m -= 1
+            el[m] = val
+    best, run, modei = 0, 0, 0
+    for j in range(len(el)):
+        run += 1
+        if j == len(el) - 1 or el[j][0] != el[j + 1][0]:
+            if run > best:
+                best, modei = run, el[j][1]
+            run = 0
+    return modei
 
 
 mode_op = Op("mode", _bool_as_uint8(_mode_kernel), differentiable=False)
@@ -454,9 +571,11 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
     else:
         qs = _dispatch.xp_of(a).asarray([float(q)])  # on input's device
         scalar_q = True
-    if holds_values(qs) and ((qs < 0) | (qs > 1)).any():
-        bad = qs[(qs < 0) | (qs > 1)][0]
-        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {bad:g}")
+    outside = ~((qs >= 0) & (qs <= 1)) if holds_values(qs) else None  # NaN too, as torch
+    if outside is not None and outside.any():
+        if isinstance(q, Tensor):
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {qs[outside][0]:g}")
     nd = a.ndim
     if dim is None:
         x, d = _flatten(input), 0
@@ -501,7 +620,8 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
             w = qt * wrap(scale.astype(a.dtype)) + wrap((offset - lo).astype(a.dtype))
         else:
             w = wrap(np.broadcast_to((rank - lo).astype(a.dtype), shape).copy())
-        r = vlo + (vhi - vlo) * w
+        # torch's lerp, which switches formula at weight 0.5 (so -inf and 1 at 0.6 is -inf)
+        r = vlo.lerp(vhi, w)
     # lay out the reduced dims as torch does, the q axis first
     rest = [s for j, s in enumerate(r._data.shape) if j != d]
     if dim is None:
@@ -737,6 +857,10 @@ def bincount(input, weights=None, minlength=0):
     require_values("bincount", a)
     if a.ndim != 1 or a.dtype.kind not in "iu" or (a.size and a.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    top = np.iinfo(np.int64).max
+    if a.dtype == np.int64 and a.size and int(a.max()) == top:  # max + 1 bins overflow
+        raise RuntimeError(f"maximum value of input overflowed, it should be < {top} but got "
+                           f"{top}")
     if minlength < 0:
         raise RuntimeError("bincount(): minlength should be >= 0")
     xp = _dispatch.xp_of(a)
@@ -746,6 +870,8 @@ def bincount(input, weights=None, minlength=0):
     if w.shape != a.shape:
         raise RuntimeError("bincount(): weights should be 1-d and have the same length as "
                            "input")
+    if a.size == 0:  # torch's early exit: int64 zeros whatever the weights
+        return wrap(xp.zeros(minlength, np.int64))
     rdt = w.dtype if w.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     return wrap(xp.bincount(a, weights=w.astype(np.float64), minlength=minlength).astype(rdt))
 
@@ -784,11 +910,16 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 def _histc_counts(xp, x, bins, lo, hi):
     """The bin of each ``x`` in ``[lo, hi]`` as torch's histc finds it: ``(x - lo) * bins /
-    (hi - lo)`` in the input's precision (float32 for half types), truncated, then clamped
+    (hi - lo)`` in the input's precision (half types round after every operation, as their
+    C++ arithmetic does, so ``x - lo`` may overflow to inf), truncated, then clamped
     into ``[0, bins - 1]`` (an overflow to inf lands in bin 0, as its integer conversion
     does in torch)."""
-    ct = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
-    x = x.astype(ct)
+    ct = x.dtype
+    with np.errstate(over="ignore"):
+        if np.isinf(ct.type(hi) - ct.type(lo)):
+            # torch's edges are linspace(lo, hi): an infinite step makes the outer edges
+            # lo + 0 * inf = NaN, and no element lies between NaN edges
+            return xp.zeros(bins, np.int64)
     lo_c, hi_c = ct.type(lo), ct.type(hi)
     x = x[(x >= lo_c) & (x <= hi_c)]
     with np.errstate(all="ignore"):
