@@ -88,11 +88,15 @@ state = _ThreadState()
 # Hooks filled by ember.autograd. Until it is imported nothing records.
 #   record(op, inputs, params, outputs) -> None      attach grad_fn to outputs
 #   record_binary(op, a, b, output) -> None          the same for record(op, (a, b), {}, out)
+#   record_unary(op, t, params, output) -> None      the same for record(op, (t,), params, out)
 #   check_inplace(tensor, opname) -> None            raise if an in-place op is not allowed
 #   commit_inplace(tensor, result) -> None           rebase tensor's history onto result's
 #   begin_inplace(tensor) / end_inplace()         bracket computing an in-place op's values
 record = None
 record_binary = None
+#: record_unary(op, t, params, output): ``record(op, (t,), params, output)`` for one input
+#: that requires grad (the reductions' hot paths call it after testing grad mode)
+record_unary = None
 #: set by ember/_ops/creation.py: ``(self, result) -> result`` recording that ``self`` is
 #: overwritten by values with no gradient (NOTE [ Overwriting a tensor in a graph ])
 nondiff_overwrite = None

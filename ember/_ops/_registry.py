@@ -97,6 +97,12 @@ class Op:
     #: result is not saved, so an in-place write into it leaves the backward pass valid,
     #: and the formula receives ``out=None``. None: always saved.
     out_needed = None
+    #: the indices of the inputs the formula reads only for their shape, dtype and device
+    #: (``trace``, ``diff``; True: every input, for varargs ops such as ``block_diag``): the
+    #: node keeps a data-free stand-in instead of the tensor, as PyTorch's nodes keep
+    #: ``self_sym_sizes``, so writing into the input in place after the call leaves the
+    #: backward pass valid. The stand-in's values are NaN (zero for integer dtypes).
+    shape_only = None
     #: ``node_name_of(inputs, params)``: the backward node's class name for this call where
     #: PyTorch's depends on the call, or None for ``node_name``'s (NOTE [ Node names ] in
     #: ember/_ops/_node_names.py)

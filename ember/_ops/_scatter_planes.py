@@ -20,6 +20,8 @@ from .indexing import linear_jvp
 
 def _unpool_add_kernel(xp, g, index, *, input_shape):
     """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C)."""
+    if not g.size or not math.prod(input_shape):  # nothing to scatter (an empty batch)
+        return xp.zeros(tuple(input_shape), dtype=g.dtype)
     if g.dtype == np.float32:  # one compiled scatter (NOTE [ Compiled max pooling ])
         r = _kernels.max_pool_backward(g, index, input_shape)
         if r is not None:

@@ -207,6 +207,48 @@ def linear_jvp(op, data, zero_params=()):
     return jvp
 
 
+def _input_link_kernel(xp, gx, _x):
+    return gx.copy()
+
+
+def _input_link_vjp(g, _gx, x):
+    return g, x.new_zeros(tuple(x.shape))
+
+
+input_link_op = Op("_input_link", _input_link_kernel, vjp=_input_link_vjp)
+input_link_op.shape_only = (1,)  # the zero derivative reads only the input's shape
+linear_jvp(input_link_op, (0,))
+
+
+def grad_linked_to(gx, x):
+    """``gx`` (a gradient a derivative formula computed without reading ``x``'s values),
+    recorded as a function of the forward input ``x`` with a zero derivative when the
+    formula builds a graph (``create_graph``) and ``x`` takes part in autograd.
+
+    PyTorch's backward kernels of pooling, reflect/replicate padding and ``nll_loss`` take
+    the forward input, so a second derivative through them is a tensor of zeros for that
+    input (a gradient penalty through a max-pooling network runs), never absent.
+
+    Args:
+        gx: the computed gradient.
+        x: the forward input (as saved), or None.
+
+    Returns:
+        ``gx`` itself, or its copy recorded as depending on ``x``.
+
+    Example::
+
+        >>> x = ember.randn(1, 1, 4, requires_grad=True)
+        >>> g, = ember.autograd.grad(ember.nn.functional.max_pool1d(x, 2).sum(), x,
+        ...                          create_graph=True)
+        >>> g.requires_grad
+        True
+    """
+    if x is None or not x._rg or not _dispatch.state.grad_enabled:
+        return gx
+    return _dispatch.apply(input_link_op, (gx, x), {})
+
+
 def multilinear_jvp(op, factors, additive=()):
     """The forward-mode rule of an op linear in each input at ``factors`` separately (a
     product: matmul, convolution, outer) plus a term linear in the inputs at ``additive``

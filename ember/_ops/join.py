@@ -675,8 +675,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         from .ranges import arange
 
         counts = input
-        if counts._data.ndim != 1 or counts._data.dtype.kind not in "iu":
+        if counts._data.ndim != 1:
             raise RuntimeError("repeat_interleave: repeats must be 1-d integer tensor")
+        if counts.dtype.name not in ("int32", "int64"):  # torch's kernel: these two only
+            raise NotImplementedError(
+                f'"repeat_interleave_cpu" not implemented for \'{counts.dtype.scalar_name}\'')
         return repeat_interleave(arange(counts._data.shape[0], device=counts.device), counts,
                                  0, output_size=output_size)
     if dim is None:
@@ -689,7 +692,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     n = input._data.shape[d]
     if isinstance(repeats, Tensor):
         r = repeats._data
-        if r.dtype.kind not in "iu":
+        if repeats.dtype.name not in ("int32", "int64"):  # torch's kernel: these two only
             raise NotImplementedError(
                 f'"repeat_interleave_cpu" not implemented for \'{repeats.dtype.scalar_name}\'')
         if r.ndim > 1:

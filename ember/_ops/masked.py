@@ -159,6 +159,7 @@ def _masked_scatter_vjp(g, _a, mask, src):
 
 
 masked_scatter_op = Op("masked_scatter", _masked_scatter_kernel, vjp=_masked_scatter_vjp)
+masked_scatter_op.shape_only = (2,)  # the formula reads only the source's shape
 linear_jvp(masked_scatter_op, (0, 2))
 
 

@@ -181,6 +181,7 @@ def _cart_vjp(g, *arrays):
 
 
 cartesian_prod_op = Op("cartesian_prod", _cart_kernel, vjp=_cart_vjp)
+cartesian_prod_op.shape_only = True  # the formula reads only the sizes
 
 
 @public(method=False)
@@ -284,6 +285,7 @@ def _block_vjp(g, *arrays):
 
 
 block_diag_op = Op("block_diag", _block_kernel, vjp=_block_vjp)
+block_diag_op.shape_only = True  # the formula reads only the sizes
 
 
 def _varargs_linear_jvp(op):

@@ -15,10 +15,20 @@ from .join import stack
 from .nn_ops import embedding
 
 
-def _check_bag_args(flat, weight, offsets, padding_idx):
-    """torch's checks of embedding_bag's operands (RuntimeErrors): a floating weight,
-    offsets starting at 0 and within the input, indices and ``padding_idx`` within the
-    table."""
+def _fast_bags(weight, mode, padding_idx):
+    """Whether PyTorch's CPU kernel takes its fast path for these bags: sums or means
+    without padding, of a half-precision table or a float32 one whose rows are contiguous.
+    The path shows in which checks raise what, and in an empty ``offset2bag`` for sums."""
+    dt = weight.dtype.name
+    return padding_idx is None and mode in ("sum", "mean") and (
+        dt in ("float16", "bfloat16") or (dt == "float32" and weight.stride(-1) == 1))
+
+
+def _check_bag_args(flat, weight, offsets, padding_idx, mode="sum"):
+    """torch's checks of embedding_bag's operands: a floating weight, offsets starting at 0
+    and within the input (an offset outside it in between: IndexError, as torch's bag
+    bookkeeping indexes with it; on the fast path a RuntimeError, as do decreasing offsets),
+    indices and ``padding_idx`` within the table (RuntimeErrors)."""
     if weight.dtype.name not in ("float16", "bfloat16", "float32", "float64"):
         raise RuntimeError(
             "Expected tensor for argument #1 'weight' to have one of the following scalar "
@@ -37,6 +47,14 @@ def _check_bag_args(flat, weight, offsets, padding_idx):
         if last > flat.shape[0]:
             raise RuntimeError(f"offsets[-1] can not be greater than input's length "
                                f"{flat.shape[0]} but got offsets[-1] of {last}")
+        offs = offsets.reshape(-1).tolist()
+        outside = [o for o in offs if not 0 <= o <= flat.shape[0]]
+        fast = _fast_bags(weight, mode, padding_idx)
+        if outside and not (fast and mode == "sum"):
+            raise IndexError("index out of range in self")
+        if fast and (outside or any(b < a for a, b in zip(offs, offs[1:]))):
+            raise RuntimeError(f"embedding_bag: offsets must be non-decreasing and within "
+                               f"the input's length {flat.shape[0]}, got {offs}")
     if flat.numel() and flat._data.dtype.kind in "iu" and holds_values(flat._data):
         bad = flat[(flat < 0) | (flat >= num)]
         if bad.numel():
@@ -87,7 +105,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             if include_last_offset:
                 starts = starts[:-1]
         psw = per_sample_weights
-    _check_bag_args(flat, weight, offsets if input.dim() != 2 else None, padding_idx)
+    _check_bag_args(flat, weight, offsets if input.dim() != 2 else None, padding_idx, mode)
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
     if starts is None:  # meta offsets: the bags' bounds are unknown, their number is not
         return _meta_bags(rows, flat, weight, per_sample_weights, padding_idx,
@@ -113,7 +131,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             bags.append(seg.sum(0) / count.clamp(min=1))
         else:
             bags.append(seg.max(0).values)
-    return stack(bags) if bags else weight.new_zeros(0, weight.shape[1])
+    # no bags: an empty result that is still the table's function (torch's requires grad)
+    return stack(bags) if bags else weight[:0] * 0
 
 
 @public(name="embedding", method=False)
@@ -243,7 +262,7 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
         zeros = np.zeros(nbags, dtype=np.int64)
         # PyTorch's reduced-precision sum kernel (all but float64) leaves offset2bag empty
         # unless it has padding to skip
-        fast = pad is None and weight.dtype.itemsize < 8
+        fast = _fast_bags(weight, "sum", padding_idx)
         bags = np.zeros(0, dtype=np.int64) if fast else bag_of
         return out, as_tensor(bags), as_tensor(zeros), as_tensor(zeros)
     if mode == 1:

@@ -929,6 +929,7 @@ def _ctc_vjp(grads, _lp, _targets, _il, _tl, *, blank, reduction, zero_infinity,
 
 ctc_op = Op("ctc_loss", _ctc_kernel, vjp=_ctc_vjp, nondiff_outputs=(1,))
 ctc_op.node_name = "CtcLossBackward0"
+ctc_op.saved_outputs = (1,)  # the formula reads the gradient, never the loss itself
 
 
 @ctc_op.defjvp

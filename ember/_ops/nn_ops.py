@@ -21,7 +21,7 @@ from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public, recorded_as
 from ._xp_compat import ufunc_at
-from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
+from .indexing import grad_linked_to, linear_jvp, multilinear_jvp  # forward-mode rules
 from .nn_checks import kernel_dtype, no_complex_autograd
 from .creation import zeros_like
 from .linalg import _LOWP, gemm, outer_op, row_sums, upcast_lowp
@@ -601,7 +601,7 @@ def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
     grad = onehot * scale.reshape(shape)
     if c and one_d:
         grad = grad.squeeze(0)
-    return grad, None, None
+    return grad_linked_to(grad, logp), None, None  # (torch: zeros for logp twice over)
 
 
 nll_loss_op = Op("nll_loss", _nll_kernel, vjp=_nll_vjp)
@@ -931,7 +931,7 @@ def _embedding_kernel_p(xp, weight, indices, *, padding_idx, num_weights):
 def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
     dim = g.shape[-1]
     flat = indices.reshape(-1)
-    gf = g.reshape(-1, dim)
+    gf = g.reshape(flat.shape[0], dim)  # (not -1: a table of width 0 leaves it ambiguous)
     if xp is not np:
         out = xp.zeros((num_weights, dim), dtype=g.dtype)
         ufunc_at(xp, "add", out, flat, gf)  # NOTE [ Portable array code ]

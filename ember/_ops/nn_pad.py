@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._registry import Op, public, recorded_as
-from .indexing import linear_jvp  # forward-mode rules
+from .indexing import grad_linked_to, linear_jvp  # second derivatives, forward-mode rules
 from ._scatter_planes import unpool_add_op
 from .nn_checks import kernel_dtype, nonempty_input
 
@@ -59,7 +59,9 @@ def _mode_pad_vjp(g, x, *, pads, mode, nspatial):
     g2 = g.reshape((planes, 1) + tuple(g.shape[len(lead):]))
     gx = _dispatch.apply(unpool_add_op, (g2, idx.reshape((planes, 1) + index.shape)),
                          {"input_shape": (planes, 1) + spatial})
-    return gx.reshape(x.shape)
+    gx = gx.reshape(x.shape)
+    # (torch's reflect/replicate backward kernels take x; its circular pad is a composite)
+    return gx if mode == "circular" else grad_linked_to(gx, x)
 
 
 mode_pad_op = Op("pad", _mode_pad_kernel, vjp=_mode_pad_vjp)
@@ -84,7 +86,8 @@ def pad(input, pad, mode="constant", value=None):
     if mode == "constant":
         full = ((0, 0),) * (input.dim() - n) + tuple(pairs)
         for i, (b, a) in enumerate(full):
-            if input.shape[i] + b + a < 0:
+            # (torch first narrows away the negative pads alone: each must fit the input)
+            if input.shape[i] + min(b, 0) + min(a, 0) < 0:
                 raise RuntimeError(
                     f"The input size {input.shape[i]}, plus negative padding {b} and {a} "
                     f"resulted in a negative output size, which is invalid. Check dimension "

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dispatch, _kernels
 from ._memory_format import keep_layout
 from ._registry import Op, public
-from .indexing import linear_jvp  # forward-mode rules
+from .indexing import grad_linked_to, linear_jvp  # second derivatives, forward-mode rules
 from ._scatter_planes import unpool_add_op
 from .nn_conv import _tuple, sliding_windows, tap_region
 from .nn_checks import kernel_dtype, nonempty_input
@@ -140,10 +140,12 @@ def _skip_padding_taps(xp, index, best, views, lowest, taps, offset, origin, out
         xp.putmask(index, hit, xp.broadcast_to(offset[t] + origin, index.shape).copy())
 
 
-def _mp_vjp(grads, _x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape,
+def _mp_vjp(grads, x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape,
             out):
+    # (x is kept as PyTorch's node keeps it: its second derivative is zeros for x)
     g = grads[0] if isinstance(grads, tuple) else grads
-    return _dispatch.apply(unpool_add_op, (g, out[1]), {"input_shape": input_shape})
+    return grad_linked_to(
+        _dispatch.apply(unpool_add_op, (g, out[1]), {"input_shape": input_shape}), x)
 
 
 def _mp_kernel(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape):
@@ -316,7 +318,8 @@ def _avg_pool_backward_kernel(xp, g, *, input_shape, kernel_size, stride, paddin
 
 
 def _avg_pool_vjp(g, x, **p):
-    return _dispatch.apply(avg_pool_backward_op, (g,), dict(p, input_shape=tuple(x.shape)))
+    return grad_linked_to(
+        _dispatch.apply(avg_pool_backward_op, (g,), dict(p, input_shape=tuple(x.shape))), x)
 
 
 def _avg_pool_backward_vjp(gz, _g, *, input_shape, **p):
@@ -406,8 +409,8 @@ def _adaptive_avg_backward_kernel(xp, g, *, input_shape, output_size):
 
 
 def _adaptive_avg_vjp(g, x, *, output_size):
-    return _dispatch.apply(adaptive_avg_backward_op, (g,), {"input_shape": tuple(x.shape),
-                                                            "output_size": output_size})
+    return grad_linked_to(_dispatch.apply(adaptive_avg_backward_op, (g,), {
+        "input_shape": tuple(x.shape), "output_size": output_size}), x)
 
 
 def _adaptive_avg_backward_vjp(gz, _g, *, input_shape, output_size):
@@ -477,9 +480,10 @@ def _adaptive_max_kernel(xp, x, *, output_size):
     return values, index
 
 
-def _adaptive_max_vjp(grads, _x, *, output_size, input_shape, out):
+def _adaptive_max_vjp(grads, x, *, output_size, input_shape, out):
     g = grads[0] if isinstance(grads, tuple) else grads
-    return _dispatch.apply(unpool_add_op, (g, out[1]), {"input_shape": input_shape})
+    return grad_linked_to(
+        _dispatch.apply(unpool_add_op, (g, out[1]), {"input_shape": input_shape}), x)
 
 
 def _adaptive_max_kernel_p(xp, x, *, output_size, input_shape):

@@ -69,6 +69,7 @@ def _lstm_step_vjp(grads, xw, h, c, w_hh, *, out):
 
 
 lstm_step_op = Op("lstm_cell", _lstm_step_kernel, vjp=_lstm_step_vjp, nondiff_outputs=(2, 3))
+lstm_step_op.saved_outputs = (2, 3)  # the gates and tanh(c'), never h' or c' themselves
 
 
 @lstm_step_op.defjvp

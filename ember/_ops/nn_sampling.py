@@ -435,6 +435,7 @@ def _col2im_vjp(g, _cols, *, output_size, kernel_size, dilation, padding, stride
 
 
 im2col_op = Op("im2col", _im2col_kernel, vjp=_im2col_vjp)
+im2col_op.shape_only = (0,)  # the formula reads only the spatial size
 col2im_op = Op("col2im", _col2im_kernel, vjp=_col2im_vjp)
 linear_jvp(im2col_op, (0,))
 linear_jvp(col2im_op, (0,))
@@ -544,6 +545,8 @@ def pixel_unshuffle(input, downscale_factor):
         raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
                            f"downscale_factor, but got height={h}, width={w}, "
                            f"downscale_factor={r}")
+    if input.numel() == 0:  # torch returns an empty input's copy, shape unchanged
+        return input.clone()
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     nl = len(lead)
     perm = list(range(nl)) + [nl, nl + 2, nl + 4, nl + 1, nl + 3]

@@ -808,10 +808,18 @@ xlogy_op = ElementwiseOp("xlogy", opmath(_xlogy_kernel), promote="float", allow=
                          vjp=_xlogy_vjp)
 gcd_op, gcd = binary_op("gcd", ufunc="gcd", promote="int", allow=(1,),
                         doc="Greatest common divisor (non-negative).")
-lcm_op, lcm = binary_op("lcm", ufunc="lcm", promote="int", allow=(1,),
-                        doc="Least common multiple (non-negative).\n\n"
-                            "Differences from PyTorch:\n    A multiple too large for the dtype "
-                            "wraps around in both, but ember's can have the other sign.")
+def _lcm_kernel(xp, a, b):
+    # a multiple too large for the dtype wraps around; its absolute value is taken after
+    # the wrap, as PyTorch does (lcm(2, 2**31 - 1) is 2 in int32); dtypes narrower than
+    # int32 compute in int32 (C's promotion) and wrap when stored (int16 lcm(2, 32767): -2)
+    if a.dtype.itemsize < 4:
+        return xp.abs(xp.lcm(a.astype(xp.int32), b.astype(xp.int32))).astype(a.dtype)
+    return xp.abs(xp.lcm(a, b))
+
+
+lcm_op, lcm = binary_op("lcm", _lcm_kernel, promote="int", allow=(1,),
+                        doc="Least common multiple (non-negative but for the dtype's minimum, "
+                            "as a multiple too large for the dtype wraps around).")
 heaviside_op = ElementwiseOp("heaviside", _heaviside_kernel, allow=(0, 1, 2))
 
 

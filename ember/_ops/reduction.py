@@ -326,6 +326,7 @@ _FAST_SUM = frozenset([np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.i
                        np.dtype(np.complex64), np.dtype(np.complex128)])
 
 
+_FAST_FLOAT = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
 _FAST_REAL = frozenset([np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)])
 _add_reduce = np.add.reduce
 _max_reduce = np.maximum.reduce
@@ -371,6 +372,15 @@ def _big_f32_sum(a):
     return s + _add_reduce(flat[n:]) if n < flat.size else s
 
 
+def _record_sum(input, r, dim, keepdim, a):
+    """The hot path's recording of ``r = sum(input, dim, keepdim)`` (``a``: input's array),
+    with the params the general path gives ``sum_op`` (NOTE [ Hot path ])."""
+    record = _dispatch.record_unary
+    if record is not None and _dispatch.state.grad_enabled:
+        record(sum_op, input, {"dim": dim, "keepdim": keepdim, "dtype": a.dtype,
+                               "shape": a.shape}, r)
+
+
 class _DimNotGiven:
     """The default of ``sum``'s ``dim``: None to the reader, but distinguishable from a
     ``dim=None`` the caller wrote (PyTorch's sum over everything has no ``out=``)."""
@@ -404,14 +414,21 @@ def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
         # NOTE [ Hot path ]: a full or one-dim sum of a CPU tensor nothing records for is one
         # ufunc reduce and one wrap
         a = getattr(input, "_data", None)
-        if type(a) is _ndarray and a.dtype in _FAST_SUM and not input._rg and \
-                not _dispatch.intercept and sum_op.builtin_cpu:
+        if type(a) is _ndarray and a.dtype in _FAST_SUM and not _dispatch.intercept and \
+                sum_op.builtin_cpu:
             if dim is None and not keepdim:
                 if a.size >= _F32_BIG and a.dtype == _F32 and a.flags.c_contiguous:
-                    return _wrap0(_big_f32_sum(a))  # NOTE [ Large float32 sums ]
-                return _wrap0(_add_reduce(a) if a.ndim == 1 else _add_reduce(a, None))
+                    r = _wrap0(_big_f32_sum(a))  # NOTE [ Large float32 sums ]
+                else:
+                    r = _wrap0(_add_reduce(a) if a.ndim == 1 else _add_reduce(a, None))
+                if input._rg:  # (ints never require grad: the sum dtype is the input's)
+                    _record_sum(input, r, None, False, a)
+                return r
             if type(dim) is int and -a.ndim <= dim < a.ndim:
-                return _wrap0(_add_reduce(a, dim, None, None, keepdim))
+                r = _wrap0(_add_reduce(a, dim, None, None, keepdim))
+                if input._rg:
+                    _record_sum(input, r, (dim % a.ndim,), keepdim, a)
+                return r
     _check_tensor(input, "sum", dtype)
     a = input._data
     d = _dims(input, dim, "sum")
@@ -558,6 +575,26 @@ def _float_dtype_for(input, dtype, name):
 @public
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Arithmetic mean over ``dim``; floating and complex inputs (or a floating ``dtype``)."""
+    if dtype is None and out is None:
+        # NOTE [ Hot path ]: a full or one-dim mean of a float CPU tensor: the kernel and,
+        # where the input requires grad, ``record_unary`` with the general path's params
+        a = getattr(input, "_data", None)
+        if type(a) is _ndarray and a.dtype in _FAST_FLOAT and not _dispatch.intercept and \
+                mean_op.builtin_cpu:
+            if dim is None and not keepdim:
+                d = None
+            elif type(dim) is int and -a.ndim <= dim < a.ndim:
+                d = (dim % a.ndim,)
+            else:
+                d = False
+            if d is not False:
+                r = _wrap0(_mean_kernel(np, a, dim=d, keepdim=keepdim, dtype=a.dtype))
+                if input._rg:
+                    record = _dispatch.record_unary
+                    if record is not None and _dispatch.state.grad_enabled:
+                        record(mean_op, input, {"dim": d, "keepdim": keepdim, "dtype": a.dtype,
+                                                "shape": a.shape}, r)
+                return r
     _check_tensor(input, "mean", dtype)
     if input.is_quantized and dtype is None and out is None:  # ember/ao/_qops.py
         from ..ao._qops import on_centered_ints
@@ -1442,6 +1479,7 @@ def _diff_t_vjp(g, _g, *, dim):
 
 
 diff_op = Op("diff", _diff_kernel, vjp=_diff_vjp, linear=True)
+diff_op.shape_only = (0,)  # the formula reads only the size of ``dim``
 diff_t_op = Op("_diff_t", _diff_t_kernel, vjp=_diff_t_vjp, linear=True)
 
 

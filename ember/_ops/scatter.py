@@ -447,15 +447,17 @@ def scatter_add_(self, dim, index, src):
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
-def _check_reduce(reduce, input=None):
+def _check_reduce(reduce, input=None, index=None):
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     if reduce == "mean" and isinstance(input, Tensor) and input.dtype.name == "bool":
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented "
                                   "for 'Bool'")
-    if reduce in ("amax", "amin") and isinstance(input, Tensor) and input.is_complex():
+    if reduce in ("amax", "amin") and isinstance(input, Tensor) and input.is_complex() and \
+            not (isinstance(index, Tensor) and index.numel() == 0):
         # complex numbers have no order: torch's max / min reductions have no complex loop
+        # (an empty index returns before reaching it)
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
                                   f"implemented for '{input.dtype.scalar_name}'")
 
@@ -465,7 +467,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     """``input`` with ``src`` reduced into it along ``dim`` at ``index``; ``reduce`` is one of
     'sum', 'prod', 'mean', 'amax', 'amin'. Without ``include_self`` the positions written
     reduce over ``src`` only."""
-    _check_reduce(reduce, input)
+    _check_reduce(reduce, input, index)
     dim, index, src, _ = _scatter_args("scatter_reduce", input, dim, index, src, None)
     if isinstance(input, Tensor):
         from .nn_checks import no_complex_autograd
@@ -478,7 +480,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
 @public(name="scatter_reduce_", function=False)
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In-place :func:`scatter_reduce`."""
-    _check_reduce(reduce, self)
+    _check_reduce(reduce, self, index)
     dim, index, src, _ = _scatter_args("scatter_reduce_", self, dim, index, src, None)
     check_no_overlap("scatter_reduce_", self, src)
     return inplace_or_not(_op_for(reduce), "scatter_reduce_", self, (self, index, src),
@@ -713,13 +715,13 @@ def _long_index(op_name, index, exc, message):
 
 
 def _index_fill_args(op_name, input, dim, index, value):
-    _long_index(op_name, index, IndexError, "index_fill_(): Expected dtype int64 for index.")
-    if isinstance(index, Tensor) and index._data.ndim > 1:
-        raise RuntimeError("Index has to be a vector/scalar")
-    if isinstance(value, Tensor) and value._data.ndim != 0:
+    if isinstance(value, Tensor) and value._data.ndim != 0:  # torch's first check
         raise RuntimeError(
             "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
             f"{value._data.ndim} dimension(s).")
+    _long_index(op_name, index, IndexError, "index_fill_(): Expected dtype int64 for index.")
+    if isinstance(index, Tensor) and index._data.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
     dim, index = _check_vector_index(op_name, input, index, dim)
     n = _as1d(input._data).shape[dim]
     if not input._data.size and index._data.size:  # nothing to fill: torch checks no index

@@ -471,6 +471,9 @@ def unflatten(input, dim, sizes):
         raise RuntimeError(
             f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
             f"{dim} ({n}) in the input tensor")
+    # the -1 is the dim's size over the others' product (an empty tensor's other dims
+    # leave a reshape's inference ambiguous)
+    sizes = tuple(n // known if x == -1 else x for x in sizes)
     return reshape(input, shape[:d] + sizes + shape[d + 1:])
 
 

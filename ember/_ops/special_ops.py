@@ -704,6 +704,9 @@ def _check_complex_parts(name, a, b, first, second):
         raise RuntimeError(f"{name}: Expected object of scalar type {a.dtype.scalar_name} but "
                            f"got scalar type {b.dtype.scalar_name} for second argument")
     if da not in (np.float32, np.float64):
+        if name == "polar":  # torch has no half kernel for it either
+            raise NotImplementedError(f'"polar_cpu" not implemented for '
+                                      f"'{a.dtype.scalar_name}'")
         raise RuntimeError(f"{name}: not implemented for '{a.dtype.scalar_name}' (ember has "
                            "no complex32 dtype)")
 
@@ -720,10 +723,11 @@ def _complex_vjp(g, _re, _im):
     return real(g), imag(g)
 
 
-def _polar_vjp(g, r, theta):
-    cos, sin = theta.cos(), theta.sin()
-    gr, gi = real(g), imag(g)
-    return gr * cos + gi * sin, r * (gi * cos - gr * sin)
+def _polar_vjp(g, _r, _theta, *, out):
+    # from the result alone, as PyTorch's node: d/dabs along sgn(out) (zero where abs is 0,
+    # reversed where it is negative), d/dangle along 1j * out
+    gc = g.conj()
+    return real(gc * out.sgn()), real(gc * out * 1j)
 
 
 complex_op = Op("complex", _make_complex, vjp=_complex_vjp)

@@ -429,7 +429,7 @@ class OpNode(Node):
             raise RuntimeError(_FREED)
         if key in names and saved is not None:
             i = names.index(key)
-            if i < len(saved) and saved[i] is not None:
+            if i < len(saved) and saved[i] is not None and not _is_stand_in(d["_op"], i):
                 if raw and d.get("_vers") is not None:
                     # the fast path keeps bare tensors; a handle the caller may hang hooks
                     # on must be the one the backward pass reads
@@ -456,7 +456,13 @@ class OpNode(Node):
                     meta = self._meta_in[i] if i < len(self._meta_in) else None
                     if meta is not None:
                         return tuple(meta[0])
+                    x = saved[i] if saved is not None and i < len(saved) else None
+                    x = x.t if type(x) is SavedTensor else x  # (a stand-in's is its own)
+                    if x is not None:
+                        return tuple(x.shape)
                     break
+                if _is_stand_in(d["_op"], i):
+                    break  # torch keeps only the sizes (``_saved_self_sym_sizes``)
                 v = getattr(self, name.replace(key, names[i]))
                 return v.mT if tn.endswith("^T") and not raw else v
         raise AttributeError(name)
@@ -464,13 +470,21 @@ class OpNode(Node):
     def __dir__(self):
         ember_names = _vjp_input_names(self._op)
         shown = _torch_input_names(self, len(ember_names)) or ember_names
-        names = [n.partition("^")[0] for n, s in zip(shown, self._saved or ())
-                 if s is not None]
+        pairs = [(n.partition("^")[0], i)
+                 for i, (n, s) in enumerate(zip(shown, self._saved or ())) if s is not None]
+        names = [n for n, i in pairs if not _is_stand_in(self._op, i)]
         extra = [f"_saved_{n}" for n in names] + [f"_raw_saved_{n}" for n in names]
+        extra += [f"_saved_{n}_sym_sizes" for n, i in pairs if _is_stand_in(self._op, i)]
         if self._sout is not None:
             extra += ["_saved_result", "_raw_saved_result"]
         extra += [f"_saved_{k}" for k in self._params]
         return sorted(set(super().__dir__()) | set(extra))
+
+
+def _is_stand_in(op, i):
+    """Whether a node of ``op`` keeps input ``i`` as a shape stand-in (``Op.shape_only``)."""
+    so = op.shape_only
+    return so is not None and (so is True or i in so)
 
 
 def _torch_input_names(node, n):
@@ -584,7 +598,8 @@ def _make_op_info(op):
     else:
         flags = op.saved_inputs
         saves = flags if (True in flags or op.saves_all_varargs) else None
-        if saves is not None and all(flags) and not op.saves_all_varargs:
+        if saves is not None and all(flags) and not op.saves_all_varargs \
+                and op.shape_only is None:  # (stand-ins are made in ``record``)
             saves = True
         simple = not op.saves_out and op.view_of is None and not op.nondiff_outputs
         info = (node_class(op), saves, simple)
@@ -697,6 +712,72 @@ def record_binary(op, a, b, out):
         out._rg = True
 
 
+def record_unary(op, t, params, out):
+    """``record(op, (t,), params, out)`` for one tensor input that requires grad and one
+    output, the commonest reduction call (``x.sum()``, ``x.mean()``): an op that saves
+    nothing, or only ``t``, and is simple (no saved output, not a view) skips ``record``'s
+    branches; anything else goes to ``record``."""
+    info = _op_info.get(op)
+    if info is None:
+        info = _make_op_info(op)
+    cls, saves, simple = info
+    if not simple or _anomaly._enabled or (saves is not None and (
+            saves is not True or slow_save or _pending or op.saved_for is not None)):
+        return record(op, (t,), params, out)
+    if cls is None:
+        return
+    d = t._data
+    if t._base is not None:
+        refresh_view(t)
+    fn = t._grad_fn
+    if fn is not None:
+        e = (fn, t._out_nr)
+    else:
+        try:
+            fn = t._accum()
+        except AttributeError:
+            fn = None
+        e = (fn or accumulate_node(t), 0)
+    if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
+        name = op.node_name_of((t,), params)
+        if name is not None:
+            cls = _named_classes.get(name) or named_node_class(name)
+    node = _new(cls)
+    node._op = op
+    node._params = params
+    node._next = (e,)
+    node._meta_in = [(d.shape, d.dtype)]
+    node._seq = next(_sequence)
+    if saves is None:
+        node._saved = node._vers = None
+    else:
+        vc = t._vc
+        node._saved = [t]
+        node._vers = [0 if vc is None else vc[0]]
+    if out._data.dtype.kind not in "iub":
+        out._grad_fn = node
+        out._out_nr = 0
+        out._rg = True
+
+
+def _shape_stand_in(t):
+    """A tensor with ``t``'s shape, dtype and device and no data of its own (one broadcast
+    element: NaN, or zero for integer and bool dtypes), kept by a node in place of an input
+    its formula reads only for those (``Op.shape_only``)."""
+    d = t._data
+    xp = _dispatch.xp_of(d)
+    fill = np.nan if d.dtype.kind in "fcV" else 0
+    return wrap(xp.broadcast_to(xp.asarray(fill, dtype=d.dtype), d.shape))
+
+
+def _stand_ins(which, saved):
+    """Replace the saved inputs ``which`` (``Op.shape_only``) by stand-ins; their indices."""
+    idx = [i for i, t in enumerate(saved) if t is not None and (which is True or i in which)]
+    for i in idx:
+        saved[i] = _shape_stand_in(saved[i])
+    return idx
+
+
 def record(op, inputs, params, outputs):
     """The dispatcher's autograd hook: attach a node to ``outputs``. See the module doc."""
     info = _op_info.get(op)
@@ -774,8 +855,12 @@ def record(op, inputs, params, outputs):
             for i, needers in op.saved_for.items():
                 if not any(inputs[j] is not None and inputs[j]._rg for j in needers):
                     saved[i] = None
+        stand = None if op.shape_only is None else _stand_ins(op.shape_only, saved)
         if slow_save or _pending:
-            node._saved = [None if t is None else save_input(t) for t in saved]
+            # (a stand-in is no saved tensor: no pack hook sees it, as none sees torch's sizes)
+            node._saved = [None if t is None else SavedTensor(t, None, 0)
+                           if stand and i in stand else save_input(t)
+                           for i, t in enumerate(saved)]
             node._vers = None
         else:
             vs = []

@@ -372,7 +372,9 @@ op_db = [
             "gradients": "padding_idx's row gets no gradient by design (as in PyTorch), "
                          "which finite differences cannot see; test_gradients_match_torch "
                          "checks the gradients"}}),
-        ("embedding_bag", _embedding_bag, False, {}),
+        ("embedding_bag", _embedding_bag, False, {"skips": {
+            "noncontiguous": "offset2bag's length depends on the table's layout in PyTorch "
+                             "(empty on its fast path, a row-contiguous float32 table)"}}),
         ("bilinear", _bilinear, False, {}),
         ("pairwise_distance", _pair, False, {}),
         ("cosine_similarity", _cosine_similarity, False, {}),
