@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import inspect
 import operator
-import os
-import sys
 
 from .._core.tensor import Tensor
+from ..fx.experimental.symbolic_shapes import _BranchWatch
 from ..overrides import TorchFunctionMode
 from ..utils._python_dispatch import TorchDispatchMode
 from ..utils._pytree import tensor_leaves
@@ -182,34 +181,12 @@ def _reads_inputs(node) -> bool:
     return False
 
 
-class _DataDependentBranch:
+class _DataDependentBranch(_BranchWatch):
     """Watches, on this thread, for user code branching on a graph value (NOTE [ Export
     trace ]); ``check()`` raises PyTorch's error for the first one."""
 
-    def __init__(self, nodes: dict):
-        self.nodes = nodes
-        self.code = Tensor.__bool__.__code__
-        self.found = None
-        self.ember_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-    def _profile(self, frame, event, arg):
-        if event != "call" or frame.f_code is not self.code or self.found is not None:
-            return
-        caller = frame.f_back
-        name = caller.f_code.co_filename if caller is not None else ""
-        if name.startswith(self.ember_dir) or name.startswith("<ember wrapper"):
-            return
-        node = self.nodes.get(id(frame.f_locals.get("self")))
-        if node is not None and _reads_inputs(node):
-            self.found = (name, caller.f_lineno, caller.f_code.co_name)
-
-    def __enter__(self):
-        self.saved = sys.getprofile()
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        sys.setprofile(self.saved)
+    def watched(self, node) -> bool:
+        return _reads_inputs(node)
 
     def check(self):
         if self.found is None:

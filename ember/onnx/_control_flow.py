@@ -4,11 +4,10 @@ on values computed from the inputs caught (NOTE [ ONNX export ] in ember/onnx/_e
 from __future__ import annotations
 
 import inspect
-import os
-import sys
 import warnings
 
 from .._core.tensor import Tensor
+from ..fx.experimental.symbolic_shapes import _BranchWatch
 from ..overrides import TorchFunctionMode
 from ..utils._pytree import tensor_leaves
 from ._builder import Value, onnx_type
@@ -81,34 +80,12 @@ def _replace_leaves(x, copies: dict):
     return x
 
 
-class _PythonBranches:
+class _PythonBranches(_BranchWatch):
     """Notes, on this thread, user code branching on a written value (NOTE [ ONNX
     export ])."""
 
-    def __init__(self, values: dict):
-        self.values = values
-        self.code = Tensor.__bool__.__code__
-        self.found = None
-        self.ember_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-    def _profile(self, frame, event, arg):
-        if event != "call" or frame.f_code is not self.code or self.found is not None:
-            return
-        caller = frame.f_back
-        name = caller.f_code.co_filename if caller is not None else ""
-        if name.startswith(self.ember_dir) or name.startswith("<ember wrapper"):
-            return
-        v = self.values.get(id(frame.f_locals.get("self")))
-        if v is not None and not v.is_constant:
-            self.found = (name, caller.f_lineno, caller.f_code.co_name)
-
-    def __enter__(self):
-        self.saved = sys.getprofile()
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        sys.setprofile(self.saved)
+    def watched(self, value) -> bool:
+        return not value.is_constant
 
     def report(self, strict: bool):
         if self.found is None:
