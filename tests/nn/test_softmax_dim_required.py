@@ -19,6 +19,10 @@ CALLS = {
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("call", sorted(CALLS))
 def test_softmax_without_dim_raises_type_error(name, call):
+    from tests.conftest import _torch_release
+
+    if call == "none" and _torch_release() < (2, 13):
+        pytest.skip("PyTorch before 2.13 raises RuntimeError for dim=None")
     with pytest.raises(TypeError):
         CALLS[call](torch, torch.ones(2, 3), name)
     with pytest.raises(TypeError, match="dim"):
