@@ -50,7 +50,7 @@ class Tensor:
 
     __slots__ = ("_data", "_rg", "_grad_fn", "_base", "_vc", "_grad", "_out_nr", "_accum",
                  "_hooks", "_post_acc_hooks", "_retains_grad", "_view_meta", "_inference",
-                 "_tangent", "__dict__", "__weakref__")
+                 "_tangent", "_wrapped_number", "__dict__", "__weakref__")
 
     # ``Tensor(...)`` (the legacy constructor) is provided by ember._ops.from_data.
 

@@ -314,12 +314,16 @@ def _tensor_args(args):
 
 
 def _const(x):
+    """A Python number as the zero-dim tensor a backward formula reads. It is marked as a
+    wrapped number (PyTorch's term): a node saves it without calling saved-tensor hooks, as
+    torch's nodes do (``_nodes.record``)."""
     t = _new(Tensor)
     t._data = np.asarray(x)
     t._rg = False
     t._grad_fn = None
     t._base = None
     t._vc = None
+    t._wrapped_number = True
     return t
 
 

@@ -202,10 +202,14 @@ def _zero_vjp(g, _a, _b):
 
 
 def _remainder_vjp(g, a, b):
+    if a is None:  # (saved only for the divisor's gradient: ``saved_for`` below)
+        return g, None
     return g, -g * (a / b).floor()
 
 
 def _fmod_vjp(g, a, b):
+    if a is None:  # (saved only for the divisor's gradient: ``saved_for`` below)
+        return g, None
     return g, -g * (a / b).trunc()
 
 
@@ -214,6 +218,9 @@ floor_divide_op = ElementwiseOp("floor_divide", _floordiv_kernel, allow=(1, 2),
                                 vjp=_zero_vjp)
 remainder_op = ElementwiseOp("remainder", _remainder_kernel, allow=(1, 2), vjp=_remainder_vjp)
 fmod_op = ElementwiseOp("fmod", _fmod_kernel, allow=(1, 2), vjp=_fmod_vjp)
+# both gradients pass ``g`` through for the dividend: the operands are read only for the
+# divisor's gradient
+remainder_op.saved_for = fmod_op.saved_for = {0: (1,), 1: (1,)}
 
 
 def _div_op_for(rounding_mode, name):

@@ -72,10 +72,12 @@ _FREED = (
 
 
 def _legacy_type(arr):
+    """The legacy type name of an array's tensor as ``Tensor.type()`` writes it
+    ('torch.FloatTensor'), the form PyTorch's version error prints."""
     from .._ops.conversion import _LEGACY
 
     d = _dt.from_np[arr.dtype]
-    prefix = "ember." if type(arr) is np.ndarray else "ember.cuda."
+    prefix = "torch." if type(arr) is np.ndarray else "torch.cuda."
     return prefix + _LEGACY.get(d, "Tensor")
 
 
@@ -481,6 +483,14 @@ class OpNode(Node):
         return sorted(set(super().__dir__()) | set(extra))
 
 
+def _is_wrapped_number(t) -> bool:
+    """Whether ``t`` is a Python number an op made a zero-dim tensor (``_elementwise._const``)."""
+    try:
+        return t._wrapped_number
+    except AttributeError:
+        return False
+
+
 def _is_stand_in(op, i):
     """Whether a node of ``op`` keeps input ``i`` as a shape stand-in (``Op.shape_only``)."""
     so = op.shape_only
@@ -857,10 +867,11 @@ def record(op, inputs, params, outputs):
                     saved[i] = None
         stand = None if op.shape_only is None else _stand_ins(op.shape_only, saved)
         if slow_save or _pending:
-            # (a stand-in is no saved tensor: no pack hook sees it, as none sees torch's sizes)
+            # (a stand-in is no saved tensor: no pack hook sees it, as none sees torch's
+            # sizes; nor does a Python number made a tensor, as none sees torch's wrapped ones)
             node._saved = [None if t is None else SavedTensor(t, None, 0)
-                           if stand and i in stand else save_input(t)
-                           for i, t in enumerate(saved)]
+                           if (stand and i in stand) or _is_wrapped_number(t)
+                           else save_input(t) for i, t in enumerate(saved)]
             node._vers = None
         else:
             vs = []

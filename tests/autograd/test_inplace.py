@@ -48,7 +48,7 @@ def test_modified_saved_input_raises_version_error():
         w.backward(ones(3))
     msg = str(e.value)
     assert msg.startswith("one of the variables needed for gradient computation has been "
-                          "modified by an inplace operation: [ember.DoubleTensor [3]], which is "
+                          "modified by an inplace operation: [torch.DoubleTensor [3]], which is "
                           "output 0 of Add, is at version 1; expected version 0 instead. Hint:")
 
 
@@ -56,7 +56,7 @@ def test_modified_saved_output_raises_version_error():
     x = leaf([1.0, 2.0])
     q = x.exp()
     q.mul_(2)
-    with pytest.raises(RuntimeError, match=r"\[ember.DoubleTensor \[2\]\], which is output 0 "
+    with pytest.raises(RuntimeError, match=r"\[torch.DoubleTensor \[2\]\], which is output 0 "
                                            r"of Exp, is at version 1; expected version 0"):
         q.backward(ones(2))
 
@@ -66,7 +66,7 @@ def test_modified_saved_leaf_under_no_grad_raises():
     w = x * x
     with ember.no_grad():
         x.add_(1)
-    with pytest.raises(RuntimeError, match=r"\[ember.DoubleTensor \[2\]\] is at version 1; "
+    with pytest.raises(RuntimeError, match=r"\[torch.DoubleTensor \[2\]\] is at version 1; "
                                            "expected version 0"):
         w.backward(ones(2))
 
