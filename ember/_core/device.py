@@ -35,6 +35,8 @@ class device:
         meta
     """
 
+    __module__ = "ember"  # its public address (printed classes, pickles)
+
     __slots__ = ("type", "index")
     _cache: dict = {}
 

@@ -68,6 +68,8 @@ class dtype:
         ember.float32
     """
 
+    __module__ = "ember"  # its public address (printed classes, pickles)
+
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
                  "category", "scalar_name", "_aliases")
 
@@ -513,6 +515,8 @@ class finfo:
         1.1920928955078125e-07
     """
 
+    __module__ = "ember"  # its public address (printed classes, pickles)
+
     def __init__(self, type=None):
         d = _default[0] if type is None else lookup(type)
         if d.category == COMPLEX:
@@ -554,6 +558,8 @@ class iinfo:
         >>> ember.iinfo(ember.int8).min, ember.iinfo(ember.int8).max
         (-128, 127)
     """
+
+    __module__ = "ember"  # its public address (printed classes, pickles)
 
     def __init__(self, type):
         d = lookup(type)

@@ -65,6 +65,8 @@ class Generator:
         True
     """
 
+    __module__ = "ember"  # its public address (printed classes, pickles)
+
     __slots__ = ("_np", "_seed", "_device", "__weakref__")
 
     def __init__(self, device="cpu"):

@@ -30,6 +30,8 @@ class layout(_Named):
         >>> ember.strided.name
         'strided'
     """
+
+    __module__ = "ember"  # its public address (printed classes, pickles)
     __slots__ = ()
 
 
@@ -46,6 +48,8 @@ class memory_format(_Named):
         >>> x.is_contiguous(memory_format=ember.channels_last), x.stride()
         (True, (12, 1, 6, 3))
     """
+
+    __module__ = "ember"  # its public address (printed classes, pickles)
     __slots__ = ()
 
 

@@ -24,6 +24,8 @@ class Size(tuple):
         ember.Size([4, 5])
     """
 
+    __module__ = "ember"  # its public address (printed classes, pickles)
+
     __slots__ = ()
 
     def __new__(cls, seq=()):

@@ -113,7 +113,15 @@ class Node:
 
     Subclasses implement ``_apply(grads) -> tuple`` taking one gradient per output (None
     where none arrived) and returning one gradient per edge in ``next_functions``.
+
+    Example:
+        >>> import ember
+        >>> y = (ember.ones(2, requires_grad=True) * 3).sum()
+        >>> isinstance(y.grad_fn, ember.autograd.graph.Node), y.grad_fn.name()
+        (True, 'SumBackward0')
     """
+
+    __module__ = "ember.autograd.graph"  # its public address
 
     # ``_next``: tuple of (node or None, input_nr); ``_seq``: sequence_nr;
     # ``_pre``/``_post``: user hooks; ``_tpre``: tensor hooks of outputs keyed by output nr;
