@@ -191,3 +191,42 @@ def test_jit_fusion_strategy_default_matches_torch():
     ours = ember.jit.set_fusion_strategy([("STATIC", 2), ("DYNAMIC", 10)])
     theirs = torch.jit.set_fusion_strategy([("STATIC", 2), ("DYNAMIC", 10)])
     assert ours == theirs
+
+
+def _tracer_warnings(T, fn, *args):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        T.jit.trace(fn, *args)
+    # (torch's check_trace traces a function twice: each warning is then given twice)
+    return list(dict.fromkeys((str(x.message).split(" might")[0], x.lineno) for x in w
+                              if x.category.__name__ == "TracerWarning"))
+
+
+def _python_values(x):
+    if x.sum() > 0:
+        x = x * 2
+    n = int(x.sum()); m = x.sum().item(); v = x.tolist(); f = float(x[0])  # noqa: E702,F841
+    return x * n
+
+
+def test_trace_warns_when_user_code_takes_python_values_as_torch():
+    torch = pytest.importorskip("torch")
+    got = _tracer_warnings(ember, _python_values, ember.ones(3))
+    assert [k for k, _ in got] == [
+        "Converting a tensor to a Python boolean", "Converting a tensor to a Python integer",
+        "Converting a tensor to a Python number", "Converting a tensor to a Python list",
+        "Converting a tensor to a Python float"]
+    assert got == _tracer_warnings(torch, _python_values, torch.ones(3))
+
+
+def test_trace_module_warns_for_branches_on_constants_too():
+    class M(ember.nn.Module):
+        def forward(self, x):
+            if ember.ones(2).sum() > 0:
+                return x
+            return -x
+
+    assert [k for k, _ in _tracer_warnings(ember, M(), ember.ones(3))] == [
+        "Converting a tensor to a Python boolean"]

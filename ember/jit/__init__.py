@@ -430,13 +430,50 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     from ..autograd.grad_mode import no_grad
 
     args = () if example_inputs is None else _as_args(example_inputs)
-    with no_grad():
+    with no_grad(), _PythonValues():
         result = func(*args, **(example_kwarg_inputs or {}))
     if inspect.isfunction(func) and func.__name__ != "<lambda>":
         from ._script_function import make_traced_function
 
         return make_traced_function(func, result)  # NOTE [ Script functions ]
     return _traced(func)
+
+
+def _warn_python_value(kind: str, file: str, line: int) -> None:
+    """PyTorch's TracerWarning for user code at ``file:line`` turning a traced tensor into a
+    Python ``kind`` (boolean, integer, float, number, list): the trace keeps that value as a
+    constant."""
+    warnings.warn_explicit(
+        f"Converting a tensor to a Python {kind} might cause the trace to be incorrect. We "
+        "can't record the data flow of Python values, so this value will be treated as a "
+        "constant in the future. This means that the trace might not generalize to other "
+        "inputs!", TracerWarning, file, line)
+
+
+def _PythonValues():
+    """A watcher, for the example run of ``trace``, of user code turning a tensor into a
+    Python value (``if x.sum() > 0``, ``int(n)``, ``x.item()``, ``x.tolist()``): each such
+    call warns as PyTorch's tracer does, at the user's line."""
+    from .._core.tensor import Tensor
+    from ..fx.experimental.symbolic_shapes import _BranchWatch
+
+    # by identity: ember's wrappers of ``item`` and ``tolist`` have equal code objects
+    kinds = {id(f.__code__): kind for f, kind in (
+        (Tensor.__bool__, "boolean"), (Tensor.__int__, "integer"), (Tensor.__float__, "float"),
+        (Tensor.item, "number"), (Tensor.tolist, "list"))}
+
+    class Watch(_BranchWatch):
+        def _profile(self, frame, event, arg):
+            if event != "call":
+                return
+            kind = kinds.get(id(frame.f_code))
+            if kind is None:
+                return
+            caller = self.user_caller(frame)
+            if caller is not None:
+                _warn_python_value(kind, caller.f_code.co_filename, caller.f_lineno)
+
+    return Watch({})
 
 
 def _traced(obj):
@@ -471,7 +508,7 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
         raise AttributeError("expected a dictionary of (method_name, input) pairs")
     from ..autograd.grad_mode import no_grad
 
-    with no_grad():
+    with no_grad(), _PythonValues():
         for name, example in inputs.items():
             if example_inputs_is_kwarg:
                 getattr(mod, name)(**example)

@@ -4,7 +4,6 @@ on values computed from the inputs caught (NOTE [ ONNX export ] in ember/onnx/_e
 from __future__ import annotations
 
 import inspect
-import warnings
 
 from .._core.tensor import Tensor
 from ..fx.experimental.symbolic_shapes import _BranchWatch
@@ -101,10 +100,6 @@ class _PythonBranches(_BranchWatch):
                 "one branch. Write the branch with torch.cond(pred, true_fn, false_fn, "
                 "operands), or export with dynamo=False to keep the branch the example "
                 "inputs take.")
-        from ..jit import TracerWarning
+        from ..jit import _warn_python_value
 
-        warnings.warn_explicit(
-            "Converting a tensor to a Python boolean might cause the trace to be incorrect. "
-            "We can't record the data flow of Python values, so this value will be treated "
-            "as a constant in the future. This means that the trace might not generalize to "
-            "other inputs!", TracerWarning, file, line)
+        _warn_python_value("boolean", file, line)

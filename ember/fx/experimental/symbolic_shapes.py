@@ -47,16 +47,24 @@ class _BranchWatch:
     def watched(self, entry) -> bool:
         return True
 
-    def _profile(self, frame, event, arg):
-        if event != "call" or frame.f_code is not self.code or self.found is not None:
-            return
+    def user_caller(self, frame):
+        """``frame``'s caller when it is user code (not ember's own, nor a wrapper), else
+        None."""
         caller = frame.f_back
         name = caller.f_code.co_filename if caller is not None else ""
         if name.startswith(self.ember_dir) or name.startswith("<ember wrapper"):
+            return None
+        return caller
+
+    def _profile(self, frame, event, arg):
+        if event != "call" or frame.f_code is not self.code or self.found is not None:
+            return
+        caller = self.user_caller(frame)
+        if caller is None:
             return
         entry = self.lookup.get(id(frame.f_locals.get("self")))
         if entry is not None and self.watched(entry):
-            self.found = (name, caller.f_lineno, caller.f_code.co_name)
+            self.found = (caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name)
 
     def __enter__(self):
         import sys
