@@ -18,8 +18,9 @@ have. What programs do with ``torch.jit`` splits in two:
   against the schema and runs the Python function (NOTE [ Script functions ] in
   ember/jit/_script_function.py).
 - A few need the compiled form itself: ``.graph``, ``.code`` of a module,
-  ``CompilationUnit`` source.
-  These raise NotImplementedError naming TorchScript, rather than pretending.
+  ``CompilationUnit`` source. A traced module's are the graph its example run recorded
+  (NOTE [ Trace graphs ] in ember/jit/_trace_graph.py); a scripted module's would need the
+  compiler and raise NotImplementedError naming TorchScript, rather than pretending.
   ``torch.jit.save``/``load`` work within ember: the archive holds the module itself
   (NOTE [ Script archives ] in ember/jit/_archive.py); a TorchScript archive written by
   PyTorch cannot be run.
@@ -430,13 +431,15 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     from ..autograd.grad_mode import no_grad
 
     args = () if example_inputs is None else _as_args(example_inputs)
+    from ._trace_graph import record
+
     with no_grad(), _PythonValues():
-        result = func(*args, **(example_kwarg_inputs or {}))
+        result, recorded = record(func, args, example_kwarg_inputs or {})
     if inspect.isfunction(func) and func.__name__ != "<lambda>":
         from ._script_function import make_traced_function
 
         return make_traced_function(func, result)  # NOTE [ Script functions ]
-    return _traced(func)
+    return _traced(func, recorded)
 
 
 def _warn_python_value(kind: str, file: str, line: int) -> None:
@@ -476,11 +479,16 @@ def _PythonValues():
     return Watch({})
 
 
-def _traced(obj):
+def _traced(obj, recorded=None):
     if builtins_isinstance(obj, _module_type()):
         from ._script_module import make_view
 
-        return make_view(obj, TopLevelTracedModule, TracedModule)
+        memo: dict = {}
+        view = make_view(obj, TopLevelTracedModule, TracedModule, memo)
+        for key, graph in (recorded.graphs.items() if recorded is not None else ()):
+            if key in memo:  # NOTE [ Trace graphs ]
+                memo[key].__dict__["_ember_trace_graph"] = graph
+        return view
     return obj
 
 

@@ -31,10 +31,12 @@ from __future__ import annotations
 from ..nn.modules.module import Module
 
 
-class _NeedsCompiler:
-    """A TorchScript-only attribute (``graph``, ``code``): raises NotImplementedError. A
-    non-data descriptor, so a module's own attribute of that name (``self.graph`` of a graph
-    network) still wins on its view."""
+class _CompiledForm:
+    """``graph``/``code`` of a script module: what ``jit.trace`` recorded for it (NOTE
+    [ Trace graphs ] in ember/jit/_trace_graph.py), kept through ``save``/``load``. A module
+    ``jit.script`` made has no compiled form (ember has no TorchScript compiler): those
+    raise NotImplementedError. A non-data descriptor, so a module's own attribute of that
+    name (``self.graph`` of a graph network) still wins on its view."""
 
     def __init__(self, name):
         self.name = name
@@ -42,9 +44,35 @@ class _NeedsCompiler:
     def __get__(self, obj, cls=None):
         if obj is None:
             return self
+        graph = obj.__dict__.get("_ember_trace_graph")
+        if graph is not None and self.name != "inlined_graph":  # (no inlined form kept)
+            return graph.code_text() if self.name == "code" else \
+                GraphText(graph.graph_text())
+        if isinstance(obj, TracedModule) and self.name != "inlined_graph":
+            raise RuntimeError(
+                f"'{obj.original_name}' was not called while the module was traced: it has "
+                f"no traced forward, so no {self.name}")
         from . import _NO_TORCHSCRIPT  # (ember.jit imports this module: not at load)
 
         raise NotImplementedError(f"ScriptModule.{self.name}: {_NO_TORCHSCRIPT}")
+
+
+class GraphText(str):
+    """A traced graph's IR text (what ``print(traced.graph)`` shows).
+
+    Example::
+
+        >>> traced = ember.jit.trace(ember.nn.ReLU(), ember.ones(2))
+        >>> print(traced.graph)  # doctest: +ELLIPSIS
+        graph(%self : __torch__.torch.nn.modules.activation.ReLU,
+              %input : Float(2, strides=[1], requires_grad=0, device=cpu)):
+          %1 : Float(2, strides=[1], requires_grad=0, device=cpu) = aten::relu(%input) # ...
+          return (%1)
+        <BLANKLINE>
+    """
+
+    def __repr__(self):
+        return str(self)
 
 
 class ScriptModule(Module):
@@ -91,9 +119,9 @@ class ScriptModule(Module):
 
         save(self, f, **kwargs)
 
-    graph = _NeedsCompiler("graph")
-    code = _NeedsCompiler("code")
-    inlined_graph = _NeedsCompiler("inlined_graph")
+    graph = _CompiledForm("graph")
+    code = _CompiledForm("code")
+    inlined_graph = _CompiledForm("inlined_graph")
 
 
 class _ViewOf:
