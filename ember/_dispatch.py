@@ -147,9 +147,10 @@ def differentiable_formula(*tensors) -> bool:
 
 #: True while any thread has a mode on its stack; the one test every entrance makes
 intercept = False
-#: ``[True]`` while ``intercept`` is, or once __torch_function__ may apply (a Tensor subclass
-#: taking part was defined, or a function mode entered): the hottest operators test this one
-#: cell and skip both layers' tests otherwise (NOTE [ __torch_function__ ])
+#: ``[True]`` while ``intercept`` is, or once __torch_function__ may apply to them (a function
+#: mode entered, or a Tensor subclass taking part defined with operators of its own; others
+#: are found by their type: NOTE [ Subclasses found by their type ] in ember/_overrides.py):
+#: the hottest operators test this one cell and skip both layers' tests otherwise
 slow = [False]
 #: set by ember/_overrides.py when the __torch_function__ protocol comes on
 torch_function_on = False

@@ -18,9 +18,10 @@ Each public function is wrapped once, when declared, by ``wrap_public``: a gener
 with the wrapped function's own signature whose first statement is ``if _active[0]:`` -- a
 list cell that turns True the first time a Tensor subclass taking part in the protocol is
 defined (and stays so) or while a function mode is entered. So a program that never
-subclasses Tensor pays one list read and one call frame per public call. Objects that are
-not Tensors at all are found only when the call fails with TypeError or AttributeError (they
-would have failed anyway), so they cost nothing either.
+subclasses Tensor pays one list read and one call frame per public call; once one exists, a
+call on plain arguments pays a set look-up per argument's type (NOTE [ Subclasses found by
+their type ]). Objects that are not Tensors at all are found only when the call fails with
+TypeError or AttributeError (they would have failed anyway), so they cost nothing either.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ class _State(threading.local):
 state = _State()
 _mode_pushes = 0
 _subclass_seen = False  # a Tensor subclass taking part was defined
+#: a subclass taking part was defined that the operators' own test must find (it has
+#: operators of its own: NOTE [ Subclasses found by their type ])
+_subclass_global = False
+#: the Tensor subclasses defined that do not take part (``Parameter``, ``Buffer``)
+_plain_subclasses: list = []
+#: ``[True]`` while a function mode is entered on some thread: the generated wrappers' test
+#: that the arguments' types alone cannot answer
+_modes_on = [False]
 _lock = threading.Lock()
 
 
@@ -67,34 +76,50 @@ def _takes_part(cls) -> bool:
     return tf is not None and not _is_disabled(tf)
 
 
-def _switch_on():
-    """The protocol may apply from now on: every wrapper and operator takes its test."""
+def _switch_on(operators=True):
+    """The protocol may apply from now on: every wrapper takes its test; with ``operators``,
+    the hottest operators too (``_dispatch.slow``), which a subclass found by its type
+    spares them (NOTE [ Subclasses found by their type ])."""
     from . import _dispatch
 
     _active[0] = True
-    _dispatch.torch_function_on = True
-    _dispatch.slow[0] = True
+    if operators:
+        _dispatch.torch_function_on = True
+        _dispatch.slow[0] = True
 
 
 def _subclass_defined(cls):
     """``Tensor.__init_subclass__``: a subclass taking part switches the protocol on, for
-    good (its instances may live anywhere)."""
-    global _subclass_seen
-    if _takes_part(cls):
+    good (its instances may live anywhere); one that does not is a plain argument type."""
+    global _subclass_seen, _subclass_global
+    with _lock:
+        if not _takes_part(cls):
+            _PLAIN.add(cls)
+            _plain_subclasses.append(cls)
+            if _subclass_seen:
+                _guard_operators(cls)
+            return
+        if not _subclass_seen:
+            for c in _plain_subclasses:
+                _guard_operators(c)
         _subclass_seen = True
-        _switch_on()
+        routed = _route_operators(cls)
+        _subclass_global = _subclass_global or not routed
+        _switch_on(operators=not routed)
 
 
 def _switch_off_if_idle():
     """Called with ``_lock`` held when the last function mode left: with no subclass ever
     taking part, the wrappers go back to their fast path (autocast's outer layer comes and
-    goes with its blocks)."""
+    goes with its blocks); with subclasses found by their type only, the operators do."""
     from . import _dispatch
 
-    if _mode_pushes == 0 and not _subclass_seen:
-        _active[0] = False
-        _dispatch.torch_function_on = False
-        _dispatch.slow[0] = _dispatch.intercept or _dispatch.cpu_kernel_replaced
+    if _mode_pushes == 0:
+        _modes_on[0] = False
+        _active[0] = _subclass_seen
+        _dispatch.torch_function_on = _subclass_global
+        _dispatch.slow[0] = (_subclass_global or _dispatch.intercept
+                             or _dispatch.cpu_kernel_replaced)
 
 
 def push_mode(mode):
@@ -102,6 +127,7 @@ def push_mode(mode):
     state.modes = state.modes + (mode,)
     with _lock:
         _mode_pushes += 1
+        _modes_on[0] = True
         _switch_on()
 
 
@@ -160,12 +186,32 @@ def _consult(public, args, kwargs):
 
 def _only_plain(args, kwargs):
     for x in args:
-        if type(x) not in _PLAIN:
+        t = type(x)
+        if t not in _PLAIN and not _plain_after_all(t, x):
             return False
     if kwargs:
         for x in kwargs.values():
-            if type(x) not in _PLAIN:
+            t = type(x)
+            if t not in _PLAIN and not _plain_after_all(t, x):
                 return False
+    return True
+
+
+#: the homes of argument types that, lacking ``__torch_function__``, are remembered as plain
+#: the first time a test meets them (ember's sentinels, NumPy's scalars and dtypes)
+_REMEMBERED = frozenset(["ember", "numpy", "builtins"])
+
+
+def _plain_after_all(t, x) -> bool:
+    """Whether ``x``, of a type not (yet) in ``_PLAIN``, cannot take part: a list or tuple
+    of plain items, or an object of a type that has no ``__torch_function__`` and lives in
+    ember, NumPy or the builtins -- remembered in ``_PLAIN`` from then on."""
+    if t is list or t is tuple:
+        return _only_plain(x, None)
+    if getattr(t, "__torch_function__", None) is not None:
+        return False
+    if (getattr(t, "__module__", None) or "").partition(".")[0] in _REMEMBERED:
+        _PLAIN.add(t)
     return True
 
 
@@ -183,6 +229,111 @@ def _consider(x, found, types):
             return
     types.append(t)
     found.append(x)
+
+
+# NOTE [ Subclasses found by their type ]
+# The hottest operators (``a + b``, ``t[i]``) make the protocol's test themselves, behind
+# the one cell ``_dispatch.slow``; switching that cell on for good once a subclass is defined
+# made every plain ``a + b`` of the process 2.5x slower (importing DTensor did it). Python
+# finds those operators on the left operand's class -- and asks a subclass's reflected
+# operator first when the right operand's class subclasses the left's and defines its own
+# -- so a subclass that leaves the operators to Tensor gets routed copies on its own class
+# instead (``_route_operators``): the operator of the subclass always consults the
+# protocol, Tensor's never does, and ``slow`` stays as it was. ``plain <op> sub`` reaches
+# the subclass's reflected copy first, which hands the protocol ``Tensor.<op>`` with the
+# operands in written order, as PyTorch's protocol sees that call. The generated wrappers
+# (every other public function and method) keep ``_active``, with a test of their arguments'
+# types written inline (``type(x) not in _PLAIN`` per parameter), so a call on plain
+# tensors pays a few set look-ups and no call. Indexing a plain tensor with a subclass
+# index leaves the fast int/slice/Tensor cases and finds it on the general path. A
+# subclass with operators of its own (its ``__add__`` may call ``super().__add__``) keeps
+# the global switch.
+
+#: the binary operators whose reflected form a subclass must have for Python to ask it
+#: first (``plain + sub``)
+_REFLECTED = {f"__{n}__": f"__r{n}__" for n in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+    "lshift", "rshift")}
+
+
+def _self_testing_operators():
+    """Tensor's operators that make the protocol's test themselves behind ``_dispatch.slow``
+    (``operator``), by name; empty until ember's operators are installed."""
+    return {n: f for n, f in vars(Tensor).items()
+            if inspect.isfunction(f) and _wrapped.get(f) is f}
+
+
+def _routed(name, f, forward=None):
+    """``cls.<name>``: Tensor's operator ``f`` consulting the protocol unconditionally; a
+    reflected operator (``forward``: the left operand's form) called with a tensor on the
+    left hands the protocol that call (NOTE [ Subclasses found by their type ])."""
+    tests_itself = _wrapped.get(f) is f
+
+    def op(self, other):
+        if forward is not None and isinstance(other, Tensor):
+            r = handle(forward, (other, self), {})
+            return forward(other, self) if r is NOT_HANDLED else r
+        if tests_itself:
+            r = handle(f, (self, other), {})
+            if r is not NOT_HANDLED:
+                return r
+        return f(self, other)
+
+    op.__name__ = name
+    op.__qualname__ = f"Tensor.{name}"
+    op.__doc__ = f.__doc__
+    op._ember_routed = True
+    return op
+
+
+def _guarded(name, f):
+    """``cls.<name>`` for a subclass that does not take part: Python asks its operator
+    first for ``param + sub`` (``sub``'s class does not subclass ``Parameter``), so the
+    operator looks at the right operand's type (NOTE [ Subclasses found by their type ])."""
+
+    def op(self, other):
+        if type(other) not in _PLAIN:
+            r = handle(f, (self, other), {})
+            if r is not NOT_HANDLED:
+                return r
+        return f(self, other)
+
+    op.__name__ = name
+    op.__qualname__ = f"Tensor.{name}"
+    op.__doc__ = f.__doc__
+    op._ember_guarded = True
+    return op
+
+
+def _guard_operators(cls) -> None:
+    """Give ``cls``, a subclass that does not take part, guarded copies of Tensor's
+    self-testing binary operators it inherits."""
+    for n, f in _self_testing_operators().items():
+        if n in _REFLECTED and getattr(cls, n, None) is f:
+            setattr(cls, n, _guarded(n, f))
+
+
+def _route_operators(cls) -> bool:
+    """Give ``cls`` routed copies of Tensor's self-testing operators (and of the reflected
+    partners Python must find on it); False, changing nothing, when ``cls`` has operators
+    of its own or ember's are not installed yet (NOTE [ Subclasses found by their type ])."""
+    own = _self_testing_operators()
+    if "__add__" not in own or "__getitem__" not in own:
+        return False
+    names = set(own) | {_REFLECTED[n] for n in own if n in _REFLECTED}
+    for n in names:
+        f = getattr(cls, n, None)
+        if f is not getattr(Tensor, n, None) and not getattr(f, "_ember_routed", False) and \
+                not getattr(f, "_ember_guarded", False):
+            return False
+    forward_of = {r: f for f, r in _REFLECTED.items()}
+    for n in names:
+        if getattr(getattr(cls, n), "_ember_routed", False):
+            continue  # inherited from a routed parent (a guarded one is replaced)
+        fwd = forward_of.get(n)
+        fwd = getattr(Tensor, fwd) if fwd is not None and fwd in own else None
+        setattr(cls, n, _routed(n, getattr(Tensor, n), fwd))
+    return True
 
 
 def handle(public, args, kwargs, relevant=None):
@@ -409,7 +560,7 @@ def consult_in(namespace: dict) -> None:
 
 def _generic_wrapper(f):
     def w(*args, **kwargs):
-        if _active[0]:
+        if _active[0] and (_modes_on[0] or not _only_plain(args, kwargs)):
             r = handle(w, args, kwargs)
             if r is not NOT_HANDLED:
                 return r
@@ -428,7 +579,7 @@ def _generic_wrapper(f):
 
 _TEMPLATE = """\
 def _ember_w({params}):
-{aliases}    if _active[0] and _consult(_ember_w, ({pos}), {{{kw}}}):
+{aliases}    if _active[0] and ({plain_test}) and _consult(_ember_w, ({pos}), {{{kw}}}):
         _ember_r = handle(_ember_w, *_given(({pos}), {{{kw}}}))
         if _ember_r is not NOT_HANDLED:
             return _ember_r
@@ -488,7 +639,8 @@ def _generated_wrapper(f, sig, fname=None, numpy_names=False):
     params, pos, kw, call = [], [], [], []
     # the generated names start with _ember_ so no parameter of ``f`` can shadow them
     env = {"_ember_f": f, "_active": _active, "handle": handle, "handle_failed": handle_failed,
-           "_consult": _consult,
+           "_consult": _consult, "_ember_modes": _modes_on, "_ember_plain": _PLAIN,
+           "_ember_only_plain": _only_plain,
            "NOT_HANDLED": NOT_HANDLED, "_ember_unset": _UNSET, "_ember_clash": _alias_clash}
     pos_defaults, kw_defaults = [], {}
     has_varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
@@ -496,6 +648,8 @@ def _generated_wrapper(f, sig, fname=None, numpy_names=False):
     aliases = _numpy_aliases(sig) if numpy_names else []
     aliased = dict(aliases)
     alias_src = []
+    # NOTE [ Subclasses found by their type ]: each argument's type, inline
+    plain_test = ["_ember_modes[0]"]
     star_done = False
     for i, p in enumerate(sig.parameters.values()):
         n = p.name
@@ -521,6 +675,9 @@ def _generated_wrapper(f, sig, fname=None, numpy_names=False):
                     f"        if {n} is not _d{i}:\n"
                     f"            raise _ember_clash({fname or f.__name__!r}, {n!r}, {a!r})\n"
                     f"        {n} = {a}\n")
+        plain_test.append(f"not _ember_only_plain({n}, None)" if p.kind is p.VAR_POSITIONAL
+                          else f"not _ember_only_plain((), {n})" if p.kind is p.VAR_KEYWORD
+                          else f"type({n}) not in _ember_plain")
         if p.kind is p.POSITIONAL_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD:
             pos_defaults.append(none if p.default is p.empty else p.default)
             params.append(n + default)
@@ -562,7 +719,8 @@ def _generated_wrapper(f, sig, fname=None, numpy_names=False):
         short_call = [c for c in call if not any(c == f"{p.name}={p.name}" for _, p in kw_only)]
         shortcut = f"if {test}:\n            return _ember_f({', '.join(short_call)})\n        "
     src = _TEMPLATE.format(params=", ".join(params), pos="".join(pos), kw="".join(kw),
-                           call=", ".join(call), shortcut=shortcut, aliases="".join(alias_src))
+                           call=", ".join(call), shortcut=shortcut, aliases="".join(alias_src),
+                           plain_test=" or ".join(plain_test))
     exec(compile(src, f"<ember wrapper of {f.__qualname__}>", "exec"), env)
     return env["_ember_w"]
 

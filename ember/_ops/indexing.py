@@ -396,6 +396,11 @@ def _getitem(self, idx):
             if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
                 _dispatch.record(getitem_op, (self,), {"idx": key, "shape": a.shape}, t)
             return t
+    if _tf_active[0] and not _slow[0]:
+        # a subclass index (NOTE [ Subclasses found by their type ] in ember/_overrides.py)
+        r = _overrides.handle(_getitem, (self, idx), {})
+        if r is not _overrides.NOT_HANDLED:
+            return r
     basic, is_trivial, spec, tensors = _parse_index(self, idx)
     if is_trivial and spec is not None:
         t = self  # nothing to view: the advanced step reads self directly

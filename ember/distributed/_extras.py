@@ -918,6 +918,11 @@ class DeviceMesh:
         sub.mesh_dim_names = names
         sub._coordinate = [self._coordinate[d] for d in dims]
         sub._groups = [self._groups[d] for d in dims]
+        # the mesh it was cut from, and which of its dimensions it keeps (fully_shard over
+        # ``mesh["dp"]`` lays a tensor-parallel parameter out over both)
+        root = getattr(self, "_root", None)
+        sub._root = ((self, dims) if root is None
+                     else (root[0], [root[1][d] for d in dims]))
         return sub
 
     def __repr__(self):

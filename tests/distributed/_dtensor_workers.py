@@ -246,6 +246,10 @@ def run(rank, fw, init_method, out_dir):
     _grads(torch, dt_mod, mesh, rank, out)
     _tp(torch, dt_mod, tp, mesh, rank, out)
     _fsdp(torch, dt_mod, mesh, rank, out, out_dir)
+    from tests.distributed import _rules_workers
+
+    out["rules"] = _rules_workers.cases(torch, dt_mod, mesh)
+    out["partial_grads"] = _rules_workers.partial_grads(torch, dt_mod, tp, mesh, rank)
     with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as f:
         pickle.dump(out, f)
     dist.destroy_process_group()

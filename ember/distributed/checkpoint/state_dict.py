@@ -139,6 +139,16 @@ def _shard_infos(model) -> dict:
 
 def _local_rows(info, value):
     """This rank's rows of a whole value (one shaped like the full parameter)."""
+    tp = getattr(info, "tp", None)
+    if tp is not None:  # 2-D (FSDP + TP): this rank's piece of the whole, laid out as it
+        from ..tensor._api import DTensor
+        from ..tensor._redistribute import local_layout
+
+        size, offsets = local_layout(tp.shape, tp.root, tp.placements)
+        piece = value.detach()
+        for d, (n, o) in enumerate(zip(size, offsets)):
+            piece = piece.narrow(d, o, n)
+        return DTensor._make(piece.clone(), tp.root, tp.placements, tp.shape)
     lo, hi = info.local_rows(info.rank)
     rows = value.detach().reshape((info.rows,) + info.shape[1:])[lo:hi].clone()
     if info.shape and getattr(info, "mesh", None) is not None:
@@ -152,8 +162,10 @@ def _local_rows(info, value):
 
 def _matches_full(info, value, shard) -> bool:
     local = getattr(shard, "_local_tensor", shard)
+    tp = getattr(info, "tp", None)
+    whole = info.shape if tp is None else tp.shape
     return (hasattr(value, "shape") and not hasattr(type(value), "_local_tensor")
-            and tuple(value.shape) == info.shape and tuple(value.shape) != tuple(local.shape))
+            and tuple(value.shape) == whole and tuple(value.shape) != tuple(local.shape))
 
 
 # -- the model --------------------------------------------------------------------------------
@@ -363,7 +375,8 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None,
                         v = v.detach()
                         if info is not None and v.dim() and tuple(v.shape) == tuple(p.shape):
                             if options.full_state_dict:
-                                v = info.gather(v)
+                                v = (v.full_tensor() if getattr(info, "tp", None) is not None
+                                     else info.gather(v))
                             else:  # checkpointed as the parameter's shard is
                                 register_shard_like(v, info)
                     entry[k] = v

@@ -16,6 +16,14 @@ the parameters no unit took. Between forwards each parameter is a ``DTensor`` la
 ``Shard(0)`` over the mesh (its piece is the leaf that autograd and the optimizer update),
 so ``state_dict()`` holds DTensors, as PyTorch's (``full_state_dict`` in
 ``ember.distributed.fsdp`` gathers them whole); 0-d parameters stay plain.
+
+2-D (FSDP + TP): a parameter that ``parallelize_module`` made a DTensor on ``mesh["tp"]``
+is sharded over ``mesh["dp"]`` by its TP piece: the piece's rows are cut as above, and the
+parameter between forwards is a DTensor on the mesh both were cut from, placed
+``(Shard(0) or _StridedShard(0, sf), <its TP placements>)`` as PyTorch places it (NOTE
+[ Strided shards ] in tensor/_redistribute.py). The gather rebuilds the TP piece, wrapped
+as the TP DTensor the module's forward expects; its gradient (reduced over ``tp`` by the
+DTensor ops where the layout asks for it) is reduce-scattered over ``dp``.
 """
 
 from __future__ import annotations
@@ -239,6 +247,8 @@ _SHARDS: dict = {}
 def register_shard_like(tensor, info) -> None:
     """Record ``tensor`` (shaped like this rank's shard of ``info``'s parameter: optimizer
     state, say) as a piece laid out as that shard, so a checkpoint of it is sharded too."""
+    if getattr(info, "tp", None) is not None:
+        return  # a 2-D parameter's state is a DTensor: its layout says where it lies
     lo, hi = info.local_rows(info.rank)
     if hi > lo:
         _SHARDS[tensor.data_ptr()] = (weakref.ref(tensor), info)
@@ -267,6 +277,7 @@ class _ParamInfo:
         self.chunk = max(1, math.ceil(rows / size))
         self.rows = rows
         self.state = None
+        self.tp = None  # a _TPLayout for a tensor-parallel parameter (2-D)
 
     def local_rows(self, r):
         lo = min(r * self.chunk, self.rows)
@@ -320,6 +331,44 @@ class _ParamInfo:
         return g.to(self.dtype).clone()
 
 
+class _TPLayout:
+    """A tensor-parallel parameter under ``fully_shard`` over a 2-D mesh: its TP ``mesh``,
+    ``tp_placements`` and global ``shape``; the ``root`` mesh both meshes were cut from and
+    the sharded parameter's ``placements`` on it."""
+
+    def __init__(self, mesh, tp_placements, shape, root, placements):
+        self.mesh, self.tp_placements, self.shape = mesh, tp_placements, shape
+        self.root, self.placements = root, placements
+
+
+def _tp_layout(name, p, dp_mesh):
+    """The layout of DTensor parameter ``p`` (laid out by tensor parallelism) once
+    ``fully_shard`` over ``dp_mesh`` cuts its pieces along dimension 0 (NOTE [ fully_shard ])."""
+    from ..tensor.placement_types import Replicate, Shard, _StridedShard
+
+    tp_mesh = p._spec.mesh
+    dp_root = getattr(dp_mesh, "_root", None)
+    tp_root = getattr(tp_mesh, "_root", None)
+    if dp_root is None or tp_root is None or dp_root[0] is not tp_root[0] or \
+            len(dp_root[1]) != 1 or set(dp_root[1]) & set(tp_root[1]):
+        raise ValueError(
+            f"fully_shard: parameter '{name}' is a DTensor on {tp_mesh}; fully_shard combines "
+            "with tensor parallelism when both meshes come from one DeviceMesh, as "
+            'mesh["dp"] and mesh["tp"] of init_device_mesh(..., mesh_dim_names=("dp", "tp"))')
+    root = dp_root[0]
+    placements = [Replicate()] * root.ndim
+    split = 1
+    for m, q in zip(tp_root[1], p._spec.placements):
+        placements[m] = q
+        if isinstance(q, Shard) and q.dim == 0:
+            split *= root.size(m)
+    dp = dp_root[1][0]
+    # a TP cut of one piece leaves the rows in order: a plain Shard(0), as PyTorch labels it
+    placements[dp] = _StridedShard(0, split_factor=split) if split > 1 else Shard(0)
+    return _TPLayout(tp_mesh, tuple(p._spec.placements), tuple(p._spec.shape), root,
+                     tuple(placements))
+
+
 class _State:
     def __init__(self, module, infos, reshard_after_forward, mp_policy=None):
         self.infos = infos
@@ -343,7 +392,12 @@ class _State:
             shard = info.owner._parameters[info.name]
             info.shard = shard
             local = getattr(shard, "_local_tensor", shard)  # a DTensor's piece is the leaf
-            info.owner._parameters[info.name] = fn.apply(local, info)
+            full = fn.apply(local, info)
+            if info.tp is not None:  # the tensor-parallel parameter (NOTE [ fully_shard ])
+                from ..tensor._api import DTensor
+
+                full = DTensor._make(full, info.tp.mesh, info.tp.tp_placements, info.tp.shape)
+            info.owner._parameters[info.name] = full
         self.gathered = True
 
     def reshard(self, module):
@@ -374,8 +428,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
         the module, now also an ``FSDPModule``.
 
     Raises:
-        ValueError: no process group. NotImplementedError: a parameter is already a
-        DTensor (ember does not combine fully_shard with tensor parallelism yet).
+        ValueError: no process group, or a DTensor parameter whose mesh is not cut from
+        the same mesh as ``mesh`` (2-D FSDP + TP: ``mesh["dp"]`` and ``mesh["tp"]``).
 
     Example::
 
@@ -402,22 +456,26 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     else:
         dt_mesh = mesh
     ignored = {id(p) for p in (ignored_params or ())}
+    layouts = {}  # checked before anything changes: a refusal leaves the module as it was
+    for owner in module.modules():
+        for name, p in owner._parameters.items():
+            if p is not None and id(p) not in ignored and not getattr(p, "_fsdp_sharded",
+                                                                      False) and \
+                    hasattr(type(p), "_local_tensor"):
+                layouts[id(p)] = _tp_layout(name, p, mesh)
     infos = []
     for owner in module.modules():
         for name, p in list(owner._parameters.items()):
             if p is None or id(p) in ignored or getattr(p, "_fsdp_sharded", False):
                 continue
-            if hasattr(type(p), "_local_tensor"):
-                raise NotImplementedError(
-                    f"fully_shard: parameter '{name}' is already a DTensor (tensor parallel); "
-                    "ember does not combine fully_shard with tensor parallelism (2-D "
-                    "FSDP + TP) yet")
+            tp = layouts.get(id(p))
             # every rank starts from rank 0's values, as torch's init would be seeded
-            full = p.detach().clone()
+            full = (p if tp is None else p._local_tensor).detach().clone()
             if full.device.type != "meta":  # a meta model gets its values after to_empty
                 dist.broadcast(full, src=dist.get_global_rank(group, 0), group=group)
             info = _ParamInfo(owner, name, full, group, rank, size)
             info.mesh = dt_mesh
+            info.tp = tp
             lo, hi = info.local_rows(rank)
             flat = full.reshape((info.rows,) + info.shape[1:])
             piece = flat[lo:hi].clone()
@@ -425,12 +483,13 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
                 from ..tensor._api import DTensor
                 from ..tensor.placement_types import Shard
 
-                shard = Parameter(DTensor._make(piece, dt_mesh, (Shard(0),), info.shape),
-                                  requires_grad=p.requires_grad)
+                spec = ((dt_mesh, (Shard(0),), info.shape) if tp is None
+                        else (tp.root, tp.placements, tp.shape))
+                shard = Parameter(DTensor._make(piece, *spec), requires_grad=p.requires_grad)
             else:
                 shard = Parameter(piece, requires_grad=p.requires_grad)
             shard._fsdp_sharded = True
-            if hi > lo:
+            if hi > lo and tp is None:
                 _SHARDS[shard.data_ptr()] = (weakref.ref(shard), info)
             owner._parameters[name] = shard
             infos.append(info)

@@ -16,10 +16,13 @@ parameter (NOTE [ DTensor redistribution ] says how gradients keep that layout),
 
 from __future__ import annotations
 
+import weakref
+
 from ..._core.tensor import Tensor
 from ...nn.parameter import Parameter
 from .placement_types import Partial, Placement, Replicate, Shard
-from ._redistribute import (grad_placements, local_layout, norm_dim, redistribute_local,
+from ._redistribute import (_PENDING, VIEWS, grad_placements, is_grad_leaf, local_layout,
+                            norm_dim, note_use, pending_dims, redistribute_local, settle,
                             transform)
 
 __all__ = ["DTensor", "distribute_module", "distribute_tensor", "empty", "full", "ones", "rand",
@@ -112,13 +115,24 @@ class DTensor(Tensor):
         tensor([2., 3.])
     """
 
-    __slots__ = ("_local_tensor", "_spec", "_grad_view")
+    __slots__ = ("_local_tensor", "_spec", "_grad_view", "_grad_of")
 
     def __new__(cls, *args, **kwargs):
         raise TypeError("DTensor is made with distribute_tensor or DTensor.from_local")
 
     # -- the local piece carries every tensor field (NOTE [ DTensor ]) -----------------------
-    _data = _forward("_data")
+    def _get_data(self):
+        # raw data of a gradient held unsummed is its sum (NOTE [ Partial gradients of
+        # leaves ] in _redistribute.py): the fused optimizer kernels read it so
+        leaf = self._grad_of
+        if leaf is not None and pending_dims(leaf):
+            settle(leaf)
+        return self._local_tensor._data
+
+    def _set_data(self, value):
+        self._local_tensor._data = value
+
+    _data = property(_get_data, _set_data)
     _rg = _forward("_rg")
     _grad_fn = _forward("_grad_fn")
     _base = _forward("_base")
@@ -139,6 +153,7 @@ class DTensor(Tensor):
         t._local_tensor = local
         t._spec = DTensorSpec(mesh, placements, shape)
         t._grad_view = None
+        t._grad_of = None
         return t
 
     # -- metadata -----------------------------------------------------------------------------
@@ -186,23 +201,37 @@ class DTensor(Tensor):
     @property
     def grad(self):
         """The gradient, a DTensor laid out as this one (None until backward)."""
-        g = self._local_tensor.grad
+        local = self._local_tensor
+        g = local.grad
         if g is None:
             return None
+        placements = list(grad_placements(self._spec.placements))
+        for m in pending_dims(local):  # NOTE [ Partial gradients of leaves ]
+            placements[m] = Partial()
+        placements = tuple(placements)
         cached = self._grad_view
-        if cached is not None and cached._local_tensor is g:
+        if cached is not None and cached._local_tensor is g and \
+                cached._spec.placements == placements:
             return cached
-        view = DTensor._make(g, self._spec.mesh, grad_placements(self._spec.placements),
-                             self._spec.shape)
+        view = DTensor._make(g, self._spec.mesh, placements, self._spec.shape)
+        view._grad_of = local
         self._grad_view = view
+        if placements != grad_placements(self._spec.placements):
+            VIEWS[local] = weakref.ref(view)
         return view
 
     @grad.setter
     def grad(self, value):
+        local = self._local_tensor
+        _PENDING.pop(local, None)
+        VIEWS.pop(local, None)
         if value is None:
-            self._local_tensor.grad = None
+            local.grad = None
         elif isinstance(value, DTensor):
-            self._local_tensor.grad = value._local_tensor
+            local.grad = value._local_tensor
+            dims = tuple(m for m, p in enumerate(value.placements) if isinstance(p, Partial))
+            if dims:  # an unsummed gradient set by hand stays so
+                _PENDING[local] = (self._spec.mesh, dims)
         else:
             raise RuntimeError("aten.grad: got mixed torch.Tensor and DTensor, need to convert "
                                "all torch.Tensor to DTensor before calling distributed operators!")
@@ -210,6 +239,8 @@ class DTensor(Tensor):
 
     @grad.deleter
     def grad(self):
+        _PENDING.pop(self._local_tensor, None)
+        VIEWS.pop(self._local_tensor, None)
         self._local_tensor.grad = None
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -326,6 +357,8 @@ class DTensor(Tensor):
             tensor([0., 1.])
         """
         local = self._local_tensor
+        if is_grad_leaf(local):
+            note_use(local)  # NOTE [ Partial gradients of leaves ]
         if grad_placements is not None:
             gp = normalize_placements(grad_placements, self._spec.mesh, self.ndim,
                                       "grad_placements")
@@ -363,6 +396,8 @@ class DTensor(Tensor):
             if isinstance(new, Partial) and old != new:
                 raise RuntimeError("Can not redistribute to Partial, redistributing to "
                                    "Partial is for internal use only!")
+        if is_grad_leaf(self._local_tensor):
+            note_use(self._local_tensor)  # NOTE [ Partial gradients of leaves ]
         local = redistribute_local(self._local_tensor, self._spec.mesh, self._spec.shape,
                                    self._spec.placements, placements)
         return DTensor._make(local, self._spec.mesh, placements, self._spec.shape)

@@ -35,8 +35,9 @@ from __future__ import annotations
 import contextlib
 
 from ..._core.tensor import Tensor
-from .placement_types import Partial, Replicate, Shard
-from ._redistribute import grad_sum, local_layout, norm_dim, redistribute_local
+from .placement_types import Partial, Replicate, Shard, _StridedShard
+from ._redistribute import (grad_sum, is_grad_leaf, lazy_grad_sum, local_layout, norm_dim,
+                             note_use, redistribute_local)
 
 _loss_parallel = [False]
 
@@ -195,8 +196,7 @@ class _Shape:
 
 def _wrap(local, meta, mesh, placements):
     """Wrap tensor results (matching the meta results' structure) as DTensors."""
-    from ._api import DTensor
-
+    DTensor = _DT[0] if _DT else _dtensor_cls()
     if isinstance(local, Tensor):
         shape = tuple(meta.shape) if isinstance(meta, (Tensor, _Shape)) else tuple(local.shape)
         return DTensor._make(local, mesh, tuple(placements), shape)
@@ -211,10 +211,15 @@ def _prepare(dt, target, out_placements):
     """``dt``'s local piece laid out as ``target``, its gradient summed where it is replicated
     and the result is not."""
     mesh = dt._spec.mesh
-    local = redistribute_local(dt._local_tensor, mesh, dt._spec.shape, dt._spec.placements,
-                               target)
+    leaf = dt._local_tensor
+    local = redistribute_local(leaf, mesh, dt._spec.shape, dt._spec.placements, target)
     dims = [m for m, (p, q) in enumerate(zip(target, out_placements))
             if isinstance(p, Replicate) and not isinstance(q, Replicate)]
+    if leaf.requires_grad and is_grad_leaf(leaf):
+        # NOTE [ Partial gradients of leaves ]
+        if dims and local is leaf:
+            return lazy_grad_sum(leaf, mesh, dims)
+        note_use(leaf)
     return grad_sum(local, mesh, dims)
 
 
@@ -326,6 +331,53 @@ def _pointwise(func, name, args, kwargs, dts):
     return _wrap(out, shapes, mesh, outp)
 
 
+_NO = object()
+
+
+def _same_layout(func, name, args, kwargs, dts):
+    """An element-wise op (or its in-place form) whose DTensor operands all lie alike --
+    same mesh, shape and placements, none ``Partial`` -- runs on the pieces and keeps the
+    layout, with no rule to consult (the commonest call: an optimizer's update); ``_NO``
+    for any other call."""
+    inplace = name.endswith("_") and not name.startswith("__")
+    if not (name in _POINTWISE or inplace and (name[:-1] in _POINTWISE
+                                              or name in _INPLACE_POINTWISE)):
+        return _NO
+    if name in _RANDOM_INPLACE or (inplace and not (args and args[0] is dts[0])):
+        return _NO
+    spec = dts[0]._spec
+    for p in spec.placements:
+        if isinstance(p, Partial):
+            return _NO
+    for d in dts[1:]:
+        s = d._spec
+        if s is not spec and (s.placements != spec.placements or s.shape != spec.shape
+                              or s.mesh is not spec.mesh):
+            return _NO
+    local = _walk_local
+    out = func(*local(args), **({k: _local_of(v) for k, v in kwargs.items()} if kwargs
+                                else {}))
+    if inplace:
+        return dts[0]
+    return _wrap(out, _Shape(spec.shape), spec.mesh, spec.placements)
+
+
+def _local_of(x):
+    DT = _DT[0] if _DT else _dtensor_cls()
+    if isinstance(x, DT):
+        local = x._local_tensor
+        if local.requires_grad and is_grad_leaf(local):
+            note_use(local)
+        return local
+    if type(x) in (list, tuple):
+        return type(x)(_local_of(y) for y in x)
+    return x
+
+
+def _walk_local(args):
+    return [_local_of(a) for a in args]
+
+
 def _inplace(func, name, args, kwargs, dts):
     DT = _dtensor_cls()
     self = args[0]
@@ -349,7 +401,10 @@ def _inplace(func, name, args, kwargs, dts):
     if name[:-1] not in _POINTWISE and name not in _INPLACE_POINTWISE:
         return _inplace_whole(func, name, args, kwargs, self)
     if any(isinstance(p, Partial) for p in spec.placements):
-        ok = name in ("mul_", "div_") and not any(isinstance(a, DT) for a in args[1:])
+        # scaling a sum by a whole value scales each term (gradient clipping does it)
+        ok = name in ("mul_", "div_") and all(
+            not isinstance(a, DT) or all(isinstance(p, Replicate) for p in a._spec.placements)
+            for a in args[1:])
         ok = ok or (name in ("add_", "sub_", "copy_")
                     and all(isinstance(a, DT) and a.placements == spec.placements
                             for a in args[1:2]))
@@ -458,12 +513,18 @@ def _reduction(func, name, args, kwargs, x):
 
 # -- matrix products ---------------------------------------------------------------------------
 
-def _matmul(func, args, kwargs, a, b):
+def _matmul(func, name, args, kwargs, a, b):
     mesh = a._spec.mesh
     an, bn = a.ndim, b.ndim
     if an < 2 or bn < 2:
         return _replicated(func, args, kwargs)
-    shapes = _meta_call(func, args, kwargs)
+    sa, sb = a._spec.shape, b._spec.shape
+    if sa[-1] == sb[-2] and (an == bn == 2 or name in ("matmul", "__matmul__") and all(
+            x == y or x == 1 or y == 1 for x, y in zip(sa[-3::-1], sb[-3::-1]))):
+        # the result's shape without a meta call (a third of the call's time)
+        shapes = _Shape(_broadcast([sa[:-2], sb[:-2]]) + (sa[-2], sb[-1]))
+    else:  # mismatched or bmm's stricter rules: the meta call raises as the op does
+        shapes = _meta_call(func, args, kwargs)
     on = len(shapes.shape)
     ta, tb, outp = [], [], []
     for m in range(mesh.ndim):
@@ -734,6 +795,9 @@ def _embedding(func, args, kwargs, dts):
 
 
 def _cat(func, name, args, kwargs, dts):
+    """``cat``/``stack``: per mesh dimension, a dimension other than the joined one that some
+    input shards (the first such) is sharded in all of them and in the result (replicated
+    inputs are cut to match), as PyTorch's rule; otherwise every input is made whole."""
     tensors = args[0] if args else kwargs["tensors"]
     dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
     DT = _dtensor_cls()
@@ -741,15 +805,45 @@ def _cat(func, name, args, kwargs, dts):
         return _replicated(func, args, kwargs)
     first = tensors[0]
     nd = first.ndim
-    d = norm_dim(dim, nd + (1 if name == "stack" else 0))
-    pl = first._spec.placements
-    if any(t._spec.placements != pl for t in tensors) or any(
-            isinstance(p, Partial) or (isinstance(p, Shard) and (p.dim == d and name == "cat"))
-            for p in pl):
+    stack = name == "stack"
+    d = norm_dim(dim, nd + (1 if stack else 0))
+    mesh = first._spec.mesh
+    targets = {id(t): [] for t in tensors}
+    outp = []
+    for m in range(mesh.ndim):
+        ps = [t._spec.placements[m] for t in tensors]
+        keep = next((p for p in ps if isinstance(p, Shard) and (stack or p.dim != d)), None)
+        if keep is not None and not all(p == keep or isinstance(p, Replicate) for p in ps):
+            keep = None
+        for t in tensors:
+            targets[id(t)].append(keep if keep is not None else Replicate())
+        outp.append(Replicate() if keep is None else
+                    Shard(keep.dim + (1 if stack and keep.dim >= d else 0)))
+    return _run(func, args, kwargs, {k: tuple(v) for k, v in targets.items()}, tuple(outp))
+
+
+def _attention(func, args, kwargs, dts):
+    """``scaled_dot_product_attention``: query, key and value (and a DTensor mask) sharded
+    alike along the batch or the heads dimension run on the pieces, the output sharded so
+    (PyTorch's rule for its fused attention kernels); other layouts are made whole."""
+    DT = _dtensor_cls()
+    q = args[0] if args else kwargs.get("query")
+    k = args[1] if len(args) > 1 else kwargs.get("key")
+    v = args[2] if len(args) > 2 else kwargs.get("value")
+    if not all(isinstance(t, DT) for t in (q, k, v)) or q.ndim != 4 or k.ndim != 4 or \
+            v.ndim != 4:
         return _replicated(func, args, kwargs)
-    outp = [Shard(p.dim + (1 if name == "stack" and p.dim >= d else 0))
-            if isinstance(p, Shard) else p for p in pl]
-    return _run(func, args, kwargs, {id(t): pl for t in tensors}, tuple(outp))
+    mesh = q._spec.mesh
+    outp = []
+    for m in range(mesh.ndim):
+        ps = {d._spec.placements[m] for d in dts}
+        p = ps.pop() if len(ps) == 1 else None
+        outp.append(p if isinstance(p, (Replicate, Shard)) and (
+            isinstance(p, Replicate) or p.dim in (0, 1)) else Replicate())
+    if all(isinstance(p, Replicate) for p in outp) and any(
+            not isinstance(p, Replicate) for d in dts for p in d._spec.placements):
+        return _replicated(func, args, kwargs)
+    return _run(func, args, kwargs, {id(d): tuple(outp) for d in dts}, tuple(outp))
 
 
 def _like(func, name, args, kwargs, x):
@@ -824,10 +918,20 @@ def dispatch(func, args, kwargs):
         return _hooked(func, name, args, kwargs, x)
     if name in ("data_ptr", "untyped_storage", "storage"):
         return func(x._local_tensor, *args[1:], **kwargs)
-    args, kwargs = _check_plain(name, args, kwargs, mesh)
-    dts = _dtensors(args, kwargs)
+    checked, kwargs_checked = _check_plain(name, args, kwargs, mesh)
+    if checked is not args or kwargs_checked is not kwargs:  # loss_parallel wrapped some
+        args, kwargs = checked, kwargs_checked
+        dts = _dtensors(args, kwargs)
     if name in _LIKE:
         return _like(func, name, args, kwargs, x)
+    same = _same_layout(func, name, args, kwargs, dts)
+    if same is not _NO:
+        return same
+    if any(isinstance(p, _StridedShard) for d in dts for p in d._spec.placements):
+        if name.endswith("_") and not name.startswith("__") or name == "setitem_":
+            return _inplace_whole(func, name, args, kwargs, x) if args and args[0] is x \
+                else _replicated(func, args, kwargs)
+        return _replicated(func, args, kwargs)
     if name.endswith("_") and not name.startswith("__") or name == "setitem_":
         return _inplace(func, name, args, kwargs, dts)
     if name in _POINTWISE:
@@ -839,7 +943,7 @@ def dispatch(func, args, kwargs):
         return _reduction(func, "a" + name, args, kwargs, x)
     if name in _MATMUL and len(args) >= 2 and all(isinstance(a, _dtensor_cls())
                                                    for a in args[:2]):
-        return _matmul(func, args, kwargs, args[0], args[1])
+        return _matmul(func, name, args, kwargs, args[0], args[1])
     if name == "linear":
         return _linear(func, args, kwargs)
     if name in _VIEWS and args and args[0] is x:
@@ -861,6 +965,8 @@ def dispatch(func, args, kwargs):
         return _embedding(func, args, kwargs, dts)
     if name in ("cat", "concat", "concatenate", "stack"):
         return _cat(func, name, args, kwargs, dts)
+    if name == "scaled_dot_product_attention":
+        return _attention(func, args, kwargs, dts)
     return _replicated(func, args, kwargs)
 
 

@@ -206,3 +206,49 @@ class Partial(Placement):
 
     def __reduce__(self):
         return Partial, (self.reduce_op,)
+
+
+class _StridedShard(Placement):
+    """Pieces of tensor dimension ``dim`` cut *after* the ``Shard`` cuts of later mesh
+    dimensions on the same tensor dimension: what ``fully_shard`` gives a parameter that
+    tensor parallelism already cut along the dimension FSDP cuts (``split_factor``: the
+    number of pieces those later cuts make). NOTE [ Strided shards ] in _redistribute.py.
+
+    Args:
+        dim (int): the tensor dimension that is cut.
+        split_factor (int): how many pieces the later mesh dimensions cut it into.
+            Keyword-only (``sf`` is its short name).
+
+    Example::
+
+        >>> _StridedShard(0, split_factor=2)
+        _StridedShard(dim=0, sf=2)
+    """
+
+    __slots__ = ("dim", "split_factor")
+
+    def __init__(self, dim: int, *, split_factor: int = 1, sf=None):
+        object.__setattr__(self, "dim", int(dim))
+        object.__setattr__(self, "split_factor", int(split_factor if sf is None else sf))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field '{name}'")
+
+    def __eq__(self, other):
+        return (type(other) is _StridedShard and other.dim == self.dim
+                and other.split_factor == self.split_factor)
+
+    def __hash__(self):
+        return hash(("_StridedShard", self.dim, self.split_factor))
+
+    def __repr__(self):
+        return f"_StridedShard(dim={self.dim}, sf={self.split_factor})"
+
+    def __str__(self):
+        return f"_S({self.dim}, {self.split_factor})"
+
+    def __reduce__(self):
+        return _StridedShard, (self.dim,), {"split_factor": self.split_factor}
+
+    def __setstate__(self, state):
+        object.__setattr__(self, "split_factor", state["split_factor"])
