@@ -17,7 +17,8 @@ Issue 18's targets: the first row <= 1.5x PyTorch, and ember's time in the secon
 its time in the first (vmap against ember's own loop); jacrev <= 1.5x PyTorch. The weight
 gradients of the first layer are 25 MB of products written per call (NOTE [ Batched outer
 products ] in ember/func/_batch_kernels.py), so that row is bound by memory bandwidth on a
-loaded machine, for both frameworks.
+loaded machine, for both frameworks; ember writes them with streaming stores (NOTE
+[ Streaming stores for large products ] in ember/func/_batch_numba.py).
 """
 
 from __future__ import annotations

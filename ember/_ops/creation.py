@@ -427,6 +427,8 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 
 
 # -- Tensor.new_* ---------------------------------------------------------------------------------
+# (entrances of the door, as PyTorch's ``aten::new_*``: under ``vmap`` the new tensor is batched
+# like ``self``, so a dropout mask made from its input draws per example: NOTE [ vmap batching ])
 
 
 def _new_opts(self, dtype, device):
@@ -435,6 +437,7 @@ def _new_opts(self, dtype, device):
 
 
 @method
+@_dispatch.entrance("new_zeros")
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False, **kwargs) -> Tensor:
     """Zeros of shape ``size`` with ``self``'s dtype and device unless overridden."""
@@ -443,6 +446,7 @@ def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=
 
 
 @method
+@_dispatch.entrance("new_ones")
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False, **kwargs) -> Tensor:
     """Ones of shape ``size`` with ``self``'s dtype and device unless overridden."""
@@ -451,6 +455,7 @@ def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=N
 
 
 @method
+@_dispatch.entrance("new_empty")
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False, **kwargs) -> Tensor:
     """An uninitialised tensor of shape ``size`` with ``self``'s dtype and device."""
@@ -475,6 +480,7 @@ def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_g
 
 
 @method
+@_dispatch.entrance("new_full")
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
              layout=None, pin_memory=False) -> Tensor:
     """``fill_value`` in shape ``size`` with ``self``'s dtype (not the value's) and device."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 
 from ._registry import public, recorded_as
-from .creation import empty, empty_like
+from .creation import empty_like
 
 
 def _check_p(p):
@@ -49,7 +49,7 @@ def _feature_dropout(input, p, training, inplace, nd, name):
         return input
     batched = input.dim() == nd + 2
     shape = tuple(input.shape[:2 if batched else 1]) + (1,) * nd
-    mask = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    mask = input.new_empty(shape).bernoulli_(1 - p)
     mask = mask.div_(1 - p) if p < 1 else mask
     return input.mul_(mask) if inplace else input * mask
 
@@ -113,7 +113,7 @@ def _alpha_dropout(input, p, training, inplace, feature):
         if input.dim() < 2:
             raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
         shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-        keep = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+        keep = input.new_empty(shape).bernoulli_(1 - p)
     else:
         keep = empty_like(input).bernoulli_(1 - p)
     a = ((1 - p) * (1 + p * _ALPHA_P ** 2)) ** -0.5
@@ -151,7 +151,7 @@ def _channel_dropout(input, p, train, inplace):
     if not train or p == 0.0:
         return input
     shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-    mask = empty(*shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    mask = input.new_empty(shape).bernoulli_(1 - p)
     mask = mask.div_(1 - p) if p < 1 else mask
     return input.mul_(mask) if inplace else input * mask
 

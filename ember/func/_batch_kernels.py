@@ -10,7 +10,9 @@ writes each row of the result once, at about the cost of the fill, as PyTorch's 
 It runs for float32 NumPy arrays when the fused kernels' backend is numba (NOTE [ Fused
 kernels ] in ember/_kernels/__init__.py), and only where nothing would record the call
 (no mode left on the stack, no operand requiring grad): the caller then wraps the array as
-a plain result. Otherwise, and without numba, ``einsum`` computes the same products.
+a plain result. Otherwise, and without numba, ``einsum`` computes the same products. A result
+larger than the caches is written with streaming stores (NOTE [ Streaming stores for large
+products ] in _batch_numba.py).
 """
 
 from __future__ import annotations
@@ -67,9 +69,12 @@ def outer_rows(a, b):
     x2 = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
     y2 = np.ascontiguousarray(y.reshape(-1, y.shape[-1]))
     out = np.empty(x2.shape + (y2.shape[-1],), dtype=x.dtype)
+    # NOTE [ Streaming stores for large products ] in _batch_numba.py
+    kernel = impl.outer_rows_stream if impl.HAS_STREAM and \
+        out.nbytes >= impl.STREAM_MIN_BYTES else impl.outer_rows
 
     def run(lo, hi):  # the examples lo..hi
-        impl.outer_rows(x2[lo:hi], y2[lo:hi], out[lo:hi])
+        kernel(x2[lo:hi], y2[lo:hi], out[lo:hi])
 
     # the halves of a large batch on two threads where that pays (NOTE [ Threaded
     # element-wise ops ] in ember/_parallel.py), cut between examples

@@ -31,7 +31,7 @@ batch dims are always in front. Rules come from the op's class in the registry:
   over the leading dims; two-matrix ops (``solve_triangular``) get both operands at full
   batch size, ``linalg.cross`` broadcasts like an element-wise op with its dim shifted;
 - indexing with basic indices and adjacent index tensors, ``gather``/``scatter``,
-  ``cat``/``stack``, creation-like ops (``zeros_like``...), the engine's
+  ``cat``/``stack``, creation-like ops (``zeros_like``..., ``Tensor.new_zeros``...), the engine's
   ``_autograd_sum_to``/``_autograd_expand`` and reductions' ``_expand_back``;
 - in ``_batch_rules_nn.py``: layer and batch norm (and their backward ops), embedding (and
   its backward), attention, mode padding, the selections (``kthvalue``/``median``/``mode``)
@@ -40,7 +40,11 @@ batch dims are always in front. Rules come from the op's class in the registry:
   ``index_*``, ``linalg.solve``, ``cdist``, the backward ops of views, ``repeat``,
   ``unfold``, ``diff`` and ``cumprod`` (NOTE [ Batch folded into rows or channels ]), and
   ops decomposed at the logical level into ops with rules (``trace``, ``vdot``, ``kron``,
-  ``tensordot``, ``addr``).
+  ``tensordot``, ``addr``);
+- in ``_batch_rules_more.py``: the FFTs, the view scatters, ``scatter_reduce``,
+  ``searchsorted``/``bucketize``, ``repeat_interleave``, ``addbmm``, the Cholesky and LU
+  solvers, ``isin``, ``masked_select`` with an unbatched mask, and PyTorch's refusals for
+  ops whose result's shape depends on the values (``unique``, ``unique_consecutive``).
 
 ``rule_names()`` lists the ops with a rule, ``fallback_names()`` the rest, which take the
 fallback (`python tools/transform_rules.py` prints both, with the forward-mode counts).
@@ -716,6 +720,13 @@ def _outer(handle, args, kwargs):
     lv = _union([ia, ib])
     pa = a if ia is None else _align(ia[0], ia[1], lv)
     pb = b if ib is None else _align(ib[0], ib[1], lv)
+    if pa.dim() == pb.dim() == len(lv) + 1 and pa.shape[:-1] == pb.shape[:-1] and \
+            pa.shape[-1] * pb.shape[-1] * math.prod(pa.shape[:-1]) >= (1 << 16):
+        # both batched over every level: the compiled outer products straight from the rows
+        # (no size-1 dims added and removed again on the way)
+        arr = outer_rows(pa, pb)
+        if arr is not None:
+            return wrap(arr), lv
     pa, pb = pa.unsqueeze(-1), pb.unsqueeze(-2)
     res = _outer_product(handle, (pa, pb), {}, force=True)
     return (pa * pb if res is None else res), lv
@@ -1381,7 +1392,51 @@ def _setitem(handle, args, kwargs):
 
 def _like(handle, args, kwargs):
     phys, levels, k, nd = _one(args)
+    if handle.overloadpacket.__name__ == "empty_like":
+        lv = _with_different(levels)
+        if lv != levels:  # NOTE [ Uninitialised tensors under different randomness ]
+            return handle(_full(args[0], lv, _sizes(lv, [(phys, levels)])), *args[1:],
+                          **kwargs), lv
     return handle(phys, *args[1:], **kwargs), levels
+
+
+def _with_different(levels):
+    """``levels`` and the active levels asking for different randomness, in order."""
+    diff = [lv for lv, _, r in levels_state.stack if r == "different"]
+    if not diff or set(diff) <= set(levels):
+        return levels
+    return tuple(sorted(set(levels) | set(diff)))
+
+
+#: the keyword options of ``Tensor.new_*`` other than the size
+_NEW_OPTIONS = ("dtype", "device", "requires_grad", "layout", "pin_memory")
+
+
+def _new_factory(handle, args, kwargs):
+    """``self.new_zeros(size)``, ``new_ones``, ``new_empty``, ``new_full(size, value)`` on a
+    batched ``self``: a tensor of the logical ``size`` batched like ``self``, as PyTorch's
+    rule makes it (so a dropout mask made from its input draws per example under
+    ``randomness="different"``)."""
+    from .._ops.creation import as_shape, size_arg
+
+    phys, levels, k, nd = _one(args[:1])
+    name = handle.overloadpacket.__name__
+    rest = dict(kwargs)
+    opts = {n: rest.pop(n) for n in _NEW_OPTIONS if n in rest}
+    lead = tuple(phys.shape[:k])
+    if name == "new_empty":  # NOTE [ Uninitialised tensors under different randomness ]
+        wider = _with_different(levels)
+        if wider != levels:
+            lead, levels = tuple(_sizes(wider, [(phys, levels)])), wider
+    if name == "new_full":
+        pos = list(args[1:])
+        size = rest.pop("size") if "size" in rest else pos.pop(0) if pos else None
+        value = rest.pop("fill_value") if "fill_value" in rest else pos.pop(0) if pos else None
+        if rest or pos or size is None or value is None or isinstance(size, int) or \
+                not hasattr(size, "__iter__"):
+            raise _NoRule  # the per-example call raises the op's own error
+        return handle(phys, lead + tuple(as_shape((size,), name)), value, **opts), levels
+    return handle(phys, *(lead + tuple(size_arg(name, args[1:], rest))), **opts), levels
 
 
 def _copy_(handle, args, kwargs):
@@ -1514,6 +1569,8 @@ _OP_RULES = {
 _ENTRANCE_RULES = {
     "index": _getitem,
     "zeros_like": _like, "ones_like": _like, "empty_like": _like, "full_like": _like,
+    "new_zeros": _new_factory, "new_ones": _new_factory, "new_empty": _new_factory,
+    "new_full": _new_factory,
     "copy_": _copy_, "fill_": _fill_, "zero_": _fill_, "setitem_": _setitem,
     "equal": _equal,
 }
@@ -1948,6 +2005,22 @@ def _ndindex(sizes):
 # randomness
 
 
+def _draw(handle, *args, **kwargs):
+    """A random op's call on physical (or unbatched) tensors, for every level at once: the
+    other levels' vmap modes are skipped, which would otherwise apply their randomness to it
+    a second time (nested levels). Arguments still batched for an outer level (a dual level
+    in between: NOTE [ Dual levels inside vmap ]) go through those modes as before."""
+    if any(isinstance(a, Tensor) and id(a._data) in _registry for a in args):
+        return handle(*args, **kwargs)
+    st = _dispatch.state
+    prev = st.modes
+    st.modes = tuple(m for m in prev if not isinstance(m, VmapMode))
+    try:
+        return handle(*args, **kwargs)
+    finally:
+        st.modes = prev
+
+
 def _random(handle, name, args, kwargs, batched):
     active = levels_state.stack
     if any(r == "error" for _, _, r in active):
@@ -1969,12 +2042,20 @@ def _random(handle, name, args, kwargs, batched):
                 return handle(*args, **kwargs)
             phys, levels = inf
             k = len(levels)
-            if diff:
-                handle(phys, *args[1:], **kwargs)
+            if diff and not set(diff) <= set(levels):
+                raise RuntimeError(
+                    "vmap: Cannot ask for different inplace randomness on an unbatched "
+                    "tensor. This will appear like same randomness. If this is necessary "
+                    "for your usage, please file an issue with functorch.")
+            if set(levels) <= set(diff):
+                _draw(handle, phys, *args[1:], **kwargs)
             else:
-                one = phys[(0,) * k].clone()
-                handle(one, *args[1:], **kwargs)
-                phys.copy_(one.expand(phys.shape))
+                # one draw per example of the levels asking for different numbers, copied
+                # across the examples of the others (all of them under "same")
+                one = phys[tuple(slice(None) if lv in diff else 0 for lv in levels)].clone()
+                _draw(handle, one, *args[1:], **kwargs)
+                keep = tuple(phys.shape[i] if lv in diff else 1 for i, lv in enumerate(levels))
+                phys.copy_(one.reshape(keep + tuple(phys.shape[k:])).expand(phys.shape))
             return self
         raise _NoRule
     if not batched:
@@ -1982,18 +2063,48 @@ def _random(handle, name, args, kwargs, batched):
             return handle(*args, **kwargs)
         sizes = _sizes(diff)
         E = _E()
-        outs = [handle(*args, **kwargs) for _ in range(math.prod(sizes))]
+        outs = [_draw(handle, *args, **kwargs) for _ in range(math.prod(sizes))]
         first = outs[0]
         return make_batched(E.stack(outs, 0).reshape(sizes + tuple(first.shape)), diff)
     if name.endswith("_like") and _info(args[0]) is not None:
         phys, levels = _info(args[0])
         k = len(levels)
+        one = phys[(0,) * k]
         if diff:
-            lv = tuple(sorted(set(levels) | set(diff)))
-            p = _full(args[0], lv, _sizes(lv))
-            return make_batched(handle(p, *args[1:], **kwargs), lv)
-        return handle(phys[(0,) * k], *args[1:], **kwargs)
+            # one draw per example of the levels that ask for different numbers, the same
+            # for every example of the others
+            p = one.expand(tuple(_sizes(diff)) + tuple(one.shape))
+            return make_batched(_draw(handle, p, *args[1:], **kwargs), diff)
+        return _draw(handle, one, *args[1:], **kwargs)
     raise _NoRule
+
+
+# NOTE [ Uninitialised tensors under different randomness ]
+# PyTorch's dropout ops draw a mask per example under ``randomness="different"`` even for an
+# input that is not batched (its vmap mode interposes on them). ember's dropout is composed of
+# ops -- ``input.new_empty(shape)`` (``empty_like`` for element-wise dropout), then
+# ``bernoulli_`` -- and an in-place random op on an unbatched tensor cannot draw per example
+# (PyTorch's refusal, kept for such a call in user code). So while a level asks for different
+# randomness, ``new_empty``/``empty_like`` of an unbatched tensor make a tensor batched over
+# the levels that do: its contents are undefined either way, and the in-place random fill
+# then draws per example. Writing into it otherwise works as into any batched tensor (where
+# PyTorch would refuse a batched value written into its unbatched result).
+
+_UNINITIALISED = frozenset(("new_empty", "empty_like"))
+
+
+def _uninitialised(handle, args, kwargs):
+    """``new_empty``/``empty_like`` of unbatched tensors under vmap (NOTE [ Uninitialised
+    tensors under different randomness ])."""
+    out = handle(*args, **kwargs)
+    diff = tuple(lv for lv, _, r in levels_state.stack if r == "different")
+    if not diff or not isinstance(out, Tensor) or id(out._data) in _registry:
+        return out  # (batched already: by an outer level's mode, for every level at once)
+    sizes = _sizes(diff)
+    phys = out.new_empty(tuple(sizes) + tuple(out.shape))
+    if out.requires_grad:
+        phys.requires_grad_(True)
+    return make_batched(phys, diff)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2121,6 +2232,8 @@ class VmapMode(_dispatch.Mode):
             except _NoRule:
                 pass
         if not batched:
+            if name in _UNINITIALISED:
+                return _uninitialised(handle, args, kwargs)
             return handle(*args, **kwargs)
         if handle.is_inplace and name in _VIEW_INPLACE:
             return self._view_inplace(handle, args, kwargs)

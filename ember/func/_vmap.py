@@ -24,6 +24,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from ..utils._pytree import LeafSpec, tree_flatten, tree_unflatten
 from . import _batch_rules_nn  # noqa: F401  (adds the nn/selection rules to the op rules)
+from . import _batch_rules_more  # noqa: F401  (and the FFT, scatter, solver... rules)
 from ._batch_rules import _NO_LEVELS, VmapMode, info_at, outer_levels
 from ._batch_tensor import level_node, levels_state, link, make_batched, new_level_id
 

@@ -66,6 +66,40 @@ def test_outer_rows_split_between_threads_matches(monkeypatch):
     np.testing.assert_array_equal(r, np.einsum("bi,bj->bij", a, b))
 
 
+@needs_numba
+@pytest.mark.parametrize("m", [1, 7, 8, 9, 33])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_outer_rows_stream_bit_for_bit_at_any_alignment(m, offset):
+    from ember.func import _batch_numba
+
+    a = _rng.standard_normal((3, 5)).astype(np.float32)
+    b = _rng.standard_normal((3, m)).astype(np.float32)
+    a[0, 1], b[2, 0] = np.nan, -np.inf
+    # an output starting `offset` elements past a fresh buffer's start: rows begin at every
+    # alignment, with ordinary stores at both ends of a row and streaming ones between
+    buf = np.full(offset + a.size * m + 5, 7.0, np.float32)
+    out = buf[offset:offset + a.size * m].reshape(3, 5, m)
+    _batch_numba.outer_rows_stream(a, b, out)
+    np.testing.assert_array_equal(out, np.einsum("bi,bj->bij", a, b))
+    assert (buf[:offset] == 7).all() and (buf[offset + a.size * m:] == 7).all()
+
+
+@needs_numba
+def test_outer_rows_large_result_takes_streaming_stores(monkeypatch):
+    from ember.func import _batch_numba
+
+    calls = []
+    real = _batch_numba.outer_rows_stream
+    monkeypatch.setattr(_batch_numba, "outer_rows_stream",
+                        lambda *args: calls.append(1) or real(*args))
+    monkeypatch.setattr(_batch_numba, "STREAM_MIN_BYTES", 1024)
+    a = _rng.standard_normal((4, 20)).astype(np.float32)
+    b = _rng.standard_normal((4, 30)).astype(np.float32)
+    r = _batch_kernels.outer_rows(ember.tensor(a), ember.tensor(b))
+    np.testing.assert_array_equal(r, np.einsum("bi,bj->bij", a, b))
+    assert calls == ([1] if _batch_numba.HAS_STREAM else [])
+
+
 def test_outer_rows_declines_what_it_does_not_cover():
     f64 = ember.ones(4, 3, dtype=ember.float64)
     assert _batch_kernels.outer_rows(f64, f64) is None

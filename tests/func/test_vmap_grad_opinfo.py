@@ -130,6 +130,7 @@ def test_vmap_grad_matches_loop(info):
 #: ops whose integer inputs cannot differ per example under vmap (as ember implements them)
 _SKIP_INTS = {
     "masked_scatter": "the number of values taken depends on the mask: data-dependent",
+    "masked_select": "a batched mask is refused, as PyTorch refuses it (test_vmap_more_rules)",
     "lu_solve": "the pivots' range checks read their values (see test_vmap_opinfo)",
     "linalg.lu_solve": "the pivots' range checks read their values (see test_vmap_opinfo)",
 }

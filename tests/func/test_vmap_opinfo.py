@@ -20,6 +20,8 @@ B = 3
 _SKIP = {
     "equal": "returns a Python bool: data-dependent under vmap",
     "masked_select": "data-dependent output shape (an error under vmap, as in PyTorch)",
+    "unique": "data-dependent output shape (an error under vmap, as in PyTorch)",
+    "unique_consecutive": "data-dependent output shape (an error under vmap, as in PyTorch)",
     "as_strided": "strides address the storage: per-example storage offsets differ",
     "as_strided_copy": "strides address the storage: per-example storage offsets differ",
     "as_strided_scatter": "strides address the storage: per-example storage offsets differ",
