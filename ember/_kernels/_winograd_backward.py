@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _parallel
-from . import _blas
+from . import _blas, _weight_tiles
 
 # a batch chunk's tiles (V, dM and dV) stay under this many bytes: that of the separate
 # weight adjoint, whose chunks (and so sums) this path must repeat
@@ -66,8 +66,11 @@ def backward(x, g, w, padding):
     n, c, h, wd = x.shape
     o = g.shape[1]
     _, _, th, tw = planar._tiles(h, wd, padding)
+    # the forward's transform where it kept one (NOTE [ One weight transform per step ] in
+    # ember/_kernels/_weight_tiles.py); its transposed view multiplies as fast as a copy
+    u = _weight_tiles.take("f2", x, w)
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-    ut = np.ascontiguousarray(winograd.weight_tiles(np, w).transpose(0, 2, 1))  # (16, C, O)
+    ut = (winograd.weight_tiles(np, w) if u is None else u).transpose(0, 2, 1)  # (16, C, O)
     gx = np.empty(x.shape, x.dtype)
     per_sample = 16 * th * tw * (c + o) * x.itemsize
 
@@ -86,9 +89,5 @@ def backward(x, g, w, padding):
     if parts is None:
         step = planar._chunks(n, per_sample, _TILE_BYTES)[0].stop
         with _blas.one_thread_for(step * th * tw * c * o):
-            du = samples(0, n)
-    else:
-        du = parts[0]
-        for p in parts[1:]:
-            du += p
-    return gx, planar.weight_from_tiles(du, o, c)
+            parts = [samples(0, n)]
+    return gx, winograd.weight_from_parts(np, parts)

@@ -555,10 +555,10 @@ def _conv_work(n, out, o, c, ksize):
 def _splits(xp, a, b, w_shape, stride, padding, dilation, groups, x_shape):
     """Whether a convolution of operands ``a`` (batched: the input, or the output gradient)
     and ``b`` may run in batch pieces: NumPy float arrays of one dtype, two samples at least,
-    and not the compiled Winograd path (which splits its own loop)."""
+    and not a Winograd path (which split their own loops, around one weight transform)."""
     return (xp is np and a.shape[0] > 1 and a.dtype in _SPLIT_DTYPES and a.dtype == b.dtype
-            and not fast_winograd.eligible(xp, x_shape, w_shape, stride, padding, dilation,
-                                           groups, a.dtype))
+            and not any(m.eligible(xp, x_shape, w_shape, stride, padding, dilation, groups,
+                                   a.dtype) for m in (fast_winograd, winograd)))
 
 
 def _conv_pieces(xp, x, w, b, *, stride, padding, dilation, groups):

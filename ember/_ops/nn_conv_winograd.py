@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _kernels, _parallel
-from .._kernels import _blas
+from .._kernels import _blas, _weight_tiles
 from . import nn_winograd as winograd
 
 _F32 = np.dtype(np.float32)
@@ -144,7 +144,10 @@ def _convolve(x, u, pad, out_channels):
 
 def conv2d(x, w, b, padding):
     """Forward: x (N, C, H, W), w (O, C, 3, 3), b (O,) or None."""
-    y = _convolve(x, winograd.weight_tiles(np, w), padding, w.shape[0])
+    u = winograd.weight_tiles(np, w)
+    if winograd._keeps(np):  # for the backward (NOTE [ One weight transform per step ])
+        _weight_tiles.keep("f2", x, w, u)
+    y = _convolve(x, u, padding, w.shape[0])
     if b is not None:
         y += b.reshape(-1, 1, 1)
     return y
@@ -176,12 +179,8 @@ def weight_grad(x, g, padding):
     parts = _parallel.split_batch(samples, n, 16 * n * th * tw * c * o)
     if parts is None:
         with _blas.one_thread_for(_gemm_work(n, th * tw, c, o, _WEIGHT_TILE_BYTES, c + o)):
-            du = samples(0, n)
-    else:
-        du = parts[0]
-        for p in parts[1:]:
-            du += p
-    return weight_from_tiles(du, o, c)
+            parts = [samples(0, n)]
+    return winograd.weight_from_parts(np, parts)
 
 
 def weight_tiles_into(k, x, g, padding, th, tw, du, part):
@@ -201,8 +200,3 @@ def weight_tiles_into(k, x, g, padding, th, tw, du, part):
     return v, dm
 
 
-def weight_from_tiles(du, o, c):
-    """The (O, C, 3, 3) weight gradient from its tile-space sum ``du`` (16, O, C)."""
-    kw = np.asarray(winograd._WEIGHT_TRANSFORM, dtype=du.dtype)
-    # one BLAS thread (NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
-    return _blas.side_matmul(du.reshape(16, o * c).T, kw).reshape(o, c, 3, 3)

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._kernels import _blas
+from .. import _dispatch, _parallel
+from .._kernels import _blas, _weight_tiles
 from .channels_last import copy_channels_last
 
 _G = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
@@ -96,9 +97,9 @@ def weight_tiles(xp, w):
     """U (16, O, C): G w G^T of each (O, C) kernel, position-major."""
     o, c = w.shape[:2]
     kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=w.dtype)
-    # on one BLAS thread (NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
-    mm = _blas.side_matmul if xp is np else xp.matmul
-    return mm(kw, w.reshape(o * c, 9).T).reshape(16, o, c)
+    if xp is np:  # in blocks on the threads (NOTE [ Weight transforms on threads ])
+        return _weight_tiles.transform(kw, w)
+    return xp.matmul(kw, w.reshape(o * c, 9).T).reshape(16, o, c)
 
 
 def _one_thread_for(xp, work):
@@ -193,24 +194,53 @@ def _products(xp, v, u, out, flipped=False):
     return out
 
 
+def _pieces(xp, fn, n, work):
+    """``fn(lo, hi)`` over the batch: in one piece per thread where that applies (NOTE
+    [ Batch pieces on threads ] in ember/_parallel.py), else whole; the pieces' results."""
+    parts = _parallel.split_batch(fn, n, work) if xp is np else None
+    return [fn(0, n)] if parts is None else parts
+
+
+def _convolve_samples(xp, x, u, pad, flipped, y, lo, hi):
+    """Samples lo:hi of the Winograd convolution of x with transformed weights u, written
+    into y[lo:hi]."""
+    c = x.shape[1]
+    o = y.shape[1]
+    ho, wo, th, tw = _tiles(x.shape, pad)
+    xs = _parity_split(xp, x[lo:hi], pad, th + 1, tw + 1)
+    for sl in _chunks(hi - lo, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
+        k = len(range(*sl.indices(hi - lo)))
+        v = input_tiles(xp, xs[sl], th, tw)
+        m = _products(xp, v, u, xp.empty((16, v.shape[1], o), x.dtype), flipped)
+        y[lo + sl.start:lo + sl.start + k] = xp.moveaxis(
+            output_tiles(xp, m, k, th, tw, ho, wo), -1, 1)
+
+
 def _convolve(xp, x, u, pad, flipped=False):
-    """The Winograd convolution of x with transformed weights u, (N, O, Ho, Wo)."""
+    """The Winograd convolution of x with transformed weights u, (N, O, Ho, Wo). The batch
+    runs in pieces on threads, all with the one transform ``u`` (NOTE [ One weight transform
+    per step ] in ember/_kernels/_weight_tiles.py)."""
     n, c = x.shape[:2]
     o = u.shape[2] if flipped else u.shape[1]
     ho, wo, th, tw = _tiles(x.shape, pad)
     y = xp.empty((n, o, ho, wo), x.dtype)
-    xs = _parity_split(xp, x, pad, th + 1, tw + 1)
-    for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
-        k = len(range(*sl.indices(n)))
-        v = input_tiles(xp, xs[sl], th, tw)
-        m = _products(xp, v, u, xp.empty((16, v.shape[1], o), x.dtype), flipped)
-        y[sl] = xp.moveaxis(output_tiles(xp, m, k, th, tw, ho, wo), -1, 1)
+    _pieces(xp, lambda lo, hi: _convolve_samples(xp, x, u, pad, flipped, y, lo, hi), n,
+            16 * n * th * tw * c * o)
     return y
+
+
+def _keeps(xp):
+    # a forward keeps its weight transform for the backward only where a graph is being
+    # recorded (NOTE [ One weight transform per step ])
+    return xp is np and _dispatch.state.grad_enabled
 
 
 def conv2d(xp, x, w, b, padding):
     """Forward: x (N, C, H, W), w (O, C, 3, 3), b (O,) or None."""
-    y = _convolve(xp, x, weight_tiles(xp, w), padding)
+    u = weight_tiles(xp, w)
+    if _keeps(xp):
+        _weight_tiles.keep("f2", x, w, u)
+    y = _convolve(xp, x, u, padding)
     if b is not None:
         y += b.reshape(-1, 1, 1)
     return y
@@ -222,29 +252,66 @@ def input_grad(xp, g, w, padding, u=None):
     return _convolve(xp, g, u, tuple(2 - p for p in padding), flipped=True)
 
 
-def weight_grad(xp, x, g, padding):
-    """Adjoint in w: G^T (sum over tiles of V^T dM) G, (O, C, 3, 3)."""
-    n, c = x.shape[:2]
-    o = g.shape[1]
+def _weight_tiles_sum(xp, x, g, padding, lo, hi):
+    """Samples lo:hi's share of the weight gradient in tile space: the sum over their tiles
+    of V^T dM, (16, O, C)."""
+    c, o = x.shape[1], g.shape[1]
     _, _, th, tw = _tiles(x.shape, padding)
-    du = xp.zeros((16, o, c), x.dtype)
+    du = xp.empty((16, o, c), x.dtype)
     part = xp.empty((o, c), x.dtype)
-    xs = _parity_split(xp, x, padding, th + 1, tw + 1)
-    gs = _parity_split(xp, g, (0, 0), th, tw)
-    for sl in _chunks(n, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
+    xs = _parity_split(xp, x[lo:hi], padding, th + 1, tw + 1)
+    gs = _parity_split(xp, g[lo:hi], (0, 0), th, tw)
+    for sl in _chunks(hi - lo, 16 * th * tw * max(c, o) * x.dtype.itemsize, th * tw):
         v = input_tiles(xp, xs[sl], th, tw)
         dm = output_tiles_adjoint(xp, gs[sl], th, tw)
         with _one_thread_for(xp, o * c * v.shape[1]):
             for i in range(16):
-                xp.matmul(dm[i].T, v[i], out=part)
-                du[i] += part
-    kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=x.dtype)
-    mm = _blas.side_matmul if xp is np else xp.matmul  # (as weight_tiles)
-    return mm(du.reshape(16, o * c).T, kw).reshape(o, c, 3, 3)
+                if sl.start == 0:  # the first chunk writes the sums, later ones add
+                    xp.matmul(dm[i].T, v[i], out=du[i])
+                else:
+                    xp.matmul(dm[i].T, v[i], out=part)
+                    du[i] += part
+    return du
+
+
+def weight_from_parts(xp, parts):
+    """dw = G^T dU G: the (O, C, 3, 3) weight gradient from the batch pieces' tile-space
+    sums ``parts`` (each (16, O, C)), added on the way (NOTE [ Weight transforms on
+    threads ] in ember/_kernels/_weight_tiles.py)."""
+    o, c = parts[0].shape[1:]
+    kw = xp.asarray(_WEIGHT_TRANSFORM, dtype=parts[0].dtype)
+    if xp is np:
+        return _weight_tiles.inverse(parts, kw).reshape(o, c, 3, 3)
+    du = parts[0]
+    for p in parts[1:]:
+        du = du + p
+    return xp.matmul(du.reshape(16, o * c).T, kw).reshape(o, c, 3, 3)
+
+
+def weight_grad(xp, x, g, padding):
+    """Adjoint in w: G^T (sum over tiles of V^T dM) G, (O, C, 3, 3); the batch in pieces on
+    threads, their tile-space sums added before the one inverse transform."""
+    n, c = x.shape[:2]
+    _, _, th, tw = _tiles(x.shape, padding)
+    parts = _pieces(xp, lambda lo, hi: _weight_tiles_sum(xp, x, g, padding, lo, hi), n,
+                    16 * n * th * tw * c * g.shape[1])
+    return weight_from_parts(xp, parts)
 
 
 def backward(xp, g, x, w, padding):
-    """Both adjoints, sharing the weight transform."""
-    return input_grad(xp, g, w, padding, weight_tiles(xp, w)), weight_grad(xp, x, g, padding)
+    """Both adjoints, with the weight transform the forward kept (or one made here) and the
+    batch in pieces on threads, each piece computing both."""
+    u = _weight_tiles.take("f2", x, w) if xp is np else None
+    u = weight_tiles(xp, w) if u is None else u
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    pad_g = tuple(2 - p for p in padding)
+    _, _, th, tw = _tiles(g.shape, pad_g)
+    gx = xp.empty(x.shape, x.dtype)
 
+    def samples(lo, hi):
+        _convolve_samples(xp, g, u, pad_g, True, gx, lo, hi)
+        return _weight_tiles_sum(xp, x, g, padding, lo, hi)
 
+    parts = _pieces(xp, samples, n, 32 * n * th * tw * c * o)
+    return gx, weight_from_parts(xp, parts)
