@@ -421,7 +421,14 @@ def _vander_kernel(xp, x, *, N, increasing):
     p = xp.arange(N)
     if x.dtype.kind in "fc" or x.dtype == _dt.bfloat16.np:
         p = p.astype(x.dtype)  # a float32 (or bfloat16) base keeps its dtype
-    r = x[:, None] ** p if x.dtype.kind != "b" else x[:, None].astype(np.int64) ** p
+    if x.dtype.kind == "c" and N > 1:
+        # PyTorch's columns are a running product from 1 (NaN where 1 * inf meets 0 * inf)
+        from .reduction import _times_complex_one
+
+        r = xp.ones((x.shape[0], N), dtype=x.dtype)
+        r[:, 1:] = xp.cumprod(_times_complex_one(xp, xp.repeat(x[:, None], N - 1, 1), 1), 1)
+    else:
+        r = x[:, None] ** p if x.dtype.kind != "b" else x[:, None].astype(np.int64) ** p
     if not increasing:
         r = r[:, ::-1]
     return xp.ascontiguousarray(r)

@@ -463,8 +463,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.", stacklevel=2)
-    if not (input.is_floating_point() or input.is_complex()) or not (
-            target.is_floating_point() or target.is_complex()):
+    if input.is_complex() or target.is_complex():
+        raise RuntimeError("kl_div: Complex inputs not supported.")
+    if not (input.is_floating_point() and target.is_floating_point()):
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
@@ -717,13 +718,24 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     if not common.is_floating_point:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{common.scalar_name}")
-    x1, x2 = x1.to(common), x2.to(common)
+    from ..autograd.grad_mode import no_grad
+
+    # integers (and bools) join the common dtype; floating inputs keep their own until the
+    # product, as in PyTorch (a float16 vector is normalised in float16)
+    if not x1.is_floating_point():
+        x1 = x1.to(common)
+    if not x2.is_floating_point():
+        x2 = x2.to(common)
     if x1.shape != x2.shape:  # broadcast first: a size-1 dim must not stand for a vector
         x1, x2 = broadcast_tensors(x1, x2)
     # each vector divided by its norm (at least eps) first, as torch: a norm that overflows
-    # to inf gives 0, not inf / inf
-    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
-    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
+    # to inf gives 0, not inf / inf. PyTorch clamps the norms in place outside autograd, so
+    # their gradient is the unclamped norm's
+    n1 = x1.norm(2, dim, keepdim=True).clone()
+    n2 = x2.norm(2, dim, keepdim=True).clone()
+    with no_grad():
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
@@ -778,13 +790,16 @@ def pdist(input, p=2.0):
         raise RuntimeError("pdist only supports non-negative p values")
     if input.dtype.category != 2:
         raise RuntimeError("pdist only supports floating-point dtypes")
+    n = input.shape[0]
+    if n < 2 or input.shape[1] == 0:
+        # no pairs, or empty rows: PyTorch fills zeros without its kernel (so any float dtype)
+        return input.sum() * input.new_zeros(n * (n - 1) // 2)
     if input.dtype.itemsize == 2:
         raise NotImplementedError(f'"pdist" not implemented for \'{input.dtype.scalar_name}\'')
     from .misc import cdist
 
     # one cdist per pair (a batch of 1 x 1 distance matrices): cdist's kernel and gradient
     # are torch's pdist's (ties of the inf-norm not split, p = 0 zero gradients, NaN kept)
-    n = input.shape[0]
     i, j = triu_indices(n, n, 1, device=input.device)
     d = cdist(input[i].unsqueeze(1), input[j].unsqueeze(1), p, "donot_use_mm_for_euclid_dist")
     return d.reshape(-1)
@@ -797,8 +812,11 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     prod = (input1 * input2).sum(-1)
     mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
     cos = prod / mag.sqrt()
-    loss = where(target == 1, 1 - cos, (cos - margin).clamp(min=0))
-    loss = where((target == 1) | (target == -1), loss, loss * 0)
+    # PyTorch's two selections, each against zeros: a target other than 1 and -1 gives 0
+    # even where cos is NaN
+    zeros = full_like(cos, 0)
+    loss = (where(target == 1, 1 - cos, zeros)
+            + where(target == -1, (cos - margin).clamp(min=0), zeros))
     return _reduce(loss, reduction)
 
 
@@ -853,8 +871,11 @@ def _ctc_one(lp, target, blank):
     alpha[0, 0] = lp[0, blank]
     if s > 1:
         alpha[0, 1] = lp[0, ext[1]]
+    # a label position (odd: a label equal to blank still counts as one, as in PyTorch)
+    # may be reached from two back when that label differs
+    odd = np.arange(s) % 2 == 1
     skip = np.zeros(s, dtype=bool)
-    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    skip[2:] = odd[2:] & (ext[2:] != ext[:-2])
     for t in range(1, t_len):
         prev = alpha[t - 1]
         a = prev.copy()
@@ -866,7 +887,7 @@ def _ctc_one(lp, target, blank):
     if s > 1:
         beta[-1, -2] = lp[-1, ext[-2]]
     skip_b = np.zeros(s, dtype=bool)
-    skip_b[:-2] = (ext[:-2] != blank) & (ext[:-2] != ext[2:])
+    skip_b[:-2] = odd[:-2] & (ext[:-2] != ext[2:])
     for t in range(t_len - 2, -1, -1):
         nxt = beta[t + 1]
         b = nxt.copy()
@@ -1148,8 +1169,9 @@ def _kl_div_top(input, target, reduction=0, *, log_target=False):
         >>> ember.kl_div(p.log(), p, 2)
         tensor(0.)
     """
-    if not (input.is_floating_point() or input.is_complex()) or not (
-            target.is_floating_point() or target.is_complex()):
+    if input.is_complex() or target.is_complex():
+        raise RuntimeError("kl_div: Complex inputs not supported.")
+    if not (input.is_floating_point() and target.is_floating_point()):
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)

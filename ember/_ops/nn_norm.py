@@ -37,7 +37,8 @@ def _channel_rows(xp, x):
     plane = math.prod(x.shape[2:])
     if x.ndim < 3 or plane > _SPREAD_PLANE:
         return x, lambda k: k
-    return x.reshape(x.shape[0], -1), lambda k: xp.repeat(k.reshape(-1), plane)
+    rows = x.reshape(x.shape[0], math.prod(x.shape[1:]))  # (not -1: N may be 0)
+    return rows, lambda k: xp.repeat(k.reshape(-1), plane)
 
 
 def _moments(xp, x, axes):
@@ -356,8 +357,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size "
             f"{list(input.shape)}")
+    if input.dim() >= 2 and input.numel() == 0:
+        return _empty_batch_norm(input, weight, bias)
     return keep_layout(_batch_norm(input, running_mean, running_var, weight, bias, training,
                                    momentum, eps)[0], input)  # NOTE [ Result layout ]
+
+
+def _empty_batch_norm(input, weight, bias):
+    """PyTorch's batch norm of an empty input, before any check: a copy of it scaled by the
+    first weight and shifted by the first bias (so the graph still reaches them)."""
+    out = input.clone()
+    if weight is not None:
+        out = out * weight[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out
 
 
 def _batch_norm_dtypes(input, weight, bias, running_mean, running_var):
@@ -382,6 +396,26 @@ def _batch_norm_dtypes(input, weight, bias, running_mean, running_var):
 running_stats_kernels: dict = {}
 
 
+def _running_stats_numpy(running_mean, running_var, m, rstd, momentum, eps, n):
+    """NumPy's update of the running statistics in place (the same arithmetic as the
+    ops it replaces, in the statistics' own dtype); False for dtypes it leaves to them."""
+    dt = running_mean.dtype
+    if dt not in (np.float32, np.float64) or m.dtype != dt or \
+            running_var is not None and running_var.dtype != dt:
+        return False
+    running_mean *= 1 - momentum
+    running_mean += m * dt.type(momentum)
+    if running_var is not None:
+        var = (1.0 / np.square(rstd.astype(np.float64)) - eps).astype(dt)
+        unbiased = var * dt.type(n / max(n - 1, 1))
+        running_var *= 1 - momentum
+        running_var += unbiased * dt.type(momentum)
+    return True
+
+
+running_stats_kernels[np.ndarray] = _running_stats_numpy
+
+
 def _update_running_fused(running_mean, running_var, m, rstd, momentum, eps, n):
     """The running statistics updated by the backend's own kernel, as PyTorch's batch norm
     updates them inside the op; False where the backend has none, a mode that sees every op
@@ -390,8 +424,12 @@ def _update_running_fused(running_mean, running_var, m, rstd, momentum, eps, n):
     fn = running_stats_kernels.get(type(m._data))
     if fn is None or momentum is None:
         return False
-    if _dispatch.intercept and _dispatch.named_union(_dispatch.state.modes, "_ember_ops") is None:
-        return False  # a mode that sees every op sees the update as ops (autocast does not)
+    if _dispatch.intercept and _dispatch.named_union(
+            [md for md in _dispatch.state.modes if not getattr(md, "_ember_observer", False)],
+            "_ember_ops") is None:
+        # a mode that sees every op sees the update as ops (autocast does not); the
+        # profiler, an observer, sees it inside the op as PyTorch's profiler does
+        return False
     if not fn(running_mean._data, None if running_var is None else running_var._data,
               m._data, rstd._data, momentum, eps, n):
         return False
@@ -643,6 +681,8 @@ def _batch_norm_top(input, weight, bias, running_mean, running_var, training, mo
         tensor([[-1.],
                 [ 1.]])
     """
+    if input.dim() >= 2 and input.numel() == 0:
+        return _empty_batch_norm(input, weight, bias)
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                        eps)[0]
 
@@ -672,6 +712,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         (tensor([2.]), tensor([1.]))
     """
     if training and input.numel() == 0:
+        kernel_dtype("batch_norm", input)  # (the kernel's dtypes are checked first)
         raise RuntimeError(f"input tensor must have at least one element, but got "
                            f"input_sizes = {list(input.shape)}")
     y, mean, rstd = _batch_norm(input, running_mean, running_var, weight, bias, training,

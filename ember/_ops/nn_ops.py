@@ -496,6 +496,32 @@ multilinear_jvp(linear_op, (0, 1), (2,))
 linear_op.node_name = "AddmmBackward0"
 
 
+def inplace_result(a, r):
+    """``r``, computed from ``a`` as ``a.<op>_(...)`` would compute it, checked and cast as
+    the in-place form is: its shape must be ``a``'s and its dtype castable to ``a``'s."""
+    if tuple(r.shape) != tuple(a.shape):
+        raise RuntimeError(f"output with shape {list(a.shape)} doesn't match the broadcast "
+                           f"shape {list(r.shape)}")
+    if r.dtype != a.dtype:
+        if not _dt.can_cast(r.dtype, a.dtype):
+            raise RuntimeError(f"result type {r.dtype.scalar_name} can't be cast to the "
+                               f"desired output type {a.dtype.scalar_name}")
+        r = r.to(a.dtype)
+    return r
+
+
+def _check_bias_expands(bias, shape):
+    """PyTorch's error when a GEMM's bias does not expand to the product's shape."""
+    bs = tuple(bias.shape)
+    if len(bs) > len(shape) or any(b not in (1, s) for b, s in zip(bs[::-1], shape[::-1])):
+        bad = next((i for i, (b, s) in enumerate(zip(bs[::-1], shape[::-1])) if b not in (1, s)),
+                   0)
+        raise RuntimeError(f"The expanded size of the tensor ({shape[len(shape) - 1 - bad]}) "
+                           f"must match the existing size ({bs[len(bs) - 1 - bad]}) at "
+                           f"non-singleton dimension {len(shape) - 1 - bad}.  Target sizes: "
+                           f"{list(shape)}.  Tensor sizes: {list(bs)}")
+
+
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``: the affine map of ``nn.Linear``."""
     for name, t in (("input", input), ("weight", weight)):
@@ -517,11 +543,28 @@ def linear(input, weight, bias=None):
             f"mat1 and mat2 must have the same dtype, but got {input.dtype.scalar_name} and "
             f"{weight.dtype.scalar_name}")
     if input._data.dtype == np.bool_:  # (a dtype test only: this runs per layer call)
+        shape = xs[:-1] + ws[:-1]
+        if len(ws) == 2 and (not math.prod(shape) or not xs[-1]):
+            # PyTorch's bool GEMM kernel never runs for an empty product: False everywhere
+            if bias is not None and math.prod(shape):
+                raise RuntimeError("result type Long can't be cast to the desired output "
+                                   "type Bool")
+            return input.new_zeros(shape)
         kernel_dtype("addmm", input)
-    if bias is not None and bias._data.dtype != input._data.dtype:
-        raise RuntimeError(
-            f"self and mat2 must have the same dtype, but got {bias.dtype.scalar_name} and "
-            f"{input.dtype.scalar_name}")
+    if bias is not None and (bias._data.dtype != input._data.dtype or len(xs) == 1):
+        # PyTorch adds the bias inside one GEMM (same dtype required) for 2-D input, and for
+        # other contiguous input with a contiguous 1-D bias; otherwise it multiplies first
+        # and adds the bias in place (any dtype the product's can take)
+        if len(xs) == 2 or (bias.dim() == 1 and input.is_contiguous() and bias.is_contiguous()):
+            if bias._data.dtype != input._data.dtype:
+                raise RuntimeError(
+                    f"self and mat2 must have the same dtype, but got "
+                    f"{bias.dtype.scalar_name} and {input.dtype.scalar_name}")
+        else:
+            out = linear(input, weight)
+            return inplace_result(out, out + bias)
+    if bias is not None and (bias._data.ndim != 1 or bias._data.shape != ws[:1]):
+        _check_bias_expands(bias, xs[:-1] + ws[:-1])
     if len(ws) == 1:
         out = (input * weight).sum(-1)
         return out if bias is None else out + bias
@@ -1119,5 +1162,7 @@ def bilinear(input1, input2, weight, bias=None):
                                "because the unspecified dimension size -1 can be any value "
                                "and is ambiguous")
     no_complex_autograd("_trilinear", input1.dtype, input1, input2, weight)
-    y = einsum("...i,kij,...j->...k", input1, weight, input2)
+    # PyTorch's order (its _trilinear): input1 with the weight first, then input2; which
+    # products meet first decides NaN against inf for non-finite values
+    y = einsum("...kj,...j->...k", einsum("...i,kij->...kj", input1, weight), input2)
     return y + bias if bias is not None else y

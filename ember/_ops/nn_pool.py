@@ -253,7 +253,9 @@ def max_unpool(nd, input, indices, kernel_size, stride=None, padding=0, output_s
                     f"invalid output_size {list(output_size)} (dim {i} must be between {lo} "
                     f"and {hi})")
     plane = math.prod(size)
-    if idx.numel() and (int(idx.max()) >= plane or int(idx.min()) < 0):
+    # (the values are read only where the tensors hold them: not under vmap, for one)
+    if idx.numel() and _dispatch.plain_data() and (int(idx.max()) >= plane or
+                                                   int(idx.min()) < 0):
         raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes "
                            f"are of size {'x'.join(map(str, size))})")
     y = _dispatch.apply(unpool_add_op, (x, idx), {"input_shape": tuple(x.shape[:2]) + size})
@@ -445,6 +447,8 @@ def _adaptive_args(nd, input, output_size, op):
                            f"dimensions, but input has sizes {list(input.shape)} with "
                            f"dimension {empty[0]} being empty")
     kind = "avg" if "avg" in op else "max"
+    if kind == "avg" and nd < 3 and not (x.shape[0] * x.shape[1] * math.prod(output_size)):
+        return x, batched, output_size  # PyTorch's 2-d kernel never runs for an empty result
     kernel_dtype(f"adaptive_{kind}_pool3d" if nd == 3 else f"adaptive_{kind}_pool2d", x)
     return x, batched, output_size
 
@@ -471,6 +475,10 @@ def _adaptive_max_kernel(xp, x, *, output_size):
         win = x[(Ellipsis,) + sl]
         flat = win.reshape(win.shape[:2] + (math.prod(win.shape[2:]),))
         arg = flat.argmax(axis=-1)
+        if flat.dtype.kind in "fcV" and flat.shape[-1]:
+            # PyTorch's loop lets every NaN replace the best so far: the last NaN wins
+            isnan = xp.isnan(flat)[..., ::-1]
+            arg = xp.where(isnan.any(axis=-1), flat.shape[-1] - 1 - isnan.argmax(axis=-1), arg)
         values[(Ellipsis,) + pos] = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
         local = xp.unravel_index(arg, win.shape[2:])
         idx = xp.zeros(arg.shape, dtype=xp.int64)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
-from .._core.tensor import Tensor
 from .._kernels import _blas
 from ._registry import Op, public
 from .join import cat, stack
@@ -37,6 +36,8 @@ def _lstm_step_kernel(xp, xw, h, c, w_hh):
     tc = xp.tanh(c_new)
     h_new = o * tc
     acts = xp.concatenate([i, f, g, o], axis=1)
+    if h_new.dtype != xw.dtype:  # low-precision gates computed in float32 return in their dtype
+        return tuple(a.astype(xw.dtype) for a in (h_new, c_new, acts, tc))
     return h_new, c_new, acts, tc
 
 
@@ -581,83 +582,212 @@ def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False, lookup=Non
 #
 # NOTE [ Functional RNN forms ]
 # PyTorch's top-level forms take the weights as one flat list: for each layer, for each
-# direction, ``w_ih, w_hh`` then (``has_biases``) ``b_ih, b_hh``. Here each layer runs its
-# cell step by step, in reverse for the second direction; the directions' outputs are
-# concatenated on the feature dim and feed the next layer, with dropout between layers when
-# training. The packed-sequence overloads (data, batch_sizes, ...) are not implemented.
+# direction, ``w_ih, w_hh``, then (``has_biases``) ``b_ih, b_hh``, then, for an LSTM whose two
+# states differ in size (projections), ``w_hr``. PyTorch's CPU build runs an LSTM on non-empty
+# float32 / bfloat16 input (float16 outside grad mode) through oneDNN and everything else
+# through its native loop, and the two check their arguments in different orders and with
+# different error classes; ``_mkldnn_checks`` and ``_native_checks`` keep both. Both then run
+# PyTorch's native composition: the input projection of the whole sequence once per layer
+# and direction, then per step the recurrent projection, the in-place sum of the two and the
+# gates, broadcasting where PyTorch's broadcasts, so ill-fitting shapes and dtypes fail (or
+# broadcast) where PyTorch's do. A well-formed LSTM layer (every tensor of the input's dtype,
+# the shapes the gates need) takes the fused step instead (NOTE [ Fused LSTM step ]). The
+# directions' outputs are concatenated on the last dim and feed the next layer, with dropout
+# between layers when training. The packed-sequence overloads (data, batch_sizes, ...) are
+# not implemented.
 
 
-def _run_stack(name, step, n_states, input, hx, params, has_biases, num_layers, dropout,
-               train, bidirectional, batch_first):
+def _size(t, dim):
+    """``t.size(dim)`` with PyTorch's IndexError for a missing dim."""
+    if not -max(t.dim(), 1) <= dim < max(t.dim(), 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(t.dim(), 1)}, {max(t.dim(), 1) - 1}], but got {dim})")
+    return t.shape[dim] if t.dim() else 1
+
+
+def _select0(t, index):
+    if t.dim() == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    if index >= t.shape[0]:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(t.shape)} at dimension 0")
+
+
+def _takes_mkldnn(input):
+    """Whether PyTorch's CPU LSTM runs this input through oneDNN (which checks its arguments
+    its own way)."""
+    from ..autograd.grad_mode import is_grad_enabled
+
+    name = input.dtype.name
+    return input.numel() != 0 and (name in ("float32", "bfloat16") or (
+        name == "float16" and not is_grad_enabled()))
+
+
+def _mkldnn_checks(input, hx, params, per, layers):
+    """The oneDNN LSTM's checks, in its order: the weights as a matrix of ``per`` columns,
+    then per layer and direction its weights, states and their dtypes."""
+    if len(params) % per:
+        raise RuntimeError(f"MatrixRef: ArrayRef size {len(params)} not divisible by stride "
+                           f"{per}")
+    for index in range(layers):
+        if (index + 1) * per > len(params):
+            raise RuntimeError(f"ArrayRef: invalid slice, N = {index * per}; M = {per}; "
+                               f"size = {len(params)}")
+        for s in hx:
+            _select0(s, index)
+        if any(t.dtype != input.dtype for t in params[index * per:(index + 1) * per] + hx):
+            raise RuntimeError("get_mkldnn_dtype: unsupported data type")
+
+
+def _native_checks(n_hidden, params, per, num_layers, dirs):
+    """The native loop's checks of the stack: the weights in groups of ``per``, the
+    directions' pairs, then one state and one group per layer and direction."""
+    if len(params) % per:
+        raise RuntimeError("got an incorrect number of RNN parameters")
+    groups = len(params) // per
+    if dirs == 2 and (n_hidden % 2 or groups % 2):
+        raise RuntimeError("Odd number of params or hiddens given to a bidirectional RNN")
+    if n_hidden // dirs != num_layers:
+        raise RuntimeError("Expected more hidden states in stacked_rnn")
+    if groups // dirs != num_layers:
+        raise RuntimeError("Expected more weights in stacked_rnn")
+
+
+def _chunks(t, n):
+    parts = t.chunk(n, 1)
+    if len(parts) < n:  # PyTorch reads past the end of its list here
+        raise RuntimeError(f"expected the gates' dim to split into {n} chunks, but got "
+                           f"{len(parts)} (size {t.shape[1]})")
+    return parts
+
+
+def _native_lstm_step(xw, state, w_hh, b_hh, w_hr):
+    from .nn_ops import inplace_result, linear
+
+    h, c = state
+    hw = linear(h, w_hh, b_hh)
+    gates = inplace_result(hw, hw + xw)
+    i, f, g, o = _chunks(gates, 4)
+    i, f, o = (inplace_result(t, t.sigmoid()) for t in (i, f, o))
+    g = inplace_result(g, g.tanh())
+    fc = f * c
+    c2 = inplace_result(fc, fc + i * g)
+    h2 = o * c2.tanh()
+    return [h2 if w_hr is None else h2.matmul(w_hr.t()), c2]
+
+
+def _native_gru_step(xw, state, w_hh, b_hh, w_hr):
+    from .nn_ops import inplace_result, linear
+
+    h = state[0]
+    x_r, x_z, x_n = _chunks(xw, 3)
+    h_r, h_z, h_n = _chunks(linear(h, w_hh, b_hh), 3)
+    r = inplace_result(h_r, h_r + x_r)
+    r = inplace_result(r, r.sigmoid())
+    z = inplace_result(h_z, h_z + x_z)
+    z = inplace_result(z, z.sigmoid())
+    n = x_n + inplace_result(h_n, h_n * r)
+    n = inplace_result(n, n.tanh())
+    d = h - n
+    d = inplace_result(d, d * z)
+    return [inplace_result(d, d + n)]
+
+
+def _native_elman_step(nonlinearity):
+    def step(xw, state, w_hh, b_hh, w_hr):
+        from .nn_ops import inplace_result, linear, relu
+
+        hw = linear(state[0], w_hh, b_hh)
+        s = inplace_result(hw, hw + xw)
+        return [relu(s) if nonlinearity == "relu" else s.tanh()]
+    return step
+
+
+def _fused_lstm_fits(xw, state, w_hh, b_hh, w_hr):
+    """A layer the fused step computes exactly as the composition: one dtype, (L, N, 4H)
+    projections, (N, H) states, (4H, H) recurrent weights."""
+    h, c = state
+    dt = xw.dtype
+    # the fused step adds the recurrent product to a projection that holds both biases;
+    # PyTorch adds b_hh to the recurrent product first, which decides inf - inf cases
+    if b_hh is not None or w_hr is not None or xw.dim() != 3:
+        return False
+    if not (dt.is_floating_point or dt.is_complex) or any(t.dtype != dt for t in (h, c, w_hh)):
+        return False
+    n, g = xw.shape[1], xw.shape[2]
+    hs = g // 4
+    return (g == 4 * hs and tuple(h.shape) == (n, hs) and tuple(c.shape) == (n, hs)
+            and tuple(w_hh.shape) == (g, hs))
+
+
+def _run_layer(kind, step, xw, state, w, reverse):
+    """One direction of one layer over the projections ``xw`` (one per step, dim 0): the
+    outputs stacked in time order, and the final state."""
+    w_hh, b_hh, w_hr = w
+    if kind == "lstm" and _fused_lstm_fits(xw, state, w_hh, b_hh, w_hr):
+        def step(x, s, *_):
+            return list(lstm_step(x, s[0], s[1], w_hh))
+    steps = list(xw.unbind(0))
+    if not steps:
+        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+    outs = [None] * len(steps)
+    for t in (range(len(steps) - 1, -1, -1) if reverse else range(len(steps))):
+        state = step(steps[t], state, w_hh, b_hh, w_hr)
+        outs[t] = state[0]
+    return stack(outs), state
+
+
+def _run_stack(kind, input, hx, params, has_biases, num_layers, dropout, train,
+               bidirectional, batch_first):
+    """The whole-sequence RNN forms (NOTE [ Functional RNN forms ]); ``hx`` is the list of
+    initial states (two for an LSTM)."""
     from .nn_dropout import dropout as _dropout
+    from .nn_ops import linear
 
     if not isinstance(params, (list, tuple)):
-        raise NotImplementedError(f"{name}: the packed-sequence form (data, batch_sizes, ...) "
+        raise NotImplementedError(f"{kind}: the packed-sequence form (data, batch_sizes, ...) "
                                   "is not implemented in ember; pass a padded input")
+    params, hx = list(params), list(hx)
     dirs = 2 if bidirectional else 1
     per = 4 if has_biases else 2
-    # torch's checks of the stack, in its order
-    n_hidden = hx[0].shape[0] if hx[0].dim() == (3 if input.dim() == 3 else 2) else 0
-    need = num_layers * dirs
-    if n_states == 2:
-        # the LSTM selects the states it needs (extra ones are ignored) ...
-        if bidirectional and (len(params) // per) % 2:
-            raise RuntimeError("Odd number of params or hiddens given to a bidirectional RNN")
-        if bidirectional and n_hidden == 0:
-            raise RuntimeError("Expected more hidden states in stacked_rnn")
-        for h in hx[:2]:
-            if h.dim() and h.shape[0] < need:
-                raise IndexError(f"select(): index {h.shape[0]} out of range for tensor of "
-                                 f"size {list(h.shape)} at dimension 0")
-    else:
-        # ... the Elman and GRU stacks take exactly one state per layer and direction
-        if bidirectional and ((len(params) // per) % 2 or n_hidden % 2):
-            raise RuntimeError("Odd number of params or hiddens given to a bidirectional RNN")
-        if n_hidden != need:
-            raise RuntimeError("Expected more hidden states in stacked_rnn")
-    if len(params) != num_layers * dirs * per:
-        raise RuntimeError(f"Expected more weights in stacked_rnn ({name}: expected "
-                           f"{num_layers * dirs * per} parameter tensors, got {len(params)})")
-    if input.shape[0 if input.dim() == 2 or not batch_first else 1] == 0:
-        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-    batched = input.dim() == 3
-    x = input if batched else input.unsqueeze(1)
-    if batched and batch_first:
-        x = x.transpose(0, 1)
-    states = [h if batched else h.unsqueeze(1) for h in hx]  # each (layers * dirs, N, H)
-    finals = [[] for _ in range(n_states)]
+    projected = mkldnn = False
+    if kind == "lstm":
+        projected = _size(hx[0], 2) != _size(hx[1], 2)
+        mkldnn = _takes_mkldnn(input) and not projected
+    if mkldnn:  # extra states and weights are ignored there
+        _mkldnn_checks(input, hx, params, per, num_layers * dirs)
+    x = input.transpose(0, 1) if batch_first else input
+    per += projected
+    if not mkldnn:
+        for s in hx:  # the states are unbound along dim 0 (one per layer and direction)
+            if s.dim() == 0:
+                raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        n_hidden = hx[0].shape[0]
+        if kind == "lstm" and hx[1].shape[0] < n_hidden:
+            raise RuntimeError(f"lstm: {hx[1].shape[0]} cell states for {n_hidden} hidden "
+                               "states (PyTorch reads past the end of its list here)")
+        _native_checks(n_hidden, params, per, num_layers, dirs)
+    step = {"lstm": _native_lstm_step, "gru": _native_gru_step,
+            "rnn_tanh": _native_elman_step("tanh"), "rnn_relu": _native_elman_step("relu")}[kind]
+    finals = [[] for _ in hx]
     for layer in range(num_layers):
         outs = []
         for d in range(dirs):
-            k = (layer * dirs + d) * per
-            w = params[k:k + per]
+            index = layer * dirs + d
+            w = params[index * per:(index + 1) * per]
             b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
-            state = [s[layer * dirs + d] for s in states]
-            steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
-            seq = [None] * x.shape[0]
-            for t in steps:
-                state = step(x[t], state, w[0], w[1], b_ih, b_hh)
-                seq[t] = state[0]
-            outs.append(stack(seq) if seq else x.new_zeros(0, x.shape[1], w[1].shape[1]))
-            for i in range(n_states):
-                finals[i].append(state[i])
-        x = cat(outs, 2) if dirs == 2 else outs[0]
+            w_hr = w[-1] if projected else None
+            state = [s[index] for s in hx]
+            out, state = _run_layer(kind, step, linear(x, w[0], b_ih), state,
+                                    (w[1], b_hh, w_hr), d == 1)
+            outs.append(out)
+            for i, s in enumerate(state):
+                finals[i].append(s)
+        x = cat(outs, outs[0].dim() - 1) if dirs == 2 else outs[0]
         if dropout and train and layer < num_layers - 1:
             x = _dropout(x, dropout, True)
-    out = x.transpose(0, 1) if batched and batch_first else x
-    finals = [stack(f) for f in finals]
-    if not batched:
-        out = out.squeeze(1)
-        finals = [f.squeeze(1) for f in finals]
-    return (out,) + tuple(finals)
-
-
-def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
-    return list(_lstm_cell(x, tuple(state), w_ih, w_hh, b_ih, b_hh))
-
-
-def _cell_step(cell):
-    return lambda x, state, w_ih, w_hh, b_ih, b_hh: [cell(x, state[0], w_ih, w_hh, b_ih, b_hh)]
+    out = x.transpose(0, 1) if batch_first else x
+    return (out,) + tuple(stack(f) for f in finals)
 
 
 _RNN_ARGS = """
@@ -694,13 +824,10 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
     if not isinstance(hx, (list, tuple)):  # lstm(data, batch_sizes, hx, params, ...)
         raise NotImplementedError("lstm: the packed-sequence form (data, batch_sizes, ...) "
                                   "is not implemented in ember; pass a padded input")
-    if isinstance(input, Tensor) and input.dtype.name != "bool" and not (
-            input.is_floating_point() or input.is_complex()):
-        # as lstm_cell: float gates written back into an integer dtype
-        raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{input.dtype.scalar_name}")
-    return _run_stack("lstm", _lstm_step, 2, input, hx, params, has_biases, num_layers,
-                      dropout, train, bidirectional, batch_first)
+    if len(hx) != 2:
+        raise RuntimeError("lstm expects two hidden states")
+    return _run_stack("lstm", input, hx, params, has_biases, num_layers, dropout, train,
+                      bidirectional, batch_first)
 
 
 lstm.__doc__ = lstm.__doc__.replace("{args}", _RNN_ARGS.format(state="``[h_0, c_0]``"))
@@ -716,8 +843,8 @@ _RNN_DIFFERS = {"gru": """
 def _single_state_rnn(name, cell):
     def fn(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
            batch_first):
-        out, h = _run_stack(name, _cell_step(cell), 1, input, [hx], params, has_biases,
-                            num_layers, dropout, train, bidirectional, batch_first)
+        out, h = _run_stack(name, input, [hx], params, has_biases, num_layers, dropout,
+                            train, bidirectional, batch_first)
         return out, h
 
     what = {"gru": "GRU", "rnn_tanh": "Elman RNN (tanh)", "rnn_relu": "Elman RNN (ReLU)"}[name]

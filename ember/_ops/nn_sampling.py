@@ -195,7 +195,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                       recompute_scale_factor, antialias)
     _check_resample(input, spatial, out, mode)
     x = input
-    for i in range(nd):
+    # the last dim first, as PyTorch's kernels nest their taps (which sums meet an inf first
+    # decides inf against NaN)
+    for i in range(nd)[::-1]:
         if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
             x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
     return x
@@ -268,6 +270,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             else:
                 cd = _reflect(cd, -0.5, size - 0.5)
             cd = cd.clamp(0, size - 1)
+        if nd == 3 and mode != "bicubic" and padding_mode != "zeros":
+            # the 3-d kernel clips with std::min(size - 1, std::max(x, 0)): NaN -> size - 1
+            cd = cd.nan_to_num(nan=size - 1)
         coords.append(cd)
     coords = coords[::-1]  # now in (D,) H, W order
     flat = input.reshape(n, c, -1)
@@ -287,17 +292,24 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         vals = flat.gather(2, lin).reshape((n, c) + out_shape)
         return vals, valid.unsqueeze(1)
 
-    def zero_outside(term, valid):
+    def zero_outside(vals, w, valid, always=False):
         # zeros padding: torch's 3-d kernel skips an outside tap whatever its weight (a NaN
-        # coordinate included); its 2-d kernel multiplies the tap by a 0 mask
-        if padding_mode != "zeros":
-            return term
-        return term.masked_fill(~valid, 0) if nd == 3 else term * valid.to(term.dtype)
+        # coordinate included); its 2-d kernel reads an outside tap as 0 (a masked gather)
+        # and still multiplies it by its weight (0 * NaN is NaN; an inf under the clamped
+        # index stays out). Both do so for linear taps under every padding (``always``):
+        # border and reflection keep the lower corner inside, not the upper one
+        if padding_mode != "zeros" and not always:
+            return vals if w is None else vals * w
+        if nd == 3:
+            term = vals if w is None else vals * w
+            return term.masked_fill(~valid, 0)
+        vals = vals.masked_fill(~valid, 0)
+        return vals if w is None else vals * w
 
     if mode == "nearest":
         idx = [cd.round() for cd in coords]
         vals, valid = gather(idx)
-        return zero_outside(vals, valid)
+        return zero_outside(vals, None, valid, nd == 3)
     if mode == "bicubic":
         y, x = coords
         y0, x0 = y.floor(), x.floor()
@@ -315,7 +327,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                     xx = _reflect(xx, lo, in_sizes[1] - 1 - lo).clamp(0, in_sizes[1] - 1)
                 vals, valid = gather([yy, xx])
                 w = (wy[a] * wx[b]).unsqueeze(1)
-                term = zero_outside(vals * w, valid)
+                term = zero_outside(vals, w, valid)
                 out = term if out is None else out + term
         return out
     lows = [cd.floor() for cd in coords]
@@ -328,7 +340,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             wk = f if k else 1 - f
             w = wk if w is None else w * wk
         vals, valid = gather(idx)
-        term = zero_outside(vals * w.unsqueeze(1), valid)
+        term = zero_outside(vals, w.unsqueeze(1), valid, True)
         out = term if out is None else out + term
     return out
 

@@ -1216,10 +1216,23 @@ def _cumprod_kernel(xp, a, *, dim, dtype):
     acc = _acc(dtype)
     if a.dtype != acc:
         a = a.astype(acc)
+    if a.dtype.kind == "c" and a.ndim:  # (a 0-d input is copied)
+        a = _times_complex_one(xp, a, dim)
     if a.ndim == 0:
         return a.astype(dtype, copy=True)
     r = xp.cumprod(a, axis=dim, dtype=acc)
     return r if r.dtype == dtype else r.astype(dtype)
+
+
+def _times_complex_one(xp, a, dim):
+    """``a`` with its first element along ``dim`` multiplied by 1 + 0j, as PyTorch's complex
+    products start from a running product of one: (1 + 0j) * (inf + 0j) is inf + NaN j."""
+    one = a.dtype.type(1)
+    a = a.copy()
+    first = (slice(None),) * (dim % a.ndim) + (0,)
+    if a.shape[dim]:
+        a[first] = a[first] * one
+    return a
 
 
 def _cumprod_backward_kernel(xp, g, a, *, dim):

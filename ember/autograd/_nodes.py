@@ -96,6 +96,21 @@ class SavedTensor:
     An input is kept as the Tensor itself; the node's own output is kept as its array and
     version counter and re-wrapped on unpack (NOTE [ Nodes do not own their outputs ] in
     _base.py). With saved-tensor hooks active the pack hook's result is kept instead.
+    A node's ``_raw_saved_<name>`` attributes give them (``register_hooks(pack, unpack)``
+    as in PyTorch); autograd makes them, users do not.
+
+    Args:
+        t: the Tensor saved (an input), or None for the node's own output.
+        vc: the tensor's version counter.
+        version: the counter's value when saved (an in-place change later is an error).
+        out_nr: the output's index, for a saved output (-1: not differentiable).
+
+    Example:
+        >>> import ember
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> saved = x.exp().grad_fn._raw_saved_result
+        >>> type(saved).__name__
+        'SavedTensor'
     """
 
     # ``t``: the Tensor (an input) or None (the node's output, kept as ``arr``); ``vc`` and
@@ -937,8 +952,8 @@ def _contiguous():
 def _view_outputs(op, inputs, params, outputs):
     """Views made by a path that bypassed ``_wrap_views`` get their replay chain here."""
     outs = outputs if type(outputs) is tuple else (outputs,)
-    if getattr(outs[0], "_view_meta", None) is not None:
-        return
+    if not outs or getattr(outs[0], "_view_meta", None) is not None:
+        return  # (no outputs: unbind along an empty dim)
     base = inputs[op.view_of]
     if base._base is None:
         chain = ()

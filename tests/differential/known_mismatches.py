@@ -14,15 +14,11 @@ NO_SPECIALS_IN_CI = frozenset({"linalg.lstsq"})
 KNOWN = {
     ('baddbmm', 'values_nonfinite'):
         "torch-specific: inf/NaN in a BLAS product; inf-or-NaN follows MKL's kernel order",
-    ('cosine_embedding_loss', 'values_nonfinite'):
-        'open: out (bfloat16) at (1,): ember np.float32(nan), torch np.float32(0.0)',
     ('diff.bool', 'values_nonfinite'):
         'open: out[0] (complex64) at (1,): ember np.complex64(-1-infj), torch np.complex64(na',
     ('fft.hfft2', 'values_nonfinite'):
         "torch-specific: MKL FFT of near-overflow input; which sums overflow to inf follows "
         "MKL's order (NOTE [ FFT of non-finite input ] covers NaN/inf inputs)",
-    ('grid_sampler_2d', 'values_nonfinite'):
-        'open: out (float64) at (0, 1, 0, 0): ember np.float64(nan), torch np.float64(-inf)',
     ('group_norm', 'values_nonfinite'):
         'torch-specific: vectorized Welford moments overflow (inf - inf) per SIMD chunking',
     ('gru', 'values'):
@@ -52,8 +48,6 @@ KNOWN = {
     ('orgqr', 'values_nonfinite'):
         'torch-specific: MKL orgqr fuses multiply-adds where float32 overflows; ember replays '
         "LAPACK's org2r order (NOTE [ Householder reflectors as LAPACK applies them ])",
-    ('pairwise_distance', 'values_nonfinite'):
-        'open: out (float64) at (0,): ember np.float64(inf), torch np.float64(1.7976931348623',
     ('poisson_nll_loss', 'values_nonfinite'):
         'open: out (float64) at (1, 0): ember np.float64(nan), torch np.float64(-inf)',
     ('special.gammaincc', 'values_nonfinite'):
@@ -64,8 +58,6 @@ KNOWN = {
         'open: out (float64) at (1, 2): ember np.float64(nan), torch np.float64(3.16535180824',
     ('svd', 'ember_no_raise'):
         'lapack: torch (MKL gesdd) fails to converge on some inf matrices; ember: NaN',
-    ('unbind', 'ember_raises'):
-        'open: IndexError: tuple index out of range',
     ('var_mean', 'values_nonfinite'):
         'torch-specific: vectorized Welford moments overflow (inf - inf) per SIMD chunking',
 }
