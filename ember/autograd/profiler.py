@@ -28,7 +28,13 @@ OUT_OF_MEMORY_EVENT_NAME = "[OutOfMemory]"
 
 
 class ProfilerState(enum.Enum):
-    """The profiler's recording state (PyTorch's ``ProfilerState``)."""
+    """The profiler's recording state (PyTorch's ``ProfilerState``).
+
+    Example:
+        >>> from ember.autograd import ProfilerState
+        >>> ProfilerState.CPU.value
+        1
+    """
 
     Disabled = 0
     CPU = 1
@@ -43,7 +49,23 @@ class ProfilerState(enum.Enum):
 
 
 class ProfilerConfig:
-    """The options a profile runs with (PyTorch's ``ProfilerConfig``)."""
+    """The options a profile runs with (PyTorch's ``ProfilerConfig``).
+
+    Args:
+        state: a :class:`ProfilerState`, what is recorded.
+        report_input_shapes: record each op's input shapes.
+        profile_memory: record allocations and frees.
+        with_stack: record the Python stack of each op.
+        with_flops: estimate each op's floating-point operations.
+        with_modules: record the module hierarchy of each op.
+        experimental_config: kept for PyTorch compatibility (unused).
+        trace_id: a name for the trace.
+
+    Example:
+        >>> from ember.autograd import ProfilerConfig, ProfilerState
+        >>> ProfilerConfig(ProfilerState.CPU, report_input_shapes=True).report_input_shapes
+        True
+    """
 
     def __init__(self, state, report_input_shapes=False, profile_memory=False,
                  with_stack=False, with_flops=False, with_modules=False,
@@ -113,6 +135,8 @@ class profile:
         self.with_modules = with_modules
         self.use_cpu = use_cpu
         self.acc_events = acc_events
+        self.custom_trace_id_callback = custom_trace_id_callback
+        self.trace_id = ""
         self._function_events = None
         self._unconverted = []     # finished sessions not yet in ``function_events``
         self.entered = False
@@ -142,10 +166,77 @@ class profile:
         self._unconverted = []
         self._function_events = events
 
-    def config(self):
-        """This profile's options as a ``ProfilerConfig``."""
+    def default_trace_id(self):
+        """A new random trace id: 32 upper-case hex digits.
+
+        Returns:
+            str: the id.
+
+        Example::
+
+            >>> import ember
+            >>> len(ember.autograd.profiler.profile().default_trace_id())
+            32
+        """
+        import uuid
+        return f"{uuid.uuid4().int:032X}"
+
+    def create_trace_id(self):
+        """The id of a new trace: ``custom_trace_id_callback()`` when given, else
+        ``default_trace_id()``.
+
+        Returns:
+            str: the id.
+
+        Example::
+
+            >>> import ember
+            >>> ember.autograd.profiler.profile(
+            ...     custom_trace_id_callback=lambda: "run-1").create_trace_id()
+            'run-1'
+        """
+        if self.custom_trace_id_callback:
+            return self.custom_trace_id_callback()
+        return self.default_trace_id()
+
+    def config(self, create_trace_id=False):
+        """This profile's options as a ``ProfilerConfig``; ``create_trace_id=True`` first
+        gives the profile a new ``trace_id``."""
+        if create_trace_id:
+            self.trace_id = self.create_trace_id()
         return ProfilerConfig(ProfilerState.KINETO, self.record_shapes, self.profile_memory,
-                              self.with_stack, self.with_flops, self.with_modules)
+                              self.with_stack, self.with_flops, self.with_modules,
+                              trace_id=self.trace_id)
+
+    def toggle_collection_dynamic(self, enabled: bool, activities):
+        """Pause (``enabled=False``) or resume the recording of ``activities`` while the
+        profile runs; only ``ProfilerActivity.CPU`` (the ops) can be paused in ember.
+
+        Args:
+            enabled (bool): resume (True) or pause (False).
+            activities (iterable of ProfilerActivity): the activities to toggle.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> import ember
+            >>> from ember.profiler import ProfilerActivity
+            >>> with ember.autograd.profiler.profile() as prof:
+            ...     prof.toggle_collection_dynamic(False, [ProfilerActivity.CPU])
+            ...     _ = ember.ones(2) + 1
+            ...     prof.toggle_collection_dynamic(True, [ProfilerActivity.CPU])
+            >>> [e.name for e in prof.function_events]
+            []
+        """
+        s = self._session
+        if s is None or not s.active or ProfilerActivity.CPU not in set(activities):
+            return
+        if enabled and s._mode not in _dispatch.state.modes:
+            _dispatch.push_mode(s._mode)
+        elif not enabled and s._mode in _dispatch.state.modes:
+            _dispatch.pop_mode(s._mode)
 
     def __enter__(self):
         if not self.enabled:
@@ -157,6 +248,7 @@ class profile:
         return self
 
     def _start_trace(self):
+        self.config(create_trace_id=True)
         timer = None
         if self.use_device == "cuda":   # NOTE [ CUDA event timing ] in ember/profiler/_cuda.py
             from ..profiler import _cuda
@@ -368,7 +460,21 @@ class EnforceUnique:
 
 class ProfilerEvent:
     """A raw event of the legacy profiler (PyTorch's ``torch.autograd.ProfilerEvent``):
-    ``name()``, ``kind()``, ``thread_id()`` and the times of a ``FunctionEvent``."""
+    ``name()``, ``kind()``, ``thread_id()`` and the times of a ``FunctionEvent``.
+
+    Args:
+        event: the ``FunctionEvent`` (from ``profile().function_events``) it describes.
+        kind: ``"mark"``, ``"push"`` or ``"pop"``.
+
+    Example:
+        >>> import ember
+        >>> from ember.autograd import ProfilerEvent
+        >>> x = ember.ones(2)
+        >>> with ember.autograd.profiler.profile() as prof:
+        ...     _ = x + 1
+        >>> ProfilerEvent(prof.function_events[0]).name()
+        'aten::add'
+    """
 
     def __init__(self, event: FunctionEvent, kind: str = "mark"):
         self._event = event

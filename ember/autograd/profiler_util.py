@@ -68,6 +68,10 @@ class EventList(list):
     def _set_backward_stacktraces(self):
         pass
 
+    def __str__(self):
+        # ``print(prof.key_averages())`` shows the table, as in PyTorch; repr stays a list's
+        return self.table()
+
     @property
     def self_cpu_time_total(self):
         """The sum of every event's self CPU time (us)."""

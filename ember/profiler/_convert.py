@@ -74,7 +74,8 @@ def _function_events(session, meta):
         ev = FunctionEvent(
             id=idx + 1, name=name, trace_name=trace_name, thread=thread,
             start_us=(start - t0) / 1e3, end_us=(end - t0) / 1e3,
-            fwd_thread=thread if seq >= 0 else 0,
+            # PyTorch names the forward thread on backward nodes' events only
+            fwd_thread=thread if seq >= 0 and kind.startswith("bwd") else 0,
             input_shapes=input_shapes, concrete_inputs=concrete,
             input_dtypes=input_dtypes, stack=stack_lines(stack),
             cpu_memory_usage=mem.get(idx, 0) if mem else 0,

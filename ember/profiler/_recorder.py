@@ -488,6 +488,9 @@ class _OpRecorder(_dispatch.Mode):
     """The profiler's layer of the mode stack (NOTE [ Profiler recording ])."""
 
     level = 40
+    #: it only watches: work PyTorch does inside one op (batch norm's running statistics)
+    #: may stay inside ember's op too, unseen, as PyTorch's profiler does not see it either
+    _ember_observer = True
 
     def __init__(self, session):
         self.session = session

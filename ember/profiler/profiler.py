@@ -47,7 +47,13 @@ class ProfilerAction(enum.Enum):
 
 
 class RecordScope(enum.Enum):
-    """The kind of code an event comes from (kept for PyTorch compatibility)."""
+    """The kind of code an event comes from (kept for PyTorch compatibility).
+
+    Example:
+        >>> from ember.profiler import RecordScope
+        >>> RecordScope.USER_SCOPE.value
+        7
+    """
 
     FUNCTION = 0
     BACKWARD_FUNCTION = 1
@@ -91,7 +97,16 @@ def kineto_available() -> bool:
 
 
 def is_fbcode() -> bool:
-    """False: this is not Meta's internal build."""
+    """False: this is not Meta's internal build.
+
+    Returns:
+        bool: always False.
+
+    Example:
+        >>> from ember.profiler import is_fbcode
+        >>> is_fbcode()
+        False
+    """
     return False
 
 
@@ -203,6 +218,50 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
         prof.export_chrome_trace(os.path.join(dir_name, file_name))
 
     return handler_fn
+
+
+#: PyTorch's memory categories, in the order of its timeline's columns (after index 0)
+_MEMORY_CATEGORIES = ("PARAMETER", "OPTIMIZER_STATE", "INPUT", "TEMPORARY", "ACTIVATION",
+                      "GRADIENT", "AUTOGRAD_DETAIL", "Unknown")
+_MEMORY_COLORS = ("darkgreen", "goldenrod", "black", "mediumpurple", "red", "mediumblue",
+                  "royalblue", "grey")
+
+
+def _memory_timeline_html(path, times, sizes):
+    """The timeline as a stacked plot in an HTML page, as PyTorch draws it."""
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is None:
+        print("export_memory_timeline_html failed because matplotlib was not found.")
+        return
+    import base64
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    t = np.array(times if times else [0], dtype=np.float64)
+    t -= t.min()
+    sz = np.array(sizes if sizes else [[0] * (len(_MEMORY_CATEGORIES) + 1)], dtype=np.float64)
+    stacked = np.cumsum(sz, axis=1) / 1024 ** 3
+    fig = plt.figure(figsize=(20, 12), dpi=80)
+    axes = fig.gca()
+    for i, color in enumerate(_MEMORY_COLORS):
+        axes.fill_between(t / 1e3, stacked[:, i], stacked[:, i + 1], color=color, alpha=0.7)
+    fig.legend(list(_MEMORY_CATEGORIES))
+    axes.set_xlabel("Time (ms)")
+    axes.set_ylabel("Memory (GB)")
+    peak = float(stacked[:, -1].max())
+    axes.set_title(f"Max memory allocated: {peak:.2f} GiB \nMax memory reserved: 0.00 GiB")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    encoded = base64.b64encode(buf.getvalue()).decode("utf-8")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML"
+                "</title></head>\n<body>\n  <img src='data:image/png;base64," + encoded +
+                "'>\n</body>\n</html>")
 
 
 class _KinetoProfile:
@@ -370,24 +429,63 @@ class _KinetoProfile:
         self.events().export_stacks(path, metric)
 
     def export_memory_timeline(self, path: str, device: str | None = None) -> None:
-        """Write the bytes allocated over time (``profile_memory=True``) to ``path``.
+        """Write the bytes ops allocated and freed over time (``profile_memory=True``), in
+        the files PyTorch writes, chosen by ``path``'s ending.
 
-        ``.json`` (optionally ``.json.gz``) gets ``[times_us, bytes]``; ``.html`` gets a
-        small page with the same numbers as a table.
+        ``.json`` (or ``.json.gz``): ``[times_us, sizes]``, where ``sizes[i]`` lists the
+        bytes alive at ``times_us[i]`` per category in PyTorch's order (index 0 unused,
+        then parameter, optimizer state, input, temporary, activation, gradient, autograd
+        detail, unknown); ember does not categorise memory, so every byte is in the last
+        (unknown) column. ``.raw.json.gz``: one ``(time_ns, action, bytes, category)`` per
+        allocation (action 2) and free (action 4, negative bytes). ``.html``: the stacked
+        plot as an embedded PNG (needs matplotlib). Deprecated in PyTorch, which warns
+        with a ``FutureWarning``; so does ember.
+
+        Args:
+            path (str): the file to write.
+            device (str, optional): accepted for PyTorch compatibility; ember records the
+                memory of the CPU arrays ops allocate.
+
+        Returns:
+            None
+
+        Example::
+
+            >>> import ember, json, os, tempfile, warnings
+            >>> with ember.profiler.profile(profile_memory=True) as prof:
+            ...     _ = ember.ones(256) + 1
+            >>> path = os.path.join(tempfile.mkdtemp(), "mem.json")
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore", FutureWarning)
+            ...     prof.export_memory_timeline(path)
+            >>> times, sizes = json.load(open(path))
+            >>> len(sizes[0]), max(row[-1] for row in sizes)
+            (9, 2048)
         """
-        events = self.events()
+        warnings.warn(
+            "`export_memory_timeline` is deprecated and will be removed in a future version. "
+            "Please use `torch.cuda.memory._record_memory_history` and "
+            "`torch.cuda.memory._export_memory_snapshot` instead.", FutureWarning,
+            stacklevel=2)
+        raw = []    # (wall-clock ns, bytes +/-)
+        for s in self.events()._sessions:
+            for t_ns, n, _, _ in s.mem_events:
+                raw.append((s.start_wall_ns + (t_ns - s.start_ns), n))
+        unknown = len(_MEMORY_CATEGORIES)   # the last column: PyTorch's "Unknown"
+        if path.endswith("raw.json.gz"):
+            data = json.dumps([(t, 2 if n > 0 else 4, n, unknown - 1) for t, n in raw])
+            with gzip.open(path, "wt") as f:
+                f.write(data)
+            return
         times, sizes = [], []
-        for s in events._sessions:
-            for t_ns, _, total, _ in s.mem_events:
-                times.append((t_ns - s.start_ns) / 1e3)
-                sizes.append(total)
+        for t, n in raw:
+            t = t // 1000
+            if not times or t != times[-1]:
+                times.append(t)
+                sizes.append(sizes[-1].copy() if sizes else [0] * (unknown + 1))
+            sizes[-1][unknown] += n
         if path.endswith(".html"):
-            rows = "".join(f"<tr><td>{t:.3f}</td><td>{b}</td></tr>"
-                           for t, b in zip(times, sizes))
-            text = ("<html><body><h1>Memory timeline</h1><table><tr><th>time (us)</th>"
-                    f"<th>bytes allocated</th></tr>{rows}</table></body></html>")
-            with open(path, "w") as f:
-                f.write(text)
+            _memory_timeline_html(path, times, sizes)
             return
         data = json.dumps([times, sizes])
         if path.endswith(".gz"):
@@ -649,7 +747,15 @@ class ExecutionTraceObserver:
 
 class KinetoStepTracker:
     """Counts steps requested by several clients (optimizers, profilers) and keeps the
-    global step as the largest of them (PyTorch's ``KinetoStepTracker``)."""
+    global step as the largest of them (PyTorch's ``KinetoStepTracker``).
+
+    Example:
+        >>> from ember.profiler import KinetoStepTracker
+        >>> KinetoStepTracker.init_step_count("doc")
+        >>> step = KinetoStepTracker.increment_step("doc")
+        >>> KinetoStepTracker.erase_step_count("doc")
+        True
+    """
 
     _current_step = 0
     _step_dict: dict = {}
