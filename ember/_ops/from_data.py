@@ -290,7 +290,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     arr = data_to_array(data, d, "as_tensor")
     if arr is data:
         return finish(arr, False, dev)
-    return finish(np.ascontiguousarray(arr), False, dev)
+    # (np.ascontiguousarray would make a number or NumPy scalar one-dimensional)
+    return finish(np.asarray(arr, order="C"), False, dev)
 
 
 @public(method=False)
@@ -339,7 +340,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
                 raise ValueError(
                     f"asarray(): can't alias an object of type {type(obj).__name__}; "
                     "pass copy=None or copy=True")
-            arr = np.ascontiguousarray(data_to_array(obj, d, "asarray"))
+            arr = np.asarray(data_to_array(obj, d, "asarray"), order="C")
             if arr is obj:
                 arr = arr.copy()
         r = finish(arr, False, dev)
@@ -362,7 +363,10 @@ def from_numpy(ndarray) -> Tensor:
         array([3., 3.])
     """
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+        kind = type(ndarray)
+        name = (kind.__name__ if kind.__module__ == "builtins"
+                else f"{kind.__module__}.{kind.__name__}")
+        raise TypeError(f"expected np.ndarray (got {name})")
     check_numpy_array(ndarray, "from_numpy")
     if type(ndarray) is not np.ndarray:  # np.memmap, np.matrix...: the same memory, plainly
         ndarray = ndarray.view(np.ndarray)

@@ -949,7 +949,9 @@ def broadcast_tensors(*tensors):
     for x in tensors:
         _check_tensor(x, "broadcast_tensors", "tensors")
     shape = broadcast_sizes([x._data.shape for x in tensors])
-    return tuple(expand(x, shape) for x in tensors)
+    # a tensor already of the common shape comes back as itself, not as an expanded view
+    # (PyTorch's too: a parameter stays a leaf, e.g. a distribution's ``loc``)
+    return tuple(x if tuple(x._data.shape) == shape else expand(x, shape) for x in tensors)
 
 
 def broadcast_sizes(shapes):

@@ -42,10 +42,16 @@ class _Loader(importlib.abc.Loader):
         self.target = target
 
     def create_module(self, spec):
-        return importlib.import_module(self.target)
+        module = importlib.import_module(self.target)
+        self.own_spec = getattr(module, "__spec__", None)
+        return module
 
     def exec_module(self, module):
-        pass
+        # the import system has just set the torch-named spec on ember's module; give it
+        # back its own, or relative imports run inside its functions later see
+        # ``__package__`` (ember.x) differ from ``__spec__.parent`` (torch.x) and warn
+        if getattr(self, "own_spec", None) is not None:
+            module.__spec__ = self.own_spec
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import zipfile
 
 from . import install
 
@@ -33,8 +34,47 @@ def main(argv=None):
         sys.path[0] = os.path.dirname(path)
     else:
         sys.path.insert(0, os.path.dirname(path))
-    runpy.run_path(path, run_name="__main__")
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        _run_script(path)
+    else:
+        runpy.run_path(path, run_name="__main__")
     return 0
+
+
+def _run_script(path):
+    """Run the source file ``path`` as ``python path`` does: in a fresh module that is
+    ``sys.modules["__main__"]`` and stays so after the script ends.
+
+    The module is also ``sys.modules["__mp_main__"]``: ``multiprocessing`` set that name to
+    the main module it saw when first imported (this runner, when ember imported it), and a
+    ``spawn`` child, which runs the script as ``__mp_main__``, pickles objects of the
+    script's classes under that name (a namedtuple from a DataLoader worker, say), so the
+    parent must find them there.
+    """
+    import builtins
+    import importlib.machinery
+    import io
+    import types
+
+    with io.open_code(path) as f:
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        __file__=path, __cached__=None, __package__=None, __spec__=None,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+        __builtins__=builtins)
+    saved = {name: sys.modules.get(name) for name in ("__main__", "__mp_main__")}
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        # as runpy does: a caller that runs several scripts in one process gets its own
+        # main module back after each
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
 
 
 if __name__ == "__main__":

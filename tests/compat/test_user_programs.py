@@ -62,6 +62,9 @@ PROGRAMS = {
     "fx_tutorials.py": [],
     "export_onnx_tutorials.py": [],
     "compile_explain_tutorial.py": [],
+    "printed_forms.py": [],
+    "reinforce_policies.py": [],
+    "functions_hooks_checkpoints.py": [],
 }
 
 #: program -> a package it imports beyond torch and NumPy (the program is skipped without it)

@@ -49,7 +49,11 @@ def _warn_outputs_only():
         "details.", UserWarning, stacklevel=level)
 
 
-class _Identity(Function):
+class BackwardHookFunction(Function):
+    """Passes tensors through unchanged; its backward hands their gradients to a module's
+    full backward hooks (named as PyTorch's, so outputs print ``BackwardHookFunctionBackward``).
+    """
+
     @staticmethod
     def forward(ctx, hook, kind, *tensors):
         ctx.hook, ctx.kind = hook, kind
@@ -80,7 +84,7 @@ class ModuleBackwardHook:
         self.inputs_need_grad = is_grad_enabled() and any(t.requires_grad for t in ts)
         if not self.inputs_need_grad:
             return args
-        wrapped = _Identity.apply(self, "input", *ts)
+        wrapped = BackwardHookFunction.apply(self, "input", *ts)
         wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
         return _replace(args, wrapped)
 
@@ -90,7 +94,7 @@ class ModuleBackwardHook:
         ts = _tensors(result)
         if not is_grad_enabled() or not any(t.requires_grad for t in ts):
             return result
-        wrapped = _Identity.apply(self, "output", *ts)
+        wrapped = BackwardHookFunction.apply(self, "output", *ts)
         wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
         return _replace(result, wrapped)
 

@@ -13,6 +13,7 @@ def _pads(padding, n):
 class _PadNd(Module):
     _nd = 1
     _mode = "constant"
+    _shows_value = True
 
     def __init__(self, padding, value=0.0):
         super().__init__()
@@ -25,7 +26,7 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self):
-        if self._mode == "constant":
+        if self._mode == "constant" and self._shows_value:  # ZeroPad*d print the padding only
             return f"padding={self.padding}, value={self.value}"
         return f"{self.padding}"
 
@@ -38,6 +39,7 @@ def _make(name, nd, mode, has_value):
         def __init__(self, padding):
             _PadNd.__init__(self, padding, 0.0)
     return type(name, (_PadNd,), {"_nd": nd, "_mode": mode, "__init__": __init__,
+                                  "_shows_value": has_value,
                                   "__module__": __name__, "__doc__": _doc(name, nd, has_value)})
 
 

@@ -354,11 +354,7 @@ class RNN(RNNBase):
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args,
                          **kwargs)
-
-    def extra_repr(self):
-        s = super().extra_repr()
-        return s + (f", nonlinearity={self.nonlinearity}" if self.nonlinearity != "tanh"
-                    else "")
+        # printed as RNNBase prints it: PyTorch's RNN does not show its nonlinearity
 
 
 class LSTM(RNNBase):
