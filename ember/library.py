@@ -923,7 +923,23 @@ def register_vmap(op, func: Callable | None = None, /, *, lib: Library | None = 
 
 
 def vmap_rule(op):
-    """The rule ``register_vmap`` gave ``op`` (a registry op), or None."""
+    """The rule ``register_vmap`` gave ``op`` (a registry op), or None.
+
+    Args:
+        op: an op of the registry (``ember.library.ops["ns::name"]``).
+
+    Returns:
+        The function registered with ``register_vmap``, or None when it has none (or is
+        one of ember's own ops).
+
+    Example::
+
+        >>> @ember.library.custom_op("docvmap::twice", mutates_args=())
+        ... def twice(x: ember.Tensor) -> ember.Tensor:
+        ...     return x * 2
+        >>> ember.library.vmap_rule(ember.library.ops["docvmap::twice"]) is None
+        True
+    """
     return op.active(VMAP) if isinstance(op, LibraryOp) else None
 
 
@@ -969,7 +985,19 @@ def get_ctx() -> FakeImplCtx:
 
 class SafeKernelFunction:
     """A kernel found by :func:`get_kernel`; ``call_boxed(keyset, *args, **kwargs)`` runs it
-    on those arguments, with no dispatch mode, autograd or other kernel in between."""
+    on those arguments, with no dispatch mode, autograd or other kernel in between.
+
+    Args:
+        name: the operator's name, for printing.
+        key: the dispatch key it was found for, for printing.
+        run: the kernel, called with the arguments of ``call_boxed``.
+
+    Example::
+
+        >>> k = ember.library.get_kernel("aten::mul.Tensor", "CPU")
+        >>> k.call_boxed(None, ember.ones(2), ember.full((2,), 3.0))
+        tensor([3., 3.])
+    """
 
     def __init__(self, name, key, run):
         self._name, self._key, self._run = name, key, run

@@ -176,7 +176,21 @@ def is_tensor_like(inp) -> bool:
 
 def is_tensor_method_or_property(func) -> bool:
     """True when ``func`` is a ``Tensor`` method or property (``func`` as
-    ``__torch_function__`` receives it for method calls)."""
+    ``__torch_function__`` receives it for method calls).
+
+    Args:
+        func: a function, such as the ``func`` a ``__torch_function__`` override receives.
+
+    Returns:
+        bool: whether ``func`` is one of ``Tensor``'s methods or a property's getter/setter.
+
+    Example::
+
+        >>> is_tensor_method_or_property(ember.Tensor.add)
+        True
+        >>> is_tensor_method_or_property(ember.zeros)
+        False
+    """
     for v in vars(Tensor).values():
         if v is func or (isinstance(v, property) and func in (v.fget, v.fset)):
             return True
@@ -221,7 +235,16 @@ def get_overridable_functions():
 
 
 def get_ignored_functions():
-    """The public functions that do not consult ``__torch_function__`` (empty: all do)."""
+    """The public functions that do not consult ``__torch_function__`` (empty: all do).
+
+    Returns:
+        set: the functions; empty in ember.
+
+    Example::
+
+        >>> get_ignored_functions()
+        set()
+    """
     return set()
 
 

@@ -62,7 +62,8 @@ def _quiet(name, value, summary):
     fn.__doc__ = f"""{summary}
 
     Args:
-        *args, **kwargs: accepted for PyTorch's signature.
+        *args: accepted for PyTorch's signature.
+        **kwargs: likewise.
 
     Returns:
         {shown}
@@ -82,7 +83,8 @@ def _raising(name, summary):
     fn.__doc__ = f"""{summary} Raises AssertionError: ember has no XPU support.
 
     Args:
-        *args, **kwargs: accepted for PyTorch's signature.
+        *args: accepted for PyTorch's signature.
+        **kwargs: likewise.
 
     Returns:
         Never returns in ember.
@@ -175,6 +177,10 @@ class device:
 class Stream:
     """An XPU stream: constructing one raises RuntimeError (no XPU support).
 
+    Args:
+        *args: PyTorch's arguments (device, priority ...), accepted and not read.
+        **kwargs: likewise.
+
     Example::
 
         >>> ember.xpu.Stream()
@@ -189,6 +195,10 @@ class Stream:
 
 class Event:
     """An XPU event: constructing one raises RuntimeError (no XPU support).
+
+    Args:
+        *args: PyTorch's arguments (device, priority ...), accepted and not read.
+        **kwargs: likewise.
 
     Example::
 

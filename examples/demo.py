@@ -1,4 +1,4 @@
-"""ember's first main job: train a small MLP to separate two interleaved spirals.
+"""The smallest example: train a small MLP to separate two interleaved spirals.
 
 Everything here is ember: generated data, tensors, autograd, nn.Linear, cross-entropy and
 SGD with momentum. Run ``python examples/demo.py --epochs 300`` for a longer run.

@@ -14,5 +14,5 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = {}
     exec(compile(code, "README.md", "exec"), env)  # noqa: S102 - the README's own code
-    assert (tmp_path / "model.pt").exists()
+    assert (tmp_path / "runs" / "model.pt").exists()  # into the run directory, not the cwd
     assert type(env["ep"]).__name__ == "ExportedProgram"

@@ -136,7 +136,24 @@ def _frame(schema, values):
 
 class Formula:
     """What ``register_autograd`` registers at the Autograd key: the op runs inside a
-    generated ``autograd.Function`` with this ``backward`` and ``setup_context``."""
+    generated ``autograd.Function`` with this ``backward`` and ``setup_context``.
+
+    Args:
+        backward: ``backward(ctx, *grads)``, the gradients of the op's inputs.
+        setup_context: ``setup_context(ctx, inputs, output)`` saving what backward needs,
+            or None.
+
+    Example:
+        >>> import ember
+        >>> from ember import library
+        >>> @library.custom_op("docformula::twice", mutates_args=())
+        ... def twice(x: ember.Tensor) -> ember.Tensor:
+        ...     return x * 2
+        >>> twice.register_autograd(lambda ctx, grad: grad * 2)
+        >>> rule = library.ops["docformula::twice"].active(library.AUTOGRAD)
+        >>> isinstance(rule, library.Formula)
+        True
+    """
 
     __slots__ = ("backward", "setup_context")
 
@@ -194,8 +211,26 @@ class LibraryOverload(_dispatch.OpOverload):
 class LibraryOp(Op):
     """A custom operator in the registry: its schema, and its kernels and rules by slot.
 
-    See NOTE [ Custom ops ]. ``qualname`` is ``ns::name`` or ``ns::name.overload``;
-    ``from_custom_op`` says whether ``custom_op`` made it (torch's messages differ).
+    See NOTE [ Custom ops ]. ``library.define`` and ``library.custom_op`` make them; they are
+    found in ``ember.library.ops`` by qualified name.
+
+    Args:
+        qualname: ``ns::name`` or ``ns::name.overload``.
+        schema: the parsed schema (``FunctionSchema``) of its arguments and results.
+        from_custom_op: whether ``custom_op`` made it (torch's messages differ).
+
+    Raises:
+        RuntimeError: when ``qualname`` is declared already, or names one of ember's own ops.
+
+    Example:
+        >>> import ember
+        >>> from ember import library
+        >>> @library.custom_op("doclibop::twice", mutates_args=())
+        ... def twice(x: ember.Tensor) -> ember.Tensor:
+        ...     return x * 2
+        >>> op = library.ops["doclibop::twice"]
+        >>> isinstance(op, library.LibraryOp), op.name
+        (True, 'doclibop::twice')
     """
 
     is_builtin = False  # its kernels replace no specialisation (NOTE [ Hot path ])

@@ -22,7 +22,13 @@ __all__ = ["GradScaler", "OptState"]
 
 
 class OptState(Enum):
-    """Where an optimizer is in the current iteration of a ``GradScaler``."""
+    """Where an optimizer is in the current iteration of a ``GradScaler``.
+
+    Example:
+        >>> from ember.amp.grad_scaler import OptState
+        >>> [s.name for s in OptState]
+        ['READY', 'UNSCALED', 'STEPPED']
+    """
 
     READY = 0
     UNSCALED = 1

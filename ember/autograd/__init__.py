@@ -78,7 +78,8 @@ def variable(*args, **kwargs):
     """The deprecated ``torch.autograd.variable(...)``: ``Variable(...)`` by another name.
 
     Args:
-        *args, **kwargs: as :func:`Variable`.
+        *args: as for :func:`Variable`.
+        **kwargs: as for :func:`Variable`.
 
     Returns:
         The tensor.

@@ -200,6 +200,15 @@ class AccumulateGrad(Node):
     Held weakly by its tensor (``tensor._accum``) and strongly by the nodes that use the
     leaf, so it lives as long as some graph reaches it. See NOTE [ Accumulating .grad ] in
     ``_engine.py`` for the rules.
+
+    Args:
+        variable: the leaf tensor whose ``.grad`` it writes.
+
+    Example:
+        >>> import ember
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> type((x * 2).grad_fn.next_functions[0][0]).__name__
+        'AccumulateGrad'
     """
 
     _seq = float("inf")  # leaves are flushed as soon as they are ready (NOTE [ Engine ])

@@ -120,7 +120,25 @@ class set_detect_anomaly:
 
 
 def report(node):
-    """Warn with the forward traceback of ``node`` (called when its backward failed)."""
+    """Warn with the forward traceback of ``node`` (called when its backward failed).
+
+    Args:
+        node: the autograd node (a ``grad_fn``) whose backward raised.
+
+    Returns:
+        None; the warning says which node failed and, when anomaly mode recorded it during
+        the forward pass, where that node was made.
+
+    Example::
+
+        >>> import warnings
+        >>> y = ember.ones(1, requires_grad=True).exp()
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     ember.autograd.anomaly_mode.report(y.grad_fn)
+        >>> "Error detected in ExpBackward0" in str(w[0].message)
+        True
+    """
     trace = getattr(node, "_trace", None)
     if trace is None:
         msg = (f"Error detected in {node.name()}. No forward pass information available. "

@@ -106,8 +106,8 @@ def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _determinis
     """Set the given settings (None leaves one unchanged); returns the previous values.
 
     Args:
-        _enabled, _benchmark, _benchmark_limit, _deterministic, _allow_tf32,
-        _fp32_precision: new values of the settings of the same names.
+        _enabled, _benchmark, _benchmark_limit: new values of the settings of the same names.
+        _deterministic, _allow_tf32, _fp32_precision: likewise.
 
     Returns:
         The tuple ``(enabled, benchmark, benchmark_limit, deterministic, allow_tf32,

@@ -87,7 +87,8 @@ def range(msg: str, *args, **kwargs):  # noqa: A001  (PyTorch's name)
 
     Args:
         msg: the range's name (a format string when args are given).
-        *args, **kwargs: format arguments.
+        *args: format arguments.
+        **kwargs: format arguments by name.
 
     Returns:
         A context manager.

@@ -69,6 +69,12 @@ class _Dependent(Constraint):
     Args:
         is_discrete, event_dim: optional static answers; left out, asking raises
             NotImplementedError.
+
+    Example::
+
+        >>> d = dependent(is_discrete=False, event_dim=0)
+        >>> is_dependent(d), d.event_dim
+        (True, 0)
     """
 
     def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
@@ -122,6 +128,11 @@ class _DependentProperty(property, _Dependent):
     """A ``property`` that is also a dependent constraint: used as the ``support`` of a
     distribution whose support depends on its parameters. On the class it reads as a
     dependent constraint; on an instance it computes the actual constraint.
+
+    Args:
+        fn: the method computing the constraint from the instance (given when used as a
+            plain decorator).
+        is_discrete, event_dim: optional static answers for the class-level constraint.
 
     Example::
 

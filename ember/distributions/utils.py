@@ -18,7 +18,20 @@ euler_constant = 0.57721566490153286060
 
 
 def is_tensor_like(x) -> bool:
-    """True for an ember Tensor or an object that implements ``__torch_function__``."""
+    """True for an ember Tensor or an object that implements ``__torch_function__``.
+
+    Args:
+        x: any object.
+
+    Returns:
+        bool.
+
+    Example:
+        >>> import ember
+        >>> from ember.distributions.utils import is_tensor_like
+        >>> is_tensor_like(ember.ones(1)), is_tensor_like(1.0)
+        (True, False)
+    """
     return isinstance(x, ember.Tensor) or hasattr(x, "__torch_function__")
 
 

@@ -20,6 +20,11 @@ class ArgsKwargsPair(NamedTuple):
     Args:
         args: positional arguments.
         kwargs: keyword arguments.
+
+    Example:
+        >>> from ember.fx.operator_schemas import ArgsKwargsPair
+        >>> ArgsKwargsPair((1,), {"a": 2})
+        ArgsKwargsPair(args=(1,), kwargs={'a': 2})
     """
 
     args: tuple

@@ -71,6 +71,16 @@ def reduce_tensor(t):
 
 
 def init_reductions():
+    """Register how tensors and parameters are pickled between processes (through shared
+    memory). ``import ember.multiprocessing`` calls it; calling it again is harmless.
+
+    Returns:
+        None
+
+    Example:
+        >>> import ember.multiprocessing as mp
+        >>> mp.init_reductions()
+    """
     ForkingPickler.register(Tensor, reduce_tensor)
     from ..nn.parameter import Parameter
 

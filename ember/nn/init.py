@@ -508,7 +508,8 @@ def _deprecated(fn):
 
     old.__name__ = old.__qualname__ = old_name
     old.__doc__ = (f"Deprecated spelling of :func:`{new_name}` (warns FutureWarning).\n\n"
-                   f"    Args:\n        *args, **kwargs: as for ``{new_name}``.\n\n"
+                   f"    Args:\n        *args: as for ``{new_name}``.\n"
+                   f"        **kwargs: as for ``{new_name}``.\n\n"
                    f"    Returns:\n        The tensor, filled in place.\n\n"
                    f"    Example:\n        >>> import ember, warnings\n"
                    f"        >>> with warnings.catch_warnings():\n"

@@ -174,6 +174,20 @@ class UninitializedBuffer(Tensor):
 
 
 def is_lazy(param):
+    """Whether ``param`` is a lazy module's placeholder, not materialised yet.
+
+    Args:
+        param: a parameter, buffer or tensor.
+
+    Returns:
+        bool: True for an ``UninitializedParameter`` or ``UninitializedBuffer``.
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.parameter import UninitializedParameter, is_lazy
+        >>> is_lazy(UninitializedParameter()), is_lazy(ember.ones(1))
+        (True, False)
+    """
     return isinstance(param, (UninitializedParameter, UninitializedBuffer))
 
 

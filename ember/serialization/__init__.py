@@ -65,7 +65,13 @@ load_file = safetensors_load
 
 
 class SourceChangeWarning(Warning):
-    """Warned when a module saved with its source was changed since (legacy format)."""
+    """Warned when a module saved with its source was changed since (legacy format).
+
+    Example::
+
+        >>> issubclass(ember.serialization.SourceChangeWarning, Warning)
+        True
+    """
 
 
 @contextlib.contextmanager

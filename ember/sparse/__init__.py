@@ -413,7 +413,11 @@ def _legacy_type(name, dtype_name):
 
     doc = (f"Legacy constructor of sparse {dtype_name or 'default-dtype'} COO tensors: "
            f"``{name}(indices, values[, size])`` or ``{name}(*size)`` (empty); "
-           "``isinstance`` tests a tensor's layout and dtype.\n\nExample::\n\n"
+           "``isinstance`` tests a tensor's layout and dtype.\n\n"
+           "Args:\n    *args: ``indices`` (a 2-D int64 tensor) and ``values`` (a tensor), "
+           "optionally followed by the size; or the sizes of an empty tensor as ints.\n"
+           "    device: ignored; sparse tensors are made on the CPU.\n\n"
+           "Returns:\n    Tensor: a sparse COO tensor of this type's dtype.\n\nExample::\n\n"
            f"    >>> ember.sparse.{name}(2, 3).shape\n    ember.Size([2, 3])\n")
     return _LegacyMeta(name, (), {"__new__": __new__, "_dtype": dtype_name, "__doc__": doc,
                                   "__module__": "ember.sparse"})

@@ -43,6 +43,24 @@ SystemEnv = namedtuple("SystemEnv", [
     "cuda_available", "cupy_version", "cuda_runtime_version", "gpu_models",
     "nvidia_driver_version", "cpu_info", "pip_packages",
 ])
+SystemEnv.__doc__ = """What :func:`get_env_info` found, one field per fact (a named tuple).
+
+Args:
+    ember_version, torch_api_version: ember's version and the PyTorch API it follows.
+    os, libc_version, python_version, python_platform: the platform.
+    numpy_version, scipy_version: the array libraries.
+    blas_info, blas_env: the BLAS libraries loaded (lines) and the BLAS variables set.
+    num_threads, num_interop_threads, cpu_count, affinity_count: threads and CPUs.
+    cuda_available, cupy_version, cuda_runtime_version, gpu_models, nvidia_driver_version:
+        the GPU side (None where there is none).
+    cpu_info: the processor (``lscpu``'s summary on Linux).
+    pip_packages: the installed versions of the packages ember works with.
+
+Example:
+    >>> from ember.utils.collect_env import get_env_info
+    >>> get_env_info()._fields[:2]
+    ('ember_version', 'torch_api_version')
+"""
 
 
 def _run(cmd):
@@ -64,7 +82,16 @@ def _version(dist):
 
 
 def get_os():
-    """A one-line description of the operating system."""
+    """A one-line description of the operating system.
+
+    Returns:
+        str: its name and the machine, such as ``"Debian GNU/Linux 12 (bookworm) (x86_64)"``.
+
+    Example:
+        >>> from ember.utils.collect_env import get_os
+        >>> isinstance(get_os(), str)
+        True
+    """
     system = platform.system()
     if system == "Linux":
         try:
@@ -81,7 +108,17 @@ def get_os():
 
 
 def get_blas_info():
-    """One line per BLAS/OpenMP library loaded in this process (``threadpoolctl``)."""
+    """One line per BLAS/OpenMP library loaded in this process (``threadpoolctl``).
+
+    Returns:
+        list[str]: each library's API, implementation, version, architecture, threads and
+        file; ``["Could not collect ..."]`` without threadpoolctl.
+
+    Example:
+        >>> from ember.utils.collect_env import get_blas_info
+        >>> any("blas" in line for line in get_blas_info())
+        True
+    """
     try:
         import numpy  # noqa: F401  (loads NumPy's BLAS so threadpoolctl can see it)
         from threadpoolctl import threadpool_info
@@ -100,7 +137,17 @@ def get_blas_info():
 
 
 def get_gpu_info():
-    """(cuda available, CuPy version, CUDA runtime, GPU models, NVIDIA driver)."""
+    """What ember can use of NVIDIA GPUs here (through CuPy and ``nvidia-smi``).
+
+    Returns:
+        tuple: (CUDA available, CuPy version, CUDA runtime version, the GPU models one per
+        line, NVIDIA driver version); each fact None when it cannot be found.
+
+    Example:
+        >>> from ember.utils.collect_env import get_gpu_info
+        >>> len(get_gpu_info())
+        5
+    """
     cupy_version = None
     available, runtime, models, driver = False, None, None, None
     try:
@@ -132,7 +179,16 @@ def get_gpu_info():
 
 
 def get_cpu_info():
-    """``lscpu``'s summary on Linux, the processor name elsewhere."""
+    """``lscpu``'s summary on Linux, the processor name elsewhere.
+
+    Returns:
+        str: the architecture, CPU counts, model name, caches and flags, one per line.
+
+    Example:
+        >>> from ember.utils.collect_env import get_cpu_info
+        >>> isinstance(get_cpu_info(), str)
+        True
+    """
     if platform.system() == "Linux":
         out = _run(["lscpu"])
         if out:
@@ -209,7 +265,19 @@ def _text(v):
 
 
 def pretty_str(env):
-    """Render a ``SystemEnv`` in ``torch.utils.collect_env``'s layout of sections."""
+    """Render a ``SystemEnv`` in ``torch.utils.collect_env``'s layout of sections.
+
+    Args:
+        env: a :class:`SystemEnv` (from :func:`get_env_info`).
+
+    Returns:
+        str: the report, what ``python -m ember.utils.collect_env`` prints.
+
+    Example:
+        >>> from ember.utils.collect_env import get_env_info, pretty_str
+        >>> pretty_str(get_env_info()).startswith("ember version:")
+        True
+    """
     lines = [
         f"ember version: {env.ember_version} (PyTorch API {env.torch_api_version})",
         "",

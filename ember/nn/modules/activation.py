@@ -444,6 +444,9 @@ class Softsign(Module):
 class Softshrink(Module):
     """Soft thresholding: ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0.
 
+    The zeros are ``+0.0`` (PyTorch gives ``-0.0`` for a negative input in the band of a
+    short tensor, ``+0.0`` in a long one; NOTE [ Shrink and threshold cuts ]).
+
     Args:
         lambd (float): the threshold. Default: 0.5.
 
@@ -457,7 +460,7 @@ class Softshrink(Module):
         >>> import ember
         >>> m = ember.nn.Softshrink(0.5)
         >>> m(ember.tensor([-2.0, -0.5, 0.0, 1.5]))
-        tensor([-1.5000, -0.0000,  0.0000,  1.0000])
+        tensor([-1.5000,  0.0000,  0.0000,  1.0000])
     """
 
     def __init__(self, lambd=0.5):

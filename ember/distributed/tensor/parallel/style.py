@@ -367,8 +367,8 @@ class PrepareModuleInputOutput(ParallelStyle):
     """``PrepareModuleInput`` and ``PrepareModuleOutput`` on one module.
 
     Args:
-        input_layouts, desired_input_layouts, input_kwarg_layouts,
-        desired_input_kwarg_layouts: as ``PrepareModuleInput``. Keyword-only.
+        input_layouts, desired_input_layouts: as ``PrepareModuleInput``. Keyword-only.
+        input_kwarg_layouts, desired_input_kwarg_layouts: as ``PrepareModuleInput``.
         use_local_input (bool): hand the module local pieces. Default: False.
         output_layouts, desired_output_layouts, use_local_output: as ``PrepareModuleOutput``.
 
