@@ -97,7 +97,15 @@ class Event:
 
 
 class EventHandlerHandle:
-    """What :func:`register_event_handler` returns, for :func:`unregister_event_handler`."""
+    """What :func:`register_event_handler` returns, for :func:`unregister_event_handler`.
+
+    Args:
+        handler: the registered callable.
+
+    Example::
+
+        >>> h = ember.monitor.register_event_handler(lambda event: None)
+        >>> ember.monitor.unregister_event_handler(h)"""
 
     def __init__(self, handler):
         self._handler = handler

@@ -157,6 +157,10 @@ class device:
 class Stream:
     """An MTIA stream: constructing one raises RuntimeError (no MTIA support).
 
+    Args:
+        *args: accepted as torch's constructor takes them.
+        **kwargs: accepted as torch's constructor takes them.
+
     Example::
 
         >>> ember.mtia.Stream()
@@ -171,6 +175,10 @@ class Stream:
 
 class Event:
     """An MTIA event: constructing one raises RuntimeError (no MTIA support).
+
+    Args:
+        *args: accepted as torch's constructor takes them.
+        **kwargs: accepted as torch's constructor takes them.
 
     Example::
 
@@ -228,6 +236,10 @@ def stream(stream) -> StreamContext:
 
 class MTIAGraph:
     """A captured MTIA graph: constructing one raises RuntimeError (no MTIA support).
+
+    Args:
+        *args: accepted as torch's constructor takes them.
+        **kwargs: accepted as torch's constructor takes them.
 
     Example::
 

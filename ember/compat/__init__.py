@@ -154,7 +154,23 @@ def install():
 
 
 def uninstall():
-    """Remove the hook and forget the torch names it created."""
+    """Remove the hook and forget the torch names it created.
+
+    Args:
+        (none)
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> from ember import compat
+        >>> was_installed = compat.is_installed()
+        >>> compat.uninstall(); compat.is_installed()
+        False
+        >>> if was_installed:
+        ...     compat.install()
+    """
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     _dtype.printed_module[0] = "ember"
@@ -165,4 +181,18 @@ def uninstall():
 
 
 def is_installed():
+    """Whether ``import torch`` currently gives ember (the hook ``install`` puts in place).
+
+    Args:
+        (none)
+
+    Returns:
+        bool: True while the hook is installed.
+
+    Example::
+
+        >>> from ember import compat
+        >>> isinstance(compat.is_installed(), bool)
+        True
+    """
     return _finder in sys.meta_path

@@ -68,6 +68,12 @@ def get_args_parser() -> argparse.ArgumentParser:
 def parse_args(args=None) -> argparse.Namespace:
     """Parse the launcher's command line.
 
+    Args:
+        args: the command line after the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        argparse.Namespace: the launcher's options and the script's own arguments.
+
     Example::
 
         >>> from ember.distributed.run import parse_args
@@ -138,6 +144,12 @@ def run(args: argparse.Namespace) -> int:
     """Start the workers described by ``args`` and wait for them, restarting the worker
     group after a failure up to ``--max-restarts`` times (and when nodes join or leave an
     elastic group, NOTE [ Elastic rendezvous ]); the exit status (0 or 1).
+
+    Args:
+        args: the options ``parse_args`` returned.
+
+    Returns:
+        int: 0 when every worker succeeded, else 1.
 
     Example::
 
@@ -272,7 +284,21 @@ def _stop(procs, grace=5.0):
 
 
 def main(args=None) -> None:
-    """The command-line entry point: parse, run, exit with the workers' status."""
+    """The command-line entry point: parse, run, exit with the workers' status.
+
+    Args:
+        args: the command line after the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        Does not return: exits the process with the workers' status.
+
+    Example::
+
+        >>> from ember.distributed.run import main
+        >>> main(["--no-python", "true"])
+        Traceback (most recent call last):
+        ...
+        SystemExit: 0"""
     sys.exit(run(parse_args(args)))
 
 

@@ -22,6 +22,12 @@ class MixedPrecisionPolicy:
     forward inputs cast to it with ``cast_forward_inputs``), gradient reduction
     (``reduce_dtype``, default the parameter's) and outputs (``output_dtype``).
 
+    Args:
+        param_dtype: dtype of the gathered parameters (None: the parameter's).
+        reduce_dtype: dtype of gradient reduction (None: the parameter's).
+        output_dtype: dtype the forward's outputs are cast to (None: unchanged).
+        cast_forward_inputs: cast floating-point forward inputs to ``param_dtype``.
+
     Example::
 
         >>> MixedPrecisionPolicy().param_dtype is None
@@ -48,6 +54,9 @@ class OffloadPolicy:
 @dataclasses.dataclass
 class CPUOffloadPolicy(OffloadPolicy):
     """Keep shards on the CPU between uses (ember's CPU tensors already live there).
+
+    Args:
+        pin_memory: pin the host copies (accepted; CPU tensors need no pinning).
 
     Example::
 

@@ -45,6 +45,10 @@ class Quantize(nn.Module):
 class DeQuantize(nn.Module):
     """Turn a quantized tensor back into float32.
 
+    Args:
+        *args: accepted as torch's module takes them.
+        **kwargs: accepted as torch's module takes them.
+
     Example:
         >>> q = ember.quantize_per_tensor(ember.tensor([0.26]), 0.1, 0, ember.quint8)
         >>> DeQuantize()(q)
