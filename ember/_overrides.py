@@ -279,11 +279,8 @@ def _routed(name, f, forward=None):
                 return r
         return f(self, other)
 
-    op.__name__ = name
-    op.__qualname__ = f"Tensor.{name}"
-    op.__doc__ = f.__doc__
     op._ember_routed = True
-    return op
+    return _as_operator(op, name, f)
 
 
 def _guarded(name, f):
@@ -298,10 +295,15 @@ def _guarded(name, f):
                 return r
         return f(self, other)
 
+    op._ember_guarded = True
+    return _as_operator(op, name, f)
+
+
+def _as_operator(op, name, f):
+    """``op`` named and documented as Tensor's operator ``f`` (``Tensor.__add__``)."""
     op.__name__ = name
     op.__qualname__ = f"Tensor.{name}"
     op.__doc__ = f.__doc__
-    op._ember_guarded = True
     return op
 
 
