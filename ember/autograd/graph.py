@@ -204,7 +204,7 @@ def increment_version(tensor):
 def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
     """Call ``fn`` once per backward after the gradients of ``tensors`` are computed.
 
-    ``mode="all"``: ``fn(grads)`` gets one gradient per tensor (None for those the backward did
+    ``mode="all"``: ``fn(grads)`` gets a list with one gradient per tensor (None for those the backward did
     not reach) once all reachable ones are known. ``mode="any"``: ``fn(grad)`` with the first
     gradient computed.
 
@@ -273,7 +273,7 @@ def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
                 done = state["count"] == state["expected"]
                 grads = state["grads"]
             if done:
-                fn(tuple(grads))
+                fn(list(grads))
             return None
 
         return hook

@@ -67,10 +67,12 @@ def test_save_on_cpu():
 def test_multi_grad_hook_all():
     a, b, c = leaf([1.0]), leaf([2.0]), leaf([3.0])
     got = []
-    graph.register_multi_grad_hook((a, b, c), lambda gs: got.append(
-        [None if g is None else g.tolist() for g in gs]))
+    kinds = []
+    graph.register_multi_grad_hook((a, b, c), lambda gs: (kinds.append(type(gs)), got.append(
+        [None if g is None else g.tolist() for g in gs])))
     (a * 2 + b * 3).backward(ones(1))
     assert got == [[[2.0], [3.0], None]]
+    assert kinds == [list]  # torch hands mode="all" hooks a list
     (a * 5).backward(ones(1))
     assert got[-1] == [[5.0], None, None]
 
