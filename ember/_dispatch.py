@@ -48,7 +48,9 @@ first input (``numpy.ndarray`` -> the CPU kernel), grad mode is read only after 
 turned out to require grad, and nothing here parses keywords or builds dicts on that path.
 An entrance may keep a specialisation for its commonest case (a same-dtype CPU add, a full
 CPU sum, a BLAS matmul, an int or slice index) as long as it stands after the mode test and
-runs only while the op's CPU kernel is the built-in one (``Op.builtin_cpu``).
+runs only while the op's CPU kernel is the built-in one (``Op.builtin_cpu``). The hottest
+operators go one step further and run their same-dtype CPU case inside the dunder itself,
+behind the same ``slow`` test (NOTE [ Operators inlined ] in ember/_ops/arithmetic.py).
 
 Autograd plugs in by assigning the module-level hooks below (``record``, ``check_inplace``,
 ``commit_inplace``); the core knows nothing of it.

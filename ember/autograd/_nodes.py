@@ -636,12 +636,29 @@ def accumulate_node(t):
     """The AccumulateGrad node of leaf ``t``, created on first need and held weakly."""
     try:
         acc = t._accum()
-    except (AttributeError, TypeError):
+    except (AttributeError, TypeError):  # (TypeError: ``swap_tensors`` left None)
         acc = None
     if acc is None:
-        acc = _new(AccumulateGrad)
-        acc.variable = t
-        t._accum = _weakref(acc)
+        acc = _new_accumulator(t)
+    return acc
+
+
+# NOTE [ Accumulators live with their graph ]
+# A leaf holds its AccumulateGrad weakly (``t._accum``), as a PyTorch tensor does: every op
+# recorded on the leaf while some graph holds the node finds the same node, and once no
+# graph does (a training step's graph is freed at the end of the step, a lone ``x + 1``'s at
+# once) the node goes, and the next recording makes a new one -- with none of the old one's
+# hooks, as in PyTorch. Keeping it alive from the leaf would make a cycle (the node holds
+# its leaf) and keep hooks registered on a dead graph's node, so the recorders only make
+# the new node cheaply: ``_new_accumulator`` once the weak reference was found dead.
+
+
+def _new_accumulator(t):
+    """A new AccumulateGrad for leaf ``t``, which holds it weakly (the recorders call it
+    once they found ``t._accum`` dead or unset)."""
+    acc = _new(AccumulateGrad)
+    acc.variable = t
+    t._accum = _weakref(acc)
     return acc
 
 
@@ -683,9 +700,9 @@ def record_binary(op, a, b, out):
         else:
             try:
                 fn = a._accum()
-            except AttributeError:
+            except (AttributeError, TypeError):
                 fn = None
-            ea = (fn or accumulate_node(a), 0)
+            ea = (fn or _new_accumulator(a), 0)
     else:
         ea = _NO_EDGE
         ma = None
@@ -700,9 +717,9 @@ def record_binary(op, a, b, out):
         else:
             try:
                 fn = b._accum()
-            except AttributeError:
+            except (AttributeError, TypeError):
                 fn = None
-            eb = (fn or accumulate_node(b), 0)
+            eb = (fn or _new_accumulator(b), 0)
     else:
         eb = _NO_EDGE
         mb = None
@@ -760,9 +777,9 @@ def record_unary(op, t, params, out):
     else:
         try:
             fn = t._accum()
-        except AttributeError:
+        except (AttributeError, TypeError):
             fn = None
-        e = (fn or accumulate_node(t), 0)
+        e = (fn or _new_accumulator(t), 0)
     if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
         name = op.node_name_of((t,), params)
         if name is not None:
@@ -821,9 +838,9 @@ def record(op, inputs, params, outputs):
             if fn is None:
                 try:
                     fn = t._accum()
-                except AttributeError:
+                except (AttributeError, TypeError):
                     pass
-                nxt = ((fn or accumulate_node(t), 0),)
+                nxt = ((fn or _new_accumulator(t), 0),)
             else:
                 nxt = ((fn, t._out_nr),)
             d = t._data
@@ -842,10 +859,10 @@ def record(op, inputs, params, outputs):
                 if fn is None:
                     try:  # accumulate_node, inlined: this loop is the recording hot path
                         fn = t._accum()
-                    except AttributeError:
-                        pass
+                    except (AttributeError, TypeError):
+                        fn = None
                     if fn is None:
-                        fn = accumulate_node(t)
+                        fn = _new_accumulator(t)
                     nxt.append((fn, 0))
                 else:
                     nxt.append((fn, t._out_nr))
