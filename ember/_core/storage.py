@@ -8,6 +8,8 @@ created by an op own fresh memory, so no storage object is made until someone as
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import dtype as _dt
@@ -141,6 +143,30 @@ class UntypedStorage(StorageBase):
         return f"ember.UntypedStorage of {self.nbytes()} bytes on {self.device}"
 
 
+# NOTE [ TypedStorage deprecation warning ]
+# PyTorch deprecates typed storages and says so once per process: on the first
+# ``tensor.storage()`` or typed-storage constructor a program calls, whatever the warnings
+# filters (a second use is silent even under ``-W always``). ember's own typed storages
+# (serialization, ``clone``) are built through the internal ``(untyped, dtype)`` form and
+# never warn, as torch's internal ones do not.
+
+_TYPED_STORAGE_WARNING = (
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be "
+    "the only storage class. This should only matter to you if you are using storages "
+    "directly.  To access UntypedStorage directly, use tensor.untyped_storage() instead of "
+    "tensor.storage()")
+_typed_storage_warned = False
+
+
+def warn_typed_storage_removal(stacklevel=2):
+    """Warn, the first time in this process only, that typed storages are deprecated;
+    ``stacklevel`` counts from the caller, as for ``warnings.warn``."""
+    global _typed_storage_warned
+    if not _typed_storage_warned:
+        _typed_storage_warned = True
+        warnings.warn(_TYPED_STORAGE_WARNING, UserWarning, stacklevel=stacklevel + 1)
+
+
 class TypedStorage:
     """A storage seen as elements of one dtype (``Tensor.storage()``; legacy API).
 
@@ -166,6 +192,7 @@ class TypedStorage:
         if len(args) == 2 and isinstance(args[0], UntypedStorage) and wrap_storage is None:
             self._untyped, self.dtype = args[0], _dt.lookup(args[1])
             return
+        warn_typed_storage_removal(stacklevel=2)
         if dtype is None:
             dtype = _dt.get_default_dtype()
         _init_typed(self, type(self).__name__, args, wrap_storage, _dt.lookup(dtype), device)
@@ -336,6 +363,7 @@ class _LegacyStorage(TypedStorage, metaclass=_LegacyStorageMeta):
         if kwargs:
             raise RuntimeError(f"{type(self).__name__}(): keyword argument "
                                f"'{next(iter(kwargs))}' cannot be specified")
+        warn_typed_storage_removal(stacklevel=2)
         _init_typed(self, type(self).__name__, args, wrap_storage, type(self)._dtype, None)
 
 

@@ -247,8 +247,11 @@ class Tensor:
         return storage_of(self._data)
 
     def storage(self):
-        from .storage import TypedStorage
+        from .storage import TypedStorage, warn_typed_storage_removal
 
+        # (the frame above is the method's __torch_function__ wrapper; NOTE [ TypedStorage
+        # deprecation warning ] in storage.py)
+        warn_typed_storage_removal(stacklevel=3)
         return TypedStorage(storage_of(self._data), self.dtype)
 
     def is_contiguous(self, memory_format=None) -> bool:

@@ -165,6 +165,17 @@ def _lerp(inputs, params):
     return "LerpBackward1"
 
 
+def _ctc(inputs, params):
+    # torch reduces (and zeroes infinite losses) after its ctc node: the node on the result
+    # is that of the last step it took
+    reduction = params.get("reduction")
+    if reduction == "mean":
+        return "MeanBackward0"
+    if reduction == "sum":
+        return "SumBackward0"
+    return "WhereBackward0" if params.get("zero_infinity") else None
+
+
 _CALL_DEPENDENT = {
     "sum": _dims_overload("Sum"),
     "mean": _dims_overload("Mean"),
@@ -185,10 +196,12 @@ _CALL_DEPENDENT = {
     "scatter": _scatter,
     "scaled_dot_product_attention": _sdpa,
     "lerp": _lerp,
+    "ctc_loss": _ctc,
 }
 
 _FIXED = {
     "lerp_scalar": "LerpBackward0",
+    "round_decimals": "RoundBackward1",  # torch's ``round.decimals`` overload
     "linalg_inv": "LinalgInvExBackward0",
     "linalg_solve": "LinalgSolveExBackward0",
     "linalg_cholesky": "LinalgCholeskyExBackward0",

@@ -114,6 +114,11 @@ class BackwardCFunction(Node, FunctionCtx):
     def _n_outputs(self):
         return len(self._out_meta)
 
+    def __repr__(self):
+        # PyTorch makes these classes in its autograd.function module and prints them as
+        # plain Python objects, module first (its built-in nodes print without one)
+        return f"<torch.autograd.function.{self.name()} object at {hex(id(self))}>"
+
     def _apply(self, grads):
         cls = self._function
         if self.materialize_grads:

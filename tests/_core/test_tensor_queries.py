@@ -252,3 +252,52 @@ def test_error_aliases_and_formats():
     with ember.DisableTorchFunction():
         pass
     assert np.asarray(ember.ones(1)).shape == (1,)
+
+
+def _storage_uses(m):
+    x = m.ones(2)
+    return [lambda: x.storage(), lambda: m.FloatStorage(2), lambda: m.TypedStorage(3)]
+
+
+@pytest.mark.parametrize("first", range(3))
+def test_typed_storage_deprecation_warns_once_at_the_caller(first, monkeypatch):
+    # NOTE [ TypedStorage deprecation warning ]: the first use warns, naming the user's line;
+    # later ones stay silent even when the filters say "always"
+    import ember._core.storage as st
+
+    monkeypatch.setattr(st, "_typed_storage_warned", False)
+    uses = _storage_uses(ember)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        uses[first]()
+        for use in uses:
+            use()
+        ember.ones(2).untyped_storage()
+    assert len(got) == 1 and got[0].category is UserWarning
+    assert got[0].filename == __file__
+    assert "TypedStorage is deprecated" in str(got[0].message)
+    if HAS_TORCH:
+        import torch
+
+        flag = getattr(torch.storage, "_warn_typed_storage_removal", None)
+        if flag is None:
+            pytest.skip("this PyTorch has no typed-storage warning to compare with")
+        monkeypatch.setitem(flag.__dict__, "has_warned", False)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            _storage_uses(torch)[first]()
+        assert [str(w.message) for w in want] == [str(w.message) for w in got]
+
+
+def test_internal_typed_storages_do_not_warn(monkeypatch, tmp_path):
+    # saving and loading tensors builds typed storages inside ember: no warning, as in torch
+    import ember._core.storage as st
+
+    monkeypatch.setattr(st, "_typed_storage_warned", False)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        ember.save({"w": ember.arange(3.0)}, tmp_path / "t.pt")
+        loaded = ember.load(tmp_path / "t.pt")
+        loaded["w"].clone().untyped_storage()
+    assert not [w for w in got if "TypedStorage" in str(w.message)]
+    assert st._typed_storage_warned is False

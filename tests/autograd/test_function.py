@@ -262,3 +262,27 @@ def test_function_matches_torch():
         (y * 3).backward(m.ones(2, dtype=m.float64))
         res.append(x.grad.tolist())
     assert res[:2] == res[2:]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_function_node_repr_as_torch():
+    # a custom Function's node prints as the Python object torch makes (module first),
+    # unlike the built-in nodes (``<MulBackward0 object at 0x...>``)
+    import torch
+
+    def shape_of(m):
+        class Twice(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = m.ones(2, requires_grad=True)
+        fn_repr, op_repr = repr(Twice.apply(x).grad_fn), repr((x * 2).grad_fn)
+        return fn_repr.rsplit(" at ", 1)[0], op_repr.rsplit(" at ", 1)[0]
+
+    assert shape_of(ember) == shape_of(torch)
+    assert shape_of(ember)[0] == "<torch.autograd.function.TwiceBackward object"

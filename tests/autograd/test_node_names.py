@@ -18,6 +18,13 @@ def _cases(T):
     x3 = T.randn(1, 2, 4, 4, 4, generator=g).requires_grad_()
     w = T.randn(2, 5, generator=g)
     idx = T.tensor([[0], [1], [0], [1]])
+    lp = T.randn(6, 2, 4, generator=g).log_softmax(2).detach().requires_grad_()
+    tg, il, tl = T.tensor([[1, 2, 2], [3, 1, 0]]), T.tensor([6, 6]), T.tensor([3, 2])
+    bag_in, bag_off = T.tensor([0, 1, 2, 3, 1]), T.tensor([0, 2])
+
+    def ctc(reduction, zero_infinity=False, lengths=il):
+        return F.ctc_loss(lp, tg, lengths, tl, reduction=reduction, zero_infinity=zero_infinity)
+
     return {
         # reductions: the dim overload is torch's Backward1
         "sum": lambda: v.sum(), "sum_dim": lambda: v.sum(1), "sum_dims": lambda: v.sum((0, 1)),
@@ -79,6 +86,18 @@ def _cases(T):
         "hardswish": lambda: F.hardswish(v), "softplus": lambda: F.softplus(v, 2.0, 5.0),
         "logsigmoid": lambda: F.logsigmoid(v), "mish": lambda: F.mish(v),
         "celu": lambda: F.celu(v, 2.0), "celu_1": lambda: F.celu(v),
+        "round": lambda: v.round(), "round_decimals": lambda: v.round(decimals=2),
+        "round_decimals_fn": lambda: T.round(v, decimals=-1),
+        # ctc_loss: torch reduces (and zeroes infinities) after its ctc node
+        "ctc_none": lambda: ctc("none"), "ctc_mean": lambda: ctc("mean"),
+        "ctc_sum": lambda: ctc("sum"), "ctc_none_zero_inf": lambda: ctc("none", True),
+        "ctc_mean_zero_inf": lambda: ctc("mean", True, T.tensor([2, 6])),
+        # embedding_bag: one node whatever the mode or input form
+        "bag_sum": lambda: F.embedding_bag(bag_in, v, bag_off, mode="sum"),
+        "bag_mean_2d": lambda: F.embedding_bag(bag_in[:4].reshape(2, 2), v),
+        "bag_max": lambda: F.embedding_bag(bag_in, v, bag_off, mode="max"),
+        "bag_weights": lambda: F.embedding_bag(bag_in, v, bag_off, mode="sum",
+                                               per_sample_weights=T.ones(5)),
     }
 
 
