@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+from time import perf_counter_ns
 
 import numpy as np
 
@@ -114,7 +116,41 @@ class AdamW(Adam):
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad,
          beta1, beta2, lr, weight_decay, eps, maximize, decoupled_weight_decay=False, **_):
-    """The Adam/AdamW update on lists of tensors; moments and steps updated in place."""
+    """The Adam/AdamW update (what :class:`Adam` and :class:`AdamW` run) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        exp_avgs (list of Tensor): first-moment estimates.
+        exp_avg_sqs (list of Tensor): second-moment estimates.
+        max_exp_avg_sqs (list of Tensor): running maxima of the second moments (used when
+            ``amsgrad``; may be empty otherwise).
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        amsgrad (bool): use the running maximum of the second moments.
+        beta1 (float): decay of the first moments.
+        beta2 (float): decay of the second moments.
+        lr (float): the learning rate.
+        weight_decay (float): the weight decay.
+        eps (float): added to the denominator.
+        decoupled_weight_decay (bool): decay the weights directly (AdamW) rather than
+            adding an L2 penalty to the gradient. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`Adam` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.adam import adam
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> steps = [ember.tensor(0.0)]
+        >>> adam([p], [g], [ember.zeros(2)], [ember.zeros(2)], [], steps, amsgrad=False,
+        ...      beta1=0.9, beta2=0.999, lr=0.1, weight_decay=0, eps=1e-8, maximize=False)
+        >>> p, steps[0]
+        (tensor([0.9000, 1.1000]), tensor(1.))
+    """
     from .. import maximum
 
     if not amsgrad and _multi_adam(params, grads, exp_avgs, exp_avg_sqs, state_steps, beta1,
@@ -153,7 +189,7 @@ def _multi_adam(params, grads, ms, vs, steps, beta1, beta2, lr, weight_decay, ep
     """A whole group's step as one CUDA launch (NOTE [ Multi-tensor optimizer steps on
     CUDA ]): float32 CuPy parameters, state and gradients, every step counter a CPU scalar
     at the same count; False (nothing changed) else."""
-    if len(params) < 2 or not _fused_cuda.is_cupy(params[0]._data) or _dispatch.intercept or \
+    if len(params) < 2 or not _fused_cuda.is_cupy(params[0]._data) or _ops_seen() or \
             _dispatch.state.grad_enabled and any(p.requires_grad for p in params) or \
             not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
         return False
@@ -165,11 +201,15 @@ def _multi_adam(params, grads, ms, vs, steps, beta1, beta2, lr, weight_decay, ep
     step = float(counts[0]) + 1
     if any(float(c) + 1 != step for c in counts):
         return False  # parameters at different steps: one launch each
-    if not _fused_cuda.adam_multi([p._data for p in params], [g._data for g in grads],
+    start = _clock()
+    done = _fused_cuda.adam_multi([p._data for p in params], [g._data for g in grads],
                                   [m._data for m in ms], [v._data for v in vs], beta1=beta1,
                                   beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
-                                  step=step, decoupled=decoupled, maximize=maximize):
+                                  step=step, decoupled=decoupled, maximize=maximize)
+    if not done:
         return False
+    _record_kernel(start, decoupled, params, grads, ms, vs, steps,
+                   (lr, beta1, beta2, weight_decay, eps, maximize))
     for s in steps:
         s._data += 1
         s._bump()
@@ -182,27 +222,66 @@ def _fused_adam(p, g, m, v, vmax, step_t, beta1, beta2, lr, weight_decay, eps, d
                 maximize):
     """The step as one pass of a fused kernel (NOTE [ Fused kernels ] in ember/_kernels; on
     CuPy arrays NOTE [ Fused optimizer kernels on CUDA ]) where it covers the arrays and no
-    mode intercepts ops; False (nothing changed) else."""
-    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
+    mode but the profiler's sees ops (NOTE [ Fused kernels under the profiler ] in
+    ember/profiler/_recorder.py); False (nothing changed) else."""
+    if _ops_seen() or p.requires_grad and _dispatch.state.grad_enabled or \
             not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
         return False
     step = step_t.item()
     if _fused_cuda.is_cupy(p._data):
-        if not _fused_cuda.adam(p._data, g._data, m._data, v._data,
+        start = _clock()
+        done = _fused_cuda.adam(p._data, g._data, m._data, v._data,
                                 None if vmax is None else vmax._data, beta1=beta1,
                                 beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
-                                step=step, decoupled=decoupled, maximize=maximize):
+                                step=step, decoupled=decoupled, maximize=maximize)
+        if not done:
             return False
+        _record_kernel(start, decoupled, [p], [g], [m], [v], [step_t],
+                       (lr, beta1, beta2, weight_decay, eps, maximize))
         for t in (p, m, v) if vmax is None else (p, m, v, vmax):
             t._bump()
         return True
     if vmax is not None:  # the CPU kernel has no amsgrad
         return False
-    if not _kernels.adam(p._data, g._data, m._data, v._data, beta1=beta1, beta2=beta2, lr=lr,
+    start = _clock()
+    done = _kernels.adam(p._data, g._data, m._data, v._data, beta1=beta1, beta2=beta2, lr=lr,
                          weight_decay=weight_decay, eps=eps, bias1=1 - beta1 ** step,
                          bias2_sqrt=math.sqrt(1 - beta2 ** step), decoupled=decoupled,
-                         maximize=maximize):
+                         maximize=maximize)
+    if not done:
         return False
+    _record_kernel(start, decoupled, [p], [g], [m], [v], [step_t],
+                   (lr, beta1, beta2, weight_decay, eps, maximize))
     for t in (p, m, v):
         t._bump()
     return True
+
+
+def _ops_seen():
+    """Whether a mode on this thread must see the step as ops, so the fused kernels decline:
+    any mode but the profiler's recorder, which only watches and records a fused kernel as
+    one op (NOTE [ Fused kernels under the profiler ] in ember/profiler/_recorder.py)."""
+    if not _dispatch.intercept:
+        return False
+    return any(not getattr(m, "_ember_observer", False) for m in _dispatch.state.modes)
+
+
+def _clock():
+    """The clock reading a profiled fused kernel's event starts at (0 with no mode on)."""
+    return perf_counter_ns() if _dispatch.intercept else 0
+
+
+def _record_kernel(start, decoupled, params, grads, ms, vs, steps, hparams):
+    """Show the profiler, when it records, the fused kernel that ran since ``start`` as
+    PyTorch's fused op with its arguments (``hparams``: lr, beta1, beta2, weight decay,
+    eps, maximize)."""
+    if not start:
+        return
+    recorder = sys.modules.get("ember.profiler._recorder")
+    session = recorder.observing_session() if recorder is not None else None
+    if session is None:
+        return
+    lr, beta1, beta2, weight_decay, eps, maximize = hparams
+    session.kernel_event("aten::_fused_adamw_" if decoupled else "aten::_fused_adam_",
+                         lambda: (params, grads, ms, vs, [], steps, lr, beta1, beta2,
+                                  weight_decay, eps, False, maximize, None, None), start)

@@ -95,6 +95,56 @@ def recording_session():
     return None
 
 
+# NOTE [ Memory categories ]
+# PyTorch's memory timeline sorts every byte into a category: PARAMETER, OPTIMIZER_STATE,
+# INPUT, TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL (else unknown), and counts the
+# tensors that existed before the profile began as present from its start. Ember decides
+# from what the session sees, when the timeline is exported (``memory_timeline`` in
+# profiler.py):
+# - known roles: around each optimizer step the session notes the arrays of its
+#   parameters, their ``.grad`` and its state, and, with modules hooked (``with_stack`` or
+#   ``with_modules``), the outermost module's tensor arguments (its inputs) and parameters
+#   (``mem_roots``). Such an array allocated during the profile takes that category; one
+#   never allocated during it existed before: it is counted from the start;
+# - the rest by where and for how long they lived (``mem_ctx``): an array allocated during
+#   a backward pass is AUTOGRAD_DETAIL, during an optimizer step TEMPORARY; one allocated
+#   outside both is an ACTIVATION when it was still alive as a backward pass began (autograd
+#   kept it for the gradients), else TEMPORARY.
+# An array's id stands for its address, and ids are reused once an array is freed, so a
+# sample names the array allocated last under its id before the sample.
+_FORWARD, _BACKWARD, _OPTIMIZER = 0, 1, 2
+# indices of the timeline's categories, in PyTorch's column order (``_MEMORY_CATEGORIES``)
+_PARAMETER, _OPTIMIZER_STATE, _INPUT, _TEMPORARY, _ACTIVATION, _GRADIENT, \
+    _AUTOGRAD_DETAIL, _UNKNOWN = range(8)
+
+
+def _sample(roots, t, category, tensor):
+    """Note ``tensor``'s array (its buffer when a view) in ``roots`` as of ``category``."""
+    if not isinstance(tensor, Tensor):
+        return
+    arr = tensor._data
+    buf = _buffer(arr) if getattr(arr, "base", None) is not None else arr
+    if buf is None:
+        return
+    n = int(getattr(buf, "nbytes", 0))
+    if n:
+        roots.append((t, category, id(buf), n))
+
+
+def observing_session():
+    """The session recording on this thread when every mode on the thread's stack only
+    watches ops (``_ember_observer``: the recorder), so that a fused kernel may run as it
+    does unprofiled and be recorded as the one op PyTorch's fused path records (NOTE
+    [ Fused kernels under the profiler ]); None otherwise."""
+    s = getattr(_local, "session", None)
+    if s is None or not s.active or s._mode not in _state.modes:
+        return None
+    for m in _state.modes:
+        if not getattr(m, "_ember_observer", False):
+            return None
+    return s
+
+
 class _Raw:
     """A user block, backward node or module event while recording (op events are tuples:
     NOTE [ Profiler recording ])."""
@@ -147,6 +197,24 @@ def _event_name(handle):
 # outer event (``_Session.composite``) with the ops ember runs nested under it, where
 # PyTorch's own decomposition or kernel would be, and no time is spent when no profiler
 # records.
+
+
+# NOTE [ Backward ops ember composes ]
+# A few backward formulas that PyTorch runs as one op (``aten::gelu_backward``,
+# ``aten::_softmax_backward_data``...) ember writes as a handful of element-wise ops. As a
+# forward composite (NOTE [ Composite op events ]), the node's work is recorded under
+# PyTorch's op name, with the ops ember runs nested under it, so a table or trace shows
+# the row PyTorch users look for, with the formula's real time; nothing is added while
+# no profiler records (the engine's hook opens the event). ``_BACKWARD_OPS`` maps the
+# node's name to that op's.
+_BACKWARD_OPS = {
+    "GeluBackward0": "aten::gelu_backward",
+    "SoftmaxBackward0": "aten::_softmax_backward_data",
+    "LogSoftmaxBackward0": "aten::_log_softmax_backward_data",
+    "MseLossBackward0": "aten::mse_loss_backward",
+    "ScaledDotProductFlashAttentionForCpuBackward0":
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+}
 
 
 def _pool_dims(kwargs):
@@ -731,7 +799,14 @@ class _Session:
         self.open = [-1]            # idx of the open events, innermost last (-1: none)
         self._open_raw = {}         # idx -> ``_Raw`` for the open non-op events
         self.mem = {}               # idx -> bytes allocated (less bytes freed) inside it
-        self.mem_events = []        # (time ns, bytes, total allocated)
+        self.mem_events = []        # (time ns, bytes, total allocated, address)
+        # NOTE [ Memory categories ]: per memory event, where it happened (``_FORWARD``,
+        # ``_BACKWARD``, ``_OPTIMIZER``); samples ``(time ns, category, address, bytes)``
+        # of the tensors whose role ember knows; the times backward passes began
+        self.mem_ctx = []
+        self.mem_roots = []
+        self.backward_starts = []
+        self._ctx = _FORWARD
         self.allocated = 0
         self.thread = threading.get_ident()
         self.pid = os.getpid()
@@ -876,6 +951,60 @@ class _Session:
         ev.seq = _sequence_nr(r, args)
         return r
 
+    # NOTE [ Fused kernels under the profiler ]
+    # Ember's fused paths (one pass of a kernel for an Adam step, NOTE [ Fused kernels ] in
+    # ember/_kernels) used to decline whenever any mode was on, so a profile showed the
+    # unfused ops, with their times and temporaries, rather than what the real run does.
+    # The recorder only watches (``_ember_observer``), so a fused path asks
+    # ``observing_session()``: with only observers on the stack the kernel runs as it does
+    # unprofiled and, once it has run, ``kernel_event`` records it as one op event named
+    # as PyTorch names its fused op (``aten::_fused_adamw_``), from the clock reading taken
+    # before it (a kernel that turns the arrays down costs the profile nothing, and the
+    # ops the caller falls back to are recorded one by one). Nothing records inside a
+    # kernel, so the event's number, taken after it, is still in start order. A mode that
+    # transforms ops (vmap, a user's dispatch mode) still makes the fused paths decline,
+    # as it must see every op.
+
+    def kernel_event(self, name, inputs, start):
+        """Record a fused kernel that ran from ``start`` (``perf_counter_ns``) until now as
+        the op event ``name`` (NOTE [ Fused kernels under the profiler ]); ``inputs()``
+        gives PyTorch's op's arguments, read only when shapes are recorded. Returns the
+        event."""
+        end = perf_counter_ns()
+        ev = _Raw(next(self._count), name, "op", self.open[-1])
+        if self.record_shapes:
+            ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
+            ev.call = (ORDERED, strides, values, ())
+        if self.with_stack:
+            ev.stack = _python_stack()
+        ev.start, ev.end = start, end
+        self.raw.append(ev)
+        return ev
+
+    def as_one_op(self, name, inputs, fn, args, kwargs):
+        """Run ``fn(*args, **kwargs)`` as the one op event ``name``, its own ops unseen by
+        the observers on the stack: for a call PyTorch runs as one kernel that ember runs as
+        two ops (``add_`` with an ``alpha``: a ``mul`` then the ``add_``), whose time the
+        event covers. Only with ``observing_session()``; returns ``fn``'s result."""
+        opened = self.open
+        ev = _Raw(next(self._count), name, "op", opened[-1])
+        if self.record_shapes:
+            ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
+            ev.call = (ORDERED, strides, values, ())
+        if self.with_stack:
+            ev.stack = _python_stack()
+        self.raw.append(ev)
+        modes = _state.modes
+        _state.modes = ()
+        ev.start = perf_counter_ns()
+        try:
+            r = fn(*args, **kwargs)
+        finally:
+            _state.modes = modes
+            ev.end = perf_counter_ns()
+        ev.seq = _sequence_nr(r, args)
+        return r
+
     def backward_node(self, node, token, grads=None):
         """The engine's hook (NOTE [ Profiler recording ]): close the events of the node
         that ran before (``token``), and open those of ``node`` unless it is None; with
@@ -884,7 +1013,12 @@ class _Session:
         if token is not None:
             self.end(token)
         if node is None or not self.active:
+            self._ctx = _FORWARD
             return None
+        if self._ctx != _BACKWARD:
+            self._ctx = _BACKWARD
+            if self.profile_memory:
+                self.backward_starts.append(perf_counter_ns())
         name = node.name()
         if name == "AccumulateGrad":
             name = "torch::autograd::AccumulateGrad"
@@ -892,6 +1026,11 @@ class _Session:
         inner = self.begin(name, "bwd")
         seq = getattr(node, "_seq", -1)
         outer.seq = inner.seq = seq if type(seq) is int else -1  # AccumulateGrad: inf
+        op_name = _BACKWARD_OPS.get(name)
+        if op_name is not None:
+            # the formula's ops nest under PyTorch's backward op (NOTE [ Backward ops
+            # ember composes ]); ``end(outer)`` closes it with the node
+            self.begin(op_name, "op")
         if self.record_shapes:
             outer.shapes = []
             inner.shapes = [[] if g is None else list(g.shape) for g in grads or ()]
@@ -939,6 +1078,7 @@ class _Session:
                 # what pairs an allocation with its free in a trace's ``Addr``
                 addr = id(arr)
                 self.mem_events.append((perf_counter_ns(), n, self.allocated, addr))
+                self.mem_ctx.append(self._ctx)
                 try:
                     r = weakref.ref(arr, self._on_free)
                 except TypeError:   # an array type without weak references: allocations only
@@ -968,6 +1108,7 @@ class _Session:
             return
         self.allocated -= n
         self.mem_events.append((perf_counter_ns(), -n, self.allocated, addr))
+        self.mem_ctx.append(self._ctx)
         top = self.open[-1]
         p = self._open_raw.get(top)
         if p is not None and p.kind == "bwd":
@@ -990,14 +1131,32 @@ class _Session:
         def before(opt, args, kwargs):
             if threading.get_ident() == self.thread and self.active:
                 cls = type(opt).__name__
+                if self.profile_memory:
+                    self._sample_optimizer(opt)
+                self._ctx = _OPTIMIZER
                 open_steps.append(self.begin(f"Optimizer.step#{cls}.step"))
 
         def after(opt, args, kwargs):
             if open_steps and threading.get_ident() == self.thread:
                 self.end(open_steps.pop())
+                self._ctx = _FORWARD
+                if self.profile_memory:
+                    self._sample_optimizer(opt)
 
         self._hooks.append(_optim.register_optimizer_step_pre_hook(before))
         self._hooks.append(_optim.register_optimizer_step_post_hook(after))
+
+    def _sample_optimizer(self, opt):
+        """Note the arrays of ``opt``'s parameters, gradients and state, now (NOTE
+        [ Memory categories ])."""
+        t = perf_counter_ns()
+        roots = self.mem_roots
+        for group in opt.param_groups:
+            for p in group["params"]:
+                _sample(roots, t, _PARAMETER, p)
+                _sample(roots, t, _GRADIENT, p.grad)
+                for v in opt.state.get(p, {}).values():
+                    _sample(roots, t, _OPTIMIZER_STATE, v)
 
     # -- modules -----------------------------------------------------------------------------
 
@@ -1013,9 +1172,18 @@ class _Session:
         opened_by_module = {}
         index_of = {}     # id(module) -> its index among the modules of its class
         per_class = {}
+        depth = [0]       # module calls open
 
         def before(mod, args):
             key = id(mod)
+            depth[0] += 1
+            if self.profile_memory and depth[0] == 1:
+                # the outermost module's tensor arguments: the model's inputs
+                t = perf_counter_ns()
+                for a in args:
+                    _sample(self.mem_roots, t, _INPUT, a)
+                for p in mod.parameters():
+                    _sample(self.mem_roots, t, _PARAMETER, p)
             cls = type(mod).__name__
             if key not in index_of:
                 index_of[key] = per_class.get(cls, 0)
@@ -1024,6 +1192,7 @@ class _Session:
             opened_by_module.setdefault(key, []).append(ev)
 
         def after(mod, args, out):
+            depth[0] = max(depth[0] - 1, 0)
             evs = opened_by_module.get(id(mod))
             if evs:
                 self.end(evs.pop())

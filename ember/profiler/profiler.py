@@ -227,6 +227,89 @@ _MEMORY_COLORS = ("darkgreen", "goldenrod", "black", "mediumpurple", "red", "med
                   "royalblue", "grey")
 
 
+_UNKNOWN_INDEX = len(_MEMORY_CATEGORIES) - 1
+
+
+def _categorise(s):
+    """``{event index: category}`` for the memory events of session ``s``, and
+    ``{("pre", address): category}`` for the arrays with a known role that existed before
+    it began (NOTE [ Memory categories ] in _recorder.py)."""
+    from . import _recorder as r
+
+    events, ctx = s.mem_events, s.mem_ctx
+    roots = sorted(s.mem_roots, key=lambda x: x[0])
+    cats = {}
+    latest = {}      # address -> index of the live allocation under it
+    allocated = set()
+    free_of = {}     # allocation index -> its free's time
+    k = 0
+    for i, (t, n, _, addr) in enumerate(events):
+        while k < len(roots) and roots[k][0] <= t:
+            _name(roots[k], latest, allocated, cats)
+            k += 1
+        if n > 0:
+            latest[addr] = i
+            allocated.add(addr)
+        else:
+            j = latest.pop(addr, None)
+            if j is not None:
+                free_of[j] = t
+                cats[i] = j     # resolved below, to its allocation's category
+    while k < len(roots):
+        _name(roots[k], latest, allocated, cats)
+        k += 1
+    starts = s.backward_starts
+    for i, (t, n, _, _) in enumerate(events):
+        if n <= 0 or i in cats:
+            continue
+        c = ctx[i] if i < len(ctx) else r._FORWARD
+        if c == r._BACKWARD:
+            cats[i] = r._AUTOGRAD_DETAIL
+        elif c == r._OPTIMIZER:
+            cats[i] = r._TEMPORARY
+        else:
+            end = free_of.get(i)
+            alive = any(b > t and (end is None or b < end) for b in starts)
+            cats[i] = r._ACTIVATION if alive else r._TEMPORARY
+    for i, (_, n, _, _) in enumerate(events):
+        if n <= 0 and i in cats:
+            cats[i] = cats[cats[i]]
+    return cats
+
+
+def _name(root, latest, allocated, cats):
+    """Give ``root``'s array its category: the allocation live under its address, or, when
+    none was made during the profile, the array as one that existed before it."""
+    _, cat, addr, _ = root
+    i = latest.get(addr)
+    if i is not None:
+        cats.setdefault(i, cat)
+    elif addr not in allocated:
+        cats.setdefault(("pre", addr), cat)
+
+
+def _coalesce(raw):
+    """PyTorch's ``[times_us, sizes]`` from raw events: one row per distinct microsecond,
+    the bytes alive per category (column 0 unused); arrays that existed before the profile
+    are counted from its first time."""
+    times, sizes = [], []
+    width = len(_MEMORY_CATEGORIES) + 1
+    t_min = -1
+    for t, _, n, cat in raw:
+        if t != -1:
+            t //= 1000
+        if t_min == -1 or 0 < t < t_min:
+            t_min = t
+        if not times:
+            times.append(t)
+            sizes.append([0] * width)
+        elif t != times[-1]:
+            times.append(t)
+            sizes.append(sizes[-1].copy())
+        sizes[-1][cat + 1] += n
+    return [t_min if t < 0 else t for t in times], sizes
+
+
 def _memory_timeline_html(path, times, sizes):
     """The timeline as a stacked plot in an HTML page, as PyTorch draws it."""
     import importlib.util
@@ -435,8 +518,10 @@ class _KinetoProfile:
         ``.json`` (or ``.json.gz``): ``[times_us, sizes]``, where ``sizes[i]`` lists the
         bytes alive at ``times_us[i]`` per category in PyTorch's order (index 0 unused,
         then parameter, optimizer state, input, temporary, activation, gradient, autograd
-        detail, unknown); ember does not categorise memory, so every byte is in the last
-        (unknown) column. ``.raw.json.gz``: one ``(time_ns, action, bytes, category)`` per
+        detail, unknown), as ember sorts them (NOTE [ Memory categories ] in
+        _recorder.py); parameters, gradients, optimizer state and inputs that existed
+        before the profile are counted from its start. ``.raw.json.gz``: one ``(time_ns,
+        action, bytes, category)`` per array that existed before (time -1, action 1),
         allocation (action 2) and free (action 4, negative bytes). ``.html``: the stacked
         plot as an embedded PNG (needs matplotlib). Deprecated in PyTorch, which warns
         with a ``FutureWarning``; so does ember.
@@ -459,7 +544,7 @@ class _KinetoProfile:
             ...     warnings.simplefilter("ignore", FutureWarning)
             ...     prof.export_memory_timeline(path)
             >>> times, sizes = json.load(open(path))
-            >>> len(sizes[0]), max(row[-1] for row in sizes)
+            >>> len(sizes[0]), max(row[4] for row in sizes)    # temporaries
             (9, 2048)
         """
         warnings.warn(
@@ -467,23 +552,12 @@ class _KinetoProfile:
             "Please use `torch.cuda.memory._record_memory_history` and "
             "`torch.cuda.memory._export_memory_snapshot` instead.", FutureWarning,
             stacklevel=2)
-        raw = []    # (wall-clock ns, bytes +/-)
-        for s in self.events()._sessions:
-            for t_ns, n, _, _ in s.mem_events:
-                raw.append((s.start_wall_ns + (t_ns - s.start_ns), n))
-        unknown = len(_MEMORY_CATEGORIES)   # the last column: PyTorch's "Unknown"
+        raw = self._memory_events()
         if path.endswith("raw.json.gz"):
-            data = json.dumps([(t, 2 if n > 0 else 4, n, unknown - 1) for t, n in raw])
             with gzip.open(path, "wt") as f:
-                f.write(data)
+                f.write(json.dumps(raw))
             return
-        times, sizes = [], []
-        for t, n in raw:
-            t = t // 1000
-            if not times or t != times[-1]:
-                times.append(t)
-                sizes.append(sizes[-1].copy() if sizes else [0] * (unknown + 1))
-            sizes[-1][unknown] += n
+        times, sizes = _coalesce(raw)
         if path.endswith(".html"):
             _memory_timeline_html(path, times, sizes)
             return
@@ -494,6 +568,25 @@ class _KinetoProfile:
         else:
             with open(path, "w") as f:
                 f.write(data)
+
+    def _memory_events(self):
+        """Every memory event of the recording as PyTorch's raw timeline lists them,
+        ``[time_ns, action, bytes, category]`` in time order: action 1 for an array that
+        existed before the profile (time -1), 2 an allocation, 4 a free (negative bytes);
+        the category an index into ``_MEMORY_CATEGORIES`` (NOTE [ Memory categories ] in
+        _recorder.py)."""
+        out, pre = [], []
+        for s in self.events()._sessions:
+            wall = s.start_wall_ns - s.start_ns
+            cats = _categorise(s)
+            seen = set()
+            for _, cat, addr, n in s.mem_roots:
+                if cats.get(("pre", addr)) == cat and addr not in seen:
+                    seen.add(addr)
+                    pre.append([-1, 1, n, cat])
+            for i, (t, n, _, _) in enumerate(s.mem_events):
+                out.append([t + wall, 2 if n > 0 else 4, n, cats.get(i, _UNKNOWN_INDEX)])
+        return pre + out
 
     def add_metadata(self, key: str, value: str):
         """Add a ``key: value`` string to the trace's top level."""
