@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _parallel
 from .._core.tensor import Tensor
 from ._registry import Op
 from .nn_dropout import dropout
@@ -39,8 +39,57 @@ def _one_thread(xp, q, k):
 
 
 def _sdpa_kernel(xp, q, k, v, mask, *, scale):
+    if _batch_pieces(xp, q, k, v, mask):  # NOTE [ Attention pieces on threads ]
+        r = _sdpa_forward_pieces(q, k, v, mask, scale)
+        if r is not None:
+            return r
     with _one_thread(xp, q, k):
         return _sdpa_forward(xp, q, k, v, mask, scale)
+
+
+# NOTE [ Attention pieces on threads ]
+# A stack of small per-head GEMMs runs on one BLAS thread (NOTE [ Transposed attention
+# scores ]), and so did the softmax passes between them: the whole attention of a GPT layer
+# used one core where PyTorch's kernel splits the batch and heads over both. The batch is
+# independent, so on NumPy inputs of one dtype and batch shape, with a mask shared by every
+# sample, the kernels cut it into one contiguous piece per thread (``_parallel.split_batch``,
+# NOTE [ Batch pieces on threads ]: the BLAS held at one thread meanwhile), and each piece
+# runs the whole forward or backward for its samples into its slice of outputs allocated
+# once, laid out as before. Every sample's arithmetic is unchanged, so the results are the
+# same bits as one call. split_batch declines (one thread configured, too little work, BLAS
+# workers still polling) and the kernels then run whole, as before. A GPT layer's causal
+# (8, 4, 128, 64) forward+backward at two threads, alternating with the whole-stack path on
+# the loaded 2-core machine (load 13): the calling thread's CPU 25.0 -> 14.6 ms, the
+# process's unchanged (24.9 -> 24.5 ms), so on two free cores the wall time follows the
+# calling thread's (under that load the wall time was the scheduler's, equal both ways).
+
+
+def _batch_pieces(xp, q, k, v, mask):
+    """Whether the attention of these inputs may be cut into batch pieces (NOTE [ Attention
+    pieces on threads ])."""
+    return (xp is np and q.ndim >= 3 and q.shape[0] > 1 and q.dtype == k.dtype == v.dtype
+            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+            and (mask is None or mask.ndim < q.ndim or mask.shape[0] == 1))
+
+
+def _work(q, k, v):
+    """The multiply-adds of attention's two forward products."""
+    return math.prod(q.shape[:-2]) * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+
+
+def _sdpa_forward_pieces(q, k, v, mask, scale):
+    """``_sdpa_forward`` in batch pieces on threads, or None where split_batch declines."""
+    shape = q.shape[:-1] + v.shape[-1:]
+    out = _like_query(np, q, shape, q.dtype)
+    out = np.empty(shape, q.dtype) if out is None else out
+    st = np.empty(q.shape[:-2] + (k.shape[-2], q.shape[-2]), q.dtype)
+
+    def piece(lo, hi):
+        _sdpa_forward(np, q[lo:hi], k[lo:hi], v[lo:hi], mask, scale, out[lo:hi], st[lo:hi])
+
+    if _parallel.split_batch(piece, q.shape[0], _work(q, k, v)) is None:
+        return None
+    return out, np.swapaxes(st, -1, -2)
 
 
 # NOTE [ Fused attention softmax ]
@@ -98,23 +147,27 @@ def _causal_split(xp, q, k, v, mask):
     return n // 2
 
 
-def _scores_t(xp, q, k, split):
-    """The transposed scores ``k @ q^T``; with ``split``, the masked quarter is 0 and not
-    computed (NOTE [ Causal halves ])."""
+def _scores_t(xp, q, k, split, out=None):
+    """The transposed scores ``k @ q^T`` (into ``out`` if given); with ``split``, the masked
+    quarter is 0 and not computed (NOTE [ Causal halves ])."""
     if split is None:
-        return k @ xp.swapaxes(q, -1, -2)
+        qt = xp.swapaxes(q, -1, -2)
+        return k @ qt if out is None else xp.matmul(k, qt, out=out)
     h = split
     n = q.shape[-2]
-    st = np.empty(np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (n, n), q.dtype)
+    st = np.empty(np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (n, n), q.dtype) \
+        if out is None else out
     np.matmul(k[..., :h, :], np.swapaxes(q[..., :h, :], -1, -2), out=st[..., :h, :h])
     np.matmul(k, np.swapaxes(q[..., h:, :], -1, -2), out=st[..., :, h:])
     st[..., h:, :h] = 0
     return st
 
 
-def _sdpa_forward(xp, q, k, v, mask, scale):
+def _sdpa_forward(xp, q, k, v, mask, scale, out=None, st=None):
+    """(output, p); ``out`` and ``st`` (the transposed scores' buffer), when given, are
+    written (NOTE [ Attention pieces on threads ])."""
     split = _causal_split(xp, q, k, v, mask)
-    st = _scores_t(xp, q, k, split)   # scores^T; the same buffer becomes p^T
+    st = _scores_t(xp, q, k, split, st)   # scores^T; the same buffer becomes p^T
     fused = _fused_softmax(xp, st, mask)
     if fused is not None:
         s_len, l_len = st.shape[-2:]
@@ -122,7 +175,7 @@ def _sdpa_forward(xp, q, k, v, mask, scale):
             else np.ones((1, 1), np.bool_)
         fused(st.reshape(-1, s_len, l_len), mt, mask is not None, np.float32(scale),
               np.empty(l_len, np.float32), np.empty(l_len, np.float32))
-        return _attend(xp, q, v, st, split)
+        return _attend(xp, q, v, st, split, out)
     st *= scale
     if mask is not None:
         mt = xp.swapaxes(mask, -1, -2)
@@ -135,16 +188,17 @@ def _sdpa_forward(xp, q, k, v, mask, scale):
     xp.exp(st, out=st)
     denom = st.sum(axis=-2, keepdims=True)
     st /= xp.where(denom == 0, 1, denom)
-    return _attend(xp, q, v, st, split)
+    return _attend(xp, q, v, st, split, out)
 
 
-def _attend(xp, q, v, st, split=None):
+def _attend(xp, q, v, st, split=None, out=None):
     """``p @ v`` from the probabilities held transposed in ``st``: (output, p); with
-    ``split``, in two products (NOTE [ Causal halves ])."""
+    ``split``, in two products (NOTE [ Causal halves ]); into ``out`` if given."""
     p = xp.swapaxes(st, -1, -2)
     shape = np.broadcast_shapes(p.shape[:-2], v.shape[:-2]) + (q.shape[-2], v.shape[-1])
     dtype = np.result_type(p.dtype, v.dtype)
-    out = _like_query(xp, q, shape, dtype)
+    if out is None:
+        out = _like_query(xp, q, shape, dtype)
     if split is not None and dtype == p.dtype:
         h = split
         out = np.empty(shape, dtype) if out is None else out
@@ -169,21 +223,43 @@ def _like_query(xp, q, shape, dtype):
 
 
 def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs, split=None):
+    if len(needs) == 3 and _batch_pieces(xp, q, k, v, None) and \
+            g.shape == o.shape == q.shape[:-1] + v.shape[-1:] and \
+            g.dtype == o.dtype == p.dtype == q.dtype and p.shape[:-2] == q.shape[:-2]:
+        r = _sdpa_backward_pieces(g, q, k, v, o, p, scale, needs, split)
+        if r is not None:  # NOTE [ Attention pieces on threads ]
+            return r
     with _one_thread(xp, q, k):
         return _sdpa_backward(xp, g, q, k, v, o, p, scale, needs, split)
 
 
-def _sdpa_backward_halves(g, q, k, v, o, p, scale, needs, h):
+def _sdpa_backward_pieces(g, q, k, v, o, p, scale, needs, split):
+    """``_sdpa_backward`` in batch pieces on threads, or None where split_batch declines."""
+    outs = tuple(_empty_like_input(np, t, t.shape, t.dtype) if need else None
+                 for t, need in zip((q, k, v), needs))
+
+    def piece(lo, hi):
+        _sdpa_backward(np, g[lo:hi], q[lo:hi], k[lo:hi], v[lo:hi], o[lo:hi], p[lo:hi],
+                       scale, needs, split, tuple(None if b is None else b[lo:hi]
+                                                  for b in outs))
+
+    if _parallel.split_batch(piece, q.shape[0], 2 * _work(q, k, v)) is None:
+        return None
+    return outs
+
+
+def _sdpa_backward_halves(g, q, k, v, o, p, scale, needs, h, outs=(None,) * 3):
     """``_sdpa_backward`` under a causal mask, each product in two halves (NOTE [ Causal
     halves ]): the masked quarter of the probabilities is 0, and so is the scores' gradient
-    there."""
+    there. ``outs``: buffers for (gq, gk, gv), or None each."""
     need_q, need_k, need_v = needs[:3]
     mm = np.matmul
     pt = np.swapaxes(p, -1, -2)   # (S, L): keys by queries
     gv = gq = gk = None
     if need_v:
-        gv = _empty_like_input(np, v, np.broadcast_shapes(pt.shape[:-2], g.shape[:-2])
-                               + pt.shape[-2:-1] + g.shape[-1:], np.result_type(pt, g))
+        gv = outs[2] if outs[2] is not None else _empty_like_input(
+            np, v, np.broadcast_shapes(pt.shape[:-2], g.shape[:-2]) + pt.shape[-2:-1]
+            + g.shape[-1:], np.result_type(pt, g))
         mm(pt[..., :h, :], g, out=gv[..., :h, :])
         mm(pt[..., h:, h:], g[..., h:, :], out=gv[..., h:, :])
     if need_q or need_k:
@@ -192,14 +268,14 @@ def _sdpa_backward_halves(g, q, k, v, o, p, scale, needs, h):
         gst *= pt
         if need_q:
             gqt = np.swapaxes(gst, -1, -2)
-            gq = _empty_like_input(np, q, gqt.shape[:-1] + k.shape[-1:],
-                                   np.result_type(gst, k))
+            gq = outs[0] if outs[0] is not None else _empty_like_input(
+                np, q, gqt.shape[:-1] + k.shape[-1:], np.result_type(gst, k))
             mm(gqt[..., :h, :h], k[..., :h, :], out=gq[..., :h, :])
             mm(gqt[..., h:, :], k, out=gq[..., h:, :])
             gq *= scale
         if need_k:
-            gk = _empty_like_input(np, k, gst.shape[:-1] + q.shape[-1:],
-                                   np.result_type(gst, q))
+            gk = outs[1] if outs[1] is not None else _empty_like_input(
+                np, k, gst.shape[:-1] + q.shape[-1:], np.result_type(gst, q))
             mm(gst[..., :h, :], q, out=gk[..., :h, :])
             mm(gst[..., h:, h:], q[..., h:, :], out=gk[..., h:, :])
             gk *= scale
@@ -222,40 +298,43 @@ def _empty_like_input(xp, t, shape, dtype):
     return xp.empty(shape, dtype) if out is None else out
 
 
-def _product_like(xp, a, b, like):
+def _product_like(xp, a, b, like, out=None):
     """``a @ b`` laid out as ``like`` where that pays (NOTE [ Gradients laid out as their
-    inputs ]): ``like`` is the input whose gradient the product is."""
+    inputs ]): ``like`` is the input whose gradient the product is; into ``out`` if given."""
+    if out is not None:
+        return xp.matmul(a, b, out=out)
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
     out = _like_query(xp, like, shape, np.result_type(a.dtype, b.dtype)) \
         if shape == like.shape else None
     return a @ b if out is None else xp.matmul(a, b, out=out)
 
 
-def _sdpa_backward(xp, g, q, k, v, o, p, scale, needs, split=None):
+def _sdpa_backward(xp, g, q, k, v, o, p, scale, needs, split=None, outs=(None,) * 3):
     """Gradients of q, k, v (and, when ``needs`` has a fourth entry, of an additive float
     mask: the scores' gradient gs itself) from the saved probabilities p and output
-    o = p @ v; with ``split``, by halves (NOTE [ Causal halves ]).
+    o = p @ v; with ``split``, by halves (NOTE [ Causal halves ]). ``outs``: buffers for
+    (gq, gk, gv), or None each (NOTE [ Attention pieces on threads ]).
 
     With gp = g @ v^T, softmax's Jacobian gives gs = p * (gp - rowsum(gp * p)), and
     rowsum(gp * p) = rowsum(g * o): an (L, E) product instead of an (L, S) one. Computed
     transposed, as the forward (NOTE [ Transposed attention scores ]).
     """
     if split is not None:
-        return _sdpa_backward_halves(g, q, k, v, o, p, scale, needs, split)
+        return _sdpa_backward_halves(g, q, k, v, o, p, scale, needs, split, outs)
     need_q, need_k, need_v = needs[:3]
     need_m = len(needs) > 3 and needs[3]
     pt = xp.swapaxes(p, -1, -2)
-    gv = _product_like(xp, pt, g, v) if need_v else None
+    gv = _product_like(xp, pt, g, v, outs[2]) if need_v else None
     gq = gk = gm = None
     if need_q or need_k or need_m:
         gst = v @ xp.swapaxes(g, -1, -2)
         gst -= xp.swapaxes((g * o).sum(axis=-1, keepdims=True), -1, -2)
         gst *= pt
         if need_q:
-            gq = _product_like(xp, xp.swapaxes(gst, -1, -2), k, q)
+            gq = _product_like(xp, xp.swapaxes(gst, -1, -2), k, q, outs[0])
             gq *= scale
         if need_k:
-            gk = _product_like(xp, gst, q, k)
+            gk = _product_like(xp, gst, q, k, outs[1])
             gk *= scale
         if need_m:
             gm = xp.swapaxes(gst, -1, -2)
@@ -336,16 +415,15 @@ sdpa_backward_op = Op("scaled_dot_product_attention_backward", _sdpa_backward_ke
 fused_attention: dict = {}
 
 
-def _causal_mask(l, s, device):
-    from .creation import ones
+def _causal_mask(l, s, data):
+    """The (l, s) bool lower-triangle mask, made on ``data``'s backend without going through
+    the dispatcher: PyTorch's kernels apply ``is_causal`` inside the op, so a profile shows
+    no op building a mask (NOTE [ Fused kernels under the profiler ] in
+    ember/profiler/_recorder.py)."""
+    from .._core.backend import xp_of
+    from .._core.tensor import wrap
 
-    return ones(l, s, dtype=_bool(), device=device).tril()
-
-
-def _bool():
-    from .._core import dtype as _dt
-
-    return _dt.bool_
+    return wrap(xp_of(data).tri(l, s, dtype=bool))
 
 
 def _check_mask_shape(query, key, mask):
@@ -406,7 +484,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if out is not None:
             return out
     if is_causal:
-        attn_mask = _causal_mask(l, s, query.device)
+        attn_mask = _causal_mask(l, s, query._data)
     if attn_mask is not None and attn_mask._data.dtype.kind not in "bf":
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype}")

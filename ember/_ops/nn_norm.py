@@ -88,10 +88,56 @@ def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
     return y, mean, rstd
 
 
+# NOTE [ Layer norm in place ]
+# Without a fused kernel, layer norm over NumPy float32/float64 rows runs as passes over
+# memory, and at a small GPT's (8, 128, 256) each fresh activation-sized temporary costs as
+# much as a pass (its pages are faulted in anew). The composed form made ten passes and five
+# such buffers (x - mean twice, then * rstd, * w, + b and a final astype copy); here the
+# centred rows become y in place (* rstd, * w, + b), and the squares for the variance go into
+# one scratch buffer: six passes, two buffers. Same operations in the same order, so the
+# same bits. At (8, 128, 256) float32, one thread, thread CPU, best of 7, alternating on
+# the loaded 2-core machine (load 9-14): 760-915 -> 545-625 us a forward (PyTorch's: ~215).
+
+def _layer_norm_rows(x, w, b, ndim, eps):
+    """(y, mean, rstd) of layer norm over the last ``ndim`` axes of a NumPy float32/float64
+    array whose weight and bias (or None) share its dtype, or None where not covered (NOTE
+    [ Layer norm in place ])."""
+    dt = x.dtype
+    if type(x) is not np.ndarray or dt not in (np.float32, np.float64) or any(
+            p is not None and (type(p) is not np.ndarray or p.dtype != dt) for p in (w, b)):
+        return None
+    n = math.prod(x.shape[x.ndim - ndim:])
+    if not x.size or n > 16384:  # rows summed through BLAS (NOTE [ Sums through BLAS ])
+        return None
+    kept = x.shape[:x.ndim - ndim] + (1,) * ndim
+    rows = np.ascontiguousarray(x).reshape(-1, n)
+    ones = np.ones(n, dt)
+    mean = rows @ ones
+    mean /= n
+    y = np.subtract(rows, mean[:, None])
+    sq = np.multiply(y, y)
+    var = sq @ ones
+    del sq
+    var /= n
+    var += eps
+    rstd = np.sqrt(var, out=var)
+    np.divide(1.0, rstd, out=rstd)
+    y *= rstd[:, None]
+    if w is not None:
+        y *= np.ascontiguousarray(w).reshape(-1)
+    if b is not None:
+        y += np.ascontiguousarray(b).reshape(-1)
+    return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
+
+
 def _layer_norm_parts(xp, x, w, b, ndim, eps):
     fused = _kernels.layer_norm(x, w, b, ndim, eps)  # None unless NumPy float32
     if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
         return fused
+    if xp is np:
+        fused = _layer_norm_rows(x, w, b, ndim, eps)
+        if fused is not None:  # NOTE [ Layer norm in place ]
+            return fused
     axes = tuple(range(x.ndim - ndim, x.ndim))
     low = x.dtype.itemsize < 4
     xc = x.astype(xp.float32) if low else x

@@ -21,6 +21,8 @@ def two_threads(monkeypatch):
     if not _parallel._blas_controllers():
         pytest.skip("no BLAS library that threadpoolctl controls")
     monkeypatch.setattr(_parallel, "contended", lambda: True)
+    # the whole stack under one hold, not batch pieces (tests/perf/test_attention_pieces.py)
+    monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 1 << 62)
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     yield
