@@ -135,22 +135,53 @@ ABSENT = []
 # (tests/test_docs.py keeps this list from growing, and fails for a module on it whose
 # docstrings have become complete). Issue 23 is done when it is empty.
 UNFINISHED = set("""
-autograd.function autograd.profiler autograd.profiler_legacy autograd.profiler_util
-backends.meta cuda.profiler distributed.autograd distributed.optim.functional_adadelta
-distributed.optim.functional_adagrad distributed.optim.functional_adam
-distributed.optim.functional_adamax distributed.optim.functional_adamw
-distributed.optim.functional_rmsprop distributed.optim.functional_rprop
-distributed.optim.functional_sgd distributed.rendezvous distributed.rpc.backend_registry
-distributed.tensor.placement_types distributions.binomial distributions.dirichlet
-distributions.gamma distributions.von_mises export.exported_program export.graph_signature
-fx.subgraph_rewriter nn.parallel.comm optim.adadelta optim.adafactor optim.adagrad
-optim.adam optim.adamax optim.asgd optim.lbfgs optim.muon optim.nadam optim.radam
-optim.rmsprop optim.rprop optim.sgd optim.sparse_adam profiler.itt profiler.profiler
-return_types utils.data.dataloader utils.data.graph utils.data.graph_settings
-utils.tensorboard.summary utils.tensorboard.writer
+autograd.function distributed.autograd distributed.rpc.backend_registry
 """.split())
 
 _found_pages = []
+_imported_all = []
+
+
+def import_public_modules():
+    """Import every public module of ember (each dotted part without a leading ``_``).
+
+    NOTE [ The reference does not depend on what was imported before ]
+    A package's ``dir()`` shows a submodule only once something has imported it, so the
+    modules ``reference_gaps`` finds (and the pages ``pages()`` adds for them) would depend
+    on what the process had imported earlier: another test, an example. Importing every
+    public module first, walking the package tree from ``ember.__path__``, makes the set of
+    pages and names the same in every process. A module whose optional dependency is
+    missing (an ``ImportError``) is left out, as a user without it cannot import it either.
+
+    Returns:
+        The dotted names of the modules imported, sorted.
+
+    Example:
+        >>> "ember.optim.adam" in import_public_modules()
+        True
+    """
+    if not _imported_all:
+        import pkgutil
+
+        import ember
+
+        found, stack = [], [ember]
+        while stack:
+            package = stack.pop()
+            for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+                if info.name.rsplit(".", 1)[1].startswith("_"):
+                    continue
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        module = importlib.import_module(info.name)
+                except ImportError:
+                    continue
+                found.append(info.name)
+                if info.ispkg:
+                    stack.append(module)
+        _imported_all.append(sorted(found))
+    return _imported_all[0]
 
 
 def coverage_namespaces():
@@ -171,6 +202,7 @@ def pages():
         True
     """
     if not _found_pages:
+        import_public_modules()
         unshown = reference_gaps(coverage_namespaces(), NAMESPACES)
         _found_pages.append([g.split()[0] for g in unshown
                              if g.endswith(" (module)") and g.split()[0] not in UNFINISHED])
@@ -192,6 +224,28 @@ def _is_own(obj):
         return True
     module = getattr(obj, "__module__", None)
     return not isinstance(module, str) or module.split(".")[0] in ("ember", "torch")
+
+
+def _is_helper_import(mod, name, obj):
+    """An internal helper imported from a private module: not API.
+
+    NOTE [ Helpers imported into a public module ]
+    A public module such as ``ember.optim.adam`` imports helpers it shares with its
+    siblings (``closure_loss`` from ``ember.optim._base``); they sit in its ``dir()`` without
+    an underscore. A name counts as the module's API when its ``__all__`` lists it, or when
+    its object is defined in a public module (``ember.nn.init.constant``, beyond
+    ``nn.init``'s ``__all__``, is torch's name too). A function that a module with an
+    ``__all__`` leaves out of it and that comes from a module whose path has a private
+    component (``ember.optim._base``, ``ember._core.tensor``) is the module's machinery, as
+    torch's ``__all__`` says for its own modules. Classes are kept: a type re-exported that
+    way (``ember.autograd.ProfilerActivity``, ``ember.types.SymInt``) is one users name.
+    """
+    listed = getattr(mod, "__all__", None)
+    if listed is None or name in listed or not inspect.isfunction(obj):
+        return False
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] == "ember" and \
+        any(part.startswith("_") for part in module.split("."))
 
 
 # module-level names that are Python's machinery, not API (``from __future__ import
@@ -239,7 +293,8 @@ def public_names(path):
                 obj = getattr(mod, name)
         except Exception:
             continue
-        if isinstance(obj, types.ModuleType) or not _is_own(obj) or _is_typing(obj):
+        if isinstance(obj, types.ModuleType) or not _is_own(obj) or _is_typing(obj) or \
+                _is_helper_import(mod, name, obj):
             continue
         if obj is _tensor_class() and path:  # re-exported ember.Tensor: it has its own page
             continue
@@ -480,6 +535,7 @@ def reference_gaps(namespaces, page_list=None):
         >>> reference_gaps(["fft"])
         []
     """
+    import_public_modules()  # NOTE [ The reference does not depend on what was imported before ]
     paged = {path for path, _ in (pages() if page_list is None else page_list)}
     shown_objects = {id(_tensor_class())}  # on a page of its own
     for path in paged - {"Tensor"}:
@@ -503,7 +559,8 @@ def reference_gaps(namespaces, page_list=None):
                     obj = getattr(mod, name)
             except Exception:
                 continue
-            if isinstance(obj, types.ModuleType) or not _is_own(obj) or _is_typing(obj):
+            if isinstance(obj, types.ModuleType) or not _is_own(obj) or _is_typing(obj) or \
+                    _is_helper_import(mod, name, obj):
                 continue
             if not (inspect.isclass(obj) or callable(obj)) or not shown(obj):
                 return False  # a constant is shown only on its module's own page
@@ -529,7 +586,8 @@ def reference_gaps(namespaces, page_list=None):
                 if obj.__name__ == f"{mod.__name__}.{name}" and \
                         not module_shown(prefix + name, obj):
                     gaps.append(f"{prefix}{name} (module)")
-            elif _is_own(obj) and not _is_typing(obj) and not shown(obj):
+            elif _is_own(obj) and not _is_typing(obj) and not shown(obj) and \
+                    not _is_helper_import(mod, name, obj):
                 gaps.append(prefix + name)
     return sorted(gaps)
 

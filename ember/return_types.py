@@ -37,11 +37,51 @@ def _structseq_new(fields_new):
     return __new__
 
 
+def _doc(name, fields):
+    """The docstring of result type ``name``: its fields, how it is built, an example."""
+    fields = list(fields)
+    listed = "\n".join(f"        {f}: field {i} (``result[{i}]``)." for i, f in enumerate(fields))
+    return f"""What ``ember.{name}`` returns: a named tuple of {len(fields)} fields, read by name or
+    unpacked as a tuple.
+
+    It is built field by field, or, as PyTorch allows, from one sequence of all the fields.
+
+    Args:
+{listed}
+
+    Returns:
+        The named tuple; it prints as PyTorch's result type does.
+
+    Example:
+        >>> from ember.return_types import {name}
+        >>> result = {name}(tuple(ember.tensor(float(i)) for i in range({len(fields)})))
+        >>> result.{fields[-1]}
+        tensor({len(fields) - 1}.)
+    """
+
+
 def make(name, fields):
-    """The named-tuple class ``name`` with ``fields`` (created once, then shared)."""
+    """The named-tuple class ``name`` with ``fields`` (created once, then shared).
+
+    Ops returning several tensors call it as they are declared; the class is then
+    ``ember.return_types.<name>``.
+
+    Args:
+        name (str): the type's name, the op's (``"max"``).
+        fields (list of str): the field names, in order (``["values", "indices"]``).
+
+    Returns:
+        The named-tuple class.
+
+    Example:
+        >>> from ember.return_types import make
+        >>> make("max", ["values", "indices"]) is ember.return_types.max
+        True
+    """
     t = _types.get(name)
     if t is None:
         t = collections.namedtuple(name, fields)
+        t.__doc__ = _doc(name, fields)
         t.__new__ = _structseq_new(t.__new__)
         t.__repr__ = _repr
         t.__module__ = __name__

@@ -3,7 +3,8 @@
 The text exists on every machine with Python, so this runs anywhere: it reads the stdlib's
 .py files, trains a small decoder-only transformer (causal self-attention, pre-norm blocks)
 with AdamW and a cosine schedule, prints generated text, and saves a checkpoint with
-``ember.save``. Defaults take about 1.5 minutes on 2 idle CPU cores; raise ``--steps``,
+``ember.save``. Defaults take about 4.7 minutes of CPU time (about 4 minutes on 2 lightly
+loaded cores); lower ``--steps`` for a quicker run, or raise ``--steps``,
 ``--layers``, ``--d-model`` and ``--context`` for a longer, better run.
 
     python examples/char_gpt.py                 # the quick run

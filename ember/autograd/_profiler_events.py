@@ -104,7 +104,22 @@ class Interval:
 
 
 class Kernel:
-    """A device kernel launched by an op (name, device index, duration in us)."""
+    """A device kernel launched by an op (name, device index, duration in us).
+
+    Args:
+        name (str): the kernel's name.
+        device (int): the index of the device it ran on.
+        duration (float): how long it ran, in microseconds.
+
+    Returns:
+        The record, with the three as attributes.
+
+    Example:
+        >>> from ember.autograd.profiler_util import Kernel
+        >>> k = Kernel("gemm", 0, 12.5)
+        >>> k.name, k.duration
+        ('gemm', 12.5)
+    """
 
     def __init__(self, name, device, duration):
         self.name = name
@@ -156,6 +171,14 @@ class EventMetadata(NamedTuple):
     """Metadata of a device kernel, memory copy or collective event (PyTorch's fields; ember
     records CPU events, so these come back empty: every field defaults to None).
 
+    Args:
+        fields: PyTorch's 24 fields (``registers_per_thread``, ``grid``, ``block``,
+            ``stream``, ``bytes``, ``collective_name``, ...), by name or in order.
+            Default: None each.
+
+    Returns:
+        The named tuple.
+
     Example::
 
         >>> EventMetadata().stream is None
@@ -195,6 +218,19 @@ class FunctionEvent(FormattedTimesMixin):
     children, ``self_cpu_time_total`` excludes them. Memory fields are bytes allocated
     (negative for frees) by the event and its children (``cpu_memory_usage``) or by the
     event alone (``self_cpu_memory_usage``).
+
+    Args:
+        id (int): the event's id in its profile.
+        name (str): the op's or block's name (``"aten::add"``).
+        thread (int): the id of the thread that ran it.
+        start_us (float): when it started, in microseconds.
+        end_us (float): when it ended, in microseconds.
+        others: the event's other fields, as keyword arguments with PyTorch's names
+            (``input_shapes``, ``stack``, ``cpu_memory_usage``, ``device_type``,
+            ``flops``, ...). Default: none recorded.
+
+    Returns:
+        The event; the profiler makes them, users read them.
 
     Example::
 
@@ -494,6 +530,14 @@ class MemRecordsAcc:
 
     Args:
         mem_records (list): ``(time_us, bytes)`` pairs.
+
+    Returns:
+        The records, sorted by time; ``in_interval`` yields those in a time range.
+
+    Example:
+        >>> from ember.autograd.profiler_util import MemRecordsAcc
+        >>> list(MemRecordsAcc([(5, 64), (1, 128), (9, -64)]).in_interval(0, 6))
+        [(1, 128), (5, 64)]
     """
 
     def __init__(self, mem_records):
@@ -510,7 +554,22 @@ class MemRecordsAcc:
 
 
 class StringTable(defaultdict):
-    """A table that interns strings (kept for PyTorch compatibility)."""
+    """A table that interns strings (kept for PyTorch compatibility).
+
+    Args:
+        default_factory: as ``collections.defaultdict``'s (unused: a missing key maps to
+            itself).
+        *args: the initial contents, as ``dict``'s.
+
+    Returns:
+        The table: looking a string up stores and returns it.
+
+    Example:
+        >>> from ember.autograd.profiler_util import StringTable
+        >>> table = StringTable()
+        >>> table["aten::add"], dict(table)
+        ('aten::add', {'aten::add': 'aten::add'})
+    """
 
     def __missing__(self, key):
         self[key] = key

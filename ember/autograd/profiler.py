@@ -338,6 +338,14 @@ class emit_nvtx:
     Args:
         enabled (bool): False makes this a no-op. Default: True.
         record_shapes (bool): append the input shapes to each range's name.
+
+    Returns:
+        A context manager.
+
+    Example:
+        >>> import ember
+        >>> with ember.autograd.profiler.emit_nvtx(enabled=False):  # True needs CUDA
+        ...     y = ember.ones(2) * 2
     """
 
     def __init__(self, enabled=True, record_shapes=False):
@@ -401,7 +409,20 @@ class _NvtxMode(_dispatch.Mode):
 
 class emit_itt:
     """Mark every op as an Intel ITT range; ember has no ITT binding, so this only checks
-    its arguments and does nothing (as PyTorch built without ITT would)."""
+    its arguments and does nothing (as PyTorch built without ITT would).
+
+    Args:
+        enabled (bool): False makes this a no-op. Default: True.
+        record_shapes (bool): append the input shapes to each range's name. Default: False.
+
+    Returns:
+        A context manager; entering it twice at once raises ``RuntimeError``.
+
+    Example:
+        >>> import ember
+        >>> with ember.autograd.profiler.emit_itt():
+        ...     y = ember.ones(2) * 2
+    """
 
     def __init__(self, enabled=True, record_shapes=False):
         self.enabled = enabled
@@ -422,12 +443,52 @@ class emit_itt:
 
 
 def load_nvprof(path):
-    """Read an nvprof trace (an SQLite file) into an ``EventList``."""
+    """Read an nvprof trace (an SQLite file) into an ``EventList``.
+
+    Args:
+        path (str): the trace file.
+
+    Returns:
+        EventList: its events, as ``parse_nvprof_trace`` reads them.
+
+    Example:
+        >>> import os, sqlite3, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "trace.nvvp")
+        >>> with sqlite3.connect(path) as db:
+        ...     _ = db.executescript(
+        ...         "CREATE TABLE StringTable (_id_ INTEGER, value TEXT);"
+        ...         "INSERT INTO StringTable VALUES (1, 'step');"
+        ...         "CREATE TABLE CUPTI_ACTIVITY_KIND_MARKER "
+        ...         "(id INTEGER, name INTEGER, timestamp INTEGER);"
+        ...         "INSERT INTO CUPTI_ACTIVITY_KIND_MARKER VALUES (7, 1, 1000), (7, 0, 5000);")
+        >>> [e.name for e in load_nvprof(path)]
+        ['step']
+    """
     return EventList(parse_nvprof_trace(path))
 
 
 def parse_nvprof_trace(path):
-    """The events of an nvprof trace file, as ``FunctionEvent``s (needs ``sqlite3``)."""
+    """The events of an nvprof trace file, as ``FunctionEvent``s (needs ``sqlite3``).
+
+    Args:
+        path (str): the trace file (nvprof's SQLite output).
+
+    Returns:
+        list: a ``FunctionEvent`` per NVTX range, in order of start time.
+
+    Example:
+        >>> import os, sqlite3, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "trace.nvvp")
+        >>> with sqlite3.connect(path) as db:
+        ...     _ = db.executescript(
+        ...         "CREATE TABLE StringTable (_id_ INTEGER, value TEXT);"
+        ...         "INSERT INTO StringTable VALUES (1, 'aten::add');"
+        ...         "CREATE TABLE CUPTI_ACTIVITY_KIND_MARKER "
+        ...         "(id INTEGER, name INTEGER, timestamp INTEGER);"
+        ...         "INSERT INTO CUPTI_ACTIVITY_KIND_MARKER VALUES (7, 1, 1000), (7, 0, 5000);")
+        >>> [(e.name, e.time_range.elapsed_us()) for e in parse_nvprof_trace(path)]
+        [('aten::add', 4.0)]
+    """
     import sqlite3
     conn = sqlite3.connect(path)
     conn.row_factory = sqlite3.Row
@@ -446,7 +507,20 @@ def parse_nvprof_trace(path):
 
 
 class EnforceUnique:
-    """Raise if the same key is seen twice (a helper PyTorch exports)."""
+    """Raise if the same key is seen twice (a helper PyTorch exports).
+
+    Returns:
+        The checker; ``see(*key)`` records a key and raises ``RuntimeError`` on a repeat.
+
+    Example:
+        >>> from ember.autograd.profiler import EnforceUnique
+        >>> unique = EnforceUnique()
+        >>> unique.see("a", 1)
+        >>> unique.see("a", 1)
+        Traceback (most recent call last):
+        ...
+        RuntimeError: duplicate key: ('a', 1)
+    """
 
     def __init__(self):
         self.seen = set()

@@ -33,7 +33,18 @@ __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel
 
 
 class EventList(list):
-    """A list of ``FunctionEvent``s with the reports PyTorch offers on it.
+    """A list of ``FunctionEvent`` objects with the reports PyTorch offers on it.
+
+    Args:
+        *args: the events, as ``list``'s argument.
+        use_device (str, optional): the device whose times the reports show
+            (``"cuda"``). Default: None.
+        profile_memory (bool): whether the reports show memory columns. Default: False.
+        with_flops (bool): whether the reports show FLOPs. Default: False.
+
+    Returns:
+        The list, with ``table``, ``key_averages``, ``total_average`` and
+        ``export_chrome_trace``.
 
     Example::
 

@@ -70,11 +70,29 @@ _normalize_axis = np.lib.array_utils.normalize_axis_tuple
 
 
 class MetaValueError(RuntimeError):
-    """A value of a meta tensor was read; meta tensors have none."""
+    """A value of a meta tensor was read; meta tensors have none.
+
+    Example:
+        >>> import ember
+        >>> ember.ones(2, device="meta").sum().item()
+        Traceback (most recent call last):
+        ...
+        ember.backends._meta_array.MetaValueError: Tensor.item() cannot be called on meta tensors
+    """
 
 
 class DataDependentOutputError(NotImplementedError):
-    """An operation whose output shape depends on values was run on meta arrays."""
+    """An operation whose output shape depends on values was run on meta arrays.
+
+    Example:
+        >>> import ember
+        >>> from ember.backends.meta import DataDependentOutputError
+        >>> try:
+        ...     ember.ones(2, device="meta").nonzero()
+        ... except DataDependentOutputError as e:
+        ...     print("values needed:", "depends on the input's values" in str(e))
+        values needed: True
+    """
 
 
 class _Reads(threading.local):
@@ -482,6 +500,13 @@ class MetaArray(np.ndarray):
     """The meta device's array: shape and dtype, no data. See NOTE [ Meta array rules ].
 
     Create them with ``placeholder(shape, dtype)``; ``as_meta`` turns any array into one.
+
+    Args:
+        shape (tuple of int): the array's shape (as ``numpy.ndarray``'s constructor).
+        dtype: its NumPy dtype.
+
+    Returns:
+        An array that carries a shape and a dtype and holds no values.
 
     Example::
 

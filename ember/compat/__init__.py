@@ -140,6 +140,9 @@ def install():
         >>> import ember.compat
         >>> ember.compat.install()
         >>> import torch  # ember
+        >>> torch.ones(1).dtype
+        torch.float32
+        >>> ember.compat.uninstall()  # ember's own names again
     """
     if _finder not in sys.meta_path:
         for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:

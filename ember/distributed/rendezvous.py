@@ -42,6 +42,16 @@ def rendezvous(url: str, rank: int = -1, world_size: int = -1, **kwargs):
     """Yield ``(store, rank, world_size)`` for the init-method ``url`` (``env://``,
     ``tcp://host:port``, ``file://path`` or a registered scheme).
 
+    Args:
+        url (str): the init method.
+        rank (int): this process's rank; -1 reads it from the URL or the environment.
+        world_size (int): how many processes; -1 reads it likewise.
+        **kwargs: passed to the scheme's handler (``timeout``, a ``datetime.timedelta``,
+            for the built-in ones).
+
+    Returns:
+        A generator of ``(store, rank, world_size)`` tuples.
+
     Raises:
         RuntimeError: no handler for the scheme.
 

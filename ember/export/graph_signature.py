@@ -22,6 +22,12 @@ __all__ = ["ConstantArgument", "CustomObjArgument", "ExportBackwardSignature",
 class TensorArgument:
     """A tensor input or output of the graph, by its placeholder or node name.
 
+    Args:
+        name (str): the placeholder's or node's name.
+
+    Returns:
+        The argument (a dataclass).
+
     Example::
 
         >>> TensorArgument(name="x").name
@@ -34,6 +40,12 @@ class TensorArgument:
 @dataclasses.dataclass
 class SymIntArgument:
     """A symbolic integer input or output, by name.
+
+    Args:
+        name (str): the symbol's name.
+
+    Returns:
+        The argument (a dataclass).
 
     Example::
 
@@ -48,6 +60,12 @@ class SymIntArgument:
 class TokenArgument:
     """An effect token, by name.
 
+    Args:
+        name (str): the token's name.
+
+    Returns:
+        The argument (a dataclass).
+
     Example::
 
         >>> TokenArgument(name="token").name
@@ -60,6 +78,13 @@ class TokenArgument:
 @dataclasses.dataclass
 class CustomObjArgument:
     """A custom (script) object, by name and class.
+
+    Args:
+        name (str): the object's name in the graph.
+        class_fqn (str): the fully qualified name of its class.
+
+    Returns:
+        The argument (a dataclass).
 
     Example::
 
@@ -74,6 +99,13 @@ class CustomObjArgument:
 @dataclasses.dataclass
 class ConstantArgument:
     """A non-tensor constant input or output.
+
+    Args:
+        name (str): its name in the graph.
+        value: the constant.
+
+    Returns:
+        The argument (a dataclass).
 
     Example::
 
@@ -125,6 +157,17 @@ class OutputKind(enum.Enum):
 class InputSpec:
     """One graph input: its kind, its argument, and the state-dict key it stands for.
 
+    Args:
+        kind (InputKind): user input, parameter, buffer, constant tensor, ...
+        arg: the graph's argument (``TensorArgument``, ``ConstantArgument``, ...).
+        target (str or None): the state-dict key a parameter or buffer stands for; None
+            for a user input.
+        persistent (bool, optional): for a buffer, whether it is in the state dict.
+            Default: None.
+
+    Returns:
+        The spec (a dataclass).
+
     Example::
 
         >>> InputSpec(InputKind.USER_INPUT, TensorArgument("x"), None).kind.name
@@ -140,6 +183,14 @@ class InputSpec:
 @dataclasses.dataclass
 class OutputSpec:
     """One graph output: its kind, its argument, and the state it writes (if any).
+
+    Args:
+        kind (OutputKind): user output, buffer mutation, loss, gradient, ...
+        arg: the graph's argument (``TensorArgument``, ``ConstantArgument``, ...).
+        target (str or None): the state it writes (a mutated buffer's name), else None.
+
+    Returns:
+        The spec (a dataclass).
 
     Example::
 

@@ -33,6 +33,21 @@ class Match(NamedTuple):
     Args:
         anchor: the pattern node matching was started from (its returned node).
         nodes_map: pattern node -> matched graph node.
+
+    Returns:
+        The named tuple; ``replace_pattern`` returns a list of them.
+
+    Example:
+        >>> import ember
+        >>> from ember.fx import symbolic_trace
+        >>> from ember.fx.subgraph_rewriter import replace_pattern
+        >>> class M(ember.nn.Module):
+        ...     def forward(self, x):
+        ...         return ember.relu(x) + 1
+        >>> gm = symbolic_trace(M())
+        >>> matches = replace_pattern(gm, lambda x: ember.relu(x), lambda x: ember.sigmoid(x))
+        >>> [type(m).__name__ for m in matches], len(matches[0].nodes_map) > 0
+        (['Match'], True)
     """
 
     anchor: Node
@@ -46,6 +61,22 @@ class ReplacedPatterns(NamedTuple):
         anchor: as in ``Match``.
         nodes_map: as in ``Match``.
         replacements: the graph nodes inserted for this match.
+
+    Returns:
+        The named tuple; ``replace_pattern_with_filters`` returns a list of them.
+
+    Example:
+        >>> import ember
+        >>> from ember.fx import symbolic_trace
+        >>> from ember.fx.subgraph_rewriter import replace_pattern_with_filters
+        >>> class M(ember.nn.Module):
+        ...     def forward(self, x):
+        ...         return ember.relu(x) + 1
+        >>> gm = symbolic_trace(M())
+        >>> found = replace_pattern_with_filters(gm, lambda x: ember.relu(x),
+        ...                                      lambda x: ember.sigmoid(x))
+        >>> [n.name for n in found[0].replacements]
+        ['sigmoid']
     """
 
     anchor: Node

@@ -58,6 +58,34 @@ class Adadelta(Optimizer):
 
 def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps,
              weight_decay, maximize=False, **_):
+    """The Adadelta update (what :class:`Adadelta`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        square_avgs (list of Tensor): running averages of the squared gradients.
+        acc_deltas (list of Tensor): running averages of the squared updates.
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        lr (float): scale of the computed update.
+        rho (float): decay of the running averages.
+        eps (float): added inside the square roots.
+        weight_decay (float): L2 penalty added to the gradient.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`Adadelta` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.adadelta import adadelta
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> adadelta([p], [g], [ember.zeros(2)], [ember.zeros(2)], [ember.tensor(0.0)],
+        ...          lr=1.0, rho=0.9, eps=1e-6, weight_decay=0)
+        >>> p
+        tensor([0.9968, 1.0032])
+    """
     for i, p in enumerate(params):
         state_steps[i].add_(1)
         if _fused_adadelta(p, grads[i], square_avgs[i], acc_deltas[i], lr, rho, eps,

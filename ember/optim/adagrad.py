@@ -70,6 +70,33 @@ class Adagrad(Optimizer):
 
 def adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps,
             maximize=False, **_):
+    """The Adagrad update (what :class:`Adagrad`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        state_sums (list of Tensor): running sums of the squared gradients.
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        lr (float): the learning rate.
+        weight_decay (float): L2 penalty added to the gradient.
+        lr_decay (float): the learning rate at step ``t`` is ``lr / (1 + (t - 1) * lr_decay)``.
+        eps (float): added to the denominator.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`Adagrad` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.adagrad import adagrad
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> adagrad([p], [g], [ember.zeros(2)], [ember.tensor(0.0)], lr=0.1, weight_decay=0,
+        ...         lr_decay=0, eps=1e-10)
+        >>> p
+        tensor([0.9000, 1.1000])
+    """
     for i, p in enumerate(params):
         g = grads[i] if not maximize else -grads[i]
         state_steps[i].add_(1)

@@ -55,6 +55,35 @@ class Adamax(Optimizer):
 
 def adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2, lr,
            weight_decay, maximize=False, **_):
+    """The Adamax update (what :class:`Adamax`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        exp_avgs (list of Tensor): first-moment estimates.
+        exp_infs (list of Tensor): exponentially weighted infinity norms of the gradients.
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        eps (float): added to the denominator.
+        beta1 (float): decay of the first moments.
+        beta2 (float): decay of the infinity norms.
+        lr (float): the learning rate.
+        weight_decay (float): L2 penalty added to the gradient.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`Adamax` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.adamax import adamax
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> adamax([p], [g], [ember.zeros(2)], [ember.zeros(2)], [ember.tensor(0.0)], eps=1e-8,
+        ...        beta1=0.9, beta2=0.999, lr=0.1, weight_decay=0)
+        >>> p
+        tensor([0.9000, 1.1000])
+    """
     from .. import maximum
 
     for i, p in enumerate(params):

@@ -67,6 +67,36 @@ class ASGD(Optimizer):
 
 def asgd(params, grads, axs, mus, etas, state_steps, *, lambd, lr, t0, alpha, weight_decay,
          maximize=False, **_):
+    """The averaged SGD update (what :class:`ASGD`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        axs (list of Tensor): the running averages of the parameters.
+        mus (list of Tensor): 0-d averaging coefficients, updated.
+        etas (list of Tensor): 0-d step sizes, updated.
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        lambd (float): the decay term.
+        lr (float): the learning rate.
+        t0 (float): the step at which averaging starts.
+        alpha (float): the power of the step size's decay.
+        weight_decay (float): L2 penalty added to the gradient.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`ASGD` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.asgd import asgd
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> asgd([p], [g], [ember.zeros(2)], [ember.tensor(1.0)], [ember.tensor(0.1)],
+        ...      [ember.tensor(0.0)], lambd=1e-4, lr=0.1, t0=1e6, alpha=0.75, weight_decay=0)
+        >>> p
+        tensor([0.9500, 1.0500])
+    """
     for i, p in enumerate(params):
         g = grads[i] if not maximize else -grads[i]
         state_steps[i].add_(1)

@@ -70,6 +70,41 @@ class NAdam(Optimizer):
 def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, beta1, beta2,
           lr, weight_decay, momentum_decay, eps, decoupled_weight_decay=False, maximize=False,
           **_):
+    """The NAdam update (what :class:`NAdam`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        exp_avgs (list of Tensor): first-moment estimates.
+        exp_avg_sqs (list of Tensor): second-moment estimates.
+        mu_products (list of Tensor): 0-d running products of the momentum coefficients
+            (start at 1).
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        beta1 (float): decay of the first moments.
+        beta2 (float): decay of the second moments.
+        lr (float): the learning rate.
+        weight_decay (float): the weight decay.
+        momentum_decay (float): the momentum schedule's decay.
+        eps (float): added to the denominator.
+        decoupled_weight_decay (bool): decay the weights directly (as AdamW) rather than
+            adding an L2 penalty to the gradient. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`NAdam` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.nadam import nadam
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> nadam([p], [g], [ember.zeros(2)], [ember.zeros(2)], [ember.tensor(1.0)],
+        ...       [ember.tensor(0.0)], beta1=0.9, beta2=0.999, lr=0.1, weight_decay=0,
+        ...       momentum_decay=4e-3, eps=1e-8)
+        >>> p
+        tensor([0.8944, 1.1056])
+    """
     for i, p in enumerate(params):
         g = grads[i] if not maximize else -grads[i]
         state_steps[i].add_(1)

@@ -63,6 +63,37 @@ class RAdam(Optimizer):
 
 def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr,
           weight_decay, eps, decoupled_weight_decay=False, maximize=False, **_):
+    """The RAdam update (what :class:`RAdam`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        exp_avgs (list of Tensor): first-moment estimates.
+        exp_avg_sqs (list of Tensor): second-moment estimates.
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        beta1 (float): decay of the first moments.
+        beta2 (float): decay of the second moments.
+        lr (float): the learning rate.
+        weight_decay (float): the weight decay.
+        eps (float): added to the denominator.
+        decoupled_weight_decay (bool): decay the weights directly (as AdamW) rather than
+            adding an L2 penalty to the gradient. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`RAdam` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.radam import radam
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> radam([p], [g], [ember.zeros(2)], [ember.zeros(2)], [ember.tensor(0.0)], beta1=0.9,
+        ...       beta2=0.999, lr=0.1, weight_decay=0, eps=1e-8)
+        >>> p  # the first steps are not rectified: plain momentum
+        tensor([0.9500, 1.0500])
+    """
     rho_inf = 2 / (1 - beta2) - 1
     for i, p in enumerate(params):
         g = grads[i] if not maximize else -grads[i]

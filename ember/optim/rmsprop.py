@@ -66,6 +66,39 @@ class RMSprop(Optimizer):
 
 def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr,
             alpha, eps, weight_decay, momentum, centered, maximize=False, **_):
+    """The RMSprop update (what :class:`RMSprop`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        square_avgs (list of Tensor): running averages of the squared gradients.
+        grad_avgs (list of Tensor): running averages of the gradients (used when
+            ``centered``).
+        momentum_buffer_list (list of Tensor): momentum buffers (used when ``momentum > 0``).
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        lr (float): the learning rate.
+        alpha (float): decay of the running averages.
+        eps (float): added to the denominator.
+        weight_decay (float): L2 penalty added to the gradient.
+        momentum (float): the momentum factor.
+        centered (bool): normalise by the estimated variance instead of the second moment.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`RMSprop` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.rmsprop import rmsprop
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> rmsprop([p], [g], [ember.zeros(2)], [ember.zeros(2)], [ember.zeros(2)],
+        ...         [ember.tensor(0.0)], lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0,
+        ...         momentum=0, centered=False)
+        >>> p
+        tensor([0.9000, 1.1000])
+    """
     for i, p in enumerate(params):
         g = grads[i] if not maximize else -grads[i]
         state_steps[i].add_(1)

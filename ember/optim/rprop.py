@@ -64,6 +64,36 @@ class Rprop(Optimizer):
 
 def rprop(params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_size_max,
           etaminus, etaplus, maximize=False, **_):
+    """The resilient backpropagation update (what :class:`Rprop`'s ``step`` runs) on lists of
+    tensors: each parameter moves by its own step size, in the direction of its gradient's
+    sign.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        grads (list of Tensor): their gradients.
+        prevs (list of Tensor): the previous steps' gradients.
+        step_sizes (list of Tensor): the per-element step sizes, updated.
+        state_steps (list of Tensor): one 0-d step count per parameter, incremented.
+        step_size_min (float): the smallest step size.
+        step_size_max (float): the largest step size.
+        etaminus (float): the factor a step size shrinks by when the gradient's sign flips.
+        etaplus (float): the factor it grows by while the sign holds.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`Rprop` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the state tensors and the step counts are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.rprop import rprop
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> rprop([p], [g], [ember.zeros(2)], [ember.full((2,), 0.01)], [ember.tensor(0.0)],
+        ...       step_size_min=1e-6, step_size_max=50, etaminus=0.5, etaplus=1.2)
+        >>> p
+        tensor([0.9900, 1.0100])
+    """
     from .. import where
 
     for i, p in enumerate(params):

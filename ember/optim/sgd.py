@@ -82,8 +82,34 @@ class SGD(Optimizer):
 
 def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
         weight_decay=0, nesterov=False, maximize=False, **_):
-    """The SGD update on lists of tensors (momentum buffers updated or created in place in
-    ``momentum_buffer_list``)."""
+    """The SGD update (what :class:`SGD`'s ``step`` runs) on lists of tensors.
+
+    Args:
+        params (list of Tensor): the parameters, updated in place.
+        d_p_list (list of Tensor): their gradients.
+        momentum_buffer_list (list): one momentum buffer per parameter, or ``None`` where
+            there is none yet (it is created in the list, in place).
+        lr (float): the learning rate.
+        momentum (float): the momentum factor. Default: 0.
+        dampening (float): dampening of the momentum. Default: 0.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        nesterov (bool): use Nesterov momentum. Default: False.
+        maximize (bool): ascend the objective instead. Default: False.
+        **_: the other options :class:`SGD` passes (``foreach``, ``capturable``,
+            ``differentiable``, ...), accepted and ignored.
+
+    Returns:
+        None. The parameters, the momentum buffers are updated in place.
+
+    Example:
+        >>> import ember
+        >>> from ember.optim.sgd import sgd
+        >>> p, g = ember.ones(2), ember.tensor([0.5, -0.5])
+        >>> buffers = [None]
+        >>> sgd([p], [g], buffers, lr=0.1, momentum=0.9)
+        >>> p, buffers[0]
+        (tensor([0.9500, 1.0500]), tensor([ 0.5000, -0.5000]))
+    """
     if _multi_sgd(params, d_p_list, momentum_buffer_list, lr, momentum, dampening,
                   weight_decay, nesterov, maximize):
         return

@@ -23,6 +23,14 @@ def chunk_bounds(n: int, parts: int, index: int):
     """``(start, stop)`` of piece ``index`` when ``n`` items are cut into ``parts`` pieces as
     ``torch.chunk`` cuts them (pieces of ``ceil(n / parts)``; trailing pieces may be empty).
 
+    Args:
+        n (int): how many items.
+        parts (int): how many pieces.
+        index (int): which piece.
+
+    Returns:
+        tuple: ``(start, stop)``, a half-open range of item indices.
+
     Example::
 
         >>> chunk_bounds(5, 2, 1)

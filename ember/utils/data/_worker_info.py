@@ -11,7 +11,27 @@ __all__ = ["WorkerInfo", "get_worker_info"]
 
 
 class WorkerInfo:
-    """What ``get_worker_info()`` returns inside a worker: id, num_workers, seed, dataset."""
+    """What ``get_worker_info()`` returns inside a worker: id, num_workers, seed, dataset.
+
+    Its attributes are fixed once made: assigning one raises ``RuntimeError``.
+
+    Args:
+        **kwargs: the attributes: ``id`` (this worker's index), ``num_workers``, ``seed``
+            (the worker's base seed) and ``dataset`` (the worker's copy of the dataset).
+
+    Returns:
+        A read-only record of the worker.
+
+    Example:
+        >>> from ember.utils.data.dataloader import WorkerInfo
+        >>> info = WorkerInfo(id=0, num_workers=2, seed=7, dataset=None)
+        >>> info
+        WorkerInfo(id=0, num_workers=2, seed=7, dataset=None)
+        >>> info.id = 1
+        Traceback (most recent call last):
+        ...
+        RuntimeError: Cannot assign attributes to WorkerInfo objects
+    """
 
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)

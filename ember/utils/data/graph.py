@@ -49,5 +49,20 @@ def _traverse(dp, seen):
 
 
 def traverse(datapipe, only_datapipe=None) -> dict:
-    """Deprecated spelling of ``traverse_dps``."""
+    """Deprecated spelling of ``traverse_dps``.
+
+    Args:
+        datapipe: the last pipe.
+        only_datapipe: accepted for PyTorch compatibility; the graph always holds only
+            DataPipes.
+
+    Returns:
+        ``{id(pipe): (pipe, {...its sources...})}``, as ``traverse_dps``.
+
+    Example:
+        >>> from ember.utils.data.datapipes.iter import IterableWrapper
+        >>> g = traverse(IterableWrapper([1]).map(str))
+        >>> [type(p).__name__ for p, _ in g.values()]
+        ['Mapper']
+    """
     return traverse_dps(datapipe)

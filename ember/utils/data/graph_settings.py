@@ -11,6 +11,12 @@ __all__ = ["apply_random_seed", "apply_sharding", "apply_shuffle_seed",
 def get_all_graph_pipes(graph: DataPipeGraph) -> list:
     """Every pipe in ``graph`` (as ``traverse_dps`` returns it), each once.
 
+    Args:
+        graph: the nested dicts ``traverse_dps`` returns.
+
+    Returns:
+        A list of the pipes, in no particular order.
+
     Example:
         >>> from ember.utils.data.datapipes.iter import IterableWrapper
         >>> len(get_all_graph_pipes(traverse_dps(IterableWrapper([1]).map(str))))
@@ -55,6 +61,10 @@ def _shufflers(datapipe):
 def apply_shuffle_settings(datapipe, shuffle=None):
     """Turn every shuffling pipe in the graph on or off (None leaves them).
 
+    Args:
+        datapipe: the last pipe.
+        shuffle (bool, optional): True turns shuffling on, False off. Default: None.
+
     Returns:
         ``datapipe``.
 
@@ -71,6 +81,10 @@ def apply_shuffle_settings(datapipe, shuffle=None):
 
 def apply_random_seed(datapipe, rng):
     """Seed every shuffling pipe in the graph from ``rng`` (an ember ``Generator``).
+
+    Args:
+        datapipe: the last pipe.
+        rng (Generator): draws one seed per shuffling pipe.
 
     Returns:
         ``datapipe``.

@@ -48,6 +48,12 @@ def _plugin(name: str, content: bytes = b"") -> SummaryMetadata:
 def half_to_int(f: float) -> int:
     """The bits of float32 ``f`` as an int (how TensorProto's ``half_val`` stores halves).
 
+    Args:
+        f (float): the value.
+
+    Returns:
+        int: the bits.
+
     Example::
 
         >>> half_to_int(1.0)
@@ -58,6 +64,12 @@ def half_to_int(f: float) -> int:
 
 def int_to_half(i: int) -> float:
     """The float32 whose bits are ``i``: the inverse of ``half_to_int``.
+
+    Args:
+        i (int): the bits.
+
+    Returns:
+        float: the value.
 
     Example::
 
@@ -154,6 +166,13 @@ def tensor_proto(tag, tensor) -> Summary:
 def text(tag, text) -> Summary:
     """A text summary (Markdown is rendered by TensorBoard), stored under ``tag/text_summary``.
 
+    Args:
+        tag (str): the summary's tag (``/text_summary`` is appended).
+        text (str): the text.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> text("notes", "hi").value[0].tag
@@ -175,6 +194,19 @@ def histogram_raw(name, min, max, num, sum, sum_squares, bucket_limits,  # noqa:
 
     ``bucket_limits[i]`` is the right edge of bucket ``i``, holding ``bucket_counts[i]``.
 
+    Args:
+        name (str): the summary's tag.
+        min (float): the smallest value.
+        max (float): the largest value.
+        num (int): how many values.
+        sum (float): their sum.
+        sum_squares (float): the sum of their squares.
+        bucket_limits (list of float): each bucket's right edge.
+        bucket_counts (list of int): how many values each bucket holds.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> histogram_raw("h", 0, 1, 2, 1, 1, [0.5, 1.0], [1, 1]).value[0].histo.num
@@ -191,6 +223,14 @@ def make_histogram(values, bins, max_bins=None) -> HistogramProto:
     Runs of empty buckets at both ends are dropped, keeping one empty bucket before the
     first full one so that TensorBoard knows where the data starts; with ``max_bins``,
     neighbouring buckets are merged until at most that many remain.
+
+    Args:
+        values (numpy.ndarray): the values (any shape; flattened).
+        bins: as ``numpy.histogram``'s (a count, the edges, or a rule such as ``"auto"``).
+        max_bins (int, optional): merge buckets until at most this many remain.
+
+    Returns:
+        HistogramProto: the buckets and statistics.
 
     Example::
 
@@ -226,6 +266,15 @@ def make_histogram(values, bins, max_bins=None) -> HistogramProto:
 def histogram(name, values, bins, max_bins=None) -> Summary:
     """A histogram summary of ``values`` (any shape; flattened). See ``make_histogram``.
 
+    Args:
+        name (str): the summary's tag.
+        values (Tensor or numpy.ndarray): the values.
+        bins: as ``numpy.histogram``'s.
+        max_bins (int, optional): merge buckets until at most this many remain.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> histogram("w", ember.arange(4.0), bins=2).value[0].histo.num
@@ -248,6 +297,15 @@ def _to_uint8(arr: np.ndarray) -> np.ndarray:
 
 def make_image(tensor, rescale=1, rois=None, labels=None) -> Summary.Image:
     """A PNG ``Summary.Image`` from a uint8 HWC array, optionally resized and with boxes.
+
+    Args:
+        tensor (numpy.ndarray): a uint8 ``(H, W, C)`` image.
+        rescale (float): scale both sides by this. Default: 1.
+        rois (numpy.ndarray, optional): ``(N, 4)`` boxes ``(xmin, ymin, xmax, ymax)`` to draw.
+        labels (list of str, optional): a label per box.
+
+    Returns:
+        Summary.Image: the encoded PNG.
 
     Example::
 
@@ -272,6 +330,16 @@ def image(tag, tensor, rescale=1, dataformats="NCHW") -> Summary:
 
     Float images are taken to be in [0, 1]; uint8 images in [0, 255].
 
+    Args:
+        tag (str): the summary's tag.
+        tensor (Tensor or numpy.ndarray): the image, float in [0, 1] or uint8.
+        rescale (float): scale both sides by this. Default: 1.
+        dataformats (str): ``tensor``'s axes (``"CHW"``, ``"HWC"``, ``"HW"``, ``"NCHW"``
+            for a grid of images). Default: ``"NCHW"``.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> image("x", ember.zeros(3, 4, 5), dataformats="CHW").value[0].image.height
@@ -283,7 +351,23 @@ def image(tag, tensor, rescale=1, dataformats="NCHW") -> Summary:
 
 
 def draw_boxes(disp_image, boxes, labels=None):
-    """Draw red boxes ``(xmin, ymin, xmax, ymax)`` with optional labels on a PIL image."""
+    """Draw red boxes ``(xmin, ymin, xmax, ymax)`` with optional labels on a PIL image.
+
+    Args:
+        disp_image (PIL.Image.Image): the image, drawn on in place.
+        boxes (numpy.ndarray): ``(N, 4)`` boxes ``(xmin, ymin, xmax, ymax)``.
+        labels (list of str, optional): a label per box.
+
+    Returns:
+        PIL.Image.Image: ``disp_image``.
+
+    Example::
+
+        >>> from PIL import Image
+        >>> img = draw_boxes(Image.new("RGB", (8, 8)), np.array([[1, 1, 5, 5]]))
+        >>> img.getpixel((1, 1))
+        (255, 0, 0)
+    """
     from PIL import ImageDraw, ImageFont
 
     draw = ImageDraw.Draw(disp_image)
@@ -304,6 +388,17 @@ def image_boxes(tag, tensor_image, tensor_boxes, rescale=1, dataformats="CHW",
                 labels=None) -> Summary:
     """An image summary with bounding boxes ``(N, 4)`` drawn on it.
 
+    Args:
+        tag (str): the summary's tag.
+        tensor_image (Tensor or numpy.ndarray): the image, float in [0, 1] or uint8.
+        tensor_boxes (Tensor or numpy.ndarray): ``(N, 4)`` boxes ``(xmin, ymin, xmax, ymax)``.
+        rescale (float): scale both sides by this. Default: 1.
+        dataformats (str): ``tensor_image``'s axes. Default: ``"CHW"``.
+        labels (list of str, optional): a label per box.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> s = image_boxes("b", ember.zeros(3, 8, 8), ember.tensor([[1, 1, 5, 5]]))
@@ -322,6 +417,18 @@ def make_video(tensor, fps) -> Summary.Image:
     NOTE [ Video without moviepy ]: PyTorch encodes the GIF with moviepy; Pillow, which
     TensorBoard's image path needs anyway, writes animated GIFs itself, so ember uses it
     and ``add_video`` works without another package.
+
+    Args:
+        tensor (numpy.ndarray): uint8 frames ``(T, H, W, C)``, C being 1, 3 or 4.
+        fps (float): frames per second.
+
+    Returns:
+        Summary.Image: the encoded GIF.
+
+    Example::
+
+        >>> make_video(np.zeros((2, 4, 4, 3), np.uint8), fps=4).encoded_image_string[:3]
+        b'GIF'
     """
     from PIL import Image
 
@@ -336,6 +443,14 @@ def make_video(tensor, fps) -> Summary.Image:
 def video(tag, tensor, fps=4) -> Summary:
     """A video summary from ``(N, T, C, H, W)`` frames (float in [0, 1] or uint8), as a GIF.
 
+    Args:
+        tag (str): the summary's tag.
+        tensor (Tensor or numpy.ndarray): ``(N, T, C, H, W)`` frames (N videos tiled).
+        fps (float): frames per second. Default: 4.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> video("v", ember.rand(1, 2, 3, 4, 4)).value[0].image.encoded_image_string[:3]
@@ -347,6 +462,14 @@ def video(tag, tensor, fps=4) -> Summary:
 
 def audio(tag, tensor, sample_rate=44100) -> Summary:
     """A mono audio summary (16-bit WAV) from samples in [-1, 1] (clipped beyond).
+
+    Args:
+        tag (str): the summary's tag.
+        tensor (Tensor or numpy.ndarray): 1-D samples in [-1, 1].
+        sample_rate (int): samples per second. Default: 44100.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
 
     Example::
 
@@ -379,6 +502,12 @@ def custom_scalars(layout) -> Summary:
 
     ``kind`` is ``"Multiline"`` (any number of tag regexes) or ``"Margin"`` (three tags:
     value, lower, upper).
+
+    Args:
+        layout (dict): ``{category: {chart title: [kind, tags]}}``.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
 
     Example::
 
@@ -421,6 +550,15 @@ def compute_curve(labels, predictions, num_thresholds=None, weights=None) -> np.
     Predictions in [0, 1] fall into ``num_thresholds`` buckets; counts at threshold ``i``
     are those of the predictions in bucket ``i`` or above.
 
+    Args:
+        labels (numpy.ndarray): the true labels, 0 or 1.
+        predictions (numpy.ndarray): the predicted probabilities, in [0, 1].
+        num_thresholds (int): how many thresholds.
+        weights (numpy.ndarray, optional): a weight per example. Default: 1 each.
+
+    Returns:
+        numpy.ndarray: six rows of ``num_thresholds`` values.
+
     Example::
 
         >>> compute_curve(np.array([0, 1]), np.array([0.2, 0.9]), num_thresholds=3)[0]
@@ -444,6 +582,16 @@ def compute_curve(labels, predictions, num_thresholds=None, weights=None) -> np.
 def pr_curve(tag, labels, predictions, num_thresholds=127, weights=None) -> Summary:
     """A precision-recall curve summary (``num_thresholds`` is capped at 127, as in PyTorch).
 
+    Args:
+        tag (str): the summary's tag.
+        labels (Tensor or numpy.ndarray): the true labels, 0 or 1.
+        predictions (Tensor or numpy.ndarray): the predicted probabilities, in [0, 1].
+        num_thresholds (int): how many thresholds. Default: 127.
+        weights (numpy.ndarray, optional): a weight per example. Default: 1 each.
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
+
     Example::
 
         >>> s = pr_curve("pr", np.array([0, 1]), np.array([0.2, 0.9]), num_thresholds=3)
@@ -459,6 +607,17 @@ def pr_curve(tag, labels, predictions, num_thresholds=127, weights=None) -> Summ
 def pr_curve_raw(tag, tp, fp, tn, fn, precision, recall, num_thresholds=127,
                  weights=None) -> Summary:
     """A precision-recall curve summary from precomputed counts (six rows of equal length).
+
+    Args:
+        tag (str): the summary's tag.
+        tp, fp, tn, fn (numpy.ndarray): true and false positives and negatives per
+            threshold.
+        precision, recall (numpy.ndarray): precision and recall per threshold.
+        num_thresholds (int): how many thresholds. Default: 127.
+        weights: accepted for PyTorch compatibility (unused).
+
+    Returns:
+        Summary: the summary, for ``FileWriter.add_summary``.
 
     Example::
 
