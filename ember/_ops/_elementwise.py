@@ -20,6 +20,8 @@ mixed devices). See NOTE [ Hot path ] in ember/_dispatch.py.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import _dispatch
@@ -61,9 +63,13 @@ class ElementwiseOp(Op):
     """
 
     def __init__(self, name, kernel=None, *, promote="same", allow=(0, 1, 2, 3), check=None,
-                 **kw):
+                 complex_kernel=None, **kw):
         super().__init__(name, kernel, **kw)
         self.promote = promote
+        # ``complex_kernel(xp, *arrays, **params)`` runs in place of the ufunc when the
+        # compute dtype is complex (NOTE [ Complex add and sub ] in ember/_ops/arithmetic.py);
+        # such calls take the general path, never the direct ones
+        self.complex_kernel = complex_kernel
         # ``check(args)`` raises PyTorch's error for operands the op refuses before any
         # promotion (sub of bools); the direct paths never see such operands
         self.check = check
@@ -91,7 +97,8 @@ class ElementwiseOp(Op):
                 direct += [d for d in _dt.all_dtypes if d.category == 3 and 3 in self.allow]
         else:
             direct = []
-        self.direct = frozenset(d.np for d in direct if d is not _dt.bfloat16)
+        self.direct = frozenset(d.np for d in direct if d is not _dt.bfloat16 and
+                                not (complex_kernel is not None and d.category == 3))
         self._rules = {}
         self._inplace_handle = None
         self._scalar_handles = None
@@ -278,6 +285,8 @@ def elementwise(op, args, params=None, out=None):
         else:
             arrays.append(x)
     f = op.impl.get(at) or op.resolve(at)
+    if op.complex_kernel is not None and compute.category == 3:
+        f = _complex_impl(op, at, f)
     try:
         r = f(*arrays, **params) if params else f(*arrays)
     except OverflowError:
@@ -306,6 +315,16 @@ def elementwise(op, args, params=None, out=None):
     if out is not None:
         return _dispatch.write_out(op.name, out, t, op.exact_out)
     return t
+
+
+def _complex_impl(op, at, f):
+    """``op.complex_kernel`` bound to the namespace of arrays of type ``at``; ``f`` (the op's
+    resolved kernel) where a kernel registered for that backend or an adapting namespace (the
+    meta device) must run instead."""
+    backend = _dispatch.backends_by_type[at]
+    if backend.name in op.overrides or hasattr(backend.xp, "__ember_kernel__"):
+        return f
+    return functools.partial(op.complex_kernel, backend.xp)
 
 
 def _tensor_args(args):
@@ -402,6 +421,9 @@ def elementwise_inplace(op, self, args, params=None):
             arrays.append(x)
     f = op.impl.get(at) or op.resolve(at)
     direct = arrays[0] is sd and op.ufunc is not None and result.np == sd.dtype
+    if op.complex_kernel is not None and compute.category == 3:
+        f = _complex_impl(op, at, f)
+        direct = False
     try:
         if direct:
             f(*arrays, out=sd, **(params or {}))
@@ -476,6 +498,14 @@ def binary_fast(op, a, b):
             if (a._rg or b._rg) and _dispatch.record is not None and _dispatch.state.grad_enabled:
                 _dispatch.record_binary(op, a, b, t)
             return t
+        if op.complex_kernel is not None and ad.dtype is bd.dtype and ad.dtype.kind == "c" \
+                and at is np.ndarray and bd.__class__ is np.ndarray:
+            # NOTE [ Complex add and sub ] in ember/_ops/arithmetic.py
+            try:
+                r = op.complex_kernel(np, ad, bd)
+            except ValueError:
+                raise _broadcast_error(op, (a, b)) from None
+            return _binary_result(op, a, b, r, at)
         t = _with_zero_dim(op, a, b, ad, bd)
         if t is not None:
             return t

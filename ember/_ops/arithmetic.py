@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .._core import dtype as _dt
@@ -9,8 +11,8 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from .._dispatch import slow as _slow
 from ._elementwise import (
-    ElementwiseOp, binary, binary_fast, elementwise, elementwise_inplace, rbinary, rbinary_fast,
-    unary,
+    ElementwiseOp, _broadcast_error, _scalar_types, binary, binary_fast, elementwise,
+    elementwise_inplace, rbinary, rbinary_fast, unary,
 )
 from ._registry import public
 from .._overrides import NOT_HANDLED as _NOT_HANDLED
@@ -18,6 +20,10 @@ from .._overrides import _active as _tf_active
 from .._overrides import handle as _tf_handle
 from .._overrides import handle_failed as _tf_handle_failed
 from .._overrides import operator as _tf_operator
+
+
+_ndarray = np.ndarray
+_new = object.__new__
 
 
 def _conj(x):
@@ -28,12 +34,42 @@ def _conj(x):
 # add / sub / mul / div
 
 
-def _add_vjp(g, _a, _b):
-    return g, g
+def _add_vjp(g, _a, _b, *, alpha=1):
+    # ``alpha`` arrives only for complex results (NOTE [ Complex add and sub ])
+    return g, (g if alpha == 1 else g * alpha.conjugate())
 
 
-def _sub_vjp(g, _a, _b):
-    return g, -g
+def _sub_vjp(g, _a, _b, *, alpha=1):
+    return g, (-g if alpha == 1 else -(g * alpha.conjugate()))
+
+
+# NOTE [ Complex add and sub ]
+# PyTorch's add and sub kernels compute ``a + alpha * b`` and ``a - alpha * b`` for every call,
+# ``a + b`` included (alpha defaults to 1), and for complex operands ``alpha * b`` is a complex
+# product: its real part is ``b.real * 1 - b.imag * 0``, NaN wherever ``b.imag`` is infinite,
+# and likewise for the imaginary part. So ``[1+0j] + [1+infj]`` is ``[nan+infj]``, not NumPy's
+# ``[2+infj]``. The second operand is the scaled one: ``2 + t`` is ``t.add(2)`` (the number is
+# scaled), ``2 - t`` is ``t.rsub(2)`` (the tensor is). ``add_op``'s complex kernel does the
+# product (NumPy's complex multiply is the same naive formula), and with an ``alpha`` other
+# than 1 on a complex result the kernel takes ``alpha`` as a parameter rather than scaling
+# twice. Real dtypes keep the plain ufunc: ``x * 1`` is ``x`` there, and ``a + b`` stays on
+# the direct path (NOTE [ Hot path ]).
+
+
+def _scaled_complex(xp, x, alpha, like):
+    """``alpha * x`` as PyTorch's complex kernels compute it: a Python number is first cast
+    to the array operand ``like``'s complex dtype, as PyTorch casts a scalar operand."""
+    if not hasattr(x, "dtype"):
+        x = xp.asarray(x, dtype=like.dtype)
+    return x * alpha
+
+
+def _add_complex(xp, a, b, alpha=1):
+    return xp.add(a, _scaled_complex(xp, b, alpha, a))
+
+
+def _sub_complex(xp, a, b, alpha=1):
+    return xp.subtract(a, _scaled_complex(xp, b, alpha, a))
 
 
 def _mul_vjp(g, a, b, *, needs_input_grad):
@@ -65,9 +101,10 @@ def _check_sub(args):
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True)
+add_op = ElementwiseOp("add", ufunc="add", vjp=_add_vjp, linear=True,
+                       complex_kernel=_add_complex)
 sub_op = ElementwiseOp("sub", ufunc="subtract", vjp=_sub_vjp, linear=True, allow=(1, 2, 3),
-                       check=_check_sub)
+                       check=_check_sub, complex_kernel=_sub_complex)
 def _check_mul(args):
     """PyTorch multiplies float8 tensors only by tensors with dimensions: a number or a
     zero-dim tensor as the second operand takes a kernel float8 lacks (NOTE [ Float8 dtypes ])."""
@@ -89,8 +126,10 @@ div_op.saved_for = {0: (1,)}
 
 
 def _scaled(name, other, alpha, input_):
+    """(``other`` scaled by ``alpha``, the kernel's params): a complex result leaves the
+    scaling to the kernel (NOTE [ Complex add and sub ])."""
     if alpha == 1 and type(alpha) is not bool:
-        return other
+        return other, None
     kinds = [x._data.dtype.kind if isinstance(x, Tensor) else type(x).__name__[0]
              for x in (input_, other)]
     if isinstance(alpha, float) and all(k in "iub" for k in kinds):
@@ -100,26 +139,47 @@ def _scaled(name, other, alpha, input_):
     is_bool_result = all(k == "b" for k in kinds)
     if isinstance(alpha, bool) and not is_bool_result:
         raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results.")
+    if "c" in kinds:
+        return other, {"alpha": alpha}
     if not isinstance(other, Tensor):
-        return other * alpha
+        return other * alpha, None
     if is_bool_result:  # a truthy alpha keeps ``other``, as PyTorch's bool kernel does
-        return other if alpha else other & False
+        return (other if alpha else other & False), None
     # scale in the result dtype: ``bool_or_int_tensor * 2`` alone would promote to int64
     common = _dt.result_type(input_, other)
-    return (other if other.dtype == common else other.to(common)) * alpha
+    return (other if other.dtype == common else other.to(common)) * alpha, None
+
+
+def _observed(alpha):
+    """The profiler's session when it alone watches this thread's ops and ``alpha`` makes
+    ember run two ops (a ``mul`` and the add) where PyTorch runs one kernel: the profiler
+    then records the call as PyTorch's one op (``_Session.as_one_op``); else None."""
+    if alpha == 1 or not _dispatch.intercept or not _dispatch.state.modes:
+        return None
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder.observing_session() if recorder is not None else None
 
 
 @public(dunders=())
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other``, with broadcasting and PyTorch's type promotion."""
-    other = _scaled("add", other, alpha, input)
-    if out is None:
+    session = _observed(alpha)
+    if session is not None:
+        return session.as_one_op("aten::add", lambda: (input, other, alpha), add,
+                                 (input, other), {"alpha": alpha, "out": out})
+    other, params = _scaled("add", other, alpha, input)
+    if out is None and params is None:
         return binary(add_op, input, other)
-    return elementwise(add_op, (input, other), out=out)
+    return elementwise(add_op, (input, other), params, out=out)
 
 
 def _add_(self, other, *, alpha=1):
-    return elementwise_inplace(add_op, self, (_scaled("add_", other, alpha, self),))
+    session = _observed(alpha)
+    if session is not None:
+        return session.as_one_op("aten::add_", lambda: (self, other, alpha), _add_,
+                                 (self, other), {"alpha": alpha})
+    other, params = _scaled("add_", other, alpha, self)
+    return elementwise_inplace(add_op, self, (other,), params)
 
 
 Tensor.add_ = _add_
@@ -128,16 +188,25 @@ Tensor.add_ = _add_
 @public
 def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other``."""
+    session = _observed(alpha)
+    if session is not None:
+        return session.as_one_op("aten::sub", lambda: (input, other, alpha), sub,
+                                 (input, other), {"alpha": alpha, "out": out})
     _check_sub((input, other))
-    other = _scaled("sub", other, alpha, input)
-    if out is None:
+    other, params = _scaled("sub", other, alpha, input)
+    if out is None and params is None:
         return binary(sub_op, input, other)
-    return elementwise(sub_op, (input, other), out=out)
+    return elementwise(sub_op, (input, other), params, out=out)
 
 
 def _sub_(self, other, *, alpha=1):
+    session = _observed(alpha)
+    if session is not None:
+        return session.as_one_op("aten::sub_", lambda: (self, other, alpha), _sub_,
+                                 (self, other), {"alpha": alpha})
     _check_sub((self, other))
-    return elementwise_inplace(sub_op, self, (_scaled("sub_", other, alpha, self),))
+    other, params = _scaled("sub_", other, alpha, self)
+    return elementwise_inplace(sub_op, self, (other,), params)
 
 
 Tensor.sub_ = _sub_
@@ -564,7 +633,7 @@ def logical_not(input, *, out=None):
 def _install_dunders():
     T = Tensor
     T.__add__ = lambda self, other: binary(add_op, self, other)
-    T.__radd__ = lambda self, other: rbinary(add_op, self, other)
+    T.__radd__ = lambda self, other: _commuted(add_op, self, other)
     T.__iadd__ = lambda self, other: elementwise_inplace(add_op, self, (other,))
 
     T.__isub__ = lambda self, other: elementwise_inplace(sub_op, self, (other,))
@@ -629,12 +698,39 @@ def _install_dunders():
 
 
 
+def _commuted(op, a, b):
+    """``b <op> a`` for a commutative ``op`` and a Python number ``b``: PyTorch runs it as
+    ``a.<op>(b)``, so ``a`` is the first operand (the first of the graph's inputs) and ``b``
+    the one alpha scales (NOTE [ Complex add and sub ])."""
+    if not isinstance(b, _scalar_types):
+        return NotImplemented
+    return binary(op, a, b)
+
+
+def _commuted_fast(op, a, b):
+    """``_commuted`` when no mode is on."""
+    if not isinstance(b, _scalar_types):
+        return NotImplemented
+    return binary_fast(op, a, b)
+
+
 def _operator_dunder(name, run, op):
     """``Tensor.<name>(self, other) = run(op, self, other)`` making the __torch_function__
     test itself (NOTE [ __torch_function__ ] in ember/_overrides.py): the commonest
     operators save a wrapper's frame that way."""
 
-    fast = {binary: binary_fast, rbinary: rbinary_fast}[run]
+    fast = {binary: binary_fast, rbinary: rbinary_fast, _commuted: _commuted_fast}[run]
+
+    # NOTE [ Operators inlined ]
+    # ``a + b`` of two CPU tensors of one dtype is the commonest call there is: the dunder
+    # runs ``binary_fast``'s same-dtype case itself, saving a frame and a few tests (about a
+    # tenth of the call). It stands where ``binary_fast`` would be called -- after the test
+    # of ``_slow``, so modes, __torch_function__ and replaced CPU kernels still see every
+    # call -- and anything else (numbers, promotion, other devices, large arrays that
+    # ``binary_fast`` splits over threads) falls through to ``fast``.
+    inline = run is binary
+    direct = op.direct
+    impl = op.impl
 
     def f(self, other):
         if _slow[0]:  # a mode is on, or __torch_function__ may apply
@@ -644,9 +740,36 @@ def _operator_dunder(name, run, op):
                     return r
             # the protocol alone (a subclass exists, not in this call) keeps the fast path
             fn = run if _dispatch.intercept or _dispatch.cpu_kernel_replaced else fast
+        elif inline and other.__class__ is Tensor:
+            fn = None
         else:
             fn = fast
         try:
+            if fn is None:  # NOTE [ Operators inlined ]
+                ad = self._data
+                bd = other._data
+                dt = ad.dtype
+                if dt is bd.dtype and ad.__class__ is _ndarray and bd.__class__ is _ndarray \
+                        and dt in direct and ad.size < 1048576:
+                    k = impl.get(_ndarray)
+                    if k is not None:
+                        try:
+                            r = k(ad, bd)
+                        except ValueError:
+                            raise _broadcast_error(op, (self, other)) from None
+                        if r.__class__ is not _ndarray:  # a zero-dim result: a NumPy scalar
+                            r = np.asarray(r)
+                        t = _new(Tensor)
+                        t._data = r
+                        t._rg = False
+                        t._grad_fn = None
+                        t._base = None
+                        t._vc = None
+                        if (self._rg or other._rg) and _dispatch.record is not None and \
+                                _dispatch.state.grad_enabled:
+                            _dispatch.record_binary(op, self, other, t)
+                        return t
+                fn = fast
             return fn(op, self, other)
         except (TypeError, AttributeError):
             r = _tf_handle_failed(f, (self, other), {})
@@ -659,7 +782,7 @@ def _operator_dunder(name, run, op):
 
 
 _install_dunders()
-for _name, _run, _op in [("__add__", binary, add_op), ("__radd__", rbinary, add_op),
+for _name, _run, _op in [("__add__", binary, add_op), ("__radd__", _commuted, add_op),
                          ("__mul__", binary, mul_op), ("__rmul__", rbinary, mul_op),
                          ("__truediv__", binary, div_op), ("__rtruediv__", rbinary, div_op),
                          ("__sub__", binary, sub_op), ("__rsub__", rbinary, sub_op),

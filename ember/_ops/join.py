@@ -567,7 +567,12 @@ def _repeat_backward_kernel(xp, g, *, repeats, in_shape):
     inter = []
     for r, s in zip(repeats, padded):
         inter += [r, s]
-    summed = g.reshape(inter).sum(axis=tuple(range(0, len(inter), 2)), dtype=g.dtype)
+    axes = tuple(range(0, len(inter), 2))
+    # NumPy's ufunc called from here, not ``ndarray.sum``: its inf - inf warning then names
+    # this module, which ember's filter covers (NOTE [ Floating-point warnings ])
+    add = np.add if xp is np else None
+    summed = add.reduce(g.reshape(inter), axis=axes, dtype=g.dtype) if add is not None else \
+        g.reshape(inter).sum(axis=axes, dtype=g.dtype)
     return summed.reshape(in_shape)
 
 

@@ -245,6 +245,14 @@ multilinear_jvp(cross_op, (0, 1))  # forward mode: bilinear, d(a x b) = da x b +
 def _cross(op_name, a, b, dim):
     check_tensor(op_name, a, "input", 1)
     check_tensor(op_name, b, "other", 2)
+    if a._data.dtype == np.bool_ and a.dim() == b.dim():
+        # torch's kernel refuses a bool input before comparing dtypes (shapes come first)
+        try:
+            np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        except ValueError:
+            pass
+        else:
+            raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(
             f"{op_name}: expected input and other to have the same dtype, but got "

@@ -625,7 +625,8 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
         >>> ember.rsub(ember.tensor([1, 2]), 3)
         tensor([2, 1])
     """
-    from .arithmetic import _scaled, sub
+    from ._elementwise import elementwise
+    from .arithmetic import _scaled, sub, sub_op
 
     check_tensor("rsub", input)
     if isinstance(other, Tensor):  # torch's rsub.Tensor node (NOTE [ Node names ])
@@ -634,7 +635,10 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
             "`^` or `logical_xor()` operator instead.")
-    return _scaled("rsub", input, alpha, input).__rsub__(other)
+    scaled, params = _scaled("rsub", input, alpha, input)
+    if params is not None:  # a complex result: the kernel scales (NOTE [ Complex add and sub ])
+        return elementwise(sub_op, (other, input), params)
+    return scaled.__rsub__(other)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.checks import holds_values
+from . import _node_names
 from ._registry import public, recorded_as
 from .from_data import tensor
 from .join import stack
@@ -62,6 +63,27 @@ def _check_bag_args(flat, weight, offsets, padding_idx, mode="sum"):
                                f"found idx to be {int(bad[0])}")
 
 
+def _bag_ranges(starts, n, fast, last_offset):
+    """The ``[lo, hi)`` rows of each bag of a 1-D input of ``n`` indices, and each bag's size
+    as torch's mean divides by it.
+
+    NOTE [ Bags of unsorted offsets ]
+    torch's general CPU kernel puts index ``i`` in bag ``#{offsets <= i} - 1``: bag ``k``
+    holds the rows from the k-th smallest offset to the next, so decreasing offsets act as
+    sorted ones (a bag may come out empty), and with ``include_last_offset`` the last bag runs
+    to the end of the input whatever the last offset says. A mean divides by the sizes the
+    offsets give in their own order (``offsets[k + 1] - offsets[k]``, the last to the end),
+    clamped to at least 1 -- a negative size leaves the bag's sum as it is. The fast path
+    (``fast``: sums and means of float32 or half tables without padding) refuses decreasing
+    offsets and ends the last bag at ``last_offset`` where one is given."""
+    sizes = [b - a for a, b in zip(starts, starts[1:] + [n])]
+    if fast:
+        ends = starts[1:] + [n if last_offset is None else last_offset]
+        return list(zip(starts, ends)), sizes
+    order = sorted(starts)
+    return list(zip(order, order[1:] + [n])), sizes
+
+
 def _meta_bags(rows, flat, weight, per_sample_weights, padding_idx, nbags):
     """Bags on the meta device, where offsets hold no values: a ``(nbags, dim)`` result that
     depends on every looked-up row (so gradients reach the table and the per-sample weights
@@ -108,31 +130,43 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     _check_bag_args(flat, weight, offsets if input.dim() != 2 else None, padding_idx, mode)
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
     if starts is None:  # meta offsets: the bags' bounds are unknown, their number is not
-        return _meta_bags(rows, flat, weight, per_sample_weights, padding_idx,
-                          offsets.shape[0] - (1 if include_last_offset else 0))
-    bounds = starts + [flat.shape[0]] if not include_last_offset or input.dim() == 2 else \
-        starts + [int(offsets[-1])]
+        return _node_names.rename(
+            _meta_bags(rows, flat, weight, per_sample_weights, padding_idx,
+                       offsets.shape[0] - (1 if include_last_offset else 0)),
+            "EmbeddingBagBackward0")
+    ranges, sizes = _bag_ranges(starts, flat.shape[0], input.dim() == 2 or
+                                _fast_bags(weight, mode, padding_idx),
+                                int(offsets[-1]) if include_last_offset and input.dim() != 2
+                                else None)
     if psw is not None:
         rows = rows * psw.unsqueeze(1)
-    keep = None
+    keep = pad = None
     if padding_idx is not None:
-        keep = (flat != (padding_idx % weight.shape[0])).to(weight.dtype).unsqueeze(1)
-        rows = rows * keep
+        pad = flat != (padding_idx % weight.shape[0])
+        keep = pad.to(weight.dtype).unsqueeze(1)
     bags = []
-    for b in range(len(starts)):
-        lo, hi = bounds[b], bounds[b + 1]
+    for (lo, hi), size in zip(ranges, sizes):
         seg = rows[lo:hi]
-        if hi <= lo:
+        if mode == "max" and keep is not None:  # padding takes no part in a maximum
+            seg = seg[pad[lo:hi]]
+        elif keep is not None:
+            seg = seg * keep[lo:hi]
+        if seg.shape[0] == 0:
             bags.append(weight.new_zeros(weight.shape[1]))
         elif mode == "sum":
             bags.append(seg.sum(0))
         elif mode == "mean":
-            count = keep[lo:hi].sum() if keep is not None else tensor(float(hi - lo))
+            # torch's divisor: the bag's size by its offsets, less its padding, at least 1
+            count = tensor(float(size))
+            if keep is not None:
+                count = count - (hi - lo) + keep[lo:hi].sum()
             bags.append(seg.sum(0) / count.clamp(min=1))
         else:
             bags.append(seg.max(0).values)
-    # no bags: an empty result that is still the table's function (torch's requires grad)
-    return stack(bags) if bags else weight[:0] * 0
+    # no bags: an empty result that is still the table's function (torch's requires grad).
+    # ember composes the bags from several ops; the node on the result takes the name of
+    # torch's one fused op (NOTE [ Node names ])
+    return _node_names.rename(stack(bags) if bags else weight[:0] * 0, "EmbeddingBagBackward0")
 
 
 @public(name="embedding", method=False)

@@ -91,6 +91,74 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners):
     return lo * _weights(1 - lam, x, dim, x.dim()) + hi * _weights(lam, x, dim, x.dim())
 
 
+# NOTE [ Separable taps with renormalised weights ]
+# torch resamples uint8 images (bilinear and bicubic) and every antialiased call with
+# Pillow's scheme rather than the float kernels' clamped source coordinates: output ``i`` of
+# a dim reads the input cells within ``support`` of its centre ``scale * (i + 0.5)``, weighs
+# each by the filter (a triangle, or a cubic with a = -0.5 when antialiased and -0.75
+# otherwise, stretched by ``scale`` when an antialiased call shrinks the dim) and divides the
+# weights by their sum, so taps past an edge drop out instead of repeating the edge cell.
+# (ember takes this path for uint8 on the CPU; float antialiasing is still refused.)
+# For uint8 the weights become int16 fixed point (as many fraction bits as keep the largest
+# weight under 2**15), each pass sums in integers, rounds by adding half a unit before the
+# shift, and clamps to [0, 255]; the last dim is resampled first, and a dim whose size does
+# not change is skipped. align_corners shifts the centres by half a cell (``delta``).
+
+
+def _aa_taps(in_size, out_size, scale, align_corners, mode, antialias):
+    """(first input cell, normalised float64 weights (out_size, taps)) of one dim."""
+    interp = 4 if mode == "bicubic" else 2
+    if align_corners:
+        step = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    stretch = antialias and step >= 1.0
+    support = interp * 0.5 * (step if stretch else 1.0)
+    taps = math.ceil(support) * 2 + 1 if antialias else interp
+    delta = 0.5 if align_corners and not antialias else 0.0
+    inv = 1.0 / step if stretch else 1.0
+    a = -0.5 if antialias else -0.75
+    first = np.zeros(out_size, dtype=np.int64)
+    weights = np.zeros((out_size, taps))
+    for i in range(out_size):
+        center = step * (i + 0.5 - delta)
+        lo = max(int(center - support + 0.5 + delta), 0)
+        n = min(max(min(int(center + support + 0.5 + delta), in_size) - lo, 0), taps)
+        x = np.abs((np.arange(n) + lo - center + 0.5 - delta) * inv)
+        if mode == "bicubic":
+            w = np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                         np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
+        else:
+            w = np.maximum(1 - x, 0.0)
+        total = w.sum()
+        first[i] = lo
+        weights[i, :n] = w / total if total != 0 else w
+    return first, weights
+
+
+def _resample_uint8(data, out, scales, mode, align_corners, antialias):
+    """uint8 ``data`` (N, C, H, W) resampled to ``out`` as torch's fixed-point kernels do
+    (NOTE [ Separable taps with renormalised weights ])."""
+    for axis in (3, 2):
+        in_size, size = data.shape[axis], out[axis - 2]
+        if in_size == size:
+            continue
+        first, w = _aa_taps(in_size, size, scales[axis - 2], align_corners, mode, antialias)
+        top = w.max() if w.size else 0.0
+        bits = 0
+        while bits < 22 and int(0.5 + top * (1 << (bits + 1))) < (1 << 15):
+            bits += 1
+        scaled = w * (1 << bits)
+        iw = np.trunc(np.where(scaled < 0, scaled - 0.5, scaled + 0.5)).astype(np.int64)
+        src = np.moveaxis(data, axis, -1).astype(np.int64)
+        acc = np.full(src.shape[:-1] + (size,), 1 << (bits - 1) if bits else 0, np.int64)
+        for j in range(w.shape[1]):
+            idx = np.minimum(first + j, in_size - 1)
+            acc += src[..., idx] * iw[:, j]
+        data = np.moveaxis(np.clip(acc >> bits, 0, 255).astype(np.uint8), -1, axis)
+    return np.ascontiguousarray(data)
+
+
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
@@ -164,7 +232,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    if antialias:
+    if antialias and (mode not in ("bilinear", "bicubic") or input.dtype.name != "uint8"
+                      or not isinstance(input._data, np.ndarray)):
         raise ValueError("ember: antialias=True is only meaningful for downsampling in "
                          "bilinear/bicubic modes and is not supported")
     align_corners = bool(align_corners)
@@ -194,6 +263,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return _qops.on_centered_ints(interpolate, input, size, scale_factor, mode, None,
                                       recompute_scale_factor, antialias)
     _check_resample(input, spatial, out, mode)
+    # (uint8 bicubic without antialias takes another torch kernel, not matched here yet)
+    if input.dtype.name == "uint8" and (mode == "bilinear" or mode == "bicubic" and antialias) \
+            and type(input._data) is np.ndarray:
+        from .from_data import from_numpy
+
+        return from_numpy(_resample_uint8(input._data, out, scales, mode, align_corners,
+                                          antialias))
     x = input
     # the last dim first, as PyTorch's kernels nest their taps (which sums meet an inf first
     # decides inf against NaN)

@@ -146,7 +146,23 @@ erfinv_op, erfinv = unary_op("erfinv", scipy_kernel("erfinv"), allow=_REAL, vjp=
 # torch.special only: declared as ops, exposed by ember/special.py
 erfcx_op, _erfcx = unary_op("special_erfcx", scipy_kernel("erfcx"), allow=_REAL,
                             vjp=_erfcx_vjp, method=False, function=False, inplace=False)
-ndtr_op, _ndtr = unary_op("special_ndtr", scipy_kernel("ndtr"), allow=_REAL, vjp=_ndtr_vjp,
+def _ndtr_kernel(xp, a):
+    """NOTE [ ndtr as torch computes it ]
+    torch's ndtr is ``(1 + erf(x * sqrt(1/2))) * 0.5`` in the input's own dtype, not SciPy's
+    ``erfc`` form: far left of zero ``1 + erf`` cancels to 0 (``ndtr(-10.)`` is 0, not 7.6e-24)
+    and right of zero it is a rounding of 1 + erf. float16/bfloat16 have no vectorised kernel
+    in torch, so each of the four steps rounds to the half dtype."""
+    erf = _sp(xp).erf
+    half = a.dtype if a.dtype in _HALF else None
+    if half is None:
+        return ((1 + erf(a * a.dtype.type(math.sqrt(0.5)))) * 0.5).astype(a.dtype, copy=False)
+    c = np.asarray(math.sqrt(0.5), half).astype(_f32)  # the constant in the half dtype
+    t = (a.astype(_f32) * c).astype(half)
+    s = (1 + erf(t.astype(_f32)).astype(half).astype(_f32)).astype(half)
+    return (s.astype(_f32) * 0.5).astype(half)
+
+
+ndtr_op, _ndtr = unary_op("special_ndtr", _ndtr_kernel, allow=_REAL, vjp=_ndtr_vjp,
                           method=False, function=False, inplace=False)
 ndtri_op, _ndtri = unary_op("special_ndtri", scipy_kernel("ndtri"), allow=_REAL,
                             vjp=_ndtri_vjp, method=False, function=False, inplace=False)
