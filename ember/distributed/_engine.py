@@ -20,6 +20,17 @@ MPICH 5.0.0-5.0.2 rejects connect/accept between singletons ("Local and remote g
 MPI_Intercomm_create must not overlap", pmodels/mpich#7805); 4.x works, so the
 ``distributed`` extra pins ``mpich<5``.
 
+NOTE [ The gloo name ]
+Scripts written for PyTorch ask for ``"gloo"`` on CPUs; ember runs that name on this MPI
+engine too, so a multi-process CPU run on one machine needs only ``ember[distributed]``
+(mpi4py and the mpich wheel, both on PyPI). Other engines were weighed and left (Nov 2026):
+PyPI's ``pygloo`` 0.2.1 offers no wheel or source archive that pip can install for CPython
+3.11 on Linux x86-64; ``oneccl`` ships Intel's runtime libraries without Python bindings
+ember could drive; no UCC binding is published. A collective protocol of our own over
+sockets is ruled out (issue 21). Without mpi4py, ``is_gloo_available()`` and
+``is_mpi_available()`` answer False and ``init_process_group("gloo")`` raises RuntimeError
+before touching any state, as PyTorch does for a backend it was built without.
+
 ``mpi4py.MPI`` initializes MPI when imported, so it is imported only by
 ``init_process_group`` (``import ember`` stays free of it).
 """

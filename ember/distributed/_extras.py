@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
+import weakref
 
 import numpy as np
 
@@ -794,6 +795,39 @@ class DeviceMesh:
                 if me in ranks:
                     mine = g
             self._groups.append(mine)
+        _LIVE_MESHES[self._key()] = self
+
+    # NOTE [ Pickled meshes ]
+    # A mesh pickles (and deep-copies) as its layout only, in plain Python values: device
+    # type, ranks, dimension names and the layout of the mesh it was cut from (so
+    # ``ember.load(weights_only=True)`` can read it back). Process groups hold MPI
+    # communicators, which cannot travel, and making new ones would be a collective that an
+    # unpickling rank cannot start alone. So a restored mesh is the live mesh of the same
+    # layout in this process when there is one (the usual case: a checkpoint read back by
+    # the run that wrote it); else it takes the live groups over the same ranks; with no
+    # process group at all its groups stay None, as PyTorch's stay unresolved. Meshes compare
+    # and hash by layout, as PyTorch's do.
+    def _key(self):
+        return (self.device_type, self._mesh.shape, self._mesh.tobytes(), self.mesh_dim_names)
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        return isinstance(other, DeviceMesh) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def _layout(self):
+        root = getattr(self, "_root", None)
+        return (self.device_type, self._mesh.tolist(), self.mesh_dim_names,
+                None if root is None else (root[0]._layout(), list(root[1])))
+
+    def __reduce__(self):
+        return (_restore_mesh, (self._layout(),))
+
+    def __deepcopy__(self, memo):
+        return self  # nothing in a mesh is copied: its groups are the process's own
 
     @property
     def mesh(self):
@@ -923,6 +957,7 @@ class DeviceMesh:
         root = getattr(self, "_root", None)
         sub._root = ((self, dims) if root is None
                      else (root[0], [root[1][d] for d in dims]))
+        _LIVE_MESHES.setdefault(sub._key(), sub)
         return sub
 
     def __repr__(self):
@@ -942,6 +977,52 @@ class DeviceMesh:
         if os.environ.get("TORCH_DISTRIBUTED_DEBUG", "") == "DETAIL":
             text += f", Mesh: {self._mesh.tolist()}"
         return text + ")"
+
+
+# the meshes alive in this process, by layout (NOTE [ Pickled meshes ])
+_LIVE_MESHES = weakref.WeakValueDictionary()
+
+
+def _live_group(ranks):
+    """The live process group over the global ``ranks`` (the newest such), or None."""
+    from . import _group
+
+    if ranks == list(range(get_world_size())):
+        return _group._WORLD
+    return next((g for g in reversed(_GROUPS) if g.ranks == ranks), None)
+
+
+def _restore_mesh(layout):
+    """The mesh a pickled ``layout`` describes (NOTE [ Pickled meshes ])."""
+    from ._group import is_initialized
+
+    device_type, ranks, names, root = layout
+    mesh = DeviceMesh.__new__(DeviceMesh)
+    mesh.device_type = device_type
+    mesh._mesh = np.asarray(ranks, dtype=np.int64)
+    mesh.mesh_dim_names = None if names is None else tuple(names)
+    live = _LIVE_MESHES.get(mesh._key())
+    if live is not None and all(g is None or g is _world_or_none() or g in _GROUPS
+                                for g in live._groups):
+        return live
+    if root is not None:
+        mesh._root = (_restore_mesh(root[0]), list(root[1]))
+    where = np.argwhere(mesh._mesh == get_rank()) if is_initialized() else []
+    mesh._coordinate = [int(c) for c in where[0]] if len(where) else None
+    mesh._groups = []
+    for d in range(mesh._mesh.ndim):
+        if mesh._coordinate is None:
+            mesh._groups.append(None)
+            continue
+        line = tuple(slice(None) if k == d else c for k, c in enumerate(mesh._coordinate))
+        mesh._groups.append(_live_group(sorted(int(r) for r in mesh._mesh[line])))
+    return mesh
+
+
+def _world_or_none():
+    from . import _group
+
+    return _group._WORLD
 
 
 def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None, backend_override=None):

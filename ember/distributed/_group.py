@@ -407,8 +407,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     elif name not in ("gloo", "mpi"):
         raise ValueError(f"Invalid backend: '{backend}'")
     if not _engine.available():
-        raise RuntimeError("init_process_group: ember's distributed backend needs mpi4py; "
-                           "install it with `pip install 'ember[distributed]'`")
+        raise RuntimeError(f"Distributed package doesn't have {name} available: ember runs "
+                           "the CPU backends (\"gloo\", \"mpi\") on MPI through mpi4py, which "
+                           "is not installed; install it with `pip install 'ember[distributed]'`")
     timeout = _DEFAULT_TIMEOUT if timeout is None else timeout
     if not isinstance(timeout, datetime.timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got "

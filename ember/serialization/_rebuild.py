@@ -253,6 +253,9 @@ def allowed_globals():
         "torch.storage.UntypedStorage": StorageType("ByteStorage"),
     }
     table.update(rebuild_functions())
+    from ..distributed.tensor._api import _rebuild_dtensor  # plain values only
+
+    table["ember.distributed.tensor._api._rebuild_dtensor"] = _rebuild_dtensor
     for name in STORAGE_DTYPES:
         table[f"torch.{name}"] = StorageType(name)
     for d in (*_dt.all_dtypes, *_dt.shell_dtypes, *_dt.float8_dtypes, *_dt.opaque_dtypes):

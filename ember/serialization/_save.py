@@ -142,6 +142,8 @@ class _Pickler(pickle._Pickler):
                 from ..sparse._tensor import pickle_data
 
                 return (_REBUILD_SPARSE, (obj.layout, pickle_data(obj)))
+            if getattr(type(obj), "_saved_by_reduce", False):  # a DTensor: its own rebuild
+                return obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
             if isinstance(obj, Parameter):
                 return (_REBUILD_PARAMETER, (_plain(obj), obj.requires_grad,
                                              collections.OrderedDict()))

@@ -233,6 +233,58 @@ def _fsdp(torch, dt_mod, mesh, rank, out, path):
                          _pl(net[0].weight.grad))
 
 
+def _serialization(torch, dt_mod, tp, fsdp, mesh, rank, out, out_dir):
+    import copy
+    import io
+
+    Shard, Replicate, Partial = dt_mod.Shard, dt_mod.Replicate, dt_mod.Partial
+    a = torch.arange(15.0).reshape(5, 3)
+
+    def seen(d):
+        return (type(d).__name__, _pl(d), _np(d.to_local()), list(d.shape), d.requires_grad,
+                isinstance(d, torch.nn.Parameter), d.device_mesh == mesh)
+
+    pieces = [dt_mod.distribute_tensor(a, mesh, [Shard(0)]),
+              dt_mod.distribute_tensor(a, mesh, [Replicate()]),
+              dt_mod.DTensor.from_local(a * (rank + 1), mesh, [Partial()]),
+              dt_mod.distribute_tensor(a, mesh, [Shard(1)]).requires_grad_()]
+    out["pickle_dtensor"] = [seen(pickle.loads(pickle.dumps(d))) for d in pieces]
+    out["pickle_reduces"] = _np(pickle.loads(pickle.dumps(pieces[2])).full_tensor())
+
+    lin = torch.nn.Linear(3, 4)
+    with torch.no_grad():  # the same values in both frameworks
+        lin.weight.copy_(torch.arange(12.0).reshape(4, 3) / 10 - 0.5)
+        lin.bias.copy_(torch.arange(4.0) / 4)
+    tp.parallelize_module(lin, mesh, tp.ColwiseParallel(use_local_output=False))
+    out["pickle_param"] = seen(pickle.loads(pickle.dumps(lin.weight)))
+    buf = io.BytesIO()
+    torch.save(lin.state_dict(), buf)
+    buf.seek(0)
+    loaded = torch.load(buf)  # weights_only=True by default
+    out["save_load"] = {k: seen(v) for k, v in loaded.items()}
+    torch.save(lin.state_dict(), os.path.join(out_dir, f"tp_state{rank}.pt"))
+    other = torch.nn.Linear(3, 4)
+    tp.parallelize_module(other, mesh, tp.ColwiseParallel(use_local_output=False))
+    other.load_state_dict(loaded)
+    x = torch.ones(2, 3)
+    out["save_load_forward"] = _np(other(x).full_tensor())
+
+    twin = copy.deepcopy(lin)
+    twin_out = twin(x)
+    out["deepcopy_module"] = (seen(twin.weight), twin.weight is lin.weight,
+                              _np(twin_out.full_tensor()), _np(lin(x).full_tensor()))
+    twin_out.full_tensor().sum().backward()
+    out["deepcopy_grads"] = (_pl(twin.weight.grad), lin.weight.grad is None)
+
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    fsdp.fully_shard(seq, mesh=mesh)
+    try:
+        copy.deepcopy(seq)
+        out["deepcopy_fsdp"] = "copied"
+    except Exception as e:
+        out["deepcopy_fsdp"] = (type(e).__name__, str(e))
+
+
 def run(rank, fw, init_method, out_dir):
     torch = importlib.import_module(fw)
     dist = importlib.import_module(fw + ".distributed")
@@ -246,6 +298,8 @@ def run(rank, fw, init_method, out_dir):
     _grads(torch, dt_mod, mesh, rank, out)
     _tp(torch, dt_mod, tp, mesh, rank, out)
     _fsdp(torch, dt_mod, mesh, rank, out, out_dir)
+    _serialization(torch, dt_mod, tp, importlib.import_module(fw + ".distributed.fsdp"), mesh,
+                   rank, out, out_dir)
     from tests.distributed import _rules_workers
 
     out["rules"] = _rules_workers.cases(torch, dt_mod, mesh)

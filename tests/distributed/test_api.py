@@ -387,3 +387,17 @@ def test_noop_hook_keeps_local_gradients(world1):
     assert ddp._comm_hook is debugging_hooks.noop_hook
     ddp(ember.ones(1, 2)).sum().backward()
     np.testing.assert_allclose(ddp.module.weight.grad.numpy(), [[1.0, 1.0]])
+
+
+def test_gloo_without_mpi4py_refuses_and_changes_nothing(monkeypatch):
+    # NOTE [ The gloo name ]: "gloo" runs on mpi4py; without it the backend is unavailable
+    from ember.distributed import _engine
+
+    monkeypatch.setattr(_engine, "available", lambda: False)
+    assert not dist.is_gloo_available() and not dist.is_mpi_available()
+    assert not dist.is_available()
+    for backend in ("gloo", "mpi", "cpu:gloo"):
+        with pytest.raises(RuntimeError, match="doesn't have .* available.*mpi4py"):
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{free_port()}",
+                                    rank=0, world_size=1)
+        assert not dist.is_initialized()

@@ -408,6 +408,12 @@ class _State:
         self.gathered = False
 
 
+def _refuse_deepcopy(self, memo):
+    # a copy would share the original's hooks and unsharded buffers (PyTorch refuses too)
+    raise AssertionError("FSDP does not support deepcopy. Please use state dict for "
+                         "serialization.")
+
+
 def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placement_fn=None,
                 mp_policy=None, offload_policy=None, ignored_params=None, dp_mesh_dims=None):
     """Shard ``module``'s parameters across the ranks (see NOTE [ fully_shard ]).
@@ -497,7 +503,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
                    else bool(reshard_after_forward), mp_policy)
     cls = module.__class__
     if not isinstance(module, FSDPModule):
-        module.__class__ = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
+        module.__class__ = type(f"FSDP{cls.__name__}", (FSDPModule, cls),
+                                {"__deepcopy__": _refuse_deepcopy})
     module._fsdp_state = state
 
     def pre(mod, args):

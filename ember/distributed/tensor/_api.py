@@ -287,6 +287,22 @@ class DTensor(Tensor):
         memo[id(self)] = out
         return out
 
+    _saved_by_reduce = True  # ember.save writes it through __reduce_ex__
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_dtensor, self._pickled())
+
+    def _pickled(self):
+        # NOTE [ Pickled DTensors ]
+        # Plain values only (ember.load(weights_only=True) allows this one rebuild function):
+        # this rank's piece as an ordinary tensor, the mesh's layout (NOTE [ Pickled meshes ]
+        # in _extras.py), each placement as (name, *fields), the global shape, and whether it
+        # requires grad and is a parameter. Each rank pickles its own piece, as PyTorch does.
+        local = self._local_tensor.detach()
+        kinds = [(type(p).__name__, *_fields(p)) for p in self._spec.placements]
+        return (local, self._spec.mesh._layout(), kinds, tuple(self._spec.shape),
+                self.requires_grad, isinstance(self, Parameter))
+
     def _as_parameter(self, requires_grad=True):
         """This DTensor as a module parameter (``nn.Parameter(dtensor)``): a leaf sharing the
         pieces, also an instance of ``nn.Parameter``."""
@@ -474,6 +490,40 @@ class _DTensorParameter(DTensor, Parameter):
 
 # it shows as PyTorch's parameters do: a DTensor
 _DTensorParameter.__name__ = _DTensorParameter.__qualname__ = "DTensor"
+
+
+def _fields(p):
+    if isinstance(p, Shard) and type(p) is Shard:
+        return (p.dim,)
+    if isinstance(p, Partial):
+        return (p.reduce_op,)
+    if type(p).__name__ == "_StridedShard":
+        return (p.dim, p.split_factor)
+    return ()
+
+
+def _rebuild_dtensor(local, mesh_layout, kinds, shape, requires_grad, is_param):
+    """A DTensor from what ``DTensor._pickled`` wrote (NOTE [ Pickled DTensors ])."""
+    from .._extras import _restore_mesh
+    from .placement_types import _StridedShard
+
+    makers = {"Shard": Shard, "Replicate": Replicate, "Partial": Partial,
+              "_StridedShard": lambda d, sf: _StridedShard(d, split_factor=sf)}
+    if not isinstance(local, Tensor):
+        raise TypeError(f"a pickled DTensor's piece must be a Tensor, not {type(local).__name__}")
+    placements = []
+    for kind in kinds:
+        make = makers.get(kind[0]) if kind else None
+        if make is None:
+            raise ValueError(f"unknown placement in a pickled DTensor: {kind!r}")
+        placements.append(make(*kind[1:]))
+    out = DTensor._make(local.detach(), _restore_mesh(mesh_layout), tuple(placements),
+                        tuple(int(n) for n in shape))
+    if is_param:
+        return out._as_parameter(requires_grad)
+    if requires_grad:
+        out._local_tensor.requires_grad_(True)
+    return out
 
 
 def _same_mesh(a, b) -> bool:
