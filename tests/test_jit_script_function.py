@@ -143,9 +143,11 @@ def test_script_function_save_to_buffer_loads():
     assert s.tolist() == [2.0, 2.0] and d.tolist() == [0.0, 0.0]
 
 
-def test_script_function_graph_needs_compiler():
-    with pytest.raises(NotImplementedError, match="TorchScript"):
-        _ = _script(ember, count).graph
+def test_script_function_graph_is_lowered_source():
+    # (more in tests/jit/test_script_code.py)
+    text = str(_script(ember, count).graph)
+    assert text.startswith("graph(%x.1 : Tensor,\n      %n.1 : int):")
+    assert "int = aten::mul(%n.1, " in text and "int = aten::add(" in text
 
 
 def test_script_function_direct_construction_refused():

@@ -473,7 +473,10 @@ def _PythonValues():
             if kind is None:
                 return
             caller = self.user_caller(frame)
-            if caller is not None:
+            if caller is not None and not builtins_isinstance(caller.f_locals.get("self"),
+                                                              ScriptModule):
+                # (code of a module that is scripted or traced already is compiled code
+                # for PyTorch's tracer: its Python values are not the trace's to warn of)
                 _warn_python_value(kind, caller.f_code.co_filename, caller.f_lineno)
 
     return Watch({})

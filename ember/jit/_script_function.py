@@ -16,15 +16,16 @@ type errors), so ember builds the same object around the Python function, eagerl
 - a call binds its arguments against that schema and checks each as TorchScript does
   (``int`` takes a bool or a 0-dim tensor, ``float`` takes an int), with PyTorch's messages;
   then the Python function runs;
-- ``.code`` prints the signature exactly as PyTorch does and the body with Python's
-  operators and tensor methods written as ``torch.*`` calls, as TorchScript prints them.
-  The body is not compiled, so the printed body is the source rewritten, not TorchScript's
-  lowered form (PyTorch also renames reassigned variables and normalises control flow);
+- ``.code`` prints the signature exactly as PyTorch does and the body lowered and printed
+  as TorchScript does (NOTE [ Script IR ] in ember/jit/_script_ir.py); for source the
+  lowering does not know, the body is the source rewritten (operators and tensor methods as
+  ``torch.*`` calls, reassigned variables renamed in straight-line code);
 - ``save`` writes a ``jit.load``-able archive holding a module whose ``forward`` calls the
   function (PyTorch stores the function as ``PlaceholderModule.forward`` too), which loads
   as a ``RecursiveScriptModule(original_name=PlaceholderModule)``.
 
-``.graph`` (TorchScript's IR) needs the compiler and raises NotImplementedError.
+``.graph`` prints the lowered function in TorchScript's IR syntax (NotImplementedError
+where the lowering does not know the source).
 """
 
 from __future__ import annotations
@@ -512,6 +513,7 @@ class ScriptFunction:
             self._types = [T.TensorType.get() for _ in self._params]
             self._inferred = [False] * len(self._params)
             self._return = _traced_type(traced_result)
+            self._ir = None  # a trace's code is not the source lowered (NOTE [ Script IR ])
             self.__doc__, self.__wrapped__ = fn.__doc__, fn
             return self
         for p in self._params:
@@ -528,6 +530,7 @@ class ScriptFunction:
         self._inferred = [p.name not in hints and p.annotation is inspect.Parameter.empty
                           for p in self._params]
         ret = hints.get("return", sig.return_annotation)
+        self._return_annotated = ret is not inspect.Signature.empty
         if ret is not inspect.Signature.empty:
             self._return = _type_of_annotation(ret)
         elif tree is not None:
@@ -585,6 +588,13 @@ class ScriptFunction:
                 getattr(body[0], "value", None), ast.Constant) and isinstance(
                 body[0].value.value, str):
             body = body[1:]  # the docstring
+        lowered = self._lowered()
+        if lowered is not None:
+            from . import _script_ir
+
+            head = _signature_code(self.name, self._params, self._types,
+                                   lowered.return_type)
+            return _script_ir.code_text(lowered, head)
         if _StraightLine.accepts(body):
             names = [p.name for p in self._params]
             printer = _StraightLine(names, dict(zip(names, self._types, strict=True)))
@@ -599,14 +609,44 @@ class ScriptFunction:
             lines.append("  " * (depth + 1) + stripped)
         return head + "\n" + "\n".join(lines) + "\n"
 
+    def _lowered(self):
+        """The function lowered as TorchScript would (NOTE [ Script IR ]), or None when its
+        source uses something the lowering does not know; cached."""
+        from . import _script_ir
+
+        if "_ir" not in self.__dict__:
+            self.__dict__["_ir"] = None
+            if self._tree is not None:
+                names = [p.name for p in self._params]
+                try:
+                    annotated = self._return if self.__dict__.get("_return_annotated") \
+                        else None
+                    self.__dict__["_ir"] = _script_ir.compile_function(
+                        self._fn, names, self._types, annotated)
+                except (_script_ir.Unsupported, SyntaxError):
+                    pass
+        return self.__dict__["_ir"]
+
     @property
     def graph(self):
-        """TorchScript's IR of the function: needs the compiler ember lacks."""
-        from . import _NO_TORCHSCRIPT
+        """TorchScript's IR of the function (NOTE [ Script IR ]): PyTorch's structure, kinds,
+        types and source places, with ember's own value numbers. NotImplementedError for
+        source the lowering does not know."""
+        from . import _NO_TORCHSCRIPT, _script_ir
+        from ._script_module import GraphText
 
-        raise NotImplementedError(f"ScriptFunction.graph: {_NO_TORCHSCRIPT}")
+        lowered = self._lowered()
+        if lowered is None:
+            raise NotImplementedError(
+                f"ScriptFunction.graph: the source of {self.name} uses something ember's "
+                f"printer of TorchScript does not know; {_NO_TORCHSCRIPT}")
+        return GraphText(_script_ir.graph_text(lowered))
 
-    inlined_graph = graph
+    @property
+    def inlined_graph(self):
+        """``graph``: a function's calls of other script functions are not lowered as calls,
+        so there is nothing to inline."""
+        return self.graph
 
     def graph_for(self, *args, **kwargs):
         """TorchScript's IR specialised for inputs: needs the compiler ember lacks.

@@ -33,9 +33,10 @@ from ..nn.modules.module import Module
 
 class _CompiledForm:
     """``graph``/``code`` of a script module: what ``jit.trace`` recorded for it (NOTE
-    [ Trace graphs ] in ember/jit/_trace_graph.py), kept through ``save``/``load``. A module
-    ``jit.script`` made has no compiled form (ember has no TorchScript compiler): those
-    raise NotImplementedError. A non-data descriptor, so a module's own attribute of that
+    [ Trace graphs ] in ember/jit/_trace_graph.py), kept through ``save``/``load``; for a
+    module ``jit.script`` made, its ``forward`` lowered from the source (NOTE [ Script IR ]
+    in ember/jit/_script_ir.py), which raises NotImplementedError for source that lowering
+    does not understand. A non-data descriptor, so a module's own attribute of that
     name (``self.graph`` of a graph network) still wins on its view."""
 
     def __init__(self, name):
@@ -45,16 +46,31 @@ class _CompiledForm:
         if obj is None:
             return self
         graph = obj.__dict__.get("_ember_trace_graph")
-        if graph is not None and self.name != "inlined_graph":  # (no inlined form kept)
+        if graph is not None:
+            if self.name == "inlined_graph":
+                return GraphText(graph.inlined(obj).graph_text())
             return graph.code_text() if self.name == "code" else \
                 GraphText(graph.graph_text())
         if isinstance(obj, TracedModule) and self.name != "inlined_graph":
             raise RuntimeError(
                 f"'{obj.original_name}' was not called while the module was traced: it has "
                 f"no traced forward, so no {self.name}")
-        from . import _NO_TORCHSCRIPT  # (ember.jit imports this module: not at load)
+        from . import _script_ir  # (ember.jit imports this module: not at load)
 
-        raise NotImplementedError(f"ScriptModule.{self.name}: {_NO_TORCHSCRIPT}")
+        try:  # the forward's source, lowered as TorchScript would (NOTE [ Script IR ])
+            lowered = _script_ir.compile_module_forward(obj)
+        except _script_ir.Unsupported as err:
+            from . import _NO_TORCHSCRIPT
+
+            raise NotImplementedError(
+                f"ScriptModule.{self.name}: the forward of {obj.original_name} uses {err}, "
+                f"which ember's printer of TorchScript does not know; {_NO_TORCHSCRIPT}"
+            ) from None
+        if self.name == "code":
+            return _script_ir.code_text(lowered, lowered.signature)
+        if self.name == "inlined_graph":
+            lowered = _script_ir.inline_calls(lowered)
+        return GraphText(_script_ir.graph_text(lowered))
 
 
 class GraphText(str):

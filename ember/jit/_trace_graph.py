@@ -21,7 +21,10 @@ fetched first (``linear = self.linear``), module calls and values used more than
 named ``_0, _1, ...``, values used once written inside their user. The operations are the
 public calls ember saw, not PyTorch's lowered ATen ops (``F.linear`` stays ``linear``;
 default arguments PyTorch would spell out are left out), and values are numbered in order,
-so the text is PyTorch's in form, not character for character.
+so the text is PyTorch's in form, not character for character. A submodule returning a
+tuple gives a tuple value unpacked by ``prim::TupleUnpack`` (``_0, _1, = (cell).forward(x,
+h, )``). ``Graph.inlined`` splices each submodule's graph in place of its call, for
+``inlined_graph``.
 """
 
 from __future__ import annotations
@@ -125,6 +128,18 @@ class Graph:
             lines.append(f"  return (%{n})")
         return "\n".join(lines) + "\n"
 
+    def inlined(self, module) -> Graph:
+        """A copy of the graph with each ``prim::CallMethod`` of a submodule replaced by
+        the submodule's own graph (what ``inlined_graph`` prints); ``module`` is the module
+        this graph belongs to. Values copied out of a submodule's graph get fresh names."""
+        out = Graph("")
+        out.self_value, out.inputs = self.self_value, list(self.inputs)
+        out.result_shape = self.result_shape
+        values: dict = {}
+        _splice(self, module, out, values, [_next_number(self)], top=True)
+        out.outputs = [values.get(id(v), v) for v in self.outputs]
+        return out
+
     def code_text(self) -> str:
         """The graph as TorchScript's Python-like code."""
         heads = ["self"] + [f"{v.name}: Tensor" for v in self.inputs]
@@ -149,6 +164,17 @@ class Graph:
         for node in self.nodes:
             if node.kind in ("prim::GetAttr", "prim::Constant"):
                 continue
+            if node.kind == "prim::TupleUnpack":
+                parts = []
+                for part in node.outputs:
+                    while f"_{counter}" in taken:
+                        counter += 1
+                    names[id(part)] = f"_{counter}"
+                    parts.append(f"_{counter}, ")
+                    counter += 1
+                source = node.inputs[0]
+                lines.append(f"  {''.join(parts).rstrip()} = {names.get(id(source))}")
+                continue
             expr = _code_expr(node, names)
             out = node.outputs[0]
             if out.uses != 1 or node.kind == "prim::CallMethod" and id(out) in returned:
@@ -168,6 +194,50 @@ class Graph:
         else:
             lines.append(f"  return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         return "\n".join(lines) + "\n"
+
+
+def _splice(graph, module, out, values, counter, top=False) -> None:
+    """Copy ``graph``'s nodes into ``out``, inlining calls of submodules that have graphs
+    of their own (see ``Graph.inlined``); ``values`` maps ``graph``'s values to ``out``'s."""
+    def fresh(v):
+        if top:
+            return v
+        taken = {o.name for n in out.nodes for o in n.outputs}
+        if v.name.isidentifier() and v.name not in taken:
+            name = v.name  # (an attribute's name, kept while it is the only one)
+        else:
+            counter[0] += 1
+            name = str(counter[0]) if not v.name.isidentifier() else f"{v.name}.{counter[0]}"
+        copy = Value(name, v.type, const=v.const, rg=v.rg)
+        copy.uses = v.uses
+        return copy
+
+    producers = {id(n.outputs[0]): n for n in graph.nodes if n.kind == "prim::GetAttr"}
+    for node in graph.nodes:
+        ins = [values.get(id(v), v) for v in node.inputs]
+        if node.kind == "prim::TupleUnpack" and isinstance(ins[0], tuple):
+            for o, v in zip(node.outputs, ins[0], strict=True):
+                values[id(o)] = v
+            continue
+        if node.kind == "prim::CallMethod":
+            getter = producers.get(id(node.inputs[0]))
+            attr = getter.attr.split('"')[1] if getter is not None else None
+            child = module.__dict__.get("_modules", {}).get(attr) if attr else None
+            sub = child.__dict__.get("_ember_trace_graph") if child is not None else None
+            if sub is not None:
+                inner = {id(sub.self_value): ins[0]}
+                inner.update({id(p): a for p, a in zip(sub.inputs, ins[1:], strict=False)})
+                _splice(sub, child, out, inner, counter)
+                results = [inner.get(id(v), v) for v in sub.outputs]
+                if node.outputs and results:
+                    is_tuple = node.outputs[0].type.startswith("(")
+                    values[id(node.outputs[0])] = tuple(results) if is_tuple else results[0]
+                continue
+        outs = [fresh(o) for o in node.outputs]
+        for o, c in zip(node.outputs, outs, strict=True):
+            values[id(o)] = c
+        kwargs = {k: values.get(id(v), v) for k, v in node.kwargs.items()}
+        out.nodes.append(Node(node.kind, ins, kwargs, outs, attr=node.attr, where=node.where))
 
 
 def _has_params(module) -> bool:
@@ -393,8 +463,24 @@ class Recorder:
             # call's own result goes unused, as in PyTorch's trace
             node.outputs = [Value(self._new_name(), "NoneType", node)]
             return
-        v = Value(self._new_name(), "Tensor", node,
-                  rg=_has_params(module) or any(i.rg for i in node.inputs[1:]))
+        rg = _has_params(module) or any(i.rg for i in node.inputs[1:])
+        if len(tensors) > 1 and isinstance(output, tuple):
+            # a tuple result: the call gives a tuple value, unpacked into one value per
+            # element (the same tensor twice is known by its last element, as in PyTorch)
+            v = Value(self._new_name(), "(" + ", ".join("Tensor" for _ in tensors) + ")",
+                      node, rg=rg)
+            node.outputs = [v]
+            v.uses += 1
+            parts = [Value(self._new_name(), "Tensor", rg=rg) for _ in tensors]
+            unpack = Node("prim::TupleUnpack", [v], {}, parts)
+            for part in parts:
+                part.node = unpack
+            graph.nodes.append(unpack)
+            for t, part in zip(tensors, parts, strict=True):
+                values[id(t)] = part
+                self.keep.append(t)
+            return
+        v = Value(self._new_name(), "Tensor", node, rg=rg)
         node.outputs = [v]
         for t in tensors:
             values[id(t)] = v

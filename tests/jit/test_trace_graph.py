@@ -103,10 +103,9 @@ def test_code_survives_save_and_load():
     assert ember.jit.load(buf).code == traced.code
 
 
-def test_scripted_module_has_no_compiled_form():
-    scripted = ember.jit.script(ember.nn.Linear(2, 2))
-    with pytest.raises(NotImplementedError, match="TorchScript"):
-        _ = scripted.code
+def test_scripted_module_code_is_its_lowered_source():
+    scripted = ember.jit.script(ember.nn.Linear(2, 2))  # (more in test_script_code.py)
+    assert scripted.code.endswith("  return torch.linear(input, weight, bias)\n")
 
 
 def test_module_attribute_named_graph_still_wins():
@@ -119,3 +118,39 @@ def test_module_attribute_named_graph_still_wins():
             return x + 1
 
     assert ember.jit.trace(GNN(), ember.ones(2)).graph == "edges"
+
+
+def test_inlined_graph_of_a_trace_replaces_submodule_calls():
+    class Cell(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = ember.nn.Linear(4, 4)
+
+        def forward(self, x, h):
+            new_h = ember.tanh(self.linear(x) + h)
+            return new_h, new_h
+
+    class Outer(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = Cell()
+
+        def forward(self, x, h):
+            a, _ = self.cell(x, h)
+            return ember.relu(a)
+
+    x, h = ember.ones(3, 4), ember.zeros(3, 4)
+    traced = ember.jit.trace(Outer(), (x, h))
+    assert "prim::CallMethod" in traced.graph and "prim::TupleUnpack" in traced.graph
+    inlined = traced.inlined_graph
+    assert "prim::CallMethod" not in inlined and "prim::TupleUnpack" not in inlined
+    lines = inlined.splitlines()
+    kinds = [line.split(" = ")[1].split("(")[0].split("[")[0] for line in lines[3:-1]]
+    assert kinds == ["prim::GetAttr", "prim::GetAttr", "prim::GetAttr", "prim::GetAttr",
+                     "aten::linear", "aten::add", "aten::tanh", "aten::relu"]
+    assert '%bias : Tensor = prim::GetAttr[name="bias"](%linear)' in inlined
+    assert lines[-1].startswith("  return (%")
+    # the tuple the cell returns is unpacked; its one tensor, twice, is known by the last
+    # part (torch prints ``_0, y, = (cell).forward(x, h, )`` and ``torch.relu(y)``)
+    assert "_0, _1, = (cell).forward(x, h, )" in traced.code
+    assert traced.code.endswith("  return torch.relu(_1)\n")
