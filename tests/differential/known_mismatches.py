@@ -41,6 +41,12 @@ KNOWN = {
         'open: out (float64) at (0, 0, 1, 1): ember np.float64(-inf), torch np.float64(nan)',
     ('nn.functional.conv1d', 'values_nonfinite'):
         "torch-specific: inf/NaN in a BLAS product; inf-or-NaN follows MKL's kernel order",
+    ('conv3d', 'values_nonfinite'):
+        "torch-specific: inf/NaN in a BLAS product; inf-or-NaN follows MKL's kernel order "
+        '(seen with AVX2 kernels on AMD EPYC)',
+    ('conv_transpose3d', 'values_nonfinite'):
+        "torch-specific: inf/NaN in a BLAS product; inf-or-NaN follows MKL's kernel order "
+        '(seen with AVX2 kernels on AMD EPYC)',
     ('nn.functional.group_norm', 'values_nonfinite'):
         'torch-specific: vectorized Welford moments overflow (inf - inf) per SIMD chunking',
     ('nn.functional.scaled_dot_product_attention', 'values_nonfinite'):

@@ -46,6 +46,10 @@ def test_op_matches_torch(op_id):
 @pytest.mark.parametrize("key", sorted(KNOWN), ids=[f"{o}:{k}" for o, k in sorted(KNOWN)])
 def test_known_mismatch_still_reproduces(key):
     op_id, kind = key
+    if kind not in _sample(op_id) and KNOWN[key].startswith("torch-specific"):
+        # where inf-or-NaN follows the order of torch's vendor kernels (MKL, vectorized
+        # Welford), which order a machine gets depends on its CPU: AVX-512 and AVX2 differ
+        pytest.skip("kernel-order difference that this machine's torch kernels do not show")
     assert kind in _sample(op_id), (
         f"{op_id}: the known {kind} mismatch no longer reproduces; delete it from "
         "tests/differential/known_mismatches.py")

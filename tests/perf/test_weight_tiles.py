@@ -55,7 +55,9 @@ def _kw():
 def test_transform_in_blocks_on_threads_equals_one_product(two_threads):
     w = np.random.default_rng(0).standard_normal((37, 29, 3, 3)).astype(np.float32)
     want = _blas.side_matmul(_kw(), w.reshape(37 * 29, 9).T).reshape(16, 37, 29)
-    np.testing.assert_array_equal(_weight_tiles.transform(_kw(), w), want)
+    # (equal up to rounding: OpenBLAS may round a column block differently from the whole
+    # product, as its Haswell kernels on AMD EPYC do)
+    np.testing.assert_allclose(_weight_tiles.transform(_kw(), w), want, rtol=2e-6, atol=1e-6)
 
 
 def test_inverse_in_blocks_on_threads_equals_sum_then_product(two_threads):
@@ -63,7 +65,7 @@ def test_inverse_in_blocks_on_threads_equals_sum_then_product(two_threads):
     parts = [rng.standard_normal((16, 31, 23)).astype(np.float32) for _ in range(3)]
     total = parts[0] + parts[1] + parts[2]
     want = (total.reshape(16, -1).T @ _kw()).reshape(31, 23, 9)
-    np.testing.assert_array_equal(_weight_tiles.inverse(parts, _kw()), want)
+    np.testing.assert_allclose(_weight_tiles.inverse(parts, _kw()), want, rtol=2e-6, atol=1e-6)
 
 
 def test_transform_inside_a_batch_piece_runs_on_its_thread(two_threads):
