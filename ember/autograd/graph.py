@@ -204,9 +204,9 @@ def increment_version(tensor):
 def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
     """Call ``fn`` once per backward after the gradients of ``tensors`` are computed.
 
-    ``mode="all"``: ``fn(grads)`` gets a list with one gradient per tensor (None for those the backward did
-    not reach) once all reachable ones are known. ``mode="any"``: ``fn(grad)`` with the first
-    gradient computed.
+    ``mode="all"``: ``fn(grads)`` gets a list with one gradient per tensor (None for those the
+    backward did not reach) once all reachable ones are known. ``mode="any"``: ``fn(grad)``
+    with the first gradient computed.
 
     Args:
         tensors: the tensors whose gradients are watched.
