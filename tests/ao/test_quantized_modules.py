@@ -103,6 +103,10 @@ def weights():
 
 @pytest.mark.parametrize("backend", ["x86", "qnnpack"])
 def test_static_convert_matches_torch(weights, rng, backend):
+    if backend == "qnnpack":
+        from tests.conftest import skip_unless_torch_avx512
+
+        skip_unless_torch_avx512("qnnpack's requantized integers")
     cal = [rng.standard_normal((4, 2, 4, 4)).astype(np.float32) for _ in range(3)]
     x = rng.standard_normal((8, 2, 4, 4)).astype(np.float32)
     e, t = _static(ember, weights, cal, backend), _static(torch, weights, cal, backend)
