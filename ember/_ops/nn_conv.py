@@ -1021,7 +1021,9 @@ _CONV_DOC = """{nd}-d convolution (cross-correlation) of a batch of {nd}-d signa
 
     Differences from PyTorch:
         Complex NaN, infinite and near-overflow inputs: which parts of the result are NaN can
-        differ from PyTorch's (ember multiplies complex numbers with NumPy's rules).
+        differ from PyTorch's (ember multiplies complex numbers with NumPy's rules). Real
+        infinite and NaN inputs: whether a result is inf or NaN follows the order of the BLAS
+        kernel, which differs from PyTorch's vendor kernels on some CPUs.
 
     Example:
         >>> import ember
@@ -1042,6 +1044,11 @@ _CONV_TRANSPOSE_DOC = """{nd}-d transposed convolution: the adjoint of ``conv{nd
 
     Returns:
         (N, C_out, {sp_out}).
+
+    Differences from PyTorch:
+        Infinite and NaN inputs: where an infinity meets another of the other sign or a NaN
+        in the products, whether a result is inf or NaN follows the order of the BLAS kernel,
+        which differs from PyTorch's vendor kernels on some CPUs.
 
     Example:
         >>> import ember

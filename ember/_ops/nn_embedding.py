@@ -157,7 +157,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             bags.append(seg.sum(0))
         elif mode == "mean":
             # torch's divisor: the bag's size by its offsets, less its padding, at least 1
-            count = tensor(float(size))
+            count = weight.new_tensor(float(size))
             if keep is not None:
                 count = count - (hi - lo) + keep[lo:hi].sum()
             bags.append(seg.sum(0) / count.clamp(min=1))
