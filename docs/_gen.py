@@ -135,7 +135,6 @@ ABSENT = []
 # (tests/test_docs.py keeps this list from growing, and fails for a module on it whose
 # docstrings have become complete). Issue 23 is done when it is empty.
 UNFINISHED = set("""
-autograd.function distributed.autograd distributed.rpc.backend_registry
 """.split())
 
 _found_pages = []

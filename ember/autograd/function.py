@@ -14,6 +14,9 @@ import sys
 
 from .. import _dispatch
 from .._core.tensor import Tensor, wrap
+
+__all__ = ["FunctionCtx", "BackwardCFunction", "FunctionMeta", "Function", "once_differentiable",
+           "InplaceFunction", "NestedIOFunction"]
 from . import _nodes
 from . import anomaly_mode as _anomaly
 from ._base import Node, _sequence
@@ -106,7 +109,21 @@ class FunctionCtx:
 
 
 class BackwardCFunction(Node, FunctionCtx):
-    """The backward node of one ``Function.apply`` call (also its ``ctx``)."""
+    """The backward node of one ``Function.apply`` call (also its ``ctx``): each Function
+    subclass gets its own subclass of it, ``<Name>Backward``, made by ``FunctionMeta``.
+
+    Example:
+        >>> class Double(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g * 2
+        >>> y = Double.apply(ember.ones(2, requires_grad=True))
+        >>> isinstance(y.grad_fn, ember.autograd.function.BackwardCFunction)
+        True
+    """
 
     _function = None
     materialize_grads = True
@@ -165,7 +182,22 @@ def _zeros(meta):
 
 
 class FunctionMeta(type):
-    """Gives each Function subclass its backward node class, ``<Name>Backward``."""
+    """The metaclass of ``Function``: gives each subclass its backward node class,
+    ``<Name>Backward`` (a ``BackwardCFunction``), as ``_backward_cls``.
+
+    Args:
+        name: the new class's name.
+        bases: its base classes.
+        attrs: its namespace.
+
+    Example:
+        >>> class Square(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * x
+        >>> Square._backward_cls.__name__
+        'SquareBackward'
+    """
 
     def __init__(cls, name, bases, attrs):
         cls._backward_cls = type(name + "Backward", (BackwardCFunction,),
@@ -380,6 +412,23 @@ def _wrap_outputs(ctx, args, out, recording):
         ctx._saved_list = saved
         del ctx.to_save
     return result[0] if single else tuple(result)
+
+
+class InplaceFunction(Function):
+    """Kept for API compatibility (a ``Function`` that records whether it runs in place);
+    subclass ``Function`` instead.
+
+    Args:
+        inplace (bool): stored as ``self.inplace``.
+
+    Example:
+        >>> issubclass(ember.autograd.function.InplaceFunction, ember.autograd.Function)
+        True
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
 
 
 class NestedIOFunction(Function):

@@ -257,7 +257,7 @@ class _Unpickler(pickle.Unpickler):
         return self._received[pid]
 
 
-def wrap(payload, dst_id, kind="value"):
+def _wrap(payload, dst_id, kind="value"):
     """``payload`` as sent from this thread to worker ``dst_id``: an envelope inside a
     context (recording the send), the payload itself outside one."""
     ctx = _current()
@@ -296,7 +296,7 @@ class _InContext:
 
             if hasattr(self, "_wrapped_async_rpc_function") and isinstance(result, Future):
                 return _then_wrapped(result, self._wrap_in_context)
-            return wrap(result, self.caller) if self.wrap_result else result
+            return _wrap(result, self.caller) if self.wrap_result else result
         finally:
             _LOCAL.context_id = prev
 
@@ -306,7 +306,7 @@ class _InContext:
         prev = getattr(_LOCAL, "context_id", None)
         _LOCAL.context_id = self.context_id
         try:
-            return wrap(value, self.caller)
+            return _wrap(value, self.caller)
         finally:
             _LOCAL.context_id = prev
 

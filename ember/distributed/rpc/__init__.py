@@ -269,7 +269,7 @@ def rpc_async(to, func, args=None, kwargs=None, timeout: float = -1.0) -> Future
     payload = (func, args, kwargs)
     dist_autograd = sys.modules.get("ember.distributed.autograd")
     if dist_autograd is not None:  # inside a context: record it (NOTE [ Distributed backward ])
-        payload = dist_autograd.wrap(payload, dst.id, kind="call")
+        payload = dist_autograd._wrap(payload, dst.id, kind="call")
     return agent.request(dst, "call", payload, timeout)
 
 
@@ -324,7 +324,7 @@ def remote(to, func, args=None, kwargs=None, timeout: float = -1.0) -> RRef:
     payload = (rref_id, func, args, kwargs)
     dist_autograd = sys.modules.get("ember.distributed.autograd")
     if dist_autograd is not None:  # inside a context: record it (NOTE [ Distributed backward ])
-        payload = dist_autograd.wrap(payload, dst.id, kind="remote")
+        payload = dist_autograd._wrap(payload, dst.id, kind="remote")
     if dst.id == agent.rank:
         # owned here: run on the pool, on copies of the arguments as for any other worker
         _, func, args, kwargs = _agent._open(_wire.copy_by_pickling(payload))

@@ -221,7 +221,7 @@ class RRef(Generic[T]):
         payload = self._id
         dist_autograd = sys.modules.get("ember.distributed.autograd")
         if dist_autograd is not None:  # inside a context: record the transfer
-            payload = dist_autograd.wrap(payload, self._owner.id, kind="fetch")
+            payload = dist_autograd._wrap(payload, self._owner.id, kind="fetch")
         value = agent.request(self._owner, "fetch", payload, timeout).wait()
         if isinstance(self._confirmed, Future):
             self._confirmed.wait()  # sent before the value: the owner knows this RRef

@@ -18,6 +18,19 @@ __all__ = ["BackendType", "BackendValue", "backend_registered", "construct_rpc_b
 #: how a backend builds its options and starts its agent
 BackendValue = collections.namedtuple(
     "BackendValue", ["construct_rpc_backend_options_handler", "init_backend_handler"])
+BackendValue.__doc__ = """What a ``BackendType`` member stands for: the two functions behind
+a backend.
+
+Args:
+    construct_rpc_backend_options_handler: makes the backend's options from
+        ``construct_rpc_backend_options``'s arguments.
+    init_backend_handler: starts the backend's agent from ``init_backend``'s arguments.
+
+Example:
+    >>> from ember.distributed.rpc import backend_registry as br
+    >>> isinstance(br.BackendType.TENSORPIPE.value, br.BackendValue)
+    True
+"""
 
 
 def _backend_type_repr(self):
