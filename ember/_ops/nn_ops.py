@@ -47,6 +47,10 @@ def _relu_kernel(xp, a):
         z = _ZEROS.get(dt)
         if z is None:
             z = _ZEROS[dt] = np.zeros((), dt)
+        if dt == np.float16:
+            # NumPy's float16 maximum answers its second argument on a tie, which turns -0.0
+            # into 0.0; the rule itself ("negatives become zero") keeps -0.0 and NaN
+            return np.where(a < z, z, a)
         return np.maximum(z, a)
     return xp.maximum(0, a)
 

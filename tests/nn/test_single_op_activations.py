@@ -225,3 +225,14 @@ def test_check_order_and_empty_as_torch(call):
             call(ember)
         return
     assert tuple(call(ember).shape) == tuple(theirs.shape)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_relu_keeps_negative_zero_and_nan_bits_as_torch(dtype):
+    # NumPy's float16 maximum answers its second argument on a tie: relu(-0.0) must stay -0.0
+    vals = [-0.0, 0.0, -1.0, math.nan, 2.0, -math.inf, math.inf]
+    for fn in (lambda T, x: T.relu(x), lambda T, x: T.nn.functional.relu(x.clone(), inplace=True)):
+        got = fn(ember, ember.tensor(vals, dtype=getattr(ember, dtype))).float().numpy()
+        want = fn(torch, torch.tensor(vals, dtype=getattr(torch, dtype))).float().numpy()
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(got, want)
