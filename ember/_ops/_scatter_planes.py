@@ -9,23 +9,29 @@ pooling and padding so that neither imports the other.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
-from .. import _dispatch, _kernels
+from .. import _dispatch, _kernels, _parallel
 from ._registry import Op
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
 
 
-def _unpool_add_kernel(xp, g, index, *, input_shape):
-    """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C)."""
+def _unpool_add_kernel(xp, g, index, *, input_shape, tiles_2x2=False):
+    """Scatter-add g into zeros of input_shape at flat spatial ``index`` (per N, C).
+    ``tiles_2x2`` promises that the indices come from a 2x2, stride-2 max pool tiling the
+    input (each names a tap of its own window), which needs no scatter."""
     if not g.size or not math.prod(input_shape):  # nothing to scatter (an empty batch)
         return xp.zeros(tuple(input_shape), dtype=g.dtype)
     if g.dtype == np.float32:  # one compiled scatter (NOTE [ Compiled max pooling ])
         r = _kernels.max_pool_backward(g, index, input_shape)
         if r is not None:
             return r
+    if tiles_2x2 and xp is np and g.flags.c_contiguous and index.flags.c_contiguous and \
+            index.dtype == np.int64 and sys.byteorder == "little":
+        return _unpool_2x2(g, index, input_shape)
     n, c = input_shape[:2]
     plane = math.prod(input_shape[2:])
     gi = g.reshape(n * c, -1)
@@ -44,13 +50,69 @@ def _unpool_add_kernel(xp, g, index, *, input_shape):
     return out.reshape(input_shape)
 
 
+#: output elements per block of planes in ``_unpool_2x2`` (its buffers stay in L2 cache)
+_PAIR_BLOCK = 1 << 15
+#: the fewest output elements worth cutting over the threads
+_PAIR_SPLIT = 1 << 17
+
+
+def _unpool_2x2(g, index, input_shape):
+    """Max pooling's backward for a 2x2, stride-2 pool tiling the input (NOTE [ 2x2 max
+    pooling in pairs ] in nn_pool.py): each window's gradient goes to the tap its index
+    names and zeros to the other three, one input row pair at a time, without a scatter."""
+    n, c, h, w = input_shape
+    oh, ow = h // 2, w // 2
+    gx = np.empty((n * c, h, w), dtype=g.dtype)
+    gp = g.reshape(n * c, oh * ow)
+    ip = index.reshape(n * c, oh * ow)
+    origin = ((np.arange(oh) * (2 * w))[:, None] + np.arange(ow) * 2).reshape(-1)
+    block = max(1, _PAIR_BLOCK // (oh * ow))
+
+    # the values move as unsigned integers of their width: bits * 1 is the gradient itself,
+    # bits * 0 is +0.0, and an inf or NaN gradient reaches its own tap alone (a float
+    # product by a 0/1 mask would spread NaN, and turn -x * 0 into -0.0)
+    bits = np.dtype(f"u{g.itemsize}")
+    gb = gp.view(bits)
+
+    below = origin + w  # the lower row's first position in each window
+
+    def run(lo, hi):
+        m = min(block, hi - lo) * oh * ow
+        lower = np.empty(m, dtype=bool)
+        right = np.empty(m, dtype=bool)
+        upper = np.empty(m, dtype=bool)
+        hit = np.empty(m, dtype=bool)
+        row = np.empty((m, 2), dtype=bits)
+        for p0 in range(lo, hi, block):
+            p1 = min(p0 + block, hi)
+            k = (p1 - p0) * oh * ow
+            lw, rt, ht = lower[:k], right[:k], hit[:k]
+            np.greater_equal(ip[p0:p1], below, out=lw.reshape(p1 - p0, -1))
+            # the column is the index's parity (W and each window's origin are even): the
+            # low byte of each little-endian int64 holds it
+            np.bitwise_and(ip[p0:p1].reshape(-1).view(np.uint8)[::8], 1, out=rt.view(np.uint8))
+            src = gb[p0:p1].reshape(-1)
+            pair = row[:k]
+            for a in (0, 1):
+                here = lw if a else np.logical_not(lw, out=upper[:k])
+                np.greater(here, rt, out=ht)  # this row, left column
+                np.multiply(src, ht, out=pair[:, 0])
+                np.logical_and(here, rt, out=ht)  # this row, right column
+                np.multiply(src, ht, out=pair[:, 1])
+                np.copyto(gx[p0:p1, a::2], pair.reshape(p1 - p0, oh, w).view(g.dtype))
+
+    if not _parallel.split_on_threads(run, n * c, min_size=max(2, _PAIR_SPLIT // (oh * ow))):
+        run(0, n * c)
+    return gx.reshape(tuple(input_shape))
+
+
 def _gather_kernel(xp, gx, index):
     n, c = index.shape[:2]
     flat = gx.reshape(n * c, -1)
     return xp.take_along_axis(flat, index.reshape(n * c, -1), axis=1).reshape(index.shape)
 
 
-def _unpool_add_vjp(gg, _g, index, *, input_shape):
+def _unpool_add_vjp(gg, _g, index, *, input_shape, tiles_2x2=False):
     return _dispatch.apply(gather_op, (gg, index), {}), None
 
 
