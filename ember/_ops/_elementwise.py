@@ -178,6 +178,9 @@ class ElementwiseOp(Op):
         elif p == "int" and cat > 1:
             raise NotImplementedError(
                 f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+        if cat == 3 and self.name in ("maximum", "minimum", "fmax", "fmin"):
+            # torch refuses these before any kernel (RuntimeError, not a dtype dispatch)
+            raise RuntimeError(f"{self.name} not implemented for complex tensors.")
         if c.category not in self.allow or c.np in _dt._OPAQUE_NP or (
                 c.np in _dt._FLOAT8_NP and not _dt.float8_op_allowed(self.name)):
             kernel = "add_stub" if self.name in ("add", "sub") else self.name + "_cpu"

@@ -21,7 +21,33 @@ def _astype(xp, a, dtype):
         return _dt.to_float8(a, dtype)
     if a.dtype.kind == "c" and dtype.kind != "c":
         a = a.real
+    if dtype == _BF16 and xp is np and (a.dtype == np.float32 or a.dtype == np.float16):
+        return _float_to_bf16(a)
     return a.astype(dtype, copy=True)
+
+
+# NOTE [ NaN in float32 to bfloat16 copies ]
+# torch's x86 copy kernel converts float32 to bfloat16 eight or sixteen lanes at a time and
+# writes every NaN lane as 0xFFFF (a negative NaN: ``signbit`` is True, ``view(int16)`` is
+# -1); when the innermost stride is not 1 it converts one element at a time with c10's
+# rounding, which writes 0x7FC0, as it does for every float16 source. ml_dtypes keeps the
+# NaN's sign instead. float64 sources are left to ml_dtypes: torch's answer there depends on
+# the block size (whole blocks of 16 get 0xFFFF, the rest 0x7FC0).
+_BF16 = _dt.bfloat16.np
+_BF16_LANE_NAN = np.array(0xFFFF, np.uint16).view(_BF16)
+_BF16_ONE_NAN = np.array(0x7FC0, np.uint16).view(_BF16)
+
+
+def _float_to_bf16(a):
+    """float32 or float16 host array ``a`` as bfloat16, each NaN written as torch's copy
+    kernel writes it (NOTE [ NaN in float32 to bfloat16 copies ])."""
+    r = a.astype(_BF16, copy=True)
+    nan = np.isnan(a)
+    if nan.any():
+        inner = min((abs(st) for st, n in zip(a.strides, a.shape) if n > 1), default=4)
+        lanes = a.dtype == np.float32 and inner == a.itemsize
+        r[nan] = _BF16_LANE_NAN if lanes else _BF16_ONE_NAN
+    return r
 
 
 def _identity_vjp(g, _a, **params):

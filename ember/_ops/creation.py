@@ -130,6 +130,38 @@ def check_value_fits(value, d, op_name=""):
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d]} without overflow")
 
 
+# NOTE [ NaN from a Python number in bfloat16 ]
+# torch turns one number into a bfloat16 with c10's scalar rounding, which writes every NaN
+# as the positive quiet NaN 0x7FC0 (sign and payload dropped); ml_dtypes keeps the sign. So
+# ``tensor([-nan], dtype=bfloat16)``, ``full``/``fill_`` with a NaN give torch's bits (seen
+# through ``view(int16)``). Copies of whole tensors follow torch's copy kernel instead
+# (NOTE [ NaN in float32 to bfloat16 copies ]); the NaN that bfloat16 arithmetic makes
+# depends on torch's vector code per op and CPU, and is left to ml_dtypes.
+_BF16_NAN = np.array(0x7FC0, np.uint16).view(_dt.bfloat16.np)
+
+
+def bf16_scalar_nans(r):
+    """``r`` (a bfloat16 host array) with each NaN written as 0x7FC0 (NOTE [ NaN from a
+    Python number in bfloat16 ]); ``r`` itself when it holds none.
+
+    Args:
+        r: a NumPy array of ``ml_dtypes.bfloat16``.
+
+    Returns:
+        The array (a copy when a NaN was rewritten).
+
+    Example:
+        >>> bf16_scalar_nans(np.array([-np.nan], _dt.bfloat16.np)).view(np.uint16)
+        array([32704], dtype=uint16)
+    """
+    nan = np.isnan(r)
+    if not nan.any():
+        return r
+    r = np.array(r)
+    r[nan] = _BF16_NAN
+    return r
+
+
 def scalar_as(value, npd):
     """A Python or NumPy number in the form to store into dtype ``npd`` the way PyTorch
     stores scalars: complex to real keeps the real part, floats truncate toward zero into
@@ -143,7 +175,9 @@ def scalar_as(value, npd):
         return _dt.to_float8(np.array(v, np.float64), npd)[()]
     if kind == "f" or kind == "c" or kind == "V":
         if kind != "c" and isinstance(value, (complex, np.complexfloating)):
-            return value.real
+            value = value.real
+        if kind == "V" and value != value and npd == _BF16_NAN.dtype:
+            return _BF16_NAN  # NOTE [ NaN from a Python number in bfloat16 ]
         return value
     if kind == "b":
         return np.bool_(value != 0)
@@ -499,6 +533,8 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 
 def _fill_kernel(xp, a, v):
+    if a.dtype == _BF16_NAN.dtype and v.dtype != a.dtype and xp is np:
+        v = bf16_scalar_nans(v.real.astype(a.dtype))  # one number: torch's scalar rule
     return xp.broadcast_to(v.astype(a.dtype) if v.dtype != a.dtype else v, a.shape).copy() \
         if v.dtype.kind != "c" or a.dtype.kind == "c" else \
         xp.broadcast_to(v.real.astype(a.dtype), a.shape).copy()
@@ -593,6 +629,8 @@ def fill_(input, value) -> Tensor:
         v = value._data
         if v.dtype.kind == "c" and sd.dtype.kind != "c":
             v = v.real
+        if sd.dtype == _BF16_NAN.dtype and v.dtype != sd.dtype and type(v) is np.ndarray:
+            v = bf16_scalar_nans(v.astype(sd.dtype))  # the value as one number
         if type(v) is not type(sd):
             v = _dispatch.backends_by_type[type(sd)].to_device(v)
         sd[...] = v

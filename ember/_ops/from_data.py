@@ -20,7 +20,7 @@ from .._core.size import Size
 from .._core.storage import TypedStorage, UntypedStorage
 from .._core.tensor import Tensor, wrap
 from ._registry import method, public
-from .creation import _PY_SCALARS, cast, finish, host, resolve_dtype
+from .creation import _PY_SCALARS, bf16_scalar_nans, cast, finish, host, resolve_dtype
 
 # ------------------------------------------------------------------------------------------------
 # data -> array, with PyTorch's dtype inference
@@ -92,7 +92,8 @@ def _py_to_array(leaves, types, d):
             if d.np in _dt._FLOAT8_NP:  # PyTorch's saturation (NOTE [ Float8 dtypes ])
                 return _dt.to_float8(np.array(leaves, dtype=np.float64), d.np)
             # a Python float (a double) rounds once, straight to the target dtype
-            return np.array(leaves, dtype=d.np)
+            r = np.array(leaves, dtype=d.np)
+            return bf16_scalar_nans(r) if d is _dt.bfloat16 else r
         return np.array(leaves, dtype=d.np)
     except OverflowError:
         raise ValueError("Overflow when unpacking long long") from None

@@ -520,7 +520,8 @@ def _classify(x):
     if k in "iu":
         if d.ndim == 0:  # a 0-dim integer tensor indexes like an int (a view)
             return "int", int(d)
-        return "adv", x
+        if d.dtype == np.int64 or d.dtype == np.int32:  # torch's index kernels: long, int
+            return "adv", x
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
@@ -712,13 +713,24 @@ index_put_op = Op("index_put", _index_put_kernel, vjp=_index_put_vjp)
 linear_jvp(index_put_op, (0, 1))
 
 
-def _index_put_args(op_name, self, indices, values):
+def _index_put_args(op_name, self, indices, values, accumulate=False):
     """Validate index_put's arguments; returns (spec, index tensors, values)."""
     check_tensor(op_name, self, "input")
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"{op_name}(): argument 'indices' must be tuple of Tensors, not "
                         f"{type(indices).__name__}")
     check_tensor(op_name, values, "values")
+    if values._data.dtype != self._data.dtype and not accumulate and len(indices) == 1 \
+            and isinstance(indices[0], Tensor) and indices[0]._data.dtype.kind in "bu" \
+            and indices[0]._data.dtype.itemsize == 1 and values._data.size == 1:
+        # torch writes one value under one mask with masked_fill (the value as a number)
+        from .creation import check_value_fits
+
+        if indices[0]._data.dtype.kind == "u":
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
+        check_value_fits(values.item(), self.dtype, op_name)
+        values = values.to(self.dtype).reshape(())
     if values._data.dtype != self._data.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
@@ -753,7 +765,7 @@ def index_put(input, indices, values, accumulate=False):
     ``indices`` is a tuple of index tensors (int64, int32, uint8 or bool), one per leading
     dim; None entries raise TypeError and other integer dtypes IndexError, as in PyTorch.
     """
-    spec, tensors, values = _index_put_args("index_put", input, indices, values)
+    spec, tensors, values = _index_put_args("index_put", input, indices, values, accumulate)
     return _dispatch.apply(index_put_op, (input, values) + tensors,
                            {"spec": spec, "accumulate": bool(accumulate)})
 
@@ -761,7 +773,7 @@ def index_put(input, indices, values, accumulate=False):
 @public(method=True)
 def index_put_(input, indices, values, accumulate=False):
     """In-place ``input[indices] = values`` (or ``+=`` with ``accumulate``); returns input."""
-    spec, tensors, values = _index_put_args("index_put_", input, indices, values)
+    spec, tensors, values = _index_put_args("index_put_", input, indices, values, accumulate)
     check_no_overlap("index_put_", input, values)
     return inplace_or_not(index_put_op, "index_put_", input, (input, values) + tensors,
                           {"spec": spec, "accumulate": bool(accumulate)}, _index_put_into)

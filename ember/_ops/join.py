@@ -264,10 +264,10 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
         raise TypeError("tensor_split() missing required argument 'indices_or_sections'")
     if isinstance(arg, Tensor):
         a = arg._data
-        if a.dtype.kind not in "iu":
+        if arg.dtype.name != "int64":
             raise RuntimeError(
-                "tensor_split expected tensor_indices_or_sections to have integer dtype, but "
-                f"got tensor with {arg.dtype.scalar_name} dtype")
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but "
+                f"got {arg.dtype.scalar_name}")
         if a.ndim > 1:
             raise RuntimeError(
                 "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
@@ -639,7 +639,7 @@ def _tile_method(self, *dims, **kwargs):
 
 def _repeat_interleave_kernel(xp, a, *, repeats, dim, in_size=None):
     return xp.ascontiguousarray(xp.repeat(a, repeats if isinstance(repeats, int) else
-                                          xp.asarray(repeats), axis=dim))
+                                          xp.asarray(repeats, dtype=np.int64), axis=dim))
 
 
 def _repeat_interleave_backward_kernel(xp, g, *, repeats, dim, in_size):
@@ -648,7 +648,7 @@ def _repeat_interleave_backward_kernel(xp, g, *, repeats, dim, in_size):
         return g.reshape(shape).sum(axis=dim + 1, dtype=g.dtype)
     moved = xp.moveaxis(g, dim, 0)
     out = xp.zeros((in_size,) + moved.shape[1:], g.dtype)
-    idx = xp.repeat(xp.arange(in_size), xp.asarray(repeats))
+    idx = xp.repeat(xp.arange(in_size), xp.asarray(repeats, dtype=np.int64))
     ufunc_at(xp, "add", out, idx, moved)
     return xp.ascontiguousarray(xp.moveaxis(out, 0, dim))
 

@@ -225,8 +225,43 @@ def inverse(input, *, out=None):
     return inv(input, out=out)
 
 
+# NOTE [ Solves of singular matrices ]
+# torch's inv_ex and solve_ex factor A with LAPACK's getrf and solve with getrs whatever the
+# factorisation says: ``info`` is getrf's (the 1-based index of the first zero pivot of U,
+# not just "singular"), and the result is what getrs makes of that zero pivot (inf and NaN
+# from the triangular solves), not a matrix of NaN. ``_lapack_solve`` runs the same two
+# routines per matrix; it runs only once NumPy's solver has refused a matrix.
+
+
+def _lapack_solve(a, b, trans=0):
+    """(solution, info) of ``a x = b`` (``a^T x = b`` with ``trans=1``) by getrf + getrs for
+    host batches ``a`` (..., n, n) and ``b`` (..., n, k) of one LAPACK dtype; info has
+    ``a``'s batch shape (NOTE [ Solves of singular matrices ])."""
+    from scipy.linalg import lapack
+
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    info = np.zeros(a.shape[:-2], np.int32)
+    x = np.empty(batch + b.shape[-2:], b.dtype)
+    getrf, getrs = lapack.get_lapack_funcs(("getrf", "getrs"), (a,))
+    factors = {}
+    for i in np.ndindex(*a.shape[:-2]):
+        lu, piv, info[i] = getrf(a[i])
+        factors[i] = lu, piv
+    bb = np.broadcast_to(b, batch + b.shape[-2:])
+    with np.errstate(all="ignore"):
+        for i in np.ndindex(*batch):
+            # the batch element of ``a`` that broadcasts to ``i``
+            j = tuple(k if n > 1 else 0 for k, n in zip(i[len(batch) - (a.ndim - 2):],
+                                                       a.shape[:-2]))
+            lu, piv = factors[j]
+            x[i] = getrs(lu, piv, bb[i], trans=trans)[0]
+    return x, info
+
+
 def _singular_info(xp, a):
-    """Per-batch info: 0 where ``a`` is invertible, else a positive int."""
+    """Per-batch info: 0 where ``a`` is invertible, else a positive int (getrf's on host)."""
+    if xp is np and a.dtype in _LAPACK_DTYPES:
+        return _lapack_solve(a, np.zeros(a.shape[:-1] + (0,), a.dtype))[1]
     batch = a.shape[:-2]
     flat = a.reshape((-1,) + a.shape[-2:])
     info = np.zeros(flat.shape[0], np.int32)
@@ -243,9 +278,12 @@ def _inv_ex_kernel(xp, a, *, check_errors):
         r = xp.linalg.inv(a)
         info = xp.zeros(a.shape[:-2], np.int32)
     except np.linalg.LinAlgError:
-        info = _singular_info(xp, a)
         if check_errors:
             raise LinAlgError("linalg.inv_ex: The input matrix is singular.") from None
+        if xp is np and a.dtype in _LAPACK_DTYPES:
+            eye = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
+            return _lapack_solve(a, eye)
+        info = _singular_info(xp, a)
         r = xp.full(a.shape, np.nan, a.dtype)
         ok = info == 0
         if ok.any():
@@ -592,10 +630,18 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
         if check_errors:
             raise
         xp = _dispatch.xp_of(A._data)  # results on A's device
-        info = wrap(_singular_info(xp, A._data))
         shape = np.broadcast_shapes(tuple(B.shape), tuple(A.shape[:-2]) + (
             (A.shape[-1],) if vec else tuple(B.shape[-2:])))
-        x = wrap(xp.full(shape, np.nan, B._data.dtype))
+        a, b = A._data, B._data
+        if xp is np and a.dtype in _LAPACK_DTYPES:
+            # NOTE [ Solves of singular matrices ]: X A = B is A^T X^T = B^T
+            b = b[..., None] if vec else b if left else np.swapaxes(b, -1, -2)
+            x, info = _lapack_solve(a, b, 0 if left else 1)
+            x = x[..., 0] if vec else x if left else np.swapaxes(x, -1, -2)
+            info, x = wrap(info), wrap(np.ascontiguousarray(x.reshape(shape)))
+        else:
+            info = wrap(_singular_info(xp, a))
+            x = wrap(xp.full(shape, np.nan, b.dtype))
     r = make("linalg_solve_ex", ["result", "info"])(x, info)
     if out is not None:
         _dispatch.write_out("linalg.solve_ex", out, tuple(r))

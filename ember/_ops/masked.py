@@ -381,9 +381,12 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     from .._core.checks import wrap_dim
 
     check_tensor("take_along_dim", input, "input")
-    check_index_dtype("take_along_dim", indices, "torch.take_along_dim(): dtype of indices "
-                      f"should be int64 but got {indices._data.dtype}"
-                      if isinstance(indices, Tensor) else None)
+    check_tensor("take_along_dim", indices, "indices")
+    if dim is None:  # torch gathers from the flattened input: gather's dtypes and message
+        check_index_dtype("gather", indices, "gather(): Expected dtype int32/int64 for index")
+    elif indices.dtype.name != "int64":  # along a dim: Long only, int32 refused too
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{indices.dtype.scalar_name}")
     (indices,) = same_device("take_along_dim", input, indices)
     a, i = input._data, indices._data
     if dim is None:

@@ -57,6 +57,7 @@ KERNELS = {
     "upsample_linear": ("compute_indices_weights_linear", FLOATING),
     "upsample_bilinear2d": ("upsample_bilinear2d", FLOATING | {"uint8"}),
     "upsample_bicubic2d": ("compute_indices_weights_cubic", FLOATING | {"uint8"}),
+    "upsample_aa": ("compute_index_ranges_weights", F32_F64 | {"uint8"}),
     "grid_sampler_2d": ("grid_sampler_2d_cpu_kernel_impl", FLOATING),
     "grid_sampler_3d": ("grid_sampler3d_cpu", FLOATING),
     "reflection_pad": ("reflection_pad", NUMERIC),

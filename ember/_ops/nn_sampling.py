@@ -92,48 +92,102 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners):
 
 
 # NOTE [ Separable taps with renormalised weights ]
-# torch resamples uint8 images (bilinear and bicubic) and every antialiased call with
-# Pillow's scheme rather than the float kernels' clamped source coordinates: output ``i`` of
-# a dim reads the input cells within ``support`` of its centre ``scale * (i + 0.5)``, weighs
-# each by the filter (a triangle, or a cubic with a = -0.5 when antialiased and -0.75
-# otherwise, stretched by ``scale`` when an antialiased call shrinks the dim) and divides the
-# weights by their sum, so taps past an edge drop out instead of repeating the edge cell.
-# (ember takes this path for uint8 on the CPU; float antialiasing is still refused.)
-# For uint8 the weights become int16 fixed point (as many fraction bits as keep the largest
-# weight under 2**15), each pass sums in integers, rounds by adding half a unit before the
-# shift, and clamps to [0, 255]; the last dim is resampled first, and a dim whose size does
-# not change is skipped. align_corners shifts the centres by half a cell (``delta``).
+# torch resamples uint8 images (bilinear and bicubic) and every antialiased call with a
+# separable tap kernel rather than the float kernels' gather of clamped neighbours: output
+# ``i`` of a dim reads the input cells ``first[i] .. first[i] + count[i] - 1`` and sums them
+# with per-output weights, the last dim first; a dim whose size does not change is skipped.
+# - Antialiased (Pillow's scheme): the cells within ``support`` of the centre
+#   ``scale * (i + 0.5)`` (align_corners changes only ``scale``), each weighed by the filter
+#   (a triangle, or a cubic with a = -0.5) stretched by ``scale`` when the dim shrinks,
+#   divided by the weights' sum, so taps past an edge drop out. For float32 input the scale,
+#   centres, weights and sums are all float32, which decides ``first``/``count`` at
+#   boundaries exactly as torch does.
+# - uint8 without antialias: the float kernels' source index and fraction (a = -0.75 for
+#   bicubic), but the taps that fall off an edge add their weight to the edge cell instead
+#   of reading it again.
+# For uint8 the float64 weights become int16 fixed point (as many fraction bits as keep the
+# largest weight, partial sums included, under 2**15), each pass sums in integers, rounds by
+# adding half a unit before the shift, and clamps to [0, 255].
 
 
-def _aa_taps(in_size, out_size, scale, align_corners, mode, antialias):
-    """(first input cell, normalised float64 weights (out_size, taps)) of one dim."""
-    interp = 4 if mode == "bicubic" else 2
+def _resample_scale(in_size, out_size, scale, align_corners, ft):
+    """Input cells per output cell along one dim, in float type ``ft`` (torch's
+    area_pixel_compute_scale)."""
     if align_corners:
-        step = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-    else:
-        step = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
-    stretch = antialias and step >= 1.0
-    support = interp * 0.5 * (step if stretch else 1.0)
-    taps = math.ceil(support) * 2 + 1 if antialias else interp
-    delta = 0.5 if align_corners and not antialias else 0.0
-    inv = 1.0 / step if stretch else 1.0
-    a = -0.5 if antialias else -0.75
+        return ft(in_size - 1) / ft(out_size - 1) if out_size > 1 else ft(0)
+    if scale is not None and scale > 0:
+        return ft(1.0 / scale)
+    return ft(in_size) / ft(out_size)
+
+
+def _tap_filter(x, mode, a):
+    """The interpolation filter at offsets ``x`` (NumPy, evaluated in ``x``'s float type)."""
+    ft = x.dtype.type
+    x = np.abs(x)
+    if mode != "bicubic":
+        return np.where(x < 1, (1.0 - x.astype(np.float64)).astype(ft), ft(0))
+    a = ft(a)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x < 1, near, np.where(x < 2, far, ft(0))).astype(ft)
+
+
+def _aa_taps(in_size, out_size, scale, align_corners, mode, ft=np.float64):
+    """Antialiased taps of one dim: (first cell, cell count, weights (out_size, taps) in
+    ``ft``, largest weight)."""
+    interp = 4 if mode == "bicubic" else 2
+    s = _resample_scale(in_size, out_size, scale, align_corners, ft)
+    stretch = s >= 1.0
+    support = ft(interp * 0.5 * float(s)) if stretch else ft(interp * 0.5)
+    taps = math.ceil(support) * 2 + 1
+    inv = ft(1.0 / float(s)) if stretch else ft(1.0)
+    center = (float(s) * (np.arange(out_size) + 0.5)).astype(ft)
+    first = np.maximum(((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
+    count = np.minimum(((center + support).astype(np.float64) + 0.5).astype(np.int64),
+                       in_size) - first
+    count = np.clip(count, 0, taps)
+    weights = np.zeros((out_size, taps), dtype=ft)
+    total = np.zeros(out_size, dtype=ft)
+    for j in range(taps):
+        off = ((first + j).astype(ft) - center).astype(np.float64) + 0.5
+        w = np.where(j < count, _tap_filter((off * float(inv)).astype(ft), mode, -0.5), ft(0))
+        weights[:, j] = w
+        total = (total + w).astype(ft)
+    nonzero = total != 0
+    weights[nonzero] = (weights[nonzero] / total[nonzero, None]).astype(ft)
+    return first, count, weights, float(weights.max()) if weights.size else 0.0
+
+
+def _edge_folded_taps(in_size, out_size, scale, align_corners, mode):
+    """uint8 taps of one dim without antialias: (first cell, cell count, float64 weights
+    (out_size, taps), largest weight or partial sum)."""
+    interp = 4 if mode == "bicubic" else 2
+    s = float(_resample_scale(in_size, out_size, scale, align_corners, np.float64))
+    half = interp // 2
     first = np.zeros(out_size, dtype=np.int64)
-    weights = np.zeros((out_size, taps))
+    count = np.zeros(out_size, dtype=np.int64)
+    weights = np.zeros((out_size, interp))
+    top = 0.0
     for i in range(out_size):
-        center = step * (i + 0.5 - delta)
-        lo = max(int(center - support + 0.5 + delta), 0)
-        n = min(max(min(int(center + support + 0.5 + delta), in_size) - lo, 0), taps)
-        x = np.abs((np.arange(n) + lo - center + 0.5 - delta) * inv)
-        if mode == "bicubic":
-            w = np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
-                         np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
-        else:
-            w = np.maximum(1 - x, 0.0)
-        total = w.sum()
-        first[i] = lo
-        weights[i, :n] = w / total if total != 0 else w
-    return first, weights
+        real = s * i if align_corners else s * (i + 0.5) - 0.5
+        if mode != "bicubic":
+            real = max(real, 0.0)
+        index = min(int(math.floor(np.float32(real))), in_size - 1)
+        lam = min(max(real - index, 0.0), 1.0)
+        lo = index - half + 1
+        first[i] = max(lo, 0)
+        count[i] = min(max(min(index + half + 1, in_size) - first[i], 0), interp)
+        slot = 0
+        for j in range(interp):
+            w = float(_tap_filter(np.array([j + 1 - half - lam]), mode, -0.75)[0])
+            if lo + j <= 0:
+                slot = 0
+            elif lo + j >= in_size - 1:
+                slot = count[i] - 1
+            weights[i, slot] += w
+            top = max(top, weights[i, slot])
+            slot += 1
+    return first, count, weights, top
 
 
 def _resample_uint8(data, out, scales, mode, align_corners, antialias):
@@ -143,8 +197,8 @@ def _resample_uint8(data, out, scales, mode, align_corners, antialias):
         in_size, size = data.shape[axis], out[axis - 2]
         if in_size == size:
             continue
-        first, w = _aa_taps(in_size, size, scales[axis - 2], align_corners, mode, antialias)
-        top = w.max() if w.size else 0.0
+        taps = _aa_taps if antialias else _edge_folded_taps
+        first, _, w, top = taps(in_size, size, scales[axis - 2], align_corners, mode)
         bits = 0
         while bits < 22 and int(0.5 + top * (1 << (bits + 1))) < (1 << 15):
             bits += 1
@@ -159,6 +213,33 @@ def _resample_uint8(data, out, scales, mode, align_corners, antialias):
     return np.ascontiguousarray(data)
 
 
+def _antialias_dim(x, dim, out_size, scale, mode, align_corners):
+    """Float ``x`` resampled along ``dim`` with antialiased taps, summed tap by tap in
+    ``x``'s dtype (NOTE [ Separable taps with renormalised weights ]); gradients come from
+    the gathers."""
+    from .from_data import from_numpy
+
+    in_size = x.shape[dim]
+    ft = np.float32 if x.dtype.name == "float32" else np.float64
+    first, count, w, _ = _aa_taps(in_size, out_size, scale, align_corners, mode, ft)
+    out = None
+    for j in range(w.shape[1]):
+        live = j < count
+        if j and not live.any():
+            continue
+        term = x.index_select(dim, _index(np.minimum(first + j, in_size - 1), x)) \
+            * _weights(w[:, j], x, dim, x.dim())
+        if j and not live.all():
+            # a row with fewer cells stops there: -0.0 adds nothing (not even a sign)
+            shape = [1] * x.dim()
+            shape[dim] = -1
+            mask = from_numpy(np.ascontiguousarray(~live.reshape(shape)))
+            term = term.masked_fill(mask if type(x._data) is np.ndarray else
+                                    mask.to(x.device), -0.0)
+        out = term if out is None else out + term
+    return out
+
+
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
@@ -168,7 +249,7 @@ _MODE_KERNEL = {"nearest": "upsample_nearest", "nearest-exact": "upsample_neares
                 "bilinear": "upsample_bilinear2d", "bicubic": "upsample_bicubic2d"}
 
 
-def _check_resample(input, spatial, out, mode):
+def _check_resample(input, spatial, out, mode, antialias=False):
     """torch's checks of the resampling kernels: non-empty sizes, then the kernel's dtypes."""
     nd = len(spatial)
     if any(n == 0 for n in spatial) or any(n <= 0 for n in out):
@@ -180,7 +261,7 @@ def _check_resample(input, spatial, out, mode):
     if input.shape[1] == 0:
         raise RuntimeError(f"Non-empty {nd + 2}D data tensor expected but got a tensor with "
                            f"sizes {list(input.shape)}")
-    kernel_dtype(_MODE_KERNEL[mode], input)
+    kernel_dtype("upsample_aa" if antialias else _MODE_KERNEL[mode], input)
 
 
 #: interpolate's mode -> PyTorch's op (``{}``: the number of spatial dims), and whether it
@@ -221,21 +302,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                          f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
                          f"bicubic | trilinear | area | nearest-exact (got {mode})")
-    modes = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
-    if mode not in modes:
-        raise NotImplementedError(
-            f"Got {input.dim()}D input, but {mode} mode is not implemented; choose one of "
-            f"{', '.join(modes)}")
-    if mode in _MODE_DIMS and _MODE_DIMS[mode] != nd:
-        raise NotImplementedError(
-            f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    if antialias and (mode not in ("bilinear", "bicubic") or input.dtype.name != "uint8"
-                      or not isinstance(input._data, np.ndarray)):
-        raise ValueError("ember: antialias=True is only meaningful for downsampling in "
-                         "bilinear/bicubic modes and is not supported")
     align_corners = bool(align_corners)
     if (size is None) == (scale_factor is None):
         raise ValueError("either size or scale_factor should be defined, not both" if size
@@ -252,6 +321,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"{list(spatial)} and scale_factor of shape {list(sf)}.")
         out = tuple(int(math.floor(spatial[i] * sf[i])) for i in range(nd))
         scales = [None] * nd if recompute_scale_factor else [float(s) for s in sf]
+    if antialias and (mode not in ("bilinear", "bicubic") or nd != 2):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
+                         "requires a 4-D tensor as input")
+    modes = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+    if mode not in modes:
+        raise NotImplementedError(
+            f"Got {input.dim()}D input, but {mode} mode is not implemented; choose one of "
+            f"{', '.join(modes)}")
+    if mode in _MODE_DIMS and _MODE_DIMS[mode] != nd:
+        raise NotImplementedError(
+            f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
     if mode == "area":
         return adaptive_avg_pool(nd, input, out)
     if input.is_quantized and (mode == "bilinear" or nd > 1 and mode in ("nearest",
@@ -262,21 +342,29 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             return _qops.bilinear(input, out, scales, align_corners)
         return _qops.on_centered_ints(interpolate, input, size, scale_factor, mode, None,
                                       recompute_scale_factor, antialias)
-    _check_resample(input, spatial, out, mode)
-    # (uint8 bicubic without antialias takes another torch kernel, not matched here yet)
-    if input.dtype.name == "uint8" and (mode == "bilinear" or mode == "bicubic" and antialias) \
-            and type(input._data) is np.ndarray:
+    _check_resample(input, spatial, out, mode, antialias)
+    if input.dtype.name == "uint8" and mode in ("bilinear", "bicubic"):
         from .from_data import from_numpy
 
-        return from_numpy(_resample_uint8(input._data, out, scales, mode, align_corners,
-                                          antialias))
+        host = type(input._data) is np.ndarray
+        y = from_numpy(_resample_uint8(input._data if host else input.cpu()._data, out,
+                                       scales, mode, align_corners, antialias))
+        return y if host else y.to(input.device)
+    if antialias:
+        if out == spatial:
+            return input.clone()
+        x = input
+        for i in range(nd)[::-1]:
+            if out[i] != spatial[i]:
+                x = _antialias_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
+        return x
     x = input
     # the last dim first, as PyTorch's kernels nest their taps (which sums meet an inf first
     # decides inf against NaN)
     for i in range(nd)[::-1]:
         if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
             x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
-    return x
+    return input.clone() if x is input else x  # a new tensor even when nothing moves
 
 
 # ------------------------------------------------------------------------------------------------
@@ -434,18 +522,18 @@ def _default_align_corners(align_corners):
 def affine_grid(theta, size, align_corners=None, _any_dtype=False):
     """The sampling grid (N, *out, nd) of the affine maps ``theta`` (N, nd, nd + 1)."""
     align_corners = _default_align_corners(align_corners)
-    size = list(size)
+    given, size = size, list(size)  # messages show the size as the caller wrote it
     nd = len(size) - 2
     if nd not in (2, 3):
         raise NotImplementedError(
             f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
-            f"respectively. Got size {size}.")
+            f"respectively. Got size {given}.")
     if not theta.is_floating_point() and not _any_dtype:
         raise ValueError(f"Expected theta to have floating point type, but got "
                          f"{theta.dtype}")
     if tuple(theta.shape) != (size[0], nd, nd + 1):
         raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} "
-                         f"for size {size}. Got {list(theta.shape)}.")
+                         f"for size {given}. Got {theta.shape}.")
     spatial = size[2:]
 
     dev = theta.device  # the base grid lives with theta (meta included)

@@ -944,6 +944,37 @@ def _max_dim_kernel(xp, a, *, dim, keepdim, largest):
 max_dim_op = Op("max.dim", _bool_as_uint8(_max_dim_kernel), differentiable=False)
 
 
+# NOTE [ max(x, out=) of nothing ]
+# torch's ``max(x)``/``min(x)`` refuse an empty ``x`` (no identity), but their out= form runs
+# another kernel: it checks that x's dtype casts to out's, then the dtype (complex is
+# NotImplementedError even when empty), and for an empty x writes the reduction's start
+# value: the lowest value of the dtype for max (-inf for floats, False for bool), the highest
+# for min.
+
+
+def _all_out_checks(input, out, name):
+    """The checks of ``max(x, out=)``/``min(x, out=)`` before any value is read."""
+    _check_tensor(input, name)
+    if isinstance(out, Tensor) and not _dt.can_cast(input.dtype, out.dtype):
+        raise RuntimeError("Expected canCast( typeMetaToScalarType(self.dtype()), "
+                           "typeMetaToScalarType(out.dtype())) to be true, but got false.")
+    _no_complex(input, name + "_all")
+
+
+def _empty_extreme(input, largest):
+    """The 0-d start value of max (``largest``) or min over nothing, in ``input``'s dtype
+    (NOTE [ max(x, out=) of nothing ])."""
+    npd = input._data.dtype
+    if npd.kind == "b":
+        v = not largest
+    elif npd.kind == "f" or npd in _HALF:
+        v = -np.inf if largest else np.inf
+    else:
+        info = np.iinfo(npd)
+        v = info.min if largest else info.max
+    return tensor(v, dtype=input.dtype, device=input.device)
+
+
 def _max_min(name, largest, input, dim, keepdim, out, other):
     if other is None and isinstance(dim, Tensor):
         other, dim = dim, None
@@ -956,6 +987,10 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}(): keepdim given without dim")
+        if out is not None:
+            _all_out_checks(input, out, name)
+            if input._data.size == 0:
+                return _finish(_empty_extreme(input, largest), out, name)
         _check_nonempty(input, None, name)
         _no_complex(input, name + "_all")
         r = _apply(amax_op, (input,), {"dim": None, "keepdim": False, "largest": largest,

@@ -146,12 +146,6 @@ def test_uint8_interpolate_fixed_point_taps(c, call):
     _agree(f"F.interpolate({_IMG.format(c=c)}, {call})")
 
 
-def test_float_antialias_still_refused():
-    with pytest.raises(ValueError):
-        ember.nn.functional.interpolate(ember.rand(1, 1, 6, 6), size=(3, 3), mode="bilinear",
-                                        antialias=True)
-
-
 # -- embedding_bag with unsorted offsets ----------------------------------------------------------
 
 _W = "T.arange(12.).reshape(6, 2)"
