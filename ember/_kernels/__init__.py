@@ -19,10 +19,11 @@ reference the fast path is tested against), normalised rows of at most ``_ROW_MA
 elements (float32 accumulators in a few SIMD lanes stay within a few ulps of NumPy's
 pairwise sums up to there; see NOTE [ Sums through BLAS ] in ``_ops/linalg.py``).
 
-Results agree with the NumPy path to float32 rounding, not bit for bit (the exp is a few
-ulps off, sums are reassociated); tests/perf compare every kernel with the NumPy path and
-with PyTorch. The kernels are single-threaded: on two loaded cores a ``prange`` softmax
-measured from 1.5x faster to 7x slower than one thread, so no kernel uses numba's threads.
+Results agree with the NumPy path to float32 rounding, not bit for bit (the exp is within
+1 ulp of the correctly rounded value, sums are reassociated); tests/perf compare every
+kernel with the NumPy path and with PyTorch. The row kernels are single-threaded: on two
+loaded cores a ``prange`` softmax measured from 1.5x faster to 7x slower than one thread,
+so no kernel uses numba's threads.
 Tried again on the quiet machine with the split only while it is not oversubscribed
 (``_parallel.contended``): a (256, 1000) softmax went 222 -> 113 us with ``prange`` over two
 threads (PyTorch: 100 us) and cross entropy 1.62x -> 1.07x PyTorch's, but no training step
@@ -31,8 +32,9 @@ gained (GPT 154.4 vs 154.9 ms, same process, alternating) and the LSTM LM lost 6
 numba's ``workqueue`` layer does not spin, and does not speed the kernel up either), while
 loading the cached parallel kernels cost 0.85 s per process. Ember's own pool cannot split
 them profitably: a ``ThreadPoolExecutor`` round trip costs ~95 us on these VMs. So still:
-only ``threshold_backward`` runs the halves of large arrays on ember's own pool (NOTE
-[ Threaded element-wise ops ] in ``ember/_parallel.py``), which ``set_num_threads`` governs.
+the row kernels run on one thread; only the element-wise ones (``threshold_backward``, exp,
+sigmoid, SiLU, GELU) run the halves of large arrays on ember's own pool (NOTE [ Compiled
+element-wise kernels on threads ]), which ``set_num_threads`` governs.
 
 The backend is chosen on the first call: the environment variable ``EMBER_KERNELS``
 (``numpy`` turns the fast path off, ``numba`` or ``auto``, the default, use numba when it
@@ -46,6 +48,8 @@ import math
 import os
 
 import numpy as np
+
+from .. import _parallel
 
 _ROW_MAX = 16384
 _F32 = np.dtype(np.float32)
@@ -345,7 +349,7 @@ def gelu(x):
         return None
     out = np.empty(x.shape, np.float32)
     der = np.empty(x.shape, np.float32)
-    impl.gelu_into(_flat(x), out.reshape(-1), der.reshape(-1))
+    _run_flat(impl.gelu_into, _flat(x), out.reshape(-1), der.reshape(-1))
     return out, der
 
 
@@ -365,7 +369,7 @@ def silu(x):
     if impl is None:
         return None
     out = np.empty(x.shape, np.float32)
-    impl.silu_into(_flat(x), out.reshape(-1))
+    _run_flat(impl.silu_into, _flat(x), out.reshape(-1))
     return out
 
 
@@ -385,7 +389,96 @@ def silu_backward(g, x):
     if impl is None or g.shape != x.shape:
         return None
     out = np.empty(x.shape, np.float32)
-    impl.silu_backward_into(_flat(g), _flat(x), out.reshape(-1))
+    _run_flat(impl.silu_backward_into, _flat(g), _flat(x), out.reshape(-1))
+    return out
+
+
+# NOTE [ Compiled element-wise kernels on threads ]
+# The compiled element-wise loops (exp, sigmoid, SiLU and its backward, GELU) release the
+# GIL and each element is computed alone, so a large array is cut into one contiguous run
+# per thread on ember's pool (``_parallel.split_on_threads``, which declines on one thread
+# or an oversubscribed machine): the same bits as one call. From 2**18 elements (~0.2 ms of
+# exp on one core) the halves save more than the pool's round trip (~40 us) costs. Below
+# ``_ELEMENTWISE_MIN`` elements NumPy's own loop costs no more than the compiled call's
+# dispatch, and NumPy keeps those.
+_ELEMENTWISE_MIN = 256
+_SPLIT_MIN = 1 << 18
+
+
+def _run_flat(kernel, *arrays):
+    """``kernel(*slices)`` over flat arrays of one length, on several threads when they are
+    large (NOTE [ Compiled element-wise kernels on threads ])."""
+    size = arrays[0].size
+
+    def run(lo, hi):
+        kernel(*[a[lo:hi] for a in arrays])
+
+    if not _parallel.split_on_threads(run, size, min_size=_SPLIT_MIN):
+        run(0, size)
+
+
+def _flat_out(x, out):
+    """A float32 output for ``x`` (``out`` itself when it fits: C-contiguous float32 of
+    ``x``'s shape), or None when ``out`` does not fit."""
+    if out is None:
+        return np.empty(x.shape, np.float32)
+    if type(out) is not np.ndarray or out.dtype != _F32 or out.shape != x.shape or \
+            not out.flags.c_contiguous:
+        return None
+    return out
+
+
+def exp(x, out=None):
+    """``exp(x)`` of a float32 array in one compiled pass (NOTE [ Vectorisable exp ] in
+    ``_numba.py``; within 1 ulp of the correctly rounded value), on several threads when it
+    is large; None where not covered (no numba, another dtype, not C-contiguous, fewer than
+    ``_ELEMENTWISE_MIN`` elements, an ``out`` that is not a C-contiguous float32 array of
+    ``x``'s shape).
+
+    Args:
+        x: a NumPy array.
+        out: the array to write (may be ``x``), or None for a new one.
+
+    Returns:
+        ndarray | None: the result.
+
+    Example::
+
+        >>> r = exp(np.zeros(300, np.float32))
+        >>> r is None or bool((r == 1).all())
+        True
+    """
+    impl = _fast(x)
+    if impl is None or x.size < _ELEMENTWISE_MIN or not x.flags.c_contiguous:
+        return None
+    o = _flat_out(x, out)
+    if o is None:
+        return None
+    _run_flat(impl.exp_into, x.reshape(-1), o.reshape(-1))
+    return o
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` of a float32 array in one compiled pass, on several threads
+    when it is large; None where not covered (as ``exp``).
+
+    Args:
+        x: a NumPy array.
+
+    Returns:
+        ndarray | None: a new float32 array.
+
+    Example::
+
+        >>> r = sigmoid(np.zeros(300, np.float32))
+        >>> r is None or bool((r == 0.5).all())
+        True
+    """
+    impl = _fast(x)
+    if impl is None or x.size < _ELEMENTWISE_MIN or not x.flags.c_contiguous:
+        return None
+    out = np.empty(x.shape, np.float32)
+    _run_flat(impl.sigmoid_into, x.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -483,8 +576,6 @@ def threshold_backward(g, y, threshold):
     def run(lo, hi):
         impl.threshold_backward_into(gf[lo:hi], yf[lo:hi], t, of[lo:hi])
 
-    from .. import _parallel
-
     if not _parallel.split_on_threads(run, gf.size):
         run(0, gf.size)
     return out
@@ -518,15 +609,22 @@ def adam(p, g, m, v, *, beta1, beta2, lr, weight_decay, eps, bias1, bias2_sqrt,
                                                              not a.flags.writeable):
             return False
     f = np.float32
-    impl.adam_into(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), f(1 - beta1),
-                   abs(1 - beta1) < 0.5, f(beta2), f(1 - beta2), f(1 - lr * weight_decay),
-                   f(weight_decay), f(-lr / bias1), f(bias2_sqrt), f(eps), bool(decoupled),
-                   bool(maximize))
+    flats = (p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1))
+    args = (f(1 - beta1), abs(1 - beta1) < 0.5, f(beta2), f(1 - beta2),
+            f(1 - lr * weight_decay), f(weight_decay), f(-lr / bias1), f(bias2_sqrt), f(eps),
+            bool(decoupled), bool(maximize))
+
+    def run(lo, hi):  # NOTE [ Optimizer steps on threads ] in _train.py
+        impl.adam_into(*[a[lo:hi] for a in flats], *args)
+
+    if not _parallel.split_on_threads(run, p.size, min_size=OPTIM_SPLIT):
+        run(0, p.size)
     return True
 
 
 # the training step's other kernels (max pooling, batch norm, SGD, Adadelta)
 from ._train import (  # noqa: E402  (they use the helpers above)
+    OPTIM_SPLIT,
     adadelta,
     batch_norm,
     batch_norm_backward,

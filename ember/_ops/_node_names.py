@@ -125,7 +125,7 @@ def _linear(inputs, params):
     if bias is None:
         return "UnsafeViewBackward0"
     # torch folds a contiguous batch into one addmm and views it back; otherwise it adds
-    return "ViewBackward0" if inputs[0]._data.flags.c_contiguous and n == 3 else "AddBackward0"
+    return "ViewBackward0" if inputs[0]._data.flags.c_contiguous else "AddBackward0"
 
 
 def _pow(inputs, params):
@@ -176,7 +176,19 @@ def _ctc(inputs, params):
     return "WhereBackward0" if params.get("zero_infinity") else None
 
 
+def _nll(inputs, params):
+    # torch runs inputs of 3 or more dims through its image kernel (``nll_loss2d``), others
+    # viewed to 4 dims and an unreduced loss viewed back
+    n = _ndim(inputs[0])
+    if n < 3:
+        return None
+    return "NllLoss2DBackward0" if n == 4 or params.get("reduction") != "none" else \
+        "ViewBackward0"
+
+
 _CALL_DEPENDENT = {
+    "nll_loss": _nll,
+    "cross_entropy_loss": _nll,
     "sum": _dims_overload("Sum"),
     "mean": _dims_overload("Mean"),
     "prod": _dims_overload("Prod"),

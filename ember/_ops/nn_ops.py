@@ -333,7 +333,24 @@ def _silu_kernel(xp, a):
     fused = _kernels.silu(a)  # NOTE [ Fused kernels ] (ember/_kernels)
     if fused is not None:
         return fused
-    t = _scaled(xp, a, 0.5)
+    out = xp.empty_like(a)
+    if xp is np and a.size >= _SILU_SPLIT and a.flags.c_contiguous:
+        # large NumPy arrays in pieces on ember's threads, each piece the same passes on
+        # its slice: the same bits (NOTE [ Threaded element-wise ops ] in ember/_parallel.py)
+        flat, of = a.reshape(-1), out.reshape(-1)
+        if _parallel.split_on_threads(lambda lo, hi: _silu_into(np, flat[lo:hi], of[lo:hi]),
+                                      flat.size, min_size=_SILU_SPLIT):
+            return out
+    return _silu_into(xp, a, out)
+
+
+#: NumPy's tanh costs a few ns an element: pieces pay from 2**18 elements
+_SILU_SPLIT = 1 << 18
+
+
+def _silu_into(xp, a, t):
+    """``a * sigmoid(a)`` as ``a (1 + tanh(a / 2)) / 2``, into ``t`` (``a``'s shape)."""
+    xp.multiply(a, 0.5, out=t)
     xp.tanh(t, out=t)
     t += 1
     t *= 0.5
@@ -611,7 +628,41 @@ def linear(input, weight, bias=None):
     if len(ws) == 1:
         out = (input * weight).sum(-1)
         return out if bias is None else out + bias
+    if _dispatch.intercept and _dispatch.state.modes and \
+            (bias is None or bias._data.shape == ws[:1]):
+        from ._registry import profiler_session
+        session = profiler_session()
+        if session is not None:
+            # NOTE [ Linear under the profiler ]
+            return session.composite("aten::linear", lambda: (input, weight, bias),
+                                     _linear_as_torch, (input, weight, bias), {})
     return _dispatch.apply(linear_op, (input, weight, bias), {})
+
+
+# NOTE [ Linear under the profiler ]
+# ember's linear is one op and one graph node; PyTorch's is a composite: the weight's
+# transpose (``aten::t``, graph node ``TBackward0``) into ``aten::addmm`` (the input viewed
+# as a matrix first and the product viewed back when it has another number of dims), or,
+# without a bias or for input that is not contiguous, ``aten::matmul`` (then the bias added
+# in place). Its profile shows each of those ops forward and each node backward
+# (``AddmmBackward0`` then ``TBackward0``). While a profiler records, ember runs PyTorch's
+# ops for real under the ``aten::linear`` event, so tables and traces list the same rows
+# and nodes, with their own times; the result is the same GEMM on the same memory. With no
+# profiler the one op runs (NOTE [ Cross entropy under the profiler ] does the same for
+# that loss).
+
+
+def _linear_as_torch(input, weight, bias):
+    """``linear`` as PyTorch composes it (NOTE [ Linear under the profiler ])."""
+    n = input.dim()
+    if bias is not None and (n == 2 or input.is_contiguous()):
+        if n == 2:
+            return bias.addmm(input, weight.t())
+        rows = input.view(-1, input.shape[-1])
+        out = bias.addmm(rows, weight.t())
+        return out.view(*input.shape[:-1], out.shape[-1])
+    out = input.matmul(weight.t())
+    return out if bias is None else out.add_(bias)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -880,9 +931,36 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}")
+    if _dispatch.intercept and _dispatch.state.modes:
+        from ._registry import profiler_session
+        session = profiler_session()
+        if session is not None:
+            # NOTE [ Cross entropy under the profiler ]
+            return session.composite(
+                "aten::cross_entropy_loss",
+                lambda: (input, target, weight, _REDUCTIONS.index(reduction), ignore_index, 0.0),
+                _split_cross_entropy, (input, target, weight, ignore_index, reduction), {})
     loss, _ = _dispatch.apply(cross_entropy_op, (input, target, weight),
                               {"reduction": reduction, "ignore_index": ignore_index})
     return loss
+
+
+# NOTE [ Cross entropy under the profiler ]
+# ember's cross entropy is one fused kernel (log-softmax and the pick of the target's entry
+# in one pass, one graph node); PyTorch's is a composite of ``log_softmax`` and
+# ``nll_loss``, and its profile shows both, forward (``aten::log_softmax`` >
+# ``aten::_log_softmax``, ``aten::nll_loss_nd`` > ``aten::nll_loss`` >
+# ``aten::nll_loss_forward``) and backward (``NllLossBackward0`` then
+# ``LogSoftmaxBackward0``). While a profiler records, ember runs PyTorch's two ops for real
+# under the ``aten::cross_entropy_loss`` event, so the table and the trace hold the rows a
+# PyTorch user looks for, with their own times and the graph PyTorch builds; the loss is
+# the same up to rounding. With no profiler the fused kernel runs.
+
+
+def _split_cross_entropy(input, target, weight, ignore_index, reduction):
+    """Cross entropy as PyTorch composes it: ``nll_loss(log_softmax(input, 1))``."""
+    return nll_loss(log_softmax(input, 1), target, weight, ignore_index=ignore_index,
+                    reduction=reduction)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
@@ -975,12 +1053,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     a warning when the shapes differ)."""
     reduction = reduction_enum(reduction, size_average, reduce)
     if input.shape != target.shape:
-        import warnings
+        from .._settings import warn_at_caller
 
-        warnings.warn(
+        warn_at_caller(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=2)
+            "Please ensure they have the same size.")
         input, target = input.broadcast_to(_broadcast(input, target)), target.broadcast_to(
             _broadcast(input, target))
     if weight is not None:

@@ -31,6 +31,7 @@ from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from . import _node_names, _xp_compat
 from ._registry import Op, public
+from .. import _parallel
 from .indexing import linear_jvp  # forward-mode rules
 
 _HALF = (np.dtype(np.float16), _dt.bfloat16.np)
@@ -358,6 +359,31 @@ def _reciprocal_vjp(g, _x, *, out):
 
 
 exp_op, exp = unary_op("exp", ufunc="exp", vjp=_exp_vjp, doc="Element-wise ``e ** x``.")
+
+
+def _exp_cpu(a, out=None):
+    """exp on the CPU: float32 through the compiled kernel where numba is installed, whose
+    exp is vectorised (NOTE [ Vectorisable exp ] in ember/_kernels/_numba.py), else NumPy's
+    ufunc, on several threads for large arrays (NumPy's float32 exp is a scalar loop on
+    machines without AVX-512: there the threads are the only lever, NOTE [ Threaded
+    element-wise ops ] in ember/_parallel.py)."""
+    if a.size >= _COMPILED_MIN and a.dtype == _F32:  # (small arrays: straight to NumPy)
+        r = _kernels.exp(a, out)
+        if r is not None:
+            return r
+        if out is None and a.size >= _EXP_THREADS_MIN:
+            r = _parallel.ufunc_on_threads(np.exp, a)
+            if r is not None:
+                return r
+    return np.exp(a) if out is None else np.exp(a, out=out)
+
+
+#: NumPy's float32 exp costs ~6 ns an element here: worth the pool's ~40 us round trip from
+#: 2**18 elements (an add only from 2**20, ``_parallel.MIN_ELEMENTS``)
+_EXP_THREADS_MIN = 1 << 18
+_COMPILED_MIN = _kernels._ELEMENTWISE_MIN
+_F32 = np.dtype(np.float32)
+exp_op.register_kernel("cpu", _exp_cpu)
 expm1_op, expm1 = unary_op("expm1", ufunc="expm1", vjp=_expm1_vjp,
                            doc="``exp(x) - 1``, accurate for small ``x``.")
 exp2_op, exp2 = unary_op("exp2", ufunc="exp2", vjp=_exp2_vjp, doc="Element-wise ``2 ** x``.")
@@ -413,12 +439,32 @@ _expit = []
 def _sigmoid_cpu(a):
     # SciPy's expit is one call (fast on small arrays) but its loop is slower than NumPy's
     # exp on large ones; pick by size. Measured: 8 floats 0.7us vs 5us, 1e6 floats 14ms vs 3ms.
+    # A float32 array goes to the compiled kernel where numba is installed (its exp is
+    # vectorised), and large ones in pieces on ember's threads otherwise.
+    if a.size >= _COMPILED_MIN and a.dtype == _F32:
+        r = _kernels.sigmoid(a)
+        if r is not None:
+            return r
     if a.size <= 4096 and (a.dtype == np.float32 or a.dtype == np.float64):
         if not _expit:
             from scipy.special import expit
 
             _expit.append(expit)
         return _expit[0](a)
+    if a.size >= _EXP_THREADS_MIN and (a.dtype == np.float32 or a.dtype == np.float64) and \
+            a.flags.c_contiguous:
+        out = np.empty(a.shape, a.dtype)
+        flat, of = a.reshape(-1), out.reshape(-1)
+
+        def piece(lo, hi):  # each piece the four passes of _sigmoid_kernel: the same bits
+            r = of[lo:hi]
+            np.negative(flat[lo:hi], out=r)
+            np.exp(r, out=r)
+            r += 1
+            np.reciprocal(r, out=r)
+
+        if _parallel.split_on_threads(piece, flat.size, min_size=_EXP_THREADS_MIN):
+            return out
     return _sigmoid_kernel(np, a)
 
 

@@ -448,6 +448,10 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
                 a = xp.empty(td.shape, td.dtype)
             a[...] = d
             n = wrap(a)
+            if profiler_hook is not None:
+                # a new array made by no op: the profiler counts it as the node's allocation
+                from ..profiler._recorder import count_new_array
+                count_new_array(n)
         t._grad = n
         return
     if create_graph or old._rg:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from .. import _dispatch, _kernels
+import sys
+
+import numpy as np
+
+from .. import _dispatch, _kernels, _parallel
 from .._core.tensor import wrap
 from . import _fused_cuda
 from ._base import check_fused, closure_loss
@@ -73,11 +77,33 @@ class SGD(Optimizer):
                     st = self.state.get(p)
                     bufs.append(None if st is None else st.get("momentum_buffer"))
             # momentum buffers are made by the first update, and only with momentum
+            hparams = dict(lr=group["lr"], momentum=group["momentum"],
+                           dampening=group["dampening"], weight_decay=group["weight_decay"],
+                           nesterov=group["nesterov"], maximize=group["maximize"])
+            session = _profiled(group)
+            if session is not None and params:
+                # PyTorch's fused step is one op: NOTE [ Fused kernels under the profiler ]
+                first = any(b is None for b in bufs) and bool(group["momentum"])
+                inputs = (params, grads, [b for b in bufs if b is not None],
+                          group["weight_decay"], group["momentum"], group["lr"],
+                          group["dampening"], group["nesterov"], group["maximize"], first,
+                          None, None)
+                session.as_one_op(
+                    "aten::_fused_sgd_", lambda inputs=inputs: inputs, apply_update,
+                    (self, group, params, grads, [bufs], ("momentum_buffer",), sgd), hparams)
+                continue
             apply_update(self, group, params, grads, [bufs], ("momentum_buffer",), sgd,
-                         lr=group["lr"], momentum=group["momentum"],
-                         dampening=group["dampening"], weight_decay=group["weight_decay"],
-                         nesterov=group["nesterov"], maximize=group["maximize"])
+                         **hparams)
         return loss
+
+
+def _profiled(group):
+    """The profiler's session when it alone watches ops and ``group`` asked for PyTorch's
+    fused step, which PyTorch's profiler shows as one op; else None."""
+    if not group.get("fused") or not _dispatch.intercept:
+        return None
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder.observing_session() if recorder is not None else None
 
 
 def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
@@ -115,7 +141,9 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
         return
     for i, p in enumerate(params):
         if _fused_sgd(p, d_p_list[i], momentum_buffer_list, i, lr, momentum, dampening,
-                      weight_decay, nesterov, maximize):
+                      weight_decay, nesterov, maximize) or \
+                _sgd_on_threads(p, d_p_list[i], momentum_buffer_list[i], lr, momentum,
+                                dampening, weight_decay, nesterov, maximize):
             continue
         g = d_p_list[i] if not maximize else -d_p_list[i]
         if weight_decay != 0:
@@ -184,4 +212,55 @@ def _fused_sgd(p, g, bufs, i, lr, momentum, dampening, weight_decay, nesterov, m
             bufs[i] = wrap(out)
         else:
             buf._bump()
+    return True
+
+
+def _plus(x, y, alpha, out):
+    """``out = x + alpha * y`` as ``Tensor.add(y, alpha=alpha)`` computes it (``y`` itself
+    when ``alpha`` is 1, else ``y * alpha`` rounded first)."""
+    return np.add(x, y if alpha == 1 else y * alpha, out=out)
+
+
+def _sgd_on_threads(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize):
+    """The loop's update of one large NumPy parameter in pieces on ember's threads (NOTE
+    [ Optimizer steps on threads ] in ember/_kernels/_train.py): each piece runs the loop's
+    array operations, in its order, on its slice, so the bits are the loop's. False
+    (nothing changed) where that does not apply: a parameter that is not a float32 or
+    float64 NumPy array of at least ``_kernels.OPTIM_SPLIT`` elements with a gradient and
+    (with momentum) a buffer of its dtype and shape, all C-contiguous; a mode that
+    intercepts ops or a recorded graph; tensor hyper-parameters; one thread or a busy
+    machine (``_parallel.split_on_threads``). The compiled step (``_fused_sgd``) comes
+    first where numba covers the arrays."""
+    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
+            not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
+        return False
+    pa, ga = p._data, g._data
+    arrays = (pa, ga) if momentum == 0 else (pa, ga, None if buf is None else buf._data)
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != pa.dtype or a.shape != pa.shape or \
+                not a.flags.c_contiguous:
+            return False
+    if pa.dtype.kind != "f" or pa.dtype.itemsize < 4 or pa.size < _kernels.OPTIM_SPLIT or \
+            not pa.flags.writeable or (momentum != 0 and not arrays[2].flags.writeable):
+        return False
+    flats = [a.reshape(-1) for a in arrays]
+
+    def piece(lo, hi):
+        ps, d = flats[0][lo:hi], flats[1][lo:hi]
+        if maximize:
+            d = np.negative(d)
+        if weight_decay != 0:
+            d = _plus(d, ps, weight_decay, None)
+        if momentum != 0:
+            b = flats[2][lo:hi]
+            np.multiply(b, momentum, out=b)
+            _plus(b, d, 1 - dampening, b)
+            d = _plus(d, b, momentum, None) if nesterov else b
+        _plus(ps, d, -lr, ps)
+
+    if not _parallel.split_on_threads(piece, pa.size, min_size=_kernels.OPTIM_SPLIT):
+        return False
+    p._bump()
+    if momentum != 0:
+        buf._bump()
     return True

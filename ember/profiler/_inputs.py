@@ -228,7 +228,9 @@ def _overload_for(name, overload_key, kw):
     keys = _by_packet.get(packet)
     if not keys or len(keys) < 2:
         return overload_key
-    given = {k for k, v in kw if v is not None}
+    # (a ``False`` flag is what a call without it passes: ``x.sum()`` is ``sum.default``
+    # though ember's op receives ``keepdim=False``)
+    given = {k for k, v in kw if v is not None and v is not False}
 
     def score(key):
         p = params_of(name, key)

@@ -145,6 +145,15 @@ def observing_session():
     return s
 
 
+def count_new_array(tensor):
+    """Count ``tensor``'s array, which no op made (the engine's copy of a gradient into its
+    leaf's layout), as an allocation of the innermost open event of this thread's session,
+    when it profiles memory."""
+    s = getattr(_local, "session", None)
+    if s is not None and s.active and s.profile_memory:
+        s.count_allocations(s.open[-1], tensor, ())
+
+
 class _Raw:
     """A user block, backward node or module event while recording (op events are tuples:
     NOTE [ Profiler recording ])."""
@@ -214,7 +223,12 @@ _BACKWARD_OPS = {
     "MseLossBackward0": "aten::mse_loss_backward",
     "ScaledDotProductFlashAttentionForCpuBackward0":
         "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+    "NllLossBackward0": "aten::nll_loss_backward",
+    "NllLoss2DBackward0": "aten::nll_loss2d_backward",
 }
+#: nodes of these names that another of ember's ops made (the fused cross entropy's node is
+#: ``NllLossBackward0`` too, and runs its own backward op) keep their work as it is
+_BACKWARD_OP_OF = {"NllLossBackward0": "nll_loss", "NllLoss2DBackward0": "nll_loss"}
 
 
 def _pool_dims(kwargs):
@@ -257,6 +271,12 @@ def _linear_inputs(args, kwargs):
     return [((x.shape, wt), (x.dtype, w.dtype)), ((rows, wt), (x.dtype, w.dtype))]
 
 
+def _clamp_inputs(args, kwargs):
+    """The raw ``(shapes, dtypes)`` of ``clamp_min(input, 0)``, the kernel of PyTorch's relu."""
+    x = args[0]._data
+    return [((x.shape, ()), (x.dtype, "Scalar"))]
+
+
 def _conv_rule(transposed):
     kind = "conv_transpose" if transposed else "conv"
 
@@ -272,7 +292,10 @@ def _nll_rule(args, kwargs):
     x = args[0] if args else None
     if not isinstance(x, Tensor):
         return None
-    return "aten::nll_loss_nd", "aten::nll_loss2d" if x._data.ndim >= 3 else "aten::nll_loss"
+    # PyTorch's levels: ``nll_loss_nd`` > ``nll_loss`` (``nll_loss2d`` for images) > its
+    # ``_forward`` kernel
+    inner = "aten::nll_loss2d" if x._data.ndim >= 3 else "aten::nll_loss"
+    return "aten::nll_loss_nd", (inner, inner + "_forward")
 
 
 def _sdpa_rule(args, kwargs):
@@ -318,6 +341,22 @@ def _matmul_rule(args, kwargs):
     else:
         inner = "aten::bmm"
     return inner, None
+
+
+def _matmul_inputs(args, name):
+    """The raw ``(shapes, dtypes)`` PyTorch's ``mm``/``mv`` receive where its ``matmul``
+    folds a stack into the rows of one matrix, or makes a vector a one-row matrix; None
+    where they are the operands as given."""
+    if name not in ("aten::mm", "aten::mv"):
+        return None
+    a, b = args[0]._data, args[1]._data
+    if a.ndim == 1 and b.ndim == 2:
+        shapes = ((1, a.shape[0]), b.shape)
+    elif a.ndim >= 3 and b.ndim <= 2:
+        shapes = ((math.prod(a.shape[:-1]), a.shape[-1]), b.shape)
+    else:
+        return None
+    return shapes, (a.dtype, b.dtype)
 
 
 def _addmm_rule(args, kwargs):
@@ -366,13 +405,20 @@ _NAMING = {
     "aten::matmul": _matmul_rule,
     "aten::addmm": _addmm_rule,
     "aten::pad": _pad_rule,
+    # PyTorch's relu is a clamp at zero
+    "aten::relu": _fixed("aten::relu", "aten::clamp_min"),
+    "aten::relu_": _fixed("aten::relu_", "aten::clamp_min_"),
     # ember's own op for a number weight; PyTorch's is an overload of ``lerp``
     "aten::lerp_scalar": _fixed("aten::lerp", None),
     "aten::lerp_scalar_": _fixed("aten::lerp_", None),
 }
 #: outer event -> ``fn(args, kwargs)`` giving the raw ``(shapes, dtypes)`` of each level
 #: under it, where PyTorch's ops there receive other inputs than the outer op
-_CHILD_INPUTS = {"aten::linear": _linear_inputs}
+_CHILD_INPUTS = {"aten::linear": _linear_inputs, "aten::relu": _clamp_inputs,
+                 "aten::relu_": _clamp_inputs}
+#: ember's event name -> ``fn(args, name)`` giving the raw ``(shapes, dtypes)`` of the op
+#: its rule renamed it to (``name``), where PyTorch's op there receives other inputs
+_RENAMED_INPUTS = {"aten::matmul": _matmul_inputs}
 #: outer events that carry their child's flop count, as PyTorch's do
 _FLOPS_ON_OUTER = {"aten::conv1d", "aten::conv2d", "aten::conv3d"}
 #: names a rule keeps in backward too (they only name the op by its dimension)
@@ -726,7 +772,13 @@ class _OpRecorder(_dispatch.Mode):
                 if name not in _RENAMES_ONLY:
                     outer = name
         if inner is None:
-            return self.dispatch(handle, args, kwargs, outer)
+            r = self.dispatch(handle, args, kwargs, outer)
+            adapt = _RENAMED_INPUTS.get(name) if s.record_shapes else None
+            got = adapt(args, outer) if adapt is not None else None
+            if got is not None:
+                leaf = s.ops[-1]
+                s.ops[-1] = leaf[:6] + got + leaf[8:10] + (None,) * 4 + leaf[14:]
+            return r
         # the levels above the kernel's own event: the outer one and any between (``inner``
         # may name a chain, ``(middle, kernel)``)
         chain = inner if type(inner) is tuple else (inner,)
@@ -963,7 +1015,11 @@ class _Session:
     # ops the caller falls back to are recorded one by one). Nothing records inside a
     # kernel, so the event's number, taken after it, is still in start order. A mode that
     # transforms ops (vmap, a user's dispatch mode) still makes the fused paths decline,
-    # as it must see every op.
+    # as it must see every op. (PyTorch runs its fused op only for ``fused=True`` and lists
+    # its loop's ops otherwise; ember keeps its kernel, as running PyTorch's loop under the
+    # profiler would show time the real step does not spend.) A ``fused=True`` step that
+    # ember runs as several ops (SGD on the CPU) is recorded as PyTorch's one fused op
+    # (``as_one_op``), its time covering them all.
 
     def kernel_event(self, name, inputs, start):
         """Record a fused kernel that ran from ``start`` (``perf_counter_ns``) until now as
@@ -1027,6 +1083,9 @@ class _Session:
         seq = getattr(node, "_seq", -1)
         outer.seq = inner.seq = seq if type(seq) is int else -1  # AccumulateGrad: inf
         op_name = _BACKWARD_OPS.get(name)
+        if op_name is not None and name in _BACKWARD_OP_OF and \
+                getattr(getattr(node, "_op", None), "name", None) != _BACKWARD_OP_OF[name]:
+            op_name = None
         if op_name is not None:
             # the formula's ops nest under PyTorch's backward op (NOTE [ Backward ops
             # ember composes ]); ``end(outer)`` closes it with the node

@@ -94,7 +94,9 @@ def write_chrome_trace(events, path, meta=None):
                       "args": args})
         if e.sequence_nr >= 0:
             if kind == "op":
-                forward_by_seq.setdefault(e.sequence_nr, e)
+                # the innermost op with the number made the node (``aten::addmm``, not the
+                # ``aten::linear`` around it): PyTorch's arrow starts there
+                forward_by_seq[e.sequence_nr] = e
             elif kind == "bwd":
                 backward_by_seq.setdefault(e.sequence_nr, e)
 
@@ -164,6 +166,9 @@ def write_chrome_trace(events, path, meta=None):
         trace.append({"ph": "i", "s": "g", "name": "Iteration Start: PyTorch Profiler",
                       "pid": "Traces", "tid": "Trace PyTorch Profiler",
                       "ts": round(base_us, 3)})
+        # and the end of the recorded window, the last event of PyTorch's trace
+        trace.append({"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "",
+                      "ts": round(base_us + (end_ns - s.start_ns) / 1e3, 3)})
 
     doc = {"schemaVersion": 1, "deviceProperties": []}
     doc["trace_id"] = meta.get("trace_id", "")

@@ -13,9 +13,13 @@ from ember._ops import nn_norm, nn_ops
 
 @pytest.fixture
 def threads(monkeypatch):
-    """Two threads on a machine taken as quiet, and a record of the splits."""
+    """Two threads on a machine taken as quiet, the NumPy kernels (numba's are their own
+    paths), and a record of the splits."""
+    from ember import _kernels
+
     before = ember.get_num_threads()
     ember.set_num_threads(2)
+    old_backend = _kernels.set_backend("numpy")
     monkeypatch.setattr(_parallel, "contended", lambda: False)
     seen = []
     real = _parallel.split_on_threads
@@ -28,6 +32,7 @@ def threads(monkeypatch):
     monkeypatch.setattr(_parallel, "split_on_threads", spy)
     yield seen
     ember.set_num_threads(before)
+    _kernels.set_backend(old_backend)
 
 
 def _gelu_input(n):

@@ -64,8 +64,8 @@ def _adam_run(lib, profiled, **kw):
 
 
 def test_fused_adam_runs_under_profiler_and_is_recorded_as_one_op(fused_adam):
-    plain, _ = _adam_run(ember, False)
-    profiled, events = _adam_run(ember, True)
+    plain, _ = _adam_run(ember, False, fused=True)
+    profiled, events = _adam_run(ember, True, fused=True)
     assert ember.equal(plain, profiled)
     names = [n for n, _, _ in events]
     assert "aten::_fused_adamw_" in names
@@ -76,11 +76,45 @@ def test_fused_adam_runs_under_profiler_and_is_recorded_as_one_op(fused_adam):
 
 @needs_torch
 def test_fused_adam_event_as_torch_fused_path(fused_adam):
-    _, events = _adam_run(ember, True)
+    _, events = _adam_run(ember, True, fused=True)
     _, t_events = _adam_run(torch, True, fused=True)
     mine = {n: (p, s) for n, p, s in events}
     theirs = {n: (p, s) for n, p, s in t_events}
     assert mine["aten::_fused_adamw_"] == theirs["aten::_fused_adamw_"]
+
+
+def test_adam_loop_ops_as_torchs_when_the_kernel_declines(monkeypatch):
+    # without ember's kernel (no numba) the step runs PyTorch's loop, op for op
+    monkeypatch.setattr(kernels, "adam", lambda *a, **k: False)
+    _, events = _adam_run(ember, True, foreach=False)
+    _, t_events = _adam_run(torch, True, foreach=False) if HAS_TORCH else (None, events)
+    names = [n for n, _, _ in events]
+    for op in ("aten::lerp_", "aten::addcmul_", "aten::addcdiv_", "aten::sqrt", "aten::mul_"):
+        assert names.count(op) == [n for n, _, _ in t_events].count(op) >= 1, op
+
+
+def _sgd_step_events(lib, **kw):
+    lib.manual_seed(0)
+    m = lib.nn.Linear(4, 3)
+    opt = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, **kw)
+    for _ in range(2):
+        m(lib.ones(2, 4)).sum().backward()
+        with lib.profiler.profile(record_shapes=True) as prof:
+            opt.step()
+    return m.weight.detach(), [(e.name, e.cpu_parent.name if e.cpu_parent else None,
+                                e.input_shapes) for e in prof.events()]
+
+
+@needs_torch
+def test_fused_sgd_recorded_as_torchs_one_op():
+    w, events = _sgd_step_events(ember, fused=True)
+    plain, _ = _sgd_step_events(ember)
+    assert ember.equal(w, plain)
+    _, t_events = _sgd_step_events(torch, fused=True)
+    assert [e for e in events if e[0] != "Optimizer.step#SGD.step"] == \
+        [e for e in t_events if e[0] == "aten::_fused_sgd_"]
+    names = [n for n, _, _ in _sgd_step_events(ember, foreach=False)[1]]
+    assert "aten::_fused_sgd_" not in names and "aten::add_" in names
 
 
 def test_fused_adam_declines_under_a_dispatch_mode(fused_adam):

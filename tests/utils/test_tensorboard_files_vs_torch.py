@@ -116,3 +116,47 @@ def test_hparams_run_events_equal_torch(tmp_path):
     def calls(lib, w, rng):
         w.add_hparams({"lr": 0.1}, {"hparam/acc": 0.9}, run_name="hp")
     _same_as_torch(tmp_path, calls)
+
+
+def test_purge_step_and_flush_events_equal_torch(tmp_path):
+    def calls(lib, w, rng):
+        for step in range(4):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+        w.flush()
+
+    def resumed(lib, w, rng):
+        w.add_scalar("loss", 9.0, 2)
+    for lib in (ember, torch):
+        _write(lib, tmp_path / lib.__name__, calls)
+        from importlib import import_module
+        writer = import_module(lib.__name__ + ".utils.tensorboard").SummaryWriter
+        w = writer(str(tmp_path / lib.__name__), purge_step=2)
+        resumed(lib, w, None)
+        w.close()
+    def files(lib):
+        d = tmp_path / lib.__name__
+        out = []
+        for name in sorted(os.listdir(d), key=lambda f: (f.split(".")[3], f)):
+            sub = tmp_path / "one" / lib.__name__ / name
+            sub.mkdir(parents=True)
+            os.link(d / name, sub / name)
+            out.append(_dump(sub)["events"])
+        return out
+    # the resumed run's file starts with a SessionLog that tells readers to drop the
+    # purged steps
+    assert files(ember) == files(torch)
+
+
+def test_figure_and_video_events_equal_torch(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def calls(lib, w, rng):
+        fig = plt.figure(figsize=(2, 2), dpi=50)
+        plt.plot([0, 1], [1, 0])
+        w.add_figure("fig", fig, 1)
+        figs = [plt.figure(figsize=(2, 2), dpi=50) for _ in range(2)]
+        w.add_figure("figs", figs, 2)
+    _same_as_torch(tmp_path, calls)
