@@ -399,6 +399,55 @@ def warn_once(message: str, category=UserWarning, stacklevel: int = 2) -> None:
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
+# NOTE [ Warnings point at the user's line ]
+# PyTorch's op warnings come from C++ (or from a Python function one frame below the
+# caller), so Python shows the line of the program that called the op. An ember op reaches
+# its ``warnings.warn`` through a varying number of its own frames: the generated
+# ``__torch_function__`` wrapper (``<ember wrapper of f>``), registry decorators, the
+# dispatcher, private helpers. A fixed ``stacklevel`` is right for one route only, so
+# ``warn_at_caller`` walks out of ember's private modules (any ``_name`` in the dotted
+# path, e.g. ``ember._ops.scatter``, ``ember.ao._qtensor``), its wrappers and
+# ``ember.nn.functional`` (which is Python in torch too, but one frame deep) and warns at the
+# first frame outside them: the user's line, or a public ember module such as
+# ``ember.nn.modules.loss`` (where torch's warning names ``torch/nn/modules/loss.py``).
+
+
+def _internal_frame(frame) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    if frame.f_code.co_filename.startswith("<ember wrapper") or name == "ember.nn.functional":
+        return True
+    parts = name.split(".")
+    return parts[0] == "ember" and any(p.startswith("_") for p in parts[1:])
+
+
+def warn_at_caller(message: str, category=UserWarning, once: bool = False,
+                   key: str | None = None) -> None:
+    """Warn at the first frame outside ember's internals (see NOTE [ Warnings point at the
+    user's line ]).
+
+    Args:
+        message: the warning's text.
+        category: the warning class.
+        once: warn the first time only in this process, as :func:`warn_once` does.
+        key: with ``once``, what identifies the warning instead of its text (one warning
+            site whose text varies, as torch's warn-once sites).
+
+    Returns:
+        None
+    """
+    if once and not settings.warn_always:
+        ident = message if key is None else key
+        if ident in _warned_once:
+            return
+        _warned_once.add(ident)
+    import sys
+
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and _internal_frame(frame):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
 def init_num_threads() -> None:
     """Prepare the calling thread to use ``get_num_threads()`` threads.
 

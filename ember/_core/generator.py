@@ -71,6 +71,8 @@ class Generator:
 
     def __init__(self, device="cpu"):
         dev = as_device(device if device is not None else "cpu")
+        if dev.type == "meta":  # meta tensors hold no values, so nothing draws from it
+            raise RuntimeError("META device type not an accelerator.")
         self._device = dev
         self._seed = DEFAULT_SEED
         self._np = np.random.Generator(np.random.PCG64(DEFAULT_SEED))

@@ -15,11 +15,11 @@ Where PyTorch clamps for numerical safety (``binary_cross_entropy`` clamps its l
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from .. import _dispatch
+from .._settings import warn_at_caller
 from .._core.checks import holds_values
 from .._core.tensor import Tensor
 from . import _node_names
@@ -69,10 +69,10 @@ def _result_dtype(a, b):
 
 def _broadcast_warn(input, target):
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(
+        warn_at_caller(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=3)
+            "Please ensure they have the same size.")
 
 
 # NOTE [ Element-wise losses as single ops ]
@@ -458,11 +458,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if size_average is not None or reduce is not None:
         reduction = reduction_enum(reduction, size_average, reduce)
     elif reduction == "mean":
-        warnings.warn(
+        warn_at_caller(
             "reduction: 'mean' divides the total loss by both the batch size and the support "
             "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
-            "major release.", stacklevel=2)
+            "major release.")
     if input.is_complex() or target.is_complex():
         raise RuntimeError("kl_div: Complex inputs not supported.")
     if not (input.is_floating_point() and target.is_floating_point()):

@@ -399,6 +399,16 @@ def _check_legacy_reduce(reduce):
         raise RuntimeError("reduce argument must be either add or multiply.")
 
 
+def _warn_legacy_reduce(reduce, src):
+    """torch's once-per-process deprecation of ``reduce=`` with a tensor ``src``."""
+    if reduce is not None and src is not None:
+        from .._settings import warn_at_caller
+
+        warn_at_caller("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                       "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                       "instead for more reduction options.", once=True)
+
+
 def _params(dim, value, reduce, include_self, src):
     return {"dim": dim, "value": value, "reduce": reduce, "include_self": include_self,
             "src_shape": None if src is None else tuple(src._data.shape)}
@@ -412,6 +422,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     src, value = _split_src(src, value)
     _check_legacy_reduce(reduce)
     dim, index, src, value = _scatter_args("scatter", input, dim, index, src, value)
+    _warn_legacy_reduce(reduce, src)
     return _dispatch.apply(_op_for(reduce), (input, index, src),
                            _params(dim, value, reduce, True, src), out=out)
 
@@ -422,6 +433,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     src, value = _split_src(src, value)
     _check_legacy_reduce(reduce)
     dim, index, src, value = _scatter_args("scatter_", self, dim, index, src, value)
+    _warn_legacy_reduce(reduce, src)
     check_no_overlap("scatter_", self, src)
     return inplace_or_not(_op_for(reduce), "scatter_", self, (self, index, src),
                           _params(dim, value, reduce, True, src), _scatter_into)

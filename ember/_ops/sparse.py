@@ -26,14 +26,14 @@ def _warn_unchecked(check_invariants):
     from ..sparse import check_sparse_tensor_invariants
 
     if not check_sparse_tensor_invariants.is_enabled():
-        from .._settings import warn_once
+        from .._settings import warn_at_caller
 
-        warn_once("Sparse invariant checks are implicitly disabled. Memory errors (e.g. "
-                  "SEGFAULT) will occur when operating on a sparse tensor which violates the "
-                  "invariants, but checks incur performance overhead. To silence this "
-                  "warning, explicitly opt in or out. See "
-                  "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance.",
-                  stacklevel=4)  # past this helper, the constructor and its public wrapper
+        warn_at_caller("Sparse invariant checks are implicitly disabled. Memory errors (e.g. "
+                       "SEGFAULT) will occur when operating on a sparse tensor which violates "
+                       "the invariants, but checks incur performance overhead. To silence this "
+                       "warning, explicitly opt in or out. See "
+                       "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance.",
+                       once=True)
 
 
 @public(method=False)

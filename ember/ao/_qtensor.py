@@ -266,6 +266,15 @@ backends_by_type[QArray] = Backend("QuantizedCPU", _QuantizedNamespace(), QArray
 
 
 def _qtensor(qarray):
+    from .._settings import warn_at_caller
+
+    # every quantized tensor torch 2.13 creates says this, once per process
+    warn_at_caller("torch.quantize_per_tensor, torch.quantize_per_channel and other quantized "
+                   "tensor creation functions that produce tensors with dtype torch.quint8, "
+                   "torch.qint8, and torch.qint32 are deprecated and will be removed in a "
+                   "future PyTorch release. Please see "
+                   "https://github.com/pytorch/pytorch/issues/184982 for more information.",
+                   once=True)
     return wrap(qarray)
 
 

@@ -35,6 +35,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     with PyTorch's masks and packed/separate projection weights. Returns the output and,
     with ``need_weights``, the attention weights (averaged over heads by default)."""
     batched = query.dim() == 3
+    if key_padding_mask is not None and key_padding_mask.dim() != (2 if batched else 1):
+        kind, want = ("batched (3-D)", "2-D") if batched else ("unbatched (2-D)", "1-D")
+        raise AssertionError(
+            f"For {kind} `query`, expected `key_padding_mask` to be `None` or {want} but "
+            f"found {key_padding_mask.dim()}-D tensor instead")
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -97,10 +102,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     src_len = k.shape[1]
 
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(
-                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                f"{tuple(key_padding_mask.shape)}")
+        for i, want in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[i] != want:
+                # torch's message spells it "key_padded_mask"; scripts may match on it.
+                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but "
+                                     f"got {key_padding_mask.shape[i]}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
             -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm

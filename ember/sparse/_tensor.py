@@ -329,6 +329,14 @@ def _meta_array(shape, dtype):
 
 def make(lay, idx, plain, vals, shape, coalesced=False):
     """A sparse tensor from its parts, unchecked."""
+    if lay != "sparse_coo":  # torch says this once, for the first compressed tensor made
+        from .._settings import warn_at_caller
+
+        warn_at_caller(f"Sparse {lay[len('sparse_'):].upper()} tensor support is in beta "
+                       f"state. If you miss a functionality in the sparse tensor support, "
+                       f"please submit a feature request to "
+                       f"https://github.com/pytorch/pytorch/issues.", once=True,
+                       key="sparse compressed beta")
     t = object.__new__(_SparseTensor)
     t._data = _meta_array(shape, _dt.from_np[vals._data.dtype])
     t._rg = False

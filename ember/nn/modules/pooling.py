@@ -167,6 +167,10 @@ class AvgPool1d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        # As in torch, the 1-d pool keeps its sizes as 1-tuples (its repr shows ``(2,)``).
+        self.kernel_size = _ntuple(self.kernel_size, 1)
+        self.stride = _ntuple(self.stride, 1)
+        self.padding = _ntuple(self.padding, 1)
 
 
 class AvgPool2d(_AvgPoolNd):

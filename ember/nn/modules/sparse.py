@@ -9,6 +9,18 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _lookup_options_repr(m):
+    """The options an embedding table's repr names when they differ from their defaults."""
+    s = ""
+    if m.max_norm is not None:
+        s += f", max_norm={m.max_norm}"
+    if m.norm_type != 2:
+        s += f", norm_type={m.norm_type}"
+    if m.scale_grad_by_freq is not False:
+        s += f", scale_grad_by_freq={m.scale_grad_by_freq}"
+    return s
+
+
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``.
 
@@ -82,8 +94,9 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
+        s += _lookup_options_repr(self)
+        if self.sparse:
+            s += ", sparse=True"
         return s
 
     @classmethod
@@ -159,9 +172,11 @@ class EmbeddingBag(Module):
                                per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self):
+        # An EmbeddingBag always names its mode and, unlike Embedding, never says sparse.
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.mode != "mean":
-            s += f", mode={self.mode!r}"
+        s += _lookup_options_repr(self) + f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
         return s
 
     @classmethod

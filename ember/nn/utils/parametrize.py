@@ -92,17 +92,63 @@ class ParametrizationList(ModuleList):
                     self.register_buffer(f"original{i}", p)
 
     def right_inverse(self, value):
+        """Store ``value`` by running it back through each parametrization's
+        ``right_inverse``, last registered first (what ``module.weight = value`` does).
+
+        Args:
+            value: the tensor the parametrized attribute should now equal.
+
+        Returns:
+            None. Raises RuntimeError when a parametrization has no ``right_inverse``, and
+            ValueError when the result does not match the originals it replaces; then
+            nothing is changed.
+
+        Example:
+            >>> import ember
+            >>> from ember.nn.utils import parametrize
+            >>> m = ember.nn.Linear(2, 2)
+            >>> _ = parametrize.register_parametrization(m, "weight", ember.nn.Identity())
+            >>> m.weight = ember.ones(2, 2)
+            >>> m.parametrizations.weight.original.sum().item()
+            4.0
+        """
         from ...autograd.grad_mode import no_grad
 
         with no_grad():
             for m in reversed(list(self)):
-                if hasattr(m, "right_inverse"):
-                    value = m.right_inverse(value)
+                if not hasattr(m, "right_inverse"):
+                    raise RuntimeError(f"parametrization {type(m).__name__} does not "
+                                       f"implement right_inverse.")
+                value = m.right_inverse(value)
             if self.is_tensor:
-                self.original.copy_(value)
-            else:
-                for i, t in enumerate(value):
-                    getattr(self, f"original{i}").copy_(t)
+                if not isinstance(value, Tensor):
+                    raise ValueError(f"`right_inverse` should return a tensor. "
+                                     f"Got {type(value).__name__}")
+                if value.dtype != self.original.dtype:
+                    raise ValueError(f"The tensor returned by `right_inverse` has dtype "
+                                     f"{value.dtype} while `original` has dtype "
+                                     f"{self.original.dtype}")
+                # set_ (not copy_): like torch, a new value may bring a new shape
+                self.original.set_(value)
+                return
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"'right_inverse' must return a sequence of tensors. "
+                                 f"Got {type(value).__name__}.")
+            if len(value) != self.ntensors:
+                raise ValueError(f"'right_inverse' must return a sequence of tensors of "
+                                 f"length {self.ntensors}. Got a sequence of length "
+                                 f"{len(value)}.")
+            # every piece is checked before any original changes
+            originals = [getattr(self, f"original{i}") for i in range(self.ntensors)]
+            for i, (t, orig) in enumerate(zip(value, originals)):
+                if not isinstance(t, Tensor):
+                    raise ValueError(f"`right_inverse` must return a sequence of tensors. "
+                                     f"Got element {i} of type {type(t).__name__}")
+                if t.dtype != orig.dtype:
+                    raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype "
+                                     f"{t.dtype} while `original{i}` has dtype {orig.dtype}")
+            for t, orig in zip(value, originals):
+                orig.set_(t)
 
     def forward(self):
         if self.is_tensor:
