@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember import _kernels, _parallel
+from tests.conftest import spy_thread_splits
+from ember import _kernels
 from ember._kernels import _train
 
 
@@ -16,16 +17,7 @@ def numba_two_threads(monkeypatch):
     old = _kernels.set_backend("numba")
     before = ember.get_num_threads()
     ember.set_num_threads(2)
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
-    splits = []
-    real = _parallel.split_on_threads
-
-    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS):
-        ran = real(fn, size, min_size)
-        splits.append(ran)
-        return ran
-
-    monkeypatch.setattr(_parallel, "split_on_threads", spy)
+    splits = spy_thread_splits(monkeypatch)
     yield splits
     ember.set_num_threads(before)
     _kernels.set_backend(old)

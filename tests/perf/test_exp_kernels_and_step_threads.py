@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ember
+from tests.conftest import spy_thread_splits
 from ember import _kernels, _parallel
 from ember._ops import pointwise
 from ember.optim import sgd as sgd_module
@@ -35,16 +36,7 @@ def threads(monkeypatch):
     """Two threads on a machine taken as quiet, and a record of the splits."""
     before = ember.get_num_threads()
     ember.set_num_threads(2)
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
-    seen = []
-    real = _parallel.split_on_threads
-
-    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS):
-        r = real(fn, size, min_size)
-        seen.append(r)
-        return r
-
-    monkeypatch.setattr(_parallel, "split_on_threads", spy)
+    seen = spy_thread_splits(monkeypatch)
     yield seen
     ember.set_num_threads(before)
 

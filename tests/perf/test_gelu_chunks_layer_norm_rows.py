@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember import _parallel
+from tests.conftest import spy_thread_splits
 from ember._ops import nn_norm, nn_ops
 
 
@@ -20,16 +20,7 @@ def threads(monkeypatch):
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     old_backend = _kernels.set_backend("numpy")
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
-    seen = []
-    real = _parallel.split_on_threads
-
-    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS):
-        r = real(fn, size, min_size)
-        seen.append(r)
-        return r
-
-    monkeypatch.setattr(_parallel, "split_on_threads", spy)
+    seen = spy_thread_splits(monkeypatch)
     yield seen
     ember.set_num_threads(before)
     _kernels.set_backend(old_backend)

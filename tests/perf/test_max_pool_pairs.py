@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember import _kernels, _parallel
+from tests.conftest import spy_thread_splits
+from ember import _kernels
 from ember._ops import _scatter_planes, nn_pool
 
 
@@ -23,20 +24,11 @@ def threads(request, monkeypatch):
     split."""
     before = ember.get_num_threads()
     ember.set_num_threads(request.param)
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
     monkeypatch.setattr(nn_pool, "_PAIR_BLOCK", 3 * 20)
     monkeypatch.setattr(_scatter_planes, "_PAIR_BLOCK", 3 * 20)
     monkeypatch.setattr(nn_pool, "_PAIR_SPLIT", 1)
     monkeypatch.setattr(_scatter_planes, "_PAIR_SPLIT", 1)
-    splits = []
-    real = _parallel.split_on_threads
-
-    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS):
-        ran = real(fn, size, min_size)
-        splits.append(ran)
-        return ran
-
-    monkeypatch.setattr(_parallel, "split_on_threads", spy)
+    splits = spy_thread_splits(monkeypatch)
     yield splits
     ember.set_num_threads(before)
 
