@@ -12,49 +12,10 @@ import pytest
 
 import ember
 from tests.conftest import HAS_TORCH
-from tests.differential.harness import _builtin_class
+from tests.differential.expressions import ENV as _ENV
+from tests.differential.expressions import agree as _agree
 
 pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
-
-_ENV = "inf = float('inf'); nan = float('nan')"
-
-
-def _run(expr, T):
-    env = {"T": T, "F": T.nn.functional}
-    exec(_ENV, env)
-    try:
-        return eval(expr, env), None
-    except Exception as exc:  # compared below
-        return None, exc
-
-
-def _numpy(t):
-    t = t.detach()
-    if t.dtype.is_complex:
-        return t.numpy()
-    return t.double().numpy() if t.dtype.is_floating_point else t.numpy()
-
-
-def _agree(expr, exact=True):
-    """``expr`` raises the same builtin exception class in ember and torch, or gives the
-    same dtype, shape and values (NaN where torch has NaN, bit-equal when ``exact``)."""
-    import torch
-
-    t, t_exc = _run(expr, torch)
-    e, e_exc = _run(expr, ember)
-    if t_exc is not None:
-        assert e_exc is not None, f"{expr}: torch raises {t_exc!r}, ember returns {e!r}"
-        assert isinstance(e_exc, _builtin_class(t_exc)), \
-            f"{expr}: ember raises {e_exc!r}, torch {t_exc!r}"
-        return
-    assert e_exc is None, f"{expr}: ember raises {e_exc!r}, torch returns {t!r}"
-    assert e.dtype.name == str(t.dtype).replace("torch.", ""), expr
-    assert tuple(e.shape) == tuple(t.shape), expr
-    a, b = _numpy(e), _numpy(t)
-    if exact:
-        np.testing.assert_array_equal(a, b, err_msg=expr)
-    else:
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7, equal_nan=True, err_msg=expr)
 
 
 # -- complex add / sub --------------------------------------------------------------------------
