@@ -423,11 +423,11 @@ Tensor.square_ = _square_
 
 
 @opmath
-def _sigmoid_kernel(xp, a):
-    # one temporary, updated in place: 1 / (1 + exp(-a))
+def _sigmoid_kernel(xp, a, into=None):
+    # one temporary (or ``into``), updated in place: 1 / (1 + exp(-a))
     if a.ndim == 0:  # NumPy returns scalars, which cannot be written in place
         return 1 / (1 + xp.exp(-a))
-    r = xp.negative(a)
+    r = xp.negative(a, out=into)
     xp.exp(r, out=r)
     r += 1
     return xp.reciprocal(r, out=r)
@@ -456,12 +456,8 @@ def _sigmoid_cpu(a):
         out = np.empty(a.shape, a.dtype)
         flat, of = a.reshape(-1), out.reshape(-1)
 
-        def piece(lo, hi):  # each piece the four passes of _sigmoid_kernel: the same bits
-            r = of[lo:hi]
-            np.negative(flat[lo:hi], out=r)
-            np.exp(r, out=r)
-            r += 1
-            np.reciprocal(r, out=r)
+        def piece(lo, hi):  # each piece the same passes as one call: the same bits
+            _sigmoid_kernel(np, flat[lo:hi], of[lo:hi])
 
         if _parallel.split_on_threads(piece, flat.size, min_size=_EXP_THREADS_MIN):
             return out
