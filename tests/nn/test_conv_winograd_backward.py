@@ -84,5 +84,7 @@ def test_batch_pieces_agree_with_one_piece(numba_backend, monkeypatch):
         split = wb.backward(x, g, w, (1, 1))
     finally:
         ember.set_num_threads(before)
-    np.testing.assert_array_equal(split[0], whole[0])  # per-sample arithmetic unchanged
-    _close(split[1], whole[1])                         # the pieces' sums added
+    # The input gradient is per sample, but BLAS may block a GEMM with fewer rows
+    # differently (OpenBLAS's Haswell kernels do), so the bits can differ in the last place.
+    _close(split[0], whole[0])
+    _close(split[1], whole[1])  # the pieces' sums added
