@@ -257,6 +257,15 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         ga = matmul(g.unsqueeze(-1), _conj(b).unsqueeze(-2)) if need_a else None
         gb = matmul(_h(a), g.unsqueeze(-1)).squeeze(-1) if need_b else None
         return ga, gb
+    if a.dim() == 2 and b.dim() == 2 and (_column_major(a) or _column_major(b)):
+        # PyTorch's mm formulas keep an operand's column-major layout in its gradient by
+        # computing the transposed product (a linear layer's weight.t() is one): the same
+        # GEMMs a mode or profiler sees there
+        ga = (matmul(_conj(b), g.t()).t() if _column_major(a) else matmul(g, _ht(b))) \
+            if need_a else None
+        gb = (matmul(g.t(), _conj(a)).t() if _column_major(b) else matmul(_ht(a), g)) \
+            if need_b else None
+        return ga, gb
     ga = matmul(g, _ht(b)) if need_a else None
     if not need_b:
         return ga, None
@@ -265,6 +274,14 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         rows = math.prod(a.shape[:-1])
         return ga, _ht(a.reshape(rows, a.shape[-1])) @ g.reshape(rows, g.shape[-1])
     return ga, matmul(_ht(a), g)
+
+
+def _column_major(x):
+    """Whether the matrix ``x`` is laid out column by column (a contiguous matrix's ``t()``),
+    by PyTorch's test of its strides."""
+    st = x._data.strides
+    size = x._data.itemsize
+    return st[0] == size and st[1] == x._data.shape[0] * size
 
 
 def _ht(x):

@@ -9,6 +9,7 @@ ember ops instead, so the random mask is ordinary autograd state.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -471,6 +472,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                            "set when is_causal=True")
+    call = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, -3)
@@ -514,5 +516,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 "b" else sc + attn_mask
         p = dropout(sc.softmax(-1), dropout_p, True)
         return p @ value
+    if _dispatch.intercept and "ember.profiler._recorder" in sys.modules:
+        # a profile lists the call as made (NOTE [ Calls noted for the profiler ])
+        sys.modules["ember.profiler._recorder"].note_call(
+            "aten::scaled_dot_product_attention", *call)
     out, _ = _dispatch.apply(sdpa_op, (query, key, value, attn_mask), {"scale": scale})
     return out

@@ -57,6 +57,10 @@ _tasks = _TaskStack()
 #: node starts and once at the end (node None) so that backward nodes show as events
 #: (NOTE [ Profiler recording ] in ember/profiler/_recorder.py); None otherwise
 profiler_hook = None
+#: set with ``profiler_hook``: ``(node, grads, token) -> the node's gradients``, which runs
+#: the node as the profiler records it (a backward op PyTorch runs as one op is one event:
+#: NOTE [ Backward ops ember composes ] in ember/profiler/_recorder.py); None otherwise
+profiler_run = None
 
 
 def current_task():
@@ -198,6 +202,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     _tasks.stack.append(task)
     needed = task.needed
     anomaly = _anomaly._enabled
+    prof_run = profiler_run if profiler_hook is not None else None
+    # (one test per node either way: the profiled or anomaly-checked call is the slow branch)
+    watched = anomaly or prof_run is not None
     pop, push = heapq.heappop, heapq.heappush
     get_buffer = buffers.get
     # below no mode and without create_graph, a second gradient for one buffer slot may be
@@ -239,13 +246,15 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     for h in list(node._post.values()):
                         h((), (g,))
                 continue
-            if anomaly:
+            if watched:
                 try:
-                    grads_in = node._apply(buf)
+                    grads_in = node._apply(buf) if prof_run is None else \
+                        prof_run(node, buf, prof_token)
                 except Exception:
-                    _anomaly.report(node)
+                    if anomaly:
+                        _anomaly.report(node)
                     raise
-                if _anomaly._check_nan:
+                if anomaly and _anomaly._check_nan:
                     _check_nan(node, grads_in)
             else:
                 grads_in = node._apply(buf)

@@ -72,7 +72,7 @@ import numpy as np
 from .. import _dispatch
 from .._core.tensor import Tensor
 from . import _flops
-from ._inputs import ORDERED, record_call
+from ._inputs import ORDERED, TENSOR, _TensorInfo, record_call
 
 __all__ = []
 
@@ -210,12 +210,19 @@ def _event_name(handle):
 
 # NOTE [ Backward ops ember composes ]
 # A few backward formulas that PyTorch runs as one op (``aten::gelu_backward``,
-# ``aten::_softmax_backward_data``...) ember writes as a handful of element-wise ops. As a
-# forward composite (NOTE [ Composite op events ]), the node's work is recorded under
-# PyTorch's op name, with the ops ember runs nested under it, so a table or trace shows
-# the row PyTorch users look for, with the formula's real time; nothing is added while
-# no profiler records (the engine's hook opens the event). ``_BACKWARD_OPS`` maps the
-# node's name to that op's.
+# ``aten::_softmax_backward_data``...) ember writes as a handful of element-wise ops. The
+# node's work is recorded as PyTorch's one op event, named and with the inputs PyTorch's
+# op receives (``_BACKWARD_INPUTS``: the gradient, the node's saved tensors, its numbers),
+# so a table or trace shows the rows PyTorch users look for, with the formula's real time;
+# nothing is added while no profiler records (the engine's hook opens the event).
+# ``_BACKWARD_OPS`` maps the node's name to that op's. The formula's own ops are not
+# events: when only observers are on the mode stack (``observing_session``), the engine
+# runs the node through ``_Session.run_node``, which takes the modes off the stack while
+# the formula runs, as ``as_one_op`` does for a forward op. So the formula costs what it
+# costs unprofiled (sent through the recorder, the thirteen ops of ``nll_loss``'s formula
+# were most of a small training step's profiled time), and PyTorch's row has no children
+# it does not have. A mode that transforms ops still sees every op of the formula, which
+# then nest under PyTorch's op event.
 _BACKWARD_OPS = {
     "GeluBackward0": "aten::gelu_backward",
     "SoftmaxBackward0": "aten::_softmax_backward_data",
@@ -226,6 +233,118 @@ _BACKWARD_OPS = {
     "NllLossBackward0": "aten::nll_loss_backward",
     "NllLoss2DBackward0": "aten::nll_loss2d_backward",
 }
+
+
+def _saved_info(node, i):
+    """``_TensorInfo`` of the ``i``-th saved input of ``node`` (an ``OpNode``), read without
+    unpacking it (no saved-tensor hook runs); None when not saved or kept by a hook."""
+    saved = getattr(node, "_saved", None)
+    if saved is None or i >= len(saved) or saved[i] is None:
+        return None
+    s = saved[i]
+    if isinstance(s, Tensor):
+        arr = s._data
+    elif s.packed is not None or s.unpack_hook is not None:
+        return None
+    else:
+        arr = s.t._data if s.t is not None else s.arr
+    return _TensorInfo((arr.shape, arr.dtype, getattr(arr, "strides", None)))
+
+
+def _output_info(node):
+    """``_TensorInfo`` of the output ``node`` saved, read without unpacking it, or None."""
+    s = getattr(node, "_sout", None)
+    if s is None or type(s) is tuple or s.packed is not None or s.unpack_hook is not None:
+        return None
+    arr = s.arr if s.arr is not None else s.t._data
+    return _TensorInfo((arr.shape, arr.dtype, getattr(arr, "strides", None)))
+
+
+def _grad_info(grads):
+    g = grads[0] if grads else None
+    if g is None:
+        return None
+    arr = g._data
+    return _TensorInfo((arr.shape, arr.dtype, getattr(arr, "strides", None)))
+
+
+#: PyTorch's ``Reduction`` codes
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _softmax_backward_inputs(node, grads):
+    # ``(grad_output, output, dim, input_dtype)``
+    out = _output_info(node)
+    return [_grad_info(grads), out, node._params.get("dim"), None if out is None else out[1]]
+
+
+def _nll_backward_inputs(node, grads):
+    # ``(grad_output, self, target, weight, reduction, ignore_index, total_weight)``; the
+    # total weight is a 0-d tensor of the input's dtype
+    logp = _saved_info(node, 0)
+    params = node._params
+    total = None if logp is None else _TensorInfo(((), logp[1], ()))
+    return [_grad_info(grads), logp, _saved_info(node, 1), _saved_info(node, 2),
+            _REDUCTION_CODES.get(params.get("reduction")), params.get("ignore_index"), total]
+
+
+def _sdpa_backward_inputs(node, grads):
+    # ``(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask,
+    # scale)`` of PyTorch's CPU flash kernel's backward, with the call as noted in forward
+    # (NOTE [ Calls noted for the profiler ])
+    s = current_session()
+    call = s.node_calls.get(node._seq) if s is not None else None
+    q, k, v = (_saved_info(node, i) for i in range(3))
+    out = lse = None
+    if type(node._sout) is tuple and node._sout and node._sout[0] is not None:
+        o = node._sout[0]
+        arr = o.arr if o.arr is not None else o.t._data
+        out = _TensorInfo((arr.shape, arr.dtype, getattr(arr, "strides", None)))
+    if q is not None:
+        shape = q[0][:-1]
+        lse = _TensorInfo((shape, np.dtype(np.float32), None))
+    if call is None:
+        return [_grad_info(grads), q, k, v, out, lse, 0.0, False, None, None]
+    _, _, _, mask, dropout_p, is_causal, scale, _ = call
+    return [_grad_info(grads), q, k, v, out, lse, dropout_p, is_causal,
+            _info_or_none(mask), scale]
+
+
+#: a backward node's name -> ``fn(node, grads)`` giving the arguments of PyTorch's backward
+#: op (``_BACKWARD_OPS``) in its order: ``_TensorInfo`` for a Tensor, else the value
+_BACKWARD_INPUTS = {
+    "GeluBackward0": lambda node, grads: [_grad_info(grads), _saved_info(node, 0),
+                                          node._params.get("approximate", "none")],
+    "SoftmaxBackward0": _softmax_backward_inputs,
+    "LogSoftmaxBackward0": _softmax_backward_inputs,
+    "MseLossBackward0": lambda node, grads: [
+        _grad_info(grads), _saved_info(node, 0), _saved_info(node, 1),
+        _REDUCTION_CODES.get(node._params.get("reduction"))],
+    "NllLossBackward0": _nll_backward_inputs,
+    "NllLoss2DBackward0": _nll_backward_inputs,
+    "ScaledDotProductFlashAttentionForCpuBackward0": _sdpa_backward_inputs,
+}
+
+
+def _ordered_record(items):
+    """The raw ``(shapes, dtypes, call)`` of an event whose arguments ``items`` are in its
+    op's order (``_TensorInfo`` for a Tensor, else the value): ``record_call``'s form with
+    the ``ORDERED`` key (NOTE [ Recorded inputs ] in _inputs.py)."""
+    shapes, dtypes, strides, values = [], [], [], []
+    for v in items:
+        if type(v) is _TensorInfo:
+            shapes.append(v[0])
+            dtypes.append(v[1])
+            strides.append(v[2])
+            values.append(TENSOR)
+        else:
+            shapes.append(())
+            dtypes.append("")
+            strides.append(None)
+            values.append(v)
+    return tuple(shapes), tuple(dtypes), (ORDERED, tuple(strides), tuple(values), ())
+
+
 #: nodes of these names that another of ember's ops made (the fused cross entropy's node is
 #: ``NllLossBackward0`` too, and runs its own backward op) keep their work as it is
 _BACKWARD_OP_OF = {"NllLossBackward0": "nll_loss", "NllLoss2DBackward0": "nll_loss"}
@@ -411,7 +530,46 @@ _NAMING = {
     # ember's own op for a number weight; PyTorch's is an overload of ``lerp``
     "aten::lerp_scalar": _fixed("aten::lerp", None),
     "aten::lerp_scalar_": _fixed("aten::lerp_", None),
+    # (named by where they run: ``_OpRecorder._named``, NOTE [ Ops inside backward nodes ])
+    "aten::transpose": None,
+    "aten::view": None,
+    "aten::_autograd_sum_to": None,
 }
+
+
+# NOTE [ Ops inside backward nodes ]
+# Some of PyTorch's backward formulas call another op than ember's for the same work:
+# ``TBackward0`` transposes with ``aten::t`` (ember's formula is its ``transpose``),
+# ``ViewBackward0``/``UnsafeViewBackward0`` reshape with ``aten::reshape`` (ember: ``view``).
+# Inside a node of that name the recorder names the event as PyTorch's, with PyTorch's
+# arguments (``_IN_NODE``). And where a gradient is summed down to its input's shape,
+# PyTorch's engine runs ``sum_to``: ``aten::sum`` over the broadcast dims keeping them,
+# then ``aten::view`` to drop the leading ones; ember's one ``_autograd_sum_to`` kernel is
+# then run as those two ops, for real (``_sum_to_as_torch``), so the rows and counts are
+# PyTorch's. (PyTorch's engine sums after the node's function returns, so its row sits
+# beside the node's event; ember's sits inside it, the node's last work.)
+
+
+def _t_in_node(args, kwargs):
+    g = args[0]._data
+    return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None)))]
+
+
+def _reshape_in_node(args, kwargs):
+    g = args[0]._data
+    return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None))),
+            tuple(kwargs["shape"])]
+
+
+#: ember's event name -> {backward node's name: (PyTorch's op there, ``fn(args, kwargs)``
+#: giving its arguments as ``_BACKWARD_INPUTS`` does)} (NOTE [ Ops inside backward nodes ])
+_IN_NODE = {
+    "aten::transpose": {"TBackward0": ("aten::t", _t_in_node)},
+    "aten::view": {"ViewBackward0": ("aten::reshape", _reshape_in_node),
+                   "UnsafeViewBackward0": ("aten::reshape", _reshape_in_node)},
+}
+
+
 #: outer event -> ``fn(args, kwargs)`` giving the raw ``(shapes, dtypes)`` of each level
 #: under it, where PyTorch's ops there receive other inputs than the outer op
 _CHILD_INPUTS = {"aten::linear": _linear_inputs, "aten::relu": _clamp_inputs,
@@ -419,6 +577,45 @@ _CHILD_INPUTS = {"aten::linear": _linear_inputs, "aten::relu": _clamp_inputs,
 #: ember's event name -> ``fn(args, name)`` giving the raw ``(shapes, dtypes)`` of the op
 #: its rule renamed it to (``name``), where PyTorch's op there receives other inputs
 _RENAMED_INPUTS = {"aten::matmul": _matmul_inputs}
+
+
+# NOTE [ Calls noted for the profiler ]
+# An op whose Python entrance turns the caller's arguments into others before the op runs
+# (``scaled_dot_product_attention``'s ``is_causal`` becomes a mask, its default scale a
+# number) would list those in a profile, where PyTorch lists the call as made. While a
+# session records shapes, such an entrance hands the caller's arguments to ``note_call``
+# just before its op; ``_OpRecorder._named`` takes them for the op's events, each level
+# with the arguments PyTorch's op there receives (``_NOTED``). Nothing is noted, and
+# nothing costs, when no profiler records (the entrance tests ``_dispatch.intercept``).
+
+
+def note_call(name, *call):
+    """Keep the caller's arguments ``call`` of the op recorded next as the event ``name``
+    (NOTE [ Calls noted for the profiler ]), when this thread's session records shapes."""
+    s = getattr(_local, "session", None)
+    if s is not None and s.active and s.record_shapes:
+        s.noted[name] = call
+
+
+def _info_or_none(t):
+    if not isinstance(t, Tensor):
+        return t
+    d = t._data
+    return _TensorInfo((d.shape, d.dtype, getattr(d, "strides", None)))
+
+
+def _sdpa_levels(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa):
+    """``aten::scaled_dot_product_attention``'s arguments, then its CPU kernel's."""
+    q, k, v, mask = (_info_or_none(t) for t in (q, k, v, mask))
+    return [[q, k, v, mask, dropout_p, is_causal, scale, enable_gqa],
+            [q, k, v, dropout_p, is_causal, mask, scale]]
+
+
+#: outer event -> ``fn(*call)`` giving, from the arguments noted by ``note_call``, the items
+#: (``_ordered_record``'s) of each level of its events
+_NOTED = {"aten::scaled_dot_product_attention": _sdpa_levels}
+
+
 #: outer events that carry their child's flop count, as PyTorch's do
 _FLOPS_ON_OUTER = {"aten::conv1d", "aten::conv2d", "aten::conv3d"}
 #: names a rule keeps in backward too (they only name the op by its dimension)
@@ -754,7 +951,10 @@ class _OpRecorder(_dispatch.Mode):
     def _named(self, handle, args, kwargs, name):
         """An op whose event a rule names (NOTE [ Composite op events ]): under another
         name, or as PyTorch's outer event around a child event for the kernel."""
-        names = _NAMING[name](args, kwargs)
+        rule = _NAMING[name]
+        if rule is None:
+            return self._in_node(handle, args, kwargs, name)
+        names = rule(args, kwargs)
         if names is None:
             return self.dispatch(handle, args, kwargs, name)
         outer, inner = names
@@ -784,21 +984,29 @@ class _OpRecorder(_dispatch.Mode):
         chain = inner if type(inner) is tuple else (inner,)
         detailed = s.record_shapes or s.with_stack or s.profile_memory or s.with_flops or \
             s.device_timer is not None
-        inputs = None
+        inputs = noted = None
         if s.record_shapes:
             adapt = _CHILD_INPUTS.get(outer)
             inputs = adapt(args, kwargs) if adapt is not None else None
+            call = s.noted.pop(outer, None) if s.noted else None
+            if call is not None and outer in _NOTED:
+                # the arguments as the caller gave them (NOTE [ Calls noted for the
+                # profiler ]), per level
+                noted = [_ordered_record(items) for items in _NOTED[outer](*call)]
         levels = []
         for k, level in enumerate((outer,) + chain[:-1]):
             detail = ()
             if detailed:
                 shapes = dtypes = strides = values = kw = None
-                if s.record_shapes:
+                key = None
+                if noted is not None:
+                    shapes, dtypes, (key, strides, values, kw) = noted[k]
+                elif s.record_shapes:
                     if k == 0 or inputs is None:
                         shapes, dtypes, strides, values, kw = record_call(args, kwargs)
                     else:
                         shapes, dtypes = inputs[k - 1]
-                detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, None,
+                detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, key,
                           strides, values, kw, None)
             i = self._next()
             # each level's clock reading is its own: a child starts after its parent
@@ -815,7 +1023,9 @@ class _OpRecorder(_dispatch.Mode):
         if detailed:
             ops = s.ops
             leaf = ops[-1]
-            if inputs is not None:
+            if noted is not None:
+                leaf = leaf[:6] + noted[-1][:2] + leaf[8:10] + noted[-1][2] + leaf[14:]
+            elif inputs is not None:
                 # the inputs PyTorch's kernel op receives (``addmm``: bias, input, weight.t())
                 leaf = leaf[:6] + inputs[-1] + leaf[8:10] + (None,) * 4 + leaf[14:]
             if outer in _FLOPS_ON_OUTER:
@@ -825,11 +1035,50 @@ class _OpRecorder(_dispatch.Mode):
             ops[-1] = leaf
         # the outer events carry the node's number too: the trace's flow arrow starts there
         seq = _sequence_nr(r, args)
+        if noted is not None and seq >= 0:
+            s.node_calls[seq] = call
         for i, parent, level, detail, start in reversed(levels):
             opened.pop()
             if flops and level == outer:
                 detail = detail[:3] + (flops,) + detail[4:]
             self._append((i, parent, level, start, perf_counter_ns(), seq) + detail)
+        return r
+
+
+    def _in_node(self, handle, args, kwargs, name):
+        """An op PyTorch's backward formulas or engine run as another op (NOTE [ Ops
+        inside backward nodes ])."""
+        if name == "aten::_autograd_sum_to":
+            return self._sum_to_as_torch(handle, args, kwargs)
+        p = self.session._open_raw.get(self._opened[-1])
+        got = _IN_NODE[name].get(p.name) if p is not None and p.kind == "bwd" else None
+        if got is None:
+            return self.dispatch(handle, args, kwargs, name)
+        r = self.dispatch(handle, args, kwargs, got[0])
+        ops = self.session.ops
+        leaf = ops[-1]
+        if len(leaf) > 6 and leaf[6] is not None:
+            shapes, dtypes, call = _ordered_record(got[1](args, kwargs))
+            ops[-1] = leaf[:6] + (shapes, dtypes) + leaf[8:10] + call + leaf[14:]
+        return r
+
+    def _sum_to_as_torch(self, handle, args, kwargs):
+        """``_autograd_sum_to`` as PyTorch's ``sum_to`` runs it: ``sum`` over the dims
+        to reduce, keeping them, then ``view`` without the leading ones (the kernel's own
+        two steps, as ops the recorder sees)."""
+        g, shape = args[0], tuple(kwargs["shape"])
+        lead = g._data.ndim - len(shape)
+        dims = list(range(lead)) + [i + lead for i, n in enumerate(shape)
+                                    if n == 1 and g._data.shape[i + lead] != 1]
+        if not dims or _state.modes or not isinstance(g, Tensor):
+            return self.dispatch(handle, args, kwargs, "aten::_autograd_sum_to")
+        _state.modes = (self,)
+        try:
+            r = g.sum(dims, keepdim=True)
+            if lead:
+                r = r.view(shape)
+        finally:
+            _state.modes = ()
         return r
 
 
@@ -871,6 +1120,10 @@ class _Session:
         self._tracer_hook = None    # the tracer's ``sys.setprofile`` function
         self._prev_session = None
         self._prev_hook = None
+        self._prev_run = None
+        self._quiet_node = None     # the event of the node ``run_node`` runs unobserved
+        self.noted = {}             # NOTE [ Calls noted for the profiler ]
+        self.node_calls = {}        # a noted call's node's number -> the call
         self._hooks = []
         self._live = {}             # id(weak ref to an allocated array) -> (ref, bytes, id)
         self._counted = set()       # ids of the live arrays counted as allocations
@@ -891,6 +1144,8 @@ class _Session:
         _dispatch.push_mode(self._mode)
         self._prev_hook = _engine.profiler_hook
         _engine.profiler_hook = self.backward_node
+        self._prev_run = _engine.profiler_run
+        _engine.profiler_run = self.run_node
         if self.with_modules or self.with_stack:
             # (PyTorch's Python tracer records ``nn.Module: Linear_0`` under with_stack)
             self._hook_modules()
@@ -914,6 +1169,7 @@ class _Session:
         if self.device_timer is not None:
             self.device_timer.stop()
         _engine.profiler_hook = self._prev_hook
+        _engine.profiler_run = self._prev_run
         _local.session = self._prev_session
         for h in self._hooks:
             h.remove()
@@ -1061,6 +1317,21 @@ class _Session:
         ev.seq = _sequence_nr(r, args)
         return r
 
+    def run_node(self, node, grads, token):
+        """The engine's call of ``node`` while this session records (``token``: its event
+        from ``backward_node``): a node whose formula is PyTorch's one backward op runs with
+        the observing modes off the stack (NOTE [ Backward ops ember composes ]). Returns
+        the node's gradients."""
+        if token is None or token is not self._quiet_node:
+            return node._apply(grads)
+        self._quiet_node = None
+        modes = _state.modes
+        _state.modes = ()
+        try:
+            return node._apply(grads)
+        finally:
+            _state.modes = modes
+
     def backward_node(self, node, token, grads=None):
         """The engine's hook (NOTE [ Profiler recording ]): close the events of the node
         that ran before (``token``), and open those of ``node`` unless it is None; with
@@ -1087,11 +1358,20 @@ class _Session:
                 getattr(getattr(node, "_op", None), "name", None) != _BACKWARD_OP_OF[name]:
             op_name = None
         if op_name is not None:
-            # the formula's ops nest under PyTorch's backward op (NOTE [ Backward ops
-            # ember composes ]); ``end(outer)`` closes it with the node
-            self.begin(op_name, "op")
+            # the formula runs as PyTorch's one backward op (NOTE [ Backward ops ember
+            # composes ]); ``end(outer)`` closes it with the node
+            op = self.begin(op_name, "op")
+            inputs = _BACKWARD_INPUTS.get(name) if self.record_shapes else None
+            if inputs is not None:
+                op.shapes, op.dtypes, op.call = _ordered_record(inputs(node, grads or ()))
+            if observing_session() is self:
+                self._quiet_node = outer
         if self.record_shapes:
             outer.shapes = []
+            drop = getattr(getattr(node, "_op", None), "nondiff_outputs", ())
+            if drop and grads:
+                # PyTorch's node has no input for an output that takes no gradient
+                grads = [g for i, g in enumerate(grads) if i not in drop]
             inner.shapes = [[] if g is None else list(g.shape) for g in grads or ()]
             arrays = [None if g is None else getattr(g, "_data", g) for g in grads or ()]
             inner.dtypes = tuple(["" if a is None else a.dtype for a in arrays])

@@ -80,9 +80,8 @@ def _rows(lib, program, shapes=False):
         for e in prof.key_averages(group_by_input_shape=shapes) if e.key not in _INTERNAL})
 
 
-# (``aten::t``: ember's AddmmBackward0 transposes once where PyTorch's does twice; the
-# forward's are compared in ``test_linear_forward_rows_as_torch``)
-_MLP_ROWS = ["aten::linear", "aten::addmm", "aten::relu", "aten::clamp_min",
+_MLP_ROWS = ["aten::linear", "aten::addmm", "aten::t", "aten::mm", "aten::sum", "aten::relu",
+             "aten::clamp_min",
              "aten::cross_entropy_loss", "aten::log_softmax", "aten::_log_softmax",
              "aten::nll_loss_nd", "aten::nll_loss", "aten::nll_loss_forward",
              "NllLossBackward0", "aten::nll_loss_backward", "LogSoftmaxBackward0",
@@ -109,9 +108,7 @@ def test_linear_forward_rows_as_torch(x_shape):
 def test_mlp_step_rows_as_torch(shapes):
     mine, theirs = _rows(ember, _mlp, shapes), _rows(torch, _mlp, shapes)
     for (key, sh), n in theirs.items():
-        # (backward ops' shapes: PyTorch lists the node's saved inputs, ember the gradients)
-        if key in _MLP_ROWS and not (shapes and key.endswith("_backward_data") or
-                                     shapes and key.endswith("loss_backward")):
+        if key in _MLP_ROWS:
             assert mine.get((key, sh)) == n, (key, sh)
 
 
