@@ -717,7 +717,39 @@ def _nonzero_total(w):
     return total + (total == 0)
 
 
+def _nll_backward_kernel(xp, g, logp, target, weight, *, reduction, ignore_index):
+    """``_nll_vjp``'s gradient in one pass over arrays (PyTorch's ``nll_loss_backward``):
+    zeros but for each row's target class, which takes the row's scale, computed as the
+    formula computes it."""
+    one_d = logp.ndim == 1
+    lp = logp[None] if one_d else logp
+    tg = target[None] if one_d else target
+    valid = tg != ignore_index
+    safe = xp.where(valid, tg, 0)
+    w = valid.astype(lp.dtype) if weight is None else weight[safe]
+    w = w * valid
+    if reduction == "none":
+        scale = -(g[None] if one_d else g) * w
+    elif reduction == "sum":
+        scale = -g * w
+    else:
+        scale = -g * w / _nonzero_total(w)
+    grad = xp.zeros(lp.shape, lp.dtype)
+    if grad.size:
+        xp.put_along_axis(grad, xp.expand_dims(safe, 1),
+                          xp.expand_dims(scale.astype(lp.dtype, copy=False), 1), axis=1)
+    return grad[0] if one_d and lp.shape[1] else grad
+
+
+nll_loss_backward_op = Op("nll_loss_backward", _nll_backward_kernel)
+
+
 def _nll_vjp(g, logp, target, weight, *, reduction, ignore_index):
+    if not _dispatch.differentiable_formula(g, logp, weight) and \
+            not (_dispatch.intercept and _dispatch.state.modes):
+        # one kernel, as PyTorch's backward op (a profile records the node as that op)
+        return _dispatch.apply(nll_loss_backward_op, (g, logp, target, weight), {
+            "reduction": reduction, "ignore_index": ignore_index}), None, None
     one_d = logp.dim() == 1
     lp = logp.unsqueeze(0) if one_d else logp
     tg = target.unsqueeze(0) if one_d else target
@@ -758,39 +790,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if weight is not None and weight.shape != (input.shape[1 if input.dim() > 1 else 0],):
         raise RuntimeError(
             f"weight tensor should be defined either for all {input.shape[1]} classes or no "
-def _nll_backward_kernel(xp, g, logp, target, weight, *, reduction, ignore_index):
-    """``_nll_vjp``'s gradient in one pass over arrays (PyTorch's ``nll_loss_backward``):
-    zeros but for each row's target class, which takes the row's scale, computed as the
-    formula computes it."""
-    one_d = logp.ndim == 1
-    lp = logp[None] if one_d else logp
-    tg = target[None] if one_d else target
-    valid = tg != ignore_index
-    safe = xp.where(valid, tg, 0)
-    w = valid.astype(lp.dtype) if weight is None else weight[safe]
-    w = w * valid
-    if reduction == "none":
-        scale = -(g[None] if one_d else g) * w
-    elif reduction == "sum":
-        scale = -g * w
-    else:
-        scale = -g * w / _nonzero_total(w)
-    grad = xp.zeros(lp.shape, lp.dtype)
-    if grad.size:
-        xp.put_along_axis(grad, xp.expand_dims(safe, 1),
-                          xp.expand_dims(scale.astype(lp.dtype, copy=False), 1), axis=1)
-    return grad[0] if one_d and lp.shape[1] else grad
-
-
-nll_loss_backward_op = Op("nll_loss_backward", _nll_backward_kernel)
-
-
             f"classes but got weight tensor of shape: {list(weight.shape)}")
-    if not _dispatch.differentiable_formula(g, logp, weight) and \
-            not (_dispatch.intercept and _dispatch.state.modes):
-        # one kernel, as PyTorch's backward op (a profile records the node as that op)
-        return _dispatch.apply(nll_loss_backward_op, (g, logp, target, weight), {
-            "reduction": reduction, "ignore_index": ignore_index}), None, None
     kernel_dtype("nll_loss2d" if input.dim() == 4 else "nll_loss", input)
     loss = _dispatch.apply(nll_loss_op, (input, target, weight),
                            {"reduction": reduction, "ignore_index": ignore_index})
