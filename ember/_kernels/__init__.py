@@ -30,11 +30,13 @@ threads (PyTorch: 100 us) and cross entropy 1.62x -> 1.07x PyTorch's, but no tra
 gained (GPT 154.4 vs 154.9 ms, same process, alternating) and the LSTM LM lost 6% (106 vs
 100 ms: the OpenMP workers spin after each loop and take a core from the next BLAS call;
 numba's ``workqueue`` layer does not spin, and does not speed the kernel up either), while
-loading the cached parallel kernels cost 0.85 s per process. Ember's own pool cannot split
-them profitably: a ``ThreadPoolExecutor`` round trip costs ~95 us on these VMs. So still:
-the row kernels run on one thread; only the element-wise ones (``threshold_backward``, exp,
-sigmoid, SiLU, GELU) run the halves of large arrays on ember's own pool (NOTE [ Compiled
-element-wise kernels on threads ]), which ``set_num_threads`` governs.
+loading the cached parallel kernels cost 0.85 s per process. A ``ThreadPoolExecutor`` round trip
+cost ~95 us on these VMs; ember's pool now hands pieces over through a lock per worker
+(NOTE [ A relay for split work ] in ``_parallel.py``), and the row kernels, like the
+element-wise ones (``threshold_backward``, exp, sigmoid, SiLU, GELU; NOTE [ Compiled
+element-wise kernels on threads ]), run contiguous blocks of rows on its threads when the
+call is large enough to pay for the hand-over (NOTE [ Row kernels on threads ]), all of it
+governed by ``set_num_threads``.
 
 The backend is chosen on the first call: the environment variable ``EMBER_KERNELS``
 (``numpy`` turns the fast path off, ``numba`` or ``auto``, the default, use numba when it
@@ -143,6 +145,37 @@ def _rows(a, ndim=1):
     return np.ascontiguousarray(a).reshape(-1, n)
 
 
+# NOTE [ Row kernels on threads ]
+# Each row of softmax, log-softmax (and their backward), cross entropy and layer norm is
+# computed alone, so the rows are cut into one contiguous block per thread on ember's pool
+# (``_parallel.split_on_threads``; it declines on one thread, on an oversubscribed machine,
+# or while another split holds the workers): every row's numbers are those of one call. A
+# block must be worth the hand-over (~20-40 us): from ``_ROWS_SPLIT_EXP`` elements for the
+# kernels with an exp per element (softmax, log-softmax and its backward, cross entropy:
+# ~1 ns an element on one core here, so ~130 us), from ``_ROWS_SPLIT`` for the others
+# (layer norm, softmax's backward, cross entropy's: 0.3-0.5 ns an element). Layer norm's
+# backward also sums ``g * xhat`` and ``g`` over the rows: each thread's block of rows keeps
+# float64 partial sums of whole ``_LN_BLOCK``-row groups (the kernel's float32 sums per
+# group stay those of one call) and the partials are added in row order, so only the
+# float64 association moves, far below float32's rounding.
+_ROWS_SPLIT_EXP = 1 << 17
+_ROWS_SPLIT = 1 << 18
+
+
+def _on_row_blocks(kernel, m, n, block=1, least=_ROWS_SPLIT):
+    """Run ``kernel(lo, hi)`` over the rows ``range(m)`` of ``n`` elements, in contiguous
+    blocks of whole ``block``-row groups on several threads when there are at least
+    ``least`` elements (NOTE [ Row kernels on threads ]), else at once."""
+    groups = -(-m // block)
+    if m * n >= least and groups > 1:
+        def run(lo, hi):
+            kernel(lo * block, min(hi * block, m))
+
+        if _parallel.split_on_threads(run, groups, min_size=2):
+            return
+    kernel(0, m)
+
+
 def softmax(a, dim, log=False):
     """Softmax (or log-softmax) of ``a`` along ``dim``, or None where not covered.
 
@@ -170,8 +203,56 @@ def softmax(a, dim, log=False):
     if rows is None:
         return None
     out = np.empty(rows.shape, np.float32)
-    (impl.log_softmax_rows if log else impl.softmax_rows)(rows, _max_reduce(rows, 1), out)
+    kernel = impl.log_softmax_rows if log else impl.softmax_rows
+
+    def run(lo, hi):
+        r = rows[lo:hi]
+        kernel(r, _max_reduce(r, 1), out[lo:hi])
+
+    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
     return out.reshape(a.shape)
+
+
+def softmax_backward(g, y, dim, log=False):
+    """The gradient of softmax (or log-softmax) from its output ``y`` and the output's
+    gradient ``g``, one pass over each row on several threads when large, or None where not
+    covered (as ``softmax``, and ``g`` of ``y``'s shape).
+
+    Args:
+        g: the gradient of the output, a NumPy array.
+        y: the forward's output (probabilities, or log-probabilities with ``log``).
+        dim: the (non-negative) axis that was normalised.
+        log: the backward of log-softmax instead.
+
+    Returns:
+        ndarray | None: ``y * (g - sum(g * y))`` (``g - exp(y) * sum(g)`` with ``log``),
+        summed along ``dim``: a new float32 array of ``y``'s shape.
+
+    Example::
+
+        >>> y = np.full((1, 4), 0.25, np.float32)
+        >>> r = softmax_backward(np.ones((1, 4), np.float32), y, 1)
+        >>> r is None or r.tolist() == [[0.0, 0.0, 0.0, 0.0]]
+        True
+    """
+    impl = _fast(g, y)
+    if impl is None or dim != y.ndim - 1 or g.shape != y.shape:
+        return None
+    rows = _rows(y)
+    if rows is None:
+        return None
+    from . import _numba_softmax
+
+    kernel = (_numba_softmax.log_softmax_backward_rows if log else
+              _numba_softmax.softmax_backward_rows)
+    grows = np.ascontiguousarray(g).reshape(rows.shape)
+    out = np.empty(rows.shape, np.float32)
+
+    def run(lo, hi):
+        kernel(grows[lo:hi], rows[lo:hi], out[lo:hi])
+
+    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP if log else _ROWS_SPLIT)
+    return out.reshape(y.shape)
 
 
 def cross_entropy(rows, target, weight):
@@ -201,9 +282,15 @@ def cross_entropy(rows, target, weight):
     rows = np.ascontiguousarray(rows)
     probs = np.empty(rows.shape, np.float32)
     losses = np.empty(rows.shape[0], np.float32)
-    impl.cross_entropy_rows(rows, _max_reduce(rows, 1),
-                            np.ascontiguousarray(target, np.int64),
-                            np.ascontiguousarray(weight), probs, losses)
+    target = np.ascontiguousarray(target, np.int64)
+    weight = np.ascontiguousarray(weight)
+
+    def run(lo, hi):
+        r = rows[lo:hi]
+        impl.cross_entropy_rows(r, _max_reduce(r, 1), target[lo:hi], weight[lo:hi],
+                                probs[lo:hi], losses[lo:hi])
+
+    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
     return probs, losses
 
 
@@ -233,8 +320,14 @@ def cross_entropy_backward(probs, target, scale):
         return None
     probs = np.ascontiguousarray(probs)
     out = np.empty(probs.shape, np.float32)
-    impl.cross_entropy_backward_rows(probs, np.ascontiguousarray(target, np.int64),
-                                     np.ascontiguousarray(scale), out)
+    target = np.ascontiguousarray(target, np.int64)
+    scale = np.ascontiguousarray(scale)
+
+    def run(lo, hi):
+        impl.cross_entropy_backward_rows(probs[lo:hi], target[lo:hi], scale[lo:hi],
+                                         out[lo:hi])
+
+    _on_row_blocks(run, *probs.shape)
     return out
 
 
@@ -279,7 +372,13 @@ def layer_norm(x, w, b, ndim, eps):
     y = np.empty((m, n), np.float32)
     mean = np.empty(m, np.float32)
     rstd = np.empty(m, np.float32)
-    impl.layer_norm_rows(rows, wf, bf, has_w, has_b, np.float32(eps), y, mean, rstd)
+    eps = np.float32(eps)
+
+    def run(lo, hi):
+        impl.layer_norm_rows(rows[lo:hi], wf, bf, has_w, has_b, eps, y[lo:hi],
+                             mean[lo:hi], rstd[lo:hi])
+
+    _on_row_blocks(run, m, n)
     kept = x.shape[:x.ndim - ndim] + (1,) * ndim
     return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
 
@@ -318,11 +417,22 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
     m, n = rows.shape
     wf, has_w = _param(w, n)
     gx = np.empty((m, n), np.float32)
-    gw = np.zeros(n, np.float64)
-    gb = np.zeros(n, np.float64)
-    impl.layer_norm_backward_rows(np.ascontiguousarray(g).reshape(m, n), rows, wf, has_w,
-                                  np.ascontiguousarray(mean).reshape(-1),
-                                  np.ascontiguousarray(rstd).reshape(-1), gx, gw, gb)
+    g = np.ascontiguousarray(g).reshape(m, n)
+    mean = np.ascontiguousarray(mean).reshape(-1)
+    rstd = np.ascontiguousarray(rstd).reshape(-1)
+    partials = {}  # first row -> (gw, gb) of a block of rows (NOTE [ Row kernels on threads ])
+
+    def run(lo, hi):
+        pw, pb = np.zeros(n, np.float64), np.zeros(n, np.float64)
+        impl.layer_norm_backward_rows(g[lo:hi], rows[lo:hi], wf, has_w, mean[lo:hi],
+                                      rstd[lo:hi], gx[lo:hi], pw, pb)
+        partials[lo] = pw, pb
+
+    _on_row_blocks(run, m, n, block=impl._LN_BLOCK)
+    gw, gb = partials.pop(0)
+    for lo in sorted(partials):
+        gw += partials[lo][0]
+        gb += partials[lo][1]
     shape = x.shape[x.ndim - ndim:]
     return (gx.reshape(x.shape), gw.astype(np.float32).reshape(shape) if has_w else None,
             gb.astype(np.float32).reshape(shape))

@@ -124,10 +124,46 @@ def sigmoid_into(x, out):
         out[j] = _ONE / (_ONE + _expf(-x[j]))
 
 
+@njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
+def _expf_shifted(t):
+    """exp of ``t = x - max`` for a row with a finite max: t is in [-inf, 0] and never NaN,
+    so ``_expf``'s upper clamp and NaN test drop out (NOTE [ Shifted exp ]): the same bits,
+    five vector instructions fewer in a loop of about thirty."""
+    tc = t if t > _LO else _LO
+    n = np.floor(tc * _LOG2E + _HALF)
+    r = tc - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = _P0 * r + _P1
+    p = p * r + _P2
+    p = p * r + _P3
+    p = p * r + _P4
+    p = p * r + _P5
+    p = p * r * r + r + _ONE
+    k = _i32(n)
+    k1 = k >> _i32(1)
+    k2 = k - k1
+    p = _bits_to_f32(_f32_to_bits(p) + (k1 << _i32(23)))
+    return p * _bits_to_f32((k2 + _i32(127)) << _i32(23))
+
+
+# NOTE [ Shifted exp ]
+# Softmax, log-softmax and cross entropy take exp of ``x - max(row)``. When the row's max is
+# finite (NumPy's max propagates NaN, so no element is NaN either), every shifted value is
+# at most 0 or -inf: the row runs ``_expf_shifted``, which skips the clamp at the top and
+# the NaN blend; a row whose max is NaN or +-inf runs the general ``_expf``, so non-finite
+# rows come out exactly as before.
+
+
 @njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
 def _exp_shift_into(xi, m, oi):
     """oi = exp(xi - m); returns the sum of oi."""
     s = _ZERO
+    if m - m == _ZERO:  # a finite max (NOTE [ Shifted exp ])
+        for j in range(xi.size):
+            e = _expf_shifted(xi[j] - m)
+            oi[j] = e
+            s += e
+        return s
     for j in range(xi.size):
         e = _expf(xi[j] - m)
         oi[j] = e
@@ -154,8 +190,12 @@ def log_softmax_rows(x, mx, out):
         oi = out[i]
         m = mx[i]
         s = _ZERO
-        for j in range(xi.size):
-            s += _expf(xi[j] - m)
+        if m - m == _ZERO:  # a finite max (NOTE [ Shifted exp ])
+            for j in range(xi.size):
+                s += _expf_shifted(xi[j] - m)
+        else:
+            for j in range(xi.size):
+                s += _expf(xi[j] - m)
         c = m + np.log(s)
         for j in range(xi.size):
             oi[j] = xi[j] - c

@@ -422,7 +422,42 @@ def _softmax_kernel(xp, a, *, dim):
     return e
 
 
+def _softmax_backward_kernel(xp, g, y, *, dim, log):
+    """softmax's (``log``: log-softmax's) input gradient from its output ``y``."""
+    fused = _kernels.softmax_backward(g, y, dim, log)  # NOTE [ Fused kernels ]
+    if fused is not None:
+        return fused
+    if log:
+        return g - xp.exp(y) * g.sum(axis=dim, keepdims=True)
+    gy = g * y
+    gy -= y * gy.sum(axis=dim, keepdims=True)
+    return gy
+
+
+softmax_backward_op = Op("_softmax_backward_data", _softmax_backward_kernel)
+
+_F32 = np.dtype(np.float32)
+
+
+def _fused_softmax_backward(g, out, dim, log):
+    """The input gradient of softmax/log-softmax as one compiled pass per row where the
+    fused kernels cover it (float32 CPU arrays, the last dim, no ``create_graph``), else
+    None: the op-by-op formula runs (NOTE [ Fused kernels ])."""
+    if _dispatch.differentiable_formula(g, out) or type(g) is not Tensor or \
+            type(out) is not Tensor:
+        return None
+    ga, ya = g._data, out._data
+    if type(ga) is not np.ndarray or type(ya) is not np.ndarray or ga.dtype != _F32 or \
+            ya.dtype != _F32 or ga.shape != ya.shape or dim % max(ya.ndim, 1) != ya.ndim - 1 \
+            or _kernels.backend() != "numba":
+        return None
+    return _dispatch.apply(softmax_backward_op, (g, out), {"dim": ya.ndim - 1, "log": log})
+
+
 def _softmax_vjp(g, _a, *, dim, out):
+    fused = _fused_softmax_backward(g, out, dim, False)
+    if fused is not None:
+        return fused
     gy = g * out
     return gy - out * gy.sum(dim, keepdim=True)
 
@@ -442,6 +477,9 @@ def _log_softmax_kernel(xp, a, *, dim):
 
 
 def _log_softmax_vjp(g, _a, *, dim, out):
+    fused = _fused_softmax_backward(g, out, dim, True)
+    if fused is not None:
+        return fused
     return g - out.exp() * g.sum(dim, keepdim=True)
 
 

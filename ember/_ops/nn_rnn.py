@@ -314,11 +314,14 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 # Each step of the layer kernels below runs the small recurrent GEMM and then a run of
 # element-wise NumPy calls over (batch, 4H) or (batch, H) arrays: eight in the forward, fifteen
 # in the backward, each a separate pass with its own call overhead. With the numba backend of
-# the fused kernels (NOTE [ Fused kernels ] in ember/_kernels/__init__.py), the forward's
-# gate scaling and cell update are one loop (the two tanh stay NumPy's SIMD ones) and the
-# backward's whole step is one loop (ember/_kernels/_numba_rnn.py): the same operations in
-# the same order, without fused multiply-adds, so the results are bit for bit the NumPy
-# path's (tests/perf/test_lstm_threads.py compares them). float32/float64 NumPy arrays only.
+# the fused kernels (NOTE [ Fused kernels ] in ember/_kernels/__init__.py), the backward's
+# whole step is one loop (ember/_kernels/_numba_rnn.py): the same operations in the same
+# order, without fused multiply-adds, so its results are bit for bit the NumPy path's. The
+# forward's step is one loop too: for float32 with the two tanh included (NOTE [ A float32
+# tanh for the LSTM steps ]: NumPy's is a scalar loop on AVX2, ~3.2 ns an element, and was
+# ~15% of an LSTM LM step), so float32 results agree with the NumPy path's to float32
+# rounding; float64 keeps NumPy's tanh and the gate scaling and cell update in one loop, bit
+# for bit (tests/perf/test_lstm_layer_steps.py compares them). NumPy arrays only.
 
 _STEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -388,6 +391,7 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, re
     # slice per step under load; a hold per product cost three threadpoolctl calls each)
     mm = xp.matmul
     fused = _step_kernels(xp, dt)
+    fused32 = fused if dt == np.float32 else None  # NOTE [ Fused LSTM layer steps ]
     with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
@@ -396,6 +400,11 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, re
             mm(h, w_t, out=rec)
             if bias is not None:
                 rec += bias
+            if fused32 is not None:  # the whole step in one loop, tanh included
+                hr = raw[t] if w_hr is not None else out[t]
+                fused32.lstm_step_forward(a, rec, s, shift, c_in, c, tcs[t], hr)
+                h = hr if w_hr is None else xp.matmul(hr, w_hr.T, out=out[t])
+                continue
             a += rec
             xp.tanh(a, out=a)
             if fused is not None:  # NOTE [ Fused LSTM layer steps ]

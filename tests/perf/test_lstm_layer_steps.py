@@ -1,7 +1,8 @@
 """The fused LSTM layer's steps: the BLAS held at one thread once for each whole loop of
 per-step products on an oversubscribed machine (NOTE [ GEMM threads by shape ] in
 ember/_kernels/_blas.py), and the numba step kernels (NOTE [ Fused LSTM layer steps ] in
-ember/_ops/nn_rnn.py); results equal the plain path's bit for bit."""
+ember/_ops/nn_rnn.py); results equal the plain path's bit for bit (float32 steps, which
+run a tanh of their own: to float32 rounding)."""
 
 import numpy as np
 import pytest
@@ -79,7 +80,11 @@ def test_lstm_numba_steps_equal_numpy_steps(numba_backend, monkeypatch, kw):
     monkeypatch.setattr(nn_rnn, "_step_kernels", lambda xp, dt: None)
     plain = _run(**kw)
     for a, b in zip(fused, plain):
-        np.testing.assert_array_equal(a, b)
+        if kw.get("dtype") == ember.float64:
+            np.testing.assert_array_equal(a, b)
+        else:  # float32 steps run a tanh of their own (NOTE [ A float32 tanh for the LSTM
+            # steps ]): within 1 ulp of NumPy's, carried through the recurrence
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
 
 
 def test_lstm_numpy_backend_takes_no_step_kernels():
