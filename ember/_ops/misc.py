@@ -346,7 +346,7 @@ def _check_cov_weights(w, name, category, kind, n_obs):
     if w.numel() != n_obs:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                          f"observations in the input but got {w.numel()} != {n_obs}")
-    if (w._data < 0).any():
+    if not (w._data >= 0).all():  # NaN weights are refused as negative ones, as torch's
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 @public
@@ -377,6 +377,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w_sum = float(n_obs)
     else:
         w_sum = w.sum()
+        if w_sum.item() == 0:
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
         avg = (x * w).sum(1) / w_sum
     if w is None:
         norm = w_sum - correction

@@ -98,7 +98,8 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners):
 # with per-output weights, the last dim first; a dim whose size does not change is skipped.
 # - Antialiased (Pillow's scheme): the cells within ``support`` of the centre
 #   ``scale * (i + 0.5)`` (align_corners changes only ``scale``), each weighed by the filter
-#   (a triangle, or a cubic with a = -0.5) stretched by ``scale`` when the dim shrinks,
+#   (a triangle, a cubic with a = -0.5, or Lanczos-3: sinc(x) * sinc(x / 3) on [-3, 3))
+#   stretched by ``scale`` when the dim shrinks,
 #   divided by the weights' sum, so taps past an edge drop out. For float32 input the scale,
 #   centres, weights and sums are all float32, which decides ``first``/``count`` at
 #   boundaries exactly as torch does.
@@ -120,9 +121,24 @@ def _resample_scale(in_size, out_size, scale, align_corners, ft):
     return ft(in_size) / ft(out_size)
 
 
+def _sinc(x):
+    """sin(pi x) / (pi x), 1 at 0, in ``x``'s float type."""
+    ft = x.dtype.type
+    px = x * ft(math.pi)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(x == 0, ft(1), np.sin(px) / px).astype(ft)
+
+
+#: antialiased filters' reach in input cells (before stretching): half their tap count
+_AA_SUPPORT = {"bilinear": 1, "bicubic": 2, "lanczos": 3}
+
+
 def _tap_filter(x, mode, a):
     """The interpolation filter at offsets ``x`` (NumPy, evaluated in ``x``'s float type)."""
     ft = x.dtype.type
+    if mode == "lanczos":  # Pillow's window is half open: -3 is in, 3 is out
+        inside = (x >= -3) & (x < 3)
+        return np.where(inside, _sinc(x) * _sinc(x / ft(3)), ft(0)).astype(ft)
     x = np.abs(x)
     if mode != "bicubic":
         return np.where(x < 1, (1.0 - x.astype(np.float64)).astype(ft), ft(0))
@@ -135,7 +151,7 @@ def _tap_filter(x, mode, a):
 def _aa_taps(in_size, out_size, scale, align_corners, mode, ft=np.float64):
     """Antialiased taps of one dim: (first cell, cell count, weights (out_size, taps) in
     ``ft``, largest weight)."""
-    interp = 4 if mode == "bicubic" else 2
+    interp = 2 * _AA_SUPPORT[mode]
     s = _resample_scale(in_size, out_size, scale, align_corners, ft)
     stretch = s >= 1.0
     support = ft(interp * 0.5 * float(s)) if stretch else ft(interp * 0.5)
@@ -242,6 +258,13 @@ def _antialias_dim(x, dim, out_size, scale, mode, align_corners):
 
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
+#: interpolate's modes, as PyTorch's errors list them
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area",
+          "nearest-exact")
+
+_AA_ONLY = ("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input")
+
 
 #: interpolate's mode -> the kernel (nn_checks.KERNELS) whose dtypes it has
 _MODE_KERNEL = {"nearest": "upsample_nearest", "nearest-exact": "upsample_nearest",
@@ -271,7 +294,8 @@ _MODE_OPS = {"nearest": ("aten::upsample_nearest{}d", False),
              "linear": ("aten::upsample_linear{}d", True),
              "bilinear": ("aten::upsample_bilinear{}d", True),
              "bicubic": ("aten::upsample_bicubic{}d", True),
-             "trilinear": ("aten::upsample_trilinear{}d", True)}
+             "trilinear": ("aten::upsample_trilinear{}d", True),
+             "lanczos": ("aten::_upsample_lanczos{}d_aa", True)}
 
 
 def _interpolate_event(bound):
@@ -298,37 +322,46 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     from .nn_pool import adaptive_avg_pool
 
     nd = input.dim() - 2
-    if nd < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
-                         f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
-                         f"bicubic | trilinear | area | nearest-exact (got {mode})")
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     align_corners = bool(align_corners)
     if (size is None) == (scale_factor is None):
-        raise ValueError("either size or scale_factor should be defined, not both" if size
+        raise ValueError("only one of size or scale_factor should be defined" if size
                          is not None else "either size or scale_factor should be defined")
     spatial = tuple(input.shape[2:])
+    unsupported = NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the "
+        f"modes: {' | '.join(_MODES)} (got {mode})")
+    given = size if size is not None else scale_factor
+    if isinstance(given, (tuple, list)) and len(given) != nd:
+        what = ("output", "output size of", "output size", "o") if size is not None else \
+            ("scale_factor", "scale_factor of shape", "scale_factor", "s")
+        raise ValueError(
+            f"Input and {what[0]} must have the same number of spatial dimensions, but got "
+            f"input with spatial dimensions of {list(spatial)} and {what[1]} {given}. Please "
+            f"provide input tensor in (N, C, d1, d2, ...,dK) format and {what[2]} in "
+            f"({what[3]}1, {what[3]}2, ...,{what[3]}K) format.")
+    if nd < 1:
+        if antialias:
+            raise ValueError(_AA_ONLY)
+        raise unsupported
     if size is not None:
         out = _tuple(size, nd, "size", "interpolate")
         scales = [None] * nd
     else:
         sf = scale_factor if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nd
-        if len(sf) != nd:
-            raise ValueError(f"Input and scale_factor must have the same number of spatial "
-                             f"dimensions, but got input with spatial dimensions of "
-                             f"{list(spatial)} and scale_factor of shape {list(sf)}.")
         out = tuple(int(math.floor(spatial[i] * sf[i])) for i in range(nd))
         scales = [None] * nd if recompute_scale_factor else [float(s) for s in sf]
-    if antialias and (mode not in ("bilinear", "bicubic") or nd != 2):
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
-                         "requires a 4-D tensor as input")
-    modes = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
-    if mode not in modes:
-        raise NotImplementedError(
-            f"Got {input.dim()}D input, but {mode} mode is not implemented; choose one of "
-            f"{', '.join(modes)}")
+    if antialias and (mode not in _AA_SUPPORT or nd != 2):
+        raise ValueError(_AA_ONLY)
+    if mode not in _MODES or mode in ("bicubic", "lanczos") and nd != 2:
+        raise unsupported  # torch names no other dims for these two
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if mode in _MODE_DIMS and _MODE_DIMS[mode] != nd:
         raise NotImplementedError(
             f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
@@ -343,7 +376,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return _qops.on_centered_ints(interpolate, input, size, scale_factor, mode, None,
                                       recompute_scale_factor, antialias)
     _check_resample(input, spatial, out, mode, antialias)
-    if input.dtype.name == "uint8" and mode in ("bilinear", "bicubic"):
+    if input.dtype.name == "uint8" and mode in _AA_SUPPORT:
         from .from_data import from_numpy
 
         host = type(input._data) is np.ndarray

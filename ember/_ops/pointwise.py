@@ -831,9 +831,10 @@ atan2_op, atan2 = binary_op("atan2", ufunc="arctan2", promote="float", allow=(0,
 copysign_op, copysign = binary_op("copysign", ufunc="copysign", promote="float",
                                   allow=(0, 1, 2), vjp=_copysign_vjp, tensor_other=False,
                                   doc="``input``'s magnitude with ``other``'s sign.")
-def _nextafter_vjp(g, _a, _b):
-    # one ulp away from input: PyTorch passes the gradient to input and none to other
-    return g, _zero_grad(g, None)
+def _nextafter_vjp(g, a, b):
+    # one ulp away from input: PyTorch passes the gradient to input where the step moves
+    # (input != other, NaN included) and none where input already equals other; none to other
+    return where(a != b, g, 0.0), _zero_grad(g, None)
 
 
 nextafter_op, nextafter = binary_op("nextafter", ufunc="nextafter", allow=(2,),
@@ -848,8 +849,32 @@ logaddexp2_op, logaddexp2 = binary_op("logaddexp2", ufunc="logaddexp2", allow=(2
                                       doc="``log2(2**input + 2**other)``, computed stably.")
 xlogy_op = ElementwiseOp("xlogy", opmath(_xlogy_kernel), promote="float", allow=(0, 1, 2),
                          vjp=_xlogy_vjp)
-gcd_op, gcd = binary_op("gcd", ufunc="gcd", promote="int", allow=(1,),
-                        doc="Greatest common divisor (non-negative).")
+def _gcd_kernel(xp, a, b):
+    # NOTE [ gcd of the dtype's minimum ]
+    # PyTorch runs Euclid's loop in the dtype after taking absolute values, and the minimum's
+    # absolute value wraps to itself; remainders then follow C's sign (the dividend's), so an
+    # answer involving the minimum may be negative: gcd(-2**63, 6) is -2 and gcd(-2**63, 0)
+    # is -2**63 in int64. NumPy's gcd is exact there, so those few elements replay the loop.
+    r = xp.gcd(a, b)
+    if a.dtype.kind != "i":
+        return r
+    low = xp.iinfo(a.dtype).min
+    hit = xp.asarray((a == low) | (b == low))
+    if not hit.any():
+        return r
+    x, y = (xp.abs(v)[hit] for v in xp.broadcast_arrays(a, b))  # abs(low) stays low
+    while (x != 0).any():
+        nz = x != 0
+        x, y = xp.where(nz, xp.fmod(y, xp.where(nz, x, 1)), 0), xp.where(nz, x, y)
+    r = xp.array(r)  # a copy (NumPy answers 0-d inputs with a scalar)
+    r[hit] = y
+    return r
+
+
+gcd_op, gcd = binary_op("gcd", _gcd_kernel, promote="int", allow=(1,),
+                        doc="Greatest common divisor: non-negative, but for PyTorch's answers "
+                            "that involve the dtype's minimum (NOTE [ gcd of the dtype's "
+                            "minimum ]).")
 def _lcm_kernel(xp, a, b):
     # a multiple too large for the dtype wraps around; its absolute value is taken after
     # the wrap, as PyTorch does (lcm(2, 2**31 - 1) is 2 in int32); dtypes narrower than

@@ -647,17 +647,48 @@ def _prod_kernel(xp, a, *, dim, keepdim, dtype):
 
 
 def _prod_vjp(g, a, *, dim, keepdim, dtype):
-    # each input's gradient is the product of the others: with no zero along the reduced dim
-    # that is out / a; with one zero only the zero gets the others' product; with more, all 0
+    # NOTE [ prod's gradient ]
+    # Each input's gradient is the conjugated product of the others, computed as PyTorch
+    # does so that infinite and zero inputs give its numbers: with no zero anywhere in the
+    # input, out / a; with any zero (in any slice), every slice takes the product of the
+    # inputs before it times the product of those after it (exclusive running products), so
+    # [1, inf, -3] next to a slice holding a zero gives -3 for inf, not NaN. The product of
+    # everything with two zeros or more has a zero gradient outright, unless the backward
+    # pass itself records a graph (create_graph), which takes the running products.
+    # Under vmap the zero count is no Python number: a rule without branches serves there.
     shape = a.shape
+    ge = _expand_back(g, shape, dim, keepdim)
+    try:
+        zeros = int((a == 0).sum())
+    except RuntimeError:
+        factor = _prod_others(a, dim)
+        return ge * (factor.conj() if factor.is_complex() else factor)
+    if not zeros:
+        out = a.prod(dim[0], keepdim=True) if dim else a.prod()
+        factor = _expand_back(out, shape, dim, True) / a
+    elif not dim and zeros > 1 and not _dispatch.state.grad_enabled:
+        return a.new_zeros(tuple(shape))
+    else:
+        x = a if dim else a.reshape(-1)
+        d = dim[0] if dim else 0
+        n = x.shape[d]
+        one = x.new_ones(tuple(1 if i == d else k for i, k in enumerate(x.shape)))
+        before = cat([one, x.cumprod(d).narrow(d, 0, n - 1)], d)
+        after = cat([one, x.flip(d).cumprod(d).narrow(d, 0, n - 1)], d).flip(d)
+        factor = (before * after).reshape(shape)
+    return ge * (factor.conj() if factor.is_complex() else factor)
+
+
+def _prod_others(a, dim):
+    """The product of the others for each input, by cases along each slice: out / a with no
+    zero; the others' product at a slice's only zero; 0 elsewhere."""
     mask = a == 0
-    zeros = mask.sum(dim[0] if dim else None, keepdim=True) if dim else mask.sum()
+    zeros = mask.sum(dim[0], keepdim=True) if dim else mask.sum()
     nonzero = a + mask  # zeros replaced by ones
     others = nonzero.prod(dim[0], keepdim=True) if dim else nonzero.prod()
-    ge = _expand_back(g, shape, dim, keepdim)
-    others = _expand_back(others, shape, dim, True)
-    zeros = _expand_back(zeros, shape, dim, True)
-    return ge * (others / nonzero * (zeros == 0) + others * ((zeros == 1) & mask))
+    others = _expand_back(others, a.shape, dim, True)
+    zeros = _expand_back(zeros, a.shape, dim, True)
+    return where(zeros == 0, others / nonzero, where((zeros == 1) & mask, others, 0.0))
 
 
 prod_op = Op("prod", _prod_kernel, vjp=_prod_vjp)
@@ -713,15 +744,16 @@ def _var_kernel(xp, a, *, dim, keepdim, correction, take_sqrt, acc=None):
 
 
 def _var_vjp(g, a, *, dim, keepdim, correction, take_sqrt, out):
+    # PyTorch's order: std's gradient first becomes var's (g / (2 std), zero where std is 0),
+    # then (2 / (n - correction) * g) * (a - mean), so a huge centred value meets an already
+    # scaled gradient (no overflow in between); a correction past n flips the sign
     shape = a.shape
     n = _reduced_count(shape, dim)
     centred = a - a.mean(dim, keepdim=True) if dim is not None else a - a.mean()
-    ge = _expand_back(g, shape, dim, keepdim)
-    scale = 1.0 / builtins.max(n - correction, 0) if n - correction > 0 else math.inf
-    if not take_sqrt:
-        return ge * centred * (2.0 * scale)
-    oe = _expand_back(out, shape, dim, keepdim)
-    return _where_zero(ge * centred * scale / oe, oe == 0)
+    scale = 2.0 / (n - correction) if n != correction else math.inf
+    if take_sqrt:
+        g = _where_zero(g / (out * 2), out == 0)
+    return _expand_back(g * scale, shape, dim, keepdim) * centred
 
 
 def _var_jvp(x_dots, a, *, dim, keepdim, correction, take_sqrt, out):
@@ -1605,7 +1637,9 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 @public(method=False)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal rule along ``dim`` (one element shorter than ``y``)."""
-    terms, d = _trapezoid_terms("cumulative_trapezoid", y, x, dx, dim)
+    terms, d = _trapezoid_terms("cumulative_trapezoid", y, x, None if x is None else dx, dim)
     if terms is None:
         return y * 0.0
+    if x is None:  # PyTorch scales each interval by dx / 2 before the running sum
+        return (terms * ((1 if dx is None else dx) / 2)).cumsum(d)
     return terms.cumsum(d) / 2

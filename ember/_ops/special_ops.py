@@ -211,7 +211,25 @@ def _polygamma_kernel(xp, a, *, n):
     # cupyx's polygamma reads ``n`` as an array (``where(n == 0, ...)``): give it one
     order = n if xp is np else xp.asarray(n, dtype=a.dtype)
     r = s.digamma(a) if n == 0 else s.polygamma(order, a)
+    if n == 1:
+        r = _trigamma_reflected(xp, s, a, order, r)
     return xp.asarray(r).astype(a.dtype, copy=False)
+
+
+def _trigamma_reflected(xp, s, a, order, r):
+    """``polygamma(1, a)`` below 1/2 from the reflection ``pi**2 / sin(pi a)**2 -
+    polygamma(1, 1 - a)`` with the sine in ``a``'s precision, as PyTorch computes it: its
+    poles (the integers up to 0) are then huge but finite where the rounded ``pi * a`` misses
+    the integer (6.58e32 at -1.0 in float64), and -inf gives NaN."""
+    low = a < 0.5
+    if not low.any():
+        return r
+    ft = a.dtype.type
+    pi = ft(math.pi)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sin = xp.sin(a * pi)
+        refl = (pi * pi) / (sin * sin) - s.polygamma(order, 1 - a).astype(a.dtype, copy=False)
+    return xp.where(low, refl, r)
 
 
 def _polygamma_vjp(g, x, *, n):
@@ -494,10 +512,9 @@ def special_zeta(input, other, *, out=None):
     """Hurwitz zeta ``sum_k (k + other) ** -input``. No gradient, as in PyTorch."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("zeta(): expected at least one Tensor argument, got two numbers")
-    for x in (input, other):
-        if isinstance(x, Tensor) and x._data.dtype in _HALF:
-            raise NotImplementedError(
-                f"\"zeta_cpu\" not implemented for '{x.dtype.scalar_name}'")
+    common = _dt.result_type(input, other)  # float16 with bfloat16 runs in float32
+    if common.np in _HALF:
+        raise NotImplementedError(f"\"zeta_cpu\" not implemented for '{common.scalar_name}'")
     return elementwise(zeta_op, (input, other), out=out)
 
 

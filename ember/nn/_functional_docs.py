@@ -585,10 +585,11 @@ DOCS["interpolate"] = _d(
     ["input: (N, C, L), (N, C, H, W) or (N, C, D, H, W).",
      "size: the output's spatial size.", "scale_factor: multiplier(s) of the spatial size.",
      "mode: ``'nearest'``, ``'nearest-exact'``, ``'linear'``, ``'bilinear'``, "
-     "``'bicubic'``, ``'trilinear'`` or ``'area'``.",
+     "``'bicubic'``, ``'trilinear'``, ``'lanczos'`` (4-D input, with ``antialias=True``) "
+     "or ``'area'``.",
      "align_corners: for the linear modes, map corner pixels' centres onto each other.",
      "recompute_scale_factor: compute the scale used from the output size.",
-     "antialias: low-pass filter when downsampling (bilinear and bicubic)."],
+     "antialias: low-pass filter when downsampling (bilinear, bicubic and lanczos)."],
     "The resized tensor.",
     ">>> import ember\n>>> x = ember.tensor([[[1.0, 2.0]]])\n"
     ">>> ember.nn.functional.interpolate(x, scale_factor=2)\ntensor([[[1., 1., 2., 2.]]])")
