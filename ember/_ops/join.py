@@ -8,6 +8,7 @@ lays it out (contiguous, except flip which keeps its input's dim order).
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -637,6 +638,9 @@ def _tile_method(self, *dims, **kwargs):
     return tile(self, dims)
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def _repeat_interleave_kernel(xp, a, *, repeats, dim, in_size=None):
     return xp.ascontiguousarray(xp.repeat(a, repeats if isinstance(repeats, int) else
                                           xp.asarray(repeats, dtype=np.int64), axis=dim))
@@ -718,6 +722,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         else:
             if any(c < 0 for c in counts):
                 raise RuntimeError("repeats can not be negative")
+            if sum(counts) > _INT64_MAX:  # (torch's int64 running sum wraps negative there)
+                raise RuntimeError(f"repeat_interleave: the output size {sum(counts)} along "
+                                   f"dim {d} cannot be represented as an int64")
             if output_size is not None and output_size != sum(counts):
                 raise RuntimeError("allocated size does not match required size")
             return _apply(repeat_interleave_op, (input,),
@@ -725,6 +732,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     repeats = operator.index(repeats)
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
+    if math.prod(input._data.shape) // max(n, 1) * n * repeats > _INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
     if output_size is not None and output_size != n * repeats:
         raise RuntimeError(
             f"repeat_interleave: Invalid output_size, expected {n * repeats} but got "

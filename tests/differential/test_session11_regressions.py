@@ -271,3 +271,15 @@ def test_prod_double_backward_with_zeros():
         res.append((g.detach().numpy(), T.autograd.grad(g.sum(), x)[0].numpy()))
     for a, b in zip(*res):
         np.testing.assert_array_equal(a, b)
+
+
+# -- repeat_interleave sizes past int64 -------------------------------------------------------
+
+@pytest.mark.parametrize("expr", [
+    "T.repeat_interleave(T.tensor([1, 2]), T.tensor([2 ** 62, 2 ** 62]))",
+    "T.repeat_interleave(T.tensor([1, 2]), 2 ** 62)",
+    "T.repeat_interleave(T.ones(3, 2), 2 ** 62, 1)",
+    "T.repeat_interleave(T.tensor([1, 2]), T.tensor([2, 3]))",
+])
+def test_repeat_interleave_overflow_is_a_runtime_error(expr):
+    _agree(expr)
