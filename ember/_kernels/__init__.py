@@ -519,6 +519,9 @@ def _run_flat(kernel, *arrays):
     """``kernel(*slices)`` over flat arrays of one length, on several threads when they are
     large (NOTE [ Compiled element-wise kernels on threads ])."""
     size = arrays[0].size
+    if size < _SPLIT_MIN:  # (no slices: a fresh view costs numba's dispatch ~1 us each)
+        kernel(*arrays)
+        return
 
     def run(lo, hi):
         kernel(*[a[lo:hi] for a in arrays])
@@ -688,6 +691,39 @@ def threshold_backward(g, y, threshold):
 
     if not _parallel.split_on_threads(run, gf.size):
         run(0, gf.size)
+    return out
+
+
+_RELU_MIN = 1 << 13
+
+
+def relu(x):
+    """``max(x, 0)`` of a float32 array in one compiled pass, on several threads when it is
+    large (NOTE [ Compiled element-wise kernels on threads ]); None where not covered (no
+    numba, another dtype, not C-contiguous, fewer than ``_RELU_MIN`` elements).
+
+    NumPy's float32 ``maximum`` checks for NaN as it goes: 0.56 ns an element here on one
+    thread against the compiled compare-and-blend's 0.1-0.26 (cached / from memory), which
+    gives the same bits, -0.0 and NaN included. Below ``_RELU_MIN`` elements the compiled
+    call's ~3 us of dispatch cost more than NumPy's loop.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        ndarray | None: a new float32 array of ``x``'s shape.
+
+    Example::
+
+        >>> r = relu(np.array([-1.0, 0.5] * 4096, np.float32))
+        >>> r is None or r[:2].tolist() == [0.0, 0.5]
+        True
+    """
+    impl = _fast(x)
+    if impl is None or x.size < _RELU_MIN or not x.flags.c_contiguous:
+        return None
+    out = np.empty(x.shape, np.float32)
+    _run_flat(impl.relu_into, x.reshape(-1), out.reshape(-1))
     return out
 
 

@@ -364,6 +364,16 @@ def threshold_backward_into(g, y, threshold, out):
         out[j] = _ZERO if y[j] <= threshold else g[j]
 
 
+@njit(error_model="numpy", nogil=True, cache=True)
+def relu_into(x, out):
+    """``out = 0 where x < 0 else x`` over flat arrays (NaN and -0.0 kept, as ``maximum(0,
+    x)`` and PyTorch's relu keep them: no fast-math flags, which would let LLVM treat -0.0
+    as 0.0), one compare and blend per SIMD lane."""
+    for j in range(x.size):
+        v = x[j]
+        out[j] = _ZERO if v < _ZERO else v
+
+
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def adam_into(p, g, m, v, w1, low_w1, beta2, w2, shrink, weight_decay, step, bias2_sqrt,
               eps, decoupled, maximize):

@@ -145,18 +145,70 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
                 _sgd_on_threads(p, d_p_list[i], momentum_buffer_list[i], lr, momentum,
                                 dampening, weight_decay, nesterov, maximize):
             continue
-        g = d_p_list[i] if not maximize else -d_p_list[i]
-        if weight_decay != 0:
-            g = g.add(p, alpha=weight_decay)
+        buf = _sgd_update(_TensorMath, p, d_p_list[i], momentum_buffer_list[i], lr, momentum,
+                          dampening, weight_decay, nesterov, maximize)
         if momentum != 0:
-            buf = momentum_buffer_list[i]
-            if buf is None:
-                buf = g.clone().detach()
-                momentum_buffer_list[i] = buf
-            else:
-                buf.mul_(momentum).add_(g, alpha=1 - dampening)
-            g = g.add(buf, alpha=momentum) if nesterov else buf
-        p.add_(g, alpha=-lr)
+            momentum_buffer_list[i] = buf
+
+
+# NOTE [ One SGD update ]
+# The op-by-op update is written once, ``_sgd_update``, and runs on two kinds of operands:
+# tensors (the loop above, which modes, autograd and every device see op by op) and the
+# NumPy slices of a large parameter cut over threads (``_sgd_on_threads``). The two sets
+# of operations give the same operation the same rounding -- ``add(y, alpha)`` rounds
+# ``alpha * y`` first and adds ``y`` itself when alpha is 1, as ``Tensor.add`` does -- so
+# each piece's bits are the loop's. The compiled step (``_kernels.sgd``) is the third form,
+# one fused pass tested against these.
+
+
+class _TensorMath:
+    """``_sgd_update``'s operations on tensors: the ops the loop records."""
+
+    @staticmethod
+    def add(x, y, alpha, inplace=False):
+        return x.add_(y, alpha=alpha) if inplace else x.add(y, alpha=alpha)
+
+    @staticmethod
+    def scale_(x, c):
+        return x.mul_(c)
+
+    @staticmethod
+    def copy(x):
+        return x.clone().detach()
+
+
+class _ArrayMath:
+    """``_sgd_update``'s operations on NumPy arrays, rounded as the tensor ops round."""
+
+    @staticmethod
+    def add(x, y, alpha, inplace=False):
+        return np.add(x, y if alpha == 1 else y * alpha, out=x if inplace else None)
+
+    @staticmethod
+    def scale_(x, c):
+        return np.multiply(x, c, out=x)
+
+    @staticmethod
+    def copy(x):
+        return x.copy()
+
+
+def _sgd_update(ops, p, d, buf, lr, momentum, dampening, weight_decay, nesterov, maximize):
+    """One parameter's SGD update in place on ``p`` (and ``buf``) through ``ops``'s
+    operations (NOTE [ One SGD update ]); returns the momentum buffer, made from this step's
+    gradient when ``buf`` is None (None without momentum)."""
+    if maximize:
+        d = -d
+    if weight_decay != 0:
+        d = ops.add(d, p, weight_decay)
+    if momentum != 0:
+        if buf is None:
+            buf = ops.copy(d)
+        else:
+            ops.add(ops.scale_(buf, momentum), d, 1 - dampening, inplace=True)
+        d = ops.add(d, buf, momentum) if nesterov else buf
+    ops.add(p, d, -lr, inplace=True)
+    return buf
 
 
 def _multi_sgd(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov,
@@ -188,8 +240,7 @@ def _fused_sgd(p, g, bufs, i, lr, momentum, dampening, weight_decay, nesterov, m
     CUDA ]), or one compiled pass on NumPy float32 arrays (NOTE [ Fused optimizer steps ] in
     ember/_kernels), where it covers them and no mode intercepts ops; False (nothing
     changed) else."""
-    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
-            not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
+    if not _bypasses_ops(p, lr, momentum, dampening, weight_decay):
         return False
     buf = bufs[i] if momentum != 0 else None
     if not _fused_cuda.is_cupy(p._data):
@@ -215,10 +266,11 @@ def _fused_sgd(p, g, bufs, i, lr, momentum, dampening, weight_decay, nesterov, m
     return True
 
 
-def _plus(x, y, alpha, out):
-    """``out = x + alpha * y`` as ``Tensor.add(y, alpha=alpha)`` computes it (``y`` itself
-    when ``alpha`` is 1, else ``y * alpha`` rounded first)."""
-    return np.add(x, y if alpha == 1 else y * alpha, out=out)
+def _bypasses_ops(p, lr, momentum, dampening, weight_decay):
+    """Whether ``p``'s update may run on its arrays rather than op by op: no mode intercepts
+    ops, no graph is recorded through ``p``, and the hyper-parameters are plain numbers."""
+    return not (_dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled) and \
+        all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay))
 
 
 def _sgd_on_threads(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize):
@@ -231,8 +283,7 @@ def _sgd_on_threads(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, 
     intercepts ops or a recorded graph; tensor hyper-parameters; one thread or a busy
     machine (``_parallel.split_on_threads``). The compiled step (``_fused_sgd``) comes
     first where numba covers the arrays."""
-    if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
-            not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
+    if not _bypasses_ops(p, lr, momentum, dampening, weight_decay):
         return False
     pa, ga = p._data, g._data
     arrays = (pa, ga) if momentum == 0 else (pa, ga, None if buf is None else buf._data)
@@ -245,18 +296,10 @@ def _sgd_on_threads(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, 
         return False
     flats = [a.reshape(-1) for a in arrays]
 
-    def piece(lo, hi):
-        ps, d = flats[0][lo:hi], flats[1][lo:hi]
-        if maximize:
-            d = np.negative(d)
-        if weight_decay != 0:
-            d = _plus(d, ps, weight_decay, None)
-        if momentum != 0:
-            b = flats[2][lo:hi]
-            np.multiply(b, momentum, out=b)
-            _plus(b, d, 1 - dampening, b)
-            d = _plus(d, b, momentum, None) if nesterov else b
-        _plus(ps, d, -lr, ps)
+    def piece(lo, hi):  # NOTE [ One SGD update ]
+        _sgd_update(_ArrayMath, flats[0][lo:hi], flats[1][lo:hi],
+                    flats[2][lo:hi] if momentum != 0 else None, lr, momentum, dampening,
+                    weight_decay, nesterov, maximize)
 
     if not _parallel.split_on_threads(piece, pa.size, min_size=_kernels.OPTIM_SPLIT):
         return False
