@@ -573,4 +573,6 @@ class iinfo:
         self.dtype = d.name
 
     def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        # printed in the ``%g`` form torch prints (six significant digits), the values
+        # themselves stay exact ints
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

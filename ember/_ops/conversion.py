@@ -360,17 +360,21 @@ Tensor.data = property(_get_data, _set_data,
 # pickling and deep copies (copies, as PyTorch documents; ember.multiprocessing shares instead)
 
 
-def _rebuild_from_array(array, requires_grad):
+def _rebuild_from_array(array, requires_grad, state=None):
     t = wrap(array)
     if requires_grad:
         t._rg = True
+    if state:  # Python attributes set on the tensor (a Buffer's tag among them)
+        t.__dict__.update(state)
     return t
 
 
 def _reduce_ex(self, protocol):
     a = self._data
     a = a if type(a) is np.ndarray else _dispatch.backends_by_name["cpu"].to_device(a)
-    return (_rebuild_from_array, (np.require(a, requirements="C"), self._rg))  # keeps 0-d
+    args = (np.require(a, requirements="C"), self._rg)  # keeps 0-d
+    state = getattr(self, "__dict__", None)
+    return (_rebuild_from_array, args + (dict(state),) if state else args)
 
 
 def _deepcopy(self, memo):

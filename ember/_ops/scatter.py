@@ -793,6 +793,10 @@ _REDUCE_DTYPE_MSG = ("index_reduce_(): self ({self}) and source ({source}) must 
 
 
 def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=True):
+    from .._settings import warn_at_caller
+
+    # torch's warn-once text (the in-place form and the function share it)
+    warn_at_caller("index_reduce() is in beta and the API may change at any time.", once=True)
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"{op_name}(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")

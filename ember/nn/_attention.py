@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from .._ops.creation import zeros
 from .._ops.join import cat
@@ -12,15 +13,21 @@ from .._ops.nn_ops import linear, softmax
 from .._ops.nn_pad import pad
 
 
-def _canonical_mask(mask, name, target_dtype):
-    """Bool masks (True = masked out) become additive float masks (-inf where masked)."""
+def _canonical_mask(mask, name, target_dtype, other=None, other_name=""):
+    """Bool masks (True = masked out) become additive float masks (-inf where masked).
+
+    ``other`` is the mask given alongside (the attention mask beside a padding mask): a
+    pair of different dtypes still works but draws torch's deprecation warning."""
     if mask is None:
         return None
+    if mask._data.dtype.kind != "b" and not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and other.dtype != mask.dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      "type for both instead.", UserWarning, stacklevel=3)
     if mask._data.dtype.kind == "b":
         return zeros(mask.shape, dtype=target_dtype, device=mask.device).masked_fill(
             mask, float("-inf"))
-    if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask.to(target_dtype)
 
 
@@ -56,7 +63,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise RuntimeError(
             "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
             "module method `generate_square_subsequent_mask` to create this mask.")
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype,
+                                       attn_mask, "attn_mask")
     attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
 
     # input projections
@@ -115,14 +123,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if attn_mask.dim() == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
                 raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should "
+                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should "
                     f"be {(tgt_len, src_len)}.")
             attn_mask = attn_mask.unsqueeze(0)
         elif attn_mask.dim() == 3:
             if attn_mask.shape[0] == bsz * num_heads and attn_mask.shape[1:] != (
                     tgt_len, src_len) and attn_mask.shape[1] != 1:
                 raise RuntimeError(
-                    f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should "
+                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
                     f"be {(bsz * num_heads, tgt_len, src_len)}.")
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")

@@ -191,37 +191,46 @@ def is_lazy(param):
     return isinstance(param, (UninitializedParameter, UninitializedBuffer))
 
 
-class Buffer(Tensor):
+class _BufferMeta(type):
+    # NOTE [ Buffers are plain tensors ]
+    # As in torch, ``Buffer(t)`` is not an instance of a subclass: it returns a plain Tensor
+    # (so it prints, pickles and computes as one) tagged ``_is_buffer`` and ``persistent``
+    # in its ``__dict__``. ``isinstance(x, Buffer)`` reads the tag, so Module's attribute
+    # assignment still recognises a buffer, and the tag survives pickling with the dict.
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and bool(
+                getattr(instance, "__dict__", {}).get("_is_buffer", False))
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
     """Marks a tensor as a module buffer when assigned to a Module attribute: state that is
     saved and moved with the module but not trained.
 
     Args:
-        data (Tensor, optional): the values.
-        persistent (bool): include it in ``state_dict``. Default: True.
+        data (Tensor, optional): the values (default: an empty tensor).
+        persistent (bool): include it in ``state_dict`` when assigned as an attribute.
+            Default: True.
 
     Returns:
-        The buffer marker.
+        Tensor: a plain tensor sharing ``data``'s memory, tagged as a buffer
+        (``isinstance(b, Buffer)`` is True).
 
     Example:
         >>> import ember
         >>> m = ember.nn.Module()
         >>> m.steps = ember.nn.Buffer(ember.zeros(1))
-        >>> list(m.state_dict())
-        ['steps']
+        >>> list(m.state_dict()), type(m.steps).__name__
+        (['steps'], 'Tensor')
     """
-
-    __slots__ = ()
-    # operations on it give plain Tensors (NOTE [ __torch_function__ ])
-    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent=True):
         from .. import empty
 
         if data is None:
             data = empty(0)
-        b = _alias(cls, data)
+        b = data.detach().requires_grad_(data.requires_grad)
         b.__dict__["persistent"] = persistent
+        b.__dict__["_is_buffer"] = True
         return b
-
-    def __init__(self, data=None, *, persistent=True):
-        pass

@@ -60,6 +60,8 @@ class _Global:
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
+_REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
+_TENSOR = _Global("torch", "Tensor")
 _DTYPE_GLOBALS = {d: _Global("torch", d.name) for d in (*_dt.all_dtypes, *_dt.quantized_dtypes)}
 # dtypes with no legacy storage class (float8, uint16...) go as PyTorch writes them: a view of
 # an untyped (byte) storage, rebuilt by ``_rebuild_tensor_v3`` with the dtype as an argument
@@ -147,6 +149,10 @@ class _Pickler(pickle._Pickler):
             if isinstance(obj, Parameter):
                 return (_REBUILD_PARAMETER, (_plain(obj), obj.requires_grad,
                                              collections.OrderedDict()))
+            state = obj.__dict__ if type(obj) is Tensor else None
+            if state:  # Python attributes on a plain tensor go along, as torch writes them
+                func, args = self._reduce_tensor(obj)
+                return (_REBUILD_FROM_TYPE, (func, _TENSOR, args, dict(state)))
             return self._reduce_tensor(obj)
         if isinstance(obj, Size):
             return (_Global("torch", "Size"), (tuple(obj),))

@@ -341,9 +341,6 @@ class Module:
             raise TypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                 "(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.__dict__.get("persistent", persistent)
-            tensor = tensor.detach()
         if _global_buffer_registration_hooks:
             tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name,
                                              tensor)

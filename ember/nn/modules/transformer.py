@@ -9,7 +9,7 @@ from ..._core.dtype import float32
 from ..._ops.creation import empty, full
 from .. import functional as F
 from .. import init
-from .._attention import multi_head_attention_forward
+from .._attention import _canonical_mask, multi_head_attention_forward
 from ..parameter import Parameter
 from .container import ModuleList
 from .dropout import Dropout
@@ -227,6 +227,10 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        # as additive masks of the input's dtype from here on (so attention warns no more)
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src.dtype, src_mask, "src_mask")
+        src_mask = _canonical_mask(src_mask, "src_mask", src.dtype)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -354,6 +358,9 @@ class TransformerEncoder(Module):
                           f"because {why}", stacklevel=2)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src.dtype, mask, "mask")
+        mask = _canonical_mask(mask, "mask", src.dtype)
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
