@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import _dispatch, _kernels
 from .._core import dtype as _dt
+from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from . import _node_names, _xp_compat
@@ -856,7 +857,7 @@ def _gcd_kernel(xp, a, b):
     # answer involving the minimum may be negative: gcd(-2**63, 6) is -2 and gcd(-2**63, 0)
     # is -2**63 in int64. NumPy's gcd is exact there, so those few elements replay the loop.
     r = xp.gcd(a, b)
-    if a.dtype.kind != "i":
+    if a.dtype.kind != "i" or not holds_values(a):  # (meta: shapes only)
         return r
     low = xp.iinfo(a.dtype).min
     hit = xp.asarray((a == low) | (b == low))

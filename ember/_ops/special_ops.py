@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
+from .._core.checks import holds_values
 from .._core.tensor import Tensor
 from ._elementwise import ElementwiseOp, _const, elementwise, elementwise_inplace, unary
 from ._registry import Op, public
@@ -221,6 +222,9 @@ def _trigamma_reflected(xp, s, a, order, r):
     polygamma(1, 1 - a)`` with the sine in ``a``'s precision, as PyTorch computes it: its
     poles (the integers up to 0) are then huge but finite where the rounded ``pi * a`` misses
     the integer (6.58e32 at -1.0 in float64), and -inf gives NaN."""
+    if not holds_values(a):  # meta: shapes only
+        return r
+    r = xp.asarray(r)
     low = a < 0.5
     if not low.any():
         return r
@@ -228,7 +232,8 @@ def _trigamma_reflected(xp, s, a, order, r):
     pi = ft(math.pi)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         sin = xp.sin(a * pi)
-        refl = (pi * pi) / (sin * sin) - s.polygamma(order, 1 - a).astype(a.dtype, copy=False)
+        refl = (pi * pi) / (sin * sin) - xp.asarray(s.polygamma(order, 1 - a)).astype(
+            a.dtype, copy=False)
     return xp.where(low, refl, r)
 
 

@@ -225,6 +225,11 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         (['steps'], 'Tensor')
     """
 
+    __slots__ = ()
+    # never instantiated (``__new__`` returns a plain Tensor): a class outside the
+    # ``__torch_function__`` protocol, so defining it keeps the hot path's switch off
+    __torch_function__ = _disabled_torch_function_impl
+
     def __new__(cls, data=None, *, persistent=True):
         from .. import empty
 
