@@ -8,7 +8,6 @@ import pytest
 
 import ember
 from ember import _kernels
-from tests.conftest import spy_thread_splits
 
 
 def _input(n, seed=0):
@@ -23,15 +22,6 @@ def _numpy_relu(x):
         return ember.relu(ember.from_numpy(x)).numpy()
     finally:
         _kernels.set_backend(old)
-
-
-@pytest.fixture
-def threads(monkeypatch):
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    seen = spy_thread_splits(monkeypatch)
-    yield seen
-    ember.set_num_threads(before)
 
 
 @pytest.mark.parametrize("n", [_kernels._RELU_MIN, 3 * _kernels._RELU_MIN + 5,

@@ -10,35 +10,9 @@ import numpy as np
 import pytest
 
 import ember
-from tests.conftest import spy_thread_splits
 from ember import _kernels, _parallel
 from ember._ops import pointwise
 from ember.optim import sgd as sgd_module
-
-
-@pytest.fixture
-def numba_backend():
-    pytest.importorskip("numba")
-    old = _kernels.set_backend("numba")
-    yield _kernels._load()
-    _kernels.set_backend(old)
-
-
-@pytest.fixture
-def numpy_backend():
-    old = _kernels.set_backend("numpy")
-    yield
-    _kernels.set_backend(old)
-
-
-@pytest.fixture
-def threads(monkeypatch):
-    """Two threads on a machine taken as quiet, and a record of the splits."""
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    seen = spy_thread_splits(monkeypatch)
-    yield seen
-    ember.set_num_threads(before)
 
 
 def _ulps(got, want):

@@ -8,16 +8,6 @@ import pytest
 import ember
 from ember import _kernels, _parallel
 from ember._kernels import _train
-from tests.conftest import spy_thread_splits
-
-
-@pytest.fixture
-def threads(monkeypatch):
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    seen = spy_thread_splits(monkeypatch)
-    yield seen
-    ember.set_num_threads(before)
 
 
 def _input(shape, seed=0):

@@ -22,31 +22,6 @@ from ember import _kernels, _parallel
 from tests.conftest import spy_thread_splits
 
 
-@pytest.fixture
-def numba_backend():
-    pytest.importorskip("numba")
-    old = _kernels.set_backend("numba")
-    yield
-    _kernels.set_backend(old)
-
-
-@pytest.fixture
-def numpy_backend():
-    old = _kernels.set_backend("numpy")
-    yield
-    _kernels.set_backend(old)
-
-
-@pytest.fixture
-def threads(monkeypatch):
-    """Two threads on a machine taken as quiet, and a record of the splits."""
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    seen = spy_thread_splits(monkeypatch)
-    yield seen
-    ember.set_num_threads(before)
-
-
 def _one_call(monkeypatch, fn):
     """``fn()`` with every split declined (the one-thread path)."""
     with monkeypatch.context() as m:
