@@ -47,6 +47,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError(
             f"For {kind} `query`, expected `key_padding_mask` to be `None` or {want} but "
             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.dim() not in (2, 3):
+            kind = "batched (3-D)" if batched else "unbatched (2-D)"
+            raise AssertionError(
+                f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                f"{attn_mask.dim()}-D tensor instead")
+        if not batched and attn_mask.dim() == 3:
+            want = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != want:
+                raise AssertionError(
+                    f"Expected `attn_mask` shape to be {want} but got {attn_mask.shape}")
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -66,6 +77,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype,
                                        attn_mask, "attn_mask")
     attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+
+    if attn_mask is not None:  # exactly the shapes torch takes: no broadcasting here
+        want = (tgt_len, src_len) if attn_mask.dim() == 2 else (bsz * num_heads, tgt_len, src_len)
+        if tuple(attn_mask.shape) != want:
+            raise RuntimeError(
+                f"The shape of the {attn_mask.dim()}D attn_mask is {attn_mask.shape}, but should "
+                f"be {want}.")
+        if attn_mask.dim() == 2:
+            attn_mask = attn_mask.unsqueeze(0)
 
     # input projections
     if not use_separate_proj_weight:
@@ -118,22 +138,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
             -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
-
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should "
-                    f"be {(tgt_len, src_len)}.")
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            if attn_mask.shape[0] == bsz * num_heads and attn_mask.shape[1:] != (
-                    tgt_len, src_len) and attn_mask.shape[1] != 1:
-                raise RuntimeError(
-                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
-                    f"be {(bsz * num_heads, tgt_len, src_len)}.")
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
 
     if not training:
         dropout_p = 0.0
