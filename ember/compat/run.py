@@ -21,7 +21,15 @@ def main(argv=None):
             return 2
         install()
         sys.argv = argv[1:]
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        # a torch module (``-m torch.distributed.run``, torchrun's module) runs as the ember
+        # module it names: the import hook's torch-named modules are aliases, with no code
+        # of their own for runpy to execute
+        name = argv[1]
+        if name == "torch" or name.startswith("torch."):
+            from . import _ember_name
+
+            name = _ember_name(name)
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
         return 0
     install()
     sys.argv = argv

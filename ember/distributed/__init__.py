@@ -5,8 +5,9 @@ Processes started by ``python -m ember.distributed.run`` (torchrun's environment
 ``init_process_group`` and then exchange ember tensors with ``all_reduce``,
 ``broadcast``, ``all_gather`` and the rest. The engine is MPI through mpi4py (NOTE
 [ Engine ] in ``_engine.py``); the backend names "gloo" and "mpi" both run on it, so
-scripts written for PyTorch's CPU backend run unchanged. ``is_available()`` says whether
-mpi4py is installed (``pip install 'ember[distributed]'``). "nccl" adds CuPy's NCCL for
+scripts written for PyTorch's CPU backend run unchanged. A group of one process needs no
+engine (NOTE [ A world of one ] in ``_solo.py``); more processes need mpi4py (``pip install
+'ember[distributed]'``). "nccl" adds CuPy's NCCL for
 CUDA tensors (NOTE [ NCCL backend ] in ``_nccl.py``). Collectives check that every rank
 passes the same shapes (NOTE [ Collective fingerprints ] in ``_collectives.py``).
 
@@ -26,11 +27,13 @@ from __future__ import annotations
 import os
 
 from . import _engine
-from ._collectives import (DebugLevel, P2POp, ReduceOp, all_gather, all_gather_into_tensor,
-                           all_gather_object, all_reduce, all_to_all, all_to_all_single,
+from ._collectives import (DebugLevel, P2POp, ReduceOp, _all_gather_base, _reduce_scatter_base,
+                           all_gather, all_gather_into_tensor, all_gather_object,
+                           all_gather_single, all_reduce, all_to_all, all_to_all_single,
                            barrier, batch_isend_irecv, broadcast, broadcast_object_list, gather,
                            gather_object, irecv, isend, monitored_barrier, recv, reduce,
-                           reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list,
+                           reduce_scatter, reduce_scatter_single, reduce_scatter_tensor,
+                           scatter, scatter_object_list,
                            send, get_debug_level, set_debug_level, set_debug_level_from_env)
 from ._group import (NOT_INITIALIZED, Backend, DistBackendError, GroupMember, ProcessGroup, Work,
                      destroy_process_group, get_backend, get_global_rank, get_group_rank,
@@ -51,6 +54,7 @@ __all__ = [
     "Backend", "DebugLevel", "DistBackendError", "DistError", "DistStoreError", "FileStore",
     "Future", "GradBucket", "GroupMember", "HashStore", "P2POp", "PrefixStore", "ProcessGroup",
     "ReduceOp", "Store", "TCPStore", "Work", "algorithms", "all_gather", "all_gather_into_tensor",
+    "all_gather_single", "reduce_scatter_single",
     "autograd", "rpc",
     "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
     "batch_isend_irecv", "broadcast", "broadcast_object_list", "c10d_logger", "config",
@@ -75,17 +79,19 @@ _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
 
 
 def is_available() -> bool:
-    """Whether ember can run distributed programs: True when mpi4py is installed.
+    """Whether the distributed package is usable: always True in ember, as in PyTorch's
+    builds. A group of one process runs anywhere; a group of several needs mpi4py (``pip
+    install 'ember[distributed]'``), which ``init_process_group`` says when it is missing.
 
     Returns:
-        bool
+        bool: True.
 
     Example::
 
-        >>> isinstance(ember.distributed.is_available(), bool)
+        >>> ember.distributed.is_available()
         True
     """
-    return _engine.available()
+    return True
 
 
 def is_torchelastic_launched() -> bool:
@@ -121,18 +127,18 @@ def is_nccl_available() -> bool:
 
 
 def is_gloo_available() -> bool:
-    """Whether the "gloo" backend name can be used: True when mpi4py is installed (ember
-    runs it on MPI, see NOTE [ Engine ]).
+    """Whether the "gloo" backend name can be used: always True (ember runs it on MPI, see
+    NOTE [ Engine ]; a group of one process needs no MPI, NOTE [ A world of one ]).
 
     Returns:
-        bool
+        bool: True.
 
     Example::
 
-        >>> ember.distributed.is_gloo_available() == ember.distributed.is_available()
+        >>> ember.distributed.is_gloo_available()
         True
     """
-    return _engine.available()
+    return True
 
 
 def is_mpi_available() -> bool:
@@ -143,7 +149,7 @@ def is_mpi_available() -> bool:
 
     Example::
 
-        >>> ember.distributed.is_mpi_available() == ember.distributed.is_available()
+        >>> isinstance(ember.distributed.is_mpi_available(), bool)
         True
     """
     return _engine.available()

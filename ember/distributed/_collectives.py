@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import pickle
+import warnings
 
 import numpy as np
 
@@ -41,8 +42,9 @@ from ._group import (DistBackendError, Work, _is_member, _resolve, _wait_request
 __all__ = [
     "P2POp", "ReduceOp", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
-    "broadcast", "broadcast_object_list", "gather", "gather_object", "irecv", "isend",
-    "monitored_barrier", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "all_gather_single", "broadcast", "broadcast_object_list", "gather", "gather_object",
+    "irecv", "isend", "monitored_barrier", "recv", "reduce", "reduce_scatter",
+    "reduce_scatter_single", "reduce_scatter_tensor",
     "scatter", "scatter_object_list", "send",
 ]
 
@@ -301,11 +303,39 @@ def _run(pg, name, requests, finish, outputs, async_op):
     return None
 
 
+def _shape_text(shape):
+    """A shape as gloo's messages print it: ``(4)``, ``(2, 3)``."""
+    return "(" + ", ".join(str(int(d)) for d in shape) + ")"
+
+
 def _check_sizes(name, ts, expected):
     for i, t in enumerate(ts):
         if tuple(t.shape) != tuple(expected):
             raise RuntimeError(f"ProcessGroupGloo::{name}: invalid tensor size at index {i} "
-                               f"(expected {tuple(expected)}, got {tuple(t.shape)})")
+                               f"(expected {_shape_text(expected)}, got {_shape_text(t.shape)})")
+
+
+def _check_gloo_base(op, name, output, input, size):
+    """Gloo's checks on a one-tensor all-gather or reduce-scatter: the big tensor's shape is
+    the small one's with dim 0 times ``size``, and the dtypes agree. PyTorch's gloo raises
+    RuntimeError on CPU tensors where NCCL would only count elements; ember does the same,
+    so a CPU script that runs here also runs under PyTorch."""
+    small, big = (input, output) if name == "allgather" else (output, input)
+    if output.dtype != input.dtype:
+        raise RuntimeError(f"ProcessGroupGloo::{op}: output and input tensors must have the "
+                           f"same dtype ({_describe([output])[1][0]} vs. "
+                           f"{_describe([input])[1][0]})")
+    want = (int(small.shape[0]) * size,) + tuple(small.shape[1:]) if small.dim() else None
+    if want is None or tuple(big.shape) != want:
+        if name == "allgather":  # PyTorch's gloo compares each chunk of the output
+            chunk = (tuple(big.shape[:1]) and (int(big.shape[0]) // size,)) + \
+                tuple(big.shape[1:])
+            raise RuntimeError(f"ProcessGroupGloo::{name}: invalid tensor size at index 0 "
+                               f"(expected {_shape_text(small.shape)}, got "
+                               f"{_shape_text(chunk)})")
+        raise RuntimeError(f"ProcessGroupGloo::{op}: the input must have the output's shape "
+                           f"with dim 0 times the world size {size} (output "
+                           f"{_shape_text(output.shape)}, input {_shape_text(input.shape)})")
 
 
 # -- reductions ---------------------------------------------------------------------------------
@@ -432,12 +462,11 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """``reduce_scatter`` with the inputs as one tensor of ``group size`` chunks.
+    """``reduce_scatter_single`` under the name PyTorch 2.13 deprecates (it warns, as
+    PyTorch does, with a FutureWarning).
 
     Args:
-        output: receives this rank's chunk (``input.numel() / world_size`` elements).
-        input: the chunks of every rank, concatenated along dim 0 (or stacked).
-        op, group, async_op: as in ``all_reduce``.
+        output, input, op, group, async_op: as in ``reduce_scatter_single``.
 
     Returns:
         None, or a ``Work`` handle with ``async_op=True``.
@@ -447,9 +476,45 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         >>> out = ember.zeros(1)
         >>> ember.distributed.reduce_scatter_tensor(out, ember.ones(2))  # doctest: +SKIP
     """
+    warnings.warn("`torch.distributed.reduce_scatter_tensor` is deprecated. Please use "
+                  "`torch.distributed.reduce_scatter_single` instead.", FutureWarning,
+                  stacklevel=2)
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def _reduce_scatter_base(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    warnings.warn("`torch.distributed._reduce_scatter_base` is a private function and will be "
+                  "deprecated. Please use `torch.distributed.reduce_scatter_single` instead.",
+                  FutureWarning, stacklevel=2)
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """``reduce_scatter`` with the inputs as one tensor of ``group size`` chunks.
+
+    Args:
+        output: receives this rank's chunk.
+        input: the chunks of every rank concatenated along dim 0: on CPU (gloo) its shape is
+            ``output``'s with dim 0 times the world size; CUDA (NCCL) tensors need only
+            ``world_size`` times ``output``'s elements.
+        op, group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Raises:
+        RuntimeError: on CPU, shapes or dtypes that do not fit as above (gloo's checks).
+
+    Example::
+
+        >>> out = ember.zeros(1)
+        >>> ember.distributed.reduce_scatter_single(out, ember.ones(2))  # doctest: +SKIP
+    """
     pg = _group_for(group, "reduce_scatter_tensor")
     if pg is None:
         return None
+    if not _on_cuda(output):
+        _check_gloo_base("_reduce_scatter_base", "reduce_scatter", output, input, pg.size())
     if input.numel() != output.numel() * pg.size():
         raise ValueError("input tensor must be the same size as output size times world size")
     if _on_cuda(output):
@@ -576,13 +641,11 @@ def _scatter_bytes(recv, tensors):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """Gather every rank's ``input_tensor`` into one tensor, rank after rank.
+    """``all_gather_single`` under the name PyTorch 2.13 deprecates (it warns, as PyTorch
+    does, with a FutureWarning).
 
     Args:
-        output_tensor: ``world_size`` times ``input_tensor``'s size, concatenated along dim 0
-            or stacked along a new dim 0.
-        input_tensor: this rank's contribution.
-        group, async_op: as in ``all_reduce``.
+        output_tensor, input_tensor, group, async_op: as in ``all_gather_single``.
 
     Returns:
         None, or a ``Work`` handle with ``async_op=True``.
@@ -592,9 +655,45 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         >>> out = ember.zeros(4)
         >>> ember.distributed.all_gather_into_tensor(out, ember.ones(2))  # doctest: +SKIP
     """
+    warnings.warn("`torch.distributed.all_gather_into_tensor` is deprecated. Please use "
+                  "`torch.distributed.all_gather_single` instead.", FutureWarning, stacklevel=2)
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def _all_gather_base(output_tensor, input_tensor, group=None, async_op=False):
+    warnings.warn("`torch.distributed._all_gather_base` is a private function and will be "
+                  "deprecated. Please use `torch.distributed.all_gather_single` instead.",
+                  FutureWarning, stacklevel=2)
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
+    """Gather every rank's ``input_tensor`` into one tensor, rank after rank.
+
+    Args:
+        output_tensor: the ranks' tensors concatenated along dim 0: on CPU (gloo) its shape
+            is ``input_tensor``'s with dim 0 times the world size; CUDA (NCCL) tensors may
+            also be stacked along a new dim 0.
+        input_tensor: this rank's contribution.
+        group, async_op: as in ``all_reduce``.
+
+    Returns:
+        None, or a ``Work`` handle with ``async_op=True``.
+
+    Raises:
+        RuntimeError: on CPU, an output whose shape or dtype does not fit as above.
+
+    Example::
+
+        >>> out = ember.zeros(4)
+        >>> ember.distributed.all_gather_single(out, ember.ones(2))  # doctest: +SKIP
+    """
     pg = _group_for(group, "all_gather_into_tensor")
     if pg is None:
         return None
+    if not _on_cuda(input_tensor):
+        _check_gloo_base("_allgather_base", "allgather", output_tensor, input_tensor,
+                         pg.size())
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError("output tensor size must be equal to world_size times input tensor "
                          "size")

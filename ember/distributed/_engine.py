@@ -27,9 +27,11 @@ engine too, so a multi-process CPU run on one machine needs only ``ember[distrib
 PyPI's ``pygloo`` 0.2.1 offers no wheel or source archive that pip can install for CPython
 3.11 on Linux x86-64; ``oneccl`` ships Intel's runtime libraries without Python bindings
 ember could drive; no UCC binding is published. A collective protocol of our own over
-sockets is ruled out (issue 21). Without mpi4py, ``is_gloo_available()`` and
-``is_mpi_available()`` answer False and ``init_process_group("gloo")`` raises RuntimeError
-before touching any state, as PyTorch does for a backend it was built without.
+sockets is ruled out (issue 21). Without mpi4py, a group of one process still runs (NOTE
+[ A world of one ] in ``_solo.py``), so ``is_available()`` and ``is_gloo_available()`` are
+True as in PyTorch; a larger world raises RuntimeError naming ``pip install
+'ember[distributed]'`` before touching any state (``require``), and the "mpi" backend name,
+which promises MPI itself, is refused as PyTorch refuses a backend it was built without.
 
 ``mpi4py.MPI`` initializes MPI when imported, so it is imported only by
 ``init_process_group`` (``import ember`` stays free of it).
@@ -49,7 +51,12 @@ def available() -> bool:
 
 
 def mpi():
-    """The ``mpi4py.MPI`` module (initializes MPI on first call)."""
+    """The ``mpi4py.MPI`` module (initializes MPI on first call); without mpi4py, the
+    one-process stand-in of ``_solo.py`` (NOTE [ A world of one ])."""
+    if not available():
+        from . import _solo
+
+        return _solo
     import mpi4py
 
     mpi4py.rc.threads = True
@@ -65,9 +72,30 @@ def launched_by_mpiexec() -> bool:
 
 
 def world_rank_size():
-    """(rank, size) of ``MPI.COMM_WORLD``."""
+    """(rank, size) of ``MPI.COMM_WORLD`` (without mpi4py: as the process manager's
+    environment gives them, and only a world of one may go on)."""
+    if not available():
+        env = os.environ
+        rank = int(env.get("PMI_RANK", env.get("OMPI_COMM_WORLD_RANK", 0)))
+        size = int(env.get("PMI_SIZE", env.get("OMPI_COMM_WORLD_SIZE", 1)))
+        require(size)
+        return rank, size
     comm = mpi().COMM_WORLD
     return comm.Get_rank(), comm.Get_size()
+
+
+def require(world_size: int) -> None:
+    """Refuse a group of ``world_size`` processes where no engine can connect them.
+
+    Raises:
+        RuntimeError: more than one process and mpi4py is not installed.
+    """
+    if world_size > 1 and not available():
+        raise RuntimeError(
+            f"init_process_group: a group of {world_size} processes needs ember's "
+            "communication engine, MPI through mpi4py, which is not installed; install it "
+            "with `pip install 'ember[distributed]'` (a group of one process runs without "
+            "it)")
 
 
 def connect(store, rank: int, world_size: int, timeout: float):

@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from . import _engine
-from ._collectives import ReduceOp, all_gather, all_reduce, recv, reduce_scatter_tensor, send
+from ._collectives import ReduceOp, all_gather, all_reduce, recv, send
 from ._group import (ProcessGroup, _GROUPS, _members_comm, _resolve, _world, get_rank,
                      get_world_size, new_group)
 from ._store import DistError, DistStoreError, QueueEmptyError  # noqa: F401
@@ -22,11 +22,11 @@ __all__ = [
     "BarrierOptions", "BroadcastOptions", "BuiltinCommHookType", "DeviceMesh",
     "DistNetworkError", "GatherOptions", "ProcessGroupGloo", "QueueEmptyError", "RankType",
     "ReduceOptions", "ReduceScatterOptions", "ScatterOptions", "all_gather_coalesced",
-    "all_gather_single", "all_reduce_coalesced", "breakpoint", "default_pg_timeout",
+    "all_reduce_coalesced", "breakpoint", "default_pg_timeout",
     "get_backend_config", "get_default_backend_for_device", "get_node_local_rank",
     "get_pg_count", "init_device_mesh", "is_backend_available", "is_ucc_available",
     "is_xccl_available", "new_subgroups", "new_subgroups_by_enumeration", "record_comm",
-    "recv_object_list", "reduce_op", "reduce_scatter_single", "send_object_list",
+    "recv_object_list", "reduce_op", "send_object_list",
     "shrink_group", "split_group", "supports_complex",
 ]
 
@@ -275,7 +275,9 @@ def is_backend_available(backend: str) -> bool:
         False
     """
     name = str(backend).lower()
-    if name in ("gloo", "mpi"):
+    if name == "gloo":  # a group of one runs without mpi4py (NOTE [ A world of one ])
+        return True
+    if name == "mpi":
         return _engine.available()
     if name == "nccl":
         from . import is_nccl_available
@@ -451,41 +453,6 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, asy
     for i, t in enumerate(input_tensor_list):
         all_gather([outs[i] for outs in output_tensor_lists], t, group)
     return Work() if async_op else None
-
-
-def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
-    """``all_gather_into_tensor`` under its older name.
-
-    Args:
-        output_tensor (Tensor): receives every rank's ``input_tensor``, concatenated.
-        input_tensor (Tensor): this rank's tensor.
-        group (ProcessGroup, optional): the group. Default: the default (world) group.
-        async_op (bool): return a ``Work`` to wait on instead of blocking. Default: False.
-
-    Example::
-
-        >>> ember.distributed.all_gather_single(ember.zeros(4), ember.ones(2))  # doctest: +SKIP
-    """
-    from ._collectives import all_gather_into_tensor
-
-    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
-
-
-def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """``reduce_scatter_tensor`` under its older name.
-
-    Args:
-        output (Tensor): receives this rank's share of the reduced ``input``.
-        input (Tensor): this rank's tensor (world size times ``output``'s size).
-        op (ReduceOp): the reduction. Default: ``ReduceOp.SUM``.
-        group (ProcessGroup, optional): the group. Default: the default (world) group.
-        async_op (bool): return a ``Work`` to wait on instead of blocking. Default: False.
-
-    Example::
-
-        >>> ember.distributed.reduce_scatter_single(ember.zeros(1), ember.ones(2))  # doctest: +SKIP
-    """
-    return reduce_scatter_tensor(output, input, op, group, async_op)
 
 
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None):

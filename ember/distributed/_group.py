@@ -306,6 +306,7 @@ def _rendezvous(init_method, rank, world_size, timeout):
             world_size = int(env_size)
         if world_size == 1:
             return None, rank, world_size
+        _engine.require(world_size)
         addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
         if addr is None:
             raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
@@ -320,11 +321,13 @@ def _rendezvous(init_method, rank, world_size, timeout):
                              "world_size parameter missing")
         if world_size == 1:
             return None, rank, world_size
+        _engine.require(world_size)
         store = TCPStore(url.hostname, url.port, world_size, rank == 0, timeout)
     elif url.scheme == "file":
         if rank < 0 or world_size < 0:
             raise ValueError("rank parameter missing" if rank < 0 else
                              "world_size parameter missing")
+        _engine.require(world_size)
         store = FileStore(url.path, world_size)
         store.set_timeout(timeout)
     else:
@@ -406,10 +409,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             raise RuntimeError("Distributed package doesn't have NCCL built in")
     elif name not in ("gloo", "mpi"):
         raise ValueError(f"Invalid backend: '{backend}'")
-    if not _engine.available():
-        raise RuntimeError(f"Distributed package doesn't have {name} available: ember runs "
-                           "the CPU backends (\"gloo\", \"mpi\") on MPI through mpi4py, which "
-                           "is not installed; install it with `pip install 'ember[distributed]'`")
+    if name == "mpi" and not _engine.available():
+        raise RuntimeError("Distributed package doesn't have MPI built in: ember's \"mpi\" "
+                           "backend is MPI through mpi4py, which is not installed; install it "
+                           "with `pip install 'ember[distributed]'` (or use \"gloo\")")
     timeout = _DEFAULT_TIMEOUT if timeout is None else timeout
     if not isinstance(timeout, datetime.timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got "
@@ -419,6 +422,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             raise ValueError("init_process_group: rank and world_size are required with store")
         if init_method is not None:
             raise ValueError("Cannot specify both init_method and store.")
+        _engine.require(world_size)
     else:
         store, rank, world_size = _rendezvous(init_method, rank, world_size, timeout)
     if not 0 <= rank < world_size:

@@ -112,9 +112,31 @@ def _worker_env(args, local_rank, nproc, nnodes, port, run_id, node_rank, addr, 
 def _command(args):
     if args.no_python:
         return [args.training_script, *args.training_script_args]
+    python = [sys.executable, "-u"]
+    compat = sys.modules.get("ember.compat")
+    if compat is not None and compat.is_installed():
+        # NOTE [ Workers of a PyTorch script ]
+        # ``python -m ember.compat.run -m torch.distributed.run ... train.py`` starts this
+        # launcher with ``import torch`` meaning ember; its workers are new interpreters,
+        # so they run the script through ``ember.compat.run`` too, or their ``import torch``
+        # would load PyTorch itself (or fail where it is not installed).
+        python += ["-m", "ember.compat.run"]
     if args.module:
-        return [sys.executable, "-u", "-m", args.training_script, *args.training_script_args]
-    return [sys.executable, "-u", args.training_script, *args.training_script_args]
+        return [*python, "-m", args.training_script, *args.training_script_args]
+    return [*python, args.training_script, *args.training_script_args]
+
+
+def _warn_threads(nproc: int) -> None:
+    """Say, as torchrun does, that each worker gets one OpenMP thread unless the user chose."""
+    if "OMP_NUM_THREADS" not in os.environ and nproc > 1:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "\n*****************************************\n"
+            "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
+            "default, to avoid your system being overloaded, please further tune the "
+            "variable for optimal performance in your application as needed. \n"
+            "*****************************************")
 
 
 def _rendezvous(args, nmin, nmax, run_id):
@@ -161,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
     nmin, nmax = parse_nnodes(args.nnodes)
     nproc = _nproc(args.nproc_per_node)
+    _warn_threads(nproc)
     run_id = args.rdzv_id if args.rdzv_id != "none" else uuid.uuid4().hex[:12]
     rdzv = _rendezvous(args, nmin, nmax, run_id)
     # each worker's @record (elastic.multiprocessing.errors) writes its exception here

@@ -389,15 +389,19 @@ def test_noop_hook_keeps_local_gradients(world1):
     np.testing.assert_allclose(ddp.module.weight.grad.numpy(), [[1.0, 1.0]])
 
 
-def test_gloo_without_mpi4py_refuses_and_changes_nothing(monkeypatch):
-    # NOTE [ The gloo name ]: "gloo" runs on mpi4py; without it the backend is unavailable
+def test_without_mpi4py_one_process_runs_and_more_are_refused(monkeypatch):
+    # NOTE [ A world of one ]: without mpi4py "gloo" runs a group of one process; a larger
+    # group, or the "mpi" name, is refused before any state changes
     from ember.distributed import _engine
 
     monkeypatch.setattr(_engine, "available", lambda: False)
-    assert not dist.is_gloo_available() and not dist.is_mpi_available()
-    assert not dist.is_available()
-    for backend in ("gloo", "mpi", "cpu:gloo"):
-        with pytest.raises(RuntimeError, match="doesn't have .* available.*mpi4py"):
+    assert dist.is_available() and dist.is_gloo_available() and not dist.is_mpi_available()
+    with pytest.raises(RuntimeError, match="doesn't have MPI built in.*ember\\[distributed\\]"):
+        dist.init_process_group("mpi", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
+                                world_size=1)
+    assert not dist.is_initialized()
+    for backend in ("gloo", "cpu:gloo"):
+        with pytest.raises(RuntimeError, match="group of 2 processes.*ember\\[distributed\\]"):
             dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{free_port()}",
-                                    rank=0, world_size=1)
+                                    rank=0, world_size=2)
         assert not dist.is_initialized()

@@ -293,7 +293,7 @@ class _ParamInfo:
         if hi - lo < self.chunk:
             piece = cat([piece, zeros((self.chunk - (hi - lo),) + tail, dtype=shard.dtype)])
         out = zeros((self.chunk * self.size,) + tail, dtype=shard.dtype)
-        dist.all_gather_into_tensor(out, piece.contiguous(), group=self.group)
+        dist.all_gather_single(out, piece.contiguous(), group=self.group)
         full = out[:self.rows].reshape(self.shape).clone()
         mp = self.state.mp_policy
         if for_forward and mp is not None and mp.param_dtype is not None and \
@@ -318,10 +318,10 @@ class _ParamInfo:
         out = zeros((self.chunk,) + tail, dtype=grad.dtype)
         factor = self.state.divide_factor
         if factor is None:
-            dist.reduce_scatter_tensor(out, g.contiguous(), op=dist.ReduceOp.AVG,
+            dist.reduce_scatter_single(out, g.contiguous(), op=dist.ReduceOp.AVG,
                                        group=self.group)
         else:
-            dist.reduce_scatter_tensor(out, g.contiguous(), group=self.group)
+            dist.reduce_scatter_single(out, g.contiguous(), group=self.group)
             out = out / factor
         local = out[:hi - lo].to(self.dtype)
         return local if not self.shape else local.reshape((hi - lo,) + tail)

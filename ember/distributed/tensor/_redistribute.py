@@ -96,7 +96,7 @@ def _gather(local, d, mesh, m, parent):
         pad = zeros((step - piece.shape[0],) + tuple(piece.shape[1:]), dtype=local.dtype)
         piece = cat([piece, pad])
     out = empty((step * k,) + tuple(piece.shape[1:]), dtype=local.dtype)
-    dist.all_gather_into_tensor(out, piece.contiguous(), group=mesh.get_group(m))
+    dist.all_gather_single(out, piece.contiguous(), group=mesh.get_group(m))
     return out[:parent].movedim(0, d).contiguous()
 
 
