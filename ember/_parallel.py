@@ -4,9 +4,10 @@ NOTE [ Threaded element-wise ops ]
 NumPy runs a ufunc on one thread, but releases the GIL inside its inner loop, so the halves
 of one large array can be computed at the same time by two Python threads. For a ufunc over
 C-contiguous operands of one shape (no broadcasting), ``ufunc_on_threads`` splits the flat
-arrays into one chunk per thread, runs all but the last chunk on a persistent pool and the
-last on the calling thread, each writing its slice of one output array. Results are the
-same, element for element, as one call (a ufunc computes each element independently).
+arrays into one chunk per thread, runs all but the last chunk on persistent workers (those
+of ``split_on_threads``: NOTE [ A relay for split work ]) and the last on the calling
+thread, each writing its slice of one output array. Results are the same, element for
+element, as one call (a ufunc computes each element independently).
 
 The split pays only for large arrays: below ``MIN_ELEMENTS`` elements (4 MB of float32)
 the hand-over costs more than it saves -- a round trip through the pool takes ~95 us on
@@ -114,13 +115,6 @@ def _executor(n):
     return ex
 
 
-def _under_errstate(err, fn, *args, **kwargs):
-    # NumPy's floating-point error settings are per thread: a pool thread takes the caller's,
-    # so that (say) ``log`` of a negative number is as quiet there as on the calling thread
-    with np.errstate(**err):
-        return fn(*args, **kwargs)
-
-
 def ufunc_on_threads(f, *arrays):
     """``f(*arrays)`` computed in chunks on several threads, or None when that does not apply
     (one thread configured, operands of different shapes or not C-contiguous, a result type
@@ -164,23 +158,15 @@ def ufunc_on_threads(f, *arrays):
                                        for a in arrays) + (None,))[-1]
     except (TypeError, ValueError, AttributeError):
         return None
-    size = first.size
     out = np.empty(first.shape, dtype)
     flat_out = out.reshape(-1)
     flats = [a.reshape(-1) if isinstance(a, np.ndarray) else a for a in arrays]
-    step = -(-size // n)
-    futures = []
-    ex = _executor(n - 1)
-    bounds = [(i, min(i + step, size)) for i in range(0, size, step)]
-    err = np.geterr()
-    for lo, hi in bounds[:-1]:
-        futures.append(ex.submit(_under_errstate, err, f, *[
-            x[lo:hi] if isinstance(x, np.ndarray) else x for x in flats], out=flat_out[lo:hi]))
-    lo, hi = bounds[-1]
-    f(*[x[lo:hi] if isinstance(x, np.ndarray) else x for x in flats], out=flat_out[lo:hi])
-    for fut in futures:
-        fut.result()
-    return out
+
+    def run(lo, hi):
+        f(*[x[lo:hi] if isinstance(x, np.ndarray) else x for x in flats], out=flat_out[lo:hi])
+
+    # (the relay: a cheaper round trip than the executor's, NOTE [ A relay for split work ])
+    return out if split_on_threads(run, first.size, min_size=2) else None
 
 
 # NOTE [ A relay for split work ]

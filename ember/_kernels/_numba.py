@@ -88,11 +88,11 @@ def _f32_to_bits(typingctx, x):
     return sig, codegen
 
 
-@njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
-def _expf(x):
-    """exp of a float32 (NOTE [ Vectorisable exp ])."""
-    xc = x if x > _LO else _LO           # (NaN becomes _LO here; answered at the end)
-    xc = xc if xc < _HI else _HI
+@njit(fastmath=_EXP_FM, error_model="numpy", inline="always", cache=True)
+def _exp_clamped(xc):
+    """exp of a float32 already clamped to [_LO, _HI] (NOTE [ Vectorisable exp ]): the
+    reduction, the polynomial and the scaling that ``_expf`` and ``_expf_shifted`` share.
+    Inlined into them by numba, so it is compiled under their flags (contraction only)."""
     n = np.floor(xc * _LOG2E + _HALF)
     r = xc - n * _LN2_HI
     r = r - n * _LN2_LO
@@ -106,7 +106,15 @@ def _expf(x):
     k1 = k >> _i32(1)                    # 2**n = 2**k1 * 2**k2, both normal numbers
     k2 = k - k1
     p = _bits_to_f32(_f32_to_bits(p) + (k1 << _i32(23)))     # exact: stays normal
-    res = p * _bits_to_f32((k2 + _i32(127)) << _i32(23))     # the one rounding
+    return p * _bits_to_f32((k2 + _i32(127)) << _i32(23))    # the one rounding
+
+
+@njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
+def _expf(x):
+    """exp of a float32 (NOTE [ Vectorisable exp ])."""
+    xc = x if x > _LO else _LO           # (NaN becomes _LO here; answered at the end)
+    xc = xc if xc < _HI else _HI
+    res = _exp_clamped(xc)
     return x if x != x else res
 
 
@@ -129,21 +137,7 @@ def _expf_shifted(t):
     """exp of ``t = x - max`` for a row with a finite max: t is in [-inf, 0] and never NaN,
     so ``_expf``'s upper clamp and NaN test drop out (NOTE [ Shifted exp ]): the same bits,
     five vector instructions fewer in a loop of about thirty."""
-    tc = t if t > _LO else _LO
-    n = np.floor(tc * _LOG2E + _HALF)
-    r = tc - n * _LN2_HI
-    r = r - n * _LN2_LO
-    p = _P0 * r + _P1
-    p = p * r + _P2
-    p = p * r + _P3
-    p = p * r + _P4
-    p = p * r + _P5
-    p = p * r * r + r + _ONE
-    k = _i32(n)
-    k1 = k >> _i32(1)
-    k2 = k - k1
-    p = _bits_to_f32(_f32_to_bits(p) + (k1 << _i32(23)))
-    return p * _bits_to_f32((k2 + _i32(127)) << _i32(23))
+    return _exp_clamped(t if t > _LO else _LO)
 
 
 # NOTE [ Shifted exp ]

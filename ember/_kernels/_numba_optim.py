@@ -20,6 +20,9 @@ def sgd_into(p, g, buf, neg_lr, momentum, keep, nesterov, weight_decay, maximize
     """SGD step: ``g = -g`` (maximize), ``g += weight_decay * p``, ``buf = buf * momentum +
     keep * g`` (``keep = 1 - dampening``, skipped when 1), ``g = g + momentum * buf``
     (nesterov) or ``buf``, ``p += neg_lr * g``."""
+    if has_momentum and not (nesterov or maximize or has_keep):
+        _momentum_into(p, g, buf, neg_lr, momentum, weight_decay)
+        return
     for j in range(p.size):
         gj = -g[j] if maximize else g[j]
         pj = p[j]
@@ -31,6 +34,21 @@ def sgd_into(p, g, buf, neg_lr, momentum, keep, nesterov, weight_decay, maximize
             buf[j] = b
             gj = gj + momentum * b if nesterov else b
         p[j] = pj + neg_lr * gj
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _momentum_into(p, g, buf, neg_lr, momentum, weight_decay):  # pragma: no cover - compiled
+    """``sgd_into``'s common case, momentum without dampening, Nesterov or maximize: the
+    same operations in the same order, in a loop with one invariant test, which LLVM
+    vectorises fully (the general loop's five tests made it 1.5x slower in cache)."""
+    for j in range(p.size):
+        gj = g[j]
+        pj = p[j]
+        if weight_decay != 0:
+            gj = gj + weight_decay * pj
+        b = buf[j] * momentum + gj
+        buf[j] = b
+        p[j] = pj + neg_lr * b
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -32,7 +32,7 @@ from .. import _dispatch, return_types
 from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
-from .._parallel import split_on_threads
+from .._kernels._reduce import float_sum, row_sums
 from ._registry import Op, inplace_from, public, shown_as
 from . import _node_names, _xp_compat
 from ._xp_compat import sparse_indices, ufunc_accumulate, ufunc_at, ufunc_reduce
@@ -305,7 +305,9 @@ def _sum_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
     acc = _acc(dtype)
     if a.dtype != acc:
         a = a.astype(acc)
-    r = xp.add.reduce(a, axis=dim, keepdims=keepdim)
+    r = _blocked_sum(a, dim, keepdim) if a.size >= _BLOCKS_MIN else None
+    if r is None:
+        r = xp.add.reduce(a, axis=dim, keepdims=keepdim)
     return r if r.dtype == dtype else r.astype(dtype)
 
 
@@ -347,29 +349,31 @@ def _wrap0(r):
     return t
 
 
-# NOTE [ Large float32 sums ]
-# NumPy's float32 add.reduce is pairwise but scalar (no SIMD accumulators): 2-4x slower than
-# PyTorch on millions of elements. einsum('ij->i') sums contiguous rows with vector
-# accumulators; summing rows of 4096 that way and then the row sums pairwise measured 2-3x
-# faster than add.reduce here, with the same relative error (~3e-8 on 4M uniform values).
-_BLOCK = 4096
-_F32_BIG = 1 << 16
+#: the fewest elements ``float_sum`` and ``row_sums`` may take (NOTE [ Blocked float sums ]
+#: in ember/_kernels/_reduce.py); smaller sums go straight to NumPy
+_BLOCKS_MIN = 1 << 14
 
 
-def _big_f32_sum(a):
-    flat = a.reshape(-1)
-    n = flat.size // _BLOCK * _BLOCK
-    rows = flat[:n].reshape(-1, _BLOCK)
-    row_sums = np.empty(rows.shape[0], np.float32)
+def _last_dim_sums(a, keepdim):
+    """``a``'s sums along its last axis from ``row_sums`` (NOTE [ Blocked float sums ]), or
+    None where it does not cover ``a``."""
+    r = row_sums(a)
+    if r is not None and keepdim:
+        r = r.reshape(r.shape + (1,))
+    return r
 
-    def part(lo, hi):  # einsum's loop releases the GIL: the rows split over threads
-        np.einsum("ij->i", rows[lo:hi], out=row_sums[lo:hi])
 
-    # NOTE [ Threaded element-wise ops ] in ember/_parallel.py: 256 rows = 1M elements
-    if not split_on_threads(part, rows.shape[0], min_size=256):
-        part(0, rows.shape[0])
-    s = _add_reduce(row_sums)
-    return s + _add_reduce(flat[n:]) if n < flat.size else s
+def _blocked_sum(a, dim, keepdim):
+    """The sum over ``dim`` (None, or a sorted tuple of axes) as an array, where NOTE
+    [ Blocked float sums ] covers it (everything, or the last axis alone), else None: the
+    general path's kernels take it so as to give the hot path's bits."""
+    if dim is None:
+        if keepdim or (r := float_sum(a)) is None:
+            return None
+        return np.asarray(r)
+    if dim == (a.ndim - 1,):
+        return _last_dim_sums(a, keepdim)
+    return None
 
 
 def _record_sum(input, r, dim, keepdim, a):
@@ -417,15 +421,17 @@ def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
         if type(a) is _ndarray and a.dtype in _FAST_SUM and not _dispatch.intercept and \
                 sum_op.builtin_cpu:
             if dim is None and not keepdim:
-                if a.size >= _F32_BIG and a.dtype == _F32 and a.flags.c_contiguous:
-                    r = _wrap0(_big_f32_sum(a))  # NOTE [ Large float32 sums ]
-                else:
-                    r = _wrap0(_add_reduce(a) if a.ndim == 1 else _add_reduce(a, None))
+                if a.size < _BLOCKS_MIN or (s := float_sum(a)) is None:
+                    s = _add_reduce(a) if a.ndim == 1 else _add_reduce(a, None)
+                r = _wrap0(s)
                 if input._rg:  # (ints never require grad: the sum dtype is the input's)
                     _record_sum(input, r, None, False, a)
                 return r
             if type(dim) is int and -a.ndim <= dim < a.ndim:
-                r = _wrap0(_add_reduce(a, dim, None, None, keepdim))
+                if a.size < _BLOCKS_MIN or dim % a.ndim != a.ndim - 1 or \
+                        (s := _last_dim_sums(a, keepdim)) is None:
+                    s = _add_reduce(a, dim, None, None, keepdim)
+                r = _wrap0(s)
                 if input._rg:
                     _record_sum(input, r, (dim % a.ndim,), keepdim, a)
                 return r
@@ -491,9 +497,9 @@ def _mean_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
     if a.dtype != acc:
         a = a.astype(acc)
     n = _reduced_count(a.shape, dim)
-    if dim is None and not keepdim and a.size >= _F32_BIG and a.dtype == _F32 and \
-            type(a) is _ndarray and a.flags.c_contiguous:
-        return xp.asarray(_big_f32_sum(a) / np.float32(n)).astype(dtype, copy=False)
+    if n and a.size >= _BLOCKS_MIN and (s := _blocked_sum(a, dim, keepdim)) is not None:
+        # NOTE [ Blocked float sums ]
+        return xp.asarray(s / a.dtype.type(n)).astype(dtype, copy=False)
     r = xp.add.reduce(a, axis=dim, keepdims=keepdim) / acc.type(n) if n else \
         xp.full(xp.add.reduce(a, axis=dim, keepdims=keepdim).shape,
                 complex(np.nan, np.nan) if acc.kind == "c" else np.nan, acc)

@@ -24,7 +24,8 @@ def _trajectory(fw, make_opt, steps=3, foreach=None):
 
 
 _SGD = [dict(lr=0.1, momentum=0.9), dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
-        dict(lr=0.05, momentum=0.5, dampening=0.3, maximize=True), dict(lr=0.1)]
+        dict(lr=0.05, momentum=0.5, dampening=0.3, maximize=True), dict(lr=0.1),
+        dict(lr=0.1, momentum=0.9, weight_decay=0.01)]  # (the last: the compiled common loop)
 _ADADELTA = [dict(), dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)]
 
 
