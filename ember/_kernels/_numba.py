@@ -176,6 +176,30 @@ def softmax_rows(x, mx, out):
             oi[j] *= r
 
 
+# NOTE [ Log-softmax subtracts twice ]
+# Log-softmax is ``(x - max) - log(sum)``, in that order, as PyTorch and the NumPy path
+# compute it: folding the two into ``x - (max + log(sum))`` loses ``log(sum)`` whenever the
+# max is large (a row [1e30, 1e30, 0] gave [0, 0, -1e30] instead of [-0.69, -0.69, -1e30],
+# and backward's ``exp(y)`` then summed to 2; cross entropy's loss of that row was 0, not
+# log 2). These helpers are compiled without ``reassoc``, which would let LLVM fold the two
+# subtractions (and hoist ``max + log(sum)`` out of the loop).
+
+
+@njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
+def _nll_of(x, m, ls, w):
+    """``-((x - m) - ls) * w``, written ``(ls - (x - m)) * w`` (the same bits): a negation
+    left in the caller, which has ``reassoc``, let LLVM fold it with these subtractions
+    into ``((ls + m) - x) * w`` (NOTE [ Log-softmax subtracts twice ])."""
+    return (ls - (x - m)) * w
+
+
+@njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
+def _sub_twice_into(xi, m, ls, oi):
+    """oi = (xi - m) - ls, rounded twice (NOTE [ Log-softmax subtracts twice ])."""
+    for j in range(xi.size):
+        oi[j] = (xi[j] - m) - ls
+
+
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def log_softmax_rows(x, mx, out):
     """Log-softmax of each row of the 2-d ``x`` (row maxima ``mx``) into ``out``."""
@@ -190,9 +214,7 @@ def log_softmax_rows(x, mx, out):
         else:
             for j in range(xi.size):
                 s += _expf(xi[j] - m)
-        c = m + np.log(s)
-        for j in range(xi.size):
-            oi[j] = xi[j] - c
+        _sub_twice_into(xi, m, np.log(s), oi)
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
@@ -204,7 +226,7 @@ def cross_entropy_rows(x, mx, target, weight, probs, losses):
         pi = probs[i]
         m = mx[i]
         s = _exp_shift_into(xi, m, pi)
-        losses[i] = -(xi[target[i]] - m - np.log(s)) * weight[i]
+        losses[i] = _nll_of(xi[target[i]], m, np.log(s), weight[i])
         r = _ONE / s
         for j in range(pi.size):
             pi[j] *= r
@@ -227,19 +249,21 @@ def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd):
     """Layer norm of each row of ``x``: ``y = (x - mean) * rstd * w + b`` with the biased
     variance, two passes over each row (the row stays in cache)."""
     n = x.shape[1]
-    inv_n = _ONE / _f32(n)
+    nf = _f32(n)
     for i in range(x.shape[0]):
         xi = x[i]
         yi = y[i]
         s = _ZERO
         for j in range(n):
             s += xi[j]
-        mu = s * inv_n
+        # divided, not multiplied by a rounded 1/n: on a row far from 0 ([1000.2, 1000.7,
+        # 1001.1]) that reciprocal's error moved the mean by 1e-4 and the output by 1e-3
+        mu = s / nf
         v = _ZERO
         for j in range(n):
             d = xi[j] - mu
             v += d * d
-        r = _ONE / np.sqrt(v * inv_n + eps)
+        r = _ONE / np.sqrt(v / nf + eps)
         mean[i] = mu
         rstd[i] = r
         if has_w and has_b:
