@@ -96,8 +96,11 @@ def set_num_threads(int: int) -> None:  # noqa: A002  (PyTorch's parameter name)
     """
     n = _check_positive_int(int, "set_num_threads")
     try:
-        import scipy.linalg  # noqa: F401  (load SciPy's BLAS too, so its pool is limited)
         from threadpoolctl import threadpool_limits
+
+        from ._lazy_import import import_module
+
+        import_module("scipy.linalg")  # SciPy's BLAS too, so that its pool is limited
     except ImportError as e:
         raise RuntimeError(
             "set_num_threads: ember needs the 'threadpoolctl' package to control the BLAS "

@@ -52,6 +52,7 @@ import os
 import numpy as np
 
 from .. import _parallel
+from .._lazy_import import keep_warnings_seen, prepare_numba
 
 _ROW_MAX = 16384
 _F32 = np.dtype(np.float32)
@@ -68,7 +69,10 @@ def _load():
         _impl = False
         return _impl
     try:
-        from . import _numba
+        with keep_warnings_seen():  # NOTE [ First-use imports keep the warnings seen ]
+            from . import _numba
+
+            prepare_numba()
     except Exception as e:  # not installed, or an install that fails to import (a numba
         if choice == "numba":  # built for another NumPy raises AttributeError): NumPy kernels
             raise

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
+from .._lazy_import import import_module
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
@@ -237,7 +238,7 @@ def _lapack_solve(a, b, trans=0):
     """(solution, info) of ``a x = b`` (``a^T x = b`` with ``trans=1``) by getrf + getrs for
     host batches ``a`` (..., n, n) and ``b`` (..., n, k) of one LAPACK dtype; info has
     ``a``'s batch shape (NOTE [ Solves of singular matrices ])."""
-    from scipy.linalg import lapack
+    lapack = import_module("scipy.linalg.lapack")
 
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     info = np.zeros(a.shape[:-2], np.int32)
@@ -665,7 +666,7 @@ def _tri(xp, a, upper, unit):
 def _trsm(a, b, upper, left, unit):
     """BLAS trsm over the broadcast batch of ``a`` and ``b`` (host arrays): no singularity
     check, so a zero on the diagonal gives inf and NaN, as torch's."""
-    from scipy.linalg.blas import get_blas_funcs
+    get_blas_funcs = import_module("scipy.linalg.blas").get_blas_funcs
 
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     if not math.prod(batch + b.shape[-2:]):
@@ -913,7 +914,7 @@ def _cholesky_solve_kernel(xp, b, l, *, upper):
 def _potrs(b, l, upper):
     """LAPACK's ``?potrs`` per matrix (torch's kernel): two triangular solves with the
     factor, so a singular factor gives inf / NaN, not an error."""
-    from scipy.linalg import lapack
+    lapack = import_module("scipy.linalg.lapack")
 
     batch = np.broadcast_shapes(b.shape[:-2], l.shape[:-2])
     n, k = b.shape[-2:]

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .. import _dispatch
+from .._lazy_import import import_module
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import wrap
@@ -32,7 +33,7 @@ from .linalg_decomp import (LinAlgError, _bidx, check_square, empty_any_dtype, i
 def _lapack(prefix_fn, dtype, hermitian):
     """``scipy.linalg.lapack``'s routine ``?<name>`` for ``dtype`` (``he`` for Hermitian
     complex matrices, ``sy`` otherwise)."""
-    from scipy.linalg import lapack
+    lapack = import_module("scipy.linalg.lapack")
 
     kind = "he" if hermitian and dtype.kind == "c" else "sy"
     letter = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",

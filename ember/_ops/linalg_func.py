@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._lazy_import import import_module
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.layout import contiguous_format
@@ -255,9 +256,7 @@ def _matrix_exp_kernel(xp, a):
     if a.size == 0:
         return a.copy()
     if xp is np:
-        import scipy.linalg
-
-        return np.asarray(scipy.linalg.expm(a)).astype(a.dtype)
+        return np.asarray(import_module("scipy.linalg").expm(a)).astype(a.dtype)
     # batched, in xp's matmul and solve: CuPy's expm takes one 2-d matrix
     return batched_expm(xp, a)  # NOTE [ Portable array code ]
 
@@ -330,8 +329,7 @@ def _matrix_exp_public(input):
 @empty_any_dtype
 def _lu_factor_kernel(xp, a):
     """(LU, pivots): LAPACK getrf per matrix, pivots 1-based int32 as PyTorch."""
-    import scipy.linalg
-
+    scipy_linalg = import_module("scipy.linalg")
     host = a if xp is np else a.get()
     m, n = host.shape[-2:]
     k = min(m, n)
@@ -342,7 +340,7 @@ def _lu_factor_kernel(xp, a):
         if k == 0:
             lus[i] = flat[i]
             continue
-        lu, piv = scipy.linalg.lu_factor(flat[i], check_finite=False)
+        lu, piv = scipy_linalg.lu_factor(flat[i], check_finite=False)
         lus[i], pivs[i] = lu, piv[:k] + 1
     odd = _odd_matrices(np, flat) if k else None
     if odd is not None:  # NOTE [ Determinants of non-finite matrices ]
@@ -596,7 +594,7 @@ def _getrs(lu, piv, b, left, adjoint):
     """LAPACK getrs on the packed factors, as torch solves with them (rebuilding ``A = P L U``
     and solving again would round differently): ``X A = B`` is ``A^T X^T = B^T``, and its
     adjoint form ``conj(A) X^T = B^T``."""
-    from scipy.linalg import lu_solve as getrs
+    getrs = import_module("scipy.linalg").lu_solve
 
     n = lu.shape[-1]
     batch = np.broadcast_shapes(lu.shape[:-2], piv.shape[:-1], b.shape[:-2])
@@ -726,7 +724,7 @@ def _check_lu_solve(LU, pivots, B, left):
 def _cholesky_inverse_kernel(xp, l, *, upper):
     """LAPACK's ``?potri`` per matrix (torch's kernel): a zero on the factor's diagonal
     raises LinAlgError naming it; the inverse is mirrored from the triangle potri writes."""
-    from scipy.linalg import lapack
+    lapack = import_module("scipy.linalg.lapack")
 
     from .linalg_decomp import LinAlgError, _bidx
 

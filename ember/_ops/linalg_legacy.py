@@ -151,7 +151,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 
 
 def _geqrf_kernel(xp, a):
-    from scipy.linalg import lapack
+    from .._lazy_import import import_module
+
+    lapack = import_module("scipy.linalg.lapack")
 
     m, n = a.shape[-2:]
     if not holds_values(a):  # the meta device: shapes only

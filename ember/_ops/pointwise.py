@@ -448,9 +448,9 @@ def _sigmoid_cpu(a):
             return r
     if a.size <= 4096 and (a.dtype == np.float32 or a.dtype == np.float64):
         if not _expit:
-            from scipy.special import expit
+            from .._lazy_import import import_module
 
-            _expit.append(expit)
+            _expit.append(import_module("scipy.special").expit)
         return _expit[0](a)
     if a.size >= _EXP_THREADS_MIN and (a.dtype == np.float32 or a.dtype == np.float64) and \
             a.flags.c_contiguous:

@@ -63,6 +63,144 @@ def _check_range(start, end, step):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
 
 
+# NOTE [ Ranges as PyTorch's CPU kernels compute them ]
+# A float range's values are not "start + step * i rounded once" in PyTorch: they are what its
+# vectorised CPU kernels compute, and a program that builds inputs from arange/linspace sees
+# every difference downstream. Measured against torch 2.13 on x86 (AVX2) for float32 and
+# float64, and reproduced here bit for bit:
+# - linspace: each value is ``start + step * i`` (first half) or ``end - step * (steps-1-i)``
+#   (second half) rounded once: the compiler fuses the product and the sum (FMA).
+# - arange (values and step in double, PyTorch's CPU accumulation type): the output is made
+#   in vectors of W = 32 bytes (64 on AVX-512), two vectors per loop turn; each vector's first
+#   value ``base = start + step * i`` is fused in double and rounded to the dtype, and its
+#   lanes are ``base + j * step`` (j < W/itemsize), fused for float64 and, for float32,
+#   computed in double from the float32 base and rounded again. The last values (fewer than
+#   two vectors) come from the scalar loop, ``start + step * i`` rounded once to the dtype.
+#   Past 32768 values PyTorch splits the range into one piece per thread (its OpenMP split,
+#   ``ceil(n / threads)`` values each) and each piece restarts this pattern, so the values
+#   depend on the thread count, ``get_num_threads()``, as PyTorch's do.
+# Without FMA (capability "DEFAULT") the products and sums round separately. NumPy has no
+# FMA: ``_fma`` builds it from error-free transformations (Dekker's product, Knuth's sum),
+# correctly rounded except in cases far rarer than one in a billion (a tie after the last
+# rounding). Half, bfloat16, integer and complex ranges keep the plain formulas, which
+# already give PyTorch's linspace values for half and integers; so do logspace's exponents
+# (its float64 values match PyTorch's that way; float32 ones differ in the last bit, from
+# PyTorch's vectorised power).
+_ARANGE_GRAIN = 32768
+
+
+_VECTOR = []  # (vector bytes, fused multiply-add) of this CPU, found on first use
+
+
+def _vector_bytes_and_fma():
+    if not _VECTOR:
+        from ..backends.cpu import get_cpu_capability
+
+        cap = get_cpu_capability()  # fixed for the process, as PyTorch's dispatch level
+        _VECTOR.append(((64 if cap == "AVX512" else 32), cap != "DEFAULT"))
+    return _VECTOR[0]
+
+
+def _split(a):
+    c = 134217729.0 * a  # 2**27 + 1: Veltkamp's split into two 26-bit halves
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _fma(a, b, c):
+    """``a * b + c`` in float64 with one rounding, for a scalar ``a`` and arrays ``b``, ``c``
+    (NOTE [ Ranges as PyTorch's CPU kernels compute them ]); where a step overflows, the
+    plain formula's inf/NaN."""
+    a = float(a)
+    b, c = np.asarray(b, np.float64), np.asarray(c, np.float64)
+    p = a * b
+    if not math.isfinite(a) or abs(a) > 1e290:
+        return p + c
+    (ah, al), (bh, bl) = _split(a), _split(b)
+    ep = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b == p + ep exactly
+    h = p + c
+    t = h - c
+    r = np.asarray(h + (((c - (h - t)) + (p - t)) + ep))  # Knuth's two-sum: h + error == p + c
+    bad = ~np.isfinite(r)
+    if bad.any():
+        r[bad] = np.broadcast_to(h, r.shape)[bad]
+    return r
+
+
+def _fma_to_f32(a, b, c):
+    """``a * b + c`` rounded once to float32, for float32 scalars ``a``, ``c`` and an array
+    of integers ``b`` below 2**29 (the product is then exact in double)."""
+    a, c = float(a), float(c)
+    p = a * np.asarray(b, np.float64)
+    h = p + c
+    t = h - c
+    low = (c - (h - t)) + (p - t)  # h + low == p + c exactly
+    r = h.astype(np.float32)
+    # h halfway between two float32 values: NumPy rounds it to even, while the exact sum
+    # lies off the midpoint on the side of ``low``
+    gap = h - r
+    tie = (gap != 0) & (np.abs(gap) * 2 == np.spacing(r)) & (low * gap > 0)
+    if tie.any():
+        r[tie] = np.nextafter(r[tie], np.where(gap[tie] > 0, np.inf, -np.inf).astype(np.float32))
+    return r
+
+
+def _exact_grid(start, step, n, np_dtype):
+    """Whether every ``start + step * i`` (``0 <= i < n``) is exact in ``np_dtype``, as on a
+    grid of integers or halves: then fused, unfused and vectorised sums all agree, and the
+    plain formula is PyTorch's value."""
+    start, step = float(start), float(step)
+    if not (math.isfinite(start) and math.isfinite(step)):
+        return False
+    scale = builtins.max(start.as_integer_ratio()[1], step.as_integer_ratio()[1])
+    span = builtins.max(abs(start), abs(start + step * builtins.max(n - 1, 0)))
+    return scale <= 2**30 and span * scale < 2.0 ** (24 if np_dtype == np.float32 else 53)
+
+
+def _float_linspace(s, e, step, steps, work):
+    """linspace's float32/float64 values (NOTE [ Ranges as PyTorch's CPU kernels compute
+    them ])."""
+    idx = np.arange(steps)
+    half = steps // 2
+    up, down = idx[:half], steps - 1 - idx[half:]
+    if not _vector_bytes_and_fma()[1] or _exact_grid(s, step, steps, work):
+        return np.concatenate([(s + step * up.astype(work)).astype(work),
+                               (e - step * down.astype(work)).astype(work)])
+    fused = _fma_to_f32 if work == np.float32 else _fma
+    return np.concatenate([fused(step, up, s), fused(-step, down, e)]).astype(work)
+
+
+def _float_arange(start, step, n, np_dtype):
+    """arange's float32/float64 values (NOTE [ Ranges as PyTorch's CPU kernels compute
+    them ])."""
+    from .._settings import get_num_threads
+
+    vbytes, has_fma = _vector_bytes_and_fma()
+    width = vbytes // np_dtype.itemsize
+
+    if not has_fma or _exact_grid(start, step, n, np_dtype):  # rounded separately, or exact
+        return (np.arange(n, dtype=np.float64) * step + start).astype(np_dtype)
+
+    out = np.empty(n, np_dtype)
+    tasks = 1 if n <= _ARANGE_GRAIN else builtins.min(get_num_threads(), -(-n // _ARANGE_GRAIN))
+    chunk = -(-n // builtins.max(tasks, 1)) if n else 1
+    lanes = np.arange(width, dtype=np.float64)
+    for lo in builtins.range(0, n, chunk):
+        hi = builtins.min(n, lo + chunk)
+        vec_end = lo + (hi - lo) // (2 * width) * (2 * width)
+        if vec_end > lo:
+            bases = _fma(step, np.arange(lo, vec_end, width), start).astype(np_dtype)
+            b64 = bases.astype(np.float64)[:, None]
+            if np_dtype == np.float64:
+                vals = _fma(step, lanes[None, :], b64)
+            else:  # the float32 base widened to double, plus j * step in double
+                vals = b64 + lanes[None, :] * step
+            out[lo:vec_end] = vals.reshape(-1).astype(np_dtype)
+        if vec_end < hi:
+            out[vec_end:hi] = _fma(step, np.arange(vec_end, hi), start).astype(np_dtype)
+    return out
+
+
 def _check_range_dtype(op_name, d):
     if d is _dt.bool_ or d.category == 3 or d.np in _dt._NO_MATH_NP:
         raise NotImplementedError(f'"{op_name}_cpu" not implemented for \'{d.scalar_name}\'')
@@ -106,7 +244,10 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         arr = (np.arange(n, dtype=np.int64) * step + start).astype(d.np, copy=False)
     else:
         n = builtins.max(0, math.ceil((end - start) / step))
-        arr = (np.arange(n, dtype=np.float64) * step + start).astype(d.np, copy=False)
+        if d.np == np.float32 or d.np == np.float64:
+            arr = _float_arange(start, step, n, d.np)
+        else:
+            arr = (np.arange(n, dtype=np.float64) * step + start).astype(d.np, copy=False)
     return _out("arange", finish(arr, requires_grad, device), out)
 
 
@@ -151,11 +292,12 @@ def _int_endpoint(v, d):
                        "without overflow")
 
 
-def _linspace_array(op_name, start, end, steps, dtype):
+def _linspace_array(op_name, start, end, steps, dtype, fused=True):
     """PyTorch's symmetric linspace: the first half counts up from ``start``, the second half
     down from ``end``, so both end points are exact. Floating results are computed in their
     own dtype (as PyTorch does, which matters for float16/bfloat16), integer results in double
-    precision and truncated. Returns (values, result dtype)."""
+    precision and truncated; float32/float64 ones with the product and sum fused when ``fused``
+    (NOTE [ Ranges as PyTorch's CPU kernels compute them ]). Returns (values, result dtype)."""
     steps = int_arg(steps, op_name, "steps")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -177,6 +319,8 @@ def _linspace_array(op_name, start, end, steps, dtype):
         return np.array([start] * steps).astype(work), d
     s, e = T(start), T(end)
     step = T((e - s) / T(steps - 1))
+    if fused and (work == np.float32 or work == np.float64):
+        return _float_linspace(s, e, step, steps, work), d
     idx = np.arange(steps)
     up = (s + step * idx.astype(work)).astype(work)
     down = (e - step * (steps - idx - 1).astype(work)).astype(work)
@@ -211,7 +355,9 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
         >>> ember.logspace(0, 2, 3)
         tensor([  1.,  10., 100.])
     """
-    vals, d = _linspace_array("logspace", start, end, steps, resolve_dtype(dtype, None, out))
+    # logspace's exponents are not fused (NOTE [ Ranges as PyTorch's CPU kernels compute them ])
+    vals, d = _linspace_array("logspace", start, end, steps, resolve_dtype(dtype, None, out),
+                              fused=False)
     base = scalar_value(base, "logspace", "base")
     # PyTorch raises a double base to each (already rounded) exponent in double precision
     wide = np.complex128 if vals.dtype.kind == "c" else np.float64

@@ -39,9 +39,9 @@ def _airy_ai_kernel(xp, a):
     if hasattr(sp, "airy"):
         r = xp.asarray(sp.airy(a)[0])
     else:  # cupyx has no Airy functions: SciPy's on a host copy
-        import scipy.special
+        from .._lazy_import import import_module
 
-        r = xp.asarray(scipy.special.airy(to_host(xp, a))[0])
+        r = xp.asarray(import_module("scipy.special").airy(to_host(xp, a))[0])
     # SciPy answers NaN past x ~ 1e9, where Ai(x) ~ exp(-2/3 x^1.5) has long underflowed
     # to 0 (from x ~ 105 on), torch's answer
     r = xp.where((a > 200) & xp.isfinite(a), 0.0, r)

@@ -42,7 +42,9 @@ def _sp(xp):
         else:
             # NumPy, and namespaces over NumPy arrays (meta, extension backends): SciPy's
             # functions are ufuncs, so array subclasses take part through __array_ufunc__
-            import scipy.special as mod
+            from .._lazy_import import import_module
+
+            mod = import_module("scipy.special")
         _SPECIAL[xp] = mod
     return mod
 

@@ -26,9 +26,9 @@ from ember._core.generator import numpy_generator
 
 def _special():
     # SciPy's special functions take ~0.4 s to import: load them on first use
-    from scipy import special
+    from .._lazy_import import import_module
 
-    return special
+    return import_module("scipy.special")
 
 
 def _to_numpy(t):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch, _kernels, _parallel
+from .._lazy_import import keep_warnings_seen, prepare_numba
 
 _impl = None  # the _batch_numba module once loaded, False when it fails to import
 
@@ -28,7 +29,10 @@ def _numba():
     global _impl
     if _impl is None:
         try:
-            from . import _batch_numba
+            with keep_warnings_seen():  # NOTE [ First-use imports keep the warnings seen ]
+                from . import _batch_numba
+
+                prepare_numba()
         except Exception:  # numba missing or broken: _kernels warned once already
             _impl = False
         else:

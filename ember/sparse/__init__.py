@@ -264,8 +264,10 @@ def spsolve(input: Tensor, other: Tensor, *, left: bool = True) -> Tensor:
         tensor([0.5000, 0.5000])
     """
     import numpy as np
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spl
+    from .._lazy_import import import_module
+
+    sp = import_module("scipy.sparse")
+    spl = import_module("scipy.sparse.linalg")
 
     import ember
 

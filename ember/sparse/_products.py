@@ -23,9 +23,9 @@ _SCIPY_KINDS = "fciu"
 
 
 def _csr(values_np, row, col, shape):
-    import scipy.sparse as sp
+    from .._lazy_import import import_module
 
-    return sp.csr_array((values_np, (row, col)), shape=shape)
+    return import_module("scipy.sparse").csr_array((values_np, (row, col)), shape=shape)
 
 
 def _compute_dtype(a):
