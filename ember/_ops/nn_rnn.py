@@ -548,7 +548,9 @@ def _enable_grad():
 
 lstm_layer_op = Op("lstm_layer", _lstm_layer_kernel, vjp=_lstm_layer_vjp,
                    nondiff_outputs=(3, 4, 5, 6, 7, 8))
-lstm_layer_op.node_name = "LstmBackward0"
+# PyTorch's CPU build runs the layer through oneDNN, whose node this is (NOTE [ LSTM layers
+# under the profiler ] in ember/profiler/_recorder.py)
+lstm_layer_op.node_name = "MkldnnRnnLayerBackward0"
 
 
 @lstm_layer_op.defjvp

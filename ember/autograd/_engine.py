@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import sys
 import threading
+from time import perf_counter_ns
 
 import numpy as np
 
@@ -212,6 +213,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     add_in_place = not create_graph and not (_dispatch.intercept and _state.modes)
     add_into = np.add
     prof = profiler_hook
+    # under a profiler that only watches, the same in-place sum runs as a recorded ``add_``
+    # (PyTorch's InputBuffer row, beside the node's event: NOTE [ Input buffers ])
+    add_observed = prof is not None and not create_graph and _observed()
     prof_token = None
     try:
         while heap:
@@ -286,6 +290,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         else:  # another backend's array (CuPy): its own in-place add
                             od += g._data
                         od = None
+                    elif add_observed and _owned(old, g):
+                        old.add_(g)
+                    elif type(g) is sparse_type or type(old) is sparse_type:
+                        b[nr] = _sparse_grads().buffer_sum(old, g)
                     else:
                         b[nr] = old + g
                 d = deps[nx] - 1
@@ -411,10 +419,19 @@ def _check_nan(node, grads):
 #: must see the add: both keep the out-of-place ``old + new``. Very large arrays also keep
 #: it, where the out-of-place add may run on several threads (NOTE [ Threaded element-wise
 #: ops ] in ember/_parallel.py).
+#: Under a profiler that only watches ops (``_observed``), the in-place sum runs as the op
+#: ``add_``, so the profile lists it as PyTorch's does (``aten::add_`` inside
+#: ``autograd::engine::evaluate_function: ...``, after the node's own event).
 #: References to a stored gradient at ``_owned``'s checks: the buffer's slot, the engine's
 #: local, ``_owned``'s argument and getrefcount's own argument (3 for the array: its
 #: Tensor's ``_data``, the local and getrefcount's argument).
 _BUFFER_REFS = 4
+
+
+def _observed():
+    """Whether the modes on this thread are only the profiler's recorder, which watches."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder is not None and recorder.observing_session() is not None
 
 
 def _owned(old, g):
@@ -422,7 +439,8 @@ def _owned(old, g):
     buffers ])."""
     od = old._data
     gd = g._data
-    return (type(od) is type(gd) and od.base is None and od.shape == gd.shape
+    return (type(od) is type(gd) and od.base is None and type(g) is not sparse_type
+            and od.shape == gd.shape
             and od.dtype == gd.dtype and (type(od) is not np.ndarray or od.size < _PAR_MIN)
             and not old._rg and old._base is None and getattr(od.flags, "writeable", True)
             and sys.getrefcount(old) <= _BUFFER_REFS and sys.getrefcount(od) <= _STEAL_REFS)
@@ -449,6 +467,9 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
             # (any backend's array that owns its memory: on a GPU a copy is an allocation
             # and a device-to-device copy per parameter per step)
             n = wrap(d)
+        elif type(g) is sparse_type:  # (its ``_data`` is a stand-in: never stolen)
+            t._grad = _sparse_grads().store(g, create_graph)
+            return
         else:
             xp = _dispatch.xp_of(td)
             if _dense(td):
@@ -463,19 +484,46 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
                 count_new_array(n)
         t._grad = n
         return
+    if type(g) is sparse_type or type(old) is sparse_type:
+        t._grad = _sparse_grads().accumulate(old, g, create_graph)
+        return
     if create_graph or old._rg:
         t._grad = old + g
         return
     od = old._data
+    start = perf_counter_ns() if profiler_hook is not None else 0
     try:
         od += g._data
     except (TypeError, ValueError):
         t._grad = old + g
         return
     old._bump()
+    if start:
+        # PyTorch's AccumulateGrad adds with ``aten::add_``: the profiler lists the add
+        _record_kernel("aten::add_", start, old, g)
+
+
+def _record_kernel(name, start, *inputs):
+    """Show the profiler, when it only watches, the work done since ``start`` on raw arrays
+    as PyTorch's op ``name`` of ``inputs`` (NOTE [ Fused kernels under the profiler ])."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    session = recorder.observing_session() if recorder is not None else None
+    if session is not None:
+        session.kernel_event(name, lambda: (*inputs, 1), start)
 
 
 _base._accumulate_grad = accumulate_grad  # for direct calls of an AccumulateGrad node
+
+#: the sparse tensor class once ember.sparse is imported (it sets this), else None: a
+#: gradient of that type is summed and kept by the rules of NOTE [ Sparse gradient sums ]
+#: in ember/sparse/_grad.py; a program without sparse tensors pays one ``is`` test
+sparse_type = None
+
+
+def _sparse_grads():
+    from ..sparse import _grad
+
+    return _grad
 
 
 def _dense(a):

@@ -93,7 +93,8 @@ class profile:
         with_flops (bool): count flops of matrix products and convolutions.
         profile_memory (bool): record the bytes ops allocate and free.
         with_stack (bool): record the Python stack of each op.
-        with_modules (bool): record ``nn.Module`` calls.
+        with_modules (bool): accepted as PyTorch's; ``nn.Module`` calls are recorded
+            with ``with_stack``, as in PyTorch.
         use_kineto, use_cpu, experimental_config, acc_events, custom_trace_id_callback:
             accepted for PyTorch compatibility.
 

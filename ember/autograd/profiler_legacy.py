@@ -36,7 +36,8 @@ class profile(_profile):
         with_flops (bool): count flops of matrix products and convolutions.
         profile_memory (bool): record the bytes ops allocate and free.
         with_stack (bool): record the Python stack of each op.
-        with_modules (bool): record ``nn.Module`` calls.
+        with_modules (bool): accepted as PyTorch's; ``nn.Module`` calls are recorded
+            with ``with_stack``, as in PyTorch.
 
     Example::
 

@@ -630,7 +630,9 @@ class profile(_KinetoProfile):
         profile_memory (bool): record the bytes each op's outputs allocate, and frees.
         with_stack (bool): record the Python stack of each op.
         with_flops (bool): count flops of matrix products, convolutions, add and mul.
-        with_modules (bool): record ``nn.Module`` calls as ``nn.Module: Linear_0`` events.
+        with_modules (bool): accepted as PyTorch's (whose module hierarchy is
+            TorchScript's); ``nn.Module: Linear_0`` events come with ``with_stack``, as in
+            PyTorch.
         experimental_config, execution_trace_observer: accepted for PyTorch compatibility.
         acc_events (bool): keep events across schedule cycles. Default: False.
         use_cuda (bool, optional): deprecated; adds ``ProfilerActivity.CUDA``.

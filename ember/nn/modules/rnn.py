@@ -13,7 +13,9 @@ import math
 import numbers
 import warnings
 
+from ... import _dispatch
 from ..._ops import nn_ops, nn_rnn
+from ..._ops._registry import profiler_session
 from ..._ops.creation import empty, zeros
 from ..._ops.join import cat, stack
 from .. import functional as F
@@ -235,6 +237,33 @@ class RNNBase(Module):
                 f"Convert input: input.to({w_dtype}), or convert model: model.to({x.dtype})")
         h0, c0 = self._initial_state(hx, x, batch, dirs, real_h, batched, sorted_idx)
         lookup = None if packed else self._lookup(input, x, batched)
+        run_args = (x, h0, c0, dirs, batch_sizes, lookup, packed)
+        session = profiler_session() if _dispatch.intercept and _dispatch.state.modes \
+            else None
+        if session is None:
+            layer_input, h_n, c_n = self._layers(*run_args)
+        else:
+            layer_input, h_n, c_n = self._profiled_layers(
+                session, input if batched and not packed else x,
+                batch_sizes_t if packed else None, h0, c0, run_args)
+        if unsorted_idx is not None:
+            h_n = h_n.index_select(1, unsorted_idx)
+            if c_n is not None:
+                c_n = c_n.index_select(1, unsorted_idx)
+        if packed:
+            output = PackedSequence(layer_input, batch_sizes_t, sorted_idx, unsorted_idx)
+        else:
+            output = layer_input
+            if batched and self.batch_first:
+                output = output.transpose(0, 1)
+            if not batched:
+                output = output.squeeze(1)
+                h_n = h_n.squeeze(1)
+                c_n = c_n.squeeze(1) if c_n is not None else None
+        return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _layers(self, x, h0, c0, dirs, batch_sizes, lookup, packed):
+        """The recurrence over every layer and direction: (output, h_n, c_n or None)."""
         h_finals, c_finals = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -254,21 +283,30 @@ class RNNBase(Module):
             layer_input = layer_output
         h_n = stack(h_finals)
         c_n = stack(c_finals) if c0 is not None else None
-        if unsorted_idx is not None:
-            h_n = h_n.index_select(1, unsorted_idx)
-            if c_n is not None:
-                c_n = c_n.index_select(1, unsorted_idx)
-        if packed:
-            output = PackedSequence(layer_input, batch_sizes_t, sorted_idx, unsorted_idx)
+        return layer_input, h_n, c_n
+
+    def _profiled_layers(self, session, x, batch_sizes, h0, c0, run_args):
+        """``_layers`` recorded as PyTorch's one op for the whole recurrence (``aten::lstm``,
+        ``aten::gru``, ``aten::rnn_tanh``...) with its arguments, the layers' ops under it
+        (NOTE [ LSTM layers under the profiler ] in ember/profiler/_recorder.py)."""
+        from ...profiler._recorder import note_call
+
+        hx = [h0] if c0 is None else [h0, c0]
+        settings = (self.bias, self.num_layers, float(self.dropout), self.training,
+                    self.bidirectional)
+        if batch_sizes is None:
+            def inputs():
+                return (x, hx, self._flat_weights, *settings, self.batch_first)
         else:
-            output = layer_input
-            if batched and self.batch_first:
-                output = output.transpose(0, 1)
-            if not batched:
-                output = output.squeeze(1)
-                h_n = h_n.squeeze(1)
-                c_n = c_n.squeeze(1) if c_n is not None else None
-        return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+            def inputs():
+                return (x, batch_sizes, hx, self._flat_weights, *settings)
+        note_call("aten::lstm", self.num_layers, self.bidirectional,
+                  self.batch_first and batch_sizes is None, self.training)
+        try:
+            return session.composite("aten::" + self.mode.lower(), inputs, self._layers,
+                                     run_args, {})
+        finally:
+            session.noted.pop("aten::lstm", None)
 
     def _lookup(self, input, x, batched):
         """(table, indices (T, B)) when ``input`` is an embedding's unchanged output and the
