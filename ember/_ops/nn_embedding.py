@@ -104,6 +104,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     by ``offsets`` into a 1-D input)."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if mode == "max" and sparse:  # (torch's functional form says so; its aten op does not)
+        raise ValueError("max mode does not support sparse weights")
+    return _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                 per_sample_weights, include_last_offset, padding_idx)
+
+
+def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+          per_sample_weights, include_last_offset, padding_idx):
+    """``embedding_bag`` after its argument checks."""
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -128,7 +137,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                 starts = starts[:-1]
         psw = per_sample_weights
     _check_bag_args(flat, weight, offsets if input.dim() != 2 else None, padding_idx, mode)
-    rows = embedding(flat, weight, padding_idx, max_norm, norm_type)
+    # a sparse gradient of the table is the one of these lookups: one row per index, in
+    # input order, the padding left out (NOTE [ Sparse embedding gradients ])
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
     if starts is None:  # meta offsets: the bags' bounds are unknown, their number is not
         return _node_names.rename(
             _meta_bags(rows, flat, weight, per_sample_weights, padding_idx,
@@ -178,8 +189,8 @@ def _embedding_top(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sp
         weight: the (num_embeddings, dim) table.
         indices: integer indices of any shape.
         padding_idx: a row whose gradient stays zero, or -1 for none.
-        scale_grad_by_freq: accepted for compatibility.
-        sparse: accepted for compatibility (gradients are dense).
+        scale_grad_by_freq: divide each lookup's gradient by the lookups of its row.
+        sparse: give ``weight`` a sparse COO gradient (one row per lookup).
 
     Returns:
         A tensor of shape ``indices.shape + (dim,)``.
@@ -193,7 +204,8 @@ def _embedding_top(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sp
     # torch's top-level form takes padding_idx as given, unchecked: a row index no lookup
     # can name (negative, or past the table) simply never matches
     rows = weight.shape[0] if weight.dim() else 0
-    return embedding(indices, weight, padding_idx if 0 <= padding_idx < rows else None)
+    return embedding(indices, weight, padding_idx if 0 <= padding_idx < rows else None,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 @public(method=False)
@@ -245,8 +257,9 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
         weight: the (num_embeddings, dim) table.
         indices: 1-D indices, bags given by ``offsets``.
         offsets: the start of each bag in ``indices``.
-        scale_grad_by_freq, sparse: accepted for compatibility.
+        scale_grad_by_freq: divide each index's gradient by its count in ``indices``.
         mode: 0 sum, 1 mean, 2 max.
+        sparse: give ``weight`` a sparse COO gradient (one row per index).
         per_sample_weights: a weight per index (sum mode only).
         include_last_offset: ``offsets`` ends with the end of the last bag.
         padding_idx: a row left out of every bag.
@@ -268,9 +281,13 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
     if mode not in (0, 1, 2):
         raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got "
                            f"{mode}")
-    out = embedding_bag(indices, weight, offsets, mode=_BAG_MODES[mode],
-                        per_sample_weights=per_sample_weights,
-                        include_last_offset=include_last_offset, padding_idx=padding_idx)
+    if mode == 2 and sparse:  # the aten op takes a sparse gradient in max mode too
+        out = _bags(indices, weight, offsets, None, 2, scale_grad_by_freq, "max", True,
+                    per_sample_weights, include_last_offset, padding_idx)
+    else:
+        out = embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq,
+                            _BAG_MODES[mode], sparse, per_sample_weights, include_last_offset,
+                            padding_idx)
     nbags = out.shape[0]
     if not holds_values(indices._data) or not holds_values(offsets._data):
         # the meta device: the shapes PyTorch's meta kernel gives the bookkeeping tensors

@@ -1196,12 +1196,34 @@ def _broadcast(a, b):
 # embedding
 
 
-def _embedding_vjp(g, _weight, indices, *, padding_idx, num_weights):
+def _embedding_vjp(g, _weight, indices, *, padding_idx, num_weights, sparse=False,
+                   scale_grad_by_freq=False):
+    # (``sparse`` and ``scale_grad_by_freq`` are in the params only when set: NOTE [ Sparse
+    # embedding gradients ])
+    if sparse:
+        if scale_grad_by_freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with "
+                               "sparse gradients")
+        from ..sparse import _grad
+
+        return _grad.embedding_grad(g, indices, num_weights, padding_idx), None
+    if scale_grad_by_freq:
+        g = g * _inverse_counts(indices, num_weights, g)
     return _dispatch.apply(embedding_backward_op, (g, indices),
                            {"num_weights": num_weights, "padding_idx": padding_idx}), None
 
 
-def _embedding_kernel_p(xp, weight, indices, *, padding_idx, num_weights):
+def _inverse_counts(indices, num_weights, like):
+    """``1 / (lookups of the row)`` for each lookup, shaped to scale its gradient row."""
+    from .from_data import tensor
+
+    a = np.asarray(indices._data).reshape(-1)
+    counts = np.bincount(a, minlength=num_weights)[a]
+    scale = tensor(1.0 / counts, dtype=like.dtype, device=like.device)
+    return scale.reshape(tuple(indices.shape) + (1,))
+
+
+def _embedding_kernel_p(xp, weight, indices, *, padding_idx, num_weights, **_):
     return weight[indices]
 
 
@@ -1219,10 +1241,11 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
         if g.dtype in (np.float32, np.float64) and flat.size:
             # the gradient is S @ g for the (num_weights, n) 0/1 matrix S with S[idx[j], j]
             # = 1: SciPy's sparse product of it as a CSR matrix is 6x faster than reduceat
-            import scipy.sparse
+            from .._lazy_import import import_module
 
+            scipy_sparse = import_module("scipy.sparse")
             starts = np.searchsorted(sf, np.arange(num_weights + 1))
-            sel = scipy.sparse.csr_matrix((np.ones(flat.size, g.dtype), order, starts),
+            sel = scipy_sparse.csr_matrix((np.ones(flat.size, g.dtype), order, starts),
                                           shape=(num_weights, flat.size))
             out = np.ascontiguousarray(sel @ gf)
         else:
@@ -1269,7 +1292,17 @@ embedding_backward_op = Op("embedding_backward", _embedding_backward_kernel,
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of ``weight`` selected by the integer ``input`` (any shape)."""
+    """Rows of ``weight`` selected by the integer ``input`` (any shape).
+
+    NOTE [ Sparse embedding gradients ]
+    With ``sparse=True`` the table's gradient is a sparse COO tensor holding one row per
+    lookup, in lookup order, uncoalesced, with the lookups of ``padding_idx`` left out --
+    PyTorch's form, which ``SparseAdam``, ``SGD`` and ``Adagrad`` take and which prints as
+    PyTorch's does (ember/sparse/_grad.py builds it). ``scale_grad_by_freq`` divides each
+    lookup's gradient row by the number of lookups of its row in the call (dense gradients
+    only, as in PyTorch). Both ride in the op's params only when set, so the common call's
+    params and backward stay as they were.
+    """
     if input._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
@@ -1307,8 +1340,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             norms = sel.norm(p=norm_type, dim=1, keepdim=True)
             scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
             weight[rows] = sel * scale
-    out = _dispatch.apply(embedding_op, (weight, input), {"padding_idx": padding_idx,
-                                                          "num_weights": num})
+    params = {"padding_idx": padding_idx, "num_weights": num}
+    if sparse or scale_grad_by_freq:  # NOTE [ Sparse embedding gradients ]
+        if sparse:
+            from . import reduction
+
+            reduction.sum_grad_views = True  # NOTE [ Sum gradients as views ]
+        params["sparse"] = bool(sparse)
+        params["scale_grad_by_freq"] = bool(scale_grad_by_freq)
+    out = _dispatch.apply(embedding_op, (weight, input), params)
     # the lookup rides on its output (NOTE [ Lookups a layer can fold ]): it dies with it
     # (not under vmap, where ``input._data`` holds one example's indices)
     if not per_example:

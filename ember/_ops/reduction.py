@@ -31,7 +31,7 @@ import numpy as np
 from .. import _dispatch, return_types
 from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim, wrap_dims
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 from .._kernels._reduce import float_sum, row_sums
 from ._registry import Op, inplace_from, public, shown_as
 from . import _node_names, _xp_compat
@@ -311,7 +311,25 @@ def _sum_kernel(xp, a, *, dim, keepdim, dtype, shape=None):
     return r if r.dtype == dtype else r.astype(dtype)
 
 
+#: True once a program asked for a sparse embedding gradient (NOTE [ Sum gradients as views ])
+sum_grad_views = False
+
+
 def _sum_vjp(g, _a, *, dim, keepdim, dtype, shape):
+    if sum_grad_views and not _dispatch.state.grad_enabled and not _dispatch.intercept:
+        # NOTE [ Sum gradients as views ]
+        # PyTorch's gradient of a sum is the output gradient expanded: a view with zero
+        # strides, where ember's is a fresh array. That is invisible but in one place: how
+        # two sparse gradients are summed depends on whether their values are contiguous
+        # (NOTE [ Sparse gradient sums ] in ember/sparse/_grad.py), and an embedding's
+        # sparse gradient takes its values from the gradient of its output, often a
+        # sum's. So once a program uses sparse gradients (and outside create_graph and
+        # modes), the sum's gradient is the broadcast view PyTorch's is; programs without
+        # them keep the fresh array.
+        d = g._data
+        if dim is not None and not keepdim:
+            d = d.reshape(_keep_shape(shape, dim))
+        return wrap(_dispatch.xp_of(d).broadcast_to(d, tuple(shape)))
     return _expand_back(g, shape, dim, keepdim)
 
 

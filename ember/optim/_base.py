@@ -73,12 +73,17 @@ def step_group(optimizer, group, init, keys, update, **hparams):
 
 def gather(optimizer, group, init, *keys):
     """(params, grads, *state columns) for the parameters of ``group`` that have gradients;
-    ``init(param, state)`` fills a parameter's state the first time it is seen."""
+    ``init(param, state)`` fills a parameter's state the first time it is seen. An optimizer
+    class with a ``_sparse_refusal`` message raises it as a RuntimeError for a sparse
+    gradient, before that parameter's state is made (PyTorch's words, class by class)."""
     params, grads = [], []
     columns = [[] for _ in keys]
+    refusal = getattr(optimizer, "_sparse_refusal", None)
     for p in group["params"]:
         if p.grad is None:
             continue
+        if refusal is not None and p.grad.is_sparse:
+            raise RuntimeError(refusal)
         st = optimizer.state[p]
         if not st and init is not None:
             init(p, st)

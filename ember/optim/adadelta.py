@@ -36,6 +36,8 @@ class Adadelta(Optimizer):
         True
     """
 
+    _sparse_refusal = "Adadelta does not support sparse gradients"
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
         check_range("learning rate", lr)

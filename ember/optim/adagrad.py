@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._base import check_fused, check_range, closure_loss, step_group
 from .optimizer import Optimizer
 
@@ -61,6 +63,9 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = closure_loss(closure)
         for group in self.param_groups:
+            if group["fused"] and any(p.grad is not None and p.grad.is_sparse
+                                      for p in group["params"]):
+                raise RuntimeError("`fused` does not support sparse grad or complex param")
             # state is made at construction, so there is nothing to initialise here
             step_group(self, group, None, ("sum", "step"), adagrad, lr=group["lr"],
                        weight_decay=group["weight_decay"], lr_decay=group["lr_decay"],
@@ -102,8 +107,29 @@ def adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_deca
         state_steps[i].add_(1)
         step = state_steps[i].item()
         if weight_decay != 0:
+            if g.is_sparse:
+                raise RuntimeError("weight_decay option is not compatible with sparse "
+                                   "gradients")
             g = g.add(p, alpha=weight_decay)
         clr = lr / (1 + (step - 1) * lr_decay)
+        if g.is_sparse:
+            _sparse_adagrad(p, g, state_sums[i], clr, eps)
+            continue
         state_sums[i].addcmul_(g, g, value=1)
         std = state_sums[i].sqrt().add_(eps)
         p.addcdiv_(g, std, value=-clr)
+
+
+def _sparse_adagrad(p, g, state_sum, clr, eps):
+    """Adagrad's update for a sparse gradient: on the entries the coalesced gradient holds,
+    the sum of squares grows and the parameter steps; every other entry keeps its value and
+    its sum (PyTorch's sparse update, in its order of roundings)."""
+    g = g.coalesce()
+    where = tuple(g._indices()._data)
+    vals = g._values()._data
+    s = state_sum._data
+    s[where] += vals * vals
+    std = np.sqrt(s[where]) + s.dtype.type(eps)
+    p._data[where] += p._data.dtype.type(-clr) * (vals / std)
+    state_sum._bump()
+    p._bump()

@@ -35,6 +35,8 @@ class Adamax(Optimizer):
         True
     """
 
+    _sparse_refusal = "Adamax does not support sparse gradients"
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
         check_adam_hparams(lr, eps, betas, weight_decay)

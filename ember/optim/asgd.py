@@ -38,6 +38,8 @@ class ASGD(Optimizer):
         True
     """
 
+    _sparse_refusal = "ASGD does not support sparse gradients"
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         check_range("learning rate", lr)

@@ -148,7 +148,9 @@ class LBFGS(Optimizer):
     def _gather_flat_grad(self):
         from .. import cat
 
-        return cat([p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1)
+        # (a sparse gradient is read dense: the search direction is dense anyway)
+        return cat([p.new_zeros(p.numel()) if p.grad is None else
+                    (p.grad.to_dense() if p.grad.is_sparse else p.grad).reshape(-1)
                     for p in self._params])
 
     def _add_grad(self, step_size, update):

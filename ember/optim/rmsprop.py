@@ -38,6 +38,8 @@ class RMSprop(Optimizer):
         True
     """
 
+    _sparse_refusal = "RMSprop does not support sparse gradients"
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):

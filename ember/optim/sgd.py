@@ -76,6 +76,8 @@ class SGD(Optimizer):
                     grads.append(p.grad)
                     st = self.state.get(p)
                     bufs.append(None if st is None else st.get("momentum_buffer"))
+            if group["fused"] and any(g.is_sparse for g in grads):
+                raise RuntimeError("`_fused_sgd` does not support sparse gradients")
             # momentum buffers are made by the first update, and only with momentum
             hparams = dict(lr=group["lr"], momentum=group["momentum"],
                            dampening=group["dampening"], weight_decay=group["weight_decay"],
@@ -140,10 +142,13 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
                   weight_decay, nesterov, maximize):
         return
     for i, p in enumerate(params):
-        if _fused_sgd(p, d_p_list[i], momentum_buffer_list, i, lr, momentum, dampening,
-                      weight_decay, nesterov, maximize) or \
+        # a sparse gradient takes the op-by-op update: its sums stay sparse, the momentum
+        # buffer is sparse, and weight decay refuses it (``sparse + dense``), as in PyTorch
+        if not d_p_list[i].is_sparse and (
+                _fused_sgd(p, d_p_list[i], momentum_buffer_list, i, lr, momentum, dampening,
+                           weight_decay, nesterov, maximize) or
                 _sgd_on_threads(p, d_p_list[i], momentum_buffer_list[i], lr, momentum,
-                                dampening, weight_decay, nesterov, maximize):
+                                dampening, weight_decay, nesterov, maximize)):
             continue
         buf = _sgd_update(_TensorMath, p, d_p_list[i], momentum_buffer_list[i], lr, momentum,
                           dampening, weight_decay, nesterov, maximize)

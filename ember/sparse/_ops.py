@@ -18,6 +18,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.tensor import Tensor, wrap
+from . import _grad
 from . import _tensor as _st
 from ._products import spmm
 from ._tensor import HANDLERS, PASSTHROUGH, _SparseTensor, coo
@@ -227,8 +228,8 @@ def _is_scalar(x) -> bool:
 
 
 def _union(a, b, alpha=1):
-    """``a + alpha * b`` for two sparse tensors of one shape (a coalesced COO)."""
-    e = _ember()
+    """``a + alpha * b`` for two sparse tensors of one shape, as a COO tensor formed as
+    PyTorch forms it (NOTE [ Sparse gradient sums ] in _grad.py)."""
     a, b = _st._as_coo(a), _st._as_coo(b)
     if tuple(a.shape) != tuple(b.shape):
         raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
@@ -236,11 +237,7 @@ def _union(a, b, alpha=1):
                            "(FYI: op2-sparse addition does not currently support broadcasting)")
     if a.sparse_dim() != b.sparse_dim():
         raise RuntimeError("add: expected 'self' and 'other' to have same sparse dimensions")
-    dtype = e.promote_types(a.dtype, b.dtype)
-    bv = b._vals.to(dtype) if alpha == 1 else b._vals.to(dtype) * alpha
-    idx = e.cat([a._idx, b._idx], 1)
-    vals = e.cat([a._vals.to(dtype), bv], 0)
-    return _st._coalesce(coo(idx, vals, tuple(a.shape)))
+    return _grad.add(a, b, alpha)
 
 
 def _sparse_plus_dense_error():
@@ -270,7 +267,18 @@ def _add_(input, other, *, alpha=1):
         if not _is_sp(other):
             raise _sparse_plus_dense_error()
         r = _union(input, other, alpha)
-        input._idx, input._vals, input._coalesced = r._idx, r._vals, True
+        input._idx, input._vals, input._coalesced = r._idx, r._vals, r._coalesced
+        return input
+    e = _ember()
+    if (not (e.is_grad_enabled() and (input.requires_grad or other.requires_grad))
+            and type(input._data) is np.ndarray and other._lay == "sparse_coo"
+            and e.can_cast(other.dtype, input.dtype)):
+        # entry by entry, each scaled by alpha, as PyTorch adds a COO tensor into a strided
+        # one (optimizer steps with sparse gradients round as PyTorch's do)
+        vals = other._vals.detach()
+        if alpha != 1:
+            vals = vals * alpha
+        _grad.add_into_dense(input, coo(other._idx, vals, tuple(other.shape)))
         return input
     dense = other.to_dense()
     return input.add_(dense if alpha == 1 else dense * alpha)
@@ -555,7 +563,9 @@ def sparse_sparse(a, b):
                            f"{b.shape[0]}")
     if a.requires_grad or b.requires_grad:
         raise NotImplementedError("mm: ember's sparse @ sparse product has no gradient yet")
-    import scipy.sparse as sp
+    from .._lazy_import import import_module
+
+    sp = import_module("scipy.sparse")
 
     def m(t):
         i = t._idx._data

@@ -307,7 +307,7 @@ def _backend_name(args) -> str:
 
 
 _ATEN_NAMES = {"_getitem": "index.Tensor", "_setitem": "index_put_", "__getitem__": "index",
-               "__setitem__": "index_put_"}
+               "__setitem__": "index_put_", "vector_norm": "linalg_vector_norm"}
 
 
 def _not_implemented(name, args) -> str:
@@ -664,6 +664,16 @@ def pickle_data(t):
 def _handle_method(name, args, kwargs):
     return HANDLERS[name](*args, **kwargs)
 
+
+def _register_gradient_type():
+    # the engine tells sparse gradients apart by this class (NOTE [ Sparse gradient sums ]
+    # in _grad.py)
+    from ..autograd import _engine
+
+    _engine.sparse_type = _SparseTensor
+
+
+_register_gradient_type()
 
 # the ops: ember/sparse/_ops.py fills these tables
 HANDLERS: dict = {}

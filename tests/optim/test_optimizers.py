@@ -162,7 +162,7 @@ def test_param_groups_and_hooks():
 
 
 def test_sparse_adam_updates_only_touched_rows():
-    emb = ember.nn.Embedding(5, 2)
+    emb = ember.nn.Embedding(5, 2, sparse=True)  # (dense gradients are refused, as in torch)
     before = emb.weight.detach().clone()
     opt = ember.optim.SparseAdam(emb.parameters(), lr=0.1)
     emb(ember.tensor([1, 3])).sum().backward()
