@@ -56,6 +56,10 @@ myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 
 autosummary_generate = False  # the summary tables link to the entries on the same page
+# No table-of-contents entry per documented object: the reference pages hold thousands, and
+# furo copies every page's table of contents into the navigation of each of the ~210 pages
+# (a third of the build's time; the summary table at the top of each page lists them all)
+toc_object_entries = False
 autodoc_default_options = {"no-value": False}
 autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
