@@ -38,15 +38,16 @@ def skip_unless_torch_avx512(what="this result"):
         pytest.skip(f"{what} follows torch's AVX-512 kernels; this machine's torch uses {cap}")
 
 
-def spy_thread_splits(monkeypatch):
-    """Take the machine as quiet (ember's pool does not decline for load) and record each
-    ``split_on_threads`` answer; returns the list the answers are appended to.
+def spy_thread_splits(monkeypatch, contended=False):
+    """Take the machine as quiet (ember's pool does not decline for load), or as busy with
+    ``contended=True``, and record each ``split_on_threads`` answer; returns the list the
+    answers are appended to.
 
     For tests of the kernels that cut their work over threads: they check the pieces give
     the one-call bits and that the split really happened."""
     from ember import _parallel
 
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(_parallel, "contended", lambda: contended)
     splits = []
     real = _parallel.split_on_threads
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember import _parallel
 from ember._kernels import _reduce
+from tests.conftest import spy_thread_splits
 
 N = 2 * _reduce.SUM_SPLIT + 777  # splits over threads, and leaves a tail past the blocks
 
@@ -106,16 +106,7 @@ def test_uncovered_arrays_take_numpy_sum(backend):
 
 
 def test_split_declines_under_contention(backend, monkeypatch):
-    monkeypatch.setattr(_parallel, "contended", lambda: True)
-    seen = []
-    real = _parallel.split_on_threads
-
-    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS):
-        ran = real(fn, size, min_size)
-        seen.append(ran)
-        return ran
-
-    monkeypatch.setattr(_parallel, "split_on_threads", spy)
+    seen = spy_thread_splits(monkeypatch, contended=True)
     a = _data("uniform", np.float32)
     before = ember.get_num_threads()
     ember.set_num_threads(2)
