@@ -279,8 +279,10 @@ def _seconds(t) -> float:
     return t.total_seconds() if isinstance(t, datetime.timedelta) else float(t)
 
 
-def _rendezvous(init_method, rank, world_size, timeout):
-    """(store, rank, world_size) for ``init_method``; store is None under mpiexec."""
+def _rendezvous(init_method, rank, world_size, timeout, engine=True):
+    """(store, rank, world_size) for ``init_method``; store is None under mpiexec. With
+    ``engine`` (a process group's rendezvous), more than one process needs MPI, and its
+    absence is said before any store opens; RPC's rendezvous needs only the store."""
     if init_method is None:
         init_method = "env://"
     url = urllib.parse.urlparse(init_method)
@@ -306,7 +308,8 @@ def _rendezvous(init_method, rank, world_size, timeout):
             world_size = int(env_size)
         if world_size == 1:
             return None, rank, world_size
-        _engine.require(world_size)
+        if engine:
+            _engine.require(world_size)
         addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
         if addr is None:
             raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
@@ -321,13 +324,15 @@ def _rendezvous(init_method, rank, world_size, timeout):
                              "world_size parameter missing")
         if world_size == 1:
             return None, rank, world_size
-        _engine.require(world_size)
+        if engine:
+            _engine.require(world_size)
         store = TCPStore(url.hostname, url.port, world_size, rank == 0, timeout)
     elif url.scheme == "file":
         if rank < 0 or world_size < 0:
             raise ValueError("rank parameter missing" if rank < 0 else
                              "world_size parameter missing")
-        _engine.require(world_size)
+        if engine:
+            _engine.require(world_size)
         store = FileStore(url.path, world_size)
         store.set_timeout(timeout)
     else:

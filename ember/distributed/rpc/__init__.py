@@ -81,7 +81,7 @@ def _store_for(init_method, rank, world_size, timeout):
             _group.get_world_size() == world_size:
         rank = _group.get_rank() if rank < 0 else rank
         return _store.PrefixStore("rpc", _group._STORE), rank, world_size
-    return _group._rendezvous(init_method, rank, world_size, timeout)
+    return _group._rendezvous(init_method, rank, world_size, timeout, engine=False)
 
 
 def init_rpc(name: str, backend=None, rank: int = -1, world_size=None,
