@@ -10,7 +10,9 @@ DistributedDataParallel, so backward also averages the gradients), ember's then 
 interleaved so that a change of machine load falls on all four alike; a barrier separates
 samples. The DDP overhead is (DDP step - local step), medians over samples, on rank 0; the
 figure of merit is ember's overhead divided by PyTorch's, each measured against its own
-local step. On a loaded machine re-run and compare ratios, not times.
+local step. On a loaded machine re-run and compare ratios, not times. The CPU columns are
+the process's CPU time per step (PyTorch's gloo moves data on its own threads, so the
+calling thread's CPU time would leave that out): steadier than wall time on a busy machine.
 
 This group needs 2 processes, so it has its own runner instead of the in-process registry
 (importing this module registers nothing).
@@ -93,15 +95,16 @@ def _worker(rank, fw_names, init_methods, out_path, steps, samples):
         for fn in steppers.values():
             for _ in range(3):
                 fn()
-    times = {fw: {"local": [], "ddp": []} for fw in runs}
+    times = {fw: {"local": [], "ddp": [], "local_cpu": [], "ddp_cpu": []} for fw in runs}
     for _ in range(samples):
         for fw_name, (dist, steppers) in runs.items():
             for name, fn in steppers.items():
                 dist.barrier()
-                t = time.perf_counter()
+                t, cpu = time.perf_counter(), time.process_time()
                 for _ in range(steps):
                     fn()
                 times[fw_name][name].append((time.perf_counter() - t) / steps)
+                times[fw_name][name + "_cpu"].append((time.process_time() - cpu) / steps)
     for dist, _ in runs.values():
         dist.barrier()
     if rank == 0:
@@ -113,7 +116,7 @@ def _worker(rank, fw_names, init_methods, out_path, steps, samples):
 
 def measure(fw_names, steps=10, samples=7):
     """Per-step medians (ms) of each framework's local and DDP step on rank 0, measured in
-    the same 2 processes, samples interleaved."""
+    the same 2 processes, samples interleaved: wall time, and the process's CPU time."""
     import ember.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,9 +128,12 @@ def measure(fw_names, steps=10, samples=7):
     results = {}
     for fw, t in times.items():
         local, ddp = statistics.median(t["local"]), statistics.median(t["ddp"])
+        local_cpu, ddp_cpu = statistics.median(t["local_cpu"]), statistics.median(t["ddp_cpu"])
         results[fw] = {"local_ms": local * 1e3, "ddp_ms": ddp * 1e3,
                        "overhead_ms": (ddp - local) * 1e3,
-                       "overhead_pct": 100 * (ddp - local) / local}
+                       "overhead_pct": 100 * (ddp - local) / local,
+                       "local_cpu_ms": local_cpu * 1e3, "ddp_cpu_ms": ddp_cpu * 1e3,
+                       "overhead_cpu_ms": (ddp_cpu - local_cpu) * 1e3}
     return results
 
 
@@ -146,13 +152,17 @@ def main(argv=None):
     print(f"DDP overhead per step, 2 processes x 1 thread, MLP {'-'.join(map(str, SIZES))}, "
           f"batch {BATCH} per rank (load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs{'; machine busy' if load > (os.cpu_count() or 1) else ''})")
-    print(f"{'framework':<10}{'local ms':>10}{'DDP ms':>10}{'overhead ms':>13}{'overhead':>10}")
+    print(f"{'framework':<10}{'local ms':>10}{'DDP ms':>10}{'overhead ms':>13}{'overhead':>10}"
+          f"{'CPU: local':>12}{'DDP':>8}{'overhead ms':>13}")
     for fw, r in results.items():
         print(f"{fw:<10}{r['local_ms']:>10.2f}{r['ddp_ms']:>10.2f}{r['overhead_ms']:>13.2f}"
-              f"{r['overhead_pct']:>9.1f}%")
+              f"{r['overhead_pct']:>9.1f}%{r['local_cpu_ms']:>12.2f}{r['ddp_cpu_ms']:>8.2f}"
+              f"{r['overhead_cpu_ms']:>13.2f}")
     if "torch" in results:
-        ratio = results["ember"]["overhead_ms"] / max(results["torch"]["overhead_ms"], 1e-9)
-        print(f"ember overhead / torch overhead: {ratio:.2f}")
+        e, t = results["ember"], results["torch"]
+        wall = e["overhead_ms"] / max(t["overhead_ms"], 1e-9)
+        cpu = e["overhead_cpu_ms"] / max(t["overhead_cpu_ms"], 1e-9)
+        print(f"ember overhead / torch overhead: {wall:.2f} (CPU time: {cpu:.2f})")
     return 0
 
 
