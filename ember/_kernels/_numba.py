@@ -42,7 +42,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 from numba.core import types
+from numba.core import cgutils
 from numba.extending import intrinsic
+from llvmlite import ir
 
 _FM = {"reassoc", "contract", "nsz"}
 _EXP_FM = {"contract"}
@@ -64,6 +66,23 @@ _ZERO = _f32(0.0)
 _ONE = _f32(1.0)
 _HALF = _f32(0.5)
 _LN_BLOCK = 64
+
+
+@intrinsic
+def _fused(typingctx, a, b, c):
+    """``a * b + c`` rounded once: LLVM's ``llvm.fma`` on the operands' float type (one
+    instruction with FMA hardware, the C library's exact ``fma`` without); NOTE [ Fused
+    multiply-add as PyTorch's kernels ] in ``ember/_ops/_fma.py``."""
+    sig = a(a, a, a)
+
+    def codegen(context, builder, signature, args):
+        ty = args[0].type
+        bits = 32 if isinstance(ty, ir.FloatType) else 64
+        fnty = ir.FunctionType(ty, [ty, ty, ty])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.fma.f{bits}")
+        return builder.call(fn, args)
+
+    return sig, codegen
 
 
 @intrinsic
@@ -392,13 +411,16 @@ def relu_into(x, out):
         out[j] = _ZERO if v < _ZERO else v
 
 
-@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+@njit(error_model="numpy", nogil=True, cache=True)
 def adam_into(p, g, m, v, w1, low_w1, beta2, w2, shrink, weight_decay, step, bias2_sqrt,
               eps, decoupled, maximize):
     """One Adam/AdamW step over flat float32 arrays, in place on ``p``, ``m`` and ``v``, in
     the order of ``ember.optim.adam``'s ops; the scalars come rounded to float32 as those
     ops round them (``w1 = 1 - beta1``, ``shrink = 1 - lr * weight_decay``, ``step =
-    -lr / bias1``); ``low_w1`` picks lerp's form for ``w1 < 0.5``."""
+    -lr / bias1``); ``low_w1`` picks lerp's form for ``w1 < 0.5``. No fast-math: the
+    multiply-adds PyTorch's kernels fuse (``add(alpha=)``, ``lerp``, ``addcmul``) are
+    ``_fused`` here and nothing else is contracted or reassociated (NOTE [ Fused
+    multiply-add as PyTorch's kernels ] in ``ember/_ops/_fma.py``)."""
     for j in range(p.size):
         gj = -g[j] if maximize else g[j]
         pj = p[j]
@@ -406,13 +428,13 @@ def adam_into(p, g, m, v, w1, low_w1, beta2, w2, shrink, weight_decay, step, bia
             if decoupled:
                 pj = pj * shrink
             else:
-                gj = gj + pj * weight_decay
+                gj = _fused(weight_decay, pj, gj)
         d = gj - m[j]
-        mj = m[j] + w1 * d if low_w1 else gj - d * (_ONE - w1)
-        vj = v[j] * beta2 + w2 * gj * gj
+        mj = _fused(w1, d, m[j]) if low_w1 else _fused(-(_ONE - w1), d, gj)
+        vj = _fused(w2 * gj, gj, v[j] * beta2)
         m[j] = mj
         v[j] = vj
-        p[j] = pj + step * (mj / (np.sqrt(vj) / bias2_sqrt + eps))
+        p[j] = pj + step * mj / (np.sqrt(vj) / bias2_sqrt + eps)
 
 
 # -- where: a selection without a branch per element (NOTE [ Selecting without branches ]) ------

@@ -67,8 +67,9 @@ class ElementwiseOp(Op):
         super().__init__(name, kernel, **kw)
         self.promote = promote
         # ``complex_kernel(xp, *arrays, **params)`` runs in place of the ufunc when the
-        # compute dtype is complex (NOTE [ Complex add and sub ] in ember/_ops/arithmetic.py);
-        # such calls take the general path, never the direct ones
+        # compute dtype is complex (NOTE [ Complex add and sub ] in ember/_ops/arithmetic.py)
+        # or the call has params (add/sub's fused ``alpha``); such calls take the general
+        # path, never the direct ones
         self.complex_kernel = complex_kernel
         # ``check(args)`` raises PyTorch's error for operands the op refuses before any
         # promotion (sub of bools); the direct paths never see such operands
@@ -220,6 +221,16 @@ def promote(op, args):
     return compute, result, first
 
 
+def _int_out_of_range(x, cnp):
+    """Whether the Python int ``x`` lies outside the integer dtype ``cnp``: a comparison
+    then sees it wrapped into ``cnp`` as PyTorch casts it (``uint8_tensor == -1`` is True
+    at 255), where NumPy would compare the true values."""
+    if cnp.kind not in "iu":
+        return False
+    info = np.iinfo(cnp)
+    return not info.min <= x <= info.max
+
+
 def _scalar_array(x, cnp, at):
     """A Python int out of ``cnp``'s range wraps around, as PyTorch's casts do."""
     xp = _dispatch.backends_by_type[at].xp
@@ -283,12 +294,13 @@ def elementwise(op, args, params=None, out=None):
                 else:
                     raise _dispatch.device_mismatch(op.name, first, a)
             arrays.append(a if a.dtype == cnp else a.astype(cnp))
-        elif cnp == _BF16 or not isinstance(x, (int, float, complex)):
+        elif cnp == _BF16 or not isinstance(x, (int, float, complex)) or \
+                type(x) is int and op.promote == "compare" and _int_out_of_range(x, cnp):
             arrays.append(_scalar_array(x, cnp, at))
         else:
             arrays.append(x)
     f = op.impl.get(at) or op.resolve(at)
-    if op.complex_kernel is not None and compute.category == 3:
+    if op.complex_kernel is not None and (compute.category == 3 or params):
         f = _complex_impl(op, at, f)
     try:
         r = f(*arrays, **params) if params else f(*arrays)
@@ -424,7 +436,7 @@ def elementwise_inplace(op, self, args, params=None):
             arrays.append(x)
     f = op.impl.get(at) or op.resolve(at)
     direct = arrays[0] is sd and op.ufunc is not None and result.np == sd.dtype
-    if op.complex_kernel is not None and compute.category == 3:
+    if op.complex_kernel is not None and (compute.category == 3 or params):
         f = _complex_impl(op, at, f)
         direct = False
     try:

@@ -376,6 +376,17 @@ def profiler_session():
     return recorder.recording_session() if recorder is not None else None
 
 
+def observing_profiler():
+    """The profiler's recording session when it alone watches this thread's ops (every
+    mode on the stack only observes), else None: a call that ember runs as several ops
+    where PyTorch runs one may then be recorded as that one op (``_Session.as_one_op`` in
+    ember/profiler/_recorder.py). Costs one global read when nothing intercepts."""
+    if not _dispatch.intercept or not _dispatch.state.modes:
+        return None
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return recorder.observing_session() if recorder is not None else None
+
+
 def recorded_as(event, params=None):
     """Show the profiler a call of the decorated function, which ember composes in Python
     from several ops where PyTorch calls one op, as that op's event (``aten::dropout``),

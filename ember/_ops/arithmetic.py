@@ -8,12 +8,13 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .. import _dispatch
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 from .._dispatch import slow as _slow
 from ._elementwise import (
     ElementwiseOp, _broadcast_error, _scalar_types, binary, binary_fast, elementwise,
     elementwise_inplace, rbinary, rbinary_fast, unary,
 )
+from . import _fma
 from ._registry import public
 from .._overrides import NOT_HANDLED as _NOT_HANDLED
 from .._overrides import _active as _tf_active
@@ -64,12 +65,63 @@ def _scaled_complex(xp, x, alpha, like):
     return x * alpha
 
 
+_FUSED = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fused_dtype(a, b):
+    """The float32/float64 dtype ``a + alpha * b`` is fused in, or None."""
+    d = getattr(a, "dtype", None)
+    if d is None:
+        d = getattr(b, "dtype", None)
+    return d if d in _FUSED else None
+
+
 def _add_complex(xp, a, b, alpha=1):
+    dt = _fused_dtype(a, b)
+    if dt is not None:  # ``a + alpha * b`` in float32/float64
+        return _scaled_sum(alpha, b, a, dt)
     return xp.add(a, _scaled_complex(xp, b, alpha, a))
 
 
 def _sub_complex(xp, a, b, alpha=1):
+    dt = _fused_dtype(a, b)
+    if dt is not None:
+        return _scaled_sum(-alpha, b, a, dt)
     return xp.subtract(a, _scaled_complex(xp, b, alpha, a))
+
+
+# NOTE [ A broadcast number in add's scalar loop ]
+# PyTorch's add kernel fuses ``a + alpha * b`` in its vector loop and in the scalar loop
+# that finishes a row, except where ``b`` is one value broadcast over the row (a number, a
+# zero-dim or a one-element tensor, or a size-1 last dim): the scalar loop then takes
+# ``alpha * b`` out of the loop, rounded on its own, and adds it. A row shorter than the
+# vector loop's step (two vectors: 16 float32 or 8 float64 values with AVX2) is all scalar
+# loop, so there the sum is ``a + round(alpha * b)`` (``inf + 2 * -max`` is NaN, where the
+# fused value is inf); longer rows and same-shape operands are fused (NOTE [ Fused
+# multiply-add as PyTorch's kernels ]). The tails of longer rows with a broadcast value are
+# left fused: there PyTorch's bits vary from element to element in ways not pinned down.
+
+
+def _scaled_sum(alpha, b, a, dt, out=None):
+    """``a + alpha * b`` in the float32/float64 dtype ``dt`` as PyTorch's add kernel rounds
+    it (NOTE [ A broadcast number in add's scalar loop ])."""
+    if np.size(b) == 1:  # one value over the whole (coalesced) output
+        row = np.size(a)
+    elif np.ndim(b) and np.shape(b)[-1] == 1:  # one value per row
+        row = np.shape(a)[-1] if np.ndim(a) else 1
+    else:
+        row = 0
+    if 1 < row < _vector_step(dt):
+        product = np.multiply(np.asarray(b, dt), dt.type(alpha))
+        return np.add(a, product, out=out)
+    return _fma.fma(alpha, b, a, dt, out=out)
+
+
+def _vector_step(dt):
+    """The values of one step of PyTorch's vector loop: two vectors of ``dt``."""
+    from .ranges import _vector_bytes_and_fma
+
+    return 2 * _vector_bytes_and_fma()[0] // dt.itemsize
 
 
 def _mul_vjp(g, a, b, *, needs_input_grad):
@@ -141,6 +193,9 @@ def _scaled(name, other, alpha, input_):
         raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results.")
     if "c" in kinds:
         return other, {"alpha": alpha}
+    if _on_numpy(input_) and _on_numpy(other) and \
+            _dt.result_type(input_, other).np in _FUSED:
+        return other, {"alpha": alpha}  # NOTE [ Fused multiply-add as PyTorch's kernels ]
     if not isinstance(other, Tensor):
         return other * alpha, None
     if is_bool_result:  # a truthy alpha keeps ``other``, as PyTorch's bool kernel does
@@ -148,6 +203,12 @@ def _scaled(name, other, alpha, input_):
     # scale in the result dtype: ``bool_or_int_tensor * 2`` alone would promote to int64
     common = _dt.result_type(input_, other)
     return (other if other.dtype == common else other.to(common)) * alpha, None
+
+
+def _on_numpy(x):
+    """A number, or a tensor on NumPy arrays (CPU)."""
+    return type(x._data) is np.ndarray if isinstance(x, Tensor) else \
+        isinstance(x, (int, float, np.number))
 
 
 def _observed(alpha):
@@ -160,6 +221,36 @@ def _observed(alpha):
     return recorder.observing_session() if recorder is not None else None
 
 
+def _fused_direct(a, b, alpha, sub, inplace):
+    """``a + alpha * b`` (``-alpha`` for sub) straight on the arrays of two plain float32 or
+    float64 CPU tensors of one dtype, with a number ``alpha`` other than 1, no mode watching
+    and no graph to record -- the optimizers' ``p.add_(g, alpha=-lr)`` -- one fused
+    multiply-add (NOTE [ Fused multiply-add as PyTorch's kernels ]); None where the general
+    path must run."""
+    if _dispatch.intercept or type(a) is not Tensor or type(b) is not Tensor or \
+            type(alpha) is not float and type(alpha) is not int or alpha == 1:
+        return None
+    ad, bd = a._data, b._data
+    dt = ad.dtype
+    if type(ad) is not _ndarray or type(bd) is not _ndarray or bd.dtype is not dt or \
+            dt not in _FUSED or not ad.ndim or \
+            _dispatch.state.grad_enabled and (a._rg or b._rg):
+        return None
+    if inplace:
+        if bd.shape != ad.shape and np.broadcast_shapes(ad.shape, bd.shape) != ad.shape:
+            return None
+        _dispatch.check_overlap("sub_" if sub else "add_", a)
+        _scaled_sum(-alpha if sub else alpha, bd, ad, dt, out=ad)
+        a._bump()
+        return a
+    if sub:
+        _check_sub((a, b))
+    try:
+        return wrap(_scaled_sum(-alpha if sub else alpha, bd, ad, dt))
+    except ValueError:  # shapes that do not broadcast: the general path's error
+        return None
+
+
 @public(dunders=())
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other``, with broadcasting and PyTorch's type promotion."""
@@ -167,6 +258,10 @@ def add(input, other, *, alpha=1, out=None):
     if session is not None:
         return session.as_one_op("aten::add", lambda: (input, other, alpha), add,
                                  (input, other), {"alpha": alpha, "out": out})
+    if out is None:
+        r = _fused_direct(input, other, alpha, False, False)
+        if r is not None:
+            return r
     other, params = _scaled("add", other, alpha, input)
     if out is None and params is None:
         return binary(add_op, input, other)
@@ -178,6 +273,8 @@ def _add_(self, other, *, alpha=1):
     if session is not None:
         return session.as_one_op("aten::add_", lambda: (self, other, alpha), _add_,
                                  (self, other), {"alpha": alpha})
+    if _fused_direct(self, other, alpha, False, True) is not None:
+        return self
     other, params = _scaled("add_", other, alpha, self)
     return elementwise_inplace(add_op, self, (other,), params)
 
@@ -192,6 +289,10 @@ def sub(input, other, *, alpha=1, out=None):
     if session is not None:
         return session.as_one_op("aten::sub", lambda: (input, other, alpha), sub,
                                  (input, other), {"alpha": alpha, "out": out})
+    if out is None:
+        r = _fused_direct(input, other, alpha, True, False)
+        if r is not None:
+            return r
     _check_sub((input, other))
     other, params = _scaled("sub", other, alpha, input)
     if out is None and params is None:
@@ -204,6 +305,8 @@ def _sub_(self, other, *, alpha=1):
     if session is not None:
         return session.as_one_op("aten::sub_", lambda: (self, other, alpha), _sub_,
                                  (self, other), {"alpha": alpha})
+    if _fused_direct(self, other, alpha, True, True) is not None:
+        return self
     _check_sub((self, other))
     other, params = _scaled("sub_", other, alpha, self)
     return elementwise_inplace(sub_op, self, (other,), params)

@@ -23,7 +23,18 @@ def _astype(xp, a, dtype):
         a = a.real
     if dtype == _BF16 and xp is np and (a.dtype == np.float32 or a.dtype == np.float16):
         return _float_to_bf16(a)
+    if dtype == np.float16 and a.dtype == np.float64:  # NOTE [ Doubles to half through float ]
+        a = a.astype(np.float32)
     return a.astype(dtype, copy=True)
+
+
+# NOTE [ Doubles to half through float ]
+# PyTorch converts a double to float16 through float32 (c10::Half is built from a float), in
+# its copy kernel, ``torch.tensor`` of Python floats, ``full`` and scalars alike: two
+# roundings, so a double just above a float16 halfway point that float32 cannot tell from the
+# halfway point rounds to even, and doubles in [65519.998, 65520) become inf (float32 rounds
+# them to 65520). NumPy's float64 -> float16 cast rounds once; the conversions here go
+# through float32 first. bfloat16 (ml_dtypes) already converts through float32.
 
 
 # NOTE [ NaN in float32 to bfloat16 copies ]
@@ -298,8 +309,10 @@ def copy_(self, src, non_blocking=False):
         rd = src._data
         if rd.dtype.kind == "c" and sd.dtype.kind != "c":
             rd = rd.real
-        if rd.dtype != sd.dtype and (sd.dtype in _dt._NO_MATH_NP or rd.dtype in _dt._OPAQUE_NP):
-            rd = _astype(np, rd, sd.dtype)  # PyTorch's float8 rules; opaque dtypes raise
+        if rd.dtype != sd.dtype and (sd.dtype in _dt._NO_MATH_NP or rd.dtype in _dt._OPAQUE_NP
+                                     or sd.dtype == np.float16 and rd.dtype == np.float64):
+            # PyTorch's float8 rules; opaque dtypes raise; NOTE [ Doubles to half through float ]
+            rd = _astype(np, rd, sd.dtype)
         sd[...] = rd
     self._bump()
     return self

@@ -178,6 +178,10 @@ def scalar_as(value, npd):
             value = value.real
         if kind == "V" and value != value and npd == _BF16_NAN.dtype:
             return _BF16_NAN  # NOTE [ NaN from a Python number in bfloat16 ]
+        if npd == np.float16 and isinstance(value, (float, np.float64)):
+            # through float32, as PyTorch (NOTE [ Doubles to half through float ])
+            with np.errstate(over="ignore"):
+                return np.float16(np.float32(value))
         return value
     if kind == "b":
         return np.bool_(value != 0)

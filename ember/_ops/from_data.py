@@ -91,8 +91,11 @@ def _py_to_array(leaves, types, d):
                 raise TypeError("must be real number, not complex")
             if d.np in _dt._FLOAT8_NP:  # PyTorch's saturation (NOTE [ Float8 dtypes ])
                 return _dt.to_float8(np.array(leaves, dtype=np.float64), d.np)
-            # a Python float (a double) rounds once, straight to the target dtype
-            r = np.array(leaves, dtype=d.np)
+            # a Python float (a double) rounds straight to the target dtype, float16 through
+            # float32 (NOTE [ Doubles to half through float ] in ember/_ops/conversion.py)
+            r = np.array(leaves, dtype=np.float32 if d is _dt.float16 else d.np)
+            if d is _dt.float16:
+                r = r.astype(np.float16)
             return bf16_scalar_nans(r) if d is _dt.bfloat16 else r
         return np.array(leaves, dtype=d.np)
     except OverflowError:

@@ -13,6 +13,7 @@ from . import _node_names
 from ._registry import public, recorded_as
 from .from_data import tensor
 from .join import stack
+from .nn_checks import type_name_in_check
 from .nn_ops import embedding
 
 
@@ -34,7 +35,8 @@ def _check_bag_args(flat, weight, offsets, padding_idx, mode="sum"):
         raise RuntimeError(
             "Expected tensor for argument #1 'weight' to have one of the following scalar "
             "types: Half, BFloat16, Float, Double; but got "
-            f"{weight.dtype.scalar_name} instead (while checking arguments for embedding_bag)")
+            f"{type_name_in_check(weight.dtype, weight.is_cuda)} instead (while checking "
+            "arguments for embedding_bag)")
     num = weight.shape[0]
     if padding_idx is not None and not -num <= padding_idx < num:
         raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num} "
@@ -61,6 +63,34 @@ def _check_bag_args(flat, weight, offsets, padding_idx, mode="sum"):
         if bad.numel():
             raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
                                f"found idx to be {int(bad[0])}")
+
+
+def _bag_indices(indices, offsets_dtype):
+    """``indices`` in the dtype torch's kernel reads them in: indices and offsets are
+    promoted together (int8 indices with int64 offsets are int64; bool ones count as 0/1),
+    and that dtype must be int64 or int32."""
+    common = _dt.promote_types(indices.dtype, offsets_dtype)
+    if common not in (_dt.int64, _dt.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {type_name_in_check(common, indices.is_cuda)} "
+            "instead (while checking arguments for embedding_bag)")
+    return indices if indices.dtype == common else indices.to(common)
+
+
+def _first_max_rows(vals):
+    """Per column of the (rows, dim) array ``vals``, the row torch's max-bag kernel keeps:
+    it walks the rows in order and replaces its maximum only by a strictly greater value, so
+    ties keep the first row and a NaN wins only as the first row (``argmax`` would pick the
+    first NaN anywhere)."""
+    pos = np.zeros(vals.shape[1], dtype=np.int64)
+    if vals.shape[0] > 1:
+        best = vals[0].copy()
+        for k in range(1, vals.shape[0]):
+            up = vals[k] > best
+            best[up] = vals[k][up]
+            pos[up] = k
+    return pos
 
 
 def _bag_ranges(starts, n, fast, last_offset):
@@ -122,6 +152,7 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
                              "is a mini-batch of fixed length sequences.")
+        input = _bag_indices(input, input.dtype)  # torch's offsets take the input's dtype
         n, length = input.shape
         flat = input.reshape(-1)
         starts = list(range(0, n * length, length))
@@ -129,7 +160,9 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
     else:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
-        flat = input
+        flat = input = _bag_indices(input, offsets.dtype)
+        if offsets.dtype != flat.dtype:
+            offsets = offsets.to(flat.dtype)
         starts = None
         if holds_values(offsets._data):
             starts = offsets.tolist()
@@ -162,8 +195,9 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
             seg = seg[pad[lo:hi]]
         elif keep is not None:
             seg = seg * keep[lo:hi]
-        if seg.shape[0] == 0:
-            bags.append(weight.new_zeros(weight.shape[1]))
+        if seg.shape[0] == 0:  # zeros that are still the table's function, as torch's
+            # (through the lookups, so that a sparse gradient stays sparse)
+            bags.append(rows[:0].sum(0))
         elif mode == "sum":
             bags.append(seg.sum(0))
         elif mode == "mean":
@@ -173,7 +207,8 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
                 count = count - (hi - lo) + keep[lo:hi].sum()
             bags.append(seg.sum(0) / count.clamp(min=1))
         else:
-            bags.append(seg.max(0).values)
+            pos = _first_max_rows(seg.detach().cpu().numpy())
+            bags.append(seg.gather(0, tensor(pos, device=seg.device).unsqueeze(0)).squeeze(0))
     # no bags: an empty result that is still the table's function (torch's requires grad).
     # ember composes the bags from several ops; the node on the result takes the name of
     # torch's one fused op (NOTE [ Node names ])
@@ -323,6 +358,5 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
     for b in range(nbags):
         rows = [r for r in idx[bounds[b]:bounds[b + 1]] if r != pad]
         if rows:
-            vals = table[rows]
-            arg[b] = np.asarray(rows)[vals.argmax(0)]
+            arg[b] = np.asarray(rows)[_first_max_rows(table[rows])]
     return out, as_tensor(bag_of), as_tensor(counts), as_tensor(arg)

@@ -254,8 +254,19 @@ def _layer_norm(input, normalized_shape, weight, bias, eps):
             raise RuntimeError(
                 f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
                 f"shape {list(t.shape)} and normalized_shape = {list(normalized_shape)}")
-    norm_param_dtypes(input, weight, bias)
-    kernel_dtype("layer_norm", input)
+    dt = input.dtype
+    params = [t for t in (weight, bias) if t is not None]
+    if params and params[0].dtype != dt:  # the first parameter decides "mixed", as in torch
+        if any(p.dtype != _dt.float32 for p in params):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        if dt not in (_dt.float16, _dt.bfloat16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    else:  # not mixed: the kernel's dtype first, then each parameter's
+        kernel_dtype("layer_norm", input)
+        for p in params:
+            if p.dtype != dt:
+                raise RuntimeError(f"expected scalar type {dt.scalar_name} but found "
+                                   f"{p.dtype.scalar_name}")
     return _dispatch.apply(layer_norm_op, (input, weight, bias), {"ndim": nd, "eps": eps})
 
 
@@ -398,8 +409,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) by batch statistics (training) or running ones (eval);
     in training the running statistics are updated in place with ``momentum``."""
-    if training and input.dim() >= 2 and input.numel() and input.numel() == input.shape[1]:
-        # nn.functional's own check (the top-level and native forms compute a zero variance)
+    if training and input.dim() and math.prod((input.shape[0],) + input.shape[2:]) == 1:
+        # nn.functional's own check, on the sizes alone (an empty channel dim included); the
+        # top-level and native forms compute a zero variance
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size "
             f"{list(input.shape)}")
@@ -663,13 +675,19 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
             f"{list(input.shape)}")
     kernel_dtype("rms_norm", input)
+    # as PyTorch's composite: in the op-math dtype (float32 for half types; the default eps
+    # is that dtype's), times the weight in the promoted dtype, and back to the input's dtype
+    # once at the end, whatever the weight's dtype (a complex weight's imaginary part is
+    # dropped there, with PyTorch's warning)
+    opmath = _dt.float32 if input.dtype in (_dt.float16, _dt.bfloat16) else input.dtype
     if eps is None:
-        from .._core.dtype import finfo
-
-        eps = finfo(input.dtype).eps
+        eps = _dt.finfo(opmath).eps
     dims = list(range(input.dim() - nd, input.dim()))
-    y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return y * weight if weight is not None else y
+    up = input.to(opmath)
+    y = up * (up * up).mean(dims, keepdim=True).add(eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    return y.to(input.dtype)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

@@ -30,8 +30,8 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
-from . import _node_names, _xp_compat
-from ._registry import Op, public
+from . import _fma, _node_names, _xp_compat
+from ._registry import Op, observing_profiler, public
 from .. import _parallel
 from .indexing import linear_jvp  # forward-mode rules
 
@@ -1000,7 +1000,22 @@ def clamp(input, min=None, max=None, *, out=None):
     return _clamp("clamp", input, min, max, out)
 
 
+def _one_sided_session(name, min, max):
+    """The profiler's session when it alone watches this thread's ops and ``name`` is
+    ``clamp``/``clamp_`` given one bound: ember then runs ``clamp_min``/``clamp_max``,
+    which the profile lists under the name the user called, as PyTorch's does (its
+    ``aten::clamp`` takes the missing bound as None); else None."""
+    if (min is None) == (max is None):
+        return None
+    return observing_profiler()
+
+
 def _clamp(name, input, min, max, out):
+    if name == "clamp":
+        session = _one_sided_session(name, min, max)
+        if session is not None:
+            return session.as_one_op("aten::clamp", lambda: (input, min, max), _clamp,
+                                     (name, input, min, max, out), {})
     op, bounds = _clamp_args("clamp", input, min, max)
     r = elementwise(op, (input,) + bounds, out=out)
     if r._grad_fn is not None:
@@ -1016,6 +1031,14 @@ def _clamp(name, input, min, max, out):
 
 
 def _clamp_(self, min=None, max=None):
+    session = _one_sided_session("clamp_", min, max)
+    if session is not None:
+        return session.as_one_op("aten::clamp_", lambda: (self, min, max), _clamp_,
+                                 (self, min, max), {})
+    return _clamp_inplace(self, min, max)
+
+
+def _clamp_inplace(self, min, max):
     op, bounds = _clamp_args("clamp_", self, min, max)
     return elementwise_inplace(op, self, bounds)
 
@@ -1047,12 +1070,12 @@ def clamp_max(input, max, *, out=None):
 
 def _clamp_min_(self, min):
     _required_bound("clamp_min_", "min", min)
-    return _clamp_(self, min, None)
+    return _clamp_inplace(self, min, None)
 
 
 def _clamp_max_(self, max):
     _required_bound("clamp_max_", "max", max)
-    return _clamp_(self, None, max)
+    return _clamp_inplace(self, None, max)
 
 
 Tensor.clamp_min_ = _clamp_min_
@@ -1067,7 +1090,22 @@ Tensor.clamp_max_ = _clamp_max_
 def _lerp_kernel(xp, a, b, w):
     d = b - a
     # PyTorch's two-sided formula is exact at both ends (w == 0 and w == 1)
+    if xp is np and a.dtype in _FAST:  # NOTE [ Fused multiply-add as PyTorch's kernels ]
+        if not hasattr(w, "dtype"):
+            return _lerp_fused(a, b, d, w)
+        one = a.dtype.type(1)
+        return np.where(np.abs(w) < 0.5, _fma.fma(w, d, a, a.dtype),
+                        _fma.fma(-(one - w), d, b, a.dtype))
     return xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+
+
+def _lerp_fused(a, b, d, w, out=None):
+    """``a + w * d`` (``|w| < 0.5``) or ``b - (1 - w) * d``, each one fused multiply-add,
+    for a number ``w`` rounded to the arrays' dtype first, as PyTorch's kernel rounds it."""
+    w = a.dtype.type(w)
+    if -0.5 < w < 0.5:
+        return _fma.fma(w, d, a, a.dtype, out=out)
+    return _fma.fma(-(a.dtype.type(1) - w), d, b, a.dtype, out=out)
 
 
 def _lerp_vjp(g, a, b, w):
@@ -1130,6 +1168,8 @@ def _lerp_arrays(a, b, w, out=None):
     """``a + w (b - a)`` for |w| < 0.5, else ``b - (1 - w)(b - a)`` (PyTorch's two forms),
     into ``out`` when given."""
     d = b - a
+    if type(a) is np.ndarray:
+        return _lerp_fused(a, b, d, w, out=out)
     if builtins.abs(w) < 0.5:
         d *= w
         base = a
@@ -1181,12 +1221,15 @@ def _cast_value(a, value):
 
 @opmath
 def _addcmul_kernel(xp, a, b, c, *, value):
-    return a + _cast_value(xp.asarray(a), value) * b * c
+    v = _cast_value(xp.asarray(a), value)
+    if xp is np and a.dtype in _FAST:  # NOTE [ Fused multiply-add as PyTorch's kernels ]
+        return _fma.fma(v * b, c, a, a.dtype)
+    return a + v * b * c
 
 
 @opmath
 def _addcdiv_kernel(xp, a, b, c, *, value):
-    return a + _cast_value(xp.asarray(a), value) * (b / c)
+    return a + _cast_value(xp.asarray(a), value) * b / c  # PyTorch's order: (value * b) / c
 
 
 def _addcmul_vjp(g, _a, b, c, *, value):
@@ -1226,11 +1269,25 @@ def _addc_arrays(a, b, c, value, div):
     broadcast to ``a``'s shape (the general path then reports or broadcasts)."""
     if b.shape != a.shape or c.shape != a.shape:
         return None
-    r = b / c if div else b * c
-    if value != 1:
-        r *= value
-    r += a
-    return r
+    return _addc_into(a, b, c, value, div, None)
+
+
+def _addc_into(a, b, c, value, div, out):
+    """``a + (value * b) / c`` or ``a + (value * b) * c`` (one fused multiply-add on NumPy
+    arrays, NOTE [ Fused multiply-add as PyTorch's kernels ]) into ``out`` (a new array
+    when None)."""
+    v = a.dtype.type(value)
+    if not div and type(a) is np.ndarray:
+        return _fma.fma(b * v, c, a, a.dtype, out=out)
+    r = b * v
+    if div:
+        r /= c
+    else:
+        r *= c
+    if out is None:
+        r += a
+        return r
+    return np.add(a, r, out=out)
 
 
 @public
@@ -1269,10 +1326,7 @@ def _addc_inplace(self, tensor1, tensor2, value, div):
     if b.shape != a.shape or c.shape != a.shape:
         return False
     _dispatch.check_overlap("addcdiv_" if div else "addcmul_", self)
-    r = b / c if div else b * c
-    if value != 1:
-        r *= value
-    a += r
+    _addc_into(a, b, c, value, div, a)
     self._bump()
     return True
 

@@ -16,10 +16,12 @@ extra passes over the parameters, where one launch per parameter costs ~2 ms.
 - The arithmetic is in float32 for float16, bfloat16 and float32 arrays (float64 for
   float64): a low-precision parameter is widened once and rounded once, as PyTorch's
   fused kernels do. For float32 the operations are the unfused path's, in its order, and
-  the kernels are compiled with ``--fmad=false`` (no multiply-add contraction), so each
-  value is rounded where the unfused path rounds it (checked bit for bit against the
-  unfused path with the kernel bodies compiled as C on the CPU; on a GPU the tests allow
-  float32 rounding).
+  the kernels are compiled with ``--fmad=false`` (no multiply-add contraction) with an
+  explicit ``fma`` exactly where the unfused path's ops fuse (``add(alpha=)``, ``lerp``,
+  ``addcmul``; NOTE [ Fused multiply-add as PyTorch's kernels ] in ``ember/_ops/_fma.py``),
+  so each value is rounded where the unfused path rounds it (checked bit for bit against
+  the unfused path with the kernel bodies compiled as C on the CPU; on a GPU the tests
+  allow float32 rounding).
 - Kernels are compiled on first use and kept in ``_kernels`` (CuPy also caches the binary
   on disk). CuPy is imported only when a CuPy array is seen; NumPy arrays never come here.
 
@@ -51,17 +53,17 @@ if (maximize) gv = -gv;
 acc_t pv = (acc_t)p;
 if (wd != 0) {
     if (decoupled) pv = pv * decay;
-    else gv = gv + wd * pv;
+    else gv = fma(wd, pv, gv);
 }
 acc_t mv = (acc_t)m;
 acc_t d = gv - mv;
-mv = (w1 < (acc_t)0.5) ? mv + d * w1 : gv + d * w1m1;
-acc_t vv = (acc_t)v * beta2 + (gv * gv) * w2;
+mv = (w1 < (acc_t)0.5) ? fma(w1, d, mv) : fma(w1m1, d, gv);
+acc_t vv = fma(w2 * gv, gv, (acc_t)v * beta2);
 m = (T)mv;
 v = (T)vv;
 %(amsgrad)s
 acc_t denom = sqrt(vv) / bias2_sqrt + eps;
-p = (T)(pv + step_size * (mv / denom));
+p = (T)(pv + step_size * mv / denom);
 """
 
 _AMSGRAD = """
@@ -73,15 +75,15 @@ _SGD = """
 acc_t gv = (acc_t)g;
 if (maximize) gv = -gv;
 acc_t pv = (acc_t)p;
-if (wd != 0) gv = gv + wd * pv;
+if (wd != 0) gv = fma(wd, pv, gv);
 %(momentum)s
-p = (T)(pv + neg_lr * gv);
+p = (T)fma(neg_lr, gv, pv);
 """
 
 _MOMENTUM = """
-acc_t bv = first ? gv : (acc_t)buf * momentum + gv * keep;
+acc_t bv = first ? gv : fma(keep, gv, (acc_t)buf * momentum);
 buf = (T)bv;
-gv = nesterov ? gv + bv * momentum : bv;
+gv = nesterov ? fma(momentum, bv, gv) : bv;
 """
 
 
@@ -168,7 +170,9 @@ def adam(p, g, m, v, vmax, *, beta1, beta2, lr, weight_decay, eps, step, decoupl
     bias1 = 1 - beta1 ** step
     bias2_sqrt = math.sqrt(1 - beta2 ** step)
     k = _kernel("adam_amsgrad" if vmax is not None else "adam", *types)
-    k(g, w1, w1 - 1, beta2, 1 - beta2, weight_decay, 1 - lr * weight_decay, eps, -lr / bias1,
+    # lerp's other form multiplies by -(1 - w1) with w1 already rounded to the scalar type
+    w1m1 = float(np.float32(w1) - np.float32(1)) if types[1] == "float32" else w1 - 1
+    k(g, w1, w1m1, beta2, 1 - beta2, weight_decay, 1 - lr * weight_decay, eps, -lr / bias1,
       bias2_sqrt, int(bool(maximize)), int(bool(decoupled)), *arrays[:1], *arrays[2:])
     return True
 

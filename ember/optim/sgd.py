@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dispatch, _kernels, _parallel
 from .._core.tensor import wrap
+from .._ops import _fma
 from . import _fused_cuda
 from ._base import check_fused, closure_loss
 from ._flat import apply_update
@@ -160,9 +161,10 @@ def sgd(params, d_p_list, momentum_buffer_list, *, lr, momentum=0, dampening=0,
 # The op-by-op update is written once, ``_sgd_update``, and runs on two kinds of operands:
 # tensors (the loop above, which modes, autograd and every device see op by op) and the
 # NumPy slices of a large parameter cut over threads (``_sgd_on_threads``). The two sets
-# of operations give the same operation the same rounding -- ``add(y, alpha)`` rounds
-# ``alpha * y`` first and adds ``y`` itself when alpha is 1, as ``Tensor.add`` does -- so
-# each piece's bits are the loop's. The compiled step (``_kernels.sgd``) is the third form,
+# of operations give the same operation the same rounding -- ``add(y, alpha)`` is one fused
+# multiply-add for float32/float64 and adds ``y`` itself when alpha is 1, as ``Tensor.add``
+# and PyTorch's kernel do (NOTE [ Fused multiply-add as PyTorch's kernels ]) -- so each
+# piece's bits are the loop's. The compiled step (``_kernels.sgd``) is the third form,
 # one fused pass tested against these.
 
 
@@ -187,7 +189,9 @@ class _ArrayMath:
 
     @staticmethod
     def add(x, y, alpha, inplace=False):
-        return np.add(x, y if alpha == 1 else y * alpha, out=x if inplace else None)
+        if alpha == 1:
+            return np.add(x, y, out=x if inplace else None)
+        return _fma.fma(alpha, y, x, x.dtype, out=x if inplace else None)
 
     @staticmethod
     def scale_(x, c):

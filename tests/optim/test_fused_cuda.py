@@ -98,7 +98,8 @@ def c_kernels(tmp_path_factory):
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("needs a C++ compiler")
-    src = ["#include <cmath>\n#include <algorithm>\nusing std::max; using std::sqrt;\n"
+    src = ["#include <cmath>\n#include <algorithm>\n"
+           "using std::max; using std::sqrt; using std::fma;\n"
            "typedef float acc_t; typedef float T;\n"]
     signatures = {}
     for kind in ("adam", "adam_amsgrad", "sgd", "sgd_momentum"):
