@@ -181,7 +181,7 @@ def _bce_jvp(x_dots, x, t, w, *, reduction, out):
     x_dot, t_dot = x_dots[0], x_dots[1]
     per = None
     if x_dot is not None:
-        per = x_dot * (x - t) / (x * (1 - x)).clamp(min=_BCE_EPS)
+        per = x_dot * (x - t) / (x * (1 - x)).clamp_min(_BCE_EPS)
     if t_dot is not None:
         pt = t_dot * ((-x).log1p() - x.log())
         per = pt if per is None else per + pt
@@ -227,7 +227,7 @@ def _bce_backward_vjp(gg, g, x, t, w, *, reduction, needs_input_grad):
     dg = f * (x - t) / (xd * one_xd) if needs_input_grad[0] else None
     dx = f * g * (x * x - 2 * x * t + t) / (xd * one_xd).square() if needs_input_grad[1] \
         else None
-    dt = -f * g / (x * (1 - x)).clamp(min=_BCE_D) if needs_input_grad[2] else None
+    dt = -f * g / (x * (1 - x)).clamp_min(_BCE_D) if needs_input_grad[2] else None
     return dg, dx, dt, None
 
 
@@ -237,7 +237,7 @@ def _bce_backward_jvp(x_dots, g, x, t, w, *, reduction, out):
     per = None
     for dot, partial in ((g_dot, lambda: (x - t) / (xd * one_xd)),
                          (x_dot, lambda: g * (x * x - 2 * x * t + t) / (xd * one_xd).square()),
-                         (t_dot, lambda: -g / (x * (1 - x)).clamp(min=_BCE_D))):
+                         (t_dot, lambda: -g / (x * (1 - x)).clamp_min(_BCE_D))):
         if dot is not None:
             term = dot * partial()
             per = term if per is None else per + term
@@ -536,7 +536,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     # zeros, not ``input * 0``: an infinite input must not turn the other branch into NaN;
     # torch converts the -1 it compares with to the target's type (255 for uint8)
     neg_one = 255 if target.dtype.name == "uint8" else -1
-    margin_part = where(target != 1, (margin - input).clamp(min=0), 0)
+    margin_part = where(target != 1, (margin - input).clamp_min(0), 0)
     self_part = where(target != neg_one, input, 0)
     loss = margin_part + self_part
     if not (input.is_floating_point() or input.is_complex()):  # torch keeps integer inputs'
@@ -664,7 +664,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     x_target = x.gather(1, safe_t)  # (n, c): the score of each listed target
     diff = 1 - x_target.unsqueeze(2) + x.unsqueeze(1)  # (n, j, i)
     pair_mask = from_numpy(valid[:, :, None] & ~is_target[:, None, :]).to(x.device, x.dtype)
-    loss = (diff.clamp(min=0) * pair_mask).sum((1, 2)) / c
+    loss = (diff.clamp_min(0) * pair_mask).sum((1, 2)) / c
     if one:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
@@ -683,7 +683,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     t = target.reshape(-1)
     c = x.shape[1]
     x_y = x.gather(1, t.unsqueeze(1))
-    z = (margin - x_y + x).clamp(min=0)
+    z = (margin - x_y + x).clamp_min(0)
     if p == 2:
         z = z * z
     if weight is not None:
@@ -816,7 +816,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     # even where cos is NaN
     zeros = full_like(cos, 0)
     loss = (where(target == 1, 1 - cos, zeros)
-            + where(target == -1, (cos - margin).clamp(min=0), zeros))
+            + where(target == -1, (cos - margin).clamp_min(0), zeros))
     return _reduce(loss, reduction)
 
 
@@ -833,7 +833,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -846,7 +846,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d_neg = dist(anchor, negative)
     if swap:
         d_neg = minimum(d_neg, dist(positive, negative))
-    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction_enum(reduction))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction_enum(reduction))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -527,6 +527,11 @@ def _adaptive_avg_backward_kernel(xp, g, *, input_shape, output_size):
 
 
 def _adaptive_avg_vjp(g, x, *, output_size):
+    if all(o == 1 for o in output_size):
+        # global pooling is a mean over the planes, and its gradient is PyTorch's mean's:
+        # the gradient spread over each plane and divided by its size (the bits the
+        # general kernel gives, as PyTorch's MeanBackward1 runs it)
+        return g.expand(tuple(x.shape)) / math.prod(x.shape[2:])
     return grad_linked_to(_dispatch.apply(adaptive_avg_backward_op, (g,), {
         "input_shape": tuple(x.shape), "output_size": output_size}), x)
 

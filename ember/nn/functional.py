@@ -371,7 +371,7 @@ def one_hot(tensor, num_classes=-1):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    denom = input.norm(p=p, dim=dim, keepdim=True).clamp(min=eps).expand_as(input)
+    denom = input.norm(p=p, dim=dim, keepdim=True).clamp_min(eps).expand_as(input)
     r = input / denom
     return r if out is None else out.copy_(r)
 

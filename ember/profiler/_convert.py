@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 
-from ..autograd.profiler_util import EventList, FunctionEvent
+from ..autograd.profiler_util import MEMORY_EVENT_NAME, EventList, FunctionEvent
 from ._inputs import node_inputs, torch_inputs
 from ._recorder import dtype_names, shape_lists, stack_lines
 
@@ -94,6 +94,8 @@ def _function_events(session, meta):
                 ev.set_cpu_parent(p)
                 p.append_cpu_child(ev)
         out.append(ev)
+    if session.loose_mem:
+        out = _with_memory_events(session, out, thread, use_device)
     timer = session.device_timer
     if timer is not None:
         _attach_kernels(timer, session, made, out, use_device or "cuda")
@@ -106,6 +108,34 @@ def _function_events(session, meta):
                        _trace_meta=meta)
     events._sessions = [session]
     return events
+
+
+def _with_memory_events(session, out, thread, use_device):
+    """``out`` with a ``[memory]`` event for each allocation or free outside every event
+    (``_Session.loose_mem``), placed by time among the events that have no parent, as
+    PyTorch lists them: an instant (no duration) whose memory is the bytes (negative for a
+    free)."""
+    t0 = session.start_ns
+    next_id = max((e.id for e in out), default=0) + 1
+    loose = []
+    for t, n in session.loose_mem:
+        ev = FunctionEvent(id=next_id, name=MEMORY_EVENT_NAME, thread=thread,
+                           start_us=(t - t0) / 1e3, end_us=(t - t0) / 1e3,
+                           cpu_memory_usage=n, sequence_nr=-1, use_device=use_device)
+        ev._kind = "memory"
+        ev._dims = ev._strides = None
+        next_id += 1
+        loose.append(ev)
+    merged = []
+    i = 0
+    for ev in out:
+        if ev.cpu_parent is None:
+            while i < len(loose) and loose[i].time_range.start < ev.time_range.start:
+                merged.append(loose[i])
+                i += 1
+        merged.append(ev)
+    merged.extend(loose[i:])
+    return merged
 
 
 def _attach_kernels(timer, session, made, out, use_device):

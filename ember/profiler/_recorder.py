@@ -368,6 +368,52 @@ def _pool_rule(base, child=None):
     return rule
 
 
+def _adaptive_avg_rule(args, kwargs):
+    """``adaptive_avg_pool2d``/``3d`` work as ``aten::_adaptive_avg_pool2d`` in PyTorch,
+    or as ``aten::mean`` over the planes when every output size is 1 (``(1, 1)``: the
+    global pooling of classifier heads)."""
+    n = _pool_dims(kwargs)
+    if n is None:
+        return None
+    outer = f"aten::adaptive_avg_pool{n}d"
+    if n == 1:   # (PyTorch's 1-d form unsqueezes and calls the 2-d one)
+        return outer, None
+    if all(o == 1 for o in kwargs["output_size"]):
+        return outer, "aten::mean"
+    return outer, f"aten::_adaptive_avg_pool{n}d"
+
+
+def _adaptive_avg_inputs(args, kwargs):
+    """The raw ``(shapes, dtypes)`` under ``adaptive_avg_pool2d``/``3d``: ``mean(input,
+    dims, keepdim, dtype)`` or ``_adaptive_avg_pool2d(input, output_size)``."""
+    x = args[0]._data
+    if all(o == 1 for o in kwargs["output_size"]):
+        return [((x.shape, (), (), ()), (x.dtype, "ScalarList", "Scalar", ""))]
+    return [((x.shape, ()), (x.dtype, "ScalarList"))]
+
+
+def _var_rule(args, kwargs):
+    # ember's one variance op serves ``std`` too (``take_sqrt``)
+    return ("aten::std" if kwargs.get("take_sqrt") else "aten::var"), None
+
+
+def _var_call(args, kwargs):
+    # ``var``/``std(self, dim, correction, keepdim)``
+    x = args[0]._data
+    dim = kwargs.get("dim")
+    return [_TensorInfo((x.shape, x.dtype, getattr(x, "strides", None))),
+            None if dim is None else list(dim), kwargs.get("correction"),
+            kwargs.get("keepdim", False)]
+
+
+def _embedding_backward_inputs(args, kwargs):
+    """The raw ``(shapes, dtypes)`` of ``embedding_dense_backward(grad_output, indices,
+    num_weights, padding_idx, scale_grad_by_freq)`` under ``aten::embedding_backward``."""
+    g, idx = args[0]._data, args[1]._data
+    return [((g.shape, idx.shape, (), (), ()), (g.dtype, idx.dtype, "Scalar", "Scalar",
+                                                 "Scalar"))]
+
+
 def _linear_rule(args, kwargs):
     w = args[1] if len(args) > 1 else kwargs.get("weight")
     if not isinstance(w, Tensor) or w._data.ndim != 2:
@@ -578,6 +624,32 @@ def _getitem_backward_in_node(args, kwargs):
     return [grad, shape] + ([] if found is None else _key_items(*found))
 
 
+def _pool_backward_in_node(args, kwargs):
+    # ``_adaptive_avg_pool2d_backward(grad_output, self)``: the input as its shape and the
+    # gradient's dtype (the node keeps no input)
+    g = args[0]._data
+    return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None))),
+            _TensorInfo((tuple(kwargs["input_shape"]), g.dtype, None))]
+
+
+def _max_pool_backward_in_node(args, kwargs):
+    # ``max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
+    # dilation, ceil_mode, indices)``; the window's numbers stay in the node
+    idx = args[1]._data
+    return _pool_backward_in_node(args, kwargs) + [None] * 5 + [
+        _TensorInfo((idx.shape, idx.dtype, getattr(idx, "strides", None)))]
+
+
+def _layer_norm_backward_in_node(args, kwargs):
+    # ``native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight,
+    # bias, output_mask)``; ember's op never takes the bias (its gradient is a sum of the
+    # output's): it is listed as the weight, the affine pair of ``nn.LayerNorm``
+    g, x, w, mean, rstd = (_info(a) for a in args[:5])
+    ndim = kwargs["ndim"]
+    return [g, x, tuple(x[0][len(x[0]) - ndim:]), mean, rstd, w, w,
+            [True, w is not None, w is not None]]
+
+
 def _squeeze_in_node(args, kwargs):
     # the dim ``unsqueeze`` added: the first whose removal gives the view's shape
     g = args[0]._data
@@ -643,7 +715,8 @@ def _lstm_layer_backward_in_node(args, kwargs):
 
 #: ember's event name -> ``fn(args, kwargs)`` giving the arguments (``_ordered_record``'s
 #: items) of the PyTorch op its rule renamed it to, where they differ from ember's op's
-_RENAMED_CALLS = {"aten::index": _getitem_call, "aten::lstm_layer": _lstm_layer_call}
+_RENAMED_CALLS = {"aten::index": _getitem_call, "aten::lstm_layer": _lstm_layer_call,
+                  "aten::var": _var_call}
 
 
 #: ember's event name -> ``rule(args, kwargs)`` giving ``(name, child name or None)`` for
@@ -651,9 +724,14 @@ _RENAMED_CALLS = {"aten::index": _getitem_call, "aten::lstm_layer": _lstm_layer_
 _NAMING = {
     "aten::max_pool": _pool_rule("aten::max_pool", "_with_indices"),
     "aten::avg_pool": _pool_rule("aten::avg_pool"),
-    "aten::adaptive_avg_pool": _pool_rule("aten::adaptive_avg_pool"),
+    "aten::adaptive_avg_pool": _adaptive_avg_rule,
     "aten::adaptive_max_pool": _pool_rule("aten::adaptive_max_pool"),
     "aten::linear": _linear_rule,
+    "aten::var": _var_rule,
+    "aten::embedding_backward": _fixed("aten::embedding_backward",
+                                       "aten::embedding_dense_backward"),
+    # NOTE [ Reshape of a non-viewable tensor ] in ember/_ops/shape.py
+    "aten::_reshape_copy": _fixed("aten::_unsafe_view", None),
     "aten::convolution": _conv_rule(False),
     # ember's transposed convolution is the adjoint of its convolution
     "aten::convolution_input_grad": _conv_rule(True),
@@ -678,6 +756,9 @@ _NAMING = {
     # NOTE [ LSTM layers under the profiler ]
     "aten::lstm_layer": _fixed("aten::mkldnn_rnn_layer", None),
     "aten::lstm_layer_backward": None,
+    "aten::native_layer_norm_backward": None,
+    "aten::adaptive_avg_pool_backward": None,
+    "aten::max_pool_backward": None,
     "aten::transpose": None,
     "aten::view": None,
     "aten::_getitem_backward": None,
@@ -694,8 +775,15 @@ _NAMING = {
 # PyTorch's engine runs ``sum_to``: ``aten::sum`` over the broadcast dims keeping them,
 # then ``aten::view`` to drop the leading ones; ember's one ``_autograd_sum_to`` kernel is
 # then run as those two ops, for real (``_sum_to_as_torch``), so the rows and counts are
-# PyTorch's. (PyTorch's engine sums after the node's function returns, so its row sits
-# beside the node's event; ember's sits inside it, the node's last work.)
+# PyTorch's. PyTorch's engine sums after the node's function returns, so its rows sit
+# beside the node's event, inside ``evaluate_function``; ember sums in ``fit_grads``, the
+# last work of the node's ``_apply`` once its formula has returned, so the node's event is
+# closed there and the rows land beside it too (except in nodes whose formula is the sum:
+# ``_SUMMING_NODES``, ``ExpandBackward0``).
+
+
+#: nodes whose formula in PyTorch is itself a ``sum_to``: their sum stays inside them
+_SUMMING_NODES = {"ExpandBackward0", "ExpandBackward1", "BroadcastTensorsBackward0"}
 
 
 def _t_in_node(args, kwargs):
@@ -719,6 +807,15 @@ _IN_NODE = {
     "aten::_getitem_backward": {
         "SelectBackward0": ("aten::select_backward", _getitem_backward_in_node),
         "SliceBackward0": ("aten::slice_backward", _getitem_backward_in_node)},
+    "aten::adaptive_avg_pool_backward": {
+        f"AdaptiveAvgPool{n}DBackward0": (f"aten::_adaptive_avg_pool{n}d_backward",
+                                          _pool_backward_in_node) for n in (2, 3)},
+    "aten::max_pool_backward": {
+        f"MaxPool{n}DWithIndicesBackward0": (f"aten::max_pool{n}d_with_indices_backward",
+                                             _max_pool_backward_in_node) for n in (2, 3)},
+    "aten::native_layer_norm_backward": {
+        "NativeLayerNormBackward0": ("aten::native_layer_norm_backward",
+                                     _layer_norm_backward_in_node)},
     "aten::lstm_layer_backward": {
         "MkldnnRnnLayerBackward0": ("aten::mkldnn_rnn_layer_backward",
                                     _lstm_layer_backward_in_node)},
@@ -729,7 +826,10 @@ _IN_NODE = {
 #: under it, where PyTorch's ops there receive other inputs than the outer op
 _CHILD_INPUTS = {"aten::linear": _linear_inputs, "aten::embedding": _embedding_inputs,
                  "aten::relu": _clamp_inputs,
-                 "aten::relu_": _clamp_inputs}
+                 "aten::relu_": _clamp_inputs,
+                 "aten::embedding_backward": _embedding_backward_inputs,
+                 "aten::adaptive_avg_pool2d": _adaptive_avg_inputs,
+                 "aten::adaptive_avg_pool3d": _adaptive_avg_inputs}
 #: ember's event name -> ``fn(args, name)`` giving the raw ``(shapes, dtypes)`` of the op
 #: its rule renamed it to (``name``), where PyTorch's op there receives other inputs
 _RENAMED_INPUTS = {"aten::matmul": _matmul_inputs}
@@ -774,9 +874,14 @@ _NOTED = {"aten::scaled_dot_product_attention": _sdpa_levels}
 
 #: outer events that carry their child's flop count, as PyTorch's do
 _FLOPS_ON_OUTER = {"aten::conv1d", "aten::conv2d", "aten::conv3d"}
-#: names a rule keeps in backward too (they only name the op by its dimension)
+#: backward ops whose rule's chain applies inside their node, where PyTorch's backward op
+#: calls another (``embedding_backward`` > ``embedding_dense_backward``)
+_BACKWARD_CHAINS = {"aten::embedding_backward"}
+#: names a rule keeps in backward too (they only name the op by its dimension, or as
+#: PyTorch's op for the same work)
 _RENAMES_ONLY = {"aten::max_pool", "aten::avg_pool", "aten::adaptive_avg_pool",
-                 "aten::adaptive_max_pool", "aten::lerp_scalar", "aten::lerp_scalar_"}
+                 "aten::adaptive_max_pool", "aten::lerp_scalar", "aten::lerp_scalar_",
+                 "aten::var", "aten::_reshape_copy"}
 
 
 def shape_lists(shapes):
@@ -1122,7 +1227,7 @@ class _OpRecorder(_dispatch.Mode):
             p = open_raw.get(parent)
             while p is not None and p.kind == "op":   # (a composite a backward node calls)
                 p = open_raw.get(p.parent)
-            if p is not None and p.kind == "bwd":
+            if p is not None and p.kind == "bwd" and name not in _BACKWARD_CHAINS:
                 # an op a backward node calls keeps its own name (a pool: its dimension)
                 inner = None
                 if name not in _RENAMES_ONLY:
@@ -1235,6 +1340,12 @@ class _OpRecorder(_dispatch.Mode):
                                     if n == 1 and g._data.shape[i + lead] != 1]
         if not dims or _state.modes or not isinstance(g, Tensor):
             return self.dispatch(handle, args, kwargs, "aten::_autograd_sum_to")
+        s = self.session
+        p = s._open_raw.get(self._opened[-1])
+        if p is not None and p.kind == "bwd" and p.name not in _SUMMING_NODES:
+            # the node's formula has returned (``fit_grads`` runs after it): its event
+            # ends, and the sum sits beside it, as PyTorch's engine sums after the call
+            s.end(p)
         _state.modes = (self,)
         try:
             r = g.sum(dims, keepdim=True)
@@ -1264,6 +1375,9 @@ class _Session:
         self._open_raw = {}         # idx -> ``_Raw`` for the open non-op events
         self.mem = {}               # idx -> bytes allocated (less bytes freed) inside it
         self.mem_events = []        # (time ns, bytes, total allocated, address)
+        # (time ns, bytes) of the allocations and frees outside every event: the profile's
+        # ``[memory]`` events, as PyTorch lists them
+        self.loose_mem = []
         # NOTE [ Memory categories ]: per memory event, where it happened (``_FORWARD``,
         # ``_BACKWARD``, ``_OPTIMIZER``); samples ``(time ns, category, address, bytes)``
         # of the tensors whose role ember knows; the times backward passes began
@@ -1423,6 +1537,15 @@ class _Session:
         # the node the call's result got: the trace's flow arrow starts at the outer event
         ev.seq = _sequence_nr(r, args)
         return r
+
+    def scalar_read(self, tensor, fn):
+        """``tensor.item()`` (``fn()``, the read) as PyTorch records it: ``aten::item``
+        around ``aten::_local_scalar_dense``, both given the tensor. Returns the value."""
+        def inputs():
+            return (tensor,)
+
+        return self.composite("aten::item", inputs, self.composite,
+                              ("aten::_local_scalar_dense", inputs, fn, (), {}), {})
 
     # NOTE [ Fused kernels under the profiler ]
     # Ember's fused paths (one pass of a kernel for an Adam step, NOTE [ Fused kernels ] in
@@ -1595,12 +1718,16 @@ class _Session:
                 n = int(getattr(arr, "nbytes", 0))
                 if n == 0:
                     continue
-                self.mem[idx] = self.mem.get(idx, 0) + n
+                t = perf_counter_ns()
+                if idx >= 0:
+                    self.mem[idx] = self.mem.get(idx, 0) + n
+                else:
+                    self.loose_mem.append((t, n))
                 self.allocated += n
                 # the array's id stands for its address: unique while it lives, which is
                 # what pairs an allocation with its free in a trace's ``Addr``
                 addr = id(arr)
-                self.mem_events.append((perf_counter_ns(), n, self.allocated, addr))
+                self.mem_events.append((t, n, self.allocated, addr))
                 self.mem_ctx.append(self._ctx)
                 try:
                     r = weakref.ref(arr, self._on_free)
@@ -1630,7 +1757,8 @@ class _Session:
         if not self.active or threading.get_ident() != self.thread:
             return
         self.allocated -= n
-        self.mem_events.append((perf_counter_ns(), -n, self.allocated, addr))
+        t = perf_counter_ns()
+        self.mem_events.append((t, -n, self.allocated, addr))
         self.mem_ctx.append(self._ctx)
         top = self.open[-1]
         p = self._open_raw.get(top)
@@ -1640,6 +1768,8 @@ class _Session:
             top = p.parent
         if top >= 0:
             self.mem[top] = self.mem.get(top, 0) - n
+        else:
+            self.loose_mem.append((t, -n))
 
     # -- optimizers and modules -------------------------------------------------------------
 

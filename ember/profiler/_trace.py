@@ -56,8 +56,8 @@ def write_chrome_trace(events, path, meta=None):
     backward_by_seq = {}
     for idx, e in enumerate(events):
         kind = getattr(e, "_kind", "op")
-        if kind == "kernel":
-            continue            # on the GPU's track, below
+        if kind == "kernel" or kind == "memory":
+            continue            # on the GPU's track, and instants from ``mem_events``, below
         cat = {"user": "user_annotation", "module": "python_function",
                "python": "python_function"}.get(kind, "cpu_op")
         if kind == "python" or kind == "module":

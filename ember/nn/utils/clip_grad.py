@@ -5,7 +5,38 @@ from __future__ import annotations
 import math
 import warnings
 
+from ..._ops._registry import recorded_as
 from ...autograd.grad_mode import no_grad
+
+# NOTE [ Clipping as PyTorch's foreach ops ]
+# PyTorch clips CPU and CUDA gradients with its foreach ops unless ``foreach=False``: one
+# ``_foreach_norm`` and one ``_foreach_mul_`` per group of gradients of one device and
+# dtype. ember runs the per-tensor ops those ops stand for, in the same groups and order
+# (so the total norm sums in PyTorch's order), and a profile lists each group's work under
+# the foreach op's event as PyTorch's does (``recorded_as``: nothing is added while no
+# profiler records). The coefficient is ``(total + 1e-6).reciprocal() * max_norm``, the
+# ops and bits of PyTorch's ``max_norm / (total + 1e-6)``.
+
+
+@recorded_as("aten::_foreach_norm", ("tensors", "ord", None))
+def _foreach_norm(tensors, ord):
+    from ... import linalg
+
+    return [linalg.vector_norm(t, ord) for t in tensors]
+
+
+@recorded_as("aten::_foreach_mul_", ("tensors", "scalar"))
+def _foreach_mul_(tensors, scalar):
+    for t in tensors:
+        t.mul_(scalar)
+
+
+def _groups(tensors):
+    """``tensors`` grouped by device and dtype, in order of first appearance."""
+    groups = {}
+    for t in tensors:
+        groups.setdefault((str(t.device), t.dtype), []).append(t)
+    return list(groups.values())
 
 
 def _grads(parameters):
@@ -45,7 +76,10 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return tensor(0.0)
     with no_grad():
-        norms = [linalg.vector_norm(t, norm_type) for t in tensors]
+        norms = []
+        for group in _groups(tensors):   # NOTE [ Clipping as PyTorch's foreach ops ]
+            norms.extend(_foreach_norm(group, norm_type) if foreach is not False else
+                         [linalg.vector_norm(t, norm_type) for t in group])
         total = linalg.vector_norm(stack([n.to(norms[0].dtype) for n in norms]), norm_type)
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
@@ -91,9 +125,14 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     # as PyTorch: the clamped coefficient stays a tensor, so no value is read back (the norm
     # may live on a GPU, or on meta, where there is none)
     with no_grad():
-        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.to(device=g.device, dtype=g.dtype))
+        coef = ((total_norm + 1e-6).reciprocal() * float(max_norm)).clamp(max=1.0)
+        for group in _groups(grads):   # NOTE [ Clipping as PyTorch's foreach ops ]
+            c = coef.to(device=group[0].device, dtype=group[0].dtype)
+            if foreach is False:
+                for g in group:
+                    g.mul_(c)
+            else:
+                _foreach_mul_(group, c)
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
