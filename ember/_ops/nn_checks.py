@@ -234,3 +234,18 @@ def nonempty_input(input, nd, skip=None, message=None):
         raise RuntimeError(message or (
             f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
             f"size for input, but got:{list(shape)}"))
+
+
+# the dtypes with a legacy tensor type (``torch.FloatTensor``); PyTorch's argument checks name
+# any other dtype by its backend type (``CPUBoolType``, ``CPUBFloat16Type``)
+_LEGACY_NAMED = frozenset(["Float", "Double", "Half", "Byte", "Char", "Short", "Int", "Long"])
+
+
+def type_name_in_check(dtype, cuda=False):
+    """How PyTorch's "Expected tensor for argument #1 ..." checks name a tensor's type:
+    ``torch.FloatTensor`` / ``torch.cuda.LongTensor``, or ``CPUBoolType`` for the dtypes
+    that have no legacy tensor type."""
+    name = dtype.scalar_name
+    if name in _LEGACY_NAMED:
+        return f"torch.{'cuda.' if cuda else ''}{name}Tensor"
+    return f"{'CUDA' if cuda else 'CPU'}{name}Type"
