@@ -2,11 +2,12 @@
 (Tensor subclasses opt out of ``__torch_function__`` with ``_disabled_torch_function_impl``
 and run code without it under ``DisableTorchFunctionSubclass``)."""
 
+from ._core.generator import Generator  # noqa: F401  (torch._C.Generator, its printed home)
 from ._overrides import (  # noqa: F401  (re-exported)
     DisableTorchFunction, DisableTorchFunctionSubclass, _disabled_torch_function_impl,
 )
 
-__all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass",
+__all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass", "Generator",
            "_disabled_torch_function_impl"]
 
 

@@ -199,7 +199,8 @@ def _only_plain(args, kwargs):
 
 #: the homes of argument types that, lacking ``__torch_function__``, are remembered as plain
 #: the first time a test meets them (ember's sentinels, NumPy's scalars and dtypes)
-_REMEMBERED = frozenset(["ember", "numpy", "builtins"])
+# (ember's classes are named torch's under the alias: NOTE [ Class names under the alias ])
+_REMEMBERED = frozenset(["ember", "torch", "numpy", "builtins"])
 
 
 def _plain_after_all(t, x) -> bool:

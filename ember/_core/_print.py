@@ -355,8 +355,10 @@ def _grad_fn_name(t):
 def _is_plain(t):
     cls = type(t)
     # Parameter prints as a plain tensor (nn wraps it in "Parameter containing:"); the core
-    # cannot import nn, so it is recognised by name
-    return cls is Tensor or (cls.__name__ == "Parameter" and cls.__module__.startswith("ember."))
+    # cannot import nn, so it is recognised by name (and module: ember's, or torch's under the
+    # alias, NOTE [ Class names under the alias ])
+    return cls is Tensor or (cls.__name__ == "Parameter" and
+                             cls.__module__ in ("ember.nn.parameter", "torch.nn.parameter"))
 
 
 def tensor_repr(t, tensor_contents=None) -> str:

@@ -71,13 +71,18 @@ class RemovableHandle:
                 del d[self.id]
 
     def __getstate__(self):
-        refs = (self.hooks_dict_ref,) + self.extra_dict_ref
-        return (tuple(r() for r in refs), self.id)
+        # PyTorch's layout, (hooks dict, id, extra dicts), so a pickled module holding a
+        # handle loads in either library
+        return (self.hooks_dict_ref(), self.id, tuple(r() for r in self.extra_dict_ref))
 
     def __setstate__(self, state):
-        dicts, self.id = state
-        self.hooks_dict_ref = weakref.ref(dicts[0]) if dicts[0] is not None else _no_dict
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in dicts[1:] if d is not None)
+        if type(state[0]) is tuple:  # ember's earlier layout: ((hooks dict, *extras), id)
+            state = (state[0][0], state[1], state[0][1:])
+        hooks = state[0]
+        self.id = state[1]
+        self.hooks_dict_ref = weakref.ref(hooks) if hooks is not None else _no_dict
+        extras = state[2] if len(state) > 2 and state[2] is not None else ()
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras if d is not None)
 
     def __enter__(self):
         return self

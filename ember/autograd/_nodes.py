@@ -172,7 +172,7 @@ class SavedTensor:
             f"inplace operation: [{_legacy_type(arr)} {list(arr.shape)}]{which} is at version "
             f"{v}; expected version {self.version} instead. Hint: enable anomaly detection to "
             "find the operation that failed to compute its gradient, with "
-            "ember.autograd.set_detect_anomaly(True).")
+            f"{_dt.printed_module[0]}.autograd.set_detect_anomaly(True, check_nan=False).")
 
     def release(self):
         self.t = self.arr = self.packed = None
@@ -304,6 +304,9 @@ def _copied_value(t):
 
 
 _node_classes: dict = {}
+# the module node classes name: this one, or none ("builtins") while ember runs as torch,
+# whose nodes are C types (NOTE [ Class names under the alias ] in ember/compat/_names.py)
+node_module = [__name__]
 
 
 def node_class(op):
@@ -313,7 +316,8 @@ def node_class(op):
         name = getattr(op, "node_name", None)
         if name is None:
             name = "".join(_camel(p) for p in op.name.strip("_").split("_")) + "Backward0"
-        cls = _node_classes[op] = type(name, (OpNode,), {"__slots__": ()})
+        cls = _node_classes[op] = type(name, (OpNode,), {"__slots__": (),
+                                                         "__module__": node_module[0]})
     return cls
 
 
@@ -335,7 +339,8 @@ def named_node_class(name):
     (NOTE [ Node names ] in ember/_ops/_node_names.py)."""
     cls = _named_classes.get(name)
     if cls is None:
-        cls = _named_classes[name] = type(name, (OpNode,), {"__slots__": ()})
+        cls = _named_classes[name] = type(name, (OpNode,), {"__slots__": (),
+                                                            "__module__": node_module[0]})
     return cls
 
 

@@ -15,7 +15,7 @@ import importlib.machinery
 import sys
 
 from .._core import dtype as _dtype
-from .._core.tensor import Tensor as _Tensor
+from . import _names
 
 __all__ = ["install", "uninstall", "is_installed"]
 
@@ -151,9 +151,11 @@ def install():
                     "ember.compat.install(): the real torch is already imported; install the "
                     "hook before the first `import torch`")
         sys.meta_path.insert(0, _finder)
+    if _names.watcher not in sys.meta_path:
+        sys.meta_path.insert(1, _names.watcher)
     _patch_multiprocessing()
     _dtype.printed_module[0] = "torch"  # NOTE [ Printed module name ]
-    _Tensor.__module__ = "torch"  # type(x) prints <class 'torch.Tensor'>
+    _names.present()  # type(x) prints <class 'torch.Tensor'> (NOTE [ Class names under the alias ])
 
 
 def uninstall():
@@ -176,8 +178,10 @@ def uninstall():
     """
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
+    if _names.watcher in sys.meta_path:
+        sys.meta_path.remove(_names.watcher)
     _dtype.printed_module[0] = "ember"
-    _Tensor.__module__ = "ember"
+    _names.restore()
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

@@ -282,7 +282,7 @@ class CodeGen:
             if getattr(obj, "__name__", None) and \
                     getattr(builtins, obj.__name__, None) is obj:
                 return obj.__name__
-            if (getattr(obj, "__module__", None) or "").startswith("ember") and \
+            if (getattr(obj, "__module__", None) or "").startswith(("ember", "torch")) and \
                     name_hint.startswith("torch."):
                 return name_hint
             name = namespace.create_name(name_hint, obj)

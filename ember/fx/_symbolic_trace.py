@@ -461,7 +461,8 @@ class Tracer(TracerBase):
         """
         import ember
 
-        return (m.__module__.startswith("ember.nn") or m.__module__.startswith("ember.ao.nn")) \
+        # ember's modules are named torch's under the alias (NOTE [ Class names under the alias ])
+        return m.__module__.startswith(("ember.nn", "ember.ao.nn", "torch.nn", "torch.ao.nn")) \
             and not isinstance(m, ember.nn.Sequential)
 
     def path_of_module(self, mod) -> str:

@@ -98,11 +98,15 @@ class _Pickler(pickle._Pickler):
         if type(obj) is _dt.dtype:  # torch pickles a dtype as the bare global torch.<name>
             self._write_global(_DTYPE_GLOBALS[obj])
             return
-        if type(obj).__name__ == "qscheme" and type(obj).__module__ == "ember.ao._qscheme":
+        # (ember's classes are named torch's under the alias: NOTE [ Class names under the
+        # alias ] in ember/compat/_names.py)
+        if type(obj).__name__ == "qscheme" and type(obj).__module__ in ("ember.ao._qscheme",
+                                                                        "torch"):
             g = _QSCHEME_GLOBALS.setdefault(obj.name, _Global("torch", obj.name))
             self._write_global(g)
             return
-        if type(obj).__name__ == "TorchScriptObject" and obj.__module__ == "ember.ao._qserial":
+        if type(obj).__name__ == "TorchScriptObject" and obj.__module__ in ("ember.ao._qserial",
+                                                                            "torch.ao._qserial"):
             # as torch pickles a ScriptObject (NOTE [ Packed RNN weights in checkpoints ])
             self._write_global(_SCRIPT_OBJECT)
             self.write(pickle.EMPTY_TUPLE + pickle.NEWOBJ)

@@ -236,7 +236,9 @@ class WeightsOnlyUnpickler(pickle._Unpickler):
         inst = self.stack[-1]
         if type(inst) is collections.OrderedDict:
             inst.__dict__.update(state)
-        elif isinstance(inst, Tensor) and type(inst).__module__.startswith("ember"):
+        elif isinstance(inst, Tensor) and type(inst).__module__.startswith(("ember", "torch")):
+            # ember's own tensor classes (named torch's under the alias: NOTE [ Class names
+            # under the alias ] in ember/compat/_names.py)
             _rebuild._set_state(inst, state)
         elif self._is_allowed(type(inst)):
             setstate = getattr(inst, "__setstate__", None)

@@ -3,6 +3,8 @@ device-generic test framework (``instantiate_device_type_tests``, the test devic
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .._core import dtype as _dt
@@ -23,12 +25,20 @@ _TOL = {  # (rtol, atol) by dtype, as torch.testing.assert_close uses
 }
 
 
+def _real_torch(x):
+    """Whether ``x`` is an object of PyTorch itself (a tensor to compare against): its class
+    is named ``torch.*`` and ``torch`` is the real package, not ember under the alias, whose
+    classes take torch's names too (NOTE [ Class names under the alias ])."""
+    return type(x).__module__.startswith("torch") and \
+        getattr(sys.modules.get("torch"), "__name__", None) == "torch"
+
+
 def _to_numpy(x):
     if isinstance(x, Tensor):
         a = x.detach()._data
         a = a if type(a) is np.ndarray else a.get()
         return a.astype(np.float32) if a.dtype == _dt.bfloat16.np else a
-    if type(x).__module__.startswith("torch"):
+    if _real_torch(x):
         t = x.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":
             t = t.float()
@@ -39,7 +49,7 @@ def _to_numpy(x):
 def _dtype_name(x):
     if isinstance(x, Tensor):
         return x.dtype.name
-    if type(x).__module__.startswith("torch"):
+    if _real_torch(x):
         return str(x.dtype).replace("torch.", "")
     return None
 
@@ -103,7 +113,7 @@ def _assert_close(actual, expected, rtol, atol, equal_nan, check_dtype, msg, whe
     if rtol is None or atol is None:
         d = actual.dtype if isinstance(actual, Tensor) else (
             _dt.from_np.get(np.dtype(a.dtype)) if a.dtype != object else None)
-        if type(expected).__module__.startswith("torch") and str(expected.dtype) in (
+        if _real_torch(expected) and str(expected.dtype) in (
                 "torch.bfloat16", "torch.float16"):
             d = _dt.lookup(str(expected.dtype))
         r, t = _TOL.get(d, (0.0, 0.0))

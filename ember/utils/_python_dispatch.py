@@ -130,7 +130,9 @@ def _shows_torch_names(cls) -> bool:
     if shows is None:
         shows = cls._torch_overload_names
         if shows is None:
-            shows = not (cls.__module__ or "").startswith("ember.")
+            # ember's own modes (named torch's under the alias: NOTE [ Class names under the
+            # alias ] in ember/compat/_names.py)
+            shows = not (cls.__module__ or "").startswith(("ember.", "torch."))
         _names_by_class[cls] = shows
     return shows
 

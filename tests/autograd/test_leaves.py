@@ -74,7 +74,7 @@ def test_requires_grad_rules():
     y = x * 2
     with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
         y.requires_grad_(False)
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
         ember.ones(2, dtype=ember.int64).requires_grad_()
 
 

@@ -62,7 +62,8 @@ class _StoragePrefix:
 
 def _torch_path(cls) -> tuple[str, str] | None:
     module = getattr(cls, "__module__", "")
-    if module.startswith("ember.distributed.checkpoint"):
+    # (already torch's under the alias: NOTE [ Class names under the alias ])
+    if module.startswith(("ember.distributed.checkpoint", "torch.distributed.checkpoint")):
         return "torch" + module[len("ember"):], cls.__qualname__
     return None
 

@@ -68,11 +68,12 @@ import time
 import traceback
 from multiprocessing.connection import Client, Listener
 
+from ... import futures as _futures
 from ...futures import Future
 from ._wire import _dumps, _loads, _Wire
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_FUTURES = os.path.dirname(os.path.abspath(sys.modules[Future.__module__].__file__))
+_FUTURES = os.path.dirname(os.path.abspath(_futures.__file__))
 _NAME_RE = re.compile(r"^[A-Za-z0-9\-_:]*$")
 
 
