@@ -27,6 +27,7 @@ accumulate into zeros, whose vjp w.r.t. the values is ``_index`` again.
 from __future__ import annotations
 
 import operator
+import re
 import warnings
 
 import numpy as np
@@ -97,9 +98,11 @@ def check_index_dtype(op_name, index, message=None):
                                       f"but got {type_name(index._data.dtype)}")
 
 
-def check_bounds(op_name, idx, size, dim, *, exc=RuntimeError, negative=False):
+def check_bounds(op_name, idx, size, dim, *, exc=RuntimeError, negative=False, named=False):
     """Every entry of the index array ``idx`` lies in [0, size) ([-size, size) when
-    ``negative``); else raise PyTorch's out-of-bounds error naming the first bad entry."""
+    ``negative``); else raise PyTorch's out-of-bounds error naming the first bad entry
+    ("index 5 is out of bounds for dimension 0 with size 3", after ``op_name: `` only when
+    ``named``, as PyTorch writes it for a few ops)."""
     if idx.size == 0:
         return
     lo = -size if negative else 0
@@ -117,7 +120,8 @@ def check_bounds(op_name, idx, size, dim, *, exc=RuntimeError, negative=False):
     if bad:
         flat = idx.reshape(-1)
         bad = int(flat[((flat < lo) | (flat >= size)).argmax()])
-        raise exc(f"{op_name}: index {bad} is out of bounds for dimension {dim} with size {size}")
+        where = f"{op_name}: " if named else ""
+        raise exc(f"{where}index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def check_no_overlap(op_name, dst, src, *, allow_full=False):
@@ -317,6 +321,29 @@ getitem_backward_op = Op("_getitem_backward", _getitem_backward_kernel,
                          vjp=_getitem_backward_vjp, linear=True)
 
 
+_NUMPY_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+
+
+def _advanced_index_error(e, spec, ndim):
+    """PyTorch's error for NumPy's out-of-bounds ``e`` in an advanced-indexing step.
+
+    PyTorch moves the indexed dimensions to the front before it reads, so its message counts
+    the dimension among the tensor indices (``x[:, t]`` with a bad entry in ``t`` reports
+    dimension 0), where NumPy names the axis of the tensor."""
+    m = _NUMPY_BOUNDS.fullmatch(str(e))
+    if m is None:
+        return IndexError(str(e).replace("axis", "dimension"))
+    dim = axis = int(m.group(2))
+    if spec is not None and ndim is not None:
+        # the spec's entries in the tensor's dims (an ellipsis spans the dims it stands for)
+        per_dim = []
+        for s in spec:
+            per_dim.extend([_FULL] * (ndim - len(spec) + 1) if s is Ellipsis else [s])
+        dim = sum(1 for s in per_dim[:axis] if not isinstance(s, slice))
+    return IndexError(f"index {m.group(1)} is out of bounds for dimension {dim} with size "
+                      f"{m.group(3)}")
+
+
 def _view(self, r):
     """Wrap ``r``, a NumPy view of ``self._data``, as a view tensor of ``self``."""
     t = _new(Tensor)
@@ -413,7 +440,7 @@ def _getitem(self, idx):
     try:
         return _dispatch.apply(index_op, (t,) + tensors, {"spec": spec, "shape": t._data.shape})
     except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _advanced_index_error(e, spec, t._data.ndim) from None
 
 
 _overrides.operator(_getitem)
@@ -690,7 +717,7 @@ def _index_put_into(xp, out, v, *idx, spec, accumulate):
     except IndexError as e:
         if out.size == 0 and _reads_nothing(xp, out, key) is not None:
             return  # an empty region: torch writes nothing and checks nothing
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _advanced_index_error(e, spec, out.ndim) from None
 
 
 def _index_put_kernel(xp, a, v, *idx, spec, accumulate):
@@ -829,8 +856,9 @@ def _check_setitem_dtype(a, vt, value, spec, tensors):
         "source.")
 
 
-def _assign(a, key, v):
-    """``a[key] = v`` with PyTorch's error for a value that does not broadcast."""
+def _assign(a, key, v, spec=None):
+    """``a[key] = v`` with PyTorch's error for a value that does not broadcast (and for an
+    index out of bounds, counted as ``_advanced_index_error`` does for an advanced ``spec``)."""
     try:
         a[key] = v
     except ValueError:
@@ -839,7 +867,7 @@ def _assign(a, key, v):
             f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot be broadcast "
             f"to indexing result of shape {list(shape)}") from None
     except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _advanced_index_error(e, spec, np.ndim(a)) from None
 
 
 @_dispatch.entrance("setitem_", inplace=True)
@@ -888,7 +916,7 @@ def _setitem(self, idx, value):
         if spec is None:
             _assign(a, key, v)
         else:
-            _assign(a[key], _key(spec, [t._data for t in tensors]), v)
+            _assign(a[key], _key(spec, [t._data for t in tensors]), v, spec)
         self._bump()
         return
     # autograd path

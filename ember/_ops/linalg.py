@@ -310,34 +310,65 @@ def _check_matmul(op_name, a, b):
     da, db = a._data, b._data
     if da.ndim == 0 or db.ndim == 0:
         raise RuntimeError(
-            f"{op_name}: both arguments to matmul need to be at least 1D, but they are "
+            f"both arguments to matmul need to be at least 1D, but they are "
             f"{da.ndim}D and {db.ndim}D")
     check_same_dtype(op_name, a, b)
-    ka = da.shape[-1]
-    kb = db.shape[-2] if db.ndim > 1 else db.shape[0]
-    if ka != kb:
-        if da.ndim == 1 and db.ndim == 1:
-            raise RuntimeError(
-                f"{op_name}: inconsistent tensor size, expected tensor [{ka}] and src [{kb}] "
-                f"to have the same number of elements, but got {ka} and {kb} elements "
-                "respectively")
-        sa = da.shape if da.ndim > 1 else (1,) + da.shape
-        sb = db.shape if db.ndim > 1 else db.shape + (1,)
-        raise RuntimeError(
-            f"{op_name}: mat1 and mat2 shapes cannot be multiplied "
-            f"({_sz(sa[-2:] if da.ndim > 1 else da.shape)} and "
-            f"{_sz(sb[-2:] if db.ndim > 1 else db.shape)})")
-    if da.ndim > 2 or db.ndim > 2:
-        try:
-            np.broadcast_shapes(da.shape[:-2], db.shape[:-2] if db.ndim > 1 else ())
-        except ValueError:
-            raise RuntimeError(
-                f"{op_name}: the batch dimensions of the operands {list(da.shape)} and "
-                f"{list(db.shape)} cannot be broadcast together") from None
+    _check_product_shapes(da.shape, db.shape)
     if da.dtype == np.bool_:
         kernel = _bool_product_kernel(da.shape, db.shape)
         if kernel is not None:
             raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _check_product_shapes(sa, sb):
+    """Raise PyTorch's error for ``a @ b`` of shapes ``sa``, ``sb`` that do not multiply.
+
+    NOTE [ Matmul's errors name the kernel it reaches ]
+    PyTorch's matmul folds its operands into one kernel call and the error is that kernel's,
+    with no op name in front (users search the exact text): vector . vector is ``dot``;
+    matrix (or a stack folded into one) times a vector is ``mv`` ("size mismatch, got input
+    (R), mat (Rxk), vec (n)"); a vector or a matrix (or a stack folded into rows) times a
+    matrix is ``mm`` ("mat1 and mat2 shapes cannot be multiplied (Rxk and kxn)"); anything
+    with a batched right side broadcasts the batch dimensions first (their error) and is one
+    ``bmm`` over their product B ("... batch2 tensor to be: [B, k] but got: [B, k']").
+    """
+    ka = sa[-1]
+    kb = sb[-2] if len(sb) > 1 else sb[0]
+    na, nb = len(sa), len(sb)
+    if nb >= 3:
+        batch_a, batch_b = (sa[:-2] if na > 1 else ()), sb[:-2]
+        batch = _broadcast_batch(batch_a, batch_b)
+        if ka != kb:
+            b = int(np.prod(batch, dtype=np.int64))
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {ka}] "
+                f"but got: [{b}, {kb}].")
+        return
+    if ka == kb:
+        return
+    if na == 1 and nb == 1:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have the same "
+            f"number of elements, but got {ka} and {kb} elements respectively")
+    rows = int(np.prod(sa[:-1], dtype=np.int64)) if na > 1 else 1
+    if nb == 1:
+        raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{ka}), vec ({kb})")
+    raise RuntimeError(
+        f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and {kb}x{sb[-1]})")
+
+
+def _broadcast_batch(sa, sb):
+    """The broadcast of two batch shapes, or PyTorch's error naming the first clash."""
+    n = max(len(sa), len(sb))
+    out = []
+    for i in range(n):
+        a = sa[i - n + len(sa)] if i - n + len(sa) >= 0 else 1
+        b = sb[i - n + len(sb)] if i - n + len(sb) >= 0 else 1
+        if a != b and a != 1 and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
+                               f"({b}) at non-singleton dimension {i}")
+        out.append(b if a == 1 else a)
+    return tuple(out)
 
 
 def _bool_product_kernel(sa, sb):
@@ -468,7 +499,7 @@ def bmm(input, mat2, *, out=None):
     sa, sb = input.shape, mat2.shape
     if sb[0] != sa[0] or sb[1] != sa[2]:
         raise RuntimeError(
-            f"bmm: expected size for first two dimensions of batch2 tensor to be: "
+            f"Expected size for first two dimensions of batch2 tensor to be: "
             f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
     if input.dtype != mat2.dtype and not (sa[0] * sa[1] * sb[2] and sa[2]):
         # an empty product (or an empty contraction) skips PyTorch's dtype check; the
@@ -490,7 +521,7 @@ def mv(input, vec, *, out=None):
             f"mv: vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(
-            f"mv: size mismatch, got input ({input.shape[0]}), mat ({_sz(input.shape)}), "
+            f"size mismatch, got input ({input.shape[0]}), mat ({_sz(input.shape)}), "
             f"vec ({vec.shape[0]})")
     _check_matmul("mv", input, vec)
     return _dispatch.apply(matmul_op, (input, vec), {}, out)
@@ -508,7 +539,7 @@ def _check_vectors(op_name, a, b):
             f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(
-            f"{op_name}: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+            f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
             f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
             f"{b.shape[0]} elements respectively")
     check_not_bool(op_name, a)
@@ -707,7 +738,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
                 f"{vec.dim()}")
         if mat.shape[1] != vec.shape[0]:
             raise RuntimeError(
-                f"addmv: size mismatch, got input ({input.shape[0] if input.dim() else 1}), "
+                f"size mismatch, got input ({input.shape[0] if input.dim() else 1}), "
                 f"mat ({_sz(mat.shape)}), vec ({vec.shape[0]})")
         _check_matmul("addmv", mat, vec)
 
@@ -767,7 +798,7 @@ def _bmm_check(op_name, a, b):
                 f"{b.dim()}-D")
         if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
             raise RuntimeError(
-                f"{op_name}: expected size for first two dimensions of batch2 tensor to be: "
+                f"Expected size for first two dimensions of batch2 tensor to be: "
                 f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
         _check_matmul(op_name, a, b)
     return check

@@ -197,9 +197,26 @@ def _inv_kernel(xp, a):
         return xp.linalg.inv(a)
     except np.linalg.LinAlgError:
         where = _first_failure(xp, a, xp.linalg.inv)
+        pivot = _zero_pivot(a, xp) if xp is np else 0
+        which = f"The diagonal element {pivot} is zero, the" if pivot > 0 else "The"
         raise LinAlgError(
-            f"linalg.inv: {where}The inversion could not be completed because the input "
+            f"linalg.inv: {where}{which} inversion could not be completed because the input "
             "matrix is singular.") from None
+
+
+def _zero_pivot(A, xp):
+    """The 1-based index of the first zero pivot of LAPACK's LU of the first singular
+    matrix of ``A`` (PyTorch names it in its error), or 0."""
+    lapack = import_module("scipy.linalg.lapack")
+    flat = A.reshape((-1,) + A.shape[-2:])
+    for m in flat:
+        try:
+            xp.linalg.inv(m)
+        except np.linalg.LinAlgError:
+            getrf = lapack.get_lapack_funcs("getrf", (m,))
+            with np.errstate(all="ignore"):
+                return int(getrf(m)[2])
+    return 0
 
 
 def _inv_vjp(g, _a, *, out):

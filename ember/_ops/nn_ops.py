@@ -22,7 +22,7 @@ from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._registry import Op, public, recorded_as
 from ._xp_compat import ufunc_at
 from .indexing import grad_linked_to, linear_jvp, multilinear_jvp  # forward-mode rules
-from .nn_checks import kernel_dtype, no_complex_autograd
+from .nn_checks import kernel_dtype, no_complex_autograd, type_name_in_check
 from .creation import zeros_like
 from .linalg import _LOWP, gemm, outer_op, row_sums, upcast_lowp
 from .pointwise import opmath
@@ -1306,8 +1306,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if input._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.dtype.scalar_name} instead (while checking "
-            "arguments for embedding)")
+            f"types: Long, Int; but got {type_name_in_check(input.dtype, input.is_cuda)} "
+            "instead (while checking arguments for embedding)")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     no_complex_autograd("embedding", weight.dtype, weight)

@@ -552,7 +552,7 @@ def index_select(input, dim, index, *, out=None):
             bad = str(e).split("index ", 1)[1].split(" ", 1)[0]
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
                                f"axis_dim={n}") from None
-        raise IndexError(f"index_select(): index out of range in self ({e})") from None
+        raise IndexError("index out of range in self") from None
     return _dispatch.apply(index_select_op, (input, index),
                            {"dim": dim, "shape": input._data.shape}, out=out)
 
@@ -588,10 +588,13 @@ def _check_source(op_name, input, dim, index, source, same_dtype_msg, alpha=1):
             0, len(ss) - 1):
         exc = RuntimeError
     try:
-        check_bounds(op_name + "()", index._data, ss[dim], dim, exc=exc)
-    except IndexError as e:
-        if op_name.startswith("index_add"):
-            raise IndexError(f"index out of range in self ({e})") from None
+        # index_copy names itself (in-place, whichever was called); the others' IndexError
+        # is their kernel's bare one
+        check_bounds("index_copy_()", index._data, ss[dim], dim, exc=exc,
+                     named=op_name.startswith("index_copy"))
+    except IndexError:
+        if not op_name.startswith("index_copy"):
+            raise IndexError("index out of range in self") from None
         raise
     return source
 
