@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core import dtype as _dt
+from . import _fma as _fused
 from .._core.tensor import Tensor
 from ._registry import Op, public
 from .creation import _out, cast, finish, int_arg, resolve_dtype, scalar_value
@@ -69,7 +70,8 @@ def _check_range(start, end, step):
 # every difference downstream. Measured against torch 2.13 on x86 (AVX2) for float32 and
 # float64, and reproduced here bit for bit:
 # - linspace: each value is ``start + step * i`` (first half) or ``end - step * (steps-1-i)``
-#   (second half) rounded once: the compiler fuses the product and the sum (FMA).
+#   (second half) rounded once: the compiler fuses the product and the sum (FMA). A complex
+#   linspace is two real ones: its step and values are computed part by part.
 # - arange (values and step in double, PyTorch's CPU accumulation type): the output is made
 #   in vectors of W = 32 bytes (64 on AVX-512), two vectors per loop turn; each vector's first
 #   value ``base = start + step * i`` is fused in double and rounded to the dtype, and its
@@ -79,13 +81,17 @@ def _check_range(start, end, step):
 #   Past 32768 values PyTorch splits the range into one piece per thread (its OpenMP split,
 #   ``ceil(n / threads)`` values each) and each piece restarts this pattern, so the values
 #   depend on the thread count, ``get_num_threads()``, as PyTorch's do.
+# - float16/bfloat16 arange works the same way in float32 (their CPU accumulation type):
+#   start and step rounded to float32, each vector's base fused in float32 and rounded to the
+#   dtype, its W/2 lanes ``base + j * step`` fused in float32 from that rounded base and
+#   rounded to the dtype again; the scalar tail fused in float32, then rounded.
 # Without FMA (capability "DEFAULT") the products and sums round separately. NumPy has no
 # FMA: ``_fma`` builds it from error-free transformations (Dekker's product, Knuth's sum),
 # correctly rounded except in cases far rarer than one in a billion (a tie after the last
-# rounding). Half, bfloat16, integer and complex ranges keep the plain formulas, which
-# already give PyTorch's linspace values for half and integers; so do logspace's exponents
-# (its float64 values match PyTorch's that way; float32 ones differ in the last bit, from
-# PyTorch's vectorised power).
+# rounding). Half and bfloat16 linspace, integer ranges and complex logspace keep the plain
+# formulas, which already give PyTorch's linspace values for half and integers; so do
+# logspace's exponents (its float64 values match PyTorch's that way; float32 ones differ in
+# the last bit, from PyTorch's vectorised power).
 _ARANGE_GRAIN = 32768
 
 
@@ -125,6 +131,16 @@ def _fma(a, b, c):
     if bad.any():
         r[bad] = np.broadcast_to(h, r.shape)[bad]
     return r
+
+
+def _fma_fast(a, b, c):
+    """``_fma`` through the compiled ufunc when the numba kernel backend runs (a true FMA:
+    one instruction per value, NOTE [ Fused multiply-add as PyTorch's kernels ]), else
+    ``_fma`` itself."""
+    u = _fused._ufunc()
+    if u is None:
+        return _fma(a, b, c)
+    return u(np.float64(a), np.asarray(b, np.float64), np.asarray(c, np.float64))
 
 
 def _fma_to_f32(a, b, c):
@@ -185,19 +201,51 @@ def _float_arange(start, step, n, np_dtype):
     tasks = 1 if n <= _ARANGE_GRAIN else builtins.min(get_num_threads(), -(-n // _ARANGE_GRAIN))
     chunk = -(-n // builtins.max(tasks, 1)) if n else 1
     lanes = np.arange(width, dtype=np.float64)
+    lanes_step = lanes * step
     for lo in builtins.range(0, n, chunk):
         hi = builtins.min(n, lo + chunk)
         vec_end = lo + (hi - lo) // (2 * width) * (2 * width)
         if vec_end > lo:
-            bases = _fma(step, np.arange(lo, vec_end, width), start).astype(np_dtype)
-            b64 = bases.astype(np.float64)[:, None]
+            bases = _fma_fast(step, np.arange(lo, vec_end, width), start).astype(np_dtype)
             if np_dtype == np.float64:
-                vals = _fma(step, lanes[None, :], b64)
-            else:  # the float32 base widened to double, plus j * step in double
-                vals = b64 + lanes[None, :] * step
-            out[lo:vec_end] = vals.reshape(-1).astype(np_dtype)
+                out[lo:vec_end] = _fma_fast(step, lanes[None, :], bases[:, None]).reshape(-1)
+            else:  # the float32 base widened to double, plus j * step in double, written
+                # straight into the float32 result
+                np.add(bases[:, None], lanes_step[None, :], casting="unsafe",
+                       out=out[lo:vec_end].reshape(-1, width))
         if vec_end < hi:
-            out[vec_end:hi] = _fma(step, np.arange(vec_end, hi), start).astype(np_dtype)
+            out[vec_end:hi] = _fma_fast(step, np.arange(vec_end, hi), start).astype(np_dtype)
+    return out
+
+
+def _half_arange(start, step, n, np_dtype):
+    """arange's float16/bfloat16 values, made in float32 (NOTE [ Ranges as PyTorch's CPU
+    kernels compute them ])."""
+    from .._settings import get_num_threads
+
+    vbytes, has_fma = _vector_bytes_and_fma()
+    width = vbytes // 2
+    s32, st32 = np.float32(start), np.float32(step)
+
+    def fused(idx, base):  # step * idx + base, fused (or not) and rounded to float32
+        i32 = idx.astype(np.float32)  # the index as PyTorch's float
+        if has_fma:
+            return _fused.fma(st32, i32, base, np.float32)
+        return (st32 * i32 + np.asarray(base, np.float32)).astype(np.float32)
+
+    out = np.empty(n, np_dtype)
+    tasks = 1 if n <= _ARANGE_GRAIN else builtins.min(get_num_threads(), -(-n // _ARANGE_GRAIN))
+    chunk = -(-n // builtins.max(tasks, 1)) if n else 1
+    lanes = np.arange(width)
+    for lo in builtins.range(0, n, chunk):
+        hi = builtins.min(n, lo + chunk)
+        vec_end = lo + (hi - lo) // (2 * width) * (2 * width)
+        if vec_end > lo:
+            bases = fused(np.arange(lo, vec_end, width), float(s32)).astype(np_dtype)
+            b = bases.astype(np.float64)[:, None]
+            out[lo:vec_end] = fused(lanes[None, :], b).reshape(-1).astype(np_dtype)
+        if vec_end < hi:
+            out[vec_end:hi] = fused(np.arange(vec_end, hi), float(s32)).astype(np_dtype)
     return out
 
 
@@ -246,6 +294,8 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         n = builtins.max(0, math.ceil((end - start) / step))
         if d.np == np.float32 or d.np == np.float64:
             arr = _float_arange(start, step, n, d.np)
+        elif d is _dt.float16 or d is _dt.bfloat16:
+            arr = _half_arange(start, step, n, d.np)
         else:
             arr = (np.arange(n, dtype=np.float64) * step + start).astype(d.np, copy=False)
     return _out("arange", finish(arr, requires_grad, device), out)
@@ -317,6 +367,17 @@ def _linspace_array(op_name, start, end, steps, dtype, fused=True):
         start, end = _int_endpoint(start, d), _int_endpoint(end, d)
     if steps <= 1:
         return np.array([start] * steps).astype(work), d
+    if fused and (work == np.complex64 or work == np.complex128):
+        # PyTorch's complex step and values are taken part by part (a complex divided by, and
+        # times, a real count): each part is a real linspace
+        part = np.float32 if work == np.complex64 else np.float64
+        start, end = complex(start), complex(end)
+        out = np.empty(steps, work)
+        for name, a, b in (("real", start.real, end.real), ("imag", start.imag, end.imag)):
+            a, b = part(a), part(b)
+            getattr(out, name)[:] = _float_linspace(a, b, part((b - a) / part(steps - 1)),
+                                                    steps, part)
+        return out, d
     s, e = T(start), T(end)
     step = T((e - s) / T(steps - 1))
     if fused and (work == np.float32 or work == np.float64):
