@@ -25,8 +25,8 @@ def _cuda_module():
 def manual_seed(seed) -> Generator:
     """Seed the default generator (and the CUDA generators when CUDA is in use).
 
-    ember's streams differ from PyTorch's: the same seed gives reproducible numbers in ember,
-    not the numbers PyTorch draws.
+    On the CPU the seeded stream is PyTorch's: the random ops then draw the numbers PyTorch
+    draws (NOTE [ Random number generation ] in ember/_core/generator.py).
 
     Args:
         seed (int): the seed.

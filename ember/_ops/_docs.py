@@ -220,9 +220,10 @@ def _indent(text, n=4):
 # differential suite records in tests/differential/known_mismatches.py has one, and
 # tests/test_docs.py checks that --, and a generated paragraph for what whole families
 # share: ops that draw random numbers (a ``generator`` parameter, or declared in the random
-# and dropout families) say that seeded streams are ember's own. ``complete`` places the
-# section after the Note, before the Example, wherever it was written; the Sphinx build
-# renders it as a section of its own (docs/conf.py, ``napoleon_custom_sections``).
+# and dropout families) say where their seeded streams are PyTorch's (NOTE [ Random number
+# generation ] in ember/_core/generator.py). ``complete`` places the section after the
+# Note, before the Example, wherever it was written; the Sphinx build renders it as a
+# section of its own (docs/conf.py, ``napoleon_custom_sections``).
 
 #: the heading of the section (a napoleon custom section in docs/conf.py)
 DIFFERS = "Differences from PyTorch:"
@@ -233,10 +234,9 @@ _NOTE_HEAD = re.compile(r"^Note:[ \t]*$", re.M)
 _NEXT_HEAD = re.compile(r"^\S", re.M)  # the line after a section's indented body
 #: the families whose ops draw random numbers without taking a ``generator``
 _RANDOM_FAMILIES = ("ember._ops.random_ops", "ember._ops.nn_dropout")
-RANDOM_STREAMS = ("Random numbers: ember's seeded streams are its own (NumPy's PCG64 bit "
-                  "generator; PyTorch uses MT19937 on the CPU), so a seed gives reproducible "
-                  "numbers in ember but not the numbers PyTorch draws from it. The "
-                  "distribution is the same.")
+RANDOM_STREAMS = ("Random numbers: on the CPU, seeded streams are PyTorch's (see "
+                  ":func:`ember.manual_seed`): a seed gives the numbers PyTorch draws from it. "
+                  "On CUDA devices they are ember's own.")
 
 
 def _draws_random_numbers(f, params):

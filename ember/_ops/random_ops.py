@@ -20,7 +20,8 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import holds_values
-from .._core.generator import numpy_generator
+from .._core import rng_math as _rm
+from .._core.generator import numpy_generator, resolve
 from .._core.tensor import Tensor
 from ._registry import method, public
 from .creation import (
@@ -68,74 +69,169 @@ def _number(x, op_name, name):
 
 
 # ------------------------------------------------------------------------------------------------
-# array samplers (host NumPy arrays of the target dtype)
+# array samplers (host NumPy arrays of the target dtype), drawing PyTorch's words in PyTorch's
+# order (NOTE [ Random number generation ] in ember/_core/generator.py)
 
 
-def uniform_array(rng, shape, d, low=0.0, high=1.0):
-    """Uniform samples on [low, high) of float or complex dtype ``d``."""
-    if d.category == 3:
-        real = d.to_real()
-        return (uniform_array(rng, shape, real, low, high) +
-                1j * uniform_array(rng, shape, real, low, high)).astype(d.np)
-    if d is _dt.float32 or d is _dt.float64:
-        a = rng.random(shape, dtype=d.np)
-    else:
-        bits = _MANTISSA[d]
-        a = rng.integers(0, 1 << bits, shape, dtype=np.int32).astype(np.float32)
-        a *= np.float32(2.0 ** -bits)
-    if low != 0.0 or high != 1.0:
-        work = a if a.dtype in (np.float32, np.float64) else a.astype(np.float32)
-        work *= high - low
-        work += low
-        a = work
-    return a if a.dtype == d.np else a.astype(d.np)
-
-
-def normal_array(rng, shape, d, mean=0.0, std=1.0):
-    """Normal samples of float or complex dtype ``d`` (complex: each part has variance
-    std**2 / 2, as PyTorch's complex randn)."""
-    if d.category == 3:
-        real = d.to_real()
-        s = std / math.sqrt(2.0)
-        return (normal_array(rng, shape, real, 0.0, s) +
-                1j * normal_array(rng, shape, real, 0.0, s) + mean).astype(d.np)
+def _uniform_flat(g, n, d, low=0.0, high=1.0):
+    """``n`` uniforms on [low, high) of real float dtype ``d``: float64 from a 64-bit draw
+    each, the others from one word each, ``x * (to - from) + from`` in float64 or float32;
+    a value that rounds up to ``to`` (in ``d``) becomes ``from``, as in PyTorch."""
+    fuse = _rm.fused()
     if d is _dt.float64:
-        a = rng.standard_normal(shape)
+        u = g._uniform64(n)
+        if (low, high) != (0.0, 1.0):
+            u = _rm.affine64(u, high - low, low, fuse)
     else:
-        a = _box_muller_float32(rng, shape)
-    if std != 1.0:
-        a *= std
-    if mean != 0.0:
-        a += mean
-    return a if a.dtype == d.np else a.astype(d.np)
+        u = g._uniform_bits(n, 24)
+        if (low, high) != (0.0, 1.0):
+            lo32, hi32 = np.float32(low), np.float32(high)
+            u = _rm.affine32(u, hi32 - lo32, lo32, fuse)
+        u = u.astype(d.np, copy=False)
+    lo, hi = np.array([low, high]).astype(d.np)
+    u[u >= hi] = lo
+    return u
 
 
-def _box_muller_float32(rng, shape):
-    """Standard normal float32 samples by the Box-Muller transform of float32 uniforms.
-
-    NumPy's float32 ziggurat is scalar code; Box-Muller runs on NumPy's vectorised log, sqrt,
-    cos and sin and measured about twice as fast (on par with PyTorch's randn). For float64
-    the ziggurat is the faster of the two and is used instead.
-    """
+def _flat_sample(shape, d, flat):
+    """``flat(n, real_dtype)`` reshaped to ``shape``; complex dtypes fill their real view
+    (real and imaginary parts interleaved, as PyTorch's kernels see them)."""
     n = math.prod(shape)
-    if n < 16:
-        return rng.standard_normal(shape, dtype=np.float32)
-    m = (n + 1) // 2
-    u = rng.random(2 * m, dtype=np.float32)
-    radius = np.log1p(-u[:m])  # 1 - u lies in (0, 1], so the log is finite
-    radius *= -2.0
-    np.sqrt(radius, out=radius)
-    angle = u[m:]
-    angle *= np.float32(2.0 * np.pi)
-    out = np.empty(2 * m, np.float32)
-    np.multiply(radius, np.cos(angle), out=out[:m])
-    np.multiply(radius, np.sin(angle), out=out[m:])
-    return out[:n].reshape(shape)
+    if d.category == 3:
+        real = d.to_real()
+        parts = flat(2 * n, real).astype(real.np, copy=False)
+        return parts.view(d.np).reshape(shape)
+    return flat(n, d).astype(d.np, copy=False).reshape(shape)
 
 
-def _integers(rng, low, high, shape, d):
-    """Integers on [low, high) as dtype ``d``."""
-    return rng.integers(low, high, shape, dtype=np.int64).astype(d.np, copy=False)
+def uniform_array(g, shape, d, low=0.0, high=1.0):
+    """Uniform samples on [low, high) of float or complex dtype ``d``."""
+    return _flat_sample(shape, d, lambda n, r: _uniform_flat(g, n, r, low, high))
+
+
+def _box_muller(g, n):
+    """``n`` standard normals by PyTorch's scalar path, float64: a pair of uniforms gives
+    ``r cos t`` now and ``r sin t`` for the next call (the generator keeps it)."""
+    out = np.empty(n, np.float64)
+    k = 0
+    cached = g._take_normal() if n else None
+    if cached is not None:
+        out[0] = cached
+        k = 1
+    pairs = (n - k + 1) // 2
+    if pairs:
+        u = g._uniform64(2 * pairs)
+        radius = np.sqrt(-2.0 * np.log1p(-u[1::2]))
+        theta = 2.0 * np.pi * u[0::2]
+        both = np.empty(2 * pairs, np.float64)
+        both[0::2] = radius * np.cos(theta)
+        both[1::2] = radius * np.sin(theta)
+        out[k:] = both[:n - k]
+        if (n - k) % 2:
+            g._put_normal(both[-1])
+    return out
+
+
+def _normal_flat(g, n, d, mean, std, contiguous):
+    """``n`` normal samples of real float dtype ``d`` (see NOTE [ Random number generation ])."""
+    cap = _rm.cpu_capability()
+    fuse = cap != "default"
+    if n < 16 or not contiguous:
+        return _rm.affine64(_box_muller(g, n), std, mean, fuse)
+    if d is _dt.float64:
+        u = g._uniform64(n)
+        blocks = _rm.normal16_blocks
+    else:
+        u = g._uniform_bits(n if d is _dt.float32 else -(-n // 16) * 16, 24)
+        blocks = _rm.normal16_avx2 if cap == "avx2" else _rm.normal16_blocks
+    full = n - n % 16
+    out = np.empty(n, u.dtype)
+    out[:full] = blocks(u[:full], mean, std)
+    if full < n:
+        # the last 16 are redone from fresh uniforms; float16 and bfloat16 drew them with
+        # the blocks (one block of 16 uniforms at a time), float32/64 draw them now
+        tail = u[full:] if d not in (_dt.float32, _dt.float64) else (
+            g._uniform64(16) if d is _dt.float64 else g._uniform_bits(16, 24))
+        out[n - 16:] = blocks(tail, mean, std)
+    return out
+
+
+def normal_array(g, shape, d, mean=0.0, std=1.0, contiguous=True):
+    """Normal samples of float or complex dtype ``d`` (complex: each part has variance
+    std**2 / 2, as PyTorch's complex randn). ``contiguous`` False: PyTorch's path for
+    strided outputs (never the blocks of 16)."""
+    if d.category == 3:
+        s = std / math.sqrt(2.0)
+        z = _flat_sample(shape, d, lambda n, r: _normal_flat(g, n, r, 0.0, s, contiguous))
+        return z + np.asarray(mean, d.np) if mean != 0.0 else z
+    return _flat_sample(shape, d, lambda n, r: _normal_flat(g, n, r, mean, std, contiguous))
+
+
+def _integers(g, low, high, shape, d):
+    """Integers on [low, high) as dtype ``d``: a word modulo the range, or a 64-bit draw for
+    ranges of 2**28 and up (a range of 2**64 takes the draw as it is)."""
+    n = math.prod(shape)
+    span = high - low
+    if span >= 1 << 28:
+        r = g._words64(n)
+        if span < 1 << 64:
+            r %= np.uint64(span)
+    else:
+        r = g._words(n)
+        r %= np.uint64(span)
+    r += np.uint64(low % (1 << 64))  # two's-complement wrap gives low + r as int64
+    return r.view(np.int64).astype(d.np).reshape(shape)
+
+
+def _fill_order(a):
+    """``a`` viewed with its axes in memory order (largest stride first): PyTorch fills a
+    strided tensor in the order its elements lie in memory."""
+    if a.flags.c_contiguous or a.ndim < 2:
+        return a
+    order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
+    return a.transpose(order)
+
+
+def _in_memory_order(a, draw, axes=False):
+    """Samples for the array ``a``, drawn in the order its elements lie in memory:
+    ``draw(shape)`` (``axes``: ``draw(shape, order)``) makes them for ``a``'s axes permuted
+    into memory order, and they come back in ``a``'s own axis order."""
+    if a.flags.c_contiguous or a.ndim < 2:
+        order = tuple(range(a.ndim))
+    else:
+        order = tuple(sorted(range(a.ndim), key=lambda i: -abs(a.strides[i])))
+    shape = tuple(a.shape[i] for i in order)
+    vals = draw(shape, order) if axes else draw(shape)
+    return vals if order == tuple(range(a.ndim)) else vals.transpose(np.argsort(order))
+
+
+def _permutation(g, n):
+    """PyTorch's randperm: from 0..n-1, swap element i with one of i..n-1 picked by a word
+    modulo n - i, for i = 0 .. n-2."""
+    r = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return r
+    picks = g._words(n - 1)
+    picks %= np.arange(n, 1, -1, dtype=np.uint64)
+    from .. import _kernels
+
+    if n > 64 and _kernels.backend() == "numba":
+        from .._kernels import _numba_random
+
+        _numba_random.swap_forward(r, picks.view(np.int64))
+        return r
+    out = r.tolist()
+    for i, z in enumerate(picks.tolist()):
+        j = i + z
+        out[i], out[j] = out[j], out[i]
+    return np.array(out, dtype=np.int64)
+
+
+def _exponential(g, shape, d, lambd):
+    """-log(1 - u) / lambd from float64 uniforms, computed as PyTorch does it (multiplying
+    by -1 / lambd), rounded to ``d`` at the end."""
+    u = g._uniform64(math.prod(shape)).reshape(shape)
+    return ((-1.0 / lambd) * np.log1p(-u)).astype(d.np)
 
 
 def _check_int_bounds(d, low, high):
@@ -199,8 +295,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = size_arg("rand", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _require_float("check_uniform_bounds", d)
-    rng = numpy_generator(generator, device)
-    return _result(_sample(device, shape, d, lambda: uniform_array(rng, shape, d)),
+    g = resolve(generator, device)
+    return _result(_sample(device, shape, d, lambda: uniform_array(g, shape, d)),
                    requires_grad, device, out, "rand")
 
 
@@ -218,8 +314,8 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = size_arg("randn", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _require_float("normal_kernel_cpu", d, empty=0 in shape)
-    rng = numpy_generator(generator, device)
-    return _result(_sample(device, shape, d, lambda: normal_array(rng, shape, d)),
+    g = resolve(generator, device)
+    return _result(_sample(device, shape, d, lambda: normal_array(g, shape, d)),
                    requires_grad, device, out, "randn")
 
 
@@ -284,8 +380,8 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     shape = size_arg("randint", (size,), {})
     d = resolve_dtype(dtype, _dt.int64, out=out)
     _check_int_bounds(d, low, high)
-    rng = numpy_generator(generator, device)
-    arr = _sample(device, shape, d, lambda: _integers(rng, low, high, shape, d))
+    g = resolve(generator, device)
+    arr = _sample(device, shape, d, lambda: _integers(g, low, high, shape, d))
     return _result(arr, requires_grad, device, out, "randint")
 
 
@@ -312,8 +408,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
             f"value cannot be converted to type {_dt.from_np[d.np].name}_t without overflow")
     if d.category == 3 or d is _dt.bool_:  # no kernel, whatever n (torch checks first)
         raise _not_implemented("randperm", d)
-    rng = numpy_generator(generator, device)
-    arr = _sample(device, (n,), d, lambda: rng.permutation(n).astype(d.np))
+    g = resolve(generator, device)
+    arr = _sample(device, (n,), d, lambda: _permutation(g, n).astype(d.np))
     return _result(arr, requires_grad, device, out, "randperm")
 
 
@@ -325,7 +421,7 @@ def _like_fill(op_name, input, dtype, layout, device, requires_grad, memory_form
     a = t._data
     if not holds_values(a):  # meta: nothing to draw
         return t.requires_grad_(True) if requires_grad else t
-    arr = sample(a.shape, _dt.from_np[a.dtype])
+    arr = sample(a, _dt.from_np[a.dtype])
     if type(a) is np.ndarray:
         a[...] = arr
     else:
@@ -343,9 +439,9 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
     d = resolve_dtype(dtype, getattr(input, "dtype", None))
     if d is not None:
         _require_float("check_uniform_bounds", d)
-    rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
+    g = resolve(generator, getattr(input, "device", None) if device is None else device)
     return _like_fill("rand_like", input, dtype, layout, device, requires_grad, memory_format,
-                      lambda shape, dt: uniform_array(rng, shape, dt))
+                      lambda a, dt: _in_memory_order(a, lambda shape: uniform_array(g, shape, dt)))
 
 
 @public(method=False)
@@ -357,9 +453,10 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
     if d is not None:
         _require_float("normal_kernel_cpu", d,
                        empty=isinstance(input, Tensor) and 0 in input._data.shape)
-    rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
+    g = resolve(generator, getattr(input, "device", None) if device is None else device)
     return _like_fill("randn_like", input, dtype, layout, device, requires_grad, memory_format,
-                      lambda shape, dt: normal_array(rng, shape, dt))
+                      lambda a, dt: _in_memory_order(a, lambda shape: normal_array(
+                          g, shape, dt, contiguous=a.flags.c_contiguous)))
 
 
 @public(method=False)
@@ -375,9 +472,10 @@ def randint_like(input, *args, generator=None, dtype=None, layout=None, device=N
     d = resolve_dtype(dtype, getattr(input, "dtype", None))
     if d is not None:
         _check_int_bounds(d, low, high)
-    rng = numpy_generator(generator, getattr(input, "device", None) if device is None else device)
-    return _like_fill("randint_like", input, dtype, layout, device, requires_grad,
-                      memory_format, lambda shape, dt: _integers(rng, low, high, shape, dt))
+    g = resolve(generator, getattr(input, "device", None) if device is None else device)
+    return _like_fill("randint_like", input, dtype, layout, device, requires_grad, memory_format,
+                      lambda a, dt: _in_memory_order(a, lambda shape: _integers(
+                          g, low, high, shape, dt)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -407,7 +505,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         >>> ember.normal(ember.zeros(4), 2.0).shape
         ember.Size([4])
     """
-    rng = numpy_generator(generator, device)
+    g = resolve(generator, device)
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mt and not st:
         if size is None:
@@ -419,7 +517,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         shape = size_arg("normal", (size,), {})
         d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
         _require_float("normal_kernel_cpu", d)
-        return _result(_sample(device, shape, d, lambda: normal_array(rng, shape, d, mean, std)),
+        return _result(_sample(device, shape, d, lambda: normal_array(g, shape, d, mean, std)),
                        requires_grad, device, out, "normal")
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with a float mean and std")
@@ -446,7 +544,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             f"The size of tensor a ({shapes[0][-1]}) must match the size of tensor b "
             f"({shapes[1][-1]}) at non-singleton dimension 0") from None
     _require_float("normal_kernel_cpu", d, empty=0 in shape)
-    eps = _sample(tensors[0].device, shape, d, lambda: normal_array(rng, shape, d))
+    eps = _sample(tensors[0].device, shape, d, lambda: normal_array(g, shape, d))
     if _dispatch.needs_grad(tensors) or not holds_values(eps):
         # differentiable: d/dmean = 1, d/dstd = eps, exactly PyTorch's formulas
         eps_t = finish(eps, False, tensors[0].device)
@@ -462,9 +560,20 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     return _result(arr, False, tensors[0].device, out, "normal")
 
 
-def _bernoulli_array(rng, shape, d, p):
-    """0/1 samples of dtype ``d``; ``p`` a number or an array broadcastable to ``shape``."""
-    return (rng.random(shape) < p).astype(d.np)
+def _bernoulli_array(g, shape, d, p, order=None):
+    """0/1 samples of dtype ``d``, ``u < p``: ``p`` a number (float64 uniforms) or an array
+    broadcastable to ``shape`` (uniforms of its precision: float64 for float64 ``p``, else
+    float32); ``order``: the axes of ``p``'s target shape that ``shape`` lists."""
+    n = math.prod(shape)
+    if not isinstance(p, np.ndarray):
+        return (g._uniform64(n).reshape(shape) < p).astype(d.np)
+    full = np.broadcast_to(p, tuple(shape[i] for i in np.argsort(order))
+                           if order is not None else shape)
+    if order is not None:
+        full = full.transpose(order)
+    if p.dtype == np.float64:
+        return (g._uniform64(n).reshape(shape) < full).astype(d.np)
+    return (g._uniform_bits(n, 24).reshape(shape) < full.astype(np.float32)).astype(d.np)
 
 
 @public
@@ -485,7 +594,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
         # PyTorch has no ``out=`` for the float-``p`` overload
         raise TypeError("bernoulli() received an invalid combination of arguments - got "
                         "(Tensor, float, out=Tensor): out= needs the probabilities in input")
-    rng = numpy_generator(generator, input.device)
+    g = resolve(generator, input.device)
     d = input.dtype
     if not holds_values(input._data):  # meta: validate the arguments, draw nothing
         if p is None:
@@ -499,14 +608,14 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
         pa = host(input._data)
         if pa.size and not ((pa >= 0) & (pa <= 1)).all():
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-        arr = _bernoulli_array(rng, pa.shape, d, pa)
+        arr = _bernoulli_array(g, pa.shape, d, np.ascontiguousarray(pa))
     else:
         p = _number(p, "bernoulli", "p")
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
         if d.is_complex and 0 not in input._data.shape:  # (any other dtype draws)
             raise _not_implemented("bernoulli_scalar_cpu_", d)
-        arr = _bernoulli_array(rng, tuple(input.shape), d, p)
+        arr = _bernoulli_array(g, tuple(input.shape), d, p)
     return _result(arr, False, input.device, out, "bernoulli")
 
 
@@ -553,25 +662,35 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
                 "probability tensor contains either `inf`, `nan` or element < 0")
         if (p.sum(axis=1) <= 0).any():
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = numpy_generator(generator, input.device)
+    g = resolve(generator, input.device)
     rows = p.shape[0]
+    # PyTorch's two algorithms, in its dtype: the weights keep input's precision (float16
+    # and bfloat16 computed in float32)
+    wd = np.float64 if d is _dt.float64 else np.float32
+    w = host(input._data).astype(wd).reshape(rows, ncat)
     if rows == 0:
         idx = np.empty((0, n), np.int64)
-    elif replacement:
-        # inverse CDF, all rows at once: row r's CDF is shifted by r so one searchsorted works
-        cdf = np.cumsum(p, axis=1)
+    elif replacement and n > 1:
+        # inverse CDF per row: a float64 uniform per sample, the first category whose
+        # normalised running sum reaches it; rows draw one after another
+        cdf = np.cumsum(w, axis=1, dtype=wd)
         cdf /= cdf[:, -1:]
-        offsets = np.arange(rows, dtype=np.float64)[:, None]
-        u = rng.random((rows, n))
-        flat = np.searchsorted((cdf + offsets).ravel(), (u + offsets).ravel(), side="right")
-        idx = flat.reshape(rows, n) - np.arange(rows)[:, None] * ncat
-        # rounding at the top of a row must not pick a trailing zero-weight category
-        last = ncat - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
-        idx = np.minimum(idx, last[:, None])
+        u = g._uniform64(rows * n).reshape(rows, n)
+        idx = np.stack([np.searchsorted(cdf[r].astype(np.float64), u[r], side="left")
+                        for r in range(rows)])
+        idx = np.minimum(idx, ncat - 1)
     else:
-        # weighted sampling without replacement: the n largest p / Exp(1) keys
-        keys = p / rng.standard_exponential(p.shape)
-        idx = np.argsort(-keys, axis=1, kind="stable")[:, :n]
+        # one sample, or none twice: the largest w / Exp(1) keys (exponentials drawn in
+        # input's dtype over the whole input, as ``exponential_`` draws them)
+        q = _exponential(g, (rows, ncat), _dt.from_np[np.dtype(wd)]
+                         if d in (_dt.float32, _dt.float64) else d, 1.0).astype(wd)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = w / q
+        keys = np.where(np.isnan(keys), -np.inf, keys)
+        if n == 1:
+            idx = np.argmax(keys, axis=1)[:, None]
+        else:
+            idx = np.argsort(-keys, axis=1, kind="stable")[:, :n]
     idx = idx.astype(np.int64)
     if input.dim() == 1:
         idx = idx.reshape(n)
@@ -586,6 +705,11 @@ _POISSON_MAX = float(np.iinfo(np.int64).max) - 10 * float(np.iinfo(np.int64).max
 @_dispatch.entrance("poisson")
 def poisson(input, generator=None) -> Tensor:
     """Samples from Poisson distributions with rates ``input`` (same dtype as ``input``).
+
+    Differences from PyTorch:
+        The samples come from NumPy's Poisson sampler on the generator's engine: seeded and
+        reproducible, but not the numbers PyTorch's sampler draws (NOTE [ Random number
+        generation ]).
 
     Example::
 
@@ -665,9 +789,9 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs) -> Tensor:
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(low)} > to={_num(high)}")
-    rng = numpy_generator(generator, self.device)
-    return write_inplace(self, "uniform_",
-                         lambda: uniform_array(rng, self._data.shape, d, low, high))
+    g = resolve(generator, self.device)
+    return write_inplace(self, "uniform_", lambda: _in_memory_order(
+        self._data, lambda shape: uniform_array(g, shape, d, low, high)))
 
 
 @method
@@ -679,9 +803,10 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     d = _self_dtype(self, "normal_")
     _require_float("normal_kernel_cpu", d, empty=0 in self._data.shape)
     _check_std(std)
-    rng = numpy_generator(generator, self.device)
-    return write_inplace(self, "normal_",
-                         lambda: normal_array(rng, self._data.shape, d, mean, std))
+    g = resolve(generator, self.device)
+    return write_inplace(self, "normal_", lambda: _in_memory_order(
+        self._data, lambda shape: normal_array(g, shape, d, mean, std,
+                                               contiguous=self._data.flags.c_contiguous)))
 
 
 @method
@@ -710,8 +835,9 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pa)}")
     if d.category == 3:
         raise _not_implemented("bernoulli_scalar_cpu_", d)
-    rng = numpy_generator(generator, self.device)
-    return write_inplace(self, "bernoulli_", lambda: _bernoulli_array(rng, shape, d, pa))
+    g = resolve(generator, self.device)
+    return write_inplace(self, "bernoulli_", lambda: _in_memory_order(
+        self._data, lambda shp, order: _bernoulli_array(g, shp, d, pa, order), axes=True))
 
 
 _MISSING = object()
@@ -737,7 +863,8 @@ def random_(self, from_=_MISSING, to=_MISSING, *, generator=None, **kwargs) -> T
         top = int(np.iinfo(d.np).max)
     else:
         top = 1 << _MANTISSA[d]
-    if from_ is _MISSING and to is _MISSING:
+    full = from_ is _MISSING and to is _MISSING
+    if full:
         low, high = 0, top + 1
     else:
         if to is _MISSING and not from_keyword:
@@ -745,9 +872,19 @@ def random_(self, from_=_MISSING, to=_MISSING, *, generator=None, **kwargs) -> T
         low = 0 if from_ is _MISSING or from_ is None else _number(from_, "random_", "from")
         high = top + 1 if to is _MISSING or to is None else _number(to, "random_", "to")
         _check_int_bounds(d, low, high)
-    rng = numpy_generator(generator, self.device)
-    return write_inplace(self, "random_",
-                         lambda: _integers(rng, low, high, self._data.shape, d))
+    g = resolve(generator, self.device)
+    if full:  # [0, top]: a 64-bit draw for int64 and float64, else a word, modulo top + 1
+        wide = d in (_dt.int64, _dt.float64)
+
+        def draw(shape):
+            n = math.prod(shape)
+            r = g._words64(n) if wide else g._words(n)
+            r %= np.uint64(high)
+            return r.astype(d.np).reshape(shape)
+    else:
+        def draw(shape):
+            return _integers(g, low, high, shape, d)
+    return write_inplace(self, "random_", lambda: _in_memory_order(self._data, draw))
 
 
 @method
@@ -763,15 +900,9 @@ def exponential_(self, lambd=1.0, *, generator=None) -> Tensor:
     lambd = _number(lambd, "exponential_", "lambd")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
-    wide = np.float64 if d is _dt.float64 else np.float32
-    rng = numpy_generator(generator, self.device)
-
-    def draw():
-        a = rng.standard_exponential(self._data.shape, dtype=wide)
-        a /= lambd
-        return a.astype(d.np, copy=False)
-
-    return write_inplace(self, "exponential_", draw)
+    g = resolve(generator, self.device)
+    return write_inplace(self, "exponential_", lambda: _in_memory_order(
+        self._data, lambda shape: _exponential(g, shape, d, lambd)))
 
 
 @method
@@ -785,9 +916,14 @@ def geometric_(self, p, *, generator=None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     if d.category == 3 or d is _dt.bool_:
         raise _not_implemented("geometric_cpu", d)
-    rng = numpy_generator(generator, self.device)
-    return write_inplace(self, "geometric_",
-                         lambda: rng.geometric(p, self._data.shape).astype(d.np))
+    g = resolve(generator, self.device)
+
+    def draw(shape):  # trials up to the first success: ceil(log(u) / log(1 - p))
+        u = g._uniform64(math.prod(shape)).reshape(shape)
+        with np.errstate(divide="ignore"):
+            return np.ceil(np.log(u) / math.log1p(-p)).astype(d.np)
+
+    return write_inplace(self, "geometric_", lambda: _in_memory_order(self._data, draw))
 
 
 @method
@@ -801,10 +937,14 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
     std = _number(std, "log_normal_", "std")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    rng = numpy_generator(generator, self.device)
-    wide = _dt.float64 if d is _dt.float64 else _dt.float32
-    return write_inplace(self, "log_normal_", lambda: np.exp(
-        normal_array(rng, self._data.shape, wide, mean, std)).astype(d.np, copy=False))
+    g = resolve(generator, self.device)
+
+    def draw(shape):  # always PyTorch's scalar Box-Muller path, in float64
+        z = _rm.affine64(_box_muller(g, math.prod(shape)), std, mean, _rm.fused())
+        with np.errstate(over="ignore"):
+            return np.exp(z).astype(d.np).reshape(shape)
+
+    return write_inplace(self, "log_normal_", lambda: _in_memory_order(self._data, draw))
 
 
 @method
@@ -820,7 +960,11 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
     sigma = _number(sigma, "cauchy_", "sigma")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    rng = numpy_generator(generator, self.device)
-    return write_inplace(self, "cauchy_", lambda: np.asarray(
-        rng.standard_cauchy(self._data.shape) * sigma + median).astype(d.np))
+    g = resolve(generator, self.device)
+
+    def draw(shape):  # median + sigma * tan(pi * (u - 1/2))
+        u = g._uniform64(math.prod(shape)).reshape(shape)
+        return _rm.affine64(np.tan(np.pi * (u - 0.5)), sigma, median, _rm.fused()).astype(d.np)
+
+    return write_inplace(self, "cauchy_", lambda: _in_memory_order(self._data, draw))
 

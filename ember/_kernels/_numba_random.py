@@ -1,0 +1,104 @@
+"""The numba loops behind the random ops (see ember/_ops/random_ops.py): ``randperm``'s
+swaps and the AVX2 float32 normal blocks (NOTE [ AVX2 normal blocks ] in
+ember/_core/rng_math.py).
+
+Both give the same numbers as their NumPy versions, bit for bit: the swaps are sequential
+integer moves, and the normal blocks repeat ``rng_math``'s float32 steps one element at a
+time, with ``llvm.fma`` exactly where that module fuses (numba compiles without fast-math,
+so LLVM contracts nothing else).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._numba import _bits_to_f32, _f32_to_bits, _fused
+
+_f32 = np.float32
+_ONE = _f32(1.0)
+_ZERO = _f32(0.0)
+_HALF = _f32(0.5)
+_MIN_NORM = _f32(1.17549435e-38)
+_SQRTHF = _f32(0.707106781186547524)
+_L0, _L1, _L2 = _f32(7.0376836292e-2), _f32(-1.1514610310e-1), _f32(1.1676998740e-1)
+_L3, _L4, _L5 = _f32(-1.2420140846e-1), _f32(1.4249322787e-1), _f32(-1.6668057665e-1)
+_L6, _L7, _L8 = _f32(2.0000714765e-1), _f32(-2.4999993993e-1), _f32(3.3333331174e-1)
+_Q1, _Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
+_FOPI = _f32(1.27323954473516)
+_DP1, _DP2, _DP3 = _f32(-0.78515625), _f32(-2.4187564849853515625e-4), _f32(-3.77489497744594108e-8)
+_C0, _C1, _C2 = _f32(2.443315711809948e-5), _f32(-1.388731625493765e-3), _f32(4.166664568298827e-2)
+_S0, _S1, _S2 = _f32(-1.9515295891e-4), _f32(8.3321608736e-3), _f32(-1.6666654611e-1)
+_MINUS_TWO = _f32(-2.0)
+_TWO_PI = _f32(2 * np.pi)
+
+
+@njit(cache=True, nogil=True)
+def swap_forward(r, picks):  # pragma: no cover - compiled
+    """Swap ``r[i]`` with ``r[i + picks[i]]`` for i = 0, 1, ... in turn (in place)."""
+    for i in range(picks.shape[0]):
+        j = i + picks[i]
+        t = r[i]
+        r[i] = r[j]
+        r[j] = t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log(x):  # pragma: no cover - compiled
+    x = max(x, _MIN_NORM)
+    bits = _f32_to_bits(x)
+    e = _f32((bits >> 23) - 0x7F) + _ONE
+    x = _bits_to_f32((bits & ~0x7F800000) | 0x3F000000)
+    if x < _SQRTHF:
+        x = (x - _ONE) + x
+        e = e - _ONE
+    else:
+        x = (x - _ONE) + _ZERO
+    z = x * x
+    y = _fused(_L0, x, _L1)
+    y = _fused(y, x, _L2)
+    y = _fused(y, x, _L3)
+    y = _fused(y, x, _L4)
+    y = _fused(y, x, _L5)
+    y = _fused(y, x, _L6)
+    y = _fused(y, x, _L7)
+    y = _fused(y, x, _L8)
+    y = _fused(y * x, z, e * _Q1)
+    y = _fused(-z, _HALF, y)
+    return _fused(e, _Q2, x + y)
+
+
+@njit(cache=True, nogil=True)
+def normal16_avx2(u, mean, std, out):  # pragma: no cover - compiled
+    """``rng_math.normal16_avx2`` for float32 ``u`` (a multiple of 16 long) into ``out``."""
+    for b in range(0, u.shape[0], 16):
+        for k in range(8):
+            radius = np.sqrt(_MINUS_TWO * _log(_ONE - u[b + k]))
+            x = _TWO_PI * u[b + 8 + k]
+            negative = x < _ZERO
+            x = abs(x)
+            j = np.int32(x * _FOPI)
+            j = (j + 1) & ~1
+            y = _f32(j)
+            x = _fused(y, _DP1, x)
+            x = _fused(y, _DP2, x)
+            x = _fused(y, _DP3, x)
+            sin_negative = negative != ((j & 4) != 0)
+            cos_negative = ((~(j - 2)) & 4) != 0
+            z = x * x
+            c = _fused(_C0, z, _C1)
+            c = _fused(c, z, _C2)
+            c = _fused(c * z, z, -(z * _HALF)) + _ONE
+            s = _fused(_S0, z, _S1)
+            s = _fused(s, z, _S2)
+            s = _fused(s * z, x, x)
+            if (j & 2) == 0:
+                sn, cs = s, c
+            else:
+                sn, cs = c, s
+            if sin_negative:
+                sn = -sn
+            if cos_negative:
+                cs = -cs
+            out[b + k] = _fused(radius * cs, std, mean)
+            out[b + 8 + k] = _fused(radius * sn, std, mean)
