@@ -162,12 +162,39 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
         if input.dtype.name == "float16":  # torch's training kernel has no float16 form
             raise NotImplementedError(
                 "\"rrelu_with_noise_out_cpu\" not implemented for 'Half'")
-        # each element's slope drawn from the generator, then one op (torch's
+        # each non-positive element's slope drawn from the generator, then one op (torch's
         # RreluWithNoiseBackward0) that saves the slopes for backward
-        noise = empty_like(input).uniform_(lower, upper, generator=generator)
+        noise = _rrelu_slopes(input, lower, upper, generator)
         return elementwise(rrelu_with_noise_op, (input, noise))
     # evaluation: leaky_relu with the mean slope, in the node torch names for rrelu
     return _node_names.rename(leaky_relu(input, (lower + upper) / 2), "RreluWithNoiseBackward0")
+
+
+# NOTE [ rrelu's slopes ]
+# In training PyTorch's CPU kernel walks the input in order and, for each element that is not
+# positive (NaN is), draws one 64-bit word and maps its low 53 bits to a double in [0, 1),
+# then to ``u * (upper - lower) + lower`` in double, the bounds first rounded to the op's
+# math type (float32 for float32 and bfloat16 inputs); positive elements keep slope 1 and
+# draw nothing. ``random_()`` on an int64 tensor draws one 64-bit word per element in the
+# same order and keeps the low 63 bits, so it yields those words: ember maps them the same
+# way and the slopes, the outputs and the stream left behind equal PyTorch's.
+def _rrelu_slopes(input, lower, upper, generator):
+    from .. import float32, float64, int64  # the package namespace, loaded by now
+
+    x = input.detach()
+    noise = empty_like(x).fill_(1)
+    drawn = ~(x > 0)
+    count = int(drawn.sum().item())
+    if count:
+        words = x.new_empty((count,), dtype=int64).random_(generator=generator)
+        u = words.bitwise_and_((1 << 53) - 1).to(float64).mul_(2.0 ** -53)
+        if x.dtype is not float64:  # the bounds as the op's float32 math type holds them
+            lower, upper = float(np.float32(lower)), float(np.float32(upper))
+        slopes = u.mul_(upper - lower).add_(lower)
+        if x.dtype is not float64:
+            slopes = slopes.to(float32)
+        noise[drawn] = slopes.to(x.dtype)
+    return noise
 
 
 def _rrelu_kernel(xp, a, noise):

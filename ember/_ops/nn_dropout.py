@@ -10,6 +10,7 @@ dot-product attention (``nn_attention.py``) applies dropout to its probabilities
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from ._registry import public, recorded_as
@@ -98,9 +99,16 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
 
 
-_ALPHA_P = -1.7580993408473766  # -selu's scale * alpha: where SELU saturates
+_SELU_ALPHA = 1.7580993408473766  # selu's scale * alpha: dropped units sit at -_SELU_ALPHA
 
 
+# NOTE [ Alpha dropout's arithmetic ]
+# A dropped unit takes SELU's saturation value -alpha', then the affine map ``a * x + b``
+# restores zero mean and unit variance, with a = ((1 - p) (1 + p alpha'^2))^-1/2. PyTorch
+# folds both into the Bernoulli keep-mask ``m`` (drawn in the input's dtype):
+#     b = (m - 1) * (alpha' a) + alpha' a p,   m *= a,   out = input * m + b
+# each step rounding in the input's dtype; ember computes the same steps in the same order,
+# so seeded outputs agree bit for bit, not just to rounding.
 @recorded_as(lambda b: ("aten::feature_alpha_dropout" if b["feature"] else
                         "aten::alpha_dropout") + ("_" if b["inplace"] else ""),
              ("input", "p", "training"))
@@ -109,6 +117,8 @@ def _alpha_dropout(input, p, training, inplace, feature):
     variance; ``feature`` drops whole channels (dims 0 and 1 pick the mask)."""
     if not training or p == 0.0:
         return input
+    if p == 1.0:  # everything dropped, nothing drawn
+        return input.mul_(0) if inplace else input * 0
     if feature:
         if input.dim() < 2:
             raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
@@ -116,10 +126,12 @@ def _alpha_dropout(input, p, training, inplace, feature):
         keep = input.new_empty(shape).bernoulli_(1 - p)
     else:
         keep = empty_like(input).bernoulli_(1 - p)
-    a = ((1 - p) * (1 + p * _ALPHA_P ** 2)) ** -0.5
-    b = -a * _ALPHA_P * p
-    out = (input * keep + _ALPHA_P * (1 - keep)) * a + b
-    return input.copy_(out) if inplace else out
+    a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
+    shift = keep.add(-1).mul_(_SELU_ALPHA * a).add_(_SELU_ALPHA * a * p)
+    keep.mul_(a)
+    if inplace:
+        return input.mul_(keep).add_(shift)
+    return (input * keep).add_(shift)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):

@@ -16,9 +16,9 @@ _RED_ONLY = "reduction: ``'none'``, ``'mean'`` (default) or ``'sum'``."
 _INPLACE = "inplace: write the result into ``input`` and return it."
 #: appended to what random functions return (NOTE [ Differences from PyTorch ] in
 #: ember/_ops/_docs.py)
-_RANDOM = ("\n\nDifferences from PyTorch:\n    Random numbers: seeded streams are ember's own "
-           "(see :func:`ember.manual_seed`): a seed gives reproducible numbers, not the numbers "
-           "PyTorch draws from it.")
+_RANDOM = ("\n\nDifferences from PyTorch:\n    Random numbers: on the CPU, seeded streams are "
+           "PyTorch's (see :func:`ember.manual_seed`): a seed gives the numbers PyTorch draws "
+           "from it. On CUDA devices they are ember's own.")
 
 
 def _d(summary, args, returns, example, shape=None):

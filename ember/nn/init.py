@@ -75,8 +75,8 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -102,8 +102,8 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -116,8 +116,8 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill ``tensor`` with N(mean, std^2) truncated to [a, b] (sampled by inverting the
-    normal CDF; warns when ``mean`` is more than 2 std outside [a, b]).
+    """Fill ``tensor`` with N(mean, std^2) truncated to [a, b], by rejection sampling (warns
+    when ``mean`` is more than 2 std outside [a, b]).
 
     Args:
         tensor (Tensor): the tensor to fill.
@@ -131,8 +131,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -141,6 +141,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         True
     """
     _check(tensor, "trunc_normal_")
+    if tensor.is_meta:  # nothing to fill, nothing drawn
+        return tensor
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -149,13 +151,71 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     with no_grad():
-        lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            _trunc_normal_redraw(tensor, mean, std, a, b, generator)
+        else:
+            _trunc_normal_uniform_proposals(tensor, mean, std, a, b, generator)
         return tensor
+
+
+# NOTE [ trunc_normal_'s two samplers ]
+# PyTorch 2.13 samples a truncated normal by rejection, and which sampler runs depends on how
+# much of the normal's mass lies in [a, b]; ember runs the same ops in the same order, so a
+# seeded initialisation draws the same words and gives the same values:
+#   * mass > 0.3: draw N(mean, std^2) over the whole tensor; while any element lies outside
+#     [a, b] (the bounds rounded to the tensor's dtype first), draw a whole fresh tensor of
+#     normals and take its values where the current ones are out of bounds;
+#   * a narrow window (mass <= 0.3): propose U(a, b) over the whole tensor and accept where
+#     log(U(0, 1)) <= the log density relative to its peak in [a, b]; rejected elements take
+#     the next round's proposals, each round drawing whole tensors of proposals and of
+#     acceptance uniforms.
+# The rounds' arithmetic (subtract, divide, square, scale by -0.5, subtract the peak) runs in
+# the tensor's dtype in that order: a reordered formula would round differently and flip
+# accept/reject decisions near the boundary.
+
+
+def _trunc_normal_redraw(tensor, mean, std, a, b, generator):
+    from .. import empty_like, tensor as as_tensor, where
+
+    lo = as_tensor(a, dtype=tensor.dtype).item()
+    hi = as_tensor(b, dtype=tensor.dtype).item()
+    result = tensor.normal_(mean, std, generator=generator)
+    while True:
+        outside = (result < lo) | (result > hi)
+        if not outside.any():
+            break
+        fresh = empty_like(result).normal_(mean, std, generator=generator)
+        result = where(outside, fresh, result)
+    if result is not tensor:
+        tensor.copy_(result)
+
+
+def _trunc_normal_uniform_proposals(tensor, mean, std, a, b, generator):
+    from .. import empty_like, where
+
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def log_density(x):  # in place, relative to the peak
+        return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+    proposals = empty_like(tensor)
+    accept_u = empty_like(tensor)
+    tensor.uniform_(a, b, generator=generator)
+    log_density(proposals.copy_(tensor))
+    pending = accept_u.uniform_(generator=generator).log_().gt(proposals)
+    if not pending.any():
+        return
+    result = tensor
+    while True:
+        proposals.uniform_(a, b, generator=generator)
+        result = where(pending, proposals, result)
+        log_density(proposals)
+        rejected = accept_u.uniform_(generator=generator).log_().gt(proposals)
+        pending = where(pending, rejected, pending)
+        if not pending.any():
+            break
+    tensor.copy_(result)
 
 
 def constant_(tensor, val):
@@ -307,8 +367,8 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -333,8 +393,8 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -361,8 +421,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -393,8 +453,8 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -424,8 +484,8 @@ def orthogonal_(tensor, gain=1, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember
@@ -470,8 +530,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
         The tensor, filled in place (without recording gradients).
 
     Differences from PyTorch:
-        Random numbers: seeded streams are ember's own (see :func:`ember.manual_seed`): a seed gives
-        reproducible numbers, not the numbers PyTorch draws from it.
+        Random numbers: on the CPU, seeded streams are PyTorch's (see :func:`ember.manual_seed`):
+        a seed gives the numbers PyTorch draws from it. On CUDA devices they are ember's own.
 
     Example:
         >>> import ember

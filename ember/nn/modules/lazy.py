@@ -105,7 +105,9 @@ def _lazy_conv(base):
 
         def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                      groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-            super().__init__(groups, out_channels, kernel_size, stride, padding, dilation,
+            # built with in_channels=0, as PyTorch does: reset_parameters (below) then draws
+            # nothing until the first input fixes the shape, so the random stream is the same
+            super().__init__(0, out_channels, kernel_size, stride, padding, dilation,
                              groups, bias, padding_mode)
             self.in_channels = 0
             self.weight = UninitializedParameter(device=device, dtype=dtype)
@@ -166,8 +168,8 @@ def _lazy_conv_transpose(base):
         def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                      groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
                      dtype=None):
-            # built with in_channels=groups so the group checks pass; the weight waits
-            super().__init__(groups, out_channels, kernel_size, stride, padding,
+            # built with in_channels=0 (see LazyConv above): nothing drawn until the first input
+            super().__init__(0, out_channels, kernel_size, stride, padding,
                              output_padding, groups, bias, dilation, padding_mode)
             self.in_channels = 0
             self.weight = UninitializedParameter(device=device, dtype=dtype)

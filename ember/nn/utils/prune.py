@@ -307,11 +307,16 @@ class RandomStructured(BasePruningMethod):
         self.amount, self.dim = amount, dim
 
     def compute_mask(self, t, default_mask):
-        from ... import randperm
+        from ... import rand
 
         n = t.shape[self.dim]
         k = _amount(self.amount, n)
-        keep = randperm(n)[:n - k].sort().values
+        if k == 0:  # nothing to prune, nothing drawn
+            return default_mask
+        # one uniform score per slice; the k lowest are pruned (PyTorch's draw and rule, so a
+        # seeded program prunes the same slices)
+        score = rand(n)
+        keep = (score > score.kthvalue(k).values).nonzero().flatten()
         return _structured_mask(t, default_mask, self.dim, keep)
 
     @classmethod

@@ -18,6 +18,8 @@ import traceback
 
 import numpy as np
 
+from ... import _dispatch
+from ..._ops._registry import profiler_session
 from . import _collate, _utils  # noqa: F401 - torch.utils.data.dataloader._utils
 from ._collate import default_collate, default_convert
 from ._worker_info import WorkerInfo, _set_worker_info, get_worker_info
@@ -57,14 +59,32 @@ class _IterableEnd:
         self.worker_id = worker_id
 
 
+def _numpy_worker_seed(base_seed, worker_id):
+    """NumPy's global seed in worker ``worker_id``: four 32-bit words hashed from the worker
+    id and the two halves of the base seed.
+
+    NOTE [ Worker seeds ]
+    Each worker seeds Python's ``random`` and ember with ``base_seed + worker_id``, and NumPy
+    with four words that PyTorch derives by NumPy's ``SeedSequence`` hashing (pool of four
+    words, entropy ``[worker_id, low 32 bits, high 32 bits]``). Entropy given to
+    ``SeedSequence`` as one integer is split into those little-endian 32-bit words, so
+    ``worker_id | base_seed << 32`` reproduces it; the words then seed NumPy's legacy
+    MT19937 as an array, so ``np.random`` in a worker draws what it draws under PyTorch.
+    """
+    entropy = worker_id | (base_seed << 32)
+    return np.random.SeedSequence(entropy).generate_state(4, np.uint32)
+
+
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation,
                  collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers):
     from ... import manual_seed
 
+    # NOTE [ Worker seeds ]: as PyTorch seeds its workers, so a seeded program's workers
+    # draw the same numbers from all three sources
     seed = base_seed + worker_id
     random.seed(seed)
     manual_seed(seed)
-    np.random.seed(seed % 2 ** 32)
+    np.random.seed(_numpy_worker_seed(base_seed, worker_id))
     _set_worker_info(WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                 dataset=dataset))
     init_error = None
@@ -358,8 +378,26 @@ class DataLoader:
 
 class _BaseIter:
     def __init__(self, loader):
+        from ... import empty, int64
+
         self._loader = loader
+        if isinstance(loader.dataset, IterDataPipe):
+            # a pipe's shufflers take seeds from a generator seeded by one word of the
+            # loader's generator, drawn first
+            from ... import Generator
+            from .graph_settings import apply_random_seed
+
+            shared = int(empty((), dtype=int64).random_(generator=loader.generator).item())
+            apply_random_seed(loader.dataset, Generator().manual_seed(shared))
         self._sampler_iter = iter(loader._index_sampler)
+        # NOTE [ DataLoader's random words ]
+        # Every iterator draws a base seed at creation, with workers or without, from the
+        # loader's generator (the global one by default), after creating the sampler's
+        # iterator but before its first index (samplers are generators: RandomSampler draws
+        # its own seed at the first index). PyTorch draws in this order, so the global stream
+        # after ``for batch in loader`` is the one a PyTorch program sees. A persistent
+        # iterator draws it once: later epochs reuse the workers and their seeds.
+        self._base_seed = int(empty((), dtype=int64).random_(generator=loader.generator).item())
         self._num_yielded = 0
 
     def __iter__(self):
@@ -368,18 +406,32 @@ class _BaseIter:
     def __len__(self):
         return len(self._loader)
 
+    #: PyTorch's name of the iterator's class, which its profiler's events carry
+    _torch_name = "_BaseDataLoaderIter"
+
+    def __next__(self):
+        if _dispatch.intercept and profiler_session() is not None:
+            # a profile lists each batch's fetch as PyTorch's does
+            from ...autograd.profiler import record_function
+
+            with record_function(f"enumerate(DataLoader)#{self._torch_name}.__next__"):
+                return self._next_data()
+        return self._next_data()
+
     def _next_index(self):
         return next(self._sampler_iter)
 
 
 class _SingleProcessIter(_BaseIter):
+    _torch_name = "_SingleProcessDataLoaderIter"
+
     def __init__(self, loader):
         super().__init__(loader)
         self._fetcher = _make_fetcher(loader._dataset_kind, loader.dataset,
                                       loader._auto_collation, loader.collate_fn,
                                       loader.drop_last)
 
-    def __next__(self):
+    def _next_data(self):
         index = self._next_index()
         data = self._fetcher.fetch(index)
         self._num_yielded += 1
@@ -394,10 +446,10 @@ class _SingleProcessIter(_BaseIter):
 
 
 class _MultiProcessIter(_BaseIter):
+    _torch_name = "_MultiProcessingDataLoaderIter"
+
     def __init__(self, loader):
         super().__init__(loader)
-        from ... import empty, int64
-
         ctx = loader.multiprocessing_context or python_mp.get_context()
         self._ctx = ctx
         self._num_workers = loader.num_workers
@@ -408,7 +460,7 @@ class _MultiProcessIter(_BaseIter):
         self._data_queue = ctx.Queue()
         self._index_queues = []
         self._workers = []
-        base_seed = int(empty((), dtype=int64).random_(generator=loader.generator).item())
+        base_seed = self._base_seed
         for i in range(self._num_workers):
             iq = ctx.Queue()
             iq.cancel_join_thread()
@@ -489,7 +541,7 @@ class _MultiProcessIter(_BaseIter):
                     raise RuntimeError(
                         f"DataLoader worker (pid(s) {w.pid}) exited unexpectedly")
 
-    def __next__(self):
+    def _next_data(self):
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info.get(self._rcvd_idx)

@@ -128,7 +128,13 @@ class Collator(Mapper):
 @functional_datapipe("shuffle")
 class Shuffler(IterDataPipe):
     """Shuffle within a buffer of ``buffer_size`` elements; ``set_shuffle(False)`` turns it
-    off and ``set_seed`` makes it reproducible."""
+    off and ``set_seed`` makes the next pass reproducible.
+
+    Each pass seeds its Python ``random.Random`` from the seed given by ``set_seed`` (which
+    one pass uses up) or, without one, from a seed drawn from ember's global generator; once
+    the buffer is full each new element swaps with a uniformly chosen buffered one, and the
+    rest leave in random order at the end, as in PyTorch, so a seeded pass yields its order.
+    """
 
     def __init__(self, datapipe, *, buffer_size=10000, unbatch_level=0):
         if buffer_size <= 0:
@@ -151,18 +157,22 @@ class Shuffler(IterDataPipe):
         if not self._enabled:
             yield from self.datapipe
             return
-        if self._seed is not None:
-            self._rng.seed(self._seed)
+        if self._seed is None:
+            from .... import empty, int64
+
+            self._seed = int(empty((), dtype=int64).random_().item())
+        self._rng.seed(self._seed)
+        self._seed = None
         buffer = []
         for x in self.datapipe:
             if len(buffer) == self.buffer_size:
-                i = self._rng.randrange(self.buffer_size)
+                i = self._rng.randint(0, len(buffer) - 1)
                 buffer[i], x = x, buffer[i]
                 yield x
             else:
                 buffer.append(x)
-        self._rng.shuffle(buffer)
-        yield from buffer
+        while buffer:
+            yield buffer.pop(self._rng.randint(0, len(buffer) - 1))
 
     def __len__(self):
         return len(self.datapipe)
