@@ -79,11 +79,26 @@ def _elementwise(op_type, compare=False):
     return tr
 
 
-for _name, _onnx in {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
+for _name, _onnx in {"mul": "Mul", "div": "Div", "pow": "Pow",
                      "maximum": "Max", "minimum": "Min", "logical_and": "And",
                      "logical_or": "Or", "logical_xor": "Xor"}.items():
     TRANSLATIONS[_name] = _elementwise(_onnx)
     TRANSLATIONS[_name + "_"] = TRANSLATIONS[_name]
+
+
+@translation("add", "sub", "add_", "sub_")
+def _add_sub(ctx, args, kwargs, outs):
+    # ``alpha`` reaches the op as a param where the kernel fuses it (NOTE [ Fused
+    # multiply-add as PyTorch's kernels ]): ONNX scales ``other`` first
+    alpha = kwargs.get("alpha", 1)
+    dtype = outs[0].dtype
+    a, b = (_input(ctx, x, dtype) for x in args[:2])
+    if alpha != 1:
+        b = ctx.g.node("Mul", [b, _input(ctx, alpha, dtype)])
+    return [ctx.g.node("Add" if ctx.op.startswith("add") else "Sub", [a, b],
+                       name_hint=ctx.hint)]
+
+
 for _name, _onnx in {"eq": "Equal", "lt": "Less", "gt": "Greater", "le": "LessOrEqual",
                      "ge": "GreaterOrEqual"}.items():
     TRANSLATIONS[_name] = _elementwise(_onnx, compare=True)
