@@ -54,7 +54,7 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--target", type=float, default=195.0)
     add_output_args(p, "reinforce_cartpole")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1)
     args = resolve_outputs(p.parse_args(argv), "reinforce_cartpole")
 
     import gymnasium as gym

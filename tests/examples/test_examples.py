@@ -73,11 +73,11 @@ def test_reinforce_cartpole_improves(tmp_path):
     import pytest
 
     pytest.importorskip("gymnasium")
-    avg = _load("reinforce_cartpole").main(["--episodes", "120", "--target", "1e9",
+    avg = _load("reinforce_cartpole").main(["--episodes", "80", "--target", "1e9",
                                             "--checkpoint", str(tmp_path / "rl.pt"),
                                             "--plot", str(tmp_path / "rl.png")])
     assert _plotted(tmp_path / "rl.png")
-    assert avg > 25  # random play averages about 22
+    assert avg > 25  # random play averages about 22 (a collapsed policy about 10)
 
 
 def test_speech_keywords_learns(tmp_path):
