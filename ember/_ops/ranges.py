@@ -86,9 +86,9 @@ def _check_range(start, end, step):
 #   dtype, its W/2 lanes ``base + j * step`` fused in float32 from that rounded base and
 #   rounded to the dtype again; the scalar tail fused in float32, then rounded.
 # Without FMA (capability "DEFAULT") the products and sums round separately. NumPy has no
-# FMA: ``_fma`` builds it from error-free transformations (Dekker's product, Knuth's sum),
-# correctly rounded except in cases far rarer than one in a billion (a tie after the last
-# rounding). Half and bfloat16 linspace, integer ranges and complex logspace keep the plain
+# FMA: ``_fma`` is ember's own (``ember/_ops/_fma.py``: numba's true FMA, or error-free
+# transformations correctly rounded except in cases far rarer than one in a billion).
+# Half and bfloat16 linspace, integer ranges and complex logspace keep the plain
 # formulas, which already give PyTorch's linspace values for half and integers; so do
 # logspace's exponents (its float64 values match PyTorch's that way; float32 ones differ in
 # the last bit, from PyTorch's vectorised power).
@@ -107,40 +107,13 @@ def _vector_bytes_and_fma():
     return _VECTOR[0]
 
 
-def _split(a):
-    c = 134217729.0 * a  # 2**27 + 1: Veltkamp's split into two 26-bit halves
-    hi = c - (c - a)
-    return hi, a - hi
-
-
 def _fma(a, b, c):
     """``a * b + c`` in float64 with one rounding, for a scalar ``a`` and arrays ``b``, ``c``
-    (NOTE [ Ranges as PyTorch's CPU kernels compute them ]); where a step overflows, the
-    plain formula's inf/NaN."""
-    a = float(a)
-    b, c = np.asarray(b, np.float64), np.asarray(c, np.float64)
-    p = a * b
-    if not math.isfinite(a) or abs(a) > 1e290:
-        return p + c
-    (ah, al), (bh, bl) = _split(a), _split(b)
-    ep = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b == p + ep exactly
-    h = p + c
-    t = h - c
-    r = np.asarray(h + (((c - (h - t)) + (p - t)) + ep))  # Knuth's two-sum: h + error == p + c
-    bad = ~np.isfinite(r)
-    if bad.any():
-        r[bad] = np.broadcast_to(h, r.shape)[bad]
-    return r
-
-
-def _fma_fast(a, b, c):
-    """``_fma`` through the compiled ufunc when the numba kernel backend runs (a true FMA:
-    one instruction per value, NOTE [ Fused multiply-add as PyTorch's kernels ]), else
-    ``_fma`` itself."""
-    u = _fused._ufunc()
-    if u is None:
-        return _fma(a, b, c)
-    return u(np.float64(a), np.asarray(b, np.float64), np.asarray(c, np.float64))
+    (NOTE [ Ranges as PyTorch's CPU kernels compute them ]): ember's fused multiply-add
+    (NOTE [ Fused multiply-add as PyTorch's kernels ]); where a step overflows, the plain
+    formula's inf/NaN."""
+    return _fused.fma(np.float64(a), np.asarray(b, np.float64), np.asarray(c, np.float64),
+                      np.float64)
 
 
 def _fma_to_f32(a, b, c):
@@ -206,15 +179,15 @@ def _float_arange(start, step, n, np_dtype):
         hi = builtins.min(n, lo + chunk)
         vec_end = lo + (hi - lo) // (2 * width) * (2 * width)
         if vec_end > lo:
-            bases = _fma_fast(step, np.arange(lo, vec_end, width), start).astype(np_dtype)
+            bases = _fma(step, np.arange(lo, vec_end, width), start).astype(np_dtype)
             if np_dtype == np.float64:
-                out[lo:vec_end] = _fma_fast(step, lanes[None, :], bases[:, None]).reshape(-1)
+                out[lo:vec_end] = _fma(step, lanes[None, :], bases[:, None]).reshape(-1)
             else:  # the float32 base widened to double, plus j * step in double, written
                 # straight into the float32 result
                 np.add(bases[:, None], lanes_step[None, :], casting="unsafe",
                        out=out[lo:vec_end].reshape(-1, width))
         if vec_end < hi:
-            out[vec_end:hi] = _fma_fast(step, np.arange(vec_end, hi), start).astype(np_dtype)
+            out[vec_end:hi] = _fma(step, np.arange(vec_end, hi), start).astype(np_dtype)
     return out
 
 
