@@ -165,9 +165,10 @@ def _sincos_avx2(x):
 
 
 def normal16_avx2(u, mean, std):
-    """Normals from uniforms ``u`` (float32, a multiple of 16 long) by the AVX2 build's
-    blocks of 16: lanes 0-7 take ``cos``, lanes 8-15 ``sin`` of the same pairs (a numba
-    loop with the numba kernel backend, the same numbers)."""
+    """Normals from uniforms ``u`` (float32 multiples of 2**-24 in [0, 1), as the 24-bit
+    draws give them; a multiple of 16 long) by the AVX2 build's blocks of 16: lanes 0-7
+    take ``cos``, lanes 8-15 ``sin`` of the same pairs (a numba loop with the numba kernel
+    backend; without it NOTE [ AVX2 normal blocks without numba ]; the same numbers)."""
     from .. import _kernels  # (kernels sit above _core: imported on first use)
 
     if _kernels.backend() == "numba":
@@ -177,12 +178,100 @@ def normal16_avx2(u, mean, std):
         _numba_random.normal16_avx2(u, _f32(mean), _f32(std), out)
         return out
     blocks = u.reshape(-1, 16)
-    radius = np.sqrt(_f32(-2) * _log_avx2(_f32(1) - blocks[:, :8]))
-    sin, cos = _sincos_avx2(_f32(2 * np.pi) * blocks[:, 8:])
     out = np.empty_like(blocks)
-    out[:, :8] = fma32(radius * cos, _f32(std), _f32(mean))
-    out[:, 8:] = fma32(radius * sin, _f32(std), _f32(mean))
+    mean32, std32 = _f32(mean), _f32(std)
+    h = np.empty(min(len(blocks), _CHUNK) * 8)
+    for lo in range(0, len(blocks), _CHUNK):
+        part = blocks[lo:lo + _CHUNK]
+        k = part.shape[0] * 8
+        radius = np.sqrt(_f32(-2) * _log_avx2_fast(_f32(1) - part[:, :8].reshape(k), h[:k]))
+        sin, cos = _sincos_avx2_fast(_f32(2 * np.pi) * part[:, 8:].reshape(k), h[:k])
+        dest = out[lo:lo + _CHUNK]
+        dest[:, :8] = fma32(radius * cos, std32, mean32).reshape(-1, 8)
+        dest[:, 8:] = fma32(radius * sin, std32, mean32).reshape(-1, 8)
     return out.reshape(-1)
+
+
+# NOTE [ AVX2 normal blocks without numba ]
+# Each FMA of the polynomials emulated in general (ember/_ops/_fma.py) takes a dozen passes
+# over the data, and two dozen of them made a million float32 normals cost 125 ms. Here
+# the inputs are special: ``normal16_avx2`` sees uniforms that are multiples of 2**-24 (24
+# bits of a word), so ``_log_avx2`` and ``_sincos_avx2`` have 2**24 possible inputs each.
+# The fast versions below take every ``a * b + c`` as the float64 product (exact) plus
+# ``c``, rounded to float32 -- the fused result except where the float64 sum falls on a
+# float32 halfway point while the exact sum does not -- and that corner never happens for
+# these inputs: all 2**24 of them were run through both fast functions and through the
+# compiled path's true FMAs (``_kernels/_numba_random.py``), with identical bits for every
+# one (tests/test_random_without_numba.py repeats it on a sample). The log's Horner steps
+# are even exact in float64 (x is a multiple of 2**-24 and every partial sum stays above
+# 2**-5, checked over all float32 mantissas), as is the last reduction step of sin/cos.
+# FMAs whose product is exact in float32 (a small integer times a constant of few bits,
+# or times 0.5) are a float32 add: one rounding, as in the FMA. ``_CHUNK`` blocks at a
+# time keep the float64 temporaries within the L2 cache while spreading NumPy's per-call
+# cost (measured on a loaded two-core VM: 1024 blocks 77 ms, 8192 45 ms, all at once
+# 52 ms per million).
+
+_CHUNK = 8192
+
+
+def _fma_f32(a, b, c, h):
+    """``float32(a * b + c)`` through float64 (``h``: a scratch buffer of the size)."""
+    np.multiply(a, b, out=h, dtype=np.float64)
+    np.add(h, c, out=h, dtype=np.float64)
+    return h.astype(_f32)
+
+
+def _log_avx2_fast(x, h):
+    """``_log_avx2`` for multiples of 2**-24 in (0, 1] (NOTE [ AVX2 normal blocks without
+    numba ])."""
+    x = np.maximum(x, _f32(1.17549435e-38))
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 0x7F).astype(_f32)
+    e += _f32(1)
+    bits &= np.int32(~0x7F800000)
+    bits |= np.int32(0x3F000000)  # x in [0.5, 1)
+    small = x < _f32(0.707106781186547524)
+    x = (x - _f32(1)) + np.where(small, x, _f32(0))
+    e -= small
+    z = x * x
+    y = _fma_f32(_f32(_LOG_P[0]), x, _f32(_LOG_P[1]), h)
+    for p in _LOG_P[2:]:
+        y = _fma_f32(y, x, _f32(p), h)
+    y = _fma_f32(y * x, z, e * _f32(-2.12194440e-4), h)
+    y += -z * _f32(0.5)  # the product is exact: the FMA is this one rounding
+    y += x
+    y += e * _f32(0.693359375)  # (exact: e is a small integer)
+    return y
+
+
+def _sincos_avx2_fast(x, h):
+    """``_sincos_avx2`` for ``2 pi`` times multiples of 2**-24 in [0, 1) (NOTE [ AVX2 normal
+    blocks without numba ])."""
+    negative = np.signbit(x)
+    x = np.abs(x)
+    j = (x * _f32(1.27323954473516)).astype(np.int32)
+    j += 1
+    j &= ~1
+    y = j.astype(_f32)  # 0, 2, 4, 6 or 8
+    x += y * _f32(-0.78515625)  # (exact products: the FMAs are these roundings)
+    x += y * _f32(-2.4187564849853515625e-4)
+    x = _fma_f32(y, _f32(-3.77489497744594108e-8), x, h)
+    sin_negative = negative ^ ((j & 4) != 0)
+    cos_negative = (~(j - 2) & 4) != 0
+    use_poly = (j & 2) == 0
+    z = x * x
+    c = _fma_f32(_f32(2.443315711809948e-5), z, _f32(-1.388731625493765e-3), h)
+    c = _fma_f32(c, z, _f32(4.166664568298827e-2), h)
+    c = _fma_f32(c * z, z, -(z * _f32(0.5)), h)
+    c += _f32(1)
+    s = _fma_f32(_f32(-1.9515295891e-4), z, _f32(8.3321608736e-3), h)
+    s = _fma_f32(s, z, _f32(-1.6666654611e-1), h)
+    s = _fma_f32(s * z, x, x, h)
+    sin = np.where(use_poly, s, c)
+    cos = np.where(use_poly, c, s)
+    np.negative(sin, out=sin, where=sin_negative)
+    np.negative(cos, out=cos, where=cos_negative)
+    return sin, cos
 
 
 def normal16_blocks(u, mean, std):

@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core import rng_math as _rm
@@ -82,6 +82,21 @@ def _uniform_flat(g, n, d, low=0.0, high=1.0):
         u = g._uniform64(n)
         if (low, high) != (0.0, 1.0):
             u = _rm.affine64(u, high - low, low, fuse)
+    elif (low, high) != (0.0, 1.0) and fuse and _kernels.backend() != "numba" and \
+            _exact_in_double(np.float32(high) - np.float32(low), np.float32(low)):
+        # NOTE [ Uniform floats fused without the halfway check ]: PyTorch's
+        # ``u * (to - from) + from`` is one FMA. With u = k * 2**-24 (k a 24-bit word) the
+        # product k * (span * 2**-24) is exact in float64, and so is the sum when ``from``
+        # and the span are within a few binades of each other (``_exact_in_double``): the
+        # float64 value is the exact one, and its cast to float32 the FMA's one rounding
+        # (numba's compiled FMA is as fast, and used where it is there)
+        lo32 = np.float32(low)
+        h = g._words(n)
+        h &= np.uint64((1 << 24) - 1)
+        h = h.astype(np.float64)
+        h *= float(np.float32(high) - lo32) * 2.0 ** -24
+        h += float(lo32)
+        u = h.astype(np.float32).astype(d.np, copy=False)
     else:
         u = g._uniform_bits(n, 24)
         if (low, high) != (0.0, 1.0):
@@ -91,6 +106,21 @@ def _uniform_flat(g, n, d, low=0.0, high=1.0):
     lo, hi = np.array([low, high]).astype(d.np)
     u[u >= hi] = lo
     return u
+
+
+def _exact_in_double(span, low):
+    """Whether ``k * 2**-24 * span + low`` is exact in float64 for every 24-bit k: both
+    float32 numbers normal (or zero) and ``low``'s binade from 24 below the span's to 4
+    above it (the sum's bits then fit in float64's 53)."""
+    if not (np.isfinite(span) and np.isfinite(low)):
+        return False
+    if span == 0 or low == 0:
+        return True
+    tiny = np.finfo(np.float32).tiny
+    if abs(span) < tiny or abs(low) < tiny:
+        return False
+    e_span, e_low = math.frexp(float(span))[1], math.frexp(float(low))[1]
+    return e_span - 24 <= e_low <= e_span + 4
 
 
 def _flat_sample(shape, d, flat):
@@ -145,14 +175,17 @@ def _normal_flat(g, n, d, mean, std, contiguous):
         u = g._uniform_bits(n if d is _dt.float32 else -(-n // 16) * 16, 24)
         blocks = _rm.normal16_avx2 if cap == "avx2" else _rm.normal16_blocks
     full = n - n % 16
+    if full == n:
+        return blocks(u, mean, std)
+    # the last 16 are redone from fresh uniforms; float16 and bfloat16 drew them with the
+    # blocks (one block of 16 uniforms at a time), float32/64 draw them now (one call
+    # computes both: blocks are independent)
+    tail = u[full:] if d not in (_dt.float32, _dt.float64) else (
+        g._uniform64(16) if d is _dt.float64 else g._uniform_bits(16, 24))
+    z = blocks(np.concatenate((u[:full], tail)), mean, std)
     out = np.empty(n, u.dtype)
-    out[:full] = blocks(u[:full], mean, std)
-    if full < n:
-        # the last 16 are redone from fresh uniforms; float16 and bfloat16 drew them with
-        # the blocks (one block of 16 uniforms at a time), float32/64 draw them now
-        tail = u[full:] if d not in (_dt.float32, _dt.float64) else (
-            g._uniform64(16) if d is _dt.float64 else g._uniform_bits(16, 24))
-        out[n - 16:] = blocks(tail, mean, std)
+    out[:full] = z[:full]
+    out[n - 16:] = z[full:]
     return out
 
 
@@ -213,18 +246,78 @@ def _permutation(g, n):
         return r
     picks = g._words(n - 1)
     picks %= np.arange(n, 1, -1, dtype=np.uint64)
-    from .. import _kernels
-
     if n > 64 and _kernels.backend() == "numba":
         from .._kernels import _numba_random
 
         _numba_random.swap_forward(r, picks.view(np.int64))
         return r
+    if n > 2048:  # (below, the loop is as fast)
+        return _swaps_at_once(picks, n)
     out = r.tolist()
     for i, z in enumerate(picks.tolist()):
         j = i + z
         out[i], out[j] = out[j], out[i]
     return np.array(out, dtype=np.int64)
+
+
+def _swaps_at_once(picks, n):
+    """The permutation that swapping ``r[i]`` with ``r[i + picks[i]]`` for i = 0, 1, ...
+    in turn makes of ``0 .. n-1``, without a loop over the swaps.
+
+    NOTE [ randperm's swaps at once ]
+    Step i moves two values: the one at position i right before the step (call it w[i])
+    goes to position j_i = i + picks[i], and the one at j_i becomes the result's r[i]
+    (positions below i are final). The value at a position p >= i, right before step i,
+    is the one the last earlier step that targeted p moved there -- w[k] for the last
+    k < i with j_k == p -- or p itself if no step has targeted it. So
+
+    - w[k] = w[k'] for the last step k' < k with j_k' == k (else k): a chain through
+      smaller steps, resolved by pointer jumping (chains are a few steps long);
+    - r[i] = w[k] for the last step k < i with j_k == j_i (else j_i), and the last
+      position gets w[n-1].
+
+    Both "last earlier step with the same target" questions are answered at once by
+    sorting the steps by (target, step): an event's predecessor in the sorted order, if it
+    has the same target, is the step asked for. One sort and a few gathers replace a
+    million sequential swaps in Python (1 s) with ~0.1 s of NumPy; the numbers are the
+    loop's, being the same positions' same values.
+    """
+    m = n - 1
+    it = np.int32 if n < 1 << 31 else np.int64
+    shift = m.bit_length()
+    kt = np.uint32 if 2 * shift <= 32 else np.uint64
+    keys = picks.astype(kt)
+    keys += np.arange(m, dtype=kt)             # the targets j_i = i + picks[i]
+    keys <<= kt(shift)
+    keys |= np.arange(m, dtype=kt)             # (target, step)
+    keys.sort()
+    xs = (keys >> kt(shift)).astype(it)        # targets, each group's steps in order
+    ks = (keys & kt((1 << shift) - 1)).astype(it)
+    same = np.empty(m, bool)                   # the step before in the order shares its target
+    same[0] = False
+    np.equal(xs[1:], xs[:-1], out=same[1:])
+    # w by pointer jumping; ptr[k] starts as the last step before k targeting position k:
+    # the group's last step, or the one before it when that is step k itself (j_k == k)
+    ends = np.flatnonzero(np.append(~same[1:], True))
+    gx, gk = xs[ends], ks[ends]
+    self_swap = gk == gx
+    keep = ~self_swap
+    keep |= same[ends]
+    ends = ends[keep]
+    ptr = np.arange(n, dtype=it)
+    todo = gx[keep]
+    ptr[todo] = ks[ends - self_swap[keep]]
+    while todo.size:
+        p = ptr[todo]
+        pp = ptr[p]
+        ptr[todo] = pp
+        todo = todo[pp != p]                  # not yet at a chain's root
+    r = np.empty(n, it)
+    r[ks] = xs
+    s = np.flatnonzero(same)
+    r[ks[s]] = ptr[ks[s - 1]]
+    r[m] = ptr[m]
+    return r.astype(np.int64)
 
 
 def _exponential(g, shape, d, lambd):
