@@ -67,3 +67,52 @@ def softmax_scores_t(st, mt, has_mask, scale, m, den):
             for j in range(l_len):
                 xs[j] = xs[j] / den[j]
 
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def softmax_scores_t_causal(st, scale, m, den):
+    """``softmax_scores_t`` under a causal mask, reading only the keys each query sees
+    (NOTE [ Causal softmax skips the masked half ] in nn_attention.py).
+
+    ``st`` (N, L, L) float32 holds each head's scores transposed: row ``s`` is key ``s``,
+    which queries ``j >= s`` see. Those entries become the probabilities, every other entry
+    ``0 / sum`` (0, or NaN in a NaN column); the same bits as ``softmax_scores_t`` with the
+    (L, L) causal mask, whose masked entries add exp(-inf) = 0 to each sum. ``m`` and
+    ``den`` are (L,) float32 scratch rows. The visible part of each row is taken as a slice
+    (``x[s, s:]``): loops over a slice from 0 vectorise, where ``range(s, L)`` ran slower
+    than the whole masked row.
+    """
+    n_heads, l_len = st.shape[0], st.shape[2]
+    for n in range(n_heads):
+        x = st[n]
+        for j in range(l_len):
+            m[j] = _NINF
+        for s in range(l_len):
+            xs = x[s, s:]
+            ms = m[s:]
+            for j in range(xs.size):
+                v = xs[j] * scale
+                xs[j] = v
+                ms[j] = v if v > ms[j] else ms[j]
+        for j in range(l_len):
+            mj = m[j]
+            m[j] = mj if mj - mj == _ZERO else _ZERO  # (inf - inf and NaN: not finite)
+            den[j] = _ZERO
+        for s in range(l_len):
+            xs = x[s, s:]
+            ms = m[s:]
+            ds = den[s:]
+            for j in range(xs.size):
+                e = _expf(xs[j] - ms[j])
+                xs[j] = e
+                ds[j] += e
+        for j in range(l_len):
+            d = den[j]
+            den[j] = d if d != _ZERO else _ONE
+        for s in range(l_len):
+            xs = x[s]
+            for j in range(s):  # 0 / den: a NaN sum makes the column NaN, as masked
+                xs[j] = _ZERO / den[j]
+            xs = x[s, s:]
+            ds = den[s:]
+            for j in range(xs.size):
+                xs[j] = xs[j] / ds[j]

@@ -64,9 +64,33 @@ def _split_kernel(xp, a, *, dim, bounds, in_shape=None):
     return tuple(a[pre + (slice(s, e),)] for s, e in bounds)
 
 
+# NOTE [ Split backward writes its pieces ]
+# The gradient of a split is its pieces' gradients side by side, zeros where a piece had
+# none. Pieces that do not overlap (every split, chunk and unsplit; tensor_split's unless
+# its indices go backwards) are copied into place, and only the gaps are zeroed: one pass
+# over the result instead of zero-filling it and adding each piece into it (a GPT block's
+# q/k/v gradient, (8, 128, 768) float32: three passes fewer). Copying also keeps a -0.0
+# gradient as PyTorch's concatenation does, where 0 + -0.0 gave +0.0. Overlapping pieces
+# (and pieces of mixed dtypes) are summed into zeros as before.
+
+
 def _split_backward_kernel(xp, *gs, dim, bounds, in_shape):
-    z = xp.zeros(in_shape, gs[0].dtype)
     pre = (slice(None),) * dim
+    dt = gs[0].dtype
+    pieces = sorted(((s, e, g) for (s, e), g in zip(bounds, gs) if e > s),
+                    key=lambda p: p[:2]) if all(g.dtype == dt for g in gs) else None
+    if pieces is not None and all(a[1] <= b[0] for a, b in zip(pieces, pieces[1:])):
+        z = xp.empty(in_shape, dt)  # NOTE [ Split backward writes its pieces ]
+        done = 0
+        for s, e, g in pieces:
+            if s > done:
+                z[pre + (slice(done, s),)] = 0
+            z[pre + (slice(s, e),)] = g
+            done = e
+        if done < in_shape[dim]:
+            z[pre + (slice(done, None),)] = 0
+        return z
+    z = xp.zeros(in_shape, dt)
     for g, (s, e) in zip(gs, bounds):
         # tensor_split pieces may overlap, so accumulate
         z[pre + (slice(s, e),)] += g

@@ -136,3 +136,34 @@ def test_attention_gradients_laid_out_as_torch(causal):
         assert e.stride() == t.stride()
         scale = float(t.abs().max())  # (cancellation: compare against the largest entry)
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-4, atol=1e-5 * scale)
+
+
+# NOTE [ Causal softmax skips the masked half ]
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 130])
+def test_causal_softmax_kernel_bits_as_the_masked_kernel(numba_backend, n):
+    from ember._ops import _nn_attention_numba as kern
+
+    st = _RNG.standard_normal((3, n, n)).astype(np.float32) * 4
+    if n > 5:
+        st[0, 2, 5] = np.nan     # a visible NaN
+        st[1, 4, 1] = np.nan     # a masked NaN (key 4 is after query 1): dropped
+        st[2, 0, 3] = np.inf     # a query whose max is infinite
+        st[2, 1, :] = -np.inf    # a key no query gives weight to
+    scratch = lambda: (np.empty(n, np.float32), np.empty(n, np.float32))  # noqa: E731
+    plain, causal = st.copy(), st.copy()
+    mt = np.ascontiguousarray(np.tri(n, dtype=bool).T)
+    kern.softmax_scores_t(plain, mt, True, np.float32(0.3), *scratch())
+    kern.softmax_scores_t_causal(causal, np.float32(0.3), *scratch())
+    np.testing.assert_array_equal(causal.view(np.int32), plain.view(np.int32))
+
+
+def test_causal_forward_with_the_skipping_kernel_matches_numpy_path(numba_backend):
+    q, k, v = _qkv((2, 3, 64, 8))
+    mask = np.tri(64, dtype=bool)
+    assert nn_attention._causal_split(np, q, k, v, mask) == 32
+    (o1, p1), (o2, p2) = _both(q, k, v, mask)
+    np.testing.assert_allclose(p1, p2, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(o1, o2, rtol=1e-5, atol=1e-6)
+    assert not np.triu(p1, 1).any()  # no query gives weight to a later key
