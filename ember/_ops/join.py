@@ -738,6 +738,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             counts = [int(x) for x in
                       np.asarray(r if type(r) is np.ndarray else r.get()).reshape(-1)]
         if len(counts) == 1:
+            # one count for every slice: torch expands the tensor to n counts, so its kernel's
+            # size check (and output_size's) meets no count at all where n is 0
+            if n == 0:
+                counts, output_size = [0], None
+            elif output_size is not None and output_size != n * counts[0]:
+                raise RuntimeError("allocated size does not match required size")
+            elif counts[0] < 0:
+                raise RuntimeError("repeats can not be negative")
             repeats = counts[0]
         elif len(counts) != n:
             raise RuntimeError(
@@ -749,7 +757,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             if sum(counts) > _INT64_MAX:  # (torch's int64 running sum wraps negative there)
                 raise RuntimeError(f"repeat_interleave: the output size {sum(counts)} along "
                                    f"dim {d} cannot be represented as an int64")
-            if output_size is not None and output_size != sum(counts):
+            if output_size is not None and output_size != sum(counts) and counts:
                 raise RuntimeError("allocated size does not match required size")
             return _apply(repeat_interleave_op, (input,),
                           {"repeats": tuple(counts), "dim": d, "in_size": n})

@@ -166,6 +166,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         # the largest of none is 0, as torch's
         vord = 1 if ord == "nuc" or not s.shape[-1] else (_INF if ord == 2 else -_INF)
         r = vector_norm(s, vord, -1)
+        if ord == 2 and not s.shape[-1]:
+            r = r.detach()  # torch's amax of nothing: zeros outside the graph
         if keepdim:
             r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
     elif ord in (1, -1, _INF, -_INF):
@@ -177,7 +179,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
             if ext < 0:  # torch's amin over the empty dim, numbered as in its sums
                 at = outer if keepdim else outer - (inner < outer)
                 raise IndexError(f"amin(): Expected reduction dim {at} to have non-zero size.")
-            ext = 1  # the largest of no sums is 0, as torch's
+            ext = 1  # the largest of no sums is 0, as torch's: zeros outside the graph
+            sums = sums.detach()
         r = vector_norm(sums, ext, outer, True)
         if not keepdim:
             shape = tuple(s for i, s in enumerate(r.shape) if i not in (d0, d1))

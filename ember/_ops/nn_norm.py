@@ -74,6 +74,8 @@ def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
     y, mean, rstd = _layer_norm_parts(xp, x, w, b, ndim, eps)
     if not holds_values(mean):  # the meta device: no values to look at
         return y, mean, rstd
+    if xp is np:
+        y, mean, rstd = _welford_lane_nan(x, w, b, y, mean, rstd, ndim, eps)
     if xp is not np:  # the same fix-up as below, without a round trip to the host
         axes = tuple(range(x.ndim - ndim, x.ndim))
         inf = xp.isinf(mean) & xp.isinf(x).any(axis=axes, keepdims=True).reshape(mean.shape)
@@ -86,6 +88,118 @@ def _layer_norm_kernel(xp, x, w, b, *, ndim, eps):
         inf &= xp.isinf(x).any(axis=axes, keepdims=True).reshape(inf.shape)
         mean = xp.where(inf, xp.asarray(float("nan"), dtype=mean.dtype), mean)
     return y, mean, rstd
+
+
+# NOTE [ Welford lanes of torch's norms ]
+# torch's CPU layer norm (and group norm) takes a row's moments by Welford's method in SIMD
+# lanes (AVX2: 8 float32 or 4 float64 values a vector), not by two passes: chunks of 16
+# vectors each feed a vector Welford pass, chunks merge pairwise (a cascade), the tail that
+# fills no vector gets a scalar pass, and each lane is then merged into the tail's moments,
+# a merge adding ``delta**2 * c * count`` to the sum of squares (delta the difference of the
+# two means, c the lane's share, count the elements merged so far). Two things differ from
+# ember's passes where values are near the top of the dtype: the running mean never forms a
+# sum (so it stays finite where ember's sum overflows, or meets inf - inf when one delta
+# overflows), and where the tail is empty (count 0 at the first lane merge) or the row is
+# shorter than a vector (c 0), that term is ``inf * 0`` once delta**2 overflows, so the
+# variance, rstd and the whole row are NaN: a float64 row of 8 values 1e155 normalises to
+# NaN (its variance is 0). Measured in torch 2.13: merges into the still-empty cascade add
+# no such term. Only rows whose mean and spread allow a value beyond sqrt(max) / 2 (any lane
+# mean differs from the mean by at most sqrt(lanes) * std) are replayed, in the dtype, by
+# the function below; the test costs a few operations per row.
+_WELFORD_LANES = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}
+#: dtype -> (its largest value, a quarter of that value's square root)
+_WELFORD_LIMITS = {d: (np.finfo(d).max, math.sqrt(np.finfo(d).max) / 4) for d in _WELFORD_LANES}
+
+
+def _lane_moments(rows, lanes):
+    """(mean, biased variance) of each row of ``rows`` (R, N) as torch's CPU kernel forms
+    them (NOTE [ Welford lanes of torch's norms ]), in the rows' dtype."""
+    t = rows.dtype.type
+    count, size = rows.shape
+    whole = size // lanes
+    chunks = -(-whole // 16)
+    depth = 1 if chunks <= 2 else (chunks - 1).bit_length()
+    stack = [[0, np.zeros((count, lanes), t), np.zeros((count, lanes), t)]
+             for _ in range(depth)]
+
+    def merge(k, m1, m2, into):
+        total = into[0] + k
+        if into[0] == 0:  # the empty cascade takes the moments as they are
+            into[:] = [total, m1, m2]
+            return
+        c = t(k) / t(total)
+        delta = m1 - into[1]
+        into[:] = [total, into[1] + delta * c, into[2] + (m2 + delta * delta * c * t(into[0]))]
+
+    vecs = rows[:, :whole * lanes].reshape(count, whole, lanes)
+    for i in range(chunks):
+        m1, m2 = np.zeros((count, lanes), t), np.zeros((count, lanes), t)
+        for j in range(min(16, whole - 16 * i)):
+            v = vecs[:, 16 * i + j]
+            delta = v - m1
+            m1 = m1 + delta * (t(1) / t(j + 1))
+            m2 = m2 + delta * (v - m1)
+        merge(min(16, whole - 16 * i), m1, m2, stack[0])
+        mask = i + 1
+        for j in range(1, depth):
+            if mask & 1:
+                break
+            merge(*stack[j - 1], stack[j])
+            stack[j - 1] = [0, np.zeros((count, lanes), t), np.zeros((count, lanes), t)]
+            mask >>= 1
+    for j in range(1, depth):
+        merge(*stack[j], stack[0])
+    k, m1, m2 = 0, np.zeros(count, t), np.zeros(count, t)
+    for i in range(whole * lanes, size):  # the tail, one value at a time
+        delta = rows[:, i] - m1
+        k += 1
+        m1 = m1 + delta / t(k)
+        m2 = m2 + delta * (rows[:, i] - m1)
+    for lane in range(lanes):  # each lane into the tail's moments: here count may be 0
+        total = k + whole
+        c = t(0) if total == 0 else t(whole) / t(total)
+        delta = stack[0][1][:, lane] - m1
+        m1 = m1 + c * delta
+        m2 = m2 + (stack[0][2][:, lane] + delta * delta * c * t(k))
+        k = total
+    return m1, m2 / t(size)
+
+
+def _welford_lane_nan(x, w, b, y, mean, rstd, ndim, eps):
+    """``(y, mean, rstd)`` with the rows whose values come near the top of the dtype
+    replayed as torch's CPU kernel forms them (NOTE [ Welford lanes of torch's norms ]);
+    x is a NumPy array normalised over its last ``ndim`` axes (weight w, bias b), mean and
+    rstd one value per row."""
+    lanes = _WELFORD_LANES.get(x.dtype)
+    if lanes is None or type(x) is not np.ndarray or not x.size:
+        return y, mean, rstd
+    big, q = _WELFORD_LIMITS[x.dtype]
+    # |mean| + sqrt(lanes) * std >= sqrt(max) / 2 needs |mean| or sqrt(lanes) * std beyond
+    # sqrt(max) / 4: two reductions over the rows decide the common case (fmax and fmin
+    # pass over the NaN of a row that is NaN already)
+    if np.fmax.reduce(np.abs(mean), axis=None) < q and \
+            np.fmin.reduce(rstd, axis=None) > math.sqrt(lanes) / q:
+        return y, mean, rstd
+    with np.errstate(all="ignore"):  # rstd 0 (an infinite variance): an infinite spread
+        spread = np.abs(mean.astype(np.float64)) + math.sqrt(lanes) / rstd.astype(np.float64)
+        near = np.flatnonzero((spread >= 2 * q).reshape(-1))
+    if not near.size:
+        return y, mean, rstd
+    n = math.prod(x.shape[x.ndim - ndim:])
+    rows = np.ascontiguousarray(x).reshape(-1, n)[near]
+    shape, kept = y.shape, mean.shape
+    y, mean, rstd = (np.array(a).reshape(-1, n if a is y else 1) for a in (y, mean, rstd))
+    t = x.dtype.type
+    with np.errstate(all="ignore"):
+        m, var = _lane_moments(rows, lanes)
+        r = t(1) / np.sqrt(np.where(var < 0, t(0), var) + t(eps))  # (NaN stays NaN)
+        out = rows * r[:, None] + (-r * m)[:, None]  # torch's scale and shift
+        if w is not None:
+            out = out * np.ravel(w)
+        if b is not None:
+            out = out + np.ravel(b)
+    y[near], mean[near, 0], rstd[near, 0] = out, m, r
+    return y.reshape(shape), mean.reshape(kept), rstd.reshape(kept)
 
 
 # NOTE [ Layer norm in place ]
@@ -497,6 +611,31 @@ def _update_running_fused(running_mean, running_var, m, rstd, momentum, eps, n):
     return True
 
 
+# NOTE [ Batch norm's strided path ]
+# In evaluation, torch's CPU batch norm takes its kernel only where the input is contiguous
+# (or channels-last) and every parameter is contiguous; otherwise it computes the inverse
+# deviation with tensor ops, ``1 / sqrt(running_var + eps)``, and reads it in the parameters'
+# dtype. That sum promotes an integer or bool running_var to float32, so there, and only
+# there, such a running_var works where the kernel would refuse it (measured in torch 2.13:
+# other dtypes, or the other parameters, fail on either path).
+
+def _running_var_promoted(input, weight, bias, running_mean, running_var):
+    """True where torch's strided evaluation path turns an integer or bool running_var into
+    float32 (NOTE [ Batch norm's strided path ])."""
+    if running_var is None or running_mean is None or \
+            running_var.dtype.category not in (_dt.INT, _dt.BOOL):
+        return False
+    if input.dtype != _dt.float32 and not (
+            input.dtype in (_dt.float16, _dt.bfloat16) and running_mean.dtype == _dt.float32):
+        return False
+    from .._core.layout import channels_last, channels_last_3d
+
+    kernel = input.is_contiguous() or input.dim() in (4, 5) and input.is_contiguous(
+        memory_format=channels_last if input.dim() == 4 else channels_last_3d)
+    return not (kernel and all(t is None or t.is_contiguous()
+                               for t in (weight, bias, running_mean, running_var)))
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """``(output, save_mean, save_invstd)``: the batch statistics per channel in training,
     None otherwise."""
@@ -512,6 +651,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                 f"batch_norm: expected {name} of {c} elements, got {t.numel()}")
     if training and c == 0 and weight is not None:  # torch reads the first weight
         raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
+    if not training and _running_var_promoted(input, weight, bias, running_mean, running_var):
+        running_var = running_var.to(_dt.float32)  # NOTE [ Batch norm's strided path ]
     _batch_norm_dtypes(input, weight, bias, running_mean, running_var)
     if training and input.numel() == 0:
         # an empty batch: an empty result that still depends on weight and bias (their

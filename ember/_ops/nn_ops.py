@@ -1022,6 +1022,12 @@ def _check_class_target_shape(input, target):
     elif tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, "
                            f"got {list(target.shape)}")
+    elif input.shape[1] == 0 and target.numel():
+        # torch folds 3-D and 5-D+ scores into 4-D (N, C, 1, -1) for its 2-D kernel, and
+        # with no classes the folded scores hold no spatial values, so the sizes disagree
+        n = input.shape[0]
+        raise RuntimeError(f"size mismatch (got input: [{n}, 0, 0, 0] , target: "
+                           f"[{n}, 1, {target.numel() // n}]")
 
 
 def _check_class_target(target, input=None):
@@ -1095,8 +1101,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     logp = log_softmax(input, class_dim)
     if probs:
         c = input.shape[class_dim]
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / c
+        if label_smoothing > 0:  # (no classes: an empty target, whatever the share)
+            target = target * (1 - label_smoothing) + label_smoothing / max(c, 1)
         per = logp * target
         if weight is not None:
             shape = [1] * input.dim()
@@ -1107,6 +1113,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return loss
         if reduction == "sum":
             return loss.sum()
+        if not input.numel():  # torch's mean of no scores is NaN, whatever the batch
+            return loss.sum() * float("nan")
         return loss.sum() / (loss.numel() if loss.dim() else 1) if input.dim() > 1 else loss
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing > 0:
@@ -1128,7 +1136,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             smooth_red = smooth.sum() / wsum.sum()
         else:
             smooth_red = smooth.sum() / valid.sum()
-        loss = loss * (1 - label_smoothing) + smooth_red * (label_smoothing / c)
+        loss = loss * (1 - label_smoothing) + smooth_red * (label_smoothing / max(c, 1))
     return loss
 
 

@@ -116,11 +116,14 @@ def lstm_step(xw, h, c, w_hh):
     return h2, c2
 
 
-def _check_cell(input, hidden, w_ih, w_hh, gates, biases=()):
+def _check_cell(input, hidden, w_ih, w_hh, gates, biases=(), cell=None):
     """torch's argument checks of an RNN cell, before any product: ``gates`` rows per
     hidden unit in both weights, the input's feature size, and each hidden state's batch and
-    hidden sizes. The cells take batched (N, I) inputs only (the modules add the batch)."""
-    for t in (input,) + tuple(hidden):
+    hidden sizes (an LSTM's ``cell`` state too, whose dtype may differ: it meets the gates
+    in elementwise ops only). The cells take batched (N, I) inputs only (the modules add the
+    batch)."""
+    shaped = tuple(hidden) + (() if cell is None else (cell,))
+    for t in (input,) + shaped:
         if t.dim() < 2:
             raise IndexError(f"Dimension out of range (expected to be in range of "
                              f"[{-max(t.dim(), 1)}, {max(t.dim(), 1) - 1}], but got 1)")
@@ -143,7 +146,7 @@ def _check_cell(input, hidden, w_ih, w_hh, gates, biases=()):
     if input.shape[1] != w_ih.shape[1]:
         raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
                            f"{w_ih.shape[1]}")
-    for i, h in enumerate(hidden):
+    for i, h in enumerate(shaped):
         if input.shape[0] != h.shape[0]:
             raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{i} "
                                f"batch size {h.shape[0]}")
@@ -174,7 +177,17 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         tensor([[0., 0., 0.]])
     """
     h, c = hx
-    _check_cell(input, (h, c), w_ih, w_hh, 4, (b_ih, b_hh))
+    _check_cell(input, (h,), w_ih, w_hh, 4, (b_ih, b_hh), cell=c)
+    if c.dtype != input.dtype:
+        # the cell state meets the gates only in elementwise ops, so torch promotes it (a
+        # uint8 or float64 c with float32 gates): the gates in the input's dtype, then the
+        # update in the promoted one
+        from .nn_ops import linear
+
+        gates = linear(input, w_ih, b_ih) + linear(h, w_hh, b_hh)
+        i, f, g, o = gates.chunk(4, 1)
+        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c2.tanh(), c2
     return _lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
