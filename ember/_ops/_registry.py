@@ -91,6 +91,9 @@ class Op:
     #: data that no formula will read is neither kept alive nor version-checked. None: every
     #: input the vjp names is saved.
     saved_for = None
+    #: the inputs PyTorch's node keeps as a transposed view (a linear layer's weight, saved
+    #: as ``weight.t()``): an error about one modified in place shows the view's shape
+    saved_transposed = ()
     #: ``out_needed(inputs, params)`` for a one-output op whose vjp takes ``out``: whether
     #: this call's formula reads the result (``std`` does, ``var`` does not; ``pow`` only
     #: for a tensor exponent that requires grad); when False the

@@ -531,11 +531,11 @@ def _check_vectors(op_name, a, b):
     check_tensor(op_name, a, "input", 1)
     check_tensor(op_name, b, "tensor", 2)
     if a.dim() != 1 or b.dim() != 1:
-        raise RuntimeError(
-            f"{op_name}: 1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
+        raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
     if a._data.dtype != b._data.dtype:
+        # torch's text, "dot : " for vdot too (one shared check in its kernels)
         raise RuntimeError(
-            f"{op_name}: expected both vectors to have same dtype, but found "
+            "dot : expected both vectors to have same dtype, but found "
             f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(

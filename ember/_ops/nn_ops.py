@@ -618,6 +618,11 @@ def _linear_vjp(g, x, w, _b, *, needs_input_grad):
 linear_op = Op("linear", _linear_kernel, vjp=_linear_vjp)
 multilinear_jvp(linear_op, (0, 1), (2,))
 linear_op.node_name = "AddmmBackward0"
+# the input is kept only for the weight's gradient and the weight only for the input's, as
+# PyTorch's node keeps them: a weight stepped in place between forward and backward breaks
+# only a backward that needs it (not one whose input is data)
+linear_op.saved_for = {0: (1,), 1: (0,)}
+linear_op.saved_transposed = (1,)
 
 
 def inplace_result(a, r):

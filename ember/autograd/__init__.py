@@ -50,28 +50,57 @@ from .profiler import (  # noqa: E402,F401  (binds the profiler, profiler_util m
 from . import profiler_legacy  # noqa: E402,F401  (PyTorch's deprecated legacy entry point)
 
 
-def Variable(data, requires_grad=False, volatile=False):
-    """Deprecated: returns ``data`` (a Tensor), with ``requires_grad`` set as asked (tensors
-    have been variables since PyTorch 0.4).
+class _VariableMeta(type):
+    """``isinstance(x, Variable)`` holds for every tensor, as it has since PyTorch 0.4."""
+
+    def __instancecheck__(cls, other):
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Deprecated: ``Variable(data)`` gives a new leaf tensor sharing ``data``'s memory, with
+    ``requires_grad`` as asked (tensors have been variables since PyTorch 0.4).
+
+    Calling it returns a :class:`Tensor` (never a ``Variable``): ``data`` detached from its
+    graph, so the caller's tensor keeps its own ``requires_grad`` and history while the
+    result is a fresh leaf. Every tensor is an instance of ``Variable``, so old
+    ``isinstance(h, Variable)`` checks still hold.
 
     Args:
-        data (Tensor): the tensor.
-        requires_grad (bool): set ``data.requires_grad``. Default: False.
-        volatile (bool): ignored (removed in PyTorch 0.4).
+        data (Tensor, optional): the tensor. Default: an empty float tensor.
+        requires_grad (bool): whether the new leaf requires gradients. Default: False.
+        volatile (bool): no effect since PyTorch 0.4 (warns when True).
 
     Returns:
-        Tensor: ``data`` itself.
+        Tensor: a leaf view of ``data``'s memory.
 
     Example:
-        >>> x = ember.autograd.Variable(ember.ones(2), requires_grad=True)
-        >>> type(x).__name__, x.requires_grad
-        ('Tensor', True)
+        >>> t = ember.ones(2)
+        >>> x = ember.autograd.Variable(t, requires_grad=True)
+        >>> type(x).__name__, x.requires_grad, t.requires_grad
+        ('Tensor', True, False)
+        >>> isinstance(t, ember.autograd.Variable)
+        True
     """
-    if not isinstance(data, Tensor):
-        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-    if requires_grad:
-        data.requires_grad_(True)
-    return data
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        if data is None:
+            from .._ops.creation import empty
+
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if volatile:
+            import warnings
+
+            warnings.warn("volatile was removed and now has no effect. Use `with "
+                          "torch.no_grad():` instead.", UserWarning, stacklevel=2)
+            if requires_grad:
+                raise ValueError("Variable can't be volatile and require_grad at the same time!")
+        out = data.detach()
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
 
 
 def variable(*args, **kwargs):

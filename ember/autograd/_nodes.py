@@ -159,7 +159,12 @@ class SavedTensor:
         return o
 
     def _version_error(self, node, v):
-        if self.t is not None:
+        if self.t is not None and self._saved_transposed(node):
+            # PyTorch's node kept ``t.t()``, a view whose history is replayed as AsStrided
+            # once its base changed in place (``Op.saved_transposed``)
+            arr = self.t._data.T
+            which = ", which is output 0 of AsStrided," if self.t._rg else ""
+        elif self.t is not None:
             arr = self.t._data
             fn = self.t._grad_fn
             which = (f", which is output {self.t._out_nr} of {short_name(fn)},"
@@ -173,6 +178,12 @@ class SavedTensor:
             f"{v}; expected version {self.version} instead. Hint: enable anomaly detection to "
             "find the operation that failed to compute its gradient, with "
             f"{_dt.printed_module[0]}.autograd.set_detect_anomaly(True, check_nan=False).")
+
+    def _saved_transposed(self, node):
+        op = getattr(node, "_op", None)
+        idx = getattr(op, "saved_transposed", ())
+        saved = getattr(node, "_saved", None) or ()
+        return any(i < len(saved) and (saved[i] is self or saved[i] is self.t) for i in idx)
 
     def release(self):
         self.t = self.arr = self.packed = None

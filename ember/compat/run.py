@@ -85,5 +85,22 @@ def _run_script(path):
                 sys.modules[name] = old
 
 
+def _report_uncaught(exc):
+    """Print ``exc`` as Python prints an uncaught exception of ``python script.py``: its
+    traceback starts at the script's first frame, without this runner's own frames."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    # (the default hook prints the exception's own traceback when it has one)
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001  (reported as the interpreter would)
+        _report_uncaught(exc)
+        status = 1
+    sys.exit(status)

@@ -151,23 +151,27 @@ def _display(full):
 
 def refused_global_message(full: str) -> str:
     """The ``UnpicklingError`` text for a global outside the allow-list."""
-    shown = _display(full)
+    from .._core.dtype import printed_module  # NOTE [ Printed module name ]: torch under the alias
+
+    shown, top = _display(full), printed_module[0]
     return (
         "Weights only load failed. The file can still be loaded, but only do so if you trust "
         "its source:\n"
         "\t(1) load it with `weights_only=False` (this runs any code the file names), or\n"
         "\t(2) keep `weights_only=True` and allow the global named below.\n"
         f"\tWeightsUnpickler error: Unsupported global: GLOBAL {shown} was not an allowed "
-        f"global by default. Please use `ember.serialization.add_safe_globals([{shown}])` or "
-        f"the `ember.serialization.safe_globals([{shown}])` context manager to allowlist "
+        f"global by default. Please use `{top}.serialization.add_safe_globals([{shown}])` or "
+        f"the `{top}.serialization.safe_globals([{shown}])` context manager to allowlist "
         "this global if you trust this class/function.")
 
 
 def _weights_only_error(detail: str) -> pickle.UnpicklingError:
+    from .._core.dtype import printed_module
+
     return pickle.UnpicklingError(
-        "Weights only load failed. Re-running `ember.load` with `weights_only=False` will "
-        "likely succeed, but it can run arbitrary code: do it only if you trust the file's "
-        f"source.\n\nWeightsUnpickler error: {detail}")
+        f"Weights only load failed. Re-running `{printed_module[0]}.load` with "
+        "`weights_only=False` will likely succeed, but it can run arbitrary code: do it only "
+        f"if you trust the file's source.\n\nWeightsUnpickler error: {detail}")
 
 
 class WeightsOnlyUnpickler(pickle._Unpickler):
