@@ -14,12 +14,13 @@ __all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass", "Generator",
 class _ExperimentalConfig:
     """Extra profiler settings (``torch._C._profiler._ExperimentalConfig``): hardware
     counters, per-kernel metrics and verbose stacks. Ember's profiler records the same events
-    whatever they say; ``verbose`` is kept for ``with_stack`` traces.
+    whatever they say, but for ``verbose``: with ``with_stack=True``, events list the
+    Python calls around them as their ``stack``, as PyTorch's do only then.
 
     Args:
         profiler_metrics: hardware counter names (CUPTI; recorded only on GPUs).
         profiler_measure_per_kernel: measure the counters per kernel.
-        verbose: record more of each stack.
+        verbose: fill events' ``stack`` (under ``with_stack``).
         performance_events: CPU performance counter names.
         enable_cuda_sync_events: record CUDA synchronisations.
         **options: PyTorch's further settings, kept as attributes.

@@ -62,14 +62,32 @@ def _extreme(inputs, params):
 _NOTHING = object()
 
 
+def takes_whole_dim(item, size):
+    """Whether the index ``item`` is a slice taking all ``size`` elements of its dim in
+    order (``:``, ``0:size``): PyTorch's indexing runs no op for it."""
+    return type(item) is slice and (item.start is None or item.start == 0) and \
+        (item.step is None or item.step == 1) and (item.stop is None or item.stop >= size)
+
+
 def _getitem(inputs, params):
-    # torch indexes dim by dim; the node on the result is the last step's
+    # torch indexes dim by dim, skipping whole-dim slices; the node on the result is the
+    # last step's (none: an alias)
     idx = params.get("idx")
     items = idx if type(idx) is tuple else (idx,)
+    shape = getattr(inputs[0], "shape", None) if inputs else None
     last = _NOTHING
-    for it in items:
-        if it is not Ellipsis:
-            last = it
+    dim = 0
+    for pos, it in enumerate(items):
+        if it is Ellipsis:
+            if shape is not None:
+                dim = len(shape) - (len(items) - pos - 1)
+            continue
+        if shape is not None and 0 <= dim < len(shape) and takes_whole_dim(it, shape[dim]):
+            dim += 1
+            continue
+        if it is not None:
+            dim += 1
+        last = it
     if last is _NOTHING:
         return "AliasBackward0"
     if type(last) is slice:

@@ -15,6 +15,7 @@ from ._elementwise import (
     elementwise_inplace, rbinary, rbinary_fast, unary,
 )
 from . import _fma
+from .pointwise import reciprocal_op
 from ._registry import public
 from .._overrides import NOT_HANDLED as _NOT_HANDLED
 from .._overrides import _active as _tf_active
@@ -767,7 +768,7 @@ def _install_dunders():
     T.__rmul__ = lambda self, other: rbinary(mul_op, self, other)
     T.__imul__ = lambda self, other: elementwise_inplace(mul_op, self, (other,))
     T.__truediv__ = lambda self, other: binary(div_op, self, other)
-    T.__rtruediv__ = lambda self, other: rbinary(div_op, self, other)
+    T.__rtruediv__ = lambda self, other: _reciprocal_times(div_op, self, other)
     T.__itruediv__ = lambda self, other: elementwise_inplace(div_op, self, (other,))
     T.__floordiv__ = lambda self, other: binary(floor_divide_op, self, other)
     T.__rfloordiv__ = lambda self, other: rbinary(floor_divide_op, self, other)
@@ -840,12 +841,53 @@ def _commuted_fast(op, a, b):
     return binary_fast(op, a, b)
 
 
+# NOTE [ A number over a tensor ]
+# PyTorch runs ``c / t`` (``Tensor.__rtruediv__``) as ``t.reciprocal() * c``, not as one
+# division: a profile lists ``aten::reciprocal`` then ``aten::mul``, the graph has
+# ``MulBackward0`` over ``ReciprocalBackward0``, and the result is the product of two
+# rounded steps, which can differ from the rounded quotient ``c / t`` by one unit in the
+# last place. Ember runs the same two ops, so its bits, rows and nodes are PyTorch's.
+
+
+def _reciprocal_times(op, a, b):
+    """``b / a`` for a Python number ``b``, as ``a.reciprocal() * b`` (NOTE [ A number
+    over a tensor ]); ``op`` (``div``) is unused."""
+    if not isinstance(b, _scalar_types):
+        return NotImplemented
+    return binary(mul_op, unary(reciprocal_op, a), b)
+
+
+#: the dtypes ``_reciprocal_times_fast`` computes itself
+_RECIPROCAL_FAST = (np.dtype(np.float32), np.dtype(np.float64))
+#: the numbers it takes: finite in float32, so that no cast overflows (an integer that large
+#: is not exact in float64 either)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _reciprocal_times_fast(op, a, b):
+    """``_reciprocal_times`` when no mode is on: a small contiguous float32/float64 CPU
+    tensor that needs no graph and a Python number run the two steps in place on one
+    array (the reciprocal, then the product by the number in the tensor's dtype, as the
+    two ops round them), at the cost of the one division they replace."""
+    if not isinstance(b, _scalar_types):
+        return NotImplemented
+    d = a._data
+    if d.__class__ is _ndarray and d.dtype in _RECIPROCAL_FAST and not a._rg and \
+            (b.__class__ is float or b.__class__ is int) and -_FLOAT32_MAX <= b <= _FLOAT32_MAX \
+            and d.size < 1048576 and d.flags.c_contiguous and d.ndim:
+        r = np.reciprocal(d)
+        np.multiply(r, d.dtype.type(b), out=r)
+        return wrap(r)
+    return binary_fast(mul_op, unary(reciprocal_op, a), b)
+
+
 def _operator_dunder(name, run, op):
     """``Tensor.<name>(self, other) = run(op, self, other)`` making the __torch_function__
     test itself (NOTE [ __torch_function__ ] in ember/_overrides.py): the commonest
     operators save a wrapper's frame that way."""
 
-    fast = {binary: binary_fast, rbinary: rbinary_fast, _commuted: _commuted_fast}[run]
+    fast = {binary: binary_fast, rbinary: rbinary_fast, _commuted: _commuted_fast,
+            _reciprocal_times: _reciprocal_times_fast}[run]
 
     # NOTE [ Operators inlined ]
     # ``a + b`` of two CPU tensors of one dtype is the commonest call there is: the dunder
@@ -910,7 +952,8 @@ def _operator_dunder(name, run, op):
 _install_dunders()
 for _name, _run, _op in [("__add__", binary, add_op), ("__radd__", _commuted, add_op),
                          ("__mul__", binary, mul_op), ("__rmul__", rbinary, mul_op),
-                         ("__truediv__", binary, div_op), ("__rtruediv__", rbinary, div_op),
+                         ("__truediv__", binary, div_op),
+                         ("__rtruediv__", _reciprocal_times, div_op),
                          ("__sub__", binary, sub_op), ("__rsub__", rbinary, sub_op),
                          ("__pow__", binary, pow_op)]:
     setattr(Tensor, _name, _operator_dunder(_name, _run, _op))

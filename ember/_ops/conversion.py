@@ -10,7 +10,7 @@ from .._core import layout as _layout
 from .._core.device import as_device, device
 from .._core.tensor import Tensor, wrap
 from ._legacy_types import tensor_type
-from ._registry import Op, method, public
+from ._registry import Op, method, profiler_session, public
 
 
 def _astype(xp, a, dtype):
@@ -253,6 +253,13 @@ def contiguous(self, memory_format=None):
     if self.is_contiguous(memory_format=fmt):
         return self
     if fmt is _layout.contiguous_format:
+        if _dispatch.intercept:
+            session = profiler_session()
+            if session is not None:
+                # PyTorch's ``aten::contiguous`` around the ``aten::clone`` that copies
+                return session.composite("aten::contiguous", lambda: (self, memory_format),
+                                         _dispatch.apply, (clone_op, (self,), {"order": "C"}),
+                                         {})
         return _dispatch.apply(clone_op, (self,), {"order": "C"})
     if fmt in (_layout.channels_last, _layout.channels_last_3d):
         want = 4 if fmt is _layout.channels_last else 5

@@ -18,7 +18,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.checks import as_shape, holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
-from ._registry import Op, method, public
+from ._registry import Op, method, observing_profiler, profiler_session, public
 from ._xp_compat import ufunc_at
 from .shape import (_check_tensor, _int_list_arg, _shape_args, diagonal, reshape, unsqueeze,
                     view)
@@ -175,6 +175,13 @@ def split_with_sizes(input, split_sizes, dim=0):
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
             f"at dimension {d}), but got split_sizes={sizes}")
+    if _dispatch.intercept:
+        session = observing_profiler()
+        if session is not None:
+            # a profile lists the call as PyTorch's one op, whatever ember's op is named
+            return session.as_one_op("aten::split_with_sizes",
+                                     lambda: (input, split_sizes, dim), _split_at,
+                                     (input, d, _sizes_bounds(sizes)), {})
     return _split_at(input, d, _sizes_bounds(sizes))
 
 
@@ -183,6 +190,16 @@ def chunk(input, chunks, dim=0):
     """Split into ``chunks`` pieces of equal size (``ceil(n / chunks)``; fewer pieces when
     that divides evenly earlier). Returns a tuple of views."""
     _check_tensor(input, "chunk")
+    if _dispatch.intercept:
+        session = profiler_session()
+        if session is not None:
+            # PyTorch's ``aten::chunk`` around the ``aten::split`` it runs
+            return session.composite("aten::chunk", lambda: (input, chunks, dim), _chunk,
+                                     (input, chunks, dim), {})
+    return _chunk(input, chunks, dim)
+
+
+def _chunk(input, chunks, dim):
     chunks = operator.index(chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")

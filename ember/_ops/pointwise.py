@@ -31,7 +31,7 @@ from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from . import _fma, _node_names, _xp_compat
-from ._registry import Op, observing_profiler, public
+from ._registry import Op, observing_profiler, profiler_session, public
 from .. import _parallel
 from .indexing import linear_jvp  # forward-mode rules
 
@@ -356,7 +356,8 @@ def _square_vjp(g, x):
 
 
 def _reciprocal_vjp(g, _x, *, out):
-    return -g * _c(out * out)
+    square = _c(out * out)   # (first, as PyTorch's formula runs its ops)
+    return -g * square
 
 
 exp_op, exp = unary_op("exp", ufunc="exp", vjp=_exp_vjp, doc="Element-wise ``e ** x``.")
@@ -978,7 +979,7 @@ def _clamp_args(name, input, min, max):
     return clamp_op, (min, max)
 
 
-@public(alias=("clip",))
+@public
 def clamp(input, min=None, max=None, *, out=None):
     """Limit every element to ``[min, max]`` (numbers or tensors; either may be None).
     Where ``min > max`` the result is ``max``.
@@ -1043,7 +1044,40 @@ def _clamp_inplace(self, min, max):
     return elementwise_inplace(op, self, bounds)
 
 
-Tensor.clamp_ = Tensor.clip_ = _clamp_
+Tensor.clamp_ = _clamp_
+
+
+def _clip_(self, min=None, max=None):
+    session = profiler_session() if _dispatch.intercept else None
+    if session is not None:
+        return session.composite("aten::clip_", lambda: (self, min, max), _clamp_,
+                                 (self, min, max), {})
+    return _clamp_(self, min, max)
+
+
+@public(inplace=_clip_)
+def clip(input, min=None, max=None, *, out=None):
+    """Another name of :func:`clamp`: limit every element to ``[min, max]``. A profile
+    lists the call as ``aten::clip`` around the ``aten::clamp`` it runs, as PyTorch's does.
+
+    Args:
+        input: the tensor.
+        min, max: the bounds (numbers or tensors; either may be None).
+        out: optional output tensor.
+
+    Returns:
+        The clamped tensor.
+
+    Example::
+
+        >>> ember.clip(ember.tensor([-2.0, 0.5, 3.0]), -1, 1).tolist()
+        [-1.0, 0.5, 1.0]
+    """
+    session = profiler_session() if _dispatch.intercept else None
+    if session is not None:
+        return session.composite("aten::clip", lambda: (input, min, max), clamp,
+                                 (input, min, max), {"out": out})
+    return clamp(input, min, max, out=out)
 
 
 def _required_bound(name, which, bound):

@@ -41,7 +41,8 @@ from .._core.size import Size
 from .._core.storage import storage_of
 from .._core.tensor import Tensor
 from . import _node_names
-from ._registry import Op, method, ops, profiler_session, public, recorded_as, shown_as
+from ._registry import (Op, method, observing_profiler, ops, profiler_session, public,
+                        recorded_as, shown_as)
 
 _apply = _dispatch.apply
 _int_types = (int, np.integer)
@@ -480,6 +481,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 @public
+@recorded_as("aten::unflatten", ("input", "dim", "sizes"))
 def unflatten(input, dim, sizes):
     """Split dim ``dim`` into ``sizes`` (one -1 may be inferred)."""
     _check_tensor(input, "unflatten")
@@ -628,16 +630,26 @@ def _alias(t):
 def squeeze(input, dim=None):
     """Remove dims of size 1: all of them, or those in ``dim`` (an int or a tuple)."""
     _check_tensor(input, "squeeze")
-    a = input._data
-    shape = a.shape
+    shape = input._data.shape
     if dim is None:
         dims = tuple(i for i, n in enumerate(shape) if n == 1)
-    else:
-        dims = wrap_dims(dim, len(shape), "squeeze")
-        dims = tuple(d for d in dims if shape and shape[d] == 1)
+        return _apply(squeeze_op, (input,), {"dims": dims, "in_shape": shape})
+    if _dispatch.intercept:
+        session = observing_profiler()
+        if session is not None:
+            # PyTorch's ``squeeze.dim``/``squeeze.dims`` list the dim as given
+            return session.as_one_op("aten::squeeze", lambda: (input, dim), _squeeze_dims,
+                                     (input, dim), {})
+    return _squeeze_dims(input, dim)
+
+
+def _squeeze_dims(input, dim):
+    shape = input._data.shape
+    dims = wrap_dims(dim, len(shape), "squeeze")
+    dims = tuple(d for d in dims if shape and shape[d] == 1)
     r = _apply(squeeze_op, (input,), {"dims": dims, "in_shape": shape})
-    if dim is not None:  # torch's squeeze.dim and squeeze.dims (NOTE [ Node names ])
-        _node_names.rename(r, "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2")
+    # torch's squeeze.dim and squeeze.dims (NOTE [ Node names ])
+    _node_names.rename(r, "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2")
     return r
 
 

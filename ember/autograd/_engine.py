@@ -101,6 +101,11 @@ def _make_grad(t, g, i):
             raise RuntimeError(
                 "grad can be implicitly created only for real scalar outputs but got "
                 f"{t.dtype}")
+        if _dispatch.intercept:
+            # as PyTorch's ``torch.autograd`` makes it: by ``ones_like``, an op that modes
+            # and the profiler see (``aten::ones_like`` before the backward pass)
+            from .._ops.creation import ones_like
+            return ones_like(t)
         return wrap(_dispatch.xp_of(d).ones(d.shape, d.dtype))
     if not isinstance(g, Tensor):
         if isinstance(g, (int, float, bool, complex)):

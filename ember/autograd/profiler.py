@@ -137,6 +137,7 @@ class profile:
         self.use_cpu = use_cpu
         self.acc_events = acc_events
         self.custom_trace_id_callback = custom_trace_id_callback
+        self.experimental_config = experimental_config
         self.trace_id = ""
         self._function_events = None
         self._unconverted = []     # finished sessions not yet in ``function_events``
@@ -257,7 +258,8 @@ class profile:
         self._session = _recorder._Session(
             record_shapes=self.record_shapes, profile_memory=self.profile_memory,
             with_stack=self.with_stack, with_flops=self.with_flops,
-            with_modules=self.with_modules, device_timer=timer)
+            with_modules=self.with_modules, device_timer=timer,
+            verbose=bool(getattr(self.experimental_config, "verbose", False)))
         self._session.start()
 
     def __exit__(self, exc_type, exc_val, exc_tb):

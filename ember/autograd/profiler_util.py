@@ -32,6 +32,10 @@ __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel
            "MEMORY_EVENT_NAME", "OUT_OF_MEMORY_EVENT_NAME"]
 
 
+#: the characters a folded stack line cannot hold in a frame's name, each written as ``_``
+_FOLDED = str.maketrans(" ;\t\n", "____")
+
+
 class EventList(list):
     """A list of ``FunctionEvent`` objects with the reports PyTorch offers on it.
 
@@ -149,8 +153,10 @@ class EventList(list):
                 "self_privateuse1_time_total"]
 
     def export_stacks(self, path: str, metric: str):
-        """Write one line per event that has a recorded stack, in the folded format that
-        flame-graph tools read: ``outer;...;inner;op value``.
+        """Write one line per event that has a stack, in the folded format that flame-graph
+        tools read: ``outer;...;inner value`` (blanks as ``_``). Events have stacks under
+        ``with_stack=True`` with ``experimental_config=_ExperimentalConfig(verbose=True)``,
+        as in PyTorch; otherwise the file is empty.
 
         Args:
             path (str): the file to write.
@@ -178,8 +184,10 @@ class EventList(list):
                 value = getattr(evt, attr)
                 if int(value) <= 0:
                     continue
-                frames = ";".join(s.replace(";", ",") for s in reversed(evt.stack))
-                f.write(f"{frames};{evt.name} {int(value)}\n")
+                # the stack alone, outermost first, blanks and separators as ``_``, as
+                # PyTorch writes it (the event's own name is not on the line)
+                frames = ";".join(s.translate(_FOLDED) for s in reversed(evt.stack))
+                f.write(f"{frames} {int(value)}\n")
 
     def key_averages(self, group_by_input_shapes=False, group_by_stack_n=0,
                      group_by_overload_name=False):

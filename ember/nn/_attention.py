@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import warnings
 
-from .._ops.creation import zeros
+from .._ops.creation import zeros, zeros_like
 from .._ops.join import cat
+from .._ops.linalg import baddbmm, bmm
 from .._ops.nn_attention import scaled_dot_product_attention
 from .._ops.nn_dropout import dropout
 from .._ops.nn_ops import linear, softmax
@@ -26,8 +27,7 @@ def _canonical_mask(mask, name, target_dtype, other=None, other_name=""):
         warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
                       "type for both instead.", UserWarning, stacklevel=3)
     if mask._data.dtype.kind == "b":
-        return zeros(mask.shape, dtype=target_dtype, device=mask.device).masked_fill(
-            mask, float("-inf"))
+        return zeros_like(mask, dtype=target_dtype).masked_fill_(mask, float("-inf"))
     return mask.to(target_dtype)
 
 
@@ -78,6 +78,23 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                        attn_mask, "attn_mask")
     attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
 
+    # NOTE [ Attention as PyTorch runs it ]
+    # The steps below are PyTorch's ops in PyTorch's order (the packed projection unflattened
+    # and split by ``select``, heads by ``view``/``transpose``, the scores by ``bmm`` or
+    # ``baddbmm`` with the mask, the scale as ``sqrt(1 / head_dim)``, the averaged weights
+    # taken after the output projection), so a profile lists PyTorch's rows, the graph has
+    # PyTorch's nodes, and each result is rounded where PyTorch rounds it.
+    if not use_separate_proj_weight:
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias,
+                                        embed_dim)
+    else:
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q = linear(query, q_proj_weight, b_q)
+        k = linear(key, k_proj_weight, b_k)
+        v = linear(value, v_proj_weight, b_v)
+
     if attn_mask is not None:  # exactly the shapes torch takes: no broadcasting here
         want = (tgt_len, src_len) if attn_mask.dim() == 2 else (bsz * num_heads, tgt_len, src_len)
         if tuple(attn_mask.shape) != want:
@@ -86,24 +103,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                 f"be {want}.")
         if attn_mask.dim() == 2:
             attn_mask = attn_mask.unsqueeze(0)
-
-    # input projections
-    if not use_separate_proj_weight:
-        if key is value and query is key:
-            q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
-        else:
-            w_q, w_k, w_v = in_proj_weight.chunk(3)
-            b_q = b_k = b_v = None
-            if in_proj_bias is not None:
-                b_q, b_k, b_v = in_proj_bias.chunk(3)
-            q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
-    else:
-        b_q = b_k = b_v = None
-        if in_proj_bias is not None:
-            b_q, b_k, b_v = in_proj_bias.split(embed_dim)
-        q = linear(query, q_proj_weight, b_q)
-        k = linear(key, k_proj_weight, b_k)
-        v = linear(value, v_proj_weight, b_v)
 
     if bias_k is not None and bias_v is not None:
         k = cat([k, bias_k.repeat(1, bsz, 1)])
@@ -114,10 +113,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             key_padding_mask = pad(key_padding_mask, (0, 1))
 
     # (L, N, E) -> (N * H, L, head_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None \
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None \
         else static_k
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None \
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None \
         else static_v
     if add_zero_attn:
         zshape = (bsz * num_heads, 1, head_dim)
@@ -135,39 +134,70 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                 # torch's message spells it "key_padded_mask"; scripts may match on it.
                 raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but "
                                      f"got {key_padding_mask.shape[i]}")
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+        kpm = key_padding_mask.view(bsz, 1, 1, src_len).expand(
             -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
 
     if not training:
         dropout_p = 0.0
     if need_weights:
-        scores = (q * (1.0 / math.sqrt(head_dim))) @ k.transpose(-2, -1)
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
         if attn_mask is not None:
-            scores = scores + attn_mask
-        weights = softmax(scores, -1)
+            weights = baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            weights = bmm(q_scaled, k.transpose(-2, -1))
+        weights = softmax(weights, -1)
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p)
-        out = weights @ v
-        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        out = bmm(weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        out = out.view(tgt_len, bsz, out.shape[1])
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(1)
     else:
-        if attn_mask is not None and attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask is not None:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+        if attn_mask is not None:
+            if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+                attn_mask = attn_mask.unsqueeze(0)
+            else:
+                attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
         out = scaled_dot_product_attention(
-            q.reshape(bsz, num_heads, tgt_len, head_dim),
-            k.reshape(bsz, num_heads, src_len, head_dim),
-            v.reshape(bsz, num_heads, src_len, head_dim), attn_mask, dropout_p)
-        out = out.reshape(bsz * num_heads, tgt_len, head_dim)
+            q.view(bsz, num_heads, tgt_len, head_dim),
+            k.view(bsz, num_heads, src_len, head_dim),
+            v.view(bsz, num_heads, src_len, head_dim), attn_mask, dropout_p)
+        out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        out = out.view(tgt_len, bsz, out.shape[1])
         weights = None
-    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not batched:
         out = out.squeeze(1)
         if weights is not None:
             weights = weights.squeeze(0)
     return out, weights
+
+
+def _in_projection_packed(q, k, v, w, b, embed_dim):
+    """The query, key and value projections by one packed weight (NOTE [ Attention as
+    PyTorch runs it ]): one ``linear`` for self-attention, two where key is value."""
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b)
+            proj = proj.unflatten(-1, (3, embed_dim)).unsqueeze(0).transpose(0, -2) \
+                .squeeze(-2).contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([embed_dim, embed_dim * 2])
+        b_q = b_kv = None
+        if b is not None:
+            b_q, b_kv = b.split([embed_dim, embed_dim * 2])
+        q_proj = linear(q, w_q, b_q)
+        kv = linear(k, w_kv, b_kv)
+        kv = kv.unflatten(-1, (2, embed_dim)).unsqueeze(0).transpose(0, -2).squeeze(-2) \
+            .contiguous()
+        return q_proj, kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q = b_k = b_v = None
+    if b is not None:
+        b_q, b_k, b_v = b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
 

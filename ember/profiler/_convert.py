@@ -12,7 +12,7 @@ import gc
 
 from ..autograd.profiler_util import MEMORY_EVENT_NAME, EventList, FunctionEvent
 from ._inputs import node_inputs, torch_inputs
-from ._recorder import dtype_names, shape_lists, stack_lines
+from ._recorder import dtype_names, shape_lists
 
 
 def function_events(session, meta=None) -> EventList:
@@ -42,10 +42,10 @@ def _function_events(session, meta):
             # an op (NOTE [ Profiler recording ])
             if len(raw) == 6:
                 idx, parent, name, start, end, seq = raw
-                shapes = dtypes = stack = call = None
+                shapes = dtypes = call = None
                 flops = 0
             else:
-                (idx, parent, name, start, end, seq, shapes, dtypes, stack, flops, key,
+                (idx, parent, name, start, end, seq, shapes, dtypes, _, flops, key,
                  strides, values, kw, _) = raw
                 call = None if strides is None else (key, strides, values, kw)
             kind = "op"
@@ -53,8 +53,8 @@ def _function_events(session, meta):
         else:
             idx, parent, name, start, end, seq = (raw.idx, raw.parent, raw.name, raw.start,
                                                   raw.end, raw.seq)
-            shapes, dtypes, stack, flops, kind, call = (raw.shapes, raw.dtypes, raw.stack, 0,
-                                                        raw.kind, raw.call)
+            shapes, dtypes, flops, kind, call = (raw.shapes, raw.dtypes, 0, raw.kind,
+                                                 raw.call)
             trace_name = name
             if kind == "user" and name.startswith("ProfilerStep#"):
                 name = "ProfilerStep*"
@@ -77,7 +77,7 @@ def _function_events(session, meta):
             # PyTorch names the forward thread on backward nodes' events only
             fwd_thread=thread if seq >= 0 and kind.startswith("bwd") else 0,
             input_shapes=input_shapes, concrete_inputs=concrete,
-            input_dtypes=input_dtypes, stack=stack_lines(stack),
+            input_dtypes=input_dtypes,
             cpu_memory_usage=mem.get(idx, 0) if mem else 0,
             sequence_nr=seq, flops=flops,
             is_user_annotation=kind == "user",
@@ -94,6 +94,8 @@ def _function_events(session, meta):
                 ev.set_cpu_parent(p)
                 p.append_cpu_child(ev)
         out.append(ev)
+    if session.with_stack and session.verbose:
+        _python_callers_as_stacks(out)
     if session.loose_mem:
         out = _with_memory_events(session, out, thread, use_device)
     timer = session.device_timer
@@ -108,6 +110,39 @@ def _function_events(session, meta):
                        _trace_meta=meta)
     events._sessions = [session]
     return events
+
+
+# NOTE [ Stacks as PyTorch records them ]
+# PyTorch's ``with_stack=True`` records the Python calls as events (NOTE [ Python function
+# events ] in _python_tracer.py) and leaves every event's ``stack`` empty: ``export_stacks``
+# writes an empty file and ``group_by_stack_n`` splits nothing. Only with
+# ``experimental_config=_ExperimentalConfig(verbose=True)`` does an event's ``stack`` list
+# the Python events around it, innermost first, by their names (``script.py(12): step``,
+# the function's first line; ``nn.Module: Linear_0``), less the entries of PyTorch's own
+# autograd entrances that it filters out. Ember reads those stacks off the finished tree
+# the same way, so recording takes no stack per op: the Python events are the stack.
+
+#: (part, part) pairs: a stack entry holding both is left out, as PyTorch leaves it out
+_HIDDEN_ENTRIES = (("autograd/__init__", "_make_grads"), ("autograd/__init__", "backward"),
+                   ("torch/tensor", "backward"), ("_internal/common_utils", "prof_callable"),
+                   ("_internal/common_utils", "prof_func_call"),
+                   ("_internal/common_utils", "prof_meth_call"))
+
+
+def _python_callers_as_stacks(out):
+    """Give every event of ``out`` (parents before children) the names of the Python and
+    module events around it as its ``stack``, innermost first (NOTE [ Stacks as PyTorch
+    records them ])."""
+    own = {}   # id(event) -> the stack its children inherit
+    for ev in out:
+        p = ev.cpu_parent
+        stack = own.get(id(p), []) if p is not None else []
+        ev.stack = list(stack)
+        if ev._kind in ("python", "module") and \
+                all(a not in ev.name or b not in ev.name for a, b in _HIDDEN_ENTRIES):
+            own[id(ev)] = [ev.name] + stack
+        else:
+            own[id(ev)] = stack
 
 
 def _with_memory_events(session, out, thread, use_device):

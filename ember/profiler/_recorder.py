@@ -23,7 +23,7 @@ started it:
 
 Recording must cost little per op (PyTorch's C++ recorder adds well under a microsecond),
 so an op event is one tuple, made when the op returns and appended to ``_Session.ops``:
-``(idx, parent, name, start, end, seq)``, plus ``(shapes, dtypes, stack, flops, overload,
+``(idx, parent, name, start, end, seq)``, plus ``(shapes, dtypes, None, flops, overload,
 strides, values, keywords, gpu)`` when the session records details (the options pick one
 of two routes at the start, so the plain one tests none of them; the middle four are NOTE
 [ Recorded inputs ] in _inputs.py). ``idx`` numbers events in start order (one counter
@@ -38,10 +38,10 @@ tuples met first for equal values (``_inputs.record_call``), long untracked. An 
 kernel is not put on the stack of open events: nothing records inside a kernel (the modes
 above it are popped), except frees of memory, so it is put there when ``profile_memory``
 counts them. Shapes and dtypes are kept raw
-(shape tuples and NumPy dtypes; ``shape_lists`` and ``dtype_names`` format them), stacks
-as code objects and instruction offsets (``stack_lines`` finds the line numbers), and the
-callers of the innermost user frame are walked once while it runs (``_python_stack``):
-formatting waits for ``_convert``. The rarer events (user blocks, backward nodes, modules)
+(shape tuples and NumPy dtypes; ``shape_lists`` and ``dtype_names`` format them):
+formatting waits for ``_convert``. (The third slot, once an op's Python stack, stays None:
+stacks are read off the tree of events, NOTE [ Stacks as PyTorch records them ] in
+_convert.py.) The rarer events (user blocks, backward nodes, modules)
 are ``_Raw`` objects in ``_Session.raw``; bytes allocated are summed per ``idx`` in
 ``_Session.mem``. Times are ``perf_counter_ns``; they become microseconds from the
 profile's start when the recordings are turned into ``FunctionEvent``s
@@ -71,6 +71,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
+from .._ops._node_names import takes_whole_dim
 from . import _flops
 from ._inputs import ORDERED, TENSOR, _TensorInfo, record_call
 
@@ -159,7 +160,7 @@ class _Raw:
     NOTE [ Profiler recording ])."""
 
     __slots__ = ("idx", "name", "kind", "start", "end", "parent", "shapes", "dtypes", "seq",
-                 "stack", "call")
+                 "call")
 
     def __init__(self, idx, name, kind, parent):
         self.idx = idx
@@ -174,7 +175,6 @@ class _Raw:
         self.shapes = None
         self.dtypes = None
         self.seq = -1
-        self.stack = None
         self.call = None  # (overload, ``_inputs.record_call``'s last three), record_shapes
 
 
@@ -233,6 +233,10 @@ _BACKWARD_OPS = {
     "NllLossBackward0": "aten::nll_loss_backward",
     "NllLoss2DBackward0": "aten::nll_loss2d_backward",
 }
+
+
+#: the backward ops above whose PyTorch function calls its ``out=`` form inside its event
+_OUT_FORM_INSIDE = {"aten::mse_loss_backward"}
 
 
 def _saved_info(node, i):
@@ -486,7 +490,10 @@ def _matmul_folds(a, b, has_out):
     (``bmm``): always when the smaller operand will need a gradient, never for a matrix
     times a stack, otherwise when the folding is a view of the larger one's memory."""
     first_larger = a._data.ndim >= b._data.ndim
-    if (b if first_larger else a)._rg and not has_out:
+    small = b if first_larger else a
+    # (PyTorch's ``requires_grad``: a view made under ``no_grad`` of a tensor that requires
+    # grad, ``linear``'s ``weight.t()``, says True too)
+    if (small._rg or small._base is not None and small._base._rg) and not has_out:
         return True
     if a._data.ndim == 2:
         return False
@@ -561,29 +568,39 @@ def _fixed(outer, inner):
 # ``aten::index``, whose view records ``_getitem`` with the key as a parameter); PyTorch runs a
 # key of one integer as ``aten::select(self, dim, index)`` and one slice as ``aten::slice(self,
 # dim, start, end, step)``, and their nodes' formulas as ``aten::select_backward`` /
-# ``aten::slice_backward``. A key of one such item (an Ellipsis aside) is recorded under
-# PyTorch's name with PyTorch's arguments (``_basic_key``); its backward op is named by the
-# node it runs in (``_IN_NODE``). Keys of several items, which PyTorch runs as one op per
-# dim, keep ember's one event.
+# ``aten::slice_backward``. PyTorch runs no op for an item that takes a whole dim (``:``,
+# ``0:n`` on a dim of n), and ``aten::alias`` when no item does more. A key with one item
+# that does (an Ellipsis and whole-dim slices aside) is recorded under PyTorch's name with
+# PyTorch's arguments (``_basic_key``); its backward op is named by the node it runs in
+# (``_IN_NODE``). Keys of several such items, which PyTorch runs as one op per dim, keep
+# ember's one event.
 
 
-def _basic_key(idx, ndim):
-    """``(dim, item)`` of ``idx``, a basic key of one integer or slice (an Ellipsis aside),
-    or None."""
+def _basic_key(idx, shape):
+    """``(dim, item)`` of ``idx``, a basic key of integers and slices (an Ellipsis aside) in
+    which one item does more than take a whole dim of ``shape``; ``(None, None)`` when no
+    item does (PyTorch's ``aten::alias``); else None."""
     items = idx if type(idx) is tuple else (idx,)
     found = None
+    ndim = len(shape)
+    dim = 0
     for pos, it in enumerate(items):
         if it is Ellipsis:
+            # the items after it index the last dims
+            dim = ndim - (len(items) - pos - 1)
             continue
-        if found is not None or not (type(it) is slice or type(it) is int):
+        t = type(it)
+        if t is slice:
+            if 0 <= dim < ndim and takes_whole_dim(it, shape[dim]):
+                dim += 1   # PyTorch runs no op for it
+                continue
+        elif t is not int:
             return None
-        found = pos, it
-    if found is None:
-        return None
-    pos, it = found
-    if Ellipsis in items[:pos]:
-        pos = ndim - (len(items) - pos)
-    return pos, it
+        if found is not None:
+            return None
+        found = dim, it
+        dim += 1
+    return (None, None) if found is None else found
 
 
 #: ``slice``'s end when the key gives none (PyTorch's: the largest int64)
@@ -603,25 +620,27 @@ def _getitem_rule(args, kwargs):
     # (the call is ``Tensor.__getitem__``'s: ``(self, key)``)
     if len(args) != 2 or not isinstance(args[0], Tensor):
         return None
-    found = _basic_key(args[1], args[0]._data.ndim)
+    found = _basic_key(args[1], args[0]._data.shape)
     if found is None:
         return None
+    if found[0] is None:
+        return "aten::alias", None
     return ("aten::select" if type(found[1]) is int else "aten::slice"), None
 
 
 def _getitem_call(args, kwargs):
     a = args[0]._data
-    dim, item = _basic_key(args[1], a.ndim)
+    dim, item = _basic_key(args[1], a.shape)
     return [_TensorInfo((a.shape, a.dtype, getattr(a, "strides", None)))] + \
-        _key_items(dim, item)
+        ([] if dim is None else _key_items(dim, item))
 
 
 def _getitem_backward_in_node(args, kwargs):
     g = args[0]._data
     shape = tuple(kwargs["shape"])
-    found = _basic_key(kwargs.get("idx"), len(shape))
+    found = _basic_key(kwargs.get("idx"), shape)
     grad = _TensorInfo((g.shape, g.dtype, getattr(g, "strides", None)))
-    return [grad, shape] + ([] if found is None else _key_items(*found))
+    return [grad, shape] + ([] if found is None or found[0] is None else _key_items(*found))
 
 
 def _pool_backward_in_node(args, kwargs):
@@ -655,6 +674,14 @@ def _squeeze_in_node(args, kwargs):
     g = args[0]._data
     shape = tuple(kwargs["shape"])
     dim = next((i for i in range(g.ndim) if g.shape[:i] + g.shape[i + 1:] == shape), 0)
+    return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None))), dim]
+
+
+def _unsqueeze_in_node(args, kwargs):
+    # the dim ``squeeze(dim)`` removed: the first whose insertion gives the view's shape
+    g = args[0]._data
+    shape = tuple(kwargs["shape"])
+    dim = next((i for i in range(len(shape)) if shape[:i] + shape[i + 1:] == g.shape), 0)
     return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None))), dim]
 
 
@@ -803,7 +830,8 @@ _IN_NODE = {
     "aten::transpose": {"TBackward0": ("aten::t", _t_in_node)},
     "aten::view": {"ViewBackward0": ("aten::reshape", _reshape_in_node),
                    "UnsafeViewBackward0": ("aten::reshape", _reshape_in_node),
-                   "UnsqueezeBackward0": ("aten::squeeze", _squeeze_in_node)},
+                   "UnsqueezeBackward0": ("aten::squeeze", _squeeze_in_node),
+                   "SqueezeBackward1": ("aten::unsqueeze", _unsqueeze_in_node)},
     "aten::_getitem_backward": {
         "SelectBackward0": ("aten::select_backward", _getitem_backward_in_node),
         "SliceBackward0": ("aten::slice_backward", _getitem_backward_in_node)},
@@ -930,52 +958,6 @@ _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _user_files: dict = {}
 
 
-#: ``(frame, its caller, stack)``: the innermost user frame of the last ``_python_stack``,
-#: the frame that called it and the raw stack of its callers. While that frame runs from
-#: the same caller, its callers wait at the same instructions, so the next op called from
-#: it needs to walk only the frames inside ember. (The frames are held, so no other frame
-#: can take their place; a stopped session lets them go. The caller is compared too: a
-#: generator's frame lives on while different frames resume it.)
-_last_stack = (None, None, ())
-
-
-def _python_stack():
-    """The caller's Python frames outside ember, innermost first, raw: a flat tuple
-    ``(code, offset, code, offset, ...)`` of code objects and instruction offsets (an
-    offset is cheaper to read than a line number); ``stack_lines`` formats them as
-    ``file(line): func``."""
-    global _last_stack
-    f = sys._getframe(2)
-    user_files = _user_files
-    while f is not None:
-        code = f.f_code
-        keep = user_files.get(code.co_filename)
-        if keep is None:
-            keep = _is_user_file(code.co_filename)
-        if keep:
-            break
-        f = f.f_back
-    if f is None:
-        return ()
-    last, last_back, outer = _last_stack
-    back = f.f_back
-    if last is not f or last_back is not back:
-        outer = []
-        g = back
-        while g is not None:
-            code = g.f_code
-            keep = user_files.get(code.co_filename)
-            if keep is None:
-                keep = _is_user_file(code.co_filename)
-            if keep:
-                outer.append(code)
-                outer.append(g.f_lasti)
-            g = g.f_back
-        outer = tuple(outer)
-        _last_stack = (f, back, outer)
-    return (f.f_code, f.f_lasti) + outer
-
-
 def _is_user_file(fname):
     """Whether frames of file ``fname`` are the user's (listed in stacks), remembered."""
     if len(_user_files) > 8192:  # generated code's names must not pile up here
@@ -983,40 +965,6 @@ def _is_user_file(fname):
     keep = _user_files[fname] = not fname.startswith(_EMBER_DIR) and \
         not fname.startswith("<ember wrapper")
     return keep
-
-
-def _forget_stack():
-    """Let go of the frame ``_python_stack`` holds (at a session's end)."""
-    global _last_stack
-    _last_stack = (None, None, ())
-
-
-#: (code, instruction offset) -> line number
-_lines: dict = {}
-
-
-def _line_of(code, offset):
-    key = (code, offset)
-    line = _lines.get(key)
-    if line is None:
-        line = code.co_firstlineno
-        for start, end, ln in code.co_lines():
-            if start <= offset < end:
-                if ln is not None:
-                    line = ln
-                break
-        if len(_lines) > 65536:
-            _lines.clear()
-        _lines[key] = line
-    return line
-
-
-def stack_lines(stack):
-    """A raw ``_python_stack`` as PyTorch's stack lines, ``file(line): func``."""
-    if not stack:
-        return []
-    return [f"{stack[i].co_filename}({_line_of(stack[i], stack[i + 1])}): {stack[i].co_name}"
-            for i in range(0, len(stack), 2)]
 
 
 def _buffer(arr):
@@ -1147,7 +1095,6 @@ class _OpRecorder(_dispatch.Mode):
             key = handle.__name__
         paused = None
         if self._stack:
-            stack = _python_stack()
             # the Python tracer sleeps while an op runs (NOTE [ Python function events ])
             paused = s._tracer_hook
             if paused is not None and sys.getprofile() is paused:
@@ -1274,7 +1221,7 @@ class _OpRecorder(_dispatch.Mode):
                         shapes, dtypes, strides, values, kw = record_call(args, kwargs)
                     else:
                         shapes, dtypes = inputs[k - 1]
-                detail = (shapes, dtypes, _python_stack() if s.with_stack else None, 0, key,
+                detail = (shapes, dtypes, None, 0, key,
                           strides, values, kw, None)
             i = self._next()
             # each level's clock reading is its own: a child starts after its parent
@@ -1360,8 +1307,11 @@ class _Session:
     """The state of one recording: options, open events and finished events."""
 
     def __init__(self, record_shapes=False, profile_memory=False, with_stack=False,
-                 with_flops=False, with_modules=False, device_timer=None):
+                 with_flops=False, with_modules=False, device_timer=None, verbose=False):
         self.record_shapes = record_shapes
+        #: ``_ExperimentalConfig(verbose=True)``: events list their Python callers as stacks
+        #: (NOTE [ Stacks as PyTorch records them ] in _convert.py)
+        self.verbose = verbose
         #: times ops' GPU work when CUDA activity is recorded (NOTE [ CUDA event timing ])
         self.device_timer = device_timer
         self.profile_memory = profile_memory
@@ -1460,8 +1410,6 @@ class _Session:
         self._open_raw = {}
         del self.open[1:]
         self.n_events = next(self._count)
-        if self.with_stack:
-            _forget_stack()
 
     def recordings(self):
         """Every event recorded, in start order: op tuples and ``_Raw`` objects (NOTE
@@ -1482,8 +1430,6 @@ class _Session:
         """Open a user event; returns it, to be passed to ``end``."""
         opened = self.open
         ev = _Raw(next(self._count), name, kind, opened[-1])
-        if self.with_stack and kind == "user":
-            ev.stack = _python_stack()
         self.raw.append(ev)
         opened.append(ev.idx)
         self._open_raw[ev.idx] = ev
@@ -1524,8 +1470,6 @@ class _Session:
             # PyTorch's op's arguments, all of them, in its order (NOTE [ Recorded inputs ])
             ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
             ev.call = (ORDERED, strides, values, ())
-        if self.with_stack:
-            ev.stack = _python_stack()
         self.raw.append(ev)
         opened.append(ev.idx)
         self._open_raw[ev.idx] = ev
@@ -1546,6 +1490,12 @@ class _Session:
 
         return self.composite("aten::item", inputs, self.composite,
                               ("aten::_local_scalar_dense", inputs, fn, (), {}), {})
+
+    def truth_read(self, tensor, fn):
+        """``bool(tensor)`` (``fn()``, the test) as PyTorch records it: ``aten::is_nonzero``
+        around the ``aten::item`` read of ``scalar_read``. Returns the truth value."""
+        return self.composite("aten::is_nonzero", lambda: (tensor,), self.scalar_read,
+                              (tensor, fn), {})
 
     # NOTE [ Fused kernels under the profiler ]
     # Ember's fused paths (one pass of a kernel for an Adam step, NOTE [ Fused kernels ] in
@@ -1585,8 +1535,6 @@ class _Session:
         if self.record_shapes:
             ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
             ev.call = (ORDERED, strides, values, ())
-        if self.with_stack:
-            ev.stack = _python_stack()
         ev.start, ev.end = start, end
         self.raw.append(ev)
         return ev
@@ -1601,8 +1549,6 @@ class _Session:
         if self.record_shapes:
             ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
             ev.call = (ORDERED, strides, values, ())
-        if self.with_stack:
-            ev.stack = _python_stack()
         self.raw.append(ev)
         modes = _state.modes
         _state.modes = ()
@@ -1669,8 +1615,16 @@ class _Session:
             # composes ]); ``end(outer)`` closes it with the node
             op = self.begin(op_name, "op")
             inputs = _BACKWARD_INPUTS.get(name) if self.record_shapes else None
-            if inputs is not None:
-                op.shapes, op.dtypes, op.call = _ordered_record(inputs(node, grads or ()))
+            items = inputs(node, grads or ()) if inputs is not None else None
+            if items is not None:
+                op.shapes, op.dtypes, op.call = _ordered_record(items)
+            if op_name in _OUT_FORM_INSIDE:
+                # PyTorch's function runs its ``out=`` form, an event of the same name, into
+                # a buffer shaped as the input
+                inner_op = self.begin(op_name, "op")
+                if items is not None:
+                    inner_op.shapes, inner_op.dtypes, inner_op.call = _ordered_record(
+                        list(items) + [items[1]])
             if observing_session() is self:
                 self._quiet_node = outer
         if self.record_shapes:

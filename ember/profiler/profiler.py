@@ -403,7 +403,8 @@ class _KinetoProfile:
             self.profiler = _recorder._Session(
                 record_shapes=self.record_shapes, profile_memory=self.profile_memory,
                 with_stack=self.with_stack, with_flops=self.with_flops,
-                with_modules=self.with_modules, device_timer=self._device_timer())
+                with_modules=self.with_modules, device_timer=self._device_timer(),
+                verbose=bool(getattr(self.experimental_config, "verbose", False)))
 
     def start_trace(self):
         if self.profiler is None:

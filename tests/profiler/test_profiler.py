@@ -275,14 +275,33 @@ def test_export_chrome_trace_gzip(tmp_path):
     assert "traceEvents" in json.loads(gzip.open(path, "rt").read())
 
 
+def _verbose():
+    return ember._C._profiler._ExperimentalConfig(verbose=True)
+
+
 def test_export_stacks_writes_folded_lines(tmp_path):
-    with profile(with_stack=True) as prof:
+    # stacks come with ``verbose`` only, as in PyTorch (NOTE [ Stacks as PyTorch records
+    # them ]); a line is the stack, outermost first, blanks as ``_``, then the value
+    def work():
         ember.ones(64, 64) @ ember.ones(64, 64)
+
+    with profile(with_stack=True, experimental_config=_verbose()) as prof:
+        work()
     path = str(tmp_path / "stacks.txt")
     prof.export_stacks(path, "self_cpu_time_total")
     lines = open(path).read().splitlines()
     assert lines and all(line.rsplit(" ", 1)[1].isdigit() for line in lines)
-    assert any("test_export_stacks_writes_folded_lines" in line for line in lines)
+    assert all(" " not in line.rsplit(" ", 1)[0] for line in lines)
+    assert any(line.rsplit(" ", 1)[0].endswith("):_work") for line in lines)
+
+
+def test_export_stacks_empty_without_verbose_as_torch(tmp_path):
+    with profile(with_stack=True) as prof:
+        ember.ones(64, 64) @ ember.ones(64, 64)
+    path = str(tmp_path / "stacks.txt")
+    prof.export_stacks(path, "self_cpu_time_total")
+    assert open(path).read() == ""
+    assert all(e.stack == [] for e in prof.events())
 
 
 def test_tensorboard_trace_handler_names_file_as_torch(tmp_path):

@@ -25,12 +25,17 @@ def test_experimental_config_importable_like_torch():
 
 def test_with_stack_frames_skip_ember_wrappers():
     net = ember.nn.Linear(3, 2)
-    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+    cfg = ember._C._profiler._ExperimentalConfig(verbose=True)
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True,
+                 experimental_config=cfg) as prof:
         net(ember.randn(4, 3))
     stacks = [e.stack for e in prof.events() if e.name == "aten::linear"]
     assert stacks and stacks[0]
-    assert all("<ember wrapper" not in frame for frame in stacks[0])
-    assert any(__file__ in frame for frame in stacks[0])
+    assert stacks[0][0] == "nn.Module: Linear_0"
+    assert all("<ember wrapper" not in frame and "ember/" not in frame
+               for frame in stacks[0])
+    here = "test_with_stack_frames_skip_ember_wrappers"
+    assert any(frame.endswith(": " + here) for frame in stacks[0])
 
 
 def test_pooling_events_named_by_dimension_as_torch():
