@@ -46,6 +46,7 @@ def _same_rows(fn, setup, wanted, **kw):
     theirs = _rows(_profile(torch, fn, setup, **kw), wanted)
     assert mine == theirs
     assert mine   # (the comparison saw rows)
+    return mine
 
 
 # -- gradient sums to an input's shape -------------------------------------------------------
