@@ -69,10 +69,20 @@ def takes_whole_dim(item, size):
         (item.step is None or item.step == 1) and (item.stop is None or item.stop >= size)
 
 
+def is_bare_slice(idx):
+    """Whether ``idx`` is one slice, not in a tuple (``x[:]``; its graph records it as
+    ``(slice,)``, where a tuple key gets a trailing Ellipsis): PyTorch slices for it even
+    when it takes the whole dim, while a whole-dim slice inside a tuple key runs no op."""
+    return type(idx) is slice or (type(idx) is tuple and len(idx) == 1
+                                  and type(idx[0]) is slice)
+
+
 def _getitem(inputs, params):
     # torch indexes dim by dim, skipping whole-dim slices; the node on the result is the
     # last step's (none: an alias)
     idx = params.get("idx")
+    if is_bare_slice(idx):
+        return "SliceBackward0"
     items = idx if type(idx) is tuple else (idx,)
     shape = getattr(inputs[0], "shape", None) if inputs else None
     last = _NOTHING

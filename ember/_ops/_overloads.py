@@ -452,7 +452,11 @@ def _slice(t, dim=0, start=None, end=None, step=1):
     """torch's ``aten.slice.Tensor``: ``t`` sliced along ``dim`` (a view)."""
     if step is None:
         step = 1
-    return t[(slice(None),) * dim + (slice(start, end, step),)]
+    from ._node_names import rename
+
+    # PyTorch's slice op is always ``SliceBackward0``, even over a whole dim (where ember's
+    # tuple key, like torch's, would make an alias)
+    return rename(t[(slice(None),) * dim + (slice(start, end, step),)], "SliceBackward0")
 
 
 def _call(handle, *args):

@@ -401,7 +401,9 @@ def _getitem(self, idx):
             raise _int_error(a, 0)
         t = _view(self, a[idx])
         if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-            _dispatch.record(getitem_op, (self,), {"idx": (idx, ...), "shape": a.shape}, t)
+            # ``(idx,)``, not ``(idx, ...)`` as a tuple key records: a bare slice is PyTorch's
+            # ``slice`` even over a whole dim (``is_bare_slice`` in _node_names.py)
+            _dispatch.record(getitem_op, (self,), {"idx": (idx,), "shape": a.shape}, t)
         return t
     if tp is Tensor:
         d = idx._data
@@ -434,13 +436,20 @@ def _getitem(self, idx):
     else:  # (x[...] and x[:] are new views, never self)
         t = _view(self, a[basic])
         if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-            _dispatch.record(getitem_op, (self,), {"idx": basic, "shape": a.shape}, t)
+            _dispatch.record(getitem_op, (self,), {"idx": _recorded_key(idx, basic),
+                                                   "shape": a.shape}, t)
     if spec is None:
         return t
     try:
         return _dispatch.apply(index_op, (t,) + tensors, {"spec": spec, "shape": t._data.shape})
     except IndexError as e:
         raise _advanced_index_error(e, spec, t._data.ndim) from None
+
+
+def _recorded_key(idx, basic):
+    """The basic key a graph records for ``idx``: ``(slice,)`` for a bare slice, which
+    PyTorch always slices (``is_bare_slice`` in _node_names.py), else ``basic``."""
+    return (idx,) if type(idx) is slice else basic
 
 
 _overrides.operator(_getitem)
@@ -454,7 +463,8 @@ def _getitem_through_kernels(self, idx):
     basic, is_trivial, spec, tensors = _parse_index(self, idx)
     t = self
     if not (is_trivial and spec is not None):
-        t = _dispatch.apply(getitem_op, (self,), {"idx": basic, "shape": self._data.shape})
+        t = _dispatch.apply(getitem_op, (self,), {"idx": _recorded_key(idx, basic),
+                                                  "shape": self._data.shape})
     if spec is None:
         return t
     return _dispatch.apply(index_op, (t,) + tensors, {"spec": spec, "shape": t._data.shape})

@@ -154,6 +154,8 @@ class DualLevel(_dispatch.Mode):
     keyed by it) and the tensors it gave tangents to (cleared on exit)."""
 
     level = 30
+    #: a transform: backward's implicit seed stays the engine's own ones (``_make_grad``)
+    _ember_transforms = True
 
     def __init__(self, index):
         self.index = index

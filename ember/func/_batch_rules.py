@@ -2187,6 +2187,8 @@ class VmapMode(_dispatch.Mode):
     batching ])."""
 
     level = 20
+    #: a transform: backward's implicit seed stays the engine's own ones (``_make_grad``)
+    _ember_transforms = True
     #: this level's id, and the levels it leaves batched (NOTE [ Dual levels inside vmap ])
     level_id = None
     outer = _NO_LEVELS

@@ -71,7 +71,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
-from .._ops._node_names import takes_whole_dim
+from .._ops._node_names import is_bare_slice, takes_whole_dim
 from . import _flops
 from ._inputs import ORDERED, TENSOR, _TensorInfo, record_call
 
@@ -576,10 +576,14 @@ def _fixed(outer, inner):
 # ember's one event.
 
 
-def _basic_key(idx, shape):
+def _basic_key(idx, shape, recorded=False):
     """``(dim, item)`` of ``idx``, a basic key of integers and slices (an Ellipsis aside) in
     which one item does more than take a whole dim of ``shape``; ``(None, None)`` when no
-    item does (PyTorch's ``aten::alias``); else None."""
+    item does (PyTorch's ``aten::alias``); else None. A bare slice (not in a tuple) is
+    always PyTorch's ``aten::slice``, even one taking the whole dim; ``recorded``: ``idx``
+    is a graph's recorded key, where ``(slice,)`` stands for the bare slice."""
+    if type(idx) is slice or (recorded and is_bare_slice(idx)):
+        return 0, idx if type(idx) is slice else idx[0]
     items = idx if type(idx) is tuple else (idx,)
     found = None
     ndim = len(shape)
@@ -638,7 +642,7 @@ def _getitem_call(args, kwargs):
 def _getitem_backward_in_node(args, kwargs):
     g = args[0]._data
     shape = tuple(kwargs["shape"])
-    found = _basic_key(kwargs.get("idx"), shape)
+    found = _basic_key(kwargs.get("idx"), shape, recorded=True)
     grad = _TensorInfo((g.shape, g.dtype, getattr(g, "strides", None)))
     return [grad, shape] + ([] if found is None or found[0] is None else _key_items(*found))
 

@@ -278,6 +278,8 @@ _KEYS = [(slice(None),), (Ellipsis,), (slice(None), 0), (0, slice(None)),
 def _index(lib, x):
     for key in _KEYS:
         x[key].sum().backward()
+    x[:].sum().backward()   # a bare slice: PyTorch's slice even over the whole dim
+    x[0:4].sum().backward()
 
 
 def _outside_backward_ops(rows):
@@ -302,7 +304,10 @@ def test_whole_dim_slices_run_no_op_as_torch():
 def test_whole_dim_slices_keep_values_and_nodes():
     x = ember.arange(24.0).reshape(2, 3, 4).requires_grad_()
     assert type(x[:, 1].grad_fn).__name__ == "SelectBackward0"
-    assert type(x[0:2].grad_fn).__name__ == "AliasBackward0"
+    assert type(x[0:2, :].grad_fn).__name__ == "AliasBackward0"
+    # a bare slice is always a slice in PyTorch, even over the whole dim
+    assert type(x[0:2].grad_fn).__name__ == "SliceBackward0"
+    assert type(x[:].grad_fn).__name__ == "SliceBackward0"
     assert type(x[:, 0:2].grad_fn).__name__ == "SliceBackward0"
     assert ember.equal(x[:, 1], x.detach()[:, 1, :])
     x[:, 1].sum().backward()
