@@ -91,6 +91,11 @@ class Op:
     #: data that no formula will read is neither kept alive nor version-checked. None: every
     #: input the vjp names is saved.
     saved_for = None
+    #: with ``saved_for``: an input left unsaved is kept as a data-free stand-in with its
+    #: shape and strides (``_saved_<name>`` still answers None, as PyTorch's does), for
+    #: formulas that read an unsaved operand's layout, as PyTorch's mm formulas read
+    #: ``self_sym_strides`` to keep a column-major operand's layout in its gradient
+    unsaved_layout = False
     #: the inputs PyTorch's node keeps as a transposed view (a linear layer's weight, saved
     #: as ``weight.t()``): an error about one modified in place shows the view's shape
     saved_transposed = ()

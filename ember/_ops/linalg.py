@@ -279,7 +279,9 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
 def _column_major(x):
     """Whether the matrix ``x`` is laid out column by column (a contiguous matrix's ``t()``),
     by PyTorch's test of its strides."""
-    st = x._data.strides
+    # (an operand the node left unsaved is a stand-in remembering its strides:
+    # ``Op.unsaved_layout``)
+    st = x.__dict__.get("_layout_of_unsaved") or x._data.strides
     size = x._data.itemsize
     return st[0] == size and st[1] == x._data.shape[0] * size
 
@@ -302,6 +304,12 @@ def _matmul_jvp(x_dots, a, b, *, out):
 
 
 matmul_op = Op("matmul", lowp(_matmul_kernel), vjp=_matmul_vjp, jvp=_matmul_jvp)
+# each operand is kept only for the other's gradient, as PyTorch's mm/bmm/mv nodes keep
+# them: a weight stepped in place between forward and backward breaks only a backward that
+# reads it (not one whose other operand is data); an unsaved operand's layout still chooses
+# its gradient's GEMM (``_column_major``)
+matmul_op.saved_for = {0: (1,), 1: (0,)}
+matmul_op.unsaved_layout = True
 
 
 def _check_matmul(op_name, a, b):
@@ -657,6 +665,8 @@ def _addbmm_vjp(g, _c, a, b, *, beta, alpha):
 
 
 addmm_op = Op("addmm", _add_kernel(_matmul_kernel), vjp=_addmm_vjp)
+addmm_op.saved_for = {1: (2,), 2: (1,)}  # as matmul's; ``input`` is never read
+addmm_op.unsaved_layout = True
 multilinear_jvp(addmm_op, (1, 2), (0,))
 addr_op = Op("addr", _add_kernel(_outer_kernel), vjp=_addr_vjp)
 multilinear_jvp(addr_op, (1, 2), (0,))

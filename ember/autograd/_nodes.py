@@ -462,6 +462,12 @@ class OpNode(Node):
             raise RuntimeError(_FREED)
         if key in names and saved is not None:
             i = names.index(key)
+            if i < len(saved) and saved[i] is not None and _is_layout_stand_in(
+                    saved[i].t if type(saved[i]) is SavedTensor else saved[i]):
+                return None  # left unsaved (``Op.unsaved_layout``): torch's answer too
+            sf = d["_op"].saved_for
+            if i < len(saved) and saved[i] is None and sf is not None and i in sf:
+                return None  # left unsaved by ``Op.saved_for``, as torch's undefined one
             if i < len(saved) and saved[i] is not None and not _is_stand_in(d["_op"], i):
                 if raw and d.get("_vers") is not None:
                     # the fast path keeps bare tensors; a handle the caller may hang hooks
@@ -497,7 +503,7 @@ class OpNode(Node):
                 if _is_stand_in(d["_op"], i):
                     break  # torch keeps only the sizes (``_saved_self_sym_sizes``)
                 v = getattr(self, name.replace(key, names[i]))
-                return v.mT if tn.endswith("^T") and not raw else v
+                return v.mT if tn.endswith("^T") and not raw and v is not None else v
         raise AttributeError(name)
 
     def __dir__(self):
@@ -761,6 +767,8 @@ def record_binary(op, a, b, out):
             node._saved = [
                 a if na is None or (ra and 0 in na) or (rb and 1 in na) else None,
                 b if nb is None or (ra and 0 in nb) or (rb and 1 in nb) else None]
+            if op.unsaved_layout:
+                _layout_stand_ins(op, node._saved, (a, b))
         va = a._vc
         vb = b._vc
         node._vers = [0 if va is None else va[0], 0 if vb is None else vb[0]]
@@ -826,6 +834,25 @@ def _shape_stand_in(t):
     xp = _dispatch.xp_of(d)
     fill = np.nan if d.dtype.kind in "fcV" else 0
     return wrap(xp.broadcast_to(xp.asarray(fill, dtype=d.dtype), d.shape))
+
+
+def _layout_stand_ins(op, saved, inputs):
+    """Put a stand-in remembering the input's strides (``Op.unsaved_layout``) wherever
+    ``op.saved_for`` left an input tensor unsaved."""
+    for i in op.saved_for:
+        t = inputs[i]
+        if saved[i] is None and isinstance(t, Tensor):
+            st = _shape_stand_in(t)
+            st._layout_of_unsaved = t._data.strides
+            saved[i] = st
+
+
+def _is_layout_stand_in(t) -> bool:
+    """Whether ``t`` is a stand-in for an input ``saved_for`` left unsaved."""
+    try:
+        return t.__dict__.get("_layout_of_unsaved") is not None
+    except AttributeError:
+        return False
 
 
 def _stand_ins(which, saved):
@@ -913,12 +940,15 @@ def record(op, inputs, params, outputs):
             for i, needers in op.saved_for.items():
                 if not any(inputs[j] is not None and inputs[j]._rg for j in needers):
                     saved[i] = None
+            if op.unsaved_layout:
+                _layout_stand_ins(op, saved, inputs)
         stand = None if op.shape_only is None else _stand_ins(op.shape_only, saved)
         if slow_save or _pending:
             # (a stand-in is no saved tensor: no pack hook sees it, as none sees torch's
             # sizes; nor does a Python number made a tensor, as none sees torch's wrapped ones)
             node._saved = [None if t is None else SavedTensor(t, None, 0)
                            if (stand and i in stand) or _is_wrapped_number(t)
+                           or _is_layout_stand_in(t)
                            else save_input(t) for i, t in enumerate(saved)]
             node._vers = None
         else:
