@@ -63,9 +63,12 @@ class ElementwiseOp(Op):
     """
 
     def __init__(self, name, kernel=None, *, promote="same", allow=(0, 1, 2, 3), check=None,
-                 complex_kernel=None, **kw):
+                 complex_kernel=None, opmath_number=False, **kw):
         super().__init__(name, kernel, **kw)
         self.promote = promote
+        # a number as the second operand of a float16/bfloat16 tensor meets it in float32
+        # (NOTE [ A number in half-precision opmath ])
+        self.opmath_number = opmath_number
         # ``complex_kernel(xp, *arrays, **params)`` runs in place of the ufunc when the
         # compute dtype is complex (NOTE [ Complex add and sub ] in ember/_ops/arithmetic.py)
         # or the call has params (add/sub's fused ``alpha``); such calls take the general
@@ -100,6 +103,9 @@ class ElementwiseOp(Op):
             direct = []
         self.direct = frozenset(d.np for d in direct if d is not _dt.bfloat16 and
                                 not (complex_kernel is not None and d.category == 3))
+        # the dtypes a tensor with a number as the second operand goes straight to the
+        # kernel in: float16 leaves them where the number joins in float32
+        self.direct_number = self.direct - _HALF if opmath_number else self.direct
         self._rules = {}
         self._inplace_handle = None
         self._scalar_handles = None
@@ -221,6 +227,35 @@ def promote(op, args):
     return compute, result, first
 
 
+# NOTE [ A number in half-precision opmath ]
+# PyTorch's mul and div kernels (true, trunc and floor division) read a second operand that
+# is one value -- a Python number, a zero-dim tensor, a wrapped number in a derivative
+# formula -- in float32 when the tensor is float16 or bfloat16: ``x * 0.1`` is
+# ``float32(x) * float32(0.1)`` rounded once to half, not ``x * half(0.1)``, which differs
+# in about a third of the values. The number as the first operand (``0.3 // x``, a zero-dim
+# tensor times ``x``) is cast to half first, and so is every other op's number (add, sub
+# and their ``alpha``, remainder, pow, comparisons): those keep NumPy's weak-scalar
+# behaviour. ``_number_dtype`` is where the dtype the number meets the tensor in is chosen;
+# the direct paths leave float16 to the general one for these ops
+# (``ElementwiseOp.direct_number``), so float32's hot path pays nothing for it.
+
+_HALF = frozenset({np.dtype(np.float16), _BF16})
+_F32 = np.dtype(np.float32)
+
+
+def _number_dtype(op, cnp, other):
+    """The NumPy dtype ``op`` computes in when ``other`` is its second operand and ``cnp``
+    the promoted compute dtype: float32 where ``other`` is one value (a number or a
+    zero-dim tensor of another dtype) that PyTorch reads in half's opmath type (NOTE [ A
+    number in half-precision opmath ]), else ``cnp``."""
+    if not op.opmath_number or cnp not in _HALF:
+        return cnp
+    if isinstance(other, Tensor):
+        d = other._data
+        return _F32 if d.ndim == 0 and d.dtype != cnp else cnp
+    return _F32 if isinstance(other, _scalar_types) else cnp
+
+
 def _int_out_of_range(x, cnp):
     """Whether the Python int ``x`` lies outside the integer dtype ``cnp``: a comparison
     then sees it wrapped into ``cnp`` as PyTorch casts it (``uint8_tensor == -1`` is True
@@ -284,6 +319,8 @@ def elementwise(op, args, params=None, out=None):
         raise _type_error(op, args[0])
     at = type(first)
     cnp = compute.np
+    if len(args) == 2:
+        cnp = _number_dtype(op, cnp, args[1])
     arrays = []
     for x in args:
         if isinstance(x, Tensor):
@@ -418,6 +455,8 @@ def elementwise_inplace(op, self, args, params=None):
             f"output type {sdt.scalar_name}")
     at = type(sd)
     cnp = compute.np
+    if len(args) == 1:
+        cnp = _number_dtype(op, cnp, args[0])
     arrays = [sd if sd.dtype == cnp else sd.astype(cnp)]
     for x in args:
         if isinstance(x, Tensor):
@@ -541,12 +580,14 @@ def _with_zero_dim(op, a, b, ad, bd):
         if bd.ndim or ad.dtype.kind not in "fc" or bd.dtype.kind != ad.dtype.kind:
             return None
         dt = ad.dtype
+        direct = op.direct_number  # NOTE [ A number in half-precision opmath ]
     elif bd.ndim and bd.dtype.kind in "fc" and ad.dtype.kind == bd.dtype.kind:
         dt = bd.dtype
+        direct = op.direct
     else:
         return None
     at = ad.__class__
-    if at is not np.ndarray or bd.__class__ is not np.ndarray or dt not in op.direct or \
+    if at is not np.ndarray or bd.__class__ is not np.ndarray or dt not in direct or \
             ad.size >= _PAR_MIN or bd.size >= _PAR_MIN:
         return None
     if op.check is not None:
@@ -600,7 +641,7 @@ def _with_number(op, a, n, reflected):
     to the kernel when ``a`` is floating, which keeps its dtype (NumPy's weak scalars agree);
     None when that path does not apply."""
     ad = a._data
-    if ad.dtype.kind != "f" or ad.dtype not in op.direct:
+    if ad.dtype.kind != "f" or ad.dtype not in op.direct_number:
         return None
     at = ad.__class__
     f = op.impl.get(at) or op.resolve(at)

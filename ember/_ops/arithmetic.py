@@ -11,8 +11,8 @@ from .. import _dispatch
 from .._core.tensor import Tensor, wrap
 from .._dispatch import slow as _slow
 from ._elementwise import (
-    ElementwiseOp, _broadcast_error, _scalar_types, binary, binary_fast, elementwise,
-    elementwise_inplace, rbinary, rbinary_fast, unary,
+    ElementwiseOp, _broadcast_error, _scalar_types, _with_number, binary, binary_fast,
+    elementwise, elementwise_inplace, rbinary, rbinary_fast, unary,
 )
 from . import _fma
 from .pointwise import reciprocal_op
@@ -77,10 +77,58 @@ def _fused_dtype(a, b):
     return d if d in _FUSED else None
 
 
+_HALF = (np.dtype(np.float16), _dt.bfloat16.np)
+
+
+def _half_dtype(a, b):
+    """The float16/bfloat16 dtype of the array operand of ``a + alpha * b``, or None."""
+    d = getattr(a, "dtype", None)
+    if d is None:
+        d = getattr(b, "dtype", None)
+    return d if d in _HALF else None
+
+
+def _half_scaled_sum(xp, alpha, b, a, half):
+    """``a + alpha * b`` for float16/bfloat16 operands as PyTorch's add kernel computes it
+    (NOTE [ Half-precision alpha ])."""
+    f32 = np.float32
+    a = xp.asarray(a, dtype=half)
+    b = xp.asarray(b, dtype=half)
+    al = half.type(alpha)
+    r = (a.astype(f32) + b.astype(f32) * f32(al)).astype(half)
+    if b.size == 1 or not r.ndim:
+        return r
+    # the scalar loop finishing each row rounds ``alpha * b`` to half on its own
+    row = r.shape[-1] if a.shape != b.shape or not r.flags.c_contiguous else r.size
+    tail = row % _vector_step(r.dtype)
+    if tail:
+        rows = r.reshape(-1, row)  # a view: ``r`` is a fresh array
+        ends = (slice(None), slice(row - tail, None))
+        product = (b.astype(f32) * f32(al)).astype(half)
+        a_rows = xp.broadcast_to(a, r.shape).reshape(rows.shape)
+        p_rows = xp.broadcast_to(product, r.shape).reshape(rows.shape)
+        rows[ends] = (a_rows[ends].astype(f32) + p_rows[ends].astype(f32)).astype(half)
+    return r
+
+
+# NOTE [ Half-precision alpha ]
+# For float16/bfloat16 operands PyTorch's add and sub kernels cast ``alpha`` and a number
+# operand to the tensor's dtype (unlike mul's number: NOTE [ A number in half-precision
+# opmath ] in _elementwise.py), then compute ``a + alpha * b`` in float32 and round once:
+# scaling ``b`` in half first would round twice (``x.add_(g, alpha=-lr)`` on a float16
+# parameter differs in a few values in a hundred). Where ``b`` has more than one value, the
+# scalar loop that finishes each row after the vector loop's steps (two vectors: 32 values
+# with AVX2) does round ``alpha * b`` to half first, and so does ember there. ``_scaled``
+# hands such calls ``alpha`` as a parameter, as it does for complex results.
+
+
 def _add_complex(xp, a, b, alpha=1):
     dt = _fused_dtype(a, b)
     if dt is not None:  # ``a + alpha * b`` in float32/float64
         return _scaled_sum(alpha, b, a, dt)
+    half = _half_dtype(a, b)
+    if half is not None:  # NOTE [ Half-precision alpha ]
+        return _half_scaled_sum(xp, alpha, b, a, half)
     return xp.add(a, _scaled_complex(xp, b, alpha, a))
 
 
@@ -88,6 +136,9 @@ def _sub_complex(xp, a, b, alpha=1):
     dt = _fused_dtype(a, b)
     if dt is not None:
         return _scaled_sum(-alpha, b, a, dt)
+    half = _half_dtype(a, b)
+    if half is not None:
+        return _half_scaled_sum(xp, -alpha, b, a, half)
     return xp.subtract(a, _scaled_complex(xp, b, alpha, a))
 
 
@@ -172,9 +223,12 @@ def _check_mul(args):
                                   f"'{_dt.from_np[d.dtype].scalar_name}'")
 
 
-mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp, check=_check_mul)
+# (``opmath_number``: NOTE [ A number in half-precision opmath ] in _elementwise.py)
+mul_op = ElementwiseOp("mul", ufunc="multiply", vjp=_mul_vjp, check=_check_mul,
+                       opmath_number=True)
 mul_op.saved_for = {0: (1,), 1: (0,)}
-div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp)
+div_op = ElementwiseOp("div", ufunc="true_divide", promote="float", vjp=_div_vjp,
+                       opmath_number=True)
 div_op.saved_for = {0: (1,)}
 
 
@@ -194,9 +248,11 @@ def _scaled(name, other, alpha, input_):
         raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results.")
     if "c" in kinds:
         return other, {"alpha": alpha}
-    if _on_numpy(input_) and _on_numpy(other) and \
-            _dt.result_type(input_, other).np in _FUSED:
+    common = _dt.result_type(input_, other).np
+    if _on_numpy(input_) and _on_numpy(other) and common in _FUSED:
         return other, {"alpha": alpha}  # NOTE [ Fused multiply-add as PyTorch's kernels ]
+    if common in _HALF:
+        return other, {"alpha": alpha}  # NOTE [ Half-precision alpha ]
     if not isinstance(other, Tensor):
         return other * alpha, None
     if is_bool_result:  # a truthy alpha keeps ``other``, as PyTorch's bool kernel does
@@ -362,7 +418,12 @@ def _floordiv_kernel(xp, a, b):
 
 def _remainder_kernel(xp, a, b):
     _check_int_zero(xp, a, b)
-    return xp.remainder(a, b)
+    r = xp.remainder(a, b)
+    if r.dtype.kind == "f" or r.dtype in _HALF:
+        # PyTorch's remainder is ``fmod`` moved into the divisor's sign where nonzero, so a
+        # zero keeps the dividend's sign (``-0.6 % 0.3`` is -0.0); NumPy's takes the divisor's
+        r = xp.where(r == 0, xp.copysign(r, a), r)
+    return r
 
 
 def _fmod_kernel(xp, a, b):
@@ -386,9 +447,10 @@ def _fmod_vjp(g, a, b):
     return g, -g * (a / b).trunc()
 
 
-div_trunc_op = ElementwiseOp("div_trunc", _div_trunc_kernel, allow=(1, 2), vjp=_zero_vjp)
+div_trunc_op = ElementwiseOp("div_trunc", _div_trunc_kernel, allow=(1, 2), vjp=_zero_vjp,
+                             opmath_number=True)
 floor_divide_op = ElementwiseOp("floor_divide", _floordiv_kernel, allow=(1, 2),
-                                vjp=_zero_vjp)
+                                vjp=_zero_vjp, opmath_number=True)
 remainder_op = ElementwiseOp("remainder", _remainder_kernel, allow=(1, 2), vjp=_remainder_vjp)
 fmod_op = ElementwiseOp("fmod", _fmod_kernel, allow=(1, 2), vjp=_fmod_vjp)
 # both gradients pass ``g`` through for the dividend: the operands are read only for the
@@ -493,12 +555,13 @@ def _pow_kernel(xp, a, b):
 # NOTE [ Powers by products ]
 # PyTorch's CPU kernel for a float32/float64 tensor to a Python-number power spells a few
 # exponents as products, not pow: ``x ** 3`` is ``x * x * x`` (rounded after each product),
-# ``x ** -2`` is ``1 / (x * x)`` and ``x ** -0.5`` is ``1 / sqrt(x)``. A correctly rounded pow
-# differs from these in the last bit in about a quarter of the elements, enough to move a
-# seeded program's printed digits (examples/regression's ``x ** i`` features). The forms apply
-# to a Python-number exponent only: a 0-dim tensor exponent takes the general pow in PyTorch
-# too. (2 and -1 already agree: NumPy squares and divides; other exponents go through
-# PyTorch's vectorised pow, which is not reproduced.)
+# ``x ** -2`` is ``1 / (x * x)``, ``x ** -0.5`` is ``1 / sqrt(x)`` and ``x ** 0.5`` is
+# ``sqrt(x)`` (``-inf ** 0.5`` is NaN and ``-0.0 ** 0.5`` is -0.0 there, not pow's inf, 0).
+# A correctly rounded pow differs from these in the last bit in about a quarter of the
+# elements, enough to move a seeded program's printed digits (examples/regression's
+# ``x ** i`` features). The forms apply to a Python-number exponent only: a 0-dim tensor
+# exponent takes the general pow in PyTorch too. (2 and -1 already agree: NumPy squares and
+# divides; other exponents go through PyTorch's vectorised pow, which is not reproduced.)
 def _pow_by_products(xp, a, b):
     if b == 3:
         return a * a * a
@@ -506,6 +569,8 @@ def _pow_by_products(xp, a, b):
         return 1 / (a * a)
     if b == -0.5:
         return 1 / xp.sqrt(a)
+    if b == 0.5:
+        return xp.sqrt(a)
     return None
 
 
@@ -765,7 +830,7 @@ def _install_dunders():
 
     T.__isub__ = lambda self, other: elementwise_inplace(sub_op, self, (other,))
     T.__mul__ = lambda self, other: binary(mul_op, self, other)
-    T.__rmul__ = lambda self, other: rbinary(mul_op, self, other)
+    T.__rmul__ = lambda self, other: _commuted(mul_op, self, other)
     T.__imul__ = lambda self, other: elementwise_inplace(mul_op, self, (other,))
     T.__truediv__ = lambda self, other: binary(div_op, self, other)
     T.__rtruediv__ = lambda self, other: _reciprocal_times(div_op, self, other)
@@ -835,7 +900,12 @@ def _commuted(op, a, b):
 
 
 def _commuted_fast(op, a, b):
-    """``_commuted`` when no mode is on."""
+    """``_commuted`` when no mode is on: a Python int or float ``b`` with a floating tensor
+    ``a`` goes straight to the kernel (``2 * x``, ``1 + x``), as in ``binary_fast``."""
+    if b.__class__ is float or b.__class__ is int:
+        t = _with_number(op, a, b, False)
+        if t is not None:
+            return t
     if not isinstance(b, _scalar_types):
         return NotImplemented
     return binary_fast(op, a, b)
@@ -951,7 +1021,7 @@ def _operator_dunder(name, run, op):
 
 _install_dunders()
 for _name, _run, _op in [("__add__", binary, add_op), ("__radd__", _commuted, add_op),
-                         ("__mul__", binary, mul_op), ("__rmul__", rbinary, mul_op),
+                         ("__mul__", binary, mul_op), ("__rmul__", _commuted, mul_op),
                          ("__truediv__", binary, div_op),
                          ("__rtruediv__", _reciprocal_times, div_op),
                          ("__sub__", binary, sub_op), ("__rsub__", rbinary, sub_op),

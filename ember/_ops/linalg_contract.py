@@ -110,6 +110,10 @@ def tensordot(a, b, dims=2, out=None):
         if k and n_out:
             kernel = "dot" if len(da) == a.dim() and len(db) == b.dim() else "addmm_impl_cpu_"
             raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    if isinstance(out, Tensor) and out.dtype != a.dtype:
+        raise RuntimeError(
+            f"tensordot: Expected the output tensor to have dtype {a.dtype.scalar_name}, but "
+            f"got an output tensor with dtype {out.dtype.scalar_name}")
     return _dispatch.apply(tensordot_op, (a, b), {"dims_a": tuple(da), "dims_b": tuple(db)},
                            out)
 
@@ -122,10 +126,12 @@ def inner(input, other, *, out=None):
     if input.dim() and other.dim() and input.dtype != other.dtype:
         # only the 0-d case (a product) promotes in PyTorch
         raise RuntimeError("inner: both inputs should have same dtype")
+    if input.dim() == 0 or other.dim() == 0:
+        # a product, with mul's rules for ``out=`` (a bool product into an int64 out)
+        from .arithmetic import mul
+
+        return mul(input, other, out=out)
     a, b = _promote("inner", input, other)
-    if a.dim() == 0 or b.dim() == 0:
-        r = a * b
-        return r if out is None else _dispatch.write_out("inner", out, r)
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(
             f"inner: inner() the last dimension must match on both input tensors but got "
@@ -369,10 +375,13 @@ def _einsum_mixed(ins, rhs, operands):
     from .._core import dtype as _dt
 
     seen = {}
-    for s in ins:
+    wide = set()  # labels of a size other than 1 somewhere
+    for s, t in zip(ins, operands):
         for c in set(s):
             seen[c] = seen.get(c, 0) + 1
-    if not any(k > 1 and c not in rhs for c, k in seen.items()):
+        wide.update(c for c, n in zip(s, t.shape) if n != 1)
+    # a label of size 1 is no contraction: PyTorch multiplies over it, and the dtypes promote
+    if not any(k > 1 and c not in rhs and c in wide for c, k in seen.items()):
         d = functools.reduce(_dt.promote_types, [t.dtype for t in operands])
         return tuple(t.to(d) for t in operands)
     if len(operands) != 2:

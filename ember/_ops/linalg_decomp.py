@@ -412,14 +412,174 @@ def _det_kernel(xp, a):
     if odd is not None:
         r = r.copy()
         r[odd] = _replayed_det(xp, a, odd, False)
+    return _signed_zeros(xp, a, r)
+
+
+def _signed_zeros(xp, a, r):
+    """``r`` (determinants or their signs) with PyTorch's sign on each zero: its det is the
+    pivots' sign times the product of the LU diagonal (of A^T for a real matrix), so a
+    singular matrix's det can be -0.0, where NumPy's is 0.0."""
+    zero = r == 0
+    if xp is not np or a.dtype.kind not in "fc" or not zero.any():
+        return r
+    m = a[zero] if a.dtype.kind == "c" else np.swapaxes(a[zero], -1, -2)
+    lu, piv = _lu_of(m)
+    i = np.arange(lu.shape[-1])
+    odd_swaps = (piv != i).sum(-1) % 2 == 1
+    with np.errstate(all="ignore"):
+        d = np.where(odd_swaps, -1, 1).astype(a.dtype) * np.prod(lu[:, i, i], axis=-1)
+    r = r.copy()
+    r[zero] = np.where(d == 0, d, r[zero])
     return r
 
 
+# NOTE [ Determinant gradients at singular matrices ]
+# The gradient of det(A) is det(A) A^-H, of log|det A| A^-H (times the incoming gradient):
+# neither may invert A, which is singular exactly where a user's matrix is rank-deficient.
+# PyTorch solves ``A^H X = diag(d)`` with the LU factors the forward pass made (of A^T for a
+# contiguous real A, else of A), so the values at a singular A are what that solve gives:
+#   * det, first order: a zero pivot of the factors is first replaced by the dtype's eps
+#     (det is smooth, so the nearby nonsingular matrix's gradient is the limit); the
+#     right-hand side is then ``grad * det`` = 0, and the gradient is 0 (with LAPACK's signed
+#     zeros) for a singular A;
+#   * slogdet/logdet, first order: the zero pivot stays, and the solve divides by it: +-inf
+#     and NaN, as log|det| has no derivative there;
+#   * with a graph (``create_graph=True``): det takes ``solve(A^H, diag(d))`` where
+#     ``|det| >= 100 eps`` and, for the others, the SVD form ``U diag(dprod(S)) V^H`` with
+#     the product's gradient computed without division (``_prod_grad_without_division``);
+#     slogdet/logdet take the solve alone, which refuses a singular A as torch's does.
+# ``_lu_solve_grad`` is the first-order solve, ``_det_grad_graph`` the graph-building one.
+
+
+def _lu_solve_grad(a, d, perturb):
+    """``A^-H diag(d)`` for a batch of scalars ``d``, solved with A's LU factors as PyTorch's
+    first-order det/slogdet formulas solve (NOTE [ Determinant gradients at singular
+    matrices ]); ``perturb``: zero pivots become eps first (det's form)."""
+    x = a._data
+    xp = _dispatch.backends_by_type[type(x)].xp
+    host = x if xp is np else x.get()
+    if not host.size:
+        return wrap(xp.zeros(x.shape, x.dtype))
+    by_t = host.dtype.kind != "c" and a.is_contiguous()
+    lu, piv = _lu_of(np.swapaxes(host, -1, -2) if by_t else host)
+    n = host.shape[-1]
+    i = np.arange(n)
+    if perturb:
+        eps = np.finfo(host.dtype).eps
+        diag = lu[..., i, i]
+        lu[..., i, i] = diag + np.where(diag == 0, eps, 0).astype(diag.dtype)
+    dd = d._data if xp is np else d._data.get()
+    rhs = np.zeros(host.shape, host.dtype)
+    rhs[..., i, i] = np.asarray(dd, host.dtype)[..., None]
+    with np.errstate(all="ignore"):
+        r = _lu_solve_steps(lu, piv, rhs, not by_t)
+    return wrap(xp.asarray(r))
+
+
+def _lu_of(a):
+    """(LU, 0-based pivots) of the batch ``a`` on the host: LAPACK's getrf."""
+    from .linalg_func import _lu_factor_kernel
+
+    lu, piv = _lu_factor_kernel(np, a)
+    return lu, piv.astype(np.int64) - 1
+
+
+def _lu_solve_steps(lu, piv, b, adjoint):
+    """``A X = B`` (``A^H X = B`` where ``adjoint``) from A's packed LU factors, step by step
+    as LAPACK's getrs: the row swaps, then the triangular solves, column by column with no
+    step skipped for a zero (so a zero pivot gives inf and NaN, and zeros keep their signs)."""
+    x = b.copy()
+    n = lu.shape[-1]
+    rows = np.arange(int(np.prod(x.shape[:-2], dtype=np.int64)))
+    flat_x = x.reshape((-1,) + x.shape[-2:])
+    flat_lu = lu.reshape((-1, n, n))
+    flat_piv = piv.reshape((-1, n))
+    if not adjoint:
+        for k in range(n):
+            p = flat_piv[:, k]
+            xk, xp_ = flat_x[rows, k].copy(), flat_x[rows, p].copy()
+            flat_x[rows, k], flat_x[rows, p] = xp_, xk
+        for k in range(n - 1):  # L, unit diagonal
+            flat_x[:, k + 1:] -= flat_lu[:, k + 1:, k, None] * flat_x[:, k, None]
+        for k in range(n - 1, -1, -1):  # U
+            flat_x[:, k] /= flat_lu[:, k, k, None]
+            flat_x[:, :k] -= flat_lu[:, :k, k, None] * flat_x[:, k, None]
+        return x
+    c = np.conj(flat_lu)
+    for k in range(n):  # U^H: lower, from the top
+        flat_x[:, k] -= np.einsum("bj,bjc->bc", c[:, :k, k], flat_x[:, :k])
+        pivot = c[:, k, k, None]
+        flat_x[:, k] /= pivot
+        if c.dtype.kind == "c":  # a complex division by zero is NaN in LAPACK's, not inf
+            flat_x[:, k] = np.where(pivot == 0, np.nan + 0j * np.nan, flat_x[:, k])
+    for k in range(n - 1, -1, -1):  # L^H: upper, unit diagonal, from the bottom
+        flat_x[:, k] -= np.einsum("bj,bjc->bc", c[:, k + 1:, k], flat_x[:, k + 1:])
+    for k in range(n - 1, -1, -1):
+        p = flat_piv[:, k]
+        xk, xp_ = flat_x[rows, k].copy(), flat_x[rows, p].copy()
+        flat_x[rows, k], flat_x[rows, p] = xp_, xk
+    return x
+
+
+def _prod_grad_without_division(g, s):
+    """The gradient of ``prod(s, -1)`` times ``g`` (one value per row), as products of the
+    values before and after each one, so that zeros need no division."""
+    from .join import cat
+
+    n = s.shape[-1]
+    if n == 1:
+        return g.expand(s.shape)
+    ones = s.new_ones(tuple(s.shape[:-1]) + (1,))
+    before = cat([ones, s[..., :n - 1]], -1).cumprod(-1)
+    after = cat([ones, s[..., 1:].flip(-1)], -1).cumprod(-1).flip(-1)
+    return g * _conj(before * after)
+
+
+def _det_grad_singular(a, g):
+    """det's gradient from the SVD ``A = U S V^H``: ``U diag(g * d prod(S)) V^H`` with the
+    phases ``det(U) det(V^H)`` folded in (NOTE [ Determinant gradients at singular matrices ])."""
+    U, S, Vh = svd(a)
+    alpha = det(U) * det(Vh)
+    D = _prod_grad_without_division((g * alpha).unsqueeze(-1), S.to(a.dtype))
+    return matmul(U * D.unsqueeze(-2), Vh)
+
+
+def _diag_of(d, n):
+    """The batch of ``n x n`` diagonal matrices with the values ``d``."""
+    from .join import diag_embed
+
+    return diag_embed(d.unsqueeze(-1).expand(tuple(d.shape) + (n,)))
+
+
+def _det_grad_graph(g, a, out):
+    """det's gradient as ember ops, for a graph (NOTE [ Determinant gradients at singular
+    matrices ]): the solve where ``|det| >= 100 eps``, the SVD form elsewhere."""
+    from .join import cat
+
+    n = a.shape[-1]
+    eps = float(np.finfo(a._data.dtype).eps)
+    small = (out.abs() < 100 * eps).reshape(-1)
+    d = g * _conj(out)
+    if not bool(small.any()):
+        return solve(_h(a), _diag_of(d, n))
+    if bool(small.all()):
+        return _det_grad_singular(a, g)
+    flat_a = a.reshape((-1, n, n))
+    bs = (-1,)
+    g_flat = g.expand(out.shape).reshape(bs)
+    d_flat = d.reshape(bs)
+    sing = small.nonzero().reshape(bs)
+    fine = (~small).nonzero().reshape(bs)
+    parts = cat([_det_grad_singular(flat_a[sing], g_flat[sing]),
+                 solve(_h(flat_a[fine]), _diag_of(d_flat[fine], n))], 0)
+    return parts[cat([sing, fine]).argsort()].reshape(a.shape)
+
+
 def _det_vjp(g, a, *, out):
-    # d det = det * tr(A^-1 dA); written with solve so that it stays finite-ish near
-    # singularity for the batch elements that are fine
-    c = (g * _conj(out)).unsqueeze(-1).unsqueeze(-1)
-    return c * _h(inv(a))
+    # NOTE [ Determinant gradients at singular matrices ]
+    if _dispatch.state.grad_enabled:
+        return _det_grad_graph(g, a, out)
+    return _lu_solve_grad(a, g * _conj(out), True)
 
 
 def _det_jvp(x_dots, a, *, out):
@@ -453,7 +613,15 @@ def _slogdet_kernel(xp, a):
     odd = _odd_matrices(xp, a)
     if odd is not None:  # NOTE [ Determinants of non-finite matrices ]
         s[odd], l[odd] = _replayed_det(xp, a, odd, True)
-    return s, l
+    return _signed_zeros(xp, a, s), l
+
+
+def _logabsdet_grad(a, c):
+    """``A^-H diag(c)``: log|det A|'s gradient for the incoming ``c`` (NOTE [ Determinant
+    gradients at singular matrices ])."""
+    if _dispatch.state.grad_enabled:
+        return solve(_h(a), _diag_of(c, a.shape[-1]))
+    return _lu_solve_grad(a, c, False)
 
 
 def _slogdet_vjp(g, a, *, out):
@@ -467,10 +635,10 @@ def _slogdet_vjp(g, a, *, out):
             c = g_log
         if g_sign is not None:
             c = c + 1j * (g_sign * _conj(sign)).imag
-        return c.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+        return _logabsdet_grad(a, c)
     if g_log is None:
         return None
-    return g_log.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+    return _logabsdet_grad(a, g_log)
 
 
 slogdet_op = Op("linalg_slogdet", _slogdet_kernel, vjp=_slogdet_vjp)
@@ -529,7 +697,7 @@ def _logdet_kernel(xp, a):
 def _logdet_vjp(g, a):
     if not a.is_complex():  # a negative determinant's NaN takes no gradient, as torch's
         g = g.masked_fill(slogdet(a.detach())[0] < 0, 0)
-    return g.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+    return _logabsdet_grad(a, g)
 
 
 logdet_op = Op("logdet", _logdet_kernel, vjp=_logdet_vjp)

@@ -298,7 +298,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """
     check_out_tuple("linalg_lu_factor_ex", out, 3)
     from .linalg_decomp import check_matrix
-    from .linalg_func import lu_factor
+    from .linalg_func import _lu_factor_unchecked as lu_factor
 
     check_matrix("linalg.lu_factor_ex", A)
     if not pivot:

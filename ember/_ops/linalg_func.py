@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _dispatch
@@ -340,7 +342,9 @@ def _lu_factor_kernel(xp, a):
         if k == 0:
             lus[i] = flat[i]
             continue
-        lu, piv = scipy_linalg.lu_factor(flat[i], check_finite=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SciPy warns about a zero pivot; torch does not
+            lu, piv = scipy_linalg.lu_factor(flat[i], check_finite=False)
         lus[i], pivs[i] = lu, piv[:k] + 1
     odd = _odd_matrices(np, flat) if k else None
     if odd is not None:  # NOTE [ Determinants of non-finite matrices ]
@@ -389,12 +393,41 @@ def lu_factor(A, *, pivot=True, out=None):
         NaN, infinite and near-overflow inputs: the pivots chosen, hence ``LU`` and ``pivots``, can
         differ from PyTorch's.
     """
+    r = _lu_factor_unchecked(A, pivot, out)
+    _check_zero_pivot(r[0], A.dim() > 2)
+    return r
+
+
+def _lu_factor_unchecked(A, pivot=True, out=None):
+    """``lu_factor`` without its refusal of a zero pivot (``lu_factor_ex`` reports it)."""
     check_out_tuple("linalg_lu_factor", out)
     check_matrix("linalg.lu_factor", A)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     r = _dispatch.apply(lu_factor_op, (A,), {}, out)
     return make("linalg_lu_factor", ["LU", "pivots"])(*r)
+
+
+def _check_zero_pivot(lu, batched):
+    """PyTorch's refusal of a singular factorisation in ``lu_factor`` (its ``_ex`` form and
+    ``lu`` return it): the first batch element whose U has a zero on its diagonal."""
+    d = lu._data
+    k = min(d.shape[-2:])
+    if not k or not d.size:
+        return
+    i = np.arange(k)
+    diag = d[..., i, i].reshape(-1, k)
+    zero = diag == 0
+    if not bool(zero.any()):
+        return
+    zero = zero if type(zero) is np.ndarray else zero.get()
+    b = int(np.argmax(zero.any(-1)))
+    j = int(np.argmax(zero[b])) + 1
+    where = f"(Batch element {b}): " if batched else ""
+    raise RuntimeError(
+        f"torch.linalg.lu_factor: {where}U[{j},{j}] is zero and using it on lu_solve would "
+        "result in a division by zero. If you still want to perform the factorization, "
+        "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
 def _perm_from_pivots(piv, m):

@@ -132,14 +132,16 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         if t.dtype.category != 2:
             raise RuntimeError(
                 f"cdist only supports floating-point dtypes, {nm} got: {t.dtype.scalar_name}")
-    if x1._data.dtype != x2._data.dtype:
-        raise RuntimeError(
-            f"cdist: X1 and X2 must have the same dtype, but got {x1.dtype.scalar_name} and "
-            f"{x2.dtype.scalar_name}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(
             f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
             f"{x2.shape[-1]}")
+    if x1._data.dtype != x2._data.dtype:
+        if x1.numel() and x2.numel():
+            raise RuntimeError(f"expected scalar type {x1.dtype.scalar_name} but found "
+                               f"{x2.dtype.scalar_name}")
+        # an empty operand: torch's kernel reads neither, and the result takes X1's dtype
+        x2 = x2.to(x1.dtype)
     if not isinstance(p, (int, float)) or p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     if compute_mode is None:

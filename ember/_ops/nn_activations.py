@@ -596,6 +596,11 @@ hardtanh_backward_op = _mask_backward_op("hardtanh_backward", _hardtanh_backward
 
 
 def _leaky_relu_kernel(xp, a, *, negative_slope):
+    if a.dtype.itemsize == 2:
+        # half types: the product in float32 with the slope as float32, rounded once, as
+        # torch's kernel (NOTE [ A number in half-precision opmath ] in _elementwise.py)
+        prod = (a.astype(np.float32) * np.float32(negative_slope)).astype(a.dtype)
+        return select(xp, a > 0, a, prod)
     return _leaky(xp, a, negative_slope)
 
 
@@ -690,8 +695,10 @@ def _elu(input, alpha, scale, input_scale):
 
 
 def _elu_kernel(xp, a, *, alpha, scale, input_scale):
-    # the negative branch sees min(a, 0): no overflow from the side ``where`` drops
-    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0) * input_scale)) * scale
+    # the negative branch sees min(a, 0): no overflow from the side ``where`` drops; its
+    # sign is a's, so that -0.0 stays -0.0 (``alpha * expm1(-0.0)``), as in torch
+    neg = xp.copysign(xp.minimum(a, 0), a)
+    return xp.where(a > 0, a, alpha * xp.expm1(neg * input_scale)) * scale
 
 
 def _elu_slope(a, alpha, scale, input_scale):

@@ -739,13 +739,37 @@ def _group_norm(input, num_groups, weight, bias, eps):
             f"input of shape {list(input.shape)} and num_groups={num_groups}")
     mixed = _group_norm_params(input, weight, bias)
     grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
-    y = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
     shape = (1, c) + (1,) * (input.dim() - 2)
+    if weight is not None and weight.numel() and not bool(weight.isfinite().all()):
+        y = _group_norm_scale_shift(input, grouped, weight, bias, eps, shape)
+        return y.to(input.dtype) if mixed else y
+    y = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:
         y = y + bias.reshape(shape)
     return y.to(input.dtype) if mixed else y
+
+
+def _group_norm_scale_shift(input, grouped, weight, bias, eps, shape):
+    """Group norm in PyTorch's kernel's form, ``x * s + (b - mean * s)`` with ``s = rstd *
+    weight`` per (sample, channel): taken where a weight is infinite or NaN, whose channels
+    are then NaN wherever ``x * s`` and ``mean * s`` are infinities of one sign (ember's
+    ``(x - mean) * rstd * weight`` would give +-inf there)."""
+    n, g = grouped.shape[:2]
+    c = shape[1]
+    x = grouped.float() if grouped.dtype in (_dt.float16, _dt.bfloat16) else grouped
+    mean = x.mean(-1)
+    rstd = (x.var(-1, correction=0) + eps).rsqrt()
+    per = c // g
+    w = weight.to(x.dtype).reshape(1, g, per)
+    s = rstd.unsqueeze(-1) * w  # (n, g, per)
+    t = -(mean.unsqueeze(-1) * s)
+    if bias is not None:
+        t = t + bias.to(x.dtype).reshape(1, g, per)
+    xs = x.reshape((n, g, per, -1))
+    y = xs * s.unsqueeze(-1) + t.unsqueeze(-1)
+    return y.reshape(input.shape).to(input.dtype)
 
 
 @recorded_as("aten::instance_norm", ("input", "weight", "bias", "running_mean", "running_var",

@@ -815,6 +815,14 @@ def _logaddexp_kernel(xp, a, b):
 
 def _xlogy_kernel(xp, x, y):
     x, y = xp.asarray(x), xp.asarray(y)
+    half = x.dtype if x.dtype in _HALF else y.dtype if y.dtype in _HALF else None
+    if half is not None:
+        # PyTorch's half kernel casts a number operand to the dtype and rounds ``log(y)`` to
+        # it before the product, which it computes in float32 and rounds once
+        x = x.astype(half).astype(_f32)
+        y = y.astype(half).astype(_f32)
+        r = x * xp.log(y).astype(half).astype(_f32)
+        return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), _f32), r).astype(half)
     r = x * xp.log(y)
     # 0 * log(y) is 0 for every y but NaN
     return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), r.dtype), r)
@@ -849,7 +857,7 @@ logaddexp_op, logaddexp = binary_op("logaddexp", _logaddexp_kernel, allow=(2, 3)
 logaddexp2_op, logaddexp2 = binary_op("logaddexp2", ufunc="logaddexp2", allow=(2,),
                                       inplace=False, vjp=_logaddexp2_vjp,
                                       doc="``log2(2**input + 2**other)``, computed stably.")
-xlogy_op = ElementwiseOp("xlogy", opmath(_xlogy_kernel), promote="float", allow=(0, 1, 2),
+xlogy_op = ElementwiseOp("xlogy", _xlogy_kernel, promote="float", allow=(0, 1, 2),
                          vjp=_xlogy_vjp)
 def _gcd_kernel(xp, a, b):
     # NOTE [ gcd of the dtype's minimum ]
