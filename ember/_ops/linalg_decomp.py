@@ -451,6 +451,14 @@ def _signed_zeros(xp, a, r):
 # ``_lu_solve_grad`` is the first-order solve, ``_det_grad_graph`` the graph-building one.
 
 
+def _under_transform():
+    """Whether vmap or forward AD is on the mode stack: the determinant gradients then keep
+    the plain ``A^-H`` form, built of ops those transforms batch and differentiate (the
+    singular-matrix forms read values on the host and branch on them)."""
+    return _dispatch.intercept and any(getattr(m, "_ember_transforms", False)
+                                       for m in _dispatch.state.modes)
+
+
 def _lu_solve_grad(a, d, perturb):
     """``A^-H diag(d)`` for a batch of scalars ``d``, solved with A's LU factors as PyTorch's
     first-order det/slogdet formulas solve (NOTE [ Determinant gradients at singular
@@ -577,6 +585,8 @@ def _det_grad_graph(g, a, out):
 
 def _det_vjp(g, a, *, out):
     # NOTE [ Determinant gradients at singular matrices ]
+    if _under_transform():
+        return (g * _conj(out)).unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
     if _dispatch.state.grad_enabled:
         return _det_grad_graph(g, a, out)
     return _lu_solve_grad(a, g * _conj(out), True)
@@ -619,6 +629,8 @@ def _slogdet_kernel(xp, a):
 def _logabsdet_grad(a, c):
     """``A^-H diag(c)``: log|det A|'s gradient for the incoming ``c`` (NOTE [ Determinant
     gradients at singular matrices ])."""
+    if _under_transform():
+        return c.unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
     if _dispatch.state.grad_enabled:
         return solve(_h(a), _diag_of(c, a.shape[-1]))
     return _lu_solve_grad(a, c, False)

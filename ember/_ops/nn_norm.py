@@ -740,7 +740,10 @@ def _group_norm(input, num_groups, weight, bias, eps):
     mixed = _group_norm_params(input, weight, bias)
     grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     shape = (1, c) + (1,) * (input.dim() - 2)
-    if weight is not None and weight.numel() and not bool(weight.isfinite().all()):
+    # (read on the weight's own array: no op, so no sync and nothing a mode or the meta
+    # device would have to answer)
+    wd = None if weight is None else weight._data
+    if type(wd) is np.ndarray and wd.size and not np.isfinite(wd).all():
         y = _group_norm_scale_shift(input, grouped, weight, bias, eps, shape)
         return y.to(input.dtype) if mixed else y
     y = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(input.shape)
