@@ -41,7 +41,10 @@ def _add_vjp(g, _a, _b, *, alpha=1):
     return g, (g if alpha == 1 else g * alpha.conjugate())
 
 
-def _sub_vjp(g, _a, _b, *, alpha=1):
+def _sub_vjp(g, _a, _b, *, needs_input_grad, alpha=1):
+    # (no negation for an operand that takes no gradient: PyTorch's formula runs none)
+    if not needs_input_grad[1]:
+        return g, None
     return g, (-g if alpha == 1 else -(g * alpha.conjugate()))
 
 

@@ -227,16 +227,21 @@ def _attend(xp, q, v, st, split=None, out=None):
 
 
 def _like_query(xp, q, shape, dtype):
-    """An output buffer laid out (B, L, H, E) when ``q``'s sequence dim is outside its head
-    dim in memory -- heads split off a projection and transposed, as attention modules make
-    them -- so that ``out.transpose(1, 2).view(B, L, H * E)`` works, as with PyTorch's CPU
-    kernel (whose output follows the query's layout). None: a plain contiguous result."""
-    if xp is not np or q.ndim != 4 or len(shape) != 4 or q.shape[1] == 1 or q.shape[2] == 1:
+    """An output buffer whose batch, head and sequence dims lie in memory in the order of
+    ``q``'s, as PyTorch's CPU kernel lays its output out when the query's last dim is
+    contiguous: heads split off a projection and transposed, as attention modules make
+    them, give (B, L, H, E) or (L, B, H, E) memory, so that ``out.transpose(1, 2).view(B, L,
+    H * E)`` (or ``permute(2, 0, 1, 3)``'s view) needs no copy. None: a plain contiguous
+    result."""
+    if xp is not np or q.ndim != 4 or len(shape) != 4 or q.strides[3] != q.itemsize:
         return None  # (CUDA: cuDNN's fused attention has its own layout rules)
-    if q.strides[2] <= q.strides[1]:
+    if 1 in q.shape[:3]:
+        return None   # (a dim of size 1 has no place in memory to follow)
+    order = sorted(range(3), key=lambda d: -q.strides[d])   # outermost first
+    if order == [0, 1, 2]:
         return None
-    b, h, l, e = shape
-    return xp.empty((b, l, h, e), dtype).transpose(0, 2, 1, 3)
+    buf = xp.empty(tuple(shape[d] for d in order) + (shape[3],), dtype)
+    return buf.transpose([order.index(d) for d in range(3)] + [3])
 
 
 def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs, split=None):

@@ -33,7 +33,7 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor, wrap
 from .._kernels._reduce import float_sum, row_sums
-from ._registry import Op, inplace_from, public, shown_as
+from ._registry import Op, inplace_from, observing_profiler, public, shown_as
 from . import _node_names, _xp_compat
 from ._xp_compat import sparse_indices, ufunc_accumulate, ufunc_at, ufunc_reduce
 from .indexing import linear_jvp  # forward-mode rules
@@ -856,6 +856,11 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         NaN, infinite and near-overflow inputs: ``var`` can be inf where PyTorch's is NaN.
     """
     d, c = _var_args("var_mean", input, dim, unbiased, correction)
+    session = observing_profiler()
+    if session is not None:   # PyTorch's one op (``_Session.as_one_op``)
+        return session.as_one_op(
+            "aten::var_mean", lambda: _moments_call(input, dim, unbiased, keepdim, correction),
+            var_mean, (input, dim, unbiased, keepdim), {"correction": correction})
     _warn_dof("var_mean", input, d, c)
     v = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": False})
@@ -866,10 +871,26 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std(input, ...), mean(input, ...))`` in one call."""
     d, c = _var_args("std_mean", input, dim, unbiased, correction)
+    session = observing_profiler()
+    if session is not None:   # PyTorch's one op (``_Session.as_one_op``)
+        return session.as_one_op(
+            "aten::std_mean", lambda: _moments_call(input, dim, unbiased, keepdim, correction),
+            std_mean, (input, dim, unbiased, keepdim), {"correction": correction})
     _warn_dof("std_mean", input, d, c)
     s = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": True})
     return s, _running_mean(input, d, keepdim)  # (no out= form: torch has none)
+
+
+def _moments_call(input, dim, unbiased, keepdim, correction):
+    """``var_mean``/``std_mean``'s arguments in the order of PyTorch's overload for the
+    call, as its profiler lists them."""
+    dim = [dim] if type(dim) is int else None if dim is None else list(dim)
+    if correction is not None or dim is None and unbiased is None:
+        return input, dim, correction, keepdim
+    if dim is None and not keepdim:
+        return input, unbiased
+    return input, dim, True if unbiased is None else unbiased, keepdim
 
 
 def _running_mean(input, d, keepdim):

@@ -411,15 +411,30 @@ def reshape(input, *shape, **kwargs):
     shape = _shape_args(shape, kwargs.pop("shape", None), "reshape", "shape")
     if kwargs:
         raise TypeError(f"reshape() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if _dispatch.intercept and _dispatch.state.modes:
+        session = profiler_session()
+        if session is not None and not session.in_backward_node():
+            # PyTorch's ``aten::reshape`` event around its view or its copy (NOTE [ Reshape
+            # of a non-viewable tensor ]; the view is ``aten::_reshape_alias`` where the
+            # input is not contiguous, named by the profiler)
+            return session.composite("aten::reshape", lambda: (input, shape), _reshape,
+                                     (input, shape), {})
+    shape, r = _view_or_none(input, shape, "reshape")   # (``_reshape``, inlined: a hot op)
+    if r is None:
+        params = {"shape": shape, "in_shape": input._data.shape}
+        if _dispatch.intercept:
+            return _reshape_in_two(input, params)
+        r = _apply(reshape_copy_op, (input,), params)
+    return r
+
+
+def _reshape(input, shape):
+    """``reshape`` without PyTorch's event of its own (``flatten``'s and ``unflatten``'s)."""
     shape, r = _view_or_none(input, shape, "reshape")
     if r is None:
         params = {"shape": shape, "in_shape": input._data.shape}
         if _dispatch.intercept:
             # NOTE [ Reshape of a non-viewable tensor ]
-            session = profiler_session() if _dispatch.state.modes else None
-            if session is not None:
-                return session.composite("aten::reshape", lambda: (input, shape),
-                                         _reshape_in_two, (input, params), {})
             return _reshape_in_two(input, params)
         r = _apply(reshape_copy_op, (input,), params)
     return r
@@ -477,7 +492,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     n = 1
     for x in shape[s:e + 1]:
         n *= x
-    return reshape(input, shape[:s] + (n,) + shape[e + 1:])
+    return _reshape(input, shape[:s] + (n,) + shape[e + 1:])   # (no reshape event: PyTorch's)
 
 
 @public
@@ -504,7 +519,7 @@ def unflatten(input, dim, sizes):
     # the -1 is the dim's size over the others' product (an empty tensor's other dims
     # leave a reshape's inference ambiguous)
     sizes = tuple(n // known if x == -1 else x for x in sizes)
-    return reshape(input, shape[:d] + sizes + shape[d + 1:])
+    return _reshape(input, shape[:d] + sizes + shape[d + 1:])   # (as flatten's)
 
 
 @public

@@ -473,19 +473,29 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
                 and d.strides == td.strides and type(d) is type(td)):
             # (any backend's array that owns its memory: on a GPU a copy is an allocation
             # and a device-to-device copy per parameter per step)
+            start = perf_counter_ns() if profiler_hook is not None else 0
             n = wrap(d)
+            if start:   # PyTorch's AccumulateGrad keeps ``grad.detach()``
+                inputs = lambda: (g,)  # noqa: E731
+                _record_chain((("aten::detach", inputs), ("detach", inputs)), start)
         elif type(g) is sparse_type:  # (its ``_data`` is a stand-in: never stolen)
             t._grad = _sparse_grads().store(g, create_graph)
             return
         else:
             xp = _dispatch.xp_of(td)
+            start = perf_counter_ns() if profiler_hook is not None else 0
             if _dense(td):
                 a = xp.empty_like(td)
             else:
                 a = xp.empty(td.shape, td.dtype)
+            if start:
+                # PyTorch's AccumulateGrad copies with ``new_empty_strided`` then ``copy_``
+                _record_chain(_new_empty_strided(g, a), start)
+                start = perf_counter_ns()
             a[...] = d
             n = wrap(a)
-            if profiler_hook is not None:
+            if start:
+                _record_chain((("aten::copy_", lambda: (n, g, False)),), start)
                 # a new array made by no op: the profiler counts it as the node's allocation
                 from ..profiler._recorder import count_new_array
                 count_new_array(n)
@@ -517,6 +527,24 @@ def _record_kernel(name, start, *inputs):
     session = recorder.observing_session() if recorder is not None else None
     if session is not None:
         session.kernel_event(name, lambda: (*inputs, 1), start)
+
+
+def _record_chain(levels, start):
+    """``_record_kernel`` for PyTorch's op ``levels[0]`` around the ones it calls, each
+    ``(name, inputs)``."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    session = recorder.observing_session() if recorder is not None else None
+    if session is not None:
+        session.kernel_chain(levels, start)
+
+
+def _new_empty_strided(g, a):
+    """The levels of PyTorch's ``g.new_empty_strided(a's size and strides)``."""
+    def size():
+        return list(a.shape), [s // a.itemsize for s in a.strides], a.dtype, 0
+
+    return (("aten::new_empty_strided", lambda: (g, *size(), None, None)),
+            ("aten::empty_strided", lambda: (*size(), None, None)))
 
 
 _base._accumulate_grad = accumulate_grad  # for direct calls of an AccumulateGrad node

@@ -193,9 +193,12 @@ def _event_name(handle):
 # work -- the row that holds the self time in PyTorch's table (``aten::addmm``,
 # ``aten::convolution``, ``aten::native_layer_norm``, ``aten::_softmax``). Both events are
 # real clock readings around the one kernel: the child starts just after the outer event
-# and ends just before it. Levels of PyTorch's composite that do no work of their own in
-# ember (``aten::t``, ``aten::_convolution``, ``aten::_batch_norm_impl_index``) and
-# kernels ember does not run (``aten::empty``, ``aten::resize_``) are not recorded, and
+# and ends just before it. The levels between that PyTorch users meet in every table
+# (``aten::convolution`` > ``aten::_convolution`` > ``aten::mkldnn_convolution``,
+# ``aten::_batch_norm_impl_index``: session 15) are recorded the same way, each inside the
+# one before, the kernel's time on the innermost; views PyTorch takes inside a level
+# (``aten::transpose`` in ``aten::t``, the unsqueeze of a 1-d convolution) and kernels
+# ember does not run (``aten::empty``, ``aten::resize_``) are not recorded, and
 # where ember's kernel fuses what PyTorch runs as several ops (``aten::cross_entropy_loss``
 # computes ``log_softmax`` and ``nll_loss`` in one pass) the outer event stands alone: no
 # time is made up for kernels that do not run. ``_NAMING`` lists the rules by ember's
@@ -232,11 +235,14 @@ _BACKWARD_OPS = {
         "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
     "NllLossBackward0": "aten::nll_loss_backward",
     "NllLoss2DBackward0": "aten::nll_loss2d_backward",
+    "SmoothL1LossBackward0": "aten::smooth_l1_loss_backward",
+    "HuberLossBackward0": "aten::huber_loss_backward",
 }
 
 
 #: the backward ops above whose PyTorch function calls its ``out=`` form inside its event
-_OUT_FORM_INSIDE = {"aten::mse_loss_backward"}
+_OUT_FORM_INSIDE = {"aten::mse_loss_backward", "aten::smooth_l1_loss_backward",
+                    "aten::huber_loss_backward"}
 
 
 def _saved_info(node, i):
@@ -314,6 +320,12 @@ def _sdpa_backward_inputs(node, grads):
             _info_or_none(mask), scale]
 
 
+def _pointwise_loss_inputs(node, grads, param):
+    # ``(grad_output, self, target, reduction, beta or delta)``
+    return [_grad_info(grads), _saved_info(node, 0), _saved_info(node, 1),
+            _REDUCTION_CODES.get(node._params.get("reduction")), node._params.get(param)]
+
+
 #: a backward node's name -> ``fn(node, grads)`` giving the arguments of PyTorch's backward
 #: op (``_BACKWARD_OPS``) in its order: ``_TensorInfo`` for a Tensor, else the value
 _BACKWARD_INPUTS = {
@@ -326,6 +338,8 @@ _BACKWARD_INPUTS = {
         _REDUCTION_CODES.get(node._params.get("reduction"))],
     "NllLossBackward0": _nll_backward_inputs,
     "NllLoss2DBackward0": _nll_backward_inputs,
+    "SmoothL1LossBackward0": lambda node, grads: _pointwise_loss_inputs(node, grads, "beta"),
+    "HuberLossBackward0": lambda node, grads: _pointwise_loss_inputs(node, grads, "delta"),
     "ScaledDotProductFlashAttentionForCpuBackward0": _sdpa_backward_inputs,
 }
 
@@ -453,6 +467,17 @@ def _embedding_inputs(args, kwargs):
     return [((w.shape, (), (math.prod(idx.shape),)), (w.dtype, "Scalar", idx.dtype))]
 
 
+def _conv_kernel(x, n):
+    """The levels PyTorch's CPU ``_convolution`` runs for a direct convolution over ``n``
+    spatial dims of ``x``: oneDNN's for float32, the slow kernels otherwise (one spatial dim
+    runs as two, the first of size 1, between an unsqueeze and a squeeze not listed here)."""
+    if x.dtype == np.float32:
+        return ("aten::mkldnn_convolution",)
+    if n <= 2:
+        return ("aten::thnn_conv2d", "aten::_slow_conv2d_forward")
+    return ("aten::slow_conv3d", "aten::slow_conv3d_forward")
+
+
 def _conv_rule(transposed):
     kind = "conv_transpose" if transposed else "conv"
 
@@ -460,8 +485,47 @@ def _conv_rule(transposed):
         w = args[1] if len(args) > 1 else None
         if not isinstance(w, Tensor) or not 1 <= w._data.ndim - 2 <= 3:
             return None
-        return f"aten::{kind}{w._data.ndim - 2}d", "aten::convolution"
+        n = w._data.ndim - 2
+        outer = f"aten::{kind}{n}d"
+        x = args[0]._data
+        if type(x) is not np.ndarray:
+            return outer, "aten::convolution"   # (a GPU's kernels are its libraries')
+        kernel = () if transposed else _conv_kernel(x, n)
+        return outer, ("aten::convolution", "aten::_convolution") + kernel
     return rule
+
+
+def _conv_inputs(args, kwargs):
+    """The items of each level under ``aten::conv2d`` (``_ordered_record``'s): PyTorch's
+    ``convolution``, ``_convolution`` (with its backend flags) and the CPU kernel's."""
+    x, w = _info(args[0]), _info(args[1])
+    b = _info_or_none(args[2] if len(args) > 2 else kwargs.get("bias"))
+    n = len(w[0]) - 2
+    transposed = "input_shape" in kwargs   # (ember's transposed one is the input's gradient)
+    stride, padding, dilation = (list(kwargs[k]) for k in ("stride", "padding", "dilation"))
+    groups = kwargs["groups"]
+    out_pad = [0] * n
+    if transposed:   # the output size PyTorch's call asked for, as its output padding
+        shape = kwargs["input_shape"]
+        x = _info(args[0])
+        out_pad = [shape[2 + i] - ((x[0][2 + i] - 1) * stride[i] - 2 * padding[i] +
+                                   dilation[i] * (w[0][2 + i] - 1) + 1) for i in range(n)]
+    conv = [x, w, b, stride, padding, dilation, transposed, out_pad, groups]
+    levels = [conv, conv + [False, False, True, True]]
+    if transposed:   # the named call's own order too (``_named``: one level more)
+        levels.insert(0, [x, w, b, stride, padding, out_pad, groups, dilation])
+    kernel = () if transposed or type(args[0]._data) is not np.ndarray else \
+        _conv_kernel(args[0]._data, n)
+    if n == 1 and kernel:   # (as two spatial dims)
+        x = _TensorInfo((x[0][:2] + (1,) + x[0][2:], x[1], None))
+        w = _TensorInfo((w[0][:2] + (1,) + w[0][2:], w[1], None))
+        stride, padding, dilation = [1] + stride, [0] + padding, [1] + dilation
+    for name in kernel:
+        if name == "aten::mkldnn_convolution":
+            levels.append([x, w, b, padding, stride, dilation, groups])
+        else:   # (the slow kernels take no dilation)
+            levels.append([x, w, list(w[0][2:]), b, stride, padding])
+    return [_ordered_record(items) for items in levels]
 
 
 def _nll_rule(args, kwargs):
@@ -557,6 +621,17 @@ def _pad_rule(args, kwargs):
         return "aten::_pad_circular", None
     kind = {"reflect": "reflection", "replicate": "replication"}.get(mode)
     return None if kind is None or n is None else (f"aten::{kind}_pad{n}d", None)
+
+
+def _rsub_rule(args, kwargs):
+    if len(args) < 2 or isinstance(args[0], Tensor) or not isinstance(args[1], Tensor):
+        return None
+    return "aten::rsub", "aten::sub"
+
+
+def _rsub_inputs(args, kwargs):
+    """``rsub(self, other, alpha)``'s items, then the call's own for ``sub``'s level."""
+    return [_ordered_record([_info(args[1]), args[0], kwargs.get("alpha", 1)]), None]
 
 
 def _fixed(outer, inner):
@@ -673,6 +748,18 @@ def _layer_norm_backward_in_node(args, kwargs):
             [True, w is not None, w is not None]]
 
 
+def _by_strides(args, kwargs):
+    """Whether the view op's call views a tensor that is not contiguous (PyTorch's reshape
+    runs ``_reshape_alias`` then, ``view`` otherwise)."""
+    flags = getattr(args[0]._data, "flags", None)
+    return kwargs.get("strides") is not None and flags is not None and not flags.c_contiguous
+
+
+def _reshape_alias_call(args, kwargs):
+    # ``_reshape_alias(self, size, stride)`` (the view's strides, in elements)
+    return [_info(args[0]), list(kwargs["shape"]), list(kwargs["strides"])]
+
+
 def _squeeze_in_node(args, kwargs):
     # the dim ``unsqueeze`` added: the first whose removal gives the view's shape
     g = args[0]._data
@@ -768,7 +855,8 @@ _NAMING = {
     "aten::convolution_input_grad": _conv_rule(True),
     "aten::nll_loss": _nll_rule,
     "aten::native_layer_norm": _fixed("aten::layer_norm", "aten::native_layer_norm"),
-    "aten::native_batch_norm": _fixed("aten::batch_norm", "aten::native_batch_norm"),
+    "aten::native_batch_norm": _fixed("aten::batch_norm", ("aten::_batch_norm_impl_index",
+                                                          "aten::native_batch_norm")),
     "aten::softmax": _fixed("aten::softmax", "aten::_softmax"),
     "aten::log_softmax": _fixed("aten::log_softmax", "aten::_log_softmax"),
     "aten::scaled_dot_product_attention": _sdpa_rule,
@@ -779,6 +867,8 @@ _NAMING = {
     # PyTorch's relu is a clamp at zero
     "aten::relu": _fixed("aten::relu", "aten::clamp_min"),
     "aten::relu_": _fixed("aten::relu_", "aten::clamp_min_"),
+    # ``2 - t``: PyTorch's ``rsub`` calls ``sub`` with the number first, as ember's op is
+    "aten::sub": _rsub_rule,
     # ember's own op for a number weight; PyTorch's is an overload of ``lerp``
     "aten::lerp_scalar": _fixed("aten::lerp", None),
     "aten::lerp_scalar_": _fixed("aten::lerp_", None),
@@ -857,7 +947,9 @@ _IN_NODE = {
 #: outer event -> ``fn(args, kwargs)`` giving the raw ``(shapes, dtypes)`` of each level
 #: under it, where PyTorch's ops there receive other inputs than the outer op
 _CHILD_INPUTS = {"aten::linear": _linear_inputs, "aten::embedding": _embedding_inputs,
-                 "aten::relu": _clamp_inputs,
+                 **{f"aten::{kind}{n}d": _conv_inputs for kind in ("conv", "conv_transpose")
+                    for n in (1, 2, 3)},
+                 "aten::relu": _clamp_inputs, "aten::rsub": _rsub_inputs,
                  "aten::relu_": _clamp_inputs,
                  "aten::embedding_backward": _embedding_backward_inputs,
                  "aten::adaptive_avg_pool2d": _adaptive_avg_inputs,
@@ -1203,10 +1295,13 @@ class _OpRecorder(_dispatch.Mode):
         chain = inner if type(inner) is tuple else (inner,)
         detailed = s.record_shapes or s.with_stack or s.profile_memory or s.with_flops or \
             s.device_timer is not None
-        inputs = noted = None
+        inputs = noted = own = None
         if s.record_shapes:
             adapt = _CHILD_INPUTS.get(outer)
             inputs = adapt(args, kwargs) if adapt is not None else None
+            if inputs is not None and len(inputs) > len(chain):
+                # the outer event's arguments first, where they are not the call's
+                own, inputs = inputs[0], inputs[1:]
             call = s.noted.pop(outer, None) if s.noted else None
             if call is not None and outer in _NOTED:
                 # the arguments as the caller gave them (NOTE [ Calls noted for the
@@ -1220,11 +1315,16 @@ class _OpRecorder(_dispatch.Mode):
                 key = None
                 if noted is not None:
                     shapes, dtypes, (key, strides, values, kw) = noted[k]
+                elif k == 0 and own is not None:
+                    shapes, dtypes, (key, strides, values, kw) = own
                 elif s.record_shapes:
-                    if k == 0 or inputs is None:
+                    if k == 0 or inputs is None or inputs[k - 1] is None:
                         shapes, dtypes, strides, values, kw = record_call(args, kwargs)
                     else:
-                        shapes, dtypes = inputs[k - 1]
+                        got = inputs[k - 1]
+                        shapes, dtypes = got[:2]
+                        if len(got) > 2:   # (an ``_ordered_record``)
+                            key, strides, values, kw = got[2]
                 detail = (shapes, dtypes, None, 0, key,
                           strides, values, kw, None)
             i = self._next()
@@ -1244,9 +1344,11 @@ class _OpRecorder(_dispatch.Mode):
             leaf = ops[-1]
             if noted is not None:
                 leaf = leaf[:6] + noted[-1][:2] + leaf[8:10] + noted[-1][2] + leaf[14:]
-            elif inputs is not None:
+            elif inputs is not None and inputs[-1] is not None:
                 # the inputs PyTorch's kernel op receives (``addmm``: bias, input, weight.t())
-                leaf = leaf[:6] + inputs[-1] + leaf[8:10] + (None,) * 4 + leaf[14:]
+                got = inputs[-1]
+                leaf = leaf[:6] + got[:2] + leaf[8:10] + \
+                    (got[2] if len(got) > 2 else (None,) * 4) + leaf[14:]
             if outer in _FLOPS_ON_OUTER:
                 # PyTorch counts a convolution's flops on ``aten::conv2d``, not its child
                 flops = leaf[9]
@@ -1270,14 +1372,52 @@ class _OpRecorder(_dispatch.Mode):
         if name == "aten::_autograd_sum_to":
             return self._sum_to_as_torch(handle, args, kwargs)
         p = self.session._open_raw.get(self._opened[-1])
+        if name == "aten::view" and p is not None and p.name == "aten::reshape" and \
+                _by_strides(args, kwargs):
+            # PyTorch's reshape of a tensor that is not contiguous views it by strides
+            return self._renamed(handle, args, kwargs, "aten::_reshape_alias",
+                                 _reshape_alias_call)
         got = _IN_NODE[name].get(p.name) if p is not None and p.kind == "bwd" else None
         if got is None:
             return self.dispatch(handle, args, kwargs, name)
-        r = self.dispatch(handle, args, kwargs, got[0])
+        if got[0] == "aten::reshape":
+            # a backward formula's reshape: PyTorch's event around its view
+            return self._reshape_in_node(handle, args, kwargs, got[1])
+        return self._renamed(handle, args, kwargs, *got)
+
+    def _reshape_in_node(self, handle, args, kwargs, items):
+        """The view a backward formula takes as PyTorch's ``aten::reshape`` event (``items``
+        giving its arguments) around ``aten::view`` or ``aten::_reshape_alias``."""
+        s = self.session
+        opened = self._opened
+        i, parent = self._next(), opened[-1]
+        start = perf_counter_ns()
+        opened.append(i)
+        try:
+            if _by_strides(args, kwargs):
+                r = self._renamed(handle, args, kwargs, "aten::_reshape_alias",
+                                  _reshape_alias_call)
+            else:
+                r = self.dispatch(handle, args, kwargs, "aten::view")
+        finally:
+            opened.pop()
+        detail = ()
+        if len(s.ops[-1]) > 6:   # (the detailed route)
+            detail = (None, None, None, 0, None, None, None, None, None)
+            if s.record_shapes:
+                shapes, dtypes, call = _ordered_record(items(args, kwargs))
+                detail = (shapes, dtypes, None, 0) + call + (None,)
+        self._append((i, parent, "aten::reshape", start, perf_counter_ns(), -1) + detail)
+        return r
+
+    def _renamed(self, handle, args, kwargs, name, items):
+        """The op recorded as PyTorch's op ``name``, ``items(args, kwargs)`` giving its
+        arguments."""
+        r = self.dispatch(handle, args, kwargs, name)
         ops = self.session.ops
         leaf = ops[-1]
         if len(leaf) > 6 and leaf[6] is not None:
-            shapes, dtypes, call = _ordered_record(got[1](args, kwargs))
+            shapes, dtypes, call = _ordered_record(items(args, kwargs))
             ops[-1] = leaf[:6] + (shapes, dtypes) + leaf[8:10] + call + leaf[14:]
         return r
 
@@ -1542,6 +1682,22 @@ class _Session:
         ev.start, ev.end = start, end
         self.raw.append(ev)
         return ev
+
+    def kernel_chain(self, levels, start):
+        """Record work that ran from ``start`` until now as op events, each inside the one
+        before, as PyTorch's op calls the next (AccumulateGrad's ``aten::detach`` >
+        ``detach``): ``levels`` are ``(name, inputs)``, ``inputs()`` giving the op's
+        arguments, read only when shapes are recorded."""
+        end = perf_counter_ns()
+        parent = self.open[-1]
+        for name, inputs in levels:
+            ev = _Raw(next(self._count), name, "op", parent)
+            if self.record_shapes:
+                ev.shapes, ev.dtypes, strides, values, _ = record_call(inputs(), None)
+                ev.call = (ORDERED, strides, values, ())
+            ev.start, ev.end = start, end
+            self.raw.append(ev)
+            parent = ev.idx
 
     def as_one_op(self, name, inputs, fn, args, kwargs):
         """Run ``fn(*args, **kwargs)`` as the one op event ``name``, its own ops unseen by

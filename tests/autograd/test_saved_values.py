@@ -202,5 +202,7 @@ def test_power_by_number_backward_runs_pow_and_mul_only():
     with profile() as prof:
         y.backward()
     ops = sorted({e.key for e in prof.key_averages() if e.key.startswith("aten::")})
-    # backward()'s implicit seed is PyTorch's aten::ones_like row
-    assert ops == ["aten::expand", "aten::mul", "aten::ones_like", "aten::pow"], ops
+    # backward()'s implicit seed is PyTorch's aten::ones_like row; AccumulateGrad keeps the
+    # gradient as PyTorch's ``detach``
+    assert ops == ["aten::detach", "aten::expand", "aten::mul", "aten::ones_like",
+                   "aten::pow"], ops

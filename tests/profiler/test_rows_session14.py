@@ -227,9 +227,8 @@ def _attend(lib, st):
 
 
 #: where PyTorch lists ops that ember's rows leave out: inside kernels (``t``'s transpose,
-#: the attention kernel's), the reshapes of a 3-d ``matmul`` that folds its batch, and the
-#: view of the reshaped attention output (PyTorch's kernel writes it (N, L, H, E), so it
-#: reshapes without a copy; ember's copies)
+#: the attention kernel's) and the reshapes of a 3-d ``matmul`` that folds its batch (the
+#: attention output's reshape views it as PyTorch's does since session 15)
 _NOT_LISTED = {"aten::t", "aten::_scaled_dot_product_flash_attention_for_cpu",
                "aten::matmul", "aten::reshape"}
 

@@ -291,7 +291,7 @@ class RNNBase(Module):
         (NOTE [ LSTM layers under the profiler ] in ember/profiler/_recorder.py)."""
         from ...profiler._recorder import note_call
 
-        hx = [h0] if c0 is None else [h0, c0]
+        hx = h0 if c0 is None else [h0, c0]   # (PyTorch's gru and rnn take one Tensor)
         settings = (self.bias, self.num_layers, float(self.dropout), self.training,
                     self.bidirectional)
         if batch_sizes is None:

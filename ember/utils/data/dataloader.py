@@ -143,7 +143,9 @@ class _MapFetcher:
             self.fast_tensors = dataset.tensors
 
     def fetch(self, indices):
-        if self.fast_tensors is not None:
+        if self.fast_tensors is not None and not _dispatch.intercept:
+            # (under a mode -- the profiler's, a user's -- the ops PyTorch runs: an index
+            # per sample, then ``default_collate``'s stack)
             return _gather_rows(self.fast_tensors, indices)
         if self.auto_collation:
             if self.getitems is not None:
