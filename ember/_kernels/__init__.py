@@ -56,6 +56,7 @@ from .._lazy_import import keep_warnings_seen, prepare_numba
 
 _ROW_MAX = 16384
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 _max_reduce = np.maximum.reduce
 
 _impl = None          # the ``_numba`` module, False for NumPy only, None until chosen
@@ -259,6 +260,17 @@ def softmax_backward(g, y, dim, log=False):
     return out.reshape(y.shape)
 
 
+# NOTE [ Short rows' maxima in the kernel ]
+# NumPy's ``maximum.reduce`` along rows is a SIMD loop, but it costs ~50 ns a row to set up:
+# on char_gpt's 1024 rows of 98 logits it took 55 us, where a compare-and-select loop in the
+# cross entropy kernel takes ~25 us (the select does not vectorise; it keeps a NaN as
+# NumPy's maximum does, which matters: the kernel's exp gives 0, not NaN, for a NaN, so a
+# row's NaN shows only through a NaN maximum). So rows of at most ``_OWN_MAX_ROW`` classes
+# take their maxima in the kernel: the same maxima, so the same bits.
+_OWN_MAX_ROW = 256
+_NO_MAX = np.empty(0, np.float32)
+
+
 def cross_entropy(rows, target, weight):
     """Fused softmax and NLL over rows of logits, or None where not covered.
 
@@ -289,10 +301,12 @@ def cross_entropy(rows, target, weight):
     target = np.ascontiguousarray(target, np.int64)
     weight = np.ascontiguousarray(weight)
 
+    own_max = rows.shape[1] <= _OWN_MAX_ROW   # NOTE [ Short rows' maxima in the kernel ]
+
     def run(lo, hi):
         r = rows[lo:hi]
-        impl.cross_entropy_rows(r, _max_reduce(r, 1), target[lo:hi], weight[lo:hi],
-                                probs[lo:hi], losses[lo:hi])
+        impl.cross_entropy_rows(r, _NO_MAX if own_max else _max_reduce(r, 1), target[lo:hi],
+                                weight[lo:hi], probs[lo:hi], losses[lo:hi])
 
     _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
     return probs, losses
@@ -342,7 +356,7 @@ def _param(p, n):
     return np.ascontiguousarray(p, np.float32).reshape(-1), True
 
 
-def layer_norm(x, w, b, ndim, eps):
+def layer_norm(x, w, b, ndim, eps, near=None):
     """Layer norm over the last ``ndim`` axes, or None where not covered.
 
     Args:
@@ -350,9 +364,14 @@ def layer_norm(x, w, b, ndim, eps):
         w, b: the weight and bias (shape of the normalised axes) or None.
         ndim: how many trailing axes are normalised.
         eps: added to the variance.
+        near: None, or a pair ``(big_mean, small_rstd)`` of float32 bounds: then a fourth
+            value says whether any row has ``|mean| >= big_mean`` or ``rstd <= small_rstd``
+            (NaN rows aside), found by the kernel as it goes (NOTE [ Welford lanes of
+            torch's norms ] in ``ember/_ops/nn_norm.py``).
 
     Returns:
-        tuple | None: (y, mean, rstd), the statistics with the normalised axes kept as 1.
+        tuple | None: (y, mean, rstd), the statistics with the normalised axes kept as 1;
+        (y, mean, rstd, near) when ``near`` is given.
 
     Example::
 
@@ -377,13 +396,19 @@ def layer_norm(x, w, b, ndim, eps):
     mean = np.empty(m, np.float32)
     rstd = np.empty(m, np.float32)
     eps = np.float32(eps)
+    # no bounds asked: |mean| >= inf never holds, nor rstd <= -1
+    big, small = (np.float32(np.inf), np.float32(-1)) if near is None else \
+        (np.float32(near[0]), np.float32(near[1]))
+    counts = []   # one count a block of rows (list.append is atomic)
 
     def run(lo, hi):
-        impl.layer_norm_rows(rows[lo:hi], wf, bf, has_w, has_b, eps, y[lo:hi],
-                             mean[lo:hi], rstd[lo:hi])
+        counts.append(impl.layer_norm_rows(rows[lo:hi], wf, bf, has_w, has_b, eps, y[lo:hi],
+                                           mean[lo:hi], rstd[lo:hi], big, small))
 
     _on_row_blocks(run, m, n)
     kept = x.shape[:x.ndim - ndim] + (1,) * ndim
+    if near is not None:
+        return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept), any(counts)
     return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
 
 
@@ -517,6 +542,7 @@ def silu_backward(g, x):
 # dispatch, and NumPy keeps those.
 _ELEMENTWISE_MIN = 256
 _SPLIT_MIN = 1 << 18
+_RECIPROCAL_MIN = 1 << 13
 
 
 def _run_flat(kernel, *arrays):
@@ -573,6 +599,42 @@ def exp(x, out=None):
         return None
     _run_flat(impl.exp_into, x.reshape(-1), o.reshape(-1))
     return o
+
+
+def reciprocal_times(x, c):
+    """``(1 / x) * c`` for a float32 or float64 array and a number, in one compiled pass
+    (the two roundings of PyTorch's ``reciprocal`` then ``mul``: NOTE [ A number over a
+    tensor ] in ``ember/_ops/arithmetic.py``), on several threads when it is large; None
+    where not covered (no numba, another dtype, not C-contiguous, fewer than
+    ``_RECIPROCAL_MIN`` elements: below ~8K NumPy's ``reciprocal`` and an in-place
+    ``multiply`` cost no more than the compiled call's dispatch).
+
+    Args:
+        x: the array.
+        c: the number (cast to ``x``'s dtype).
+
+    Returns:
+        ndarray | None: a new array of ``x``'s shape and dtype.
+
+    Example::
+
+        >>> r = reciprocal_times(np.full(1 << 13, 4.0, np.float32), 2.0)
+        >>> r is None or r[0] == 0.5
+        True
+    """
+    impl = _impl if _impl is not None else _load()
+    if not impl or type(x) is not np.ndarray or (x.dtype != _F32 and x.dtype != _F64) or \
+            x.size < _RECIPROCAL_MIN or not x.flags.c_contiguous:
+        return None
+    c = x.dtype.type(c)
+    out = np.empty(x.shape, x.dtype)
+    kernel = impl.reciprocal_times_into
+
+    def run(xs, outs):
+        kernel(xs, c, outs)
+
+    _run_flat(run, x.reshape(-1), out.reshape(-1))
+    return out
 
 
 def sigmoid(x):

@@ -238,12 +238,20 @@ def log_softmax_rows(x, mx, out):
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def cross_entropy_rows(x, mx, target, weight, probs, losses):
-    """Softmax of each row of ``x`` (row maxima ``mx``) into ``probs`` and ``losses[i] =
-    -weight[i] * log_softmax(x[i])[target[i]]``; targets are valid class indices."""
+    """Softmax of each row of ``x`` (row maxima ``mx``, or an empty ``mx``: NOTE [ Short
+    rows' maxima in the kernel ]) into ``probs`` and ``losses[i] = -weight[i] *
+    log_softmax(x[i])[target[i]]``; targets are valid class indices."""
+    own = mx.size == 0
     for i in range(x.shape[0]):
         xi = x[i]
         pi = probs[i]
-        m = mx[i]
+        if own:
+            m = xi[0]
+            for j in range(1, xi.size):
+                v = xi[j]
+                m = v if v > m or v != v else m   # a NaN stays, as NumPy's maximum
+        else:
+            m = mx[i]
         s = _exp_shift_into(xi, m, pi)
         losses[i] = _nll_of(xi[target[i]], m, np.log(s), weight[i])
         r = _ONE / s
@@ -264,11 +272,15 @@ def cross_entropy_backward_rows(probs, target, scale, out):
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
-def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd):
+def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd, big_mean, small_rstd):
     """Layer norm of each row of ``x``: ``y = (x - mean) * rstd * w + b`` with the biased
-    variance, two passes over each row (the row stays in cache)."""
+    variance, two passes over each row (the row stays in cache). Returns how many rows have
+    ``|mean| >= big_mean`` or ``rstd <= small_rstd`` (a NaN row is not counted): the rows
+    whose values may come near the top of float32 (NOTE [ Welford lanes of torch's norms ]
+    in ``ember/_ops/nn_norm.py``)."""
     n = x.shape[1]
     nf = _f32(n)
+    near = 0
     for i in range(x.shape[0]):
         xi = x[i]
         yi = y[i]
@@ -285,6 +297,8 @@ def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd):
         r = _ONE / np.sqrt(v / nf + eps)
         mean[i] = mu
         rstd[i] = r
+        if abs(mu) >= big_mean or r <= small_rstd:
+            near += 1
         if has_w and has_b:
             for j in range(n):
                 yi[j] = (xi[j] - mu) * r * w[j] + b[j]
@@ -297,6 +311,7 @@ def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd):
         else:
             for j in range(n):
                 yi[j] = (xi[j] - mu) * r
+    return near
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
@@ -460,3 +475,14 @@ def select_y_scalar_into(mask, x, y, out):
     """``select_into`` with ``y`` one value (a scalar of the arrays' type)."""
     for j in range(out.size):
         out[j] = x[j] if mask[j] else y
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def reciprocal_times_into(x, c, out):  # pragma: no cover - compiled
+    """``out = (1 / x) * c`` element by element (flat arrays of one float dtype, ``c`` a
+    scalar of it): the reciprocal rounded, then the product rounded, as PyTorch's two ops
+    (NOTE [ A number over a tensor ] in ``ember/_ops/arithmetic.py``); no fast-math flags,
+    which would let LLVM fold the two steps into one division."""
+    one = x.dtype.type(1)
+    for i in range(x.size):
+        out[i] = (one / x[i]) * c

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .. import _dispatch
+from .. import _kernels
 from .._core.tensor import Tensor, wrap
 from .._dispatch import slow as _slow
 from ._elementwise import (
@@ -938,19 +939,24 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _reciprocal_times_fast(op, a, b):
-    """``_reciprocal_times`` when no mode is on: a small contiguous float32/float64 CPU
-    tensor that needs no graph and a Python number run the two steps in place on one
-    array (the reciprocal, then the product by the number in the tensor's dtype, as the
-    two ops round them), at the cost of the one division they replace."""
+    """``_reciprocal_times`` when no mode is on: a contiguous float32/float64 CPU tensor
+    that needs no graph and a Python number run the two steps as one compiled pass
+    (``_kernels.reciprocal_times``), or without numba, when small, in place on one array
+    (the reciprocal, then the product by the number in the tensor's dtype, as the two ops
+    round them), at about the cost of the one division they replace."""
     if not isinstance(b, _scalar_types):
         return NotImplemented
     d = a._data
     if d.__class__ is _ndarray and d.dtype in _RECIPROCAL_FAST and not a._rg and \
             (b.__class__ is float or b.__class__ is int) and -_FLOAT32_MAX <= b <= _FLOAT32_MAX \
-            and d.size < 1048576 and d.flags.c_contiguous and d.ndim:
-        r = np.reciprocal(d)
-        np.multiply(r, d.dtype.type(b), out=r)
-        return wrap(r)
+            and d.flags.c_contiguous and d.ndim:
+        r = _kernels.reciprocal_times(d, b)   # one compiled pass (threads when large)
+        if r is not None:
+            return wrap(r)
+        if d.size < 1048576:
+            r = np.reciprocal(d)
+            np.multiply(r, d.dtype.type(b), out=r)
+            return wrap(r)
     return binary_fast(mul_op, unary(reciprocal_op, a), b)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
+from .._kernels import _vnorm
 from ._registry import Op, public
 from .indexing import multilinear_jvp
 from .linalg import _LOWP, _conj, check_tensor
@@ -23,6 +24,11 @@ _INF = math.inf
 
 def _vnorm_kernel(xp, a, *, ord, dim, keepdim):
     dt = a.dtype
+    if ord == 2 and xp is np and (dim is None or len(dim) == a.ndim):
+        s = _vnorm.sumsq(a)   # NOTE [ A 2-norm in PyTorch's lanes ]
+        if s is not None:
+            r = np.asarray(np.sqrt(s))
+            return r.reshape((1,) * a.ndim) if keepdim else r
     x = xp.abs(a)
     if x.dtype in _LOWP:
         x = x.astype(np.float32)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
+from ... import _dispatch
+from ..._core.tensor import Tensor
+from ..._core.tensor import wrap as _wrap
 from ..._ops._registry import recorded_as
+from ..._ops.arithmetic import mul_op
+from ..._ops.linalg_norm import _vnorm_kernel
 from ...autograd.grad_mode import no_grad
 
 # NOTE [ Clipping as PyTorch's foreach ops ]
@@ -31,6 +38,51 @@ def _foreach_mul_(tensors, scalar):
         t.mul_(scalar)
 
 
+# NOTE [ Clipping straight on the arrays ]
+# Through dispatch, clipping char_gpt's 41 gradients ran 41 ``vector_norm`` and 41 ``mul_``
+# calls: ~2.7 ms where PyTorch's two foreach ops take ~1.2 ms and the kernels ~0.3 ms. When
+# nothing can see the ops -- no mode (profiler, vmap, user modes), no __torch_function__, no
+# replaced CPU kernel: ``_dispatch.slow`` -- and every gradient is a plain CPU tensor of one
+# float32/float64 dtype, writable and with no element shared by two indices, the norms run
+# ``vector_norm``'s own kernel on the arrays (a one-element gradient its ``abs``, as
+# ``vector_norm`` does) and the scaling runs ``mul_``'s own kernel into each array, bumping
+# its version counter: the same kernels on the same arrays as the per-tensor ops, so the same
+# bits. Anything else takes the ops, which also give the errors. With the norms in PyTorch's
+# lanes (NOTE [ A 2-norm in PyTorch's lanes ]) char_gpt's clip took ~1.2 ms, as PyTorch's.
+
+
+def _plain_arrays(tensors):
+    """The arrays of ``tensors`` when NOTE [ Clipping straight on the arrays ] applies to them,
+    else None."""
+    if _dispatch.slow[0] or not tensors:
+        return None
+    arrays = []
+    dt = None
+    for t in tensors:
+        if type(t) is not Tensor:
+            return None
+        a = t._data
+        if type(a) is not np.ndarray or not a.size or not a.flags.writeable:
+            return None
+        if dt is None:
+            dt = a.dtype
+            if dt != np.float32 and dt != np.float64:
+                return None
+        elif a.dtype != dt:
+            return None
+        if 0 in a.strides and a.size > 1:
+            return None
+        arrays.append(a)
+    return arrays
+
+
+def _array_norm(a, ord):
+    """``vector_norm(a, ord)`` of a non-empty float array, by ``vector_norm``'s own route."""
+    if a.size == 1 and a.ndim and ord != 0:
+        return np.abs(a).reshape(())
+    return _vnorm_kernel(np, a, ord=ord, dim=None, keepdim=False)
+
+
 def _groups(tensors):
     """``tensors`` grouped by device and dtype, in order of first appearance."""
     groups = {}
@@ -40,8 +92,6 @@ def _groups(tensors):
 
 
 def _grads(parameters):
-    from ..._core.tensor import Tensor
-
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
@@ -67,20 +117,24 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     """
     from ... import linalg, stack, tensor
 
-    from ..._core.tensor import Tensor
-
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = list(tensors)
     norm_type = float(norm_type)
     if not tensors:
         return tensor(0.0)
-    with no_grad():
-        norms = []
-        for group in _groups(tensors):   # NOTE [ Clipping as PyTorch's foreach ops ]
-            norms.extend(_foreach_norm(group, norm_type) if foreach is not False else
-                         [linalg.vector_norm(t, norm_type) for t in group])
-        total = linalg.vector_norm(stack([n.to(norms[0].dtype) for n in norms]), norm_type)
+    arrays = _plain_arrays(tensors)
+    if arrays is not None:   # NOTE [ Clipping straight on the arrays ]
+        norms = np.stack([_array_norm(a, norm_type) for a in arrays])
+        total = _wrap(_array_norm(norms, norm_type))
+    else:
+        with no_grad():
+            norms = []
+            for group in _groups(tensors):   # NOTE [ Clipping as PyTorch's foreach ops ]
+                norms.extend(_foreach_norm(group, norm_type) if foreach is not False else
+                             [linalg.vector_norm(t, norm_type) for t in group])
+            total = linalg.vector_norm(stack([n.to(norms[0].dtype) for n in norms]),
+                                       norm_type)
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
@@ -113,8 +167,6 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     if not grads:
         return
-    from ..._core.tensor import Tensor
-
     if not isinstance(total_norm, Tensor):
         coef = float(max_norm) / (float(total_norm) + 1e-6)
         if coef < 1:
@@ -126,6 +178,15 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     # may live on a GPU, or on meta, where there is none)
     with no_grad():
         coef = ((total_norm + 1e-6).reciprocal() * float(max_norm)).clamp(max=1.0)
+        arrays = _plain_arrays(grads)
+        if arrays is not None and type(coef._data) is np.ndarray:
+            # NOTE [ Clipping straight on the arrays ]
+            c = coef.to(dtype=grads[0].dtype)._data
+            mul = mul_op.impl.get(np.ndarray) or mul_op.resolve(np.ndarray)
+            for g, a in zip(grads, arrays):
+                mul(a, c, out=a)
+                g._bump()
+            return
         for group in _groups(grads):   # NOTE [ Clipping as PyTorch's foreach ops ]
             c = coef.to(device=group[0].device, dtype=group[0].dtype)
             if foreach is False:
@@ -159,8 +220,6 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         >>> w.grad
         tensor([0.6000, 0.8000])
     """
-    from ..._core.tensor import Tensor
-
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     parameters = list(parameters)
