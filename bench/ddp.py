@@ -80,17 +80,39 @@ def _steppers(fw, rank):
             "ddp": stepper(fw.nn.parallel.DistributedDataParallel(_model(fw)))}
 
 
+def _without_progress_thread(step):
+    """``step`` with ember's DDP progress thread off (NOTE [ MPI progress thread ])."""
+    from ember.distributed import _progress
+
+    def run():
+        _progress.ENABLED = False
+        try:
+            step()
+        finally:
+            _progress.ENABLED = True
+
+    return run
+
+
 def _worker(rank, fw_names, init_methods, out_path, steps, samples):
     """One rank: every framework's group, then samples of each framework's local and DDP
-    steps interleaved (so a change of machine load hits all of them alike)."""
+    steps interleaved (so a change of machine load hits all of them alike). A name
+    ``ember:nothread`` is ember with DDP's progress thread off, in the same group."""
     runs = {}
+    groups = {}
     for fw_name, init_method in zip(fw_names, init_methods):
-        fw = importlib.import_module(fw_name)
-        dist = importlib.import_module(fw_name + ".distributed")
-        fw.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2,
-                                timeout=datetime.timedelta(seconds=120))
-        runs[fw_name] = (dist, _steppers(fw, rank))
+        base = fw_name.split(":")[0]
+        fw = importlib.import_module(base)
+        dist = importlib.import_module(base + ".distributed")
+        if base not in groups:
+            fw.set_num_threads(1)
+            dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2,
+                                    timeout=datetime.timedelta(seconds=120))
+            groups[base] = dist
+        steppers = _steppers(fw, rank)
+        if fw_name == "ember:nothread":
+            steppers = {k: _without_progress_thread(f) for k, f in steppers.items()}
+        runs[fw_name] = (dist, steppers)
     for _, steppers in runs.values():  # warm-up (DDP's first iteration rebuilds buckets)
         for fn in steppers.values():
             for _ in range(3):
@@ -105,26 +127,34 @@ def _worker(rank, fw_names, init_methods, out_path, steps, samples):
                     fn()
                 times[fw_name][name].append((time.perf_counter() - t) / steps)
                 times[fw_name][name + "_cpu"].append((time.process_time() - cpu) / steps)
-    for dist, _ in runs.values():
+    for dist in groups.values():
         dist.barrier()
-    if rank == 0:
-        with open(out_path, "w") as f:
-            json.dump(times, f)
-    for dist, _ in runs.values():
+    with open(f"{out_path}.{rank}", "w") as f:
+        json.dump(times, f)
+    for dist in groups.values():
         dist.destroy_process_group()
 
 
-def measure(fw_names, steps=10, samples=7):
-    """Per-step medians (ms) of each framework's local and DDP step on rank 0, measured in
-    the same 2 processes, samples interleaved: wall time, and the process's CPU time."""
+def measure(fw_names, steps=10, samples=7, rank=0):
+    """Per-step medians (ms) of each framework's local and DDP step on ``rank``, measured
+    in the same 2 processes, samples interleaved: wall time, and the process's CPU time.
+    With ``rank=None``, a list of both ranks' results."""
     import ember.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "times.json")
         inits = [f"tcp://127.0.0.1:{_free_port()}" for _ in fw_names]
         mp.spawn(_worker, args=(list(fw_names), inits, out, steps, samples), nprocs=2)
-        with open(out) as f:
-            times = json.load(f)
+        per_rank = []
+        for r in range(2):
+            with open(f"{out}.{r}") as f:
+                per_rank.append(json.load(f))
+    if rank is None:
+        return [_medians(t) for t in per_rank]
+    return _medians(per_rank[rank])
+
+
+def _medians(times):
     results = {}
     for fw, t in times.items():
         local, ddp = statistics.median(t["local"]), statistics.median(t["ddp"])
@@ -137,32 +167,44 @@ def measure(fw_names, steps=10, samples=7):
     return results
 
 
+def _print_table(results):
+    print(f"{'framework':<16}{'local ms':>10}{'DDP ms':>10}{'overhead ms':>13}{'overhead':>10}"
+          f"{'CPU: local':>12}{'DDP':>8}{'overhead ms':>13}")
+    for fw, r in results.items():
+        print(f"{fw:<16}{r['local_ms']:>10.2f}{r['ddp_ms']:>10.2f}{r['overhead_ms']:>13.2f}"
+              f"{r['overhead_pct']:>9.1f}%{r['local_cpu_ms']:>12.2f}{r['ddp_cpu_ms']:>8.2f}"
+              f"{r['overhead_cpu_ms']:>13.2f}")
+    if "torch" in results:
+        t = results["torch"]
+        for fw in (f for f in results if f != "torch"):
+            e = results[fw]
+            wall = e["overhead_ms"] / max(t["overhead_ms"], 1e-9)
+            cpu = e["overhead_cpu_ms"] / max(t["overhead_cpu_ms"], 1e-9)
+            print(f"{fw} overhead / torch overhead: {wall:.2f} (CPU time: {cpu:.2f})")
+
+
 def main(argv=None):
     """Run the group and print a table; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m bench ddp", description=__doc__.split(
         "\n\n")[0])
     parser.add_argument("--steps", type=int, default=10, help="steps per sample")
     parser.add_argument("--samples", type=int, default=7, help="samples per framework")
+    parser.add_argument("--ab", action="store_true",
+                        help="also run ember with DDP's progress thread off (ember:nothread), "
+                             "interleaved in the same processes; print both ranks")
     args = parser.parse_args(argv)
-    frameworks = ["ember"]
+    frameworks = ["ember"] + (["ember:nothread"] if args.ab else [])
     if importlib.util.find_spec("torch") is not None:
         frameworks.append("torch")
     load = os.getloadavg()[0]
-    results = measure(frameworks, args.steps, args.samples)
+    results = measure(frameworks, args.steps, args.samples, rank=None if args.ab else 0)
     print(f"DDP overhead per step, 2 processes x 1 thread, MLP {'-'.join(map(str, SIZES))}, "
           f"batch {BATCH} per rank (load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs{'; machine busy' if load > (os.cpu_count() or 1) else ''})")
-    print(f"{'framework':<10}{'local ms':>10}{'DDP ms':>10}{'overhead ms':>13}{'overhead':>10}"
-          f"{'CPU: local':>12}{'DDP':>8}{'overhead ms':>13}")
-    for fw, r in results.items():
-        print(f"{fw:<10}{r['local_ms']:>10.2f}{r['ddp_ms']:>10.2f}{r['overhead_ms']:>13.2f}"
-              f"{r['overhead_pct']:>9.1f}%{r['local_cpu_ms']:>12.2f}{r['ddp_cpu_ms']:>8.2f}"
-              f"{r['overhead_cpu_ms']:>13.2f}")
-    if "torch" in results:
-        e, t = results["ember"], results["torch"]
-        wall = e["overhead_ms"] / max(t["overhead_ms"], 1e-9)
-        cpu = e["overhead_cpu_ms"] / max(t["overhead_cpu_ms"], 1e-9)
-        print(f"ember overhead / torch overhead: {wall:.2f} (CPU time: {cpu:.2f})")
+    for r, res in enumerate(results if args.ab else [results]):
+        if args.ab:
+            print(f"rank {r}:")
+        _print_table(res)
     return 0
 
 

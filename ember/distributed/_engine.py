@@ -60,7 +60,9 @@ def mpi():
     import mpi4py
 
     mpi4py.rc.threads = True
-    mpi4py.rc.thread_level = "serialized"
+    # several threads may call MPI at once: DDP's progress thread tests its all-reduces
+    # while the main thread runs other collectives (NOTE [ MPI progress thread ])
+    mpi4py.rc.thread_level = "multiple"
     from mpi4py import MPI
 
     return MPI

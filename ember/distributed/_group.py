@@ -14,7 +14,7 @@ import time
 import urllib.parse
 import warnings
 
-from . import _engine
+from . import _engine, _progress
 from ._store import DistError, FileStore, PrefixStore, Store, TCPStore
 
 __all__ = ["Backend", "DistBackendError", "GroupMember", "ProcessGroup", "Work", "group"]
@@ -144,6 +144,13 @@ class Work:
         (True, True)
     """
 
+    # NOTE [ MPI progress thread ] in _progress.py: while ``_driver`` is set, that thread
+    # owns the requests; it sets ``_driven_done`` (or ``_failure``) when they complete
+    _driver = None
+    _driven_done = False
+    _failure = None
+    _event = None  # a profiler event (the collective's row) that ends when it completes
+
     def __init__(self, requests=(), finish=None, outputs=(), timeout=None, name="collective",
                  result=None):
         self._requests = list(requests)
@@ -157,12 +164,24 @@ class Work:
     def _complete(self):
         if not self._done:
             self._done = True
+            if self._event is not None and self._event.end is None:
+                self._event.end = time.perf_counter_ns()
             if self._finish is not None:
                 self._value = self._finish()
 
+    def _failure_error(self):
+        return DistBackendError(f"{self._name}: the communication failed ({self._failure}); "
+                                "another process may have died")
+
     def is_completed(self) -> bool:
         """Whether the operation has finished (never blocks)."""
-        if not self._done and _engine.mpi().Request.Testall(self._requests):
+        if self._done:
+            return True
+        if self._driver is not None:  # the progress thread tests it
+            return False
+        if self._failure is not None:
+            return True  # finished, with an error that ``wait()`` raises
+        if self._driven_done or _engine.mpi().Request.Testall(self._requests):
             self._complete()
         return self._done
 
@@ -177,20 +196,25 @@ class Work:
         """
         if self._done:
             return True
-        limit = timeout if timeout is not None else self._timeout
-        if isinstance(limit, datetime.timedelta):
-            limit = limit.total_seconds()
-        _wait_requests(self._requests, limit, self._name)
+        if self._driver is not None:
+            self._driver.take_back(self)
+        if self._failure is not None:
+            raise self._failure_error()
+        if not self._driven_done:
+            limit = timeout if timeout is not None else self._timeout
+            if isinstance(limit, datetime.timedelta):
+                limit = limit.total_seconds()
+            _wait_requests(self._requests, limit, self._name)
         self._complete()
         return True
 
     def is_success(self) -> bool:
         """Whether it finished without error."""
-        return self.is_completed()
+        return self.is_completed() and self._failure is None
 
     def exception(self):
-        """The error it failed with (None)."""
-        return None
+        """The error it failed with, or None."""
+        return None if self._failure is None else self._failure_error()
 
     def result(self) -> list:
         """The output tensors."""
@@ -501,6 +525,7 @@ def destroy_process_group(group_=None) -> None:
     if group_ is None or group_ is _WORLD:
         if _WORLD is None:
             raise AssertionError("Process group cannot be None")
+        _progress.stop()  # NOTE [ MPI progress thread ]: before the communicators go
         for pg in _GROUPS:
             pg.comm.Free()
         _GROUPS.clear()

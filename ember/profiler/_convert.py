@@ -72,7 +72,8 @@ def _function_events(session, meta):
             input_dtypes = dtype_names(dtypes)
             concrete = None
         ev = FunctionEvent(
-            id=idx + 1, name=name, trace_name=trace_name, thread=thread,
+            id=idx + 1, name=name, trace_name=trace_name,
+            thread=thread if kind == "op" or raw.thread is None else raw.thread,
             start_us=(start - t0) / 1e3, end_us=(end - t0) / 1e3,
             # PyTorch names the forward thread on backward nodes' events only
             fwd_thread=thread if seq >= 0 and kind.startswith("bwd") else 0,

@@ -96,6 +96,22 @@ def recording_session():
     return None
 
 
+def begin_async(name, thread=2):
+    """Open the event of an operation that runs beside this thread (a collective that
+    another thread progresses, as PyTorch's gloo threads record ``gloo:all_reduce``), or
+    return None when no profile records on this thread. The event lies outside this
+    thread's tree, on row ``thread``; whoever sees the operation finish sets its ``end``
+    (``perf_counter_ns``), else the profile's end closes it."""
+    s = getattr(_local, "session", None)
+    if s is None or not s.active:
+        return None
+    ev = _Raw(next(s._count), name, "user", -1)
+    ev.thread = thread
+    ev.start = perf_counter_ns()
+    s.raw.append(ev)
+    return ev
+
+
 # NOTE [ Memory categories ]
 # PyTorch's memory timeline sorts every byte into a category: PARAMETER, OPTIMIZER_STATE,
 # INPUT, TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL (else unknown), and counts the
@@ -160,7 +176,7 @@ class _Raw:
     NOTE [ Profiler recording ])."""
 
     __slots__ = ("idx", "name", "kind", "start", "end", "parent", "shapes", "dtypes", "seq",
-                 "call")
+                 "call", "thread")
 
     def __init__(self, idx, name, kind, parent):
         self.idx = idx
@@ -176,6 +192,7 @@ class _Raw:
         self.dtypes = None
         self.seq = -1
         self.call = None  # (overload, ``_inputs.record_call``'s last three), record_shapes
+        self.thread = None  # the row of an event that ran beside this thread (``begin_async``)
 
 
 def _event_name(handle):

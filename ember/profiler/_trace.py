@@ -54,6 +54,7 @@ def write_chrome_trace(events, path, meta=None):
 
     forward_by_seq = {}
     backward_by_seq = {}
+    side_rows = set()
     for idx, e in enumerate(events):
         kind = getattr(e, "_kind", "op")
         if kind == "kernel" or kind == "memory":
@@ -87,7 +88,14 @@ def write_chrome_trace(events, path, meta=None):
                     args["Input type"] = e.input_dtypes
         if e.flops:
             args["flops"] = e.flops
-        trace.append({"ph": "X", "cat": cat, "name": e.trace_name, "pid": pid, "tid": tid,
+        row = tid
+        if e.thread != 1:  # an event that ran beside the recording thread (``begin_async``)
+            row = tid + e.thread - 1
+            if row not in side_rows:
+                side_rows.add(row)
+                trace.append({"ph": "M", "name": "thread_name", "ts": base_us, "pid": pid,
+                              "tid": row, "args": {"name": f"thread {row} (collectives)"}})
+        trace.append({"ph": "X", "cat": cat, "name": e.trace_name, "pid": pid, "tid": row,
                       "ts": round(base_us + e.time_range.start, 3),
                       "dur": round(round(base_us + e.time_range.end, 3)
                                    - round(base_us + e.time_range.start, 3), 3),

@@ -4,9 +4,10 @@ NOTE [ RPC transport ]
 RPC needs what collectives do not: any worker may call any other at any time, while the
 callee's main thread is busy with its own work, and a call may run further calls before it
 answers (a parameter server calling back a trainer). So the transport is a server per
-worker, not the MPI engine of the process groups: MPI is initialised there at
-``thread_level="serialized"`` (NOTE [ Engine ] in ``../_engine.py``), which forbids a
-receiving thread blocked in MPI beside a main thread that calls MPI.
+worker, not the MPI engine of the process groups: MPI offers no blocking receive that
+leaves the CPU alone (MPICH's waits busy-poll; NOTE [ Waiting on MPI ] in ``../_group.py``),
+and a receiving thread polling MPI for the whole life of the process would take CPU from
+the main thread's work.
 
 The wire is Python's ``multiprocessing.connection`` (stdlib, maintained with CPython):
 ``Listener`` / ``Client`` give length-prefixed messages over TCP and authenticate both

@@ -15,7 +15,10 @@ iterations, so the buckets are made at once, in reverse registration order, and 
 
 A post-accumulate-grad hook on every parameter copies its fresh ``.grad`` into the
 bucket; when a bucket's last gradient arrives, its reduction starts asynchronously, so
-communication overlaps the rest of backward (from the second iteration on). Without a
+communication overlaps the rest of backward (from the second iteration on): MPI's
+progress thread moves the data while backward's kernels run (NOTE [ MPI progress thread ]
+in ``ember/distributed/_progress.py``), and a profile shows each all-reduce as a
+``gloo:all_reduce`` event on a row of its own, as PyTorch's gloo threads do. Without a
 communication hook the copy divides by the world size and the reduction is one
 all-reduce (SUM); with one (``register_comm_hook``) the bucket holds the raw gradients
 and the hook's Future supplies the result. Buckets are launched strictly in index order
@@ -44,9 +47,12 @@ import warnings
 
 import numpy as np
 
+from ...distributed import _progress
 from ...distributed._collectives import _all_reduce, _check_collective
 from ...distributed._ddp_logging import DDPLogger
+from ...distributed._group import _resolve
 from ...distributed.algorithms.join import Join, JoinHook, Joinable
+from ...profiler._recorder import begin_async
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel", "DistributedDataParallelCPU"]
@@ -250,8 +256,6 @@ class DistributedDataParallel(Module, Joinable):
         self._has_rebuilt_buckets = False  # as torch's attribute (ddp_zero_hook reads it)
         self._static_unused = None  # static_graph: flat indices of globally unused params
         if self._world_size > 1:  # every rank must hold the same parameters
-            from ...distributed._group import _resolve
-
             _check_collective(_resolve(self.process_group), "DDP parameters",
                               [p for p in params])
         if init_sync:
@@ -506,8 +510,15 @@ class DistributedDataParallel(Module, Joinable):
             bucket.future = self._comm_hook(self._comm_hook_state, self._grad_bucket(bucket))
         else:
             # unchecked: the layouts were compared across ranks at construction
-            bucket.work = _all_reduce(bucket.tensor, dist.ReduceOp.SUM, self.process_group,
-                                      True, False)
+            event = begin_async("gloo:all_reduce")
+            bucket.work = work = _all_reduce(bucket.tensor, dist.ReduceOp.SUM,
+                                             self.process_group, True, False)
+            driver = None if bucket.tensor.is_cuda else \
+                _progress.driver_for(_resolve(self.process_group))
+            if driver is not None:  # NOTE [ MPI progress thread ]
+                driver.drive(work, event)
+            elif work is not None:
+                work._event = event
 
     def _finish_buckets(self):
         for b in self._buckets:
