@@ -112,15 +112,14 @@ def _worker_env(args, local_rank, nproc, nnodes, port, run_id, node_rank, addr, 
 def _command(args):
     if args.no_python:
         return [args.training_script, *args.training_script_args]
-    python = [sys.executable, "-u"]
-    compat = sys.modules.get("ember.compat")
-    if compat is not None and compat.is_installed():
-        # NOTE [ Workers of a PyTorch script ]
-        # ``python -m ember.compat.run -m torch.distributed.run ... train.py`` starts this
-        # launcher with ``import torch`` meaning ember; its workers are new interpreters,
-        # so they run the script through ``ember.compat.run`` too, or their ``import torch``
-        # would load PyTorch itself (or fail where it is not installed).
-        python += ["-m", "ember.compat.run"]
+    # NOTE [ Workers of a PyTorch script ]
+    # the workers run the script through ``ember.compat.run``, whichever way this launcher
+    # was started (``python -m ember.distributed.run train.py``, or ``python -m
+    # ember.compat.run -m torch.distributed.run train.py``): a worker is a new interpreter,
+    # and a script written for PyTorch (``import torch``) would otherwise load PyTorch
+    # itself where it is installed, and fail where it is not. A script that imports ember
+    # runs as before: the alias only names ``torch``.
+    python = [sys.executable, "-u", "-m", "ember.compat.run"]
     if args.module:
         return [*python, "-m", args.training_script, *args.training_script_args]
     return [*python, args.training_script, *args.training_script_args]
