@@ -769,8 +769,9 @@ def record_binary(op, a, b, out):
                 b if nb is None or (ra and 0 in nb) or (rb and 1 in nb) else None]
             if op.unsaved_layout:
                 _layout_stand_ins(op, node._saved, (a, b))
-        va = a._vc
-        vb = b._vc
+        sa, sb = node._saved  # (a stand-in has no version counter of its own)
+        va = None if sa is None else sa._vc
+        vb = None if sb is None else sb._vc
         node._vers = [0 if va is None else va[0], 0 if vb is None else vb[0]]
     if out._data.dtype.kind not in "iub":
         out._grad_fn = node

@@ -98,3 +98,18 @@ def test_create_graph_through_an_unsaved_operand():
     tg.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_operands_modified_in_place_before_the_product():
+    # versions are read from what the node keeps: an operand bumped before the product
+    # (a stand-in has no version counter) must not look modified afterwards
+    x = ember.randn(3, 4)
+    x.mul_(2.0)
+    w = ember.randn(4, 2, requires_grad=True)
+    with ember.no_grad():
+        w.mul_(1.5)
+    w2 = w * 1  # a non-leaf, also bumped
+    w2.add_(0.0)
+    (x @ w2).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(x.numpy().sum(0)[:, None], (4, 2)),
+                               rtol=1e-6)

@@ -229,8 +229,9 @@ def test_launcher_under_compat_runs_workers_under_compat(monkeypatch):
     from ember.distributed import run
 
     args = run.parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"])
+    # whichever way the launcher started (NOTE [ Workers of a PyTorch script ])
     monkeypatch.setattr(compat, "is_installed", lambda: False)
-    assert run._command(args)[1:] == ["-u", "train.py", "--lr", "1"]
+    assert run._command(args)[1:] == ["-u", "-m", "ember.compat.run", "train.py", "--lr", "1"]
     monkeypatch.setattr(compat, "is_installed", lambda: True)
     assert run._command(args)[1:] == ["-u", "-m", "ember.compat.run", "train.py", "--lr", "1"]
     args = run.parse_args(["--nproc-per-node", "2", "-m", "pkg.train"])
