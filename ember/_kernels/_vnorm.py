@@ -36,7 +36,7 @@ _lanes = None    # the ``_numba_vnorm`` module once loaded
 def sumsq(a):
     """The sum of ``a * a`` over all of ``a`` in PyTorch's lanes (NOTE [ A 2-norm in
     PyTorch's lanes ]), as a scalar of ``a``'s dtype; None where not covered (no numba, a
-    dtype other than float32/float64, an empty or non-contiguous array, AVX-512).
+    dtype other than float32/float64, an empty array, AVX-512).
 
     Args:
         a: a NumPy array.
@@ -52,8 +52,8 @@ def sumsq(a):
         x = a.reshape(-1)
     elif a.flags.f_contiguous:
         x = a.T.reshape(-1)
-    else:
-        return None
+    else:  # (strided: the same lanes over a contiguous copy, so a view's norm is its copy's)
+        x = np.ascontiguousarray(a).reshape(-1)
     impl = _kernels._impl if _kernels._impl is not None else _kernels._load()
     if not impl:
         return None
