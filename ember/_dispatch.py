@@ -229,6 +229,12 @@ def pop_mode(mode: Mode) -> None:
 # on the stack only, and is kept for the last stack seen per thread.
 
 
+def transform_on() -> bool:
+    """Whether a transform mode (vmap, forward AD: ``Mode._ember_transforms``) is on this
+    thread's stack, where formulas keep forms those transforms batch and differentiate."""
+    return intercept and any(getattr(m, "_ember_transforms", False) for m in state.modes)
+
+
 def named_union(modes, attr):
     """The union of the name sets ``attr`` of ``modes``, or None when a mode has none (it
     acts on everything); shared by the door and the ``__torch_function__`` layer."""

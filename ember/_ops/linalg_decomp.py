@@ -455,8 +455,7 @@ def _under_transform():
     """Whether vmap or forward AD is on the mode stack: the determinant gradients then keep
     the plain ``A^-H`` form, built of ops those transforms batch and differentiate (the
     singular-matrix forms read values on the host and branch on them)."""
-    return _dispatch.intercept and any(getattr(m, "_ember_transforms", False)
-                                       for m in _dispatch.state.modes)
+    return _dispatch.transform_on()
 
 
 def _lu_solve_grad(a, d, perturb):

@@ -101,8 +101,7 @@ def _make_grad(t, g, i):
             raise RuntimeError(
                 "grad can be implicitly created only for real scalar outputs but got "
                 f"{t.dtype}")
-        if _dispatch.intercept and not any(getattr(m, "_ember_transforms", False)
-                                           for m in _dispatch.state.modes):
+        if _dispatch.intercept and not _dispatch.transform_on():
             # as PyTorch's ``torch.autograd`` makes it: by ``ones_like``, an op that modes
             # and the profiler see (``aten::ones_like`` before the backward pass); under
             # vmap and forward AD the engine's plain ones, whose level is the root's
