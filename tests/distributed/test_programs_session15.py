@@ -123,8 +123,11 @@ def test_launcher_runs_a_torch_script_on_ember(tmp_path):
     script = tmp_path / "which.py"
     script.write_text("import os, sys, torch, torch.distributed as dist\n"
                       "dist.init_process_group('gloo')\n"
-                      "print(os.environ['RANK'], torch.__name__, 'ember' in sys.modules,"
-                      " dist.get_world_size())\n"
+                      "line = f\"{os.environ['RANK']} {torch.__name__} {'ember' in sys.modules}"
+                      " {dist.get_world_size()}\"\n"
+                      "open(f\"rank{os.environ['RANK']}.txt\", 'w').write(line)\n"
                       "dist.destroy_process_group()\n")
-    out = run(command("ember", str(script), launcher=_STANDALONE), cwd=tmp_path)
-    assert sorted(out.split("\n")[:-1]) == ["0 ember True 2", "1 ember True 2"]
+    # each worker writes its own file: two processes printing to one pipe can interleave
+    run(command("ember", str(script), launcher=_STANDALONE), cwd=tmp_path)
+    lines = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]
+    assert lines == ["0 ember True 2", "1 ember True 2"]
