@@ -266,7 +266,9 @@ def softmax_backward(g, y, dim, log=False):
 # cross entropy kernel takes ~25 us (the select does not vectorise; it keeps a NaN as
 # NumPy's maximum does, which matters: the kernel's exp gives 0, not NaN, for a NaN, so a
 # row's NaN shows only through a NaN maximum). So rows of at most ``_OWN_MAX_ROW`` classes
-# take their maxima in the kernel: the same maxima, so the same bits.
+# take their maxima in the kernel: the same maxima, so the same bits. (The loop is now
+# eight lanes with the select loop kept for non-finite rows: NOTE [ Row maxima in eight
+# lanes ] in ``_numba.py``.)
 _OWN_MAX_ROW = 256
 _NO_MAX = np.empty(0, np.float32)
 
@@ -310,6 +312,51 @@ def cross_entropy(rows, target, weight):
 
     _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
     return probs, losses
+
+
+def cross_entropy_classes(x, target, ignore_index):
+    """Cross entropy over class indices with no class weights, the targets checked in the
+    same pass (NOTE [ Cross entropy's checks in the kernel ] in ``ember/_ops/nn_ops.py``),
+    or None where not covered (no numba, not 2-d C-contiguous float32 logits of 1 to
+    ``_ROW_MAX`` classes, targets not a C-contiguous int64 array of one per row).
+
+    Args:
+        x: logits (M, C), classes last.
+        target: (M,) class indices, ``ignore_index`` for rows left out.
+        ignore_index: the index of rows whose loss is 0.
+
+    Returns:
+        tuple | None: (probabilities (M, C), losses (M,), valid (M,) of 1 and 0, the first
+        row whose target is out of range or -1), float32 arrays.
+
+    Example::
+
+        >>> r = cross_entropy_classes(np.zeros((2, 2), np.float32), np.array([0, -100]),
+        ...                           -100)
+        >>> r is None or (r[1].tolist(), r[2].tolist(), r[3]) == ([np.log(np.float32(2)),
+        ...                                                       0.0], [1.0, 0.0], -1)
+        True
+    """
+    impl = _fast(x)
+    if impl is None or x.ndim != 2 or not 0 < x.shape[1] <= _ROW_MAX or \
+            not x.flags.c_contiguous or type(target) is not np.ndarray or \
+            target.dtype != np.int64 or target.shape != x.shape[:1] or \
+            not target.flags.c_contiguous:
+        return None
+    m = x.shape[0]
+    probs = np.empty(x.shape, np.float32)
+    losses = np.empty(m, np.float32)
+    valid = np.empty(m, np.float32)
+    bad = []
+
+    def run(lo, hi):
+        row = impl.cross_entropy_class_rows(x[lo:hi], target[lo:hi], ignore_index,
+                                            probs[lo:hi], losses[lo:hi], valid[lo:hi])
+        if row >= 0:  # (blocks may finish in any order: keep the first row of all)
+            bad.append(lo + row)
+
+    _on_row_blocks(run, *x.shape, least=_ROWS_SPLIT_EXP)
+    return probs, losses, valid, min(bad) if bad else -1
 
 
 def cross_entropy_backward(probs, target, scale):
@@ -471,8 +518,16 @@ def _flat(x):
     return np.ascontiguousarray(x).reshape(-1)
 
 
-def gelu(x):
+def gelu(x, derivative=True):
     """(x Phi(x), Phi(x) + x phi(x)) for a float32 array, or None where not covered.
+
+    Args:
+        x: the input array.
+        derivative: False leaves the derivative out on the CPU (None in its place; a
+            device kernel returns it regardless).
+
+    Returns:
+        tuple | None: (result, derivative or None).
 
     Example::
 
@@ -487,6 +542,9 @@ def gelu(x):
     if impl is None:
         return None
     out = np.empty(x.shape, np.float32)
+    if not derivative:
+        _run_flat(impl.gelu_out_into, _flat(x), out.reshape(-1))
+        return out, None
     der = np.empty(x.shape, np.float32)
     _run_flat(impl.gelu_into, _flat(x), out.reshape(-1), der.reshape(-1))
     return out, der

@@ -140,21 +140,22 @@ def _scaled(xp, a, c):
     return out
 
 
-def _gelu_f32(x):
+def _gelu_f32(x, derivative=True):
     """(x Phi(x), Phi(x) + x phi(x)) for a NumPy float32 array (NOTE [ Float32 normal CDF ];
-    the chunks run on ember's threads where that pays, NOTE [ GELU chunks on threads ])."""
+    the chunks run on ember's threads where that pays, NOTE [ GELU chunks on threads ]);
+    the derivative None unless ``derivative``."""
     flat = np.ascontiguousarray(x).reshape(-1)
-    out, der = np.empty_like(flat), np.empty_like(flat)
+    out = np.empty_like(flat)
+    der = np.empty_like(flat) if derivative else None
     chunks = -(-flat.size // _PHI_CHUNK)
 
     def run(first, last):  # chunks [first, last), each piece with its own scratch buffers
-        _gelu_f32_chunks(flat[first * _PHI_CHUNK:last * _PHI_CHUNK],
-                         out[first * _PHI_CHUNK:last * _PHI_CHUNK],
-                         der[first * _PHI_CHUNK:last * _PHI_CHUNK])
+        lo, hi = first * _PHI_CHUNK, last * _PHI_CHUNK
+        _gelu_f32_chunks(flat[lo:hi], out[lo:hi], None if der is None else der[lo:hi])
 
     if not _parallel.split_on_threads(run, chunks, min_size=_PHI_SPLIT_CHUNKS):
         run(0, chunks)
-    return out.reshape(x.shape), der.reshape(x.shape)
+    return out.reshape(x.shape), None if der is None else der.reshape(x.shape)
 
 
 # NOTE [ GELU chunks on threads ]
@@ -170,15 +171,18 @@ _PHI_SPLIT_CHUNKS = 4
 
 
 def _gelu_f32_chunks(flat, out, der):
-    """The chunk loop of ``_gelu_f32`` over 1-D float32 ``flat``, writing ``out``, ``der``."""
+    """The chunk loop of ``_gelu_f32`` over 1-D float32 ``flat``, writing ``out`` and
+    ``der`` (None: the derivative is not wanted, and Phi(x) goes to a scratch buffer)."""
     f32 = np.float32
     n = min(flat.size, _PHI_CHUNK)
     t_buf, e_buf = np.empty(n, f32), np.empty(n, f32)
+    d_buf = np.empty(n, f32) if der is None else None
     p, coef = f32(_PHI_P), [f32(c) for c in _PHI_R]
     for lo in range(0, flat.size, _PHI_CHUNK):
         xs = flat[lo:lo + _PHI_CHUNK]
         t, e = t_buf[:xs.size], e_buf[:xs.size]
-        q, d = out[lo:lo + _PHI_CHUNK], der[lo:lo + _PHI_CHUNK]
+        q = out[lo:lo + _PHI_CHUNK]
+        d = d_buf[:xs.size] if der is None else der[lo:lo + _PHI_CHUNK]
         np.abs(xs, out=t)
         t *= p
         t += 1
@@ -195,28 +199,33 @@ def _gelu_f32_chunks(flat, out, der):
         d -= q
         np.abs(d, out=d)                         # Phi(x)
         np.multiply(xs, d, out=q)                # x Phi(x)
+        if der is None:
+            continue
         e *= xs
         e *= f32(_INV_SQRT_2PI)
         d += e                                   # Phi(x) + x phi(x)
 
 
-def _gelu_kernel(xp, a):
+def _gelu_kernel(xp, a, derivative=True):
     """(x Phi(x), Phi(x) + x phi(x)); half precision computes in float32 and keeps the
-    derivative in float32."""
+    derivative in float32. With ``derivative=False`` (NOTE [ GELU without its derivative ])
+    the second result is None on the CPU."""
     if xp is not np:
         fused = _kernels.gelu(a)  # a device's fused kernel (NOTE [ Fused kernels ])
         if fused is not None:
             return fused
     x = a.astype(xp.float32) if a.dtype.itemsize < 4 else a
     if xp is np and x.dtype == np.float32:
-        fused = _kernels.gelu(x)  # NOTE [ Fused kernels ] (ember/_kernels)
-        out, der = fused if fused is not None else _gelu_f32(x)
+        fused = _kernels.gelu(x, derivative)  # NOTE [ Fused kernels ] (ember/_kernels)
+        out, der = fused if fused is not None else _gelu_f32(x, derivative)
     else:
         cdf = _scaled(xp, x, _INV_SQRT2)
         cdf = _sp(xp).erf(cdf, out=cdf)
         cdf += 1
         cdf *= 0.5
         out = _scaled(xp, x, cdf)
+        if not derivative:
+            return out.astype(a.dtype, copy=False), None
         der = _scaled(xp, x, x)
         der *= -0.5
         xp.exp(der, out=der)
@@ -324,7 +333,22 @@ def gelu(input, approximate="none"):
     if not isinstance(input, Tensor):
         raise TypeError(f"gelu(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
-    return _dispatch.apply(gelu_op, (input,), {})[0]
+    if (input._rg and _dispatch.state.grad_enabled) or \
+            (_dispatch.intercept and _dispatch.state.modes) or \
+            _dispatch.carries_tangent is not None:
+        return _dispatch.apply(gelu_op, (input,), {})[0]
+    # NOTE [ GELU without its derivative ]
+    return _dispatch.apply(gelu_op, (input,), _NO_DERIVATIVE)[0]
+
+
+# NOTE [ GELU without its derivative ]
+# The forward kernel writes the derivative beside the result because backward needs it, a
+# second activation-sized output; when nothing can record a graph (the input does not
+# require grad, no mode or transform intercepts the op, no forward-mode level is open) no
+# backward will read it, and the compiled and NumPy kernels leave it out: the same result
+# bits (the same operations per element), one write pass and buffer fewer. A device
+# kernel still returns both.
+_NO_DERIVATIVE = {"derivative": False}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -896,9 +920,46 @@ def _target_message(safe, c):
     return f"Target {int(bad)} is out of bounds."
 
 
+# NOTE [ Cross entropy's checks in the kernel ]
+# At char_gpt's sizes (1024 rows of 98 classes) the fused kernel took ~145 us and the NumPy
+# calls around it ~60 us: the valid-row mask, the targets with ignored ones replaced, the
+# weights as floats, the range check, the ignored rows' zeros, each a pass and a few us of
+# call. With no class weights (the common case) one compiled pass does all of it per row:
+# it tests the target against ``ignore_index`` and the class range, writes the softmax and
+# the loss (0 for an ignored row, as the NumPy path's ``where`` gives) and the row's 1 or 0
+# that the mean divides by; the first row whose target is out of range comes back and
+# raises the same IndexError, naming that target, as the NumPy path. The reductions stay
+# NumPy's sums over the same arrays, so the loss is the same bits.
+_LONG = (-(1 << 63), 1 << 63)
+
+
+def _ce_classes(x, target, reduction, ignore_index):
+    """``_ce_kernel``'s result from one compiled pass, or None where that is not covered
+    (NOTE [ Cross entropy's checks in the kernel ])."""
+    if type(ignore_index) is not int or not _LONG[0] <= ignore_index < _LONG[1]:
+        return None
+    fused = _kernels.cross_entropy_classes(x, target, ignore_index)
+    if fused is None:
+        return None
+    probs, losses, valid, bad = fused
+    if bad >= 0:
+        raise IndexError(f"Target {int(target[bad])} is out of bounds.")
+    if reduction == "none":
+        out = losses
+    elif reduction == "sum":
+        out = np.asarray(losses.sum())
+    else:
+        out = np.asarray(losses.sum() / valid.sum())
+    return out, probs
+
+
 def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     """Fused log-softmax + NLL over class indices; also returns the probabilities, which
     backward needs (NOTE [ Fused cross entropy ])."""
+    if xp is np and weight is None and x.ndim == 2:
+        fused = _ce_classes(x, target, reduction, ignore_index)
+        if fused is not None:
+            return fused
     c = x.shape[1]
     rows, safe, wt = _class_rows(xp, x, target, weight, ignore_index)
     # NOTE [ Deferred device checks ]: on a GPU the host does not wait for the test
