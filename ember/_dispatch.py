@@ -712,13 +712,14 @@ def _check_out_dtype(op_name, out, result, exact):
     r, o = _dt.from_np[rd], _dt.from_np[od]
     if exact is None:
         exact = op_name not in CASTING_OUT
+    # torch's messages carry no op name (its TensorIterator's and resize checks' words)
     if exact:
         raise RuntimeError(
-            f"{op_name}(): expected out tensor to have dtype {_C_NAMES.get(r.scalar_name, r)}, "
+            f"Expected out tensor to have dtype {_C_NAMES.get(r.scalar_name, r)}, "
             f"but got {_C_NAMES.get(o.scalar_name, o)} instead")
     if not _dt.can_cast(r, o):
         raise RuntimeError(
-            f"{op_name}(): result type {r.scalar_name} can't be cast to the desired output "
+            f"result type {r.scalar_name} can't be cast to the desired output "
             f"type {o.scalar_name}")
 
 

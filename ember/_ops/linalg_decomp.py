@@ -591,9 +591,29 @@ def _det_vjp(g, a, *, out):
     return _lu_solve_grad(a, g * _conj(out), True)
 
 
+def _lu_trace(a, d, fill_zero_pivots):
+    """``tr(A^-1 dA)`` through A's LU factors, with no check for a singular ``A``
+    (NOTE [ Determinant tangents at singular matrices ])."""
+    from .join import diag_embed
+    from .linalg_extra import lu_factor_ex
+    from .linalg_func import lu_solve
+    from .pointwise import where
+
+    lu, piv, _ = lu_factor_ex(a)
+    if fill_zero_pivots:
+        eps = float(np.finfo(lu._data.dtype).eps)
+        lu = lu + diag_embed(where(lu.diagonal(0, -2, -1) == 0, eps, 0.0).to(lu.dtype))
+    return lu_solve(lu, piv, d).diagonal(0, -2, -1).sum(-1)
+
+
+# NOTE [ Determinant tangents at singular matrices ]
+# Forward mode takes ``d det = det * tr(A^-1 dA)`` and ``d log|det| = tr(A^-1 dA)`` as torch
+# does: through A's LU factors, never an inverse that refuses a singular A. det's tangent
+# reads a zero pivot as eps (the determinant is smooth, and the product with det = 0 is a
+# signed zero there); slogdet's reads the LU as it is, so a singular A's log|det| tangent
+# is the solve's inf or NaN, torch's values.
 def _det_jvp(x_dots, a, *, out):
-    # d det = det * tr(A^-1 dA)
-    return out * matmul(inv(a), x_dots[0]).diagonal(0, -2, -1).sum(-1)
+    return out * _lu_trace(a, x_dots[0], True)
 
 
 det_op = Op("linalg_det", _det_kernel, vjp=_det_vjp, jvp=_det_jvp)
@@ -655,15 +675,10 @@ def _slogdet_vjp(g, a, *, out):
 slogdet_op = Op("linalg_slogdet", _slogdet_kernel, vjp=_slogdet_vjp)
 
 
-def _trace_inv_times(a, d):
-    """``tr(A^-1 dA)`` over the last two dims."""
-    return matmul(inv(a), d).diagonal(0, -2, -1).sum(-1)
-
-
 @slogdet_op.defjvp
 def _slogdet_jvp(x_dots, a, *, out):
     # d log|det A| = Re tr(A^-1 dA); the sign moves only for complex A: sign * i Im(...)
-    t = _trace_inv_times(a, x_dots[0])
+    t = _lu_trace(a, x_dots[0], False)  # NOTE [ Determinant tangents at singular matrices ]
     if a.is_complex():
         return out[0] * (1j * t.imag), t.real
     return None, t
@@ -712,7 +727,20 @@ def _logdet_vjp(g, a):
 
 
 logdet_op = Op("logdet", _logdet_kernel, vjp=_logdet_vjp)
-logdet_op.defjvp(lambda x_dots, a, *, out: _trace_inv_times(a, x_dots[0]))  # tr(A^-1 dA)
+
+
+@logdet_op.defjvp
+def _logdet_jvp(x_dots, a, *, out):
+    # logdet is slogdet's log(sign) + log|det| (complex) or log|det| where the sign is not -1
+    # (real): the tangents of those pieces, in torch's order (NOTE [ Determinant tangents at
+    # singular matrices ]), so a singular complex A's tangent is 0/0
+    t = _lu_trace(a, x_dots[0], False)
+    sign = slogdet(a.detach())[0]
+    if a.is_complex():
+        return t.imag * (1j * sign) / sign + t.real
+    from .pointwise import where
+
+    return where(sign < 0, 0.0, t)
 
 
 @public

@@ -326,6 +326,7 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
     nbags = out.shape[0]
     if not holds_values(indices._data) or not holds_values(offsets._data):
         # the meta device: the shapes PyTorch's meta kernel gives the bookkeeping tensors
+        # (in the indices' dtype, whatever the offsets')
         def empty(*shape):
             return indices.new_empty(shape)
 
@@ -341,8 +342,12 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
     counts = np.array([int(np.sum(idx[bounds[b]:bounds[b + 1]] != pad))
                        for b in range(nbags)], dtype=np.int64)
 
+    # the bookkeeping tensors take the indices' and offsets' common dtype (int32 only when
+    # both are), as torch's CPU kernel promotes the two first
+    book = indices.dtype if offsets.dtype == indices.dtype else _dt.int64
+
     def as_tensor(a):
-        return tensor(a, dtype=indices.dtype, device=weight.device)
+        return tensor(a, dtype=book, device=weight.device)
 
     if mode == 0:
         zeros = np.zeros(nbags, dtype=np.int64)

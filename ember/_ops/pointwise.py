@@ -779,8 +779,11 @@ def _hypot_vjp(g, a, b, *, out):
 
 
 def _atan2_vjp(g, a, b):
-    r = g / (a * a + b * b)
-    return r * b, -r * a
+    # torch's formula and order: g * b / (a^2 + b^2) with the reciprocal of a zero sum read
+    # as 0, so the gradient at the origin (and where a^2 + b^2 underflows) is a signed zero
+    d = a * a + b * b
+    r = where(d == 0, 0.0, reciprocal(d))
+    return g * b * r, g * -a * r
 
 
 def _copysign_vjp(g, a, _b, *, out):
