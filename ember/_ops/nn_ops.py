@@ -642,6 +642,9 @@ def _linear_vjp(g, x, w, _b, *, needs_input_grad):
 linear_op = Op("linear", _linear_kernel, vjp=_linear_vjp)
 multilinear_jvp(linear_op, (0, 1), (2,))
 linear_op.node_name = "AddmmBackward0"
+# torch's addmm hands the bias's gradient on first (NOTE [ Edge order ] in
+# ember/autograd/_engine.py)
+linear_op.edge_order = (2, 0, 1)
 # the input is kept only for the weight's gradient and the weight only for the input's, as
 # PyTorch's node keeps them: a weight stepped in place between forward and backward breaks
 # only a backward that needs it (not one whose input is data)

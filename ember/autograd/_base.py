@@ -139,6 +139,9 @@ class Node:
     _meta = None
     _trace = None
     _seq = 0
+    #: the order the engine hands this node's gradients on to ``_next`` (None: as listed;
+    #: NOTE [ Edge order ] in ember/autograd/_engine.py)
+    _edge_order = None
     #: True once a pre-hook, tensor hook or retain_grad was registered (the engine's cheap test)
     _hooked = False
 

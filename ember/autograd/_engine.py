@@ -276,7 +276,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if not retain_graph:
                 node._release()
             buf = None
-            for (nx, nr), g in zip(node._next, grads_in):
+            edges = node._next
+            order = node._edge_order
+            if order is not None and len(order) == len(edges):  # NOTE [ Edge order ]
+                edges = [edges[i] for i in order]
+                grads_in = [grads_in[i] for i in order]
+            for (nx, nr), g in zip(edges, grads_in):
                 if nx is None:
                     continue
                 if needed is not None and nx not in needed:

@@ -370,6 +370,11 @@ class OpNode(Node):
     _freed = False
     _sout = None
 
+    @property
+    def _edge_order(self):
+        # NOTE [ Edge order ] in ember/autograd/_engine.py
+        return getattr(self._op, "edge_order", None)
+
     def _n_outputs(self):
         return self._nout
 

@@ -28,6 +28,7 @@ import os
 
 from . import _engine
 from ._collectives import (DebugLevel, P2POp, ReduceOp, _all_gather_base, _reduce_scatter_base,
+                           _make_nccl_premul_sum,
                            all_gather, all_gather_into_tensor, all_gather_object,
                            all_gather_single, all_reduce, all_to_all, all_to_all_single,
                            barrier, batch_isend_irecv, broadcast, broadcast_object_list, gather,

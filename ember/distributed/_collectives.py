@@ -73,6 +73,62 @@ class ReduceOp(enum.Enum):
     UNUSED = 9
 
 
+class _PremulSum:
+    """``ReduceOp.PREMUL_SUM`` with its factor (what ``_make_nccl_premul_sum`` makes)."""
+
+    __slots__ = ("factor",)
+    name = "PREMUL_SUM"
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __eq__(self, other):
+        return other is ReduceOp.PREMUL_SUM or isinstance(other, _PremulSum)
+
+    def __hash__(self):
+        return hash(ReduceOp.PREMUL_SUM)
+
+    def __repr__(self):
+        return f"<ReduceOp.PREMUL_SUM factor={self.factor!r}>"
+
+
+def _make_nccl_premul_sum(factor):
+    """A sum that first multiplies every input by ``factor`` (NCCL's pre-multiplied sum).
+    ember's CPU backend refuses it, as PyTorch's gloo does.
+
+    Args:
+        factor (float or Tensor): the multiplier.
+
+    Returns:
+        a reduce op equal to ``ReduceOp.PREMUL_SUM``.
+
+    Example::
+
+        >>> op = ember.distributed._make_nccl_premul_sum(0.5)
+        >>> op == ember.distributed.ReduceOp.PREMUL_SUM
+        True
+    """
+    return _PremulSum(factor)
+
+
+def _same_dtype(*tensors_or_lists) -> None:
+    """Refuse tensors of different dtypes in one collective (a complex tensor counts as its
+    real dtype: the bytes move the same), before anything is sent, as PyTorch does."""
+    first = None
+    for item in tensors_or_lists:
+        for t in (item if isinstance(item, (list, tuple)) else (item,)):
+            if t is None:
+                continue
+            dt = t.dtype
+            if dt.is_complex:
+                dt = dt.to_real() if hasattr(dt, "to_real") else t.real.dtype
+            if first is None:
+                first = dt
+            elif dt != first:
+                raise ValueError("Invalid usage of tensors with different dtypes"
+                                 f"Found {first} and  {t.dtype}")
+
+
 # -- buffers ------------------------------------------------------------------------------------
 
 def _array(t, name):
@@ -133,9 +189,14 @@ class _Out:
 
 def _reduce_type(a: np.ndarray, op: ReduceOp, name: str):
     """(work dtype or None, MPI datatype, MPI op) for reducing ``a`` with ``op``."""
+    if isinstance(op, _PremulSum):
+        raise RuntimeError("Cannot use ReduceOp.PREMUL_SUM with Gloo")
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{name}: expected a ReduceOp, got {op!r}")
-    if op in (ReduceOp.PREMUL_SUM, ReduceOp.UNUSED):
+    if op is ReduceOp.PREMUL_SUM:  # as PyTorch: the bare member carries no factor
+        raise TypeError(f"{name}: ReduceOp.PREMUL_SUM needs its factor: pass "
+                        "_make_nccl_premul_sum(factor)")
+    if op is ReduceOp.UNUSED:
         raise ValueError(f"{name}: ReduceOp.{op.name} is not supported by ember's backend")
     kind = a.dtype.kind
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "iub":
@@ -445,6 +506,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         >>> out = ember.zeros(2)
         >>> ember.distributed.reduce_scatter(out, [ember.ones(2), ember.ones(2)])  # doctest: +SKIP
     """
+    _same_dtype(output, input_list)
     pg = _group_for(group, "reduce_scatter")
     if pg is None:
         return None
@@ -599,12 +661,13 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         >>> outs = [ember.zeros(2), ember.zeros(2)]
         >>> ember.distributed.all_gather(outs, ember.ones(2))  # doctest: +SKIP
     """
+    _same_dtype(tensor_list, tensor)
     pg = _group_for(group, "all_gather")
     if pg is None:
         return None
     if len(tensor_list) != pg.size():
-        raise ValueError(f"all_gather: expected {pg.size()} output tensors (one per rank), "
-                         f"got {len(tensor_list)}")
+        raise RuntimeError(f"ProcessGroupGloo::allgather: invalid output tensor list at "
+                           f"index 0 (expected length {pg.size()}, got {len(tensor_list)})")
     _check_sizes("allgather", tensor_list, tensor.shape)
     if _on_cuda(tensor):
         flat = tensor.new_empty((pg.size(),) + tuple(tensor.shape))
@@ -728,6 +791,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 
         >>> ember.distributed.gather(ember.ones(2), dst=0)  # doctest: +SKIP
     """
+    _same_dtype(tensor, gather_list)
     pg = _group_for(group, "gather")
     if pg is None:
         return None
@@ -770,6 +834,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
 
         >>> ember.distributed.scatter(ember.zeros(2), src=0)  # doctest: +SKIP
     """
+    _same_dtype(tensor, scatter_list)
     pg = _group_for(group, "scatter")
     if pg is None:
         return None
@@ -810,6 +875,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
         >>> outs = [ember.zeros(1), ember.zeros(1)]
         >>> ember.distributed.all_to_all(outs, [ember.ones(1), ember.ones(1)])  # doctest: +SKIP
     """
+    _same_dtype(output_tensor_list, input_tensor_list)
     pg = _group_for(group, "all_to_all")
     if pg is None:
         return None
@@ -857,6 +923,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
         >>> ember.distributed.all_to_all_single(ember.zeros(2), ember.ones(2))  # doctest: +SKIP
     """
+    _same_dtype(output, input)
     pg = _group_for(group, "all_to_all_single")
     if pg is None:
         return None

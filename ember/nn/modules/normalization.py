@@ -228,6 +228,18 @@ class SyncBatchNorm(_BatchNorm):
                          dtype, bias=bias)
         self.process_group = process_group
 
+    def forward(self, input):
+        self._check_input_dim(input)
+        if self.training and input.device.type == "cpu":
+            from ... import distributed as dist
+
+            if dist.is_initialized():
+                # as PyTorch: the synchronised statistics exist for accelerators only, and a
+                # CPU batch under a process group is refused rather than silently local
+                raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or "
+                                 "privateuseone")
+        return super().forward(input)
+
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):
         out = module

@@ -208,6 +208,11 @@ class DistributedDataParallel(Module, Joinable):
                 "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
                 f"{device_ids}, output_device {output_device}, and module parameters "
                 f"{devices}.")
+        if not devices or next(iter(devices)).type == "cpu":
+            from ..modules.normalization import SyncBatchNorm
+
+            if any(isinstance(m, SyncBatchNorm) for m in module.modules()):
+                raise ValueError("SyncBatchNorm layers only work with GPU modules")
         self.module = module
         self.process_group = process_group if process_group is not None else dist.group.WORLD
         self.device_ids = device_ids
