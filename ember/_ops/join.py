@@ -505,6 +505,12 @@ def stack(tensors, dim=0, *, out=None):
                 f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 "
                 f"and {list(t._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(ref) + 1, "stack")
+    if _dispatch.intercept and _dispatch.state.modes:
+        session = profiler_session()
+        if session is not None and session.record_shapes:
+            # a profile lists the dim as the caller gave it (NOTE [ Stack under the
+            # profiler ] in ember/profiler/_recorder.py)
+            session.noted["aten::stack"] = dim
     return _apply(stack_op, tuple(tensors), {"dim": d, "dtype": _result_dtype(tensors).np},
                   out=out)
 

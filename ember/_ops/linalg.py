@@ -632,6 +632,9 @@ def _add_kernel(prod):
         if beta == 0:  # PyTorch ignores input entirely (nan and inf included)
             return p
         cc = c if beta == 1 else c * xp.asarray(beta).astype(c.dtype)
+        if cc.dtype == p.dtype and np.broadcast_shapes(cc.shape, p.shape) == p.shape:
+            p += cc  # (``p`` is the product's new array: the same sum, no two copies)
+            return p
         return (cc + p).astype(p.dtype)
 
     return lowp(kernel)

@@ -103,14 +103,33 @@ def _per_element(g, x, reduction):
     return g
 
 
-@recorded_as("aten::l1_loss", ("input", "target", "reduction"))
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = reduction_enum(reduction, size_average, reduce)
     _broadcast_warn(input, target)
+    input, target = _broadcast_as_torch(input, target)
+    return _l1_loss(input, target, _REDUCTION_CODES[reduction], weight)
+
+
+#: PyTorch's ``Reduction`` codes, which its loss ops receive (and a profile lists)
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+_REDUCTIONS_OF_CODES = ("none", "mean", "sum")
+
+
+def _broadcast_as_torch(input, target):
+    """``input`` and ``target`` broadcast, as PyTorch's functional broadcasts them before its
+    element-wise losses: under the profiler always (its ``aten::broadcast_tensors`` row)."""
+    if tuple(input.shape) != tuple(target.shape) or _dispatch.intercept:
+        return broadcast_tensors(input, target)
+    return input, target
+
+
+@recorded_as("aten::l1_loss", ("input", "target", "reduction"))
+def _l1_loss(input, target, reduction, weight):
+    # (``reduction``: PyTorch's code, as its op receives it)
     loss = (input - target).abs()
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _reduce(loss, _REDUCTIONS_OF_CODES[reduction])
 
 
 def _not_differentiable(name, **args):
@@ -361,8 +380,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError(f"result type {common.scalar_name} can't be cast to the desired "
                            f"output type {input.dtype.scalar_name}")
     x, t = _promoted("huber", input, target)
-    if x.shape != t.shape:
-        x, t = broadcast_tensors(x, t)
+    x, t = _broadcast_as_torch(x, t)
     # torch's kernel writes into a tensor of the input's dtype; a weight multiplies the
     # unreduced loss (NOTE [ Element-wise losses as single ops ])
     loss = cast_back("huber_loss", _dispatch.apply(huber_loss_op, (x, t), {
@@ -445,11 +463,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _broadcast_warn(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _broadcast_as_torch(input, target)
     input, target = _promoted("smooth_l1", input, target)
     if beta == 0:  # torch's l1_loss then
-        return _reduce((input - target).abs(), reduction)
-    if input.shape != target.shape:
-        input, target = broadcast_tensors(input, target)
+        return _l1_loss(input, target, _REDUCTION_CODES[reduction], None)
     return _dispatch.apply(smooth_l1_loss_op, (input, target),
                            {"reduction": reduction, "beta": float(beta)})
 

@@ -26,6 +26,7 @@ from .nn_checks import kernel_dtype, no_complex_autograd, type_name_in_check
 from .creation import zeros_like
 from .linalg import _LOWP, gemm, outer_op, row_sums, upcast_lowp
 from .pointwise import opmath
+from .shape import broadcast_tensors
 from .ranges import arange
 from .special_ops import _sp
 
@@ -1249,8 +1250,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.")
-        input, target = input.broadcast_to(_broadcast(input, target)), target.broadcast_to(
-            _broadcast(input, target))
+    if input.shape != target.shape or _dispatch.intercept:
+        # as PyTorch's functional, which a profile shows as ``aten::broadcast_tensors``
+        input, target = broadcast_tensors(input, target)
     if weight is not None:
         loss = weight * (input - target) ** 2
         if reduction == "none":
@@ -1261,12 +1263,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = input.to(dt), target.to(dt)
     kernel_dtype("mse", input)
     return _dispatch.apply(mse_loss_op, (input, target), {"reduction": reduction})
-
-
-def _broadcast(a, b):
-    import numpy as np
-
-    return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
 
 
 # ------------------------------------------------------------------------------------------------

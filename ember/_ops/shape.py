@@ -1004,6 +1004,15 @@ def broadcast_tensors(*tensors):
     for x in tensors:
         _check_tensor(x, "broadcast_tensors", "tensors")
     shape = broadcast_sizes([x._data.shape for x in tensors])
+    if _dispatch.intercept and _dispatch.state.modes:
+        session = profiler_session()
+        if session is not None:   # PyTorch's ``aten::broadcast_tensors`` around its expands
+            return session.composite("aten::broadcast_tensors", lambda: (list(tensors),),
+                                     _expand_all, (tensors, shape), {})
+    return _expand_all(tensors, shape)
+
+
+def _expand_all(tensors, shape):
     # a tensor already of the common shape comes back as itself, not as an expanded view
     # (PyTorch's too: a parameter stays a leaf, e.g. a distribution's ``loc``)
     return tuple(x if tuple(x._data.shape) == shape else expand(x, shape) for x in tensors)

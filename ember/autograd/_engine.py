@@ -17,13 +17,25 @@ Hook order for one node (checked against PyTorch): tensor hooks of its outputs, 
 pre-hooks, retain_grad, the node itself (for AccumulateGrad: the leaf's tensor hooks, the
 accumulation, then post-accumulate-grad hooks), node post-hooks.
 
+NOTE [ Edge order ]
+Leaves (and nodes of equal ``sequence_nr``) run in the order their gradients were handed
+on, and that order is visible: post-accumulate-grad hooks fire in it, and DDP builds its
+buckets from it. Where one ember node stands for several of torch's, handing the gradients
+on in ember's input order would differ from torch: ``linear`` is torch's ``addmm(bias, x,
+weight.t())``, whose bias is ready first and whose weight comes through a ``TBackward0``
+that runs before anything earlier. Such an op names the order as ``edge_order`` (indices
+into its inputs; linear: bias, input, weight) and the engine hands the gradients on in it.
+
 NOTE [ Accumulating .grad ]
 The first gradient of a leaf is stolen (used as ``.grad`` without a copy) when nothing
 else can see it: the engine holds the only reference to the Tensor and to its array, the
-array owns its memory, is writable and has the leaf's strides. Otherwise it is copied into
-a fresh array with the leaf's layout. Later gradients are added in place into ``.grad``,
-except under create_graph (or when ``.grad`` itself requires grad): then ``.grad`` becomes
-``.grad + new`` out of place so that the sum is differentiable.
+array owns its memory (or is a NumPy view of all of a buffer that nothing else holds: the
+transposed product that the profiler's PyTorch-shaped ``t``, ``mm``, ``t`` rows of a
+linear layer leave as its weight's gradient), is writable and has the leaf's strides.
+Otherwise it is copied into a fresh array with the leaf's layout. Later gradients are
+added in place into ``.grad``, except under create_graph (or when ``.grad`` itself
+requires grad): then ``.grad`` becomes ``.grad + new`` out of place so that the sum is
+differentiable.
 """
 
 from __future__ import annotations
@@ -473,7 +485,7 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
         d = g._data
         td = t._data
         if (steal and sys.getrefcount(g) <= _STEAL_REFS and sys.getrefcount(d) <= _STEAL_REFS
-                and d.base is None and getattr(d.flags, "writeable", True)
+                and (d.base is None or _sole_view(g, d)) and getattr(d.flags, "writeable", True)
                 and d.strides == td.strides and type(d) is type(td)):
             # (any backend's array that owns its memory: on a GPU a copy is an allocation
             # and a device-to-device copy per parameter per step)
@@ -522,6 +534,21 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
     if start:
         # PyTorch's AccumulateGrad adds with ``aten::add_``: the profiler lists the add
         _record_kernel("aten::add_", start, old, g)
+
+
+def _sole_view(g, d):
+    """Whether ``d``, gradient ``g``'s array and a NumPy view, spans all of its buffer and
+    is the one way to it: the buffer's references are ``d.base``, the local ``base`` and
+    getrefcount's argument, plus the array of the Tensor ``g`` views when nothing but ``g``
+    holds that Tensor (a product's transpose keeps the product as its ``_base``; its
+    references: ``g._base``, the local ``of`` and getrefcount's argument)."""
+    base = d.base
+    if type(d) is not np.ndarray or type(base) is not np.ndarray or base.base is not None \
+            or base.nbytes != d.nbytes:
+        return False
+    of = g._base
+    held = 1 if of is not None and of._data is base and sys.getrefcount(of) <= 3 else 0
+    return sys.getrefcount(base) <= 3 + held
 
 
 def _record_kernel(name, start, *inputs):

@@ -56,6 +56,18 @@ def short_path(fname):
     return name
 
 
+def _restore(previous):
+    """Give the thread's profile hook back to ``previous``: a Python function goes back
+    through ``sys.setprofile``; a profiler written in C (``cProfile.Profile``, which
+    ``sys.getprofile`` returns though it cannot be called) re-installs itself."""
+    if previous is None or callable(previous):
+        sys.setprofile(previous)
+    elif hasattr(previous, "enable"):
+        previous.enable()
+    else:
+        sys.setprofile(None)
+
+
 class PythonTracer:
     """Records a session's Python function events (NOTE [ Python function events ])."""
 
@@ -101,7 +113,7 @@ class PythonTracer:
 
     def stop(self):
         if sys.getprofile() is self.hook:
-            sys.setprofile(self._previous)
+            _restore(self._previous)
         self._traced.clear()
         self._c_calls.clear()
 
@@ -117,7 +129,7 @@ class PythonTracer:
                 self.session.end(ev)
         elif event == "call":
             if not self.session.active:   # stopped from another thread: leave this one
-                sys.setprofile(self._previous)
+                _restore(self._previous)
                 return
             code = frame.f_code
             kind = self._kinds.get(code.co_filename) or self._kind(code.co_filename)

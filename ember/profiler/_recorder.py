@@ -850,8 +850,21 @@ def _lstm_layer_backward_in_node(args, kwargs):
 
 #: ember's event name -> ``fn(args, kwargs)`` giving the arguments (``_ordered_record``'s
 #: items) of the PyTorch op its rule renamed it to, where they differ from ember's op's
+def _loss_call(param=None):
+    """``fn(args, kwargs)`` giving an element-wise loss op's arguments as PyTorch's op
+    receives them: ``(self, target, reduction)``, the reduction as its code, then ``param``
+    (smooth L1's ``beta``, Huber's ``delta``) when named."""
+    def call(args, kwargs):
+        items = [_info(args[0]), _info(args[1]), _REDUCTION_CODES.get(kwargs.get("reduction"))]
+        return items + [kwargs.get(param)] if param is not None else items
+
+    return call
+
+
 _RENAMED_CALLS = {"aten::index": _getitem_call, "aten::lstm_layer": _lstm_layer_call,
-                  "aten::var": _var_call}
+                  "aten::var": _var_call, "aten::mse_loss": _loss_call(),
+                  "aten::smooth_l1_loss": _loss_call("beta"),
+                  "aten::huber_loss": _loss_call("delta")}
 
 
 #: ember's event name -> ``rule(args, kwargs)`` giving ``(name, child name or None)`` for
@@ -889,6 +902,9 @@ _NAMING = {
     # ember's own op for a number weight; PyTorch's is an overload of ``lerp``
     "aten::lerp_scalar": _fixed("aten::lerp", None),
     "aten::lerp_scalar_": _fixed("aten::lerp_", None),
+    # (their reduction as PyTorch's code: ``_RENAMED_CALLS``)
+    **{f"aten::{loss}": _fixed(f"aten::{loss}", None)
+       for loss in ("mse_loss", "smooth_l1_loss", "huber_loss")},
     # (named by where they run: ``_OpRecorder._named``, NOTE [ Ops inside backward nodes ])
     "aten::index": _getitem_rule,   # NOTE [ Basic indexing under the profiler ]
     # NOTE [ LSTM layers under the profiler ]
@@ -898,10 +914,21 @@ _NAMING = {
     "aten::adaptive_avg_pool_backward": None,
     "aten::max_pool_backward": None,
     "aten::transpose": None,
+    "aten::stack": None,   # NOTE [ Stack under the profiler ]
     "aten::view": None,
     "aten::_getitem_backward": None,
     "aten::_autograd_sum_to": None,
 }
+
+
+# NOTE [ Stack under the profiler ]
+# ember stacks in one kernel; PyTorch's CPU ``stack`` calls ``aten::cat`` of its inputs and
+# views the result as the stacked shape (``aten::view``), or, along a new last dim,
+# unsqueezes each input (``aten::unsqueeze``) and concatenates them. The recorder lists
+# those rows inside ``aten::stack``: the kernel's event is the ``cat`` (its time is the
+# kernel's), the unsqueezes and the view are instants at its start and end (they do no
+# work). The dim is the caller's, as PyTorch lists it (``stack`` notes it while shapes are
+# recorded); the ``cat`` of a stack that views gets it wrapped, as PyTorch's does.
 
 
 # NOTE [ Ops inside backward nodes ]
@@ -1388,6 +1415,8 @@ class _OpRecorder(_dispatch.Mode):
         inside backward nodes ])."""
         if name == "aten::_autograd_sum_to":
             return self._sum_to_as_torch(handle, args, kwargs)
+        if name == "aten::stack":
+            return self._stack_as_torch(handle, args, kwargs)
         p = self.session._open_raw.get(self._opened[-1])
         if name == "aten::view" and p is not None and p.name == "aten::reshape" and \
                 _by_strides(args, kwargs):
@@ -1401,6 +1430,60 @@ class _OpRecorder(_dispatch.Mode):
             # a backward formula's reshape: PyTorch's event around its view
             return self._reshape_in_node(handle, args, kwargs, got[1])
         return self._renamed(handle, args, kwargs, *got)
+
+    def _stack_as_torch(self, handle, args, kwargs):
+        """``stack`` with the rows of PyTorch's CPU kernel inside its event (NOTE [ Stack
+        under the profiler ]): ember's one kernel is recorded as the ``aten::cat``."""
+        s = self.session
+        given = s.noted.pop("aten::stack", None) if s.noted else None
+        dim = kwargs.get("dim", 0)
+        if given is None:
+            given = dim
+        shape = args[0]._data.shape if args and isinstance(args[0], Tensor) else None
+        last = shape is not None and dim == len(shape)
+        opened = self._opened
+        i, parent = self._next(), opened[-1]
+        start = perf_counter_ns()
+        opened.append(i)
+        # a new last dim: each input unsqueezed first (their events come before the cat's)
+        firsts = [self._next() for _ in args] if last else ()
+        try:
+            r = self.dispatch(handle, args, kwargs, "aten::cat")
+        except BaseException:
+            opened.pop()
+            self._append((i, parent, "aten::stack", start, perf_counter_ns(), -1))
+            raise
+        opened.pop()
+        ops = s.ops
+        cat = ops[-1]
+        seq = cat[5]
+        detailed = len(cat) > 6
+        if detailed and cat[13] is not None:
+            kw = tuple((k, given if k == "dim" else v) for k, v in cat[13])
+            ops[-1] = cat[:5] + (-1,) + cat[6:13] + (
+                kw if last else cat[13],) + cat[14:]
+            outer = cat[6:13] + (kw,) + cat[14:]
+        else:
+            ops[-1] = cat[:5] + (-1,) + cat[6:]
+            outer = (None, None, None, 0, None, None, None, None, None) if detailed else ()
+        extra = []
+        if last:
+            extra = [(k, "aten::unsqueeze", start, [_info(t), given])
+                     for k, t in zip(firsts, args)]
+        elif shape is not None and isinstance(r, Tensor):
+            n = (len(args) * shape[dim],) if shape else (len(args),)
+            flat = _TensorInfo((shape[:dim] + n + shape[dim + 1:], r._data.dtype, None))
+            extra = [(self._next(), "aten::view", cat[4], [flat, list(r._data.shape)])]
+        for k, name, at, items in extra:
+            detail = ()
+            if detailed:
+                detail = (None, None, None, 0, None, None, None, None, None)
+                if s.record_shapes:
+                    shapes, dtypes, call = _ordered_record(items)
+                    detail = (shapes, dtypes, None, 0) + call + (None,)
+            self._append((k, i, name, at, at, -1) + detail)
+        self._append((i, parent, "aten::stack", start, perf_counter_ns(), seq) + outer)
+        return r
 
     def _reshape_in_node(self, handle, args, kwargs, items):
         """The view a backward formula takes as PyTorch's ``aten::reshape`` event (``items``
