@@ -1,0 +1,34 @@
+"""Stand-in for tiktoken (not installed here; build-nanogpt's train_gpt2.py and hellaswag.py
+import it): ``get_encoding(name)`` gives a byte-level encoding, one token per UTF-8 byte, and
+decodes ids past 255 (a small model may sample any of its 50304) as ``<id>``."""
+
+
+class Encoding:
+    """A byte-level tokenizer with tiktoken's ``encode``/``decode``."""
+
+    def __init__(self, name):
+        self.name = name
+        self.eot_token = 50256
+        self._special_tokens = {"<|endoftext|>": 50256}
+
+    def encode(self, text):
+        return list(text.encode("utf-8"))
+
+    def encode_ordinary(self, text):
+        return self.encode(text)
+
+    def decode(self, tokens):
+        out, run = [], bytearray()
+        for t in tokens:
+            if t < 256:
+                run.append(t)
+                continue
+            out.append(run.decode("utf-8", "replace"))
+            run = bytearray()
+            out.append(f"<{t}>")
+        out.append(run.decode("utf-8", "replace"))
+        return "".join(out)
+
+
+def get_encoding(name):
+    return Encoding(name)
