@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 import ember
+from tests.differential import test_session13_regressions as _s13
+
+backend = _s13.backend  # the fixture: each kernel backend in turn
 
 INF, NAN = float("inf"), float("nan")
 
@@ -20,16 +23,6 @@ def _torch():
     return pytest.importorskip("torch")
 
 
-@pytest.fixture(params=["numba", "numpy"])
-def backend(request):
-    """Each fused-kernel backend in turn, restored afterwards."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
-    from ember import _kernels
-
-    old = _kernels.set_backend(request.param)
-    yield request.param
-    _kernels.set_backend(old)
 
 
 def _same(a, b):

@@ -22,13 +22,7 @@ except ImportError:  # the structure checks below still run
     torch = None
 
 from .test_rows_session13 import _profile, _same_rows  # noqa: E402
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
-
-
-def _parents(prof, name):
-    return [e.cpu_parent.name if e.cpu_parent else None
-            for e in prof.events() if e.name == name]
+from .test_rows_session15 import _parents, needs_torch  # noqa: E402
 
 
 # -- broadcast_tensors and the element-wise losses ---------------------------------------------
