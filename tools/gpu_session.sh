@@ -18,7 +18,8 @@
 # Wheels the machine lacks (the cuDNN frontend) travel in .whl/ (see CONTRIBUTING.md,
 # "GPU sessions"); they are installed into /tmp/site first when present. Each stage's log is
 # $OUT/<stage>.log; a stage that runs past its limit is stopped and the next one starts.
-# Limits can be scaled with GPU_SESSION_SCALE (e.g. 0.5 halves every limit).
+# Limits can be scaled with GPU_SESSION_SCALE (e.g. 0.5 halves every limit); the device suite
+# runs on GPU_SESSION_WORKERS pytest-xdist workers (default 8) sharing the one GPU.
 
 set -u
 OUT=${OUT:-/tmp/ember-gpu}
@@ -55,18 +56,26 @@ for s in "${stages[@]}"; do
             python3 -c "import torch; print(\"torch\", torch.__version__, torch.cuda.is_available())"'
         ;;
     tests)
-        run_stage tests 150 python3 -m pytest -x -q -p no:cacheprovider -W ignore \
-            tests/cuda tests/_ops/test_xp_compat.py tests/amp tests/optim/test_fused_cuda.py
+        run_stage tests 150 python3 -m pytest -q -p no:cacheprovider -W ignore --maxfail=60 \
+            -rf --tb=short tests/cuda tests/_ops/test_xp_compat.py tests/amp \
+            tests/optim/test_fused_cuda.py
         ;;
     device)
         EMBER_TESTING_DEVICE_ONLY_FOR=cuda run_stage device 180 python3 -m pytest -q \
-            -p no:cacheprovider -W ignore --maxfail=50 tests/device tests/nn tests/optim
+            -p no:cacheprovider -W ignore --maxfail=200 -rf --tb=line -n "${GPU_SESSION_WORKERS:-8}" \
+            tests/device tests/nn tests/optim
         ;;
     bench)
         run_stage bench 150 python3 -m bench.cuda --json "$OUT/bench_cuda.json"
         ;;
     sync)
         run_stage sync 60 python3 -m bench.cuda --find-sync resnet50_fp32
+        ;;
+    profile)
+        run_stage profile 90 python3 -m bench.cuda --profile resnet50_amp \
+            --profile-out "$OUT/resnet50_amp.pstats"
+        run_stage profile_gpt2 90 python3 -m bench.cuda --profile gpt2_small_amp \
+            --profile-out "$OUT/gpt2_small_amp.pstats"
         ;;
     *)
         echo "unknown stage: $s" >&2

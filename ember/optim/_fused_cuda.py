@@ -225,63 +225,58 @@ def sgd(p, g, buf, *, lr, weight_decay, momentum, dampening, nesterov, maximize)
 # arrays' device pointers, their sizes and a table of chunks (which tensor, which offset)
 # travel in one small int64 array, copied to the device per step (reused while nothing
 # moved); each block takes chunks and runs the same arithmetic as the per-parameter kernels
-# above, compiled the same way (``--fmad=false``), so results are bit for bit theirs.
+# above -- the same element code, compiled the same way (``--fmad=false``) -- so results are
+# bit for bit theirs (checked on the CPU with the source compiled as C++, one block of one
+# thread; tests/optim/test_fused_cuda.py).
 
-_MULTI_SOURCE = r"""
+# The per-element arithmetic is the per-parameter kernels' own text (``_ADAM``, ``_SGD``,
+# ``_MOMENTUM``) with the element bound by reference, so the two paths cannot drift apart.
+_MULTI_TEMPLATE = r"""
+typedef float acc_t;
+typedef float T;
 #define CHUNK_LOOP                                                                        \
-    const long long* sizes = table + 4 * T;                                             \
-    const long long* chunks = table + 5 * T;                                            \
+    const long long* sizes = table + 4 * n_t;                                           \
+    const long long* chunks = table + 5 * n_t;                                          \
     for (long long c = blockIdx.x; c < n_chunks; c += gridDim.x) {                      \
         int t = (int)chunks[2 * c];                                                     \
         long long start = chunks[2 * c + 1], end = start + chunk;                        \
         if (end > sizes[t]) end = sizes[t];                                              \
-        float* p = (float*)table[t];                                                     \
-        const float* g = (const float*)table[T + t];
-extern "C" __global__ void ember_adam_multi(const long long* table, int T, long long n_chunks,
-        long long chunk, float w1, float w1m1, float beta2, float w2, float wd, float decay,
-        float eps, float step_size, float bias2_sqrt, int maximize, int decoupled) {
+        float* P = (float*)table[t];                                                     \
+        const float* G = (const float*)table[n_t + t];
+extern "C" __global__ void ember_adam_multi(const long long* table, int n_t,
+        long long n_chunks, long long chunk, float w1, float w1m1, float beta2, float w2,
+        float wd, float decay, float eps, float step_size, float bias2_sqrt, int maximize,
+        int decoupled) {
     CHUNK_LOOP
-        float* m = (float*)table[2 * T + t];
-        float* v = (float*)table[3 * T + t];
+        float* M = (float*)table[2 * n_t + t];
+        float* V = (float*)table[3 * n_t + t];
         for (long long j = start + threadIdx.x; j < end; j += blockDim.x) {
-            float gv = g[j];
-            if (maximize) gv = -gv;
-            float pv = p[j];
-            if (wd != 0) {
-                if (decoupled) pv = pv * decay;
-                else gv = gv + wd * pv;
-            }
-            float mv = m[j];
-            float d = gv - mv;
-            mv = (w1 < 0.5f) ? mv + d * w1 : gv + d * w1m1;
-            float vv = v[j] * beta2 + (gv * gv) * w2;
-            m[j] = mv;
-            v[j] = vv;
-            float denom = sqrtf(vv) / bias2_sqrt + eps;
-            p[j] = pv + step_size * (mv / denom);
+            float& p = P[j];
+            const float g = G[j];
+            float& m = M[j];
+            float& v = V[j];
+%(adam)s
         }
     }
 }
-extern "C" __global__ void ember_sgd_multi(const long long* table, int T, long long n_chunks,
-        long long chunk, float neg_lr, float wd, int maximize, float momentum, float keep,
-        int nesterov) {
+extern "C" __global__ void ember_sgd_multi(const long long* table, int n_t,
+        long long n_chunks, long long chunk, float neg_lr, float wd, int maximize,
+        float momentum, float keep, int nesterov) {
     CHUNK_LOOP
-        float* buf = (float*)table[2 * T + t];
+        float* B = (float*)table[2 * n_t + t];
         for (long long j = start + threadIdx.x; j < end; j += blockDim.x) {
-            float gv = g[j];
-            if (maximize) gv = -gv;
-            float pv = p[j];
-            if (wd != 0) gv = gv + wd * pv;
-            if (buf) {
-                float bv = buf[j] * momentum + gv * keep;
-                buf[j] = bv;
-                gv = nesterov ? gv + bv * momentum : bv;
-            }
-            p[j] = pv + neg_lr * gv;
+            float& p = P[j];
+            const float g = G[j];
+%(sgd)s
         }
     }
 }
 """
+_MULTI_SOURCE = _MULTI_TEMPLATE % {
+    "adam": _ADAM % {"amsgrad": ""},
+    # every buffer exists in a multi-tensor step (the first step makes them one by one)
+    "sgd": _SGD % {"momentum": "if (B) {\nfloat& buf = B[j];\nconst int first = 0;\n"
+                   + _MOMENTUM + "}"}}
 _CHUNK = 1 << 16
 _multi = {}  # "module": the compiled RawModule (False: refused); kernel name -> function
 _tables = {}  # kernel name -> (host table, device table): the last one sent
@@ -318,35 +313,49 @@ def _multi_covered(columns):
     return True
 
 
+def _pointer(a) -> int:
+    """The device address of CuPy array ``a``'s first element."""
+    return a.data.ptr
+
+
+def _table(columns, chunk):
+    """The int64 table a multi-tensor kernel reads (NOTE [ Multi-tensor optimizer steps on
+    CUDA ]): four columns of array addresses (parameters, gradients, two state columns, 0
+    where unused), the parameters' sizes, then (tensor, start) per chunk of ``chunk``
+    elements. Returns (table, number of chunks)."""
+    params = columns[0]
+    n_t = len(params)
+    counts = [-(-p.size // chunk) for p in params]
+    n_chunks = sum(counts)
+    table = np.empty(5 * n_t + 2 * n_chunks, np.int64)
+    for k, col in enumerate(columns):
+        table[k * n_t:(k + 1) * n_t] = [_pointer(a) for a in col]
+    table[len(columns) * n_t:4 * n_t] = 0  # unused pointer columns
+    table[4 * n_t:5 * n_t] = [p.size for p in params]
+    tensor = np.repeat(np.arange(n_t, dtype=np.int64), counts)
+    start = np.arange(n_chunks, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    table[5 * n_t::2] = tensor
+    table[5 * n_t + 1::2] = start * chunk
+    return table, n_chunks
+
+
 def _launch(name, columns, scalars):
     """One launch of multi-tensor kernel ``name`` over ``columns`` (parameters first); the
     pointer-and-chunk table is built on the host and sent unless unchanged."""
     f = _multi_function(name)
     if f is None:
         return False
-    cp = _cupy()
-    params = columns[0]
-    n_t = len(params)
-    counts = [-(-p.size // _CHUNK) for p in params]
-    n_chunks = sum(counts)
-    table = np.empty(5 * n_t + 2 * n_chunks, np.int64)
-    for k, col in enumerate(columns):
-        table[k * n_t:(k + 1) * n_t] = [a.data.ptr for a in col]
-    table[2 * n_t + (len(columns) - 2) * n_t:4 * n_t] = 0  # unused pointer columns
-    table[4 * n_t:5 * n_t] = [p.size for p in params]
-    tensor = np.repeat(np.arange(n_t, dtype=np.int64), counts)
-    start = np.arange(n_chunks, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    table[5 * n_t::2] = tensor
-    table[5 * n_t + 1::2] = start * _CHUNK
+    table, n_chunks = _table(columns, _CHUNK)
     last = _tables.get(name)
     if last is not None and last[0].shape == table.shape and np.array_equal(last[0], table):
         device_table = last[1]
     else:
-        device_table = cp.asarray(table)
+        device_table = _cupy().asarray(table)
         _tables[name] = (table, device_table)
     if n_chunks:
         f((int(min(n_chunks, 4096)),), (256,),
-          (device_table, np.int32(n_t), np.int64(n_chunks), np.int64(_CHUNK)) + scalars)
+          (device_table, np.int32(len(columns[0])), np.int64(n_chunks), np.int64(_CHUNK))
+          + scalars)
     return True
 
 
@@ -378,7 +387,8 @@ def adam_multi(ps, gs, ms, vs, *, beta1, beta2, lr, weight_decay, eps, step, dec
         return False
     w1 = 1 - beta1
     f32 = np.float32
-    scalars = (f32(w1), f32(w1 - 1), f32(beta2), f32(1 - beta2), f32(weight_decay),
+    # lerp's other form multiplies by -(1 - w1) with w1 already rounded to float32, as in adam()
+    scalars = (f32(w1), f32(w1) - f32(1), f32(beta2), f32(1 - beta2), f32(weight_decay),
                f32(1 - lr * weight_decay), f32(eps), f32(-lr / (1 - beta1 ** step)),
                f32(math.sqrt(1 - beta2 ** step)), np.int32(bool(maximize)),
                np.int32(bool(decoupled)))

@@ -154,6 +154,91 @@ def test_kernel_bodies_match_unfused_path_bit_for_bit(c_kernels, monkeypatch, na
     np.testing.assert_array_equal(fused[0], unfused[0])
 
 
+_GRID_PRELUDE = """#include <cmath>
+using std::sqrt; using std::fma;
+#define __global__
+struct Dim3 { long long x; };
+static const Dim3 blockIdx = {0}, gridDim = {1}, threadIdx = {0}, blockDim = {1};
+"""
+
+
+@pytest.fixture(scope="module")
+def c_multi(tmp_path_factory):
+    """The multi-tensor CUDA source compiled as C++, one block of one thread walking every
+    chunk and element (the kernels loop over blocks and threads themselves)."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("needs a C++ compiler")
+    d = tmp_path_factory.mktemp("fused_multi_c")
+    (d / "m.cpp").write_text(_GRID_PRELUDE + _fused_cuda._MULTI_SOURCE)
+    subprocess.run([cxx, "-O1", "-ffp-contract=off", "-shared", "-fPIC", str(d / "m.cpp"),
+                    "-o", str(d / "m.so")], check=True)
+    return ctypes.CDLL(str(d / "m.so"))
+
+
+def _emulated_multi(lib):
+    def function(name):
+        fn = getattr(lib, name)
+
+        def call(grid, block, args):
+            table, n_t, n_chunks, chunk, *scalars = args
+            conv = [ctypes.c_int(int(a)) if isinstance(a, np.int32) else ctypes.c_float(a)
+                    for a in scalars]
+            fn(ctypes.c_void_p(table.ctypes.data), ctypes.c_int(int(n_t)),
+               ctypes.c_longlong(int(n_chunks)), ctypes.c_longlong(int(chunk)), *conv)
+        return call
+    return function
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw", "adam_maximize", "sgd", "sgd_momentum",
+                                  "sgd_nesterov"])
+def test_multi_tensor_kernels_equal_per_parameter_kernels_bit_for_bit(c_kernels, c_multi,
+                                                                      monkeypatch, kind):
+    # NumPy float32 arrays stand in for CuPy arrays; a chunk of 256 elements makes the
+    # parameters below span several chunks each
+    monkeypatch.setattr(_fused_cuda, "_kernel", _emulated_kernel(*c_kernels))
+    monkeypatch.setattr(_fused_cuda, "_multi_function", _emulated_multi(c_multi))
+    monkeypatch.setattr(_fused_cuda, "is_cupy", lambda a: isinstance(a, np.ndarray))
+    monkeypatch.setattr(_fused_cuda, "_cupy", lambda: np)
+    monkeypatch.setattr(_fused_cuda, "_pointer", lambda a: a.ctypes.data)
+    monkeypatch.setattr(_fused_cuda, "_multi_covered", lambda cols: True)
+    monkeypatch.setattr(_fused_cuda, "_CHUNK", 256)
+    monkeypatch.setattr(_fused_cuda, "_tables", {})
+    rng = np.random.default_rng(3)
+    shapes = [(700,), (3, 5), (1,), (520,)]
+    params = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    n_state = 2 if kind.startswith("adam") else (0 if kind == "sgd" else 1)
+    multi = [[p.copy() for p in params]] + [[np.zeros_like(p) for p in params]
+                                            for _ in range(n_state)]
+    alone = [[p.copy() for p in params]] + [[np.zeros_like(p) for p in params]
+                                            for _ in range(n_state)]
+    for step in (1, 2, 3):
+        grads = [(rng.standard_normal(p.shape) * 0.5).astype(np.float32) for p in params]
+        if kind.startswith("adam"):
+            kw = dict(beta1=0.9, beta2=0.999, lr=1e-2, weight_decay=0.1, eps=1e-8, step=step,
+                      decoupled=kind == "adamw", maximize=kind == "adam_maximize")
+            assert _fused_cuda.adam_multi(multi[0], grads, multi[1], multi[2], **kw)
+            for p, g, m, v in zip(*alone[:1], grads, *alone[1:]):
+                assert _fused_cuda.adam(p, g, m, v, None, **kw)
+        else:
+            kw = dict(lr=0.1, weight_decay=1e-4, momentum=0.0 if kind == "sgd" else 0.9,
+                      dampening=0.0, nesterov=kind == "sgd_nesterov", maximize=False)
+            if step == 1 and n_state:  # the first step makes the buffers one by one
+                for i, (p, g) in enumerate(zip(multi[0], grads)):
+                    multi[1][i] = _fused_cuda.sgd(p, g, None, **kw)
+            else:
+                assert _fused_cuda.sgd_multi(multi[0], grads, multi[1] if n_state else None,
+                                             **kw)
+            for i, (p, g) in enumerate(zip(alone[0], grads)):
+                buf = alone[1][i] if n_state and step > 1 else None
+                out = _fused_cuda.sgd(p, g, buf, **kw)
+                if n_state and step == 1:
+                    alone[1][i] = out
+    for col_m, col_a in zip(multi, alone):
+        for a, b in zip(col_m, col_a):
+            np.testing.assert_array_equal(a, b)
+
+
 # ---- on a GPU: the CuPy kernels ---------------------------------------------------------
 
 
