@@ -791,16 +791,12 @@ def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
     t = target.reshape(-1)
     valid = t != ignore_index
     safe = xp.where(valid, t, 0)
-    out_of_range = valid & ((safe < 0) | (safe >= c))  # (ignored targets never are)
-    if out_of_range.any():
-        bad = int(safe[out_of_range][0])
-        raise IndexError(f"Target {bad} is out of bounds.")
+    # (ignored targets are 0 in ``safe``, never out of range; NOTE [ Deferred device checks ])
+    check_range(safe, 0, c, IndexError, lambda: _target_message(safe, c))
     picked = -moved[xp.arange(moved.shape[0]), safe]
     w = xp.ones(c, moved.dtype) if weight is None else weight
     wt = w[safe] * valid
-    losses = picked * wt
-    if not valid.all():  # an ignored row's loss is 0, even where its input is nan or inf
-        losses = xp.where(valid, losses, 0)
+    losses = _zero_ignored(xp, valid, picked * wt)
     if reduction == "none":
         return losses.reshape(target.shape).astype(logp.dtype)
     if reduction == "sum":
@@ -919,6 +915,15 @@ def _class_rows(xp, x, target, weight, ignore_index):
     return rows, safe, wt
 
 
+def _zero_ignored(xp, keep, losses):
+    """``losses`` with 0 where ``keep`` is False: an ignored row's loss is 0 even where its
+    input is nan or inf. A device mask is not read on the host (the GPU would have to catch
+    up first): there the zeros are written unconditionally."""
+    if xp is not np or not keep.all():
+        return xp.where(keep, losses, 0)
+    return losses
+
+
 def _target_message(safe, c):
     bad = safe[(safe < 0) | (safe >= c)][0]
     return f"Target {int(bad)} is out of bounds."
@@ -980,9 +985,7 @@ def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
         picked -= xp.log(s[:, 0])
         losses = -picked * wt
         probs = xp.divide(e, s, out=e)
-    ignored = target.reshape(-1) == ignore_index
-    if ignored.any():  # an ignored row's loss is 0, even where its logits are nan or inf
-        losses = xp.where(ignored, 0, losses)
+    losses = _zero_ignored(xp, target.reshape(-1) != ignore_index, losses)
     if x.ndim > 2:
         probs = xp.moveaxis(probs.reshape((x.shape[0],) + x.shape[2:] + (c,)), -1, 1)
     if reduction == "none":

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TEST_DEVICE", "TestDeviceArray", "TestDeviceNamespace", "register_test_device",
+__all__ = ["TEST_DEVICE", "DeviceSynchronized", "TestDeviceArray", "TestDeviceNamespace",
+           "forbid_synchronize", "register_test_device",
            "test_device_xp"]
 
 #: the device type of the test device
@@ -93,6 +94,49 @@ def _check_args(what, x, depth=0):
         elif type(x) is dict:
             for y in x.values():
                 _check_args(what, y, depth + 1)
+
+
+class DeviceSynchronized(RuntimeError):
+    """Raised under ``forbid_synchronize()`` where code reads a test-device array's values
+    on the host (``bool``, ``int``, ``float``, ``item``, ``tolist``, ``get``): on a GPU each
+    such read waits for every queued kernel (CuPy's ``cupyx.allow_synchronize(False)``
+    raises at the same places)."""
+
+
+_forbidden = [0]  # nesting depth of forbid_synchronize()
+
+
+class forbid_synchronize:  # noqa: N801 - used as a context manager, as cupyx's
+    """Within this context, reading a test-device array's values on the host raises
+    ``DeviceSynchronized``: what stalls a GPU's host until its queue drains -- a Python
+    ``if`` on a device mask, ``.item()``, ``int(a.sum())`` -- is caught by every CI run,
+    where CuPy would only catch it on a GPU.
+
+    Example::
+
+        >>> a = test_device_xp().ones(2)
+        >>> with forbid_synchronize():
+        ...     try:
+        ...         bool(a.any())
+        ...     except DeviceSynchronized as e:
+        ...         print(str(e)[:32])
+        npdev: bool() of a device array
+    """
+
+    def __enter__(self):
+        _forbidden[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _forbidden[0] -= 1
+        return False
+
+
+def _sync(what):
+    if _forbidden[0]:
+        raise DeviceSynchronized(
+            f"{TEST_DEVICE}: {what} of a device array reads its value on the host (a "
+            "device synchronization on a GPU)")
 
 
 class _Pointer:
@@ -154,6 +198,32 @@ class TestDeviceArray(np.ndarray):
         return _device(super().__array_function__(func, (np.ndarray,), _host(args),
                                                   _host(kwargs)))
 
+    # host reads of values: what synchronizes a GPU (forbid_synchronize() refuses them)
+
+    def __bool__(self):
+        _sync("bool()")
+        return super().__bool__()
+
+    def __int__(self):
+        _sync("int()")
+        return super().__int__()
+
+    def __float__(self):
+        _sync("float()")
+        return super().__float__()
+
+    def __index__(self):
+        _sync("operator.index()")
+        return super().__index__()
+
+    def item(self, *args):
+        _sync("item()")
+        return super().item(*args)
+
+    def tolist(self):
+        _sync("tolist()")
+        return super().tolist()
+
     def __getitem__(self, key):
         r = super().__getitem__(key)
         # an element is a 0-dim device array, as CuPy gives, never a NumPy scalar
@@ -176,6 +246,7 @@ class TestDeviceArray(np.ndarray):
             >>> type(test_device_xp().ones(2).get()).__name__
             'ndarray'
         """
+        _sync("get()")
         return np.array(self.view(np.ndarray), copy=True)
 
     def __repr__(self):
