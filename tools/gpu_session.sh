@@ -19,7 +19,8 @@
 # "GPU sessions"); they are installed into /tmp/site first when present. Each stage's log is
 # $OUT/<stage>.log; a stage that runs past its limit is stopped and the next one starts.
 # Limits can be scaled with GPU_SESSION_SCALE (e.g. 0.5 halves every limit); the device suite
-# runs on GPU_SESSION_WORKERS pytest-xdist workers (default 8) sharing the one GPU.
+# runs on GPU_SESSION_WORKERS pytest-xdist workers (default 8) sharing the one GPU, the CUDA
+# tests on GPU_SESSION_TEST_WORKERS (default 4).
 
 set -u
 OUT=${OUT:-/tmp/ember-gpu}
@@ -57,8 +58,8 @@ for s in "${stages[@]}"; do
         ;;
     tests)
         run_stage tests 150 python3 -m pytest -q -p no:cacheprovider -W ignore --maxfail=60 \
-            -rf --tb=short tests/cuda tests/_ops/test_xp_compat.py tests/amp \
-            tests/optim/test_fused_cuda.py
+            -rf --tb=short -n "${GPU_SESSION_TEST_WORKERS:-4}" tests/cuda \
+            tests/_ops/test_xp_compat.py tests/amp tests/optim/test_fused_cuda.py
         ;;
     device)
         EMBER_TESTING_DEVICE_ONLY_FOR=cuda run_stage device 180 python3 -m pytest -q \
@@ -69,7 +70,8 @@ for s in "${stages[@]}"; do
         run_stage bench 150 python3 -m bench.cuda --json "$OUT/bench_cuda.json"
         ;;
     sync)
-        run_stage sync 60 python3 -m bench.cuda --find-sync resnet50_fp32
+        run_stage sync 90 bash -c 'for w in resnet50_fp32 resnet50_amp gpt2_small_amp; do
+            python3 -m bench.cuda --find-sync $w; done'
         ;;
     profile)
         run_stage profile 90 python3 -m bench.cuda --profile resnet50_amp \
