@@ -302,3 +302,120 @@ def batch_norm_backward_elemt(grad_out: Tensor, input: Tensor, mean: Tensor, inv
     if weight is not None:
         grad = grad * _per_channel(weight, input)
     return grad.to(input.dtype)
+
+
+# -- SyncBatchNorm's forward and backward across processes ---------------------------------------
+#
+# NOTE [ Synchronized batch norm ]
+# In training under a process group of more than one process, ``SyncBatchNorm`` normalizes
+# each process's part of the batch with the statistics of the whole batch:
+#
+# - forward: this process's ``(mean, invstd, count)`` travel as one vector of 2C + 1 values
+#   in one ``all_gather_into_tensor``; every process merges the rows by their counts
+#   (``batch_norm_gather_stats_with_counts``, which also moves the running statistics, so
+#   they agree on every process) and normalizes its own part;
+# - backward: the two per-channel sums of ``batch_norm_backward_reduce`` travel as one
+#   vector of 2C values in one ``all_reduce``; the input gradient follows from the global
+#   sums and counts. The weight and bias gradients stay local: DistributedDataParallel
+#   averages them with the other parameters' gradients.
+#
+# A process with an empty part still takes part in both collectives (with zeros and a count
+# of 0, left out of the merge), or the others would wait for it. Nothing reads a device value
+# on the host: the steps of a GPU run ahead of its kernels as with plain batch norm.
+
+
+def _sync_function():
+    fn = _cache.get("function")
+    if fn is not None:
+        return fn
+    from . import distributed as dist
+    from ._ops.creation import zeros
+    from ._ops.join import cat
+    from .autograd.function import Function
+
+    class SyncBatchNorm(Function):  # (its nodes: SyncBatchNormBackward, as in torch)
+        @staticmethod
+        def forward(ctx, input, weight, bias, running_mean, running_var, eps, momentum,
+                    process_group, world_size):
+            c = input.shape[1]
+            size = input.numel() // c if c else 0
+            if size == 1 and world_size < 2:
+                raise ValueError("Expected more than 1 value per channel when training, got "
+                                 f"input size {input.shape}")
+            dtype = _stat_dtype(input)
+            if input.numel() > 0:
+                mean, invstd = batch_norm_stats(input, eps)
+                count = mean.new_full((1,), float(size))
+                combined = cat([mean, invstd, count])
+            else:  # (takes part with a count of 0)
+                combined = zeros(2 * c + 1, dtype=dtype, device=input.device)
+            gathered = combined.new_empty((world_size * combined.numel(),))
+            dist.all_gather_single(gathered, combined, process_group)
+            rows = gathered.view(world_size, 2 * c + 1)
+            mean_all, invstd_all, counts = rows[:, :c], rows[:, c:2 * c], rows[:, 2 * c]
+            mean, invstd = batch_norm_gather_stats_with_counts(
+                input, mean_all, invstd_all, running_mean, running_var, momentum, eps, counts)
+            ctx.save_for_backward(input, weight, mean, invstd, counts)
+            ctx.process_group = process_group
+            if input.numel() > 0:
+                return batch_norm_elemt(input, weight, bias, mean, invstd, eps)
+            return input.new_empty(input.shape)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, mean, invstd, counts = ctx.saved_tensors
+            need_input, need_weight, need_bias = ctx.needs_input_grad[:3]
+            grad_input = grad_weight = grad_bias = None
+            c = input.shape[1]
+            if input.numel() > 0:
+                sum_dy, sum_dy_xmu, grad_weight, grad_bias = batch_norm_backward_reduce(
+                    grad_output, input, mean, invstd, weight, need_input, need_weight,
+                    need_bias)
+                if need_input:
+                    combined = cat([sum_dy, sum_dy_xmu])
+                    dist.all_reduce(combined, dist.ReduceOp.SUM, ctx.process_group)
+                    grad_input = batch_norm_backward_elemt(
+                        grad_output, input, mean, invstd, weight, combined[:c], combined[c:],
+                        counts)
+            elif need_input:  # nothing of ours to add, but the others wait for the sums
+                dist.all_reduce(zeros(2 * c, dtype=mean.dtype, device=input.device),
+                                dist.ReduceOp.SUM, ctx.process_group)
+            if weight is None or not need_weight:
+                grad_weight = None
+            if weight is None or not need_bias:
+                grad_bias = None
+            return grad_input, grad_weight, grad_bias, None, None, None, None, None, None
+
+    _cache["function"] = SyncBatchNorm
+    return SyncBatchNorm
+
+
+_cache: dict = {}
+
+
+def sync_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
+                    running_mean: Tensor | None, running_var: Tensor | None, eps: float,
+                    momentum: float, process_group, world_size: int) -> Tensor:
+    """Batch norm of this process's part of a batch with the whole batch's statistics,
+    gathered from every process of ``process_group`` (NOTE [ Synchronized batch norm ]);
+    differentiable, its backward sums the per-channel reductions across the group.
+
+    Args:
+        input (Tensor): this process's ``(N, C, *)`` part of the batch.
+        weight, bias (Tensor, optional): ``(C,)`` affine parameters.
+        running_mean, running_var (Tensor, optional): ``(C,)``, moved in place by
+            ``momentum`` towards the whole batch's mean and unbiased variance.
+        eps (float): added to the variance. momentum (float): the new statistics' weight.
+        process_group: the group (None: the default one). world_size (int): its size.
+
+    Returns:
+        Tensor: the normalized part, of ``input``'s shape and dtype.
+
+    Example::
+
+        >>> import ember.distributed as dist  # doctest: +SKIP
+        >>> y = sync_batch_norm(x, w, b, rm, rv, 1e-5, 0.1, None, dist.get_world_size())
+        ... # doctest: +SKIP
+    """
+    return _sync_function().apply(input, weight, bias, running_mean, running_var, eps,
+                                  momentum, process_group, world_size)

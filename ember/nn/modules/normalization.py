@@ -190,9 +190,26 @@ class BatchNorm3d(_BatchNorm):
     _dims = (5,)
 
 
+def _privateuse1_name() -> str:
+    from ...utils.backend_registration import _get_privateuse1_backend_name
+
+    return _get_privateuse1_backend_name()
+
+
+#: device types whose batches SyncBatchNorm synchronises (PyTorch's accelerators, and the
+#: renamed PrivateUse1 backend); the tests add the NumPy-backed test device
+SYNC_DEVICE_TYPES = {"cuda", "hpu", "xpu"}
+
+
+def _sync_device_types():
+    return SYNC_DEVICE_TYPES | {_privateuse1_name()}
+
+
 class SyncBatchNorm(_BatchNorm):
-    """Batch normalisation synchronised across processes; on one process it is
-    BatchNorm over ``(N, C, *)``.
+    """Batch normalisation synchronised across processes: in training under a process group
+    of several processes, each process's part of the batch is normalised with the whole
+    batch's statistics (NOTE [ Synchronized batch norm ]); otherwise BatchNorm over
+    ``(N, C, *)``.
 
     Args:
         num_features: number of channels ``C``.
@@ -201,7 +218,7 @@ class SyncBatchNorm(_BatchNorm):
             Default: 0.1.
         affine: learn a per-channel scale (and bias).
         track_running_stats: keep running mean and variance for eval mode.
-        process_group: the process group (ignored on one process).
+        process_group: the process group to synchronise over (None: the default group).
         device: where to create the parameters.
         dtype: the dtype of the parameters.
         bias: learn an additive bias. Default: True.
@@ -230,15 +247,37 @@ class SyncBatchNorm(_BatchNorm):
 
     def forward(self, input):
         self._check_input_dim(input)
-        if self.training and input.device.type == "cpu":
+        if input.dim() >= 2 and input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        need_sync = self.training
+        if need_sync:
             from ... import distributed as dist
 
-            if dist.is_initialized():
-                # as PyTorch: the synchronised statistics exist for accelerators only, and a
-                # CPU batch under a process group is refused rather than silently local
+            need_sync = dist.is_available() and dist.is_initialized()
+        if need_sync:
+            # as PyTorch: the synchronised statistics exist for accelerators only, and a
+            # CPU batch under a process group is refused rather than silently local
+            if input.device.type not in _sync_device_types():
                 raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or "
-                                 "privateuseone")
-        return super().forward(input)
+                                 f"{_privateuse1_name()}")
+            group = self.process_group if self.process_group else dist.group.WORLD
+            world_size = dist.get_world_size(group)
+            need_sync = world_size > 1
+        if not need_sync:
+            return super().forward(input)
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        # NOTE [ Synchronized batch norm ] in ember/_sync_batch_norm.py
+        from ..._sync_batch_norm import sync_batch_norm
+
+        return sync_batch_norm(
+            input, self.weight, self.bias,
+            self.running_mean if self.track_running_stats else None,
+            self.running_var if self.track_running_stats else None,
+            self.eps, momentum, group, world_size)
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):
