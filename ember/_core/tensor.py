@@ -27,6 +27,8 @@ from .backend import backends_by_type
 from .size import Size
 from .storage import UntypedStorage, storage_of
 
+_new_tuple = tuple.__new__
+
 _new = object.__new__
 
 # Hooks installed by ember.autograd (the core knows nothing of it):
@@ -81,12 +83,14 @@ class Tensor:
             >>> ember.zeros(2, 3).shape
             ember.Size([2, 3])
         """
-        return Size(self._data.shape)
+        shape = self._data.shape
+        # (an array's shape is a tuple of Python ints: no per-element conversion)
+        return _new_tuple(Size, shape) if type(shape) is tuple else Size(shape)
 
     def size(self, dim=None):
         shape = self._data.shape
         if dim is None:
-            return Size(shape)
+            return _new_tuple(Size, shape) if type(shape) is tuple else Size(shape)
         return shape[_wrap_dim(dim, len(shape), "size")]
 
     @property
