@@ -20,6 +20,11 @@ an event is recorded on each of them and the pool block is held until every even
 (PyTorch's rule), so the pool cannot hand memory still in use on another stream to new work.
 "allocated" bytes drop at the free; "active" bytes drop when the pool gets the block back.
 
+``ember.cuda.MemPool`` is another CuPy pool made by ``new_pool`` with the same segment
+function (its reserved bytes count with the rest); ``use_mem_pool`` routes one thread's
+allocations to it through a thread-local (``routed``), and a block goes back to the pool it
+came from when its arrays die. Its blocks are counted like any others.
+
 During a graph capture (ember/cuda/graphs.py) every block allocated is also kept by the
 graph (PyTorch's private graph pool): a replay writes into them, so the pool must not give
 them to anyone else while the graph lives.
@@ -190,6 +195,13 @@ class _Block:
         self.queue.append((self.device, self.size, self.requested, self.pooled, self.streams))
 
 
+class _Route(threading.local):
+    """Per thread: the CuPy pool that ``use_mem_pool`` sends this thread's allocations to
+    (None: the allocator's own)."""
+
+    pool = None
+
+
 class CachingAllocator:
     """A CuPy memory pool with PyTorch's statistics, installed as CuPy's allocator (see NOTE
     [ Counting CuPy's pool ]).
@@ -222,6 +234,8 @@ class CachingAllocator:
         self.lock = threading.RLock()
         self.captures: list = []  # lists that keep blocks alive for graphs being captured
         self._failed_segments = 0
+        self.route = _Route()
+        self.mem_pools: list = []  # (weak references to) the pools of new_pool()
         self.malloc = self._fast_malloc()
 
     # -- allocation ------------------------------------------------------------------------
@@ -239,7 +253,7 @@ class CachingAllocator:
             raise
         st = self.stats[mem.device_id]
         st.num_device_alloc += 1
-        reserved = self.pool.total_bytes()  # already counts this segment
+        reserved = self._reserved_now()  # already counts this segment
         if reserved > st.reserved_peak:
             st.reserved_peak = reserved
         return mem
@@ -256,6 +270,7 @@ class CachingAllocator:
         lock, freed, pending, captures = self.lock, self.freed, self.pending, self.captures
         stats, pool_malloc, cupy_oom = self.stats, self.pool.malloc, self._cupy_oom
         pointer, unowned, block = self._pointer, self._unowned, _Block
+        route = self.route
 
         def malloc(size):
             with lock:
@@ -266,10 +281,13 @@ class CachingAllocator:
                 if not self.cache_enabled:  # caching_allocator_enable(False)
                     self.pool.free_all_blocks()
                 failed = self._failed_segments
+                target = route.pool
                 try:
-                    pooled = pool_malloc(size)
+                    pooled = pool_malloc(size) if target is None else target.malloc(size)
                 except cupy_oom as e:
-                    self._raise_oom(size, e, failed)
+                    pooled = self._on_oom(size)
+                    if pooled is None:
+                        self._raise_oom(size, e, failed)
                 if self._failed_segments != failed:
                     stats[pooled.device_id].num_alloc_retries += self._failed_segments - failed
                 n = pooled.mem.size
@@ -284,6 +302,57 @@ class CachingAllocator:
                                        device), 0)
 
         return malloc
+
+    def _on_oom(self, size):
+        """A block from a pool made with ``use_on_oom`` when the first choice is out of
+        memory, or None."""
+        for ref, use_on_oom in self.mem_pools:
+            pool = ref()
+            if pool is not None and use_on_oom and pool is not self.route.pool:
+                try:
+                    return pool.malloc(size)
+                except self._cupy_oom:
+                    continue
+        return None
+
+    # -- pools of their own (ember.cuda.MemPool) ---------------------------------------------
+
+    def new_pool(self, use_on_oom: bool = False):
+        """A CuPy memory pool of its own whose segments are counted as this allocator's
+        (reserved bytes, driver allocations); blocks it hands out are counted as any other.
+        ``use_on_oom``: serve other allocations from its cached blocks when theirs run out."""
+        import weakref
+
+        pool = self.cp.cuda.MemoryPool(self._segment)
+        with self.lock:
+            self.mem_pools[:] = [e for e in self.mem_pools if e[0]() is not None]
+            self.mem_pools.append((weakref.ref(pool), use_on_oom))
+        return pool
+
+    def routed(self, pool):
+        """A context manager sending this thread's allocations to ``pool`` (one of
+        ``new_pool``'s; None: the allocator's own), restoring the previous route after."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def ctx():
+            previous = self.route.pool
+            self.route.pool = pool
+            try:
+                yield pool
+            finally:
+                self.route.pool = previous
+
+        return ctx()
+
+    def _reserved_now(self) -> int:
+        """Bytes held from the driver on the current device by every pool."""
+        total = self.pool.total_bytes()
+        for ref, _ in self.mem_pools:
+            pool = ref()
+            if pool is not None:
+                total += pool.total_bytes()
+        return total
 
     def _raise_oom(self, size, cupy_error, failed):
         device = self._device_id()
@@ -329,7 +398,7 @@ class CachingAllocator:
     def _oom_message(self, device, size, cupy_error) -> str:
         st = self.stats[device]
         allocated = st.allocated_bytes
-        reserved = self.pool.total_bytes()
+        reserved = self._reserved_now()
         try:
             free, total = self.cp.cuda.runtime.memGetInfo()
             where = (f"GPU {device} has a total capacity of {_format_bytes(total)} of which "
@@ -359,7 +428,7 @@ class CachingAllocator:
     def reserved(self, device: int) -> int:
         """Bytes the pool holds from the driver on ``device``."""
         with self.cp.cuda.Device(device):
-            return int(self.pool.total_bytes())
+            return int(self._reserved_now())
 
     def record_stream(self, array, stream) -> None:
         """Keep ``array``'s block from reuse until the work queued on ``stream`` (a CuPy

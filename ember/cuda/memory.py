@@ -38,7 +38,8 @@ __all__ = [
     "memory_reserved", "memory_stats", "memory_stats_as_nested_dict", "memory_summary",
     "memory_usage", "power_draw", "reset_accumulated_memory_stats",
     "reset_max_memory_allocated", "reset_max_memory_cached", "reset_peak_memory_stats",
-    "set_per_process_memory_fraction", "temperature", "utilization",
+    "set_per_process_memory_fraction", "temperature", "utilization", "MemPool",
+    "use_mem_pool",
 ]
 
 _fractions: dict = {}  # device index -> fraction given to set_per_process_memory_fraction
@@ -862,12 +863,124 @@ def reset_peak_host_memory_stats() -> None:
     _require_allocator("reset_peak_host_memory_stats")
 
 
+_mem_pools: dict = {}  # MemPool id -> weak reference to it
+
+
+class MemPool:
+    """A pool of GPU memory of its own: blocks allocated inside ``use_mem_pool(pool)`` come
+    from it and go back to it, apart from the default pool's (NOTE [ Counting CuPy's pool ]).
+    Its blocks count in ``memory_allocated`` and its segments in ``memory_reserved`` as the
+    default pool's do.
+
+    Args:
+        allocator: a pluggable allocator; ember allocates through CuPy, so only None (the
+            caching allocator) is accepted.
+        use_on_oom (bool): when another allocation finds no memory, serve it from this
+            pool's cached blocks before raising ``OutOfMemoryError``. Default: False.
+        no_split (bool): accepted for PyTorch's signature (CuPy's pool decides how it
+            splits its blocks).
+
+    Returns:
+        MemPool
+
+    Raises:
+        RuntimeError: without a usable GPU.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     pool = ember.cuda.MemPool()
+        ...     with ember.cuda.use_mem_pool(pool):
+        ...         x = ember.ones(1024, device="cuda")
+    """
+
+    _next = [1]
+
+    def __init__(self, allocator=None, use_on_oom: bool = False, no_split: bool = False):
+        if allocator is not None:
+            raise ValueError("ember.cuda.MemPool: ember allocates through CuPy's pool; "
+                             "pluggable allocators are not supported (pass allocator=None)")
+        cuda = _cuda()
+        cuda._lazy_init()
+        import weakref
+
+        self._id = (0, MemPool._next[0])
+        MemPool._next[0] += 1
+        self._pool = _allocator.new_pool(bool(use_on_oom))
+        self._uses = 0
+        self.use_on_oom = bool(use_on_oom)
+        self.no_split = bool(no_split)
+        _mem_pools[self._id] = weakref.ref(self)
+
+    @property
+    def id(self) -> tuple:
+        """The pool's id, a pair of ints (``memory_snapshot(mempool_id=...)`` takes it)."""
+        return self._id
+
+    @property
+    def allocator(self):
+        """The pluggable allocator behind the pool: always None (CuPy's pool)."""
+        return None
+
+    def use_count(self) -> int:
+        """How many hold the pool: the pool itself, and each ``use_mem_pool`` open on it.
+
+        Returns:
+            int
+        """
+        return 1 + self._uses
+
+    def snapshot(self) -> list:
+        """This pool's segments, as ``memory_snapshot(mempool_id=self.id)`` gives them.
+
+        Returns:
+            list of dict
+        """
+        return memory_snapshot(mempool_id=self._id)
+
+
+class use_mem_pool:  # noqa: N801 - a context manager, named as PyTorch's
+    """Send the allocations of the current thread to ``pool`` inside the context (other
+    threads keep their pools); blocks freed later still go back to the pool they came from.
+
+    Args:
+        pool (MemPool): the pool.
+        device: accepted for PyTorch's signature (a CuPy pool serves every device).
+
+    Returns:
+        The context manager.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     with ember.cuda.use_mem_pool(ember.cuda.MemPool()):
+        ...         y = ember.zeros(8, device="cuda")
+    """
+
+    def __init__(self, pool, device=None):
+        if not isinstance(pool, MemPool):
+            raise TypeError(f"use_mem_pool expects a MemPool, got {type(pool).__name__}")
+        self.pool = pool
+        self._ctx = None
+
+    def __enter__(self):
+        self._ctx = _allocator.routed(self.pool._pool)
+        self._ctx.__enter__()
+        self.pool._uses += 1
+        return self.pool
+
+    def __exit__(self, *exc):
+        self.pool._uses -= 1
+        return self._ctx.__exit__(*exc)
+
+
 def memory_snapshot(mempool_id=None) -> list:
     """The memory pool's segments: one dict per device with its reserved and allocated
     bytes (CuPy does not expose its individual blocks).
 
     Args:
-        mempool_id: accepted for PyTorch's signature.
+        mempool_id: a ``MemPool``'s id: that pool's segments only (None: the whole
+            allocator's).
 
     Returns:
         list of dict with ``device``, ``total_size``, ``allocated_size``, ``active_size``,
@@ -885,6 +998,23 @@ def memory_snapshot(mempool_id=None) -> list:
     if _allocator is None:
         return []
     out = []
+    if mempool_id is not None:
+        ref = _mem_pools.get(tuple(mempool_id))
+        pool = ref() if ref is not None else None
+        if pool is None:
+            return out
+        cp = _runtime.cupy()
+        for index in range(_runtime.gpu_count()):
+            _allocator.device_stats(index)  # (blocks freed since the last count go back)
+            with cp.cuda.Device(index):
+                total, used = int(pool._pool.total_bytes()), int(pool._pool.used_bytes())
+            if total:
+                out.append({"device": index, "address": 0, "total_size": total,
+                            "allocated_size": used, "active_size": used,
+                            "requested_size": used, "stream": 0, "segment_type": "large",
+                            "segment_pool_id": pool.id, "is_expandable": False,
+                            "frames": [], "blocks": []})
+        return out
     for index in range(_runtime.gpu_count()):
         d = _allocator.device_stats(index).as_dict(0)
         out.append({"device": index, "address": 0, "total_size": _allocator.reserved(index),

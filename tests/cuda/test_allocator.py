@@ -68,6 +68,9 @@ class FakePool:
     def total_bytes(self):
         return self.total
 
+    def used_bytes(self):
+        return self.in_use
+
     def free_all_blocks(self):
         self.driver[0] -= self.total - self.in_use
         self.total = self.in_use

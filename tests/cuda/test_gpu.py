@@ -535,3 +535,18 @@ def test_small_device_api_answers():
 def test_profiler_start_stop_run():
     with ember.cuda.profiler.profile():
         _ = ember.ones(2, device="cuda") + 1
+
+
+def test_mem_pool_serves_tensors_made_inside_use_mem_pool():
+    pool = ember.cuda.MemPool()
+    base = ember.cuda.memory_allocated()
+    with ember.cuda.use_mem_pool(pool):
+        x = ember.ones(MiB, device="cuda")  # 4 MiB
+    y = ember.ones(1024, device="cuda")  # the default pool again
+    (seg,) = pool.snapshot()
+    assert seg["allocated_size"] >= 4 * MiB
+    assert ember.cuda.memory_allocated() - base >= 4 * MiB + 4096
+    del x
+    gc.collect()
+    assert pool.snapshot()[0]["allocated_size"] == 0
+    assert float(y.sum()) == 1024.0
