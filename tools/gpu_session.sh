@@ -12,8 +12,20 @@
 #     tests    the CUDA test files (kernels, allocator, autocast, fused optimizers, scaler)
 #     device   the device-generic suite on 'cuda' (every OpInfo op's forms, nn, optim)
 #     bench    python -m bench.cuda, the GPU workloads side by side with PyTorch (JSON too)
-#     sync     where a ResNet-50 step synchronises with the device (python -m bench.cuda
-#              --find-sync)
+#     sync     where the ResNet-50 (fp32, AMP) and GPT-2 steps synchronise with the device
+#              (python -m bench.cuda --find-sync)
+#
+# and, named only:
+#
+#     profile  host vs GPU time, top kernels and cProfile of a ResNet-50 AMP and a GPT-2 step
+#              (pstats files beside the logs)
+#     ab       python -m bench.cuda of an older revision on the same machine, beside the
+#              bench stage's figures of this one. Prepare it before the call: `git worktree
+#              add /tmp/old REV`, copy its ember/ and bench/ into .old/ (add /.old/ to
+#              .git/info/exclude) and name .old in the device call's carry list;
+#              GPU_SESSION_AB_K picks the workloads (bench.cuda's -k)
+#
+# At most 8 files come back from a device call: name few stages per call.
 #
 # Wheels the machine lacks (the cuDNN frontend) travel in .whl/ (see CONTRIBUTING.md,
 # "GPU sessions"); they are installed into /tmp/site first when present. Each stage's log is
@@ -72,6 +84,14 @@ for s in "${stages[@]}"; do
     sync)
         run_stage sync 90 bash -c 'for w in resnet50_fp32 resnet50_amp gpt2_small_amp; do
             python3 -m bench.cuda --find-sync $w; done'
+        ;;
+    ab)
+        if [ -d .old/ember ]; then
+            run_stage ab 120 bash -c "cd .old && PYTHONPATH=\$PWD:/tmp/site python3 -m bench.cuda \
+                -k '${GPU_SESSION_AB_K:-a + b,224,GPT-2,LayerNorm,SDPA}'"
+        else
+            echo "== ab: no .old/ember (see the usage above)"
+        fi
         ;;
     profile)
         run_stage profile 90 python3 -m bench.cuda --profile resnet50_amp \
