@@ -254,4 +254,14 @@ def test_gelu_matches_torch_without_grad():
     x = np.where(np.isfinite(x), x, 1.0).astype(np.float32)
     e = F.gelu(ember.tensor(x)).numpy()
     t = torch.nn.functional.gelu(torch.tensor(x)).numpy()
-    np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+    # torch's AVX-512 kernel is up to ~1.1e-6 off the exact value in the tails (its AVX2
+    # kernel is closer): ember is held to the exact GELU, and to torch within torch's error
+    np.testing.assert_allclose(e, _exact_gelu(x), rtol=1e-6, atol=5e-7)
+    np.testing.assert_allclose(e, t, rtol=1e-5, atol=2e-6)
+
+
+def _exact_gelu(x):
+    from scipy.special import erf
+
+    x64 = x.astype(np.float64)
+    return 0.5 * x64 * (1 + erf(x64 / np.sqrt(2)))

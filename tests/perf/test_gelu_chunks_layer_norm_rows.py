@@ -62,7 +62,13 @@ def test_gelu_on_threads_matches_torch(threads):
     xt = torch.from_numpy(x.copy()).requires_grad_()
     yt = torch.nn.functional.gelu(xt)
     yt.backward(torch.ones_like(yt))
-    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-6, atol=1e-6)
+    # (torch's AVX-512 GELU is up to ~1.1e-6 off the exact value in the tails; ember's is
+    # within 4e-7: tests/perf/test_cross_entropy_checks_gelu_forward.py holds it to that.
+    # At +inf its vector loop gives NaN with AVX-512 and inf with AVX2: ember gives inf)
+    fin = np.isfinite(x)
+    np.testing.assert_allclose(y.detach().numpy()[fin], yt.detach().numpy()[fin], rtol=1e-6,
+                               atol=2e-6)
+    assert y.detach().numpy()[0, 4] == np.inf and np.isnan(y.detach().numpy()[0, 5])
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
