@@ -115,6 +115,9 @@ class Op:
     #: PyTorch's depends on the call, or None for ``node_name``'s (NOTE [ Node names ] in
     #: ember/_ops/_node_names.py)
     node_name_of = None
+    #: the order the backward node hands its inputs' gradients on (a permutation of the
+    #: input indices; None: as listed): NOTE [ Edge order ] in ember/autograd/_engine.py
+    edge_order = None
 
     def __init__(self, name, kernel=None, *, ufunc=None, vjp=None, jvp=None, linear=False,
                  differentiable=True, nondiff_outputs=(), view_of=None, overrides=None,

@@ -372,8 +372,9 @@ class OpNode(Node):
 
     @property
     def _edge_order(self):
-        # NOTE [ Edge order ] in ember/autograd/_engine.py
-        return getattr(self._op, "edge_order", None)
+        # NOTE [ Edge order ] in ember/autograd/_engine.py (``Op.edge_order``: None but for
+        # the ops that name an order)
+        return self._op.edge_order
 
     def _n_outputs(self):
         return self._nout
