@@ -181,6 +181,27 @@ def _on_row_blocks(kernel, m, n, block=1, least=_ROWS_SPLIT):
     kernel(0, m)
 
 
+# NOTE [ Row maxima in the kernel ]
+# Softmax, log-softmax and cross entropy take each row's maximum inside their compiled pass,
+# from the row while it is in the cache, with integer keys in SIMD lanes (NOTE [ Row maxima
+# on integer keys ] in ``_numba.py``): the same maxima as NumPy's ``maximum.reduce`` (NaN
+# where a row holds one), so the same bits. NumPy's reduce along rows costs ~50 ns a row to
+# set up and 0.15 ns an element, and reads the array once more: (256, 1000) softmax rows
+# 153 -> 136 us, (1024, 98) 139 -> 93 us, (4096, 32) 312 -> 114 us (one thread). (This was
+# once NOTE [ Short rows' maxima in the kernel ], for cross entropy's rows of at most 256
+# classes, when the kernel's maximum was a scalar loop.) The kernels still take maxima
+# passed in as ``mx`` for rows longer than ``_OWN_MAX_ROW`` (none now: the tests lower it to
+# compare the two paths bit for bit).
+_OWN_MAX_ROW = _ROW_MAX
+_NO_MAX = np.empty(0, np.float32)
+
+
+def _row_maxima(rows):
+    """``rows``' maxima for a row kernel: none (the kernel takes its own) for rows of at most
+    ``_OWN_MAX_ROW`` elements, else NumPy's (NOTE [ Row maxima in the kernel ])."""
+    return _NO_MAX if rows.shape[1] <= _OWN_MAX_ROW else _max_reduce(rows, 1)
+
+
 def softmax(a, dim, log=False):
     """Softmax (or log-softmax) of ``a`` along ``dim``, or None where not covered.
 
@@ -212,7 +233,7 @@ def softmax(a, dim, log=False):
 
     def run(lo, hi):
         r = rows[lo:hi]
-        kernel(r, _max_reduce(r, 1), out[lo:hi])
+        kernel(r, _row_maxima(r), out[lo:hi])
 
     _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
     return out.reshape(a.shape)
@@ -260,19 +281,6 @@ def softmax_backward(g, y, dim, log=False):
     return out.reshape(y.shape)
 
 
-# NOTE [ Short rows' maxima in the kernel ]
-# NumPy's ``maximum.reduce`` along rows is a SIMD loop, but it costs ~50 ns a row to set up:
-# on char_gpt's 1024 rows of 98 logits it took 55 us, where a compare-and-select loop in the
-# cross entropy kernel takes ~25 us (the select does not vectorise; it keeps a NaN as
-# NumPy's maximum does, which matters: the kernel's exp gives 0, not NaN, for a NaN, so a
-# row's NaN shows only through a NaN maximum). So rows of at most ``_OWN_MAX_ROW`` classes
-# take their maxima in the kernel: the same maxima, so the same bits. (The loop is now
-# eight lanes with the select loop kept for non-finite rows: NOTE [ Row maxima in eight
-# lanes ] in ``_numba.py``.)
-_OWN_MAX_ROW = 256
-_NO_MAX = np.empty(0, np.float32)
-
-
 def cross_entropy(rows, target, weight):
     """Fused softmax and NLL over rows of logits, or None where not covered.
 
@@ -303,12 +311,10 @@ def cross_entropy(rows, target, weight):
     target = np.ascontiguousarray(target, np.int64)
     weight = np.ascontiguousarray(weight)
 
-    own_max = rows.shape[1] <= _OWN_MAX_ROW   # NOTE [ Short rows' maxima in the kernel ]
-
     def run(lo, hi):
         r = rows[lo:hi]
-        impl.cross_entropy_rows(r, _NO_MAX if own_max else _max_reduce(r, 1), target[lo:hi],
-                                weight[lo:hi], probs[lo:hi], losses[lo:hi])
+        impl.cross_entropy_rows(r, _row_maxima(r), target[lo:hi], weight[lo:hi], probs[lo:hi],
+                                losses[lo:hi])
 
     _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
     return probs, losses

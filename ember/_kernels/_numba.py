@@ -33,9 +33,9 @@ with which LLVM turns ``1 / sqrt(v)`` into an approximate reciprocal square root
 off in layer norm's rstd, where PyTorch's is exact).
 ``error_model="numpy"`` lets a division by zero give inf/NaN instead of raising; the check
 it removes also kept LLVM from vectorising any loop with a division. Row maxima come from
-NumPy's ``maximum.reduce`` (SIMD, 25x numba's select loop here, which LLVM does not
-vectorise without ``nnan``), passed in as ``mx``, or from ``_row_max``'s eight lanes for
-short rows (NOTE [ Row maxima in eight lanes ]).
+``_row_max``, a vector maximum over integer keys of the floats (NOTE [ Row maxima on integer
+keys ]; a float compare-and-select loop does not vectorise without ``nnan``), or, where a
+caller passes them in as ``mx``, from NumPy's ``maximum.reduce``.
 """
 
 from __future__ import annotations
@@ -187,11 +187,13 @@ def _exp_shift_into(xi, m, oi):
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def softmax_rows(x, mx, out):
-    """Softmax of each row of the 2-d ``x`` (row maxima ``mx``) into ``out``."""
+    """Softmax of each row of the 2-d ``x`` (row maxima ``mx``, or an empty ``mx``: the
+    kernel's own, NOTE [ Row maxima in the kernel ]) into ``out``."""
+    own = mx.size == 0
     for i in range(x.shape[0]):
         xi = x[i]
         oi = out[i]
-        r = _ONE / _exp_shift_into(xi, mx[i], oi)
+        r = _ONE / _exp_shift_into(xi, _row_max(xi) if own else mx[i], oi)
         for j in range(oi.size):
             oi[j] *= r
 
@@ -222,11 +224,13 @@ def _sub_twice_into(xi, m, ls, oi):
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def log_softmax_rows(x, mx, out):
-    """Log-softmax of each row of the 2-d ``x`` (row maxima ``mx``) into ``out``."""
+    """Log-softmax of each row of the 2-d ``x`` (row maxima ``mx``, or an empty ``mx``: the
+    kernel's own, NOTE [ Row maxima in the kernel ]) into ``out``."""
+    own = mx.size == 0
     for i in range(x.shape[0]):
         xi = x[i]
         oi = out[i]
-        m = mx[i]
+        m = _row_max(xi) if own else mx[i]
         s = _ZERO
         if m - m == _ZERO:  # a finite max (NOTE [ Shifted exp ])
             for j in range(xi.size):
@@ -237,64 +241,50 @@ def log_softmax_rows(x, mx, out):
         _sub_twice_into(xi, m, np.log(s), oi)
 
 
-# NOTE [ Row maxima in eight lanes ]
-# A compare-and-select maximum ``m = v if v > m or v != v else m`` does not vectorise (LLVM
-# wants ``nnan`` to turn it into a vector max): ~0.7 ns an element. ``_row_max`` keeps eight
-# running maxima, one per lane of an AVX2 register (LLVM packs the eight selects into one
-# vector max, which drops NaNs), and sums the values beside them: a sum that is neither NaN
-# nor infinite proves the row holds no NaN and no infinity, and then the lanes' maximum is
-# the row's (the maximum is exact, whichever lane finds it; of +0 and -0 either may come
-# back, and ``x - m``, ``exp`` and the loss do not see the difference). Any other row
-# (NaN, an infinity, or a finite sum that overflowed) takes the select loop, so it gets
-# NumPy's maximum exactly as before. (A test ``sum(v - v) == 0`` lost every NaN: under the
-# kernels' ``reassoc`` LLVM folded ``v - v`` to 0.) 1024 rows of 98 logits (char_gpt's):
-# 72 -> 47 us.
+# NOTE [ Row maxima on integer keys ]
+# A float compare-and-select maximum ``m = v if v > m else m`` does not vectorise (LLVM wants
+# ``nnan`` to turn it into a vector max): eight such chains side by side (the first version
+# of this note, "Row maxima in eight lanes") still ran scalar, ~0.35 ns an element, slower
+# than NumPy's SIMD ``maximum.reduce`` on long rows. ``_row_max`` maps each float32 to an
+# int32 key that orders as the floats do: the bits, with the 31 low bits flipped for
+# negative numbers (so -0.0 sorts just below +0.0, and NaNs land above +inf's key, or
+# below -inf's for a NaN with its sign bit set). Integer maxima and minima vectorise (16
+# lanes of AVX-512, several accumulators); the key maximum turned back into bits is the
+# row's maximum, exactly, infinities included. A key above +inf's or below -inf's means a
+# NaN: such a row takes the select loop, which keeps a NaN as NumPy's maximum does (the
+# kernels' exp gives 0, not NaN, for a NaN, so a row's NaN shows only through its maximum).
+# Of +0.0 and -0.0 the keys pick +0.0 where NumPy may give either; ``x - m``, exp and the
+# losses do not see the difference (a log-softmax output is a signed zero only where the
+# row's sum is 1, so its maximum is one element, taken as it is). One thread, rows of 1000:
+# 0.07 ns an element, NumPy's ``maximum.reduce`` 0.15, the eight float chains 0.35.
 
 
-_INF = _f32(np.inf)
+_LOW31 = _i32(0x7FFFFFFF)
+_KEY_POS_INF = _i32(0x7F800000)                  # +inf's key: its bits
+_KEY_NEG_INF = _i32(-0x00800000 ^ 0x7FFFFFFF)    # -inf's key: bits 0xff800000, low 31 flipped
+
+
+@njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
+def _flip_negative(b):
+    """``b`` with its 31 low bits flipped when it is negative: float32 bits to an ordered
+    int32 key and back (NOTE [ Row maxima on integer keys ]). Every step is cast back to
+    int32, which numba would otherwise widen to int64 (half the lanes)."""
+    return _i32(b ^ _i32(_i32(b >> _i32(31)) & _LOW31))
 
 
 @njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
 def _row_max(xi):
     """The maximum of the non-empty 1-d float32 ``xi``, NaN when one of its values is NaN
-    (NOTE [ Row maxima in eight lanes ])."""
-    n = xi.size
-    n8 = n - n % 8
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = xi[0]
-    total = _ZERO
-    for j in range(0, n8, 8):
-        v0 = xi[j]
-        v1 = xi[j + 1]
-        v2 = xi[j + 2]
-        v3 = xi[j + 3]
-        v4 = xi[j + 4]
-        v5 = xi[j + 5]
-        v6 = xi[j + 6]
-        v7 = xi[j + 7]
-        m0 = v0 if v0 > m0 else m0
-        m1 = v1 if v1 > m1 else m1
-        m2 = v2 if v2 > m2 else m2
-        m3 = v3 if v3 > m3 else m3
-        m4 = v4 if v4 > m4 else m4
-        m5 = v5 if v5 > m5 else m5
-        m6 = v6 if v6 > m6 else m6
-        m7 = v7 if v7 > m7 else m7
-        total += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))
-    m0 = m1 if m1 > m0 else m0
-    m2 = m3 if m3 > m2 else m2
-    m4 = m5 if m5 > m4 else m4
-    m6 = m7 if m7 > m6 else m6
-    m0 = m2 if m2 > m0 else m0
-    m4 = m6 if m6 > m4 else m4
-    m0 = m4 if m4 > m0 else m0
-    for j in range(n8, n):
-        v = xi[j]
-        m0 = v if v > m0 else m0
-        total += v
-    if abs(total) < _INF:  # no NaN, no infinity (or a sum that overflowed: checked below)
-        return m0
+    (NOTE [ Row maxima on integer keys ])."""
+    hi = lo = _flip_negative(_f32_to_bits(xi[0]))
+    for j in range(1, xi.size):
+        k = _flip_negative(_f32_to_bits(xi[j]))
+        hi = k if k > hi else hi
+        lo = k if k < lo else lo
+    if hi <= _KEY_POS_INF and lo >= _KEY_NEG_INF:  # no NaN
+        return _bits_to_f32(_flip_negative(hi))
     m = xi[0]  # the select loop, NaN kept as NumPy's maximum keeps it
-    for j in range(1, n):
+    for j in range(1, xi.size):
         v = xi[j]
         m = v if v > m or v != v else m
     return m
@@ -302,8 +292,8 @@ def _row_max(xi):
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def cross_entropy_rows(x, mx, target, weight, probs, losses):
-    """Softmax of each row of ``x`` (row maxima ``mx``, or an empty ``mx``: NOTE [ Short
-    rows' maxima in the kernel ]) into ``probs`` and ``losses[i] = -weight[i] *
+    """Softmax of each row of ``x`` (row maxima ``mx``, or an empty ``mx``: NOTE [ Row
+    maxima in the kernel ]) into ``probs`` and ``losses[i] = -weight[i] *
     log_softmax(x[i])[target[i]]``; targets are valid class indices."""
     own = mx.size == 0
     for i in range(x.shape[0]):
@@ -454,26 +444,34 @@ _INV_SQRT_2PI = _f32(0.3989422804014327)
 _MINUS_HALF = _f32(-0.5)
 
 
+@njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
+def _phi_and_gauss(xs):
+    """``(Phi(xs), exp(-xs**2 / 2))`` of a float32, Phi from the polynomial of NOTE
+    [ Float32 normal CDF ] (ember/_ops/nn_ops.py): the part ``gelu_into`` and
+    ``gelu_out_into`` share. Inlined by numba, so it runs under each caller's flags."""
+    t = _ONE / (abs(xs) * _PHI_P + _ONE)
+    q = _R0 * t
+    q = (q + _R1) * t
+    q = (q + _R2) * t
+    q = (q + _R3) * t
+    q = (q + _R4) * t
+    q = (q + _R5) * t
+    q = (q + _R6) * t
+    q = (q + _R7) * t
+    q = (q + _R8) * t
+    e = _expf(xs * xs * _MINUS_HALF)
+    q = q * e                                  # Phi(-|x|)
+    pos = _ONE if xs > _ZERO else _ZERO
+    return abs(pos - q), e                     # Phi(x)
+
+
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def gelu_into(x, out, der):
     """``out = x Phi(x)`` and ``der = Phi(x) + x phi(x)`` over flat arrays, Phi from the
     polynomial of NOTE [ Float32 normal CDF ] (ember/_ops/nn_ops.py)."""
     for j in range(x.size):
         xs = x[j]
-        t = _ONE / (abs(xs) * _PHI_P + _ONE)
-        q = _R0 * t
-        q = (q + _R1) * t
-        q = (q + _R2) * t
-        q = (q + _R3) * t
-        q = (q + _R4) * t
-        q = (q + _R5) * t
-        q = (q + _R6) * t
-        q = (q + _R7) * t
-        q = (q + _R8) * t
-        e = _expf(xs * xs * _MINUS_HALF)
-        q = q * e                                  # Phi(-|x|)
-        pos = _ONE if xs > _ZERO else _ZERO
-        d = abs(pos - q)                           # Phi(x)
+        d, e = _phi_and_gauss(xs)
         out[j] = xs * d
         der[j] = d + e * xs * _INV_SQRT_2PI
 
@@ -485,19 +483,7 @@ def gelu_out_into(x, out):
     ``ember/_ops/nn_ops.py``)."""
     for j in range(x.size):
         xs = x[j]
-        t = _ONE / (abs(xs) * _PHI_P + _ONE)
-        q = _R0 * t
-        q = (q + _R1) * t
-        q = (q + _R2) * t
-        q = (q + _R3) * t
-        q = (q + _R4) * t
-        q = (q + _R5) * t
-        q = (q + _R6) * t
-        q = (q + _R7) * t
-        q = (q + _R8) * t
-        q = q * _expf(xs * xs * _MINUS_HALF)       # Phi(-|x|)
-        pos = _ONE if xs > _ZERO else _ZERO
-        out[j] = xs * abs(pos - q)
+        out[j] = xs * _phi_and_gauss(xs)[0]
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
