@@ -38,7 +38,8 @@ from .memory import (  # noqa: F401  (the raw allocator API and snapshots)
     caching_allocator_alloc, caching_allocator_delete, caching_allocator_disabled,
     caching_allocator_enable, device_memory_used, get_allocator_backend,
     host_memory_stats_as_nested_dict, memory_snapshot, reset_accumulated_host_memory_stats,
-    reset_peak_host_memory_stats, MemPool, use_mem_pool,
+    reset_peak_host_memory_stats, MemPool, use_mem_pool, CUDAPluggableAllocator,
+    change_current_allocator,
 )
 from . import graphs, nccl, profiler  # noqa: E402,F401
 from .graphs import (  # noqa: F401  (NOTE [ CUDA graphs on CuPy ])

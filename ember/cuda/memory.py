@@ -39,7 +39,7 @@ __all__ = [
     "memory_usage", "power_draw", "reset_accumulated_memory_stats",
     "reset_max_memory_allocated", "reset_max_memory_cached", "reset_peak_memory_stats",
     "set_per_process_memory_fraction", "temperature", "utilization", "MemPool",
-    "use_mem_pool",
+    "use_mem_pool", "CUDAPluggableAllocator", "change_current_allocator",
 ]
 
 _fractions: dict = {}  # device index -> fraction given to set_per_process_memory_fraction
@@ -861,6 +861,127 @@ def reset_peak_host_memory_stats() -> None:
         ...     ember.cuda.reset_peak_host_memory_stats()
     """
     _require_allocator("reset_peak_host_memory_stats")
+
+
+# NOTE [ Pluggable allocators ]
+# A ``CUDAPluggableAllocator`` is a shared library's pair of C functions,
+# ``void* alloc(ssize_t size, int device, cudaStream_t stream)`` and
+# ``void free(void* ptr, ssize_t size, int device, cudaStream_t stream)``, loaded with
+# ctypes. ``change_current_allocator`` makes it CuPy's allocator in place of ember's
+# counting one (NOTE [ Counting CuPy's pool ]): each allocation calls ``alloc`` on the
+# current device and stream and hands CuPy the pointer as unowned memory whose owner calls
+# ``free`` with the same size, device and stream when the last array on it dies. Nothing
+# is cached or counted by ember then (``memory_allocated`` stays where it was), as PyTorch's
+# statistics belong to its own caching allocator. The swap is refused once ember's
+# allocator has handed out a block, as PyTorch refuses it.
+
+
+class _Freed:
+    """The owner of one pluggable allocation: frees it when CuPy drops the memory."""
+
+    __slots__ = ("free", "ptr", "size", "device", "stream")
+
+    def __init__(self, free, ptr, size, device, stream):
+        self.free, self.ptr, self.size = free, ptr, size
+        self.device, self.stream = device, stream
+
+    def __del__(self):
+        self.free(self.ptr, self.size, self.device, self.stream)
+
+
+class CUDAPluggableAllocator:
+    """GPU memory from a shared library's own ``alloc`` and ``free`` functions (NOTE
+    [ Pluggable allocators ]); ``change_current_allocator`` puts it to use.
+
+    Args:
+        path_to_so_file (str): the shared library.
+        alloc_fn_name (str): its function
+            ``void* alloc(ssize_t size, int device, cudaStream_t stream)``.
+        free_fn_name (str): its function
+            ``void free(void* ptr, ssize_t size, int device, cudaStream_t stream)``.
+
+    Returns:
+        CUDAPluggableAllocator
+
+    Raises:
+        OSError: the library cannot be loaded. AttributeError: a function is missing.
+
+    Example::
+
+        >>> alloc = ember.cuda.CUDAPluggableAllocator(  # doctest: +SKIP
+        ...     "./my_alloc.so", "my_malloc", "my_free")
+        >>> ember.cuda.change_current_allocator(alloc)  # doctest: +SKIP
+    """
+
+    def __init__(self, path_to_so_file: str, alloc_fn_name: str, free_fn_name: str):
+        import ctypes
+
+        lib = ctypes.CDLL(path_to_so_file)
+        alloc = getattr(lib, alloc_fn_name)
+        free = getattr(lib, free_fn_name)
+        alloc.restype = ctypes.c_void_p
+        alloc.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        free.restype = None
+        free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        self._lib, self._alloc, self._free = lib, alloc, free
+
+    def allocator(self):
+        """The allocator object ``change_current_allocator`` installs (this one).
+
+        Returns:
+            CUDAPluggableAllocator
+        """
+        return self
+
+    def malloc(self, size: int):
+        """``size`` bytes from the library on the current device and stream, as CuPy's
+        allocator API returns them (a ``MemoryPointer``).
+
+        Args:
+            size (int): bytes.
+
+        Returns:
+            cupy.cuda.MemoryPointer
+        """
+        cp = _runtime.cupy()
+        device = cp.cuda.runtime.getDevice()
+        stream = cp.cuda.get_current_stream().ptr
+        ptr = self._alloc(size, device, stream)
+        if not ptr and size:
+            raise _cuda().OutOfMemoryError(
+                f"CUDA out of memory. Tried to allocate {_format_bytes(size)} with the "
+                "pluggable allocator, whose alloc function returned NULL.")
+        memory = cp.cuda.memory
+        owner = _Freed(self._free, ptr or 0, size, device, stream)
+        return memory.MemoryPointer(memory.UnownedMemory(ptr or 0, size, owner, device), 0)
+
+
+def change_current_allocator(allocator) -> None:
+    """Make ``allocator`` (a ``CUDAPluggableAllocator``) the one every later GPU allocation
+    goes through (NOTE [ Pluggable allocators ]).
+
+    Args:
+        allocator (CUDAPluggableAllocator): the allocator.
+
+    Returns:
+        None
+
+    Raises:
+        RuntimeError: ember's allocator has already handed out memory, or no GPU.
+
+    Example::
+
+        >>> ember.cuda.change_current_allocator(alloc)  # doctest: +SKIP
+    """
+    impl = allocator.allocator() if hasattr(allocator, "allocator") else allocator
+    if not isinstance(impl, CUDAPluggableAllocator):
+        raise TypeError("change_current_allocator expects a CUDAPluggableAllocator, got "
+                        f"{type(allocator).__name__}")
+    _cuda()._lazy_init()
+    if _allocator is not None and any(
+            st.rows[0][3] for st in list(_allocator.stats.values())):  # (TOT_N: allocations)
+        raise RuntimeError("Can't swap an already initialized allocator")
+    _runtime.cupy().cuda.set_allocator(impl.malloc)
 
 
 _mem_pools: dict = {}  # MemPool id -> weak reference to it
