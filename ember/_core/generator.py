@@ -26,15 +26,16 @@ which honours ``ATEN_CPU_CAPABILITY``), and ember follows the build of the machi
 on: the AVX2 and AVX-512 builds fuse multiply-adds (``x * (to - from) + from``,
 ``z * std + mean``; ember's fma, NOTE [ Fused multiply-add as PyTorch's kernels ] in
 ember/_ops/_fma.py), and AVX2's float32 normal blocks use float32 polynomials for log, sin
-and cos (NOTE [ AVX2 normal blocks ] in rng_math.py). What is not matched, and why:
+and cos (NOTE [ AVX2 normal blocks ] in rng_math.py); PyTorch registers no AVX-512 normal
+kernel, so AVX-512 machines draw normals with the AVX2 one (measured bit-equal with
+``ATEN_CPU_CAPABILITY=avx2`` and without it on an AVX-512 CPU). What is not matched, and why:
 
 - The portable build (``ATEN_CPU_CAPABILITY=default``, or a CPU without AVX2) computes
   float32 normal blocks with the C library's float32 log/sin/cos; ember computes them
   through float64 and rounds, one ulp away in under 1% of values. Everything else matches.
 - Float64 log/exp/tan/sin/cos come from NumPy, which calls the C library on x86 machines
   without AVX-512; with AVX-512 NumPy may use its own SIMD versions, one ulp away on rare
-  inputs (and PyTorch's AVX-512 normal blocks, assumed to be the portable loop with FMA,
-  are not verified: the machine this was built on has AVX2).
+  inputs (float64 normal blocks there: about 1 value in 600 is one ulp away).
 - PyTorch's MKL builds may route ``bernoulli_`` with a scalar ``p`` (and ``exponential_``)
   through MKL's own streams on Intel CPUs; ember reproduces the path measured on an AMD
   CPU (a float64 uniform per element), which is what PyTorch takes without MKL or Intel.

@@ -173,7 +173,8 @@ def _normal_flat(g, n, d, mean, std, contiguous):
         blocks = _rm.normal16_blocks
     else:
         u = g._uniform_bits(n if d is _dt.float32 else -(-n // 16) * 16, 24)
-        blocks = _rm.normal16_avx2 if cap == "avx2" else _rm.normal16_blocks
+        # PyTorch registers no AVX-512 normal kernel: AVX-512 machines run the AVX2 one
+        blocks = _rm.normal16_avx2 if cap in ("avx2", "avx512") else _rm.normal16_blocks
     full = n - n % 16
     if full == n:
         return blocks(u, mean, std)
