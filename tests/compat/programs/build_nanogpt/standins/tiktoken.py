@@ -1,6 +1,7 @@
 """Stand-in for tiktoken (not installed here; build-nanogpt's train_gpt2.py and hellaswag.py
-import it): ``get_encoding(name)`` gives a byte-level encoding, one token per UTF-8 byte, and
-decodes ids past 255 (a small model may sample any of its 50304) as ``<id>``."""
+and LLMs-from-scratch's chapters import it): ``get_encoding(name)`` gives a byte-level
+encoding, one token per UTF-8 byte, and decodes ids past 255 (a small model may sample any of
+its 50304) as ``<id>``."""
 
 
 class Encoding:
@@ -11,8 +12,13 @@ class Encoding:
         self.eot_token = 50256
         self._special_tokens = {"<|endoftext|>": 50256}
 
-    def encode(self, text):
-        return list(text.encode("utf-8"))
+    def encode(self, text, allowed_special=(), disallowed_special="all"):
+        # ``allowed_special`` special tokens become their ids, the rest of the text bytes
+        ids = []
+        for i, part in enumerate(text.split("<|endoftext|>") if "<|endoftext|>" in
+                                 allowed_special else [text]):
+            ids += [self.eot_token] * (i > 0) + list(part.encode("utf-8"))
+        return ids
 
     def encode_ordinary(self, text):
         return self.encode(text)

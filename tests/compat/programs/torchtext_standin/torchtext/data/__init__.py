@@ -1,0 +1,3 @@
+"""``torchtext.data``: only ``utils`` (tokenizers)."""
+
+from . import utils  # noqa: F401
