@@ -138,9 +138,20 @@ def _matmul(inputs, params):
         return "DotBackward0"
     if a == 1:
         return "SqueezeBackward4" if b == 2 else "UnsafeViewBackward0"
+    x = inputs[0]
+    if a == 3 and b == 3 and x._data.shape[0] == 1 != inputs[1]._data.shape[0] and \
+            _needs_grad(x):
+        a = 2   # torch drops a batch of one that needs a gradient: a matrix times a stack
     if a == 2:
-        return "CloneBackward0"
+        # the stack transposed and folded into one product (then made contiguous) when
+        # the matrix needs a gradient, else expanded to a batch
+        return "CloneBackward0" if _needs_grad(x) else "UnsafeViewBackward0"
     return "UnsafeViewBackward0"
+
+
+def _needs_grad(t):
+    # (as torch's ``requires_grad``: a view made under ``no_grad`` of one that needs it too)
+    return bool(t._rg or t._base is not None and t._base._rg)
 
 
 def _linear(inputs, params):

@@ -28,7 +28,7 @@ from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from .._kernels import _blas
 from . import _node_names
-from ._registry import Op, profiler_session, public
+from ._registry import Op, observing_profiler, profiler_session, public
 from .indexing import linear_jvp, multilinear_jvp  # forward-mode rules
 
 _LOWP = (np.dtype(np.float16), _dt.bfloat16.np)
@@ -435,7 +435,13 @@ def _matmul_door(name, input, other, out):
         if session is not None and not session.in_backward_node():
             # PyTorch's profiler shows ``aten::matmul`` around the product it runs (NOTE
             # [ Composite op events ] in ember/profiler/_recorder.py); its derivative
-            # formulas call the product itself
+            # formulas call the product itself. Operands it composes for run as its steps
+            # (NOTE [ Matmul under the profiler ] in ember/profiler/_matmul.py)
+            from ..profiler import _matmul
+
+            if _matmul.decomposes(input, other, out) and observing_profiler() is session:
+                return session.composite("aten::matmul", lambda: (input, other),
+                                         _matmul.matmul, (session, input, other), {})
             return session.composite("aten::matmul", lambda: (input, other), _matmul_modes,
                                      (name, input, other, out), {})
     return _matmul_modes(name, input, other, out)

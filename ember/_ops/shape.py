@@ -425,6 +425,9 @@ def reshape(input, *shape, **kwargs):
         if _dispatch.intercept:
             return _reshape_in_two(input, params)
         r = _apply(reshape_copy_op, (input,), params)
+    elif r._grad_fn is not None and not input._data.flags.c_contiguous:
+        # PyTorch views a tensor that is not contiguous with ``_reshape_alias``
+        _node_names.rename(r, "ReshapeAliasBackward0")
     return r
 
 
@@ -437,6 +440,8 @@ def _reshape(input, shape):
             # NOTE [ Reshape of a non-viewable tensor ]
             return _reshape_in_two(input, params)
         r = _apply(reshape_copy_op, (input,), params)
+    elif r._grad_fn is not None and not input._data.flags.c_contiguous:
+        _node_names.rename(r, "ReshapeAliasBackward0")
     return r
 
 
@@ -836,6 +841,16 @@ def adjoint(input):
     return _conj(transpose(input, -2, -1) if ndim else _alias(input))
 
 
+def _property_event(name, self, fn):
+    """``fn(self)``, inside PyTorch's event ``name`` for the property (``aten::mT`` around
+    its ``aten::transpose``) while a profiler records."""
+    if _dispatch.intercept and _dispatch.state.modes:
+        session = profiler_session()
+        if session is not None and not session.in_backward_node():
+            return session.composite(name, lambda: (self,), fn, (self,), {})
+    return fn(self)
+
+
 def _T(self):
     ndim = self._data.ndim
     if ndim != 2:
@@ -844,7 +859,11 @@ def _T(self):
             "deprecated and it will throw an error in a future release. Consider `x.mT` to "
             "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
             "to reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
-    return _apply(permute_op, (self,), {"dims": tuple(range(ndim - 1, -1, -1))})
+    return _property_event("aten::numpy_T", self, _reversed_dims)
+
+
+def _reversed_dims(self):
+    return _apply(permute_op, (self,), {"dims": tuple(range(self._data.ndim - 1, -1, -1))})
 
 
 def _mT(self):
@@ -853,6 +872,11 @@ def _mT(self):
         raise RuntimeError(
             "tensor.mT is only supported on matrices or batches of matrices. Got "
             f"{ndim}-D tensor.")
+    return _property_event("aten::mT", self, _last_two_swapped)
+
+
+def _last_two_swapped(self):
+    ndim = self._data.ndim
     return _apply(transpose_op, (self,), {"dim0": ndim - 2, "dim1": ndim - 1})
 
 
@@ -862,7 +886,7 @@ def _H(self):
         extra = ". For batches of matrices, consider using tensor.mH" if ndim > 2 else "."
         raise RuntimeError(
             f"tensor.H is only supported on matrices (2-D tensors). Got {ndim}-D tensor{extra}")
-    return _conj(_mT(self) if ndim else _alias(self))
+    return _property_event("aten::matrix_H", self, _conj_last_two_swapped)
 
 
 def _mH(self):
@@ -870,7 +894,11 @@ def _mH(self):
     if ndim == 1:
         raise RuntimeError(
             "tensor.mH is only supported on matrices or batches of matrices. Got 1-D tensor.")
-    return _conj(_mT(self) if ndim else _alias(self))
+    return _property_event("aten::mH", self, _conj_last_two_swapped)
+
+
+def _conj_last_two_swapped(self):
+    return _conj(_last_two_swapped(self) if self._data.ndim else _alias(self))
 
 
 Tensor.T = property(_T, doc="The tensor with its dims reversed (a view).")

@@ -14,6 +14,12 @@ and either its caller is traced or (called back from ember: a module's ``forward
 (standard library or site-packages). A library function ember calls, and everything under
 it, is not recorded. C functions are recorded when a traced frame calls them. The hook is
 ``sys.setprofile`` on the recording thread, installed only for ``with_stack`` sessions.
+It is called for every call and return on the thread, so it sleeps (``sys.setprofile(None)``
+and back) where only ember's code can run and nothing would be recorded: inside an op and
+the recorder's bookkeeping of it, the engine's hook for each backward node, the formula of
+a node of ember's own ops (not a user's ``autograd.Function``), and the ``step`` of an
+ember optimizer called without a closure or hooks of its own. On the GPT bench step that
+took the hook's calls from ~80k to ~25k per step (session 17).
 """
 
 from __future__ import annotations

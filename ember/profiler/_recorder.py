@@ -334,7 +334,7 @@ def _sdpa_backward_inputs(node, grads):
         return [_grad_info(grads), q, k, v, out, lse, 0.0, False, None, None]
     _, _, _, mask, dropout_p, is_causal, scale, _ = call
     return [_grad_info(grads), q, k, v, out, lse, dropout_p, is_causal,
-            _info_or_none(mask), scale]
+            _additive_mask(_info_or_none(mask), q), scale]
 
 
 def _pointwise_loss_inputs(node, grads, param):
@@ -793,6 +793,10 @@ def _unsqueeze_in_node(args, kwargs):
     return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None))), dim]
 
 
+#: PyTorch's recurrent ops, which ask ``aten::cudnn_is_acceptable`` first
+_RNN_OPS = frozenset({"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"})
+
+
 # NOTE [ LSTM layers under the profiler ]
 # ember runs each direction of each LSTM layer as one fused op (NOTE [ Fused LSTM layer ] in
 # ember/_ops/nn_rnn.py), as PyTorch's CPU build runs it through oneDNN: one
@@ -862,6 +866,8 @@ def _loss_call(param=None):
 
 
 _RENAMED_CALLS = {"aten::index": _getitem_call, "aten::lstm_layer": _lstm_layer_call,
+                  "aten::native_batch_norm_backward": lambda args, kwargs:
+                  _batch_norm_backward_call(args, kwargs),
                   "aten::var": _var_call, "aten::mse_loss": _loss_call(),
                   "aten::smooth_l1_loss": _loss_call("beta"),
                   "aten::huber_loss": _loss_call("delta")}
@@ -878,8 +884,9 @@ _NAMING = {
     "aten::var": _var_rule,
     "aten::embedding_backward": _fixed("aten::embedding_backward",
                                        "aten::embedding_dense_backward"),
-    # NOTE [ Reshape of a non-viewable tensor ] in ember/_ops/shape.py
-    "aten::_reshape_copy": _fixed("aten::_unsafe_view", None),
+    # NOTE [ Reshape of a non-viewable tensor ] in ember/_ops/shape.py (in a view's
+    # backward node: ``_IN_NODE``)
+    "aten::_reshape_copy": None,
     "aten::convolution": _conv_rule(False),
     # ember's transposed convolution is the adjoint of its convolution
     "aten::convolution_input_grad": _conv_rule(True),
@@ -887,6 +894,8 @@ _NAMING = {
     "aten::native_layer_norm": _fixed("aten::layer_norm", "aten::native_layer_norm"),
     "aten::native_batch_norm": _fixed("aten::batch_norm", ("aten::_batch_norm_impl_index",
                                                           "aten::native_batch_norm")),
+    # (its inputs as PyTorch's: ``_RENAMED_CALLS``)
+    "aten::native_batch_norm_backward": _fixed("aten::native_batch_norm_backward", None),
     "aten::softmax": _fixed("aten::softmax", "aten::_softmax"),
     "aten::log_softmax": _fixed("aten::log_softmax", "aten::_log_softmax"),
     "aten::scaled_dot_product_attention": _sdpa_rule,
@@ -915,6 +924,9 @@ _NAMING = {
     "aten::max_pool_backward": None,
     "aten::transpose": None,
     "aten::stack": None,   # NOTE [ Stack under the profiler ]
+    "aten::unbind": None,  # (its backward: a ``select`` per input)
+    "aten::mean": None,    # NOTE [ Reductions under the profiler ]
+    "aten::expand": None,
     "aten::view": None,
     "aten::_getitem_backward": None,
     "aten::_autograd_sum_to": None,
@@ -929,6 +941,20 @@ _NAMING = {
 # kernel's), the unsqueezes and the view are instants at its start and end (they do no
 # work). The dim is the caller's, as PyTorch lists it (``stack`` notes it while shapes are
 # recorded); the ``cat`` of a stack that views gets it wrapped, as PyTorch's does.
+# Its backward node (``StackBackward0``) takes each input's gradient with ``aten::select``
+# of the dim the caller gave, where ember's formula unbinds: the ``unbind`` is recorded as
+# those selects (``_Session.node_calls`` keeps the caller's dim for the node), the first
+# holding the kernel's time, the others instants at its end (views do no work).
+
+
+# NOTE [ Reductions under the profiler ]
+# PyTorch's CPU ``mean`` sums into its result (``aten::sum`` with an ``out`` tensor) and
+# divides it in place (``aten::div_``); ember's kernel does both: its event is the
+# ``aten::sum`` inside ``aten::mean``, and the ``div_`` an instant at its end. The
+# gradients of PyTorch's reductions over some dims (``sum``, ``mean``, ``amax``...) put
+# each reduced dim back with ``aten::unsqueeze`` before ``aten::expand``; ember's one
+# ``expand`` of the reduced gradient (``_expand_back`` in ember/_ops/reduction.py) is
+# recorded after those unsqueezes (instants: views do no work), with the shape they give.
 
 
 # NOTE [ Ops inside backward nodes ]
@@ -968,8 +994,15 @@ _IN_NODE = {
     "aten::transpose": {"TBackward0": ("aten::t", _t_in_node)},
     "aten::view": {"ViewBackward0": ("aten::reshape", _reshape_in_node),
                    "UnsafeViewBackward0": ("aten::reshape", _reshape_in_node),
+                   "ReshapeAliasBackward0": ("aten::reshape", _reshape_in_node),
                    "UnsqueezeBackward0": ("aten::squeeze", _squeeze_in_node),
-                   "SqueezeBackward1": ("aten::unsqueeze", _unsqueeze_in_node)},
+                   "SqueezeBackward1": ("aten::unsqueeze", _unsqueeze_in_node),
+                   "SqueezeBackward4": ("aten::unsqueeze", _unsqueeze_in_node)},
+    # a gradient no view can reshape: PyTorch's reshape copies it (``aten::_unsafe_view``
+    # of a clone; ember's one op, ``_NAMING``)
+    "aten::_reshape_copy": {"ViewBackward0": ("aten::reshape", _reshape_in_node),
+                            "UnsafeViewBackward0": ("aten::reshape", _reshape_in_node),
+                            "ReshapeAliasBackward0": ("aten::reshape", _reshape_in_node)},
     "aten::_getitem_backward": {
         "SelectBackward0": ("aten::select_backward", _getitem_backward_in_node),
         "SliceBackward0": ("aten::slice_backward", _getitem_backward_in_node)},
@@ -1032,12 +1065,42 @@ def _sdpa_levels(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa):
     """``aten::scaled_dot_product_attention``'s arguments, then its CPU kernel's."""
     q, k, v, mask = (_info_or_none(t) for t in (q, k, v, mask))
     return [[q, k, v, mask, dropout_p, is_causal, scale, enable_gqa],
-            [q, k, v, dropout_p, is_causal, mask, scale]]
+            [q, k, v, dropout_p, is_causal, _additive_mask(mask, q), scale]]
+
+
+def _additive_mask(mask, q):
+    """The mask PyTorch's attention kernels receive: a boolean one made additive, of the
+    query's dtype (``_bool_mask_rows``)."""
+    if mask is None or q is None or mask[1] != np.bool_:
+        return mask
+    return _TensorInfo((mask[0], q[1], None))
+
+
+def _batch_norm_levels(x, w, b, mean, var, training, momentum, eps):
+    """``aten::batch_norm``'s arguments, ``_batch_norm_impl_index``'s, then
+    ``native_batch_norm``'s (without ``cudnn_enabled``)."""
+    items = [_info_or_none(t) for t in (x, w, b, mean, var)] + [training, momentum, eps]
+    return [items + [True], items + [True], items]
+
+
+def _batch_norm_backward_call(args, kwargs):
+    # (grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train,
+    # eps, output_mask); the running statistics and eps as the forward call noted them
+    g, x, w, m, rstd = args[:5]
+    s = current_session()
+    p = s._open_raw.get(s.open[-1]) if s is not None else None
+    call = s.node_calls.get(p.seq) if p is not None else None
+    mean = var = eps = None
+    if type(call) is tuple and len(call) == 8:
+        mean, var, eps = _info_or_none(call[3]), _info_or_none(call[4]), call[7]
+    return [_info(g), _info(x), _info(w), mean, var, _info(m), _info(rstd), True, eps,
+            [True, w is not None, w is not None]]
 
 
 #: outer event -> ``fn(*call)`` giving, from the arguments noted by ``note_call``, the items
 #: (``_ordered_record``'s) of each level of its events
-_NOTED = {"aten::scaled_dot_product_attention": _sdpa_levels}
+_NOTED = {"aten::scaled_dot_product_attention": _sdpa_levels,
+          "aten::batch_norm": _batch_norm_levels}
 
 
 #: outer events that carry their child's flop count, as PyTorch's do
@@ -1142,6 +1205,43 @@ def _sequence_nr(r, args):
             return -1
     seq = getattr(gf, "_seq", -1)
     return seq if type(seq) is int else -1
+
+
+#: an op -> whether its backward formula is ember's own code (no user function runs in it)
+_ember_formulas: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _ember_formula(node):
+    """Whether ``node``'s function is one of ember's op formulas (not a user's
+    ``autograd.Function`` or a custom op's registered backward)."""
+    op = getattr(node, "_op", None)
+    if op is None:
+        return False
+    try:
+        known = _ember_formulas.get(op)
+    except TypeError:   # (an op that cannot be weakly referenced)
+        return False
+    if known is None:
+        fn = getattr(op, "vjp", None)
+        code = getattr(fn, "__code__", None)
+        known = code is not None and not _is_user_file(code.co_filename) and \
+            code.co_filename.startswith(_EMBER_DIR)
+        _ember_formulas[op] = known
+    return known
+
+
+def _ember_step(opt, args, kwargs):
+    """Whether ``opt.step(*args, **kwargs)`` runs only ember's code: ember's own ``step``,
+    no closure, no hooks of this optimizer's own (NOTE [ Python function events ])."""
+    if args or kwargs.get("closure") is not None or \
+            getattr(opt, "_optimizer_step_pre_hooks", None) or \
+            getattr(opt, "_optimizer_step_post_hooks", None):
+        return False
+    import inspect
+
+    fn = inspect.unwrap(getattr(type(opt), "step", None))
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_filename.startswith(_EMBER_DIR)
 
 
 class _OpRecorder(_dispatch.Mode):
@@ -1269,8 +1369,6 @@ class _OpRecorder(_dispatch.Mode):
                 sys.setprofile(paused)
             raise
         end = perf_counter_ns()
-        if paused is not None:
-            sys.setprofile(paused)
         if pushed:
             opened.pop()
         gpu = None
@@ -1294,6 +1392,8 @@ class _OpRecorder(_dispatch.Mode):
         seq = _sequence_nr(r, args) if getattr(out, "_grad_fn", None) is not None else -1
         self._append((i, parent, name, start, end, seq, shapes, dtypes, stack, flops, key,
                       strides, values, kw, gpu))
+        if paused is not None:   # (the tracer sleeps through the recording too)
+            sys.setprofile(paused)
         return r
 
     def _named(self, handle, args, kwargs, name):
@@ -1375,6 +1475,8 @@ class _OpRecorder(_dispatch.Mode):
             # each level's clock reading is its own: a child starts after its parent
             levels.append((i, opened[-1], level, detail, perf_counter_ns()))
             opened.append(i)
+        if noted is not None and outer == "aten::scaled_dot_product_attention":
+            self._bool_mask_rows(call, levels[0][0])
         try:
             r = self.dispatch(handle, args, kwargs, chain[-1])
         except BaseException:
@@ -1401,6 +1503,11 @@ class _OpRecorder(_dispatch.Mode):
         # the outer events carry the node's number too: the trace's flow arrow starts there
         seq = _sequence_nr(r, args)
         if noted is not None and seq >= 0:
+            if outer == "aten::batch_norm":
+                # (what its backward op lists: the statistics' shapes, not the tensors,
+                # which the profile must not keep alive)
+                call = (None, None, None, _info_or_none(call[3]), _info_or_none(call[4]),
+                        None, None, call[7])
             s.node_calls[seq] = call
         for i, parent, level, detail, start in reversed(levels):
             opened.pop()
@@ -1418,6 +1525,19 @@ class _OpRecorder(_dispatch.Mode):
         if name == "aten::stack":
             return self._stack_as_torch(handle, args, kwargs)
         p = self.session._open_raw.get(self._opened[-1])
+        if name == "aten::expand":
+            dims = kwargs.get("dim")
+            if dims is None or kwargs.get("keepdim", True):
+                return self.dispatch(handle, args, kwargs, name)
+            return self._expand_back_as_torch(handle, args, kwargs, dims)
+        if name == "aten::mean":
+            if p is not None and p.kind == "bwd":
+                return self.dispatch(handle, args, kwargs, name)
+            return self._mean_as_torch(handle, args, kwargs)
+        if name == "aten::unbind":
+            if p is not None and p.kind == "bwd" and p.name == "StackBackward0":
+                return self._unbind_as_selects(handle, args, kwargs, p)
+            return self.dispatch(handle, args, kwargs, name)
         if name == "aten::view" and p is not None and p.name == "aten::reshape" and \
                 _by_strides(args, kwargs):
             # PyTorch's reshape of a tensor that is not contiguous views it by strides
@@ -1425,6 +1545,8 @@ class _OpRecorder(_dispatch.Mode):
                                  _reshape_alias_call)
         got = _IN_NODE[name].get(p.name) if p is not None and p.kind == "bwd" else None
         if got is None:
+            if name == "aten::_reshape_copy":
+                return self.dispatch(handle, args, kwargs, "aten::_unsafe_view")
             return self.dispatch(handle, args, kwargs, name)
         if got[0] == "aten::reshape":
             # a backward formula's reshape: PyTorch's event around its view
@@ -1457,6 +1579,8 @@ class _OpRecorder(_dispatch.Mode):
         ops = s.ops
         cat = ops[-1]
         seq = cat[5]
+        if given != dim and seq >= 0:
+            s.node_calls[seq] = ("aten::stack", given)   # (for its node's selects)
         detailed = len(cat) > 6
         if detailed and cat[13] is not None:
             kw = tuple((k, given if k == "dim" else v) for k, v in cat[13])
@@ -1485,6 +1609,131 @@ class _OpRecorder(_dispatch.Mode):
         self._append((i, parent, "aten::stack", start, perf_counter_ns(), seq) + outer)
         return r
 
+    def _instant(self, parent, name, items, at):
+        """An event of no duration (work ember's kernel does inside) with the arguments
+        ``items`` (``_ordered_record``'s); returns its number."""
+        k = self._next()
+        shapes, dtypes, call = _ordered_record(items)
+        self._append((k, parent, name, at, at, -1, shapes, dtypes, None, 0) + call + (None,))
+        return k
+
+    def _bool_mask_rows(self, call, parent):
+        """PyTorch's conversion of a boolean attention mask to an additive one, inside
+        ``aten::scaled_dot_product_attention`` before its kernel: ``where(mask, 0, -inf)``
+        (NOTE [ Calls noted for the profiler ]; ember's kernel reads the mask as it is)."""
+        mask, q = call[3], call[0]
+        if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_ or \
+                not isinstance(q, Tensor):
+            return
+        at = perf_counter_ns()
+        dt = q._data.dtype
+        number = _TensorInfo(((), dt, ()))
+        self._instant(parent, "aten::scalar_tensor", [-math.inf, dt, None, None, None], at)
+        where = self._instant(parent, "aten::where", [_info(mask), 0.0, number], at)
+        self._instant(where, "aten::scalar_tensor", [0.0, dt, 0, None, None], at)
+        self._instant(where, "aten::where", [_info(mask), number, number], at)
+
+    def _mean_as_torch(self, handle, args, kwargs):
+        """``mean`` as PyTorch's CPU kernel runs it: ``aten::sum`` into the result, then
+        ``aten::div_`` of it (NOTE [ Reductions under the profiler ])."""
+        s = self.session
+        opened = self._opened
+        i, parent = self._next(), opened[-1]
+        start = perf_counter_ns()
+        opened.append(i)
+        try:
+            r = self.dispatch(handle, args, kwargs, "aten::sum")
+        finally:
+            opened.pop()
+        ops = s.ops
+        leaf = ops[-1]
+        detailed = len(leaf) > 6
+        outer = leaf[6:] if detailed else ()
+        x = args[0] if args and isinstance(args[0], Tensor) else None
+        div = ()
+        if detailed:
+            div = (None, None, None, 0, None, None, None, None, None)
+            if s.record_shapes and x is not None and isinstance(r, Tensor):
+                dims = kwargs.get("dim")
+                n = x._data.size // max(r._data.size, 1)
+                items = [_info(x), [] if dims is None else list(dims),
+                         bool(kwargs.get("keepdim", False)), kwargs.get("dtype"), _info(r)]
+                shapes, dtypes, call = _ordered_record(items)
+                ops[-1] = leaf[:5] + (-1, shapes, dtypes) + leaf[8:10] + call + leaf[14:]
+                shapes, dtypes, call = _ordered_record([_info(r), n])
+                div = (shapes, dtypes, None, 0) + call + (None,)
+            else:
+                ops[-1] = leaf[:5] + (-1,) + leaf[6:]
+        else:
+            ops[-1] = leaf[:5] + (-1,)
+        self._append((self._next(), i, "aten::div_", leaf[4], leaf[4], -1) + div)
+        self._append((i, parent, "aten::mean", start, perf_counter_ns(), leaf[5]) + outer)
+        return r
+
+    def _expand_back_as_torch(self, handle, args, kwargs, dims):
+        """A reduction's gradient expanded back, after PyTorch's unsqueeze of each reduced
+        dim (NOTE [ Reductions under the profiler ])."""
+        s = self.session
+        g = args[0]._data if args and isinstance(args[0], Tensor) else None
+        shape = tuple(kwargs.get("shape", ()))
+        if g is None or g.ndim >= len(shape):
+            return self.dispatch(handle, args, kwargs, "aten::expand")
+        n = len(shape)
+        dims = sorted({d % n for d in ((dims,) if type(dims) is int else dims)})
+        parent = self._opened[-1]
+        start = perf_counter_ns()
+        steps = []
+        cur = list(g.shape)
+        for d in dims:
+            steps.append((self._next(), tuple(cur), d))
+            cur.insert(d, 1)
+        r = self.dispatch(handle, args, kwargs, "aten::expand")
+        ops = s.ops
+        leaf = ops[-1]
+        detailed = len(leaf) > 6
+        for k, before, d in steps:
+            detail = ()
+            if detailed:
+                detail = (None, None, None, 0, None, None, None, None, None)
+                if s.record_shapes:
+                    sh, dt, call = _ordered_record([_TensorInfo((before, g.dtype, None)), d])
+                    detail = (sh, dt, None, 0) + call + (None,)
+            self._append((k, parent, "aten::unsqueeze", start, start, -1) + detail)
+        if detailed and s.record_shapes:
+            sh, dt, call = _ordered_record([_TensorInfo((tuple(cur), g.dtype, None)),
+                                            list(shape), False])
+            ops[-1 - len(steps)] = leaf[:6] + (sh, dt) + leaf[8:10] + call + leaf[14:]
+        return r
+
+    def _unbind_as_selects(self, handle, args, kwargs, node):
+        """``StackBackward0``'s unbind of the gradient as PyTorch's one ``aten::select``
+        per input (NOTE [ Stack under the profiler ])."""
+        r = self.dispatch(handle, args, kwargs, "aten::select")
+        s = self.session
+        ops = s.ops
+        first = ops[-1]
+        if type(r) is not tuple:
+            return r
+        detailed = len(first) > 6
+        call = s.node_calls.get(node.seq)
+        dim = call[1] if type(call) is tuple and call and call[0] == "aten::stack" else \
+            kwargs.get("dim", 0)
+        g = _info(args[0])
+        for k in range(len(r)):
+            detail = ()
+            if detailed:
+                detail = (None, None, None, 0, None, None, None, None)
+                if s.record_shapes:
+                    shapes, dtypes, rec = _ordered_record([g, dim, k])
+                    detail = (shapes, dtypes, None, 0) + rec
+            if k == 0:
+                if detailed:
+                    ops[-1] = first[:6] + detail + first[14:]
+            else:
+                self._append((self._next(), first[1], "aten::select", first[4], first[4], -1)
+                             + detail + ((None,) if detailed else ()))
+        return r
+
     def _reshape_in_node(self, handle, args, kwargs, items):
         """The view a backward formula takes as PyTorch's ``aten::reshape`` event (``items``
         giving its arguments) around ``aten::view`` or ``aten::_reshape_alias``."""
@@ -1498,7 +1747,9 @@ class _OpRecorder(_dispatch.Mode):
                 r = self._renamed(handle, args, kwargs, "aten::_reshape_alias",
                                   _reshape_alias_call)
             else:
-                r = self.dispatch(handle, args, kwargs, "aten::view")
+                r = self.dispatch(handle, args, kwargs, "aten::_unsafe_view" if
+                                  handle.overloadpacket._qualified_op_name ==
+                                  "aten::_reshape_copy" else "aten::view")
         finally:
             opened.pop()
         detail = ()
@@ -1718,6 +1969,8 @@ class _Session:
         opened.append(ev.idx)
         self._open_raw[ev.idx] = ev
         ev.start = perf_counter_ns()
+        if name in _RNN_OPS:
+            self._cudnn_check(ev)
         try:
             r = fn(*args, **kwargs)
         finally:
@@ -1725,6 +1978,22 @@ class _Session:
         # the node the call's result got: the trace's flow arrow starts at the outer event
         ev.seq = _sequence_nr(r, args)
         return r
+
+    def _cudnn_check(self, ev):
+        """PyTorch's recurrent ops first ask whether cuDNN could run them (on the CPU too):
+        an ``aten::cudnn_is_acceptable`` of the input, with no work."""
+        at = perf_counter_ns()
+        k = self._count.__next__()
+        if not (self.record_shapes or self.with_stack or self.profile_memory or
+                self.with_flops or self.device_timer is not None):
+            self.ops.append((k, ev.idx, "aten::cudnn_is_acceptable", at, at, -1))
+            return
+        detail = (None, None, None, 0, None, None, None, None, None)
+        if self.record_shapes and ev.shapes:
+            shapes, dtypes, call = _ordered_record([_TensorInfo((ev.shapes[0], ev.dtypes[0],
+                                                                 None))])
+            detail = (shapes, dtypes, None, 0) + call + (None,)
+        self.ops.append((k, ev.idx, "aten::cudnn_is_acceptable", at, at, -1) + detail)
 
     def scalar_read(self, tensor, fn):
         """``tensor.item()`` (``fn()``, the read) as PyTorch records it: ``aten::item``
@@ -1831,25 +2100,48 @@ class _Session:
         if token is None:
             return node._apply(grads)
         inner = self._node_event
-        if token is not self._quiet_node:
-            grads_in = node._apply(grads)
-        else:
-            self._quiet_node = None
-            modes = _state.modes
-            _state.modes = ()
+        tracer = self._tracer_hook
+        if tracer is not None and sys.getprofile() is tracer and _ember_formula(node):
+            # an ember formula calls no user code: the Python tracer sleeps while it runs,
+            # as it does in an op (NOTE [ Python function events ] in _python_tracer.py)
+            sys.setprofile(None)
             try:
-                grads_in = node._apply(grads)
+                grads_in = self._run_node(node, grads, token)
             finally:
-                _state.modes = modes
+                sys.setprofile(tracer)
+        else:
+            grads_in = self._run_node(node, grads, token)
         if inner is not None and inner.parent == token.idx:
             self.end(inner)
         return grads_in
+
+    def _run_node(self, node, grads, token):
+        if token is not self._quiet_node:
+            return node._apply(grads)
+        self._quiet_node = None
+        modes = _state.modes
+        _state.modes = ()
+        try:
+            return node._apply(grads)
+        finally:
+            _state.modes = modes
 
     def backward_node(self, node, token, grads=None):
         """The engine's hook (NOTE [ Profiler recording ]): close the events of the node
         that ran before (``token``), and open those of ``node`` unless it is None; with
         ``record_shapes``, the node's event lists the shapes of the gradients it receives
         (``grads``), as PyTorch's does."""
+        tracer = self._tracer_hook
+        if tracer is not None and sys.getprofile() is tracer:
+            # the Python tracer sleeps through the recorder's own work
+            sys.setprofile(None)
+            try:
+                return self._backward_node(node, token, grads)
+            finally:
+                sys.setprofile(tracer)
+        return self._backward_node(node, token, grads)
+
+    def _backward_node(self, node, token, grads):
         if token is not None:
             self.end(token)
         if node is None or not self.active:
@@ -1994,6 +2286,7 @@ class _Session:
         except ImportError:
             return
         open_steps = []
+        paused = []
 
         def before(opt, args, kwargs):
             if threading.get_ident() == self.thread and self.active:
@@ -2002,9 +2295,20 @@ class _Session:
                     self._sample_optimizer(opt)
                 self._ctx = _OPTIMIZER
                 open_steps.append(self.begin(f"Optimizer.step#{cls}.step"))
+                tracer = self._tracer_hook
+                if tracer is not None and sys.getprofile() is tracer and \
+                        _ember_step(opt, args, kwargs):
+                    # ember's own step calls no user code: the Python tracer sleeps
+                    sys.setprofile(None)
+                    paused.append(tracer)
+                else:
+                    paused.append(None)
 
         def after(opt, args, kwargs):
             if open_steps and threading.get_ident() == self.thread:
+                tracer = paused.pop() if paused else None
+                if tracer is not None:
+                    sys.setprofile(tracer)
                 self.end(open_steps.pop())
                 self._ctx = _FORWARD
                 if self.profile_memory:
