@@ -69,6 +69,9 @@ class ElementwiseOp(Op):
         # a number as the second operand of a float16/bfloat16 tensor meets it in float32
         # (NOTE [ A number in half-precision opmath ])
         self.opmath_number = opmath_number
+        # the kernel takes a Python number as it is, also beside bfloat16 (pow: NOTE [ Powers
+        # by products ] tells ``x ** 0.5`` from ``x ** zero_dim_tensor``)
+        self.number_as_is = False
         # ``complex_kernel(xp, *arrays, **params)`` runs in place of the ufunc when the
         # compute dtype is complex (NOTE [ Complex add and sub ] in ember/_ops/arithmetic.py)
         # or the call has params (add/sub's fused ``alpha``); such calls take the general
@@ -331,8 +334,8 @@ def elementwise(op, args, params=None, out=None):
                 else:
                     raise _dispatch.device_mismatch(op.name, first, a)
             arrays.append(a if a.dtype == cnp else a.astype(cnp))
-        elif cnp == _BF16 or not isinstance(x, (int, float, complex)) or \
-                type(x) is int and op.promote == "compare" and _int_out_of_range(x, cnp):
+        elif cnp == _BF16 and not op.number_as_is or not isinstance(x, (int, float, complex)) \
+                or type(x) is int and op.promote == "compare" and _int_out_of_range(x, cnp):
             arrays.append(_scalar_array(x, cnp, at))
         else:
             arrays.append(x)
@@ -469,7 +472,7 @@ def elementwise_inplace(op, self, args, params=None):
             if a.shape != sd.shape:
                 _check_inplace_broadcast(op, sd.shape, a.shape)
             arrays.append(a if a.dtype == cnp else a.astype(cnp))
-        elif cnp == _BF16 or not isinstance(x, (int, float, complex)):
+        elif cnp == _BF16 and not op.number_as_is or not isinstance(x, (int, float, complex)):
             arrays.append(_scalar_array(x, cnp, at))
         else:
             arrays.append(x)

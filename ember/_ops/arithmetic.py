@@ -539,6 +539,8 @@ fmod = _plain_binary(fmod_op, "C's fmod: the result has the dividend's sign.")
 
 
 def _pow_kernel(xp, a, b):
+    if not hasattr(a, "dtype") and b.dtype == _dt.bfloat16.np:
+        a = xp.asarray(np.asarray(a).astype(b.dtype))  # ``pow_op.number_as_is``
     if not hasattr(a, "dtype"):  # a Python number to a tensor's powers: ``2 ** t``
         bk = xp.asarray(b)
         if bk.dtype.kind in "iu" and type(a) is int and (bk < 0).any():
@@ -549,8 +551,16 @@ def _pow_kernel(xp, a, b):
         if not hasattr(b, "dtype"):  # only a Python exponent is refused, as in PyTorch
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         return _int_pow(xp, a, b)
-    if (b.__class__ is float or b.__class__ is int) and a.dtype.kind == "f" and a.itemsize >= 4:
-        r = _pow_by_products(xp, a, b)
+    if a.dtype.kind == "c":
+        return _complex_pow(xp, a, b)
+    if b.__class__ is float or b.__class__ is int:
+        r = None
+        if a.dtype.kind == "f" and a.itemsize >= 4:
+            r = _pow_by_products(xp, a, b)
+        elif a.dtype == _dt.bfloat16.np:
+            r = _bf16_pow_by_products(xp, a, b)
+            if r is None:
+                b = xp.asarray(np.asarray(b).astype(a.dtype))
         if r is not None:
             return r
     return xp.power(a, b)
@@ -566,6 +576,8 @@ def _pow_kernel(xp, a, b):
 # ``x ** i`` features). The forms apply to a Python-number exponent only: a 0-dim tensor
 # exponent takes the general pow in PyTorch too. (2 and -1 already agree: NumPy squares and
 # divides; other exponents go through PyTorch's vectorised pow, which is not reproduced.)
+# bfloat16 has the same forms rounded in bfloat16 (``_bf16_pow_by_products``); float16 has
+# none.
 def _pow_by_products(xp, a, b):
     if b == 3:
         return a * a * a
@@ -576,6 +588,46 @@ def _pow_by_products(xp, a, b):
     if b == 0.5:
         return xp.sqrt(a)
     return None
+
+
+def _bf16_pow_by_products(xp, a, b):
+    """The forms of NOTE [ Powers by products ] for a bfloat16 tensor: products and quotients
+    round to bfloat16 after each step, square roots are taken in float32 and rounded once
+    (float16 takes the general pow in PyTorch, so it has no such forms)."""
+    if b == 3:
+        return ((a * a).astype(a.dtype) * a).astype(a.dtype)
+    if b == -2:
+        return (1 / (a * a).astype(a.dtype)).astype(a.dtype)
+    if b == 0.5 or b == -0.5:
+        r = xp.sqrt(a.astype(np.float32))
+        return (r if b == 0.5 else 1 / r).astype(a.dtype)
+    return None
+
+
+# NOTE [ Complex powers ]
+# PyTorch's complex pow is C's ``cpow``, ``exp(b * log(a))``, not NumPy's power (which
+# multiplies out integer exponents and returns NaN where ``cpow`` has a signed zero or an
+# infinity). A Python-number exponent of 0.5, -0.5, -1, -2, 2 or 3 is sqrt, 1 / sqrt,
+# reciprocal, 1 / (a * a), a * a and a * a * a instead, and 1 copies the base; a tensor
+# exponent, even a zero-dim one, always takes ``cpow``.
+def _complex_pow(xp, a, b):
+    if b.__class__ in (int, float, complex):
+        if b == 0:
+            return xp.ones_like(a)
+        if b == 1:
+            return a.copy()
+        if b == 0.5 or b == -0.5:
+            r = xp.sqrt(a)
+            return r if b == 0.5 else 1 / r
+        if b == 2 or b == -2 or b == 3:
+            r = a * a
+            return r * a if b == 3 else r if b == 2 else 1 / r
+        if b == -1:
+            return 1 / a
+        b = xp.asarray(b, dtype=a.dtype)
+    elif b.dtype != a.dtype:
+        b = b.astype(a.dtype)
+    return xp.exp(b * xp.log(a))
 
 
 def _int_pow(xp, a, b):
@@ -624,6 +676,9 @@ def _exponent_needs_grad(inputs, params):
 
 pow_op = ElementwiseOp("pow", _pow_kernel, allow=(1, 2, 3), vjp=_pow_vjp)
 pow_op.out_needed = _exponent_needs_grad
+# a bfloat16 tensor's Python-number exponent reaches the kernel as a number, which the
+# products of NOTE [ Powers by products ] apply to (a zero-dim tensor's does not)
+pow_op.number_as_is = True
 
 
 @public

@@ -312,7 +312,7 @@ matmul_op.saved_for = {0: (1,), 1: (0,)}
 matmul_op.unsaved_layout = True
 
 
-def _check_matmul(op_name, a, b):
+def _check_matmul(op_name, a, b, out=None):
     check_tensor(op_name, a, "input", 1)
     check_tensor(op_name, b, "other", 2)
     da, db = a._data, b._data
@@ -320,12 +320,39 @@ def _check_matmul(op_name, a, b):
         raise RuntimeError(
             f"both arguments to matmul need to be at least 1D, but they are "
             f"{da.ndim}D and {db.ndim}D")
+    if da.dtype == np.bool_ and db.dtype != np.bool_ and \
+            _bool_product_kernel(da.shape, db.shape) == "bmm":
+        # torch's bmm kernel picks its loop by the first operand's dtype before it compares
+        # the two
+        raise NotImplementedError('"bmm" not implemented for \'Bool\'')
     check_same_dtype(op_name, a, b)
     _check_product_shapes(da.shape, db.shape)
     if da.dtype == np.bool_:
         kernel = _bool_product_kernel(da.shape, db.shape)
         if kernel is not None:
+            if isinstance(out, Tensor) and out.dtype != a.dtype:
+                # torch checks an out= tensor's dtype before the kernel refuses bool
+                raise RuntimeError(f"Expected out tensor to have dtype bool, but got "
+                                   f"{_cpp_name(out.dtype)} instead")
             raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _product_fits(sa, sb):
+    """Whether shapes ``sa @ sb`` multiply (no error of their own to raise first)."""
+    try:
+        _check_product_shapes(sa, sb)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _cpp_name(dtype):
+    """A dtype as torch's C++ type names it in some of its messages."""
+    return {"int8": "signed char", "uint8": "unsigned char", "int16": "short int",
+            "int32": "int", "int64": "long int", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+            "bool": "bool"}.get(dtype.name, dtype.name)
 
 
 def _check_product_shapes(sa, sb):
@@ -423,7 +450,14 @@ def matmul(input, other, *, out=None):
                 _dispatch.state.grad_enabled:
             _dispatch.record_binary(matmul_op, input, other, t)
         return t
-    _check_matmul("matmul", input, other)
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dim() >= 2 and \
+            other.dim() >= 3 and input.dtype != other.dtype and \
+            _product_fits(tuple(input.shape), tuple(other.shape)) and \
+            _bool_product_kernel(tuple(input.shape), tuple(other.shape)) is None:
+        # a batched product with nothing to compute skips torch's bmm dtype check (as
+        # ``bmm``): the result takes other's dtype
+        input = input.to(other.dtype)
+    _check_matmul("matmul", input, other, out)
     return _dispatch.apply(matmul_op, (input, other), {}, out)
 
 
@@ -495,7 +529,7 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError(
             f"mm: self and mat2 must have the same dtype, but got {input.dtype.scalar_name} "
             f"and {mat2.dtype.scalar_name}")
-    _check_matmul("mm", input, mat2)
+    _check_matmul("mm", input, mat2, out)
     if _dispatch.intercept and _dispatch.state.modes:
         return _matmul_door("mm", input, mat2, out)
     return _dispatch.apply(matmul_op, (input, mat2), {}, out)
@@ -519,7 +553,7 @@ def bmm(input, mat2, *, out=None):
         # an empty product (or an empty contraction) skips PyTorch's dtype check; the
         # result takes mat2's dtype
         input = input.to(mat2.dtype)
-    _check_matmul("bmm", input, mat2)
+    _check_matmul("bmm", input, mat2, out)
     if _dispatch.intercept and _dispatch.state.modes:
         return _matmul_door("bmm", input, mat2, out)
     return _node_names.rename(_dispatch.apply(matmul_op, (input, mat2), {}, out), "BmmBackward0")
@@ -702,11 +736,23 @@ def _addx(op_name, op, input, a, b, beta, alpha, out, shape, prod_check):
     check_tensor(op_name, input, "input", 1)
     check_tensor(op_name, a, "mat1", 2)
     check_tensor(op_name, b, "mat2", 3)
-    prod_check()
+    try:
+        prod_check()
+    except NotImplementedError:
+        # torch compares ``input``'s dtype with the factors' before the kernel refuses bool
+        if input._data.dtype != a._data.dtype:
+            raise RuntimeError(
+                f"{op_name}: self and mat2 must have the same dtype, but got "
+                f"{input.dtype.scalar_name} and {a.dtype.scalar_name}") from None
+        if isinstance(out, Tensor) and out.dtype != a.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {_cpp_name(a.dtype)}, but "
+                               f"got {_cpp_name(out.dtype)} instead") from None
+        raise
     if input._data.dtype != a._data.dtype:
         raise RuntimeError(
             f"{op_name}: self and mat2 must have the same dtype, but got "
             f"{input.dtype.scalar_name} and {a.dtype.scalar_name}")
+    raw_beta = beta
     beta, alpha = _check_scalars(op_name, a.dtype, beta, alpha)
     try:
         bs = np.broadcast_shapes(tuple(input.shape), shape)
@@ -716,8 +762,35 @@ def _addx(op_name, op, input, a, b, beta, alpha, out, shape, prod_check):
         raise RuntimeError(
             f"{op_name}: the input of shape {list(input.shape)} cannot be broadcast to the "
             f"product's shape {list(shape)}")
+    if raw_beta != 0 and _sums_nothing(op_name, a) and 0 not in shape:
+        _check_beta_cast(input, raw_beta)
     params = {"beta": beta, "alpha": alpha}
     return _dispatch.apply(op, (input, a, b), params, out)
+
+
+def _sums_nothing(op_name, a):
+    """Whether the product of addmm/addbmm/baddbmm sums over no terms (``a`` its first
+    factor): PyTorch then returns ``input * beta`` without running the product's kernel."""
+    if op_name == "addmm":
+        return a.dim() == 2 and a.shape[1] == 0
+    if op_name == "baddbmm":
+        return a.dim() == 3 and a.shape[2] == 0
+    if op_name == "addbmm":
+        return a.dim() == 3 and (a.shape[0] == 0 or a.shape[2] == 0)
+    return False
+
+
+def _check_beta_cast(input, beta):
+    """``input * beta`` into ``input``'s dtype, as PyTorch scales ``input`` when the product
+    is empty: a ``beta`` that promotes past that dtype (an int beside bool, a float beside
+    integers, a complex beside reals) is refused."""
+    if isinstance(beta, Tensor):
+        beta = beta.item()
+    common = _dt.result_type(input, beta)
+    if not _dt.can_cast(common, input.dtype):
+        raise RuntimeError(
+            f"result type {common.scalar_name} can't be cast to the desired output type "
+            f"{input.dtype.scalar_name}")
 
 
 def _inplace_add(fn, name):
@@ -827,6 +900,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     shape = (batch1.shape[1], batch2.shape[2]) if isinstance(batch1, Tensor) and isinstance(
         batch2, Tensor) and batch1.dim() == 3 and batch2.dim() == 3 else ()
+    if shape and batch1.shape[0] == 0 and batch2.shape[0] == 0 and isinstance(input, Tensor):
+        # no batches: torch returns ``beta * input`` without comparing the factors' dtypes
+        batch1, batch2 = batch1.to(input.dtype), batch2.to(input.dtype)
     return _addx("addbmm", addbmm_op, input, batch1, batch2, beta, alpha, out, shape,
                  _bmm_check("addbmm", batch1, batch2))
 
@@ -845,6 +921,11 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2]) if isinstance(
         batch1, Tensor) and isinstance(batch2, Tensor) and batch1.dim() == 3 and \
         batch2.dim() == 3 else ()
+    if shape and isinstance(input, Tensor) and batch1.dtype != batch2.dtype and \
+            input.dtype == batch1.dtype and not (math.prod(shape) and batch1.shape[2]):
+        # an empty product skips torch's bmm dtype check (as ``bmm``): the result takes
+        # batch2's dtype
+        input, batch1 = input.to(batch2.dtype), batch1.to(batch2.dtype)
     return _addx("baddbmm", addmm_op, input, batch1, batch2, beta, alpha, out, shape,
                  _bmm_check("baddbmm", batch1, batch2))
 

@@ -341,18 +341,28 @@ def inv_ex(A, *, check_errors=False, out=None):
 # the rank-1 update. ``_getf2`` replays those steps in NumPy for such matrices (a few in a
 # random run; the others keep NumPy's LAPACK), which reproduces torch's answers on 2,995 of
 # 3,000 random non-finite matrices (the rest cancel +-1e308 differently). torch's lu_factor
-# (and lu, solve) factor A itself with the same steps: ``_lu_factor_kernel`` replays them too.
+# (and lu, solve) factor A itself with the same steps: ``_lu_factor_kernel`` replays them too,
+# for complex matrices as well (the pivot search then compares |re| + |im|, as izamax).
 
 
-def _odd_matrices(xp, a):
-    """Which real matrices of the batch ``a`` hold non-finite or near-overflow values (None
-    when none does); see NOTE [ Determinants of non-finite matrices ]."""
-    if a.dtype.kind != "f" or not a.size:
+def _odd_matrices(xp, a, complex_too=False):
+    """Which real (and, with ``complex_too``, complex) matrices of the batch ``a`` hold
+    non-finite or near-overflow values (None when none does); see NOTE [ Determinants of
+    non-finite matrices ]."""
+    if a.dtype.kind not in ("fc" if complex_too else "f") or not a.size:
         return None
     with np.errstate(all="ignore"):
         big = np.sqrt(np.finfo(a.dtype).max)
-        odd = (~(xp.abs(a) <= big)).any(axis=(-2, -1))
+        odd = (~(_abs1(xp, a) <= big)).any(axis=(-2, -1))
     return odd if odd.any() else None
+
+
+def _abs1(xp, a):
+    """LAPACK's cheap magnitude: ``|re| + |im|`` for complex values (its pivot search), |x|
+    for real ones."""
+    if a.dtype.kind == "c":
+        return xp.abs(a.real) + xp.abs(a.imag)
+    return xp.abs(a)
 
 
 def _getf2(xp, a):
@@ -365,7 +375,7 @@ def _getf2(xp, a):
     tiny = np.finfo(a.dtype).tiny
     with np.errstate(all="ignore"):
         for j in range(n):
-            col = xp.abs(a[:, j:, j])
+            col = _abs1(xp, a[:, j:, j])
             p = xp.argmax(xp.where(xp.isnan(col), -1, col), axis=1)
             p = xp.where(xp.isnan(col[:, 0]), 0, p) + j
             piv[:, j] = p
@@ -377,10 +387,25 @@ def _getf2(xp, a):
                 a[rows, p] = xp.where(swap[:, None], rj, rp)
             d = a[:, j, j][:, None]
             below = a[:, j + 1:, j]
-            scaled = xp.where(xp.abs(d) >= tiny, below * (1 / d), below / d)
+            scaled = xp.where(xp.abs(d) >= tiny, below * _reciprocal(xp, d), below / d)
             a[:, j + 1:, j] = xp.where(nonzero[:, None], scaled, below)
             a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
     return a, piv
+
+
+def _reciprocal(xp, d):
+    """``1 / d`` as the LAPACK under torch computes a complex pivot's reciprocal: both parts
+    divided by the larger magnitude first, so an infinite part gives NaN (NumPy's division
+    gives a signed zero there); real values divide plainly."""
+    if d.dtype.kind != "c":
+        return 1 / d
+    s = xp.maximum(xp.abs(d.real), xp.abs(d.imag))
+    re, im = d.real / s, d.imag / s
+    den = s * (re * re + im * im)
+    r = xp.empty_like(d)
+    r.real = re / den
+    r.imag = -im / den
+    return r
 
 
 def _replayed_det(xp, a, odd, log):
@@ -584,6 +609,8 @@ def _det_grad_graph(g, a, out):
 
 def _det_vjp(g, a, *, out):
     # NOTE [ Determinant gradients at singular matrices ]
+    if a.shape[-1] == 1:  # a 1 x 1 matrix's cofactor is 1, singular or not (torch's value)
+        return g.unsqueeze(-1).unsqueeze(-1).expand(a.shape)
     if _under_transform():
         return (g * _conj(out)).unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
     if _dispatch.state.grad_enabled:
@@ -716,7 +743,10 @@ def _slogdet_public(input, *, out=None):
 def _logdet_kernel(xp, a):
     s, l = _slogdet_kernel(xp, a)
     if a.dtype.kind == "c":
-        return xp.asarray(l + xp.log(s))
+        # torch's complex add scales the real term by a complex 1 (NOTE [ Complex add and
+        # sub ]): a singular matrix's -inf brings a NaN imaginary part
+        with np.errstate(invalid="ignore"):
+            return xp.asarray(xp.log(s) + l.astype(s.dtype) * s.dtype.type(1))
     return xp.asarray(xp.where(s < 0, np.nan, l)).astype(a.dtype)
 
 

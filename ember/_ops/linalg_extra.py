@@ -23,8 +23,8 @@ from .._core.tensor import wrap
 from ..return_types import make
 from ._registry import Op
 from .linalg import check_out_tuple, check_tensor
-from .linalg_decomp import (LinAlgError, _bidx, check_square, empty_any_dtype, inv, inv_ex,
-                            solve)
+from .linalg_decomp import (LinAlgError, _bidx, _odd_matrices, check_square, empty_any_dtype,
+                            inv, inv_ex, solve)
 
 # ------------------------------------------------------------------------------------------------
 # LDL
@@ -59,7 +59,11 @@ def _ldl_factor_kernel(xp, a, *, hermitian, check_errors):
     infos = np.zeros(flat.shape[0], np.int32)
     if n:
         trf = _lapack("trf", host.dtype, hermitian)
+        odd = _odd_matrices(np, flat)  # real matrices only: NOTE [ LDL of non-finite matrices ]
         for i in range(flat.shape[0]):
+            if odd is not None and odd[i]:
+                lds[i], pivs[i], infos[i] = _sytf2_lower(flat[i])
+                continue
             ld, piv, info = trf(flat[i], lower=1)
             lds[i], pivs[i], infos[i] = np.tril(ld), piv, info
             if info < 0:
@@ -71,6 +75,105 @@ def _ldl_factor_kernel(xp, a, *, hermitian, check_errors):
             f"because the input is not invertible: D[{infos[i] - 1}, {infos[i] - 1}] is zero.")
     return (xp.asarray(lds.reshape(host.shape)), xp.asarray(pivs.reshape(batch + (n,))),
             xp.asarray(infos.reshape(batch)))
+
+
+# NOTE [ LDL of non-finite matrices ]
+# For a real matrix holding NaN, inf or values whose products overflow, Bunch-Kaufman's
+# choices depend on how NaN compares, and the LAPACK under NumPy (which gives up on a NaN
+# diagonal: info = k, no interchange) and the one under torch (no such check) part ways.
+# ``_sytf2_lower`` replays the unblocked lower factorisation as torch's answers show it: the
+# pivot candidate is the first NaN of the column if it has one, else its first largest
+# magnitude; Fortran's MAX returns its second argument where one is NaN; every comparison
+# with NaN is false (so a NaN column takes a 2 x 2 pivot rather than stopping), and info is
+# set only where the column is exactly zero. It matches torch on about 97 in 100 random
+# non-finite matrices (NumPy's LAPACK on about 82 in 100); finite matrices keep NumPy's
+# LAPACK. Complex matrices keep it too (the replay, with C's complex arithmetic, matched
+# torch less often there).
+_BK_ALPHA = (1 + math.sqrt(17.0)) / 8
+
+
+def _first_max(v):
+    """i?amax over magnitudes ``v`` as the LAPACK under torch answers it: the first NaN if
+    there is one, else the first largest."""
+    nan = np.flatnonzero(np.isnan(v))
+    if nan.size:
+        return int(nan[0])
+    k = 0
+    for i in range(1, len(v)):
+        if v[i] > v[k]:
+            k = i
+    return k
+
+
+def _fmax(a, b):
+    """Fortran's MAX as compiled (``a > b ? a : b``): the second argument where one is NaN."""
+    return a if a > b else b
+
+
+def _sytf2_lower(a):
+    """(LD, pivots, info) of the real symmetric ``a`` (its lower triangle) by the steps of
+    NOTE [ LDL of non-finite matrices ]."""
+    a = a.copy()
+    n = a.shape[0]
+    piv = np.zeros(n, np.int32)
+    info = 0
+    one, alpha = a.dtype.type(1), a.dtype.type(_BK_ALPHA)
+    k = 0
+    with np.errstate(all="ignore"):
+        while k < n:
+            kstep = 1
+            absakk = abs(a[k, k])
+            imax, colmax = k, a.dtype.type(0)
+            if k < n - 1:
+                col = np.abs(a[k + 1:, k])
+                imax = k + 1 + _first_max(col)
+                colmax = col[imax - k - 1]
+            if _fmax(absakk, colmax) == 0:
+                info = info or k + 1
+                kp = k
+            else:
+                kp = k
+                if not absakk >= alpha * colmax:
+                    row = np.abs(a[imax, k:imax])
+                    rowmax = row[_first_max(row)]
+                    if imax < n - 1:
+                        below = np.abs(a[imax + 1:, imax])
+                        rowmax = _fmax(rowmax, below[_first_max(below)])
+                    if absakk >= alpha * colmax * (colmax / rowmax):
+                        kp = k
+                    elif abs(a[imax, imax]) >= alpha * rowmax:
+                        kp = imax
+                    else:
+                        kp, kstep = imax, 2
+                kk = k + kstep - 1
+                if kp != kk:  # swap rows and columns kk and kp of the trailing matrix
+                    a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
+                    seg = a[kk + 1:kp, kk].copy()
+                    a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+                    a[kp, kk + 1:kp] = seg
+                    a[[kk, kp], [kk, kp]] = a[[kp, kk], [kp, kk]]
+                    if kstep == 2:
+                        a[[k + 1, kp], k] = a[[kp, k + 1], k]
+                if kstep == 1:
+                    if k < n - 1:
+                        d11 = one / a[k, k]
+                        x = a[k + 1:, k].copy()
+                        for j in range(k + 1, n):
+                            a[j:, j] += x[j - k - 1:] * (-d11 * x[j - k - 1])
+                        a[k + 1:, k] = x * d11
+                elif k < n - 2:
+                    d21 = a[k + 1, k]
+                    d11 = a[k + 1, k + 1] / d21
+                    d22 = a[k, k] / d21
+                    d21 = one / (d11 * d22 - one) / d21
+                    for j in range(k + 2, n):
+                        wk = d21 * (d11 * a[j, k] - a[j, k + 1])
+                        wkp1 = d21 * (d22 * a[j, k + 1] - a[j, k])
+                        a[j:, j] = a[j:, j] - a[j:, k] * wk - a[j:, k + 1] * wkp1
+                        a[j, k], a[j, k + 1] = wk, wkp1
+            piv[k:k + kstep] = kp + 1 if kstep == 1 else -(kp + 1)
+            k += kstep
+    return np.tril(a), piv, info
 
 
 def _no_derivative(name):

@@ -346,7 +346,7 @@ def _lu_factor_kernel(xp, a):
             warnings.simplefilter("ignore")  # SciPy warns about a zero pivot; torch does not
             lu, piv = scipy_linalg.lu_factor(flat[i], check_finite=False)
         lus[i], pivs[i] = lu, piv[:k] + 1
-    odd = _odd_matrices(np, flat) if k else None
+    odd = _odd_matrices(np, flat, complex_too=True) if k else None
     if odd is not None:  # NOTE [ Determinants of non-finite matrices ]
         lus[odd], p = _getf2(np, flat[odd])
         pivs[odd] = p + 1

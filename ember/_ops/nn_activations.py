@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _dispatch, _kernels
 from .._core.checks import holds_values
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
 from .creation import empty_like, zeros_like
 from .join import cat
@@ -276,11 +276,39 @@ def _threshold(input, cut, value):
 # with the cut rounded to the half type itself (hardshrink). ``_cut`` gives the operand and
 # the cut that reproduce this, for the kernels (arrays) and the formulas (tensors) alike, so
 # that the gradient's mask is the value's mask.
-# A NaN input passes its gradient (NaN is in no band and under no cut). torch's hardshrink
-# and softshrink backward agree in their scalar loop but give 0 in their vectorized one
-# (float32 tensors of 16 elements or more, float64 of 8 or more, all but the tail), so torch
-# answers both ways by the tensor's length; ember gives 1 always, as for hardtanh (NOTE
-# [ Hard activations' kinks ]).
+# A NaN input passes its gradient (NaN is in no band and under no cut) in torch's scalar
+# loop of hardshrink's and softshrink's backward, but gets 0 in its vectorized one: see NOTE
+# [ NaN in vectorized backward loops ], which hardtanh's backward follows too.
+
+
+# NOTE [ NaN in vectorized backward loops ]
+# torch's CPU backward kernels of hardtanh (relu6), hardshrink and softshrink test a NaN
+# input both ways: the scalar loop (``x <= lo || x >= hi ? 0 : g``) passes its gradient, the
+# vectorized one (``g`` masked by ``lo < x < hi``) gives 0. The vectorized loop takes 64
+# bytes at a time (8 float64, 16 float32) over the dense operands in memory order and leaves
+# the last ``n % lanes`` elements to the scalar loop; a strided operand runs scalar
+# throughout. ``_nan_in_vector_loop`` marks the NaNs the vectorized loop sees (float32 and
+# float64 on the CPU; half types keep the scalar answer), measured against torch 2.13 on an
+# AVX-512 machine (the same 64-byte steps as on AVX2 ones, where this was first seen).
+def _nan_in_vector_loop(xp, g, a):
+    """The NaNs of ``a`` that torch's vectorized backward loop reads (NOTE [ NaN in
+    vectorized backward loops ]), as a bool array, or None when there are none."""
+    if xp is not np or a.dtype.itemsize not in (4, 8) or a.dtype.kind != "f" or not a.size:
+        return None  # (CUDA kernels have no scalar tail: a NaN passes its gradient there)
+    nan = xp.isnan(a)
+    if not nan.any():
+        return None
+    if g.shape != a.shape or (g.strides != a.strides and any(g.strides)):
+        return None
+    order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
+    mem = a.transpose(order)
+    if not mem.flags.c_contiguous:
+        return None
+    n = a.size
+    lanes = 64 // a.dtype.itemsize
+    index = xp.arange(n).reshape(mem.shape)
+    inside = (index < n - n % lanes).transpose(np.argsort(order))
+    return nan & inside
 
 
 # NOTE [ Selecting by bits ]
@@ -410,7 +438,18 @@ def _hardshrink_kernel(xp, a, *, lambd):
 
 def _hardshrink_vjp(g, a, *, lambd):
     x, cut = _cut(a, lambd, False)
-    return _above_cut(g, x.abs(), cut)
+    return _shrink_nan(g, a, _above_cut(g, x.abs(), cut))
+
+
+def _shrink_nan(g, a, r):
+    """The shrinks' gradient ``r`` with the NaNs of NOTE [ NaN in vectorized backward
+    loops ] zeroed."""
+    ad = a._data
+    xp = _dispatch.backends_by_type[type(ad)].xp
+    vector_nan = _nan_in_vector_loop(xp, g._data, ad)
+    if vector_nan is None:
+        return r
+    return where(wrap(vector_nan), 0.0, r)
 
 
 def _hardshrink_jvp(x_dots, a, *, lambd, out=None):
@@ -511,7 +550,8 @@ def relu_(input):
 # their linear pieces: at a boundary (relu6 at 0 and 6) the gradient is that of the flat side
 # (``clamp``'s own gradient includes the boundaries). Each is one element-wise op here whose
 # formula tests the input against the pieces as torch's backward kernels do, NaN included
-# (hardtanh and hardswish pass a NaN's gradient, hardsigmoid does not).
+# (hardswish passes a NaN's gradient, hardsigmoid does not, hardtanh does in torch's scalar
+# loop only: NOTE [ NaN in vectorized backward loops ]).
 
 
 def integer_hardtanh_bounds(input, min_val, max_val):
@@ -549,10 +589,12 @@ def _hardtanh_vjp(g, a, *, min_val, max_val):
 
 
 def _hardtanh_backward_kernel(xp, g, a, *, min_val, max_val):
-    # NOTE [ Hard activations' kinks ]: no gradient on or beyond a bound; NaN passes it, as
-    # torch's scalar loop does (its SIMD loop, which takes all but the last few elements of
-    # a long tensor, gives a NaN zero: torch itself answers both ways)
-    return select(xp, (a <= min_val) | (a >= max_val), xp.zeros((), g.dtype), g)
+    # NOTE [ Hard activations' kinks ]: no gradient on or beyond a bound; a NaN passes it in
+    # torch's scalar loop and gets 0 in its vector loop (NOTE [ NaN in vectorized backward
+    # loops ])
+    r = select(xp, (a <= min_val) | (a >= max_val), xp.zeros((), g.dtype), g)
+    vector_nan = _nan_in_vector_loop(xp, g, a)
+    return r if vector_nan is None else xp.where(vector_nan, xp.zeros((), r.dtype), r)
 
 
 def _hardtanh_jvp(x_dots, a, *, min_val, max_val, out=None):
@@ -803,7 +845,7 @@ def _softshrink_kernel(xp, a, *, lambd):
 
 def _softshrink_vjp(g, a, *, lambd):
     x, cut = _cut(a, lambd, True)
-    return _above_cut(g, x.abs(), cut)
+    return _shrink_nan(g, a, _above_cut(g, x.abs(), cut))
 
 
 def _softshrink_jvp(x_dots, a, *, lambd, out=None):

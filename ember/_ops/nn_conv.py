@@ -877,6 +877,19 @@ def _check_operand_dtypes(input, weight, bias):
                            f"({bias.dtype.scalar_name}) should be the same")
 
 
+def _check_transposed_bias(input, bias):
+    """The bias of a 1-d or 2-d transposed convolution of another dtype than ``input``: torch
+    casts a real one into a real result, but a complex input (whose convolution is built of
+    real ones) and a batched bfloat16 input (its kernel's path) take only their own dtype,
+    and a complex bias cannot be cast into a real result."""
+    name, bname = input.dtype.scalar_name, bias.dtype.scalar_name
+    if input.is_complex() or (input.dtype.name == "bfloat16" and input.numel()):
+        raise RuntimeError(f"Input type ({name}) and bias type ({bname}) should be the same")
+    if bias.is_complex():
+        raise RuntimeError(f"result type {bname} can't be cast to the desired output type "
+                           f"{name}")
+
+
 def _check_empty_input(x):
     """A batched input may be empty in its batch or channels only (torch's RuntimeError)."""
     if x.shape[0] and x.shape[1] and any(n == 0 for n in x.shape[2:]):
@@ -977,6 +990,8 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
         # (torch's 3-d kernel checks the bias; the 1-d and 2-d ones cast it)
         raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
                            f"{bias.dtype.scalar_name}")
+    if isinstance(bias, Tensor) and bias.dtype != input.dtype:
+        _check_transposed_bias(input, bias)
     stride = _tuple(stride, nd, "stride", op)
     padding = _tuple(padding, nd, "padding", op)
     dilation = _tuple(dilation, nd, "dilation", op)
@@ -1134,9 +1149,18 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise RuntimeError(f"convolution: expected a weight of 3 to 5 dims, got "
                            f"{list(weight.shape)}")
     if transposed:
-        return conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
-                              dilation)
-    return conv(nd, input, weight, bias, stride, padding, dilation, groups)
+        y = conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+    else:
+        y = conv(nd, input, weight, bias, stride, padding, dilation, groups)
+    if isinstance(input, Tensor) and input.is_complex() and input.numel():
+        # the named convolutions split a complex one into real ones before this op; called
+        # directly, torch's kernels refuse it (after the shape checks, which ran above)
+        name = (f"slow_conv_transpose{max(nd, 2)}d_out_cpu" if transposed else
+                "compute_columns3d" if nd == 3 else "slow_conv2d_cpu")
+        raise NotImplementedError(
+            f'"{name}" not implemented for \'{input.dtype.scalar_name}\'')
+    return y
 
 
 def _pad_time(x, before, after):

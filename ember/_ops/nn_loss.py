@@ -299,6 +299,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         # torch computes in place on a tensor of the target's dtype
         raise RuntimeError(f"result type {dt.scalar_name} can't be cast to the desired output "
                            f"type {target.dtype.scalar_name}")
+    if pos_weight is not None and not (pos_weight.is_floating_point() or
+                                       pos_weight.is_complex()):
+        # torch's ``pos_weight - 1`` is taken in the weight's integer dtype (a uint8 0 wraps
+        # to 255) before it meets the float target
+        pos_weight = (pos_weight - 1).to(dt) + 1
     args = tuple(None if a is None else a if a.dtype == dt else a.to(dt)
                  for a in (input, target, weight, pos_weight))
     loss = _dispatch.apply(bce_with_logits_op, args, {"reduction": reduction})

@@ -819,6 +819,8 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
     n, c = input.shape[:2]
     if use_input_stats and n * c == 0 and weight is not None:  # as batch norm, on (1, N*C)
         raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
+    if input.numel() == 0:  # batch norm of the (1, N*C) view: before any dtype check
+        return _empty_batch_norm(input, weight, bias)
     _batch_norm_dtypes(input, weight, bias, running_mean, running_var)
     x = input.reshape((1, n * c) + tuple(input.shape[2:]))
     rm = running_mean.repeat(n) if running_mean is not None else None

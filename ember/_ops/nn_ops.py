@@ -270,8 +270,8 @@ def _gelu_tanh_kernel(xp, a):
     t *= _GELU_C
     xp.tanh(t, out=t)
     t += 1
+    t *= 0.5  # torch's ``0.5 * x * (1 + tanh)``: no overflow of ``2 * x`` near the maximum
     t *= a
-    t *= 0.5
     return t
 
 

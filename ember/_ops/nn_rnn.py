@@ -127,6 +127,14 @@ def _check_cell(input, hidden, w_ih, w_hh, gates, biases=(), cell=None):
         if t.dim() < 2:
             raise IndexError(f"Dimension out of range (expected to be in range of "
                              f"[{-max(t.dim(), 1)}, {max(t.dim(), 1) - 1}], but got 1)")
+    # torch's cells run their two products one after the other (the hidden one first, but
+    # the input one first in a GRU), each refusing bool before the other is compared
+    b_ih, b_hh = (tuple(biases) + (None, None))[:2]
+    products = [(input, w_ih, b_ih), (hidden[0], w_hh, b_hh)]
+    for x, w, b in (products if gates == 3 else products[::-1]):
+        if x.dtype.name == w.dtype.name == "bool" and (b is None or b.dtype.name == "bool") \
+                and x.shape[0] * w.shape[0] and x.shape[1] == w.shape[-1] and x.shape[1]:
+            raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     given = (input,) + tuple(hidden) + (w_ih, w_hh) + tuple(b for b in biases if b is not None)
     if any(t.dtype != input.dtype for t in given):
         odd = next(t for t in given if t.dtype != input.dtype)

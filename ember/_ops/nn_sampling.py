@@ -929,11 +929,11 @@ def affine_grid_generator(theta, size, align_corners):
                   [ 1.,  0.]]]])
     """
     nd = len(size) - 2
+    if theta.dtype.name == "bool":  # the base grid's linspace comes before the product
+        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
     if nd in (2, 3) and tuple(theta.shape) != (size[0], nd, nd + 1):
         # no Python-level check here in torch: its batched product refuses the shape
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{size[0]}, {nd + 1}] but got: {list(theta.shape[:2])}.")
-    if theta.dtype.name == "bool":
-        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
     # any dtype: torch's composite runs in theta's (integers, complex, half types too)
     return affine_grid(theta, size, align_corners, _any_dtype=True)
