@@ -112,8 +112,12 @@ def _make_nccl_premul_sum(factor):
 
 
 def _same_dtype(*tensors_or_lists) -> None:
-    """Refuse tensors of different dtypes in one collective (a complex tensor counts as its
-    real dtype: the bytes move the same), before anything is sent, as PyTorch does."""
+    """Refuse tensors of different dtypes in one collective, before anything is sent, as
+    PyTorch does. complex64 counts as float32 (the bytes move the same); PyTorch 2.13 maps
+    every other complex dtype to complex128, so complex128 mixes with nothing else (not
+    even float64), and ember refuses what it refuses."""
+    from .. import complex64, complex128, float32
+
     first = None
     for item in tensors_or_lists:
         for t in (item if isinstance(item, (list, tuple)) else (item,)):
@@ -121,7 +125,7 @@ def _same_dtype(*tensors_or_lists) -> None:
                 continue
             dt = t.dtype
             if dt.is_complex:
-                dt = dt.to_real() if hasattr(dt, "to_real") else t.real.dtype
+                dt = float32 if dt == complex64 else complex128
             if first is None:
                 first = dt
             elif dt != first:
@@ -359,6 +363,7 @@ def _seconds(t):
 def _run(pg, name, requests, finish, outputs, async_op):
     work = Work(requests, finish, outputs, pg.timeout, name)
     if async_op:
+        work._pg = pg  # its Future's driver (NOTE [ Hook futures on the progress thread ])
         return work
     work.wait()
     return None
@@ -369,31 +374,89 @@ def _shape_text(shape):
     return "(" + ", ".join(str(int(d)) for d in shape) + ")"
 
 
-def _check_sizes(name, ts, expected):
+def _check_sizes(name, ts, expected, shape=None):
+    """Gloo's size check: every tensor of ``ts`` has the shape ``expected`` (``shape(t)``
+    gives a tensor's shape as compared; default its own)."""
     for i, t in enumerate(ts):
-        if tuple(t.shape) != tuple(expected):
+        got = tuple(t.shape) if shape is None else shape(t)
+        if got != tuple(expected):
             raise RuntimeError(f"ProcessGroupGloo::{name}: invalid tensor size at index {i} "
-                               f"(expected {_shape_text(expected)}, got {_shape_text(t.shape)})")
+                               f"(expected {_shape_text(expected)}, got {_shape_text(got)})")
+
+
+def _real_shape(t) -> tuple:
+    """``t``'s shape as PyTorch's collectives see it: a complex tensor travels as its
+    ``view_as_real`` (one more dim of 2)."""
+    return tuple(int(d) for d in t.shape) + ((2,) if t.dtype.is_complex else ())
+
+
+def _real_dtype(t):
+    """``t``'s dtype after ``view_as_real`` (complex64 -> float32, complex128 -> float64)."""
+    from .. import complex64, complex128, float32, float64
+
+    return {complex64: float32, complex128: float64}.get(t.dtype, t.dtype)
+
+
+_CPP_DTYPE_NAMES = {
+    "float32": "float", "float64": "double", "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int", "int16": "short int",
+    "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+    "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long"}
+
+
+def _options_text(dtype) -> str:
+    """A CPU tensor's options as gloo's type-mismatch message prints them."""
+    name = str(dtype).split(".")[-1]
+    return (f"TensorOptions(dtype={_CPP_DTYPE_NAMES.get(name, name)}, device=cpu, "
+            "layout=Strided, requires_grad=false (default), pinned_memory=false (default), "
+            "memory_format=(nullopt))")
+
+
+def _chunk_shapes(shape, size):
+    """The shapes ``torch.chunk(t, size, 0)`` gives for a tensor of ``shape``."""
+    if not shape:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    n, rest = shape[0], tuple(shape[1:])
+    if n == 0:
+        return [(0,) + rest] * size
+    step = -(-n // size)
+    return [(min(step, n - at),) + rest for at in range(0, n, step)]
+
+
+def _check_gloo_allgather_base(output, input, size):
+    """PyTorch's checks on a CPU ``all_gather_into_tensor``: both tensors as their real
+    views, the output cut with ``chunk`` into one piece per rank, and every piece held to
+    gloo's all-gather checks (list length, dtype, then shape), in gloo's words. A complex64
+    input may so fill a float32 output shaped like its real view, and the reverse."""
+    want, want_dtype = _real_shape(input), _real_dtype(input)
+    chunks = _chunk_shapes(_real_shape(output), size)
+    if len(chunks) != size:
+        raise RuntimeError(f"ProcessGroupGloo::allgather: invalid output tensor list at "
+                           f"index 0 (expected length {size}, got {len(chunks)})")
+    got_dtype = _real_dtype(output)
+    for i, chunk in enumerate(chunks):
+        if got_dtype != want_dtype:
+            raise RuntimeError(f"ProcessGroupGloo::allgather: invalid tensor type at index "
+                               f"{i} (expected {_options_text(want_dtype)}, got "
+                               f"{_options_text(got_dtype)})")
+        if chunk != want:
+            raise RuntimeError(f"ProcessGroupGloo::allgather: invalid tensor size at index "
+                               f"{i} (expected {_shape_text(want)}, got {_shape_text(chunk)})")
 
 
 def _check_gloo_base(op, name, output, input, size):
-    """Gloo's checks on a one-tensor all-gather or reduce-scatter: the big tensor's shape is
-    the small one's with dim 0 times ``size``, and the dtypes agree. PyTorch's gloo raises
-    RuntimeError on CPU tensors where NCCL would only count elements; ember does the same,
-    so a CPU script that runs here also runs under PyTorch."""
-    small, big = (input, output) if name == "allgather" else (output, input)
+    """Gloo's checks on a one-tensor reduce-scatter: the input's shape is the output's with
+    dim 0 times ``size``, and the dtypes agree. PyTorch's gloo raises RuntimeError on CPU
+    tensors where NCCL would only count elements; ember does the same, so a CPU script that
+    runs here also runs under PyTorch (the all-gather's checks:
+    ``_check_gloo_allgather_base``)."""
+    small, big = output, input
     if output.dtype != input.dtype:
         raise RuntimeError(f"ProcessGroupGloo::{op}: output and input tensors must have the "
                            f"same dtype ({_describe([output])[1][0]} vs. "
                            f"{_describe([input])[1][0]})")
     want = (int(small.shape[0]) * size,) + tuple(small.shape[1:]) if small.dim() else None
     if want is None or tuple(big.shape) != want:
-        if name == "allgather":  # PyTorch's gloo compares each chunk of the output
-            chunk = (tuple(big.shape[:1]) and (int(big.shape[0]) // size,)) + \
-                tuple(big.shape[1:])
-            raise RuntimeError(f"ProcessGroupGloo::{name}: invalid tensor size at index 0 "
-                               f"(expected {_shape_text(small.shape)}, got "
-                               f"{_shape_text(chunk)})")
         raise RuntimeError(f"ProcessGroupGloo::{op}: the input must have the output's shape "
                            f"with dim 0 times the world size {size} (output "
                            f"{_shape_text(output.shape)}, input {_shape_text(input.shape)})")
@@ -649,12 +712,19 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Gather every rank's ``tensor`` into ``tensor_list`` on every rank.
 
     Args:
-        tensor_list: one output tensor per rank, each shaped like ``tensor``.
+        tensor_list: one output tensor per rank, each shaped like ``tensor``. Complex
+            tensors count as their ``view_as_real`` (as PyTorch's): complex64 gathers into
+            float32 outputs of shape ``tensor.shape + (2,)``, and the reverse.
         tensor: this rank's contribution.
         group, async_op: as in ``all_reduce``.
 
     Returns:
         None, or a ``Work`` handle with ``async_op=True``.
+
+    Raises:
+        ValueError: dtypes that do not mix (PyTorch's rule; complex128 mixes with nothing).
+        RuntimeError: a wrong number of outputs, or an output of another (real) shape, in
+            gloo's words.
 
     Example::
 
@@ -668,7 +738,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if len(tensor_list) != pg.size():
         raise RuntimeError(f"ProcessGroupGloo::allgather: invalid output tensor list at "
                            f"index 0 (expected length {pg.size()}, got {len(tensor_list)})")
-    _check_sizes("allgather", tensor_list, tensor.shape)
+    # complex tensors are compared as their real views (complex64 into float32 goes)
+    _check_sizes("allgather", tensor_list, _real_shape(tensor), _real_shape)
     if _on_cuda(tensor):
         flat = tensor.new_empty((pg.size(),) + tuple(tensor.shape))
         src = tensor.contiguous()
@@ -744,7 +815,9 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
         None, or a ``Work`` handle with ``async_op=True``.
 
     Raises:
-        RuntimeError: on CPU, an output whose shape or dtype does not fit as above.
+        RuntimeError: on CPU, an output whose shape or dtype does not fit as above (both
+            compared as their ``view_as_real``; the output cut with ``chunk`` into one
+            piece per rank, each checked as gloo checks an all-gather's outputs).
 
     Example::
 
@@ -755,12 +828,11 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     if pg is None:
         return None
     if not _on_cuda(input_tensor):
-        _check_gloo_base("_allgather_base", "allgather", output_tensor, input_tensor,
-                         pg.size())
-    if output_tensor.numel() != input_tensor.numel() * pg.size():
+        _check_gloo_allgather_base(output_tensor, input_tensor, pg.size())
+    elif output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError("output tensor size must be equal to world_size times input tensor "
                          "size")
-    if output_tensor.dtype != input_tensor.dtype:
+    if _on_cuda(input_tensor) and output_tensor.dtype != input_tensor.dtype:
         raise RuntimeError("all_gather_into_tensor: output and input tensors must have the "
                            "same dtype")
     if _on_cuda(input_tensor):

@@ -4,11 +4,15 @@ construction, and each iteration's buckets, unused parameters and timings.
 NOTE [ DDP logging data ]
 PyTorch's DDP keeps one record of string and integer fields. The construction fields are
 set once; the runtime fields describe the *previous* iteration and are refreshed at the
-start of a forward (every one of the first 10 iterations, then every
-``sample_rate``-th), before PyTorch would rebuild buckets in that forward. ember rebuilds
-its buckets at the end of the backward that recorded the order instead (NOTE [ DDP
-buckets ]), one forward earlier, so the record notes the iteration count at the rebuild
-and reports it from the forward after that, as PyTorch does. Times are nanoseconds from
+start of a forward that synchronizes (every one of the first 10 iterations, then every
+``sample_rate``-th), before PyTorch would rebuild buckets in that forward. PyTorch
+rebuilds in the first forward with gradients enabled after the backward that recorded the
+order, a ``no_sync()`` forward included, and the next synchronizing forward's record shows
+the rebuilt buckets. ember rebuilds at the end of that backward instead (NOTE [ DDP
+buckets ]), so the record keeps the rebuild *pending* until a forward with gradients
+enabled has started (``forward_seen``, after that forward's logging) and reports it from
+the next logged forward on, as PyTorch does (under ``no_sync`` too: one step after the
+rebuild, not two). Times are nanoseconds from
 ``time.time_ns()``: the forward's duration; backward compute from the end of the forward
 to the last gradient; communication from the first bucket launched to the last reduced;
 their overlap from the first launch to the last gradient; ``avg_*`` are means over the
@@ -59,7 +63,8 @@ class DDPLogger:
 
         self.sample_rate = _DEFAULT_SAMPLE_RATE
         self._forwards = 0
-        self._rebuilt_at = None  # the iteration count when the buckets were rebuilt
+        self._rebuild_pending = False  # rebuilt, and no forward with grad since
+        self._rebuilt_visible = False  # a forward with grad followed the rebuild
         self._rebuilt_logged = False
         self._stamps = {}
         self._sums = dict.fromkeys(_TIMES, 0)
@@ -134,15 +139,32 @@ class DDPLogger:
         self._ints["static_graph"] = 1
 
     def rebuilt(self, iterations: int) -> None:
-        """The buckets were rebuilt at the end of iteration ``iterations``."""
-        self._rebuilt_at = iterations
+        """The buckets were rebuilt at the end of iteration ``iterations`` (the record shows
+        it once a forward with gradients enabled has followed)."""
+        self._rebuild_pending = True
+
+    def forward_seen(self) -> bool:
+        """A forward with gradients enabled started (after its logging): where PyTorch
+        would have rebuilt the buckets. Whether it is the one that shows a rebuild."""
+        if self._rebuild_pending:
+            self._rebuild_pending, self._rebuilt_visible = False, True
+            return True
+        return False
+
+    def error(self, err, with_class=False):
+        """Record ``err`` in the record (``error``, ``has_error``) as PyTorch records the
+        errors DDP raises through its logger; ``err``, to raise. ``with_class``: the text
+        starts with the class, as PyTorch's Python-side checks write it."""
+        self._strs["error"] = f"{type(err)}: {err}" if with_class else str(err)
+        self._ints["has_error"] = 1
+        return err
 
     # -- the record ---------------------------------------------------------------------------
 
     def _log_runtime(self, ddp, iteration):
         ints, strs = self._ints, self._strs
         ints["iteration"] = iteration
-        has_rebuilt = self._rebuilt_at is not None and self._rebuilt_at < iteration
+        has_rebuilt = self._rebuilt_visible
         ints["has_rebuilt_buckets"] = int(has_rebuilt)
         if has_rebuilt and not self._rebuilt_logged:
             self._rebuilt_logged = True

@@ -1,26 +1,31 @@
 """``Future``: the value of an asynchronous collective, as ``torch.futures.Future``.
 
 NOTE [ Lazy futures ]
-MPI makes progress when a process asks it to (a test or a wait on a request), and ember
-has no background thread driving collectives. So a Future made from a ``Work`` handle
-holds a *waiter*: ``wait()`` (or ``value()``) calls it, which waits for the collective and
-sets the result; ``done()`` polls the request without blocking. ``then(callback)`` returns
-a child Future whose waiter is the parent's, so a chain such as DDP's communication hooks
-(all-reduce, then divide, then cast back) runs when its end is waited on, or as soon as
-its start is set with ``set_result``. A Future with no waiter is completed by
-``set_result`` / ``set_exception`` (from any thread).
+MPI makes progress when a process asks it to (a test or a wait on a request). Where no
+progress thread runs (a group of one process, no mpi4py, MPI without
+``MPI_THREAD_MULTIPLE``, or ``EMBER_DDP_PROGRESS_THREAD=0``), a Future made from a
+``Work`` handle holds a *waiter*: ``wait()`` calls it, which waits for the collective and
+sets the result; ``done()`` polls the request without blocking. ``then(callback)``
+returns a child Future whose waiter is the parent's, so a chain such as DDP's
+communication hooks (all-reduce, then divide, then cast back) runs when its end is waited
+on, or as soon as its start is set with ``set_result``. A Future with no waiter is
+completed by ``set_result`` / ``set_exception`` (from any thread). Elsewhere the progress
+thread completes it (NOTE [ Hook futures on the progress thread ] in ``_progress.py``).
+
+The class is ``ember.futures.Future`` (errors of ``then`` callbacks as PyTorch reports
+them: NOTE [ Future errors ]), under the name ``ember.distributed.Future``.
 """
 
 from __future__ import annotations
 
-import threading
+from ..futures import Future as _Future
 
 __all__ = ["Future"]
 
 
-class Future:
+class Future(_Future):
     """A value that becomes available later (the result of an ``async_op`` collective or
-    of a DDP communication hook); see NOTE [ Lazy futures ].
+    of a DDP communication hook): ``ember.futures.Future``, see NOTE [ Lazy futures ].
 
     Args:
         devices: accepted for compatibility (CPU futures need none).
@@ -33,124 +38,63 @@ class Future:
         4
     """
 
-    def __init__(self, *, devices=None):
-        self._done = False
-        self._value = None
-        self._exc = None
-        self._callbacks = []
-        self._waiter = None
-        self._poll = None
-        self._event = threading.Event()
-
-    # -- completing -----------------------------------------------------------------------------
-
-    def set_result(self, result) -> None:
-        """Complete the future with ``result`` and run the callbacks.
-
-        Raises:
-            RuntimeError: it was already completed.
-        """
-        if self._done:
-            raise RuntimeError("Attempting to mark a completed Future as complete again. Note "
-                               "that a Future can only be marked completed once.")
-        self._value = result
-        self._finish()
-
-    def set_exception(self, result) -> None:
-        """Complete the future with an exception; ``wait()`` raises it.
-
-        Raises:
-            RuntimeError: it was already completed.
-        """
-        if self._done:
-            raise RuntimeError("Attempting to mark a completed Future as complete again. Note "
-                               "that a Future can only be marked completed once.")
-        self._exc = result
-        self._finish()
-
-    def _finish(self):
-        self._done = True
-        self._event.set()
-        callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            cb(self)
-
-    # -- reading --------------------------------------------------------------------------------
-
-    def done(self) -> bool:
-        """Whether the value (or an error) is available; never blocks."""
-        if not self._done and self._poll is not None and self._poll():
-            self._drive()
-        return self._done
-
-    def _drive(self):
-        if not self._done and self._waiter is not None:
-            waiter, self._waiter = self._waiter, None
-            try:
-                waiter()
-            except Exception as e:  # noqa: BLE001 - the error belongs to the future
-                if not self._done:
-                    self.set_exception(e)
-
-    def wait(self):
-        """Block until the future completes; its value.
-
-        Raises:
-            the exception it was completed with.
-        """
-        self._drive()
-        if not self._done:
-            self._event.wait()
-        if self._exc is not None:
-            raise self._exc
-        return self._value
-
-    def value(self):
-        """The value (waiting for it if needed); raises the stored exception if any."""
-        return self.wait()
-
-    def then(self, callback) -> Future:
-        """A new Future holding ``callback(self)``, computed once this one completes.
-
-        Args:
-            callback: called with this Future; its return value is the child's value.
-
-        Returns:
-            Future
-        """
-        child = Future()
-
-        def run(parent):
-            try:
-                child.set_result(callback(parent))
-            except Exception as e:  # noqa: BLE001 - the error belongs to the child
-                child.set_exception(e)
-
-        self.add_done_callback(run)
-        if not child._done:
-            child._waiter = self._drive
-            child._poll = self.done
-        return child
-
-    def add_done_callback(self, callback) -> None:
-        """Run ``callback(self)`` when the future completes (now, if it already has)."""
-        if self._done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
-
-    def __repr__(self):
-        return f"Future(done={self._done})"
-
 
 def from_work(work, outputs) -> Future:
-    """A Future completed with ``outputs`` when ``work`` finishes (lazily)."""
+    """A Future completed with ``outputs`` when ``work`` finishes: by the progress thread
+    where one runs for the work's group, else lazily (NOTE [ Lazy futures ]).
+
+    Args:
+        work: a ``Work`` (or an NCCL work: always lazy).
+        outputs: the Future's value.
+
+    Returns:
+        Future
+    """
+    from . import _progress
+
+    if getattr(work, "_future", None) is not None:  # asked twice: the same Future
+        return work._future
     fut = Future()
+    driver = getattr(work, "_driver", None)
+    if driver is None and work.is_completed():  # (a driven work is the driver's to test)
+        fut.set_result(outputs)
+        return fut
+    pg = getattr(work, "_pg", None)
+    if driver is None and pg is not None:
+        driver = _progress.driver_for(pg)
+    if driver is not None and getattr(work, "_future", True) is None and \
+            driver.attach(work, fut):
+        fut._waiter = work._await
+        return fut
 
     def waiter():
         work.wait()
-        fut.set_result(outputs)
+        if not fut.done():
+            fut.set_result(outputs)
 
     fut._waiter = waiter
     fut._poll = work.is_completed
     return fut
+
+
+def when_waited(fut, fn) -> Future:
+    """A Future holding ``fn(fut)``, computed by the thread that waits on it once ``fut``
+    completed -- never as a callback on the progress thread. For hook steps that start
+    collectives: DDP waits on its buckets in order on every rank, so the collectives start
+    in the same order everywhere (NOTE [ Hook futures on the progress thread ]).
+
+    Args:
+        fut: the Future to wait for.
+        fn: called with ``fut`` once it completed; its return value is the result.
+
+    Returns:
+        Future
+    """
+    out = Future()
+
+    def waiter():
+        fut.wait()
+        out.set_result(fn(fut))
+
+    out._waiter = waiter
+    return out

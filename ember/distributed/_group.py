@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import time
 import urllib.parse
 import warnings
@@ -150,6 +151,8 @@ class Work:
     _driven_done = False
     _failure = None
     _event = None  # a profiler event (the collective's row) that ends when it completes
+    _pg = None  # the group it runs on (``_run`` sets it): where a Future finds its driver
+    _future = None  # the Future of ``get_future``: set by whichever thread completes it
 
     def __init__(self, requests=(), finish=None, outputs=(), timeout=None, name="collective",
                  result=None):
@@ -160,14 +163,56 @@ class Work:
         self._name = name
         self._done = not self._requests and finish is None
         self._value = result
+        # completion may race between the owner and the progress thread (NOTE [ Hook
+        # futures on the progress thread ] in _progress.py): one of them unpacks
+        self._lock = threading.Lock()
 
     def _complete(self):
-        if not self._done:
-            self._done = True
+        if self._done:
+            return
+        with self._lock:
+            if self._done:
+                return
             if self._event is not None and self._event.end is None:
                 self._event.end = time.perf_counter_ns()
             if self._finish is not None:
                 self._value = self._finish()
+            self._done = True  # after the outputs are written: is_completed reads it
+            fut, self._future = self._future, None
+        if fut is not None and not fut.done():
+            fut.set_result(self._outputs)
+
+    def _settle(self) -> None:
+        """On the progress thread, once the requests completed (or failed): unpack and
+        complete the Future someone holds, running its callbacks on this thread."""
+        if self._failure is None:
+            self._complete()
+            return
+        with self._lock:
+            fut, self._future = self._future, None
+        if fut is not None and not fut.done():
+            fut.set_exception(self._failure_error())
+
+    def _await(self) -> None:
+        """A driven work's Future is waited on: wait for the progress thread to complete it,
+        within the group's timeout (on the progress thread itself -- a callback waiting on
+        another collective -- take the work back and wait here)."""
+        fut = self._future
+        driver = self._driver
+        if fut is None or driver is None or driver.is_current():
+            self.wait()
+            return
+        limit = self._timeout
+        if isinstance(limit, datetime.timedelta):
+            limit = limit.total_seconds()
+        if fut._event.wait(limit):
+            return
+        driver.take_back(self)
+        if not self._done and not self._driven_done:
+            raise DistBackendError(
+                f"{self._name}: timed out after {limit:.1f} s waiting for the other ranks "
+                "(a process may have died or not reached this collective)")
+        self.wait()
 
     def _failure_error(self):
         return DistBackendError(f"{self._name}: the communication failed ({self._failure}); "
@@ -230,8 +275,10 @@ class Work:
         self.wait()
 
     def get_future(self):
-        """A ``Future`` whose value is ``result()`` once the operation is done (waiting on
-        it waits for the operation; NOTE [ Lazy futures ])."""
+        """A ``Future`` whose value is ``result()`` once the operation is done. In a group
+        of several processes the progress thread completes it and runs its ``then``
+        callbacks, as gloo's threads do (NOTE [ Hook futures on the progress thread ]);
+        elsewhere waiting on it waits for the operation (NOTE [ Lazy futures ])."""
         from ._future import from_work
 
         return from_work(self, self._outputs)

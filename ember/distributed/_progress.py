@@ -34,8 +34,30 @@ main thread runs a kernel.
 - A call that raises (a peer's connection broke) ends the work's driving with the error
   kept; the owner's ``wait()`` raises it as DistBackendError. A peer that hangs is the
   owner's timeout to notice: the driver has none.
+- Futures: see NOTE [ Hook futures on the progress thread ] below.
 - It stops in ``destroy_process_group`` and at interpreter exit (an ``atexit`` hook,
   registered after mpi4py's, so it runs before MPI is finalized), joining the thread.
+
+NOTE [ Hook futures on the progress thread ]
+With gloo, an asynchronous collective's ``get_future()`` is completed by gloo's worker
+thread, which runs the ``then`` callbacks there as soon as the data arrived, whether or
+not anyone waits (checked with PyTorch 2.13: a DDP comm hook itself runs on the thread
+that runs backward, its ``then`` callbacks on another thread, or inline when the future
+was already complete; a callback's error reaches ``backward()`` as a RuntimeError "Got
+the following error when running the callback: ...", after which the next iteration
+trains normally; an error raised by the hook itself reaches ``backward()`` unchanged and
+the next forward refuses to start: "Expected to have finished reduction ..."). ember does
+the same on this thread: ``Work.get_future()`` in a group where a driver runs hands the
+work to it (``_future.from_work``); when its requests complete the driver, after
+releasing its lock, unpacks the data and completes the Future (``Work._settle``), so its
+callbacks run here. Waiting on such a Future waits for the driver, within the group's
+timeout (``Work._await``); a callback that itself waits on another collective's Future
+(it runs on this thread) takes that work back and waits for it here. Completing is
+guarded by the work's lock, so an owner that waits on the work itself races safely: one
+of the two threads unpacks and completes the Future. Collectives started *inside* a
+callback run from this thread, at a time that differs between ranks: as with gloo, keeping
+their order the same on every rank is the caller's business (ember's own PowerSGD starts
+its second all-reduce from the thread that waits, not from a callback).
 """
 
 from __future__ import annotations
@@ -100,6 +122,10 @@ class _Driver:
         self._thread.start()
         atexit.register(self.stop)
 
+    def is_current(self) -> bool:
+        """Whether the calling thread is this driver's thread."""
+        return threading.current_thread() is self._thread
+
     def drive(self, work, event=None) -> None:
         """Make ``work``'s requests progress on the thread; ``event``, a profiler event,
         gets its end time when they complete."""
@@ -108,6 +134,23 @@ class _Driver:
             work._event = event
             self._works.append(work)
             self._cv.notify()
+
+    def attach(self, work, fut) -> bool:
+        """Make the driver complete ``fut`` with ``work`` (driving the work if it is not
+        yet); False where it cannot: the work was driven and is finished, or the driver
+        stops. Under the lock, so the driver never misses the Future of a work it
+        completes."""
+        with self._cv:
+            if self._stopping or work._driver not in (None, self):
+                return False
+            if work._driver is None:
+                if work._driven_done or work._done:
+                    return False
+                work._driver = self
+                self._works.append(work)
+                self._cv.notify()
+            work._future = fut
+            return True
 
     def take_back(self, work) -> None:
         """Stop driving ``work`` (the caller will test it); waits out a call in progress."""
@@ -141,6 +184,7 @@ class _Driver:
                     cv.wait()
                     continue
                 moved = False
+                settle = []
                 for w in list(works):
                     start = clock()
                     try:
@@ -156,9 +200,33 @@ class _Driver:
                         w._driven_done = True  # before ``_driver``: is_completed reads
                         w._driver = None       # them without the lock, in this order
                         works.remove(w)
+                        if w._future is not None:
+                            settle.append(w)
+                if settle:  # NOTE [ Hook futures on the progress thread ]: unlocked
+                    cv.release()
+                    try:
+                        for w in settle:
+                            _settle(w)
+                    finally:
+                        cv.acquire()
+                    continue
                 now = clock()
                 if moved or waited_since is None:
                     waited_since = now
                     if moved:
                         continue
                 cv.wait(min(_NAP_MAX, max(_NAP_MIN, (now - waited_since) / 4)))
+
+
+def _settle(work) -> None:
+    """Complete ``work``'s Future on the driver thread; an error there goes to the Future
+    (a second completion, raced by an owner that timed out, is dropped)."""
+    try:
+        work._settle()
+    except Exception as e:  # noqa: BLE001 - the Future's, never the thread's
+        fut, work._future = work._future, None
+        if fut is not None and not fut.done():
+            try:
+                fut.set_exception(e)
+            except RuntimeError:
+                pass

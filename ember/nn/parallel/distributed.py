@@ -21,11 +21,13 @@ in ``ember/distributed/_progress.py``), and a profile shows each all-reduce as a
 ``gloo:all_reduce`` event on a row of its own, as PyTorch's gloo threads do. Without a
 communication hook the copy divides by the world size and the reduction is one
 all-reduce (SUM); with one (``register_comm_hook``) the bucket holds the raw gradients
-and the hook's Future supplies the result. Buckets are launched strictly in index order
-(a bucket that fills early waits for its predecessors) because every rank must issue the
-collectives in the same order. When the last bucket has been launched, the hook that
-launched it waits for all of them and writes the averaged gradients back into ``.grad``,
-so ``backward()`` returns with synchronized gradients.
+and the hook's Future supplies the result (the hook runs on the backward thread, its
+Futures' callbacks on the progress thread: NOTE [ Hook futures on the progress thread ]).
+Buckets are launched strictly in index order (a bucket that fills early waits for its
+predecessors) because every rank must issue the collectives in the same order. When the
+last bucket has been launched, the hook that launched it waits for all of them and writes
+the averaged gradients back into ``.grad``, so ``backward()`` returns with synchronized
+gradients.
 
 With ``gradient_as_bucket_view=True`` each ``.grad`` *is* a view of its bucket: backward
 accumulates into the bucket directly and nothing is copied back.
@@ -380,8 +382,7 @@ class DistributedDataParallel(Module, Joinable):
         if order and sorted(order) == list(range(n)):
             self._build_buckets(order, self._bucket_caps)
             self._reset_iteration()
-            self._has_rebuilt_buckets = True
-            self._logger.rebuilt(self._iterations)
+            self._logger.rebuilt(self._iterations)  # shown from the next forward with grad
 
     def _rebuild_due(self) -> bool:
         """Whether the iteration that just ended recorded the order to rebuild by: the
@@ -399,13 +400,24 @@ class DistributedDataParallel(Module, Joinable):
         from ... import distributed as dist, is_grad_enabled, tensor
 
         if self._in_progress:
-            raise RuntimeError(
+            missing = " ".join(str(k) for k, p in enumerate(self._params)
+                               if id(p) not in self._seen)
+            raise self._logger.error(RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting a "
                 "new one. This error indicates that your module has parameters that were not "
                 "used in producing loss. You can enable unused parameter detection by passing "
                 "the keyword argument `find_unused_parameters=True` to "
-                "`torch.nn.parallel.DistributedDataParallel`, and by making sure all "
-                "`forward` function outputs participate in calculating loss.")
+                "`torch.nn.parallel.DistributedDataParallel`, and by \nmaking sure all "
+                "`forward` function outputs participate in calculating loss. \nIf you already "
+                "have done the above, then the distributed data parallel module wasn't able to "
+                "locate the output tensors in the return value of your module's `forward` "
+                "function. Please include the loss function and the structure of the return "
+                "value of `forward` of your module when reporting this issue (e.g. list, dict, "
+                "iterable).\nParameter indices which did not receive grad for rank "
+                f"{self._rank}: {missing}\n In addition, you can set the environment variable "
+                "TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print out information "
+                "about which particular parameters did not receive gradient on this rank as "
+                "part of this error"))
         joining = self._join_config.enable
         if joining:
             self._join_work = Join.notify_join_context(self)
@@ -414,9 +426,16 @@ class DistributedDataParallel(Module, Joinable):
         syncing = is_grad_enabled() and self.require_backward_grad_sync
         if syncing:
             self._logger.forward_start(self)
+        if is_grad_enabled():  # where PyTorch rebuilds (NOTE [ DDP logging data ])
+            if self._logger.forward_seen():
+                self._has_rebuilt_buckets = True
         if self.forward_sync_buffers and self.require_forward_param_sync:
             self._sync_buffers(joined=False)
         out = self.module(*inputs, **kwargs)
+        # as PyTorch: a forward that will not synchronize gradients (no_sync, no grad)
+        # also skips the next forward's buffer broadcast
+        self.require_forward_param_sync = bool(is_grad_enabled()
+                                               and self.require_backward_grad_sync)
         self._reset_iteration()
         if syncing:
             self._logger.forward_end()
@@ -540,7 +559,15 @@ class DistributedDataParallel(Module, Joinable):
         from ... import distributed as dist, from_numpy
 
         self._logger.compute_end()
-        self._finish_buckets()
+        try:
+            self._finish_buckets()
+        except BaseException:
+            # as PyTorch's reducer: the iteration counts as finished before its buckets are
+            # waited on, so an error from a hook's Future (a ``then`` callback that raised)
+            # reaches backward() and the next forward starts normally
+            self._in_progress = False
+            self._iterations += 1
+            raise
         self._logger.comm_end()
         self._log_iteration()
         globally_used = None
@@ -606,7 +633,7 @@ class DistributedDataParallel(Module, Joinable):
 
         flag = zeros(1)
         dist.all_reduce(flag, group=self.process_group)
-        if self.forward_sync_buffers:
+        if self.forward_sync_buffers and self.require_forward_param_sync:
             self._sync_buffers(joined=True)
         if flag.item() == 0:
             return
@@ -835,21 +862,54 @@ class DistributedDataParallel(Module, Joinable):
             hook: ``(state, GradBucket) -> Future``; the standard ones are in
                 ``ember.distributed.algorithms.ddp_comm_hooks``.
 
+        The hook runs on the thread that runs backward; the ``then`` callbacks of the
+        Futures of its collectives run on the progress thread (NOTE [ Hook futures on the
+        progress thread ]).
+
         Raises:
             RuntimeError: a hook was already registered.
             TypeError: ``hook`` is not callable.
+            KeyError: ``hook`` has no parameter named ``bucket`` (PyTorch reads its
+                annotation by that name).
+            ValueError: ``bucket`` or the return value is annotated with another type than
+                ``GradBucket`` / ``Future[Tensor]``.
 
         Example::
 
             >>> from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
             >>> ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)  # doctest: +SKIP
         """
-        if not callable(hook):
-            raise TypeError("Communication hook must be callable.")
+        self._check_comm_hook(hook)
         if self._comm_hook is not None:
-            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
-                               "called once.")
+            raise self._logger.error(RuntimeError(
+                "register_comm_hook or register_builtin_comm_hook can only be called once."))
         self._comm_hook, self._comm_hook_state = hook, state
+
+    def _check_comm_hook(self, hook) -> None:
+        """PyTorch's checks on a communication hook before it is registered (its
+        signature's ``bucket`` parameter and annotations); the logging record keeps the
+        error, with its class, as PyTorch's does."""
+        import inspect
+
+        from ... import Tensor, distributed as dist
+        from ...futures import Future
+
+        def refuse(err):
+            return self._logger.error(err, with_class=True)
+
+        if not callable(hook):
+            raise refuse(TypeError("Communication hook must be callable."))
+        sig = inspect.signature(hook)
+        annotation = sig.parameters["bucket"].annotation  # KeyError, as PyTorch
+        if annotation is not inspect.Parameter.empty and annotation is not dist.GradBucket:
+            raise refuse(ValueError("Communication hook: bucket annotation should be "
+                                    "dist.GradBucket."))
+        ret = sig.return_annotation
+        if ret is not inspect.Signature.empty and ret != Future[Tensor]:
+            raise refuse(ValueError("Communication hook: return annotation should be "
+                                    "torch.futures.Future[torch.Tensor]."))
+        # (PyTorch also refuses the bf16 hooks unless built with CUDA and NCCL; ember runs
+        # them on any device, so they stay accepted)
 
     def _register_builtin_comm_hook(self, comm_hook_type) -> None:
         """Register a built-in hook by ``dist.BuiltinCommHookType`` (ALLREDUCE, FP16_COMPRESS)."""

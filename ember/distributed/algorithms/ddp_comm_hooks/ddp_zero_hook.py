@@ -162,6 +162,8 @@ def hook_with_zero_step_interleaved(hook, ddp, zero, shard_buckets=False):
         >>> ddp.register_comm_hook(None, hook_with_zero_step_interleaved(
         ...     allreduce_hook, ddp, zero))  # doctest: +SKIP
     """
+    from ..._future import when_waited
+
     ddp_ref = _checked(hook, ddp, zero, shard_buckets)
     status = _status()
 
@@ -183,6 +185,8 @@ def hook_with_zero_step_interleaved(hook, ddp, zero, shard_buckets=False):
                 info.clear_per_iter_info()
             return bucket.buffer()
 
-        return fut.then(zero_step)
+        # the step broadcasts: it runs where DDP waits, bucket after bucket, so every
+        # rank starts the broadcasts in one order (not on the progress thread)
+        return when_waited(fut, zero_step)
 
     return hook_with_zero_interleaved_fn

@@ -113,7 +113,9 @@ def _compress_wrapper(dtype, hook):
 
         return fut.then(decompress)
 
-    wrapped.__name__ = f"{str(dtype).split('.')[-1]}_wrapped_{getattr(hook, '__name__', 'hook')}"
+    # PyTorch's names: DDP refuses the bf16 one where NCCL is missing, by this name
+    wrapped.__name__ = ("bf16" if "bfloat16" in str(dtype) else "fp16") + \
+        "_compress_wrapper_hook"
     return wrapped
 
 

@@ -16,10 +16,11 @@ Since M is linear in the gradient and P is shared, P Q^T is the approximation of
 and 1-D ones are all-reduced as they are, in one flat message. With ``use_error_feedback``
 what the approximation lost this iteration is added back to the next iteration's gradient.
 The first ``start_powerSGD_iter`` iterations are plain all-reduce, as advised by the
-paper. Random matrices come from NumPy seeded from ``random_seed`` identically on every
-rank, so ranks agree; they are not PyTorch's random numbers, so results match PyTorch's
-only in distribution. ``batched_powerSGD_hook`` treats the whole bucket as one square
-matrix.
+paper. Each fresh Q takes the next seed of a NumPy generator seeded with ``random_seed``
+(the same on every rank, so ranks agree) and is drawn with ``ember.randn`` under that seed
+in a forked RNG, as PyTorch draws it: the same numbers, so results match PyTorch's (a
+random test found NumPy's own normal draws differing there). ``batched_powerSGD_hook``
+treats the whole bucket as one square matrix.
 """
 
 from __future__ import annotations
@@ -143,9 +144,16 @@ def _error_feedback(state, index, flat):
 
 
 def _random_q(state, shapes, dtype):
+    """Fresh Q matrices: standard normal draws from ember's generator seeded with the
+    state's next seed (the same on every rank), inside a forked RNG so the global stream
+    is untouched -- PyTorch's draws, bit for bit (``randn`` follows its generator)."""
+    from .... import float32, float64, manual_seed, randn, random
+
     seed = state.rng.randint(1_000_000_000)
-    rng = np.random.RandomState(seed)
-    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+    edtype = float64 if np.dtype(dtype) == np.float64 else float32
+    with random.fork_rng(devices=[]):
+        manual_seed(seed)
+        return [randn(*s, dtype=edtype).numpy().astype(dtype) for s in shapes]
 
 
 def powerSGD_hook(state, bucket):
