@@ -24,6 +24,26 @@ needs_torch_2_13 = pytest.mark.skipif(_torch_release() < (2, 13),
                                       reason="compares with PyTorch 2.13's behaviour")
 
 
+def skip_unless_intel_avx512(what="this result"):
+    """Skip the calling test unless torch runs MKL's AVX-512 code paths here: an Intel CPU
+    with AVX-512. MKL picks its FFT codelets and LAPACK kernels by the CPU's vendor as well
+    as its instructions, so an AMD CPU with AVX-512 (torch's own kernels at AVX512) still
+    gets other inf/NaN orders from MKL; ember follows the Intel ones."""
+    skip_unless_torch_avx512(what)
+    vendor = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    vendor = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    if vendor != "GenuineIntel":
+        pytest.skip(f"{what} follows MKL's AVX-512 paths on Intel CPUs; this CPU is "
+                    f"{vendor or 'unknown'}")
+
+
 def skip_unless_torch_avx512(what="this result"):
     """Skip the calling test unless torch runs its AVX-512 CPU kernels here.
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ember
-from tests.conftest import HAS_TORCH, skip_unless_torch_avx512
+from tests.conftest import HAS_TORCH, skip_unless_intel_avx512
 
 pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 
@@ -83,7 +83,7 @@ def test_fft_real_input_nyquist_imaginary_part_zero():
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_fft_nonfinite_complex_lengths(n, dt):
     if dt == np.float64:
-        skip_unless_torch_avx512("the double FFT codelets' inf/NaN order")
+        skip_unless_intel_avx512("the double FFT codelets' inf/NaN order")
     for seed in range(6):
         x = _nonfinite((3, n), seed * 31 + n, dt=dt)
         for name, norm in (("fft", "backward"), ("ifft", "ortho")):
@@ -93,7 +93,7 @@ def test_fft_nonfinite_complex_lengths(n, dt):
 
 def test_fft_length8_double_full_complex_twiddles():
     # the double-precision length-8 codelet multiplies by 1 + 0j in full: inf * 0 is NaN
-    skip_unless_torch_avx512("the double FFT codelets' inf/NaN order")
+    skip_unless_intel_avx512("the double FFT codelets' inf/NaN order")
     x = _cplx([2.0, -INF, -1.0, -1.0, 2.0, -1.0, -1.0, 1.0],
               [2.0, 1.0, 0.0, 0.0, 2.0, 1.0, 1.0, -2.0])
     e, t = _both(lambda T, x: T.fft.fft(x), x)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ember
-from tests.conftest import HAS_TORCH, skip_unless_torch_avx512
+from tests.conftest import HAS_TORCH, skip_unless_intel_avx512
 from tests.differential.test_linalg_regressions import _outcome, _same
 
 pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
@@ -84,7 +84,7 @@ def test_householder_product_applies_reflectors_as_lapack(expr):
     "dtype=T.float64), T.tensor([[1.77], [-1.13], [0.23]], dtype=T.float64))",
 ])
 def test_ormqr_applies_reflectors_as_mkl(expr):
-    skip_unless_torch_avx512("MKL's ormqr order with inf and NaN")
+    skip_unless_intel_avx512("MKL's ormqr order with inf and NaN")
     _same(expr)
 
 
