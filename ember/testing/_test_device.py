@@ -119,7 +119,7 @@ class forbid_synchronize:  # noqa: N801 - used as a context manager, as cupyx's
         ...     try:
         ...         bool(a.any())
         ...     except DeviceSynchronized as e:
-        ...         print(str(e)[:32])
+        ...         print(str(e)[:31])
         npdev: bool() of a device array
     """
 
