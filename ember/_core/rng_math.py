@@ -282,9 +282,8 @@ def _sincos_avx2_fast(x, h):
 # (measured on an AMD EPYC with AVX-512, NumPy 2.4; cos and sin agreed). SciPy's Box-Cox
 # transforms at lambda 0 are the C library's log and log1p themselves, and its inverse
 # Box-Cox at 0 its exp (~13 ns an element against NumPy's ~1); tan goes through Python's
-# ``math.tan`` per element (Cauchy draws only). Each of ``c_log``, ``c_log1p``, ``c_exp``
-# and ``c_tan`` takes that route where a probe at first use finds NumPy's function differ,
-# and NumPy's everywhere else.
+# ``math.tan`` per element (Cauchy draws only). ``c_math`` takes that route for a function
+# where a probe at first use finds NumPy's differ, and NumPy's everywhere else.
 
 
 @functools.cache
@@ -303,77 +302,44 @@ def _numpy_matches_libm(name):
     return all(float(a) == ref(float(x)) for a, x in zip(ours, probe))
 
 
-def c_log(x):
-    """The C library's ``log`` of the float64 array ``x``, element-wise (NOTE [ The C
-    library's float64 log on AVX-512 ]).
-
-    Args:
-        x: a float64 NumPy array.
-
-    Returns:
-        ndarray: float64.
-
-    Example::
-
-        >>> float(c_log(np.array([1.0]))[0])
-        0.0
-    """
-    if _numpy_matches_libm("log"):
-        return np.log(x)
+def _boxcox_log(x):
     from scipy.special import boxcox
 
     return boxcox(x, 0.0)
 
 
-def c_log1p(x):
-    """The C library's ``log1p`` of the float64 array ``x``, element-wise (NOTE [ The C
-    library's float64 log on AVX-512 ]).
-
-    Args:
-        x: a float64 NumPy array.
-
-    Returns:
-        ndarray: float64.
-
-    Example::
-
-        >>> float(c_log1p(np.array([0.0]))[0])
-        0.0
-    """
-    if _numpy_matches_libm("log1p"):
-        return np.log1p(x)
+def _boxcox_log1p(x):
     from scipy.special import boxcox1p
 
     return boxcox1p(x, 0.0)
 
 
-def c_exp(x):
-    """The C library's ``exp`` of the float64 array ``x``, element-wise (NOTE [ The C
-    library's float64 log on AVX-512 ]).
-
-    Args:
-        x: a float64 NumPy array.
-
-    Returns:
-        ndarray: float64.
-
-    Example::
-
-        >>> float(c_exp(np.array([0.0]))[0])
-        1.0
-    """
-    if _numpy_matches_libm("exp"):
-        return np.exp(x)
+def _boxcox_exp(x):
     from scipy.special import inv_boxcox
 
     return inv_boxcox(x, 0.0)
 
 
-def c_tan(x):
-    """The C library's ``tan`` of the float64 array ``x``, element-wise (NOTE [ The C
-    library's float64 log on AVX-512 ]).
+def _python_tan(x):
+    import math
+
+    x = np.asarray(x, np.float64)
+    return np.fromiter(map(math.tan, x.reshape(-1).tolist()), np.float64,
+                       count=x.size).reshape(x.shape)
+
+
+_LIBM_ROUTES = {"log": _boxcox_log, "log1p": _boxcox_log1p, "exp": _boxcox_exp,
+                "tan": _python_tan}
+
+
+def c_math(name, x):
+    """The C library's ``name`` (``"log"``, ``"log1p"``, ``"exp"`` or ``"tan"``) of the
+    float64 array ``x``, element-wise: NumPy's function where it agrees with the C library
+    on this machine, else a route through the C library's own (NOTE [ The C library's float64
+    log on AVX-512 ]).
 
     Args:
+        name (str): the function.
         x: a float64 NumPy array.
 
     Returns:
@@ -381,16 +347,12 @@ def c_tan(x):
 
     Example::
 
-        >>> float(c_tan(np.array([0.0]))[0])
-        0.0
+        >>> float(c_math("log", np.array([1.0]))[0]), float(c_math("exp", np.zeros(1))[0])
+        (0.0, 1.0)
     """
-    if _numpy_matches_libm("tan"):
-        return np.tan(x)
-    import math
-
-    x = np.asarray(x, np.float64)
-    return np.fromiter(map(math.tan, x.reshape(-1).tolist()), np.float64,
-                       count=x.size).reshape(x.shape)
+    if _numpy_matches_libm(name):
+        return getattr(np, name)(x)
+    return _LIBM_ROUTES[name](x)
 
 
 def normal16_blocks(u, mean, std):
@@ -402,12 +364,12 @@ def normal16_blocks(u, mean, std):
     blocks = u.reshape(-1, 16)
     out = np.empty_like(blocks)
     if blocks.dtype == np.float64:
-        radius = np.sqrt(-2.0 * c_log(1.0 - blocks[:, :8]))
+        radius = np.sqrt(-2.0 * c_math("log", 1.0 - blocks[:, :8]))
         theta = 2.0 * np.pi * blocks[:, 8:]
         out[:, :8] = fma64(radius * np.cos(theta), std, mean)
         out[:, 8:] = fma64(radius * np.sin(theta), std, mean)
         return out.reshape(-1)
-    log = c_log((_f32(1) - blocks[:, :8]).astype(np.float64)).astype(_f32)
+    log = c_math("log", (_f32(1) - blocks[:, :8]).astype(np.float64)).astype(_f32)
     radius = np.sqrt(_f32(-2) * log)
     theta = 2.0 * np.pi * blocks[:, 8:].astype(np.float64)
     theta = theta.astype(_f32).astype(np.float64)

@@ -151,7 +151,7 @@ def _box_muller(g, n):
     pairs = (n - k + 1) // 2
     if pairs:
         u = g._uniform64(2 * pairs)
-        radius = np.sqrt(-2.0 * _rm.c_log1p(-u[1::2]))
+        radius = np.sqrt(-2.0 * _rm.c_math("log1p", -u[1::2]))
         theta = 2.0 * np.pi * u[0::2]
         both = np.empty(2 * pairs, np.float64)
         both[0::2] = radius * np.cos(theta)
@@ -325,7 +325,7 @@ def _exponential(g, shape, d, lambd):
     """-log(1 - u) / lambd from float64 uniforms, computed as PyTorch does it (multiplying
     by -1 / lambd), rounded to ``d`` at the end."""
     u = g._uniform64(math.prod(shape)).reshape(shape)
-    return ((-1.0 / lambd) * _rm.c_log1p(-u)).astype(d.np)
+    return ((-1.0 / lambd) * _rm.c_math("log1p", -u)).astype(d.np)
 
 
 def _check_int_bounds(d, low, high):
@@ -1015,7 +1015,7 @@ def geometric_(self, p, *, generator=None) -> Tensor:
     def draw(shape):  # trials up to the first success: ceil(log(u) / log(1 - p))
         u = g._uniform64(math.prod(shape)).reshape(shape)
         with np.errstate(divide="ignore"):
-            return np.ceil(_rm.c_log(u) / math.log1p(-p)).astype(d.np)
+            return np.ceil(_rm.c_math("log", u) / math.log1p(-p)).astype(d.np)
 
     return write_inplace(self, "geometric_", lambda: _in_memory_order(self._data, draw))
 
@@ -1036,7 +1036,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
     def draw(shape):  # always PyTorch's scalar Box-Muller path, in float64
         z = _rm.affine64(_box_muller(g, math.prod(shape)), std, mean, _rm.fused())
         with np.errstate(over="ignore"):
-            return _rm.c_exp(z).astype(d.np).reshape(shape)
+            return _rm.c_math("exp", z).astype(d.np).reshape(shape)
 
     return write_inplace(self, "log_normal_", lambda: _in_memory_order(self._data, draw))
 
@@ -1058,7 +1058,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
 
     def draw(shape):  # median + sigma * tan(pi * (u - 1/2))
         u = g._uniform64(math.prod(shape)).reshape(shape)
-        return _rm.affine64(_rm.c_tan(np.pi * (u - 0.5)), sigma, median,
+        return _rm.affine64(_rm.c_math("tan", np.pi * (u - 0.5)), sigma, median,
                             _rm.fused()).astype(d.np)
 
     return write_inplace(self, "cauchy_", lambda: _in_memory_order(self._data, draw))
