@@ -175,8 +175,10 @@ def test_fast_neural_style(tmp_path):
     assert _image_array(root / "out.png").shape == (24, 20, 3)
     if HAS_TORCH:
         theirs, theirs_root = fast_neural_style_run(tmp_path, "torch")
-        # float32 throughout: VGG features of 255-scaled images, Gram matrices, Adam
-        assert_same_text_and_close_numbers(out, theirs, rtol=2e-6)
+        # float32 throughout: VGG features of 255-scaled images, Gram matrices, Adam (the
+        # second batch's losses follow Adam's first step, whose signs on rounding-noise
+        # gradients may differ: below)
+        assert_same_text_and_close_numbers(out, theirs, rtol=1e-5)
         for name in ("ckpt_epoch_0_batch_id_1.pth", "ckpt_epoch_0_batch_id_2.pth"):
             mine = ember.load(root / "ckpt" / name)
             other = ember.load(theirs_root / "ckpt" / name)
