@@ -9,6 +9,13 @@ most ``_BLOCK`` elements of a plane (vectorised; the reassociation flag lets LLV
 several SIMD lanes) and in float64 across blocks, as the layer norm kernels do. Each kernel
 takes a channel range, so that the channels can be split over threads (each channel's
 arithmetic is the same whichever thread does it).
+
+NOTE [ Block sums that vectorise ]
+The blocks are slices summed by a loop over the slice's own length (``_block_sum``), not
+``for j in range(lo, min(lo + _BLOCK, l_))`` over the plane: LLVM vectorises the first and
+left the second a scalar chain (numba 0.6x, this AVX-512 EPYC: 2M float32 summed in 0.12 ms
+against 1.3-2.8 ms; a (32, 64, 32, 32) forward 3.2 -> 0.6 ms). The vector lanes reassociate
+the float32 block sums, so results move by float32 rounding, as the layer norm kernels'.
 """
 
 from __future__ import annotations
@@ -19,6 +26,34 @@ from numba import njit
 _FM = {"reassoc", "contract", "nsz"}
 _BLOCK = 4096
 _Z = np.float32(0.0)
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True, inline="always")
+def _block_sum(a):  # pragma: no cover - compiled
+    s = _Z
+    for j in range(a.size):
+        s += a[j]
+    return s
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True, inline="always")
+def _block_square_sum(a, m):  # pragma: no cover - compiled
+    q = _Z
+    for j in range(a.size):
+        d = a[j] - m
+        q += d * d
+    return q
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True, inline="always")
+def _block_grad_sums(g, x, m):  # pragma: no cover - compiled
+    sg = _Z
+    sgx = _Z
+    for j in range(g.size):
+        gj = g[j]
+        sg += gj
+        sgx += gj * (x[j] - m)
+    return sg, sgx
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
@@ -33,20 +68,13 @@ def batch_norm_train(x, w, b, has_w, has_b, eps, y, mean, rstd, c_lo, c_hi):  # 
         for n in range(n_):
             xr = x[n, c]
             for lo in range(0, l_, _BLOCK):
-                s32 = _Z
-                for j in range(lo, min(lo + _BLOCK, l_)):
-                    s32 += xr[j]
-                s += s32
+                s += _block_sum(xr[lo:lo + _BLOCK])
         m = np.float32(s / count)
         q = 0.0
         for n in range(n_):
             xr = x[n, c]
             for lo in range(0, l_, _BLOCK):
-                q32 = _Z
-                for j in range(lo, min(lo + _BLOCK, l_)):
-                    d = xr[j] - m
-                    q32 += d * d
-                q += q32
+                q += _block_square_sum(xr[lo:lo + _BLOCK], m)
         r = np.float32(1.0 / np.sqrt(np.float32(q / count) + eps))
         mean[c] = m
         rstd[c] = r
@@ -77,12 +105,7 @@ def batch_norm_train_backward(g, x, w, has_w, mean, rstd, gx, gw, gb, c_lo,
             xr = x[n, c]
             gr = g[n, c]
             for lo in range(0, l_, _BLOCK):
-                sg32 = _Z
-                sgx32 = _Z
-                for j in range(lo, min(lo + _BLOCK, l_)):
-                    gj = gr[j]
-                    sg32 += gj
-                    sgx32 += gj * (xr[j] - m)
+                sg32, sgx32 = _block_grad_sums(gr[lo:lo + _BLOCK], xr[lo:lo + _BLOCK], m)
                 sg += sg32
                 sgx += sgx32
         sum_g = np.float32(sg)
