@@ -156,9 +156,13 @@ def _blocks(size, fn):
 
     # (not from inside a batch piece: the pool's threads are all taken, and a block handed
     # to the pool would wait for the piece that waits for it)
-    on = size >= _SPLIT_COLUMNS and not getattr(_parallel._piece, "busy", False) and \
+    # The BLAS is held at one thread for small transforms too: a product OpenBLAS splits
+    # itself leaves its workers polling for ~0.12 s, a core the next convolution's batch
+    # pieces wait for (NOTE [ Pieces and the BLAS workers ] in ember/_parallel.py).
+    held = not getattr(_parallel._piece, "busy", False) and _parallel._threads() > 1 and \
         bool(_parallel._blas_controllers())
-    if on:
+    on = held and size >= _SPLIT_COLUMNS
+    if held:
         _parallel._hold_blas()
     try:
         # (whole blocks per thread: split_on_threads cuts into equal pieces of columns)
@@ -167,7 +171,7 @@ def _blocks(size, fn):
                 lambda lo, hi: run(lo * _BLOCK, min(hi * _BLOCK, size)), blocks, 2)):
             run(0, size)
     finally:
-        if on:
+        if held:
             _parallel._release_blas()
 
 

@@ -129,3 +129,28 @@ def test_no_transform_is_kept_without_grad_or_after_the_graph_dies():
     del y
     gc.collect()
     assert not _weight_tiles._kept
+
+
+def test_small_transform_holds_the_blas_at_one_thread(monkeypatch):
+    # below the split size the transform runs whole on the calling thread, but still with the
+    # BLAS at one thread: a product OpenBLAS split itself would leave its workers polling a
+    # core the next convolution's batch pieces need (NOTE [ Pieces and the BLAS workers ])
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    threads_seen = []
+    real = np.matmul
+
+    def spy(*args, **kwargs):
+        threads_seen.append([lib.get_num_threads() for lib in _parallel._blas_controllers()])
+        return real(*args, **kwargs)
+
+    try:
+        if not _parallel._blas_controllers():
+            pytest.skip("no BLAS threads to control")
+        monkeypatch.setattr(_weight_tiles.np, "matmul", spy)
+        w = np.ones((8, 8, 3, 3), np.float32)   # 64 columns: far below _SPLIT_COLUMNS
+        u = _weight_tiles.transform(_kw(), w)
+    finally:
+        ember.set_num_threads(before)
+    assert threads_seen and all(n == [1] * len(n) for n in threads_seen)
+    assert u[0, 0, 0] == 1.0
