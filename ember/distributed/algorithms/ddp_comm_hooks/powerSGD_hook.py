@@ -25,6 +25,7 @@ treats the whole bucket as one square matrix.
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -32,6 +33,8 @@ import numpy as np
 from . import default_hooks
 
 __all__ = ["PowerSGDState", "batched_powerSGD_hook", "powerSGD_hook"]
+
+_logger = logging.getLogger(__name__)
 
 
 class PowerSGDState:
@@ -85,13 +88,22 @@ class PowerSGDState:
         self.batch_tensors_with_same_shape = batch_tensors_with_same_shape
 
     def __getstate__(self):
+        # a process group cannot be pickled: the saved state leaves it out, as PyTorch's does
+        # (with the same logged note), and a loaded state joins the default group
+        _logger.warning("NOTE: Process group is not serializable and excluded from a saved "
+                        "state.")
         state = dict(self.__dict__)
         state.pop("process_group", None)
         return state
 
     def __setstate__(self, state):
+        from ...distributed_c10d import _get_default_group
+
+        self.process_group = _get_default_group()  # ValueError before init_process_group
+        _logger.warning("NOTE: Process group will be set to a default group (i.e. the world "
+                        "size).                If a different group is desired, please set "
+                        "`self.process_group` after PowerSGD state is loaded.")
         self.__dict__.update(state)
-        self.process_group = None
 
     def maybe_increase_iter(self, bucket) -> None:
         """Count an iteration when the last bucket of one is reduced."""
