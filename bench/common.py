@@ -13,6 +13,12 @@ NOTE [ Timing method ]
   both frameworks' numbers alike.
 - Samples alternate between the frameworks (ember, torch, ember, torch, ...), so a slow
   phase of the machine hits both rather than one.
+- Before each sample the process sleeps ``settle_s`` (0.25 s): both frameworks' thread pools
+  keep their workers spinning for a while after parallel work (PyTorch's OpenMP workers
+  50-200 ms, OpenBLAS's 0.12 s, measured on the 2-CPU EPYC), and a sample started while the
+  other framework's workers still spin finds one core taken: a two-thread 3x3 convolution of
+  (64, 32, 26, 26) took 10.2-11.5 ms right after PyTorch's and 7.7-8.1 ms 0.2 s later. A
+  user runs one framework, so neither should pay for the other's idle spinning.
 - The reported figure is the median over samples; the spread is the interquartile range
   over the median. A spread above ``NOISY_SPREAD`` or a load average above the number of
   CPUs at start marks the row or the run as noisy: re-run before trusting that ratio.
@@ -196,9 +202,10 @@ def calibrate(fn, min_sample_s):
         n = max(2 * n, guess) if elapsed < target / 10 else max(n + 1, guess)
 
 
-def measure(fns: dict, *, samples=7, min_sample_s=0.02, warmup_s=0.05):
-    """Time each callable of ``fns`` (framework -> callable), alternating their samples.
-    Returns framework -> Timing. See NOTE [ Timing method ]."""
+def measure(fns: dict, *, samples=7, min_sample_s=0.02, warmup_s=0.05, settle_s=0.0):
+    """Time each callable of ``fns`` (framework -> callable), alternating their samples, each
+    after ``settle_s`` seconds of sleep. Returns framework -> Timing. See NOTE [ Timing
+    method ]."""
     inner = {}
     for name, fn in fns.items():
         deadline = time.perf_counter() + warmup_s
@@ -210,6 +217,8 @@ def measure(fns: dict, *, samples=7, min_sample_s=0.02, warmup_s=0.05):
     for _ in range(samples):
         for name, fn in fns.items():
             n = inner[name]
+            if settle_s:
+                time.sleep(settle_s)
             wall, cpu = _run_loop(fn, n)
             results[name].per_call_ns.append(wall / n)
             results[name].cpu_per_call_ns.append(cpu / n)
@@ -273,7 +282,7 @@ def _describe(exc):
 
 
 def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s,
-                 memory=True) -> Row:
+                 memory=True, settle_s=0.0) -> Row:
     """Set up, check and time one workload in every available framework, and for workloads
     registered with ``memory=True`` (when ``memory`` is on) measure their peak RSS.
 
@@ -300,7 +309,8 @@ def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s,
             notes.append("results differ: " + " ".join(str(exc).split())[:160])
             del fns["ember"]
     if fns:
-        timings = measure(fns, samples=samples, min_sample_s=min_sample_s, warmup_s=warmup_s)
+        timings = measure(fns, samples=samples, min_sample_s=min_sample_s, warmup_s=warmup_s,
+                          settle_s=settle_s)
         for name, tm in timings.items():
             setattr(row, f"{name}_ns", tm.median)
             setattr(row, f"{name}_spread", tm.spread)

@@ -155,7 +155,8 @@ def markdown(rows, info, settings):
         f"- load average (1, 5, 15 min) at start: {_fmt_load(info.get('load_avg_start'))}, "
         f"at end: {_fmt_load(info.get('load_avg_end'))}",
         f"- timing: median of {settings['samples']} samples, each ≥ "
-        f"{settings['min_sample_s'] * 1e3:g} ms of calls, frameworks alternating"
+        f"{settings['min_sample_s'] * 1e3:g} ms of calls, frameworks alternating, "
+        f"{settings.get('settle_s', 0):g} s of sleep before each sample"
         + (" (quick smoke run: not for comparison)" if settings.get("quick") else ""),
     ]
     if settings.get("memory"):
@@ -325,6 +326,9 @@ def main(argv=None):
     parser.add_argument("--samples", type=int, default=None, help="samples per workload (7)")
     parser.add_argument("--min-time", type=float, default=None,
                         help="minimum seconds per sample (0.02)")
+    parser.add_argument("--settle", type=float, default=0.25,
+                        help="seconds of sleep before each sample, for the other framework's "
+                             "spinning worker threads to go idle (0.25; 0 with --quick)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
                         help="directory for the JSON and Markdown reports")
     parser.add_argument("--list", action="store_true", help="list workloads and exit")
@@ -366,6 +370,7 @@ def main(argv=None):
         "samples": args.samples or (3 if args.quick else 7),
         "min_sample_s": args.min_time or (0.002 if args.quick else 0.02),
         "warmup_s": 0.005 if args.quick else 0.05,
+        "settle_s": 0.0 if args.quick else args.settle,
         "quick": args.quick,
         "memory": not args.no_memory,
     }
@@ -377,7 +382,7 @@ def main(argv=None):
     for w in chosen:
         row = run_workload(w, modules, samples=settings["samples"],
                            min_sample_s=settings["min_sample_s"], warmup_s=settings["warmup_s"],
-                           memory=settings["memory"])
+                           memory=settings["memory"], settle_s=settings["settle_s"])
         rows.append(row)
         print(f"  {w.group}: {w.name}: {fmt_time(row.ember_ns)} vs {fmt_time(row.torch_ns)}",
               file=sys.stderr, flush=True)

@@ -95,3 +95,18 @@ def test_bench_peak_rss_probe_reports_unknown_workload():
 
     rss, why = peak_rss("ember", "no such workload")
     assert rss is None and why.startswith("memory probe failed")
+
+
+def test_measure_settles_before_each_sample(monkeypatch):
+    # each sample starts after a sleep, so the other framework's spinning workers are idle
+    import bench.common as common
+
+    events = []
+    monkeypatch.setattr(common.time, "sleep", lambda s: events.append(("sleep", s)))
+    fns = {"ember": lambda: events.append("ember"), "torch": lambda: events.append("torch")}
+    common.measure(fns, samples=2, min_sample_s=0.0, warmup_s=0.0, settle_s=0.25)
+    timed = events[events.index(("sleep", 0.25)):]
+    assert timed == [("sleep", 0.25), "ember", ("sleep", 0.25), "torch"] * 2
+    events.clear()
+    common.measure(fns, samples=2, min_sample_s=0.0, warmup_s=0.0)
+    assert ("sleep", 0.25) not in events
