@@ -14,6 +14,8 @@
 #     bench    python -m bench.cuda, the GPU workloads side by side with PyTorch (JSON too)
 #     sync     where the ResNet-50 (fp32, AMP) and GPT-2 steps synchronise with the device
 #              (python -m bench.cuda --find-sync)
+#     nccl     the "nccl" backend in a world of one process: collectives, a DDP step, and
+#              all-reduce times at DDP's bucket sizes (tests/cuda/test_nccl.py, printed)
 #
 # and, named only:
 #
@@ -59,7 +61,7 @@ run_stage() {  # name seconds command...
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(env tests device bench sync)
+[ ${#stages[@]} -eq 0 ] && stages=(env tests device bench sync nccl)
 for s in "${stages[@]}"; do
     case $s in
     env)
@@ -84,6 +86,10 @@ for s in "${stages[@]}"; do
     sync)
         run_stage sync 90 bash -c 'for w in resnet50_fp32 resnet50_amp gpt2_small_amp; do
             python3 -m bench.cuda --find-sync $w; done'
+        ;;
+    nccl)
+        run_stage nccl 60 python3 -m pytest -q -s -p no:cacheprovider -W ignore -rf \
+            --tb=short tests/cuda/test_nccl.py
         ;;
     ab)
         if [ -d .old/ember ]; then
