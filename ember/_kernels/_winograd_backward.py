@@ -93,7 +93,7 @@ def backward(x, g, w, padding):
 
     def samples(lo, hi):
         du = np.zeros((16, o, c), x.dtype)
-        part = np.empty((o, c), x.dtype)
+        part = np.empty((16, o, c), x.dtype)
         for sl in planar._chunks(hi - lo, per_sample, _TILE_BYTES):
             sl = slice(lo + sl.start, lo + sl.stop)
             m_ = sl.stop - sl.start

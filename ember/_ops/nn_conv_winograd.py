@@ -170,7 +170,7 @@ def weight_grad(x, g, padding):
 
     def samples(lo, hi):
         du = np.zeros((16, o, c), x.dtype)
-        part = np.empty((o, c), x.dtype)
+        part = np.empty((16, o, c), x.dtype)
         for sl in _chunks(hi - lo, 16 * th * tw * (c + o) * x.itemsize, _WEIGHT_TILE_BYTES):
             sl = slice(lo + sl.start, lo + sl.stop)
             weight_tiles_into(k, x[sl], g[sl], padding, th, tw, du, part)
@@ -185,7 +185,7 @@ def weight_grad(x, g, padding):
 
 def weight_tiles_into(k, x, g, padding, th, tw, du, part):
     """Add one chunk of samples' ``dM V^T`` (tile space, (16, O, C)) into ``du``; ``part``
-    is an (O, C) scratch. Returns the chunk's transforms (V, dM) for a caller that reuses
+    is a (16, O, C) scratch. Returns the chunk's transforms (V, dM) for a caller that reuses
     them (NOTE [ One output transform for both adjoints ] in
     ember/_kernels/_winograd_backward.py)."""
     m_ = x.shape[0]
@@ -194,9 +194,10 @@ def weight_tiles_into(k, x, g, padding, th, tw, du, part):
     k.winograd_input(x, padding[0], padding[1], th, tw, v, 0, c)
     dm = np.empty((16, o, m_ * th * tw), x.dtype)
     k.winograd_output_adjoint(g, th, tw, dm, 0, o)
-    for i in range(16):
-        np.matmul(dm[i], v[i].T, out=part)
-        du[i] += part
+    # one stacked call: NumPy runs the same 16 BLAS products (same bits) with one call's
+    # overhead, ~50 us a chunk less for the MNIST CNN's conv2 (64 x 32 outputs, 576 tiles)
+    np.matmul(dm, v.transpose(0, 2, 1), out=part)
+    du += part
     return v, dm
 
 

@@ -106,8 +106,10 @@ def test_pieces_are_on_by_default():
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_planar_conv_values_unchanged(stride):
-    # the planar-column GEMMs through _blas.matmul: the same arrays reach np.matmul
+def test_planar_conv_values_unchanged(monkeypatch, stride):
+    # the planar-column GEMMs through _blas.matmul: the same arrays reach np.matmul (the one
+    # GEMM; few-row columns multiply per sample, tests/perf/test_planar_per_sample.py)
+    monkeypatch.setattr(nn_conv, "_PER_SAMPLE_ROWS", -1)
     rng = np.random.default_rng(stride)
     x = rng.standard_normal((3, 4, 20, 20), dtype=np.float32)
     w = rng.standard_normal((6, 4, 3, 3), dtype=np.float32)
