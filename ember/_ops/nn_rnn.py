@@ -368,8 +368,10 @@ def _gate_scale(xp, hs, dt):
     return s
 
 
-def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, reverse):
-    """x (T, B, I); w_ih (4H, I); b (4H,) both biases summed, or None; h0 (B, P); c0 (B, H);
+def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=None, *,
+                       reverse):
+    """x (T, B, I); w_ih (4H, I); b (4H,) the input bias, or None; b_hh the hidden one, or
+    None (summed here, as PyTorch's oneDNN layer does); h0 (B, P); c0 (B, H);
     ``table`` (V, I) and ``indices`` (T, B) when x is table[indices], else None (NOTE
     [ Lookups a layer can fold ] in nn_ops.py). Returns out (T, B, P), h_n, c_n and, for
     backward, the gate activations (T, B, 4H), cell states (T+1, B, H), tanh(c) (T, B, H),
@@ -378,6 +380,8 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, re
     steps, batch = x.shape[:2]
     hs, p = c0.shape[1], h0.shape[1]
     dt = x.dtype
+    if b_hh is not None:
+        b = b_hh if b is None else b + b_hh
     s = _gate_scale(xp, hs, dt)
     w_in = (w_ih * s[:, None]).T
     if table is None:
@@ -503,7 +507,13 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
             mm(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
-    gx = (d2 @ w_ih).reshape(steps, batch, -1) if need_x else None
+    need_bhh = len(needs) > 9 and needs[9]
+    gx = None
+    if need_x:
+        # an array of its own, not a view of the product: the engine's input buffer may add
+        # another gradient into it in place (a bidirectional layer's input)
+        gx = xp.empty((steps, batch, w_ih.shape[1]), dt)
+        xp.matmul(d2, w_ih, out=gx.reshape(steps * batch, -1))
     if not need_wih:
         gw_ih = None
     elif table is None:
@@ -515,17 +525,22 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
         sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
                                           padding_idx=None)
         gw_ih = sums.T @ table
-    gb = col_sums(xp, d2) if need_b else None
+    gb = col_sums(xp, d2) if need_b or need_bhh else None
+    # both biases get the same gradient, each its own copy (PyTorch's layer clones it)
+    gb_hh = (gb.copy() if need_b else gb) if need_bhh else None
+    gb = gb if need_b else None
     gw_hh = d2.T @ hprev.reshape(steps * batch, p) if need_whh else None
     gw_hr = (dhs.reshape(-1, p).T @ raw.reshape(-1, hs)
              if w_hr is not None and need_whr else None)
-    return gx, gw_ih, gb, dh, dc, gw_hh, gw_hr
+    return gx, gw_ih, gb, dh, dc, gw_hh, gw_hr, gb_hh
 
 
-def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
+def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse, b_hh=None):
     """The layer in differentiable ops, for create_graph."""
     from .nn_ops import linear
 
+    if b_hh is not None:
+        b = b_hh if b is None else b + b_hh
     xw = linear(x, w_ih, b)
     h, c = h0, c0
     outs = [None] * x.shape[0]
@@ -537,28 +552,29 @@ def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse):
     return stack(outs), h, c
 
 
-def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, *, reverse, out,
-                    needs_input_grad):
-    inputs = (x, w_ih, b, h0, c0, w_hh, w_hr)
+def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=None, *,
+                    reverse, out, needs_input_grad):
+    inputs = (x, w_ih, b, h0, c0, w_hh, w_hr, None, None, b_hh)
     if _dispatch.differentiable_formula(*inputs, *grads):
         from ..autograd import grad as autograd_grad
 
         with _enable_grad():
             # replay from the saved inputs themselves, so the gradients returned depend on
             # them differentiably
-            results = _lstm_layer_replay(*inputs, reverse)
+            results = _lstm_layer_replay(*inputs[:7], reverse, b_hh)
         pairs = [(r, g) for r, g in zip(results, grads) if g is not None]
         wanted = [t for t, need in zip(inputs, needs_input_grad) if need]
         grads_in = autograd_grad([r for r, _ in pairs], wanted, [g for _, g in pairs],
                                  create_graph=True, allow_unused=True)
         by_id = {id(t): gi for t, gi in zip(wanted, grads_in)}
-        return tuple(by_id.get(id(t)) if need else None
-                     for t, need in zip(inputs, needs_input_grad)) + (None, None)
+        return tuple(by_id.get(id(t)) if need and t is not None else None
+                     for t, need in zip(inputs, needs_input_grad))
     _, _, _, acts, cs, tcs, raw, hprev, xf = out
-    return _dispatch.apply(lstm_layer_backward_op,
-                           (grads[0], grads[1], grads[2], xf, w_ih, w_hh, w_hr,
-                            acts, cs, tcs, raw, hprev, table, indices),
-                           dict(reverse=reverse, needs=tuple(needs_input_grad)))
+    g = _dispatch.apply(lstm_layer_backward_op,
+                        (grads[0], grads[1], grads[2], xf, w_ih, w_hh, w_hr,
+                         acts, cs, tcs, raw, hprev, table, indices),
+                        dict(reverse=reverse, needs=tuple(needs_input_grad)))
+    return tuple(g[:7]) + (None, None, g[7])
 
 
 def _enable_grad():
@@ -572,16 +588,19 @@ lstm_layer_op = Op("lstm_layer", _lstm_layer_kernel, vjp=_lstm_layer_vjp,
 # PyTorch's CPU build runs the layer through oneDNN, whose node this is (NOTE [ LSTM layers
 # under the profiler ] in ember/profiler/_recorder.py)
 lstm_layer_op.node_name = "MkldnnRnnLayerBackward0"
+# its gradients handed on in that node's input order: input, w_ih, w_hh, b_ih, b_hh, h0, c0
+# (NOTE [ Edge order ] in ember/autograd/_engine.py)
+lstm_layer_op.edge_order = (0, 1, 5, 2, 9, 3, 4, 6, 7, 8)
 
 
 @lstm_layer_op.defjvp
-def _lstm_layer_jvp(x_dots, x, w_ih, b, h0, c0, w_hh, w_hr, _table, _indices, *, reverse,
-                    out):
+def _lstm_layer_jvp(x_dots, x, w_ih, b, h0, c0, w_hh, w_hr, _table, _indices, b_hh=None, *,
+                    reverse, out):
     # forward mode through the layer's steps: the replay (one lstm_cell per step, each
     # with its own formula) inside a dual level of its own
     from ..autograd import _forward
 
-    inputs = (x, w_ih, b, h0, c0, w_hh, w_hr)
+    inputs = (x, w_ih, b, h0, c0, w_hh, w_hr, None, None, b_hh)
     lvl = _forward.enter(nested_ok=True)
     try:
         duals = []
@@ -590,7 +609,7 @@ def _lstm_layer_jvp(x_dots, x, w_ih, b, h0, c0, w_hh, w_hr, _table, _indices, *,
                 t = t.view_as(t)
                 _forward.set_tangent(t, lvl, d)
             duals.append(t)
-        results = _lstm_layer_replay(*duals, reverse)
+        results = _lstm_layer_replay(*duals[:7], reverse, duals[9])
         tangents = tuple(_forward.get_tangent(r, lvl) for r in results)
     finally:
         _forward.exit_level(lvl)
@@ -598,14 +617,15 @@ def _lstm_layer_jvp(x_dots, x, w_ih, b, h0, c0, w_hh, w_hr, _table, _indices, *,
 lstm_layer_backward_op = Op("lstm_layer_backward", _lstm_layer_backward_kernel)
 
 
-def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False, lookup=None):
+def lstm_layer(x, w_ih, b, h0, c0, w_hh, w_hr=None, *, reverse=False, lookup=None, b_hh=None):
     """One direction of one LSTM layer over an unpacked sequence x (T, B, I), input
-    projection included (NOTE [ Fused LSTM layer ]); ``b`` is the sum of both biases or None.
+    projection included (NOTE [ Fused LSTM layer ]); ``b`` and ``b_hh`` are the input and
+    hidden biases (or None), which the op sums, as PyTorch's ``mkldnn_rnn_layer`` does.
     ``lookup``, when given, is (table, indices) with x equal to table[indices] (NOTE
     [ Lookups a layer can fold ] in nn_ops.py). Returns (outputs (T, B, P), h_n, c_n)."""
     table, indices = (None, None) if lookup is None else lookup
-    res = _dispatch.apply(lstm_layer_op, (x, w_ih, b, h0, c0, w_hh, w_hr, table, indices),
-                          dict(reverse=bool(reverse)))
+    res = _dispatch.apply(lstm_layer_op, (x, w_ih, b, h0, c0, w_hh, w_hr, table, indices,
+                                          b_hh), dict(reverse=bool(reverse)))
     return res[0], res[1], res[2]
 
 

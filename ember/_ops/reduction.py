@@ -91,6 +91,10 @@ def _dims(input, dim, name):
     """None (reduce everything) or a sorted tuple of the axes ``dim`` names."""
     if dim is None:
         return None
+    if _dispatch.intercept:   # NOTE [ Dims as the caller gave them ] in ember/profiler
+        from ..profiler._recorder import note_dims
+
+        note_dims(dim)
     nd = input._data.ndim
     if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
@@ -107,6 +111,10 @@ def _one_dim(input, dim, name):
     """A single int dim (PyTorch's ``int dim`` overloads reject tuples)."""
     if isinstance(dim, (tuple, list)) or not hasattr(dim, "__index__"):
         raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    if _dispatch.intercept:   # NOTE [ Dims as the caller gave them ] in ember/profiler
+        from ..profiler._recorder import note_dims
+
+        note_dims(dim)
     return wrap_dim(dim, input._data.ndim, name)
 
 
@@ -773,10 +781,16 @@ def _var_vjp(g, a, *, dim, keepdim, correction, take_sqrt, out):
     # scaled gradient (no overflow in between); a correction past n flips the sign
     shape = a.shape
     n = _reduced_count(shape, dim)
-    centred = a - a.mean(dim, keepdim=True) if dim is not None else a - a.mean()
     scale = 2.0 / (n - correction) if n != correction else math.inf
     if take_sqrt:
         g = _where_zero(g / (out * 2), out == 0)
+    if dim is not None and not keepdim:
+        # PyTorch's ops in its order: the gradient unsqueezed, the centred input, then
+        # (scale * grad) * centred, broadcasting
+        g = _restore_dims(g, dim, a.dim(), keepdim)
+        centred = a - a.mean(dim, keepdim=True)
+        return g * scale * centred
+    centred = a - a.mean(dim, keepdim=True) if dim is not None else a - a.mean()
     return _expand_back(g * scale, shape, dim, keepdim) * centred
 
 
@@ -917,11 +931,29 @@ def _extreme_kernel(xp, a, *, dim, keepdim, largest, nan_picks=False):
                                 initial=0 if a.dtype.kind != "b" else False))
 
 
+def _restore_dims(t, dim, ndim, keepdim):
+    """``t`` with each reduced dim put back as size 1 (PyTorch's ``unsqueeze_multiple``), to
+    broadcast against the input: PyTorch's reduction gradients run these ops, which a
+    profile lists (NOTE [ Reductions under the profiler ] in ember/profiler/_recorder.py)."""
+    if keepdim:
+        return t
+    for d in range(ndim) if dim is None else sorted(dim):
+        t = t.unsqueeze(d)
+    return t
+
+
 def _extreme_vjp(g, a, *, dim, keepdim, largest, out, nan_picks=False):
     # the gradient is shared evenly among the elements equal to the extreme (ties); a NaN
     # extreme equals nothing, so amax/amin/aminmax give its whole slice NaN gradients (0 / 0),
     # as torch does, while max()/min() of everything (``nan_picks``) pass it to the NaNs
     shape = a.shape
+    if not nan_picks and dim is not None:
+        # PyTorch's ops: the result and gradient reshaped to keep the reduced dims, then
+        # (grad / count) * mask, broadcasting (the same values: mask is 0 or 1)
+        keep = _keep_shape(shape, dim)
+        mask = (out if keepdim else out.reshape(keep)) == a
+        gk = g if keepdim else g.reshape(keep)
+        return gk / mask.sum(dim, keepdim=True) * mask
     oe = _expand_back(out, shape, dim, keepdim)
     mask = (a == oe) | ((a != a) & (oe != oe)) if nan_picks else a == oe
     count = mask.sum(dim, keepdim=True) if dim is not None else mask.sum()
@@ -1155,8 +1187,10 @@ def _logsumexp_kernel(xp, a, *, dim, keepdim):
 
 
 def _logsumexp_vjp(g, a, *, dim, keepdim, out):
-    shape = a.shape
-    return _expand_back(g, shape, dim, keepdim) * (a - _expand_back(out, shape, dim, keepdim)).exp()
+    # PyTorch's ops: grad and result unsqueezed, then grad * exp(a - result), broadcasting
+    ndim = a.dim()
+    return _restore_dims(g, dim, ndim, keepdim) * (a - _restore_dims(out, dim, ndim,
+                                                                     keepdim)).exp()
 
 
 def _logsumexp_jvp(x_dots, a, *, dim, keepdim, out):

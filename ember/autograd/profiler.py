@@ -8,9 +8,11 @@ events as ``prof.function_events`` -- over the same recording session as
 from __future__ import annotations
 
 import enum
+import logging
 import warnings
 
 from .. import _dispatch
+from ..futures import Future  # noqa: F401  (PyTorch's module has the name too)
 from ..profiler import _recorder
 from ..profiler._convert import function_events as _function_events
 from ..profiler.profiler import KinetoStepTracker, kineto_available  # noqa: F401
@@ -22,6 +24,9 @@ from .profiler_util import (  # noqa: F401  (PyTorch's names in this module)
 __all__ = ["profile", "record_function", "emit_itt", "emit_nvtx", "load_nvprof",
            "EnforceUnique", "parse_nvprof_trace", "KinetoStepTracker", "EventList",
            "FunctionEvent", "MemRecordsAcc"]
+
+#: the module's logger, as PyTorch's module has one
+log = logging.getLogger(__name__)
 
 MEMORY_EVENT_NAME = "[memory]"
 OUT_OF_MEMORY_EVENT_NAME = "[OutOfMemory]"

@@ -357,8 +357,10 @@ def _lstm_layer(handle, args, kwargs):
     from .._ops.nn_rnn import _lstm_layer_replay
 
     x, w_ih, b, h0, c0, w_hh, w_hr = args[:7]
+    b_hh = args[9] if len(args) > 9 else None
     with _logical():
-        out, h, c = _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, kwargs["reverse"])
+        out, h, c = _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, kwargs["reverse"],
+                                       b_hh)
     return _Done((out, h, c) + (None,) * 6)
 
 

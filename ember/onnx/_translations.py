@@ -1122,9 +1122,10 @@ def _sdpa(ctx, args, kwargs, outs):
 
 @translation("lstm_layer")
 def _lstm_layer(ctx, args, kwargs, outs):
-    # ember's fused layer op: (x (T, B, I), w_ih, b_ih + b_hh, h0, c0, w_hh, w_hr, table,
-    # indices) -> (outputs, h_n, c_n, saved...) (NOTE [ Fused LSTM layer ] in nn_rnn.py)
+    # ember's fused layer op: (x (T, B, I), w_ih, b_ih, h0, c0, w_hh, w_hr, table, indices,
+    # b_hh) -> (outputs, h_n, c_n, saved...) (NOTE [ Fused LSTM layer ] in nn_rnn.py)
     x, w_ih, b, h0, c0, w_hh = args[:6]
+    b_hh = args[9] if len(args) > 9 else None
     extra = args[6:9]
     g = ctx.g
     if any(a is not None for a in extra):
@@ -1143,8 +1144,9 @@ def _lstm_layer(ctx, args, kwargs, outs):
     dtype = x.dtype
     bi = reorder(ctx.name(b)) if b is not None else \
         g.const(np.zeros(4 * hidden, _np_dtype(dtype)), "bias")
-    zeros = g.const(np.zeros(4 * hidden, _np_dtype(dtype)), "bias")
-    bias = g.node("Unsqueeze", [g.node("Concat", [bi, zeros], axis=0), axes0])
+    bh = reorder(ctx.name(b_hh)) if b_hh is not None else \
+        g.const(np.zeros(4 * hidden, _np_dtype(dtype)), "bias")
+    bias = g.node("Unsqueeze", [g.node("Concat", [bi, bh], axis=0), axes0])
     h = g.node("Unsqueeze", [ctx.name(h0), axes0])
     c = g.node("Unsqueeze", [ctx.name(c0), axes0])
     direction = "reverse" if kwargs.get("reverse") else "forward"

@@ -803,11 +803,17 @@ _RNN_OPS = frozenset({"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_re
 # ``aten::mkldnn_rnn_layer`` per layer inside ``aten::lstm`` (the module's call, recorded
 # by ``RNNBase._profiled_layers`` in ember/nn/modules/rnn.py), and
 # ``aten::mkldnn_rnn_layer_backward`` inside its node ``MkldnnRnnLayerBackward0``. ember's
-# layer op is recorded under those names with PyTorch's arguments: both biases are listed
-# (ember's op takes their sum, of the same shape), the module's settings come from its
-# noted call (``note_call``), and there is no oneDNN workspace (listed empty). ember sums
-# the two biases before the layer, so that ``aten::add`` and its ``AddBackward0`` stay
-# beside the layer rather than inside it.
+# layer op is recorded under those names with PyTorch's arguments: the module's settings
+# come from its noted call (``note_call``), and there is no oneDNN workspace (listed
+# empty). Like PyTorch's layer, ember's op takes both biases and sums them itself (one node,
+# no ``AddBackward0``; the second bias's gradient a copy of the first's), and the module
+# transposes a ``batch_first`` input inside ``aten::lstm`` and copies it to a contiguous
+# one there (``aten::contiguous``, ``CloneBackward0``) while a profiler records, as PyTorch
+# does. The work PyTorch's layer runs as ops of its own is listed inside the kernel's event
+# as events of no duration (``_LAYER_ROWS``): the bias sum (``aten::add``) in both
+# directions, and in backward a contiguous copy of each gradient that is not contiguous
+# (``aten::contiguous`` > ``aten::clone``), ``aten::zeros_like`` for each one not given,
+# and the clone of the bias gradient.
 
 
 def _info(t):
@@ -829,10 +835,51 @@ def _lstm_layer_call(args, kwargs):
     # (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, batch_sizes, mode,
     # hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
     x, w_ih, b, h0, c0, w_hh = args[:6]
+    b_hh = args[9] if len(args) > 9 else None
     layers, bidirectional, batch_first, train = _rnn_settings()
-    return [_info(x), _info(w_ih), _info(w_hh), _info(b), _info(b), _info(h0), _info(c0),
+    return [_info(x), _info(w_ih), _info(w_hh), _info(b), _info(b_hh if b_hh is not None
+                                                                  else b),
+            _info(h0), _info(c0),
             kwargs.get("reverse", False), [], 2, w_hh._data.shape[1], layers, b is not None,
             bidirectional, batch_first, train]
+
+
+def _lstm_layer_rows(args, kwargs, result):
+    """The ops PyTorch's oneDNN layer runs inside its event (NOTE [ LSTM layers under the
+    profiler ]): ``[(name, items, at_end, children)]``."""
+    b, b_hh = args[2], (args[9] if len(args) > 9 else None)
+    if b is None or b_hh is None:
+        return []
+    return [("aten::add", [_info(b), _info(b_hh), 1], False, ())]
+
+
+def _lstm_layer_backward_rows(args, kwargs, result):
+    """The ops inside PyTorch's ``aten::mkldnn_rnn_layer_backward`` (see the note)."""
+    # (grad_output, grad_hy, grad_cy, x rows, w_ih, w_hh, w_hr, gates, cells, tanh(cells),
+    # unprojected outputs, h_{t-1}, ...)
+    hprev, tcs = args[11]._data, args[9]._data
+    out = []
+    for g, shape in ((args[0], hprev.shape), (args[1], hprev.shape[1:]),
+                     (args[2], tcs.shape[1:])):
+        if g is None:   # (a gradient not given: zeros as its output)
+            like = _TensorInfo((shape, hprev.dtype, None))
+            out.append(("aten::zeros_like", [like, None, None, None, None, 0], False, ()))
+        elif not getattr(g._data, "flags", None) or not g._data.flags.c_contiguous:
+            t = _info(g)
+            out.append(("aten::contiguous", [t, 0], False,
+                        (("aten::clone", [t, None], False, ()),)))
+    needs = kwargs.get("needs", ())
+    if len(needs) > 9 and needs[2] and needs[9]:
+        bias = _TensorInfo(((args[7]._data.shape[2],), hprev.dtype, None))
+        out.append(("aten::add", [bias, bias, 1], True, ()))
+        out.append(("aten::clone", [bias, None], True, ()))
+    return out
+
+
+#: ember's kernel op -> ``fn(args, kwargs, result)`` giving the rows of work PyTorch's op
+#: runs as ops of its own inside its event (``_OpRecorder._rows_inside``)
+_LAYER_ROWS = {"aten::lstm_layer": _lstm_layer_rows,
+               "aten::lstm_layer_backward": _lstm_layer_backward_rows}
 
 
 def _lstm_layer_backward_in_node(args, kwargs):
@@ -866,6 +913,8 @@ def _loss_call(param=None):
 
 
 _RENAMED_CALLS = {"aten::index": _getitem_call, "aten::lstm_layer": _lstm_layer_call,
+                  "aten::max.dim": lambda args, kwargs: [_info(args[0]), kwargs["dim"],
+                                                         kwargs.get("keepdim", False)],
                   "aten::native_batch_norm_backward": lambda args, kwargs:
                   _batch_norm_backward_call(args, kwargs),
                   "aten::var": _var_call, "aten::mse_loss": _loss_call(),
@@ -925,11 +974,19 @@ _NAMING = {
     "aten::transpose": None,
     "aten::stack": None,   # NOTE [ Stack under the profiler ]
     "aten::unbind": None,  # (its backward: a ``select`` per input)
+    "aten::split": None,   # (``cat``'s backward: a ``narrow`` per input)
+    # one op for the largest and the smallest, named as PyTorch's two
+    "aten::amax": lambda args, kwargs: None if kwargs.get("largest", True) else
+    ("aten::amin", None),
+    "aten::max.dim": lambda args, kwargs: ("aten::max" if kwargs.get("largest", True) else
+                                           "aten::min", None),
     "aten::mean": None,    # NOTE [ Reductions under the profiler ]
     "aten::expand": None,
     "aten::view": None,
     "aten::_getitem_backward": None,
     "aten::_autograd_sum_to": None,
+    "aten::_where_zero": None,
+    "aten::_put_along": None,
 }
 
 
@@ -955,6 +1012,12 @@ _NAMING = {
 # each reduced dim back with ``aten::unsqueeze`` before ``aten::expand``; ember's one
 # ``expand`` of the reduced gradient (``_expand_back`` in ember/_ops/reduction.py) is
 # recorded after those unsqueezes (instants: views do no work), with the shape they give.
+# The gradients of ``amax``/``amin``, ``var``/``std`` and ``logsumexp`` over some dims are
+# PyTorch's ops in its order (``_restore_dims`` there: real unsqueezes or reshapes, then
+# broadcasting ops, the same values), the ``mean`` of var's and std's as ``sum`` and
+# ``div_`` (``_MEAN_NODES``), std's zeroing as ``masked_fill_``; the gradient of
+# ``max(dim)``/``min(dim)`` is PyTorch's ``value_selecting_reduction_backward`` with its
+# unsqueezes, zeros and ``scatter_`` inside (``_value_selecting_rows``).
 
 
 # NOTE [ Ops inside backward nodes ]
@@ -973,6 +1036,9 @@ _NAMING = {
 # ``_SUMMING_NODES``, ``ExpandBackward0``).
 
 
+#: backward nodes whose formula's ``mean`` PyTorch runs as its CPU kernel's sum and div_
+_MEAN_NODES = {"VarBackward0", "StdBackward0"}
+
 #: nodes whose formula in PyTorch is itself a ``sum_to``: their sum stays inside them
 _SUMMING_NODES = {"ExpandBackward0", "ExpandBackward1", "BroadcastTensorsBackward0"}
 
@@ -980,6 +1046,38 @@ _SUMMING_NODES = {"ExpandBackward0", "ExpandBackward1", "BroadcastTensorsBackwar
 def _t_in_node(args, kwargs):
     g = args[0]._data
     return [_TensorInfo((g.shape, g.dtype, getattr(g, "strides", None)))]
+
+
+def _value_selecting_in_node(args, kwargs):
+    return [_info(args[0]), kwargs["dim"], _info(args[1]), list(kwargs["shape"]),
+            kwargs["keepdim"]]
+
+
+def _value_selecting_rows(args, kwargs, result):
+    """The ops inside PyTorch's ``aten::value_selecting_reduction_backward``: the gradient
+    and indices unsqueezed (without keepdim), zeros of the input's shape, and the
+    ``scatter_`` of the gradient into them."""
+    g, idx = args[0]._data, args[1]._data
+    dim, shape = kwargs["dim"], tuple(kwargs["shape"])
+    rows = []
+    if not kwargs["keepdim"] and len(shape) == g.ndim + 1:
+        rows = [("aten::unsqueeze", [_info(args[0]), dim], False, ()),
+                ("aten::unsqueeze", [_info(args[1]), dim], False, ())]
+        kept = g.shape[:dim] + (1,) + g.shape[dim:]
+    else:
+        kept = g.shape
+    zeros = _TensorInfo((shape, g.dtype, None))
+    rows.append(("aten::zeros", [list(shape), g.dtype, 0, None, None], False, ()))
+    rows.append(("aten::scatter_", [zeros, dim, _TensorInfo((kept, idx.dtype, None)),
+                                    _TensorInfo((kept, g.dtype, None))], True, ()))
+    return rows
+
+
+_LAYER_ROWS["aten::_put_along"] = _value_selecting_rows
+
+
+def _masked_fill_in_node(args, kwargs):
+    return [_info(args[0]), _info(args[1]), 0]
 
 
 def _reshape_in_node(args, kwargs):
@@ -997,7 +1095,16 @@ _IN_NODE = {
                    "ReshapeAliasBackward0": ("aten::reshape", _reshape_in_node),
                    "UnsqueezeBackward0": ("aten::squeeze", _squeeze_in_node),
                    "SqueezeBackward1": ("aten::unsqueeze", _unsqueeze_in_node),
-                   "SqueezeBackward4": ("aten::unsqueeze", _unsqueeze_in_node)},
+                   "SqueezeBackward4": ("aten::unsqueeze", _unsqueeze_in_node),
+                   # (the result and gradient given back their reduced dims)
+                   "AmaxBackward0": ("aten::reshape", _reshape_in_node),
+                   "AminBackward0": ("aten::reshape", _reshape_in_node)},
+    # (``max(dim)``'s gradient put back at the indices: PyTorch scatters into zeros)
+    "aten::_put_along": {node: ("aten::value_selecting_reduction_backward",
+                                _value_selecting_in_node)
+                         for node in ("MaxBackward0", "MinBackward0")},
+    # (std's gradient zeroed where std is 0: PyTorch fills in place)
+    "aten::_where_zero": {"StdBackward0": ("aten::masked_fill_", _masked_fill_in_node)},
     # a gradient no view can reshape: PyTorch's reshape copies it (``aten::_unsafe_view``
     # of a clone; ember's one op, ``_NAMING``)
     "aten::_reshape_copy": {"ViewBackward0": ("aten::reshape", _reshape_in_node),
@@ -1044,6 +1151,35 @@ _RENAMED_INPUTS = {"aten::matmul": _matmul_inputs}
 # just before its op; ``_OpRecorder._named`` takes them for the op's events, each level
 # with the arguments PyTorch's op there receives (``_NOTED``). Nothing is noted, and
 # nothing costs, when no profiler records (the entrance tests ``_dispatch.intercept``).
+
+
+# NOTE [ Dims as the caller gave them ]
+# ember's reductions turn the caller's ``dim`` into sorted axes before the op runs
+# (``_dims`` in ember/_ops/reduction.py); PyTorch's events list the dims as given
+# (``x.sum(-1)``: ``[-1]``; ``dim=(2, 0)``: ``[2, 0]``). While a session records shapes,
+# ``_dims`` notes the given ``dim`` (``note_dims``) and the next op recorded lists it in
+# place of its own ``dim`` argument, in its form (a list for a list of dims).
+
+
+def note_dims(dim):
+    """Keep a reduction's ``dim`` as the caller gave it for the op recorded next (NOTE
+    [ Dims as the caller gave them ])."""
+    s = getattr(_local, "session", None)
+    if s is not None and s.active and s.record_shapes:
+        s.noted["dim"] = dim
+
+
+def _given_dims(kw, given):
+    """``kw`` (an event's keyword arguments) with its ``dim`` as the caller gave it."""
+    out = []
+    for k, v in kw:
+        if k == "dim":
+            if type(v) is tuple:
+                v = tuple(given) if isinstance(given, (tuple, list)) else (given,)
+            elif not isinstance(given, (tuple, list)):
+                v = given
+        out.append((k, v))
+    return tuple(out)
 
 
 def note_call(name, *call):
@@ -1333,6 +1469,10 @@ class _OpRecorder(_dispatch.Mode):
             # at the top on nesting)
             shapes, dtypes, strides, values, kw = record_call(args, kwargs)
             key = handle.__name__
+            if s.noted and kw:
+                given = s.noted.pop("dim", None)
+                if given is not None:   # NOTE [ Dims as the caller gave them ]
+                    kw = _given_dims(kw, given)
         paused = None
         if self._stack:
             # the Python tracer sleeps while an op runs (NOTE [ Python function events ])
@@ -1421,18 +1561,14 @@ class _OpRecorder(_dispatch.Mode):
                     outer = name
         if inner is None:
             r = self.dispatch(handle, args, kwargs, outer)
-            if not s.record_shapes:
-                return r
-            adapt = _RENAMED_INPUTS.get(name)
-            got = adapt(args, outer) if adapt is not None else None
-            if got is not None:
+            rows = _LAYER_ROWS.get(name)
+            if rows is not None:
+                rows = rows(args, kwargs, r)
+            if s.record_shapes:
+                self._rename_inputs(args, kwargs, name, outer)
+            if rows:
                 leaf = s.ops[-1]
-                s.ops[-1] = leaf[:6] + got + leaf[8:10] + (None,) * 4 + leaf[14:]
-            items = _RENAMED_CALLS.get(name)
-            leaf = s.ops[-1]
-            if items is not None and len(leaf) > 6 and leaf[6] is not None:
-                shapes, dtypes, call = _ordered_record(items(args, kwargs))
-                s.ops[-1] = leaf[:6] + (shapes, dtypes) + leaf[8:10] + call + leaf[14:]
+                self._rows_inside(leaf[0], leaf[3], leaf[4], len(leaf) > 6, rows)
             return r
         # the levels above the kernel's own event: the outer one and any between (``inner``
         # may name a chain, ``(middle, kernel)``)
@@ -1517,6 +1653,23 @@ class _OpRecorder(_dispatch.Mode):
         return r
 
 
+    def _rename_inputs(self, args, kwargs, name, outer):
+        """The arguments of the event just recorded as ``outer`` for ember's op ``name``, as
+        PyTorch's op ``outer`` receives them (``_RENAMED_INPUTS``, ``_RENAMED_CALLS``)."""
+        s = self.session
+        adapt = _RENAMED_INPUTS.get(name)
+        got = adapt(args, outer) if adapt is not None else None
+        if got is not None:
+            leaf = s.ops[-1]
+            s.ops[-1] = leaf[:6] + got + leaf[8:10] + (None,) * 4 + leaf[14:]
+        items = _RENAMED_CALLS.get(name)
+        leaf = s.ops[-1]
+        if items is not None and len(leaf) > 6 and leaf[6] is not None:
+            if leaf[13]:   # (the keywords as recorded: a ``dim`` as the caller gave it)
+                kwargs = dict(kwargs, **dict(leaf[13]))
+            shapes, dtypes, call = _ordered_record(items(args, kwargs))
+            s.ops[-1] = leaf[:6] + (shapes, dtypes) + leaf[8:10] + call + leaf[14:]
+
     def _in_node(self, handle, args, kwargs, name):
         """An op PyTorch's backward formulas or engine run as another op (NOTE [ Ops
         inside backward nodes ])."""
@@ -1531,12 +1684,17 @@ class _OpRecorder(_dispatch.Mode):
                 return self.dispatch(handle, args, kwargs, name)
             return self._expand_back_as_torch(handle, args, kwargs, dims)
         if name == "aten::mean":
-            if p is not None and p.kind == "bwd":
+            if p is not None and p.kind == "bwd" and p.name not in _MEAN_NODES:
                 return self.dispatch(handle, args, kwargs, name)
             return self._mean_as_torch(handle, args, kwargs)
         if name == "aten::unbind":
             if p is not None and p.kind == "bwd" and p.name == "StackBackward0":
                 return self._unbind_as_selects(handle, args, kwargs, p)
+            return self.dispatch(handle, args, kwargs, name)
+        if name == "aten::split":
+            if p is not None and p.kind == "bwd" and p.name == "CatBackward0" and \
+                    "bounds" in kwargs:
+                return self._split_as_narrows(handle, args, kwargs)
             return self.dispatch(handle, args, kwargs, name)
         if name == "aten::view" and p is not None and p.name == "aten::reshape" and \
                 _by_strides(args, kwargs):
@@ -1551,7 +1709,32 @@ class _OpRecorder(_dispatch.Mode):
         if got[0] == "aten::reshape":
             # a backward formula's reshape: PyTorch's event around its view
             return self._reshape_in_node(handle, args, kwargs, got[1])
-        return self._renamed(handle, args, kwargs, *got)
+        r = self._renamed(handle, args, kwargs, *got)
+        rows = _LAYER_ROWS.get(name)
+        if rows is not None:
+            leaf = self.session.ops[-1]
+            self._rows_inside(leaf[0], leaf[3], leaf[4], len(leaf) > 6, rows(args, kwargs, r))
+        return r
+
+    def _rows_inside(self, parent, start, end, detailed, rows):
+        """Events of no duration inside the kernel's event ``parent`` (which ran from
+        ``start`` to ``end``) for work PyTorch's op runs as ops of its own (``_LAYER_ROWS``):
+        ``rows`` are ``(name, items, at_end, children)``, ``items`` the op's arguments
+        (``_ordered_record``'s), ``children`` rows of the same form inside it."""
+        shapes = self.session.record_shapes
+        for name, items, at_end, children in rows:
+            at = end if at_end else start
+            k = self._next()
+            if not detailed:
+                self._append((k, parent, name, at, at, -1))
+            elif shapes:
+                sh, dt, call = _ordered_record(items)
+                self._append((k, parent, name, at, at, -1, sh, dt, None, 0) + call + (None,))
+            else:
+                self._append((k, parent, name, at, at, -1, None, None, None, 0, None, None,
+                              None, None, None))
+            if children:
+                self._rows_inside(k, at, at, detailed, children)
 
     def _stack_as_torch(self, handle, args, kwargs):
         """``stack`` with the rows of PyTorch's CPU kernel inside its event (NOTE [ Stack
@@ -1732,6 +1915,29 @@ class _OpRecorder(_dispatch.Mode):
             else:
                 self._append((self._next(), first[1], "aten::select", first[4], first[4], -1)
                              + detail + ((None,) if detailed else ()))
+        return r
+
+    def _split_as_narrows(self, handle, args, kwargs):
+        """``CatBackward0``'s split of the gradient as PyTorch's ``aten::narrow`` around
+        ``aten::slice`` per input: the first narrow holds the kernel's time, the others
+        are instants at its end (views do no work)."""
+        r = self.dispatch(handle, args, kwargs, "aten::narrow")
+        s = self.session
+        ops = s.ops
+        first = ops[-1]
+        detailed = len(first) > 6
+        dim = kwargs.get("dim", 0)
+        g = _info(args[0])
+        for k, (a, b) in enumerate(kwargs["bounds"]):
+            cut = ("aten::slice", [g, dim, a, b, 1], False, ())
+            if k:
+                self._rows_inside(first[1], first[4], first[4], detailed,
+                                  [("aten::narrow", [g, dim, a, b - a], False, (cut,))])
+                continue
+            if detailed and s.record_shapes:
+                shapes, dtypes, rec = _ordered_record([g, dim, a, b - a])
+                ops[-1] = first[:6] + (shapes, dtypes) + first[8:10] + rec + first[14:]
+            self._rows_inside(first[0], first[3], first[3], detailed, [cut])
         return r
 
     def _reshape_in_node(self, handle, args, kwargs, items):

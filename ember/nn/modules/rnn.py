@@ -148,13 +148,14 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
         mode = self.mode
         if mode == "LSTM":
+            if batch_sizes is None:
+                # whole sequence in one fused op (NOTE [ Fused LSTM layer ]), which sums the
+                # biases itself
+                return nn_rnn.lstm_layer(x, w_ih, b_ih, h, c, w_hh, w_hr,
+                                         reverse=bool(direction), lookup=lookup, b_hh=b_hh)
             # both biases enter the input projection, summed once rather than added to
             # every step's (T, B, 4H) projection
             bias = b_ih if b_hh is None else (b_hh if b_ih is None else b_ih + b_hh)
-            if batch_sizes is None:
-                # whole sequence in one fused op (NOTE [ Fused LSTM layer ])
-                return nn_rnn.lstm_layer(x, w_ih, bias, h, c, w_hh, w_hr,
-                                         reverse=bool(direction), lookup=lookup)
             xw = F.linear(x, w_ih, bias)
         else:
             xw = F.linear(x, w_ih, b_ih)
@@ -217,12 +218,16 @@ class RNNBase(Module):
                     f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                     f"{input.dim()}D tensor instead")
             x = input if batched else input.unsqueeze(1)
-            if batched and self.batch_first:
+            # under the profiler the transposes are PyTorch's, inside its ``aten::lstm``
+            # (``_profiled_layers``)
+            inside = batched and self.batch_first and _dispatch.intercept and \
+                bool(_dispatch.state.modes) and profiler_session() is not None
+            if batched and self.batch_first and not inside:
                 x = x.transpose(0, 1)
             batch_sizes = None
             sorted_idx = unsorted_idx = None
-            batch = x.shape[1]
-            if x.shape[0] == 0:
+            batch = x.shape[0 if inside else 1]
+            if x.shape[1 if inside else 0] == 0:
                 raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             if x.shape[-1] != self.input_size:
                 raise RuntimeError(
@@ -246,6 +251,7 @@ class RNNBase(Module):
             layer_input, h_n, c_n = self._profiled_layers(
                 session, input if batched and not packed else x,
                 batch_sizes_t if packed else None, h0, c0, run_args)
+            inside = not packed and batched and self.batch_first   # (transposed back there)
         if unsorted_idx is not None:
             h_n = h_n.index_select(1, unsorted_idx)
             if c_n is not None:
@@ -254,7 +260,7 @@ class RNNBase(Module):
             output = PackedSequence(layer_input, batch_sizes_t, sorted_idx, unsorted_idx)
         else:
             output = layer_input
-            if batched and self.batch_first:
+            if batched and self.batch_first and not inside:
                 output = output.transpose(0, 1)
             if not batched:
                 output = output.squeeze(1)
@@ -302,9 +308,21 @@ class RNNBase(Module):
                 return (x, batch_sizes, hx, self._flat_weights, *settings)
         note_call("aten::lstm", self.num_layers, self.bidirectional,
                   self.batch_first and batch_sizes is None, self.training)
+        transposed = batch_sizes is None and self.batch_first and x.dim() == 3
+
+        def run(x, *rest):
+            # PyTorch's op takes the time-major view, which its oneDNN LSTM layer copies to
+            # a contiguous one first, and gives the output back batch-major
+            if transposed:
+                x = x.transpose(0, 1)
+            if self.mode == "LSTM" and batch_sizes is None and self.proj_size == 0 and \
+                    nn_rnn._takes_mkldnn(x) and not x.is_contiguous():
+                x = x.contiguous()
+            out, h_n, c_n = self._layers(x, *rest)
+            return (out.transpose(0, 1) if transposed else out), h_n, c_n
+
         try:
-            return session.composite("aten::" + self.mode.lower(), inputs, self._layers,
-                                     run_args, {})
+            return session.composite("aten::" + self.mode.lower(), inputs, run, run_args, {})
         finally:
             session.noted.pop("aten::lstm", None)
 
