@@ -1,5 +1,7 @@
-"""``ember.utils.data.distributed``: where PyTorch keeps ``DistributedSampler``."""
+"""``ember.utils.data.distributed``: where PyTorch keeps ``DistributedSampler`` (and, as there,
+the ``Dataset`` and ``Sampler`` base classes it is written against)."""
 
-from .sampler import DistributedSampler
+from .dataset import Dataset  # noqa: F401  (a name of the PyTorch module)
+from .sampler import DistributedSampler, Sampler  # noqa: F401
 
 __all__ = ["DistributedSampler"]
