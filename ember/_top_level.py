@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import math
 import os
-import warnings
 
 from ._core import dtype as _dt
 from ._core.tensor import Tensor
@@ -292,10 +291,12 @@ def set_default_tensor_type(t) -> None:
         >>> ember.tensor([1.5]).dtype  # doctest: +SKIP
         ember.float64
     """
-    warnings.warn(
+    from ._settings import warn_at_caller
+
+    warn_at_caller(
         "torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
         "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
-        UserWarning, stacklevel=2)
+        UserWarning)
     if isinstance(t, str):
         key = "torch." + t[len("ember."):] if t.startswith("ember.") else t
         if key not in _legacy_types._BY_NAME:

@@ -293,7 +293,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
                        dtype=d if d is not None else data.dtype)
     arr = data_to_array(data, d, "as_tensor")
     if arr is data:
-        return finish(arr, False, dev)
+        return finish(writable_alias(arr) if isinstance(arr, np.ndarray) else arr, False, dev)
     # (np.ascontiguousarray would make a number or NumPy scalar one-dimensional)
     return finish(np.asarray(arr, order="C"), False, dev)
 
@@ -339,6 +339,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
                 arr = cast(arr, d.np)
             elif copy:
                 arr = arr.copy()
+            else:
+                arr = writable_alias(arr)
         else:
             if copy is False:
                 raise ValueError(
@@ -351,6 +353,66 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
     if requires_grad:
         r.requires_grad_(True)
     return r
+
+
+class _WritableMemory:
+    """The memory of a read-only NumPy array offered again through the array interface, as
+    writable (how ``np.asarray`` builds a writable alias of it); keeps the array alive."""
+
+    def __init__(self, arr):
+        self.base = arr
+        self.__array_interface__ = {
+            "version": 3, "shape": arr.shape, "typestr": arr.dtype.str,
+            "descr": arr.dtype.descr, "strides": arr.strides,
+            "data": (arr.__array_interface__["data"][0], False)}
+
+
+def writable_alias(arr, buffer=False):
+    """``arr`` itself when it is writable; else a writable array over its memory, after torch's
+    warning (once in the process, per kind: NumPy array or ``buffer``).
+
+    PyTorch shares a read-only array's memory all the same (writes through the tensor reach
+    the array: "undefined behavior", its warning says); ember does as it does.
+
+    Args:
+        arr (np.ndarray): the array to share.
+        buffer (bool): ``arr`` was made from a Python buffer (``frombuffer``'s wording).
+
+    Returns:
+        np.ndarray: a writable array sharing ``arr``'s memory.
+
+    Example::
+
+        >>> a = np.zeros(2)
+        >>> a.flags.writeable = False
+        >>> writable_alias(a).flags.writeable  # doctest: +SKIP
+        True
+    """
+    if arr.flags.writeable:
+        return arr
+    from .._settings import warn_at_caller
+
+    if buffer:
+        warn_at_caller(
+            "The given buffer is not writable, and ember does not support non-writable tensors. "
+            "This means you can write to the underlying (supposedly non-writable) buffer using "
+            "the tensor. You may want to copy the buffer to protect its data or make it "
+            "writable before converting it to a tensor. This type of warning will be "
+            "suppressed for the rest of this program.", UserWarning, once=True,
+            key="frombuffer read-only")
+    else:
+        warn_at_caller(
+            "The given NumPy array is not writable, and ember does not support non-writable "
+            "tensors. This means writing to this tensor will result in undefined behavior. You "
+            "may want to copy the array to protect its data or make it writable before "
+            "converting it to a tensor. This type of warning will be suppressed for the rest "
+            "of this program.", UserWarning, once=True, key="from_numpy read-only")
+    view = arr.view()
+    try:
+        view.flags.writeable = True  # possible when the memory's owner is writable
+        return view
+    except ValueError:
+        return np.asarray(_WritableMemory(arr))
 
 
 @public(method=False)
@@ -374,13 +436,7 @@ def from_numpy(ndarray) -> Tensor:
     check_numpy_array(ndarray, "from_numpy")
     if type(ndarray) is not np.ndarray:  # np.memmap, np.matrix...: the same memory, plainly
         ndarray = ndarray.view(np.ndarray)
-    if not ndarray.flags.writeable:
-        warnings.warn(
-            "The given NumPy array is not writable, and ember does not support non-writable "
-            "tensors. Writing to this tensor will fail. You may want to copy the array to "
-            "protect its data or make it writable before converting it to a tensor.",
-            UserWarning, stacklevel=2)
-    return wrap(ndarray)
+    return wrap(writable_alias(ndarray))
 
 
 @public(method=False)
@@ -557,10 +613,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
         raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
                          f"({offset} bytes) must not be greater than actual buffer length "
                          f"({n} bytes)")
-    arr = np.frombuffer(raw, dtype=d.np, count=count, offset=offset)
-    if raw.readonly:
-        warnings.warn("The given buffer is not writable: ember cannot write into the tensor "
-                      "it shares memory with.", UserWarning, stacklevel=2)
+    arr = writable_alias(np.frombuffer(raw, dtype=d.np, count=count, offset=offset), True)
     t = wrap(arr)
     if requires_grad:
         t.requires_grad_(True)

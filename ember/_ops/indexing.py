@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import operator
 import re
-import warnings
 
 import numpy as np
 
@@ -551,8 +550,10 @@ def _classify(x):
     if k == "b":
         return ("bool0" if d.ndim == 0 else "mask"), x
     if d.dtype == np.uint8:
-        warnings.warn("indexing with dtype ember.uint8 is now deprecated, please use a dtype "
-                      "ember.bool instead.", UserWarning, stacklevel=4)
+        from .._settings import warn_at_caller
+
+        warn_at_caller("indexing with dtype ember.uint8 is now deprecated, please use a dtype "
+                       "ember.bool instead.", UserWarning)
         return ("bool0" if d.ndim == 0 else "mask"), wrap(d.astype(np.bool_))
     if k in "iu":
         if d.ndim == 0:  # a 0-dim integer tensor indexes like an int (a view)
@@ -586,9 +587,11 @@ def _parse_index(self, idx):
     a = self._data
     if type(idx) is not tuple:
         if type(idx) is list and _seq_as_tuple(idx):
-            warnings.warn(
+            from .._settings import warn_at_caller
+
+            warn_at_caller(
                 "Using a non-tuple sequence for multidimensional indexing is deprecated; use "
-                "x[tuple(seq)] instead of x[seq].", UserWarning, stacklevel=3)
+                "x[tuple(seq)] instead of x[seq].", UserWarning)
             idx = tuple(idx)
         else:
             idx = (idx,)

@@ -466,6 +466,12 @@ def _sublist_equation(args):
 @public(method=False)
 def chain_matmul(*matrices, out=None):
     """Product of a chain of 2-D matrices (deprecated in PyTorch; see linalg.multi_dot)."""
+    from .._settings import warn_at_caller
+
+    warn_at_caller(
+        "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+        "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "
+        "than multiple parameters.", UserWarning, once=True)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if not matrices:

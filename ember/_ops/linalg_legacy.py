@@ -45,8 +45,16 @@ def lu(A, pivot=True, get_infos=False, out=None):
         >>> pivots.tolist()
         [2, 2]
     """
+    from .._settings import warn_at_caller
     from .linalg_extra import lu_factor_ex
 
+    warn_at_caller(
+        "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+        "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+        "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+        "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+        "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+        "compute_pivots)", UserWarning, once=True)
     LU, pivots, infos = lu_factor_ex(A, pivot=pivot)
     if get_infos:
         r = (LU, pivots, infos)

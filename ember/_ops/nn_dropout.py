@@ -11,7 +11,6 @@ dot-product attention (``nn_attention.py``) applies dropout to its probabilities
 from __future__ import annotations
 
 import math
-import warnings
 
 from ._registry import public, recorded_as
 from .creation import empty_like
@@ -61,13 +60,15 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 def _unusual_rank(name, nd, input):
     # PyTorch takes other ranks too, with a deprecation warning (an MLP's (N, C) activations
-    # through nn.Dropout2d is common in older examples); stacklevel: past the public wrapper
-    warnings.warn(
+    # through nn.Dropout2d is common in older examples)
+    from .._settings import warn_at_caller
+
+    warn_at_caller(
         f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated and will "
         "result in an error in a future release. To retain the behavior and silence this "
         f"warning, please use dropout instead. Note that {name} exists to provide channel-wise "
         f"dropout on inputs with {nd} spatial dimensions, a channel dimension, and an optional "
-        f"batch dimension (i.e. {nd + 1}D or {nd + 2}D inputs).", UserWarning, stacklevel=4)
+        f"batch dimension (i.e. {nd + 1}D or {nd + 2}D inputs).", UserWarning)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -76,13 +77,15 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         _unusual_rank("dropout2d", 2, input)
     if input.dim() == 3:
         # PyTorch reads a 3-D input as (N, C, L), not as unbatched (C, H, W)
-        warnings.warn(
+        from .._settings import warn_at_caller
+
+        warn_at_caller(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
             "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
             "the channel dim. This behavior will change in a future release to interpret the "
             "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
-            UserWarning, stacklevel=3)
+            UserWarning)
     # any rank: one draw per (dim 0, dim 1) entry, as PyTorch's feature dropout
     return _channel_dropout(input, p, training, inplace)
 

@@ -9,7 +9,6 @@ with PyTorch's signatures.
 from __future__ import annotations
 
 import math
-import warnings
 import weakref
 
 import numpy as np
@@ -774,8 +773,10 @@ def reduction_enum(reduction, size_average=None, reduce=None):
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = ("mean" if size_average else "sum") if reduce else "none"
-        warnings.warn("size_average and reduce args will be deprecated, please use "
-                      f"reduction='{reduction}' instead.", UserWarning, stacklevel=2)
+        from .._settings import warn_at_caller
+
+        warn_at_caller("size_average and reduce args will be deprecated, please use "
+                       f"reduction='{reduction}' instead.", UserWarning)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 
@@ -545,10 +544,12 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 def _default_align_corners(align_corners):
     # PyTorch warns where the default is taken: it changed (to False) in PyTorch 1.3
     if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+        from .._settings import warn_at_caller
+
+        warn_at_caller("Default grid_sample and affine_grid behavior has changed to "
                       "align_corners=False since 1.3.0. Please specify align_corners=True if "
                       "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", UserWarning, stacklevel=4)  # the caller of the public wrapper
+                      "details.", UserWarning)
     return bool(align_corners)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import warnings
 
 import numpy as np
 
@@ -283,10 +282,12 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     """Deprecated: values from ``start`` to ``end`` *inclusive*; use ``arange``."""
     if end is None:
         raise TypeError('range() missing 1 required positional arguments: "end"')
-    warnings.warn(
+    from .._settings import warn_at_caller
+
+    warn_at_caller(
         "ember.range is deprecated and will be removed in a future release because its "
         "behavior is inconsistent with Python's range builtin. Instead, use ember.arange, "
-        "which produces values in [start, end).", UserWarning, stacklevel=2)
+        "which produces values in [start, end).", UserWarning)
     (start, end, step), _ = _range_args("range", start, end, step)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     _check_range_dtype("range", d)
@@ -473,9 +474,11 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn(
+        from .._settings import warn_at_caller
+
+        warn_at_caller(
             "ember.meshgrid: in an upcoming release, it will be required to pass the indexing "
-            "argument.", UserWarning, stacklevel=2)
+            "argument.", UserWarning)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError('ember.meshgrid: indexing must be one of "xy" or "ij", but '

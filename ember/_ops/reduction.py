@@ -835,11 +835,11 @@ def _var_args(name, input, dim, unbiased, correction):
 def _warn_dof(name, input, dim, correction):
     a = input._data
     if _reduced_count(a.shape, dim) - correction <= 0:
-        import warnings
+        from .._settings import warn_at_caller
 
-        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+        warn_at_caller(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
                       "less than the reduction factor (input numel divided by output numel).",
-                      UserWarning, stacklevel=3)
+                      UserWarning)
 
 
 def _variance(name, take_sqrt, input, dim, unbiased, keepdim, correction, out):

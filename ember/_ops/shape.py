@@ -854,11 +854,13 @@ def _property_event(name, self, fn):
 def _T(self):
     ndim = self._data.ndim
     if ndim != 2:
-        warnings.warn(
+        from .._settings import warn_at_caller
+
+        warn_at_caller(
             "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
             "deprecated and it will throw an error in a future release. Consider `x.mT` to "
             "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
-            "to reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
+            "to reverse the dimensions of a tensor.", UserWarning)
     return _property_event("aten::numpy_T", self, _reversed_dims)
 
 
@@ -1413,7 +1415,9 @@ def _resize_as_function(input, the_template, *, memory_format=None):
 
 
 def _warn_deprecated(name):
-    warnings.warn(f"non-inplace {name} is deprecated", UserWarning, stacklevel=3)
+    from .._settings import warn_at_caller
+
+    warn_at_caller(f"non-inplace {name} is deprecated", UserWarning)
 
 
 @method

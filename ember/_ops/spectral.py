@@ -7,7 +7,6 @@ overlap-add with ``fold``), so they are differentiable and run on any backend.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -141,12 +140,14 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if x.shape[-1] < n_fft:
         raise RuntimeError(f"stft: expected 0 < n_fft <= {x.shape[-1]}, but got n_fft={n_fft}")
     if window is None:  # torch warns on every such call (Python shows it once per place)
-        warnings.warn(
+        from .._settings import warn_at_caller
+
+        warn_at_caller(
             "A window was not provided. A rectangular window will be applied,which is known "
             "to cause spectral leakage. Other windows such as torch.hann_window or "
             "torch.hamming_window are recommended to reduce spectral leakage.To suppress this "
             "warning and use a rectangular window, explicitly set `window=torch.ones(n_fft, "
-            "device=<device>)`.", UserWarning, stacklevel=3)
+            "device=<device>)`.", UserWarning)
     frames = x.unfold(-1, n_fft, hop)  # (B, n_frames, n_fft)
     frames = frames * _full_window(window, win_length, n_fft, x)
     onesided = (not x.is_complex()) if onesided is None else onesided

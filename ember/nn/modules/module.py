@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 
 from ..._core.tensor import Tensor
@@ -825,6 +826,10 @@ class Module:
         """An OrderedDict of every parameter and persistent buffer, keyed by dotted name."""
         if args:
             # legacy positional form: state_dict(destination, prefix, keep_vars)
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
             destination = args[0]
             if len(args) > 1:
                 prefix = args[1]
