@@ -422,6 +422,9 @@ def report(records, minutes=None):
     lines.append(f"torch crashes (not counted): {crashes}.")
     wrong = sum(1 for r in records if any(k == "torch_wrong" for k, _ in r["notes"]))
     lines.append(f"cases where torch is known wrong (harness.TORCH_WRONG, not counted): {wrong}.")
+    documented = sum(1 for r in records if any(k == "documented" for k, _ in r["notes"]))
+    lines.append(f"cases with a documented difference (harness.KERNEL_ORDER_OPS, MKL's SVD on "
+                 f"inf; not counted): {documented}.")
     lines += ["", "## By kind (cases)", ""]
     by_kind = collections.Counter(k for r in counted for k in {k for k, _ in r["mismatches"]})
     for k in H.KINDS:

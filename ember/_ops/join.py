@@ -405,6 +405,8 @@ def _cat_kernel(xp, *arrays, dim, dtype, sizes=None):
     if sizes is not None:
         # a None size marks a skipped 1-D empty input (kept as an input for its gradient)
         arrays = [a for a, n in zip(arrays, sizes) if n is not None]
+        if not arrays:  # every input was a 1-D empty tensor
+            return xp.empty((0,), dtype)
     shape = list(arrays[0].shape)
     shape[dim] = sum(a.shape[dim] for a in arrays)
     # a contiguous result whatever the inputs' layouts, as PyTorch; casting to the promoted
@@ -444,12 +446,9 @@ def cat(tensors, dim=0, *, out=None):
         raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
                         f"{_dt.from_np[out._data.dtype].scalar_name}")
     kept = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
-    if not kept:
-        from .conversion import clone
-
-        first = tensors[0]
-        r = clone(first) if first._data.dtype == dtype.np else first.to(dtype)
-        return r if out is None else _dispatch.write_out("cat", out, r)
+    if not kept:  # one node over every input, each of which gets an empty gradient
+        return _apply(cat_op, tuple(tensors), {"dim": 0, "dtype": dtype.np,
+                                               "sizes": (None,) * len(tensors)}, out=out)
     ref = kept[0]._data.shape
     d = wrap_dim(dim, len(ref), "cat")
     kept_ids = {id(t) for t in kept}

@@ -160,6 +160,8 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
     else:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
+        if include_last_offset and offsets.dim() == 1 and offsets.shape[0] == 0:
+            raise RuntimeError("include_last_offset: number of offset should be at least 1")
         flat = input = _bag_indices(input, offsets.dtype)
         if offsets.dtype != flat.dtype:
             offsets = offsets.to(flat.dtype)

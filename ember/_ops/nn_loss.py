@@ -510,7 +510,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     if full:
         t = target
         stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
-        loss = loss + where(t > 1, stirling, t * 0)
+        # as torch's in-place add of the masked term: 0 where t <= 1 (not 0 * inf at an
+        # infinite target), and the loss keeps its dtype (a float16 loss, a uint8 target)
+        total = loss + stirling.masked_fill(t <= 1, 0)
+        loss = total if total.dtype == loss.dtype else total.to(loss.dtype)
     return _reduce(loss, reduction)
 
 

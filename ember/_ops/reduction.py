@@ -1312,8 +1312,20 @@ def _scan_dtype(input, dtype):
     return _sum_dtype(input._data, _dtype_arg(dtype))
 
 
+#: the scans' accumulators on the CPU, where torch's cumsum/cumprod carry float32 and
+#: complex64 in double precision (``acc_type<T, /*is_cuda=*/false>``): each output is the
+#: double running value rounded once, so a float32 scan can pass through an overflow
+_CPU_SCAN_ACC = {np.dtype(np.float32): np.dtype(np.float64),
+                 np.dtype(np.complex64): np.dtype(np.complex128)}
+
+
+def _scan_acc(xp, dtype):
+    wide = _CPU_SCAN_ACC.get(np.dtype(dtype)) if xp is np else None
+    return wide or _acc(dtype)  # (float16 and bfloat16 accumulate in float32 everywhere)
+
+
 def _cumsum_kernel(xp, a, *, dim, dtype, reverse=False):
-    acc = _acc(dtype)
+    acc = _scan_acc(xp, dtype)
     if a.dtype != acc:
         a = a.astype(acc)
     if a.ndim == 0:
@@ -1359,7 +1371,7 @@ def cumsum(input, dim=None, *, dtype=None, out=None):
 
 
 def _cumprod_kernel(xp, a, *, dim, dtype):
-    acc = _acc(dtype)
+    acc = _scan_acc(xp, dtype)
     if a.dtype != acc:
         a = a.astype(acc)
     if a.dtype.kind == "c" and a.ndim:  # (a 0-d input is copied)
@@ -1616,6 +1628,14 @@ def _diff_kernel(xp, a, *, dim):
     if a.dtype.kind == "b":
         return xp.logical_xor(a[(slice(None),) * dim + (slice(1, None),)],
                               a[(slice(None),) * dim + (slice(None, -1),)])
+    if a.dtype.kind == "c":
+        # torch subtracts as its sub kernel does, ``hi - alpha * lo`` with the complex product
+        # by alpha = 1 (NOTE [ Complex add and sub ]): a NaN or infinite part of ``lo``
+        # spreads to both parts of the difference
+        hi = a[(slice(None),) * dim + (slice(1, None),)]
+        lo = a[(slice(None),) * dim + (slice(None, -1),)]
+        with np.errstate(invalid="ignore", over="ignore"):
+            return hi - lo * a.dtype.type(1)
     return xp.diff(a, axis=dim)
 
 
@@ -1644,12 +1664,8 @@ diff_t_op = Op("_diff_t", _diff_t_kernel, vjp=_diff_t_vjp, linear=True)
 
 @public
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
-    """The ``n``-th forward difference along ``dim`` (bools use xor).
-
-    Differences from PyTorch:
-        Complex inputs with infinite parts: ember subtracts with NumPy's complex rules, so a part
-        that PyTorch gives as NaN can be infinite in ember's result (and the reverse).
-    """
+    """The ``n``-th forward difference along ``dim`` (bools use xor; complex values subtract
+    as PyTorch's sub kernel does, a NaN or infinite part spreading to both parts)."""
     _check_tensor(input, "diff")
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
