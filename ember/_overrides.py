@@ -218,9 +218,9 @@ def _plain_after_all(t, x) -> bool:
 
 def _consider(x, found, types):
     t = type(x)
+    # (a class's home does not matter: one defined by ``exec`` without a ``__name__`` lives
+    # in ``builtins`` and takes part as any other)
     if t is Tensor or t in types or not _takes_part(t):
-        return
-    if t.__module__ == "builtins":
         return
     # a subclass goes before the first of its parent classes already found
     for i, u in enumerate(types):
