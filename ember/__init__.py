@@ -332,6 +332,51 @@ def numel(input):
     return input.numel()
 
 
+def _standard_gamma(input, generator=None):
+    """Draws from Gamma(``input``, 1), one per element, as PyTorch's CPU kernel draws them
+    from the same seed (NOTE [ Gamma draws on the generator's stream ]); differentiable in
+    ``input`` by the implicit reparameterisation gradient.
+
+    Args:
+        input (Tensor): concentrations, float32 or float64.
+        generator (Generator, optional): where the draws come from (the default one).
+
+    Returns:
+        Tensor: draws of ``input``'s shape and dtype.
+
+    Example::
+
+        >>> _ = ember.manual_seed(0)
+        >>> ember._standard_gamma(ember.tensor([2.0], dtype=ember.float64))
+        tensor([4.5526], dtype=ember.float64)
+    """
+    from .distributions._sampling import standard_gamma
+
+    return standard_gamma(input, generator)
+
+
+def _sample_dirichlet(input, generator=None):
+    """Draws from Dirichlet(``input``) over the last dimension: gamma draws as
+    :func:`_standard_gamma` takes them, each row divided by its sum.
+
+    Args:
+        input (Tensor): concentrations, float32 or float64, the last dimension the categories.
+        generator (Generator, optional): where the draws come from (the default one).
+
+    Returns:
+        Tensor: draws of ``input``'s shape and dtype, rows summing to one.
+
+    Example::
+
+        >>> _ = ember.manual_seed(0)
+        >>> ember._sample_dirichlet(ember.tensor([2.0, 3.0], dtype=ember.float64))
+        tensor([0.6726, 0.3274], dtype=ember.float64)
+    """
+    from .distributions._sampling import dirichlet
+
+    return dirichlet(input, generator)
+
+
 # Subpackages written on top of the whole of ember (``import ember`` inside them) load on
 # first use, so the package's own import never goes round in a circle.
 _ON_FIRST_USE = frozenset({"distributions", "quasirandom", "signal", "hub", "fx", "masked",

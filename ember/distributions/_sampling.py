@@ -1,6 +1,7 @@
-"""Samplers that ember's op registry does not have yet, drawn with NumPy from ember's
-generator stream: standard gamma (with its implicit reparameterisation gradient),
-Dirichlet, binomial; and the regularised incomplete gamma function for ``Gamma.cdf``.
+"""Samplers that ember's op registry does not have yet: standard gamma (PyTorch's draws on
+the CPU, NOTE [ Gamma draws on the generator's stream ] in ``_gamma.py``, with its implicit
+reparameterisation gradient), Dirichlet; binomial, drawn with NumPy from ember's generator
+stream; and the regularised incomplete gamma function for ``Gamma.cdf``.
 
 NOTE [ Implicit reparameterisation of the gamma ]
 A Gamma(alpha, 1) draw ``x`` has no closed form as a function of ``alpha`` and noise, so the
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 import ember
-from ember._core.generator import numpy_generator
+from ember._core.generator import numpy_generator, resolve
+
+from ._gamma import standard_gamma_array
 
 
 def _special():
@@ -33,6 +36,10 @@ def _special():
 
 def _to_numpy(t):
     return t.detach().cpu().numpy().astype(np.float64)
+
+
+def _np_dtype(dtype):
+    return np.float32 if dtype == ember.float32 else np.float64
 
 
 def _from_numpy(a, like):
@@ -78,11 +85,20 @@ class _StandardGamma(ember.autograd.Function):
     """Gamma(alpha, 1) draws with the implicit reparameterisation gradient."""
 
     @staticmethod
-    def forward(ctx, alpha):
+    def forward(ctx, alpha, generator=None):
         a = _to_numpy(alpha)
-        x = numpy_generator(None).standard_gamma(a)
-        # a draw of exactly 0 (possible in float32 for tiny alpha) breaks log-densities
-        x = np.maximum(x, np.finfo(np.float32).tiny)
+        if alpha.device.type == "cpu":
+            # PyTorch's draws from the same seed (NOTE [ Gamma draws on the generator's
+            # stream ]); it has no half-precision kernel
+            if alpha.dtype not in (ember.float32, ember.float64):
+                name = {ember.float16: "Half", ember.bfloat16: "BFloat16"}.get(
+                    alpha.dtype, str(alpha.dtype))
+                raise NotImplementedError(f'"gamma_cpu" not implemented for \'{name}\'')
+            x = standard_gamma_array(resolve(generator), a, _np_dtype(alpha.dtype))
+        else:
+            x = numpy_generator(generator, alpha.device).standard_gamma(a)
+            # a draw of exactly 0 (possible in float32 for tiny alpha) breaks log-densities
+            x = np.maximum(x, np.finfo(np.float32).tiny)
         out = _from_numpy(x, alpha)
         ctx.save_for_backward(alpha, out)
         return out
@@ -91,25 +107,26 @@ class _StandardGamma(ember.autograd.Function):
     def backward(ctx, grad):
         alpha, x = ctx.saved_tensors
         dx = standard_gamma_grad_numpy(_to_numpy(alpha), _to_numpy(x))
-        return grad * _from_numpy(dx, alpha)
+        return grad * _from_numpy(dx, alpha), None
 
 
-def standard_gamma(alpha):
+def standard_gamma(alpha, generator=None):
     """Draws from Gamma(``alpha``, 1), one per entry; differentiable in ``alpha``.
 
     Args:
         alpha (Tensor): positive concentrations.
+        generator (Generator, optional): where the draws come from (the default one).
 
     Returns:
         Tensor: same shape and dtype.
     """
-    return _StandardGamma.apply(alpha)
+    return _StandardGamma.apply(alpha, generator)
 
 
-def dirichlet(concentration):
+def dirichlet(concentration, generator=None):
     """Draws from Dirichlet(``concentration``) over the last dimension, as normalised gamma
     draws (differentiable through :func:`standard_gamma`)."""
-    g = standard_gamma(concentration)
+    g = standard_gamma(concentration, generator)
     return g / g.sum(-1, keepdim=True)
 
 
