@@ -72,3 +72,31 @@ def test_gamma_family_draws_are_torchs(dt, backend):
 def test_gamma_half_precision_raises_as_torch():
     with pytest.raises(NotImplementedError, match="gamma_cpu"):
         ember._standard_gamma(ember.tensor([2.0], dtype=ember.float16))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("dt", ["float64", "float32", "float16"])
+def test_poisson_draws_are_torchs(dt, backend):
+    torch = pytest.importorskip("torch")
+    if backend == "numba":
+        pytest.importorskip("numba")
+    rng = np.random.default_rng(3)
+    # Knuth's products below 10, PTRS from 10, nothing for 0, counts past int64
+    lam = np.concatenate([rng.uniform(0, 30, 40), rng.uniform(0, 1e6, 5),
+                          [0.0, 10.0, 9.999, 1e-30, np.inf, 1e30]])
+    rng.shuffle(lam)
+
+    def draws(lib):
+        lib.manual_seed(11)
+        x = lib.poisson(lib.tensor(lam).to(getattr(lib, dt)))
+        g = lib.Generator().manual_seed(5)
+        y = lib.poisson(lib.tensor([3.0, 30.0]), generator=g)
+        return x.double().numpy(), y.numpy(), lib.rand(4).numpy()
+
+    old = _kernels.set_backend(backend)
+    try:
+        mine = draws(ember)
+    finally:
+        _kernels.set_backend(old)
+    for m, t in zip(mine, draws(torch)):
+        np.testing.assert_array_equal(m, t)

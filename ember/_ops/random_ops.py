@@ -798,12 +798,9 @@ _POISSON_MAX = float(np.iinfo(np.int64).max) - 10 * float(np.iinfo(np.int64).max
 @public(method=False)
 @_dispatch.entrance("poisson")
 def poisson(input, generator=None) -> Tensor:
-    """Samples from Poisson distributions with rates ``input`` (same dtype as ``input``).
-
-    Differences from PyTorch:
-        The samples come from NumPy's Poisson sampler on the generator's engine: seeded and
-        reproducible, but not the numbers PyTorch's sampler draws (NOTE [ Random number
-        generation ]).
+    """Samples from Poisson distributions with rates ``input`` (same dtype as ``input``):
+    on the CPU the numbers PyTorch draws from the same seed (NOTE [ Poisson draws on the
+    generator's stream ] in ``ember/_core/rng_sequential.py``).
 
     Example::
 
@@ -820,12 +817,18 @@ def poisson(input, generator=None) -> Tensor:
     lam = host(input._data).astype(np.float64)
     if lam.size and not (lam >= 0).all():  # (NaN included)
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    # rates beyond int64 (NumPy refuses them): torch's count overflows its int64 to the
-    # lowest one, a half dtype then to -inf
-    huge = lam > _POISSON_MAX
-    draws = numpy_generator(generator, input.device).poisson(np.where(huge, 0.0, lam))
+    if input.device.type == "cpu":
+        from .._core.rng_sequential import poisson_array
+
+        draws = poisson_array(resolve(generator), lam)
+    else:
+        # rates beyond int64 (NumPy refuses them): torch's count overflows its int64 to the
+        # lowest one, a half dtype then to -inf
+        huge = lam > _POISSON_MAX
+        draws = numpy_generator(generator, input.device).poisson(np.where(huge, 0.0, lam))
+        draws = np.where(huge, float(np.iinfo(np.int64).min), draws)
     with np.errstate(over="ignore"):
-        arr = np.where(huge, float(np.iinfo(np.int64).min), draws).astype(d.np)
+        arr = draws.astype(d.np)
     return finish(np.asarray(arr), False, input.device)
 
 

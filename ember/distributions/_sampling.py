@@ -1,7 +1,7 @@
 """Samplers that ember's op registry does not have yet: standard gamma (PyTorch's draws on
-the CPU, NOTE [ Gamma draws on the generator's stream ] in ``_gamma.py``, with its implicit
-reparameterisation gradient), Dirichlet; binomial, drawn with NumPy from ember's generator
-stream; and the regularised incomplete gamma function for ``Gamma.cdf``.
+the CPU, NOTE [ Gamma draws on the generator's stream ] in ``ember/_core/rng_sequential.py``,
+with its implicit reparameterisation gradient), Dirichlet; binomial, drawn with NumPy from
+ember's generator stream; and the regularised incomplete gamma function for ``Gamma.cdf``.
 
 NOTE [ Implicit reparameterisation of the gamma ]
 A Gamma(alpha, 1) draw ``x`` has no closed form as a function of ``alpha`` and noise, so the
@@ -24,7 +24,7 @@ import numpy as np
 import ember
 from ember._core.generator import numpy_generator, resolve
 
-from ._gamma import standard_gamma_array
+from .._core.rng_sequential import standard_gamma_array
 
 
 def _special():
