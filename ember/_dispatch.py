@@ -691,20 +691,25 @@ def write_out(op_name, out, result, exact=None):
         raise device_mismatch(op_name, od, rd)
     if od.shape != rd.shape:
         if od.size:  # PyTorch resizes a non-empty out= tensor too, with this warning
-            from ._settings import warn_at_caller
-
-            warn_at_caller(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(od.shape)}, which does not match the required output shape "
-                f"{list(rd.shape)}. This behavior is deprecated, and in a future release "
-                "outputs will not be resized unless they have zero elements. You can explicitly "
-                "reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning)
+            warn_resized(od.shape, rd.shape)
         out._set_data(backends_by_type[type(rd)].xp.empty(rd.shape, od.dtype))
         od = out._data
     od[...] = rd
     out._bump()
     return out
+
+
+def warn_resized(had, shape):
+    """PyTorch's warning for a non-empty output resized from shape ``had`` to ``shape``."""
+    from ._settings import warn_at_caller
+
+    warn_at_caller(
+        f"An output with one or more elements was resized since it had shape "
+        f"{list(had)}, which does not match the required output shape "
+        f"{list(shape)}. This behavior is deprecated, and in a future release "
+        "outputs will not be resized unless they have zero elements. You can explicitly "
+        "reuse an out tensor t by resizing it, inplace, to zero elements with "
+        "t.resize_(0).", UserWarning)
 
 
 #: PyTorch's C++ type names, which its exact-dtype message uses

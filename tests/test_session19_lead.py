@@ -100,3 +100,42 @@ def test_poisson_draws_are_torchs(dt, backend):
         _kernels.set_backend(old)
     for m, t in zip(mine, draws(torch)):
         np.testing.assert_array_equal(m, t)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_binomial_draws_are_torchs(dt, backend):
+    torch = pytest.importorskip("torch")
+    if backend == "numba":
+        pytest.importorskip("numba")
+    rng = np.random.default_rng(4)
+    # inversion below n q = 10, BTRS from 10, flipped above p = 1/2, the edges
+    n = np.concatenate([rng.integers(0, 3000, 60), [0, 5, 7, 3, 2.5, -1, np.inf]])
+    p = np.concatenate([rng.uniform(0, 1, 60), [0.5, 0.0, 1.0, 0.999, 0.5, 0.5, 0.3]])
+    p[7] = np.nan
+
+    def draws(lib):
+        lib.manual_seed(13)
+        f = getattr(lib, dt)
+        x = lib.binomial(lib.tensor(n).to(f), lib.tensor(p).to(f))
+        y = lib.distributions.Binomial(50, lib.tensor([0.2, 0.9])).sample((3,))
+        return x.double().numpy(), y.numpy(), lib.rand(4).numpy()
+
+    old = _kernels.set_backend(backend)
+    try:
+        mine = draws(ember)
+    finally:
+        _kernels.set_backend(old)
+    for m, t in zip(mine, draws(torch)):
+        np.testing.assert_array_equal(m, t)
+
+
+def test_binomial_checks_as_torch():
+    with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
+        ember.binomial(ember.tensor([5.0], dtype=ember.float64), ember.tensor([0.5]))
+    with pytest.raises(NotImplementedError, match="binomial_cpu"):
+        ember.binomial(ember.tensor([5.0], dtype=ember.float16),
+                       ember.tensor([0.5], dtype=ember.float16))
+    with pytest.warns(UserWarning, match="was resized"):
+        r = ember.binomial(ember.tensor([[5.0], [6.0]]), ember.tensor([0.5, 0.2]))
+    assert r.shape == (2, 2)

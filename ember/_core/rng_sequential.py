@@ -38,6 +38,16 @@ below 10, Knuth's product of uniforms (count the uniforms whose running product 
 ``exp(-lam)``); from 10, Hormann's transformed rejection with squeeze (PTRS, 1993), two
 uniforms a try. The count is a float64 floor until it is accepted, then an int64, so counts
 past int64's range end as its lowest value, as the machine's conversion gives them.
+
+NOTE [ Binomial draws on the generator's stream ]
+PyTorch draws Binomial(n, p) on the CPU one element after another on ``q = min(p, 1 - p)``
+(``n`` minus the draw where ``p > 1/2``): nothing for ``n <= 0``, ``p <= 0`` or ``p >= 1``;
+below ``n q = 10``, inversion by geometric gaps (count the uniforms whose gaps
+``ceil(log U / log(1 - q))`` still sum to at most ``n``); from 10, Hormann's BTRS (1993), two
+uniforms a try, with Stirling's tail of ``log k!`` in the bound. A NaN ``p`` is NaN with
+nothing drawn; a NaN ``n``, which PyTorch's loop never leaves, is NaN here too. The loop runs
+in float64 for every dtype; PyTorch's float32 one rounds some steps to float32, so at counts
+near a million a float32 draw can differ by one (the stream stays aligned).
 """
 
 from __future__ import annotations
@@ -45,6 +55,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+try:  # helpers the compiled loops call: plain Python functions that numba can compile too
+    from numba.extending import register_jitable as _jitable
+except ImportError:  # pragma: no cover - without numba the loops run as Python
+    def _jitable(fn):
+        return fn
 
 _THIRD = float(np.float32(1.0) / np.float32(3.0))
 _SQUEEZE = float(np.float32(0.0331))
@@ -108,9 +124,8 @@ def _draw_loop(alpha, low, u, normal, out, start):  # pragma: no cover - also co
             w = 1.0 - u[k]
             k += 1
             xsq = x * x
-            log_v = math.log(v) if v > 0.0 else -math.inf
             if w < 1.0 - _SQUEEZE * xsq * xsq or \
-                    math.log(w) < 0.5 * xsq + d * (1.0 - v + log_v):
+                    math.log(w) < 0.5 * xsq + d * (1.0 - v + _log(v)):
                 value = scale * d * v
                 done = True
                 break
@@ -170,8 +185,7 @@ def _poisson_loop(lam, u, out, start):  # pragma: no cover - also compiled
                 k += 2
                 us = 0.5 - abs(uu)
                 f = (2.0 * a / us + b) * uu + rate + 0.43
-                # (a float64 count until the end; from 2^52 on every float64 is whole)
-                kk = float(math.floor(f)) if abs(f) < _TWO_52 else f
+                kk = _whole(f)  # (a float64 count until the end)
                 if us >= 0.07 and v <= vr:
                     count = kk
                     done = True
@@ -186,6 +200,120 @@ def _poisson_loop(lam, u, out, start):  # pragma: no cover - also compiled
         if not done:
             return i, k0
         out[i] = count
+        i += 1
+    return i, k
+
+
+# log k! minus Stirling's approximation (k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2, k < 10
+_TAIL = np.array([math.lgamma(k + 1.0) - ((k + 0.5) * math.log(k + 1.0) - (k + 1.0)
+                                           + 0.5 * math.log(2.0 * math.pi)) for k in range(10)])
+
+
+@_jitable
+def _stirling_tail(k):  # pragma: no cover - also compiled
+    """``log k!`` minus its Stirling approximation at whole ``k >= 0``: exact below 10, the
+    series beyond."""
+    if k <= 9.0:
+        return _TAIL[int(k)]
+    kp1 = k + 1.0
+    kp1sq = kp1 * kp1
+    return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / 1260.0 / kp1sq) / kp1sq) / kp1
+
+
+@_jitable
+def _log(x):  # pragma: no cover - also compiled
+    """The C library's ``log``: -inf at 0 and NaN below, where Python's raises."""
+    if x > 0.0:
+        return math.log(x)
+    return -math.inf if x == 0.0 else math.nan
+
+
+@_jitable
+def _whole(f):  # pragma: no cover - also compiled
+    """``floor(f)`` as a float64 (from 2^52 on, and at inf or NaN, ``f`` itself)."""
+    return float(math.floor(f)) if abs(f) < _TWO_52 else f
+
+
+def _binomial_loop(count, prob, u, out, start):  # pragma: no cover - also compiled
+    """Draw ``out[start:]`` from Binomial(``count[i]``, ``prob[i]``) with the uniforms ``u``
+    in turn (NOTE [ Binomial draws on the generator's stream ]). Returns ``(i, k)`` as
+    ``_draw_loop``."""
+    n_all = out.shape[0]
+    k = 0
+    i = start
+    while i < n_all:
+        n = count[i]
+        p = prob[i]
+        k0 = k
+        if p != p or n != n:
+            out[i] = math.nan
+            i += 1
+            continue
+        if n <= 0.0 or p <= 0.0:
+            out[i] = 0.0
+            i += 1
+            continue
+        if p >= 1.0:
+            out[i] = n
+            i += 1
+            continue
+        flip = p > 0.5
+        q = 1.0 - p if flip else p
+        done = False
+        value = 0.0
+        if n * q >= 10.0:  # BTRS
+            sd = math.sqrt(n * q * (1.0 - q))
+            b = 1.15 + 2.53 * sd
+            a = -0.0873 + 0.0248 * b + 0.01 * q
+            c = n * q + 0.5
+            vr = 0.92 - 4.2 / b
+            r = q / (1.0 - q)
+            alpha = (2.83 + 5.1 / b) * sd
+            m = _whole((n + 1.0) * q)
+            while True:
+                if k + 2 > u.shape[0]:
+                    break
+                uu = u[k] - 0.5
+                v = u[k + 1]
+                k += 2
+                us = 0.5 - abs(uu)
+                kk = _whole((2.0 * a / us + b) * uu + c)
+                if kk < 0.0 or kk > n:
+                    continue
+                if us >= 0.07 and v <= vr:
+                    value = kk
+                    done = True
+                    break
+                lv = _log(v * alpha / (a / (us * us) + b))
+                bound = ((m + 0.5) * _log((m + 1.0) / (r * (n - m + 1.0)))
+                         + (n + 1.0) * _log((n - m + 1.0) / (n - kk + 1.0))
+                         + (kk + 0.5) * _log(r * (n - kk + 1.0) / (kk + 1.0))
+                         + _stirling_tail(m) + _stirling_tail(n - m)
+                         - _stirling_tail(kk) - _stirling_tail(n - kk))
+                if lv <= bound:
+                    value = kk
+                    done = True
+                    break
+        else:  # inversion by geometric gaps
+            log_q = math.log1p(-q)
+            gaps = 0.0
+            got = 0.0
+            while True:
+                if k >= u.shape[0]:
+                    break
+                gap = _whole(-_log(u[k]) / -log_q)  # (a ceiling: the gap is whole or more)
+                if gap < -_log(u[k]) / -log_q:
+                    gap += 1.0
+                k += 1
+                gaps += gap
+                if gaps > n:
+                    value = got
+                    done = True
+                    break
+                got += 1.0
+        if not done:
+            return i, k0
+        out[i] = n - value if flip else value
         i += 1
     return i, k
 
@@ -304,3 +432,36 @@ def poisson_array(g, lam):
     # the float-to-int64 conversion: out of range (or NaN) is int64's lowest
     out = np.where(np.abs(out) < _TWO_63, out, float(_INT64_MIN))
     return out.reshape(np.shape(lam))
+
+
+def binomial_array(g, count, prob):
+    """Binomial(``count``, ``prob``) draws from ember generator ``g``, as PyTorch draws them on
+    the CPU (NOTE [ Binomial draws on the generator's stream ]).
+
+    Args:
+        g: an ember ``Generator`` (CPU).
+        count: float64 NumPy array of trial counts.
+        prob: float64 NumPy array of success probabilities, ``count``'s shape.
+
+    Returns:
+        ndarray: float64 counts of ``count``'s shape.
+
+    Example::
+
+        >>> import ember
+        >>> from ember._core.generator import resolve
+        >>> _ = ember.manual_seed(0)
+        >>> binomial_array(resolve(None), np.array([10.0, 100.0]), np.array([0.5, 0.3])).tolist()
+        [7.0, 31.0]
+    """
+    n = np.ascontiguousarray(count, dtype=np.float64).reshape(-1)
+    p = np.ascontiguousarray(prob, dtype=np.float64).reshape(-1)
+    out = np.empty(n.size, np.float64)
+    loop = _compiled_loop(_binomial_loop)
+    q = np.minimum(p, 1.0 - p)
+    with np.errstate(invalid="ignore"):
+        none = ~((n > 0.0) & (p > 0.0) & (p < 1.0))  # (NaN included)
+        need = np.where(none, 0, np.where(n * q >= 10.0, 2, 1))
+    left = np.concatenate([np.cumsum(need[::-1])[::-1], [0]])
+    _drive(g, n.size, lambda i: int(left[i]), lambda buf, i: loop(n, p, buf, out, i))
+    return out.reshape(np.shape(count))

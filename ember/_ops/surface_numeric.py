@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from .. import return_types
+from .. import _dispatch, return_types
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from ._registry import public
@@ -339,7 +339,8 @@ def binomial(count, prob, generator=None):
         >>> ember.binomial(ember.tensor([4., 0.]), ember.tensor([1., 0.5]))
         tensor([4., 0.])
     """
-    from .._core.generator import numpy_generator
+    from .._core.generator import resolve
+    from .._core.rng_sequential import binomial_array
 
     for name, x in (("count", count), ("prob", prob)):
         if not isinstance(x, Tensor):
@@ -348,9 +349,17 @@ def binomial(count, prob, generator=None):
     if not count.is_floating_point():
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
                          f"{count.dtype.scalar_name}")
+    if prob.dtype != count.dtype:
+        raise RuntimeError(f"Found dtype {prob.dtype.scalar_name} but expected "
+                           f"{count.dtype.scalar_name}")
+    if count.dtype.itemsize < 4:
+        raise NotImplementedError(
+            f'"binomial_cpu" not implemented for \'{count.dtype.scalar_name}\'')
     n = count.detach().numpy().astype(np.float64)
     p = prob.detach().numpy().astype(np.float64)
     n, p = np.broadcast_arrays(n, p)
-    draws = numpy_generator(generator).binomial(np.maximum(n, 0).astype(np.int64),
-                                                np.clip(np.nan_to_num(p), 0.0, 1.0))
+    if n.shape != count.shape:
+        _dispatch.warn_resized(count.shape, n.shape)
+    # PyTorch's numbers from the same seed (NOTE [ Binomial draws on the generator's stream ])
+    draws = binomial_array(resolve(generator), n, p)
     return wrap(np.ascontiguousarray(np.asarray(draws).astype(count.dtype.np)))

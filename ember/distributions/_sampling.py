@@ -1,7 +1,7 @@
 """Samplers that ember's op registry does not have yet: standard gamma (PyTorch's draws on
 the CPU, NOTE [ Gamma draws on the generator's stream ] in ``ember/_core/rng_sequential.py``,
-with its implicit reparameterisation gradient), Dirichlet; binomial, drawn with NumPy from
-ember's generator stream; and the regularised incomplete gamma function for ``Gamma.cdf``.
+with its implicit reparameterisation gradient), Dirichlet, binomial; and the regularised
+incomplete gamma function for ``Gamma.cdf``.
 
 NOTE [ Implicit reparameterisation of the gamma ]
 A Gamma(alpha, 1) draw ``x`` has no closed form as a function of ``alpha`` and noise, so the
@@ -24,7 +24,7 @@ import numpy as np
 import ember
 from ember._core.generator import numpy_generator, resolve
 
-from .._core.rng_sequential import standard_gamma_array
+from .._core.rng_sequential import binomial_array, standard_gamma_array
 
 
 def _special():
@@ -132,11 +132,16 @@ def dirichlet(concentration, generator=None):
 
 def binomial(count, prob):
     """Binomial(``count``, ``prob``) draws (float, same dtype as ``prob``), not
-    differentiable."""
+    differentiable: on the CPU PyTorch's numbers from the same seed (NOTE [ Binomial draws
+    on the generator's stream ] in ``ember/_core/rng_sequential.py``)."""
     n = _to_numpy(count)
-    p = np.clip(_to_numpy(prob), 0.0, 1.0)
+    p = _to_numpy(prob)
     n, p = np.broadcast_arrays(n, p)
-    draws = numpy_generator(None).binomial(n.astype(np.int64), p)
+    if prob.device.type == "cpu":
+        draws = binomial_array(resolve(None), n, p)
+    else:
+        p = np.clip(p, 0.0, 1.0)
+        draws = numpy_generator(None, prob.device).binomial(n.astype(np.int64), p)
     return _from_numpy(draws.astype(np.float64), prob)
 
 
