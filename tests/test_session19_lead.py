@@ -139,3 +139,17 @@ def test_binomial_checks_as_torch():
     with pytest.warns(UserWarning, match="was resized"):
         r = ember.binomial(ember.tensor([[5.0], [6.0]]), ember.tensor([0.5, 0.2]))
     assert r.shape == (2, 2)
+
+
+def test_von_mises_draws_are_torchs():
+    torch = pytest.importorskip("torch")
+
+    def draws(lib):
+        lib.manual_seed(3)
+        d = lib.distributions.VonMises(lib.tensor([0.5, -1.0, 2.0]), lib.tensor([0.1, 4.0, 1e-6]))
+        e = lib.distributions.VonMises(lib.tensor(0.3, dtype=lib.float64),
+                                       lib.tensor(50.0, dtype=lib.float64))
+        return d.sample((2,)).numpy(), e.sample((3,)).numpy(), lib.rand(4).numpy()
+
+    for m, t in zip(draws(ember), draws(torch)):
+        np.testing.assert_allclose(m, t, rtol=1e-6, atol=1e-7)

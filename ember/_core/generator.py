@@ -39,11 +39,12 @@ kernel, so AVX-512 machines draw normals with the AVX2 one (measured bit-equal w
 - PyTorch's MKL builds may route ``bernoulli_`` with a scalar ``p`` (and ``exponential_``)
   through MKL's own streams on Intel CPUs; ember reproduces the path measured on an AMD
   CPU (a float64 uniform per element), which is what PyTorch takes without MKL or Intel.
-- ``poisson`` and the gamma family (gamma, Dirichlet, Beta, Chi2, StudentT) draw
-  PyTorch's numbers with PyTorch's rejection loops, element after element
-  (``ember/_core/rng_sequential.py``). Binomial and von Mises draw through
-  ``numpy_generator()``: a NumPy Generator over the same MT19937 engine, so they are seeded,
-  deterministic and advance the stream, but do not draw PyTorch's numbers.
+- ``poisson``, ``binomial`` and the gamma family (gamma, Dirichlet, Beta, Chi2, StudentT)
+  draw PyTorch's numbers with PyTorch's rejection loops, element after element
+  (``ember/_core/rng_sequential.py``); von Mises with its rounds of ``rand``. On other
+  devices they draw through ``numpy_generator()``: a NumPy Generator over the same MT19937
+  engine, so they are seeded, deterministic and advance the stream, but do not draw
+  PyTorch's numbers.
 - CUDA generators (ember/cuda/random.py) run the same engine on the host; PyTorch's CUDA
   streams are Philox and are not reproduced.
 """

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 import ember
-from ember._core.generator import numpy_generator
 
 from . import constraints
 from .distribution import Distribution
@@ -55,15 +52,44 @@ class VonMises(Distribution):
         k = self.concentration
         return k * ember.cos(value - self.loc) - math.log(2 * math.pi) - _log_i0(k)
 
+    @lazy_property
+    def _proposal_r(self):
+        # Best and Fisher's envelope parameter r = (1 + rho^2) / (2 rho), in float64; near
+        # kappa = 0 its expansion 1 / kappa + kappa (the closed form cancels there)
+        k = self.concentration.detach().to(ember.float64)
+        tau = 1 + (1 + 4 * k ** 2).sqrt()
+        rho = (tau - (2 * tau).sqrt()) / (2 * k)
+        return ember.where(k < 1e-5, 1 / k + k, (1 + rho ** 2) / (2 * rho))
+
     def sample(self, sample_shape=ember.Size()):
-        """Draws in ``[-pi, pi)`` (NumPy's Best-Fisher rejection sampler, in float64)."""
+        """Draws in ``[-pi, pi)`` by Best and Fisher's rejection sampler (1979), in float64:
+        three uniforms per element a round (``rand`` of shape ``(3, *shape)``) until every
+        element is accepted -- the draws PyTorch's sampler makes from the same seed.
+
+        Args:
+            sample_shape (ember.Size): leading sample dimensions.
+
+        Returns:
+            Tensor: angles of shape ``sample_shape + batch_shape``, ``loc``'s dtype.
+        """
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            k = self.concentration.detach().expand(shape).cpu().numpy().astype(np.float64)
-            x = numpy_generator(None).vonmises(0.0, k)
-            x = ember.from_numpy(np.array(x, dtype=np.float64)).to(self.loc.dtype)
-            x = x.to(self.loc.device)
-            return (x + math.pi + self.loc) % (2 * math.pi) - math.pi
+            loc = self.loc.detach().to(ember.float64)
+            k = self.concentration.detach().to(ember.float64)
+            r = self._proposal_r
+            x = ember.zeros(shape, dtype=ember.float64, device=loc.device)
+            done = ember.zeros(shape, dtype=ember.bool, device=loc.device)
+            while not bool(done.all()):
+                u1, u2, u3 = ember.rand((3,) + tuple(shape), dtype=ember.float64,
+                                        device=loc.device).unbind()
+                z = ember.cos(math.pi * u1)
+                f = (1 + r * z) / (r + z)
+                c = k * (r - f)
+                take = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
+                if bool(take.any()):
+                    x = ember.where(take, (u3 - 0.5).sign() * f.acos(), x)
+                    done = done | take
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
 
     @property
     def mean(self):
