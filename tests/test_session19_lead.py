@@ -153,3 +153,21 @@ def test_von_mises_draws_are_torchs():
 
     for m, t in zip(draws(ember), draws(torch)):
         np.testing.assert_allclose(m, t, rtol=1e-6, atol=1e-7)
+
+
+def test_wishart_draws_are_torchs():
+    torch = pytest.importorskip("torch")
+
+    def draws(lib):
+        d = lib.distributions
+        out = []
+        for df, scale, shape in ((3.0, lib.eye(2), ()), ([3.0, 5.0], lib.eye(2), (2,)),
+                                 (2.5, lib.eye(3) * 2, (3,))):
+            lib.manual_seed(0)
+            with pytest.warns(UserWarning, match="Singular sample detected"):
+                out.append(d.Wishart(lib.tensor(df), scale).rsample(shape).numpy())
+            out.append(lib.rand(3).numpy())  # the stream afterwards
+        return out
+
+    for m, t in zip(draws(ember), draws(torch)):
+        np.testing.assert_allclose(m, t, rtol=1e-5, atol=1e-6)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Number
 
 import ember
@@ -167,17 +168,42 @@ class Wishart(ExponentialFamily):
         return chol @ chol.mT
 
     def rsample(self, sample_shape=ember.Size(), max_try_correction=None):
-        """Draws by the Bartlett decomposition; a draw that is numerically singular is
-        redrawn (up to ``max_try_correction`` times, default 3)."""
+        """Draws by the Bartlett decomposition, then the redraws PyTorch 2.13 makes.
+
+        NOTE [ Wishart redraws as PyTorch's ]
+        PyTorch flags for a redraw the first draws that *pass* its positive-definite check
+        (its test is the wrong way round), says "Singular sample detected.", redraws those
+        once, and goes on redrawing only those of the new draws that fail the check, up to
+        ``max_try_correction`` rounds (10). ember follows the same rounds, so the same seed
+        gives the same matrices and the same warning (and, unlike PyTorch's, a gradient).
+
+        Args:
+            sample_shape (ember.Size): leading sample dimensions.
+            max_try_correction (int, optional): the most rounds of redraws (10).
+
+        Returns:
+            Tensor: matrices of shape ``sample_shape + batch_shape + event_shape``.
+        """
         sample_shape = ember.Size(sample_shape)
+        tries = 10 if max_try_correction is None else max_try_correction
+        batch_dims = [-(d + 1) for d in range(len(self._batch_shape))]
+
+        def flags(x):
+            ok = self.support.check(x)
+            return ok.amax(batch_dims) if batch_dims else ok
+
         sample = self._bartlett_sampling(sample_shape)
-        tries = 3 if max_try_correction is None else max_try_correction
-        for _ in range(tries):
-            bad = ember.linalg.cholesky_ex(sample).info != 0
-            if not bool(bad.any()):
-                break
-            fresh = self._bartlett_sampling(sample_shape)
-            sample = ember.where(bad.unsqueeze(-1).unsqueeze(-1), fresh, sample)
+        redraw = flags(sample)  # (the passing ones: NOTE [ Wishart redraws as PyTorch's ])
+        if bool(redraw.any()):
+            warnings.warn("Singular sample detected.", stacklevel=2)
+            for _ in range(tries):
+                fresh = self._bartlett_sampling(redraw[redraw].shape)
+                # (a mask of its own for the write: PyTorch's, changed in place below,
+                # breaks the gradient of its ``rsample``)
+                sample[redraw.clone()] = fresh
+                redraw[redraw.clone()] = ~flags(fresh)
+                if not bool(redraw.any()):
+                    break
         return sample
 
     def log_prob(self, value):
