@@ -171,3 +171,41 @@ def test_wishart_draws_are_torchs():
 
     for m, t in zip(draws(ember), draws(torch)):
         np.testing.assert_allclose(m, t, rtol=1e-5, atol=1e-6)
+
+
+# -- TransformerEncoder's padded positions in inference ----------------------------------------
+
+def _encoder_outputs(lib, state=None):
+    import warnings as _w
+
+    lib.manual_seed(0)
+    nn = lib.nn
+    out = []
+
+    def enc(norm=False, nhead=2):
+        layer = nn.TransformerEncoderLayer(8, nhead, 16, dropout=0.0, batch_first=True)
+        return nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8) if norm else None)
+
+    x = lib.tensor(np.random.default_rng(0).standard_normal((3, 5, 8)).astype(np.float32))
+    left = lib.tensor([[False, False, False, True, True], [False] * 5, [False] + [True] * 4])
+    notleft = lib.tensor([[False, True, False, True, True], [False] * 5, [False] * 5])
+    cases = [(enc(), left, lib.no_grad, True), (enc(norm=True), left, lib.no_grad, True),
+             (enc(), left, lib.enable_grad, True), (enc(), left, lib.no_grad, False),
+             (enc(), notleft, lib.no_grad, True), (enc(nhead=1), left, lib.no_grad, True),
+             (enc(), lib.where(left, float("-inf"), 0.0), lib.no_grad, True)]
+    for e, mask, ctx, ev in cases:
+        e.train(not ev)
+        with _w.catch_warnings():
+            _w.simplefilter("ignore")
+            with ctx():
+                out.append(e(x, src_key_padding_mask=mask).detach().numpy())
+    return out
+
+
+def test_transformer_encoder_zeroes_padded_positions_in_inference_as_torch():
+    torch = pytest.importorskip("torch")
+    mine, theirs = _encoder_outputs(ember), _encoder_outputs(torch)
+    for m, t in zip(mine, theirs):
+        np.testing.assert_allclose(m, t, rtol=1e-4, atol=1e-5)
+    assert np.abs(mine[0][0, 3:]).max() == 0.0  # packed path: zeros at the padding
+    assert np.abs(mine[3][0, 3:]).max() > 0.0  # training: values there

@@ -150,14 +150,54 @@ def _no_fast_path(layer):
     if not layer.self_attn.batch_first:
         return ("encoder_layer.self_attn.batch_first was not True"
                 "(use batch_first for better inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return "encoder_layer.self_attn._qkv_same_embed_dim was not True"
     if layer.self_attn.in_proj_bias is None:
         return "encoder_layer.self_attn was passed bias=False"
     act = layer.activation
     if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
         return "encoder_layer.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"
     if layer.self_attn.num_heads % 2 == 1:
         return "encoder_layer.self_attn.num_heads is odd"
     return ""
+
+
+# NOTE [ Padded positions in inference ]
+# In inference (a layer stack that qualifies, not training, no gradient wanted, a key padding
+# mask that pads only at the ends, no attention mask) PyTorch's TransformerEncoder packs the
+# valid positions into a nested tensor, runs the layers on those alone and pads the result
+# with zeros: the padded positions of its output are 0 (the final norm's value of 0 when it
+# has one), where training-mode semantics give them values. The valid positions attend to
+# the same keys either way. ember runs the layers with the padding mask and zeroes the
+# padded positions under the same conditions (``TransformerEncoder._packs``), so programs
+# print the same numbers.
+
+_packed_warned = [False]
+
+
+def _warn_packed_once():
+    if not _packed_warned[0]:
+        _packed_warned[0] = True
+        warnings.warn(
+            "The PyTorch API of nested tensors is in prototype stage and will change in the "
+            "near future. We recommend specifying layout=torch.jagged when constructing a "
+            "nested tensor, as this layout receives active development, has better operator "
+            "coverage, and works with torch.compile.", UserWarning, stacklevel=2)
+
+
+def _fast_path_params(layer):
+    attn = layer.self_attn
+    return (attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+            layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias,
+            layer.linear1.weight, layer.linear1.bias, layer.linear2.weight, layer.linear2.bias)
+
+
+def _compiling():
+    from ... import compiler
+
+    return compiler.is_compiling()
 
 
 def _get_activation(activation):
@@ -349,22 +389,53 @@ class TransformerEncoder(Module):
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
-        # ember has no nested-tensor fast path; torch's warning about layers that could not
-        # take it is given all the same, since programs print it
-        self.use_nested_tensor = False
+        # whether PyTorch's packed path would run (NOTE [ Padded positions in inference ]);
+        # its warning about layers that cannot take it is given too, since programs print it
         why = _no_fast_path(encoder_layer)
+        self.use_nested_tensor = bool(enable_nested_tensor) and not why
         if enable_nested_tensor and why:
             warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
                           f"because {why}", stacklevel=2)
+
+    def _packs(self, src, mask, src_key_padding_mask):
+        """Whether PyTorch would run this call on packed sequences (NOTE [ Padded positions
+        in inference ]): the boolean mask of valid positions, or None."""
+        from ...amp.autocast_mode import is_autocast_enabled
+        from ...autograd.grad_mode import is_grad_enabled
+        from ...backends import mha
+
+        first = self.layers[0]
+        if (not mha.get_fastpath_enabled() or not self.use_nested_tensor
+                or first.training or src.dim() != 3 or src_key_padding_mask is None
+                or mask is not None or is_autocast_enabled("cuda")):
+            return None
+        valid = src_key_padding_mask == 0  # (the canonical mask: 0 keeps, -inf pads)
+        if getattr(self, "mask_check", True):
+            if _compiling():
+                return None
+            # padding only at the ends: no valid position after a padded one
+            if bool((valid[:, 1:] & ~valid[:, :-1]).any()):
+                return None
+        if src.device.type not in ("cpu", "cuda"):
+            return None
+        if is_grad_enabled() and (src.requires_grad or any(
+                p.requires_grad for p in _fast_path_params(first))):
+            return None
+        return valid
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                                src.dtype, mask, "mask")
         mask = _canonical_mask(mask, "mask", src.dtype)
+        valid = self._packs(src, mask, src_key_padding_mask)
+        if valid is not None:
+            _warn_packed_once()
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                         is_causal=bool(is_causal))
+        if valid is not None:  # the packed path pads its result with zeros
+            out = out.masked_fill(~valid.unsqueeze(-1), 0.0)
         return self.norm(out) if self.norm is not None else out
 
 
