@@ -424,7 +424,7 @@ def _internal_frame(frame) -> bool:
 
 
 def warn_at_caller(message: str, category=UserWarning, once: bool = False,
-                   key: str | None = None) -> None:
+                   key: str | None = None, skip: int = 0) -> None:
     """Warn at the first frame outside ember's internals (see NOTE [ Warnings point at the
     user's line ]).
 
@@ -434,6 +434,8 @@ def warn_at_caller(message: str, category=UserWarning, once: bool = False,
         once: warn the first time only in this process, as :func:`warn_once` does.
         key: with ``once``, what identifies the warning instead of its text (one warning
             site whose text varies, as torch's warn-once sites).
+        skip: frames above the caller to pass over before looking (a public helper that
+            warns for its own caller).
 
     Returns:
         None
@@ -445,7 +447,7 @@ def warn_at_caller(message: str, category=UserWarning, once: bool = False,
         _warned_once.add(ident)
     import sys
 
-    frame, level = sys._getframe(1), 2
+    frame, level = sys._getframe(1 + skip), 2 + skip
     while frame.f_back is not None and _internal_frame(frame):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)

@@ -209,3 +209,19 @@ def test_transformer_encoder_zeroes_padded_positions_in_inference_as_torch():
         np.testing.assert_allclose(m, t, rtol=1e-4, atol=1e-5)
     assert np.abs(mine[0][0, 3:]).max() == 0.0  # packed path: zeros at the padding
     assert np.abs(mine[3][0, 3:]).max() > 0.0  # training: values there
+
+
+def test_anomaly_nan_check_warns_with_the_users_forward_line():
+    import warnings
+
+    x = ember.tensor([-1.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="SqrtBackward0' returned nan"):
+            with ember.autograd.detect_anomaly():
+                y = x.sqrt()  # the line the warning must show
+                y.backward()
+    (w,) = [c for c in caught if "Error detected in SqrtBackward0" in str(c.message)]
+    text = str(w.message)
+    assert "y = x.sqrt()  # the line the warning must show" in text
+    assert "_ops" not in text and "ember wrapper" not in text  # no ember internals

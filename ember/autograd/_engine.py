@@ -277,7 +277,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         _anomaly.report(node)
                     raise
                 if anomaly and _anomaly._check_nan:
-                    _check_nan(node, grads_in)
+                    try:
+                        _check_nan(node, grads_in)
+                    except RuntimeError:
+                        _anomaly.report(node)  # the forward traceback, as for any failure
+                        raise
             else:
                 grads_in = node._apply(buf)
             if node._post is not None:

@@ -32,7 +32,6 @@ grad mode and taking the replayed view's node.
 from __future__ import annotations
 
 import re
-import traceback
 import threading
 import weakref
 
@@ -969,7 +968,7 @@ def record(op, inputs, params, outputs):
             node._saved = saved
             node._vers = vs
     if _anomaly._enabled:
-        node._trace = traceback.format_stack()[:-2]
+        node._trace = _anomaly.forward_trace()
     if simple and type(outputs) is not tuple:
         # the common case: one output, nothing else to save, not a view
         if outputs._data.dtype.kind not in "iub":
@@ -1127,7 +1126,7 @@ class CopySlices(Node):
                       else (None, 0))
         self._seq = next(_sequence)
         if _anomaly._enabled:
-            self._trace = traceback.format_stack()[:-3]
+            self._trace = _anomaly.forward_trace()
 
     def _apply(self, grads):
         g = grads[0]

@@ -119,6 +119,32 @@ class set_detect_anomaly:
         return False
 
 
+def forward_trace():
+    """The stack of the forward call that is making a node, as anomaly mode keeps it: the
+    frames up to the first one outside ember's internals (the user's call, or a public
+    module such as ``ember.nn.modules.linear`` whose Python PyTorch's trace shows too).
+
+    Returns:
+        list of str: formatted frames, outermost first (``traceback.format_stack``'s form).
+
+    Example::
+
+        >>> any("forward_trace" in line for line in forward_trace())
+        False
+    """
+    import sys
+    import traceback
+
+    from .._settings import _internal_frame
+
+    frame = sys._getframe(1)
+    while frame.f_back is not None and (
+            _internal_frame(frame)
+            or frame.f_globals.get("__name__") in ("ember.autograd.function", __name__)):
+        frame = frame.f_back
+    return traceback.format_stack(frame)
+
+
 def report(node):
     """Warn with the forward traceback of ``node`` (called when its backward failed).
 
@@ -146,4 +172,6 @@ def report(node):
     else:
         msg = (f"Error detected in {node.name()}. Traceback of forward call that caused the "
                "error:\n" + "".join(trace))
-    warnings.warn(msg, stacklevel=3)
+    from .._settings import warn_at_caller
+
+    warn_at_caller(msg, skip=1)

@@ -363,9 +363,7 @@ def _wrap_outputs(ctx, args, out, recording):
     ctx._meta_in = meta
     ctx._seq = next(_sequence)
     if _anomaly._enabled:
-        import traceback
-
-        ctx._trace = traceback.format_stack()[:-3]
+        ctx._trace = _anomaly.forward_trace()
     for t in dirty:
         if t._rg and t._grad_fn is None and t._base is None:
             raise RuntimeError(
