@@ -355,6 +355,12 @@ def _drive(g, n, least, step):
         raise AssertionError("draws left uniforms unused")
 
 
+def _least_from(need):
+    """``least(i)`` for ``_drive`` from the fewest uniforms each element can take."""
+    left = np.concatenate([np.cumsum(need[::-1])[::-1], [0]])
+    return lambda i: int(left[i])
+
+
 def standard_gamma_array(g, alpha, dtype):
     """Gamma(``alpha``, 1) draws from ember generator ``g``, as PyTorch draws them on the CPU
     (NOTE [ Gamma draws on the generator's stream ]).
@@ -427,8 +433,7 @@ def poisson_array(g, lam):
     loop = _compiled_loop(_poisson_loop)
     # one uniform at the least below rate 10, a pair from 10 on, none for a zero rate
     need = np.where(flat == 0.0, 0, np.where(flat < 10.0, 1, 2))
-    left = np.concatenate([np.cumsum(need[::-1])[::-1], [0]])
-    _drive(g, flat.size, lambda i: int(left[i]), lambda buf, i: loop(flat, buf, out, i))
+    _drive(g, flat.size, _least_from(need), lambda buf, i: loop(flat, buf, out, i))
     # the float-to-int64 conversion: out of range (or NaN) is int64's lowest
     out = np.where(np.abs(out) < _TWO_63, out, float(_INT64_MIN))
     return out.reshape(np.shape(lam))
@@ -462,6 +467,5 @@ def binomial_array(g, count, prob):
     with np.errstate(invalid="ignore"):
         none = ~((n > 0.0) & (p > 0.0) & (p < 1.0))  # (NaN included)
         need = np.where(none, 0, np.where(n * q >= 10.0, 2, 1))
-    left = np.concatenate([np.cumsum(need[::-1])[::-1], [0]])
-    _drive(g, n.size, lambda i: int(left[i]), lambda buf, i: loop(n, p, buf, out, i))
+    _drive(g, n.size, _least_from(need), lambda buf, i: loop(n, p, buf, out, i))
     return out.reshape(np.shape(count))
