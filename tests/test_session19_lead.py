@@ -225,3 +225,60 @@ def test_anomaly_nan_check_warns_with_the_users_forward_line():
     text = str(w.message)
     assert "y = x.sqrt()  # the line the warning must show" in text
     assert "_ops" not in text and "ember wrapper" not in text  # no ember internals
+
+
+def _attention_rows(lib):
+    import warnings as _w
+
+    lib.manual_seed(0)
+    m = lib.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = lib.tensor(np.random.default_rng(1).standard_normal((3, 5, 8)).astype(np.float32))
+    kpm = lib.tensor([[False, False, False, True, True], [True] * 5, [False] * 5])
+    am = lib.zeros(5, 5, dtype=lib.bool)
+    am[2] = True  # query 2 sees no key
+    out = []
+    for train in (True, False):
+        m.train(train)
+        for grad in (True, False):
+            with lib.set_grad_enabled(grad), _w.catch_warnings():
+                _w.simplefilter("ignore")
+                for nw in (True, False):
+                    out.append(m(x, x, x, key_padding_mask=kpm, need_weights=nw)[0])
+                out.append(m(x, x, x, attn_mask=am, need_weights=False)[0])
+                out.append(m(x, x, x, attn_mask=lib.where(am, float("-inf"), 0.0),
+                             need_weights=False)[0])
+                out.append(m(x, x.clone(), x.clone(), key_padding_mask=kpm,
+                             need_weights=False)[0])
+    return [o.detach().numpy() for o in out]
+
+
+def test_attention_rows_with_no_key_as_torch():
+    torch = pytest.importorskip("torch")
+    for m, t in zip(_attention_rows(ember), _attention_rows(torch)):
+        np.testing.assert_allclose(m, t, rtol=1e-4, atol=1e-5)  # NaN where torch's are
+
+
+def _layer_rows(lib):
+    lib.manual_seed(0)
+    x = lib.tensor(np.random.default_rng(2).standard_normal((3, 5, 8)).astype(np.float32))
+    kpm = lib.tensor([[False, False, False, True, True], [True] * 5, [False] * 5])
+    am = lib.zeros(5, 5, dtype=lib.bool)
+    am[2] = True
+    out = []
+    for norm_first in (False, True):
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True,
+                                               norm_first=norm_first)
+        for train in (False, True):
+            layer.train(train)
+            with lib.no_grad():
+                for kw in (dict(src_key_padding_mask=kpm),
+                           dict(src_key_padding_mask=lib.where(kpm, float("-inf"), 0.0)),
+                           dict(src_mask=am), dict(src_key_padding_mask=kpm, src_mask=am)):
+                    out.append(layer(x, **kw).numpy())
+    return out
+
+
+def test_encoder_layer_rows_with_no_key_as_torch():
+    torch = pytest.importorskip("torch")
+    for m, t in zip(_layer_rows(ember), _layer_rows(torch)):
+        np.testing.assert_allclose(m, t, rtol=1e-4, atol=1e-5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import warnings
 
-from ..._core.dtype import float32
+from ..._core.dtype import bool_, float32
 from ..._ops.creation import empty, full
 from .. import functional as F
 from .. import init
@@ -111,8 +111,38 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
+    def _fast_path(self, query, key, value):
+        """Whether PyTorch's fused self-attention kernel would run this call (NOTE [ Rows
+        with no key left ])."""
+        from ...amp.autocast_mode import is_autocast_enabled
+        from ...autograd.grad_mode import is_grad_enabled
+        from ...backends import mha
+
+        if (not mha.get_fastpath_enabled() or query.dim() != 3 or query is not key
+                or key is not value or self.in_proj_bias is None or self.training
+                or self.num_heads % 2 == 1 or not self.batch_first or self.bias_k is not None
+                or self.bias_v is not None or self.add_zero_attn
+                or not self._qkv_same_embed_dim or is_autocast_enabled("cuda")
+                or self.in_proj_bias.dtype != query.dtype
+                or query.device.type not in ("cpu", "cuda")):
+            return False
+        return not (is_grad_enabled() and any(
+            t.requires_grad for t in (query, self.in_proj_weight, self.in_proj_bias,
+                                      self.out_proj.weight, self.out_proj.bias)))
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
+        masks = [m for m in (key_padding_mask, attn_mask) if m is not None]
+        if not need_weights and masks and all(m.dtype == bool_ for m in masks) \
+                and self._fast_path(query, key, value):
+            out, weights = self._forward(query, key, value, key_padding_mask, need_weights,
+                                         attn_mask, average_attn_weights, is_causal)
+            return _nan_rows_with_no_key(out, key_padding_mask, attn_mask), weights
+        return self._forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                             average_attn_weights, is_causal)
+
+    def _forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                 average_attn_weights, is_causal):
         batched = query.dim() == 3
         if self.batch_first and batched:
             if key is value:
@@ -137,6 +167,36 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:
             out = out.transpose(1, 0)
         return out, weights
+
+
+# NOTE [ Rows with no key left ]
+# A query whose every key is masked out has no attention weights to normalise. PyTorch's
+# scaled_dot_product_attention gives such a row zeros, its explicit softmax NaN; its fused
+# self-attention kernel, which MultiheadAttention runs in inference (not training, no
+# gradient wanted, self-attention, need_weights=False, ...: ``_fast_path``), gives NaN too
+# when the masks it is given are boolean (float masks give zeros there as in SDPA); so does
+# TransformerEncoderLayer's fused kernel in inference, whatever the masks' dtype, for the
+# whole output row. ember runs SDPA and puts the NaN back where those kernels would have.
+
+
+def _nan_rows_with_no_key(out, key_padding_mask, attn_mask):
+    """``out`` (batch, L, E) with NaN in the rows whose keys the masks all hide."""
+    def blocked(m):  # boolean, or additive (-inf hides)
+        return m if m.dtype == bool_ else m == float("-inf")
+
+    n, length = out.shape[0], out.shape[1]
+    dead = None
+    if key_padding_mask is not None:
+        dead = blocked(key_padding_mask).reshape(n, 1, -1)  # (N, 1, S)
+    if attn_mask is not None:
+        am = blocked(attn_mask)
+        am = am.reshape(1, length, -1) if am.dim() == 2 else am.reshape(
+            n, -1, length, am.shape[-1]).all(1)  # (N*H, L, S): dead for every head
+        dead = am if dead is None else dead | am
+    rows = dead.all(-1)  # (N or 1, L)
+    if not bool(rows.any()):
+        return out
+    return out.masked_fill(rows.unsqueeze(-1), float("nan"))
 
 
 def _no_fast_path(layer):
@@ -278,7 +338,33 @@ class TransformerEncoderLayer(Module):
         else:
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
+        if (src_mask is not None or src_key_padding_mask is not None) and self._fast_path(src):
+            x = _nan_rows_with_no_key(x, src_key_padding_mask, src_mask)
         return x
+
+    def _fast_path(self, src):
+        """Whether PyTorch's fused encoder-layer kernel would run this call (NOTE [ Rows with
+        no key left ])."""
+        from ...amp.autocast_mode import is_autocast_enabled
+        from ...autograd.grad_mode import is_grad_enabled
+        from ...backends import mha
+
+        attn = self.self_attn
+        if (not mha.get_fastpath_enabled() or src.dim() != 3 or self.training
+                or not attn.batch_first or attn.in_proj_bias is None
+                or not attn._qkv_same_embed_dim or attn.num_heads % 2 == 1
+                or self.norm1.eps != self.norm2.eps or is_autocast_enabled("cuda")
+                or src.device.type not in ("cpu", "cuda")):
+            return False
+        act = self.activation
+        from .activation import GELU, ReLU
+
+        if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
+            return False
+        if any(m._forward_hooks or m._forward_pre_hooks for m in self.modules()):
+            return False
+        return not (is_grad_enabled() and (src.requires_grad or any(
+            p.requires_grad for p in _fast_path_params(self))))
 
 
 class TransformerDecoderLayer(Module):
