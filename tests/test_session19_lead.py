@@ -282,3 +282,20 @@ def test_encoder_layer_rows_with_no_key_as_torch():
     torch = pytest.importorskip("torch")
     for m, t in zip(_layer_rows(ember), _layer_rows(torch)):
         np.testing.assert_allclose(m, t, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_projection_warns_once_as_torchs_cpu_build():
+    import warnings
+
+    from ember.nn.modules import rnn
+
+    rnn._projection_warned[0] = False
+    lstm = ember.nn.LSTM(4, 5, proj_size=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lstm(ember.randn(2, 1, 4))
+        lstm(ember.randn(2, 1, 4))
+        ember.nn.LSTM(4, 5, proj_size=3).double()(ember.randn(2, 1, 4, dtype=ember.float64))
+    texts = [str(c.message) for c in caught if "projections" in str(c.message)]
+    assert texts == ["LSTM with projections is not supported with oneDNN. Using default "
+                     "implementation."]

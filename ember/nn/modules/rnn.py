@@ -14,6 +14,7 @@ import numbers
 import warnings
 
 from ... import _dispatch
+from ..._core.dtype import bfloat16, float32
 from ..._ops import nn_ops, nn_rnn
 from ..._ops._registry import profiler_session
 from ..._ops.creation import empty, zeros
@@ -25,6 +26,7 @@ from ..utils.rnn import PackedSequence
 from .module import Module
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_projection_warned = [False]  # PyTorch warns once per process
 
 
 class RNNBase(Module):
@@ -205,6 +207,13 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         dirs = 2 if self.bidirectional else 1
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if self.proj_size > 0 and not _projection_warned[0]:
+            x0 = input.data if packed else input
+            if x0.device.type == "cpu" and x0.dtype in (float32, bfloat16):
+                # PyTorch's CPU build says once that its oneDNN kernel has no projections
+                _projection_warned[0] = True
+                warnings.warn("LSTM with projections is not supported with oneDNN. Using "
+                              "default implementation.", UserWarning, stacklevel=1)
         if packed:
             data, batch_sizes_t, sorted_idx, unsorted_idx = input
             batch_sizes = batch_sizes_t.tolist()
