@@ -299,3 +299,20 @@ def test_lstm_projection_warns_once_as_torchs_cpu_build():
     texts = [str(c.message) for c in caught if "projections" in str(c.message)]
     assert texts == ["LSTM with projections is not supported with oneDNN. Using default "
                      "implementation."]
+
+
+def test_stft_real_pairs_and_torch_named_messages():
+    import warnings
+
+    x = ember.tensor(np.random.default_rng(0).standard_normal(64).astype(np.float32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = ember.stft(x, 16, window=ember.hann_window(16), return_complex=False)
+    assert r.shape == (9, 17, 2) and r.dtype == ember.float32
+    c = ember.stft(x, 16, window=ember.hann_window(16), return_complex=True)
+    np.testing.assert_array_equal(r.numpy(), ember.view_as_real(c).numpy())
+    assert any("return_complex=False is deprecated" in str(w.message) for w in caught)
+    torch = pytest.importorskip("torch")
+    t = torch.stft(torch.tensor(x.numpy()), 16, window=torch.hann_window(16),
+                   return_complex=False)
+    np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=1e-4, atol=1e-5)

@@ -552,8 +552,9 @@ def _classify(x):
     if d.dtype == np.uint8:
         from .._settings import warn_at_caller
 
-        warn_at_caller("indexing with dtype ember.uint8 is now deprecated, please use a dtype "
-                       "ember.bool instead.", UserWarning)
+        m = _dt.printed_module[0]
+        warn_at_caller(f"indexing with dtype {m}.uint8 is now deprecated, please use a dtype "
+                       f"{m}.bool instead.", UserWarning)
         return ("bool0" if d.ndim == 0 else "mask"), wrap(d.astype(np.bool_))
     if k in "iu":
         if d.ndim == 0:  # a 0-dim integer tensor indexes like an int (a view)

@@ -284,9 +284,10 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         raise TypeError('range() missing 1 required positional arguments: "end"')
     from .._settings import warn_at_caller
 
+    m = _dt.printed_module[0]  # (torch.range under the alias)
     warn_at_caller(
-        "ember.range is deprecated and will be removed in a future release because its "
-        "behavior is inconsistent with Python's range builtin. Instead, use ember.arange, "
+        f"{m}.range is deprecated and will be removed in a future release because its "
+        f"behavior is inconsistent with Python's range builtin. Instead, use {m}.arange, "
         "which produces values in [start, end).", UserWarning)
     (start, end, step), _ = _range_args("range", start, end, step)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
@@ -477,8 +478,8 @@ def meshgrid(*tensors, indexing=None):
         from .._settings import warn_at_caller
 
         warn_at_caller(
-            "ember.meshgrid: in an upcoming release, it will be required to pass the indexing "
-            "argument.", UserWarning)
+            f"{_dt.printed_module[0]}.meshgrid: in an upcoming release, it will be required to "
+            "pass the indexing argument.", UserWarning)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError('ember.meshgrid: indexing must be one of "xy" or "ij", but '

@@ -157,8 +157,17 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     spec = spec.transpose(-1, -2)
     if not batched:
         spec = spec.squeeze(0)
-    return spec if return_complex else spec.view_as_real() if spec.is_contiguous() else \
-        spec.contiguous().view_as_real()
+    if return_complex:
+        return spec
+    from .._settings import warn_at_caller
+    from .shape import view_as_real
+
+    warn_at_caller(
+        "stft with return_complex=False is deprecated. In a future pytorch release, stft will "
+        "return complex tensors for all inputs, and return_complex=False will raise an error.\n"
+        "Note: you can still call torch.view_as_real on the complex output to recover the old "
+        "return format.", UserWarning)
+    return view_as_real(spec.contiguous())
 
 
 @public
