@@ -107,6 +107,11 @@ class UntypedStorage(StorageBase):
     def element_size(self) -> int:
         return 1
 
+    def untyped(self):
+        """This storage itself (what a typed storage's ``untyped()`` gives; safetensors
+        calls it on any storage)."""
+        return self
+
     def is_shared(self) -> bool:
         return getattr(self._array, "_ember_shared", False)
 
@@ -114,7 +119,10 @@ class UntypedStorage(StorageBase):
         return self._bytes().tolist()
 
     def __getitem__(self, i):
-        return self._bytes()[i].tolist() if isinstance(i, slice) else int(self._bytes()[i])
+        # a slice is a storage over those bytes (shared, as torch's), an index one byte's value
+        if isinstance(i, slice):
+            return UntypedStorage._of_root(self._bytes()[i])
+        return int(self._bytes()[i])
 
     def __setitem__(self, i, v):
         self._bytes()[i] = v
@@ -122,6 +130,50 @@ class UntypedStorage(StorageBase):
     def fill_(self, value):
         self._bytes()[...] = value
         return self
+
+    @classmethod
+    def from_file(cls, filename, shared=False, nbytes=0):
+        """A CPU storage over the bytes of a file, memory-mapped (how safetensors loads).
+
+        Args:
+            filename (str): the file.
+            shared (bool): writes reach the file (and other processes mapping it); the file is
+                created or extended to ``nbytes``. False: writes stay private to this
+                storage, and the file must hold at least ``nbytes`` bytes. Default: False.
+            nbytes (int): how many bytes to map, from the file's start. Default: 0.
+
+        Returns:
+            UntypedStorage: the mapped bytes.
+
+        Example::
+
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "b.bin")
+            >>> with open(path, "wb") as f:
+            ...     _ = f.write(bytes([1, 2, 3]))
+            >>> UntypedStorage.from_file(path, nbytes=3).tolist()
+            [1, 2, 3]
+        """
+        import os
+
+        nbytes = int(nbytes)
+        if shared:
+            if not os.path.exists(filename) or os.path.getsize(filename) < nbytes:
+                with open(filename, "ab") as f:
+                    f.truncate(nbytes)
+        elif os.path.getsize(filename) < nbytes:
+            raise RuntimeError(
+                f"from_file: the file {filename} holds {os.path.getsize(filename)} bytes, "
+                f"fewer than nbytes={nbytes}")
+        if nbytes == 0:
+            return cls(0)
+        import mmap
+
+        with open(filename, "r+b" if shared else "rb") as f:
+            mapped = mmap.mmap(f.fileno(), nbytes,
+                               access=mmap.ACCESS_WRITE if shared else mmap.ACCESS_COPY)
+        # a plain array over the mapping (the mapping stays open while the array lives)
+        return cls._of_root(np.frombuffer(mapped, dtype=np.uint8))
 
     def copy_(self, other):
         if other.nbytes() != self.nbytes():

@@ -320,6 +320,12 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
                              f"'{dev}'.")
         r = obj.to(device=dev if dev is not None else obj.device,
                    dtype=d if d is not None else obj.dtype, copy=builtins.bool(copy))
+    elif isinstance(obj, UntypedStorage):
+        # the storage's bytes read as ``dtype`` (bytes when None), sharing its memory
+        arr = obj._bytes()
+        if d is not None and d.np != arr.dtype:
+            arr = arr.view(d.np)
+        r = finish(arr.copy() if copy else arr, False, dev)
     else:
         shareable = isinstance(obj, np.ndarray) or (
             not isinstance(obj, (np.generic,) + _PY_SCALARS) and not _is_seq(obj) and

@@ -535,7 +535,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             sc = sc.masked_fill(~attn_mask, float("-inf")) if attn_mask._data.dtype.kind == \
                 "b" else sc + attn_mask
-        p = dropout(sc.softmax(-1), dropout_p, True)
+        p = sc.softmax(-1)
+        if attn_mask is not None:
+            # as torch's math kernel (its safe softmax): a row whose every score is -inf (a
+            # fully masked query) attends to nothing, zeros rather than NaN
+            p = p.masked_fill((sc == float("-inf")).all(-1, keepdim=True), 0.0)
+        p = dropout(p, dropout_p, True)
         return p @ value
     if _dispatch.intercept and "ember.profiler._recorder" in sys.modules:
         # a profile lists the call as made (NOTE [ Calls noted for the profiler ])

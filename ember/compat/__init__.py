@@ -75,6 +75,13 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _Loader(target_name),
                                               is_package=True)
 
+    def find_distributions(self, context=None):
+        """``torch``'s package metadata describes ember (NOTE [ torch's metadata under the
+        alias ] in _metadata.py)."""
+        from ._metadata import find_distributions
+
+        return find_distributions(context)
+
 
 _finder = _TorchFinder()
 

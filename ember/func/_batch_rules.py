@@ -1324,6 +1324,16 @@ def _logical_view(x, out, op, params):
                       False]
 
 
+def _index_stand_in(t, stand_ins):
+    """A 1-dim integer tensor that ``_parse_index`` classifies as an advanced index where
+    batched 0-dim ``t`` goes (``stand_ins`` maps it back to ``t``); ``t`` when not integer."""
+    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is _E().bool:
+        return t
+    s = _E().zeros(1, dtype=t.dtype, device=t.device)
+    stand_ins[id(s)] = t
+    return s
+
+
 def _getitem(handle, args, kwargs):
     """``x[idx]``: basic indices index the physical tensor behind the batch dims; index
     tensors go through the ``_index`` op (itself batched); autograd records the logical
@@ -1355,7 +1365,17 @@ def _getitem(handle, args, kwargs):
             _dispatch.record(_ix.getitem_op, (x,), params, out)
         _logical_view(x, out, _ix.getitem_op, params)
         return _Done(out)
+    # a batched 0-dim integer index differs per example: an advanced index (of no dims), not
+    # the int that an unbatched one is (its logical data holds one example's value only)
+    stand_ins = {}
+    if isinstance(idx, Tensor) and _info(idx) is not None and idx.dim() == 0:
+        idx = _index_stand_in(idx, stand_ins)
+    elif tp is tuple:
+        idx = tuple(_index_stand_in(i, stand_ins) if isinstance(i, Tensor)
+                    and _info(i) is not None and i.dim() == 0 else i for i in idx)
     basic, is_trivial, spec, tensors = _ix._parse_index(x, idx)
+    if stand_ins:
+        tensors = tuple(stand_ins.get(id(t), t) for t in tensors)
     if any(_info(t) is not None and t.dtype is _E().bool for t in tensors):
         raise _NoRule  # a mask per example: the selected count is the data's
     with _logical():

@@ -227,3 +227,56 @@ def tree_any(pred, tree, is_leaf=None):
     return any(pred(x) for x in tree_leaves(tree, is_leaf))
 
 
+
+
+class MappingKey:
+    """The path entry of a mapping's child: its key (``flatten_with_keys`` functions give
+    one per child).
+
+    Args:
+        key: the child's key.
+
+    Example::
+
+        >>> MappingKey("a")
+        MappingKey(key='a')
+    """
+
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return isinstance(other, MappingKey) and other.key == self.key
+
+    def __hash__(self):
+        return hash(("MappingKey", self.key))
+
+    def __repr__(self):
+        return f"MappingKey(key={self.key!r})"
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+    def get(self, mapping):
+        """The child this entry names in ``mapping``."""
+        return mapping[self.key]
+
+
+def _dict_flatten_with_keys(d):
+    """A dict's children paired with their ``MappingKey`` path entries, and its context
+    (the keys): the ``flatten_with_keys_fn`` that libraries pass to ``register_pytree_node``
+    for dict-like nodes.
+
+    Args:
+        d (dict): the node.
+
+    Returns:
+        tuple: ``([(MappingKey(k), v), ...], [k, ...])``.
+
+    Example::
+
+        >>> _dict_flatten_with_keys({"a": 1})
+        ([(MappingKey(key='a'), 1)], ['a'])
+    """
+    keys = list(d.keys())
+    return [(MappingKey(k), d[k]) for k in keys], keys

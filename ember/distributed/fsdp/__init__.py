@@ -11,9 +11,10 @@ Example::
 import dataclasses
 
 from ._fully_shard import FSDPModule, fully_shard
+from .fully_sharded_data_parallel import FullyShardedDataParallel
 
-__all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
-           "full_state_dict", "fully_shard"]
+__all__ = ["CPUOffloadPolicy", "FSDPModule", "FullyShardedDataParallel", "MixedPrecisionPolicy",
+           "OffloadPolicy", "full_state_dict", "fully_shard"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,6 +35,10 @@ _global_buffer_registration_hooks: OrderedDict = OrderedDict()
 _global_module_registration_hooks: OrderedDict = OrderedDict()
 _global_parameter_registration_hooks: OrderedDict = OrderedDict()
 
+# the state-dict key (after the module's prefix) of ``get_extra_state()``'s value; libraries
+# that load state dicts themselves (transformers) skip or route it by this name
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` did not match."""
@@ -820,7 +824,7 @@ class Module:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
         extra = getattr(type(self), "get_extra_state", None)
         if extra is not None and extra is not Module.get_extra_state:
-            destination[prefix + "_extra_state"] = self.get_extra_state()
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict of every parameter and persistent buffer, keyed by dotted name."""
@@ -909,7 +913,7 @@ class Module:
                     f'While copying the parameter named "{key}", whose dimensions in the '
                     f"model are {param.shape} and whose dimensions in the checkpoint are "
                     f"{input_param.shape}, an exception occurred : {e.args}.")
-        extra_key = prefix + "_extra_state"
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
         has_extra = getattr(type(self), "set_extra_state", None) is not Module.set_extra_state
         if has_extra:
             if extra_key in state_dict:

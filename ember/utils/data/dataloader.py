@@ -15,6 +15,7 @@ import queue
 import random
 import sys
 import traceback
+from typing import Generic
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from . import _collate, _utils  # noqa: F401 - torch.utils.data.dataloader._util
 from ._collate import default_collate, default_convert
 from ._worker_info import WorkerInfo, _set_worker_info, get_worker_info
 from .datapipes.datapipe import IterDataPipe
-from .dataset import IterableDataset, TensorDataset
+from .dataset import IterableDataset, T_co, TensorDataset
 from .graph_settings import apply_sharding, apply_shuffle_settings
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -207,7 +208,7 @@ class _InfiniteSampler(Sampler):
         return itertools.count()
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """Iterates over ``dataset`` in batches, optionally shuffled and loaded by worker processes.
 
     Args:

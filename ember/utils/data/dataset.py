@@ -6,12 +6,18 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
            "StackDataset", "Subset", "random_split"]
 
 
-class Dataset:
+# as torch's, the datasets are generic in their items (``Dataset[int]``, subclassed as
+# ``class D(Dataset[Tensor])``)
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
     """A map-style dataset: ``dataset[i]`` gives the i-th sample. Subclass it and define
     ``__getitem__`` (and ``__len__`` for samplers that need the size); ``a + b`` concatenates.
 
@@ -35,7 +41,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A dataset read as a stream (``__iter__``). With worker processes, each worker
     iterates its own copy: shard with ``ember.utils.data.get_worker_info()``.
 
@@ -115,7 +121,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """The datasets one after another (map-style datasets only).
 
     Args:
@@ -188,7 +194,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self.datasets)
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The samples of ``dataset`` at ``indices``.
 
     Args:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Generic, TypeVar
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "DistributedSampler"]
 
 
-class Sampler:
+# generic in the indices they give, as torch's (``Sampler[int]``)
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
     """Base class: an iterable of indices (or of lists of indices, for batch samplers).
     Subclasses define ``__iter__`` (and ``__len__`` when the count is known).
 
@@ -241,7 +246,7 @@ def _process_group_shape(num_replicas, rank):
             dist.get_rank() if rank is None else rank)
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[T_co]):
     """The share of a dataset for replica ``rank`` of ``num_replicas`` (padded or dropped
     to equal sizes), shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch).
 
