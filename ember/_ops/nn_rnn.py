@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._kernels import _blas
-from ._registry import Op, public
+from ._registry import Op, observing_profiler, public
 from .join import cat, stack
 from .linalg import col_sums
 
@@ -239,9 +239,37 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         ...                ember.zeros(9, 3))
         tensor([[0.5000, 0.5000, 0.5000]])
     """
+    _check_cell(input, (hx,), w_ih, w_hh, 3, (b_ih, b_hh))
+    session = observing_profiler()
+    if session is not None:   # (PyTorch's one op; ember's steps under it)
+        args = (input, hx, w_ih, w_hh, b_ih, b_hh)
+        return session.composite("aten::gru_cell", lambda: args, _profiled_gru, args, {})
+    return _gru_steps(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def _profiled_gru(input, hx, w_ih, w_hh, b_ih, b_hh):
+    """``_gru_steps`` as PyTorch's CPU ``gru_cell`` runs them (its profile's rows): the
+    gates from unsafe chunks of the two products, updated in place."""
+    from .join import unsafe_chunk
     from .nn_ops import linear
 
-    _check_cell(input, (hx,), w_ih, w_hh, 3, (b_ih, b_hh))
+    session = observing_profiler()
+
+    def chunks(t):   # (one op in PyTorch's profile)
+        return session.as_one_op("aten::unsafe_chunk", lambda: (t, 3, 1), unsafe_chunk,
+                                 (t, 3, 1), {})
+
+    x_r, x_z, x_n = chunks(linear(input, w_ih, b_ih))
+    h_r, h_z, h_n = chunks(linear(hx, w_hh, b_hh))
+    r = x_r.add_(h_r).sigmoid_()
+    z = x_z.add_(h_z).sigmoid_()
+    n = (x_n + h_n.mul_(r)).tanh_()
+    return (hx - n).mul_(z).add_(n)
+
+
+def _gru_steps(input, hx, w_ih, w_hh, b_ih, b_hh):
+    from .nn_ops import linear
+
     xw = linear(input, w_ih, b_ih)
     hw = linear(hx, w_hh, b_hh)
     x_r, x_z, x_n = xw.chunk(3, 1)
@@ -274,6 +302,10 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     from .nn_ops import linear
 
     _check_cell(input, (hx,), w_ih, w_hh, 1, (b_ih, b_hh))
+    session = observing_profiler()
+    if session is not None:
+        return _profiled_cell(session, "aten::rnn_tanh_cell", lambda t: t.tanh(),
+                              input, hx, w_ih, w_hh, b_ih, b_hh)
     return (linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)).tanh()
 
 
@@ -299,7 +331,24 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     from .nn_ops import linear, relu
 
     _check_cell(input, (hx,), w_ih, w_hh, 1, (b_ih, b_hh))
+    session = observing_profiler()
+    if session is not None:
+        return _profiled_cell(session, "aten::rnn_relu_cell", relu,
+                              input, hx, w_ih, w_hh, b_ih, b_hh)
     return relu(linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh))
+
+
+def _profiled_cell(session, name, act, input, hx, w_ih, w_hh, b_ih, b_hh):
+    """An Elman cell under the profiler, as PyTorch's one op ``name`` runs it: the hidden
+    and input products, the second added in place to the first, then ``act``."""
+    from .nn_ops import linear
+
+    def run(input, hx, w_ih, w_hh, b_ih, b_hh):
+        gates = linear(hx, w_hh, b_hh)
+        return act(gates.add_(linear(input, w_ih, b_ih)))
+
+    args = (input, hx, w_ih, w_hh, b_ih, b_hh)
+    return session.composite(name, lambda: args, run, args, {})
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1110,7 +1110,9 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
     if input._data.dtype.kind == "c":
         raise RuntimeError(f"{name}(): does not support complex input")
     v, i = _apply(max_dim_op, (input,), {"dim": d, "keepdim": keepdim, "largest": largest})
-    v = select_values(input, v, i, d, keepdim)
+    session = observing_profiler()   # (PyTorch's one kernel: ``_Session.selection_values``)
+    v = select_values(input, v, i, d, keepdim) if session is None else \
+        session.selection_values(select_values, input, v, i, d, keepdim)
     _node_names.rename(v, "MaxBackward0" if largest else "MinBackward0")  # NOTE [ Node names ]
     r = return_types.make(name, ("values", "indices"))(v, i)
     if out is not None:

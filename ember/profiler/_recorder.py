@@ -837,6 +837,8 @@ def _lstm_layer_call(args, kwargs):
     x, w_ih, b, h0, c0, w_hh = args[:6]
     b_hh = args[9] if len(args) > 9 else None
     layers, bidirectional, batch_first, train = _rnn_settings()
+    if b is None:   # (no biases: PyTorch's layer is handed the weights in their places)
+        b, b_hh = w_ih, w_hh
     return [_info(x), _info(w_ih), _info(w_hh), _info(b), _info(b_hh if b_hh is not None
                                                                   else b),
             _info(h0), _info(c0),
@@ -848,7 +850,9 @@ def _lstm_layer_rows(args, kwargs, result):
     """The ops PyTorch's oneDNN layer runs inside its event (NOTE [ LSTM layers under the
     profiler ]): ``[(name, items, at_end, children)]``."""
     b, b_hh = args[2], (args[9] if len(args) > 9 else None)
-    if b is None or b_hh is None:
+    if b is None:   # (no biases: PyTorch's layer makes a zero one)
+        return [("aten::zeros", _bias_zeros(args[5]), False, ())]
+    if b_hh is None:
         return []
     return [("aten::add", [_info(b), _info(b_hh), 1], False, ())]
 
@@ -869,11 +873,20 @@ def _lstm_layer_backward_rows(args, kwargs, result):
             out.append(("aten::contiguous", [t, 0], False,
                         (("aten::clone", [t, None], False, ()),)))
     needs = kwargs.get("needs", ())
+    bias = _TensorInfo(((args[7]._data.shape[2],), hprev.dtype, None))
     if len(needs) > 9 and needs[2] and needs[9]:
-        bias = _TensorInfo(((args[7]._data.shape[2],), hprev.dtype, None))
         out.append(("aten::add", [bias, bias, 1], True, ()))
         out.append(("aten::clone", [bias, None], True, ()))
+    elif len(needs) > 9 and not needs[2] and not needs[9]:   # (no biases: a zero one)
+        out.append(("aten::zeros", _bias_zeros(args[5]), True, ()))
+        out.append(("aten::clone", [bias, None], True, ()))
     return out
+
+
+def _bias_zeros(w_hh):
+    """The arguments of the ``aten::zeros`` bias that PyTorch's oneDNN layer makes when the
+    LSTM has none: (size, dtype, layout, device, pin_memory)."""
+    return [[w_hh._data.shape[0]], None, None, None, None]
 
 
 #: ember's kernel op -> ``fn(args, kwargs, result)`` giving the rows of work PyTorch's op
@@ -892,9 +905,13 @@ def _lstm_layer_backward_in_node(args, kwargs):
     state = _TensorInfo(((batch, hidden), dt, None))
     seq = _TensorInfo(((t, batch, hidden), dt, None))
     bias = _TensorInfo(((w_hh._data.shape[0],), dt, None))
+    b_ih = b_hh = bias
+    needs = kwargs.get("needs", ())
+    if len(needs) > 9 and not needs[2] and not needs[9]:   # (no biases: the weights)
+        b_ih, b_hh = _info(w_ih), _info(w_hh)
     layers, bidirectional, batch_first, train = _rnn_settings()
     return [_TensorInfo(((t, batch, xf._data.shape[-1]), dt, None)), _info(w_ih), _info(w_hh),
-            bias, bias, state, state, seq, state, state, _info(g_out), _info(g_h),
+            b_ih, b_hh, state, state, seq, state, state, _info(g_out), _info(g_h),
             _info(g_c), kwargs.get("reverse", False), 2, hidden, layers, True, train,
             bidirectional, [], batch_first, None]
 
@@ -987,6 +1004,7 @@ _NAMING = {
     "aten::_autograd_sum_to": None,
     "aten::_where_zero": None,
     "aten::_put_along": None,
+    "aten::_split_backward": None,
 }
 
 
@@ -1103,6 +1121,10 @@ _IN_NODE = {
     "aten::_put_along": {node: ("aten::value_selecting_reduction_backward",
                                 _value_selecting_in_node)
                          for node in ("MaxBackward0", "MinBackward0")},
+    # (a split's gradient: PyTorch concatenates the pieces' gradients)
+    "aten::_split_backward": {node: ("aten::cat", lambda args, kwargs: [list(args),
+                                                                        kwargs["dim"]])
+                              for node in ("SplitBackward0", "UnsafeSplitBackward0")},
     # (std's gradient zeroed where std is 0: PyTorch fills in place)
     "aten::_where_zero": {"StdBackward0": ("aten::masked_fill_", _masked_fill_in_node)},
     # a gradient no view can reshape: PyTorch's reshape copies it (``aten::_unsafe_view``
@@ -2294,6 +2316,24 @@ class _Session:
             _state.modes = modes
             ev.end = perf_counter_ns()
         ev.seq = _sequence_nr(r, args)
+        return r
+
+    def selection_values(self, fn, *args):
+        """Run ``fn(*args)`` (``select_values``: the values of ``max(dim)``/``min(dim)``
+        re-gathered so that they carry gradient) unseen, as PyTorch's one ``aten::max``
+        kernel computes them; the op event just recorded (that ``aten::max``) takes the
+        sequence number of the node the values got, for the trace's flow arrow. Only with
+        ``observing_session()``; returns ``fn``'s result."""
+        modes = _state.modes
+        _state.modes = ()
+        try:
+            r = fn(*args)
+        finally:
+            _state.modes = modes
+        ops = self.ops
+        if ops and ops[-1][2] in ("aten::max", "aten::min") and ops[-1][5] == -1:
+            t = ops[-1]
+            ops[-1] = t[:5] + (_sequence_nr(r, ()),) + t[6:]
         return r
 
     def run_node(self, node, grads, token):
