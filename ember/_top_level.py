@@ -296,7 +296,7 @@ def set_default_tensor_type(t) -> None:
     warn_at_caller(
         "torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
         "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
-        UserWarning)
+        UserWarning, once=True)  # once a process, as torch's
     if isinstance(t, str):
         key = "torch." + t[len("ember."):] if t.startswith("ember.") else t
         if key not in _legacy_types._BY_NAME:

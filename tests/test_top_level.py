@@ -8,6 +8,7 @@ import warnings
 import pytest
 
 import ember
+import ember._settings
 
 try:
     import torch
@@ -64,14 +65,16 @@ def test_get_device_cpu_is_minus_one():
     assert ember.get_device(ember.zeros(2)) == -1
 
 
-def test_set_default_tensor_type_double(default_dtype):
+def test_set_default_tensor_type_double(default_dtype, monkeypatch):
+    monkeypatch.setattr(ember._settings, "_warned_once", set())  # the warning is once a process
     with pytest.warns(UserWarning, match="deprecated"):
         ember.set_default_tensor_type(ember.DoubleTensor)
     assert ember.get_default_dtype() == ember.float64
     assert ember.tensor([1.5]).dtype == ember.float64 and ember.Tensor(2).dtype == ember.float64
 
 
-def test_set_default_tensor_type_by_name(default_dtype):
+def test_set_default_tensor_type_by_name(default_dtype, monkeypatch):
+    monkeypatch.setattr(ember._settings, "_warned_once", set())
     with pytest.warns(UserWarning):
         ember.set_default_tensor_type("torch.DoubleTensor")
     assert ember.get_default_dtype() == ember.float64
