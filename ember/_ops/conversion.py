@@ -19,6 +19,8 @@ def _astype(xp, a, dtype):
         raise NotImplementedError(f'"copy_" not implemented for \'{d.scalar_name}\'')
     if dtype in _dt._FLOAT8_NP and xp is np:  # PyTorch's saturation rules
         return _dt.to_float8(a, dtype)
+    if a.dtype.kind == "c" and dtype.kind == "b":  # nonzero when either part is
+        return a != 0
     if a.dtype.kind == "c" and dtype.kind != "c":
         a = a.real
     if dtype == _BF16 and xp is np and (a.dtype == np.float32 or a.dtype == np.float16):
@@ -315,7 +317,7 @@ def copy_(self, src, non_blocking=False):
     if src._data is not self._data:
         rd = src._data
         if rd.dtype.kind == "c" and sd.dtype.kind != "c":
-            rd = rd.real
+            rd = rd != 0 if sd.dtype.kind == "b" else rd.real
         if rd.dtype != sd.dtype and (sd.dtype in _dt._NO_MATH_NP or rd.dtype in _dt._OPAQUE_NP
                                      or sd.dtype == np.float16 and rd.dtype == np.float64):
             # PyTorch's float8 rules; opaque dtypes raise; NOTE [ Doubles to half through float ]

@@ -925,8 +925,9 @@ def _setitem(self, idx, value):
             if v.dtype != a.dtype and a.dtype in _dt._FLOAT8_NP:
                 v = _dt.to_float8(v, a.dtype)
             elif v.dtype != a.dtype:
-                v = (v.real if v.dtype.kind == "c" and a.dtype.kind != "c" else v).astype(
-                    a.dtype)
+                if v.dtype.kind == "c" and a.dtype.kind != "c":  # to bool: either part nonzero
+                    v = v != 0 if a.dtype.kind == "b" else v.real
+                v = v.astype(a.dtype)
         if spec is None:
             _assign(a, key, v)
         else:

@@ -508,12 +508,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             return out
     if is_causal:
         attn_mask = _causal_mask(l, s, query._data)
-    if attn_mask is not None and attn_mask._data.dtype.kind not in "bf":
+    if attn_mask is not None and attn_mask._data.dtype.kind != "b" and \
+            attn_mask._data.dtype not in (np.float32, query._data.dtype):
+        # torch's rule: bool, float32, or the query's own dtype
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match "
-                           f"query dtype, but got attn_mask.dtype: {attn_mask.dtype}")
+                           f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and "
+                           f" query.dtype: {query.dtype} instead.")
     if attn_mask is not None:
         _check_mask_shape(query, key, attn_mask)
-    if attn_mask is not None and attn_mask._data.dtype.kind == "f" and \
+    if attn_mask is not None and attn_mask._data.dtype.kind != "b" and \
             attn_mask._data.dtype != query._data.dtype:
         attn_mask = attn_mask.to(query.dtype)
     if l == 0 or s == 0:

@@ -481,26 +481,38 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
     ksize = w.shape[2:]
     cg = w.shape[1]
     c = cg * groups
-    if winograd43.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
-                           g.dtype):
+    # a transposed conv's output_padding can make the input grid longer than g's windows
+    # need (stride 1 with dilation): only the adjoint-as-conv and the scatter loop take that
+    exact = all((input_shape[2 + i] + 2 * padding[i] - dilation[i] * (ksize[i] - 1) - 1)
+                // stride[i] + 1 == out[i] for i in range(nd))
+    if not exact:
+        pass
+    elif winograd43.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
+                             g.dtype):
         return winograd43.input_grad(g, w, padding)
-    if fast_winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
-                              g.dtype):
+    elif fast_winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
+                                g.dtype):
         return fast_winograd.input_grad(g, w, padding)
-    if winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype):
+    elif winograd.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
+                           g.dtype):
         return winograd.input_grad(xp, g, w, padding)
-    if grid.depthwise_eligible(xp, g.dtype, w.shape, groups):
+    elif grid.depthwise_eligible(xp, g.dtype, w.shape, groups):
         return grid.depthwise_input_grad(xp, g, w, input_shape, stride, padding, dilation)
     if _adjoint_is_conv(ksize, stride, padding, dilation):
         # stride 1: the adjoint is itself a convolution of g with the flipped, transposed
-        # kernel (one gather and one GEMM instead of a GEMM and one scatter per tap)
+        # kernel (one gather and one GEMM instead of a GEMM and one scatter per tap); a
+        # transposed conv's output_padding reads zeros past g's end
+        short = [input_shape[2 + i] - (g.shape[2 + i] + dilation[i] * (ksize[i] - 1) -
+                                       2 * padding[i]) for i in range(nd)]
+        if any(n > 0 for n in short):
+            g = xp.pad(g, ((0, 0), (0, 0)) + tuple((0, max(n, 0)) for n in short))
         gx = _conv_kernel(xp, g, _flipped_kernel(xp, w, groups), None, stride=stride,
                           padding=_adjoint_padding(ksize, padding, dilation),
                           dilation=dilation, groups=groups)
         return _crop(gx, input_shape)
-    if _planar(input_shape[-1], ksize, stride, groups):
+    if exact and _planar(input_shape[-1], ksize, stride, groups):
         return _planar_input_grad(xp, g, w, input_shape, stride, padding, dilation)
-    if _grid_grouped(xp, input_shape, w.shape, groups):
+    if exact and _grid_grouped(xp, input_shape, w.shape, groups):
         return grid.input_grad_scatter(xp, g, w, input_shape, stride, padding, dilation, groups)
     rows, wm = _grad_rows(xp, g, groups), _weight_matrix(w, groups)
     gcols = _grouped_matmul(xp, rows, wm)  # (G, N*out, kCg)
@@ -739,7 +751,20 @@ def _adjoints(g, x, w, needs_input_grad, p):
 def _input_grad_vjp(gz, g, w, *, input_shape, stride, padding, dilation, groups,
                     needs_input_grad):
     p = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    # gz lives on the input grid; adjoint in g is the forward conv, in w the weight adjoint
+    # gz lives on the input grid; adjoint in g is the forward conv, in w the weight adjoint.
+    # A transposed conv's output_padding leaves gz longer than the windows of g: pad it by
+    # hand (p on the left, zeros on the right), cut it to the exact span, and run unpadded.
+    nd = g.dim() - 2
+    target = tuple((g.shape[2 + i] - 1) * stride[i] - 2 * padding[i] +
+                   dilation[i] * (w.shape[2 + i] - 1) + 1 for i in range(nd))
+    if tuple(gz.shape[2:]) != target:
+        from .nn_pad import pad as _pad
+        span = [t + 2 * q for t, q in zip(target, padding)]
+        widths = []
+        for i in reversed(range(nd)):
+            widths += [padding[i], max(0, span[i] - padding[i] - gz.shape[2 + i])]
+        gz = _pad(gz, widths)[(slice(None), slice(None)) + tuple(slice(0, m) for m in span)]
+        p["padding"] = (0,) * nd
     return (conv_nd(gz, w, None, **p) if needs_input_grad[0] else None,
             conv_weight_grad(gz, g, tuple(w.shape), **p) if needs_input_grad[1] else None)
 

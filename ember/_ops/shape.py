@@ -52,6 +52,15 @@ _int_types = (int, np.integer)
 # helpers
 
 
+def _contiguous_strides(shape):
+    """Row-major strides in elements of an array of ``shape``."""
+    out, n = [], 1
+    for k in reversed(shape):
+        out.append(n)
+        n *= max(k, 1)
+    return tuple(reversed(out))
+
+
 def _strides(a):
     """Strides of array ``a`` in elements."""
     n = a.itemsize
@@ -619,10 +628,11 @@ def view_as_complex(input):
             f"of scalar type: {d.scalar_name}")
     if a.ndim == 0 or a.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
-    st = _strides(a)
+    # an empty array's strides are NumPy's choice (often 0); torch's there are contiguous
+    st = _strides(a) if a.size else _contiguous_strides(a.shape)
     if st[-1] != 1:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
-    if any(s % 2 for s in st[:-1]):
+    if any(s % 2 for s, n in zip(st[:-1], a.shape[:-1]) if n != 1):  # size-1 dims: any
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
     if input.storage_offset() % 2:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")

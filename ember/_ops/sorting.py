@@ -991,7 +991,10 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
                                f"{hi:g} for dimension 0")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        e = xp.linspace(lo, hi, int(bins) + 1).astype(a.dtype)
+        from .ranges import _linspace_array  # torch's edges: its symmetric linspace
+
+        e = xp.asarray(_linspace_array("linspace", lo, hi, int(bins) + 1,
+                                       _dt.from_np[a.dtype])[0])
         with np.errstate(all="ignore"):  # density of no counts: 0 / 0, NaN as in torch
             h, _ = xp.histogram(a.reshape(-1), bins=e.astype(np.float64), weights=w,
                                 density=density)

@@ -143,7 +143,16 @@ erf_op, erf = unary_op("erf", scipy_kernel("erf"), allow=_REAL, vjp=_erf_vjp,
                        doc="Error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``.")
 erfc_op, erfc = unary_op("erfc", scipy_kernel("erfc"), allow=_REAL, vjp=_erfc_vjp,
                          doc="Complementary error function ``1 - erf(x)``.")
-erfinv_op, erfinv = unary_op("erfinv", scipy_kernel("erfinv"), allow=_REAL, vjp=_erfinv_vjp,
+_erfinv_scipy = scipy_kernel("erfinv")
+
+
+def _erfinv_kernel(xp, a):
+    # SciPy answers +0.0 at -0.0; torch keeps the zero's sign (erfinv is odd)
+    r = _erfinv_scipy(xp, a)
+    return xp.where(a == 0, a.astype(r.dtype, copy=False), r)
+
+
+erfinv_op, erfinv = unary_op("erfinv", _erfinv_kernel, allow=_REAL, vjp=_erfinv_vjp,
                              doc="Inverse error function on ``[-1, 1]``.")
 
 # torch.special only: declared as ops, exposed by ember/special.py
@@ -216,6 +225,8 @@ def _polygamma_kernel(xp, a, *, n):
     r = s.digamma(a) if n == 0 else s.polygamma(order, a)
     if n == 1:
         r = _trigamma_reflected(xp, s, a, order, r)
+    elif n >= 2 and holds_values(a):  # torch's zeta(n + 1, +inf) is NaN (see _zeta_kernel)
+        r = xp.where(a == xp.inf, xp.asarray(xp.nan, dtype=xp.asarray(r).dtype), r)
     return xp.asarray(r).astype(a.dtype, copy=False)
 
 
@@ -282,7 +293,11 @@ Tensor.polygamma_ = _polygamma_
 
 @opmath
 def _mvlgamma_kernel(xp, a, *, p):
-    gammaln = _sp(xp).gammaln
+    sp_gammaln = _sp(xp).gammaln
+
+    def gammaln(x):  # SciPy's is -inf at -inf; torch's lgamma (and mvlgamma) +inf
+        return xp.where(x == -xp.inf, xp.inf, sp_gammaln(x))
+
     r = sum(gammaln(a - j / 2) for j in range(p)) + p * (p - 1) / 4 * math.log(math.pi)
     return xp.asarray(r).astype(a.dtype, copy=False)
 
@@ -512,7 +527,16 @@ def special_xlog1py(input, other, *, out=None):
     return elementwise(xlog1py_op, (input, other), out=out)
 
 
-zeta_op = ElementwiseOp("special_zeta", scipy_kernel("zeta"), promote="float", allow=_REAL)
+_zeta_scipy = scipy_kernel("zeta")
+
+
+def _zeta_kernel(xp, x, q):
+    # torch's Cephes loop meets 0 * inf at q = +inf (x > 1) and answers NaN; SciPy says 0
+    r = _zeta_scipy(xp, x, q)
+    return xp.where((q == xp.inf) & (x > 1), xp.asarray(xp.nan, dtype=r.dtype), r)
+
+
+zeta_op = ElementwiseOp("special_zeta", _zeta_kernel, promote="float", allow=_REAL)
 
 
 def special_zeta(input, other, *, out=None):

@@ -488,6 +488,8 @@ class OpNode(Node):
         params = d.get("_params") or {}
         if key in params and not raw:
             return params[key]
+        if key == "alpha" and not raw and type(self).__name__ in _ALPHA_NODES:
+            return 1  # torch saves add/sub's alpha even when it is the default
         # torch's names: ``_saved_self``, ``_saved_mat2``, ``_saved_self_sym_sizes``...
         tnames = _torch_input_names(self, len(names))
         if tnames is not None:
@@ -523,6 +525,10 @@ class OpNode(Node):
             extra += ["_saved_result", "_raw_saved_result"]
         extra += [f"_saved_{k}" for k in self._params]
         return sorted(set(super().__dir__()) | set(extra))
+
+
+_ALPHA_NODES = frozenset(("AddBackward0", "SubBackward0", "RsubBackward0", "AddBackward1",
+                          "SubBackward1", "RsubBackward1"))
 
 
 def _is_wrapped_number(t) -> bool:
