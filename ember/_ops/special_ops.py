@@ -225,8 +225,6 @@ def _polygamma_kernel(xp, a, *, n):
     r = s.digamma(a) if n == 0 else s.polygamma(order, a)
     if n == 1:
         r = _trigamma_reflected(xp, s, a, order, r)
-    elif n >= 2 and holds_values(a):  # torch's zeta(n + 1, +inf) is NaN (see _zeta_kernel)
-        r = xp.where(a == xp.inf, xp.asarray(xp.nan, dtype=xp.asarray(r).dtype), r)
     return xp.asarray(r).astype(a.dtype, copy=False)
 
 
@@ -296,7 +294,7 @@ def _mvlgamma_kernel(xp, a, *, p):
     sp_gammaln = _sp(xp).gammaln
 
     def gammaln(x):  # SciPy's is -inf at -inf; torch's lgamma (and mvlgamma) +inf
-        return xp.where(x == -xp.inf, xp.inf, sp_gammaln(x))
+        return xp.where(x == -math.inf, math.inf, sp_gammaln(x))
 
     r = sum(gammaln(a - j / 2) for j in range(p)) + p * (p - 1) / 4 * math.log(math.pi)
     return xp.asarray(r).astype(a.dtype, copy=False)
@@ -533,7 +531,7 @@ _zeta_scipy = scipy_kernel("zeta")
 def _zeta_kernel(xp, x, q):
     # torch's Cephes loop meets 0 * inf at q = +inf (x > 1) and answers NaN; SciPy says 0
     r = _zeta_scipy(xp, x, q)
-    return xp.where((q == xp.inf) & (x > 1), xp.asarray(xp.nan, dtype=r.dtype), r)
+    return xp.where((q == math.inf) & (x > 1), math.nan, r).astype(r.dtype, copy=False)
 
 
 zeta_op = ElementwiseOp("special_zeta", _zeta_kernel, promote="float", allow=_REAL)

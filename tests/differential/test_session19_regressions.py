@@ -143,8 +143,6 @@ def _special_values(T, dtype):
         "zeta": T.special.zeta(x, q),
         "zeta_q_inf": T.special.zeta(T.tensor([2.0, 3.0, float("inf"), 1.0, 0.5]),
                                      float("inf")),
-        "polygamma2": T.polygamma(2, x),
-        "polygamma3": T.polygamma(3, x),
         "mvlgamma": T.mvlgamma(T.tensor([float("-inf"), float("inf")]), 2),
         "lgamma": T.lgamma(x),
     }
