@@ -94,6 +94,7 @@ NAMESPACES = [
     ("signal.windows", "ember.signal.windows"),
     ("utils.benchmark", "ember.utils.benchmark"),
     ("nn.attention.flex_attention", "ember.nn.attention.flex_attention"),
+    ("nested", "ember.nested"),
     # modules inside the namespaces above that torch's reference documents on pages of their
     # own (``reference_gaps`` finds any other whose names the pages above do not show)
     ("nn.attention", "ember.nn.attention"),

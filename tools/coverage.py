@@ -43,6 +43,12 @@ import inspect
 import sys
 import types
 import warnings
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path, where its own name would shadow
+# the ``coverage`` package for anything importing it (numba does, when ember loads it).
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
 
 # The namespaces of issue 17, as dotted paths below ``torch`` ("" is ``torch`` itself).
 NAMESPACES = [
@@ -55,7 +61,7 @@ NAMESPACES = [
     "utils.flop_counter", "export", "futures", "distributed.rpc", "distributed.optim",
     "distributed.tensor", "distributed.tensor.parallel", "hub",
     "masked", "quasirandom", "signal.windows", "utils.benchmark",
-    "nn.attention.flex_attention",
+    "nn.attention.flex_attention", "nested",
 ]
 
 _TYPING_MODULES = {"typing", "typing_extensions", "collections.abc", "__future__"}

@@ -47,7 +47,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _overrides
 from .._core.size import Size
 from .._core.tensor import Tensor, wrap
 from .._parallel import MIN_ELEMENTS as _PAR_MIN
@@ -637,6 +637,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     """
     if grad_variables is not None:
         grad_tensors = grad_variables
+    if _overrides._active[0]:
+        r = _overridden(backward, (tensors, grad_tensors, inputs),
+                        dict(tensors=tensors, grad_tensors=grad_tensors, retain_graph=retain_graph,
+                             create_graph=create_graph, inputs=inputs))
+        if r is not _NOT_OVERRIDDEN:
+            return r
     tensors = _as_tuple(tensors)
     if inputs is not None:
         inputs = _as_tuple(inputs)
@@ -700,6 +706,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         >>> ember.autograd.grad(g.sum(), x)
         (tensor([ 6., 12.]),)
     """
+    if _overrides._active[0]:
+        r = _overridden(grad, (outputs, inputs, grad_outputs), dict(
+            outputs=outputs, inputs=inputs, grad_outputs=grad_outputs,
+            retain_graph=retain_graph, create_graph=create_graph, allow_unused=allow_unused,
+            is_grads_batched=is_grads_batched, materialize_grads=materialize_grads))
+        if r is not _NOT_OVERRIDDEN:
+            return r
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but "
@@ -748,6 +761,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         out.append(r)
     del single
     return tuple(out)
+
+
+_NOT_OVERRIDDEN = object()
+
+
+def _overridden(fn, relevant, kwargs):
+    """``fn`` handed to the ``__torch_function__`` of a Tensor subclass among ``relevant``
+    (a nested tensor's gradient is its values'), as PyTorch's ``grad``/``backward`` do;
+    ``_NOT_OVERRIDDEN`` when none takes part."""
+    if _overrides.state.all_disabled or _overrides.state.subclasses_disabled:
+        return _NOT_OVERRIDDEN
+    found = _overrides.overloaded_args(tuple(x for x in relevant if x is not None))
+    if not found:
+        return _NOT_OVERRIDDEN
+    from ..overrides import handle_torch_function
+
+    return handle_torch_function(fn, found, **kwargs)
 
 
 def _grad_inputs(inputs):
