@@ -363,8 +363,36 @@ class Tensor:
 
     @property
     def is_nested(self) -> bool:
-        """False: ember has no nested (ragged) tensors."""
+        """Whether this is a nested tensor (``ember.nested``): False for a dense tensor.
+
+        Example::
+
+            >>> ember.zeros(2).is_nested
+            False
+        """
         return False
+
+    def to_padded_tensor(self, padding, output_size=None):
+        """A nested tensor's components padded into one dense tensor (``ember.nested``).
+
+        Args:
+            padding (float): the fill value.
+            output_size (tuple of ints, optional): the result's shape. Default: the
+                smallest shape holding every component.
+
+        Returns:
+            Tensor. A dense tensor raises NotImplementedError, as in PyTorch: only nested
+            tensors (which override this method) have components to pad.
+
+        Example::
+
+            >>> nt = ember.nested.nested_tensor([ember.ones(1), ember.ones(2)])
+            >>> nt.to_padded_tensor(0.0)
+            tensor([[1., 0.],
+                    [1., 1.]])
+        """
+        raise NotImplementedError("to_padded_tensor(): the input is a dense tensor; only "
+                                  "nested tensors (ember.nested) can be padded")
 
     @property
     def is_sparse_csr(self) -> bool:

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from typing import NamedTuple, TypedDict
 
 from ..._core.tensor import Tensor
+from ...utils._pytree import (  # noqa: F401  (names this module carries, as torch's does)
+    TreeSpec, tree_flatten, tree_map_only, tree_unflatten)
 from ._flex_masks import (  # noqa: F401  (the masks are part of this module's API)
     _DEFAULT_SPARSE_BLOCK_SIZE, _LARGE_SPARSE_BLOCK_SIZE, BlockMask, _dense_mask, _indices,
     _sliced_mask_mod_error, and_masks, create_block_mask, create_mask, noop_mask, or_masks,
