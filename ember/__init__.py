@@ -155,6 +155,9 @@ from .amp import autocast  # noqa: E402
 from .amp._scaler_kernels import (  # noqa: E402  (NOTE [ Fused inf checks ])
     _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_,
 )
+from . import _foreach  # noqa: E402  (torch._foreach_*: one op over a list of tensors)
+
+globals().update({_n: getattr(_foreach, _n) for _n in _foreach.__all__})
 from .amp.autocast_mode import (  # noqa: E402
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
     get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, get_autocast_ipu_dtype,
@@ -209,7 +212,7 @@ from ._sync_batch_norm import (  # noqa: E402  (NOTE [ Batch-norm primitives ])
     batch_norm_update_stats,
 )
 from ._top_level import (  # noqa: E402
-    PRIVATE_OPS, FatalError, cudnn_is_acceptable, mkldnn_convolution,
+    PRIVATE_OPS, FatalError, _assert, cudnn_is_acceptable, mkldnn_convolution,
 )
 from .ao._qfunctions import (  # noqa: E402  (quantized tensors' function forms)
     choose_qparams_optimized, empty_quantized, fused_moving_avg_obs_fake_quant, int_repr,
@@ -381,7 +384,7 @@ def _sample_dirichlet(input, generator=None):
 # first use, so the package's own import never goes round in a circle.
 _ON_FIRST_USE = frozenset({"distributions", "quasirandom", "signal", "hub", "fx", "masked",
                            "functional", "storage", "mtia", "monitor", "export", "ao",
-                           "quantization", "_logging", "nested"})
+                           "quantization", "_logging", "nested", "_utils"})
 # ... and some under a second name, as PyTorch's own import leaves them (torch.windows)
 _ON_FIRST_USE_AS = {"windows": "signal.windows"}
 

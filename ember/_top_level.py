@@ -615,6 +615,30 @@ class FatalError(Exception):
     """
 
 
+def _assert(condition, message):
+    """``assert condition, message`` as a function call (which tracing keeps in the graph).
+
+    Args:
+        condition: anything with a truth value (a bool, or a one-element tensor).
+        message (str): the AssertionError's message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._assert(ember.tensor(1) > 0, "positive")
+        >>> try:
+        ...     ember._assert(False, "must hold")
+        ... except AssertionError as e:
+        ...     print(e)
+        must hold
+    """
+    if type(condition) is not builtins.bool and isinstance(condition, Tensor):
+        condition = builtins.bool(condition)
+    assert condition, message
+
+
 #: operators the ``torch`` namespace leaves out of its generated function list
 PRIVATE_OPS = ("unique_dim",)
 

@@ -94,9 +94,23 @@ def get_dir() -> str:
                       stacklevel=2)
     if _hub_dir is not None:
         return _hub_dir
+    return os.path.join(_get_torch_home(), "hub")
+
+
+def _get_torch_home() -> str:
+    """``$TORCH_HOME``, else ``$XDG_CACHE_HOME/torch``, else ``~/.cache/torch`` (the folder
+    the hub's and other caches live under; libraries such as timm ask for it).
+
+    Returns:
+        str: the path (it need not exist).
+
+    Example::
+
+        >>> ember.hub._get_torch_home().endswith("torch") or "TORCH_HOME" in os.environ
+        True
+    """
     cache = os.getenv(ENV_XDG_CACHE_HOME, DEFAULT_CACHE_DIR)
-    home = os.path.expanduser(os.getenv(ENV_TORCH_HOME, os.path.join(cache, "torch")))
-    return os.path.join(home, "hub")
+    return os.path.expanduser(os.getenv(ENV_TORCH_HOME, os.path.join(cache, "torch")))
 
 
 def set_dir(d: str | os.PathLike) -> None:

@@ -132,6 +132,33 @@ class UntypedStorage(StorageBase):
         return self
 
     @classmethod
+    def from_buffer(cls, buffer, byte_order=None, count=-1, offset=0, *, dtype=None):
+        """A CPU storage holding a copy of a bytes-like object's contents.
+
+        Args:
+            buffer: any object with the buffer protocol (``bytes``, ``bytearray``, arrays).
+            byte_order (str): ``"native"``, ``"little"`` or ``"big"``: how ``dtype``'s
+                elements are laid out in ``buffer`` (required for elements of more than one
+                byte). Default: None.
+            count (int): how many elements to take; -1: all. Default: -1.
+            offset (int): bytes to skip first. Default: 0.
+            dtype (ember.dtype): the element type read (required, as in PyTorch).
+
+        Returns:
+            UntypedStorage: the bytes, in native order.
+
+        Example::
+
+            >>> UntypedStorage.from_buffer(b"abc", dtype=ember.uint8).tolist()
+            [97, 98, 99]
+        """
+        if dtype is None:
+            raise RuntimeError("argument 'dtype' cannot be None")
+        arr = _from_buffer(buffer, byte_order, int(count), int(offset), _dt.lookup(dtype),
+                           cls.__name__)
+        return cls._of_root(arr.view(np.uint8).reshape(-1))
+
+    @classmethod
     def from_file(cls, filename, shared=False, nbytes=0):
         """A CPU storage over the bytes of a file, memory-mapped (how safetensors loads).
 
@@ -252,6 +279,39 @@ class TypedStorage:
     def untyped(self):
         return self._untyped
 
+    @classmethod
+    def from_buffer(cls, buffer, byte_order=None, count=-1, offset=0, *, dtype=None):
+        """A CPU storage holding a copy of the elements a bytes-like object holds.
+
+        Args:
+            buffer: any object with the buffer protocol (``bytes``, ``bytearray``, arrays).
+            byte_order (str): ``"native"``, ``"little"`` or ``"big"`` (required for elements
+                of more than one byte). Default: None.
+            count (int): how many elements to take; -1: all. Default: -1.
+            offset (int): bytes to skip first. Default: 0.
+            dtype (ember.dtype): the element type (a legacy class such as
+                ``ember.FloatStorage`` knows its own; ``TypedStorage`` needs it).
+
+        Returns:
+            TypedStorage: of ``dtype``.
+
+        Example::
+
+            >>> ember.FloatStorage.from_buffer(b"\\x00\\x00\\x80?", "little").tolist()
+            [1.0]
+        """
+        own = getattr(cls, "_dtype", None)
+        if own is not None:
+            if dtype is not None and _dt.lookup(dtype) is not own:
+                raise RuntimeError(f"{cls.__name__}.from_buffer(): dtype cannot be given "
+                                   f"(it is {own})")
+            dtype = own
+        elif dtype is None:
+            raise RuntimeError("TypedStorage.from_buffer(): a dtype is required")
+        dtype = _dt.lookup(dtype)
+        arr = _from_buffer(buffer, byte_order, int(count), int(offset), dtype, cls.__name__)
+        return TypedStorage(UntypedStorage._of_root(arr.view(np.uint8).reshape(-1)), dtype)
+
     def _elements(self):
         return self._untyped._bytes().view(_np_of(self.dtype))
 
@@ -356,6 +416,38 @@ def _np_of(dtype):
 def _typed_from_array(arr, dtype):
     flat = np.ascontiguousarray(arr).reshape(-1)
     return TypedStorage(UntypedStorage._of_root(flat), dtype)
+
+
+def _from_buffer(buffer, byte_order, count, offset, dtype, cls_name):
+    """The elements of ``dtype`` a bytes-like ``buffer`` holds, copied into a NumPy array
+    (``from_buffer`` of the storage classes)."""
+    npd = np.dtype(_np_of(dtype))
+    if byte_order is None:
+        if npd.itemsize > 1:
+            raise RuntimeError("function missing required argument 'byte_order' (pos 2): "
+                               f"{cls_name}.from_buffer() of {dtype} elements needs 'native', "
+                               "'little' or 'big'")
+        byte_order = "native"
+    if byte_order not in ("native", "little", "big"):
+        raise ValueError(f"{cls_name}.from_buffer(): byte_order must be 'native', 'little' or "
+                         f"'big', got {byte_order!r}")
+    if npd.itemsize > 1 and byte_order != "native":
+        npd = npd.newbyteorder("<" if byte_order == "little" else ">")
+    raw = memoryview(buffer).cast("B")
+    if offset < 0 or offset > len(raw):
+        raise RuntimeError(f"{cls_name}.from_buffer(): offset {offset} is outside the buffer "
+                           f"of {len(raw)} bytes")
+    avail = (len(raw) - offset) // npd.itemsize
+    if count < 0:
+        if (len(raw) - offset) % npd.itemsize:
+            raise RuntimeError(f"{cls_name}.from_buffer(): the buffer's size {len(raw) - offset}"
+                               f" is not a multiple of the element size {npd.itemsize}")
+        count = avail
+    elif count > avail:
+        raise RuntimeError(f"{cls_name}.from_buffer(): asked for {count} elements, the buffer "
+                           f"holds {avail}")
+    arr = np.frombuffer(raw, dtype=npd, count=count, offset=offset)
+    return arr.astype(npd.newbyteorder("="), copy=True)
 
 
 def _init_typed(self, cls_name, args, wrap_storage, dtype, device):

@@ -15,7 +15,7 @@ from ._device_type import (  # noqa: F401  (the device-generic test framework)
 from ._test_device import TEST_DEVICE, register_test_device  # noqa: F401
 from ._file_check import FileCheck  # noqa: F401  (torch.testing.FileCheck)
 
-__all__ = ["assert_close", "make_tensor", "device_types", "dtypes",
+__all__ = ["assert_close", "assert_allclose", "make_tensor", "device_types", "dtypes",
            "instantiate_device_type_tests", "onlyCPU", "onlyCUDA", "onlyOn", "TEST_DEVICE",
            "register_test_device"]
 
@@ -52,6 +52,57 @@ def _dtype_name(x):
     if _real_torch(x):
         return str(x.dtype).replace("torch.", "")
     return None
+
+
+#: ``assert_allclose``'s default tolerances (rtol, atol) by dtype name
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-5),
+                        "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """The deprecated form of :func:`assert_close` (it warns): ``expected`` is converted to a
+    tensor of ``actual``'s dtype and the dtypes are not compared.
+
+    Args:
+        actual (Tensor or array-like): the value tested.
+        expected: the reference value (a tensor, array, number or nested sequence).
+        rtol (float, optional): relative tolerance; give ``atol`` too. Default: by dtype
+            (float32: 1e-4).
+        atol (float, optional): absolute tolerance. Default: by dtype (float32: 1e-5).
+        equal_nan (bool): NaNs in the same places compare equal. Default: True.
+        msg (str): the error message instead of the generated one. Default: generated.
+
+    Returns:
+        None; raises AssertionError when the values differ.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember.testing.assert_allclose(ember.ones(2), [1.0, 1.0])
+    """
+    import warnings
+
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead.", FutureWarning, stacklevel=2)
+    import ember
+
+    if not isinstance(actual, Tensor):
+        actual = ember.as_tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = ember.as_tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        # the looser of the two dtypes' tolerances
+        pairs = [_ALLCLOSE_TOLERANCES.get(str(t.dtype).rpartition(".")[2], (0.0, 0.0))
+                 for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    elif rtol is None or atol is None:
+        raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got "
+                         f"rtol={rtol} and atol={atol} instead.")
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_dtype=False, msg=msg or None)
 
 
 def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=True, check_dtype=True,

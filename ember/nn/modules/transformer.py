@@ -270,6 +270,29 @@ def _get_activation(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _get_activation_fn(activation):
+    """The function a transformer layer's ``activation`` string names (``"relu"`` or
+    ``"gelu"``); libraries building their own layers import it as from PyTorch.
+
+    Args:
+        activation (str): ``"relu"`` or ``"gelu"``.
+
+    Returns:
+        callable: ``F.relu`` or ``F.gelu``.
+
+    Example::
+
+        >>> from ember.nn.modules.transformer import _get_activation_fn
+        >>> _get_activation_fn("gelu") is ember.nn.functional.gelu
+        True
+    """
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
 def _clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 

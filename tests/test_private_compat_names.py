@@ -1,0 +1,116 @@
+"""Private torch names that public programs import (timm, litgpt, DETR, fast_neural_style):
+``torch._assert``, ``torch._utils``, ``torch.testing.assert_allclose``,
+``torch.hub._get_torch_home``, ``nn.modules.transformer._get_activation_fn``,
+``*Storage.from_buffer``. Each behaves as torch's."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def test_assert():
+    for T in (ember, torch):
+        T._assert(True, "fine")
+        T._assert(T.tensor(1) > 0, "fine")
+        with pytest.raises(AssertionError, match="must hold"):
+            T._assert(False, "must hold")
+        with pytest.raises(AssertionError):
+            T._assert(T.tensor(0) > 0, "tensor condition")
+
+
+def test_utils_flatten_and_unflatten_dense_tensors():
+    arrays = [np.arange(3, dtype=np.float32), np.ones((2, 2), np.float32)]
+    res = []
+    for T in (ember, torch):
+        ts = [T.tensor(a) for a in arrays]
+        flat = T._utils._flatten_dense_tensors(ts)
+        back = T._utils._unflatten_dense_tensors(flat * 2, ts)
+        res.append((flat.numpy(), [b.numpy() for b in back]))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    for a, b in zip(res[0][1], res[1][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_utils_rebuild_and_device_index():
+    e = ember.zeros(3)
+    t = ember._utils._rebuild_tensor_v2(e.storage(), 1, (2,), (1,), False, {})
+    assert t.shape == (2,)
+    for T in (ember, torch):
+        assert T._utils._get_device_index("cuda:1") == 1
+        assert T._utils._get_device_index(2) == 2
+        with pytest.raises(ValueError):
+            T._utils._get_device_index("cpu")
+        assert T._utils._get_device_index("cpu", allow_cpu=True) == -1
+        assert T._utils._import_dotted_name("collections.OrderedDict").__name__ == "OrderedDict"
+        assert T._utils._element_size(T.float16) == 2
+    sizes = [[len(c) for c in T._utils._take_tensors([T.ones(4)] * 3 + [T.ones(2, dtype=T.int64)],
+                                                      32)] for T in (ember, torch)]
+    assert sorted(sizes[0]) == sorted(sizes[1])
+
+
+def test_utils_exception_wrapper():
+    for T in (ember, torch):
+        try:
+            raise KeyError("missing")
+        except KeyError:
+            w = T._utils.ExceptionWrapper(where="in worker 3")
+        with pytest.raises(KeyError, match="in worker 3"):
+            w.reraise()
+        try:
+            raise ValueError("bad")
+        except ValueError:
+            w = T._utils.ExceptionWrapper()
+        with pytest.raises(ValueError, match="Caught ValueError in background"):
+            w.reraise()
+
+
+def test_testing_assert_allclose_warns_and_checks():
+    for T in (ember, torch):
+        with pytest.warns(FutureWarning, match="assert_allclose"):
+            T.testing.assert_allclose(T.ones(2), [1.0, 1.0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            T.testing.assert_allclose(T.ones(2), T.ones(2) + 5e-6)
+            with pytest.raises(AssertionError, match="not close"):
+                T.testing.assert_allclose(T.ones(2), T.zeros(2))
+            with pytest.raises(AssertionError):
+                T.testing.assert_allclose(T.ones(2, dtype=T.float64),
+                                          T.ones(2, dtype=T.float64) + 5e-5)
+            # the looser dtype's tolerance applies
+            T.testing.assert_allclose(T.ones(2, dtype=T.float64), T.ones(2) + 5e-5)
+
+
+def test_hub_torch_home_and_activation_fn(monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", os.path.join(os.sep, "tmp", "th"))
+    assert ember.hub._get_torch_home() == torch.hub._get_torch_home()
+    monkeypatch.delenv("TORCH_HOME")
+    assert ember.hub._get_torch_home() == torch.hub._get_torch_home()
+    from ember.nn.modules.transformer import _get_activation_fn
+
+    assert _get_activation_fn("relu") is ember.nn.functional.relu
+    assert _get_activation_fn("gelu") is ember.nn.functional.gelu
+    with pytest.raises(RuntimeError, match="relu/gelu"):
+        _get_activation_fn("tanh")
+
+
+def test_storage_from_buffer():
+    buf = np.array([1.5, -2.0], np.float32).tobytes()
+    big = np.array([1.5, -2.0], ">f4").tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for T in (ember, torch):
+            assert T.ByteStorage.from_buffer(b"abc").tolist() == [97, 98, 99]
+            assert T.FloatStorage.from_buffer(buf, "native").tolist() == [1.5, -2.0]
+            assert T.FloatStorage.from_buffer(big, "big").tolist() == [1.5, -2.0]
+            assert T.FloatStorage.from_buffer(buf, "native", count=1, offset=4).tolist() == [-2.0]
+            assert T.UntypedStorage.from_buffer(b"ab", dtype=T.uint8).tolist() == [97, 98]
+            with pytest.raises(RuntimeError):
+                T.FloatStorage.from_buffer(buf)  # byte_order required
+            with pytest.raises(RuntimeError):
+                T.UntypedStorage.from_buffer(b"ab")  # dtype required
