@@ -155,6 +155,7 @@ from .amp import autocast  # noqa: E402
 from .amp._scaler_kernels import (  # noqa: E402  (NOTE [ Fused inf checks ])
     _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_,
 )
+from . import __config__  # noqa: E402  (torch.__config__: show(), parallel_info())
 from . import _foreach  # noqa: E402  (torch._foreach_*: one op over a list of tensors)
 
 globals().update({_n: getattr(_foreach, _n) for _n in _foreach.__all__})

@@ -114,3 +114,26 @@ def test_storage_from_buffer():
                 T.FloatStorage.from_buffer(buf)  # byte_order required
             with pytest.raises(RuntimeError):
                 T.UntypedStorage.from_buffer(b"ab")  # dtype required
+
+
+def test_make_subclass_and_private_from_buffer():
+    for T in (ember, torch):
+        class Weight(T.Tensor):
+            pass
+
+        x = T.ones(2, requires_grad=True)
+        w = T.Tensor._make_subclass(Weight, x, True)
+        assert type(w) is Weight and w.requires_grad and w.is_leaf and w.grad_fn is None
+        assert w.data_ptr() == x.data_ptr()
+        v = T.Tensor._make_subclass(Weight, x * 2)
+        assert not v.requires_grad and v.is_leaf
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert T.ByteStorage._from_buffer(b"ab").tolist() == [97, 98]
+
+
+def test_config_show_and_parallel_info():
+    assert "NumPy" in ember.__config__.show()
+    info = ember.__config__.parallel_info()
+    assert f"get_num_threads() : {ember.get_num_threads()}" in info
+    assert isinstance(torch.__config__.show(), str)  # the same call works in both

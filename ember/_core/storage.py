@@ -312,6 +312,29 @@ class TypedStorage:
         arr = _from_buffer(buffer, byte_order, int(count), int(offset), dtype, cls.__name__)
         return TypedStorage(UntypedStorage._of_root(arr.view(np.uint8).reshape(-1)), dtype)
 
+    @classmethod
+    def _from_buffer(cls, *args, dtype=None, device=None, **kwargs):
+        """:meth:`from_buffer` with a target device (the private spelling libraries use).
+
+        Args:
+            *args, **kwargs: as :meth:`from_buffer`.
+            dtype (ember.dtype, optional): as :meth:`from_buffer`.
+            device (ember.device, optional): where the storage lives. Default: the CPU.
+
+        Returns:
+            TypedStorage.
+
+        Example::
+
+            >>> ember.ByteStorage._from_buffer(b"ab").tolist()
+            [97, 98]
+        """
+        s = cls.from_buffer(*args, dtype=dtype, **kwargs)
+        if device is not None and as_device(device).type != "cpu":
+            xp = backends_by_name[as_device(device).type].xp
+            s = TypedStorage(UntypedStorage._of_root(xp.asarray(s._untyped._array)), s.dtype)
+        return s
+
     def _elements(self):
         return self._untyped._bytes().view(_np_of(self.dtype))
 

@@ -372,6 +372,48 @@ class Tensor:
         """
         return False
 
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_strides=False,
+                       dispatch_device=False, device_for_backend_keys=None):
+        """A ``cls`` instance sharing ``data``'s memory, outside any graph (how Parameter-like
+        subclasses in libraries build themselves).
+
+        Args:
+            cls (type): a subclass of Tensor.
+            data (Tensor): the values (shared, not copied).
+            require_grad (bool): make the result a leaf that requires grad. Default: False.
+            dispatch_strides, dispatch_device, device_for_backend_keys: accepted for
+                PyTorch's signature (they steer its C++ dispatch).
+
+        Returns:
+            a ``cls`` instance.
+
+        Example::
+
+            >>> class Weight(ember.Tensor):
+            ...     pass
+            >>> w = ember.Tensor._make_subclass(Weight, ember.ones(2), True)
+            >>> type(w).__name__, w.requires_grad, w.is_leaf
+            ('Weight', True, True)
+        """
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, got {cls!r}")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): data must be a Tensor, got "
+                            f"{type(data).__name__}")
+        t = _new(cls)
+        t._data = data._data
+        t._rg = False
+        t._grad_fn = None
+        t._base = None
+        vc = data._vc
+        if vc is None:
+            vc = data._vc = [0]
+        t._vc = vc
+        if require_grad:
+            t.requires_grad_(True)
+        return t
+
     def to_padded_tensor(self, padding, output_size=None):
         """A nested tensor's components padded into one dense tensor (``ember.nested``).
 

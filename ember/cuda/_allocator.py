@@ -42,7 +42,10 @@ from __future__ import annotations
 
 import collections
 import gc
+import sys
 import threading
+import time
+import traceback
 
 SMALL_BLOCK = 1 << 20  # PyTorch's small pool holds blocks of at most 1 MiB
 _POOLS = ("all", "large_pool", "small_pool")
@@ -195,6 +198,42 @@ class _Block:
         self.queue.append((self.device, self.size, self.requested, self.pooled, self.streams))
 
 
+class History:
+    """The allocation history ``torch.cuda.memory._record_memory_history`` turns on: per
+    device, the last ``max_entries`` alloc/free events with their Python stacks, in the
+    trace-entry shape of PyTorch's memory snapshots (``device_traces``), which the memory
+    visualiser (pytorch.org/memory_viz) reads.
+
+    Args:
+        context (str or None): ``"alloc"``, ``"state"`` or ``"all"``: keep stacks for
+            allocations (and, with ``"all"``, for frees); None: no stacks.
+        stacks (str): ``"python"`` or ``"all"`` (the same here: ember has no C++ frames).
+        max_entries (int): events kept per device (the oldest drop first).
+    """
+
+    def __init__(self, context="all", stacks="all", max_entries=sys.maxsize):
+        self.context = context
+        self.stacks = stacks
+        self.max_entries = max_entries
+        self.traces: dict = collections.defaultdict(self._new_trace)
+
+    def _new_trace(self):
+        return collections.deque(maxlen=None if self.max_entries >= sys.maxsize
+                                 else max(int(self.max_entries), 0))
+
+    def _frames(self, action):
+        if self.context is None or (action != "alloc" and self.context != "all"):
+            return []
+        frames = traceback.extract_stack()[:-3]  # up to the allocating call
+        return [{"filename": f.filename, "line": f.lineno, "name": f.name}
+                for f in reversed(frames)]
+
+    def record(self, action, device, addr, size, stream=0):
+        self.traces[device].append({
+            "action": action, "addr": int(addr), "size": int(size), "stream": stream,
+            "time_us": time.time_ns() // 1000, "frames": self._frames(action)})
+
+
 class _Route(threading.local):
     """Per thread: the CuPy pool that ``use_mem_pool`` sends this thread's allocations to
     (None: the allocator's own)."""
@@ -236,6 +275,7 @@ class CachingAllocator:
         self._failed_segments = 0
         self.route = _Route()
         self.mem_pools: list = []  # (weak references to) the pools of new_pool()
+        self.history = None  # a History while _record_memory_history is on
         self.malloc = self._fast_malloc()
 
     # -- allocation ------------------------------------------------------------------------
@@ -295,6 +335,8 @@ class CachingAllocator:
                     return pooled
                 device = pooled.device_id
                 stats[device].add(2 if n <= SMALL_BLOCK else 1, n, size)
+                if self.history is not None:
+                    self.history.record("alloc", device, pooled.ptr, n)
                 if captures:
                     for keep in captures:
                         keep.append(pooled)
@@ -371,6 +413,10 @@ class CachingAllocator:
                 break
             st = self.stats[device]
             pool = 2 if n <= SMALL_BLOCK else 1
+            if self.history is not None:
+                self.history.record("free_requested", device, pooled.ptr, n)
+                if not streams:
+                    self.history.record("free_completed", device, pooled.ptr, n)
             if streams:
                 st.remove(pool, n, requested, True)
                 events = []
@@ -391,6 +437,8 @@ class CachingAllocator:
                     ev.synchronize()
             if all(ev.done for ev in events):
                 self.stats[device].release(2 if n <= SMALL_BLOCK else 1, n)
+                if self.history is not None:
+                    self.history.record("free_completed", device, pooled.ptr, n)
             else:
                 still.append((events, pooled, device, n, requested))
         self.pending[:] = still

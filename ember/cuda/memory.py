@@ -1095,6 +1095,131 @@ class use_mem_pool:  # noqa: N801 - a context manager, named as PyTorch's
         return self._ctx.__exit__(*exc)
 
 
+def _record_memory_history(enabled="all", context="all", stacks="all",
+                           max_entries=sys.maxsize, device=None, clear_history=False,
+                           compile_context=False, global_record_annotations=False,
+                           skip_actions=None) -> None:
+    """Start (or stop) recording every allocation and free of the CUDA allocator, with the
+    Python stack of each, for :func:`_snapshot` and :func:`_dump_snapshot`.
+
+    Args:
+        enabled (str or None): ``"all"`` or ``"state"`` to record; None stops recording
+            (the events kept so far stay, for a later snapshot). Default: ``"all"``.
+        context (str or None): ``"alloc"``, ``"state"`` or ``"all"``: which events keep their
+            stacks (None: none). Default: ``"all"``.
+        stacks (str): ``"python"`` or ``"all"`` (ember has Python frames only).
+        max_entries (int): events kept per device, the oldest dropped first.
+        device: accepted for PyTorch's signature (every device is recorded).
+        clear_history (bool): forget the events recorded so far. Default: False.
+        compile_context, global_record_annotations, skip_actions: accepted for PyTorch's
+            signature; ``skip_actions`` lists actions (``"alloc"``, ``"free_requested"``,
+            ``"free_completed"``) not to record.
+
+    Returns:
+        None.
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     ember.cuda.memory._record_memory_history()
+        ...     x = ember.ones(1000, device="cuda")
+        ...     snapshot = ember.cuda.memory._snapshot()
+        ...     ember.cuda.memory._record_memory_history(enabled=None)
+    """
+    _require_allocator("_record_memory_history")
+    if enabled not in (None, "all", "state"):
+        raise ValueError(f"_record_memory_history(): enabled must be None, 'state' or 'all', "
+                         f"got {enabled!r}")
+    if context not in (None, "alloc", "state", "all"):
+        raise ValueError(f"_record_memory_history(): context must be None, 'alloc', 'state' "
+                         f"or 'all', got {context!r}")
+    _cuda()._lazy_init()
+    alloc = _allocator
+    if alloc is None:
+        return
+    from ._allocator import History
+
+    with alloc.lock:
+        old = alloc.history if alloc.history is not None else _history_kept[0]
+        if enabled is None:
+            _history_kept[0] = old
+            alloc.history = None
+            return
+        h = History(context, stacks, max_entries)
+        if old is not None and not clear_history:
+            for d, trace in old.traces.items():
+                h.traces[d].extend(trace)
+        if skip_actions:
+            skip = set(skip_actions)
+            record = h.record
+            h.record = lambda action, *a, **k: None if action in skip else record(action, *a,
+                                                                                   **k)
+        alloc.history = h
+        _history_kept[0] = None
+
+
+_history_kept = [None]  # the events of a recording stopped with enabled=None
+
+
+def _snapshot(device=None, augment_with_fx_traces=False) -> dict:
+    """The allocator's state and recorded history, in PyTorch's memory-snapshot shape.
+
+    Args:
+        device: accepted for PyTorch's signature (every device is included).
+        augment_with_fx_traces (bool): accepted (ember has no compiled graphs to name).
+
+    Returns:
+        dict: ``{"segments": [...], "device_traces": [[events of device 0], ...]}``; each
+        event has ``action`` (``"alloc"``, ``"free_requested"``, ``"free_completed"``),
+        ``addr``, ``size``, ``stream``, ``time_us`` and ``frames``.
+
+    Raises:
+        AttributeError: without CuPy, as PyTorch's CPU build raises.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     sorted(ember.cuda.memory._snapshot())
+    """
+    _require_allocator("_snapshot")
+    alloc = _allocator
+    if alloc is None:
+        return {"segments": [], "device_traces": []}
+    with alloc.lock:
+        alloc.drain()
+        h = alloc.history if alloc.history is not None else _history_kept[0]
+        count = max(_runtime.gpu_count(), 1 + max(h.traces, default=-1) if h else 0)
+        traces = [list(h.traces.get(d, ())) if h is not None else [] for d in range(count)]
+    return {"segments": memory_snapshot(), "device_traces": traces,
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": ""}}
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle", augment_with_fx_traces=False) -> None:
+    """Write :func:`_snapshot` to ``filename`` as a pickle (what the memory visualiser at
+    pytorch.org/memory_viz opens).
+
+    Args:
+        filename (str): the file to write. Default: ``"dump_snapshot.pickle"``.
+        augment_with_fx_traces (bool): accepted for PyTorch's signature.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> if ember.cuda.is_available():
+        ...     ember.cuda.memory._dump_snapshot("runs/snapshot.pickle")
+    """
+    import pickle
+
+    snapshot = _snapshot()
+    with open(filename, "wb") as f:
+        pickle.dump(snapshot, f)
+
+
 def memory_snapshot(mempool_id=None) -> list:
     """The memory pool's segments: one dict per device with its reserved and allocated
     bytes (CuPy does not expose its individual blocks).
