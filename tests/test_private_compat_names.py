@@ -137,3 +137,14 @@ def test_config_show_and_parallel_info():
     info = ember.__config__.parallel_info()
     assert f"get_num_threads() : {ember.get_num_threads()}" in info
     assert isinstance(torch.__config__.show(), str)  # the same call works in both
+
+
+def test_inductor_helpers():
+    import os
+
+    for T in (ember, torch):
+        T._inductor.cudagraph_mark_step_begin()
+        entries = {}
+        with T._inductor.utils.fresh_inductor_cache(cache_entries=entries):
+            assert os.path.isdir(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        T._inductor.utils.clear_inductor_caches()

@@ -9,4 +9,5 @@ Example::
     False
 """
 
-from . import config  # noqa: F401
+from . import config, utils  # noqa: F401
+from ..compiler import cudagraph_mark_step_begin  # noqa: F401  (as torch._inductor's)
