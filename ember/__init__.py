@@ -213,7 +213,9 @@ from ._sync_batch_norm import (  # noqa: E402  (NOTE [ Batch-norm primitives ])
     batch_norm_update_stats,
 )
 from ._top_level import (  # noqa: E402
-    PRIVATE_OPS, FatalError, _assert, cudnn_is_acceptable, mkldnn_convolution,
+    PRIVATE_OPS, FatalError, _assert, _check, _check_index, _check_is_size,
+    _check_not_implemented, _check_tensor_all, _check_tensor_all_with, _check_type, _check_value,
+    _check_with, _softmax_backward_data, cudnn_is_acceptable, mkldnn_convolution,
 )
 from .ao._qfunctions import (  # noqa: E402  (quantized tensors' function forms)
     choose_qparams_optimized, empty_quantized, fused_moving_avg_obs_fake_quant, int_repr,

@@ -639,6 +639,207 @@ def _assert(condition, message):
     assert condition, message
 
 
+def _check_with(error_type, cond, message=None):
+    """Raise ``error_type`` unless ``cond`` is True (the checks model code writes as
+    ``torch._check...``, which tracing keeps as assertions).
+
+    Args:
+        error_type (type): the exception raised.
+        cond (bool): the condition (a Python bool; tensors go to :func:`_check_tensor_all`).
+        message (callable, optional): returns the message. Default: a generic one.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_with(ValueError, 2 > 1, lambda: "never raised")
+    """
+    if not isinstance(cond, builtins.bool) and not hasattr(cond, "__sym_bool__"):
+        if isinstance(cond, Tensor):
+            raise TypeError("cond must be a bool, but got a Tensor. For tensor conditions, "
+                            "use torch._check_tensor_all() to assert that all elements are "
+                            "true.")
+        raise TypeError(f"cond must be a bool, but got {type(cond)}")
+    if cond:
+        return
+    if message is None:
+        text = "Expected cond to be True, but got False."
+    else:
+        if not callable(message):
+            raise TypeError("message must be a callable")
+        text = str(message())
+    raise error_type(text)
+
+
+def _check(cond, message=None):
+    """Raise RuntimeError unless ``cond`` is True (see :func:`_check_with`).
+
+    Args:
+        cond (bool): the condition.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check(True)
+    """
+    _check_with(RuntimeError, cond, message)
+
+
+def _check_index(cond, message=None):
+    """:func:`_check` raising IndexError.
+
+    Args:
+        cond (bool): the condition.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_index(0 < 3)
+    """
+    _check_with(IndexError, cond, message)
+
+
+def _check_value(cond, message=None):
+    """:func:`_check` raising ValueError.
+
+    Args:
+        cond (bool): the condition.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_value(True)
+    """
+    _check_with(ValueError, cond, message)
+
+
+def _check_type(cond, message=None):
+    """:func:`_check` raising TypeError.
+
+    Args:
+        cond (bool): the condition.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_type(isinstance(1, int))
+    """
+    _check_with(TypeError, cond, message)
+
+
+def _check_not_implemented(cond, message=None):
+    """:func:`_check` raising NotImplementedError.
+
+    Args:
+        cond (bool): the condition.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_not_implemented(True)
+    """
+    _check_with(NotImplementedError, cond, message)
+
+
+def _check_tensor_all_with(error_type, cond, message=None):
+    """Raise ``error_type`` unless every element of the bool tensor ``cond`` is True.
+
+    Args:
+        error_type (type): the exception raised.
+        cond (Tensor): a bool tensor.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_tensor_all_with(ValueError, ember.tensor([True, True]))
+    """
+    if not isinstance(cond, Tensor) or cond.dtype != _dt.bool_:
+        raise TypeError(f"cond must be a tensor with dtype torch.bool, but got {cond!r}"
+                        if isinstance(cond, Tensor) else
+                        f"cond must be a tensor, but got {type(cond)}")
+    _check_with(error_type, builtins.bool(cond.all()), message)
+
+
+def _check_tensor_all(cond, message=None):
+    """:func:`_check_tensor_all_with` raising RuntimeError.
+
+    Args:
+        cond (Tensor): a bool tensor.
+        message (callable, optional): returns the message.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_tensor_all(ember.ones(2) > 0)
+    """
+    _check_tensor_all_with(RuntimeError, cond, message)
+
+
+def _check_is_size(i, message=None, *, max=None):
+    """Check that ``i`` can be a size (``0 <= i``, and ``i <= max`` when given).
+
+    Args:
+        i (int): the value.
+        message (callable, optional): returns the message.
+        max (int, optional): the largest allowed value.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._check_is_size(3)
+    """
+    _check(i >= 0, message)
+    if max is not None:
+        _check(i <= max, message)
+
+
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    """The gradient of softmax's input from its output and the output's gradient:
+    ``output * (grad_output - (grad_output * output).sum(dim, keepdim=True))``.
+
+    Args:
+        grad_output (Tensor): the gradient of the softmax's output.
+        output (Tensor): the softmax's output.
+        dim (int): the softmax's dimension.
+        input_dtype (ember.dtype): the softmax input's dtype (the result's).
+
+    Returns:
+        Tensor.
+
+    Example::
+
+        >>> y = ember.softmax(ember.tensor([1.0, 2.0]), 0)
+        >>> ember._softmax_backward_data(ember.ones(2), y, 0, ember.float32)
+        tensor([0., 0.])
+    """
+    g = grad_output * output
+    out = g - output * g.sum(dim, keepdim=True)
+    return out if out.dtype == input_dtype else out.to(input_dtype)
+
+
 #: operators the ``torch`` namespace leaves out of its generated function list
 PRIVATE_OPS = ("unique_dim",)
 

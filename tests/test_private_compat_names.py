@@ -148,3 +148,49 @@ def test_inductor_helpers():
         with T._inductor.utils.fresh_inductor_cache(cache_entries=entries):
             assert os.path.isdir(os.environ["TORCHINDUCTOR_CACHE_DIR"])
         T._inductor.utils.clear_inductor_caches()
+
+
+def test_check_family_matches_torch():
+    cases = [
+        ("_check", (True,), None), ("_check", (False,), RuntimeError),
+        ("_check", (False, lambda: "custom"), RuntimeError),
+        ("_check_index", (False,), IndexError), ("_check_value", (False,), ValueError),
+        ("_check_type", (False,), TypeError),
+        ("_check_not_implemented", (False,), NotImplementedError),
+        ("_check_with", (KeyError, False, lambda: "k"), KeyError),
+    ]
+    for T in (ember, torch):
+        for name, args, exc in cases:
+            if exc is None:
+                assert getattr(T, name)(*args) is None
+            else:
+                with pytest.raises(exc):
+                    getattr(T, name)(*args)
+        with pytest.raises(RuntimeError, match="custom"):
+            T._check(False, lambda: "custom")
+        with pytest.raises(TypeError, match="_check_tensor_all"):
+            T._check(T.tensor(True))
+        with pytest.raises(TypeError):
+            T._check("yes")
+        T._check_tensor_all(T.tensor([True, True]))
+        with pytest.raises(RuntimeError):
+            T._check_tensor_all(T.tensor([True, False]))
+        with pytest.raises(ValueError):
+            T._check_tensor_all_with(ValueError, T.tensor([False]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            T._check_is_size(0)
+            with pytest.raises(RuntimeError):
+                T._check_is_size(-1)
+
+
+def test_softmax_backward_data_matches_torch():
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((3, 4)).astype(np.float32)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    for dim in (0, 1):
+        outs = []
+        for T in (ember, torch):
+            y = T.softmax(T.tensor(x), dim)
+            outs.append(T._softmax_backward_data(T.tensor(g), y, dim, T.float32).numpy())
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
