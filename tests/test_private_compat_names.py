@@ -194,3 +194,12 @@ def test_softmax_backward_data_matches_torch():
             y = T.softmax(T.tensor(x), dim)
             outs.append(T._softmax_backward_data(T.tensor(g), y, dim, T.float32).numpy())
         np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_module():
+    import ember._tensor
+
+    assert ember._tensor.Tensor is ember.Tensor
+    assert callable(ember._tensor._rebuild_from_type_v2)
+    t = ember._tensor._rebuild_from_type(ember.ones, ember.Tensor, (2,), {})
+    assert t.shape == (2,)
