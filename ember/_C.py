@@ -49,6 +49,51 @@ class _ExperimentalConfig:
         return f"_ExperimentalConfig(verbose={self.verbose})"
 
 
+# the metaclass of Tensor and its subclasses (``torch._C._TensorMeta``, named in type hints):
+# ember's Tensor is a plain class
+_TensorMeta = type
+
+
+class ScriptModule:
+    """The compiled-module type behind a scripted module (``torch.ScriptModule``, which is
+    ``torch._C.ScriptModule``, not ``torch.jit.ScriptModule``). Ember's scripted modules run
+    their Python code and have no such compiled half, so nothing is an instance of this
+    class; programs name it in type hints.
+
+    Args:
+        none: it cannot be made.
+
+    Returns:
+        no instances.
+
+    Example::
+
+        >>> isinstance(ember.jit.script(ember.nn.Linear(2, 2)), ember.ScriptModule)
+        False
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("ember has no compiled ScriptModule; use ember.jit.script")
+
+
+def _log_api_usage_once(event):
+    """Note that an API was used (``torch._C._log_api_usage_once``). PyTorch hands the event
+    name to a usage logger that is off unless a process installs one; ember keeps no such log,
+    and libraries (torchmetrics, lightning) call this only to be counted.
+
+    Args:
+        event (str): the name of the API used, such as ``"torchmetrics.metric.Accuracy"``.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> ember._C._log_api_usage_once("my_library.MyModel")
+    """
+    return None
+
+
 def _profiler_module():
     import sys
     import types
@@ -63,10 +108,46 @@ def _profiler_module():
     return mod
 
 
+def _parse_to(*args, **kwargs):
+    """Read the arguments of ``Module.to`` / ``Tensor.to`` (``torch._C._nn._parse_to``), as
+    libraries that override ``to`` (Lightning's device mixin) do.
+
+    Args:
+        *args: a device, a dtype, a tensor (its device and dtype), or a device and a dtype.
+        **kwargs: ``device``, ``dtype``, ``non_blocking``, ``memory_format``, ``copy``.
+
+    Returns:
+        tuple: ``(device or None, dtype or None, non_blocking, memory_format or None)``.
+
+    Example::
+
+        >>> ember._C._nn._parse_to("cpu", ember.float64)
+        (device(type='cpu'), ember.float64, False, None)
+    """
+    from ._ops.conversion import _parse_to as parse
+
+    non_blocking = bool(kwargs.get("non_blocking", False))
+    dev, dtype, _, memory_format = parse(args, dict(kwargs))
+    return dev, dtype, non_blocking, memory_format
+
+
+def _nn_module():
+    import sys
+    import types
+
+    mod = types.ModuleType(__name__ + "._nn", "The argument parsers torch._C._nn offers.")
+    mod._parse_to = _parse_to
+    sys.modules[mod.__name__] = mod
+    return mod
+
+
 def __getattr__(name):
     # ``_C._profiler`` needs the profiler's types: made on first use
     if name == "_profiler":
         mod = _profiler_module()
         globals()["_profiler"] = mod
+        return mod
+    if name == "_nn":
+        mod = globals()["_nn"] = _nn_module()
         return mod
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -228,6 +228,7 @@ from .jit._logging import (  # noqa: E402  (statistics loggers, as torch.jit._lo
 )
 from .jit import CompilationUnit, ScriptFunction  # noqa: E402  (torch.X is torch.jit.X)
 from .jit import Error as JITException  # noqa: E402
+from ._C import ScriptModule  # noqa: E402  (torch.ScriptModule is torch._C.ScriptModule)
 from .jit._types import (  # noqa: E402  (TorchScript's types: NOTE [ JIT types ])
     AnyType, AwaitType, BoolType, ComplexType, DeviceObjType, DictType, EnumType, FloatType,
     FutureType,

@@ -73,6 +73,11 @@ class ReduceOp(enum.Enum):
     UNUSED = 9
 
 
+# PyTorch's members are of the nested type ``ReduceOp.RedOpType`` (libraries name it in type
+# hints and isinstance checks); ember's members are the enum's own
+ReduceOp.RedOpType = ReduceOp
+
+
 class _PremulSum:
     """``ReduceOp.PREMUL_SUM`` with its factor (what ``_make_nccl_premul_sum`` makes)."""
 

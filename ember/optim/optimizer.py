@@ -409,6 +409,10 @@ class Optimizer:
 
         @functools.wraps(step)
         def wrapper(self, *args, **kwargs):
+            if not hasattr(self, "_optimizer_step_pre_hooks"):
+                # a wrapper class that never ran Optimizer.__init__ (accelerate's
+                # AcceleratedOptimizer): PyTorch adds hooks to a step only in that __init__
+                return step(self, *args, **kwargs)
             for hook in itertools.chain(_global_pre_hooks.values(),
                                         self._optimizer_step_pre_hooks.values()):
                 result = hook(self, args, kwargs)

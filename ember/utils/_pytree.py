@@ -13,7 +13,8 @@ Example::
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
+from typing import Any, NamedTuple
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves",
            "tree_map_only", "tree_all", "tree_any", "tree_structure", "register_pytree_node",
@@ -22,11 +23,50 @@ __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map",
 # type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
 _nodes: dict = {}
 
+#: any nested structure of containers and leaves (a name for type hints)
+PyTree = Any
+
+
+class NodeDef(NamedTuple):
+    """A registered container type and its functions, as ``SUPPORTED_NODES`` lists them."""
+
+    type: Any
+    flatten_fn: Any
+    unflatten_fn: Any
+    flatten_with_keys_fn: Any = None
+
+
+#: the registered container types (``namedtuple`` stands for every namedtuple), each with its
+#: ``NodeDef``; libraries (Lightning) walk trees with it
+SUPPORTED_NODES: dict = {}
+
 
 def register_pytree_node(cls, flatten_fn, unflatten_fn, **_ignored):
     """Teach the tree functions a container type: ``flatten_fn(node) -> (children,
     context)`` and ``unflatten_fn(children, context) -> node``."""
     _nodes[cls] = (flatten_fn, unflatten_fn)
+    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn,
+                                   _ignored.get("flatten_with_keys_fn"))
+
+
+def _get_node_type(tree):
+    """The key of ``tree``'s entry in ``SUPPORTED_NODES``: ``namedtuple`` for a namedtuple,
+    else its type (a leaf's type has no entry).
+
+    Args:
+        tree: a node or a leaf.
+
+    Returns:
+        the type, or ``collections.namedtuple``.
+
+    Example::
+
+        >>> _get_node_type([1]) is list
+        True
+    """
+    if isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
+        return namedtuple
+    return type(tree)
 
 
 register_pytree_node(list, lambda x: (list(x), None), lambda c, _: list(c))
@@ -35,6 +75,9 @@ register_pytree_node(dict, lambda x: (list(x.values()), list(x.keys())),
                      lambda c, keys: dict(zip(keys, c)))
 register_pytree_node(OrderedDict, lambda x: (list(x.values()), list(x.keys())),
                      lambda c, keys: OrderedDict(zip(keys, c)))
+# a namedtuple's context is its class (found by ``_node_fns`` for tree_flatten's own specs,
+# which name the class itself)
+register_pytree_node(namedtuple, lambda x: (list(x), type(x)), lambda c, t: t(*c))
 
 
 def _node_fns(x):

@@ -611,3 +611,10 @@ class _MultiProcessIter(_BaseIter):
         except Exception:
             pass
 
+
+
+# PyTorch's names of the iterator classes (libraries import them to recognise a loader's
+# iterator, as Lightning's CombinedLoader does)
+_BaseDataLoaderIter = _BaseIter
+_SingleProcessDataLoaderIter = _SingleProcessIter
+_MultiProcessingDataLoaderIter = _MultiProcessIter

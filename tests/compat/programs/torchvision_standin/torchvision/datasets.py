@@ -49,6 +49,16 @@ class MNIST(_Synthetic):
         return torch.from_numpy(self._labels.astype(np.int64))
 
 
+class CIFAR10(_Synthetic):
+    """64 training or 32 test colour images of 32 x 32 x 3 with labels 0-9 (``root`` and
+    ``download`` are accepted and ignored)."""
+
+    def __init__(self, root, train=True, transform=None, target_transform=None,
+                 download=False):
+        super().__init__(64 if train else 32, (32, 32, 3), 2 if train else 3,
+                         transform=transform, target_transform=target_transform)
+
+
 class FakeData:
     """``size`` random images of ``image_size`` (C, H, W), as torchvision's FakeData: each
     drawn when read, from a generator seeded by its index. The environment variable
