@@ -26,6 +26,7 @@ thread, 0.98 ms on two (PyTorch: 0.79 ms); ``exp``, 1.53 ms and 0.88 ms (PyTorch
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from concurrent.futures import wait
@@ -371,6 +372,7 @@ def pieces_wanted() -> bool:
 
 
 _blas = [None]    # threadpoolctl's controllers of the loaded BLAS libraries, [] if none
+_blas_scipy = [False]  # whether scipy.linalg (and SciPy's BLAS) was loaded at that lookup
 _held = [0, ()]   # (pieces running with the BLAS held at one thread, the counts to restore)
 _blas_lock = threading.Lock()
 _piece = threading.local()  # .busy: this thread runs a piece of split_batch
@@ -378,7 +380,11 @@ _piece = threading.local()  # .busy: this thread runs a piece of split_batch
 
 def _blas_controllers():
     libs = _blas[0]
-    if libs is None:
+    # SciPy brings a BLAS library of its own, loaded with ``scipy.linalg``: looked up again
+    # once that is imported, so that a hold holds it too (it was left at every thread)
+    scipy_blas = "scipy.linalg" in sys.modules
+    if libs is None or scipy_blas != _blas_scipy[0]:
+        _blas_scipy[0] = scipy_blas
         try:
             from threadpoolctl import ThreadpoolController
 
@@ -410,7 +416,7 @@ def _release_blas():
             _held[1] = ()
 
 
-def split_batch(fn, n, work, min_work=None):
+def split_batch(fn, n, work, min_work=None, claim=True):
     """Run ``fn(lo, hi)`` over the samples ``range(n)`` cut into one contiguous piece per
     thread, with the BLAS at one thread meanwhile (NOTE [ Batch pieces on threads ]); None
     (nothing run) when one thread is configured, ``n`` is 1, the arithmetic is too small to
@@ -422,6 +428,10 @@ def split_batch(fn, n, work, min_work=None):
         n: the batch size.
         work: the call's arithmetic (multiply-adds, roughly), for the threshold.
         min_work: the least ``work`` worth splitting (default ``SPLIT_MIN_WORK``).
+        claim: whether a call that qualifies keeps mid-size products on one BLAS thread for
+            the next second (``pieces_wanted``); False for kernels whose pieces gain less
+            than those products lose (NOTE [ Attention pieces do not claim the BLAS ] in
+            ember/_ops/nn_attention.py).
 
     Returns:
         list | None: the pieces' results in batch order, or None.
@@ -439,7 +449,8 @@ def split_batch(fn, n, work, min_work=None):
     if t < 2 or work < least or getattr(_piece, "busy", False) or not _blas_controllers():
         return None
     now = time.monotonic()
-    _pieces_wanted_at[0] = now
+    if claim:
+        _pieces_wanted_at[0] = now
     if now < _polling_until[0]:  # NOTE [ Pieces and the BLAS workers ]
         return None
     step = -(-n // t)

@@ -63,6 +63,10 @@ class one_thread_for:
 
     Args:
         work: the multiply-adds of one product in the block (``m * n * k``).
+        always: hold for any such product OpenBLAS would split (at or above its own
+            one-thread limit, several threads configured), busy machine or not: for stacks
+            of small products, where a split pays little and a late worker costs much
+            (NOTE [ Attention pieces do not claim the BLAS ] in ember/_ops/nn_attention.py).
 
     Example::
 
@@ -75,8 +79,10 @@ class one_thread_for:
 
     __slots__ = ("_on",)
 
-    def __init__(self, work):
-        self._on = _small(work) and bool(_parallel._blas_controllers())
+    def __init__(self, work, always=False):
+        small = (_BLAS_OWN_LIMIT <= work < ONE_THREAD_WORK and _parallel._threads() > 1) \
+            if always else _small(work)
+        self._on = small and bool(_parallel._blas_controllers())
 
     def __enter__(self):
         if self._on:

@@ -36,7 +36,9 @@ from .._kernels import _blas
 
 
 def _one_thread(xp, q, k):
-    return _blas.one_thread_for(q.shape[-2] * k.shape[-2] * q.shape[-1] if xp is np else 0)
+    # (always: NOTE [ Attention pieces do not claim the BLAS ])
+    return _blas.one_thread_for(q.shape[-2] * k.shape[-2] * q.shape[-1] if xp is np else 0,
+                                always=True)
 
 
 def _sdpa_kernel(xp, q, k, v, mask, *, scale):
@@ -65,6 +67,23 @@ def _sdpa_kernel(xp, q, k, v, mask, *, scale):
 # calling thread's (under that load the wall time was the scheduler's, equal both ways).
 
 
+# NOTE [ Attention pieces do not claim the BLAS ]
+# A convolution that qualifies for batch pieces keeps the network's mid-size products on one
+# BLAS thread for a second (``pieces_wanted``, NOTE [ Pieces and the BLAS workers ] in
+# ember/_parallel.py), so that they stop waking OpenBLAS's workers before its pieces.
+# Attention does not claim that: in a transformer it comes right after the q/k/v projection,
+# a product large enough to run on both BLAS threads whatever the claim, so its pieces were
+# declined every time (the workers still polling) while the claim held the block's
+# (1024, 256) x (256, 256) projections and the head at one thread. Bench GPT step, two
+# threads, in-step product times (SCHED_FIFO, 6 steps): those 15 products 19.0 -> 10.7 ms,
+# all products 117.5 -> 109.2 ms. The attention's own stacks of (128, 64) x (64, 128)
+# products stay held at one thread (``_one_thread``, busy machine or not): on two BLAS
+# threads a layer's causal forward+backward took 5.89 ms against 6.25 held, after a hot
+# product on a quiet machine, but 440-660 ms against 24-27 at load 10 (the split's joins
+# waiting for a core), and a load just under ``contended``'s bar can do that too. Where
+# nothing else woke the workers, attention pieces still run (``claim`` is only the claim).
+
+
 def _batch_pieces(xp, q, k, v, mask):
     """Whether the attention of these inputs may be cut into batch pieces (NOTE [ Attention
     pieces on threads ])."""
@@ -88,7 +107,7 @@ def _sdpa_forward_pieces(q, k, v, mask, scale):
     def piece(lo, hi):
         _sdpa_forward(np, q[lo:hi], k[lo:hi], v[lo:hi], mask, scale, out[lo:hi], st[lo:hi])
 
-    if _parallel.split_batch(piece, q.shape[0], _work(q, k, v)) is None:
+    if _parallel.split_batch(piece, q.shape[0], _work(q, k, v), claim=False) is None:
         return None
     return out, np.swapaxes(st, -1, -2)
 
@@ -265,7 +284,8 @@ def _sdpa_backward_pieces(g, q, k, v, o, p, scale, needs, split):
                        scale, needs, split, tuple(None if b is None else b[lo:hi]
                                                   for b in outs))
 
-    if _parallel.split_batch(piece, q.shape[0], 2 * _work(q, k, v)) is None:
+    if _parallel.split_batch(piece, q.shape[0], 2 * _work(q, k, v),
+                             claim=False) is None:
         return None
     return outs
 

@@ -25,8 +25,8 @@ def pieces(monkeypatch):
     seen = []
     real = _parallel.split_batch
 
-    def spy(fn, n, work, min_work=None):
-        r = real(fn, n, work, min_work)
+    def spy(fn, n, work, min_work=None, claim=True):
+        r = real(fn, n, work, min_work, claim)
         seen.append(r is not None)
         return r
 
