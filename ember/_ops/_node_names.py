@@ -41,8 +41,10 @@ def _is_number(t):
 
 def _dims_overload(base):
     # ``x.sum()`` -> SumBackward0, ``x.sum(dims)`` -> SumBackward1
+    whole, some = f"{base}Backward0", f"{base}Backward1"  # (built once, not per call)
+
     def name(inputs, params):
-        return f"{base}Backward0" if params.get("dim") is None else f"{base}Backward1"
+        return whole if params.get("dim") is None else some
     return name
 
 

@@ -243,6 +243,12 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         if (type(gd) is np.ndarray and type(ad) is np.ndarray and type(bd) is np.ndarray
                 and gd.ndim == 2 and ad.ndim == 2 and bd.ndim == 2 and ad.dtype.kind == "f"
                 and ad.dtype in _FAST and gd.dtype is ad.dtype and bd.dtype is ad.dtype):
+            if gd.size * ad.shape[1] < _blas._BLAS_OWN_LIMIT:
+                # (m, k) @ (k, n) that small runs on one thread whatever ``gemm`` decides:
+                # NumPy's product straight away (the same call ``gemm`` ends in)
+                mm = np.matmul
+                return (wrap(mm(gd, bd.T)) if need_a else None,
+                        wrap(mm(ad.T, gd)) if need_b else None)
             return (wrap(gemm(np, gd, bd.T)) if need_a else None,
                     wrap(gemm(np, ad.T, gd)) if need_b else None)
     if a.dim() == 1 and b.dim() == 1:

@@ -144,6 +144,9 @@ class Node:
     _edge_order = None
     #: True once a pre-hook, tensor hook or retain_grad was registered (the engine's cheap test)
     _hooked = False
+    #: the number of outputs (``_n_outputs()``) as an attribute: the engine sizes each node's
+    #: input buffer from it without a method call (subclasses with more override it)
+    _nout = 1
 
     def name(self) -> str:
         return type(self).__name__

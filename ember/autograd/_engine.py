@@ -207,7 +207,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     for node, nr, g in roots:
         b = buffers.get(node)
         if b is None:
-            b = buffers[node] = [None] * node._n_outputs()
+            b = buffers[node] = [None] * node._nout
         b[nr] = g if b[nr] is None else b[nr] + g
     heap = []
     tie = 0
@@ -236,8 +236,20 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     add_observed = prof is not None and not create_graph and _observed()
     prof_token = None
     try:
-        while heap:
-            node = pop(heap)[2]
+        # ``pending``: the first node made ready by the last one run, held out of the heap: in
+        # a chain (most of a backward pass) it is the next to run, and running it straight
+        # away saves a push and a pop; otherwise it joins the heap, whose order it keeps
+        # (its key was taken when it became ready)
+        pending = None
+        while heap or pending is not None:
+            if pending is None:
+                node = pop(heap)[2]
+            elif heap and heap[0] < pending:
+                node = heapq.heappushpop(heap, pending)[2]
+                pending = None
+            else:
+                node = pending[2]
+                pending = None
             buf = buffers.pop(node)
             if prof is not None:
                 prof_token = prof(node, prof_token, buf)
@@ -304,7 +316,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     continue
                 b = get_buffer(nx)
                 if b is None:
-                    b = buffers[nx] = [None] * nx._n_outputs()
+                    b = buffers[nx] = [None] * nx._nout
                 if g is not None:
                     old = b[nr]
                     if old is None:
@@ -326,7 +338,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 d = deps[nx] - 1
                 deps[nx] = d
                 if d == 0:
-                    push(heap, (-nx._seq, tie, nx))
+                    if pending is None:
+                        pending = (-nx._seq, tie, nx)
+                    else:
+                        push(heap, (-nx._seq, tie, nx))
                     tie += 1
             # drop this iteration's references: a gradient seen only by the engine can be
             # stolen by AccumulateGrad (NOTE [ Accumulating .grad ])
@@ -534,7 +549,11 @@ def accumulate_grad(t, g, create_graph=False, steal=True):
     except (TypeError, ValueError):
         t._grad = old + g
         return
-    old._bump()
+    vc = old._vc
+    if vc is not None:  # (``_bump`` inline: the common case, a counter already there)
+        vc[0] += 1
+    else:
+        old._bump()
     if start:
         # PyTorch's AccumulateGrad adds with ``aten::add_``: the profiler lists the add
         _record_kernel("aten::add_", start, old, g)

@@ -326,8 +326,11 @@ def node_class(op):
         name = getattr(op, "node_name", None)
         if name is None:
             name = "".join(_camel(p) for p in op.name.strip("_").split("_")) + "Backward0"
+        # (the op's edge order as a class attribute: the engine reads it once per node, and
+        # a plain attribute costs less than OpNode's property)
         cls = _node_classes[op] = type(name, (OpNode,), {"__slots__": (),
-                                                         "__module__": node_module[0]})
+                                                         "__module__": node_module[0],
+                                                         "_edge_order": op.edge_order})
     return cls
 
 
@@ -843,9 +846,23 @@ def _shape_stand_in(t):
     element: NaN, or zero for integer and bool dtypes), kept by a node in place of an input
     its formula reads only for those (``Op.shape_only``)."""
     d = t._data
+    if type(d) is np.ndarray:
+        # the one element per dtype made once: an ndarray over it with zero strides is what
+        # ``broadcast_to`` makes, read-only too, without its Python-level checks (4 -> 1 us
+        # per recorded matmul whose other operand needs no grad)
+        one = _STAND_IN_ELEMENTS.get(d.dtype)
+        if one is None:
+            one = np.asarray(np.nan if d.dtype.kind in "fcV" else 0, dtype=d.dtype).reshape(1)
+            one.flags.writeable = False
+            _STAND_IN_ELEMENTS[d.dtype] = one
+        return wrap(np.ndarray(d.shape, d.dtype, buffer=one, strides=(0,) * d.ndim))
     xp = _dispatch.xp_of(d)
     fill = np.nan if d.dtype.kind in "fcV" else 0
     return wrap(xp.broadcast_to(xp.asarray(fill, dtype=d.dtype), d.shape))
+
+
+#: dtype -> the read-only one-element array ``_shape_stand_in`` views with zero strides
+_STAND_IN_ELEMENTS: dict = {}
 
 
 def _layout_stand_ins(op, saved, inputs):

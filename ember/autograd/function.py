@@ -131,6 +131,10 @@ class BackwardCFunction(Node, FunctionCtx):
     def _n_outputs(self):
         return len(self._out_meta)
 
+    @property
+    def _nout(self):
+        return len(self._out_meta)
+
     def __repr__(self):
         # PyTorch makes these classes in its autograd.function module and prints them as
         # plain Python objects, module first (its built-in nodes print without one)

@@ -32,6 +32,17 @@ def applied(monkeypatch):
         return real(op, *args, **kw)
 
     monkeypatch.setattr(_dispatch, "apply", spy)
+    # (with nothing watching, the fused op's kernel is called without the door)
+    from ember._ops import pointwise
+
+    for op in (pointwise.tanh_backward_op, pointwise.sigmoid_backward_op):
+        kernel = op.impl.get(np.ndarray) or op.resolve(np.ndarray)
+
+        def direct(*a, _kernel=kernel, _name=op.name, **kw):
+            seen.append(_name)
+            return _kernel(*a, **kw)
+
+        monkeypatch.setitem(op.impl, np.ndarray, direct)
     return seen
 
 
