@@ -137,6 +137,28 @@ def to(self, *args, **kwargs):
     """Convert dtype and/or device: ``t.to(ember.float64)``, ``t.to('cpu')``,
     ``t.to(other)``, ``t.to(device, dtype)``. Returns ``self`` when nothing changes and
     ``copy`` is False."""
+    if _dispatch.intercept and _dispatch.state.modes:
+        session = profiler_session()
+        if session is not None:   # PyTorch's ``aten::to`` row, even where nothing changes
+            return session.composite("aten::to", lambda: _to_event_inputs(self, args, kwargs),
+                                     _to, (self,) + args, kwargs)
+    return _to(self, *args, **kwargs)
+
+
+def _to_event_inputs(self, args, kwargs):
+    """The arguments of the ``aten::to`` overload PyTorch's ``Tensor.to`` calls: ``dtype``
+    (a dtype alone), ``device`` (a device and a dtype, or another tensor) or
+    ``dtype_layout`` (a device alone)."""
+    dev, dtype, copy, memory_format = _parse_to(args, dict(kwargs))
+    blocking = bool(kwargs.get("non_blocking", False))
+    if dev is None and dtype is not None:
+        return (self, dtype, blocking, copy, memory_format)
+    if dev is not None and dtype is not None:
+        return (self, dev, dtype, blocking, copy, memory_format)
+    return (self, dtype, None, dev, None, blocking, copy, memory_format)
+
+
+def _to(self, *args, **kwargs):
     dev, dtype, copy, memory_format = _parse_to(args, dict(kwargs))
     t = self
     if dev is not None and dev != t.device:

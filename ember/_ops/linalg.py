@@ -258,6 +258,11 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         ga = matmul(g.unsqueeze(-2), _h(b)).squeeze(-2) if need_a else None
         gb = matmul(_conj(a).unsqueeze(-1), g.unsqueeze(-2)) if need_b else None
         return ga, gb
+    if b.dim() == 1 and a.dim() == 2:
+        # PyTorch's MvBackward0: the outer product of the gradient and the vector (its
+        # ``aten::ger``: the same products as the k=1 GEMM) and the transposed matrix times
+        # the gradient
+        return (ger(g, _conj(b)) if need_a else None), (mv(_ht(a), g) if need_b else None)
     if b.dim() == 1:
         # (..., m, k) @ (k) -> (..., m)
         ga = matmul(g.unsqueeze(-1), _conj(b).unsqueeze(-2)) if need_a else None
@@ -650,7 +655,7 @@ outer_op = Op("outer", _outer_kernel, vjp=_outer_vjp)
 multilinear_jvp(outer_op, (0, 1))
 
 
-@public(alias=("ger",))
+@public
 def outer(input, vec2, *, out=None):
     """Outer product of two vectors: ``result[i, j] = input[i] * vec2[j]``."""
     check_tensor("outer", input, "input", 1)
@@ -658,8 +663,39 @@ def outer(input, vec2, *, out=None):
     if input.dim() != 1 or vec2.dim() != 1:
         raise RuntimeError(
             f"outer: expected 1-D vectors, but got {input.dim()}-D and {vec2.dim()}-D tensors")
+    session = observing_profiler() if out is None else None
+    if session is not None:
+        # PyTorch's outer is a composite, the first vector as a column times the second
+        # (rows ``aten::reshape`` and ``aten::mul``, nodes ``ViewBackward0`` and
+        # ``MulBackward0``); the products are the same numbers
+        return session.composite("aten::outer", lambda: (input, vec2),
+                                 lambda a, b: a.reshape(-1, 1) * b, (input, vec2), {})
     a, b = _promote("outer", input, vec2)
     return _dispatch.apply(outer_op, (a, b), {}, out)
+
+
+@public
+def ger(input, vec2, *, out=None):
+    """The outer product of two vectors, ``outer``'s older name.
+
+    Args:
+        input: a 1-D tensor of ``n`` values.
+        vec2: a 1-D tensor of ``m`` values.
+        out: an optional ``(n, m)`` tensor to write into.
+
+    Returns:
+        The ``(n, m)`` tensor ``result[i, j] = input[i] * vec2[j]``.
+
+    Example::
+
+        >>> ember.ger(ember.tensor([1., 2.]), ember.tensor([3., 4., 5.]))
+        tensor([[ 3.,  4.,  5.],
+                [ 6.,  8., 10.]])
+    """
+    session = observing_profiler() if out is None else None
+    if session is not None:   # (PyTorch's ``aten::ger`` row around its ``aten::outer``)
+        return session.composite("aten::ger", lambda: (input, vec2), outer, (input, vec2), {})
+    return outer(input, vec2, out=out)
 
 
 # ------------------------------------------------------------------------------------------------

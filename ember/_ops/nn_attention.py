@@ -480,6 +480,61 @@ def _check_mask_shape(query, key, mask):
                            f"shape {list(full)}")
 
 
+def _math_as_torch(session, query, key, value, attn_mask, dropout_p, is_causal, scale, call):
+    """Attention with dropout while a profiler records, as PyTorch's CPU math kernel runs it
+    (its rows and nodes): a bool mask made additive first, then, inside
+    ``aten::_scaled_dot_product_attention_math``, the query and the transposed key each
+    scaled by the root of ``scale``, their product, the mask added in place, a softmax
+    whose node is ``SafeSoftmaxBackward0`` (rows with no key to attend to give zeros),
+    dropout and the product with the values. The same numbers as the unprofiled path, to
+    rounding (the scale is applied in two halves)."""
+    from .. import no_grad
+    from .._core import dtype as _dt
+    from . import _node_names
+    from .pointwise import isneginf, where
+
+    from .creation import ones
+
+    mask = call[3]
+    if mask is not None and mask._data.dtype.kind == "b":
+        mask = where(mask, 0.0, float("-inf"))
+
+    def math_kernel():
+        root = math.sqrt(scale)
+        # (a product with a number inside PyTorch's kernel: its ``MulBackward1`` node)
+        q = _node_names.rename(query * root, "MulBackward1")
+        m = mask
+        if is_causal:
+            m = where(ones((query.shape[-2], key.shape[-2]), dtype=_dt.bool_).tril(), 0.0,
+                      float("-inf"))
+        attn = q @ _node_names.rename(key.transpose(-2, -1) * root, "MulBackward1")
+        if m is not None:
+            # (in place in PyTorch, on a product that is no view: one ``AddBackward0``)
+            attn = session.as_one_op("aten::add_", lambda: (attn, m, 1), lambda a, b: a + b,
+                                     (attn, m), {})
+
+        def safe_softmax(attn):
+            with no_grad():
+                empty = isneginf(attn).all(-1, keepdim=True)
+            if not empty._data.any():
+                return _node_names.rename(attn.softmax(-1), "SafeSoftmaxBackward0")
+            # (a row with no key: a softmax of zeros there, then zeros, so neither the
+            # result nor the gradient is NaN)
+            p = _node_names.rename(attn.masked_fill(empty, 0.0).softmax(-1),
+                                   "SafeSoftmaxBackward0")
+            return p.masked_fill(empty, 0.0)
+
+        p = session.composite("aten::_safe_softmax", lambda: (attn, -1, None), safe_softmax,
+                              (attn,), {})
+        p = dropout(p, dropout_p, True).to(query.dtype)
+        return (p @ value).to(query.dtype)
+
+    return session.composite(
+        "aten::_scaled_dot_product_attention_math",
+        lambda: (query, key, value, mask, dropout_p, is_causal, None, call[6], call[7]),
+        math_kernel, (), {})
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(Q K^T * scale + mask) V`` over the last two dims (batch dims broadcast).
@@ -554,6 +609,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"expected scalar type Float but found {query.dtype.scalar_name}")
     kernel_dtype("softmax_lastdim", query)
     if dropout_p > 0.0:
+        from ._registry import observing_profiler
+
+        session = observing_profiler()
+        if session is not None:
+            return session.composite("aten::scaled_dot_product_attention", lambda: call,
+                                     _math_as_torch, (session, query, key, value, attn_mask,
+                                                      dropout_p, is_causal, scale, call), {})
         sc = (query @ key.transpose(-1, -2)) * scale
         if attn_mask is not None:
             sc = sc.masked_fill(~attn_mask, float("-inf")) if attn_mask._data.dtype.kind == \

@@ -196,7 +196,26 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         i, f, g, o = gates.chunk(4, 1)
         c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
         return o.sigmoid() * c2.tanh(), c2
+    session = observing_profiler()
+    if session is not None:   # (PyTorch's one op; its CPU cell's steps under it)
+        args = (input, hx, w_ih, w_hh, b_ih, b_hh)
+        return session.composite("aten::lstm_cell", lambda: (input, list(hx)) + args[2:],
+                                 _profiled_lstm, args, {})
     return _lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def _profiled_lstm(input, hx, w_ih, w_hh, b_ih, b_hh):
+    """``lstm_cell`` as PyTorch's CPU cell runs it (its profile's rows and nodes): the
+    input's product added in place to the hidden one, unsafe chunks of that activated in
+    place, then the cell update. The same numbers as the fused step, to rounding."""
+    from .nn_ops import linear
+
+    h, c = hx
+    gates = linear(h, w_hh, b_hh).add_(linear(input, w_ih, b_ih))
+    i, f, g, o = unsafe_chunks(observing_profiler(), gates, 4)
+    i, f, g, o = i.sigmoid_(), f.sigmoid_(), g.tanh_(), o.sigmoid_()
+    c2 = (f * c).add_(i * g)
+    return o * c2.tanh(), c2
 
 
 def _lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
@@ -250,21 +269,36 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def _profiled_gru(input, hx, w_ih, w_hh, b_ih, b_hh):
     """``_gru_steps`` as PyTorch's CPU ``gru_cell`` runs them (its profile's rows): the
     gates from unsafe chunks of the two products, updated in place."""
-    from .join import unsafe_chunk
+    from .nn_ops import linear
+
+    return gru_step_as_torch(linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def gru_step_as_torch(xw, hx, w_hh, b_hh):
+    """One GRU step from the input's product ``xw`` as PyTorch's CPU cell runs it while a
+    profiler records: unsafe chunks of both products, the gates updated in place (the same
+    numbers as ``_gru_steps``)."""
     from .nn_ops import linear
 
     session = observing_profiler()
-
-    def chunks(t):   # (one op in PyTorch's profile)
-        return session.as_one_op("aten::unsafe_chunk", lambda: (t, 3, 1), unsafe_chunk,
-                                 (t, 3, 1), {})
-
-    x_r, x_z, x_n = chunks(linear(input, w_ih, b_ih))
-    h_r, h_z, h_n = chunks(linear(hx, w_hh, b_hh))
-    r = x_r.add_(h_r).sigmoid_()
-    z = x_z.add_(h_z).sigmoid_()
-    n = (x_n + h_n.mul_(r)).tanh_()
+    x_r, x_z, x_n = unsafe_chunks(session, xw, 3)
+    h_r, h_z, h_n = unsafe_chunks(session, linear(hx, w_hh, b_hh), 3)
+    r = h_r.add_(x_r).sigmoid_()
+    z = h_z.add_(x_z).sigmoid_()
+    n = x_n.add(h_n.mul_(r)).tanh_()
     return (hx - n).mul_(z).add_(n)
+
+
+def unsafe_chunks(session, t, n):
+    """``t.unsafe_chunk(n, 1)`` recorded as PyTorch's ``aten::unsafe_chunk`` around its
+    ``aten::unsafe_split`` (``session``: the profiler's, which records)."""
+    from .join import unsafe_chunk
+
+    size = -(-t.shape[1] // n)
+    return session.composite(
+        "aten::unsafe_chunk", lambda: (t, n, 1),
+        lambda: session.as_one_op("aten::unsafe_split", lambda: (t, size, 1), unsafe_chunk,
+                                  (t, n, 1), {}), (), {})
 
 
 def _gru_steps(input, hx, w_ih, w_hh, b_ih, b_hh):

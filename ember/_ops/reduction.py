@@ -678,37 +678,64 @@ def _prod_kernel(xp, a, *, dim, keepdim, dtype):
     return r if r.dtype == dtype else r.astype(dtype)
 
 
-def _prod_vjp(g, a, *, dim, keepdim, dtype):
+def _prod_vjp(g, a, *, dim, keepdim, dtype, out):
     # NOTE [ prod's gradient ]
-    # Each input's gradient is the conjugated product of the others, computed as PyTorch
-    # does so that infinite and zero inputs give its numbers: with no zero anywhere in the
-    # input, out / a; with any zero (in any slice), every slice takes the product of the
-    # inputs before it times the product of those after it (exclusive running products), so
-    # [1, inf, -3] next to a slice holding a zero gives -3 for inf, not NaN. The product of
-    # everything with two zeros or more has a zero gradient outright, unless the backward
-    # pass itself records a graph (create_graph), which takes the running products.
-    # Under vmap the zero count is no Python number: a rule without branches serves there.
-    shape = a.shape
-    ge = _expand_back(g, shape, dim, keepdim)
+    # Each input's gradient is the conjugated product of the others, computed as PyTorch's
+    # formula computes it (the same ops, so a profile shows its rows and infinite and zero
+    # inputs give its numbers), from the saved result and the input in the gradient's
+    # dtype: with no zero in the input, out / a; with a zero (in any slice), every slice
+    # takes the product of the inputs before it times the product of those after it
+    # (exclusive running products, ``_prod_safe_zeros``), so [1, inf, -3] next to a slice
+    # holding a zero gives -3 for inf, not NaN. The product of everything with two zeros or
+    # more has a zero gradient outright, unless the backward pass itself records a graph
+    # (create_graph), which takes the running products. Under vmap the zero count is no
+    # Python number: a rule without branches serves there.
+    if a.dim() == 0:
+        return g
+    x = a.to(g.dtype)
+    if dim and not keepdim:
+        g, out = g.unsqueeze(dim[0]), out.unsqueeze(dim[0])
     try:
-        zeros = int((a == 0).sum())
+        if _dispatch.state.modes and _batched(x):
+            raise RuntimeError("no zero count under vmap")
+        zeros = (int((x == 0).sum(dim[0], keepdim=True).sum()) if dim else
+                 (x == 0).nonzero().shape[0])
     except RuntimeError:
-        factor = _prod_others(a, dim)
-        return ge * (factor.conj() if factor.is_complex() else factor)
+        return _expand_back(g, a.shape, dim, True) * _conj_of(_prod_others(a, dim))
     if not zeros:
-        out = a.prod(dim[0], keepdim=True) if dim else a.prod()
-        factor = _expand_back(out, shape, dim, True) / a
-    elif not dim and zeros > 1 and not _dispatch.state.grad_enabled:
-        return a.new_zeros(tuple(shape))
-    else:
-        x = a if dim else a.reshape(-1)
-        d = dim[0] if dim else 0
-        n = x.shape[d]
-        one = x.new_ones(tuple(1 if i == d else k for i, k in enumerate(x.shape)))
-        before = cat([one, x.cumprod(d).narrow(d, 0, n - 1)], d)
-        after = cat([one, x.flip(d).cumprod(d).narrow(d, 0, n - 1)], d).flip(d)
-        factor = (before * after).reshape(shape)
-    return ge * (factor.conj() if factor.is_complex() else factor)
+        return g * _conj_of(out / x)
+    if dim:
+        return _prod_safe_zeros(g, x, dim[0])
+    if zeros > 1 and not _dispatch.state.grad_enabled:
+        from .creation import zeros_like
+
+        return zeros_like(x)
+    return _prod_safe_zeros(g, x.contiguous().view(-1), 0).view_as(x)
+
+
+def _batched(t):
+    from ..func._batch_rules import _is_batched_arg
+
+    return _is_batched_arg(t)
+
+
+def _conj_of(t):
+    return t.conj() if t.is_complex() else t
+
+
+def _prod_safe_zeros(g, x, d):
+    """``g`` times the product of the others along ``d``, as exclusive running products
+    from both ends (no division): PyTorch's ``prod_safe_zeros_backward``."""
+    from .creation import ones
+
+    n = x.shape[d]
+    if x.numel() == 0:
+        return g.expand_as(x)
+    one = ones(tuple(1 if i == d else k for i, k in enumerate(x.shape)), dtype=g.dtype,
+               device=g.device)
+    before = cat([one, x.narrow(d, 0, n - 1)], d).cumprod(d)
+    after = cat([one, x.narrow(d, 1, n - 1).flip(d)], d).cumprod(d).flip(d)
+    return g * _conj_of(before * after)
 
 
 def _prod_others(a, dim):
@@ -1380,7 +1407,9 @@ def _cumprod_kernel(xp, a, *, dim, dtype):
         a = _times_complex_one(xp, a, dim)
     if a.ndim == 0:
         return a.astype(dtype, copy=True)
-    r = xp.cumprod(a, axis=dim, dtype=acc)
+    # (the array's method: NumPy's warning about inf * 0 then names this module, which
+    # ember's filter silences, NOTE [ Floating-point warnings ])
+    r = a.cumprod(axis=dim, dtype=acc)
     return r if r.dtype == dtype else r.astype(dtype)
 
 

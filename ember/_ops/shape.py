@@ -410,6 +410,11 @@ def alias(input):
 def view_as(self, other):
     """``self.view(other.size())``."""
     _check_tensor(other, "view_as", "other")
+    if _dispatch.intercept and _dispatch.state.modes:
+        session = profiler_session()
+        if session is not None:   # (PyTorch's ``aten::view_as`` row around its view)
+            return session.composite("aten::view_as", lambda: (self, other), view,
+                                     (self, other._data.shape), {})
     return view(self, other._data.shape)
 
 

@@ -19,8 +19,8 @@ a matrix and a vector and two vectors are one op in PyTorch too and keep ember's
 so does a call with ``out=``. A few steps have no ember op of their own and are recorded
 under PyTorch's name for the ember op doing the work: ``aten::_unsafe_view`` (a ``view``
 of the fresh product), ``aten::squeeze_`` (a ``squeeze`` of it). Nothing here runs when
-no profiler records. (Left as ember's: ``MvBackward0``'s formula, where PyTorch runs
-``aten::ger`` and ``aten::mv``.)
+no profiler records. (``MvBackward0``'s formula is PyTorch's, ``aten::ger`` and
+``aten::mv``, profiled or not: ``_matmul_vjp`` in ember/_ops/linalg.py.)
 """
 
 from __future__ import annotations
@@ -55,9 +55,11 @@ def _renamed(session, result, name, view_name="aten::view"):
 
 
 def _unsafe_view(session, t, shape):
-    # PyTorch's ``_unsafe_view`` of a product it just made: a view, its node an
-    # ``UnsafeViewBackward0``
+    # PyTorch's ``_unsafe_view`` of a product it just made: a view of its storage that
+    # autograd does not take for one (an in-place op on it, a linear layer's bias added,
+    # is then no ``CopySlices``), its node an ``UnsafeViewBackward0``
     r = _renamed(session, t.view(shape), "aten::_unsafe_view")
+    r._base = None
     return _node_names.rename(r, "UnsafeViewBackward0")
 
 

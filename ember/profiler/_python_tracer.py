@@ -20,6 +20,22 @@ the recorder's bookkeeping of it, the engine's hook for each backward node, the 
 a node of ember's own ops (not a user's ``autograd.Function``), and the ``step`` of an
 ember optimizer called without a closure or hooks of its own. On the GPT bench step that
 took the hook's calls from ~80k to ~25k per step (session 17).
+
+NOTE [ Calls into the API as PyTorch's C calls ]
+PyTorch's tensor methods and ``torch.*`` functions are C functions, so a traced frame that
+calls one gets an event named by their ``repr``: ``<built-in method relu of Tensor object
+at 0x...>`` (the tensor's address), ``<built-in method ones_like of type object at
+0x...>``, ``<built-in function linear>`` (``torch.nn.functional``'s functions bound from
+``torch._C._nn``), with the op's events inside. ember's are Python functions in ember's
+files, which the tracer does not record, so such a call is recorded under PyTorch's name
+for it when a traced frame calls an entry of ember's API (``_entries``): a public Tensor
+method (not an operator's dunder: PyTorch's operators reach C through slots, which make no
+event), a public ``ember.*`` op or one of the ``nn.functional`` functions PyTorch binds
+from C. What PyTorch writes in Python (``Tensor.backward``, ``torch.einsum``:
+``_TORCH_PYTHON``) gets no event: PyTorch shows its own Python frames there, which ember
+does not make up. Whether ``relu`` was called as a method or as ``torch.relu`` (one ember
+function for both) is read off the caller's code: the name loaded from a module is the
+function, else the method (``_called_as_method``).
 """
 
 from __future__ import annotations
@@ -30,6 +46,114 @@ import sys
 import sysconfig
 
 __all__ = []
+
+#: Tensor methods PyTorch writes in Python (no C call event; NOTE [ Calls into the API as
+#: PyTorch's C calls ])
+_TENSOR_PYTHON = frozenset((
+    "backward dim_order eig index is_shared istft lstsq lu module_load norm register_hook "
+    "register_post_accumulate_grad_hook reinforce resize resize_as share_memory_ solve "
+    "split stft storage storage_type symeig to_sparse_coo unflatten unique "
+    "unique_consecutive").split())
+#: ``torch.*`` functions PyTorch writes in Python
+_TORCH_PYTHON = frozenset((
+    "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors "
+    "cartesian_prod cdist chain_matmul einsum lobpcg lstsq lu matrix_rank meshgrid norm "
+    "pca_lowrank solve split stft svd_lowrank tensordot unique unique_consecutive "
+    "unravel_index").split())
+#: ``torch.nn.functional`` functions bound from ``torch._C._nn`` (``<built-in function>``)
+_NN_C = frozenset((
+    "avg_pool2d avg_pool3d elu_ gelu hardtanh_ leaky_relu_ linear one_hot "
+    "scaled_dot_product_attention softplus softshrink").split())
+_LOADS = frozenset(("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE"))
+_ATTRS = frozenset(("LOAD_METHOD", "LOAD_ATTR"))
+
+
+#: the entry of a code object several functions share: found by their closures' values
+_SHARED = ("shared",)
+
+
+@functools.lru_cache(maxsize=1)
+def _entries():
+    """{code object: entry} of ember's API entries that PyTorch runs as C calls, or
+    ``_SHARED`` for code that several functions share (generated wrappers of one signature,
+    a factory's methods), whose entries are ``{(code, id of the globals, ids of the
+    closure's values): entry}`` under the key None; an entry is ``(name, method,
+    function, nn)``: whether ``name`` is a Tensor method, a ``torch.*`` function, a
+    ``<built-in function>`` of ``nn.functional``."""
+    import types
+
+    from .._core.tensor import Tensor
+    from .._ops._registry import functions
+    from ..nn import functional as F
+
+    found: dict = {}
+
+    def add(fn, name, method=False, function=False, nn=False):
+        if not isinstance(fn, types.FunctionType):
+            return
+        got = found.get(fn)
+        if got is not None:
+            name = got[0]
+            method, function, nn = got[1] or method, got[2] or function, got[3] or nn
+        found[fn] = (name, method, function, nn)
+
+    for name in dir(Tensor):
+        if not name.startswith("_") and name not in _TENSOR_PYTHON:
+            add(getattr(Tensor, name, None), name, method=True)
+    for name, fn in functions.items():
+        if not name.startswith("_") and name not in _TORCH_PYTHON:
+            add(fn, name, function=True)
+    for name in _NN_C:
+        add(getattr(F, name, None), name, nn=True)
+    by_code: dict = {}
+    shared: dict = {}
+    for fn, entry in found.items():
+        code = fn.__code__
+        by_code[code] = _SHARED if code in by_code else entry
+        key = (code, id(fn.__globals__),
+               tuple(id(c.cell_contents) for c in fn.__closure__ or ()))
+        shared[key] = None if key in shared else entry
+    by_code[None] = shared
+    return by_code
+
+
+@functools.lru_cache(maxsize=4096)
+def _instructions(code):
+    import dis
+
+    ins = list(dis.get_instructions(code))
+    return [i.offset for i in ins], ins
+
+
+def _called_as_method(caller, name):
+    """Whether the call the frame ``caller`` makes now loads ``name`` off an object that is
+    no module (``x.relu()``) rather than off a module or by itself (``torch.relu(x)``,
+    ``relu(x)``); None when its code does not say."""
+    import bisect
+
+    try:
+        offsets, ins = _instructions(caller.f_code)
+    except Exception:   # (code ``dis`` cannot read)
+        return None
+    # (the frame's last instruction may be read inside the call's inline cache)
+    at = bisect.bisect_right(offsets, caller.f_lasti) - 1
+    if at < 0:
+        return None
+    for i in range(at, max(at - 64, -1), -1):
+        op = ins[i]
+        if op.argval != name:
+            continue
+        if op.opname in _LOADS:
+            return False
+        if op.opname in _ATTRS and i:
+            prev = ins[i - 1]
+            if prev.opname in _LOADS:
+                scope = caller.f_locals if prev.opname != "LOAD_GLOBAL" else caller.f_globals
+                obj = scope.get(prev.argval, caller.f_globals.get(prev.argval))
+                return not isinstance(obj, type(sys))
+            return True
+        return None
+    return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -84,6 +208,8 @@ class PythonTracer:
         self._kinds: dict = {}     # file name -> "ember", "library" or "user"
         self._traced: dict = {}    # id(frame) -> its event, for the traced frames running
         self._c_calls = []         # (id(frame), C function, event) of open C calls
+        self._api_calls: dict = {}  # id(frame) -> its event, for the API entries running
+        self._entries = _entries()
         self._previous = None
         #: the function given to ``sys.setprofile`` (ops compare it by identity to pause it)
         self.hook = self._hook
@@ -122,6 +248,33 @@ class PythonTracer:
             _restore(self._previous)
         self._traced.clear()
         self._c_calls.clear()
+        self._api_calls.clear()
+
+    @functools.cached_property
+    def _generic_code(self):
+        from .. import _overrides
+
+        return _overrides._generic_wrapper(len).__code__
+
+    def _api_name(self, frame, caller, entry):
+        """PyTorch's name of the C call ``frame`` stands for (NOTE [ Calls into the API as
+        PyTorch's C calls ]), or None."""
+        name, method, function, nn = entry
+        if method and function:
+            as_method = _called_as_method(caller, name)
+            method = as_method if as_method is not None else method
+        if nn and not method:
+            return f"<built-in function {name}>"
+        if method:
+            code = frame.f_code
+            first = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+            if first is None and code is self._generic_code:
+                args = frame.f_locals.get("args")
+                first = args[0] if args else None
+            if first is None:
+                return None
+            return f"<built-in method {name} of Tensor object at {id(first):#x}>"
+        return f"<built-in method {name} of type object at {id(type(frame)):#x}>"
 
     def _hook(self, frame, event, arg):
         # called for every Python and C call and return on the thread: the common cases
@@ -131,6 +284,8 @@ class PythonTracer:
                 self._c_calls.append((id(frame), arg, self.session.begin(repr(arg), "python")))
         elif event == "return":
             ev = self._traced.pop(id(frame), None)
+            if ev is None and self._api_calls:
+                ev = self._api_calls.pop(id(frame), None)
             if ev is not None:
                 self.session.end(ev)
         elif event == "call":
@@ -140,6 +295,18 @@ class PythonTracer:
             code = frame.f_code
             kind = self._kinds.get(code.co_filename) or self._kind(code.co_filename)
             if kind == "ember":
+                back = frame.f_back
+                if back is not None and id(back) in self._traced:
+                    entry = self._entries.get(code)
+                    if entry is _SHARED:
+                        values = frame.f_locals if code.co_freevars else None
+                        entry = self._entries[None].get(
+                            (code, id(frame.f_globals),
+                             tuple(id(values.get(v)) for v in code.co_freevars)))
+                    if entry is not None:
+                        name = self._api_name(frame, back, entry)
+                        if name is not None:
+                            self._api_calls[id(frame)] = self.session.begin(name, "python")
                 return
             back = frame.f_back
             if back is None or id(back) not in self._traced:

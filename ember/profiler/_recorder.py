@@ -246,6 +246,7 @@ def _event_name(handle):
 _BACKWARD_OPS = {
     "GeluBackward0": "aten::gelu_backward",
     "SoftmaxBackward0": "aten::_softmax_backward_data",
+    "SafeSoftmaxBackward0": "aten::_softmax_backward_data",
     "LogSoftmaxBackward0": "aten::_log_softmax_backward_data",
     "MseLossBackward0": "aten::mse_loss_backward",
     "ScaledDotProductFlashAttentionForCpuBackward0":
@@ -349,6 +350,7 @@ _BACKWARD_INPUTS = {
     "GeluBackward0": lambda node, grads: [_grad_info(grads), _saved_info(node, 0),
                                           node._params.get("approximate", "none")],
     "SoftmaxBackward0": _softmax_backward_inputs,
+    "SafeSoftmaxBackward0": _softmax_backward_inputs,
     "LogSoftmaxBackward0": _softmax_backward_inputs,
     "MseLossBackward0": lambda node, grads: [
         _grad_info(grads), _saved_info(node, 0), _saved_info(node, 1),
@@ -416,6 +418,25 @@ def _adaptive_avg_rule(args, kwargs):
     if all(o == 1 for o in kwargs["output_size"]):
         return outer, "aten::mean"
     return outer, f"aten::_adaptive_avg_pool{n}d"
+
+
+def _plane_mean_rows(args, kwargs, result):
+    """The ops inside PyTorch's ``aten::mean`` of a global average pooling: the planes
+    summed into the output (``sum``'s ``out=`` form), then divided in place by their
+    size."""
+    if "output_size" not in kwargs or not isinstance(result, Tensor):
+        return []
+    x, out = _info(args[0]), _info(result)
+    n = len(kwargs["output_size"])
+    dims = list(range(-n, 0))
+    size = math.prod(args[0]._data.shape[-n:])
+    return [("aten::sum", [x, dims, True, None, out], False, ()),
+            ("aten::div_", [out, size], True, ())]
+
+
+#: the kernel-level event a ``_NAMING`` rule names -> ``fn(args, kwargs, result)`` giving
+#: the rows of the ops PyTorch's kernel op runs inside it (``_OpRecorder._rows_inside``)
+_KERNEL_ROWS = {"aten::mean": _plane_mean_rows}
 
 
 def _adaptive_avg_inputs(args, kwargs):
@@ -1658,6 +1679,11 @@ class _OpRecorder(_dispatch.Mode):
                 flops = leaf[9]
                 leaf = leaf[:9] + (0,) + leaf[10:]
             ops[-1] = leaf
+        inside = _KERNEL_ROWS.get(chain[-1])
+        if inside is not None:
+            leaf = s.ops[-1]
+            self._rows_inside(leaf[0], leaf[3], leaf[4], len(leaf) > 6,
+                              inside(args, kwargs, r))
         # the outer events carry the node's number too: the trace's flow arrow starts there
         seq = _sequence_nr(r, args)
         if noted is not None and seq >= 0:
@@ -1712,7 +1738,13 @@ class _OpRecorder(_dispatch.Mode):
         if name == "aten::unbind":
             if p is not None and p.kind == "bwd" and p.name == "StackBackward0":
                 return self._unbind_as_selects(handle, args, kwargs, p)
-            return self.dispatch(handle, args, kwargs, name)
+            r = self.dispatch(handle, args, kwargs, name)
+            if type(r) is tuple:   # (PyTorch's kernel: one ``aten::select`` per piece)
+                leaf, x, dim = self.session.ops[-1], _info(args[0]), kwargs.get("dim", 0)
+                self._rows_inside(leaf[0], leaf[3], leaf[4], len(leaf) > 6,
+                                  [("aten::select", [x, dim, k], False, ())
+                                   for k in range(len(r))])
+            return r
         if name == "aten::split":
             if p is not None and p.kind == "bwd" and p.name == "CatBackward0" and \
                     "bounds" in kwargs:

@@ -16,7 +16,7 @@ import warnings
 from ... import _dispatch
 from ..._core.dtype import bfloat16, float32
 from ..._ops import nn_ops, nn_rnn
-from ..._ops._registry import profiler_session
+from ..._ops._registry import observing_profiler, profiler_session
 from ..._ops.creation import empty, zeros
 from ..._ops.join import cat, stack
 from .. import functional as F
@@ -168,6 +168,18 @@ class RNNBase(Module):
             for b in batch_sizes[:-1]:
                 offsets.append(offsets[-1] + b)
         outputs = [None] * steps
+        if mode != "LSTM" and batch_sizes is None and observing_profiler() is not None:
+            # PyTorch's CPU steps, their rows and nodes: the projection unbound, the cells'
+            # updates in place (the same numbers)
+            xs = xw.unbind(0)
+            for t in order:
+                if mode == "GRU":
+                    h = nn_rnn.gru_step_as_torch(xs[t], h, w_hh, b_hh)
+                else:
+                    pre = F.linear(h, w_hh, b_hh).add_(xs[t])
+                    h = pre.tanh() if mode == "RNN_TANH" else F.relu(pre)
+                outputs[t] = h
+            return outputs, h, c
         for t in order:
             if batch_sizes is not None:
                 bs = batch_sizes[t]
@@ -281,6 +293,8 @@ class RNNBase(Module):
         """The recurrence over every layer and direction: (output, h_n, c_n or None)."""
         h_finals, c_finals = [], []
         layer_input = x
+        if c0 is None and batch_sizes is None and observing_profiler() is not None:
+            h0 = h0.unbind(0)   # (as PyTorch's CPU layers take the initial states)
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
