@@ -627,11 +627,11 @@ def test_functional_collectives_in_a_world_of_one(tmp_path):
     assert _run(["-c", code], tmp_path).strip() == "ok"
 
 
-def test_fsdp1_class_answers_isinstance_and_points_to_fully_shard():
+def test_fsdp1_class_answers_isinstance_and_needs_a_group():
     from ember.distributed.fsdp import FullyShardedDataParallel
 
     assert not isinstance(ember.nn.Linear(2, 2), FullyShardedDataParallel)
-    with pytest.raises(NotImplementedError, match="fully_shard"):
+    with pytest.raises(ValueError, match="init_process_group"):
         FullyShardedDataParallel(ember.nn.Linear(2, 2))
 
 

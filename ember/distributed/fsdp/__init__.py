@@ -1,5 +1,6 @@
 """``ember.distributed.fsdp``: sharded data parallelism with ``fully_shard`` (PyTorch's
-FSDP2 API); see NOTE [ fully_shard ] in ``_fully_shard.py``.
+FSDP2 API; NOTE [ fully_shard ] in ``_fully_shard.py``) and the ``FullyShardedDataParallel``
+wrapper (FSDP1; NOTE [ FSDP1 on fully_shard's gathers ] in ``fully_sharded_data_parallel.py``).
 
 Example::
 
@@ -10,11 +11,43 @@ Example::
 
 import dataclasses
 
-from ._fully_shard import FSDPModule, fully_shard
+from ._fully_shard import (FSDPModule, UnshardHandle, fully_shard, register_fsdp_forward_method,
+                           share_comm_ctx)
+from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,
+                  LocalOptimStateDictConfig, LocalStateDictConfig, MixedPrecision,
+                  OptimStateDictConfig, OptimStateKeyType, ShardedOptimStateDictConfig,
+                  ShardedStateDictConfig, ShardingStrategy, StateDictConfig, StateDictSettings,
+                  StateDictType)
 from .fully_sharded_data_parallel import FullyShardedDataParallel
 
-__all__ = ["CPUOffloadPolicy", "FSDPModule", "FullyShardedDataParallel", "MixedPrecisionPolicy",
-           "OffloadPolicy", "full_state_dict", "fully_shard"]
+__all__ = ["BackwardPrefetch", "CPUOffload", "CPUOffloadPolicy", "DataParallelMeshDims",
+           "FSDPModule",
+           "FullOptimStateDictConfig", "FullStateDictConfig", "FullyShardedDataParallel",
+           "LocalOptimStateDictConfig", "LocalStateDictConfig", "MixedPrecision",
+           "MixedPrecisionPolicy", "OffloadPolicy", "OptimStateDictConfig", "OptimStateKeyType",
+           "ShardedOptimStateDictConfig", "ShardedStateDictConfig", "ShardingStrategy",
+           "StateDictConfig", "StateDictSettings", "StateDictType", "UnshardHandle",
+           "full_state_dict", "fully_shard", "register_fsdp_forward_method", "share_comm_ctx"]
+
+
+@dataclasses.dataclass
+class DataParallelMeshDims:
+    """Which named dimensions of a DeviceMesh are data parallel, for ``fully_shard`` of
+    parameters that are already DTensors on that mesh (accepted: ember shards over the
+    ``mesh`` it is given).
+
+    Args:
+        shard: the dimension name(s) parameters are sharded over.
+        replicate: the dimension name(s) parameters are replicated over.
+
+    Example::
+
+        >>> DataParallelMeshDims(shard="dp").replicate is None
+        True
+    """
+
+    shard: object = None
+    replicate: object = None
 
 
 @dataclasses.dataclass(frozen=True)

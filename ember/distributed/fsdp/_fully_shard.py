@@ -31,7 +31,8 @@ from __future__ import annotations
 import math
 import weakref
 
-__all__ = ["FSDPModule", "fully_shard"]
+__all__ = ["FSDPModule", "UnshardHandle", "fully_shard", "register_fsdp_forward_method",
+           "share_comm_ctx"]
 
 
 class FSDPModule:
@@ -59,7 +60,7 @@ class FSDPModule:
             >>> model.unshard()  # doctest: +SKIP
         """
         self._fsdp_state.unshard(self)
-        return _UnshardHandle() if async_op else None
+        return UnshardHandle() if async_op else None
 
     def set_modules_to_forward_prefetch(self, modules):
         """Gather ``modules``' parameters as soon as this module's forward starts (ahead of
@@ -206,12 +207,81 @@ class FSDPModule:
                 m._fsdp_state.reshard_after_forward = reshard_after_forward
 
 
-class _UnshardHandle:
-    """What ``unshard(async_op=True)`` returns: the gather is already done."""
+class UnshardHandle:
+    """What ``unshard(async_op=True)`` returns: the gather is already done.
+
+    Example::
+
+        >>> UnshardHandle().wait() is None
+        True
+    """
 
     def wait(self):
-        """Return at once (the parameters are gathered)."""
+        """Return at once (the parameters are gathered).
+
+        Returns:
+            None
+
+        Example::
+
+            >>> UnshardHandle().wait()
+        """
         return None
+
+
+
+def register_fsdp_forward_method(module, method_name: str) -> None:
+    """Make ``module.<method_name>`` gather the parameters around its call as ``forward``
+    does (``generate`` of a model sharded with ``fully_shard``, say).
+
+    Args:
+        module (Module): a module sharded with ``fully_shard`` (others are left as they are).
+        method_name (str): the method.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> register_fsdp_forward_method(model, "generate")  # doctest: +SKIP
+    """
+    if not isinstance(module, FSDPModule):
+        return
+    method = getattr(module, method_name)
+
+    def gathered(*args, **kwargs):
+        state = module._fsdp_state
+        was = state.gathered
+        state.unshard(module)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if not was and state.reshard_after_forward:
+                state.reshard(module)
+
+    setattr(module, method_name, gathered)
+
+
+def share_comm_ctx(modules) -> None:
+    """Let ``modules`` share communication streams (accepted: ember gathers synchronously,
+    on no stream of its own).
+
+    Args:
+        modules (list of FSDPModule): the modules.
+
+    Returns:
+        None
+
+    Raises:
+        ValueError: an entry is not an ``FSDPModule``.
+
+    Example::
+
+        >>> share_comm_ctx([model.layers[0], model.layers[1]])  # doctest: +SKIP
+    """
+    for m in modules:
+        if not isinstance(m, FSDPModule):
+            raise ValueError(f"share_comm_ctx: expected FSDPModule, got {type(m).__name__}")
 
 
 class _Gather:
@@ -277,6 +347,7 @@ class _ParamInfo:
         self.chunk = max(1, math.ceil(rows / size))
         self.rows = rows
         self.state = None
+        self.pending = None  # the full local gradient of unsynchronized backwards
         self.tp = None  # a _TPLayout for a tensor-parallel parameter (2-D)
 
     def local_rows(self, r):
@@ -310,8 +381,14 @@ class _ParamInfo:
             grad = grad.to(mp.reduce_dtype or mp.param_dtype)  # PyTorch's default
         g = grad.reshape((self.rows,) + tail)
         lo, hi = self.local_rows(self.rank)
+        # without sync the full local gradient waits; the next synchronized backward reduces
+        # the sum, so accumulation over k steps averages as one step on k times the data
+        if self.pending is not None:
+            g = g + self.pending
+            self.pending = None
         if not self.state.sync:
-            return None if hi == lo and False else self._accumulate(g[lo:hi])
+            self.pending = g.detach().clone()
+            return None
         pad = self.chunk * self.size - self.rows
         if pad:
             g = cat([g, zeros((pad,) + tail, dtype=grad.dtype)])
@@ -325,10 +402,6 @@ class _ParamInfo:
             out = out / factor
         local = out[:hi - lo].to(self.dtype)
         return local if not self.shape else local.reshape((hi - lo,) + tail)
-
-    def _accumulate(self, g):
-        # without sync: this rank's rows of its own full gradient, not averaged
-        return g.to(self.dtype).clone()
 
 
 class _TPLayout:
