@@ -141,6 +141,262 @@ def _nn_module():
     return mod
 
 
+# -- TorchScript's executor switches (timm's utils/jit.py sets them) ---------------------------
+# ember scripts run as Python (NOTE in ember/jit), so these only keep the values a program set
+_jit_state = {"profiling_mode": True, "profiling_executor": True, "texpr_fuser": True,
+              "fuse_cpu": False, "fuse_gpu": False}
+
+
+def _jit_set(key, value):
+    old = _jit_state[key]
+    _jit_state[key] = bool(value)
+    return old
+
+
+def _jit_set_profiling_mode(flag: bool) -> bool:
+    """Set TorchScript's profiling mode; returns the previous setting.
+
+    Args:
+        flag (bool): the new setting.
+
+    Returns:
+        bool: the previous one.
+
+    Example::
+
+        >>> old = ember._C._jit_set_profiling_mode(False)
+        >>> ember._C._jit_set_profiling_mode(old)
+        False
+    """
+    return _jit_set("profiling_mode", flag)
+
+
+def _jit_set_profiling_executor(flag: bool) -> bool:
+    """Set TorchScript's profiling executor; returns the previous setting.
+
+    Args:
+        flag (bool): the new setting.
+
+    Returns:
+        bool: the previous one.
+
+    Example::
+
+        >>> old = ember._C._jit_set_profiling_executor(False)
+        >>> ember._C._jit_set_profiling_executor(old)
+        False
+    """
+    return _jit_set("profiling_executor", flag)
+
+
+def _jit_set_texpr_fuser_enabled(flag: bool) -> None:
+    """Turn TorchScript's tensor-expression fuser on or off (kept as a setting).
+
+    Args:
+        flag (bool): the new setting.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._C._jit_set_texpr_fuser_enabled(True)
+    """
+    _jit_set("texpr_fuser", flag)
+
+
+def _jit_texpr_fuser_enabled() -> bool:
+    """Whether TorchScript's tensor-expression fuser is on (the setting).
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> isinstance(ember._C._jit_texpr_fuser_enabled(), bool)
+        True
+    """
+    return _jit_state["texpr_fuser"]
+
+
+def _jit_override_can_fuse_on_cpu(flag: bool) -> None:
+    """Allow or forbid TorchScript fusion on the CPU (kept as a setting).
+
+    Args:
+        flag (bool): the new setting.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._C._jit_override_can_fuse_on_cpu(False)
+    """
+    _jit_set("fuse_cpu", flag)
+
+
+def _jit_override_can_fuse_on_gpu(flag: bool) -> None:
+    """Allow or forbid TorchScript fusion on the GPU (kept as a setting).
+
+    Args:
+        flag (bool): the new setting.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._C._jit_override_can_fuse_on_gpu(False)
+    """
+    _jit_set("fuse_gpu", flag)
+
+
+def _jit_can_fuse_on_cpu() -> bool:
+    """Whether TorchScript may fuse on the CPU (the setting). Default: False.
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> ember._C._jit_can_fuse_on_cpu()
+        False
+    """
+    return _jit_state["fuse_cpu"]
+
+
+def _jit_can_fuse_on_gpu() -> bool:
+    """Whether TorchScript may fuse on the GPU (the setting). Default: False.
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> ember._C._jit_can_fuse_on_gpu()
+        False
+    """
+    return _jit_state["fuse_gpu"]
+
+
+def _jit_set_nvfuser_enabled(flag: bool) -> None:
+    """A no-op that warns: TorchScript no longer has nvFuser (as in PyTorch).
+
+    Args:
+        flag (bool): ignored.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember._C._jit_set_nvfuser_enabled(False)
+    """
+    import warnings
+
+    warnings.warn("nvfuser is no longer supported in torch script, use "
+                  "_jit_set_nvfuser_enabled is deprecated and a no-op", stacklevel=2)
+
+
+def _jit_set_nvfuser_guard_mode(flag: bool) -> None:
+    """A no-op that warns: TorchScript no longer has nvFuser (as in PyTorch).
+
+    Args:
+        flag (bool): ignored.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     ember._C._jit_set_nvfuser_guard_mode(False)
+    """
+    import warnings
+
+    warnings.warn("nvfuser is no longer supported in torch script, use "
+                  "_jit_set_nvfuser_guard_mode is deprecated and a no-op", stacklevel=2)
+
+
+def _get_privateuse1_backend_name() -> str:
+    """The name of the out-of-tree device backend slot (``"privateuseone"`` until a
+    backend renames it with ``ember.utils.rename_privateuse1_backend``).
+
+    Returns:
+        str.
+
+    Example::
+
+        >>> ember._C._get_privateuse1_backend_name()
+        'privateuseone'
+    """
+    try:
+        from .utils import _privateuse1_name
+
+        return _privateuse1_name()
+    except ImportError:
+        return "privateuseone"
+
+
+def _get_accelerator(check=False):
+    """The accelerator device type in use (``cuda`` with a GPU), else the CPU device.
+
+    Args:
+        check (bool): accepted for PyTorch's signature.
+
+    Returns:
+        ember.device.
+
+    Example::
+
+        >>> ember._C._get_accelerator().type in ("cpu", "cuda")
+        True
+    """
+    from . import accelerator, device
+
+    acc = accelerator.current_accelerator()
+    return acc if acc is not None else device("cpu")
+
+
+def _set_grad_enabled(mode: bool) -> None:
+    """Turn gradient recording on or off for this thread (``ember.set_grad_enabled``'s
+    switch without the context manager).
+
+    Args:
+        mode (bool): record (True) or not.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._C._set_grad_enabled(True)
+    """
+    from .autograd import grad_mode
+
+    grad_mode.set_grad_enabled(bool(mode))
+
+
+def _get_tracing_state():
+    """The active TorchScript tracer's state: None (ember's tracing records through the
+    dispatcher, with no tracer object for programs to query).
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._C._get_tracing_state() is None
+        True
+    """
+    return None
+
+
 def __getattr__(name):
     # ``_C._profiler`` needs the profiler's types: made on first use
     if name == "_profiler":

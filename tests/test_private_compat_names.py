@@ -203,3 +203,23 @@ def test_tensor_module():
     assert callable(ember._tensor._rebuild_from_type_v2)
     t = ember._tensor._rebuild_from_type(ember.ones, ember.Tensor, (2,), {})
     assert t.shape == (2,)
+
+
+def test_c_switches_match_torch():
+    for T in (ember, torch):
+        C = T._C
+        assert C._jit_set_profiling_mode(False) is True
+        assert C._jit_set_profiling_mode(True) is False
+        assert C._jit_set_profiling_executor(False) is True
+        assert C._jit_set_profiling_executor(True) is False
+        assert C._jit_set_texpr_fuser_enabled(True) is None and C._jit_texpr_fuser_enabled()
+        C._jit_override_can_fuse_on_cpu(False)
+        C._jit_override_can_fuse_on_gpu(False)
+        assert C._jit_can_fuse_on_cpu() is False and C._jit_can_fuse_on_gpu() is False
+        assert C._get_privateuse1_backend_name() == "privateuseone"
+        assert C._get_tracing_state() is None
+        assert C._get_accelerator().type == ("cuda" if T.cuda.is_available() else "cpu")
+        C._set_grad_enabled(False)
+        assert not T.is_grad_enabled()
+        C._set_grad_enabled(True)
+        assert T.is_grad_enabled()
