@@ -109,9 +109,13 @@ def _worker_env(args, local_rank, nproc, nnodes, port, run_id, node_rank, addr, 
     return env
 
 
-def _command(args):
+def _command(args, local_rank=None):
+    script_args = list(args.training_script_args)
+    if getattr(args, "use_env", True) is False and local_rank is not None:
+        # ``ember.distributed.launch`` without --use-env: the rank as the script's argument
+        script_args.insert(0, f"--local-rank={local_rank}")
     if args.no_python:
-        return [args.training_script, *args.training_script_args]
+        return [args.training_script, *script_args]
     # NOTE [ Workers of a PyTorch script ]
     # the workers run the script through ``ember.compat.run``, whichever way this launcher
     # was started (``python -m ember.distributed.run train.py``, or ``python -m
@@ -121,8 +125,8 @@ def _command(args):
     # runs as before: the alias only names ``torch``.
     python = [sys.executable, "-u", "-m", "ember.compat.run"]
     if args.module:
-        return [*python, "-m", args.training_script, *args.training_script_args]
-    return [*python, args.training_script, *args.training_script_args]
+        return [*python, "-m", args.training_script, *script_args]
+    return [*python, args.training_script, *script_args]
 
 
 def _warn_threads(nproc: int) -> None:
@@ -245,7 +249,8 @@ class _Group:
         or ``"lost"`` (the rendezvous is gone)."""
         from .elastic._rendezvous import RendezvousError
 
-        procs = [subprocess.Popen(_command(self.args), env=env) for env in self.envs]
+        procs = [subprocess.Popen(_command(self.args, i), env=env)
+                 for i, env in enumerate(self.envs)]
 
         def forward(signum, frame):
             for p in procs:
