@@ -223,3 +223,34 @@ def test_c_switches_match_torch():
         assert not T.is_grad_enabled()
         C._set_grad_enabled(True)
         assert T.is_grad_enabled()
+
+
+def test_optimizer_helpers_match_torch():
+    import importlib
+
+    for T in (ember, torch):
+        o = importlib.import_module(f"{T.__name__}.optim.optimizer")
+        p = [T.zeros(2), T.nn.Parameter(T.zeros(3))]
+        assert o._default_to_fused_or_foreach(p, False) == (False, False)
+        assert o._default_to_fused_or_foreach(p, False, use_fused=True) == (True, False)
+        assert o._default_to_fused_or_foreach(p, True, use_fused=True) == (False, False)
+        assert o._default_to_fused_or_foreach([T.zeros(2, dtype=T.int64)], False,
+                                              use_fused=True) == (False, False)
+        assert o._get_capturable_supported_devices(supports_xla=False) == [
+            "cuda", "xpu", "hpu", "privateuseone"]
+        assert o._get_value(T.tensor(2.5)) == 2.5 and o._get_value(3) == 3
+        assert o._get_scalar_dtype() == T.float32 and o._get_scalar_dtype(True) == T.float32
+        assert o._to_scalar(T.tensor([0.5])).dim() == 0
+
+        class Sgd(T.optim.Optimizer):
+            def __init__(self, params, differentiable=False):
+                super().__init__(params, {"lr": 0.1, "differentiable": differentiable})
+
+            @o._use_grad_for_differentiable
+            def step(self, closure=None):
+                return T.is_grad_enabled()
+
+        w = T.zeros(1, requires_grad=True)
+        assert Sgd([w]).step() is False
+        assert Sgd([w], differentiable=True).step() is True
+        assert T.is_grad_enabled()

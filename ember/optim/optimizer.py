@@ -544,3 +544,205 @@ class Optimizer:
         self.__setstate__({"state": state, "param_groups": new_groups})
         for hook in self._optimizer_load_state_dict_post_hooks.values():
             hook(self)
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers optimizers written outside ember import from this module (timm's, for one)
+
+#: what ``params`` may be: tensors, parameter-group dicts, or (name, tensor) pairs
+ParamsT = "Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]"
+
+
+def _foreach_types():
+    from ..nn.parameter import Parameter
+
+    return [Tensor, Parameter]
+
+
+def _get_foreach_kernels_supported_devices() -> list:
+    """Device types with multi-tensor (foreach) kernels: the accelerators (on the CPU the
+    per-tensor loop is as fast).
+
+    Returns:
+        list of str.
+
+    Example::
+
+        >>> "cpu" in _get_foreach_kernels_supported_devices()
+        False
+    """
+    return ["cuda", "xpu", "privateuseone"]
+
+
+def _get_fused_kernels_supported_devices() -> list:
+    """Device types with fused optimizer kernels (``fused=True``).
+
+    Returns:
+        list of str.
+
+    Example::
+
+        >>> "cpu" in _get_fused_kernels_supported_devices()
+        True
+    """
+    return ["mps", "cuda", "xpu", "hpu", "cpu", "privateuseone"]
+
+
+def _get_capturable_supported_devices(supports_xla: bool = True) -> list:
+    """Device types whose optimizer steps may run inside a captured graph
+    (``capturable=True``).
+
+    Args:
+        supports_xla (bool): include ``"xla"``. Default: True.
+
+    Returns:
+        list of str.
+
+    Example::
+
+        >>> _get_capturable_supported_devices(supports_xla=False)
+        ['cuda', 'xpu', 'hpu', 'privateuseone']
+    """
+    devices = ["cuda", "xpu", "hpu", "privateuseone"]
+    return devices + ["xla"] if supports_xla else devices
+
+
+def _default_to_fused_or_foreach(params, differentiable: bool, use_fused: bool = False):
+    """Whether a step over ``params`` should use the fused kernel and whether the foreach
+    one, when the user chose neither: fused only when asked and every tensor is a floating
+    one on a device with fused kernels; otherwise foreach when every tensor is on a device
+    with foreach kernels. A differentiable step uses neither.
+
+    Args:
+        params (list of Tensors or None): the tensors the step updates.
+        differentiable (bool): whether the step is recorded by autograd.
+        use_fused (bool): whether fused kernels are wanted. Default: False.
+
+    Returns:
+        tuple of bool: ``(fused, foreach)``.
+
+    Example::
+
+        >>> _default_to_fused_or_foreach([ember.zeros(2)], False)
+        (False, False)
+    """
+    if differentiable:
+        return False, False
+    types = _foreach_types()
+    fused_devices = _get_fused_kernels_supported_devices()
+    foreach_devices = _get_foreach_kernels_supported_devices()
+    fused = use_fused and all(
+        p is None or (type(p) in types and p.device.type in fused_devices
+                      and p.is_floating_point()) for p in params)
+    foreach = not fused and all(
+        p is None or (type(p) in types and p.device.type in foreach_devices) for p in params)
+    return fused, foreach
+
+
+def _use_grad_for_differentiable(func):
+    """Decorate an optimizer's ``step``: run it with gradient recording set to the
+    optimizer's ``differentiable`` default (off unless asked), restoring the mode after.
+
+    Args:
+        func (callable): ``step(self, ...)``.
+
+    Returns:
+        callable: the wrapped step.
+
+    Example::
+
+        >>> class Plain(ember.optim.Optimizer):
+        ...     @_use_grad_for_differentiable
+        ...     def step(self, closure=None):
+        ...         return ember.is_grad_enabled()
+        >>> Plain([ember.zeros(1, requires_grad=True)], {"differentiable": False}).step()
+        False
+    """
+    from ..autograd import grad_mode
+
+    @functools.wraps(func)
+    def step(self, *args, **kwargs):
+        before = grad_mode.is_grad_enabled()
+        try:
+            grad_mode.set_grad_enabled(bool(self.defaults.get("differentiable", False)))
+            return func(self, *args, **kwargs)
+        finally:
+            grad_mode.set_grad_enabled(before)
+
+    return step
+
+
+def _get_value(x):
+    """A step count or hyperparameter as a Python number (a one-element tensor's item).
+
+    Args:
+        x (Tensor or number): the value.
+
+    Returns:
+        number.
+
+    Example::
+
+        >>> _get_value(ember.tensor(3.0))
+        3.0
+    """
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _get_scalar_dtype(is_fused=None):
+    """The dtype of an optimizer's scalar state (step counts): float32 for fused kernels,
+    else float64 when that is the default dtype, else float32.
+
+    Args:
+        is_fused (bool, optional): whether the fused kernel will read it.
+
+    Returns:
+        ember.dtype.
+
+    Example::
+
+        >>> _get_scalar_dtype()
+        ember.float32
+    """
+    from .._core import dtype as _dt
+
+    if is_fused:
+        return _dt.float32
+    return _dt.float64 if _dt.get_default_dtype() is _dt.float64 else _dt.float32
+
+
+def _to_scalar(x):
+    """A one-element hyperparameter tensor as a 0-dim tensor (numbers unchanged).
+
+    Args:
+        x (number or Tensor): the hyperparameter.
+
+    Returns:
+        number or Tensor.
+
+    Example::
+
+        >>> _to_scalar(ember.tensor([0.1])).shape
+        ember.Size([])
+    """
+    if isinstance(x, Tensor) and x.dim() != 0:
+        return x.squeeze()
+    return x
+
+
+def _stack_if_compiling(x):
+    """``x`` unchanged (ember's compile runs eagerly, so values are never stacked for a
+    graph).
+
+    Args:
+        x (list): the values.
+
+    Returns:
+        list: ``x``.
+
+    Example::
+
+        >>> _stack_if_compiling([1, 2])
+        [1, 2]
+    """
+    return x
