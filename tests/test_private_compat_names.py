@@ -254,3 +254,24 @@ def test_optimizer_helpers_match_torch():
         assert Sgd([w]).step() is False
         assert Sgd([w], differentiable=True).step() is True
         assert T.is_grad_enabled()
+
+
+def test_pytree_paths_and_private_helpers_match_torch():
+    from collections import namedtuple
+
+    import ember.utils._pytree as ep
+    import torch.utils._pytree as tp
+
+    P = namedtuple("P", "x y")
+    tree = {"a": [1, (2, 3)], "b": P(4, 5)}
+    for mod in (ep, tp):
+        pairs, _ = mod.tree_flatten_with_path(tree)
+        assert [mod.keystr(p) for p, _ in pairs] == ["['a'][0]", "['a'][1][0]", "['a'][1][1]",
+                                                    "['b'].x", "['b'].y"]
+        assert [v for _, v in mod.tree_leaves_with_path(tree)] == [1, 2, 3, 4, 5]
+        assert mod.tree_map_with_path(lambda p, v: len(p) * v, tree) == {
+            "a": [2, (6, 9)], "b": P(8, 10)}
+        assert mod._dict_flatten({"a": 1, "b": 2}) == ([1, 2], ["a", "b"])
+        assert mod._dict_unflatten([1, 2], ["a", "b"]) == {"a": 1, "b": 2}
+        assert mod._is_leaf(1) and not mod._is_leaf([1])
+        assert str(mod.SequenceKey(1)) == "[1]" and str(mod.GetAttrKey("x")) == ".x"

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves",
            "tree_map_only", "tree_all", "tree_any", "tree_structure", "register_pytree_node",
-           "tensor_leaves"]
+           "tensor_leaves", "MappingKey", "SequenceKey", "GetAttrKey", "keystr",
+           "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path"]
 
 # type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
 _nodes: dict = {}
@@ -90,7 +91,20 @@ def _node_fns(x):
 
 
 class TreeSpec:
-    """The shape of a tree: its node type, context and children's specs."""
+    """The shape of a tree: its node type, context and children's specs.
+
+    Args:
+        type (type): the node's container type.
+        context: what the type's unflatten function needs besides the children (a dict's
+            keys, a namedtuple's class).
+        children_specs (list of TreeSpec): the children's shapes.
+
+    Example::
+
+        >>> spec = tree_flatten({"a": 1, "b": [2, 3]})[1]
+        >>> spec.num_leaves, spec.type.__name__
+        (3, 'dict')
+    """
 
     def __init__(self, type, context, children_specs):
         self.type = type
@@ -111,7 +125,16 @@ class TreeSpec:
 
 
 class LeafSpec(TreeSpec):
-    """The spec of a single leaf."""
+    """The spec of a single leaf.
+
+    Args:
+        (none).
+
+    Example::
+
+        >>> LeafSpec().is_leaf()
+        True
+    """
 
     def __init__(self):
         self.type = None
@@ -257,7 +280,22 @@ def tree_map(fn, tree, *rests, is_leaf=None):
 
 
 def tree_map_only(type_or_types, fn, tree, is_leaf=None):
-    """``tree_map`` applying ``fn`` only to leaves of the given type(s)."""
+    """``tree_map`` applying ``fn`` only to leaves of the given type(s).
+
+    Args:
+        type_or_types (type or tuple of types): the leaves ``fn`` applies to.
+        fn (callable): ``leaf -> new leaf``.
+        tree: the tree.
+        is_leaf: as in ``tree_flatten``.
+
+    Returns:
+        A tree of the same shape.
+
+    Example::
+
+        >>> tree_map_only(int, lambda x: x * 2, [1, "a", (3,)])
+        [2, 'a', (6,)]
+    """
     return tree_map(lambda x: fn(x) if isinstance(x, type_or_types) else x, tree,
                     is_leaf=is_leaf)
 
@@ -323,3 +361,327 @@ def _dict_flatten_with_keys(d):
     """
     keys = list(d.keys())
     return [(MappingKey(k), d[k]) for k in keys], keys
+
+
+class SequenceKey:
+    """The path entry of a sequence's child: its index.
+
+    Args:
+        idx (int): the child's position.
+
+    Example::
+
+        >>> str(SequenceKey(2))
+        '[2]'
+    """
+
+    def __init__(self, idx):
+        self.idx = idx
+
+    def __eq__(self, other):
+        return isinstance(other, SequenceKey) and other.idx == self.idx
+
+    def __hash__(self):
+        return hash(("SequenceKey", self.idx))
+
+    def __repr__(self):
+        return f"SequenceKey(idx={self.idx!r})"
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence):
+        """The child this entry names in ``sequence``."""
+        return sequence[self.idx]
+
+
+class GetAttrKey:
+    """The path entry of an object's child reached by attribute (a namedtuple's field).
+
+    Args:
+        name (str): the attribute.
+
+    Example::
+
+        >>> str(GetAttrKey("x"))
+        '.x'
+    """
+
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, GetAttrKey) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("GetAttrKey", self.name))
+
+    def __repr__(self):
+        return f"GetAttrKey(name={self.name!r})"
+
+    def __str__(self):
+        return f".{self.name}"
+
+    def get(self, obj):
+        """The child this entry names in ``obj``."""
+        return getattr(obj, self.name)
+
+
+#: a path entry (``SequenceKey``, ``MappingKey`` or ``GetAttrKey``) and a path of them
+KeyEntry = Any
+KeyPath = tuple
+#: a node's context (whatever its unflatten function needs)
+Context = Any
+
+
+def keystr(kp) -> str:
+    """A key path as the Python accessor it stands for.
+
+    Args:
+        kp (tuple of path entries): the path.
+
+    Returns:
+        str.
+
+    Example::
+
+        >>> keystr((MappingKey("a"), SequenceKey(0)))
+        "['a'][0]"
+    """
+    return "".join(str(k) for k in kp)
+
+
+def _keys_of(x):
+    """``x``'s children paired with their path entries, or None for a leaf."""
+    node = SUPPORTED_NODES.get(_get_node_type(x))
+    if node is not None and node.flatten_with_keys_fn is not None:
+        return node.flatten_with_keys_fn(x)[0]
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return [(GetAttrKey(f), v) for f, v in zip(type(x)._fields, x)]
+    if isinstance(x, dict):
+        return [(MappingKey(k), v) for k, v in x.items()]
+    fns = _node_fns(x)
+    if fns is None:
+        return None
+    return [(SequenceKey(i), c) for i, c in enumerate(fns[0](x)[0])]
+
+
+def _paths_into(x, path, out, is_leaf):
+    keyed = None if is_leaf is not None and is_leaf(x) else _keys_of(x)
+    if keyed is None:
+        out.append((path, x))
+        return
+    for k, c in keyed:
+        _paths_into(c, path + (k,), out, is_leaf)
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """:func:`tree_flatten` with each leaf's key path.
+
+    Args:
+        tree: the nested structure.
+        is_leaf: as in ``tree_flatten``.
+
+    Returns:
+        ``([(path, leaf), ...], spec)``.
+
+    Example::
+
+        >>> [keystr(p) for p, _ in tree_flatten_with_path({"a": [1, 2]})[0]]
+        ["['a'][0]", "['a'][1]"]
+    """
+    out: list = []
+    _paths_into(tree, (), out, is_leaf)
+    return out, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """The leaves with their key paths.
+
+    Args:
+        tree: the nested structure.
+        is_leaf: as in ``tree_flatten``.
+
+    Returns:
+        list of ``(path, leaf)``.
+
+    Example::
+
+        >>> tree_leaves_with_path((5,))
+        [((SequenceKey(idx=0),), 5)]
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(fn, tree, *rests, is_leaf=None):
+    """:func:`tree_map` whose function also receives each leaf's key path.
+
+    Args:
+        fn (callable): ``fn(path, leaf, *matching_leaves_of_rests)``.
+        tree: the tree.
+        *rests: trees of the same shape.
+        is_leaf: as in ``tree_flatten``.
+
+    Returns:
+        A tree of the same shape.
+
+    Example::
+
+        >>> tree_map_with_path(lambda p, x: keystr(p), {"a": 1})
+        {'a': "['a']"}
+    """
+    pairs, spec = tree_flatten_with_path(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf)[0] for r in rests]
+    return tree_unflatten([fn(p, x, *(o[i] for o in others))
+                           for i, (p, x) in enumerate(pairs)], spec)
+
+
+def _is_leaf(tree, is_leaf=None) -> bool:
+    """Whether ``tree`` is a leaf (no registered container, or ``is_leaf`` says so).
+
+    Args:
+        tree: the value.
+        is_leaf (callable, optional): as in ``tree_flatten``.
+
+    Returns:
+        bool.
+
+    Example::
+
+        >>> _is_leaf(1), _is_leaf([1])
+        (True, False)
+    """
+    return (is_leaf is not None and is_leaf(tree)) or _node_fns(tree) is None
+
+
+def _register_pytree_node(cls, flatten_fn, unflatten_fn, to_str_fn=None,
+                          maybe_from_str_fn=None, **kwargs):
+    """The older spelling of :func:`register_pytree_node` (the string functions are
+    accepted and unused).
+
+    Args:
+        cls (type): the container type.
+        flatten_fn (callable): ``node -> (children, context)``.
+        unflatten_fn (callable): ``(children, context) -> node``.
+        to_str_fn, maybe_from_str_fn: accepted for the old signature.
+        **kwargs: as :func:`register_pytree_node`.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> class Pair:
+        ...     def __init__(self, a, b):
+        ...         self.a, self.b = a, b
+        >>> _register_pytree_node(Pair, lambda p: ([p.a, p.b], None),
+        ...                       lambda c, _: Pair(*c))
+        >>> tree_leaves(Pair(1, 2))
+        [1, 2]
+    """
+    register_pytree_node(cls, flatten_fn, unflatten_fn, **kwargs)
+
+
+def _dict_flatten(d):
+    """A dict's values and its keys (the context).
+
+    Args:
+        d (dict): the node.
+
+    Returns:
+        tuple: ``(values, keys)``.
+
+    Example::
+
+        >>> _dict_flatten({"a": 1, "b": 2})
+        ([1, 2], ['a', 'b'])
+    """
+    return list(d.values()), list(d.keys())
+
+
+def _dict_unflatten(values, context):
+    """The dict of ``context``'s keys and ``values``.
+
+    Args:
+        values (iterable): the values.
+        context (list): the keys.
+
+    Returns:
+        dict.
+
+    Example::
+
+        >>> _dict_unflatten([1, 2], ["a", "b"])
+        {'a': 1, 'b': 2}
+    """
+    return dict(zip(context, values))
+
+
+def _list_flatten(d):
+    """A list's items (no context).
+
+    Args:
+        d (list): the node.
+
+    Returns:
+        tuple: ``(items, None)``.
+
+    Example::
+
+        >>> _list_flatten([1, 2])
+        ([1, 2], None)
+    """
+    return list(d), None
+
+
+def _list_unflatten(values, context):
+    """The list of ``values``.
+
+    Args:
+        values (iterable): the items.
+        context: unused.
+
+    Returns:
+        list.
+
+    Example::
+
+        >>> _list_unflatten((1, 2), None)
+        [1, 2]
+    """
+    return list(values)
+
+
+def _tuple_flatten(d):
+    """A tuple's items (no context).
+
+    Args:
+        d (tuple): the node.
+
+    Returns:
+        tuple: ``(items, None)``.
+
+    Example::
+
+        >>> _tuple_flatten((1, 2))
+        ([1, 2], None)
+    """
+    return list(d), None
+
+
+def _tuple_unflatten(values, context):
+    """The tuple of ``values``.
+
+    Args:
+        values (iterable): the items.
+        context: unused.
+
+    Returns:
+        tuple.
+
+    Example::
+
+        >>> _tuple_unflatten([1, 2], None)
+        (1, 2)
+    """
+    return tuple(values)
