@@ -47,3 +47,26 @@ def differentiable(rank, fw, init_method, out_dir):
     res["all_to_all"] = (torch.stack(outs).detach().numpy(), x.grad.numpy())
     dist.destroy_process_group()
     _dump(out_dir, rank, res)
+
+
+def scaler_and_sync(rank, fw, init_method, out_dir):
+    """ShardedGradScaler agreeing on an overflow seen by one rank; _sync_module_states."""
+    torch, dist = _init(fw, rank, 2, init_method)
+    sgs = importlib.import_module(fw + ".distributed.fsdp.sharded_grad_scaler")
+    utils = importlib.import_module(fw + ".distributed.utils")
+    res = {}
+    p = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([p], lr=0.1)
+    scaler = sgs.ShardedGradScaler("cpu", init_scale=8.0)
+    loss = p.sum() * (float("inf") if rank == 1 else 1.0)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    res["after_overflow"] = (p.detach().numpy().copy(), scaler.get_scale())
+    m = torch.nn.Linear(2, 2)
+    torch.nn.init.constant_(m.weight, float(rank + 1))
+    torch.nn.init.constant_(m.bias, float(rank + 5))
+    utils._sync_module_states(m, dist.group.WORLD, 1024, 1, {"bias"})
+    res["synced"] = (m.weight.detach().numpy().copy(), m.bias.detach().numpy().copy())
+    dist.destroy_process_group()
+    _dump(out_dir, rank, res)

@@ -77,3 +77,19 @@ def test_checkpoint_wrapper_matches_torch():
     m = _model(ember)
     apply_activation_checkpointing(m, auto_wrap_policy=ModuleWrapPolicy({ember.nn.Linear}))
     assert [type(c).__name__ for c in m] == ["CheckpointWrapper", "GELU", "CheckpointWrapper"]
+
+
+@needs_mpi
+def test_sharded_grad_scaler_and_sync_module_states_match_gloo(tmp_path):
+    from ._dnn_workers import scaler_and_sync
+
+    ours = spawn2(tmp_path, scaler_and_sync, "ember")
+    theirs = spawn2(tmp_path, scaler_and_sync, "torch")
+    for rank in range(2):
+        for name in ("after_overflow", "synced"):
+            a, b = ours[rank][name], theirs[rank][name]
+            for x, y in zip(a, b):
+                np.testing.assert_allclose(x, y, err_msg=f"{name} rank {rank}")
+    # the overflow on rank 1 made both ranks skip the step and halve the scale
+    assert ours[0]["after_overflow"][1] == 4.0
+    np.testing.assert_array_equal(ours[0]["after_overflow"][0], [1.0, 1.0, 1.0])
