@@ -1,0 +1,264 @@
+"""Starting a group of workers from Python (``torch.distributed.launcher.api``): what
+``python -m ember.distributed.run`` does from the command line, callable from a program
+(accelerate's ``notebook_launcher`` starts training functions this way).
+
+``elastic_launch(config, entrypoint)(*args)`` starts ``config.nproc_per_node`` workers on
+this machine, each with torchrun's environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR``, ``MASTER_PORT``, ...), and returns ``{rank: return value}``:
+
+- a callable ``entrypoint`` runs in new processes (``config.start_method``, ``"spawn"`` by
+  default) as ``entrypoint(*args)``; it must be importable (defined at a module's top
+  level), its return value is sent back; a group whose worker fails is started again up to
+  ``config.max_restarts`` times, then :class:`ChildFailedError` names the failures;
+- a string ``entrypoint`` is a program run as ``entrypoint *args`` through the launcher
+  (``--no-python``), several nodes included; each worker's return value is None.
+
+Example::
+
+    >>> from ember.distributed.launcher.api import LaunchConfig, elastic_launch
+    >>> cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=2, max_restarts=0)
+    >>> # elastic_launch(cfg, train)(lr)  ->  {0: ..., 1: ...}
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+__all__ = ["LaunchConfig", "elastic_launch", "launch_agent"]
+
+
+@dataclass
+class LaunchConfig:
+    """What :func:`launch_agent` starts: the nodes and workers per node, the rendezvous and
+    the restart policy (torch's field names; those about logging, metrics, NUMA and health
+    checks are accepted and unused).
+
+    Args:
+        min_nodes (int): fewest nodes. max_nodes (int): most nodes.
+        nproc_per_node (int): workers on this node.
+        run_id (str): the job's id (default: a fresh one).
+        role (str): the workers' role name.
+        rdzv_endpoint (str): ``host:port`` of the rendezvous (default: this machine, a free
+            port).
+        rdzv_backend (str): ``"c10d"`` or ``"static"`` (``"etcd"``, torch's default, is read
+            as c10d).
+        rdzv_configs (dict): extra rendezvous settings (``rank`` of this node).
+        rdzv_timeout (int): seconds to wait for the nodes (-1: the default).
+        max_restarts (int): times a failed group is started again. Default: 3.
+        monitor_interval (float): seconds between checks on the workers.
+        start_method (str): ``"spawn"``, ``"fork"`` or ``"forkserver"`` for callables.
+        local_addr (str, optional): this node's address.
+
+    Example::
+
+        >>> LaunchConfig(1, 1, 2).nproc_per_node
+        2
+    """
+
+    min_nodes: int
+    max_nodes: int
+    nproc_per_node: int
+    logs_specs: Any = None
+    run_id: str = ""
+    role: str = "default_role"
+    rdzv_endpoint: str = ""
+    rdzv_backend: str = "etcd"
+    rdzv_configs: dict = field(default_factory=dict)
+    rdzv_timeout: int = -1
+    max_restarts: int = 3
+    monitor_interval: float = 0.1
+    start_method: str = "spawn"
+    log_line_prefix_template: Any = None
+    metrics_cfg: dict = field(default_factory=dict)
+    local_addr: Any = None
+    event_log_handler: str = "null"
+    numa_options: Any = None
+    signals_to_handle: str = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
+    duplicate_stdout_filters: Any = None
+    duplicate_stderr_filters: Any = None
+    virtual_local_rank: bool = False
+    shutdown_timeout: Any = None
+
+    def __post_init__(self):
+        if self.min_nodes < 1 or self.max_nodes < self.min_nodes:
+            raise ValueError(f"LaunchConfig: nodes must satisfy 1 <= min_nodes <= max_nodes, "
+                             f"got {self.min_nodes}:{self.max_nodes}")
+        if self.nproc_per_node < 1:
+            raise ValueError(f"LaunchConfig: nproc_per_node must be >= 1, got "
+                             f"{self.nproc_per_node}")
+
+
+class elastic_launch:  # noqa: N801 -- PyTorch's name
+    """A callable that starts the workers of ``config`` on ``entrypoint`` (see the module).
+
+    Args:
+        config (LaunchConfig): what to start.
+        entrypoint (callable or str): the function (or program) each worker runs.
+        health_check_server: accepted for PyTorch's signature.
+
+    Example::
+
+        >>> launcher = elastic_launch(LaunchConfig(1, 1, 1), "true")
+        >>> launcher()
+        {0: None}
+    """
+
+    def __init__(self, config, entrypoint, health_check_server=None):
+        self._config = config
+        self._entrypoint = entrypoint
+
+    def __call__(self, *args):
+        return launch_agent(self._config, self._entrypoint, list(args))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(queue, rank, env, entrypoint, args):
+    os.environ.update(env)
+    try:
+        result = entrypoint(*args)
+        queue.put((rank, True, result))
+    except BaseException as e:  # noqa: BLE001 - reported to the launcher, then exit 1
+        queue.put((rank, False, "".join(traceback.format_exception(e))))
+        raise SystemExit(1) from None
+
+
+def _env(config, run_id, local_rank, addr, port, restarts):
+    n = config.nproc_per_node
+    return {"RANK": str(local_rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(n),
+            "LOCAL_WORLD_SIZE": str(n), "GROUP_RANK": "0", "ROLE_RANK": str(local_rank),
+            "ROLE_NAME": config.role, "ROLE_WORLD_SIZE": str(n), "MASTER_ADDR": addr,
+            "MASTER_PORT": str(port), "TORCHELASTIC_RUN_ID": run_id,
+            "TORCHELASTIC_RESTART_COUNT": str(restarts),
+            "TORCHELASTIC_MAX_RESTARTS": str(config.max_restarts),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS",
+                                              "1" if n > 1 else str(os.cpu_count() or 1))}
+
+
+def _run_callable(config, entrypoint, args):
+    name = getattr(entrypoint, "__qualname__", repr(entrypoint))
+    if config.max_nodes > 1:
+        raise ValueError("elastic_launch: a Python function runs on this node only "
+                         "(max_nodes=1); start several nodes with a program entrypoint or "
+                         "python -m ember.distributed.run")
+    ctx = multiprocessing.get_context(config.start_method)
+    run_id = config.run_id or uuid.uuid4().hex[:12]
+    addr = "127.0.0.1"
+    if config.rdzv_endpoint:
+        host, _, port_s = config.rdzv_endpoint.partition(":")
+        addr, port = host or addr, int(port_s) if port_s else _free_port()
+    else:
+        port = _free_port()
+    restarts = 0
+    while True:
+        queue = ctx.Queue()
+        procs = []
+        for i in range(config.nproc_per_node):
+            p = ctx.Process(target=_worker, args=(
+                queue, i, _env(config, run_id, i, addr, port, restarts), entrypoint, args))
+            p.start()
+            procs.append(p)
+        results, errors = {}, {}
+        while len(results) + len(errors) < len(procs):
+            try:
+                rank, ok, value = queue.get(timeout=config.monitor_interval)
+                (results if ok else errors)[rank] = value
+                continue
+            except Exception:  # queue.Empty: look at the processes
+                pass
+            dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0)
+                    and i not in results and i not in errors]
+            for i in dead:
+                time.sleep(config.monitor_interval)  # its report may still be in flight
+                try:
+                    while True:
+                        rank, ok, value = queue.get_nowait()
+                        (results if ok else errors)[rank] = value
+                except Exception:
+                    pass
+                if i not in results and i not in errors:
+                    errors[i] = f"exited with code {procs[i].exitcode}"
+            if errors:
+                break
+        if errors:
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+        for p in procs:
+            p.join()
+        if not errors:
+            return dict(sorted(results.items()))
+        if restarts >= config.max_restarts:
+            failures = {}
+            for rank, message in errors.items():
+                f = ProcessFailure(rank, procs[rank].pid, procs[rank].exitcode or 1, "")
+                f.message = message
+                failures[rank] = f
+            raise ChildFailedError(name, failures)
+        restarts += 1
+        port = _free_port() if not config.rdzv_endpoint else port
+
+
+def _run_program(config, entrypoint, args):
+    from ..run import parse_args, run
+
+    argv = ["--nnodes", f"{config.min_nodes}:{config.max_nodes}",
+            "--nproc-per-node", str(config.nproc_per_node),
+            "--max-restarts", str(config.max_restarts), "--no-python"]
+    if config.run_id:
+        argv += ["--rdzv-id", config.run_id]
+    if config.rdzv_endpoint:
+        backend = "static" if config.rdzv_backend == "static" else "c10d"
+        argv += ["--rdzv-backend", backend, "--rdzv-endpoint", config.rdzv_endpoint]
+        if "rank" in config.rdzv_configs:
+            argv += ["--node-rank", str(config.rdzv_configs["rank"])]
+    elif config.max_nodes == 1:
+        argv += ["--standalone"]
+    status = run(parse_args(argv + [entrypoint, *[str(a) for a in args]]))
+    if status != 0:
+        f = ProcessFailure(0, 0, status, "")
+        f.message = f"{entrypoint} exited with status {status}"
+        raise ChildFailedError(entrypoint, {0: f})
+    return {r: None for r in range(config.nproc_per_node)}
+
+
+def launch_agent(config, entrypoint, args, health_check_server=None) -> dict:
+    """Start the workers of ``config`` on ``entrypoint(*args)`` and wait for them (see the
+    module's docstring).
+
+    Args:
+        config (LaunchConfig): what to start.
+        entrypoint (callable or str): the function or program.
+        args (list): its arguments.
+        health_check_server: accepted for PyTorch's signature.
+
+    Returns:
+        dict: local rank -> the worker's return value (None for programs).
+
+    Raises:
+        ChildFailedError: when the group still failed after ``max_restarts`` restarts.
+
+    Example::
+
+        >>> launch_agent(LaunchConfig(1, 1, 1, max_restarts=0), "true", [])
+        {0: None}
+    """
+    if isinstance(entrypoint, str):
+        return _run_program(config, entrypoint, args)
+    if not callable(entrypoint):
+        raise TypeError(f"elastic_launch: entrypoint must be a callable or a program name, "
+                        f"got {type(entrypoint).__name__}")
+    return _run_callable(config, entrypoint, args)
