@@ -221,12 +221,18 @@ class GradScaler:
                 "unscale_() has already been called on this optimizer since the last update().")
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
+        state["found_inf_per_device"] = self._unscale_found_inf(optimizer)
+        state["stage"] = OptState.UNSCALED
+
+    #: whether float16 gradients may be unscaled (the sharded scaler's are)
+    _allow_fp16 = False
+
+    def _unscale_found_inf(self, optimizer) -> dict:
+        """Unscale ``optimizer``'s gradients in place; ``{device: found_inf}``."""
         e = _ember()
         inv_scale = self._scale.double().reciprocal().float()
         found_inf = e.full((), 0.0, dtype=e.float32, device=self._scale.device)
-        state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf,
-                                                             False)
-        state["stage"] = OptState.UNSCALED
+        return self._unscale_grads_(optimizer, inv_scale, found_inf, self._allow_fp16)
 
     def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
         if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):

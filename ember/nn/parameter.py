@@ -8,16 +8,7 @@ from .._overrides import _disabled_torch_function_impl
 
 def _alias(cls, data):
     """A ``cls`` instance sharing ``data``'s storage and version counter, outside any graph."""
-    t = object.__new__(cls)
-    t._data = data._data
-    t._rg = False
-    t._grad_fn = None
-    t._base = None
-    vc = data._vc
-    if vc is None:
-        vc = data._vc = [0]
-    t._vc = vc
-    return t
+    return Tensor._make_subclass(cls, data)
 
 
 class Parameter(Tensor):

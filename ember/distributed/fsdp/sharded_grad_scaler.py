@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from ...amp.grad_scaler import GradScaler, OptState
+from ...amp.grad_scaler import GradScaler
 
 __all__ = ["ShardedGradScaler"]
 
@@ -56,46 +56,19 @@ class ShardedGradScaler(GradScaler):
             process_group = dist.group.WORLD
         self.process_group = process_group
 
-    def unscale_(self, optimizer) -> None:
-        """Unscale ``optimizer``'s gradients (float16 ones too) and agree with the other
-        ranks on whether any overflowed.
+    _allow_fp16 = True
 
-        Args:
-            optimizer: the optimizer whose gradients are unscaled.
-
-        Returns:
-            None.
-
-        Example::
-
-            >>> p = ember.nn.Parameter(ember.ones(2))
-            >>> opt = ember.optim.SGD([p], lr=0.1)
-            >>> s = ShardedGradScaler("cpu", init_scale=4.0)
-            >>> s.scale(p.sum()).backward()
-            >>> s.unscale_(opt)
-            >>> p.grad
-            tensor([1., 1.])
-        """
-        if not self._enabled:
-            return
-        self._check_scale_growth_tracker("unscale_")
-        state = self._per_optimizer_states[id(optimizer)]
-        if state["stage"] is OptState.UNSCALED:
-            raise RuntimeError(
-                "unscale_() has already been called on this optimizer since the last update().")
-        if state["stage"] is OptState.STEPPED:
-            raise RuntimeError("unscale_() is being called after step().")
-        import ember
-
-        inv_scale = self._scale.double().reciprocal().float()
-        found_inf = ember.full((), 0.0, dtype=ember.float32, device=self._scale.device)
-        per_device = self._unscale_grads_(optimizer, inv_scale, found_inf, True)
+    def _unscale_found_inf(self, optimizer) -> dict:
+        """Unscale (float16 gradients too) and agree with the other ranks on overflows: each
+        device's found-inf flag is all-reduced (MAX) over the process group."""
+        per_device = super()._unscale_found_inf(optimizer)
         if not per_device:
-            per_device = {self._scale.device: found_inf}
+            import ember
+
+            per_device = {self._scale.device: ember.zeros((), device=self._scale.device)}
         if self.process_group is not None:
             from ... import distributed as dist
 
             for flag in per_device.values():
                 dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.process_group)
-        state["found_inf_per_device"] = per_device
-        state["stage"] = OptState.UNSCALED
+        return per_device
