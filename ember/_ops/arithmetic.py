@@ -143,7 +143,8 @@ def _sub_complex(xp, a, b, alpha=1):
     half = _half_dtype(a, b)
     if half is not None:
         return _half_scaled_sum(xp, -alpha, b, a, half)
-    return xp.subtract(a, _scaled_complex(xp, b, alpha, a))
+    # ``a + (-alpha) * b``, as torch's sub (its sign of a zero imaginary part: ``-0j - 1``)
+    return xp.add(a, _scaled_complex(xp, b, -alpha, a))
 
 
 # NOTE [ A broadcast number in add's scalar loop ]

@@ -139,6 +139,41 @@ def _is_seq(x):
     return isinstance(x, Sequence) and not isinstance(x, (str, bytes, bytearray))
 
 
+# NOTE [ Lists of arrays ]
+# PyTorch walks nested data element by element; meeting a NumPy array (of any rank, 0-d
+# included, but not a NumPy scalar) on that walk, it warns once per process that a list of
+# arrays is slow to convert. Its walk is skipped when the result has no elements, so then
+# there is no warning. Under ``set_warn_always(True)`` it warns for every array it meets,
+# the rows of a 2-D array included. ember converts such data in a block, but gives the same
+# advice, as often.
+
+
+def _ndarrays_in(level, rows=False):
+    """How many NumPy arrays torch's element walk meets in ``level`` (``rows``: and inside
+    them, the rows of arrays of two dims or more)."""
+    if not builtins.any(issubclass(t, np.ndarray) for t in set(map(type, level))):
+        return 0
+    n = 0
+    for x in level:
+        if isinstance(x, np.ndarray):
+            n += 1
+            inner = 1
+            for size in x.shape[:-1] if rows else ():
+                inner *= size
+                n += inner
+    return n
+
+
+def _warn_list_of_ndarrays(times):
+    from .._settings import settings, warn_at_caller
+
+    for _ in range(times if settings.warn_always else 1):
+        warn_at_caller(
+            "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+            "consider converting the list to a single numpy.ndarray with numpy.array() "
+            "before converting to a tensor.", UserWarning, once=True)
+
+
 def _sequence_to_array(data, d, op_name):
     """Nested sequences -> NumPy array of dtype ``d`` (None: infer). See the NOTE above."""
     if type(data) is list or type(data) is tuple:
@@ -148,13 +183,16 @@ def _sequence_to_array(data, d, op_name):
     shape = []
     level = [data]
     block = False  # the leaves are equally shaped NumPy arrays
+    arrays = 0  # NumPy arrays met on torch's walk (NOTE [ Lists of arrays ])
     while level and _is_seq(level[0]):
         first = level[0]
         if isinstance(first, np.ndarray) and builtins.all(
                 isinstance(x, np.ndarray) and x.shape == first.shape for x in level):
+            arrays += _ndarrays_in(level, rows=True)
             shape.extend(first.shape)
             block = True
             break
+        arrays += _ndarrays_in(level)  # (their rows are met on the next level)
         n = len(first)
         dim = len(shape)
         for x in level:
@@ -166,6 +204,10 @@ def _sequence_to_array(data, d, op_name):
         level = [y for x in level for y in x]
     if not level:
         return np.zeros(shape, dtype=(d or _dt.get_default_dtype()).np)
+    if not block:
+        arrays += _ndarrays_in(level)
+    if arrays and 0 not in shape:
+        _warn_list_of_ndarrays(arrays)
     types = set(map(type, level))
     if not block and types.issubset(_PY_SCALARS):
         d = d or _py_dtype(types)

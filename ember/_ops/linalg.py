@@ -753,7 +753,26 @@ addmm_op = Op("addmm", _add_kernel(_matmul_kernel), vjp=_addmm_vjp)
 addmm_op.saved_for = {1: (2,), 2: (1,)}  # as matmul's; ``input`` is never read
 addmm_op.unsaved_layout = True
 multilinear_jvp(addmm_op, (1, 2), (0,))
-addr_op = Op("addr", _add_kernel(_outer_kernel), vjp=_addr_vjp)
+def _addr_kernel(xp, c, a, b, *, beta, alpha):
+    # PyTorch's addr kernel is element-wise, ``beta * self + (alpha * vec1) * vec2``: alpha
+    # scales the first vector before the product (``2 * max * 1e-38`` overflows) and, for
+    # complex operands, every factor is a complex product, beta = 1 and alpha = 1 included
+    # (``(1 + 0j) * (inf + 0j)`` is ``inf + nanj``); beta = 0 ignores ``self``. Its
+    # float16/bfloat16 loops round each product and the sum to that dtype, as NumPy's do
+    cplx = a.dtype.kind == "c"
+    if alpha != 1 or cplx:
+        a = a * xp.asarray(alpha).astype(a.dtype)
+    p = xp.multiply.outer(a, b)
+    if beta == 0:
+        return p
+    cc = c * xp.asarray(beta).astype(c.dtype) if beta != 1 or c.dtype.kind == "c" else c
+    if cc.dtype == p.dtype and np.broadcast_shapes(cc.shape, p.shape) == p.shape:
+        p += cc
+        return p
+    return (cc + p).astype(p.dtype)
+
+
+addr_op = Op("addr", _addr_kernel, vjp=_addr_vjp)
 multilinear_jvp(addr_op, (1, 2), (0,))
 addbmm_op = Op("addbmm", _add_kernel(_bsum_mm), vjp=_addbmm_vjp)
 multilinear_jvp(addbmm_op, (1, 2), (0,))

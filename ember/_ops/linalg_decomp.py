@@ -1581,7 +1581,9 @@ def _svd_kernel(xp, a, *, full_matrices):
         u = xp.broadcast_to(xp.eye(m, mu, dtype=a.dtype), bs + (m, mu)).copy()
         vh = xp.broadcast_to(xp.eye(nv, n, dtype=a.dtype), bs + (nv, n)).copy()
         return u, xp.zeros(bs + (k,), a.real.dtype), vh
-    u, s, vh = lapack_svd(xp, a, full_matrices=full_matrices)
+    # ``+ 0`` makes every -0.0 a +0.0: the reference LAPACK turns a singular vector for a
+    # -0.0 column to -1, MKL's (torch's) keeps +1; both are right, torch's is matched
+    u, s, vh = lapack_svd(xp, a + 0, full_matrices=full_matrices)
     return u, s, vh
 
 

@@ -178,6 +178,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rank = None
     if driver != "gels":
         rank = (s._data > _tol(xp, s._data, None, rtol, m, n)).sum(-1).astype(np.int64)
+        if driver == "gelsy" and Bm.shape[-1] == 0:
+            rank = rank * 0  # torch skips gelsy for no right-hand sides: rank stays 0
     full_rank = rank is None or bool(xp.all(rank == min(m, n)))
     # no residuals: an empty tensor that is still a function of the solution, so it
     # requires grad when the operands do, as torch's

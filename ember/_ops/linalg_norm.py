@@ -137,10 +137,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
                     f"{op_name} cannot compute the {ord:g} norm on an empty tensor because "
                     "the operation does not have an identity")
     params = {"ord": ord, "dim": dim, "keepdim": bool(keepdim)}
-    if ord != 0 and out is None and math.prod(x.shape[d] for d in reduced) == 1 and x.dim():
+    if ord != 0 and math.prod(x.shape[d] for d in reduced) == 1 and x.dim():
         # one value per result: PyTorch's kernel gives |x| itself (no square that could
         # overflow); a sum over the size-1 dims keeps that value and abs's gradient
-        return x.abs().sum(tuple(reduced), keepdim=bool(keepdim))
+        r = x.abs().sum(tuple(reduced), keepdim=bool(keepdim))
+        return r if out is None else _dispatch.write_out(op_name, out, r)
     return _dispatch.apply(vector_norm_op, (x,), params, out)
 
 

@@ -1110,14 +1110,14 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         >>> mean, rstd
         (tensor([[2.]]), tensor([[1.]]))
     """
-    if input.numel() != N * C * HxW:
-        raise RuntimeError(f"Expected input to have {N * C * HxW} elements (N={N}, C={C}, "
-                           f"HxW={HxW}), but got input of size {list(input.shape)}")
     if C % group:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={group}")
-    mixed = _group_norm_params(input, weight, bias)
+    mixed = _group_norm_params(input, weight, bias)  # (dtypes before the size, as torch)
+    if input.numel() != N * C * HxW:
+        raise RuntimeError(f"Expected input to have {N * C * HxW} elements (N={N}, C={C}, "
+                           f"HxW={HxW}), but got input of size {list(input.shape)}")
     if not input.is_contiguous():  # the native op takes a contiguous input, as torch's
         raise RuntimeError("Expected X.is_contiguous(memory_format) to be true, but got false.")
     if mixed:  # float32 statistics, the output in the input's dtype

@@ -164,12 +164,19 @@ def _tan_vjp(g, _x, *, out):
     return g * _c(1 + out * out)
 
 
+# NOTE [ Inverse trigonometric gradients in torch's order ]
+# The derivatives of asin, acos and acosh are written as torch writes them: 1 + (-x * x),
+# not 1 - x * x (for a complex x whose square overflows these differ, NaN against zero), and
+# acosh's for real x as (x * x - 1).rsqrt(), which is finite below -1 and zero where x * x
+# overflows (for complex x the square root does not split that way, and the two factors stay).
+
+
 def _asin_vjp(g, x):
-    return g * _c((1 - x * x).rsqrt())
+    return g * _c((-x * x + 1).rsqrt())
 
 
 def _acos_vjp(g, x):
-    return -g * _c((1 - x * x).rsqrt())
+    return g * -_c((-x * x + 1).rsqrt())
 
 
 def _atan_vjp(g, x):
@@ -254,7 +261,10 @@ def _asinh_vjp(g, x):
 
 
 def _acosh_vjp(g, x):
-    return g * _c((x - 1).rsqrt() * (x + 1).rsqrt())
+    # NOTE [ Inverse trigonometric gradients in torch's order ]
+    if x.is_complex():
+        return g * _c((x + 1).rsqrt() * (x - 1).rsqrt())
+    return g * (x * x - 1).rsqrt()
 
 
 def _atanh_vjp(g, x):

@@ -884,6 +884,35 @@ _SVD_ON_INF = frozenset({
 })
 
 
+#: NOTE [ Welford moments overflow ]
+#: torch's CPU normalisation kernels (group_norm, layer_norm, instance_norm through batch
+#: norm, var_mean/std_mean) accumulate mean and variance with vectorized Welford updates, in
+#: lanes and chunks whose size follows the SIMD width. Where an input holds inf or NaN, or
+#: values whose squares overflow (|x| above the square root of the dtype's largest value),
+#: which outputs come out inf, NaN or a huge finite number depends on that chunking (inf -
+#: inf in one lane, not in another). ember's moments are exact where they are finite; the
+#: inf-versus-NaN kinds of these ops on such inputs are recorded, not counted.
+WELFORD_OPS = frozenset({
+    "group_norm", "native_group_norm", "nn.functional.group_norm", "native_layer_norm",
+    "layer_norm", "nn.functional.layer_norm", "instance_norm", "nn.functional.instance_norm",
+    "var_mean", "std_mean",
+})
+
+
+def _input_overflows_square(case):
+    """Whether a floating input holds inf, NaN or a value whose square overflows."""
+    for t in _tensors((case.args, case.kwargs)):
+        d = t.data
+        if d.dtype.kind in "fc" and d.size:
+            real = d.real.dtype if d.dtype.kind == "c" else d.dtype
+            # (float16 moments are float32 sums, as bfloat16's, which travel as float32)
+            big = np.sqrt(np.finfo(np.float32 if real == np.float16 else real).max)
+            with np.errstate(invalid="ignore"):
+                if not (np.abs(d) < big).all():
+                    return True
+    return False
+
+
 def _input_nonfinite(case):
     """Whether a floating or complex input tensor holds inf or NaN."""
     for t in _tensors((case.args, case.kwargs)):
@@ -911,6 +940,9 @@ def _documented(case, kind):
     """The reason a mismatch is a documented difference, or None."""
     if kind in _NONFINITE_KINDS and case.op_id in KERNEL_ORDER_OPS and _input_nonfinite(case):
         return "inf-vs-NaN order of a vendor kernel (NOTE [ Kernel-order differences ])"
+    if kind in _NONFINITE_KINDS and case.op_id in WELFORD_OPS and _input_overflows_square(case):
+        return "inf-vs-NaN of torch's vectorized Welford moments (NOTE [ Welford moments " \
+            "overflow ])"
     if case.op_id in _SVD_ON_INF and kind in ("ember_no_raise", "values", "values_nonfinite",
                                               "grad_values", "grad_values_nonfinite") \
             and _input_infinite(case):
