@@ -8,9 +8,8 @@ elementwise set, which runs the function once on the values. Anything else raise
 
 from __future__ import annotations
 
-from .._core.layout import jagged as _jagged
 from .._core.tensor import Tensor
-from ._tensor import NestedInt, NestedTensor, _like, _make, _offsets_of, from_components
+from ._tensor import NestedInt, NestedTensor, _like, _make, _offsets_of
 
 # ------------------------------------------------------------------------------------------------
 # elementwise: run once on the values
@@ -716,4 +715,4 @@ def run(func, args, kwargs):
                               "nested tensors")
 
 
-__all__ = ["run", "from_components", "_jagged"]
+__all__ = ["run"]
