@@ -356,11 +356,19 @@ def one_hot(tensor, num_classes=-1):
     """(*,) int64 class indices -> (*, num_classes) int64 one-hot rows."""
     if tensor._data.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
+    from ..func._batch_tensor import BatchedTensor
+
+    if isinstance(tensor, BatchedTensor):
+        # inside vmap one example has no values to check or count (out-of-range rows are
+        # all zeros, as in PyTorch)
+        if num_classes < 0:
+            raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an "
+                               "explicit positive num_classes argument.")
+    elif num_classes == -1:
         if tensor.numel() == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max()) + 1
-    if tensor.numel() and holds_values(tensor._data) and (
+    if tensor.numel() and holds_values(tensor._data) and not isinstance(tensor, BatchedTensor) and (
             int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes." if
                            int(tensor.max()) >= num_classes else

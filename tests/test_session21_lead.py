@@ -1,0 +1,37 @@
+"""Regressions found by the lead's random sweeps of session 21 (vmap, modules, optimizers),
+each against PyTorch."""
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("T", [ember, torch], ids=["ember", "torch"])
+def test_one_hot_under_vmap_with_explicit_num_classes(T):
+    F = T.nn.functional
+    out = T.func.vmap(lambda x: F.one_hot(x, 3))(T.tensor([[1], [2], [5]]))
+    # one example has no values to check: an out-of-range class is a row of zeros
+    np.testing.assert_array_equal(out.numpy(), [[[0, 1, 0]], [[0, 0, 1]], [[0, 0, 0]]])
+    x = T.tensor([[0.5, -1.0, 2.0], [3.0, 0.0, 1.0]])
+    got = T.func.vmap(lambda r: F.one_hot(r.argmax(-1), 3).to(r.dtype) * r)(x)
+    np.testing.assert_array_equal(got.numpy(), [[0, 0, 2.0], [3.0, 0, 0]])
+    with pytest.raises(RuntimeError, match="explicit positive num_classes"):
+        T.func.vmap(lambda x: F.one_hot(x))(T.tensor([[1], [2]]))
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        F.one_hot(T.tensor([5]), 3)  # outside vmap the values are still checked
+
+
+def test_jacrev_of_cdist_is_the_true_jacobian():
+    # PyTorch 2.13's jacrev of cdist repeats the first column's rows (its batched cdist
+    # backward is wrong); ember's agrees with torch's row-by-row autograd.grad instead
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 2)), rng.standard_normal((4, 2))
+    ours = ember.func.jacrev(lambda a: ember.cdist(a, ember.tensor(y)))(ember.tensor(x))
+    xx = torch.tensor(x, requires_grad=True)
+    out = torch.cdist(xx, torch.tensor(y))
+    rows = [torch.autograd.grad(out[i, j], xx, retain_graph=True)[0].numpy()
+            for i in range(3) for j in range(4)]
+    np.testing.assert_allclose(ours.numpy(), np.array(rows).reshape(3, 4, 3, 2), rtol=1e-12)
