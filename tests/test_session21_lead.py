@@ -35,3 +35,24 @@ def test_jacrev_of_cdist_is_the_true_jacobian():
     rows = [torch.autograd.grad(out[i, j], xx, retain_graph=True)[0].numpy()
             for i in range(3) for j in range(4)]
     np.testing.assert_allclose(ours.numpy(), np.array(rows).reshape(3, 4, 3, 2), rtol=1e-12)
+
+
+def test_sdpa_gradients_inside_vmap_with_an_unbatched_value():
+    # q batched on dim 1, k on dim 0, v shared: the attention backward meets a batched
+    # output and an unbatched gradient and value (once a broadcasting error)
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(s) for s in ((2, 1, 6, 4), (1, 2, 6, 4), (2, 6, 4)))
+    got = []
+    for T in (ember, torch):
+        F = T.nn.functional
+        mask = T.ones(6, 6, dtype=T.bool).tril()
+        res = []
+        for kw in (dict(is_causal=True), dict(attn_mask=mask), {}):
+            def f(a, b, c, kw=kw, F=F):
+                return (F.scaled_dot_product_attention(a, b, c, **kw) ** 2).sum()
+            for argnums in (0, 1, 2):
+                g = T.func.vmap(T.func.grad(f, argnums=argnums), in_dims=(1, 0, None))
+                res.append(g(T.tensor(q), T.tensor(k), T.tensor(v)).numpy())
+        got.append(res)
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

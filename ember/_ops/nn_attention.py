@@ -370,8 +370,14 @@ def _sdpa_backward(xp, g, q, k, v, o, p, scale, needs, split=None, outs=(None,) 
     gq = gk = gm = None
     if need_q or need_k or need_m:
         gst = v @ xp.swapaxes(g, -1, -2)
-        gst -= xp.swapaxes((g * o).sum(axis=-1, keepdims=True), -1, -2)
-        gst *= pt
+        rows = xp.swapaxes((g * o).sum(axis=-1, keepdims=True), -1, -2)
+        # in place unless an operand has batch dims that v and g lack (inside vmap, an
+        # unbatched v or gradient meets batched q, k or output)
+        if np.broadcast_shapes(gst.shape, rows.shape, pt.shape) == gst.shape:
+            gst -= rows
+            gst *= pt
+        else:
+            gst = (gst - rows) * pt
         if need_q:
             gq = _product_like(xp, xp.swapaxes(gst, -1, -2), k, q, outs[0])
             gq *= scale
