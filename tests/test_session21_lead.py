@@ -56,3 +56,52 @@ def test_sdpa_gradients_inside_vmap_with_an_unbatched_value():
         got.append(res)
     for a, b in zip(*got):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+_MAKE_TENSOR_CASES = [
+    ((3, 4), dict(dtype="float32")), ((3, 4), dict(dtype="float16", low=-2, high=3)),
+    ((3, 4), dict(dtype="bfloat16")), ((3, 4), dict(dtype="complex64")),
+    ((2, 3), dict(dtype="complex128", noncontiguous=True)), ((3, 4), dict(dtype="int64")),
+    ((5,), dict(dtype="uint8")), ((5,), dict(dtype="int8", low=-1000, high=1000)),
+    ((5,), dict(dtype="bool")), ((3, 4), dict(dtype="float32", noncontiguous=True)),
+    ((), dict(dtype="float32", noncontiguous=True)), ((8,), dict(dtype="int64", low=2.5, high=7.2)),
+    ((8,), dict(dtype="int64", low=-3.5, high=-0.5)),
+    ((6,), dict(dtype="int64", low=0, high=1, exclude_zero=True)),
+    ((6,), dict(dtype="float16", low=0, high=0, exclude_zero=True)),
+    ((2, 3, 4, 5), dict(dtype="float32", memory_format="channels_last")),
+    ((5,), dict(dtype="uint8", low=-5, high=3)), ((3,), dict(dtype="int64", requires_grad=True)),
+    ((3,), dict(dtype="float32", low=4, high=3)), ((3,), dict(dtype="float32", low=float("nan"))),
+    ((3,), dict(dtype="float64", requires_grad=True)),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Passing `low==high`")
+@pytest.mark.parametrize("shape,kw", _MAKE_TENSOR_CASES, ids=str)
+def test_make_tensor_draws_from_the_default_generator_as_torch(shape, kw):
+    # once a fixed NumPy stream: every call returned the same values, unlike torch's
+    got = []
+    for T in (ember, torch):
+        k = dict(kw, dtype=getattr(T, kw["dtype"]))
+        if "memory_format" in k:
+            k["memory_format"] = getattr(T, k["memory_format"])
+        T.manual_seed(3)
+        try:
+            a = T.testing.make_tensor(shape, device="cpu", **k)
+        except ValueError as e:
+            got.append(("ValueError", str(e).replace("torch.", "").replace("ember.", "")))
+            continue
+        b = T.testing.make_tensor(shape, device="cpu", **k)
+        got.append((a.detach().float().numpy().tolist() if a.dtype == T.bfloat16
+                    else a.detach().numpy().tolist(), tuple(a.stride()), a.requires_grad,
+                    bool(T.equal(a, b)) if a.numel() > 2 else None, float(T.rand(1))))
+    assert got[0] == got[1]
+
+
+def test_gradgradcheck_draws_its_grad_outputs_as_torch():
+    got = []
+    for T in (ember, torch):
+        T.manual_seed(0)
+        x = T.randn(3, 2, dtype=T.float64, requires_grad=True)
+        assert T.autograd.gradgradcheck(lambda t: (t ** 3).sum(0), (x,))
+        got.append(float(T.rand(1)))  # the generator moved on by the same draws
+    assert got[0] == got[1]

@@ -257,7 +257,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
                   masked: bool = False) -> bool:
     """Check second derivatives: gradcheck of the function ``(inputs, v) -> vjp(v)``.
 
-    ``grad_outputs`` default to random float64 tensors shaped like the outputs.
+    ``grad_outputs`` default to random tensors in [-1, 1) drawn from the default generator,
+    shaped and typed like the outputs (as PyTorch draws them).
 
     Args:
         func (callable): takes the inputs, returns a tensor or a tuple of tensors.
@@ -290,13 +291,14 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     outs = _outputs(func, inputs)
     diff_outs = [o for o in outs if o._rg and o._data.dtype.kind in "fc"]
     if grad_outputs is None:
-        rng = np.random.default_rng(0)
-        grad_outputs = []
-        for o in diff_outs:
-            a = np.asarray(rng.standard_normal(o._data.shape))
-            if o._data.dtype.kind == "c":
-                a = a + 1j * rng.standard_normal(o._data.shape)
-            grad_outputs.append(wrap(np.asarray(a, dtype=o._data.dtype)).requires_grad_(True))
+        # drawn from the default generator in [-1, 1), as PyTorch draws them (the same
+        # values after the same manual_seed)
+        from ..testing import make_tensor
+
+        grad_outputs = [make_tensor(tuple(o.shape), dtype=o.dtype, device=o.device, low=-1,
+                                    high=1, requires_grad=True,
+                                    noncontiguous=gen_non_contig_grad_outputs)
+                        for o in diff_outs]
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._rg]

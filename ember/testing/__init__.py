@@ -229,28 +229,76 @@ def _mismatch_text(a, e, rtol, atol, equal_nan, scalar) -> str:
             f"Greatest relative difference: {worst(rel)}{allowed(rtol)}")
 
 
+def _make_tensor_bounds(d, low, high):
+    """make_tensor's range [low, high) for dtype ``d``: the defaults per kind, checked, and
+    clamped to what the dtype represents (integer bounds rounded up)."""
+    import math
+    import warnings
+
+    from .. import finfo, iinfo
+
+    integral = d is _dt.bool_ or d.category == 1
+    if d is _dt.bool_:
+        lo_default, hi_default, lo_min, hi_max = 0, 2, 0, 2
+    elif integral:
+        info = iinfo(d)
+        lo_default, hi_default = (0 if d is _dt.uint8 else -9), 10
+        lo_min, hi_max = info.min, info.max + 1  # (high is exclusive)
+    else:
+        info = finfo(d)
+        lo_default, hi_default, lo_min, hi_max = -9, 9, float(info.min), float(info.max)
+    low = lo_default if low is None else low
+    high = hi_default if high is None else high
+    if isinstance(low, float) and math.isnan(low) or isinstance(high, float) and math.isnan(high):
+        raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
+    if low == high and not integral:
+        warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
+                      "complex types is deprecated since 2.1 and will be removed in 2.3. Use "
+                      "`torch.full(...)` instead.", FutureWarning, stacklevel=3)
+    elif low >= high:
+        raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+    low, high = max(low, lo_min), min(high, hi_max)
+    if integral:
+        low, high = math.ceil(low), math.ceil(high)
+    return low, high
+
+
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=False,
-                noncontiguous=False, exclude_zero=False, rng=None):
-    """A tensor of ``shape`` with values drawn uniformly (ints in [low, high), floats in
-    [low, high), defaults -9..9), optionally non-contiguous or with zeros replaced.
+                noncontiguous=False, exclude_zero=False, memory_format=None, rng=None):
+    """A tensor of ``shape`` filled with values drawn uniformly from [low, high), as
+    PyTorch's ``torch.testing.make_tensor``: values come from the default generator (so
+    ``manual_seed`` makes them reproducible and equal to PyTorch's), integers from
+    ``randint``, floats from ``uniform_``, complex numbers component by component.
+
+    Defaults of the range: bool [0, 2), uint8 [0, 10), other integers [-9, 10), floating and
+    complex [-9, 9). Bounds are clamped to the dtype's finite range; integer bounds are
+    rounded up.
 
     Args:
-        *shape (int): the shape (integers, or one tuple).
+        *shape (int): the shape (integers, or one tuple or list).
         dtype (ember.dtype): the dtype. Keyword-only, as the rest.
         device (ember.device, optional): the device. Default: the CPU.
-        low (Number, optional): the lowest value. Default: -9.
-        high (Number, optional): the bound of the values. Default: 9.
-        requires_grad (bool): whether the result requires grad. Default: False.
-        noncontiguous (bool): return a non-contiguous view with the same values.
-        exclude_zero (bool): replace zeros by a small non-zero value.
-        rng (numpy.random.Generator, optional): the source of the values. Default: seeded
-            with 0, so calls are reproducible.
+        low (Number, optional): the inclusive lower bound.
+        high (Number, optional): the exclusive upper bound.
+        requires_grad (bool): whether the result requires grad (floating and complex only).
+        noncontiguous (bool): a non-contiguous result (every second element of a tensor
+            twice as wide in its last dim); ignored below two elements.
+        exclude_zero (bool): replace zeros by the dtype's smallest positive normal value
+            (1 for integers, True for bool).
+        memory_format (ember.memory_format, optional): the result's memory format.
+        rng (numpy.random.Generator, optional): ember's own extension for reproducible test
+            inputs independent of the default generator: values come from this generator.
 
     Returns:
         Tensor: the new tensor.
 
+    Raises:
+        ValueError: ``low >= high``, a NaN bound, ``requires_grad`` with an integral dtype, or
+            both ``noncontiguous`` and ``memory_format``.
+
     Example:
-        >>> t = ember.testing.make_tensor(2, 3, dtype=ember.int64, low=0, high=5)
+        >>> ember.manual_seed(0)
+        >>> t = ember.testing.make_tensor(2, 3, dtype=ember.int64, device="cpu", low=0, high=5)
         >>> t.shape, t.dtype, bool(((t >= 0) & (t < 5)).all())
         (ember.Size([2, 3]), ember.int64, True)
     """
@@ -259,32 +307,48 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
 
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = tuple(int(n) for n in shape)
     d = _dt.lookup(dtype)
-    rng = rng if rng is not None else np.random.default_rng(0)
-    lo = -9 if low is None else low
-    hi = 9 if high is None else high
-    if d is _dt.bool_:
-        arr = rng.integers(0, 2, size=shape).astype(bool)
-    elif d.category == 1:
-        lo = max(lo, 0) if d is _dt.uint8 else lo
-        arr = rng.integers(int(lo), int(hi), size=shape).astype(d.np)
-    elif d.category == 2:
-        arr = rng.uniform(lo, hi, size=shape).astype(d.np)
+    integral = d is _dt.bool_ or d.category == 1
+    if requires_grad and integral:
+        raise ValueError("`requires_grad=True` is not supported for boolean and integral "
+                         f"dtypes, but got dtype={dtype}")
+    if noncontiguous and memory_format is not None:
+        raise ValueError("The parameters `noncontiguous` and `memory_format` are mutually "
+                         f"exclusive, but got noncontiguous={noncontiguous} and "
+                         f"memory_format={memory_format}")
+    low, high = _make_tensor_bounds(d, low, high)
+    numel = int(np.prod(shape)) if shape else 1
+    wide = noncontiguous and numel > 1
+    drawn = shape[:-1] + (shape[-1] * 2,) if wide else shape
+    if rng is not None:
+        if integral:
+            arr = rng.integers(low, high, size=drawn).astype(d.np)
+        elif d.category == 2:
+            arr = rng.uniform(low, high, size=drawn).astype(d.np)
+        else:
+            arr = (rng.uniform(low, high, size=drawn)
+                   + 1j * rng.uniform(low, high, size=drawn)).astype(d.np)
+        t = from_numpy(np.asarray(arr))
     else:
-        arr = (rng.uniform(lo, hi, size=shape) + 1j * rng.uniform(lo, hi, size=shape))
-        arr = arr.astype(d.np)
-    arr = np.asarray(arr)
+        from .. import empty, randint, view_as_real
+
+        if integral:
+            t = randint(low, high, drawn, dtype=dtype)
+        else:  # (low == high draws too, as PyTorch's does)
+            t = empty(drawn, dtype=dtype)
+            (view_as_real(t) if d.category == 3 else t).uniform_(low, high)
     if exclude_zero:
-        arr[arr == 0] = 1 if d.category < 3 else 1 + 1j
-    if noncontiguous and arr.size > 1:
-        wide = np.zeros(arr.shape[:-1] + (arr.shape[-1] * 2,), dtype=arr.dtype) \
-            if arr.ndim else arr
-        if arr.ndim:
-            wide[..., ::2] = arr
-            arr = wide[..., ::2]
-    t = from_numpy(arr)
+        from .. import finfo
+
+        replacement = 1 if integral else float(finfo(d).tiny)
+        t = t.masked_fill(t == 0, replacement)
+    if wide:
+        t = t[..., 1::2]
     if device is not None:
         t = t.to(device)
+    if memory_format is not None:
+        t = t.contiguous(memory_format=memory_format)
     if requires_grad:
         t.requires_grad_(True)
     return t
