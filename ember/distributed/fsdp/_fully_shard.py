@@ -394,7 +394,12 @@ class _ParamInfo:
             g = cat([g, zeros((pad,) + tail, dtype=grad.dtype)])
         out = zeros((self.chunk,) + tail, dtype=grad.dtype)
         factor = self.state.divide_factor
-        if factor is None:
+        hook = getattr(self.state, "comm_hook", None)
+        if hook is not None:  # NOTE [ FSDP1 communication hooks ] (fully_sharded_data_parallel)
+            flat_out = out.reshape(-1)
+            hook(self.state.comm_hook_state, g.contiguous().reshape(-1).clone(), flat_out)
+            out = flat_out.reshape((self.chunk,) + tail)
+        elif factor is None:
             dist.reduce_scatter_single(out, g.contiguous(), op=dist.ReduceOp.AVG,
                                        group=self.group)
         else:

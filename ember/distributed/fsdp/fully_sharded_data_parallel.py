@@ -1,5 +1,9 @@
 """PyTorch's first FSDP API: the module wrapper ``FullyShardedDataParallel`` (FSDP1).
 
+(Over 1,000 lines because PyTorch puts the whole API, state dicts and optimizer-state
+conversions included, on this one class, and all of it reads the ``_Flat`` layout; the
+optimizer-state static methods are the part to move to a module of their own next.)
+
 NOTE [ FSDP1 on fully_shard's gathers ]
 A unit (the wrapped module minus the units inside it) keeps its parameters as flat 1-D
 tensors cut in rows across the ranks, exactly as ``fully_shard`` cuts a parameter (NOTE
@@ -14,6 +18,20 @@ whole and all-reduces its gradient. The forward of a unit gathers, runs the wrap
 and puts the shards back; backward reads the gathered tensors the forward saved, so every
 strategy computes the same numbers and differs only in what PyTorch keeps in memory.
 State dicts and optimizer state dicts gather or cut these flat tensors by the same rows.
+
+NOTE [ Tied parameters in a unit ]
+A parameter reached under two names in one unit (an embedding tied to the output layer) is
+flattened once, under its first name in ``named_modules`` order; each further name is an
+alias that receives the very same view (or shard, with ``use_orig_params``), so both uses
+feed one gradient and the weights stay tied after a step, as PyTorch keeps them.
+``named_parameters`` lists it once; state dicts list every name, as the unwrapped model's.
+
+NOTE [ FSDP1 communication hooks ]
+``register_comm_hook(state, hook)`` on the root hands every unit's gradient reduction to
+``hook``: under ``NO_SHARD`` ``hook(state, grad)`` must leave the reduced gradient in
+``grad``; sharded, ``hook(state, grad, output)`` gets the whole flat gradient padded to a
+multiple of the world size and must write this rank's reduced rows into ``output``. The
+default hooks (``algorithms._comm_hooks``) divide before and after the sum as PyTorch does.
 
 Example::
 
@@ -75,7 +93,10 @@ class _ReplicaInfo(_ParamInfo):
             self.pending = grad.detach().clone()
             return None
         grad = grad.contiguous().clone()
-        dist.all_reduce(grad, op=dist.ReduceOp.AVG, group=self.group)
+        if self.state.comm_hook is not None:  # NOTE [ FSDP1 communication hooks ]
+            self.state.comm_hook(self.state.comm_hook_state, grad)
+        else:
+            dist.all_reduce(grad, op=dist.ReduceOp.AVG, group=self.group)
         return grad.to(self.dtype)
 
 
@@ -84,9 +105,11 @@ class _Flat:
     ``(owner, name, shape, offset, numel, requires_grad)`` and where its shard is registered
     (``home``, ``home_name``)."""
 
-    def __init__(self, info, entries, home, home_name):
+    def __init__(self, info, entries, home, home_name, aliases=()):
         self.info, self.entries = info, entries
         self.home, self.home_name = home, home_name
+        # (owner, name, entry index): further names of an entry's parameter (tied weights)
+        self.aliases = list(aliases)
 
     @property
     def shard(self):
@@ -111,6 +134,8 @@ class _UnitState:
         self.mp_policy = mp_policy
         self.sync = True
         self.divide_factor = None
+        self.comm_hook = None  # NOTE [ FSDP1 communication hooks ]
+        self.comm_hook_state = None
 
 
 class FullyShardedDataParallel(Module):
@@ -222,9 +247,18 @@ class FullyShardedDataParallel(Module):
         from ... import cat, distributed as dist, empty
         from ...nn import Parameter
 
-        owned = [(owner, name, p) for owner in _unit_modules(module)
-                 for name, p in owner._parameters.items()
-                 if p is not None and id(p) not in ignored and id(owner) not in ignored]
+        # a parameter reached under several names (tied weights) is flattened once; its
+        # other names become aliases of the same view (NOTE [ Tied parameters in a unit ])
+        owned, tied, seen = [], [], {}
+        for owner in _unit_modules(module):
+            for name, p in owner._parameters.items():
+                if p is None or id(p) in ignored or id(owner) in ignored:
+                    continue
+                if id(p) in seen:
+                    tied.append((owner, name, id(p)))
+                else:
+                    seen[id(p)] = len(owned)
+                    owned.append((owner, name, p))
         if sync_module_states:
             src = dist.get_global_rank(self.process_group, 0)
             for owner in _unit_modules(module):
@@ -252,17 +286,20 @@ class FullyShardedDataParallel(Module):
             shard = Parameter(full[lo:hi].clone() if cls is _ParamInfo else full,
                               requires_grad=any(e[-1] for e in entries))
             shard._fsdp_flat = True
+            index = {id(p): i for i, (_, _, p) in enumerate(members)}
+            aliases = [(o, n, index[pid]) for o, n, pid in tied if pid in index]
             if self.use_orig_params:
                 owner, name, _ = members[0]
                 home, home_name = owner, name
-                owner._parameters[name] = shard
+                for o, n in [(owner, name)] + [(o, n) for o, n, _ in aliases]:
+                    o._parameters[n] = shard
             else:
-                for owner, name, p in members:
+                for owner, name, p in members + [(o, n, members[i][2]) for o, n, i in aliases]:
                     del owner._parameters[name]
                     owner.__dict__[name] = empty((0,), dtype=p.dtype)
                 home, home_name = module, FLAT_PARAM
                 module.register_parameter(FLAT_PARAM, shard)
-            flats.append(_Flat(info, entries, home, home_name))
+            flats.append(_Flat(info, entries, home, home_name, aliases))
             flats[-1].shard_shape = tuple(shard.shape)
         return flats
 
@@ -298,26 +335,29 @@ class FullyShardedDataParallel(Module):
         from ...nn import Parameter
 
         for flat, full in zip(self._flats, fulls):
-            for entry, view in zip(flat.entries, flat.views(full)):
-                owner, name = entry[0], entry[1]
+            views = flat.views(full)
+            if as_parameters:
+                views = [Parameter(v, requires_grad=e[-1]) for e, v in zip(flat.entries, views)]
+            places = [(e[0], e[1], i) for i, e in enumerate(flat.entries)] + flat.aliases
+            for owner, name, i in places:
                 if as_parameters:
                     owner.__dict__.pop(name, None)
-                    owner._parameters[name] = Parameter(view, requires_grad=entry[-1])
+                    owner._parameters[name] = views[i]
                 elif self.use_orig_params:
-                    owner._parameters[name] = view
+                    owner._parameters[name] = views[i]
                 else:
-                    owner.__dict__[name] = view
+                    owner.__dict__[name] = views[i]
 
     def _restore(self):
         from ... import empty
 
         for flat in self._flats:
             if self.use_orig_params:
-                owner, name = flat.entries[0][:2]
-                owner._parameters[name] = flat.home_shard
+                for owner, name in [flat.entries[0][:2]] + [a[:2] for a in flat.aliases]:
+                    owner._parameters[name] = flat.home_shard
             else:
                 flat.home._parameters[FLAT_PARAM] = flat.home_shard
-                for owner, name, _, _, _, _ in flat.entries:
+                for owner, name in [e[:2] for e in flat.entries] + [a[:2] for a in flat.aliases]:
                     owner._parameters.pop(name, None)
                     owner.__dict__[name] = empty((0,), dtype=flat.info.dtype)
 
@@ -371,6 +411,40 @@ class FullyShardedDataParallel(Module):
         return self._is_root is not False
 
     # -- gradients ------------------------------------------------------------------------------
+
+    def register_comm_hook(self, state: object, hook) -> None:
+        """Reduce every unit's gradients with ``hook`` instead of the built-in average
+        (NOTE [ FSDP1 communication hooks ]); call it once, on the root, before training.
+
+        Args:
+            state (object): handed to every call of ``hook`` (e.g. ``DefaultState(group)``).
+            hook (callable): ``hook(state, grad)`` under ``NO_SHARD``;
+                ``hook(state, grad, output)`` for the sharded strategies.
+
+        Raises:
+            AssertionError: not the root, a hook already registered, or a hybrid strategy.
+
+        Example::
+
+            >>> from ember.distributed.algorithms._comm_hooks import default_hooks as dh
+            >>> state = dh.DefaultState(group)  # doctest: +SKIP
+            >>> model.register_comm_hook(state, dh.reduce_scatter_hook)  # doctest: +SKIP
+        """
+        if self._is_root is None:
+            self._decide_roots()
+        if not self.check_is_root():
+            raise AssertionError("register_comm_hook can only be called on a root instance.")
+        units = FullyShardedDataParallel.fsdp_modules(self)
+        for unit in units:
+            if unit.sharding_strategy in (ShardingStrategy.HYBRID_SHARD,
+                                          ShardingStrategy._HYBRID_SHARD_ZERO2):
+                raise AssertionError("Communication hook is not supported for hybrid strategies")
+            if unit._unit.comm_hook is not None:
+                raise AssertionError("A communication hook is already registered")
+        if not callable(hook):
+            raise ValueError(f"The communication hook must be callable but got {hook}")
+        for unit in units:
+            unit._unit.comm_hook, unit._unit.comm_hook_state = hook, state
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -887,6 +961,74 @@ class FullyShardedDataParallel(Module):
         """
         out = FullyShardedDataParallel.optim_state_dict(model, optim)
         return {} if rank0_only and model.rank != 0 else out
+
+    @staticmethod
+    def rekey_optim_state_dict(optim_state_dict, optim_state_key_type, model, optim_input=None,
+                               optim=None):
+        """Re-key an optimizer state dict between parameter names and parameter indices, to
+        move optimizer state between a wrapped model and a plain one.
+
+        Indices are positions in ``optim``'s parameter groups, else in ``optim_input``, else
+        in ``model.parameters()``; names are the unwrapped model's. A state dict already
+        keyed that way is returned as it is; otherwise the states are shared, not copied, and
+        each group's ``params`` come out sorted.
+
+        Args:
+            optim_state_dict (dict): the optimizer state dict.
+            optim_state_key_type (OptimStateKeyType): ``PARAM_NAME`` or ``PARAM_ID``.
+            model (Module): the model the parameters belong to.
+            optim_input (iterable, optional): the parameters (or groups) in optimizer order.
+            optim (Optimizer, optional): the optimizer, for its parameter order.
+
+        Returns:
+            dict: the re-keyed state dict.
+
+        Raises:
+            RuntimeError: re-keying by name a parameter that holds several (a flat parameter).
+
+        Example::
+
+            >>> osd = FSDP.full_optim_state_dict(model, optim)  # doctest: +SKIP
+            >>> key = OptimStateKeyType.PARAM_ID
+            >>> plain = FSDP.rekey_optim_state_dict(osd, key, net)  # doctest: +SKIP
+            >>> plain_optim.load_state_dict(plain)  # doctest: +SKIP
+        """
+        if optim_state_key_type not in (OptimStateKeyType.PARAM_NAME,
+                                        OptimStateKeyType.PARAM_ID):
+            raise ValueError(f"rekey_optim_state_dict: unknown key type {optim_state_key_type}")
+        to_names = optim_state_key_type is OptimStateKeyType.PARAM_NAME
+        keys = list(optim_state_dict["state"]) + [k for g in optim_state_dict["param_groups"]
+                                                  for k in g["params"]]
+        if all(isinstance(k, str) == to_names for k in keys):
+            return optim_state_dict
+        if optim is not None:
+            params = [p for g in optim.param_groups for p in g["params"]]
+        elif optim_input is not None:
+            items = list(optim_input)
+            params = [p for g in items for p in g["params"]] if items and isinstance(
+                items[0], dict) else items
+        else:
+            params = list(model.parameters())
+        flat = FullyShardedDataParallel._flat_of(model)
+        fqns: dict = {}
+        for name, p in Module.named_parameters(model):
+            fqns[id(p)] = list(flat[id(p)][1]) if id(p) in flat else [_clean(name)]
+        if to_names:
+            def key(i):
+                names = fqns[id(params[i])]
+                if len(names) != 1:
+                    raise RuntimeError("Each parameter should only map to one parameter name "
+                                       f"but got {len(names)}: {names}")
+                return names[0]
+        else:
+            ids = {n: i for i, p in enumerate(params) for n in fqns.get(id(p), ())}
+
+            def key(name):
+                return ids[name]
+        state = {key(k): v for k, v in optim_state_dict["state"].items()}
+        groups = [{**g, "params": sorted(key(k) for k in g["params"])}
+                  for g in optim_state_dict["param_groups"]]
+        return {"state": state, "param_groups": groups}
 
     @staticmethod
     def shard_full_optim_state_dict(full_optim_state_dict, model, optim_input=None,

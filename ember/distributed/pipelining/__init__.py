@@ -1,0 +1,12 @@
+"""Pipeline parallelism: a model cut into stages on several ranks, microbatches flowing
+through them (``torch.distributed.pipelining``)."""
+
+from ._IR import Pipe, pipe_split, pipeline, SplitPoint
+from .microbatch import TensorChunkSpec
+from .schedules import (Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B,
+                        ScheduleLoopedBFS)
+from .stage import build_stage, PipelineStage
+
+__all__ = ["Pipe", "pipe_split", "SplitPoint", "pipeline", "PipelineStage", "build_stage",
+           "Schedule1F1B", "ScheduleGPipe", "ScheduleInterleaved1F1B", "ScheduleLoopedBFS",
+           "TensorChunkSpec"]
