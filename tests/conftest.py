@@ -71,8 +71,8 @@ def spy_thread_splits(monkeypatch, contended=False):
     splits = []
     real = _parallel.split_on_threads
 
-    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS):
-        ran = real(fn, size, min_size)
+    def spy(fn, size, min_size=_parallel.MIN_ELEMENTS, **kwargs):
+        ran = real(fn, size, min_size, **kwargs)
         splits.append(ran)
         return ran
 

@@ -176,7 +176,9 @@ def _on_row_blocks(kernel, m, n, block=1, least=_ROWS_SPLIT):
         def run(lo, hi):
             kernel(lo * block, min(hi * block, m))
 
-        if _parallel.split_on_threads(run, groups, min_size=2):
+        # (rows alone may be cut anywhere: NOTE [ The caller's head start ])
+        if _parallel.split_on_threads(run, groups, min_size=2, even=block != 1,
+                                      key=getattr(kernel, "__code__", None)):
             return
     kernel(0, m)
 

@@ -120,7 +120,8 @@ def float_sum(a):
         else:
             kernel(whole[lo * block:hi * block], sums[lo:hi], block)
 
-    if size < SUM_SPLIT or not _parallel.split_on_threads(run, blocks, min_size=2):
+    if size < SUM_SPLIT or not _parallel.split_on_threads(run, blocks, min_size=2,
+                                                          even=False):
         run(0, blocks)
     s = _add_reduce(sums)
     return s + _add_reduce(flat[blocks * block:]) if blocks * block < size else s
@@ -163,6 +164,7 @@ def row_sums(a):
     def run(lo, hi):  # whole rows per thread: each row's sum is the one-call sum
         kernel(flat[lo * n:hi * n], sums[lo:hi], n)
 
-    if a.size < SUM_SPLIT or not _parallel.split_on_threads(run, sums.size, min_size=2):
+    if a.size < SUM_SPLIT or not _parallel.split_on_threads(run, sums.size, min_size=2,
+                                                            even=False):
         run(0, sums.size)
     return out
