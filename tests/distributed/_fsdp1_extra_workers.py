@@ -7,6 +7,8 @@ import pickle
 
 import numpy as np
 
+from ._workers import fill_normal
+
 STEPS = 3
 LR = 0.05
 
@@ -39,11 +41,7 @@ def model(torch, tied):
             return self.out(torch.tanh(self.mid(self.emb(x))))
 
     net = Net()
-    rng = np.random.default_rng(0)
-    with torch.no_grad():
-        for p in net.parameters():
-            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape)) * 0.5,
-                                 dtype=torch.float32))
+    fill_normal(torch, net, 0.5)
     return net
 
 

@@ -7,6 +7,8 @@ import pickle
 
 import numpy as np
 
+from ._workers import fill_normal
+
 # (use_orig_params, sharding strategy name, what the run checks)
 TRAIN = [(False, "FULL_SHARD", "train"), (True, "FULL_SHARD", "train"),
          (False, "SHARD_GRAD_OP", "train"), (True, "NO_SHARD", "train"),
@@ -43,11 +45,7 @@ def model(torch):
             return self.out(h)
 
     net = Net()
-    rng = np.random.default_rng(0)
-    with torch.no_grad():
-        for p in net.parameters():
-            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape)) * 0.5,
-                                 dtype=torch.float32))
+    fill_normal(torch, net, 0.5)
     return net, Block
 
 

@@ -8,6 +8,8 @@ import pickle
 
 import numpy as np
 
+from ._workers import fill_normal
+
 N_MB = 4
 STEPS = 2
 LR = 0.005
@@ -54,11 +56,7 @@ def model(torch, with_pipe_split=False):
             return self.head(h)
 
     net = Net()
-    rng = np.random.default_rng(0)
-    with torch.no_grad():
-        for p in net.parameters():
-            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape)) * 0.4,
-                                 dtype=torch.float32))
+    fill_normal(torch, net, 0.4)
     return net
 
 
@@ -170,11 +168,7 @@ def gpt(torch):
 
     torch.manual_seed(0)
     net = Transformer()
-    rng = np.random.default_rng(2)
-    with torch.no_grad():
-        for p in net.parameters():
-            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape)) * 0.3,
-                                 dtype=torch.float32))
+    fill_normal(torch, net, 0.3, seed=2)
     return net
 
 

@@ -20,6 +20,18 @@ def _init(fw, rank, world_size, init_method):
     return torch, dist
 
 
+def fill_normal(torch, module, scale, seed=0):
+    """Overwrite ``module``'s parameters (in registration order) with ``scale`` times
+    standard normal draws from a NumPy generator seeded with ``seed``: the same float32
+    values under ember and under PyTorch."""
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape)) * scale,
+                                 dtype=torch.float32))
+    return module
+
+
 def _dump(out_dir, rank, results):
     with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as f:
         pickle.dump(results, f)
