@@ -1050,6 +1050,8 @@ def _ce_vjp(grads, x, target, weight, *, reduction, ignore_index, out):
 
 cross_entropy_op = Op("cross_entropy_loss", _upcast_on_cpu(_ce_kernel), vjp=_ce_vjp,
                       nondiff_outputs=(1,))
+# the probabilities only: the loss itself may be changed in place (``loss += aux``)
+cross_entropy_op.saved_outputs = (1,)
 
 
 @cross_entropy_op.defjvp

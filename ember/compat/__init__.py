@@ -65,13 +65,21 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
         else:
             target_name = _ember_name(fullname)
         try:
-            importlib.import_module(target_name)
+            module = importlib.import_module(target_name)
         except ModuleNotFoundError as e:
             if e.name and (e.name == target_name or target_name.startswith(e.name + ".")):
                 raise ModuleNotFoundError(
                     f"{fullname} is not available in ember (no module {target_name}); "
                     "this PyTorch API is not implemented yet", name=fullname) from None
             raise
+        # Loading the ember module just now entered it under ``fullname`` too (the class
+        # renaming does, NOTE [ Class names under the alias ]). Left there, the import system
+        # would take that entry's own spec and run the ember module's code a second time, into
+        # a new module object without its submodules as attributes (``torch.distributions``
+        # imported first by ``from torch.distributions import constraints`` then lacked
+        # ``.multivariate_normal``); our loader enters the very same module object instead.
+        if sys.modules.get(fullname) is module:
+            del sys.modules[fullname]
         return importlib.machinery.ModuleSpec(fullname, _Loader(target_name),
                                               is_package=True)
 

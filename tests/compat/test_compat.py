@@ -53,7 +53,7 @@ def test_missing_apis_are_named():
         except AttributeError as e:
             print("attr:", e)
         try:
-            import torch.distributed.pipelining
+            import torch.distributed._symmetric_memory
         except ModuleNotFoundError as e:
             print("module:", e)
     """)
@@ -61,7 +61,7 @@ def test_missing_apis_are_named():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "torch.not_a_real_api is not implemented in ember" in r.stdout
-    assert "torch.distributed.pipelining is not available in ember" in r.stdout
+    assert "torch.distributed._symmetric_memory is not available in ember" in r.stdout
 
 
 def test_install_refuses_after_real_torch_and_uninstall_cleans_up():
