@@ -287,7 +287,8 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
             (1 for integers, True for bool).
         memory_format (ember.memory_format, optional): the result's memory format.
         rng (numpy.random.Generator, optional): ember's own extension for reproducible test
-            inputs independent of the default generator: values come from this generator.
+            inputs independent of the default generator (its OpInfo samples): values come
+            from this generator, in [-9, 9) unless given, bounds taken as given.
 
     Returns:
         Tensor: the new tensor.
@@ -297,18 +298,20 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
             both ``noncontiguous`` and ``memory_format``.
 
     Example:
-        >>> ember.manual_seed(0)
+        >>> _ = ember.manual_seed(0)
         >>> t = ember.testing.make_tensor(2, 3, dtype=ember.int64, device="cpu", low=0, high=5)
         >>> t.shape, t.dtype, bool(((t >= 0) & (t < 5)).all())
         (ember.Size([2, 3]), ember.int64, True)
     """
     from .. import _ops  # noqa: F401
-    from .._ops.from_data import from_numpy
 
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     shape = tuple(int(n) for n in shape)
     d = _dt.lookup(dtype)
+    if rng is not None:
+        return _make_tensor_from_rng(shape, d, device, low, high, requires_grad,
+                                     noncontiguous, exclude_zero, rng)
     integral = d is _dt.bool_ or d.category == 1
     if requires_grad and integral:
         raise ValueError("`requires_grad=True` is not supported for boolean and integral "
@@ -317,38 +320,59 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
         raise ValueError("The parameters `noncontiguous` and `memory_format` are mutually "
                          f"exclusive, but got noncontiguous={noncontiguous} and "
                          f"memory_format={memory_format}")
+    from .. import empty, finfo, randint, view_as_real
+
     low, high = _make_tensor_bounds(d, low, high)
-    numel = int(np.prod(shape)) if shape else 1
-    wide = noncontiguous and numel > 1
+    wide = noncontiguous and (int(np.prod(shape)) if shape else 1) > 1
     drawn = shape[:-1] + (shape[-1] * 2,) if wide else shape
-    if rng is not None:
-        if integral:
-            arr = rng.integers(low, high, size=drawn).astype(d.np)
-        elif d.category == 2:
-            arr = rng.uniform(low, high, size=drawn).astype(d.np)
-        else:
-            arr = (rng.uniform(low, high, size=drawn)
-                   + 1j * rng.uniform(low, high, size=drawn)).astype(d.np)
-        t = from_numpy(np.asarray(arr))
-    else:
-        from .. import empty, randint, view_as_real
-
-        if integral:
-            t = randint(low, high, drawn, dtype=dtype)
-        else:  # (low == high draws too, as PyTorch's does)
-            t = empty(drawn, dtype=dtype)
-            (view_as_real(t) if d.category == 3 else t).uniform_(low, high)
+    if integral:
+        t = randint(low, high, drawn, dtype=dtype)
+    else:  # (low == high draws too, as PyTorch's does)
+        t = empty(drawn, dtype=dtype)
+        (view_as_real(t) if d.category == 3 else t).uniform_(low, high)
     if exclude_zero:
-        from .. import finfo
-
-        replacement = 1 if integral else float(finfo(d).tiny)
-        t = t.masked_fill(t == 0, replacement)
+        t = t.masked_fill(t == 0, 1 if integral else float(finfo(d).tiny))
     if wide:
         t = t[..., 1::2]
     if device is not None:
         t = t.to(device)
     if memory_format is not None:
         t = t.contiguous(memory_format=memory_format)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _make_tensor_from_rng(shape, d, device, low, high, requires_grad, noncontiguous,
+                          exclude_zero, rng):
+    """make_tensor with ember's ``rng=``: the OpInfo samples' own NumPy stream, default range
+    [-9, 9) for every kind, bounds taken as given (bool ignores them)."""
+    from .._ops.from_data import from_numpy
+
+    lo = -9 if low is None else low
+    hi = 9 if high is None else high
+    if d is _dt.bool_:
+        arr = rng.integers(0, 2, size=shape).astype(bool)
+    elif d.category == 1:
+        lo = max(lo, 0) if d is _dt.uint8 else lo
+        arr = rng.integers(int(lo), int(hi), size=shape).astype(d.np)
+    elif d.category == 2:
+        arr = rng.uniform(lo, hi, size=shape).astype(d.np)
+    else:
+        arr = (rng.uniform(lo, hi, size=shape) + 1j * rng.uniform(lo, hi, size=shape))
+        arr = arr.astype(d.np)
+    arr = np.asarray(arr)
+    if exclude_zero:
+        arr[arr == 0] = 1 if d.category < 3 else 1 + 1j
+    if noncontiguous and arr.size > 1:
+        wide = np.zeros(arr.shape[:-1] + (arr.shape[-1] * 2,), dtype=arr.dtype) \
+            if arr.ndim else arr
+        if arr.ndim:
+            wide[..., ::2] = arr
+            arr = wide[..., ::2]
+    t = from_numpy(arr)
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t
