@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+#: PyTorch's device-type names, in the order its error message lists them: each parses (a
+#: program compares ``x.device == torch.device("mps")``), though ember computes on cpu, cuda,
+#: meta and extension backends only (a transfer elsewhere raises).
+torch_types = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+               "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+               "privateuseone")
 #: device types ember recognises; extension backends add theirs through ember.library.
-known_types = {"cpu", "cuda", "meta", "privateuseone"}
+known_types = set(torch_types)
 
 #: (enter, exit) for ``with ember.device(...)``, installed by ember/utils/_device.py
 _context_hooks = None
@@ -80,8 +86,9 @@ class device:
                 idx = index
             typ = type_aliases.get(typ, typ)
             if typ not in known_types:
+                names = torch_types + tuple(sorted(known_types.difference(torch_types)))
                 raise RuntimeError(
-                    f"Expected one of {', '.join(sorted(known_types))} device type at start of "
+                    f"Expected one of {', '.join(names)} device type at start of "
                     f"device string: {type_or_str}")
         else:
             raise TypeError(f"device(): expected a string or int, got {type(type_or_str).__name__}")

@@ -117,7 +117,10 @@ def _parse_to(args, kwargs):
         dtype = kwargs.pop("dtype")
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    flags = 0  # positional bools: ``non_blocking``, then ``copy``
     for a in args:
+        if a is None:  # a positional ``device=None`` or ``dtype=None``: unchanged
+            continue
         if isinstance(a, Tensor):
             dev, dtype = a.device, a.dtype
         elif isinstance(a, _dt.dtype) or isinstance(a, type) and a in (float, int, bool,
@@ -126,7 +129,9 @@ def _parse_to(args, kwargs):
         elif isinstance(a, (str, device, int)) and not isinstance(a, bool):
             dev = a
         elif isinstance(a, bool):
-            copy = copy or False
+            flags += 1
+            if flags == 2:
+                copy = copy or a
         else:
             raise TypeError(f"to() received an invalid combination of arguments: got {a!r}")
     return as_device(dev), (None if dtype is None else _dt.lookup(dtype)), copy, memory_format
