@@ -516,15 +516,9 @@ def _rmatmul(self, other):
     return matmul(other, self)
 
 
-def _imatmul(self, other):
-    # PyTorch: in-place matmul only where the result keeps self's shape
-    from ._registry import inplace_from
-
-    return inplace_from(matmul, "matmul")(self, other)
-
-
+# no ``__imatmul__``, as in PyTorch: ``a @= b`` rebinds ``a`` to ``a @ b`` (any result shape,
+# autograd as for ``@``), leaving the old tensor and its views untouched
 Tensor.__rmatmul__ = _rmatmul
-Tensor.__imatmul__ = _imatmul
 
 
 @public

@@ -329,7 +329,13 @@ def _view_kernel(xp, a, *, shape, strides, in_shape=None):
         r = a.reshape(shape)
         if r.strides == tuple(s * a.itemsize for s in strides):
             return r
-    return _restride(xp, a, shape, strides)
+    # the recorded strides fit the layout seen when the view was taken; a replay (autograd's
+    # view chains: CopySlices after an in-place write through a reshape of a permuted tensor)
+    # may bring another layout, so the strides are worked out again from ``a`` itself
+    actual = _view_strides(a.shape, _strides(a), shape)
+    if actual is None:
+        return xp.ascontiguousarray(a).reshape(shape)
+    return _restride(xp, a, shape, actual)
 
 
 def _reshape_vjp(g, _a, *, in_shape, **_):
