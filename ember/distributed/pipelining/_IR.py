@@ -85,6 +85,17 @@ class Pipe(nn.Module):
     """A model cut into stages by ``pipeline``: ``split_gm`` runs them one after another;
     ``get_stage_module(i)`` is stage ``i``'s module and ``build_stage`` makes its stage.
 
+    Args:
+        split_gm: the traced model whose submodules ``submod_0``... are the stages.
+        num_stages (int): how many stages.
+        has_loss_and_backward (bool): accepted for torch's signature (ember's schedules
+            take the loss function).
+        loss_spec: accepted for torch's signature.
+        stage_metas: the example shapes of each stage's inputs and outputs.
+
+    Returns:
+        A module running every stage in order.
+
     Example::
 
         >>> pipe = pipeline(model, mb_args=(x[:2],), split_spec=spec)  # doctest: +SKIP

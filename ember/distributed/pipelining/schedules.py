@@ -175,7 +175,14 @@ class PipelineScheduleSingle(_PipelineSchedule):
 class ScheduleGPipe(PipelineScheduleSingle):
     """GPipe: every microbatch's forward, then every microbatch's backward.
 
-    Args: as ``PipelineScheduleSingle``.
+    Args:
+        stage: this rank's stage.
+        n_microbatches (int): how many microbatches a step cuts the batch into.
+        *args, **kwargs: ``loss_fn``, the chunk specs and ``scale_grads``, as for
+            ``PipelineScheduleSingle``.
+
+    Returns:
+        A schedule; ``step`` runs one batch.
 
     Example::
 
@@ -192,7 +199,15 @@ class Schedule1F1B(PipelineScheduleSingle):
     """1F1B: after a warm-up of forwards, each stage alternates one forward and one
     backward, so at most ``num_stages`` microbatches' activations are held at once.
 
-    Args: as ``PipelineScheduleSingle`` (``n_microbatches`` at least the number of stages).
+    Args:
+        stage: this rank's stage.
+        n_microbatches (int): how many microbatches a step cuts the batch into (at least the number
+            of stages).
+        *args, **kwargs: ``loss_fn``, the chunk specs and ``scale_grads``, as for
+            ``PipelineScheduleSingle``.
+
+    Returns:
+        A schedule; ``step`` runs one batch.
 
     Example::
 
@@ -249,7 +264,14 @@ class ScheduleLoopedBFS(PipelineScheduleMulti):
     """Looped breadth-first: each local stage runs every microbatch's forward before the
     next stage; backward goes through the local stages in reverse the same way.
 
-    Args: as ``PipelineScheduleMulti``.
+    Args:
+        stages (list): this rank's stages (stage ``s`` on rank ``s % world_size``).
+        n_microbatches (int): how many microbatches a step cuts the batch into.
+        *args, **kwargs: ``loss_fn``, the chunk specs and ``scale_grads``, as for
+            ``PipelineScheduleMulti``.
+
+    Returns:
+        A schedule; ``step`` runs one batch.
 
     Example::
 
@@ -268,7 +290,15 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
     """Interleaved 1F1B: 1F1B over several stages per rank, microbatches taken in rounds
     of ``world_size`` so that a rank switches stage every round.
 
-    Args: as ``PipelineScheduleMulti`` (``n_microbatches`` a multiple of the rounds).
+    Args:
+        stages (list): this rank's stages (stage ``s`` on rank ``s % world_size``).
+        n_microbatches (int): how many microbatches a step cuts the batch into (a multiple of
+            the rounds).
+        *args, **kwargs: ``loss_fn``, the chunk specs and ``scale_grads``, as for
+            ``PipelineScheduleMulti``.
+
+    Returns:
+        A schedule; ``step`` runs one batch.
 
     Example::
 
