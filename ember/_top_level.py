@@ -835,8 +835,9 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
         >>> ember._softmax_backward_data(ember.ones(2), y, 0, ember.float32)
         tensor([0., 0.])
     """
-    g = grad_output * output
-    out = g - output * g.sum(dim, keepdim=True)
+    from ._ops.nn_ops import _softmax_vjp  # (half floats: float32 sums, one rounding)
+
+    out = _softmax_vjp(grad_output, None, dim=dim, out=output)
     return out if out.dtype == input_dtype else out.to(input_dtype)
 
 

@@ -204,6 +204,10 @@ def _sequence_to_array(data, d, op_name):
         level = [y for x in level for y in x]
     if not level:
         return np.zeros(shape, dtype=(d or _dt.get_default_dtype()).np)
+    if not block and isinstance(level[0], np.ndarray):
+        # torch measures the first element of each level as a sequence: a 0-d array there
+        # has no length (one further on is read as a number)
+        raise TypeError("len() of unsized object")
     if not block:
         arrays += _ndarrays_in(level)
     if arrays and 0 not in shape:

@@ -39,6 +39,20 @@ _SELU_ALPHA = 1.6732632423543772
 _SELU_SCALE = 1.0507009873554805
 
 
+def _half_in_float(vjp):
+    """``vjp`` (``(g, a, **params)``) evaluated in float32 for float16/bfloat16 ``a`` and
+    rounded once, as PyTorch's CPU backward kernels of these activations compute; under
+    ``create_graph`` the float32 detour is differentiable like any other op."""
+
+    def wrapped(g, a, **params):
+        if a.dtype.itemsize != 2 or not a.dtype.is_floating_point:
+            return vjp(g, a, **params)
+        return vjp(g.float(), a.float(), **params).to(a.dtype)
+
+    wrapped.__name__ = vjp.__name__
+    return wrapped
+
+
 def inplace_composition(fn, input, *args):
     """``fn(input, *args)`` written into ``input`` (NOTE [ In-place compositions ])."""
     if not isinstance(input, Tensor):
@@ -761,7 +775,8 @@ def _elu_jvp(x_dots, a, *, alpha, scale, input_scale, out=None):
 
 # elu, selu and celu are one op (torch's kernel has the same three parameters); torch names
 # the nodes EluBackward0 (elu, selu) and CeluBackward0
-elu_op = ElementwiseOp("elu", opmath(_elu_kernel), vjp=_elu_vjp, jvp=_elu_jvp, allow=(2,))
+elu_op = ElementwiseOp("elu", opmath(_elu_kernel), vjp=_half_in_float(_elu_vjp), jvp=_elu_jvp,
+                       allow=(2,))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -792,7 +807,7 @@ def _softplus_jvp(x_dots, a, *, beta, threshold, out=None):
     return None if x_dots[0] is None else _softplus_slope(x_dots[0], a, beta, threshold)
 
 
-softplus_op = ElementwiseOp("softplus", opmath(_softplus_kernel), vjp=_softplus_vjp,
+softplus_op = ElementwiseOp("softplus", opmath(_softplus_kernel), vjp=_half_in_float(_softplus_vjp),
                             jvp=_softplus_jvp, allow=(2,))
 
 
@@ -821,7 +836,8 @@ def _mish_jvp(x_dots, a, out=None):
     return None if x_dots[0] is None else _mish_slope(x_dots[0], a)
 
 
-mish_op = ElementwiseOp("mish", opmath(_mish_kernel), vjp=_mish_vjp, jvp=_mish_jvp, allow=(2,))
+mish_op = ElementwiseOp("mish", opmath(_mish_kernel), vjp=_half_in_float(_mish_vjp),
+                        jvp=_mish_jvp, allow=(2,))
 
 
 def softsign(input):
@@ -905,8 +921,9 @@ def _hardswish_jvp(x_dots, a, out=None):
     return None if x_dots[0] is None else _hardswish_slope(x_dots[0], a)
 
 
-hardswish_op = ElementwiseOp("hardswish", opmath(_hardswish_kernel), vjp=_hardswish_vjp,
-                             jvp=_hardswish_jvp, allow=(2,))
+hardswish_op = ElementwiseOp("hardswish", opmath(_hardswish_kernel),
+                             vjp=_half_in_float(_hardswish_vjp), jvp=_hardswish_jvp,
+                             allow=(2,))
 
 
 def logsigmoid(input):
@@ -920,9 +937,17 @@ def _log_sigmoid_kernel(xp, a):
 
 
 def _log_sigmoid_slope(g, a):
-    # d/dx log sigmoid(x) = sigmoid(-x), from exp(-|x|) so that nothing overflows
+    # d/dx log sigmoid(x) = sigmoid(-x), from exp(-|x|) so that nothing overflows; for
+    # float16/bfloat16, exp(-|x|) rounded to that dtype (torch keeps it from the forward so),
+    # the rest in float32, rounded once
     e = (-a.abs()).exp()
-    return g * where(a >= 0, e, 1.0) / (e + 1)
+    dtype = a.dtype
+    half = dtype.itemsize == 2 and dtype.is_floating_point
+    if half:
+        g, a, e = g.float(), a.float(), e.float()
+    q = e / (e + 1)
+    r = g * where(a < 0, 1 - q, q)  # (torch's order: a NaN goes through q)
+    return r.to(dtype) if half else r
 
 
 def _log_sigmoid_vjp(g, a):

@@ -478,9 +478,9 @@ def _softmax_backward_kernel(xp, g, y, *, dim, log):
         return fused
     if log:
         return g - xp.exp(y) * g.sum(axis=dim, keepdims=True)
-    gy = g * y
-    gy -= y * gy.sum(axis=dim, keepdims=True)
-    return gy
+    r = g - (g * y).sum(axis=dim, keepdims=True)
+    r *= y  # y (g - sum(g y)), as the fused kernel (and PyTorch's) order it
+    return r
 
 
 softmax_backward_op = Op("_softmax_backward_data", _upcast_on_cpu(_softmax_backward_kernel))
@@ -492,12 +492,19 @@ def _fused_softmax_backward(g, out, dim, log):
     """The input gradient of softmax/log-softmax as one compiled pass per row where the
     fused kernels cover it (float32 CPU arrays, the last dim, no ``create_graph``), else
     None: the op-by-op formula runs (NOTE [ Fused kernels ])."""
-    if _dispatch.differentiable_formula(g, out) or type(g) is not Tensor or \
-            type(out) is not Tensor:
+    if type(g) is not Tensor or type(out) is not Tensor:
         return None
     ga, ya = g._data, out._data
-    if type(ga) is not np.ndarray or type(ya) is not np.ndarray or ga.dtype != _F32 or \
-            ya.dtype != _F32 or ga.shape != ya.shape or dim % max(ya.ndim, 1) != ya.ndim - 1 \
+    if type(ga) is not np.ndarray or type(ya) is not np.ndarray or ga.shape != ya.shape:
+        return None
+    formula = _dispatch.differentiable_formula(g, out)
+    ct = _dispatch.carries_tangent
+    if ga.dtype in _LOWP and ya.dtype == ga.dtype and ya.ndim and not (
+            formula and (g._rg or out._rg or ct is not None and (ct(g) or ct(out)))):
+        # float32 sums, one rounding (NOTE [ Half-precision rows in float32 ]); constants
+        # need no formula even in grad mode (``_softmax_backward_data`` called directly)
+        return _dispatch.apply(softmax_backward_op, (g, out), {"dim": dim % ya.ndim, "log": log})
+    if formula or ga.dtype != _F32 or ya.dtype != _F32 or dim % max(ya.ndim, 1) != ya.ndim - 1 \
             or _kernels.backend() != "numba":
         return None
     return _dispatch.apply(softmax_backward_op, (g, out), {"dim": ya.ndim - 1, "log": log})
@@ -544,7 +551,28 @@ def _log_softmax_jvp(x_dots, _a, *, dim, out):
 
 softmax_op = Op("softmax", _upcast_on_cpu(_softmax_kernel), vjp=_softmax_vjp,
                 jvp=_softmax_jvp)
-log_softmax_op = Op("log_softmax", _upcast_on_cpu(_log_softmax_kernel), vjp=_log_softmax_vjp,
+def _log_softmax_half_rows(a):
+    """Log-softmax of float16/bfloat16 rows (the last dim) as PyTorch's CPU kernel rounds it:
+    the float32 sum of exponentials and its logarithm each rounded to ``a``'s dtype, then
+    ``x - max - log(sum)`` in float32, rounded once."""
+    x = a.astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        x -= x.max(axis=-1, keepdims=True)
+        s = np.exp(x).sum(axis=-1, keepdims=True, dtype=np.float32).astype(a.dtype)
+        x -= np.log(s.astype(np.float32)).astype(a.dtype).astype(np.float32)
+    return x.astype(a.dtype)
+
+
+_log_softmax_up = _upcast_on_cpu(_log_softmax_kernel)
+
+
+def _log_softmax_cpu_kernel(xp, a, *, dim):
+    if xp is np and a.dtype in _LOWP and a.size and a.ndim and dim == a.ndim - 1:
+        return _log_softmax_half_rows(a)
+    return _log_softmax_up(xp, a, dim=dim)
+
+
+log_softmax_op = Op("log_softmax", _log_softmax_cpu_kernel, vjp=_log_softmax_vjp,
                     jvp=_log_softmax_jvp)
 softmax_op.node_name = "SoftmaxBackward0"
 log_softmax_op.node_name = "LogSoftmaxBackward0"
@@ -1172,7 +1200,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if probs and not target.is_floating_point():
         raise RuntimeError(f"Expected floating point type for target with class "
                            f"probabilities, got {target.dtype.scalar_name}")
-    if label_smoothing == 0 and input.dim() > 1 and not probs:
+    half = input.dtype.is_floating_point and input.dtype.itemsize == 2
+    if label_smoothing == 0 and input.dim() > 1 and not probs and not half:
+        # (float16/bfloat16 go as torch's: the half log-softmax, then NLL)
         return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
     logp = log_softmax(input, class_dim)
     if probs:

@@ -39,6 +39,7 @@ _HALF = (np.dtype(np.float16), _dt.bfloat16.np)
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))  # no opmath, no promotion by numbers
 _from_np = _dt.from_np
 _f32 = np.dtype(np.float32)
+_f16 = np.dtype(np.float16)
 
 
 def opmath(fn):
@@ -233,17 +234,23 @@ def _tanh_backward_kernel(xp, g, y):
 
 
 def _sigmoid_backward_kernel(xp, g, y):
-    # g * conj(y * (1 - y)), one temporary
-    if y.dtype.itemsize == 2:  # float16, bfloat16: in float32, rounded once
+    # real: (g * (1 - y)) * y in that order, as torch (float16 rounds each step, as torch's
+    # float16 kernel; bfloat16 computes in float32, rounded once); complex: g * conj(y (1 - y))
+    if y.dtype != _f16 and y.dtype.itemsize == 2:
         return _sigmoid_backward_kernel(xp, g.astype(_f32), y.astype(_f32)).astype(y.dtype)
     if y.ndim == 0:
-        r = y * (1 - y)
-        return xp.asarray(g * (xp.conj(r) if r.dtype.kind == "c" else r))
+        r = y * (1 - y) if y.dtype.kind == "c" else g * (1 - y) * y
+        return xp.asarray(g * xp.conj(r) if r.dtype.kind == "c" else r)
     r = xp.subtract(1, y)
-    r *= y
     if r.dtype.kind == "c":
+        r *= y
         xp.conjugate(r, out=r)
+        r *= g
+        return r
+    if r.dtype != xp.result_type(g, r):
+        return g * r * y
     r *= g
+    r *= y
     return r
 
 
@@ -314,9 +321,10 @@ def _sinc_kernel(xp, a):
 
 
 def _sinc_vjp(g, x):
+    # torch's form: zero wherever pi x^2 is (x = 0, and every x whose square underflows)
     px = x * math.pi
-    d = (px.cos() * px - px.sin()) / (px * x)
-    return g * _c(where(x == 0, 0.0, d))
+    sq = x * x * math.pi
+    return where(sq == 0, 0.0, g * _c((px * px.cos() - px.sin()) / sq))
 
 
 sinc_op, sinc = unary_op("sinc", _sinc_kernel, vjp=_sinc_vjp,
@@ -364,7 +372,8 @@ def _sqrt_vjp(g, _x, *, out):
 
 
 def _rsqrt_vjp(g, _x, *, out):
-    return g * _c(out * out * out) * -0.5
+    # (pow(3): one rounding for float16/bfloat16, as torch; x * x * x in float32/64)
+    return g * _c(out.pow(3) if out.dtype.itemsize == 2 else out * out * out) * -0.5
 
 
 def _square_vjp(g, x):
@@ -485,7 +494,10 @@ def _sigmoid_cpu(a):
 def _sigmoid_vjp(g, _x, *, out):
     # NOTE [ Fused tanh and sigmoid backward ]
     r = _fused_grad(sigmoid_backward_op, g, out)
-    return g * _c(out * (1 - out)) if r is None else r
+    if r is not None:
+        return r
+    # (torch's order for real tensors: (g (1 - y)) y)
+    return g * _c(out * (1 - out)) if out._data.dtype.kind == "c" else g * (1 - out) * out
 
 
 sigmoid_op, sigmoid = unary_op("sigmoid", _sigmoid_kernel, vjp=_sigmoid_vjp,
@@ -1294,12 +1306,12 @@ def _addcdiv_kernel(xp, a, b, c, *, value):
 
 
 def _addcmul_vjp(g, _a, b, c, *, value):
-    return g, g * _c(c) * value, g * _c(b) * value
+    # torch's grouping: the other factor times value first (0 * inf stays NaN, as there)
+    return g, g * _c(c * value), g * _c(b * value)
 
 
 def _addcdiv_vjp(g, _a, b, c, *, value):
-    gb = g / _c(c) * value
-    return g, gb, -gb * _c(b / c)
+    return g, g * _c(value / c), -g * _c((value * b) / (c * c))
 
 
 addcmul_op = ElementwiseOp("addcmul", _addcmul_kernel, allow=(1, 2, 3), vjp=_addcmul_vjp)

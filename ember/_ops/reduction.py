@@ -1444,14 +1444,18 @@ cumprod_backward_op = Op("_cumprod_backward", _cumprod_backward_kernel, differen
 
 
 def _cumprod_vjp(g, a, *, dim, dtype, out):
-    if a._data.ndim == 0:
+    if a._data.ndim == 0 or a._data.shape[dim] == 1:  # (torch passes g through as it is)
         return g
     if _dispatch.intercept and _dispatch.state.modes:
         # under a transform (vmap: one example has no single answer to "any zero?") the
         # formula that needs no branch on the data
         return _cumprod_vjp_masked(g, a, dim, out)
     if bool((a == 0).any()):
-        return _apply(cumprod_backward_op, (g, a), {"dim": dim})
+        if _dispatch.differentiable_formula(g, a):
+            return _apply(cumprod_backward_op, (g, a), {"dim": dim})
+        # torch's first-order path: out / a_j before the first zero (so an overflowed
+        # running product gives its NaN there too), the exclusive product at it, 0 after
+        return _cumprod_vjp_masked(g, a, dim, out)
     return _rcumsum(g * out, dim) / a
 
 
@@ -1462,8 +1466,13 @@ def _cumprod_vjp_masked(g, a, dim, out):
     zero = a == 0
     seen = zero.cumsum(dim)
     first = zero & (seen == 1)
-    before = _rcumsum(g * out, dim) / a.masked_fill(zero, 1)
-    at_first = _rcumsum(g * a.masked_fill(first, 1).cumprod(dim), dim)
+    before = _rcumsum((g * out).masked_fill(seen != 0, 0), dim) / a.masked_fill(zero, 1)
+    # at z: (the product before z) * sum_j g_j prod_{z<k<=j} a_k over j up to the next zero
+    # (the terms past it are 0, and left out: an inf there would make them NaN)
+    span = seen == 1
+    after_z = (g.masked_fill(~span, 0) * a.masked_fill(~span | first, 1).cumprod(dim)).sum(
+        dim, keepdim=True)
+    at_first = after_z * a.masked_fill(seen != 0, 1).prod(dim, keepdim=True)
     return before.where(seen == 0, at_first.masked_fill(~first, 0))
 
 

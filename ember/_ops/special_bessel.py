@@ -11,6 +11,8 @@ dtype. The functions are exposed by ``ember/special.py`` only.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .pointwise import opmath, unary_op
 from ._xp_compat import to_host
 from .special_ops import _I_EDGES, _no_half, _sp, scipy_kernel
@@ -45,6 +47,20 @@ def _airy_ai_kernel(xp, a):
     # SciPy answers NaN past x ~ 1e9, where Ai(x) ~ exp(-2/3 x^1.5) has long underflowed
     # to 0 (from x ~ 105 on), torch's answer
     r = xp.where((a > 200) & xp.isfinite(a), 0.0, r)
+    # and NaN below x ~ -1e7 (and loses digits from -1e4), where the oscillating asymptotic
+    # form holds to 1e-12:
+    # Ai(-z) ~ (cos(c - pi/4) + sin(c - pi/4) 5 / (72 c)) / sqrt(pi) / z^(1/4), c = 2/3 z^1.5
+    # (the phase in NumPy's long double: at x = -2**31 it is 6.6e13, whose float64 ulp would
+    # move Ai by 0.3%)
+    far = (a < -1e4) & xp.isfinite(a)
+    if xp is np and bool(far.any()):
+        ld = np.longdouble
+        z = np.where(far, -a.astype(np.float64), 1.0).astype(ld)
+        c = ld(2) / ld(3) * z * np.sqrt(z)
+        ph = c - ld("0.785398163397448309615660845819875721")
+        asym = (np.cos(ph) + np.sin(ph) * ld(5) / (ld(72) * c)) / (
+            ld("1.77245385090551602729816748334114518") * np.sqrt(np.sqrt(z)))
+        r = np.where(far, asym.astype(np.float64), r)
     return r.astype(a.dtype, copy=False)
 
 

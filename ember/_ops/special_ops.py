@@ -111,11 +111,12 @@ def _no_half(name, fn):
 
 
 def _erf_vjp(g, x):
-    return g * (-(x * x)).exp() * (2 / _SQRT_PI)
+    # (2 / sqrt(pi)) exp(-x^2), then times g: torch's order (visible in float16/bfloat16)
+    return (-(x * x)).exp() * (2 / _SQRT_PI) * g
 
 
 def _erfc_vjp(g, x):
-    return g * (-(x * x)).exp() * (-2 / _SQRT_PI)
+    return (-(x * x)).exp() * (-2 / _SQRT_PI) * g
 
 
 def _erfinv_vjp(g, _x, *, out):
@@ -225,6 +226,9 @@ def _polygamma_kernel(xp, a, *, n):
     r = s.digamma(a) if n == 0 else s.polygamma(order, a)
     if n == 1:
         r = _trigamma_reflected(xp, s, a, order, r)
+    elif n >= 2 and holds_values(a):
+        # torch's Hurwitz zeta at x = inf is NaN, and so is every higher polygamma there
+        r = xp.where(xp.asarray(a == math.inf), math.nan, xp.asarray(r))
     return xp.asarray(r).astype(a.dtype, copy=False)
 
 
@@ -373,10 +377,35 @@ def _check_igamma(name):
     return check
 
 
-igamma_op = ElementwiseOp("igamma", scipy_kernel("gammainc"), promote="same", allow=(2,),
-                          vjp=_igamma_vjp_for("igamma", 1), check=_check_igamma("igamma"))
-igammac_op = ElementwiseOp("igammac", scipy_kernel("gammaincc"), promote="same", allow=(2,),
-                           vjp=_igamma_vjp_for("igammac", -1), check=_check_igamma("igammac"))
+def _igamma_kernel(name, upper):
+    """SciPy's regularized incomplete gamma with torch's answers where a NaN meets a case
+    its kernel decides first: ``x == 0`` gives 0 (upper: 1) and ``x == inf`` 1 (upper: 0)
+    whatever ``a``; ``a == inf`` with any ``x`` but inf gives 0 (upper: 1), NaN included."""
+    base = scipy_kernel(name)
+
+    def kernel(xp, a, x):
+        r = base(xp, a, x)
+        if not holds_values(r):
+            return r
+        nan_a, nan_x = xp.isnan(a), xp.isnan(x)
+        if not (nan_a.any() or nan_x.any()):
+            return r
+        lo, hi = xp.asarray(0, dtype=r.dtype), xp.asarray(1, dtype=r.dtype)
+        first, last = (hi, lo) if upper else (lo, hi)
+        r = xp.where(nan_a & (x == 0), first, r)
+        r = xp.where(nan_a & (x == math.inf), last, r)
+        return xp.where(nan_x & (a == math.inf), first, r)
+
+    kernel.__name__ = name
+    return kernel
+
+
+igamma_op = ElementwiseOp("igamma", _igamma_kernel("gammainc", False), promote="same",
+                          allow=(2,), vjp=_igamma_vjp_for("igamma", 1),
+                          check=_check_igamma("igamma"))
+igammac_op = ElementwiseOp("igammac", _igamma_kernel("gammaincc", True), promote="same",
+                           allow=(2,), vjp=_igamma_vjp_for("igammac", -1),
+                           check=_check_igamma("igammac"))
 
 
 @public(inplace=lambda self, other: _igamma_inplace(igamma_op, "igamma_", self, other))

@@ -13,6 +13,8 @@ The ops are exposed by ``ember/special.py`` only (they are not ``ember.<name>``)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._core.checks import holds_values
@@ -38,6 +40,9 @@ def _recur(xp, x, k, p0, p1, step, todo):
     for j in range(1, top):
         prev, cur = cur, step(j, prev, cur)
         out = xp.where(k == j + 1, cur, out)
+        if j % 64 == 0 and bool(xp.isnan(cur).all()) and bool(xp.isnan(prev).all()):
+            # NaN from here on (an overflow met inf - inf): a degree of 2**31 ends at once
+            return xp.where(k > j + 1, xp.asarray(math.nan, dtype=out.dtype), out)
     return out
 
 

@@ -48,10 +48,6 @@ KNOWN = {
     ('orgqr', 'values_nonfinite'):
         'torch-specific: MKL orgqr fuses multiply-adds where float32 overflows; ember replays '
         "LAPACK's org2r order (NOTE [ Householder reflectors as LAPACK applies them ])",
-    ('special.gammaincc', 'values_nonfinite'):
-        'open: out (float16) at (3,): ember np.float16(nan), torch np.float32(1.0)',
-    ('special.shifted_chebyshev_polynomial_w', 'values_nonfinite'):
-        'open: out (float64) at (1, 2): ember np.float64(nan), torch np.float64(3.16535180824',
     ('var_mean', 'values_nonfinite'):
         'torch-specific: vectorized Welford moments overflow (inf - inf) per SIMD chunking',
 }
