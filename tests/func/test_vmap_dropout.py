@@ -160,15 +160,15 @@ def test_nested_vmap_dropout_draws_per_different_level(form, inner, outer, disti
         F = fw.nn.functional
 
         def f(_, b):  # b batched over the outer level only
-            x = b.repeat(9).reshape(9, 3)
+            x = b.repeat(40).reshape(40, 3)
             return F.dropout(x, 0.5) if form == "dropout" else F.dropout1d(x, 0.5)
 
         return fw.func.vmap(fw.func.vmap(f, in_dims=(0, None), randomness=inner),
                             in_dims=(None, 0), randomness=outer)(fw.ones(2), fw.ones(4, 3))
 
     ours, theirs = run(ember), run(torch)
-    assert tuple(ours.shape) == tuple(theirs.shape) == (4, 2, 9, 3)
-    # 27 (or 9) draws per mask: distinct masks collide with p < 2**-9
+    assert tuple(ours.shape) == tuple(theirs.shape) == (4, 2, 40, 3)
+    # 120 (or 40) draws per mask: two masks collide with p = 2**-40
     assert _distinct(ours, 4, 2) == _distinct(theirs, 4, 2) == distinct
 
 
