@@ -79,15 +79,14 @@ def is_bare_slice(idx):
                                   and type(idx[0]) is slice)
 
 
-def _getitem(inputs, params):
-    # torch indexes dim by dim, skipping whole-dim slices; the node on the result is the
-    # last step's (none: an alias)
-    idx = params.get("idx")
+def getitem_steps(idx, shape):
+    """The nodes torch records for ``x[idx]`` on a tensor of ``shape``, first to last: it
+    indexes dim by dim, skipping whole-dim slices (an empty list: an alias). None when a
+    tensor or list takes part (torch's advanced indexing, one ``IndexBackward0``)."""
     if is_bare_slice(idx):
-        return "SliceBackward0"
+        return ["SliceBackward0"]
     items = idx if type(idx) is tuple else (idx,)
-    shape = getattr(inputs[0], "shape", None) if inputs else None
-    last = _NOTHING
+    steps = []
     dim = 0
     for pos, it in enumerate(items):
         if it is Ellipsis:
@@ -99,16 +98,24 @@ def _getitem(inputs, params):
             continue
         if it is not None:
             dim += 1
-        last = it
-    if last is _NOTHING:
-        return "AliasBackward0"
-    if type(last) is slice:
-        return "SliceBackward0"
-    if last is None or type(last) is bool:
-        return "UnsqueezeBackward0"
-    if isinstance(last, (int, np.integer)):
-        return "SelectBackward0"
-    return None
+        if type(it) is slice:
+            steps.append("SliceBackward0")
+        elif it is None or type(it) is bool:
+            steps.append("UnsqueezeBackward0")
+        elif isinstance(it, (int, np.integer)):
+            steps.append("SelectBackward0")
+        else:
+            return None
+    return steps
+
+
+def _getitem(inputs, params):
+    # the node on the result is that of torch's last step (none: an alias)
+    shape = getattr(inputs[0], "shape", None) if inputs else None
+    steps = getitem_steps(params.get("idx"), shape)
+    if steps is None:
+        return None
+    return steps[-1] if steps else "AliasBackward0"
 
 
 def _pool(kind):
@@ -187,6 +194,18 @@ def _div(inputs, params):
     return "MulBackward0" if _is_number(inputs[0]) else None
 
 
+def _scalar_overloads(with_number, with_tensors, number_first=None):
+    # torch's Tensor-Scalar and Tensor-Tensor overloads of one binary op have different
+    # node names (``remainder(x, 2)``: RemainderBackward0, ``remainder(x, y)``: ...1)
+    def name(inputs, params):
+        if _is_number(inputs[1]):
+            return with_number
+        if number_first is not None and _is_number(inputs[0]):
+            return number_first
+        return with_tensors
+    return name
+
+
 def _split(inputs, params):
     sizes = [e - s for s, e in params["bounds"]]
     even = len(sizes) < 2 or (all(s == sizes[0] for s in sizes[:-1]) and sizes[-1] <= sizes[0])
@@ -250,6 +269,10 @@ _CALL_DEPENDENT = {
     "scaled_dot_product_attention": _sdpa,
     "lerp": _lerp,
     "ctc_loss": _ctc,
+    "remainder": _scalar_overloads("RemainderBackward0", "RemainderBackward1"),
+    "fmod": _scalar_overloads("FmodBackward0", "FmodBackward1"),
+    "copysign": _scalar_overloads("CopysignBackward1", None),
+    "xlogy": _scalar_overloads("XlogyBackward2", None, "XlogyBackward1"),
 }
 
 _FIXED = {
@@ -329,6 +352,7 @@ _SAVED_INPUTS = {
     "addcmul": ("self", "tensor1", "tensor2"),
     "addcdiv": ("self", "tensor1", "tensor2"),
     "lerp": ("self", "end", "weight"),
+    "_take_along": ("self", "indices"),  # max/min/sort/topk/kthvalue/mode/median(dim)
 }
 
 
@@ -343,3 +367,110 @@ def saved_input_names(op_name, node_name, n):
     if names is None:
         names = (("self",), ("self", "other")).__getitem__(n - 1) if n in (1, 2) else None
     return names
+
+
+# ------------------------------------------------------------------------------------------------
+# edges under torch's shape
+
+# NOTE [ Shown edges ]
+# A node's ``_next`` has one edge per input of the ember op, and the engine routes gradients
+# along exactly those. PyTorch's node has an edge per *differentiable* tensor argument of
+# the overload that ran: no edge for an index, a mask, a target, the running statistics of
+# a batch norm or a Python number. And where ember computes in one op what torch builds
+# from several (``linear`` is torch's ``addmm`` of the input and the weight's transpose,
+# ``cross_entropy`` its ``nll_loss`` of a ``log_softmax``), torch's graph has nodes that
+# ember's has not. Code that walks ``grad_fn.next_functions`` (printing a model's graph,
+# drawing it, the tutorials' ``loss.grad_fn.next_functions[0][0]``) sees torch's shape:
+# ``next_functions`` is a view built from ``_next`` on first access, dropping the
+# unconnected edges torch has no slot for and adding stand-in nodes (``ShownNode``) named
+# as torch's, which lead on to the real edges. The engine never reads the view.
+
+#: node name -> the positions of ember's inputs torch has an edge for (an unconnected edge at
+#: any other position is left out; a connected one never is)
+_KEPT_EDGES = {
+    "PowBackward0": (0,), "PowBackward2": (1,), "RsubBackward1": (1,),
+    "ClampBackward1": (0,), "ClampMinBackward0": (0,), "ClampMaxBackward0": (0,),
+    "RemainderBackward0": (0,), "FmodBackward0": (0,), "CopysignBackward1": (0,),
+    "XlogyBackward2": (0,), "XlogyBackward1": (1,),
+    "MaskedFillBackward0": (0,), "MaskedSelectBackward0": (0,), "MaskedScatterBackward0": (0, 2),
+    "GatherBackward0": (0,), "IndexSelectBackward0": (0,), "IndexBackward0": (0,),
+    "TakeBackward0": (0,), "PutBackward0": (0, 2), "IndexPutBackward0": (0, 1),
+    "ScatterBackward0": (0, 2), "ScatterBackward1": (0,), "ScatterAddBackward0": (0, 2),
+    "ScatterReduceBackward0": (0, 2), "IndexAddBackward0": (0, 2), "IndexCopyBackward0": (0, 2),
+    "IndexFillBackward0": (0,), "IndexReduceBackward0": (0, 2),
+    "EmbeddingBackward0": (0,),
+    "CummaxBackward0": (0,), "CumminBackward0": (0,), "KthvalueBackward0": (0,),
+    "MaxBackward0": (0,), "MinBackward0": (0,), "MedianBackward1": (0,),
+    "NanmedianBackward1": (0,), "ModeBackward0": (0,), "SortBackward0": (0,),
+    "TopkBackward0": (0,), "WhereBackward0": (1, 2),
+    "NllLossBackward0": (0,), "NllLoss2DBackward0": (0,),
+    "BinaryCrossEntropyBackward0": (0, 1), "BinaryCrossEntropyWithLogitsBackward0": (0, 1),
+    "NativeBatchNormBackward0": (0, 1, 2),
+}
+
+
+def _keep(nxt, kept):
+    return tuple(e for i, e in enumerate(nxt) if i in kept or e[0] is not None)
+
+
+def _linear_edges(node, nxt, shown):
+    # torch's linear: addmm(bias, x, w.t()) for a matrix (mm without a bias), the input
+    # flattened to a matrix and the result viewed back for other ranks
+    x, w, b = nxt[0], nxt[1], nxt[2]
+    wt = shown("TBackward0", (w,))
+    name = type(node).__name__
+    if name == "AddmmBackward0":
+        return (b, x, wt)
+    if name == "MmBackward0":
+        return (x, wt)
+    if name == "ViewBackward0":
+        return (shown("AddmmBackward0", (b, shown("ViewBackward0", (x,)), wt)),)
+    if name == "UnsafeViewBackward0":
+        return (shown("MmBackward0", (shown("ViewBackward0", (x,)), wt)),)
+    if name == "SqueezeBackward4":
+        return (shown("MmBackward0", (shown("UnsqueezeBackward0", (x,)), wt)),)
+    if name == "AddBackward0":  # a non-contiguous batch: a matmul, then the bias added
+        flat = shown("UnsafeViewBackward0", (shown("CloneBackward0", (x,)),))
+        return (shown("UnsafeViewBackward0", (shown("MmBackward0", (flat, wt)),)), b)
+    return nxt
+
+
+def _cross_entropy_edges(node, nxt, shown):
+    # torch's cross_entropy is nll_loss of log_softmax
+    if type(node).__name__ in ("NllLossBackward0", "NllLoss2DBackward0"):
+        return (shown("LogSoftmaxBackward0", (nxt[0],)),)
+    return _keep(nxt, (0,))
+
+
+def _getitem_edges(node, nxt, shown):
+    # one ember node for the whole index; torch's chain of selects and slices before it
+    meta = node._meta_in[0] if node._meta_in else None
+    steps = getitem_steps(node._params.get("idx"), None if meta is None else meta[0])
+    if not steps or len(steps) < 2:
+        return nxt
+    edge = nxt[0]
+    for name in steps[:-1]:
+        edge = shown(name, (edge,))
+    return (edge,) + tuple(nxt[1:])
+
+
+def _reshape_copy_edges(node, nxt, shown):
+    # torch's reshape of what no view can give: a contiguous clone, then a view of it
+    return (shown("CloneBackward0", (nxt[0],)),) + tuple(nxt[1:])
+
+
+_EDGE_SHAPES = {"linear": _linear_edges, "cross_entropy_loss": _cross_entropy_edges,
+                "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges}
+
+
+def shown_edges(node, nxt, shown):
+    """``node.next_functions`` as torch's graph has it (NOTE [ Shown edges ]), from the real
+    edges ``nxt``; ``shown(name, edges)`` makes a stand-in node and returns its edge (an
+    unconnected edge stays one: torch has no node on a path that needs no gradient)."""
+    rule = _EDGE_SHAPES.get(node._op.name)
+    if rule is not None:
+        return rule(node, nxt, shown)
+    kept = _KEPT_EDGES.get(type(node).__name__)
+    if kept is None or all(e[0] is not None for e in nxt):
+        return nxt
+    return _keep(nxt, kept)

@@ -191,7 +191,7 @@ class Node:
         return res[0] if len(res) == 1 else res
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     # -- for subclasses -------------------------------------------------------------------------
 
@@ -226,6 +226,9 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # the name PyTorch's node prints
 
     def _apply(self, grads):
         _accumulate_grad(self.variable, grads[0])

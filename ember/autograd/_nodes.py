@@ -357,6 +357,43 @@ def named_node_class(name):
     return cls
 
 
+class ShownNode(Node):
+    """A node of the graph as PyTorch draws it where ember computes the step inside another
+    node (NOTE [ Shown edges ] in ember/_ops/_node_names.py): it has torch's name and leads
+    on to the real edges, but runs nothing -- the gradient flows through the node that
+    holds the computation.
+
+    Example:
+        >>> import ember
+        >>> lin = ember.nn.Linear(2, 1)
+        >>> y = lin(ember.ones(1, 2))
+        >>> y.grad_fn.next_functions[2][0].name()
+        'TBackward0'
+    """
+
+    def __init__(self, edges):
+        self._next = edges
+
+    def _apply(self, grads):
+        raise RuntimeError(
+            f"{self.name()} is how PyTorch draws this step; ember computes it inside the "
+            "node that leads here, so it cannot be called on its own")
+
+
+_shown_classes = {}
+
+
+def _shown_edge(name, edges):
+    """The edge to a ``ShownNode`` named ``name`` over ``edges`` (none when nothing past it
+    needs a gradient)."""
+    if all(e[0] is None for e in edges) and len(edges) == 1:
+        return edges[0]
+    cls = _shown_classes.get(name)
+    if cls is None:
+        cls = _shown_classes[name] = type(name, (ShownNode,), {"__module__": node_module[0]})
+    return (cls(tuple(edges)), 0)
+
+
 class OpNode(Node):
     """The backward node of one call of a registered op (see NOTE [ Derivative formulas ] in
     ember/_ops/_registry.py for the formula contract)."""
@@ -371,6 +408,18 @@ class OpNode(Node):
     _nout = 1
     _freed = False
     _sout = None
+
+    @property
+    def next_functions(self):
+        # torch's shape of this node's edges (NOTE [ Shown edges ] in
+        # ember/_ops/_node_names.py), built once; the engine reads ``_next``
+        d = self.__dict__
+        shown = d.get("_shown")
+        if shown is None:
+            from .._ops._node_names import shown_edges
+
+            shown = d["_shown"] = shown_edges(self, self._next, _shown_edge)
+        return shown
 
     @property
     def _edge_order(self):
@@ -490,7 +539,10 @@ class OpNode(Node):
                 return s if raw else s.unpack(self)
         params = d.get("_params") or {}
         if key in params and not raw:
-            return params[key]
+            v = params[key]
+            if key == "reduction" and type(v) is str:
+                return _REDUCTION_ENUM.get(v, v)  # torch saves its enum's number
+            return v
         if key == "alpha" and not raw and type(self).__name__ in _ALPHA_NODES:
             return 1  # torch saves add/sub's alpha even when it is the default
         # torch's names: ``_saved_self``, ``_saved_mat2``, ``_saved_self_sym_sizes``...
@@ -529,6 +581,9 @@ class OpNode(Node):
         extra += [f"_saved_{k}" for k in self._params]
         return sorted(set(super().__dir__()) | set(extra))
 
+
+#: the number torch's loss nodes save for each ``reduction``
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
 
 _ALPHA_NODES = frozenset(("AddBackward0", "SubBackward0", "RsubBackward0", "AddBackward1",
                           "SubBackward1", "RsubBackward1"))

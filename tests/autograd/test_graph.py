@@ -49,7 +49,7 @@ def test_next_functions_point_to_accumulate_grad_per_leaf():
     a, b = leaf(3), ember.ones(3)
     y = a * b
     (n0, i0), (n1, i1) = y.grad_fn.next_functions
-    assert n0.name() == "AccumulateGrad" and n0.variable is a and i0 == 0
+    assert n0.name() == "torch::autograd::AccumulateGrad" and n0.variable is a and i0 == 0
     assert n1 is None and i1 == 0
     # one AccumulateGrad per leaf, shared by the nodes that use it
     z = a + a
