@@ -623,6 +623,8 @@ def _wrap_views(base, res, op=None, params=None, inputs=None):
             if op is not None:
                 o._view_meta = [None if chain is None else chain + ((op, params, i, others),),
                                 vc[0], multi]
+                if base._ng_view or (root._rg or base._rg) and not state.grad_enabled:
+                    mark_no_grad_view(base, o)
         return outs
     o = wrap(res)
     o._base = root
@@ -630,7 +632,24 @@ def _wrap_views(base, res, op=None, params=None, inputs=None):
     if op is not None:
         o._view_meta = [None if chain is None else chain + ((op, params, 0, others),), vc[0],
                         False]
+        if base._ng_view or (root._rg or base._rg) and not state.grad_enabled:
+            mark_no_grad_view(base, o)
     return o
+
+
+def mark_no_grad_view(base, o):
+    """Mark ``o``, a new view of ``base``, as PyTorch marks a view made under no_grad of a
+    tensor that needs a gradient (it becomes a leaf that requires grad, ``_ng_view`` 1) or a
+    view of such a view (``_ng_view`` 2): both refuse in-place writes under grad mode
+    (``autograd._nodes.check_inplace``). Called where views are made, when ``base`` is such
+    a view or grad mode is off and ``base`` (or its base) requires grad."""
+    if not state.grad_enabled:
+        if base._rg or (base._base is not None and base._base._rg):
+            o._ng_view = 1
+            o._ng_at = o._vc[0]  # its version when made: a later write makes it unusable
+            o._rg = True
+    elif base._ng_view:
+        o._ng_view = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -681,7 +700,7 @@ def write_out(op_name, out, result, exact=None):
         return type(result)(out) if type(result) is tuple else out
     if not isinstance(out, Tensor):
         raise TypeError(f"{op_name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out._rg and state.grad_enabled and (result._rg or out._rg):
+    if state.grad_enabled and (result._rg or out._rg):
         raise RuntimeError(
             f"{op_name}(): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad.")

@@ -58,6 +58,10 @@ class Tensor:
 
     # ``Tensor(...)`` (the legacy constructor) is provided by ember._ops.from_data.
 
+    #: 1 for a view made under no_grad of a tensor that needs a gradient, 2 for a view of
+    #: one (``_dispatch.mark_no_grad_view``); set in the instance dict of those only
+    _ng_view = 0
+
     def _set_data(self, array):
         self._data = array
 

@@ -357,6 +357,8 @@ def _view(self, r):
         vc = base._vc = [0]
     t._base = base
     t._vc = vc
+    if self._ng_view or (base._rg or self._rg) and not _dispatch.state.grad_enabled:
+        _dispatch.mark_no_grad_view(self, t)
     return t
 
 

@@ -496,6 +496,8 @@ _STEAL_REFS = 3
 
 def accumulate_grad(t, g, create_graph=False, steal=True):
     """Add gradient ``g`` into leaf ``t``'s ``.grad``. See NOTE [ Accumulating .grad ]."""
+    if t._ng_view == 1:
+        return  # a view made under no_grad keeps no gradient (as in torch)
     old = getattr(t, "_grad", None)
     if old is None:
         if create_graph and g._rg:

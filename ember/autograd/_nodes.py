@@ -1143,6 +1143,12 @@ def refresh_view(t):
     """Rebuild a view's grad_fn after its base was modified in place (NOTE [ View replay ])."""
     if not t._rg:
         return  # never tracked (e.g. made under no_grad): stays out of the graph
+    if t._ng_view == 1:  # made under no_grad: a leaf of its own, until its memory is written
+        if t._vc[0] != t._ng_at:
+            raise RuntimeError(
+                "A view was created in no_grad mode and its base or another view of its base "
+                "has been modified inplace with grad mode enabled. " + _NO_GRAD_VIEW_WHY)
+        return
     vm = view_meta(t)
     if vm is None or vm[0] is None:
         return
@@ -1227,6 +1233,8 @@ class CopySlices(Node):
 def check_inplace(t, opname):
     """Refuse in-place writes PyTorch refuses (see the module doc)."""
     if t._rg and _state.grad_enabled:
+        if t._base is not None and t._ng_view:
+            _refuse_no_grad_view(t, t._ng_view)
         if t._grad_fn is None and t._base is None:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation.")
@@ -1247,6 +1255,23 @@ def check_inplace(t, opname):
                     "should replace the inplace operation by an out-of-place one.")
     if inference_seen:
         check_inference_inplace(t)
+
+
+_NO_GRAD_VIEW_WHY = (
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block "
+    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+    "to be tracked).")
+
+
+def _refuse_no_grad_view(t, kind):
+    why = _NO_GRAD_VIEW_WHY
+    if kind == 1:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace "
+                           f"with grad mode enabled. {why}")
+    what = "" if t._grad_fn is None else short_name(t._grad_fn)
+    raise RuntimeError(f"Output {t._out_nr} of {what} is a view of a view which was created in "
+                       f"no_grad mode and is being modified inplace with grad mode enabled. {why}")
 
 
 def begin_inplace(t):
