@@ -765,7 +765,7 @@ def check_overlap(op_name, t):
     for n, s in zip(a.shape, a.strides):
         if s == 0 and n > 1:
             raise RuntimeError(
-                f"{op_name}: unsupported operation: more than one element of the written-to "
+                "unsupported operation: more than one element of the written-to "
                 "tensor refers to a single memory location. Please clone() the tensor before "
                 "performing the operation.")
 
@@ -777,11 +777,11 @@ def check_inplace_result(op_name, self, rd):
         rdt, sdt = _dt.from_np[rd.dtype], _dt.from_np[sd.dtype]
         if not _dt.can_cast(rdt, sdt):
             raise RuntimeError(
-                f"{op_name}: result type {rdt.scalar_name} can't be cast to the desired "
+                f"result type {rdt.scalar_name} can't be cast to the desired "
                 f"output type {sdt.scalar_name}")
     if rd.shape != sd.shape:
         raise RuntimeError(
-            f"{op_name}: output with shape {list(sd.shape)} doesn't match the broadcast "
+            f"output with shape {list(sd.shape)} doesn't match the broadcast "
             f"shape {list(rd.shape)}")
 
 

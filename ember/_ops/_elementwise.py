@@ -454,7 +454,7 @@ def elementwise_inplace(op, self, args, params=None):
     sdt = _from_np[sd.dtype]
     if result is not sdt and not _dt.can_cast(result, sdt):
         raise RuntimeError(
-            f"{op.name}_: result type {result.scalar_name} can't be cast to the desired "
+            f"result type {result.scalar_name} can't be cast to the desired "
             f"output type {sdt.scalar_name}")
     at = type(sd)
     cnp = compute.np

@@ -324,14 +324,14 @@ def copy_(self, src, non_blocking=False):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     sd, rd = self._data, src._data
     try:
-        np.broadcast_shapes(rd.shape, sd.shape)
-        ok = np.broadcast_shapes(rd.shape, sd.shape) == sd.shape
+        both = np.broadcast_shapes(rd.shape, sd.shape)
     except ValueError:
-        ok = False
-    if not ok:
+        from ._elementwise import _clash_message
+
+        raise RuntimeError(_clash_message([sd.shape, rd.shape])) from None
+    if both != sd.shape:
         raise RuntimeError(
-            f"copy_: the source of shape {list(rd.shape)} cannot be broadcast to the "
-            f"destination of shape {list(sd.shape)}")
+            f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(both)}")
     if type(rd) is not type(sd):
         src = src.to(self.device)
     if src._rg or self._rg:
