@@ -406,4 +406,9 @@ def __getattr__(name):
     if name == "_nn":
         mod = globals()["_nn"] = _nn_module()
         return mod
+    if name in ("DispatchKey", "DispatchKeySet", "_ExcludeDispatchKeyGuard",
+                "_IncludeDispatchKeyGuard"):  # torchvision builds its autocast key set
+        from ._library import dispatch_keys
+
+        return getattr(dispatch_keys, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

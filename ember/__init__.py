@@ -388,7 +388,8 @@ def _sample_dirichlet(input, generator=None):
 # first use, so the package's own import never goes round in a circle.
 _ON_FIRST_USE = frozenset({"distributions", "quasirandom", "signal", "hub", "fx", "masked",
                            "functional", "storage", "mtia", "monitor", "export", "ao",
-                           "quantization", "_logging", "nested", "_utils", "_tensor"})
+                           "quantization", "_logging", "nested", "_utils", "_tensor",
+                           "_prims_common", "_custom_ops"})
 # ... and some under a second name, as PyTorch's own import leaves them (torch.windows)
 _ON_FIRST_USE_AS = {"windows": "signal.windows"}
 

@@ -967,6 +967,7 @@ class FakeImplCtx:
             "tensors do not have; ember has no symbolic sizes (run the op on real tensors)")
 
     new_unbacked_symint = new_dynamic_size
+    create_unbacked_symint = new_dynamic_size  # torch._custom_ops' older name
 
 
 def get_ctx() -> FakeImplCtx:

@@ -141,7 +141,9 @@ def load_library(path) -> None:
 
     Returns:
         None. OSError when the library cannot be loaded (a PyTorch C++ extension needs
-        libtorch, which ember does not provide).
+        libtorch, which ember does not provide). torchvision's operator library is the
+        exception: ember defines its operators itself (NOTE [ torchvision's native library ]
+        in ember/_vision_ops.py).
 
     Example::
 
@@ -156,6 +158,13 @@ def load_library(path) -> None:
 
     path = os.path.realpath(os.fspath(path)) if os.path.exists(os.fspath(path)) \
         else os.fspath(path)
+    from . import _vision_ops
+
+    if _vision_ops.is_torchvision_library(path):
+        # its operators, written in ember (NOTE [ torchvision's native library ])
+        _vision_ops.register()
+        loaded_libraries.add(path)
+        return
     try:
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     except OSError:

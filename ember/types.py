@@ -30,3 +30,11 @@ PySymType = Union[SymInt, SymFloat, SymBool]  # noqa: UP007
 IntLikeType = Union[int, SymInt]  # noqa: UP007
 FloatLikeType = Union[float, SymFloat]  # noqa: UP007
 BoolLikeType = Union[bool, SymBool]  # noqa: UP007
+# torch's private annotation names (torchvision's tv_tensors import them)
+from ._core.dtype import dtype as _dtype  # noqa: E402, F401
+from ._core.size import Size as _Size  # noqa: E402
+
+_size = Union[_Size, list, tuple]  # noqa: UP007
+_int = int
+_float = float
+_bool = bool

@@ -57,10 +57,20 @@ def own_namespace(ns, where):
                          "ops in a namespace of your own (your project's name, e.g. 'mylib')")
 
 
+#: autocast keys: a kernel there runs in place of the op while autocast is on for its device
+#: type, with autocast suspended (ember.amp.autocast_mode); torchvision registers them
+AUTOCAST_KEYS = {"AutocastCPU": "cpu", "AutocastCUDA": "cuda", "AutocastXPU": "xpu",
+                 "AutocastMPS": "mps"}
+
+
 def slot_for_key(key, where):
     """The registration (slot, key) of one of torch's dispatch keys."""
     if key in KEYS:
         return KEYS[key]
+    if key in AUTOCAST_KEYS:
+        from .custom_ops import AUTOCAST
+
+        return (AUTOCAST, AUTOCAST_KEYS[key])
     if key in _dispatch.backends_by_name:  # an out-of-tree device named as itself
         return (KERNEL, key)
     if key in OTHER_KEYS:

@@ -212,6 +212,12 @@ class _AutocastMode(_dispatch.Mode):
             to = op.active(_AUTOCAST, device_type)
             if to is None:
                 return handle(*args, **kwargs)
+            if callable(to) and not isinstance(to, _dt.dtype):  # a kernel at Autocast<Device>
+                st.suspended += 1
+                try:
+                    return to(*args, **kwargs)
+                finally:
+                    st.suspended -= 1
             return _run(handle, to, False, device_type, args, kwargs)
         name = packet.__name__
         policy = _policy.POLICIES.get(device_type, {}).get(name)

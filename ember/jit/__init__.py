@@ -545,6 +545,24 @@ def script_if_tracing(fn):
     return fn
 
 
+_script_if_tracing = script_if_tracing  # torch's older private name (torchvision's box ops)
+
+
+def _overload(fn):
+    """Mark ``fn`` as a TorchScript type overload (a signature followed by the real
+    definition, which replaces it): returns ``fn``; ember runs the real definition.
+
+    Example::
+
+        >>> ember.jit._overload(abs) is abs
+        True
+    """
+    return fn
+
+
+_overload_method = _overload  # the same, for methods (torchvision's densenet)
+
+
 def script_method(fn):
     """Deprecated: mark a ``ScriptModule`` method to compile; returns ``fn``.
 
