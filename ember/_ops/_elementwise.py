@@ -690,7 +690,7 @@ def _direct_unary(op, a):
     t._base = None
     t._vc = None
     if a._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
-        _dispatch.record(op, (a,), {}, t)
+        _dispatch.record_unary(op, a, {}, t)
     return t
 
 

@@ -245,7 +245,12 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
                 and ad.dtype in _FAST and gd.dtype is ad.dtype and bd.dtype is ad.dtype):
             if gd.size * ad.shape[1] < _blas._BLAS_OWN_LIMIT:
                 # (m, k) @ (k, n) that small runs on one thread whatever ``gemm`` decides:
-                # NumPy's product straight away (the same call ``gemm`` ends in)
+                # NumPy's product straight away (``dot`` where it gives the same bits:
+                # NOTE [ Small products by dot ])
+                if _contiguous(gd) and (not need_a or _contiguous(bd)) and \
+                        (not need_b or _contiguous(ad)):
+                    return (wrap(gd.dot(bd.T)) if need_a else None,
+                            wrap(ad.T.dot(gd)) if need_b else None)
                 mm = np.matmul
                 return (wrap(mm(gd, bd.T)) if need_a else None,
                         wrap(mm(ad.T, gd)) if need_b else None)
@@ -285,6 +290,22 @@ def _matmul_vjp(g, a, b, *, needs_input_grad):
         rows = math.prod(a.shape[:-1])
         return ga, _ht(a.reshape(rows, a.shape[-1])) @ g.reshape(rows, g.shape[-1])
     return ga, matmul(_ht(a), g)
+
+
+def _contiguous(d):
+    """Whether array ``d`` is laid out C- or Fortran-contiguously (a BLAS operand as is)."""
+    f = d.flags
+    return f.c_contiguous or f.f_contiguous
+
+
+# NOTE [ Small products by dot ]
+# ``np.matmul`` of two small matrices costs ~1 us of NumPy's generalized-ufunc set-up on top
+# of the BLAS call, ``ndarray.dot`` ~0.4 us: for real float matrices that are C- or
+# Fortran-contiguous both end in the same BLAS routine with the same arguments, so their
+# results are bit-identical (checked over shapes and layouts in
+# tests/perf/test_session22_overhead.py). Strided operands (``matmul`` runs its own loop
+# where ``dot`` would copy first) and complex ones (whose results differ in the last bit)
+# keep ``np.matmul``; products at or above the BLAS's own threading limit keep ``gemm``.
 
 
 def _column_major(x):
@@ -456,7 +477,11 @@ def matmul(input, other, *, out=None):
             and (da.ndim == 2 or db.ndim == 2 or da.shape[:-2] == db.shape[:-2])
             and (da.flags.c_contiguous or da.flags.f_contiguous)
             and (db.flags.c_contiguous or db.flags.f_contiguous)):
-        t = wrap(gemm(np, da, db))
+        if da.ndim == 2 and db.ndim == 2 and da.dtype.kind == "f" and \
+                da.shape[0] * db.shape[1] * da.shape[1] < _blas._BLAS_OWN_LIMIT:
+            t = wrap(da.dot(db))  # NOTE [ Small products by dot ]
+        else:
+            t = wrap(gemm(np, da, db))
         if (input._rg or other._rg) and _dispatch.record is not None and \
                 _dispatch.state.grad_enabled:
             _dispatch.record_binary(matmul_op, input, other, t)
