@@ -9,16 +9,29 @@ definitions written in torch (max/mean over bins, ``grid_sample`` for deform_con
 torch's autograd for the gradients. Models run with the ember run's weights in both.
 """
 
+import glob
 import importlib.util
 import os
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchvision") is None,
-                                reason="torchvision is not installed")
+# torchvision installed beside a torch it was not built for breaks every library that
+# imports it under that torch (transformers, timm, torchmetrics do), so the tests do not
+# need it installed: a wheel on disk is unpacked for the two runs alone.
+# ``EMBER_TORCHVISION_WHEEL`` names one; else a wheel pip keeps in the machine's local index.
+_WHEELS = ([os.environ["EMBER_TORCHVISION_WHEEL"]] if os.environ.get("EMBER_TORCHVISION_WHEEL")
+           else sorted(glob.glob("/opt/pypi-more/files/torchvision-0.29.*-cp311-*.whl")))
+_HAVE = importlib.util.find_spec("torchvision") is not None or (
+    bool(_WHEELS) and sys.version_info[:2] == (3, 11))
+
+pytestmark = [
+    pytest.mark.skipif(not _HAVE, reason="torchvision is neither installed nor on disk"),
+    pytest.mark.skipif(importlib.util.find_spec("PIL") is None, reason="torchvision needs PIL"),
+]
 
 CASES = os.path.join(os.path.dirname(__file__), "torchvision_cases", "cases.py")
 
@@ -30,12 +43,26 @@ def _run(args, **kwargs):
     return r
 
 
+def _env_with_torchvision(tmp):
+    """The environment for the two runs: the installed torchvision, or the wheel unpacked."""
+    env = dict(os.environ)
+    if importlib.util.find_spec("torchvision") is None:
+        site = tmp / "site"
+        with zipfile.ZipFile(_WHEELS[-1]) as whl:
+            whl.extractall(site)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(site), root, env.get("PYTHONPATH")) if p)
+    return env
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("torchvision")
-    _run(["-m", "ember.compat.run", CASES, "ember", str(out)])
-    _run([CASES, "torch", str(out)])  # needs the ember run's weights
+    env = _env_with_torchvision(out)
+    _run(["-m", "ember.compat.run", CASES, "ember", str(out)], env=env)
+    _run([CASES, "torch", str(out)], env=env)  # needs the ember run's weights
     return np.load(out / "ember.npz"), np.load(out / "torch.npz")
 
 
@@ -140,7 +167,8 @@ except RuntimeError as e:
 def test_torchvision_edges_native_semantics_autocast_and_missing_image_codecs(tmp_path):
     script = tmp_path / "edges.py"
     script.write_text(EDGES)
-    r = _run(["-m", "ember.compat.run", str(script)], cwd=tmp_path)
+    r = _run(["-m", "ember.compat.run", str(script)], cwd=tmp_path,
+             env=_env_with_torchvision(tmp_path))
     assert r.stdout.split("\n")[:5] == [
         "empty []", "outside 0.0", "autocast [0, 2] torch.bfloat16", "double True",
         "io True"], r.stdout
