@@ -45,6 +45,7 @@ def _forget_pool_in_child():
     # a forked child has the pool objects but none of their threads: new ones on demand
     _pool[0], _pool[1] = None, 0
     _relay[0] = None
+    _native_usable[0] = False  # NOTE [ A hand-over without the GIL ]
     global _relay_lock
     _relay_lock = threading.Lock()  # (a parent thread may have held it at the fork)
 
@@ -353,6 +354,65 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS, even=True, key=None):
             raise errors[0]
         if code is not None and used:
             _note_times(code, used, t0, t1, bounds[-1][1] - bounds[-1][0])
+        return True
+    finally:
+        _relay_lock.release()
+
+
+# NOTE [ A hand-over without the GIL ]
+# A split through the relay (NOTE [ A relay for split work ]) costs ~27 us of wake-ups a call
+# on these VMs, however it is cut (NOTE [ The caller's head start ]): the worker's thread must
+# be woken and then take the GIL before its piece starts, and once the piece ends it must
+# retake the GIL to wake the caller. The compiled kernels (softmax, log-softmax and their
+# backward, cross entropy, the blocked float sums) skip it: ``native_split`` runs a numba
+# ``prange`` driver (``ember/_kernels/_numba_par.py``) whose workers are numba's OpenMP (or
+# TBB) threads, waiting in compiled code and spinning briefly after each loop, as PyTorch's
+# OpenMP workers do, with no GIL on either side. Measured on the 2-CPU EPYC (load 4, 2
+# threads, same process, alternating): an empty split 17 us through the relay, 1.8 us through
+# numba's pool; a (256, 1000) softmax 114 us on one thread, 148-150 through the relay, 60
+# through the pool (PyTorch 76-81). The drivers cut the rows into the same contiguous chunks
+# and run the one-thread kernels on them, so every result is bit for bit that of one thread.
+# Opt-in (``EMBER_NATIVE_SPLIT=1``): with the pool on, the LSTM LM step took 131-135 ms
+# against 102-106 (two pool calls a step, cross entropy's; gone with OMP_WAIT_POLICY=passive,
+# which also takes the kernels' gain away), NOTE [ The pool's workers spin briefly ] in
+# ``ember/_kernels/_numba_par.py``.
+# Not used: under numba's ``workqueue`` layer (a launch costs ~53 us, and two Python threads
+# launching at once abort the process), in a forked child (GNU OpenMP kills a child that
+# launches a pool its parent used: it falls back to the relay), inside batch pieces, or while
+# another split holds the relay (one split at a time, as there).
+
+#: [whether this process may launch numba's pool: False in a forked child]
+_native_usable = [True]
+
+
+def native_split(fn, size, min_size=MIN_ELEMENTS):
+    """Run ``fn(n)`` (a compiled driver on numba's thread pool, ``n`` the thread count) when
+    a split over ``size`` units pays; False (nothing run) when ``size`` is below ``min_size``,
+    one thread is configured, the machine is oversubscribed, this is a forked child or a
+    batch piece, or another split holds the workers (NOTE [ A hand-over without the GIL ]).
+
+    Args:
+        fn: ``fn(n)``.
+        size: the units of work (rows, blocks) that would be cut.
+        min_size: the smallest ``size`` worth splitting.
+
+    Returns:
+        bool: whether ``fn`` ran.
+
+    Example::
+
+        >>> ran = []
+        >>> native_split(ran.append, 8, min_size=1) in (True, False)
+        True
+    """
+    n = _threads()
+    if n < 2 or size < min_size or not _native_usable[0] or contended() or \
+            getattr(_piece, "busy", False):
+        return False
+    if not _relay_lock.acquire(blocking=False):
+        return False
+    try:
+        fn(n)
         return True
     finally:
         _relay_lock.release()

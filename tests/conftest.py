@@ -77,6 +77,9 @@ def spy_thread_splits(monkeypatch, contended=False):
         return ran
 
     monkeypatch.setattr(_parallel, "split_on_threads", spy)
+    # (the relay's splits only: numba's pool, NOTE [ A hand-over without the GIL ], is off here
+    # and has tests of its own in tests/perf/test_session22_kernels.py)
+    monkeypatch.setattr(_parallel, "native_split", lambda *a, **k: False)
     return splits
 
 

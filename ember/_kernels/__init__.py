@@ -37,6 +37,10 @@ element-wise ones (``threshold_backward``, exp, sigmoid, SiLU, GELU; NOTE [ Comp
 element-wise kernels on threads ]), run contiguous blocks of rows on its threads when the
 call is large enough to pay for the hand-over (NOTE [ Row kernels on threads ]), all of it
 governed by ``set_num_threads``.
+Session 22 measured numba's pool once more, now as a hand-over for the split kernels (NOTE
+[ A hand-over without the GIL ] in ``_parallel.py``): the kernels gain (softmax 1.40x ->
+0.94x PyTorch's time), the LSTM LM step loses 25-30% while its workers spin, so the pool is
+opt-in (``EMBER_NATIVE_SPLIT=1``).
 
 The backend is chosen on the first call: the environment variable ``EMBER_KERNELS``
 (``numpy`` turns the fast path off, ``numba`` or ``auto``, the default, use numba when it
@@ -48,6 +52,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -167,11 +172,73 @@ _ROWS_SPLIT_EXP = 1 << 17
 _ROWS_SPLIT = 1 << 18
 
 
-def _on_row_blocks(kernel, m, n, block=1, least=_ROWS_SPLIT):
+#: [numba's pool drivers (``_numba_par``) and the most threads numba may run, or None when
+#: its pool cannot take split work; unset until first asked]
+_pool = []
+_pool_threads = threading.local()  # .n: the thread count last given numba in this thread
+
+
+def _pool_drivers():
+    """``(_numba_par, most threads)`` when numba's own thread pool may run split row and
+    block kernels (NOTE [ A hand-over without the GIL ] in ``ember/_parallel.py``), else
+    None: no numba, ``EMBER_NATIVE_SPLIT`` not ``1`` (the default: off, NOTE [ The pool's
+    workers spin briefly ] in ``_numba_par.py``), or a threading layer other than OpenMP or
+    TBB."""
+    if not _pool:
+        found = None
+        if os.environ.get("EMBER_NATIVE_SPLIT", "0") == "1":
+            try:
+                from numba.core import config
+
+                from . import _numba_par
+
+                if _numba_par.layer() in ("omp", "tbb") and config.NUMBA_NUM_THREADS > 1:
+                    _numba_par.load_kernels()
+                    found = (_numba_par, config.NUMBA_NUM_THREADS)
+            except Exception:  # (a numba without a usable parallel backend)
+                found = None
+        _pool.append(found)
+    return _pool[0]
+
+
+#: the fewest elements of a row kernel split on numba's pool: its hand-over costs ~2 us where
+#: the relay's costs ~27 (NOTE [ A hand-over without the GIL ] in ``ember/_parallel.py``), so
+#: from ~15 us of work on one thread
+POOL_ROWS_MIN = 1 << 17
+
+
+def _on_pool(driver, elements, least, units):
+    """Run ``driver(par, n)`` on numba's pool (``par`` the ``_numba_par`` module, ``n`` the
+    threads) when the numba backend is in use and ``elements`` reach ``least``; whether it
+    ran (NOTE [ A hand-over without the GIL ])."""
+    if elements < least or units < 2 or not _impl:
+        return False
+    pool = _pool_drivers()
+    if pool is None:
+        return False
+    par, most = pool
+
+    def run(n):
+        n = min(n, most)
+        if getattr(_pool_threads, "n", None) != n:  # (numba's count is per calling thread)
+            import numba
+
+            numba.set_num_threads(n)
+            _pool_threads.n = n
+        driver(par, min(n, units))
+
+    return _parallel.native_split(run, units, 2)
+
+
+def _on_row_blocks(kernel, m, n, block=1, least=_ROWS_SPLIT, driver=None):
     """Run ``kernel(lo, hi)`` over the rows ``range(m)`` of ``n`` elements, in contiguous
     blocks of whole ``block``-row groups on several threads when there are at least
-    ``least`` elements (NOTE [ Row kernels on threads ]), else at once."""
+    ``least`` elements (NOTE [ Row kernels on threads ]), else at once. ``driver(par, n)``,
+    where given, runs the same rows on numba's pool instead (NOTE [ A hand-over without the
+    GIL ] in ``ember/_parallel.py``)."""
     groups = -(-m // block)
+    if driver is not None and _on_pool(driver, m * n, POOL_ROWS_MIN, m):
+        return
     if m * n >= least and groups > 1:
         def run(lo, hi):
             kernel(lo * block, min(hi * block, m))
@@ -237,7 +304,11 @@ def softmax(a, dim, log=False):
         r = rows[lo:hi]
         kernel(r, _row_maxima(r), out[lo:hi])
 
-    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
+    def on_pool(par, n):
+        par.softmax_rows(rows, out, n, log)
+
+    own_max = rows.shape[1] <= _OWN_MAX_ROW  # (the drivers take the kernel's own maxima)
+    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP, driver=on_pool if own_max else None)
     return out.reshape(a.shape)
 
 
@@ -279,7 +350,11 @@ def softmax_backward(g, y, dim, log=False):
     def run(lo, hi):
         kernel(grows[lo:hi], rows[lo:hi], out[lo:hi])
 
-    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP if log else _ROWS_SPLIT)
+    def on_pool(par, n):
+        par.softmax_backward(grows, rows, out, n, log)
+
+    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP if log else _ROWS_SPLIT,
+                   driver=on_pool)
     return out.reshape(y.shape)
 
 
@@ -318,7 +393,11 @@ def cross_entropy(rows, target, weight):
         impl.cross_entropy_rows(r, _row_maxima(r), target[lo:hi], weight[lo:hi], probs[lo:hi],
                                 losses[lo:hi])
 
-    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP)
+    def on_pool(par, n):
+        par.cross_entropy_rows(rows, target, weight, probs, losses, n)
+
+    own_max = rows.shape[1] <= _OWN_MAX_ROW  # (the drivers take the kernel's own maxima)
+    _on_row_blocks(run, *rows.shape, least=_ROWS_SPLIT_EXP, driver=on_pool if own_max else None)
     return probs, losses
 
 
@@ -363,7 +442,12 @@ def cross_entropy_classes(x, target, ignore_index):
         if row >= 0:  # (blocks may finish in any order: keep the first row of all)
             bad.append(lo + row)
 
-    _on_row_blocks(run, *x.shape, least=_ROWS_SPLIT_EXP)
+    def on_pool(par, n):
+        row = par.cross_entropy_class_rows(x, target, ignore_index, probs, losses, valid, n)
+        if row >= 0:
+            bad.append(int(row))
+
+    _on_row_blocks(run, *x.shape, least=_ROWS_SPLIT_EXP, driver=on_pool)
     return probs, losses, valid, min(bad) if bad else -1
 
 
@@ -400,7 +484,10 @@ def cross_entropy_backward(probs, target, scale):
         impl.cross_entropy_backward_rows(probs[lo:hi], target[lo:hi], scale[lo:hi],
                                          out[lo:hi])
 
-    _on_row_blocks(run, *probs.shape)
+    def on_pool(par, n):
+        par.cross_entropy_backward_rows(probs, target, scale, out, n)
+
+    _on_row_blocks(run, *probs.shape, driver=on_pool)
     return out
 
 

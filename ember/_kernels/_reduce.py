@@ -60,6 +60,9 @@ SUM_MIN = {_F32: 1 << 14, _F64: 1 << 16}
 _ROWS_MIN = 1 << 16
 #: the fewest elements whose blocks split over threads
 SUM_SPLIT = 1 << 20
+#: the fewest elements whose blocks split on numba's pool (NOTE [ A hand-over without the
+#: GIL ] in ``ember/_parallel.py``: ~2 us a hand-over, against the relay's ~27)
+POOL_SUM_SPLIT = 1 << 18
 #: the fewest elements whose rows ``row_sums`` takes
 ROWS_MIN = 1 << 14
 
@@ -120,8 +123,12 @@ def float_sum(a):
         else:
             kernel(whole[lo * block:hi * block], sums[lo:hi], block)
 
-    if size < SUM_SPLIT or not _parallel.split_on_threads(run, blocks, min_size=2,
-                                                          even=False):
+    def on_pool(par, n):
+        par.block_sums_on(whole, sums, block, n)
+
+    if not (kernel is not None and _kernels._on_pool(on_pool, size, POOL_SUM_SPLIT, blocks)) \
+            and (size < SUM_SPLIT or
+                 not _parallel.split_on_threads(run, blocks, min_size=2, even=False)):
         run(0, blocks)
     s = _add_reduce(sums)
     return s + _add_reduce(flat[blocks * block:]) if blocks * block < size else s
@@ -164,7 +171,11 @@ def row_sums(a):
     def run(lo, hi):  # whole rows per thread: each row's sum is the one-call sum
         kernel(flat[lo * n:hi * n], sums[lo:hi], n)
 
-    if a.size < SUM_SPLIT or not _parallel.split_on_threads(run, sums.size, min_size=2,
-                                                            even=False):
+    def on_pool(par, threads):
+        par.block_sums_on(flat, sums, n, threads)
+
+    if not _kernels._on_pool(on_pool, a.size, POOL_SUM_SPLIT, sums.size) and \
+            (a.size < SUM_SPLIT or
+             not _parallel.split_on_threads(run, sums.size, min_size=2, even=False)):
         run(0, sums.size)
     return out

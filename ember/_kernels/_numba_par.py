@@ -1,0 +1,188 @@
+"""Row and block kernels on numba's own thread pool (imported only when numba is installed
+and the ``numba`` backend is chosen; see NOTE [ A hand-over without the GIL ] in
+``ember/_parallel.py``).
+
+Each driver cuts its rows (or blocks) into ``nch`` contiguous chunks, exactly as
+``split_on_threads`` would with equal pieces, and runs the very kernel of the one-thread
+path on each chunk in a ``prange``: every row's numbers, and every block's sum, are those of
+one call. Only the hand-over changes: numba's OpenMP (or TBB) workers wait in compiled code,
+so a split no longer has a Python thread retake the GIL on either side.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from numba import njit, prange
+
+from . import _numba as _k
+from ._numba_reduce import block_sums
+from ._numba_softmax import log_softmax_backward_rows, softmax_backward_rows
+
+
+@njit(inline="always", cache=True)
+def _chunk(m, nch, c):  # pragma: no cover - compiled
+    """The rows ``[lo, hi)`` of chunk ``c`` of ``nch`` over ``m`` rows."""
+    step = (m + nch - 1) // nch
+    lo = min(m, c * step)
+    return lo, min(m, lo + step)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def softmax_rows(x, out, nch, log):  # pragma: no cover - compiled
+    """``_numba.softmax_rows`` (or ``log_softmax_rows``) over ``nch`` chunks of rows."""
+    m = x.shape[0]
+    no_max = np.empty(0, x.dtype)  # (the kernel's own maxima; a global array defeats caching)
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        if log:
+            _k.log_softmax_rows(x[lo:hi], no_max, out[lo:hi])
+        else:
+            _k.softmax_rows(x[lo:hi], no_max, out[lo:hi])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def softmax_backward(g, y, out, nch, log):  # pragma: no cover - compiled
+    """The softmax (or log-softmax) backward rows over ``nch`` chunks of rows."""
+    m = y.shape[0]
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        if log:
+            log_softmax_backward_rows(g[lo:hi], y[lo:hi], out[lo:hi])
+        else:
+            softmax_backward_rows(g[lo:hi], y[lo:hi], out[lo:hi])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def cross_entropy_rows(x, target, weight, probs, losses, nch):  # pragma: no cover - compiled
+    """``_numba.cross_entropy_rows`` over ``nch`` chunks of rows."""
+    m = x.shape[0]
+    no_max = np.empty(0, x.dtype)
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        _k.cross_entropy_rows(x[lo:hi], no_max, target[lo:hi], weight[lo:hi], probs[lo:hi],
+                              losses[lo:hi])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def cross_entropy_class_rows(x, target, ignore_index, probs, losses, valid,
+                             nch):  # pragma: no cover - compiled
+    """``_numba.cross_entropy_class_rows`` over ``nch`` chunks of rows; returns the first
+    row of all whose target is out of range, or -1."""
+    m = x.shape[0]
+    bad = np.full(nch, -1, np.int64)
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        r = _k.cross_entropy_class_rows(x[lo:hi], target[lo:hi], ignore_index, probs[lo:hi],
+                                        losses[lo:hi], valid[lo:hi])
+        if r >= 0:
+            bad[c] = lo + r
+    for c in range(nch):  # (chunks in row order: the first bad one holds the first row)
+        if bad[c] >= 0:
+            return bad[c]
+    return -1
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def cross_entropy_backward_rows(probs, target, scale, out, nch):  # pragma: no cover
+    """``_numba.cross_entropy_backward_rows`` over ``nch`` chunks of rows."""
+    m = probs.shape[0]
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        _k.cross_entropy_backward_rows(probs[lo:hi], target[lo:hi], scale[lo:hi], out[lo:hi])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
+    """``_numba_reduce.block_sums`` over ``nch`` chunks of the blocks (``out.size`` blocks
+    of ``block`` elements of ``x``)."""
+    m = out.size
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        block_sums(x[lo * block:hi * block], out[lo:hi], block)
+
+
+# NOTE [ The pool's workers spin briefly ]
+# After each parallel loop GNU OpenMP's workers spin before they sleep: 300000 rounds by
+# default, milliseconds here. In a training step the next thing after a softmax is often a
+# product on two OpenBLAS threads, whose second thread then waited for the core the spinning
+# worker held: a GPT step (``python -m bench train -k GPT``, 2 threads, load 10) took
+# 200-212 ms with the default spin against 161-185 ms with no pool, and 183 ms with a spin
+# count of 3000 or 30000. Back-to-back kernels keep their gain at 30000 (a (256, 1000)
+# softmax 75.8 us, 75.9 at the default), and cross entropy's forward and backward, some
+# Python apart, still find the worker awake (389 us a step against 464 at 3000). The LSTM LM
+# step still lost 25-30% with the pool at 30000 and at 3000 (131-135 ms against 102-106),
+# and not under OMP_WAIT_POLICY=passive (102.5 ms), which takes the kernels' gain with it
+# (softmax 121 us against 133 through the relay): so the pool is opt-in,
+# ``EMBER_NATIVE_SPLIT=1``, until the spin and the BLAS products that follow are reconciled.
+#: the spin count the pool's OpenMP runtime loads with, unless GOMP_SPINCOUNT is set
+SPIN_COUNT = 30000
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _probe(out):  # pragma: no cover - compiled
+    for c in prange(out.size):
+        out[c] = c
+
+
+def load_kernels() -> None:
+    """Load each one-thread kernel the drivers call, before any driver runs.
+
+    A driver's cached machine code carries its own copy of the kernels it calls, and when
+    those kernels are not yet loaded in the process, its calls went to that copy, which
+    rounded some softmax rows 1 ulp away from the one-thread kernel's (measured: 11% of a
+    (256, 1000) softmax's elements). Loaded first, the kernels are the ones every call runs,
+    and the drivers' results are the one-thread path's bit for bit.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> load_kernels()
+    """
+    x = np.ones((1, 2), np.float32)
+    none = np.empty(0, np.float32)
+    t = np.zeros(1, np.int64)
+    w = np.ones(1, np.float32)
+    _k.softmax_rows(x, none, x.copy())
+    _k.log_softmax_rows(x, none, x.copy())
+    softmax_backward_rows(x, x, x.copy())
+    log_softmax_backward_rows(x, x, x.copy())
+    _k.cross_entropy_rows(x, none, t, w, x.copy(), w.copy())
+    _k.cross_entropy_class_rows(x, t, -100, x.copy(), w.copy(), w.copy())
+    _k.cross_entropy_backward_rows(x, t, w, x.copy())
+    for dt in (np.float32, np.float64):
+        block_sums(np.ones(4, dt), np.empty(2, dt), 2)
+
+
+def layer() -> str:
+    """The threading layer numba runs ``prange`` on in this process (launching an empty
+    parallel loop first, which makes numba choose one).
+
+    Returns:
+        str: ``"omp"``, ``"tbb"`` or ``"workqueue"``.
+
+    Example::
+
+        >>> layer() in ("omp", "tbb", "workqueue")
+        True
+    """
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:  # not chosen before the first parallel launch: it loads the layer now
+        pass
+    # GNU OpenMP reads its spin count once, when it loads: a short one for the pool's copy,
+    # the caller's environment restored at once (NOTE [ The pool's workers spin briefly ])
+    old = os.environ.get("GOMP_SPINCOUNT")
+    if old is None:
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+    try:
+        _probe(np.zeros(2, np.int64))
+    finally:
+        if old is None:
+            del os.environ["GOMP_SPINCOUNT"]
+    return numba.threading_layer()
