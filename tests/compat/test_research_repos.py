@@ -11,8 +11,8 @@ prompt encoder and mask decoder; detr: the encoder-decoder transformer, the scip
 matcher and a giou/l1/class loss), once under PyTorch and once under ember, and every output
 and gradient is compared.
 
-Not covered: lucidrains' x-transformers needs einx, loguru and torch_einops_utils, and
-denoising-diffusion-pytorch needs ema_pytorch and torchvision, none installed here.
+lucidrains' x-transformers and denoising-diffusion-pytorch are in
+``test_research_repos_2.py``.
 """
 
 import importlib.util
