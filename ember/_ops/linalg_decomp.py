@@ -1388,11 +1388,15 @@ def _eig_backward(gL, gV, L, V, hermitian):
             if d.is_complex():
                 d = d.real
             VhgV = VhgV - matmul(_h(V), V * d.unsqueeze(-2))
+        from .pointwise import where
         Lc = _conj(L)
-        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + eye
+        # the diagonal of E is 1 and gL replaces gA's, as copies: with an infinite
+        # eigenvalue, inf - inf (or 0 * inf from a mask) must not reach them
+        on = eye.bool()
+        E = where(on, 1.0, Lc.unsqueeze(-2) - Lc.unsqueeze(-1))
         gA = VhgV / E
         if gL is not None:
-            gA = gA * (1 - eye) + gL.unsqueeze(-1) * eye
+            gA = where(on, gL.unsqueeze(-1).to(gA.dtype), gA)
     if hermitian:
         return matmul(V, matmul(gA, _h(V)))
     return solve(_h(V), matmul(gA, _h(V)))

@@ -24,6 +24,13 @@ _INF = math.inf
 
 def _vnorm_kernel(xp, a, *, ord, dim, keepdim):
     dt = a.dtype
+    if ord != 0 and math.prod(a.shape[d] for d in (range(a.ndim) if dim is None else dim)) \
+            == 1:
+        # one value per result: PyTorch's kernel gives |x| itself (no square to overflow)
+        x = xp.abs(a)
+        x = x.astype(np.float32) if x.dtype in _LOWP else x
+        real = np.dtype(dt.char.lower()) if dt.kind == "c" else dt
+        return xp.asarray(x.sum(axis=dim, keepdims=keepdim)).astype(real)
     if ord == 2 and xp is np and (dim is None or len(dim) == a.ndim):
         s = _vnorm.sumsq(a)   # NOTE [ A 2-norm in PyTorch's lanes ]
         if s is not None:
@@ -62,9 +69,10 @@ def _vnorm_vjp(g, x, *, out, ord, dim, keepdim):
         return g * sgn
     if ord == 2:
         safe = out + (out == 0)
-        return g * x / safe
+        return x * (g / safe)  # torch's order: |x| near the largest value stays finite
     if ord in (_INF, -_INF):
-        mask = x.abs() == out
+        ax = x.abs()
+        mask = (ax == out) | ax.isnan()  # a NaN element is where a NaN norm came from
         count = mask.sum(dim=tuple(dims), keepdim=True)
         return g * sgn * mask / count
     safe = out + (out == 0)
@@ -137,11 +145,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
                     f"{op_name} cannot compute the {ord:g} norm on an empty tensor because "
                     "the operation does not have an identity")
     params = {"ord": ord, "dim": dim, "keepdim": bool(keepdim)}
-    if ord != 0 and math.prod(x.shape[d] for d in reduced) == 1 and x.dim():
-        # one value per result: PyTorch's kernel gives |x| itself (no square that could
-        # overflow); a sum over the size-1 dims keeps that value and abs's gradient
-        r = x.abs().sum(tuple(reduced), keepdim=bool(keepdim))
-        return r if out is None else _dispatch.write_out(op_name, out, r)
     return _dispatch.apply(vector_norm_op, (x,), params, out)
 
 

@@ -403,13 +403,27 @@ def _avg_divisor(xp, in_shape, out, ksize, stride, padding, ceil_mode, count_inc
     return xp.asarray(counts.astype(np.float64))
 
 
+def _window_sum(xp, win, kernel_size):
+    """The sums of ``win`` (N, C, *out, *k) over its window axes, one tap after another in
+    row-major window order, as torch's CPU pooling loops add them (float16/bfloat16 in
+    float32): with +-inf or values near the dtype's largest in a window, which sums overflow
+    to inf or meet inf - inf follows that order."""
+    acc = np.float32 if win.dtype.kind == "f" and win.dtype.itemsize == 2 else None
+    total = None
+    for tap in itertools.product(*(range(k) for k in kernel_size)):
+        v = win[(Ellipsis,) + tap]
+        v = v.astype(acc) if acc is not None else v
+        total = v.copy() if total is None else total + v
+    return total
+
+
 def _avg_pool_kernel(xp, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override):
     nd = len(kernel_size)
     ones = (1,) * nd
     xpad, out, _ = _padded(xp, x, kernel_size, stride, padding, ones, ceil_mode, 0)
     win = sliding_windows(xp, xpad, out, kernel_size, stride, ones)
-    total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    total = _window_sum(xp, win, kernel_size)
     div = _avg_divisor(xp, x.shape[2:], out, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
     if x.dtype.kind in "iu":  # integer averages truncate toward zero, as C++ division does
@@ -499,17 +513,28 @@ def _adaptive_avg_kernel(xp, x, *, output_size):
     spatial = x.shape[2:]
     if any(o == 0 for o in output_size):  # an empty output (interpolate to size 0)
         return xp.zeros(x.shape[:2] + tuple(output_size), dtype=x.dtype)
+    # each window summed tap by tap and divided by its lengths one axis after another, as
+    # torch's CPU kernel does (the order decides where inf/near-max values meet)
     if all(spatial[i] % output_size[i] == 0 for i in range(nd)):
-        # equal windows: one reshape and a mean
+        # equal windows: one reshape to (N, C, *out, *k)
+        k = tuple(spatial[i] // output_size[i] for i in range(nd))
         shape = x.shape[:2]
         for i in range(nd):
-            shape += (output_size[i], spatial[i] // output_size[i])
-        r = x.reshape(shape)
-        return r.mean(axis=tuple(3 + 2 * i for i in range(nd))).astype(x.dtype)
+            shape += (output_size[i], k[i])
+        r = x.reshape(shape).transpose((0, 1) + tuple(2 + 2 * i for i in range(nd))
+                                       + tuple(3 + 2 * i for i in range(nd)))
+        total = _window_sum(xp, r, k)
+        for n in k:
+            total = total / n
+        return total.astype(x.dtype)
     out = xp.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype)
     for pos in itertools.product(*(range(o) for o in output_size)):
-        sl = tuple(slice(*_bounds(spatial[i], output_size[i])[pos[i]]) for i in range(nd))
-        out[(Ellipsis,) + pos] = x[(Ellipsis,) + sl].mean(axis=tuple(range(2, 2 + nd)))
+        b = [_bounds(spatial[i], output_size[i])[pos[i]] for i in range(nd)]
+        total = _window_sum(xp, x[(Ellipsis,) + tuple(slice(*e) for e in b)],
+                            tuple(e[1] - e[0] for e in b))
+        for lo, hi in b:
+            total = total / (hi - lo)
+        out[(Ellipsis,) + pos] = total
     return out
 
 
