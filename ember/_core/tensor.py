@@ -241,6 +241,8 @@ class Tensor:
         a = self._data
         item = a.itemsize
         strides = tuple(s // item for s in a.strides)
+        if not a.size and not any(strides) and type(a) is np.ndarray:
+            strides = _empty_strides(a.shape)  # NumPy zeroes an empty array's strides
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, a.ndim, "stride")]
@@ -280,6 +282,15 @@ class Tensor:
             perm = (0, 2, 3, 4, 1)
         else:
             return _is_contiguous(a.shape, a.strides, a.itemsize)
+        if not a.size:  # the strides ``stride()`` reports decide, as in torch (no shortcut)
+            st = self.stride()
+            expected = 1
+            for p in reversed(perm):
+                if a.shape[p] != 1:
+                    if st[p] != expected:
+                        return False
+                    expected *= a.shape[p]
+            return True
         return _is_contiguous(tuple(a.shape[p] for p in perm),
                               tuple(a.strides[p] for p in perm), a.itemsize)
 
@@ -1032,6 +1043,17 @@ def _warn_scalar_of_grad():
 
 def _address(a) -> int:
     return a.__array_interface__["data"][0] if type(a) is np.ndarray else a.data.ptr
+
+
+def _empty_strides(shape):
+    """The strides torch gives a new empty tensor of ``shape``: row-major, a size-0 dim
+    counting as 1 (NumPy gives every dim of an empty array stride 0)."""
+    out = []
+    step = 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def _is_contiguous(shape, strides, itemsize) -> bool:

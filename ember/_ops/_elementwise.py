@@ -27,6 +27,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
+from ._memory_format import follow as _follow
 from ._registry import Op
 from .._parallel import MIN_ELEMENTS as _PAR_MIN, ufunc_on_threads
 
@@ -34,6 +35,9 @@ _new = object.__new__
 _from_np = _dt.from_np
 _BF16 = _dt.bfloat16.np
 _scalar_types = (int, float, bool, complex, np.number, np.bool_)
+
+#: a Python number's place among the operands of NOTE [ Result strides ]
+_ZERO_DIM = np.empty(())
 
 _CATEGORY_NAMES = {0: "Bool", 1: "integer", 2: "floating point", 3: "complex"}
 
@@ -357,6 +361,8 @@ def elementwise(op, args, params=None, out=None):
     rnp = result.np
     if r.dtype != rnp:
         r = r.astype(rnp)
+    if r.ndim > 1:  # NOTE [ Result strides ] in ember/_ops/_memory_format.py
+        r = _follow(r, [x._data if isinstance(x, Tensor) else _ZERO_DIM for x in args])
     t = _new(Tensor)
     t._data = r
     t._rg = False
@@ -546,6 +552,8 @@ def binary_fast(op, a, b):
                 raise _broadcast_error(op, (a, b)) from None
             if r.__class__ is not at:
                 r = _dispatch.backends_by_type[at].xp.asarray(r)
+            if r.ndim > 1 and r.strides != ad.strides:
+                r = _follow(r, (ad, bd))  # NOTE [ Result strides ]
             t = _new(Tensor)
             t._data = r
             t._rg = False
@@ -608,6 +616,8 @@ def _binary_result(op, a, b, r, at):
     autograd where ``a`` or ``b`` requires grad (``binary_fast`` inlines the same steps)."""
     if r.__class__ is not at:
         r = _dispatch.backends_by_type[at].xp.asarray(r)
+    if r.ndim > 1:  # NOTE [ Result strides ] in ember/_ops/_memory_format.py
+        r = _follow(r, (a._data, b._data))
     t = _new(Tensor)
     t._data = r
     t._rg = False
@@ -655,6 +665,8 @@ def _with_number(op, a, n, reflected):
         r = f(n, ad) if reflected else f(ad, n)
     if r.__class__ is not at:
         r = _dispatch.backends_by_type[at].xp.asarray(r)
+    if r.ndim > 1 and r.strides != ad.strides:
+        r = _follow(r, (ad, _ZERO_DIM))  # a number is a zero-dim operand to the rule
     t = _new(Tensor)
     t._data = r
     t._rg = False
@@ -683,6 +695,8 @@ def _direct_unary(op, a):
         r = f(ad)
     if r.__class__ is not at:
         r = _dispatch.backends_by_type[at].xp.asarray(r)
+    if r.ndim > 1 and r.strides != ad.strides:
+        r = _follow(r, (ad,))  # NOTE [ Result strides ] in ember/_ops/_memory_format.py
     t = _new(Tensor)
     t._data = r
     t._rg = False

@@ -11,6 +11,10 @@ memory_format=channels_last)`` and ``stride()`` answer as PyTorch's do.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 
 def keep_layout(y, *like):
     """``y``, laid out channels-last (or channels-last-3d) when one of ``like`` is: 4-d
@@ -45,3 +49,236 @@ def keep_layout(y, *like):
                 t.is_contiguous(memory_format=fmt):
             return y.contiguous(memory_format=fmt)
     return y
+
+
+# -- strides of element-wise results ---------------------------------------------------------------
+#
+# NOTE [ Result strides ]
+# Programs compare ``stride()`` and ``is_contiguous(memory_format=...)`` of results, so an
+# element-wise result is laid out as PyTorch's TensorIterator lays it out, not as NumPy's
+# ufuncs do (they agree on the common cases, not on ties):
+# 1. operands of one shape, all contiguous: a contiguous result; all channels-last (4-d): a
+#    channels-last result; all dense and non-overlapping with equal strides: those strides;
+# 2. otherwise the dims are ordered from innermost to outermost by an insertion sort over
+#    the operands' byte strides (broadcast dims count as stride 0 and have no say; equal
+#    strides put the smaller dim inside), and the result is dense in that order.
+# ``*_like``/``clone`` with preserve_format keep a dense input's strides exactly and lay out
+# anything else by rule 2 for that one input (``like_strides``). Kernels compute in NumPy's
+# layout; ``follow`` copies into the rule's layout only where the two differ. The hot paths
+# (operators, methods) call it only when the result's strides differ from the first
+# operand's, one tuple comparison: where they agree, the first operand's dim order is the
+# one PyTorch's rule takes too (it decides every pair it has an opinion on), so the two can
+# differ only in the strides of size-1 dims the first operand leaves open and a later one
+# orders. Those few stay NumPy's there.
+
+
+def _dense(shape, strides):
+    """Whether element ``strides`` over ``shape`` cover a block without gaps or overlap."""
+    dims = sorted((i for i in range(len(shape)) if shape[i] > 1), key=lambda i: strides[i])
+    expected = 1
+    for i in dims:
+        if strides[i] != expected:
+            return False
+        expected *= shape[i]
+    return True
+
+
+def _elems(a):
+    item = a.itemsize
+    return tuple(s // item for s in a.strides)
+
+
+def _perm_strides(shape, operand_strides):
+    """Dense element strides in the dim order rule 2 of NOTE [ Result strides ] gives, or
+    None when that order is the row-major one (a contiguous result)."""
+    nd = len(shape)
+    perm = list(range(nd - 1, -1, -1))  # perm[0] the innermost dim
+
+    def should_swap(d0, d1):
+        for st in operand_strides:
+            s0 = st[d0]
+            s1 = st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    for i in range(1, nd):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(nd - 1, -1, -1)):
+        return None
+    out = [0] * nd
+    step = 1
+    for d in perm:
+        out[d] = step
+        step *= shape[d]
+    return tuple(out)
+
+
+def _channels_last_strides(shape):
+    n, c, h, w = shape
+    return (h * w * c, 1, w * c, c)
+
+
+def result_strides(shape, arrays):
+    """Element strides of an element-wise result of ``shape`` computed from ``arrays`` (the
+    tensor operands' arrays, zero-dim ones included), or None for row-major ones
+    (NOTE [ Result strides ])."""
+    shape = tuple(shape)
+    nd = len(shape)
+    if nd <= 1:
+        return None
+    if all(a.shape == shape for a in arrays):
+        if all(a.flags.c_contiguous for a in arrays):
+            return None
+        elems = [_elems(a) for a in arrays]
+        if nd == 4:
+            cl = _channels_last_strides(shape)
+            if all(_layout_matches(shape, e, cl) for e in elems):
+                return cl
+        if all(e == elems[0] for e in elems) and _dense(shape, elems[0]):
+            return elems[0]
+    operand_strides = []
+    for a in arrays:
+        off = nd - a.ndim
+        st = [0] * off
+        for n, s, m in zip(a.shape, a.strides, shape[off:]):
+            st.append(0 if n == 1 and m != 1 else s)
+        operand_strides.append(st)
+    return _perm_strides(shape, operand_strides)
+
+
+def _layout_matches(shape, strides, want):
+    """Whether ``strides`` equal ``want`` on every dim longer than 1 (size-1 dims never
+    matter to ``is_contiguous``)."""
+    return all(n == 1 or s == w for n, s, w in zip(shape, strides, want))
+
+
+def like_strides(a):
+    """Element strides a preserve_format copy of array ``a`` takes, or None for row-major
+    ones: a dense input's own strides, else rule 2 of NOTE [ Result strides ]."""
+    if a.flags.c_contiguous or a.ndim <= 1:
+        return None
+    e = _elems(a)
+    if _dense(a.shape, e):
+        return e
+    return _perm_strides(a.shape, [a.strides])
+
+
+def with_strides(r, strides):
+    """``r``'s values in a new array with element ``strides`` (dense), or ``r`` itself when it
+    already has them (or is not a NumPy array, or ``strides`` is None and it is row-major)."""
+    if type(r) is not np.ndarray:
+        return r
+    if strides is None:
+        if r.flags.c_contiguous and (1 not in r.shape or _standard(r)):
+            return r
+        return np.ascontiguousarray(r) if not r.flags.c_contiguous else r.copy()
+    if _elems(r) == tuple(strides) or r.size == 0:
+        return r
+    item = r.itemsize
+    out = np.ndarray(r.shape, r.dtype, buffer=np.empty(max(r.size, 1), r.dtype),
+                     strides=tuple(s * item for s in strides))
+    np.copyto(out, r)
+    return out
+
+
+def _standard(r):
+    """Whether row-major ``r`` has the row-major strides on its size-1 dims too."""
+    step = r.itemsize
+    for n, s in zip(reversed(r.shape), reversed(r.strides)):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def follow(r, arrays):
+    """Element-wise result ``r`` laid out as NOTE [ Result strides ] says for operand
+    ``arrays``: ``r`` itself in the common case, else a copy."""
+    if type(r) is not np.ndarray or r.size == 0:
+        return r
+    if r.flags.c_contiguous and 1 not in r.shape:
+        for a in arrays:
+            if not a.flags.c_contiguous:
+                break
+        else:  # row-major operands: the result is row-major (rule 2 keeps the dim order)
+            return r
+    return with_strides(r, result_strides(r.shape, arrays))
+
+
+def preserve(r, a):
+    """``r``, a fresh copy of ``a``'s values (a cast, a clone), laid out as
+    ``memory_format=preserve_format`` lays out a copy of ``a`` (NOTE [ Result strides ])."""
+    if type(r) is not np.ndarray or r.ndim <= 1 or a.flags.c_contiguous:
+        return r
+    return with_strides(r, like_strides(a))
+
+
+def empty_preserving(a, dtype):
+    """A new uninitialized NumPy array shaped like ``a`` in ``dtype``, laid out as
+    preserve_format lays out a copy of ``a`` (NOTE [ Result strides ])."""
+    strides = like_strides(a)
+    if strides is None:
+        return np.empty(a.shape, dtype)
+    dtype = np.dtype(dtype)
+    return np.ndarray(a.shape, dtype, buffer=np.empty(max(a.size, 1), dtype),
+                      strides=tuple(s * dtype.itemsize for s in strides))
+
+
+def suggest_format(a):
+    """The memory format PyTorch's ``suggest_memory_format`` names for array ``a``: 4-d (5-d)
+    arrays whose strides order the channels innermost are channels-last (channels-last-3d);
+    anything else, and every ambiguous case, is contiguous. Returns "cl", "cl3d" or None."""
+    nd = a.ndim
+    if nd not in (4, 5) or a.size == 0:
+        return None
+    shape = a.shape
+    st = _elems(a)
+    if st[1] == 0:
+        return None
+    lowest = 0
+    for d in ((1, 3, 2, 0) if nd == 4 else (1, 4, 3, 2, 0)):
+        if st[d] < lowest or (d == 0 and lowest == st[1]):
+            return None
+        lowest = st[d] * shape[d] if shape[d] > 1 else st[d]
+    return "cl" if nd == 4 else "cl3d"
+
+
+def empty_in_format(shape, dtype, fmt):
+    """A new NumPy array of ``shape``, row-major (``fmt`` None) or channels-last."""
+    if fmt is None:
+        return np.empty(shape, dtype)
+    order = (0, 2, 3, 1) if len(shape) == 4 else (0, 2, 3, 4, 1)
+    inverse = tuple(int(i) for i in np.argsort(order))
+    return np.empty(tuple(shape[i] for i in order), dtype).transpose(inverse)
+
+
+def row_major(r):
+    """``r`` with the row-major strides PyTorch's reductions, scans and softmax give their
+    results whatever the input's layout (a copy only where NumPy kept the input's order)."""
+    if type(r) is not np.ndarray or r.ndim <= 1 or r.size == 0:
+        return r
+    return with_strides(r, None)
+
+
+def row_major_kernel(kernel):
+    """``kernel`` (``kernel(xp, *arrays, **params)`` -> array) with its result passed
+    through ``row_major``."""
+    @functools.wraps(kernel)
+    def run(xp, *args, **params):
+        return row_major(kernel(xp, *args, **params))
+
+    return run

@@ -16,6 +16,7 @@ from ._elementwise import (
     elementwise, elementwise_inplace, rbinary, rbinary_fast, unary,
 )
 from . import _fma
+from ._memory_format import follow as _follow
 from .pointwise import reciprocal_op
 from ._registry import public
 from .._overrides import NOT_HANDLED as _NOT_HANDLED
@@ -1062,6 +1063,8 @@ def _operator_dunder(name, run, op):
                             raise _broadcast_error(op, (self, other)) from None
                         if r.__class__ is not _ndarray:  # a zero-dim result: a NumPy scalar
                             r = np.asarray(r)
+                        elif r.ndim > 1 and r.strides != ad.strides:
+                            r = _follow(r, (ad, bd))  # NOTE [ Result strides ]
                         t = _new(Tensor)
                         t._data = r
                         t._rg = False

@@ -9,6 +9,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.device import as_device, device
 from .._core.tensor import Tensor, wrap
+from . import _memory_format as _mf
 from ._legacy_types import tensor_type
 from ._registry import Op, method, profiler_session, public
 
@@ -67,7 +68,12 @@ def _identity_vjp(g, _a, **params):
     return g
 
 
-to_copy_op = Op("_to_copy", _astype, vjp=_identity_vjp, linear=True)
+def _to_copy(xp, a, dtype):
+    # the cast keeps ``a``'s layout as preserve_format does (NOTE [ Result strides ])
+    return _mf.preserve(_astype(xp, a, dtype), a)
+
+
+to_copy_op = Op("_to_copy", _to_copy, vjp=_identity_vjp, linear=True)
 
 
 def _device_backend(dev):
@@ -180,6 +186,14 @@ def _to(self, *args, **kwargs):
     if copy:
         t = clone(t)
     if memory_format is not None and memory_format is not _layout.preserve_format:
+        # torch returns ``self`` only when its strides suggest the format asked for; a tensor
+        # that is both (one channel, say) gets the asked format's own strides
+        want = {_layout.channels_last: "cl", _layout.channels_last_3d: "cl3d"}.get(
+            memory_format)
+        if want is not None and type(t._data) is np.ndarray and t._data.size and \
+                _mf.suggest_format(t._data) != want and \
+                t.is_contiguous(memory_format=memory_format):
+            return clone(t, memory_format=memory_format)
         t = t.contiguous(memory_format=memory_format)
     return t
 
@@ -244,8 +258,17 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 # clone / contiguous
 
 
+#: the dim orders, outermost first, of the channels-last formats (``order`` of ``clone_op``)
+_CHANNELS_LAST_ORDERS = {"cl": (0, 2, 3, 1), "cl3d": (0, 2, 3, 4, 1)}
+
+
 def _clone_kernel(xp, a, *, order):
-    return xp.array(a, order=order, copy=True)
+    perm = _CHANNELS_LAST_ORDERS.get(order)
+    if perm is not None:  # a fresh channels-last copy, its size-1 dims strided as torch's
+        inverse = tuple(int(i) for i in np.argsort(perm))
+        return xp.array(a.transpose(perm), order="C", copy=True).transpose(inverse)
+    r = xp.array(a, order=order, copy=True)
+    return _mf.preserve(r, a) if order == "K" else r  # NOTE [ Result strides ]
 
 
 clone_op = Op("clone", _clone_kernel, vjp=_identity_vjp, linear=True)
@@ -269,10 +292,11 @@ def clone(input, *, memory_format=None):
 
 
 def _channels_last_copy(t, memory_format):
-    ndim = t.dim()
-    perm = (0, 2, 3, 1) if ndim == 4 else (0, 2, 3, 4, 1)
-    inv = tuple(np.argsort(perm))
-    return t.permute(perm).contiguous().permute(inv)
+    order, want = ("cl", 4) if memory_format is _layout.channels_last else ("cl3d", 5)
+    if t.dim() != want:
+        raise RuntimeError(
+            f"required rank {want} tensor to use {memory_format} format, got rank {t.dim()}")
+    return _dispatch.apply(clone_op, (t,), {"order": order})
 
 
 @method

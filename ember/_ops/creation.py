@@ -22,6 +22,7 @@ from .._core import layout as _layout
 from .._core.checks import as_shape
 from .._core.device import as_device
 from .._core.tensor import Tensor, wrap
+from ._memory_format import empty_preserving
 from ._registry import Op, method, public
 
 _PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
@@ -413,6 +414,8 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
     if fmt in (_layout.channels_last, _layout.channels_last_3d):
         t = _strided_like_format(wrap(xp.empty(a.shape, d.np)), fmt)
         arr = t._data
+    elif (fmt is None or fmt is _layout.preserve_format) and xp is np and type(a) is np.ndarray:
+        arr = empty_preserving(a, d.np)  # NOTE [ Result strides ] in _memory_format.py
     elif (fmt is None or fmt is _layout.preserve_format) and xp is _dispatch.xp_of(a):
         arr = xp.empty_like(a, dtype=d.np, order=_order_for(a))
     else:

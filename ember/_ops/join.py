@@ -18,6 +18,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.checks import as_shape, holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor
+from . import _memory_format as _mf
 from ._registry import Op, method, observing_profiler, profiler_session, public
 from ._xp_compat import ufunc_at
 from .shape import (_check_tensor, _int_list_arg, _shape_args, diagonal, reshape, unsqueeze,
@@ -409,9 +410,13 @@ def _cat_kernel(xp, *arrays, dim, dtype, sizes=None):
             return xp.empty((0,), dtype)
     shape = list(arrays[0].shape)
     shape[dim] = sum(a.shape[dim] for a in arrays)
-    # a contiguous result whatever the inputs' layouts, as PyTorch; casting to the promoted
-    # dtype happens in the copy
-    out = xp.empty(shape, dtype)
+    # a contiguous result unless every input suggests channels-last, as PyTorch; casting to
+    # the promoted dtype happens in the copy
+    fmt = None
+    if xp is np and len(shape) in (4, 5):
+        formats = {_mf.suggest_format(a) for a in arrays}
+        fmt = formats.pop() if len(formats) == 1 else None
+    out = _mf.empty_in_format(shape, dtype, fmt) if fmt else xp.empty(shape, dtype)
     return xp.concatenate(arrays, axis=dim, out=out, casting="unsafe")
 
 

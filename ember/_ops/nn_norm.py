@@ -752,7 +752,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, *, _verify=T
         if size[0] * math.prod(size[2:]) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {size}")
-    return _group_norm(input, num_groups, weight, bias, eps)
+    return keep_layout(_group_norm(input, num_groups, weight, bias, eps), input)
 
 
 def _group_norm(input, num_groups, weight, bias, eps):

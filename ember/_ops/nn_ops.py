@@ -18,6 +18,7 @@ from .._core import dtype as _dt
 from .._core.checks import check_range, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
+from ._memory_format import follow as _follow, row_major_kernel as _follow_kernel
 from ._registry import Op, public, recorded_as
 from ._xp_compat import ufunc_at
 from .indexing import grad_linked_to, linear_jvp, multilinear_jvp  # forward-mode rules
@@ -232,7 +233,8 @@ def _gelu_kernel(xp, a, derivative=True):
         der *= x
         der *= _INV_SQRT_2PI
         der += cdf
-    return out.astype(a.dtype, copy=False), der
+    # NOTE [ Result strides ] in ember/_ops/_memory_format.py
+    return _follow(out.astype(a.dtype, copy=False), (a,)), der
 
 
 def _opmath_vjp(formula):
@@ -549,7 +551,7 @@ def _log_softmax_jvp(x_dots, _a, *, dim, out):
     return x_dot - (out.exp() * x_dot).sum(dim, keepdim=True)
 
 
-softmax_op = Op("softmax", _upcast_on_cpu(_softmax_kernel), vjp=_softmax_vjp,
+softmax_op = Op("softmax", _follow_kernel(_upcast_on_cpu(_softmax_kernel)), vjp=_softmax_vjp,
                 jvp=_softmax_jvp)
 def _log_softmax_half_rows(a):
     """Log-softmax of float16/bfloat16 rows (the last dim) as PyTorch's CPU kernel rounds it:
@@ -572,7 +574,7 @@ def _log_softmax_cpu_kernel(xp, a, *, dim):
     return _log_softmax_up(xp, a, dim=dim)
 
 
-log_softmax_op = Op("log_softmax", _log_softmax_cpu_kernel, vjp=_log_softmax_vjp,
+log_softmax_op = Op("log_softmax", _follow_kernel(_log_softmax_cpu_kernel), vjp=_log_softmax_vjp,
                     jvp=_log_softmax_jvp)
 softmax_op.node_name = "SoftmaxBackward0"
 log_softmax_op.node_name = "LogSoftmaxBackward0"

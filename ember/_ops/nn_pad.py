@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
+from ._memory_format import keep_layout
 from ._registry import Op, public, recorded_as
 from .indexing import grad_linked_to, linear_jvp  # second derivatives, forward-mode rules
 from ._scatter_planes import unpool_add_op
@@ -92,8 +93,9 @@ def pad(input, pad, mode="constant", value=None):
                     f"The input size {input.shape[i]}, plus negative padding {b} and {a} "
                     f"resulted in a negative output size, which is invalid. Check dimension "
                     f"{i} of your input.")
-        return _dispatch.apply(constant_pad_op, (input,), {
-            "pads": full, "value": 0 if value is None else value})
+        # the input's layout, as torch's constant_pad_nd (NOTE [ Result layout ])
+        return keep_layout(_dispatch.apply(constant_pad_op, (input,), {
+            "pads": full, "value": 0 if value is None else value}), input)
     if mode not in _NP_MODES:
         raise NotImplementedError(
             f"Unrecognised padding mode {mode}")
@@ -121,8 +123,10 @@ def pad(input, pad, mode="constant", value=None):
                 "Padding value causes wrapping around more than once.")
         if b < 0 or a < 0:
             raise RuntimeError(f"{mode} padding does not support negative padding")
-    return _dispatch.apply(mode_pad_op, (input,), {"pads": tuple(pairs), "mode": mode,
-                                                   "nspatial": n})
+    y = _dispatch.apply(mode_pad_op, (input,), {"pads": tuple(pairs), "mode": mode,
+                                                "nspatial": n})
+    # reflect and replicate keep a channels-last input's layout in torch; circular does not
+    return y if mode == "circular" else keep_layout(y, input)
 
 
 @public(method=False)

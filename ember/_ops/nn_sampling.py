@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
+from ._memory_format import keep_layout
 from ._registry import Op, public, recorded_as
 from .indexing import linear_jvp  # forward-mode rules
 from .creation import ones
@@ -389,14 +390,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         for i in range(nd)[::-1]:
             if out[i] != spatial[i]:
                 x = _antialias_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
-        return x
+        return keep_layout(x, input)  # NOTE [ Result layout ]
     x = input
     # the last dim first, as PyTorch's kernels nest their taps (which sums meet an inf first
     # decides inf against NaN)
     for i in range(nd)[::-1]:
         if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
             x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
-    return input.clone() if x is input else x  # a new tensor even when nothing moves
+    # a new tensor even when nothing moves, in the input's layout (NOTE [ Result layout ])
+    return keep_layout(input.clone() if x is input else x, input)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -726,7 +728,8 @@ def pixel_shuffle(input, upscale_factor):
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     nl = len(lead)
     perm = list(range(nl)) + [nl, nl + 3, nl + 1, nl + 4, nl + 2]
-    return x.permute(perm).reshape(*lead, c // (r * r), h * r, w * r)
+    # NOTE [ Result layout ]
+    return keep_layout(x.permute(perm).reshape(*lead, c // (r * r), h * r, w * r), input)
 
 
 @public(method=False)
@@ -760,7 +763,8 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     nl = len(lead)
     perm = list(range(nl)) + [nl, nl + 2, nl + 4, nl + 1, nl + 3]
-    return x.permute(perm).reshape(*lead, c * r * r, h // r, w // r)
+    # NOTE [ Result layout ]
+    return keep_layout(x.permute(perm).reshape(*lead, c * r * r, h // r, w // r), input)
 
 
 @public(method=False)

@@ -31,6 +31,7 @@ from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from . import _fma, _node_names, _xp_compat
+from ._memory_format import follow as _follow
 from ._registry import Op, observing_profiler, profiler_session, public
 from .. import _parallel
 from .indexing import linear_jvp  # forward-mode rules
@@ -1262,7 +1263,8 @@ def lerp(input, end, weight, *, out=None):
     if out is None:
         arrays = _fast_operands((input, end), weight)
         if arrays is not None and arrays[0].shape == arrays[1].shape:
-            return wrap(_lerp_arrays(arrays[0], arrays[1], weight))
+            # NOTE [ Result strides ] in ember/_ops/_memory_format.py
+            return wrap(_follow(_lerp_arrays(arrays[0], arrays[1], weight), arrays))
     _require_tensor("lerp", "input", input, 1)
     op, args, params = _check_lerp("lerp", input, end, weight)
     return elementwise(op, (input,) + args, params, out=out)
@@ -1371,7 +1373,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
         if arrays is not None:
             r = _addc_arrays(*arrays, value, False)
             if r is not None:
-                return wrap(r)
+                return wrap(_follow(r, arrays))  # NOTE [ Result strides ]
     _check_addc("addcmul", input, tensor1, tensor2, value)
     return elementwise(addcmul_op, (input, tensor1, tensor2), {"value": value}, out=out)
 
@@ -1384,7 +1386,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
         if arrays is not None:
             r = _addc_arrays(*arrays, value, True)
             if r is not None:
-                return wrap(r)
+                return wrap(_follow(r, arrays))  # NOTE [ Result strides ]
     _check_addc("addcdiv", input, tensor1, tensor2, value)
     return elementwise(addcdiv_op, (input, tensor1, tensor2), {"value": value}, out=out)
 
@@ -1429,8 +1431,9 @@ Tensor.addcdiv_ = _addcdiv_
 def _where_kernel(xp, c, x, y):
     if xp is np:
         r = _kernels.where(c, x, y)  # NOTE [ Selecting without branches ]
-        if r is not None:
-            return r
+        if r is None:
+            r = np.where(c, x, y)
+        return _follow(r, (c, x, y))  # NOTE [ Result strides ] in _memory_format.py
     return _xp_compat.where(xp, c, x, y)  # bfloat16 stays bfloat16 on CuPy
 
 

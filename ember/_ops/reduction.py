@@ -33,6 +33,7 @@ from .._core import dtype as _dt
 from .._core.checks import holds_values, wrap_dim, wrap_dims
 from .._core.tensor import Tensor, wrap
 from .._kernels._reduce import float_sum, row_sums
+from ._memory_format import row_major as _row_major_array, row_major_kernel as _row_major
 from ._registry import Op, inplace_from, observing_profiler, public, shown_as
 from . import _node_names, _xp_compat
 from ._xp_compat import sparse_indices, ufunc_accumulate, ufunc_at, ufunc_reduce
@@ -341,7 +342,7 @@ def _sum_vjp(g, _a, *, dim, keepdim, dtype, shape):
     return _expand_back(g, shape, dim, keepdim)
 
 
-sum_op = Op("sum", _sum_kernel, vjp=_sum_vjp, linear=True)
+sum_op = Op("sum", _row_major(_sum_kernel), vjp=_sum_vjp, linear=True)
 
 
 def _sum_dtype(a, dtype):
@@ -457,6 +458,8 @@ def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
                 if a.size < _BLOCKS_MIN or dim % a.ndim != a.ndim - 1 or \
                         (s := _last_dim_sums(a, keepdim)) is None:
                     s = _add_reduce(a, dim, None, None, keepdim)
+                if not a.flags.c_contiguous:  # NOTE [ Result strides ] in _memory_format.py
+                    s = _row_major_array(s)
                 r = _wrap0(s)
                 if input._rg:
                     _record_sum(input, r, (dim % a.ndim,), keepdim, a)
@@ -538,7 +541,7 @@ def _mean_vjp(g, _a, *, dim, keepdim, dtype, shape):
                    builtins.max(_reduced_count(shape, dim), 1))
 
 
-mean_op = Op("mean", _mean_kernel, vjp=_mean_vjp, linear=True)
+mean_op = Op("mean", _row_major(_mean_kernel), vjp=_mean_vjp, linear=True)
 
 
 # NOTE [ var_mean's running mean ]
@@ -620,7 +623,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
             else:
                 d = False
             if d is not False:
-                r = _wrap0(_mean_kernel(np, a, dim=d, keepdim=keepdim, dtype=a.dtype))
+                s = _mean_kernel(np, a, dim=d, keepdim=keepdim, dtype=a.dtype)
+                if not a.flags.c_contiguous:  # NOTE [ Result strides ] in _memory_format.py
+                    s = _row_major_array(s)
+                r = _wrap0(s)
                 if input._rg:
                     record = _dispatch.record_unary
                     if record is not None and _dispatch.state.grad_enabled:
@@ -750,7 +756,7 @@ def _prod_others(a, dim):
     return where(zeros == 0, others / nonzero, where((zeros == 1) & mask, others, 0.0))
 
 
-prod_op = Op("prod", _prod_kernel, vjp=_prod_vjp)
+prod_op = Op("prod", _row_major(_prod_kernel), vjp=_prod_vjp)
 reduction_jvp(prod_op)
 
 
@@ -987,7 +993,7 @@ def _extreme_vjp(g, a, *, dim, keepdim, largest, out, nan_picks=False):
     return _expand_back(g, shape, dim, keepdim) * mask / _expand_back(count, shape, dim, True)
 
 
-amax_op = Op("amax", _extreme_kernel, vjp=_extreme_vjp)
+amax_op = Op("amax", _row_major(_extreme_kernel), vjp=_extreme_vjp)
 reduction_jvp(amax_op)
 
 
@@ -1372,7 +1378,7 @@ def _cumsum_vjp(g, _a, *, dim, dtype, reverse=False):
                   {"dim": dim, "dtype": g._data.dtype, "reverse": not reverse})
 
 
-cumsum_op = Op("cumsum", _cumsum_kernel, vjp=_cumsum_vjp, linear=True)
+cumsum_op = Op("cumsum", _row_major(_cumsum_kernel), vjp=_cumsum_vjp, linear=True)
 # the reverse scan (``flip(cumsum(flip(x)))``): cumsum's vjp, and cumsum is its vjp
 rcumsum_op = Op("_rcumsum", _cumsum_kernel, vjp=_cumsum_vjp, linear=True)
 
