@@ -219,7 +219,7 @@ def test_view_made_under_no_grad_refuses_use_after_base_changes():
     assert v.requires_grad and v.grad_fn is None and v.is_leaf
     y.mul_(2)
     with pytest.raises(RuntimeError, match="created in no_grad mode and its base"):
-        v.grad_fn
+        _ = v.grad_fn
     with pytest.raises(RuntimeError, match="created in no_grad mode and its base"):
         v * 2
 
