@@ -400,6 +400,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.{_ON_FIRST_USE_AS.get(name, name)}")
+    if name == "torch":  # torch.torch is the package itself (kornia writes torch.torch.Tensor)
+        return __import__("sys").modules[__name__]
     if name.startswith("__"):
         raise AttributeError(name)
     raise AttributeError(

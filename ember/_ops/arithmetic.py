@@ -315,8 +315,10 @@ def _fused_direct(a, b, alpha, sub, inplace):
 
 
 @public(dunders=())
-def add(input, other, *, alpha=1, out=None):
+def add(input, other, *old, alpha=1, out=None):
     """``input + alpha * other``, with broadcasting and PyTorch's type promotion."""
+    if old:  # PyTorch's deprecated order (alpha, other)
+        alpha, other = other, old[0]
     session = _observed(alpha)
     if session is not None:
         return session.as_one_op("aten::add", lambda: (input, other, alpha), add,
@@ -331,7 +333,9 @@ def add(input, other, *, alpha=1, out=None):
     return elementwise(add_op, (input, other), params, out=out)
 
 
-def _add_(self, other, *, alpha=1):
+def _add_(self, other, *old, alpha=1):
+    if old:  # PyTorch's deprecated order (alpha, other)
+        alpha, other = other, old[0]
     session = _observed(alpha)
     if session is not None:
         return session.as_one_op("aten::add_", lambda: (self, other, alpha), _add_,
@@ -346,8 +350,10 @@ Tensor.add_ = _add_
 
 
 @public
-def sub(input, other, *, alpha=1, out=None):
+def sub(input, other, *old, alpha=1, out=None):
     """``input - alpha * other``."""
+    if old:  # PyTorch's deprecated order (alpha, other)
+        alpha, other = other, old[0]
     session = _observed(alpha)
     if session is not None:
         return session.as_one_op("aten::sub", lambda: (input, other, alpha), sub,
@@ -363,7 +369,9 @@ def sub(input, other, *, alpha=1, out=None):
     return elementwise(sub_op, (input, other), params, out=out)
 
 
-def _sub_(self, other, *, alpha=1):
+def _sub_(self, other, *old, alpha=1):
+    if old:  # PyTorch's deprecated order (alpha, other)
+        alpha, other = other, old[0]
     session = _observed(alpha)
     if session is not None:
         return session.as_one_op("aten::sub_", lambda: (self, other, alpha), _sub_,

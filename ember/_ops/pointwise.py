@@ -1366,8 +1366,10 @@ def _addc_into(a, b, c, value, div, out):
 
 
 @public
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input, tensor1, tensor2, *old, value=1, out=None):
     """``input + value * tensor1 * tensor2``."""
+    if old:  # PyTorch's deprecated order (value, tensor1, tensor2)
+        value, tensor1, tensor2 = tensor1, tensor2, old[0]
     if out is None:
         arrays = _fast_operands((input, tensor1, tensor2), value)
         if arrays is not None:
@@ -1379,8 +1381,10 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 
 
 @public
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input, tensor1, tensor2, *old, value=1, out=None):
     """``input + value * tensor1 / tensor2`` (integer ``tensor1 / tensor2`` is an error)."""
+    if old:  # PyTorch's deprecated order (value, tensor1, tensor2)
+        value, tensor1, tensor2 = tensor1, tensor2, old[0]
     if out is None:
         arrays = _fast_operands((input, tensor1, tensor2), value)
         if arrays is not None:
@@ -1406,14 +1410,18 @@ def _addc_inplace(self, tensor1, tensor2, value, div):
     return True
 
 
-def _addcmul_(self, tensor1, tensor2, *, value=1):
+def _addcmul_(self, tensor1, tensor2, *old, value=1):
+    if old:  # PyTorch's deprecated order (value, tensor1, tensor2)
+        value, tensor1, tensor2 = tensor1, tensor2, old[0]
     if _addc_inplace(self, tensor1, tensor2, value, False):
         return self
     _check_addc("addcmul_", self, tensor1, tensor2, value)
     return elementwise_inplace(addcmul_op, self, (tensor1, tensor2), {"value": value})
 
 
-def _addcdiv_(self, tensor1, tensor2, *, value=1):
+def _addcdiv_(self, tensor1, tensor2, *old, value=1):
+    if old:  # PyTorch's deprecated order (value, tensor1, tensor2)
+        value, tensor1, tensor2 = tensor1, tensor2, old[0]
     if _addc_inplace(self, tensor1, tensor2, value, True):
         return self
     _check_addc("addcdiv_", self, tensor1, tensor2, value)
