@@ -91,32 +91,10 @@ def _elems(a):
 def _perm_strides(shape, operand_strides):
     """Dense element strides in the dim order rule 2 of NOTE [ Result strides ] gives, or
     None when that order is the row-major one (a contiguous result)."""
+    from ..backends._meta_array import _dense_order  # (the meta device's rule: one copy)
+
     nd = len(shape)
-    perm = list(range(nd - 1, -1, -1))  # perm[0] the innermost dim
-
-    def should_swap(d0, d1):
-        for st in operand_strides:
-            s0 = st[d0]
-            s1 = st[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 < s1:
-                return -1
-            if s0 > s1:
-                return 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    for i in range(1, nd):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    perm = _dense_order(shape, operand_strides)  # perm[0] the innermost dim
     if perm == list(range(nd - 1, -1, -1)):
         return None
     out = [0] * nd
