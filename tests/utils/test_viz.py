@@ -35,8 +35,9 @@ def test_make_dot_is_a_digraph():
 def test_make_dot_has_one_box_per_backward_node():
     _, y = _mlp()
     grey = [lbl for lbl, color in _labels(make_dot(y)) if color == "lightgrey"]
+    # (torch's graph: each linear is an addmm of the weight's transpose, TBackward0)
     assert sorted(grey) == sorted(["SumBackward0", "AddmmBackward0", "ReluBackward0",
-                                   "AddmmBackward0"])
+                                   "AddmmBackward0", "TBackward0", "TBackward0"])
 
 
 def test_make_dot_names_parameters_with_shapes():
