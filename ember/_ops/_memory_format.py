@@ -161,7 +161,7 @@ def with_strides(r, strides):
     if type(r) is not np.ndarray:
         return r
     if strides is None:
-        if r.flags.c_contiguous and (1 not in r.shape or _standard(r)):
+        if r.flags.c_contiguous and (1 not in r.shape or is_canonical(r)):
             return r
         return np.ascontiguousarray(r) if not r.flags.c_contiguous else r.copy()
     if _elems(r) == tuple(strides) or r.size == 0:
@@ -173,13 +173,14 @@ def with_strides(r, strides):
     return out
 
 
-def _standard(r):
-    """Whether row-major ``r`` has the row-major strides on its size-1 dims too."""
-    step = r.itemsize
-    for n, s in zip(reversed(r.shape), reversed(r.strides)):
-        if s != step:
+def is_canonical(a):
+    """True when ``a``'s strides are exactly the C-contiguous ones, size-1 dims included
+    (NumPy's contiguity flags ignore size-1 dims, PyTorch's later views do not)."""
+    expected = a.itemsize
+    for n, s in zip(reversed(a.shape), reversed(a.strides)):
+        if s != expected:
             return False
-        step *= n
+        expected *= n
     return True
 
 

@@ -41,6 +41,7 @@ from .._core.size import Size
 from .._core.storage import storage_of
 from .._core.tensor import Tensor
 from . import _node_names
+from ._memory_format import is_canonical as _is_canonical
 from ._registry import (Op, method, observing_profiler, ops, profiler_session, public,
                         recorded_as, shown_as)
 
@@ -92,17 +93,6 @@ def _restride(xp, a, shape, strides):
     if r.dtype != a.dtype:  # dtypes outside NumPy's interface protocol (bfloat16)
         r = r.view(a.dtype)
     return r
-
-
-def _is_canonical(a):
-    """True when ``a``'s strides are exactly the C-contiguous ones, size-1 dims included
-    (NumPy's contiguity flags ignore size-1 dims, PyTorch's later views do not)."""
-    expected = a.itemsize
-    for n, s in zip(reversed(a.shape), reversed(a.strides)):
-        if s != expected:
-            return False
-        expected *= n
-    return True
 
 
 def _contiguous_strides(shape):
