@@ -86,7 +86,7 @@ def _node_fns(x):
     if t in _nodes:
         return _nodes[t]
     if isinstance(x, tuple) and hasattr(t, "_fields"):  # a namedtuple
-        return (lambda v: (list(v), None), lambda c, _, t=t: t(*c))
+        return _nodes[namedtuple]
     return None
 
 
@@ -120,8 +120,11 @@ class TreeSpec:
                 and self.context == other.context
                 and self.children_specs == other.children_specs)
 
-    def __repr__(self):
-        return f"TreeSpec({self.type.__name__}, {self.context}, {self.children_specs})"
+    def __repr__(self, indent=0):
+        # one child per line after the first, each level indented two more spaces
+        kids = [c.__repr__(indent + 2) for c in self.children_specs]
+        inner = (",\n" + " " * (indent + 2)).join(kids)
+        return f"TreeSpec({self.type.__name__}, {self.context}, [{inner}])"
 
 
 class LeafSpec(TreeSpec):
@@ -148,7 +151,7 @@ class LeafSpec(TreeSpec):
     def __eq__(self, other):
         return isinstance(other, LeafSpec)
 
-    def __repr__(self):
+    def __repr__(self, indent=0):
         return "*"
 
 
@@ -180,7 +183,10 @@ def _flatten_into(x, leaves, is_leaf):
         leaves.append(x)
         return LeafSpec()
     children, context = fns[0](x)
-    return TreeSpec(type(x), context, [_flatten_into(c, leaves, is_leaf) for c in children])
+    t = type(x)
+    if t not in _nodes:  # a namedtuple: torch's spec names the kind, its context the class
+        t = namedtuple
+    return TreeSpec(t, context, [_flatten_into(c, leaves, is_leaf) for c in children])
 
 
 def tree_unflatten(leaves, spec):
