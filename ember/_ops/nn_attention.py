@@ -18,6 +18,7 @@ from .._core.tensor import Tensor
 from ._registry import Op
 from .nn_dropout import dropout
 from .nn_checks import kernel_dtype
+from ._xp_compat import _is_half_float
 from .._kernels import _blas
 
 
@@ -41,7 +42,106 @@ def _one_thread(xp, q, k):
                                 always=True)
 
 
+# NOTE [ Half attention as torch's CPU kernel ]
+# For float16 and bfloat16 operands PyTorch's CPU attention (its flash kernel) works in
+# float32 with the half type at three places, and the kernels here follow it step by step:
+# forward, over blocks of 512 keys (one block below 512), a running maximum and sum with
+# the unnormalised probabilities rounded to the half type for the product with the
+# values, the output divided by the sum and rounded once; backward, over blocks of queries
+# (32 of them, 64 from 192 queries, 256 from 768), the probabilities (float32, kept from
+# the forward) and the scores' gradient each rounded to the half type for the products,
+# the key and value gradients accumulated block by block in the half type, the query
+# gradient rounded once. Computing everything in float32 and rounding only the results
+# left about 5% of a (1, 1, 300, 16) bfloat16 attention's outputs and gradients outside
+# ``torch.testing``'s bfloat16 tolerance; following the kernel, about 0.1%.
+
+
+def _widened(xp, *arrays):
+    """``arrays`` as float32 (a bool mask, or None, as given)."""
+    return tuple(a if a is None or a.dtype == xp.bool_ else a.astype(np.float32)
+                 for a in arrays)
+
+
+def _half_forward(xp, q, k, v, mask, scale):
+    """(output, float32 probabilities) of half-type operands (NOTE [ Half attention as
+    torch's CPU kernel ])."""
+    half = q.dtype
+    qf, kf, vf, mf = _widened(xp, q, k, v, mask)
+    s = (qf @ xp.swapaxes(kf, -1, -2)) * np.float32(scale)
+    if mf is not None:
+        s = xp.where(mf, s, -xp.inf) if mf.dtype == xp.bool_ else s + mf
+    n = s.shape[-1]
+    block = 512 if n >= 512 else max(n, 1)
+    shape = s.shape[:-1] + (1,)
+    top = xp.full(shape, -xp.inf, np.float32)
+    total = xp.zeros(shape, np.float32)
+    acc = None
+    for lo in range(0, n, block):
+        sj = s[..., lo:lo + block]
+        new = xp.maximum(top, sj.max(axis=-1, keepdims=True))
+        base = xp.where(xp.isfinite(new), new, 0)
+        e = xp.exp(sj - base)
+        keep = xp.exp(xp.where(xp.isfinite(top), top - base, -xp.inf))
+        part = e.astype(half).astype(np.float32) @ vf[..., lo:lo + block, :]
+        acc = part if acc is None else acc * keep + part
+        total = total * keep + e.sum(axis=-1, keepdims=True)
+        top = new
+    if acc is None:
+        acc = xp.zeros(s.shape[:-1] + vf.shape[-1:], np.float32)
+    safe = xp.where(total == 0, 1, total)
+    out = (acc / safe).astype(half)
+    lse = xp.where(xp.isfinite(top), top, 0) + xp.log(safe)
+    p = xp.exp(s - lse)
+    return out, p
+
+
+def _half_backward(xp, g, q, k, v, o, p, scale, needs):
+    """Half-type attention gradients (NOTE [ Half attention as torch's CPU kernel ])."""
+    half = q.dtype
+    f = np.float32
+    gf, qf, kf, vf, of = _widened(xp, g, q, k, v, o)
+    sc = f(scale)
+    n = qf.shape[-2]
+    block = 256 if n >= 768 else 64 if n >= 192 else 32
+    batch = np.broadcast_shapes(p.shape[:-2], gf.shape[:-2])
+    gq = xp.empty(batch + (n, kf.shape[-1]), half) if needs[0] else None
+    gk = xp.zeros(batch + kf.shape[-2:], half) if needs[1] else None
+    gv = xp.zeros(batch + vf.shape[-2:], half) if needs[2] else None
+    gm = xp.empty(batch + p.shape[-2:], half) if len(needs) > 3 and needs[3] else None
+    vt = xp.swapaxes(vf, -1, -2)
+    for lo in range(0, n, block):
+        rows = slice(lo, lo + block)
+        pi, gi = p[..., rows, :], gf[..., rows, :]
+        if gv is not None:
+            pt = xp.swapaxes(pi.astype(half).astype(f), -1, -2)
+            gv[...] = (gv.astype(f) + pt @ gi).astype(half)
+        if gq is None and gk is None and gm is None:
+            continue
+        d = (gi * of[..., rows, :]).sum(axis=-1, keepdims=True)
+        ds = pi * (gi @ vt - d)
+        if gm is not None:
+            gm[..., rows, :] = ds.astype(half)
+        dsh = ds.astype(half).astype(f)
+        if gq is not None:
+            # over blocks of 512 keys, accumulated in the half type as the others
+            m = dsh.shape[-1]
+            kb = 512 if m >= 512 else max(m, 1)
+            acc = None
+            for c in range(0, max(m, 1), kb):
+                part = (dsh[..., c:c + kb] @ kf[..., c:c + kb, :]) * sc
+                acc = part.astype(half) if acc is None else \
+                    (acc.astype(f) + part).astype(half)
+            gq[..., rows, :] = acc
+        if gk is not None:
+            part = (xp.swapaxes(dsh, -1, -2) @ qf[..., rows, :]) * sc
+            gk[...] = (gk.astype(f) + part).astype(half)
+    return (gq, gk, gv) + ((gm,) if len(needs) > 3 else ())
+
+
 def _sdpa_kernel(xp, q, k, v, mask, *, scale):
+    if _is_half_float(q.dtype):  # NOTE [ Half attention as torch's CPU kernel ]
+        with _one_thread(xp, q, k):
+            return _half_forward(xp, q, k, v, mask, scale)
     if _batch_pieces(xp, q, k, v, mask):  # NOTE [ Attention pieces on threads ]
         r = _sdpa_forward_pieces(q, k, v, mask, scale)
         if r is not None:
@@ -254,16 +354,19 @@ def _like_query(xp, q, shape, dtype):
     result."""
     if xp is not np or q.ndim != 4 or len(shape) != 4 or q.strides[3] != q.itemsize:
         return None  # (CUDA: cuDNN's fused attention has its own layout rules)
-    if 1 in q.shape[:3]:
-        return None   # (a dim of size 1 has no place in memory to follow)
     order = sorted(range(3), key=lambda d: -q.strides[d])   # outermost first
-    if order == [0, 1, 2]:
+    # (a dim of size 1 has no place in memory: only the others' order decides, as a batch
+    # of one from an attention module must still give torch's layout)
+    if [d for d in order if q.shape[d] != 1] == [d for d in range(3) if q.shape[d] != 1]:
         return None
     buf = xp.empty(tuple(shape[d] for d in order) + (shape[3],), dtype)
     return buf.transpose([order.index(d) for d in range(3)] + [3])
 
 
 def _sdpa_backward_kernel(xp, g, q, k, v, o, p, *, scale, needs, split=None):
+    if _is_half_float(q.dtype):  # NOTE [ Half attention as torch's CPU kernel ]
+        with _one_thread(xp, q, k):
+            return _half_backward(xp, g, q, k, v, o, p, scale, needs)
     if len(needs) == 3 and _batch_pieces(xp, q, k, v, None) and \
             g.shape == o.shape == q.shape[:-1] + v.shape[-1:] and \
             g.dtype == o.dtype == p.dtype == q.dtype and p.shape[:-2] == q.shape[:-2]:
@@ -437,7 +540,7 @@ def _sdpa_jvp(x_dots, q, k, v, mask, *, scale, out):
                 else s + mask
         p = s.softmax(-1)
     else:
-        p = out[1]
+        p = out[1].to(q.dtype)  # (float32 for half operands, see the NOTE above)
     ds = None
     if qd is not None:
         ds = (qd @ k.transpose(-1, -2)) * scale

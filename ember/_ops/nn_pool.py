@@ -21,6 +21,7 @@ from ._memory_format import keep_layout
 from ._registry import Op, public
 from .indexing import grad_linked_to, linear_jvp  # second derivatives, forward-mode rules
 from ._scatter_planes import unpool_add_op
+from ._xp_compat import _is_half_float
 from .nn_conv import _tuple, sliding_windows, tap_region
 from .nn_checks import kernel_dtype, nonempty_input
 
@@ -408,7 +409,7 @@ def _window_sum(xp, win, kernel_size):
     row-major window order, as torch's CPU pooling loops add them (float16/bfloat16 in
     float32): with +-inf or values near the dtype's largest in a window, which sums overflow
     to inf or meet inf - inf follows that order."""
-    acc = np.float32 if win.dtype.kind == "f" and win.dtype.itemsize == 2 else None
+    acc = np.float32 if _is_half_float(win.dtype) else None
     total = None
     for tap in itertools.product(*(range(k) for k in kernel_size)):
         v = win[(Ellipsis,) + tap]
@@ -428,8 +429,9 @@ def _avg_pool_kernel(xp, x, *, kernel_size, stride, padding, ceil_mode, count_in
                        count_include_pad, divisor_override)
     if x.dtype.kind in "iu":  # integer averages truncate toward zero, as C++ division does
         d = xp.asarray(div).astype(xp.int64)
-        q = xp.abs(total) // d
-        return xp.where(total < 0, -q, q).astype(x.dtype)
+        # the sum wraps as torch's int64 one does; abs() of INT64_MIN would wrap again, so
+        # take off fmod's remainder (the dividend's sign) and divide exactly
+        return ((total - xp.fmod(total, d)) // d).astype(x.dtype)
     return (total / div).astype(x.dtype)
 
 
@@ -439,11 +441,16 @@ def _avg_pool_backward_kernel(xp, g, *, input_shape, kernel_size, stride, paddin
     out = g.shape[2:]
     div = _avg_divisor(xp, input_shape[2:], out, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
-    gd = (g / div).astype(g.dtype)
+    # each output's share in float32 for float16/bfloat16 and then rounded, added in the
+    # gradient's dtype to every input of its window; an input receives its shares in the
+    # order of the outputs that read it, which is the taps' order reversed (the bits
+    # torch's CPU loop gives, rounding included)
+    calc = np.float32 if _is_half_float(g.dtype) else g.dtype
+    gd = (g.astype(calc) / xp.asarray(div).astype(calc)).astype(g.dtype)
     spatial = tuple(max((out[i] - 1) * stride[i] + kernel_size[i],
                         input_shape[2 + i] + padding[i]) + padding[i] for i in range(nd))
     gx = xp.zeros(tuple(input_shape[:2]) + spatial, dtype=g.dtype)
-    for tap in itertools.product(*(range(k) for k in kernel_size)):
+    for tap in reversed(list(itertools.product(*(range(k) for k in kernel_size)))):
         gx[(slice(None), slice(None)) + tap_region(tap, out, stride, (1,) * nd)] += gd
     crop = (slice(None), slice(None)) + tuple(
         slice(padding[i], padding[i] + input_shape[2 + i]) for i in range(nd))
