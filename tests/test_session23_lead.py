@@ -104,3 +104,14 @@ def test_bfloat16_attention_follows_torchs_kernel(causal, mask, shape, kv):
         assert far.mean() < 0.02, far.mean()
         if shape[-2] <= 5:
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("dim,keepdim", [(1, False), (0, True), ((0, 1), False)])
+def test_half_logsumexp_bits_as_torch(dt, dim, keepdim):
+    ours, theirs = _both(lambda T, F, x: x.logsumexp(dim, keepdim=keepdim), [(6, 50)], dt)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+    for T in (ember, torch):  # rows of -inf stay exact
+        x = T.tensor([[float("-inf")] * 3, [1.0, 2.0, 3.0]]).to(getattr(T, dt))
+        assert x.logsumexp(1).float().tolist()[0] == float("-inf")

@@ -1204,7 +1204,27 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
 # logsumexp / norm / dist / renorm
 
 
+def _half_logsumexp(xp, a, dim, keepdim):
+    """logsumexp of float16/bfloat16 as torch's CPU runs it: separate ops in the half type,
+    ``a - max``, ``exp``, the sum (accumulated in float32), ``log``, ``+ max``, each
+    rounded to the half type (one rounding of the whole put a tenth of bfloat16 results
+    one unit off, and the gradient ``exp(a - result)`` then several percent)."""
+    h, f = a.dtype, np.float32
+
+    def r(v):
+        return v.astype(h).astype(f)
+
+    x = a.astype(f)
+    m = ufunc_reduce(xp, "maximum", x, axis=dim, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros((), f))
+    total = r(r(xp.exp(r(x - m))).sum(axis=dim, keepdims=True))
+    out = (r(xp.log(total)) + m).astype(h)
+    return out if keepdim else out.reshape(xp.add.reduce(x, axis=dim).shape)
+
+
 def _logsumexp_kernel(xp, a, *, dim, keepdim):
+    if a.size and _xp_compat._is_half_float(a.dtype):
+        return _half_logsumexp(xp, a, dim, keepdim)
     acc = _acc(a.dtype)
     x = a.astype(acc) if a.dtype != acc else a
     if x.size == 0:
