@@ -6,6 +6,7 @@ from ._core.generator import Generator  # noqa: F401  (torch._C.Generator, its p
 from ._overrides import (  # noqa: F401  (re-exported)
     DisableTorchFunction, DisableTorchFunctionSubclass, _disabled_torch_function_impl,
 )
+from . import _C_functorch as _functorch  # noqa: F401  (torch._C._functorch)
 
 __all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass", "Generator",
            "_disabled_torch_function_impl"]
@@ -380,6 +381,29 @@ def _set_grad_enabled(mode: bool) -> None:
     from .autograd import grad_mode
 
     grad_mode.set_grad_enabled(bool(mode))
+
+
+def _are_functorch_transforms_active() -> bool:
+    """Whether an ``ember.func`` transform (``vmap``, ``grad``, ``vjp``, ``jvp``, ``jacrev``,
+    ``jacfwd``, ``functionalize``, ...) is running on this thread: libraries choose code the
+    transforms can follow by it (NOTE [ Transform layers ] in ember/_C_functorch.py).
+
+    Returns:
+        bool: True inside a transformed function, False outside.
+
+    Example::
+
+        >>> import ember
+        >>> from ember.func import grad
+        >>> ember._C._are_functorch_transforms_active()
+        False
+        >>> seen = []
+        >>> _ = grad(lambda x: seen.append(ember._C._are_functorch_transforms_active())
+        ...          or x.sum())(ember.ones(2))
+        >>> seen
+        [True]
+    """
+    return _functorch.transforms_active()
 
 
 def _get_tracing_state():

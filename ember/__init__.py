@@ -73,8 +73,8 @@ from ._core.dtype import (  # 8-bit floats (NOTE [ Float8 dtypes ])
     float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu,
 )
 from ._core.dtype import (  # bytes no kernel reads (NOTE [ Opaque dtypes ])
-    bits1x8, bits2x4, bits4x2, bits8, bits16, float4_e2m1fn_x2, int1, int2, int3, int4, int5,
-    int6, int7, uint1, uint2, uint3, uint4, uint5, uint6, uint7,
+    bits1x8, bits2x4, bits4x2, bits8, bits16, complex32, float4_e2m1fn_x2, int1, int2, int3,
+    int4, int5, int6, int7, uint1, uint2, uint3, uint4, uint5, uint6, uint7,
 )
 from .ao._qscheme import (  # noqa: E402
     per_channel_affine, per_channel_affine_float_qparams, per_channel_symmetric,
@@ -100,7 +100,7 @@ Tensor.__module__ = "ember"  # NOTE [ Printed module name ]
 bool = _dtype_mod.bool_
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
-cfloat, cdouble = complex64, complex128
+cfloat, cdouble, chalf = complex64, complex128, complex32
 
 from . import _ops
 from ._ops import list_ops
@@ -213,7 +213,7 @@ from ._sync_batch_norm import (  # noqa: E402  (NOTE [ Batch-norm primitives ])
     batch_norm_update_stats,
 )
 from ._top_level import (  # noqa: E402
-    PRIVATE_OPS, FatalError, _assert, _check, _check_index, _check_is_size,
+    PRIVATE_OPS, FatalError, _assert, _assert_async, _check, _check_index, _check_is_size,
     _check_not_implemented, _check_tensor_all, _check_tensor_all_with, _check_type, _check_value,
     _check_with, _softmax_backward_data, cudnn_is_acceptable, mkldnn_convolution,
 )

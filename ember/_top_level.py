@@ -639,6 +639,31 @@ def _assert(condition, message):
     assert condition, message
 
 
+def _assert_async(tensor, assert_msg=None):
+    """Raise unless the one-element ``tensor`` is nonzero (``torch._assert_async``). On
+    PyTorch's GPUs the check is deferred; ember checks at once, as PyTorch does on CPUs.
+
+    Args:
+        tensor (Tensor): a one-element tensor.
+        assert_msg (str, optional): the RuntimeError's message. Default: a generic one.
+
+    Returns:
+        None.
+
+    Example::
+
+        >>> ember._assert_async(ember.tensor(3) > 0, "positive")
+        >>> try:
+        ...     ember._assert_async(ember.tensor(0.0), "must be nonzero")
+        ... except RuntimeError as e:
+        ...     print(e)
+        must be nonzero
+    """
+    if not builtins.bool(tensor):  # a tensor of several values or none raises here
+        raise RuntimeError(assert_msg if assert_msg is not None else
+                           "Expected Tensor with single nonzero value, but got zero")
+
+
 def _check_with(error_type, cond, message=None):
     """Raise ``error_type`` unless ``cond`` is True (the checks model code writes as
     ``torch._check...``, which tracing keeps as assertions).

@@ -50,7 +50,36 @@ def _builtin_packet(name):
 
         _dispatch.overload("aten", name, "default", run)
         return _dispatch.packets["aten"][name]
+    run = _ATEN_ONLY.get(name)
+    if run is not None:
+        _dispatch.overload("aten", name, "default", run)
+        return _dispatch.packets["aten"][name]
     return None
+
+
+# ATen ops with no ``ember.<name>`` function that libraries name as dispatch keys
+# (torch_geometric's Index and EdgeIndex tables): each runs the public API it stands for
+def _pin_memory(self, device=None):
+    return self.pin_memory()
+
+
+def _sparse_addmm(self, mat1, mat2, *, beta=1, alpha=1):
+    from . import sparse
+
+    return sparse.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def _sparse_mm_reduce_impl(self, other, reduce):
+    import ember
+    from . import sparse
+
+    # the second output holds argmax/argmin positions for a backward pass; empty, as
+    # PyTorch's, when nothing requires grad (ember's sparse.mm reduces by "sum" only)
+    return sparse.mm(self, other, reduce), ember.empty(0, dtype=ember.int64)
+
+
+_ATEN_ONLY = {"_pin_memory": _pin_memory, "_sparse_addmm": _sparse_addmm,
+              "_sparse_mm_reduce_impl": _sparse_mm_reduce_impl}
 
 
 # ``ember.ops.profiler``: a ``record_function`` block as two ops, so a graph can hold one

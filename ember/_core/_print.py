@@ -314,6 +314,10 @@ def tensor_str(t, indent: int) -> str:
     return _block_str(block, indent, cut, fmt)
 
 
+#: PyTorch's private name (``torch._tensor_str._tensor_str``, which libraries import)
+_tensor_str = tensor_str
+
+
 def _ix(a, kept):
     """``np.ix_`` for a device array: the same open mesh built with its own namespace."""
     xp = backends_by_type[type(a)].xp

@@ -93,7 +93,7 @@ class dtype:
         return (_dtype_by_name, (self.name,))
 
     def to_real(self):
-        return {complex64: float32, complex128: float64}.get(self, self)
+        return {complex32: float16, complex64: float32, complex128: float64}.get(self, self)
 
     def to_complex(self):
         return {float32: complex64, float64: complex128, float16: complex64,
@@ -229,7 +229,12 @@ int1, int2, int3, int4, int5, int6, int7, uint1, uint2, uint3, uint4, uint5, uin
     _SUB_BYTE
 float4_e2m1fn_x2 = _opaque("float4_e2m1fn_x2", "Float4_e2m1fn_x2", category=FLOAT,
                            is_signed=True)
-opaque_dtypes = (bits8, bits16, bits1x8, bits2x4, bits4x2) + _SUB_BYTE + (float4_e2m1fn_x2,)
+# complex32 (chalf, two float16 halves): NumPy has no such type, so ember only names it and
+# holds its bytes; libraries list it among the complex dtypes they accept
+complex32 = _opaque("complex32", "ComplexHalf", 4, category=COMPLEX, is_signed=True)
+complex32._aliases = ("chalf",)
+opaque_dtypes = (bits8, bits16, bits1x8, bits2x4, bits4x2) + _SUB_BYTE + \
+    (float4_e2m1fn_x2, complex32)
 _BITS = frozenset((bits8, bits16, bits1x8, bits2x4, bits4x2))
 _OPAQUE_NP = {d.np: d for d in opaque_dtypes}
 #: the NumPy dtypes of the float8 and opaque dtypes: few or no ops read them

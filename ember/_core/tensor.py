@@ -295,7 +295,9 @@ class Tensor:
                               tuple(a.strides[p] for p in perm), a.itemsize)
 
     def is_complex(self) -> bool:
-        return self._data.dtype.kind == "c"
+        kind = self._data.dtype.kind
+        # complex32 is stored opaque (NOTE [ Opaque dtypes ])
+        return kind == "c" or kind == "V" and _dt.from_np[self._data.dtype].is_complex
 
     def is_floating_point(self) -> bool:
         return _dt.from_np[self._data.dtype].is_floating_point
@@ -919,8 +921,9 @@ class Tensor:
     def __bool__(self):
         a = self._data
         if a.size != 1:
-            raise RuntimeError(
-                "Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with "
+                               f"{'no values' if a.size == 0 else 'more than one value'} "
+                               "is ambiguous")
         if sys.modules["ember._dispatch"].intercept:
             # a profile lists the test as PyTorch's ``aten::is_nonzero`` event
             rec = sys.modules.get("ember.profiler._recorder")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from .. import _dispatch
+from .. import _C_functorch, _dispatch
 from .._core.tensor import Tensor, wrap
 
 __all__ = ["FunctionCtx", "BackwardCFunction", "FunctionMeta", "Function", "once_differentiable",
@@ -299,8 +299,10 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         return cls._apply_ctx(args, kwargs)[1]
 
     @classmethod
-    def _apply_ctx(cls, args, kwargs):
-        """``apply``'s work: returns ``(ctx, outputs)``."""
+    def _apply_ctx(cls, args, kwargs, beneath_transforms=True):
+        """``apply``'s work: returns ``(ctx, outputs)``. ``forward`` runs beneath any function
+        transform, as PyTorch's (NOTE [ Transform layers ] in ember/_C_functorch.py), unless
+        ``beneath_transforms`` is False (vmap's generated rule runs it inside its level)."""
         bw_cls = cls._backward_cls
         if cls.backward is Function.backward and cls.vjp is not Function.vjp:
             bw_cls.backward = cls.vjp
@@ -315,7 +317,11 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         prev = _state.grad_enabled
         _state.grad_enabled = False
         try:
-            if custom_setup:
+            if beneath_transforms and _C_functorch.transforms_active():
+                with _C_functorch.below():
+                    out = cls.forward(*args, **kwargs) if custom_setup else \
+                        cls.forward(ctx, *args, **kwargs)
+            elif custom_setup:
                 out = cls.forward(*args, **kwargs)
             else:
                 out = cls.forward(ctx, *args, **kwargs)

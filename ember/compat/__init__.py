@@ -28,6 +28,7 @@ _ALIASES = {
     "torch.utils.data._utils.collate": "ember.utils.data._collate",
     "torch.nn.utils.rnn": "ember.nn.utils.rnn",
     "torch.testing": "ember.testing",
+    "torch._tensor_str": "ember._core._print",  # an attribute of ember, not a module
 }
 
 

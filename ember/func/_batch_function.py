@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .. import _C_functorch
 from .._core.tensor import Tensor
 from ._batch_rules import _info, _tls
 from ._batch_tensor import levels_state
@@ -54,7 +55,7 @@ def vmap_apply(cls, args, kwargs):
     has_rule = "vmap" in _function._own_attrs(cls)
     if not has_rule:
         if getattr(cls, "generate_vmap_rule", False):
-            return cls._apply_ctx(args, kwargs)[1]
+            return cls._apply_ctx(args, kwargs, beneath_transforms=False)[1]
         raise RuntimeError(
             f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
             "override and implement the vmap staticmethod or set generate_vmap_rule=True. For "
@@ -95,7 +96,16 @@ def _with_rule(cls, args, kwargs, _function):
     prev = state.grad_enabled
     state.grad_enabled = False
     try:
-        res = cls.vmap(VmapInfo(size, randomness), tuple(in_dims), *phys_args, **kwargs)
+        # the rule runs at the levels outside this one, as library_rule's (a Function it
+        # applies to tensors batched at enclosing levels goes to their rules), and beneath
+        # this level's transform layer: NOTE [ Transform layers ]
+        entry = levels_state.stack.pop()
+        try:
+            with _C_functorch.below("vmap", level):
+                res = cls.vmap(VmapInfo(size, randomness), tuple(in_dims), *phys_args,
+                               **kwargs)
+        finally:
+            levels_state.stack.append(entry)
         if not (isinstance(res, tuple) and len(res) == 2):
             raise RuntimeError(
                 f"{cls.__name__}.vmap must return a tuple (outputs, out_dims)")

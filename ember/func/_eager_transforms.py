@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 
 from .._core.tensor import Tensor
+from .. import _C_functorch
 from ..autograd import _forward
 from ..autograd._base import AccumulateGrad
 from ..autograd._engine import grad as _autograd_grad
@@ -204,7 +205,8 @@ class _Pullback:
             self.ins, private = _stand_ins(leaves, self.outer_grad)
             new_args = _replace_args(args, self.nums, argnums,
                                      tree_unflatten(self.ins, self.in_spec))
-            out, self.aux = _split_aux(func(*new_args, **kwargs), has_aux, api)
+            with _C_functorch.layer("grad"):
+                out, self.aux = _split_aux(func(*new_args, **kwargs), has_aux, api)
         self.out = out
         self.out_leaves, self.out_spec = tree_flatten(out)
         self.create_graph = self.outer_grad and _reaches_outside(
@@ -268,7 +270,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
             raise RuntimeError(
                 f"{api}: Expected f(*args) to return a scalar Tensor, got tensor with "
                 f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
-        grads = pb.vjp([None], retain_graph=False)
+        with _C_functorch.layer("grad"):  # the backward pass too: NOTE [ Transform layers ]
+            grads = pb.vjp([None], retain_graph=False)
         grads = tree_unflatten(grads, pb.in_spec)
         value = pb.finish(out)
         if has_aux:
@@ -502,7 +505,8 @@ def _forward_pass(func, primals, t_leaves, api, has_aux=False, strict=False,
                 duals.append(d)
             else:
                 duals.append(p)
-        res = func(*tree_unflatten(duals, p_spec))
+        with _C_functorch.layer("jvp"):  # NOTE [ Transform layers ]
+            res = func(*tree_unflatten(duals, p_spec))
         out, aux = _split_aux(res, has_aux, api)
         o_leaves, o_spec = tree_flatten(out)
         if only_tensors:
@@ -565,7 +569,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         pb = _Pullback(func, args, kwargs, argnums, api, has_aux)
         # (PyTorch's message names the vjp that each row is)
         _check_only_tensors(pb.out_leaves, "vjp(f, *primals)", "f(*primals)")
-        jac = jacobian_by_vmap(pb, chunk_size)
+        with _C_functorch.layer("grad"):  # the backward pass too: NOTE [ Transform layers ]
+            jac = jacobian_by_vmap(pb, chunk_size)
         return (jac, pb.finish(pb.aux)) if has_aux else jac
 
     return wrapper

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import _C_functorch
 from ..nn.utils.stateless import functional_call
 
 __all__ = ["functional_call", "stack_module_state", "replace_all_batch_norm_modules_",
@@ -111,7 +112,8 @@ def functionalize(func, *, remove="mutations"):
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        return func(*args, **kwargs)
+        with _C_functorch.layer("functionalize"):  # NOTE [ Transform layers ]
+            return func(*args, **kwargs)
 
     return wrapped
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import functools
 
-from .. import _dispatch
+from .. import _C_functorch, _dispatch
 from .._core.tensor import Tensor
 from ..utils._pytree import LeafSpec, tree_flatten, tree_unflatten
 from . import _batch_rules_nn  # noqa: F401  (adds the nn/selection rules to the op rules)
@@ -247,7 +247,8 @@ def _run_level(func, dims, out_dims, randomness, leaves, spec, kwargs, batch):
     mode.outer = outer
     _dispatch.push_mode(mode)
     try:
-        out = func(*tree_unflatten(mapped, spec), **kwargs)
+        with _C_functorch.layer("vmap", level):  # NOTE [ Transform layers ]
+            out = func(*tree_unflatten(mapped, spec), **kwargs)
     finally:
         _dispatch.pop_mode(mode)
         stack.pop()

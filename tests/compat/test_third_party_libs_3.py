@@ -7,8 +7,6 @@ saving its numbers to its own ``.npz`` file, and compares the two. A test skips 
 library, or PyTorch, is not installed.
 """
 
-import pytest
-
 from tests.compat.test_third_party_libs import _assert_same, _both, _needs
 
 # -- torchdiffeq ----------------------------------------------------------------------------
@@ -199,8 +197,6 @@ KORNIA_DRIVER = """
 """
 
 
-@pytest.mark.xfail(strict=True, reason="ember._C lacks _are_functorch_transforms_active "
-                   "(kornia's runtime check); remove when added")
 @_needs("kornia")
 def test_kornia_ops_losses_and_augmentation(tmp_path):
     t, e = _both(tmp_path, KORNIA_DRIVER)
