@@ -56,6 +56,10 @@ POOLS = {
     "avg_pool1d": (lambda T, F, x: F.avg_pool1d(x, 3, 1), [(2, 3, 9)]),
     "avg_pool_divisor": (lambda T, F, x: F.avg_pool2d(x, 3, 1, divisor_override=5),
                          [(1, 2, 5, 5)]),
+    "adaptive_2d": (lambda T, F, x: F.adaptive_avg_pool2d(x, (3, 2)), [(2, 3, 7, 6)]),
+    "adaptive_1d": (lambda T, F, x: F.adaptive_avg_pool1d(x, 4), [(2, 3, 9)]),
+    # (torch's 3-d kernel sums float16/bfloat16 in their own type)
+    "adaptive_3d": (lambda T, F, x: F.adaptive_avg_pool3d(x, (2, 3, 2)), [(1, 2, 5, 7, 3)]),
     "adaptive_global": (lambda T, F, x: F.adaptive_avg_pool2d(x, 1), [(2, 4, 6, 6)]),
     "area": (lambda T, F, x: F.interpolate(x, scale_factor=0.5, mode="area"), [(2, 4, 6, 6)]),
 }
@@ -115,3 +119,27 @@ def test_half_logsumexp_bits_as_torch(dt, dim, keepdim):
     for T in (ember, torch):  # rows of -inf stay exact
         x = T.tensor([[float("-inf")] * 3, [1.0, 2.0, 3.0]]).to(getattr(T, dt))
         assert x.logsumexp(1).float().tolist()[0] == float("-inf")
+
+
+INTERP = {
+    "bilinear": (lambda T, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+                 [(1, 2, 4, 4)], True),
+    "bilinear_odd": (lambda T, F, x: F.interpolate(x, size=(5, 7), mode="bilinear",
+                                                   align_corners=True), [(1, 2, 4, 4)], True),
+    "bicubic": (lambda T, F, x: F.interpolate(x, size=(7, 5), mode="bicubic",
+                                              align_corners=True), [(1, 2, 4, 4)], True),
+    "nearest": (lambda T, F, x: F.interpolate(x, scale_factor=2), [(1, 2, 4, 4)], True),
+    # torch's 1-d and 3-d kernels hold the fractions in the half type (forward only)
+    "linear": (lambda T, F, x: F.interpolate(x, size=9, mode="linear"), [(1, 2, 4)], False),
+    "trilinear": (lambda T, F, x: F.interpolate(x, size=(3, 5, 7), mode="trilinear"),
+                  [(1, 2, 4, 4, 4)], False),
+}
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", sorted(INTERP))
+def test_half_interpolate_bits_as_torch(name, dt):
+    fn, shapes, with_grad = INTERP[name]
+    ours, theirs = _both(fn, shapes, dt)
+    for a, b in zip(ours if with_grad else ours[:1], theirs):
+        np.testing.assert_array_equal(a, b)

@@ -404,12 +404,13 @@ def _avg_divisor(xp, in_shape, out, ksize, stride, padding, ceil_mode, count_inc
     return xp.asarray(counts.astype(np.float64))
 
 
-def _window_sum(xp, win, kernel_size):
+def _window_sum(xp, win, kernel_size, widen=True):
     """The sums of ``win`` (N, C, *out, *k) over its window axes, one tap after another in
     row-major window order, as torch's CPU pooling loops add them (float16/bfloat16 in
     float32): with +-inf or values near the dtype's largest in a window, which sums overflow
-    to inf or meet inf - inf follows that order."""
-    acc = np.float32 if _is_half_float(win.dtype) else None
+    to inf or meet inf - inf follows that order. ``widen=False``: float16/bfloat16 summed in
+    their own type (torch's 3-d adaptive kernel)."""
+    acc = np.float32 if widen and _is_half_float(win.dtype) else None
     total = None
     for tap in itertools.product(*(range(k) for k in kernel_size)):
         v = win[(Ellipsis,) + tap]
@@ -530,7 +531,7 @@ def _adaptive_avg_kernel(xp, x, *, output_size):
             shape += (output_size[i], k[i])
         r = x.reshape(shape).transpose((0, 1) + tuple(2 + 2 * i for i in range(nd))
                                        + tuple(3 + 2 * i for i in range(nd)))
-        total = _window_sum(xp, r, k)
+        total = _window_sum(xp, r, k, widen=nd < 3)
         for n in k:
             total = total / n
         return total.astype(x.dtype)
@@ -538,7 +539,7 @@ def _adaptive_avg_kernel(xp, x, *, output_size):
     for pos in itertools.product(*(range(o) for o in output_size)):
         b = [_bounds(spatial[i], output_size[i])[pos[i]] for i in range(nd)]
         total = _window_sum(xp, x[(Ellipsis,) + tuple(slice(*e) for e in b)],
-                            tuple(e[1] - e[0] for e in b))
+                            tuple(e[1] - e[0] for e in b), widen=nd < 3)
         for lo, hi in b:
             total = total / (hi - lo)
         out[(Ellipsis,) + pos] = total
@@ -552,9 +553,10 @@ def _adaptive_avg_backward_kernel(xp, g, *, input_shape, output_size):
     gx = xp.zeros(input_shape, dtype=g.dtype)
     for pos in itertools.product(*(range(o) for o in output_size)):
         bounds = [_bounds(spatial[i], output_size[i])[pos[i]] for i in range(nd)]
-        count = math.prod(hi - lo for lo, hi in bounds)
         sl = tuple(slice(lo, hi) for lo, hi in bounds)
-        val = g[(Ellipsis,) + pos] / count
+        val = g[(Ellipsis,) + pos]
+        for lo, hi in bounds:  # one window length after another, rounding each, as torch
+            val = val / (hi - lo)
         gx[(Ellipsis,) + sl] += val.reshape(val.shape + (1,) * nd)
     return gx
 
