@@ -143,3 +143,35 @@ def test_half_interpolate_bits_as_torch(name, dt):
     ours, theirs = _both(fn, shapes, dt)
     for a, b in zip(ours if with_grad else ours[:1], theirs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("params", ["none", "half", "float32", "float32_running"])
+def test_half_batch_norm_as_torch(dt, params):
+    # half parameters (or none): torch normalises with statistics rounded to the half type;
+    # float32 ones (autocast's BatchNorm after a bf16 conv): its mixed kernel keeps them
+    # float32, returns them so, and gives the parameters float32 gradients
+    def run(T):
+        rng = np.random.default_rng(0)
+        x = T.tensor((rng.standard_normal((8, 3, 5)) * 2).astype(np.float32)).to(
+            getattr(T, dt)).requires_grad_()
+        pdt = getattr(T, dt) if params == "half" else T.float32
+        w = b = rm = rv = None
+        if params != "none":
+            w = T.tensor([1.5, 0.5, 2.0]).to(pdt).requires_grad_()
+            b = T.tensor([0.1, -0.2, 0.3]).to(pdt).requires_grad_()
+        if params == "float32_running":
+            rm, rv = T.zeros(3), T.ones(3)
+        y, mean, invstd = T.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+        g = T.tensor(rng.standard_normal((8, 3, 5)).astype(np.float32)).to(getattr(T, dt))
+        leaves = [t for t in (x, w, b) if t is not None]
+        grads = T.autograd.grad(y, leaves, g)
+        outs = [y, mean, invstd] + list(grads) + ([rm] if rm is not None else [])
+        return [(str(t.dtype).split(".")[-1], t.detach().float().numpy()) for t in outs]
+
+    tol = {"float32": 2e-6, "bfloat16": 1.6e-2, "float16": 1e-3}
+    for i, ((da, a), (db, b)) in enumerate(zip(run(ember), run(torch))):
+        assert da == db
+        # (the output and statistics bit for bit; gradients to the dtype's tolerance)
+        np.testing.assert_allclose(a, b, rtol=0 if i < 3 and da != "float32" else tol[da],
+                                   atol=0 if i < 3 else 1e-5)

@@ -432,6 +432,13 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     else:
         m, v = mean.reshape(shape), var.reshape(shape)
     rstd = 1.0 / xp.sqrt(v + eps)
+    # float16/bfloat16 with float32 parameters or statistics: torch's mixed-type kernel,
+    # whose statistics are float32; otherwise they are the input's type, and its kernel
+    # normalises with them so rounded
+    mixed = dt.itemsize < 4 and any(t is not None and t.dtype != dt for t in (w, b, mean, var))
+    stat = np.float32 if mixed else dt
+    if training and dt.itemsize < 4 and not mixed:
+        m, rstd = m.astype(dt).astype(x.dtype), rstd.astype(dt).astype(x.dtype)
     a = rstd if w is None else rstd * w.reshape(shape)
     c = -m * a
     if b is not None:
@@ -439,8 +446,8 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     rows, spread = _channel_rows(xp, x)
     y = rows * spread(a.astype(x.dtype, copy=False))
     y += spread(c.astype(x.dtype, copy=False))
-    return y.reshape(x.shape).astype(dt, copy=False), m.reshape(-1).astype(dt), \
-        rstd.reshape(-1).astype(dt)
+    return y.reshape(x.shape).astype(dt, copy=False), m.reshape(-1).astype(stat), \
+        rstd.reshape(-1).astype(stat)
 
 
 def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
@@ -473,9 +480,13 @@ def _batch_norm_backward_kernel(xp, g, x, w, m, rstd):
     gx += xc
     gx += spread(k_c)
     # no weight: an empty gw, as a kernel returns arrays only (NOTE [ Portable array code ])
+    # (the parameters' gradients in their own type: float32 ones beside half inputs are
+    # torch's mixed-type kernel's, summed in float32 and not rounded to the half type)
+    pdt = dt if w is None else w.dtype
     gw = xp.zeros((0,), dt) if w is None else \
-        (sum_gxc * rstd).reshape(-1).astype(dt, copy=False)
-    return gx.reshape(x.shape).astype(dt, copy=False), gw, sum_g.reshape(-1).astype(dt, copy=False)
+        (sum_gxc * rstd).reshape(-1).astype(pdt, copy=False)
+    return gx.reshape(x.shape).astype(dt, copy=False), gw, sum_g.reshape(-1).astype(pdt,
+                                                                                    copy=False)
 
 
 def _batch_norm_vjp(grads, x, w, _b, _mean, _var, *, training, eps, out):
