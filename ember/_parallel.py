@@ -372,14 +372,31 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS, even=True, key=None):
 # numba's pool; a (256, 1000) softmax 114 us on one thread, 148-150 through the relay, 60
 # through the pool (PyTorch 76-81). The drivers cut the rows into the same contiguous chunks
 # and run the one-thread kernels on them, so every result is bit for bit that of one thread.
-# Opt-in (``EMBER_NATIVE_SPLIT=1``): with the pool on, the LSTM LM step took 131-135 ms
-# against 102-106 (two pool calls a step, cross entropy's; gone with OMP_WAIT_POLICY=passive,
-# which also takes the kernels' gain away), NOTE [ The pool's workers spin briefly ] in
-# ``ember/_kernels/_numba_par.py``.
+# On by default since session 23 (``EMBER_NATIVE_SPLIT=0`` turns it off): session 22's LSTM
+# LM loss with the pool (131-135 ms a step against 102-106) had two causes, the pool running
+# on PyTorch's OpenMP runtime with its long spin (NOTE [ The pool's own OpenMP runtime ] in
+# ``ember/_kernels/_numba_par.py``) and pool calls just after a two-thread product (NOTE
+# [ The pool and the polling BLAS workers ]).
 # Not used: under numba's ``workqueue`` layer (a launch costs ~53 us, and two Python threads
 # launching at once abort the process), in a forked child (GNU OpenMP kills a child that
-# launches a pool its parent used: it falls back to the relay), inside batch pieces, or while
-# another split holds the relay (one split at a time, as there).
+# launches a pool its parent used: it falls back to the relay), inside batch pieces, while
+# another split holds the relay (one split at a time, as there), or while OpenBLAS's workers
+# poll.
+
+# NOTE [ The pool and the polling BLAS workers ]
+# After a product split over its threads, OpenBLAS's worker polls for the next one for about
+# 0.12 s without yielding its core (NOTE [ Pieces and the BLAS workers ]). A pool call then
+# finds one core taken: its OpenMP worker waits to be scheduled while the caller, its own
+# piece done, spins at the join (OpenMP's wait) on the other core, so the call ends only when
+# that spin gives up. Cross entropy over (2048, 96) logits right after a (2048, 96) @ (96,
+# 256) product took 1.66 ms on the pool against 0.18 through the relay and 0.16 on one
+# thread (81 us on the pool, 118 through the relay, with the BLAS idle; 2-CPU EPYC,
+# ``chrt -f 50``, load 14); the LSTM LM makes both its pool calls (cross entropy's forward
+# and backward) in that window. So ``native_split`` declines while the workers poll
+# (``_polling_until``) and the split goes to the relay, as it did before the pool: the pool
+# takes the calls away from products (softmax rows, the kernels bench, the sums), and a
+# training step is where it was without the pool (LSTM LM 0.98-1.01x, GPT 1.00-1.01x the
+# pool-off step, same process, alternating).
 
 #: [whether this process may launch numba's pool: False in a forked child]
 _native_usable = [True]
@@ -389,7 +406,9 @@ def native_split(fn, size, min_size=MIN_ELEMENTS):
     """Run ``fn(n)`` (a compiled driver on numba's thread pool, ``n`` the thread count) when
     a split over ``size`` units pays; False (nothing run) when ``size`` is below ``min_size``,
     one thread is configured, the machine is oversubscribed, this is a forked child or a
-    batch piece, or another split holds the workers (NOTE [ A hand-over without the GIL ]).
+    batch piece, another split holds the workers (NOTE [ A hand-over without the GIL ]), or
+    OpenBLAS's workers still poll after a two-thread product (NOTE [ The pool and the polling
+    BLAS workers ]).
 
     Args:
         fn: ``fn(n)``.
@@ -407,7 +426,7 @@ def native_split(fn, size, min_size=MIN_ELEMENTS):
     """
     n = _threads()
     if n < 2 or size < min_size or not _native_usable[0] or contended() or \
-            getattr(_piece, "busy", False):
+            getattr(_piece, "busy", False) or time.monotonic() < _polling_until[0]:
         return False
     if not _relay_lock.acquire(blocking=False):
         return False

@@ -39,8 +39,11 @@ call is large enough to pay for the hand-over (NOTE [ Row kernels on threads ]),
 governed by ``set_num_threads``.
 Session 22 measured numba's pool once more, now as a hand-over for the split kernels (NOTE
 [ A hand-over without the GIL ] in ``_parallel.py``): the kernels gain (softmax 1.40x ->
-0.94x PyTorch's time), the LSTM LM step loses 25-30% while its workers spin, so the pool is
-opt-in (``EMBER_NATIVE_SPLIT=1``).
+0.94x PyTorch's time), the LSTM LM step lost 25-30%, so the pool was opt-in. Session 23
+found why (the pool on PyTorch's OpenMP runtime, NOTE [ The pool's own OpenMP runtime ] in
+``_numba_par.py``; pool calls beside OpenBLAS's polling workers, NOTE [ The pool and the
+polling BLAS workers ] in ``_parallel.py``) and turned it on by default
+(``EMBER_NATIVE_SPLIT=0`` turns it off).
 
 The backend is chosen on the first call: the environment variable ``EMBER_KERNELS``
 (``numpy`` turns the fast path off, ``numba`` or ``auto``, the default, use numba when it
@@ -181,12 +184,12 @@ _pool_threads = threading.local()  # .n: the thread count last given numba in th
 def _pool_drivers():
     """``(_numba_par, most threads)`` when numba's own thread pool may run split row and
     block kernels (NOTE [ A hand-over without the GIL ] in ``ember/_parallel.py``), else
-    None: no numba, ``EMBER_NATIVE_SPLIT`` not ``1`` (the default: off, NOTE [ The pool's
-    workers spin briefly ] in ``_numba_par.py``), or a threading layer other than OpenMP or
+    None: no numba, ``EMBER_NATIVE_SPLIT=0`` (the pool is on by default: NOTE [ The pool's
+    own OpenMP runtime ] in ``_numba_par.py``), or a threading layer other than OpenMP or
     TBB."""
     if not _pool:
         found = None
-        if os.environ.get("EMBER_NATIVE_SPLIT", "0") == "1":
+        if os.environ.get("EMBER_NATIVE_SPLIT", "1") != "0":
             try:
                 from numba.core import config
 

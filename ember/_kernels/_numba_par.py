@@ -11,7 +11,9 @@ so a split no longer has a Python thread retake the GIL on either side.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 
 import numpy as np
 from numba import njit, prange
@@ -105,17 +107,33 @@ def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
 
 # NOTE [ The pool's workers spin briefly ]
 # After each parallel loop GNU OpenMP's workers spin before they sleep: 300000 rounds by
-# default, milliseconds here. In a training step the next thing after a softmax is often a
-# product on two OpenBLAS threads, whose second thread then waited for the core the spinning
-# worker held: a GPT step (``python -m bench train -k GPT``, 2 threads, load 10) took
-# 200-212 ms with the default spin against 161-185 ms with no pool, and 183 ms with a spin
-# count of 3000 or 30000. Back-to-back kernels keep their gain at 30000 (a (256, 1000)
-# softmax 75.8 us, 75.9 at the default), and cross entropy's forward and backward, some
-# Python apart, still find the worker awake (389 us a step against 464 at 3000). The LSTM LM
-# step still lost 25-30% with the pool at 30000 and at 3000 (131-135 ms against 102-106),
-# and not under OMP_WAIT_POLICY=passive (102.5 ms), which takes the kernels' gain with it
-# (softmax 121 us against 133 through the relay): so the pool is opt-in,
-# ``EMBER_NATIVE_SPLIT=1``, until the spin and the BLAS products that follow are reconciled.
+# default, 3.6 ms of a core here. In a training step the next thing after a softmax is often
+# a product on two OpenBLAS threads, whose second thread then waits for the core the spinning
+# worker holds. The pool's runtime therefore loads with a spin count of ``SPIN_COUNT``
+# (30000: ~0.05 ms of CPU after a call), short enough for the products that follow, long
+# enough that back-to-back kernels find the worker awake (a (256, 1000) softmax 75.8 us, 75.9
+# at the default; cross entropy's forward and backward, some Python apart, 389 us a step
+# against 464 at a spin of 3000; session 22's figures). GNU OpenMP reads the count once, when
+# the library loads -- so only when the pool has a runtime of its own (next note).
+
+# NOTE [ The pool's own OpenMP runtime ]
+# PyTorch's wheel loads a GNU OpenMP of its own (``torch/lib/libgomp.so.1``) into the global
+# symbol scope, and a numba pool loaded after it bound ``GOMP_parallel`` to that copy rather
+# than to the system's ``libgomp.so.1.0.0`` it names (``LD_DEBUG=bindings``): the pool then
+# ran on PyTorch's runtime, whose spin count had been read at PyTorch's import -- the
+# default's 3.6 ms, whatever ember set later. That was session 22's unexplained LSTM LM loss
+# (102-106 ms a step without the pool, 131-135 with it, gone under OMP_WAIT_POLICY=passive,
+# and not at a spin count of 3000, which never reached the runtime in use): it appears only
+# with PyTorch imported first (the bench, the tests), and an ember-only process lost nothing.
+# So ``layer`` imports numba's OpenMP module with ``RTLD_DEEPBIND`` (glibc): its symbols are
+# looked up in its own dependencies first, so the pool runs on the system's runtime, loaded
+# then with the short spin, whichever of the two libraries came first; PyTorch keeps its own
+# runtime and settings. Measured (2-CPU EPYC, load 15-19, ``chrt -f 50``, PyTorch imported,
+# pool on/off alternating in one process): LSTM LM step 1.28-1.34x the pool-off time before,
+# 1.01-1.05x after; the spin after a softmax 3.58 ms of CPU before, 0.05 ms after. (The rest
+# was the pool's calls just after two-thread products: NOTE [ The pool and the polling BLAS
+# workers ] in ``ember/_parallel.py``.) If numba's threading layer was loaded before ember
+# asked (a user's own parallel function), it stays as numba loaded it.
 #: the spin count the pool's OpenMP runtime loads with, unless GOMP_SPINCOUNT is set
 SPIN_COUNT = 30000
 
@@ -181,8 +199,31 @@ def layer() -> str:
     if old is None:
         os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     try:
+        _load_omp_module()
         _probe(np.zeros(2, np.int64))
     finally:
         if old is None:
             del os.environ["GOMP_SPINCOUNT"]
     return numba.threading_layer()
+
+
+def _load_omp_module() -> None:
+    """Import numba's OpenMP pool module bound to its own GNU OpenMP first (NOTE [ The
+    pool's own OpenMP runtime ]), where the platform has ``RTLD_DEEPBIND`` and numba has not
+    loaded a threading layer yet; otherwise nothing (numba imports it as usual)."""
+    deep = getattr(os, "RTLD_DEEPBIND", 0)
+    name = "numba.np.ufunc.omppool"
+    if not deep or name in sys.modules:
+        return
+    from numba.np.ufunc import parallel
+
+    if parallel._is_initialized:
+        return
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | deep)
+    try:
+        importlib.import_module(name)
+    except ImportError:  # (no OpenMP build of numba here: numba picks another layer)
+        pass
+    finally:
+        sys.setdlopenflags(flags)

@@ -22,9 +22,8 @@ pytest.importorskip("numba")
 
 @pytest.fixture(autouse=True)
 def pool_on(numba_backend):
-    """The numba backend, and numba's pool switched on (it is off by default: NOTE [ The
-    pool's workers spin briefly ] in ember/_kernels/_numba_par.py), as
-    ``EMBER_NATIVE_SPLIT=1`` does."""
+    """The numba backend, and numba's pool switched on (the default since session 23;
+    ``EMBER_NATIVE_SPLIT=0`` turns it off), whatever the environment says."""
     old, before = os.environ.get("EMBER_NATIVE_SPLIT"), list(_kernels._pool)
     os.environ["EMBER_NATIVE_SPLIT"] = "1"
     _kernels._pool.clear()
@@ -42,9 +41,10 @@ def pool_on(numba_backend):
 
 @pytest.fixture
 def two_threads(monkeypatch):
-    """Two threads, the load check off, restored afterwards."""
+    """Two threads, the load check off, the BLAS workers idle, restored afterwards."""
     old = ember.get_num_threads()
     monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(_parallel, "_polling_until", [0.0])
     ember.set_num_threads(2)
     yield
     ember.set_num_threads(old)
@@ -141,14 +141,16 @@ def test_row_sums_pool_same_bits(two_threads, monkeypatch):
     _same(*_paths(lambda: _reduce.row_sums(a), monkeypatch))
 
 
-def test_pool_off_by_default(monkeypatch):
-    monkeypatch.delenv("EMBER_NATIVE_SPLIT")
+def test_pool_off_with_env_zero(monkeypatch):
+    # (on by default since session 23: tests/perf/test_session23_kernels.py)
+    monkeypatch.setenv("EMBER_NATIVE_SPLIT", "0")
     monkeypatch.setattr(_kernels, "_pool", [])
     assert _kernels._pool_drivers() is None
 
 
 def test_pool_declined_on_one_thread_and_in_pieces(monkeypatch):
     monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(_parallel, "_polling_until", [0.0])
     old = ember.get_num_threads()
     try:
         ember.set_num_threads(1)
