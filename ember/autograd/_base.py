@@ -99,7 +99,16 @@ class _HookDict(OrderedDict):
     """An ordered dict of hooks that can be weakly referenced by handles."""
 
 
+#: True once any tensor got a hook of its own (``register_hook`` on a leaf,
+#: ``register_post_accumulate_grad_hook``): until then the engine does not look for a leaf's
+#: hooks, whose unset slots cost an AttributeError to read (``run_backward`` in _engine.py)
+leaf_hooks_seen = False
+
+
 def _add_hook(holder, attr, fn):
+    global leaf_hooks_seen
+    if attr == "_hooks" or attr == "_post_acc_hooks":
+        leaf_hooks_seen = True
     d = getattr(holder, attr, None)
     if d is None:
         d = _HookDict()

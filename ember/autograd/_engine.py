@@ -269,13 +269,16 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 buf = None
                 if g is not None:
                     t = node.variable
-                    if getattr(t, "_hooks", None):
-                        g = _leaf_hooks(t, g)
-                    accumulate_grad(t, g, create_graph)
-                    hooks = getattr(t, "_post_acc_hooks", None)
-                    if hooks:
-                        for h in list(hooks.values()):
-                            h(t)
+                    if not _base.leaf_hooks_seen:  # (no tensor has hooks of its own)
+                        accumulate_grad(t, g, create_graph)
+                    else:
+                        if getattr(t, "_hooks", None):
+                            g = _leaf_hooks(t, g)
+                        accumulate_grad(t, g, create_graph)
+                        hooks = getattr(t, "_post_acc_hooks", None)
+                        if hooks:
+                            for h in list(hooks.values()):
+                                h(t)
                 if node._post is not None:
                     for h in list(node._post.values()):
                         h((), (g,))

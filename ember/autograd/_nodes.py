@@ -839,7 +839,7 @@ def record_binary(op, a, b, out):
             node._saved = [
                 a if na is None or (ra and 0 in na) or (rb and 1 in na) else None,
                 b if nb is None or (ra and 0 in nb) or (rb and 1 in nb) else None]
-            if op.unsaved_layout:
+            if op.unsaved_layout and (node._saved[0] is None or node._saved[1] is None):
                 _layout_stand_ins(op, node._saved, (a, b))
         sa, sb = node._saved  # (a stand-in has no version counter of its own)
         va = None if sa is None else sa._vc
@@ -853,25 +853,22 @@ def record_binary(op, a, b, out):
 
 def record_unary(op, t, params, out):
     """``record(op, (t,), params, out)`` for one tensor input that requires grad and one
-    output, the commonest reduction call (``x.sum()``, ``x.mean()``): an op that saves
-    nothing, or only ``t``, and is simple (no saved output, not a view) skips ``record``'s
-    branches; anything else goes to ``record``."""
+    output, the commonest unary call (``x.sum()``, ``x.tanh()``): a simple op (no saved
+    output, not a view) that saves nothing or only ``t``, and an op whose formula reads only
+    its own output (NOTE [ Output-only recording ]), skip ``record``'s branches; anything
+    else goes to ``record``."""
     info = _op_info.get(op)
     if info is None:
         info = _make_op_info(op)
     cls, saves, simple = info
-    if not simple:
-        # an op whose formula reads only its own output (``tanh``, ``sigmoid``, ``exp``):
-        # ``record``'s answer without its branches (NOTE [ Output-only recording ])
-        if op in _out_only and not _anomaly._enabled and type(out) is not tuple:
-            _record_out_only(op, t, params, out, cls)
+    if simple:
+        if _anomaly._enabled or (saves is not None and (
+                saves is not True or slow_save or _pending or op.saved_for is not None)):
+            return record(op, (t,), params, out)
+        if cls is None:
             return
+    elif op not in _out_only or _anomaly._enabled or type(out) is tuple:
         return record(op, (t,), params, out)
-    if _anomaly._enabled or (saves is not None and (
-            saves is not True or slow_save or _pending or op.saved_for is not None)):
-        return record(op, (t,), params, out)
-    if cls is None:
-        return
     d = t._data
     if t._base is not None:
         refresh_view(t)
@@ -904,49 +901,18 @@ def record_unary(op, t, params, out):
         out._grad_fn = node
         out._out_nr = 0
         out._rg = True
+        if not simple:  # an output-only op: its node keeps the output
+            node._sout = save_output(out, 0)
 
 
 # NOTE [ Output-only recording ]
 # An op that saves no input and only its own output (``Op.saves_out`` with no
 # ``out_needed`` test), is no view and has no non-differentiable output gets from ``record``
-# a node whose ``_sout`` holds the output and nothing else: ``_record_out_only`` makes the
-# same node with the same fields straight away (``record_unary``'s path for such ops, a
-# third of a recorded ``tanh``'s cost). ``_out_only`` holds the ops found eligible, filled by
-# ``_make_op_info``; anomaly mode and tuple outputs keep ``record``.
+# a node whose ``_sout`` holds the output and nothing else: ``record_unary`` makes the same
+# node with the same fields straight away (a third of a recorded ``tanh``'s cost).
+# ``_out_only`` holds the ops found eligible, filled by ``_make_op_info``; anomaly mode and
+# tuple outputs keep ``record``.
 _out_only: set = set()
-
-
-def _record_out_only(op, t, params, out, cls):
-    """``record(op, (t,), params, out)`` for an op of ``_out_only`` (NOTE [ Output-only
-    recording ])."""
-    d = t._data
-    if t._base is not None:
-        refresh_view(t)
-    fn = t._grad_fn
-    if fn is not None:
-        e = (fn, t._out_nr)
-    else:
-        try:
-            fn = t._accum()
-        except (AttributeError, TypeError):
-            fn = None
-        e = (fn or _new_accumulator(t), 0)
-    if op.node_name_of is not None:  # NOTE [ Node names ] in ember/_ops/_node_names.py
-        name = op.node_name_of((t,), params)
-        if name is not None:
-            cls = _named_classes.get(name) or named_node_class(name)
-    node = _new(cls)
-    node._op = op
-    node._params = params
-    node._next = (e,)
-    node._meta_in = [(d.shape, d.dtype)]
-    node._seq = next(_sequence)
-    node._saved = node._vers = None
-    if out._data.dtype.kind not in "iub":
-        out._grad_fn = node
-        out._out_nr = 0
-        out._rg = True
-        node._sout = save_output(out, 0)
 
 
 def _shape_stand_in(t):
@@ -975,13 +941,35 @@ _STAND_IN_ELEMENTS: dict = {}
 
 def _layout_stand_ins(op, saved, inputs):
     """Put a stand-in remembering the input's strides (``Op.unsaved_layout``) wherever
-    ``op.saved_for`` left an input tensor unsaved."""
+    ``op.saved_for`` left an input tensor unsaved (NOTE [ Shared layout stand-ins ])."""
     for i in op.saved_for:
         t = inputs[i]
         if saved[i] is None and isinstance(t, Tensor):
-            st = _shape_stand_in(t)
-            st._layout_of_unsaved = t._data.strides
+            d = t._data
+            if type(d) is np.ndarray:
+                key = (d.shape, d.dtype, d.strides)
+                st = _LAYOUT_STAND_INS.get(key)
+                if st is None:
+                    if len(_LAYOUT_STAND_INS) >= _LAYOUT_STAND_INS_MAX:
+                        _LAYOUT_STAND_INS.clear()
+                    st = _LAYOUT_STAND_INS[key] = _shape_stand_in(t)
+                    st._layout_of_unsaved = d.strides
+            else:
+                st = _shape_stand_in(t)
+                st._layout_of_unsaved = d.strides
             saved[i] = st
+
+
+# NOTE [ Shared layout stand-ins ]
+# A layout stand-in is read, never written: its shape, dtype and remembered strides answer
+# the formula's layout test, its one broadcast element is read-only, it has no version
+# counter, history or gradient, and the accessors answer None for it (``_is_layout_stand_in``).
+# So the nodes of every product whose unsaved operand has one (shape, dtype, strides) share
+# one stand-in, made once: a recorded ``x @ w`` whose ``x`` needs no gradient (a network's
+# first layer) costs a dict look-up here instead of a new array and Tensor (~1 us). Host
+# arrays only; the cache is emptied when it reaches ``_LAYOUT_STAND_INS_MAX`` entries.
+_LAYOUT_STAND_INS: dict = {}
+_LAYOUT_STAND_INS_MAX = 256
 
 
 def _is_layout_stand_in(t) -> bool:
@@ -1075,7 +1063,11 @@ def record(op, inputs, params, outputs):
             saved = [t if (saves[i] if i < n else va) else None for i, t in enumerate(inputs)]
         if op.saved_for is not None:
             for i, needers in op.saved_for.items():
-                if not any(inputs[j] is not None and inputs[j]._rg for j in needers):
+                for j in needers:  # (a loop, not ``any`` over a generator: per layer call)
+                    x = inputs[j]
+                    if x is not None and x._rg:
+                        break
+                else:
                     saved[i] = None
             if op.unsaved_layout:
                 _layout_stand_ins(op, saved, inputs)
