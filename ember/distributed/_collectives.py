@@ -221,6 +221,21 @@ def _reduce_type(a: np.ndarray, op: ReduceOp, name: str):
     return None, mpi_type, _engine.mpi_op(op.name, False)
 
 
+# MAX, MIN, PRODUCT and the bitwise ops have no meaning on complex numbers (the data would
+# be reduced as their real and imaginary parts, a wrong answer given silently)
+_NOT_FOR_COMPLEX = (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT, ReduceOp.BAND, ReduceOp.BOR,
+                    ReduceOp.BXOR)
+
+
+def _check_complex_op(tensor, op, name, error=RuntimeError) -> None:
+    """Refuse, before anything is sent, a reduction that complex numbers do not define on a
+    complex ``tensor``, as PyTorch does on every rank: ``all_reduce`` with ValueError (its
+    Python-side check), the other reductions with RuntimeError (the backend's)."""
+    if tensor.dtype.is_complex and op in _NOT_FOR_COMPLEX:
+        raise error(f"{name} does not support {op} on complex tensors: use SUM or AVG, or "
+                    "reduce the real and imaginary parts (view_as_real) yourself")
+
+
 def _group_for(group, name):
     if not _is_member(group):
         _warn_not_in_group(name)
@@ -495,6 +510,7 @@ def _all_reduce(tensor, op, group, async_op, check):
     pg = _group_for(group, "all_reduce")
     if pg is None:
         return None
+    _check_complex_op(tensor, op, "all_reduce", ValueError)
     if _on_cuda(tensor):
         return _nccl_run(pg, "allreduce", [tensor], lambda c: c.all_reduce(tensor, op), async_op)
     a = _array(tensor, "all_reduce")
@@ -535,6 +551,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     if pg is None:
         return None
     root = _root(pg, dst, group_dst, "reduce")
+    _check_complex_op(tensor, op, "reduce")
     if _on_cuda(tensor):
         return _nccl_run(pg, "reduce", [tensor], lambda c: c.reduce(tensor, op, root), async_op)
     a = _array(tensor, "reduce")
@@ -582,6 +599,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         raise ValueError(f"reduce_scatter: expected {pg.size()} input tensors (one per rank), "
                          f"got {len(input_list)}")
     _check_sizes("reduce_scatter", input_list, output.shape)
+    _check_complex_op(output, op, "reduce_scatter")
     a = _array(output, "reduce_scatter")
     work_dt, mtype, mop = _reduce_type(a, op, "reduce_scatter")
     dt = work_dt if work_dt is not None else a.dtype
@@ -647,6 +665,7 @@ def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=F
         _check_gloo_base("_reduce_scatter_base", "reduce_scatter", output, input, pg.size())
     if input.numel() != output.numel() * pg.size():
         raise ValueError("input tensor must be the same size as output size times world size")
+    _check_complex_op(output, op, "reduce_scatter_tensor")
     if _on_cuda(output):
         return _nccl_run(pg, "_reduce_scatter_base", [output, input],
                          lambda c: c.reduce_scatter(output, input, op), async_op)

@@ -226,5 +226,8 @@ def random_ddp(rank, fw, init_method, out_dir, seeds):
         except Exception as e:  # noqa: BLE001 - the other framework must fail alike
             res[seed] = {"error": f"{type(e).__name__}: {str(e)[:80]}"}
             dist.barrier()
+        if not isinstance(res[seed].get("hook"), (str, type(None))):
+            # a PowerSGDState unpickles only inside a process group (as PyTorch's): its name
+            res[seed]["hook"] = type(res[seed]["hook"]).__name__
     dist.destroy_process_group()
     _dump(out_dir, rank, res)

@@ -28,14 +28,16 @@ def spawn2(tmp_path, fn, fw="ember", *extra, init_method=None):
     out = tmp_path / fw
     out.mkdir(exist_ok=True)
     # PyTorch's gloo now and then aborts a worker ("terminate called without an active
-    # exception") on its own; the reference run is retried, ember's never is.
+    # exception") or raises from a collective an error left over from an earlier one (NOTE
+    # [ PyTorch's gloo as the oracle ] in _random_collective_workers.py) on its own: the
+    # reference run is retried, ember's never is.
     tries = 3 if fw == "torch" and init_method is None else 1
     for attempt in range(tries):
         method = init_method or f"tcp://127.0.0.1:{free_port()}"
         try:
             mp.spawn(fn, args=(fw, method, str(out), *extra), nprocs=2)
             break
-        except mp.ProcessExitedException:
+        except (mp.ProcessExitedException, mp.ProcessRaisedException):
             if attempt == tries - 1:
                 raise
     return load(out)

@@ -3,7 +3,9 @@
 ``_random_collective_workers.py`` draws each case (every collective, sync or async with
 ``wait`` or ``get_future``, bool to complex dtypes, 0-d, empty and non-contiguous tensors,
 reduce ops, roots, and calls that must be refused); results and exception types must
-agree. CI runs one seed; ``EMBER_RANDOM_COLLECTIVE_CASES=N`` draws N cases per seed and
+agree. Where PyTorch's gloo is at fault, the torch side steps around it (NOTE [ PyTorch's
+gloo as the oracle ] in the workers' module). CI runs one seed;
+``EMBER_RANDOM_COLLECTIVE_CASES=N`` draws N cases per seed and
 ``EMBER_RANDOM_COLLECTIVE_SEEDS=K`` runs K seeds.
 """
 
@@ -54,9 +56,10 @@ def test_random_collectives_match_torch_gloo(runs, rank):
             if ours.get("error") != theirs.get("error"):
                 bad.append((case, ours, theirs))
             continue
-        # (PyTorch's reduce_scatter_tensor work reports not completed after wait())
-        keys = [k for k in theirs if not (k == "done" and "reduce_scatter_tensor" in
-                                          case["kind"])]
-        if not all(_same(ours.get(k), theirs[k]) for k in keys):
+        if case["kind"].startswith("reduce_scatter") and theirs.get("done") is not None:
+            # PyTorch's reduce-scatter works never report completion (NOTE [ PyTorch's gloo
+            # as the oracle ], 1): ember's, waited on, must
+            theirs = dict(theirs, done=True)
+        if not all(_same(ours.get(k), theirs[k]) for k in theirs):
             bad.append((case, ours, theirs))
     assert not bad, bad
