@@ -49,6 +49,10 @@ def wrap(array) -> Tensor:
     return t
 
 
+#: what torch says when a constructor is asked for an integer tensor that requires grad
+CONSTRUCTOR_REFUSAL = ("Only Tensors of floating point and complex dtype can require "
+                       "gradients")
+
 class Tensor:
     """A multi-dimensional array with autograd support: ember's ``torch.Tensor``."""
 
@@ -428,7 +432,7 @@ class Tensor:
             vc = data._vc = [0]
         t._vc = vc
         if require_grad:
-            t.requires_grad_(True)
+            t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
         return t
 
     def to_padded_tensor(self, padding, output_size=None):
@@ -695,9 +699,12 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self.requires_grad_(value)
+        if type(self).requires_grad_ is not Tensor.requires_grad_:  # (sparse, nested)
+            self.requires_grad_(value)
+            return
+        self.requires_grad_(value, _refusal=CONSTRUCTOR_REFUSAL.replace("O", "o", 1))
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad=True, *, _refusal=None):
         if not isinstance(requires_grad, bool):
             raise TypeError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
         if self._grad_fn is not None:
@@ -715,8 +722,9 @@ class Tensor:
                     "Setting requires_grad=True on inference tensor outside InferenceMode is "
                     "not allowed.")
         if requires_grad and self._data.dtype.kind not in "fcV" and self.dtype.category < 2:
-            raise RuntimeError(
-                "Only Tensors of floating point and complex dtype can require gradients")
+            # torch words its three entrances differently (method, attribute, constructor)
+            raise RuntimeError(_refusal or "only Tensors of floating point dtype can require "
+                               "gradients")
         self._rg = requires_grad
         return self
 

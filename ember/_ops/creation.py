@@ -21,7 +21,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.checks import as_shape
 from .._core.device import as_device
-from .._core.tensor import Tensor, wrap
+from .._core.tensor import CONSTRUCTOR_REFUSAL, Tensor, wrap
 from ._memory_format import empty_preserving
 from ._registry import Op, method, public
 
@@ -60,7 +60,7 @@ def finish(array, requires_grad=False, device=None):
         array = _device_backend(dev).to_device(array)
     t = wrap(array)
     if requires_grad:
-        t.requires_grad_(True)
+        t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return t
 
 
@@ -104,6 +104,10 @@ def _limits(d):
 
 _LIMITS = {d: _limits(d) for d in _dt.all_dtypes
            if d.category in (1, 2, 3) and d not in (_dt.float16, _dt.bfloat16)}
+# float16/bfloat16 refuse finite numbers past their largest as well (torch 2.13: ``full((2,),
+# 65505., dtype=float16)`` raises; inf and NaN are stored)
+_LIMITS.update({d: (-float(_dt.finfo(d).max), float(_dt.finfo(d).max))
+                for d in (_dt.float16, _dt.bfloat16)})
 # float8 (NOTE [ Float8 dtypes ]): finite values up to max; only float8_e5m2 stores inf
 _LIMITS.update({d: (-_dt.finfo(d).max, _dt.finfo(d).max) for d in _dt.float8_dtypes})
 _NO_INF = frozenset(d for d in _dt.float8_dtypes if d is not _dt.float8_e5m2)
@@ -111,7 +115,7 @@ _NO_INF = frozenset(d for d in _dt.float8_dtypes if d is not _dt.float8_e5m2)
 
 def check_value_fits(value, d, op_name=""):
     """PyTorch refuses to store a scalar that overflows the target dtype (``full``, ``fill_``);
-    float16/bfloat16 saturate to inf instead, and bool takes anything."""
+    bool takes anything."""
     limits = _LIMITS.get(d)
     if limits is None or type(value) is bool or isinstance(value, np.bool_):
         return
@@ -244,7 +248,7 @@ def filled(op_name, shape, fill, d, device, requires_grad):
         arr = xp.full(shape, scalar_as(fill, d.np), d.np)
     t = wrap(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return t
 
 
@@ -366,7 +370,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     arr = xp.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in strides))
     t = wrap(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return t
 
 
@@ -403,7 +407,7 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
             arr = np.full(a.shape, scalar_as(fill, npd), npd)
         t = wrap(arr)
         if requires_grad:
-            t.requires_grad_(True)
+            t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
         return t
     d = _dt.from_np[npd]
     dev = as_device(device)
@@ -425,7 +429,7 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
         arr[...] = scalar_as(fill, d.np)
     t = wrap(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return t
 
 
@@ -754,5 +758,5 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     phys = xp_for(device).empty(tuple(shape[p] for p in perm), d.np)
     t = wrap(phys.transpose(tuple(int(i) for i in np.argsort(perm))))
     if requires_grad:
-        t.requires_grad_(True)
+        t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return t

@@ -18,7 +18,7 @@ from .._core.checks import as_shape
 from .._core.device import as_device
 from .._core.size import Size
 from .._core.storage import TypedStorage, UntypedStorage
-from .._core.tensor import Tensor, wrap
+from .._core.tensor import CONSTRUCTOR_REFUSAL, Tensor, wrap
 from ._registry import method, public
 from .creation import _PY_SCALARS, bf16_scalar_nans, cast, finish, host, resolve_dtype
 
@@ -309,7 +309,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                     dtype=d if d is not None else src.dtype, copy=True)
         r = wrap(r._data) if r._vc is not None or r._base is not None else r
         if requires_grad:
-            r.requires_grad_(True)
+            r.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
         return r
     arr = data_to_array(data, d, "tensor")
     fresh = type(data) is list or type(data) is tuple or isinstance(data, _PY_SCALARS)
@@ -403,7 +403,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
                 arr = arr.copy()
         r = finish(arr, False, dev)
     if requires_grad:
-        r.requires_grad_(True)
+        r.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return r
 
 
@@ -668,7 +668,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
     arr = writable_alias(np.frombuffer(raw, dtype=d.np, count=count, offset=offset), True)
     t = wrap(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t.requires_grad_(True, _refusal=CONSTRUCTOR_REFUSAL)
     return t
 
 

@@ -82,12 +82,28 @@ def _masked_fill_args(op_name, input, mask, value):
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s).")
         mask, value = same_device(op_name, input, mask, value)
+        _value_fits(value, input)
         return mask, value, None
     if not isinstance(value, (int, float, bool, complex, np.number, np.bool_)):
         raise TypeError(f"{op_name}(): argument 'value' must be Number or Tensor, not "
                         f"{type(value).__name__}")
     (mask,) = same_device(op_name, input, mask)
+    _value_fits(value, input)
     return mask, None, value
+
+
+def _value_fits(value, input):
+    """The fill value (a number, or a 0-dim tensor torch reads as one) must fit ``input``'s
+    dtype: int8 with 1000, float16 with 1e6 raise as torch's checked conversion does."""
+    from .creation import check_value_fits
+
+    if isinstance(value, Tensor):
+        from ..func._batch_tensor import BatchedTensor
+
+        if isinstance(value, BatchedTensor) or not holds_values(value._data):
+            return  # (a value batched by vmap: one per sample, read by the fill itself)
+        value = value.item()
+    check_value_fits(value, input.dtype)
 
 
 @public

@@ -59,10 +59,11 @@ def _check_bag_args(flat, weight, offsets, padding_idx, mode="sum"):
             raise RuntimeError(f"embedding_bag: offsets must be non-decreasing and within "
                                f"the input's length {flat.shape[0]}, got {offs}")
     if flat.numel() and flat._data.dtype.kind in "iu" and holds_values(flat._data):
-        bad = flat[(flat < 0) | (flat >= num)]
-        if bad.numel():
-            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
-                               f"found idx to be {int(bad[0])}")
+        where = ((flat < 0) | (flat >= num)).nonzero().reshape(-1)
+        if where.numel():
+            i = int(where[0])
+            raise RuntimeError(f"Index {i} of input takes value {int(flat[i])} which is not in "
+                               f"the valid range [0, {num})")
 
 
 def _bag_indices(indices, offsets_dtype):

@@ -878,89 +878,112 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 # CTC: a fused op (alpha-beta recursion in log space); its gradient is computed with the loss
 
 
-def _logsumexp2(a, b):
-    m = np.maximum(a, b)
-    with np.errstate(invalid="ignore"):
-        out = m + np.log(np.exp(a - m) + np.exp(b - m))
-    return np.where(np.isneginf(m), -np.inf, out)
+# NOTE [ CTC arithmetic as torch's CPU kernel ]
+# The recursions run in the input's own dtype with torch's operations, in its order, so that
+# log-probabilities outside (-inf, 0] (+inf, the float maximum, NaN) give its numbers: each
+# step is ``log(exp(a1 - m) + exp(a2 - m) + exp(a3 - m)) + m + lp`` with ``m`` the first of the
+# largest (0 when all are -inf); the sums of alpha * beta per class are accumulated pairwise
+# over positions s from the last to the first (at the last time step only the two end
+# positions are assigned, the label's after the blank's); and the gradient is
+# ``exp(lp) - exp(ab + nll - lp)``, NaN wherever nll is inf or lp is -inf (an unused class with
+# a log-probability of -inf has a NaN gradient in torch too).
+
+
+def _ctc_step(x1, x2, x3, lp_t):
+    m = np.where(x2 > x1, x2, x1)
+    m = np.where(x3 > m, x3, m)
+    m = np.where(m == -np.inf, 0, m).astype(x1.dtype)
+    return np.log(np.exp(x1 - m) + np.exp(x2 - m) + np.exp(x3 - m)) + m + lp_t
+
+
+def _log_add(acc, x):
+    """torch's running log-sum of one more term: the term itself onto -inf."""
+    m = np.where(acc < x, x, acc)
+    both = np.log(np.exp(acc - m) + np.exp(x - m)) + m
+    return np.where(acc == -np.inf, x, both)
 
 
 def _ctc_one(lp, target, blank):
-    """Negative log-likelihood and its gradient wrt lp (T, C) for one sequence."""
+    """Negative log-likelihood and its gradient wrt lp (T, C) for one sequence, in lp's dtype
+    (NOTE [ CTC arithmetic as torch's CPU kernel ])."""
     t_len, c = lp.shape
+    neg = lp.dtype.type(-np.inf)
+    if t_len == 0:  # nothing to align: certain for an empty target, impossible otherwise
+        return (-lp.dtype.type(0) if len(target) == 0 else -neg), np.zeros_like(lp)
     ext = np.full(2 * len(target) + 1, blank, dtype=np.int64)
     ext[1::2] = target
     s = len(ext)
-    neg = -np.inf
+    ninf = np.full(s, neg)
+    # position s may also be reached from s - 2 (by beta: s + 2) when the two classes differ
+    skip = np.zeros(s, dtype=bool)
+    skip[2:] = ext[2:] != ext[:-2]
     alpha = np.full((t_len, s), neg)
     alpha[0, 0] = lp[0, blank]
     if s > 1:
         alpha[0, 1] = lp[0, ext[1]]
-    # a label position (odd: a label equal to blank still counts as one, as in PyTorch)
-    # may be reached from two back when that label differs
-    odd = np.arange(s) % 2 == 1
-    skip = np.zeros(s, dtype=bool)
-    skip[2:] = odd[2:] & (ext[2:] != ext[:-2])
     for t in range(1, t_len):
         prev = alpha[t - 1]
-        a = prev.copy()
-        a[1:] = _logsumexp2(a[1:], prev[:-1])
-        a[2:] = np.where(skip[2:], _logsumexp2(a[2:], prev[:-2]), a[2:])
-        alpha[t] = a + lp[t, ext]
+        x2 = np.concatenate([ninf[:1], prev[:-1]])
+        x3 = np.where(skip, np.concatenate([ninf[:2], prev[:-2]]), neg)
+        alpha[t] = _ctc_step(prev, x2, x3, lp[t, ext])
+    if s == 1:
+        nll = -alpha[-1, 0]
+    else:
+        l1, l2 = alpha[-1, -1], alpha[-1, -2]
+        m = l2 if l1 < l2 else l1
+        m = lp.dtype.type(0) if m == -np.inf else m
+        nll = -(np.log(np.exp(l1 - m) + np.exp(l2 - m)) + m)
     beta = np.full((t_len, s), neg)
-    beta[-1, -1] = lp[-1, ext[-1]]
+    acc = np.full((t_len, c), neg)
+    beta[-1, -1] = lp[-1, blank]
+    acc[-1, blank] = alpha[-1, -1] + beta[-1, -1]
     if s > 1:
         beta[-1, -2] = lp[-1, ext[-2]]
-    skip_b = np.zeros(s, dtype=bool)
-    skip_b[:-2] = odd[:-2] & (ext[:-2] != ext[2:])
+        acc[-1, ext[-2]] = alpha[-1, -2] + beta[-1, -2]
+    skip_b = np.concatenate([skip[2:], [False, False]])
     for t in range(t_len - 2, -1, -1):
         nxt = beta[t + 1]
-        b = nxt.copy()
-        b[:-1] = _logsumexp2(b[:-1], nxt[1:])
-        b[:-2] = np.where(skip_b[:-2], _logsumexp2(b[:-2], nxt[2:]), b[:-2])
-        beta[t] = b + lp[t, ext]
-    ll = _logsumexp2(alpha[-1, -1], alpha[-1, -2]) if s > 1 else alpha[-1, -1]
-    grad = np.zeros_like(lp)
-    if np.isfinite(ll):
-        ab = alpha + beta - lp[:, ext]  # log prob of paths through (t, s)
-        acc = np.full((t_len, c), neg)
-        for k in range(s):
-            acc[:, ext[k]] = _logsumexp2(acc[:, ext[k]], ab[:, k])
-        grad = np.exp(lp) - np.exp(acc - ll)
-    return -ll, grad
+        x2 = np.concatenate([nxt[1:], ninf[:1]])
+        x3 = np.where(skip_b, np.concatenate([nxt[2:], ninf[:2]]), neg)
+        beta[t] = _ctc_step(nxt, x2, x3, lp[t, ext])
+    ab = alpha[:-1] + beta[:-1]
+    for k in range(s - 1, -1, -1):
+        acc[:-1, ext[k]] = _log_add(acc[:-1, ext[k]], ab[:, k])
+    return nll, np.exp(lp) - np.exp(acc + nll - lp)
 
 
 def _ctc_kernel(xp, log_probs, targets, in_lens, tg_lens, *, blank, reduction,
                 zero_infinity):
     # a sequential dynamic programme: on the host (NOTE [ Portable array code ])
-    lp = to_host(xp, log_probs).astype(np.float64)
+    lp = to_host(xp, log_probs)
     t_max, n, c = lp.shape
     tg = to_host(xp, targets)
     in_lens, tg_lens = to_host(xp, in_lens), to_host(xp, tg_lens)
-    losses = np.zeros(n)
+    losses = np.zeros(n, dtype=lp.dtype)
     grads = np.zeros_like(lp)
     offset = 0
-    for b in range(n):
-        t_len = int(in_lens[b])
-        l_len = int(tg_lens[b])
-        if tg.ndim == 2:
-            target = tg[b, :l_len]
+    with np.errstate(all="ignore"):
+        for b in range(n):
+            t_len = int(in_lens[b])
+            l_len = int(tg_lens[b])
+            if tg.ndim == 2:
+                target = tg[b, :l_len]
+            else:
+                target = tg[offset:offset + l_len]
+                offset += l_len
+            loss, grad = _ctc_one(lp[:t_len, b], target, blank)
+            if zero_infinity and loss == np.inf:  # NaN stays, as torch's where(res == inf)
+                loss, grad = 0.0, np.zeros_like(grad)
+            losses[b] = loss
+            grads[:t_len, b] = grad
+        if reduction == "mean":
+            denom = np.maximum(np.asarray(tg_lens), 1).astype(lp.dtype)
+            out = (losses / denom).mean()
+            grads = grads * ((1 / denom) / n)[None, :, None]
+        elif reduction == "sum":
+            out = losses.sum()
         else:
-            target = tg[offset:offset + l_len]
-            offset += l_len
-        loss, grad = _ctc_one(lp[:t_len, b], target, blank)
-        if zero_infinity and not np.isfinite(loss):
-            loss, grad = 0.0, np.zeros_like(grad)
-        losses[b] = loss
-        grads[:t_len, b] = grad
-    if reduction == "mean":
-        denom = np.maximum(np.asarray(tg_lens, dtype=np.float64), 1)
-        out = (losses / denom).mean()
-        grads = grads / denom[None, :, None] / n
-    elif reduction == "sum":
-        out = losses.sum()
-    else:
-        out = losses
+            out = losses
     dt = log_probs.dtype
     return xp.asarray(np.asarray(out, dtype=dt)), xp.asarray(grads.astype(dt))
 

@@ -38,6 +38,7 @@ from .indexing import linear_jvp  # forward-mode rules
 
 _HALF = (np.dtype(np.float16), _dt.bfloat16.np)
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))  # no opmath, no promotion by numbers
+_F64, _F32_MAX = np.dtype(np.float64), float(np.finfo(np.float32).max)
 _from_np = _dt.from_np
 _f32 = np.dtype(np.float32)
 _f16 = np.dtype(np.float16)
@@ -1012,6 +1013,11 @@ def _clamp_args(name, input, min, max):
     if input._data.dtype == np.bool_ and all(type(b) is bool for b in bounds):
         kernel = "clamp" if len(bounds) == 2 else "clamp_min" if max is None else "clamp_max"
         raise NotImplementedError(f'"{kernel}_scalar_cpu" not implemented for \'Bool\'')
+    from .creation import check_value_fits
+
+    for b in bounds:  # a number bound must fit the result's dtype (int8 with 1000 raises)
+        if not isinstance(b, Tensor):
+            check_value_fits(b, _dt.result_type(input, b))
     if max is None:
         return clamp_min_op, (min,)
     if min is None:
@@ -1034,7 +1040,8 @@ def clamp(input, min=None, max=None, *, out=None):
         tmin, tmax = type(min), type(max)
         # NOTE [ Hot path ]: a float32/64 tensor with number bounds keeps its dtype
         if a.dtype in _FAST and (tmin is float or tmin is int) and (tmax is float or
-                                                                    tmax is int):
+                                                                    tmax is int) and \
+                (a.dtype is _F64 or -_F32_MAX <= min <= _F32_MAX and -_F32_MAX <= max <= _F32_MAX):
             at = type(a)
             r = (clamp_op.impl.get(at) or clamp_op.resolve(at))(a, min, max)
             return wrap(r if type(r) is at else _dispatch.backends_by_type[at].xp.asarray(r))

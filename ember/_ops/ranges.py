@@ -339,6 +339,12 @@ def _linspace_array(op_name, start, end, steps, dtype, fused=True):
         raise NotImplementedError(f'"linspace_cpu" not implemented for \'{d.scalar_name}\'')
     if d is _dt.bool_ and steps > 1:  # one point (or none) needs no kernel
         raise NotImplementedError(f'"{op_name}_cpu" not implemented for \'Bool\'')
+    if d.category >= 2 and steps > 1:  # end points past the dtype's largest raise (inf, NaN
+        # pass; one point or none is written without converting them)
+        from .creation import check_value_fits
+
+        check_value_fits(start, d)
+        check_value_fits(end, d)
     work = d.np if d.category >= 2 else np.dtype(np.float64)
     T = work.type
     if d.category == 1:

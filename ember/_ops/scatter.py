@@ -24,6 +24,7 @@ from .._core.checks import holds_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._registry import Op, public
 from ._xp_compat import ufunc_at
+from .masked import _value_fits
 from .indexing import (
     _scalar_for,
     check_bounds,
@@ -755,10 +756,12 @@ def _index_fill_args(op_name, input, dim, index, value):
                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s).")
         (value,) = same_device(op_name, input, value)
+        _value_fits(value, input)
         return dim, index, value, None
     if not isinstance(value, _SCALARS):
         raise TypeError(f"{op_name}(): argument 'value' must be Number or Tensor, not "
                         f"{type(value).__name__}")
+    _value_fits(value, input)
     return dim, index, None, value
 
 

@@ -20,7 +20,7 @@ from .._core.checks import holds_values, require_values, wrap_dim
 from .._core.tensor import Tensor, wrap
 from . import _node_names
 from ._registry import Op, out_overloads, public
-from ._xp_compat import ufunc_accumulate
+from ._xp_compat import to_host, ufunc_accumulate
 from .reduction import (_bool_as_uint8, _check_out_tuple, _check_tensor, _name,
                         select_values, take_along_op)
 
@@ -882,6 +882,85 @@ def _float_only(input, name, kname):
             f'"{kname}" not implemented for \'{_name(input._data.dtype)}\'')
 
 
+# NOTE [ Histogram bins as torch's CPU kernel finds them ]
+# torch places each value of [edges[0], edges[-1]] (in the input's dtype) by one of three rules:
+# histc by ``(x - lo) * bins / (hi - lo)`` truncated; histogram with a number of bins by the same
+# quotient corrected by ``upper_bound`` over the edges around it; histogram with given edges by
+# ``upper_bound`` over all of them. The last edge closes the last bin. A quotient that is NaN,
+# infinite or beyond int64 (a range that rounds to one value, a difference that overflows)
+# converts to INT64_MIN: histc then adds to bin 0 (the index wraps to the start) and histogram's
+# search looks at edges[0:2] only (bin 1 when the value reaches edges[1], else bin 0). Counts
+# and weights are added one value after another in the dtype, as torch's single-threaded loop
+# does (float16 counts stop at 2048); ``upper_bound`` is replayed step by step, so edges that
+# do not increase land values where torch's binary search does.
+
+
+def _upper_bound(edges, x, first, count):
+    """libstdc++'s ``std::upper_bound`` on ``edges[first:first + count]`` for each ``x``."""
+    first, count = first.copy(), count.copy()
+    n = edges.shape[0]
+    while (count > 0).any():
+        half = count >> 1
+        mid = first + half
+        right = (count > 0) & ~(x < edges[np.clip(mid, 0, n - 1)])
+        first = np.where(right, mid + 1, first)
+        count = np.where(count > 0, np.where(right, count - half - 1, half), 0)
+    return first
+
+
+def _bin_positions(x, edges, how):
+    """The bins of the values ``x`` already inside [edges[0], edges[-1]], by ``how``:
+    "linear" (histc), "local" (histogram with a number of bins) or "search" (given edges)
+    (NOTE [ Histogram bins as torch's CPU kernel finds them ])."""
+    n = edges.shape[0]
+    if how == "search":
+        pos = _upper_bound(edges, x, np.zeros(x.shape, np.int64),
+                           np.full(x.shape, n, np.int64)) - 1
+    else:
+        ct = x.dtype.type
+        with np.errstate(all="ignore"):
+            q = ((x - edges[0]) * ct(n - 1) / (edges[-1] - edges[0])).astype(np.float64)
+        wild = ~(np.abs(q) < 2.0 ** 63)  # NaN, inf or past int64: INT64_MIN in C++
+        pos = np.where(wild, 0, np.trunc(np.where(wild, 0, q))).astype(np.int64)
+        if how == "local":
+            lo = np.maximum(pos - 1, 0)
+            found = _upper_bound(edges, x, lo, np.minimum(pos + 2, n) - lo) - 1
+            reached = ~(x < edges[min(1, n - 1)])
+            pos = np.where(wild, np.where(reached, 1, 0), found)
+    return np.where(pos == n - 1, pos - 1, pos)
+
+
+def _histogram_counts(x, edges, w, how):
+    """torch's histogram of ``x`` (1-d, input dtype) over ``edges`` (the same dtype), with
+    weights ``w`` or ones, summed in that dtype in element order."""
+    ct = x.dtype
+    h = np.zeros(max(edges.shape[0] - 1, 0), ct)
+    keep = (x >= edges[0]) & (x <= edges[-1])
+    pos = _bin_positions(x[keep], edges, how)
+    vals = w[keep] if w is not None else np.ones(pos.shape, ct)
+    with np.errstate(all="ignore"):
+        np.add.at(h, pos, vals)
+    return h
+
+
+def _histc_range(lo, hi, dtype):
+    """histc's outer edges for a range that is one value ``lo == hi``: one below and one above,
+    in float32/float64 at least the neighbouring representable numbers (never past the
+    largest); float16/bfloat16 widen by one in double precision only."""
+    if dtype not in (np.float32, np.float64):
+        return lo - 1, hi + 1
+    v = dtype.type(lo)
+    with np.errstate(over="ignore"):
+        lo_c, hi_c = v - dtype.type(1), v + dtype.type(1)
+    if lo_c == v:
+        lo_c = np.nextafter(v, dtype.type(-np.inf))
+        lo_c = v if np.isinf(lo_c) else lo_c
+    if hi_c == v:
+        hi_c = np.nextafter(v, dtype.type(np.inf))
+        hi_c = v if np.isinf(hi_c) else hi_c
+    return float(lo_c), float(hi_c)
+
+
 @public
 @_dispatch.entrance("histc")
 def histc(input, bins=100, min=0, max=0, *, out=None):
@@ -895,39 +974,27 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if lo == hi and a.size and holds_values(a):
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:
-        lo, hi = lo - 1, hi + 1
-    if lo > hi:
-        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {lo} max {hi}")
+        lo, hi = _histc_range(lo, hi, a.dtype)
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    if not lo < hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
     xp = _dispatch.xp_of(a)
     if holds_values(a):
-        r = wrap(_histc_counts(xp, a.reshape(-1), int(bins), lo, hi).astype(a.dtype))
+        r = wrap(xp.asarray(_histc_counts(to_host(xp, a).reshape(-1), int(bins), lo, hi)))
     else:  # (a meta tensor: only the shape is known, and a histogram's is ``(bins,)``)
         r = wrap(xp.zeros(int(bins), a.dtype))
     return r if out is None else _dispatch.write_out("histc", out, r)
 
 
-def _histc_counts(xp, x, bins, lo, hi):
-    """The bin of each ``x`` in ``[lo, hi]`` as torch's histc finds it: ``(x - lo) * bins /
-    (hi - lo)`` in the input's precision (half types round after every operation, as their
-    C++ arithmetic does, so ``x - lo`` may overflow to inf), truncated, then clamped
-    into ``[0, bins - 1]`` (an overflow to inf lands in bin 0, as its integer conversion
-    does in torch)."""
-    ct = x.dtype
-    with np.errstate(over="ignore"):
-        if np.isinf(ct.type(hi) - ct.type(lo)):
-            # torch's edges are linspace(lo, hi): an infinite step makes the outer edges
-            # lo + 0 * inf = NaN, and no element lies between NaN edges
-            return xp.zeros(bins, np.int64)
-    lo_c, hi_c = ct.type(lo), ct.type(hi)
-    x = x[(x >= lo_c) & (x <= hi_c)]
-    with np.errstate(all="ignore"):
-        pos = (x - lo_c) * ct.type(bins) / (hi_c - lo_c)
-    ok = xp.isfinite(pos)
-    idx = xp.where(ok, pos, 0).astype(np.int64)
-    idx = xp.clip(idx, 0, bins - 1)
-    return xp.bincount(idx, minlength=bins)[:bins]
+def _histc_counts(x, bins, lo, hi):
+    """histc's counts (NOTE [ Histogram bins as torch's CPU kernel finds them ]): edges are
+    torch's linspace from ``lo`` to ``hi`` in the input's dtype, whose outer two decide which
+    values count and the quotient's ends (an infinite step makes them NaN: nothing counts)."""
+    from .ranges import _linspace_array
+
+    edges = np.asarray(_linspace_array("linspace", lo, hi, bins + 1, _dt.from_np[x.dtype])[0])
+    return _histogram_counts(x, edges.astype(x.dtype), None, "linear")
 
 
 @public
@@ -972,15 +1039,16 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         # torch finds the data's range with a kernel that has no half-precision version
         raise NotImplementedError(f'"histogramdd" not implemented for \'{_name(a.dtype)}\'')
     xp = _dispatch.xp_of(a)
-    w = None if weight is None else weight._data.reshape(-1)
+    x = to_host(xp, a).reshape(-1)
+    w = None if weight is None else to_host(xp, weight._data).reshape(-1)
     if isinstance(bins, Tensor):
-        h = _histogram_by_edges(xp, a.reshape(-1), bins._data, w, density)
-        e = bins._data.copy()
+        e = to_host(xp, bins._data).copy()
+        how = "search"
     else:
         if range is not None:
             lo, hi = builtins.map(float, range)
         elif a.size:
-            lo, hi = float(a.min()), float(a.max())
+            lo, hi = float(x.min()), float(x.max())
         else:  # no data: the unit range
             lo, hi = 0.0, 1.0
         # the data's own range propagates NaN, as torch's min/max do
@@ -993,33 +1061,16 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
             lo, hi = lo - 0.5, hi + 0.5
         from .ranges import _linspace_array  # torch's edges: its symmetric linspace
 
-        e = xp.asarray(_linspace_array("linspace", lo, hi, int(bins) + 1,
-                                       _dt.from_np[a.dtype])[0])
-        with np.errstate(all="ignore"):  # density of no counts: 0 / 0, NaN as in torch
-            h, _ = xp.histogram(a.reshape(-1), bins=e.astype(np.float64), weights=w,
-                                density=density)
-    r = (wrap(xp.asarray(h).astype(a.dtype)), wrap(xp.ascontiguousarray(e).astype(a.dtype)))
-    return _named("histogram", ("hist", "bin_edges"), r, out)
-
-
-def _histogram_by_edges(xp, x, edges, w, density):
-    """Counts (or ``w`` sums) of ``x`` between the given ``edges`` as torch's binary-search
-    kernel places them: values outside ``[edges[0], edges[-1]]`` are dropped, the others go
-    to the bin ``upper_bound(edges, v) - 1`` (the last edge closes the last bin). For edges
-    that do not increase this is still torch's answer (``searchsorted`` halves the same way
-    as ``std::upper_bound``)."""
-    f = np.dtype(np.float64)
-    x, edges = x.astype(f), edges.astype(f)
-    nb = edges.shape[0] - 1
-    keep = (x >= edges[0]) & (x <= edges[-1])
-    pos = xp.searchsorted(edges, x[keep], side="right") - 1
-    pos = xp.clip(xp.where(pos == nb, nb - 1, pos), 0, nb - 1)
-    h = xp.bincount(pos, weights=None if w is None else w[keep].astype(f), minlength=nb)
-    h = h.astype(f)
-    if density:
+        e = np.asarray(_linspace_array("linspace", lo, hi, int(bins) + 1,
+                                       _dt.from_np[a.dtype])[0]).astype(a.dtype)
+        how = "local"
+    h = _histogram_counts(x, e, w, how)
+    if density:  # density of no counts: 0 / 0, NaN as in torch
         with np.errstate(all="ignore"):
-            h = h / (h.sum() * xp.diff(edges))
-    return h
+            h = (h / h.sum(dtype=h.dtype)).astype(h.dtype)
+            h = (h / np.diff(e)).astype(h.dtype)
+    r = (wrap(xp.asarray(h)), wrap(xp.asarray(np.ascontiguousarray(e))))
+    return _named("histogram", ("hist", "bin_edges"), r, out)
 
 
 # ------------------------------------------------------------------------------------------------

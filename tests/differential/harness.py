@@ -681,7 +681,23 @@ def _ctc_target_out_of_range(case):
         t = np.concatenate(used) if used else t.reshape(-1)
     elif t.ndim == 1:  # concatenated
         t = t[:max(int(lens.clip(0).sum()), 0)]
-    return bool(t.size) and bool(((t < 0) | (t >= lp.data.shape[-1])).any())
+    # (a NaN class converts to an arbitrary integer)
+    return bool(t.size) and bool((~((t >= 0) & (t < lp.data.shape[-1]))).any())
+
+
+def _ctc_strided_concatenated_targets(case):
+    # torch's CPU CTC finds sequence b of 1-d (concatenated) targets at element offset
+    # sum(target_lengths[:b]) but steps through it by the tensor's stride: a ``[::2]`` view
+    # gives every sequence after the first the classes of another place (torch reads
+    # ``[1, 0, 1, 0, 0, 0][::2]`` with lengths [2, 1] as [1, 1] and [1], not [0])
+    tg = case.args[1] if len(case.args) > 1 else case.kwargs.get("targets")
+    lp = case.args[0] if case.args else case.kwargs.get("log_probs")
+    return (isinstance(tg, TensorSpec) and tg.data.ndim == 1 and tg.layout == "step"
+            and isinstance(lp, TensorSpec) and lp.data.ndim == 3 and lp.data.shape[1] > 1)
+
+
+def _ctc_unspecified(case):
+    return _ctc_target_out_of_range(case) or _ctc_strided_concatenated_targets(case)
 
 
 def _transposed_operand(case):
@@ -712,8 +728,10 @@ def _ldl_pivots_run_past(case):
     return any(not _blocks_fit(r) or (abs(r) > n).any() or (r == 0).any() for r in rows)
 
 
+#: (a class past the end makes torch's backward write outside its gradient: the heap
+#: corruption may abort the process later, in ember's phase)
 _CTC_KINDS = ("values", "values_nonfinite", "grad_values", "grad_values_nonfinite",
-              "ember_raises")
+              "ember_raises", "ember_timeout")
 
 
 def _half_matrix_exp(case):
@@ -840,14 +858,14 @@ TORCH_WRONG = (
      _group_norm_strided_params),
     *((n, ("grad_values", "grad_values_nonfinite"), _batch_norm_strided_weight)
       for n in ("batch_norm", "native_batch_norm", "nn.functional.batch_norm")),
-    ("ctc_loss", _CTC_KINDS, _ctc_target_out_of_range),
+    ("ctc_loss", _CTC_KINDS, _ctc_unspecified),
     ("linalg.ldl_solve", ("ember_timeout", "values", "values_nonfinite", "ember_raises",
                           "ember_no_raise"), _ldl_pivots_run_past),
     ("kron", ("ember_no_raise",), _transposed_operand),
     ("conv_tbc", ("ember_no_raise",), _transposed_operand),
     ("take_along_dim", ("ember_no_raise",), _transposed_operand),
     ("isin", ("ember_no_raise",), _transposed_operand),
-    ("nn.functional.ctc_loss", _CTC_KINDS, _ctc_target_out_of_range),
+    ("nn.functional.ctc_loss", _CTC_KINDS, _ctc_unspecified),
     ("matrix_exp", _NAN_GRID_KINDS, _half_matrix_exp),
     ("linalg.matrix_exp", _NAN_GRID_KINDS, _half_matrix_exp),
     ("lstm", KINDS, lambda case: _lstm_malformed_params(case)),
