@@ -1,0 +1,1 @@
+"""Empty stand-in: imported, never used, by nerf-pytorch's rendering code."""

@@ -1,0 +1,1 @@
+"""Empty stand-in: imported, never used, by the annotated transformer."""
