@@ -175,3 +175,19 @@ def test_half_batch_norm_as_torch(dt, params):
         # (the output and statistics bit for bit; gradients to the dtype's tolerance)
         np.testing.assert_allclose(a, b, rtol=0 if i < 3 and da != "float32" else tol[da],
                                    atol=0 if i < 3 else 1e-5)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("how", ["dim", "all", "F.normalize_norm"])
+def test_two_norm_gradient_bits_as_torch(dt, how):
+    # torch's formula divides first: (x / norm) * grad; x * (grad / norm) differed in a
+    # third of the elements' last bit in every dtype
+    fn = {"dim": lambda T, F, x: x.norm(dim=1, keepdim=True),
+          "all": lambda T, F, x: T.linalg.vector_norm(x),
+          "F.normalize_norm": lambda T, F, x: x.norm(p=2, dim=1)}[how]
+    ours, theirs = _both(fn, [(40, 10)], dt)
+    for a, b in zip(ours, theirs):
+        if dt in ("float32", "float64"):  # (the norm's own last bit: torch's summation order)
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
+        else:
+            np.testing.assert_array_equal(a, b)

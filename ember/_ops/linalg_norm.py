@@ -69,7 +69,7 @@ def _vnorm_vjp(g, x, *, out, ord, dim, keepdim):
         return g * sgn
     if ord == 2:
         safe = out + (out == 0)
-        return x * (g / safe)  # torch's order: |x| near the largest value stays finite
+        return x / safe * g  # torch's order (its bits; |x| / norm <= 1 stays finite)
     if ord in (_INF, -_INF):
         ax = x.abs()
         mask = (ax == out) | ax.isnan()  # a NaN element is where a NaN norm came from
