@@ -23,11 +23,12 @@ import importlib.util
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.compat._programs import assert_runs_match, driver_source
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_PARTY = Path(__file__).parent / "programs" / "third_party"
@@ -61,22 +62,9 @@ DRIVER = """
     import numpy as np
     import torch
 
-    out = {}
     TP = sys.argv[2]
     which = sys.argv[3].split(",")
     tmp = tempfile.mkdtemp()
-
-
-    def params(prefix, module, skip=()):
-        for n, p in module.named_parameters():
-            if not any(s in n for s in skip):
-                out[f"{prefix}_p_{n}"] = p.detach().numpy()
-
-
-    def grads(prefix, module, skip=()):
-        for n, p in module.named_parameters():
-            if p.grad is not None and not any(s in n for s in skip):
-                out[f"{prefix}_g_{n}"] = p.grad.numpy()
 
 
     if "llama2c" in which:
@@ -647,7 +635,7 @@ DRIVER = """
 
 def _both(tmp_path, which):
     driver = tmp_path / "driver.py"
-    driver.write_text(textwrap.dedent(DRIVER))
+    driver.write_text(driver_source(DRIVER))
     standin = tmp_path / "standin" / "torchvision"
     standin.mkdir(parents=True)
     (standin / "__init__.py").write_text(_TORCHVISION)
@@ -674,12 +662,4 @@ def _both(tmp_path, which):
 def test_research_repos_match_torch(which, needs, expected, tmp_path):
     if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
         pytest.skip(f"needs torch {' '.join(needs)}")
-    t, e = _both(tmp_path, which)
-    assert sorted(t) == sorted(e) and len(t) >= expected
-    for key in t:
-        if t[key].dtype.kind in "fc":
-            scale = max(1.0, float(np.abs(t[key]).max())) if t[key].size else 1.0
-            np.testing.assert_allclose(e[key], t[key], rtol=1e-4, atol=2e-5 * scale,
-                                       err_msg=key)
-        else:
-            np.testing.assert_array_equal(e[key], t[key], err_msg=key)
+    assert_runs_match(*_both(tmp_path, which), expected)

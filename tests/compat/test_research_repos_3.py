@@ -24,11 +24,12 @@ import importlib.util
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.compat._programs import assert_runs_match, driver_source
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "programs"
@@ -46,24 +47,11 @@ DRIVER = """
     import numpy as np
     import torch
 
-    out = {}
     TP = sys.argv[2]
     which = sys.argv[3].split(",")
     result = sys.argv[1]
     base = os.getcwd()
     NUM = r"-?\\d+\\.\\d+(?:e[-+]\\d+)?"  # a printed float
-
-
-    def params(prefix, module, skip=()):
-        for n, p in module.named_parameters():
-            if not any(s in n for s in skip):
-                out[f"{prefix}_p_{n}"] = p.detach().numpy()
-
-
-    def grads(prefix, module, skip=()):
-        for n, p in module.named_parameters():
-            if p.grad is not None and not any(s in n for s in skip):
-                out[f"{prefix}_g_{n}"] = p.grad.numpy()
 
 
     def source(path, subs):
@@ -446,7 +434,7 @@ DRIVER = """
 
 def _both(tmp_path, which):
     driver = tmp_path / "driver.py"
-    driver.write_text(textwrap.dedent(DRIVER))
+    driver.write_text(driver_source(DRIVER))
     path = [str(ROOT), str(PROGRAMS / "research_3_standins"), str(PROGRAMS / "torchvision_standin"),
             *filter(None, [os.environ.get("PYTHONPATH")])]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
@@ -486,12 +474,4 @@ def _both(tmp_path, which):
 def test_programs_match_torch(which, expected, tmp_path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("needs torch")
-    t, e = _both(tmp_path, which)
-    assert sorted(t) == sorted(e) and len(t) >= expected
-    for key in t:
-        if t[key].dtype.kind in "fc":
-            scale = max(1.0, float(np.abs(t[key]).max())) if t[key].size else 1.0
-            np.testing.assert_allclose(e[key], t[key], rtol=1e-4, atol=2e-5 * scale,
-                                       err_msg=key)
-        else:
-            np.testing.assert_array_equal(e[key], t[key], err_msg=key)
+    assert_runs_match(*_both(tmp_path, which), expected)

@@ -1,0 +1,62 @@
+"""What the research-program tests share: the driver prelude that records parameters and
+gradients, and the comparison of the two runs' saved arrays.
+
+Each ``test_research_repos*.py`` writes one driver script, runs it once on PyTorch and once
+under ``python -m ember.compat.run``, and loads the ``.npz`` each run saved.
+"""
+
+import textwrap
+
+import numpy as np
+
+#: the driver's opening lines: ``out`` (what the run saves) and the helpers that fill it
+DRIVER_PRELUDE = textwrap.dedent("""
+    out = {}
+
+
+    def params(prefix, module, skip=()):
+        for n, p in module.named_parameters():
+            if not any(s in n for s in skip):
+                out[f"{prefix}_p_{n}"] = p.detach().numpy()
+
+
+    def grads(prefix, module, skip=()):
+        for n, p in module.named_parameters():
+            if p.grad is not None and not any(s in n for s in skip):
+                out[f"{prefix}_g_{n}"] = p.grad.numpy()
+    """)
+
+
+def driver_source(body):
+    """A driver's text: the prelude (``out``, ``params``, ``grads``), then ``body``
+    dedented (a triple-quoted string indented in its test file).
+
+    Args:
+        body (str): the driver's own code.
+
+    Returns:
+        str: the script to run.
+    """
+    return DRIVER_PRELUDE + textwrap.dedent(body)
+
+
+def assert_runs_match(torch_run, ember_run, expected):
+    """The two runs saved the same keys (at least ``expected`` of them) and equal arrays:
+    floating ones to ``rtol=1e-4`` with an absolute tolerance that scales with the array's
+    largest entry (float32 gradients are sums of many terms: CLIP's positional-embedding
+    gradients reach ~1e2), the others exactly.
+
+    Args:
+        torch_run (dict): name -> array, as PyTorch's run saved them.
+        ember_run (dict): the same from ember's run.
+        expected (int): the fewest keys a complete run saves.
+    """
+    t, e = torch_run, ember_run
+    assert sorted(t) == sorted(e) and len(t) >= expected
+    for key in t:
+        if t[key].dtype.kind in "fc":
+            scale = max(1.0, float(np.abs(t[key]).max())) if t[key].size else 1.0
+            np.testing.assert_allclose(e[key], t[key], rtol=1e-4, atol=2e-5 * scale,
+                                       err_msg=key)
+        else:
+            np.testing.assert_array_equal(e[key], t[key], err_msg=key)
