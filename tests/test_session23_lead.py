@@ -191,3 +191,20 @@ def test_two_norm_gradient_bits_as_torch(dt, how):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
         else:
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["mul", "div", "add_expand", "normalize", "cosine"])
+def test_half_broadcast_gradients_summed_as_torch(dt, name):
+    # a broadcast operand's gradient is summed in float32 and rounded once (the engine's
+    # sum-to-shape summed bfloat16 in NumPy's bfloat16, rounding every partial sum)
+    fn, shapes = {
+        "mul": (lambda T, F, x, b: x * b, [(40, 10), (40, 1)]),
+        "div": (lambda T, F, x, b: x / b, [(40, 10), (40, 1)]),
+        "add_expand": (lambda T, F, x, b: x + b.expand(40, 10), [(40, 10), (1, 10)]),
+        "normalize": (lambda T, F, x: F.normalize(x, dim=1), [(4, 10)]),
+        "cosine": (lambda T, F, a, b: F.cosine_similarity(a, b), [(4, 10), (4, 10)]),
+    }[name]
+    ours, theirs = _both(fn, shapes, dt)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)

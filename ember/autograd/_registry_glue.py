@@ -6,6 +6,8 @@ private names; see NOTE [ Gradient metadata per input ] in ``_nodes.py``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._ops._registry import Op
 from .._ops.conversion import to_copy_op as cast_op  # noqa: F401  (re-exported)
 
@@ -14,7 +16,14 @@ def _sum_to_kernel(xp, a, *, shape, in_shape):
     lead = a.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, n in enumerate(shape) if n == 1 and a.shape[i + lead] != 1)
-    r = a.sum(axis=axes, keepdims=True) if axes else a
+    if not axes:
+        return xp.asarray(a).reshape(shape)
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV":
+        # float16/bfloat16 summed in float32 and rounded once, as torch's sum (NumPy's own
+        # reduction of bfloat16 rounds every partial sum)
+        r = a.sum(axis=axes, keepdims=True, dtype=np.float32).astype(a.dtype)
+    else:
+        r = a.sum(axis=axes, keepdims=True)
     return xp.asarray(r).reshape(shape)
 
 
