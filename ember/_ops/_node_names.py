@@ -305,6 +305,27 @@ def rename(result, name):
     return result
 
 
+def as_one_node(name, outputs, inputs, saved=None, shown=None):
+    """Show ``outputs`` of a call ember composes from several ops as made by one node named
+    ``name`` over torch's tensor arguments ``inputs`` (NOTE [ One node for a composite ] in
+    ember/autograd/_composite_node.py; ``saved`` and ``shown`` as its ``as_one_node``
+    takes them). Returns ``outputs``.
+
+    Example:
+        >>> import ember
+        >>> x = ember.ones(4, requires_grad=True)
+        >>> as_one_node("TwiceBackward0", x * 2, (x,)).grad_fn.name()
+        'TwiceBackward0'
+    """
+    one = _one_node[0]
+    if one is None:  # (imported once: the autograd package loads after the op families)
+        from ..autograd._composite_node import as_one_node as one
+
+        _one_node[0] = one
+    return one(name, outputs, inputs, saved, shown)
+
+
+_one_node = [None]
 _autograd_nodes = None
 
 
@@ -353,6 +374,8 @@ _SAVED_INPUTS = {
     "addcdiv": ("self", "tensor1", "tensor2"),
     "lerp": ("self", "end", "weight"),
     "_take_along": ("self", "indices"),  # max/min/sort/topk/kthvalue/mode/median(dim)
+    "scaled_dot_product_attention": {
+        "ScaledDotProductFlashAttentionForCpuBackward0": ("query", "key", "value")},
 }
 
 
@@ -406,6 +429,11 @@ _KEPT_EDGES = {
     "NllLossBackward0": (0,), "NllLoss2DBackward0": (0,),
     "BinaryCrossEntropyBackward0": (0, 1), "BinaryCrossEntropyWithLogitsBackward0": (0, 1),
     "NativeBatchNormBackward0": (0, 1, 2),
+    "ScaledDotProductFlashAttentionForCpuBackward0": (0, 1, 2),
+    # torch's Scalar overloads and losses whose target takes no gradient
+    "AddBackward1": (0,), "SubBackward1": (0,), "MulBackward1": (0,), "DivBackward1": (0,),
+    "SoftMarginLossBackward0": (0,), "MultiMarginLossBackward0": (0,),
+    "MultilabelMarginLossBackward0": (0,),
 }
 
 
@@ -435,11 +463,26 @@ def _linear_edges(node, nxt, shown):
     return nxt
 
 
+def _nll_edges(node, nxt, shown, log_softmax=False):
+    # torch's cross_entropy is nll_loss of log_softmax; an input of 3 or more dims but 4 is
+    # viewed to 4 dims for the image kernel, and an unreduced loss viewed back
+    edge = nxt[0]
+    if edge[0] is None:
+        return _keep(nxt, (0,))
+    if log_softmax:
+        edge = shown("LogSoftmaxBackward0", (edge,))
+    name = type(node).__name__
+    meta = node._meta_in[0] if node._meta_in else None
+    n = len(meta[0]) if meta is not None else 0
+    if name == "NllLoss2DBackward0" and n != 4:
+        return (shown("ViewBackward0", (edge,)),)
+    if name == "ViewBackward0":  # (unreduced, not 4 dims)
+        return (shown("NllLoss2DBackward0", (shown("ViewBackward0", (edge,)),)),)
+    return (edge,)
+
+
 def _cross_entropy_edges(node, nxt, shown):
-    # torch's cross_entropy is nll_loss of log_softmax
-    if type(node).__name__ in ("NllLossBackward0", "NllLoss2DBackward0"):
-        return (shown("LogSoftmaxBackward0", (nxt[0],)),)
-    return _keep(nxt, (0,))
+    return _nll_edges(node, nxt, shown, True)
 
 
 def _getitem_edges(node, nxt, shown):
@@ -460,6 +503,7 @@ def _reshape_copy_edges(node, nxt, shown):
 
 
 _EDGE_SHAPES = {"linear": _linear_edges, "cross_entropy_loss": _cross_entropy_edges,
+                "nll_loss": _nll_edges,
                 "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges}
 
 

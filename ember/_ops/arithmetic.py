@@ -660,13 +660,20 @@ def _pow_vjp(g, a, b, *, out, needs_input_grad):
         if _nonzero_number(b):  # ``x ** 2``: the exponent's arithmetic stays on the host
             e = b._data.item()
             ga = g * _conj(a ** (e - 1) * e)
+        elif _is_host_number(b):
+            # ``x ** 0``: zeros outside the graph, as PyTorch's (so ``x ** 2``'s third
+            # derivative needs no grad, as torch's)
+            from .creation import zeros_like
+
+            ga = zeros_like(a)
         else:
             # a zero exponent has a zero gradient even at a == 0 (not 0 * inf), as in PyTorch
             ga = where(b == 0, 0.0, g * _conj(b * a ** (b - 1)))
     if need_b:
         # d/db a**b = a**b * log(a); define it as 0 where a == 0 and b >= 0, as PyTorch does
         gb = g * _conj(out * a.log())
-        if gb._data.dtype.kind != "c":
+        if gb._data.dtype.kind != "c" and not _nonzero_number(a):  # (``2 ** x``: torch's
+            # product alone)
             gb = where((a == 0) & (b >= 0), 0.0, gb)
     return ga, gb
 
@@ -676,6 +683,13 @@ def _nonzero_number(b):
     no device sync: such operands are 0-dim NumPy arrays)."""
     d = b._data
     return not b._rg and type(d) is np.ndarray and d.ndim == 0 and bool(d != 0)
+
+
+def _is_host_number(b):
+    """Whether ``b`` came from a Python number (a 0-dim host array needing no grad)."""
+    d = b._data
+    return not b._rg and type(d) is np.ndarray and d.ndim == 0 and \
+        getattr(b, "_wrapped_number", False)
 
 
 def _exponent_needs_grad(inputs, params):

@@ -61,6 +61,7 @@ from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
 from .linalg import upcast_lowp
+from . import _node_names
 from ._memory_format import keep_layout
 from ._registry import Op, observing_profiler, public, recorded_as
 from .indexing import multilinear_jvp  # forward-mode rules
@@ -1081,7 +1082,14 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
                         padding=padding, dilation=dilation, groups=groups)
     if bias is not None:
         y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)  # (torch casts the bias)
-    return keep_layout(y, x, weight) if batched else y.squeeze(0)
+    y = keep_layout(y, x, weight)
+    if y._grad_fn is not None:  # one node, as torch's (NOTE [ One node for a composite ])
+        y = _node_names.as_one_node("ConvolutionBackward0", y, (x, weight, bias), {
+            "input": x, "weight": weight, "stride": stride, "padding": padding,
+            "dilation": dilation, "output_padding": output_padding, "groups": groups,
+            "transposed": True, "bias_sym_sizes_opt": (0,) if bias is None else
+            tuple(bias.shape)})
+    return y if batched else y.squeeze(0)
 
 
 # ------------------------------------------------------------------------------------------------

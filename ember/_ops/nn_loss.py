@@ -787,8 +787,9 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
         >>> ember.pairwise_distance(ember.tensor([[0.0, 0.0]]), ember.tensor([[3.0, 4.0]]))
         tensor([5.0000])
     """
-    d = x1 - x2 + eps
-    return d.norm(p=p, dim=-1, keepdim=keepdim)
+    # (torch's nodes: a Scalar add, then norm's ScalarOpt_dim overload; NOTE [ Node names ])
+    d = _node_names.rename(x1 - x2 + eps, "AddBackward1")
+    return _node_names.rename(d.norm(p=p, dim=-1, keepdim=keepdim), "NormBackward1")
 
 
 @public(method=False)
@@ -835,13 +836,16 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     reduction = reduction_enum(reduction, size_average, reduce)
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
-    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    mag = (_node_names.rename((input1 * input1).sum(-1) + eps, "AddBackward1")
+           * _node_names.rename((input2 * input2).sum(-1) + eps, "AddBackward1"))
     cos = prod / mag.sqrt()
     # PyTorch's two selections, each against zeros: a target other than 1 and -1 gives 0
     # even where cos is NaN
     zeros = full_like(cos, 0)
-    loss = (where(target == 1, 1 - cos, zeros)
-            + where(target == -1, (cos - margin).clamp_min(0), zeros))
+    # (torch's nodes: ``1 - cos`` a Tensor sub, ``cos - margin`` a Scalar one)
+    loss = (where(target == 1, _node_names.rename(1 - cos, "SubBackward0"), zeros)
+            + where(target == -1, _node_names.rename(cos - margin, "SubBackward1").clamp_min(0),
+                    zeros))
     return _reduce(loss, reduction)
 
 
@@ -858,7 +862,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+    shifted = _node_names.rename(margin + d_pos, "AddBackward1")  # (torch's Scalar add)
+    return _reduce((shifted - d_neg).clamp_min(0), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,

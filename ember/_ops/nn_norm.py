@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
+from . import _node_names
 from ._memory_format import keep_layout
 from ._registry import Op, public, recorded_as
 from .linalg import channel_sums, col_sums, row_sums
@@ -763,7 +764,13 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, *, _verify=T
         if size[0] * math.prod(size[2:]) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {size}")
-    return keep_layout(_group_norm(input, num_groups, weight, bias, eps), input)
+    y = keep_layout(_group_norm(input, num_groups, weight, bias, eps), input)
+    if y._grad_fn is None:
+        return y
+    # one node, as torch's (NOTE [ One node for a composite ]); its mean and rstd are not shown
+    return _node_names.as_one_node("NativeGroupNormBackward0", y, (input, weight, bias), {
+        "input": input, "weight": weight, "N": n, "C": c, "HxW": input.numel() // max(n * c, 1),
+        "group": num_groups, "eps": eps})
 
 
 def _group_norm(input, num_groups, weight, bias, eps):
@@ -889,7 +896,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = _dt.finfo(opmath).eps
     dims = list(range(input.dim() - nd, input.dim()))
     up = input.to(opmath)
-    y = up * (up * up).mean(dims, keepdim=True).add(eps).rsqrt()
+    # (torch's nodes: a power and a Scalar add, NOTE [ Node names ])
+    y = up * _node_names.rename(up.pow(2).mean(dims, keepdim=True).add(eps),
+                                "AddBackward1").rsqrt()
     if weight is not None:
         y = y * weight
     return y.to(input.dtype)

@@ -14,17 +14,19 @@ import weakref
 import numpy as np
 
 from .. import _dispatch, _kernels, _parallel
+from .._kernels import _blas
 from .._core import dtype as _dt
 from .._core.checks import check_range, wrap_dim
 from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, elementwise_inplace, unary
 from ._memory_format import follow as _follow, row_major_kernel as _follow_kernel
+from . import _node_names
 from ._registry import Op, public, recorded_as
 from ._xp_compat import ufunc_at
 from .indexing import grad_linked_to, linear_jvp, multilinear_jvp  # forward-mode rules
 from .nn_checks import kernel_dtype, no_complex_autograd, type_name_in_check
 from .creation import zeros_like
-from .linalg import _LOWP, gemm, outer_op, row_sums, upcast_lowp
+from .linalg import _LOWP, _contiguous, gemm, outer_op, row_sums, upcast_lowp
 from .pointwise import opmath
 from .shape import broadcast_tensors
 from .ranges import arange
@@ -635,7 +637,12 @@ def _log_softmax_with_dim(input, dim, dtype=None):
 
 
 def _affine(xp, x, w, b):
-    out = gemm(xp, x, w.T)
+    if (xp is np and x.ndim == 2 and x.dtype.char in "fd" and w.dtype is x.dtype
+            and x.shape[0] * w.shape[0] * x.shape[1] < _blas._BLAS_OWN_LIMIT
+            and _contiguous(x) and _contiguous(w)):
+        out = x.dot(w.T)  # NOTE [ Small products by dot ] in linalg.py: gemm's very bits
+    else:
+        out = gemm(xp, x, w.T)
     if b is not None:
         out += b
     return out
@@ -1216,14 +1223,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             shape = [1] * input.dim()
             shape[class_dim] = c
             per = per * weight.reshape(shape)
-        loss = -per.sum(class_dim)
+        # (torch's steps and nodes: the reductions sum every score at once, the mean then
+        # divides by a number, ``DivBackward1``)
         if reduction == "none":
-            return loss
+            return -per.sum(class_dim)
         if reduction == "sum":
-            return loss.sum()
+            return -per.sum()
         if not input.numel():  # torch's mean of no scores is NaN, whatever the batch
-            return loss.sum() * float("nan")
-        return loss.sum() / (loss.numel() if loss.dim() else 1) if input.dim() > 1 else loss
+            return -per.sum() * float("nan")
+        return _node_names.rename(-per.sum() / (input.numel() // c), "DivBackward1")
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing > 0:
         c = input.shape[class_dim]
@@ -1244,7 +1252,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             smooth_red = smooth.sum() / wsum.sum()
         else:
             smooth_red = smooth.sum() / valid.sum()
-        loss = loss * (1 - label_smoothing) + smooth_red * (label_smoothing / max(c, 1))
+        # (torch's Scalar products, ``MulBackward1``)
+        loss = _node_names.rename(loss * (1 - label_smoothing), "MulBackward1") + \
+            _node_names.rename(smooth_red * (label_smoothing / max(c, 1)), "MulBackward1")
     return loss
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._kernels import _blas
+from . import _node_names
 from ._registry import Op, observing_profiler, public
 from .join import cat, stack
 from .linalg import col_sums
@@ -201,7 +202,47 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         args = (input, hx, w_ih, w_hh, b_ih, b_hh)
         return session.composite("aten::lstm_cell", lambda: (input, list(hx)) + args[2:],
                                  _profiled_lstm, args, {})
-    return _lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return _lstm_cell_nodes(_lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh),
+                            input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def _lstm_cell_nodes(out, input, hx, w_ih, w_hh, b_ih, b_hh):
+    """``lstm_cell``'s results under the nodes of PyTorch's CPU cell, which composes it
+    (``h'`` a ``MulBackward0``, ``c'`` an ``AddBackward0``, over sigmoids and tanhs of an
+    ``UnsafeSplitBackward0`` of the summed products): ember's one fused node still computes
+    the gradients (NOTE [ One node for a composite ] in ember/autograd/_composite_node.py)."""
+    h2, c2 = out
+    if c2._grad_fn is None or h2._grad_fn is None:
+        return out
+    args = (input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh)
+    split = []
+
+    def gates(e, step):
+        if not split:  # (one split for both results' graphs, as torch's)
+            x, h, _, wi, wh, bi, bh = e
+
+            def product(b, a, w, bias):
+                wt = step("TBackward0", (w,))
+                return step("AddmmBackward0", (b, a, wt)) if bias is not None else \
+                    step("MmBackward0", (a, wt))
+            summed = step("AddBackward0", (product(bh, h, wh, b_hh), product(bi, x, wi, b_ih)))
+            node = step("UnsafeSplitBackward0", (summed,))[0]
+            split.extend((node, k) for k in range(4))
+        return split
+
+    def c_steps(e, step):
+        i, f, g, _ = gates(e, step)
+        return (step("MulBackward0", (step("SigmoidBackward0", (f,)), e[2])),
+                step("MulBackward0", (step("SigmoidBackward0", (i,)),
+                                      step("TanhBackward0", (g,)))))
+
+    c2 = _node_names.as_one_node("AddBackward0", c2, args, shown=c_steps)
+    c_edge = (c2._grad_fn, c2._out_nr)
+
+    def h_steps(e, step):
+        return (step("SigmoidBackward0", (gates(e, step)[3],)), step("TanhBackward0", (c_edge,)))
+
+    return _node_names.as_one_node("MulBackward0", h2, args, shown=h_steps), c2
 
 
 def _profiled_lstm(input, hx, w_ih, w_hh, b_ih, b_hh):
@@ -302,16 +343,18 @@ def unsafe_chunks(session, t, n):
 
 
 def _gru_steps(input, hx, w_ih, w_hh, b_ih, b_hh):
+    from .join import unsafe_chunk
     from .nn_ops import linear
 
     xw = linear(input, w_ih, b_ih)
     hw = linear(hx, w_hh, b_hh)
-    x_r, x_z, x_n = xw.chunk(3, 1)
-    h_r, h_z, h_n = hw.chunk(3, 1)
-    r = (x_r + h_r).sigmoid()
-    z = (x_z + h_z).sigmoid()
-    n = (x_n + r * h_n).tanh()
-    return n + z * (hx - n)
+    x_r, x_z, x_n = unsafe_chunk(xw, 3, 1)
+    h_r, h_z, h_n = unsafe_chunk(hw, 3, 1)
+    # (operands and chunks in the order of PyTorch's CPU cell, whose graph inspecting code reads)
+    r = (h_r + x_r).sigmoid()
+    z = (h_z + x_z).sigmoid()
+    n = (x_n + h_n * r).tanh()
+    return (hx - n) * z + n
 
 
 @public(method=False)
@@ -340,7 +383,7 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     if session is not None:
         return _profiled_cell(session, "aten::rnn_tanh_cell", lambda t: t.tanh(),
                               input, hx, w_ih, w_hh, b_ih, b_hh)
-    return (linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)).tanh()
+    return (linear(hx, w_hh, b_hh) + linear(input, w_ih, b_ih)).tanh()  # (torch's order)
 
 
 @public(method=False)
@@ -369,7 +412,7 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     if session is not None:
         return _profiled_cell(session, "aten::rnn_relu_cell", relu,
                               input, hx, w_ih, w_hh, b_ih, b_hh)
-    return relu(linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh))
+    return relu(linear(hx, w_hh, b_hh) + linear(input, w_ih, b_ih))  # (torch's order)
 
 
 def _profiled_cell(session, name, act, input, hx, w_ih, w_hh, b_ih, b_hh):

@@ -13,7 +13,9 @@ import math
 import numpy as np
 
 from .. import _dispatch
+from .._core import dtype as _dt
 from .._core.tensor import Tensor
+from . import _node_names
 from ._memory_format import keep_layout
 from ._registry import Op, public, recorded_as
 from .indexing import linear_jvp  # forward-mode rules
@@ -68,7 +70,10 @@ def _cubic(t, a=-0.75):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-def _resample_dim(x, dim, out_size, scale, mode, align_corners):
+def _resample_dim(x, dim, out_size, scale, mode, align_corners, half=None):
+    """``x`` resampled along ``dim``; ``half``: the float16/bfloat16 type a linear or
+    trilinear call's fractions are rounded to (torch's 1-d and 3-d kernels hold them in the
+    input's type, its bilinear and bicubic ones in float32)."""
     in_size = x.shape[dim]
     src = _source_coords(out_size, in_size, scale, align_corners, mode)
     if mode in ("nearest", "nearest-exact"):
@@ -84,11 +89,16 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners):
         return out
     i0 = np.floor(src)
     lam = src - i0
+    if half is not None:
+        lam = lam.astype(half).astype(np.float64)
+        rest = (1 - lam).astype(half).astype(np.float64)
+    else:
+        rest = 1 - lam
     i1 = np.minimum(i0 + 1, in_size - 1)
     i0 = np.minimum(i0, in_size - 1)
     lo = x.index_select(dim, _index(i0, x))
     hi = x.index_select(dim, _index(i1, x))
-    return lo * _weights(1 - lam, x, dim, x.dim()) + hi * _weights(lam, x, dim, x.dim())
+    return lo * _weights(rest, x, dim, x.dim()) + hi * _weights(lam, x, dim, x.dim())
 
 
 # NOTE [ Separable taps with renormalised weights ]
@@ -390,15 +400,39 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         for i in range(nd)[::-1]:
             if out[i] != spatial[i]:
                 x = _antialias_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
-        return keep_layout(x, input)  # NOTE [ Result layout ]
-    x = input
+        return _upsample_node(keep_layout(x, input), input, mode, out, scales,  # NOTE [ Result
+                              align_corners, True)                              # layout ]
+    # float16/bfloat16 resampled in float32 and rounded once, as torch's kernels do
+    x = input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input
     # the last dim first, as PyTorch's kernels nest their taps (which sums meet an inf first
     # decides inf against NaN)
+    half = input._data.dtype if x is not input and mode in ("linear", "trilinear") else None
     for i in range(nd)[::-1]:
         if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
-            x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners)
+            x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners, half)
+    x = x.to(input.dtype)
     # a new tensor even when nothing moves, in the input's layout (NOTE [ Result layout ])
-    return keep_layout(input.clone() if x is input else x, input)
+    return _upsample_node(keep_layout(input.clone() if x is input else x, input), input, mode,
+                          out, scales, align_corners, False)
+
+
+def _upsample_node(y, input, mode, out, scales, align_corners, antialias):
+    """``y`` under the one node torch's upsampling op records (NOTE [ One node for a
+    composite ] in ember/autograd/_composite_node.py), with its saved values."""
+    if y._grad_fn is None:
+        return y
+    nd = len(out)
+    kind = _MODE_OPS[mode][0].format(nd).split("::_")[-1].split("::")[-1]
+    name = "".join(w[:1].upper() + w[1:] for w in kind.replace(f"{nd}d", f"{nd}D").split("_"))
+    saved = {"output_size": tuple(out), "self_sym_sizes": tuple(input.shape)}
+    if _MODE_OPS[mode][1]:
+        saved["align_corners"] = align_corners
+    for axis, s in zip(("scales",) if nd == 1 else ("scales_d", "scales_h", "scales_w")[-nd:],
+                       scales):
+        saved[axis] = s
+    if antialias and not name.endswith("Aa"):
+        name += "Aa"
+    return _node_names.as_one_node(name + "Backward0", y, (input,), saved)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -425,6 +459,18 @@ def _reflect(coord, lo, hi):
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample ``input`` (N, C, *in) at the normalised coordinates ``grid`` (N, *out, nd)."""
+    y = _grid_sample(input, grid, mode, padding_mode, align_corners)
+    if y._grad_fn is None:
+        return y
+    # one node, as torch's (NOTE [ One node for a composite ])
+    return _node_names.as_one_node(
+        f"GridSampler{input.dim() - 2}DBackward0", y, (input, grid),
+        {"input": input, "grid": grid, "align_corners": bool(align_corners),
+         "interpolation_mode": GRID_SAMPLE_INTERPOLATION_MODES[mode],
+         "padding_mode": GRID_SAMPLE_PADDING_MODES[padding_mode]})
+
+
+def _grid_sample(input, grid, mode, padding_mode, align_corners):
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -728,8 +774,10 @@ def pixel_shuffle(input, upscale_factor):
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     nl = len(lead)
     perm = list(range(nl)) + [nl, nl + 3, nl + 1, nl + 4, nl + 2]
-    # NOTE [ Result layout ]
-    return keep_layout(x.permute(perm).reshape(*lead, c // (r * r), h * r, w * r), input)
+    # NOTE [ Result layout ]; one node (NOTE [ One node for a composite ])
+    y = keep_layout(x.permute(perm).reshape(*lead, c // (r * r), h * r, w * r), input)
+    return _node_names.as_one_node("PixelShuffleBackward0", y, (input,),
+                                   {"upscale_factor": r})
 
 
 @public(method=False)
@@ -763,8 +811,10 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     nl = len(lead)
     perm = list(range(nl)) + [nl, nl + 2, nl + 4, nl + 1, nl + 3]
-    # NOTE [ Result layout ]
-    return keep_layout(x.permute(perm).reshape(*lead, c * r * r, h // r, w // r), input)
+    # NOTE [ Result layout ]; one node (NOTE [ One node for a composite ])
+    y = keep_layout(x.permute(perm).reshape(*lead, c * r * r, h // r, w // r), input)
+    return _node_names.as_one_node("PixelUnshuffleBackward0", y, (input,),
+                                   {"downscale_factor": r})
 
 
 @public(method=False)

@@ -911,7 +911,9 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     _warn_dof("var_mean", input, d, c)
     v = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": False})
-    return v, _running_mean(input, d, keepdim)  # (no out= form: torch has none)
+    # (no out= form: torch has none; one node, as torch's: NOTE [ One node for a composite ])
+    return _one_moments_node("VarMeanBackward0", (v, _running_mean(input, d, keepdim)),
+                             input, dim, unbiased, keepdim, correction, d, c)
 
 
 @public(method=False)
@@ -926,7 +928,21 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     _warn_dof("std_mean", input, d, c)
     s = _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
                                   "take_sqrt": True})
-    return s, _running_mean(input, d, keepdim)  # (no out= form: torch has none)
+    return _one_moments_node("StdMeanBackward0", (s, _running_mean(input, d, keepdim)),
+                             input, dim, unbiased, keepdim, correction, d, c)
+
+
+def _one_moments_node(name, outs, input, dim, unbiased, keepdim, correction, d, c):
+    """var_mean's and std_mean's results under one node with torch's saved values (its
+    ``correction`` is None for the overload that takes it and got none)."""
+    if outs[0]._grad_fn is None:
+        return outs
+    given = correction is not None or dim is None and unbiased is None
+    saved = {"self": input, "dim": d, "keepdim": keepdim, "correction": correction if given
+             else c}
+    if name == "StdMeanBackward0":
+        saved["result0"] = lambda node: node._next[0][0]._saved_result
+    return _node_names.as_one_node(name, outs, (input,), saved)
 
 
 def _moments_call(input, dim, unbiased, keepdim, correction):
@@ -1194,6 +1210,11 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     kd = keepdim and d is not None or keepdim
     lo = _apply(amax_op, (input,), {"dim": d, "keepdim": kd, "largest": False})
     hi = _apply(amax_op, (input,), {"dim": d, "keepdim": kd, "largest": True})
+    if lo._grad_fn is not None:  # NOTE [ One node for a composite ]
+        _node_names.as_one_node("AminmaxBackward0", (lo, hi), (input,), {
+            "self": input, "dim": None if d is None else d[0], "keepdim": keepdim,
+            "min": lambda node: node._next[0][0]._saved_result,
+            "max": lambda node: node._next[1][0]._saved_result})
     if out is not None:
         _dispatch.write_out("aminmax", out, (lo, hi))
         lo, hi = out
