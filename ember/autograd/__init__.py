@@ -98,8 +98,8 @@ class Variable(metaclass=_VariableMeta):
             if requires_grad:
                 raise ValueError("Variable can't be volatile and require_grad at the same time!")
         out = data.detach()
-        if requires_grad:
-            out.requires_grad_(True)
+        if requires_grad:  # (a constructor's refusal wording, as torch's Variable)
+            out.requires_grad_(True, _refusal=_tensor_mod.CONSTRUCTOR_REFUSAL)
         return out
 
 
