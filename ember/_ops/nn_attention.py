@@ -540,7 +540,8 @@ def _sdpa_jvp(x_dots, q, k, v, mask, *, scale, out):
                 else s + mask
         p = s.softmax(-1)
     else:
-        p = out[1].to(q.dtype)  # (float32 for half operands, see the NOTE above)
+        # float32 for half operands: NOTE [ Half attention as torch's CPU kernel ]
+        p = out[1].to(q.dtype)
     ds = None
     if qd is not None:
         ds = (qd @ k.transpose(-1, -2)) * scale
