@@ -397,6 +397,8 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS, even=True, key=None):
 # takes the calls away from products (softmax rows, the kernels bench, the sums), and a
 # training step is where it was without the pool (LSTM LM 0.98-1.01x, GPT 1.00-1.01x the
 # pool-off step, same process, alternating).
+# Where ember has shortened the poll to ~0.4 ms (NOTE [ Short polling for OpenBLAS's
+# workers ]), ``BLAS_POLL_S`` is 0 and nothing declines for it any more.
 
 #: [whether this process may launch numba's pool: False in a forked child]
 _native_usable = [True]
@@ -477,9 +479,71 @@ SPLIT_MIN_WORK = 1 << 62 if os.environ.get("EMBER_BATCH_PIECES") == "0" else 1 <
 # waking the workers before every convolution. A process that never qualifies for pieces
 # (an MLP, a transformer) keeps its two-thread products.
 
-#: the workers poll this long after a product split over their threads (2**28 cycles at
-#: 2.3 GHz, NOTE [ Side products on one thread ] in ember/_kernels/_blas.py)
+# NOTE [ Short polling for OpenBLAS's workers ]
+# After a product split over its threads, each OpenBLAS worker polls for the next one for
+# 2**28 cycles (0.1 s; NOTE [ Side products on one thread ] in ember/_kernels/_blas.py),
+# holding the second core: for that long ember's own two-thread kernels (batch pieces, the
+# numba pool) must decline or share a core with it, and in a transformer, with a product
+# every few milliseconds, that is always: a GPT step ran its attention, layer norms and
+# GELUs on one core. OpenBLAS reads how long its workers poll (``OPENBLAS_THREAD_TIMEOUT``,
+# log2 of the cycles) when it starts its threads, and NumPy starts them before ember can set
+# the variable; so at import ember sets it for the moment of one call to OpenBLAS's own
+# ``openblas_read_env`` and stops the workers (``blas_thread_shutdown_``), which the next
+# product starts again with the short timeout (``_short_blas_polling``). 2**20 cycles
+# (0.4 ms here) still covers back-to-back products: the bench GPT step, in-process,
+# alternating, 2-CPU EPYC at load ~1: 2**28 162.5 ms (process CPU 324 ms), 2**20 152.3 ms
+# (284 ms), 2**18 152.3 ms; LSTM LM 92.0 / 91.6 / 92.6 ms (2**16: 99.4, the per-step
+# products' wake-ups), MLP 4.0 / 4.0 / 4.3 ms, MNIST CNN and ResNet-18 unchanged. With so
+# short a poll, ember's kernels no longer wait for it to end (``BLAS_POLL_S`` 0): declining
+# pieces and the pool for 0.5 ms after each product made the GPT step 155-175 ms against
+# 146-165 without (three runs, alternating). Left as it was where the user set
+# ``OPENBLAS_THREAD_TIMEOUT``, with ``EMBER_BLAS_POLL=0``, or for a BLAS without those
+# entry points (then the long window below stays).
+
+#: log2 of the cycles OpenBLAS's workers poll for, once ember has set it
+BLAS_POLL_LOG2 = 20
+#: the workers poll this long after a product split over their threads: 2**28 cycles at
+#: 2.3 GHz unless ``_short_blas_polling`` shortened it
 BLAS_POLL_S = 0.12
+
+
+def _short_blas_polling():
+    """Shorten the polling of the OpenBLAS libraries loaded now (NOTE [ Short polling for
+    OpenBLAS's workers ]); returns the paths of those it changed."""
+    if os.environ.get("OPENBLAS_THREAD_TIMEOUT") or os.environ.get("EMBER_BLAS_POLL") == "0":
+        return []
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split(None, 5)[5].strip() for line in f
+                            if "openblas" in line.rsplit("/", 1)[-1].lower()
+                            and len(line.split(None, 5)) == 6})
+    except OSError:  # not Linux: nothing to do
+        return []
+    import ctypes
+
+    done = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+            read_env, timeout = lib.openblas_read_env, lib.openblas_thread_timeout
+            shutdown = lib.blas_thread_shutdown_
+        except (OSError, AttributeError):
+            continue
+        timeout.restype = ctypes.c_int
+        os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(BLAS_POLL_LOG2)
+        try:
+            read_env()
+            ok = timeout() == BLAS_POLL_LOG2
+        finally:
+            del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+        if ok:
+            shutdown()  # (the next product starts the workers with the short timeout)
+            done.append(path)
+    return done
+
+
+if _short_blas_polling():
+    BLAS_POLL_S = 0.0
 #: [the time (time.monotonic) until which OpenBLAS's workers poll]
 _polling_until = [0.0]
 #: [the last time a split_batch call qualified for pieces]

@@ -83,7 +83,8 @@ def test_held_product_leaves_the_workers_idle(two_threads):
     assert _parallel._polling_until[0] == 0.0
 
 
-def test_split_batch_declines_while_the_workers_poll(two_threads):
+def test_split_batch_declines_while_the_workers_poll(two_threads, monkeypatch):
+    monkeypatch.setattr(_parallel, "BLAS_POLL_S", 0.12)  # (a BLAS whose workers poll long)
     _parallel.blas_split()
     assert _parallel.split_batch(lambda lo, hi: (lo, hi), 4, 1 << 40) is None
     assert _parallel.pieces_wanted()

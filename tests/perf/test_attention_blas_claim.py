@@ -49,13 +49,15 @@ def test_split_batch_without_claim_leaves_products_on_every_thread(two_threads):
     assert not _blas.one_thread(1024, 256, 256)
 
 
-def test_split_batch_declined_without_claim_claims_nothing(two_threads):
+def test_split_batch_declined_without_claim_claims_nothing(two_threads, monkeypatch):
+    monkeypatch.setattr(_parallel, "BLAS_POLL_S", 0.12)  # (a BLAS whose workers poll long)
     _parallel.blas_split()   # the workers poll: pieces declined
     assert _parallel.split_batch(lambda lo, hi: (lo, hi), 4, 1 << 40, claim=False) is None
     assert not _parallel.pieces_wanted()
 
 
-def test_split_batch_claims_by_default(two_threads):
+def test_split_batch_claims_by_default(two_threads, monkeypatch):
+    monkeypatch.setattr(_parallel, "BLAS_POLL_S", 0.12)  # (a BLAS whose workers poll long)
     _parallel.blas_split()
     assert _parallel.split_batch(lambda lo, hi: (lo, hi), 4, 1 << 40) is None
     assert _parallel.pieces_wanted()
