@@ -398,7 +398,7 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS, even=True, key=None):
 # training step is where it was without the pool (LSTM LM 0.98-1.01x, GPT 1.00-1.01x the
 # pool-off step, same process, alternating).
 # Where ember has shortened the poll to ~0.4 ms (NOTE [ Short polling for OpenBLAS's
-# workers ]), ``BLAS_POLL_S`` is 0 and nothing declines for it any more.
+# workers ]), so has the window in which it declines.
 
 #: [whether this process may launch numba's pool: False in a forked child]
 _native_usable = [True]
@@ -493,12 +493,13 @@ SPLIT_MIN_WORK = 1 << 62 if os.environ.get("EMBER_BATCH_PIECES") == "0" else 1 <
 # (0.4 ms here) still covers back-to-back products: the bench GPT step, in-process,
 # alternating, 2-CPU EPYC at load ~1: 2**28 162.5 ms (process CPU 324 ms), 2**20 152.3 ms
 # (284 ms), 2**18 152.3 ms; LSTM LM 92.0 / 91.6 / 92.6 ms (2**16: 99.4, the per-step
-# products' wake-ups), MLP 4.0 / 4.0 / 4.3 ms, MNIST CNN and ResNet-18 unchanged. With so
-# short a poll, ember's kernels no longer wait for it to end (``BLAS_POLL_S`` 0): declining
-# pieces and the pool for 0.5 ms after each product made the GPT step 155-175 ms against
-# 146-165 without (three runs, alternating). Left as it was where the user set
-# ``OPENBLAS_THREAD_TIMEOUT``, with ``EMBER_BLAS_POLL=0``, or for a BLAS without those
-# entry points (then the long window below stays).
+# products' wake-ups), MLP 4.0 / 4.0 / 4.3 ms, MNIST CNN and ResNet-18 unchanged. The window
+# in which ember's pool and pieces decline (``BLAS_POLL_S``) shrinks to match: never
+# declining made the cross entropy right after the GPT's head product 0.9 ms instead of
+# 0.1 (its pool call waiting out the poll), declining for 0.1 s kept every other kernel of
+# the step on one core (the step 199 ms against 156 under the profiler). Left as it was
+# where the user set ``OPENBLAS_THREAD_TIMEOUT``, with ``EMBER_BLAS_POLL=0``, or for a BLAS
+# without those entry points (then the long window below stays).
 
 #: log2 of the cycles OpenBLAS's workers poll for, once ember has set it
 BLAS_POLL_LOG2 = 20
@@ -543,7 +544,7 @@ def _short_blas_polling():
 
 
 if _short_blas_polling():
-    BLAS_POLL_S = 0.0
+    BLAS_POLL_S = (1 << BLAS_POLL_LOG2) / 2.0e9  # (2**20 cycles at 2 GHz or faster)
 #: [the time (time.monotonic) until which OpenBLAS's workers poll]
 _polling_until = [0.0]
 #: [the last time a split_batch call qualified for pieces]

@@ -62,7 +62,7 @@ def test_import_shortens_the_poll_and_changes_nothing_else():
     if not r["timeouts"]:
         pytest.skip("no OpenBLAS with the entry points loaded here")
     assert r["timeouts"] == [_parallel.BLAS_POLL_LOG2] * len(r["timeouts"])
-    assert r["poll_s"] == 0.0
+    assert 0 < r["poll_s"] < 0.01     # the window ember declines pieces in, to match
     assert r["env"] is None            # the variable was set only for the one read
     assert r["threads"][0] == r["threads"][1]   # thread counts as they were
     assert r["same"]                   # one and two threads: the same product bits
