@@ -67,10 +67,19 @@ def _check_enabled(value):
 
 
 def _check_strategy(value):
-    # Without opt_einsum PyTorch stores any strategy unchecked; with it, only the known ones.
-    if is_available() and value not in _STRATEGIES:
-        raise ValueError(f"opt_einsum.strategy must be one of {list(_STRATEGIES)}, but got "
-                         f"{value!r}")
+    # ``set_flags`` checks a strategy as PyTorch's does; a plain assignment to
+    # ``opt_einsum.strategy`` stores any value unchecked there (timm's Kron optimizer sets
+    # opt_einsum's own "auto-hq" that way), and so here
+    if not is_available():
+        raise ValueError(f"opt_einsum is not available, so setting `strategy` to {value} will "
+                         "not be meaningful. Install opt_einsum or leave `strategy` unset.")
+    if not _state["enabled"]:
+        raise ValueError(f"opt_einsum is not enabled, so setting a `strategy` to {value} will "
+                         "not be meaningful. Set `enabled` to True as well, or leave "
+                         "`strategy` unset.")
+    if value not in _STRATEGIES:
+        raise ValueError("`strategy` must be one of the following: [auto, greedy, optimal] "
+                         f"but is {value}")
 
 
 def set_flags(_enabled=None, _strategy=None):
@@ -93,6 +102,7 @@ def set_flags(_enabled=None, _strategy=None):
     if _enabled is not None:
         module.enabled = _enabled
     if _strategy is not None:
+        _check_strategy(_strategy)
         module.strategy = _strategy
     return old
 
@@ -123,5 +133,5 @@ def flags(enabled=None, strategy=None):
 
 settings_module(__name__, {
     "enabled": value_setting("enabled", _state, _check_enabled),
-    "strategy": value_setting("strategy", _state, _check_strategy),
+    "strategy": value_setting("strategy", _state),
 })

@@ -173,3 +173,27 @@ def test_set_float32_matmul_precision_unknown_warns():
         warnings.simplefilter("always")
         ember.set_float32_matmul_precision("bogus")
     assert w and ember.get_float32_matmul_precision() == "highest"
+
+
+def test_opt_einsum_strategy_assignment_unchecked_set_flags_checked():
+    # as PyTorch: timm's Kron optimizer assigns opt_einsum's own "auto-hq" directly
+    oe = ember.backends.opt_einsum
+    old = oe.strategy
+    try:
+        oe.strategy = "auto-hq"
+        assert oe.strategy == "auto-hq"
+        oe.strategy = old
+        with pytest.raises(ValueError):
+            oe.set_flags(None, "auto-hq")
+        assert oe.strategy == old
+    finally:
+        oe.strategy = old
+    torch = pytest.importorskip("torch")
+    t_old = torch.backends.opt_einsum.strategy
+    try:
+        torch.backends.opt_einsum.strategy = "auto-hq"
+        assert torch.backends.opt_einsum.strategy == "auto-hq"
+        with pytest.raises(ValueError):
+            torch.backends.opt_einsum.set_flags(None, "auto-hq")
+    finally:
+        torch.backends.opt_einsum.strategy = t_old
