@@ -931,7 +931,9 @@ def _lstm_layer_backward_in_node(args, kwargs):
     if len(needs) > 9 and not needs[2] and not needs[9]:   # (no biases: the weights)
         b_ih, b_hh = _info(w_ih), _info(w_hh)
     layers, bidirectional, batch_first, train = _rnn_settings()
-    return [_TensorInfo(((t, batch, xf._data.shape[-1]), dt, None)), _info(w_ih), _info(w_hh),
+    # the input's width is the input weight's: ``xf`` is None where an embedding table
+    # stood in for the input rows
+    return [_TensorInfo(((t, batch, w_ih._data.shape[1]), dt, None)), _info(w_ih), _info(w_hh),
             b_ih, b_hh, state, state, seq, state, state, _info(g_out), _info(g_h),
             _info(g_c), kwargs.get("reverse", False), 2, hidden, layers, True, train,
             bidirectional, [], batch_first, None]

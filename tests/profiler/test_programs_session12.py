@@ -83,6 +83,32 @@ def test_lstm_events_nest_as_torch():
     assert lstm.input_shapes[0] == [3, 2, 4] and len(lstm.input_shapes) == 9
 
 
+
+def _embedding_lstm_program(lib):
+    # an embedding's rows feed the first layer: with a vocabulary at most half the tokens,
+    # ember's layer reads the embedding table instead of the rows (bench's LSTM language
+    # model)
+    lib.manual_seed(0)
+    emb, rnn = lib.nn.Embedding(3, 4), lib.nn.LSTM(4, 5, 2)
+    tokens = lib.tensor([[1, 2], [0, 0], [2, 1]])
+    with lib.profiler.profile(record_shapes=True) as prof:
+        out, _ = rnn(emb(tokens))
+        out.sum().backward()
+    return prof
+
+
+def test_lstm_on_embedding_rows_profiled():
+    rows = _rows(_embedding_lstm_program(ember))
+    backward = [shapes for key, shapes in rows if key == "aten::mkldnn_rnn_layer_backward"]
+    assert len(backward) == 2 and all(s.startswith("[[3, 2, 4], ") or
+                                      s.startswith("[[3, 2, 5], ") for s in backward)
+    if torch is not None:
+        theirs = _rows(_embedding_lstm_program(torch))
+        for (key, shapes), n in theirs.items():
+            if key == "aten::mkldnn_rnn_layer_backward":
+                shapes = shapes.rsplit(", [", 1)[0] + ", []]"
+                assert rows.get((key, shapes)) == n, (key, shapes, rows)
+
 def test_gru_recorded_as_one_op():
     ember.manual_seed(0)
     gru, x = ember.nn.GRU(4, 5), ember.randn(3, 2, 4)
