@@ -15,7 +15,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
-from . import _node_names
+from . import _grid_sample_2d, _node_names
 from ._memory_format import keep_layout
 from ._registry import Op, public, recorded_as
 from .indexing import linear_jvp  # forward-mode rules
@@ -445,6 +445,16 @@ def _unnormalize(coord, size, align_corners):
     return ((coord + 1) * size - 1) / 2
 
 
+
+def _clip(coord, size):
+    """``coord`` clamped to [0, size - 1], its gradient passed strictly inside only: PyTorch's
+    sampler counts a coordinate on the border as clipped."""
+    clipped = coord.clamp(0, size - 1)
+    if not coord.requires_grad:
+        return clipped
+    return coord.where((coord > 0) & (coord < size - 1), clipped.detach())
+
+
 def _reflect(coord, lo, hi):
     """Reflect coordinates into [lo, hi] (PyTorch's reflection padding)."""
     span = hi - lo
@@ -496,6 +506,20 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     kernel_dtype("grid_sampler_3d" if nd == 3 else "grid_sampler_2d", input)
     same_dtype(input, grid)
     align_corners = _default_align_corners(align_corners)
+    if nd == 2 and input.dtype in (_dt.float32, _dt.float64) and \
+            type(input._data) is np.ndarray and type(grid._data) is np.ndarray:
+        # PyTorch's vector kernel's arithmetic (NOTE [ Grid sampling as PyTorch's CPU
+        # kernel ] in _grid_sample_2d.py)
+        return _dispatch.apply(grid_sampler_2d_op, (input, grid),
+                               dict(mode=mode, padding_mode=padding_mode,
+                                    align_corners=align_corners))
+    return _grid_sample_composite(input, grid, mode, padding_mode, align_corners)
+
+
+def _grid_sample_composite(input, grid, mode, padding_mode, align_corners):
+    """``grid_sample`` from ember's ops (arguments checked; 5-d inputs, the half types,
+    other backends, and the 2-d op's derivatives of derivatives)."""
+    nd = input.dim() - 2
     n, c = input.shape[:2]
     in_sizes = input.shape[2:]  # (H, W) or (D, H, W)
     out_shape = tuple(grid.shape[1:-1])
@@ -507,13 +531,13 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
         if mode == "bicubic":
             pass  # bicubic applies the padding rule to each tap, below
         elif padding_mode == "border":
-            cd = cd.clamp(0, size - 1)
+            cd = _clip(cd, size)
         elif padding_mode == "reflection":
             if align_corners:
                 cd = _reflect(cd, 0, size - 1)
             else:
                 cd = _reflect(cd, -0.5, size - 0.5)
-            cd = cd.clamp(0, size - 1)
+            cd = _clip(cd, size)
         if nd == 3 and mode != "bicubic" and padding_mode != "zeros":
             # the 3-d kernel clips with std::min(size - 1, std::max(x, 0)): NaN -> size - 1
             cd = cd.nan_to_num(nan=size - 1)
@@ -553,7 +577,13 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     if mode == "nearest":
         idx = [cd.round() for cd in coords]
         vals, valid = gather(idx)
-        return zero_outside(vals, None, valid, nd == 3)
+        out = zero_outside(vals, None, valid, nd == 3)
+        if grid.requires_grad:
+            # the grid's gradient is zero, not absent, as PyTorch's kernel writes it: the
+            # sum of no elements is an exact 0 whatever the grid holds, and x - 0 is x
+            # (signed zeros included)
+            out = out - grid.flatten()[:0].sum().to(out.dtype)
+        return out
     if mode == "bicubic":
         y, x = coords
         y0, x0 = y.floor(), x.floor()
@@ -580,9 +610,16 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     for corner in itertools.product((0, 1), repeat=nd):
         idx = [lo + k for lo, k in zip(lows, corner)]
         w = None
-        for f, k in zip(fracs, corner):
-            wk = f if k else 1 - f
-            w = wk if w is None else w * wk
+        if nd == 3:
+            # PyTorch's 3-d kernel: distances to the far corner as (lo + 1) - x, the
+            # product in x, y, z order
+            for cd, lo, k in reversed(list(zip(coords, lows, corner))):
+                wk = cd - lo if k else (lo + 1) - cd
+                w = wk if w is None else w * wk
+        else:
+            for f, k in zip(fracs, corner):
+                wk = f if k else 1 - f
+                w = wk if w is None else w * wk
         vals, valid = gather(idx)
         term = zero_outside(vals, w.unsqueeze(1), valid, True)
         out = term if out is None else out + term
@@ -599,6 +636,64 @@ def _default_align_corners(align_corners):
                       "the old behavior is desired. See the documentation of grid_sample for "
                       "details.", UserWarning)
     return bool(align_corners)
+
+
+
+def _grid_sampler_2d_kernel(xp, input, grid, *, mode, padding_mode, align_corners):
+    return _grid_sample_2d.forward(input, grid, mode, padding_mode, align_corners)
+
+
+def _grid_sampler_2d_backward_kernel(xp, grad, input, grid, *, mode, padding_mode,
+                                     align_corners, input_grad):
+    return _grid_sample_2d.backward(grad, input, grid, mode, padding_mode, align_corners,
+                                    input_grad)
+
+
+def _grid_sampler_2d_vjp(g, input, grid, *, mode, padding_mode, align_corners,
+                         needs_input_grad):
+    if _dispatch.differentiable_formula(input, grid, g):
+        # create_graph: the composite's own derivative, replayed from the saved inputs
+        # themselves so that the gradients depend on them
+        from ..autograd import grad as autograd_grad
+        from ..autograd.grad_mode import enable_grad
+
+        with enable_grad():
+            y = _grid_sample_composite(input, grid, mode, padding_mode, align_corners)
+        wanted = [t for t, need in zip((input, grid), needs_input_grad) if need]
+        found = iter(autograd_grad([y], wanted, [g], create_graph=True, allow_unused=True))
+        return tuple(next(found) if need else None for need in needs_input_grad)
+    gi, gg = _dispatch.apply(grid_sampler_2d_backward_op, (g, input, grid),
+                             dict(mode=mode, padding_mode=padding_mode,
+                                  align_corners=align_corners,
+                                  input_grad=bool(needs_input_grad[0])))
+    return (gi if needs_input_grad[0] else None), gg
+
+
+grid_sampler_2d_op = Op("grid_sampler_2d", _grid_sampler_2d_kernel, vjp=_grid_sampler_2d_vjp)
+grid_sampler_2d_op.node_name = "GridSampler2DBackward0"
+
+
+@grid_sampler_2d_op.defjvp
+def _grid_sampler_2d_jvp(x_dots, input, grid, *, out, mode, padding_mode, align_corners):
+    # forward mode through the composite, in a dual level of its own
+    from ..autograd import _forward
+
+    lvl = _forward.enter(nested_ok=True)
+    try:
+        duals = []
+        for t, d in zip((input, grid), x_dots):
+            if d is not None:
+                t = t.view_as(t)
+                _forward.set_tangent(t, lvl, d)
+            duals.append(t)
+        y = _grid_sample_composite(*duals, mode, padding_mode, align_corners)
+        return _forward.get_tangent(y, lvl)
+    finally:
+        _forward.exit_level(lvl)
+
+
+grid_sampler_2d_backward_op = Op("grid_sampler_2d_backward", _grid_sampler_2d_backward_kernel,
+                                 differentiable=False)
 
 
 def affine_grid(theta, size, align_corners=None, _any_dtype=False):
@@ -626,8 +721,9 @@ def affine_grid(theta, size, align_corners=None, _any_dtype=False):
         t = linspace(-1, 1, n, dtype=theta.dtype, device=dev)
         if align_corners:
             return t
-        # scaled in theta's dtype (integers truncate), as torch's in-place scaling
-        return (t * ((n - 1) / n)).to(theta.dtype)
+        # times n - 1, then over n, each rounded in theta's dtype as torch's (integers
+        # truncate)
+        return (t * (n - 1) / n).to(theta.dtype)
 
     # base grid coordinates in (x, y[, z]) order, plus a column of ones
     axes = [axis(s) for s in spatial]  # D?, H, W
@@ -637,7 +733,17 @@ def affine_grid(theta, size, align_corners=None, _any_dtype=False):
         mesh.append(g)
     mesh.append(ones(tuple(spatial), dtype=theta.dtype, device=dev))
     base = stack(mesh, -1).reshape(1, -1, nd + 1)  # (1, P, nd+1)
-    grid = base @ theta.transpose(1, 2)  # (N, P, nd)
+    if theta.dtype in (_dt.float32, _dt.float64):
+        # the batched product as PyTorch's CPU kernel runs it for three or four terms: one
+        # rounding per product and per sum, left to right (a BLAS product's fused
+        # multiply-adds differed in the last bit of a seventh of the coordinates, and the
+        # sampler's gradient jumps where a coordinate crosses a pixel)
+        grid = None
+        for k in range(nd + 1):
+            term = base[..., k:k + 1] * theta[:, None, :, k]
+            grid = term if grid is None else grid + term
+    else:
+        grid = base @ theta.transpose(1, 2)  # (N, P, nd)
     return grid.reshape([size[0]] + spatial + [nd])
 
 

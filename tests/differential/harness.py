@@ -577,7 +577,9 @@ def run_case(case, torch, alarm=None, phase=None):
         phase("compare")
         try:
             _compare(e_res, t_res, "out", mismatches, torch, values, TOL)
-            if case.grad and not mismatches:
+            if case.grad and not mismatches and not _torch_wrong(case, "grad_values"):
+                # (a gradient torch's kernel answers wrongly may be no answer at all: its
+                # 2-d grid sampler's backward crashes on some NaN coordinates)
                 _compare_grads(case, e_res, e_args, t_res, t_args, torch, mismatches, notes,
                                phase)
         except Exception as exc:  # the harness itself, or a result it can't read
