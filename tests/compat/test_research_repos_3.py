@@ -474,4 +474,7 @@ def _both(tmp_path, which):
 def test_programs_match_torch(which, expected, tmp_path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("needs torch")
-    assert_runs_match(*_both(tmp_path, which), expected)
+    # the GAN's discriminator trains on the generator's output: rounding differences in
+    # either (OpenBLAS's Haswell kernels round by the row count) grow over its steps
+    assert_runs_match(*_both(tmp_path, which), expected,
+                      atol=1e-4 if which == "gan,vae,lm" else 2e-5)

@@ -37,3 +37,45 @@ def threads(monkeypatch):
     seen = spy_thread_splits(monkeypatch)
     yield seen
     ember.set_num_threads(before)
+
+
+def blas_rows_exact():
+    """Whether this machine's BLAS gives a float32 product's rows the same bits however many
+    rows one call takes. OpenBLAS's SkylakeX kernels do for blocks of 64 rows and more; its
+    Haswell kernels (``OPENBLAS_CORETYPE=Haswell``, which caps it at AVX2) round by the row
+    count, so a product split over threads or pieces agrees with the whole to rounding only.
+
+    Example::
+
+        >>> isinstance(blas_rows_exact(), bool)
+        True
+    """
+    if not _rows_exact:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((513, 300)).astype(np.float32)
+        b = rng.standard_normal((300, 257)).astype(np.float32)
+        whole = a @ b
+        _rows_exact.append(all((a[:k] @ b == whole[:k]).all() for k in (64, 100, 256)))
+    return _rows_exact[0]
+
+
+_rows_exact = []
+
+
+def assert_same_bits_or_close(actual, desired, rtol=1e-5, atol=1e-5):
+    """``actual`` bit for bit ``desired`` where the BLAS's row blocks are exact
+    (:func:`blas_rows_exact`), else equal to float rounding.
+
+    Example::
+
+        >>> import numpy as np
+        >>> assert_same_bits_or_close(np.ones(2), np.ones(2))
+    """
+    import numpy as np
+
+    if blas_rows_exact():
+        assert np.asarray(actual).tobytes() == np.asarray(desired).tobytes()
+    else:
+        np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol)
