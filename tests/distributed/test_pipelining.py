@@ -211,7 +211,7 @@ def test_pipe_split_outside_tracing_does_nothing():
 def test_get_schedule_class_names():
     assert get_schedule_class("1f1b") is Schedule1F1B
     assert get_schedule_class("GPipe") is ScheduleGPipe
-    with pytest.raises(ValueError, match="unknown schedule"):
+    with pytest.raises(ValueError, match="Unknown schedule name .nope."):
         get_schedule_class("nope")
 
 
