@@ -21,7 +21,17 @@ CASES = [("manual_gpipe", "manual", "ScheduleGPipe", 1),
          ("traced_1f1b", "pipe_split", "Schedule1F1B", 1),
          ("interleaved", "manual", "ScheduleInterleaved1F1B", 2),
          ("looped_bfs", "manual", "ScheduleLoopedBFS", 2),
-         ("forward_only", "manual", "ScheduleGPipe", 1)]
+         ("forward_only", "manual", "ScheduleGPipe", 1),
+         ("interleaved_zb", "manual", "ScheduleInterleavedZeroBubble", 2),
+         ("zbv", "manual_v", "ScheduleZBVZeroBubble", 2),
+         ("dualpipev", "manual_v", "ScheduleDualPipeV", 2),
+         ("runtime_csv", "manual", "_PipelineScheduleRuntime", 2)]
+
+# a hand-written table for 4 looped stages on 2 ranks, split backward on stages 1 and 2
+CSV_TABLE = [
+    "0F0,0F1,2F0,0F2,2F1,0F3,2F2,2F3,2B0,2B1,0B0,2B2,0B1,2B3,0B2,0B3",
+    "1F0,1F1,3F0,3F1,3B0,1F2,3F2,3B1,1F3,1I0,3F3,3B2,1I1,3B3,1W0,1I2,1W1,1I3,1W2,1W3",
+]
 
 
 def model(torch, with_pipe_split=False):
@@ -83,8 +93,9 @@ def _np(t):
     return t.detach().float().numpy().copy()
 
 
-def _run(torch, dist, case, cut, schedule_name, per_rank, rank):
+def _run(torch, dist, case, cut, schedule_name, per_rank, rank, out_dir="."):
     pp = __import__(torch.__name__ + ".distributed.pipelining", fromlist=["x"])
+    schedules = __import__(torch.__name__ + ".distributed.pipelining.schedules", fromlist=["x"])
     net = model(torch, with_pipe_split=(cut == "pipe_split"))
     names = {id(p): n for n, p in net.named_parameters()}
     x, y = (torch.tensor(a) for a in data())
@@ -100,7 +111,8 @@ def _run(torch, dist, case, cut, schedule_name, per_rank, rank):
         names = {id(p): n for n, p in mods[0].named_parameters()}
     else:
         parts = manual_parts(torch, net, num_stages)
-        idx = [rank + 2 * k for k in range(per_rank)]
+        # looped: rank r holds r, r + 2; V: rank r holds r and 3 - r
+        idx = [rank, 3 - rank] if cut == "manual_v" else [rank + 2 * k for k in range(per_rank)]
         mods = [parts[i] for i in idx]
         if cut == "manual_shapes":
             # example tensors of one microbatch; torch reads from their requires_grad
@@ -115,9 +127,14 @@ def _run(torch, dist, case, cut, schedule_name, per_rank, rank):
                                        output_args=(out,))]
         else:
             stages = [pp.PipelineStage(m, i, num_stages, cpu) for m, i in zip(mods, idx)]
-    cls = getattr(pp, schedule_name)
+    cls = getattr(schedules, schedule_name)
     fn = None if case == "forward_only" else loss_fn
     sched = cls(stages[0] if per_rank == 1 else stages, n_microbatches=N_MB, loss_fn=fn)
+    if case == "runtime_csv":  # every rank reads the whole table, as a launcher would give it
+        path = os.path.join(out_dir, f"table{rank}.csv")
+        with open(path, "w") as f:
+            f.write("\n".join(CSV_TABLE) + "\n")
+        sched._load_csv(path)
     params = [p for m in mods for p in m.parameters()]
     opt = torch.optim.SGD(params, lr=LR)
     is_first = any(s.is_first for s in stages)
@@ -223,7 +240,8 @@ def worker(rank, fw, init_method, out_dir, which=None):
     try:
         for case, cut, schedule, per_rank in CASES:
             if which is None or case in which:
-                results[case] = _run(torch, dist, case, cut, schedule, per_rank, rank)
+                results[case] = _run(torch, dist, case, cut, schedule, per_rank, rank,
+                                     out_dir)
         if which is None or "tutorial" in which:
             results["tutorial"] = run_tutorial(torch, rank)
     finally:
