@@ -157,7 +157,8 @@ def _format_pipeline_order(pipeline_order: dict, error_step_number: int | None =
 
     Example::
 
-        >>> print(_format_pipeline_order({0: [_Action(0, F, 0)], 1: [None]}), end="")
+        >>> table = _format_pipeline_order({0: [_Action(0, F, 0)], 1: [None]})
+        >>> print(table, end="")  # doctest: +NORMALIZE_WHITESPACE
                 Rank 0 Rank 1
         Step 0: 0F0
     """
@@ -242,12 +243,13 @@ def _validate_schedule(actions: dict, pp_group_size: int, num_stages: int,
             raise AssertionError(f"Got {nf} {F} microbatches for stage {s}, expected "
                                  f"{num_microbatches}")
         if ni != nw:
+            # (the run of spaces is PyTorch's message, kept for scripts that match it)
             raise AssertionError(f"Invalid backward microbatches for stage {s}: I and W must "
-                                 f"have equal counts, but got I={ni}, W={nw}")
+                                 f"have equal counts, {' ' * 12}but got I={ni}, W={nw}")
         if nb + (ni + nw) // 2 != num_microbatches:
             raise AssertionError(f"Invalid backward microbatches for stage {s}: expected "
-                                 f"{num_microbatches} total backwards, but got B={nb}, "
-                                 f"I={ni}, W={nw}")
+                                 f"{num_microbatches} total backwards, {' ' * 12}but got "
+                                 f"B={nb}, I={ni}, W={nw}")
     return stage_to_rank
 
 
@@ -278,12 +280,13 @@ def _inputs_ready(a: _Action, seen: set, num_stages: int) -> bool:
 def _add_send_recv(compute_actions: dict, stage_to_rank, num_stages: int) -> dict:
     """Lower a compute-only table to one with its messages (NOTE [ Pipeline actions ]).
 
-    The ranks take turns, one action each per round; a rank whose next action still lacks
-    its input waits for a later round. A placed action's send follows it on its rank and
-    the matching receive is appended to the receiving rank's list at once.
+    The ranks take turns, one action each per round (an idle ``None`` uses its rank's
+    turn); a rank whose next action still lacks its input waits for a later round. A
+    placed action's send follows it on its rank and the matching receive is appended to
+    the receiving rank's list at once.
 
     Args:
-        compute_actions (dict): rank -> compute actions (None entries are dropped).
+        compute_actions (dict): rank -> compute actions (None for an idle step).
         stage_to_rank (callable): stage index -> rank.
         num_stages (int): the number of stages.
 
@@ -296,7 +299,7 @@ def _add_send_recv(compute_actions: dict, stage_to_rank, num_stages: int) -> dic
         >>> _add_send_recv(t, lambda s: s, 2)
         {0: [0F0, 0SEND_F0, 0RECV_B0, 0B0], 1: [1RECV_F0, 1F0, 1B0, 1SEND_B0]}
     """
-    todo = {r: [a for a in compute_actions[r] if a is not None] for r in sorted(compute_actions)}
+    todo = {r: list(compute_actions[r]) for r in sorted(compute_actions)}
     out: dict = {r: [] for r in compute_actions}
     seen: dict = {r: set() for r in compute_actions}
     while any(todo.values()):
@@ -305,11 +308,13 @@ def _add_send_recv(compute_actions: dict, stage_to_rank, num_stages: int) -> dic
             if not queue:
                 continue
             a = queue[0]
-            parts = a.sub_actions or (a,)
+            parts = () if a is None else a.sub_actions or (a,)
             if not all(_inputs_ready(p, seen[rank], num_stages) for p in parts):
                 continue
             queue.pop(0)
             progress = True
+            if a is None:  # an idle step still takes the rank's turn
+                continue
             out[rank].append(a)
             for p in parts:
                 seen[rank].add(p)
