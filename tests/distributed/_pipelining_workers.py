@@ -248,3 +248,54 @@ def worker(rank, fw, init_method, out_dir, which=None):
         dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as f:
         pickle.dump(results, f)
+
+
+# -- 4 ranks, 8 stages: the schedules with two stages per rank --------------------------------------
+
+CASES4 = ["ScheduleInterleaved1F1B", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
+          "ScheduleDualPipeV"]
+N_MB4 = 8
+
+
+def chain(torch):
+    """Eight small tanh layers, one per stage."""
+    nn = torch.nn
+    net = nn.Sequential(*[nn.Sequential(nn.Linear(6, 6), nn.Tanh()) for _ in range(8)])
+    fill_normal(torch, net, 0.5, seed=4)
+    return net
+
+
+def chain_data():
+    rng = np.random.default_rng(5)
+    return (rng.standard_normal((16, 6)).astype(np.float32),
+            rng.standard_normal((16, 6)).astype(np.float32))
+
+
+def worker4(rank, fw, init_method, out_dir):
+    import importlib
+
+    torch = importlib.import_module(fw)
+    dist = importlib.import_module(fw + ".distributed")
+    schedules = importlib.import_module(fw + ".distributed.pipelining.schedules")
+    pp = importlib.import_module(fw + ".distributed.pipelining")
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=4)
+    results = {}
+    try:
+        for name in CASES4:
+            net = chain(torch)
+            v = name in ("ScheduleZBVZeroBubble", "ScheduleDualPipeV")
+            idx = [rank, 7 - rank] if v else [rank, rank + 4]
+            stages = [pp.PipelineStage(net[i], i, 8, torch.device("cpu")) for i in idx]
+            sched = getattr(schedules, name)(stages, n_microbatches=N_MB4, loss_fn=loss_fn)
+            x, y = (torch.tensor(a) for a in chain_data())
+            losses = [] if rank == 0 and v or rank == 3 and not v else None
+            kw = {"target": y, "losses": losses} if losses is not None else {}
+            sched.step(*((x,) if rank == 0 else ()), **kw)
+            results[name] = {
+                "losses": [float(v.detach()) for v in losses or []],
+                "grads": {f"{i}.{n}": _np(p.grad) for i in idx
+                          for n, p in net[i].named_parameters()}}
+    finally:
+        dist.destroy_process_group()
+    with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as f:
+        pickle.dump(results, f)

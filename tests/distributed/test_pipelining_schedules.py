@@ -17,7 +17,7 @@ from ember.distributed.pipelining.schedules import (_Action, _add_send_recv,
                                                     _simulate_comms_compute,
                                                     _validate_schedule, get_schedule_class)
 from tests.distributed import _pipelining_workers as W
-from tests.distributed.conftest import free_port
+from tests.distributed.conftest import free_port, needs_mpi
 
 MULTI = ["LoopedBFS", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"]
 
@@ -376,3 +376,40 @@ def test_forward_only_schedule_refuses_a_loss(world1):
                                rtol=1e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="Forward-only schedule does not support loss"):
         sched.step(x, target=x)
+
+
+# -- 4 ranks, two stages each ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory):
+    import os
+    import pickle
+
+    out = tmp_path_factory.mktemp("pp4")
+    ember.multiprocessing.spawn(W.worker4, args=("ember", f"tcp://127.0.0.1:{free_port()}",
+                                                 str(out)), nprocs=4)
+    runs = []
+    for r in range(4):
+        with open(os.path.join(out, f"rank{r}.pkl"), "rb") as f:
+            runs.append(pickle.load(f))
+    return runs
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", W.CASES4)
+def test_four_ranks_equal_whole_model(four_ranks, name):
+    net = W.chain(ember)
+    x, y = (ember.tensor(a) for a in W.chain_data())
+    out = net(x)
+    want_losses = [float(W.loss_fn(o, t)) for o, t in
+                   zip(ember.tensor_split(out.detach(), W.N_MB4), ember.tensor_split(y, W.N_MB4))]
+    W.loss_fn(out, y).backward()
+    got = {}
+    for r in range(4):
+        got.update(four_ranks[r][name]["grads"])
+    want = {n: p.grad.numpy() for n, p in net.named_parameters()}
+    assert got.keys() == want.keys()
+    for n in want:
+        np.testing.assert_allclose(got[n], want[n], rtol=2e-5, atol=2e-6, err_msg=n)
+    last = 0 if name in ("ScheduleZBVZeroBubble", "ScheduleDualPipeV") else 3
+    np.testing.assert_allclose(four_ranks[last][name]["losses"], want_losses, rtol=1e-5)
