@@ -250,7 +250,7 @@ def worker(rank, fw, init_method, out_dir, which=None):
         pickle.dump(results, f)
 
 
-# -- 4 ranks, 8 stages: the schedules with two stages per rank --------------------------------------
+# -- 4 ranks, 8 stages: the schedules with two stages per rank ---------------------------------
 
 CASES4 = ["ScheduleInterleaved1F1B", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
           "ScheduleDualPipeV"]
