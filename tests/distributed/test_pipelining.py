@@ -1,9 +1,10 @@
 """Pipeline parallelism (``ember.distributed.pipelining``): a model cut into stages by hand
-or by ``pipeline`` and trained on 2 ranks with GPipe, 1F1B, interleaved 1F1B and looped BFS
-gives the losses, gradients and parameters of single-process full-batch training, and those
-of PyTorch's gloo run of the same worker (tests/distributed/_pipelining_workers.py);
-microbatch splitting, tracing and a pipeline of one stage against PyTorch 2.13 without
-mpi4py."""
+or by ``pipeline`` and trained on 2 ranks with GPipe, 1F1B, interleaved 1F1B, looped BFS,
+interleaved zero bubble, ZB-V, DualPipeV and a table loaded from CSV gives the losses,
+gradients and parameters of single-process full-batch training, and those of PyTorch's
+gloo run of the same worker (tests/distributed/_pipelining_workers.py); microbatch
+splitting, tracing and a pipeline of one stage against PyTorch 2.13 without mpi4py. The
+schedule tables themselves: test_pipelining_schedules.py."""
 
 import numpy as np
 import pytest

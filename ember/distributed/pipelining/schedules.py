@@ -132,10 +132,11 @@ class _PipelineSchedule:
         """Take a compute-only table (rank -> actions): check it (a table of forwards only
         needs no backwards), learn from it which rank holds each stage (unless given), and
         lower it with its messages."""
+        implied = None
         if stage_to_rank is None or self._has_backward:
-            stage_to_rank = _validate_schedule(order, self.pp_group_size, self._num_stages,
-                                               self._n_microbatches)
-        self._set_stage_mapping(stage_to_rank)
+            implied = _validate_schedule(order, self.pp_group_size, self._num_stages,
+                                         self._n_microbatches)
+        self._set_stage_mapping(stage_to_rank or implied)
         self.pipeline_order = order
         self.pipeline_order_with_comms = _add_send_recv(
             order, lambda s: self.stage_index_to_group_rank[s], self._num_stages)
