@@ -5,6 +5,8 @@ stages, as its own schedule visualizer does); checks and errors as PyTorch's; CS
 and the runtime on a world of one process, where several stages on one rank hand their
 tensors over directly (no mpi4py needed)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -413,3 +415,55 @@ def test_four_ranks_equal_whole_model(four_ranks, name):
         np.testing.assert_allclose(got[n], want[n], rtol=2e-5, atol=2e-6, err_msg=n)
     last = 0 if name in ("ScheduleZBVZeroBubble", "ScheduleDualPipeV") else 3
     np.testing.assert_allclose(four_ranks[last][name]["losses"], want_losses, rtol=1e-5)
+
+
+def _two_local_stages(net):
+    return [PipelineStage(m, i, 2, ember.device("cpu"))
+            for i, m in enumerate(W.manual_parts(ember, net, 2))]
+
+
+def test_dualpipev_custom_overlap_function_equals_whole_model(world1):
+    _, want_losses, want_grads = _whole_model_step()
+    net = W.model(ember)
+    sched = S.ScheduleDualPipeV(_two_local_stages(net), W.N_MB, loss_fn=W.loss_fn)
+    pairs = []
+
+    def run_pair(action, ctx):  # the two halves in turn, as the built-in step does
+        pairs.append(str(action))
+        for half in action.sub_actions:
+            ctx.schedule_ref._perform_action(half, ctx)
+
+    sched.register_custom_function(S.OVERLAP_F_B, run_pair)
+    x, y = (ember.tensor(a) for a in W.data())
+    losses = []
+    sched.step(x, target=y, losses=losses)
+    assert pairs == [str(a) for a in sched.pipeline_order[0] if a is not None
+                     and a.computation_type is S.OVERLAP_F_B] != []
+    np.testing.assert_allclose([float(v.detach()) for v in losses], want_losses, rtol=1e-5)
+    for n, p in net.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), want_grads[n], rtol=2e-5, atol=2e-6,
+                                   err_msg=n)
+
+
+def test_register_custom_function_refuses_messages(world1):
+    sched = S.ScheduleLoopedBFS(_two_local_stages(W.model(ember)), 2, loss_fn=W.loss_fn)
+    with pytest.raises(ValueError, match="Invalid computation type .*SEND_F. Only FORWARD"):
+        sched.register_custom_function(S.SEND_F, lambda a, c: None)
+    sched.register_custom_function(S.W, lambda a, c: None)
+    with pytest.warns(UserWarning, match="already registered"):
+        sched.register_custom_function(S.W, lambda a, c: None)
+
+
+def test_failing_action_notes_the_schedule(world1):
+    sched = S.ScheduleLoopedBFS(_two_local_stages(W.model(ember)), 2, loss_fn=W.loss_fn)
+
+    def broken(action, ctx):
+        raise RuntimeError("boom")
+
+    sched.register_custom_function(S.FULL_BACKWARD, broken)
+    x, y = (ember.tensor(a) for a in W.data())
+    with pytest.raises(RuntimeError, match="boom") as err:
+        sched.step(x, target=y)
+    note = "\n".join(err.value.__notes__)
+    assert "rank 0 failed running 1B1 at step 4" in note
+    assert re.search(r"Step 4: 1B1 +<-- ERROR HERE", note)

@@ -10,7 +10,10 @@ functions of _orders.py), ``_add_send_recv`` adds the messages, and one runtime,
 from __future__ import annotations
 
 import csv
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import ember
 
@@ -28,6 +31,25 @@ from .stage import _PipelineStageBase
 __all__ = ["PipelineScheduleSingle", "PipelineScheduleMulti", "ScheduleGPipe", "Schedule1F1B",
            "ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble",
            "ScheduleZBVZeroBubble", "ScheduleDualPipeV", "get_schedule_class"]
+
+
+@dataclass
+class _PipelineContext:
+    """What a custom action function (``register_custom_function``) gets besides the
+    action: the schedule and this step's microbatches.
+
+    Args:
+        schedule_ref: the schedule running the step.
+        arg_mbs, kwarg_mbs (list, optional): each microbatch's inputs.
+        target_mbs (list, optional): each microbatch's target.
+        losses (list, optional): the ``losses`` list given to ``step``.
+    """
+
+    schedule_ref: Any
+    arg_mbs: list | None = None
+    kwarg_mbs: list | None = None
+    target_mbs: list | None = None
+    losses: list | None = None
 
 
 class _PipelineSchedule:
@@ -59,6 +81,7 @@ class _PipelineSchedule:
         self.rank = stages[0].group_rank
         self.pipeline_order: dict = {}
         self.pipeline_order_with_comms: dict = {}
+        self._custom_functions: dict = {}
 
     # -- the step -----------------------------------------------------------------------------
 
@@ -159,9 +182,9 @@ class _PipelineSchedule:
                                      prev_stage=by_index.get(s.stage_index - 1),
                                      next_is_local=s.stage_index + 1 in by_index)
         self._internal_losses = {}
+        ctx = _PipelineContext(self, arg_mbs, kwarg_mbs, target_mbs, losses)
         try:
-            self._run_actions(self.pipeline_order_with_comms[self.rank], by_index, arg_mbs,
-                              kwarg_mbs, target_mbs)
+            self._run_actions(self.pipeline_order_with_comms[self.rank], ctx)
         finally:
             for s in self._stages:
                 s._wait_sends()
@@ -172,45 +195,61 @@ class _PipelineSchedule:
             losses.clear()
             losses.extend(self._internal_losses[i] for i in range(self._n_microbatches))
 
-    def _run_actions(self, actions: list, by_index: dict, arg_mbs, kwarg_mbs,
-                     target_mbs) -> None:
-        """Run one rank's lowered action list (NOTE [ Pipeline actions ]). Without a
-        ``loss_fn`` (or in ``eval``) the backward actions and their messages are skipped.
-        UNSHARD, RESHARD and REDUCE_GRAD act on sharded or data-parallel stage modules
-        only; a plain module has nothing to gather or reduce, so they pass."""
-        grad_ctx = ember.enable_grad if self._has_backward else ember.no_grad
-        backward_kinds = (B, I, W, SEND_B, RECV_B)
-        for action in actions:
-            for a in action.sub_actions or (action,):
-                kind, mb = a.computation_type, a.microbatch_index
-                if kind in (UNSHARD, RESHARD, REDUCE_GRAD) or (
-                        kind in backward_kinds and not self._has_backward):
+    def _run_actions(self, actions: list, ctx: _PipelineContext) -> None:
+        """Run one rank's lowered action list (NOTE [ Pipeline actions ]): each action by
+        the function registered for its kind (``register_custom_function``), else by
+        ``_perform_action``, an ``OVERLAP_F_B`` pair one action after the other. An error
+        gets the table, with the failing step marked, as a note."""
+        for step, action in enumerate(actions):
+            try:
+                custom = self._custom_functions.get(action.computation_type)
+                if custom is not None:
+                    custom(action, ctx)
                     continue
-                stage = by_index[a.stage_index]
-                if kind is F:
-                    prev = by_index.get(a.stage_index - 1)
-                    if prev is not None:  # a neighbour on this rank hands its outputs over
-                        stage._handed[0, mb] = [t.detach() for t in prev.fwd_cache[mb][0]
-                                                if isinstance(t, ember.Tensor)]
-                    with grad_ctx():
-                        out = stage.forward_one_chunk(mb, arg_mbs[mb], kwarg_mbs[mb])
-                        self._maybe_compute_loss(stage, out, target_mbs, mb)
-                elif kind in (B, I):
-                    nxt = by_index.get(a.stage_index + 1)
-                    if nxt is not None:
-                        stage._handed[1, mb] = nxt.bwd_cache.pop(mb)
-                    stage.backward_one_chunk(mb, loss=self._internal_losses.get(mb),
-                                             full_backward=kind is B)
-                elif kind is W:
-                    stage.backward_weight_one_chunk(mb)
-                elif kind is SEND_F:
-                    stage._send_activations(mb)
-                elif kind is SEND_B:
-                    stage._send_input_grads(mb)
-                elif kind in (RECV_F, RECV_B):
-                    stage._post_recv(0 if kind is RECV_F else 1, mb)
-                else:
-                    raise ValueError(f"{type(self).__name__}: cannot run action {a}")
+                for a in action.sub_actions or (action,):
+                    self._perform_action(a, ctx)
+            except Exception as e:
+                table = {**self.pipeline_order_with_comms, self.rank: actions}
+                e.add_note(f"{type(self).__name__}: rank {self.rank} failed running {action} "
+                           f"at step {step} of its schedule:\n"
+                           + _format_pipeline_order(table, error_step_number=step))
+                raise
+
+    def _perform_action(self, a: _Action, ctx: _PipelineContext) -> None:
+        """Run one action on this rank's stage. Without a ``loss_fn`` (or in ``eval``) the
+        backward actions and their messages are skipped. UNSHARD, RESHARD and REDUCE_GRAD
+        act on sharded or data-parallel stage modules only; a plain module has nothing to
+        gather or reduce, so they pass."""
+        kind, mb = a.computation_type, a.microbatch_index
+        if kind in (UNSHARD, RESHARD, REDUCE_GRAD) or (
+                kind in (B, I, W, SEND_B, RECV_B) and not self._has_backward):
+            return
+        local = {s.stage_index: s for s in self._stages}
+        stage = local[a.stage_index]
+        if kind is F:
+            prev = local.get(a.stage_index - 1)
+            if prev is not None:  # a neighbour on this rank hands its outputs over
+                stage._handed[0, mb] = [t.detach() for t in prev.fwd_cache[mb][0]
+                                        if isinstance(t, ember.Tensor)]
+            with ember.enable_grad() if self._has_backward else ember.no_grad():
+                out = stage.forward_one_chunk(mb, ctx.arg_mbs[mb], ctx.kwarg_mbs[mb])
+                self._maybe_compute_loss(stage, out, ctx.target_mbs, mb)
+        elif kind in (B, I):
+            nxt = local.get(a.stage_index + 1)
+            if nxt is not None:
+                stage._handed[1, mb] = nxt.bwd_cache.pop(mb)
+            stage.backward_one_chunk(mb, loss=self._internal_losses.get(mb),
+                                     full_backward=kind is B)
+        elif kind is W:
+            stage.backward_weight_one_chunk(mb)
+        elif kind is SEND_F:
+            stage._send_activations(mb)
+        elif kind is SEND_B:
+            stage._send_input_grads(mb)
+        elif kind in (RECV_F, RECV_B):
+            stage._post_recv(0 if kind is RECV_F else 1, mb)
+        else:
+            raise ValueError(f"{type(self).__name__}: cannot run action {a}")
 
     def _maybe_compute_loss(self, stage, out, target_mbs, mb) -> None:
         if not stage.is_last or self._loss_fn is None:
@@ -514,6 +553,32 @@ class _PipelineScheduleRuntime(PipelineScheduleMulti):
         """
         super()._dump_csv(filename, format)
 
+
+    def register_custom_function(self, computation_type, custom_function) -> None:
+        """Run actions of ``computation_type`` with ``custom_function(action, ctx)`` instead
+        of the built-in step (``ctx`` is a ``_PipelineContext``); for ``OVERLAP_F_B`` it
+        gets the whole pair, to overlap its two halves as it can.
+
+        Args:
+            computation_type (_ComputationType): F, B, I, W, OVERLAP_F_B, UNSHARD, RESHARD
+                or REDUCE_GRAD.
+            custom_function (callable): ``(action, ctx) -> None``.
+
+        Example::
+
+            >>> rt.register_custom_function(OVERLAP_F_B, run_pair)  # doctest: +SKIP
+        """
+        allowed = (FORWARD, FULL_BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, OVERLAP_F_B,
+                   UNSHARD, RESHARD, REDUCE_GRAD)
+        if computation_type not in allowed:
+            # (the run of spaces is PyTorch's message, kept for scripts that match it)
+            raise ValueError(f"Invalid computation type {computation_type}. Only FORWARD, "
+                             f"FULL_BACKWARD, {' ' * 16}BACKWARD_INPUT, BACKWARD_WEIGHT, "
+                             "OVERLAP_F_B, UNSHARD, RESHARD and REDUCE_GRAD are supported.")
+        if computation_type in self._custom_functions:
+            warnings.warn(f"Computation type {computation_type} is already registered. "
+                          "Overwriting the existing custom function.", stacklevel=2)
+        self._custom_functions[computation_type] = custom_function
 
     def _simulate(self) -> dict:
         """Dry-run this table on all ranks (``_simulate_comms_compute``).
