@@ -23,6 +23,7 @@ CASES = [("manual_gpipe", "manual", "ScheduleGPipe", 1),
          ("looped_bfs", "manual", "ScheduleLoopedBFS", 2),
          ("forward_only", "manual", "ScheduleGPipe", 1),
          ("interleaved_zb", "manual", "ScheduleInterleavedZeroBubble", 2),
+         ("interleaved_zb_defer", "manual", "ScheduleInterleavedZeroBubble", 2),
          ("zbv", "manual_v", "ScheduleZBVZeroBubble", 2),
          ("dualpipev", "manual_v", "ScheduleDualPipeV", 2),
          ("runtime_csv", "manual", "_PipelineScheduleRuntime", 2)]
@@ -129,7 +130,9 @@ def _run(torch, dist, case, cut, schedule_name, per_rank, rank, out_dir="."):
             stages = [pp.PipelineStage(m, i, num_stages, cpu) for m, i in zip(mods, idx)]
     cls = getattr(schedules, schedule_name)
     fn = None if case == "forward_only" else loss_fn
-    sched = cls(stages[0] if per_rank == 1 else stages, n_microbatches=N_MB, loss_fn=fn)
+    extra = {"defer_pp_recv": True} if case.endswith("_defer") else {}
+    sched = cls(stages[0] if per_rank == 1 else stages, n_microbatches=N_MB, loss_fn=fn,
+                **extra)
     if case == "runtime_csv":  # every rank reads the whole table, as a launcher would give it
         path = os.path.join(out_dir, f"table{rank}.csv")
         with open(path, "w") as f:
@@ -239,6 +242,11 @@ def worker(rank, fw, init_method, out_dir, which=None):
     results = {}
     try:
         for case, cut, schedule, per_rank in CASES:
+            if fw == "torch" and case.endswith("_defer"):
+                # PyTorch 2.13's deferred receives on gloo come out in another order than
+                # their sends, and gloo pairs one peer's messages in order: its gradients
+                # are wrong there (max error ~6 on this model), so it is no oracle for it
+                continue
             if which is None or case in which:
                 results[case] = _run(torch, dist, case, cut, schedule, per_rank, rank,
                                      out_dir)

@@ -92,8 +92,9 @@ def test_pipeline_schedule_equals_full_batch(ember_runs, reference, case):
 
 
 @needs_mpi
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [c for c in CASES if not c.endswith("_defer")])
 def test_pipeline_schedule_equals_torch_gloo(ember_runs, torch_runs, case):
+    # (the deferred-receive case has no PyTorch run: see worker in _pipelining_workers.py)
     for r in range(2):
         e, t = ember_runs[r][case], torch_runs[r][case]
         np.testing.assert_allclose(e["losses"], t["losses"], rtol=1e-5)

@@ -157,6 +157,20 @@ def test_lowering_and_simulation_match_torch(name):
                                                    pp * n_local)))
 
 
+@pytest.mark.parametrize("defer", [False, True])
+@pytest.mark.parametrize("name", MULTI)
+def test_pipeline_order_with_comms_matches_torch(name, defer):
+    pytest.importorskip("torch")
+    from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+
+    for pp, n in ((2, 4), (3, 6), (4, 8)):
+        cls = get_schedule_class(name)
+        ours = cls(_fake_stages(cls, pp, 2), n, defer_pp_recv=defer).pipeline_order_with_comms
+        theirs = dict(enumerate(get_schedule_ops(name, pp, n, with_comms=True,
+                                                 defer_pp_recv=defer)))
+        assert _text(ours) == _text(theirs), (pp, n)
+
+
 def test_simulate_comms_compute_reports_a_deadlock():
     # rank 0 waits for a gradient before sending the activation that gradient needs
     table = {0: [_Action.from_str(s) for s in ("0RECV_B0", "0F0", "0SEND_F0", "0B0")],
@@ -465,5 +479,5 @@ def test_failing_action_notes_the_schedule(world1):
     with pytest.raises(RuntimeError, match="boom") as err:
         sched.step(x, target=y)
     note = "\n".join(err.value.__notes__)
-    assert "rank 0 failed running 1B1 at step 4" in note
-    assert re.search(r"Step 4: 1B1 +<-- ERROR HERE", note)
+    assert "rank 0 failed running 1B1 at step 6" in note
+    assert re.search(r"Step 06: 1B1 +<-- ERROR HERE", note)

@@ -253,6 +253,81 @@ def _validate_schedule(actions: dict, pp_group_size: int, num_stages: int,
     return stage_to_rank
 
 
+# -- lowering: what a rank does around its compute -----------------------------------------------
+
+def _stages_of(a: _Action) -> tuple:
+    return tuple(p.stage_index for p in (a.sub_actions or (a,)))
+
+
+def _add_unshard_reshard(compute_actions: list, max_active_stages: int = 3) -> list:
+    """One rank's compute list with UNSHARD before a stage is next used and RESHARD when it
+    drops out of the next ``max_active_stages`` stages to be used (what a sharded stage
+    module needs gathered; a plain module ignores both).
+
+    Args:
+        compute_actions (list): one rank's compute actions (None entries are dropped).
+        max_active_stages (int): how many stages may be gathered at once.
+
+    Returns:
+        list: the actions with UNSHARD/RESHARD.
+
+    Example::
+
+        >>> _add_unshard_reshard([_Action(0, F, 0), _Action(0, B, 0)])
+        [0UNSHARD, 0F0, 0B0, 0RESHARD]
+    """
+    todo = [a for a in compute_actions if a is not None]
+    active: list = []
+    out: list = []
+    for i, a in enumerate(todo):
+        upcoming: list = []
+        for later in todo[i:]:
+            upcoming += [s for s in _stages_of(later) if s not in upcoming]
+            if len(upcoming) >= max_active_stages:
+                break
+        for s in sorted(s for s in active if s not in upcoming):
+            active.remove(s)
+            out.append(_Action(s, RESHARD))
+        for s in upcoming:
+            if s not in active:
+                active.append(s)
+                out.append(_Action(s, UNSHARD))
+        out.append(a)
+    out += [_Action(s, RESHARD) for s in sorted(active)]
+    return out
+
+
+def _add_reduce_grad(actions: list, n_microbatches: int) -> list:
+    """One rank's list with a REDUCE_GRAD right after each stage's last weight-gradient
+    action (its ``n_microbatches``-th B or W): where its gradients are complete, scaled and
+    reduced over data-parallel replicas.
+
+    Args:
+        actions (list): one rank's actions (None entries are dropped).
+        n_microbatches (int): the number of microbatches.
+
+    Returns:
+        list: the actions with REDUCE_GRAD.
+
+    Example::
+
+        >>> _add_reduce_grad([_Action(0, F, 0), _Action(0, B, 0)], 1)
+        [0F0, 0B0, 0REDUCE_GRAD]
+    """
+    done: dict = {}
+    out: list = []
+    for a in actions:
+        if a is None:
+            continue
+        out.append(a)
+        for p in a.sub_actions or (a,):
+            if p.computation_type in (W, B):
+                done[p.stage_index] = done.get(p.stage_index, 0) + 1
+                if done[p.stage_index] == n_microbatches:
+                    out.append(_Action(p.stage_index, REDUCE_GRAD))
+    return out
+
+
 # -- lowering: messages between ranks ------------------------------------------------------------
 
 def _message(a: _Action, stage_to_rank, num_stages: int):
@@ -331,6 +406,54 @@ def _add_send_recv(compute_actions: dict, stage_to_rank, num_stages: int) -> dic
     return out
 
 
+def _defer_recv_ops(actions: dict, stage_to_rank) -> dict:
+    """Move each receive of a lowered table from where the sender placed it to just before
+    the action that consumes it, except that a rank still posts its pending receives from
+    a higher-numbered peer before sending to that peer (the lower rank of a pair receives
+    first, so two ranks never both wait in a send).
+
+    Args:
+        actions (dict): rank -> lowered actions.
+        stage_to_rank (callable): stage index -> rank.
+
+    Returns:
+        dict: rank -> the actions with receives moved.
+
+    Example::
+
+        >>> t = {0: [_Action.from_str(s) for s in ("1RECV_F0", "0F0", "1F0")]}
+        >>> _defer_recv_ops(t, lambda s: 0)
+        {0: [0F0, 1RECV_F0, 1F0]}
+    """
+    def peer_of(a):
+        kind, s = a.computation_type, a.stage_index
+        return stage_to_rank(s - 1 if kind in (RECV_F, SEND_B) else s + 1)
+
+    out: dict = {}
+    for rank, acts in actions.items():
+        held: dict = {}  # (stage, kind, mb) -> the receive not yet placed
+        new: list = []
+        for a in acts:
+            kind = a.computation_type
+            if kind in (RECV_F, RECV_B):
+                held[a.stage_index, kind, a.microbatch_index] = a
+                continue
+            if kind in (SEND_F, SEND_B) and rank < peer_of(a):
+                for key in [k for k, r in held.items() if peer_of(r) == peer_of(a)]:
+                    new.append(held.pop(key))
+            for p in a.sub_actions or (a,):
+                needs = {F: RECV_F, B: RECV_B, I: RECV_B}.get(p.computation_type)
+                if (p.stage_index, needs, p.microbatch_index) in held:
+                    new.append(held.pop((p.stage_index, needs, p.microbatch_index)))
+            new.append(a)
+        if held:
+            raise AssertionError(f"Malformed input schedule on rank {rank}: leftover RECV ops "
+                                 f"with no consumer found: {list(held.values())}. Every RECV "
+                                 "must be consumed by a downstream compute op.")
+        out[rank] = new
+    return out
+
+
 def _simulate_comms_compute(pipeline_order: dict, stage_to_rank, num_stages: int) -> dict:
     """Dry-run a lowered table step by step on all ranks: each step a rank runs its next
     action if what it needs has run (a receive needs its send, a compute its input),
@@ -367,7 +490,7 @@ def _simulate_comms_compute(pipeline_order: dict, stage_to_rank, num_stages: int
             return _Action(s - 1, SEND_F, mb) in done[stage_to_rank(s - 1)]
         if kind is RECV_B:
             return _Action(s + 1, SEND_B, mb) in done[stage_to_rank(s + 1)]
-        if kind is W:
+        if kind in (W, UNSHARD, RESHARD, REDUCE_GRAD):
             return True
         raise ValueError(f"Unsupported action type {a}")
 

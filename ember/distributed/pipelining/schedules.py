@@ -20,8 +20,9 @@ import ember
 from . import _orders
 # the IR's names are importable from here too, as from PyTorch's schedules module
 from ._orders import generate_rank_to_stage_mapping, generate_stage_to_rank_mapping  # noqa: F401
-from ._schedule_ir import (_Action, _action_regex, _add_send_recv, _ComputationType,  # noqa: F401
-                           _format_pipeline_order, _simulate_comms_compute,
+from ._schedule_ir import (_Action, _action_regex, _add_reduce_grad,  # noqa: F401
+                           _add_send_recv, _add_unshard_reshard, _ComputationType,
+                           _defer_recv_ops, _format_pipeline_order, _simulate_comms_compute,
                            _validate_schedule, B, BACKWARD_INPUT, BACKWARD_WEIGHT, F,
                            FORWARD, FULL_BACKWARD, I, OVERLAP_F_B, RECV_B, RECV_F, REDUCE_GRAD,
                            RESHARD, SEND_B, SEND_F, UNSHARD, W)
@@ -54,6 +55,8 @@ class _PipelineContext:
 
 class _PipelineSchedule:
     """What all schedules share: cutting the batch, running the actions, merging."""
+
+    _defer_pp_recv = False  # (a _PipelineScheduleRuntime option)
 
     def __init__(self, stages: list, n_microbatches: int, loss_fn: Callable | None = None,
                  args_chunk_spec: tuple | None = None, kwargs_chunk_spec: dict | None = None,
@@ -154,15 +157,22 @@ class _PipelineSchedule:
     def _set_order(self, order: dict, stage_to_rank: dict | None = None) -> None:
         """Take a compute-only table (rank -> actions): check it (a table of forwards only
         needs no backwards), learn from it which rank holds each stage (unless given), and
-        lower it with its messages."""
+        lower it as PyTorch does: UNSHARD/RESHARD around each stage's use, REDUCE_GRAD
+        after its last backward, the messages, and with ``defer_pp_recv`` each receive
+        moved to just before its use."""
         implied = None
         if stage_to_rank is None or self._has_backward:
             implied = _validate_schedule(order, self.pp_group_size, self._num_stages,
                                          self._n_microbatches)
         self._set_stage_mapping(stage_to_rank or implied)
         self.pipeline_order = order
-        self.pipeline_order_with_comms = _add_send_recv(
-            order, lambda s: self.stage_index_to_group_rank[s], self._num_stages)
+        to_rank = self.stage_index_to_group_rank.__getitem__
+        lowered = {r: _add_reduce_grad(_add_unshard_reshard(acts), self._n_microbatches)
+                   for r, acts in order.items()}
+        lowered = _add_send_recv(lowered, to_rank, self._num_stages)
+        if self._defer_pp_recv:
+            lowered = _defer_recv_ops(lowered, to_rank)
+        self.pipeline_order_with_comms = lowered
 
     def _set_stage_mapping(self, stage_to_rank: dict) -> None:
         for s in self._stages:
@@ -188,9 +198,6 @@ class _PipelineSchedule:
         finally:
             for s in self._stages:
                 s._wait_sends()
-        if self._has_backward and self.scale_grads:
-            for s in self._stages:
-                s.scale_grads(self._n_microbatches)
         if losses is not None and self._internal_losses:
             losses.clear()
             losses.extend(self._internal_losses[i] for i in range(self._n_microbatches))
@@ -217,16 +224,19 @@ class _PipelineSchedule:
 
     def _perform_action(self, a: _Action, ctx: _PipelineContext) -> None:
         """Run one action on this rank's stage. Without a ``loss_fn`` (or in ``eval``) the
-        backward actions and their messages are skipped. UNSHARD, RESHARD and REDUCE_GRAD
-        act on sharded or data-parallel stage modules only; a plain module has nothing to
-        gather or reduce, so they pass."""
+        backward actions and their messages are skipped. UNSHARD and RESHARD act on sharded
+        stage modules only, so they pass; REDUCE_GRAD divides the stage's gradients by the
+        number of microbatches (``scale_grads``)."""
         kind, mb = a.computation_type, a.microbatch_index
-        if kind in (UNSHARD, RESHARD, REDUCE_GRAD) or (
-                kind in (B, I, W, SEND_B, RECV_B) and not self._has_backward):
+        if kind in (UNSHARD, RESHARD) or (
+                kind in (B, I, W, SEND_B, RECV_B, REDUCE_GRAD) and not self._has_backward):
             return
         local = {s.stage_index: s for s in self._stages}
         stage = local[a.stage_index]
-        if kind is F:
+        if kind is REDUCE_GRAD:  # the stage's gradients are complete
+            if self.scale_grads:
+                stage.scale_grads(self._n_microbatches)
+        elif kind is F:
             prev = local.get(a.stage_index - 1)
             if prev is not None:  # a neighbour on this rank hands its outputs over
                 stage._handed[0, mb] = [t.detach() for t in prev.fwd_cache[mb][0]
@@ -511,6 +521,8 @@ class _PipelineScheduleRuntime(PipelineScheduleMulti):
         stages (list): this rank's stages.
         n_microbatches (int): how many microbatches a step cuts the batch into.
         *args, **kwargs: as for ``PipelineScheduleMulti``.
+        defer_pp_recv (bool): post each receive just before its use rather than as soon as
+            the sender has sent (``_defer_recv_ops``).
 
     Example::
 
@@ -518,6 +530,10 @@ class _PipelineScheduleRuntime(PipelineScheduleMulti):
         >>> rt._load_csv("order.csv")  # doctest: +SKIP
         >>> rt.step(x)  # doctest: +SKIP
     """
+
+    def __init__(self, *args, defer_pp_recv: bool = False, **kwargs):
+        self._defer_pp_recv = defer_pp_recv
+        super().__init__(*args, **kwargs)
 
     def _load_actions(self, actions: dict, format: str = "compute_only") -> None:
         """Make a table (rank -> list of actions or action strings) this schedule's:
