@@ -10,7 +10,7 @@ backward of microbatch 3, ``1W3`` its weight-gradient backward, ``0B1`` a full b
 ``_add_send_recv`` lowers it by putting each message's send right after the action that
 produces it and its receive into the receiving rank's list at the same moment, so that no
 rank ever waits on a receive whose send comes later in the peer's list. The runtime
-(``_PipelineSchedule._run_actions`` in schedules.py) then runs one rank's lowered list.
+(``_PipelineSchedule._run_actions`` in _runtime.py) then runs one rank's lowered list.
 """
 
 from __future__ import annotations
