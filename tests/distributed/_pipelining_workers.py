@@ -128,11 +128,13 @@ def _run(torch, dist, case, cut, schedule_name, per_rank, rank, out_dir="."):
                                        output_args=(out,))]
         else:
             stages = [pp.PipelineStage(m, i, num_stages, cpu) for m, i in zip(mods, idx)]
-    cls = getattr(schedules, schedule_name)
+    # as torchtitan picks and builds a schedule: by name, a list of stages for the looped ones
+    cls = (schedules.get_schedule_class(schedule_name.removeprefix("Schedule"))
+           if schedule_name.startswith("Schedule") else getattr(schedules, schedule_name))
+    looped = issubclass(cls, schedules.PipelineScheduleMulti)
     fn = None if case == "forward_only" else loss_fn
     extra = {"defer_pp_recv": True} if case.endswith("_defer") else {}
-    sched = cls(stages[0] if per_rank == 1 else stages, n_microbatches=N_MB, loss_fn=fn,
-                **extra)
+    sched = cls(stages if looped else stages[0], n_microbatches=N_MB, loss_fn=fn, **extra)
     if case == "runtime_csv":  # every rank reads the whole table, as a launcher would give it
         path = os.path.join(out_dir, f"table{rank}.csv")
         with open(path, "w") as f:

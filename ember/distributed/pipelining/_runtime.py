@@ -219,20 +219,18 @@ class _PipelineSchedule:
         local = {s.stage_index: s for s in self._stages}
         stage = local[a.stage_index]
         if kind is REDUCE_GRAD:  # the stage's gradients are complete
-            if self.scale_grads:
-                stage.scale_grads(self._n_microbatches)
+            stage.perform_reduce_grad(self._n_microbatches if self.scale_grads else 1)
         elif kind is F:
             prev = local.get(a.stage_index - 1)
             if prev is not None:  # a neighbour on this rank hands its outputs over
-                stage._handed[0, mb] = [t.detach() for t in prev.fwd_cache[mb][0]
-                                        if isinstance(t, ember.Tensor)]
+                stage.set_local_fwd_input(prev.fwd_cache[mb][0], mb)
             with ember.enable_grad() if self._has_backward else ember.no_grad():
                 out = stage.forward_one_chunk(mb, ctx.arg_mbs[mb], ctx.kwarg_mbs[mb])
                 self._maybe_compute_loss(stage, out, ctx.target_mbs, mb)
         elif kind in (B, I):
             nxt = local.get(a.stage_index + 1)
             if nxt is not None:
-                stage._handed[1, mb] = nxt.bwd_cache.pop(mb)
+                stage.set_local_bwd_input(nxt.get_local_bwd_output(mb), mb)
             stage.backward_one_chunk(mb, loss=self._internal_losses.get(mb),
                                      full_backward=kind is B)
         elif kind is W:

@@ -177,6 +177,51 @@ class _PipelineStageBase:
             w.wait()
         return bufs
 
+    def set_local_fwd_input(self, prev_stage_outputs, mb_index: int) -> None:
+        """Take microbatch ``mb_index``'s inputs from the previous stage on this rank instead
+        of a message (NOTE [ Pipeline messages ]).
+
+        Args:
+            prev_stage_outputs: the previous stage's output (a tensor or a tuple).
+            mb_index (int): the microbatch.
+
+        Example::
+
+            >>> stage.set_local_fwd_input(prev.fwd_cache[0][0], 0)  # doctest: +SKIP
+        """
+        self._handed[0, mb_index] = [t.detach() for t in _as_tuple(prev_stage_outputs)
+                                     if isinstance(t, ember.Tensor)]
+
+    def get_local_bwd_output(self, mb_index: int) -> list:
+        """Microbatch ``mb_index``'s input gradients, for the previous stage on this rank
+        (what would otherwise be sent to it).
+
+        Args:
+            mb_index (int): the microbatch.
+
+        Returns:
+            list of Tensor
+
+        Example::
+
+            >>> prev.set_local_bwd_input(stage.get_local_bwd_output(0), 0)  # doctest: +SKIP
+        """
+        return self.bwd_cache.pop(mb_index)
+
+    def set_local_bwd_input(self, next_stage_bwd_outputs, mb_index: int) -> None:
+        """Take microbatch ``mb_index``'s output gradients from the next stage on this rank
+        instead of a message.
+
+        Args:
+            next_stage_bwd_outputs (list or tuple): the next stage's input gradients.
+            mb_index (int): the microbatch.
+
+        Example::
+
+            >>> prev.set_local_bwd_input(stage.get_local_bwd_output(0), 0)  # doctest: +SKIP
+        """
+        self._handed[1, mb_index] = list(next_stage_bwd_outputs)
+
     def _send_activations(self, mb: int) -> None:
         """Send microbatch ``mb``'s outputs to the next stage (the SEND_F action)."""
         self._send(self.fwd_cache[mb][0], 0, self.stage_index + 1, mb)
@@ -286,6 +331,20 @@ class _PipelineStageBase:
         params = [p for p in self.submod.parameters() if p.requires_grad]
         if roots and params:
             ember.autograd.backward(roots, grad_tensors=grads, inputs=params)
+
+    def perform_reduce_grad(self, grad_scale_factor: int) -> None:
+        """Finish this stage's gradients once its last backward has run (the REDUCE_GRAD
+        action): divide them by ``grad_scale_factor``. A plain module has no data-parallel
+        replicas to reduce over.
+
+        Args:
+            grad_scale_factor (int): the divisor (1 leaves them as they are).
+
+        Example::
+
+            >>> stage.perform_reduce_grad(4)  # doctest: +SKIP
+        """
+        self.scale_grads(grad_scale_factor)
 
     def scale_grads(self, grad_scale_factor: int) -> None:
         """Divide this stage's parameter gradients by ``grad_scale_factor`` (the number of
