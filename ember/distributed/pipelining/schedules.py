@@ -40,6 +40,11 @@ class PipelineScheduleSingle(_PipelineSchedule):
         args_chunk_spec, kwargs_chunk_spec: how the inputs are cut (dimension 0 by default).
         output_merge_spec: how the outputs are joined (dimension 0 by default).
         scale_grads (bool): divide the gradients by ``n_microbatches``.
+
+    Example::
+
+        >>> issubclass(ScheduleGPipe, PipelineScheduleSingle)
+        True
     """
 
     def __init__(self, stage, n_microbatches: int, loss_fn: Callable | None = None,
