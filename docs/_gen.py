@@ -88,6 +88,7 @@ NAMESPACES = [
     ("distributed.checkpoint", "ember.distributed.checkpoint"),
     ("distributed.tensor", "ember.distributed.tensor"),
     ("distributed.tensor.parallel", "ember.distributed.tensor.parallel"),
+    ("distributed.pipelining", "ember.distributed.pipelining"),
     ("hub", "ember.hub"),
     ("masked", "ember.masked"),
     ("quasirandom", "ember.quasirandom"),

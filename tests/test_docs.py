@@ -49,7 +49,8 @@ DOCTEST_MODULES = ["ember.nn.init", "ember.fft", "ember.linalg", "ember.serializ
                    "ember.autograd._engine", "ember.autograd.function", "ember.testing",
                    "ember.utils.data.dataset", "ember.utils.data.sampler",
                    "ember.utils.data.dataloader", "ember.distributions.transforms",
-                   "ember.multiprocessing._shared"]
+                   "ember.multiprocessing._shared", "ember.distributed.pipelining._schedule_ir",
+                   "ember.distributed.pipelining._orders"]
 
 
 def _gen():

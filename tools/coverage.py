@@ -61,7 +61,7 @@ NAMESPACES = [
     "utils.flop_counter", "export", "futures", "distributed.rpc", "distributed.optim",
     "distributed.tensor", "distributed.tensor.parallel", "hub",
     "masked", "quasirandom", "signal.windows", "utils.benchmark",
-    "nn.attention.flex_attention", "nested",
+    "nn.attention.flex_attention", "nested", "distributed.pipelining",
 ]
 
 _TYPING_MODULES = {"typing", "typing_extensions", "collections.abc", "__future__"}

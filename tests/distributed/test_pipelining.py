@@ -1,9 +1,10 @@
 """Pipeline parallelism (``ember.distributed.pipelining``): a model cut into stages by hand
-or by ``pipeline`` and trained on 2 ranks with GPipe, 1F1B, interleaved 1F1B and looped BFS
-gives the losses, gradients and parameters of single-process full-batch training, and those
-of PyTorch's gloo run of the same worker (tests/distributed/_pipelining_workers.py);
-microbatch splitting, tracing and a pipeline of one stage against PyTorch 2.13 without
-mpi4py."""
+or by ``pipeline`` and trained on 2 ranks with GPipe, 1F1B, interleaved 1F1B, looped BFS,
+interleaved zero bubble, ZB-V, DualPipeV and a table loaded from CSV gives the losses,
+gradients and parameters of single-process full-batch training, and those of PyTorch's
+gloo run of the same worker (tests/distributed/_pipelining_workers.py); microbatch
+splitting, tracing and a pipeline of one stage against PyTorch 2.13 without mpi4py. The
+schedule tables themselves: test_pipelining_schedules.py."""
 
 import numpy as np
 import pytest
@@ -76,8 +77,10 @@ def _close(a, b, tol=2e-5):
 @needs_mpi
 @pytest.mark.parametrize("case", CASES)
 def test_pipeline_schedule_equals_full_batch(ember_runs, reference, case):
-    last = ember_runs[1][case]  # the last stage is on rank 1 in every case
-    assert ember_runs[0][case]["outputs"] == []
+    # the last stage is on rank 1, or on rank 0 with the V placement (stages 0 and 3)
+    on_last = 0 if W.CASES[CASES.index(case)][1] == "manual_v" else 1
+    last = ember_runs[on_last][case]
+    assert ember_runs[1 - on_last][case]["outputs"] == []
     np.testing.assert_allclose(last["outputs"][0], reference["outputs"][0], rtol=1e-5,
                                atol=1e-5)
     if case == "forward_only":
@@ -89,8 +92,9 @@ def test_pipeline_schedule_equals_full_batch(ember_runs, reference, case):
 
 
 @needs_mpi
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [c for c in CASES if not c.endswith("_defer")])
 def test_pipeline_schedule_equals_torch_gloo(ember_runs, torch_runs, case):
+    # (the deferred-receive case has no PyTorch run: see worker in _pipelining_workers.py)
     for r in range(2):
         e, t = ember_runs[r][case], torch_runs[r][case]
         np.testing.assert_allclose(e["losses"], t["losses"], rtol=1e-5)
@@ -211,7 +215,7 @@ def test_pipe_split_outside_tracing_does_nothing():
 def test_get_schedule_class_names():
     assert get_schedule_class("1f1b") is Schedule1F1B
     assert get_schedule_class("GPipe") is ScheduleGPipe
-    with pytest.raises(ValueError, match="unknown schedule"):
+    with pytest.raises(ValueError, match="Unknown schedule name .nope."):
         get_schedule_class("nope")
 
 

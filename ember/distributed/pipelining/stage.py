@@ -2,11 +2,21 @@
 
 NOTE [ Pipeline messages ]
 Activations go from stage ``s`` to ``s + 1`` and gradients from ``s`` to ``s - 1`` as
-point-to-point sends on the stage's group, one message per tensor. Each (kind, stage,
-microbatch) has its own tag, so a rank holding several stages (looped schedules) can post
-its receives in any order without taking another stage's message; tensors of one output
-share the tag and arrive in order. Sends are started and only waited for at the end of the
-schedule's step, so a schedule blocks only on what it receives.
+point-to-point messages on the stage's group, one per tensor. Each (kind, stage,
+microbatch) has its own tag, so a rank holding several stages can post its receives in any
+order without taking another stage's message; tensors of one output share the tag and
+arrive in order. The schedule's runtime says when to send and when to post a receive
+(SEND_F/RECV_F/SEND_B/RECV_B actions, NOTE [ Pipeline actions ] in _schedule_ir.py); a
+compute action waits for the receive posted for it, or receives itself when none was.
+Sends are only waited for at the end of the step, so a rank blocks only on what it
+receives. Neighbouring stages on one rank hand their tensors over directly.
+
+NOTE [ Split backward ]
+A zero-bubble schedule runs a stage's backward in two actions: I computes the gradients of
+the stage's inputs (what the previous stage waits for) keeping the graph, W later
+back-propagates the same output gradients into the parameters. Each is one
+``autograd.grad``/``autograd.backward`` call from the stage's outputs, so the part of the
+graph both need is walked twice; the gradients equal those of one full backward.
 """
 
 from __future__ import annotations
@@ -90,34 +100,45 @@ class _PipelineStageBase:
 
     def clear_runtime_states(self) -> None:
         """Forget the previous step's microbatches (a schedule calls it at each step)."""
-        self.fwd_cache: dict = {}
+        self.fwd_cache: dict = {}  # mb -> (outputs, inputs)
+        self.bwd_cache: dict = {}  # mb -> gradients of the inputs, until sent or handed over
         self.output_chunks: list = []
         self._sends: list = []
+        self._posted: dict = {}  # (kind, mb) -> (buffers, works) of a posted receive
+        self._handed: dict = {}  # (kind, mb) -> tensors handed over by a stage on this rank
+        self._weight_todo: dict = {}  # mb -> (roots, grads) for the W action
         self._backward_done = 0
 
     # -- shapes -------------------------------------------------------------------------------
 
-    def _prepare_forward_infra(self, num_microbatches: int, args: tuple, kwargs: dict) -> None:
+    def _prepare_forward_infra(self, num_microbatches: int, args: tuple, kwargs: dict,
+                               prev_stage=None, next_is_local: bool = False) -> None:
         self.chunks = num_microbatches
         if self.inputs_meta is None:
-            self._shape_inference(args, kwargs)
+            self._shape_inference(args, kwargs, prev_stage, next_is_local)
 
-    def _shape_inference(self, args: tuple, kwargs: dict) -> None:
+    def _shape_inference(self, args: tuple, kwargs: dict, prev_stage=None,
+                         next_is_local: bool = False) -> None:
         """Learn the shapes this stage receives and sends: stage 0 from the first
-        microbatch, every other stage from its predecessor's message, passed on in order."""
+        microbatch, every other stage from its predecessor (its message, or the stage
+        itself when it is on this rank), passed on in order."""
         if self.is_first:
             inputs = tuple(args)
         else:
-            box = [None]
-            dist.recv_object_list(box, src=None, group=self.group,
-                                  group_src=self._peer(self.stage_index - 1))
+            if prev_stage is not None:
+                metas = prev_stage.outputs_meta
+            else:
+                box = [None]
+                dist.recv_object_list(box, src=None, group=self.group,
+                                      group_src=self._peer(self.stage_index - 1))
+                metas = box[0]
             inputs = tuple(ember.zeros(shape, dtype=dtype, device=self.device)
-                           for shape, dtype in box[0])
+                           for shape, dtype in metas)
         self.inputs_meta = _metas(inputs)
         with ember.no_grad():
             outputs = _as_tuple(self.submod(*inputs, **(kwargs if self.is_first else {})))
         self.outputs_meta = _metas(outputs)
-        if not self.is_last:
+        if not self.is_last and not next_is_local:
             dist.send_object_list([self.outputs_meta], group=self.group,
                                   group_dst=self._peer(self.stage_index + 1))
 
@@ -130,14 +151,84 @@ class _PipelineStageBase:
             self._sends.append(dist.isend(t, group=self.group, tag=tag,
                                           group_dst=self._peer(to_stage)))
 
-    def _recv(self, metas, kind: int, from_stage: int, mb: int) -> list:
-        tag = _tag(kind, from_stage, mb, self.num_stages)
+    def _grad_metas(self) -> list:
+        return [m for m in self.outputs_meta if _wants_grad(m[1])]
+
+    def _post_recv(self, kind: int, mb: int) -> None:
+        """Start receiving microbatch ``mb``'s activations (kind 0, from the previous stage)
+        or output gradients (kind 1, from the next stage)."""
+        metas, peer = ((self.inputs_meta, self.stage_index - 1) if kind == 0
+                       else (self._grad_metas(), self.stage_index + 1))
+        tag = _tag(kind, peer, mb, self.num_stages)
         bufs = [ember.empty(shape, dtype=dtype, device=self.device) for shape, dtype in metas]
-        works = [dist.irecv(b, group=self.group, tag=tag, group_src=self._peer(from_stage))
+        works = [dist.irecv(b, group=self.group, tag=tag, group_src=self._peer(peer))
                  for b in bufs]
+        self._posted[kind, mb] = (bufs, works)
+
+    def _received(self, kind: int, mb: int) -> list:
+        """What a compute action consumes: the tensors a stage on this rank handed over, or
+        the posted receive's buffers once it completes (posted now when it was not)."""
+        if (kind, mb) in self._handed:
+            return self._handed.pop((kind, mb))
+        if (kind, mb) not in self._posted:
+            self._post_recv(kind, mb)
+        bufs, works = self._posted.pop((kind, mb))
         for w in works:
             w.wait()
         return bufs
+
+    def set_local_fwd_input(self, prev_stage_outputs, mb_index: int) -> None:
+        """Take microbatch ``mb_index``'s inputs from the previous stage on this rank instead
+        of a message (NOTE [ Pipeline messages ]).
+
+        Args:
+            prev_stage_outputs: the previous stage's output (a tensor or a tuple).
+            mb_index (int): the microbatch.
+
+        Example::
+
+            >>> stage.set_local_fwd_input(prev.fwd_cache[0][0], 0)  # doctest: +SKIP
+        """
+        self._handed[0, mb_index] = [t.detach() for t in _as_tuple(prev_stage_outputs)
+                                     if isinstance(t, ember.Tensor)]
+
+    def get_local_bwd_output(self, mb_index: int) -> list:
+        """Microbatch ``mb_index``'s input gradients, for the previous stage on this rank
+        (what would otherwise be sent to it).
+
+        Args:
+            mb_index (int): the microbatch.
+
+        Returns:
+            list of Tensor
+
+        Example::
+
+            >>> prev.set_local_bwd_input(stage.get_local_bwd_output(0), 0)  # doctest: +SKIP
+        """
+        return self.bwd_cache.pop(mb_index)
+
+    def set_local_bwd_input(self, next_stage_bwd_outputs, mb_index: int) -> None:
+        """Take microbatch ``mb_index``'s output gradients from the next stage on this rank
+        instead of a message.
+
+        Args:
+            next_stage_bwd_outputs (list or tuple): the next stage's input gradients.
+            mb_index (int): the microbatch.
+
+        Example::
+
+            >>> prev.set_local_bwd_input(stage.get_local_bwd_output(0), 0)  # doctest: +SKIP
+        """
+        self._handed[1, mb_index] = list(next_stage_bwd_outputs)
+
+    def _send_activations(self, mb: int) -> None:
+        """Send microbatch ``mb``'s outputs to the next stage (the SEND_F action)."""
+        self._send(self.fwd_cache[mb][0], 0, self.stage_index + 1, mb)
+
+    def _send_input_grads(self, mb: int) -> None:
+        """Send microbatch ``mb``'s input gradients to the previous stage (SEND_B)."""
+        self._send(self.bwd_cache.pop(mb), 1, self.stage_index - 1, mb)
 
     def _wait_sends(self) -> None:
         for w in self._sends:
@@ -147,7 +238,8 @@ class _PipelineStageBase:
     # -- one microbatch -----------------------------------------------------------------------
 
     def forward_one_chunk(self, fwd_chunk_id: int, args: tuple = (), kwargs: dict | None = None):
-        """Run this stage's module on microbatch ``fwd_chunk_id`` and send its outputs on.
+        """Run this stage's module on microbatch ``fwd_chunk_id``; its outputs stay here
+        until the schedule sends them (NOTE [ Pipeline messages ]).
 
         Args:
             fwd_chunk_id (int): the microbatch.
@@ -160,7 +252,7 @@ class _PipelineStageBase:
         if self.is_first:
             inputs = tuple(args)
         else:
-            inputs = tuple(self._recv(self.inputs_meta, 0, self.stage_index - 1, fwd_chunk_id))
+            inputs = tuple(self._received(0, fwd_chunk_id))
             if self.has_backward:
                 for t in inputs:
                     if _wants_grad(t.dtype):
@@ -170,46 +262,89 @@ class _PipelineStageBase:
         self.fwd_cache[fwd_chunk_id] = (outputs, inputs)
         if self.is_last:
             self.output_chunks.append(output)
-        else:
-            self._send(outputs, 0, self.stage_index + 1, fwd_chunk_id)
         return output
 
-    def backward_one_chunk(self, bwd_chunk_id: int, loss=None, full_backward: bool = True,
-                           last_backward: bool = False) -> None:
-        """Back-propagate microbatch ``bwd_chunk_id`` through this stage and send the input
-        gradients to the previous stage.
-
-        Args:
-            bwd_chunk_id (int): the microbatch.
-            loss (Tensor, optional): its loss (last stage only).
-            full_backward (bool): accepted for torch's signature (weights and inputs are
-                always differentiated together).
-            last_backward (bool): whether it is the step's last microbatch.
-        """
-        outputs, inputs = self.fwd_cache.pop(bwd_chunk_id)
+    def _backward_roots(self, mb: int, outputs, loss) -> tuple:
+        """The tensors to back-propagate from and their gradients: the loss on the last
+        stage, else the outputs and the gradients the next stage gives for them."""
         if self.is_last:
             if loss is None:
                 raise RuntimeError("PipelineStage: the last stage needs the microbatch's loss "
                                    "for its backward (give the schedule a loss_fn)")
-            roots, grads = [loss], None
+            return [loss], None
+        received = iter(self._received(1, mb))
+        roots, grads = [], []
+        for out in outputs:
+            if not _wants_grad(out.dtype):
+                continue
+            g = next(received)
+            if out.requires_grad:
+                roots.append(out)
+                grads.append(g)
+        return roots, grads
+
+    def backward_one_chunk(self, bwd_chunk_id: int, loss=None, full_backward: bool = True,
+                           last_backward: bool = False) -> None:
+        """Back-propagate microbatch ``bwd_chunk_id`` through this stage; its input gradients
+        stay here until the schedule sends them.
+
+        Args:
+            bwd_chunk_id (int): the microbatch.
+            loss (Tensor, optional): its loss (last stage only).
+            full_backward (bool): gradients of inputs and parameters at once (True), or of
+                the inputs only, the parameters left to ``backward_weight_one_chunk``
+                (NOTE [ Split backward ]).
+            last_backward (bool): whether it is the step's last microbatch.
+        """
+        outputs, inputs = self.fwd_cache.pop(bwd_chunk_id)
+        roots, grads = self._backward_roots(bwd_chunk_id, outputs, loss)
+        wanted = [t for t in inputs if _wants_grad(t.dtype)]
+        if full_backward:
+            if roots:
+                ember.autograd.backward(roots, grad_tensors=grads)
+            input_grads = [t.grad for t in wanted]
         else:
-            wanted = [m for m in self.outputs_meta if _wants_grad(m[1])]
-            received = iter(self._recv(wanted, 1, self.stage_index + 1, bwd_chunk_id))
-            roots, grads = [], []
-            for out in outputs:
-                if not _wants_grad(out.dtype):
-                    continue
-                g = next(received)
-                if out.requires_grad:
-                    roots.append(out)
-                    grads.append(g)
-        if roots:
-            ember.autograd.backward(roots, grad_tensors=grads)
+            needing = [t for t in wanted if t.requires_grad]
+            found = iter(ember.autograd.grad(roots, needing, grad_outputs=grads,
+                                             retain_graph=True, allow_unused=True)
+                         if roots and needing else [None] * len(needing))
+            input_grads = [next(found) if t.requires_grad else None for t in wanted]
+            self._weight_todo[bwd_chunk_id] = (roots, grads)
         if not self.is_first:
-            self._send([t.grad if t.grad is not None else ember.zeros_like(t)
-                        for t in inputs if _wants_grad(t.dtype)],
-                       1, self.stage_index - 1, bwd_chunk_id)
+            self.bwd_cache[bwd_chunk_id] = [g if g is not None else ember.zeros_like(t)
+                                            for g, t in zip(input_grads, wanted)]
         self._backward_done += 1
+
+    def backward_weight_one_chunk(self, bwd_chunk_id: int, last_backward: bool = False) -> None:
+        """The parameter gradients of microbatch ``bwd_chunk_id``, after its
+        ``backward_one_chunk(..., full_backward=False)`` (NOTE [ Split backward ]).
+
+        Args:
+            bwd_chunk_id (int): the microbatch.
+            last_backward (bool): whether it is the step's last microbatch.
+        """
+        if bwd_chunk_id not in self._weight_todo:
+            raise RuntimeError(f"PipelineStage: stage {self.stage_index} runs the weight "
+                               f"backward of microbatch {bwd_chunk_id} before its input "
+                               "backward (backward_one_chunk(..., full_backward=False))")
+        roots, grads = self._weight_todo.pop(bwd_chunk_id)
+        params = [p for p in self.submod.parameters() if p.requires_grad]
+        if roots and params:
+            ember.autograd.backward(roots, grad_tensors=grads, inputs=params)
+
+    def perform_reduce_grad(self, grad_scale_factor: int) -> None:
+        """Finish this stage's gradients once its last backward has run (the REDUCE_GRAD
+        action): divide them by ``grad_scale_factor``. A plain module has no data-parallel
+        replicas to reduce over.
+
+        Args:
+            grad_scale_factor (int): the divisor (1 leaves them as they are).
+
+        Example::
+
+            >>> stage.perform_reduce_grad(4)  # doctest: +SKIP
+        """
+        self.scale_grads(grad_scale_factor)
 
     def scale_grads(self, grad_scale_factor: int) -> None:
         """Divide this stage's parameter gradients by ``grad_scale_factor`` (the number of
