@@ -1,8 +1,8 @@
 """numba kernels for Winograd's F(2x2, 3x3) transforms, planar layout (imported only when
 numba is installed and the ``numba`` backend is chosen; see NOTE [ Planar Winograd ] in
 ``ember/_ops/nn_conv_winograd.py``), for depthwise convolutions on shifted planes, and for
-the planar input adjoint's scatter (NOTE [ Planar columns scattered in one pass ] in
-``ember/_ops/nn_conv.py``).
+the input adjoint's scatter of planar or channels-last columns (NOTE [ Planar columns
+scattered in one pass ] in ``ember/_ops/nn_conv.py``).
 
 Each kernel reads or writes NCHW planes and transformed tiles laid out (16, C, tiles), tiles
 in (sample, tile row, tile column) order, so every inner loop runs along one contiguous
@@ -288,3 +288,35 @@ def planar_col2im(cols, sh, sw, ph, pw, gx):  # pragma: no cover - compiled
                     part = buf[r % sh, ew, r // sh]
                     for q in range((w - ew + sw - 1) // sw):
                         row[q * sw + ew] = part[q]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def channels_last_col2im(gcols, sh, sw, ph, pw, gx):  # pragma: no cover - compiled
+    """gx[n] = the sum, tap by tap in (kh, kw) order from zero, of the channel vectors
+    gcols[n, i, j, kh, kw] placed at input position (i * sh + kh - ph, j * sw + kw - pw)
+    (those inside the plane), as (C, H, W) planes; gcols (N, OH, OW, KH, KW, C), gx (N, C,
+    H, W). Plain float arithmetic: each element's additions are the tap-by-tap scatter's,
+    in its order. A sample is summed channels last in a buffer that stays in cache and
+    transposed once into gx."""
+    n_, oh, ow, kh_, kw_, c_ = gcols.shape
+    h, w = gx.shape[2], gx.shape[3]
+    buf = np.empty((h, w, c_), gx.dtype)
+    for n in range(n_):
+        buf[:] = 0
+        for kh in range(kh_):
+            i0 = max(0, -((kh - ph) // sh))
+            i1 = min(oh, (h - 1 - kh + ph) // sh + 1)
+            for kw in range(kw_):
+                j0 = max(0, -((kw - pw) // sw))
+                j1 = min(ow, (w - 1 - kw + pw) // sw + 1)
+                for i in range(i0, i1):
+                    for j in range(j0, j1):
+                        dst = buf[i * sh + kh - ph, j * sw + kw - pw]
+                        src = gcols[n, i, j, kh, kw]
+                        for q in range(c_):
+                            dst[q] += src[q]
+        for q in range(c_):
+            plane = gx[n, q]
+            for r in range(h):
+                for s in range(w):
+                    plane[r, s] = buf[r, s, q]
