@@ -1,6 +1,8 @@
 """numba kernels for Winograd's F(2x2, 3x3) transforms, planar layout (imported only when
 numba is installed and the ``numba`` backend is chosen; see NOTE [ Planar Winograd ] in
-``ember/_ops/nn_conv_winograd.py``).
+``ember/_ops/nn_conv_winograd.py``), for depthwise convolutions on shifted planes, and for
+the input adjoint's scatter of planar or channels-last columns (NOTE [ Planar columns
+scattered in one pass ] in ``ember/_ops/nn_conv.py``).
 
 Each kernel reads or writes NCHW planes and transformed tiles laid out (16, C, tiles), tiles
 in (sample, tile row, tile column) order, so every inner loop runs along one contiguous
@@ -241,3 +243,80 @@ def depthwise_weight_grad(buf, g, offsets, gw):  # pragma: no cover - compiled
                 acc[t] += part
         for t in range(taps):
             gw[c, t] = acc[t]
+
+
+# ------------------------------------------------------------------------------------------------
+# the input adjoint's scatter of planar columns (NOTE [ Planar columns scattered in one pass ]
+# in ``ember/_ops/nn_conv.py``)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def planar_col2im(cols, sh, sw, ph, pw, gx):  # pragma: no cover - compiled
+    """gx[n, c] = the sum, tap by tap in (kh, kw) order from zero, of cols[c, kh, kw, n]
+    placed at input rows i * sh + kh - ph and columns j * sw + kw - pw (those inside the
+    plane); cols (C, KH, KW, N, OH, OW), gx (N, C, H, W). Plain float arithmetic (no
+    fast-math flags): each element's additions are the tap-by-tap scatter's, in its order.
+    A plane is summed split by phase (input position (r, s) at [r % sh, s % sw, r // sh,
+    s // sw]), so that each tap adds one contiguous block onto another, and interleaved
+    once at the end."""
+    c_, kh_, kw_, n_, oh, ow = cols.shape
+    h, w = gx.shape[2], gx.shape[3]
+    buf = np.empty((sh, sw, (h + sh - 1) // sh, (w + sw - 1) // sw), gx.dtype)
+    for n in range(n_):
+        for c in range(c_):
+            buf[:] = 0
+            for kh in range(kh_):
+                # the output rows whose tap lands inside the plane, and where they land
+                i0 = max(0, -((kh - ph) // sh))
+                i1 = min(oh, (h - 1 - kh + ph) // sh + 1)
+                eh = (kh - ph) % sh
+                r0 = i0 + (kh - ph - eh) // sh
+                for kw in range(kw_):
+                    j0 = max(0, -((kw - pw) // sw))
+                    j1 = min(ow, (w - 1 - kw + pw) // sw + 1)
+                    ew = (kw - pw) % sw
+                    q0 = j0 + (kw - pw - ew) // sw
+                    # (views, indexed by the loops' own counters: LLVM vectorises these)
+                    dst = buf[eh, ew, r0:r0 + i1 - i0, q0:q0 + j1 - j0]
+                    src = cols[c, kh, kw, n, i0:i1, j0:j1]
+                    for i in range(i1 - i0):
+                        for j in range(j1 - j0):
+                            dst[i, j] += src[i, j]
+            for r in range(h):
+                row = gx[n, c, r]
+                for ew in range(sw):
+                    part = buf[r % sh, ew, r // sh]
+                    for q in range((w - ew + sw - 1) // sw):
+                        row[q * sw + ew] = part[q]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def channels_last_col2im(gcols, sh, sw, ph, pw, gx):  # pragma: no cover - compiled
+    """gx[n] = the sum, tap by tap in (kh, kw) order from zero, of the channel vectors
+    gcols[n, i, j, kh, kw] placed at input position (i * sh + kh - ph, j * sw + kw - pw)
+    (those inside the plane), as (C, H, W) planes; gcols (N, OH, OW, KH, KW, C), gx (N, C,
+    H, W). Plain float arithmetic: each element's additions are the tap-by-tap scatter's,
+    in its order. A sample is summed channels last in a buffer that stays in cache and
+    transposed once into gx."""
+    n_, oh, ow, kh_, kw_, c_ = gcols.shape
+    h, w = gx.shape[2], gx.shape[3]
+    buf = np.empty((h, w, c_), gx.dtype)
+    for n in range(n_):
+        buf[:] = 0
+        for kh in range(kh_):
+            i0 = max(0, -((kh - ph) // sh))
+            i1 = min(oh, (h - 1 - kh + ph) // sh + 1)
+            for kw in range(kw_):
+                j0 = max(0, -((kw - pw) // sw))
+                j1 = min(ow, (w - 1 - kw + pw) // sw + 1)
+                for i in range(i0, i1):
+                    for j in range(j0, j1):
+                        dst = buf[i * sh + kh - ph, j * sw + kw - pw]
+                        src = gcols[n, i, j, kh, kw]
+                        for q in range(c_):
+                            dst[q] += src[q]
+        for q in range(c_):
+            plane = gx[n, q]
+            for r in range(h):
+                for s in range(w):
+                    plane[r, s] = buf[r, s, q]

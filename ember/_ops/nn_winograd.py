@@ -216,14 +216,66 @@ def _convolve_samples(xp, x, u, pad, flipped, y, lo, hi):
             output_tiles(xp, m, k, th, tw, ho, wo), -1, 1)
 
 
+# NOTE [ Few tiles: products split by position ]
+# On the smallest planes a batch piece holds too few tiles for a good product: ResNet-18's
+# 512 -> 512 layers on 4x4 planes have 4 tiles a sample, so each of two pieces multiplies
+# (64, 512) by (512, 512) sixteen times, a shape at which OpenBLAS runs at two thirds of its
+# speed, and both pieces read all of U (16.8 MB) at once. There the batch is transformed
+# whole and the 16 tile-space products, each over every tile of the batch, are shared out
+# by position instead, one block of positions per thread with the BLAS at one thread
+# (``_parallel.split_batch`` over the positions); the transforms, small on such planes, run
+# on the calling thread. Each product is the one the batch pieces would make over more rows:
+# the same values (the weight gradient's sums over tiles in another order). Measured at two
+# threads, in-process, alternating (2-CPU EPYC, bench/RESULTS.md): (32, 512, 4, 4) forward
+# 8.9 -> 7.1-7.5 ms (PyTorch 5.5), both adjoints 15.4 -> 12.6-13.8; on (32, 256, 8, 8) (16
+# tiles a sample) the batch pieces stay ahead (forward 6.3 against 7.1), hence a piece's
+# rows below ``_POSITION_ROWS`` as the test.
+_POSITION_ROWS = 128
+
+
+def _by_position(xp, n, th, tw):
+    """Whether the products split by position rather than the batch in pieces (NOTE [ Few
+    tiles: products split by position ])."""
+    t = _parallel._threads()
+    return xp is np and t > 1 and n > 1 and -(-n // t) * th * tw < _POSITION_ROWS
+
+
+def _positions(fn, work):
+    """``fn(lo, hi)`` over the 16 positions: a block per thread where that applies (NOTE
+    [ Few tiles: products split by position ]), else whole, with the BLAS held at one thread
+    where its shape asks for that; ``work`` is the multiply-adds of all 16 products."""
+    if _parallel.split_batch(fn, 16, work) is None:
+        with _one_thread_for(np, work // 16):
+            fn(0, 16)
+
+
+def _convolve_by_position(xp, x, u, pad, flipped, y):
+    """``_convolve`` over the whole batch at once, the products split by position."""
+    n, o = x.shape[0], y.shape[1]
+    ho, wo, th, tw = _tiles(x.shape, pad)
+    v = input_tiles(xp, _parity_split(xp, x, pad, th + 1, tw + 1), th, tw)
+    m = xp.empty((16, v.shape[1], o), x.dtype)
+
+    def positions(lo, hi):
+        for i in range(lo, hi):
+            xp.matmul(v[i], u[_FLIPPED[i]] if flipped else u[i].T, out=m[i])
+
+    _positions(positions, 16 * v.shape[1] * v.shape[2] * o)
+    y[...] = xp.moveaxis(output_tiles(xp, m, n, th, tw, ho, wo), -1, 1)
+
+
 def _convolve(xp, x, u, pad, flipped=False):
     """The Winograd convolution of x with transformed weights u, (N, O, Ho, Wo). The batch
     runs in pieces on threads, all with the one transform ``u`` (NOTE [ One weight transform
-    per step ] in ember/_kernels/_weight_tiles.py)."""
+    per step ] in ember/_kernels/_weight_tiles.py), or, on the smallest planes, whole with
+    the products split by position (NOTE [ Few tiles: products split by position ])."""
     n, c = x.shape[:2]
     o = u.shape[2] if flipped else u.shape[1]
     ho, wo, th, tw = _tiles(x.shape, pad)
     y = xp.empty((n, o, ho, wo), x.dtype)
+    if _by_position(xp, n, th, tw):
+        _convolve_by_position(xp, x, u, pad, flipped, y)
+        return y
     _pieces(xp, lambda lo, hi: _convolve_samples(xp, x, u, pad, flipped, y, lo, hi), n,
             16 * n * th * tw * c * o)
     return y
@@ -293,9 +345,31 @@ def weight_grad(xp, x, g, padding):
     threads, their tile-space sums added before the one inverse transform."""
     n, c = x.shape[:2]
     _, _, th, tw = _tiles(x.shape, padding)
+    if _by_position(xp, n, th, tw):
+        return weight_from_parts(xp, [_weight_tiles_by_position(xp, x, g, padding)])
     parts = _pieces(xp, lambda lo, hi: _weight_tiles_sum(xp, x, g, padding, lo, hi), n,
                     16 * n * th * tw * c * g.shape[1])
     return weight_from_parts(xp, parts)
+
+
+def _weight_tiles_by_position(xp, x, g, padding, also=None):
+    """The whole batch's tile-space weight gradient (16, O, C), the products split by
+    position (NOTE [ Few tiles: products split by position ]); ``also(i)``, where given,
+    runs beside position i's product on the same thread."""
+    c, o = x.shape[1], g.shape[1]
+    _, _, th, tw = _tiles(x.shape, padding)
+    v = input_tiles(xp, _parity_split(xp, x, padding, th + 1, tw + 1), th, tw)
+    dm = output_tiles_adjoint(xp, _parity_split(xp, g, (0, 0), th, tw), th, tw)
+    du = xp.empty((16, o, c), x.dtype)
+
+    def positions(lo, hi):
+        for i in range(lo, hi):
+            xp.matmul(dm[i].T, v[i], out=du[i])
+            if also is not None:
+                also(i)
+
+    _positions(positions, 16 * o * c * v.shape[1] * (1 if also is None else 2))
+    return du
 
 
 def backward(xp, g, x, w, padding):
@@ -306,8 +380,19 @@ def backward(xp, g, x, w, padding):
     n, c = x.shape[:2]
     o = g.shape[1]
     pad_g = tuple(2 - p for p in padding)
-    _, _, th, tw = _tiles(g.shape, pad_g)
+    ho, wo, th, tw = _tiles(g.shape, pad_g)
     gx = xp.empty(x.shape, x.dtype)
+    if _by_position(xp, n, th, tw):
+        # (NOTE [ Few tiles: products split by position ])
+        vg = input_tiles(xp, _parity_split(xp, g, pad_g, th + 1, tw + 1), th, tw)
+        m = xp.empty((16, vg.shape[1], c), x.dtype)
+
+        def input_product(i):
+            xp.matmul(vg[i], u[_FLIPPED[i]], out=m[i])
+
+        du = _weight_tiles_by_position(xp, x, g, padding, also=input_product)
+        gx[...] = xp.moveaxis(output_tiles(xp, m, n, th, tw, ho, wo), -1, 1)
+        return gx, weight_from_parts(xp, [du])
 
     def samples(lo, hi):
         _convolve_samples(xp, g, u, pad_g, True, gx, lo, hi)
