@@ -23,7 +23,6 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Callable
-from typing import Union
 
 from ._config import (
     MAP_PRIVATE, MAP_SHARED, LoadEndianness, get_crc32_options, get_default_load_endianness,
@@ -67,9 +66,9 @@ UNSAFE_MESSAGE = (
 
 # the annotation aliases PyTorch's module names (pyro's param store imports MAP_LOCATION)
 #: what ``load``'s ``map_location`` takes
-MAP_LOCATION = Union[Callable[[Storage, str], Storage], _device, str, dict[str, str], None]  # noqa: UP007
+MAP_LOCATION = Callable[[Storage, str], Storage] | _device | str | dict[str, str] | None
 #: the storage classes a checkpoint holds
-STORAGE = Union[Storage, TypedStorage, UntypedStorage]  # noqa: UP007
+STORAGE = Storage | TypedStorage | UntypedStorage
 
 save_file = safetensors_save
 load_file = safetensors_load
