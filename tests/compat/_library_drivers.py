@@ -7,20 +7,22 @@ files are then compared. The file imports nothing from ember or the tests, so th
 PyTorch is PyTorch's alone.
 """
 
+import io
+import pickle
 import sys
 
 import numpy as np
+import torch
+from torch import nn
 
 
 def captum_case(out):
     """captum's attribution methods on a small CNN and an MLP."""
-    import torch
     from captum.attr import (LRP, DeepLift, DeepLiftShap, FeatureAblation, GradientShap,
                              GuidedBackprop, InputXGradient, IntegratedGradients, KernelShap,
                              LayerConductance, LayerGradCam, LayerIntegratedGradients, Lime,
                              NeuronIntegratedGradients, NoiseTunnel, Occlusion, Saliency,
                              ShapleyValueSampling)
-    from torch import nn
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -74,8 +76,6 @@ def captum_case(out):
 def opacus_case(out):
     """opacus: per-sample gradients (hooks and functorch), the validator, DP-SGD
     training with the PrivacyEngine, ghost clipping."""
-    import torch
-    from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
     from opacus import PrivacyEngine, GradSampleModule
     from opacus.validators import ModuleValidator
@@ -170,7 +170,6 @@ def opacus_case(out):
 def pyro_case(out):
     """pyro: SVI with hand-written and automatic guides, Predictive, distributions,
     TraceEnum_ELBO over a discrete mixture, NUTS."""
-    import torch
     import pyro
     import pyro.distributions as dist
     from pyro.infer import (MCMC, NUTS, SVI, Predictive, Trace_ELBO, TraceEnum_ELBO,
@@ -260,9 +259,7 @@ def pyro_case(out):
 def torchsde_case(out):
     """torchsde: sdeint with Ito and Stratonovich solvers, gradients, the adjoint,
     Brownian intervals, trees and paths, adaptive steps."""
-    import torch
     import torchsde
-    from torch import nn
 
     class SDE(nn.Module):
         noise_type = "diagonal"
@@ -344,7 +341,6 @@ def torchsde_case(out):
 def gpytorch_case(out):
     """gpytorch: exact GP regression with three kernels, predictions, linear
     operators, and the CG/Lanczos path."""
-    import torch
     import gpytorch
     from gpytorch.kernels import ScaleKernel, RBFKernel, MaternKernel, PeriodicKernel, LinearKernel
 
@@ -415,6 +411,135 @@ def gpytorch_case(out):
         loss.backward()
     out["cg_loss"] = loss.detach().numpy()
     out["cg_grad"] = model.covar_module.base_kernel.raw_lengthscale.grad.numpy()
+
+
+class SkorchNet(nn.Module):
+    """skorch's module: at module level, so that pickled classifiers find it."""
+
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.seq = nn.Sequential(nn.Linear(5, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+
+    def forward(self, X):
+        return self.seq(X)
+
+
+def skorch_case(out):
+    """skorch: a classifier with callbacks and a validation split, pickling and saved
+    parameters, a regressor in an sklearn pipeline, a grid search, early stopping."""
+    from skorch import NeuralNetClassifier, NeuralNetRegressor
+    from skorch.callbacks import EarlyStopping, EpochScoring, LRScheduler
+    from skorch.dataset import ValidSplit
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 5).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.int64)
+
+    torch.manual_seed(0)
+    clf = NeuralNetClassifier(SkorchNet, criterion=nn.CrossEntropyLoss, max_epochs=5, lr=0.1,
+                              batch_size=16, train_split=ValidSplit(4), verbose=0,
+                              callbacks=[EpochScoring("accuracy", name="acc"),
+                                         LRScheduler(policy=torch.optim.lr_scheduler.StepLR,
+                                                     step_size=2)])
+    clf.fit(X, y)
+    out["train_loss"] = np.array(clf.history[:, "train_loss"])
+    out["valid_loss"] = np.array(clf.history[:, "valid_loss"])
+    out["acc"] = np.array(clf.history[:, "acc"])
+    out["proba"] = clf.predict_proba(X[:10])
+    out["pred"] = clf.predict(X[:10])
+    out["score"] = np.array(clf.score(X, y))
+    # pickling and param saving round trip
+    clf2 = pickle.loads(pickle.dumps(clf))
+    out["pickled"] = clf2.predict_proba(X[:5])
+    buf = io.BytesIO()
+    clf.save_params(f_params=buf)
+    buf.seek(0)
+    clf3 = NeuralNetClassifier(SkorchNet, max_epochs=1, verbose=0).initialize()
+    clf3.load_params(f_params=buf)
+    out["loaded"] = clf3.predict_proba(X[:5])
+    # a regressor inside an sklearn pipeline, and a grid search
+    torch.manual_seed(1)
+    yr = (X @ np.arange(5, dtype=np.float32))[:, None]
+    reg = Pipeline([("scale", StandardScaler()),
+                    ("net", NeuralNetRegressor(nn.Linear, module__in_features=5,
+                                               module__out_features=1, max_epochs=10, lr=0.05,
+                                               optimizer=torch.optim.Adam, train_split=None,
+                                               verbose=0))])
+    reg.fit(X, yr)
+    out["reg"] = reg.predict(X[:8])
+    torch.manual_seed(2)
+    gs = GridSearchCV(NeuralNetClassifier(SkorchNet, max_epochs=3, lr=0.1, train_split=None,
+                                          verbose=0),
+                      {"module__hidden": [4, 8]}, cv=2, scoring="accuracy", refit=False)
+    gs.fit(X, y)
+    out["gs"] = gs.cv_results_["mean_test_score"]
+    # early stopping
+    torch.manual_seed(3)
+    es = NeuralNetClassifier(SkorchNet, max_epochs=30, lr=0.5, batch_size=60, verbose=0,
+                             callbacks=[EarlyStopping(patience=2)])
+    es.fit(X, y)
+    out["es_epochs"] = np.array(len(es.history))
+
+
+def monai_case(out):
+    """MONAI: a few UNet training steps with DiceCE, sliding-window inference, metrics,
+    losses, three more networks and seeded transforms."""
+    from monai.networks.nets import UNet, BasicUNet, DenseNet121, SegResNet
+    from monai.losses import DiceLoss, DiceCELoss, FocalLoss
+    from monai.metrics import DiceMetric
+    from monai.inferers import sliding_window_inference
+    from monai.transforms import (Compose, ScaleIntensity, RandFlip, RandRotate90, Resize,
+                                  NormalizeIntensity, AsDiscrete, Activations)
+    from monai.utils import set_determinism
+
+    set_determinism(seed=0)
+    torch.manual_seed(0)
+    net = UNet(spatial_dims=2, in_channels=1, out_channels=2, channels=(4, 8, 16), strides=(2, 2),
+               num_res_units=1)
+    x = torch.randn(2, 1, 16, 16)
+    label = (torch.rand(2, 1, 16, 16) > 0.5).float()
+    loss_fn = DiceCELoss(to_onehot_y=True, softmax=True)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = loss_fn(net(x), label)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    out["unet_losses"] = np.array(losses)
+    net.eval()
+    with torch.no_grad():
+        y = net(x)
+        out["unet_out"] = y.numpy()
+        out["sliding"] = sliding_window_inference(x, roi_size=(8, 8), sw_batch_size=2,
+                                                  predictor=net, overlap=0.25).numpy()
+    post = Compose([Activations(softmax=True), AsDiscrete(argmax=True)])
+    pred = torch.stack([post(p) for p in y])
+    dm = DiceMetric(include_background=False, reduction="mean")
+    dm(y_pred=torch.nn.functional.one_hot(pred[:, 0].long(), 2).permute(0, 3, 1, 2),
+       y=torch.nn.functional.one_hot(label[:, 0].long(), 2).permute(0, 3, 1, 2))
+    out["dice_metric"] = dm.aggregate().numpy()
+    out["dice"] = DiceLoss(sigmoid=True)(y[:, :1], label).numpy()
+    out["focal"] = FocalLoss(gamma=2.0)(y[:, :1], label).numpy()
+    torch.manual_seed(1)
+    b = BasicUNet(spatial_dims=2, in_channels=1, out_channels=1, features=(4, 4, 8, 8, 16, 4))
+    out["basic"] = b(torch.randn(2, 1, 32, 32)).detach().numpy()
+    torch.manual_seed(2)
+    s = SegResNet(spatial_dims=2, init_filters=8, in_channels=1, out_channels=2, blocks_down=(1, 1),
+                  blocks_up=(1,))
+    out["segres"] = s(x).detach().numpy()
+    torch.manual_seed(3)
+    d = DenseNet121(spatial_dims=2, in_channels=1, out_channels=3, init_features=4, growth_rate=4,
+                    block_config=(2, 2))
+    out["dense"] = d(x).detach().numpy()
+    tr = Compose([ScaleIntensity(), NormalizeIntensity(), Resize((8, 8)), RandFlip(prob=1.0,
+                  spatial_axis=0), RandRotate90(prob=1.0)])
+    tr.set_random_state(seed=4)
+    out["transforms"] = np.asarray(tr(x[0]))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """More libraries built on torch run unchanged on ember under the alias: captum, opacus,
-pyro, torchsde and gpytorch.
+pyro, torchsde, gpytorch, skorch and MONAI.
 
 The drivers live together in ``_library_drivers.py``, one ``<library>_case`` function each;
 every test runs that file once on PyTorch and once under ``python -m ember.compat.run``
@@ -47,3 +47,13 @@ def test_torchsde_solvers_adjoint_and_brownian_motion_match_torch(tmp_path):
 def test_gpytorch_exact_gp_regression_matches_torch(tmp_path):
     # solves against a kernel matrix with 1e-2 jitter lose a few digits on both sides
     _compare(tmp_path, "gpytorch", rtol=1e-4, atol=1e-5)
+
+
+@_needs("skorch", "sklearn")
+def test_skorch_fit_pipeline_and_search_match_torch(tmp_path):
+    _compare(tmp_path, "skorch")
+
+
+@_needs("monai")
+def test_monai_unet_steps_networks_and_transforms_match_torch(tmp_path):
+    _compare(tmp_path, "monai")
