@@ -29,6 +29,7 @@ _ALIASES = {
     "torch.nn.utils.rnn": "ember.nn.utils.rnn",
     "torch.testing": "ember.testing",
     "torch._tensor_str": "ember._core._print",  # an attribute of ember, not a module
+    "torch._C._functorch": "ember._C_functorch",  # ember._C is a module, not a package
 }
 
 
