@@ -542,6 +542,77 @@ def monai_case(out):
     out["transforms"] = np.asarray(tr(x[0]))
 
 
+def tensordict_case(out):
+    """tensordict: indexing, masking, stacking, reshaping, reductions, lazy stacks, padding,
+    memory-mapped copies, a tensorclass, TensorDictModules with a probabilistic head and
+    parameters swapped in from a TensorDict."""
+    from tensordict import (LazyStackedTensorDict, TensorDict, from_module, pad_sequence,
+                            tensorclass)
+    from tensordict.nn import (ProbabilisticTensorDictModule, TensorDictModule,
+                               TensorDictSequential)
+    from tensordict.nn.distributions import NormalParamExtractor
+
+    torch.manual_seed(0)
+    td = TensorDict({"obs": torch.randn(4, 3), "reward": torch.randn(4, 1),
+                     "nested": {"a": torch.arange(8.0).reshape(4, 2)}}, batch_size=[4])
+    out["keys"] = np.array(sorted(str(k) for k in td.keys(include_nested=True)))
+    out["idx"] = td[1:3]["obs"].numpy()
+    out["mask"] = td[td["reward"].squeeze(-1) > 0]["nested", "a"].numpy()
+    out["apply"] = td.apply(lambda x: x * 2)["nested", "a"].numpy()
+    out["stack"] = torch.stack([td, td.clone()], 0)["obs"].numpy()
+    out["cat"] = torch.cat([td, td], 0).batch_size
+    out["reshape"] = td.reshape(2, 2)["obs"].shape
+    out["flatten"] = np.array(sorted(td.flatten_keys(".").keys()))
+    out["sum"] = td.sum(dim=0)["reward"].numpy()
+    out["mean"] = td.mean(dim=0)["obs"].numpy()
+    out["unbind"] = np.array([t["reward"].item() for t in td.unbind(0)])
+    out["split"] = np.array([t.batch_size[0] for t in td.split(3, 0)])
+    td2 = td.clone()
+    td2["obs"] += 1
+    td2.set_("reward", torch.zeros(4, 1))
+    out["inplace"] = td2["obs"].numpy()
+    out["update"] = td.update({"new": torch.ones(4)})["new"].numpy()
+    out["to_dict_a"] = td.to_dict()["nested"]["a"].numpy()
+    lazy = LazyStackedTensorDict.lazy_stack([TensorDict({"x": torch.ones(2)}, []),
+                                             TensorDict({"x": torch.zeros(2)}, [])], 0)
+    out["lazy"] = lazy["x"].numpy()
+    out["padded"] = pad_sequence([TensorDict({"x": torch.ones(2)}, [2]),
+                                  TensorDict({"x": torch.ones(3)}, [3])])["x"].numpy()
+    out["memmap"] = td.memmap_like()["obs"].shape
+
+    @tensorclass
+    class Batch:
+        images: torch.Tensor
+        labels: torch.Tensor
+
+    b = Batch(images=torch.randn(6, 2, 2), labels=torch.arange(6), batch_size=[6])
+    out["tc_idx"] = b[2:4].images.numpy()
+    out["tc_labels"] = b.reshape(2, 3).labels.numpy()
+    # modules: a policy reading and writing keys
+    torch.manual_seed(1)
+    net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 4), NormalParamExtractor())
+    actor = TensorDictSequential(
+        TensorDictModule(net, in_keys=["obs"], out_keys=["loc", "scale"]),
+        ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["action"],
+                                      distribution_class=torch.distributions.Normal,
+                                      return_log_prob=True))
+    torch.manual_seed(2)
+    res = actor(td.clone())
+    out["loc"] = res["loc"].detach().numpy()
+    out["action"] = res["action"].detach().numpy()
+    loss = res.get("action_log_prob", None)
+    if loss is None:
+        loss = res["sample_log_prob"]
+    out["logp"] = loss.detach().numpy()
+    loss.sum().backward()
+    out["grad"] = net[0].weight.grad.numpy()
+    # functional call with parameters held in a TensorDict
+    params = from_module(net)
+    with (params * 0.5).to_module(net):
+        out["half"] = net(td["obs"])[0].detach().numpy()
+    out["restored"] = net(td["obs"])[0].detach().numpy()
+
+
 if __name__ == "__main__":
     results = {}
     globals()[sys.argv[2] + "_case"](results)

@@ -1,5 +1,5 @@
 """More libraries built on torch run unchanged on ember under the alias: captum, opacus,
-pyro, torchsde, gpytorch, skorch and MONAI.
+pyro, torchsde, gpytorch, skorch, MONAI and tensordict.
 
 The drivers live together in ``_library_drivers.py``, one ``<library>_case`` function each;
 every test runs that file once on PyTorch and once under ``python -m ember.compat.run``
@@ -57,3 +57,8 @@ def test_skorch_fit_pipeline_and_search_match_torch(tmp_path):
 @_needs("monai")
 def test_monai_unet_steps_networks_and_transforms_match_torch(tmp_path):
     _compare(tmp_path, "monai")
+
+
+@_needs("tensordict", "pyvers", "cloudpickle")
+def test_tensordict_containers_tensorclass_and_modules_match_torch(tmp_path):
+    _compare(tmp_path, "tensordict")
