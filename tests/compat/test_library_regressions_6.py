@@ -234,3 +234,225 @@ def test_bernoulli_zero_dim_draws_match_torch(dtype):
         draws.append(lib.zeros(()).bernoulli_(0.7).item())
         draws.append(lib.bernoulli(lib.zeros(()), 0.3).item())
     np.testing.assert_array_equal(got, want)
+
+
+# -- backends.disable_global_flags (MONAI's set_determinism) ---------------------------------
+
+_FROZEN_FLAGS = """
+    import sys
+    torch = __import__(sys.argv[1])
+    b = torch.backends
+    print(b.flags_frozen())
+    b.disable_global_flags()
+    print(b.flags_frozen())
+    for mod, name, value in ((b.cudnn, "benchmark", True), (b.cudnn, "fp32_precision", "tf32"),
+                             (b.mkldnn, "enabled", False), (b.miopen, "immediate", True),
+                             (b.cuda.matmul, "allow_tf32", True), (b.opt_einsum, "enabled", False)):
+        try:
+            setattr(mod, name, value)
+            print("set", name)
+        except RuntimeError as e:
+            print(type(e).__name__, e)
+    with b.cudnn.flags(enabled=False):
+        print("in flags()", b.cudnn.enabled)
+    print("after flags()", b.cudnn.enabled)
+    print(b.cudnn.set_flags(_deterministic=True)[3], b.cudnn.deterministic)
+    with getattr(b, "__allow_nonbracketed_mutation")():
+        b.cudnn.benchmark = True
+    print(b.cudnn.benchmark, b.flags_frozen())
+"""
+
+
+@needs_torch
+def test_frozen_backend_flags_as_torch(tmp_path):
+    script = tmp_path / "frozen.py"
+    script.write_text(textwrap.dedent(_FROZEN_FLAGS))
+    assert _run([str(script), "ember"], tmp_path) == _run([str(script), "torch"], tmp_path)
+
+
+def test_frozen_flags_refuse_assignment_and_recover():
+    from ember.backends import _flags
+
+    b = ember.backends
+    old = b.cudnn.deterministic
+    b.disable_global_flags()
+    try:
+        with pytest.raises(RuntimeError, match="after disable_global_flags"):
+            b.cudnn.deterministic = not old
+        assert b.cudnn.deterministic is old and b.flags_frozen()
+    finally:
+        _flags._mutable[0] = True
+    assert not b.flags_frozen()
+
+
+# -- what tensordict imports -----------------------------------------------------------------
+
+
+def test_c_functorch_imports_as_a_module_under_the_alias(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import torch
+        from torch._C._functorch import (_add_batch_dim, _remove_batch_dim, get_unwrapped,
+                                         is_batchedtensor)
+        from torch._functorch.vmap import _maybe_remove_batch_dim
+        seen = []
+        def f(t):
+            seen.append((is_batchedtensor(t), tuple(get_unwrapped(t).shape)))
+            return t * 2
+        torch.vmap(f)(torch.ones(3, 2))
+        # (outside a running vmap, only the way in and out: PyTorch refuses ops on b there)
+        b = _add_batch_dim(torch.arange(6.0).reshape(3, 2), 1, 1000)
+        print(seen, is_batchedtensor(b), tuple(b.shape),
+              _remove_batch_dim(b, 1000, 2, 0).tolist(),
+              _maybe_remove_batch_dim("f", torch.ones(2), 1000, 3, 1).shape)
+    """))
+    out = _run(["-m", "ember.compat.run", str(tmp_path / "prog.py")], tmp_path)
+    assert out.strip() == ("[(True, (3, 2))] True (3,) [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]] "
+                           "torch.Size([2, 3])")
+
+
+@needs_torch
+def test_functorch_queries_and_errors_as_torch():
+    import torch
+    from torch._C import _functorch as tf
+    from torch._functorch import vmap as tv
+
+    from ember._C import _functorch as ef
+    from ember._functorch import vmap as ev
+
+    assert ef.is_batchedtensor(ember.ones(2)) is tf.is_batchedtensor(torch.ones(2)) is False
+    for lib, x in ((ef, ember.ones(2)), (tf, torch.ones(2))):
+        with pytest.raises(RuntimeError, match="No wrappers present!"):
+            lib.get_unwrapped(x)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        ef.is_batchedtensor(3)
+    for mod in (ev, tv):
+        assert mod._get_name(len) == "len"
+        with pytest.raises(ValueError, match="must only return Tensors, got type <class 'int'>"):
+            mod._maybe_remove_batch_dim("f", 3, 1, 2, 0)
+        assert mod._maybe_remove_batch_dim("f", 3, 1, 2, None) == 3
+    import functools
+
+    spec_e = ember.utils._pytree.tree_flatten((1, [2, 3]))[1]
+    spec_t = torch.utils._pytree.tree_flatten((1, [2, 3]))[1]
+    for dims in (0, (0, None), (0, [1, 2]), (0, 1, 2)):
+        assert ev._broadcast_to_and_flatten(dims, spec_e) == \
+            tv._broadcast_to_and_flatten(dims, spec_t)
+    assert ev._get_name(functools.partial(max, 1)) == tv._get_name(functools.partial(max, 1))
+
+
+@needs_torch
+def test_swap_tensor_as_torch(tmp_path):
+    script = tmp_path / "swap.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        from importlib import import_module
+        torch = import_module(sys.argv[1])
+        acc = import_module(sys.argv[1] + ".nn.utils._named_member_accessor")
+        m = torch.nn.Linear(2, 2)
+        m.register_buffer("b", torch.zeros(1))
+        m.extra, m.number = torch.ones(1), 3
+        for name, t in (("weight", torch.ones(2, 2)), ("b", torch.ones(1)),
+                        ("extra", torch.zeros(1)), ("nope", torch.ones(1)), ("a.b", None),
+                        ("", None), ("number", None), ("weight", 3), ("bias", None),
+                        ("b", acc._MISSING), ("extra", acc._MISSING)):
+            try:
+                old = acc.swap_tensor(m, name, t)
+                print(name, type(old).__name__, type(getattr(m, name, None)).__name__,
+                      name in m._parameters, name in m._buffers, name in m.__dict__)
+            except Exception as e:
+                print(type(e).__name__, e)
+        print(acc.swap_tensor(m, "new", torch.ones(1), allow_missing=True) is acc._MISSING)
+    """))
+    assert _run([str(script), "ember"], tmp_path) == _run([str(script), "torch"], tmp_path)
+
+
+def test_uninitialized_placeholders_share_the_mixin():
+    from ember.nn.parameter import (UninitializedBuffer, UninitializedParameter,
+                                    UninitializedTensorMixin, is_lazy)
+
+    b, p = UninitializedBuffer(), UninitializedParameter()
+    assert isinstance(b, UninitializedTensorMixin) and isinstance(p, UninitializedTensorMixin)
+    assert repr(b) == "<UninitializedBuffer>" and is_lazy(b)
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+        _ = b.shape
+    b.materialize((3,))
+    assert type(b) is ember.Tensor and tuple(b.shape) == (3,) and not is_lazy(b)
+
+
+@needs_torch
+def test_worker_numpy_seed_words_as_torch():
+    from torch.utils.data._utils.worker import _generate_state as theirs
+
+    from ember.utils.data._utils.worker import _generate_state as ours
+
+    for base, worker in ((5, 0), (2 ** 40 + 3, 7), (0, 3)):
+        assert ours(base, worker) == theirs(base, worker)
+
+
+@needs_torch
+def test_pytree_helpers_as_torch():
+    import os
+
+    import torch.utils._pytree as tp
+
+    import ember.utils._pytree as ep
+
+    for x in ([7, 8], (7,), [], ()):
+        fn = "_tuple_flatten_with_keys" if isinstance(x, tuple) else "_list_flatten_with_keys"
+        assert repr(getattr(ep, fn)(x)) == repr(getattr(tp, fn)(x))
+    for x in (1, None, [], {}, (), [1], {"a": 1}, "s"):
+        assert ep.tree_is_leaf(x) == tp.tree_is_leaf(x), x
+        assert ep.tree_is_leaf(x, is_leaf=lambda n: isinstance(n, list)) == \
+            tp.tree_is_leaf(x, is_leaf=lambda n: isinstance(n, list)), x
+    for x in (os.stat("."), os.stat_result, (1, 2), tuple, 3):
+        for fn in ("is_structseq", "is_structseq_class", "is_structseq_instance"):
+            assert getattr(ep, fn)(x) == getattr(tp, fn)(x), (fn, x)
+
+
+@needs_torch
+def test_traceable_wrapper_subclass_checks_as_torch():
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass as theirs
+
+    from ember.utils._python_dispatch import is_traceable_wrapper_subclass as ours
+
+    def classes(base):
+        class Plain(base):
+            pass
+
+        class Wrapper(base):
+            def __tensor_flatten__(self):
+                return [], None
+
+            @staticmethod
+            def __tensor_unflatten__(inner, meta, size, stride):
+                return None
+
+        return Plain, Wrapper
+
+    for lib, check in ((ember, ours), (torch, theirs)):
+        plain, wrapper = classes(lib.Tensor)
+        x = lib.ones(2)
+        assert [check(x), check(x.as_subclass(plain)), check(x.as_subclass(wrapper)),
+                check(3)] == [False, False, True, False]
+
+
+@needs_torch
+def test_get_device_module_as_torch():
+    import torch._utils as tu
+
+    import ember._utils as eu
+
+    assert eu._get_device_module("cpu") is ember.cpu
+    assert eu._get_device_module("cuda") is ember.cuda
+    with pytest.raises(RuntimeError) as ours:
+        eu._get_device_module("meta")
+    with pytest.raises(RuntimeError) as theirs:
+        tu._get_device_module("meta")
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_contextlib_base_is_the_grad_modes_base():
+    from ember.utils._contextlib import _DecoratorContextManager
+
+    assert isinstance(ember.no_grad(), _DecoratorContextManager)
