@@ -26,6 +26,9 @@ def implicit_replication():
     step sharded parameters with per-step tensors they build locally (opacus' clipping
     factors, optimizer constants) rely on it.
 
+    Args:
+        (none)
+
     Returns:
         a context manager; the previous setting comes back on exit, also after an exception.
 
