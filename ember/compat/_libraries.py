@@ -20,10 +20,9 @@ program prints and reads for ``torch.__name__``.
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 
-from ._names import WrappingFinder
+from ._names import WrappingFinder, WrappingLoader
 
 __all__ = ["finder"]
 
@@ -31,14 +30,8 @@ __all__ = ["finder"]
 _READ_TORCH_NAME = frozenset({"pyro.distributions.torch_patch"})
 
 
-class _NamedTorchWhileLoading(importlib.abc.Loader):
+class _NamedTorchWhileLoading(WrappingLoader):
     """Runs a module's own loader with ember's top module named ``torch``."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
 
     def exec_module(self, module):
         root = vars(sys.modules["ember"])
@@ -48,9 +41,6 @@ class _NamedTorchWhileLoading(importlib.abc.Loader):
             self._loader.exec_module(module)
         finally:
             root["__name__"] = own
-
-    def __getattr__(self, name):  # get_source, get_resource_reader, ...
-        return getattr(self._loader, name)
 
 
 finder = WrappingFinder(_READ_TORCH_NAME.__contains__, _NamedTorchWhileLoading)

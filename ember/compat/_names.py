@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib.abc
 import sys
 
-__all__ = ["WrappingFinder", "present", "restore", "watcher"]
+__all__ = ["WrappingFinder", "WrappingLoader", "present", "restore", "watcher"]
 
 # ember module, then PyTorch's module for the classes named after it (where it is not the
 # ember module's own path under ``torch``); generated from PyTorch 2.13's ``__module__``s
@@ -207,8 +207,9 @@ def restore():
     _present_nodes("ember.autograd._nodes")
 
 
-class _Presenting(importlib.abc.Loader):
-    """Runs an ember module's own loader, then renames the classes the module defined."""
+class WrappingLoader(importlib.abc.Loader):
+    """A module's own loader, wrapped: subclasses run it in ``exec_module`` and do their part
+    around it; everything else is the wrapped loader's."""
 
     def __init__(self, loader):
         self._loader = loader
@@ -218,16 +219,23 @@ class _Presenting(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        if _active[0]:
-            _present_module(module)
 
     def __getattr__(self, name):  # get_source, get_resource_reader, ...
         return getattr(self._loader, name)
 
 
+class _Presenting(WrappingLoader):
+    """Runs an ember module's own loader, then renames the classes the module defined."""
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        if _active[0]:
+            _present_module(module)
+
+
 class WrappingFinder(importlib.abc.MetaPathFinder):
     """Finds the modules ``wants`` accepts through the other finders and wraps their loaders
-    in ``wrap`` (a loader class taking the original loader)."""
+    in ``wrap`` (a ``WrappingLoader`` class)."""
 
     def __init__(self, wants, wrap):
         self._wants, self._wrap = wants, wrap
