@@ -8,6 +8,11 @@ from ._overrides import (  # noqa: F401  (re-exported)
 )
 from . import _C_functorch as _functorch  # noqa: F401  (torch._C._functorch)
 
+# ``from torch._C._functorch import is_batchedtensor`` (tensordict) imports torch._C's
+# submodule, which the import system looks for only under a package: an empty search path
+# makes this module one, and the alias's finder maps the name to ember._C_functorch
+__path__: list = []
+
 __all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass", "Generator",
            "_disabled_torch_function_impl"]
 

@@ -27,7 +27,8 @@ import contextlib
 import itertools
 import threading
 
-__all__ = ["get_dynamic_layer_stack_depth", "is_legacy_batchedtensor"]
+__all__ = ["_add_batch_dim", "_remove_batch_dim", "get_dynamic_layer_stack_depth",
+           "get_unwrapped", "is_batchedtensor", "is_legacy_batchedtensor"]
 
 
 class _Layers(threading.local):
@@ -122,3 +123,120 @@ def is_legacy_batchedtensor(tensor) -> bool:
         False
     """
     return False
+
+
+def _check_tensor(fn, tensor):
+    from ._core.tensor import Tensor
+
+    if not isinstance(tensor, Tensor):
+        raise TypeError(
+            f"{fn}(): incompatible function arguments. The following argument types are "
+            f"supported:\n    1. (arg0: torch.Tensor) -> bool\n\nInvoked with: {tensor!r}")
+
+
+def is_batchedtensor(tensor) -> bool:
+    """Whether ``tensor`` is a tensor inside ``vmap``, batched over one or more levels
+    (NOTE [ Batched tensors ] in ember/func/_batch_tensor.py).
+
+    Args:
+        tensor (Tensor): any tensor.
+
+    Returns:
+        bool: True for a batched tensor.
+
+    Example::
+
+        >>> import ember
+        >>> from ember.func import vmap
+        >>> ember._C._functorch.is_batchedtensor(ember.ones(2))
+        False
+        >>> seen = []
+        >>> _ = vmap(lambda t: seen.append(ember._C._functorch.is_batchedtensor(t)) or t)(
+        ...     ember.ones(3, 2))
+        >>> seen
+        [True]
+    """
+    _check_tensor("is_batchedtensor", tensor)
+    from .func._batch_tensor import batch_info
+
+    return batch_info(tensor) is not None
+
+
+def get_unwrapped(tensor):
+    """The tensor one vmap level down: the batched ``tensor`` with the batch dim of its
+    innermost level in front, still batched over its outer levels.
+
+    Args:
+        tensor (Tensor): a batched tensor.
+
+    Returns:
+        Tensor: the tensor of the next level out.
+
+    Raises:
+        RuntimeError: ``tensor`` is not batched.
+
+    Example::
+
+        >>> import ember
+        >>> from ember.func import vmap
+        >>> vmap(lambda t: ember.tensor(ember._C._functorch.get_unwrapped(t).shape))(
+        ...     ember.ones(3, 2))
+        tensor([[3, 2],
+                [3, 2],
+                [3, 2]])
+    """
+    from .func._batch_tensor import batch_info, make_batched
+
+    info = batch_info(tensor)
+    if info is None:
+        raise RuntimeError("No wrappers present!")
+    phys, levels = info
+    return make_batched(phys, levels[:-1])
+
+
+def _add_batch_dim(tensor, batch_dim: int, level: int):
+    """``tensor`` as a batched tensor of vmap level ``level``, mapped over its dim
+    ``batch_dim`` (what ``vmap`` does to each mapped input).
+
+    Args:
+        tensor (Tensor): the input, itself batched over outer levels or not.
+        batch_dim (int): the dim that becomes the batch dim.
+        level (int): the vmap level.
+
+    Returns:
+        Tensor: the batched tensor.
+
+    Example::
+
+        >>> import ember
+        >>> b = ember._C._functorch._add_batch_dim(ember.ones(3, 2), 0, 99)
+        >>> ember._C._functorch._remove_batch_dim(b * 2, 99, 3, 1).shape
+        ember.Size([2, 3])
+    """
+    from .func._vmap import _add_level
+
+    return _add_level(tensor, batch_dim, level)
+
+
+def _remove_batch_dim(tensor, level: int, batch_size: int, out_dim: int):
+    """The output ``tensor`` of vmap level ``level`` with that level's batch dim at
+    ``out_dim`` (expanded to ``batch_size`` when the output does not depend on the batch).
+
+    Args:
+        tensor (Tensor): an output computed inside the level.
+        level (int): the vmap level.
+        batch_size (int): the level's batch size.
+        out_dim (int): where the batch dim goes.
+
+    Returns:
+        Tensor: the tensor outside the level.
+
+    Example::
+
+        >>> import ember
+        >>> ember._C._functorch._remove_batch_dim(ember.ones(2), 7, 3, 0).shape
+        ember.Size([3, 2])
+    """
+    from .func._vmap import _remove_level
+
+    return _remove_level("vmap", tensor, level, out_dim, batch_size)

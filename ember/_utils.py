@@ -19,6 +19,7 @@ from .serialization._rebuild import rebuild_functions as _rebuild_functions
 __all__ = ["_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_parameter",
            "_rebuild_parameter_with_state", "_flatten_dense_tensors", "_unflatten_dense_tensors",
            "_take_tensors", "_get_device_index", "_get_available_device_type",
+           "_get_device_module",
            "_import_dotted_name", "_element_size", "ExceptionWrapper", "KeyErrorMessage"]
 
 _table = {k.rpartition(".")[2]: v for k, v in _rebuild_functions().items()}
@@ -169,6 +170,33 @@ def _get_available_device_type():
     import ember
 
     return "cuda" if ember.cuda.is_available() else None
+
+
+def _get_device_module(device_type: str):
+    """The module of a device type (``"cpu"`` -> ``ember.cpu``, ``"cuda"`` ->
+    ``ember.cuda``), which libraries ask for ``synchronize``, ``device_count``...
+
+    Args:
+        device_type (str): the device type.
+
+    Returns:
+        module: ``ember.<device_type>``.
+
+    Raises:
+        RuntimeError: ember has no module for that device type.
+
+    Example:
+        >>> import ember
+        >>> ember._utils._get_device_module("cpu").__name__
+        'ember.cpu'
+    """
+    import ember
+
+    module = getattr(ember, device_type, None)
+    if not isinstance(module, type(ember)):
+        raise RuntimeError(f"Device '{device_type}' does not have a corresponding module "
+                           f"registered as 'torch.{device_type}'.")
+    return module
 
 
 def _import_dotted_name(name):

@@ -23,7 +23,7 @@ Number = Union[int, float, bool]  # noqa: UP007  (isinstance accepts it, as in P
 #: anything ``ember.device`` accepts, or None
 Device = Union[_device, str, int, None]  # noqa: UP007
 #: a path or a binary file object, as ``save``/``load`` take
-FileLike = Union[str, os.PathLike, IO[bytes]]  # noqa: UP007
+FileLike = Union[str, os.PathLike[str], IO[bytes]]  # noqa: UP007
 #: the symbolic number types (see ember/_top_level.py)
 py_sym_types = (SymInt, SymFloat, SymBool)
 PySymType = Union[SymInt, SymFloat, SymBool]  # noqa: UP007

@@ -659,15 +659,17 @@ def _bernoulli_array(g, shape, d, p, order=None):
     broadcastable to ``shape`` (uniforms of its precision: float64 for float64 ``p``, else
     float32); ``order``: the axes of ``p``'s target shape that ``shape`` lists."""
     n = math.prod(shape)
+    # (comparisons of 0-d arrays give NumPy scalars: np.asarray keeps 0-d results arrays)
     if not isinstance(p, np.ndarray):
-        return (g._uniform64(n).reshape(shape) < p).astype(d.np)
+        return np.asarray(g._uniform64(n).reshape(shape) < p).astype(d.np)
     full = np.broadcast_to(p, tuple(shape[i] for i in np.argsort(order))
                            if order is not None else shape)
     if order is not None:
         full = full.transpose(order)
     if p.dtype == np.float64:
-        return (g._uniform64(n).reshape(shape) < full).astype(d.np)
-    return (g._uniform_bits(n, 24).reshape(shape) < full.astype(np.float32)).astype(d.np)
+        return np.asarray(g._uniform64(n).reshape(shape) < full).astype(d.np)
+    return np.asarray(g._uniform_bits(n, 24).reshape(shape) < full.astype(np.float32)).astype(
+        d.np)
 
 
 @public
@@ -702,7 +704,8 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
         pa = host(input._data)
         if pa.size and not ((pa >= 0) & (pa <= 1)).all():
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-        arr = _bernoulli_array(g, pa.shape, d, np.ascontiguousarray(pa))
+        # NumPy's ascontiguousarray would make a 0-d array 1-d
+        arr = _bernoulli_array(g, pa.shape, d, np.ascontiguousarray(pa) if pa.ndim else pa)
     else:
         p = _number(p, "bernoulli", "p")
         if not 0 <= p <= 1:

@@ -12,6 +12,16 @@ functions; only the listed names become properties.
 ember runs on NumPy, so most of these settings choose between kernels ember does not have
 (cuDNN, oneDNN, cuBLAS TF32); they are recorded and read back exactly as PyTorch's are, and
 each module's docstring says which of its settings change what ember computes.
+
+NOTE [ Frozen backend flags ]
+``torch.backends.disable_global_flags()`` forbids plain assignment to the cuDNN, oneDNN and
+MIOpen switches for the rest of the process (a program that wants every change scoped asks
+for it): assignment then raises RuntimeError, while each module's ``flags()`` block and
+``set_flags`` still change them, and ``torch.backends.__allow_nonbracketed_mutation()``
+opens a block where assignment works again (MONAI's ``set_determinism`` sets
+``cudnn.deterministic`` inside one). ``bool_setting(..., freezable=True)`` and
+``value_setting(..., freezable_owner=...)`` make such switches; ``mutation_allowed()`` is
+that block.
 """
 
 from __future__ import annotations
@@ -20,14 +30,46 @@ import contextlib
 import sys
 import types
 
+# False after ``disable_global_flags()``, outside ``mutation_allowed()`` blocks
+_mutable = [True]
 
-def bool_setting(owner: str, name: str, state: dict) -> property:
+
+def _refuse_if_frozen(owner: str) -> None:
+    if not _mutable[0]:
+        raise RuntimeError(
+            f"not allowed to set {owner} flags after disable_global_flags; please use flags() "
+            "context manager instead")
+
+
+@contextlib.contextmanager
+def mutation_allowed():
+    """A block in which frozen switches may be assigned (NOTE [ Frozen backend flags ]).
+
+    Returns:
+        A context manager; the previous state comes back on exit.
+
+    Example::
+
+        >>> with mutation_allowed():
+        ...     ember.backends.cudnn.benchmark = False
+    """
+    old = _mutable[0]
+    _mutable[0] = True
+    try:
+        yield
+    finally:
+        _mutable[0] = old
+
+
+def bool_setting(owner: str, name: str, state: dict, freezable: bool = False) -> property:
     """A property reading and writing ``state[name]``, accepting only a ``bool``.
 
     Args:
         owner: the module's public name, for error messages (``"torch.backends.cudnn"``).
         name: the setting's name, the key in ``state``.
         state: the dict that holds the module's settings.
+        freezable: whether ``disable_global_flags()`` forbids assigning it (NOTE [ Frozen
+            backend flags ]).
 
     Returns:
         A property for the module's class.
@@ -43,6 +85,8 @@ def bool_setting(owner: str, name: str, state: dict) -> property:
         return state[name]
 
     def set_(_module, value):
+        if freezable:
+            _refuse_if_frozen(owner)
         if type(value) is not bool:
             raise RuntimeError(
                 f"{owner}.{name} expects a bool, but got {type(value).__name__}")
@@ -51,13 +95,17 @@ def bool_setting(owner: str, name: str, state: dict) -> property:
     return property(get, set_, doc=f"``{owner}.{name}``: a bool setting.")
 
 
-def value_setting(name: str, state: dict, check=None) -> property:
+def value_setting(name: str, state: dict, check=None, freezable_owner: str | None = None
+                  ) -> property:
     """A property reading and writing ``state[name]``; ``check(value)`` validates (raises).
 
     Args:
         name: the setting's name, the key in ``state``.
         state: the dict that holds the module's settings.
         check: optional function called with the new value before it is stored.
+        freezable_owner: the module's public name, for a setting that
+            ``disable_global_flags()`` freezes (NOTE [ Frozen backend flags ]); None for
+            one it leaves alone.
 
     Returns:
         A property for the module's class.
@@ -73,6 +121,8 @@ def value_setting(name: str, state: dict, check=None) -> property:
         return state[name]
 
     def set_(_module, value):
+        if freezable_owner is not None:
+            _refuse_if_frozen(freezable_owner)
         if check is not None:
             check(value)
         state[name] = value

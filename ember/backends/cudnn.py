@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ._flags import bool_setting, settings_module, value_setting
+from ._flags import bool_setting, mutation_allowed, settings_module, value_setting
 
 __all__ = ["flags", "is_acceptable", "is_available", "set_flags", "version"]
 
@@ -128,7 +128,8 @@ def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _determinis
            "fp32_precision": _fp32_precision}
     for name, value in new.items():
         if value is not None:
-            setattr(module, name, value)
+            with mutation_allowed():  # NOTE [ Frozen backend flags ]
+                setattr(module, name, value)
     return old
 
 
@@ -164,10 +165,11 @@ def flags(enabled=False, benchmark=False, benchmark_limit=10, deterministic=Fals
 
 
 settings_module(__name__, {
-    "enabled": bool_setting(_OWNER, "enabled", _state),
-    "benchmark": bool_setting(_OWNER, "benchmark", _state),
-    "deterministic": bool_setting(_OWNER, "deterministic", _state),
-    "allow_tf32": bool_setting(_OWNER, "allow_tf32", _state),
+    "enabled": bool_setting(_OWNER, "enabled", _state, freezable=True),
+    "benchmark": bool_setting(_OWNER, "benchmark", _state, freezable=True),
+    "deterministic": bool_setting(_OWNER, "deterministic", _state, freezable=True),
+    "allow_tf32": bool_setting(_OWNER, "allow_tf32", _state, freezable=True),
     "benchmark_limit": value_setting("benchmark_limit", _state),
-    "fp32_precision": value_setting("fp32_precision", _state, _check_precision),
+    "fp32_precision": value_setting("fp32_precision", _state, _check_precision,
+                                     freezable_owner=_OWNER),
 })

@@ -17,5 +17,5 @@ __all__: list = []
 _state = {"immediate": False}
 
 settings_module(__name__, {
-    "immediate": bool_setting("torch.backends.miopen", "immediate", _state),
+    "immediate": bool_setting("torch.backends.miopen", "immediate", _state, freezable=True),
 })

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ._flags import bool_setting, settings_module, value_setting
+from ._flags import bool_setting, mutation_allowed, settings_module, value_setting
 
 __all__ = ["flags", "is_available", "set_flags"]
 
@@ -67,7 +67,8 @@ def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precis
     for name, value in (("enabled", _enabled), ("deterministic", _deterministic),
                         ("allow_tf32", _allow_tf32), ("fp32_precision", _fp32_precision)):
         if value is not None:
-            setattr(module, name, value)
+            with mutation_allowed():  # NOTE [ Frozen backend flags ]
+                setattr(module, name, value)
     return old
 
 
@@ -97,8 +98,9 @@ def flags(enabled=False, deterministic=False, allow_tf32=True, fp32_precision="n
 
 
 settings_module(__name__, {
-    "enabled": bool_setting(_OWNER, "enabled", _state),
-    "deterministic": bool_setting(_OWNER, "deterministic", _state),
-    "allow_tf32": bool_setting(_OWNER, "allow_tf32", _state),
-    "fp32_precision": value_setting("fp32_precision", _state, _check_precision),
+    "enabled": bool_setting(_OWNER, "enabled", _state, freezable=True),
+    "deterministic": bool_setting(_OWNER, "deterministic", _state, freezable=True),
+    "allow_tf32": bool_setting(_OWNER, "allow_tf32", _state, freezable=True),
+    "fp32_precision": value_setting("fp32_precision", _state, _check_precision,
+                                     freezable_owner=_OWNER),
 })

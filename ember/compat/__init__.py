@@ -15,7 +15,7 @@ import importlib.machinery
 import sys
 
 from .._core import dtype as _dtype
-from . import _names
+from . import _libraries, _names
 
 __all__ = ["install", "uninstall", "is_installed"]
 
@@ -29,6 +29,7 @@ _ALIASES = {
     "torch.nn.utils.rnn": "ember.nn.utils.rnn",
     "torch.testing": "ember.testing",
     "torch._tensor_str": "ember._core._print",  # an attribute of ember, not a module
+    "torch._C._functorch": "ember._C_functorch",  # ember._C is a module, not a package
 }
 
 
@@ -169,6 +170,8 @@ def install():
         sys.meta_path.insert(0, _finder)
     if _names.watcher not in sys.meta_path:
         sys.meta_path.insert(1, _names.watcher)
+    if _libraries.finder not in sys.meta_path:  # NOTE [ Libraries that read torch's module name ]
+        sys.meta_path.insert(2, _libraries.finder)
     _patch_multiprocessing()
     _dtype.printed_module[0] = "torch"  # NOTE [ Printed module name ]
     _names.present()  # type(x) prints <class 'torch.Tensor'> (NOTE [ Class names under the alias ])
@@ -196,6 +199,8 @@ def uninstall():
         sys.meta_path.remove(_finder)
     if _names.watcher in sys.meta_path:
         sys.meta_path.remove(_names.watcher)
+    if _libraries.finder in sys.meta_path:
+        sys.meta_path.remove(_libraries.finder)
     _dtype.printed_module[0] = "ember"
     _names.restore()
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:

@@ -24,7 +24,7 @@ PyTorch's classes ]), and name the classes PyTorch itself has there. ``copy`` ne
 names up. Backward nodes take no module (PyTorch's are C types: ``<class 'MulBackward0'>``).
 
 Modules ember imports after the alias is installed (lazily, inside its functions) are renamed
-as they load: ``_Watcher`` wraps the loader of every ``ember.*`` module. ``uninstall()`` gives
+as they load: ``watcher`` wraps the loader of every ``ember.*`` module. ``uninstall()`` gives
 every class its own name back. Code inside ember that recognises its own classes must
 therefore not test ``__module__`` for ``"ember"`` alone.
 """
@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib.abc
 import sys
 
-__all__ = ["present", "restore", "watcher"]
+__all__ = ["WrappingFinder", "WrappingLoader", "present", "restore", "watcher"]
 
 # ember module, then PyTorch's module for the classes named after it (where it is not the
 # ember module's own path under ``torch``); generated from PyTorch 2.13's ``__module__``s
@@ -207,8 +207,9 @@ def restore():
     _present_nodes("ember.autograd._nodes")
 
 
-class _Presenting(importlib.abc.Loader):
-    """Runs an ember module's own loader, then renames the classes the module defined."""
+class WrappingLoader(importlib.abc.Loader):
+    """A module's own loader, wrapped: subclasses run it in ``exec_module`` and do their part
+    around it; everything else is the wrapped loader's."""
 
     def __init__(self, loader):
         self._loader = loader
@@ -218,21 +219,30 @@ class _Presenting(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        if _active[0]:
-            _present_module(module)
 
     def __getattr__(self, name):  # get_source, get_resource_reader, ...
         return getattr(self._loader, name)
 
 
-class _Watcher(importlib.abc.MetaPathFinder):
-    """Finds ``ember.*`` modules through the other finders and wraps their loaders."""
+class _Presenting(WrappingLoader):
+    """Runs an ember module's own loader, then renames the classes the module defined."""
 
-    def __init__(self):
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        if _active[0]:
+            _present_module(module)
+
+
+class WrappingFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules ``wants`` accepts through the other finders and wraps their loaders
+    in ``wrap`` (a ``WrappingLoader`` class)."""
+
+    def __init__(self, wants, wrap):
+        self._wants, self._wrap = wants, wrap
         self._busy = set()
 
     def find_spec(self, fullname, path=None, target=None):
-        if not fullname.startswith("ember.") or fullname in self._busy:
+        if not self._wants(fullname) or fullname in self._busy:
             return None
         self._busy.add(fullname)
         try:
@@ -248,8 +258,9 @@ class _Watcher(importlib.abc.MetaPathFinder):
         finally:
             self._busy.discard(fullname)
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _Presenting(spec.loader)
+            spec.loader = self._wrap(spec.loader)
         return spec
 
 
-watcher = _Watcher()
+# finds ``ember.*`` modules and renames the classes they define as they load
+watcher = WrappingFinder(lambda name: name.startswith("ember."), _Presenting)

@@ -25,7 +25,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
-from .distribution import Distribution
+from .distribution import Distribution  # noqa: F401 - in torch.distributions.kl too
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
@@ -54,9 +54,13 @@ def register_kl(type_p, type_q):
     """Decorator registering ``fn(p, q)`` as the KL divergence for a pair of distribution
     classes (NOTE [ KL dispatch ]).
 
+    Any pair of classes is accepted, as in PyTorch: libraries register rules for their own
+    distribution bases that do not derive from :class:`Distribution` (pyro's
+    ``pyro.distributions.Distribution``). Anything but a class raises TypeError.
+
     Args:
-        type_p (type): a subclass of :class:`Distribution`.
-        type_q (type): a subclass of :class:`Distribution`.
+        type_p (type): the class of ``p``, usually a subclass of :class:`Distribution`.
+        type_q (type): the class of ``q``, usually a subclass of :class:`Distribution`.
 
     Returns:
         a decorator that registers and returns the function.
@@ -72,10 +76,9 @@ def register_kl(type_p, type_q):
         >>> kl_divergence(MyNormal(0.0, 1.0), MyNormal(1.0, 1.0))
         tensor(0.)
     """
-    if not isinstance(type_p, type) or not issubclass(type_p, Distribution):
-        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
-    if not isinstance(type_q, type) or not issubclass(type_q, Distribution):
-        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+    for cls in (type_p, type_q):
+        if not isinstance(cls, type):
+            raise TypeError("issubclass() arg 1 must be a class")
 
     def decorator(fun):
         _KL_REGISTRY[type_p, type_q] = fun

@@ -32,7 +32,11 @@ __all__ = ["vmap"]
 
 
 def _name(func):
-    return getattr(func, "__name__", repr(func))
+    if hasattr(func, "__name__"):
+        return func.__name__
+    if isinstance(func, functools.partial):
+        return f"functools.partial({_name(func.func)}, ...)"
+    return repr(func)
 
 
 def _broadcast_flatten(dims, spec):

@@ -73,7 +73,56 @@ def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
 
 
-class UninitializedParameter(Parameter):
+class UninitializedTensorMixin:
+    """What the lazy modules' placeholders share (``UninitializedParameter``,
+    ``UninitializedBuffer``): no shape or values until ``materialize(shape)`` gives them
+    some and turns them into the class they stand for (``cls_to_become``).
+
+    Example:
+        >>> import ember
+        >>> from ember.nn.parameter import UninitializedTensorMixin
+        >>> isinstance(ember.nn.UninitializedBuffer(), UninitializedTensorMixin)
+        True
+    """
+
+    __slots__ = ()
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give the placeholder its shape (uninitialised values) and turn it into
+        ``cls_to_become``.
+
+        Args:
+            shape (tuple of int): the shape.
+            device, dtype: where and how to create it (default: the placeholder's).
+
+        Returns:
+            None; the object itself changes class.
+
+        Example:
+            >>> import ember
+            >>> b = ember.nn.UninitializedBuffer()
+            >>> b.materialize((2,)); tuple(b.shape)
+            (2,)
+        """
+        from .. import empty
+
+        data = empty(*shape, dtype=dtype or self.dtype, device=device or self.device)
+        self._data = data._data
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into "
+            "an initialized one. Call `forward` to initialize the parameters before accessing "
+            "their attributes.")
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
     """A parameter whose shape is not known yet (used by the Lazy modules); reading its
     shape or values is an error until ``materialize(shape)`` turns it into a Parameter.
 
@@ -104,29 +153,10 @@ class UninitializedParameter(Parameter):
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
-    def materialize(self, shape, device=None, dtype=None):
-        """Give the parameter its shape (uninitialised values) and turn it into a Parameter."""
-        from .. import empty
 
-        data = empty(*shape, dtype=dtype or self.dtype, device=device or self.device)
-        self._data = data._data
-        self.__class__ = self.cls_to_become
-
-    def __repr__(self):
-        return "<UninitializedParameter>"
-
-    @property
-    def shape(self):
-        raise RuntimeError(
-            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
-            "happens in `load_state_dict` when trying to load an uninitialized parameter into "
-            "an initialized one. Call `forward` to initialize the parameters before accessing "
-            "their attributes.")
-
-
-class UninitializedBuffer(Tensor):
-    """A buffer whose shape is not known yet (used by the Lazy modules); ``materialize``
-    gives it one.
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape is not known yet (used by the Lazy modules); reading its shape
+    is an error until ``materialize(shape)`` gives it one.
 
     Args:
         requires_grad (bool): Default: False.
@@ -156,13 +186,6 @@ class UninitializedBuffer(Tensor):
     def __init__(self, requires_grad=False, device=None, dtype=None):
         pass
 
-    def materialize(self, shape, device=None, dtype=None):
-        from .. import empty
-
-        data = empty(*shape, dtype=dtype or self.dtype, device=device or self.device)
-        self._data = data._data
-        self.__class__ = self.cls_to_become
-
 
 def is_lazy(param):
     """Whether ``param`` is a lazy module's placeholder, not materialised yet.
@@ -179,7 +202,7 @@ def is_lazy(param):
         >>> is_lazy(UninitializedParameter()), is_lazy(ember.ones(1))
         (True, False)
     """
-    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
+    return isinstance(param, UninitializedTensorMixin)
 
 
 class _BufferMeta(type):

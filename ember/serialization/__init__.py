@@ -22,6 +22,7 @@ import pickle
 import shutil
 import struct
 import tempfile
+from collections.abc import Callable
 
 from ._config import (
     MAP_PRIVATE, MAP_SHARED, LoadEndianness, get_crc32_options, get_default_load_endianness,
@@ -33,6 +34,9 @@ from ._locations import (
     default_restore_location, location_tag, normalize_storage_type, register_package,
     storage_to_tensor_type, validate_cuda_device, validate_hpu_device,
 )
+from .._core.device import device as _device
+from .._core.storage import TypedStorage, UntypedStorage
+from ..types import FileLike, Storage
 from ._rebuild import StorageType
 from ._safetensors import safetensors_load, safetensors_save
 from ._save import MAGIC_NUMBER, PROTOCOL_VERSION, save
@@ -59,6 +63,12 @@ UNSAFE_MESSAGE = (
     "Since PyTorch 2.6 `load` defaults to `weights_only=True`. Loading with "
     "`weights_only=False` will likely succeed, but it can run arbitrary code: do it only if "
     "the file comes from a trusted source.")
+
+# the annotation aliases PyTorch's module names (pyro's param store imports MAP_LOCATION)
+#: what ``load``'s ``map_location`` takes
+MAP_LOCATION = Callable[[Storage, str], Storage] | _device | str | dict[str, str] | None
+#: the storage classes a checkpoint holds
+STORAGE = Storage | TypedStorage | UntypedStorage
 
 save_file = safetensors_save
 load_file = safetensors_load

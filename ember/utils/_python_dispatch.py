@@ -32,7 +32,8 @@ from .._core.tensor import Tensor
 from .._ops import _overloads
 
 __all__ = ["TorchDispatchMode", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack",
-           "_disable_current_modes", "is_in_torch_dispatch_mode", "_push_mode", "_pop_mode"]
+           "_disable_current_modes", "is_in_torch_dispatch_mode", "_push_mode", "_pop_mode",
+           "is_traceable_wrapper_subclass", "is_traceable_wrapper_subclass_type"]
 
 
 def _tensor_types(args, kwargs):
@@ -182,3 +183,42 @@ def _disable_current_modes():
 
 def _user_modes_of(modes):
     return [m for m in modes if isinstance(m, TorchDispatchMode)]
+
+
+def is_traceable_wrapper_subclass_type(t) -> bool:
+    """Whether the class ``t`` is a tensor subclass that says how to take its instances
+    apart and rebuild them (``__tensor_flatten__`` and ``__tensor_unflatten__``), as
+    tracing tools need of wrapper subclasses.
+
+    Args:
+        t (type): a class.
+
+    Returns:
+        bool: True for such a subclass of Tensor (not Tensor itself).
+
+    Example::
+
+        >>> is_traceable_wrapper_subclass_type(ember.Tensor)
+        False
+    """
+    return (isinstance(t, type) and issubclass(t, Tensor) and t is not Tensor
+            and hasattr(t, "__tensor_flatten__") and hasattr(t, "__tensor_unflatten__"))
+
+
+def is_traceable_wrapper_subclass(t) -> bool:
+    """Whether ``t`` is an instance of a traceable wrapper subclass (see
+    :func:`is_traceable_wrapper_subclass_type`); tensordict asks it before taking a tensor
+    apart.
+
+    Args:
+        t: any object.
+
+    Returns:
+        bool: True for an instance of such a subclass.
+
+    Example::
+
+        >>> is_traceable_wrapper_subclass(ember.ones(2))
+        False
+    """
+    return isinstance(t, Tensor) and is_traceable_wrapper_subclass_type(type(t))

@@ -19,13 +19,74 @@ from typing import Any, NamedTuple
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves",
            "tree_map_only", "tree_all", "tree_any", "tree_structure", "register_pytree_node",
            "tensor_leaves", "MappingKey", "SequenceKey", "GetAttrKey", "keystr",
-           "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path"]
+           "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path",
+           "is_structseq", "is_structseq_class", "is_structseq_instance", "tree_is_leaf"]
 
 # type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
 _nodes: dict = {}
 
 #: any nested structure of containers and leaves (a name for type hints)
 PyTree = Any
+
+
+def is_structseq_class(cls) -> bool:
+    """Whether ``cls`` is a C "struct sequence" type (``os.stat_result``, PyTorch's
+    ``torch.return_types.*``): a direct subclass of tuple that counts its fields in
+    ``n_fields``, ``n_sequence_fields`` and ``n_unnamed_fields``. Namedtuples are not (ember's
+    ``return_types`` are namedtuples).
+
+    Args:
+        cls: any object.
+
+    Returns:
+        bool: True for a struct sequence type.
+
+    Example::
+
+        >>> import os
+        >>> is_structseq_class(os.stat_result), is_structseq_class(tuple)
+        (True, False)
+    """
+    return (isinstance(cls, type) and cls.__bases__ == (tuple,)
+            and all(isinstance(getattr(cls, f, None), int)
+                    for f in ("n_fields", "n_sequence_fields", "n_unnamed_fields")))
+
+
+def is_structseq_instance(obj) -> bool:
+    """Whether ``obj`` is an instance of a struct sequence type (see
+    :func:`is_structseq_class`).
+
+    Args:
+        obj: any object.
+
+    Returns:
+        bool: True for a struct sequence.
+
+    Example::
+
+        >>> import os
+        >>> is_structseq_instance(os.stat(".")), is_structseq_instance((1, 2))
+        (True, False)
+    """
+    return is_structseq_class(type(obj))
+
+
+def is_structseq(obj) -> bool:
+    """Whether ``obj`` is a struct sequence type or an instance of one.
+
+    Args:
+        obj: a class or an object.
+
+    Returns:
+        bool: True for either.
+
+    Example::
+
+        >>> import os
+        >>> is_structseq(os.stat_result), is_structseq(os.stat("."))
+        (True, True)
+    """
+    return is_structseq_class(obj) or is_structseq_instance(obj)
 
 
 class NodeDef(NamedTuple):
@@ -153,6 +214,25 @@ class LeafSpec(TreeSpec):
 
     def __repr__(self, indent=0):
         return "*"
+
+
+def tree_is_leaf(tree, is_leaf=None) -> bool:
+    """Whether ``tree`` is a leaf: no registered container (an empty list or dict is still a
+    container), or a node ``is_leaf`` stops at.
+
+    Args:
+        tree: any object.
+        is_leaf: optional ``fn(node) -> bool``, as in ``tree_flatten``.
+
+    Returns:
+        bool: True for a leaf.
+
+    Example::
+
+        >>> tree_is_leaf(1), tree_is_leaf([]), tree_is_leaf(None)
+        (True, False, True)
+    """
+    return (is_leaf is not None and bool(is_leaf(tree))) or _node_fns(tree) is None
 
 
 def tree_flatten(tree, is_leaf=None):
@@ -399,6 +479,43 @@ class SequenceKey:
     def get(self, sequence):
         """The child this entry names in ``sequence``."""
         return sequence[self.idx]
+
+
+def _list_flatten_with_keys(d):
+    """A list's children paired with their ``SequenceKey`` path entries, and its context
+    (None): the ``flatten_with_keys_fn`` that libraries pass to ``register_pytree_node``
+    for list-like nodes (tensordict's ``LinkedList``).
+
+    Args:
+        d (list): the node.
+
+    Returns:
+        tuple: ``([(SequenceKey(0), d[0]), ...], None)``.
+
+    Example::
+
+        >>> _list_flatten_with_keys([7, 8])
+        ([(SequenceKey(idx=0), 7), (SequenceKey(idx=1), 8)], None)
+    """
+    return [(SequenceKey(i), v) for i, v in enumerate(d)], None
+
+
+def _tuple_flatten_with_keys(d):
+    """A tuple's children paired with their ``SequenceKey`` path entries, and its context
+    (None), as for lists.
+
+    Args:
+        d (tuple): the node.
+
+    Returns:
+        tuple: ``([(SequenceKey(0), d[0]), ...], None)``.
+
+    Example::
+
+        >>> _tuple_flatten_with_keys((7,))
+        ([(SequenceKey(idx=0), 7)], None)
+    """
+    return _list_flatten_with_keys(d)
 
 
 class GetAttrKey:

@@ -40,6 +40,7 @@ from ._redistribute import (grad_sum, is_grad_leaf, lazy_grad_sum, local_layout,
                              note_use, redistribute_local)
 
 _loss_parallel = [False]
+_implicit_replication = [False]
 
 # element-wise ops; those that keep a Partial are listed below
 _UNARY_LINEAR = {"neg", "__neg__", "negative", "clone", "contiguous", "float", "double", "half",
@@ -123,9 +124,11 @@ def _opname(name):
 
 def _check_plain(name, args, kwargs, mesh):
     """Raise for plain tensors with dimensions among the arguments (torch's rule); inside
-    ``loss_parallel`` they are taken as replicated."""
+    ``loss_parallel`` or ``experimental.implicit_replication`` they are taken as
+    replicated."""
     DT = _dtensor_cls()
-    if not _loss_parallel[0]:  # only a scan: the arguments stay as they are
+    as_replicated = _loss_parallel[0] or _implicit_replication[0]
+    if not as_replicated:  # only a scan: the arguments stay as they are
         stack = list(args) + list(kwargs.values())
         while stack:
             x = stack.pop()
@@ -143,7 +146,7 @@ def _check_plain(name, args, kwargs, mesh):
             return x
         if isinstance(x, Tensor) and x.dim() > 0:
             bad.append(x)
-            if _loss_parallel[0]:
+            if as_replicated:
                 from ._api import DTensor
 
                 return DTensor._make(x, mesh, (Replicate(),) * mesh.ndim, tuple(x.shape))
@@ -157,7 +160,7 @@ def _check_plain(name, args, kwargs, mesh):
         return visit(obj)
 
     args2, kwargs2 = rec(list(args)), rec(dict(kwargs))
-    if bad and not _loss_parallel[0]:
+    if bad and not as_replicated:
         raise RuntimeError(f"{_opname(name)} got mixed torch.Tensor and DTensor, need to "
                            "convert all torch.Tensor to DTensor before calling distributed "
                            "operators!")

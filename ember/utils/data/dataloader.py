@@ -15,7 +15,8 @@ import queue
 import random
 import sys
 import traceback
-from typing import Generic
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -32,6 +33,12 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo", "default_collate", "default_convert"]
 
 _POLL = 0.1  # seconds between liveness checks while waiting for a batch
+
+# the callable types PyTorch's module names for ``collate_fn`` and ``worker_init_fn``:
+# libraries annotate their own loaders with them (opacus' DPDataLoader)
+_T = TypeVar("_T")
+_collate_fn_t = Callable[[list[_T]], Any]
+_worker_init_fn_t = Callable[[int], None]
 
 
 class _ExceptionWrapper:
