@@ -1,0 +1,317 @@
+"""Graph networks, vision backbones, a mixture of experts and BERT from public repositories,
+run unchanged on ember and on PyTorch with equal numbers.
+
+Vendored under ``programs/third_party/`` (see its README; each folder holds the upstream
+licence): tkipf/pygcn's ``train.py`` (sparse adjacency, ``torch.spmm``), Diego999/pyGAT's
+``train.py`` in its dense and sparse forms (a custom autograd Function over a COO tensor,
+checkpoints written, globbed, pruned and reloaded), facebookresearch/ConvNeXt's model,
+microsoft/Swin-Transformer's model (shifted windows, relative position bias, activation
+checkpointing), lucidrains/mixture-of-experts (top-2 gating, flat and hierarchical) and
+codertimo/BERT-pytorch (vocabulary, masked-LM dataset, model and its ``BERTTrainer``, run through
+the package's own ``train()`` entry point).
+
+The two graph scripts run as ``__main__`` from their own source with command-line flags on a
+seeded synthetic citation graph written in Cora's file format; their printed lines (timings
+masked) and final parameters are compared. ConvNeXt and Swin import four helpers from timm:
+``programs/research_4_standins/timm`` has our own versions of them. One driver runs everything
+once on PyTorch and once under ``python -m ember.compat.run``, and every saved array is compared.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.compat._programs import assert_runs_match, driver_source
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = Path(__file__).parent / "programs"
+THIRD_PARTY = PROGRAMS / "third_party"
+
+DRIVER = """
+    import contextlib
+    import io
+    import os
+    import random
+    import re
+    import sys
+    import numpy as np
+    import torch
+
+    TP = sys.argv[2]
+    which = sys.argv[3].split(",")
+    result = sys.argv[1]
+    base = os.getcwd()
+    NUM = r"-?\\d+\\.\\d+(?:e[-+]\\d+)?"  # a printed float
+
+
+    def printed(prefix, text):
+        # printed lines: the text with numbers masked, and the numbers (compared with a
+        # tolerance: a last printed digit may round the other way); timings dropped
+        lines = [re.sub(r"time(?: elapsed)?: \\S+s", "time", ln) for ln in text.splitlines()]
+        out[prefix + "_text"] = np.array([re.sub(NUM, "#", ln) for ln in lines] or [""])
+        out[prefix + "_numbers"] = np.array(
+            [float(x) for ln in lines for x in re.findall(NUM, ln)])
+
+
+    def run_script(prefix, path, argv=(), paths=()):
+        # the script's own text, run as __main__ in a fresh folder with its flags
+        src = open(path).read()
+        sys.argv[1:] = list(argv)
+        work = os.path.join(base, prefix, "run")
+        os.makedirs(work, exist_ok=True)
+        os.chdir(work)
+        sys.path[:0] = [os.path.dirname(path), *paths]
+        buf = io.StringIO()
+        g = {"__name__": "__main__", "__file__": path}
+        try:
+            with contextlib.redirect_stdout(buf):
+                exec(compile(src, path, "exec"), g)
+        finally:
+            del sys.path[:1 + len(paths)]
+            os.chdir(base)
+        printed(prefix, buf.getvalue())
+        return g, work
+
+
+    def raising_line(e, filename):
+        # the line of the file named ``filename`` that raised ``e``
+        tb, line = e.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.endswith(filename):
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return line
+
+
+    def citation_graph(folder, nodes=1500, feats=24, classes=4, edges=3000):
+        # a seeded graph in Cora's files: "<id> <0/1 features> <label>" and "<id> <id>"
+        rng = np.random.default_rng(0)
+        os.makedirs(folder, exist_ok=True)
+        ids = rng.choice(10 ** 6, nodes, replace=False)
+        labels = rng.integers(0, classes, nodes)
+        x = (rng.random((nodes, feats)) < 0.2).astype(int)
+        x[np.arange(nodes), labels] = 1  # features that say something about the class
+        with open(os.path.join(folder, "cora.content"), "w") as f:
+            for i in range(nodes):
+                f.write(f"{ids[i]}\\t" + "\\t".join(map(str, x[i])) + f"\\tclass_{labels[i]}\\n")
+        src = rng.integers(0, nodes, edges)
+        same = rng.random(edges) < 0.7  # mostly edges within a class
+        dst = np.where(same, [rng.choice(np.flatnonzero(labels == labels[s])) for s in src],
+                       rng.integers(0, nodes, edges))
+        keep = src != dst
+        with open(os.path.join(folder, "cora.cites"), "w") as f:
+            for s, d in zip(src[keep], dst[keep]):
+                f.write(f"{ids[s]}\\t{ids[d]}\\n")
+
+
+    if "pygcn" in which:
+        # load_data reads ../data/cora/ from the working folder
+        citation_graph(os.path.join(base, "pygcn", "data", "cora"))
+        g, work = run_script("pygcn", TP + "/pygcn/pygcn/train.py", argv=["--epochs", "6"],
+                             paths=[TP + "/pygcn"])
+        params("pygcn", g["model"])
+        grads("pygcn", g["model"])
+        adj = g["adj"]
+        out["pygcn_adj_indices"] = adj._indices().numpy()
+        out["pygcn_adj_values"] = adj._values().numpy()
+        out["pygcn_adj_layout"] = np.array([str(adj.layout), str(adj.dtype), str(adj.shape)])
+        for mod in ("pygcn", "pygcn.layers", "pygcn.models", "pygcn.utils"):
+            sys.modules.pop(mod)
+
+    for name, argv in (("gat", ["--epochs", "4", "--hidden", "4", "--nb_heads", "2"]),
+                       ("spgat", ["--sparse", "--epochs", "4", "--hidden", "4",
+                                  "--nb_heads", "2"])):
+        if name in which:
+            citation_graph(os.path.join(base, name, "run", "data", "cora"))
+            g, work = run_script(name, TP + "/pygat/train.py", argv=argv)
+            params(name, g["model"])
+            grads(name, g["model"])
+            out[name + "_kept"] = np.array(sorted(f for f in os.listdir(work) if
+                                                  f.endswith(".pkl")))
+            for mod in ("layers", "models", "utils"):
+                sys.modules.pop(mod)
+
+    if "convnext" in which:
+        sys.path.insert(0, TP + "/convnext")
+        from convnext import ConvNeXt, LayerNorm, convnext_tiny
+        torch.manual_seed(0)
+        model = ConvNeXt(in_chans=3, num_classes=5, depths=[1, 1, 2, 1], dims=[8, 16, 24, 32],
+                         drop_path_rate=0.2, layer_scale_init_value=0.5, head_init_scale=0.5)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+        x = torch.randn(4, 3, 64, 64)
+        y = torch.tensor([0, 3, 1, 4])
+        for step in range(3):
+            loss = torch.nn.functional.cross_entropy(model(x), y, label_smoothing=0.1)
+            opt.zero_grad()
+            loss.backward()
+            if step == 0:
+                grads("convnext", model)
+            opt.step()
+            out[f"convnext_loss{step}"] = loss.detach().numpy()
+        params("convnext", model)
+        model.eval()
+        with torch.no_grad():
+            out["convnext_eval"] = model(x).numpy()
+        ln = LayerNorm(6, eps=1e-6, data_format="channels_first")
+        out["convnext_ln_cf"] = ln(torch.randn(2, 6, 3, 3)).detach().numpy()
+        out["convnext_tiny_params"] = np.array(
+            sum(p.numel() for p in convnext_tiny(num_classes=7).parameters()))
+        sys.path.pop(0)
+
+    if "swin" in which:
+        sys.path.insert(0, TP + "/swin")
+        with contextlib.redirect_stdout(io.StringIO()):  # (no fused window kernels: a warning)
+            from swin_transformer import SwinTransformer, window_partition, window_reverse
+        torch.manual_seed(0)
+        model = SwinTransformer(img_size=32, patch_size=2, in_chans=3, num_classes=5,
+                                embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=4,
+                                mlp_ratio=2.0, drop_path_rate=0.1, ape=True,
+                                use_checkpoint=True)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+        x = torch.randn(3, 3, 32, 32)
+        y = torch.tensor([1, 4, 2])
+        for step in range(3):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            if step == 0:
+                grads("swin", model)
+            opt.step()
+            out[f"swin_loss{step}"] = loss.detach().numpy()
+        # (the key projection's bias has zero gradient under softmax: after AdamW steps its
+        # rounding is full-size, so the qkv biases are compared as gradients only)
+        params("swin", model, skip=("qkv.bias",))
+        model.eval()
+        with torch.no_grad():
+            out["swin_eval"] = model(x).numpy()
+        out["swin_no_decay"] = np.array(sorted(model.no_weight_decay()) +
+                                        sorted(model.no_weight_decay_keywords()))
+        out["swin_flops"] = np.array(model.flops())
+        out["swin_mask"] = model.layers[0].blocks[1].attn_mask.numpy()
+        w = torch.arange(2 * 8 * 8 * 3.0).reshape(2, 8, 8, 3)
+        out["swin_windows"] = window_reverse(window_partition(w, 4), 4, 8, 8).numpy()
+        out["swin_repr"] = np.array(repr(model).splitlines())
+        sys.path.pop(0)
+
+    if "moe" in which:
+        sys.path.insert(0, TP + "/mixture_of_experts")
+        from mixture_of_experts import HeirarchicalMoE, MoE
+        for name, make in (
+                ("flat", lambda: MoE(dim=16, num_experts=4, hidden_dim=32,
+                                     second_policy_train="random", second_policy_eval="all",
+                                     capacity_factor_train=1.25, loss_coef=1e-2)),
+                ("eval_none", lambda: MoE(dim=16, num_experts=4, activation=torch.nn.LeakyReLU,
+                                          second_policy_train="all",
+                                          second_policy_eval="none")),
+                ("heir", lambda: HeirarchicalMoE(dim=16, num_experts=(2, 3), hidden_dim=24))):
+            torch.manual_seed(0)
+            moe = make()
+            opt = torch.optim.Adam(moe.parameters(), lr=1e-2)
+            x = torch.randn(3, 20, 16)
+            for step in range(3):
+                y, aux = moe(x)
+                loss = y.square().mean() + aux
+                opt.zero_grad()
+                loss.backward()
+                if step == 0:
+                    grads("moe_" + name, moe)
+                    out[f"moe_{name}_y"] = y.detach().numpy()
+                opt.step()
+                out[f"moe_{name}_loss{step}"] = loss.detach().numpy()
+                out[f"moe_{name}_aux{step}"] = aux.detach().numpy()
+            moe.eval()
+            with torch.no_grad():
+                out[f"moe_{name}_eval"] = moe(x)[0].numpy()
+        # the "threshold" policy stops with an error on PyTorch (a (b, n) threshold compared
+        # with (b, n, experts) gates): ember must raise the same one at the same line
+        moe = MoE(dim=16, num_experts=4, second_policy_train="threshold")
+        try:
+            moe(torch.randn(3, 20, 16))
+            out["moe_threshold_error"] = np.array("none")
+        except RuntimeError as e:
+            out["moe_threshold_error"] = np.array(
+                [type(e).__name__, str(e), str(raising_line(e, "mixture_of_experts.py"))])
+        sys.path.pop(0)
+
+    if "bert" in which:
+        sys.path.insert(0, TP + "/bert_pytorch")
+        from bert_pytorch.__main__ import train
+        from bert_pytorch.dataset.vocab import build
+        rng = np.random.default_rng(0)
+        words = [f"w{i}" for i in range(30)]
+        os.makedirs("bert", exist_ok=True)
+        with open("bert/corpus.txt", "w") as f:  # "<sentence>\\t<next sentence>" per line
+            for _ in range(40):
+                f.write(" ".join(rng.choice(words, rng.integers(3, 8))) + "\\t" +
+                        " ".join(rng.choice(words, rng.integers(3, 8))) + "\\n")
+        buf = io.StringIO()
+        random.seed(0)
+        torch.manual_seed(0)
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            sys.argv[1:] = ["-c", "bert/corpus.txt", "-o", "bert/vocab.small"]
+            build()
+            sys.argv[1:] = ["-c", "bert/corpus.txt", "-t", "bert/corpus.txt",
+                            "-v", "bert/vocab.small", "-o", "bert/bert.model", "-hs", "32",
+                            "-l", "2", "-a", "4", "-s", "16", "-b", "8", "-e", "2", "-w", "0",
+                            "--log_freq", "2", "--lr", "1e-3"]
+            train()
+        printed("bert", buf.getvalue())
+        model = torch.load("bert/bert.model.ep1", weights_only=False)
+        params("bert", model)
+        grads("bert", model)
+        sys.path.pop(0)
+
+    np.savez(result, **out)
+"""
+
+
+def _both(tmp_path, which):
+    driver = tmp_path / "driver.py"
+    driver.write_text(driver_source(DRIVER))
+    path = [str(ROOT), str(PROGRAMS / "research_4_standins"),
+            *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
+               PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1",
+               PYTHONHASHSEED="0")  # (pygcn numbers its classes in a set's order)
+    procs = {}  # both at once: one CPU each
+    for name, prefix in (("torch", []), ("ember", ["-m", "ember.compat.run"])):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        procs[name] = subprocess.Popen(
+            [sys.executable, *prefix, str(driver), str(tmp_path / f"{name}.npz"),
+             str(THIRD_PARTY), which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, cwd=cwd, env=env)
+    results = []
+    try:
+        for name, proc in procs.items():
+            try:
+                _, err = proc.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            assert proc.returncode == 0, f"{name}:\n{err[-4000:]}"
+            results.append(dict(np.load(tmp_path / f"{name}.npz")))
+    finally:
+        for proc in procs.values():  # the other run, when one failed
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return results
+
+
+@pytest.mark.parametrize("which, needs, expected", [
+    ("pygcn", ("scipy",), 10),
+    ("gat,spgat", ("scipy",), 20),
+    ("convnext", (), 60),
+    ("swin", (), 80),
+    ("moe", (), 30),
+    ("bert", ("tqdm",), 30)])
+def test_programs_match_torch(which, needs, expected, tmp_path):
+    if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
+        pytest.skip(f"needs torch {' '.join(needs)}")
+    assert_runs_match(*_both(tmp_path, which), expected)
