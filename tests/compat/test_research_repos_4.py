@@ -35,6 +35,7 @@ THIRD_PARTY = PROGRAMS / "third_party"
 DRIVER = """
     import contextlib
     import io
+    import json
     import os
     import random
     import re
@@ -52,18 +53,32 @@ DRIVER = """
     def printed(prefix, text):
         # printed lines: the text with numbers masked, and the numbers (compared with a
         # tolerance: a last printed digit may round the other way); timings dropped
-        lines = [re.sub(r"time(?: elapsed)?: \\S+s", "time", ln) for ln in text.splitlines()]
+        # (pygcn's, pyGAT's "time: 0.0123s", RWKV's "---------- 0.12s " after each trial)
+        lines = [re.sub(r"time(?: elapsed)?: \\S+s|^-{10} \\S+s ", "time", ln)
+                 for ln in text.splitlines()]
         out[prefix + "_text"] = np.array([re.sub(NUM, "#", ln) for ln in lines] or [""])
         out[prefix + "_numbers"] = np.array(
             [float(x) for ln in lines for x in re.findall(NUM, ln)])
 
 
-    def run_script(prefix, path, argv=(), paths=()):
-        # the script's own text, run as __main__ in a fresh folder with its flags
-        src = open(path).read()
+    def source(path, subs):
+        # the file's own text with a few whole lines replaced, each found exactly once
+        lines = open(path).read().split("\\n")
+        for old, new in subs:
+            assert lines.count(old) == 1, (path, old)
+            lines[lines.index(old)] = new
+        return "\\n".join(lines)
+
+
+    def run_script(prefix, path, argv=(), paths=(), subs=(), setup=None):
+        # the script's own text (a few whole lines replaced), run as __main__ in a fresh
+        # folder with its flags; ``setup(folder)`` writes its input files first
+        src = source(path, subs)
         sys.argv[1:] = list(argv)
         work = os.path.join(base, prefix, "run")
         os.makedirs(work, exist_ok=True)
+        if setup is not None:
+            setup(work)
         os.chdir(work)
         sys.path[:0] = [os.path.dirname(path), *paths]
         buf = io.StringIO()
@@ -266,6 +281,51 @@ DRIVER = """
         grads("bert", model)
         sys.path.pop(0)
 
+    if "rwkv" in which:
+        C, L = 16, 2  # width and depth
+
+        def rwkv_files(work):
+            # the character vocabulary train.py would have written, and a random checkpoint
+            text = open(TP + "/rwkv_v4/run.py").read()
+            context = re.search(r"^context = '(.*)'$", text, re.M).group(1)
+            chars = sorted(set(context.replace("\\\\n", "\\n")) | {"\\n", " "})
+            V = len(chars)
+            with open(os.path.join(work, "vocab.json"), "w", encoding="utf-16") as f:
+                json.dump({i: c for i, c in enumerate(chars)}, f)
+            torch.manual_seed(0)
+            w = {"emb.weight": torch.randn(V, C), "ln_out.weight": 1 + 0.1 * torch.randn(C),
+                 "ln_out.bias": 0.1 * torch.randn(C), "head.weight": torch.randn(V, C)}
+            for i in range(L):
+                b = f"blocks.{i}."
+                for ln in ("ln0", "ln1", "ln2") if i == 0 else ("ln1", "ln2"):
+                    w[b + ln + ".weight"] = 1 + 0.1 * torch.randn(C)
+                    w[b + ln + ".bias"] = 0.1 * torch.randn(C)
+                w[b + "att.time_decay"] = torch.randn(C)
+                w[b + "att.time_first"] = torch.randn(C)
+                for m in ("k", "v", "r"):
+                    w[b + "att.time_mix_" + m] = torch.rand(1, 1, C)
+                for m in ("key", "value", "receptance", "output"):
+                    w[b + f"att.{m}.weight"] = torch.randn(C, C) / C ** 0.5
+                w[b + "ffn.time_mix_k"] = torch.rand(1, 1, C)
+                w[b + "ffn.time_mix_r"] = torch.rand(1, 1, C)
+                w[b + "ffn.key.weight"] = torch.randn(4 * C, C) / C ** 0.5
+                w[b + "ffn.receptance.weight"] = torch.randn(C, C) / C ** 0.5
+                w[b + "ffn.value.weight"] = torch.randn(C, 4 * C) / (4 * C) ** 0.5
+            torch.save(w, os.path.join(work, "trained-500.pth"))
+            torch.manual_seed(1)  # what multinomial sampling draws from
+
+        g, work = run_script("rwkv", TP + "/rwkv_v4/run.py", setup=rwkv_files, subs=[
+            ("n_layer = 6", f"n_layer = {L}"), ("n_embd = 512", f"n_embd = {C}"),
+            ("NUM_TRIALS = 999", "NUM_TRIALS = 2"),
+            ("LENGTH_PER_TRIAL = 333", "LENGTH_PER_TRIAL = 40")])
+        out["rwkv_out"] = np.array(g["out"])
+        out["rwkv_ctx"] = np.array(g["ctx"])
+        for name in ("aa", "bb", "pp", "xx"):
+            for k, v in getattr(g["model"], name).items():
+                out[f"rwkv_{name}_{k}"] = v.numpy()
+        for mod in ("src", "src.utils", "src.model_run"):
+            sys.modules.pop(mod)
+
     np.savez(result, **out)
 """
 
@@ -310,7 +370,8 @@ def _both(tmp_path, which):
     ("convnext", (), 60),
     ("swin", (), 80),
     ("moe", (), 30),
-    ("bert", ("tqdm",), 30)])
+    ("bert", ("tqdm",), 30),
+    ("rwkv", (), 12)])
 def test_programs_match_torch(which, needs, expected, tmp_path):
     if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
         pytest.skip(f"needs torch {' '.join(needs)}")
