@@ -8,7 +8,10 @@ checkpoints written, globbed, pruned and reloaded), facebookresearch/ConvNeXt's 
 microsoft/Swin-Transformer's model (shifted windows, relative position bias, activation
 checkpointing), lucidrains/mixture-of-experts (top-2 gating, flat and hierarchical) and
 codertimo/BERT-pytorch (vocabulary, masked-LM dataset, model and its ``BERTTrainer``, run through
-the package's own ``train()`` entry point).
+the package's own ``train()`` entry point), BlinkDL/RWKV-LM's RWKV-v4 ``run.py`` (the CPU RNN
+sampling from a random checkpoint in its character mode) and aladdinpersson's YOLOv1 (model at a
+tiny darknet configuration, loss with its in-place square roots, non-maximum suppression and mean
+average precision).
 
 The two graph scripts run as ``__main__`` from their own source with command-line flags on a
 seeded synthetic citation graph written in Cora's file format; their printed lines (timings
@@ -326,6 +329,66 @@ DRIVER = """
         for mod in ("src", "src.utils", "src.model_run"):
             sys.modules.pop(mod)
 
+    if "yolo" in which:
+        sys.path.insert(0, TP + "/yolov1")
+        import model as yolo_model
+        from loss import YoloLoss
+        from utils import (cellboxes_to_boxes, get_bboxes, intersection_over_union,
+                           mean_average_precision, non_max_suppression)
+        # a tiny darknet with the model's own layer kinds; 112x112 images still end on the
+        # 7x7x1024 grid its head expects
+        yolo_model.architecture_config = [(7, 8, 2, 3), "M", (3, 16, 1, 1), "M",
+                                          [(1, 8, 1, 0), (3, 16, 1, 1), 2], (3, 32, 2, 1),
+                                          (1, 1024, 1, 0)]
+        torch.manual_seed(123)
+        model = yolo_model.Yolov1(split_size=7, num_boxes=2, num_classes=20)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=0)
+        loss_fn = YoloLoss()
+        x = torch.rand(4, 3, 112, 112)
+        # labels as VOC's loader writes them: per object, its cell's class one-hot, an
+        # objectness 1 and (x, y) within the cell, (w, h) in cells
+        y = torch.zeros(4, 7, 7, 30)
+        rng = np.random.default_rng(1)
+        for b in range(4):
+            for _ in range(3):
+                i, j, c = rng.integers(0, 7), rng.integers(0, 7), rng.integers(0, 20)
+                y[b, i, j, c] = 1
+                y[b, i, j, 20] = 1
+                y[b, i, j, 21:25] = torch.tensor(
+                    [rng.random(), rng.random(), 1 + 3 * rng.random(), 1 + 3 * rng.random()])
+        head_weight = "fcs.1.weight"  # (49 * 1024, 496): compared through the outputs only
+        for step in range(3):
+            pred = model(x)
+            loss = loss_fn(pred, y)
+            opt.zero_grad()
+            loss.backward()
+            if step == 0:
+                grads("yolo", model, skip=(head_weight,))
+                out["yolo_pred"] = pred.detach().numpy()
+            opt.step()
+            out[f"yolo_loss{step}"] = loss.detach().numpy()
+        params("yolo", model, skip=(head_weight,))
+        out["yolo_bn_mean"] = model.darknet[0].batchnorm.running_mean.numpy()
+        pred_boxes, true_boxes = get_bboxes([(x, y)], model, iou_threshold=0.5, threshold=0.0,
+                                            device="cpu")
+        out["yolo_pred_boxes"] = np.array(pred_boxes).reshape(-1, 7)
+        out["yolo_true_boxes"] = np.array(true_boxes).reshape(-1, 7)
+        out["yolo_map_pred"] = np.array(float(mean_average_precision(
+            pred_boxes, true_boxes, iou_threshold=0.5, box_format="midpoint")))
+        # boxes near the truth, with scores: a non-trivial mean average precision
+        near = [[b[0], b[1], 1.0 - 0.1 * k] + [v + 0.01 * k for v in b[3:]]
+                for k, b in enumerate(true_boxes)]
+        out["yolo_map_near"] = np.array(float(mean_average_precision(near, true_boxes)))
+        boxes = cellboxes_to_boxes(y + 0.05 * torch.rand(4, 7, 7, 30))[0]
+        kept = non_max_suppression(boxes, iou_threshold=0.5, threshold=0.3,
+                                   box_format="midpoint")
+        out["yolo_nms"] = np.array(kept)
+        out["yolo_iou_corners"] = intersection_over_union(
+            torch.rand(5, 4), torch.rand(5, 4), box_format="corners").numpy()
+        sys.path.pop(0)
+        for mod in ("model", "loss", "utils"):
+            sys.modules.pop(mod)
+
     np.savez(result, **out)
 """
 
@@ -371,7 +434,8 @@ def _both(tmp_path, which):
     ("swin", (), 80),
     ("moe", (), 30),
     ("bert", ("tqdm",), 30),
-    ("rwkv", (), 12)])
+    ("rwkv", (), 12),
+    ("yolo", ("matplotlib",), 60)])
 def test_programs_match_torch(which, needs, expected, tmp_path):
     if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
         pytest.skip(f"needs torch {' '.join(needs)}")
