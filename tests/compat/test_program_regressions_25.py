@@ -88,3 +88,112 @@ def test_legacy_sparse_constructor_warnings_match_torch():
             print("--")
     """
     assert _printed(script, True) == _printed(script, False)
+
+
+# -- removed linear-algebra functions (ikostrikov's ACKTR calls torch.symeig) ----------------------
+
+@needs_torch
+@pytest.mark.parametrize("name, nargs", [("symeig", 1), ("eig", 1), ("lstsq", 2), ("solve", 2),
+                                         ("matrix_rank", 1)])
+def test_removed_linalg_function_raises_torchs_error(name, nargs):
+    with pytest.raises(RuntimeError) as expected:
+        getattr(torch, name)(*[torch.eye(3)] * nargs)
+    with pytest.raises(RuntimeError) as got:
+        getattr(ember, name)(*[ember.eye(3)] * nargs)
+    assert str(got.value) == str(expected.value).split(" (Triggered internally")[0]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, nargs", [("symeig", 0), ("eig", 0), ("lstsq", 1), ("solve", 1)])
+def test_removed_linalg_method_raises_torchs_error(name, nargs):
+    with pytest.raises(RuntimeError) as expected:
+        getattr(torch.eye(3), name)(*[torch.eye(3)] * nargs)
+    with pytest.raises(RuntimeError) as got:
+        getattr(ember.eye(3), name)(*[ember.eye(3)] * nargs)
+    assert str(got.value) == str(expected.value)
+
+
+# -- legacy module backward hooks (KFAC's register_backward_hook) ----------------------------------
+
+def _legacy_hook_run(T, make, x_requires_grad=True):
+    """What a register_backward_hook hook sees, and the input gradient after it zeroes the
+    weight's gradient."""
+    T.manual_seed(0)
+    module = make(T)
+    seen = []
+
+    def hook(m, grad_input, grad_output):
+        seen.append(([None if g is None else tuple(g.shape) for g in grad_input],
+                     [tuple(g.shape) for g in grad_output],
+                     [g.detach().numpy().copy() for g in grad_output]))
+
+    module.register_backward_hook(hook)
+    x = T.randn(4, 3, requires_grad=x_requires_grad)
+    module(x).square().sum().backward()
+    return seen
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [
+    lambda T: T.nn.Linear(3, 2),
+    lambda T: T.nn.Linear(3, 2, bias=False),
+    lambda T: T.nn.Sequential(T.nn.Linear(3, 2), T.nn.Tanh()),
+    lambda T: T.nn.ReLU()])
+def test_legacy_backward_hook_sees_the_last_nodes_gradients(make):
+    import numpy as np
+
+    got, expected = _legacy_hook_run(ember, make), _legacy_hook_run(torch, make)
+    assert len(got) == len(expected) == 1
+    assert got[0][:2] == expected[0][:2]
+    np.testing.assert_allclose(got[0][2][0], expected[0][2][0], rtol=1e-6)
+
+
+@needs_torch
+def test_legacy_backward_hook_can_replace_grad_input():
+    def run(T):
+        T.manual_seed(0)
+        lin = T.nn.Linear(3, 2)
+        # (bias, input, weight.t()) as PyTorch's addmm node has them: keep only the input's
+        lin.register_backward_hook(lambda m, gi, go: (None, gi[1], T.zeros_like(gi[2])))
+        x = T.randn(4, 3, requires_grad=True)
+        lin(x).sum().backward()
+        return x.grad.numpy(), lin.weight.grad.numpy(), lin.bias.grad
+
+    (gx, gw, gb), (tx, tw, tb) = run(ember), run(torch)
+    import numpy as np
+
+    np.testing.assert_allclose(gx, tx, rtol=1e-6)
+    np.testing.assert_array_equal(gw, tw)
+    assert gb is None and tb is None
+
+
+@needs_torch
+def test_legacy_backward_hook_warns_as_torch():
+    script = """
+        import warnings
+        import torch
+        warnings.simplefilter("always")
+        for make in (lambda: torch.nn.Linear(3, 2), lambda: torch.nn.Tanh()):
+            m = make()
+            m.register_backward_hook(lambda *a: None)
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                m(torch.randn(2, 3, requires_grad=True))
+            print([(w.category.__name__, str(w.message)) for w in seen])
+    """
+    assert _printed(script, True) == _printed(script, False)
+
+
+@needs_torch
+def test_node_hook_of_linear_sees_addmm_inputs():
+    def run(T):
+        T.manual_seed(0)
+        lin = T.nn.Linear(3, 2)
+        y = lin(T.randn(4, 3, requires_grad=True))
+        shapes = []
+        y.grad_fn.register_hook(lambda gi, go: shapes.append(
+            [None if g is None else tuple(g.shape) for g in gi]))
+        y.sum().backward()
+        return type(y.grad_fn).__name__, shapes
+
+    assert run(ember) == run(torch)
