@@ -11,7 +11,11 @@ codertimo/BERT-pytorch (vocabulary, masked-LM dataset, model and its ``BERTTrain
 the package's own ``train()`` entry point), BlinkDL/RWKV-LM's RWKV-v4 ``run.py`` (the CPU RNN
 sampling from a random checkpoint in its character mode) and aladdinpersson's YOLOv1 (model at a
 tiny darknet configuration, loss with its in-place square roots, non-maximum suppression and mean
-average precision).
+average precision) and ikostrikov/pytorch-a2c-ppo-acktr-gail (its policies, with GRU and CNN bases
+and PyTorch-distribution subclasses, rollout storage with GAE and both minibatch generators, PPO
+and A2C updates; its Bernoulli policy and its ACKTR optimiser stop with an error on PyTorch, after
+KFAC's forward-pre and legacy backward hooks ran: ember must stop the same way, with the same
+statistics gathered).
 
 The two graph scripts run as ``__main__`` from their own source with command-line flags on a
 seeded synthetic citation graph written in Cora's file format; their printed lines (timings
@@ -43,6 +47,7 @@ DRIVER = """
     import random
     import re
     import sys
+    import types
     import numpy as np
     import torch
 
@@ -389,6 +394,101 @@ DRIVER = """
         for mod in ("model", "loss", "utils"):
             sys.modules.pop(mod)
 
+    if "a2c" in which:
+        sys.path.insert(0, TP + "/a2c_ppo_acktr")
+        # envs.py wraps gym and stable-baselines3 environments: utils takes only the
+        # VecNormalize class from it, which nothing here uses
+        envs = types.ModuleType("a2c_ppo_acktr.envs")
+        envs.VecNormalize = type("VecNormalize", (), {})
+        sys.modules["a2c_ppo_acktr.envs"] = envs
+        from a2c_ppo_acktr import algo, utils
+        from a2c_ppo_acktr.model import Policy
+        from a2c_ppo_acktr.storage import RolloutStorage
+
+        # gym's spaces, as far as the model and the storage read them (the class name, n, shape)
+        Discrete = type("Discrete", (), {"__init__": lambda s, n: setattr(s, "n", n)})
+        Box = type("Box", (), {"__init__": lambda s, shape: setattr(s, "shape", shape)})
+        MultiBinary = type("MultiBinary", (), {"__init__": lambda s, n: setattr(s, "shape", (n,))})
+
+        class VecEnv:
+            # a seeded synthetic vector environment: the state drifts with the action, the
+            # reward is minus its size, and one process ends an episode every 7 steps
+            def __init__(self, obs_shape, n):
+                self.rng, self.obs_shape, self.n, self.t = np.random.default_rng(0), obs_shape, n, 0
+
+            def reset(self):
+                self.s = self.rng.standard_normal((self.n, *self.obs_shape)).astype(np.float32)
+                return torch.from_numpy(self.s.copy())
+
+            def step(self, action):
+                a = action.float().reshape(self.n, -1).numpy().mean(1)
+                self.t += 1
+                noise = self.rng.standard_normal(self.s.shape).astype(np.float32)
+                shape = (self.n,) + (1,) * len(self.obs_shape)
+                self.s = 0.9 * self.s + 0.1 * a.reshape(shape) + 0.05 * noise
+                r = -np.abs(self.s.reshape(self.n, -1)).mean(1, keepdims=True)
+                done = [self.t % 7 == 0 and i == self.t % self.n for i in range(self.n)]
+                return torch.from_numpy(self.s.copy()), torch.from_numpy(r), done
+
+        agents = {}
+
+        def a2c_train(name, obs_shape, space, kind, recurrent, steps=5, procs=2, updates=3):
+            # main.py's loop, without its gym environments and logging
+            torch.manual_seed(0)
+            ac = Policy(obs_shape, space, base_kwargs={"recurrent": recurrent, "hidden_size": 16})
+            if kind == "ppo":
+                agent = algo.PPO(ac, 0.2, 2, 1 if recurrent else 2, 0.5, 0.01, lr=1e-3,
+                                 eps=1e-5, max_grad_norm=0.5)
+            else:
+                agent = algo.A2C_ACKTR(ac, 0.5, 0.01, lr=7e-4, eps=1e-5, alpha=0.99,
+                                       max_grad_norm=0.5, acktr=kind == "acktr")
+            agents[name] = agent
+            rollouts = RolloutStorage(steps, procs, obs_shape, space,
+                                      ac.recurrent_hidden_state_size)
+            env = VecEnv(obs_shape, procs)
+            rollouts.obs[0].copy_(env.reset())
+            for u in range(updates):
+                utils.update_linear_schedule(agent.optimizer, u, updates, 1e-3)
+                for step in range(steps):
+                    with torch.no_grad():
+                        value, action, logp, hxs = ac.act(
+                            rollouts.obs[step], rollouts.recurrent_hidden_states[step],
+                            rollouts.masks[step])
+                    obs, reward, done = env.step(action)
+                    masks = torch.FloatTensor([[0.0] if d else [1.0] for d in done])
+                    bad_masks = torch.FloatTensor([[1.0] for d in done])
+                    rollouts.insert(obs, hxs, action, logp, value, reward, masks, bad_masks)
+                with torch.no_grad():
+                    next_value = ac.get_value(rollouts.obs[-1],
+                                              rollouts.recurrent_hidden_states[-1],
+                                              rollouts.masks[-1]).detach()
+                rollouts.compute_returns(next_value, True, 0.99, 0.95, True)
+                out[f"{name}_losses{u}"] = np.array(agent.update(rollouts))
+                rollouts.after_update()
+            out[name + "_returns"] = rollouts.returns.numpy()
+            out[name + "_actions"] = rollouts.actions.numpy()
+            params(name, ac)
+
+        for spec in (("ppo_disc", (4,), Discrete(3), "ppo", False),
+                     ("ppo_box_gru", (4,), Box((2,)), "ppo", True),
+                     ("ppo_cnn_gru", (4, 84, 84), Discrete(2), "ppo", True),
+                     ("a2c_disc", (4,), Discrete(3), "a2c", False),
+                     # these two stop with an error on PyTorch: FixedBernoulli calls
+                     # ``super.log_prob`` and KFAC calls the removed torch.symeig
+                     ("a2c_bern", (4,), MultiBinary(3), "a2c", False),
+                     ("acktr", (4,), Discrete(3), "acktr", False)):
+            try:
+                a2c_train(*spec)
+                out[spec[0] + "_error"] = np.array("none")
+            except (AttributeError, RuntimeError) as e:
+                out[spec[0] + "_error"] = np.array([type(e).__name__, str(e)])
+        # what KFAC's forward-pre and legacy backward hooks gathered before the error
+        kfac = agents["acktr"].optimizer
+        for i, m in enumerate(kfac.modules):
+            out[f"acktr_kfac_aa{i}"] = kfac.m_aa[m].numpy()
+            out[f"acktr_kfac_gg{i}"] = kfac.m_gg[m].numpy()
+        sys.path.pop(0)
+
     np.savez(result, **out)
 """
 
@@ -435,7 +535,8 @@ def _both(tmp_path, which):
     ("moe", (), 30),
     ("bert", ("tqdm",), 30),
     ("rwkv", (), 12),
-    ("yolo", ("matplotlib",), 60)])
+    ("yolo", ("matplotlib",), 60),
+    ("a2c", (), 60)])
 def test_programs_match_torch(which, needs, expected, tmp_path):
     if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
         pytest.skip(f"needs torch {' '.join(needs)}")
