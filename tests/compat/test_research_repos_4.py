@@ -1,27 +1,34 @@
-"""Graph networks, vision backbones, a mixture of experts and BERT from public repositories,
-run unchanged on ember and on PyTorch with equal numbers.
+"""Graph networks, vision backbones, detection, RL, a mixture of experts, BERT and RWKV from
+public repositories, run unchanged on ember and on PyTorch with equal numbers.
 
 Vendored under ``programs/third_party/`` (see its README; each folder holds the upstream
-licence): tkipf/pygcn's ``train.py`` (sparse adjacency, ``torch.spmm``), Diego999/pyGAT's
-``train.py`` in its dense and sparse forms (a custom autograd Function over a COO tensor,
-checkpoints written, globbed, pruned and reloaded), facebookresearch/ConvNeXt's model,
-microsoft/Swin-Transformer's model (shifted windows, relative position bias, activation
-checkpointing), lucidrains/mixture-of-experts (top-2 gating, flat and hierarchical) and
-codertimo/BERT-pytorch (vocabulary, masked-LM dataset, model and its ``BERTTrainer``, run through
-the package's own ``train()`` entry point), BlinkDL/RWKV-LM's RWKV-v4 ``run.py`` (the CPU RNN
-sampling from a random checkpoint in its character mode) and aladdinpersson's YOLOv1 (model at a
-tiny darknet configuration, loss with its in-place square roots, non-maximum suppression and mean
-average precision) and ikostrikov/pytorch-a2c-ppo-acktr-gail (its policies, with GRU and CNN bases
-and PyTorch-distribution subclasses, rollout storage with GAE and both minibatch generators, PPO
-and A2C updates; its Bernoulli policy and its ACKTR optimiser stop with an error on PyTorch, after
-KFAC's forward-pre and legacy backward hooks ran: ember must stop the same way, with the same
-statistics gathered).
+licence):
 
-The two graph scripts run as ``__main__`` from their own source with command-line flags on a
-seeded synthetic citation graph written in Cora's file format; their printed lines (timings
-masked) and final parameters are compared. ConvNeXt and Swin import four helpers from timm:
-``programs/research_4_standins/timm`` has our own versions of them. One driver runs everything
-once on PyTorch and once under ``python -m ember.compat.run``, and every saved array is compared.
+- tkipf/pygcn's ``train.py`` (sparse adjacency, ``torch.spmm``) and Diego999/pyGAT's
+  ``train.py`` in its dense and sparse forms (a custom autograd Function over a COO tensor;
+  checkpoints written, globbed, pruned and reloaded), run as ``__main__`` with command-line
+  flags on a seeded synthetic citation graph in Cora's file format;
+- facebookresearch/ConvNeXt's model; microsoft/Swin-Transformer's models (shifted windows,
+  relative position bias, activation checkpointing; v2's cosine attention and continuous
+  position bias; Swin-MLP); 36 more of lucidrains/vit-pytorch's variants (float64);
+- lucidrains/mixture-of-experts (top-2 gating, flat and hierarchical; its "threshold" policy
+  stops with an error on PyTorch, and ember must raise the same one);
+- codertimo/BERT-pytorch (vocabulary, masked-LM dataset, model and ``BERTTrainer``, through the
+  package's own ``train()`` entry point);
+- BlinkDL/RWKV-LM's RWKV-v4 ``run.py`` (the CPU RNN sampling from a random checkpoint in its
+  character mode);
+- aladdinpersson's YOLOv1 (the model at a tiny darknet configuration, the loss with its in-place
+  square roots, non-maximum suppression, mean average precision);
+- ikostrikov/pytorch-a2c-ppo-acktr-gail (policies with GRU and CNN bases and PyTorch-distribution
+  subclasses, rollout storage with GAE and both minibatch generators, PPO and A2C updates; its
+  Bernoulli policy and its ACKTR optimiser stop with an error on PyTorch, after KFAC's
+  forward-pre and legacy backward hooks ran: ember must stop the same way, with the same
+  statistics gathered).
+
+ConvNeXt and Swin import four helpers from timm: ``programs/research_4_standins/timm`` has our
+own versions of them. Printed lines are compared as text with numbers masked (timings dropped)
+and as numbers with a tolerance. One driver runs everything once on PyTorch and once under
+``python -m ember.compat.run``, and every saved array is compared.
 """
 
 import importlib.util
@@ -219,6 +226,31 @@ DRIVER = """
         w = torch.arange(2 * 8 * 8 * 3.0).reshape(2, 8, 8, 3)
         out["swin_windows"] = window_reverse(window_partition(w, 4), 4, 8, 8).numpy()
         out["swin_repr"] = np.array(repr(model).splitlines())
+        # v2 (cosine attention, log-spaced continuous position bias) and the MLP variant
+        from swin_mlp import SwinMLP
+        from swin_transformer_v2 import SwinTransformerV2
+        for name, make in (
+                ("v2", lambda: SwinTransformerV2(
+                    img_size=32, patch_size=2, num_classes=5, embed_dim=16, depths=[2, 2],
+                    num_heads=[2, 4], window_size=4, mlp_ratio=2.0, drop_path_rate=0.1,
+                    pretrained_window_sizes=[0, 2])),
+                ("mlp", lambda: SwinMLP(img_size=32, patch_size=2, num_classes=5, embed_dim=16,
+                                        depths=[2, 2], num_heads=[2, 4], window_size=4,
+                                        mlp_ratio=2.0, drop_path_rate=0.1))):
+            torch.manual_seed(0)
+            model = make()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+            for step in range(3):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                if step == 0:
+                    grads(f"swin_{name}", model)
+                opt.step()
+                out[f"swin_{name}_loss{step}"] = loss.detach().numpy()
+            model.eval()
+            with torch.no_grad():
+                out[f"swin_{name}_eval"] = model(x).numpy()
         sys.path.pop(0)
 
     if "moe" in which:
@@ -489,6 +521,167 @@ DRIVER = """
             out[f"acktr_kfac_gg{i}"] = kfac.m_gg[m].numpy()
         sys.path.pop(0)
 
+    if "vit2" in which:
+        sys.path.insert(0, TP)  # (the modules import each other as ``vit_pytorch.<name>``)
+        from vit_pytorch import (ats_vit, cct_3d, crossformer, distill, extractor,
+                                 learnable_memory_vit, look_vit, mp3, na_vit, nest,
+                                 normalized_vit, parallel_vit, recorder, regionvit, rvt,
+                                 scalable_vit, sep_vit, simple_uvit, simple_vit_1d, simple_vit_3d,
+                                 simple_vit_with_fft, simple_vit_with_hyper_connections,
+                                 simple_vit_with_patch_dropout, simple_vit_with_qk_norm,
+                                 simple_vit_with_register_tokens, simple_vit_with_value_residual,
+                                 t2t, twins_svt, vit, vit_3d, vit_for_small_dataset,
+                                 vit_nd, vit_with_patch_dropout, vit_with_patch_merger, vivit,
+                                 xcit)
+
+        def image(size=32, batch=2):
+            return lambda: torch.randn(batch, 3, size, size, dtype=torch.float64)
+
+        def video():
+            return torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)
+
+        small = dict(image_size=32, patch_size=8, num_classes=5, dim=32, depth=2, heads=2,
+                     mlp_dim=64)
+
+        def plain_vit():
+            return vit.ViT(**small)
+
+        def with_memories():
+            return learnable_memory_vit.Adapter(vit=learnable_memory_vit.ViT(**small),
+                                                num_classes=2, num_memories_per_layer=3)
+
+        def distiller():
+            teacher = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 5))
+            return distill.DistillWrapper(student=distill.DistillableViT(**small),
+                                          teacher=teacher, temperature=3, alpha=0.5, hard=False)
+
+        def with_attention(r):  # Recorder / Extractor: the logits, plus what they recorded
+            return r[0] + r[1].sum()
+
+        def native_resolution():
+            return [[torch.randn(3, 32, 32, dtype=torch.float64),
+                     torch.randn(3, 16, 16, dtype=torch.float64)],
+                    [torch.randn(3, 16, 32, dtype=torch.float64)]]
+
+        VARIANTS = {  # name: (model, input, call; None: model(input))
+            "t2t": (lambda: t2t.T2TViT(dim=32, image_size=32, depth=2, heads=2, mlp_dim=64,
+                                       num_classes=5, t2t_layers=((7, 4), (3, 2))), image(), None),
+            "twins": (lambda: twins_svt.TwinsSVT(
+                num_classes=5, s1_emb_dim=8, s1_patch_size=4, s1_local_patch_size=4,
+                s1_global_k=4, s1_depth=1, s2_emb_dim=16, s2_patch_size=2, s2_local_patch_size=2,
+                s2_global_k=2, s2_depth=1, s3_emb_dim=16, s3_patch_size=2, s3_local_patch_size=2,
+                s3_global_k=1, s3_depth=1, s4_emb_dim=16, s4_patch_size=1, s4_local_patch_size=2,
+                s4_global_k=1, s4_depth=1, peg_kernel_size=3, dropout=0.), image(), None),
+            "regionvit": (lambda: regionvit.RegionViT(
+                dim=(8, 16, 16, 16), depth=(1, 1, 1, 1), window_size=7, num_classes=5,
+                tokenize_local_3_conv=True, use_peg=True), image(224, 1), None),
+            "scalable": (lambda: scalable_vit.ScalableViT(
+                num_classes=5, dim=8, heads=(1, 2, 2, 2), depth=(1, 1, 1, 1),
+                ssa_dim_key=(8, 8, 8, 8), reduction_factor=(2, 2, 1, 1),
+                window_size=(4, 2, None, None), dropout=0.), image(64), None),
+            "sepvit": (lambda: sep_vit.SepViT(num_classes=5, dim=8, dim_head=8,
+                                              heads=(1, 2, 2, 2), depth=(1, 1, 1, 1),
+                                              window_size=7, dropout=0.), image(224, 1), None),
+            "nest": (lambda: nest.NesT(image_size=32, patch_size=4, dim=8, heads=2,
+                                       num_hierarchies=3, block_repeats=(1, 1, 1),
+                                       num_classes=5), image(), None),
+            "xcit": (lambda: xcit.XCiT(image_size=32, patch_size=8, num_classes=5, dim=32,
+                                       depth=2, cls_depth=1, heads=2, mlp_dim=64, dropout=0.,
+                                       emb_dropout=0., local_patch_kernel_size=3,
+                                       layer_dropout=0.), image(), None),
+            "ats": (lambda: ats_vit.ViT(**dict(small, patch_size=4, depth=3),
+                                        max_tokens_per_depth=(32, 16, 8)), image(), None),
+            "patch_merger": (lambda: vit_with_patch_merger.ViT(
+                **dict(small, patch_size=4, depth=3), patch_merge_layer=1,
+                patch_merge_num_tokens=4), image(), None),
+            "small_dataset": (lambda: vit_for_small_dataset.ViT(**small), image(), None),
+            "vit3d": (lambda: vit_3d.ViT(image_size=32, frames=4, image_patch_size=8,
+                                         frame_patch_size=2, num_classes=5, dim=32, depth=2,
+                                         heads=2, mlp_dim=64), video, None),
+            "simple_vit3d": (lambda: simple_vit_3d.SimpleViT(
+                image_size=32, frames=4, image_patch_size=8, frame_patch_size=2, num_classes=5,
+                dim=32, depth=2, heads=2, mlp_dim=64), video, None),
+            "cct3d": (lambda: cct_3d.CCT(
+                img_size=32, num_frames=4, embedding_dim=32, n_conv_layers=1,
+                frame_kernel_size=3, kernel_size=3, stride=1, padding=1, pooling_kernel_size=3,
+                pooling_stride=2, pooling_padding=1, num_layers=1, num_heads=2, mlp_ratio=2.,
+                num_classes=5, positional_embedding="sine"), video, None),
+            "vivit_fe": (lambda: vivit.ViViT(
+                image_size=32, frames=4, image_patch_size=8, frame_patch_size=2, num_classes=5,
+                dim=32, spatial_depth=1, temporal_depth=1, heads=2, mlp_dim=64,
+                variant="factorized_encoder"), video, None),
+            "vivit_fsa": (lambda: vivit.ViViT(
+                image_size=32, frames=4, image_patch_size=8, frame_patch_size=2, num_classes=5,
+                dim=32, spatial_depth=1, temporal_depth=1, heads=2, mlp_dim=64,
+                variant="factorized_self_attention"), video, None),
+            "parallel": (lambda: parallel_vit.ViT(**small, num_parallel_branches=2), image(),
+                         None),
+            "learnable_memory": (with_memories, image(), None),
+            "rvt": (lambda: rvt.RvT(**small, use_rotary=True, use_ds_conv=True, use_glu=True),
+                    image(), None),
+            "mp3": (lambda: mp3.MP3(vit=mp3.ViT(**small), masking_ratio=0.75), image(), None),
+            "recorder": (lambda: recorder.Recorder(plain_vit()), image(),
+                         lambda m, x: with_attention(m(x))),
+            "extractor": (lambda: extractor.Extractor(plain_vit()), image(),
+                          lambda m, x: with_attention(m(x))),
+            "distill": (distiller, image(), lambda m, x: m(x, torch.tensor([1, 3]))),
+            "navit": (lambda: na_vit.NaViT(**small, token_dropout_prob=0.1), native_resolution,
+                      None),
+            "look_vit": (lambda: look_vit.LookViT(image_size=32, patch_size=8, num_classes=5,
+                                                  dim=32, depth=2, heads=2, dim_head=16,
+                                                  highres_patch_size=4, cross_attn_heads=2,
+                                                  cross_attn_dim_head=16, dropout=0.),
+                         image(), None),
+            "nvit": (lambda: normalized_vit.nViT(**small), image(), None),
+            "registers": (lambda: simple_vit_with_register_tokens.SimpleViT(
+                **small, num_register_tokens=2), image(), None),
+            "qknorm": (lambda: simple_vit_with_qk_norm.SimpleViT(**small), image(), None),
+            "fft": (lambda: simple_vit_with_fft.SimpleViT(**small, freq_patch_size=8), image(),
+                    None),
+            "vit1d": (lambda: simple_vit_1d.SimpleViT(
+                seq_len=64, patch_size=8, num_classes=5, dim=32, depth=2, heads=2, mlp_dim=64,
+                channels=3), lambda: torch.randn(2, 3, 64, dtype=torch.float64), None),
+            "patch_dropout": (lambda: simple_vit_with_patch_dropout.SimpleViT(
+                **small, patch_dropout=0.5), image(), None),
+            "value_residual": (lambda: simple_vit_with_value_residual.SimpleViT(**small),
+                               image(), None),
+            "hyper": (lambda: simple_vit_with_hyper_connections.SimpleViT(
+                **small, num_residual_streams=2), image(), None),
+            "uvit": (lambda: simple_uvit.SimpleUViT(**dict(small, depth=3)), image(), None),
+            "vit_patch_dropout": (lambda: vit_with_patch_dropout.ViT(**small, patch_dropout=0.25),
+                                  image(), None),
+            "vit_nd": (lambda: vit_nd.ViTND(ndim=3, input_shape=(4, 16, 16), patch_size=(2, 8, 8),
+                                            num_classes=5, dim=32, depth=2, heads=2, mlp_dim=64,
+                                            channels=3),
+                       lambda: torch.randn(2, 3, 4, 16, 16, dtype=torch.float64), None),
+        }
+        for name, (make, data, call) in VARIANTS.items():
+            call = call or (lambda m, x: m(x))
+            torch.manual_seed(0)
+            model = make().double()
+            torch.manual_seed(1)
+            x = data()
+            y = call(model, x)
+            y = y[0] if isinstance(y, tuple) else y
+            (y.square().mean() if y.dim() else y).backward()
+            out["vit2_" + name] = y.detach().numpy()
+            grads("vit2_" + name, model)
+            model.eval()
+            torch.manual_seed(2)
+            with torch.no_grad():
+                e = call(model, x)
+                out[f"vit2_{name}_eval"] = (e[0] if isinstance(e, tuple) else e).numpy()
+        # CrossFormer builds float32 masks in its forward: it runs in float32
+        torch.manual_seed(0)
+        model = crossformer.CrossFormer(num_classes=5, dim=(32, 32, 32, 32), depth=(1, 1, 1, 1),
+                                        global_window_size=(2, 2, 2, 1), local_window_size=2)
+        torch.manual_seed(1)
+        y = model(torch.randn(2, 3, 64, 64))
+        y.square().mean().backward()
+        out["vit2_crossformer"] = y.detach().numpy()
+        grads("vit2_crossformer", model)
+        sys.path.pop(0)
+
     np.savez(result, **out)
 """
 
@@ -536,7 +729,8 @@ def _both(tmp_path, which):
     ("bert", ("tqdm",), 30),
     ("rwkv", (), 12),
     ("yolo", ("matplotlib",), 60),
-    ("a2c", (), 60)])
+    ("a2c", (), 60),
+    ("vit2", ("einops",), 1500)])
 def test_programs_match_torch(which, needs, expected, tmp_path):
     if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
         pytest.skip(f"needs torch {' '.join(needs)}")
