@@ -11,6 +11,10 @@ licence):
 - facebookresearch/ConvNeXt's model; microsoft/Swin-Transformer's models (shifted windows,
   relative position bias, activation checkpointing; v2's cosine attention and continuous
   position bias; Swin-MLP); 36 more of lucidrains/vit-pytorch's variants (float64);
+- lucidrains/denoising-diffusion-pytorch (Gaussian diffusion with each objective, DDPM and DDIM
+  sampling, 1-D, learned-variance, continuous-time, v-parameterised, elucidated, classifier-free
+  guidance, simple-diffusion's UViT, Karras U-Nets; its weighted-objective sampler stops with a
+  TypeError on PyTorch, and on ember), with empty stand-ins for the Trainer's imports;
 - lucidrains/mixture-of-experts (top-2 gating, flat and hierarchical; its "threshold" policy
   stops with an error on PyTorch, and ember must raise the same one);
 - codertimo/BERT-pytorch (vocabulary, masked-LM dataset, model and ``BERTTrainer``, through the
@@ -682,6 +686,128 @@ DRIVER = """
         grads("vit2_crossformer", model)
         sys.path.pop(0)
 
+    if "ddpm" in which:
+        # the package imports torchvision, accelerate and ema_pytorch for its Trainer, which
+        # is not run here: empty stand-ins (a real torchvision is built against PyTorch)
+        for mod in ("torchvision", "accelerate", "ema_pytorch"):
+            sys.modules[mod] = types.ModuleType(mod)
+        sys.modules["torchvision"].transforms = sys.modules["torchvision"].utils = None
+        sys.modules["accelerate"].Accelerator = type("Accelerator", (), {})
+        sys.modules["ema_pytorch"].EMA = type("EMA", (), {})
+        sys.path.insert(0, TP + "/denoising_diffusion_pytorch")
+        from denoising_diffusion_pytorch import (
+            ContinuousTimeGaussianDiffusion, ElucidatedDiffusion, GaussianDiffusion,
+            GaussianDiffusion1D, InvSqrtDecayLRSched, KarrasUnet, KarrasUnet1D,
+            LearnedGaussianDiffusion, Unet, Unet1D, VParamContinuousTimeGaussianDiffusion,
+            WeightedObjectiveGaussianDiffusion)
+        from denoising_diffusion_pytorch import classifier_free_guidance as cfg
+        from denoising_diffusion_pytorch import simple_diffusion
+
+        def unet(**kw):
+            return Unet(dim=8, dim_mults=(1, 2), **kw)
+
+        def images():
+            return torch.rand(2, 3, 16, 16)
+
+        def trained(name, d, x, **kw):
+            # a loss, its gradients, then one more Adam step's loss
+            opt = torch.optim.Adam(d.parameters(), lr=1e-3)
+            for step in range(2):
+                loss = d(x, **kw)
+                opt.zero_grad()
+                loss.backward()
+                if step == 0:
+                    grads("ddpm_" + name, d)
+                opt.step()
+                out[f"ddpm_{name}_loss{step}"] = loss.detach().numpy()
+
+        def sampled(name, d, **kw):
+            torch.manual_seed(5)
+            out[f"ddpm_{name}_sample"] = d.sample(**kw).numpy()
+
+        CASES = {
+            "v_ddim": lambda: GaussianDiffusion(unet(full_attn=(False, True)), image_size=16,
+                                                timesteps=10, sampling_timesteps=5,
+                                                objective="pred_v"),
+            "noise_ddpm": lambda: GaussianDiffusion(unet(full_attn=(False, True)), image_size=16,
+                                                    timesteps=10, objective="pred_noise"),
+            "x0_flash": lambda: GaussianDiffusion(unet(flash_attn=True), image_size=16,
+                                                  timesteps=10, sampling_timesteps=5,
+                                                  objective="pred_x0"),
+            "learned": lambda: LearnedGaussianDiffusion(unet(learned_variance=True),
+                                                        image_size=16, timesteps=10),
+            "continuous": lambda: ContinuousTimeGaussianDiffusion(
+                unet(random_fourier_features=True), image_size=16, num_sample_steps=4),
+            "vparam": lambda: VParamContinuousTimeGaussianDiffusion(
+                unet(random_fourier_features=True), image_size=16, num_sample_steps=4),
+            "elucidated": lambda: ElucidatedDiffusion(
+                unet(learned_sinusoidal_cond=True), image_size=16, channels=3,
+                num_sample_steps=4),
+            "simple": lambda: simple_diffusion.GaussianDiffusion(
+                simple_diffusion.UViT(dim=16, channels=3, dim_mults=(1, 2),
+                                      downsample_factor=2, vit_depth=1, vit_dropout=0.,
+                                      attn_dim_head=8, attn_heads=2),
+                image_size=16, channels=3, pred_objective="v", num_sample_steps=4),
+        }
+        with contextlib.redirect_stderr(io.StringIO()):  # (tqdm's progress bars)
+            for name, make in CASES.items():
+                # DDPM's last steps divide by sqrt(alphas_cumprod) ~ 1/159 here, which makes
+                # float32 rounding differences visible: that sampler runs in float64 (its
+                # schedule stays float32, as the model registers it)
+                torch.set_default_dtype(torch.float64 if name == "noise_ddpm" else torch.float32)
+                torch.manual_seed(0)
+                d = make()
+                x = images()
+                trained(name, d, x)
+                sampled(name, d, batch_size=2)
+                torch.set_default_dtype(torch.float32)
+                if name == "v_ddim":
+                    torch.manual_seed(6)
+                    out["ddpm_interpolate"] = d.interpolate(x[:1], x[1:], t=3).numpy()
+                if name == "elucidated":
+                    torch.manual_seed(6)
+                    out["ddpm_elucidated_dpmpp"] = d.sample_using_dpmpp(batch_size=2).numpy()
+            torch.manual_seed(0)
+            d = GaussianDiffusion1D(Unet1D(dim=8, dim_mults=(1, 2), channels=4), seq_length=16,
+                                    timesteps=10, sampling_timesteps=5, objective="pred_v")
+            trained("1d", d, torch.rand(2, 4, 16))
+            sampled("1d", d, batch_size=2)
+            torch.manual_seed(0)
+            d = cfg.GaussianDiffusion(cfg.Unet(dim=8, dim_mults=(1, 2), num_classes=4,
+                                               cond_drop_prob=0.5),
+                                      image_size=16, timesteps=10, sampling_timesteps=5)
+            trained("cfg", d, images(), classes=torch.tensor([1, 2]))
+            sampled("cfg", d, classes=torch.tensor([0, 3]), cond_scale=3., rescaled_phi=0.7)
+            # the weighted-objective model's sampler passes an argument its own
+            # p_mean_variance lacks: a TypeError on PyTorch, and on ember
+            torch.manual_seed(0)
+            d = WeightedObjectiveGaussianDiffusion(unet(out_dim=8), image_size=16, timesteps=10)
+            trained("weighted", d, images())
+            try:
+                sampled("weighted", d, batch_size=2)
+            except TypeError as e:
+                out["ddpm_weighted_error"] = np.array(str(e))
+        for name, net, x in (
+                ("karras", KarrasUnet(image_size=16, dim=8, dim_max=16, num_classes=5,
+                                      channels=3, num_downsamples=2, num_blocks_per_stage=1,
+                                      attn_res=(8,), dropout=0.), torch.randn(2, 3, 16, 16)),
+                ("karras1d", KarrasUnet1D(seq_len=16, dim=8, dim_max=16, num_classes=5,
+                                          channels=3, num_downsamples=2, num_blocks_per_stage=1,
+                                          attn_res=(8,), dropout=0.), torch.randn(2, 3, 16))):
+            y = net(x, time=torch.ones(2), class_labels=torch.tensor([1, 3]))
+            y.square().mean().backward()
+            out["ddpm_" + name] = y.detach().numpy()
+            grads("ddpm_" + name, net)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        sched = InvSqrtDecayLRSched(opt, t_ref=3)
+        lrs = []
+        for _ in range(5):
+            opt.step()
+            sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+        out["ddpm_karras_lrs"] = np.array(lrs)
+        sys.path.pop(0)
+
     np.savez(result, **out)
 """
 
@@ -730,7 +856,8 @@ def _both(tmp_path, which):
     ("rwkv", (), 12),
     ("yolo", ("matplotlib",), 60),
     ("a2c", (), 60),
-    ("vit2", ("einops",), 1500)])
+    ("vit2", ("einops",), 1500),
+    ("ddpm", ("einops", "scipy", "tqdm", "PIL", "packaging"), 900)])
 def test_programs_match_torch(which, needs, expected, tmp_path):
     if any(importlib.util.find_spec(n) is None for n in ("torch",) + needs):
         pytest.skip(f"needs torch {' '.join(needs)}")
