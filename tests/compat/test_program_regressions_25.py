@@ -197,3 +197,14 @@ def test_node_hook_of_linear_sees_addmm_inputs():
         return type(y.grad_fn).__name__, shapes
 
     assert run(ember) == run(torch)
+
+
+# -- GroupNorm's construction error (openai/guided-diffusion at a small width) --------------------
+
+@needs_torch
+def test_group_norm_indivisible_channels_message_matches_torch():
+    with pytest.raises(ValueError) as expected:
+        torch.nn.GroupNorm(32, 16)
+    with pytest.raises(ValueError) as got:
+        ember.nn.GroupNorm(32, 16)
+    assert str(got.value) == str(expected.value)
