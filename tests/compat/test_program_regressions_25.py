@@ -208,3 +208,22 @@ def test_group_norm_indivisible_channels_message_matches_torch():
     with pytest.raises(ValueError) as got:
         ember.nn.GroupNorm(32, 16)
     assert str(got.value) == str(expected.value)
+
+
+@needs_torch
+def test_global_legacy_backward_hook_runs_on_each_modules_last_node():
+    # (in a subprocess: a global hook fixes the process-wide kind, legacy or full)
+    script = """
+        import warnings
+        import torch
+        from torch.nn.modules.module import register_module_backward_hook
+        warnings.simplefilter("ignore")
+        seen = []
+        register_module_backward_hook(lambda m, gi, go: seen.append((
+            type(m).__name__, [None if g is None else tuple(g.shape) for g in gi],
+            [tuple(g.shape) for g in go])))
+        net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+        net(torch.randn(5, 3, requires_grad=True)).sum().backward()
+        print(seen)
+    """
+    assert _printed(script, True) == _printed(script, False)

@@ -165,10 +165,9 @@ def register_module_full_backward_hook(hook):
 
 
 def register_module_backward_hook(hook):
-    """Deprecated global backward hook; use ``register_module_full_backward_hook``.
-
-    ember runs it as a full backward hook (the legacy hook's view of a module's last
-    operation is not reproduced).
+    """Deprecated global backward hook; use ``register_module_full_backward_hook``. It runs
+    for every module as ``register_backward_hook``'s hooks do, on the autograd node that makes
+    the module's first output (NOTE [ Legacy module backward hooks ]).
 
     Args:
         hook (callable): ``hook(module, grad_input, grad_output)``.
@@ -1105,10 +1104,9 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        backward_hooks = (self._backward_hooks or self._backward_pre_hooks
-                          or _global_backward_hooks or _global_backward_pre_hooks)
         bw = None
-        if backward_hooks and self._is_full_backward_hook is not False:
+        if (_full_backward_hooks(self) or self._backward_pre_hooks
+                or _global_backward_pre_hooks):
             from ._backward_hooks import ModuleBackwardHook
 
             bw = ModuleBackwardHook(self)
@@ -1125,8 +1123,9 @@ class Module:
                 result = out
         if bw is not None:
             result = bw.setup_output_hook(result)
-        elif self._is_full_backward_hook is False and self._backward_hooks:
-            _attach_legacy_backward_hooks(self, args, result)
+        legacy = _legacy_backward_hooks(self)
+        if legacy:
+            _attach_legacy_backward_hooks(self, legacy, args, result)
         return result
 
     # -- repr -------------------------------------------------------------------------------------
@@ -1162,7 +1161,29 @@ def _with_module(hook, module, *args):
 # only the last op's. Each call registers them on the new node, and a FutureWarning says when
 # the graph shows the hook will miss gradients (PyTorch's four cases, with its words).
 
-def _attach_legacy_backward_hooks(module, args, result):
+def _full_backward_hooks(module):
+    """The full backward hooks that apply to ``module``: the global ones when they are full,
+    its own when they are."""
+    hooks = []
+    if _global_is_full_backward_hook is True:
+        hooks += _global_backward_hooks.values()
+    if module._is_full_backward_hook is True:
+        hooks += module._backward_hooks.values()
+    return hooks
+
+
+def _legacy_backward_hooks(module):
+    """The legacy (``register_backward_hook``) hooks that apply to ``module``, global ones
+    first (NOTE [ Legacy module backward hooks ])."""
+    hooks = []
+    if _global_is_full_backward_hook is False:
+        hooks += _global_backward_hooks.values()
+    if module._is_full_backward_hook is False:
+        hooks += module._backward_hooks.values()
+    return hooks
+
+
+def _attach_legacy_backward_hooks(module, hooks, args, result):
     var = result
     while not isinstance(var, Tensor):
         if isinstance(var, dict):
@@ -1172,7 +1193,7 @@ def _attach_legacy_backward_hooks(module, args, result):
     grad_fn = var.grad_fn
     if grad_fn is None:
         return
-    for hook in module._backward_hooks.values():
+    for hook in hooks:
         grad_fn.register_hook(functools.partial(_with_module, hook, module))
     _warn_legacy_backward_hook(args, result, grad_fn)
 
