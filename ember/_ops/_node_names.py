@@ -507,6 +507,40 @@ _EDGE_SHAPES = {"linear": _linear_edges, "cross_entropy_loss": _cross_entropy_ed
                 "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges}
 
 
+def _linear_hook_view(node, fn):
+    # torch's addmm(bias, x, w.t()) / mm(x, w.t()) node hands its hooks the gradients of
+    # (bias, x, w.t()) / (x, w.t()); ember's linear node has those of (x, w, bias)
+    name = type(node).__name__
+    if name not in ("AddmmBackward0", "MmBackward0"):
+        return fn
+    has_bias = name == "AddmmBackward0"
+
+    def t(g):
+        return None if g is None else g.t()
+
+    def hook(grads_in, grads_out):
+        gx, gw, gb = (tuple(grads_in) + (None, None, None))[:3]
+        shown = (gb, gx, t(gw)) if has_bias else (gx, t(gw))
+        r = fn(shown, grads_out)
+        if r is None:
+            return None
+        r = tuple(r)
+        return (r[1], t(r[2]), r[0]) if has_bias else (r[0], t(r[1]), gb)
+
+    return hook
+
+
+_HOOK_VIEWS = {"linear": _linear_hook_view}
+
+
+def shown_hook(node, fn):
+    """``fn(grad_inputs, grad_outputs)``, a hook for ``node``, wrapped to see the gradients
+    as torch's node of that name has them (NOTE [ Shown edges ]): the same inputs, in the same
+    order, as ``next_functions`` shows; what it returns is mapped back."""
+    rule = _HOOK_VIEWS.get(node._op.name)
+    return fn if rule is None else rule(node, fn)
+
+
 def shown_edges(node, nxt, shown):
     """``node.next_functions`` as torch's graph has it (NOTE [ Shown edges ]), from the real
     edges ``nxt``; ``shown(name, edges)`` makes a stand-in node and returns its edge (an

@@ -569,31 +569,117 @@ def pca_lowrank(A, q=None, center=True, niter=2):
 
 
 # ------------------------------------------------------------------------------------------------
-# methods PyTorch keeps only to say where their replacements are
+# functions PyTorch keeps only to say what replaced them (ikostrikov's ACKTR still calls
+# torch.symeig): the same RuntimeError, word for word, from the function and the method
 
+_REMOVED = "This function was deprecated since version 1.9 and is now removed."
+_REMOVED_MESSAGES = {
+    "symeig": _REMOVED + " The default behavior has changed from using the upper triangular "
+    "portion of the matrix by default to using the lower triangular portion.\n\n"
+    "L, _ = torch.symeig(A, upper=upper) should be replaced with:\n"
+    "L = torch.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\n"
+    "L, V = torch.symeig(A, eigenvectors=True) should be replaced with:\n"
+    "L, V = torch.linalg.eigh(A, UPLO='U' if upper else 'L')",
+    "eig": _REMOVED + " `torch.linalg.eig` returns complex tensors of dtype `cfloat` or "
+    "`cdouble` rather than real tensors mimicking complex tensors.\n\n"
+    "L, _ = torch.eig(A) should be replaced with:\nL_complex = torch.linalg.eigvals(A)\n\n"
+    "and\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\n"
+    "L_complex, V_complex = torch.linalg.eig(A)",
+    "lstsq": _REMOVED + " `torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n"
+    "`torch.linalg.lstsq` has reversed arguments and does not return the QR decomposition in "
+    "the returned tuple (although it returns other information about the problem).\n\n"
+    "To get the QR decomposition consider using `torch.linalg.qr`.\n\n"
+    "The returned solution in `torch.lstsq` stored the residuals of the solution in the last "
+    "m - n columns of the returned value whenever m > n. In torch.linalg.lstsq, the residuals "
+    "are in the field 'residuals' of the returned named tuple.\n\n"
+    "The unpacking of the solution, as in\nX, _ = torch.lstsq(B, A).solution[:A.size(1)]\n"
+    "should be replaced with:\nX = torch.linalg.lstsq(A, B).solution",
+    "solve": _REMOVED + " `torch.solve` is deprecated in favor of `torch.linalg.solve`. "
+    "`torch.linalg.solve` has its arguments reversed and does not return the LU "
+    "factorization.\n\nTo get the LU factorization see `torch.lu`, which can be used with "
+    "`torch.lu_solve` or `torch.lu_unpack`.\nX = torch.solve(B, A).solution should be "
+    "replaced with:\nX = torch.linalg.solve(A, B)",
+    "matrix_rank": _REMOVED + "\nPlease use the `torch.linalg.matrix_rank` function instead. "
+    "The parameter 'symmetric' was renamed in `torch.linalg.matrix_rank()` to 'hermitian'.",
+}
 
-def _removed(name, replacement):
-    def method(self, *args, **kwargs):
-        raise RuntimeError(f"Tensor.{name} was deprecated since version 1.9 and is now removed; "
-                           f"use {replacement} instead.")
-
-    method.__name__ = name
-    method.__doc__ = f"""Removed: raises RuntimeError pointing at ``{replacement}``.
+_REMOVED_DOC = """Removed from PyTorch: always raises the RuntimeError that names ``{use}``.
 
     Args:
-        *args: ignored.
+        {args}
 
     Returns:
         Nothing: always raises RuntimeError.
 
     Example::
 
-        >>> ember.ones(2, 2).{name}()  # doctest: +SKIP
-        RuntimeError: ...
+        >>> ember.{call}  # doctest: +SKIP
+        RuntimeError: This function was deprecated since version 1.9 and is now removed...
     """
-    return public(method, function=False)
 
 
-_removed("solve", "ember.linalg.solve(A, B) (arguments reversed)")
-_removed("eig", "ember.linalg.eig (complex results)")
-_removed("symeig", "ember.linalg.eigh")
+def _removed(f, use, args, call):
+    f.__doc__ = _REMOVED_DOC.format(use=use, args=args, call=call)
+    return f
+
+
+@public(method=False)
+def symeig(input, eigenvectors=False, upper=True, *, out=None):
+    raise RuntimeError(_REMOVED_MESSAGES["symeig"])
+
+
+@public(method=False)
+def eig(input, eigenvectors=False, *, e=None, v=None):
+    raise RuntimeError(_REMOVED_MESSAGES["eig"])
+
+
+@public(method=False)
+def lstsq(input, A, *, out=None):
+    raise RuntimeError(_REMOVED_MESSAGES["lstsq"])
+
+
+@public(method=False)
+def solve(input, A, *, out=None):
+    raise RuntimeError(_REMOVED_MESSAGES["solve"])
+
+
+@public(method=False)
+def matrix_rank(input, tol=None, symmetric=False, *, out=None):
+    raise RuntimeError(_REMOVED_MESSAGES["matrix_rank"])
+
+
+def _symeig_method(self, eigenvectors=False):
+    raise RuntimeError(_REMOVED_MESSAGES["symeig"])
+
+
+def _eig_method(self, eigenvectors=False):
+    raise RuntimeError(_REMOVED_MESSAGES["eig"])
+
+
+def _lstsq_method(self, other):
+    raise RuntimeError(_REMOVED_MESSAGES["lstsq"])
+
+
+def _solve_method(self, other):
+    raise RuntimeError(_REMOVED_MESSAGES["solve"])
+
+
+_ARGS = {
+    "symeig": ("ember.linalg.eigh", "input, eigenvectors, upper, out: ignored.",
+               "symeig(ember.eye(2))"),
+    "eig": ("ember.linalg.eig", "input, eigenvectors, e, v: ignored.", "eig(ember.eye(2))"),
+    "lstsq": ("ember.linalg.lstsq", "input, A, out: ignored.",
+              "lstsq(ember.eye(2), ember.eye(2))"),
+    "solve": ("ember.linalg.solve", "input, A, out: ignored.",
+              "solve(ember.eye(2), ember.eye(2))"),
+    "matrix_rank": ("ember.linalg.matrix_rank", "input, tol, symmetric, out: ignored.",
+                    "matrix_rank(ember.eye(2))"),
+}
+for _f in (symeig, eig, lstsq, solve, matrix_rank):
+    _removed(_f, *_ARGS[_f.__name__])
+for _name, _m in (("symeig", _symeig_method), ("eig", _eig_method), ("lstsq", _lstsq_method),
+                  ("solve", _solve_method)):
+    _m.__name__ = _m.__qualname__ = _name
+    _use, _, _call = _ARGS[_name]
+    _removed(_m, _use, "self, other or eigenvectors: ignored.", f"eye(2).{_name}()")
+    public(_m, function=False)

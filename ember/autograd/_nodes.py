@@ -421,6 +421,29 @@ class OpNode(Node):
             shown = d["_shown"] = shown_edges(self, self._next, _shown_edge)
         return shown
 
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after the node, seeing the gradients of the
+        inputs ``next_functions`` shows (NOTE [ Shown edges ] in ember/_ops/_node_names.py);
+        it may return new ``grad_inputs``.
+
+        Args:
+            fn (callable): the hook.
+
+        Returns:
+            RemovableHandle: ``remove()`` unregisters it.
+
+        Example::
+
+            >>> x = ember.ones(2, requires_grad=True)
+            >>> y = x * 3
+            >>> h = y.grad_fn.register_hook(lambda gin, gout: print(gin[0]))
+            >>> y.sum().backward()
+            tensor([3., 3.])
+        """
+        from .._ops._node_names import shown_hook
+
+        return super().register_hook(shown_hook(self, fn))
+
     @property
     def _edge_order(self):
         # NOTE [ Edge order ] in ember/autograd/_engine.py (``Op.edge_order``: None but for

@@ -395,23 +395,66 @@ class _LegacyMeta(type):
             (cls._dtype is None or obj.dtype.name == cls._dtype)
 
 
+# NOTE [ Legacy sparse constructors ]: PyTorch's ``torch.sparse.FloatTensor(indices, values,
+# size)`` keeps the values' dtype whatever the type's name (only the empty forms take it), checks
+# no invariants (so says nothing about unchecked ones), and warns once per process for each of
+# its four forms, each with its own text.
+_LEGACY_FORMS = {
+    "empty": "torch.sparse.SparseTensor() is deprecated.  Please use "
+             "torch.sparse_coo_tensor((0,), dtype=).",
+    "shape": "torch.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
+             "torch.sparse_coo_tensor(shape, dtype=, device=).",
+    "values": "torch.sparse.SparseTensor(indices, values, *, device=) is deprecated.  Please "
+              "use torch.sparse_coo_tensor(indices, values, dtype=, device=).",
+    "values_shape": "torch.sparse.SparseTensor(indices, values, shape, *, device=) is "
+                    "deprecated.  Please use torch.sparse_coo_tensor(indices, values, shape, "
+                    "dtype=, device=).",
+}
+
+
+def _legacy_form(args):
+    """Which of the legacy constructor's forms ``args`` is, or raise PyTorch's TypeError."""
+    from .._core.size import Size
+
+    if not args:
+        return "empty"
+    if isinstance(args[0], Tensor):
+        if len(args) == 2 and isinstance(args[1], Tensor):
+            return "values"
+        if len(args) == 3 and isinstance(args[1], Tensor) and \
+                isinstance(args[2], (tuple, list)):
+            return "values_shape"
+    elif len(args) == 1 and isinstance(args[0], Size) or \
+            all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return "shape"
+    elif len(args) == 1 and isinstance(args[0], (tuple, list)):
+        raise TypeError("torch.sparse.SparseTensor(sequence) only accepts sizes.  Please use "
+                        "torch.sparse_coo_tensor() or construct a strided tensor and convert "
+                        "it to sparse via to_sparse.")
+    got = ", ".join(type(a).__name__ for a in args)
+    raise TypeError(f"new() received an invalid combination of arguments - got ({got}), but "
+                    "expected one of:\n * (*, torch.device device = None)\n * (Tensor "
+                    "indices, Tensor values, *, torch.device device = None)\n * (Tensor "
+                    "indices, Tensor values, tuple of ints size, *, torch.device device = "
+                    "None)\n * (tuple of ints size, *, torch.device device = None)\n")
+
+
 def _legacy_type(name, dtype_name):
     def __new__(cls, *args, device=None):
         import ember
 
-        dtype = getattr(ember, dtype_name) if dtype_name else ember.get_default_dtype()
-        if len(args) >= 2 and isinstance(args[0], Tensor):
-            import warnings
+        from .._settings import warn_at_caller
 
-            warnings.warn("torch.sparse.SparseTensor(indices, values, shape, *, device=) is "
-                          "deprecated.  Please use torch.sparse_coo_tensor(indices, values, "
-                          "shape, dtype=, device=).", UserWarning, stacklevel=2)
-            return ember.sparse_coo_tensor(args[0], args[1].to(dtype),
-                                           *(args[2:3] or ()))
-        size = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
-        size = tuple(int(s) for s in size)
+        form = _legacy_form(args)
+        if form != "shape" or len(args) != 1:  # (a torch.Size alone: no warning, as PyTorch)
+            warn_at_caller(_LEGACY_FORMS[form], once=True, skip=1)
+        if form.startswith("values"):  # See NOTE [ Legacy sparse constructors ]
+            return ember.sparse_coo_tensor(args[0], args[1], *args[2:], check_invariants=False)
+        dtype = getattr(ember, dtype_name) if dtype_name else ember.get_default_dtype()
+        size = tuple(int(s) for s in (args[0] if len(args) == 1 and
+                                      not isinstance(args[0], int) else args)) or (0,)
         return ember.sparse_coo_tensor(ember.zeros((len(size), 0), dtype=ember.int64),
-                                       ember.zeros(0, dtype=dtype), size)
+                                       ember.zeros(0, dtype=dtype), size, check_invariants=False)
 
     doc = (f"Legacy constructor of sparse {dtype_name or 'default-dtype'} COO tensors: "
            f"``{name}(indices, values[, size])`` or ``{name}(*size)`` (empty); "
@@ -419,7 +462,8 @@ def _legacy_type(name, dtype_name):
            "Args:\n    *args: ``indices`` (a 2-D int64 tensor) and ``values`` (a tensor), "
            "optionally followed by the size; or the sizes of an empty tensor as ints.\n"
            "    device: ignored; sparse tensors are made on the CPU.\n\n"
-           "Returns:\n    Tensor: a sparse COO tensor of this type's dtype.\n\nExample::\n\n"
+           "Returns:\n    Tensor: a sparse COO tensor: of the values' dtype given values, else of "
+           "this type's dtype.\n\nExample::\n\n"
            f"    >>> ember.sparse.{name}(2, 3).shape\n    ember.Size([2, 3])\n")
     return _LegacyMeta(name, (), {"__new__": __new__, "_dtype": dtype_name, "__doc__": doc,
                                   "__module__": "ember.sparse"})

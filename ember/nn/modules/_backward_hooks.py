@@ -121,8 +121,7 @@ class ModuleBackwardHook:
         from . import module as _module
 
         m = self.module
-        for hook in itertools.chain(_module._global_backward_hooks.values(),
-                                    m._backward_hooks.values()):
+        for hook in _module._full_backward_hooks(m):
             out = hook(m, grad_input, self.grad_output)
             if out is not None:
                 out = tuple(out) if isinstance(out, (tuple, list)) else (out,)

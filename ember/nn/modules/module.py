@@ -165,10 +165,9 @@ def register_module_full_backward_hook(hook):
 
 
 def register_module_backward_hook(hook):
-    """Deprecated global backward hook; use ``register_module_full_backward_hook``.
-
-    ember runs it as a full backward hook (the legacy hook's view of a module's last
-    operation is not reproduced).
+    """Deprecated global backward hook; use ``register_module_full_backward_hook``. It runs
+    for every module as ``register_backward_hook``'s hooks do, on the autograd node that makes
+    the module's first output (NOTE [ Legacy module backward hooks ]).
 
     Args:
         hook (callable): ``hook(module, grad_input, grad_output)``.
@@ -1048,7 +1047,25 @@ class Module:
         return h
 
     def register_backward_hook(self, hook):
-        """Deprecated: use ``register_full_backward_hook``."""
+        """Deprecated: use ``register_full_backward_hook``. ``hook(module, grad_input,
+        grad_output)`` runs as a hook of the autograd node that makes the module's first output
+        (NOTE [ Legacy module backward hooks ]).
+
+        Args:
+            hook (callable): may return a tuple replacing ``grad_input``.
+
+        Returns:
+            RemovableHandle: ``remove()`` stops the hook being attached on later calls.
+
+        Example::
+
+            >>> seen = []
+            >>> lin = ember.nn.Linear(3, 2)
+            >>> h = lin.register_backward_hook(lambda m, gin, gout: seen.append(gout[0].shape))
+            >>> lin(ember.randn(4, 3)).sum().backward()  # doctest: +SKIP
+            >>> seen  # doctest: +SKIP
+            [ember.Size([4, 2])]
+        """
         if self._is_full_backward_hook is True:
             raise RuntimeError(
                 "Cannot use both regular backward hooks and full backward hooks on a single "
@@ -1087,10 +1104,9 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        backward_hooks = (self._backward_hooks or self._backward_pre_hooks
-                          or _global_backward_hooks or _global_backward_pre_hooks)
         bw = None
-        if backward_hooks and self._is_full_backward_hook is not False:
+        if (_full_backward_hooks(self) or self._backward_pre_hooks
+                or _global_backward_pre_hooks):
             from ._backward_hooks import ModuleBackwardHook
 
             bw = ModuleBackwardHook(self)
@@ -1107,6 +1123,9 @@ class Module:
                 result = out
         if bw is not None:
             result = bw.setup_output_hook(result)
+        legacy = _legacy_backward_hooks(self)
+        if legacy:
+            _attach_legacy_backward_hooks(self, legacy, args, result)
         return result
 
     # -- repr -------------------------------------------------------------------------------------
@@ -1134,6 +1153,92 @@ class Module:
 
 def _with_module(hook, module, *args):
     return hook(module, *args)
+
+
+# NOTE [ Legacy module backward hooks ]: the hooks of ``register_backward_hook`` run as hooks of
+# the autograd node that made the module's first output tensor (as PyTorch's do), so they see
+# that one node's input and output gradients: for a module of several ops, ``grad_input`` is
+# only the last op's. Each call registers them on the new node, and a FutureWarning says when
+# the graph shows the hook will miss gradients (PyTorch's four cases, with its words).
+
+def _full_backward_hooks(module):
+    """The full backward hooks that apply to ``module``: the global ones when they are full,
+    its own when they are."""
+    hooks = []
+    if _global_is_full_backward_hook is True:
+        hooks += _global_backward_hooks.values()
+    if module._is_full_backward_hook is True:
+        hooks += module._backward_hooks.values()
+    return hooks
+
+
+def _legacy_backward_hooks(module):
+    """The legacy (``register_backward_hook``) hooks that apply to ``module``, global ones
+    first (NOTE [ Legacy module backward hooks ])."""
+    hooks = []
+    if _global_is_full_backward_hook is False:
+        hooks += _global_backward_hooks.values()
+    if module._is_full_backward_hook is False:
+        hooks += module._backward_hooks.values()
+    return hooks
+
+
+def _attach_legacy_backward_hooks(module, hooks, args, result):
+    var = result
+    while not isinstance(var, Tensor):
+        if isinstance(var, dict):
+            var = next(v for v in var.values() if isinstance(v, Tensor))
+        else:
+            var = var[0]
+    grad_fn = var.grad_fn
+    if grad_fn is None:
+        return
+    for hook in hooks:
+        grad_fn.register_hook(functools.partial(_with_module, hook, module))
+    _warn_legacy_backward_hook(args, result, grad_fn)
+
+
+# the warnings point at the module's call: past _attach_legacy_backward_hooks, _call_with_hooks
+# and _call_impl
+_SKIP = 4
+
+
+def _warn_legacy_backward_hook(inputs, result, grad_fn):
+    """See NOTE [ Legacy module backward hooks ]."""
+    from ..._settings import warn_at_caller
+
+    full = " Please use register_full_backward_hook to get the documented behavior."
+    if isinstance(result, Tensor):
+        result = (result,)
+    elif not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+        return warn_at_caller(
+            "Using non-full backward hooks on a Module that does not return a single Tensor or "
+            "a tuple of Tensors is deprecated and will be removed in future versions. This "
+            "hook will be missing some of the grad_output." + full, FutureWarning, skip=_SKIP)
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    elif not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+        return warn_at_caller(
+            "Using non-full backward hooks on a Module that does not take as input a single "
+            "Tensor or a tuple of Tensors is deprecated and will be removed in future versions. "
+            "This hook will be missing some of the grad_input." + full, FutureWarning, skip=_SKIP)
+    out_fns = {r.grad_fn for r in result if r.grad_fn is not None}
+    if not out_fns or (len(out_fns) == 1 and grad_fn not in out_fns):
+        warn_at_caller(
+            "Using a non-full backward hook when outputs are nested in python data structure is "
+            "deprecated and will be removed in future versions. This hook will be missing some "
+            "grad_output.", FutureWarning, skip=_SKIP)
+    elif len(out_fns) > 1:
+        warn_at_caller(
+            "Using a non-full backward hook when outputs are generated by different autograd "
+            "Nodes is deprecated and will be removed in future versions. This hook will be "
+            "missing some grad_output." + full, FutureWarning, skip=_SKIP)
+    elif {i.grad_fn for i in inputs if i.grad_fn is not None} != \
+            {edge[0] for edge in grad_fn.next_functions}:
+        warn_at_caller(
+            "Using a non-full backward hook when the forward contains multiple autograd Nodes is "
+            "deprecated and will be removed in future versions. This hook will be missing some "
+            "grad_input." + full, FutureWarning, skip=_SKIP)
 
 
 def _check_name(name, what):

@@ -494,7 +494,8 @@ class GroupNorm(Module):
                  dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                      eps, affine)
         if affine:

@@ -1,0 +1,1 @@
+"""Stand-in for ``timm.models``: ``layers`` and ``registry`` only."""

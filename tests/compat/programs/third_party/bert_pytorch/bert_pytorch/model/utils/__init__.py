@@ -1,0 +1,5 @@
+# From https://github.com/codertimo/BERT-pytorch (bert_pytorch/model/utils/__init__.py), commit d10dc4f9d5a6f2ca74380f62039526eb7277c671, Apache License 2.0.
+from .feed_forward import PositionwiseFeedForward
+from .layer_norm import LayerNorm
+from .sublayer import SublayerConnection
+from .gelu import GELU

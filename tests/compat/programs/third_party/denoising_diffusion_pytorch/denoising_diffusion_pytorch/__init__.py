@@ -1,0 +1,20 @@
+# From https://github.com/lucidrains/denoising-diffusion-pytorch (denoising_diffusion_pytorch/__init__.py), commit faed4db28e724735323fa91c70aa9b28a6e1cbac, MIT License.
+from denoising_diffusion_pytorch.denoising_diffusion_pytorch import GaussianDiffusion, Unet, Trainer
+
+from denoising_diffusion_pytorch.learned_gaussian_diffusion import LearnedGaussianDiffusion
+from denoising_diffusion_pytorch.continuous_time_gaussian_diffusion import ContinuousTimeGaussianDiffusion
+from denoising_diffusion_pytorch.weighted_objective_gaussian_diffusion import WeightedObjectiveGaussianDiffusion
+from denoising_diffusion_pytorch.elucidated_diffusion import ElucidatedDiffusion
+from denoising_diffusion_pytorch.v_param_continuous_time_gaussian_diffusion import VParamContinuousTimeGaussianDiffusion
+
+from denoising_diffusion_pytorch.denoising_diffusion_pytorch_1d import GaussianDiffusion1D, Unet1D, Trainer1D, Dataset1D
+
+from denoising_diffusion_pytorch.karras_unet import (
+    KarrasUnet,
+    InvSqrtDecayLRSched
+)
+
+from denoising_diffusion_pytorch.karras_unet_1d import KarrasUnet1D
+from denoising_diffusion_pytorch.karras_unet_3d import KarrasUnet3D
+
+from denoising_diffusion_pytorch.xm import XMWrapper
