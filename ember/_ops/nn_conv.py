@@ -57,6 +57,7 @@ from .._kernels import _blas
 from .._kernels import _winograd43 as winograd43
 from .._kernels import _winograd_backward as winograd_backward
 from . import nn_conv_grid as grid
+from . import nn_conv_half as conv_half
 from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
@@ -733,9 +734,23 @@ def _conv_vjp(g, x, w, _b, *, stride, padding, dilation, groups, needs_input_gra
         # create_graph the two separate ops keep double backward
         gx, gw = _dispatch.apply(conv_backward_op, (g, x, w), dict(
             stride=stride, padding=padding, dilation=dilation))
-        gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
+        gb = _bias_grad(g, dilation) if need_b else None
         return gx, gw, gb
     return _adjoints(g, x, w, needs_input_grad, p)
+
+
+def _bias_grad(g, dilation):
+    """The bias's gradient, a sum of ``g`` over all dims but the channels. torch's dilated
+    float16 kernel (SlowDilated) sums each sample's gradient, rounds it, and adds it onto the
+    bias's float16 gradient: one more rounding per sample (measured against torch 2.13)."""
+    if g.dtype.name == "float16" and g.device.type == "cpu" and g.shape[0] > 1 and any(
+            d != 1 for d in dilation):
+        dims = list(range(1, g.dim() - 1))
+        gb = g[0].sum(dims)
+        for i in range(1, g.shape[0]):
+            gb = gb + g[i].sum(dims)
+        return gb
+    return g.sum([0] + list(range(2, g.dim())))
 
 
 # PyTorch's node calls one op for the three gradients: the profiler shows the two adjoints
@@ -745,7 +760,7 @@ def _adjoints(g, x, w, needs_input_grad, p):
     need_x, need_w, need_b = needs_input_grad
     gx = conv_input_grad(g, w, tuple(x.shape), **p) if need_x else None
     gw = conv_weight_grad(x, g, tuple(w.shape), **p) if need_w else None
-    gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
+    gb = _bias_grad(g, p["dilation"]) if need_b else None
     return gx, gw, gb
 
 
@@ -777,16 +792,60 @@ def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, group
             conv_nd(x, gu, None, **p) if needs_input_grad[1] else None)
 
 
-conv_op = Op("convolution", upcast_lowp(_conv_pieces), vjp=_conv_vjp)
+# float16 adjoints round where torch's slow CPU kernels do (NOTE [ float16 convolutions as
+# the slow CPU kernels ] in nn_conv_half.py); bfloat16 and the forward round once
+_upcast_input_grad = upcast_lowp(_input_grad_pieces)
+_upcast_weight_grad = upcast_lowp(_weight_grad_pieces)
+_upcast_backward = upcast_lowp(_backward_pieces)
+
+
+def _lowp_input_grad(xp, g, w, **params):
+    if conv_half.is_half(g, w):
+        return conv_half.input_grad(g, w, **params)
+    return _upcast_input_grad(xp, g, w, **params)
+
+
+def _lowp_weight_grad(xp, x, g, **params):
+    if conv_half.is_half(x, g):
+        def columns(xn, *, stride, padding, dilation):
+            return _planar_columns(np, xn, params["weight_shape"][2:], stride, padding,
+                                   dilation)[0]
+
+        return conv_half.weight_grad(columns, x, g, **params)
+    return _upcast_weight_grad(xp, x, g, **params)
+
+
+def _lowp_backward(xp, g, x, w, *, stride, padding, dilation):
+    if conv_half.is_half(g, x, w):
+        p = dict(stride=stride, padding=padding, dilation=dilation,
+                 groups=x.shape[1] // w.shape[1])
+        return (_lowp_input_grad(xp, g, w, input_shape=x.shape, **p),
+                _lowp_weight_grad(xp, x, g, weight_shape=w.shape, **p))
+    return _upcast_backward(xp, g, x, w, stride=stride, padding=padding, dilation=dilation)
+
+
+_upcast_conv = upcast_lowp(_conv_pieces)
+
+
+def _lowp_conv(xp, x, w, b, **params):
+    if conv_half.is_half(x, w):
+        ksize = w.shape[2:]
+
+        def columns(x32, *, stride, padding, dilation):
+            return _planar_columns(np, x32, ksize, stride, padding, dilation)[0]
+
+        return conv_half.forward(columns, x, w, b, **params)
+    return _upcast_conv(xp, x, w, b, **params)
+
+
+conv_op = Op("convolution", _lowp_conv, vjp=_conv_vjp)
 multilinear_jvp(conv_op, (0, 1), (2,))
 conv_op.node_name = "ConvolutionBackward0"
-conv_input_grad_op = Op("convolution_input_grad", upcast_lowp(_input_grad_pieces),
-                        vjp=_input_grad_vjp)
-conv_weight_grad_op = Op("convolution_weight_grad", upcast_lowp(_weight_grad_pieces),
-                         vjp=_weight_grad_vjp)
+conv_input_grad_op = Op("convolution_input_grad", _lowp_input_grad, vjp=_input_grad_vjp)
+conv_weight_grad_op = Op("convolution_weight_grad", _lowp_weight_grad, vjp=_weight_grad_vjp)
 multilinear_jvp(conv_input_grad_op, (0, 1))
 multilinear_jvp(conv_weight_grad_op, (0, 1))
-conv_backward_op = Op("convolution_backward", upcast_lowp(_backward_pieces))
+conv_backward_op = Op("convolution_backward", _lowp_backward)
 
 
 def conv_nd(x, w, b, *, stride, padding, dilation, groups):
@@ -1078,10 +1137,18 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
     if x.shape[0] == 0:
         y = _empty_batch((0, c_out) + out_spatial, x, weight, bias)
         return y if batched else y.squeeze(0)
-    y = conv_input_grad(x, weight, (x.shape[0], c_out) + out_spatial, stride=stride,
-                        padding=padding, dilation=dilation, groups=groups)
-    if bias is not None:
-        y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)  # (torch casts the bias)
+    shape = (x.shape[0], c_out) + out_spatial
+    if bias is not None and x.dtype.name == "bfloat16" and x.device.type == "cpu":
+        # torch's oneDNN kernel adds the bias to the float32 sums before their one rounding
+        # (NOTE [ float16 convolutions as the slow CPU kernels ] in nn_conv_half.py)
+        y = conv_input_grad(x.float(), weight.float(), shape, stride=stride, padding=padding,
+                            dilation=dilation, groups=groups)
+        y = (y + bias.float().reshape((1, c_out) + (1,) * nd)).to(x.dtype)
+    else:
+        y = conv_input_grad(x, weight, shape, stride=stride, padding=padding,
+                            dilation=dilation, groups=groups)
+        if bias is not None:  # (torch casts the bias)
+            y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)
     y = keep_layout(y, x, weight)
     if y._grad_fn is not None:  # one node, as torch's (NOTE [ One node for a composite ])
         y = _node_names.as_one_node("ConvolutionBackward0", y, (x, weight, bias), {

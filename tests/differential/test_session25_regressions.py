@@ -1,0 +1,123 @@
+"""Regressions for session 25's half-precision work: float16/bfloat16 results rounded where
+torch's CPU kernels round them (convolutions and their gradients, normalizations, prod,
+embedding), and what the differential run found. Each case runs with ``T = ember`` and
+``T = torch`` from the same values where torch is installed; the expectations are torch
+2.13's, bit for bit."""
+
+import numpy as np
+import pytest
+
+import ember
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _np(t):
+    t = t.detach()
+    if t.dtype in (ember.bfloat16, ember.float16) or str(t.dtype) in (
+            "torch.bfloat16", "torch.float16"):
+        t = t.float()
+    return t.numpy()
+
+
+def _same(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape
+    ok = (a == b) | (np.isnan(a) & np.isnan(b))
+    assert ok.all(), (int((~ok).sum()), a[~ok][:5], b[~ok][:5])
+
+
+def _half(T, values, dtype, requires_grad=False):
+    """``values`` (float32) as a ``dtype`` tensor of library ``T``."""
+    t = T.tensor(np.asarray(values, np.float32)).to(getattr(T, dtype))
+    return t.requires_grad_() if requires_grad else t
+
+
+def _values(shape, seed, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def _both(fn):
+    """``fn(T)`` with ember and with torch, each a tuple of tensors, as NumPy arrays."""
+    return [[None if t is None else _np(t) for t in fn(T)] for T in (ember, _torch())]
+
+
+def _check(fn):
+    mine, theirs = _both(fn)
+    for a, b in zip(mine, theirs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            _same(a, b)
+
+
+def _raises(fn):
+    """The exception type and message ``fn(T)`` raises with ember and with torch."""
+    out = []
+    for T in (ember, _torch()):
+        with pytest.raises(Exception) as info:
+            fn(T)
+        out.append((info.type.__name__, str(info.value)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# convolutions (NOTE [ float16 convolutions as the slow CPU kernels ] in nn_conv_half.py)
+
+_CONV_CASES = [
+    # (nd, transposed, N, C_in, C_out, spatial, kernel, stride, padding, dilation, groups)
+    (1, False, 3, 4, 6, (9,), (3,), 1, 1, 1, 1),
+    (2, False, 2, 4, 4, (7, 6), (3, 2), 2, 1, 1, 2),
+    (2, False, 3, 2, 3, (8, 7), (3, 3), 1, 1, 2, 1),
+    (3, False, 2, 2, 4, (5, 6, 5), (2, 3, 2), 1, 0, 1, 2),
+    (1, True, 2, 4, 6, (7,), (3,), 2, 1, 1, 2),
+    (2, True, 3, 3, 2, (5, 4), (3, 2), 2, 0, 1, 1),
+    (2, True, 2, 2, 4, (4, 5), (2, 3), 1, 1, 2, 2),
+    (3, True, 2, 2, 3, (4, 3, 4), (2, 2, 3), 2, 1, 1, 1),
+]
+
+
+def _conv_run(T, case, dtype, seed):
+    nd, transposed, n, cin, cout, spatial, k, stride, padding, dilation, groups = case
+    wshape = (cin, cout // groups) + k if transposed else (cout, cin // groups) + k
+    x = _half(T, _values((n, cin) + spatial, seed), dtype, True)
+    w = _half(T, _values(wshape, seed + 1), dtype, True)
+    b = _half(T, _values((cout,), seed + 2), dtype, True)
+    F = T.nn.functional
+    if transposed:
+        y = getattr(F, f"conv_transpose{nd}d")(x, w, b, stride=stride, padding=padding,
+                                                dilation=dilation, groups=groups)
+    else:
+        y = getattr(F, f"conv{nd}d")(x, w, b, stride=stride, padding=padding,
+                                     dilation=dilation, groups=groups)
+    g = _half(T, _values(tuple(y.shape), seed + 3), dtype)
+    gx, gw, gb = T.autograd.grad(y, (x, w, b), g)
+    return y, gx, gw, gb
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", _CONV_CASES, ids=lambda c: (
+    f"{'t' if c[1] else ''}conv{c[0]}d-s{c[7]}-p{c[8]}-d{c[9]}-g{c[10]}"))
+def test_half_convolution_output_and_gradients_as_torch(case, dtype):
+    _check(lambda T: _conv_run(T, case, dtype, 7))
+
+
+def test_float16_convolution_input_grad_rounds_per_tap():
+    # 3x3 taps overlap on every input position: torch's col2im adds nine float16 columns one
+    # by one, so a float32 sum rounded once differs in many places
+    case = (2, False, 2, 8, 16, (6, 6), (3, 3), 1, 1, 1, 1)
+    mine, theirs = _both(lambda T: _conv_run(T, case, "float16", 11)[1:2])
+    _same(mine[0], theirs[0])
+
+
+def test_float16_dilated_convolution_bias_grad_rounds_per_sample():
+    case = (1, False, 4, 2, 3, (40,), (2,), 1, 0, 2, 1)
+    mine, theirs = _both(lambda T: _conv_run(T, case, "float16", 3)[3:])
+    _same(mine[0], theirs[0])
+
+
+def test_bfloat16_transposed_convolution_adds_bias_before_rounding():
+    case = (2, True, 2, 4, 4, (5, 5), (3, 3), 1, 0, 1, 1)
+    mine, theirs = _both(lambda T: _conv_run(T, case, "bfloat16", 5)[:1])
+    _same(mine[0], theirs[0])
