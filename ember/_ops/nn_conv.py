@@ -987,25 +987,48 @@ def _check_weight_size(weight, groups, nd):
             f"{n}: {k}" for n, k in zip(names, shown)))
 
 
+def _legacy_name(t):
+    """How torch's type check names the second operand: a real tensor's legacy type name,
+    a complex one's backend type (it has no legacy name)."""
+    from ._legacy_types import type_name
+    return f"CPU{t.dtype.scalar_name}Type" if t.is_complex() else type_name(t)
+
+
+def _type_mismatch(input, other, what):
+    """torch's RuntimeError for an operand ``what`` ('weight' or 'bias') whose dtype differs
+    from ``input``'s, where the convolution's backend checks it: complex inputs (built of
+    real convolutions) and bfloat16 ones (oneDNN) name both tensors' types."""
+    name = f"CPU{input.dtype.scalar_name}Type"
+    if input.is_complex():
+        return RuntimeError(f"Input type ({name}) and {what} type ({_legacy_name(other)}) "
+                            "should be the same")
+    return RuntimeError(f"Input type ({name}) and {what} type ({_legacy_name(other)}) should "
+                        f"be the same or input should be a MKLDNN tensor and {what} is a "
+                        "dense tensor")
+
+
 def _check_operand_dtypes(input, weight, bias):
     """Input, weight and bias share one dtype (torch's RuntimeErrors)."""
     if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(
-            f"Input type ({input.dtype.scalar_name}) and weight type "
-            f"({weight.dtype.scalar_name}) should be the same")
+        if input.is_complex() or input.dtype.name == "bfloat16":
+            raise _type_mismatch(input, weight, "weight")
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                           f"{weight.dtype.scalar_name}")
     if isinstance(bias, Tensor) and bias.dtype != input.dtype:
-        raise RuntimeError(f"Input type ({input.dtype.scalar_name}) and bias type "
-                           f"({bias.dtype.scalar_name}) should be the same")
+        c = _dispatch._C_NAMES
+        raise RuntimeError(
+            f"Input type ({c.get(input.dtype.scalar_name, input.dtype.scalar_name)}) and bias "
+            f"type ({c.get(bias.dtype.scalar_name, bias.dtype.scalar_name)}) should be the same")
 
 
 def _check_transposed_bias(input, bias):
-    """The bias of a 1-d or 2-d transposed convolution of another dtype than ``input``: torch
-    casts a real one into a real result, but a complex input (whose convolution is built of
-    real ones) and a batched bfloat16 input (its kernel's path) take only their own dtype,
-    and a complex bias cannot be cast into a real result."""
+    """The bias of a transposed convolution of another dtype than ``input``: torch's 1-d and
+    2-d kernels cast a real one into a real result, but a complex input (whose convolution
+    is built of real ones) and a batched bfloat16 input (oneDNN) take only their own dtype,
+    a complex bias cannot be cast into a real result, and the 3-d kernel casts nothing."""
     name, bname = input.dtype.scalar_name, bias.dtype.scalar_name
     if input.is_complex() or (input.dtype.name == "bfloat16" and input.numel()):
-        raise RuntimeError(f"Input type ({name}) and bias type ({bname}) should be the same")
+        raise _type_mismatch(input, bias, "bias")
     if bias.is_complex():
         raise RuntimeError(f"result type {bname} can't be cast to the desired output type "
                            f"{name}")
@@ -1103,16 +1126,12 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
             "channels instead")
     _check_empty_input(x)
     kernel_dtype("slow_conv_transpose3d" if nd == 3 else "slow_conv_transpose2d", input)
-    if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(
-            f"Input type ({input.dtype.scalar_name}) and weight type "
-            f"({weight.dtype.scalar_name}) should be the same")
-    if nd == 3 and isinstance(bias, Tensor) and bias.dtype != input.dtype:
-        # (torch's 3-d kernel checks the bias; the 1-d and 2-d ones cast it)
-        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
-                           f"{bias.dtype.scalar_name}")
+    _check_operand_dtypes(input, weight, None)
     if isinstance(bias, Tensor) and bias.dtype != input.dtype:
         _check_transposed_bias(input, bias)
+        if nd == 3:  # (torch's 3-d kernel checks the bias; the 1-d and 2-d ones cast it)
+            raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                               f"{bias.dtype.scalar_name}")
     stride = _tuple(stride, nd, "stride", op)
     padding = _tuple(padding, nd, "padding", op)
     dilation = _tuple(dilation, nd, "dilation", op)
@@ -1147,8 +1166,8 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
     else:
         y = conv_input_grad(x, weight, shape, stride=stride, padding=padding,
                             dilation=dilation, groups=groups)
-        if bias is not None:  # (torch casts the bias)
-            y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)
+        if bias is not None:  # torch adds in the dtypes' common type, into y's dtype
+            y = (y + bias.reshape((1, c_out) + (1,) * nd)).to(y.dtype)
     y = keep_layout(y, x, weight)
     if y._grad_fn is not None:  # one node, as torch's (NOTE [ One node for a composite ])
         y = _node_names.as_one_node("ConvolutionBackward0", y, (x, weight, bias), {

@@ -121,3 +121,43 @@ def test_bfloat16_transposed_convolution_adds_bias_before_rounding():
     case = (2, True, 2, 4, 4, (5, 5), (3, 3), 1, 0, 1, 1)
     mine, theirs = _both(lambda T: _conv_run(T, case, "bfloat16", 5)[:1])
     _same(mine[0], theirs[0])
+
+
+_MIXED = [  # (op, input dtype, weight dtype, bias dtype)
+    ("conv2d", "float16", "float16", "float32"),
+    ("conv1d", "float32", "float32", "bfloat16"),
+    ("conv3d", "complex64", "complex64", "complex128"),
+    ("conv2d", "float64", "float64", "int64"),
+    ("conv2d", "float16", "float32", None),
+    ("conv2d", "bfloat16", "float32", None),
+    ("conv2d", "complex128", "complex64", None),
+    ("conv2d", "complex64", "float32", None),
+    ("conv_transpose2d", "bfloat16", "bfloat16", "float32"),
+    ("conv_transpose1d", "complex64", "complex64", "float32"),
+    ("conv_transpose3d", "bfloat16", "bfloat16", "float16"),
+    ("conv_transpose3d", "float16", "float16", "float32"),
+    ("conv_transpose2d", "bfloat16", "float32", None),
+]
+
+
+@pytest.mark.parametrize("op,xd,wd,bd", _MIXED)
+def test_convolution_mixed_dtypes_refused_as_torch(op, xd, wd, bd):
+    nd = int(op[-2])
+    wshape = ((2, 3) if "transpose" in op else (3, 2)) + (2,) * nd
+
+    def run(T):
+        b = None if bd is None else T.ones(3, dtype=getattr(T, bd))
+        getattr(T.nn.functional, op)(T.ones((1, 2) + (4,) * nd, dtype=getattr(T, xd)),
+                                     T.ones(wshape, dtype=getattr(T, wd)), b)
+
+    mine, theirs = _raises(run)
+    assert mine == theirs
+
+
+@pytest.mark.parametrize("op", ["conv_transpose1d", "conv_transpose2d"])
+def test_float16_transposed_convolution_casts_a_float32_bias(op):
+    nd = int(op[-2])
+    _check(lambda T: (getattr(T.nn.functional, op)(
+        _half(T, _values((2, 2) + (5,) * nd, 1), "float16"),
+        _half(T, _values((2, 3) + (2,) * nd, 2), "float16"),
+        T.tensor(_values((3,), 3))),))
