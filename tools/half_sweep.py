@@ -31,6 +31,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 sys.path.insert(0, ROOT)
 
 HALF = ("float16", "bfloat16")
+VERBOSE = False  # --verbose: what differed says what was raised
 
 
 class Lib:
@@ -289,9 +290,11 @@ def run_call(libs, draw_call, rng):
             results.append(("raised", type(e).__name__, str(e)))
     a, b = results
     if a[0] != b[0]:
-        return ["raises" if b[0] == "raised" else "raised"]
+        kind = "raises" if b[0] == "raised" else "raised"
+        return [f"{kind} ({(a if a[0] == 'raised' else b)[2][:100]!r})" if VERBOSE else kind]
     if a[0] == "raised":
-        return [] if a[1:] == b[1:] else ["error"]
+        return [] if a[1:] == b[1:] else [f"error ({a[1]}: {a[2][:80]!r} / {b[1]}: "
+                                          f"{b[2][:80]!r})" if VERBOSE else "error"]
     diff = []
     if str(a[1].dtype).split(".")[-1] != str(b[1].dtype).split(".")[-1]:
         return ["dtype"]
@@ -310,6 +313,8 @@ def main(argv=None):
     ap.add_argument("--ops", default="", help="comma-separated op names (default: all)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
+    global VERBOSE
+    VERBOSE = args.verbose
     import ember
     import torch
 

@@ -947,13 +947,13 @@ def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
         padding = _tuple(padding, nd, "padding", op)
         if any(p < 0 for p in padding):
             raise RuntimeError("negative padding is not supported")
+    eff = [dilation[i] * (ksize[i] - 1) + 1 for i in range(nd)]
     for i in range(nd):
-        eff = dilation[i] * (ksize[i] - 1) + 1
-        if input.shape[2 + i] + 2 * padding[i] < eff:
-            raise RuntimeError(
+        if input.shape[2 + i] + 2 * padding[i] < eff[i]:
+            raise RuntimeError(  # (the kernel's size as dilated)
                 f"Calculated padded input size per channel: "
                 f"({' x '.join(str(input.shape[2 + j] + 2 * padding[j]) for j in range(nd))}"
-                f"). Kernel size: ({' x '.join(str(k) for k in ksize)}). Kernel size can't be "
+                f"). Kernel size: ({' x '.join(str(k) for k in eff)}). Kernel size can't be "
                 "greater than actual input size")
     _check_empty_input(input)
     return input, batched, stride, padding, dilation

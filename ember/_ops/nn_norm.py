@@ -559,7 +559,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         # top-level and native forms compute a zero variance
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size "
-            f"{list(input.shape)}")
+            f"{input.shape}")
     if input.dim() >= 2 and input.numel() == 0:
         return _empty_batch_norm(input, weight, bias)
     return keep_layout(_batch_norm(input, running_mean, running_var, weight, bias, training,
@@ -825,7 +825,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and input.dim() >= 2 and math.prod(input.shape[2:]) == 1:
         # nn.functional's own check, as batch_norm's
         raise ValueError(f"Expected more than 1 spatial element when training, got input "
-                         f"size {list(input.shape)}")
+                         f"size {input.shape}")
     return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
                           momentum, eps)
 

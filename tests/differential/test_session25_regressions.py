@@ -161,3 +161,41 @@ def test_float16_transposed_convolution_casts_a_float32_bias(op):
         _half(T, _values((2, 2) + (5,) * nd, 1), "float16"),
         _half(T, _values((2, 3) + (2,) * nd, 2), "float16"),
         T.tensor(_values((3,), 3))),))
+
+
+# ------------------------------------------------------------------------------------------------
+# prod (NOTE [ Half-precision products ] in ember/_ops/reduction.py)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape,dim,transposed", [
+    ((40,), None, False),      # one by one
+    ((3, 200), 1, False),      # blocks of 64 in 4 x 16 lanes, then the rest
+    ((7, 130), None, False),   # everything as one contiguous run
+    ((130, 5), 0, False),      # a strided dim: one by one
+    ((5, 70), None, True),     # a transposed view: memory order
+    ((4, 3, 90), 2, True),
+])
+def test_half_prod_rounds_as_torch(dtype, shape, dim, transposed):
+    values = np.random.default_rng(1).uniform(0.9, 1.1, shape).astype(np.float32)
+
+    def run(T):
+        x = _half(T, values, dtype, True)
+        v = x.transpose(0, -1) if transposed else x
+        y = v.prod() if dim is None else v.prod(dim)
+        g, = T.autograd.grad(y, x, T.ones_like(y))
+        return y, g
+
+    _check(run)
+
+
+def test_half_prod_gradient_with_a_zero():
+    values = np.random.default_rng(2).uniform(0.9, 1.1, (4, 70)).astype(np.float32)
+    values[1, 5] = 0
+
+    def run(T):
+        x = _half(T, values, "float16", True)
+        y = x.prod(1)
+        return (y,) + T.autograd.grad(y, x, T.ones_like(y))
+
+    _check(run)
