@@ -1370,12 +1370,16 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
                                           shape=(num_weights, flat.size))
             out = np.ascontiguousarray(sel @ gf)
         else:
-            # half precision by runs of equal rows: bfloat16 adds in its own dtype one
-            # lookup after another, as PyTorch does; NumPy sums a float16 run in float32
+            # half precision: torch adds each row's lookups onto it one after another in
+            # lookup order, each add rounded to the dtype (NumPy's reduceat would sum a
+            # float16 run in float32); the r-th lookups of all rows are one add
             out = np.zeros((num_weights, dim), dtype=g.dtype)
             if sf.size:
                 starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]])
-                out[sf[starts]] = np.add.reduceat(gf[order], starts, axis=0)
+                rank = np.arange(sf.size) - np.repeat(starts, np.diff(np.r_[starts, sf.size]))
+                for r in range(int(rank.max()) + 1):
+                    at = rank == r
+                    out[sf[at]] += gf[order[at]]
     if padding_idx is not None and padding_idx >= 0:
         out[padding_idx] = 0
     return out

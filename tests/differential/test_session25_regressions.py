@@ -199,3 +199,58 @@ def test_half_prod_gradient_with_a_zero():
         return (y,) + T.autograd.grad(y, x, T.ones_like(y))
 
     _check(run)
+
+
+# ------------------------------------------------------------------------------------------------
+# embedding and embedding_bag (NOTE [ Half-precision bags ] in ember/_ops/nn_embedding.py)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_embedding_gradient_adds_duplicates_one_by_one(dtype):
+    idx = np.random.default_rng(0).integers(0, 4, (6, 5))
+    g = _values((6, 5, 3), 4)
+
+    def run(T):
+        w = _half(T, _values((4, 3), 3), dtype, True)
+        y = T.nn.functional.embedding(T.tensor(idx), w)
+        return T.autograd.grad(y, w, _half(T, g, dtype))
+
+    _check(run)
+
+
+_BAGS = [  # (mode, offsets, include_last_offset, padding_idx, per-sample weights)
+    ("sum", [0, 3, 3, 7], False, None, False),
+    ("mean", [0, 2, 7], False, None, False),
+    ("mean", [0, 4, 9], True, 1, False),
+    ("sum", [0, 5], False, None, True),
+    ("sum", [0, 1, 9], True, 2, True),
+    ("max", [0, 4], False, None, False),
+    ("sum", [], False, None, False),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mode,offsets,last,pad,psw", _BAGS)
+def test_half_embedding_bag_as_torch(dtype, mode, offsets, last, pad, psw):
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 5, 9 if offsets else 0)
+    weights = _values((len(idx),), 6)
+
+    def run(T):
+        w = _half(T, _values((5, 4), 7), dtype, True)
+        kw = dict(mode=mode, include_last_offset=last, padding_idx=pad)
+        if psw:
+            kw["per_sample_weights"] = _half(T, weights, dtype)
+        y = T.nn.functional.embedding_bag(T.tensor(idx), w, T.tensor(offsets,
+                                                                     dtype=T.int64), **kw)
+        if not y.numel():
+            return (y,)
+        return (y,) + T.autograd.grad(y, w, _half(T, _values(tuple(y.shape), 8), dtype))
+
+    _check(run)
+
+
+def test_embedding_bag_offsets_not_starting_at_zero_message():
+    mine, theirs = _raises(lambda T: T.nn.functional.embedding_bag(
+        T.tensor([1, 2, 3]), T.ones(4, 3), T.tensor([1, 2], dtype=T.int32)))
+    assert mine == theirs
