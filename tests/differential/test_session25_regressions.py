@@ -254,3 +254,48 @@ def test_embedding_bag_offsets_not_starting_at_zero_message():
     mine, theirs = _raises(lambda T: T.nn.functional.embedding_bag(
         T.tensor([1, 2, 3]), T.ones(4, 3), T.tensor([1, 2], dtype=T.int32)))
     assert mine == theirs
+
+
+# ------------------------------------------------------------------------------------------------
+# layer norm and group norm (NOTE [ Half-precision layer norm backward ], NOTE [ Half-precision
+# group norm ] in ember/_ops/nn_norm.py)
+
+
+def _same_threads():
+    """torch on ember's thread count: the parameters' gradients depend on it."""
+    torch = _torch()
+    before = torch.get_num_threads()
+    torch.set_num_threads(ember.get_num_threads())
+    return torch, before
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape,nd", [((37, 6), 1), ((3, 5, 4, 3), 2), ((1, 9), 1)])
+def test_half_layer_norm_parameter_gradients_as_torch(dtype, shape, nd):
+    torch, before = _same_threads()
+    try:
+        def run(T):
+            x = _half(T, _values(shape, 1, 3.0), dtype, True)
+            w = _half(T, _values(shape[-nd:], 2), dtype, True)
+            b = _half(T, _values(shape[-nd:], 3), dtype, True)
+            y = T.nn.functional.layer_norm(x, shape[-nd:], w, b)
+            return T.autograd.grad(y, (w, b), _half(T, _values(shape, 4), dtype))
+
+        _check(run)
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_half_group_norm_as_torch(dtype, affine):
+    def run(T):
+        x = _half(T, _values((3, 6, 5, 4), 5, 4.0), dtype, True)
+        leaves = [x]
+        if affine:
+            leaves += [_half(T, _values((6,), 6), dtype, True),
+                       _half(T, _values((6,), 7), dtype, True)]
+        y = T.nn.functional.group_norm(x, 3, *leaves[1:])
+        return (y,) + T.autograd.grad(y, leaves, _half(T, _values(y.shape, 8), dtype))
+
+    _check(run)
