@@ -112,6 +112,10 @@ def _norm_draw(kind):
 
         def call(L):
             xt = L.t(x, dtype, True, strided)
+            if kind == "batch_norm":
+                leaves = [xt] + ([L.t(w, dtype, True), L.t(b, dtype, True)] if affine else [])
+                wb = leaves[1:] or [None, None]
+                return L.F.batch_norm(xt, None, None, wb[0], wb[1], training=True), leaves
             if kind == "group_norm":
                 leaves = [xt] + ([L.t(w, dtype, True), L.t(b, dtype, True)] if affine else [])
                 return L.F.group_norm(xt, groups, *leaves[1:]), leaves
@@ -247,6 +251,7 @@ def _loss(name):
 OPS = {
     **{f"conv{d}d": _conv(d, False) for d in (1, 2, 3)},
     **{f"conv_transpose{d}d": _conv(d, True) for d in (1, 2, 3)},
+    "batch_norm": _norm_draw("batch_norm"),
     "group_norm": _norm_draw("group_norm"),
     "instance_norm": _norm_draw("instance_norm"),
     "layer_norm": _norm_draw("layer_norm"),

@@ -722,6 +722,64 @@ def _running_var_promoted(input, weight, bias, running_mean, running_var):
                                for t in (weight, bias, running_mean, running_var)))
 
 
+# NOTE [ float16 batch norm in training ]
+# torch's CPU batch norm of a float16 batch (without running statistics: instance norm's
+# case) takes each channel's float32 mean and biased variance, saves the mean and invstd
+# rounded to float16, and normalises with the rounded ones: ``y = x a + (b - mean a)``, ``a =
+# invstd w``, rounded once. Its backward, from the same rounded statistics, per channel:
+# ``s = sum(dy)``, ``d = sum((x - mean) dy)``, ``k = d invstd^2 / N``; ``dx = ((dy - s / N) -
+# (x - mean) k) invstd w``, ``dw = d invstd``, ``db = s``, each rounded once (measured
+# against torch 2.13; ember computes it in float32 ops, so that it can be differentiated
+# again). bfloat16 batches differ from this in torch and keep ember's general kernel.
+
+
+def _batch_norm_half_kernel(xp, x, w, b, *, eps):
+    dt = x.dtype
+    c = x.shape[1]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    x32 = x.astype(np.float32)
+    rows = np.moveaxis(x32, 1, 0).reshape(c, -1)
+    n = np.float32(rows.shape[1])
+    mean = rows.sum(1) / n
+    var = ((rows - mean[:, None]) ** 2).sum(1) / n
+    mean_h = mean.astype(dt)
+    invstd_h = (np.float32(1) / np.sqrt(var + np.float32(eps))).astype(dt)
+    alpha = invstd_h.astype(np.float32)
+    if w is not None:
+        alpha = alpha * w.astype(np.float32)
+    beta = -(mean_h.astype(np.float32) * alpha)
+    if b is not None:
+        beta = b.astype(np.float32) - mean_h.astype(np.float32) * alpha
+    y = x32 * alpha.reshape(shape) + beta.reshape(shape)
+    return y.astype(dt), mean_h, invstd_h
+
+
+def _batch_norm_half_vjp(grads, x, w, b, *, eps, out):
+    g = grads[0]
+    c = x.shape[1]
+    dims = [0] + list(range(2, x.dim()))
+    shape = (1, c) + (1,) * (x.dim() - 2)
+    g32, x32 = g.float(), x.float()
+    m, a = out[1].float().reshape(shape), out[2].float()
+    n = x.numel() // c
+    total = g32.sum(dims)
+    xm = x32 - m
+    dotp = (xm * g32).sum(dims)
+    k = dotp * a * a / n
+    gx = ((g32 - (total / n).reshape(shape)) - xm * k.reshape(shape)) * a.reshape(shape)
+    if w is not None:
+        gx = gx * w.float().reshape(shape)
+    gw = None if w is None else (dotp * a).to(w.dtype)
+    gb = None if b is None else total.to(b.dtype)
+    return gx.to(x.dtype), gw, gb
+
+
+batch_norm_half_op = Op("_native_batch_norm_float16", _batch_norm_half_kernel,
+                        vjp=_batch_norm_half_vjp, nondiff_outputs=(1, 2))
+batch_norm_half_op.node_name = "NativeBatchNormBackward0"
+batch_norm_half_op.saved_outputs = (1, 2)
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """``(output, save_mean, save_invstd)``: the batch statistics per channel in training,
     None otherwise."""
@@ -757,6 +815,11 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         sys.modules["ember.profiler._recorder"].note_call(
             "aten::batch_norm", input, weight, bias, running_mean, running_var, training,
             momentum, eps)
+    if training and running_mean is None and running_var is None and \
+            input.dtype == _dt.float16 and type(input._data) is np.ndarray and \
+            input._data.flags.c_contiguous:
+        # NOTE [ float16 batch norm in training ]
+        return _dispatch.apply(batch_norm_half_op, (input, weight, bias), {"eps": eps})
     y, m, rstd = _dispatch.apply(batch_norm_op, (input, weight, bias, running_mean,
                                                  running_var),
                                  {"training": training, "eps": eps})
@@ -938,8 +1001,8 @@ def _group_norm_half_vjp(grads, x, w, b, *, groups, eps, out):
     return gx.reshape(x.shape).to(x.dtype), gw, gb
 
 
-group_norm_half_op = Op("native_group_norm", _group_norm_half_kernel, vjp=_group_norm_half_vjp,
-                        nondiff_outputs=(1, 2))
+group_norm_half_op = Op("_native_group_norm_half", _group_norm_half_kernel,
+                        vjp=_group_norm_half_vjp, nondiff_outputs=(1, 2))
 group_norm_half_op.node_name = "NativeGroupNormBackward0"
 group_norm_half_op.saved_outputs = (1, 2)
 
@@ -970,6 +1033,13 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
     x = input.reshape((1, n * c) + tuple(input.shape[2:]))
     rm = running_mean.repeat(n) if running_mean is not None else None
     rv = running_var.repeat(n) if running_var is not None else None
+    if input.dtype == _dt.float16 and use_input_stats and rm is None and \
+            type(x._data) is np.ndarray and x._data.flags.c_contiguous:
+        # torch normalises with the weight and bias repeated per sample, in one rounding
+        # (NOTE [ float16 batch norm in training ])
+        w = None if weight is None else weight.repeat(n)
+        b = None if bias is None else bias.repeat(n)
+        return _batch_norm(x, None, None, w, b, True, momentum, eps)[0].reshape(input.shape)
     y = _batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)[0]
     if running_mean is not None and use_input_stats:
         from ..autograd.grad_mode import no_grad

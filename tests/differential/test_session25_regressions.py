@@ -299,3 +299,31 @@ def test_half_group_norm_as_torch(dtype, affine):
         return (y,) + T.autograd.grad(y, leaves, _half(T, _values(y.shape, 8), dtype))
 
     _check(run)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("op", ["batch_norm", "instance_norm"])
+def test_float16_batch_and_instance_norm_in_training_as_torch(op, affine):
+    # (NOTE [ float16 batch norm in training ] in ember/_ops/nn_norm.py)
+    def run(T):
+        x = _half(T, _values((3, 4, 6), 9, 3.0), "float16", True)
+        leaves = [x]
+        if affine:
+            leaves += [_half(T, _values((4,), 10), "float16", True),
+                       _half(T, _values((4,), 11), "float16", True)]
+        wb = leaves[1:] or [None, None]
+        F = T.nn.functional
+        y = F.batch_norm(x, None, None, *wb, training=True) if op == "batch_norm" else \
+            F.instance_norm(x, weight=wb[0], bias=wb[1])
+        return (y,) + T.autograd.grad(y, leaves, _half(T, _values(y.shape, 12), "float16"))
+
+    _check(run)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_repeat_gradient_sums_copies_in_float32(dtype):
+    def run(T):
+        w = _half(T, _values((5,), 13), dtype, True)
+        return T.autograd.grad(w.repeat(4), w, _half(T, _values((20,), 14, 3.0), dtype))
+
+    _check(run)
