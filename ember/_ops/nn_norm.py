@@ -467,6 +467,16 @@ def _bshape(x):
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
+def _kernel_layout(x):
+    """Whether torch's CPU batch norm takes its kernel for this array: contiguous, or
+    channels-last (NOTE [ Batch norm's strided path ])."""
+    if x.flags.c_contiguous:
+        return True
+    if x.ndim in (4, 5):
+        return np.moveaxis(x, 1, -1).flags.c_contiguous
+    return False
+
+
 def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     """NOTE [ Batch norm passes ]
     Batch norm is memory-bound: its cost is the number of passes over x. The statistics take
@@ -475,7 +485,9 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     eight, with the same centred sums as the textbook formula (no E[x^2] - E[x]^2
     cancellation).
     """
-    if training and x.dtype == np.float32:
+    strided = training and xp is np and x.dtype == np.float32 and not _kernel_layout(x) and \
+        not np.isfinite(_moments(xp, x, (0,) + tuple(range(2, x.ndim)))[1]).all()
+    if training and x.dtype == np.float32 and not strided:
         fused = _kernels.batch_norm(x, w, b, eps)  # NOTE [ Compiled batch norm ] (_kernels)
         if fused is not None:
             return fused
@@ -483,11 +495,22 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     dt = x.dtype
     if dt.itemsize < 4:  # half precision computes in float32
         x = x.astype(xp.float32)
-    if training:
+    if strided:
+        # torch's strided path takes the float32 mean, then the squares about it in float64
+        # (its accumulate type), so squares beyond float32's range still give a finite
+        # inverse deviation (only there is the result different: elsewhere ember keeps one
+        # path for every layout)
+        axes = (0,) + tuple(range(2, x.ndim))
+        m = x.mean(axis=axes, keepdims=True, dtype=np.float32)  # its float32 mean first
+        d = x.astype(np.float64) - m
+        v = (d * d).sum(axis=axes, keepdims=True) / (x.size // max(x.shape[1], 1))
+        rstd = (1.0 / np.sqrt(v + eps)).astype(dt)
+    elif training:
         m, v = _moments(xp, x, (0,) + tuple(range(2, x.ndim)))
+        rstd = 1.0 / xp.sqrt(v + eps)
     else:
         m, v = mean.reshape(shape), var.reshape(shape)
-    rstd = 1.0 / xp.sqrt(v + eps)
+        rstd = 1.0 / xp.sqrt(v + eps)
     # float16/bfloat16 with float32 parameters or statistics: torch's mixed-type kernel,
     # whose statistics are float32; otherwise they are the input's type, and its kernel
     # normalises with them so rounded

@@ -327,3 +327,25 @@ def test_half_repeat_gradient_sums_copies_in_float32(dtype):
         return T.autograd.grad(w.repeat(4), w, _half(T, _values((20,), 14, 3.0), dtype))
 
     _check(run)
+
+
+# ------------------------------------------------------------------------------------------------
+# the differential run (seed 252525)
+
+
+def test_view_dtype_to_a_wider_type_checks_the_size_first():
+    # torch checks size(-1), then the offset, then stride(-1) when the element grows
+    mine, theirs = _raises(lambda T: T.tensor([[-7, 7]], dtype=T.int16).transpose(-1, -2)
+                           .view(T.int32))
+    assert mine == theirs
+
+
+def test_strided_float32_batch_norm_with_squares_beyond_float32():
+    # torch's strided path sums the squares in float64: a finite, subnormal invstd
+    x = np.array([[1.0, 3.4e38], [-3.4e38, 0.5], [2.0, 1.0]], np.float32)
+
+    def run(T):
+        t = T.tensor(np.ascontiguousarray(x.T)).t()
+        return T.native_batch_norm(t, None, None, None, None, True, 0.1, 1e-5)
+
+    _check(run)
