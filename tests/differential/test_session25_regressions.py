@@ -349,3 +349,23 @@ def test_strided_float32_batch_norm_with_squares_beyond_float32():
         return T.native_batch_norm(t, None, None, None, None, True, 0.1, 1e-5)
 
     _check(run)
+
+
+@pytest.mark.parametrize("op", ["i1", "i1e"])
+def test_i1_gradient_takes_its_limit_at_nan_and_tiny_inputs(op):
+    def run(T):
+        x = T.tensor([float("nan"), 0.0, 1e-20, -1e-17, 2.0, -3.0], dtype=T.float64,
+                     requires_grad=True)
+        return T.autograd.grad(getattr(T.special, op)(x).sum(), x)
+
+    _check(run)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_max_pool_gradient_adds_overlapping_windows_one_by_one(dtype):
+    def run(T):
+        x = _half(T, _values((2, 3, 7, 7), 15), dtype, True)
+        y = T.nn.functional.max_pool2d(x, 3, stride=1, padding=1)
+        return T.autograd.grad(y, x, _half(T, _values(tuple(y.shape), 16, 3.0), dtype))
+
+    _check(run)
