@@ -1263,14 +1263,21 @@ def _mse_kernel(xp, a, b, *, reduction):
     sq = d * d
     if reduction == "none":
         return sq
-    r = sq.sum() if reduction == "sum" else sq.mean()
-    return xp.asarray(r, dtype=sq.dtype)
+    # half precision: torch's reductions sum in float32 and round once (NumPy's float16 sum
+    # would round every pairwise step)
+    acc = np.float32 if sq.dtype.itemsize == 2 and sq.dtype.kind != "i" else None
+    r = sq.sum(dtype=acc) if reduction == "sum" else sq.mean(dtype=acc)
+    return xp.asarray(r).astype(sq.dtype)
 
 
 def _mse_vjp(g, a, b, *, reduction):
     d = a - b
     if reduction == "mean":
-        gd = d * (2.0 / max(d.numel(), 1)) * g
+        norm = 2.0 / max(d.numel(), 1)
+        if d.dtype in (_dt.float16, _dt.bfloat16):
+            # torch scales in place by the factor rounded to the dtype (a Scalar mul_)
+            norm = float(np.asarray(norm, np.float32).astype(d.dtype.np))
+        gd = d * norm * g
     else:
         gd = 2.0 * d * g
     return gd, -gd

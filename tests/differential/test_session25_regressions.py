@@ -369,3 +369,15 @@ def test_half_max_pool_gradient_adds_overlapping_windows_one_by_one(dtype):
         return T.autograd.grad(y, x, _half(T, _values(tuple(y.shape), 16, 3.0), dtype))
 
     _check(run)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_half_mse_loss_as_torch(dtype, reduction):
+    def run(T):
+        x = _half(T, _values((7, 9), 17, 2.0), dtype, True)
+        y = T.nn.functional.mse_loss(x, _half(T, _values((7, 9), 18, 2.0), dtype),
+                                     reduction=reduction)
+        return (y,) + T.autograd.grad(y, x, _half(T, _values(tuple(y.shape), 19), dtype))
+
+    _check(run)
