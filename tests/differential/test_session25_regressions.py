@@ -381,3 +381,16 @@ def test_half_mse_loss_as_torch(dtype, reduction):
         return (y,) + T.autograd.grad(y, x, _half(T, _values(tuple(y.shape), 19), dtype))
 
     _check(run)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_half_smooth_l1_loss_as_torch(dtype, reduction):
+    # (NOTE [ Half-precision smooth_l1_loss ] in ember/_ops/nn_loss.py)
+    def run(T):
+        x = _half(T, _values((5, 6), 20, 2.0), dtype, True)
+        y = T.nn.functional.smooth_l1_loss(x, _half(T, _values((5, 6), 21), dtype),
+                                           reduction=reduction)
+        return (y,) + T.autograd.grad(y, x, _half(T, _values(tuple(y.shape), 22), dtype))
+
+    _check(run)
