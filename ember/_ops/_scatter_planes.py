@@ -14,9 +14,12 @@ import sys
 import numpy as np
 
 from .. import _dispatch, _kernels, _parallel
+from .._core import dtype as _dt
 from ._registry import Op
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
+
+_HALF = (np.dtype(np.float16), _dt.bfloat16.np)
 
 
 def _unpool_add_kernel(xp, g, index, *, input_shape, tiles_2x2=False):
@@ -37,7 +40,19 @@ def _unpool_add_kernel(xp, g, index, *, input_shape, tiles_2x2=False):
     gi = g.reshape(n * c, -1)
     ii = index.reshape(n * c, -1)
     flat = (ii + (xp.arange(n * c) * plane)[:, None]).reshape(-1)
-    if gi.dtype.kind == "c" or xp is not np:
+    if xp is np and g.dtype in _HALF:
+        # half precision: torch adds each window's gradient onto its argmax in window order,
+        # each add rounded to the dtype; the r-th arrivals at all positions are one add
+        out = np.zeros(n * c * plane, dtype=g.dtype)
+        order = np.argsort(flat, kind="stable")
+        sf = flat[order]
+        starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]]) if sf.size else sf
+        rank = np.arange(sf.size) - np.repeat(starts, np.diff(np.r_[starts, sf.size]))
+        src = gi.reshape(-1)[order]
+        for r in range(int(rank.max()) + 1 if rank.size else 0):
+            at = rank == r
+            out[sf[at]] += src[at]
+    elif gi.dtype.kind == "c" or xp is not np:
         # (on a device, bincount reads the largest index back to the host: a sync per
         # backward; ufunc_at scatters with atomic adds on the device, half types widened)
         out = xp.zeros(n * c * plane, dtype=g.dtype)

@@ -623,9 +623,12 @@ def _repeat_backward_kernel(xp, g, *, repeats, in_shape):
     # NumPy's ufunc called from here, not ``ndarray.sum``: its inf - inf warning then names
     # this module, which ember's filter covers (NOTE [ Floating-point warnings ])
     add = np.add if xp is np else None
-    summed = add.reduce(g.reshape(inter), axis=axes, dtype=g.dtype) if add is not None else \
-        g.reshape(inter).sum(axis=axes, dtype=g.dtype)
-    return summed.reshape(in_shape)
+    # half precision sums in float32, rounded once, as torch's sum of the copies
+    acc = np.float32 if g.dtype.itemsize == 2 and g.dtype.kind == "f" or \
+        g.dtype.name == "bfloat16" else g.dtype
+    summed = add.reduce(g.reshape(inter), axis=axes, dtype=acc) if add is not None else \
+        g.reshape(inter).sum(axis=axes, dtype=acc)
+    return summed.astype(g.dtype, copy=False).reshape(in_shape)
 
 
 repeat_op = Op("repeat", _repeat_kernel, linear=True)

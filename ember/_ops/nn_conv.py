@@ -57,6 +57,7 @@ from .._kernels import _blas
 from .._kernels import _winograd43 as winograd43
 from .._kernels import _winograd_backward as winograd_backward
 from . import nn_conv_grid as grid
+from . import nn_conv_half as conv_half
 from . import nn_conv_winograd as fast_winograd
 from . import nn_winograd as winograd
 from .channels_last import channels_last, copy_channels_last
@@ -773,9 +774,23 @@ def _conv_vjp(g, x, w, _b, *, stride, padding, dilation, groups, needs_input_gra
         # create_graph the two separate ops keep double backward
         gx, gw = _dispatch.apply(conv_backward_op, (g, x, w), dict(
             stride=stride, padding=padding, dilation=dilation))
-        gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
+        gb = _bias_grad(g, dilation) if need_b else None
         return gx, gw, gb
     return _adjoints(g, x, w, needs_input_grad, p)
+
+
+def _bias_grad(g, dilation):
+    """The bias's gradient, a sum of ``g`` over all dims but the channels. torch's dilated
+    float16 kernel (SlowDilated) sums each sample's gradient, rounds it, and adds it onto the
+    bias's float16 gradient: one more rounding per sample (measured against torch 2.13)."""
+    if g.dtype.name == "float16" and g.device.type == "cpu" and g.shape[0] > 1 and any(
+            d != 1 for d in dilation):
+        dims = list(range(1, g.dim() - 1))
+        gb = g[0].sum(dims)
+        for i in range(1, g.shape[0]):
+            gb = gb + g[i].sum(dims)
+        return gb
+    return g.sum([0] + list(range(2, g.dim())))
 
 
 # PyTorch's node calls one op for the three gradients: the profiler shows the two adjoints
@@ -785,7 +800,7 @@ def _adjoints(g, x, w, needs_input_grad, p):
     need_x, need_w, need_b = needs_input_grad
     gx = conv_input_grad(g, w, tuple(x.shape), **p) if need_x else None
     gw = conv_weight_grad(x, g, tuple(w.shape), **p) if need_w else None
-    gb = g.sum([0] + list(range(2, g.dim()))) if need_b else None
+    gb = _bias_grad(g, p["dilation"]) if need_b else None
     return gx, gw, gb
 
 
@@ -817,16 +832,60 @@ def _weight_grad_vjp(gu, x, g, *, weight_shape, stride, padding, dilation, group
             conv_nd(x, gu, None, **p) if needs_input_grad[1] else None)
 
 
-conv_op = Op("convolution", upcast_lowp(_conv_pieces), vjp=_conv_vjp)
+# float16 adjoints round where torch's slow CPU kernels do (NOTE [ float16 convolutions as
+# the slow CPU kernels ] in nn_conv_half.py); bfloat16 and the forward round once
+_upcast_input_grad = upcast_lowp(_input_grad_pieces)
+_upcast_weight_grad = upcast_lowp(_weight_grad_pieces)
+_upcast_backward = upcast_lowp(_backward_pieces)
+
+
+def _lowp_input_grad(xp, g, w, **params):
+    if conv_half.is_half(g, w):
+        return conv_half.input_grad(g, w, **params)
+    return _upcast_input_grad(xp, g, w, **params)
+
+
+def _lowp_weight_grad(xp, x, g, **params):
+    if conv_half.is_half(x, g):
+        def columns(xn, *, stride, padding, dilation):
+            return _planar_columns(np, xn, params["weight_shape"][2:], stride, padding,
+                                   dilation)[0]
+
+        return conv_half.weight_grad(columns, x, g, **params)
+    return _upcast_weight_grad(xp, x, g, **params)
+
+
+def _lowp_backward(xp, g, x, w, *, stride, padding, dilation):
+    if conv_half.is_half(g, x, w):
+        p = dict(stride=stride, padding=padding, dilation=dilation,
+                 groups=x.shape[1] // w.shape[1])
+        return (_lowp_input_grad(xp, g, w, input_shape=x.shape, **p),
+                _lowp_weight_grad(xp, x, g, weight_shape=w.shape, **p))
+    return _upcast_backward(xp, g, x, w, stride=stride, padding=padding, dilation=dilation)
+
+
+_upcast_conv = upcast_lowp(_conv_pieces)
+
+
+def _lowp_conv(xp, x, w, b, **params):
+    if conv_half.is_half(x, w):
+        ksize = w.shape[2:]
+
+        def columns(x32, *, stride, padding, dilation):
+            return _planar_columns(np, x32, ksize, stride, padding, dilation)[0]
+
+        return conv_half.forward(columns, x, w, b, **params)
+    return _upcast_conv(xp, x, w, b, **params)
+
+
+conv_op = Op("convolution", _lowp_conv, vjp=_conv_vjp)
 multilinear_jvp(conv_op, (0, 1), (2,))
 conv_op.node_name = "ConvolutionBackward0"
-conv_input_grad_op = Op("convolution_input_grad", upcast_lowp(_input_grad_pieces),
-                        vjp=_input_grad_vjp)
-conv_weight_grad_op = Op("convolution_weight_grad", upcast_lowp(_weight_grad_pieces),
-                         vjp=_weight_grad_vjp)
+conv_input_grad_op = Op("convolution_input_grad", _lowp_input_grad, vjp=_input_grad_vjp)
+conv_weight_grad_op = Op("convolution_weight_grad", _lowp_weight_grad, vjp=_weight_grad_vjp)
 multilinear_jvp(conv_input_grad_op, (0, 1))
 multilinear_jvp(conv_weight_grad_op, (0, 1))
-conv_backward_op = Op("convolution_backward", upcast_lowp(_backward_pieces))
+conv_backward_op = Op("convolution_backward", _lowp_backward)
 
 
 def conv_nd(x, w, b, *, stride, padding, dilation, groups):
@@ -928,13 +987,13 @@ def _check_conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
         padding = _tuple(padding, nd, "padding", op)
         if any(p < 0 for p in padding):
             raise RuntimeError("negative padding is not supported")
+    eff = [dilation[i] * (ksize[i] - 1) + 1 for i in range(nd)]
     for i in range(nd):
-        eff = dilation[i] * (ksize[i] - 1) + 1
-        if input.shape[2 + i] + 2 * padding[i] < eff:
-            raise RuntimeError(
+        if input.shape[2 + i] + 2 * padding[i] < eff[i]:
+            raise RuntimeError(  # (the kernel's size as dilated)
                 f"Calculated padded input size per channel: "
                 f"({' x '.join(str(input.shape[2 + j] + 2 * padding[j]) for j in range(nd))}"
-                f"). Kernel size: ({' x '.join(str(k) for k in ksize)}). Kernel size can't be "
+                f"). Kernel size: ({' x '.join(str(k) for k in eff)}). Kernel size can't be "
                 "greater than actual input size")
     _check_empty_input(input)
     return input, batched, stride, padding, dilation
@@ -968,25 +1027,48 @@ def _check_weight_size(weight, groups, nd):
             f"{n}: {k}" for n, k in zip(names, shown)))
 
 
+def _legacy_name(t):
+    """How torch's type check names the second operand: a real tensor's legacy type name,
+    a complex one's backend type (it has no legacy name)."""
+    from ._legacy_types import type_name
+    return f"CPU{t.dtype.scalar_name}Type" if t.is_complex() else type_name(t)
+
+
+def _type_mismatch(input, other, what):
+    """torch's RuntimeError for an operand ``what`` ('weight' or 'bias') whose dtype differs
+    from ``input``'s, where the convolution's backend checks it: complex inputs (built of
+    real convolutions) and bfloat16 ones (oneDNN) name both tensors' types."""
+    name = f"CPU{input.dtype.scalar_name}Type"
+    if input.is_complex():
+        return RuntimeError(f"Input type ({name}) and {what} type ({_legacy_name(other)}) "
+                            "should be the same")
+    return RuntimeError(f"Input type ({name}) and {what} type ({_legacy_name(other)}) should "
+                        f"be the same or input should be a MKLDNN tensor and {what} is a "
+                        "dense tensor")
+
+
 def _check_operand_dtypes(input, weight, bias):
     """Input, weight and bias share one dtype (torch's RuntimeErrors)."""
     if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(
-            f"Input type ({input.dtype.scalar_name}) and weight type "
-            f"({weight.dtype.scalar_name}) should be the same")
+        if input.is_complex() or input.dtype.name == "bfloat16":
+            raise _type_mismatch(input, weight, "weight")
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                           f"{weight.dtype.scalar_name}")
     if isinstance(bias, Tensor) and bias.dtype != input.dtype:
-        raise RuntimeError(f"Input type ({input.dtype.scalar_name}) and bias type "
-                           f"({bias.dtype.scalar_name}) should be the same")
+        c = _dispatch._C_NAMES
+        raise RuntimeError(
+            f"Input type ({c.get(input.dtype.scalar_name, input.dtype.scalar_name)}) and bias "
+            f"type ({c.get(bias.dtype.scalar_name, bias.dtype.scalar_name)}) should be the same")
 
 
 def _check_transposed_bias(input, bias):
-    """The bias of a 1-d or 2-d transposed convolution of another dtype than ``input``: torch
-    casts a real one into a real result, but a complex input (whose convolution is built of
-    real ones) and a batched bfloat16 input (its kernel's path) take only their own dtype,
-    and a complex bias cannot be cast into a real result."""
+    """The bias of a transposed convolution of another dtype than ``input``: torch's 1-d and
+    2-d kernels cast a real one into a real result, but a complex input (whose convolution
+    is built of real ones) and a batched bfloat16 input (oneDNN) take only their own dtype,
+    a complex bias cannot be cast into a real result, and the 3-d kernel casts nothing."""
     name, bname = input.dtype.scalar_name, bias.dtype.scalar_name
     if input.is_complex() or (input.dtype.name == "bfloat16" and input.numel()):
-        raise RuntimeError(f"Input type ({name}) and bias type ({bname}) should be the same")
+        raise _type_mismatch(input, bias, "bias")
     if bias.is_complex():
         raise RuntimeError(f"result type {bname} can't be cast to the desired output type "
                            f"{name}")
@@ -1084,16 +1166,12 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
             "channels instead")
     _check_empty_input(x)
     kernel_dtype("slow_conv_transpose3d" if nd == 3 else "slow_conv_transpose2d", input)
-    if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(
-            f"Input type ({input.dtype.scalar_name}) and weight type "
-            f"({weight.dtype.scalar_name}) should be the same")
-    if nd == 3 and isinstance(bias, Tensor) and bias.dtype != input.dtype:
-        # (torch's 3-d kernel checks the bias; the 1-d and 2-d ones cast it)
-        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
-                           f"{bias.dtype.scalar_name}")
+    _check_operand_dtypes(input, weight, None)
     if isinstance(bias, Tensor) and bias.dtype != input.dtype:
         _check_transposed_bias(input, bias)
+        if nd == 3:  # (torch's 3-d kernel checks the bias; the 1-d and 2-d ones cast it)
+            raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                               f"{bias.dtype.scalar_name}")
     stride = _tuple(stride, nd, "stride", op)
     padding = _tuple(padding, nd, "padding", op)
     dilation = _tuple(dilation, nd, "dilation", op)
@@ -1118,10 +1196,18 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
     if x.shape[0] == 0:
         y = _empty_batch((0, c_out) + out_spatial, x, weight, bias)
         return y if batched else y.squeeze(0)
-    y = conv_input_grad(x, weight, (x.shape[0], c_out) + out_spatial, stride=stride,
-                        padding=padding, dilation=dilation, groups=groups)
-    if bias is not None:
-        y = y + bias.to(y.dtype).reshape((1, c_out) + (1,) * nd)  # (torch casts the bias)
+    shape = (x.shape[0], c_out) + out_spatial
+    if bias is not None and x.dtype.name == "bfloat16" and x.device.type == "cpu":
+        # torch's oneDNN kernel adds the bias to the float32 sums before their one rounding
+        # (NOTE [ float16 convolutions as the slow CPU kernels ] in nn_conv_half.py)
+        y = conv_input_grad(x.float(), weight.float(), shape, stride=stride, padding=padding,
+                            dilation=dilation, groups=groups)
+        y = (y + bias.float().reshape((1, c_out) + (1,) * nd)).to(x.dtype)
+    else:
+        y = conv_input_grad(x, weight, shape, stride=stride, padding=padding,
+                            dilation=dilation, groups=groups)
+        if bias is not None:  # torch adds in the dtypes' common type, into y's dtype
+            y = (y + bias.reshape((1, c_out) + (1,) * nd)).to(y.dtype)
     y = keep_layout(y, x, weight)
     if y._grad_fn is not None:  # one node, as torch's (NOTE [ One node for a composite ])
         y = _node_names.as_one_node("ConvolutionBackward0", y, (x, weight, bias), {

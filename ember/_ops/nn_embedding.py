@@ -46,7 +46,8 @@ def _check_bag_args(flat, weight, offsets, padding_idx, mode="sum"):
         if first != 0:
             raise RuntimeError(
                 "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
-                f"start from position 0. However, got {first}")
+                f"start from position 0. However, got {first}\n"
+                f"[ torch.{offsets.dtype.scalar_name}Tensor{{}} ]")  # (torch prints offsets[0])
         if last > flat.shape[0]:
             raise RuntimeError(f"offsets[-1] can not be greater than input's length "
                                f"{flat.shape[0]} but got offsets[-1] of {last}")
@@ -185,8 +186,13 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
                                 _fast_bags(weight, mode, padding_idx),
                                 int(offsets[-1]) if include_last_offset and input.dim() != 2
                                 else None)
+    fast = _fast_bags(weight, mode, padding_idx)
     if psw is not None:
-        rows = rows * psw.unsqueeze(1)
+        if weight.dtype.name in ("float16", "bfloat16"):
+            # products in float32, summed there (NOTE [ Half-precision bags ])
+            rows = rows.float() * psw.float().unsqueeze(1)
+        else:
+            rows = rows * psw.unsqueeze(1)
     keep = pad = None
     if padding_idx is not None:
         pad = flat != (padding_idx % weight.shape[0])
@@ -200,15 +206,15 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
             seg = seg * keep[lo:hi]
         if seg.shape[0] == 0:  # zeros that are still the table's function, as torch's
             # (through the lookups, so that a sparse gradient stays sparse)
-            bags.append(rows[:0].sum(0))
+            bags.append(rows[:0].sum(0).to(weight.dtype))
         elif mode == "sum":
-            bags.append(seg.sum(0))
+            bags.append(_bag_sum(seg, fast, weight.dtype))
         elif mode == "mean":
             # torch's divisor: the bag's size by its offsets, less its padding, at least 1
             count = weight.new_tensor(float(size))
             if keep is not None:
                 count = count - (hi - lo) + keep[lo:hi].sum()
-            bags.append(seg.sum(0) / count.clamp(min=1))
+            bags.append(_bag_mean(_bag_sum(seg, fast, weight.dtype), count.clamp(min=1)))
         else:
             pos = _first_max_rows(seg.detach().cpu().numpy())
             bags.append(seg.gather(0, tensor(pos, device=seg.device).unsqueeze(0)).squeeze(0))
@@ -216,6 +222,47 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
     # ember composes the bags from several ops; the node on the result takes the name of
     # torch's one fused op (NOTE [ Node names ])
     return _node_names.rename(stack(bags) if bags else weight[:0] * 0, "EmbeddingBagBackward0")
+
+
+# NOTE [ Half-precision bags ]
+# Measured against torch 2.13's CPU kernel: a bag's sum is a float32 sum of its rows (times
+# their per-sample weights, in float32) rounded once, and fbgemm, which sums bfloat16 tables
+# on the fast path (sums and means without padding), rounds halfway cases away from zero (it
+# adds half a unit and truncates), not to even. A mean is that sum, rounded, divided by the
+# bag's size; its backward scales the gradient by 1 / size rounded to the table's dtype (an
+# axpy in the dtype), not by a division. Both adjustments change values only, not the graph.
+
+
+def _bag_sum(seg, fast, dtype):
+    """The sum of a bag's rows ``seg`` (float32 products where per-sample weights scaled a
+    half-precision table's rows) in ``dtype``, as torch's kernel rounds it (NOTE
+    [ Half-precision bags ])."""
+    total = seg.sum(0)
+    if total.dtype != dtype:
+        total = total.to(dtype)
+    if not (fast and dtype.name == "bfloat16" and holds_values(seg._data)):
+        return total
+    wide = np.asarray(seg.detach().float().sum(0).cpu().numpy(), np.float32)
+    bits = wide.view(np.uint32)
+    away = np.where(np.isfinite(wide), ((bits.astype(np.uint64) + 0x8000) & 0xFFFF0000)
+                    .astype(np.uint32), bits).view(np.float32)
+    step = away - np.asarray(total.detach().float().cpu().numpy(), np.float32)
+    if not step.any():
+        return total
+    # one unit of the last place where torch rounds away, added exactly in bfloat16
+    return total + tensor(step, device=seg.device).to(dtype)
+
+
+def _bag_mean(total, count):
+    """``total / count`` whose gradient is scaled by ``1 / count`` rounded to the dtype, as
+    torch's backward scales it (NOTE [ Half-precision bags ])."""
+    mean = total / count
+    if total.dtype.name not in ("float16", "bfloat16"):
+        return mean
+    scaled = total * (1.0 / count)
+    # the difference of two roundings of one value is exact: the sum gives ``mean`` back
+    fix = (mean - scaled).detach()
+    return scaled + fix if bool(fix.isfinite().all()) else mean
 
 
 @public(name="embedding", method=False)

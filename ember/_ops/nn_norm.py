@@ -294,6 +294,8 @@ def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
         return fused
     n = math.prod(x.shape[x.ndim - ndim:])
     dt = x.dtype
+    if xp is np and dt.itemsize < 4 and mean.dtype == dt:
+        return _half_layer_norm_backward(g, x, w, mean, rstd, ndim)
     if dt.itemsize < 4:  # half precision computes in float32
         g, x = g.astype(xp.float32), x.astype(xp.float32)
         mean, rstd = mean.astype(xp.float32), rstd.astype(xp.float32)
@@ -312,6 +314,59 @@ def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
     if gw is None:  # no weight: an empty gw, as a kernel returns arrays only
         gw = xp.zeros((0,), dt)  # (NOTE [ Portable array code ])
     return gxhat.astype(dt, copy=False), gw.astype(dt, copy=False), gb.astype(dt, copy=False)
+
+
+# NOTE [ Half-precision layer norm backward ]
+# torch's CPU kernel (float16/bfloat16 input, parameters and saved statistics in that dtype)
+# computes in float32 from the saved, rounded mean and rstd, row by row:
+#   ds = sum(dy w x), db = sum(dy w), b = (db mean - ds) rstd^3 / N, c = -b mean - db rstd / N,
+#   dx = rstd dy w + b x + c, rounded once;
+# and the parameters' gradients in two levels: each of its threads (the rows split into
+# ``threads`` equal runs, as its parallel_for splits them) adds its rows' terms,
+# ``dy (rstd x - rstd mean)`` and ``dy``, onto a buffer in the input's dtype, each add
+# rounded; the buffers are then added in float32 and rounded once. So the parameters'
+# gradients depend on the thread count: ember replays torch running on ember's own
+# (``ember.get_num_threads()``, 2 on two cores). Measured against torch 2.13 with 1, 2 and 3
+# threads. The sums ds and db run in NumPy's order, not torch's SIMD lanes: now and then an
+# element of dx differs by one unit of the last place.
+
+
+def _half_layer_norm_backward(g, x, w, mean, rstd, ndim):
+    """(gx, gw, gb) of a float16/bfloat16 layer norm over the last ``ndim`` dims as torch's
+    CPU kernel rounds them (NOTE [ Half-precision layer norm backward ])."""
+    from .._settings import get_num_threads
+
+    dt = x.dtype
+    norm_shape = x.shape[x.ndim - ndim:]
+    n = math.prod(norm_shape)
+    rows = x.size // n if n else math.prod(x.shape[:x.ndim - ndim])
+    x32 = x.astype(np.float32).reshape(rows, n)
+    g32 = g.astype(np.float32).reshape(rows, n)
+    w32 = np.ones(n, np.float32) if w is None else w.astype(np.float32).reshape(n)
+    a = rstd.astype(np.float32).reshape(rows, 1)
+    m = mean.astype(np.float32).reshape(rows, 1)
+    gwx = g32 * w32
+    ds = (gwx * x32).sum(1, keepdims=True)
+    db = gwx.sum(1, keepdims=True)
+    scale = np.float32(1.0 / n) if n else np.float32(0)
+    b = (db * m - ds) * a * a * a * scale
+    c = -b * m - db * a * scale
+    gx = (a * g32 * w32 + b * x32 + c).astype(dt).reshape(x.shape)
+    terms = g32 * (a * x32 + (-a * m))
+    threads = max(1, min(get_num_threads(), rows))
+    chunk = max(1, -(-rows // threads))
+    gw = np.zeros(n, np.float32)
+    gb = np.zeros(n, np.float32)
+    for lo in range(0, rows, chunk):  # one buffer per thread, in the dtype
+        pw = np.zeros(n, dt)
+        pb = np.zeros(n, dt)
+        for i in range(lo, min(rows, lo + chunk)):
+            pw = (pw.astype(np.float32) + terms[i]).astype(dt)
+            pb = (pb.astype(np.float32) + g32[i]).astype(dt)
+        gw += pw.astype(np.float32)
+        gb += pb.astype(np.float32)
+    gw = gw.astype(dt).reshape(norm_shape) if w is not None else np.zeros((0,), dt)
+    return gx, gw, gb.astype(dt).reshape(norm_shape)
 
 
 layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_kernel)
@@ -412,6 +467,16 @@ def _bshape(x):
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
+def _kernel_layout(x):
+    """Whether torch's CPU batch norm takes its kernel for this array: contiguous, or
+    channels-last (NOTE [ Batch norm's strided path ])."""
+    if x.flags.c_contiguous:
+        return True
+    if x.ndim in (4, 5):
+        return np.moveaxis(x, 1, -1).flags.c_contiguous
+    return False
+
+
 def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     """NOTE [ Batch norm passes ]
     Batch norm is memory-bound: its cost is the number of passes over x. The statistics take
@@ -420,7 +485,9 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     eight, with the same centred sums as the textbook formula (no E[x^2] - E[x]^2
     cancellation).
     """
-    if training and x.dtype == np.float32:
+    strided = training and xp is np and x.dtype == np.float32 and not _kernel_layout(x) and \
+        not np.isfinite(_moments(xp, x, (0,) + tuple(range(2, x.ndim)))[1]).all()
+    if training and x.dtype == np.float32 and not strided:
         fused = _kernels.batch_norm(x, w, b, eps)  # NOTE [ Compiled batch norm ] (_kernels)
         if fused is not None:
             return fused
@@ -428,11 +495,22 @@ def _batch_norm_kernel(xp, x, w, b, mean, var, *, training, eps):
     dt = x.dtype
     if dt.itemsize < 4:  # half precision computes in float32
         x = x.astype(xp.float32)
-    if training:
+    if strided:
+        # torch's strided path takes the float32 mean, then the squares about it in float64
+        # (its accumulate type), so squares beyond float32's range still give a finite
+        # inverse deviation (only there is the result different: elsewhere ember keeps one
+        # path for every layout)
+        axes = (0,) + tuple(range(2, x.ndim))
+        m = x.mean(axis=axes, keepdims=True, dtype=np.float32)  # its float32 mean first
+        d = x.astype(np.float64) - m
+        v = (d * d).sum(axis=axes, keepdims=True) / (x.size // max(x.shape[1], 1))
+        rstd = (1.0 / np.sqrt(v + eps)).astype(dt)
+    elif training:
         m, v = _moments(xp, x, (0,) + tuple(range(2, x.ndim)))
+        rstd = 1.0 / xp.sqrt(v + eps)
     else:
         m, v = mean.reshape(shape), var.reshape(shape)
-    rstd = 1.0 / xp.sqrt(v + eps)
+        rstd = 1.0 / xp.sqrt(v + eps)
     # float16/bfloat16 with float32 parameters or statistics: torch's mixed-type kernel,
     # whose statistics are float32; otherwise they are the input's type, and its kernel
     # normalises with them so rounded
@@ -559,7 +637,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         # top-level and native forms compute a zero variance
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size "
-            f"{list(input.shape)}")
+            f"{input.shape}")
     if input.dim() >= 2 and input.numel() == 0:
         return _empty_batch_norm(input, weight, bias)
     return keep_layout(_batch_norm(input, running_mean, running_var, weight, bias, training,
@@ -667,6 +745,64 @@ def _running_var_promoted(input, weight, bias, running_mean, running_var):
                                for t in (weight, bias, running_mean, running_var)))
 
 
+# NOTE [ float16 batch norm in training ]
+# torch's CPU batch norm of a float16 batch (without running statistics: instance norm's
+# case) takes each channel's float32 mean and biased variance, saves the mean and invstd
+# rounded to float16, and normalises with the rounded ones: ``y = x a + (b - mean a)``, ``a =
+# invstd w``, rounded once. Its backward, from the same rounded statistics, per channel:
+# ``s = sum(dy)``, ``d = sum((x - mean) dy)``, ``k = d invstd^2 / N``; ``dx = ((dy - s / N) -
+# (x - mean) k) invstd w``, ``dw = d invstd``, ``db = s``, each rounded once (measured
+# against torch 2.13; ember computes it in float32 ops, so that it can be differentiated
+# again). bfloat16 batches differ from this in torch and keep ember's general kernel.
+
+
+def _batch_norm_half_kernel(xp, x, w, b, *, eps):
+    dt = x.dtype
+    c = x.shape[1]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    x32 = x.astype(np.float32)
+    rows = np.moveaxis(x32, 1, 0).reshape(c, -1)
+    n = np.float32(rows.shape[1])
+    mean = rows.sum(1) / n
+    var = ((rows - mean[:, None]) ** 2).sum(1) / n
+    mean_h = mean.astype(dt)
+    invstd_h = (np.float32(1) / np.sqrt(var + np.float32(eps))).astype(dt)
+    alpha = invstd_h.astype(np.float32)
+    if w is not None:
+        alpha = alpha * w.astype(np.float32)
+    beta = -(mean_h.astype(np.float32) * alpha)
+    if b is not None:
+        beta = b.astype(np.float32) - mean_h.astype(np.float32) * alpha
+    y = x32 * alpha.reshape(shape) + beta.reshape(shape)
+    return y.astype(dt), mean_h, invstd_h
+
+
+def _batch_norm_half_vjp(grads, x, w, b, *, eps, out):
+    g = grads[0]
+    c = x.shape[1]
+    dims = [0] + list(range(2, x.dim()))
+    shape = (1, c) + (1,) * (x.dim() - 2)
+    g32, x32 = g.float(), x.float()
+    m, a = out[1].float().reshape(shape), out[2].float()
+    n = x.numel() // c
+    total = g32.sum(dims)
+    xm = x32 - m
+    dotp = (xm * g32).sum(dims)
+    k = dotp * a * a / n
+    gx = ((g32 - (total / n).reshape(shape)) - xm * k.reshape(shape)) * a.reshape(shape)
+    if w is not None:
+        gx = gx * w.float().reshape(shape)
+    gw = None if w is None else (dotp * a).to(w.dtype)
+    gb = None if b is None else total.to(b.dtype)
+    return gx.to(x.dtype), gw, gb
+
+
+batch_norm_half_op = Op("_native_batch_norm_float16", _batch_norm_half_kernel,
+                        vjp=_batch_norm_half_vjp, nondiff_outputs=(1, 2))
+batch_norm_half_op.node_name = "NativeBatchNormBackward0"
+batch_norm_half_op.saved_outputs = (1, 2)
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """``(output, save_mean, save_invstd)``: the batch statistics per channel in training,
     None otherwise."""
@@ -702,6 +838,11 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         sys.modules["ember.profiler._recorder"].note_call(
             "aten::batch_norm", input, weight, bias, running_mean, running_var, training,
             momentum, eps)
+    if training and running_mean is None and running_var is None and \
+            input.dtype == _dt.float16 and type(input._data) is np.ndarray and \
+            input._data.flags.c_contiguous:
+        # NOTE [ float16 batch norm in training ]
+        return _dispatch.apply(batch_norm_half_op, (input, weight, bias), {"eps": eps})
     y, m, rstd = _dispatch.apply(batch_norm_op, (input, weight, bias, running_mean,
                                                  running_var),
                                  {"training": training, "eps": eps})
@@ -785,6 +926,11 @@ def _group_norm(input, num_groups, weight, bias, eps):
     # (read on the weight's own array: no op, so no sync and nothing a mode or the meta
     # device would have to answer)
     wd = None if weight is None else weight._data
+    if input.dtype in (_dt.float16, _dt.bfloat16) and type(input._data) is np.ndarray and \
+            not mixed and input.numel():
+        # NOTE [ Half-precision group norm ]
+        return _dispatch.apply(group_norm_half_op, (input, weight, bias),
+                               {"groups": num_groups, "eps": eps})[0]
     if type(wd) is np.ndarray and wd.size and not np.isfinite(wd).all():
         y = _group_norm_scale_shift(input, grouped, weight, bias, eps, shape)
         return y.to(input.dtype) if mixed else y
@@ -807,14 +953,81 @@ def _group_norm_scale_shift(input, grouped, weight, bias, eps, shape):
     mean = x.mean(-1)
     rstd = (x.var(-1, correction=0) + eps).rsqrt()
     per = c // g
-    w = weight.to(x.dtype).reshape(1, g, per)
-    s = rstd.unsqueeze(-1) * w  # (n, g, per)
+    s = rstd.unsqueeze(-1).expand(n, g, per)  # (n, g, per)
+    if weight is not None:
+        s = s * weight.to(x.dtype).reshape(1, g, per)
     t = -(mean.unsqueeze(-1) * s)
     if bias is not None:
         t = t + bias.to(x.dtype).reshape(1, g, per)
     xs = x.reshape((n, g, per, -1))
     y = xs * s.unsqueeze(-1) + t.unsqueeze(-1)
     return y.reshape(input.shape).to(input.dtype)
+
+
+# NOTE [ Half-precision group norm ]
+# torch's CPU group norm of float16/bfloat16 tensors computes in float32: each (sample, group)
+# has its float32 mean and rstd, each channel ``s = rstd w`` and ``t = -s mean + b``, and
+# ``y = x s + t`` is rounded once; the mean and rstd it saves are rounded to the dtype, and
+# its backward starts from those: per (sample, channel) ``ds = sum(dy x)``, ``db = sum(dy)``;
+# per group ``c2 = (sum(db w) mean - sum(ds w)) rstd^3 / (D HW)``, ``c3 = -c2 mean - sum(db
+# w) rstd / (D HW)``; ``dx = rstd w dy + c2 x + c3`` rounded once, ``dw = sum_n (ds - db
+# mean) rstd``, ``db = sum_n db``. ember computes the same in float32 ops (so a second
+# derivative is taken through them); the sums run in NumPy's order, not torch's SIMD lanes.
+
+
+def _group_norm_half_kernel(xp, x, w, b, *, groups, eps):
+    dt = x.dtype
+    n, c = x.shape[:2]
+    per = c // groups
+    xs = x.astype(np.float32).reshape(n, groups, -1)
+    mean = xs.mean(-1)
+    var = np.maximum(((xs - mean[..., None]) ** 2).mean(-1), 0)
+    rstd = (np.float32(1) / np.sqrt(var + np.float32(eps))).astype(np.float32)
+    s = np.broadcast_to(rstd[..., None], (n, groups, per))
+    if w is not None:
+        s = s * w.astype(np.float32).reshape(groups, per)
+    t = -s * mean[..., None]
+    if b is not None:
+        t = t + b.astype(np.float32).reshape(groups, per)
+    y = xs.reshape(n, groups, per, -1) * s[..., None] + t[..., None]
+    return y.astype(dt).reshape(x.shape), mean.astype(dt), rstd.astype(dt)
+
+
+def _group_norm_half_vjp(grads, x, w, b, *, groups, eps, out):
+    g = grads[0]
+    n, c = x.shape[:2]
+    per = c // groups
+    x32 = x.float().reshape(n, c, -1)
+    g32 = g.float().reshape(n, c, -1)
+    ds = (g32 * x32).sum(-1)  # (n, c)
+    db = g32.sum(-1)
+    m, a = out[1].float(), out[2].float()  # (n, groups): the saved, rounded statistics
+    if w is not None:
+        w32 = w.float()
+        dsg, dbg = (ds * w32).reshape(n, groups, per).sum(-1), \
+            (db * w32).reshape(n, groups, per).sum(-1)
+        c1 = (a.unsqueeze(-1) * w32.reshape(groups, per)).reshape(n, c)
+    else:
+        dsg, dbg = ds.reshape(n, groups, per).sum(-1), db.reshape(n, groups, per).sum(-1)
+        c1 = a.repeat_interleave(per, 1)
+    scale = 1.0 / (per * x32.shape[-1])
+    c2 = (dbg * m - dsg) * a * a * a * scale
+    c3 = -c2 * m - dbg * a * scale
+    gx = c1.unsqueeze(-1) * g32 + c2.repeat_interleave(per, 1).unsqueeze(-1) * x32 + \
+        c3.repeat_interleave(per, 1).unsqueeze(-1)
+    gw = gb = None
+    if w is not None:
+        gw = ((ds - db * m.repeat_interleave(per, 1)) * a.repeat_interleave(per, 1)).sum(0)
+        gw = gw.to(w.dtype)
+    if b is not None:
+        gb = db.sum(0).to(b.dtype)
+    return gx.reshape(x.shape).to(x.dtype), gw, gb
+
+
+group_norm_half_op = Op("_native_group_norm_half", _group_norm_half_kernel,
+                        vjp=_group_norm_half_vjp, nondiff_outputs=(1, 2))
+group_norm_half_op.node_name = "NativeGroupNormBackward0"
+group_norm_half_op.saved_outputs = (1, 2)
 
 
 @recorded_as("aten::instance_norm", ("input", "weight", "bias", "running_mean", "running_var",
@@ -825,7 +1038,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and input.dim() >= 2 and math.prod(input.shape[2:]) == 1:
         # nn.functional's own check, as batch_norm's
         raise ValueError(f"Expected more than 1 spatial element when training, got input "
-                         f"size {list(input.shape)}")
+                         f"size {input.shape}")
     return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
                           momentum, eps)
 
@@ -843,6 +1056,13 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
     x = input.reshape((1, n * c) + tuple(input.shape[2:]))
     rm = running_mean.repeat(n) if running_mean is not None else None
     rv = running_var.repeat(n) if running_var is not None else None
+    if input.dtype == _dt.float16 and use_input_stats and rm is None and \
+            type(x._data) is np.ndarray and x._data.flags.c_contiguous:
+        # torch normalises with the weight and bias repeated per sample, in one rounding
+        # (NOTE [ float16 batch norm in training ])
+        w = None if weight is None else weight.repeat(n)
+        b = None if bias is None else bias.repeat(n)
+        return _batch_norm(x, None, None, w, b, True, momentum, eps)[0].reshape(input.shape)
     y = _batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)[0]
     if running_mean is not None and use_input_stats:
         from ..autograd.grad_mode import no_grad

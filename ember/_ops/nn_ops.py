@@ -1263,14 +1263,21 @@ def _mse_kernel(xp, a, b, *, reduction):
     sq = d * d
     if reduction == "none":
         return sq
-    r = sq.sum() if reduction == "sum" else sq.mean()
-    return xp.asarray(r, dtype=sq.dtype)
+    # half precision: torch's reductions sum in float32 and round once (NumPy's float16 sum
+    # would round every pairwise step)
+    acc = np.float32 if sq.dtype.itemsize == 2 and sq.dtype.kind != "i" else None
+    r = sq.sum(dtype=acc) if reduction == "sum" else sq.mean(dtype=acc)
+    return xp.asarray(r).astype(sq.dtype)
 
 
 def _mse_vjp(g, a, b, *, reduction):
     d = a - b
     if reduction == "mean":
-        gd = d * (2.0 / max(d.numel(), 1)) * g
+        norm = 2.0 / max(d.numel(), 1)
+        if d.dtype in (_dt.float16, _dt.bfloat16):
+            # torch scales in place by the factor rounded to the dtype (a Scalar mul_)
+            norm = float(np.asarray(norm, np.float32).astype(d.dtype.np))
+        gd = d * norm * g
     else:
         gd = 2.0 * d * g
     return gd, -gd
@@ -1370,12 +1377,16 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
                                           shape=(num_weights, flat.size))
             out = np.ascontiguousarray(sel @ gf)
         else:
-            # half precision by runs of equal rows: bfloat16 adds in its own dtype one
-            # lookup after another, as PyTorch does; NumPy sums a float16 run in float32
+            # half precision: torch adds each row's lookups onto it one after another in
+            # lookup order, each add rounded to the dtype (NumPy's reduceat would sum a
+            # float16 run in float32); the r-th lookups of all rows are one add
             out = np.zeros((num_weights, dim), dtype=g.dtype)
             if sf.size:
                 starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]])
-                out[sf[starts]] = np.add.reduceat(gf[order], starts, axis=0)
+                rank = np.arange(sf.size) - np.repeat(starts, np.diff(np.r_[starts, sf.size]))
+                for r in range(int(rank.max()) + 1):
+                    at = rank == r
+                    out[sf[at]] += gf[order[at]]
     if padding_idx is not None and padding_idx >= 0:
         out[padding_idx] = 0
     return out

@@ -563,9 +563,11 @@ def _view_dtype(self, dtype):
         what = f"to view {old.scalar_name} as {d.scalar_name} (different element sizes)"
         if a.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
-        if self.stride(-1) != 1:
-            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {self.stride(-1)}")
-        if d.itemsize > old.itemsize:
+        stride_error = RuntimeError(
+            f"self.stride(-1) must be 1 {what}, but got {self.stride(-1)}")
+        if d.itemsize < old.itemsize and self.stride(-1) != 1:
+            raise stride_error
+        if d.itemsize > old.itemsize:  # torch checks the size and offset first here
             ratio = d.itemsize // old.itemsize
             if a.shape[-1] % ratio:
                 raise RuntimeError(
@@ -575,6 +577,8 @@ def _view_dtype(self, dtype):
                 raise RuntimeError(
                     f"self.storage_offset() must be divisible by {ratio} {what}, but got "
                     f"{self.storage_offset()}")
+            if self.stride(-1) != 1:
+                raise stride_error
             for i, s in enumerate(self.stride()[:-1]):
                 if s % ratio:
                     raise RuntimeError(

@@ -471,9 +471,18 @@ def _i0_vjp(g, x):
     return g * special_i1(x)
 
 
+def _tiny_safe(x):
+    """(|x| > eps, x with eps where not): torch's derivatives of i1 and i1e take their limit
+    1/2 wherever |x| <= eps, NaN included, and read x only elsewhere."""
+    eps = _dt.finfo(x.dtype).eps
+    big = x.abs() > eps
+    return big, where(big, x, eps)
+
+
 def _i1_vjp(g, x, *, out):
-    # d i1 = i0 - i1 / x, with the limit 1/2 at 0
-    return g * where(x == 0, 0.5, special_i0(x) - out / x)
+    # d i1 = i0 - i1 / x, with the limit 1/2 near 0
+    big, safe = _tiny_safe(x)
+    return g * where(big, special_i0(safe) - out / safe, 0.5)
 
 
 def _i0e_vjp(g, x, *, out):
@@ -481,7 +490,8 @@ def _i0e_vjp(g, x, *, out):
 
 
 def _i1e_vjp(g, x, *, out):
-    return g * where(x == 0, 0.5, special_i0e(x) - out * (x.sign() + x.reciprocal()))
+    big, safe = _tiny_safe(x)
+    return g * where(big, special_i0e(safe) - out * (safe.sign() + safe.reciprocal()), 0.5)
 
 
 # SciPy answers NaN at both infinities (as torch), for the first kind and the modified one
