@@ -5,6 +5,9 @@ Each ``test_research_repos*.py`` writes one driver script, runs it once on PyTor
 under ``python -m ember.compat.run``, and loads the ``.npz`` each run saved.
 """
 
+import os
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -61,3 +64,52 @@ def assert_runs_match(torch_run, ember_run, expected, atol=2e-5):
                                        err_msg=key)
         else:
             np.testing.assert_array_equal(e[key], t[key], err_msg=key)
+
+
+def run_both(tmp_path, driver, args, path, **env):
+    """Run the driver script ``driver`` once on PyTorch and once under ``python -m
+    ember.compat.run``, side by side (one CPU each), each in its own directory under
+    ``tmp_path``; each run saves ``<tmp_path>/<name>.npz``, whose path is its first argument.
+
+    Args:
+        tmp_path (Path): the test's scratch directory.
+        driver (Path): the script to run.
+        args (list): the script's further arguments.
+        path (list): directories to put before ``PYTHONPATH``.
+        **env: further environment variables (``OMP_NUM_THREADS=1`` and quiet warnings are
+            set already).
+
+    Returns:
+        list: [PyTorch's arrays, ember's arrays], each a dict.
+
+    Example::
+
+        >>> run_both(tmp_path, tmp_path / "driver.py", ["gan"], [ROOT])  # doctest: +SKIP
+    """
+    path = [*map(str, path), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), PYTHONWARNINGS="ignore",
+               OMP_NUM_THREADS="1", **env)
+    procs = {}
+    for name, prefix in (("torch", []), ("ember", ["-m", "ember.compat.run"])):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        procs[name] = subprocess.Popen(
+            [sys.executable, *prefix, str(driver), str(tmp_path / f"{name}.npz"),
+             *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=cwd, env=env)
+    results = []
+    try:
+        for name, proc in procs.items():
+            try:
+                _, err = proc.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            assert proc.returncode == 0, f"{name}:\n{err[-4000:]}"
+            results.append(dict(np.load(tmp_path / f"{name}.npz")))
+    finally:
+        for proc in procs.values():  # the other run, when one failed
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return results

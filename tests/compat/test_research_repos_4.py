@@ -36,15 +36,11 @@ and as numbers with a tolerance. One driver runs everything once on PyTorch and 
 """
 
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.compat._programs import assert_runs_match, driver_source
+from tests.compat._programs import assert_runs_match, driver_source, run_both
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "programs"
@@ -815,35 +811,9 @@ DRIVER = """
 def _both(tmp_path, which):
     driver = tmp_path / "driver.py"
     driver.write_text(driver_source(DRIVER))
-    path = [str(ROOT), str(PROGRAMS / "research_4_standins"),
-            *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
-               PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1",
-               PYTHONHASHSEED="0")  # (pygcn numbers its classes in a set's order)
-    procs = {}  # both at once: one CPU each
-    for name, prefix in (("torch", []), ("ember", ["-m", "ember.compat.run"])):
-        cwd = tmp_path / name
-        cwd.mkdir()
-        procs[name] = subprocess.Popen(
-            [sys.executable, *prefix, str(driver), str(tmp_path / f"{name}.npz"),
-             str(THIRD_PARTY), which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, cwd=cwd, env=env)
-    results = []
-    try:
-        for name, proc in procs.items():
-            try:
-                _, err = proc.communicate(timeout=300)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-            assert proc.returncode == 0, f"{name}:\n{err[-4000:]}"
-            results.append(dict(np.load(tmp_path / f"{name}.npz")))
-    finally:
-        for proc in procs.values():  # the other run, when one failed
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    return results
+    # (pygcn numbers its classes in a set's order)
+    return run_both(tmp_path, driver, [THIRD_PARTY, which],
+                    [ROOT, PROGRAMS / "research_4_standins"], PYTHONHASHSEED="0")
 
 
 @pytest.mark.parametrize("which, needs, expected", [
