@@ -803,6 +803,34 @@ batch_norm_half_op.node_name = "NativeBatchNormBackward0"
 batch_norm_half_op.saved_outputs = (1, 2)
 
 
+def _jvp_in_float32(run, x_dots, inputs, dtype):
+    """The tangent of ``run(*inputs)`` (a float32 composite of the half-precision op) in a
+    dual level of its own, rounded to ``dtype``; the op's statistics get none."""
+    from ..autograd import _forward
+
+    lvl = _forward.enter(nested_ok=True)
+    try:
+        duals = []
+        for t, d in zip(inputs, x_dots):
+            if t is not None:
+                t = t.float()
+                if d is not None:
+                    _forward.set_tangent(t, lvl, d.float())
+            duals.append(t)
+        tangent = _forward.get_tangent(run(*duals), lvl)
+    finally:
+        _forward.exit_level(lvl)
+    return (None if tangent is None else tangent.to(dtype)), None, None
+
+
+@batch_norm_half_op.defjvp
+def _batch_norm_half_jvp(x_dots, x, w, b, *, eps, out):
+    return _jvp_in_float32(
+        lambda *t: _dispatch.apply(batch_norm_op, (*t, None, None),
+                                   {"training": True, "eps": eps})[0], x_dots, (x, w, b),
+        x.dtype)
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """``(output, save_mean, save_invstd)``: the batch statistics per channel in training,
     None otherwise."""
@@ -840,7 +868,9 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             momentum, eps)
     if training and running_mean is None and running_var is None and \
             input.dtype == _dt.float16 and type(input._data) is np.ndarray and \
-            input._data.flags.c_contiguous:
+            input._data.flags.c_contiguous and \
+            all(t is None or t.dtype == _dt.float16 for t in (weight, bias)):
+        # (float32 parameters: torch's mixed-precision kernel, the general path below)
         # NOTE [ float16 batch norm in training ]
         return _dispatch.apply(batch_norm_half_op, (input, weight, bias), {"eps": eps})
     y, m, rstd = _dispatch.apply(batch_norm_op, (input, weight, bias, running_mean,
@@ -1028,6 +1058,12 @@ group_norm_half_op = Op("_native_group_norm_half", _group_norm_half_kernel,
                         vjp=_group_norm_half_vjp, nondiff_outputs=(1, 2))
 group_norm_half_op.node_name = "NativeGroupNormBackward0"
 group_norm_half_op.saved_outputs = (1, 2)
+
+
+@group_norm_half_op.defjvp
+def _group_norm_half_jvp(x_dots, x, w, b, *, groups, eps, out):
+    return _jvp_in_float32(lambda *t: _group_norm(*t[:1], groups, *t[1:], eps), x_dots,
+                           (x, w, b), x.dtype)
 
 
 @recorded_as("aten::instance_norm", ("input", "weight", "bias", "running_mean", "running_var",

@@ -444,7 +444,9 @@ def _both(tmp_path, which):
 def test_programs_match_torch(which, expected, tmp_path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("needs torch")
-    # the GAN's discriminator trains on the generator's output: rounding differences in
-    # either (OpenBLAS's Haswell kernels round by the row count) grow over its steps
+    # GANs train each network on the other's output, and PointNet's input transform on a
+    # few points: rounding differences (OpenBLAS's Haswell kernels round by the row count;
+    # without numba ember takes its NumPy kernels) grow over their steps
+    grows = ("gan,vae,lm", "caption,pointnet,annotated", "pytorch_gan")
     assert_runs_match(*_both(tmp_path, which), expected,
-                      atol=1e-4 if which == "gan,vae,lm" else 2e-5)
+                      atol=2e-4 if which in grows else 2e-5)
