@@ -221,9 +221,11 @@ def test_siamese_network(tmp_path):
                      cwd=theirs_root, PYTHONPATH=STANDIN)
         assert len(_SIAMESE_TEST.findall(theirs)) == 2
         assert [t[:3] for t in train] == [t[:3] for t in _SIAMESE_TRAIN.findall(theirs)]
-        # the first loss, before any step: ResNet-18 with batch norm on the same pairs
+        # the first loss, before any step: ResNet-18 with batch norm on the same pairs (to
+        # a few units of its last printed digit: OpenBLAS's Haswell kernels round by the
+        # row count)
         assert float(train[0][3]) == pytest.approx(float(_SIAMESE_TRAIN.findall(theirs)[0][3]),
-                                                   abs=2e-6)
+                                                   abs=1e-5)
 
 
 def _steps(out):
