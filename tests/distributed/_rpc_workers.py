@@ -148,13 +148,22 @@ def scenario(rank, fw, init_method, out_dir):
         res["remote_self"] = rpc.remote("worker0", add, args=(1, 2)).to_here()
         res["async_execution"] = rpc.rpc_sync("worker1", async_add, args=("worker0", 1, 2))
         if fw == "ember":
-            before = rpc.rpc_sync("worker1", owned_count)
+            # the earlier calls' dropped references may still be on their way to the owner
+            # (a loaded machine): count once the count has settled
+            gc.collect()
+            before, settle = None, time.monotonic() + 20
+            while time.monotonic() < settle:
+                now = rpc.rpc_sync("worker1", owned_count)
+                if now == before:
+                    break
+                before = now
+                time.sleep(0.2)
             tmp = rpc.remote("worker1", add, args=(1, 1))
             tmp.to_here()
             during = rpc.rpc_sync("worker1", owned_count)
             del tmp
             gc.collect()
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 20
             after = during
             while time.monotonic() < deadline and after != before:
                 time.sleep(0.02)
