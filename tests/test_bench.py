@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import HAS_TORCH
@@ -110,3 +111,33 @@ def test_measure_settles_before_each_sample(monkeypatch):
     events.clear()
     common.measure(fns, samples=2, min_sample_s=0.0, warmup_s=0.0)
     assert ("sleep", 0.25) not in events
+
+
+def test_conv_paths_forced_paths_match_torch():
+    torch = pytest.importorskip("torch")
+    import ember
+    from bench._conv_paths import candidates, forced, steps
+
+    layer = (2, 16, 12, 8, 3, 1, 1)
+    t_fwd, t_bwd = steps(torch, layer)
+    want = [t_fwd().numpy()] + [g.numpy() for g in t_bwd()]
+    for path in candidates(layer):
+        e_fwd, e_bwd = steps(ember, layer)
+        with forced(path):
+            got = [e_fwd().numpy()] + [g.numpy() for g in e_bwd()]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max(),
+                                       err_msg=path)
+
+
+def test_conv_paths_forced_takes_the_path_and_restores_the_rules():
+    from bench._conv_paths import forced
+    from ember._ops import nn_winograd
+
+    shape = ((2, 64, 8, 8), (64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, np.float32)
+    chosen = nn_winograd.eligible(np, *shape)
+    with forced("columns"):
+        assert not nn_winograd.eligible(np, *shape)
+    with forced("F(2x2) NumPy"):
+        assert nn_winograd.eligible(np, *shape)
+    assert nn_winograd.eligible(np, *shape) == chosen
