@@ -2,7 +2,7 @@
 (pp=2, dp=2) mesh; each rank holds one stage of the chain of test_pipelining's 4-rank
 workers cut in two, its module wrapped with ``fully_shard`` over the ``dp`` dimension or
 with ``DistributedDataParallel`` on the ``dp`` group, and trains on its dp replica's half
-of the batch (or, ``fsdp_zbv``, four one-layer stages placed as a V with a split
+of the batch (or, ``*_zbv``, four one-layer stages placed as a V with a split
 backward). Each rank dumps its losses, its stages' first-step gradients and final
 parameters (whole: the FSDP shards gathered), named as in the whole chain."""
 
@@ -23,7 +23,8 @@ CASES = [("fsdp_gpipe", "fsdp", "ScheduleGPipe", {}),
          ("fsdp_layers_1f1b", "fsdp_layers", "Schedule1F1B", {}),
          ("fsdp_zbv", "fsdp_v", "ScheduleZBVZeroBubble", {}),
          ("ddp_gpipe", "ddp", "ScheduleGPipe", {}),
-         ("ddp_1f1b", "ddp", "Schedule1F1B", {})]
+         ("ddp_1f1b", "ddp", "Schedule1F1B", {}),
+         ("ddp_zbv", "ddp_v", "ScheduleZBVZeroBubble", {})]
 
 
 def chain(torch):
