@@ -571,19 +571,31 @@ def _on_units(plan, run):
         _parallel._release_blas()
 
 
-def _forward_on_units(plan, acts, w_t, bias, h0, cs, tcs, out, raw, hprev, w_hr, reverse):
+def _forward_on_units(plan, acts, w_hh, s, bias, h0, cs, tcs, out, raw, hprev, w_hr,
+                      reverse):
     """The layer's forward loop split by hidden units (NOTE [ LSTM steps split by hidden
-    units ]); False when it did not run. ``w_t`` (P, 4H) and ``bias`` (B, 4H) are scaled."""
+    units ]); False when it did not run. ``s`` (4H,) are the gates' scales, ``bias`` (B, 4H)
+    the scaled bias."""
     kern, nw, gemm, yld = plan
     hs = acts.shape[2] // 4
     dt = acts.dtype
     units = _cuts(hs, nw)
     cols = _cuts(out.shape[2], nw) if w_hr is not None else units
-    gate_cols = [np.concatenate([np.arange(q * hs + u0, q * hs + u1) for q in range(4)])
-                 for u0, u1 in units]
-    wks = [np.ascontiguousarray(w_t[:, c]) for c in gate_cols]
     none = np.empty((1, 1), dt)
-    bks = [none if bias is None else np.ascontiguousarray(bias[:, c]) for c in gate_cols]
+    wks, bks = [], []
+    for u0, u1 in units:
+        # the worker's gates' rows of W_hh, scaled and transposed: (P, 4U), gate by gate
+        # (slices: a fancy-index gather of the columns of the whole scaled W_hh^T cost as
+        # much again as building it)
+        u = u1 - u0
+        wk = np.empty((w_hh.shape[1], 4 * u), dt)
+        bk = none if bias is None else np.empty((bias.shape[0], 4 * u), dt)
+        for q in range(4):
+            np.multiply(w_hh[q * hs + u0:q * hs + u1].T, s[q * hs], out=wk[:, q * u:(q + 1) * u])
+            if bias is not None:
+                bk[:, q * u:(q + 1) * u] = bias[:, q * hs + u0:q * hs + u1]
+        wks.append(wk)
+        bks.append(bk)
     w_hr_t = none if w_hr is None else np.ascontiguousarray(w_hr.T)
     raw = np.empty((1, 1, 1), dt) if raw is None else raw
     h0 = np.ascontiguousarray(h0)
@@ -656,7 +668,9 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
     # (H, 4H) in row order: OpenBLAS ran the steps' (B, H) @ (H, 4H) products 1.4x slower
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
-    w_t = xp.ascontiguousarray((w_hh * s[:, None]).T)
+    plan = _unit_split_plan(xp, dt, batch, hs, p)
+    w_t = None if plan is not None else xp.ascontiguousarray((w_hh * s[:, None]).T)
+    gate_s = s
     shift = s.copy()
     shift[2 * hs:3 * hs] = 0
     # full-size factors: a same-shape product runs twice as fast as a row broadcast
@@ -676,12 +690,13 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     mm = xp.matmul
     fused = _step_kernels(xp, dt)
     fused32 = fused if dt == np.float32 else None  # NOTE [ Fused LSTM layer steps ]
-    plan = _unit_split_plan(xp, dt, batch, hs, p)
-    if plan is not None and _forward_on_units(plan, acts, w_t, bias, h0, cs, tcs, out, raw,
-                                              hprev, w_hr, reverse):
-        last = 0 if reverse else steps - 1
-        return (out, out[last].copy(), cs[0 if reverse else steps].copy(), acts, cs, tcs, raw,
-                hprev, xf)
+    if plan is not None:
+        if _forward_on_units(plan, acts, w_hh, gate_s, bias, h0, cs, tcs, out, raw, hprev,
+                             w_hr, reverse):
+            last = 0 if reverse else steps - 1
+            return (out, out[last].copy(), cs[0 if reverse else steps].copy(), acts, cs, tcs,
+                    raw, hprev, xf)
+        w_t = xp.ascontiguousarray((w_hh * gate_s[:, None]).T)  # (the relay was taken)
     with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
