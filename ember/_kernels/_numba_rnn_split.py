@@ -1,5 +1,5 @@
 """numba kernels of the fused LSTM layer's loops split by hidden units over threads (NOTE
-[ LSTM steps split by hidden units ] in ember/_ops/nn_rnn.py).
+[ LSTM steps split by hidden units ] in ember/_ops/_lstm_units.py).
 
 Imported only when the fused kernels' backend is numba. Each call runs the whole time loop
 of one worker: its slice of every step's recurrent product, through a pointer to the very

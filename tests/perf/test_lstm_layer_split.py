@@ -1,5 +1,5 @@
 """The fused LSTM layer's loops split by hidden units over two threads (NOTE [ LSTM steps
-split by hidden units ] in ember/_ops/nn_rnn.py): values and every gradient those of the
+split by hidden units ] in ember/_ops/_lstm_units.py): values and every gradient those of the
 one-core loop, the split taken only where it is meant to be, and a worker that fails
 stopping the others instead of leaving them waiting."""
 
@@ -8,7 +8,7 @@ import pytest
 
 import ember
 from ember import _parallel
-from ember._ops import nn_rnn
+from ember._ops import _lstm_units
 
 
 @pytest.fixture
@@ -25,16 +25,16 @@ def split(numba_backend, monkeypatch):
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(_parallel, "contended", lambda: False)
-    monkeypatch.setattr(nn_rnn, "UNIT_SPLIT_MIN_WORK", 0)
+    monkeypatch.setattr(_lstm_units, "UNIT_SPLIT_MIN_WORK", 0)
     calls = []
-    for name in ("_forward_on_units", "_backward_on_units"):
-        real = getattr(nn_rnn, name)
+    for name in ("forward", "backward"):
+        real = getattr(_lstm_units, name)
 
         def spy(*args, _real=real, _name=name):
             ran = _real(*args)
             calls.append((_name, ran))
             return ran
-        monkeypatch.setattr(nn_rnn, name, spy)
+        monkeypatch.setattr(_lstm_units, name, spy)
     yield calls
     ember.set_num_threads(before)
 
@@ -53,7 +53,7 @@ def _run(dtype=ember.float64, batch=5, steps=6, hidden=40, **kw):
 
 
 def _one_core(monkeypatch, **kw):
-    monkeypatch.setattr(nn_rnn, "_unit_split_plan", lambda *a: None)
+    monkeypatch.setattr(_lstm_units, "plan", lambda *a: None)
     try:
         return _run(**kw)
     finally:
@@ -68,7 +68,7 @@ def test_lstm_split_by_units_equals_one_core(split, monkeypatch, dtype, kw):
     kw = dict(kw, dtype=dtype)
     two = _run(**kw)
     assert split and all(ran for _, ran in split)
-    assert {name for name, _ in split} == {"_forward_on_units", "_backward_on_units"}
+    assert {name for name, _ in split} == {"forward", "backward"}
     one = _one_core(monkeypatch, **kw)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == ember.float32 else dict(rtol=1e-12,
                                                                           atol=1e-13)
@@ -93,7 +93,7 @@ def test_lstm_split_off_at_one_thread(split):
 
 
 def test_lstm_split_off_for_few_units(split):
-    _run(hidden=2 * nn_rnn.UNIT_SPLIT_MIN_UNITS - 1)
+    _run(hidden=2 * _lstm_units.UNIT_SPLIT_MIN_UNITS - 1)
     assert not split
 
 
@@ -104,7 +104,7 @@ def test_lstm_split_off_when_contended(split, monkeypatch):
 
 
 def test_lstm_split_off_below_its_work(split, monkeypatch):
-    monkeypatch.setattr(nn_rnn, "UNIT_SPLIT_MIN_WORK", 5 * 4 * 40 * 40 + 1)
+    monkeypatch.setattr(_lstm_units, "UNIT_SPLIT_MIN_WORK", 5 * 4 * 40 * 40 + 1)
     _run()
     assert not split
 
