@@ -208,11 +208,13 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         gap = max_len - s.shape[0]
         if gap:
-            pad = ember.full((gap,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
+            pad = ember.full((gap,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype,
+                             device=s.device)
             s = ember.cat([s, pad] if padding_side == "right" else [pad, s])
         rows.append(s)
-    out = ember.stack(rows, 0)
-    return out if batch_first else out.transpose(0, 1)
+    # stacked along the batch dimension itself, so the result is contiguous either way, as
+    # PyTorch's is: programs call ``.view(-1)`` on the time-major batch (or a slice of it)
+    return ember.stack(rows, 0 if batch_first else 1)
 
 
 def pack_sequence(sequences, enforce_sorted=True):
