@@ -1,0 +1,142 @@
+"""Regressions found by running public-style PyTorch programs (tests/compat/
+test_research_repos_5.py) unchanged under ``python -m ember.compat.run``: each test is a
+minimal program of our own that reproduces one failure, checked against torch where torch is
+installed."""
+
+import io
+
+import numpy as np
+import pytest
+
+import ember
+
+try:
+    import torch
+    HAS_TORCH = True
+except ImportError:  # pragma: no cover
+    torch = None
+    HAS_TORCH = False
+
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+
+
+# -- pad_sequence's time-major batch is contiguous (bentrevett's seq2seq: trg[1:].view(-1)) --
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("trailing", [(), (3,)])
+def test_pad_sequence_is_contiguous(batch_first, trailing):
+    seqs = [ember.ones((4,) + trailing), ember.ones((2,) + trailing)]
+    out = ember.nn.utils.rnn.pad_sequence(seqs, batch_first=batch_first)
+    assert out.is_contiguous()
+    assert out[1:].view(-1).shape == (out[1:].numel(),)
+
+
+@needs_torch
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pad_sequence_matches_torch_strides(batch_first, side):
+    lens, vals = [3, 1, 2], np.arange(6 * 2, dtype=np.float32).reshape(6, 2)
+    parts, start = [], 0
+    for n in lens:
+        parts.append(vals[start:start + n])
+        start += n
+    got = ember.nn.utils.rnn.pad_sequence([ember.tensor(p) for p in parts], batch_first,
+                                          -1.0, side)
+    want = torch.nn.utils.rnn.pad_sequence([torch.tensor(p) for p in parts], batch_first,
+                                           -1.0, side)
+    assert got.stride() == want.stride()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- a traced module runs with the training flags it was traced with --------------------------
+
+def _traced_runs(lib):
+    """Trace in eval mode, then call after ``train()`` (and after a save/load round trip),
+    and trace in train mode, then call after ``eval()``; what each call gives."""
+    net = lib.nn.Sequential()
+    net.add_module("bn", lib.nn.BatchNorm1d(3))
+    net.add_module("drop", lib.nn.Dropout(0.5))
+    lib.manual_seed(0)
+    net.bn.running_mean.fill_(0.5)
+    x = lib.randn(6, 3)
+    traced = lib.jit.trace(net.eval(), x)
+    traced.train()
+    out = {"flag": traced.training, "eval_traced": traced(x).detach().numpy(),
+           "running": net.bn.running_mean.clone().numpy()}
+    buf = io.BytesIO()
+    lib.jit.save(traced, buf)
+    buf.seek(0)
+    loaded = lib.jit.load(buf)
+    loaded.train()
+    out["loaded"] = loaded(x).detach().numpy()
+    lib.manual_seed(1)
+    traced_train = lib.jit.trace(net.train(), x, check_trace=False)
+    traced_train.eval()
+    lib.manual_seed(2)
+    out["train_traced"] = traced_train(x).detach().numpy()
+    out["after"] = (net.training, traced_train.training)
+    return out
+
+
+def test_traced_module_keeps_its_trace_time_training_flags():
+    out = _traced_runs(ember)
+    assert out["flag"] is True  # the module reports the flag it was set to
+    np.testing.assert_allclose(out["running"], [0.5] * 3)  # eval-mode trace: no update
+    np.testing.assert_array_equal(out["loaded"], out["eval_traced"])
+    assert (out["train_traced"] == 0).any()  # traced in train mode: dropout still drops
+    assert out["after"] == (True, False)
+
+
+@needs_torch
+def test_traced_module_training_flags_match_torch():
+    got, want = _traced_runs(ember), _traced_runs(torch)
+    for key in ("eval_traced", "running", "loaded", "train_traced"):
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-6, err_msg=key)
+    assert got["after"] == want["after"] and got["flag"] == want["flag"]
+
+
+def test_scripted_module_follows_its_training_flag():
+    net = ember.nn.Sequential(ember.nn.Dropout(0.5))
+    scripted = ember.jit.script(net.eval())
+    scripted.train()
+    ember.manual_seed(0)
+    assert (scripted(ember.ones(64)) == 0).any()
+
+
+# -- layer norm of a half input with float32 parameters (autocast's): torch's mixed kernel ----
+
+def _mixed_layer_norm(lib, dtype):
+    lib.manual_seed(0)
+    x = lib.randn(64, 16).to(dtype).requires_grad_()
+    g = (lib.randn(64, 16) * 1e-3).to(dtype)
+    w = (lib.randn(16) * 0.1 + 1).requires_grad_()
+    b = (lib.randn(16) * 0.1).requires_grad_()
+    y, mean, rstd = lib.native_layer_norm(x, (16,), w, b, 1e-5)
+    y.backward(g)
+    out = {"y": y.detach().float().numpy(), "gx": x.grad.float().numpy(),
+           "gw": w.grad.numpy(), "gb": b.grad.numpy(), "dtypes": (str(mean.dtype).split(".")[1],
+                                            str(rstd.dtype).split(".")[1],
+                                            str(b.grad.dtype).split(".")[1])}
+    return out
+
+
+def test_mixed_layer_norm_keeps_float32_statistics_and_gradients():
+    out = _mixed_layer_norm(ember, ember.bfloat16)
+    assert out["dtypes"] == ("float32", "float32", "float32")
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_mixed_layer_norm_matches_torch_bit_for_bit(dtype):
+    ember.set_num_threads(2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the parameters' gradients depend on the thread count
+    try:
+        got = _mixed_layer_norm(ember, getattr(ember, dtype))
+        want = _mixed_layer_norm(torch, getattr(torch, dtype))
+    finally:
+        torch.set_num_threads(threads)
+    assert got["dtypes"] == want["dtypes"]
+    for key in want:
+        if key != "dtypes":
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
