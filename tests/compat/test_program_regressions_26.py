@@ -140,3 +140,36 @@ def test_mixed_layer_norm_matches_torch_bit_for_bit(dtype):
     for key in want:
         if key != "dtypes":
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+
+# -- a subgraph pattern's input matches a constant argument (FX's replace_pattern) ----------
+
+def _rewritten(lib):
+    fx = lib.fx
+
+    def f(x, y):
+        return lib.sigmoid(x) + 1, lib.sigmoid(y) + x, lib.relu(x) * 2.0, lib.relu(y) * x
+
+    gm = fx.symbolic_trace(f)
+    first = fx.subgraph_rewriter.replace_pattern(
+        gm, lambda a, b: lib.sigmoid(a) + b, lambda a, b: lib.tanh(a) - b)
+    second = fx.subgraph_rewriter.replace_pattern(
+        gm, lambda a, b: lib.relu(a) * b, lambda a, b: lib.relu(a) * b * b)
+    bound = sorted(str(v) for k, v in second[0].nodes_map.items() if k.name == "b")
+    x, y = lib.tensor([0.5, -1.0]), lib.tensor([2.0, 0.25])
+    return len(first), len(second), bound, [t.numpy() for t in gm(x, y)]
+
+
+def test_replace_pattern_input_matches_a_constant():
+    n_first, n_second, bound, outs = _rewritten(ember)
+    assert (n_first, n_second) == (2, 2) and "2.0" in bound
+    np.testing.assert_allclose(outs[0], np.tanh([0.5, -1.0]) - 1, rtol=1e-6)
+    np.testing.assert_allclose(outs[2], [2.0, 0.0], rtol=1e-6)
+
+
+@needs_torch
+def test_replace_pattern_with_constants_matches_torch():
+    got, want = _rewritten(ember), _rewritten(torch)
+    assert got[:3] == want[:3]
+    for a, b in zip(got[3], want[3]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
