@@ -173,3 +173,48 @@ def test_replace_pattern_with_constants_matches_torch():
     assert got[:3] == want[:3]
     for a, b in zip(got[3], want[3]):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+# -- results that torch lays out contiguously, which programs ``view`` -------------------------
+
+def _layouts(lib):
+    lib.manual_seed(0)
+    x = lib.randn(4, 3, 5)
+    i = lib.tensor([0, 2])
+    t = x.transpose(0, 1)
+    seqs = [lib.randn(3, 2), lib.randn(1, 2)]
+    return {
+        "index_mid": x[:, i],
+        "index_last": x[..., i],
+        "index_2d_col": x[0][:, i],
+        "masked_fill_t": t.masked_fill(t > 0, 0),
+        "masked_fill_cl": lib.randn(2, 3, 4, 5).to(memory_format=lib.channels_last)
+                             .masked_fill(lib.tensor(True), 1.0),
+        "one_hot_t": lib.nn.functional.one_hot(lib.tensor([[0, 1], [2, 0]]).t(), 3),
+        "unpad": lib.nn.utils.rnn.unpad_sequence(lib.nn.utils.rnn.pad_sequence(seqs),
+                                                 lib.tensor([3, 1]))[0],
+        "unpack": lib.nn.utils.rnn.unpack_sequence(lib.nn.utils.rnn.pack_sequence(seqs))[0],
+    }
+
+
+@pytest.mark.parametrize("key", sorted(_layouts(ember)))
+def test_result_is_contiguous_and_views(key):
+    r = _layouts(ember)[key]
+    assert r.is_contiguous(), (key, r.stride())
+    assert r.view(-1).numel() == r.numel()
+
+
+@needs_torch
+def test_result_layouts_match_torch():
+    got, want = _layouts(ember), _layouts(torch)
+    for key in want:
+        assert got[key].stride() == want[key].stride(), key
+        np.testing.assert_array_equal(got[key].numpy(), want[key].numpy(), err_msg=key)
+
+
+def test_unpacked_sequences_are_copies():
+    seqs = [ember.ones(3, 2), ember.ones(1, 2)]
+    padded = ember.nn.utils.rnn.pad_sequence(seqs)
+    first = ember.nn.utils.rnn.unpad_sequence(padded, ember.tensor([3, 1]))[0]
+    first.zero_()
+    assert padded.sum().item() == 8.0

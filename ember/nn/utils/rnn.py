@@ -256,7 +256,9 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    return [padded_sequences[i, :int(n)] for i, n in enumerate(lengths)]
+    # copies, contiguous, as torch's (it selects each sequence's rows by a mask)
+    return [padded_sequences[i, :int(n)].clone(memory_format=_ember().contiguous_format)
+            for i, n in enumerate(lengths)]
 
 
 def unpack_sequence(packed_sequences):
