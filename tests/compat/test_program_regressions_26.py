@@ -218,3 +218,37 @@ def test_unpacked_sequences_are_copies():
     first = ember.nn.utils.rnn.unpad_sequence(padded, ember.tensor([3, 1]))[0]
     first.zero_()
     assert padded.sum().item() == 8.0
+
+
+# -- reductions give row-major results whatever the input's layout, as torch's do ------------
+
+_REDUCTIONS = {
+    "std": lambda lib, x: x.std(-1), "var": lambda lib, x: x.var(1, keepdim=True),
+    "logsumexp": lambda lib, x: x.logsumexp(-1), "norm": lambda lib, x: x.norm(dim=-1),
+    "vector_norm": lambda lib, x: lib.linalg.vector_norm(x, 1, dim=1, keepdim=True),
+    "all": lambda lib, x: (x > 0).all(-1), "any": lambda lib, x: (x > 0).any(1),
+    "count_nonzero": lambda lib, x: lib.count_nonzero(x, -1)}
+
+
+def _reduced(lib, name, layout):
+    lib.manual_seed(0)
+    x = lib.randn(2, 3, 4, 5)
+    x = x.transpose(0, 2) if layout == "transposed" else \
+        x.to(memory_format=lib.channels_last)
+    return _REDUCTIONS[name](lib, x)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "channels_last"])
+@pytest.mark.parametrize("name", sorted(_REDUCTIONS))
+def test_reduction_result_is_row_major(name, layout):
+    r = _reduced(ember, name, layout)
+    assert r.is_contiguous(), r.stride()
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["transposed", "channels_last"])
+@pytest.mark.parametrize("name", sorted(_REDUCTIONS))
+def test_reduction_result_strides_match_torch(name, layout):
+    got, want = _reduced(ember, name, layout), _reduced(torch, name, layout)
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
