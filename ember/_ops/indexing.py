@@ -698,7 +698,13 @@ def _reads_nothing(xp, a, key):
 def _index_kernel(xp, a, *idx, spec, shape):
     key = _key(spec, idx)
     try:
-        return a[key]
+        # NumPy lays a result out after its index arrays (``x[:, i]`` of a contiguous x
+        # comes back with the indexed dim outermost); torch's result of a contiguous
+        # input is contiguous, and programs ``view`` it. (Of other layouts NumPy's is
+        # kept: torch keeps a channels-last input's, for one.)
+        r = a[key]
+        contiguous = getattr(getattr(a, "flags", None), "c_contiguous", False)
+        return xp.ascontiguousarray(r) if contiguous else r
     except IndexError:
         r = _reads_nothing(xp, a, key) if a.size == 0 else None
         if r is None:

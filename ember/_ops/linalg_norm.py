@@ -10,6 +10,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
 from .._kernels import _vnorm
+from ._memory_format import row_major_kernel as _row_major
 from ._registry import Op, public
 from .indexing import multilinear_jvp
 from .linalg import _LOWP, _conj, check_tensor
@@ -99,7 +100,7 @@ def _vnorm_jvp(x_dots, x, *, out, ord, dim, keepdim):
     return p.sum(dims, keepdim=keepdim)
 
 
-vector_norm_op = Op("linalg_vector_norm", _vnorm_kernel, vjp=_vnorm_vjp, jvp=_vnorm_jvp)
+vector_norm_op = Op("linalg_vector_norm", _row_major(_vnorm_kernel), vjp=_vnorm_vjp, jvp=_vnorm_jvp)
 
 
 def _norm_input(op_name, x, dtype):

@@ -56,7 +56,10 @@ def _fill_value(xp, a, value, vt):
 
 
 def _masked_fill_kernel(xp, a, mask, vt, *, value):
-    return where(xp, mask, _fill_value(xp, a, value, vt), a)  # NOTE [ Portable array code ]
+    # out of place, torch fills a contiguous clone whatever the input's layout (a transposed
+    # or channels-last input too), so programs may ``view`` the result
+    out = where(xp, mask, _fill_value(xp, a, value, vt), a)  # NOTE [ Portable array code ]
+    return xp.ascontiguousarray(out)
 
 
 def _masked_fill_into(xp, out, mask, vt, *, value):

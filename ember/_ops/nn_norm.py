@@ -282,8 +282,17 @@ def _layer_norm_parts(xp, x, w, b, ndim, eps):
         y = y * w
     if b is not None:
         y = y + b
+    # half input with float32 parameters (autocast's layer norm): torch's mixed kernel keeps
+    # the statistics in float32 (NOTE [ Half-precision layer norm backward ])
+    low = low and not _mixed_params(x, w, b)
     return y.astype(x.dtype), mean.astype(x.dtype) if low else mean, \
         rstd.astype(x.dtype) if low else rstd
+
+
+def _mixed_params(x, *params):
+    """Whether a half-precision layer norm has parameters of another dtype (float32: torch's
+    "mixed" kernel, which keeps the statistics and the parameters' gradients in float32)."""
+    return any(p is not None and p.dtype != x.dtype for p in params)
 
 
 def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
@@ -294,7 +303,11 @@ def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
         return fused
     n = math.prod(x.shape[x.ndim - ndim:])
     dt = x.dtype
-    if xp is np and dt.itemsize < 4 and mean.dtype == dt:
+    # the parameters' gradients take the parameters' dtype: float32 beside a half input in
+    # torch's mixed kernel, whose float32 statistics tell it apart (a bias alone leaves no
+    # weight to look at)
+    pdt = w.dtype if w is not None else mean.dtype
+    if xp is np and dt.itemsize < 4:
         return _half_layer_norm_backward(g, x, w, mean, rstd, ndim)
     if dt.itemsize < 4:  # half precision computes in float32
         g, x = g.astype(xp.float32), x.astype(xp.float32)
@@ -313,7 +326,7 @@ def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
     gxhat *= rstd
     if gw is None:  # no weight: an empty gw, as a kernel returns arrays only
         gw = xp.zeros((0,), dt)  # (NOTE [ Portable array code ])
-    return gxhat.astype(dt, copy=False), gw.astype(dt, copy=False), gb.astype(dt, copy=False)
+    return gxhat.astype(dt, copy=False), gw.astype(pdt, copy=False), gb.astype(pdt, copy=False)
 
 
 # NOTE [ Half-precision layer norm backward ]
@@ -328,7 +341,11 @@ def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
 # gradients depend on the thread count: ember replays torch running on ember's own
 # (``ember.get_num_threads()``, 2 on two cores). Measured against torch 2.13 with 1, 2 and 3
 # threads. The sums ds and db run in NumPy's order, not torch's SIMD lanes: now and then an
-# element of dx differs by one unit of the last place.
+# element of dx differs by one unit of the last place. Torch's "mixed" kernel (a half input
+# with float32 parameters, as autocast calls it) does the same from float32 statistics, and
+# hands the parameters' gradients back in float32, the per-thread buffers in the input's
+# dtype still (measured: rounding those buffers to float32 instead, or the statistics to the
+# input's dtype, moves gamma's gradient by a few units of bfloat16's last place).
 
 
 def _half_layer_norm_backward(g, x, w, mean, rstd, ndim):
@@ -365,8 +382,9 @@ def _half_layer_norm_backward(g, x, w, mean, rstd, ndim):
             pb = (pb.astype(np.float32) + g32[i]).astype(dt)
         gw += pw.astype(np.float32)
         gb += pb.astype(np.float32)
-    gw = gw.astype(dt).reshape(norm_shape) if w is not None else np.zeros((0,), dt)
-    return gx, gw, gb.astype(dt).reshape(norm_shape)
+    pdt = w.dtype if w is not None else mean.dtype  # float32 in the mixed kernel
+    gw = gw.astype(pdt).reshape(norm_shape) if w is not None else np.zeros((0,), pdt)
+    return gx, gw, gb.astype(pdt).reshape(norm_shape)
 
 
 layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_kernel)

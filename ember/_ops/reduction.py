@@ -904,7 +904,7 @@ def _var_jvp(x_dots, a, *, dim, keepdim, correction, take_sqrt, out):
     return _where_zero(s * scale / out, out == 0)
 
 
-var_op = Op("var", _var_kernel, vjp=_var_vjp, jvp=_var_jvp)
+var_op = Op("var", _row_major(_var_kernel), vjp=_var_vjp, jvp=_var_jvp)
 var_op.out_needed = lambda inputs, params: params["take_sqrt"]  # std's gradient reads it
 
 
@@ -1335,7 +1335,8 @@ def _logsumexp_jvp(x_dots, a, *, dim, keepdim, out):
     return w.sum(dim, keepdim=keepdim)
 
 
-logsumexp_op = Op("logsumexp", _logsumexp_kernel, vjp=_logsumexp_vjp, jvp=_logsumexp_jvp)
+logsumexp_op = Op("logsumexp", _row_major(_logsumexp_kernel), vjp=_logsumexp_vjp,
+                  jvp=_logsumexp_jvp)
 
 
 @public
@@ -1395,7 +1396,7 @@ def _logical_kernel(xp, a, *, dim, keepdim, is_all):
     return r.astype(np.uint8) if a.dtype == np.uint8 else r
 
 
-all_op = Op("all", _logical_kernel, differentiable=False)
+all_op = Op("all", _row_major(_logical_kernel), differentiable=False)
 
 
 def _all_any(name, is_all, input, dim, keepdim, out):
@@ -1431,7 +1432,7 @@ def _count_nonzero_kernel(xp, a, *, dim):
     return xp.asarray(xp.count_nonzero(a, axis=dim), dtype=np.int64)
 
 
-count_nonzero_op = Op("count_nonzero", _count_nonzero_kernel, differentiable=False)
+count_nonzero_op = Op("count_nonzero", _row_major(_count_nonzero_kernel), differentiable=False)
 
 
 @public

@@ -3,7 +3,8 @@ replace it with another graph.
 
 NOTE [ Subgraph matching ]
 The pattern and the replacement are traced (functions or modules). The pattern's
-placeholders match any value of the graph (each one consistently); every other pattern node
+placeholders match any value of the graph, a node or a constant argument (each one
+consistently; a constant is handed to the replacement as it is); every other pattern node
 must match a graph node with the same opcode and target, arguments matching position by
 position (nodes recursively, constants by equality). Matching starts at each graph node
 that could be the pattern's returned node (its *anchor*) and walks backwards through the
@@ -105,7 +106,18 @@ class _Matcher:
 
     def _match_arg(self, pa, ga, m: dict) -> bool:
         if isinstance(pa, Node):
-            return isinstance(ga, Node) and self._match_node(pa, ga, m)
+            if isinstance(ga, Node):
+                return self._match_node(pa, ga, m)
+            if pa.op != "placeholder":
+                return False
+            # a pattern input matches a constant argument too (``sigmoid(a) + b`` finds
+            # ``sigmoid(x) + 1``, as in PyTorch), each time the same constant; the
+            # replacement then takes the constant
+            if pa in m:
+                seen = m[pa]
+                return not isinstance(seen, Node) and type(seen) is type(ga) and seen == ga
+            m[pa] = ga
+            return True
         if isinstance(pa, (tuple, list)):
             return isinstance(ga, (tuple, list)) and len(pa) == len(ga) and \
                 all(self._match_arg(a, b, m) for a, b in zip(pa, ga))
@@ -208,7 +220,7 @@ def replace_pattern_with_filters(gm: GraphModule, pattern, replacement,
     used: set = set()
     for m in matcher.match(graph):
         matched = {m[p] for p in m if p.op != "placeholder"}
-        if matched & used or any(n._erased for n in m.values()):
+        if matched & used or any(isinstance(n, Node) and n._erased for n in m.values()):
             continue
         match = Match(anchor=matcher.returns[-1], nodes_map=m)
         if match_filters and not all(f(match, graph, pattern_graph) for f in match_filters):

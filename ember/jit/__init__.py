@@ -488,6 +488,8 @@ def _traced(obj, recorded=None):
 
         memo: dict = {}
         view = make_view(obj, TopLevelTracedModule, TracedModule, memo)
+        for traced_view in view.modules():  # NOTE [ Traced training flags ]
+            traced_view.__dict__["_ember_traced_training"] = traced_view.training
         for key, graph in (recorded.graphs.items() if recorded is not None else ()):
             if key in memo:  # NOTE [ Trace graphs ]
                 memo[key].__dict__["_ember_trace_graph"] = graph

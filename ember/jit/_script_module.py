@@ -155,6 +155,31 @@ class _ViewOf:
     def extra_repr(self):
         return f"original_name={self.original_name}"
 
+    def __call__(self, *args, **kwargs):
+        # NOTE [ Traced training flags ]
+        # PyTorch's trace records each submodule's ``training`` as a constant of the graph
+        # (batch norm's batch statistics or running ones, dropout on or off), so a module
+        # traced in eval mode and then set to ``train()`` -- or traced in train mode and set
+        # to ``eval()`` -- still runs as it was traced, through ``save``/``load`` too, while
+        # ``module.training`` itself reports the new flag. ember's traced view runs the
+        # module's Python forward (NOTE [ Script modules as views ]), so for the length of a
+        # call it sets each view's flag back to the one ``trace`` saw (``_ember_traced_
+        # training``, kept in the view's state) and restores the set flags afterwards.
+        if "_ember_traced_training" not in self.__dict__ or \
+                self.__dict__.get("_ember_in_traced_call"):
+            return super().__call__(*args, **kwargs)
+        views = [m for m in self.modules() if "_ember_traced_training" in m.__dict__]
+        flags = [m.__dict__["training"] for m in views]
+        for m in views:
+            m.__dict__["training"] = m.__dict__["_ember_traced_training"]
+            m.__dict__["_ember_in_traced_call"] = True
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            for m, flag in zip(views, flags):
+                m.__dict__["training"] = flag
+                m.__dict__["_ember_in_traced_call"] = False
+
     def __reduce_ex__(self, protocol):
         if "_original_class" not in type(self).__dict__:  # not a view: pickled as usual
             return super().__reduce_ex__(protocol)

@@ -373,8 +373,9 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("Class values must be smaller than num_classes." if
                            int(tensor.max()) >= num_classes else
                            "Class values must be non-negative.")
+    # contiguous whatever the input's layout, as torch's (zeros, then a scatter) is
     return (tensor.unsqueeze(-1) == _ranges.arange(num_classes, device=tensor.device)).to(
-        _dt.int64)
+        _dt.int64).contiguous()
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

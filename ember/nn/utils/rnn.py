@@ -208,11 +208,13 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         gap = max_len - s.shape[0]
         if gap:
-            pad = ember.full((gap,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
+            pad = ember.full((gap,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype,
+                             device=s.device)
             s = ember.cat([s, pad] if padding_side == "right" else [pad, s])
         rows.append(s)
-    out = ember.stack(rows, 0)
-    return out if batch_first else out.transpose(0, 1)
+    # stacked along the batch dimension itself, so the result is contiguous either way, as
+    # PyTorch's is: programs call ``.view(-1)`` on the time-major batch (or a slice of it)
+    return ember.stack(rows, 0 if batch_first else 1)
 
 
 def pack_sequence(sequences, enforce_sorted=True):
@@ -254,7 +256,9 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    return [padded_sequences[i, :int(n)] for i, n in enumerate(lengths)]
+    # copies, contiguous, as torch's (it selects each sequence's rows by a mask)
+    return [padded_sequences[i, :int(n)].clone(memory_format=_ember().contiguous_format)
+            for i, n in enumerate(lengths)]
 
 
 def unpack_sequence(packed_sequences):
