@@ -130,13 +130,16 @@ class Worker:
             [sys.executable, "-m", "bench._workers", framework], cwd=ROOT, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self._info = None
+        self._busy = True  # until it answers: first the import, then each request
 
     @property
     def pid(self) -> int:
+        """The worker's process id (also its process group's)."""
         return self.process.pid
 
     @property
     def alive(self) -> bool:
+        """Whether the worker process is still running."""
         return self.process.poll() is None
 
     def info(self) -> dict:
@@ -152,6 +155,7 @@ class Worker:
 
     def _reply(self):
         data = _receive_bytes(self.process.stdout)
+        self._busy = False
         if data is None:
             raise WorkerDied(self, self.process.wait())
         status, value = pickle.loads(data)
@@ -161,6 +165,7 @@ class Worker:
 
     def _call(self, *message):
         self.info()  # the import's answer comes first
+        self._busy = True
         try:
             _send(self.process.stdin, message)
         except (BrokenPipeError, OSError):
@@ -196,9 +201,10 @@ class Worker:
         return self._call("info")["loaded"]
 
     def close(self, timeout: float = CLOSE_TIMEOUT_S):
-        """End the worker and its process group: politely if it is idle, else by signal."""
+        """End the worker and its process group: politely if it is idle, else (interrupted
+        in the middle of a request) at once by signal."""
         proc = self.process
-        if proc.poll() is None:
+        if proc.poll() is None and not self._busy:
             try:
                 _send(proc.stdin, ("exit",))
                 proc.wait(timeout)
