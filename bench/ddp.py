@@ -178,9 +178,15 @@ def _print_table(results):
         t = results["torch"]
         for fw in (f for f in results if f != "torch"):
             e = results[fw]
-            wall = e["overhead_ms"] / max(t["overhead_ms"], 1e-9)
-            cpu = e["overhead_cpu_ms"] / max(t["overhead_cpu_ms"], 1e-9)
-            print(f"{fw} overhead / torch overhead: {wall:.2f} (CPU time: {cpu:.2f})")
+
+            def ratio(key, e=e):
+                # a median overhead at or below zero (a loaded machine's noise) has no ratio
+                if t[key] <= 0 or e[key] <= 0:
+                    return "n/a (an overhead <= 0: noise, re-run)"
+                return f"{e[key] / t[key]:.2f}"
+
+            print(f"{fw} overhead / torch overhead: {ratio('overhead_ms')} "
+                  f"(CPU time: {ratio('overhead_cpu_ms')})")
 
 
 def main(argv=None):

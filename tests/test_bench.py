@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import HAS_TORCH
@@ -329,3 +330,33 @@ def test_result_values_keep_autograd_facts_through_pickle():
     assert v[0].requires_grad and v[0].grad_fn == "MulBackward0"
     assert v[1].tolist() == 3 and not isinstance(v[1], Values)
     assert not result_values(ember.ones(2)).requires_grad
+
+
+def test_conv_paths_forced_paths_match_torch():
+    torch = pytest.importorskip("torch")
+    import ember
+    from bench._conv_paths import candidates, forced, steps
+
+    layer = (2, 16, 12, 8, 3, 1, 1)
+    t_fwd, t_bwd = steps(torch, layer)
+    want = [t_fwd().numpy()] + [g.numpy() for g in t_bwd()]
+    for path in candidates(layer):
+        e_fwd, e_bwd = steps(ember, layer)
+        with forced(path):
+            got = [e_fwd().numpy()] + [g.numpy() for g in e_bwd()]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max(),
+                                       err_msg=path)
+
+
+def test_conv_paths_forced_takes_the_path_and_restores_the_rules():
+    from bench._conv_paths import forced
+    from ember._ops import nn_winograd
+
+    shape = ((2, 64, 8, 8), (64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, np.float32)
+    chosen = nn_winograd.eligible(np, *shape)
+    with forced("columns"):
+        assert not nn_winograd.eligible(np, *shape)
+    with forced("F(2x2) NumPy"):
+        assert nn_winograd.eligible(np, *shape)
+    assert nn_winograd.eligible(np, *shape) == chosen

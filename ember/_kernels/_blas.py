@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _parallel
+from . import _mlas
 
 #: products with fewer multiply-adds than this run with the BLAS at one thread
 ONE_THREAD_WORK = 1 << 27
@@ -165,7 +166,8 @@ def side_matmul(a, b):
 
 def matmul(a, b, out=None):
     """``np.matmul(a, b)`` for NumPy arrays, with the BLAS at one thread for small products
-    (NOTE [ GEMM threads by shape ]).
+    (NOTE [ GEMM threads by shape ]); large float32 products on MLAS where NumPy's OpenBLAS
+    is pinned below the CPU (NOTE [ Products past a pinned OpenBLAS ]).
 
     Args:
         a: (..., m, k) array.
@@ -173,7 +175,8 @@ def matmul(a, b, out=None):
         out: optional output array, as for ``np.matmul``.
 
     Returns:
-        ndarray: the product, exactly as ``np.matmul`` gives it.
+        ndarray: the product: exactly as ``np.matmul`` gives it, or MLAS's (the same
+        values to float rounding).
 
     Example::
 
@@ -181,6 +184,10 @@ def matmul(a, b, out=None):
         >>> matmul(a, a.T).tolist()
         [[5.0, 14.0], [14.0, 50.0]]
     """
+    if a.ndim >= 2 and b.ndim >= 2 and a.shape[-2] * b.shape[-1] * a.shape[-1] >= _mlas.MIN_WORK:
+        r = _mlas.matmul(a, b, out)  # NOTE [ Products past a pinned OpenBLAS ]
+        if r is not None:
+            return r
     if (a.ndim < 2 or b.ndim < 2
             # below OpenBLAS's own limit: one thread anyway, nothing to decide (the commonest
             # case: a small product pays this one test, not three calls)

@@ -41,9 +41,12 @@ _TILE_BYTES = 4 * 2**20
 # CNN's conv2 backward (64, 32 -> 64, 26x26; 295 KB of dV a sample, four samples a chunk)
 # 0.86-0.88x the time of whole chunks in pieces of one sample, 0.99x in pieces of two
 # (590 KB); ResNet-18's stage 2 (32, 128 -> 128, 16x16; 524 KB a sample) 1.06x in pieces of
-# one (its GEMMs get 64 columns), so where one sample's dV is over the bound the chunks run
+# one (its GEMMs get 64 columns), so where one sample's dV reaches the bound the chunks run
 # whole, as before. The input gradient's bits do not change: every column of dV is the same
-# GEMM's dot product over O, whatever the piece.
+# GEMM's dot product over O, whatever the piece. (Stage 2's dV is exactly 2**19 bytes, 16 x
+# 128 x 64 x 4, and until session 26 the floor division gave it pieces of one sample, the
+# case measured slower: whole chunks took its backward 31.9 -> 30.0 ms under
+# ``OPENBLAS_CORETYPE=Haswell``, 23.6 -> 22.4 unset, one thread; bench/RESULTS.md.)
 _ADJOINT_BYTES = 2**19
 
 
@@ -88,8 +91,10 @@ def backward(x, g, w, padding):
     gx = np.empty(x.shape, x.dtype)
     per_sample = 16 * th * tw * (c + o) * x.itemsize
     tiles = th * tw
-    # samples per piece of the input adjoint (NOTE [ The input adjoint in cache-sized pieces ])
-    piece = _ADJOINT_BYTES // (16 * c * tiles * x.itemsize) or n   # (0: whole chunks)
+    # samples per piece of the input adjoint (NOTE [ The input adjoint in cache-sized pieces ]):
+    # whole chunks (0) where one sample's dV alone reaches the bound
+    sample_dv = 16 * c * tiles * x.itemsize
+    piece = (_ADJOINT_BYTES // sample_dv if sample_dv < _ADJOINT_BYTES else 0) or n
 
     def samples(lo, hi):
         du = np.zeros((16, o, c), x.dtype)

@@ -41,6 +41,11 @@ everything else                                        channels-last columns
 
 With two or more threads configured, NumPy float convolutions large enough run one piece
 of the batch per thread, whatever the path (NOTE [ Convolutions in batch pieces ]).
+
+The rules were measured under OpenBLAS's AVX-512 (SkylakeX) kernels and rechecked under its
+AVX2 ones (``OPENBLAS_CORETYPE=Haswell``, products ~1.9x slower): each of ResNet-18's and the
+MNIST CNN's layers keeps the same fastest path under both, so the choice does not read the
+BLAS kernel type (``python -m bench._conv_paths``; NOTE [ Convolution paths by layer ]).
 """
 
 from __future__ import annotations

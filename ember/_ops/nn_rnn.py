@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._kernels import _blas
-from . import _node_names
+from . import _lstm_units, _node_names
 from ._registry import Op, observing_profiler, public
 from .join import cat, stack
 from .linalg import col_sums
@@ -468,7 +468,9 @@ def _profiled_cell(session, name, act, input, hx, w_ih, w_hh, b_ih, b_hh):
 # tanh for the LSTM steps ]: NumPy's is a scalar loop on AVX2, ~3.2 ns an element, and was
 # ~15% of an LSTM LM step), so float32 results agree with the NumPy path's to float32
 # rounding; float64 keeps NumPy's tanh and the gate scaling and cell update in one loop, bit
-# for bit (tests/perf/test_lstm_layer_steps.py compares them). NumPy arrays only.
+# for bit (tests/perf/test_lstm_layer_steps.py compares them). NumPy arrays only. With more
+# than one thread the loops may instead run split by hidden units (NOTE [ LSTM steps split
+# by hidden units ] in _lstm_units.py).
 
 _STEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -523,7 +525,9 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
     # (H, 4H) in row order: OpenBLAS ran the steps' (B, H) @ (H, 4H) products 1.4x slower
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
-    w_t = xp.ascontiguousarray((w_hh * s[:, None]).T)
+    plan = _lstm_units.plan(xp, dt, batch, hs, p)  # NOTE [ LSTM steps split by hidden units ]
+    w_t = None if plan is not None else xp.ascontiguousarray((w_hh * s[:, None]).T)
+    gate_s = s
     shift = s.copy()
     shift[2 * hs:3 * hs] = 0
     # full-size factors: a same-shape product runs twice as fast as a row broadcast
@@ -543,6 +547,13 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     mm = xp.matmul
     fused = _step_kernels(xp, dt)
     fused32 = fused if dt == np.float32 else None  # NOTE [ Fused LSTM layer steps ]
+    if plan is not None:
+        if _lstm_units.forward(plan, acts, w_hh, gate_s, bias, h0, cs, tcs, out, raw, hprev,
+                             w_hr, reverse):
+            last = 0 if reverse else steps - 1
+            return (out, out[last].copy(), cs[0 if reverse else steps].copy(), acts, cs, tcs,
+                    raw, hprev, xf)
+        w_t = xp.ascontiguousarray((w_hh * gate_s[:, None]).T)  # (the relay was taken)
     with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
@@ -596,8 +607,15 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     mm = xp.matmul  # held at one thread for the loop where that pays (as the forward)
     fused = _step_kernels(xp, dt)
     one = dt.type(1)
-    with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
-        for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
+    plan = _lstm_units.plan(xp, dt, batch, hs, p)  # NOTE [ LSTM steps split by hidden units ]
+    if plan is not None:
+        dh, dc = np.ascontiguousarray(dh), np.ascontiguousarray(dc)
+        if not _lstm_units.backward(plan, g_out, acts, tcs, cs, dh, dc, dxw, dhs, w_hh, w_hr,
+                                  reverse):
+            plan = None
+    with _blas.one_thread_for(batch * 4 * hs * p if xp is np and plan is None else 0):
+        for t in ([] if plan is not None else range(steps) if reverse else
+                  range(steps - 1, -1, -1)):
             c_in = cs[t + 1] if reverse else cs[t]
             if g_out is not None:
                 dh = xp.add(dh, g_out[t], out=dh)

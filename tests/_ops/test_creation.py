@@ -282,7 +282,11 @@ def test_from_numpy_keeps_strides():
     assert t.tolist() == a.tolist()
 
 
-def test_from_numpy_rejects():
+def test_from_numpy_rejects(monkeypatch):
+    from ember import _settings
+
+    # the warning comes once a process: another test in this worker may have had it
+    monkeypatch.setattr(_settings, "_warned_once", set())
     with pytest.raises(TypeError, match="expected np.ndarray"):
         ember.from_numpy([1, 2])
     with pytest.raises(TypeError, match="can't convert"):

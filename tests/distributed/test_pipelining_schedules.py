@@ -171,6 +171,45 @@ def test_pipeline_order_with_comms_matches_torch(name, defer):
         assert _text(ours) == _text(theirs), (pp, n)
 
 
+@pytest.mark.parametrize("name", ["InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"])
+def test_merge_bw_matches_torch(name):
+    pytest.importorskip("torch")
+    from torch.distributed.pipelining import schedules as T
+
+    for pp, n in ((2, 4), (3, 6)):
+        theirs = _torch_order(name, pp, n)
+        for r, acts in _ember_order(name, pp, n).items():
+            ours = S._merge_bw(acts)
+            assert [str(a) for a in ours] == [str(a) for a in T._merge_bw(list(theirs[r]))]
+            assert len(ours) <= len([a for a in acts if a is not None])
+
+
+def test_merge_bw_merges_only_adjacent_pairs_of_one_microbatch():
+    acts = [_Action.from_str(a) for a in ["0I0", "0W1", "0I1", "0W1", "1I0", "0W0"]]
+    acts.insert(3, None)
+    assert [str(a) for a in S._merge_bw(acts)] == ["0I0", "0W1", "0B1", "1I0", "0W0"]
+    assert len(acts) == 7  # the given list is left as it was
+
+
+@pytest.mark.parametrize("name", ["ZBVZeroBubble", "Interleaved1F1B"])
+def test_dump_chrometrace_matches_torch(tmp_path, name):
+    pytest.importorskip("torch")
+    import json
+
+    from torch.distributed.pipelining import schedules as T
+    from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+
+    cls = get_schedule_class(name)
+    table = cls(_fake_stages(cls, 2, 2), 4).pipeline_order_with_comms
+    table[0] = [None] + table[0]  # an idle step keeps its time slot
+    S._dump_chrometrace(table, str(tmp_path / "ember.json"))
+    theirs = dict(enumerate(get_schedule_ops(name, 2, 4, with_comms=True)))
+    theirs[0] = [None] + theirs[0]
+    T._dump_chrometrace(theirs, str(tmp_path / "torch.json"))
+    with open(tmp_path / "ember.json") as f, open(tmp_path / "torch.json") as g:
+        assert json.load(f) == json.load(g)
+
+
 def test_simulate_comms_compute_reports_a_deadlock():
     # rank 0 waits for a gradient before sending the activation that gradient needs
     table = {0: [_Action.from_str(s) for s in ("0RECV_B0", "0F0", "0SEND_F0", "0B0")],
@@ -376,6 +415,24 @@ def test_runtime_from_actions_equals_whole_model(world1):
     for n, p in net.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), want_grads[n], rtol=2e-5, atol=2e-6,
                                    err_msg=n)
+
+
+def test_merged_table_equals_split_table(world1):
+    # the same table with its adjacent I, W pairs merged into B gives the same gradients
+    acts = "0F0,1F0,0F1,1I0,1W0,1F1,1I1,1W1,0I1,0W1,0I0,0W0".split(",")
+    grads = []
+    for table in (acts, [str(a) for a in S._merge_bw([_Action.from_str(a) for a in acts])]):
+        net = W.model(ember)
+        stages = [PipelineStage(m, i, 2, ember.device("cpu"))
+                  for i, m in enumerate(W.manual_parts(ember, net, 2))]
+        rt = _PipelineScheduleRuntime(stages, 2, loss_fn=W.loss_fn)
+        rt._load_actions({0: table})
+        x, y = (ember.tensor(a) for a in W.data())
+        rt.step(x, target=y)
+        grads.append({n: p.grad.numpy() for n, p in net.named_parameters()})
+    assert "B" in "".join(table) and "I" not in "".join(table)
+    for n in grads[0]:
+        np.testing.assert_allclose(grads[0][n], grads[1][n], rtol=1e-5, atol=1e-7, err_msg=n)
 
 
 def test_weight_backward_before_input_backward_raises(world1):

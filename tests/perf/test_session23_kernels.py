@@ -107,6 +107,9 @@ def test_product_then_softmax_leaves_pool_for_one_thread(two_threads, numba_back
         return done
 
     monkeypatch.setattr(_parallel, "native_split", counted)
+    from ember._kernels import _mlas
+
+    monkeypatch.setattr(_mlas, "_state", [False])  # the product on NumPy's (polling) BLAS
     monkeypatch.setattr(_parallel, "BLAS_POLL_S", 0.12)  # (a BLAS whose workers poll long)
     a = np.ones((512, 512), np.float32)
     _blas.matmul(a, a)  # large enough for OpenBLAS's two threads: its workers now poll

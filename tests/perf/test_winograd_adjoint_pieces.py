@@ -88,3 +88,40 @@ def test_conv_backward_with_pieces_matches_torch(numba_backend, shape):
     for e, t in zip(*got):
         scale = np.abs(t).max()
         np.testing.assert_allclose(e, t, rtol=0, atol=2e-5 * scale)
+
+
+def _adjoint_calls(monkeypatch, x, g, w, pad, adjoint_bytes):
+    """The input adjoint's piece sizes (samples a call) in one shared backward, and its
+    result."""
+    from ember._kernels import _winograd_backward
+
+    k, ka = _winograd_backward._impl()
+    sizes = []
+
+    class Spy:
+        @staticmethod
+        def input_adjoint(dv, ph, pw, gx):
+            sizes.append(gx.shape[0])
+            return ka.input_adjoint(dv, ph, pw, gx)
+
+    before = ember.get_num_threads()
+    ember.set_num_threads(1)   # one batch piece: the chunks are the whole batch's
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(_winograd_backward, "_impl", lambda: (k, Spy))
+            out = _backward(m, x, g, w, pad, adjoint_bytes)
+    finally:
+        ember.set_num_threads(before)
+    return sizes, out
+
+
+def test_input_adjoint_sample_at_the_bound_runs_whole_chunks(numba_backend, monkeypatch):
+    # ResNet-18's stage 2: one sample's dV, 16 x 128 x 64 tiles x 4 bytes, is 2**19 exactly
+    x, w, g = _operands(4, 128, 16, 16, (1, 1), seed=3)
+    sizes, whole = _adjoint_calls(monkeypatch, x, g, w, (1, 1), 2**19)
+    assert sizes == [4]
+    # one byte more and the pieces are single samples, with the same bits
+    sizes, pieces = _adjoint_calls(monkeypatch, x, g, w, (1, 1), 2**19 + 1)
+    assert sizes == [1, 1, 1, 1]
+    for p, q in zip(pieces, whole):
+        assert_same_bits_or_close(p, q)

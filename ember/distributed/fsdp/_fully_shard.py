@@ -373,14 +373,10 @@ class _ParamInfo:
         return full
 
     def scatter_grad(self, grad):
-        from ... import cat, distributed as dist, zeros
-
-        tail = self.shape[1:]
         mp = self.state.mp_policy
         if mp is not None and mp.param_dtype is not None:
             grad = grad.to(mp.reduce_dtype or mp.param_dtype)  # PyTorch's default
-        g = grad.reshape((self.rows,) + tail)
-        lo, hi = self.local_rows(self.rank)
+        g = grad.reshape((self.rows,) + self.shape[1:])
         # without sync the full local gradient waits; the next synchronized backward reduces
         # the sum, so accumulation over k steps averages as one step on k times the data
         if self.pending is not None:
@@ -389,10 +385,33 @@ class _ParamInfo:
         if not self.state.sync:
             self.pending = g.detach().clone()
             return None
+        return self._reduce_scatter(g)
+
+    def flush_pending(self) -> None:
+        """Reduce-scatter the gradient that unsynchronized backwards left (``pending``)
+        into the shard's ``.grad``, as a synchronized backward would have."""
+        if self.pending is None:
+            return
+        g, self.pending = self.pending, None
+        local = self._reduce_scatter(g)
+        shard = getattr(self, "shard", None)  # the shard put aside while gathered
+        if shard is None:
+            shard = self.owner._parameters[self.name]
+        leaf = getattr(shard, "_local_tensor", shard)
+        if leaf.grad is None:
+            leaf.grad = local.detach()
+        else:
+            leaf.grad = leaf.grad + local.detach()
+
+    def _reduce_scatter(self, g):
+        from ... import cat, distributed as dist, zeros
+
+        tail = self.shape[1:]
+        lo, hi = self.local_rows(self.rank)
         pad = self.chunk * self.size - self.rows
         if pad:
-            g = cat([g, zeros((pad,) + tail, dtype=grad.dtype)])
-        out = zeros((self.chunk,) + tail, dtype=grad.dtype)
+            g = cat([g, zeros((pad,) + tail, dtype=g.dtype)])
+        out = zeros((self.chunk,) + tail, dtype=g.dtype)
         factor = self.state.divide_factor
         hook = getattr(self.state, "comm_hook", None)
         if hook is not None:  # NOTE [ FSDP1 communication hooks ] (fully_sharded_data_parallel)
@@ -477,6 +496,13 @@ class _State:
                 full = DTensor._make(full, info.tp.mesh, info.tp.tp_placements, info.tp.shape)
             info.owner._parameters[info.name] = full
         self.gathered = True
+
+    def post_backward(self):
+        """Reduce the gradients that backwards without sync accumulated (a pipeline
+        schedule's REDUCE_GRAD: NOTE [ Pipeline stages with data parallelism ] in
+        pipelining/stage.py)."""
+        for info in self.infos:
+            info.flush_pending()
 
     def reshard(self, module):
         if not self.gathered:

@@ -14,7 +14,7 @@ from ._schedule_ir import (_Action, _add_reduce_grad, _add_send_recv, _add_unsha
                            _defer_recv_ops, _format_pipeline_order, _validate_schedule, B, F,
                            I, RECV_B, RECV_F, REDUCE_GRAD, RESHARD, SEND_B, SEND_F, UNSHARD, W)
 from .microbatch import TensorChunkSpec, merge_chunks, split_args_kwargs_into_chunks
-from .stage import _PipelineStageBase
+from .stage import _fsdp_modules, _is_fsdp, _PipelineStageBase
 
 __all__: list = []
 
@@ -177,6 +177,8 @@ class _PipelineSchedule:
                                      prev_stage=by_index.get(s.stage_index - 1),
                                      next_is_local=s.stage_index + 1 in by_index)
         self._internal_losses = {}
+        self._unsharded: set = set()  # FSDP stages whose parameters are gathered
+        self._backward_count: dict = {}  # stage -> B and W actions run (the last one reduces)
         ctx = _PipelineContext(self, arg_mbs, kwarg_mbs, target_mbs, losses)
         try:
             self._run_actions(self.pipeline_order_with_comms[self.rank], ctx)
@@ -209,15 +211,25 @@ class _PipelineSchedule:
 
     def _perform_action(self, a: _Action, ctx: _PipelineContext) -> None:
         """Run one action on this rank's stage. Without a ``loss_fn`` (or in ``eval``) the
-        backward actions and their messages are skipped. UNSHARD and RESHARD act on sharded
-        stage modules only, so they pass; REDUCE_GRAD divides the stage's gradients by the
-        number of microbatches (``scale_grads``)."""
+        backward actions and their messages are skipped. UNSHARD and RESHARD gather and
+        put back a ``fully_shard`` stage module's parameters (other modules have none to
+        gather); REDUCE_GRAD reduces a data-parallel stage's gradients and divides them by
+        the number of microbatches (``scale_grads``): NOTE [ Pipeline stages with data
+        parallelism ] in stage.py."""
         kind, mb = a.computation_type, a.microbatch_index
-        if kind in (UNSHARD, RESHARD) or (
-                kind in (B, I, W, SEND_B, RECV_B, REDUCE_GRAD) and not self._has_backward):
+        if kind in (B, I, W, SEND_B, RECV_B, REDUCE_GRAD) and not self._has_backward:
             return
         local = {s.stage_index: s for s in self._stages}
         stage = local[a.stage_index]
+        if kind in (UNSHARD, RESHARD):
+            self._shard_action(stage, kind)
+            return
+        if kind in (F, B, I, W):
+            self._check_unsharded(stage)
+        if kind in (B, W):
+            n = self._backward_count[a.stage_index] = \
+                self._backward_count.get(a.stage_index, 0) + 1
+            last_backward = n == self._n_microbatches
         if kind is REDUCE_GRAD:  # the stage's gradients are complete
             stage.perform_reduce_grad(self._n_microbatches if self.scale_grads else 1)
         elif kind is F:
@@ -232,9 +244,10 @@ class _PipelineSchedule:
             if nxt is not None:
                 stage.set_local_bwd_input(nxt.get_local_bwd_output(mb), mb)
             stage.backward_one_chunk(mb, loss=self._internal_losses.get(mb),
-                                     full_backward=kind is B)
+                                     full_backward=kind is B,
+                                     last_backward=kind is B and last_backward)
         elif kind is W:
-            stage.backward_weight_one_chunk(mb)
+            stage.backward_weight_one_chunk(mb, last_backward=last_backward)
         elif kind is SEND_F:
             stage._send_activations(mb)
         elif kind is SEND_B:
@@ -243,6 +256,32 @@ class _PipelineSchedule:
             stage._post_recv(0 if kind is RECV_F else 1, mb)
         else:
             raise ValueError(f"{type(self).__name__}: cannot run action {a}")
+
+    def _shard_action(self, stage, kind) -> None:
+        """UNSHARD or RESHARD of a ``fully_shard`` stage module, checked as PyTorch's
+        runtime checks them (ember gathers at once: the handles need no wait)."""
+        if not _is_fsdp(stage.submod):
+            return
+        i = stage.stage_index
+        units = _fsdp_modules(stage.submod)
+        if kind is UNSHARD:
+            if i in self._unsharded:
+                raise AssertionError(f"Unsharding the same stage_idx={i} twice")
+            with ember.enable_grad() if self._has_backward else ember.no_grad():
+                for m in units:
+                    m.unshard(async_op=True).wait()
+            self._unsharded.add(i)
+        else:
+            if i not in self._unsharded:
+                raise AssertionError(f"Resharding stage_idx={i} without unsharding")
+            for m in units:
+                m.reshard()
+            self._unsharded.discard(i)
+
+    def _check_unsharded(self, stage) -> None:
+        if _is_fsdp(stage.submod) and stage.stage_index not in self._unsharded:
+            raise AssertionError(f"Attempted to compute on sharded "
+                                 f"stage_idx={stage.stage_index}")
 
     def _maybe_compute_loss(self, stage, out, target_mbs, mb) -> None:
         if not stage.is_last or self._loss_fn is None:

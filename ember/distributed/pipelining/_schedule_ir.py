@@ -330,6 +330,71 @@ def _add_reduce_grad(actions: list, n_microbatches: int) -> list:
 
 # -- lowering: messages between ranks ------------------------------------------------------------
 
+def _merge_bw(compute_actions: list) -> list:
+    """One rank's compute list with each I followed (idle steps aside) by the W of the
+    same stage and microbatch made one B: a full backward, one walk instead of two.
+
+    Args:
+        compute_actions (list): ``_Action`` or None (idle); left as it was (PyTorch's
+            empties the list it is given).
+
+    Returns:
+        list: the actions, without the idle steps.
+
+    Example::
+
+        >>> _merge_bw([_Action.from_str(a) for a in ["0F0", "0I0", "0W0", "0I1", "0F1"]])
+        [0F0, 0B0, 0I1, 0F1]
+    """
+    actions = [a for a in compute_actions if a is not None]
+    out, k = [], 0
+    while k < len(actions):
+        a = actions[k]
+        nxt = actions[k + 1] if k + 1 < len(actions) else None
+        if (a.computation_type is I and nxt is not None and nxt.computation_type is W
+                and (a.stage_index, a.microbatch_index)
+                == (nxt.stage_index, nxt.microbatch_index)):
+            out.append(_Action(a.stage_index, B, a.microbatch_index))
+            k += 2
+        else:
+            out.append(a)
+            k += 1
+    return out
+
+
+def _dump_chrometrace(schedule: dict, filename: str) -> None:
+    """Write a table (rank -> actions) as a Chrome trace (``chrome://tracing``, Perfetto):
+    one event per action, one row per rank, each step one time unit long.
+
+    NOTE [ Chrome trace categories ]
+    Events are named by their action string and placed at their step (idle steps take
+    theirs); F, B and W are "computation", every other kind "communication" -- I and the
+    FSDP actions included, as PyTorch 2.13 labels them, so that one table gives the same
+    file either way.
+
+    Args:
+        schedule (dict): rank -> list of ``_Action`` or None.
+        filename (str): the JSON file to write.
+
+    Example::
+
+        >>> _dump_chrometrace(sched.pipeline_order_with_comms, "pp.json")  # doctest: +SKIP
+    """
+    import json
+
+    events = []
+    for rank in sorted(schedule):
+        for step, a in enumerate(schedule[rank]):
+            if a is None:
+                continue
+            events.append({"name": str(a),
+                           "cat": "computation" if a.computation_type in (F, B, W)
+                           else "communication",
+                           "ph": "X", "pid": rank, "tid": rank, "ts": step, "dur": 1})
+    with open(filename, "w") as f:
+        json.dump({"traceEvents": events}, f)
+
+
 def _message(a: _Action, stage_to_rank, num_stages: int):
     """The (send, recv) pair a compute action's result travels as, or None when the
     neighbouring stage is on the same rank (or there is none)."""

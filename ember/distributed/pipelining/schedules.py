@@ -18,7 +18,8 @@ from . import _orders
 from ._orders import generate_rank_to_stage_mapping, generate_stage_to_rank_mapping  # noqa: F401
 from ._schedule_ir import (_Action, _action_regex, _add_reduce_grad,  # noqa: F401
                            _add_send_recv, _add_unshard_reshard, _ComputationType,
-                           _defer_recv_ops, _format_pipeline_order, _simulate_comms_compute,
+                           _defer_recv_ops, _dump_chrometrace, _format_pipeline_order,
+                           _merge_bw, _simulate_comms_compute,
                            _validate_schedule, B, BACKWARD_INPUT, BACKWARD_WEIGHT, F,
                            FORWARD, FULL_BACKWARD, I, OVERLAP_F_B, RECV_B, RECV_F, REDUCE_GRAD,
                            RESHARD, SEND_B, SEND_F, UNSHARD, W)

@@ -13,10 +13,29 @@ receives. Neighbouring stages on one rank hand their tensors over directly.
 
 NOTE [ Split backward ]
 A zero-bubble schedule runs a stage's backward in two actions: I computes the gradients of
-the stage's inputs (what the previous stage waits for) keeping the graph, W later
-back-propagates the same output gradients into the parameters. Each is one
-``autograd.grad``/``autograd.backward`` call from the stage's outputs, so the part of the
-graph both need is walked twice; the gradients equal those of one full backward.
+the stage's inputs (what the previous stage waits for), W later the parameters'. I walks
+the graph from the stage's outputs down to the inputs only, its ops skipping their
+parameters' products, and keeps the gradients flowing into the ops that lead to
+parameters; W runs just those ops' parameter side (NOTE [ Split backward walks ] in
+ember/autograd/_split.py). No node runs twice; what I keeps is dropped by W. The
+gradients equal those of one full backward (to rounding).
+
+NOTE [ Pipeline stages with data parallelism ]
+A stage module may be replicated over a data-parallel dimension, as PyTorch's runtime
+allows: wrapped with ``fully_shard`` (FSDP2) or ``DistributedDataParallel``. Gradients
+accumulate unreduced over the step's microbatches and are reduced once:
+- FSDP: the table's UNSHARD gathers the stage's parameters before its first use and
+  RESHARD puts the shards back after its last (the runtime checks the order, as
+  PyTorch's); every backward runs with ``set_requires_gradient_sync(False)`` (and
+  ``set_reshard_after_backward``/``set_is_last_backward`` False), so each parameter's
+  full local gradient accumulates; REDUCE_GRAD turns sync back on and reduce-scatters
+  the sums into the shards' ``.grad`` (averaged over dp), then divides by the number of
+  microbatches.
+- DDP: forwards and all backwards but the step's last run under ``no_sync``; the last
+  (the last B or W of the stage) re-arms the reducer, whose hooks all-reduce the
+  accumulated ``.grad`` as the parameters' gradients complete.
+Shape inference runs the module under no_grad, which gathers an FSDP module's parameters
+without a graph: they are put back at once, so the step gathers its own.
 """
 
 from __future__ import annotations
@@ -54,6 +73,25 @@ def _metas(values) -> list:
 
 def _wants_grad(dtype) -> bool:
     return dtype.is_floating_point or dtype.is_complex
+
+
+def _fsdp_modules(module) -> list:
+    """The ``fully_shard`` units in ``module`` (itself included)."""
+    from ..fsdp import FSDPModule
+
+    return [m for m in module.modules() if isinstance(m, FSDPModule)]
+
+
+def _is_fsdp(module) -> bool:
+    from ..fsdp import FSDPModule
+
+    return isinstance(module, FSDPModule)
+
+
+def _is_ddp(module) -> bool:
+    from ...nn.parallel import DistributedDataParallel
+
+    return isinstance(module, DistributedDataParallel)
 
 
 class _PipelineStageBase:
@@ -137,6 +175,8 @@ class _PipelineStageBase:
         self.inputs_meta = _metas(inputs)
         with ember.no_grad():
             outputs = _as_tuple(self.submod(*inputs, **(kwargs if self.is_first else {})))
+        for m in _fsdp_modules(self.submod):  # NOTE [ Pipeline stages with data parallelism ]
+            m.reshard()
         self.outputs_meta = _metas(outputs)
         if not self.is_last and not next_is_local:
             dist.send_object_list([self.outputs_meta], group=self.group,
@@ -257,7 +297,12 @@ class _PipelineStageBase:
                 for t in inputs:
                     if _wants_grad(t.dtype):
                         t.requires_grad_(True)
-        output = self.submod(*inputs, **((kwargs or {}) if self.is_first else {}))
+        kwargs = (kwargs or {}) if self.is_first else {}
+        if _is_ddp(self.submod):  # NOTE [ Pipeline stages with data parallelism ]
+            with self.submod.no_sync():
+                output = self.submod(*inputs, **kwargs)
+        else:
+            output = self.submod(*inputs, **kwargs)
         outputs = _as_tuple(output)
         self.fwd_cache[fwd_chunk_id] = (outputs, inputs)
         if self.is_last:
@@ -283,6 +328,42 @@ class _PipelineStageBase:
                 grads.append(g)
         return roots, grads
 
+    def _with_data_parallel(self, run, roots, last_backward: bool) -> None:
+        """Run one backward piece the way the stage module's data parallelism wants it
+        (NOTE [ Pipeline stages with data parallelism ])."""
+        mod = self.submod
+        if _is_ddp(mod):
+            if last_backward:
+                mod._prepare_for_backward(roots)
+                run()
+            else:
+                with mod.no_sync():
+                    run()
+        elif _is_fsdp(mod):
+            mod.set_is_last_backward(False)
+            mod.set_reshard_after_backward(False)
+            mod.set_requires_gradient_sync(False)
+            run()
+        else:
+            run()
+
+    def _trained_params(self) -> list:
+        """The module's parameters as the optimizer holds them: a ``fully_shard`` unit's
+        shards even while its full parameters are gathered (between UNSHARD and RESHARD
+        the module holds the gathered ones)."""
+        shards = {}
+        for m in _fsdp_modules(self.submod):
+            state = m._fsdp_state
+            if state.gathered:
+                for info in state.infos:
+                    shards[id(info.owner._parameters[info.name])] = info.shard
+        return [shards.get(id(p), p) for p in self.submod.parameters()]
+
+    def _params(self) -> list:
+        """The leaves the W step fills (a DTensor parameter's local piece)."""
+        return [getattr(p, "_local_tensor", p) for p in self._trained_params()
+                if p.requires_grad]
+
     def backward_one_chunk(self, bwd_chunk_id: int, loss=None, full_backward: bool = True,
                            last_backward: bool = False) -> None:
         """Back-propagate microbatch ``bwd_chunk_id`` through this stage; its input gradients
@@ -294,22 +375,28 @@ class _PipelineStageBase:
             full_backward (bool): gradients of inputs and parameters at once (True), or of
                 the inputs only, the parameters left to ``backward_weight_one_chunk``
                 (NOTE [ Split backward ]).
-            last_backward (bool): whether it is the step's last microbatch.
+            last_backward (bool): whether it is the stage's last backward of the step (a
+                DDP stage module reduces its gradients in it).
         """
         outputs, inputs = self.fwd_cache.pop(bwd_chunk_id)
         roots, grads = self._backward_roots(bwd_chunk_id, outputs, loss)
         wanted = [t for t in inputs if _wants_grad(t.dtype)]
         if full_backward:
-            if roots:
-                ember.autograd.backward(roots, grad_tensors=grads)
+            def run():
+                if roots:
+                    ember.autograd.backward(roots, grad_tensors=grads)
+
+            self._with_data_parallel(run, roots, last_backward)
             input_grads = [t.grad for t in wanted]
         else:
+            from ...autograd._split import split_input_backward
+
             needing = [t for t in wanted if t.requires_grad]
-            found = iter(ember.autograd.grad(roots, needing, grad_outputs=grads,
-                                             retain_graph=True, allow_unused=True)
-                         if roots and needing else [None] * len(needing))
+            found, plan = split_input_backward(roots, grads, needing, self._params()) \
+                if roots else ([None] * len(needing), None)
+            found = iter(found)
             input_grads = [next(found) if t.requires_grad else None for t in wanted]
-            self._weight_todo[bwd_chunk_id] = (roots, grads)
+            self._weight_todo[bwd_chunk_id] = (plan, roots)
         if not self.is_first:
             self.bwd_cache[bwd_chunk_id] = [g if g is not None else ember.zeros_like(t)
                                             for g, t in zip(input_grads, wanted)]
@@ -321,21 +408,24 @@ class _PipelineStageBase:
 
         Args:
             bwd_chunk_id (int): the microbatch.
-            last_backward (bool): whether it is the step's last microbatch.
+            last_backward (bool): whether it is the stage's last backward of the step.
         """
         if bwd_chunk_id not in self._weight_todo:
             raise RuntimeError(f"PipelineStage: stage {self.stage_index} runs the weight "
                                f"backward of microbatch {bwd_chunk_id} before its input "
                                "backward (backward_one_chunk(..., full_backward=False))")
-        roots, grads = self._weight_todo.pop(bwd_chunk_id)
-        params = [p for p in self.submod.parameters() if p.requires_grad]
-        if roots and params:
-            ember.autograd.backward(roots, grad_tensors=grads, inputs=params)
+        plan, roots = self._weight_todo.pop(bwd_chunk_id)
+        if plan is not None:
+            from ...autograd._split import split_weight_backward
+
+            self._with_data_parallel(lambda: split_weight_backward(plan), roots,
+                                     last_backward)
 
     def perform_reduce_grad(self, grad_scale_factor: int) -> None:
         """Finish this stage's gradients once its last backward has run (the REDUCE_GRAD
-        action): divide them by ``grad_scale_factor``. A plain module has no data-parallel
-        replicas to reduce over.
+        action): a ``fully_shard`` module reduce-scatters the gradients its backwards
+        accumulated (NOTE [ Pipeline stages with data parallelism ]); then they are divided
+        by ``grad_scale_factor``.
 
         Args:
             grad_scale_factor (int): the divisor (1 leaves them as they are).
@@ -344,6 +434,13 @@ class _PipelineStageBase:
 
             >>> stage.perform_reduce_grad(4)  # doctest: +SKIP
         """
+        if _is_fsdp(self.submod):
+            mod = self.submod
+            mod.set_is_last_backward(True)
+            mod.set_reshard_after_backward(True)
+            mod.set_requires_gradient_sync(True)
+            for m in _fsdp_modules(mod):
+                m._fsdp_state.post_backward()
         self.scale_grads(grad_scale_factor)
 
     def scale_grads(self, grad_scale_factor: int) -> None:
@@ -355,7 +452,7 @@ class _PipelineStageBase:
         """
         if grad_scale_factor != 1:
             with ember.no_grad():
-                for p in self.submod.parameters():
+                for p in self._trained_params():
                     if p.grad is not None:
                         p.grad.div_(grad_scale_factor)
 

@@ -449,6 +449,23 @@ class DistributedDataParallel(Module, Joinable):
                         self._mark_ready(p, None)
         return out
 
+    def _prepare_for_backward(self, outputs) -> None:
+        """Arm the reducer for a backward whose forward ran under ``no_sync``: a pipeline
+        stage's last microbatch (NOTE [ Pipeline stages with data parallelism ] in
+        distributed/pipelining/stage.py), as PyTorch's ``reducer.prepare_for_backward``.
+
+        Args:
+            outputs: the tensors the backward starts from (parameters they do not reach
+                count as unused when ``find_unused_parameters`` is on).
+        """
+        self.require_backward_grad_sync = True
+        self._reset_iteration()
+        if self.find_unused_parameters or self.static_graph:
+            reached = _reachable_leaves(_walk_outputs(outputs, []))
+            for p in self._params:
+                if id(p) not in reached:
+                    self._mark_ready(p, None)
+
     def _sync_buffers(self, joined):
         """Broadcast the module's buffers; under ``Join`` from the highest training rank."""
         from ... import distributed as dist, tensor

@@ -1,0 +1,185 @@
+"""Large float32 products on onnxruntime's MLAS (NOTE [ Products past a pinned OpenBLAS ] in
+ember/_kernels/_mlas.py): the choice of engine, the values against NumPy's, the layouts and
+shapes MLAS takes and the ones it leaves to NumPy."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember._kernels import _blas, _mlas
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+
+@pytest.fixture
+def mlas_on(monkeypatch):
+    monkeypatch.setattr(_mlas, "_state", [ort])
+
+
+@pytest.fixture
+def mlas_off(monkeypatch):
+    monkeypatch.setattr(_mlas, "_state", [False])
+
+
+def _close(got, a, b):
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_products_match_numpy(mlas_on, seed):
+    rng = np.random.default_rng(seed)
+    m, k, n = (int(rng.integers(64, 400)) for _ in range(3))
+    k = max(k, (_mlas.MIN_WORK // (m * n)) + 1)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    for x, y in ((a, b), (np.asfortranarray(a), b), (a, np.asfortranarray(b)),
+                 (np.asfortranarray(a), np.asfortranarray(b))):
+        got = _mlas.matmul(x, y)
+        assert got is not None
+        _close(got, a, b)
+        # through the BLAS entry the conv and linear kernels call
+        np.testing.assert_array_equal(_blas.matmul(x, y), got)
+
+
+def test_transposed_views_and_out(mlas_on):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((300, 512)).astype(np.float32)
+    b = rng.standard_normal((256, 300)).astype(np.float32)
+    out = np.full((512, 256), np.nan, np.float32)
+    r = _mlas.matmul(a.T, b.T, out=out)
+    assert r is out
+    _close(out, a.T, b.T)
+
+
+def test_stacks(mlas_on):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((16, 128, 300)).astype(np.float32)
+    b = rng.standard_normal((16, 300, 256)).astype(np.float32)
+    w = rng.standard_normal((300, 200)).astype(np.float32)
+    r = _mlas.matmul(a, b)
+    assert r.shape == (16, 128, 256)
+    _close(r, a, b)
+    r = _mlas.matmul(a, w)
+    assert r.shape == (16, 128, 200)
+    _close(r, a, w)
+    # a stack of another count, or a strided stack: NumPy's
+    assert _mlas.matmul(a, b[:8]) is None
+    assert _mlas.matmul(a.transpose(0, 2, 1)[:, :128], b[:, :128]) is None
+
+
+def test_left_to_numpy(mlas_on):
+    a = np.ones((256, 256), np.float32)
+    assert _mlas.matmul(a.astype(np.float64), a.astype(np.float64)) is None   # float64
+    assert _mlas.matmul(a[:32], a) is None                                      # few rows
+    assert _mlas.matmul(np.ones((64, 64), np.float32), np.ones((64, 64), np.float32)) is None
+    assert _mlas.matmul(a[:, ::2], a[::2]) is None                              # strided
+    assert _mlas.matmul(a, a, out=np.empty((256, 256), np.float64)) is None    # out dtype
+    assert _mlas.matmul(a, a, out=np.empty((256, 256), np.float32).T) is None  # out layout
+
+
+def test_off_leaves_products_to_numpy(mlas_off, monkeypatch):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 384)).astype(np.float32)
+    b = rng.standard_normal((384, 256)).astype(np.float32)
+    assert _mlas.matmul(a, b) is None
+    calls = []
+    real = np.matmul
+
+    def spy(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_blas.np, "matmul", spy)
+    r = _blas.matmul(a, b)
+    assert calls == [1]
+    _close(r, a, b)
+
+
+def test_thread_count_does_not_change_bits(mlas_on):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((512, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 700)).astype(np.float32)
+    one = _mlas._session(ort, "gemm", 0, 0, 1)
+    two = _mlas._session(ort, "gemm", 0, 0, 2)
+    r1 = one.run(None, {"A": a, "B": b})[0]
+    r2 = two.run(None, {"A": a, "B": b})[0]
+    np.testing.assert_array_equal(r1, r2)
+
+
+def test_one_thread_configured(mlas_on):
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert _mlas._threads(512, 512, 512) == 1
+    finally:
+        ember.set_num_threads(old)
+
+
+def test_linear_layer_close_either_way(monkeypatch):
+    """A linear layer's forward and both gradients agree with MLAS and with NumPy's BLAS."""
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((256, 512)).astype(np.float32)
+    w0 = rng.standard_normal((384, 512)).astype(np.float32) / 20
+    results = []
+    for state in ([ort], [False]):
+        monkeypatch.setattr(_mlas, "_state", state)
+        x = ember.tensor(x0, requires_grad=True)
+        w = ember.tensor(w0, requires_grad=True)
+        y = ember.nn.functional.linear(x, w)
+        (y * y).sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _engine_in_child(env):
+    code = "from ember._kernels import _mlas; print(_mlas.engine())"
+    return subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_engine_switch():
+    assert _engine_in_child({"EMBER_GEMM": "openblas"}) == "numpy"
+    assert _engine_in_child({"EMBER_GEMM": "mlas"}) == "mlas"
+    assert _engine_in_child({"EMBER_GEMM": ""}) == "numpy"
+
+
+def test_engine_default_is_numpy(monkeypatch):
+    monkeypatch.delenv("EMBER_GEMM", raising=False)
+    assert _mlas._decide() is False
+    monkeypatch.setenv("EMBER_GEMM", "MLAS")
+    assert _mlas._decide() is ort
+
+
+_FORK_PROBE = """
+import os, sys
+import numpy as np
+from ember._kernels import _mlas
+_mlas._state[0] = __import__("onnxruntime")
+a = np.ones((512, 512), np.float32)
+assert _mlas.matmul(a, a)[0, 0] == 512           # the parent's sessions, with threads
+pid = os.fork()
+if pid == 0:
+    ok = _mlas.matmul(a, a)[0, 0] == 512          # the child's own sessions
+    sys.stdout.write("child ok\\n" if ok else "child wrong\\n")
+    sys.stdout.flush()
+    os._exit(0)                                    # as multiprocessing's children leave
+os.waitpid(pid, 0)
+print("parent", _mlas.matmul(a, a)[0, 0])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_makes_its_own_sessions():
+    r = subprocess.run([sys.executable, "-c", _FORK_PROBE], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["child", "ok", "parent", "512.0"]
