@@ -1,17 +1,17 @@
 """Peak resident memory of one workload in one framework, measured in a fresh process.
 
 NOTE [ Peak memory method ]
-Timing runs both frameworks in one process, but memory cannot be measured that way: memory
-one framework freed stays mapped by the C allocator (and by PyTorch's caching allocator), so
-whichever framework ran second would look cheaper than it is. Each (workload, framework)
-pair therefore runs in its own child process, ``python -m bench._memory FRAMEWORK NAME``,
-which imports only that framework, runs a tiny training step (so that thread pools and
-lazily loaded library code count as the framework's, not the workload's), records its
-resident set size (RSS), runs the workload's
-setup and ``STEPS`` calls, and prints the peak RSS the workload added on top of the
-framework's import, in bytes. On Linux the kernel's high-water mark is reset after the
-imports (``/proc/self/clear_refs``), so the peak covers exactly the workload; elsewhere the
-process-wide maximum (``resource.getrusage``) stands in for it.
+Memory cannot be measured in a process that has already run other work: memory freed
+stays mapped by the C allocator (and by PyTorch's caching allocator), so whatever ran
+later (the other framework, or the next workload in a timing worker) would look cheaper
+than it is. Each (workload, framework) pair therefore runs in its own child process,
+``python -m bench._memory FRAMEWORK NAME [MODULE]``, which imports only that framework and
+the workload's module, runs a tiny training step (so that thread pools and lazily loaded
+library code count as the framework's, not the workload's), records its resident set size
+(RSS), runs the workload's setup and ``STEPS`` calls, and prints the peak RSS the workload
+added on top of the framework's import, in bytes. On Linux the kernel's high-water mark is
+reset after the imports (``/proc/self/clear_refs``), so the peak covers exactly the
+workload; elsewhere the process-wide maximum (``resource.getrusage``) stands in for it.
 """
 
 from __future__ import annotations
@@ -67,13 +67,20 @@ def _warm_up(fw):
     opt.step()
 
 
-def measure_here(framework, name):
-    """(baseline RSS, peak RSS) in bytes for workload ``name`` run in this process."""
+def measure_here(framework, name, module=None):
+    """(baseline RSS, peak RSS) in bytes for workload ``name`` run in this process.
+
+    ``module`` names the module that registers the workload; only that one is imported
+    (every group would also bring in bench/optim_cuda.py, which imports ember, and with it
+    ember's allocator tuning, into PyTorch's probe). Without it every group is loaded."""
     from bench.common import REGISTRY, load_groups
 
     fw = importlib.import_module(framework)
     _warm_up(fw)
-    load_groups()
+    if module:
+        importlib.import_module(module)
+    else:
+        load_groups()
     found = [w for w in REGISTRY if w.name == name]
     if not found:
         raise KeyError(f"no workload named {name!r}")
@@ -88,14 +95,16 @@ def measure_here(framework, name):
     return base, peak
 
 
-def peak_rss(framework, name):
-    """Peak RSS (bytes) that workload ``name`` adds in ``framework``, from a child process;
-    None with a reason when it could not be measured."""
+def peak_rss(framework, name, module=None):
+    """Peak RSS (bytes) that workload ``name`` (registered by ``module``, when given) adds
+    in ``framework``, from a child process; None with a reason when it could not be
+    measured."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     try:
-        proc = subprocess.run([sys.executable, "-m", "bench._memory", framework, name],
+        proc = subprocess.run([sys.executable, "-m", "bench._memory", framework, name]
+                              + ([module] if module else []),
                               capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
                               cwd=root)
     except subprocess.TimeoutExpired:
@@ -110,8 +119,8 @@ def peak_rss(framework, name):
 
 
 def main(argv):
-    framework, name = argv
-    base, peak = measure_here(framework, name)
+    framework, name, *module = argv
+    base, peak = measure_here(framework, name, *module)
     print(json.dumps({"base": base, "peak": peak}))
     return 0
 

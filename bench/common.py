@@ -6,14 +6,17 @@ returns a zero-argument callable, the thing timed. A workload may give a separat
 framework, and a check that compares the two frameworks' results before anything is timed.
 
 NOTE [ Timing method ]
-- Both frameworks run in the same process, so they see the same machine state.
+- Each framework runs in a worker process of its own that imports only that framework, as a
+  user runs it (NOTE [ Frameworks in separate processes ] in bench/_workers.py); this
+  process drives both workers, so they see the same machine state. ``--same-process``
+  runs both frameworks here instead, as the benchmark did before.
 - Each callable is warmed up, then an inner loop count is calibrated so that one *sample*
   (the loop, timed with ``time.perf_counter_ns``) lasts at least ``min_sample_s``; the time
   per call is the sample divided by the count. The loop's own cost (~30 ns a call) is in
   both frameworks' numbers alike.
 - Samples alternate between the frameworks (ember, torch, ember, torch, ...), so a slow
   phase of the machine hits both rather than one.
-- Before each sample the process sleeps ``settle_s`` (0.25 s): both frameworks' thread pools
+- Before each sample the coordinator sleeps ``settle_s`` (0.25 s): both frameworks' thread pools
   keep their workers spinning for a while after parallel work (PyTorch's OpenMP workers
   50-200 ms, OpenBLAS's 0.12 s, measured on the 2-CPU EPYC), and a sample started while the
   other framework's workers still spin finds one core taken: a two-thread 3x3 convolution of
@@ -138,6 +141,54 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+class Values(np.ndarray):
+    """A tensor's numbers as a NumPy array that also keeps the autograd facts a check may
+    compare (``requires_grad``, and ``grad_fn``: the name of the node's type or None), so a
+    check written for tensors also works on results sent back by a worker process."""
+
+    requires_grad = False
+    grad_fn = None
+
+    def __array_finalize__(self, obj):
+        self.requires_grad = getattr(obj, "requires_grad", False)
+        self.grad_fn = getattr(obj, "grad_fn", None)
+
+    def __reduce__(self):
+        rebuild, args, state = super().__reduce__()
+        return rebuild, args, (state, self.requires_grad, self.grad_fn)
+
+    def __setstate__(self, state):
+        base, self.requires_grad, self.grad_fn = state
+        super().__setstate__(base)
+
+
+def result_values(x):
+    """A framework's result as plain data a worker can send back: ``to_numpy``'s arrays,
+    with tensors' arrays as ``Values`` that keep ``requires_grad`` and ``grad_fn``.
+
+    Args:
+        x: a tensor, a Python number, or a tuple or list of them.
+
+    Returns:
+        ``Values`` for a tensor, a NumPy array for a number, a list for a tuple or list.
+
+    Example::
+
+        >>> import ember
+        >>> v = result_values(ember.ones(2, requires_grad=True) * 2)
+        >>> v.tolist(), v.requires_grad, v.grad_fn
+        ([2.0, 2.0], True, 'MulBackward0')
+    """
+    if isinstance(x, (tuple, list)):
+        return [result_values(v) for v in x]
+    values = to_numpy(x)
+    if hasattr(x, "requires_grad"):
+        values = values.view(Values)
+        values.requires_grad = bool(x.requires_grad)
+        values.grad_fn = None if x.grad_fn is None else type(x.grad_fn).__name__
+    return values
+
+
 def assert_same(e, t, rtol=1e-5, atol=1e-6):
     """Raise AssertionError unless ember's ``e`` and torch's ``t`` hold the same numbers."""
     e, t = to_numpy(e), to_numpy(t)
@@ -202,24 +253,42 @@ def calibrate(fn, min_sample_s):
         n = max(2 * n, guess) if elapsed < target / 10 else max(n + 1, guess)
 
 
-def measure(fns: dict, *, samples=7, min_sample_s=0.02, warmup_s=0.05, settle_s=0.0):
-    """Time each callable of ``fns`` (framework -> callable), alternating their samples, each
-    after ``settle_s`` seconds of sleep. Returns framework -> Timing. See NOTE [ Timing
-    method ]."""
-    inner = {}
-    for name, fn in fns.items():
+class InProcess:
+    """A callable timed in this process: the same ``prepare``/``sample`` steps as a worker
+    (bench/_workers.py ``Worker``), so ``measure`` drives both alike."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def prepare(self, warmup_s, min_sample_s):
+        """Warm up for ``warmup_s`` seconds; return the calibrated loop count."""
         deadline = time.perf_counter() + warmup_s
-        fn()
+        self.fn()
         while time.perf_counter() < deadline:
-            fn()
-        inner[name] = calibrate(fn, min_sample_s)
+            self.fn()
+        return calibrate(self.fn, min_sample_s)
+
+    def sample(self, n):
+        """(wall ns, thread CPU ns) of ``n`` calls."""
+        return _run_loop(self.fn, n)
+
+
+def measure(fns: dict, *, samples=7, min_sample_s=0.02, warmup_s=0.05, settle_s=0.0):
+    """Time each entry of ``fns`` (framework -> callable, or a ``Worker`` holding a set-up
+    workload), alternating their samples, each after ``settle_s`` seconds of sleep.
+
+    Returns:
+        framework -> Timing. See NOTE [ Timing method ].
+    """
+    timers = {name: fn if hasattr(fn, "sample") else InProcess(fn) for name, fn in fns.items()}
+    inner = {name: timer.prepare(warmup_s, min_sample_s) for name, timer in timers.items()}
     results = {name: Timing([], [], [], inner[name]) for name in fns}
     for _ in range(samples):
-        for name, fn in fns.items():
+        for name, timer in timers.items():
             n = inner[name]
             if settle_s:
                 time.sleep(settle_s)
-            wall, cpu = _run_loop(fn, n)
+            wall, cpu = timer.sample(n)
             results[name].per_call_ns.append(wall / n)
             results[name].cpu_per_call_ns.append(cpu / n)
             results[name].cpu_share.append(cpu / max(wall, 1))
@@ -286,16 +355,34 @@ def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s,
     """Set up, check and time one workload in every available framework, and for workloads
     registered with ``memory=True`` (when ``memory`` is on) measure their peak RSS.
 
-    A framework whose setup or first call raises is left out of the row with a note (the
-    other is still timed), so one missing feature never stops the run.
+    Args:
+        w: the workload.
+        modules: framework name -> its module (both timed in this process) or a
+            ``bench._workers.Worker`` (each timed in its own process; see NOTE [ Frameworks
+            in separate processes ]). The rest are ``measure``'s settings.
+
+    Returns:
+        The row of the report. A framework whose setup or first call raises (or whose
+        worker dies) is left out of the row with a note, and the other is still timed, so
+        one missing feature never stops the run.
     """
+    from bench._workers import WorkerDied, WorkloadFailed
+
     row = Row(w.group, w.name, samples=samples, note=w.note)
     fns, outputs, notes = {}, {}, []
     for name, fw in modules.items():
         try:
-            fn = w.setups[name](fw)
-            outputs[name] = fn()
-            fns[name] = fn
+            if hasattr(fw, "setup"):  # a worker process: it keeps the callable
+                outputs[name] = fw.setup(w.setups[name], want_output=w.check is not None)
+                fns[name] = fw
+            else:
+                fn = w.setups[name](fw)
+                outputs[name] = fn()
+                fns[name] = fn
+        except WorkloadFailed as exc:
+            notes.append(f"{name} raised {exc}")
+        except WorkerDied as exc:
+            notes.append(str(exc))
         except Exception as exc:  # noqa: BLE001 -- report any failure, keep going
             notes.append(f"{name} raised {_describe(exc)}")
     if len(fns) < len(modules):
@@ -308,21 +395,39 @@ def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s,
             row.status = "mismatch"
             notes.append("results differ: " + " ".join(str(exc).split())[:160])
             del fns["ember"]
-    if fns:
-        timings = measure(fns, samples=samples, min_sample_s=min_sample_s, warmup_s=warmup_s,
-                          settle_s=settle_s)
-        for name, tm in timings.items():
-            setattr(row, f"{name}_ns", tm.median)
-            setattr(row, f"{name}_spread", tm.spread)
-            setattr(row, f"{name}_inner", tm.inner)
-            setattr(row, f"{name}_cpu_ns", statistics.median(tm.cpu_per_call_ns))
-            setattr(row, f"{name}_cpu_share", statistics.median(tm.cpu_share))
-            setattr(row, f"{name}_samples_ns", tm.per_call_ns)
+    outputs.clear()
+    timings = {}
+    while fns:
+        try:
+            timings = measure(fns, samples=samples, min_sample_s=min_sample_s,
+                              warmup_s=warmup_s, settle_s=settle_s)
+            break
+        except (WorkerDied, WorkloadFailed) as exc:  # time the survivor alone
+            name = next(n for n, fw in fns.items() if fw is exc.worker)
+            died = isinstance(exc, WorkerDied)
+            notes.append(f"{exc} while timing" if died else f"{name} raised {exc} while timing")
+            row.status = "skipped"
+            del fns[name]
+    # a worker drops the workload only on the normal path: after an interrupt the pool
+    # ends the workers rather than wait for a sample in flight
+    for fw in modules.values():
+        if hasattr(fw, "release") and fw.alive:
+            try:
+                fw.release()
+            except (WorkerDied, WorkloadFailed):
+                pass
+    for name, tm in timings.items():
+        setattr(row, f"{name}_ns", tm.median)
+        setattr(row, f"{name}_spread", tm.spread)
+        setattr(row, f"{name}_inner", tm.inner)
+        setattr(row, f"{name}_cpu_ns", statistics.median(tm.cpu_per_call_ns))
+        setattr(row, f"{name}_cpu_share", statistics.median(tm.cpu_share))
+        setattr(row, f"{name}_samples_ns", tm.per_call_ns)
     if memory and w.memory:
         from bench._memory import peak_rss
 
-        for name in fns:
-            rss, why = peak_rss(name, w.name)
+        for name in timings:
+            rss, why = peak_rss(name, w.name, w.setups[name].__module__)
             setattr(row, f"{name}_peak_rss", rss)
             if why:
                 notes.append(f"{name} {why}")
@@ -333,6 +438,20 @@ def run_workload(w: Workload, modules: dict, *, samples, min_sample_s, warmup_s,
         notes.append(f"preempted (on CPU {share:.0%} of the time)")
     row.note = "; ".join(n for n in [w.note, *notes] if n)
     return row
+
+
+def framework_info(fw) -> dict:
+    """``{"version": ..., "threads": ...}`` of a framework module, for the report.
+
+    Example::
+
+        >>> import ember
+        >>> sorted(framework_info(ember))
+        ['threads', 'version']
+    """
+    get_threads = getattr(fw, "get_num_threads", None)
+    return {"version": getattr(fw, "__version__", "?"),
+            "threads": get_threads() if get_threads else None}
 
 
 def available_frameworks():

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import REGISTRY, available_frameworks, load_groups, run_workload
+from bench.common import (REGISTRY, available_frameworks, framework_info, load_groups,
+                          run_workload)
 
 # ------------------------------------------------------------------------------------------------
 # machine information and reports
@@ -54,8 +55,13 @@ def _load():
         return None
 
 
-def machine_info(modules):
-    """What the numbers depend on: CPU, cores, versions, threads, load."""
+def machine_info(frameworks):
+    """What the numbers depend on: CPU, cores, versions, threads, load.
+
+    Args:
+        frameworks: framework name -> its ``bench.common.framework_info`` (version,
+            threads), from this process or from its worker.
+    """
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -67,17 +73,16 @@ def machine_info(modules):
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "ember": getattr(modules["ember"], "__version__", "?"),
+        "ember": frameworks["ember"]["version"],
         "git_commit": _git_commit(),
         "load_avg_start": _load(),
         # NumPy's OpenBLAS chooses its GEMM kernels by CPU unless this pins them; on AVX-512
         # machines a pin to an AVX2 core type halves every matmul and convolution
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
     }
-    if "torch" in modules:
-        torch = modules["torch"]
-        info["torch"] = torch.__version__
-        info["torch_threads"] = torch.get_num_threads()
+    if "torch" in frameworks:
+        info["torch"] = frameworks["torch"]["version"]
+        info["torch_threads"] = frameworks["torch"]["threads"]
     return info
 
 
@@ -159,6 +164,11 @@ def markdown(rows, info, settings):
         f"{settings.get('settle_s', 0):g} s of sleep before each sample"
         + (" (quick smoke run: not for comparison)" if settings.get("quick") else ""),
     ]
+    if settings.get("same_process"):
+        lines.append("- processes: both frameworks in one process (`--same-process`)")
+    else:
+        lines.append("- processes: each framework timed in a worker process of its own that "
+                     "imports only that framework, one process driving both")
     if settings.get("memory"):
         lines.append("- peak RSS: resident memory a training workload adds over its framework's "
                      "import (setup and 3 steps), each framework in a fresh process")
@@ -313,7 +323,8 @@ def profile_workload(w, out_dir: Path, *, steps=5, top=15, record_shapes=True,
 
 
 def main(argv=None):
-    """``python -m bench [GROUP ...] [--quick] [-k TEXT] [--out DIR] [--profile NAME]``."""
+    """``python -m bench [GROUP ...] [--quick] [-k TEXT] [--out DIR] [--same-process]
+    [--profile NAME]``."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -332,6 +343,10 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
                         help="directory for the JSON and Markdown reports")
     parser.add_argument("--list", action="store_true", help="list workloads and exit")
+    parser.add_argument("--same-process", action="store_true",
+                        help="time both frameworks in this one process, as before issue 22 "
+                             "(default: each framework in a worker process of its own that "
+                             "imports only that framework)")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the peak-RSS probes of training workloads")
     parser.add_argument("--profile", metavar="NAME", default=None,
@@ -373,19 +388,16 @@ def main(argv=None):
         "settle_s": 0.0 if args.quick else args.settle,
         "quick": args.quick,
         "memory": not args.no_memory,
+        "same_process": args.same_process,
     }
-    modules = available_frameworks()
-    if "torch" not in modules:
-        print("PyTorch is not installed: timing ember alone, no ratios.", file=sys.stderr)
-    info = machine_info(modules)
-    rows = []
-    for w in chosen:
-        row = run_workload(w, modules, samples=settings["samples"],
-                           min_sample_s=settings["min_sample_s"], warmup_s=settings["warmup_s"],
-                           memory=settings["memory"], settle_s=settings["settle_s"])
-        rows.append(row)
-        print(f"  {w.group}: {w.name}: {fmt_time(row.ember_ns)} vs {fmt_time(row.torch_ns)}",
-              file=sys.stderr, flush=True)
+    try:
+        if args.same_process:
+            rows, info = _run_same_process(chosen, settings)
+        else:
+            rows, info = _run_in_workers(chosen, settings)
+    except KeyboardInterrupt:  # the workers are gone already (WorkerPool's exit)
+        print("python -m bench: interrupted", file=sys.stderr)
+        return 130
     info["load_avg_end"] = _load()
 
     print(text_table(rows))
@@ -396,3 +408,60 @@ def main(argv=None):
     json_path, md_path = write_reports(rows, info, settings, args.out, stem)
     print(f"wrote {json_path} and {md_path}")
     return 0
+
+
+def _timing_args(settings):
+    return {k: settings[k] for k in ("samples", "min_sample_s", "warmup_s", "settle_s",
+                                     "memory")}
+
+
+def _progress(row):
+    print(f"  {row.group}: {row.name}: {fmt_time(row.ember_ns)} vs {fmt_time(row.torch_ns)}",
+          file=sys.stderr, flush=True)
+
+
+def _run_same_process(workloads, settings):
+    """(rows, machine info) with both frameworks imported and timed in this process."""
+    modules = available_frameworks()
+    if "torch" not in modules:
+        print("PyTorch is not installed: timing ember alone, no ratios.", file=sys.stderr)
+    info = machine_info({name: framework_info(fw) for name, fw in modules.items()})
+    rows = []
+    for w in workloads:
+        rows.append(run_workload(w, modules, **_timing_args(settings)))
+        _progress(rows[-1])
+    return rows, info
+
+
+def _run_in_workers(workloads, settings):
+    """(rows, machine info) with each framework in a worker process of its own; workloads
+    whose setup cannot be sent to a worker run in this process, with a note. See NOTE
+    [ Frameworks in separate processes ] in bench/_workers.py."""
+    import importlib.util
+
+    from bench._workers import WorkerPool, sendable
+
+    names = ["ember"] + (["torch"] if importlib.util.find_spec("torch") is not None else [])
+    if "torch" not in names:
+        print("PyTorch is not installed: timing ember alone, no ratios.", file=sys.stderr)
+    rows, modules = [], None
+    with WorkerPool(names) as pool:
+        if "ember" in pool.failed:
+            raise SystemExit(f"python -m bench: {pool.failed['ember']}")
+        for why in pool.failed.values():
+            print(f"{why}: timing ember alone, no ratios.", file=sys.stderr)
+        info = machine_info(pool.info())
+        for w in workloads:
+            why = sendable(w)
+            if why:
+                if modules is None:
+                    modules = {n: fw for n, fw in available_frameworks().items()
+                               if n not in pool.failed}
+                row = run_workload(w, modules, **_timing_args(settings))
+                row.note = "; ".join(n for n in (f"both frameworks in one process: {why}",
+                                                 row.note) if n)
+            else:
+                row = run_workload(w, pool.workers(), **_timing_args(settings))
+            rows.append(row)
+            _progress(row)
+    return rows, info

@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
 def test_bench_quick_ops_produces_table(tmp_path):
+    marker, env = _marked_environment()
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "ops", "--quick", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
+    assert _processes_with(marker) == []  # no worker outlived the run
     assert "ember/torch" in proc.stdout
     assert "ops: a + b (10 float32)" in proc.stdout
     data = json.loads((tmp_path / "quick.json").read_text())
@@ -30,6 +32,34 @@ def test_bench_quick_ops_produces_table(tmp_path):
     assert add["status"] == "ok" and add["ratio"] > 0
     assert "date" in data["machine"] and "cpu" in data["machine"]
     assert "| workload |" in (tmp_path / "quick.md").read_text()
+    # by default each framework ran in a worker process of its own
+    assert data["settings"]["same_process"] is False
+    assert "worker process of its own" in (tmp_path / "quick.md").read_text()
+    grad = next(r for r in data["results"] if r["name"].startswith("a + b, a requires grad"))
+    assert grad["status"] == "ok"  # the check saw requires_grad and grad_fn from the workers
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_bench_same_process_mode_still_works(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "-k", "a + b (10", "--same-process",
+         "--no-memory", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "quick.json").read_text())
+    assert [r["name"] for r in data["results"]] == ["a + b (10 float32)"]
+    assert data["results"][0]["status"] == "ok" and data["results"][0]["ratio"] > 0
+    assert data["settings"]["same_process"] is True
+    assert "both frameworks in one process" in (tmp_path / "quick.md").read_text()
+
+
+def test_bench_same_process_is_documented(capsys):
+    from bench.run import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--same-process" in capsys.readouterr().out
+    assert "--same-process" in (ROOT / "bench" / "README.md").read_text()
 
 
 def test_bench_failing_workload_is_skipped_not_fatal():
@@ -111,6 +141,195 @@ def test_measure_settles_before_each_sample(monkeypatch):
     events.clear()
     common.measure(fns, samples=2, min_sample_s=0.0, warmup_s=0.0)
     assert ("sleep", 0.25) not in events
+
+
+# ------------------------------------------------------------------------------------------------
+# each framework in a worker process (NOTE [ Frameworks in separate processes ])
+
+
+def _tiny(**kw):
+    return dict(samples=3, min_sample_s=0.0001, warmup_s=0.0, **kw)
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """Two ember workers standing in for the two frameworks (as the in-process tests above
+    pass ember twice), started once for the tests that need them."""
+    from bench._workers import Worker
+
+    workers = {"ember": Worker("ember"), "torch": Worker("ember")}
+    yield workers
+    for worker in workers.values():
+        worker.close()
+
+
+def test_bench_worker_imports_only_its_framework():
+    from bench._workers import WorkerPool
+    from tests import _bench_setups
+
+    names = ["ember", "torch"] if HAS_TORCH else ["ember"]
+    with WorkerPool(names) as pool:
+        for name, worker in pool.workers().items():
+            assert worker.setup(_bench_setups.ones, want_output=True).tolist() == [1.0] * 3
+            assert worker.loaded() == [name]
+
+
+def test_bench_worker_failing_setup_is_reported_and_other_timed(two_workers):
+    from bench.common import Workload, run_workload
+    from tests import _bench_setups
+
+    w = Workload("t", "broken", {"ember": _bench_setups.broken,
+                                 "torch": _bench_setups.ones}, None)
+    row = run_workload(w, two_workers, **_tiny())
+    assert row.status == "skipped"
+    assert "ember raised NotImplementedError: not there yet" in row.note
+    assert row.ember_ns is None and row.torch_ns is not None and row.ratio is None
+    # the failure left the worker serving the next workload
+    w = Workload("t", "ok", {"ember": _bench_setups.ones, "torch": _bench_setups.ones})
+    row = run_workload(w, two_workers, **_tiny())
+    assert row.status == "ok" and row.ratio > 0
+
+
+def test_bench_worker_failing_while_timing_leaves_the_other_timed(two_workers):
+    from bench.common import Workload, run_workload
+    from tests import _bench_setups
+
+    w = Workload("t", "breaks", {"ember": _bench_setups.ones,
+                                 "torch": _bench_setups.fails_after_first_call}, None)
+    row = run_workload(w, two_workers, **_tiny())
+    assert row.status == "skipped"
+    assert "torch raised RuntimeError: broke while timing while timing" in row.note
+    assert row.ember_ns is not None and row.torch_ns is None
+
+
+def test_bench_worker_mismatch_drops_ember_timing(two_workers):
+    from bench.common import Workload, assert_same, run_workload
+    from tests import _bench_setups
+
+    w = Workload("t", "differs", {"ember": _bench_setups.ones, "torch": _bench_setups.zeros},
+                 assert_same)
+    row = run_workload(w, two_workers, **_tiny())
+    assert row.status == "mismatch" and "results differ" in row.note
+    assert row.ember_ns is None and row.torch_ns is not None
+
+
+def test_bench_dead_worker_is_reported_and_replaced():
+    from bench._workers import WorkerPool
+    from bench.common import Workload, run_workload
+    from tests import _bench_setups
+
+    with WorkerPool(["ember"]) as pool:
+        first = pool.workers()["ember"]
+        w = Workload("t", "exits", {"ember": _bench_setups.exits}, None)
+        row = run_workload(w, pool.workers(), **_tiny())
+        assert row.status == "skipped" and "ember worker exited (code 3)" in row.note
+        fresh = pool.workers()["ember"]
+        assert fresh is not first and fresh.alive
+        w = Workload("t", "ok", {"ember": _bench_setups.ones})
+        assert run_workload(w, pool.workers(), **_tiny()).ember_ns > 0
+
+
+def test_bench_unsendable_setup_runs_in_one_process_with_note():
+    from bench._workers import sendable
+    from bench.common import FRAMEWORKS, Workload
+    from bench.run import _run_in_workers
+    from tests import _bench_setups
+
+    nested = Workload("t", "lambda setup", {fw: (lambda m: _bench_setups.ones(m))
+                                            for fw in FRAMEWORKS})
+    plain = Workload("t", "module setup", {fw: _bench_setups.ones for fw in FRAMEWORKS})
+    assert "cannot be sent to a worker" in sendable(nested) and sendable(plain) == ""
+    settings = {**_tiny(), "settle_s": 0.0, "memory": False}
+    rows, info = _run_in_workers([nested, plain], settings)
+    assert rows[0].note.startswith("both frameworks in one process: ")
+    assert rows[0].ember_ns is not None
+    assert "one process" not in rows[1].note and rows[1].ember_ns is not None
+    assert info["ember"]
+
+
+def _marked_environment():
+    """(marker, environment): this process's environment plus a variable unique to one
+    test, which the processes a run starts inherit."""
+    import os
+    import uuid
+
+    key, value = "BENCH_TEST_MARK", uuid.uuid4().hex
+    return f"{key}={value}", {**os.environ, key: value}
+
+
+def _processes_with(marker):
+    """Process ids of live processes whose environment holds ``marker`` (none where there
+    is no /proc to read)."""
+    found = []
+    if not Path("/proc/self/environ").exists():
+        return found
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_bench_workers_end_on_ctrl_c(tmp_path):
+    import signal
+    import time
+
+    marker, env = _marked_environment()
+    # long enough samples that the interrupt lands while the workers are timing
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench", "ops", "-k", "a + b (10", "--no-memory",
+         "--min-time", "0.5", "--out", str(tmp_path)], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        expected = 2 if HAS_TORCH else 1
+        while len(_processes_with(marker)) < 1 + expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_processes_with(marker)) == 1 + expected, "the workers never started"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, proc.stderr.read().decode()[-2000:]
+    assert _processes_with(marker) == []
+
+
+def test_bench_worker_pool_ends_workers_on_exception():
+    import os
+
+    from bench._workers import WorkerPool
+
+    with pytest.raises(RuntimeError, match="boom"):
+        with WorkerPool(["ember"]) as pool:
+            pids = pool.pids()
+            raise RuntimeError("boom")
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_result_values_keep_autograd_facts_through_pickle():
+    import pickle
+
+    import ember
+    from bench.common import Values, result_values
+
+    x = ember.ones(2, requires_grad=True)
+    v = pickle.loads(pickle.dumps(result_values([x * 2, 3])))
+    assert isinstance(v[0], Values) and v[0].tolist() == [2.0, 2.0]
+    assert v[0].requires_grad and v[0].grad_fn == "MulBackward0"
+    assert v[1].tolist() == 3 and not isinstance(v[1], Values)
+    assert not result_values(ember.ones(2)).requires_grad
 
 
 def test_conv_paths_forced_paths_match_torch():
