@@ -703,8 +703,10 @@ def _index_kernel(xp, a, *idx, spec, shape):
         # input is contiguous, and programs ``view`` it. (Of other layouts NumPy's is
         # kept: torch keeps a channels-last input's, for one.)
         r = a[key]
-        contiguous = getattr(getattr(a, "flags", None), "c_contiguous", False)
-        return xp.ascontiguousarray(r) if contiguous else r
+        if getattr(getattr(a, "flags", None), "c_contiguous", False) and r.ndim \
+                and not r.flags.c_contiguous:
+            r = xp.ascontiguousarray(r)  # (never of a 0-d result: it would come back 1-d)
+        return r
     except IndexError:
         r = _reads_nothing(xp, a, key) if a.size == 0 else None
         if r is None:

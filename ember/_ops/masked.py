@@ -59,7 +59,8 @@ def _masked_fill_kernel(xp, a, mask, vt, *, value):
     # out of place, torch fills a contiguous clone whatever the input's layout (a transposed
     # or channels-last input too), so programs may ``view`` the result
     out = where(xp, mask, _fill_value(xp, a, value, vt), a)  # NOTE [ Portable array code ]
-    return xp.ascontiguousarray(out)
+    # (never of a 0-d result: ascontiguousarray would make it 1-d)
+    return xp.ascontiguousarray(out) if out.ndim and not out.flags.c_contiguous else out
 
 
 def _masked_fill_into(xp, out, mask, vt, *, value):
