@@ -19,13 +19,16 @@ as fast on OpenBLAS). MLAS splits a product's rows and columns over its threads,
 reduction, so its results do not depend on the thread count; they differ from OpenBLAS's in
 the last bits (another summation order), as any two BLAS libraries' do.
 
-It is a choice, not the default, for two reasons measured on the development machine: the
-training steps' gain could not yet be timed on a quiet machine (under load 7-10 the GPT step
-took 0.4x its OpenBLAS time, the MNIST CNN 0.87x, ResNet-18 -- whose products mostly bypass
-``matmul`` -- 1.0x), and onnxruntime is not fork-safe: a child forked after a session ran
-hangs in onnxruntime's exit handlers if it exits through ``sys.exit`` (children of
-``multiprocessing`` leave through ``os._exit`` and are fine; ``_forget_sessions`` below keeps
-a child from using or freeing its parent's sessions).
+It is a choice, not the default, because onnxruntime is not fork-safe: in a process that has
+imported it (a session need not even have run), a child made by ``os.fork`` hangs in
+onnxruntime's C++ exit handlers if it leaves through ``sys.exit`` or the end of its script
+(children of ``multiprocessing`` leave through ``os._exit`` and are fine, as are ``subprocess``
+children). A default that could hang a forking program at exit is worse than a slower
+product. Measured with the step's process at real-time priority (``chrt -f 10``, the machine
+otherwise loaded), in-process A/B, MLAS/OpenBLAS-Haswell: MLP 0.69, GPT-mini 0.71, MNIST CNN
+0.96, ResNet-18 0.96 (its convolution products mostly do not pass through ``matmul``), LSTM LM
+0.99 (its products are plain ``@``). ``_forget_sessions`` below keeps a child from using or
+freeing its parent's sessions.
 """
 
 from __future__ import annotations
