@@ -3,6 +3,9 @@ earlier ones: reparameterised gamma / Dirichlet / Beta gradients (torch's approx
 and what the long run found. Each case runs with ``T = ember`` and ``T = torch`` from the same
 values where torch is installed."""
 
+import copy
+import itertools
+
 import numpy as np
 import pytest
 
@@ -92,3 +95,51 @@ def test_standard_gamma_grad_rejects_what_torch_rejects(args):
             L._standard_gamma_grad(a, x)
         errors.append((info.type, str(info.value)))
     assert errors[0] == errors[1]
+
+
+# ---- lazy modules before their first call
+
+
+def _lazy_to_then_call(T, cls, x_shape):
+    m = getattr(T.nn, cls)().to(T.float64) if cls.startswith("LazyBatch") else \
+        getattr(T.nn, cls)(3).to(T.float64)
+    placeholders = sorted((n, type(t).__name__, str(t.dtype).split(".")[-1])
+                          for n, t in itertools.chain(m.named_parameters(), m.named_buffers()))
+    T.manual_seed(0)
+    out = m(T.ones(*x_shape, dtype=T.float64))
+    return placeholders, str(out.dtype).split(".")[-1], sorted(
+        (n, str(t.dtype).split(".")[-1], tuple(t.shape)) for n, t in m.state_dict().items())
+
+
+@pytest.mark.parametrize("cls, x_shape", [
+    ("LazyLinear", (2, 4)), ("LazyBatchNorm1d", (3, 5)), ("LazyInstanceNorm1d", (2, 3, 4)),
+])
+def test_lazy_module_to_dtype_before_first_call(cls, x_shape):
+    # the buffers of LazyBatchNorm became plain tensors and the first call failed
+    E, T = _both()
+    assert _lazy_to_then_call(E, cls, x_shape) == _lazy_to_then_call(T, cls, x_shape)
+
+
+def _lazy_deepcopy(T):
+    m = T.nn.Sequential(T.nn.LazyLinear(3, dtype=T.float64), T.nn.ReLU())
+    c = copy.deepcopy(m)
+    before = (type(c[0]).__name__, type(c[0].weight).__name__, str(c[0].weight.dtype),
+              c[0].weight.requires_grad)
+    c(T.ones(2, 5, dtype=T.float64))
+    return before, type(c[0]).__name__, tuple(c[0].weight.shape), type(m[0]).__name__, \
+        type(m[0].weight).__name__
+
+
+def test_lazy_module_deepcopy_before_first_call():
+    # copying an UninitializedParameter raised TypeError; the copy must stay lazy on its own
+    E, T = _both()
+    got, want = _lazy_deepcopy(E), _lazy_deepcopy(T)
+    assert got[0][:2] == want[0][:2] and got[0][2].split(".")[-1] == want[0][2].split(".")[-1]
+    assert got[1:] == want[1:]
+
+
+def test_lazy_buffer_deepcopy_refuses_as_torch():
+    E, T = _both()
+    for L in (E, T):
+        with pytest.raises(ValueError, match="Attempted to use an uninitialized parameter"):
+            copy.deepcopy(L.nn.LazyBatchNorm1d())
