@@ -52,6 +52,7 @@ import math
 import numpy as np
 
 from .. import _dispatch, _parallel
+from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from .._kernels import _blas
 from .._kernels import _winograd43 as winograd43
@@ -1343,6 +1344,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     if nd not in (1, 2, 3):
         raise RuntimeError(f"convolution: expected a weight of 3 to 5 dims, got "
                            f"{list(weight.shape)}")
+    if isinstance(bias, Tensor) and isinstance(input, Tensor) and bias.dtype != input.dtype \
+            and input.dtype in (_dt.float32, _dt.float64, _dt.float16) \
+            and not bias.is_complex():
+        # PyTorch's CPU kernels behind this op (slow_conv2d and its kin) add the bias in the
+        # input's dtype, whatever its own; only the named convolutions (conv2d, ...) and the
+        # bfloat16 kernel insist that the two match
+        bias = bias.to(input.dtype)
     if transposed:
         y = conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)

@@ -143,3 +143,48 @@ def test_lazy_buffer_deepcopy_refuses_as_torch():
     for L in (E, T):
         with pytest.raises(ValueError, match="Attempted to use an uninitialized parameter"):
             copy.deepcopy(L.nn.LazyBatchNorm1d())
+
+
+# ---- the long run's findings
+
+
+def _convolution_other_bias(T, x_dtype, b_dtype, transposed):
+    rng = np.random.default_rng(4)
+    x = T.tensor(rng.standard_normal((1, 2, 4, 5)), dtype=getattr(T, x_dtype))
+    w = T.tensor(rng.standard_normal((3, 2, 2, 2)), dtype=getattr(T, x_dtype))
+    if transposed:
+        w = w.transpose(0, 1).contiguous()
+    b = T.tensor([1.3, 0.1, -1.7]).to(getattr(T, b_dtype))
+    if b.is_floating_point():
+        b.requires_grad_()
+    out = T.convolution(x, w, b, [1, 1], [1, 0], [1, 1], transposed, [0, 0], 1)
+    grad = None
+    if b.requires_grad:
+        out.sum().backward()
+        grad = (str(b.grad.dtype).split(".")[-1], b.grad.double().numpy())
+    return str(out.dtype).split(".")[-1], out.detach().double().numpy(), grad
+
+
+@pytest.mark.parametrize("x_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("b_dtype", ["int32", "int8", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_bias_of_another_dtype(x_dtype, b_dtype, transposed):
+    # torch.convolution adds a bias of any real dtype in the input's; ember refused it
+    E, T = _both()
+    got = _convolution_other_bias(E, x_dtype, b_dtype, transposed)
+    want = _convolution_other_bias(T, x_dtype, b_dtype, transposed)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-6)
+    assert (got[2] is None) == (want[2] is None)
+    if want[2] is not None:
+        assert got[2][0] == want[2][0]
+        np.testing.assert_allclose(got[2][1], want[2][1], rtol=1e-6)
+
+
+def test_conv2d_still_refuses_a_bias_of_another_dtype():
+    E, T = _both()
+    for L in (E, T):
+        with pytest.raises(RuntimeError, match="bias type"):
+            L.nn.functional.conv2d(L.ones(1, 2, 4, 5, dtype=L.float64),
+                                   L.ones(3, 2, 2, 2, dtype=L.float64),
+                                   L.tensor([1, 0, -1], dtype=L.int32))
