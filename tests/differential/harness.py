@@ -831,8 +831,10 @@ def _torch_less_accurate(case):
     e = getattr(ember.special, name)(build(x, ember)).numpy().astype(np.float64)
     t = getattr(torch.special, name)(build(x, torch))
     rtol, atol = TOL.get(str(t.dtype).split(".")[-1], TOL["float64"])
+    # the argument the op saw: an integer input is first rounded to the result's dtype
+    # (int32 2147483647 is float32 2147483648, where J1 has another value)
+    xs = np.asarray(build(x, torch).to(t.dtype).double().numpy(), np.float64)
     t = t.double().numpy()
-    xs = np.asarray(build(x, torch).double().numpy(), np.float64)
     with np.errstate(invalid="ignore"):
         # far out (and inf, NaN): the two must agree, no evidence (up to 2**31, int32's
         # range, mpmath's 30 digits still pin the value down)
