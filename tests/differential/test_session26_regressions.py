@@ -188,3 +188,27 @@ def test_conv2d_still_refuses_a_bias_of_another_dtype():
             L.nn.functional.conv2d(L.ones(1, 2, 4, 5, dtype=L.float64),
                                    L.ones(3, 2, 2, 2, dtype=L.float64),
                                    L.tensor([1, 0, -1], dtype=L.int32))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("a, b", [
+    ((0, 4), (5, 4)), ((3, 4), (0, 4)), ((3, 0), (5, 0)), ((2, 0, 4), (2, 5, 4)),
+    ((3, 4), (5, 4)),
+])
+def test_cdist_half_answers_what_needs_no_kernel(dtype, a, b):
+    # torch's half cdist has no kernel for p=2 without the matrix product, but an empty
+    # result or zero features never reach one; ember refused them all
+    E, T = _both()
+    got = []
+    for L in (E, T):
+        x1 = L.ones(*a, dtype=getattr(L, dtype), requires_grad=True)
+        x2 = L.ones(*b, dtype=getattr(L, dtype))
+        try:
+            r = L.cdist(x1, x2)
+        except NotImplementedError as e:
+            got.append(str(e))
+            continue
+        r.sum().backward()
+        got.append((tuple(r.shape), str(r.dtype).split(".")[-1], r.float().sum().item(),
+                    tuple(x1.grad.shape)))
+    assert got[0] == got[1]
