@@ -97,6 +97,26 @@ def test_standard_gamma_grad_rejects_what_torch_rejects(args):
     assert errors[0] == errors[1]
 
 
+def _gamma_underflow(T):
+    T.manual_seed(0)
+    a = T.full((500,), 0.01, requires_grad=True)
+    r = T.full((500,), 4.0, requires_grad=True)
+    s = T.distributions.Gamma(a, r).rsample()
+    s.sum().backward()
+    return s.detach().numpy(), a.grad.numpy(), r.grad.numpy()
+
+
+def test_gamma_rsample_underflow_keeps_its_gradient():
+    # draws below float32's tiny are clamped to it, but torch clamps behind autograd's back:
+    # their gradients stay (ember's clamp gave them 0)
+    got, want = _gamma_underflow(ember), _gamma_underflow(_torch())
+    assert (want[0] <= np.finfo(np.float32).tiny).any()
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=0)  # float32 draws: 1 ulp
+    for g, w in zip(got[1:], want[1:]):
+        assert ((g != 0) == (w != 0)).all()
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=0)
+
+
 # ---- lazy modules before their first call
 
 
