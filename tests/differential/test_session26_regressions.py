@@ -232,3 +232,24 @@ def test_cdist_half_answers_what_needs_no_kernel(dtype, a, b):
         got.append((tuple(r.shape), str(r.dtype).split(".")[-1], r.float().sum().item(),
                     tuple(x1.grad.shape)))
     assert got[0] == got[1]
+
+
+def _bag_with_inf_padding(T, mode, psw):
+    w = np.array([[0.0, 0.5, 0.5], [1.07, 1.0, 1.41], [-np.inf, -0.36, 0.029],
+                  [np.inf, -1.75, 1.106], [-1.26, np.inf, -3.4e38], [0.73, 0.289, 1.237]],
+                 np.float32)
+    W = T.tensor(w, requires_grad=True)
+    out = T.nn.functional.embedding_bag(
+        T.tensor([0, 2, 4, 3, 4, 1]), W, T.tensor([0, 2, 2, 5]), mode=mode, padding_idx=4,
+        per_sample_weights=T.tensor([1.0, 2, 3, 4, 5, 6]) if psw else None)
+    (out * T.arange(out.numel()).reshape(out.shape).float()).nan_to_num().sum().backward()
+    return out.detach().numpy(), W.grad.numpy()
+
+
+@pytest.mark.parametrize("mode, psw", [("sum", False), ("sum", True), ("mean", False)])
+def test_embedding_bag_padding_row_with_inf_stays_out(mode, psw):
+    # the padding rows were multiplied by 0, so an inf in one made its bag NaN
+    got, want = _bag_with_inf_padding(ember, mode, psw), _bag_with_inf_padding(_torch(), mode,
+                                                                                psw)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
