@@ -253,3 +253,19 @@ def test_embedding_bag_padding_row_with_inf_stays_out(mode, psw):
                                                                                 psw)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def _remainder_divisor_grad(T, dtype):
+    a = T.tensor([float("inf"), 3.0, 5.0, 1.0, -7.3, 1.0], dtype=getattr(T, dtype),
+                 requires_grad=True)
+    b = T.tensor([4.02, float("inf"), -float("inf"), 0.1, 0.7, 0.1], dtype=getattr(T, dtype),
+                 requires_grad=True)
+    return T.autograd.grad(a.remainder(b).sum(), [b])[0].double().numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_remainder_divisor_gradient_uses_floor_division(dtype):
+    # -g * floor(a / b) was 10 for 1 % 0.1 (torch's floor division gives 9) and inf for
+    # inf % 4.02 (NaN)
+    np.testing.assert_array_equal(_remainder_divisor_grad(ember, dtype),
+                                  _remainder_divisor_grad(_torch(), dtype))
