@@ -185,11 +185,12 @@ def _convolution_other_bias(T, x_dtype, b_dtype, transposed):
     return str(out.dtype).split(".")[-1], out.detach().double().numpy(), grad
 
 
-@pytest.mark.parametrize("x_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x_dtype", ["float64"])
 @pytest.mark.parametrize("b_dtype", ["int32", "int8", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_convolution_bias_of_another_dtype(x_dtype, b_dtype, transposed):
-    # torch.convolution adds a bias of any real dtype in the input's; ember refused it
+    # torch.convolution adds a bias of any real dtype to a float64 input, in float64; ember
+    # refused it (float32 inputs depend on whether torch picks oneDNN, which refuses)
     E, T = _both()
     got = _convolution_other_bias(E, x_dtype, b_dtype, transposed)
     want = _convolution_other_bias(T, x_dtype, b_dtype, transposed)
