@@ -384,6 +384,72 @@ def _sample_dirichlet(input, generator=None):
     return dirichlet(input, generator)
 
 
+def _gamma_grad_args(op, tensors):
+    # PyTorch's kernels take float32 or float64, all of one dtype
+    dt = tensors[0].dtype
+    if dt not in (float32, float64):
+        name = {float16: "Half", bfloat16: "BFloat16"}.get(dt) or \
+            str(dt).split(".")[-1].capitalize().replace("Int64", "Long")
+        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
+    for t in tensors[1:]:
+        if t.dtype != dt:
+            names = {float32: "Float", float64: "Double"}
+            raise RuntimeError(f"Found dtype {names.get(t.dtype, t.dtype)} but expected "
+                               f"{names[dt]}")
+    return [t.detach().cpu().numpy().astype("float64") for t in tensors]
+
+
+def _standard_gamma_grad(self, output):
+    """The derivative of Gamma(``self``, 1) draws ``output`` with respect to ``self``, by
+    PyTorch's approximation (NOTE [ Approximate gamma and Dirichlet gradients, PyTorch's
+    values ]): what :func:`_standard_gamma`'s backward multiplies the incoming gradient by.
+
+    Args:
+        self (Tensor): concentrations, float32 or float64.
+        output (Tensor): draws (same dtype; shapes broadcast).
+
+    Returns:
+        Tensor: ``d output / d self``, of the broadcast shape, not differentiable.
+
+    Example::
+
+        >>> ember._standard_gamma_grad(ember.tensor([2.0]), ember.tensor([1.0]))
+        tensor([0.7507])
+    """
+    from . import tensor
+    from .distributions._gamma_grads import standard_gamma_grad
+
+    a, x = _gamma_grad_args("_standard_gamma_grad", (self, output))
+    return tensor(standard_gamma_grad(a, x), dtype=self.dtype, device=self.device)
+
+
+def _dirichlet_grad(x, alpha, total):
+    """The derivative of each Dirichlet draw coordinate ``x_i`` with respect to its own
+    concentration ``alpha_i``, ``total`` the concentrations' sum, by PyTorch's approximation
+    (NOTE [ Approximate gamma and Dirichlet gradients, PyTorch's values ]).
+
+    Args:
+        x (Tensor): the draws, float32 or float64.
+        alpha (Tensor): their concentrations (same dtype).
+        total (Tensor): the sums of the concentrations over the categories (same dtype;
+            shapes broadcast).
+
+    Returns:
+        Tensor: ``d x_i / d alpha_i``, of the broadcast shape, not differentiable.
+
+    Example::
+
+        >>> a = ember.tensor([1.0, 2.0])
+        >>> ember._dirichlet_grad(ember.tensor([0.3, 0.7]), a, a.sum().expand(2))
+        tensor([0.4123, 0.4161])
+    """
+    from . import tensor
+    from .distributions._gamma_grads import dirichlet_grad
+
+    xs, a, tot = _gamma_grad_args("_dirichlet_grad", (x, alpha, total))
+    return tensor(dirichlet_grad(xs, a, tot), dtype=x.dtype, device=x.device)
+
+
 # Subpackages written on top of the whole of ember (``import ember`` inside them) load on
 # first use, so the package's own import never goes round in a circle.
 _ON_FIRST_USE = frozenset({"distributions", "quasirandom", "signal", "hub", "fx", "masked",

@@ -452,7 +452,9 @@ def _zero_vjp(g, _a, _b):
 def _remainder_vjp(g, a, b):
     if a is None:  # (saved only for the divisor's gradient: ``saved_for`` below)
         return g, None
-    return g, -g * (a / b).floor()
+    # torch's floor division (fmod-based, so 1 // 0.1 is 9 where floor(1 / 0.1) is 10, and
+    # inf // 4 is NaN where floor(inf / 4) is inf)
+    return g, -g * a.div(b, rounding_mode="floor")
 
 
 def _fmod_vjp(g, a, b):

@@ -23,6 +23,10 @@ from .linalg import _LOWP, _conj, _h, check_out_tuple, check_tensor, matmul
 
 def _cdist_kernel(xp, a, b, *, p, use_mm):
     if a.dtype in _LOWP:
+        out_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-2])
+        if not math.prod(out_shape) or not a.shape[-1]:
+            # torch answers these before it picks a kernel: nothing to compute, or all zeros
+            return xp.zeros(out_shape, a.dtype)
         if not use_mm:  # torch has only the matrix-product form in half precision
             raise NotImplementedError(
                 f'"cdist" not implemented for \'{_dt.lookup(a.dtype).scalar_name}\'')

@@ -57,6 +57,7 @@ import math
 import numpy as np
 
 from .. import _dispatch, _parallel
+from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from .._kernels import _blas
 from .._kernels import _winograd43 as winograd43
@@ -1348,6 +1349,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     if nd not in (1, 2, 3):
         raise RuntimeError(f"convolution: expected a weight of 3 to 5 dims, got "
                            f"{list(weight.shape)}")
+    if isinstance(bias, Tensor) and isinstance(input, Tensor) and bias.dtype != input.dtype \
+            and input.dtype == _dt.float64 and not bias.is_complex():
+        # PyTorch's float64 CPU kernels behind this op (slow_conv2d and its kin) add the
+        # bias in the input's dtype, whatever its own; the named convolutions (conv2d, ...)
+        # insist that the two match, and so does oneDNN, which torch picks for float32 (and
+        # half) inputs by shape and thread count, so there ember keeps refusing
+        bias = bias.to(input.dtype)
     if transposed:
         y = conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)

@@ -203,7 +203,9 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
         if mode == "max" and keep is not None:  # padding takes no part in a maximum
             seg = seg[pad[lo:hi]]
         elif keep is not None:
-            seg = seg * keep[lo:hi]
+            # zeros in place of the padding rows (not a product with 0: an inf or NaN in a
+            # padding row must not reach the bag, as in torch, which skips those rows)
+            seg = seg.masked_fill(~pad[lo:hi].unsqueeze(1), 0)
         if seg.shape[0] == 0:  # zeros that are still the table's function, as torch's
             # (through the lookups, so that a sparse gradient stays sparse)
             bags.append(rows[:0].sum(0).to(weight.dtype))

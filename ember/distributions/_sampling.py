@@ -16,6 +16,10 @@ summed term by term; with ``prefactor / p = x / alpha`` this gives
 Elsewhere ``dP/dalpha`` is a central difference of SciPy's ``gammainc``/``gammaincc`` in
 float64 (relative error ~1e-9, far below the noise of any stochastic gradient). Beta and
 Dirichlet draws are normalised gamma draws, so they inherit this gradient through autograd.
+
+The draws' backward passes do not use this exact gradient but PyTorch's approximations (NOTE
+[ Approximate gamma and Dirichlet gradients, PyTorch's values ] in ``_gamma_grads.py``), so
+that ``rsample`` trains as it does in PyTorch; the exact one is their yardstick in the tests.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import ember
 from ember._core.generator import numpy_generator, resolve
 
 from .._core.rng_sequential import binomial_array, standard_gamma_array
+from ._gamma_grads import dirichlet_grad, standard_gamma_grad
 
 
 def _special():
@@ -82,7 +87,7 @@ def standard_gamma_grad_numpy(alpha, x):
 
 
 class _StandardGamma(ember.autograd.Function):
-    """Gamma(alpha, 1) draws with the implicit reparameterisation gradient."""
+    """Gamma(alpha, 1) draws with PyTorch's reparameterisation gradient."""
 
     @staticmethod
     def forward(ctx, alpha, generator=None):
@@ -106,7 +111,7 @@ class _StandardGamma(ember.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         alpha, x = ctx.saved_tensors
-        dx = standard_gamma_grad_numpy(_to_numpy(alpha), _to_numpy(x))
+        dx = standard_gamma_grad(_to_numpy(alpha), _to_numpy(x))
         return grad * _from_numpy(dx, alpha), None
 
 
@@ -123,11 +128,37 @@ def standard_gamma(alpha, generator=None):
     return _StandardGamma.apply(alpha, generator)
 
 
+class _Dirichlet(ember.autograd.Function):
+    """Dirichlet draws (normalised gamma draws) with PyTorch's gradient: not the normalised
+    gammas' but each coordinate's as a Beta(alpha_i, total - alpha_i) draw (NOTE
+    [ Approximate gamma and Dirichlet gradients, PyTorch's values ])."""
+
+    @staticmethod
+    def forward(ctx, concentration, generator=None):
+        # NOTE [ Dirichlet draws in float64 ]: as PyTorch's CPU kernel, the gammas are drawn
+        # and normalised in float64 (a float32 gamma draw underflows for small alpha), then
+        # rounded and clamped into [tiny, 1) of the dtype: bit for bit PyTorch's draws
+        with ember.no_grad():
+            g = standard_gamma(concentration.to(ember.float64), generator)
+            x = (g / g.sum(-1, keepdim=True)).to(concentration.dtype)
+            info = ember.finfo(x.dtype)
+            x = x.clamp(min=info.tiny, max=1.0 - info.eps / 2)
+        ctx.save_for_backward(concentration, x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        concentration, x = ctx.saved_tensors
+        a = _to_numpy(concentration)
+        dx = _from_numpy(dirichlet_grad(_to_numpy(x), a, a.sum(-1, keepdims=True)), x)
+        # moving alpha_i moves x_i by dx_i and takes it from every x_j in proportion to x_j
+        return dx * (grad - (x * grad).sum(-1, keepdim=True)), None
+
+
 def dirichlet(concentration, generator=None):
     """Draws from Dirichlet(``concentration``) over the last dimension, as normalised gamma
-    draws (differentiable through :func:`standard_gamma`)."""
-    g = standard_gamma(concentration, generator)
-    return g / g.sum(-1, keepdim=True)
+    draws; differentiable in ``concentration`` by PyTorch's approximate gradient."""
+    return _Dirichlet.apply(concentration, generator)
 
 
 def binomial(count, prob):

@@ -58,7 +58,10 @@ class Gamma(ExponentialFamily):
     def rsample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
         value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-        return value.clamp(min=ember.finfo(value.dtype).tiny)
+        # clamped in place behind autograd's back, as PyTorch does: a draw that underflows
+        # keeps its (tiny) gradient instead of clamp's zero
+        value.detach().clamp_(min=ember.finfo(value.dtype).tiny)
+        return value
 
     def log_prob(self, value):
         value = ember.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)

@@ -153,6 +153,18 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
+    def __deepcopy__(self, memo):
+        # a fresh placeholder (Parameter's deepcopy would pass the data where the
+        # placeholder takes requires_grad); the copy materialises on its own first call
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.requires_grad, self.device, self.dtype)
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, proto):
+        return (type(self), (self.requires_grad, self.device, self.dtype))
+
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer whose shape is not known yet (used by the Lazy modules); reading its shape
@@ -185,6 +197,16 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
     def __init__(self, requires_grad=False, device=None, dtype=None):
         pass
+
+    def __deepcopy__(self, memo):
+        # as PyTorch: an uninitialized buffer cannot be copied (so neither can a lazy
+        # module holding one, e.g. LazyBatchNorm1d, before its first call)
+        raise ValueError(
+            "Attempted to use an uninitialized parameter in Tensor.__deepcopy__. This error "
+            "happens when you are using a `LazyModule` or explicitly manipulating "
+            "`ember.nn.parameter.UninitializedBuffer` objects. When using LazyModules Call "
+            "`forward` with a dummy batch to initialize the parameters before calling ember "
+            "functions")
 
 
 def is_lazy(param):

@@ -5,6 +5,7 @@ import pytest
 
 import ember
 import ember.distributions as ED
+from ember.distributions._gamma_grads import standard_gamma_grad
 from ember.distributions._sampling import standard_gamma_grad_numpy
 
 from ._cases import CASES, maker
@@ -87,6 +88,8 @@ def test_standard_gamma_grad_matches_torch(alpha):
     theirs = torch._standard_gamma_grad(torch.tensor(a), torch.tensor(x)).numpy()
     # torch approximates; ours is exact to ~1e-9, so agree to torch's accuracy
     np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=1e-12)
+    # and the approximation the draws' backward uses gives torch's values
+    np.testing.assert_allclose(standard_gamma_grad(a, x), theirs, rtol=1e-12, atol=1e-300)
 
 
 def test_standard_gamma_grad_matches_finite_difference_of_quantile():
@@ -105,9 +108,13 @@ def test_gamma_rsample_grad_is_the_implicit_derivative():
     alpha = ember.tensor([0.5, 2.0, 7.0], dtype=ember.float64, requires_grad=True)
     x = ED.Gamma(alpha, 2.0).rsample()
     x.sum().backward()
-    # x = g / rate with g standard gamma: dx/dalpha = (dg/dalpha) / rate
-    expected = standard_gamma_grad_numpy(_np(alpha), _np(x) * 2.0) / 2.0
-    np.testing.assert_allclose(_np(alpha.grad), expected, rtol=1e-8)
+    # x = g / rate with g standard gamma: dx/dalpha = (dg/dalpha) / rate, dg/dalpha by
+    # torch's approximation, itself within 2e-3 of the exact implicit derivative
+    g = _np(x) * 2.0
+    expected = standard_gamma_grad(_np(alpha), g) / 2.0
+    np.testing.assert_allclose(_np(alpha.grad), expected, rtol=1e-12)
+    np.testing.assert_allclose(expected, standard_gamma_grad_numpy(_np(alpha), g) / 2.0,
+                               rtol=2e-3)
 
 
 def test_gamma_mean_gradient_is_unbiased():

@@ -16,7 +16,7 @@ from collections import OrderedDict, namedtuple
 
 from ..._core.tensor import Tensor
 from ...autograd._base import RemovableHandle  # noqa: F401  (one handle class for all hooks)
-from ..parameter import Buffer, Parameter, is_lazy
+from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
 __all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
            "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
@@ -717,7 +717,12 @@ class Module:
                     param._grad = ng
         for key, buf in self._buffers.items():
             if buf is not None:
-                self._buffers[key] = fn(buf)
+                new = fn(buf)
+                if isinstance(buf, UninitializedTensorMixin) and type(new) is not type(buf):
+                    # a lazy module's placeholder stays one, with the new dtype and device,
+                    # until its first call gives it a shape (PyTorch's to() keeps the class)
+                    new = Tensor._make_subclass(type(buf), new)
+                self._buffers[key] = new
         return self
 
     def apply(self, fn):
