@@ -30,6 +30,30 @@ def lstm_gates_cell(a, s, shift, c_in, c):
             c[b, j] = a[b, hs + j] * c_in[b, j] + a[b, j] * a[b, 2 * hs + j]
 
 
+@njit(inline="always", cache=True)
+def gate_grads(ai, af, ag, ao, di, df, dg, do, tr, cr, hr, dcr, n, one):  # pragma: no cover
+    """For ``n`` hidden units of one sample: from the activated gates ``ai, af, ag, ao``,
+    ``tanh(c)`` ``tr``, the cell state read ``cr``, the output gradient ``hr`` and the cell
+    gradient from the step after ``dcr`` (updated in place to this step's), the gates'
+    pre-activation gradients ``di, df, dg, do``; all one-dimensional row views (LLVM
+    vectorises the loop over them: 26 -> 16 us a step for B=32, H=256, not over
+    two-dimensional indexing). Shared by the one-core step and the split loops, inlined into
+    both, so their results are the same bits."""
+    for j in range(n):
+        i = ai[j]
+        f = af[j]
+        g = ag[j]
+        o = ao[j]
+        t = tr[j]
+        dh = hr[j]
+        dct = (one - t * t) * o * dh + dcr[j]
+        di[j] = ((one - i) * i) * (dct * g)
+        df[j] = ((one - f) * f) * (dct * cr[j])
+        dg[j] = ((one - g) * (g + one)) * (dct * i)
+        do[j] = ((one - o) * o) * (dh * t)
+        dcr[j] = dct * f
+
+
 @njit(error_model="numpy", nogil=True, cache=True)
 def lstm_step_backward(a, tc, c_in, dht, dc, d, one):
     """One step of the layer's backward: from the step's activated gates ``a`` (B, 4H),
@@ -45,19 +69,7 @@ def lstm_step_backward(a, tc, c_in, dht, dc, d, one):
         ai, af, ag, ao = a[b, :hs], a[b, hs:2 * hs], a[b, 2 * hs:3 * hs], a[b, 3 * hs:]
         di, df, dg, do = d[b, :hs], d[b, hs:2 * hs], d[b, 2 * hs:3 * hs], d[b, 3 * hs:]
         tr, cr, hr, dcr = tc[b], c_in[b], dht[b], dc[b]
-        for j in range(hs):
-            i = ai[j]
-            f = af[j]
-            g = ag[j]
-            o = ao[j]
-            t = tr[j]
-            dh = hr[j]
-            dct = (one - t * t) * o * dh + dcr[j]
-            di[j] = ((one - i) * i) * (dct * g)
-            df[j] = ((one - f) * f) * (dct * cr[j])
-            dg[j] = ((one - g) * (g + one)) * (dct * i)
-            do[j] = ((one - o) * o) * (dh * t)
-            dcr[j] = dct * f
+        gate_grads(ai, af, ag, ao, di, df, dg, do, tr, cr, hr, dcr, hs, one)
 
 
 # NOTE [ A float32 tanh for the LSTM steps ]

@@ -21,7 +21,7 @@ from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ._numba_rnn import _tanhf
+from ._numba_rnn import _tanhf, gate_grads
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
@@ -250,19 +250,7 @@ def backward_units(gemm, yield_ptr, sync, me, nw, u0, u1, p0, p1, acts, tcs, cs,
             di, df = db[u0:u1], db[hs + u0:hs + u1]
             dg, do = db[2 * hs + u0:2 * hs + u1], db[3 * hs + u0:3 * hs + u1]
             tr, cr, hr, dcr = tcs[t, b, u0:u1], c_in[b, u0:u1], dhu[b], dc[b, u0:u1]
-            for j in range(u):
-                i = ai[j]
-                f = af[j]
-                g = ag[j]
-                o = ao[j]
-                tt = tr[j]
-                dhj = hr[j]
-                dct = (one - tt * tt) * o * dhj + dcr[j]
-                di[j] = ((one - i) * i) * (dct * g)
-                df[j] = ((one - f) * f) * (dct * cr[j])
-                dg[j] = ((one - g) * (g + one)) * (dct * i)
-                do[j] = ((one - o) * o) * (dhj * tt)
-                dcr[j] = dct * f
+            gate_grads(ai, af, ag, ao, di, df, dg, do, tr, cr, hr, dcr, u, one)
         n += 1
         if not _barrier(sync, me, nw, n, yield_ptr):
             return False

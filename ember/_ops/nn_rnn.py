@@ -489,6 +489,16 @@ def _step_kernels(xp, dt):
     return _numba_rnn
 
 
+def _big_mm(xp, a, b, out=None):
+    """A layer's products over all its steps at once (the input projection, the weight
+    gradients): NumPy's through ``_blas.matmul``, which picks the BLAS threads by shape and
+    takes MLAS where chosen (NOTE [ Products past a pinned OpenBLAS ]); the per-step products
+    stay on the loops' own hold."""
+    if xp is np:
+        return _blas.matmul(a, b, out)
+    return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
+
+
 def _gate_scale(xp, hs, dt):
     """Per-gate-row factors: 1/2 for the sigmoid gates i, f, o; 1 for the tanh gate g."""
     s = xp.full(4 * hs, 0.5, dt)
@@ -516,10 +526,10 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
         # (T*B, I): a copy when x is a transposed batch_first input, saved so that backward
         # does not make it again
         xf = x.reshape(steps * batch, -1)
-        acts = xp.matmul(xf, w_in)
+        acts = _big_mm(xp, xf, w_in)
     else:
         xf = None
-        acts = xp.take(xp.matmul(table, w_in), indices.reshape(-1), axis=0)
+        acts = xp.take(_big_mm(xp, table, w_in), indices.reshape(-1), axis=0)
     acts = acts.reshape(steps, batch, 4 * hs)
     # the bias joins each step's recurrent product, in cache, rather than a pass over acts
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
@@ -657,24 +667,24 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
         # an array of its own, not a view of the product: the engine's input buffer may add
         # another gradient into it in place (a bidirectional layer's input)
         gx = xp.empty((steps, batch, w_ih.shape[1]), dt)
-        xp.matmul(d2, w_ih, out=gx.reshape(steps * batch, -1))
+        _big_mm(xp, d2, w_ih, out=gx.reshape(steps * batch, -1))
     if not need_wih:
         gw_ih = None
     elif table is None:
-        gw_ih = d2.T @ x
+        gw_ih = _big_mm(xp, d2.T, x)
     else:
         # d2.T @ table[indices], with d2's rows summed by index first
         from .nn_ops import _embedding_backward_kernel
 
         sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
                                           padding_idx=None)
-        gw_ih = sums.T @ table
+        gw_ih = _big_mm(xp, sums.T, table)
     gb = col_sums(xp, d2) if need_b or need_bhh else None
     # both biases get the same gradient, each its own copy (PyTorch's layer clones it)
     gb_hh = (gb.copy() if need_b else gb) if need_bhh else None
     gb = gb if need_b else None
-    gw_hh = d2.T @ hprev.reshape(steps * batch, p) if need_whh else None
-    gw_hr = (dhs.reshape(-1, p).T @ raw.reshape(-1, hs)
+    gw_hh = _big_mm(xp, d2.T, hprev.reshape(steps * batch, p)) if need_whh else None
+    gw_hr = (_big_mm(xp, dhs.reshape(-1, p).T, raw.reshape(-1, hs))
              if w_hr is not None and need_whr else None)
     return gx, gw_ih, gb, dh, dc, gw_hh, gw_hr, gb_hh
 
