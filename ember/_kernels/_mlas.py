@@ -207,3 +207,30 @@ def matmul(a, b, out=None):
     io.bind_output("C", "cpu", 0, _F32, list(shape), out.ctypes.data)
     s.run_with_iobinding(io)
     return out
+
+
+def product(a, b, out=None):
+    """``np.matmul(a, b)`` (into ``out`` when given) for NumPy arrays: on MLAS when that is the
+    choice for it (``matmul`` above), else NumPy's. For kernels that run their products
+    themselves (the Winograd convolutions' per-position products), where ``_blas.matmul``'s
+    thread choice is already made around them.
+
+    Args:
+        a: (..., m, k) NumPy array.
+        b: (..., k, n) NumPy array.
+        out: optional result array, as for ``np.matmul``.
+
+    Returns:
+        ndarray: the product.
+
+    Example::
+
+        >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        >>> product(a, a.T).tolist()
+        [[5.0, 14.0], [14.0, 50.0]]
+    """
+    if _state[0] is not False:
+        r = matmul(a, b, out)
+        if r is not None:
+            return r
+    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _parallel
-from . import _blas
+from . import _blas, _mlas
 
 
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
@@ -143,7 +143,7 @@ def _convolve(x, u, pad, out_channels):
             m_ = xs.shape[0]
             v = np.empty((36, c, m_ * th * tw), x.dtype)
             k.input_tiles(xs, pad[0], pad[1], th, tw, v)
-            m = np.matmul(u, v)
+            m = _mlas.product(u, v)
             k.output_tiles(m.reshape(36, out_channels, m_, th, tw),
                            y[lo + sl.start:lo + sl.stop])
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _parallel
-from . import _blas, _weight_tiles
+from . import _blas, _mlas, _weight_tiles
 
 # a batch chunk's tiles (V, dM and dV) stay under this many bytes: that of the separate
 # weight adjoint, whose chunks (and so sums) this path must repeat
@@ -108,7 +108,7 @@ def backward(x, g, w, padding):
             for a in range(0, m_, piece):
                 b = min(a + piece, m_)
                 dvp = dv[:16 * c * (b - a) * tiles].reshape(16, c, (b - a) * tiles)
-                np.matmul(ut, dm[:, :, a * tiles:b * tiles], out=dvp)
+                _mlas.product(ut, dm[:, :, a * tiles:b * tiles], dvp)
                 ka.input_adjoint(dvp.reshape(16, c, b - a, th, tw), padding[0], padding[1],
                                  gx[sl.start + a:sl.start + b])
         return du

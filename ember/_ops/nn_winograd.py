@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch, _parallel
-from .._kernels import _blas, _weight_tiles
+from .._kernels import _blas, _mlas, _weight_tiles
 from .channels_last import copy_channels_last
 
 _G = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
@@ -186,11 +186,19 @@ def output_tiles_adjoint(xp, gs, th, tw):
     return dm.reshape(16, n * th * tw, o)
 
 
+def _mm(xp, a, b, out):
+    """``a @ b`` into ``out``: NumPy's (or MLAS's where chosen, NOTE [ Products past a pinned
+    OpenBLAS ]), or the array library's own."""
+    if xp is np:
+        return _mlas.product(a, b, out)
+    return xp.matmul(a, b, out=out)
+
+
 def _products(xp, v, u, out, flipped=False):
     """out[xi] = v[xi] @ u[xi]^T (or v[xi] @ u[flip xi] for the input adjoint)."""
     with _one_thread_for(xp, v.shape[1] * v.shape[2] * out.shape[2]):
         for i in range(16):
-            xp.matmul(v[i], u[_FLIPPED[i]] if flipped else u[i].T, out=out[i])
+            _mm(xp, v[i], u[_FLIPPED[i]] if flipped else u[i].T, out[i])
     return out
 
 
@@ -258,7 +266,7 @@ def _convolve_by_position(xp, x, u, pad, flipped, y):
 
     def positions(lo, hi):
         for i in range(lo, hi):
-            xp.matmul(v[i], u[_FLIPPED[i]] if flipped else u[i].T, out=m[i])
+            _mm(xp, v[i], u[_FLIPPED[i]] if flipped else u[i].T, m[i])
 
     _positions(positions, 16 * v.shape[1] * v.shape[2] * o)
     y[...] = xp.moveaxis(output_tiles(xp, m, n, th, tw, ho, wo), -1, 1)
@@ -319,9 +327,9 @@ def _weight_tiles_sum(xp, x, g, padding, lo, hi):
         with _one_thread_for(xp, o * c * v.shape[1]):
             for i in range(16):
                 if sl.start == 0:  # the first chunk writes the sums, later ones add
-                    xp.matmul(dm[i].T, v[i], out=du[i])
+                    _mm(xp, dm[i].T, v[i], du[i])
                 else:
-                    xp.matmul(dm[i].T, v[i], out=part)
+                    _mm(xp, dm[i].T, v[i], part)
                     du[i] += part
     return du
 
@@ -364,7 +372,7 @@ def _weight_tiles_by_position(xp, x, g, padding, also=None):
 
     def positions(lo, hi):
         for i in range(lo, hi):
-            xp.matmul(dm[i].T, v[i], out=du[i])
+            _mm(xp, dm[i].T, v[i], du[i])
             if also is not None:
                 also(i)
 
@@ -388,7 +396,7 @@ def backward(xp, g, x, w, padding):
         m = xp.empty((16, vg.shape[1], c), x.dtype)
 
         def input_product(i):
-            xp.matmul(vg[i], u[_FLIPPED[i]], out=m[i])
+            _mm(xp, vg[i], u[_FLIPPED[i]], m[i])
 
         du = _weight_tiles_by_position(xp, x, g, padding, also=input_product)
         gx[...] = xp.moveaxis(output_tiles(xp, m, n, th, tw, ho, wo), -1, 1)

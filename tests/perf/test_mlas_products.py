@@ -183,3 +183,49 @@ def test_forked_child_makes_its_own_sessions():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["child", "ok", "parent", "512.0"]
+
+
+@pytest.mark.parametrize("shape", [(8, 64, 32, 32, 64), (4, 128, 16, 16, 128),
+                                   (16, 256, 4, 4, 256), (8, 32, 24, 24, 64)])
+def test_convolutions_close_either_way(monkeypatch, shape):
+    """3x3 convolutions (the Winograd paths' per-position and stacked products, where the
+    chosen path runs them through NumPy) forward and both gradients agree with MLAS and with
+    NumPy's BLAS. (Which path a layer takes depends on the machine's load, so whether MLAS
+    got a product is not asserted here; ``test_winograd_products_on_mlas`` does that.)"""
+    n, c, h, w, o = shape
+    rng = np.random.default_rng(6)
+    x0 = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    w0 = (rng.standard_normal((o, c, 3, 3)) / (3 * c ** 0.5)).astype(np.float32)
+    results = []
+    for state in ([ort], [False]):
+        monkeypatch.setattr(_mlas, "_state", state)
+        x = ember.tensor(x0, requires_grad=True)
+        wt = ember.tensor(w0, requires_grad=True)
+        y = ember.nn.functional.conv2d(x, wt, padding=1)
+        (y * y).sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), wt.grad.numpy()))
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * float(np.abs(want).max()))
+
+
+def test_winograd_products_on_mlas(mlas_on, monkeypatch):
+    """The per-position products of the F(2x2, 3x3) kernels reach MLAS (transposed weight
+    views, results written into the stack)."""
+    from ember._ops import nn_winograd
+
+    taken = []
+    real = _mlas.matmul
+
+    def counted(a, b, out=None):
+        r = real(a, b, out)
+        taken.append(r is not None)
+        return r
+
+    monkeypatch.setattr(_mlas, "matmul", counted)
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal((16, 512, 128)).astype(np.float32)
+    u = rng.standard_normal((16, 96, 128)).astype(np.float32)
+    out = np.empty((16, 512, 96), np.float32)
+    nn_winograd._products(np, v, u, out)
+    assert taken == [True] * 16
+    _close(out, v, u.transpose(0, 2, 1))
