@@ -139,6 +139,26 @@ def _make_grad(t, g, i):
     return g
 
 
+def post_hooks(node, grads_in, buf):
+    """Run ``node``'s post hooks (``register_hook`` on a node) in order, each seeing the
+    gradients it produced (``grads_in``, replaced by any hook's result) and the ones it got
+    (``buf``); the gradients to hand on.
+
+    Args:
+        node: an autograd node with post hooks.
+        grads_in: the gradients the node computed for its inputs.
+        buf: the gradients the node received for its outputs.
+
+    Returns:
+        tuple: the gradients to hand on.
+    """
+    for h in list(node._post.values()):
+        r = h(grads_in, tuple(buf))
+        if r is not None:
+            grads_in = tuple(r)
+    return grads_in
+
+
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                  allow_unused=True, accumulate=True):
     """Run one backward pass. Returns the captured input gradients when ``accumulate`` is
@@ -300,10 +320,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             else:
                 grads_in = node._apply(buf)
             if node._post is not None:
-                for h in list(node._post.values()):
-                    r = h(grads_in, tuple(buf))
-                    if r is not None:
-                        grads_in = tuple(r)
+                grads_in = post_hooks(node, grads_in, buf)
             if not retain_graph:
                 node._release()
             buf = None

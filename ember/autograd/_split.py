@@ -107,10 +107,7 @@ def _walk(starts: dict, into: set, stop=frozenset(), keep=frozenset(), kept=None
         else:
             grads_in = node._apply(buf)
         if node._post is not None:
-            for h in list(node._post.values()):
-                r = h(grads_in, tuple(buf))
-                if r is not None:
-                    grads_in = tuple(r)
+            grads_in = _engine.post_hooks(node, grads_in, buf)
         if release and node not in keep:
             node._release()
         for (nx, nr), g in zip(edges, grads_in):
