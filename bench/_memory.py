@@ -59,10 +59,13 @@ def _rusage_peak():
 
 def _warm_up(fw):
     """One tiny training step, so that thread pools and the math libraries' lazily loaded
-    parts are in the baseline rather than charged to the first workload."""
-    lin = fw.nn.Linear(64, 64)
+    parts are in the baseline rather than charged to the first workload. Its products are
+    just large enough (64 x 256 x 256 multiply-adds) for each framework's large-product path
+    to load: oneDNN's in PyTorch, MLAS's in ember where it runs them (NOTE [ Products past a
+    pinned OpenBLAS ] in ember/_kernels/_mlas.py)."""
+    lin = fw.nn.Linear(256, 256)
     opt = fw.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
-    loss = lin(fw.randn(32, 64)).relu().sum()
+    loss = lin(fw.randn(64, 256)).relu().sum()
     loss.backward()
     opt.step()
 

@@ -6,29 +6,50 @@ development machines set ``OPENBLAS_CORETYPE=Haswell`` on AVX-512 CPUs, which ca
 GEMMs at AVX2 -- one thread ran a (2048, 256) @ (256, 1024) float32 product at 131 GF/s with
 the Haswell kernels against 241 GF/s with the SkylakeX ones the same OpenBLAS picks when the
 variable is unset -- while PyTorch's oneDNN and MKL kernels are not capped. ember leaves the
-variable and NumPy's OpenBLAS as the user set them. onnxruntime (the ``onnx`` and ``test``
-extras) brings MLAS, whose GEMM kernels follow the CPU's features: (2048, 256) @ (256, 1024)
-at two threads in 2.2 ms against OpenBLAS-Haswell's 4.2 (and 9.6 for PyTorch's MKL at one
-thread). With ``EMBER_GEMM=mlas`` ember hands its large float32 products (through
+variable and NumPy's OpenBLAS as the user set them. onnxruntime (the ``fast``, ``onnx``
+and ``test`` extras) brings MLAS, whose GEMM kernels follow the CPU's features: (2048, 256) @
+(256, 1024) at two threads in 2.2 ms against OpenBLAS-Haswell's 4.2 (and 9.6 for PyTorch's
+MKL at one thread). Where that pays (below) ember hands its large float32 products (through
 ``ember/_kernels/_blas.py``'s ``matmul``: linear layers, ``matmul``/``mm``/``bmm``, the
 convolutions' products) to MLAS through a one-node onnxruntime session (``Gemm`` with the
 transposes as attributes, or ``MatMul`` for stacks), bound to the operands' and result's own
 buffers: no copies, ~7 us of call overhead, so only products of at least ``MIN_WORK``
-multiply-adds with at least ``MIN_ROWS`` rows go there (a (32, 256) @ (256, 1024) LSTM step ran
-as fast on OpenBLAS). MLAS splits a product's rows and columns over its threads, never the
+multiply-adds (a stack's members together: the F(4x4) Winograd convolutions' 36 (64, 64) @
+(64, 192) position products took 0.18 ms there against 0.61 on NumPy's stacked matmul) with
+at least ``MIN_ROWS`` rows go there (a (32, 256) @ (256, 1024) LSTM step ran as fast on
+OpenBLAS). MLAS splits a product's rows and columns over its threads, never the
 reduction, so its results do not depend on the thread count; they differ from OpenBLAS's in
 the last bits (another summation order), as any two BLAS libraries' do.
 
-It is a choice, not the default, because onnxruntime is not fork-safe: in a process that has
-imported it (a session need not even have run), a child made by ``os.fork`` hangs in
-onnxruntime's C++ exit handlers if it leaves through ``sys.exit`` or the end of its script
-(children of ``multiprocessing`` leave through ``os._exit`` and are fine, as are ``subprocess``
-children). A default that could hang a forking program at exit is worse than a slower
-product. Measured with the step's process at real-time priority (``chrt -f 10``, the machine
-otherwise loaded), in-process A/B, MLAS/OpenBLAS-Haswell: MLP 0.69, GPT-mini 0.71, MNIST CNN
-0.96, ResNet-18 0.96 (its convolution products mostly do not pass through ``matmul``), LSTM LM
-0.99 (its products are plain ``@``). ``_forget_sessions`` below keeps a child from using or
-freeing its parent's sessions.
+Which engine runs them: ``EMBER_GEMM=mlas`` asks for MLAS, ``EMBER_GEMM=numpy`` (or
+``openblas``) for NumPy's BLAS, and unset (or ``auto``) takes MLAS exactly where it pays --
+onnxruntime is installed, the CPU has AVX-512 (F, BW, VL, DQ) and NumPy's BLAS is an OpenBLAS
+running kernels below it (threadpoolctl's ``architecture`` is not one of OpenBLAS's AVX-512
+sets SkylakeX, Cooperlake, SapphireRapids): an unpinned OpenBLAS on the same CPU runs its
+SkylakeX kernels, as fast as MLAS's, and keeps every product where it was. Measured with the
+step's process at real-time priority (``chrt -f 10``), in-process A/B, MLAS/OpenBLAS-Haswell:
+MLP 0.69, GPT-mini 0.71, MNIST CNN 0.96, ResNet-18 0.96, LSTM LM 0.99 (before the Winograd
+and whole-sequence products were routed here too).
+
+NOTE [ Forked children and onnxruntime's exit handlers ]
+onnxruntime is not fork-safe at exit: creating its environment (importing the Python module
+does) starts a helper thread that waits on a condition variable, and a C++ exit handler
+destroys that variable at process exit. A child made by ``os.fork`` inherits the variable
+with the parent's waiter counted but not the thread, so glibc's ``pthread_cond_destroy`` waits
+for ever: the child hangs once it leaves through ``sys.exit`` or the end of its script
+(``multiprocessing``'s children leave through ``os._exit`` and never run the handlers;
+``subprocess`` children exec). ember loads onnxruntime only when it chooses MLAS, and from then
+on every forked child registers, first thing, two C exit handlers of its own: glibc runs exit
+handlers newest first, so at the child's exit they run before every inherited one -- one
+flushes C stdio (``fflush(NULL)``), the other ends the process with the exit status
+(``on_exit`` passes it to ``_exit``). Python's own finalisation (``atexit`` functions, its
+streams) has already run by then, exactly as it has when a ``multiprocessing`` child calls
+``os._exit``. Where there is no glibc ``on_exit`` (other C libraries, other systems) ``auto``
+does not choose MLAS. ``_forget_sessions`` below keeps a child from using or freeing its
+parent's sessions.
+
+The one-node models are written here as protobuf bytes (``_model``), so the product engine
+needs onnxruntime alone, not the ``onnx`` package (15 MB more resident, 70 ms more import).
 """
 
 from __future__ import annotations
@@ -69,13 +90,93 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_sessions)
 
 
-def _decide():
-    if os.environ.get("EMBER_GEMM", "").strip().lower() != "mlas":
+def _libc():
+    """glibc, when this process runs on it and it has ``on_exit``; else None."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        for name in ("on_exit", "__cxa_atexit", "_exit", "fflush"):
+            getattr(libc, name)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def _exit_before_inherited_handlers():
+    # NOTE [ Forked children and onnxruntime's exit handlers ]: registered in each forked
+    # child, newest first at exit: flush C stdio, then end with the exit status, before any
+    # inherited handler (onnxruntime's among them) runs
+    import ctypes
+
+    libc = _libc()
+    if libc is None:
+        return
+    address = ctypes.c_void_p
+    libc.on_exit.argtypes = [address, address]
+    libc.__cxa_atexit.argtypes = [address, address, address]
+    libc.on_exit(ctypes.cast(libc._exit, address), None)
+    libc.__cxa_atexit(ctypes.cast(libc.fflush, address), None, None)
+
+
+_guarded = [False]
+
+
+def _guard_forks():
+    """From now on, every forked child leaves without running the exit handlers it inherits
+    (NOTE [ Forked children and onnxruntime's exit handlers ]); False where that cannot be
+    done."""
+    if _guarded[0]:
+        return True
+    if not hasattr(os, "register_at_fork") or _libc() is None:
+        return False
+    os.register_at_fork(after_in_child=_exit_before_inherited_handlers)
+    _guarded[0] = True
+    return True
+
+
+#: OpenBLAS's AVX-512 kernel sets, as threadpoolctl names them
+_AVX512_KERNELS = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
+
+
+def blas_below_cpu() -> bool:
+    """Whether NumPy's BLAS runs kernels below this CPU's: an OpenBLAS whose kernel set is
+    not an AVX-512 one, on a CPU with AVX-512 (as ``OPENBLAS_CORETYPE=Haswell`` makes it).
+
+    Returns:
+        bool: True when NumPy's products are pinned below the CPU.
+
+    Example::
+
+        >>> blas_below_cpu() in (True, False)
+        True
+    """
+    from .._core.rng_math import _cpu_flags
+
+    if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= _cpu_flags():
         return False
     try:
-        import onnx  # noqa: F401 -- builds the one-node models
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return False
+    for info in threadpool_info():
+        if info.get("user_api") == "blas" and "numpy" in info.get("filepath", ""):
+            return (info.get("internal_api") == "openblas"
+                    and str(info.get("architecture") or "").lower() not in _AVX512_KERNELS)
+    return False
+
+
+def _decide():
+    asked = os.environ.get("EMBER_GEMM", "").strip().lower() or "auto"
+    if asked not in ("auto", "mlas"):
+        return False
+    if asked == "auto" and not blas_below_cpu():
+        return False
+    try:
         import onnxruntime
     except ImportError:
+        return False
+    if not _guard_forks() and asked == "auto":
         return False
     return onnxruntime
 
@@ -97,6 +198,48 @@ def engine() -> str:
     return "mlas" if _state[0] else "numpy"
 
 
+def _field(number, payload):
+    """One protobuf field: a varint for ints, length-delimited bytes for bytes and str."""
+    def varint(v):
+        out = bytearray()
+        while True:
+            byte, v = v & 0x7F, v >> 7
+            out.append(byte | (0x80 if v else 0))
+            if not v:
+                return bytes(out)
+
+    if isinstance(payload, int):
+        return varint(number << 3) + varint(payload)
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _model(kind, ta, tb):
+    """The serialised one-node ONNX model of a product: ``Gemm`` (with ``transA``/``transB``)
+    or ``MatMul`` of float inputs ``A`` and ``B`` of any shape into ``C``, opset 13.
+
+    Example::
+
+        >>> _model("matmul", 0, 0)[:2]
+        b'\x08\x07'
+    """
+    # field numbers: onnx.proto's ModelProto, GraphProto, NodeProto, AttributeProto,
+    # ValueInfoProto, TypeProto(.Tensor) and OperatorSetIdProto
+    def value(name):
+        return _field(1, name) + _field(2, _field(1, _field(1, 1)))  # elem_type FLOAT
+
+    if kind == "gemm":
+        attributes = b"".join(_field(5, _field(1, name) + _field(3, flag) + _field(20, 2))
+                              for name, flag in (("transA", ta), ("transB", tb)))
+        node = _field(1, "A") + _field(1, "B") + _field(2, "C") + _field(4, "Gemm") + attributes
+    else:
+        node = _field(1, "A") + _field(1, "B") + _field(2, "C") + _field(4, "MatMul")
+    graph = (_field(1, node) + _field(2, "ember_product") + _field(11, value("A"))
+             + _field(11, value("B")) + _field(12, value("C")))
+    return _field(1, 7) + _field(7, graph) + _field(8, _field(1, "") + _field(2, 13))
+
+
 def _session(ort, kind, ta, tb, threads):
     key = (kind, ta, tb, threads)
     s = _sessions.get(key)
@@ -105,19 +248,6 @@ def _session(ort, kind, ta, tb, threads):
     with _lock:
         s = _sessions.get(key)
         if s is None:
-            from onnx import TensorProto, helper
-
-            if kind == "gemm":
-                node = helper.make_node("Gemm", ["A", "B"], ["C"], transA=ta, transB=tb)
-            else:
-                node = helper.make_node("MatMul", ["A", "B"], ["C"])
-            value = helper.make_tensor_value_info
-            graph = helper.make_graph([node], "ember_product",
-                                      [value("A", TensorProto.FLOAT, None),
-                                       value("B", TensorProto.FLOAT, None)],
-                                      [value("C", TensorProto.FLOAT, None)])
-            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-            model.ir_version = 7
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
@@ -125,7 +255,7 @@ def _session(ort, kind, ta, tb, threads):
             # own pool and OpenBLAS's workers need
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            s = ort.InferenceSession(model.SerializeToString(), opts,
+            s = ort.InferenceSession(_model(kind, ta, tb), opts,
                                      providers=["CPUExecutionProvider"])
             _sessions[key] = s
     return s
@@ -175,7 +305,9 @@ def matmul(a, b, out=None):
         return None
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    if m < MIN_ROWS or m * n * k < MIN_WORK or b.shape[-2] != k:
+    # a stack counts its members' work together: MLAS spreads the members over its threads
+    work = a.size * n
+    if m < MIN_ROWS or work < MIN_WORK or b.shape[-2] != k:
         return None
     ort = _state[0]
     if ort is None:
@@ -200,7 +332,7 @@ def matmul(a, b, out=None):
         out = np.empty(shape, _F32)
     elif out.dtype is not _F32 or out.shape != shape or not out.flags.c_contiguous:
         return None
-    s = _session(ort, kind, ta, tb, _threads(m, n, k))
+    s = _session(ort, kind, ta, tb, _threads(work // (n * k), n, k))
     io = s.io_binding()
     io.bind_cpu_input("A", A)
     io.bind_cpu_input("B", B)

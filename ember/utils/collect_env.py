@@ -133,6 +133,12 @@ def get_blas_info():
             + (f", architecture {arch}" if arch else "")
             + f", {pool.get('num_threads', '?')} threads"
             + f", {pool.get('filepath', '')}")
+    from ember._kernels import _mlas
+
+    engine = _mlas.engine()
+    lines.append("large float32 products: "
+                 + ("onnxruntime's MLAS (NOTE [ Products past a pinned OpenBLAS ])"
+                    if engine == "mlas" else "NumPy's BLAS"))
     return lines or [NA]
 
 

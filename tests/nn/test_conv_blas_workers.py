@@ -20,7 +20,12 @@ pytest.importorskip("threadpoolctl")
 
 @pytest.fixture
 def two_threads(monkeypatch):
-    """Two threads configured, an idle machine, no workers polling, no pieces wanted."""
+    """Two threads configured, an idle machine, no workers polling, no pieces wanted, every
+    product on NumPy's BLAS (MLAS's workers sleep between products: NOTE [ Products past a
+    pinned OpenBLAS ])."""
+    from ember._kernels import _mlas
+
+    monkeypatch.setattr(_mlas, "_state", [False])
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(_parallel, "contended", lambda: False)

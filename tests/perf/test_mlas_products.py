@@ -13,7 +13,6 @@ import ember
 from ember._kernels import _blas, _mlas
 
 ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
 
 
 @pytest.fixture
@@ -148,15 +147,78 @@ def _engine_in_child(env):
 
 def test_engine_switch():
     assert _engine_in_child({"EMBER_GEMM": "openblas"}) == "numpy"
+    assert _engine_in_child({"EMBER_GEMM": "numpy"}) == "numpy"
     assert _engine_in_child({"EMBER_GEMM": "mlas"}) == "mlas"
-    assert _engine_in_child({"EMBER_GEMM": ""}) == "numpy"
+    auto = "mlas" if _mlas.blas_below_cpu() else "numpy"
+    assert _engine_in_child({"EMBER_GEMM": ""}) == auto
+    assert _engine_in_child({"EMBER_GEMM": "auto"}) == auto
 
 
-def test_engine_default_is_numpy(monkeypatch):
+def test_engine_default_follows_the_blas(monkeypatch):
+    """Unset, MLAS is chosen exactly where NumPy's OpenBLAS runs kernels below the CPU."""
     monkeypatch.delenv("EMBER_GEMM", raising=False)
+    monkeypatch.setattr(_mlas, "blas_below_cpu", lambda: False)
     assert _mlas._decide() is False
+    monkeypatch.setattr(_mlas, "blas_below_cpu", lambda: True)
+    assert _mlas._decide() is (ort if _mlas._libc() is not None else False)
     monkeypatch.setenv("EMBER_GEMM", "MLAS")
+    monkeypatch.setattr(_mlas, "blas_below_cpu", lambda: False)
     assert _mlas._decide() is ort
+    monkeypatch.setenv("EMBER_GEMM", "numpy")
+    monkeypatch.setattr(_mlas, "blas_below_cpu", lambda: True)
+    assert _mlas._decide() is False
+
+
+def test_blas_below_cpu_reads_the_kernel_set(monkeypatch):
+    import threadpoolctl
+
+    from ember._core import rng_math
+
+    flags = frozenset({"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"})
+    monkeypatch.setattr(rng_math, "_cpu_flags", lambda: flags)
+
+    def pools(arch, api="openblas"):
+        return lambda: [{"user_api": "blas", "internal_api": api, "architecture": arch,
+                         "filepath": "/x/numpy.libs/libscipy_openblas64_.so"}]
+
+    for arch, below in (("Haswell", True), ("Zen", True), ("SkylakeX", False),
+                        ("SapphireRapids", False), ("Cooperlake", False)):
+        monkeypatch.setattr(threadpoolctl, "threadpool_info", pools(arch))
+        assert _mlas.blas_below_cpu() is below, arch
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", pools(None, "mkl"))
+    assert _mlas.blas_below_cpu() is False
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", pools("Haswell"))
+    monkeypatch.setattr(rng_math, "_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert _mlas.blas_below_cpu() is False          # an AVX2 CPU: Haswell kernels are its own
+
+
+def test_models_are_onnx_files():
+    """The hand-written one-node models are the bytes the onnx package writes for them."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    value = helper.make_tensor_value_info
+    for kind, ta, tb in (("gemm", 0, 0), ("gemm", 1, 0), ("gemm", 0, 1), ("gemm", 1, 1),
+                         ("matmul", 0, 0)):
+        if kind == "gemm":
+            node = helper.make_node("Gemm", ["A", "B"], ["C"], transA=ta, transB=tb)
+        else:
+            node = helper.make_node("MatMul", ["A", "B"], ["C"])
+        graph = helper.make_graph([node], "ember_product",
+                                  [value("A", TensorProto.FLOAT, None),
+                                   value("B", TensorProto.FLOAT, None)],
+                                  [value("C", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 7
+        assert _mlas._model(kind, ta, tb) == model.SerializeToString()
+
+
+def test_engine_does_not_import_onnx():
+    code = ("import sys, numpy as np; from ember._kernels import _mlas; "
+            "_mlas._state[0] = __import__('onnxruntime'); a = np.ones((512, 512), np.float32); "
+            "assert _mlas.matmul(a, a)[0, 0] == 512; print('onnx' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
 
 
 _FORK_PROBE = """
@@ -183,6 +245,51 @@ def test_forked_child_makes_its_own_sessions():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["child", "ok", "parent", "512.0"]
+
+
+_EXIT_PROBE = """
+import os, sys, threading
+import numpy as np
+import ember
+from ember._kernels import _mlas
+assert _mlas.engine() == "mlas"
+a = ember.ones(512, 512)
+assert (a @ a)[0, 0].item() == 512
+how = sys.argv[1]
+pid = os.fork()
+if pid == 0:
+    assert (a @ a)[0, 0].item() == 512              # the child's own sessions
+    print("child", how, flush=True)
+    if how == "exit":
+        sys.exit(7)
+    if how == "raise":
+        raise ValueError("from the child")
+    if how == "thread":                              # a non-daemon thread still to join
+        threading.Thread(target=lambda: print("thread done", flush=True)).start()
+    # "end": leave by the end of the script
+else:
+    _, status = os.waitpid(pid, 0)
+    print("parent", os.waitstatus_to_exitcode(status), (a @ a)[0, 0].item())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or _mlas._libc() is None,
+                    reason="needs fork and glibc")
+@pytest.mark.parametrize("how,status", [("exit", 7), ("raise", 1), ("end", 0), ("thread", 0)])
+def test_forked_child_exits_normally(how, status):
+    """NOTE [ Forked children and onnxruntime's exit handlers ]: a child forked after MLAS
+    ran leaves through ``sys.exit``, an exception or the end of its script with its status,
+    and Python's own finalisation (stdout, threads) done."""
+    r = subprocess.run([sys.executable, "-c", _EXIT_PROBE, how], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "EMBER_GEMM": "mlas"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    assert f"child {how}" in lines
+    assert f"parent {status} 512.0" in lines
+    if how == "thread":
+        assert "thread done" in lines
+    if how == "raise":
+        assert "ValueError: from the child" in r.stderr
 
 
 @pytest.mark.parametrize("shape", [(8, 64, 32, 32, 64), (4, 128, 16, 16, 128),
@@ -229,3 +336,16 @@ def test_winograd_products_on_mlas(mlas_on, monkeypatch):
     nn_winograd._products(np, v, u, out)
     assert taken == [True] * 16
     _close(out, v, u.transpose(0, 2, 1))
+
+
+def test_stack_counts_its_members_work(mlas_on):
+    """A stack of products each below ``MIN_WORK`` but above it together (the F(4x4) Winograd
+    position products) runs on MLAS, with NumPy's values."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((36, 64, 64)).astype(np.float32)
+    b = rng.standard_normal((36, 64, 192)).astype(np.float32)
+    assert 64 * 64 * 192 < _mlas.MIN_WORK <= 36 * 64 * 64 * 192
+    r = _mlas.matmul(a, b)
+    assert r is not None
+    _close(r, a, b)
+    assert _mlas.matmul(a[:4], b[:4]) is None        # four members: too little work
