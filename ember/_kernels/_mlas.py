@@ -65,6 +65,9 @@ from .. import _parallel
 MIN_WORK = 1 << 22
 #: nor do products with fewer result rows than this (MLAS is no faster there)
 MIN_ROWS = 64
+#: (the rule holds for a stack's members too: the MNIST CNN's (16, 32, 64) @ (16, 64, 144)
+#: position products, 0.075 ms against NumPy's 0.090 alone, made its step 5% slower on MLAS,
+#: run inside the convolution's batch pieces)
 
 _F32 = np.dtype(np.float32)
 _state = [None]          # None: not decided yet; False: off; else the onnxruntime module
@@ -319,8 +322,16 @@ def matmul(a, b, out=None):
     if a.ndim == 3:
         if b.ndim == 3 and b.shape[0] != a.shape[0]:
             return None
-        if not (a.flags.c_contiguous and b.flags.c_contiguous):
-            return None
+        # a stack's operand in another layout is copied (MatMul takes no transposes) when the
+        # product does at least MIN_ROWS multiply-adds per element copied: a (16, 128, 128)
+        # stack of transposed members times (16, 128, 256) took 0.70 ms with its copy against
+        # NumPy's 0.98
+        if not a.flags.c_contiguous:
+            if n < MIN_ROWS:
+                return None
+            a = np.ascontiguousarray(a)
+        if not b.flags.c_contiguous:   # (m is at least MIN_ROWS)
+            b = np.ascontiguousarray(b)
         A, B, kind, ta, tb = a, b, "matmul", 0, 0
     else:
         pa, pb = _operand(a), _operand(b)
