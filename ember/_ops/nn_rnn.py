@@ -499,6 +499,64 @@ def _big_mm(xp, a, b, out=None):
     return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
 
 
+# NOTE [ LSTM step products on MLAS ]
+# Half of an LSTM layer's multiply-adds are its steps' small recurrent products, (B, P) @
+# (P, 4H) forward and (B, 4H) @ (4H, P) backward, which the one-core loops run on NumPy's
+# BLAS. Under ``OPENBLAS_CORETYPE=Haswell`` that BLAS is capped at AVX2; where ember runs
+# its large float32 products on MLAS (``EMBER_GEMM=mlas``, NOTE [ Products past a pinned
+# OpenBLAS ] in ember/_kernels/_mlas.py) the steps' products go there too, through one
+# ``Gemm`` session whose weight and result stay bound for the whole loop, so a step only
+# rebinds its left operand (~2 us of the ~6 us a fresh binding costs). Measured in one
+# process under ``chrt -f 10`` (machine load ~3), B=32, P=H=256, median us per product:
+# (32, 256) @ (256, 1024) 164 on OpenBLAS-Haswell at one thread, 110 on MLAS at one thread,
+# 83 at two; (32, 1024) @ (1024, 256) 153, 103, 77. Two MLAS threads are used unless the
+# machine is oversubscribed (``_parallel.contended``: a worker would wait for a core every
+# step), or ember is set to one thread. MLAS sums in another order than OpenBLAS, so results
+# differ from the NumPy path's in the last bits, as the whole-sequence products' already do
+# under MLAS. The loops split by hidden units (NOTE [ LSTM steps split by hidden units ])
+# are not taken with MLAS chosen: their workers call NumPy's BLAS.
+
+
+class _StepProduct:
+    """``a @ w`` into a fixed result array on MLAS, for a layer loop's per-step products
+    (NOTE [ LSTM step products on MLAS ]); ``w`` and ``out`` stay bound for the loop."""
+
+    __slots__ = ("_io", "_run", "_keep")
+
+    def __init__(self, ort, w, out, threads):
+        from .._kernels import _mlas
+
+        w = np.ascontiguousarray(w)
+        sess = _mlas._session(ort, "gemm", 0, 0, threads)
+        io = sess.io_binding()
+        io.bind_cpu_input("B", w)
+        io.bind_output("C", "cpu", 0, out.dtype, list(out.shape), out.ctypes.data)
+        self._io, self._run, self._keep = io, sess.run_with_iobinding, (w, out)
+
+    def __call__(self, a):
+        """Computes ``a @ w`` into the bound result; ``a`` is a C-contiguous (B, K) array."""
+        self._io.bind_cpu_input("A", a)
+        self._run(self._io)
+
+
+def _step_product(xp, dt, w, out):
+    """A ``_StepProduct`` for ``a @ w`` into ``out`` where MLAS is ember's float32 engine
+    (NOTE [ LSTM step products on MLAS ]), else None (the loop's own ``matmul``)."""
+    if xp is not np or dt != np.float32 or not _STEP_ON_MLAS[0]:
+        return None
+    from .. import _parallel
+    from .._kernels import _mlas
+
+    if _mlas.engine() != "mlas":
+        return None
+    threads = 1 if _parallel.contended() else min(2, _parallel._threads())
+    return _StepProduct(_mlas._state[0], w, out, threads)
+
+
+#: False keeps the steps' products on NumPy's BLAS even with MLAS chosen (tests, A/B)
+_STEP_ON_MLAS = [True]
+
+
 def _gate_scale(xp, hs, dt):
     """Per-gate-row factors: 1/2 for the sigmoid gates i, f, o; 1 for the tanh gate g."""
     s = xp.full(4 * hs, 0.5, dt)
@@ -535,8 +593,13 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
     # (H, 4H) in row order: OpenBLAS ran the steps' (B, H) @ (H, 4H) products 1.4x slower
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
-    plan = _lstm_units.plan(xp, dt, batch, hs, p)  # NOTE [ LSTM steps split by hidden units ]
-    w_t = None if plan is not None else xp.ascontiguousarray((w_hh * s[:, None]).T)
+    rec = xp.empty((batch, 4 * hs), dt)
+    # NOTE [ LSTM step products on MLAS ]
+    step_mm = _step_product(xp, dt, (w_hh * s[:, None]).T, rec) if p * hs * batch else None
+    # NOTE [ LSTM steps split by hidden units ]
+    plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
+    w_t = None if plan is not None or step_mm is not None else \
+        xp.ascontiguousarray((w_hh * s[:, None]).T)
     gate_s = s
     shift = s.copy()
     shift[2 * hs:3 * hs] = 0
@@ -547,9 +610,8 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     tcs = xp.empty((steps, batch, hs), dt)
     raw = xp.empty((steps, batch, hs), dt) if w_hr is not None else None
     hprev = xp.empty((steps, batch, p), dt)
-    rec = xp.empty((batch, 4 * hs), dt)
     ig = xp.empty((batch, hs), dt)
-    h = h0
+    h = h0 if step_mm is None else xp.ascontiguousarray(h0)
     cs[steps if reverse else 0] = c0
     # the steps' small products with the BLAS threads chosen by shape, one hold for the loop
     # (NOTE [ GEMM threads by shape ] in ember/_kernels/_blas.py: two threads waited a time
@@ -569,7 +631,10 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
             c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
             hprev[t] = h
             a = acts[t]
-            mm(h, w_t, out=rec)
+            if step_mm is not None:
+                step_mm(h)
+            else:
+                mm(h, w_t, out=rec)
             if bias is not None:
                 rec += bias
             if fused32 is not None:  # the whole step in one loop, tanh included
@@ -617,7 +682,11 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     mm = xp.matmul  # held at one thread for the loop where that pays (as the forward)
     fused = _step_kernels(xp, dt)
     one = dt.type(1)
-    plan = _lstm_units.plan(xp, dt, batch, hs, p)  # NOTE [ LSTM steps split by hidden units ]
+    dh = dh if xp is not np else np.ascontiguousarray(dh)
+    # NOTE [ LSTM step products on MLAS ]
+    step_mm = _step_product(xp, dt, w_hh, dh) if p * hs * batch else None
+    # NOTE [ LSTM steps split by hidden units ]
+    plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
     if plan is not None:
         dh, dc = np.ascontiguousarray(dh), np.ascontiguousarray(dc)
         if not _lstm_units.backward(plan, g_out, acts, tcs, cs, dh, dc, dxw, dhs, w_hh, w_hr,
@@ -638,7 +707,10 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
             d = dxw[t]
             if fused is not None:  # NOTE [ Fused LSTM layer steps ]
                 fused.lstm_step_backward(a, tc, c_in, dht, dc, d, one)
-                mm(d, w_hh, out=dh)
+                if step_mm is not None:
+                    step_mm(d)
+                else:
+                    mm(d, w_hh, out=dh)
                 continue
             i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
             # local derivatives (1 - a)(a + k): s (1 - s) for the sigmoid gates (k = 0) and
@@ -658,7 +730,10 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
             xp.multiply(dht, tc, out=up[:, 3 * hs:])
             d *= up
             dc = xp.multiply(dct, f, out=dc)
-            mm(d, w_hh, out=dh)
+            if step_mm is not None:
+                step_mm(d)
+            else:
+                mm(d, w_hh, out=dh)
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     need_bhh = len(needs) > 9 and needs[9]
