@@ -504,39 +504,75 @@ def _big_mm(xp, a, b, out=None):
 # (P, 4H) forward and (B, 4H) @ (4H, P) backward, which the one-core loops run on NumPy's
 # BLAS. Under ``OPENBLAS_CORETYPE=Haswell`` that BLAS is capped at AVX2; where ember runs
 # its large float32 products on MLAS (``EMBER_GEMM=mlas``, NOTE [ Products past a pinned
-# OpenBLAS ] in ember/_kernels/_mlas.py) the steps' products go there too, through one
-# ``Gemm`` session whose weight and result stay bound for the whole loop, so a step only
-# rebinds its left operand (~2 us of the ~6 us a fresh binding costs). Measured in one
-# process under ``chrt -f 10`` (machine load ~3), B=32, P=H=256, median us per product:
-# (32, 256) @ (256, 1024) 164 on OpenBLAS-Haswell at one thread, 110 on MLAS at one thread,
-# 83 at two; (32, 1024) @ (1024, 256) 153, 103, 77. Two MLAS threads are used unless the
-# machine is oversubscribed (``_parallel.contended``: a worker would wait for a core every
-# step), or ember is set to one thread. MLAS sums in another order than OpenBLAS, so results
-# differ from the NumPy path's in the last bits, as the whole-sequence products' already do
-# under MLAS. The loops split by hidden units (NOTE [ LSTM steps split by hidden units ])
-# are not taken with MLAS chosen: their workers call NumPy's BLAS.
+# OpenBLAS ] in ember/_kernels/_mlas.py) the steps' products go there too. The weight is the
+# same for every step of a loop, so each loop makes a one-node ``MatMul`` session whose
+# weight is an initializer (the serialized model, zeros, is made once per shape; the
+# session is handed the real weight's buffer with ``add_initializer``): onnxruntime packs it
+# for MLAS once, at ~0.35 ms a session, instead of once per product, and the result stays
+# bound, so a step only binds its left operand. Median us per product, in one process under
+# ``chrt -f 10`` (machine load 5-6), B=32, P=H=256:
+#
+#   product                  OpenBLAS-Haswell 1 thread | MLAS 1 thread | 2 | packed 1 | 2
+#   (32, 256) @ (256, 1024)  164                       | 106           | 73 | 72      | 59
+#   (32, 1024) @ (1024, 256) 153                       | 93            | 67 | 72      | 58
+#
+# Two MLAS threads are used unless the machine is oversubscribed (``_parallel.contended``: a
+# worker would wait for a core every step), or ember is set to one thread. MLAS sums in
+# another order than OpenBLAS, so results differ from the NumPy path's in the last bits, as
+# the whole-sequence products' already do under MLAS. The loops split by hidden units (NOTE
+# [ LSTM steps split by hidden units ]) are not taken with MLAS chosen: their workers call
+# NumPy's BLAS, and the packed products on two threads are faster than their steps.
 
 
 class _StepProduct:
     """``a @ w`` into a fixed result array on MLAS, for a layer loop's per-step products
-    (NOTE [ LSTM step products on MLAS ]); ``w`` and ``out`` stay bound for the loop."""
+    (NOTE [ LSTM step products on MLAS ]): ``w`` is packed once, into a session of its own,
+    and ``out`` stays bound for the loop."""
 
     __slots__ = ("_io", "_run", "_keep")
 
     def __init__(self, ort, w, out, threads):
-        from .._kernels import _mlas
-
         w = np.ascontiguousarray(w)
-        sess = _mlas._session(ort, "gemm", 0, 0, threads)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        value = ort.OrtValue.ortvalue_from_numpy(w)
+        opts.add_initializer("W", value)  # in place of the model's zeros
+        sess = ort.InferenceSession(_step_model(w.shape), opts,
+                                    providers=["CPUExecutionProvider"])
         io = sess.io_binding()
-        io.bind_cpu_input("B", w)
         io.bind_output("C", "cpu", 0, out.dtype, list(out.shape), out.ctypes.data)
-        self._io, self._run, self._keep = io, sess.run_with_iobinding, (w, out)
+        # the session reads the weight's buffer through ``value``: both live as long as it
+        self._io, self._run, self._keep = io, sess.run_with_iobinding, (w, value, out, sess)
 
     def __call__(self, a):
         """Computes ``a @ w`` into the bound result; ``a`` is a C-contiguous (B, K) array."""
         self._io.bind_cpu_input("A", a)
         self._run(self._io)
+
+
+_STEP_MODELS: dict = {}
+
+
+def _step_model(shape):
+    """The serialized one-node ``MatMul`` model ``A @ W`` with a (K, N) float32 weight
+    initializer of zeros (each session supplies the real one), made once per shape."""
+    model = _STEP_MODELS.get(shape)
+    if model is None:
+        from onnx import TensorProto, helper, numpy_helper
+
+        k, n = shape
+        value = helper.make_tensor_value_info
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["A", "W"], ["C"])], "ember_lstm_step",
+            [value("A", TensorProto.FLOAT, [None, k])], [value("C", TensorProto.FLOAT, [None, n])],
+            initializer=[numpy_helper.from_array(np.zeros(shape, np.float32), "W")])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        model = _STEP_MODELS[shape] = m.SerializeToString()
+    return model
 
 
 def _step_product(xp, dt, w, out):
