@@ -509,8 +509,10 @@ def _big_mm(xp, a, b, out=None):
 # weight is an initializer (the serialized model, zeros, is made once per shape; the
 # session is handed the real weight's buffer with ``add_initializer``): onnxruntime packs it
 # for MLAS once, at ~0.35 ms a session, instead of once per product, and the result stays
-# bound, so a step only binds its left operand. Median us per product, in one process under
-# ``chrt -f 10`` (machine load 5-6), B=32, P=H=256:
+# bound, so a step only binds its left operand. Loops of fewer than ``_STEP_PACK_MIN``
+# steps, which would not earn the session back, bind the weight to ``_mlas``'s shared
+# session instead (packed by MLAS at every product). Median us per product, in one process
+# under ``chrt -f 10`` (machine load 5-6), B=32, P=H=256:
 #
 #   product                  OpenBLAS-Haswell 1 thread | MLAS 1 thread | 2 | packed 1 | 2
 #   (32, 256) @ (256, 1024)  164                       | 106           | 73 | 72      | 59
@@ -522,6 +524,9 @@ def _big_mm(xp, a, b, out=None):
 # the whole-sequence products' already do under MLAS. The loops split by hidden units (NOTE
 # [ LSTM steps split by hidden units ]) are not taken with MLAS chosen: their workers call
 # NumPy's BLAS, and the packed products on two threads are faster than their steps.
+# The bench's LSTM LM training step, in-process A/B under ``chrt -f 10`` with the machine
+# at load 8-12 (so noisy): packed/NumPy-BLAS loops 0.74 (contended: one-core loops), 0.95
+# (``contended`` forced off: split loops); packed/weight-bound-per-product 0.74-0.90.
 
 
 class _StepProduct:
@@ -531,8 +536,17 @@ class _StepProduct:
 
     __slots__ = ("_io", "_run", "_keep")
 
-    def __init__(self, ort, w, out, threads):
+    def __init__(self, ort, w, out, threads, packed=True):
         w = np.ascontiguousarray(w)
+        if not packed:  # the shared session of ``_mlas``, the weight bound for the loop
+            from .._kernels import _mlas
+
+            sess = _mlas._session(ort, "gemm", 0, 0, threads)
+            io = sess.io_binding()
+            io.bind_cpu_input("B", w)
+            io.bind_output("C", "cpu", 0, out.dtype, list(out.shape), out.ctypes.data)
+            self._io, self._run, self._keep = io, sess.run_with_iobinding, (w, out)
+            return
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -575,7 +589,7 @@ def _step_model(shape):
     return model
 
 
-def _step_product(xp, dt, w, out):
+def _step_product(xp, dt, w, out, steps=1 << 30):
     """A ``_StepProduct`` for ``a @ w`` into ``out`` where MLAS is ember's float32 engine
     (NOTE [ LSTM step products on MLAS ]), else None (the loop's own ``matmul``)."""
     if xp is not np or dt != np.float32 or not _STEP_ON_MLAS[0]:
@@ -586,11 +600,14 @@ def _step_product(xp, dt, w, out):
     if _mlas.engine() != "mlas":
         return None
     threads = 1 if _parallel.contended() else min(2, _parallel._threads())
-    return _StepProduct(_mlas._state[0], w, out, threads)
+    return _StepProduct(_mlas._state[0], w, out, threads, steps >= _STEP_PACK_MIN[0])
 
 
 #: False keeps the steps' products on NumPy's BLAS even with MLAS chosen (tests, A/B)
 _STEP_ON_MLAS = [True]
+#: the fewest steps for which a loop packs its weight in a session of its own (~0.35 ms,
+#: 1.25 at load 9, against 14-34 us saved a product: NOTE [ LSTM step products on MLAS ])
+_STEP_PACK_MIN = [16]
 
 
 def _gate_scale(xp, hs, dt):
@@ -631,7 +648,8 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
     rec = xp.empty((batch, 4 * hs), dt)
     # NOTE [ LSTM step products on MLAS ]
-    step_mm = _step_product(xp, dt, (w_hh * s[:, None]).T, rec) if p * hs * batch else None
+    step_mm = (_step_product(xp, dt, (w_hh * s[:, None]).T, rec, steps) if p * hs * batch
+               else None)
     # NOTE [ LSTM steps split by hidden units ]
     plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
     w_t = None if plan is not None or step_mm is not None else \
@@ -720,7 +738,7 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     one = dt.type(1)
     dh = dh if xp is not np else np.ascontiguousarray(dh)
     # NOTE [ LSTM step products on MLAS ]
-    step_mm = _step_product(xp, dt, w_hh, dh) if p * hs * batch else None
+    step_mm = _step_product(xp, dt, w_hh, dh, steps) if p * hs * batch else None
     # NOTE [ LSTM steps split by hidden units ]
     plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
     if plan is not None:

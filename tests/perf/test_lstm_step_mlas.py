@@ -45,7 +45,10 @@ CASES = [dict(num_layers=2), dict(num_layers=1, bidirectional=True),
 
 @pytest.mark.parametrize("kw", CASES)
 @pytest.mark.parametrize("given_state", [False, True])
-def test_step_products_on_mlas_match_numpy_path(mlas_on, monkeypatch, kw, given_state):
+@pytest.mark.parametrize("packed", [True, False])
+def test_step_products_on_mlas_match_numpy_path(mlas_on, monkeypatch, kw, given_state, packed):
+    # the weight packed in a session per loop, or bound to the shared session per product
+    monkeypatch.setattr(nn_rnn, "_STEP_PACK_MIN", [0 if packed else 1 << 30])
     rng = np.random.default_rng(1)
     x = rng.standard_normal((7, 12, 48)).astype(np.float32)
     dirs = 2 if kw.get("bidirectional") else 1
@@ -84,16 +87,17 @@ def test_step_products_only_for_float32_numpy(mlas_on):
     assert nn_rnn._step_product(np, np.dtype(np.float64), w, out) is None
 
 
-def test_step_product_writes_bound_result(mlas_on):
+@pytest.mark.parametrize("steps", [64, 2])
+def test_step_product_writes_bound_result(mlas_on, steps):
     rng = np.random.default_rng(2)
     w = rng.standard_normal((256, 1024)).astype(np.float32)
     out = np.full((32, 1024), np.nan, np.float32)
-    prod = nn_rnn._step_product(np, np.dtype(np.float32), w.T.T, out)
+    prod = nn_rnn._step_product(np, np.dtype(np.float32), w.T.T, out, steps)
     for _ in range(3):  # each call rebinds only the left operand
         a = rng.standard_normal((32, 256)).astype(np.float32)
         prod(a)
         np.testing.assert_allclose(out, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
     # a transposed (Fortran-ordered) weight is made contiguous once
-    prod = nn_rnn._step_product(np, np.dtype(np.float32), np.asfortranarray(w), out)
+    prod = nn_rnn._step_product(np, np.dtype(np.float32), np.asfortranarray(w), out, steps)
     prod(a)
     np.testing.assert_allclose(out, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
