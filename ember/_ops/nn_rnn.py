@@ -572,20 +572,24 @@ _STEP_MODELS: dict = {}
 
 def _step_model(shape):
     """The serialized one-node ``MatMul`` model ``A @ W`` with a (K, N) float32 weight
-    initializer of zeros (each session supplies the real one), made once per shape."""
+    initializer of zeros (each session supplies the real one), made once per shape and
+    written as protobuf bytes as ``_mlas._model`` writes its own (no ``onnx`` package)."""
     model = _STEP_MODELS.get(shape)
     if model is None:
-        from onnx import TensorProto, helper, numpy_helper
+        from .._kernels._mlas import _field
 
-        k, n = shape
-        value = helper.make_tensor_value_info
-        graph = helper.make_graph(
-            [helper.make_node("MatMul", ["A", "W"], ["C"])], "ember_lstm_step",
-            [value("A", TensorProto.FLOAT, [None, k])], [value("C", TensorProto.FLOAT, [None, n])],
-            initializer=[numpy_helper.from_array(np.zeros(shape, np.float32), "W")])
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-        m.ir_version = 7
-        model = _STEP_MODELS[shape] = m.SerializeToString()
+        def value(name):  # a float tensor of any shape
+            return _field(1, name) + _field(2, _field(1, _field(1, 1)))
+
+        # TensorProto: dims (1), data_type (2: FLOAT), name (8), raw_data (9)
+        weight = (b"".join(_field(1, d) for d in shape) + _field(2, 1) + _field(8, "W")
+                  + _field(9, bytes(4 * shape[0] * shape[1])))
+        node = _field(1, "A") + _field(1, "W") + _field(2, "C") + _field(4, "MatMul")
+        # GraphProto: node (1), name (2), initializer (5), input (11), output (12)
+        graph = (_field(1, node) + _field(2, "ember_lstm_step") + _field(5, weight)
+                 + _field(11, value("A")) + _field(12, value("C")))
+        model = _STEP_MODELS[shape] = (_field(1, 7) + _field(7, graph)
+                                       + _field(8, _field(1, "") + _field(2, 13)))
     return model
 
 

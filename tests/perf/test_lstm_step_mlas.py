@@ -11,7 +11,6 @@ from ember._kernels import _mlas
 from ember._ops import nn_rnn
 
 ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
 
 
 @pytest.fixture
