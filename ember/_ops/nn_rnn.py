@@ -503,8 +503,9 @@ def _big_mm(xp, a, b, out=None):
 # Half of an LSTM layer's multiply-adds are its steps' small recurrent products, (B, P) @
 # (P, 4H) forward and (B, 4H) @ (4H, P) backward, which the one-core loops run on NumPy's
 # BLAS. Under ``OPENBLAS_CORETYPE=Haswell`` that BLAS is capped at AVX2; where ember runs
-# its large float32 products on MLAS (``EMBER_GEMM=mlas``, NOTE [ Products past a pinned
-# OpenBLAS ] in ember/_kernels/_mlas.py) the steps' products go there too. The weight is the
+# its large float32 products on MLAS (NOTE [ Products past a pinned OpenBLAS ] in
+# ember/_kernels/_mlas.py: by default where OpenBLAS is pinned below the CPU, or with
+# ``EMBER_GEMM=mlas``) the steps' products go there too. The weight is the
 # same for every step of a loop, so each loop makes a one-node ``MatMul`` session whose
 # weight is an initializer (the serialized model, zeros, is made once per shape; the
 # session is handed the real weight's buffer with ``add_initializer``): onnxruntime packs it
