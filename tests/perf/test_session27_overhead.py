@@ -1,0 +1,110 @@
+"""Session 27 (issue 22): per-op overhead of the plain path, each shortcut against the
+general path it stands in for, and against PyTorch where it is installed.
+
+- NOTE [ Operators inlined ] (ember/_ops/arithmetic.py) reads its kernel from
+  ``ElementwiseOp.direct_cpu`` (NOTE [ Direct CPU kernels ] in ember/_ops/_elementwise.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import ember
+from ember._ops import arithmetic
+
+
+def _rand(*shape, seed=0, dtype=np.float32):
+    r = np.random.default_rng(seed).standard_normal(shape) * 4
+    return r.astype(dtype)
+
+
+_DTYPES = [np.float32, np.float64, np.float16, np.int64, np.int32, np.uint8, np.bool_]
+
+
+@pytest.mark.parametrize("dtype", _DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["__add__", "__mul__", "__sub__", "__truediv__", "__pow__"])
+def test_inlined_operator_matches_torch(name, dtype):
+    torch = pytest.importorskip("torch")
+    a, b = _rand(2, 5, dtype=dtype), _rand(2, 5, seed=1, dtype=dtype)
+    if name == "__pow__" and np.dtype(dtype).kind in "iu":
+        b = np.abs(b) % 3
+    ea, eb, ta, tb = ember.tensor(a), ember.tensor(b), torch.tensor(a), torch.tensor(b)
+    for _ in range(2):  # the first call in a dtype fills the kernel table, the next reads it
+        try:
+            want = getattr(ta, name)(tb)
+        except RuntimeError as err:
+            # (the words differ for pow of bools: ember says "pow_cpu", torch 2.13 "pow")
+            words = "pow" if name == "__pow__" else re.escape(str(err))
+            with pytest.raises(RuntimeError, match=words):
+                getattr(ea, name)(eb)
+            return
+        got = getattr(ea, name)(eb)
+        assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+        np.testing.assert_allclose(got.numpy().astype(np.float64),
+                                   want.numpy().astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+def test_inlined_operator_zero_dim_and_strided_results_against_torch():
+    torch = pytest.importorskip("torch")
+    a, b, c = _rand(3, 4), _rand(3, 4, seed=1), _rand(4, 3, seed=2)
+    cases = [
+        (lambda T: T.tensor(np.float32(2.5)), lambda T: T.tensor(np.float32(-1.0))),
+        (lambda T: T.tensor(a).t(), lambda T: T.tensor(b).t()),  # both transposed
+        (lambda T: T.tensor(a).t(), lambda T: T.tensor(c)),  # one of each layout
+        (lambda T: T.tensor(c), lambda T: T.tensor(a[0])[:3]),  # broadcast
+    ]
+    for x, y in cases:
+        for _ in range(2):
+            got, want = x(ember) + y(ember), x(torch) + y(torch)
+            assert tuple(got.shape) == tuple(want.shape)
+            assert got.stride() == want.stride()
+            np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_inlined_operator_broadcast_error_matches_torch():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as want:
+        torch.ones(3) + torch.ones(4)
+    for _ in range(2):
+        with pytest.raises(RuntimeError) as got:
+            ember.ones(3) + ember.ones(4)
+        assert str(got.value) == str(want.value)
+
+
+def test_direct_cpu_kernels_filled_by_first_call():
+    op = arithmetic.mul_op
+    a = ember.ones(3, dtype=ember.float64)
+    op.direct_cpu.pop(np.dtype(np.float64), None)
+    a * a
+    assert op.direct_cpu[np.dtype(np.float64)] is np.multiply
+
+
+def test_direct_cpu_kernels_forgotten_when_a_kernel_is_registered():
+    op = arithmetic.mul_op
+    a = ember.ones(3)
+    a * a
+    assert op.direct_cpu
+    saved = dict(op.overrides)
+    try:
+        op.register_kernel("meta", op.resolve(np.ndarray))  # any backend: the table empties
+        assert not op.direct_cpu
+    finally:
+        op.overrides.clear()
+        op.overrides.update(saved)
+        op.impl.clear()
+    assert (a * a).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_inlined_operator_with_grad_records_against_torch():
+    torch = pytest.importorskip("torch")
+    x, y = _rand(5), _rand(5, seed=1)
+    ea, ta = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    eb, tb = ember.tensor(y), torch.tensor(y)
+    er, tr = ea * eb + ea, ta * tb + ta
+    assert er.grad_fn.name() == tr.grad_fn.name()
+    er.sum().backward()
+    tr.sum().backward()
+    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
