@@ -173,3 +173,67 @@ def test_plain_factory_call_seen_by_dispatch_modes():
         ember.zeros(3)
         ember.ones(2, 2)
     assert any("zeros" in s for s in seen) and any("ones" in s for s in seen)
+
+
+# ------------------------------------------------------------------------------------------------
+# NOTE [ Plain views ] (ember/_ops/shape.py)
+
+
+@pytest.mark.parametrize("shape", [(2, 6), ((3, 4),), (-1,), (4, -1), ((2, -1, 3),), (12,),
+                                   (-1, -1), (5, -1), (0, -1), (-2, 6), ([3, 4],)], ids=repr)
+def test_plain_view_matches_torch(shape):
+    torch = pytest.importorskip("torch")
+    x = _rand(12)
+    results = []
+    for T in (ember, torch):
+        try:
+            v = T.tensor(x).view(*shape)
+            results.append((tuple(v.shape), v.stride(), v.numpy().tolist()))
+        except RuntimeError as err:
+            results.append(str(err))
+    assert results[0] == results[1]
+
+
+def test_plain_view_shares_storage_version_and_history_against_torch():
+    torch = pytest.importorskip("torch")
+    x = _rand(2, 6)
+    grads = []
+    for T in (ember, torch):
+        leaf = T.tensor(x, requires_grad=True)
+        base = leaf * 1
+        v = base.view(3, 4)
+        assert v.grad_fn.name() == "ViewBackward0"
+        assert v._base is base
+        w = v.view(12)
+        w.mul_(2)  # through a view of a view: the base's history is rewritten
+        assert base._version == v._version == w._version == 1
+        base.sum().backward()
+        grads.append(leaf.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_plain_view_under_no_grad_refuses_inplace_like_torch():
+    torch = pytest.importorskip("torch")
+    for T in (ember, torch):
+        leaf = T.ones(6, requires_grad=True)
+        with T.no_grad():
+            v = leaf.view(2, 3)
+        assert v.requires_grad
+        with pytest.raises(RuntimeError):
+            v.mul_(2)
+
+
+def test_plain_view_seen_by_dispatch_modes():
+    from ember.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = ember.ones(6)
+    with Log():
+        x.view(2, 3)
+    assert any("view" in s for s in seen)
