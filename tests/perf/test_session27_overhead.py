@@ -237,3 +237,43 @@ def test_plain_view_seen_by_dispatch_modes():
     with Log():
         x.view(2, 3)
     assert any("view" in s for s in seen)
+
+
+# ------------------------------------------------------------------------------------------------
+# the SGD step's per-parameter loop (ember/optim/sgd.py, ember/optim/_flat.py)
+
+
+@pytest.mark.parametrize("kw", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True,
+                                                        "weight_decay": 0.01}], ids=repr)
+def test_sgd_steps_on_small_parameters_match_torch(kw):
+    torch = pytest.importorskip("torch")
+    shapes = [(10,), (3, 4), (), (5,), (2, 2)] * 2
+    values = [_rand(*s, seed=i) if s else np.float32(i) for i, s in enumerate(shapes)]
+    grads = [_rand(*s, seed=50 + i) if s else np.float32(-i) for i, s in enumerate(shapes)]
+    out = []
+    for T in (ember, torch):
+        ps = [T.tensor(np.asarray(v), requires_grad=True) for v in values]
+        opt = T.optim.SGD(ps, lr=0.1, **kw)
+        for step in range(3):
+            for p, g in zip(ps, grads):
+                p.grad = T.tensor(np.asarray(g) * (step + 1))
+            opt.step()
+        bufs = [opt.state[p].get("momentum_buffer") for p in ps]
+        out.append(([p.detach().numpy().copy() for p in ps],
+                    [None if b is None else b.numpy().copy() for b in bufs]))
+    for e, t in zip(out[0][0], out[1][0]):
+        np.testing.assert_array_equal(e, t)
+    for e, t in zip(out[0][1], out[1][1]):
+        assert (e is None) == (t is None)
+        if e is not None:
+            np.testing.assert_array_equal(e, t)
+
+
+def test_sgd_step_skips_parameters_without_grad_and_keeps_state_empty():
+    ps = [ember.ones(3, requires_grad=True) for _ in range(4)]
+    ps[0].grad = ember.ones(3)
+    ps[2].grad = ember.ones(3)
+    opt = ember.optim.SGD(ps, lr=0.5)
+    opt.step()
+    assert [p.tolist() for p in ps] == [[0.5] * 3, [1.0] * 3, [0.5] * 3, [1.0] * 3]
+    assert len(opt.state) == 0
