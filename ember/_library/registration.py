@@ -385,6 +385,7 @@ class Library:
             else:
                 op.overrides[device_type] = before
             op.impl.clear()
+            getattr(op, "direct_cpu", {}).clear()  # NOTE [ Direct CPU kernels ]
 
         self._undo.append(undo)
 

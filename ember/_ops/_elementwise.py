@@ -113,9 +113,22 @@ class ElementwiseOp(Op):
         # the dtypes a tensor with a number as the second operand goes straight to the
         # kernel in: float16 leaves them where the number joins in float32
         self.direct_number = self.direct - _HALF if opmath_number else self.direct
+        # NOTE [ Direct CPU kernels ]
+        # dtype -> the CPU kernel, for the dtypes of ``direct``, filled by the inlined
+        # operators on their first call in a dtype (``_fill_direct_cpu``) and emptied with
+        # ``impl`` whenever a kernel is registered. The operators read it only while
+        # ``_dispatch.slow`` is off, which a replaced built-in CPU kernel turns on for good,
+        # so what it holds is always the kernel ``impl`` would give.
+        self.direct_cpu = {}
         self._rules = {}
         self._inplace_handle = None
         self._scalar_handles = None
+
+    def register_kernel(self, backend_name, fn):
+        """``Op.register_kernel``, forgetting the kernels the operators kept (NOTE [ Direct
+        CPU kernels ])."""
+        super().register_kernel(backend_name, fn)
+        self.direct_cpu.clear()
 
     def handle(self, has_out=False, nargs=1):
         """The OpOverload for ``ember.<name>`` (``out=`` form when ``has_out``); a binary op's

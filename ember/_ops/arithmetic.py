@@ -1049,37 +1049,64 @@ def _operator_dunder(name, run, op):
     fast = {binary: binary_fast, rbinary: rbinary_fast, _commuted: _commuted_fast,
             _reciprocal_times: _reciprocal_times_fast}[run]
 
+    if run is binary:
+        f = _inlined_dunder(run, fast, op)
+    else:
+        def f(self, other):
+            if _slow[0]:  # a mode is on, or __torch_function__ may apply
+                if _tf_active[0]:
+                    r = _tf_handle(f, (self, other), {})
+                    if r is not _NOT_HANDLED:
+                        return r
+                # the protocol alone (a subclass exists, not in this call) keeps the fast path
+                fn = run if _dispatch.intercept or _dispatch.cpu_kernel_replaced else fast
+            else:
+                fn = fast
+            try:
+                return fn(op, self, other)
+            except (TypeError, AttributeError):
+                r = _tf_handle_failed(f, (self, other), {})
+                if r is _NOT_HANDLED:
+                    raise
+                return r
+
+    f.__name__ = f.__qualname__ = name
+    return _tf_operator(f)
+
+
+def _fill_direct_cpu(op, dt):
+    """Keep ``op``'s CPU kernel for same-dtype ``dt`` operands in ``op.direct_cpu`` (NOTE
+    [ Direct CPU kernels ] in ember/_ops/_elementwise.py)."""
+    if op.builtin_cpu:
+        op.direct_cpu[dt] = op.impl.get(_ndarray) or op.resolve(_ndarray)
+
+
+def _inlined_dunder(run, fast, op):
+    """The operator of a binary ``op`` whose same-dtype CPU case runs in its own body
+    (NOTE [ Operators inlined ])."""
+
     # NOTE [ Operators inlined ]
     # ``a + b`` of two CPU tensors of one dtype is the commonest call there is: the dunder
     # runs ``binary_fast``'s same-dtype case itself, saving a frame and a few tests (about a
     # tenth of the call). It stands where ``binary_fast`` would be called -- after the test
     # of ``_slow``, so modes, __torch_function__ and replaced CPU kernels still see every
     # call -- and anything else (numbers, promotion, other devices, large arrays that
-    # ``binary_fast`` splits over threads) falls through to ``fast``.
-    inline = run is binary
-    direct = op.direct
-    impl = op.impl
+    # ``binary_fast`` splits over threads) falls through to ``fast``. The case is the first
+    # thing the body tests, returning from inside the test, and its kernel comes from
+    # ``op.direct_cpu`` (dtype -> CPU kernel, NOTE [ Direct CPU kernels ] in _elementwise.py):
+    # one look-up where the dtype's membership in ``op.direct`` and the kernel table were
+    # two. Every test and extra local it saves is a few percent of a 10-element add.
+    kernels = op.direct_cpu
 
     def f(self, other):
-        if _slow[0]:  # a mode is on, or __torch_function__ may apply
-            if _tf_active[0]:
-                r = _tf_handle(f, (self, other), {})
-                if r is not _NOT_HANDLED:
-                    return r
-            # the protocol alone (a subclass exists, not in this call) keeps the fast path
-            fn = run if _dispatch.intercept or _dispatch.cpu_kernel_replaced else fast
-        elif inline and other.__class__ is Tensor:
-            fn = None
-        else:
-            fn = fast
-        try:
-            if fn is None:  # NOTE [ Operators inlined ]
+        if not _slow[0] and other.__class__ is Tensor:
+            try:
                 ad = self._data
                 bd = other._data
                 dt = ad.dtype
-                if dt is bd.dtype and ad.__class__ is _ndarray and bd.__class__ is _ndarray \
-                        and dt in direct and ad.size < 1048576:
-                    k = impl.get(_ndarray)
+                if dt is bd.dtype and ad.__class__ is _ndarray and \
+                        bd.__class__ is _ndarray and ad.size < 1048576:
+                    k = kernels.get(dt)
                     if k is not None:
                         try:
                             r = k(ad, bd)
@@ -1099,7 +1126,24 @@ def _operator_dunder(name, run, op):
                                 _dispatch.state.grad_enabled:
                             _dispatch.record_binary(op, self, other, t)
                         return t
-                fn = fast
+                    if dt in op.direct:  # the first call in this dtype
+                        _fill_direct_cpu(op, dt)
+                return fast(op, self, other)
+            except (TypeError, AttributeError):
+                r = _tf_handle_failed(f, (self, other), {})
+                if r is _NOT_HANDLED:
+                    raise
+                return r
+        if _slow[0]:  # a mode is on, or __torch_function__ may apply
+            if _tf_active[0]:
+                r = _tf_handle(f, (self, other), {})
+                if r is not _NOT_HANDLED:
+                    return r
+            # the protocol alone (a subclass exists, not in this call) keeps the fast path
+            fn = run if _dispatch.intercept or _dispatch.cpu_kernel_replaced else fast
+        else:
+            fn = fast
+        try:
             return fn(op, self, other)
         except (TypeError, AttributeError):
             r = _tf_handle_failed(f, (self, other), {})
@@ -1107,8 +1151,7 @@ def _operator_dunder(name, run, op):
                 raise
             return r
 
-    f.__name__ = f.__qualname__ = name
-    return _tf_operator(f)
+    return f
 
 
 _install_dunders()

@@ -21,6 +21,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.checks import as_shape
 from .._core.device import as_device
+from .._core.size import Size
 from .._core.tensor import CONSTRUCTOR_REFUSAL, Tensor, wrap
 from ._memory_format import empty_preserving
 from ._registry import Op, method, public
@@ -252,6 +253,18 @@ def filled(op_name, shape, fill, d, device, requires_grad):
     return t
 
 
+# NOTE [ Plain factory calls ]
+# ``zeros(10)``, ``ones(3, 4)``, ``zeros((2, 3))``: non-negative Python int sizes (spread
+# out, or as one tuple, list or Size) and no keyword but the defaults is most factory calls,
+# and the general route (``size_arg``, dtype and device resolution, ``filled``, ``_out``) is
+# five frames around one NumPy call. Such a call makes its array in the default dtype and
+# wraps it at once; anything else (a bool or NumPy integer size, a negative one and its
+# error, any keyword) takes the general route. Modes still see the call: the door
+# (``_dispatch.entrance``) stands above.
+_default_dtype = _dt._default
+_SHAPE_TYPES = (tuple, list, Size)
+
+
 def _out(op_name, t, out):
     return t if out is None else _dispatch.write_out(op_name, out, t)
 
@@ -267,6 +280,14 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
         >>> ember.zeros(2, 3).shape
         ember.Size([2, 3])
     """
+    if out is None and dtype is None and device is None and not requires_grad and \
+            not kwargs and size:
+        shape = size[0] if len(size) == 1 and size[0].__class__ in _SHAPE_TYPES else size
+        for s in shape:  # NOTE [ Plain factory calls ]
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return wrap(np.zeros(shape, _default_dtype[0].np))
     shape = size_arg("zeros", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     return _out("zeros", filled("zeros", shape, 0, d, device, requires_grad), out)
@@ -283,6 +304,14 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
         >>> ember.ones(2, dtype=ember.int32)
         tensor([1, 1], dtype=ember.int32)
     """
+    if out is None and dtype is None and device is None and not requires_grad and \
+            not kwargs and size:
+        shape = size[0] if len(size) == 1 and size[0].__class__ in _SHAPE_TYPES else size
+        for s in shape:  # NOTE [ Plain factory calls ]
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return wrap(np.ones(shape, _default_dtype[0].np))
     shape = size_arg("ones", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
     return _out("ones", filled("ones", shape, 1, d, device, requires_grad), out)

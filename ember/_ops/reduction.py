@@ -444,13 +444,21 @@ def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
     if dtype is None and out is None:
         # NOTE [ Hot path ]: a full or one-dim sum of a CPU tensor nothing records for is one
         # ufunc reduce and one wrap
-        a = getattr(input, "_data", None)
+        try:
+            a = input._data  # (a try costs nothing when nothing is raised; getattr is a call)
+        except AttributeError:
+            a = None
         if type(a) is _ndarray and a.dtype in _FAST_SUM and not _dispatch.intercept and \
                 sum_op.builtin_cpu:
             if dim is None and not keepdim:
                 if a.size < _BLOCKS_MIN or (s := float_sum(a)) is None:
                     s = _add_reduce(a) if a.ndim == 1 else _add_reduce(a, None)
-                r = _wrap0(s)
+                r = _new(Tensor)  # ``_wrap0`` inlined: the commonest sum saves its frame
+                r._data = _asarray(s)
+                r._rg = False
+                r._grad_fn = None
+                r._base = None
+                r._vc = None
                 if input._rg:  # (ints never require grad: the sum dtype is the input's)
                     _record_sum(input, r, None, False, a)
                 return r

@@ -367,6 +367,17 @@ def _view_or_none(t, shape, op_name):
                                           "in_shape": a.shape})
 
 
+# NOTE [ Plain views ]
+# ``x.view(2, 5)``, ``x.view((B, -1))``: Python int sizes (one -1 at most) that fit the
+# element count, of a contiguous CPU tensor with canonical strides, with no mode on, are the
+# commonest views there are. ``view`` makes them itself -- the same params, wrapping and
+# recording as ``_view_or_none``'s hot path -- without the frames that parse and check
+# every other spelling (a list, a dtype, ``size=``, strides that need working out,
+# errors), which take the general route.
+_SHAPE_TUPLES = (tuple, Size)
+_prod = math.prod
+
+
 @method
 def view(self, *shape, size=None, dtype=None):
     """A view of ``self`` with another shape (``view(2, 3)``, ``view((2, 3))``, one -1
@@ -375,6 +386,28 @@ def view(self, *shape, size=None, dtype=None):
     Raises RuntimeError when the strides make the shape impossible to view; ``reshape``
     copies in that case.
     """
+    if size is None and dtype is None and not _dispatch.intercept and view_op.builtin_cpu:
+        # NOTE [ Plain views ]
+        a = self._data
+        shp = shape[0] if len(shape) == 1 and shape[0].__class__ in _SHAPE_TUPLES else shape
+        for n in shp:
+            if n.__class__ is not int or n < -1:
+                break
+        else:
+            numel = a.size
+            p = _prod(shp)
+            if p < 0 and numel % p == 0 and shp.count(-1) == 1:  # one -1 to infer
+                i = shp.index(-1)
+                shp = (*shp[:i], numel // -p, *shp[i + 1:])
+                p = numel
+            if p == numel and numel and a.__class__ is np.ndarray and \
+                    a.flags.c_contiguous and (1 not in a.shape or _is_canonical(a)):
+                shp = tuple(shp)
+                params = {"shape": shp, "strides": None, "in_shape": a.shape}
+                o = _dispatch._wrap_views(self, a.reshape(shp), view_op, params)
+                if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
+                    _dispatch.record(view_op, (self,), params, o)
+                return o
     if dtype is None and len(shape) == 1 and isinstance(shape[0], (_dt.dtype, type)):
         dtype = shape[0]
     if dtype is not None:

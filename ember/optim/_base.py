@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+#: the types of hyper-parameters a step may hand to a compiled kernel as plain numbers (a
+#: tuple: ``float | int`` would build a union object at every test)
+NUMBERS = (float, int)
+
+
 def closure_loss(closure):
     """Evaluate ``closure`` with gradients enabled (steps themselves run under no_grad)."""
     if closure is None:

@@ -33,7 +33,7 @@ NOTE [ Fused optimizer kernels on CUDA ]) do too.
 from __future__ import annotations
 
 from .. import _dispatch
-from .._core.tensor import wrap
+from .._core.tensor import Tensor, wrap
 
 # parameters are updated together up to this many elements (NOTE above)
 _BUCKET_NUMEL = 1 << 15
@@ -61,7 +61,7 @@ def _flat_eligible(group, params, grads):
         return False
     if len({id(p) for p in params}) != len(params):
         return False  # a parameter listed twice is updated twice, one after the other
-    if any(hasattr(type(p), "_local_tensor") for p in params):
+    if any(type(p) is not Tensor and hasattr(type(p), "_local_tensor") for p in params):
         return False  # DTensor parameters keep their state as DTensors laid out as them
     first = params[0]._data
     kind, dt = type(first), first.dtype
@@ -136,7 +136,9 @@ def _flat_update(optimizer, group, params, grads, columns, keys, update, hparams
 def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
     """One bucket's update on its concatenation; False (having changed nothing the
     per-parameter update would see differently) when its state does not allow it."""
-    if all(p.dim() == 0 for p in params):
+    # (the arrays' ndim: ``dim()`` is a public call per tensor, and this path reads the
+    # arrays anyway)
+    if all(p._data.ndim == 0 for p in params):
         # per-element state and per-parameter scalars look alike here: run the loop
         return False
     args = []
@@ -147,9 +149,9 @@ def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
             continue
         if not all(present):
             return False
-        if all(v.shape == p.shape for v, p in zip(column, params)):
+        if all(v._data.shape == p._data.shape for v, p in zip(column, params)):
             scalar = False
-        elif all(v.dim() == 0 for v in column):
+        elif all(v._data.ndim == 0 for v in column):
             scalar = True
         else:
             return False
@@ -175,7 +177,7 @@ def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
         out = lists[i][0]
         if out is None:
             continue
-        if out.dim() == 0:
+        if out._data.ndim == 0:
             flat = bucket.buffers[key][0]
             flat._data[...] = out._data
             flat._bump()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import _dispatch, _kernels
-from ._base import check_range, closure_loss, step_group, zeros_state
+from ._base import NUMBERS as _NUMBERS, check_range, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
 __all__ = ["Adadelta", "adadelta"]
@@ -109,7 +109,7 @@ def _fused_adadelta(p, g, sa, ad, lr, rho, eps, weight_decay, maximize):
     in ember/_kernels) where it covers them and no mode intercepts ops; False (nothing
     changed) else."""
     if _dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled or \
-            not all(isinstance(h, float | int) for h in (lr, rho, eps, weight_decay)):
+            not all(isinstance(h, _NUMBERS) for h in (lr, rho, eps, weight_decay)):
         return False
     if not _kernels.adadelta(p._data, g._data, sa._data, ad._data, lr=lr, rho=rho, eps=eps,
                              weight_decay=weight_decay, maximize=maximize):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dispatch, _kernels
 from . import _fused_cuda
+from ._base import NUMBERS as _NUMBERS
 from ._base import check_adam_hparams, check_fused, closure_loss, step_group, zeros_state
 from .optimizer import Optimizer
 
@@ -193,7 +194,7 @@ def _multi_adam(params, grads, ms, vs, steps, beta1, beta2, lr, weight_decay, ep
     at the same count; False (nothing changed) else."""
     if len(params) < 2 or not _fused_cuda.is_cupy(params[0]._data) or _ops_seen() or \
             _dispatch.state.grad_enabled and any(p.requires_grad for p in params) or \
-            not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
+            not all(isinstance(h, _NUMBERS) for h in (beta1, beta2, lr, weight_decay, eps)):
         return False
     if any(m is None or v is None for m, v in zip(ms, vs)):
         return False
@@ -227,7 +228,7 @@ def _fused_adam(p, g, m, v, vmax, step_t, beta1, beta2, lr, weight_decay, eps, d
     mode but the profiler's sees ops (NOTE [ Fused kernels under the profiler ] in
     ember/profiler/_recorder.py); False (nothing changed) else."""
     if _ops_seen() or p.requires_grad and _dispatch.state.grad_enabled or \
-            not all(isinstance(h, float | int) for h in (beta1, beta2, lr, weight_decay, eps)):
+            not all(isinstance(h, _NUMBERS) for h in (beta1, beta2, lr, weight_decay, eps)):
         return False
     step = step_t.item()
     if _fused_cuda.is_cupy(p._data):

@@ -11,7 +11,7 @@ from .. import _dispatch, _kernels, _parallel
 from .._core.tensor import wrap
 from .._ops import _fma
 from . import _fused_cuda
-from ._base import check_fused, closure_loss
+from ._base import NUMBERS as _NUMBERS, check_fused, closure_loss
 from ._flat import apply_update
 from .optimizer import Optimizer, required
 
@@ -70,13 +70,16 @@ class SGD(Optimizer):
     def step(self, closure=None):
         """One update; ``closure`` re-evaluates the model and returns the loss."""
         loss = closure_loss(closure)
+        state = self.state
         for group in self.param_groups:
             params, grads, bufs = [], [], []
             for p in group["params"]:
-                if p.grad is not None:
+                g = p.grad
+                if g is not None:
                     params.append(p)
-                    grads.append(p.grad)
-                    st = self.state.get(p)
+                    grads.append(g)
+                    # (no state yet, as without momentum: no look-up, whose hash is a call)
+                    st = state.get(p) if state else None
                     bufs.append(None if st is None else st.get("momentum_buffer"))
             if group["fused"] and any(g.is_sparse for g in grads):
                 raise RuntimeError("`_fused_sgd` does not support sparse gradients")
@@ -236,7 +239,7 @@ def _multi_sgd(params, grads, bufs, lr, momentum, dampening, weight_decay, neste
     (the first step makes them one by one); False (nothing changed) else."""
     if len(params) < 2 or not _fused_cuda.is_cupy(params[0]._data) or _dispatch.intercept or \
             _dispatch.state.grad_enabled and any(p.requires_grad for p in params) or \
-            not all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay)):
+            not all(isinstance(h, _NUMBERS) for h in (lr, momentum, dampening, weight_decay)):
         return False
     if momentum != 0 and any(b is None for b in bufs):
         return False
@@ -288,7 +291,7 @@ def _bypasses_ops(p, lr, momentum, dampening, weight_decay):
     """Whether ``p``'s update may run on its arrays rather than op by op: no mode intercepts
     ops, no graph is recorded through ``p``, and the hyper-parameters are plain numbers."""
     return not (_dispatch.intercept or p.requires_grad and _dispatch.state.grad_enabled) and \
-        all(isinstance(h, float | int) for h in (lr, momentum, dampening, weight_decay))
+        all(isinstance(h, _NUMBERS) for h in (lr, momentum, dampening, weight_decay))
 
 
 def _sgd_on_threads(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize):
