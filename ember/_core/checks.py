@@ -45,12 +45,21 @@ def wrap_dims(dims, ndim, op_name=""):
 
 
 def as_shape(args, op_name="", *, allow_negative=False):
-    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(ember.Size([2, 3]))`` -> (2, 3)."""
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(ember.Size([2, 3]))`` -> (2, 3).
+
+    A bool first size is refused as PyTorch's argument parser refuses it (``zeros(True)``,
+    ``zeros([True, 2])``); later ones count as 1 and 0 there, and here."""
+    if len(args) == 1 and isinstance(args[0], (builtins.bool, np.bool_)):
+        raise TypeError(f"{op_name}(): argument 'size' (position 1) must be tuple of ints, "
+                        f"not bool")
     if len(args) == 1 and not isinstance(args[0], _int_types) and not hasattr(
             args[0], "__index__"):
         args = args[0]
         if args is None:
             raise TypeError(f"{op_name}(): argument 'size' must be tuple of ints, not NoneType")
+    if len(args) and isinstance(args[0], (builtins.bool, np.bool_)):
+        raise TypeError(f"{op_name}(): argument 'size' (position 1) must be tuple of ints, but "
+                        f"found element of type bool at pos 0")
     try:
         shape = tuple(operator.index(s) for s in args)
     except TypeError:
