@@ -22,6 +22,7 @@ import heapq
 
 from .._core.tensor import Tensor
 from . import _engine
+from . import anomaly_mode as _anomaly
 from ._nodes import _NO_EDGE, AccumulateGrad, gradient_edge  # (needs_input_grad: by identity)
 
 __all__: list = []
@@ -74,55 +75,101 @@ def _walk(starts: dict, into: set, stop=frozenset(), keep=frozenset(), kept=None
     heapq.heapify(heap)
     tie = len(heap)
     stopped = {}
-    while heap:
-        node = heapq.heappop(heap)[2]
-        buf = buffers.pop(node)
-        if node._hooked and node not in hooked:
-            buf = _engine._pre_hooks(node, buf, False)
-        if node in stop:
-            stopped[node] = buf
-            continue
-        if type(node) is AccumulateGrad:
-            g = buf[0]
-            if g is not None:
-                t = node.variable
-                g = _engine._leaf_hooks(t, g)
-                _engine.accumulate_grad(t, g, False)
-                for h in list((getattr(t, "_post_acc_hooks", None) or {}).values()):
-                    h(t)
-            if node._post is not None:
-                for h in list(node._post.values()):
-                    h((), (g,))
-            continue
-        if node in keep:
-            kept[node] = buf
-        edges = node._next
-        masked = tuple(e if e[0] is None or e[0] in into else _NO_EDGE for e in edges)
-        if masked != tuple(edges):
-            node._next = masked
-            try:
-                grads_in = node._apply(buf)
-            finally:
-                node._next = edges
-        else:
-            grads_in = node._apply(buf)
-        if node._post is not None:
-            grads_in = _engine.post_hooks(node, grads_in, buf)
-        if release and node not in keep:
-            node._release()
-        for (nx, nr), g in zip(edges, grads_in):
-            if nx is None or nx not in into:
+    # NOTE [ Split walks under the profiler and anomaly mode ]
+    # Each node that runs is shown to the profiler's engine hook and run through its runner,
+    # as the engine does (NOTE [ Profiler recording ] in ember/profiler/_recorder.py), so a
+    # profile of a pipeline's I and W steps has the same ``autograd::engine::evaluate_
+    # function: ...`` rows and op rows as one of a full backward; under anomaly mode a node
+    # that raises or returns nan reports its forward traceback as it would in the engine.
+    # A node the I step stops at (an input's) has its row though it does not run, as the
+    # engine gives one to a node whose gradient ``autograd.grad(inputs=...)`` captures.
+    prof = _engine.profiler_hook
+    prof_run = _engine.profiler_run if prof is not None else None
+    anomaly = _anomaly._enabled
+    token = None
+    try:
+        while heap:
+            node = heapq.heappop(heap)[2]
+            buf = buffers.pop(node)
+            if prof is not None:
+                token = prof(node, token, buf)
+            if node._hooked and node not in hooked:
+                buf = _engine._pre_hooks(node, buf, False)
+            if node in stop:
+                stopped[node] = buf
                 continue
-            b = buffers.get(nx)
-            if b is None:
-                b = buffers[nx] = [None] * nx._nout
-            if g is not None:
-                b[nr] = g if b[nr] is None else b[nr] + g
-            deps[nx] -= 1
-            if deps[nx] == 0:
-                heapq.heappush(heap, (-nx._seq, tie, nx))
-                tie += 1
+            tie = _step(node, buf, buffers, deps, heap, tie, into, keep, kept, release,
+                        prof_run, token, anomaly)
+    finally:
+        if token is not None:
+            prof(None, token)
     return stopped
+
+
+def _apply(node, buf, prof_run, token, anomaly):
+    """The node's gradients, run as the engine runs a node (NOTE [ Split walks under the
+    profiler and anomaly mode ])."""
+    if prof_run is None and not anomaly:
+        return node._apply(buf)
+    try:
+        grads_in = node._apply(buf) if prof_run is None else prof_run(node, buf, token)
+    except Exception:
+        if anomaly:
+            _anomaly.report(node)
+        raise
+    if anomaly and _anomaly._check_nan:
+        try:
+            _engine._check_nan(node, grads_in)
+        except RuntimeError:
+            _anomaly.report(node)
+            raise
+    return grads_in
+
+
+def _step(node, buf, buffers, deps, heap, tie, into, keep, kept, release, prof_run, token,
+          anomaly) -> int:
+    """Run one node of ``_walk`` and pass its gradients on; the next tie-break number."""
+    if type(node) is AccumulateGrad:
+        g = buf[0]
+        if g is not None:
+            t = node.variable
+            g = _engine._leaf_hooks(t, g)
+            _engine.accumulate_grad(t, g, False)
+            for h in list((getattr(t, "_post_acc_hooks", None) or {}).values()):
+                h(t)
+        if node._post is not None:
+            for h in list(node._post.values()):
+                h((), (g,))
+        return tie
+    if node in keep:
+        kept[node] = buf
+    edges = node._next
+    masked = tuple(e if e[0] is None or e[0] in into else _NO_EDGE for e in edges)
+    if masked != tuple(edges):
+        node._next = masked
+        try:
+            grads_in = _apply(node, buf, prof_run, token, anomaly)
+        finally:
+            node._next = edges
+    else:
+        grads_in = _apply(node, buf, prof_run, token, anomaly)
+    if node._post is not None:
+        grads_in = _engine.post_hooks(node, grads_in, buf)
+    if release and node not in keep:
+        node._release()
+    for (nx, nr), g in zip(edges, grads_in):
+        if nx is None or nx not in into:
+            continue
+        b = buffers.get(nx)
+        if b is None:
+            b = buffers[nx] = [None] * nx._nout
+        if g is not None:
+            b[nr] = g if b[nr] is None else b[nr] + g
+        deps[nx] -= 1
+        if deps[nx] == 0:
+            heapq.heappush(heap, (-nx._seq, tie, nx))
+            tie += 1
+    return tie
 
 
 def _run(fn, needed):

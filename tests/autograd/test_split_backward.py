@@ -128,3 +128,58 @@ def test_split_backward_frees_graph_after_weight_step(case):
     assert plan.kept == {}
     gc.collect()
     assert node() is None
+
+
+# -- the split walks as the profiler and anomaly mode see them (NOTE [ Split walks under the
+# profiler and anomaly mode ]) --------------------------------------------------------------
+
+def _engine_rows(prof):
+    from collections import Counter
+
+    return Counter(e.name for e in prof.events()
+                   if e.name.startswith("autograd::engine::evaluate_function: "))
+
+
+def test_profiler_records_split_walks_as_the_engines_backward():
+    ember.manual_seed(0)
+    net = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.Tanh(), ember.nn.Linear(8, 3))
+    x = ember.randn(5, 4)
+    with ember.profiler.profile() as full:
+        ember.autograd.grad(net(x.requires_grad_()).sum(), [x] + list(net.parameters()))
+    xs = x.detach().requires_grad_()
+    with ember.profiler.profile() as split:
+        _, plan = split_input_backward([net(xs).sum()], None, [xs], list(net.parameters()))
+        split_weight_backward(plan)
+    want, got = _engine_rows(full), _engine_rows(split)
+    assert set(got) == set(want)
+    # the two addmm nodes run in both steps (I with their input edge, W with the rest);
+    # every other node runs once, in one step
+    kept = "autograd::engine::evaluate_function: AddmmBackward0"
+    assert got[kept] == 2 * want[kept]
+    assert {k: v for k, v in got.items() if k != kept} == \
+        {k: v for k, v in want.items() if k != kept}
+    # the products under the nodes' rows: each once, as in the full backward
+    mm = [e for e in split.events() if e.name == "aten::mm"]
+    assert len(mm) == sum(e.name == "aten::mm" for e in full.events()) == 4
+
+
+def _anomaly_net():
+    ember.manual_seed(0)
+    net = ember.nn.Linear(4, 3)
+    net.p = ember.nn.Parameter(ember.full((3,), -1.0))
+    return net
+
+
+@pytest.mark.parametrize("where", ["input", "weight"])
+def test_anomaly_mode_reports_the_forward_trace_in_either_step(where):
+    net = _anomaly_net()
+    x = ember.randn(2, 4, requires_grad=True)
+    with ember.autograd.detect_anomaly():
+        h = net(x)
+        # sqrt of negative values: nan gradients, on the input's path or the parameter's only
+        y = (ember.sqrt(h - 100.0) if where == "input" else h + ember.sqrt(net.p)).sum()
+        with pytest.warns(UserWarning, match="Error detected in SqrtBackward0") as rec:
+            with pytest.raises(RuntimeError, match="'SqrtBackward0' returned nan values"):
+                _, plan = split_input_backward([y], None, [x], list(net.parameters()))
+                split_weight_backward(plan)
+    assert any("test_split_backward.py" in str(w.message) for w in rec)

@@ -202,6 +202,82 @@ def test_pipeline_passes_values_through_middle_stages():
     np.testing.assert_allclose(pipe(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-6)
 
 
+class _TiedLM:
+    """An embedding tied to the LM head, cut after ``mid`` (the first and last stages hold
+    the one weight); under ember or PyTorch."""
+
+    @staticmethod
+    def make(fw):
+        class LM(fw.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = fw.nn.Embedding(10, 4)
+                self.mid = fw.nn.Linear(4, 4)
+                self.head = fw.nn.Linear(4, 10, bias=False)
+                self.head.weight = self.emb.weight
+
+            def forward(self, x):
+                return self.head(fw.tanh(self.mid(self.emb(x))))
+
+        fw.manual_seed(0)
+        return LM()
+
+
+def test_pipeline_replicates_a_parameter_tied_across_stages_as_torch():
+    torch = pytest.importorskip("torch")
+    import torch.distributed.pipelining as tpp
+
+    names = {}
+    for fw, pp in ((ember, None), (torch, tpp)):
+        mod = pp or __import__("ember.distributed.pipelining", fromlist=["x"])
+        net = _TiedLM.make(fw)
+        x = fw.tensor([[1, 2, 3], [4, 5, 6]])
+        pipe = mod.pipeline(net, mb_args=(x,), split_spec={"mid": mod.SplitPoint.END})
+        s0, s1 = pipe.get_stage_module(0), pipe.get_stage_module(1)
+        # each stage its own leaf with the tied values (NOTE [ Parameters of several stages ])
+        assert s1.head.weight is not s0.emb.weight
+        assert s1.head.weight.is_leaf and s1.head.weight.requires_grad
+        assert bool((s1.head.weight == s0.emb.weight).all())
+        names[fw.__name__] = [[n for n, _ in s.named_parameters()] for s in (s0, s1)]
+        if fw is ember:
+            out = pipe(x)
+            np.testing.assert_allclose(out.detach().numpy(), net(x).detach().numpy(),
+                                       rtol=1e-6)
+            # one process, both stages: an optimizer over both sees no tensor twice
+            both = list(s0.parameters()) + list(s1.parameters())
+            assert len({id(p) for p in both}) == len(both) == 4
+            # the two copies' gradients sum to the tied model's
+            out.sum().backward()
+            whole = _TiedLM.make(ember)
+            whole(x).sum().backward()
+            np.testing.assert_allclose((s0.emb.weight.grad + s1.head.weight.grad).numpy(),
+                                       whole.emb.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # the last stage holds the head under its own name, as PyTorch's does (PyTorch's first
+    # stage also lists an unused ``head.weight`` copy, left out here)
+    assert names["ember"][1] == names["torch"][1] == ["head.weight"]
+    assert names["ember"][0] == [n for n in names["torch"][0] if n != "head.weight"]
+
+
+def test_pipeline_replicates_a_module_called_in_two_stages():
+    class Twice(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = ember.nn.Linear(3, 3), ember.nn.Linear(3, 3)
+            self.b.bias = self.a.bias  # tied to b (first stage only) as well
+
+        def forward(self, x):
+            h = self.b(self.a(x))
+            pipe_split()
+            return self.a(ember.relu(h))  # ``a`` again, in the second stage
+
+    net, x = Twice(), ember.randn(4, 3)
+    pipe = pipeline(net, mb_args=(x,))
+    s0, s1 = pipe.get_stage_module(0), pipe.get_stage_module(1)
+    assert s0.a.weight is net.a.weight and s1.a.weight is not net.a.weight
+    assert s1.a.bias is not net.a.bias
+    np.testing.assert_allclose(pipe(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-6)
+
+
 def test_pipeline_unknown_split_point_raises():
     with pytest.raises(ValueError, match="does not call"):
         pipeline(W.model(ember), mb_args=(ember.ones(2, 4),),

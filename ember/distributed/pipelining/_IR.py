@@ -9,12 +9,24 @@ stage becomes a ``GraphModule`` holding the submodules and attributes it uses un
 original names (so state-dict keys stay the model's). A stage's inputs are every value made
 before it and used by it or later, so values a later stage needs pass through the stages in
 between; only tensors may cross. Parameters used by two stages are copied into both (each
-stage then has its own gradient).
+stage then has its own gradient: NOTE [ Parameters of several stages ]).
+
+NOTE [ Parameters of several stages ]
+A parameter (or buffer) that more than one stage uses -- an embedding tied to the LM head,
+a module called in two stages -- is replicated as PyTorch's ``pipeline`` replicates it: each
+stage after the first that holds it gets its own copy, under the name it has in that stage,
+with the same values. The copies are independent leaves: each stage's backward fills its own
+``.grad``, nothing sums them (as in PyTorch, averaging the tied copies' gradients across the
+stages' ranks before the optimizer step is the training script's business), and an optimizer
+over several stages of one process sees no parameter twice. Without the copies, stages held
+by one process (interleaved and V schedules put the first and the last stage on rank 0)
+would share one tensor where PyTorch's have two.
 """
 
 from __future__ import annotations
 
 import contextvars
+import copy
 import enum
 import operator
 from typing import Any
@@ -233,6 +245,28 @@ def _attr(g, env, node):
     return env[node]
 
 
+def _replicate_shared(stage_mods) -> None:
+    """Give each stage its own copy of every parameter or buffer an earlier stage also holds
+    (NOTE [ Parameters of several stages ])."""
+    seen: set = set()
+    for stage in stage_mods:
+        tensors = list(stage.parameters()) + list(stage.buffers())
+        shared = {id(t) for t in tensors if id(t) in seen}
+        seen.update(id(t) for t in tensors)
+        if not shared:
+            continue
+        # one memo per stage: what is not shared stays the model's own tensor, and a tensor
+        # tied within the stage (two modules, one weight) stays tied in the copy
+        memo = {id(t): t for t in tensors if id(t) not in shared}
+        for name, child in list(stage.named_children()):
+            if any(id(t) in shared for t in list(child.parameters()) + list(child.buffers())):
+                setattr(stage, name, copy.deepcopy(child, memo))
+        for table in (stage._parameters, stage._buffers):
+            for name, t in list(table.items()):
+                if t is not None and id(t) in shared:
+                    table[name] = copy.deepcopy(t, memo)
+
+
 def pipeline(module: nn.Module, mb_args: tuple, mb_kwargs: dict | None = None,
              split_spec: dict | None = None, split_policy=None) -> Pipe:
     """Cut ``module`` into pipeline stages (NOTE [ Cutting a traced model ]).
@@ -279,6 +313,7 @@ def pipeline(module: nn.Module, mb_args: tuple, mb_kwargs: dict | None = None,
     part = _assign_partitions(graph, begin, end)
     n = max(v for v in part.values()) + 1
     stage_mods = [fx.GraphModule(module, g) for g in _stage_graphs(graph, part, n)]
+    _replicate_shared(stage_mods)
 
     # the top-level module: the stages called one after another
     top = fx.Graph()

@@ -538,15 +538,26 @@ def _default_mesh(mesh):
     from .. import get_world_size, init_process_group, is_initialized
     from ..device_mesh import init_device_mesh
 
+    from .. import _group
+
     if not is_initialized():
         init_process_group()
-    cached = _MESHES.get(get_world_size())
-    if cached is None:
-        cached = _MESHES[get_world_size()] = init_device_mesh("cpu", (get_world_size(),))
-    return cached
+    world, mesh = _DEFAULT_MESH[0] if _DEFAULT_MESH else (None, None)
+    if world is not _group._WORLD:  # NOTE [ The default mesh lives with its group ]
+        mesh = init_device_mesh("cpu", (get_world_size(),))
+        _DEFAULT_MESH[:] = [(_group._WORLD, mesh)]
+    return mesh
 
 
-_MESHES: dict = {}
+# NOTE [ The default mesh lives with its group ]
+# ``fully_shard`` and ``distribute_tensor`` without a mesh use a 1-D mesh over the default
+# group, made once and kept -- but only for as long as that group lives. It is kept here
+# with the group it was cut from and made again when the default group is another one:
+# after ``destroy_process_group()`` and a new ``init_process_group()`` the old mesh's
+# communicators are freed, and a parameter sharded by the new group must not reach them
+# (PyTorch makes a new default mesh from the new group too). A mesh the user made and kept
+# across the two is as dead as PyTorch's would be.
+_DEFAULT_MESH: list = []  # [(the default group it was made from, the mesh)] or []
 
 
 # -- making DTensors ------------------------------------------------------------------------------
