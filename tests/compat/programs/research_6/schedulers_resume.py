@@ -129,3 +129,26 @@ for _ in range(6):
     opt.step()
     chain.step()
 print("chained", [round(x, 7) for x in chain.get_last_lr()])
+
+# optimizer in backward: one optimizer per parameter, stepped from a post-accumulate-grad
+# hook, all sharing one Tensor learning rate that is decayed in place
+net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1))
+shared_lr = torch.tensor(0.02)
+optimizer_dict = {p: torch.optim.Adam([p], lr=shared_lr) for p in net.parameters()}
+
+
+def optimizer_hook(parameter):
+    optimizer_dict[parameter].step()
+    optimizer_dict[parameter].zero_grad()
+
+
+handles = [p.register_post_accumulate_grad_hook(optimizer_hook) for p in net.parameters()]
+for step in range(6):
+    loss = F.mse_loss(net(X), Y)
+    loss.backward()
+    shared_lr.mul_(0.8)
+for h in handles:
+    h.remove()
+print("in-backward", f"{loss.item():.6f}", f"{shared_lr.item():.6f}",
+      all(p.grad is None for p in net.parameters()),
+      int(optimizer_dict[net[0].weight].state[net[0].weight]["step"]))
