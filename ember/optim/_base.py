@@ -45,6 +45,18 @@ def state_step(state):
     return state["step"]
 
 
+def check_tensor_lr(lr, foreach, capturable):
+    """PyTorch's refusals of a Tensor ``lr`` that Adam and AdamW make at construction."""
+    from .. import Tensor
+
+    if isinstance(lr, Tensor):
+        if foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                             "foreach=True")
+        if lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+
+
 def check_adam_hparams(lr, eps, betas, weight_decay):
     """The hyper-parameter checks every Adam-family optimizer makes."""
     check_range("learning rate", lr)
@@ -72,6 +84,15 @@ def step_group(optimizer, group, init, keys, update, **hparams):
     step ] in _flat.py)."""
     from ._flat import apply_update
 
+    # NOTE [ Tensor learning rates ]
+    # PyTorch takes lr as a one-element Tensor (schedulers then fill_ it in place, and
+    # optimizer-in-backward recipes share one). The update kernels take Python numbers, so
+    # a Tensor lr that needs no gradient is read as its value here, each step; one that
+    # requires grad (a differentiable optimizer learning its lr) is passed through.
+    lr = hparams.get("lr")
+    if lr is not None and not isinstance(lr, (int, float)) and not getattr(
+            lr, "requires_grad", True):
+        hparams["lr"] = lr.item()
     params, grads, *columns = gather(optimizer, group, init, *keys)
     apply_update(optimizer, group, params, grads, columns, keys, update, **hparams)
 

@@ -11,7 +11,8 @@ import numpy as np
 from .. import _dispatch, _kernels
 from . import _fused_cuda
 from ._base import NUMBERS as _NUMBERS
-from ._base import check_adam_hparams, check_fused, closure_loss, step_group, zeros_state
+from ._base import (check_adam_hparams, check_fused, check_tensor_lr, closure_loss, step_group,
+                    zeros_state)
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW", "adam"]
@@ -52,6 +53,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
+        check_tensor_lr(lr, foreach, capturable)
         check_adam_hparams(lr, eps, betas, weight_decay)
         check_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,

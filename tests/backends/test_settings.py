@@ -156,8 +156,21 @@ def test_backends_submodules_present_as_in_torch():
 
 
 def test_quantized_engine_unknown_raises_runtime_error():
-    with pytest.raises(RuntimeError, match="quantized engine"):
-        ember.backends.quantized.engine = "fbgemm"
+    with pytest.raises(RuntimeError, match="foo is not a valid value for quantized engine"):
+        ember.backends.quantized.engine = "foo"
+
+
+def test_quantized_engines_are_the_cpu_builds():
+    assert ember.backends.quantized.supported_engines == ["qnnpack", "onednn", "x86", "fbgemm"]
+    assert ember.backends.quantized.engine == "x86"
+    try:
+        for name in ("qnnpack", "fbgemm", "onednn", "x86"):
+            ember.backends.quantized.engine = name
+            assert ember.backends.quantized.engine == name
+        with pytest.raises(RuntimeError, match="NoQEngine is not supported"):
+            ember.backends.quantized.engine = "none"
+    finally:
+        ember.backends.quantized.engine = "x86"
 
 
 def test_mha_fastpath_switch_reads_back():

@@ -329,9 +329,12 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a "
                              "tensor that is parametrized in terms of a sequence of tensors.")
-        with no_grad():
-            value = getattr(module, tensor_name)
-        original = Parameter(value.detach(), True)
+        # NOTE [ Removing a multi-tensor parametrization ]
+        # The value is computed under the caller's grad mode, as PyTorch does: it stays a
+        # Parameter only when it requires grad (some original did, and grad mode is on);
+        # under no_grad, or with every original frozen, it comes back as a buffer.
+        value = getattr(module, tensor_name)
+        original = Parameter(value.detach(), True) if value.requires_grad else value
     delattr(module.__class__, tensor_name)
     del module.parametrizations[tensor_name]
     if isinstance(original, Parameter):
