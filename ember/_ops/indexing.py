@@ -782,6 +782,18 @@ def _index_put_args(op_name, self, indices, values, accumulate=False):
                                "dtype unsigned char")
         check_value_fits(values.item(), self.dtype, op_name)
         values = values.to(self.dtype).reshape(())
+    # torch looks at the indices before the values' dtype: any index into a dimension of
+    # size 0 is out of bounds
+    dim = 0
+    for x in indices:
+        if not isinstance(x, Tensor):
+            break
+        if x._data.dtype.kind in "iu" and x._data.dtype != np.uint8:
+            if dim < self._data.ndim and self._data.shape[dim] == 0 and x._data.size:
+                raise IndexError("index is out of bounds for dimension with size 0")
+            dim += 1
+        else:
+            dim += max(x._data.ndim, 1)
     if values._data.dtype != self._data.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
