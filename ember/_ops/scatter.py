@@ -16,6 +16,8 @@ kernel on a copy (``inplace_or_not`` in indexing.py).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dispatch
@@ -750,7 +752,10 @@ def _index_fill_args(op_name, input, dim, index, value):
     dim, index = _check_vector_index(op_name, input, index, dim)
     n = _as1d(input._data).shape[dim]
     if not input._data.size and index._data.size:  # nothing to fill: torch checks no index
-        if not n:
+        shape = _as1d(input._data).shape
+        if not n and math.prod(shape[:dim] + shape[dim + 1:]):
+            # torch restrides self to the index's length along dim: only a slice of other
+            # sizes all nonzero then needs storage the empty tensor has not
             raise RuntimeError(f"{op_name}(): cannot fill indices of dimension {dim}, which "
                                "has size 0")
         index = wrap(_dispatch.xp_of(index._data).zeros((0,), np.int64))
