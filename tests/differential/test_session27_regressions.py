@@ -2,6 +2,8 @@
 ``T = ember`` and ``T = torch`` from the same values where torch is installed, and compares
 values, dtypes, shapes, gradients or the exception raised."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,70 @@ def test_harness_empty_view_cases(op, seed):
     case = H.make_case(H.entry(op), seed)
     outcome = H.run_case(case, torch)
     assert not [m for m in outcome.mismatches if m[0] not in H.NOT_COUNTED]
+
+
+# ---- nll_loss / cross_entropy over class indices refuse class weights that require grad
+
+
+def _nll_weight_outcomes(T):
+    F = T.nn.functional
+    out = []
+    w = T.ones(3, dtype=T.float64, requires_grad=True)
+    for shape, tshape in [((3,), ()), ((2, 3), (2,)), ((2, 3, 4), (2, 4)),
+                          ((2, 3, 4, 5), (2, 4, 5)), ((0, 3), (0,))]:
+        x = T.zeros(shape, dtype=T.float64, requires_grad=True)
+        t = T.zeros(tshape, dtype=T.int64)
+        calls = [lambda: F.nll_loss(x, t, weight=w),
+                 lambda: F.nll_loss(x, t + 7, weight=w),  # refused before the range check
+                 lambda: F.nll_loss(x, t, weight=T.ones(4, dtype=T.float64,
+                                                        requires_grad=True)),
+                 lambda: F.nll_loss(x.detach(), t, weight=w),
+                 lambda: F.cross_entropy(x, t, weight=w),
+                 lambda: F.cross_entropy(x, t, weight=w, label_smoothing=0.2),
+                 lambda: F.cross_entropy(x, T.zeros(shape, dtype=T.float64), weight=w)]
+        for call in calls:
+            err = _raised(call)
+            out.append(err if err else ("ok", tuple(call().shape)))
+        with T.no_grad():
+            out.append(("ok", tuple(F.nll_loss(x, t, weight=w).shape)))
+    return out
+
+
+def test_nll_loss_refuses_weight_requiring_grad():
+    e, t = (_nll_weight_outcomes(T) for T in _both())
+    assert e == t
+
+
+# ---- max_pool2d: a window that dilation steps wholly over the input (only padding)
+
+
+def test_max_pool2d_window_of_padding_only():
+    res = []
+    for T in _both():
+        a = T.tensor([[[[1.86, -1.24, 1.48]]]], dtype=T.float64).transpose(-1, -2)
+        a.requires_grad_()
+        out, idx = T.nn.functional.max_pool2d(a, (3, 2), stride=(2, 1), padding=1,
+                                              dilation=2, return_indices=True)
+        (g,) = T.autograd.grad(out.sum(), a)  # raised (a negative index) in ember
+        res.append((_np(out).tolist(), _np(idx).tolist(), _np(g).tolist()))
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool2d_dilated_padded_indices(dtype):
+    rng = np.random.default_rng(0)
+    for (h, w), k, stride, dil, ceil in itertools.product(
+            [(3, 1), (4, 5), (1, 3)], [(3, 2), (2, 2), 3], [(2, 1), 1, 2], [2, (1, 3), 3],
+            [False, True]):
+        x = rng.standard_normal((1, 2, h, w))
+        res = []
+        for T in _both():
+            a = T.tensor(x, dtype=getattr(T, dtype))
+            err = _raised(lambda: T.nn.functional.max_pool2d(a, k, stride, 1, dil, ceil))
+            if err:
+                res.append(err[0])
+                continue
+            out, idx = T.nn.functional.max_pool2d(a, k, stride, 1, dil, ceil,
+                                                  return_indices=True)
+            res.append((_np(out).tolist(), _np(idx).tolist()))
+        assert res[0] == res[1], (h, w, k, stride, dil, ceil)
