@@ -280,3 +280,76 @@ def test_max_pool2d_dilated_padded_indices(dtype):
                                                   return_indices=True)
             res.append((_np(out).tolist(), _np(idx).tolist()))
         assert res[0] == res[1], (h, w, k, stride, dil, ceil)
+
+
+# ---- multi_margin_loss / multilabel_margin_loss: torch's shape and target checks, and the
+# hinge taken where it is positive (no gradient at the kink, NaN and a target's inf skipped)
+
+
+def _margin_outcomes(T):
+    F = T.nn.functional
+    out = []
+
+    def z(*s):
+        return T.zeros(s, dtype=T.float64)
+
+    def ints(v):
+        return T.tensor(v, dtype=T.int64)
+
+    for red in ("mean", "sum", "none"):
+        calls = [
+            lambda: F.multilabel_margin_loss(z(3, 0), T.zeros((3, 0), dtype=T.int64),
+                                             reduction=red),
+            lambda: F.multilabel_margin_loss(z(0), T.zeros((0,), dtype=T.int64),
+                                             reduction=red),
+            lambda: F.multilabel_margin_loss(z(1, 3), ints([[1, -1, 5]]), reduction=red),
+            lambda: F.multilabel_margin_loss(z(1, 3), ints([[-2, 1, 1]]), reduction=red),
+            lambda: F.multilabel_margin_loss(z(1, 1), ints([[1]]), reduction=red),
+            lambda: F.multilabel_margin_loss(z(3, 0), T.zeros((2, 0), dtype=T.int64),
+                                             reduction=red),
+            lambda: F.multi_margin_loss(z(0, 0), T.zeros((0,), dtype=T.int64), reduction=red),
+            lambda: F.multi_margin_loss(z(3, 0), T.zeros((3,), dtype=T.int64), reduction=red),
+            lambda: F.multi_margin_loss(z(2, 3), ints([0, 5]), reduction=red),
+            lambda: F.multi_margin_loss(z(2, 3), ints([0, -1]), reduction=red),
+            lambda: F.multi_margin_loss(z(2, 3), ints([0, 1, 2]), reduction=red),
+            lambda: F.multi_margin_loss(z(3, 3), ints([0, 1, 2]), weight=T.ones(2)),
+            lambda: F.multi_margin_loss(z(), ints(0), reduction=red),
+        ]
+        for call in calls:
+            err = _raised(call)
+            out.append(err if err else ("ok", tuple(call().shape)))
+    return out
+
+
+def test_margin_loss_checks():
+    e, t = (_margin_outcomes(T) for T in _both())
+    assert e == t
+
+
+_HINGE_ROWS = [[-0.22, -np.inf, 2.2e-308, -1.0], [0.5, np.nan, 1.0, 0.0], [1.0, 2, 3, 4],
+               [0.0, 1, 0, -1], [np.inf, 0, 1, 2]]
+
+
+@pytest.mark.parametrize("row", range(len(_HINGE_ROWS)))
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_margin_loss_hinge_values_and_gradients(row, reduction):
+    res = []
+    for T in _both():
+        F = T.nn.functional
+        x = T.tensor(_HINGE_ROWS[row], dtype=T.float64, requires_grad=True)
+        calls = [
+            lambda: F.multilabel_margin_loss(x, T.tensor([2, -1, 1, 1]), reduction=reduction),
+            lambda: F.multilabel_margin_loss(x.reshape(1, 4), T.tensor([[0, 3, -1, 1]]),
+                                             reduction=reduction),
+            lambda: F.multi_margin_loss(x.reshape(2, 2), T.tensor([1, 0]), reduction=reduction),
+            lambda: F.multi_margin_loss(x.reshape(1, 4), T.tensor([2]), p=2, margin=0.5,
+                                        weight=T.tensor([1.0, 2, 3, 4], dtype=T.float64),
+                                        reduction=reduction)]
+        for call in calls:
+            out = call()
+            (g,) = T.autograd.grad(out.sum(), x)
+            res.append((_np(out), _np(g)))
+    half = len(res) // 2
+    for (o_e, g_e), (o_t, g_t) in zip(res[:half], res[half:]):
+        np.testing.assert_allclose(o_e, o_t, rtol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(g_e, g_t, rtol=1e-12, equal_nan=True)
