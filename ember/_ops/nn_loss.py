@@ -749,6 +749,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = reduction_enum(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _not_differentiable("multi_margin_loss", weight=weight)
     kernel_dtype("multi_margin_loss", input)
     if target.dtype.name != "int64":  # torch's message: class indices must be int64
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
@@ -765,10 +766,14 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and (weight.dim() > 1 or weight.numel() != c):
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
-    if t.numel() and holds_values(t._data):  # (a meta tensor has no values to check)
+    # (a meta tensor has no values to check, nor has one example's target under vmap)
+    if t.numel() and holds_values(t._data) and not _dispatch.intercept:
         tn = _host_values(t)
         if tn.min() < 0 or tn.max() >= c:
             raise RuntimeError("target out of range")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                           f"{weight.dtype.scalar_name}")
     x_y = x.gather(1, t.unsqueeze(1))
     z = margin - x_y + x
     z = where(z > 0, z, 0.0)  # (torch's ``z > 0``, as multilabel_margin_loss)

@@ -353,3 +353,17 @@ def test_margin_loss_hinge_values_and_gradients(row, reduction):
     for (o_e, g_e), (o_t, g_t) in zip(res[:half], res[half:]):
         np.testing.assert_allclose(o_e, o_t, rtol=1e-12, equal_nan=True)
         np.testing.assert_allclose(g_e, g_t, rtol=1e-12, equal_nan=True)
+
+
+def test_multi_margin_loss_refuses_weight_requiring_grad():
+    outs = []
+    for T in _both():
+        F = T.nn.functional
+        w = T.ones(3, requires_grad=True)
+        x = T.zeros(2, 3)
+        outs.append([_raised(lambda: F.multi_margin_loss(x, T.tensor([0, 5]), weight=w)),
+                     _raised(lambda: F.multi_margin_loss(x, T.tensor([0, 1, 2]), weight=w)),
+                     _raised(lambda: F.multi_margin_loss(x, T.tensor([0, 1]), weight=w))])
+        with T.no_grad():
+            outs[-1].append(_raised(lambda: F.multi_margin_loss(x, T.tensor([0, 1]), weight=w)))
+    assert outs[0] == outs[1]

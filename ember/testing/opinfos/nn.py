@@ -232,9 +232,15 @@ def _kl_div(dtype, rng):
 def _multi_margin(dtype, rng):
     for reduction in ("mean", "none", "sum"):
         yield SampleInput(_t((4, 5), dtype, rng), _int([0, 4, 2, 2]), reduction=reduction)
+    yield SampleInput(_t((3, 4), dtype, rng), _int([1, 0, 3]), p=2, margin=0.5)
+    yield SampleInput(_t((5,), dtype, rng), _int(2))
+
+
+def _multi_margin_weighted(dtype, rng):
     yield SampleInput(_t((3, 4), dtype, rng), _int([1, 0, 3]), p=2, margin=0.5,
                       weight=_t((4,), dtype, rng, low=0.1, high=2))
-    yield SampleInput(_t((5,), dtype, rng), _int(2))
+    yield SampleInput(_t((4, 5), dtype, rng), _int([0, 4, 2, 2]), reduction="sum",
+                      weight=_t((5,), dtype, rng, low=0.1, high=2))
 
 
 def _multilabel_margin(dtype, rng):
@@ -281,8 +287,8 @@ def _bce_logits(dtype, rng):
                           _t((3, 4), dtype, rng, low=0, high=1), reduction=reduction)
 
 
-#: the NLL kernels have no derivative for class weights: torch refuses one requiring grad
-#: (the differential harness compares that refusal)
+#: the NLL and multi-margin kernels have no derivative for class weights: torch refuses one
+#: requiring grad (the differential harness compares that refusal)
 _NO_WEIGHT_GRAD = {"variant": "weighted", "skips": {
     "gradients": "torch refuses class weights that require grad (ember too)"}}
 
@@ -339,6 +345,7 @@ op_db = [
         ("l1_loss", _l1, {}),
         ("kl_div", _kl_div, {}),
         ("multi_margin_loss", _multi_margin, {}),
+        ("multi_margin_loss", _multi_margin_weighted, _NO_WEIGHT_GRAD),
         ("multilabel_margin_loss", _multilabel_margin, {}),
         ("multilabel_soft_margin_loss", _multilabel_soft_margin, {}),
         ("gaussian_nll_loss", _gaussian_nll, {}),
