@@ -899,9 +899,10 @@ def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None):
         if tensors[0]._data.dtype == np.uint8 or _is_uint8_mask(idx):
             raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
                                "dtype unsigned char")
-        from .creation import check_value_fits
+        if holds_values(vt._data) and not _dispatch.intercept:  # (none on meta, or vmap's)
+            from .creation import check_value_fits
 
-        check_value_fits(vt.item(), _dt.from_np[a.dtype], "__setitem__")
+            check_value_fits(vt.item(), _dt.from_np[a.dtype], "__setitem__")
         return True
     if vt._data.dtype == a.dtype:
         return False
