@@ -782,6 +782,18 @@ def _index_put_args(op_name, self, indices, values, accumulate=False):
                                "dtype unsigned char")
         check_value_fits(values.item(), self.dtype, op_name)
         values = values.to(self.dtype).reshape(())
+    # torch looks at the indices before the values' dtype: any index into a dimension of
+    # size 0 is out of bounds
+    dim = 0
+    for x in indices:
+        if not isinstance(x, Tensor):
+            break
+        if x._data.dtype.kind in "iu" and x._data.dtype != np.uint8:
+            if dim < self._data.ndim and self._data.shape[dim] == 0 and x._data.size:
+                raise IndexError("index is out of bounds for dimension with size 0")
+            dim += 1
+        else:
+            dim += max(x._data.ndim, 1)
     if values._data.dtype != self._data.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
@@ -863,17 +875,37 @@ def _scalar_for(a, value):
     return value
 
 
-def _check_setitem_dtype(a, vt, value, spec, tensors):
+def _is_uint8_mask(idx):
+    """Whether the only tensor in a ``__setitem__`` index is a uint8 mask."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    masks = [x for x in parts if isinstance(x, Tensor)]
+    return len(masks) == 1 and masks[0]._data.dtype == np.uint8
+
+
+def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None):
     """PyTorch casts numbers, and tensors written through basic indexing (``copy_``), to
     self's dtype; a tensor written through an advanced index must already have self's dtype,
-    except a 0-dim one under a single bool mask (that is ``masked_fill``)."""
+    except a one-element one under a single bool mask (that is ``masked_fill``). Returns
+    whether the write is that ``masked_fill`` (the value then goes in as a 0-dim one)."""
     if vt is None:
         _scalar_for(a, value)
-        return
-    if spec is None or vt._data.dtype == a.dtype:
-        return
-    if len(tensors) == 1 and tensors[0]._data.dtype == np.bool_ and vt._data.ndim == 0:
-        return
+        return False
+    if spec is None:
+        return False
+    if len(tensors) == 1 and tensors[0]._data.dtype in (np.bool_, np.uint8) \
+            and vt._data.size == 1:
+        # one mask and one value of any shape and dtype: torch writes it with masked_fill,
+        # the value as a number (checked for overflow), and refuses a uint8 mask there
+        if tensors[0]._data.dtype == np.uint8 or _is_uint8_mask(idx):
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
+        if holds_values(vt._data) and not _dispatch.intercept:  # (none on meta, or vmap's)
+            from .creation import check_value_fits
+
+            check_value_fits(vt.item(), _dt.from_np[a.dtype], "__setitem__")
+        return True
+    if vt._data.dtype == a.dtype:
+        return False
     raise RuntimeError(
         f"Index put requires the source and destination dtypes match, got "
         f"{type_name(a.dtype)} for the destination and {type_name(vt._data.dtype)} for the "
@@ -924,7 +956,8 @@ def _setitem(self, idx, value):
         else:
             basic, is_trivial, spec, tensors = _parse_index(self, idx)
             key = basic
-        _check_setitem_dtype(a, vt, value, spec, None if spec is None else tensors)
+        if _check_setitem_dtype(a, vt, value, spec, None if spec is None else tensors, idx):
+            vt = vt.reshape(())
         _dispatch.check_overlap("index_put_", self)
         if vt is not None:
             check_no_overlap("__setitem__", a[key], vt, allow_full=spec is None)
@@ -946,7 +979,8 @@ def _setitem(self, idx, value):
         return
     # autograd path
     basic, is_trivial, spec, tensors = _parse_index(self, idx if tp is not int else (idx,))
-    _check_setitem_dtype(a, vt, value, spec, tensors)
+    if _check_setitem_dtype(a, vt, value, spec, tensors, idx):
+        vt = vt.reshape(())
     if vt is not None:
         check_no_overlap("__setitem__", a[basic], vt, allow_full=spec is None)
     if vt is None:

@@ -554,6 +554,12 @@ def _pow2(input, other):
         if input.dtype.is_floating_point and other.dtype.name == "bool":  # no torch kernel
             raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'')
         other = other.to(input.dtype if floating else _dt.get_default_dtype())
+    elif input.dtype.is_complex and other.dtype.is_floating_point:
+        # complex mantissas: the power is taken in the complex dtype of the exponents'
+        # width (bfloat16 widens to complex64), so float16 exponents have no kernel
+        if other.dtype.name == "float16":
+            raise NotImplementedError('"pow" not implemented for \'ComplexHalf\'')
+        other = other.to(_dt.complex128 if other.dtype.name == "float64" else _dt.complex64)
     return other.exp2()
 
 

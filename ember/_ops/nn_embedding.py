@@ -404,8 +404,9 @@ def _embedding_bag_top(weight, indices, offsets, scale_grad_by_freq=False, mode=
     if mode == 0:
         zeros = np.zeros(nbags, dtype=np.int64)
         # PyTorch's reduced-precision sum kernel (all but float64) leaves offset2bag empty
-        # unless it has padding to skip
-        fast = _fast_bags(weight, "sum", padding_idx)
+        # unless it has padding to skip; it reads rows in place, so a table whose rows are
+        # not contiguous (a transposed one, float16 too) gets offset2bag filled
+        fast = _fast_bags(weight, "sum", padding_idx) and weight.stride(-1) == 1
         bags = np.zeros(0, dtype=np.int64) if fast else bag_of
         return out, as_tensor(bags), as_tensor(zeros), as_tensor(zeros)
     if mode == 1:

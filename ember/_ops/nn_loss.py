@@ -691,6 +691,19 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+def _margin_input_check(input):
+    """The margin losses' shape rule: a vector, a matrix of at least one class (its batch
+    may be empty) or a 0-d score."""
+    nd, shape = input.dim(), tuple(input.shape)
+    if not (nd == 0 or (nd == 1 and shape[0]) or (nd == 2 and shape[1])):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(shape)}")
+
+
+def _host_values(t):
+    return t.detach().numpy() if t.is_cpu else t.detach().cpu().numpy()
+
+
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Hinge loss between each target class (listed in ``target`` up to the first -1) and
     every non-target class."""
@@ -698,14 +711,17 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if target.dtype.name != "int64":  # torch's message: class indices must be int64
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     kernel_dtype("multilabel_margin_loss", input)
-    one = input.dim() == 1
-    x = input.unsqueeze(0) if one else input
-    t = target.unsqueeze(0) if one else target
+    _margin_input_check(input)
+    one = input.dim() <= 1
+    x = input.reshape(1, -1) if one else input
+    t = target.reshape(1, -1) if one else target
     if t.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
     n, c = x.shape
-    tn = t.detach().numpy() if t.is_cpu else t.cpu().numpy()
+    tn = _host_values(t)
+    if tn.size and (tn.min() < -1 or tn.max() >= c):  # every entry, past the first -1 too
+        raise RuntimeError("argument #2 'target' is out of range")
     is_target = np.zeros((n, c), dtype=bool)
     valid = np.zeros((n, c), dtype=bool)
     for i in range(n):
@@ -718,10 +734,13 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     safe_t = from_numpy(np.where(valid, tn, 0)).to(x.device)
     x_target = x.gather(1, safe_t)  # (n, c): the score of each listed target
     diff = 1 - x_target.unsqueeze(2) + x.unsqueeze(1)  # (n, j, i)
-    pair_mask = from_numpy(valid[:, :, None] & ~is_target[:, None, :]).to(x.device, x.dtype)
-    loss = (diff.clamp_min(0) * pair_mask).sum((1, 2)) / c
+    pairs = from_numpy(valid[:, :, None] & ~is_target[:, None, :]).to(x.device)
+    # the hinge of each (target, non-target) pair taken where it is positive (torch's
+    # ``z > 0``): no gradient at the kink, and a NaN or a target's infinite score counts
+    # for nothing
+    loss = where((diff > 0) & pairs, diff, 0.0).sum((1, 2)) / c
     if one:
-        loss = loss.squeeze(0)
+        loss = loss.reshape(())
     return _reduce(loss, reduction)
 
 
@@ -730,15 +749,34 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = reduction_enum(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _not_differentiable("multi_margin_loss", weight=weight)
     kernel_dtype("multi_margin_loss", input)
     if target.dtype.name != "int64":  # torch's message: class indices must be int64
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
-    one = input.dim() == 1
-    x = input.unsqueeze(0) if one else input
+    _margin_input_check(input)
+    one = input.dim() <= 1
+    x = input.reshape(1, -1) if one else input
     t = target.reshape(-1)
     c = x.shape[1]
+    if target.dim() > 1 or t.shape[0] != x.shape[0]:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{x.shape[0]}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    if weight is not None and (weight.dim() > 1 or weight.numel() != c):
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
+    # (a meta tensor has no values to check, nor has one example's target under vmap)
+    if t.numel() and holds_values(t._data) and not _dispatch.intercept:
+        tn = _host_values(t)
+        if tn.min() < 0 or tn.max() >= c:
+            raise RuntimeError("target out of range")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                           f"{weight.dtype.scalar_name}")
     x_y = x.gather(1, t.unsqueeze(1))
-    z = (margin - x_y + x).clamp_min(0)
+    z = margin - x_y + x
+    z = where(z > 0, z, 0.0)  # (torch's ``z > 0``, as multilabel_margin_loss)
     if p == 2:
         z = z * z
     if weight is not None:
@@ -746,7 +784,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     not_y = arange(c, device=t.device).unsqueeze(0) != t.unsqueeze(1)
     loss = (z * not_y).sum(1) / c
     if one:
-        loss = loss.squeeze(0)
+        loss = loss.reshape(())
     return _reduce(loss, reduction)
 
 

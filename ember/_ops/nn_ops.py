@@ -919,10 +919,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     _check_class_target_shape(input, target)
+    _refuse_weight_grad(input, weight)
     _check_class_target(target, input)
-    if weight is not None and weight.shape != (input.shape[1 if input.dim() > 1 else 0],):
+    c = input.shape[1 if input.dim() > 1 else 0]
+    if weight is not None and weight.shape != (c,):
         raise RuntimeError(
-            f"weight tensor should be defined either for all {input.shape[1]} classes or no "
+            f"weight tensor should be defined either for all {c} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}")
     _check_weight_dtype(input, weight)
     kernel_dtype("nll_loss2d" if input.dim() == 4 else "nll_loss", input)
@@ -931,6 +933,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if reduction == "none" and input.dim() == 1:  # one unbatched sample: a 0-d loss
         loss = loss.reshape(())
     return loss
+
+
+def _refuse_weight_grad(input, weight):
+    """PyTorch's NLL kernels have no derivative for the class weights: with grad mode on, a
+    weight that requires grad is refused before the kernel's own checks (target range, the
+    weight's shape and dtype), naming the kernel the input's rank selects."""
+    if weight is not None and weight.requires_grad and _dispatch.state.grad_enabled:
+        name = "nll_loss2d_forward" if input.dim() >= 3 else "nll_loss_forward"
+        raise RuntimeError(f"The function '{name}' is not differentiable with respect to "
+                           "argument 'weight'. This input cannot have requires_grad True.")
 
 
 def _check_weight_dtype(input, weight):
@@ -1210,6 +1222,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError(f"Expected floating point type for target with class "
                            f"probabilities, got {target.dtype.scalar_name}")
     half = input.dtype.is_floating_point and input.dtype.itemsize == 2
+    if not probs and weight is not None and weight.requires_grad:
+        # class indices go through torch's NLL kernels, which refuse a weight needing grad
+        # (after the shape checks); class probabilities are differentiable in the weight
+        _check_class_target_shape(input, target)
+        _refuse_weight_grad(input, weight)
     if label_smoothing == 0 and input.dim() > 1 and not probs and not half:
         # (float16/bfloat16 go as torch's: the half log-softmax, then NLL)
         return _fused_cross_entropy(input, target, weight, ignore_index, reduction)

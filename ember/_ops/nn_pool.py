@@ -254,6 +254,22 @@ def _skip_padding_taps(xp, index, best, views, lowest, taps, offset, origin, out
             inside &= ok.reshape(tuple(-1 if j == i else 1 for j in range(nd)))
         hit = low & inside & (views[t] == best)
         xp.putmask(index, hit, xp.broadcast_to(offset[t] + origin, index.shape).copy())
+    # a window with no tap inside the input at all (dilation can step over it): PyTorch
+    # reports the position its loops start from, each dim's start stepped by the dilation
+    # until it is >= 0 (even when that lies past the input)
+    empty = xp.zeros(tuple(out), dtype=bool)
+    start_at = xp.zeros(tuple(out), dtype=xp.int64)
+    for i in range(nd):
+        start = xp.arange(out[i]) * stride[i] - padding[i]
+        first = start + (xp.maximum(-start, 0) + dilation[i] - 1) // dilation[i] * dilation[i]
+        k = max(tap[i] for tap in taps) + 1
+        pos = start[:, None] + xp.arange(k)[None, :] * dilation[i]
+        none_inside = ~((pos >= 0) & (pos < spatial[i])).any(axis=1)
+        shape = tuple(-1 if j == i else 1 for j in range(nd))
+        empty |= none_inside.reshape(shape)
+        start_at = start_at * spatial[i] + first.reshape(shape)
+    xp.putmask(index, xp.broadcast_to(empty, index.shape),
+               xp.broadcast_to(start_at, index.shape).copy())
 
 
 def _mp_vjp(grads, x, *, kernel_size, stride, padding, dilation, ceil_mode, input_shape,

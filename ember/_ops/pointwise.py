@@ -630,6 +630,10 @@ def _sgn_kernel(xp, a):
     if a.dtype.kind != "c":
         return _sign_kernel(xp, a)
     mag = xp.abs(a)
+    # a complex division by the magnitude: torch's own answer for an infinite z depends on
+    # the kernel path (its vectorised loop divides each part, its scalar tail divides as
+    # complex numbers), so 1 + inf j gives 0 + nan j or nan + nan j by position; the
+    # differential harness records sgn among its kernel-order ops
     return xp.where(mag == 0, 0, a / xp.where(mag == 0, 1, mag)).astype(a.dtype)
 
 

@@ -1379,12 +1379,15 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     # half inputs: the norm in float32, as PyTorch accumulates (65504 ** 2 overflows float16)
     low = input.dtype in (_dt.float16, _dt.bfloat16)
     src = input.float() if low else input
-    n = _norm(src, p, others if others else None, keepdim=True)
+    dims = others if others else None
     # a NaN norm is not over (the slice stays as it is), and the factor is taken, not
     # interpolated: ``1 + over * (f - 1)`` rounds a tiny factor to 0 and spreads a NaN one
     # (the norm is divided where it is over only: a NaN or zero norm elsewhere must not
-    # send a NaN back through the branch not taken)
-    over = n > maxnorm
+    # send a NaN back through the branch not taken). The norm that carries a gradient is
+    # taken of the slices over only (the others zeroed), so a slice left as it is passes
+    # its gradient through unchanged even when it holds a NaN or an infinity, as in torch
+    over = _norm(src.detach(), p, dims, keepdim=True) > maxnorm
+    n = _norm(where(over, src, 0.0), p, dims, keepdim=True)
     factor = where(over, maxnorm / (where(over, n, 1.0) + 1e-7), 1.0)
     r = src * factor
     return _finish(r.to(input.dtype) if low else r, out, "renorm")

@@ -16,6 +16,8 @@ kernel on a copy (``inplace_or_not`` in indexing.py).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dispatch
@@ -293,8 +295,17 @@ def _reduce_partials(a, idx, src, dim, value, reduce, include_self, out):
         if not include_self:
             self_is = self_is.scatter(dim, idx, 0.0)
         src_is = (s == out.gather(dim, idx)).to(dt)
-        n = self_is.scatter_add(dim, idx, src_is).clamp_min(1)
-        return self_is / n, src_is / n.gather(dim, idx)
+        n = self_is.scatter_add(dim, idx, src_is)
+        # a NaN result equals none of its members: every member's partial is NaN then, as in
+        # torch (its share of the gradient is divided by a count of 0), except the positions
+        # of self a reduction without include_self wrote over
+        none = n == 0
+        n = n.clamp_min(1)
+        d_self = (self_is / n).masked_fill(none, float("nan"))
+        if not include_self:
+            d_self = d_self.scatter(dim, idx, 0.0)
+        d_src = (src_is / n.gather(dim, idx)).masked_fill(none.gather(dim, idx), float("nan"))
+        return d_self, d_src
     a_zero, s_zero = a == 0, s == 0
     params = {"dim": dim, "value": None, "reduce": "prod", "include_self": include_self,
               "src_shape": tuple(idx._data.shape)}
@@ -741,7 +752,10 @@ def _index_fill_args(op_name, input, dim, index, value):
     dim, index = _check_vector_index(op_name, input, index, dim)
     n = _as1d(input._data).shape[dim]
     if not input._data.size and index._data.size:  # nothing to fill: torch checks no index
-        if not n:
+        shape = _as1d(input._data).shape
+        if not n and math.prod(shape[:dim] + shape[dim + 1:]):
+            # torch restrides self to the index's length along dim: only a slice of other
+            # sizes all nonzero then needs storage the empty tensor has not
             raise RuntimeError(f"{op_name}(): cannot fill indices of dimension {dim}, which "
                                "has size 0")
         index = wrap(_dispatch.xp_of(index._data).zeros((0,), np.int64))

@@ -23,6 +23,9 @@ op_db = [i for i in load_op_db() if i.differentiable and _dt.float64 in i.dtypes
 #: ops whose sample makes central differences no oracle (or whose ember vjp, which the
 #: tangent is derived from, has a known issue), with the reason
 FD_SKIPS = {
+    "nn.functional.cross_entropy.weighted": "torch has no derivative for the class weights",
+    "nn.functional.nll_loss.weighted": "torch has no derivative for the class weights",
+    "nn.functional.multi_margin_loss.weighted": "torch has no derivative for the class weights",
     "cholesky_solve": "the whole factor is differentiated (torch's convention) where the "
                       "kernel reads one triangle",
     "cholesky_inverse": "the whole factor is differentiated (torch's convention) where the "
