@@ -61,7 +61,8 @@ def _idioms(rank, fw, init_method, out_dir):
     local = dt.DTensor.from_local(torch.ones(2) * rank, mesh["dp"], [dt.Shard(0)])
     res["dtensor"] = (d.to_local().numpy().copy(),
                       d.redistribute(mesh, [dt.Replicate()]).to_local().numpy().copy(),
-                      local.full_tensor().detach().numpy().copy(), float((d * 2).sum().full_tensor()),
+                      local.full_tensor().detach().numpy().copy(),
+                      float((d * 2).sum().full_tensor()),
                       str(d.placements), tuple(d.shape))
 
     # distributed checkpoint of a fully_shard model: save, scramble, load
@@ -84,7 +85,8 @@ def _idioms(rank, fw, init_method, out_dir):
     sd = {"model": m.state_dict()}
     dcp.load(sd, checkpoint_id=ckpt)
     m.load_state_dict(sd["model"])
-    res["dcp"] = (saved, {k: v.full_tensor().detach().numpy().copy() for k, v in m.state_dict().items()})
+    res["dcp"] = (saved, {k: v.full_tensor().detach().numpy().copy()
+                          for k, v in m.state_dict().items()})
 
     # ZeRO: consolidate the sharded optimizer state on rank 0
     ddp = _mod(fw, "nn.parallel").DistributedDataParallel
