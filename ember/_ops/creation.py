@@ -265,6 +265,16 @@ _default_dtype = _dt._default
 _SHAPE_TYPES = (tuple, list, Size)
 
 
+def _plain_shape(size):
+    """The shape of a plain factory call's sizes (ints >= 0, or one tuple, list or Size of
+    them: NOTE [ Plain factory calls ]), else None."""
+    shape = size[0] if len(size) == 1 and size[0].__class__ in _SHAPE_TYPES else size
+    for s in shape:
+        if type(s) is not int or s < 0:
+            return None
+    return shape
+
+
 def _out(op_name, t, out):
     return t if out is None else _dispatch.write_out(op_name, out, t)
 
@@ -282,11 +292,8 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     """
     if out is None and dtype is None and device is None and not requires_grad and \
             not kwargs and size:
-        shape = size[0] if len(size) == 1 and size[0].__class__ in _SHAPE_TYPES else size
-        for s in shape:  # NOTE [ Plain factory calls ]
-            if type(s) is not int or s < 0:
-                break
-        else:
+        shape = _plain_shape(size)  # NOTE [ Plain factory calls ]
+        if shape is not None:
             return wrap(np.zeros(shape, _default_dtype[0].np))
     shape = size_arg("zeros", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)
@@ -306,11 +313,8 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
     """
     if out is None and dtype is None and device is None and not requires_grad and \
             not kwargs and size:
-        shape = size[0] if len(size) == 1 and size[0].__class__ in _SHAPE_TYPES else size
-        for s in shape:  # NOTE [ Plain factory calls ]
-            if type(s) is not int or s < 0:
-                break
-        else:
+        shape = _plain_shape(size)  # NOTE [ Plain factory calls ]
+        if shape is not None:
             return wrap(np.ones(shape, _default_dtype[0].np))
     shape = size_arg("ones", size, kwargs)
     d = resolve_dtype(dtype, _dt.get_default_dtype(), out=out)

@@ -139,6 +139,25 @@ def _make_grad(t, g, i):
     return g
 
 
+def apply_watched(node, buf, prof_run, token, anomaly):
+    """``node``'s gradients with the profiler recording it (``prof_run``, or None) and, under
+    anomaly mode, its forward traceback reported for a failure or a NaN result; the engine's
+    watched branch, shared with the split walks (ember/autograd/_split.py)."""
+    try:
+        grads_in = node._apply(buf) if prof_run is None else prof_run(node, buf, token)
+    except Exception:
+        if anomaly:
+            _anomaly.report(node)
+        raise
+    if anomaly and _anomaly._check_nan:
+        try:
+            _check_nan(node, grads_in)
+        except RuntimeError:
+            _anomaly.report(node)  # the forward traceback, as for any failure
+            raise
+    return grads_in
+
+
 def post_hooks(node, grads_in, buf):
     """Run ``node``'s post hooks (``register_hook`` on a node) in order, each seeing the
     gradients it produced (``grads_in``, replaced by any hook's result) and the ones it got
@@ -304,19 +323,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         h((), (g,))
                 continue
             if watched:
-                try:
-                    grads_in = node._apply(buf) if prof_run is None else \
-                        prof_run(node, buf, prof_token)
-                except Exception:
-                    if anomaly:
-                        _anomaly.report(node)
-                    raise
-                if anomaly and _anomaly._check_nan:
-                    try:
-                        _check_nan(node, grads_in)
-                    except RuntimeError:
-                        _anomaly.report(node)  # the forward traceback, as for any failure
-                        raise
+                grads_in = apply_watched(node, buf, prof_run, prof_token, anomaly)
             else:
                 grads_in = node._apply(buf)
             if node._post is not None:

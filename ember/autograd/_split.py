@@ -111,19 +111,7 @@ def _apply(node, buf, prof_run, token, anomaly):
     profiler and anomaly mode ])."""
     if prof_run is None and not anomaly:
         return node._apply(buf)
-    try:
-        grads_in = node._apply(buf) if prof_run is None else prof_run(node, buf, token)
-    except Exception:
-        if anomaly:
-            _anomaly.report(node)
-        raise
-    if anomaly and _anomaly._check_nan:
-        try:
-            _engine._check_nan(node, grads_in)
-        except RuntimeError:
-            _anomaly.report(node)
-            raise
-    return grads_in
+    return _engine.apply_watched(node, buf, prof_run, token, anomaly)
 
 
 def _step(node, buf, buffers, deps, heap, tie, into, keep, kept, release, prof_run, token,
