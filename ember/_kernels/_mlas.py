@@ -101,7 +101,7 @@ def _libc():
         libc = ctypes.CDLL(None)
         for name in ("on_exit", "__cxa_atexit", "_exit", "fflush"):
             getattr(libc, name)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: no CDLL(None) on Windows
         return None
     return libc
 
