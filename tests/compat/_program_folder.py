@@ -3,7 +3,8 @@ comparing what they print: the machinery of tests/compat/test_research_repos_5.p
 
 Each folder holds ``<name>.py`` programs and ``<name>.expected`` (what PyTorch printed when
 recorded). A test file makes its suite with ``Folder("research_6")`` and asks it for the runs
-(``run_all``), the comparison (``assert_same_printout``) and the recording (``record``).
+(``run_all``), the comparison (``assert_same_printout``), its tests (``tests``) and the
+recording (``record``).
 """
 
 import importlib.util
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NUM = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")  # a printed float
@@ -116,6 +118,42 @@ class Folder:
     def expected(self, name):
         """What PyTorch printed for program ``name`` when it was recorded."""
         return (self.here / f"{name}.expected").read_text()
+
+    def tests(self):
+        """The module-scoped ``runs`` fixture and the two tests of the folder, for a test file
+        to bind at module level under these names:
+
+        ``runs, test_program_prints_what_torch_prints,
+        test_every_program_has_its_recorded_output = FOLDER.tests()``
+        """
+        folder = self
+
+        @pytest.fixture(scope="module")
+        def runs(tmp_path_factory):
+            """side -> program -> [status, stdout, stderr]; PyTorch's side only where
+            installed."""
+            sides = ("torch", "ember") if has_torch() else ("ember",)
+            return folder.run_all(tmp_path_factory.mktemp(folder.name), sides)
+
+        @pytest.mark.parametrize("name", folder.programs)
+        def test_program_prints_what_torch_prints(name, runs):
+            rc, out, err = runs["ember"][name]
+            assert rc == 0, f"{name} failed under ember:\n{err}"
+            if "torch" in runs:
+                t_rc, t_out, t_err = runs["torch"][name]
+                assert t_rc == 0, f"{name} failed on PyTorch:\n{t_err}"
+                want = t_out
+            else:
+                want = folder.expected(name)
+            assert out.strip(), name
+            assert_same_printout(out, want, name)
+
+        def test_every_program_has_its_recorded_output():
+            assert len(folder.programs) >= 10
+            assert all((folder.here / f"{n}.expected").exists() for n in folder.programs)
+
+        return runs, test_program_prints_what_torch_prints, \
+            test_every_program_has_its_recorded_output
 
     def record(self):
         """Run every program on PyTorch and write its printout as ``<name>.expected``."""

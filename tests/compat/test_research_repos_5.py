@@ -41,39 +41,12 @@ what PyTorch printed when ``<name>.expected`` was recorded (``python -m
 tests.compat.test_research_repos_5`` with PyTorch installed records them again).
 """
 
-import pytest
-
-from tests.compat._program_folder import Folder, assert_same_printout, has_torch
+from tests.compat._program_folder import Folder
 
 FOLDER = Folder("research_5")
 PROGRAMS = FOLDER.programs
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """side -> program -> [status, stdout, stderr]; PyTorch's side only where installed."""
-    sides = ("torch", "ember") if has_torch() else ("ember",)
-    return FOLDER.run_all(tmp_path_factory.mktemp("research_5"), sides)
-
-
-@pytest.mark.parametrize("name", PROGRAMS)
-def test_program_prints_what_torch_prints(name, runs):
-    rc, out, err = runs["ember"][name]
-    assert rc == 0, f"{name} failed under ember:\n{err}"
-    if "torch" in runs:
-        t_rc, t_out, t_err = runs["torch"][name]
-        assert t_rc == 0, f"{name} failed on PyTorch:\n{t_err}"
-        want = t_out
-    else:
-        want = FOLDER.expected(name)
-    assert out.strip(), name
-    assert_same_printout(out, want, name)
-
-
-def test_every_program_has_its_recorded_output():
-    assert len(PROGRAMS) >= 10
-    assert all((FOLDER.here / f"{n}.expected").exists() for n in PROGRAMS)
-
+runs, test_program_prints_what_torch_prints, test_every_program_has_its_recorded_output = \
+    FOLDER.tests()
 
 if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected
     FOLDER.record()
