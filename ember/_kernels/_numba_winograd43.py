@@ -106,3 +106,123 @@ def output_tiles(m, y):  # pragma: no cover - compiled
                         row[4 * tx + 3] = (m1 - m2) + 8 * (m3 - m4) + m5
                     for i in range(wo):
                         y[n, o, 4 * ty + a, i] = row[i]
+
+
+# -- channels-last tiles (NOTE [ Channels-last Winograd tiles ] in _winograd43.py) --------
+# Tiles laid out (36, tiles, channels): every loop below runs over the channels, contiguous
+# and as long as the layer is wide, where the planar kernels above run over a plane's tile
+# columns (four on a 16x16 plane).
+
+
+@njit(**_OPTS)
+def channels_last_padded(x, ph, pw, out):  # pragma: no cover - compiled
+    """out[n, ph + i, pw + j, c] = x[n, c, i, j], zeros around; x (N, C, H, W), out (N, Hp,
+    Wp, C) (x cropped to what fits)."""
+    n_, c_, h, w = x.shape
+    hp, wp = out.shape[1], out.shape[2]
+    hh, ww = min(h, hp - ph), min(w, wp - pw)
+    for n in range(n_):
+        xn = x[n]
+        for i in range(hp):
+            row = out[n, i]
+            ii = i - ph
+            if ii < 0 or ii >= hh:
+                for j in range(wp):
+                    o = row[j]
+                    for c in range(c_):
+                        o[c] = 0
+                continue
+            for j in range(wp):
+                if j < pw or j >= pw + ww:
+                    o = row[j]
+                    for c in range(c_):
+                        o[c] = 0
+            # sixteen channels at a time: their reads stay within a few cache lines a row
+            for c0 in range(0, c_, 16):
+                c1 = min(c0 + 16, c_)
+                for j in range(ww):
+                    o = row[pw + j]
+                    for c in range(c0, c1):
+                        o[c] = xn[c, ii, j]
+
+
+@njit(**_OPTS)
+def input_tiles_cl(xp, th, tw, v):  # pragma: no cover - compiled
+    """v[6k + l, t, c] = (B^T d B)[k, l] of the 6x6 tile at (4ty, 4tx) of the padded
+    channels-last xp (N, 4th + 2, 4tw + 2, C); t = (n, ty, tx); v (36, N * th * tw, C)."""
+    n_, c_ = xp.shape[0], xp.shape[3]
+    e = np.empty((6, 6, c_), xp.dtype)      # B^T d: tile row k, column j
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                t = (n * th + ty) * tw + tx
+                for j in range(6):
+                    col = 4 * tx + j
+                    d0, d1, d2 = xp[n, 4 * ty, col], xp[n, 4 * ty + 1, col], \
+                        xp[n, 4 * ty + 2, col]
+                    d3, d4, d5 = xp[n, 4 * ty + 3, col], xp[n, 4 * ty + 4, col], \
+                        xp[n, 4 * ty + 5, col]
+                    e0, e1, e2, e3, e4, e5 = e[0, j], e[1, j], e[2, j], e[3, j], e[4, j], e[5, j]
+                    for c in range(c_):
+                        p0, p1, p2, p3, p4, p5 = d0[c], d1[c], d2[c], d3[c], d4[c], d5[c]
+                        e0[c] = 4 * p0 - 5 * p2 + p4
+                        e1[c] = p3 + p4 - 4 * (p1 + p2)
+                        e2[c] = p4 - p3 + 4 * (p1 - p2)
+                        e3[c] = p4 - p2 + 2 * (p3 - p1)
+                        e4[c] = p4 - p2 - 2 * (p3 - p1)
+                        e5[c] = 4 * p1 - 5 * p3 + p5
+                for k in range(6):
+                    a0, a1, a2, a3, a4, a5 = e[k, 0], e[k, 1], e[k, 2], e[k, 3], e[k, 4], e[k, 5]
+                    o0, o1, o2 = v[6 * k, t], v[6 * k + 1, t], v[6 * k + 2, t]
+                    o3, o4, o5 = v[6 * k + 3, t], v[6 * k + 4, t], v[6 * k + 5, t]
+                    for c in range(c_):
+                        p0, p1, p2, p3, p4, p5 = a0[c], a1[c], a2[c], a3[c], a4[c], a5[c]
+                        o0[c] = 4 * p0 - 5 * p2 + p4
+                        o1[c] = p3 + p4 - 4 * (p1 + p2)
+                        o2[c] = p4 - p3 + 4 * (p1 - p2)
+                        o3[c] = p4 - p2 + 2 * (p3 - p1)
+                        o4[c] = p4 - p2 - 2 * (p3 - p1)
+                        o5[c] = 4 * p1 - 5 * p3 + p5
+
+
+@njit(**_OPTS)
+def output_tiles_cl(m, th, tw, bias, y):  # pragma: no cover - compiled
+    """y[n, o] = A^T M A of every tile (+ bias[o]), cropped to y's (Ho, Wo); m (36, N * th *
+    tw, O), y (N, O, Ho, Wo). A tile row is assembled channels-last, then written out
+    plane by plane."""
+    n_, o_, ho, wo = y.shape
+    s = np.empty((4, 6, o_), m.dtype)        # A^T over the tile's rows
+    r = np.empty((4, 4 * tw, o_), m.dtype)   # one tile row of outputs, channels-last
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                t = (n * th + ty) * tw + tx
+                for b in range(6):
+                    m0, m1, m2 = m[b, t], m[6 + b, t], m[12 + b, t]
+                    m3, m4, m5 = m[18 + b, t], m[24 + b, t], m[30 + b, t]
+                    s0, s1, s2, s3 = s[0, b], s[1, b], s[2, b], s[3, b]
+                    for o in range(o_):
+                        q1, q2, q3, q4 = m1[o], m2[o], m3[o], m4[o]
+                        s0[o] = m0[o] + (q1 + q2) + (q3 + q4)
+                        s1[o] = (q1 - q2) + 2 * (q3 - q4)
+                        s2[o] = (q1 + q2) + 4 * (q3 + q4)
+                        s3[o] = (q1 - q2) + 8 * (q3 - q4) + m5[o]
+                for a in range(4):
+                    m0, m1, m2 = s[a, 0], s[a, 1], s[a, 2]
+                    m3, m4, m5 = s[a, 3], s[a, 4], s[a, 5]
+                    r0, r1, r2, r3 = r[a, 4 * tx], r[a, 4 * tx + 1], r[a, 4 * tx + 2], \
+                        r[a, 4 * tx + 3]
+                    for o in range(o_):
+                        q1, q2, q3, q4 = m1[o], m2[o], m3[o], m4[o]
+                        r0[o] = m0[o] + (q1 + q2) + (q3 + q4)
+                        r1[o] = (q1 - q2) + 2 * (q3 - q4)
+                        r2[o] = (q1 + q2) + 4 * (q3 + q4)
+                        r3[o] = (q1 - q2) + 8 * (q3 - q4) + m5[o]
+            rows = min(4, ho - 4 * ty)
+            for o in range(o_):
+                bo = bias[o]
+                for a in range(rows):
+                    yr = y[n, o, 4 * ty + a]
+                    ra = r[a]
+                    for i in range(wo):
+                        yr[i] = ra[i, o] + bo

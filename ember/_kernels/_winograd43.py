@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _parallel
-from . import _blas, _mlas
+from . import _blas, _mlas, _weight_tiles
 
 
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
@@ -182,3 +182,152 @@ def input_grad(g, w, padding):
     """
     wf = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
     return _convolve(g, weight_tiles(wf), tuple(2 - p for p in padding), w.shape[1])
+
+
+# NOTE [ Channels-last Winograd tiles ]
+# On small planes the planar kernels above spend most of a layer in loop overhead: their
+# inner loops run over one plane's tile columns (four on 16x16, one on 4x4), so on
+# ResNet-18's 128 -> 128 16x16 layer the input transform took 7.0 ms against the products'
+# 2.7 (one thread, MLAS). Laid out (36, tiles, channels) instead, every transform loop runs
+# over the channels: contiguous and 64-512 long. The input is first copied to a padded
+# channels-last array (the transpose is a pass over memory, 0.7 ms there), the products are
+# ``M[xi] = V[xi] @ U[xi]`` with U (36, C, O), and the output transform assembles a tile row
+# channels-last and writes it out plane by plane (with the bias). The same layer's forward
+# took 6-7.7 ms against 12.9-14 (one thread, CPU time, load 3-5), and the MNIST CNN's
+# second layer (32 -> 64 channels onto 24x24) 7.3 against F(2x2)'s 12.0: the training steps
+# 0.96x (ResNet-18) and 0.79x (MNIST CNN) the time before (two threads, in-process A/B).
+# Where the tiles pay is in ``channels_last_pays``.
+#
+# The input adjoint is the forward of g with the flipped kernel, through the same tiles. The
+# weight adjoint stays with F(2x2)'s paths: through these tiles (``dU[xi] = dM[xi]^T V[xi]``,
+# ``dM = A dY A^T``) it was faster (11.5 against 13.6 ms on that layer) but its sums over
+# the tiles carry F(4x4)'s larger constants into every kernel tap: 5.6e-5 absolute error on
+# gradients up to 40 of a 64 -> 64 5x6 layer, where torch's and F(2x2)'s agree to 1e-5.
+#
+# A product's second operand is repacked by MLAS on every call, so a chunk of the batch
+# holds at least twice U's bytes of tiles: U is (36, C, O), 9.4 MB for 512 channels, and
+# chunks of 4 MB had ResNet's 256 -> 256 8x8 forward at 6.6 ms against 5.5 whole.
+_CL_TILE_BYTES = 4 * 2**20
+
+
+def channels_last_eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype,
+                           adjoint=False):
+    """Whether a convolution's forward, or with ``adjoint`` its input adjoint, takes the
+    channels-last tiles (NOTE [ Channels-last Winograd tiles ]).
+
+    Args:
+        xp: the array module of the operands.
+        x_shape, w_shape: the input's and the weight's shapes.
+        stride, padding, dilation: per spatial dim.
+        groups: the channel groups.
+        dtype: the operands' dtype.
+        adjoint: ask for the input adjoint (a convolution of the output gradient, from O to
+            C channels, onto the input's plane) rather than the forward.
+
+    Returns:
+        bool: True where this path runs.
+
+    Example::
+
+        >>> channels_last_eligible(np, (2, 8, 8, 8), (8, 8, 3, 3), (1, 1), (1, 1), (1, 1),
+        ...                        1, np.float32)
+        False
+    """
+    from .._ops.nn_conv_winograd import output_plane
+
+    plane = output_plane(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+    if plane is None:
+        return False
+    c, o = x_shape[1], w_shape[0]
+    if not (channels_last_pays(o, c, *x_shape[2:]) if adjoint else
+            channels_last_pays(c, o, *plane)):
+        return False
+    return _impl() is not None
+
+
+def channels_last_pays(c, o, ho, wo):
+    """Whether the channels-last tiles (NOTE [ Channels-last Winograd tiles ]) beat the
+    other paths for a convolution of c -> o channels onto output planes (ho, wo): 32 to 256
+    channels each way (U of 512 x 512 channels is 38 MB, repacked for each product, and its
+    float64 transform alone takes 9 ms) on planes 9 to 24 wide. Wider planes give the
+    planar kernels rows long enough; on 8x8 (ResNet-18's 256 -> 256) the forward was 6.3
+    against 6.7 ms at two threads but the backward, without F(2x2)'s shared transforms, 13.8
+    against 12.4 (the 16x16 layer: 5.1 / 12.8 against 8.4 / 15.5 at two threads). Measured
+    (one thread, CPU time, ms, load 5-7):
+
+    ==========================  ======================  ==================  ==============
+    layer (n, c, plane, o, p)   channels-last F(4x4)    before              PyTorch
+    ==========================  ======================  ==================  ==============
+    32, 128, 16x16, 128, 1      8.1 (backward 22.7)     13.8 (26.3)         10.4 (22.1)
+    64, 32, 26x26, 64, 0        7.3                     12.0 (F(2x2))       7.2
+    32, 64, 16x16, 64, 1        4.3                     4.7                 -
+    32, 64, 32x32, 64, 1        11.9                    10.8 (F(4x4))       11.3
+    ==========================  ======================  ==================  ==============
+    """
+    return 32 <= min(c, o) and max(c, o) <= 256 and 9 <= max(ho, wo) <= 24
+
+
+def _cl_step(n, per_sample, u_bytes):
+    return max(1, max(_CL_TILE_BYTES, 2 * u_bytes) // max(per_sample, 1))
+
+
+def _cl_weights(w):
+    """U (36, C, O) of w (O, C, 3, 3) for ``V @ U`` (float64 arithmetic, w's dtype)."""
+    return _weight_tiles.transform(_WEIGHT_TRANSFORM, np.ascontiguousarray(
+        w.transpose(1, 0, 2, 3)))
+
+
+def _convolve_cl(x, u, pad, bias=None):
+    """x (N, C, H, W) convolved through channels-last tiles with U (36, C, O): (N, O, Ho,
+    Wo), plus ``bias`` (O,) where given."""
+    k = _impl()
+    n, c, h, w = x.shape
+    o = u.shape[2]
+    ho, wo, th, tw = _tiles(h, w, pad)
+    x = np.ascontiguousarray(x)
+    y = np.empty((n, o, ho, wo), x.dtype)
+    bias = np.zeros(o, x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
+    tiles = th * tw
+    step = _cl_step(n, 36 * tiles * max(c, o) * x.itemsize, u.nbytes)
+
+    def samples(lo, hi):
+        for a in range(lo, hi, step):
+            b = min(a + step, hi)
+            xp = np.empty((b - a, 4 * th + 2, 4 * tw + 2, c), x.dtype)
+            k.channels_last_padded(x[a:b], pad[0], pad[1], xp)
+            v = np.empty((36, (b - a) * tiles, c), x.dtype)
+            k.input_tiles_cl(xp, th, tw, v)
+            del xp
+            k.output_tiles_cl(_mlas.product(v, u), th, tw, bias, y[a:b])
+
+    # batch pieces on threads where asked for (NOTE [ Batch pieces on threads ])
+    if _parallel.split_batch(samples, n, 36 * n * tiles * c * o) is None:
+        with _blas.one_thread_for(min(step, n) * tiles * c * o):
+            samples(0, n)
+    return y
+
+
+def conv2d_cl(x, w, b, padding):
+    """Forward through channels-last tiles: x (N, C, H, W), w (O, C, 3, 3), b (O,) or None.
+
+    Example::
+
+        >>> x = np.ones((1, 64, 8, 8), np.float32)
+        >>> conv2d_cl(x, np.ones((64, 64, 3, 3), np.float32), None, (1, 1)).shape
+        (1, 64, 8, 8)
+    """
+    return _convolve_cl(x, _cl_weights(w), padding, b)
+
+
+def input_grad_cl(g, w, padding):
+    """Adjoint in x through channels-last tiles: g convolved with the flipped, transposed
+    kernel (padding 2 - p).
+
+    Example::
+
+        >>> g = np.ones((1, 64, 8, 8), np.float32)
+        >>> input_grad_cl(g, np.ones((64, 64, 3, 3), np.float32), (1, 1)).shape
+        (1, 64, 8, 8)
+    """
+    u = _weight_tiles.transform(_WEIGHT_TRANSFORM, np.ascontiguousarray(w[:, :, ::-1, ::-1]))
+    return _convolve_cl(g, u, tuple(2 - p for p in padding))

@@ -18,7 +18,8 @@ take Winograd's F(2x2, 3x3) instead, for all three ops (NOTE [ Winograd convolut
 ``nn_winograd.py``); with numba (the ``fast`` extra) float32 ones on planes from 14 wide
 take Winograd with compiled transforms (NOTE [ Planar Winograd ] in
 ``nn_conv_winograd.py``), the largest of them F(4x4, 3x3) for the forward and input adjoint
-(NOTE [ Winograd F(4x4, 3x3) ] in ``ember/_kernels/_winograd43.py``), the others both
+(NOTE [ Winograd F(4x4, 3x3) ] in ``ember/_kernels/_winograd43.py``; on planes of 9-24 its
+tiles laid out channels-last, NOTE [ Channels-last Winograd tiles ] there), the others both
 adjoints from one transform of g (NOTE [ One output transform for both adjoints ] in
 ``ember/_kernels/_winograd_backward.py``). Grouped convolutions, depthwise ones above all,
 gather shifted-plane columns (NOTE [ Shifted-plane columns ] in ``nn_conv_grid.py``).
@@ -28,6 +29,9 @@ Which path runs, first match (CuPy arrays take planar or channels-last columns o
 =====================================================  ======================================
 case                                                   path
 =====================================================  ======================================
+3x3 stride 1, float32, numba, 32 <= c, o <= 256,       F(4x4, 3x3) Winograd through
+output plane 9-24 wide (the input adjoint: by its own  channels-last tiles
+channels and plane)
 3x3 stride 1, float32, numba, c, o >= 64, plane >= 28  compiled F(4x4, 3x3) Winograd
                                                        (forward and input adjoint)
 3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled Winograd (both adjoints
@@ -342,6 +346,9 @@ def _grid_grouped(xp, x_shape, w_shape, groups):
 
 
 def _conv_kernel(xp, x, w, b, *, stride, padding, dilation, groups):
+    if winograd43.channels_last_eligible(xp, x.shape, w.shape, stride, padding, dilation,
+                                         groups, x.dtype):
+        return winograd43.conv2d_cl(x, w, b, padding)
     if winograd43.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return winograd43.conv2d(x, w, b, padding)
     if fast_winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
@@ -424,6 +431,13 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
     rows) it gained nothing measurable, so only planar columns take this path.
     """
     groups = x.shape[1] // w.shape[1]
+    if winograd43.channels_last_eligible(xp, x.shape, w.shape, stride, padding, dilation,
+                                         groups, x.dtype, adjoint=True):
+        # the input adjoint through channels-last tiles, the weight's through F(2x2)'s
+        # (NOTE [ Channels-last Winograd tiles ] in ember/_kernels/_winograd43.py)
+        gw = _weight_grad_kernel(xp, x, g, weight_shape=w.shape, stride=stride,
+                                 padding=padding, dilation=dilation, groups=groups)
+        return winograd43.input_grad_cl(g, w, padding), gw
     if fast_winograd.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
                               x.dtype):
         if winograd43.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
@@ -530,6 +544,9 @@ def _input_grad_kernel(xp, g, w, *, input_shape, stride, padding, dilation, grou
                 // stride[i] + 1 == out[i] for i in range(nd))
     if not exact:
         pass
+    elif winograd43.channels_last_eligible(xp, input_shape, w.shape, stride, padding,
+                                           dilation, groups, g.dtype, adjoint=True):
+        return winograd43.input_grad_cl(g, w, padding)
     elif winograd43.eligible(xp, input_shape, w.shape, stride, padding, dilation, groups,
                              g.dtype):
         return winograd43.input_grad(g, w, padding)
@@ -653,8 +670,9 @@ def _splits(xp, a, b, w_shape, stride, padding, dilation, groups, x_shape):
     and ``b`` may run in batch pieces: NumPy float arrays of one dtype, two samples at least,
     and not a Winograd path (which split their own loops, around one weight transform)."""
     return (xp is np and a.shape[0] > 1 and a.dtype in _SPLIT_DTYPES and a.dtype == b.dtype
-            and not any(m.eligible(xp, x_shape, w_shape, stride, padding, dilation, groups,
-                                   a.dtype) for m in (fast_winograd, winograd)))
+            and not any(m(xp, x_shape, w_shape, stride, padding, dilation, groups, a.dtype)
+                        for m in (fast_winograd.eligible, winograd.eligible,
+                                  winograd43.channels_last_eligible)))
 
 
 def _conv_pieces(xp, x, w, b, *, stride, padding, dilation, groups):
@@ -771,8 +789,9 @@ def _conv_vjp(g, x, w, _b, *, stride, padding, dilation, groups, needs_input_gra
     need_x, need_w, need_b = needs_input_grad
     ksize = tuple(w.shape[2:])
     xp = _dispatch.xp_of(x._data)
-    shared = any(m.eligible(xp, x.shape, w.shape, stride, padding, dilation, groups,
-                            x._data.dtype) for m in (fast_winograd, winograd)) or (
+    shared = any(m(xp, x.shape, w.shape, stride, padding, dilation, groups, x._data.dtype)
+                 for m in (fast_winograd.eligible, winograd.eligible,
+                           winograd43.channels_last_eligible)) or (
         (_planar(g.shape[-1], ksize, stride, groups) or _shared_grouped(xp, x, w, groups))
         and _adjoint_is_conv(ksize, stride, padding, dilation))
     if need_x and need_w and not _dispatch.state.grad_enabled and shared:
