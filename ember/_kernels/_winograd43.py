@@ -193,10 +193,14 @@ def input_grad(g, w, padding):
 # channels-last array (the transpose is a pass over memory, 0.7 ms there), the products are
 # ``M[xi] = V[xi] @ U[xi]`` with U (36, C, O), and the output transform assembles a tile row
 # channels-last and writes it out plane by plane (with the bias). The same layer's forward
-# took 6-7.7 ms against 12.9-14 (one thread, CPU time, load 3-5), and the MNIST CNN's
-# second layer (32 -> 64 channels onto 24x24) 7.3 against F(2x2)'s 12.0: the training steps
-# 0.96x (ResNet-18) and 0.79x (MNIST CNN) the time before (two threads, in-process A/B).
-# Where the tiles pay is in ``channels_last_pays``.
+# took 6-7.7 ms against 12.9-14 (one thread, CPU time, load 3-5); ResNet-18's training step
+# 0.96x the time before (two threads, in-process A/B). Where the tiles pay is in
+# ``channels_last_pays``.
+#
+# F(4x4)'s larger constants cost accuracy (NOTE [ Winograd F(4x4, 3x3) ]): on that layer
+# the forward's largest error against float64 is 7.3e-5 on outputs up to 8, F(2x2)'s 3.5e-6
+# and PyTorch's 2.5e-6; a mean of 2.2e-6 against 2.7e-7. So, as for the planar F(4x4) path,
+# only layers of 64 channels and more take it.
 #
 # The input adjoint is the forward of g with the flipped kernel, through the same tiles. The
 # weight adjoint stays with F(2x2)'s paths: through these tiles (``dU[xi] = dM[xi]^T V[xi]``,
@@ -247,24 +251,28 @@ def channels_last_eligible(xp, x_shape, w_shape, stride, padding, dilation, grou
 
 def channels_last_pays(c, o, ho, wo):
     """Whether the channels-last tiles (NOTE [ Channels-last Winograd tiles ]) beat the
-    other paths for a convolution of c -> o channels onto output planes (ho, wo): 32 to 256
-    channels each way (U of 512 x 512 channels is 38 MB, repacked for each product, and its
-    float64 transform alone takes 9 ms) on planes 9 to 24 wide. Wider planes give the
-    planar kernels rows long enough; on 8x8 (ResNet-18's 256 -> 256) the forward was 6.3
-    against 6.7 ms at two threads but the backward, without F(2x2)'s shared transforms, 13.8
-    against 12.4 (the 16x16 layer: 5.1 / 12.8 against 8.4 / 15.5 at two threads). Measured
-    (one thread, CPU time, ms, load 5-7):
+    other paths for a convolution of c -> o channels onto output planes (ho, wo): 64 to 256
+    channels each way on planes 9 to 24 wide.
+
+    U of 512 x 512 channels is 38 MB, repacked for each product, and its float64 transform
+    alone takes 9 ms. Wider planes give the planar kernels rows long enough; on 8x8
+    (ResNet-18's 256 -> 256) the forward was 6.3 against 6.7 ms at two threads but the
+    backward, without F(2x2)'s shared transforms, 13.8 against 12.4 (the 16x16 layer: 5.1 /
+    12.8 against 8.4 / 15.5 at two threads). Fewer than 64 channels keep F(2x2), as the
+    planar F(4x4) path does (``pays``), for its accuracy: the MNIST CNN's second layer (32
+    -> 64 onto 24x24) took 7.3 ms against 12.0, but 15 Adadelta steps of that example then
+    ended 5.7e-6 (relative) from PyTorch's loss and 2.7e-4 from its weights, where F(2x2)
+    stays within 1e-7 and 1.5e-8. Measured (one thread, CPU time, ms, load 5-7):
 
     ==========================  ======================  ==================  ==============
     layer (n, c, plane, o, p)   channels-last F(4x4)    before              PyTorch
     ==========================  ======================  ==================  ==============
     32, 128, 16x16, 128, 1      8.1 (backward 22.7)     13.8 (26.3)         10.4 (22.1)
-    64, 32, 26x26, 64, 0        7.3                     12.0 (F(2x2))       7.2
     32, 64, 16x16, 64, 1        4.3                     4.7                 -
     32, 64, 32x32, 64, 1        11.9                    10.8 (F(4x4))       11.3
     ==========================  ======================  ==================  ==============
     """
-    return 32 <= min(c, o) and max(c, o) <= 256 and 9 <= max(ho, wo) <= 24
+    return 64 <= min(c, o) and max(c, o) <= 256 and 9 <= max(ho, wo) <= 24
 
 
 def _cl_step(n, per_sample, u_bytes):
