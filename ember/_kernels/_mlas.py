@@ -264,6 +264,18 @@ def _session(ort, kind, ta, tb, threads):
     return s
 
 
+# NOTE [ A transposed first operand ]
+# MLAS runs ``A^T @ B`` about 15% slower than ``A @ B`` with A already laid out row by row
+# (one thread, AVX-512): (576, 128)^T @ (128, 8192), a stride-2 convolution's input adjoint,
+# 6.31 against 5.47 ms; (1152, 256)^T @ (256, 2048) 5.89 against 5.10; a transposed B costs
+# nothing (5.17, 5.00). So a transposed A is copied first where the copy is small (a
+# weight, not an activation: at most _COPY_A_ELEMENTS) and each of its elements then serves
+# at least _COPY_A_COLUMNS multiply-adds, ~1 ns of copying against ~1.3 ps saved per
+# multiply-add: (576, 128) copies in 0.07 ms.
+_COPY_A_COLUMNS = 1024
+_COPY_A_ELEMENTS = 1 << 20
+
+
 def _operand(x):
     """(array MLAS reads, transposed?) for a 2-D operand, or None when it is neither C- nor
     Fortran-contiguous."""
@@ -338,6 +350,9 @@ def matmul(a, b, out=None):
         if pa is None or pb is None:
             return None
         (A, ta), (B, tb) = pa, pb
+        if ta and n >= _COPY_A_COLUMNS and a.size <= _COPY_A_ELEMENTS:
+            # NOTE [ A transposed first operand ]
+            A, ta = np.ascontiguousarray(a), 0
         kind = "gemm"
     if out is None:
         out = np.empty(shape, _F32)

@@ -354,3 +354,15 @@ def test_stack_counts_its_members_work(mlas_on):
     assert r is not None
     _close(r, a, b)
     assert _mlas.matmul(a[:4], b[:4]) is None        # four members: too little work
+
+
+def test_transposed_small_first_operand_is_copied(mlas_on, monkeypatch):
+    # NOTE [ A transposed first operand ]: the copy changes the layout, not the values
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((128, 576)).astype(np.float32)      # a weight, used as w.T
+    g = rng.standard_normal((128, 2048)).astype(np.float32)
+    copied = _mlas.matmul(w.T, g)
+    _close(copied, w.T, g)
+    monkeypatch.setattr(_mlas, "_COPY_A_COLUMNS", 1 << 40)
+    np.testing.assert_array_equal(_mlas.matmul(w.T, g), copied)
+    np.testing.assert_array_equal(_mlas.matmul(np.ascontiguousarray(w.T), g), copied)
