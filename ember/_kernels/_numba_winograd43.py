@@ -21,6 +21,20 @@ _FM = {"reassoc", "contract", "nsz"}
 _OPTS = dict(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
 
 
+@njit(inline="always")
+def _bt(p0, p1, p2, p3, p4, p5):  # pragma: no cover - compiled
+    """B^T d of six values (NOTE [ Winograd F(4x4, 3x3) ])."""
+    return (4 * p0 - 5 * p2 + p4, p3 + p4 - 4 * (p1 + p2), p4 - p3 + 4 * (p1 - p2),
+            p4 - p2 + 2 * (p3 - p1), p4 - p2 - 2 * (p3 - p1), 4 * p1 - 5 * p3 + p5)
+
+
+@njit(inline="always")
+def _at(m0, m1, m2, m3, m4, m5):  # pragma: no cover - compiled
+    """A^T m of six values (NOTE [ Winograd F(4x4, 3x3) ])."""
+    return (m0 + (m1 + m2) + (m3 + m4), (m1 - m2) + 2 * (m3 - m4), (m1 + m2) + 4 * (m3 + m4),
+            (m1 - m2) + 8 * (m3 - m4) + m5)
+
+
 @njit(**_OPTS)
 def input_tiles(x, ph, pw, th, tw, v):  # pragma: no cover - compiled
     """v[6k + l, c, (n, ty, tx)] = (B^T d B)[k, l] of the 6x6 tile at padded (4ty, 4tx) of
@@ -45,12 +59,7 @@ def input_tiles(x, ph, pw, th, tw, v):  # pragma: no cover - compiled
                     o0, o1, o2, o3, o4, o5 = r[0, e], r[1, e], r[2, e], r[3, e], r[4, e], r[5, e]
                     for q in range(wq):
                         p0, p1, p2, p3, p4, p5 = d0[q], d1[q], d2[q], d3[q], d4[q], d5[q]
-                        o0[q] = 4 * p0 - 5 * p2 + p4
-                        o1[q] = p3 + p4 - 4 * (p1 + p2)
-                        o2[q] = p4 - p3 + 4 * (p1 - p2)
-                        o3[q] = p4 - p2 + 2 * (p3 - p1)
-                        o4[q] = p4 - p2 - 2 * (p3 - p1)
-                        o5[q] = 4 * p1 - 5 * p3 + p5
+                        o0[q], o1[q], o2[q], o3[q], o4[q], o5[q] = _bt(p0, p1, p2, p3, p4, p5)
                 t0 = base + ty * tw
                 t1 = t0 + tw
                 for k in range(6):
@@ -63,12 +72,8 @@ def input_tiles(x, ph, pw, th, tw, v):  # pragma: no cover - compiled
                     o5 = v[6 * k + 5, c, t0:t1]
                     for tx in range(tw):
                         p0, p1, p2, p3, p4, p5 = a0[tx], a1[tx], a2[tx], a3[tx], b0[tx], b1[tx]
-                        o0[tx] = 4 * p0 - 5 * p2 + p4
-                        o1[tx] = p3 + p4 - 4 * (p1 + p2)
-                        o2[tx] = p4 - p3 + 4 * (p1 - p2)
-                        o3[tx] = p4 - p2 + 2 * (p3 - p1)
-                        o4[tx] = p4 - p2 - 2 * (p3 - p1)
-                        o5[tx] = 4 * p1 - 5 * p3 + p5
+                        o0[tx], o1[tx], o2[tx], o3[tx], o4[tx], o5[tx] = _bt(p0, p1, p2, p3, p4,
+                                                                                    p5)
 
 
 @njit(**_OPTS)
@@ -89,10 +94,8 @@ def output_tiles(m, y):  # pragma: no cover - compiled
                             m[12 + b, o, n, ty, tx]
                         m3, m4, m5 = m[18 + b, o, n, ty, tx], m[24 + b, o, n, ty, tx], \
                             m[30 + b, o, n, ty, tx]
-                        s[0, b, ty, tx] = m0 + (m1 + m2) + (m3 + m4)
-                        s[1, b, ty, tx] = (m1 - m2) + 2 * (m3 - m4)
-                        s[2, b, ty, tx] = (m1 + m2) + 4 * (m3 + m4)
-                        s[3, b, ty, tx] = (m1 - m2) + 8 * (m3 - m4) + m5
+                        s[0, b, ty, tx], s[1, b, ty, tx], s[2, b, ty, tx], s[3, b, ty, tx] = \
+                            _at(m0, m1, m2, m3, m4, m5)
             for ty in range(th):
                 for a in range(4):
                     if 4 * ty + a >= ho:
@@ -100,10 +103,8 @@ def output_tiles(m, y):  # pragma: no cover - compiled
                     for tx in range(tw):
                         m0, m1, m2 = s[a, 0, ty, tx], s[a, 1, ty, tx], s[a, 2, ty, tx]
                         m3, m4, m5 = s[a, 3, ty, tx], s[a, 4, ty, tx], s[a, 5, ty, tx]
-                        row[4 * tx] = m0 + (m1 + m2) + (m3 + m4)
-                        row[4 * tx + 1] = (m1 - m2) + 2 * (m3 - m4)
-                        row[4 * tx + 2] = (m1 + m2) + 4 * (m3 + m4)
-                        row[4 * tx + 3] = (m1 - m2) + 8 * (m3 - m4) + m5
+                        row[4 * tx], row[4 * tx + 1], row[4 * tx + 2], row[4 * tx + 3] = \
+                            _at(m0, m1, m2, m3, m4, m5)
                     for i in range(wo):
                         y[n, o, 4 * ty + a, i] = row[i]
 
@@ -165,24 +166,14 @@ def input_tiles_cl(xp, th, tw, v):  # pragma: no cover - compiled
                     e0, e1, e2, e3, e4, e5 = e[0, j], e[1, j], e[2, j], e[3, j], e[4, j], e[5, j]
                     for c in range(c_):
                         p0, p1, p2, p3, p4, p5 = d0[c], d1[c], d2[c], d3[c], d4[c], d5[c]
-                        e0[c] = 4 * p0 - 5 * p2 + p4
-                        e1[c] = p3 + p4 - 4 * (p1 + p2)
-                        e2[c] = p4 - p3 + 4 * (p1 - p2)
-                        e3[c] = p4 - p2 + 2 * (p3 - p1)
-                        e4[c] = p4 - p2 - 2 * (p3 - p1)
-                        e5[c] = 4 * p1 - 5 * p3 + p5
+                        e0[c], e1[c], e2[c], e3[c], e4[c], e5[c] = _bt(p0, p1, p2, p3, p4, p5)
                 for k in range(6):
                     a0, a1, a2, a3, a4, a5 = e[k, 0], e[k, 1], e[k, 2], e[k, 3], e[k, 4], e[k, 5]
                     o0, o1, o2 = v[6 * k, t], v[6 * k + 1, t], v[6 * k + 2, t]
                     o3, o4, o5 = v[6 * k + 3, t], v[6 * k + 4, t], v[6 * k + 5, t]
                     for c in range(c_):
                         p0, p1, p2, p3, p4, p5 = a0[c], a1[c], a2[c], a3[c], a4[c], a5[c]
-                        o0[c] = 4 * p0 - 5 * p2 + p4
-                        o1[c] = p3 + p4 - 4 * (p1 + p2)
-                        o2[c] = p4 - p3 + 4 * (p1 - p2)
-                        o3[c] = p4 - p2 + 2 * (p3 - p1)
-                        o4[c] = p4 - p2 - 2 * (p3 - p1)
-                        o5[c] = 4 * p1 - 5 * p3 + p5
+                        o0[c], o1[c], o2[c], o3[c], o4[c], o5[c] = _bt(p0, p1, p2, p3, p4, p5)
 
 
 @njit(**_OPTS)
@@ -202,22 +193,14 @@ def output_tiles_cl(m, th, tw, bias, y):  # pragma: no cover - compiled
                     m3, m4, m5 = m[18 + b, t], m[24 + b, t], m[30 + b, t]
                     s0, s1, s2, s3 = s[0, b], s[1, b], s[2, b], s[3, b]
                     for o in range(o_):
-                        q1, q2, q3, q4 = m1[o], m2[o], m3[o], m4[o]
-                        s0[o] = m0[o] + (q1 + q2) + (q3 + q4)
-                        s1[o] = (q1 - q2) + 2 * (q3 - q4)
-                        s2[o] = (q1 + q2) + 4 * (q3 + q4)
-                        s3[o] = (q1 - q2) + 8 * (q3 - q4) + m5[o]
+                        s0[o], s1[o], s2[o], s3[o] = _at(m0[o], m1[o], m2[o], m3[o], m4[o], m5[o])
                 for a in range(4):
                     m0, m1, m2 = s[a, 0], s[a, 1], s[a, 2]
                     m3, m4, m5 = s[a, 3], s[a, 4], s[a, 5]
                     r0, r1, r2, r3 = r[a, 4 * tx], r[a, 4 * tx + 1], r[a, 4 * tx + 2], \
                         r[a, 4 * tx + 3]
                     for o in range(o_):
-                        q1, q2, q3, q4 = m1[o], m2[o], m3[o], m4[o]
-                        r0[o] = m0[o] + (q1 + q2) + (q3 + q4)
-                        r1[o] = (q1 - q2) + 2 * (q3 - q4)
-                        r2[o] = (q1 + q2) + 4 * (q3 + q4)
-                        r3[o] = (q1 - q2) + 8 * (q3 - q4) + m5[o]
+                        r0[o], r1[o], r2[o], r3[o] = _at(m0[o], m1[o], m2[o], m3[o], m4[o], m5[o])
             rows = min(4, ho - 4 * ty)
             for o in range(o_):
                 bo = bias[o]

@@ -147,12 +147,19 @@ def _convolve(x, u, pad, out_channels):
             k.output_tiles(m.reshape(36, out_channels, m_, th, tw),
                            y[lo + sl.start:lo + sl.stop])
 
-    # batch pieces on threads where asked for (NOTE [ Batch pieces on threads ])
-    if _parallel.split_batch(samples, n, 36 * n * th * tw * c * out_channels) is None:
-        step = _chunks(n, per_sample, _TILE_BYTES)[0].stop
-        with _blas.one_thread_for(step * th * tw * c * out_channels):
-            samples(0, n)
+    step = _chunks(n, per_sample, _TILE_BYTES)[0].stop
+    _on_threads(samples, n, th * tw * c * out_channels, step)
     return y
+
+
+def _on_threads(samples, n, work, step):
+    """``samples(lo, hi)`` over the batch in one piece per thread where asked for (NOTE
+    [ Batch pieces on threads ] in ember/_parallel.py), else whole with the products on one
+    thread when a chunk of ``step`` samples is small; ``work`` is a sample's multiply-adds
+    in one of the 36 products."""
+    if _parallel.split_batch(samples, n, 36 * n * work) is None:
+        with _blas.one_thread_for(min(step, n) * work):
+            samples(0, n)
 
 
 def conv2d(x, w, b, padding):
@@ -308,10 +315,7 @@ def _convolve_cl(x, u, pad, bias=None):
             del xp
             k.output_tiles_cl(_mlas.product(v, u), th, tw, bias, y[a:b])
 
-    # batch pieces on threads where asked for (NOTE [ Batch pieces on threads ])
-    if _parallel.split_batch(samples, n, 36 * n * tiles * c * o) is None:
-        with _blas.one_thread_for(min(step, n) * tiles * c * o):
-            samples(0, n)
+    _on_threads(samples, n, tiles * c * o, step)
     return y
 
 

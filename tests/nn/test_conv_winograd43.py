@@ -1,6 +1,6 @@
 """Winograd F(4x4, 3x3) with compiled transforms (NOTE [ Winograd F(4x4, 3x3) ] in
-ember/_kernels/_winograd43.py) against PyTorch and against the F(2x2, 3x3) path it replaces
-on large planes."""
+ember/_kernels/_winograd43.py), planar and through channels-last tiles, against PyTorch and
+against the paths they replace."""
 
 from __future__ import annotations
 
@@ -38,9 +38,10 @@ def _case(seed, shape, out_channels, padding):
     return x, w, g
 
 
-def _torch(x, w, g, padding):
+def _torch(x, w, g, padding, b=None):
     xt, wt, gt = (torch.from_numpy(a) for a in (x, w, g))
-    y = torch.nn.functional.conv2d(xt, wt, None, 1, padding)
+    y = torch.nn.functional.conv2d(xt, wt, None if b is None else torch.from_numpy(b), 1,
+                                   padding)
     gx, _, _ = torch.ops.aten.convolution_backward(
         gt, xt, wt, None, [1, 1], [padding] * 2, [1, 1], False, [0, 0], 1,
         [True, False, False])
@@ -82,8 +83,12 @@ def test_eligible_only_for_large_planes_and_many_channels(numba_backend):
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Counts of the F(4x4) forward and input adjoint calls."""
-    calls = {"conv2d": 0, "input_grad": 0}
+    """Counts of the planar F(4x4) forward and input adjoint calls."""
+    return _spy(monkeypatch, ("conv2d", "input_grad"))
+
+
+def _spy(monkeypatch, names):
+    calls = dict.fromkeys(names, 0)
     for name in calls:
         real = getattr(w43, name)
 
@@ -95,11 +100,13 @@ def spy(monkeypatch):
     return calls
 
 
-def _public(fw, x, w, g, padding):
+def _public(fw, x, w, g, padding, b=None):
     xt, wt = fw.tensor(x, requires_grad=True), fw.tensor(w, requires_grad=True)
-    y = fw.nn.functional.conv2d(xt, wt, padding=padding)
+    bt = None if b is None else fw.tensor(b, requires_grad=True)
+    y = fw.nn.functional.conv2d(xt, wt, bt, padding=padding)
     y.backward(fw.tensor(g))
-    return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()
+    grads = (xt.grad.numpy(), wt.grad.numpy()) + (() if b is None else (bt.grad.numpy(),))
+    return (y.detach().numpy(),) + grads
 
 
 def test_public_conv_takes_f4x4_and_matches_torch(numba_backend, spy):
@@ -151,3 +158,134 @@ def test_conv_kernel_dispatch_uses_f4x4_for_stage_one_layers(numba_backend, spy)
     nn_conv._conv_kernel(np, x, w, None, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
                          groups=1)
     assert spy["conv2d"] == 1
+
+
+# -- channels-last tiles (NOTE [ Channels-last Winograd tiles ]) -------------------------
+
+
+# output planes that are and are not whole 4x4 tiles, every padding, channel counts that
+# are not a multiple of the vector width, one sample and several
+@pytest.mark.parametrize("shape,out_channels,padding", [
+    ((2, 16, 18, 17), 12, 0), ((2, 16, 18, 17), 20, 1), ((2, 9, 10, 13), 7, 2),
+    ((3, 64, 16, 16), 64, 1), ((1, 5, 3, 5), 3, 0), ((2, 33, 6, 6), 17, 1)])
+def test_tiles_match_torch_any_plane_and_padding(numba_backend, shape, out_channels,
+                                                padding):
+    x, w, g = _case(padding, shape, out_channels, padding)
+    b = np.linspace(-1, 1, out_channels, dtype=np.float32)
+    y_t, gx_t = _torch(x, w, g, padding, b)
+    _close(w43.conv2d_cl(x, w, b, (padding, padding)), y_t)
+    _close(w43.conv2d_cl(x, w, None, (padding, padding)), y_t - b.reshape(-1, 1, 1))
+    _close(w43.input_grad_cl(g, w, (padding, padding)), gx_t)
+
+
+def test_tiles_match_the_planar_f4x4_kernels(numba_backend):
+    x, w, g = _case(5, (2, 16, 20, 20), 24, 1)
+    _close(w43.conv2d_cl(x, w, None, (1, 1)), w43.conv2d(x, w, None, (1, 1)))
+    _close(w43.input_grad_cl(g, w, (1, 1)), w43.input_grad(g, w, (1, 1)))
+
+
+def test_non_contiguous_input_and_weight(numba_backend):
+    x, w, g = _case(6, (2, 40, 12, 12), 40, 1)
+    xs = np.asfortranarray(x)[:, ::-1]                  # neither C- nor F-ordered
+    ws = np.ascontiguousarray(w[:, ::-1])[:, ::-1]      # the same weight, another layout
+    wt = w.transpose(1, 0, 2, 3).copy().transpose(1, 0, 2, 3)
+    want = _torch(np.ascontiguousarray(xs), w, g, 1)
+    _close(w43.conv2d_cl(xs, ws, None, (1, 1)), want[0])
+    _close(w43.conv2d_cl(np.ascontiguousarray(xs), wt, None, (1, 1)), want[0])
+    _close(w43.input_grad_cl(g[:, :, :, :], wt, (1, 1)), want[1])
+
+
+def test_eligible_shapes(numba_backend):
+    f32 = np.dtype(np.float32)
+    rest = ((1, 1), (1, 1), (1, 1), 1)
+    ok = ((2, 128, 16, 16), (128, 128, 3, 3))
+    assert w43.channels_last_eligible(np, *ok, *rest, f32)
+    assert w43.channels_last_eligible(np, *ok, *rest, f32, adjoint=True)
+    assert not w43.channels_last_eligible(np, *ok, *rest, np.dtype(np.float64))
+    assert not w43.channels_last_eligible(np, *ok, (2, 2), *rest[1:], f32)
+    assert not w43.channels_last_eligible(np, *ok, (1, 1), (1, 1), (2, 2), 1, f32)
+    assert not w43.channels_last_eligible(np, (2, 512, 4, 4), (512, 512, 3, 3), *rest, f32)
+    assert not w43.channels_last_eligible(np, (2, 64, 32, 32), (64, 64, 3, 3), *rest, f32)
+    assert not w43.channels_last_eligible(np, (2, 16, 16, 16), (16, 16, 3, 3), *rest, f32)
+    assert not w43.channels_last_eligible(np, (0, 128, 16, 16), ok[1], *rest, f32)
+    # the MNIST CNN's second layer (32 -> 64 channels) keeps F(2x2) for its accuracy
+    mnist = ((64, 32, 26, 26), (64, 32, 3, 3), (1, 1), (0, 0), (1, 1), 1, f32)
+    assert not w43.channels_last_eligible(np, *mnist)
+    # 64 -> 128 onto 24x24: the forward takes the tiles, its input adjoint (128 -> 64 onto
+    # 26x26) does not
+    wide = ((2, 64, 26, 26), (128, 64, 3, 3), (1, 1), (0, 0), (1, 1), 1, f32)
+    assert w43.channels_last_eligible(np, *wide)
+    assert not w43.channels_last_eligible(np, *wide, adjoint=True)
+    _kernels.set_backend("numpy")
+    assert not w43.channels_last_eligible(np, *ok, *rest, f32)
+
+
+@pytest.fixture
+def cl_spy(monkeypatch):
+    """Counts of the channels-last forward and input adjoint calls."""
+    return _spy(monkeypatch, ("conv2d_cl", "input_grad_cl"))
+
+
+def test_public_conv_takes_the_tiles_and_matches_torch(numba_backend, cl_spy):
+    x, w, g = _case(11, (2, 128, 16, 16), 128, 1)
+    b = np.linspace(-0.5, 0.5, 128, dtype=np.float32)
+    got, want = _public(ember, x, w, g, 1, b), _public(torch, x, w, g, 1, b)
+    assert cl_spy == {"conv2d_cl": 1, "input_grad_cl": 1}
+    for a, e in zip(got, want):
+        _close(a, e)
+    # the weight gradient stays with F(2x2): as close to torch's as that path is
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-4)
+
+
+def test_forward_alone_where_the_adjoint_declines(numba_backend, cl_spy):
+    x, w, g = _case(12, (2, 64, 26, 26), 128, 0)
+    b = np.zeros(128, np.float32)
+    got, want = _public(ember, x, w, g, 0, b), _public(torch, x, w, g, 0, b)
+    assert cl_spy == {"conv2d_cl": 1, "input_grad_cl": 0}
+    for a, e in zip(got, want):
+        _close(a, e)
+
+
+def test_input_grad_alone_takes_the_tiles(numba_backend, cl_spy):
+    x, w, g = _case(13, (1, 64, 12, 12), 64, 1)
+    xt = ember.tensor(x, requires_grad=True)
+    y = ember.nn.functional.conv2d(xt, ember.tensor(w), padding=1)
+    y.backward(ember.tensor(g))
+    assert cl_spy == {"conv2d_cl": 1, "input_grad_cl": 1}
+    _close(xt.grad.numpy(), _torch(x, w, g, 1)[1])
+
+
+def test_numpy_backend_declines_the_tiles_and_agrees(numba_backend, cl_spy):
+    x, w, g = _case(14, (2, 64, 12, 12), 64, 1)
+    b = np.zeros(64, np.float32)
+    fast = _public(ember, x, w, g, 1, b)
+    _kernels.set_backend("numpy")
+    cl_spy.update(conv2d_cl=0, input_grad_cl=0)
+    plain = _public(ember, x, w, g, 1, b)
+    assert cl_spy == {"conv2d_cl": 0, "input_grad_cl": 0}
+    for a, e in zip(fast, plain):
+        _close(a, e)
+
+
+def test_tiles_in_batch_pieces_and_chunks_equal_one_piece(numba_backend, monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    x, w, g = _case(15, (5, 64, 16, 16), 64, 1)
+    whole = w43.conv2d_cl(x, w, None, (1, 1)), w43.input_grad_cl(g, w, (1, 1))
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
+    monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(w43, "_CL_TILE_BYTES", 1)   # one sample a chunk
+    try:
+        split = w43.conv2d_cl(x, w, None, (1, 1)), w43.input_grad_cl(g, w, (1, 1))
+    finally:
+        ember.set_num_threads(before)
+    for a, e in zip(split, whole):
+        _close(a, e)
+
+
+def test_conv_kernel_dispatch_uses_the_tiles_for_stage_two_layers(numba_backend, cl_spy):
+    x, w, _ = _case(16, (1, 128, 16, 16), 128, 1)
+    nn_conv._conv_kernel(np, x, w, None, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
+                         groups=1)
+    assert cl_spy["conv2d_cl"] == 1
