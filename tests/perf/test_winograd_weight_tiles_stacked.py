@@ -65,3 +65,29 @@ def test_weight_grad_with_stacked_products_matches_torch(numba_backend, shape):
     want = torch.nn.grad.conv2d_weight(torch.from_numpy(x), (o, c, 3, 3), torch.from_numpy(g),
                                        padding=pad).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_many_channel_pairs_take_per_position_mlas_products(numba_backend, monkeypatch):
+    # NOTE [ Weight adjoint products on MLAS ]: from 128 x 128 channel pairs the 16 products
+    # run one by one on MLAS; the sums agree with the stacked NumPy products to rounding and
+    # the weight gradient with torch's
+    pytest.importorskip("onnxruntime")
+    torch = pytest.importorskip("torch")
+    from ember._kernels import _mlas
+    from ember._ops import nn_conv_winograd as planar
+
+    monkeypatch.setattr(_mlas, "_state", [pytest.importorskip("onnxruntime")])
+    calls = []
+    real = _mlas.matmul
+    monkeypatch.setattr(_mlas, "matmul", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x, g = _operands(2, 128, 128, 16, (1, 1), seed=5)
+    per_position = _tile_sums(x, g, (1, 1), True)
+    assert len(calls) == 16
+    monkeypatch.setattr(planar, "_MLAS_WEIGHT_PAIRS", 1 << 30)
+    stacked = _tile_sums(x, g, (1, 1), True)
+    np.testing.assert_allclose(per_position, stacked, rtol=1e-5, atol=1e-5 * np.abs(stacked).max())
+    monkeypatch.setattr(planar, "_MLAS_WEIGHT_PAIRS", 128 * 128)
+    got = planar.weight_grad(x, g, (1, 1))
+    want = torch.nn.grad.conv2d_weight(torch.from_numpy(x), (128, 128, 3, 3),
+                                       torch.from_numpy(g), padding=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
