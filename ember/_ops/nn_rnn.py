@@ -618,9 +618,10 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
 
 
 def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, cs, tcs, raw,
-                                hprev, table, indices, *, reverse, needs):
+                                hprev, table, indices, *, reverse, needs, x_by_vocab=False):
     """Backward of ``_lstm_layer_kernel`` from its saved arrays; ``x`` is the input as rows
-    (T*B, I), or None with ``table`` and ``indices`` given."""
+    (T*B, I), or None with ``table`` and ``indices`` given. ``x_by_vocab``: the input's
+    gradient as one row per vocabulary entry (NOTE [ An unobserved lookup's gradient ])."""
     steps, batch, hs4 = acts.shape
     hs, p = hs4 // 4, hprev.shape[2]
     dt = acts.dtype
@@ -693,7 +694,16 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     need_bhh = len(needs) > 9 and needs[9]
     gx = None
-    if need_x:
+    sums = None
+    if table is not None and (need_wih or need_x and x_by_vocab):
+        # d2's rows summed by vocabulary entry
+        from .nn_ops import _embedding_backward_kernel
+
+        sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
+                                          padding_idx=None)
+    if need_x and sums is not None and x_by_vocab:
+        gx = _gx_by_vocab(xp, sums, w_ih, indices, (steps, batch, w_ih.shape[1]))
+    elif need_x:
         # an array of its own, not a view of the product: the engine's input buffer may add
         # another gradient into it in place (a bidirectional layer's input)
         gx = xp.empty((steps, batch, w_ih.shape[1]), dt)
@@ -703,12 +713,7 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     elif table is None:
         gw_ih = _big_mm(xp, d2.T, x)
     else:
-        # d2.T @ table[indices], with d2's rows summed by index first
-        from .nn_ops import _embedding_backward_kernel
-
-        sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
-                                          padding_idx=None)
-        gw_ih = _big_mm(xp, sums.T, table)
+        gw_ih = _big_mm(xp, sums.T, table)   # d2.T @ table[indices]
     gb = col_sums(xp, d2) if need_b or need_bhh else None
     # both biases get the same gradient, each its own copy (PyTorch's layer clones it)
     gb_hh = (gb.copy() if need_b else gb) if need_bhh else None
@@ -717,6 +722,58 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     gw_hr = (_big_mm(xp, dhs.reshape(-1, p).T, raw.reshape(-1, hs))
              if w_hr is not None and need_whr else None)
     return gx, gw_ih, gb, dh, dc, gw_hh, gw_hr, gb_hh
+
+
+# NOTE [ An unobserved lookup's gradient ]
+# When the layer's input x is an embedding's output (NOTE [ Lookups a layer can fold ] in
+# nn_ops.py), its gradient d2 @ W_ih (T*B rows: as many multiply-adds as the input
+# projection the fold saved) reaches the table only through the embedding's backward, which
+# sums it by vocabulary entry. That sum is linear: the table sees S(d2 @ W_ih) = S(d2) @
+# W_ih, with S(d2) the layer already computes for W_ih's gradient. So where nobody looks at
+# x's gradient itself, the layer hands on another one with the same sums: S(d2) @ W_ih (a
+# product over the vocabulary) written at the first position of each entry, zeros
+# elsewhere. The embedding's backward then gives the table the same gradient, to rounding
+# (its padding row and ``scale_grad_by_freq`` act on the sums alike). Nobody looks when, in
+# a backward the engine runs, every node from x to the embedding is a ``transpose`` or the
+# (dense) ``embedding`` itself, none has hooks of any kind (tensor hooks, retain_grad, node
+# pre- or post-hooks), and none is where the backward captures a gradient
+# (``autograd.grad``'s or ``backward``'s ``inputs``); other uses of those tensors add their
+# own gradients, which the sums take linearly. Anything else (another path, a hook, a
+# sparse embedding, a vjp outside the engine) gets the true d2 @ W_ih. The bench's LSTM LM
+# saves a (2048, 1024) @ (1024, 256) product a step.
+
+
+def _lookup_grad_unobserved(x):
+    """Whether the gradient reaching ``x`` can be handed on by vocabulary entry (NOTE [ An
+    unobserved lookup's gradient ])."""
+    from ..autograd import _engine
+
+    task = _engine.current_task()
+    if task is None:
+        return False
+    captures = task.captures or ()
+    node = x._grad_fn
+    for _ in range(4):
+        op = getattr(node, "_op", None)
+        if op is None or node._hooked or node._post is not None or node in captures:
+            return False
+        nexts = [n for n, _ in node._next if n is not None]
+        if op.name == "embedding":
+            return not node._params.get("sparse", False)
+        if op.name != "transpose" or len(nexts) != 1:
+            return False
+        node = nexts[0]
+    return False
+
+
+def _gx_by_vocab(xp, sums, w_ih, indices, shape):
+    """The input gradient of NOTE [ An unobserved lookup's gradient ]: ``sums @ w_ih`` at the
+    first position of each vocabulary entry in ``indices``, zeros elsewhere."""
+    rows = _big_mm(xp, sums, w_ih)
+    vocab, first = xp.unique(indices.reshape(-1), return_index=True)
+    gx = xp.zeros(shape, rows.dtype)
+    gx.reshape(-1, shape[-1])[first] = rows[vocab]
+    return gx
 
 
 def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse, b_hh=None):
@@ -754,10 +811,12 @@ def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
         return tuple(by_id.get(id(t)) if need and t is not None else None
                      for t, need in zip(inputs, needs_input_grad))
     _, _, _, acts, cs, tcs, raw, hprev, xf = out
+    params = dict(reverse=reverse, needs=tuple(needs_input_grad))
+    if table is not None and needs_input_grad[0] and _lookup_grad_unobserved(x):
+        params["x_by_vocab"] = True   # NOTE [ An unobserved lookup's gradient ]
     g = _dispatch.apply(lstm_layer_backward_op,
                         (grads[0], grads[1], grads[2], xf, w_ih, w_hh, w_hr,
-                         acts, cs, tcs, raw, hprev, table, indices),
-                        dict(reverse=reverse, needs=tuple(needs_input_grad)))
+                         acts, cs, tcs, raw, hprev, table, indices), params)
     return tuple(g[:7]) + (None, None, g[7])
 
 
