@@ -188,7 +188,9 @@ class _Handoff:
     def __init__(self, size):
         self.size = size
         self._entries: dict = {}
-        self._lock = threading.Lock()
+        # re-entrant: a finalizer (``_drop``) may run on this thread while it holds the lock
+        # (a garbage collection inside ``put``)
+        self._lock = threading.RLock()
 
     def put(self, saved, weights):
         key = id(saved)
@@ -223,7 +225,7 @@ class _Handoff:
         for _, weights in self._entries.values():
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(weights))
         self._entries = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
 
 _HANDOFF = _Handoff(HANDOFF_SIZE)
