@@ -8,7 +8,7 @@ import pytest
 
 import ember
 from ember._kernels import _mlas
-from ember._ops import _lstm_mlas
+from ember._ops import _lstm_mlas, nn_rnn
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -140,3 +140,21 @@ def test_handoff_keeps_the_newest_and_leaves_with_the_saved_array(mlas_on):
     assert handoff.take(saved[2], w) is weights
     del saved[1]
     assert not handoff._entries
+
+
+def test_step_products_on_mlas_without_the_numba_step_kernels(mlas_on, monkeypatch):
+    # the NumPy step path scales the unscaled product and adds the bias itself
+    monkeypatch.setattr(nn_rnn, "_step_kernels", lambda xp, dt: None)
+    monkeypatch.setattr(_lstm_mlas, "STEP_PACK_MIN", [0])
+    kw = dict(num_layers=2)
+    x = np.random.default_rng(3).standard_normal((7, 12, 48)).astype(np.float32)
+    calls = []
+    real = _lstm_mlas.StepProduct.__call__
+    monkeypatch.setattr(_lstm_mlas.StepProduct, "__call__",
+                        lambda self, a: calls.append(1) or real(self, a))
+    got = _grads(ember, _make(ember, kw), x, None)
+    assert len(calls) == 2 * 7 * 2
+    monkeypatch.setattr(_lstm_mlas, "STEP_ON_MLAS", [False])
+    want = _grads(ember, _make(ember, kw), x, None)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
