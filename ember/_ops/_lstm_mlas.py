@@ -49,8 +49,10 @@ from .. import _dispatch
 # arrays, a second backward through a retained graph, an entry pushed out) packs the weight
 # again. An in-place change to the weight between the two fails autograd's version check on
 # the saved weight first. Gone per training step of the bench's 2-layer LSTM LM: two of its
-# four sessions (0.45 ms each made and freed on a quiet machine, 1.1 ms under load), the
-# scaled transposed copy of each weight, and a ``rec += bias`` pass per step.
+# four sessions (0.45 ms each made and freed on a quiet machine, 1.1-1.3 ms inside the step),
+# the scaled transposed copy of each weight, and a ``rec += bias`` pass per step. The step,
+# in-process A/B under ``chrt -f 10`` (machine load 17-20, so one-thread step products):
+# 0.96 of the same code with a session made again in each backward.
 #
 # Two MLAS threads are used unless the machine is oversubscribed (``_parallel.contended``: a
 # worker would wait for a core every step), or ember is set to one thread. MLAS sums in
