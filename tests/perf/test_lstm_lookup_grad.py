@@ -27,7 +27,7 @@ def _model(fw, batch_first=True, sparse=False, scale=False, padding_idx=None):
 
 def _indices(batch_first=True):
     rng = np.random.default_rng(1)
-    shape = (6, 40) if batch_first else (40, 6)   # 240 tokens: the lookup is folded
+    shape = (6, 24) if batch_first else (24, 6)   # 144 tokens: the lookup is folded
     return rng.integers(0, VOCAB, shape).astype(np.int64)
 
 
