@@ -129,11 +129,39 @@ def lstm_step_forward(a, rec, s, shift, c_in, c, tc, h):  # pragma: no cover (co
         ab, rb, sb, kb = a[b], rec[b], s[b], shift[b]
         for j in range(hs4):
             ab[j] = _tanhf(ab[j] + rb[j]) * sb[j] + kb[j]
-        ai, af, ag, ao = ab[:hs], ab[hs:2 * hs], ab[2 * hs:3 * hs], ab[3 * hs:]
-        cr, cb, tb, hb = c_in[b], c[b], tc[b], h[b]
-        for j in range(hs):
-            cj = af[j] * cr[j] + ai[j] * ag[j]
-            cb[j] = cj
-            t = _tanhf(cj)
-            tb[j] = t
-            hb[j] = ao[j] * t
+        _cell_row(ab, c_in[b], c[b], tc[b], h[b], hs)
+
+
+@njit(fastmath={"contract"}, error_model="numpy", inline="always", cache=True)
+def _cell_row(ab, cr, cb, tb, hb, hs):  # pragma: no cover (compiled)
+    """One sample's cell update from its activated gates ``ab`` (4H,): ``c = f * c_in + i *
+    g``, ``tc = tanh(c)``, ``h = o * tc``."""
+    ai, af, ag, ao = ab[:hs], ab[hs:2 * hs], ab[2 * hs:3 * hs], ab[3 * hs:]
+    for j in range(hs):
+        cj = af[j] * cr[j] + ai[j] * ag[j]
+        cb[j] = cj
+        t = _tanhf(cj)
+        tb[j] = t
+        hb[j] = ao[j] * t
+
+
+@njit(fastmath={"contract"}, error_model="numpy", nogil=True, cache=True)
+def lstm_step_forward_unscaled(a, rec, bias, has_bias, s, shift, c_in, c, tc,
+                               h):  # pragma: no cover (compiled)
+    """``lstm_step_forward`` for a recurrent product ``rec`` (B, 4H) of the unscaled weight
+    (NOTE [ LSTM step products on MLAS ] in ember/_ops/_lstm_mlas.py): the gates ``a =
+    tanh(a + (rec * s + bias)) * s + shift`` with ``bias`` (B, 4H) the scaled bias when
+    ``has_bias``. ``rec * s`` (s a power of two) is what the scaled weight's product gives,
+    exactly, so the results are those of ``rec += bias`` after that product."""
+    batch, hs4 = a.shape
+    hs = hs4 // 4
+    for b in range(batch):
+        ab, rb, sb, kb = a[b], rec[b], s[b], shift[b]
+        if has_bias:
+            bb = bias[b]
+            for j in range(hs4):
+                ab[j] = _tanhf(ab[j] + (rb[j] * sb[j] + bb[j])) * sb[j] + kb[j]
+        else:
+            for j in range(hs4):
+                ab[j] = _tanhf(ab[j] + rb[j] * sb[j]) * sb[j] + kb[j]
+        _cell_row(ab, c_in[b], c[b], tc[b], h[b], hs)

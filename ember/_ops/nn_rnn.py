@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._kernels import _blas
-from . import _lstm_units, _node_names
+from . import _lstm_mlas, _lstm_units, _node_names
 from ._registry import Op, observing_profiler, public
 from .join import cat, stack
 from .linalg import col_sums
@@ -499,122 +499,6 @@ def _big_mm(xp, a, b, out=None):
     return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
 
 
-# NOTE [ LSTM step products on MLAS ]
-# Half of an LSTM layer's multiply-adds are its steps' small recurrent products, (B, P) @
-# (P, 4H) forward and (B, 4H) @ (4H, P) backward, which the one-core loops run on NumPy's
-# BLAS. Under ``OPENBLAS_CORETYPE=Haswell`` that BLAS is capped at AVX2; where ember runs
-# its large float32 products on MLAS (NOTE [ Products past a pinned OpenBLAS ] in
-# ember/_kernels/_mlas.py: by default where OpenBLAS is pinned below the CPU, or with
-# ``EMBER_GEMM=mlas``) the steps' products go there too. The weight is the
-# same for every step of a loop, so each loop makes a one-node ``MatMul`` session whose
-# weight is an initializer (the serialized model, zeros, is made once per shape; the
-# session is handed the real weight's buffer with ``add_initializer``): onnxruntime packs it
-# for MLAS once, at ~0.35 ms a session, instead of once per product, and the result stays
-# bound, so a step only binds its left operand. Loops of fewer than ``_STEP_PACK_MIN``
-# steps, which would not earn the session back, bind the weight to ``_mlas``'s shared
-# session instead (packed by MLAS at every product). Median us per product, in one process
-# under ``chrt -f 10`` (machine load 5-6), B=32, P=H=256:
-#
-#   product                  OpenBLAS-Haswell 1 thread | MLAS 1 thread | 2 | packed 1 | 2
-#   (32, 256) @ (256, 1024)  164                       | 106           | 73 | 72      | 59
-#   (32, 1024) @ (1024, 256) 153                       | 93            | 67 | 72      | 58
-#
-# Two MLAS threads are used unless the machine is oversubscribed (``_parallel.contended``: a
-# worker would wait for a core every step), or ember is set to one thread. MLAS sums in
-# another order than OpenBLAS, so results differ from the NumPy path's in the last bits, as
-# the whole-sequence products' already do under MLAS. The loops split by hidden units (NOTE
-# [ LSTM steps split by hidden units ]) are not taken with MLAS chosen: their workers call
-# NumPy's BLAS, and the packed products on two threads are faster than their steps.
-# The bench's LSTM LM training step, in-process A/B under ``chrt -f 10`` with the machine
-# at load 8-12 (so noisy): packed/NumPy-BLAS loops 0.74 (contended: one-core loops), 0.95
-# (``contended`` forced off: split loops); packed/weight-bound-per-product 0.74-0.90.
-
-
-class _StepProduct:
-    """``a @ w`` into a fixed result array on MLAS, for a layer loop's per-step products
-    (NOTE [ LSTM step products on MLAS ]): ``w`` is packed once, into a session of its own,
-    and ``out`` stays bound for the loop."""
-
-    __slots__ = ("_io", "_run", "_keep")
-
-    def __init__(self, ort, w, out, threads, packed=True):
-        w = np.ascontiguousarray(w)
-        if not packed:  # the shared session of ``_mlas``, the weight bound for the loop
-            from .._kernels import _mlas
-
-            sess = _mlas._session(ort, "gemm", 0, 0, threads)
-            io = sess.io_binding()
-            io.bind_cpu_input("B", w)
-            io.bind_output("C", "cpu", 0, out.dtype, list(out.shape), out.ctypes.data)
-            self._io, self._run, self._keep = io, sess.run_with_iobinding, (w, out)
-            return
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        value = ort.OrtValue.ortvalue_from_numpy(w)
-        opts.add_initializer("W", value)  # in place of the model's zeros
-        sess = ort.InferenceSession(_step_model(w.shape), opts,
-                                    providers=["CPUExecutionProvider"])
-        io = sess.io_binding()
-        io.bind_output("C", "cpu", 0, out.dtype, list(out.shape), out.ctypes.data)
-        # the session reads the weight's buffer through ``value``: both live as long as it
-        self._io, self._run, self._keep = io, sess.run_with_iobinding, (w, value, out, sess)
-
-    def __call__(self, a):
-        """Computes ``a @ w`` into the bound result; ``a`` is a C-contiguous (B, K) array."""
-        self._io.bind_cpu_input("A", a)
-        self._run(self._io)
-
-
-_STEP_MODELS: dict = {}
-
-
-def _step_model(shape):
-    """The serialized one-node ``MatMul`` model ``A @ W`` with a (K, N) float32 weight
-    initializer of zeros (each session supplies the real one), made once per shape and
-    written as protobuf bytes as ``_mlas._model`` writes its own (no ``onnx`` package)."""
-    model = _STEP_MODELS.get(shape)
-    if model is None:
-        from .._kernels._mlas import _field
-
-        def value(name):  # a float tensor of any shape
-            return _field(1, name) + _field(2, _field(1, _field(1, 1)))
-
-        # TensorProto: dims (1), data_type (2: FLOAT), name (8), raw_data (9)
-        weight = (b"".join(_field(1, d) for d in shape) + _field(2, 1) + _field(8, "W")
-                  + _field(9, bytes(4 * shape[0] * shape[1])))
-        node = _field(1, "A") + _field(1, "W") + _field(2, "C") + _field(4, "MatMul")
-        # GraphProto: node (1), name (2), initializer (5), input (11), output (12)
-        graph = (_field(1, node) + _field(2, "ember_lstm_step") + _field(5, weight)
-                 + _field(11, value("A")) + _field(12, value("C")))
-        model = _STEP_MODELS[shape] = (_field(1, 7) + _field(7, graph)
-                                       + _field(8, _field(1, "") + _field(2, 13)))
-    return model
-
-
-def _step_product(xp, dt, w, out, steps=1 << 30):
-    """A ``_StepProduct`` for ``a @ w`` into ``out`` where MLAS is ember's float32 engine
-    (NOTE [ LSTM step products on MLAS ]), else None (the loop's own ``matmul``)."""
-    if xp is not np or dt != np.float32 or not _STEP_ON_MLAS[0]:
-        return None
-    from .. import _parallel
-    from .._kernels import _mlas
-
-    if _mlas.engine() != "mlas":
-        return None
-    threads = 1 if _parallel.contended() else min(2, _parallel._threads())
-    return _StepProduct(_mlas._state[0], w, out, threads, steps >= _STEP_PACK_MIN[0])
-
-
-#: False keeps the steps' products on NumPy's BLAS even with MLAS chosen (tests, A/B)
-_STEP_ON_MLAS = [True]
-#: the fewest steps for which a loop packs its weight in a session of its own (~0.35 ms,
-#: 1.25 at load 9, against 14-34 us saved a product: NOTE [ LSTM step products on MLAS ])
-_STEP_PACK_MIN = [16]
-
-
 def _gate_scale(xp, hs, dt):
     """Per-gate-row factors: 1/2 for the sigmoid gates i, f, o; 1 for the tanh gate g."""
     s = xp.full(4 * hs, 0.5, dt)
@@ -652,9 +536,9 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     # (H, 4H) in row order: OpenBLAS ran the steps' (B, H) @ (H, 4H) products 1.4x slower
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
     rec = xp.empty((batch, 4 * hs), dt)
-    # NOTE [ LSTM step products on MLAS ]
-    step_mm = (_step_product(xp, dt, (w_hh * s[:, None]).T, rec, steps) if p * hs * batch
-               else None)
+    # NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py: the products of w_hh unscaled
+    weights = _lstm_mlas.recurrent_weights(xp, dt, w_hh, steps) if p * hs * batch else None
+    step_mm = None if weights is None else weights.product(False, rec)
     # NOTE [ LSTM steps split by hidden units ]
     plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
     w_t = None if plan is not None or step_mm is not None else \
@@ -678,6 +562,7 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     mm = xp.matmul
     fused = _step_kernels(xp, dt)
     fused32 = fused if dt == np.float32 else None  # NOTE [ Fused LSTM layer steps ]
+    no_bias = rec[:1]
     if plan is not None:
         if _lstm_units.forward(plan, acts, w_hh, gate_s, bias, h0, cs, tcs, out, raw, hprev,
                              w_hr, reverse):
@@ -692,6 +577,14 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
             a = acts[t]
             if step_mm is not None:
                 step_mm(h)
+                if fused32 is not None:  # the scales and the bias applied as rec is read
+                    hr = raw[t] if w_hr is not None else out[t]
+                    fused32.lstm_step_forward_unscaled(a, rec, no_bias if bias is None
+                                                       else bias, bias is not None, s,
+                                                       shift, c_in, c, tcs[t], hr)
+                    h = hr if w_hr is None else xp.matmul(hr, w_hr.T, out=out[t])
+                    continue
+                rec *= s
             else:
                 mm(h, w_t, out=rec)
             if bias is not None:
@@ -720,13 +613,15 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
             else:
                 h = xp.multiply(o, tcs[t], out=out[t])
     c_n = cs[0 if reverse else steps]
+    _lstm_mlas.leave_for_backward(weights, acts)
     return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev, xf
 
 
 def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, cs, tcs, raw,
-                                hprev, table, indices, *, reverse, needs):
+                                hprev, table, indices, *, reverse, needs, x_by_vocab=False):
     """Backward of ``_lstm_layer_kernel`` from its saved arrays; ``x`` is the input as rows
-    (T*B, I), or None with ``table`` and ``indices`` given."""
+    (T*B, I), or None with ``table`` and ``indices`` given. ``x_by_vocab``: the input's
+    gradient as one row per vocabulary entry (NOTE [ An unobserved lookup's gradient ])."""
     steps, batch, hs4 = acts.shape
     hs, p = hs4 // 4, hprev.shape[2]
     dt = acts.dtype
@@ -742,8 +637,10 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     fused = _step_kernels(xp, dt)
     one = dt.type(1)
     dh = dh if xp is not np else np.ascontiguousarray(dh)
-    # NOTE [ LSTM step products on MLAS ]
-    step_mm = _step_product(xp, dt, w_hh, dh, steps) if p * hs * batch else None
+    # NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py: the forward's packing if it left it
+    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, saved=acts)
+               if p * hs * batch else None)
+    step_mm = None if weights is None else weights.product(True, dh)
     # NOTE [ LSTM steps split by hidden units ]
     plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
     if plan is not None:
@@ -797,7 +694,16 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     need_bhh = len(needs) > 9 and needs[9]
     gx = None
-    if need_x:
+    sums = None
+    if table is not None and (need_wih or need_x and x_by_vocab):
+        # d2's rows summed by vocabulary entry
+        from .nn_ops import _embedding_backward_kernel
+
+        sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
+                                          padding_idx=None)
+    if need_x and sums is not None and x_by_vocab:
+        gx = _gx_by_vocab(xp, sums, w_ih, indices, (steps, batch, w_ih.shape[1]))
+    elif need_x:
         # an array of its own, not a view of the product: the engine's input buffer may add
         # another gradient into it in place (a bidirectional layer's input)
         gx = xp.empty((steps, batch, w_ih.shape[1]), dt)
@@ -807,12 +713,7 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     elif table is None:
         gw_ih = _big_mm(xp, d2.T, x)
     else:
-        # d2.T @ table[indices], with d2's rows summed by index first
-        from .nn_ops import _embedding_backward_kernel
-
-        sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
-                                          padding_idx=None)
-        gw_ih = _big_mm(xp, sums.T, table)
+        gw_ih = _big_mm(xp, sums.T, table)   # d2.T @ table[indices]
     gb = col_sums(xp, d2) if need_b or need_bhh else None
     # both biases get the same gradient, each its own copy (PyTorch's layer clones it)
     gb_hh = (gb.copy() if need_b else gb) if need_bhh else None
@@ -821,6 +722,59 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     gw_hr = (_big_mm(xp, dhs.reshape(-1, p).T, raw.reshape(-1, hs))
              if w_hr is not None and need_whr else None)
     return gx, gw_ih, gb, dh, dc, gw_hh, gw_hr, gb_hh
+
+
+# NOTE [ An unobserved lookup's gradient ]
+# When the layer's input x is an embedding's output (NOTE [ Lookups a layer can fold ] in
+# nn_ops.py), its gradient d2 @ W_ih (T*B rows: as many multiply-adds as the input
+# projection the fold saved) reaches the table only through the embedding's backward, which
+# sums it by vocabulary entry. That sum is linear: the table sees S(d2 @ W_ih) = S(d2) @
+# W_ih, with S(d2) the layer already computes for W_ih's gradient. So where nobody looks at
+# x's gradient itself, the layer hands on another one with the same sums: S(d2) @ W_ih (a
+# product over the vocabulary) written at the first position of each entry, zeros
+# elsewhere. The embedding's backward then gives the table the same gradient, to rounding
+# (its padding row and ``scale_grad_by_freq`` act on the sums alike). Nobody looks when, in
+# a backward the engine runs, every node from x to the embedding is a ``transpose`` or the
+# (dense) ``embedding`` itself, none has hooks of any kind (tensor hooks, retain_grad, node
+# pre- or post-hooks), and none is where the backward captures a gradient
+# (``autograd.grad``'s or ``backward``'s ``inputs``); other uses of those tensors add their
+# own gradients, which the sums take linearly. Anything else (another path, a hook, a
+# sparse embedding, a vjp outside the engine) gets the true d2 @ W_ih. The bench's LSTM LM
+# saves a (2048, 1024) @ (1024, 256) product a step (2.1-3.3 ms on MLAS): its step 0.965 of
+# the true-gradient path's, in-process A/B under ``chrt -f 10`` at machine load 17-20.
+
+
+def _lookup_grad_unobserved(x):
+    """Whether the gradient reaching ``x`` can be handed on by vocabulary entry (NOTE [ An
+    unobserved lookup's gradient ])."""
+    from ..autograd import _engine
+
+    task = _engine.current_task()
+    if task is None:
+        return False
+    captures = task.captures or ()
+    node = x._grad_fn
+    for _ in range(4):
+        op = getattr(node, "_op", None)
+        if op is None or node._hooked or node._post is not None or node in captures:
+            return False
+        nexts = [n for n, _ in node._next if n is not None]
+        if op.name == "embedding":
+            return not node._params.get("sparse", False)
+        if op.name != "transpose" or len(nexts) != 1:
+            return False
+        node = nexts[0]
+    return False
+
+
+def _gx_by_vocab(xp, sums, w_ih, indices, shape):
+    """The input gradient of NOTE [ An unobserved lookup's gradient ]: ``sums @ w_ih`` at the
+    first position of each vocabulary entry in ``indices``, zeros elsewhere."""
+    rows = _big_mm(xp, sums, w_ih)
+    vocab, first = xp.unique(indices.reshape(-1), return_index=True)
+    gx = xp.zeros(shape, rows.dtype)
+    gx.reshape(-1, shape[-1])[first] = rows[vocab]
+    return gx
 
 
 def _lstm_layer_replay(x, w_ih, b, h0, c0, w_hh, w_hr, reverse, b_hh=None):
@@ -858,10 +812,12 @@ def _lstm_layer_vjp(grads, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
         return tuple(by_id.get(id(t)) if need and t is not None else None
                      for t, need in zip(inputs, needs_input_grad))
     _, _, _, acts, cs, tcs, raw, hprev, xf = out
+    params = dict(reverse=reverse, needs=tuple(needs_input_grad))
+    if table is not None and needs_input_grad[0] and _lookup_grad_unobserved(x):
+        params["x_by_vocab"] = True   # NOTE [ An unobserved lookup's gradient ]
     g = _dispatch.apply(lstm_layer_backward_op,
                         (grads[0], grads[1], grads[2], xf, w_ih, w_hh, w_hr,
-                         acts, cs, tcs, raw, hprev, table, indices),
-                        dict(reverse=reverse, needs=tuple(needs_input_grad)))
+                         acts, cs, tcs, raw, hprev, table, indices), params)
     return tuple(g[:7]) + (None, None, g[7])
 
 

@@ -8,14 +8,14 @@ import pytest
 
 import ember
 from ember import _parallel
-from ember._ops import _lstm_units, nn_rnn
+from ember._ops import _lstm_mlas, _lstm_units
 
 
 @pytest.fixture(autouse=True)
 def steps_on_numpy(monkeypatch):
     """The per-step products on NumPy's BLAS, as these tests' paths run them, even where
-    MLAS is ember's float32 engine (NOTE [ LSTM step products on MLAS ] in nn_rnn.py)."""
-    monkeypatch.setattr(nn_rnn, "_STEP_ON_MLAS", [False])
+    MLAS is ember's float32 engine (NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py)."""
+    monkeypatch.setattr(_lstm_mlas, "STEP_ON_MLAS", [False])
 
 
 @pytest.fixture

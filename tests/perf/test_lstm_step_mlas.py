@@ -1,14 +1,14 @@
 """An LSTM layer's per-step products on MLAS (NOTE [ LSTM step products on MLAS ] in
-ember/_ops/nn_rnn.py): values and gradients against the NumPy path's and PyTorch's, with and
-without a projection, a reverse direction, given states, and the path taken only where MLAS
-is chosen."""
+ember/_ops/_lstm_mlas.py): values and gradients against the NumPy path's and PyTorch's, with
+and without a projection, a reverse direction, given states, and the path taken only where
+MLAS is chosen; one packing per layer serving its forward and its backward."""
 
 import numpy as np
 import pytest
 
 import ember
 from ember._kernels import _mlas
-from ember._ops import nn_rnn
+from ember._ops import _lstm_mlas, nn_rnn
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -47,7 +47,7 @@ CASES = [dict(num_layers=2), dict(num_layers=1, bidirectional=True),
 @pytest.mark.parametrize("packed", [True, False])
 def test_step_products_on_mlas_match_numpy_path(mlas_on, monkeypatch, kw, given_state, packed):
     # the weight packed in a session per loop, or bound to the shared session per product
-    monkeypatch.setattr(nn_rnn, "_STEP_PACK_MIN", [0 if packed else 1 << 30])
+    monkeypatch.setattr(_lstm_mlas, "STEP_PACK_MIN", [0 if packed else 1 << 30])
     rng = np.random.default_rng(1)
     x = rng.standard_normal((7, 12, 48)).astype(np.float32)
     dirs = 2 if kw.get("bidirectional") else 1
@@ -57,14 +57,20 @@ def test_step_products_on_mlas_match_numpy_path(mlas_on, monkeypatch, kw, given_
     if given_state:
         h0c0 = (rng.standard_normal((kw["num_layers"] * dirs, batch, p)).astype(np.float32),
                 rng.standard_normal((kw["num_layers"] * dirs, batch, 64)).astype(np.float32))
-    calls = []
-    real = nn_rnn._StepProduct.__call__
-    monkeypatch.setattr(nn_rnn._StepProduct, "__call__",
+    calls, made = [], []
+    real = _lstm_mlas.StepProduct.__call__
+    monkeypatch.setattr(_lstm_mlas.StepProduct, "__call__",
                         lambda self, a: calls.append(1) or real(self, a))
+    real_init = _lstm_mlas.RecurrentWeights.__init__
+    monkeypatch.setattr(_lstm_mlas.RecurrentWeights, "__init__",
+                        lambda self, *a: made.append(1) or real_init(self, *a))
     got = _grads(ember, _make(ember, kw), x, h0c0)
     # every step of every layer and direction, forward and backward, went through MLAS
     assert len(calls) == 2 * steps * kw["num_layers"] * dirs
-    monkeypatch.setattr(nn_rnn, "_STEP_ON_MLAS", [False])
+    # one weight packing per layer and direction, its backward's included (the shared
+    # sessions' weight bindings: one per loop)
+    assert len(made) == kw["num_layers"] * dirs * (1 if packed else 2)
+    monkeypatch.setattr(_lstm_mlas, "STEP_ON_MLAS", [False])
     want = _grads(ember, _make(ember, kw), x, h0c0)
     assert len(calls) == 2 * steps * kw["num_layers"] * dirs
     for g, w in zip(got, want):
@@ -77,26 +83,78 @@ def test_step_products_on_mlas_match_numpy_path(mlas_on, monkeypatch, kw, given_
 
 def test_step_products_stay_on_numpy_without_mlas(monkeypatch):
     monkeypatch.setattr(_mlas, "_state", [False])
-    assert nn_rnn._step_product(np, np.dtype(np.float32), np.ones((4, 8), np.float32),
-                                np.empty((2, 8), np.float32)) is None
+    assert _lstm_mlas.recurrent_weights(np, np.dtype(np.float32),
+                                        np.ones((8, 4), np.float32), 64) is None
 
 
 def test_step_products_only_for_float32_numpy(mlas_on):
-    w, out = np.ones((4, 8)), np.empty((2, 8))
-    assert nn_rnn._step_product(np, np.dtype(np.float64), w, out) is None
+    assert _lstm_mlas.recurrent_weights(np, np.dtype(np.float64), np.ones((8, 4)), 64) is None
 
 
 @pytest.mark.parametrize("steps", [64, 2])
-def test_step_product_writes_bound_result(mlas_on, steps):
+def test_step_products_write_bound_results(mlas_on, steps):
     rng = np.random.default_rng(2)
-    w = rng.standard_normal((256, 1024)).astype(np.float32)
-    out = np.full((32, 1024), np.nan, np.float32)
-    prod = nn_rnn._step_product(np, np.dtype(np.float32), w.T.T, out, steps)
+    w = rng.standard_normal((1024, 256)).astype(np.float32)   # w_hh (4H, H)
+    weights = _lstm_mlas.recurrent_weights(np, np.dtype(np.float32), w, steps)
+    assert weights.packed == (steps >= _lstm_mlas.STEP_PACK_MIN[0])
+    rec = np.full((32, 1024), np.nan, np.float32)
+    dh = np.full((32, 256), np.nan, np.float32)
+    forward, backward = weights.product(False, rec), weights.product(True, dh)
     for _ in range(3):  # each call rebinds only the left operand
-        a = rng.standard_normal((32, 256)).astype(np.float32)
-        prod(a)
-        np.testing.assert_allclose(out, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
-    # a transposed (Fortran-ordered) weight is made contiguous once
-    prod = nn_rnn._step_product(np, np.dtype(np.float32), np.asfortranarray(w), out, steps)
-    prod(a)
-    np.testing.assert_allclose(out, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
+        h = rng.standard_normal((32, 256)).astype(np.float32)
+        d = rng.standard_normal((32, 1024)).astype(np.float32)
+        forward(h)
+        backward(d)
+        np.testing.assert_allclose(rec, h.astype(np.float64) @ w.T, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(dh, d.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
+    # a weight in another layout is made contiguous once
+    weights = _lstm_mlas.recurrent_weights(np, np.dtype(np.float32), np.asfortranarray(w),
+                                           steps)
+    weights.product(False, rec)(h)
+    np.testing.assert_allclose(rec, h.astype(np.float64) @ w.T, rtol=1e-4, atol=1e-3)
+
+
+def test_backward_takes_the_forwards_packing_once(mlas_on):
+    w = np.ones((64, 16), np.float32)
+    saved = np.empty((3, 2, 64), np.float32)
+    weights = _lstm_mlas.recurrent_weights(np, np.dtype(np.float32), w, 64)
+    with ember.no_grad():  # no backward can follow: nothing kept
+        _lstm_mlas.leave_for_backward(weights, saved)
+    assert _lstm_mlas._HANDOFF.take(saved, w) is None
+    _lstm_mlas.leave_for_backward(weights, saved)
+    assert _lstm_mlas._HANDOFF.take(saved, w.copy()) is None   # made from another weight
+    assert _lstm_mlas.recurrent_weights(np, np.dtype(np.float32), w, 64, saved=saved) \
+        is weights
+    # taken once: a second backward (retained graph) packs again
+    assert _lstm_mlas._HANDOFF.take(saved, w) is None
+
+
+def test_handoff_keeps_the_newest_and_leaves_with_the_saved_array(mlas_on):
+    handoff = _lstm_mlas._Handoff(2)
+    w = np.ones((64, 16), np.float32)
+    weights = _lstm_mlas.RecurrentWeights(ort, w, 1, False)
+    saved = [np.empty(4, np.float32) for _ in range(3)]
+    for s in saved:
+        handoff.put(s, weights)
+    assert handoff.take(saved[0], w) is None   # pushed out by the newer two
+    assert handoff.take(saved[2], w) is weights
+    del saved[1]
+    assert not handoff._entries
+
+
+def test_step_products_on_mlas_without_the_numba_step_kernels(mlas_on, monkeypatch):
+    # the NumPy step path scales the unscaled product and adds the bias itself
+    monkeypatch.setattr(nn_rnn, "_step_kernels", lambda xp, dt: None)
+    monkeypatch.setattr(_lstm_mlas, "STEP_PACK_MIN", [0])
+    kw = dict(num_layers=2)
+    x = np.random.default_rng(3).standard_normal((7, 12, 48)).astype(np.float32)
+    calls = []
+    real = _lstm_mlas.StepProduct.__call__
+    monkeypatch.setattr(_lstm_mlas.StepProduct, "__call__",
+                        lambda self, a: calls.append(1) or real(self, a))
+    got = _grads(ember, _make(ember, kw), x, None)
+    assert len(calls) == 2 * 7 * 2
+    monkeypatch.setattr(_lstm_mlas, "STEP_ON_MLAS", [False])
+    want = _grads(ember, _make(ember, kw), x, None)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
