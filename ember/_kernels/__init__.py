@@ -616,13 +616,16 @@ def _flat(x):
     return np.ascontiguousarray(x).reshape(-1)
 
 
-def gelu(x, derivative=True):
-    """(x Phi(x), Phi(x) + x phi(x)) for a float32 array, or None where not covered.
+def gelu(x):
+    """``x Phi(x)`` of a float32 array, with ``Phi(x) + x phi(x)`` beside it from a device
+    kernel, or None where not covered.
+
+    The CPU kernel leaves the derivative out: backward recomputes it from the input
+    (``gelu_backward``; NOTE [ GELU saves only its input ] in ember/_ops/nn_ops.py). A
+    device kernel returns it, and backward multiplies by it.
 
     Args:
         x: the input array.
-        derivative: False leaves the derivative out on the CPU (None in its place; a
-            device kernel returns it regardless).
 
     Returns:
         tuple | None: (result, derivative or None).
@@ -630,7 +633,7 @@ def gelu(x, derivative=True):
     Example::
 
         >>> r = gelu(np.zeros(3, np.float32))
-        >>> r is None or r[1].tolist() == [0.5, 0.5, 0.5]
+        >>> r is None or (r[0].tolist(), r[1]) == ([0.0, 0.0, 0.0], None)
         True
     """
     gpu = _on_gpu(x)
@@ -640,12 +643,33 @@ def gelu(x, derivative=True):
     if impl is None:
         return None
     out = np.empty(x.shape, np.float32)
-    if not derivative:
-        _run_flat(impl.gelu_out_into, _flat(x), out.reshape(-1))
-        return out, None
-    der = np.empty(x.shape, np.float32)
-    _run_flat(impl.gelu_into, _flat(x), out.reshape(-1), der.reshape(-1))
-    return out, der
+    _run_flat(impl.gelu_out_into, _flat(x), out.reshape(-1))
+    return out, None
+
+
+def gelu_backward(g, x):
+    """``g * (Phi(x) + x phi(x))`` for float32 arrays of one shape in one pass, or None where
+    not covered (on a device the forward kernel keeps the derivative instead).
+
+    Args:
+        g: the gradient of GELU's result.
+        x: GELU's input.
+
+    Returns:
+        ndarray | None: a new float32 array of ``x``'s shape.
+
+    Example::
+
+        >>> r = gelu_backward(np.ones(3, np.float32), np.zeros(3, np.float32))
+        >>> r is None or r.tolist() == [0.5, 0.5, 0.5]
+        True
+    """
+    impl = _fast(g, x)
+    if impl is None or g.shape != x.shape:
+        return None
+    out = np.empty(x.shape, np.float32)
+    _run_flat(impl.gelu_backward_into, _flat(g), _flat(x), out.reshape(-1))
+    return out
 
 
 def silu(x):

@@ -447,8 +447,8 @@ _MINUS_HALF = _f32(-0.5)
 @njit(fastmath=_FM, error_model="numpy", inline="always", cache=True)
 def _phi_and_gauss(xs):
     """``(Phi(xs), exp(-xs**2 / 2))`` of a float32, Phi from the polynomial of NOTE
-    [ Float32 normal CDF ] (ember/_ops/nn_ops.py): the part ``gelu_into`` and
-    ``gelu_out_into`` share. Inlined by numba, so it runs under each caller's flags."""
+    [ Float32 normal CDF ] (ember/_ops/nn_ops.py): the part ``gelu_out_into`` and
+    ``gelu_backward_into`` share. Inlined by numba, so it runs under each caller's flags."""
     t = _ONE / (abs(xs) * _PHI_P + _ONE)
     q = _R0 * t
     q = (q + _R1) * t
@@ -466,24 +466,22 @@ def _phi_and_gauss(xs):
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
-def gelu_into(x, out, der):
-    """``out = x Phi(x)`` and ``der = Phi(x) + x phi(x)`` over flat arrays, Phi from the
-    polynomial of NOTE [ Float32 normal CDF ] (ember/_ops/nn_ops.py)."""
-    for j in range(x.size):
-        xs = x[j]
-        d, e = _phi_and_gauss(xs)
-        out[j] = xs * d
-        der[j] = d + e * xs * _INV_SQRT_2PI
-
-
-@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
 def gelu_out_into(x, out):
-    """``out = x Phi(x)`` over flat arrays: ``gelu_into``'s result, its operations per
-    element, without the derivative (NOTE [ GELU without its derivative ] in
-    ``ember/_ops/nn_ops.py``)."""
+    """``out = x Phi(x)`` over flat arrays, Phi from the polynomial of NOTE [ Float32 normal
+    CDF ] (ember/_ops/nn_ops.py)."""
     for j in range(x.size):
         xs = x[j]
         out[j] = xs * _phi_and_gauss(xs)[0]
+
+
+@njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
+def gelu_backward_into(g, x, out):
+    """``out = g (Phi(x) + x phi(x))`` over flat arrays, Phi as ``gelu_out_into`` computes it
+    (NOTE [ GELU saves only its input ] in ``ember/_ops/nn_ops.py``)."""
+    for j in range(x.size):
+        xs = x[j]
+        d, e = _phi_and_gauss(xs)
+        out[j] = g[j] * (d + e * xs * _INV_SQRT_2PI)
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)

@@ -1577,7 +1577,7 @@ _OP_RULES = {
     # backward formulas over operands of one shape, glu and its backward
     **{n: _same_shape for n in (
         "tanh_backward", "sigmoid_backward", "silu_backward", "gelu_tanh_backward",
-        "glu_backward")},
+        "gelu_backward", "glu_backward")},
     "glu": _dimwise,
     # losses reducing an element-wise loss, and their backward ops
     **{n: _pointwise_loss for n in (

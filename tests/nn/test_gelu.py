@@ -68,3 +68,75 @@ def test_gelu_double_backward_rebuilds_the_derivative():
 
     x = ember.tensor(np.linspace(-3, 3, 7), requires_grad=True)
     assert gradgradcheck(ember.nn.functional.gelu, (x,))
+
+
+def _gelu_grad_input(n):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    x[:7] = [0.0, -0.0, 30.0, -30.0, np.inf, -np.inf, np.nan]
+    return x, rng.standard_normal(n).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [7, 300, 1 << 19])   # one call, and pieces on threads
+def test_gelu_backward_fused_pass_matches_the_numpy_derivative(n, monkeypatch):
+    pytest.importorskip("numba")
+    from ember import _kernels
+
+    old = _kernels.set_backend("numba")
+    try:
+        x, g = _gelu_grad_input(n)
+        with np.errstate(all="ignore"):
+            fused = _kernels.gelu_backward(g, x)
+            monkeypatch.setattr(_kernels, "gelu_backward", lambda g, x: None)
+            plain = nn_ops._gelu_backward_kernel(np, g, x)
+        assert fused is not None and fused.dtype == np.float32
+        assert np.array_equal(np.isnan(fused), np.isnan(plain))
+        ok = ~np.isnan(plain)
+        # the derivative to a few 1e-7 absolute (it cancels near x = -0.75), times g
+        err = np.abs(fused[ok].astype(np.float64) - plain[ok])
+        assert (err <= 2e-6 * np.abs(plain[ok]) + 8e-7 * np.abs(g[ok])).all()
+    finally:
+        _kernels.set_backend(old)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_gelu_node_saves_only_its_input(dtype):
+    # NOTE [ GELU saves only its input ]: no derivative array lives from forward to backward
+    packed = []
+
+    def pack(t):
+        packed.append(t)
+        return t
+
+    x = ember.randn(4, 5, dtype=getattr(ember, dtype), requires_grad=True)
+    with ember.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = ember.nn.functional.gelu(x)
+    assert len(packed) == 1 and packed[0] is x
+    if HAS_TORCH:
+        import torch
+
+        seen = []
+        tx = torch.randn(4, 5, dtype=getattr(torch, dtype), requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: seen.append(t) or t,
+                                                      lambda t: t):
+            torch.nn.functional.gelu(tx)
+        assert len(seen) == len(packed)
+    y.backward(ember.ones_like(y))
+    assert x.grad.dtype == x.dtype and x.grad.shape == x.shape
+
+
+def test_gelu_result_written_in_place_leaves_backward_valid():
+    # the node keeps no reference to its result, so writing into it is allowed, as in torch
+    a = np.random.default_rng(3).standard_normal((6, 4)).astype(np.float32)
+    x = ember.tensor(a, requires_grad=True)
+    y = ember.nn.functional.gelu(x)
+    y.mul_(2)
+    y.sum().backward()
+    if HAS_TORCH:
+        import torch
+
+        tx = torch.tensor(a, requires_grad=True)
+        ty = torch.nn.functional.gelu(tx)
+        ty.mul_(2)
+        ty.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=2e-6, atol=2e-6)
