@@ -1,0 +1,41 @@
+"""Regressions found by running public-style PyTorch programs (tests/compat/
+test_research_repos_7.py) unchanged under ``python -m ember.compat.run``: each test is a
+minimal program of our own that reproduces one failure, checked against torch where torch is
+installed."""
+
+import pytest
+
+import ember
+
+try:
+    import torch
+    HAS_TORCH = True
+except ImportError:  # pragma: no cover
+    torch = None
+    HAS_TORCH = False
+
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+
+
+# -- an unsorted batch_first unpacking is contiguous, so dropout draws the same mask (NER) --
+
+def _unpacked(lib, batch_first, enforce_sorted):
+    rnn = lib.nn.utils.rnn
+    lengths = [5, 4, 3] if enforce_sorted else [3, 5, 4]
+    x = lib.arange(3 * 5 * 2, dtype=lib.float32).reshape(3, 5, 2)
+    packed = rnn.pack_padded_sequence(x, lib.tensor(lengths), batch_first=True,
+                                      enforce_sorted=enforce_sorted)
+    out, got_lengths = rnn.pad_packed_sequence(packed, batch_first=batch_first)
+    lib.manual_seed(0)
+    mask = lib.nn.functional.dropout(lib.ones_like(out), 0.5)
+    return out.stride(), out.tolist(), got_lengths.tolist(), mask.tolist()
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [False, True])
+def test_pad_packed_sequence_layout_matches_torch(batch_first, enforce_sorted):
+    strides, values, lengths, mask = _unpacked(ember, batch_first, enforce_sorted)
+    assert strides == ((10, 2, 1) if batch_first and not enforce_sorted else
+                       (2, 6, 1) if batch_first else (6, 2, 1))
+    if HAS_TORCH:
+        assert (strides, values, lengths, mask) == _unpacked(torch, batch_first, enforce_sorted)
