@@ -39,3 +39,44 @@ def test_pad_packed_sequence_layout_matches_torch(batch_first, enforce_sorted):
                        (2, 6, 1) if batch_first else (6, 2, 1))
     if HAS_TORCH:
         assert (strides, values, lengths, mask) == _unpacked(torch, batch_first, enforce_sorted)
+
+
+# -- once_differentiable's error node has PyTorch's name and reaches only fresh leaves --
+
+def _delayed_error(lib, how):
+    from_fn = lib.autograd.function
+
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @from_fn.once_differentiable
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = lib.ones(2, requires_grad=True)
+    g, = lib.autograd.grad((Twice.apply(x) ** 2).sum(), x, create_graph=True)
+    node = g.grad_fn
+    seen = (type(node).__name__, type(node).__module__, node.name(), g.requires_grad,
+            [type(n).__name__ for n, _ in node.next_functions], repr(g))
+    try:
+        if how == "backward":
+            g.sum().backward()
+        else:
+            lib.autograd.grad(g.sum(), x)
+        return seen, None
+    except RuntimeError as e:
+        return seen, str(e)
+
+
+@pytest.mark.parametrize("how", ["backward", "grad_wrt_input"])
+def test_once_differentiable_error_node_matches_torch(how):
+    seen, err = _delayed_error(ember, how)
+    assert seen[:3] == ("Error", "builtins", "torch::autograd::Error")
+    assert seen[4] == ["AccumulateGrad"]
+    if how == "backward":
+        assert "@once_differentiable" in err
+    if HAS_TORCH:
+        assert (seen, err) == _delayed_error(torch, how)
