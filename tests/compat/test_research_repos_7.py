@@ -1,4 +1,4 @@
-"""Fifteen more whole programs written the way public repositories and tutorials write them,
+"""Seventeen more whole programs written the way public repositories and tutorials write them,
 run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_7/`` (our own code, after the named repositories'
@@ -36,7 +36,14 @@ and tutorials' patterns):
   the separable ConvGRU update, convex upsampling via ``unfold``, ``sequence_loss``;
 - ``deeplab_aspp_miou``: DeepLabV3+ with dilated backbone, ASPP and its pooling branch,
   ``ignore_index=255``, focal loss, poly ``LambdaLR``, the bincount confusion-matrix
-  metrics, a best-score checkpoint and flip TTA under ``inference_mode``.
+  metrics, a best-score checkpoint and flip TTA under ``inference_mode``;
+- ``pointnet2_sampling``: yanx27's pure-PyTorch PointNet++ (farthest point sampling, ball
+  query by ``sort``, multi-scale grouping, three-nearest feature propagation) for part
+  segmentation, and DGCNN's k-NN EdgeConv feature;
+- ``printing_pickling_functions``: printed tensors of many dtypes and layouts, print
+  options, a model's, optimizer's and scheduler's printed forms, a whole module through
+  ``torch.save``/``torch.load(weights_only=False)`` and ``safe_globals``, and custom
+  Functions with ``once_differentiable`` and ``mark_dirty``.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked

@@ -195,3 +195,5 @@ with torch.no_grad():
     sparse_mean = model.mean_const + (tmp2.T @ c).squeeze(-1)
 print("sparse vs exact mean max diff %.5f" % (sparse_mean - mean).abs().max().item())
 print("dtype", mean.dtype, torch.get_default_dtype())
+
+torch.set_default_dtype(torch.float32)  # leave the process as found
