@@ -80,3 +80,23 @@ def test_once_differentiable_error_node_matches_torch(how):
         assert "@once_differentiable" in err
     if HAS_TORCH:
         assert (seen, err) == _delayed_error(torch, how)
+
+
+# -- functional_call names a missing submodule as PyTorch's member accessor does (SIREN) --
+
+def _functional_call_error(lib, key):
+    net = lib.nn.Sequential(lib.nn.Linear(2, 2))
+    net.scale = 3.0
+    try:
+        lib.func.functional_call(net, {key: lib.zeros(2, 2)}, (lib.ones(1, 2),))
+    except (AttributeError, TypeError) as e:
+        return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize("key", ["net.0.weight", "0.missing.weight", "scale.weight"])
+def test_functional_call_bad_path_matches_torch(key):
+    got = _functional_call_error(ember, key)
+    assert got is not None
+    if HAS_TORCH:
+        assert got == _functional_call_error(torch, key)
