@@ -1,4 +1,4 @@
-"""Seventeen more whole programs written the way public repositories and tutorials write them,
+"""Eighteen more whole programs written the way public repositories and tutorials write them,
 run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_7/`` (our own code, after the named repositories'
@@ -43,7 +43,10 @@ and tutorials' patterns):
 - ``printing_pickling_functions``: printed tensors of many dtypes and layouts, print
   options, a model's, optimizer's and scheduler's printed forms, a whole module through
   ``torch.save``/``torch.load(weights_only=False)`` and ``safe_globals``, and custom
-  Functions with ``once_differentiable`` and ``mark_dirty``.
+  Functions with ``once_differentiable`` and ``mark_dirty``;
+- ``sparse_csr_gnn``: GCN, GraphSAGE-mean and edge attention on COO and CSR adjacencies
+  (``torch.sparse.sum``/``mm``/``softmax``/``addmm``) with early stopping on the best
+  deep-copied ``state_dict``.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
