@@ -456,18 +456,28 @@ class NestedIOFunction(Function):
 # once_differentiable
 
 
+# NOTE [ The delayed error's graph ]: as PyTorch's ``once_differentiable``, each output of
+# the wrapped backward becomes an output of one error node whose inputs are fresh leaves
+# (detached copies of those outputs), not the incoming gradients: the node reaches no
+# earlier part of the graph, so differentiating *with respect to* the original inputs finds
+# them unused rather than running it, while ``backward()`` over everything runs it and
+# raises. Its type reads as PyTorch's C++ node does (``Error``, in ``builtins``).
 class _DelayedError(Node):
-    def __init__(self, msg, n, grads):
+    def __init__(self, msg, leaves):
         self._msg = msg
-        self._next = tuple(_nodes.gradient_edge(g) if g is not None and g._rg else (None, 0)
-                           for g in grads)
+        self._next = tuple(_nodes.gradient_edge(t) if t is not None else (None, 0)
+                           for t in leaves)
         self._seq = next(_sequence)
 
     def name(self):
-        return "Error"
+        return "torch::autograd::Error"
 
     def _apply(self, grads):
         raise RuntimeError(self._msg)
+
+
+_DelayedError.__name__ = _DelayedError.__qualname__ = "Error"
+_DelayedError.__module__ = "builtins"
 
 
 def once_differentiable(fn):
@@ -508,16 +518,23 @@ def once_differentiable(fn):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        rg_args = [a for a in args if isinstance(a, Tensor) and a._rg]
-        err = _DelayedError(
-            "trying to differentiate twice a function that was marked with "
-            "@once_differentiable", len(outs), rg_args)
-        wrapped = []
+        # NOTE [ The delayed error's graph ]
+        leaves = []
         for o in outs:
-            if isinstance(o, Tensor) and o._data.dtype.kind not in "iub":
+            leaf = None
+            if isinstance(o, Tensor):
+                leaf = o.detach()
+                if leaf._data.dtype.kind not in "iub":
+                    leaf.requires_grad_(True)
+            leaves.append(leaf)
+        err = _DelayedError("trying to differentiate twice a function that was marked with "
+                            "@once_differentiable", leaves)
+        wrapped = []
+        for i, (o, leaf) in enumerate(zip(outs, leaves)):
+            if leaf is not None and leaf._rg:
                 o = o.detach()
                 o._grad_fn = err
-                o._out_nr = 0
+                o._out_nr = i
                 o._rg = True
             wrapped.append(o)
         return wrapped[0] if single else tuple(wrapped)

@@ -171,11 +171,15 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     for n in batch_sizes:
         lengths[:n] += 1
     lengths = ember.from_numpy(lengths)
-    if sequence.unsorted_indices is not None:
-        out = out.index_select(1, sequence.unsorted_indices)
-        lengths = lengths[sequence.unsorted_indices]
+    # NOTE [ Padded layout ]: PyTorch transposes to batch-first before restoring the
+    # original order, so an unsorted batch comes back contiguous in (B, T, *) and a sorted
+    # one as a transposed view. Programs see the difference: the strides decide the order
+    # in which ``empty_like(...).bernoulli_`` (dropout) draws its mask.
     if batch_first:
         out = out.transpose(0, 1)
+    if sequence.unsorted_indices is not None:
+        out = out.index_select(0 if batch_first else 1, sequence.unsorted_indices)
+        lengths = lengths[sequence.unsorted_indices]
     return out, lengths
 
 

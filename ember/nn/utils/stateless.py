@@ -8,9 +8,20 @@ __all__ = ["functional_call"]
 
 
 def _get(module, path):
+    """The module owning ``path``'s last name, and that name; a missing or non-module step
+    on the way raises PyTorch's member-accessor errors."""
+    from ..modules.module import Module
+
     *mods, name = path.split(".")
-    for m in mods:
-        module = getattr(module, m)
+    for i, m in enumerate(mods):
+        try:
+            sub = getattr(module, m)
+        except AttributeError as e:
+            raise AttributeError(f"{module._get_name()} has no attribute `{m}`") from e
+        if not isinstance(sub, Module):
+            raise TypeError(f"submodule `{'.'.join(mods[:i + 1])}`: {sub} is not an instance "
+                            "of torch.nn.Module")
+        module = sub
     return module, name
 
 
