@@ -52,6 +52,11 @@ for path in json.loads(sys.argv[3]):
                 rc = 1
         os.chdir(cwd)
     sys.argv[:], sys.path[:] = saved_argv, saved_path
+    # process-wide settings a program may change go back to their defaults for the next
+    fw = sys.modules.get("ember" if under_ember else "torch")
+    if fw is not None:
+        fw.set_default_dtype(fw.float32)
+        fw.set_printoptions(profile="default")
     results[os.path.basename(path)[:-3]] = [rc, out.getvalue(), err.getvalue()[-4000:]]
 with open(sys.argv[2], "w") as f:
     json.dump(results, f)
