@@ -441,3 +441,24 @@ def test_pipeline_stage_names_of_a_gpt_match_torch(cuts):
             for s in (pipe.get_stage_module(i) for i in range(pipe.num_stages))]
     assert seen["ember"] == seen["torch"]
     assert seen["ember"][-1][0][-1] == "lm_head.weight"
+
+
+def test_default_backend_for_the_current_accelerator_as_torch():
+    # the DDP tutorial's torchrun form asks torch.accelerator for its device, None on a
+    # CPU-only machine, and the backend for it
+    torch = pytest.importorskip("torch")
+    import ember
+
+    for device in ("cpu", "cuda", "cuda:1", "mps", "meta", "bogus", None, 0,
+                   "__device_cpu__"):
+        outcome = []
+        for fw in (ember, torch):
+            arg = fw.device("cpu") if device == "__device_cpu__" else device
+            try:
+                outcome.append(fw.distributed.get_default_backend_for_device(arg))
+            except Exception as e:  # noqa: BLE001 - the type and message are compared
+                outcome.append((type(e).__name__, str(e).split("\n")[0][:60]))
+        if device is None:  # the type only: the wording is each device()'s own
+            assert outcome[0][0] == outcome[1][0] == "TypeError"
+        else:
+            assert outcome[0] == outcome[1], device
