@@ -462,3 +462,23 @@ def test_default_backend_for_the_current_accelerator_as_torch():
             assert outcome[0][0] == outcome[1][0] == "TypeError"
         else:
             assert outcome[0] == outcome[1], device
+
+
+def test_checkpoint_without_a_group_warns_as_torch(tmp_path):
+    # the DCP tutorial's one-process load: PyTorch says it assumes a single process
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    import ember
+
+    said = {}
+    for fw in (ember, torch):
+        dcp = __import__(fw.__name__ + ".distributed.checkpoint", fromlist=["x"])
+        folder = tmp_path / fw.__name__
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dcp.save({"w": fw.ones(2)}, checkpoint_id=folder)
+            dcp.load({"w": fw.zeros(2)}, checkpoint_id=folder)
+            dcp.load({"w": fw.zeros(2)}, checkpoint_id=folder, no_dist=True)
+        said[fw.__name__] = [str(w.message) for w in caught if "single process" in str(w.message)]
+    assert said["ember"] == said["torch"] and len(said["ember"]) == 3
