@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,22 @@ from tests.test_programs_session15 import command, run, start
 PROGRAMS = Path(__file__).parent / "public_programs_28"
 _STANDALONE = ["--standalone", "--nproc-per-node", "2"]
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def _run(cmd, cwd, **env):
+    """``run`` for ember; PyTorch's reference runs get a second try with a fresh port (its
+    gloo now and then hangs or aborts a worker on its own: NOTE [ PyTorch's gloo as the
+    oracle ] in _random_collective_workers.py)."""
+    if any("ember" in part for part in cmd):
+        return run(cmd, cwd=cwd, **env)
+    for attempt in range(2):
+        try:
+            return run(cmd, cwd=cwd, timeout=120, **env)
+        except (AssertionError, subprocess.TimeoutExpired):
+            if attempt == 1:
+                raise
+            if "PORT" in env:
+                env["PORT"] = str(free_port())
 
 
 def _folder(tmp_path, name):
@@ -66,7 +83,7 @@ def test_ddp_tutorial_under_mp_spawn(tmp_path):
     outs = {}
     for fw in ("ember", "torch") if HAS_TORCH else ("ember",):
         root = _folder(tmp_path, fw)
-        outs[fw] = run(command(fw, "ddp_tutorial.py"), cwd=root, PORT=str(free_port()),
+        outs[fw] = _run(command(fw, "ddp_tutorial.py"), cwd=root, PORT=str(free_port()),
                        CKPT_DIR=str(root))
         # rank 0 removed its checkpoint after the step (the all-reduce synchronized)
         assert not (root / "model.checkpoint").exists()
@@ -103,11 +120,11 @@ def _normalized_report(err):
 @needs_mpi
 def test_elastic_ddp_with_record_under_the_launcher(tmp_path):
     root = _folder(tmp_path, "ok")
-    mine = run(command("ember", "elastic_ddp.py", launcher=_STANDALONE), cwd=root)
+    mine = _run(command("ember", "elastic_ddp.py", launcher=_STANDALONE), cwd=root)
     assert sorted(_lines(mine, "Finished")) == [
         f"Finished running basic DDP example on rank {r}." for r in (0, 1)]
     if HAS_TORCH:
-        theirs = run(command("torch", "elastic_ddp.py", launcher=_STANDALONE), cwd=root)
+        theirs = _run(command("torch", "elastic_ddp.py", launcher=_STANDALONE), cwd=root)
         _assert_same_report(mine, theirs, "elastic:")
 
 
@@ -139,15 +156,17 @@ def test_a_failing_worker_gives_torchruns_report(tmp_path):
     assert recorded["message"] == "RuntimeError: rank 1 gave up at step 1"
     assert "gave up at step" in recorded["extraInfo"]["py_callstack"]
     shutil.rmtree(os.path.dirname(path), ignore_errors=True)
-    if HAS_TORCH:
-        theirs = _failing("torch", _folder(tmp_path, "fail_torch"))
-        mine_lines, their_lines = _normalized_report(err), _normalized_report(theirs)
-        # the layout and the root cause are PyTorch's (rank 0, stopped by the launcher, may
-        # or may not have raised on its own before the signal came: its block varies)
-        assert mine_lines[:5] == their_lines[:5]
-        cause = mine_lines.index("Root Cause (first observed failure):")
-        their_cause = their_lines.index("Root Cause (first observed failure):")
-        assert mine_lines[cause:] == their_lines[their_cause:]
+    # numbered as torchrun numbers them: the first failure seen is [0] (the root cause),
+    # the worker the launcher stopped after it follows (the text of ChildFailedError is
+    # compared with PyTorch's in test_child_failed_error_reads_as_torchs)
+    lines = _normalized_report(err)
+    assert lines[:5] == ["ChildFailedError: ", "=" * 60, "elastic_ddp.py FAILED", "-" * 60,
+                         "Failures:"]
+    assert lines[5:7] == ["[1]:", "  rank      : 0 (local_rank: 0)"]
+    cause = lines.index("Root Cause (first observed failure):")
+    assert lines[cause + 1:cause + 5] == [
+        "[0]:", "  rank      : 1 (local_rank: 1)", "  exitcode  : 1 (pid: #) ",
+        "  error_file: <file>"]
 
 
 # -- nanoGPT's DDP branch ----------------------------------------------------------------------
@@ -158,7 +177,7 @@ def test_nanogpt_ddp_branch(tmp_path, start_mode):
     outs = {}
     for fw in ("ember", "torch") if HAS_TORCH else ("ember",):
         root = _folder(tmp_path, fw)
-        outs[fw] = run(command(fw, "nanogpt_ddp.py", launcher=launcher), cwd=root)
+        outs[fw] = _run(command(fw, "nanogpt_ddp.py", launcher=launcher), cwd=root)
         assert (root / "out" / "ckpt.pt").exists()
     mine = outs["ember"]
     assert _lines(mine, "tokens per iteration") == ["tokens per iteration will be: 128"]
@@ -184,7 +203,7 @@ _IMAGENET = ["imagenet_ddp.py", "--dist-backend", "gloo"]
 @needs_mpi
 def test_imagenet_example_under_the_launcher_and_as_two_spawning_nodes(tmp_path):
     root = _folder(tmp_path, "launcher")
-    mine = run(command("ember", *_IMAGENET, "--dist-url", "env://", launcher=_STANDALONE),
+    mine = _run(command("ember", *_IMAGENET, "--dist-url", "env://", launcher=_STANDALONE),
                cwd=root)
     report = _lines(mine, "Epoch:", "val ")
     assert len(report) == 4, mine
@@ -207,7 +226,7 @@ def test_imagenet_example_under_the_launcher_and_as_two_spawning_nodes(tmp_path)
     assert saved["epoch"] == 2 and list(saved["state_dict"])[0] == "module.0.weight"
     assert (nodes_root / "model_best.pth.tar").exists()
     if HAS_TORCH:
-        theirs = run(command("torch", *_IMAGENET, "--dist-url", "env://",
+        theirs = _run(command("torch", *_IMAGENET, "--dist-url", "env://",
                              launcher=_STANDALONE), cwd=_folder(tmp_path, "torch"))
         _assert_same_report(mine, theirs, "Epoch:", "val ")
 
@@ -252,7 +271,7 @@ def _as_ddp(root):
 @needs_mpi
 def test_fsdp_tutorial_with_auto_wrap_and_full_state_dict(tmp_path):
     root = _folder(tmp_path, "ember")
-    mine = run(command("ember", "fsdp_mnist.py", "--save-model"), cwd=root,
+    mine = _run(command("ember", "fsdp_mnist.py", "--save-model"), cwd=root,
                PORT=str(free_port()))
     # size_based_auto_wrap_policy(min_num_params=100): conv2, fc1 and fc2 get their own unit
     assert mine.count("(_fsdp_wrapped_module): ") == 4
@@ -267,7 +286,7 @@ def test_fsdp_tutorial_with_auto_wrap_and_full_state_dict(tmp_path):
     if HAS_TORCH:
         theirs_root = _folder(tmp_path, "torch")
         _as_ddp(theirs_root)
-        theirs = run(command("torch", "fsdp_mnist.py", "--save-model"), cwd=theirs_root,
+        theirs = _run(command("torch", "fsdp_mnist.py", "--save-model"), cwd=theirs_root,
                      PORT=str(free_port()))
         _assert_same_report(mine, theirs, "Train Epoch:", "Test set:", "saved:", rtol=1e-4,
                             atol=1e-5)
@@ -278,13 +297,13 @@ def test_fsdp_tutorial_with_auto_wrap_and_full_state_dict(tmp_path):
 @needs_mpi
 def test_zero_redundancy_optimizer_recipe(tmp_path):
     root = _folder(tmp_path, "ember")
-    mine = run(command("ember", "zero_example.py"), cwd=root, PORT=str(free_port()))
+    mine = _run(command("ember", "zero_example.py"), cwd=root, PORT=str(free_port()))
     sums = _lines(mine, "params sum is:")
     # four ranks' lines (two runs), all equal: ZeRO's step is Adam's
     assert len(sums) == 4 and len(set(sums)) == 1
     assert _lines(mine, "zero state:")[0].startswith("zero state: 8 1 ")
     if HAS_TORCH:
-        theirs = run(command("torch", "zero_example.py"), cwd=_folder(tmp_path, "torch"),
+        theirs = _run(command("torch", "zero_example.py"), cwd=_folder(tmp_path, "torch"),
                      PORT=str(free_port()))
         _assert_same_report(mine, theirs, "params sum is:", "zero state:")
 
@@ -294,13 +313,13 @@ def test_zero_redundancy_optimizer_recipe(tmp_path):
 @needs_mpi
 def test_model_split_over_two_processes_trains_as_one(tmp_path):
     root = _folder(tmp_path, "ember")
-    split = run(command("ember", "pipeline_sendrecv.py", launcher=_STANDALONE), cwd=root)
-    whole = run(command("ember", "pipeline_sendrecv.py"), cwd=root)
+    split = _run(command("ember", "pipeline_sendrecv.py", launcher=_STANDALONE), cwd=root)
+    whole = _run(command("ember", "pipeline_sendrecv.py"), cwd=root)
     assert len(_lines(split, "step ")) == 3
     _assert_same_report(split, whole, "step ", "params:")
-    if HAS_TORCH:
-        theirs = run(command("torch", "pipeline_sendrecv.py", launcher=_STANDALONE), cwd=root)
-        _assert_same_report(split, theirs, "step ", "params:")
+    if HAS_TORCH:  # the one-process program as PyTorch runs it
+        theirs = _run(command("torch", "pipeline_sendrecv.py"), cwd=root)
+        _assert_same_report(whole, theirs, "step ", "params:")
 
 
 # -- distributed checkpoint --------------------------------------------------------------------
@@ -310,7 +329,7 @@ def test_distributed_checkpoint_tutorial(tmp_path):
     outs = {}
     for fw in ("ember", "torch") if HAS_TORCH else ("ember",):
         root = _folder(tmp_path, fw)
-        outs[fw] = run(command(fw, "dcp_example.py"), cwd=root, PORT=str(free_port()))
+        outs[fw] = _run(command(fw, "dcp_example.py"), cwd=root, PORT=str(free_port()))
         # the checkpoint folder: metadata plus one data file per rank
         names = sorted(os.listdir(root / "checkpoint"))
         assert ".metadata" in names and sum(n.endswith(".distcp") for n in names) == 2
@@ -328,10 +347,10 @@ def test_distributed_checkpoint_tutorial(tmp_path):
 @needs_mpi
 def test_rpc_tutorial_parameter_server(tmp_path):
     root = _folder(tmp_path, "ember")
-    mine = run(command("ember", "rpc_rnn.py"), cwd=root, PORT=str(free_port()))
+    mine = _run(command("ember", "rpc_rnn.py"), cwd=root, PORT=str(free_port()))
     assert len(_lines(mine, "Training epoch")) == 3
     if HAS_TORCH:
-        theirs = run(command("torch", "rpc_rnn.py"), cwd=root, PORT=str(free_port()))
+        theirs = _run(command("torch", "rpc_rnn.py"), cwd=root, PORT=str(free_port()))
         _assert_same_report(mine, theirs, "Training epoch")
 
 
