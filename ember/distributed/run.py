@@ -179,8 +179,7 @@ def run(args: argparse.Namespace) -> int:
     Raises:
         ChildFailedError: workers failed and no restart was left; its text is the failure
             report (NOTE [ The launcher's failure report ] in
-            ``elastic/multiprocessing/errors``), the error files of the failed workers are
-            kept for it.
+            ``elastic/multiprocessing/errors``); the error files it names are kept.
 
     Example::
 
@@ -233,7 +232,9 @@ def run(args: argparse.Namespace) -> int:
                     rdzv.shutdown(f"node {node_rank}: {detail}")
                 except (RendezvousError, OSError):
                     pass
-                keep_errors = True
+                # the report names the error files @record wrote: kept for it (as
+                # torchrun keeps its log folder); without any, nothing is left behind
+                keep_errors = any(os.path.isfile(f.error_file) for f in failures.values())
                 raise ChildFailedError(_job_name(args), failures)
             return 1
     finally:
