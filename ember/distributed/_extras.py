@@ -249,15 +249,26 @@ def get_default_backend_for_device(device) -> str:
     """The default backend for a device type: "gloo" for CPU, "nccl" for CUDA.
 
     Args:
-        device (str or ember.device): a device or device type (``"cpu"``, ``"cuda"``).
+        device (str, int or ember.device): a device or device type (``"cpu"``, ``"cuda"``).
+
+    Returns:
+        str: the backend's name.
+
+    Raises:
+        TypeError, RuntimeError: what ``ember.device(device)`` raises for it.
+        ValueError: a device type without a default backend (``"meta"``).
 
     Example::
 
         >>> ember.distributed.get_default_backend_for_device("cpu")
         'gloo'
     """
-    kind = str(getattr(device, "type", device)).split(":")[0]
-    table = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl"}
+    from .. import device as _device
+
+    # as in PyTorch, anything but a device goes through the device constructor first: None
+    # raises TypeError, an index names the (absent) accelerator, a bad string RuntimeError
+    kind = (device if isinstance(device, _device) else _device(device)).type
+    table = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl", "mps": "gloo"}
     if kind not in table:
         raise ValueError(f"Default backend not registered for device : {kind}")
     return table[kind]

@@ -9,7 +9,9 @@ and a rendezvous store from ``init_method`` (``env://``, ``tcp://host:port``,
 from __future__ import annotations
 
 import datetime
+import io
 import os
+import sys
 import threading
 import time
 import urllib.parse
@@ -550,6 +552,37 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         _WORLD.nccl = NcclComm(None if store is None else PrefixStore("nccl", store), comm,
                                rank, world_size, _seconds(timeout))
     group.WORLD = GroupMember.WORLD = _WORLD
+    _prefix_uncaught_errors(rank)
+
+
+def _prefix_uncaught_errors(rank: int) -> None:
+    """Print an uncaught exception's lines with ``[rank<N>]: `` in front, as PyTorch does.
+
+    NOTE [ Rank-prefixed tracebacks ]
+    Once a process joins a group, PyTorch wraps ``sys.excepthook`` so that the traceback
+    of an exception nobody caught comes out with every line led by ``[rank<N>]: ``: the
+    workers of a launcher share one terminal, and their tracebacks interleave. Scripts and
+    log scrapers read that form (``grep '\\[rank1\\]'``), so ember does the same: the hook
+    that was installed before (Python's, or the user's) still formats the exception; its
+    output is captured and each non-empty line is prefixed. Like PyTorch, the wrapper is
+    not removed by ``destroy_process_group`` (a later uncaught error still names its rank),
+    and each ``init_process_group`` wraps the hook again.
+    """
+    previous = sys.excepthook
+    prefix = f"[rank{rank}]"
+
+    def hook(*exc_info):
+        real_stderr, buf = sys.stderr, io.StringIO()
+        sys.stderr = buf
+        try:
+            previous(*exc_info)
+        finally:
+            sys.stderr = real_stderr
+        lines = buf.getvalue().split("\n")
+        real_stderr.write("\n".join(f"{prefix}: {line}" if line else "" for line in lines))
+        real_stderr.flush()
+
+    sys.excepthook = hook
 
 
 def destroy_process_group(group_=None) -> None:

@@ -168,13 +168,18 @@ def _rendezvous(args, nmin, nmax, run_id):
 def run(args: argparse.Namespace) -> int:
     """Start the workers described by ``args`` and wait for them, restarting the worker
     group after a failure up to ``--max-restarts`` times (and when nodes join or leave an
-    elastic group, NOTE [ Elastic rendezvous ]); the exit status (0 or 1).
+    elastic group, NOTE [ Elastic rendezvous ]).
 
     Args:
         args: the options ``parse_args`` returned.
 
     Returns:
-        int: 0 when every worker succeeded, else 1.
+        int: 0 when every worker succeeded; 1 when the rendezvous failed or was lost.
+
+    Raises:
+        ChildFailedError: workers failed and no restart was left; its text is the failure
+            report (NOTE [ The launcher's failure report ] in
+            ``elastic/multiprocessing/errors``); the error files it names are kept.
 
     Example::
 
@@ -183,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         0
     """
     from .elastic._rendezvous import RendezvousError, parse_nnodes
+    from .elastic.multiprocessing.errors import ChildFailedError
 
     nmin, nmax = parse_nnodes(args.nnodes)
     nproc = _nproc(args.nproc_per_node)
@@ -192,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
     # each worker's @record (elastic.multiprocessing.errors) writes its exception here
     error_dir = tempfile.mkdtemp(prefix=f"ember_run_{run_id}_")
     restarts = 0
+    keep_errors = False
     try:
         while True:
             try:
@@ -205,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
             if outcome is None:
                 return 0
             kind, detail = outcome
+            failures = None
+            if kind == "failed":
+                detail, failures = detail
             if kind == "membership":
                 print(f"ember.distributed.run: {detail}; starting the worker group again",
                       file=sys.stderr)
@@ -222,9 +232,20 @@ def run(args: argparse.Namespace) -> int:
                     rdzv.shutdown(f"node {node_rank}: {detail}")
                 except (RendezvousError, OSError):
                     pass
+                # the report names the error files @record wrote: kept for it (as
+                # torchrun keeps its log folder); without any, nothing is left behind
+                keep_errors = any(os.path.isfile(f.error_file) for f in failures.values())
+                raise ChildFailedError(_job_name(args), failures)
             return 1
     finally:
-        shutil.rmtree(error_dir, ignore_errors=True)
+        if not keep_errors:
+            shutil.rmtree(error_dir, ignore_errors=True)
+
+
+def _job_name(args) -> str:
+    """The name the failure report gives the job: the script, module or program as the
+    command line named it (PyTorch's launcher names it so)."""
+    return args.training_script
 
 
 class _Group:
@@ -263,8 +284,9 @@ class _Group:
                 codes = [p.poll() for p in procs]
                 bad = next(((i, c) for i, c in enumerate(codes) if c not in (None, 0)), None)
                 if bad is not None:
+                    seen = time.time()
                     _stop(procs)
-                    return "failed", self._failure(procs, *bad)
+                    return "failed", self._failure(procs, *bad, seen)
                 if all(c == 0 for c in codes):
                     break
                 try:
@@ -286,15 +308,25 @@ class _Group:
             return "lost", f"stopping: {e}"
         return None if why is None else ("membership", why)
 
-    def _failure(self, procs, i, code) -> str:
+    def _failure(self, procs, i, code, seen):
+        """The one-line account of local worker ``i``'s failure, and the failures of this
+        node's workers by global rank (the first one first: it is the root cause, and
+        workers stopped after it may have failed on their own too)."""
         from .elastic.multiprocessing.errors import ProcessFailure
 
-        rank = self.node_rank * self.nproc + i
+        base = self.node_rank * self.nproc
         what = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
         cause = ProcessFailure(i, procs[i].pid, code, self.error_files[i])
-        detail = f": {cause.message}" if os.path.isfile(self.error_files[i]) else ""
-        return (f"worker rank {rank} (local_rank {i}, pid {procs[i].pid}) failed with "
-                f"{what}{detail}; the other workers were stopped")
+        if cause.error_file == self.error_files[i]:
+            detail = f": {cause.summary()}"
+        else:  # no @record: the time the launcher saw it exit
+            detail, cause.timestamp = "", int(seen)
+        failures = {base + i: cause}
+        for j, p in enumerate(procs):
+            if j != i and p.returncode not in (None, 0):
+                failures[base + j] = ProcessFailure(j, p.pid, p.returncode, self.error_files[j])
+        return (f"worker rank {base + i} (local_rank {i}, pid {procs[i].pid}) failed with "
+                f"{what}{detail}; the other workers were stopped"), failures
 
 
 def _stop(procs, grace=5.0):

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import warnings
+
 from .api import CheckpointException
 
 
-def ranks(process_group, no_dist: bool) -> tuple[int, int, bool]:
-    """``(rank, world_size, distributed)`` for a save or load."""
+def ranks(process_group, no_dist: bool, what: str | None = None) -> tuple[int, int, bool]:
+    """``(rank, world_size, distributed)`` for a save or load (``what``: "save" or "load",
+    named in PyTorch's warning when no process group exists)."""
     from .. import get_rank, get_world_size, is_initialized
 
-    if no_dist or not is_initialized():
+    if not is_initialized():
+        if what is not None:
+            # PyTorch says so on every save/load without a group, no_dist or not
+            warnings.warn("torch.distributed is disabled, unavailable or uninitialized, "
+                          f"assuming the intent is to {what} in a single process.",
+                          stacklevel=3)
+        return 0, 1, False
+    if no_dist:
         return 0, 1, False
     return get_rank(process_group), get_world_size(process_group), True
 

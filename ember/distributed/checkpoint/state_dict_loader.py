@@ -61,7 +61,7 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
 
     reader = _reader(checkpoint_id, storage_reader)
     planner = DefaultLoadPlanner() if planner is None else planner
-    rank, _, distributed = _coordinate.ranks(process_group, no_dist)
+    rank, _, distributed = _coordinate.ranks(process_group, no_dist, "load")
     statefuls = {k: v for k, v in state_dict.items() if isinstance(v, Stateful)}
     target = {k: statefuls[k].state_dict() if k in statefuls else v
               for k, v in state_dict.items()} if statefuls else state_dict

@@ -72,7 +72,7 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
 
     writer = _writer(checkpoint_id, storage_writer)
     planner = DefaultSavePlanner() if planner is None else planner
-    rank, _, distributed = _coordinate.ranks(process_group, no_dist)
+    rank, _, distributed = _coordinate.ranks(process_group, no_dist, "save")
     state_dict = _state_dicts_of_statefuls(state_dict)
 
     def local_plan():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -94,42 +95,61 @@ def get_error_handler() -> ErrorHandler:
     return ErrorHandler()
 
 
+#: what a failure without an error file says (no ``@record`` on the worker's main function)
+_NO_TRACEBACK = ("To enable traceback see: "
+                 "https://pytorch.org/docs/stable/elastic/errors.html")
+
+
 @dataclass
 class ProcessFailure:
     """One worker's failure: its local rank, pid, exit code and error file.
 
+    As in PyTorch, ``message`` is the ``"message"`` entry of the error file the worker's
+    ``@record`` wrote (a dict holding the exception and its traceback), else a string: the
+    signal that ended the worker, or a pointer to ``@record``. ``timestamp`` is the
+    error's time (the file's), else the time this failure was observed.
+
     Args:
         local_rank (int): the worker's local rank.
         pid (int): its process id.
-        exitcode (int): its exit code.
+        exitcode (int): its exit code (negative: the signal that ended it).
         error_file (str): the file it recorded its error in.
 
     Example::
 
         >>> from ember.distributed.elastic.multiprocessing.errors import ProcessFailure
-        >>> ProcessFailure(0, 123, 1, "/nonexistent").message
-        'Process failed with exitcode 1'
+        >>> ProcessFailure(0, 123, -15, "/nonexistent").message
+        'Signal 15 (SIGTERM) received by PID 123'
     """
 
     local_rank: int
     pid: int
     exitcode: int
     error_file: str
-    message: str = field(init=False)
+    error_file_data: dict = field(init=False)
+    message: object = field(init=False)
     timestamp: int = field(init=False)
 
     def __post_init__(self):
-        self.message, self.timestamp = f"Process failed with exitcode {self.exitcode}", 0
+        self.error_file_data = {"message": ""}
+        self.message, self.timestamp = "", int(time.time())
         if self.error_file and os.path.isfile(self.error_file):
             with open(self.error_file) as f:
-                msg = json.load(f).get("message", {})
+                self.error_file_data = json.load(f)
+            msg = self.error_file_data.get("message", "")
+            self.message = msg
             if isinstance(msg, dict):
-                self.message = msg.get("message", self.message)
-                self.timestamp = int(msg.get("extraInfo", {}).get("timestamp", 0))
+                self.timestamp = int(msg.get("extraInfo", {}).get("timestamp", self.timestamp))
             else:
-                self.message = str(msg)
-        elif not self.error_file:
+                self.timestamp = int(self.error_file_data.get("timestamp", self.timestamp))
+        else:
             self.error_file = _NOT_AVAILABLE
+        if not self.message:
+            if self.exitcode < 0:
+                self.message = (f"Signal {-self.exitcode} ({self.signal_name()}) received "
+                                f"by PID {self.pid}")
+            else:
+                self.message = _NO_TRACEBACK
 
     def signal_name(self) -> str:
         """The signal that ended the worker (a negative exit code), or "<N/A>".
@@ -146,10 +166,31 @@ class ProcessFailure:
                 return _NOT_AVAILABLE
         return _NOT_AVAILABLE
 
+    def timestamp_isoformat(self) -> str:
+        """The failure's time as ``YYYY-MM-DD_HH:MM:SS`` (local time).
+
+        Returns:
+            str
+        """
+        return time.strftime("%Y-%m-%d_%H:%M:%S", time.localtime(self.timestamp))
+
+    def summary(self) -> str:
+        """The failure in one line: the recorded exception (``"ValueError: boom"``), else
+        the plain message.
+
+        Returns:
+            str
+        """
+        if isinstance(self.message, dict):
+            return str(self.message.get("message", _NOT_AVAILABLE))
+        return str(self.message)
+
 
 class ChildFailedError(Exception):
     """Raised by a launcher when workers failed; ``failures`` maps global rank to
-    ``ProcessFailure``.
+    ``ProcessFailure``. Its text is the report ``torchrun`` prints: a box naming the job,
+    the other failures, then the root cause (the earliest failure) with its host, ranks,
+    exit code, error file and recorded traceback.
 
     Args:
         name (str): the failed job's name (e.g. the script).
@@ -161,6 +202,8 @@ class ChildFailedError(Exception):
         >>> e = ChildFailedError("train.py", {1: ProcessFailure(1, 7, 2, "")})
         >>> e.get_first_failure()[0]
         1
+        >>> print(str(e).splitlines()[2])
+        train.py FAILED
     """
 
     def __init__(self, name: str, failures: dict):
@@ -179,17 +222,58 @@ class ChildFailedError(Exception):
         rank = min(self.failures, key=lambda r: self.failures[r].timestamp)
         return rank, self.failures[rank]
 
-    def format_msg(self) -> str:
-        """The failures, one line each.
+    def format_msg(self, boarder_delim: str = "=", section_delim: str = "-") -> str:
+        """The report: the job's name, the other failures and the root cause, boxed.
+
+        Args:
+            boarder_delim (str): the character of the box's top and bottom lines.
+            section_delim (str): the character of the lines between sections.
 
         Returns:
-            str
+            str: starts with a newline (the report follows the exception's name).
         """
-        lines = [f"{self.name} FAILED"]
-        for rank, f in sorted(self.failures.items()):
-            lines.append(f"  rank {rank} (local_rank {f.local_rank}, pid {f.pid}): "
-                         f"exitcode {f.exitcode}: {f.message}")
-        return "\n".join(lines)
+        # NOTE [ The launcher's failure report ]
+        # PyTorch's launcher ends a failed job by raising this error out of its main
+        # function, so Python prints the launcher's traceback and then this text: what
+        # users paste into bug reports and what CI logs are searched for ("FAILED",
+        # "Root Cause (first observed failure):", "error_file:"). ember's launcher raises
+        # it the same way, so the layout is PyTorch's: failures numbered from 0 in the
+        # order of ``failures`` (a launcher puts the first one it saw first), the root
+        # cause moved to its own section, the lines of a recorded traceback indented under
+        # "traceback :", rules as wide as the widest line but at most 60 characters.
+        title = f"{self.name} FAILED"
+        root_rank, _ = self.get_first_failure()
+        width = len(title)
+        root, others = "", []
+        for idx, (rank, failure) in enumerate(self.failures.items()):
+            block = self._format_failure(idx, rank, failure)
+            width = max(width, *(len(line) for line in block.split("\n")))
+            if rank == root_rank:
+                root = block
+            else:
+                others.append(block)
+        width = min(width, 60)
+        border, section = boarder_delim * width, section_delim * width
+        return "\n".join(["", border, title, section, "Failures:",
+                          "\n".join(others) if others else "  <NO_OTHER_FAILURES>",
+                          section, "Root Cause (first observed failure):", root, border])
+
+    @staticmethod
+    def _format_failure(idx: int, rank: int, failure: ProcessFailure) -> str:
+        msg = failure.message
+        if isinstance(msg, dict):
+            msg = msg.get("extraInfo", {}).get("py_callstack", msg.get("message", _NOT_AVAILABLE))
+            msg = msg.replace("\n", "\n  ")
+        sig = failure.signal_name()
+        sig = f" ({sig})" if sig != _NOT_AVAILABLE else ""
+        return "\n".join([
+            f"[{idx}]:",
+            f"  time      : {failure.timestamp_isoformat()}",
+            f"  host      : {socket.getfqdn()}",
+            f"  rank      : {rank} (local_rank: {failure.local_rank})",
+            f"  exitcode  : {failure.exitcode} (pid: {failure.pid}) {sig}",
+            f"  error_file: {failure.error_file}",
+            f"  traceback : {msg}"])
 
 
 def record(fn=None, error_handler: ErrorHandler | None = None):
