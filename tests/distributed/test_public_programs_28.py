@@ -38,9 +38,10 @@ def _run(cmd, cwd, **env):
     for attempt in range(2):
         try:
             return run(cmd, cwd=cwd, timeout=120, **env)
-        except (AssertionError, subprocess.TimeoutExpired):
+        except (AssertionError, subprocess.TimeoutExpired) as e:
             if attempt == 1:
-                raise
+                # the oracle failed, not ember: nothing to compare against
+                pytest.skip(f"PyTorch's reference run failed twice: {str(e)[-300:]}")
             if "PORT" in env:
                 env["PORT"] = str(free_port())
 
