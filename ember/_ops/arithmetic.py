@@ -559,6 +559,8 @@ def _pow_kernel(xp, a, b):
             # PyTorch's integer powers: 1 and -1 stay units, other bases truncate to 0
             return xp.trunc(xp.power(float(a), bk)).astype(bk.dtype)
         return xp.power(a, b)
+    if a.dtype == np.bool_:  # NOTE [ A bool tensor to a bool power ]
+        return a.copy() if b else xp.ones_like(a)
     if a.dtype.kind in "iu" and (xp.asarray(b) < 0).any():
         if not hasattr(b, "dtype"):  # only a Python exponent is refused, as in PyTorch
             raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -623,7 +625,7 @@ def _bf16_pow_by_products(xp, a, b):
 # reciprocal, 1 / (a * a), a * a and a * a * a instead, and 1 copies the base; a tensor
 # exponent, even a zero-dim one, always takes ``cpow``.
 def _complex_pow(xp, a, b):
-    if b.__class__ in (int, float, complex):
+    if b.__class__ in (bool, int, float, complex):
         if b == 0:
             return xp.ones_like(a)
         if b == 1:
@@ -700,7 +702,27 @@ def _exponent_needs_grad(inputs, params):
     return b is not None and b._rg
 
 
-pow_op = ElementwiseOp("pow", _pow_kernel, allow=(1, 2, 3), vjp=_pow_vjp)
+# NOTE [ A bool tensor to a bool power ]
+# PyTorch has no pow kernel for bool, but its ``pow(Tensor, Scalar)`` answers an exponent of
+# 1 with a copy of the base and an exponent of 0 with ones before it looks for a kernel; a
+# bool tensor meets such an exponent only as a Python bool (an int promotes to int64), so
+# ``mask.pow(True)`` is a copy of ``mask`` and ``mask ** False`` is all True. Every other
+# bool operation (two bool tensors, a Python bool base) is refused with torch's "pow" (the
+# kernel name its CPU dispatch reports). The bool category is allowed in the op's rule so
+# that this pair reaches the kernel, and kept off the direct paths, so ``_check_pow`` sees
+# every bool call first.
+def _check_pow(args):
+    def is_bool(x):
+        return type(x) is bool or isinstance(x, Tensor) and x._data.dtype == np.bool_
+
+    if len(args) == 2 and all(is_bool(x) for x in args) and not (
+            isinstance(args[0], Tensor) and type(args[1]) is bool):
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
+pow_op = ElementwiseOp("pow", _pow_kernel, vjp=_pow_vjp, check=_check_pow)
+pow_op.direct = pow_op.direct - {np.dtype(np.bool_)}
+pow_op.direct_number = pow_op.direct_number - {np.dtype(np.bool_)}
 pow_op.out_needed = _exponent_needs_grad
 # a bfloat16 tensor's Python-number exponent reaches the kernel as a number, which the
 # products of NOTE [ Powers by products ] apply to (a zero-dim tensor's does not)
