@@ -97,3 +97,76 @@ def test_shell_unsigned_promotion(shell, other):
                     _raised(lambda: T.result_type(T.ones(2, dtype=a), T.ones(2, dtype=b)))])
     res[0] = [r.replace("ember.", "torch.") if isinstance(r, str) else r for r in res[0]]
     assert res[0] == res[1]
+
+
+# ---- setitem / index_put: index shapes, an index on an empty dim and the value's shape are
+# checked before the dtypes, and those before the index values (torch's order); a lone
+# Python bool index is no index tensor
+
+
+_PUTS = {
+    "dtype_and_value_shape": (lambda T: T.tensor([0, 1]), (3, 3), "float64", (2, 3)),
+    "mask_dtype_and_value_shape": (lambda T: T.tensor([True, False]), (3, 3), "float64",
+                                   (2, 3)),
+    "out_of_bounds_and_value_shape": (lambda T: T.tensor([0, 5]), (3, 3), "float32", (2, 3)),
+    "row_out_of_bounds_and_value_shape": (lambda T: (0, T.tensor([0, 5])), (3, 3),
+                                          "float32", (2, 3)),
+    "slice_then_list": (lambda T: (slice(None), [0, 1]), (3, 3), "float64", (2, 3)),
+    "index_shapes_and_dtype": (lambda T: ([0, 1], [0, 1, 2]), (3,), "float64", (2, 3)),
+    "empty_mask_value_of_two_dims": (lambda T: T.tensor([], dtype=T.bool), (3, 3), "float32",
+                                     (0,)),
+    "index_on_empty_dim_and_dtype": (lambda T: ([0, 0],), (3,), "float64", (0, 3)),
+    "index_on_empty_dim_and_value_shape": (lambda T: ([0, 0],), (5, 5), "float32", (0, 3)),
+    "empty_broadcast_on_empty_dim": (lambda T: ([0], T.tensor([], dtype=T.long)), (2, 2),
+                                     "float32", (0, 3, 2)),
+    "lone_false_any_value": (lambda T: False, (3, 3), "float64", (2, 3)),
+    "lone_true_casts": (lambda T: True, (3,), "int32", (2, 3)),
+    "lone_true_value_shape": (lambda T: True, (4,), "float32", (2, 3)),
+    "true_in_a_tuple_stays_advanced": (lambda T: ([0], True), (), "float64", (2, 3)),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", sorted(_PUTS))
+def test_setitem_check_order(case, grad):
+    index, vshape, vdtype, shape = _PUTS[case]
+    res = []
+    for T in _both():
+        def put():
+            x = T.zeros(shape, requires_grad=grad)
+            x = x * 1 if grad else x
+            x[index(T)] = T.ones(vshape, dtype=getattr(T, vdtype))
+            return x
+        res.append(_outcome(put))
+    if case == "lone_true_value_shape":  # (torch words it as copy_'s expand: class only)
+        assert res[0][0] == res[1][0] == "RuntimeError"
+        return
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("case", ["dtype_and_value_shape", "mask_dtype_and_value_shape",
+                                  "out_of_bounds_and_value_shape", "index_shapes_and_dtype"])
+def test_index_put_check_order(case, accumulate):
+    index, vshape, vdtype, shape = _PUTS[case]
+    res = []
+    for T in _both():
+        idx = index(T)
+        idx = tuple(T.tensor(i) if isinstance(i, list) else i for i in
+                    (idx if isinstance(idx, tuple) else (idx,)))
+        res.append(_outcome(lambda: T.zeros(shape).index_put_(
+            idx, T.ones(vshape, dtype=getattr(T, vdtype)), accumulate)))
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("value", [1 + 2j, "a"])
+def test_lone_false_index_still_converts_the_value(value):
+    res = []
+    for T in _both():
+        def put():
+            x = T.zeros(2, 3)
+            x[False] = value
+            return x
+        res.append(_outcome(put))
+    assert res[0][0] == res[1][0]
+    assert res[0][1].replace("ember", "torch") == res[1][1]
