@@ -2,6 +2,7 @@
 ``T = ember`` and ``T = torch`` from the same values where torch is installed, and compares
 values, dtypes, shapes or the exception raised (class and message)."""
 
+import numpy as np
 import pytest
 
 import ember
@@ -170,3 +171,104 @@ def test_lone_false_index_still_converts_the_value(value):
         res.append(_outcome(put))
     assert res[0][0] == res[1][0]
     assert res[0][1].replace("ember", "torch") == res[1][1]
+
+
+# ---- hinge_embedding_loss of integers: torch's ``margin - input`` fills the margin into the
+# input's dtype and subtracts with wrap-around
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+@pytest.mark.parametrize("margin", [1.0, 2.5, -2.5])
+def test_hinge_embedding_loss_integer_margin(dtype, margin):
+    res = []
+    for T in _both():
+        info = T.iinfo(getattr(T, dtype))
+        x = T.tensor([info.min, info.min, info.max, 0, info.max, 1, 3, -7 if info.min else 7]
+                     ).to(getattr(T, dtype)).reshape(8, 1)
+        t = T.tensor([1, -1, -1, 0, -1, 0, 1, -1]).reshape(8, 1)
+        res.append([_outcome(lambda: T.hinge_embedding_loss(x, t, margin, 0)),
+                    _outcome(lambda: T.nn.functional.hinge_embedding_loss(
+                        x, t, margin, reduction="sum"))])
+    assert res[0] == res[1]
+
+
+def test_vdot_of_bools_reports_dot():
+    res = []
+    for T in _both():
+        a = T.tensor([True, False])
+        res.append(_raised(lambda: T.vdot(a, a)))
+    assert res[0] == res[1]
+
+
+# ---- multi_margin_loss / multilabel_margin_loss: shapes, then an empty batch returns, then
+# the input's dtype, the target's range and dtype (NOTE [ The margin losses' order of checks ])
+
+
+_MARGIN = {
+    "int_input_of_three_dims": ("mm", (2, 2, 2), "int8", (2,), "int64", "mean"),
+    "int_input_target_size": ("mm", (2, 2), "int8", (3,), "int64", "mean"),
+    "int32_target_size": ("mm", (2, 2), "float32", (3,), "int32", "mean"),
+    "empty_int8_none": ("mm", (0, 4), "int8", (0,), "int64", "none"),
+    "empty_int32_target": ("mm", (0, 4), "float32", (0,), "int32", "none"),
+    "empty_complex": ("mm", (0, 4), "complex64", (0,), "float16", "none"),
+    "ml_int_input_half_target": ("ml", (4,), "uint8", (4,), "float16", "mean"),
+    "ml_int_input_int8_target": ("ml", (2, 4), "int16", (2, 4), "int8", "none"),
+    "ml_complex_target": ("ml", (2, 4), "float32", (2, 4), "complex64", "none"),
+    "ml_int32_target_out_of_range": ("ml", (2, 4), "float32", (2, 4), "int32+5", "none"),
+    "ml_target_size": ("ml", (2, 4), "float32", (1, 4), "int32", "none"),
+    "ml_empty_int8": ("ml", (0, 4), "int8", (0, 4), "int64", "none"),
+    "ml_empty_byte_target": ("ml", (0, 1), "float64", (0, 1), "uint8", "none"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MARGIN))
+def test_margin_loss_check_order(case):
+    which, shape, dtype, tshape, tdtype, reduction = _MARGIN[case]
+    res = []
+    for T in _both():
+        F = T.nn.functional
+        x = (T.arange(max(1, int(np.prod(shape)))) % 3).reshape(-1)[:int(np.prod(shape))] \
+            .reshape(shape).to(getattr(T, dtype))
+        shift = 5 if tdtype.endswith("+5") else 0
+        t = ((T.arange(int(np.prod(tshape))) % 2) + shift).reshape(tshape).to(
+            getattr(T, tdtype.split("+")[0]))
+        f = F.multi_margin_loss if which == "mm" else F.multilabel_margin_loss
+        res.append(_outcome(lambda: f(x, t, reduction=reduction)))
+    assert res[0] == res[1]
+
+
+# ---- fill values: a float never wraps into an unsigned dtype (uint8.fill_(-0.5) is an
+# overflow), uint16/32/64 are checked too, ints past 64 bits fail in the argument parser;
+# full(-0.0) keeps the sign
+
+
+_FILL_VALUES = [-1, -256, -1.0, -0.5, -0.0, 255.5, 256.0, -255.5, 70000, -2 ** 32, 2 ** 63,
+                2 ** 64 - 1, 2 ** 64, -2 ** 63 - 1, 1e20, float("inf"), float("nan")]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "uint32", "uint64", "int64",
+                                   "float32", "bool"])
+@pytest.mark.parametrize("value", _FILL_VALUES, ids=repr)
+def test_fill_value_range(dtype, value):
+    res = []
+    for T in _both():
+        d = getattr(T, dtype)
+        res.append([_outcome(lambda: T.empty(1, dtype=d).fill_(value)),
+                    _outcome(lambda: T.full((1,), value, dtype=d)),
+                    _outcome(lambda: T.full_like(T.ones(1, dtype=d), value))])
+    assert str(res[0]).replace("ember", "torch") == str(res[1])
+
+
+@pytest.mark.parametrize("make", ["full", "full_half", "full_like", "new_full", "fill_",
+                                  "full_complex"])
+def test_full_of_negative_zero_keeps_the_sign(make):
+    res = []
+    for T in _both():
+        f = {"full": lambda: T.full((2,), -0.0),
+             "full_half": lambda: T.full((2,), -0.0, dtype=T.float16),
+             "full_like": lambda: T.full_like(T.ones(2), -0.0),
+             "new_full": lambda: T.ones(2).new_full((2,), -0.0),
+             "fill_": lambda: T.ones(2).fill_(-0.0),
+             "full_complex": lambda: T.full((2,), complex(-0.0, -0.0))}[make]
+        res.append([str(v) for v in f().tolist()])
+    assert res[0] == res[1]
