@@ -272,3 +272,52 @@ def test_full_of_negative_zero_keeps_the_sign(make):
              "full_complex": lambda: T.full((2,), complex(-0.0, -0.0))}[make]
         res.append([str(v) for v in f().tolist()])
     assert res[0] == res[1]
+
+
+# ---- cross entropy with label smoothing: class weights are gathered (a uint8 target is
+# refused there), no classes make the share inf; NLL dispatches on the input's dtype before
+# it reads the weights; gather/scatter index dtype messages in torch 2.13's words
+
+
+_SMOOTH = {
+    "uint8_target_weighted": lambda T, F: F.cross_entropy(
+        T.arange(20.).reshape(4, 5) / 7, T.tensor([0, 4, 2, 1], dtype=T.uint8),
+        weight=T.ones(5), label_smoothing=0.2, ignore_index=2),
+    "spatial_weighted": lambda T, F: F.cross_entropy(
+        T.arange(20.).reshape(1, 5, 4) / 7, T.tensor([[0, 4, 2, 1]]), weight=T.arange(5.),
+        label_smoothing=0.2, ignore_index=2),
+    "no_classes_sum": lambda T, F: F.cross_entropy(
+        T.empty((0, 0), dtype=T.float64), T.empty((0,), dtype=T.int64), label_smoothing=0.2,
+        reduction="sum"),
+    "no_classes_weighted_sum": lambda T, F: F.cross_entropy(
+        T.empty((0, 0), dtype=T.float64), T.empty((0,), dtype=T.int64),
+        weight=T.empty((0,), dtype=T.float64), label_smoothing=0.2, reduction="sum"),
+    "no_rows_sum": lambda T, F: F.cross_entropy(
+        T.empty((0, 3), dtype=T.float64), T.empty((0,), dtype=T.int64), label_smoothing=0.2,
+        reduction="sum"),
+    "nll_complex_int8_weight": lambda T, F: F.nll_loss(
+        T.ones(4, 5, dtype=T.complex64), T.tensor([0, 1, 2, 3]),
+        weight=T.ones(5, dtype=T.int8)),
+    "nll2d_int_half_weight": lambda T, F: F.nll_loss(
+        T.ones(1, 5, 2, 2, dtype=T.int32), T.tensor([[[0, 1], [2, 3]]]),
+        weight=T.ones(5, dtype=T.float16)),
+    "gather_int8": lambda T, F: T.ones(5).gather(0, T.tensor([0, 1], dtype=T.int8)),
+    "gather_float": lambda T, F: T.ones(5).gather(0, T.tensor([0., 1.])),
+    "scatter_add_int16": lambda T, F: T.ones(5).scatter_add(
+        0, T.tensor([0, 1], dtype=T.int16), T.ones(2)),
+    "scatter_reduce_uint8": lambda T, F: T.ones(5).scatter_reduce(
+        0, T.tensor([0, 1], dtype=T.uint8), T.ones(2), "sum"),
+    "scatter_inplace_int8": lambda T, F: T.ones(5).scatter_(
+        0, T.tensor([0, 1], dtype=T.int8), 1.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SMOOTH))
+def test_class_losses_and_index_dtype_words(case):
+    res = []
+    for T in _both():
+        res.append(_outcome(lambda: _SMOOTH[case](T, T.nn.functional)))
+    if isinstance(res[1][2] if len(res[1]) > 2 else None, float):
+        np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
+        res = [r[:2] for r in res]
+    assert res[0] == res[1]
