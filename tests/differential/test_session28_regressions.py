@@ -321,3 +321,31 @@ def test_class_losses_and_index_dtype_words(case):
         np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
         res = [r[:2] for r in res]
     assert res[0] == res[1]
+
+
+# ---- cumulative_trapezoid over an empty dim runs torch's general steps: x joins the graph
+# (its gradient is an empty tensor, not None), promotes, and is checked
+
+
+@pytest.mark.parametrize("case", ["x_2d", "x_1d", "x_1d_wrong_length", "x_wrong_shape",
+                                  "dx", "no_rows_no_classes"])
+def test_cumulative_trapezoid_over_an_empty_dim(case):
+    res = []
+    for T in _both():
+        y = T.zeros((0, 0) if case == "no_rows_no_classes" else (2, 0), requires_grad=True)
+        x = {"x_2d": T.zeros(2, 0, dtype=T.float64, requires_grad=True),
+             "x_1d": T.zeros(0, dtype=T.float64, requires_grad=True),
+             "x_1d_wrong_length": T.zeros(3, dtype=T.float64, requires_grad=True),
+             "x_wrong_shape": T.zeros(3, 0, dtype=T.float64, requires_grad=True),
+             "dx": None,
+             "no_rows_no_classes": T.zeros(0, 0, requires_grad=True)}[case]
+
+        def run():
+            out = T.cumulative_trapezoid(y, x) if x is not None else \
+                T.cumulative_trapezoid(y, dx=2)
+            grads = T.autograd.grad(out.sum(), [y] + ([x] if x is not None else []),
+                                    allow_unused=True)
+            return (str(out.dtype).split(".")[-1], tuple(out.shape),
+                    [None if g is None else tuple(g.shape) for g in grads])
+        res.append(_raised(run) or run())
+    assert res[0] == res[1]
