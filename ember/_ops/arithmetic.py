@@ -405,7 +405,8 @@ Tensor.mul_ = Tensor.multiply_ = _mul_
 
 def _is_int(x):
     """An integer array, or a Python int as the left operand of ``7 // t`` arrives."""
-    kind = x.dtype.kind if hasattr(x, "dtype") else "i" if type(x) is int else "f"
+    # (a Python bool divisor of an integer tensor is the integer 0 or 1 to torch)
+    kind = x.dtype.kind if hasattr(x, "dtype") else "i" if type(x) in (int, bool) else "f"
     return kind in "iu"
 
 
@@ -754,6 +755,15 @@ def float_power(input, exponent, *, out=None):
             return x.to(_dt.complex128 if x.is_complex() else _dt.float64)
         return complex(x) if isinstance(x, complex) else float(x)
 
+    if out is not None and isinstance(out, Tensor):
+        # torch's float_power writes only into an out= of exactly its result's dtype
+        want = _dt.complex128 if any(
+            isinstance(x, complex) or isinstance(x, Tensor) and x.is_complex()
+            for x in (input, exponent)) else _dt.float64
+        if out.dtype != want:
+            raise RuntimeError(f"the output given to float_power has dtype "
+                               f"{out.dtype.scalar_name} but the operation's result requires "
+                               f"dtype {want.scalar_name}")
     return elementwise(float_power_op, (up(input), up(exponent)), out=out)
 
 

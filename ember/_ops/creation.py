@@ -190,6 +190,8 @@ def scalar_as(value, npd):
             value = value.real
         if kind == "V" and value != value and npd == _BF16_NAN.dtype:
             return _BF16_NAN  # NOTE [ NaN from a Python number in bfloat16 ]
+        if kind == "V" and type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+            value = float(value)  # (ml_dtypes takes no int past int64; torch its double)
         if npd == np.float16 and isinstance(value, (float, np.float64)):
             # through float32, as PyTorch (NOTE [ Doubles to half through float ])
             with np.errstate(over="ignore"):

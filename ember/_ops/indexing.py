@@ -377,12 +377,17 @@ def _view(self, r):
 
 
 def _int_error(a, i, dim=0):
-    if a.ndim == 0:
+    # (torch words index 0 of a 0-dim tensor on its own; any other int as out of bounds
+    # of a dim of size 0)
+    if a.ndim == 0 and i == 0:
         return IndexError(
             "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    return IndexError(
-        f"index {i} is out of bounds for dimension {dim} with size {a.shape[dim]}")
+    return IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                      f"{a.shape[dim] if a.ndim else 0}")
+
+
+_ZERO_DIM_SLICE = "slice() cannot be applied to a 0-dim tensor."
 
 
 def _getitem(self, idx):
@@ -413,7 +418,7 @@ def _getitem(self, idx):
         if step is not None and step <= 0:
             _bad_step(step)
         if a.ndim == 0:
-            raise _int_error(a, 0)
+            raise IndexError(_ZERO_DIM_SLICE)
         t = _view(self, a[idx])
         if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
             # ``(idx,)``, not ``(idx, ...)`` as a tuple key records: a bare slice is PyTorch's
@@ -602,6 +607,7 @@ def _parse_index(self, idx):
     (only ``:`` and ``...``); ``spec`` is None when there is no advanced step.
     """
     a = self._data
+    lone = idx
     if type(idx) is not tuple:
         if type(idx) is list and _seq_as_tuple(idx):
             from .._settings import warn_at_caller
@@ -626,8 +632,12 @@ def _parse_index(self, idx):
             n_ell += 1
     ndim = a.ndim
     if consumed > ndim:
-        if ndim == 0:
-            raise _int_error(a, 0)
+        # (on a 0-dim tensor torch words a lone int or slice on its own, anything else as
+        # too many indices)
+        if ndim == 0 and type(lone) is int:
+            raise _int_error(a, lone)
+        if ndim == 0 and type(lone) is slice:
+            raise IndexError(_ZERO_DIM_SLICE)
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     basic, spec, tensors = [], [], []
     is_trivial = True
@@ -981,7 +991,7 @@ def _shape_mismatch(vshape, shape):
     region of ``shape`` (its leading size-1 dims dropped first, as torch's copy does), or
     None when it does."""
     vshape = tuple(vshape)
-    while vshape and vshape[0] == 1 and len(vshape) > len(shape):
+    while vshape and vshape[0] == 1:  # (torch strips them all, and names the rest)
         vshape = vshape[1:]
     try:
         ok = np.broadcast_shapes(vshape, tuple(shape)) == tuple(shape)
@@ -1079,7 +1089,7 @@ def _setitem(self, idx, value):
             if tp is slice and idx.step is not None and idx.step <= 0:
                 _bad_step(idx.step)
             if a.ndim == 0:
-                raise _int_error(a, 0)
+                raise _int_error(a, idx) if tp is int else IndexError(_ZERO_DIM_SLICE)
             if tp is int and not -a.shape[0] <= idx < a.shape[0]:
                 raise _int_error(a, idx)
             key = (idx, ...)
@@ -1116,7 +1126,7 @@ def _setitem(self, idx, value):
         self._bump()
         return
     # autograd path
-    basic, is_trivial, spec, tensors = _parse_index(self, idx if tp is not int else (idx,))
+    basic, is_trivial, spec, tensors = _parse_index(self, idx)
     if _check_setitem_dtype(a, vt, value, spec, tensors, idx, basic):
         vt = vt.reshape(())
     if vt is not None:

@@ -349,3 +349,47 @@ def test_cumulative_trapezoid_over_an_empty_dim(case):
                     [None if g is None else tuple(g.shape) for g in grads])
         res.append(_raised(run) or run())
     assert res[0] == res[1]
+
+
+# ---- found by the random programs (tests/differential/programs.py): an integer divided by
+# a Python False, float_power's out= dtype, a huge int into bfloat16, 0-dim index words
+
+
+_PROGRAM_FINDS = {
+    "remainder_by_false": "out = T.tensor([3, 0, 1], dtype=T.uint8).remainder(False)",
+    "fmod_by_false": "out = T.tensor([3, 0, 1], dtype=T.int32).fmod(False)",
+    "floor_divide_by_false": "out = T.tensor([3, 0, 1], dtype=T.int64) // False",
+    "trunc_div_by_false": "out = T.tensor([3, 1]).div(False, rounding_mode='trunc')",
+    "float_remainder_by_false": "out = T.tensor([3., 1.]) % False",
+    "float_power_complex_out": "out = T.float_power(T.tensor([2, 4]), T.tensor([1, 2]), "
+                               "out=T.empty(0, dtype=T.complex128))",
+    "float_power_float32_out": "out = T.float_power(T.tensor([2, 4]), 2, "
+                               "out=T.empty(0, dtype=T.float32))",
+    "float_power_complex_number_out": "out = T.float_power(T.tensor([2, 4]), 1j, "
+                                      "out=T.empty(0, dtype=T.float64))",
+    "bfloat16_fill_of_2_63": "out = T.zeros(2, dtype=T.bfloat16).fill_(2 ** 63)",
+    "bfloat16_full_like_2_64": "out = T.full_like(T.zeros(2, dtype=T.bfloat16), 2 ** 64 - 1)",
+    "zero_dim_index_tuple": "x = T.tensor(1.)\nout = x[(0,)]",
+    "zero_dim_slice": "x = T.tensor(1.)\nout = x[0:1]",
+    "zero_dim_minus_one": "x = T.tensor(1.)\nout = x[-1]",
+    "zero_dim_setitem_list": "x = T.tensor(1.)\nx[[0]] = 2.\nout = x",
+    "zero_dim_setitem_slice_grad": "x = T.tensor(1., requires_grad=True) * 1\n"
+                                   "x[0:1] = 2.\nout = x",
+    "zero_dim_setitem_int_grad": "x = T.tensor(1., requires_grad=True) * 1\nx[3] = 2.\nout = x",
+    "mask_value_leading_ones": "x = T.zeros(2, 0, dtype=T.float16)\n"
+                               "x[T.tensor([False, True])] = T.ones(1, 3, dtype=T.float16)\n"
+                               "out = x",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PROGRAM_FINDS))
+def test_program_finds(case):
+    res = []
+    for T in _both():
+        env = {"T": T}
+
+        def run():
+            exec(_PROGRAM_FINDS[case], env)
+            return env["out"]
+        res.append(_outcome(run))
+    assert str(res[0]).replace("ember", "torch") == str(res[1])
