@@ -376,6 +376,7 @@ _PROGRAM_FINDS = {
     "zero_dim_setitem_slice_grad": "x = T.tensor(1., requires_grad=True) * 1\n"
                                    "x[0:1] = 2.\nout = x",
     "zero_dim_setitem_int_grad": "x = T.tensor(1., requires_grad=True) * 1\nx[3] = 2.\nout = x",
+    "ldexp_int_inplace_number": "out = T.tensor([1, 2], dtype=T.int16).ldexp_(-1)",
     "mask_value_leading_ones": "x = T.zeros(2, 0, dtype=T.float16)\n"
                                "x[T.tensor([False, True])] = T.ones(1, 3, dtype=T.float16)\n"
                                "out = x",
