@@ -210,13 +210,17 @@ class ElementwiseOp(Op):
             raise RuntimeError(f"{self.name} not implemented for complex tensors.")
         if c.category not in self.allow or c.np in _dt._OPAQUE_NP or (
                 c.np in _dt._FLOAT8_NP and not _dt.float8_op_allowed(self.name)):
-            kernel = "add_stub" if self.name in ("add", "sub") else self.name + "_cpu"
+            kernel = _KERNEL_NAMES.get(self.name) or self.name + "_cpu"
             raise NotImplementedError(f'"{kernel}" not implemented for \'{c.scalar_name}\'')
         if p in ("compare", "logical"):
             return c, _dt.bool_
         if (p == "real" or p == "float_real") and c.category == 3:
             return c, c.to_real()
         return c, c
+
+
+#: the CPU kernel names torch's "not implemented for" errors give, where not ``<op>_cpu``
+_KERNEL_NAMES = {"add": "add_stub", "sub": "add_stub", "floor_divide": "div_floor_cpu"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -460,6 +464,10 @@ def elementwise_inplace(op, self, args, params=None):
                                        dict(params) if params else {})
     if op.check is not None:
         op.check((self,) + tuple(args))
+    sshape = self._data.shape
+    for x in args:  # (torch checks the broadcast against self before the dtypes)
+        if isinstance(x, Tensor) and x._data.shape != sshape:
+            _check_inplace_broadcast(op, sshape, x._data.shape)
     # with grad mode off nothing is recorded, so requires_grad operands (an optimizer's
     # parameters) take the direct path too
     if (self._rg or _any_rg(args)) and _dispatch.state.grad_enabled:

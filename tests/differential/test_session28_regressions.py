@@ -377,6 +377,13 @@ _PROGRAM_FINDS = {
                                    "x[0:1] = 2.\nout = x",
     "zero_dim_setitem_int_grad": "x = T.tensor(1., requires_grad=True) * 1\nx[3] = 2.\nout = x",
     "ldexp_int_inplace_number": "out = T.tensor([1, 2], dtype=T.int16).ldexp_(-1)",
+    "heaviside_complex": "out = T.heaviside(T.ones(2, dtype=T.int32), "
+                         "T.ones(2, dtype=T.complex128))",
+    "heaviside_dtypes": "out = T.ones(2).heaviside_(T.ones(2, dtype=T.float64))",
+    "floor_divide_complex": "out = T.ones(2, dtype=T.complex64) // T.ones(2)",
+    "inplace_shape_before_promotion": "out = T.tensor([1, -3, 0], dtype=T.int32).eq_("
+                                      "T.ones(2, 3, dtype=T.uint64))",
+    "inplace_shape_before_cast": "out = T.ones(3, dtype=T.uint32).add_(T.ones(2, 3))",
     "mask_value_leading_ones": "x = T.zeros(2, 0, dtype=T.float16)\n"
                                "x[T.tensor([False, True])] = T.ones(1, 3, dtype=T.float16)\n"
                                "out = x",
