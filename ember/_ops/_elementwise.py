@@ -464,22 +464,27 @@ def elementwise_inplace(op, self, args, params=None):
                                        dict(params) if params else {})
     if op.check is not None:
         op.check((self,) + tuple(args))
-    sshape = self._data.shape
-    for x in args:  # (torch checks the broadcast against self before the dtypes)
-        if isinstance(x, Tensor) and x._data.shape != sshape:
-            _check_inplace_broadcast(op, sshape, x._data.shape)
     # with grad mode off nothing is recorded, so requires_grad operands (an optimizer's
     # parameters) take the direct path too
     if (self._rg or _any_rg(args)) and _dispatch.state.grad_enabled:
         if _dispatch.check_inplace is not None:
             _dispatch.check_inplace(self, op.name + "_")
-        return _dispatch.commit_inplace_result(
-            op.name + "_", self, lambda: elementwise(op, (self,) + tuple(args), params))
+        try:
+            return _dispatch.commit_inplace_result(
+                op.name + "_", self, lambda: elementwise(op, (self,) + tuple(args), params))
+        except RuntimeError:
+            _broadcast_first(op, self, args)
+            raise
     _dispatch.check_overlap(op.name + "_", self)
-    compute, result, first = promote(op, (self,) + tuple(args))
+    try:
+        compute, result, first = promote(op, (self,) + tuple(args))
+    except RuntimeError:
+        _broadcast_first(op, self, args)
+        raise
     sd = self._data
     sdt = _from_np[sd.dtype]
     if result is not sdt and not _dt.can_cast(result, sdt):
+        _broadcast_first(op, self, args)
         raise RuntimeError(
             f"result type {result.scalar_name} can't be cast to the desired "
             f"output type {sdt.scalar_name}")
@@ -521,6 +526,16 @@ def elementwise_inplace(op, self, args, params=None):
         sd[...] = r
     self._bump()
     return self
+
+
+def _broadcast_first(op, self, args):
+    """On an in-place op's dtype error: torch checks that the operands broadcast to self's
+    shape first, so that error is raised instead where it applies (checked only once a
+    dtype error is on its way, off the hot path)."""
+    sshape = self._data.shape
+    for x in args:
+        if isinstance(x, Tensor) and x._data.shape != sshape:
+            _check_inplace_broadcast(op, sshape, x._data.shape)
 
 
 def _any_rg(args):
