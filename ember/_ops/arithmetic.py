@@ -578,7 +578,14 @@ def _pow_kernel(xp, a, b):
                 b = xp.asarray(np.asarray(b).astype(a.dtype))
         if r is not None:
             return r
-    return xp.power(a, b)
+    r = xp.power(a, b)
+    if getattr(b, "size", 0) == 1 and getattr(a, "size", 0) > 1 and b.dtype.kind == "f" \
+            and a.dtype.kind == "f" and bool((b == 0.5).all()):
+        # NumPy answers one exponent of 0.5 for many bases with sqrt (-inf ** 0.5 is NaN,
+        # -0.0 ** 0.5 is -0.0); a tensor exponent is C's pow in torch (inf, +0.0)
+        r = xp.where(xp.isneginf(a), xp.asarray(np.inf, r.dtype), r)
+        r = xp.where(a == 0, xp.zeros((), r.dtype), r)
+    return r
 
 
 # NOTE [ Powers by products ]

@@ -812,13 +812,16 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"{weight.dtype.scalar_name}")
     x_y = x.gather(1, t.unsqueeze(1))
     z = margin - x_y + x
-    z = where(z > 0, z, 0.0)  # (torch's ``z > 0``, as multilabel_margin_loss)
+    pos = z > 0
+    z = where(pos, z, 0.0)  # (torch's ``z > 0``, as multilabel_margin_loss)
     if p == 2:
         z = z * z
     if weight is not None:
-        z = z * weight[t].unsqueeze(1)
+        # the class weight scales the positive hinges only, as torch's kernel (an infinite
+        # weight leaves a zero hinge 0, not NaN)
+        z = where(pos, z * weight[t].unsqueeze(1), 0.0)
     not_y = arange(c, device=t.device).unsqueeze(0) != t.unsqueeze(1)
-    loss = (z * not_y).sum(1) / c
+    loss = where(not_y, z, 0.0).sum(1) / c  # (the target's own column is skipped)
     if one:
         loss = loss.reshape(())
     return _reduce(loss, reduction)

@@ -884,7 +884,7 @@ def _margin_mean_of_no_rows(case):
 #: (op id, mismatch kinds, predicate of the case)
 TORCH_WRONG = (
     *((f"nn.functional.{n}", ("values", "values_nonfinite"), _margin_mean_of_no_rows)
-      for n in ("multi_margin_loss", "multilabel_margin_loss")),
+      for n in ("multi_margin_loss", "multi_margin_loss.weighted", "multilabel_margin_loss")),
     ("addmv", ("shape",), _addmv_empty_matrix),
     ("cholesky_inverse", ("values", "values_nonfinite"), _complex_factor_diagonal),
     *((f"special.{n}", ("values",), _torch_less_accurate) for n in _MP_SPECIAL),

@@ -401,3 +401,36 @@ def test_program_finds(case):
             return env["out"]
         res.append(_outcome(run))
     assert str(res[0]).replace("ember", "torch") == str(res[1])
+
+
+# ---- multi_margin_loss: class weights scale the positive hinges only; pow of many bases to
+# a one-element 0.5 exponent tensor is C's pow (NumPy's sqrt fast path gave NaN for -inf)
+
+
+@pytest.mark.parametrize("weights", ["inf_first", "mixed_inf", "finite"])
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("reduction", ["sum", "none", "mean"])
+def test_multi_margin_loss_infinite_class_weights(weights, p, reduction):
+    res = []
+    for T in _both():
+        inf, big = float("inf"), 3.4028234663852886e38
+        x = T.tensor([[1.73, -1.04, 1.17e-38, 1.46], [-inf, -0.87, 0.9, 1.97],
+                      [-1.04, -inf, -0.0, 1.1e-38]])
+        w = {"inf_first": T.tensor([inf, 1.11, 1.34, big]),
+             "mixed_inf": T.tensor([0.43, inf, -big, -inf]),
+             "finite": T.tensor([1., 2, 3, 4])}[weights]
+        res.append(_outcome(lambda: T.nn.functional.multi_margin_loss(
+            x, T.tensor([1, 0, 3]), p=p, margin=0.5, weight=w, reduction=reduction)))
+    assert str(res[0]).replace("ember", "torch") == str(res[1])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(1,), (), (1, 1)])
+def test_pow_by_one_element_half_exponent(dtype, shape):
+    res = []
+    for T in _both():
+        a = T.tensor([[float("nan"), 1.55, -1.0], [-0.0, float("-inf"), 4.0]],
+                     dtype=getattr(T, dtype))
+        e = T.full(shape, 0.5, dtype=getattr(T, dtype))
+        res.append([str(v) for v in T.pow(a, e).reshape(-1).tolist()])
+    assert res[0] == res[1]
