@@ -434,3 +434,33 @@ def test_pow_by_one_element_half_exponent(dtype, shape):
         e = T.full(shape, 0.5, dtype=getattr(T, dtype))
         res.append([str(v) for v in T.pow(a, e).reshape(-1).tolist()])
     assert res[0] == res[1]
+
+
+# ---- linear interpolation passes a dim whose size is kept through unchanged (whatever the
+# scale), so a NaN stays in its cell
+
+
+_INTERP = {
+    "linear_scale_keeps_size": lambda T, F: F.interpolate(
+        T.tensor([[[1.0, 2.0, 3.0]]]), scale_factor=1.2, mode="linear"),
+    "linear_nan_same_size": lambda T, F: F.interpolate(
+        T.tensor([[[1.0, float("nan"), 3.0]]]), size=(3,), mode="linear", align_corners=True),
+    "bilinear_nan_kept_width": lambda T, F: F.interpolate(
+        T.tensor([[[[1.0, float("nan")], [2.0, 3.0]]]]), size=(4, 2), mode="bilinear"),
+    "bilinear_half_kept_width": lambda T, F: F.interpolate(
+        T.tensor([[[[1.0, float("nan")], [2.0, 3.0]]]]).half(), size=(4, 2),
+        mode="bilinear"),
+    "bicubic_nan_reads_neighbours": lambda T, F: F.interpolate(
+        T.tensor([[[[1.0, float("nan"), 3.0]]]]), size=(1, 3), mode="bicubic"),
+    "trilinear_nan_kept_width": lambda T, F: F.interpolate(
+        T.tensor([[[[[1.0, -0.5], [0.9795, float("nan")]], [[2.0, -0.1257], [-0.0, 1e-38]]]]]),
+        size=(3, 4, 2), mode="trilinear"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INTERP))
+def test_interpolate_kept_dims(case):
+    res = []
+    for T in _both():
+        res.append([str(v) for v in _INTERP[case](T, T.nn.functional).reshape(-1).tolist()])
+    assert res[0] == res[1]
