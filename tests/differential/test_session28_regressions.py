@@ -436,8 +436,8 @@ def test_pow_by_one_element_half_exponent(dtype, shape):
     assert res[0] == res[1]
 
 
-# ---- linear interpolation passes a dim whose size is kept through unchanged (whatever the
-# scale), so a NaN stays in its cell
+# ---- linear interpolation reads a dim whose size is kept cell by cell (whatever the scale):
+# a NaN stays in its cell, an inf becomes inf + inf * 0
 
 
 _INTERP = {
@@ -452,6 +452,13 @@ _INTERP = {
         mode="bilinear"),
     "bicubic_nan_reads_neighbours": lambda T, F: F.interpolate(
         T.tensor([[[[1.0, float("nan"), 3.0]]]]), size=(1, 3), mode="bicubic"),
+    "inf_in_kept_dim": lambda T, F: F.interpolate(
+        T.tensor([[[float("inf")], [float("inf")], [0.35], [-float("inf")]]],
+                 dtype=T.float16), scale_factor=1.6, mode="linear", align_corners=True),
+    "trilinear_inf_kept_width": lambda T, F: F.interpolate(
+        T.tensor([[[[[1.0, -0.5], [0.9795, float("nan")]],
+                    [[float("inf"), -0.1257], [-0.0, 1e-38]]]]]),
+        size=(3, 4, 2), mode="trilinear"),
     "trilinear_nan_kept_width": lambda T, F: F.interpolate(
         T.tensor([[[[[1.0, -0.5], [0.9795, float("nan")]], [[2.0, -0.1257], [-0.0, 1e-38]]]]]),
         size=(3, 4, 2), mode="trilinear"),
