@@ -480,6 +480,40 @@ def report(records, minutes=None):
     return "\n".join(lines) + "\n"
 
 
+def run_programs(count, seed, families=()):
+    """The markdown report of ``count`` random programs per family (NOTE [ Differential
+    programs ] in tests/differential/programs.py), seeds ``seed .. seed + count - 1``."""
+    import torch
+
+    from tests.differential import programs as P
+
+    _one_thread()
+    families = list(families) or list(P.FAMILIES)
+    t0 = time.time()
+    found = P.run(families, range(seed, seed + count), torch)
+    lines = ["# Differential programs: ember vs torch", "",
+             f"{count} programs per family, seeds {seed}..{seed + count - 1}, "
+             f"{time.time() - t0:.0f} s.", ""]
+    for fam in families:
+        items = found.get(fam, [])
+        kinds = collections.Counter(k for _, got in items for k, _ in got)
+        counted = sum(n for k, n in kinds.items() if k in P.KINDS)
+        lines.append(f"## {fam}: {counted} counted of {count}")
+        lines.append("")
+        for k, n in sorted(kinds.items()):
+            lines.append(f"- {k}: {n}" + ("" if k in P.KINDS else " (not counted)"))
+        shown = collections.Counter()
+        for p, got in items:
+            k, detail = got[0]
+            if shown[k] >= 3:
+                continue
+            shown[k] += 1
+            lines += ["", f"### {k} (seed {p.seed})", "", f"{detail[:300]}", "", "```python",
+                      p.source, "```"]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--long", action="store_true", help="random cases until --minutes pass")
@@ -499,6 +533,11 @@ def main(argv=None):
     p.add_argument("--update-known", action="store_true",
                    help="rewrite tests/differential/known_mismatches.py from the CI sample")
     p.add_argument("--case", nargs=2, metavar=("OP", "SEED"), help="rerun one case")
+    p.add_argument("--programs", type=int, default=0,
+                   help="run this many random programs per family of "
+                        "tests/differential/programs.py (seeds from --seed) instead")
+    p.add_argument("--program-families", default="",
+                   help="with --programs: comma-separated families (default all)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0, help=argparse.SUPPRESS)
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
@@ -527,6 +566,16 @@ def main(argv=None):
         for kind, detail in out.mismatches + out.notes:
             print(f"{kind}: {detail}")
         return 1 if out.mismatches else 0
+    if a.programs:
+        text = run_programs(a.programs, a.seed, [f for f in a.program_families.split(",")
+                                                  if f])
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
+            print(f"report: {a.out}")
+        else:
+            print(text)
+        return 0
     t0 = time.time()
     if a.minutes is None:
         a.minutes = 10.0 if a.long and not a.count and not a.replay else 1e6

@@ -372,6 +372,13 @@ def promote_types(a: dtype, b: dtype) -> dtype:
                            f"{a.scalar_name} and {b.scalar_name}")
     if a.np in _OPAQUE_NP or b.np in _OPAQUE_NP:
         raise RuntimeError(f"Promotion from {a.scalar_name} and {b.scalar_name} is unsupported.")
+    if a in shell_dtypes or b in shell_dtypes:
+        # NOTE [ Shell unsigned promotion ]: PyTorch promotes uint16/32/64 only with a
+        # floating dtype (which wins); with bool, complex or another integer it refuses
+        if a.category == FLOAT or b.category == FLOAT:
+            return a if a.category == FLOAT else b
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {a.scalar_name} and {b.scalar_name}")
     ca, cb = a.category, b.category
     swapped = ca < cb
     if swapped:
@@ -393,10 +400,6 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return a if _FLOAT_ORDER[a] >= _FLOAT_ORDER[b] else b
     if cb == BOOL:
         return a
-    if a in shell_dtypes or b in shell_dtypes:
-        first, second = (b, a) if swapped else (a, b)
-        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
-                           f"attempted to promote {first.scalar_name} and {second.scalar_name}")
     # two integers: uint8 with a signed type needs a wider signed type
     if a is uint8 or b is uint8:
         other = b if a is uint8 else a

@@ -210,13 +210,17 @@ class ElementwiseOp(Op):
             raise RuntimeError(f"{self.name} not implemented for complex tensors.")
         if c.category not in self.allow or c.np in _dt._OPAQUE_NP or (
                 c.np in _dt._FLOAT8_NP and not _dt.float8_op_allowed(self.name)):
-            kernel = "add_stub" if self.name in ("add", "sub") else self.name + "_cpu"
+            kernel = _KERNEL_NAMES.get(self.name) or self.name + "_cpu"
             raise NotImplementedError(f'"{kernel}" not implemented for \'{c.scalar_name}\'')
         if p in ("compare", "logical"):
             return c, _dt.bool_
         if (p == "real" or p == "float_real") and c.category == 3:
             return c, c.to_real()
         return c, c
+
+
+#: the CPU kernel names torch's "not implemented for" errors give, where not ``<op>_cpu``
+_KERNEL_NAMES = {"add": "add_stub", "sub": "add_stub", "floor_divide": "div_floor_cpu"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -465,13 +469,22 @@ def elementwise_inplace(op, self, args, params=None):
     if (self._rg or _any_rg(args)) and _dispatch.state.grad_enabled:
         if _dispatch.check_inplace is not None:
             _dispatch.check_inplace(self, op.name + "_")
-        return _dispatch.commit_inplace_result(
-            op.name + "_", self, lambda: elementwise(op, (self,) + tuple(args), params))
+        try:
+            return _dispatch.commit_inplace_result(
+                op.name + "_", self, lambda: elementwise(op, (self,) + tuple(args), params))
+        except RuntimeError:
+            _broadcast_first(op, self, args)
+            raise
     _dispatch.check_overlap(op.name + "_", self)
-    compute, result, first = promote(op, (self,) + tuple(args))
+    try:
+        compute, result, first = promote(op, (self,) + tuple(args))
+    except RuntimeError:
+        _broadcast_first(op, self, args)
+        raise
     sd = self._data
     sdt = _from_np[sd.dtype]
     if result is not sdt and not _dt.can_cast(result, sdt):
+        _broadcast_first(op, self, args)
         raise RuntimeError(
             f"result type {result.scalar_name} can't be cast to the desired "
             f"output type {sdt.scalar_name}")
@@ -513,6 +526,16 @@ def elementwise_inplace(op, self, args, params=None):
         sd[...] = r
     self._bump()
     return self
+
+
+def _broadcast_first(op, self, args):
+    """On an in-place op's dtype error: torch checks that the operands broadcast to self's
+    shape first, so that error is raised instead where it applies (checked only once a
+    dtype error is on its way, off the hot path)."""
+    sshape = self._data.shape
+    for x in args:
+        if isinstance(x, Tensor) and x._data.shape != sshape:
+            _check_inplace_broadcast(op, sshape, x._data.shape)
 
 
 def _any_rg(args):

@@ -405,7 +405,8 @@ Tensor.mul_ = Tensor.multiply_ = _mul_
 
 def _is_int(x):
     """An integer array, or a Python int as the left operand of ``7 // t`` arrives."""
-    kind = x.dtype.kind if hasattr(x, "dtype") else "i" if type(x) is int else "f"
+    # (a Python bool divisor of an integer tensor is the integer 0 or 1 to torch)
+    kind = x.dtype.kind if hasattr(x, "dtype") else "i" if type(x) in (int, bool) else "f"
     return kind in "iu"
 
 
@@ -559,6 +560,8 @@ def _pow_kernel(xp, a, b):
             # PyTorch's integer powers: 1 and -1 stay units, other bases truncate to 0
             return xp.trunc(xp.power(float(a), bk)).astype(bk.dtype)
         return xp.power(a, b)
+    if a.dtype == np.bool_:  # NOTE [ A bool tensor to a bool power ]
+        return a.copy() if b else xp.ones_like(a)
     if a.dtype.kind in "iu" and (xp.asarray(b) < 0).any():
         if not hasattr(b, "dtype"):  # only a Python exponent is refused, as in PyTorch
             raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -575,7 +578,14 @@ def _pow_kernel(xp, a, b):
                 b = xp.asarray(np.asarray(b).astype(a.dtype))
         if r is not None:
             return r
-    return xp.power(a, b)
+    r = xp.power(a, b)
+    if getattr(b, "size", 0) == 1 and getattr(a, "size", 0) > 1 and b.dtype.kind == "f" \
+            and a.dtype.kind == "f" and bool((b == 0.5).all()):
+        # NumPy answers one exponent of 0.5 for many bases with sqrt (-inf ** 0.5 is NaN,
+        # -0.0 ** 0.5 is -0.0); a tensor exponent is C's pow in torch (inf, +0.0)
+        r = xp.where(xp.isneginf(a), xp.asarray(np.inf, r.dtype), r)
+        r = xp.where(a == 0, xp.zeros((), r.dtype), r)
+    return r
 
 
 # NOTE [ Powers by products ]
@@ -623,7 +633,7 @@ def _bf16_pow_by_products(xp, a, b):
 # reciprocal, 1 / (a * a), a * a and a * a * a instead, and 1 copies the base; a tensor
 # exponent, even a zero-dim one, always takes ``cpow``.
 def _complex_pow(xp, a, b):
-    if b.__class__ in (int, float, complex):
+    if b.__class__ in (bool, int, float, complex):
         if b == 0:
             return xp.ones_like(a)
         if b == 1:
@@ -700,7 +710,27 @@ def _exponent_needs_grad(inputs, params):
     return b is not None and b._rg
 
 
-pow_op = ElementwiseOp("pow", _pow_kernel, allow=(1, 2, 3), vjp=_pow_vjp)
+# NOTE [ A bool tensor to a bool power ]
+# PyTorch has no pow kernel for bool, but its ``pow(Tensor, Scalar)`` answers an exponent of
+# 1 with a copy of the base and an exponent of 0 with ones before it looks for a kernel; a
+# bool tensor meets such an exponent only as a Python bool (an int promotes to int64), so
+# ``mask.pow(True)`` is a copy of ``mask`` and ``mask ** False`` is all True. Every other
+# bool operation (two bool tensors, a Python bool base) is refused with torch's "pow" (the
+# kernel name its CPU dispatch reports). The bool category is allowed in the op's rule so
+# that this pair reaches the kernel, and kept off the direct paths, so ``_check_pow`` sees
+# every bool call first.
+def _check_pow(args):
+    def is_bool(x):
+        return type(x) is bool or isinstance(x, Tensor) and x._data.dtype == np.bool_
+
+    if len(args) == 2 and all(is_bool(x) for x in args) and not (
+            isinstance(args[0], Tensor) and type(args[1]) is bool):
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
+pow_op = ElementwiseOp("pow", _pow_kernel, vjp=_pow_vjp, check=_check_pow)
+pow_op.direct = pow_op.direct - {np.dtype(np.bool_)}
+pow_op.direct_number = pow_op.direct_number - {np.dtype(np.bool_)}
 pow_op.out_needed = _exponent_needs_grad
 # a bfloat16 tensor's Python-number exponent reaches the kernel as a number, which the
 # products of NOTE [ Powers by products ] apply to (a zero-dim tensor's does not)
@@ -732,6 +762,15 @@ def float_power(input, exponent, *, out=None):
             return x.to(_dt.complex128 if x.is_complex() else _dt.float64)
         return complex(x) if isinstance(x, complex) else float(x)
 
+    if out is not None and isinstance(out, Tensor):
+        # torch's float_power writes only into an out= of exactly its result's dtype
+        want = _dt.complex128 if any(
+            isinstance(x, complex) or isinstance(x, Tensor) and x.is_complex()
+            for x in (input, exponent)) else _dt.float64
+        if out.dtype != want:
+            raise RuntimeError(f"the output given to float_power has dtype "
+                               f"{out.dtype.scalar_name} but the operation's result requires "
+                               f"dtype {want.scalar_name}")
     return elementwise(float_power_op, (up(input), up(exponent)), out=out)
 
 

@@ -35,6 +35,7 @@ _C_NAMES = {
     _dt.bfloat16: "c10::BFloat16", _dt.float32: "float", _dt.float64: "double",
     _dt.complex64: "c10::complex<float>", _dt.complex128: "c10::complex<double>",
     **{d: "c10::" + d.scalar_name for d in _dt.float8_dtypes},
+    _dt.uint16: "uint16_t", _dt.uint32: "uint32_t", _dt.uint64: "uint64_t",
 }
 
 
@@ -103,7 +104,7 @@ def _limits(d):
     return -limit, limit
 
 
-_LIMITS = {d: _limits(d) for d in _dt.all_dtypes
+_LIMITS = {d: _limits(d) for d in _dt.all_dtypes + _dt.shell_dtypes
            if d.category in (1, 2, 3) and d not in (_dt.float16, _dt.bfloat16)}
 # float16/bfloat16 refuse finite numbers past their largest as well (torch 2.13: ``full((2,),
 # 65505., dtype=float16)`` raises; inf and NaN are stored)
@@ -117,6 +118,9 @@ _NO_INF = frozenset(d for d in _dt.float8_dtypes if d is not _dt.float8_e5m2)
 def check_value_fits(value, d, op_name=""):
     """PyTorch refuses to store a scalar that overflows the target dtype (``full``, ``fill_``);
     bool takes anything."""
+    if type(value) is int and not -2 ** 63 <= value < 2 ** 64:  # torch's argument parser's
+        raise OverflowError("int too big to convert" if value > 0 else
+                            "can't convert negative int to unsigned")
     limits = _LIMITS.get(d)
     if limits is None or type(value) is bool or isinstance(value, np.bool_):
         return
@@ -128,6 +132,8 @@ def check_value_fits(value, d, op_name=""):
             v = value.real if d.category < 3 else abs(value)
             bad = math.isfinite(v) and not lo <= v <= hi
     elif d.category == 1:
+        if lo < 0 < -lo == hi and isinstance(value, (float, np.floating)):
+            lo = 0  # an unsigned dtype wraps negative integers around, never a float
         bad = not lo <= value <= hi  # also refuses nan and inf
     else:
         bad = not lo <= value <= hi and not (math.isinf(value) or math.isnan(value))
@@ -184,6 +190,8 @@ def scalar_as(value, npd):
             value = value.real
         if kind == "V" and value != value and npd == _BF16_NAN.dtype:
             return _BF16_NAN  # NOTE [ NaN from a Python number in bfloat16 ]
+        if kind == "V" and type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+            value = float(value)  # (ml_dtypes takes no int past int64; torch its double)
         if npd == np.float16 and isinstance(value, (float, np.float64)):
             # through float32, as PyTorch (NOTE [ Doubles to half through float ])
             with np.errstate(over="ignore"):
@@ -242,8 +250,9 @@ def filled(op_name, shape, fill, d, device, requires_grad):
     xp = xp_for(device)
     if fill is None:
         arr = xp.empty(shape, d.np)
-    elif fill == 0 and not isinstance(fill, Tensor):
-        arr = xp.zeros(shape, d.np)
+    elif fill == 0 and (type(fill) is int or type(fill) is bool or
+                        type(fill) is float and math.copysign(1.0, fill) > 0):
+        arr = xp.zeros(shape, d.np)  # (a -0.0 or a complex zero keeps its signs below)
     else:
         check_value_fits(fill, d, op_name)
         arr = xp.full(shape, scalar_as(fill, d.np), d.np)
@@ -433,8 +442,9 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
         # the common case: same device, contiguous input
         if fill is None:
             arr = np.empty(a.shape, npd)
-        elif fill == 0 and type(fill) is not complex:
-            arr = np.zeros(a.shape, npd)
+        elif fill == 0 and (type(fill) is int or type(fill) is bool or
+                            type(fill) is float and math.copysign(1.0, fill) > 0):
+            arr = np.zeros(a.shape, npd)  # (a -0.0 keeps its sign below)
         else:
             check_value_fits(fill, _dt.from_np[npd], op_name)
             arr = np.full(a.shape, scalar_as(fill, npd), npd)
@@ -500,6 +510,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     d = resolve_dtype(dtype, input.dtype if isinstance(input, Tensor) else None)
     if d is not None and d.category == 1 and isinstance(fill_value, float) and \
             math.isfinite(fill_value):
+        check_value_fits(fill_value, d, "full_like")  # (the float: -1.0 never wraps)
         fill_value = math.trunc(fill_value)
     return like("full_like", input, fill_value, d, device, requires_grad, memory_format)
 

@@ -321,6 +321,17 @@ getitem_backward_op = Op("_getitem_backward", _getitem_backward_kernel,
 
 
 _NUMPY_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+_NUMPY_INDEX_BROADCAST = re.compile(
+    r"shape mismatch: indexing arrays could not be broadcast together with shapes (.*)")
+
+
+def _index_broadcast_message(numpy_shapes):
+    """torch's words for index tensors whose shapes do not broadcast (NumPy lists the shapes
+    as tuples, ``(2,) (3,)``; torch as lists, ``[2], [3]``)."""
+    shapes = re.findall(r"\(([^)]*)\)", numpy_shapes)
+    listed = ", ".join("[" + ", ".join(p.strip() for p in sh.split(",") if p.strip()) + "]"
+                       for sh in shapes)
+    return f"shape mismatch: indexing tensors could not be broadcast together with shapes {listed}"
 
 
 def _advanced_index_error(e, spec, ndim):
@@ -331,6 +342,9 @@ def _advanced_index_error(e, spec, ndim):
     dimension 0), where NumPy names the axis of the tensor."""
     m = _NUMPY_BOUNDS.fullmatch(str(e))
     if m is None:
+        b = _NUMPY_INDEX_BROADCAST.match(str(e))
+        if b is not None:
+            return IndexError(_index_broadcast_message(b.group(1)))
         return IndexError(str(e).replace("axis", "dimension"))
     dim = axis = int(m.group(2))
     if spec is not None and ndim is not None:
@@ -363,12 +377,17 @@ def _view(self, r):
 
 
 def _int_error(a, i, dim=0):
-    if a.ndim == 0:
+    # (torch words index 0 of a 0-dim tensor on its own; any other int as out of bounds
+    # of a dim of size 0)
+    if a.ndim == 0 and i == 0:
         return IndexError(
             "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    return IndexError(
-        f"index {i} is out of bounds for dimension {dim} with size {a.shape[dim]}")
+    return IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                      f"{a.shape[dim] if a.ndim else 0}")
+
+
+_ZERO_DIM_SLICE = "slice() cannot be applied to a 0-dim tensor."
 
 
 def _getitem(self, idx):
@@ -399,7 +418,7 @@ def _getitem(self, idx):
         if step is not None and step <= 0:
             _bad_step(step)
         if a.ndim == 0:
-            raise _int_error(a, 0)
+            raise IndexError(_ZERO_DIM_SLICE)
         t = _view(self, a[idx])
         if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
             # ``(idx,)``, not ``(idx, ...)`` as a tuple key records: a bare slice is PyTorch's
@@ -588,6 +607,7 @@ def _parse_index(self, idx):
     (only ``:`` and ``...``); ``spec`` is None when there is no advanced step.
     """
     a = self._data
+    lone = idx
     if type(idx) is not tuple:
         if type(idx) is list and _seq_as_tuple(idx):
             from .._settings import warn_at_caller
@@ -612,8 +632,12 @@ def _parse_index(self, idx):
             n_ell += 1
     ndim = a.ndim
     if consumed > ndim:
-        if ndim == 0:
-            raise _int_error(a, 0)
+        # (on a 0-dim tensor torch words a lone int or slice on its own, anything else as
+        # too many indices)
+        if ndim == 0 and type(lone) is int:
+            raise _int_error(a, lone)
+        if ndim == 0 and type(lone) is slice:
+            raise IndexError(_ZERO_DIM_SLICE)
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     basic, spec, tensors = [], [], []
     is_trivial = True
@@ -733,12 +757,15 @@ def _index_put_into(xp, out, v, *idx, spec, accumulate):
             ufunc_at(xp, "add", out, key, v)
         else:
             out[key] = v
-    except ValueError:
-        shape = out[key].shape
-        raise RuntimeError(
-            f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to "
-            f"indexing result of shape {list(shape)}") from None
-    except IndexError as e:
+    except (ValueError, TypeError, IndexError) as e:
+        # NOTE [ The order of setitem's checks ]: the value's shape before the bounds
+        if isinstance(e, TypeError) and "boolean array indexing" not in str(e):
+            raise
+        err = _put_error(out, key, v.shape)
+        if err is not None:
+            raise err from None
+        if not isinstance(e, IndexError):
+            raise
         if out.size == 0 and _reads_nothing(xp, out, key) is not None:
             return  # an empty region: torch writes nothing and checks nothing
         raise _advanced_index_error(e, spec, out.ndim) from None
@@ -795,6 +822,13 @@ def _index_put_args(op_name, self, indices, values, accumulate=False):
         else:
             dim += max(x._data.ndim, 1)
     if values._data.dtype != self._data.dtype:
+        if all(isinstance(x, Tensor) for x in indices):
+            # NOTE [ The order of setitem's checks ]: index and value shapes come first
+            key = tuple(x._data.astype(np.bool_) if x._data.dtype == np.uint8 else x._data
+                        for x in indices)
+            err = _put_error(self._data, key, values._data.shape)
+            if err is not None:
+                raise err
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
             f"{type_name(self._data.dtype)} for the destination and "
@@ -882,7 +916,7 @@ def _is_uint8_mask(idx):
     return len(masks) == 1 and masks[0]._data.dtype == np.uint8
 
 
-def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None):
+def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None, basic=None):
     """PyTorch casts numbers, and tensors written through basic indexing (``copy_``), to
     self's dtype; a tensor written through an advanced index must already have self's dtype,
     except a one-element one under a single bool mask (that is ``masked_fill``). Returns
@@ -906,23 +940,127 @@ def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None):
         return True
     if vt._data.dtype == a.dtype:
         return False
+    if basic is not None:  # NOTE [ The order of setitem's checks ]
+        region = a[basic]
+        key = _key(spec, [t._data.astype(np.bool_) if t._data.dtype == np.uint8 else t._data
+                          for t in tensors])
+        err = _put_error(region, key, vt._data.shape)
+        if err is not None:
+            raise err
     raise RuntimeError(
         f"Index put requires the source and destination dtypes match, got "
         f"{type_name(a.dtype)} for the destination and {type_name(vt._data.dtype)} for the "
         "source.")
 
 
+# NOTE [ The order of setitem's checks ]
+# PyTorch's index_put (``x[mask] = v``, ``x[:, idx] = v``) first broadcasts the index tensors
+# together (IndexError), then checks that the value broadcasts to the indexed region's shape
+# (RuntimeError "shape mismatch"), then that the dtypes agree, and only while it writes that
+# each index lies in bounds. NumPy checks bounds before the value's shape (and says TypeError
+# for a value of too many dims under an empty mask), so a call wrong in two ways raised the
+# wrong one. ``_indexed_shape`` tells the region's shape without reading the indices' values,
+# which is all the shape check needs; it runs on error paths only.
+def _indexed_shape(a, key, index_error=False):
+    """The shape of ``a[key]`` whatever its integer index arrays hold (they stand at zero,
+    in bounds wherever the dim is not empty), or None where that can't be told;
+    ``index_error``: index arrays that do not broadcast together raise torch's IndexError."""
+    def host(k):
+        if getattr(k, "dtype", None) is None:
+            return k  # a slice, None, Ellipsis or a Python number
+        if k.dtype.kind in "iu":
+            return np.zeros(tuple(k.shape), np.intp)
+        return k if type(k) is np.ndarray else np.asarray(k.get())  # (a device mask)
+
+    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.bool_), tuple(a.shape),
+                                            (0,) * a.ndim)
+    try:
+        safe = tuple(host(k) for k in (key if isinstance(key, tuple) else (key,)))
+        return dummy[safe].shape
+    except IndexError as e:
+        b = _NUMPY_INDEX_BROADCAST.match(str(e))
+        if index_error and b is not None:
+            raise IndexError(_index_broadcast_message(b.group(1))) from None
+        return None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _shape_mismatch(vshape, shape):
+    """torch's RuntimeError when a value of ``vshape`` does not broadcast to an indexed
+    region of ``shape`` (its leading size-1 dims dropped first, as torch's copy does), or
+    None when it does."""
+    vshape = tuple(vshape)
+    while vshape and vshape[0] == 1:  # (torch strips them all, and names the rest)
+        vshape = vshape[1:]
+    try:
+        ok = np.broadcast_shapes(vshape, tuple(shape)) == tuple(shape)
+    except ValueError:
+        ok = False
+    if ok:
+        return None
+    return RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
+                        f"broadcast to indexing result of shape {list(shape)}")
+
+
+def _into_empty_dim(shape, key):
+    """Whether ``key`` puts a non-empty integer index array on a dim of size 0 of an array of
+    ``shape`` (torch's IndexError "index is out of bounds for dimension with size 0", which
+    it raises whatever the indices hold)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    # (torch reads nothing when the index arrays broadcast to an empty set of positions)
+    shapes = [(int(k.sum()),) if k.dtype.kind == "b" else tuple(k.shape) for k in parts
+              if getattr(k, "dtype", None) is not None and k.ndim]
+    try:
+        if shapes and 0 in np.broadcast_shapes(*shapes):
+            return False
+    except ValueError:
+        return False
+
+    def width(k):
+        if k is None or k is Ellipsis:
+            return 0
+        dt = getattr(k, "dtype", None)
+        return k.ndim if dt is not None and dt.kind == "b" else 1
+
+    dim = 0
+    for k in parts:
+        if k is Ellipsis:
+            dim += len(shape) - sum(width(q) for q in parts)
+            continue
+        dt = getattr(k, "dtype", None)
+        if dt is not None and dt.kind in "iu" and k.size and dim < len(shape) \
+                and shape[dim] == 0:
+            return True
+        dim += width(k)
+    return False
+
+
+def _put_error(a, key, vshape):
+    """The error torch's index_put raises before it looks at dtypes or index values (NOTE
+    [ The order of setitem's checks ]) for writing a value of ``vshape`` to ``a[key]``, or
+    None: index arrays that do not broadcast together, a non-empty index on an empty dim, a
+    value that does not broadcast to the region."""
+    shape = _indexed_shape(a, key, index_error=True)
+    if _into_empty_dim(tuple(a.shape), key):
+        return IndexError("index is out of bounds for dimension with size 0")
+    return _shape_mismatch(vshape, shape) if shape is not None else None
+
+
 def _assign(a, key, v, spec=None):
     """``a[key] = v`` with PyTorch's error for a value that does not broadcast (and for an
-    index out of bounds, counted as ``_advanced_index_error`` does for an advanced ``spec``)."""
+    index out of bounds, counted as ``_advanced_index_error`` does for an advanced ``spec``;
+    NOTE [ The order of setitem's checks ])."""
     try:
         a[key] = v
-    except ValueError:
-        shape = a[key].shape
-        raise RuntimeError(
-            f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot be broadcast "
-            f"to indexing result of shape {list(shape)}") from None
-    except IndexError as e:
+    except (ValueError, TypeError, IndexError) as e:
+        if isinstance(e, TypeError) and "boolean array indexing" not in str(e):
+            raise
+        err = _put_error(a, key, np.shape(v))
+        if err is not None:
+            raise err from None
+        if not isinstance(e, IndexError):
+            raise
         raise _advanced_index_error(e, spec, np.ndim(a)) from None
 
 
@@ -937,12 +1075,21 @@ def _setitem(self, idx, value):
     vt = _setitem_value(self, value)
     a = self._data
     tp = type(idx)
+    if tp is bool:
+        # a lone Python bool is no index tensor to torch: ``x[True] = v`` writes as
+        # ``x[...] = v`` does (casting v), and ``x[False] = v`` writes nothing and checks
+        # nothing past the value's conversion
+        if not idx:
+            if vt is None:
+                _scalar_for(a, value)
+            return
+        idx, tp = Ellipsis, type(Ellipsis)
     if not self._rg and (vt is None or not vt._rg):
         if tp is int or tp is slice:
             if tp is slice and idx.step is not None and idx.step <= 0:
                 _bad_step(idx.step)
             if a.ndim == 0:
-                raise _int_error(a, 0)
+                raise _int_error(a, idx) if tp is int else IndexError(_ZERO_DIM_SLICE)
             if tp is int and not -a.shape[0] <= idx < a.shape[0]:
                 raise _int_error(a, idx)
             key = (idx, ...)
@@ -956,7 +1103,8 @@ def _setitem(self, idx, value):
         else:
             basic, is_trivial, spec, tensors = _parse_index(self, idx)
             key = basic
-        if _check_setitem_dtype(a, vt, value, spec, None if spec is None else tensors, idx):
+        if _check_setitem_dtype(a, vt, value, spec, None if spec is None else tensors, idx,
+                                key):
             vt = vt.reshape(())
         _dispatch.check_overlap("index_put_", self)
         if vt is not None:
@@ -978,8 +1126,8 @@ def _setitem(self, idx, value):
         self._bump()
         return
     # autograd path
-    basic, is_trivial, spec, tensors = _parse_index(self, idx if tp is not int else (idx,))
-    if _check_setitem_dtype(a, vt, value, spec, tensors, idx):
+    basic, is_trivial, spec, tensors = _parse_index(self, idx)
+    if _check_setitem_dtype(a, vt, value, spec, tensors, idx, basic):
         vt = vt.reshape(())
     if vt is not None:
         check_no_overlap("__setitem__", a[basic], vt, allow_full=spec is None)

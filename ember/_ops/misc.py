@@ -610,10 +610,10 @@ linear_jvp(ldexp_op, (0,))  # forward mode: linear in the mantissa (the exponent
 
 
 def _ldexp_(self, other):
+    check_tensor("ldexp_", other, "other", 1)  # (torch's argument parser, before the cast)
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"ldexp can't be cast to the desired output type "
                            f"{self.dtype.scalar_name}")
-    check_tensor("ldexp_", other, "other", 1)
     return self.mul_(_pow2(self, other))
 
 

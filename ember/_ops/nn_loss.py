@@ -591,7 +591,14 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     # zeros, not ``input * 0``: an infinite input must not turn the other branch into NaN;
     # torch converts the -1 it compares with to the target's type (255 for uint8)
     neg_one = 255 if target.dtype.name == "uint8" else -1
-    margin_part = where(target != 1, (margin - input).clamp_min(0), 0)
+    if input.is_floating_point() or input.is_complex():
+        gap = margin - input
+    else:
+        # torch's ``margin - input`` is ``empty_like(input).fill_(margin).sub_(input)``: an
+        # integer input takes the margin truncated to its dtype and subtracts with
+        # wrap-around (int32 1 - (-2**31) wraps negative and clamps to 0)
+        gap = input.new_empty(input.shape).fill_(margin) - input
+    margin_part = where(target != 1, gap.clamp_min(0), 0)
     self_part = where(target != neg_one, input, 0)
     loss = margin_part + self_part
     if not (input.is_floating_point() or input.is_complex()):  # torch keeps integer inputs'
@@ -700,6 +707,26 @@ def _margin_input_check(input):
                            f"size, but got: {list(shape)}")
 
 
+# NOTE [ The margin losses' order of checks ]
+# torch's CPU multi_margin_loss and multilabel_margin_loss check the shapes first (the
+# input a vector or a matrix of at least one class, the target's size, the class weights'
+# size), then return at once for an empty batch -- whatever the dtypes, an int8 or complex
+# input included -- and only then dispatch on the input's dtype (NotImplementedError for
+# integers) and read the target as int64 (its range first, for multilabel: min/max, which
+# refuse a complex target). An empty batch's loss is the empty vector under 'none'; under
+# 'sum' and 'mean' torch hands back its output's uninitialised memory, where ember gives the
+# sum and mean of no losses (0, and NaN for a floating input).
+def _margin_of_no_rows(x, reduction):
+    """The loss of an empty batch ``x`` (n == 0) in x's dtype, joined to x's graph."""
+    losses = x[:, 0] * 0 if x.dtype.is_floating_point or x.dtype.is_complex else \
+        x.new_zeros((0,))
+    if reduction == "none":
+        return losses
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        return x.new_zeros(())
+    return losses.sum() if reduction == "sum" else losses.sum() / 0
+
+
 def _host_values(t):
     return t.detach().numpy() if t.is_cpu else t.detach().cpu().numpy()
 
@@ -708,9 +735,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Hinge loss between each target class (listed in ``target`` up to the first -1) and
     every non-target class."""
     reduction = reduction_enum(reduction, size_average, reduce)
-    if target.dtype.name != "int64":  # torch's message: class indices must be int64
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
-    kernel_dtype("multilabel_margin_loss", input)
+    # NOTE [ The margin losses' order of checks ]
     _margin_input_check(input)
     one = input.dim() <= 1
     x = input.reshape(1, -1) if one else input
@@ -718,10 +743,18 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if t.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    if x.numel() == 0:
+        return _margin_of_no_rows(x, reduction)
     n, c = x.shape
+    if target.is_complex():  # (torch reads the range with min/max, which refuse complex)
+        raise NotImplementedError(f'"min_all" not implemented for '
+                                  f"'{target.dtype.scalar_name}'")
     tn = _host_values(t)
     if tn.size and (tn.min() < -1 or tn.max() >= c):  # every entry, past the first -1 too
         raise RuntimeError("argument #2 'target' is out of range")
+    kernel_dtype("multilabel_margin_loss", input)
+    if target.dtype.name != "int64":  # torch's message: class indices must be int64
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     is_target = np.zeros((n, c), dtype=bool)
     valid = np.zeros((n, c), dtype=bool)
     for i in range(n):
@@ -750,9 +783,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     _not_differentiable("multi_margin_loss", weight=weight)
-    kernel_dtype("multi_margin_loss", input)
-    if target.dtype.name != "int64":  # torch's message: class indices must be int64
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
+    # NOTE [ The margin losses' order of checks ]
     _margin_input_check(input)
     one = input.dim() <= 1
     x = input.reshape(1, -1) if one else input
@@ -766,6 +797,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and (weight.dim() > 1 or weight.numel() != c):
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
+    if x.numel() == 0:
+        return _margin_of_no_rows(x, reduction)
+    kernel_dtype("multi_margin_loss", input)
+    if target.dtype.name != "int64":  # torch's message: class indices must be int64
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     # (a meta tensor has no values to check, nor has one example's target under vmap)
     if t.numel() and holds_values(t._data) and not _dispatch.intercept:
         tn = _host_values(t)
@@ -776,13 +812,16 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"{weight.dtype.scalar_name}")
     x_y = x.gather(1, t.unsqueeze(1))
     z = margin - x_y + x
-    z = where(z > 0, z, 0.0)  # (torch's ``z > 0``, as multilabel_margin_loss)
+    pos = z > 0
+    z = where(pos, z, 0.0)  # (torch's ``z > 0``, as multilabel_margin_loss)
     if p == 2:
         z = z * z
     if weight is not None:
-        z = z * weight[t].unsqueeze(1)
+        # the class weight scales the positive hinges only, as torch's kernel (an infinite
+        # weight leaves a zero hinge 0, not NaN)
+        z = where(pos, z * weight[t].unsqueeze(1), 0.0)
     not_y = arange(c, device=t.device).unsqueeze(0) != t.unsqueeze(1)
-    loss = (z * not_y).sum(1) / c
+    loss = where(not_y, z, 0.0).sum(1) / c  # (the target's own column is skipped)
     if one:
         loss = loss.reshape(())
     return _reduce(loss, reduction)

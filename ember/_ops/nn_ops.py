@@ -950,8 +950,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(
             f"weight tensor should be defined either for all {c} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}")
-    _check_weight_dtype(input, weight)
+    # (torch dispatches on the input's dtype before its kernel reads the weights as that
+    # dtype: a complex input with int8 weights is NotImplementedError)
     kernel_dtype("nll_loss2d" if input.dim() == 4 else "nll_loss", input)
+    _check_weight_dtype(input, weight)
     loss = _dispatch.apply(nll_loss_op, (input, target, weight),
                            {"reduction": reduction, "ignore_index": ignore_index})
     if reduction == "none" and input.dim() == 1:  # one unbatched sample: a 0-d loss
@@ -1289,13 +1291,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         elif reduction == "sum":
             smooth_red = smooth.sum()
         elif weight is not None:
-            wsum = weight[target.masked_fill(~valid, 0)] * valid
+            # (torch gathers the class weights, so a uint8 target is refused here)
+            picked = weight.gather(0, target.masked_fill(~valid, 0).reshape(-1))
+            wsum = picked.reshape(target.shape) * valid
             smooth_red = smooth.sum() / wsum.sum()
         else:
             smooth_red = smooth.sum() / valid.sum()
         # (torch's Scalar products, ``MulBackward1``)
+        # (no classes: torch's share is label_smoothing / 0, inf, and the sum of no scores
+        # times it NaN)
+        share = label_smoothing / c if c else math.inf
         loss = _node_names.rename(loss * (1 - label_smoothing), "MulBackward1") + \
-            _node_names.rename(smooth_red * (label_smoothing / max(c, 1)), "MulBackward1")
+            _node_names.rename(smooth_red * share, "MulBackward1")
     return loss
 
 

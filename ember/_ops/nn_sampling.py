@@ -87,6 +87,11 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners, half=None):
             term = x.index_select(dim, _index(idx, x)) * _weights(w, x, dim, x.dim())
             out = term if out is None else out + term
         return out
+    if in_size == out_size:
+        # torch's linear kernels read a dim whose size is kept cell by cell, whatever the
+        # scale: both taps at the same cell, weights 1 and 0 (scale_factor=1.2 on 3 cells
+        # keeps them, a NaN stays in its cell, and an inf becomes inf + inf * 0, NaN)
+        return x + x * 0.0
     i0 = np.floor(src)
     lam = src - i0
     if half is not None:

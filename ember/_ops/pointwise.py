@@ -951,10 +951,12 @@ Tensor.xlogy_ = lambda self, other: elementwise_inplace(xlogy_op, self, (other,)
 
 def _check_heaviside(name, input, values):
     _require_tensor(name, "values", values)
+    # (torch 2.13's words: complex first, then different dtypes, neither naming them)
+    if input.is_complex() or values.is_complex():
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     if input._data.dtype != values._data.dtype:
-        raise RuntimeError(
-            f"{name}: heaviside is not yet implemented for tensors with different dtypes "
-            f"(got {input.dtype.scalar_name} and {values.dtype.scalar_name}).")
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
 
 
 @public

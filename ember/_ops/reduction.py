@@ -1857,19 +1857,19 @@ def _trapezoid_terms(name, y, x, dx, dim):
         what = "x` or `y" if isinstance(x, Tensor) else "y"
         raise RuntimeError(f"{name}: received a bool input for `{what}`, but bool is not "
                            "supported")
-    if n == 0:
-        return None, d
-    terms = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    # (an empty dim runs the general steps too, as torch's: its slices are empty, and x
+    # still joins the graph and its checks)
+    m = builtins.max(n - 1, 0)
+    terms = y.narrow(d, builtins.min(1, n), m) + y.narrow(d, 0, m)
     if x is None:
         return terms * (1 if dx is None else dx), d
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'x' must be Tensor, not {type(x).__name__}")
     if x._data.ndim == 1:
         if x._data.shape[0] != n:
-            raise RuntimeError(
-                f"{name}: There must be one `x` value for each sample point, but got "
-                f"{x._data.shape[0]} x values and {n} sample points along dimension {d}")
-        steps = diff(x).reshape([n - 1 if i == d else 1 for i in range(y._data.ndim)])
+            # (torch 2.13's words stop there)
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        steps = diff(x).reshape([m if i == d else 1 for i in range(y._data.ndim)])
     else:
         steps = diff(x, dim=d)
     return terms * steps, d

@@ -108,7 +108,9 @@ def _index_arg(op_name, index):
         return wrap(_dispatch.xp_of(index._data).zeros(index._data.shape, np.int64))
     if index._data.size == 0 and index._data.dtype not in (np.int32, np.int64):
         return wrap(index._data.astype(np.int64))
-    check_index_dtype(op_name, index)
+    # (torch 2.13's words name gather or scatter, whichever form, and not the dtype)
+    kind = "gather" if op_name.startswith("gather") else "scatter"
+    check_index_dtype(op_name, index, f"{kind}(): Expected dtype int32/int64 for index")
     return index
 
 

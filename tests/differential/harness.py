@@ -873,18 +873,18 @@ def _complex_factor_diagonal(case):
 
 
 def _margin_mean_of_no_rows(case):
-    # multi_margin_loss / multilabel_margin_loss with an empty batch under the mean: torch's
-    # CPU kernel returns its output's uninitialised memory (4e-310, 4e27, ... run to run),
-    # where the mean of no losses is NaN (ember's)
+    # multi_margin_loss / multilabel_margin_loss with an empty batch under the mean or the
+    # sum: torch's CPU kernel returns its output's uninitialised memory (4e-310, 4e27, -64
+    # in int8, ... run to run), where the mean of no losses is NaN and their sum 0 (ember's)
     x = case.args[0] if case.args else case.kwargs.get("input")
     return (isinstance(x, TensorSpec) and x.data.ndim == 2 and x.data.shape[0] == 0
-            and case.kwargs.get("reduction", "mean") == "mean")
+            and case.kwargs.get("reduction", "mean") in ("mean", "sum"))
 
 
 #: (op id, mismatch kinds, predicate of the case)
 TORCH_WRONG = (
     *((f"nn.functional.{n}", ("values", "values_nonfinite"), _margin_mean_of_no_rows)
-      for n in ("multi_margin_loss", "multilabel_margin_loss")),
+      for n in ("multi_margin_loss", "multi_margin_loss.weighted", "multilabel_margin_loss")),
     ("addmv", ("shape",), _addmv_empty_matrix),
     ("cholesky_inverse", ("values", "values_nonfinite"), _complex_factor_diagonal),
     *((f"special.{n}", ("values",), _torch_less_accurate) for n in _MP_SPECIAL),

@@ -1,0 +1,34 @@
+"""The random programs of tests/differential/programs.py (NOTE [ Differential programs ]):
+a fixed sample of each family runs with ember and with torch and must agree (a different
+error message is reported by ``tools/difftest.py --programs`` but does not fail here)."""
+
+import pytest
+
+from tests.differential import programs as P
+
+#: programs per family in the CI sample
+_SAMPLE = {"promotion": 300, "indexing": 300, "fill": 150, "printing": 100}
+
+
+@pytest.mark.parametrize("family", sorted(_SAMPLE))
+def test_program_sample_agrees_with_torch(family):
+    torch = pytest.importorskip("torch")
+    found = P.run([family], range(_SAMPLE[family]), torch)
+    counted = [(p.source, got) for p, got in found.get(family, [])
+               if any(kind in P.KINDS for kind, _ in got)]
+    assert not counted, "\n\n".join(f"{src}\n-> {got}" for src, got in counted[:5])
+
+
+def test_programs_are_deterministic_and_self_contained():
+    for family in sorted(_SAMPLE):
+        a, b = P.make(family, 12345), P.make(family, 12345)
+        assert a.source == b.source
+        assert "out" in a.source and "torch" not in a.source
+
+
+def test_compare_reports_a_difference():
+    torch = pytest.importorskip("torch")
+    # a program whose results differ by library: its kind is "values"
+    prog = P.Program("promotion", 0, "out = T.tensor([1.0]) + (T.__name__ == 'ember')")
+    got = P.compare(prog, torch)
+    assert got == [("values", "results differ")]
