@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import os
 import sys
 import threading
 import warnings
@@ -91,6 +92,78 @@ def import_module(name: str):
         return importlib.import_module(name)
 
 
+# NOTE [ Numba caches across kernel modules ]
+# ember's compiled kernels are cached on disk by numba (``cache=True``), each in the
+# ``__pycache__`` beside its module, and numba decides a cache is current from that one
+# module's file alone. But kernels inline helpers from other modules (``_numba_par`` runs
+# ``_numba``'s row loops, the LSTM kernels share gate helpers): after an edit to a helper's
+# module, the other modules' caches kept running the old helper -- seen when a change to
+# ``_numba.py`` left ``_numba_par``'s softmax rows a rounding apart from the relay's. So the
+# first load of the kernels compares the sizes and modification times of every module that
+# compiles with numba against a stamp kept beside the caches, and where they differ drops
+# all of ember's numba caches (they compile again, once). Read-only installs are left as
+# they are.
+_NUMBA_MODULES = ("_kernels", "_ops", "_core", "func")
+_STAMP = "ember-numba-sources.txt"
+
+
+def drop_stale_numba_caches(root=None):
+    """Drop ember's numba disk caches when any module compiled with numba changed since they
+    were written (NOTE [ Numba caches across kernel modules ]).
+
+    Args:
+        root: the package folder to look in (default: ember's own).
+
+    Returns:
+        bool: whether caches were dropped.
+
+    Example::
+
+        >>> drop_stale_numba_caches() in (True, False)
+        True
+    """
+    root = root or os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.path.join(root, d) for d in _NUMBA_MODULES]
+    sources = []
+    for d in dirs:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".py") and ("numba" in name or name == "rng_sequential.py"):
+                st = os.stat(os.path.join(d, name))
+                sources.append(f"{d[len(root):]}/{name} {st.st_size} {st.st_mtime_ns}")
+    stamp_text = "\n".join(sources)
+    stamp = os.path.join(root, "_kernels", "__pycache__", _STAMP)
+    try:
+        with open(stamp) as f:
+            if f.read() == stamp_text:
+                return False
+    except OSError:
+        pass
+    try:
+        for d in dirs:
+            cache = os.path.join(d, "__pycache__")
+            if not os.path.isdir(cache):
+                continue
+            for name in os.listdir(cache):
+                if name.endswith((".nbi", ".nbc")):
+                    try:
+                        os.remove(os.path.join(cache, name))
+                    except FileNotFoundError:  # (another process dropped it first)
+                        pass
+        os.makedirs(os.path.dirname(stamp), exist_ok=True)
+        with open(stamp, "w") as f:
+            f.write(stamp_text)
+    except OSError:  # a read-only install: its caches are whatever it shipped with
+        return False
+    return True
+
+
+_dropped_stale = [False]  # checked once a process
+
+
 def prepare_numba():
     """Make numba's compiles keep the warnings seen, and load the SciPy BLAS its first compile
     would import, now (see NOTE [ First-use imports keep the warnings seen ]). Called where
@@ -105,6 +178,9 @@ def prepare_numba():
     """
     from numba.core.dispatcher import Dispatcher
 
+    if not _dropped_stale[0]:
+        _dropped_stale[0] = True
+        drop_stale_numba_caches()
     compile_ = Dispatcher.compile
     if not getattr(compile_, "_ember_keeps_warnings", False):
         @functools.wraps(compile_)

@@ -216,7 +216,10 @@ class _Worker:
                 fn(lo, hi)
             except BaseException as e:  # handed to the caller, which raises it
                 self.error = e
-            self.job = None
+            # nothing of the piece stays referenced while the thread waits: a closure over a
+            # kernel's output would keep that array from being handed on without a copy
+            # (NOTE [ Accumulating .grad ] in ember/autograd/_engine.py steals sole arrays)
+            self.job = fn = None
             self.done.release()
 
     def stop(self):
