@@ -137,16 +137,22 @@ def test_numpy_backend_declines_and_agrees(numba_backend, spy):
         _close(a, e)
 
 
-def test_batch_pieces_equal_one_piece(numba_backend, monkeypatch):
+# the planar kernels (three samples of 28x28) and the channels-last tiles (five of 16x16, one
+# sample a chunk)
+@pytest.mark.parametrize("tiles", [False, True])
+def test_batch_pieces_equal_one_piece(numba_backend, monkeypatch, tiles):
     pytest.importorskip("threadpoolctl")
-    x, w, g = _case(14, (3, 64, 28, 28), 64, 1)
-    whole = w43.conv2d(x, w, None, (1, 1)), w43.input_grad(g, w, (1, 1))
+    x, w, g = _case(14, (5, 64, 16, 16) if tiles else (3, 64, 28, 28), 64, 1)
+    conv, adjoint = ((w43.conv2d_cl, w43.input_grad_cl) if tiles else
+                     (w43.conv2d, w43.input_grad))
+    whole = conv(x, w, None, (1, 1)), adjoint(g, w, (1, 1))
     before = ember.get_num_threads()
     ember.set_num_threads(2)
     monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
     monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(w43, "_CL_TILE_BYTES", 1)
     try:
-        split = w43.conv2d(x, w, None, (1, 1)), w43.input_grad(g, w, (1, 1))
+        split = conv(x, w, None, (1, 1)), adjoint(g, w, (1, 1))
     finally:
         ember.set_num_threads(before)
     for a, e in zip(split, whole):
@@ -264,23 +270,6 @@ def test_numpy_backend_declines_the_tiles_and_agrees(numba_backend, cl_spy):
     plain = _public(ember, x, w, g, 1, b)
     assert cl_spy == {"conv2d_cl": 0, "input_grad_cl": 0}
     for a, e in zip(fast, plain):
-        _close(a, e)
-
-
-def test_tiles_in_batch_pieces_and_chunks_equal_one_piece(numba_backend, monkeypatch):
-    pytest.importorskip("threadpoolctl")
-    x, w, g = _case(15, (5, 64, 16, 16), 64, 1)
-    whole = w43.conv2d_cl(x, w, None, (1, 1)), w43.input_grad_cl(g, w, (1, 1))
-    before = ember.get_num_threads()
-    ember.set_num_threads(2)
-    monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
-    monkeypatch.setattr(w43, "_CL_TILE_BYTES", 1)   # one sample a chunk
-    try:
-        split = w43.conv2d_cl(x, w, None, (1, 1)), w43.input_grad_cl(g, w, (1, 1))
-    finally:
-        ember.set_num_threads(before)
-    for a, e in zip(split, whole):
         _close(a, e)
 
 
