@@ -8,27 +8,10 @@ import numpy as np
 import pytest
 
 import ember
-
-
-def _torch():
-    return pytest.importorskip("torch")
-
-
-def _both():
-    return ember, _torch()
-
-
-def _raised(f):
-    try:
-        f()
-    except Exception as e:  # noqa: BLE001 - the class and message are what is compared
-        return type(e).__name__, str(e)
-    return None
-
-
-def _np(x):
-    x = x.detach().cpu()
-    return (x.float() if str(x.dtype).endswith("bfloat16") else x).numpy()
+from tests.differential._cases import as_numpy as _np
+from tests.differential._cases import both as _both
+from tests.differential._cases import raised as _raised
+from tests.differential._cases import torch_or_skip as _torch
 
 
 # ---- ldexp of complex mantissas: the power of two in the exponents' complex dtype
