@@ -259,10 +259,10 @@ def channels_last_eligible(xp, x_shape, w_shape, stride, padding, dilation, grou
 def channels_last_pays(c, o, ho, wo):
     """Whether the channels-last tiles (NOTE [ Channels-last Winograd tiles ]) beat the
     other paths for a convolution of c -> o channels onto output planes (ho, wo): 64 to 256
-    channels each way on planes 9 to 24 wide.
+    channels each way on planes at least 9 wide.
 
     U of 512 x 512 channels is 38 MB, repacked for each product, and its float64 transform
-    alone takes 9 ms. Wider planes give the planar kernels rows long enough; on 8x8
+    alone takes 9 ms. On 8x8
     (ResNet-18's 256 -> 256) the forward was 6.3 against 6.7 ms at two threads but the
     backward, without F(2x2)'s shared transforms, 13.8 against 12.4 (the 16x16 layer: 5.1 /
     12.8 against 8.4 / 15.5 at two threads). Fewer than 64 channels keep F(2x2), as the
@@ -278,8 +278,14 @@ def channels_last_pays(c, o, ho, wo):
     32, 64, 16x16, 64, 1        4.3                     4.7                 -
     32, 64, 32x32, 64, 1        11.9                    10.8 (F(4x4))       11.3
     ==========================  ======================  ==================  ==============
+
+    Planes wider than 24 kept the planar F(4x4) kernels until their transforms ran in
+    float32 (NOTE [ Float32 constants in the transforms ] in _numba_winograd43.py) and the
+    channels-last copy read whole rows: then, in-process A/B at two threads (ms, forward /
+    forward and both adjoints), (32, 64, 32x32, 64) 5.80 / 19.2 -> 5.43 / 18.6, (16, 128,
+    28x28, 128) 7.9 / 25.7 -> 6.1 / 23.2, (8, 64, 56x56, 64) 4.6 / 14.5 -> 4.4 / 14.0.
     """
-    return 64 <= min(c, o) and max(c, o) <= 256 and 9 <= max(ho, wo) <= 24
+    return 64 <= min(c, o) and max(c, o) <= 256 and max(ho, wo) >= 9
 
 
 def _cl_step(n, per_sample, u_bytes):

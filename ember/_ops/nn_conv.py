@@ -18,7 +18,7 @@ take Winograd's F(2x2, 3x3) instead, for all three ops (NOTE [ Winograd convolut
 ``nn_winograd.py``); with numba (the ``fast`` extra) float32 ones on planes from 14 wide
 take Winograd with compiled transforms (NOTE [ Planar Winograd ] in
 ``nn_conv_winograd.py``), the largest of them F(4x4, 3x3) for the forward and input adjoint
-(NOTE [ Winograd F(4x4, 3x3) ] in ``ember/_kernels/_winograd43.py``; on planes of 9-24 its
+(NOTE [ Winograd F(4x4, 3x3) ] in ``ember/_kernels/_winograd43.py``; up to 256 channels its
 tiles laid out channels-last, NOTE [ Channels-last Winograd tiles ] there), the others both
 adjoints from one transform of g (NOTE [ One output transform for both adjoints ] in
 ``ember/_kernels/_winograd_backward.py``). Grouped convolutions, depthwise ones above all,
@@ -29,11 +29,11 @@ Which path runs, first match (CuPy arrays take planar or channels-last columns o
 =====================================================  ======================================
 case                                                   path
 =====================================================  ======================================
-3x3 stride 1, float32, numba, 32 <= c, o <= 256,       F(4x4, 3x3) Winograd through
-output plane 9-24 wide (the input adjoint: by its own  channels-last tiles
-channels and plane)
+3x3 stride 1, float32, numba, 64 <= c, o <= 256,       F(4x4, 3x3) Winograd through
+output plane at least 9 wide (the input adjoint: by    channels-last tiles
+its own channels and plane)
 3x3 stride 1, float32, numba, c, o >= 64, plane >= 28  compiled F(4x4, 3x3) Winograd
-                                                       (forward and input adjoint)
+(so: more than 256 channels on one side)               (forward and input adjoint)
 3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled Winograd (both adjoints
                                                        from one transform of g)
 depthwise, float32, numba                              compiled depthwise loops

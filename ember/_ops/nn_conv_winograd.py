@@ -134,7 +134,7 @@ def _convolve(x, u, pad, out_channels):
             m_ = xs.shape[0]
             v = np.empty((16, c, m_ * th * tw), x.dtype)
             k.winograd_input(xs, pad[0], pad[1], th, tw, v, 0, c)
-            k.winograd_output(np.matmul(u, v), th, tw, y[sl], 0, out_channels)
+            k.winograd_output(_mlas.product(u, v), th, tw, y[sl], 0, out_channels)
 
     if _parallel.split_batch(samples, n, 16 * n * th * tw * c * out_channels) is None:
         with _blas.one_thread_for(_gemm_work(n, th * tw, c, out_channels, _TILE_BYTES)):

@@ -83,7 +83,10 @@ def test_eligible_only_for_large_planes_and_many_channels(numba_backend):
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Counts of the planar F(4x4) forward and input adjoint calls."""
+    """Counts of the planar F(4x4) forward and input adjoint calls. The planar kernels serve
+    layers of more than 256 channels; to reach them with small layers the channels-last
+    tiles, which take every 64-256 channel layer, are turned off."""
+    monkeypatch.setattr(w43, "channels_last_pays", lambda c, o, ho, wo: False)
     return _spy(monkeypatch, ("conv2d", "input_grad"))
 
 
@@ -159,7 +162,7 @@ def test_batch_pieces_equal_one_piece(numba_backend, monkeypatch, tiles):
         _close(a, e)  # (the GEMMs of other chunk sizes may sum in another order)
 
 
-def test_conv_kernel_dispatch_uses_f4x4_for_stage_one_layers(numba_backend, spy):
+def test_conv_kernel_dispatch_uses_planar_f4x4_without_the_tiles(numba_backend, spy):
     x, w, _ = _case(15, (1, 64, 32, 32), 64, 1)
     nn_conv._conv_kernel(np, x, w, None, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
                          groups=1)
@@ -211,17 +214,22 @@ def test_eligible_shapes(numba_backend):
     assert not w43.channels_last_eligible(np, *ok, (2, 2), *rest[1:], f32)
     assert not w43.channels_last_eligible(np, *ok, (1, 1), (1, 1), (2, 2), 1, f32)
     assert not w43.channels_last_eligible(np, (2, 512, 4, 4), (512, 512, 3, 3), *rest, f32)
-    assert not w43.channels_last_eligible(np, (2, 64, 32, 32), (64, 64, 3, 3), *rest, f32)
+    assert not w43.channels_last_eligible(np, (2, 320, 32, 32), (64, 320, 3, 3), *rest, f32)
+    assert not w43.channels_last_eligible(np, (2, 64, 8, 8), (64, 64, 3, 3), *rest, f32)
+    # wide planes too, since the transforms run in float32 (NOTE [ Float32 constants in the
+    # transforms ])
+    assert w43.channels_last_eligible(np, (2, 64, 32, 32), (64, 64, 3, 3), *rest, f32)
+    assert w43.channels_last_eligible(np, (2, 64, 56, 56), (64, 64, 3, 3), *rest, f32)
     assert not w43.channels_last_eligible(np, (2, 16, 16, 16), (16, 16, 3, 3), *rest, f32)
     assert not w43.channels_last_eligible(np, (0, 128, 16, 16), ok[1], *rest, f32)
     # the MNIST CNN's second layer (32 -> 64 channels) keeps F(2x2) for its accuracy
     mnist = ((64, 32, 26, 26), (64, 32, 3, 3), (1, 1), (0, 0), (1, 1), 1, f32)
     assert not w43.channels_last_eligible(np, *mnist)
-    # 64 -> 128 onto 24x24: the forward takes the tiles, its input adjoint (128 -> 64 onto
-    # 26x26) does not
-    wide = ((2, 64, 26, 26), (128, 64, 3, 3), (1, 1), (0, 0), (1, 1), 1, f32)
-    assert w43.channels_last_eligible(np, *wide)
-    assert not w43.channels_last_eligible(np, *wide, adjoint=True)
+    # 64 -> 64 onto 8x8 from 10x10: the forward declines the tiles, its input adjoint (onto
+    # 10x10) takes them
+    small = ((2, 64, 10, 10), (64, 64, 3, 3), (1, 1), (0, 0), (1, 1), 1, f32)
+    assert not w43.channels_last_eligible(np, *small)
+    assert w43.channels_last_eligible(np, *small, adjoint=True)
     _kernels.set_backend("numpy")
     assert not w43.channels_last_eligible(np, *ok, *rest, f32)
 
@@ -243,11 +251,20 @@ def test_public_conv_takes_the_tiles_and_matches_torch(numba_backend, cl_spy):
     np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-4)
 
 
-def test_forward_alone_where_the_adjoint_declines(numba_backend, cl_spy):
-    x, w, g = _case(12, (2, 64, 26, 26), 128, 0)
-    b = np.zeros(128, np.float32)
+def test_input_adjoint_alone_where_the_forward_declines(numba_backend, cl_spy):
+    x, w, g = _case(12, (2, 64, 10, 10), 64, 0)
+    b = np.zeros(64, np.float32)
     got, want = _public(ember, x, w, g, 0, b), _public(torch, x, w, g, 0, b)
-    assert cl_spy == {"conv2d_cl": 1, "input_grad_cl": 0}
+    assert cl_spy == {"conv2d_cl": 0, "input_grad_cl": 1}
+    for a, e in zip(got, want):
+        _close(a, e)
+
+
+def test_public_conv_on_a_wide_plane_takes_the_tiles(numba_backend, cl_spy):
+    x, w, g = _case(17, (2, 64, 30, 33), 72, 1)
+    b = np.linspace(-0.5, 0.5, 72, dtype=np.float32)
+    got, want = _public(ember, x, w, g, 1, b), _public(torch, x, w, g, 1, b)
+    assert cl_spy == {"conv2d_cl": 1, "input_grad_cl": 1}
     for a, e in zip(got, want):
         _close(a, e)
 
