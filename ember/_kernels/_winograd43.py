@@ -217,8 +217,12 @@ def input_grad(g, w, padding):
 #
 # A product's second operand is repacked by MLAS on every call, so a chunk of the batch
 # holds at least twice U's bytes of tiles: U is (36, C, O), 9.4 MB for 512 channels, and
-# chunks of 4 MB had ResNet's 256 -> 256 8x8 forward at 6.6 ms against 5.5 whole.
-_CL_TILE_BYTES = 4 * 2**20
+# chunks of 4 MB had ResNet's 256 -> 256 8x8 forward at 6.6 ms against 5.5 whole. Below
+# that, chunks of 2 MB (two of a core's L2) measured best once the transforms ran in
+# float32: (32, 64, 32x32) -> 64 forward / forward and both adjoints 5.3 / 19.2 ms at 4 MB,
+# 4.6 / 18.1 at 2, 5.2 / 18.2 at 1 (two threads, in-process A/B; one thread 8.6 / 32.8 ->
+# 7.6 / 31.0).
+_CL_TILE_BYTES = 2 * 2**20
 
 
 def channels_last_eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype,
