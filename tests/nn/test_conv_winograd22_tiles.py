@@ -1,0 +1,132 @@
+"""The planar F(2x2, 3x3) forward through channels-last tiles (NOTE [ Channels-last F(2x2)
+tiles ] in ember/_ops/nn_conv_winograd.py), against PyTorch and against the planar
+kernels it replaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels, _parallel
+from ember._kernels import _mlas
+from ember._ops import nn_conv_winograd as f2, nn_winograd
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("numba")
+
+_TOL = 2e-5  # of the largest value: F(2x2) rounds about as the direct form does
+
+
+@pytest.fixture
+def numba_backend():
+    old = _kernels.set_backend("numba")
+    yield
+    _kernels.set_backend(old)
+
+
+@pytest.fixture
+def tiles(monkeypatch):
+    """Counts of the channels-last forward's calls (MLAS taken as present, so the rule
+    reaches the tiles on machines where it is not the default engine)."""
+    calls = {"cl": 0}
+    real = f2._convolve_cl
+
+    def counted(*a, **k):
+        calls["cl"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(f2, "_convolve_cl", counted)
+    monkeypatch.setattr(f2, "_tiles_pay", lambda c, o: min(c, o) >= 16)
+    return calls
+
+
+def _case(seed, shape, out_channels):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_channels, shape[1], 3, 3)) * 0.2).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32)
+    return x, w, b
+
+
+def _close(a, e):
+    np.testing.assert_allclose(a, e, rtol=0, atol=_TOL * max(1.0, float(np.abs(e).max())))
+
+
+def _torch(x, w, b, padding):
+    return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                      None if b is None else torch.from_numpy(b),
+                                      padding=padding).numpy()
+
+
+# output planes of odd and even sizes, every padding, channel counts that are not a
+# multiple of the vector width, one sample and several, with and without bias
+@pytest.mark.parametrize("shape,out_channels,padding,bias", [
+    ((2, 16, 16, 16), 16, 1, True), ((3, 17, 15, 14), 20, 0, True),
+    ((1, 33, 14, 19), 18, 2, False), ((4, 32, 26, 26), 64, 0, True),
+    ((2, 20, 30, 17), 40, 1, False)])
+def test_kernels_match_torch(numba_backend, shape, out_channels, padding, bias):
+    x, w, b = _case(padding, shape, out_channels)
+    b = b if bias else None
+    u = np.ascontiguousarray(nn_winograd.weight_tiles(np, w).transpose(0, 2, 1))
+    _close(f2._convolve_cl(x, u, (padding, padding), b), _torch(x, w, b, padding))
+
+
+def test_public_forward_takes_the_tiles_and_matches_torch(numba_backend, tiles):
+    x, w, b = _case(7, (3, 32, 26, 26), 64)
+    y = ember.nn.functional.conv2d(ember.tensor(x), ember.tensor(w), ember.tensor(b))
+    assert tiles["cl"] == 1
+    _close(y.numpy(), _torch(x, w, b, 0))
+
+
+def test_tiles_match_the_planar_kernels(numba_backend, tiles, monkeypatch):
+    x, w, b = _case(8, (5, 24, 18, 18), 40)
+    xt, wt, bt = ember.tensor(x), ember.tensor(w), ember.tensor(b)
+    y = ember.nn.functional.conv2d(xt, wt, bt, padding=1).numpy()
+    assert tiles["cl"] == 1
+    monkeypatch.setattr(f2, "_tiles_pay", lambda c, o: False)
+    planar = ember.nn.functional.conv2d(xt, wt, bt, padding=1).numpy()
+    assert tiles["cl"] == 1
+    _close(y, planar)
+    if _mlas.engine() == "mlas" and min(w.shape[:2]) >= _mlas.MIN_ROWS:
+        # both sum each product over C in order on MLAS: the same bits
+        np.testing.assert_array_equal(y, planar)
+
+
+def test_gradients_are_unchanged(numba_backend, tiles):
+    # the backward keeps the planar kernels; the forward's tiles change nothing there
+    x, w, b = _case(9, (2, 16, 20, 20), 24)
+    got = []
+    for fw in (ember, torch):
+        xt = fw.tensor(x, requires_grad=True)
+        wt = fw.tensor(w, requires_grad=True)
+        y = fw.nn.functional.conv2d(xt, wt, fw.tensor(b), padding=1)
+        (y * y).sum().backward()
+        got.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
+    assert tiles["cl"] == 1
+    for a, e in zip(*got):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-3)
+
+
+def test_batch_pieces_equal_one_piece(numba_backend, tiles, monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    x, w, b = _case(10, (5, 16, 16, 16), 32)
+    xt, wt, bt = ember.tensor(x), ember.tensor(w), ember.tensor(b)
+    before = ember.get_num_threads()
+    ember.set_num_threads(1)
+    try:
+        whole = ember.nn.functional.conv2d(xt, wt, bt, padding=1).numpy()
+        ember.set_num_threads(2)
+        monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
+        monkeypatch.setattr(_parallel, "contended", lambda: False)
+        monkeypatch.setattr(f2, "_CL_TILE_BYTES", 1)     # one sample a chunk
+        pieces = ember.nn.functional.conv2d(xt, wt, bt, padding=1).numpy()
+    finally:
+        ember.set_num_threads(before)
+    assert tiles["cl"] == 2
+    _close(pieces, whole)  # (products over other chunk sizes may sum in another order)
+
+
+def test_rule():
+    assert not f2._tiles_pay(8, 64)
+    assert f2._tiles_pay(16, 64) == (_mlas.engine() == "mlas")
