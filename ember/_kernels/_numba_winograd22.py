@@ -85,3 +85,68 @@ def output_tiles_cl(m, th, tw, bias, y):  # pragma: no cover - compiled
                     ra = r[a]
                     for i in range(wo):
                         yr[i] = ra[i, o] + bo
+
+
+@njit(**_OPTS)
+def output_adjoint_cl(gp, th, tw, dm):  # pragma: no cover - compiled
+    """dm[4k + l, t, o] = (A dY A^T)[k, l] of the 2x2 tile dY at (2ty, 2tx) of the
+    channels-last gp (N, 2th, 2tw, O) (zeros beyond the output gradient's edge); t = (n,
+    ty, tx); dm (16, N * th * tw, O). The adjoint of ``output_tiles_cl``'s A^T M A."""
+    n_, o_ = gp.shape[0], gp.shape[3]
+    e = np.empty((4, 2, o_), gp.dtype)      # A dY: tile row k, column j
+    for n in range(n_):
+        for ty in range(th):
+            for tx in range(tw):
+                t = (n * th + ty) * tw + tx
+                for j in range(2):
+                    d0, d1 = gp[n, 2 * ty, 2 * tx + j], gp[n, 2 * ty + 1, 2 * tx + j]
+                    e0, e1, e2, e3 = e[0, j], e[1, j], e[2, j], e[3, j]
+                    for o in range(o_):
+                        a, b = d0[o], d1[o]
+                        e0[o], e1[o], e2[o], e3[o] = a, a + b, a - b, -b
+                for k in range(4):
+                    a0, a1 = e[k, 0], e[k, 1]
+                    q0, q1 = dm[4 * k, t], dm[4 * k + 1, t]
+                    q2, q3 = dm[4 * k + 2, t], dm[4 * k + 3, t]
+                    for o in range(o_):
+                        a, b = a0[o], a1[o]
+                        q0[o], q1[o], q2[o], q3[o] = a, a + b, a - b, -b
+
+
+@njit(**_OPTS)
+def input_adjoint_cl(dv, th, tw, ph, pw, gx):  # pragma: no cover - compiled
+    """gx[n, c] = the crop at (ph, pw) of the sum over tiles of B dV B^T, each 4x4 tile
+    added at padded (2ty, 2tx): the adjoint of ``input_tiles_cl``. dv (16, N * th * tw, C)
+    holds position 4k + l of tile t = (n, ty, tx); gx (N, C, H, W). A sample is summed
+    channels-last in a buffer that stays in cache, then written out plane by plane."""
+    n_, c_, h, w = gx.shape
+    buf = np.empty((2 * th + 2, 2 * tw + 2, c_), gx.dtype)
+    q = np.empty((4, 4, c_), gx.dtype)      # B dV: input row j, tile column l
+    for n in range(n_):
+        buf[:] = 0
+        for ty in range(th):
+            for tx in range(tw):
+                t = (n * th + ty) * tw + tx
+                for l in range(4):
+                    v0, v1, v2, v3 = dv[l, t], dv[4 + l, t], dv[8 + l, t], dv[12 + l, t]
+                    r0, r1, r2, r3 = q[0, l], q[1, l], q[2, l], q[3, l]
+                    for c in range(c_):
+                        a, b, d, e = v0[c], v1[c], v2[c], v3[c]
+                        r0[c], r1[c], r2[c], r3[c] = a, b - d + e, b + d - a, -e
+                for j in range(4):
+                    p0, p1 = buf[2 * ty + j, 2 * tx], buf[2 * ty + j, 2 * tx + 1]
+                    p2, p3 = buf[2 * ty + j, 2 * tx + 2], buf[2 * ty + j, 2 * tx + 3]
+                    s0, s1, s2, s3 = q[j, 0], q[j, 1], q[j, 2], q[j, 3]
+                    for c in range(c_):
+                        a, b, d, e = s0[c], s1[c], s2[c], s3[c]
+                        p0[c] += a
+                        p1[c] += b - d + e
+                        p2[c] += b + d - a
+                        p3[c] -= e
+        for c in range(c_):
+            plane = gx[n, c]
+            for i in range(h):
+                row = buf[ph + i]
+                out = plane[i]
+                for jj in range(w):
+                    out[jj] = row[pw + jj, c]

@@ -444,6 +444,9 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
                                x.dtype):
             return winograd43.input_grad(g, w, padding), fast_winograd.weight_grad(x, g,
                                                                                    padding)
+        if fast_winograd._tiles_pay(x.shape[1], w.shape[0]):
+            # (NOTE [ Channels-last F(2x2) adjoints ] in ember/_kernels/_winograd_backward.py)
+            return winograd_backward.backward_cl(x, g, w, padding)
         # one output transform of g for both (NOTE [ One output transform for both
         # adjoints ] in ember/_kernels/_winograd_backward.py)
         return winograd_backward.backward(x, g, w, padding)

@@ -1,6 +1,7 @@
-"""The planar F(2x2, 3x3) forward through channels-last tiles (NOTE [ Channels-last F(2x2)
-tiles ] in ember/_ops/nn_conv_winograd.py), against PyTorch and against the planar
-kernels it replaces."""
+"""F(2x2, 3x3) through channels-last tiles -- the forward (NOTE [ Channels-last F(2x2)
+tiles ] in ember/_ops/nn_conv_winograd.py) and both adjoints (NOTE [ Channels-last F(2x2)
+adjoints ] in ember/_kernels/_winograd_backward.py) -- against PyTorch and against the
+planar kernels they replace."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import ember
 from ember import _kernels, _parallel
 from ember._kernels import _mlas
+from ember._kernels import _winograd_backward as winograd_backward
 from ember._ops import nn_conv_winograd as f2, nn_winograd
 
 torch = pytest.importorskip("torch")
@@ -93,8 +95,15 @@ def test_tiles_match_the_planar_kernels(numba_backend, tiles, monkeypatch):
         np.testing.assert_array_equal(y, planar)
 
 
-def test_gradients_are_unchanged(numba_backend, tiles):
-    # the backward keeps the planar kernels; the forward's tiles change nothing there
+def test_gradients_match_torch(numba_backend, tiles, monkeypatch):
+    calls = {"backward_cl": 0}
+    real = winograd_backward.backward_cl
+
+    def counted(*a, **k):
+        calls["backward_cl"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(winograd_backward, "backward_cl", counted)
     x, w, b = _case(9, (2, 16, 20, 20), 24)
     got = []
     for fw in (ember, torch):
@@ -103,9 +112,53 @@ def test_gradients_are_unchanged(numba_backend, tiles):
         y = fw.nn.functional.conv2d(xt, wt, fw.tensor(b), padding=1)
         (y * y).sum().backward()
         got.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
-    assert tiles["cl"] == 1
+    assert tiles["cl"] == 1 and calls["backward_cl"] == 1
     for a, e in zip(*got):
         np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-3)
+
+
+def _torch_grads(x, w, g, padding):
+    gx, gw, _ = torch.ops.aten.convolution_backward(
+        torch.from_numpy(g), torch.from_numpy(x), torch.from_numpy(w), None, [1, 1],
+        [padding] * 2, [1, 1], False, [0, 0], 1, [True, True, False])
+    return gx.numpy(), gw.numpy()
+
+
+# odd planes, every padding, channel counts off the vector width, one sample and several
+@pytest.mark.parametrize("shape,out_channels,padding", [
+    ((2, 16, 16, 16), 16, 1), ((3, 17, 15, 14), 20, 0), ((1, 33, 14, 19), 18, 2),
+    ((4, 32, 26, 26), 64, 0), ((2, 5, 7, 9), 3, 1), ((2, 130, 10, 10), 129, 1)])
+def test_adjoint_kernels_match_torch(numba_backend, shape, out_channels, padding):
+    x, w, _ = _case(padding + 20, shape, out_channels)
+    ho, wo = (shape[2 + i] + 2 * padding - 2 for i in range(2))
+    g = np.random.default_rng(3).standard_normal((shape[0], out_channels, ho, wo)).astype(
+        np.float32)
+    want = _torch_grads(x, w, g, padding)
+    gx, gw = winograd_backward.backward_cl(x, g, w, (padding, padding))
+    _close(gx, want[0])
+    np.testing.assert_allclose(gw, want[1], rtol=0, atol=1e-4 * np.abs(want[1]).max())
+    none, gw2 = winograd_backward.backward_cl(x, g, w, (padding, padding), want_input=False)
+    assert none is None
+    np.testing.assert_array_equal(gw2, gw)
+
+
+def test_adjoints_match_the_planar_kernels_in_pieces(numba_backend, monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    x, w, _ = _case(30, (5, 24, 18, 18), 40)
+    g = np.random.default_rng(4).standard_normal((5, 40, 18, 18)).astype(np.float32)
+    planar = winograd_backward.backward(x, g, w, (1, 1))
+    before = ember.get_num_threads()
+    ember.set_num_threads(2)
+    monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
+    monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(winograd_backward, "_CL_TILE_BYTES", 1)     # one sample a chunk
+    try:
+        pieces = winograd_backward.backward_cl(x, g, w, (1, 1))
+    finally:
+        ember.set_num_threads(before)
+    _close(pieces[0], planar[0])
+    np.testing.assert_allclose(pieces[1], planar[1], rtol=0,
+                               atol=1e-5 * np.abs(planar[1]).max())
 
 
 def test_batch_pieces_equal_one_piece(numba_backend, tiles, monkeypatch):
