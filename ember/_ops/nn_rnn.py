@@ -535,12 +535,13 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
 
 
 def _lstm_layer_steps(xp, acts, b, h0, c0, w_hh, w_hr, reverse, *, before=None, after=None,
-                      threads=None):
+                      threads=None, out=None):
     """The recurrence of ``_lstm_layer_kernel`` over its input projection ``acts`` (T, B, 4H),
     sigmoid rows halved, overwritten by the gate activations; ``b`` the summed bias or None.
     Returns out, h_n, c_n, acts, cs, tcs, raw and hprev as that kernel does. ``before(t)`` and
-    ``after(t)``, when given, run before and after step t, and ``threads`` fixes the step
-    products' MLAS threads (NOTE [ LSTM layers in a wavefront ] in _lstm_wavefront.py)."""
+    ``after(t)``, when given, run before and after step t, ``threads`` fixes the step
+    products' MLAS threads and ``out`` is the (T, B, P) array to write the outputs into (NOTE
+    [ LSTM layers in a wavefront ] in _lstm_wavefront.py)."""
     steps, batch = acts.shape[:2]
     hs, p = c0.shape[1], h0.shape[1]
     dt = acts.dtype
@@ -564,7 +565,7 @@ def _lstm_layer_steps(xp, acts, b, h0, c0, w_hh, w_hr, reverse, *, before=None, 
     shift[2 * hs:3 * hs] = 0
     # full-size factors: a same-shape product runs twice as fast as a row broadcast
     s, shift = (xp.broadcast_to(v, (batch, 4 * hs)).copy() for v in (s, shift))
-    out = xp.empty((steps, batch, p), dt)
+    out = xp.empty((steps, batch, p), dt) if out is None else out
     cs = xp.empty((steps + 1, batch, hs), dt)
     tcs = xp.empty((steps, batch, hs), dt)
     raw = xp.empty((steps, batch, hs), dt) if w_hr is not None else None
@@ -656,17 +657,18 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
 
 
 def _lstm_layer_backward_steps(xp, g_out, g_h, g_c, w_hh, w_hr, acts, cs, tcs, p, reverse, *,
-                               before=None, after=None, threads=None):
+                               before=None, after=None, threads=None, dxw=None):
     """Backward through time of ``_lstm_layer_backward_kernel``: the gate gradients dxw
     (T, B, 4H), dh_0, dc_0 and, with a
     projection, the projected outputs' gradients (T, B, P). ``before``, ``after`` and
-    ``threads`` as for ``_lstm_layer_steps``."""
+    ``threads`` as for ``_lstm_layer_steps``; ``dxw``, the array to write the gate gradients
+    into."""
     steps, batch, hs4 = acts.shape
     hs = hs4 // 4
     dt = acts.dtype
     dh = xp.zeros((batch, p), dt) if g_h is None else g_h.astype(dt, copy=True)
     dc = xp.zeros((batch, hs), dt) if g_c is None else g_c.astype(dt, copy=True)
-    dxw = xp.empty_like(acts)
+    dxw = xp.empty_like(acts) if dxw is None else dxw
     dhs = xp.empty((steps, batch, p), dt) if w_hr is not None else None
     dct = xp.empty((batch, hs), dt)
     up = xp.empty((batch, hs4), dt)

@@ -1,0 +1,391 @@
+"""Two stacked LSTM layers run side by side, one per core (NOTE [ LSTM layers in a
+wavefront ]): ``lstm_pair`` is the op ``nn.LSTM`` takes for each pair of its layers where
+``applies`` says so; its kernels drive the layer loops of ``nn_rnn.py``
+(``_lstm_layer_steps``, ``_lstm_layer_backward_steps``) on two threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .. import _dispatch, _parallel
+from . import _lstm_mlas, nn_rnn
+from ._registry import Op
+
+# NOTE [ LSTM layers in a wavefront ]
+# An LSTM layer's steps are a chain: each step's small recurrent product, (B, P) @ (P, 4H)
+# (32 x 256 x 1024 in the bench's LSTM LM), waits for the step before it. Such a product
+# does not gain from a second thread on these machines (MLAS, packed weight, one thread 74
+# us, two 74 us: waking the second thread costs what it saves), so on two cores the layer
+# loops ran at one core's speed. But the steps of two stacked layers need not wait for each
+# other as a whole: layer 1's step t needs only layer 0's output at step t. So ``lstm_pair``
+# runs layer 0's loop on one thread and layer 1's on another (``_parallel.split_batch``:
+# the pool's worker and the caller, BLAS and MLAS held at one thread), in chunks of
+# ``CHUNK`` steps: when layer 0 has finished a chunk it says so (an Event per chunk), and
+# layer 1, before its first step of that chunk, waits for it. Layer 1's input projection,
+# which the plain path runs over all steps at once, is computed per chunk, (CHUNK * B, I) @
+# (I, 4H); the two threads take alternate chunks, so each core carries half of those
+# products beside its own loop. The backward runs the same way from the last step: layer
+# 1's loop leads, and each chunk of its input gradient, which is layer 0's output gradient,
+# is made (by alternate threads again) once layer 1 has finished the chunk's steps; layer 0
+# waits for it before the chunk. Then each thread runs its own layer's products over all
+# steps (the weights' gradients; layer 0's input gradient). Each step is computed as in the
+# plain path (same kernels, same order), so outputs and gate gradients are those of the
+# plain path to float32 rounding (the chunked products sum in the same order per element;
+# MLAS may block a chunk differently from the whole). Used for float32 on the CPU where the
+# steps' products run on MLAS (NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py), with
+# two or more threads on an idle enough machine (``_parallel.contended``), for unpacked,
+# unidirectional layers without projections or dropout between them, outside the profiler
+# and dispatch modes; ``EMBER_LSTM_WAVEFRONT=0`` turns it off. Under ``create_graph`` or a
+# forward-mode tangent the formulas replay both layers with differentiable ops, as the
+# one-layer op does. Measured on the 2-CPU EPYC (see the report in bench/RESULTS.md).
+
+#: steps per hand-over between the two loops
+CHUNK = [8]
+#: False: every layer runs alone (``EMBER_LSTM_WAVEFRONT=0``; tests, A/B)
+ENABLED = [os.environ.get("EMBER_LSTM_WAVEFRONT", "1") != "0"]
+#: [wavefront forwards run, forwards that fell back to the layers one after the other]
+COUNTS = [0, 0]
+
+_F32 = np.dtype(np.float32)
+
+
+def applies(x, hidden_size, proj_size) -> bool:
+    """Whether two stacked layers over ``x`` (T, B, I) run as ``lstm_pair`` (NOTE [ LSTM
+    layers in a wavefront ]).
+
+    Args:
+        x: the first layer's input tensor, (T, B, I).
+        hidden_size: the layers' hidden size.
+        proj_size: their projection size (0: none).
+
+    Returns:
+        bool: True where the wavefront is taken.
+
+    Example::
+
+        >>> import ember
+        >>> applies(ember.ones(2, 1, 3), 4, 0)   # two steps: not worth a hand-over
+        False
+    """
+    from .._core.dtype import float32
+
+    if not ENABLED[0] or proj_size or x.dim() != 3 or x.device.type != "cpu" \
+            or x.dtype != float32:
+        return False
+    steps, batch = x.shape[0], x.shape[1]
+    if steps < 2 * CHUNK[0] or batch == 0 or hidden_size == 0 or not _lstm_mlas.STEP_ON_MLAS[0]:
+        return False
+    if _parallel._threads() < 2 or _parallel.contended():
+        return False
+    if _dispatch.intercept and _dispatch.state.modes:
+        return False
+    from .._kernels import _mlas
+
+    return _mlas.engine() == "mlas" and nn_rnn._step_kernels(np, _F32) is not None
+
+
+def _summed(b, b_hh):
+    if b_hh is None:
+        return b
+    return b_hh if b is None else b + b_hh
+
+
+def _chunks(steps):
+    k = CHUNK[0]
+    return [(lo, min(lo + k, steps)) for lo in range(0, steps, k)]
+
+
+def _on_two_threads(first, second):
+    """Runs ``first`` on the pool's worker and ``second`` on this thread, with BLAS and MLAS
+    at one thread; False (nothing run) where ``_parallel.split_batch`` declines."""
+    def piece(lo, hi):
+        (first if lo == 0 else second)()
+
+    return _parallel.split_batch(piece, 2, work=1 << 62, claim=False) is not None
+
+
+class _Chunks:
+    """Per-chunk hand-over between the two loops: ``ready(k)`` once chunk k's input is there,
+    ``wait(k)`` for it; ``fail()`` releases every waiter after an error on the other side."""
+
+    def __init__(self, n):
+        self._events = [threading.Event() for _ in range(n)]
+        self.failed = False
+
+    def ready(self, k):
+        self._events[k].set()
+
+    def wait(self, k):
+        self._events[k].wait()
+        if self.failed:
+            raise RuntimeError("lstm: the other layer of a wavefront failed")
+
+    def fail(self):
+        self.failed = True
+        for e in self._events:
+            e.set()
+
+
+def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1,
+                 b_hh1, table, indices):
+    """Layers 0 and 1 over x (T, B, I), as two ``lstm_layer`` calls would run them (NOTE
+    [ LSTM layers in a wavefront ]). Returns out (T, B, H), h_n and c_n of each layer, then
+    for backward: layer 0's gate activations, cell states, tanh(c), read states and input
+    rows (None with a table), its outputs (layer 1's input), and layer 1's four arrays."""
+    steps, batch = x.shape[:2]
+    hs0, hs1 = c00.shape[1], c01.shape[1]
+    dt = x.dtype
+    b0, b1 = _summed(b0, b_hh0), _summed(b1, b_hh1)
+    s0, s1 = nn_rnn._gate_scale(xp, hs0, dt), nn_rnn._gate_scale(xp, hs1, dt)
+    w_in0 = (w_ih0 * s0[:, None]).T
+    if table is None:
+        xf0 = x.reshape(steps * batch, -1)
+        acts0 = nn_rnn._big_mm(xp, xf0, w_in0)
+    else:
+        xf0 = None
+        acts0 = xp.take(nn_rnn._big_mm(xp, table, w_in0), indices.reshape(-1), axis=0)
+    acts0 = acts0.reshape(steps, batch, 4 * hs0)
+    w_in1 = xp.ascontiguousarray((w_ih1 * s1[:, None]).T)
+    out0 = xp.empty((steps, batch, hs0), dt)
+    acts1 = xp.empty((steps, batch, 4 * hs1), dt)
+    chunks = _chunks(steps)
+    hand = _Chunks(len(chunks))
+    res = [None, None]
+
+    def project(k):   # layer 1's input projection over chunk k
+        lo, hi = chunks[k]
+        nn_rnn._big_mm(xp, out0[lo:hi].reshape(-1, hs0), w_in1,
+                       out=acts1[lo:hi].reshape(-1, 4 * hs1))
+
+    def after0(t):
+        k = t // CHUNK[0]
+        if t == chunks[k][1] - 1:
+            if k % 2:
+                project(k)
+            hand.ready(k)
+
+    def before1(t):
+        k = t // CHUNK[0]
+        if t == chunks[k][0]:
+            hand.wait(k)
+            if not k % 2:
+                project(k)
+
+    def layer0():
+        try:
+            res[0] = nn_rnn._lstm_layer_steps(xp, acts0, b0, h00, c00, w_hh0, None, False,
+                                              after=after0, threads=1, out=out0)
+        except BaseException:
+            hand.fail()
+            raise
+
+    def layer1():
+        res[1] = nn_rnn._lstm_layer_steps(xp, acts1, b1, h01, c01, w_hh1, None, False,
+                                          before=before1, threads=1)
+
+    if xp is np and _on_two_threads(layer0, layer1):
+        COUNTS[0] += 1
+    else:   # the layers one after the other, as the plain path runs them
+        COUNTS[1] += 1
+        res[0] = nn_rnn._lstm_layer_steps(xp, acts0, b0, h00, c00, w_hh0, None, False,
+                                          out=out0)
+        nn_rnn._big_mm(xp, out0.reshape(-1, hs0), w_in1, out=acts1.reshape(-1, 4 * hs1))
+        res[1] = nn_rnn._lstm_layer_steps(xp, acts1, b1, h01, c01, w_hh1, None, False)
+    _, h0n, c0n, acts0, cs0, tcs0, _, hprev0 = res[0]
+    out1, h1n, c1n, acts1, cs1, tcs1, _, hprev1 = res[1]
+    return (out1, h0n, c0n, h1n, c1n, acts0, cs0, tcs0, hprev0, xf0, out0, acts1, cs1, tcs1,
+            hprev1)
+
+
+def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, out0, w_ih1,
+                          w_hh1, acts0, cs0, tcs0, hprev0, acts1, cs1, tcs1, hprev1, table,
+                          indices, *, needs, x_by_vocab=False):
+    """Backward of ``_pair_kernel``: the gradients of its 15 inputs (None for the table and
+    indices, and where ``needs`` says none is wanted)."""
+    steps, batch = acts0.shape[:2]
+    hs0 = hprev0.shape[2]
+    dt = acts0.dtype
+    (need_x, need_wih0, need_b0, need_h0, need_c0, need_whh0, need_bhh0, need_wih1, need_b1,
+     need_h1, need_c1, need_whh1, need_bhh1) = needs[:13]
+    g_x1 = xp.zeros((steps, batch, hs0), dt)   # layer 0's output gradient (layer 1's input)
+    dxw0, dxw1 = xp.empty_like(acts0), xp.empty_like(acts1)
+    chunks = _chunks(steps)
+    hand = _Chunks(len(chunks))
+    res = [None, None]
+    # layer 0's loop needs every chunk's input gradient; its gradient w.r.t. layer 0's
+    # outputs is wanted whenever anything of layer 0 or the input needs a gradient
+    needs1 = (False, need_wih1, need_b1, need_h1, need_c1, need_whh1, False, False, False,
+              need_bhh1)
+    needs0 = (need_x, need_wih0, need_b0, need_h0, need_c0, need_whh0, False, False, False,
+              need_bhh0)
+    want0 = any(needs0)
+
+    def project(k):   # layer 1's input gradient over chunk k
+        lo, hi = chunks[k]
+        nn_rnn._big_mm(xp, dxw1[lo:hi].reshape(-1, dxw1.shape[2]), w_ih1,
+                       out=g_x1[lo:hi].reshape(-1, hs0))
+
+    def after1(t):
+        k = t // CHUNK[0]
+        if t == chunks[k][0]:
+            if k % 2 and want0:
+                project(k)
+            hand.ready(k)
+
+    def before0(t):
+        k = t // CHUNK[0]
+        if t == chunks[k][1] - 1:
+            hand.wait(k)
+            if not k % 2:
+                project(k)
+
+    def products1(steps_out):
+        _, dh, dc, _ = steps_out
+        return nn_rnn._lstm_layer_backward_products(
+            xp, dxw1, dh, dc, None, out0.reshape(steps * batch, -1), w_ih1, None, None,
+            hprev1, None, None, needs1, False)
+
+    def products0(steps_out):
+        _, dh, dc, _ = steps_out
+        return nn_rnn._lstm_layer_backward_products(
+            xp, dxw0, dh, dc, None, xf0, w_ih0, None, None, hprev0, table, indices, needs0,
+            x_by_vocab)
+
+    def layer1():
+        try:
+            out = nn_rnn._lstm_layer_backward_steps(xp, g_out, g_h1, g_c1, w_hh1, None, acts1,
+                                                    cs1, tcs1, hs1_p, False, after=after1,
+                                                    threads=1, dxw=dxw1)
+        except BaseException:
+            hand.fail()
+            raise
+        res[1] = products1(out)
+
+    def layer0():
+        if want0:
+            out = nn_rnn._lstm_layer_backward_steps(xp, g_x1, g_h0, g_c0, w_hh0, None, acts0,
+                                                    cs0, tcs0, hs0, False, before=before0,
+                                                    threads=1, dxw=dxw0)
+            res[0] = products0(out)
+
+    hs1_p = hprev1.shape[2]
+    if not (xp is np and _on_two_threads(layer1, layer0)):
+        out = nn_rnn._lstm_layer_backward_steps(xp, g_out, g_h1, g_c1, w_hh1, None, acts1,
+                                                cs1, tcs1, hs1_p, False, dxw=dxw1)
+        res[1] = products1(out)
+        if want0:
+            nn_rnn._big_mm(xp, dxw1.reshape(steps * batch, -1), w_ih1,
+                           out=g_x1.reshape(steps * batch, -1))
+            out = nn_rnn._lstm_layer_backward_steps(xp, g_x1, g_h0, g_c0, w_hh0, None, acts0,
+                                                    cs0, tcs0, hs0, False, dxw=dxw0)
+            res[0] = products0(out)
+    gx1, gw_ih1, gb1, gh1, gc1, gw_hh1, _, gb_hh1 = res[1]
+    if res[0] is None:
+        gx = gw_ih0 = gb0 = gh0 = gc0 = gw_hh0 = gb_hh0 = None
+    else:
+        gx, gw_ih0, gb0, gh0, gc0, gw_hh0, _, gb_hh0 = res[0]
+    grads = (gx, gw_ih0, gb0, gh0, gc0, gw_hh0, gb_hh0, gw_ih1, gb1, gh1, gc1, gw_hh1, gb_hh1)
+    return tuple(g if need else None for g, need in zip(grads, needs[:13])) + (None, None)
+
+
+def _replay(x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1):
+    """The pair in differentiable ops (create_graph, forward-mode tangents)."""
+    out0, h0n, c0n = nn_rnn._lstm_layer_replay(x, w_ih0, b0, h00, c00, w_hh0, None, False,
+                                               b_hh0)
+    out1, h1n, c1n = nn_rnn._lstm_layer_replay(out0, w_ih1, b1, h01, c01, w_hh1, None, False,
+                                               b_hh1)
+    return out1, h0n, c0n, h1n, c1n
+
+
+def _pair_vjp(grads, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1,
+              table, indices, *, out, needs_input_grad):
+    inputs = (x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1, None,
+              None)
+    if _dispatch.differentiable_formula(*inputs, *grads):
+        from ..autograd import grad as autograd_grad
+
+        with nn_rnn._enable_grad():
+            results = _replay(*inputs[:13])
+        pairs = [(r, g) for r, g in zip(results, grads) if g is not None]
+        wanted = [t for t, need in zip(inputs, needs_input_grad) if need]
+        grads_in = autograd_grad([r for r, _ in pairs], wanted, [g for _, g in pairs],
+                                 create_graph=True, allow_unused=True)
+        by_id = {id(t): gi for t, gi in zip(wanted, grads_in)}
+        return tuple(by_id.get(id(t)) if need and t is not None else None
+                     for t, need in zip(inputs, needs_input_grad))
+    saved = out[5:]
+    params = dict(needs=tuple(needs_input_grad))
+    if table is not None and needs_input_grad[0] and nn_rnn._lookup_grad_unobserved(x):
+        params["x_by_vocab"] = True   # NOTE [ An unobserved lookup's gradient ] in nn_rnn.py
+    acts0, cs0, tcs0, hprev0, xf0, out0, acts1, cs1, tcs1, hprev1 = saved
+    return _dispatch.apply(pair_backward_op,
+                           (grads[0], grads[1], grads[2], grads[3], grads[4], xf0, w_ih0,
+                            w_hh0, out0, w_ih1, w_hh1, acts0, cs0, tcs0, hprev0, acts1, cs1,
+                            tcs1, hprev1, table, indices), params)
+
+
+pair_op = Op("lstm_pair", _pair_kernel, vjp=_pair_vjp,
+             nondiff_outputs=tuple(range(5, 15)))
+# the node PyTorch's CPU build makes for each of the layers (NOTE [ LSTM layers under the
+# profiler ] in ember/profiler/_recorder.py; the wavefront is not taken under the profiler)
+pair_op.node_name = "MkldnnRnnLayerBackward0"
+
+
+@pair_op.defjvp
+def _pair_jvp(x_dots, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1,
+              _table, _indices, *, out):
+    # forward mode: the replay inside a dual level of its own, as ``lstm_layer``'s
+    from ..autograd import _forward
+
+    inputs = (x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1)
+    lvl = _forward.enter(nested_ok=True)
+    try:
+        duals = []
+        for t, d in zip(inputs, x_dots):
+            if t is not None and d is not None:
+                t = t.view_as(t)
+                _forward.set_tangent(t, lvl, d)
+            duals.append(t)
+        results = _replay(*duals)
+        tangents = tuple(_forward.get_tangent(r, lvl) for r in results)
+    finally:
+        _forward.exit_level(lvl)
+    return tangents + (None,) * 10
+
+
+pair_backward_op = Op("lstm_pair_backward", _pair_backward_kernel)
+
+
+def lstm_pair(x, layer0, layer1, lookup=None):
+    """Two stacked unidirectional LSTM layers over an unpacked sequence, run side by side
+    (NOTE [ LSTM layers in a wavefront ]).
+
+    Args:
+        x: (T, B, I) input of the first layer.
+        layer0: ``(w_ih, w_hh, b_ih, b_hh, h0, c0)`` of the first layer (biases may be None).
+        layer1: the same for the second layer, whose input is the first layer's output.
+        lookup: ``(table, indices)`` when x is ``table[indices]`` (NOTE [ Lookups a layer can
+            fold ] in nn_ops.py), else None.
+
+    Returns:
+        ``(out, (h_n, c_n) of layer 0, (h_n, c_n) of layer 1)``, ``out`` (T, B, H).
+
+    Example::
+
+        >>> import ember
+        >>> w = lambda *s: ember.full(s, 0.1)
+        >>> layer = (w(8, 2), w(8, 2), None, None, w(1, 2), w(1, 2))
+        >>> out, s0, s1 = lstm_pair(ember.ones(3, 1, 2), layer, layer)
+        >>> tuple(out.shape)
+        (3, 1, 2)
+    """
+    table, indices = (None, None) if lookup is None else lookup
+    w_ih0, w_hh0, b_ih0, b_hh0, h00, c00 = layer0
+    w_ih1, w_hh1, b_ih1, b_hh1, h01, c01 = layer1
+    res = _dispatch.apply(pair_op, (x, w_ih0, b_ih0, h00, c00, w_hh0, b_hh0, w_ih1, b_ih1,
+                                    h01, c01, w_hh1, b_hh1, table, indices), {})
+    return res[0], (res[1], res[2]), (res[3], res[4])
