@@ -6,6 +6,7 @@ wavefront ]): ``lstm_pair`` is the op ``nn.LSTM`` takes for each pair of its lay
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 
@@ -45,6 +46,8 @@ from ._registry import Op
 
 #: steps per hand-over between the two loops
 CHUNK = [8]
+#: the blocks of layer 1's recurrent weight gradient that the two threads share
+BLOCKS = [4]
 #: False: every layer runs alone (``EMBER_LSTM_WAVEFRONT=0``; tests, A/B)
 ENABLED = [os.environ.get("EMBER_LSTM_WAVEFRONT", "1") != "0"]
 #: [wavefront forwards run, forwards that fell back to the layers one after the other]
@@ -145,11 +148,15 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
     if table is None:
         xf0 = x.reshape(steps * batch, -1)
         acts0 = nn_rnn._big_mm(xp, xf0, w_in0)
+        acts0 = acts0.reshape(steps, batch, 4 * hs0)
+        rows = None
     else:
+        # the table's projected rows, gathered a chunk at a time by layer 0's thread just
+        # before the chunk's steps read them (in cache then, and not before the split)
         xf0 = None
-        acts0 = xp.take(nn_rnn._big_mm(xp, table, w_in0), indices.reshape(-1), axis=0)
-    acts0 = acts0.reshape(steps, batch, 4 * hs0)
-    w_in1 = xp.ascontiguousarray((w_ih1 * s1[:, None]).T)
+        rows = nn_rnn._big_mm(xp, table, w_in0)
+        acts0 = xp.empty((steps, batch, 4 * hs0), dt)
+    w_in1 = [None]   # made by the caller's thread, which waits for layer 0's first chunk
     out0 = xp.empty((steps, batch, hs0), dt)
     acts1 = xp.empty((steps, batch, 4 * hs1), dt)
     chunks = _chunks(steps)
@@ -158,13 +165,24 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
 
     def project(k):   # layer 1's input projection over chunk k
         lo, hi = chunks[k]
-        nn_rnn._big_mm(xp, out0[lo:hi].reshape(-1, hs0), w_in1,
+        nn_rnn._big_mm(xp, out0[lo:hi].reshape(-1, hs0), w_in1[0],
                        out=acts1[lo:hi].reshape(-1, 4 * hs1))
+
+    def gather(lo, hi):
+        if rows is not None:
+            xp.take(rows, indices[lo:hi].reshape(-1), axis=0,
+                    out=acts0[lo:hi].reshape(-1, 4 * hs0))
+
+    def before0(t):
+        lo, hi = chunks[t // CHUNK[0]]
+        if t == lo:
+            gather(lo, hi)
 
     def after0(t):
         k = t // CHUNK[0]
         if t == chunks[k][1] - 1:
             if k % 2:
+                w_made.wait()
                 project(k)
             hand.ready(k)
 
@@ -178,12 +196,19 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
     def layer0():
         try:
             res[0] = nn_rnn._lstm_layer_steps(xp, acts0, b0, h00, c00, w_hh0, None, False,
-                                              after=after0, threads=1, out=out0)
+                                              before=before0, after=after0, threads=1,
+                                              out=out0)
         except BaseException:
             hand.fail()
             raise
 
+    w_made = threading.Event()
+
     def layer1():
+        try:
+            w_in1[0] = xp.ascontiguousarray((w_ih1 * s1[:, None]).T)
+        finally:
+            w_made.set()
         res[1] = nn_rnn._lstm_layer_steps(xp, acts1, b1, h01, c01, w_hh1, None, False,
                                           before=before1, threads=1)
 
@@ -191,9 +216,11 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
         COUNTS[0] += 1
     else:   # the layers one after the other, as the plain path runs them
         COUNTS[1] += 1
+        gather(0, steps)
         res[0] = nn_rnn._lstm_layer_steps(xp, acts0, b0, h00, c00, w_hh0, None, False,
                                           out=out0)
-        nn_rnn._big_mm(xp, out0.reshape(-1, hs0), w_in1, out=acts1.reshape(-1, 4 * hs1))
+        w_in = xp.ascontiguousarray((w_ih1 * s1[:, None]).T)
+        nn_rnn._big_mm(xp, out0.reshape(-1, hs0), w_in, out=acts1.reshape(-1, 4 * hs1))
         res[1] = nn_rnn._lstm_layer_steps(xp, acts1, b1, h01, c01, w_hh1, None, False)
     _, h0n, c0n, acts0, cs0, tcs0, _, hprev0 = res[0]
     out1, h1n, c1n, acts1, cs1, tcs1, _, hprev1 = res[1]
@@ -218,8 +245,24 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
     res = [None, None]
     # layer 0's loop needs every chunk's input gradient; its gradient w.r.t. layer 0's
     # outputs is wanted whenever anything of layer 0 or the input needs a gradient
-    needs1 = (False, need_wih1, need_b1, need_h1, need_c1, need_whh1, False, False, False,
+    needs1 = (False, need_wih1, need_b1, need_h1, need_c1, False, False, False, False,
               need_bhh1)
+    # layer 1's recurrent weight gradient, d2.T @ hprev, as partial products over blocks of
+    # rows, each taken by the first thread free (its sum in block order, whoever made them)
+    rows = steps * batch
+    per = -(-rows // BLOCKS[0])
+    blocks = [(lo, min(lo + per, rows)) for lo in range(0, rows, per)] if need_whh1 else []
+    partial = [None] * len(blocks)
+    taken = itertools.count()
+    d2_1, hp1 = dxw1.reshape(rows, -1), hprev1.reshape(rows, -1)
+
+    def take_blocks():
+        while True:
+            j = next(taken)   # (atomic under the GIL)
+            if j >= len(blocks):
+                return
+            lo, hi = blocks[j]
+            partial[j] = nn_rnn._big_mm(xp, d2_1[lo:hi].T, hp1[lo:hi])
     needs0 = (need_x, need_wih0, need_b0, need_h0, need_c0, need_whh0, False, False, False,
               need_bhh0)
     want0 = any(needs0)
@@ -264,6 +307,7 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
             hand.fail()
             raise
         res[1] = products1(out)
+        take_blocks()
 
     def layer0():
         if want0:
@@ -271,6 +315,7 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
                                                     cs0, tcs0, hs0, False, before=before0,
                                                     threads=1, dxw=dxw0)
             res[0] = products0(out)
+        take_blocks()
 
     hs1_p = hprev1.shape[2]
     if not (xp is np and _on_two_threads(layer1, layer0)):
@@ -283,7 +328,11 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
             out = nn_rnn._lstm_layer_backward_steps(xp, g_x1, g_h0, g_c0, w_hh0, None, acts0,
                                                     cs0, tcs0, hs0, False, dxw=dxw0)
             res[0] = products0(out)
-    gx1, gw_ih1, gb1, gh1, gc1, gw_hh1, _, gb_hh1 = res[1]
+        take_blocks()
+    gx1, gw_ih1, gb1, gh1, gc1, _, _, gb_hh1 = res[1]
+    gw_hh1 = None
+    for p in partial:
+        gw_hh1 = p if gw_hh1 is None else xp.add(gw_hh1, p, out=gw_hh1)
     if res[0] is None:
         gx = gw_ih0 = gb0 = gh0 = gc0 = gw_hh0 = gb_hh0 = None
     else:
