@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dispatch, _parallel
 from . import _lstm_mlas, nn_rnn
 from ._registry import Op
+from .linalg import col_sums
 
 # NOTE [ LSTM layers in a wavefront ]
 # An LSTM layer's steps are a chain: each step's small recurrent product, (B, P) @ (P, 4H)
@@ -234,21 +235,23 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
     """Backward of ``_pair_kernel``: the gradients of its 15 inputs (None for the table and
     indices, and where ``needs`` says none is wanted)."""
     steps, batch = acts0.shape[:2]
-    hs0 = hprev0.shape[2]
+    hs0, hs1 = hprev0.shape[2], hprev1.shape[2]
     dt = acts0.dtype
     (need_x, need_wih0, need_b0, need_h0, need_c0, need_whh0, need_bhh0, need_wih1, need_b1,
      need_h1, need_c1, need_whh1, need_bhh1) = needs[:13]
+    # layer 0's loop runs when anything of layer 0 or the input wants a gradient
+    want0 = any(needs[:7])
+    want_b0, want_b1 = need_b0 or need_bhh0, need_b1 or need_bhh1
     g_x1 = xp.zeros((steps, batch, hs0), dt)   # layer 0's output gradient (layer 1's input)
     dxw0, dxw1 = xp.empty_like(acts0), xp.empty_like(acts1)
     chunks = _chunks(steps)
     hand = _Chunks(len(chunks))
     res = [None, None]
-    # layer 0's loop needs every chunk's input gradient; its gradient w.r.t. layer 0's
-    # outputs is wanted whenever anything of layer 0 or the input needs a gradient
-    needs1 = (False, need_wih1, need_b1, need_h1, need_c1, False, False, False, False,
-              need_bhh1)
+    # the biases' gradients, column sums of each layer's gate gradients, summed a chunk at a
+    # time while the chunk is in cache (then in chunk order), in place of a pass over them all
+    sums0, sums1 = [None] * len(chunks), [None] * len(chunks)
     # layer 1's recurrent weight gradient, d2.T @ hprev, as partial products over blocks of
-    # rows, each taken by the first thread free (its sum in block order, whoever made them)
+    # rows, each taken by the first thread free (their sum in block order, whoever made them)
     rows = steps * batch
     per = -(-rows // BLOCKS[0])
     blocks = [(lo, min(lo + per, rows)) for lo in range(0, rows, per)] if need_whh1 else []
@@ -263,14 +266,15 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
                 return
             lo, hi = blocks[j]
             partial[j] = nn_rnn._big_mm(xp, d2_1[lo:hi].T, hp1[lo:hi])
-    needs0 = (need_x, need_wih0, need_b0, need_h0, need_c0, need_whh0, False, False, False,
-              need_bhh0)
-    want0 = any(needs0)
 
     def project(k):   # layer 1's input gradient over chunk k
         lo, hi = chunks[k]
         nn_rnn._big_mm(xp, dxw1[lo:hi].reshape(-1, dxw1.shape[2]), w_ih1,
                        out=g_x1[lo:hi].reshape(-1, hs0))
+
+    def chunk_sums(dxw, k, into):
+        lo, hi = chunks[k]
+        into[k] = col_sums(xp, dxw[lo:hi].reshape(-1, dxw.shape[2]))
 
     def after1(t):
         k = t // CHUNK[0]
@@ -278,6 +282,8 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
             if k % 2 and want0:
                 project(k)
             hand.ready(k)
+            if want_b1:
+                chunk_sums(dxw1, k, sums1)
 
     def before0(t):
         k = t // CHUNK[0]
@@ -286,53 +292,72 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
             if not k % 2:
                 project(k)
 
-    def products1(steps_out):
-        _, dh, dc, _ = steps_out
-        return nn_rnn._lstm_layer_backward_products(
-            xp, dxw1, dh, dc, None, out0.reshape(steps * batch, -1), w_ih1, None, None,
-            hprev1, None, None, needs1, False)
+    def after0(t):
+        k = t // CHUNK[0]
+        if t == chunks[k][0] and want_b0:
+            chunk_sums(dxw0, k, sums0)
 
-    def products0(steps_out):
+    def products(layer, dxw, x, w_ih, hprev, table, indices, wants, by_vocab, steps_out, sums):
+        # (with ``sums`` given, the bias gradients are made from them here)
         _, dh, dc, _ = steps_out
-        return nn_rnn._lstm_layer_backward_products(
-            xp, dxw0, dh, dc, None, xf0, w_ih0, None, None, hprev0, table, indices, needs0,
-            x_by_vocab)
+        need_b, need_bhh = wants[2], wants[9]
+        if sums is not None:
+            wants = wants[:2] + (False,) + wants[3:9] + (False,)
+        g = list(nn_rnn._lstm_layer_backward_products(
+            xp, dxw, dh, dc, None, x, w_ih, None, None, hprev, table, indices, wants,
+            by_vocab))
+        if sums is not None and (need_b or need_bhh):
+            gb = sums[0].copy()
+            for v in sums[1:]:
+                gb += v
+            # (each bias its own array, as the one-layer op gives them)
+            g[2], g[7] = (gb if need_b else None), ((gb.copy() if need_b else gb)
+                                                    if need_bhh else None)
+        res[layer] = g
+
+    wants1 = (False, need_wih1, need_b1, need_h1, need_c1, False, False, False, False,
+              need_bhh1)
+    wants0 = (need_x, need_wih0, need_b0, need_h0, need_c0, need_whh0, False, False, False,
+              need_bhh0)
 
     def layer1():
         try:
             out = nn_rnn._lstm_layer_backward_steps(xp, g_out, g_h1, g_c1, w_hh1, None, acts1,
-                                                    cs1, tcs1, hs1_p, False, after=after1,
+                                                    cs1, tcs1, hs1, False, after=after1,
                                                     threads=1, dxw=dxw1)
         except BaseException:
             hand.fail()
             raise
-        res[1] = products1(out)
+        products(1, dxw1, out0.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
+                 out, sums1)
         take_blocks()
 
     def layer0():
         if want0:
             out = nn_rnn._lstm_layer_backward_steps(xp, g_x1, g_h0, g_c0, w_hh0, None, acts0,
                                                     cs0, tcs0, hs0, False, before=before0,
-                                                    threads=1, dxw=dxw0)
-            res[0] = products0(out)
+                                                    after=after0, threads=1, dxw=dxw0)
+            products(0, dxw0, xf0, w_ih0, hprev0, table, indices, wants0, x_by_vocab, out,
+                     sums0)
         take_blocks()
 
-    hs1_p = hprev1.shape[2]
     if not (xp is np and _on_two_threads(layer1, layer0)):
+        # the layers one after the other, as the plain path runs them
         out = nn_rnn._lstm_layer_backward_steps(xp, g_out, g_h1, g_c1, w_hh1, None, acts1,
-                                                cs1, tcs1, hs1_p, False, dxw=dxw1)
-        res[1] = products1(out)
+                                                cs1, tcs1, hs1, False, dxw=dxw1)
+        products(1, dxw1, out0.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
+                 out, None)
         if want0:
-            nn_rnn._big_mm(xp, dxw1.reshape(steps * batch, -1), w_ih1,
-                           out=g_x1.reshape(steps * batch, -1))
+            nn_rnn._big_mm(xp, d2_1, w_ih1, out=g_x1.reshape(rows, -1))
             out = nn_rnn._lstm_layer_backward_steps(xp, g_x1, g_h0, g_c0, w_hh0, None, acts0,
                                                     cs0, tcs0, hs0, False, dxw=dxw0)
-            res[0] = products0(out)
+            products(0, dxw0, xf0, w_ih0, hprev0, table, indices, wants0, x_by_vocab, out,
+                     None)
         take_blocks()
     gx1, gw_ih1, gb1, gh1, gc1, _, _, gb_hh1 = res[1]
     gw_hh1 = None
-    for p in partial:
-        gw_hh1 = p if gw_hh1 is None else xp.add(gw_hh1, p, out=gw_hh1)
+    for part in partial:
+        gw_hh1 = part if gw_hh1 is None else xp.add(gw_hh1, part, out=gw_hh1)
     if res[0] is None:
         gx = gw_ih0 = gb0 = gh0 = gc0 = gw_hh0 = gb_hh0 = None
     else:
