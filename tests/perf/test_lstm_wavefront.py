@@ -140,8 +140,8 @@ def test_wavefront_fed_by_an_embedding(wavefront, monkeypatch, scale_grad_by_fre
     _close(got, want)
 
 
-@pytest.mark.parametrize("kw", [dict(num_layers=2, bidirectional=True),
-                                dict(num_layers=2, proj_size=16), dict(num_layers=1)])
+@pytest.mark.parametrize("kw", [dict(num_layers=2, proj_size=16), dict(num_layers=1),
+                                dict(bidirectional=True, proj_size=16)])
 def test_wavefront_not_taken_for_other_stacks(wavefront, kw):
     lstm = _make(ember, kw)
     x = np.random.default_rng(4).standard_normal((20, 3, 24)).astype(np.float32)
@@ -260,3 +260,131 @@ def test_wavefront_without_grad_matches(wavefront, monkeypatch):
         monkeypatch.setattr(_lstm_wavefront, "ENABLED", [False])
         want = [t.numpy().copy() for t in (lstm(x)[0], *lstm(x)[1])]
     _close(got, want)
+
+
+# -- the two directions of a bidirectional layer (NOTE [ LSTM directions on two threads ]) --
+
+BIDIR = [dict(num_layers=1, bidirectional=True), dict(num_layers=2, bidirectional=True),
+         dict(num_layers=2, bidirectional=True, batch_first=True, bias=False),
+         dict(num_layers=3, bidirectional=True, dropout=0.3)]
+
+
+@pytest.mark.parametrize("kw", BIDIR)
+@pytest.mark.parametrize("given_state", [False, True])
+def test_directions_on_two_threads_match_one_after_the_other(wavefront, monkeypatch, kw,
+                                                              given_state):
+    rng = np.random.default_rng(9)
+    steps, batch = 19, 4
+    shape = (batch, steps, 24) if kw.get("batch_first") else (steps, batch, 24)
+    x = rng.standard_normal(shape).astype(np.float32)
+    h0c0 = None
+    if given_state:
+        h0c0 = tuple(rng.standard_normal((2 * kw["num_layers"], batch, 32)).astype(np.float32)
+                     for _ in range(2))
+
+    def make():
+        lstm = _make(ember, kw)
+        lstm.eval()
+        return lstm
+
+    ran = _lstm_wavefront.COUNTS[0]
+    got, want = _both(monkeypatch, make, x, h0c0)
+    assert _lstm_wavefront.COUNTS[0] >= ran + kw["num_layers"]
+    _close(got, want)
+
+
+def test_directions_on_two_threads_match_torch(wavefront):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((5, 23, 24)).astype(np.float32)
+    h0c0 = tuple(rng.standard_normal((4, 5, 32)).astype(np.float32) for _ in range(2))
+    kw = dict(num_layers=2, batch_first=True, bidirectional=True)
+    taken = _lstm_wavefront.COUNTS[0]
+    got = _run(ember, _make(ember, kw), x, h0c0)
+    assert _lstm_wavefront.COUNTS[0] == taken + 2
+    want = _run(torch, _make(torch, kw), x, h0c0)
+    _close(got, want, tol=1e-4)
+
+
+def test_directions_with_dropout_in_training_match(wavefront, monkeypatch):
+    # dropout between the layers stays between the ops: the same masks from the same seed
+    x = np.random.default_rng(11).standard_normal((18, 3, 24)).astype(np.float32)
+
+    def run():
+        lstm = _make(ember, dict(num_layers=2, bidirectional=True, dropout=0.4))
+        ember.manual_seed(5)
+        return _run(ember, lstm, x)
+
+    taken = _lstm_wavefront.COUNTS[0]
+    got = run()
+    assert _lstm_wavefront.COUNTS[0] == taken + 2
+    monkeypatch.setattr(_lstm_wavefront, "ENABLED", [False])
+    _close(got, run())
+
+
+def test_directions_fed_by_an_embedding(wavefront, monkeypatch):
+    idx = np.random.default_rng(12).integers(0, 50, (4, 20))
+
+    def make():
+        ember.manual_seed(0)
+        make.emb = ember.nn.Embedding(50, 24)
+        return _make(ember, dict(num_layers=1, bidirectional=True, batch_first=True))
+
+    taken = _lstm_wavefront.COUNTS[0]
+    got = _run(ember, make(), idx, emb=make.emb)
+    assert _lstm_wavefront.COUNTS[0] == taken + 1
+    monkeypatch.setattr(_lstm_wavefront, "ENABLED", [False])
+    want = _run(ember, make(), idx, emb=make.emb)
+    _close(got, want)
+
+
+def test_directions_on_one_thread_when_the_pool_declines(wavefront, monkeypatch):
+    monkeypatch.setattr(_lstm_wavefront, "_on_two_threads", lambda first, second: False)
+    x = np.random.default_rng(13).standard_normal((17, 2, 24)).astype(np.float32)
+    fell = _lstm_wavefront.COUNTS[1]
+    got, want = _both(monkeypatch, lambda: _make(ember, dict(bidirectional=True)), x)
+    assert _lstm_wavefront.COUNTS[1] == fell + 1
+    _close(got, want)
+
+
+def test_directions_double_backward_matches(wavefront, monkeypatch):
+    rng = np.random.default_rng(14)
+    x0 = rng.standard_normal((17, 2, 24)).astype(np.float32)
+    lstm = _make(ember, dict(bidirectional=True))
+
+    def grad_of_grad():
+        x = ember.tensor(x0, requires_grad=True)
+        out, _ = lstm(x)
+        (g,) = ember.autograd.grad((out * out).sum(), x, create_graph=True)
+        (gg,) = ember.autograd.grad((g * g).sum(), x)
+        return [out.detach().numpy(), g.detach().numpy(), gg.numpy()]
+
+    taken = _lstm_wavefront.COUNTS[0]
+    got = grad_of_grad()
+    assert _lstm_wavefront.COUNTS[0] == taken + 1
+    monkeypatch.setattr(_lstm_wavefront, "ENABLED", [False])
+    _close(got, grad_of_grad(), tol=1e-4)
+
+
+def test_directions_forward_mode_matches(wavefront):
+    # the op's tangents (its replay) against two one-layer ops' side by side
+    import ember.autograd.forward_ad as fwAD
+
+    rng = np.random.default_rng(15)
+    x0, t0 = (ember.tensor(rng.standard_normal((17, 2, 24)).astype(np.float32))
+              for _ in range(2))
+    lstm = _make(ember, dict(bidirectional=True))
+    zero = ember.zeros(2, 32)
+    dirs = [lstm._weights(0, d)[:4] for d in range(2)]
+    with fwAD.dual_level():
+        x = fwAD.make_dual(x0, t0)
+        out, f, r = _lstm_wavefront.lstm_bidir(x, dirs[0] + (zero, zero),
+                                               dirs[1] + (zero, zero))
+        got = [fwAD.unpack_dual(t).tangent for t in (out, *f, *r)]
+        want = []
+        for d, (w_ih, w_hh, b_ih, b_hh) in enumerate(dirs):
+            want.append(nn_rnn.lstm_layer(x, w_ih, b_ih, zero, zero, w_hh, reverse=bool(d),
+                                          b_hh=b_hh))
+        outs = ember.cat([want[0][0], want[1][0]], 2)
+        want = [fwAD.unpack_dual(t).tangent for t in (outs, *want[0][1:], *want[1][1:])]
+    _close([t.detach().numpy() for t in got], [t.detach().numpy() for t in want], tol=1e-4)

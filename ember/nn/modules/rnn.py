@@ -297,6 +297,15 @@ class RNNBase(Module):
             h0 = h0.unbind(0)   # (as PyTorch's CPU layers take the initial states)
         pairs = self._pairs(x, c0, dirs, batch_sizes, h0)
         for layer in range(self.num_layers):
+            if pairs == "bidir":   # NOTE [ LSTM directions on two threads ]
+                layer_input, s0, s1 = _lstm_wavefront.lstm_bidir(
+                    layer_input, self._pair_weights(layer, h0, c0, 0),
+                    self._pair_weights(layer, h0, c0, 1), lookup if layer == 0 else None)
+                h_finals += [s0[0], s1[0]]
+                c_finals += [s0[1], s1[1]]
+                if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                    layer_input = F.dropout(layer_input, self.dropout, True)
+                continue
             if layer in pairs:   # NOTE [ LSTM layers in a wavefront ] in _lstm_wavefront.py
                 layer_input, s0, s1 = _lstm_wavefront.lstm_pair(
                     layer_input, self._pair_weights(layer, h0, c0),
@@ -325,18 +334,24 @@ class RNNBase(Module):
         return layer_input, h_n, c_n
 
     def _pairs(self, x, c0, dirs, batch_sizes, h0):
-        """The first layers of the pairs that run as one wavefront (NOTE [ LSTM layers in a
-        wavefront ] in _lstm_wavefront.py): layers 0 and 1, 2 and 3, ... where it applies."""
-        if self.mode != "LSTM" or self.num_layers < 2 or dirs != 1 or c0 is None \
-                or batch_sizes is not None or isinstance(h0, (tuple, list)) \
-                or (self.dropout > 0 and self.training) or observing_profiler() is not None \
+        """Which layers run on two threads (ember/_ops/_lstm_wavefront.py): the first layers
+        of the pairs that run as one wavefront (NOTE [ LSTM layers in a wavefront ]: layers
+        0 and 1, 2 and 3, ...), or "bidir" when every bidirectional layer runs its two
+        directions side by side (NOTE [ LSTM directions on two threads ]); () for none."""
+        if self.mode != "LSTM" or c0 is None or batch_sizes is not None \
+                or isinstance(h0, (tuple, list)) or observing_profiler() is not None \
                 or not _lstm_wavefront.applies(x, self.hidden_size, self.proj_size):
+            return ()
+        if dirs == 2:
+            return "bidir"
+        if self.num_layers < 2 or (self.dropout > 0 and self.training):
             return ()
         return set(range(0, self.num_layers - 1, 2))
 
-    def _pair_weights(self, layer, h0, c0):
-        w_ih, w_hh, b_ih, b_hh, _ = self._weights(layer, 0)
-        return w_ih, w_hh, b_ih, b_hh, h0[layer], c0[layer]
+    def _pair_weights(self, layer, h0, c0, direction=0):
+        w_ih, w_hh, b_ih, b_hh, _ = self._weights(layer, direction)
+        k = 2 * layer + direction if self.bidirectional else layer
+        return w_ih, w_hh, b_ih, b_hh, h0[k], c0[k]
 
     def _profiled_layers(self, session, x, batch_sizes, h0, c0, run_args):
         """``_layers`` recorded as PyTorch's one op for the whole recurrence (``aten::lstm``,
