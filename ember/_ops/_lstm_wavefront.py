@@ -135,11 +135,13 @@ class _Chunks:
 
 
 def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1,
-                 b_hh1, table, indices):
+                 b_hh1, table, indices, mask=None):
     """Layers 0 and 1 over x (T, B, I), as two ``lstm_layer`` calls would run them (NOTE
     [ LSTM layers in a wavefront ]). Returns out (T, B, H), h_n and c_n of each layer, then
     for backward: layer 0's gate activations, cell states, tanh(c), read states and input
-    rows (None with a table), its outputs (layer 1's input), and layer 1's four arrays."""
+    rows (None with a table), layer 1's input (layer 0's outputs, times ``mask`` when given:
+    dropout between the layers, the mask scaled as ``dropout`` makes it) and layer 1's four
+    arrays."""
     steps, batch = x.shape[:2]
     hs0, hs1 = c00.shape[1], c01.shape[1]
     dt = x.dtype
@@ -159,6 +161,7 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
         acts0 = xp.empty((steps, batch, 4 * hs0), dt)
     w_in1 = [None]   # made by the caller's thread, which waits for layer 0's first chunk
     out0 = xp.empty((steps, batch, hs0), dt)
+    x1 = out0 if mask is None else xp.empty_like(out0)   # layer 1's input
     acts1 = xp.empty((steps, batch, 4 * hs1), dt)
     chunks = _chunks(steps)
     hand = _Chunks(len(chunks))
@@ -166,7 +169,9 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
 
     def project(k):   # layer 1's input projection over chunk k
         lo, hi = chunks[k]
-        nn_rnn._big_mm(xp, out0[lo:hi].reshape(-1, hs0), w_in1[0],
+        if mask is not None:   # (the product ``dropout`` takes, element by element)
+            xp.multiply(out0[lo:hi], mask[lo:hi], out=x1[lo:hi])
+        nn_rnn._big_mm(xp, x1[lo:hi].reshape(-1, hs0), w_in1[0],
                        out=acts1[lo:hi].reshape(-1, 4 * hs1))
 
     def gather(lo, hi):
@@ -221,19 +226,21 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
         res[0] = nn_rnn._lstm_layer_steps(xp, acts0, b0, h00, c00, w_hh0, None, False,
                                           out=out0)
         w_in = xp.ascontiguousarray((w_ih1 * s1[:, None]).T)
-        nn_rnn._big_mm(xp, out0.reshape(-1, hs0), w_in, out=acts1.reshape(-1, 4 * hs1))
+        if mask is not None:
+            xp.multiply(out0, mask, out=x1)
+        nn_rnn._big_mm(xp, x1.reshape(-1, hs0), w_in, out=acts1.reshape(-1, 4 * hs1))
         res[1] = nn_rnn._lstm_layer_steps(xp, acts1, b1, h01, c01, w_hh1, None, False)
     _, h0n, c0n, acts0, cs0, tcs0, _, hprev0 = res[0]
     out1, h1n, c1n, acts1, cs1, tcs1, _, hprev1 = res[1]
-    return (out1, h0n, c0n, h1n, c1n, acts0, cs0, tcs0, hprev0, xf0, out0, acts1, cs1, tcs1,
+    return (out1, h0n, c0n, h1n, c1n, acts0, cs0, tcs0, hprev0, xf0, x1, acts1, cs1, tcs1,
             hprev1)
 
 
-def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, out0, w_ih1,
+def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, x1, w_ih1,
                           w_hh1, acts0, cs0, tcs0, hprev0, acts1, cs1, tcs1, hprev1, table,
-                          indices, *, needs, x_by_vocab=False):
-    """Backward of ``_pair_kernel``: the gradients of its 15 inputs (None for the table and
-    indices, and where ``needs`` says none is wanted)."""
+                          indices, mask=None, *, needs, x_by_vocab=False):
+    """Backward of ``_pair_kernel``: the gradients of its 16 inputs (None for the table,
+    indices and mask, and where ``needs`` says none is wanted)."""
     steps, batch = acts0.shape[:2]
     hs0, hs1 = hprev0.shape[2], hprev1.shape[2]
     dt = acts0.dtype
@@ -267,10 +274,12 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
             lo, hi = blocks[j]
             partial[j] = nn_rnn._big_mm(xp, d2_1[lo:hi].T, hp1[lo:hi])
 
-    def project(k):   # layer 1's input gradient over chunk k
+    def project(k):   # layer 1's input gradient over chunk k (then layer 0's output's)
         lo, hi = chunks[k]
         nn_rnn._big_mm(xp, dxw1[lo:hi].reshape(-1, dxw1.shape[2]), w_ih1,
                        out=g_x1[lo:hi].reshape(-1, hs0))
+        if mask is not None:
+            g_x1[lo:hi] *= mask[lo:hi]
 
     def chunk_sums(dxw, k, into):
         lo, hi = chunks[k]
@@ -328,7 +337,7 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
         except BaseException:
             hand.fail()
             raise
-        products(1, dxw1, out0.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
+        products(1, dxw1, x1.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
                  out, sums1)
         take_blocks()
 
@@ -345,10 +354,12 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
         # the layers one after the other, as the plain path runs them
         out = nn_rnn._lstm_layer_backward_steps(xp, g_out, g_h1, g_c1, w_hh1, None, acts1,
                                                 cs1, tcs1, hs1, False, dxw=dxw1)
-        products(1, dxw1, out0.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
+        products(1, dxw1, x1.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
                  out, None)
         if want0:
             nn_rnn._big_mm(xp, d2_1, w_ih1, out=g_x1.reshape(rows, -1))
+            if mask is not None:
+                g_x1 *= mask
             out = nn_rnn._lstm_layer_backward_steps(xp, g_x1, g_h0, g_c0, w_hh0, None, acts0,
                                                     cs0, tcs0, hs0, False, dxw=dxw0)
             products(0, dxw0, xf0, w_ih0, hprev0, table, indices, wants0, x_by_vocab, out,
@@ -363,27 +374,30 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
     else:
         gx, gw_ih0, gb0, gh0, gc0, gw_hh0, _, gb_hh0 = res[0]
     grads = (gx, gw_ih0, gb0, gh0, gc0, gw_hh0, gb_hh0, gw_ih1, gb1, gh1, gc1, gw_hh1, gb_hh1)
-    return tuple(g if need else None for g, need in zip(grads, needs[:13])) + (None, None)
+    return tuple(g if need else None for g, need in zip(grads, needs[:13])) + (None,) * 3
 
 
-def _replay(x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1):
+def _replay(x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1,
+            mask=None):
     """The pair in differentiable ops (create_graph, forward-mode tangents)."""
     out0, h0n, c0n = nn_rnn._lstm_layer_replay(x, w_ih0, b0, h00, c00, w_hh0, None, False,
                                                b_hh0)
-    out1, h1n, c1n = nn_rnn._lstm_layer_replay(out0, w_ih1, b1, h01, c01, w_hh1, None, False,
+    x1 = out0 if mask is None else out0 * mask
+    out1, h1n, c1n = nn_rnn._lstm_layer_replay(x1, w_ih1, b1, h01, c01, w_hh1, None, False,
                                                b_hh1)
     return out1, h0n, c0n, h1n, c1n
 
 
-def _replayed_grads(replay, inputs, grads, needs_input_grad):
-    """The inputs' gradients through ``replay`` of the 13 differentiable ``inputs``, from the
-    outputs' ``grads`` (create_graph, or a forward-mode tangent in a formula)."""
+def _replayed_grads(replay, inputs, grads, needs_input_grad, extra=()):
+    """The inputs' gradients through ``replay`` of the 13 differentiable ``inputs`` (and
+    ``extra``, constant arguments after them), from the outputs' ``grads`` (create_graph,
+    or a forward-mode tangent in a formula)."""
     from ..autograd import grad as autograd_grad
 
     with nn_rnn._enable_grad():
         # replay from the saved inputs themselves, so the gradients returned depend on them
         # differentiably
-        results = replay(*inputs[:13])
+        results = replay(*inputs[:13], *extra)
     pairs = [(r, g) for r, g in zip(results, grads) if g is not None]
     wanted = [t for t, need in zip(inputs, needs_input_grad) if need]
     grads_in = autograd_grad([r for r, _ in pairs], wanted, [g for _, g in pairs],
@@ -393,10 +407,10 @@ def _replayed_grads(replay, inputs, grads, needs_input_grad):
                  for t, need in zip(inputs, needs_input_grad))
 
 
-def _replayed_tangents(replay, inputs, x_dots):
-    """Forward mode through ``replay`` of the 13 differentiable ``inputs``: the replay inside
-    a dual level of its own, as ``lstm_layer``'s jvp does. Returns the five outputs'
-    tangents."""
+def _replayed_tangents(replay, inputs, x_dots, extra=()):
+    """Forward mode through ``replay`` of the 13 differentiable ``inputs`` (and ``extra``,
+    constant arguments after them): the replay inside a dual level of its own, as
+    ``lstm_layer``'s jvp does. Returns the five outputs' tangents."""
     from ..autograd import _forward
 
     lvl = _forward.enter(nested_ok=True)
@@ -407,26 +421,26 @@ def _replayed_tangents(replay, inputs, x_dots):
                 t = t.view_as(t)
                 _forward.set_tangent(t, lvl, d)
             duals.append(t)
-        results = replay(*duals)
+        results = replay(*duals, *extra)
         return tuple(_forward.get_tangent(r, lvl) for r in results)
     finally:
         _forward.exit_level(lvl)
 
 
 def _pair_vjp(grads, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1,
-              table, indices, *, out, needs_input_grad):
+              table, indices, mask=None, *, out, needs_input_grad):
     inputs = (x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, w_hh1, b_hh1, None,
-              None)
+              None, None)
     if _dispatch.differentiable_formula(*inputs, *grads):
-        return _replayed_grads(_replay, inputs, grads, needs_input_grad)
+        return _replayed_grads(_replay, inputs, grads, needs_input_grad, (mask,))
     params = dict(needs=tuple(needs_input_grad))
     if table is not None and needs_input_grad[0] and nn_rnn._lookup_grad_unobserved(x):
         params["x_by_vocab"] = True   # NOTE [ An unobserved lookup's gradient ] in nn_rnn.py
-    acts0, cs0, tcs0, hprev0, xf0, out0, acts1, cs1, tcs1, hprev1 = out[5:]
+    acts0, cs0, tcs0, hprev0, xf0, x1, acts1, cs1, tcs1, hprev1 = out[5:]
     return _dispatch.apply(pair_backward_op,
                            (grads[0], grads[1], grads[2], grads[3], grads[4], xf0, w_ih0,
-                            w_hh0, out0, w_ih1, w_hh1, acts0, cs0, tcs0, hprev0, acts1, cs1,
-                            tcs1, hprev1, table, indices), params)
+                            w_hh0, x1, w_ih1, w_hh1, acts0, cs0, tcs0, hprev0, acts1, cs1,
+                            tcs1, hprev1, table, indices, mask), params)
 
 
 pair_op = Op("lstm_pair", _pair_kernel, vjp=_pair_vjp,
@@ -438,13 +452,13 @@ pair_op.node_name = "MkldnnRnnLayerBackward0"
 
 @pair_op.defjvp
 def _pair_jvp(x_dots, *args, out):
-    return _replayed_tangents(_replay, args[:13], x_dots) + (None,) * 10
+    return _replayed_tangents(_replay, args[:13], x_dots, args[15:16]) + (None,) * 10
 
 
 pair_backward_op = Op("lstm_pair_backward", _pair_backward_kernel)
 
 
-def lstm_pair(x, layer0, layer1, lookup=None):
+def lstm_pair(x, layer0, layer1, lookup=None, mask=None):
     """Two stacked unidirectional LSTM layers over an unpacked sequence, run side by side
     (NOTE [ LSTM layers in a wavefront ]).
 
@@ -454,6 +468,8 @@ def lstm_pair(x, layer0, layer1, lookup=None):
         layer1: the same for the second layer, whose input is the first layer's output.
         lookup: ``(table, indices)`` when x is ``table[indices]`` (NOTE [ Lookups a layer can
             fold ] in nn_ops.py), else None.
+        mask: dropout between the layers: the (T, B, H) factors (zero or ``1 / (1 - p)``)
+            that ``dropout`` would multiply the first layer's output by, or None.
 
     Returns:
         ``(out, (h_n, c_n) of layer 0, (h_n, c_n) of layer 1)``, ``out`` (T, B, H).
@@ -471,7 +487,7 @@ def lstm_pair(x, layer0, layer1, lookup=None):
     w_ih0, w_hh0, b_ih0, b_hh0, h00, c00 = layer0
     w_ih1, w_hh1, b_ih1, b_hh1, h01, c01 = layer1
     res = _dispatch.apply(pair_op, (x, w_ih0, b_ih0, h00, c00, w_hh0, b_hh0, w_ih1, b_ih1,
-                                    h01, c01, w_hh1, b_hh1, table, indices), {})
+                                    h01, c01, w_hh1, b_hh1, table, indices, mask), {})
     return res[0], (res[1], res[2]), (res[3], res[4])
 
 

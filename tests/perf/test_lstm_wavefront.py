@@ -150,12 +150,41 @@ def test_wavefront_not_taken_for_other_stacks(wavefront, kw):
     assert _lstm_wavefront.COUNTS == taken
 
 
-def test_wavefront_not_taken_with_dropout_in_training(wavefront):
-    lstm = _make(ember, dict(num_layers=2, dropout=0.5))
-    x = np.random.default_rng(4).standard_normal((20, 3, 24)).astype(np.float32)
-    taken = _lstm_wavefront.COUNTS[:]
-    _run(ember, lstm, x)
-    assert _lstm_wavefront.COUNTS == taken
+@pytest.mark.parametrize("kw", [dict(num_layers=2, dropout=0.4),
+                                dict(num_layers=4, dropout=0.3, batch_first=True),
+                                dict(num_layers=3, dropout=0.5)])
+def test_wavefront_with_dropout_in_training_matches(wavefront, monkeypatch, kw):
+    # the mask between the paired layers is drawn where F.dropout would draw it: the same
+    # masks from the same seed, and the same gradients through them
+    shape = (3, 20, 24) if kw.get("batch_first") else (20, 3, 24)
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+
+    def run():
+        lstm = _make(ember, kw)
+        ember.manual_seed(3)
+        got = _run(ember, lstm, x)
+        return got + [ember.rand(3).numpy().astype(np.float64)]   # (the stream after)
+
+    ran = _lstm_wavefront.COUNTS[0]
+    got = run()
+    assert _lstm_wavefront.COUNTS[0] > ran
+    monkeypatch.setattr(_lstm_wavefront, "ENABLED", [False])
+    _close(got, run())
+
+
+def test_wavefront_dropout_only_in_training(wavefront):
+    lstm = _make(ember, dict(num_layers=2, dropout=0.25))
+    x = ember.tensor(np.random.default_rng(5).standard_normal((18, 4, 24)).astype(np.float32))
+    ember.manual_seed(0)
+    ran = _lstm_wavefront.COUNTS[0]
+    train = lstm(x)[0]
+    lstm.eval()
+    test = lstm(x)[0]
+    assert _lstm_wavefront.COUNTS[0] == ran + 2
+    assert not np.allclose(train.detach().numpy(), test.detach().numpy())
+    lstm.dropout = 0.0
+    lstm.train()
+    np.testing.assert_array_equal(lstm(x)[0].detach().numpy(), test.detach().numpy())
 
 
 def test_wavefront_not_taken_for_short_sequences_or_one_thread(wavefront):
@@ -388,3 +417,18 @@ def test_directions_forward_mode_matches(wavefront):
         outs = ember.cat([want[0][0], want[1][0]], 2)
         want = [fwAD.unpack_dual(t).tangent for t in (outs, *want[0][1:], *want[1][1:])]
     _close([t.detach().numpy() for t in got], [t.detach().numpy() for t in want], tol=1e-4)
+
+
+def test_wavefront_with_dropout_matches_torch(wavefront):
+    # ember's Bernoulli stream is PyTorch's: the same masks between the layers
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal((24, 3, 24)).astype(np.float32)
+    kw = dict(num_layers=2, dropout=0.3)
+    ran = _lstm_wavefront.COUNTS[0]
+    ember.manual_seed(7)
+    got = _run(ember, _make(ember, kw), x)
+    assert _lstm_wavefront.COUNTS[0] == ran + 1
+    torch.manual_seed(7)
+    want = _run(torch, _make(torch, kw), x)
+    _close(got, want, tol=1e-4)

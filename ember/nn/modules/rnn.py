@@ -307,9 +307,18 @@ class RNNBase(Module):
                     layer_input = F.dropout(layer_input, self.dropout, True)
                 continue
             if layer in pairs:   # NOTE [ LSTM layers in a wavefront ] in _lstm_wavefront.py
+                mask = None
+                if self.dropout > 0 and self.training:
+                    # the factors ``F.dropout`` would draw after the first layer, drawn here
+                    # (the layer draws no random numbers: the same stream position)
+                    mask = layer_input.new_empty(tuple(layer_input.shape[:2]) + (
+                        self.hidden_size,)).bernoulli_(1 - self.dropout).div_(1 - self.dropout)
                 layer_input, s0, s1 = _lstm_wavefront.lstm_pair(
                     layer_input, self._pair_weights(layer, h0, c0),
-                    self._pair_weights(layer + 1, h0, c0), lookup if layer == 0 else None)
+                    self._pair_weights(layer + 1, h0, c0), lookup if layer == 0 else None,
+                    mask)
+                if mask is not None and layer + 1 < self.num_layers - 1:
+                    layer_input = F.dropout(layer_input, self.dropout, True)
                 h_finals += [s0[0], s1[0]]
                 c_finals += [s0[1], s1[1]]
                 continue
@@ -344,7 +353,7 @@ class RNNBase(Module):
             return ()
         if dirs == 2:
             return "bidir"
-        if self.num_layers < 2 or (self.dropout > 0 and self.training):
+        if self.num_layers < 2 or self.dropout >= 1 and self.training:
             return ()
         return set(range(0, self.num_layers - 1, 2))
 
