@@ -1,7 +1,8 @@
-"""Two stacked LSTM layers run side by side, one per core (NOTE [ LSTM layers in a
-wavefront ]): ``lstm_pair`` is the op ``nn.LSTM`` takes for each pair of its layers where
-``applies`` says so; its kernels drive the layer loops of ``nn_rnn.py``
-(``_lstm_layer_steps``, ``_lstm_layer_backward_steps``) on two threads.
+"""LSTM layers on two cores: two stacked layers side by side (``lstm_pair``, NOTE [ LSTM
+layers in a wavefront ]) and the two directions of a bidirectional layer (``lstm_bidir``,
+NOTE [ LSTM directions on two threads ]). ``nn.LSTM`` takes these ops where ``applies``
+says so; their kernels drive the layer loops of ``nn_rnn.py`` (``_lstm_layer_steps``,
+``_lstm_layer_backward_steps``) on two threads.
 """
 
 from __future__ import annotations
@@ -20,30 +21,51 @@ from .linalg import col_sums
 # NOTE [ LSTM layers in a wavefront ]
 # An LSTM layer's steps are a chain: each step's small recurrent product, (B, P) @ (P, 4H)
 # (32 x 256 x 1024 in the bench's LSTM LM), waits for the step before it. Such a product
-# does not gain from a second thread on these machines (MLAS, packed weight, one thread 74
-# us, two 74 us: waking the second thread costs what it saves), so on two cores the layer
-# loops ran at one core's speed. But the steps of two stacked layers need not wait for each
-# other as a whole: layer 1's step t needs only layer 0's output at step t. So ``lstm_pair``
-# runs layer 0's loop on one thread and layer 1's on another (``_parallel.split_batch``:
-# the pool's worker and the caller, BLAS and MLAS held at one thread), in chunks of
-# ``CHUNK`` steps: when layer 0 has finished a chunk it says so (an Event per chunk), and
-# layer 1, before its first step of that chunk, waits for it. Layer 1's input projection,
-# which the plain path runs over all steps at once, is computed per chunk, (CHUNK * B, I) @
-# (I, 4H); the two threads take alternate chunks, so each core carries half of those
-# products beside its own loop. The backward runs the same way from the last step: layer
-# 1's loop leads, and each chunk of its input gradient, which is layer 0's output gradient,
-# is made (by alternate threads again) once layer 1 has finished the chunk's steps; layer 0
-# waits for it before the chunk. Then each thread runs its own layer's products over all
-# steps (the weights' gradients; layer 0's input gradient). Each step is computed as in the
-# plain path (same kernels, same order), so outputs and gate gradients are those of the
-# plain path to float32 rounding (the chunked products sum in the same order per element;
-# MLAS may block a chunk differently from the whole). Used for float32 on the CPU where the
-# steps' products run on MLAS (NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py), with
-# two or more threads on an idle enough machine (``_parallel.contended``), for unpacked,
-# unidirectional layers without projections or dropout between them, outside the profiler
-# and dispatch modes; ``EMBER_LSTM_WAVEFRONT=0`` turns it off. Under ``create_graph`` or a
-# forward-mode tangent the formulas replay both layers with differentiable ops, as the
-# one-layer op does. Measured on the 2-CPU EPYC (see the report in bench/RESULTS.md).
+# gains little from a second thread on these machines (MLAS, packed weight: 72-75 us on one
+# thread, 59-61 on two: waking the second thread costs most of what it saves), so on two
+# cores the layer loops ran at about one core's speed. But the steps of two stacked layers
+# need not wait for each other as a whole: layer 1's step t needs only layer 0's output at
+# step t. So ``lstm_pair`` runs layer 0's loop on one thread and layer 1's on another
+# (``_parallel.split_batch``: the pool's worker and the caller, BLAS and MLAS held at one
+# thread), in chunks of ``CHUNK`` steps: when layer 0 has finished a chunk it says so (an
+# Event per chunk), and layer 1, before its first step of that chunk, waits for it. Layer
+# 1's input projection, which the plain path runs over all steps at once, is computed per
+# chunk, (CHUNK * B, I) @ (I, 4H); the two threads take alternate chunks, so each core
+# carries half of those products beside its own loop. Layer 0's rows of a folded lookup are
+# gathered a chunk at a time by its own thread too. The backward runs the same way from the
+# last step: layer 1's loop leads, and each chunk of its input gradient, which is layer 0's
+# output gradient, is made (by alternate threads again) once layer 1 has finished the
+# chunk's steps; layer 0 waits for it before the chunk. Each thread sums its layer's bias
+# gradient a chunk at a time while the chunk is in cache, then runs its layer's products
+# over all steps (the weights' gradients; layer 0's input gradient), and the two threads
+# share layer 1's recurrent weight gradient in ``BLOCKS`` blocks of rows, each taken by the
+# first thread free and summed in block order. Dropout between the two layers is a mask
+# drawn before the pair where ``F.dropout`` would draw it after layer 0 (the layer itself
+# draws nothing, so the stream position is the same: the same masks as the plain path's and
+# PyTorch's), applied to each chunk before layer 1's projection and to its input gradient.
+#
+# Each step is computed by the plain path's kernels in the plain path's order; the step
+# products run on one MLAS thread instead of two and the chunked products and block sums
+# reassociate sums, so results agree with the plain path's to float32 rounding (tests/perf/
+# test_lstm_wavefront.py compares both and PyTorch). Used for float32 on the CPU where the
+# step products run on MLAS (NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py) with the
+# numba step kernels, two or more threads on a machine that is not oversubscribed
+# (``_parallel.contended``), at least two chunks of steps, unpacked unidirectional layers
+# without projections, outside the profiler and dispatch modes; ``EMBER_LSTM_WAVEFRONT=0``
+# turns it off. Where the pool declines (another split holds it, OpenBLAS's workers still
+# poll) the op runs the layers one after the other. Under ``create_graph`` or a forward-mode
+# tangent the formulas replay both layers with differentiable ops, as the one-layer op does.
+#
+# Measured on the 2-CPU EPYC (AVX-512; ``OPENBLAS_CORETYPE=Haswell``, ``OPENBLAS_L2_SIZE=512``
+# as set; ``chrt -f 10``, the load check forced off, machine load 4-9 from other sessions):
+# the bench's LSTM LM training step (2x256, seq 64, batch 32, Adam) in one process,
+# alternating, 0.82-0.84 of the plain path's (38.0-39.9 ms against 45.8-47.5); the pair's
+# forward 13.4 ms against 18.8 for the two layer ops, its backward 20.7 against 25.7. Each
+# framework in its own process, 20 steps each, three rounds: ember 38.4-39.8 ms a step,
+# PyTorch 43.1-55.9 (its fast mode ~41-42; its best steps 36.8-40.4). A layer loop alone on
+# one thread takes 8.1-8.5 ms forward; two side by side take 10.0-10.3 each (the cores
+# share the cache and memory traffic of the 1 MB recurrent weights), which bounds the gain.
+# Tried: chunks of 2, 4, 6, 8 and 16 steps (4-8 alike, 2 and 16 slower).
 
 #: steps per hand-over between the two loops
 CHUNK = [8]
@@ -497,11 +519,14 @@ def lstm_pair(x, layer0, layer1, lookup=None, mask=None):
 # The two directions of a bidirectional layer share only their input: ``lstm_bidir`` runs the
 # forward direction (its input projection, its loop) on the pool's worker and the reverse
 # one on the calling thread, each with its step products on one MLAS thread, and the
-# backward likewise (each direction's loop, then its products, the input's gradient summed
+# backward likewise (each direction's loop, then its products; the input's gradient summed
 # at the end). No hand-over is needed. It applies where ``applies`` says so for the layer's
 # input (NOTE [ LSTM layers in a wavefront ]), to each layer of a bidirectional stack;
 # dropout between the layers stays where it was, between the ops. The layer's output is the
 # two directions' outputs side by side, (T, B, 2H), as the plain path's ``cat`` makes it.
+# A 2-layer bidirectional LSTM (256 hidden, seq 64, batch 32), forward and backward, in one
+# process alternating: 0.82 of the plain path's time (92.6 against 113.1 ms, ``chrt -f 10``,
+# load 9); 0.74 without ``chrt`` at load 18.
 
 
 def _direction(xp, xf, table, indices, w_ih, b, h0, c0, w_hh, reverse, shape, threads):
