@@ -15,7 +15,7 @@ import warnings
 
 from ... import _dispatch
 from ..._core.dtype import bfloat16, float32
-from ..._ops import _lstm_wavefront, nn_ops, nn_rnn
+from ..._ops import _lstm_directions, _lstm_wavefront, nn_ops, nn_rnn
 from ..._ops._registry import observing_profiler, profiler_session
 from ..._ops.creation import empty, zeros
 from ..._ops.join import cat, stack
@@ -298,7 +298,7 @@ class RNNBase(Module):
         pairs = self._pairs(x, c0, dirs, batch_sizes, h0)
         for layer in range(self.num_layers):
             if pairs == "bidir":   # NOTE [ LSTM directions on two threads ]
-                layer_input, s0, s1 = _lstm_wavefront.lstm_bidir(
+                layer_input, s0, s1 = _lstm_directions.lstm_bidir(
                     layer_input, self._pair_weights(layer, h0, c0, 0),
                     self._pair_weights(layer, h0, c0, 1), lookup if layer == 0 else None)
                 h_finals += [s0[0], s1[0]]
@@ -343,10 +343,11 @@ class RNNBase(Module):
         return layer_input, h_n, c_n
 
     def _pairs(self, x, c0, dirs, batch_sizes, h0):
-        """Which layers run on two threads (ember/_ops/_lstm_wavefront.py): the first layers
-        of the pairs that run as one wavefront (NOTE [ LSTM layers in a wavefront ]: layers
-        0 and 1, 2 and 3, ...), or "bidir" when every bidirectional layer runs its two
-        directions side by side (NOTE [ LSTM directions on two threads ]); () for none."""
+        """Which layers run on two threads: the first layers of the pairs that run as one
+        wavefront (NOTE [ LSTM layers in a wavefront ] in ember/_ops/_lstm_wavefront.py:
+        layers 0 and 1, 2 and 3, ...), or "bidir" when every bidirectional layer runs its
+        two directions side by side (NOTE [ LSTM directions on two threads ] in
+        ember/_ops/_lstm_directions.py); () for none."""
         if self.mode != "LSTM" or c0 is None or batch_sizes is not None \
                 or isinstance(h0, (tuple, list)) or observing_profiler() is not None \
                 or not _lstm_wavefront.applies(x, self.hidden_size, self.proj_size):
