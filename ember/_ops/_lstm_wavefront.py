@@ -49,7 +49,8 @@ from .linalg import col_sums
 # reassociate sums, so results agree with the plain path's to float32 rounding (tests/perf/
 # test_lstm_wavefront.py compares both and PyTorch). Used for float32 on the CPU where the
 # step products run on MLAS (NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py) with the
-# numba step kernels, two or more threads on a machine that is not oversubscribed
+# numba step kernels, two threads (``set_num_threads``; with more, the plain path's
+# whole-sequence products use them all) on a machine that is not oversubscribed
 # (``_parallel.contended``), at least two chunks of steps, unpacked unidirectional layers
 # without projections, outside the profiler and dispatch modes; ``EMBER_LSTM_WAVEFRONT=0``
 # turns it off. Where the pool declines (another split holds it, OpenBLAS's workers still
@@ -105,7 +106,9 @@ def applies(x, hidden_size, proj_size) -> bool:
     steps, batch = x.shape[0], x.shape[1]
     if steps < 2 * CHUNK[0] or batch == 0 or hidden_size == 0 or not _lstm_mlas.STEP_ON_MLAS[0]:
         return False
-    if _parallel._threads() < 2 or _parallel.contended():
+    # exactly two threads: with more, the plain path's whole-sequence products run on all
+    # of them, where the wavefront's run on one thread each (not measured there)
+    if _parallel._threads() != 2 or _parallel.contended():
         return False
     if _dispatch.intercept and _dispatch.state.modes:
         return False

@@ -187,13 +187,14 @@ def test_wavefront_dropout_only_in_training(wavefront):
     np.testing.assert_array_equal(lstm(x)[0].detach().numpy(), test.detach().numpy())
 
 
-def test_wavefront_not_taken_for_short_sequences_or_one_thread(wavefront):
+def test_wavefront_not_taken_for_short_sequences_or_other_thread_counts(wavefront):
     lstm = _make(ember, dict(num_layers=2))
     x = np.random.default_rng(4).standard_normal((2 * _lstm_wavefront.CHUNK[0] - 1, 3, 24))
     taken = _lstm_wavefront.COUNTS[:]
     _run(ember, lstm, x.astype(np.float32))
-    ember.set_num_threads(1)
-    _run(ember, lstm, np.concatenate([x, x]).astype(np.float32))
+    for threads in (1, 3):   # (with more than two, the plain path's products use them all)
+        ember.set_num_threads(threads)
+        _run(ember, lstm, np.concatenate([x, x]).astype(np.float32))
     assert _lstm_wavefront.COUNTS == taken
 
 
