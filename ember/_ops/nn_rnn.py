@@ -659,10 +659,9 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
 def _lstm_layer_backward_steps(xp, g_out, g_h, g_c, w_hh, w_hr, acts, cs, tcs, p, reverse, *,
                                before=None, after=None, threads=None, dxw=None):
     """Backward through time of ``_lstm_layer_backward_kernel``: the gate gradients dxw
-    (T, B, 4H), dh_0, dc_0 and, with a
-    projection, the projected outputs' gradients (T, B, P). ``before``, ``after`` and
-    ``threads`` as for ``_lstm_layer_steps``; ``dxw``, the array to write the gate gradients
-    into."""
+    (T, B, 4H), dh_0, dc_0 and, with a projection, the projected outputs' gradients
+    (T, B, P). ``before``, ``after`` and ``threads`` as for ``_lstm_layer_steps``; ``dxw``,
+    the array to write the gate gradients into."""
     steps, batch, hs4 = acts.shape
     hs = hs4 // 4
     dt = acts.dtype
