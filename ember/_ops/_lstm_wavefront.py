@@ -143,18 +143,18 @@ class _Chunks:
 
     def __init__(self, n):
         self._events = [threading.Event() for _ in range(n)]
-        self.failed = False
+        self.failed = None
 
     def ready(self, k):
         self._events[k].set()
 
     def wait(self, k):
         self._events[k].wait()
-        if self.failed:
-            raise RuntimeError("lstm: the other layer of a wavefront failed")
+        if self.failed is not None:
+            raise RuntimeError("lstm: the other layer of a wavefront failed") from self.failed
 
-    def fail(self):
-        self.failed = True
+    def fail(self, error):
+        self.failed = error
         for e in self._events:
             e.set()
 
@@ -229,8 +229,8 @@ def _pair_kernel(xp, x, w_ih0, b0, h00, c00, w_hh0, b_hh0, w_ih1, b1, h01, c01, 
             res[0] = nn_rnn._lstm_layer_steps(xp, acts0, b0, h00, c00, w_hh0, None, False,
                                               before=before0, after=after0, threads=1,
                                               out=out0)
-        except BaseException:
-            hand.fail()
+        except BaseException as e:
+            hand.fail(e)
             raise
 
     w_made = threading.Event()
@@ -359,8 +359,8 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
             out = nn_rnn._lstm_layer_backward_steps(xp, g_out, g_h1, g_c1, w_hh1, None, acts1,
                                                     cs1, tcs1, hs1, False, after=after1,
                                                     threads=1, dxw=dxw1)
-        except BaseException:
-            hand.fail()
+        except BaseException as e:
+            hand.fail(e)
             raise
         products(1, dxw1, x1.reshape(rows, -1), w_ih1, hprev1, None, None, wants1, False,
                  out, sums1)

@@ -237,8 +237,10 @@ def test_wavefront_error_in_a_layer_reaches_the_caller(wavefront, monkeypatch):
 
     monkeypatch.setattr(nn_rnn, "_lstm_layer_steps", failing)
     lstm = _make(ember, dict(num_layers=2))
-    with pytest.raises((ValueError, RuntimeError)):
+    with pytest.raises((ValueError, RuntimeError)) as info:
         lstm(ember.randn(20, 3, 24))
+    error = info.value
+    assert "layer 0 failed" in str(error) + str(error.__cause__)
 
 
 def test_wavefront_double_backward_matches(wavefront, monkeypatch):
