@@ -274,7 +274,8 @@ def _pair_backward_kernel(xp, g_out, g_h0, g_c0, g_h1, g_c1, xf0, w_ih0, w_hh0, 
     # layer 0's loop runs when anything of layer 0 or the input wants a gradient
     want0 = any(needs[:7])
     want_b0, want_b1 = need_b0 or need_bhh0, need_b1 or need_bhh1
-    g_x1 = xp.zeros((steps, batch, hs0), dt)   # layer 0's output gradient (layer 1's input)
+    # layer 0's output gradient (layer 1's input's): every chunk written by ``project``
+    g_x1 = xp.empty((steps, batch, hs0), dt)
     dxw0, dxw1 = xp.empty_like(acts0), xp.empty_like(acts1)
     chunks = _chunks(steps)
     hand = _Chunks(len(chunks))
