@@ -66,7 +66,8 @@ from .linalg import col_sums
 # PyTorch 43.1-55.9 (its fast mode ~41-42; its best steps 36.8-40.4). A layer loop alone on
 # one thread takes 8.1-8.5 ms forward; two side by side take 10.0-10.3 each (the cores
 # share the cache and memory traffic of the 1 MB recurrent weights), which bounds the gain.
-# Tried: chunks of 2, 4, 6, 8 and 16 steps (4-8 alike, 2 and 16 slower).
+# Tried: chunks of 2, 4, 6, 8 and 16 steps (4-8 alike, 2 and 16 slower); first and last
+# chunks of half size (no gain); 8 or 16 blocks of layer 1's weight gradient (no gain).
 
 #: steps per hand-over between the two loops
 CHUNK = [8]
