@@ -165,3 +165,16 @@ def lstm_step_forward_unscaled(a, rec, bias, has_bias, s, shift, c_in, c, tc,
             for j in range(hs4):
                 ab[j] = _tanhf(ab[j] + rb[j] * sb[j]) * sb[j] + kb[j]
         _cell_row(ab, c_in[b], c[b], tc[b], h[b], hs)
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def rows_summed_by_index(g, idx, out):  # pragma: no cover (compiled)
+    """out[idx[j]] += g[j] for every row j of g, in row order: the lookups' gradient of an
+    LSTM layer fed by an embedding summed by vocabulary entry (NOTE [ An unobserved lookup's
+    gradient ] in ember/_ops/nn_rnn.py), in the order the embedding's backward sums them.
+    ``out`` (V, D) starts at zero; ``idx`` holds valid rows of it."""
+    n, d = g.shape
+    for j in range(n):
+        r = idx[j]
+        for k in range(d):
+            out[r, k] += g[j, k]

@@ -236,11 +236,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_HANDOFF.forget)
 
 
-def recurrent_weights(xp, dt, w_hh, steps, saved=None):
+def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None):
     """The ``RecurrentWeights`` of ``w_hh`` for a layer loop of ``steps`` steps where MLAS
     is ember's float32 engine (NOTE [ LSTM step products on MLAS ]), else None (the loop's
     own products). ``saved``, in a backward, is the forward's gate activations: the weights
-    that forward packed are taken when it left them."""
+    that forward packed are taken when it left them. ``threads``, when given, is the
+    products' thread count (a loop on one core of a wavefront: NOTE [ LSTM layers in a
+    wavefront ] in _lstm_wavefront.py)."""
     if xp is not np or dt != _F32 or not STEP_ON_MLAS[0]:
         return None
     from .. import _parallel
@@ -252,7 +254,8 @@ def recurrent_weights(xp, dt, w_hh, steps, saved=None):
         left = _HANDOFF.take(saved, w_hh)
         if left is not None:
             return left
-    threads = 1 if _parallel.contended() else min(2, _parallel._threads())
+    if threads is None:
+        threads = 1 if _parallel.contended() else min(2, _parallel._threads())
     return RecurrentWeights(_mlas._state[0], w_hh, threads, steps >= STEP_PACK_MIN[0])
 
 

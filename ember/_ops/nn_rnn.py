@@ -516,7 +516,7 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     unprojected outputs (T, B, H), the state each step read, h_{t-1} (T, B, P), and x as
     rows (T*B, I), or None when the table stands in for it."""
     steps, batch = x.shape[:2]
-    hs, p = c0.shape[1], h0.shape[1]
+    hs = c0.shape[1]
     dt = x.dtype
     if b_hh is not None:
         b = b_hh if b is None else b + b_hh
@@ -531,16 +531,33 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
         xf = None
         acts = xp.take(_big_mm(xp, table, w_in), indices.reshape(-1), axis=0)
     acts = acts.reshape(steps, batch, 4 * hs)
+    return _lstm_layer_steps(xp, acts, b, h0, c0, w_hh, w_hr, reverse) + (xf,)
+
+
+def _lstm_layer_steps(xp, acts, b, h0, c0, w_hh, w_hr, reverse, *, before=None, after=None,
+                      threads=None, out=None):
+    """The recurrence of ``_lstm_layer_kernel`` over its input projection ``acts`` (T, B, 4H),
+    sigmoid rows halved, overwritten by the gate activations; ``b`` the summed bias or None.
+    Returns out, h_n, c_n, acts, cs, tcs, raw and hprev as that kernel does. ``before(t)`` and
+    ``after(t)``, when given, run before and after step t, ``threads`` fixes the step
+    products' MLAS threads and ``out`` is the (T, B, P) array to write the outputs into (NOTE
+    [ LSTM layers in a wavefront ] in _lstm_wavefront.py)."""
+    steps, batch = acts.shape[:2]
+    hs, p = c0.shape[1], h0.shape[1]
+    dt = acts.dtype
+    s = _gate_scale(xp, hs, dt)
     # the bias joins each step's recurrent product, in cache, rather than a pass over acts
     bias = None if b is None else xp.broadcast_to(b * s, (batch, 4 * hs)).copy()
     # (H, 4H) in row order: OpenBLAS ran the steps' (B, H) @ (H, 4H) products 1.4x slower
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
     rec = xp.empty((batch, 4 * hs), dt)
     # NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py: the products of w_hh unscaled
-    weights = _lstm_mlas.recurrent_weights(xp, dt, w_hh, steps) if p * hs * batch else None
+    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, threads=threads)
+               if p * hs * batch else None)
     step_mm = None if weights is None else weights.product(False, rec)
     # NOTE [ LSTM steps split by hidden units ]
-    plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
+    plan = (None if step_mm is not None or before is not None or after is not None
+            else _lstm_units.plan(xp, dt, batch, hs, p))
     w_t = None if plan is not None or step_mm is not None else \
         xp.ascontiguousarray((w_hh * s[:, None]).T)
     gate_s = s
@@ -548,7 +565,7 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
     shift[2 * hs:3 * hs] = 0
     # full-size factors: a same-shape product runs twice as fast as a row broadcast
     s, shift = (xp.broadcast_to(v, (batch, 4 * hs)).copy() for v in (s, shift))
-    out = xp.empty((steps, batch, p), dt)
+    out = xp.empty((steps, batch, p), dt) if out is None else out
     cs = xp.empty((steps + 1, batch, hs), dt)
     tcs = xp.empty((steps, batch, hs), dt)
     raw = xp.empty((steps, batch, hs), dt) if w_hr is not None else None
@@ -568,10 +585,19 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
                              w_hr, reverse):
             last = 0 if reverse else steps - 1
             return (out, out[last].copy(), cs[0 if reverse else steps].copy(), acts, cs, tcs,
-                    raw, hprev, xf)
+                    raw, hprev)
         w_t = xp.ascontiguousarray((w_hh * gate_s[:, None]).T)  # (the relay was taken)
+    hooked = before is not None or after is not None
+    done = None   # the step whose ``after`` is due (run at the next step's start: the loop
+    # body leaves by several ``continue``)
     with _blas.one_thread_for(batch * 4 * hs * p if xp is np else 0):
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            if hooked:
+                if done is not None and after is not None:
+                    after(done)
+                if before is not None:
+                    before(t)
+                done = t
             c_in, c = (cs[t + 1], cs[t]) if reverse else (cs[t], cs[t + 1])
             hprev[t] = h
             a = acts[t]
@@ -612,9 +638,11 @@ def _lstm_layer_kernel(xp, x, w_ih, b, h0, c0, w_hh, w_hr, table, indices, b_hh=
                 h = xp.matmul(raw[t], w_hr.T, out=out[t])
             else:
                 h = xp.multiply(o, tcs[t], out=out[t])
+    if done is not None and after is not None:
+        after(done)
     c_n = cs[0 if reverse else steps]
     _lstm_mlas.leave_for_backward(weights, acts)
-    return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev, xf
+    return out, h.copy(), c_n.copy(), acts, cs, tcs, raw, hprev
 
 
 def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, cs, tcs, raw,
@@ -622,12 +650,24 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     """Backward of ``_lstm_layer_kernel`` from its saved arrays; ``x`` is the input as rows
     (T*B, I), or None with ``table`` and ``indices`` given. ``x_by_vocab``: the input's
     gradient as one row per vocabulary entry (NOTE [ An unobserved lookup's gradient ])."""
+    dxw, dh, dc, dhs = _lstm_layer_backward_steps(xp, g_out, g_h, g_c, w_hh, w_hr, acts, cs,
+                                                  tcs, hprev.shape[2], reverse)
+    return _lstm_layer_backward_products(xp, dxw, dh, dc, dhs, x, w_ih, w_hr, raw, hprev,
+                                         table, indices, needs, x_by_vocab)
+
+
+def _lstm_layer_backward_steps(xp, g_out, g_h, g_c, w_hh, w_hr, acts, cs, tcs, p, reverse, *,
+                               before=None, after=None, threads=None, dxw=None):
+    """Backward through time of ``_lstm_layer_backward_kernel``: the gate gradients dxw
+    (T, B, 4H), dh_0, dc_0 and, with a projection, the projected outputs' gradients
+    (T, B, P). ``before``, ``after`` and ``threads`` as for ``_lstm_layer_steps``; ``dxw``,
+    the array to write the gate gradients into."""
     steps, batch, hs4 = acts.shape
-    hs, p = hs4 // 4, hprev.shape[2]
+    hs = hs4 // 4
     dt = acts.dtype
     dh = xp.zeros((batch, p), dt) if g_h is None else g_h.astype(dt, copy=True)
     dc = xp.zeros((batch, hs), dt) if g_c is None else g_c.astype(dt, copy=True)
-    dxw = xp.empty_like(acts)
+    dxw = xp.empty_like(acts) if dxw is None else dxw
     dhs = xp.empty((steps, batch, p), dt) if w_hr is not None else None
     dct = xp.empty((batch, hs), dt)
     up = xp.empty((batch, hs4), dt)
@@ -638,19 +678,28 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
     one = dt.type(1)
     dh = dh if xp is not np else np.ascontiguousarray(dh)
     # NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py: the forward's packing if it left it
-    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, saved=acts)
+    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, saved=acts, threads=threads)
                if p * hs * batch else None)
     step_mm = None if weights is None else weights.product(True, dh)
+    hooked = before is not None or after is not None
     # NOTE [ LSTM steps split by hidden units ]
-    plan = None if step_mm is not None else _lstm_units.plan(xp, dt, batch, hs, p)
+    plan = (None if step_mm is not None or hooked
+            else _lstm_units.plan(xp, dt, batch, hs, p))
     if plan is not None:
         dh, dc = np.ascontiguousarray(dh), np.ascontiguousarray(dc)
         if not _lstm_units.backward(plan, g_out, acts, tcs, cs, dh, dc, dxw, dhs, w_hh, w_hr,
                                   reverse):
             plan = None
     with _blas.one_thread_for(batch * 4 * hs * p if xp is np and plan is None else 0):
+        done = None   # (as in ``_lstm_layer_steps``)
         for t in ([] if plan is not None else range(steps) if reverse else
                   range(steps - 1, -1, -1)):
+            if hooked:
+                if done is not None and after is not None:
+                    after(done)
+                if before is not None:
+                    before(t)
+                done = t
             c_in = cs[t + 1] if reverse else cs[t]
             if g_out is not None:
                 dh = xp.add(dh, g_out[t], out=dh)
@@ -690,17 +739,35 @@ def _lstm_layer_backward_kernel(xp, g_out, g_h, g_c, x, w_ih, w_hh, w_hr, acts, 
                 step_mm(d)
             else:
                 mm(d, w_hh, out=dh)
+        if done is not None and after is not None:
+            after(done)
+    return dxw, dh, dc, dhs
+
+
+def _lstm_layer_backward_products(xp, dxw, dh, dc, dhs, x, w_ih, w_hr, raw, hprev, table,
+                                  indices, needs, x_by_vocab):
+    """The products over all steps that finish ``_lstm_layer_backward_kernel`` from the gate
+    gradients ``dxw``: the input's and the weights' gradients."""
+    steps, batch, hs4 = dxw.shape
+    hs, p = hs4 // 4, hprev.shape[2]
+    dt = dxw.dtype
     d2 = dxw.reshape(steps * batch, hs4)
     need_x, need_wih, need_b, need_h, need_c, need_whh, need_whr = needs[:7]
     need_bhh = len(needs) > 9 and needs[9]
     gx = None
     sums = None
     if table is not None and (need_wih or need_x and x_by_vocab):
-        # d2's rows summed by vocabulary entry
-        from .nn_ops import _embedding_backward_kernel
+        # d2's rows summed by vocabulary entry: one pass where the step kernels are compiled
+        # (a third of the time of the embedding's sparse product and its sort)
+        fused = _step_kernels(xp, dt)
+        if fused is not None:
+            sums = xp.zeros((table.shape[0], hs4), dt)
+            fused.rows_summed_by_index(d2, indices.reshape(-1), sums)
+        else:
+            from .nn_ops import _embedding_backward_kernel
 
-        sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
-                                          padding_idx=None)
+            sums = _embedding_backward_kernel(xp, d2, indices, num_weights=table.shape[0],
+                                              padding_idx=None)
     if need_x and sums is not None and x_by_vocab:
         gx = _gx_by_vocab(xp, sums, w_ih, indices, (steps, batch, w_ih.shape[1]))
     elif need_x:

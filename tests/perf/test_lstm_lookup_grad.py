@@ -102,3 +102,20 @@ def test_sparse_embedding_keeps_the_true_gradient(monkeypatch):
     out.sum().backward()
     assert not taken
     assert emb.weight.grad.is_sparse
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_vocabulary_sums_equal_the_embeddings(dtype):
+    # the one-pass sums by vocabulary entry add each entry's rows in lookup order, as the
+    # embedding's backward does: the same bits
+    pytest.importorskip("numba")
+    from ember._kernels import _numba_rnn
+    from ember._ops.nn_ops import _embedding_backward_kernel
+
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((300, 40)).astype(dtype)
+    idx = rng.integers(0, 17, (20, 15)).T   # a transposed (batch_first) index array
+    want = _embedding_backward_kernel(np, g, idx, num_weights=19, padding_idx=None)
+    got = np.zeros((19, 40), dtype)
+    _numba_rnn.rows_summed_by_index(g, idx.reshape(-1), got)
+    np.testing.assert_array_equal(got, want)

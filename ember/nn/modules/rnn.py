@@ -15,7 +15,7 @@ import warnings
 
 from ... import _dispatch
 from ..._core.dtype import bfloat16, float32
-from ..._ops import nn_ops, nn_rnn
+from ..._ops import _lstm_directions, _lstm_wavefront, nn_ops, nn_rnn
 from ..._ops._registry import observing_profiler, profiler_session
 from ..._ops.creation import empty, zeros
 from ..._ops.join import cat, stack
@@ -295,7 +295,35 @@ class RNNBase(Module):
         layer_input = x
         if c0 is None and batch_sizes is None and observing_profiler() is not None:
             h0 = h0.unbind(0)   # (as PyTorch's CPU layers take the initial states)
+        pairs = self._pairs(x, c0, dirs, batch_sizes, h0)
         for layer in range(self.num_layers):
+            if pairs == "bidir":   # NOTE [ LSTM directions on two threads ]
+                layer_input, s0, s1 = _lstm_directions.lstm_bidir(
+                    layer_input, self._pair_weights(layer, h0, c0, 0),
+                    self._pair_weights(layer, h0, c0, 1), lookup if layer == 0 else None)
+                h_finals += [s0[0], s1[0]]
+                c_finals += [s0[1], s1[1]]
+                if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                    layer_input = F.dropout(layer_input, self.dropout, True)
+                continue
+            if layer in pairs:   # NOTE [ LSTM layers in a wavefront ] in _lstm_wavefront.py
+                mask = None
+                if self.dropout > 0 and self.training:
+                    # the factors ``F.dropout`` would draw after the first layer, drawn here
+                    # (the layer draws no random numbers: the same stream position)
+                    mask = layer_input.new_empty(tuple(layer_input.shape[:2]) + (
+                        self.hidden_size,)).bernoulli_(1 - self.dropout).div_(1 - self.dropout)
+                layer_input, s0, s1 = _lstm_wavefront.lstm_pair(
+                    layer_input, self._pair_weights(layer, h0, c0),
+                    self._pair_weights(layer + 1, h0, c0), lookup if layer == 0 else None,
+                    mask)
+                if mask is not None and layer + 1 < self.num_layers - 1:
+                    layer_input = F.dropout(layer_input, self.dropout, True)
+                h_finals += [s0[0], s1[0]]
+                c_finals += [s0[1], s1[1]]
+                continue
+            if layer - 1 in pairs:
+                continue
             outs = []
             for d in range(dirs):
                 k = layer * dirs + d
@@ -313,6 +341,27 @@ class RNNBase(Module):
         h_n = stack(h_finals)
         c_n = stack(c_finals) if c0 is not None else None
         return layer_input, h_n, c_n
+
+    def _pairs(self, x, c0, dirs, batch_sizes, h0):
+        """Which layers run on two threads: the first layers of the pairs that run as one
+        wavefront (NOTE [ LSTM layers in a wavefront ] in ember/_ops/_lstm_wavefront.py:
+        layers 0 and 1, 2 and 3, ...), or "bidir" when every bidirectional layer runs its
+        two directions side by side (NOTE [ LSTM directions on two threads ] in
+        ember/_ops/_lstm_directions.py); () for none."""
+        if self.mode != "LSTM" or c0 is None or batch_sizes is not None \
+                or isinstance(h0, (tuple, list)) or observing_profiler() is not None \
+                or not _lstm_wavefront.applies(x, self.hidden_size, self.proj_size):
+            return ()
+        if dirs == 2:
+            return "bidir"
+        if self.num_layers < 2 or self.dropout >= 1 and self.training:
+            return ()
+        return set(range(0, self.num_layers - 1, 2))
+
+    def _pair_weights(self, layer, h0, c0, direction=0):
+        w_ih, w_hh, b_ih, b_hh, _ = self._weights(layer, direction)
+        k = 2 * layer + direction if self.bidirectional else layer
+        return w_ih, w_hh, b_ih, b_hh, h0[k], c0[k]
 
     def _profiled_layers(self, session, x, batch_sizes, h0, c0, run_args):
         """``_layers`` recorded as PyTorch's one op for the whole recurrence (``aten::lstm``,
