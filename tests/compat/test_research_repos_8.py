@@ -1,0 +1,100 @@
+"""Fifteen more whole programs written the way public repositories and tutorials write them,
+run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
+
+The programs live in ``programs/research_8/`` (our own code, after the named repositories'
+and tutorials' patterns):
+
+- ``kan_bspline``: Blealtan/efficient-kan's ``KANLinear`` (Cox-de Boor B-splines over a
+  grid buffer, ``curve2coeff`` by batched ``linalg.lstsq``, grid updates from sorted
+  quantiles, the L1/entropy regulariser), AdamW then strong-Wolfe LBFGS;
+- ``sam_lookahead``: davda54/sam's ``SAM`` optimizer wrapping a base optimizer class
+  (shared ``param_groups``, ``first_step``/``second_step``, the closure form, adaptive SAM,
+  BatchNorm momentum switched off), a timm-style ``Lookahead``, the gradient-clipping
+  helpers (``get_total_norm``, ``clip_grads_with_norm_``, ``error_if_nonfinite``);
+- ``deq_anderson``: the implicit-layers tutorial's DEQ (Anderson acceleration with a
+  batched bordered ``linalg.solve``, the implicit backward as a fixed point in a
+  ``register_hook``), checked against unrolled differentiation;
+- ``bayes_uncertainty``: Bayes by Backprop with a scale-mixture prior, MC dropout with
+  predictive entropy and mutual information, ECE and gpleiss's temperature scaling;
+- ``neural_ca``: growing neural cellular automata (Sobel perception as a depthwise conv,
+  stochastic fire masks, alive masks by max-pooling, a sample pool with damage, normalised
+  gradients) under ``use_deterministic_algorithms``;
+- ``fno_operator``: neuraloperator's FNO (``cfloat`` spectral weights, ``rfft``/``irfft``
+  and ``rfft2``, complex ``einsum``, ``LpLoss``, ``UnitGaussianNormalizer``), Adam over
+  complex parameters;
+
+With PyTorch installed each program runs on both (two processes each side, taking turns
+among the programs) and the printed lines must agree: the text with its floats masked
+exactly, the floats to a relative 1e-4. Without PyTorch each must run under ember and print
+what PyTorch printed when ``<name>.expected`` was recorded (``python -m
+tests.compat.test_research_repos_8`` with PyTorch installed records them again).
+
+Some programs stop a solver at a fixed count rather than at convergence, where rounding
+would grow into visible differences (on PyTorch too, between two runs perturbed by one
+ulp); their comments say so. The tests after the folder's pin, in process, what these
+programs found different in ember.
+"""
+
+import pytest
+
+import ember
+from tests.compat._program_folder import Folder
+
+FOLDER = Folder("research_8")
+PROGRAMS = FOLDER.programs
+runs, test_program_prints_what_torch_prints, test_every_program_has_its_recorded_output = \
+    FOLDER.tests()
+
+
+def _complex_run(fw, name, **kw):
+    """Three steps of optimizer ``name`` on a complex and a real parameter of framework
+    ``fw``; the parameters and the complex one's state, as Python values."""
+    a = fw.nn.Parameter(fw.tensor([[1 + 2j, -0.5 + 0.25j]], dtype=fw.cfloat))
+    b = fw.nn.Parameter(fw.tensor([0.5, -1.0]))
+    opt = getattr(fw.optim, name)([a, b], lr=0.1, **kw)
+    for k in range(3):
+        a.grad = fw.tensor([[0.3 - 0.1j, 0.2 + 0.7j]], dtype=fw.cfloat) * (k + 1)
+        b.grad = fw.tensor([0.1, -0.2])
+        opt.step()
+    state = {key: (str(v.dtype).split(".")[1], fw.view_as_real(v).flatten().tolist())
+             for key, v in opt.state[a].items() if isinstance(v, fw.Tensor) and v.dim() > 0}
+    return fw.view_as_real(a.detach()).flatten().tolist(), b.detach().tolist(), state
+
+
+_COMPLEX_CASES = [
+    ("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("AdamW", {"foreach": False}),
+    ("Adamax", {}), ("NAdam", {"decoupled_weight_decay": True, "weight_decay": 0.1}),
+    ("RAdam", {}), ("ASGD", {"t0": 1}), ("Rprop", {}), ("Adadelta", {}),
+    ("Adagrad", {"lr_decay": 0.01}), ("RMSprop", {"centered": True, "momentum": 0.5}),
+    ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+]
+
+
+@pytest.mark.parametrize("name,kw", _COMPLEX_CASES, ids=[c[0] for c in _COMPLEX_CASES])
+def test_optimizer_complex_parameter_steps_as_two_real_ones(name, kw):
+    # fno_operator: a complex parameter is updated as view_as_real of itself (Adam's second
+    # moment per part, Rprop's step size on both parts), its state kept complex
+    torch = pytest.importorskip("torch")
+    got, want = _complex_run(ember, name, **kw), _complex_run(torch, name, **kw)
+    assert got[2].keys() == want[2].keys()
+    for key in want[2]:
+        assert got[2][key][0] == want[2][key][0] == "complex64", key
+        assert got[2][key][1] == pytest.approx(want[2][key][1], rel=1e-5, abs=1e-7), key
+    assert got[0] == pytest.approx(want[0], rel=1e-5, abs=1e-7)
+    assert got[1] == pytest.approx(want[1], rel=1e-5, abs=1e-7)
+
+
+def test_adam_complex_second_moment_is_per_part_without_torch():
+    # the complex gradient 3+4j: per part v = (1-beta2) * (9, 16), not |g|**2 = 25
+    p = ember.nn.Parameter(ember.tensor([1 + 1j]))
+    opt = ember.optim.Adam([p], lr=0.1, betas=(0.9, 0.5), amsgrad=True)
+    p.grad = ember.tensor([3 + 4j])
+    opt.step()
+    v = opt.state[p]["exp_avg_sq"]
+    assert v.dtype == ember.complex64
+    assert ember.view_as_real(v).tolist() == [[4.5, 8.0]]
+    assert p.detach().tolist() == [pytest.approx(0.9 + 0.9j)]
+
+
+if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected
+    FOLDER.record()
