@@ -96,5 +96,34 @@ def test_adam_complex_second_moment_is_per_part_without_torch():
     assert p.detach().tolist() == [pytest.approx(0.9 + 0.9j)]
 
 
+def test_dynamic_quantized_lstm_draws_placeholder_weights_as_torch():
+    # quant_ptq_dynamic: PyTorch's constructor draws randn placeholders for every layer and
+    # direction, so data drawn after quantize_dynamic differs unless ember draws them too
+    lstm = ember.ao.nn.quantized.dynamic.LSTM
+    ember.manual_seed(0)
+    q = lstm(3, 5, num_layers=2, bidirectional=True)
+    after = ember.rand(3)
+    ember.manual_seed(0)
+    for layer_input in (3, 3, 10, 10):
+        ember.randn(20, layer_input), ember.randn(20, 5), ember.randn(20), ember.randn(20)
+    assert ember.equal(after, ember.rand(3))
+    w_ih = q._all_weight_values[0].param[0]
+    assert w_ih.dtype == ember.qint8 and w_ih.q_scale() == 0.1
+    out, (h, c) = q(ember.ones(2, 1, 3))
+    assert out.shape == (2, 1, 10) and h.shape == (4, 1, 5)
+
+
+def test_quantize_dynamic_leaves_the_random_stream_where_torch_does():
+    torch = pytest.importorskip("torch")
+    draws = []
+    for fw in (ember, torch):
+        fw.manual_seed(0)
+        model = fw.nn.Sequential(fw.nn.LSTM(3, 4, 2), fw.nn.Linear(4, 2))
+        q = fw.ao.quantization.quantize_dynamic(model, {fw.nn.LSTM, fw.nn.Linear})
+        draws.append(fw.rand(4).tolist())
+        assert type(q[0]).__name__ == "LSTM" and len(q[0]._all_weight_values) == 2
+    assert draws[0] == draws[1]
+
+
 if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected
     FOLDER.record()
