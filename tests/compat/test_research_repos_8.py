@@ -125,5 +125,20 @@ def test_quantize_dynamic_leaves_the_random_stream_where_torch_does():
     assert draws[0] == draws[1]
 
 
+@pytest.mark.parametrize("op", ["allclose", "isclose"])
+def test_close_refusals_say_what_torch_says(op):
+    # svae_vmf prints the RuntimeError of comparing a float64 with a float32 tensor
+    fn = getattr(ember, op)
+    with pytest.raises(RuntimeError) as info:
+        fn(ember.ones(2, dtype=ember.float64), ember.ones(2))
+    assert str(info.value) == "Double did not match Float"
+    with pytest.raises(RuntimeError) as info:
+        fn(ember.ones(2), ember.ones(2), rtol=-1.0)
+    assert str(info.value) == "rtol must be greater than or equal to zero, but got -1"
+    with pytest.raises(RuntimeError) as info:
+        fn(ember.ones(2), ember.ones(2), atol=-0.5)
+    assert str(info.value) == "atol must be greater than or equal to zero, but got -0.5"
+
+
 if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected
     FOLDER.record()
