@@ -1,5 +1,5 @@
-"""Fifteen more whole programs written the way public repositories and tutorials write them,
-run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
+"""Seventeen more whole programs written the way public repositories and tutorials write
+them, run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_8/`` (our own code, after the named repositories'
 and tutorials' patterns):
@@ -22,6 +22,36 @@ and tutorials' patterns):
 - ``fno_operator``: neuraloperator's FNO (``cfloat`` spectral weights, ``rfft``/``irfft``
   and ``rfft2``, complex ``einsum``, ``LpLoss``, ``UnitGaussianNormalizer``), Adam over
   complex parameters;
+- ``quant_ptq_dynamic``: the eager-mode quantization tutorials (``quantize_dynamic`` of an
+  LSTM word model, quantized tensors and observers by hand, static PTQ with stubs,
+  ``FloatFunctional``, fusion, calibration and ``convert``);
+- ``trainer_callbacks``: a hand-written ``Trainer`` (early stopping, best checkpoint,
+  gradient accumulation, disabled autocast/GradScaler, OneCycleLR, tqdm) resumed from the
+  middle of an epoch to the uninterrupted run's end, and ``detect_anomaly``;
+- ``llama_gqa_cache``: a Llama-3-style decoder (``nn.RMSNorm``, complex rotary embeddings,
+  ``enable_gqa`` attention against ``repeat_kv``, ``sdpa_kernel``, a KV cache checked
+  against recomputation, nanoGPT's ``configure_optimizers`` with the fused check, top-p);
+- ``egnn_schnet``: vgsatorras/egnn's equivariant layers (checked under rotation,
+  translation and permutation) and a SchNet energy whose negative gradient is fitted as
+  forces (``create_graph``);
+- ``capsnet_routing``: CapsNet's squash, routing by agreement and margin/reconstruction
+  losses;
+- ``poincare_embeddings``: facebookresearch/poincare-embeddings' distance ``Function``,
+  Riemannian SGD with ``renorm_``, negative sampling and rank/MAP evaluation;
+- ``attention_tsp``: wouterkool/attention-learn-to-route's attention model with REINFORCE
+  against a greedy rollout baseline updated by a paired t-test;
+- ``cnf_score_langevin``: a continuous normalising flow with a hand RK4 and exact or
+  Hutchinson traces (against ``jacrev``), denoising and sliced score matching, annealed
+  Langevin dynamics and an EMA ``AveragedModel``;
+- ``deepar_nbeats``: DeepAR with StudentT and NegativeBinomial heads, ancestral sampling
+  and ``torch.quantile`` intervals, a ``LowRankMultivariateNormal`` across series, and
+  N-BEATS trend/seasonality/generic blocks;
+- ``svae_vmf``: nicola-decao/s-vae-pytorch's von Mises-Fisher VAE (Wood's sampler, a scipy
+  Bessel ``Function``, ``register_kl``) with ContinuousBernoulli, VonMises, Kumaraswamy,
+  LKJCholesky and Wishart;
+- ``custom_ops_nested``: ``torch.library.custom_op`` with fake and autograd registrations
+  and ``opcheck``, ``torch.cond``, jagged nested tensors, ``MaskedTensor``, and
+  ``functional_call``/``stack_module_state`` ensembles under ``vmap``.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
