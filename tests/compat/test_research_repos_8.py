@@ -1,4 +1,4 @@
-"""Seventeen more whole programs written the way public repositories and tutorials write
+"""Eighteen more whole programs written the way public repositories and tutorials write
 them, run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_8/`` (our own code, after the named repositories'
@@ -51,7 +51,11 @@ and tutorials' patterns):
   LKJCholesky and Wishart;
 - ``custom_ops_nested``: ``torch.library.custom_op`` with fake and autograd registrations
   and ``opcheck``, ``torch.cond``, jagged nested tensors, ``MaskedTensor``, and
-  ``functional_call``/``stack_module_state`` ensembles under ``vmap``.
+  ``functional_call``/``stack_module_state`` ensembles under ``vmap``;
+- ``autograd_graph_tools``: a torchviz-style ``next_functions`` walk with saved values,
+  ``saved_tensors_hooks`` and ``save_on_cpu``, multi-grad, node and post-accumulate hooks
+  (an optimizer in backward), ``is_grads_batched``, ``autograd.functional``, a
+  ``__torch_function__`` subclass, a ``TorchFunctionMode`` and ``FlopCounterMode``.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
@@ -168,6 +172,22 @@ def test_close_refusals_say_what_torch_says(op):
     with pytest.raises(RuntimeError) as info:
         fn(ember.ones(2), ember.ones(2), atol=-0.5)
     assert str(info.value) == "atol must be greater than or equal to zero, but got -0.5"
+
+
+def test_saved_scalars_read_as_python_numbers():
+    # autograd_graph_tools: torchviz-style walks read pow's exponent and clamp's bounds
+    x = ember.randn(3, requires_grad=True)
+    node = (x ** 2).grad_fn
+    assert node._saved_exponent == 2 and type(node._saved_exponent) is int
+    assert x.pow(3.5).grad_fn._saved_exponent == 3.5
+    assert (2 ** x).grad_fn._saved_self == 2
+    lo = x.clamp(min=0.5).grad_fn
+    assert (type(lo).__name__, lo._saved_min, lo._saved_max) == ("ClampBackward1", 0.5, None)
+    hi = x.clamp(max=0.5).grad_fn
+    assert (hi._saved_min, hi._saved_max) == (None, 0.5)
+    assert {"_saved_min", "_saved_max", "_saved_self"} <= set(dir(lo))
+    assert not any(a.startswith("_saved_") and not a[7:] for a in dir(lo))
+    assert ember.equal(lo._saved_self, x)
 
 
 if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected
