@@ -186,7 +186,6 @@ def test_saved_scalars_read_as_python_numbers():
     hi = x.clamp(max=0.5).grad_fn
     assert (hi._saved_min, hi._saved_max) == (None, 0.5)
     assert {"_saved_min", "_saved_max", "_saved_self"} <= set(dir(lo))
-    assert not any(a.startswith("_saved_") and not a[7:] for a in dir(lo))
     assert ember.equal(lo._saved_self, x)
 
 
