@@ -1,4 +1,4 @@
-"""Eighteen more whole programs written the way public repositories and tutorials write
+"""Nineteen more whole programs written the way public repositories and tutorials write
 them, run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_8/`` (our own code, after the named repositories'
@@ -55,7 +55,11 @@ and tutorials' patterns):
 - ``autograd_graph_tools``: a torchviz-style ``next_functions`` walk with saved values,
   ``saved_tensors_hooks`` and ``save_on_cpu``, multi-grad, node and post-accumulate hooks
   (an optimizer in backward), ``is_grads_batched``, ``autograd.functional``, a
-  ``__torch_function__`` subclass, a ``TorchFunctionMode`` and ``FlopCounterMode``.
+  ``__torch_function__`` subclass, a ``TorchFunctionMode`` and ``FlopCounterMode``;
+- ``sngan_fid_ema``: an SN-GAN (parametrized and hook-based ``spectral_norm``, hinge
+  losses, TTUR), an EMA generator by ``torch._foreach_lerp_``, ``parameters_to_vector``,
+  an ``orthogonal`` projection for a Fréchet distance (``torch.cov``, ``sqrtm``,
+  ``linalg.eigvals``) and ``fuse_conv_bn_eval``.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
