@@ -1,4 +1,4 @@
-"""Nineteen more whole programs written the way public repositories and tutorials write
+"""Twenty more whole programs written the way public repositories and tutorials write
 them, run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_8/`` (our own code, after the named repositories'
@@ -59,7 +59,12 @@ and tutorials' patterns):
 - ``sngan_fid_ema``: an SN-GAN (parametrized and hook-based ``spectral_norm``, hinge
   losses, TTUR), an EMA generator by ``torch._foreach_lerp_``, ``parameters_to_vector``,
   an ``orthogonal`` projection for a Fréchet distance (``torch.cov``, ``sqrtm``,
-  ``linalg.eigvals``) and ``fuse_conv_bn_eval``.
+  ``linalg.eigvals``) and ``fuse_conv_bn_eval``;
+- ``wav2vec2_pretrain``: transformers' wav2vec 2.0 pre-training at toy size (conv feature
+  encoder, span masks, ``weight_norm(dim=2)`` positional conv, the Gumbel quantizer,
+  sampled negatives, contrastive and diversity losses) and CTC fine-tuning; expected to
+  differ until small products give equal rows equal results (NOTE [ Equal rows of a small
+  product ]).
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
@@ -80,8 +85,27 @@ from tests.compat._program_folder import Folder
 
 FOLDER = Folder("research_8")
 PROGRAMS = FOLDER.programs
-runs, test_program_prints_what_torch_prints, test_every_program_has_its_recorded_output = \
-    FOLDER.tests()
+runs, _prints_what_torch_prints, test_every_program_has_its_recorded_output = FOLDER.tests()
+
+# NOTE [ Equal rows of a small product ]
+# transformers' wav2vec 2.0 masks negatives equal to the positive with
+# ``(quantized == negatives).all(-1)``: rows gathered from one projection, equal bit for bit
+# on PyTorch (its CPU GEMMs reduce every row in the same order) but not on ember, whose small
+# float32 products run on NumPy's OpenBLAS, whose kernels round a row differently by its
+# position in the block (and MLAS's matrix-vector path too); so fewer negatives are masked
+# and the contrastive loss differs from the first step. A product engine question, left to
+# the owner of ember/_kernels' products; the program stays as transformers writes it.
+_KNOWN_DIFFERENT = {
+    "wav2vec2_pretrain": "small float32 products round equal rows differently "
+                         "(NOTE [ Equal rows of a small product ])",
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_KNOWN_DIFFERENT[n]))
+    if n in _KNOWN_DIFFERENT else n for n in PROGRAMS])
+def test_program_prints_what_torch_prints(name, runs):
+    _prints_what_torch_prints(name, runs)
 
 
 def _complex_run(fw, name, **kw):
@@ -191,6 +215,15 @@ def test_saved_scalars_read_as_python_numbers():
     assert (hi._saved_min, hi._saved_max) == (None, 0.5)
     assert {"_saved_min", "_saved_max", "_saved_self"} <= set(dir(lo))
     assert ember.equal(lo._saved_self, x)
+
+
+@pytest.mark.xfail(strict=True, reason="NOTE [ Equal rows of a small product ]")
+@pytest.mark.parametrize("m,k,n", [(7, 16, 16), (156, 16, 16), (100, 64, 64)])
+def test_linear_gives_equal_rows_for_equal_inputs(m, k, n):
+    ember.manual_seed(0)
+    layer = ember.nn.Linear(k, n)
+    y = layer(ember.randn(k).expand(m, k).contiguous())
+    assert bool((y == y[0]).all())
 
 
 if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected
