@@ -1,4 +1,4 @@
-"""Twenty more whole programs written the way public repositories and tutorials write
+"""Twenty-one more whole programs written the way public repositories and tutorials write
 them, run unchanged on PyTorch and through ``python -m ember.compat.run``, printing the same.
 
 The programs live in ``programs/research_8/`` (our own code, after the named repositories'
@@ -60,6 +60,10 @@ and tutorials' patterns):
   losses, TTUR), an EMA generator by ``torch._foreach_lerp_``, ``parameters_to_vector``,
   an ``orthogonal`` projection for a Fréchet distance (``torch.cov``, ``sqrtm``,
   ``linalg.eigvals``) and ``fuse_conv_bn_eval``;
+- ``data_pipeline_seeds``: ``random_split`` by fractions, ``Subset``/``StackDataset``/
+  ``ChainDataset``, ``default_collate`` of namedtuples and dicts, a ``BatchSampler`` as
+  ``sampler``, two seeded persistent workers drawing NumPy noise, ``WeightedRandomSampler``
+  without replacement;
 - ``wav2vec2_pretrain``: transformers' wav2vec 2.0 pre-training at toy size (conv feature
   encoder, span masks, ``weight_norm(dim=2)`` positional conv, the Gumbel quantizer,
   sampled negatives, contrastive and diversity losses) and CTC fine-tuning; expected to
