@@ -364,6 +364,8 @@ _SAVED_INPUTS = {
     "convolution": ("input", "weight", "bias"),
     "where": ("condition", "self", "other"),
     "clamp": ("self", "min", "max"),
+    "clamp_min": {"ClampBackward1": ("self", "min")},
+    "clamp_max": {"ClampBackward1": ("self", "max")},
     "mse_loss": ("self", "target"),
     "l1_loss": ("self", "target"),
     "smooth_l1_loss": ("self", "target"),

@@ -621,12 +621,13 @@ def _check_close(name, input, other, rtol, atol):
     _require_tensor(name, "input", input, 1)
     _require_tensor(name, "other", other)
     if input._data.dtype != other._data.dtype:
-        raise RuntimeError(f"{name}: {input.dtype.scalar_name} did not match "
-                           f"{other.dtype.scalar_name} (the two tensors must share a dtype)")
+        # PyTorch's words exactly (programs print them): no op name, no hint
+        raise RuntimeError(f"{input.dtype.scalar_name} did not match "
+                           f"{other.dtype.scalar_name}")
     if rtol < 0:
-        raise RuntimeError(f"{name}: rtol must be greater than or equal to zero, but got {rtol}")
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
-        raise RuntimeError(f"{name}: atol must be greater than or equal to zero, but got {atol}")
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
 
 
 @public

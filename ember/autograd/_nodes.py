@@ -528,6 +528,19 @@ class OpNode(Node):
         raw = name.startswith("_raw_saved_")
         if not (raw or name.startswith("_saved_")):
             raise AttributeError(name)
+        scalar = None if raw else _SCALAR_SAVED.get(type(self).__name__)
+        if scalar is not None and name[len("_saved_"):] in scalar:
+            # NOTE [ Saved Scalars ]: where torch's overload took a Scalar (``x ** 2``'s
+            # exponent, ``clamp(min=0.5)``'s bounds) its node keeps a Python number, and an
+            # absent optional bound reads as None; ember's keeps the wrapped 0-dim tensor
+            try:
+                v = self._lookup_saved(name, raw)
+            except AttributeError:
+                return None
+            return v.item() if isinstance(v, Tensor) and _is_wrapped_number(v) else v
+        return self._lookup_saved(name, raw)
+
+    def _lookup_saved(self, name, raw):
         key = name[len("_raw_saved_"):] if raw else name[len("_saved_"):]
         d = {"_sout": self._sout, "_op": self._op, "_saved": self._saved,
              "_vers": self._vers, "_freed": self._freed, "_params": self._params}
@@ -602,8 +615,13 @@ class OpNode(Node):
         if self._sout is not None:
             extra += ["_saved_result", "_raw_saved_result"]
         extra += [f"_saved_{k}" for k in self._params]
+        extra += [f"_saved_{k}" for k in _SCALAR_SAVED.get(type(self).__name__, ())]
         return sorted(set(super().__dir__()) | set(extra))
 
+
+#: node name -> the saved values torch keeps as Python numbers (NOTE [ Saved Scalars ])
+_SCALAR_SAVED = {"PowBackward0": ("exponent",), "PowBackward2": ("self",),
+                 "ClampBackward1": ("min", "max")}
 
 #: the number torch's loss nodes save for each ``reduction``
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}

@@ -47,12 +47,43 @@ def apply_update(optimizer, group, params, grads, columns, keys, update, **hpara
         return
     if _flat_eligible(group, params, grads):
         _flat_update(optimizer, group, params, grads, columns, keys, update, hparams)
+    elif any(p.is_complex() for p in params):
+        _update_as_real(params, grads, columns, update, hparams)
     else:
         update(params, grads, *columns, **hparams)
     for key, column in zip(keys, columns):
         for p, value in zip(params, column):
             if value is not None:
                 optimizer.state[p][key] = value
+
+
+def _update_as_real(params, grads, columns, update, hparams):
+    """Run the update on real views of complex parameters, gradients and state.
+
+    NOTE [ Complex parameters in optimizers ]
+    PyTorch's optimizers treat a complex parameter as a pair of real ones: the update runs
+    on ``view_as_real`` of the parameter, its gradient and its state, so Adam's second
+    moment is kept per real and imaginary part (not as ``|g|**2``) and its state entries
+    stay complex tensors (views of the same memory). Updating the complex tensors
+    directly gives other numbers, and ops such as ``maximum`` (amsgrad) or ``sign``
+    (Rprop) have no complex meaning. State an update creates (a first momentum buffer,
+    Adagrad's sum) comes back real and is stored as its complex view.
+    """
+    from .. import view_as_complex, view_as_real
+
+    def real(t):
+        return view_as_real(t) if t is not None and t.is_complex() else t
+
+    real_columns = [[real(v) for v in column] for column in columns]
+    given = [list(column) for column in real_columns]
+    update([real(p) for p in params], [real(g) for g in grads], *real_columns, **hparams)
+    for column, out, before in zip(columns, real_columns, given):
+        for i, (p, value) in enumerate(zip(params, out)):
+            if value is before[i]:
+                continue  # updated in place, through its view
+            if value is not None and p.is_complex() and value.dim() == p.dim() + 1:
+                value = view_as_complex(value)
+            column[i] = value
 
 
 def _flat_eligible(group, params, grads):

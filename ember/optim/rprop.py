@@ -54,7 +54,9 @@ class Rprop(Optimizer):
             def init(p, st, lr=group["lr"]):
                 state_step(st)
                 st["prev"] = zeros_like(p)
-                st["step_size"] = full_like(p.grad, lr)
+                # a complex parameter is two real ones (NOTE [ Complex parameters in
+                # optimizers ]): both parts start at the full step size
+                st["step_size"] = full_like(p.grad, complex(lr, lr) if p.is_complex() else lr)
 
             etaminus, etaplus = group["etas"]
             lo, hi = group["step_sizes"]

@@ -94,7 +94,24 @@ class LSTM(nn.Module):
         self.dtype = dtype
         self.version = 2
         self.training = False
-        self._all_weight_values = nn.ModuleList()
+        # NOTE [ Placeholder weights of a quantized LSTM ]
+        # PyTorch's constructor packs random placeholder weights (randn, quantized at scale
+        # 0.1) for every layer and direction, which from_float then replaces: drawing them
+        # here too keeps the global random stream where PyTorch leaves it, so a program that
+        # draws data after quantize_dynamic draws the same data.
+        gate_size = 4 * hidden_size
+        weights = []
+        for layer in range(num_layers):
+            for _ in range(2 if bidirectional else 1):
+                layer_input = input_size if layer == 0 else hidden_size * (
+                    2 if bidirectional else 1)
+                w_ih = ember.randn(gate_size, layer_input)
+                w_hh = ember.randn(gate_size, hidden_size)
+                b_ih, b_hh = ember.randn(gate_size), ember.randn(gate_size)
+                weights.append(PackedParameter((
+                    ember.quantize_per_tensor(w_ih, 0.1, 0, ember.qint8),
+                    ember.quantize_per_tensor(w_hh, 0.1, 0, ember.qint8), b_ih, b_hh)))
+        self._all_weight_values = nn.ModuleList(weights)
 
     def _get_name(self):
         return "DynamicQuantizedLSTM"
@@ -196,6 +213,7 @@ class LSTM(nn.Module):
             obs(w)
             return _quantize_weight(w.float(), obs)
 
+        q._all_weight_values = nn.ModuleList()
         for layer in range(mod.num_layers):
             for d in range(2 if mod.bidirectional else 1):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
