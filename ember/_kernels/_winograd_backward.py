@@ -156,7 +156,7 @@ def backward_cl(x, g, w, padding, want_input=True):
     Args:
         x: the input, float32.
         g: the output gradient.
-        w: the weight.
+        w: the weight (only read for the input gradient; None without it).
         padding: (ph, pw), each at most 2.
         want_input: whether to compute the input gradient too.
 

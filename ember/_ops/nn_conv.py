@@ -34,8 +34,9 @@ output plane at least 9 wide (the input adjoint: by    channels-last tiles
 its own channels and plane)
 3x3 stride 1, float32, numba, c, o >= 64, plane >= 28  compiled F(4x4, 3x3) Winograd
 (so: more than 256 channels on one side)               (forward and input adjoint)
-3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled Winograd (both adjoints
-                                                       from one transform of g)
+3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled F(2x2) Winograd (with MLAS
+(with MLAS: plane >= 8 up to 256 channels)             through channels-last tiles; else
+                                                       both adjoints from one transform of g)
 depthwise, float32, numba                              compiled depthwise loops
 3x3 stride 1, c, o >= 64, rows <= 24 (or >= 256 ch)    NumPy Winograd
 ungrouped, rows >= 16 (20 strided), or 1x1             planar columns
@@ -444,7 +445,8 @@ def _conv_backward_kernel(xp, g, x, w, *, stride, padding, dilation):
                                x.dtype):
             return winograd43.input_grad(g, w, padding), fast_winograd.weight_grad(x, g,
                                                                                    padding)
-        if fast_winograd._tiles_pay(x.shape[1], w.shape[0]):
+        if fast_winograd._tiles_pay(x.shape[1], w.shape[0]) or fast_winograd._small_plane(
+                *g.shape[2:]):
             # (NOTE [ Channels-last F(2x2) adjoints ] in ember/_kernels/_winograd_backward.py)
             return winograd_backward.backward_cl(x, g, w, padding)
         # one output transform of g for both (NOTE [ One output transform for both

@@ -183,3 +183,34 @@ def test_batch_pieces_equal_one_piece(numba_backend, tiles, monkeypatch):
 def test_rule():
     assert not f2._tiles_pay(8, 64)
     assert f2._tiles_pay(16, 64) == (_mlas.engine() == "mlas")
+
+
+# small planes (8-13 wide) with up to 256 channels take the tiles only (``_pays``)
+@pytest.mark.parametrize("shape,out_channels,padding", [
+    ((4, 64, 8, 8), 64, 1), ((3, 128, 10, 10), 96, 0), ((2, 40, 9, 9), 24, 1)])
+@pytest.mark.parametrize("wants", [(True, True), (True, False), (False, True)])
+def test_small_planes_take_the_tiles_and_match_torch(numba_backend, shape, out_channels,
+                                                     padding, wants):
+    if _mlas.engine() != "mlas":
+        pytest.skip("the tiles take small planes only with MLAS for the products")
+    x, w, _ = _case(40, shape, out_channels)
+    assert f2.eligible(np, x.shape, w.shape, (1, 1), (padding,) * 2, (1, 1), 1, x.dtype)
+    got = []
+    for fw in (ember, torch):
+        xt = fw.tensor(x, requires_grad=wants[0])
+        wt = fw.tensor(w, requires_grad=wants[1])
+        y = fw.nn.functional.conv2d(xt, wt, padding=padding)
+        (y * y).sum().backward()
+        got.append([y.detach().numpy()] + [t.grad.numpy() for t in (xt, wt) if t.grad is not None])
+    for a, e in zip(*got):
+        _close(a, e)
+
+
+def test_small_planes_rule():
+    f32 = np.dtype(np.float32)
+    rest = ((1, 1), (1, 1), (1, 1), 1, f32)
+    mlas = _mlas.engine() == "mlas"
+    assert f2.eligible(np, (2, 128, 8, 8), (128, 128, 3, 3), *rest) == mlas
+    assert not f2.eligible(np, (2, 512, 4, 4), (512, 512, 3, 3), *rest)   # 4x4
+    assert not f2.eligible(np, (2, 512, 8, 8), (512, 512, 3, 3), *rest)   # 512 channels
+    assert not f2.eligible(np, (2, 8, 8, 8), (8, 8, 3, 3), *rest)         # 8 channels
