@@ -185,6 +185,29 @@ def backward_cl(x, g, w, padding, want_input=True):
         u = winograd.weight_tiles(np, w) if u is None else u     # (16, O, C)
     gx = np.empty(x.shape, x.dtype) if want_input else None
     tiles = th * tw
+    if planar._whole_batch(n, th, tw, c, o):
+        xp = np.empty((n, 2 * th + 2, 2 * tw + 2, c), x.dtype)
+        k4.channels_last_padded(x, padding[0], padding[1], xp)
+        v = np.empty((16, n * tiles, c), x.dtype)
+        k2.input_tiles_cl(xp, th, tw, v)
+        del xp
+        gp = np.empty((n, 2 * th, 2 * tw, o), x.dtype)
+        k4.channels_last_padded(g, 0, 0, gp)
+        dm = np.empty((16, n * tiles, o), x.dtype)
+        k2.output_adjoint_cl(gp, th, tw, dm)
+        del gp
+        du = np.empty((16, o, c), x.dtype)
+
+        def positions(lo, hi):
+            for i in range(lo, hi):
+                _mlas.product(dm[i].T, v[i], du[i])
+                if want_input:
+                    _mlas.product(dm[i], u[i], v[i])     # dV[i] into V[i], now spent
+
+        winograd._positions(positions, 16 * n * tiles * c * o * (2 if want_input else 1))
+        if want_input:
+            k2.input_adjoint_cl(v, th, tw, padding[0], padding[1], gx)
+        return gx, winograd.weight_from_parts(np, [du])
     step = max(1, _CL_TILE_BYTES // (16 * tiles * (c + o) * x.itemsize))
 
     per_position = o * c >= planar._MLAS_WEIGHT_PAIRS and _mlas.engine() == "mlas"

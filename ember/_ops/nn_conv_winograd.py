@@ -96,14 +96,23 @@ def _pays(c, o, ho, wo):
 
     So: from 16 channels each way on output planes at least 14 wide. Smaller planes keep
     the NumPy Winograd path (many channels) or gathered columns, cheap there -- except that
-    the channels-last tiles (NOTE [ Channels-last F(2x2) tiles ]) take planes from 8 wide
-    with up to 256 channels: ResNet-18's 256 -> 256 on 8x8 forward 7.1 -> 6.1 ms and both
-    adjoints 14.5 -> 13.4, 128 -> 128 on 8x8 3.4 -> 1.9 and 7.1 -> 4.2 (two threads,
-    in-process); with 512 channels on 4x4 the NumPy path's products split by position stay
-    ahead (7.2 against 12.4 forward)."""
+    the channels-last tiles (NOTE [ Channels-last F(2x2) tiles ]) take planes from 4 wide
+    with up to 512 channels, their products split by position where a batch piece holds
+    few tiles or U is large (``_whole_batch``). In-process A/B against the NumPy Winograd
+    path (ms, forward / both adjoints):
+
+    ========================  ========================  ========================
+    layer (batch, c, plane)   two threads               one thread
+    ========================  ========================  ========================
+    32, 512, 4x4 -> 512       6.9 / 13.8 -> 6.3 / 11.9  12.1 / 21.1 -> 10.9 / 19.2
+    32, 512, 8x8 -> 512       16.5 / 37.8 -> 16.8 / 34  30.7 / 63.4 -> 27.5 / 57.4
+    32, 256, 8x8 -> 256       6.9 / 13.7 -> 5.7 / 11.6  11.8 / 20.8 -> 10.2 / 17.3
+    32, 128, 8x8 -> 128       3.4 / 7.1 -> 1.9 / 4.2    -
+    ========================  ========================  ========================
+    """
     if min(c, o) < 16:
         return False
-    return min(ho, wo) >= 14 or min(ho, wo) >= 8 and max(c, o) <= 256 and _tiles_pay(c, o)
+    return min(ho, wo) >= 14 or min(ho, wo) >= 4 and max(c, o) <= 512 and _tiles_pay(c, o)
 
 
 def _small_plane(ho, wo):
@@ -160,7 +169,7 @@ def conv2d(x, w, b, padding):
     if winograd._keeps(np):  # for the backward (NOTE [ One weight transform per step ])
         _weight_tiles.keep("f2", x, w, u)
     if _tiles_pay(x.shape[1], w.shape[0]):
-        return _convolve_cl(x, np.ascontiguousarray(u.transpose(0, 2, 1)), padding, b)
+        return _convolve_cl(x, u.transpose(0, 2, 1), padding, b)
     y = _convolve(x, u, padding, w.shape[0])
     if b is not None:
         y += b.reshape(-1, 1, 1)
@@ -189,9 +198,22 @@ def _tiles_pay(c, o):
     return min(c, o) >= 16 and _mlas.engine() == "mlas"
 
 
+# U of at least this many bytes is multiplied once per position over the whole batch
+# rather than once per chunk (MLAS packs its second operand on every call)
+_WHOLE_BATCH_U_BYTES = 4 * 2**20
+
+
+def _whole_batch(n, th, tw, c, o):
+    """Whether the channels-last tiles take the whole batch at once, their products split
+    by position (NOTE [ Few tiles: products split by position ] in nn_winograd.py): where
+    a batch piece holds few tiles, or U is large enough that packing it for every chunk's
+    product costs more than the chunks save."""
+    return winograd._by_position(np, n, th, tw) or 16 * c * o * 4 >= _WHOLE_BATCH_U_BYTES
+
+
 def _convolve_cl(x, u, pad, bias=None):
-    """x (N, C, H, W) convolved through channels-last F(2x2) tiles with U (16, C, O):
-    (N, O, Ho, Wo), plus ``bias`` (O,) where given."""
+    """x (N, C, H, W) convolved through channels-last F(2x2) tiles with U (16, C, O), any
+    layout: (N, O, Ho, Wo), plus ``bias`` (O,) where given."""
     from .._kernels import _numba_winograd22 as k2, _numba_winograd43 as k4
 
     n, c, h, w = x.shape
@@ -201,7 +223,22 @@ def _convolve_cl(x, u, pad, bias=None):
     y = np.empty((n, o, ho, wo), x.dtype)
     bias = np.zeros(o, x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
     tiles = th * tw
+    if _whole_batch(n, th, tw, c, o):
+        xp = np.empty((n, 2 * th + 2, 2 * tw + 2, c), x.dtype)
+        k4.channels_last_padded(x, pad[0], pad[1], xp)
+        v = np.empty((16, n * tiles, c), x.dtype)
+        k2.input_tiles_cl(xp, th, tw, v)
+        m = np.empty((16, n * tiles, o), x.dtype)
+
+        def positions(lo, hi):
+            for i in range(lo, hi):   # (u[i] in any layout: a transposed view costs no copy)
+                _mlas.product(v[i], u[i], m[i])
+
+        winograd._positions(positions, 16 * n * tiles * c * o)
+        k2.output_tiles_cl(m, th, tw, bias, y)
+        return y
     step = max(1, _CL_TILE_BYTES // (16 * tiles * max(c, o) * x.itemsize))
+    u = np.ascontiguousarray(u)   # (a stack is multiplied in one call)
 
     def samples(lo, hi):
         for a in range(lo, hi, step):

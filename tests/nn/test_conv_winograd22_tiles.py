@@ -187,7 +187,8 @@ def test_rule():
 
 # small planes (8-13 wide) with up to 256 channels take the tiles only (``_pays``)
 @pytest.mark.parametrize("shape,out_channels,padding", [
-    ((4, 64, 8, 8), 64, 1), ((3, 128, 10, 10), 96, 0), ((2, 40, 9, 9), 24, 1)])
+    ((4, 64, 8, 8), 64, 1), ((3, 128, 10, 10), 96, 0), ((2, 40, 9, 9), 24, 1),
+    ((4, 80, 4, 4), 72, 1)])
 @pytest.mark.parametrize("wants", [(True, True), (True, False), (False, True)])
 def test_small_planes_take_the_tiles_and_match_torch(numba_backend, shape, out_channels,
                                                      padding, wants):
@@ -206,11 +207,35 @@ def test_small_planes_take_the_tiles_and_match_torch(numba_backend, shape, out_c
         _close(a, e)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_whole_batch_by_position_matches_torch(numba_backend, monkeypatch, threads):
+    # few tiles a piece: the whole batch's transforms, products split by position
+    pytest.importorskip("threadpoolctl")
+    x, w, _ = _case(41, (6, 48, 4, 4), 40)
+    g = np.random.default_rng(5).standard_normal((6, 40, 4, 4)).astype(np.float32)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    monkeypatch.setattr(_parallel, "SPLIT_MIN_WORK", 0)
+    monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(f2, "_WHOLE_BATCH_U_BYTES", 0)     # whole at one thread too
+    try:
+        u = nn_winograd.weight_tiles(np, w)
+        y = f2._convolve_cl(x, u.transpose(0, 2, 1), (1, 1))
+        gx, gw = winograd_backward.backward_cl(x, g, w, (1, 1))
+    finally:
+        ember.set_num_threads(before)
+    _close(y, _torch(x, w, None, 1))
+    want = _torch_grads(x, w, g, 1)
+    _close(gx, want[0])
+    np.testing.assert_allclose(gw, want[1], rtol=0, atol=1e-4 * np.abs(want[1]).max())
+
+
 def test_small_planes_rule():
     f32 = np.dtype(np.float32)
     rest = ((1, 1), (1, 1), (1, 1), 1, f32)
     mlas = _mlas.engine() == "mlas"
     assert f2.eligible(np, (2, 128, 8, 8), (128, 128, 3, 3), *rest) == mlas
-    assert not f2.eligible(np, (2, 512, 4, 4), (512, 512, 3, 3), *rest)   # 4x4
-    assert not f2.eligible(np, (2, 512, 8, 8), (512, 512, 3, 3), *rest)   # 512 channels
+    assert f2.eligible(np, (2, 512, 4, 4), (512, 512, 3, 3), *rest) == mlas
+    assert not f2.eligible(np, (2, 512, 3, 3), (512, 512, 3, 3), *rest)   # 3x3
+    assert not f2.eligible(np, (2, 1024, 8, 8), (512, 1024, 3, 3), *rest)  # 1024 channels
     assert not f2.eligible(np, (2, 8, 8, 8), (8, 8, 3, 3), *rest)         # 8 channels
