@@ -634,7 +634,7 @@ class SubprocessContext(PContext):
                                       stderr=self.stderrs[r], local_rank_id=r)
             for r in range(self.nprocs)}
 
-    def _poll(self) -> RunProcsResult | None:
+    def _capture_failures(self) -> None:
         done = set()
         for r in self._running_local_ranks:
             handler = self.subprocess_handlers[r]
@@ -645,8 +645,14 @@ class SubprocessContext(PContext):
                     self._failures[r] = ProcessFailure(r, handler.proc.pid, code,
                                                        self.error_files.get(r, ""))
         self._running_local_ranks -= done
+
+    def _poll(self) -> RunProcsResult | None:
+        self._capture_failures()
         if not self._running_local_ranks or self._failures:
             self.close()
+            # the workers just stopped are failures too (the report lists them after the
+            # first): dict order keeps the ones seen first in front
+            self._capture_failures()
             result = RunProcsResult(failures=dict(self._failures), stdouts=self.stdouts,
                                     stderrs=self.stderrs)
             if result.is_failed():

@@ -16,15 +16,110 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from ...utils.logging import get_logger
-from .error_handler import ErrorHandler
-from .handlers import get_error_handler
+import logging
 
 __all__ = ["ChildFailedError", "ErrorHandler", "ProcessFailure", "get_error_handler",
            "record"]
 
 JSON = dict
-logger = get_logger(__name__)
+# NOTE [ A module of the standard library only ]
+# This module imports nothing of ember (its submodules ``error_handler`` and ``handlers``
+# name what it defines): a worker script may load it by path, without the cost of
+# importing ember, and @record still writes the launcher's error file.
+logger = logging.getLogger(__name__)
+
+
+def get_logger(name: str | None = None) -> logging.Logger:
+    """The logger of the elastic modules (``elastic.utils.logging.get_logger``).
+
+    Args:
+        name (str, optional): its name (default: this module's).
+
+    Returns:
+        logging.Logger
+
+    Example::
+
+        >>> get_logger("x").name
+        'x'
+    """
+    return logging.getLogger(name or __name__)
+
+
+class ErrorHandler:
+    """Writes a worker's exception to the file ``TORCHELASTIC_ERROR_FILE`` names.
+
+    Example::
+
+        >>> from ember.distributed.elastic.multiprocessing.errors import ErrorHandler
+        >>> ErrorHandler().initialize()
+    """
+
+    def _get_error_file_path(self):
+        return os.environ.get("TORCHELASTIC_ERROR_FILE")
+
+    def initialize(self) -> None:
+        """Prepare for recording (nothing to set up in ember).
+
+        Returns:
+            None
+        """
+
+    def record_exception(self, e: BaseException) -> None:
+        """Write ``e`` and the current traceback to the error file, when one is named.
+
+        Args:
+            e (BaseException): the exception being handled.
+
+        Returns:
+            None
+        """
+        path = self._get_error_file_path()
+        if not path:
+            return
+        data = {"message": {"message": f"{type(e).__name__}: {e}",
+                            "extraInfo": {"py_callstack": traceback.format_exc(),
+                                          "timestamp": str(int(time.time()))}}}
+        with open(path, "w") as f:
+            json.dump(data, f)
+
+    def dump_error_file(self, rootcause_error_file: str, error_code: int = 0) -> None:
+        """Copy a child's error file to this process's error file (a failure that started
+        in a child process this one launched).
+
+        Args:
+            rootcause_error_file (str): the child's error file.
+            error_code (int): the child's exit code, recorded when the file lacks one.
+
+        Returns:
+            None
+        """
+        path = self._get_error_file_path()
+        with open(rootcause_error_file) as f:
+            data = json.load(f)
+        if error_code and isinstance(data.get("message"), dict):
+            data["message"].setdefault("errorCode", error_code)
+        if path:
+            with open(path, "w") as f:
+                json.dump(data, f)
+        else:
+            logger.error("no error file defined for parent, to copy child error file (%s)",
+                         rootcause_error_file)
+
+
+def get_error_handler() -> ErrorHandler:
+    """The error handler ``record`` uses by default.
+
+    Returns:
+        ErrorHandler
+
+    Example::
+
+        >>> from ember.distributed.elastic.multiprocessing.errors import get_error_handler
+        >>> type(get_error_handler()).__name__
+        'ErrorHandler'
+    """
+    return ErrorHandler()
 
 _NOT_AVAILABLE = "<N/A>"
 

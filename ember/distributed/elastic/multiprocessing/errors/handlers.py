@@ -1,4 +1,5 @@
-"""The error handler ``@record`` uses unless given one.
+"""The error handler ``@record`` uses unless given one (defined in the package, NOTE
+[ A module of the standard library only ]).
 
 Example::
 
@@ -7,21 +8,6 @@ Example::
     'ErrorHandler'
 """
 
-from .error_handler import ErrorHandler
+from . import ErrorHandler, get_error_handler
 
 __all__ = ["ErrorHandler", "get_error_handler"]
-
-
-def get_error_handler() -> ErrorHandler:
-    """The error handler ``record`` uses by default.
-
-    Returns:
-        ErrorHandler
-
-    Example::
-
-        >>> from ember.distributed.elastic.multiprocessing.errors import get_error_handler
-        >>> type(get_error_handler()).__name__
-        'ErrorHandler'
-    """
-    return ErrorHandler()
