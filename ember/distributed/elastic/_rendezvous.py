@@ -124,10 +124,11 @@ class StoreRendezvous:
         conf (dict): ``last_call_timeout`` (seconds, default 30), ``join_timeout`` (600),
             ``read_timeout`` (60).
         local_addr (str, optional): the address node 0 gives the workers as MASTER_ADDR.
+        store (Store, optional): the store to meet in (default: one at ``endpoint``).
     """
 
     def __init__(self, endpoint: str, run_id: str, nmin: int, nmax: int, conf: dict,
-                 local_addr: str | None = None):
+                 local_addr: str | None = None, store=None):
         from .._store import TCPStore
 
         host, _, port = endpoint.rpartition(":") if ":" in endpoint else (endpoint, "", "")
@@ -140,8 +141,8 @@ class StoreRendezvous:
                                          else socket.getfqdn())
         self.prefix = f"rdzv/{run_id}/"
         self.is_host = False
-        self.store = None
-        if _is_local(self.host):
+        self.store = store  # given: a store another part of this agent serves or reaches
+        if self.store is None and _is_local(self.host):
             try:
                 self.store = TCPStore(self.host, self.port, is_master=True, timeout=timeout,
                                       wait_for_workers=False)
