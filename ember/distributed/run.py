@@ -256,10 +256,22 @@ def get_use_env(args: Namespace) -> bool:
     return getattr(args, "use_env", True)
 
 
-def _parse_rendezvous_config(text: str) -> dict:
-    from .elastic._rendezvous import parse_conf
-
-    return parse_conf(text)
+def _parse_rendezvous_config(text: str) -> dict[str, str]:
+    """``"a=1,b=x"`` -> {"a": "1", "b": "x"} (``--rdzv-conf``)."""
+    config: dict[str, str] = {}
+    if not text.strip():
+        return config
+    for kv in text.strip().split(","):
+        key, _, value = kv.partition("=")
+        key, value = key.strip(), value.strip()
+        if not key:
+            raise ValueError("The rendezvous configuration string must be in format "
+                             "<key1>=<value1>,...,<keyN>=<valueN>.")
+        if not value:
+            raise ValueError(f"The rendezvous configuration option '{key}' must have a value "
+                             "specified.")
+        config[key] = value
+    return config
 
 
 def config_from_args(args: Namespace) -> tuple[LaunchConfig, Callable | str, list[str]]:

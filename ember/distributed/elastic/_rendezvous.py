@@ -43,30 +43,6 @@ class RendezvousError(RuntimeError):
     """The agents could not form a group (timed out, or the group was shut down)."""
 
 
-def parse_nnodes(value) -> tuple[int, int]:
-    """``"2"`` -> (2, 2); ``"1:4"`` -> (1, 4)."""
-    text = str(value)
-    lo, sep, hi = text.partition(":")
-    try:
-        nmin, nmax = int(lo), int(hi if sep else lo)
-    except ValueError:
-        raise ValueError(f"--nnodes: expected N or MIN:MAX, got {text!r}") from None
-    if not 1 <= nmin <= nmax:
-        raise ValueError(f"--nnodes: expected 1 <= MIN <= MAX, got {text!r}")
-    return nmin, nmax
-
-
-def parse_conf(text: str) -> dict:
-    """``"a=1,b=x"`` -> {"a": "1", "b": "x"} (``--rdzv-conf``)."""
-    out = {}
-    for part in filter(None, (p.strip() for p in (text or "").split(","))):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"--rdzv-conf: expected key=value, got {part!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))

@@ -101,6 +101,11 @@ class LaunchConfig:
     shutdown_timeout: Any = None
 
     def __post_init__(self):
+        # as PyTorch: the rendezvous timeout (seconds) travels in the settings
+        if self.rdzv_timeout != -1:
+            self.rdzv_configs["timeout"] = self.rdzv_timeout
+        elif "timeout" not in self.rdzv_configs:
+            self.rdzv_configs["timeout"] = 900
         if self.min_nodes < 1 or self.max_nodes < self.min_nodes:
             raise ValueError(f"LaunchConfig: nodes must satisfy 1 <= min_nodes <= max_nodes, "
                              f"got {self.min_nodes}:{self.max_nodes}")
@@ -136,8 +141,7 @@ def _rendezvous_parameters(config: LaunchConfig, run_id: str) -> RendezvousParam
     """The rendezvous of ``config``: its endpoint and backend (``etcd``, torch's default, is
     read as ``c10d``); without an endpoint, one node meets alone on a free local port."""
     conf = dict(config.rdzv_configs)
-    if config.rdzv_timeout != -1:
-        conf.setdefault("join_timeout", config.rdzv_timeout)
+    conf.setdefault("join_timeout", conf["timeout"])
     if not config.rdzv_endpoint:
         if config.max_nodes > 1:
             raise ValueError("elastic_launch: several nodes need an rdzv_endpoint (host:port) "
