@@ -35,6 +35,7 @@ import time
 import uuid
 from argparse import REMAINDER, ArgumentParser, Namespace
 from collections.abc import Callable
+from string import Template
 
 from .argparse_util import check_env, env
 from .elastic.multiprocessing import DefaultLogsSpecs, LogsSpecs, SignalException, Std
@@ -624,8 +625,14 @@ class _Group:
             return "lost", f"cannot serve the workers' store on port {self.port}: {e}"
         args = {i: tuple(macros.substitute(agent.program_args, str(i)))
                 for i in range(self.nproc)}
+        prefixes = None
+        template = agent.config.log_line_prefix_template  # TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+        if template:
+            prefixes = {i: Template(template).safe_substitute(
+                role_name=agent.config.role, rank=self.node_rank * self.nproc + i,
+                local_rank=i) for i in range(self.nproc)}
         pc = SubprocessContext(agent.config.role, agent.program, args, self._envs(),
-                               agent.config.logs_specs)
+                               agent.config.logs_specs, prefixes)
         old = {s: signal.getsignal(s) for s in agent.signals}
         try:
             for s in agent.signals:
