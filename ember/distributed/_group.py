@@ -423,7 +423,7 @@ def _rendezvous(init_method, rank, world_size, timeout, engine=True):
             raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
                              "environment variable MASTER_PORT expected, but not set")
         if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True):
-            # the launcher serves the store (NOTE [ The agent's store ] in run.py); each
+            # the launcher serves the store (NOTE [ The agent's store ] in _run_agent.py); each
             # init_process_group of the group, the nth on every rank, gets its own keys
             agent_store = TCPStore(addr, int(port), world_size, False, timeout)
             n = agent_store.add(f"torchelastic/worker_init/{rank}", 1)

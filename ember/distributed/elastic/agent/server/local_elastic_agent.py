@@ -3,7 +3,7 @@ local_elastic_agent``): ``LocalElasticAgent(spec, logs_specs).run()`` runs the l
 :class:`~.api.SimpleElasticAgent` with the workers as local processes
 (:func:`~ember.distributed.elastic.multiprocessing.start_processes`), each given
 torchrun's environment. Group rank 0's agent serves the workers' store (NOTE [ The
-agent's store ] in ``ember/distributed/run.py``).
+agent's store ] in ``ember/distributed/_run_agent.py``).
 
 With ``TORCHELASTIC_ENABLE_FILE_TIMER=1`` the agent runs a
 :class:`~ember.distributed.elastic.timer.FileTimerServer` and gives the workers its pipe
