@@ -422,7 +422,15 @@ def _rendezvous(init_method, rank, world_size, timeout, engine=True):
         if port is None:
             raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
                              "environment variable MASTER_PORT expected, but not set")
-        store = TCPStore(addr, int(port), world_size, rank == 0, timeout)
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True):
+            # the launcher serves the store (NOTE [ The agent's store ] in _run_agent.py); each
+            # init_process_group of the group, the nth on every rank, gets its own keys
+            agent_store = TCPStore(addr, int(port), world_size, False, timeout)
+            n = agent_store.add(f"torchelastic/worker_init/{rank}", 1)
+            store = PrefixStore(f"torchelastic/worker_init_{n}", agent_store)
+            store._close_with = agent_store  # destroy_process_group closes the connection
+        else:
+            store = TCPStore(addr, int(port), world_size, rank == 0, timeout)
     elif url.scheme == "tcp":
         if rank < 0 or world_size < 0:
             raise ValueError("rank parameter missing" if rank < 0 else
@@ -613,8 +621,9 @@ def destroy_process_group(group_=None) -> None:
             _WORLD.nccl.destroy()
         if _WORLD.comm != _engine.mpi().COMM_WORLD:
             _WORLD.comm.Free()
-        if isinstance(_STORE, TCPStore):
-            _STORE.close()
+        own = getattr(_STORE, "_close_with", _STORE)
+        if isinstance(own, TCPStore):
+            own.close()
         _WORLD = _STORE = None
         group.WORLD = GroupMember.WORLD = None
         return

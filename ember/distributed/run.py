@@ -1,13 +1,23 @@
-"""``python -m ember.distributed.run``: start worker processes the way ``torchrun`` does.
+"""``python -m ember.distributed.run`` (``torchrun``): start worker processes with
+PyTorch's launcher environment.
 
 Each worker gets torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-GROUP_RANK, ROLE_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, ...), so a script
-calls ``init_process_group("gloo")`` with the default ``env://`` and joins the group.
-SIGINT/SIGTERM are forwarded to the workers; when one worker fails, the others are
-terminated and the launcher exits with status 1, naming the failed rank, unless
-``--max-restarts`` allows starting the worker group again. ``--rdzv-backend c10d
---rdzv-endpoint host:port --nnodes MIN:MAX`` forms the group from the nodes that arrive
-(see NOTE [ Elastic rendezvous ] in ``elastic/_rendezvous.py``).
+GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR,
+MASTER_PORT, TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS,
+TORCHELASTIC_ERROR_FILE, TORCHELASTIC_USE_AGENT_STORE, ...), so a script calls
+``init_process_group("gloo")`` with the default ``env://`` and joins the group. Every option
+of torchrun is accepted, also from ``PET_<OPTION>`` variables (``argparse_util``).
+
+- When a worker fails, the others are stopped; with ``--max-restarts`` left the group starts
+  again (``TORCHELASTIC_RESTART_COUNT`` counts), else the launcher raises
+  ``ChildFailedError``, whose text is the failure report (with the traceback ``@record``
+  saved), and exits with status 1.
+- SIGTERM, SIGINT, SIGHUP or SIGQUIT to the launcher stops the workers with that signal and
+  ends the launcher with ``SignalException`` (no restart).
+- ``--log-dir``/``--redirects``/``--tee``/``--local-ranks-filter`` lay the workers' output
+  out as NOTE [ Worker logs ] in ``elastic/multiprocessing/api.py`` says.
+- ``--rdzv-backend c10d --rdzv-endpoint host:port --nnodes MIN:MAX`` forms the group from the
+  nodes that arrive (NOTE [ Elastic rendezvous ] in ``elastic/_rendezvous.py``).
 
 Example::
 
@@ -16,21 +26,34 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
+from argparse import REMAINDER, ArgumentParser, Namespace
+from collections.abc import Callable
 
-__all__ = ["get_args_parser", "main", "parse_args", "run"]
+from .argparse_util import check_env, env
+from .elastic.multiprocessing import DefaultLogsSpecs, LogsSpecs, Std
+from .elastic.multiprocessing.errors import record
+from .elastic.utils import macros
+from .elastic.utils.logging import get_logger
+from .launcher.api import LaunchConfig, elastic_launch
+
+__all__ = ["DefaultLogsSpecs", "LaunchConfig", "LogsSpecs", "REMAINDER", "Std", "check_env",
+           "config_from_args", "determine_local_world_size", "elastic_launch", "env",
+           "get_args_parser", "get_logger", "get_rdzv_endpoint", "get_use_env", "logger",
+           "macros", "main", "parse_args", "parse_min_max_nnodes", "record", "run",
+           "run_script_path"]
+
+logger = get_logger(__name__)
 
 
-def get_args_parser() -> argparse.ArgumentParser:
-    """The launcher's argument parser (torchrun's options; ``--a-b`` and ``--a_b`` both work).
+def get_args_parser() -> ArgumentParser:
+    """The launcher's argument parser: torchrun's options (``--a-b`` and ``--a_b`` both
+    work; each also reads ``PET_<A_B>`` from the environment).
+
+    Returns:
+        argparse.ArgumentParser
 
     Example::
 
@@ -38,34 +61,72 @@ def get_args_parser() -> argparse.ArgumentParser:
         >>> get_args_parser().parse_args(["--nproc-per-node=2", "t.py"]).nproc_per_node
         '2'
     """
-    p = argparse.ArgumentParser(prog="ember.distributed.run",
-                                description="Start distributed workers (torchrun-compatible).")
-    p.add_argument("--nnodes", type=str, default="1")
-    p.add_argument("--nproc-per-node", "--nproc_per_node", dest="nproc_per_node", type=str,
-                   default="1")
-    p.add_argument("--node-rank", "--node_rank", dest="node_rank", type=int, default=0)
-    p.add_argument("--master-addr", "--master_addr", dest="master_addr", default="127.0.0.1")
-    p.add_argument("--master-port", "--master_port", dest="master_port", type=int, default=29500)
-    p.add_argument("--standalone", action="store_true")
-    p.add_argument("--rdzv-backend", "--rdzv_backend", dest="rdzv_backend", default="static")
-    p.add_argument("--rdzv-endpoint", "--rdzv_endpoint", dest="rdzv_endpoint", default="")
-    p.add_argument("--rdzv-id", "--rdzv_id", dest="rdzv_id", default="none")
-    p.add_argument("--rdzv-conf", "--rdzv_conf", dest="rdzv_conf", default="")
-    p.add_argument("--max-restarts", "--max_restarts", dest="max_restarts", type=int, default=0)
-    p.add_argument("--monitor-interval", "--monitor_interval", dest="monitor_interval",
-                   type=float, default=0.1)
-    p.add_argument("--local-addr", "--local_addr", dest="local_addr", default=None)
-    p.add_argument("--role", default="default")
-    p.add_argument("-m", "--module", action="store_true",
+    p = ArgumentParser(prog="ember.distributed.run",
+                       description="Start distributed workers (torchrun-compatible).")
+
+    def opt(name, **kw):
+        # torchrun's spellings: --a-b and --a_b; the value also from PET_A_B
+        flags = list(dict.fromkeys([name, "--" + name[2:].replace("-", "_")]))
+        kw.setdefault("action", env)
+        p.add_argument(*flags, dest=name[2:].replace("-", "_"), **kw)
+
+    opt("--nnodes", type=str, default="1:1",
+        help="number of nodes, or MIN:MAX for an elastic group")
+    opt("--nproc-per-node", type=str, default="1",
+        help="workers per node: a number, or cpu, gpu, xpu, auto")
+    opt("--rdzv-backend", type=str, default="static", help="static or c10d")
+    opt("--rdzv-endpoint", type=str, default="", help="host:port of the rendezvous")
+    opt("--rdzv-id", type=str, default="none", help="the job's id")
+    opt("--rdzv-conf", type=str, default="", help="key=value,... rendezvous settings")
+    opt("--standalone", action=check_env,
+        help="one node, a rendezvous on a free local port")
+    opt("--max-restarts", type=int, default=0, help="restarts of a failed worker group")
+    opt("--monitor-interval", type=float, default=0.1,
+        help="seconds between checks on the workers")
+    opt("--start-method", type=str, default="spawn", choices=["spawn", "fork", "forkserver"],
+        help="how Python-function workers start")
+    opt("--event-log-handler", type=str, default="null", help="where events are recorded")
+    opt("--role", type=str, default="default", help="the workers' role name")
+    p.add_argument("-m", "--module", action=check_env, dest="module",
                    help="run the script as a module (python -m)")
-    p.add_argument("--no-python", "--no_python", dest="no_python", action="store_true")
-    p.add_argument("--run-path", "--run_path", dest="run_path", action="store_true")
-    p.add_argument("training_script")
-    p.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    opt("--no-python", action=check_env, help="run the script as a program, not with python")
+    opt("--run-path", action=check_env, help="run the script with runpy.run_path")
+    opt("--log-dir", type=str, default=None, help="the root folder of the workers' logs")
+    p.add_argument("-r", "--redirects", action=env, type=str, default="0", dest="redirects",
+                   help="streams to send to log files: 0-3, or rank:N,...")
+    p.add_argument("-t", "--tee", action=env, type=str, default="0", dest="tee",
+                   help="streams to send to log files and the console: 0-3, or rank:N,...")
+    opt("--local-ranks-filter", type=str, default="",
+        help="the only local ranks shown on the console: 0,1,...")
+    opt("--duplicate-stdout-filters", type=_comma_list, default=[],
+        help="accepted for torchrun's command line")
+    opt("--duplicate-stderr-filters", type=_comma_list, default=[],
+        help="accepted for torchrun's command line")
+    opt("--node-rank", type=int, default=0, help="this node's rank (static rendezvous)")
+    opt("--master-addr", type=str, default="127.0.0.1",
+        help="node 0's address (static rendezvous)")
+    opt("--master-port", type=int, default=None, help="node 0's port (static rendezvous)")
+    opt("--local-addr", type=str, default=None, help="this node's address")
+    opt("--logs-specs", type=str, default=None,
+        help="a torchrun.logs_specs entry point naming a LogsSpecs class")
+    opt("--numa-binding", type=str, default=None,
+        choices=["node", "socket", "exclusive", "core-complex"],
+        help="accepted for torchrun's command line")
+    opt("--signals-to-handle", type=str, default="SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+        help="signals that stop the workers and the launcher")
+    opt("--shutdown-timeout", type=int, default=None,
+        help="seconds between SIGTERM and SIGKILL when stopping workers (default 30)")
+    opt("--virtual-local-rank", action=check_env, help="accepted for torchrun's command line")
+    p.add_argument("training_script", type=str, help="the script, module or program")
+    p.add_argument("training_script_args", nargs=REMAINDER)
     return p
 
 
-def parse_args(args=None) -> argparse.Namespace:
+def _comma_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def parse_args(args=None) -> Namespace:
     """Parse the launcher's command line.
 
     Args:
@@ -83,89 +144,259 @@ def parse_args(args=None) -> argparse.Namespace:
     return get_args_parser().parse_args(args)
 
 
-def _nproc(value: str) -> int:
-    if value in ("cpu", "auto"):
+def parse_min_max_nnodes(nnodes: str) -> tuple[int, int]:
+    """``"2"`` -> (2, 2); ``"1:4"`` -> (1, 4).
+
+    Args:
+        nnodes (str): ``--nnodes``.
+
+    Returns:
+        tuple[int, int]
+
+    Raises:
+        RuntimeError: more than one ``:``.
+        ValueError: a part is not an integer.
+
+    Example::
+
+        >>> parse_min_max_nnodes("1:2")
+        (1, 2)
+    """
+    parts = nnodes.split(":")
+    if len(parts) == 1:
+        return int(parts[0]), int(parts[0])
+    if len(parts) == 2:
+        return int(parts[0]), int(parts[1])
+    raise RuntimeError(f'nnodes={nnodes} is not in "MIN:MAX" format')
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
         return os.cpu_count() or 1
-    if value == "gpu":
-        raise ValueError("--nproc-per-node=gpu: ember's launcher runs CPU workers only")
-    return int(value)
 
 
-def _worker_env(args, local_rank, nproc, nnodes, port, run_id, node_rank, addr, restarts):
-    env = dict(os.environ)
-    rank = node_rank * nproc + local_rank
-    world = nnodes * nproc
-    env.update({
-        "RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world),
-        "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(node_rank),
-        "GROUP_WORLD_SIZE": str(nnodes), "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
-        "ROLE_NAME": args.role, "MASTER_ADDR": addr, "MASTER_PORT": str(port),
-        "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_RESTART_COUNT": str(restarts),
-        "TORCHELASTIC_MAX_RESTARTS": str(args.max_restarts),
-        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
-    })
-    if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
-        env["OMP_NUM_THREADS"] = "1"
-    return env
+def determine_local_world_size(nproc_per_node: str) -> int:
+    """The number of workers ``--nproc-per-node`` asks for: a number, ``cpu`` (the CPUs
+    this process may use), ``gpu`` (the CUDA devices), or ``auto`` (the devices, else the
+    CPUs).
+
+    Args:
+        nproc_per_node (str): the option's value.
+
+    Returns:
+        int
+
+    Raises:
+        ValueError: ``gpu``/``xpu`` without such devices, or an unknown value.
+
+    Example::
+
+        >>> determine_local_world_size("3")
+        3
+    """
+    try:
+        return int(nproc_per_node)
+    except ValueError as e:
+        from .. import cuda
+
+        if nproc_per_node == "cpu":
+            return _cpu_count()
+        if nproc_per_node == "gpu":
+            if not cuda.is_available():
+                raise ValueError("Cuda is not available.") from e
+            return cuda.device_count()
+        if nproc_per_node == "xpu":
+            raise ValueError("Xpu is not available.") from e
+        if nproc_per_node == "auto":
+            return cuda.device_count() if cuda.is_available() else _cpu_count()
+        raise ValueError(f"Unsupported nproc_per_node value: {nproc_per_node}") from e
 
 
-def _command(args, local_rank=None):
-    script_args = list(args.training_script_args)
-    if getattr(args, "use_env", True) is False and local_rank is not None:
-        # ``ember.distributed.launch`` without --use-env: the rank as the script's argument
-        script_args.insert(0, f"--local-rank={local_rank}")
-    if args.no_python:
-        return [args.training_script, *script_args]
-    # NOTE [ Workers of a PyTorch script ]
-    # the workers run the script through ``ember.compat.run``, whichever way this launcher
-    # was started (``python -m ember.distributed.run train.py``, or ``python -m
-    # ember.compat.run -m torch.distributed.run train.py``): a worker is a new interpreter,
-    # and a script written for PyTorch (``import torch``) would otherwise load PyTorch
-    # itself where it is installed, and fail where it is not. A script that imports ember
-    # runs as before: the alias only names ``torch``.
-    python = [sys.executable, "-u", "-m", "ember.compat.run"]
-    if args.module:
-        return [*python, "-m", args.training_script, *script_args]
-    return [*python, args.training_script, *script_args]
+def get_rdzv_endpoint(args: Namespace) -> str:
+    """The rendezvous endpoint: ``--rdzv-endpoint``, or ``master_addr:master_port`` for the
+    static backend.
+
+    Args:
+        args (argparse.Namespace): the parsed options.
+
+    Returns:
+        str
+
+    Example::
+
+        >>> get_rdzv_endpoint(parse_args(["--master-port", "1234", "t.py"]))
+        '127.0.0.1:1234'
+    """
+    if args.rdzv_backend == "static" and not args.rdzv_endpoint:
+        return f"{args.master_addr}:{args.master_port}"
+    return args.rdzv_endpoint
 
 
-def _warn_threads(nproc: int) -> None:
-    """Say, as torchrun does, that each worker gets one OpenMP thread unless the user chose."""
-    if "OMP_NUM_THREADS" not in os.environ and nproc > 1:
-        import logging
+def get_use_env(args: Namespace) -> bool:
+    """Whether workers find their local rank in ``LOCAL_RANK`` only; False (the legacy
+    ``ember.distributed.launch`` without ``--use-env``) also passes ``--local-rank=N``.
 
-        logging.getLogger(__name__).warning(
+    Args:
+        args (argparse.Namespace): the parsed options.
+
+    Returns:
+        bool
+
+    Example::
+
+        >>> get_use_env(parse_args(["t.py"]))
+        True
+    """
+    return getattr(args, "use_env", True)
+
+
+def _parse_rendezvous_config(text: str) -> dict[str, str]:
+    """``"a=1,b=x"`` -> {"a": "1", "b": "x"} (``--rdzv-conf``)."""
+    config: dict[str, str] = {}
+    if not text.strip():
+        return config
+    for kv in text.strip().split(","):
+        key, _, value = kv.partition("=")
+        key, value = key.strip(), value.strip()
+        if not key:
+            raise ValueError("The rendezvous configuration string must be in format "
+                             "<key1>=<value1>,...,<keyN>=<valueN>.")
+        if not value:
+            raise ValueError(f"The rendezvous configuration option '{key}' must have a value "
+                             "specified.")
+        config[key] = value
+    return config
+
+
+def config_from_args(args: Namespace) -> tuple[LaunchConfig, Callable | str, list[str]]:
+    """What the options mean: the launch configuration, the entrypoint (the Python
+    interpreter, the program, or :func:`run_script_path`) and its arguments, with
+    ``${local_rank}`` (``macros.local_rank``) where each worker's rank goes.
+
+    Also sets ``OMP_NUM_THREADS=1`` for the workers (saying so) when several run here and
+    the variable is not set.
+
+    Args:
+        args (argparse.Namespace): the parsed options.
+
+    Returns:
+        tuple: (LaunchConfig, entrypoint, list of arguments).
+
+    Raises:
+        AssertionError: bad ``--nnodes`` or ``--max-restarts``.
+        ValueError: bad ``--local-ranks-filter``, ``--redirects``, ``--tee``, or
+            ``--no-python`` with ``--module``.
+
+    Example::
+
+        >>> cfg, cmd, cmd_args = config_from_args(parse_args(["--no-python", "echo", "hi"]))
+        >>> cfg.nproc_per_node, cmd, cmd_args
+        (1, 'echo', ['hi'])
+    """
+    min_nodes, max_nodes = parse_min_max_nnodes(args.nnodes)
+    if not 0 < min_nodes <= max_nodes:
+        raise AssertionError(f"min_nodes must be > 0 and <= max_nodes, got min_nodes="
+                             f"{min_nodes}, max_nodes={max_nodes}")
+    if args.max_restarts < 0:
+        raise AssertionError("max_restarts must be >= 0")
+    if args.rdzv_backend != "static" and not args.rdzv_endpoint:
+        logger.warning("master_addr is only used for static rdzv_backend and when "
+                       "rdzv_endpoint is not specified.")
+    if args.node_rank != 0 and args.rdzv_backend != "static":
+        logger.warning("node_rank is only used for static rdzv_backend. It will be ignored "
+                       "for rdzv_backend=%s.", args.rdzv_backend)
+    nproc_per_node = determine_local_world_size(args.nproc_per_node)
+    if "OMP_NUM_THREADS" not in os.environ and nproc_per_node > 1:
+        logger.warning(
             "\n*****************************************\n"
-            "Setting OMP_NUM_THREADS environment variable for each process to be 1 in "
+            "Setting OMP_NUM_THREADS environment variable for each process to be %s in "
             "default, to avoid your system being overloaded, please further tune the "
             "variable for optimal performance in your application as needed. \n"
-            "*****************************************")
+            "*****************************************", 1)
+        os.environ["OMP_NUM_THREADS"] = "1"
+    rdzv_configs = _parse_rendezvous_config(args.rdzv_conf)
+    if args.rdzv_backend == "static":
+        rdzv_configs["rank"] = args.node_rank
+    ranks = None
+    if args.local_ranks_filter:
+        try:
+            ranks = set(map(int, args.local_ranks_filter.split(",")))
+        except ValueError as e:
+            raise ValueError("--local_ranks_filter must be a comma-separated list of integers "
+                             "e.g. --local_ranks_filter=0,1,2") from e
+    logs_specs = _logs_specs_class(args.logs_specs)(
+        log_dir=args.log_dir, redirects=Std.from_str(args.redirects),
+        tee=Std.from_str(args.tee), local_ranks_filter=ranks)
+    config = LaunchConfig(
+        min_nodes=min_nodes, max_nodes=max_nodes, nproc_per_node=nproc_per_node,
+        run_id=args.rdzv_id, role=args.role, rdzv_endpoint=get_rdzv_endpoint(args),
+        rdzv_backend=args.rdzv_backend, rdzv_configs=rdzv_configs,
+        max_restarts=args.max_restarts, monitor_interval=args.monitor_interval,
+        start_method=args.start_method,
+        log_line_prefix_template=os.getenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"),
+        local_addr=args.local_addr, logs_specs=logs_specs,
+        event_log_handler=args.event_log_handler, signals_to_handle=args.signals_to_handle,
+        duplicate_stdout_filters=args.duplicate_stdout_filters,
+        duplicate_stderr_filters=args.duplicate_stderr_filters,
+        virtual_local_rank=args.virtual_local_rank, shutdown_timeout=args.shutdown_timeout)
+    cmd: Callable | str
+    cmd_args: list[str] = []
+    if args.run_path:
+        cmd = run_script_path
+        cmd_args.append(args.training_script)
+    elif not args.no_python:
+        cmd = os.getenv("PYTHON_EXEC", sys.executable)
+        cmd_args.append("-u")
+        if args.module:
+            cmd_args.append("-m")
+        cmd_args.append(args.training_script)
+    else:
+        if args.module:
+            raise ValueError("Don't use both the '--no-python' flag and the '--module' flag "
+                             "at the same time.")
+        cmd = args.training_script
+    if not get_use_env(args):
+        cmd_args.append(f"--local-rank={macros.local_rank}")
+    cmd_args.extend(args.training_script_args)
+    return config, cmd, cmd_args
 
 
-def _rendezvous(args, nmin, nmax, run_id):
-    from .elastic._rendezvous import StaticRendezvous, StoreRendezvous, parse_conf
+def _logs_specs_class(name: str | None) -> type:
+    if name is None:
+        return DefaultLogsSpecs
+    from importlib import metadata
 
-    backend = args.rdzv_backend
-    if args.standalone:
-        return StaticRendezvous(0, 1, "127.0.0.1", 0, fresh_port=True)
-    if backend == "c10d":
-        endpoint = args.rdzv_endpoint or f"{args.master_addr}:29400"
-        return StoreRendezvous(endpoint, run_id, nmin, nmax, parse_conf(args.rdzv_conf),
-                               args.local_addr)
-    if backend != "static":
-        raise ValueError(f"ember.distributed.run: --rdzv-backend {backend} is not available; "
-                         "use c10d (a TCPStore at --rdzv-endpoint) or static")
-    addr, port = args.master_addr, args.master_port
-    if args.rdzv_endpoint:
-        host, _, p = args.rdzv_endpoint.rpartition(":")
-        addr, port = host or addr, int(p or port)
-    if nmin != nmax:
-        raise ValueError(f"ember.distributed.run: --nnodes {args.nnodes} (MIN:MAX) needs an "
-                         "elastic rendezvous: pass --rdzv-backend c10d --rdzv-endpoint host:port")
-    return StaticRendezvous(args.node_rank, nmax, addr, port)
+    group = metadata.entry_points().select(group="torchrun.logs_specs")
+    found = group.select(name=name)
+    if not found:
+        raise ValueError(f"Could not find entrypoint under 'torchrun.logs_specs[{name}]' key")
+    return next(iter(found)).load()
 
 
-def run(args: argparse.Namespace) -> int:
+def run_script_path(training_script: str, *training_script_args: str) -> None:
+    """Run ``training_script`` in this interpreter as ``__main__`` with the given
+    arguments (``--run-path``).
+
+    Args:
+        training_script (str): the script's path.
+        *training_script_args (str): its arguments (``sys.argv[1:]``).
+
+    Returns:
+        None
+
+    Example::
+
+        >>> run_script_path("/path/to/train.py", "--lr", "0.1")  # doctest: +SKIP
+    """
+    import runpy
+
+    sys.argv = [training_script, *training_script_args]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+
+
+def run(args: Namespace) -> int:
     """Start the workers described by ``args`` and wait for them, restarting the worker
     group after a failure up to ``--max-restarts`` times (and when nodes join or leave an
     elastic group, NOTE [ Elastic rendezvous ]).
@@ -179,7 +410,9 @@ def run(args: argparse.Namespace) -> int:
     Raises:
         ChildFailedError: workers failed and no restart was left; its text is the failure
             report (NOTE [ The launcher's failure report ] in
-            ``elastic/multiprocessing/errors``); the error files it names are kept.
+            ``elastic/multiprocessing/errors``).
+        SignalException: the launcher received a signal of ``--signals-to-handle``; the
+            workers were stopped with it.
 
     Example::
 
@@ -187,178 +420,43 @@ def run(args: argparse.Namespace) -> int:
         >>> run(parse_args(["--no-python", "true"]))
         0
     """
-    from .elastic._rendezvous import RendezvousError, parse_nnodes
-    from .elastic.multiprocessing.errors import ChildFailedError
+    if args.standalone or (args.rdzv_backend == "static" and not args.rdzv_endpoint
+                           and args.master_port is None
+                           and parse_min_max_nnodes(args.nnodes)[1] == 1):
+        # one node and no address given: as torchrun, a fresh local rendezvous and job id
+        args.rdzv_backend, args.rdzv_endpoint = "c10d", "localhost:0"
+        args.rdzv_id = str(uuid.uuid4())
+        logger.info("\n**************************************\nRendezvous info:\n"
+                    "--rdzv-backend=%s --rdzv-endpoint=%s --rdzv-id=%s\n"
+                    "**************************************\n", args.rdzv_backend,
+                    args.rdzv_endpoint, args.rdzv_id)
+    if args.master_port is None:
+        args.master_port = 29500
+    config, cmd, cmd_args = config_from_args(args)
+    from ._run_agent import _Agent
 
-    nmin, nmax = parse_nnodes(args.nnodes)
-    nproc = _nproc(args.nproc_per_node)
-    _warn_threads(nproc)
-    run_id = args.rdzv_id if args.rdzv_id != "none" else uuid.uuid4().hex[:12]
-    rdzv = _rendezvous(args, nmin, nmax, run_id)
-    # each worker's @record (elastic.multiprocessing.errors) writes its exception here
-    error_dir = tempfile.mkdtemp(prefix=f"ember_run_{run_id}_")
-    restarts = 0
-    keep_errors = False
-    try:
-        while True:
-            try:
-                node_rank, nnodes, addr, port = rdzv.next_rendezvous()
-            except (RendezvousError, OSError) as e:
-                print(f"ember.distributed.run: rendezvous failed: {e}", file=sys.stderr)
-                return 1
-            group = _Group(args, nproc, node_rank, nnodes, addr, port, run_id, restarts,
-                           error_dir)
-            outcome = group.run(rdzv)
-            if outcome is None:
-                return 0
-            kind, detail = outcome
-            failures = None
-            if kind == "failed":
-                detail, failures = detail
-            if kind == "membership":
-                print(f"ember.distributed.run: {detail}; starting the worker group again",
-                      file=sys.stderr)
-                rdzv.restart()
-                continue
-            print(f"ember.distributed.run: {detail}", file=sys.stderr)
-            if kind == "failed" and restarts < args.max_restarts:
-                restarts += 1
-                print(f"ember.distributed.run: restarting the worker group (restart "
-                      f"{restarts} of {args.max_restarts})", file=sys.stderr)
-                rdzv.restart()
-                continue
-            if kind == "failed":
-                try:
-                    rdzv.shutdown(f"node {node_rank}: {detail}")
-                except (RendezvousError, OSError):
-                    pass
-                # the report names the error files @record wrote: kept for it (as
-                # torchrun keeps its log folder); without any, nothing is left behind
-                keep_errors = any(os.path.isfile(f.error_file) for f in failures.values())
-                raise ChildFailedError(_job_name(args), failures)
-            return 1
-    finally:
-        if not keep_errors:
-            shutil.rmtree(error_dir, ignore_errors=True)
+    return _Agent(args, config, cmd, cmd_args).run()
 
 
-def _job_name(args) -> str:
-    """The name the failure report gives the job: the script, module or program as the
-    command line named it (PyTorch's launcher names it so)."""
-    return args.training_script
-
-
-class _Group:
-    """One node's workers of one rendezvous round."""
-
-    def __init__(self, args, nproc, node_rank, nnodes, addr, port, run_id, restarts,
-                 error_dir):
-        self.args, self.nproc, self.nnodes = args, nproc, nnodes
-        self.node_rank = node_rank
-        self.error_files = [os.path.join(error_dir, f"error_{restarts}_{i}.json")
-                            for i in range(nproc)]
-        for f in self.error_files:
-            if os.path.exists(f):
-                os.remove(f)
-        self.envs = [{**_worker_env(args, i, nproc, nnodes, port, run_id, node_rank, addr,
-                                    restarts),
-                      "TORCHELASTIC_ERROR_FILE": self.error_files[i]} for i in range(nproc)]
-
-    def run(self, rdzv):
-        """None when every worker of every node succeeded, else ``(kind, message)``:
-        ``"failed"`` (a worker here failed), ``"membership"`` (the group must form again)
-        or ``"lost"`` (the rendezvous is gone)."""
-        from .elastic._rendezvous import RendezvousError
-
-        procs = [subprocess.Popen(_command(self.args, i), env=env)
-                 for i, env in enumerate(self.envs)]
-
-        def forward(signum, frame):
-            for p in procs:
-                if p.poll() is None:
-                    p.send_signal(signum)
-
-        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            while True:
-                codes = [p.poll() for p in procs]
-                bad = next(((i, c) for i, c in enumerate(codes) if c not in (None, 0)), None)
-                if bad is not None:
-                    seen = time.time()
-                    _stop(procs)
-                    return "failed", self._failure(procs, *bad, seen)
-                if all(c == 0 for c in codes):
-                    break
-                try:
-                    why = rdzv.should_stop(self.nnodes)
-                except (RendezvousError, OSError) as e:
-                    _stop(procs)
-                    return "lost", f"stopping the workers: {e}"
-                if why is not None:
-                    _stop(procs)
-                    return "membership", why
-                time.sleep(self.args.monitor_interval)
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-            _stop(procs)
-        try:
-            why = rdzv.finish(self.nnodes)
-        except (RendezvousError, OSError) as e:
-            return "lost", f"stopping: {e}"
-        return None if why is None else ("membership", why)
-
-    def _failure(self, procs, i, code, seen):
-        """The one-line account of local worker ``i``'s failure, and the failures of this
-        node's workers by global rank (the first one first: it is the root cause, and
-        workers stopped after it may have failed on their own too)."""
-        from .elastic.multiprocessing.errors import ProcessFailure
-
-        base = self.node_rank * self.nproc
-        what = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-        cause = ProcessFailure(i, procs[i].pid, code, self.error_files[i])
-        if cause.error_file == self.error_files[i]:
-            detail = f": {cause.summary()}"
-        else:  # no @record: the time the launcher saw it exit
-            detail, cause.timestamp = "", int(seen)
-        failures = {base + i: cause}
-        for j, p in enumerate(procs):
-            if j != i and p.returncode not in (None, 0):
-                failures[base + j] = ProcessFailure(j, p.pid, p.returncode, self.error_files[j])
-        return (f"worker rank {base + i} (local_rank {i}, pid {procs[i].pid}) failed with "
-                f"{what}{detail}; the other workers were stopped"), failures
-
-
-def _stop(procs, grace=5.0):
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + grace
-    for p in procs:
-        try:
-            p.wait(max(deadline - time.monotonic(), 0.01))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
+@record
 def main(args=None) -> None:
-    """The command-line entry point: parse, run, exit with the workers' status.
+    """The command-line entry point: parse and run; a failed job raises (the failure
+    report) or exits with status 1.
 
     Args:
         args: the command line after the program name (None: ``sys.argv[1:]``).
 
     Returns:
-        Does not return: exits the process with the workers' status.
+        None when every worker succeeded.
 
     Example::
 
         >>> from ember.distributed.run import main
         >>> main(["--no-python", "true"])
-        Traceback (most recent call last):
-        ...
-        SystemExit: 0"""
-    sys.exit(run(parse_args(args)))
+    """
+    status = run(parse_args(args))
+    if status:
+        sys.exit(status)
 
 
 if __name__ == "__main__":

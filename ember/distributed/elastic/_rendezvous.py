@@ -43,30 +43,6 @@ class RendezvousError(RuntimeError):
     """The agents could not form a group (timed out, or the group was shut down)."""
 
 
-def parse_nnodes(value) -> tuple[int, int]:
-    """``"2"`` -> (2, 2); ``"1:4"`` -> (1, 4)."""
-    text = str(value)
-    lo, sep, hi = text.partition(":")
-    try:
-        nmin, nmax = int(lo), int(hi if sep else lo)
-    except ValueError:
-        raise ValueError(f"--nnodes: expected N or MIN:MAX, got {text!r}") from None
-    if not 1 <= nmin <= nmax:
-        raise ValueError(f"--nnodes: expected 1 <= MIN <= MAX, got {text!r}")
-    return nmin, nmax
-
-
-def parse_conf(text: str) -> dict:
-    """``"a=1,b=x"`` -> {"a": "1", "b": "x"} (``--rdzv-conf``)."""
-    out = {}
-    for part in filter(None, (p.strip() for p in (text or "").split(","))):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"--rdzv-conf: expected key=value, got {part!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))
@@ -124,10 +100,11 @@ class StoreRendezvous:
         conf (dict): ``last_call_timeout`` (seconds, default 30), ``join_timeout`` (600),
             ``read_timeout`` (60).
         local_addr (str, optional): the address node 0 gives the workers as MASTER_ADDR.
+        store (Store, optional): the store to meet in (default: one at ``endpoint``).
     """
 
     def __init__(self, endpoint: str, run_id: str, nmin: int, nmax: int, conf: dict,
-                 local_addr: str | None = None):
+                 local_addr: str | None = None, store=None):
         from .._store import TCPStore
 
         host, _, port = endpoint.rpartition(":") if ":" in endpoint else (endpoint, "", "")
@@ -140,8 +117,8 @@ class StoreRendezvous:
                                          else socket.getfqdn())
         self.prefix = f"rdzv/{run_id}/"
         self.is_host = False
-        self.store = None
-        if _is_local(self.host):
+        self.store = store  # given: a store another part of this agent serves or reaches
+        if self.store is None and _is_local(self.host):
             try:
                 self.store = TCPStore(self.host, self.port, is_master=True, timeout=timeout,
                                       wait_for_workers=False)

@@ -22,18 +22,30 @@ Example::
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import socket
-import time
-import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..elastic.agent.server.api import WorkerSpec
+from ..elastic.agent.server.health_check_server import HealthCheckServer, create_healthcheck_server
+from ..elastic.agent.server.local_elastic_agent import (
+    TORCHELASTIC_HEALTH_CHECK_PORT,
+    LocalElasticAgent,
+)
+from ..elastic.multiprocessing import DefaultLogsSpecs, LogsSpecs, SignalException
 from ..elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+from ..elastic.rendezvous.api import RendezvousParameters
+from ..elastic.rendezvous.utils import parse_rendezvous_endpoint
+from ..elastic.utils.logging import get_logger
 
 __all__ = ["LaunchConfig", "elastic_launch", "launch_agent"]
+
+# the names PyTorch's module holds too (tools import them from here)
+_REEXPORTED = (DefaultLogsSpecs, HealthCheckServer, LocalElasticAgent, LogsSpecs,
+               SignalException, TORCHELASTIC_HEALTH_CHECK_PORT, WorkerSpec,
+               create_healthcheck_server, parse_rendezvous_endpoint)
+logger = get_logger(__name__)
 
 
 @dataclass
@@ -89,6 +101,11 @@ class LaunchConfig:
     shutdown_timeout: Any = None
 
     def __post_init__(self):
+        # as PyTorch: the rendezvous timeout (seconds) travels in the settings
+        if self.rdzv_timeout != -1:
+            self.rdzv_configs["timeout"] = self.rdzv_timeout
+        elif "timeout" not in self.rdzv_configs:
+            self.rdzv_configs["timeout"] = 900
         if self.min_nodes < 1 or self.max_nodes < self.min_nodes:
             raise ValueError(f"LaunchConfig: nodes must satisfy 1 <= min_nodes <= max_nodes, "
                              f"got {self.min_nodes}:{self.max_nodes}")
@@ -120,96 +137,47 @@ class elastic_launch:  # noqa: N801 -- PyTorch's name
         return launch_agent(self._config, self._entrypoint, list(args))
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _worker(queue, rank, env, entrypoint, args):
-    os.environ.update(env)
-    try:
-        result = entrypoint(*args)
-        queue.put((rank, True, result))
-    except BaseException as e:  # noqa: BLE001 - reported to the launcher, then exit 1
-        queue.put((rank, False, "".join(traceback.format_exception(e))))
-        raise SystemExit(1) from None
-
-
-def _env(config, run_id, local_rank, addr, port, restarts):
-    n = config.nproc_per_node
-    return {"RANK": str(local_rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(n),
-            "LOCAL_WORLD_SIZE": str(n), "GROUP_RANK": "0", "ROLE_RANK": str(local_rank),
-            "ROLE_NAME": config.role, "ROLE_WORLD_SIZE": str(n), "MASTER_ADDR": addr,
-            "MASTER_PORT": str(port), "TORCHELASTIC_RUN_ID": run_id,
-            "TORCHELASTIC_RESTART_COUNT": str(restarts),
-            "TORCHELASTIC_MAX_RESTARTS": str(config.max_restarts),
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS",
-                                              "1" if n > 1 else str(os.cpu_count() or 1))}
+def _rendezvous_parameters(config: LaunchConfig, run_id: str) -> RendezvousParameters:
+    """The rendezvous of ``config``: its endpoint and backend (``etcd``, torch's default, is
+    read as ``c10d``); without an endpoint, one node meets alone on a free local port."""
+    conf = dict(config.rdzv_configs)
+    conf.setdefault("join_timeout", conf["timeout"])
+    if not config.rdzv_endpoint:
+        if config.max_nodes > 1:
+            raise ValueError("elastic_launch: several nodes need an rdzv_endpoint (host:port) "
+                             "they all reach")
+        conf.update(is_host=True, last_call_timeout=0)
+        return RendezvousParameters("c10d", "127.0.0.1:0", run_id, 1, 1, config.local_addr,
+                                    **conf)
+    backend = "static" if config.rdzv_backend == "static" else "c10d"
+    if backend == "static":
+        conf.setdefault("rank", 0)
+    return RendezvousParameters(backend, config.rdzv_endpoint, run_id, config.min_nodes,
+                                config.max_nodes, config.local_addr, **conf)
 
 
 def _run_callable(config, entrypoint, args):
-    name = getattr(entrypoint, "__qualname__", repr(entrypoint))
-    if config.max_nodes > 1:
-        raise ValueError("elastic_launch: a Python function runs on this node only "
-                         "(max_nodes=1); start several nodes with a program entrypoint or "
-                         "python -m ember.distributed.run")
-    ctx = multiprocessing.get_context(config.start_method)
-    run_id = config.run_id or uuid.uuid4().hex[:12]
-    addr = "127.0.0.1"
-    if config.rdzv_endpoint:
-        host, _, port_s = config.rdzv_endpoint.partition(":")
-        addr, port = host or addr, int(port_s) if port_s else _free_port()
-    else:
-        port = _free_port()
-    restarts = 0
-    while True:
-        queue = ctx.Queue()
-        procs = []
-        for i in range(config.nproc_per_node):
-            p = ctx.Process(target=_worker, args=(
-                queue, i, _env(config, run_id, i, addr, port, restarts), entrypoint, args))
-            p.start()
-            procs.append(p)
-        results, errors = {}, {}
-        while len(results) + len(errors) < len(procs):
-            try:
-                rank, ok, value = queue.get(timeout=config.monitor_interval)
-                (results if ok else errors)[rank] = value
-                continue
-            except Exception:  # queue.Empty: look at the processes
-                pass
-            dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0)
-                    and i not in results and i not in errors]
-            for i in dead:
-                time.sleep(config.monitor_interval)  # its report may still be in flight
-                try:
-                    while True:
-                        rank, ok, value = queue.get_nowait()
-                        (results if ok else errors)[rank] = value
-                except Exception:
-                    pass
-                if i not in results and i not in errors:
-                    errors[i] = f"exited with code {procs[i].exitcode}"
-            if errors:
-                break
-        if errors:
-            for p in procs:
-                if p.is_alive():
-                    p.terminate()
-        for p in procs:
-            p.join()
-        if not errors:
-            return dict(sorted(results.items()))
-        if restarts >= config.max_restarts:
-            failures = {}
-            for rank, message in errors.items():
-                f = ProcessFailure(rank, procs[rank].pid, procs[rank].exitcode or 1, "")
-                f.message = message
-                failures[rank] = f
-            raise ChildFailedError(name, failures)
-        restarts += 1
-        port = _free_port() if not config.rdzv_endpoint else port
+    # as PyTorch's launch_agent: a LocalElasticAgent runs the function's workers
+    from ..elastic.rendezvous.registry import get_rendezvous_handler
+
+    run_id = config.run_id or str(uuid.uuid4())
+    params = _rendezvous_parameters(config, run_id)
+    os.environ["TORCHELASTIC_SIGNALS_TO_HANDLE"] = config.signals_to_handle
+    spec = WorkerSpec(role=config.role, local_world_size=config.nproc_per_node,
+                      entrypoint=entrypoint, args=tuple(args),
+                      rdzv_handler=get_rendezvous_handler(params),
+                      max_restarts=config.max_restarts,
+                      monitor_interval=config.monitor_interval, local_addr=config.local_addr,
+                      event_log_handler=config.event_log_handler)
+    agent = LocalElasticAgent(spec=spec, logs_specs=config.logs_specs or DefaultLogsSpecs(),
+                              start_method=config.start_method,
+                              log_line_prefix_template=config.log_line_prefix_template,
+                              shutdown_timeout=config.shutdown_timeout or 30)
+    result = agent.run()
+    if result.is_failed():
+        raise ChildFailedError(name=getattr(entrypoint, "__name__", str(entrypoint)),
+                               failures=result.failures)
+    return result.return_values
 
 
 def _run_program(config, entrypoint, args):

@@ -16,10 +16,34 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+import logging
+
 __all__ = ["ChildFailedError", "ErrorHandler", "ProcessFailure", "get_error_handler",
            "record"]
 
-_NOT_AVAILABLE = "<N/A>"
+JSON = dict
+# NOTE [ A module of the standard library only ]
+# This module imports nothing of ember (its submodules ``error_handler`` and ``handlers``
+# name what it defines): a worker script may load it by path, without the cost of
+# importing ember, and @record still writes the launcher's error file.
+logger = logging.getLogger(__name__)
+
+
+def get_logger(name: str | None = None) -> logging.Logger:
+    """The logger of the elastic modules (``elastic.utils.logging.get_logger``).
+
+    Args:
+        name (str, optional): its name (default: this module's).
+
+    Returns:
+        logging.Logger
+
+    Example::
+
+        >>> get_logger("x").name
+        'x'
+    """
+    return logging.getLogger(name or __name__)
 
 
 class ErrorHandler:
@@ -78,6 +102,9 @@ class ErrorHandler:
         if path:
             with open(path, "w") as f:
                 json.dump(data, f)
+        else:
+            logger.error("no error file defined for parent, to copy child error file (%s)",
+                         rootcause_error_file)
 
 
 def get_error_handler() -> ErrorHandler:
@@ -93,6 +120,8 @@ def get_error_handler() -> ErrorHandler:
         'ErrorHandler'
     """
     return ErrorHandler()
+
+_NOT_AVAILABLE = "<N/A>"
 
 
 #: what a failure without an error file says (no ``@record`` on the worker's main function)
