@@ -119,6 +119,10 @@ def _make_grad(t, g, i):
             # vmap and forward AD the engine's plain ones, whose level is the root's
             from .._ops.creation import ones_like
             return ones_like(t)
+        if type(d) is np.ndarray:  # (``np.ones`` costs twice an empty array and a fill)
+            one = np.empty(d.shape, d.dtype)
+            one.fill(1)
+            return wrap(one)
         return wrap(_dispatch.xp_of(d).ones(d.shape, d.dtype))
     if not isinstance(g, Tensor):
         if isinstance(g, (int, float, bool, complex)):
@@ -200,45 +204,61 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         if node not in root_nodes:
             root_nodes.add(node)
             stack.append(node)
-    order = [] if inputs is not None else None
-    while stack:
-        n = stack.pop()
-        if order is not None:
-            order.append(n)
-        for nx, _ in n._next:
-            if nx is None:
-                continue
-            d = deps.get(nx)
-            if d is not None:
-                deps[nx] = d + 1
-            else:
-                deps[nx] = 1
-                if nx not in root_nodes:
-                    stack.append(nx)
-    # 2. restrict to the nodes on a path to the requested inputs
     captures = None
     run_set = None
-    if inputs is not None:
+    if inputs is None:
+        while stack:
+            n = stack.pop()
+            for nx, _ in n._next:
+                if nx is None:
+                    continue
+                d = deps.get(nx)
+                if d is not None:
+                    deps[nx] = d + 1
+                else:
+                    deps[nx] = 1
+                    if nx not in root_nodes:
+                        stack.append(nx)
+    else:
+        # 2. restrict to the nodes on a path to the requested inputs (NOTE [ Nodes on a
+        # path to the inputs ])
+        parents = {}  # node -> the nodes with an edge to it, once per edge
+        while stack:
+            n = stack.pop()
+            for nx, _ in n._next:
+                if nx is None:
+                    continue
+                p = parents.get(nx)
+                if p is not None:
+                    p.append(n)
+                else:
+                    parents[nx] = [n]
+                    if nx not in root_nodes:
+                        stack.append(nx)
         captures = {}  # node -> list of (output nr, index into inputs)
         targets = set()
         for k, x in enumerate(inputs):
             node, nr = gradient_edge(x) if isinstance(x, Tensor) else x  # or a GradientEdge
             targets.add(node)
             captures.setdefault(node, []).append((nr, k))
-        needed = _needed_nodes(order, targets)
-        task.needed = needed
-        deps = task.deps = {}
-        run_set = set()
-        for n in order:
-            if n not in needed:
+        needed = set()
+        run_set = set()  # nodes with an edge into ``needed``: they run
+        walk = [n for n in targets if n in parents or n in root_nodes]
+        needed.update(walk)
+        while walk:
+            n = walk.pop()
+            p = parents.get(n)
+            if p is None:
                 continue
-            has_child = False
-            for nx, _ in n._next:
-                if nx is not None and nx in needed:
-                    deps[nx] = deps.get(nx, 0) + 1
-                    has_child = True
-            if has_child or (accumulate and n in targets):
-                run_set.add(n)
+            deps[n] = len(p)
+            for m in p:
+                run_set.add(m)
+                if m not in needed:
+                    needed.add(m)
+                    walk.append(m)
+        if accumulate:
+            run_set.update(needed.intersection(targets))
+        task.needed = needed
         task.captures = captures
         task.captured = [None] * len(inputs)
     # 3. execution
@@ -388,6 +408,17 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             return None
         return task.captured
     return None
+
+
+# NOTE [ Nodes on a path to the inputs ]
+# ``autograd.grad`` and ``backward(inputs=...)`` run only the nodes from which a requested
+# input is reachable. Discovery records each node's parents (one entry per edge), and a walk
+# up from the inputs' nodes marks the needed ones: every parent of a needed node is needed,
+# so a needed node's count of incoming edges is simply its number of parents, and the nodes
+# that run are exactly the parents met on the walk (plus, for ``backward``, the inputs'
+# own nodes, whose AccumulateGrad fills ``.grad``). One pass over the edges either way; the
+# post-order search below (``_needed_nodes``, kept for the split walks of _split.py)
+# followed by a second count of the edges cost a tiny ``grad`` call more than its nodes did.
 
 
 def _needed_nodes(order, targets):
