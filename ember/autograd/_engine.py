@@ -403,7 +403,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             # backward(inputs=[non-leaf]): their .grad accumulates as a leaf's would
             for k, x in enumerate(inputs):
                 if isinstance(x, Tensor) and x._grad_fn is not None and \
-                        task.captured[k] is not None:
+                        task.captured[k] is not None and not _retained(x):
                     accumulate_grad(x, task.captured[k], create_graph, steal=False)
             return None
         return task.captured
@@ -419,6 +419,16 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 # own nodes, whose AccumulateGrad fills ``.grad``). One pass over the edges either way; the
 # post-order search below (``_needed_nodes``, kept for the split walks of _split.py)
 # followed by a second count of the edges cost a tiny ``grad`` call more than its nodes did.
+
+
+def _retained(x):
+    """Whether non-leaf ``x`` retains its grad: its node's pre-hooks (``_pre_hooks``) have
+    then stored this pass's gradient in ``.grad`` already, as PyTorch stores it once."""
+    kept = x._grad_fn._retain
+    if not kept:
+        return False
+    ref = kept.get(x._out_nr)
+    return ref is not None and ref() is x
 
 
 def _needed_nodes(order, targets):
