@@ -222,3 +222,60 @@ def test_grad_runs_only_nodes_that_reach_an_input():
         (g,) = fw.autograd.grad((x * 3).sum() + side, x)
         np.testing.assert_array_equal(g.numpy(), [3.0, 3.0, 3.0])
     assert fired == []
+
+
+# ------------------------------------------------------------------------------------------------
+# integer and bool zero-dim operands beside float tensors (NOTE [ Integer zero-dim operands ]
+# in ember/_ops/_elementwise.py)
+
+
+_ZERO_DIMS = [0, 2, -3, 255, 16777217, 2**40 + 1, -(2**53 + 1), True, False]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("first", [False, True])
+def test_integer_zero_dim_operand_same_bits_as_general_path_and_torch(dtype, op, first):
+    from ember._ops import _elementwise, arithmetic
+
+    kernel_op = getattr(arithmetic, f"{op}_op")
+    x = (np.random.default_rng(0).standard_normal(9) * 1e3).astype(dtype)
+    for v in _ZERO_DIMS:
+        zdt = np.bool_ if isinstance(v, bool) else np.uint8 if v == 255 else np.int64
+        results = []
+        for run in ("direct", "general", "torch"):
+            fw = torch if run == "torch" else ember
+            a, z = fw.from_numpy(x.copy()), fw.from_numpy(np.asarray(v, zdt))
+            args = (z, a) if first else (a, z)
+            try:
+                if run == "direct":
+                    r = _elementwise._with_zero_dim(kernel_op, *args, args[0]._data,
+                                                    args[1]._data)
+                    assert r is not None
+                elif run == "general":
+                    r = _elementwise.elementwise(kernel_op, args)
+                else:
+                    r = getattr(torch, op)(*args)
+                results.append(r.numpy())
+            except RuntimeError as e:  # sub of a bool: the same refusal everywhere
+                results.append(str(e))
+        direct, general, want = results
+        if isinstance(want, str):
+            assert direct == general == want
+            continue
+        assert direct.dtype == want.dtype == general.dtype
+        np.testing.assert_array_equal(direct, general)
+        np.testing.assert_array_equal(direct, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_number_operand_gradients_match_torch(dtype):
+    results = []
+    for fw in (torch, ember):
+        x = fw.from_numpy(np.linspace(-3, 3, 12, dtype=np.float32)).to(
+            getattr(fw, dtype)).requires_grad_(True)
+        y = ((x * 3) / 2 + 5 - 1 + x[::2].repeat(2) * fw.tensor(4)).sum()
+        (g,) = fw.autograd.grad(y, x)
+        results.append((y.detach().float().numpy(), g.float().numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
