@@ -831,16 +831,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
-    # outputs that do not require grad contribute nothing (torch allows them if unused)
-    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o._rg]
-    if len(pairs) < len(outputs):
-        for i, o in enumerate(outputs):
-            if not o._rg:
-                raise RuntimeError(
-                    f"element {i} of tensors does not require grad and does not have a "
-                    "grad_fn")
-    res = run_backward([p[0] for p in pairs], [p[1] for p in pairs], retain_graph,
-                       create_graph, inputs, allow_unused, accumulate=False)
+    for i, o in enumerate(outputs):
+        if not o._rg:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+    res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                       allow_unused, accumulate=False)
     out = []
     for i, (x, r) in enumerate(zip(inputs, res)):
         if r is None:
