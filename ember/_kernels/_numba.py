@@ -160,6 +160,15 @@ def _expf_shifted(t):
     return _exp_clamped(t if t > _LO else _LO)
 
 
+@njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
+def _expf_quiet(x):
+    """exp of a float32 for a caller whose result is NaN wherever ``x`` is NaN by its own
+    arithmetic (SiLU: ``x / (1 + exp(-x))``): ``_expf`` without the NaN blend, which maps a
+    NaN to exp(_LO) instead; the same bits for every other input."""
+    xc = x if x > _LO else _LO
+    return _exp_clamped(xc if xc < _HI else _HI)
+
+
 # NOTE [ Shifted exp ]
 # Softmax, log-softmax and cross entropy take exp of ``x - max(row)``. When the row's max is
 # finite (NumPy's max propagates NaN, so no element is NaN either), every shifted value is
@@ -459,7 +468,10 @@ def _phi_and_gauss(xs):
     q = (q + _R6) * t
     q = (q + _R7) * t
     q = (q + _R8) * t
-    e = _expf(xs * xs * _MINUS_HALF)
+    # exp of -x**2/2, which is at most 0 and NaN only for a NaN x, whose t, q and result
+    # are NaN from the polynomial anyway: ``_expf_shifted`` skips the upper clamp and the
+    # NaN blend for the same bits (NOTE [ Shifted exp ])
+    e = _expf_shifted(xs * xs * _MINUS_HALF)
     q = q * e                                  # Phi(-|x|)
     pos = _ONE if xs > _ZERO else _ZERO
     return abs(pos - q), e                     # Phi(x)
@@ -489,7 +501,7 @@ def silu_into(x, out):
     """``out = x / (1 + exp(-x))`` over flat arrays."""
     for j in range(x.size):
         xs = x[j]
-        out[j] = xs / (_ONE + _expf(-xs))
+        out[j] = xs / (_ONE + _expf_quiet(-xs))     # (NaN / 1 for a NaN x)
 
 
 @njit(fastmath=_FM, error_model="numpy", nogil=True, cache=True)
@@ -497,7 +509,7 @@ def silu_backward_into(g, x, out):
     """``out = g * s (1 + x (1 - s))`` with ``s = sigmoid(x)``, over flat arrays."""
     for j in range(x.size):
         xs = x[j]
-        s = _ONE / (_ONE + _expf(-xs))
+        s = _ONE / (_ONE + _expf_quiet(-xs))      # (1 for a NaN x: xs makes the NaN)
         out[j] = g[j] * (s * (_ONE + xs * (_ONE - s)))
 
 

@@ -617,18 +617,34 @@ def binary_fast(op, a, b):
     return elementwise(op, (a, b))
 
 
+# NOTE [ Integer zero-dim operands ]
+# ``x * 2`` saves the 2 as a wrapped int64 zero-dim tensor, so its backward is ``g * int64
+# zero-dim``; ``x * ember.tensor(3)`` meets one directly. PyTorch's promotion keeps the
+# float32/float64 dtype of the dimensioned operand and casts the integer (or bool) to it,
+# which is what the general path's promotion does too: ``_with_zero_dim`` takes that cast
+# itself for the four arithmetic ops, where the general path cost several times the
+# kernel of a small gradient. Half-precision dtypes keep the general path (a number meets
+# them in float32 opmath: NOTE [ A number in half-precision opmath ]), as do the other ops.
+_INTEGER_CAST = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_ARITH = frozenset({"add", "sub", "mul", "div"})
+
+
 def _with_zero_dim(op, a, b, ad, bd):
     """``a <op> b`` where one operand is a zero-dim tensor of the other's kind (float32
     values times a float64 zero-dim constant, as derivative formulas make from Python
     numbers): PyTorch's promotion keeps the dimensioned operand's dtype, so the zero-dim one
     is cast to it and the kernel runs directly, as the general path would after promoting.
-    None when that does not apply."""
+    An integer or bool zero-dim operand beside float32/float64 values is cast the same way
+    for the arithmetic ops (NOTE [ Integer zero-dim operands ]). None when that does not
+    apply."""
     if ad.ndim:
-        if bd.ndim or ad.dtype.kind not in "fc" or bd.dtype.kind != ad.dtype.kind:
+        if bd.ndim or ad.dtype.kind not in "fc" or bd.dtype.kind != ad.dtype.kind and not (
+                bd.dtype.kind in "iub" and ad.dtype in _INTEGER_CAST and op.name in _ARITH):
             return None
         dt = ad.dtype
         direct = op.direct_number  # NOTE [ A number in half-precision opmath ]
-    elif bd.ndim and bd.dtype.kind in "fc" and ad.dtype.kind == bd.dtype.kind:
+    elif bd.ndim and bd.dtype.kind in "fc" and (ad.dtype.kind == bd.dtype.kind or (
+            ad.dtype.kind in "iub" and bd.dtype in _INTEGER_CAST and op.name in _ARITH)):
         dt = bd.dtype
         direct = op.direct
     else:

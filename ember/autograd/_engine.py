@@ -119,6 +119,10 @@ def _make_grad(t, g, i):
             # vmap and forward AD the engine's plain ones, whose level is the root's
             from .._ops.creation import ones_like
             return ones_like(t)
+        if type(d) is np.ndarray:  # (``np.ones`` costs twice an empty array and a fill)
+            one = np.empty(d.shape, d.dtype)
+            one.fill(1)
+            return wrap(one)
         return wrap(_dispatch.xp_of(d).ones(d.shape, d.dtype))
     if not isinstance(g, Tensor):
         if isinstance(g, (int, float, bool, complex)):
@@ -200,45 +204,61 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         if node not in root_nodes:
             root_nodes.add(node)
             stack.append(node)
-    order = [] if inputs is not None else None
-    while stack:
-        n = stack.pop()
-        if order is not None:
-            order.append(n)
-        for nx, _ in n._next:
-            if nx is None:
-                continue
-            d = deps.get(nx)
-            if d is not None:
-                deps[nx] = d + 1
-            else:
-                deps[nx] = 1
-                if nx not in root_nodes:
-                    stack.append(nx)
-    # 2. restrict to the nodes on a path to the requested inputs
     captures = None
     run_set = None
-    if inputs is not None:
+    if inputs is None:
+        while stack:
+            n = stack.pop()
+            for nx, _ in n._next:
+                if nx is None:
+                    continue
+                d = deps.get(nx)
+                if d is not None:
+                    deps[nx] = d + 1
+                else:
+                    deps[nx] = 1
+                    if nx not in root_nodes:
+                        stack.append(nx)
+    else:
+        # 2. restrict to the nodes on a path to the requested inputs (NOTE [ Nodes on a
+        # path to the inputs ])
+        parents = {}  # node -> the nodes with an edge to it, once per edge
+        while stack:
+            n = stack.pop()
+            for nx, _ in n._next:
+                if nx is None:
+                    continue
+                p = parents.get(nx)
+                if p is not None:
+                    p.append(n)
+                else:
+                    parents[nx] = [n]
+                    if nx not in root_nodes:
+                        stack.append(nx)
         captures = {}  # node -> list of (output nr, index into inputs)
         targets = set()
         for k, x in enumerate(inputs):
             node, nr = gradient_edge(x) if isinstance(x, Tensor) else x  # or a GradientEdge
             targets.add(node)
             captures.setdefault(node, []).append((nr, k))
-        needed = _needed_nodes(order, targets)
-        task.needed = needed
-        deps = task.deps = {}
-        run_set = set()
-        for n in order:
-            if n not in needed:
+        needed = set()
+        run_set = set()  # nodes with an edge into ``needed``: they run
+        walk = [n for n in targets if n in parents or n in root_nodes]
+        needed.update(walk)
+        while walk:
+            n = walk.pop()
+            p = parents.get(n)
+            if p is None:
                 continue
-            has_child = False
-            for nx, _ in n._next:
-                if nx is not None and nx in needed:
-                    deps[nx] = deps.get(nx, 0) + 1
-                    has_child = True
-            if has_child or (accumulate and n in targets):
-                run_set.add(n)
+            deps[n] = len(p)
+            for m in p:
+                run_set.add(m)
+                if m not in needed:
+                    needed.add(m)
+                    walk.append(m)
+        if accumulate:
+            run_set.update(needed.intersection(targets))
+        task.needed = needed
         task.captures = captures
         task.captured = [None] * len(inputs)
     # 3. execution
@@ -383,11 +403,32 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             # backward(inputs=[non-leaf]): their .grad accumulates as a leaf's would
             for k, x in enumerate(inputs):
                 if isinstance(x, Tensor) and x._grad_fn is not None and \
-                        task.captured[k] is not None:
+                        task.captured[k] is not None and not _retained(x):
                     accumulate_grad(x, task.captured[k], create_graph, steal=False)
             return None
         return task.captured
     return None
+
+
+# NOTE [ Nodes on a path to the inputs ]
+# ``autograd.grad`` and ``backward(inputs=...)`` run only the nodes from which a requested
+# input is reachable. Discovery records each node's parents (one entry per edge), and a walk
+# up from the inputs' nodes marks the needed ones: every parent of a needed node is needed,
+# so a needed node's count of incoming edges is simply its number of parents, and the nodes
+# that run are exactly the parents met on the walk (plus, for ``backward``, the inputs'
+# own nodes, whose AccumulateGrad fills ``.grad``). One pass over the edges either way; the
+# post-order search below (``_needed_nodes``, kept for the split walks of _split.py)
+# followed by a second count of the edges cost a tiny ``grad`` call more than its nodes did.
+
+
+def _retained(x):
+    """Whether non-leaf ``x`` retains its grad: its node's pre-hooks (``_pre_hooks``) have
+    then stored this pass's gradient in ``.grad`` already, as PyTorch stores it once."""
+    kept = x._grad_fn._retain
+    if not kept:
+        return False
+    ref = kept.get(x._out_nr)
+    return ref is not None and ref() is x
 
 
 def _needed_nodes(order, targets):
@@ -790,16 +831,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
-    # outputs that do not require grad contribute nothing (torch allows them if unused)
-    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o._rg]
-    if len(pairs) < len(outputs):
-        for i, o in enumerate(outputs):
-            if not o._rg:
-                raise RuntimeError(
-                    f"element {i} of tensors does not require grad and does not have a "
-                    "grad_fn")
-    res = run_backward([p[0] for p in pairs], [p[1] for p in pairs], retain_graph,
-                       create_graph, inputs, allow_unused, accumulate=False)
+    for i, o in enumerate(outputs):
+        if not o._rg:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+    res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                       allow_unused, accumulate=False)
     out = []
     for i, (x, r) in enumerate(zip(inputs, res)):
         if r is None:
