@@ -61,7 +61,8 @@ def _torchrun(args, tmp_path, **kw):
 
 
 def _envs(stdout):
-    envs = [json.loads(line[line.index("{"):]) for line in stdout.splitlines() if "{" in line]
+    # (each object on its own: two workers' lines may meet on the shared pipe)
+    envs = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", stdout)]
     return sorted(envs, key=lambda e: e["LOCAL_RANK"])
 
 
@@ -77,7 +78,8 @@ def _relative_logs(root):
     for dirpath, _, files in os.walk(root):
         for f in files:
             rel = os.path.relpath(os.path.join(dirpath, f), root)
-            out.append(re.sub(r"^[^/]+_[^/_]+/", "<run>/", rel))
+            # (the run's folder: ``<run id>_<tempfile suffix>``, whose suffix may hold "_")
+            out.append(re.sub(r"^[^/]+/", "<run>/", rel))
     return sorted(out)
 
 
@@ -303,7 +305,9 @@ def test_start_processes_program_and_function(tmp_path):
     # rank 0 may still run when rank 1's failure is seen: then it is stopped, and fails too
     assert result.is_failed() and result.failures[1].exitcode == 5
     assert result.failures.get(0) is None or result.failures[0].exitcode == -signal.SIGTERM
-    assert open(result.stdouts[0]).read() == "out0\n"
+    # (a rank 0 stopped before it printed wrote nothing)
+    allowed = ("out0\n",) if 0 not in result.failures else ("out0\n", "")
+    assert open(result.stdouts[0]).read() in allowed
 
 
 def test_elastic_launch_function_gets_torchrun_environment():
