@@ -5,6 +5,7 @@ same values where torch is installed, and compares values, dtypes, shapes or the
 raised (class and message)."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -215,3 +216,100 @@ def test_local_response_norm_refuses_2d_input_in_torchs_words():
     E, T = _both()
     assert _outcome(lambda: E.nn.functional.local_response_norm(E.ones(2, 3), 2)) == \
         _outcome(lambda: T.nn.functional.local_response_norm(T.ones(2, 3), 2))
+
+
+# ---- tensor(): a Python float must fit an integer dtype as it is, before truncation
+
+_FLOAT_INTO_INTS = ["[-1.0]", "[-0.5]", "[255.5]", "[255.0]", "[127.5]", "[-128.5]",
+                    "[-128.0]", "[-1, 2.0]", "[-1.0, 2]", "[[-1.0, 2.0]]", "-1.0",
+                    "[2147483647.5]", "[9.223372036854775807e18]", "[-9.223372036854775808e18]",
+                    "[-300, 2.0]", "[float('nan')]"]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+@pytest.mark.parametrize("data", _FLOAT_INTO_INTS)
+def test_tensor_of_python_floats_in_an_integer_dtype(dtype, data):
+    E, T = _both()
+    assert _outcome(lambda: E.tensor(eval(data), dtype=getattr(E, dtype))) == \
+        _outcome(lambda: T.tensor(eval(data), dtype=getattr(T, dtype)))
+
+
+@pytest.mark.parametrize("data", ["[2**63]", "[2**64 - 1]", "[2**63, 1.5]", "[2**64]"])
+def test_tensor_of_ints_past_int64_in_bfloat16(data):
+    E, T = _both()
+    assert _outcome(lambda: E.tensor(eval(data), dtype=E.bfloat16)) == \
+        _outcome(lambda: T.tensor(eval(data), dtype=T.bfloat16))
+
+
+# ---- quantile and nanquantile check in torch's order, in "quantile()" words
+
+_QUANTILE_CALLS = [
+    "T.{op}(T.tensor([], dtype=T.float64), 1.5)",
+    "T.{op}(T.tensor([], dtype=T.float64), 0.5)",
+    "T.{op}(T.tensor([1]), 1.5)",
+    "T.{op}(T.tensor([1.0]), float('nan'))",
+    "T.{op}(T.tensor([1.0]), T.tensor([1.5]))",
+    "T.{op}(T.tensor([1.0]), 0.5, interpolation='bad')",
+    "T.{op}(T.tensor([], dtype=T.int64), 0.5, interpolation='bad')",
+    "T.{op}(T.tensor([1.0]), 1.5, interpolation='bad')",
+    "T.{op}(T.tensor([], dtype=T.float32), T.tensor([[0.5]]))",
+    "T.{op}(T.tensor([1], dtype=T.int64), T.tensor([[0.5]]))",
+    "T.{op}(T.tensor([1.0]), T.tensor([[1.5]]))",
+    "T.{op}(T.tensor([1.0]), T.tensor([1.5], dtype=T.float64))",
+    "T.{op}(T.tensor([1.0]), T.tensor([0.5]), out=T.empty(1, dtype=T.float64))",
+    "T.{op}(T.tensor([1.0, 2.0, 4.0]), T.tensor([0.25, 1.0]))",
+]
+
+
+@pytest.mark.parametrize("op", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("call", _QUANTILE_CALLS)
+def test_quantile_refusals_in_torchs_order_and_words(op, call):
+    E, T = _both()
+    src = call.format(op=op)
+    assert _outcome(lambda: eval(src, {"T": E})) == _outcome(lambda: eval(src, {"T": T}))
+
+
+# ---- topk checks k before the dtype, in torch's words
+
+
+@pytest.mark.parametrize("call", ["T.topk(T.tensor([True]), 3)", "T.topk(T.tensor([True]), 1)",
+                                  "T.topk(T.ones(3), 4)", "T.topk(T.ones(3), -1)",
+                                  "T.topk(T.ones(3, 0), 1)", "T.topk(T.tensor(1.0), 2)",
+                                  "T.topk(T.ones(3, dtype=T.complex64), 4)",
+                                  "T.topk(T.ones(3, 0), 1, dim=0).values"])
+def test_topk_k_out_of_range(call):
+    E, T = _both()
+    assert _outcome(lambda: eval(call, {"T": E})) == _outcome(lambda: eval(call, {"T": T}))
+
+
+# ---- index_add / index_reduce: the index dtype and out-of-range words
+
+
+@pytest.mark.parametrize("call", [
+    "T.index_add(T.ones(3, 1), 0, T.tensor([0.0, 1.0]), T.ones(2, 1))",
+    "T.ones(3, 1).index_add_(0, T.tensor([0.0, 1.0]), T.ones(2, 1))",
+    "T.index_reduce(T.ones(3, 1), 0, T.tensor([0.0, 1.0]), T.ones(2, 1), 'prod')",
+    "T.ones(3, 1).index_reduce_(0, T.tensor([0, 1], dtype=T.int16), T.ones(2, 1), 'amax')",
+    "T.index_select(T.ones(3, 1), 0, T.tensor([0.0, 1.0]))",
+])
+def test_index_ops_name_a_bad_index_dtype(call):
+    E, T = _both()
+    assert _outcome(lambda: eval(call, {"T": E})) == _outcome(lambda: eval(call, {"T": T}))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("shape, src, idx, dim", [((3, 2), (1, 2), [3], 0),
+                                                  ((3,), (1,), [-1], 0),
+                                                  ((3, 1), (2, 1), [0, 5], 0),
+                                                  ((2, 3), (2, 1), [3], 1)])
+def test_index_reduce_index_out_of_range(reduce, include_self, shape, src, idx, dim):
+    E, T = _both()
+
+    def run(L):
+        return L.ones(shape, dtype=L.int64).index_reduce_(
+            dim, L.tensor(idx), L.ones(src, dtype=L.int64), reduce, include_self=include_self)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # index_reduce is a beta API in torch
+        assert _outcome(lambda: run(E)) == _outcome(lambda: run(T))
