@@ -9,11 +9,12 @@ with mixed basic and advanced parts and ``__setitem__`` with broadcast values of
 dtypes; fill values at and past a dtype's range (``full``, ``fill_``, ``full_like``,
 ``new_full``); and ``repr`` of tensors of every dtype and scale. Each *program* here is a
 few lines of source drawn from a seed, in which ``T`` is the library; it leaves its result
-in ``out``. The same source runs with each library, so the source is its own repro. Two
+in ``out``. The same source runs with each library, so the source is its own repro. Three
 more families live in their own modules: ``torch.nn`` modules from random constructor calls
-(NOTE [ Differential module programs ], programs_modules.py) and ``torch.distributions``
-from random parameters (NOTE [ Differential distribution programs ],
-programs_distributions.py).
+(NOTE [ Differential module programs ], programs_modules.py), ``torch.distributions`` from
+random parameters (NOTE [ Differential distribution programs ], programs_distributions.py),
+and sorting, searching, counting and scattering with ties, NaN and duplicate indices (NOTE
+[ Differential sorting programs ], programs_sorting.py).
 
 A program's outcome is the exception's builtin class (torch's own classes reduce to the
 builtin they derive from) or the result: its dtype, shape and values (NaN equal to NaN), or
@@ -242,9 +243,10 @@ def printing(rng):
 
 from tests.differential.programs_distributions import distributions  # noqa: E402
 from tests.differential.programs_modules import modules  # noqa: E402
+from tests.differential.programs_sorting import sorting  # noqa: E402
 
 FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
-            "modules": modules, "distributions": distributions}
+            "modules": modules, "distributions": distributions, "sorting": sorting}
 
 
 def make(family, seed):
