@@ -313,3 +313,46 @@ def test_index_reduce_index_out_of_range(reduce, include_self, shape, src, idx, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # index_reduce is a beta API in torch
         assert _outcome(lambda: run(E)) == _outcome(lambda: run(T))
+
+
+# ---- tensor_split: index tensors read as SymInts; more sections than a vector holds
+
+
+@pytest.mark.parametrize("form", ["tensor", "list", "zero_dim", "int"])
+@pytest.mark.parametrize("v", [-2 ** 62, -2 ** 62 - 1, -2 ** 63, 2 ** 60, 2 ** 62, 2 ** 63 - 1])
+def test_tensor_split_extreme_indices_and_sections(form, v):
+    E, T = _both()
+
+    def run(L):
+        idx = {"tensor": lambda: L.tensor([v]), "list": lambda: [v],
+               "zero_dim": lambda: L.tensor(v), "int": lambda: v}[form]()
+        return len(L.tensor([[0.0, 1.0]]).tensor_split(idx))
+
+    assert _raised(lambda: run(E)) == _raised(lambda: run(T))
+    if _raised(lambda: run(T)) is None:
+        assert run(E) == run(T)
+
+
+# ---- linalg.solve: no LU of an empty A, whatever B's precision; solve_ex's words
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "int64"])
+@pytest.mark.parametrize("fn", ["solve", "solve_ex"])
+@pytest.mark.parametrize("sa, sb", [((0, 1, 1), (1, 3)), ((0, 2, 2), (2,)), ((0, 1, 1), (1,)),
+                                    ((2, 2), (2, 0)), ((2, 2), (0, 2, 1)), ((1, 1), (1, 3))])
+def test_solve_of_an_empty_batch_in_low_precision(dtype, fn, sa, sb):
+    E, T = _both()
+
+    def run(L):
+        r = getattr(L.linalg, fn)(L.ones(sa, dtype=getattr(L, dtype)),
+                                  L.ones(sb, dtype=getattr(L, dtype)))
+        return r[0] if isinstance(r, tuple) else r
+
+    assert _outcome(lambda: run(E)) == _outcome(lambda: run(T))
+
+
+def test_singular_solve_names_torch_linalg_solve():
+    E, T = _both()
+    e = _raised(lambda: E.linalg.solve(E.ones(2, 2), E.ones(2)))
+    t = _raised(lambda: T.linalg.solve(T.ones(2, 2), T.ones(2)))
+    assert e[1] == t[1]
