@@ -316,6 +316,12 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
                 "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                 f"one-dimensional tensor, but got a tensor with {a.ndim} dims")
         arg = int(a) if a.ndim == 0 else [int(x) for x in a.tolist()]
+        # torch reads a 1-D index tensor as SymInts, whose tagged form holds nothing below
+        # -2**62
+        low = next((v for v in ([] if a.ndim == 0 else arg) if v < -2 ** 62), None)
+        if low is not None:
+            raise RuntimeError(f"IntArrayRef contains an int that cannot be represented as a "
+                               f"SymInt: {low}")
     d = _dim0(input, dim, "tensor_split")
     n = input._data.shape[d]
     if isinstance(arg, (list, tuple)):
@@ -330,6 +336,8 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
     k = operator.index(arg)
     if k <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+    if k > (2 ** 63 - 1) // 8:  # more pieces than a C++ vector of tensors can hold
+        raise RuntimeError("cannot create std::vector larger than max_size()")
     base, extra = divmod(n, k)
     return _split_at(input, d, _sizes_bounds([base + (i < extra) for i in range(k)]))
 

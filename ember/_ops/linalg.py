@@ -798,7 +798,8 @@ multilinear_jvp(addbmm_op, (1, 2), (0,))
 
 
 def _check_scalars(op_name, dtype, beta, alpha):
-    """Validate beta/alpha; integer products take them truncated to ints, as PyTorch."""
+    """Validate beta/alpha; integer products take them truncated to ints and bool ones as
+    bools, as PyTorch."""
     out = []
     for nm, v in (("beta", beta), ("alpha", alpha)):
         if isinstance(v, Tensor) and v.numel() == 1:
@@ -806,7 +807,9 @@ def _check_scalars(op_name, dtype, beta, alpha):
         if not isinstance(v, (int, float, complex, np.number)):
             raise TypeError(
                 f"{op_name}(): argument '{nm}' must be Number, not {type(v).__name__}")
-        if dtype.category < 2 and isinstance(v, (float, np.floating)):
+        if dtype == _dt.bool_ and isinstance(v, (int, float, np.number)):
+            v = int(bool(v))  # a bool product reads its scalars as bools: 0.5 is True
+        elif dtype.category < 2 and isinstance(v, (float, np.floating)):
             v = int(v)
         out.append(v)
     return out

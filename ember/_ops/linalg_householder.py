@@ -201,7 +201,8 @@ def _reflector_tangent(V, tau, V_dot, tau_dot, ncols):
 
 def _householder_vjp(g, A, tau):
     n, k = A.shape[-1], tau.shape[-1]
-    if not k:  # no reflector: PyTorch's backward gives neither input a gradient
+    if not k or not A.numel():
+        # no reflector, or an empty batch: PyTorch's backward gives neither input a gradient
         return None, None
     V, below = _reflectors(A, k)
     gV, gtau = _reflector_grads(g, V, tau, n)

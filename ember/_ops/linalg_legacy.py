@@ -301,7 +301,9 @@ def _ormqr_vjp(g, A, tau, C, *, left, transpose, needs_input_grad):
         gC = ormqr(A, tau, g, left=left, transpose=not transpose)
     gA = gtau = None
     mn = C.shape[-2] if left else C.shape[-1]
-    if min(tau.shape[-1], A.shape[-1], mn) and (needs_input_grad[0] or needs_input_grad[1]):
+    # no reflector, or an empty batch: PyTorch's backward gives A and tau no gradient
+    if min(tau.shape[-1], A.shape[-1], mn) and A.numel() and (needs_input_grad[0] or
+                                                              needs_input_grad[1]):
         V, below, t = _ormqr_parts(A, tau, mn)
         G = matmul(g, _h(C)) if left else matmul(_h(C), g)  # the gradient of op(Q)
         gV, gtau = _reflector_grads(_h(G) if transpose else G, V, t, mn)

@@ -704,13 +704,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None and attn_mask._data.dtype.kind != "b" and \
             attn_mask._data.dtype != query._data.dtype:
         attn_mask = attn_mask.to(query.dtype)
-    if l == 0 or s == 0:
-        # nothing to attend from, or to: torch's result is zeros (no softmax over an empty
-        # row), still a function of the operands so their gradients are zeros
+    batch = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]),
+                                tuple(value.shape[:-2]))
+    if l == 0 or s == 0 or 0 in batch or value.shape[-1] == 0:
+        # nothing to attend from, or to, or nothing to give back: torch's result is zeros
+        # (no softmax over an empty row, so no dtype check either; bool operands give int64,
+        # as the sum below does), still a function of the operands so their gradients are
+        # zeros
         from .creation import zeros
 
-        batch = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]),
-                                    tuple(value.shape[:-2]))
         out = zeros(batch + (l, value.shape[-1]), dtype=query.dtype, device=query.device)
         # (a non-finite query makes it NaN in torch: its scaled query meets a zero)
         return out + query.sum() * 0 + key.reshape(-1)[:0].sum() + value.reshape(-1)[:0].sum()

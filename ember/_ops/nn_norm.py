@@ -1184,8 +1184,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     from .nn_pool import avg_pool
 
     if input.dim() < 3:
-        raise ValueError(
-            f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+        # (torch's message carries the indentation of its source line: 26 spaces)
+        raise ValueError(f"Expected 3D or higher dimensionality{' ' * 26}input (got "
+                         f"{input.dim()} dimensions)")
     if input.numel() == 0:
         return input
     div = (input * input).unsqueeze(1)
@@ -1421,13 +1422,14 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     grouped = input.reshape(N, group, C // group * HxW)  # explicit: N may be 0
     mean = grouped.mean(-1)
     rstd = (grouped.var(-1, unbiased=False) + eps).rsqrt()
-    y = ((grouped - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)).reshape(input.shape)
-    shape = (1, C) + (1,) * (input.dim() - 2)
+    # the affine step reads channels in the (N, C, HxW) view of the memory, as torch's
+    # kernel does, whatever the input's own shape (which need only hold N * C * HxW)
+    y = ((grouped - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)).reshape(N, C, HxW)
     if weight is not None:
-        y = y * weight.reshape(shape)
+        y = y * weight.reshape(1, C, 1)
     if bias is not None:
-        y = y + bias.reshape(shape)
-    return y, mean, rstd
+        y = y + bias.reshape(1, C, 1)
+    return y.reshape(input.shape), mean, rstd
 
 
 @public(method=False)

@@ -38,6 +38,62 @@ def _out_size(size, k, s, p, d, ceil_mode):
     return out
 
 
+# NOTE [ Pooling shape checks ]
+# torch checks a pooling window in stages, and each stage has its own words; ember raises the
+# first that fails, in torch's order and words, measured against torch 2.13:
+# 1. the padding against the window: at most half the *effective* window (dilation
+#    included; avg and the max kernels with indices), or, for max_pool1d without indices
+#    (its own kernel), at most half the window itself;
+# 2. max pooling with indices then checks the padding against half the window itself
+#    (``kernel_size=3, padding=2, dilation=2`` passes step 1 and fails here), naming every
+#    dim; avg_pool3d checks that the input is no smaller than the window, padding or not;
+# 3. every output size must be positive; the message shows the planes' sizes with the
+#    channels first, as the 2-D kernel sees them (a 1-D pooling with indices, or an average,
+#    runs as 2-D over a dim of one: ``(C x 1 x L)``).
+
+
+def _check_pool_shape(op, x, k, s, p, d, ceil_mode, kind):
+    """Raise torch's error for a pooling window that does not fit (NOTE [ Pooling shape
+    checks ]); ``x`` is batched, ``kind`` "max", "max1d" (no indices) or "avg"."""
+    nd = len(k)
+    if kind == "max1d":
+        if p[0] > k[0] // 2:
+            raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, "
+                               f"but got padding={p[0]} and kernel_size={k[0]}")
+    else:
+        for i in range(nd):
+            if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
+                raise RuntimeError(
+                    f"pad should be at most half of effective kernel size, but got "
+                    f"pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    # 1-D pooling other than max_pool1d's own kernel runs as 2-D over a dim of one
+    lift = nd == 1 and kind != "max1d"
+    k2, p2 = ((1,) + k, (0,) + p) if lift else (k, p)
+    if kind == "max" and any(pi > ki // 2 for pi, ki in zip(p2, k2)):
+        if len(k2) == 3:
+            raise RuntimeError(
+                f"pad should be smaller than or equal to half of kernel size, but got "
+                f"kT: {k2[0]} kW: {k2[2]} kH: {k2[1]} padT: {p2[0]} padW: {p2[2]} "
+                f"padH: {p2[1]}")
+        raise RuntimeError(
+            f"pad should be smaller than or equal to half of kernel size, but got "
+            f"padW = {p2[1]}, padH = {p2[0]}, kW = {k2[1]}, kH = {k2[0]}")
+    sizes = tuple(x.shape[2:])
+    if kind == "avg" and nd == 3 and any(n < ki for n, ki in zip(sizes, k)):
+        raise RuntimeError(
+            f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel "
+            f"size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    outs = tuple(_out_size(sizes[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nd))
+    if min(outs) > 0:
+        return
+    if kind == "max1d":
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {outs[0]}")
+    lead = (x.shape[1],) + ((1,) if lift else ())
+    raise RuntimeError(
+        f"Given input size: ({'x'.join(map(str, lead + sizes))}). Calculated output size: "
+        f"({'x'.join(map(str, lead + outs))}). Output size is too small")
+
+
 def _padded(xp, x, ksize, stride, padding, dilation, ceil_mode, fill):
     """x padded on each side by ``padding`` plus what ceil_mode's last window needs."""
     nd = len(ksize)
@@ -322,15 +378,8 @@ def max_pool(nd, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
         _tuple(stride, nd, "stride", op)
     p = _tuple(padding, nd, "padding", op)
     d = _tuple(dilation, nd, "dilation", op)
-    for i in range(nd):
-        if p[i] > k[i] // 2:
-            raise RuntimeError(
-                f"{op}: pad should be at most half of effective kernel size, but got "
-                f"pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
-        if _out_size(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode) <= 0:
-            raise RuntimeError(
-                f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated output size is "
-                "too small")
+    _check_pool_shape(op, x, k, s, p, d, ceil_mode, "max" if return_indices or nd > 1
+                      else "max1d")
     if nd == 1 and not return_indices:
         kernel_dtype("max_pool1d", x)
     else:
@@ -510,13 +559,7 @@ def avg_pool(nd, input, kernel_size, stride=None, padding=0, ceil_mode=False,
     p = _tuple(padding, nd, "padding", op)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    for i in range(nd):
-        if p[i] > k[i] // 2:
-            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
-                               f"but got pad={p[i]}, kernel_size={k[i]} and dilation=1")
-        if _out_size(x.shape[2 + i], k[i], s[i], p[i], 1, ceil_mode) <= 0:
-            raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[1:])}. Calculated "
-                               "output size is too small")
+    _check_pool_shape(op, x, k, s, p, (1,) * nd, ceil_mode, "avg")
     kernel_dtype("avg_pool3d" if nd == 3 else "avg_pool2d", x)
     y = _dispatch.apply(avg_pool_op, (x,), dict(
         kernel_size=k, stride=s, padding=p, ceil_mode=ceil_mode,

@@ -539,6 +539,12 @@ linear_jvp(index_select_op, (0,))
 
 def _check_vector_index(op_name, input, index, dim):
     check_tensor(op_name, input, "input")
+    base = op_name.rstrip("_")
+    if base in ("index_add", "index_reduce") and isinstance(index, Tensor) and \
+            index._data.dtype not in (np.int32, np.int64):
+        # (named in place whichever form was called, as torch's shared kernel check)
+        raise RuntimeError(f"{base}_(): Expected dtype int32/int64 for index but got: "
+                           f"{index.dtype.scalar_name}")
     check_index_dtype(op_name, index, f"{op_name}(): Expected dtype int32 or int64 for index")
     if index._data.ndim > 1:
         raise IndexError(f"{op_name}(): Index is supposed to be a vector, got shape "
@@ -829,12 +835,17 @@ def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=
         raise NotImplementedError(f'"index_reduce_func_exclude_input_init" not implemented '
                                   f"for '{d.scalar_name}'")
     dim, index = _check_vector_index(op_name, input, index, dim)
-    source = _check_source(op_name, input, dim, index, source, _REDUCE_DTYPE_MSG)
     i = index._data
-    if holds_values(i) and i.size:
-        n = input.shape[dim] if input.dim() else 1
-        if (i < 0).any() or (i >= n).any():
+    n = input.shape[dim] if input.dim() else 1
+    try:
+        source = _check_source(op_name, input, dim, index, source, _REDUCE_DTYPE_MSG)
+        if holds_values(i) and i.size and ((i < 0).any() or (i >= n).any()):
             raise IndexError("index out of range in self")
+    except IndexError:
+        if not include_self and not (i < 0).any():
+            # torch's kernel without self names an index past the end, and the dim
+            check_bounds(op_name, i, n, dim, exc=IndexError)
+        raise
     if reduce == "mean" and d.name == "bool":
         raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
     return dim, index, source

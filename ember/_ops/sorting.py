@@ -247,15 +247,14 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
     _check_out_tuple("topk", out)
     _check_tensor(input, "topk")
-    _no_complex(input, "topk", "topk_cpu", " topk does not support complex dtypes on CPU")
-    if input._data.dtype.kind == "b":
-        raise RuntimeError("topk does not support bool dtypes on CPU")
     a = input._data
     d = wrap_dim(dim, a.ndim, "topk")
     n = a.shape[d] if a.ndim else 1
-    if not 0 <= k <= n:
-        raise RuntimeError(f"topk(): selected index k out of range (k={k}, but dimension "
-                           f"{d} has size {n})")
+    if not 0 <= k <= n:  # (torch's words; checked before the dtype)
+        raise RuntimeError("selected index k out of range")
+    _no_complex(input, "topk", "topk_cpu", " topk does not support complex dtypes on CPU")
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     v, i = _apply(topk_op, (input,), {"k": int(k), "dim": d, "largest": bool(largest)})
     v = select_values(input, v, i, d, True)
     return _named("topk", ("values", "indices"), (v, i), out)
@@ -554,28 +553,33 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
     _check_tensor(input, name)
     a = input._data
-    if a.dtype not in (np.float32, np.float64):
-        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
-    if a.size == 0:
-        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    # torch's checks in its order, every one worded "quantile()" (nanquantile's too): a
+    # number q's range, the interpolation, an empty input, q's dims, the dtypes, then a
+    # tensor q's values
+    if not isinstance(q, Tensor) and not 0 <= float(q) <= 1:  # NaN too
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {float(q):g}")
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
-                           f"midpoint or nearest. Got {interpolation}")
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if a.size == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q._data.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if a.dtype not in (np.float32, np.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if isinstance(q, Tensor):
-        if q._data.ndim > 1:
-            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
         if q._data.dtype != a.dtype:
-            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         qs = q._data.reshape(-1).astype(np.float64)
         scalar_q = q._data.ndim == 0
     else:
         qs = _dispatch.xp_of(a).asarray([float(q)])  # on input's device
         scalar_q = True
+    if isinstance(out, Tensor) and out._data.dtype != a.dtype:
+        raise RuntimeError("quantile() out tensor must be same dtype as the input tensor")
     outside = ~((qs >= 0) & (qs <= 1)) if holds_values(qs) else None  # NaN too, as torch
     if outside is not None and outside.any():
-        if isinstance(q, Tensor):
-            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
-        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {qs[outside][0]:g}")
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
     nd = a.ndim
     if dim is None:
         x, d = _flatten(input), 0

@@ -81,10 +81,12 @@ class LowRankMultivariateNormal(Distribution):
                              f"{cov_factor.shape}, cov_diag {cov_diag.shape}") from e
         self.loc = loc_[..., 0]
         self.cov_diag = cov_diag_[..., 0]
-        super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
         self._unbroadcasted_cov_factor = cov_factor
         self._unbroadcasted_cov_diag = cov_diag
+        # factored before the parameters are validated, as torch's constructor does: a
+        # capacitance that is not positive-definite raises the Cholesky error first
         self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
+        super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new, _ = self._expand_params(LowRankMultivariateNormal, batch_shape, _instance,

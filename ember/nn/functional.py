@@ -222,6 +222,11 @@ def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     k = (kernel_size,) * nd if isinstance(kernel_size, int) else tuple(kernel_size)
     avg = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    if nd == 1 and not isinstance(kernel_size, int):
+        # torch's lp_pool1d scales by ``kernel_size`` as given: a tuple or list window
+        # pools, then fails in that multiplication
+        raise TypeError(f"mul(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(kernel_size).__name__}")
     size = 1
     for kk in k:
         size *= kk

@@ -9,12 +9,18 @@ with mixed basic and advanced parts and ``__setitem__`` with broadcast values of
 dtypes; fill values at and past a dtype's range (``full``, ``fill_``, ``full_like``,
 ``new_full``); and ``repr`` of tensors of every dtype and scale. Each *program* here is a
 few lines of source drawn from a seed, in which ``T`` is the library; it leaves its result
-in ``out``. The same source runs with each library, so the source is its own repro.
+in ``out``. The same source runs with each library, so the source is its own repro. Three
+more families live in their own modules: ``torch.nn`` modules from random constructor calls
+(NOTE [ Differential module programs ], programs_modules.py), ``torch.distributions`` from
+random parameters (NOTE [ Differential distribution programs ], programs_distributions.py),
+and sorting, searching, counting and scattering with ties, NaN and duplicate indices (NOTE
+[ Differential sorting programs ], programs_sorting.py).
 
 A program's outcome is the exception's builtin class (torch's own classes reduce to the
 builtin they derive from) or the result: its dtype, shape and values (NaN equal to NaN), or
-a string for ``repr``. Messages are compared too, but a different message is reported as
-kind ``message`` apart from the counted kinds, since ember words a few errors its own way
+a string for ``repr``, or a tuple or list of such results, compared item by item.
+Messages are compared too, but a different message is reported as kind ``message`` apart
+from the counted kinds, since ember words a few errors its own way
 where torch's words come from a different internal route (``x[True] = v`` of the wrong
 shape is torch's copy_ expand message). Where torch has no CPU kernel for uint16/32/64
 (NotImplementedError) and ember computes (or refuses for another reason, a zero divisor),
@@ -235,7 +241,12 @@ def printing(rng):
     return f"{src}\nout = {fn}(x.t() if x.dim() == 2 else x)"
 
 
-FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing}
+from tests.differential.programs_distributions import distributions  # noqa: E402
+from tests.differential.programs_modules import modules  # noqa: E402
+from tests.differential.programs_sorting import sorting  # noqa: E402
+
+FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
+            "modules": modules, "distributions": distributions, "sorting": sorting}
 
 
 def make(family, seed):
@@ -270,8 +281,8 @@ def _summary(x, T):
     tensors as (dtype, shape, values as float64 or complex128, NaN kept)."""
     if isinstance(x, str):
         return ("str", x.replace("torch", "ember"))
-    if isinstance(x, tuple):
-        return tuple(_summary(y, T) for y in x)
+    if isinstance(x, (tuple, list)):
+        return ("tuple", tuple(_summary(y, T) for y in x))
     if isinstance(x, T.Tensor):
         x = x.detach()
         dt = str(x.dtype).split(".")[-1]
@@ -294,11 +305,21 @@ _TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 8e-3), "float32": (1e-5, 1
         "float64": (1e-12, 1e-12), "complex64": (1e-5, 1e-6), "complex128": (1e-12, 1e-12)}
 
 
-def _loosest(source):
+#: families whose results go through longer computations (special functions, reductions,
+#: recurrences, sums over windows) than one op: values of a program that names a dtype
+#: compare to its entry here at least. torch's distributions evaluate Bessel functions
+#: (VonMises) by polynomial fits good to ~1e-8, ember's to the last bits; float32 module
+#: gradients sum many products whose order differs by kernel
+_FAMILY_TOL = {"modules": {"float64": (1e-9, 1e-9), "float32": (1e-4, 1e-4)},
+               "distributions": {"float64": (1e-7, 1e-7)}}
+
+
+def _loosest(source, family=None):
     """The loosest tolerance of the floating dtypes a program names: a float32 result
     written to a float64 or complex128 out= carries float32's rounding."""
-    named = [d for d in _TOL if f"T.{d}" in source]
-    return max((_TOL[d] for d in named), default=None)
+    named = [_TOL[d] for d in _TOL if f"T.{d}" in source]
+    named += [t for d, t in _FAMILY_TOL.get(family, {}).items() if f"T.{d}" in source]
+    return max(named, default=None)
 
 
 def _same_values(a, b, dtype, tol=None):
@@ -332,9 +353,9 @@ def _diff(e, t, tol=None):
         return None if _same_values(e[3], t[3], e[1], tol) else "values"
     if e[0] == "value":
         return None if e == t else "values"
-    if len(e) != len(t):
+    if len(e[1]) != len(t[1]):
         return "values"
-    for a, b in zip(e, t):
+    for a, b in zip(e[1], t[1]):
         k = _diff(a, b, tol)
         if k:
             return k
@@ -365,7 +386,8 @@ def compare(program, torch):
         if str(e_exc).replace("ember", "torch") != str(t_exc):
             return [("message", f"ember: {e_exc} | torch: {t_exc}")]
         return []
-    kind = _diff(_summary(e_res, ember), _summary(t_res, torch), _loosest(program.source))
+    kind = _diff(_summary(e_res, ember), _summary(t_res, torch),
+                 _loosest(program.source, program.family))
     if kind == "dtype" and "complex32" in repr(_summary(t_res, torch)):
         return [("documented", "ember has no complex32: a half tensor and a complex number "
                  "give complex64")]

@@ -7,7 +7,8 @@ import pytest
 from tests.differential import programs as P
 
 #: programs per family in the CI sample
-_SAMPLE = {"promotion": 300, "indexing": 300, "fill": 150, "printing": 100}
+_SAMPLE = {"promotion": 300, "indexing": 300, "fill": 150, "printing": 100, "modules": 150,
+           "distributions": 300, "sorting": 300}
 
 
 @pytest.mark.parametrize("family", sorted(_SAMPLE))
@@ -24,6 +25,21 @@ def test_programs_are_deterministic_and_self_contained():
         a, b = P.make(family, 12345), P.make(family, 12345)
         assert a.source == b.source
         assert "out" in a.source and "torch" not in a.source
+
+
+@pytest.mark.parametrize("family", sorted(_SAMPLE))
+def test_programs_compile(family):
+    # a generator that writes broken source would raise SyntaxError in both libraries,
+    # which compare equal
+    for seed in range(200):
+        compile(P.make(family, seed).source, f"<{family} {seed}>", "exec")
+
+
+def test_family_tolerance_follows_the_named_dtype():
+    src = "x = T.zeros(2, dtype=T.float32)"
+    assert P._loosest(src, "modules") == (1e-4, 1e-4)
+    assert P._loosest(src.replace("32", "64"), "modules") == (1e-9, 1e-9)
+    assert P._loosest(src.replace("32", "64"), "promotion") == P._TOL["float64"]
 
 
 def test_compare_reports_a_difference():
