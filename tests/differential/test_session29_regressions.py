@@ -142,6 +142,10 @@ def test_lowrank_mvn_factors_before_it_validates(diag):
     E, T = _both()
 
     def run(L):
+        # (validation on by default, as in a fresh process: another test may have turned
+        # either framework's default off)
+        before = L.distributions.Distribution._validate_args
+        L.distributions.Distribution.set_default_validate_args(True)
         try:
             d = L.distributions.LowRankMultivariateNormal(
                 L.tensor([0.2253, 2.1538], dtype=L.float64),
@@ -149,6 +153,8 @@ def test_lowrank_mvn_factors_before_it_validates(diag):
                 L.tensor(diag, dtype=L.float64), validate_args=None)
         except Exception as e:  # noqa: BLE001 - the class and message are compared
             return _base_class(e), str(e).split(":")[0]
+        finally:
+            L.distributions.Distribution.set_default_validate_args(before)
         return tuple(d.batch_shape), tuple(d.event_shape)
 
     assert run(E) == run(T)

@@ -170,7 +170,10 @@ def test_sigterm_stops_workers_and_ends_the_launcher(tmp_path):
     script = _script(tmp_path, "sleep.py", (
         "import os, signal, sys, time\n"
         "def stop(s, f):\n"
-        "    print('worker', os.environ['LOCAL_RANK'], 'got', s, flush=True); sys.exit(7)\n"
+        "    # (one write: the two workers share the pipe, and print writes piece by piece\n"
+        "    # under PYTHONUNBUFFERED)\n"
+        "    os.write(1, f\"worker {os.environ['LOCAL_RANK']} got {s}\\n\".encode())\n"
+        "    sys.exit(7)\n"
         "signal.signal(signal.SIGTERM, stop)\n"
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"))

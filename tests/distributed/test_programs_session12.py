@@ -211,31 +211,42 @@ def test_gloo_size_message_prints_shapes_as_torch(no_engine, torch_world):
 def test_launcher_warns_about_threads_as_torchrun(monkeypatch, caplog):
     from ember.distributed import run
 
+    def threads_warnings(nproc):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="ember.distributed.run"):
+            run.config_from_args(run.parse_args([f"--nproc-per-node={nproc}", "train.py"]))
+        return [r for r in caplog.records if "OMP_NUM_THREADS" in r.getMessage()]
+
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    with caplog.at_level(logging.WARNING, logger="ember.distributed.run"):
-        run._warn_threads(2)
-        run._warn_threads(1)
-    assert len(caplog.records) == 1
+    assert not threads_warnings(1)
+    warned = threads_warnings(2)
+    assert len(warned) == 1
     assert "Setting OMP_NUM_THREADS environment variable for each process to be 1" in \
-        caplog.records[0].getMessage()
+        warned[0].getMessage()
+    assert os.environ["OMP_NUM_THREADS"] == "1"   # (monkeypatch restores it)
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    caplog.clear()
-    run._warn_threads(2)
-    assert not caplog.records
+    assert not threads_warnings(2)
 
 
 def test_launcher_under_compat_runs_workers_under_compat(monkeypatch):
     from ember import compat
     from ember.distributed import run
 
-    args = run.parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"])
+    from ember.distributed._run_agent import _worker_command
+
+    def command(argv):
+        _, cmd, cmd_args = run.config_from_args(run.parse_args(argv))
+        return _worker_command(cmd, cmd_args)[1]
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     # whichever way the launcher started (NOTE [ Workers of a PyTorch script ])
     monkeypatch.setattr(compat, "is_installed", lambda: False)
-    assert run._command(args)[1:] == ["-u", "-m", "ember.compat.run", "train.py", "--lr", "1"]
+    argv = ["--nproc-per-node", "2", "train.py", "--lr", "1"]
+    assert command(argv) == ["-u", "-m", "ember.compat.run", "train.py", "--lr", "1"]
     monkeypatch.setattr(compat, "is_installed", lambda: True)
-    assert run._command(args)[1:] == ["-u", "-m", "ember.compat.run", "train.py", "--lr", "1"]
-    args = run.parse_args(["--nproc-per-node", "2", "-m", "pkg.train"])
-    assert run._command(args)[1:] == ["-u", "-m", "ember.compat.run", "-m", "pkg.train"]
+    assert command(argv) == ["-u", "-m", "ember.compat.run", "train.py", "--lr", "1"]
+    assert command(["--nproc-per-node", "2", "-m", "pkg.train"]) == \
+        ["-u", "-m", "ember.compat.run", "-m", "pkg.train"]
 
 
 def test_compat_runs_torchrun_module():

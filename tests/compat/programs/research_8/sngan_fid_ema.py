@@ -8,6 +8,9 @@ generator's ``ConvTranspose2d`` upsampling, a discriminator whose layers go thro
 Fréchet distance on random-projection features (``torch.cov``, ``scipy.linalg.sqrtm``,
 ``torch.linalg.eigvals``); ``make_grid``-style tiling by ``unfold``/``permute`` and a
 ``fuse_conv_bn_eval`` check."""
+# printout rtol: 2e-3
+# (the Frechet distance's matrix square root amplifies the covariances' rounding,
+# which the thread count changes (5e-4 apart between runs of one build))
 import copy
 
 import numpy as np
