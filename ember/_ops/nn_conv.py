@@ -1206,12 +1206,17 @@ def conv_transpose(nd, input, weight, bias=None, stride=1, padding=0, output_pad
     padding = _tuple(padding, nd, "padding", op)
     dilation = _tuple(dilation, nd, "dilation", op)
     output_padding = _tuple(output_padding, nd, "output_padding", op)
-    for i in range(nd):
-        if output_padding[i] >= max(stride[i], dilation[i]):
-            raise RuntimeError(
-                "output padding must be smaller than either stride or dilation, but got "
-                f"output_padding_height: {output_padding[i]}, stride: {stride[i]}, dilation: "
-                f"{dilation[i]}")
+    if any(output_padding[i] >= max(stride[i], dilation[i]) for i in range(nd)):
+        # torch names every dim (a 1-d one runs as 2-d, its height 0 / 1 / 1)
+        lift = ((0,), (1,), (1,)) if nd == 1 else ((), (), ())
+        names = ("depth", "height", "width")[-max(nd, 2):]
+        parts = [f"{what}_{dim}: {v}"
+                 for what, vals in (("output_padding", lift[0] + tuple(output_padding)),
+                                    ("stride", lift[1] + tuple(stride)),
+                                    ("dilation", lift[2] + tuple(dilation)))
+                 for dim, v in zip(names, vals)]
+        raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                           "but got " + " ".join(parts))
     ksize = weight.shape[2:]
     out_spatial = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] +
                         dilation[i] * (ksize[i] - 1) + output_padding[i] + 1

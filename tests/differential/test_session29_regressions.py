@@ -362,3 +362,19 @@ def test_singular_solve_names_torch_linalg_solve():
     e = _raised(lambda: E.linalg.solve(E.ones(2, 2), E.ones(2)))
     t = _raised(lambda: T.linalg.solve(T.ones(2, 2), T.ones(2)))
     assert e[1] == t[1]
+
+
+@pytest.mark.parametrize("nd,kw", [
+    (1, dict(stride=2, output_padding=2)), (2, dict(stride=2, output_padding=(0, 2))),
+    (2, dict(stride=(2, 3), output_padding=(2, 0), dilation=(1, 2))),
+    (3, dict(stride=2, output_padding=2))])
+def test_conv_transpose_output_padding_message(nd, kw):
+    E, T = _both()
+
+    def run(L):
+        f = getattr(L.nn.functional, f"conv_transpose{nd}d")
+        with pytest.raises(RuntimeError) as info:
+            f(L.ones((1, 2) + (5,) * nd), L.ones((2, 2) + (3,) * nd), **kw)
+        return str(info.value)
+
+    assert run(E) == run(T)
