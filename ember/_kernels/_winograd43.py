@@ -302,6 +302,27 @@ def _cl_weights(w):
         w.transpose(1, 0, 2, 3)))
 
 
+def channels_last_tiles(x, pad, th, tw, size):
+    """The channels-last Winograd tiles of x (N, C, H, W) padded by ``pad``: F(4x4)'s
+    (``size`` 4, (36, N * th * tw, C); NOTE [ Channels-last Winograd tiles ]) or F(2x2)'s
+    (``size`` 2, (16, N * th * tw, C); NOTE [ Channels-last F(2x2) tiles ] in
+    ember/_ops/nn_conv_winograd.py), th x tw tiles a plane.
+
+    Example::
+
+        >>> channels_last_tiles(np.ones((1, 3, 4, 4), np.float32), (1, 1), 2, 2, 2).shape
+        (16, 4, 3)
+    """
+    from . import _numba_winograd22, _numba_winograd43
+
+    n, c = x.shape[:2]
+    xp = np.empty((n, size * th + 2, size * tw + 2, c), x.dtype)
+    _numba_winograd43.channels_last_padded(x, pad[0], pad[1], xp)
+    v = np.empty(((size + 2) ** 2, n * th * tw, c), x.dtype)
+    (_numba_winograd43 if size == 4 else _numba_winograd22).input_tiles_cl(xp, th, tw, v)
+    return v
+
+
 def _convolve_cl(x, u, pad, bias=None):
     """x (N, C, H, W) convolved through channels-last tiles with U (36, C, O): (N, O, Ho,
     Wo), plus ``bias`` (O,) where given."""
@@ -318,11 +339,7 @@ def _convolve_cl(x, u, pad, bias=None):
     def samples(lo, hi):
         for a in range(lo, hi, step):
             b = min(a + step, hi)
-            xp = np.empty((b - a, 4 * th + 2, 4 * tw + 2, c), x.dtype)
-            k.channels_last_padded(x[a:b], pad[0], pad[1], xp)
-            v = np.empty((36, (b - a) * tiles, c), x.dtype)
-            k.input_tiles_cl(xp, th, tw, v)
-            del xp
+            v = channels_last_tiles(x[a:b], pad, th, tw, 4)
             k.output_tiles_cl(_mlas.product(v, u), th, tw, bias, y[a:b])
 
     _on_threads(samples, n, tiles * c * o, step)

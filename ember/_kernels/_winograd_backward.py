@@ -174,6 +174,7 @@ def backward_cl(x, g, w, padding, want_input=True):
     from .._ops import nn_conv_winograd as planar
     from .._ops import nn_winograd as winograd
     from . import _numba_winograd22 as k2, _numba_winograd43 as k4
+    from ._winograd43 import channels_last_tiles
 
     n, c, h, wd = x.shape
     o = g.shape[1]
@@ -186,11 +187,7 @@ def backward_cl(x, g, w, padding, want_input=True):
     gx = np.empty(x.shape, x.dtype) if want_input else None
     tiles = th * tw
     if planar._whole_batch(n, th, tw, c, o):
-        xp = np.empty((n, 2 * th + 2, 2 * tw + 2, c), x.dtype)
-        k4.channels_last_padded(x, padding[0], padding[1], xp)
-        v = np.empty((16, n * tiles, c), x.dtype)
-        k2.input_tiles_cl(xp, th, tw, v)
-        del xp
+        v = channels_last_tiles(x, padding, th, tw, 2)
         gp = np.empty((n, 2 * th, 2 * tw, o), x.dtype)
         k4.channels_last_padded(g, 0, 0, gp)
         dm = np.empty((16, n * tiles, o), x.dtype)
@@ -218,11 +215,7 @@ def backward_cl(x, g, w, padding, want_input=True):
         for a in range(lo, hi, step):
             b = min(a + step, hi)
             m_ = b - a
-            xp = np.empty((m_, 2 * th + 2, 2 * tw + 2, c), x.dtype)
-            k4.channels_last_padded(x[a:b], padding[0], padding[1], xp)
-            v = np.empty((16, m_ * tiles, c), x.dtype)
-            k2.input_tiles_cl(xp, th, tw, v)
-            del xp
+            v = channels_last_tiles(x[a:b], padding, th, tw, 2)
             gp = np.empty((m_, 2 * th, 2 * tw, o), x.dtype)
             k4.channels_last_padded(g[a:b], 0, 0, gp)
             dm = np.empty((16, m_ * tiles, o), x.dtype)

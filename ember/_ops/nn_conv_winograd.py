@@ -214,7 +214,8 @@ def _whole_batch(n, th, tw, c, o):
 def _convolve_cl(x, u, pad, bias=None):
     """x (N, C, H, W) convolved through channels-last F(2x2) tiles with U (16, C, O), any
     layout: (N, O, Ho, Wo), plus ``bias`` (O,) where given."""
-    from .._kernels import _numba_winograd22 as k2, _numba_winograd43 as k4
+    from .._kernels import _numba_winograd22 as k2
+    from .._kernels._winograd43 import channels_last_tiles
 
     n, c, h, w = x.shape
     o = u.shape[2]
@@ -224,10 +225,7 @@ def _convolve_cl(x, u, pad, bias=None):
     bias = np.zeros(o, x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
     tiles = th * tw
     if _whole_batch(n, th, tw, c, o):
-        xp = np.empty((n, 2 * th + 2, 2 * tw + 2, c), x.dtype)
-        k4.channels_last_padded(x, pad[0], pad[1], xp)
-        v = np.empty((16, n * tiles, c), x.dtype)
-        k2.input_tiles_cl(xp, th, tw, v)
+        v = channels_last_tiles(x, pad, th, tw, 2)
         m = np.empty((16, n * tiles, o), x.dtype)
 
         def positions(lo, hi):
@@ -243,11 +241,7 @@ def _convolve_cl(x, u, pad, bias=None):
     def samples(lo, hi):
         for a in range(lo, hi, step):
             b = min(a + step, hi)
-            xp = np.empty((b - a, 2 * th + 2, 2 * tw + 2, c), x.dtype)
-            k4.channels_last_padded(x[a:b], pad[0], pad[1], xp)
-            v = np.empty((16, (b - a) * tiles, c), x.dtype)
-            k2.input_tiles_cl(xp, th, tw, v)
-            del xp
+            v = channels_last_tiles(x[a:b], pad, th, tw, 2)
             k2.output_tiles_cl(_mlas.product(v, u), th, tw, bias, y[a:b])
 
     if _parallel.split_batch(samples, n, 16 * n * tiles * c * o) is None:
