@@ -35,7 +35,7 @@ its own channels and plane)
 3x3 stride 1, float32, numba, c, o >= 64, plane >= 28  compiled F(4x4, 3x3) Winograd
 (so: more than 256 channels on one side)               (forward and input adjoint)
 3x3 stride 1, float32, numba, c, o >= 16, plane >= 14  compiled F(2x2) Winograd (with MLAS
-(with MLAS: plane >= 8 up to 256 channels)             through channels-last tiles; else
+(with MLAS: plane >= 4, 64 to 512 channels)            through channels-last tiles; else
                                                        both adjoints from one transform of g)
 depthwise, float32, numba                              compiled depthwise loops
 3x3 stride 1, c, o >= 64, rows <= 24 (or >= 256 ch)    NumPy Winograd

@@ -97,7 +97,7 @@ def _pays(c, o, ho, wo):
     So: from 16 channels each way on output planes at least 14 wide. Smaller planes keep
     the NumPy Winograd path (many channels) or gathered columns, cheap there -- except that
     the channels-last tiles (NOTE [ Channels-last F(2x2) tiles ]) take planes from 4 wide
-    with up to 512 channels, their products split by position where a batch piece holds
+    with 64 to 512 channels, their products split by position where a batch piece holds
     few tiles or U is large (``_whole_batch``). In-process A/B against the NumPy Winograd
     path (ms, forward / both adjoints):
 
@@ -112,7 +112,20 @@ def _pays(c, o, ho, wo):
     """
     if min(c, o) < 16:
         return False
-    return min(ho, wo) >= 14 or min(ho, wo) >= 4 and max(c, o) <= 512 and _tiles_pay(c, o)
+    # below 14 wide only from 64 channels (NOTE [ Exact zeros of few-channel weight
+    # gradients ])
+    return min(ho, wo) >= 14 or (min(ho, wo) >= 4 and min(c, o) >= 64 and max(c, o) <= 512
+                                 and _tiles_pay(c, o))
+
+
+# NOTE [ Exact zeros of few-channel weight gradients ]
+# A direct (columns) weight gradient is exactly 0 for a tap whose products x * g are all
+# zero, which ReLU nets on small planes make often: a few channels, each live on a few
+# pixels. Winograd's transforms mix the taps, so it leaves a rounding residue there (about
+# 1e-11 against gradients of 1e-3), and Adam's first steps divide by |g| + eps: the residue
+# becomes 0.4% of a full step and a 15-step Grad-CAM training ends 3e-4 from PyTorch. The
+# small-plane tiles therefore start at 64 channels, where the NumPy Winograd path ran
+# before them anyway; fewer channels keep the exact columns, cheap at that size.
 
 
 def _small_plane(ho, wo):

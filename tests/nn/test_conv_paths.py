@@ -157,9 +157,10 @@ def test_fast_winograd_declines_other_cases(numba_backend):
     assert not nn_conv_winograd.eligible(np, ok[0], ok[1], ok[2], ok[3], (2, 2), 1, f32)
     assert not nn_conv_winograd.eligible(np, (2, 8, 16, 16), (16, 8, 3, 3), *ok[2:], f32)
     assert not nn_conv_winograd.eligible(np, (2, 16, 3, 3), *ok[1:], f32)
-    # small planes only through the channels-last tiles, which need MLAS
-    small = nn_conv_winograd.eligible(np, (2, 16, 6, 6), *ok[1:], f32)
+    # small planes only through the channels-last tiles, which need MLAS, from 64 channels
+    small = nn_conv_winograd.eligible(np, (2, 64, 6, 6), (64, 64, 3, 3), *ok[2:], f32)
     assert small == (nn_conv_winograd._mlas.engine() == "mlas")
+    assert not nn_conv_winograd.eligible(np, (2, 16, 6, 6), *ok[1:], f32)
 
 
 @pytest.mark.parametrize("nd,stride,padding,dilation", [

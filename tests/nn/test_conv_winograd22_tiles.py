@@ -185,9 +185,9 @@ def test_rule():
     assert f2._tiles_pay(16, 64) == (_mlas.engine() == "mlas")
 
 
-# small planes (8-13 wide) with up to 256 channels take the tiles only (``_pays``)
+# small planes (4-13 wide) with 64 to 512 channels take the tiles only (``_pays``)
 @pytest.mark.parametrize("shape,out_channels,padding", [
-    ((4, 64, 8, 8), 64, 1), ((3, 128, 10, 10), 96, 0), ((2, 40, 9, 9), 24, 1),
+    ((4, 64, 8, 8), 64, 1), ((3, 128, 10, 10), 96, 0), ((2, 64, 9, 9), 72, 1),
     ((4, 80, 4, 4), 72, 1)])
 @pytest.mark.parametrize("wants", [(True, True), (True, False), (False, True)])
 def test_small_planes_take_the_tiles_and_match_torch(numba_backend, shape, out_channels,
@@ -239,3 +239,26 @@ def test_small_planes_rule():
     assert not f2.eligible(np, (2, 512, 3, 3), (512, 512, 3, 3), *rest)   # 3x3
     assert not f2.eligible(np, (2, 1024, 8, 8), (512, 1024, 3, 3), *rest)  # 1024 channels
     assert not f2.eligible(np, (2, 8, 8, 8), (8, 8, 3, 3), *rest)         # 8 channels
+    assert not f2.eligible(np, (2, 16, 8, 8), (16, 16, 3, 3), *rest)   # under 64 channels
+    assert not f2.eligible(np, (2, 48, 12, 12), (96, 48, 3, 3), *rest)
+
+
+@pytest.mark.parametrize("channels", [8, 16, 40])
+def test_few_channel_small_planes_keep_exact_zero_weight_gradients(channels):
+    # NOTE [ Exact zeros of few-channel weight gradients ]: sparse ReLU activations whose
+    # taps' products are all zero give exactly zero there, as PyTorch's do (Adam's first
+    # steps turn any residue into a visible step)
+    rng = np.random.default_rng(channels)
+    x = np.maximum(rng.standard_normal((4, channels, 8, 8)), 0).astype(np.float32)
+    x *= rng.random(x.shape) < 0.08
+    w = (rng.standard_normal((channels, channels, 3, 3)) * 0.2).astype(np.float32)
+    g = rng.standard_normal((4, channels, 8, 8)).astype(np.float32)
+    g *= rng.random(g.shape) < 0.1
+    grads = []
+    for fw in (ember, torch):
+        wt = fw.tensor(w, requires_grad=True)
+        fw.nn.functional.conv2d(fw.tensor(x), wt, padding=1).backward(fw.tensor(g))
+        grads.append(wt.grad.numpy())
+    assert (grads[1] == 0).sum() > 0
+    np.testing.assert_array_equal(grads[0] == 0, grads[1] == 0)
+    _close(grads[0], grads[1])
