@@ -367,7 +367,9 @@ def split_on_threads(fn, size, min_size=MIN_ELEMENTS, even=True, key=None):
 # on these VMs, however it is cut (NOTE [ The caller's head start ]): the worker's thread must
 # be woken and then take the GIL before its piece starts, and once the piece ends it must
 # retake the GIL to wake the caller. The compiled kernels (softmax, log-softmax and their
-# backward, cross entropy, the blocked float sums) skip it: ``native_split`` runs a numba
+# backward, cross entropy, the blocked float sums, layer norm and its backward, and since
+# session 30 the flat element-wise kernels: exp, sigmoid, SiLU, GELU, ReLU and the backward
+# of SiLU and GELU) skip it: ``native_split`` runs a numba
 # ``prange`` driver (``ember/_kernels/_numba_par.py``) whose workers are numba's OpenMP (or
 # TBB) threads, waiting in compiled code and spinning briefly after each loop, as PyTorch's
 # OpenMP workers do, with no GIL on either side. Measured on the 2-CPU EPYC (load 4, 2

@@ -170,7 +170,9 @@ def _rows(a, ndim=1):
 # backward also sums ``g * xhat`` and ``g`` over the rows: each thread's block of rows keeps
 # float64 partial sums of whole ``_LN_BLOCK``-row groups (the kernel's float32 sums per
 # group stay those of one call) and the partials are added in row order, so only the
-# float64 association moves, far below float32's rounding.
+# float64 association moves, far below float32's rounding. Where numba's pool takes them
+# (NOTE [ A hand-over without the GIL ] in ``ember/_parallel.py``), layer norm's rows are cut
+# as the relay cuts them, the backward's partial sums included, so both give the same bits.
 _ROWS_SPLIT_EXP = 1 << 17
 _ROWS_SPLIT = 1 << 18
 
@@ -213,7 +215,8 @@ POOL_ROWS_MIN = 1 << 17
 def _on_pool(driver, elements, least, units):
     """Run ``driver(par, n)`` on numba's pool (``par`` the ``_numba_par`` module, ``n`` the
     threads) when the numba backend is in use and ``elements`` reach ``least``; whether it
-    ran (NOTE [ A hand-over without the GIL ])."""
+    ran (NOTE [ A hand-over without the GIL ]). A driver that returns False has run nothing
+    (``par`` has no driver for that call)."""
     if elements < least or units < 2 or not _impl:
         return False
     pool = _pool_drivers()
@@ -228,9 +231,10 @@ def _on_pool(driver, elements, least, units):
 
             numba.set_num_threads(n)
             _pool_threads.n = n
-        driver(par, min(n, units))
+        ran.append(driver(par, min(n, units)) is not False)
 
-    return _parallel.native_split(run, units, 2)
+    ran = []
+    return _parallel.native_split(run, units, 2) and ran[0]
 
 
 def _on_row_blocks(kernel, m, n, block=1, least=_ROWS_SPLIT, driver=None):
@@ -550,7 +554,11 @@ def layer_norm(x, w, b, ndim, eps, near=None):
         counts.append(impl.layer_norm_rows(rows[lo:hi], wf, bf, has_w, has_b, eps, y[lo:hi],
                                            mean[lo:hi], rstd[lo:hi], big, small))
 
-    _on_row_blocks(run, m, n)
+    def on_pool(par, nch):
+        counts.append(par.layer_norm_rows(rows, wf, bf, has_w, has_b, eps, y, mean, rstd, big,
+                                          small, nch))
+
+    _on_row_blocks(run, m, n, driver=on_pool)
     kept = x.shape[:x.ndim - ndim] + (1,) * ndim
     if near is not None:
         return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept), any(counts)
@@ -602,7 +610,19 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
                                       rstd[lo:hi], gx[lo:hi], pw, pb)
         partials[lo] = pw, pb
 
-    _on_row_blocks(run, m, n, block=impl._LN_BLOCK)
+    def on_pool(par, nch):
+        # the relay's cut (whole groups, equal pieces), each chunk's sums in a row of its own
+        groups = -(-m // impl._LN_BLOCK)
+        nch = min(nch, groups)
+        pw, pb = np.zeros((nch, n), np.float64), np.zeros((nch, n), np.float64)
+        par.layer_norm_backward_rows(g, rows, wf, has_w, mean, rstd, gx, pw, pb,
+                                     impl._LN_BLOCK)
+        step = -(-groups // nch) * impl._LN_BLOCK
+        for c in range(nch):
+            if c * step < m:
+                partials[c * step] = pw[c], pb[c]
+
+    _on_row_blocks(run, m, n, block=impl._LN_BLOCK, driver=on_pool)
     gw, gb = partials.pop(0)
     for lo in sorted(partials):
         gw += partials[lo][0]
@@ -719,16 +739,29 @@ def silu_backward(g, x):
 # or an oversubscribed machine): the same bits as one call. From 2**18 elements (~0.2 ms of
 # exp on one core) the halves save more than the pool's round trip (~40 us) costs. Below
 # ``_ELEMENTWISE_MIN`` elements NumPy's own loop costs no more than the compiled call's
-# dispatch, and NumPy keeps those.
+# dispatch, and NumPy keeps those. The kernels that numba's pool has drivers for split there
+# first, from ``POOL_FLAT_MIN`` elements (NOTE [ Element-wise kernels on the pool ] in
+# ``_numba_par.py``); the relay takes the rest, and those calls where the pool declines.
 _ELEMENTWISE_MIN = 256
 _SPLIT_MIN = 1 << 18
 _RECIPROCAL_MIN = 1 << 13
 
 
+#: the fewest elements of a flat kernel split on numba's pool (NOTE [ Element-wise kernels
+#: on the pool ] in ``_numba_par.py``): ~15 us of SiLU on one core, where the pool's
+#: hand-over costs ~2 us
+POOL_FLAT_MIN = 1 << 16
+
+
 def _run_flat(kernel, *arrays):
     """``kernel(*slices)`` over flat arrays of one length, on several threads when they are
-    large (NOTE [ Compiled element-wise kernels on threads ])."""
+    large (NOTE [ Compiled element-wise kernels on threads ]): on numba's pool when it is the
+    kernel of a pool driver (NOTE [ Element-wise kernels on the pool ] in ``_numba_par.py``),
+    else on ember's relay."""
     size = arrays[0].size
+    if size >= POOL_FLAT_MIN and _on_pool(_flat_driver(kernel.__name__, arrays), size,
+                                          POOL_FLAT_MIN, size // 16):
+        return
     if size < _SPLIT_MIN:  # (no slices: a fresh view costs numba's dispatch ~1 us each)
         kernel(*arrays)
         return
@@ -738,6 +771,23 @@ def _run_flat(kernel, *arrays):
 
     if not _parallel.split_on_threads(run, size, min_size=_SPLIT_MIN):
         run(0, size)
+
+
+def _flat_driver(name, arrays):
+    """``driver(par, nch)`` running the kernel named ``name`` over ``arrays`` through
+    ``_numba_par``'s element-wise drivers; it returns False, having run nothing, for a
+    kernel they do not run."""
+
+    def driver(par, nch):
+        if len(arrays) == 2 and name in par.UNARY:
+            par.unary_on(arrays[0], arrays[1], nch, par.UNARY.index(name))
+        elif len(arrays) == 3 and name in par.BINARY:
+            par.binary_on(arrays[0], arrays[1], arrays[2], nch, par.BINARY.index(name))
+        else:
+            return False
+        return True
+
+    return driver
 
 
 def _flat_out(x, out):

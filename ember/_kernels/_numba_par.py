@@ -1,5 +1,5 @@
-"""Row and block kernels on numba's own thread pool (imported only when numba is installed
-and the ``numba`` backend is chosen; see NOTE [ A hand-over without the GIL ] in
+"""Row, block and element-wise kernels on numba's own thread pool (imported only when numba
+is installed and the ``numba`` backend is chosen; see NOTE [ A hand-over without the GIL ] in
 ``ember/_parallel.py``).
 
 Each driver cuts its rows (or blocks) into ``nch`` contiguous chunks, exactly as
@@ -105,6 +105,92 @@ def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
         block_sums(x[lo * block:hi * block], out[lo:hi], block)
 
 
+
+# NOTE [ Element-wise kernels on the pool ]
+# The flat element-wise kernels (exp, sigmoid, SiLU, GELU, ReLU and the backward of SiLU and
+# GELU) went to the relay (NOTE [ Compiled element-wise kernels on threads ] in
+# ``__init__.py``), whose round trip of ~20-50 us was a fifth of a 1M-element SiLU at two
+# threads; the drivers below cut the flat arrays into ``nch`` contiguous runs, each a whole
+# number of ``_FLAT_ALIGN`` elements (64 bytes of float32: no two threads write one cache
+# line), and run the one-thread kernel on each. Every element is computed alone, so the
+# results are those of one call. The kernel is picked by its index in ``UNARY`` (or
+# ``BINARY``), one compiled driver for the family rather than one per kernel.
+_FLAT_ALIGN = 16
+
+#: the one-input kernels ``unary_on`` runs, by index: ``f(x, out)``
+UNARY = ("exp_into", "sigmoid_into", "silu_into", "gelu_out_into", "relu_into")
+#: the two-input kernels ``binary_on`` runs, by index: ``f(g, x, out)``
+BINARY = ("silu_backward_into", "gelu_backward_into")
+
+
+@njit(inline="always", cache=True)
+def _flat_chunk(size, nch, c):  # pragma: no cover - compiled
+    """The elements ``[lo, hi)`` of chunk ``c`` of ``nch`` over ``size`` elements."""
+    step = (size + nch - 1) // nch
+    step = (step + _FLAT_ALIGN - 1) // _FLAT_ALIGN * _FLAT_ALIGN
+    lo = min(size, c * step)
+    return lo, min(size, lo + step)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def unary_on(x, out, nch, op):  # pragma: no cover - compiled
+    """``UNARY[op](x, out)`` over ``nch`` chunks of the flat arrays."""
+    for c in prange(nch):
+        lo, hi = _flat_chunk(x.size, nch, c)
+        xs, os_ = x[lo:hi], out[lo:hi]
+        if op == 0:
+            _k.exp_into(xs, os_)
+        elif op == 1:
+            _k.sigmoid_into(xs, os_)
+        elif op == 2:
+            _k.silu_into(xs, os_)
+        elif op == 3:
+            _k.gelu_out_into(xs, os_)
+        else:
+            _k.relu_into(xs, os_)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def binary_on(g, x, out, nch, op):  # pragma: no cover - compiled
+    """``BINARY[op](g, x, out)`` over ``nch`` chunks of the flat arrays."""
+    for c in prange(nch):
+        lo, hi = _flat_chunk(x.size, nch, c)
+        if op == 0:
+            _k.silu_backward_into(g[lo:hi], x[lo:hi], out[lo:hi])
+        else:
+            _k.gelu_backward_into(g[lo:hi], x[lo:hi], out[lo:hi])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd, big_mean, small_rstd,
+                    nch):  # pragma: no cover - compiled
+    """``_numba.layer_norm_rows`` over ``nch`` chunks of rows; returns the sum of the
+    chunks' counts."""
+    m = x.shape[0]
+    counts = np.zeros(nch, np.int64)
+    for c in prange(nch):
+        lo, hi = _chunk(m, nch, c)
+        counts[c] = _k.layer_norm_rows(x[lo:hi], w, b, has_w, has_b, eps, y[lo:hi],
+                                       mean[lo:hi], rstd[lo:hi], big_mean, small_rstd)
+    return counts.sum()
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb,
+                             block):  # pragma: no cover - compiled
+    """``_numba.layer_norm_backward_rows`` over ``gw.shape[0]`` chunks of whole
+    ``block``-row groups (those ``split_on_threads`` would cut with equal pieces), chunk
+    ``c`` adding its sums into the float64 rows ``gw[c]`` and ``gb[c]``."""
+    m = x.shape[0]
+    nch = gw.shape[0]
+    groups = (m + block - 1) // block
+    for c in prange(nch):
+        lo, hi = _chunk(groups, nch, c)
+        lo, hi = min(m, lo * block), min(m, hi * block)
+        _k.layer_norm_backward_rows(g[lo:hi], x[lo:hi], w, has_w, mean[lo:hi], rstd[lo:hi],
+                                    gx[lo:hi], gw[c], gb[c])
+
+
 # NOTE [ The pool's workers spin briefly ]
 # After each parallel loop GNU OpenMP's workers spin before they sleep: 300000 rounds by
 # default, 3.6 ms of a core here. In a training step the next thing after a softmax is often
@@ -173,6 +259,15 @@ def load_kernels() -> None:
     _k.cross_entropy_backward_rows(x, t, w, x.copy())
     for dt in (np.float32, np.float64):
         block_sums(np.ones(4, dt), np.empty(2, dt), 2)
+    v = np.ones(4, np.float32)
+    for name in UNARY:
+        getattr(_k, name)(v, v.copy())
+    for name in BINARY:
+        getattr(_k, name)(v, v, v.copy())
+    w2, stat, one = np.ones(2, np.float32), np.ones(1, np.float32), np.float32(1)
+    _k.layer_norm_rows(x, w2, w2, True, True, one, x.copy(), stat, stat.copy(), one, one)
+    _k.layer_norm_backward_rows(x, x, w2, True, stat, stat, x.copy(), np.zeros(2),
+                                np.zeros(2))
 
 
 def layer() -> str:
