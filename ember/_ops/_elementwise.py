@@ -29,7 +29,8 @@ from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from ._memory_format import follow as _follow
 from ._registry import Op
-from .._parallel import MIN_ELEMENTS as _PAR_MIN, ufunc_on_threads
+from .._kernels import ufunc_on_threads  # (the pool first: NOTE [ Large arithmetic on the pool ])
+from .._parallel import MIN_ELEMENTS as _PAR_MIN
 
 _new = object.__new__
 _from_np = _dt.from_np

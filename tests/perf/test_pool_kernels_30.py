@@ -223,3 +223,40 @@ def test_ops_match_torch_on_the_pool(two_threads):
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_large_arithmetic_on_the_pool_same_bits_as_numpy(two_threads, monkeypatch, op):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((1 << 20) + 3).astype(np.float32)
+    b = rng.standard_normal((1 << 20) + 3).astype(np.float32)
+    a[:6] = [0.0, 1.0, 2.0, 3e-39, 1e30, -0.0]
+    b[:6] = [0.0, np.inf, np.nan, -0.0, 1e-40, 5.0]
+    ta, tb = ember.from_numpy(a), ember.from_numpy(b)
+    f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+    run = {"add": lambda: ta + tb, "sub": lambda: ta - tb, "mul": lambda: ta * tb,
+           "div": lambda: ta / tb}[op]
+    pool, split, one = _paths(lambda: run().numpy(), monkeypatch)
+    with np.errstate(all="ignore"):
+        want = f(a, b)
+    for got in (pool, split, one):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_large_arithmetic_pool_leaves_other_cases_to_the_relay(two_threads):
+    a = np.ones(1 << 20, np.float32)
+    assert _kernels._arith_on_pool(np.add, a, a) is not None
+    assert _kernels._arith_on_pool(np.add, a, a.astype(np.float64)) is None  # dtypes differ
+    assert _kernels._arith_on_pool(np.maximum, a, a) is None  # not one of + - * /
+    assert _kernels._arith_on_pool(np.add, a[::2], a[1::2]) is None  # not contiguous
+    assert _kernels._arith_on_pool(np.add, a, a[:-1]) is None  # shapes differ
+    r = _kernels.ufunc_on_threads(np.add, a[::2], a[1::2])  # (the relay's own rule)
+    assert r is None
+
+
+def test_large_add_matches_torch(two_threads):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    a, b = (rng.standard_normal(1 << 21).astype(np.float32) for _ in range(2))
+    got = (ember.from_numpy(a) + ember.from_numpy(b)).numpy()
+    np.testing.assert_array_equal(got, (torch.from_numpy(a) + torch.from_numpy(b)).numpy())
