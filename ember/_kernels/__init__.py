@@ -565,7 +565,7 @@ def layer_norm(x, w, b, ndim, eps, near=None):
     return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
 
 
-def layer_norm_backward(g, x, w, mean, rstd, ndim):
+def layer_norm_backward(g, x, w, mean, rstd, ndim, sums=True):
     """(gx, gw, gb) of layer norm over the last ``ndim`` axes, or None where not covered;
     gw is None when ``w`` is.
 
@@ -575,6 +575,8 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
         w: the weight or None.
         mean, rstd: the forward's statistics.
         ndim: how many trailing axes were normalised.
+        sums: False when neither parameter wants a gradient: gw and gb are then None, and
+            the CPU kernel leaves their sums over the rows out (a device's computes them).
 
     Returns:
         tuple | None: (gx, gw, gb), float32.
@@ -603,9 +605,10 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
     mean = np.ascontiguousarray(mean).reshape(-1)
     rstd = np.ascontiguousarray(rstd).reshape(-1)
     partials = {}  # first row -> (gw, gb) of a block of rows (NOTE [ Row kernels on threads ])
+    width = n if sums else 0  # (empty partials: the kernel leaves the sums out)
 
     def run(lo, hi):
-        pw, pb = np.zeros(n, np.float64), np.zeros(n, np.float64)
+        pw, pb = np.zeros(width, np.float64), np.zeros(width, np.float64)
         impl.layer_norm_backward_rows(g[lo:hi], rows[lo:hi], wf, has_w, mean[lo:hi],
                                       rstd[lo:hi], gx[lo:hi], pw, pb)
         partials[lo] = pw, pb
@@ -614,7 +617,7 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
         # the relay's cut (whole groups, equal pieces), each chunk's sums in a row of its own
         groups = -(-m // impl._LN_BLOCK)
         nch = min(nch, groups)
-        pw, pb = np.zeros((nch, n), np.float64), np.zeros((nch, n), np.float64)
+        pw, pb = np.zeros((nch, width), np.float64), np.zeros((nch, width), np.float64)
         par.layer_norm_backward_rows(g, rows, wf, has_w, mean, rstd, gx, pw, pb,
                                      impl._LN_BLOCK)
         step = -(-groups // nch) * impl._LN_BLOCK
@@ -623,6 +626,8 @@ def layer_norm_backward(g, x, w, mean, rstd, ndim):
                 partials[c * step] = pw[c], pb[c]
 
     _on_row_blocks(run, m, n, block=impl._LN_BLOCK, driver=on_pool)
+    if not sums:
+        return gx.reshape(x.shape), None, None
     gw, gb = partials.pop(0)
     for lo in sorted(partials):
         gw += partials[lo][0]

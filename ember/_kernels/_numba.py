@@ -404,9 +404,11 @@ def layer_norm_rows(x, w, b, has_w, has_b, eps, y, mean, rstd, big_mean, small_r
 def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb):
     """Layer norm's backward, one pass over the rows: ``gx`` (rows), and the sums over rows
     of ``g * xhat`` and ``g`` into the float64 ``gw`` and ``gb``, accumulated in float32
-    over blocks of ``_LN_BLOCK`` rows (vectorised) and in float64 across blocks."""
+    over blocks of ``_LN_BLOCK`` rows (vectorised) and in float64 across blocks; empty
+    ``gw`` and ``gb`` leave the sums out (no parameter wants a gradient)."""
     n = x.shape[1]
     inv_n = _ONE / _f32(n)
+    sums = gw.size > 0
     gw32 = np.zeros(n, np.float32)
     gb32 = np.zeros(n, np.float32)
     xh = np.empty(n, np.float32)
@@ -418,20 +420,28 @@ def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb):
         r = rstd[i]
         s1 = _ZERO
         s2 = _ZERO
-        for j in range(n):
-            h = (xi[j] - mu) * r
-            xh[j] = h
-            gh = gi[j] * w[j] if has_w else gi[j]
-            s1 += gh
-            s2 += gh * h
-            gw32[j] += gi[j] * h
-            gb32[j] += gi[j]
+        if sums:
+            for j in range(n):
+                h = (xi[j] - mu) * r
+                xh[j] = h
+                gh = gi[j] * w[j] if has_w else gi[j]
+                s1 += gh
+                s2 += gh * h
+                gw32[j] += gi[j] * h
+                gb32[j] += gi[j]
+        else:
+            for j in range(n):
+                h = (xi[j] - mu) * r
+                xh[j] = h
+                gh = gi[j] * w[j] if has_w else gi[j]
+                s1 += gh
+                s2 += gh * h
         s1 *= inv_n
         s2 *= inv_n
         for j in range(n):
             gh = gi[j] * w[j] if has_w else gi[j]
             oi[j] = (gh - s1 - xh[j] * s2) * r
-        if (i + 1) % _LN_BLOCK == 0 or i + 1 == x.shape[0]:
+        if sums and ((i + 1) % _LN_BLOCK == 0 or i + 1 == x.shape[0]):
             for j in range(n):
                 gw[j] += gw32[j]
                 gb[j] += gb32[j]

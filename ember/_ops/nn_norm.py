@@ -295,12 +295,16 @@ def _mixed_params(x, *params):
     return any(p is not None and p.dtype != x.dtype for p in params)
 
 
-def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim):
+def _layer_norm_backward_kernel(xp, g, x, w, mean, rstd, *, ndim, sums=True):
     """(gx, gw, gb) of layer_norm on arrays, in place where it can: one buffer becomes
-    x - mean, then xhat, then the xhat term of gx; another g * w, then gx."""
-    fused = _kernels.layer_norm_backward(g, x, w, mean, rstd, ndim)
+    x - mean, then xhat, then the xhat term of gx; another g * w, then gx. With ``sums``
+    False nobody wants gw and gb: the fused kernel leaves them out (empty arrays here)."""
+    fused = _kernels.layer_norm_backward(g, x, w, mean, rstd, ndim, sums)
     if fused is not None:  # NOTE [ Fused kernels ] (ember/_kernels)
-        return fused
+        gx, gw, gb = fused
+        if gb is None:  # (sums left out; a kernel returns arrays only)
+            gw = gb = xp.zeros((0,), mean.dtype)
+        return gx, gw, gb
     n = math.prod(x.shape[x.ndim - ndim:])
     dt = x.dtype
     # the parameters' gradients take the parameters' dtype: float32 beside a half input in
@@ -387,15 +391,27 @@ def _half_layer_norm_backward(g, x, w, mean, rstd, ndim):
     return gx, gw, gb.astype(pdt).reshape(norm_shape)
 
 
+# NOTE [ Layer norm's parameter sums on demand ]
+# Layer norm's backward sums g * xhat and g over the rows for the weight's and the bias's
+# gradients, a tenth of the fused kernel's time, and a layer norm whose parameters take no
+# gradient (frozen, or none given requires_grad, as in the kernels bench) threw them away. The
+# vjp asks for them only when a parameter needs its gradient (``needs_input_grad``); without
+# them the kernel skips the sums (``sums=False``), as PyTorch's output mask does. On the
+# NumPy path, in vmap's rule and on a device they are still computed and dropped.
 layer_norm_backward_op = Op("native_layer_norm_backward", _layer_norm_backward_kernel)
 
 
-def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out):
+def _layer_norm_vjp(grads, x, w, _b, *, ndim, eps, out, needs_input_grad):
     g = grads[0]
     dims = list(range(x.dim() - ndim, x.dim()))
     if not _dispatch.differentiable_formula(g, x, w):
+        # the sums over rows only when a parameter wants its gradient (NOTE [ Layer norm's
+        # parameter sums on demand ])
+        sums = needs_input_grad[1] or needs_input_grad[2]
         gx, gw, gb = _dispatch.apply(layer_norm_backward_op, (g, x, w, out[1], out[2]),
-                                     {"ndim": ndim})
+                                     {"ndim": ndim} if sums else {"ndim": ndim, "sums": False})
+        if not sums:
+            return gx, None, None
         return gx, gw if w is not None else None, gb
     # create_graph: the statistics must depend on x differentiably (the saved ones are
     # constants to autograd)

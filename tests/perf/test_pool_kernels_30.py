@@ -260,3 +260,53 @@ def test_large_add_matches_torch(two_threads):
     a, b = (rng.standard_normal(1 << 21).astype(np.float32) for _ in range(2))
     got = (ember.from_numpy(a) + ember.from_numpy(b)).numpy()
     np.testing.assert_array_equal(got, (torch.from_numpy(a) + torch.from_numpy(b)).numpy())
+
+
+def test_layer_norm_backward_without_sums_same_input_gradient(two_threads, monkeypatch):
+    """``sums=False`` leaves the parameters' sums out and returns None for them; the input's
+    gradient is the full kernel's, but for the reassociation of its row sums."""
+    x = _ln_input()
+    x[9, 5] = 0.0
+    g = np.sin(x * 2).astype(np.float32)
+    w = np.linspace(-2, 2, x.shape[1], dtype=np.float32)
+    _, mean, rstd = _kernels.layer_norm(x, w, None, 1, 1e-5)
+    full = _kernels.layer_norm_backward(g, x, w, mean, rstd, 1)
+    pool, split, one = _paths(
+        lambda: _kernels.layer_norm_backward(g, x, w, mean, rstd, 1, sums=False), monkeypatch)
+    for got in (pool, split, one):
+        assert got[1] is None and got[2] is None
+        np.testing.assert_allclose(got[0], full[0], rtol=1e-5, atol=1e-6)
+    _same(pool[0], split[0], one[0])
+
+
+@pytest.mark.parametrize("w_grad,b_grad", [(False, False), (True, False), (False, True),
+                                           (True, True)])
+def test_layer_norm_parameter_sums_only_when_wanted(monkeypatch, w_grad, b_grad):
+    torch = pytest.importorskip("torch")
+    calls = []
+    real = _kernels.layer_norm_backward
+
+    def spy(*args):
+        calls.append(args[6] if len(args) > 6 else True)
+        return real(*args)
+
+    monkeypatch.setattr(_kernels, "layer_norm_backward", spy)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((16, 24, 128)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    w = np.linspace(-1, 1, 128, dtype=np.float32)
+    b = np.linspace(1, 0, 128, dtype=np.float32)
+    e = [ember.from_numpy(a) for a in (x, w, b)]
+    t = [torch.from_numpy(a) for a in (x, w, b)]
+    for pair in (e, t):
+        pair[0].requires_grad_()
+        pair[1].requires_grad_(w_grad)
+        pair[2].requires_grad_(b_grad)
+    ember.nn.functional.layer_norm(e[0], (128,), e[1], e[2]).backward(ember.from_numpy(g))
+    torch.nn.functional.layer_norm(t[0], (128,), t[1], t[2]).backward(torch.from_numpy(g))
+    assert calls == [w_grad or b_grad]
+    np.testing.assert_allclose(e[0].grad.numpy(), t[0].grad.numpy(), rtol=1e-4, atol=1e-5)
+    for a, b_ in zip(e[1:], t[1:]):
+        assert (a.grad is None) == (b_.grad is None)
+        if a.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), b_.grad.numpy(), rtol=1e-4, atol=1e-4)
