@@ -109,10 +109,10 @@ def _f32_to_bits(typingctx, x):
 
 
 @njit(fastmath=_EXP_FM, error_model="numpy", inline="always", cache=True)
-def _exp_clamped(xc):
-    """exp of a float32 already clamped to [_LO, _HI] (NOTE [ Vectorisable exp ]): the
-    reduction, the polynomial and the scaling that ``_expf`` and ``_expf_shifted`` share.
-    Inlined into them by numba, so it is compiled under their flags (contraction only)."""
+def _exp_reduced(xc):
+    """``(p, n)`` with exp(xc) = p 2**n, p in [0.7, 1.42], for a float32 ``xc`` clamped to
+    [_LO, _HI] (NOTE [ Vectorisable exp ]): the reduction and the polynomial that every exp
+    here shares. Inlined by numba into its callers, under their flags (contraction only)."""
     n = np.floor(xc * _LOG2E + _HALF)
     r = xc - n * _LN2_HI
     r = r - n * _LN2_LO
@@ -121,7 +121,15 @@ def _exp_clamped(xc):
     p = p * r + _P3
     p = p * r + _P4
     p = p * r + _P5
-    p = p * r * r + r + _ONE
+    return p * r * r + r + _ONE, n
+
+
+@njit(fastmath=_EXP_FM, error_model="numpy", inline="always", cache=True)
+def _exp_clamped(xc):
+    """exp of a float32 already clamped to [_LO, _HI] (NOTE [ Vectorisable exp ]): the
+    reduction, the polynomial and the scaling that ``_expf`` and ``_expf_shifted`` share.
+    Inlined into them by numba, so it is compiled under their flags (contraction only)."""
+    p, n = _exp_reduced(xc)
     k = _i32(n)
     k1 = k >> _i32(1)                    # 2**n = 2**k1 * 2**k2, both normal numbers
     k2 = k - k1
@@ -160,13 +168,32 @@ def _expf_shifted(t):
     return _exp_clamped(t if t > _LO else _LO)
 
 
+#: the least argument ``_expf_quiet`` takes as it is: 2**(n - 1) stays normal above it
+_LO_QUIET = _f32(-86.0)
+_TWO = _f32(2.0)
+
+
 @njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
 def _expf_quiet(x):
-    """exp of a float32 for a caller whose result is NaN wherever ``x`` is NaN by its own
-    arithmetic (SiLU: ``x / (1 + exp(-x))``): ``_expf`` without the NaN blend, which maps a
-    NaN to exp(_LO) instead; the same bits for every other input."""
-    xc = x if x > _LO else _LO
-    return _exp_clamped(xc if xc < _HI else _HI)
+    """exp of a float32 for SiLU's ``1 + exp(-x)`` (NOTE [ SiLU's exp ]): NaN for a NaN
+    ``x`` is left to the caller's own arithmetic, and below ``_LO_QUIET`` it returns
+    exp(_LO_QUIET), which ``1 +`` rounds away as it does the true value; the same bits as
+    ``_expf`` for every other input."""
+    xc = x if x > _LO_QUIET else _LO_QUIET
+    p, n = _exp_reduced(xc if xc < _HI else _HI)
+    # 2**n as 2**(n - 1) * 2: one scaling step, exact while normal, inf past the top
+    return _bits_to_f32(_f32_to_bits(p) + ((_i32(n) - _i32(1)) << _i32(23))) * _TWO
+
+
+# NOTE [ SiLU's exp ]
+# ``_expf`` scales the polynomial by 2**n in two steps (2**k1 * 2**k2) so that results down
+# in the denormals round once. SiLU and its backward use exp(-x) only in ``1 + exp(-x)``,
+# where anything below 2**-25 rounds away: so ``_expf_quiet`` clamps its argument at -86
+# (n - 1 >= -126: 2**(n - 1) is a normal number made by one integer add to the exponent bits)
+# and doubles once, which overflows to inf exactly where the true exp does. Five vector
+# instructions fewer in a loop of about thirty; every float32 input gives the same bits as
+# before (checked over all 2**32 inputs, ``silu_into`` and ``silu_backward_into``), and the
+# 1M-element SiLU took 226 against 235 us on one thread (2-CPU EPYC, ``chrt -f 10``).
 
 
 # NOTE [ Shifted exp ]

@@ -310,3 +310,33 @@ def test_layer_norm_parameter_sums_only_when_wanted(monkeypatch, w_grad, b_grad)
         assert (a.grad is None) == (b_.grad is None)
         if a.grad is not None:
             np.testing.assert_allclose(a.grad.numpy(), b_.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _every_61st_float32():
+    return np.arange(0, 1 << 32, 61, dtype=np.uint64).astype(np.uint32).view(np.float32)
+
+
+def test_silu_exp_same_bits_as_the_general_exp(numba_backend):
+    """SiLU's one-step exp (NOTE [ SiLU's exp ] in ember/_kernels/_numba.py) gives what
+    ``x / (1 + exp(-x))`` gives with the general exp kernel, over every 61st float32."""
+    from ember._kernels import _numba
+    x = _every_61st_float32()
+    e = np.empty_like(x)
+    _numba.exp_into(-x, e)
+    with np.errstate(all="ignore"):
+        want = x / (np.float32(1) + e)
+    got = np.empty_like(x)
+    _numba.silu_into(x, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_silu_backward_with_silus_exp_matches_torch(numba_backend):
+    torch = pytest.importorskip("torch")
+    from ember._kernels import _numba
+    x = _every_61st_float32()
+    x = x[np.isfinite(x)]
+    g = np.cos(np.arange(x.size, dtype=np.float32))
+    got = np.empty_like(x)
+    _numba.silu_backward_into(g, x, got)
+    want = torch.ops.aten.silu_backward(torch.from_numpy(g), torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
