@@ -764,8 +764,8 @@ def _run_flat(kernel, *arrays):
     kernel of a pool driver (NOTE [ Element-wise kernels on the pool ] in ``_numba_par.py``),
     else on ember's relay."""
     size = arrays[0].size
-    if size >= POOL_FLAT_MIN and _on_pool(_flat_driver(kernel.__name__, arrays), size,
-                                          POOL_FLAT_MIN, size // 16):
+    if size >= POOL_FLAT_MIN and _parallel._threads() > 1 and \
+            _on_pool(_flat_driver(kernel.__name__, arrays), size, POOL_FLAT_MIN, size // 16):
         return
     if size < _SPLIT_MIN:  # (no slices: a fresh view costs numba's dispatch ~1 us each)
         kernel(*arrays)
