@@ -829,8 +829,11 @@ def ufunc_on_threads(f, *arrays):
 # through the relay (NOTE [ Threaded element-wise ops ] in ``ember/_parallel.py``), whose
 # ~20-50 us round trip and the late start of its worker (NOTE [ The caller's head start ])
 # left the second core idle for part of a 1-ms call. On numba's pool both halves start at
-# once: over 4M float32 (2-CPU EPYC, ``chrt -f 10``, load ~10, same process, alternating)
-# 0.57 ms against 0.65-0.90 through the relay, 0.88-0.93 on one thread, PyTorch 0.54-0.79.
+# once: over 4M float32 (2-CPU EPYC, ``chrt -f 10``, load 8-11 from other sessions, same
+# process, alternating) 0.69 ms against 0.97 through the relay and 1.34 on one thread, in
+# another run 0.50 against 0.52; one framework per process, as the bench runs, the two were
+# within noise of each other (0.59-0.61 ms against 0.60-0.61; PyTorch 0.55-0.90): bound by
+# memory, the call's time is mostly the traffic, which the split does not change.
 # ``arith_into`` makes one IEEE operation per element, as NumPy's loop does, so the bits
 # are NumPy's (NaN payloads aside). Only float32 arrays of one shape, both C-contiguous:
 # anything else goes to the relay as before.
