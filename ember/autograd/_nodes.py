@@ -528,6 +528,13 @@ class OpNode(Node):
         raw = name.startswith("_raw_saved_")
         if not (raw or name.startswith("_saved_")):
             raise AttributeError(name)
+        rules = _saved_rules(self)
+        if rules is not None:
+            # torch's names first (NOTE [ Saved attributes as torch lists them ] in
+            # ember/_ops/_node_saved.py); ember's own still answer below
+            r = rules.get(name[len("_raw_saved_"):] if raw else name[len("_saved_"):])
+            if r is not None and (r.tensor or not raw):
+                return r.fn(self, raw)
         scalar = None if raw else _SCALAR_SAVED.get(type(self).__name__)
         if scalar is not None and name[len("_saved_"):] in scalar:
             # NOTE [ Saved Scalars ]: where torch's overload took a Scalar (``x ** 2``'s
@@ -604,7 +611,38 @@ class OpNode(Node):
                 return v.mT if tn.endswith("^T") and not raw and v is not None else v
         raise AttributeError(name)
 
+    def saved_input(self, i, raw=False, transposed=False):
+        """Input ``i`` as this node saved it (its ``SavedTensor`` when ``raw``; the
+        transpose when ``transposed``), None where the node kept none; raises the "freed"
+        error after a backward pass released it."""
+        names = _vjp_input_names(self._op)
+        if i >= len(names):
+            return None
+        try:
+            v = self._lookup_saved(("_raw_saved_" if raw else "_saved_") + names[i], raw)
+        except AttributeError:
+            return None
+        return v.mT if transposed and not raw and v is not None else v
+
+    def saved_result(self, k=None, raw=False):
+        """The node's result ``k`` (all of it for None) as saved, None where it kept none."""
+        s = self._sout
+        if type(s) is tuple:
+            if k is None:
+                return s if raw else tuple(None if x is None else x.unpack(self) for x in s)
+            s = s[k] if k < len(s) else None
+        elif k not in (None, 0):
+            return None
+        if s is None:
+            return None
+        return s if raw else s.unpack(self)
+
     def __dir__(self):
+        rules = _saved_rules(self)
+        if rules is not None:  # NOTE [ Saved attributes as torch lists them ]
+            from .._ops._node_saved import listed_names
+
+            return sorted(set(super().__dir__()) | set(listed_names(rules)))
         ember_names = _vjp_input_names(self._op)
         shown = _torch_input_names(self, len(ember_names)) or ember_names
         pairs = [(n.partition("^")[0], i)
@@ -642,6 +680,12 @@ def _is_stand_in(op, i):
     """Whether a node of ``op`` keeps input ``i`` as a shape stand-in (``Op.shape_only``)."""
     so = op.shape_only
     return so is not None and (so is True or i in so)
+
+
+def _saved_rules(node):
+    from .._ops._node_saved import saved_rules
+
+    return saved_rules(node._op.name, type(node).__name__)
 
 
 def _torch_input_names(node, n):
