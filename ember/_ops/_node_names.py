@@ -446,6 +446,8 @@ def _keep(nxt, kept):
 def _linear_edges(node, nxt, shown):
     # torch's linear: addmm(bias, x, w.t()) for a matrix (mm without a bias), the input
     # flattened to a matrix and the result viewed back for other ranks
+    from ._node_saved import linear_steps
+
     x, w, b = nxt[0], nxt[1], nxt[2]
     wt = shown("TBackward0", (w,))
     name = type(node).__name__
@@ -453,16 +455,41 @@ def _linear_edges(node, nxt, shown):
         return (b, x, wt)
     if name == "MmBackward0":
         return (x, wt)
+    prod, view = linear_steps(node)  # (the steps' saved values)
     if name == "ViewBackward0":
-        return (shown("AddmmBackward0", (b, shown("ViewBackward0", (x,)), wt)),)
+        return (shown("AddmmBackward0", (b, shown("ViewBackward0", (x,), view), wt), prod),)
     if name == "UnsafeViewBackward0":
-        return (shown("MmBackward0", (shown("ViewBackward0", (x,)), wt)),)
+        return (shown("MmBackward0", (shown("ViewBackward0", (x,), view), wt), prod),)
     if name == "SqueezeBackward4":
-        return (shown("MmBackward0", (shown("UnsqueezeBackward0", (x,)), wt)),)
+        return (shown("MmBackward0", (shown("UnsqueezeBackward0", (x,), view), wt), prod),)
     if name == "AddBackward0":  # a non-contiguous batch: a matmul, then the bias added
         flat = shown("UnsafeViewBackward0", (shown("CloneBackward0", (x,)),))
         return (shown("UnsafeViewBackward0", (shown("MmBackward0", (flat, wt)),)), b)
     return nxt
+
+
+def _matmul_edges(node, nxt, shown):
+    # torch folds an N-d matmul into one mm/mv of the input viewed as a matrix, or one bmm
+    # of both operands expanded to a common batch and folded to 3 dims (a copy where they
+    # do not fold), and views the product back
+    from ._node_saved import matmul_steps
+
+    if type(node).__name__ != "UnsafeViewBackward0":
+        return nxt
+    steps = matmul_steps(node)
+    if steps is None:
+        return nxt
+    kind, saved, operands = steps
+    if kind in ("mm", "mv"):
+        a = shown("ViewBackward0", (nxt[0],), operands[0])
+        name = "MmBackward0" if kind == "mm" else "MvBackward0"
+        return (shown(name, (a, nxt[1]), saved),)
+    sides = []
+    for edge, (expand, folds, view) in zip(nxt, operands):
+        e = shown("ExpandBackward0", (edge,), expand)
+        sides.append(shown("ViewBackward0", (e,), view) if folds else
+                     shown("UnsafeViewBackward0", (shown("CloneBackward0", (e,)),), view))
+    return (shown("BmmBackward0", tuple(sides), saved),)
 
 
 def _nll_edges(node, nxt, shown, log_softmax=False):
@@ -471,8 +498,9 @@ def _nll_edges(node, nxt, shown, log_softmax=False):
     edge = nxt[0]
     if edge[0] is None:
         return _keep(nxt, (0,))
-    if log_softmax:
-        edge = shown("LogSoftmaxBackward0", (edge,))
+    if log_softmax:  # (torch's log_softmax over the classes, ember's saved probabilities)
+        edge = shown("LogSoftmaxBackward0", (edge,),
+                     {"dim": lambda: 1, "result": lambda: node.saved_result(1).log()})
     name = type(node).__name__
     meta = node._meta_in[0] if node._meta_in else None
     n = len(meta[0]) if meta is not None else 0
@@ -489,13 +517,16 @@ def _cross_entropy_edges(node, nxt, shown):
 
 def _getitem_edges(node, nxt, shown):
     # one ember node for the whole index; torch's chain of selects and slices before it
+    from ._node_saved import getitem_steps_saved, step_saved
+
     meta = node._meta_in[0] if node._meta_in else None
     steps = getitem_steps(node._params.get("idx"), None if meta is None else meta[0])
     if not steps or len(steps) < 2:
         return nxt
+    saved = getitem_steps_saved(node)
     edge = nxt[0]
-    for name in steps[:-1]:
-        edge = shown(name, (edge,))
+    for i, name in enumerate(steps[:-1]):
+        edge = shown(name, (edge,), step_saved(saved[i]) if saved else None)
     return (edge,) + tuple(nxt[1:])
 
 
@@ -504,7 +535,8 @@ def _reshape_copy_edges(node, nxt, shown):
     return (shown("CloneBackward0", (nxt[0],)),) + tuple(nxt[1:])
 
 
-_EDGE_SHAPES = {"linear": _linear_edges, "cross_entropy_loss": _cross_entropy_edges,
+_EDGE_SHAPES = {"linear": _linear_edges, "matmul": _matmul_edges,
+                "cross_entropy_loss": _cross_entropy_edges,
                 "nll_loss": _nll_edges,
                 "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges}
 

@@ -208,25 +208,51 @@ def _nll(self_reader):
             "weight": _input(2)}
 
 
+def _bn_stat(k):
+    # in evaluation torch's node keeps empty batch statistics (it reads the running ones)
+    def read(node, raw):
+        if node._params.get("training", True):
+            return node.saved_result(k, raw)
+        if raw:
+            return None
+        from .._core.tensor import wrap
+        import numpy as np
+
+        return wrap(np.empty((0,), dtype=node._meta_in[0][1]))
+    return _Reader(read, tensor=True)
+
+
+def _log(t):
+    return None if t is None else t.log()
+
+
 def _layer_norm_shape(node):
     return _shape(node, 0)[-node._params["ndim"]:]
 
 
 def _getitem_rules(node):
     # the saved values of the last step of torch's dim-by-dim indexing
-    from ._node_names import takes_whole_dim
+    steps = getitem_steps_saved(node)
+    return steps[-1] if steps else None
+
+
+def getitem_steps_saved(node):
+    """Per step of torch's dim-by-dim indexing for ``node`` (a ``_getitem``), first to last:
+    ``(kind, dim, sizes before, extra)``; None where a tensor index takes part."""
+    from ._node_names import is_bare_slice, takes_whole_dim
     import numpy as np
 
     idx = node._params.get("idx")
     shape = list(_shape(node, 0))
     items = idx if type(idx) is tuple else (idx,)
+    bare = is_bare_slice(idx)
     dim = 0
-    last = None
+    out = []
     for pos, it in enumerate(items):
         if it is Ellipsis:
             dim = len(shape) - sum(1 for x in items[pos + 1:] if x is not None)
             continue
-        if dim < len(shape) and type(it) is slice and len(items) > 1 and \
+        if dim < len(shape) and type(it) is slice and not bare and \
                 takes_whole_dim(it, shape[dim]):
             dim += 1
             continue
@@ -234,21 +260,33 @@ def _getitem_rules(node):
         if type(it) is slice:
             start, stop, step = it.indices(shape[dim])
             n = len(range(start, stop, step))
-            last = ("slice", dim, before, (0 if it.start is None else it.start,
-                                           2 ** 63 - 1 if it.stop is None else it.stop,
-                                           1 if it.step is None else it.step))
+            out.append(("slice", dim, before, (0 if it.start is None else it.start,
+                                               2 ** 63 - 1 if it.stop is None else it.stop,
+                                               1 if it.step is None else it.step)))
             shape[dim] = n
             dim += 1
         elif it is None or type(it) is bool:
-            last = ("unsqueeze", dim, before, None)
+            out.append(("unsqueeze", dim, before, None))
             shape.insert(dim, 1)
             dim += 1
         elif isinstance(it, (int, np.integer)):
-            last = ("select", dim, before, int(it))
+            out.append(("select", dim, before, int(it)))
             del shape[dim]
         else:
             return None
-    return last
+    return out
+
+
+def step_saved(step):
+    """``{torch saved name: fn()}`` for one step of ``getitem_steps_saved``."""
+    kind, dim, before, extra = step
+    if kind == "unsqueeze":
+        return {"dim": lambda: dim}
+    if kind == "select":
+        return {"dim": lambda: dim, "index": lambda: extra, "self_sym_sizes": lambda: before}
+    d = {"dim": lambda: dim, "self_sym_sizes": lambda: before}
+    d.update({k: (lambda v=v: v) for k, v in zip(("start", "end", "step"), extra)})
+    return d
 
 
 def _getitem_value(field):
@@ -274,6 +312,23 @@ _GETITEM = {
     "UnsqueezeBackward0": {"dim": _getitem_value("dim")},
     "AliasBackward0": {},
 }
+
+def _index_indices(node):
+    # torch's list of index tensors, None for a dim taken whole (a trailing one dropped)
+    if node._freed:
+        node.saved_input(0)  # raises the "freed" error
+    saved = iter(node._saved[1:])
+    out = []
+    for it in node._params["spec"]:
+        if type(it) is slice:
+            out.append(None)
+        else:
+            t = next(saved, None)
+            out.append(t.unpack(node) if type(t).__name__ == "SavedTensor" else t)
+    while out and out[-1] is None:
+        out.pop()
+    return tuple(out)
+
 
 _SELF = {"self": _input(0)}
 _SELF_RESULT = {"self": _input(0), "result": _result()}
@@ -325,8 +380,8 @@ SAVED = {
                           "result1": _result(1), "result2": _result(2)},
     "native_batch_norm": {"input": _input(0), "weight": _input(1), "eps": _param("eps"),
                           "training": _param("training"), "running_mean": _input(3),
-                          "running_var": _input(4), "result1": _result(1),
-                          "result2": _result(2)},
+                          "running_var": _input(4), "result1": _bn_stat(1),
+                          "result2": _bn_stat(2)},
     "embedding": {"indices": _input(1), "padding_idx": _param("padding_idx", None, _index),
                   "scale_grad_by_freq": _param("scale_grad_by_freq", False),
                   "sparse": _param("sparse", False),
@@ -354,6 +409,11 @@ SAVED = {
                "end": _fn(lambda node: node._params["start"] + node._params["length"]),
                "step": _const(1), "self_sym_sizes": _param("in_shape")},
     "_getitem": _GETITEM,
+    "_index": {"IndexBackward0": {"indices": _fn(_index_indices),
+                                  "self_sym_sizes": _param("shape")}},
+    "adaptive_avg_pool": {"MeanBackward1": {
+        "dim": _fn(lambda node: (-1, -2)), "keepdim": _const(True),
+        "self_sym_sizes": _sizes(0), "self_sym_numel": _numel(0)}},
     "index_select": {"dim": _param("dim"), "index": _input(1),
                      "self_sym_sizes": _param("shape")},
     "gather": {"dim": _param("dim"), "index": _input(1), "self": _leaf_input(0),
@@ -385,7 +445,9 @@ SAVED = {
                            "indices": _input(1), "self_sym_sizes": _param("shape")}
                     for name in ("MaxBackward0", "MinBackward0")},
     "masked_fill": {"MaskedFillBackward0": {"mask": _input(1)}},
-    "cross_entropy_loss": {"NllLossBackward0": _nll(_result(1))},
+    # (ember keeps the probabilities; torch's node the log-softmax)
+    "cross_entropy_loss": {"NllLossBackward0": _nll(_fn(lambda node: _log(
+        node.saved_result(1))))},
     "nll_loss": {"NllLossBackward0": _nll(_input(0))},
     "binary_cross_entropy_with_logits": {
         "self": _input(0), "target": _input(1), "weight": _input(2), "pos_weight": _input(3),
@@ -425,3 +487,92 @@ def listed_names(rules):
     out = [f"_saved_{n}" for n in rules]
     out += [f"_raw_saved_{n}" for n, r in rules.items() if r.tensor]
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# saved values of the stand-in nodes (NOTE [ Shown edges ] in _node_names.py): each is
+# ``{torch saved name: fn()}``, read off the node that computes the step
+
+
+def _mm_saved(names, left, right, left_sizes, right_sizes, left_strides, right_strides):
+    return {names[0]: left, names[1]: right,
+            f"{names[0]}_sym_sizes": lambda: left_sizes,
+            f"{names[0]}_sym_strides": lambda: left_strides,
+            f"{names[1]}_sym_sizes": lambda: right_sizes,
+            f"{names[1]}_sym_strides": lambda: right_strides}
+
+
+def linear_steps(node):
+    """The saved values of torch's steps for ``linear``: ``(product, view of the input)``,
+    the product being the addmm/mm of the input as a matrix and the weight's transpose."""
+    xs, ws = _shape(node, 0), _shape(node, 1)
+    if xs is None or ws is None:
+        return None, None
+    k, n = ws[1], ws[0]
+    m = math.prod(xs[:-1])
+
+    def x2d():
+        x = node.saved_input(0)
+        return None if x is None else x.reshape(m, k)
+
+    def wt():
+        return node.saved_input(1, transposed=True)
+
+    first = "mat1" if node._next[2][0] is not None or len(xs) != 1 and \
+        type(node).__name__ == "ViewBackward0" else "self"
+    prod = _mm_saved((first, "mat2"), x2d, wt, (m, k), (k, n), (k, 1), (1, k))
+    if first == "mat1":
+        prod.update({"alpha": lambda: 1, "beta": lambda: 1})
+    view = {"dim": lambda: 0} if len(xs) == 1 else {"self_sym_sizes": lambda: xs}
+    return prod, view
+
+
+def _merged_view(shape, strides):
+    """Whether folding all but the last two dims of a tensor of ``shape`` and ``strides``
+    into one needs no copy (torch's reshape then views instead of cloning)."""
+    dims = [(s, st) for s, st in zip(shape[:-2], strides[:-2]) if s != 1]
+    return all(st == nst * ns for (s, st), (ns, nst) in zip(dims, dims[1:]))
+
+
+def matmul_steps(node):
+    """torch's steps for an N-d ``matmul`` ember does in one node: ``(kind, saved of the
+    product, saved of each operand's steps)`` with kind ``mm``/``mv``/``bmm``, or None where
+    ember's node already reads as torch's."""
+    a, b = _shape(node, 0), _shape(node, 1)
+    if a is None or b is None or len(a) < 3:
+        return None
+
+    def flat_a():
+        x = node.saved_input(0)
+        return None if x is None else x.reshape(-1, a[-1])
+
+    rows = math.prod(a[:-1])
+    if len(b) == 2:
+        return ("mm", _mm_saved(("self", "mat2"), flat_a, lambda: node.saved_input(1),
+                                (rows, a[-1]), b, (a[-1], 1), _strides(1).fn(node, False)),
+                ({"self_sym_sizes": lambda: a}, None))
+    if len(b) == 1:
+        return ("mv", {"self": flat_a, "vec": lambda: node.saved_input(1)},
+                ({"self_sym_sizes": lambda: a}, None))
+    batch = _broadcast(a[:-2], b[:-2])
+    if len(a) == len(b) == 3 and a[:-2] == b[:-2]:
+        return None  # one bmm, as torch's
+    steps = []
+    for i, s in enumerate((a, b)):
+        full = batch + s[-2:]
+        t = node.saved_input(i)
+        st = t.stride() if t is not None else _contiguous_strides(s)
+        st = (0,) * (len(full) - len(s)) + tuple(st)
+        st = tuple(0 if n == 1 and f != 1 else x
+                   for n, f, x in zip((1,) * (len(full) - len(s)) + s, full, st))
+        steps.append(({"self_sym_sizes": lambda s=s: s}, _merged_view(full, st),
+                      {"self_sym_sizes": lambda full=full: full}))
+
+    def operand(i):
+        def read():
+            t = node.saved_input(i)
+            s = (a, b)[i]
+            return None if t is None else t.expand(batch + s[-2:]).reshape(
+                math.prod(batch), *s[-2:])
+        return read
+    return ("bmm", {"self": operand(0), "mat2": operand(1)}, tuple(steps))

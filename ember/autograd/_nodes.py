@@ -371,27 +371,43 @@ class ShownNode(Node):
         'TBackward0'
     """
 
-    def __init__(self, edges):
+    #: torch's saved names -> a function giving the value (read off the node that computes
+    #: this step: NOTE [ Saved attributes as torch lists them ] in ember/_ops/_node_saved.py)
+    _shown_saved = None
+
+    def __init__(self, edges, saved=None):
         self._next = edges
+        if saved:
+            self._shown_saved = saved
 
     def _apply(self, grads):
         raise RuntimeError(
             f"{self.name()} is how PyTorch draws this step; ember computes it inside the "
             "node that leads here, so it cannot be called on its own")
 
+    def __getattr__(self, name):
+        saved = self.__dict__.get("_shown_saved")
+        if saved is not None and name.startswith("_saved_") and name[7:] in saved:
+            return saved[name[7:]]()
+        raise AttributeError(name)
+
+    def __dir__(self):
+        extra = [f"_saved_{n}" for n in (self._shown_saved or ())]
+        return sorted(set(super().__dir__()) | set(extra))
+
 
 _shown_classes = {}
 
 
-def _shown_edge(name, edges):
+def _shown_edge(name, edges, saved=None):
     """The edge to a ``ShownNode`` named ``name`` over ``edges`` (none when nothing past it
-    needs a gradient)."""
+    needs a gradient), showing ``saved`` (torch's saved names -> functions giving them)."""
     if all(e[0] is None for e in edges) and len(edges) == 1:
         return edges[0]
     cls = _shown_classes.get(name)
     if cls is None:
         cls = _shown_classes[name] = type(name, (ShownNode,), {"__module__": node_module[0]})
-    return (cls(tuple(edges)), 0)
+    return (cls(tuple(edges), saved), 0)
 
 
 class OpNode(Node):
