@@ -176,6 +176,13 @@ def _linear(inputs, params):
     return "ViewBackward0" if inputs[0]._data.flags.c_contiguous else "AddBackward0"
 
 
+def _addmm(inputs, params):
+    # one ember op for torch's addmm, addmv and baddbmm
+    if _ndim(inputs[1]) == 3:
+        return "BaddbmmBackward0"
+    return "AddmvBackward0" if _ndim(inputs[2]) == 1 else None
+
+
 def _pow(inputs, params):
     a, b = inputs
     if _is_number(b):
@@ -261,6 +268,7 @@ _CALL_DEPENDENT = {
     "adaptive_avg_pool": _adaptive_avg,
     "matmul": _matmul,
     "linear": _linear,
+    "addmm": _addmm,
     "pow": _pow,
     "sub": _sub,
     "div": _div,

@@ -67,6 +67,8 @@ def _strides(i, transposed=False):
     """The strides of the saved input ``i`` (in elements; a contiguous tensor's when ember
     kept no tensor)."""
     def read(node, raw):
+        if i < len(node._next) and node._next[i][0] is None:
+            return ()  # torch keeps an operand's strides only for its own gradient
         t = node.saved_input(i, False, transposed)
         if t is not None:
             return tuple(t.stride())
@@ -354,8 +356,13 @@ SAVED = {
         "ViewBackward0": {"self_sym_sizes": _fn(_linear_view_sizes)},
         "UnsafeViewBackward0": {"self_sym_sizes": _fn(_linear_view_sizes)},
     },
-    "addmm": {"alpha": _param("alpha", 1), "beta": _param("beta", 1),
-              **_mm_like(1, 2, ("mat1", "mat2"))},
+    "addmm": {  # addmm, addmv and baddbmm
+        "AddmmBackward0": {"alpha": _param("alpha", 1), "beta": _param("beta", 1),
+                           **_mm_like(1, 2, ("mat1", "mat2"))},
+        "AddmvBackward0": {"alpha": _param("alpha", 1), "beta": _param("beta", 1),
+                           **_mm_like(1, 2, ("mat", "vec"), sizes=False)},
+        "BaddbmmBackward0": {"alpha": _param("alpha", 1), "beta": _param("beta", 1),
+                             **_mm_like(1, 2, ("batch1", "batch2"), sizes=False)}},
     "matmul": {
         "MmBackward0": _mm_like(0, 1, ("self", "mat2")),
         "BmmBackward0": _mm_like(0, 1, ("self", "mat2"), sizes=False),
@@ -520,7 +527,9 @@ def linear_steps(node):
 
     first = "mat1" if node._next[2][0] is not None or len(xs) != 1 and \
         type(node).__name__ == "ViewBackward0" else "self"
-    prod = _mm_saved((first, "mat2"), x2d, wt, (m, k), (k, n), (k, 1), (1, k))
+    prod = _mm_saved((first, "mat2"), x2d, wt, (m, k), (k, n),
+                     (k, 1) if node._next[0][0] is not None else (),
+                     (1, k) if node._next[1][0] is not None else ())
     if first == "mat1":
         prod.update({"alpha": lambda: 1, "beta": lambda: 1})
     view = {"dim": lambda: 0} if len(xs) == 1 else {"self_sym_sizes": lambda: xs}
@@ -549,7 +558,9 @@ def matmul_steps(node):
     rows = math.prod(a[:-1])
     if len(b) == 2:
         return ("mm", _mm_saved(("self", "mat2"), flat_a, lambda: node.saved_input(1),
-                                (rows, a[-1]), b, (a[-1], 1), _strides(1).fn(node, False)),
+                                (rows, a[-1]), b,
+                                (a[-1], 1) if node._next[0][0] is not None else (),
+                                _strides(1).fn(node, False)),
                 ({"self_sym_sizes": lambda: a}, None))
     if len(b) == 1:
         return ("mv", {"self": flat_a, "vec": lambda: node.saved_input(1)},
