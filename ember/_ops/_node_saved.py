@@ -160,6 +160,10 @@ def _mm_like(a, b, names, b_transposed=False, sizes=True):
 def _matmul_view_sizes(node):
     # torch folds an N-d @ 2-d product into one mm and views the result back
     a, b = _shape(node, 0), _shape(node, 1)
+    if len(a) == 1:  # the stack's transpose times the vector, flat
+        return (math.prod(b[:-2]) * b[-1],)
+    if len(b) == 1:
+        return (math.prod(a[:-1]),)
     if len(b) == 2:
         return (math.prod(a[:-1]), b[1])
     batch = _broadcast(a[:-2], b[:-2])
@@ -203,11 +207,21 @@ def _total_weight(node):
     return wrap(total)
 
 
+def _image(reader, dims):
+    # torch's image kernel sees a 3-d input (a 2-d target) as 4-d (3-d) with a unit dim 2
+    def read(node, raw):
+        t = reader.fn(node, raw)
+        if raw or t is None or t.ndim != dims:
+            return t
+        return t.unsqueeze(2) if dims == 3 else t.unsqueeze(1)
+    return _Reader(read, reader.tensor)
+
+
 def _nll(self_reader):
     return {"ignore_index": _param("ignore_index", -100, _index),
             "reduction": _param("reduction", "mean", lambda v: REDUCTION_ENUM.get(v, v)),
-            "self": self_reader, "target": _input(1), "total_weight": _fn(_total_weight),
-            "weight": _input(2)}
+            "self": _image(self_reader, 3), "target": _image(_input(1), 2),
+            "total_weight": _fn(_total_weight), "weight": _input(2)}
 
 
 def _bn_stat(k):
@@ -315,11 +329,11 @@ _GETITEM = {
     "AliasBackward0": {},
 }
 
-def _index_indices(node):
+def _index_indices(node, first=1):
     # torch's list of index tensors, None for a dim taken whole (a trailing one dropped)
     if node._freed:
         node.saved_input(0)  # raises the "freed" error
-    saved = iter(node._saved[1:])
+    saved = iter(node._saved[first:])
     out = []
     for it in node._params["spec"]:
         if type(it) is slice:
@@ -332,6 +346,64 @@ def _index_indices(node):
     return tuple(out)
 
 
+def _number(i):
+    """Input ``i`` as torch's Scalar overload keeps it: a Python number."""
+    def read(node):
+        t = node.saved_input(i)
+        return t.item() if t is not None and t.ndim == 0 else t
+    return _fn(read)
+
+
+def _fft_normalization(node):
+    # torch's fft_norm_mode: 0 none, 1 by the root of n, 2 by n -- by the direction
+    norm, forward = node._params.get("norm"), node._params.get("forward", True)
+    if norm == "ortho":
+        return 1
+    scaled = (norm in (None, "backward")) != bool(forward)
+    return 2 if scaled else 0
+
+
+def _fft(onesided=None):
+    d = {"dim": _param("dims"), "normalization": _fn(_fft_normalization)}
+    if onesided is not None:
+        d["onesided"] = _const(onesided)
+    return d
+
+
+def _argsize(i, k):
+    def read(node):
+        s = _shape(node, i)
+        return None if s is None else s[k]
+    return _fn(read)
+
+
+def _pad_list(node):
+    # torch's ``pad`` as the caller gave it: per dim from the last, (before, after)
+    pads = list(node._params["pads"])
+    while pads and tuple(pads[0]) == (0, 0):
+        pads.pop(0)
+    return tuple(x for p in reversed(pads) for x in p)
+
+
+def _kron_sizes(node):
+    a, b = _shape(node, 0), _shape(node, 1)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(x for pair in zip(a, b) for x in pair)
+
+
+def _as_strided_offset(node):
+    # None where the caller gave none (the input's own offset)
+    p = node._params
+    geo = p.get("in_geometry")
+    off = p.get("offset")
+    return None if off is None or geo is not None and off == geo[2] else off
+
+
+_ALONG = {"dim": _param("dim"), "indices": _input(1), "self_sym_sizes": _param("shape")}
+_ALONG_KEEP = {**_ALONG, "keepdim": _param("keepdim")}
+_CUM_ALONG = {"dim": _param("dim"), "indices": _input(1), "self": _leaf_input(0)}
+_REDUCTION = _param("reduction", "mean", lambda v: REDUCTION_ENUM.get(v, v))
 _SELF = {"self": _input(0)}
 _SELF_RESULT = {"self": _input(0), "result": _result()}
 _RESULT = {"result": _result()}
@@ -396,15 +468,17 @@ SAVED = {
     "mul": {"MulBackward0": {"self": _input(0), "other": _input(1)}},
     "div": {"DivBackward0": {"self": _input(0), "other": _input(1)}},
     "add": {"AddBackward0": {"alpha": _param("alpha", 1)}},
-    "sub": {"SubBackward0": {"alpha": _param("alpha", 1)},
-            "RsubBackward1": {"alpha": _param("alpha", 1)}},
+    "sub": {name: {"alpha": _param("alpha", 1)}
+            for name in ("SubBackward0", "RsubBackward0", "RsubBackward1")},
+    "diff": {"SubBackward0": {"alpha": _const(1)}},
     "view": {"self_sym_sizes": _param("in_shape")},
     "_reshape_copy": {"self_sym_sizes": _param("in_shape")},
     "transpose": {"TBackward0": _NOTHING},
     "expand": {"self_sym_sizes": _sizes(0)},
     "unsqueeze": {"dim": _param("dim")},
     "squeeze": {"SqueezeBackward0": {"self_sym_sizes": _param("in_shape")},
-                "SqueezeBackward1": {"dim": _fn(lambda node: node._params["dims"][0]),
+                "SqueezeBackward1": {"dim": _fn(lambda node: (node._params["dims"] or
+                                                              (None,))[0]),
                                      "self_sym_sizes": _param("in_shape")},
                 "SqueezeBackward2": {"dim": _param("dims"),
                                      "self_sym_sizes": _param("in_shape")}},
@@ -420,7 +494,8 @@ SAVED = {
                                   "self_sym_sizes": _param("shape")}},
     "adaptive_avg_pool": {"MeanBackward1": {
         "dim": _fn(lambda node: (-1, -2)), "keepdim": _const(True),
-        "self_sym_sizes": _sizes(0), "self_sym_numel": _numel(0)}},
+        "self_sym_sizes": _sizes(0), "self_sym_numel": _numel(0)},
+        "AdaptiveAvgPool2DBackward0": _SELF, "AdaptiveAvgPool3DBackward0": _SELF},
     "index_select": {"dim": _param("dim"), "index": _input(1),
                      "self_sym_sizes": _param("shape")},
     "gather": {"dim": _param("dim"), "index": _input(1), "self": _leaf_input(0),
@@ -448,17 +523,14 @@ SAVED = {
                                "keepdim": _param("keepdim")},
              "AminBackward0": {"self": _input(0), "result": _result(), "dim": _param("dim"),
                                "keepdim": _param("keepdim")}},
-    "_take_along": {name: {"dim": _param("dim"), "keepdim": _param("keepdim"),
-                           "indices": _input(1), "self_sym_sizes": _param("shape")}
-                    for name in ("MaxBackward0", "MinBackward0")},
     "masked_fill": {"MaskedFillBackward0": {"mask": _input(1)}},
     # (ember keeps the probabilities; torch's node the log-softmax)
-    "cross_entropy_loss": {"NllLossBackward0": _nll(_fn(lambda node: _log(
-        node.saved_result(1))))},
-    "nll_loss": {"NllLossBackward0": _nll(_input(0))},
+    "cross_entropy_loss": {name: _nll(_fn(lambda node: _log(node.saved_result(1))))
+                           for name in ("NllLossBackward0", "NllLoss2DBackward0")},
+    "nll_loss": {name: _nll(_input(0)) for name in ("NllLossBackward0", "NllLoss2DBackward0")},
     "binary_cross_entropy_with_logits": {
         "self": _input(0), "target": _input(1), "weight": _input(2), "pos_weight": _input(3),
-        "reduction": _param("reduction", "mean", lambda v: REDUCTION_ENUM.get(v, v))},
+        "reduction": _REDUCTION},
     "max_pool": {name: {"self": _input(0), "result1": _result(1),
                         "kernel_size": _param("kernel_size"), "stride": _param("stride"),
                         "padding": _param("padding"), "dilation": _param("dilation"),
@@ -474,7 +546,125 @@ SAVED = {
         "query": _input(0), "key": _input(1), "value": _input(2), "attn_mask": _input(3),
         "output": _result(0), "logsumexp": _result(1), "scale": _param("scale"),
         "dropout_p": _param("dropout_p", 0.0), "is_causal": _param("is_causal", False)}},
+    "square": {"PowBackward0": {"exponent": _const(2), "self": _input(0)}},
     "repeat": {"repeats": _param("repeats"), "self_sym_sizes": _param("in_shape")},
+    # -- beyond the everyday ops (tools/graph_fidelity.py --opinfo)
+    "_fft_c2c": {"FftC2CBackward0": {**_fft(), "forward": _param("forward")}},
+    "_fft_r2c": {"FftR2CBackward0": {**_fft(True), "self": _input(0)}},
+    "_fft_c2r": {"FftC2RBackward0": _fft()},
+    "index_put": {"IndexPutBackward0": {"accumulate": _param("accumulate"),
+                                        "indices": _fn(lambda node: _index_indices(node, 2))}},
+    "scatter_reduce": {"ScatterReduceBackward0": {
+        "dim": _param("dim"), "include_self": _param("include_self"), "index": _input(1),
+        "reduce": _param("reduce"), "result": _result(), "self": _input(0),
+        "src": _input(2)}},
+    "scatter": {"ScatterBackward0": {"dim": _param("dim"), "index": _input(1)},
+                "ScatterBackward1": {"dim": _param("dim"), "index": _input(1)}},
+    "scatter_add": {"ScatterAddBackward0": {"dim": _param("dim"), "index": _input(1)}},
+    "index_add": {"IndexAddBackward0": {
+        "alpha": _param("alpha", 1), "dim": _param("dim"), "index": _input(1),
+        "source": _leaf_input(2), "source_dim": _fn(lambda node: len(_shape(node, 2) or ()))}},
+    "index_copy": {"IndexCopyBackward0": {
+        "dim": _param("dim"), "index": _input(1), "source": _leaf_input(2),
+        "source_dim": _fn(lambda node: len(_shape(node, 2) or ()))}},
+    "index_fill": {"IndexFillBackward0": {"dim": _param("dim"), "index": _input(1)}},
+    "masked_select": {"MaskedSelectBackward0": {"mask": _input(1), "self": _leaf_input(0)}},
+    "masked_scatter": {"MaskedScatterBackward0": {"mask": _input(1),
+                                                  "source_sym_sizes": _sizes(2)}},
+    "take": {"TakeBackward0": {"index": _input(1), "self": _leaf_input(0)}},
+    "put": {"PutBackward0": {"accumulate": _param("accumulate"), "index": _input(1),
+                             "source": _input(2)}},
+    "nan_to_num": _SELF,
+    "erfinv": {"self": _leaf_input(0)},
+    "nansum": {"NansumBackward0": {"dim": _param("dim"), "keepdim": _param("keepdim"),
+                                   "self": _input(0)}},
+    "cumprod": {"dim": _param("dim"), "result": _result(), "self": _input(0)},
+    "prod": {"ProdBackward0": _SELF_RESULT,
+             "ProdBackward1": {"dim": _fn(lambda node: node._params["dim"][0]),
+                               "keepdim": _param("keepdim"), **_SELF_RESULT}},
+    "_take_along": {
+        **{name: {"dim": _param("dim"), "keepdim": _param("keepdim"),
+                  "indices": _input(1), "self_sym_sizes": _param("shape")}
+           for name in ("MaxBackward0", "MinBackward0")},
+        "SortBackward0": _ALONG, "TopkBackward0": _ALONG,
+        "KthvalueBackward0": _ALONG_KEEP, "ModeBackward0": _ALONG_KEEP,
+        "MedianBackward1": _ALONG_KEEP, "NanmedianBackward1": _ALONG_KEEP,
+        "CummaxBackward0": _CUM_ALONG, "CumminBackward0": _CUM_ALONG},
+    "diagonal": {"dim1": _param("dim1"), "dim2": _param("dim2"), "offset": _param("offset"),
+                 "self_sym_sizes": _param("in_shape")},
+    "unfold": {"dimension": _param("dimension"), "size": _param("size"),
+               "step": _param("step"), "self_sym_sizes": _param("in_shape")},
+    "tril": {"diagonal": _param("diagonal")},
+    "triu": {"diagonal": _param("diagonal")},
+    "unsafe_split": {"UnsafeSplitBackward0": {
+        "dim": _param("dim"), "self_sym_sizes": _param("in_shape"),
+        "split_size": _fn(lambda node: node._params["bounds"][0][1] -
+                          node._params["bounds"][0][0])}},
+    "cdist": {"CdistBackward0": {"p": _param("p"), "result": _result(), "x1": _input(0),
+                                 "x2": _input(1)}},
+    "complex": {"real": _leaf_input(0), "imag": _leaf_input(1)},
+    "threshold": {"self": _input(0), "threshold": _param("threshold")},
+    "prelu": {"self": _input(0), "weight": _input(1)},
+    "log_sigmoid": {"self": _input(0), "buffer": _const(None)},
+    "soft_margin_loss": {"self": _input(0), "target": _input(1), "reduction": _REDUCTION},
+    "binary_cross_entropy": {"self": _input(0), "target": _input(1), "weight": _input(2),
+                             "reduction": _REDUCTION},
+    "elu": {"CeluBackward0": {"alpha": _param("alpha"), "self": _input(0)}},
+    "clamp_min": {"ClampMinBackward0": {"min": _number(1), "self": _input(0)},
+                  "ClampMinBackward1": {"min": _input(1), "self": _input(0)}},
+    "clamp_max": {"ClampMaxBackward0": {"max": _number(1), "self": _input(0)},
+                  "ClampMaxBackward1": {"max": _input(1), "self": _input(0)}},
+    "addr": {"alpha": _param("alpha", 1), "beta": _param("beta", 1), "vec1": _input(1),
+             "vec2": _input(2)},
+    "addbmm": {"alpha": _param("alpha", 1), "beta": _param("beta", 1), "batch1": _input(1),
+               "batch2": _input(2), "batch1_sym_argsize_0": _argsize(1, 0),
+               "batch1_sym_argsize_1": _argsize(1, 1), "batch2_sym_argsize_2": _argsize(2, 2)},
+    "constant_pad_nd": {"ConstantPadNdBackward0": {"pad": _fn(_pad_list)}},
+    "kron": {"UnsafeViewBackward0": {"self_sym_sizes": _fn(_kron_sizes)}},
+    "as_strided": {"AsStridedBackward0": {"size": _param("size"), "stride": _param("stride"),
+                                          "storage_offset": _fn(_as_strided_offset)}},
+    "as_strided_scatter": {"AsStridedScatterBackward0": {
+        "size": _param("size"), "stride": _param("stride"),
+        "storage_offset": _fn(lambda node: node._params.get("offset") or None)}},
+    "view_as_complex": _NOTHING,
+    "round_decimals": _NOTHING,
+    "frexp": {"exponent": _result(1)},
+    "ldexp": {"other": _input(1), "result": _result()},
+    "im2col": {"kernel_size": _param("kernel_size"), "dilation": _param("dilation"),
+               "padding": _param("padding"), "stride": _param("stride"),
+               "self_sym_argsize_minus_1": _argsize(0, -1),
+               "self_sym_argsize_minus_2": _argsize(0, -2)},
+    "adaptive_max_pool": {"AdaptiveMaxPool2DBackward0": {"self": _input(0),
+                                                         "result1": _result(1)},
+                          "AdaptiveMaxPool3DBackward0": {"self": _input(0),
+                                                         "result1": _result(1)}},
+    # decompositions: what ember's node keeps of torch's (the LU factors of a solve or a
+    # determinant are not kept: read as None)
+    "linalg_inv": {"inverse": _result(0)},
+    "linalg_inv_ex": {"inverse": _result(0)},
+    "linalg_cholesky": {"L": _result(0), "upper": _param("upper")},
+    "linalg_pinv": _SELF_RESULT,
+    "linalg_householder_product": {"input": _input(0), "tau": _input(1),
+                                   "result": _result()},
+    "linalg_svd": {"U": _result(0), "S": _result(1), "Vh": _result(2),
+                   "full_matrices": _param("full_matrices"),
+                   "S_sym_argsize_minus_1": _fn(lambda node: min(_shape(node, 0)[-2:]))},
+    "linalg_lu": {"P": _result(0), "L": _result(1), "U": _result(2), "pivot": _const(True)},
+    "lu_unpack": {"LU_data_sym_argsize_minus_1": _argsize(0, -1),
+                  "LU_data_sym_argsize_minus_2": _argsize(0, -2)},
+    "linalg_lu_solve": {"LU": _input(0), "pivots": _input(1), "left": _param("left"),
+                        "adjoint": _param("adjoint"), "result": _result()},
+    "linalg_solve": {"A": _input(0), "LU": _const(None), "pivots": _const(None),
+                     "left": _param("left"), "result": _result(0)},
+    "linalg_det": {"A": _input(0), "LU": _const(None), "pivots": _const(None),
+                   "result": _result()},
+    "linalg_slogdet": {"A": _input(0), "LU": _const(None), "pivots": _const(None),
+                       "sign": _result(0)},
+    "linalg_eigh": {"eigenvalues": _result(0), "eigenvectors": _result(1)},
+    "ormqr": {"self": _input(0), "input2": _input(1), "input3": _input(2),
+              "left": _param("left"), "transpose": _param("transpose"), "result": _result()},
+    "cholesky_solve": {"self": _input(0), "input2": _input(1), "upper": _param("upper"),
+                       "result": _result()},
     "cumsum": {"dim": _param("dim")},
 }
 
