@@ -215,3 +215,14 @@ def test_opinfo_graphs_coverage_does_not_fall():
     assert tally.names / tally.nodes >= 0.85
     assert tally.saved_sets / tally.names >= 0.96
     assert (tally.saved_values + tally.negative_dims) / tally.values_compared >= 0.93
+
+
+def test_accumulate_grad_sequence_number_as_torch():
+    nums = []
+    for T in (ember, torch):
+        x = T.ones(2, requires_grad=True)
+        fn = (x * 2).grad_fn
+        acc = fn.next_functions[0][0]
+        nums.append(acc._sequence_nr())
+        assert fn._sequence_nr() < acc._sequence_nr()
+    assert nums[0] == nums[1]
