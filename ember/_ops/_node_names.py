@@ -431,7 +431,8 @@ _KEPT_EDGES = {
     "ScatterBackward0": (0, 2), "ScatterBackward1": (0,), "ScatterAddBackward0": (0, 2),
     "ScatterReduceBackward0": (0, 2), "IndexAddBackward0": (0, 2), "IndexCopyBackward0": (0, 2),
     "IndexFillBackward0": (0,), "IndexReduceBackward0": (0, 2),
-    "EmbeddingBackward0": (0,),
+    "EmbeddingBackward0": (0,), "LinalgLuSolveBackward0": (0, 2), "LuUnpackBackward0": (0,),
+    "FillBackward0": (0,), "CtcLossBackward0": (0,),
     "CummaxBackward0": (0,), "CumminBackward0": (0,), "KthvalueBackward0": (0,),
     "MaxBackward0": (0,), "MinBackward0": (0,), "MedianBackward1": (0,),
     "NanmedianBackward1": (0,), "ModeBackward0": (0,), "SortBackward0": (0,),
@@ -495,7 +496,7 @@ def _matmul_edges(node, nxt, shown):
     sides = []
     for edge, (expand, folds, view) in zip(nxt, operands):
         e = shown("ExpandBackward0", (edge,), expand)
-        sides.append(shown("ViewBackward0", (e,), view) if folds else
+        sides.append(shown(folds, (e,), view) if folds else
                      shown("UnsafeViewBackward0", (shown("CloneBackward0", (e,)),), view))
     return (shown("BmmBackward0", tuple(sides), saved),)
 
@@ -538,6 +539,23 @@ def _getitem_edges(node, nxt, shown):
     return (edge,) + tuple(nxt[1:])
 
 
+def _pool1d_edges(node, nxt, shown):
+    # torch's 1-d pools: a 2-d pool of the input unsqueezed at dim -2, squeezed back
+    from ._node_saved import pool1d_steps
+
+    if type(node).__name__ != "SqueezeBackward1":
+        return _kept_edges(node, nxt)
+    _, name, saved, unsqueeze = pool1d_steps(node)
+    return (shown(name, (shown("UnsqueezeBackward0", (nxt[0],), unsqueeze),), saved),)
+
+
+def _rsub_edges(node, nxt, shown):
+    # ``rsub(x, y)`` is ember's ``y - x``; torch's node lists x's edge first
+    if type(node).__name__ == "RsubBackward0":
+        return (nxt[1], nxt[0])
+    return _kept_edges(node, nxt)
+
+
 def _reshape_copy_edges(node, nxt, shown):
     # torch's reshape of what no view can give: a contiguous clone, then a view of it
     return (shown("CloneBackward0", (nxt[0],)),) + tuple(nxt[1:])
@@ -546,7 +564,10 @@ def _reshape_copy_edges(node, nxt, shown):
 _EDGE_SHAPES = {"linear": _linear_edges, "matmul": _matmul_edges,
                 "cross_entropy_loss": _cross_entropy_edges,
                 "nll_loss": _nll_edges,
-                "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges}
+                "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges,
+                "max_pool": _pool1d_edges, "avg_pool": _pool1d_edges,
+                "adaptive_max_pool": _pool1d_edges, "adaptive_avg_pool": _pool1d_edges,
+                "sub": _rsub_edges}
 
 
 def _linear_hook_view(node, fn):
@@ -590,6 +611,10 @@ def shown_edges(node, nxt, shown):
     rule = _EDGE_SHAPES.get(node._op.name)
     if rule is not None:
         return rule(node, nxt, shown)
+    return _kept_edges(node, nxt)
+
+
+def _kept_edges(node, nxt):
     kept = _KEPT_EDGES.get(type(node).__name__)
     if kept is None or all(e[0] is not None for e in nxt):
         return nxt

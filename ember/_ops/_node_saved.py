@@ -404,6 +404,12 @@ _ALONG = {"dim": _param("dim"), "indices": _input(1), "self_sym_sizes": _param("
 _ALONG_KEEP = {**_ALONG, "keepdim": _param("keepdim")}
 _CUM_ALONG = {"dim": _param("dim"), "indices": _input(1), "self": _leaf_input(0)}
 _REDUCTION = _param("reduction", "mean", lambda v: REDUCTION_ENUM.get(v, v))
+def _fn_dict(steps):
+    # readers for names whose values a step function gives as ``{name: fn()}``
+    names = ("dim", "self_sym_sizes")
+    return {n: _fn(lambda node, n=n: steps(node)[n]()) for n in names}
+
+
 _SELF = {"self": _input(0)}
 _SELF_RESULT = {"self": _input(0), "result": _result()}
 _RESULT = {"result": _result()}
@@ -495,7 +501,8 @@ SAVED = {
     "adaptive_avg_pool": {"MeanBackward1": {
         "dim": _fn(lambda node: (-1, -2)), "keepdim": _const(True),
         "self_sym_sizes": _sizes(0), "self_sym_numel": _numel(0)},
-        "AdaptiveAvgPool2DBackward0": _SELF, "AdaptiveAvgPool3DBackward0": _SELF},
+        "AdaptiveAvgPool2DBackward0": _SELF, "AdaptiveAvgPool3DBackward0": _SELF,
+        "SqueezeBackward1": _fn_dict(lambda node: pool1d_steps(node)[0])},
     "index_select": {"dim": _param("dim"), "index": _input(1),
                      "self_sym_sizes": _param("shape")},
     "gather": {"dim": _param("dim"), "index": _input(1), "self": _leaf_input(0),
@@ -531,17 +538,20 @@ SAVED = {
     "binary_cross_entropy_with_logits": {
         "self": _input(0), "target": _input(1), "weight": _input(2), "pos_weight": _input(3),
         "reduction": _REDUCTION},
-    "max_pool": {name: {"self": _input(0), "result1": _result(1),
+    "max_pool": {"SqueezeBackward1": _fn_dict(lambda node: pool1d_steps(node)[0]),
+                 **{name: {"self": _input(0), "result1": _result(1),
                         "kernel_size": _param("kernel_size"), "stride": _param("stride"),
                         "padding": _param("padding"), "dilation": _param("dilation"),
                         "ceil_mode": _param("ceil_mode")}
-                 for name in ("MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0")},
-    "avg_pool": {name: {"self": _input(0), "kernel_size": _param("kernel_size"),
+                 for name in ("MaxPool2DWithIndicesBackward0",
+                              "MaxPool3DWithIndicesBackward0")}},
+    "avg_pool": {"SqueezeBackward1": _fn_dict(lambda node: pool1d_steps(node)[0]),
+                 **{name: {"self": _input(0), "kernel_size": _param("kernel_size"),
                         "stride": _param("stride"), "padding": _param("padding"),
                         "ceil_mode": _param("ceil_mode"),
                         "count_include_pad": _param("count_include_pad"),
                         "divisor_override": _param("divisor_override")}
-                 for name in ("AvgPool2DBackward0", "AvgPool3DBackward0")},
+                 for name in ("AvgPool2DBackward0", "AvgPool3DBackward0")}},
     "scaled_dot_product_attention": {"ScaledDotProductFlashAttentionForCpuBackward0": {
         "query": _input(0), "key": _input(1), "value": _input(2), "attn_mask": _input(3),
         "output": _result(0), "logsumexp": _result(1), "scale": _param("scale"),
@@ -637,7 +647,8 @@ SAVED = {
     "adaptive_max_pool": {"AdaptiveMaxPool2DBackward0": {"self": _input(0),
                                                          "result1": _result(1)},
                           "AdaptiveMaxPool3DBackward0": {"self": _input(0),
-                                                         "result1": _result(1)}},
+                                                         "result1": _result(1)},
+                          "SqueezeBackward1": _fn_dict(lambda node: pool1d_steps(node)[0])},
     # decompositions: what ember's node keeps of torch's (the LU factors of a solve or a
     # determinant are not kept: read as None)
     "linalg_inv": {"inverse": _result(0)},
@@ -722,15 +733,22 @@ def linear_steps(node):
                      (1, k) if node._next[1][0] is not None else ())
     if first == "mat1":
         prod.update({"alpha": lambda: 1, "beta": lambda: 1})
-    view = {"dim": lambda: 0} if len(xs) == 1 else {"self_sym_sizes": lambda: xs}
+    view = {"dim": lambda: 0} if type(node).__name__ == "SqueezeBackward4" else \
+        {"self_sym_sizes": lambda: xs}
     return prod, view
 
 
 def _merged_view(shape, strides):
-    """Whether folding all but the last two dims of a tensor of ``shape`` and ``strides``
-    into one needs no copy (torch's reshape then views instead of cloning)."""
+    """How torch's reshape folds all but the last two dims of a tensor of ``shape`` and
+    ``strides`` into one: ``"ViewBackward0"`` (contiguous), ``"ReshapeAliasBackward0"`` (a
+    view of a strided tensor) or None (a copy)."""
     dims = [(s, st) for s, st in zip(shape[:-2], strides[:-2]) if s != 1]
-    return all(st == nst * ns for (s, st), (ns, nst) in zip(dims, dims[1:]))
+    if not all(st == nst * ns for (s, st), (ns, nst) in zip(dims, dims[1:])):
+        return None
+    every = [(s, st) for s, st in zip(shape, strides) if s != 1]
+    contiguous = all(st == _contiguous_strides(shape)[i] for i, (s, st) in
+                     enumerate(zip(shape, strides)) if s != 1) if every else True
+    return "ViewBackward0" if contiguous else "ReshapeAliasBackward0"
 
 
 def matmul_steps(node):
@@ -756,8 +774,6 @@ def matmul_steps(node):
         return ("mv", {"self": flat_a, "vec": lambda: node.saved_input(1)},
                 ({"self_sym_sizes": lambda: a}, None))
     batch = _broadcast(a[:-2], b[:-2])
-    if len(a) == len(b) == 3 and a[:-2] == b[:-2]:
-        return None  # one bmm, as torch's
     steps = []
     for i, s in enumerate((a, b)):
         full = batch + s[-2:]
@@ -777,3 +793,56 @@ def matmul_steps(node):
                 math.prod(batch), *s[-2:])
         return read
     return ("bmm", {"self": operand(0), "mat2": operand(1)}, tuple(steps))
+
+
+def _pool_out_len(n, k, s, p, d, ceil_mode):
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1  # the last window must start inside the input or its left padding
+    return out
+
+
+def pool1d_steps(node):
+    """torch runs a 1-d pool as a 2-d one on the input with a unit dim -2 inserted:
+    ``(saved of the final squeeze, 2-d pool node name, its saved, saved of the unsqueeze)``."""
+    op = node._op.name
+    p = node._params
+    x = _shape(node, 0)
+    if op in ("adaptive_avg_pool", "adaptive_max_pool"):
+        n_out = p["output_size"][0]
+    else:
+        k, s, pad = p["kernel_size"][0], p["stride"][0], p["padding"][0]
+        n_out = _pool_out_len(x[-1], k, s, pad, p.get("dilation", (1,))[0], p["ceil_mode"])
+    squeeze = {"dim": lambda: -2, "self_sym_sizes": lambda: x[:-1] + (1, n_out)}
+
+    def x2d():
+        t = node.saved_input(0)
+        return None if t is None else t.unsqueeze(-2)
+
+    def indices2d():
+        r = node.saved_result(1)
+        return None if r is None else r.unsqueeze(-2)
+
+    if op == "max_pool":
+        name = "MaxPool2DWithIndicesBackward0"
+        saved = {"self": x2d, "result1": indices2d, "ceil_mode": lambda: p["ceil_mode"],
+                 "kernel_size": lambda: (1,) + tuple(p["kernel_size"]),
+                 "stride": lambda: (1,) + tuple(p["stride"]),
+                 "padding": lambda: (0,) + tuple(p["padding"]),
+                 "dilation": lambda: (1,) + tuple(p["dilation"])}
+    elif op == "avg_pool":
+        name = "AvgPool2DBackward0"
+        saved = {"self": x2d, "ceil_mode": lambda: p["ceil_mode"],
+                 "count_include_pad": lambda: p["count_include_pad"],
+                 "divisor_override": lambda: p["divisor_override"],
+                 "kernel_size": lambda: (1,) + tuple(p["kernel_size"]),
+                 "stride": lambda: (1,) + tuple(p["stride"]),
+                 "padding": lambda: (0,) + tuple(p["padding"])}
+    elif op == "adaptive_max_pool":
+        name = "AdaptiveMaxPool2DBackward0"
+        saved = {"self": x2d, "result1": indices2d}
+    else:
+        name = "AdaptiveAvgPool2DBackward0"
+        saved = {"self": x2d}
+    return squeeze, name, saved, {"dim": lambda: -2}

@@ -1371,6 +1371,16 @@ class CopySlices(Node):
         g_r = replay(g, self._chain) if self._next[1][0] is not None else None
         return (g_base, g_r)
 
+    @property
+    def next_functions(self):
+        # torch's CopySlices wraps the in-place op's node and shows that node's edges but
+        # the first (the view it wrote, which CopySlices stands for) after the base's;
+        # the engine routes through ``_next`` (NOTE [ Shown edges ] in _node_names.py)
+        r = self._next[1][0]
+        if r is None or isinstance(r, AccumulateGrad):
+            return self._next
+        return (self._next[0],) + tuple(r.next_functions[1:])
+
 
 # ------------------------------------------------------------------------------------------------
 # in-place hooks

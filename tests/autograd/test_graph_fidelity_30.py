@@ -226,3 +226,63 @@ def test_accumulate_grad_sequence_number_as_torch():
         nums.append(acc._sequence_nr())
         assert fn._sequence_nr() < acc._sequence_nr()
     assert nums[0] == nums[1]
+
+
+def _walk(fn, depth=0):
+    # the graph as nested names, each node's _saved_ names with it (torchviz's view)
+    if fn is None:
+        return "None"
+    name = type(fn).__name__
+    if name == "AccumulateGrad" or depth > 12:
+        return name
+    saved = ",".join(sorted(a[7:] for a in dir(fn) if a.startswith("_saved_")))
+    inner = ", ".join(_walk(f, depth + 1) for f, _ in fn.next_functions)
+    return f"{name}[{saved}]({inner})"
+
+
+def _set_row(T, x, v):
+    y = x.clone()
+    y[1] = v
+    return y
+
+
+def _set_scalar(T, x, v):
+    y = x.clone()
+    y[1] = 2.0
+    return y
+
+
+def _mul_column(T, x, v):
+    y = x.clone()
+    y[:, 1].mul_(v[:3])
+    return y
+
+
+@pytest.mark.parametrize("fn", [
+    _set_row, _set_scalar, _mul_column,
+    lambda T, x, v: T.nn.functional.max_pool1d(x.unsqueeze(0), 2),
+    lambda T, x, v: T.nn.functional.avg_pool1d(x.unsqueeze(0), 2, stride=1),
+    lambda T, x, v: T.nn.functional.adaptive_avg_pool1d(x.unsqueeze(0), 3),
+    lambda T, x, v: T.nn.functional.adaptive_max_pool1d(x.unsqueeze(0), 3),
+    lambda T, x, v: T.rsub(x, v),
+    lambda T, x, v: T.addmv(v[:3], x, v),
+    lambda T, x, v: T.baddbmm(x[:1, :1].expand(1, 3, 3), x.unsqueeze(0), x.t().unsqueeze(0)),
+    lambda T, x, v: x.reshape(1, 3, 4) @ x.t(),
+    lambda T, x, v: x.reshape(1, 1, 3, 4) @ x.t().reshape(1, 1, 4, 3),
+    lambda T, x, v: x.reshape(1, 1, 3, 4) @ x.reshape(1, 1, 3, 4).transpose(-2, -1),
+    lambda T, x, v: x.reshape(1, 3, 4) @ v,
+    lambda T, x, v: T.nn.functional.linear(x.reshape(3, 1, 4), x),
+    lambda T, x, v: T.nn.functional.linear(v, x, v[:3]),
+    lambda T, x, v: x[1, 1:3],
+    lambda T, x, v: x[:, None, 2],
+], ids=["setitem_row", "setitem_scalar", "inplace_on_column", "max_pool1d", "avg_pool1d",
+        "adaptive_avg_pool1d", "adaptive_max_pool1d", "rsub", "addmv", "baddbmm",
+        "matmul_3d_2d", "matmul_4d", "matmul_4d_transposed", "matmul_3d_1d", "linear_3d_nobias",
+        "linear_1d", "index_select_then_slice", "index_none_select"])
+def test_graph_walk_with_saved_names_as_torch(fn):
+    walks = []
+    for T in (ember, torch):
+        x = T.arange(12.0).reshape(3, 4).requires_grad_()
+        v = T.arange(4.0).requires_grad_()
+        walks.append(_walk(fn(T, x, v).grad_fn))
+    assert walks[0] == walks[1]
