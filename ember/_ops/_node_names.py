@@ -289,6 +289,7 @@ _FIXED = {
     "linalg_inv": "LinalgInvExBackward0",
     "linalg_solve": "LinalgSolveExBackward0",
     "linalg_cholesky": "LinalgCholeskyExBackward0",
+    "linalg_lu_factor": "LinalgLuFactorExBackward0",
     "convolution_input_grad": "ConvolutionBackward0",  # conv_transpose's forward
     "square": "PowBackward0",
     "outer": "MulBackward0",

@@ -160,6 +160,8 @@ def _mm_like(a, b, names, b_transposed=False, sizes=True):
 def _matmul_view_sizes(node):
     # torch folds an N-d @ 2-d product into one mm and views the result back
     a, b = _shape(node, 0), _shape(node, 1)
+    if a is None or b is None:
+        return None  # (an input neither needing a gradient nor kept)
     if len(a) == 1:  # the stack's transpose times the vector, flat
         return (math.prod(b[:-2]) * b[-1],)
     if len(b) == 1:
@@ -178,6 +180,8 @@ def _broadcast(a, b):
 
 def _linear_view_sizes(node):
     x, w = _shape(node, 0), _shape(node, 1)
+    if x is None or w is None:
+        return None  # (an input neither needing a gradient nor kept)
     return (math.prod(x[:-1]), w[0])
 
 
@@ -234,7 +238,11 @@ def _bn_stat(k):
         from .._core.tensor import wrap
         import numpy as np
 
-        return wrap(np.empty((0,), dtype=node._meta_in[0][1]))
+        meta = node._meta_in[0]
+        x = node.saved_input(0) if meta is None else None
+        dtype = meta[1] if meta is not None else (x._data.dtype if x is not None else
+                                                  np.float32)
+        return wrap(np.empty((0,), dtype=dtype))
     return _Reader(read, tensor=True)
 
 
@@ -387,6 +395,8 @@ def _pad_list(node):
 
 def _kron_sizes(node):
     a, b = _shape(node, 0), _shape(node, 1)
+    if a is None or b is None:
+        return None  # (an input neither needing a gradient nor kept)
     n = max(len(a), len(b))
     a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     return tuple(x for pair in zip(a, b) for x in pair)
@@ -671,6 +681,7 @@ SAVED = {
                    "result": _result()},
     "linalg_slogdet": {"A": _input(0), "LU": _const(None), "pivots": _const(None),
                        "sign": _result(0)},
+    "linalg_lu_factor": {"LU": _result(0), "pivots": _result(1), "pivot": _const(True)},
     "linalg_eigh": {"eigenvalues": _result(0), "eigenvectors": _result(1)},
     "ormqr": {"self": _input(0), "input2": _input(1), "input3": _input(2),
               "left": _param("left"), "transpose": _param("transpose"), "result": _result()},
