@@ -550,6 +550,13 @@ def _pool1d_edges(node, nxt, shown):
     return (shown(name, (shown("UnsqueezeBackward0", (nxt[0],), unsqueeze),), saved),)
 
 
+def _outer_edges(node, nxt, shown):
+    # torch's outer: the first vector viewed as a column, times the second
+    meta = node._meta_in[0]
+    size = None if meta is None else tuple(meta[0])
+    return (shown("ViewBackward0", (nxt[0],), {"self_sym_sizes": lambda: size}), nxt[1])
+
+
 def _rsub_edges(node, nxt, shown):
     # ``rsub(x, y)`` is ember's ``y - x``; torch's node lists x's edge first
     if type(node).__name__ == "RsubBackward0":
@@ -568,7 +575,7 @@ _EDGE_SHAPES = {"linear": _linear_edges, "matmul": _matmul_edges,
                 "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges,
                 "max_pool": _pool1d_edges, "avg_pool": _pool1d_edges,
                 "adaptive_max_pool": _pool1d_edges, "adaptive_avg_pool": _pool1d_edges,
-                "sub": _rsub_edges}
+                "sub": _rsub_edges, "outer": _outer_edges}
 
 
 def _linear_hook_view(node, fn):

@@ -246,6 +246,10 @@ def _bn_stat(k):
     return _Reader(read, tensor=True)
 
 
+def _column(t):
+    return None if t is None else t.reshape(-1, 1)
+
+
 def _log(t):
     return None if t is None else t.log()
 
@@ -566,6 +570,8 @@ SAVED = {
         "query": _input(0), "key": _input(1), "value": _input(2), "attn_mask": _input(3),
         "output": _result(0), "logsumexp": _result(1), "scale": _param("scale"),
         "dropout_p": _param("dropout_p", 0.0), "is_causal": _param("is_causal", False)}},
+    "outer": {"MulBackward0": {"self": _fn(lambda node: _column(node.saved_input(0))),
+                               "other": _input(1)}},
     "square": {"PowBackward0": {"exponent": _const(2), "self": _input(0)}},
     "repeat": {"repeats": _param("repeats"), "self_sym_sizes": _param("in_shape")},
     # -- beyond the everyday ops (tools/graph_fidelity.py --opinfo)

@@ -39,7 +39,6 @@ KNOWN = {
     "std": ("values: _saved_correction",),
     "max_pool2d": ("values: _saved_stride",),
     "avg_pool2d": ("values: _saved_stride",),
-    "outer": ("named", "values: _saved_self"),
     "einsum": ("named",),
 }
 
