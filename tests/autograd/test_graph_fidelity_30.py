@@ -28,7 +28,7 @@ gf = _tool()
 #: case -> the findings ember still has, as the start of the finding's text (what torch keeps
 #: that ember's node cannot tell: the running statistics batch norm does not save, whether
 #: the caller passed ``stride``/``scale``/``correction``, SDPA's logsumexp, a dim the caller
-#: wrote negative; graphs ember builds differently: einsum, outer)
+#: wrote negative; a graph ember builds differently: einsum)
 KNOWN = {
     "batch_norm_train": ("values: _saved_running_mean",),
     "batch_norm_eval": ("values: _saved_running_mean",),
