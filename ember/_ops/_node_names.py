@@ -456,7 +456,7 @@ def _keep(nxt, kept):
 def _linear_edges(node, nxt, shown):
     # torch's linear: addmm(bias, x, w.t()) for a matrix (mm without a bias), the input
     # flattened to a matrix and the result viewed back for other ranks
-    from ._node_saved import linear_steps
+    from ._node_steps import linear_steps
 
     x, w, b = nxt[0], nxt[1], nxt[2]
     wt = shown("TBackward0", (w,))
@@ -482,7 +482,7 @@ def _matmul_edges(node, nxt, shown):
     # torch folds an N-d matmul into one mm/mv of the input viewed as a matrix, or one bmm
     # of both operands expanded to a common batch and folded to 3 dims (a copy where they
     # do not fold), and views the product back
-    from ._node_saved import matmul_steps
+    from ._node_steps import matmul_steps
 
     if type(node).__name__ != "UnsafeViewBackward0":
         return nxt
@@ -527,7 +527,7 @@ def _cross_entropy_edges(node, nxt, shown):
 
 def _getitem_edges(node, nxt, shown):
     # one ember node for the whole index; torch's chain of selects and slices before it
-    from ._node_saved import getitem_steps_saved, step_saved
+    from ._node_steps import getitem_steps_saved, step_saved
 
     meta = node._meta_in[0] if node._meta_in else None
     steps = getitem_steps(node._params.get("idx"), None if meta is None else meta[0])
@@ -542,7 +542,7 @@ def _getitem_edges(node, nxt, shown):
 
 def _pool1d_edges(node, nxt, shown):
     # torch's 1-d pools: a 2-d pool of the input unsqueezed at dim -2, squeezed back
-    from ._node_saved import pool1d_steps
+    from ._node_steps import pool1d_steps
 
     if type(node).__name__ != "SqueezeBackward1":
         return _kept_edges(node, nxt)
