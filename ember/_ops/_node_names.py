@@ -176,6 +176,13 @@ def _linear(inputs, params):
     return "ViewBackward0" if inputs[0]._data.flags.c_contiguous else "AddBackward0"
 
 
+def _addmm(inputs, params):
+    # one ember op for torch's addmm, addmv and baddbmm
+    if _ndim(inputs[1]) == 3:
+        return "BaddbmmBackward0"
+    return "AddmvBackward0" if _ndim(inputs[2]) == 1 else None
+
+
 def _pow(inputs, params):
     a, b = inputs
     if _is_number(b):
@@ -261,6 +268,7 @@ _CALL_DEPENDENT = {
     "adaptive_avg_pool": _adaptive_avg,
     "matmul": _matmul,
     "linear": _linear,
+    "addmm": _addmm,
     "pow": _pow,
     "sub": _sub,
     "div": _div,
@@ -281,6 +289,7 @@ _FIXED = {
     "linalg_inv": "LinalgInvExBackward0",
     "linalg_solve": "LinalgSolveExBackward0",
     "linalg_cholesky": "LinalgCholeskyExBackward0",
+    "linalg_lu_factor": "LinalgLuFactorExBackward0",
     "convolution_input_grad": "ConvolutionBackward0",  # conv_transpose's forward
     "square": "PowBackward0",
     "outer": "MulBackward0",
@@ -423,7 +432,8 @@ _KEPT_EDGES = {
     "ScatterBackward0": (0, 2), "ScatterBackward1": (0,), "ScatterAddBackward0": (0, 2),
     "ScatterReduceBackward0": (0, 2), "IndexAddBackward0": (0, 2), "IndexCopyBackward0": (0, 2),
     "IndexFillBackward0": (0,), "IndexReduceBackward0": (0, 2),
-    "EmbeddingBackward0": (0,),
+    "EmbeddingBackward0": (0,), "LinalgLuSolveBackward0": (0, 2), "LuUnpackBackward0": (0,),
+    "FillBackward0": (0,), "CtcLossBackward0": (0,),
     "CummaxBackward0": (0,), "CumminBackward0": (0,), "KthvalueBackward0": (0,),
     "MaxBackward0": (0,), "MinBackward0": (0,), "MedianBackward1": (0,),
     "NanmedianBackward1": (0,), "ModeBackward0": (0,), "SortBackward0": (0,),
@@ -446,6 +456,8 @@ def _keep(nxt, kept):
 def _linear_edges(node, nxt, shown):
     # torch's linear: addmm(bias, x, w.t()) for a matrix (mm without a bias), the input
     # flattened to a matrix and the result viewed back for other ranks
+    from ._node_steps import linear_steps
+
     x, w, b = nxt[0], nxt[1], nxt[2]
     wt = shown("TBackward0", (w,))
     name = type(node).__name__
@@ -453,16 +465,41 @@ def _linear_edges(node, nxt, shown):
         return (b, x, wt)
     if name == "MmBackward0":
         return (x, wt)
+    prod, view = linear_steps(node)  # (the steps' saved values)
     if name == "ViewBackward0":
-        return (shown("AddmmBackward0", (b, shown("ViewBackward0", (x,)), wt)),)
+        return (shown("AddmmBackward0", (b, shown("ViewBackward0", (x,), view), wt), prod),)
     if name == "UnsafeViewBackward0":
-        return (shown("MmBackward0", (shown("ViewBackward0", (x,)), wt)),)
+        return (shown("MmBackward0", (shown("ViewBackward0", (x,), view), wt), prod),)
     if name == "SqueezeBackward4":
-        return (shown("MmBackward0", (shown("UnsqueezeBackward0", (x,)), wt)),)
+        return (shown("MmBackward0", (shown("UnsqueezeBackward0", (x,), view), wt), prod),)
     if name == "AddBackward0":  # a non-contiguous batch: a matmul, then the bias added
         flat = shown("UnsafeViewBackward0", (shown("CloneBackward0", (x,)),))
         return (shown("UnsafeViewBackward0", (shown("MmBackward0", (flat, wt)),)), b)
     return nxt
+
+
+def _matmul_edges(node, nxt, shown):
+    # torch folds an N-d matmul into one mm/mv of the input viewed as a matrix, or one bmm
+    # of both operands expanded to a common batch and folded to 3 dims (a copy where they
+    # do not fold), and views the product back
+    from ._node_steps import matmul_steps
+
+    if type(node).__name__ != "UnsafeViewBackward0":
+        return nxt
+    steps = matmul_steps(node)
+    if steps is None:
+        return nxt
+    kind, saved, operands = steps
+    if kind in ("mm", "mv"):
+        a = shown("ViewBackward0", (nxt[0],), operands[0])
+        name = "MmBackward0" if kind == "mm" else "MvBackward0"
+        return (shown(name, (a, nxt[1]), saved),)
+    sides = []
+    for edge, (expand, folds, view) in zip(nxt, operands):
+        e = shown("ExpandBackward0", (edge,), expand)
+        sides.append(shown(folds, (e,), view) if folds else
+                     shown("UnsafeViewBackward0", (shown("CloneBackward0", (e,)),), view))
+    return (shown("BmmBackward0", tuple(sides), saved),)
 
 
 def _nll_edges(node, nxt, shown, log_softmax=False):
@@ -471,8 +508,9 @@ def _nll_edges(node, nxt, shown, log_softmax=False):
     edge = nxt[0]
     if edge[0] is None:
         return _keep(nxt, (0,))
-    if log_softmax:
-        edge = shown("LogSoftmaxBackward0", (edge,))
+    if log_softmax:  # (torch's log_softmax over the classes, ember's saved probabilities)
+        edge = shown("LogSoftmaxBackward0", (edge,),
+                     {"dim": lambda: 1, "result": lambda: node.saved_result(1).log()})
     name = type(node).__name__
     meta = node._meta_in[0] if node._meta_in else None
     n = len(meta[0]) if meta is not None else 0
@@ -489,14 +527,41 @@ def _cross_entropy_edges(node, nxt, shown):
 
 def _getitem_edges(node, nxt, shown):
     # one ember node for the whole index; torch's chain of selects and slices before it
+    from ._node_steps import getitem_steps_saved, step_saved
+
     meta = node._meta_in[0] if node._meta_in else None
     steps = getitem_steps(node._params.get("idx"), None if meta is None else meta[0])
     if not steps or len(steps) < 2:
         return nxt
+    saved = getitem_steps_saved(node)
     edge = nxt[0]
-    for name in steps[:-1]:
-        edge = shown(name, (edge,))
+    for i, name in enumerate(steps[:-1]):
+        edge = shown(name, (edge,), step_saved(saved[i]) if saved else None)
     return (edge,) + tuple(nxt[1:])
+
+
+def _pool1d_edges(node, nxt, shown):
+    # torch's 1-d pools: a 2-d pool of the input unsqueezed at dim -2, squeezed back
+    from ._node_steps import pool1d_steps
+
+    if type(node).__name__ != "SqueezeBackward1":
+        return _kept_edges(node, nxt)
+    _, name, saved, unsqueeze = pool1d_steps(node)
+    return (shown(name, (shown("UnsqueezeBackward0", (nxt[0],), unsqueeze),), saved),)
+
+
+def _outer_edges(node, nxt, shown):
+    # torch's outer: the first vector viewed as a column, times the second
+    meta = node._meta_in[0]
+    size = None if meta is None else tuple(meta[0])
+    return (shown("ViewBackward0", (nxt[0],), {"self_sym_sizes": lambda: size}), nxt[1])
+
+
+def _rsub_edges(node, nxt, shown):
+    # ``rsub(x, y)`` is ember's ``y - x``; torch's node lists x's edge first
+    if type(node).__name__ == "RsubBackward0":
+        return (nxt[1], nxt[0])
+    return _kept_edges(node, nxt)
 
 
 def _reshape_copy_edges(node, nxt, shown):
@@ -504,9 +569,13 @@ def _reshape_copy_edges(node, nxt, shown):
     return (shown("CloneBackward0", (nxt[0],)),) + tuple(nxt[1:])
 
 
-_EDGE_SHAPES = {"linear": _linear_edges, "cross_entropy_loss": _cross_entropy_edges,
+_EDGE_SHAPES = {"linear": _linear_edges, "matmul": _matmul_edges,
+                "cross_entropy_loss": _cross_entropy_edges,
                 "nll_loss": _nll_edges,
-                "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges}
+                "_getitem": _getitem_edges, "_reshape_copy": _reshape_copy_edges,
+                "max_pool": _pool1d_edges, "avg_pool": _pool1d_edges,
+                "adaptive_max_pool": _pool1d_edges, "adaptive_avg_pool": _pool1d_edges,
+                "sub": _rsub_edges, "outer": _outer_edges}
 
 
 def _linear_hook_view(node, fn):
@@ -550,6 +619,10 @@ def shown_edges(node, nxt, shown):
     rule = _EDGE_SHAPES.get(node._op.name)
     if rule is not None:
         return rule(node, nxt, shown)
+    return _kept_edges(node, nxt)
+
+
+def _kept_edges(node, nxt):
     kept = _KEPT_EDGES.get(type(node).__name__)
     if kept is None or all(e[0] is not None for e in nxt):
         return nxt

@@ -239,6 +239,12 @@ class AccumulateGrad(Node):
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"  # the name PyTorch's node prints
 
+    def _sequence_nr(self) -> int:
+        # the engine orders by ``_seq`` (infinite: last); torch shows a leaf's number as
+        # the largest uint64
+        s = self._seq
+        return 2 ** 64 - 1 if s == float("inf") else s
+
     def _apply(self, grads):
         _accumulate_grad(self.variable, grads[0])
         return ()

@@ -371,27 +371,43 @@ class ShownNode(Node):
         'TBackward0'
     """
 
-    def __init__(self, edges):
+    #: torch's saved names -> a function giving the value (read off the node that computes
+    #: this step: NOTE [ Saved attributes as torch lists them ] in ember/_ops/_node_saved.py)
+    _shown_saved = None
+
+    def __init__(self, edges, saved=None):
         self._next = edges
+        if saved:
+            self._shown_saved = saved
 
     def _apply(self, grads):
         raise RuntimeError(
             f"{self.name()} is how PyTorch draws this step; ember computes it inside the "
             "node that leads here, so it cannot be called on its own")
 
+    def __getattr__(self, name):
+        saved = self.__dict__.get("_shown_saved")
+        if saved is not None and name.startswith("_saved_") and name[7:] in saved:
+            return saved[name[7:]]()
+        raise AttributeError(name)
+
+    def __dir__(self):
+        extra = [f"_saved_{n}" for n in (self._shown_saved or ())]
+        return sorted(set(super().__dir__()) | set(extra))
+
 
 _shown_classes = {}
 
 
-def _shown_edge(name, edges):
+def _shown_edge(name, edges, saved=None):
     """The edge to a ``ShownNode`` named ``name`` over ``edges`` (none when nothing past it
-    needs a gradient)."""
+    needs a gradient), showing ``saved`` (torch's saved names -> functions giving them)."""
     if all(e[0] is None for e in edges) and len(edges) == 1:
         return edges[0]
     cls = _shown_classes.get(name)
     if cls is None:
         cls = _shown_classes[name] = type(name, (ShownNode,), {"__module__": node_module[0]})
-    return (cls(tuple(edges)), 0)
+    return (cls(tuple(edges), saved), 0)
 
 
 class OpNode(Node):
@@ -528,6 +544,13 @@ class OpNode(Node):
         raw = name.startswith("_raw_saved_")
         if not (raw or name.startswith("_saved_")):
             raise AttributeError(name)
+        rules = _saved_rules(self)
+        if rules is not None:
+            # torch's names first (NOTE [ Saved attributes as torch lists them ] in
+            # ember/_ops/_node_saved.py); ember's own still answer below
+            r = rules.get(name[len("_raw_saved_"):] if raw else name[len("_saved_"):])
+            if r is not None and (r.tensor or not raw):
+                return r.fn(self, raw)
         scalar = None if raw else _SCALAR_SAVED.get(type(self).__name__)
         if scalar is not None and name[len("_saved_"):] in scalar:
             # NOTE [ Saved Scalars ]: where torch's overload took a Scalar (``x ** 2``'s
@@ -604,7 +627,38 @@ class OpNode(Node):
                 return v.mT if tn.endswith("^T") and not raw and v is not None else v
         raise AttributeError(name)
 
+    def saved_input(self, i, raw=False, transposed=False):
+        """Input ``i`` as this node saved it (its ``SavedTensor`` when ``raw``; the
+        transpose when ``transposed``), None where the node kept none; raises the "freed"
+        error after a backward pass released it."""
+        names = _vjp_input_names(self._op)
+        if i >= len(names):
+            return None
+        try:
+            v = self._lookup_saved(("_raw_saved_" if raw else "_saved_") + names[i], raw)
+        except AttributeError:
+            return None
+        return v.mT if transposed and not raw and v is not None else v
+
+    def saved_result(self, k=None, raw=False):
+        """The node's result ``k`` (all of it for None) as saved, None where it kept none."""
+        s = self._sout
+        if type(s) is tuple:
+            if k is None:
+                return s if raw else tuple(None if x is None else x.unpack(self) for x in s)
+            s = s[k] if k < len(s) else None
+        elif k not in (None, 0):
+            return None
+        if s is None:
+            return None
+        return s if raw else s.unpack(self)
+
     def __dir__(self):
+        rules = _saved_rules(self)
+        if rules is not None:  # NOTE [ Saved attributes as torch lists them ]
+            from .._ops._node_saved import listed_names
+
+            return sorted(set(super().__dir__()) | set(listed_names(rules)))
         ember_names = _vjp_input_names(self._op)
         shown = _torch_input_names(self, len(ember_names)) or ember_names
         pairs = [(n.partition("^")[0], i)
@@ -642,6 +696,12 @@ def _is_stand_in(op, i):
     """Whether a node of ``op`` keeps input ``i`` as a shape stand-in (``Op.shape_only``)."""
     so = op.shape_only
     return so is not None and (so is True or i in so)
+
+
+def _saved_rules(node):
+    from .._ops._node_saved import saved_rules
+
+    return saved_rules(node._op.name, type(node).__name__)
 
 
 def _torch_input_names(node, n):
@@ -1310,6 +1370,16 @@ class CopySlices(Node):
         g_base = g * mask if self._next[0][0] is not None else None
         g_r = replay(g, self._chain) if self._next[1][0] is not None else None
         return (g_base, g_r)
+
+    @property
+    def next_functions(self):
+        # torch's CopySlices wraps the in-place op's node and shows that node's edges but
+        # the first (the view it wrote, which CopySlices stands for) after the base's;
+        # the engine routes through ``_next`` (NOTE [ Shown edges ] in _node_names.py)
+        r = self._next[1][0]
+        if r is None or isinstance(r, AccumulateGrad):
+            return self._next
+        return (self._next[0],) + tuple(r.next_functions[1:])
 
 
 # ------------------------------------------------------------------------------------------------
