@@ -25,6 +25,8 @@ print the last node ember records.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ._registry import ops
@@ -509,8 +511,9 @@ def _nll_edges(node, nxt, shown, log_softmax=False):
     if edge[0] is None:
         return _keep(nxt, (0,))
     if log_softmax:  # (torch's log_softmax over the classes, ember's saved probabilities)
+        own = weakref.proxy(node)  # (NOTE [ Stand-ins hold their node weakly ] in _node_steps)
         edge = shown("LogSoftmaxBackward0", (edge,),
-                     {"dim": lambda: 1, "result": lambda: node.saved_result(1).log()})
+                     {"dim": lambda: 1, "result": lambda: own.saved_result(1).log()})
     name = type(node).__name__
     meta = node._meta_in[0] if node._meta_in else None
     n = len(meta[0]) if meta is not None else 0

@@ -7,6 +7,7 @@ node that computes it when read.
 from __future__ import annotations
 
 import math
+import weakref
 
 from ._node_saved import _broadcast, _contiguous_strides, _shape, _strides
 
@@ -52,6 +53,15 @@ def getitem_steps_saved(node):
     return out
 
 
+# NOTE [ Stand-ins hold their node weakly ]
+# A node keeps the edges ``next_functions`` showed it (the same stand-ins at every read, as
+# torch's), and a stand-in keeps the functions that read its saved values off that node: a
+# strong reference back would make every graph that was once walked a reference cycle,
+# freed only by the garbage collector (per-sample gradients through ``vmap(grad(f))`` walk
+# theirs). The functions hold a weak proxy of the node instead; a stand-in outliving its
+# node raises ReferenceError when read, where torch's would have been freed with the graph.
+
+
 def step_saved(step):
     """``{torch saved name: fn()}`` for one step of ``getitem_steps_saved``."""
     kind, dim, before, extra = step
@@ -82,13 +92,14 @@ def linear_steps(node):
         return None, None
     k, n = ws[1], ws[0]
     m = math.prod(xs[:-1])
+    own = weakref.proxy(node)  # (NOTE [ Stand-ins hold their node weakly ])
 
     def x2d():
-        x = node.saved_input(0)
+        x = own.saved_input(0)
         return None if x is None else x.reshape(m, k)
 
     def wt():
-        return node.saved_input(1, transposed=True)
+        return own.saved_input(1, transposed=True)
 
     first = "mat1" if node._next[2][0] is not None or len(xs) != 1 and \
         type(node).__name__ == "ViewBackward0" else "self"
@@ -122,19 +133,21 @@ def matmul_steps(node):
     if a is None or b is None or len(a) < 3:
         return None
 
+    own = weakref.proxy(node)  # (NOTE [ Stand-ins hold their node weakly ])
+
     def flat_a():
-        x = node.saved_input(0)
+        x = own.saved_input(0)
         return None if x is None else x.reshape(-1, a[-1])
 
     rows = math.prod(a[:-1])
     if len(b) == 2:
-        return ("mm", _mm_saved(("self", "mat2"), flat_a, lambda: node.saved_input(1),
+        return ("mm", _mm_saved(("self", "mat2"), flat_a, lambda: own.saved_input(1),
                                 (rows, a[-1]), b,
                                 (a[-1], 1) if node._next[0][0] is not None else (),
                                 _strides(1).fn(node, False)),
                 ({"self_sym_sizes": lambda: a}, None))
     if len(b) == 1:
-        return ("mv", {"self": flat_a, "vec": lambda: node.saved_input(1)},
+        return ("mv", {"self": flat_a, "vec": lambda: own.saved_input(1)},
                 ({"self_sym_sizes": lambda: a}, None))
     batch = _broadcast(a[:-2], b[:-2])
     steps = []
@@ -150,7 +163,7 @@ def matmul_steps(node):
 
     def operand(i):
         def read():
-            t = node.saved_input(i)
+            t = own.saved_input(i)
             s = (a, b)[i]
             return None if t is None else t.expand(batch + s[-2:]).reshape(
                 math.prod(batch), *s[-2:])
@@ -179,12 +192,14 @@ def pool1d_steps(node):
         n_out = _pool_out_len(x[-1], k, s, pad, p.get("dilation", (1,))[0], p["ceil_mode"])
     squeeze = {"dim": lambda: -2, "self_sym_sizes": lambda: x[:-1] + (1, n_out)}
 
+    own = weakref.proxy(node)  # (NOTE [ Stand-ins hold their node weakly ])
+
     def x2d():
-        t = node.saved_input(0)
+        t = own.saved_input(0)
         return None if t is None else t.unsqueeze(-2)
 
     def indices2d():
-        r = node.saved_result(1)
+        r = own.saved_result(1)
         return None if r is None else r.unsqueeze(-2)
 
     if op == "max_pool":

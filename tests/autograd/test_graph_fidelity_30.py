@@ -285,3 +285,35 @@ def test_graph_walk_with_saved_names_as_torch(fn):
         v = T.arange(4.0).requires_grad_()
         walks.append(_walk(fn(T, x, v).grad_fn))
     assert walks[0] == walks[1]
+
+
+@pytest.mark.parametrize("build", [
+    lambda x, w: ember.nn.functional.linear(x, w).sum(),
+    lambda x, w: (x.reshape(2, 2, 3) @ w.T).sum(),
+    lambda x, w: ember.nn.functional.cross_entropy(x @ w.T, ember.tensor([0, 1, 2, 0])),
+    lambda x, w: ember.nn.functional.max_pool1d(x.unsqueeze(0), 2).sum(),
+])
+def test_walking_next_functions_makes_no_reference_cycle(build):
+    # NOTE [ Stand-ins hold their node weakly ]: a walked graph is freed when dropped
+    import gc
+
+    def walk(fn, seen):
+        if fn is None or id(fn) in seen:
+            return
+        seen.add(id(fn))
+        for attr in dir(fn):
+            if attr.startswith("_saved_"):
+                getattr(fn, attr)
+        for nxt, _ in fn.next_functions:
+            walk(nxt, seen)
+
+    x = ember.randn(4, 3, requires_grad=True)
+    w = ember.randn(3, 3, requires_grad=True)
+    walk(build(x, w).grad_fn, set())
+    gc.collect()
+    gc.disable()
+    try:
+        walk(build(x, w).grad_fn, set())
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
