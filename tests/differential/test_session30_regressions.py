@@ -130,3 +130,109 @@ def test_outcome_helper_tells_values_apart():
     E, _ = _both()
     assert _outcome(lambda: E.tensor([1.0])) != _outcome(lambda: E.tensor([2.0]))
     assert np.isfinite(_outcome(lambda: E.tensor([1.0]))[2][0])
+
+
+# ---- optimizers (tests/differential/programs_optim.py)
+
+_LOSS = """
+def loss_of(ps, step):
+    L = 0
+    for i, p in enumerate(ps):
+        w = T.cos(T.arange(p.numel(), dtype=p.dtype) * 0.91 + step + i).reshape(p.shape)
+        L = L + ((p - w) ** 2 * (1 + 0.5 * w)).sum() + (p * w).sum() * 0.1
+    return L
+ps = [T.nn.Parameter(T.sin(T.arange(6, dtype=T.float64) * 0.37).reshape(2, 3)),
+      T.nn.Parameter(T.sin(T.arange(4, dtype=T.float64) * 0.37 + 1))]
+"""
+
+
+def _program(source, L):
+    env = {"T": L}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(_LOSS + source, env)
+    return env["out"]
+
+
+def _lbfgs_source(extra):
+    return f"""
+opt = T.optim.LBFGS(ps, lr=0.5, {extra})
+for step in range(2):
+    def closure():
+        opt.zero_grad()
+        L = loss_of(ps, step)
+        L.backward()
+        return L
+    opt.step(closure)
+st = opt.state[ps[0]]
+out = st
+"""
+
+
+def test_lbfgs_keeps_its_curvature_scalars_as_tensors():
+    E, T = _both()
+    src = _lbfgs_source("max_iter=3, history_size=2")
+    e, t = _program(src, E), _program(src, T)
+    for key in ("H_diag", "ro", "al"):
+        ev, tv = e[key], t[key]
+        if key == "H_diag":
+            ev, tv = [ev], [tv]
+        assert [type(v).__name__ for v in ev] == [type(v).__name__ for v in tv], key
+        for a, b in zip(ev, tv):
+            if b is not None:
+                np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(e["d"]), _np(t["d"]), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("max_eval", [1, 2, 3, 4])
+def test_lbfgs_line_search_spends_only_what_is_left_of_max_eval(max_eval):
+    E, T = _both()
+    src = _lbfgs_source(f"max_iter=5, max_eval={max_eval}, line_search_fn='strong_wolfe'") \
+        + "out = (st['func_evals'], st['n_iter'], [p.detach() for p in ps])\n"
+    e, t = _program(src, E), _program(src, T)
+    assert e[:2] == t[:2]
+    for a, b in zip(e[2], t[2]):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10, atol=1e-12)
+
+
+def test_asgd_resumed_in_float64_rounds_eta_and_mu_through_the_default_dtype():
+    E, T = _both()
+    src = """
+opt = T.optim.ASGD(ps, lr=0.01, alpha=0.5, t0=0.0, weight_decay=0.1)
+for step in range(3):
+    opt.zero_grad()
+    loss_of(ps, step).backward()
+    opt.step()
+opt2 = T.optim.ASGD(ps, lr=0.01, alpha=0.5, t0=0.0, weight_decay=0.1)
+opt2.load_state_dict(opt.state_dict())
+for step in range(3, 6):
+    opt2.zero_grad()
+    loss_of(ps, step).backward()
+    opt2.step()
+st = opt2.state[ps[0]]
+out = [st['mu'], st['eta'], st['ax'], ps[0].detach()]
+"""
+    for a, b in zip(_program(src, E), _program(src, T)):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        np.testing.assert_array_equal(_np(a), _np(b))
+
+
+@pytest.mark.parametrize("base_lr", ["1e-3", "[1e-3]"])
+def test_cyclic_lr_fills_a_tensor_lr_in_place(base_lr):
+    E, T = _both()
+    src = f"""
+lr = T.tensor(0.05, dtype=T.float64)
+opt = T.optim.Adam(ps, lr=lr)
+sched = T.optim.lr_scheduler.CyclicLR(opt, base_lr={base_lr}, max_lr=0.1, step_size_up=2,
+                                      cycle_momentum=False)
+lrs = []
+for step in range(4):
+    opt.zero_grad()
+    loss_of(ps, step).backward()
+    opt.step()
+    sched.step()
+    lrs.append(sched.get_last_lr()[0])
+out = (opt.param_groups[0]['lr'] is lr, [type(v).__name__ for v in lrs],
+       [float(v) for v in lrs], type(opt.param_groups[0]['initial_lr']).__name__)
+"""
+    assert _program(src, E) == _program(src, T)
