@@ -775,7 +775,11 @@ def _cholesky_inverse_kernel(xp, l, *, upper):
     out = np.empty(flat.shape, l.dtype)
     with np.errstate(all="ignore"):
         for i in range(flat.shape[0]):
-            inv, info = potri(flat[i], lower=not upper)
+            # reference LAPACK's trtri (and MKL's, torch's) stops at the first exactly zero
+            # diagonal element, NaN or not before it; OpenBLAS's own trtri may not look
+            zero = np.flatnonzero(np.diagonal(flat[i]) == 0)
+            inv, info = (None, int(zero[0]) + 1) if zero.size else \
+                potri(flat[i], lower=not upper)
             if info > 0:
                 raise LinAlgError(
                     f"cholesky_inverse: {_bidx(l.shape[:-2], i)}The diagonal element {info} is "

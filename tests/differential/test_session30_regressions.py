@@ -236,3 +236,26 @@ out = (opt.param_groups[0]['lr'] is lr, [type(v).__name__ for v in lrs],
        [float(v) for v in lrs], type(opt.param_groups[0]['initial_lr']).__name__)
 """
     assert _program(src, E) == _program(src, T)
+
+
+# ---- cholesky_inverse stops at the first exactly zero diagonal element, NaN before it or not
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("factor", [
+    [[_NAN, 0, 0], [0.5, 0.0, 0], [1, 2, 3]],
+    [[_NAN, -_INF, 0.0], [0.19, 0.0, _NAN], [1.8e308, -0.21, 1.8e308]],
+    [[1.0, 0, 0], [0.5, _NAN, 0], [1, 2, 0.0]],
+    [[_INF, 0], [1, -0.0]],
+])
+def test_cholesky_inverse_refuses_a_zero_diagonal_after_a_nan(factor, upper):
+    E, T = _both()
+
+    def run(L):
+        return L.cholesky_inverse(L.tensor(factor, dtype=L.float64), upper=upper)
+
+    e, t = _outcome(lambda: run(E)), _outcome(lambda: run(T))
+    assert e[1] == t[1]  # the message; the class is LinAlgError in both (torch's a subclass)
+
