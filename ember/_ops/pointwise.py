@@ -32,7 +32,7 @@ from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from . import _fma, _node_names, _xp_compat
 from ._memory_format import follow as _follow
-from ._registry import Op, observing_profiler, profiler_session, public
+from ._registry import Op, observing_profiler, profiler_session, public, quiet_kernel
 from .. import _parallel
 from .indexing import linear_jvp  # forward-mode rules
 
@@ -330,6 +330,7 @@ rad2deg_op, rad2deg = unary_op("rad2deg", opmath(lambda xp, a: a * (180 / math.p
 
 
 @opmath
+@quiet_kernel
 def _sinc_kernel(xp, a):
     # NumPy's sinc promotes float32 to float64; keep the input's dtype
     return xp.sinc(a).astype(a.dtype, copy=False)

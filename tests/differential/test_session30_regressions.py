@@ -259,3 +259,40 @@ def test_cholesky_inverse_refuses_a_zero_diagonal_after_a_nan(factor, upper):
     e, t = _outcome(lambda: run(E)), _outcome(lambda: run(T))
     assert e[1] == t[1]  # the message; the class is LinAlgError in both (torch's a subclass)
 
+
+# ---- kernels built on NumPy's Python-level routines raise no floating-point warnings
+# (NOTE [ Floating-point warnings ] in ember/__init__.py; torch computes silently)
+
+_BIG = [1e308, _INF, -_INF, _NAN, 0.0, -1e308]
+
+
+def _big(E):
+    return E.tensor(_BIG, dtype=E.float64)
+
+
+_QUIET_CALLS = {
+    "cross": lambda E: E.cross(E.stack([_big(E)] * 3)[:, :3].T.contiguous(),
+                               E.stack([_big(E)] * 3)[:, 3:].T.contiguous(), dim=1),
+    "linalg.cross": lambda E: E.linalg.cross(_big(E)[:3].reshape(1, 3),
+                                             _big(E)[3:].reshape(1, 3).flip(1)),
+    "det": lambda E: E.linalg.det(_big(E)[:4].reshape(2, 2)),
+    "slogdet": lambda E: E.linalg.slogdet(E.tensor([[_INF, 1.0], [1.0, _INF]])),
+    "fft": lambda E: E.fft.fft(E.tensor([1e308, 1e308, 1e308, 1.0], dtype=E.float64)),
+    "rfft": lambda E: E.fft.rfft(E.tensor([1e308, 1e308, 1e308, 1.0], dtype=E.float64)),
+    "irfft": lambda E: E.fft.irfft(E.tensor([1e308, 1e308, 1e308], dtype=E.complex128)),
+    "sinc": lambda E: E.sinc(_big(E)),
+    "tensordot": lambda E: E.tensordot(_big(E), _big(E), 1),
+    "matrix_exp": lambda E: E.linalg.matrix_exp(E.tensor([[800.0, 0.0], [0.0, 1.0]],
+                                                         dtype=E.float64)),
+    "vander": lambda E: E.linalg.vander(E.tensor([1e200, 2.0], dtype=E.float64), N=4),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_QUIET_CALLS))
+def test_kernel_over_numpy_routines_raises_no_floating_point_warning(op):
+    E, _ = _both()
+    with warnings.catch_warnings(record=True) as seen:
+        # after ember's own filter, so that it still applies, as in a user's program
+        warnings.filterwarnings("always", category=RuntimeWarning, append=True)
+        _QUIET_CALLS[op](E)
+    assert [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)] == []
