@@ -245,10 +245,11 @@ from tests.differential.programs_distributions import distributions  # noqa: E40
 from tests.differential.programs_modules import modules  # noqa: E402
 from tests.differential.programs_optim import optim  # noqa: E402
 from tests.differential.programs_sorting import sorting  # noqa: E402
+from tests.differential.programs_ties import ties  # noqa: E402
 
 FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
             "modules": modules, "distributions": distributions, "sorting": sorting,
-            "optim": optim}
+            "optim": optim, "ties": ties}
 
 
 def make(family, seed):
