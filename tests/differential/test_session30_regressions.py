@@ -299,3 +299,35 @@ def test_kernel_over_numpy_routines_raises_no_floating_point_warning(op):
         warnings.filterwarnings("always", category=RuntimeWarning, append=True)
         _QUIET_CALLS[op](E)
     assert [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)] == []
+
+
+# ---- an in-place op or out= checks the cast of the result dtype before it looks for a kernel
+
+# (not atan2 and the like: an integer input with a float64 out= computes in float32 in
+# torch, a value difference outside this test)
+_CAST_OPS = ["bitwise_and", "bitwise_xor", "copysign", "xlogy", "nextafter", "fmod", "gcd",
+             "bitwise_left_shift", "heaviside", "maximum"]
+_CAST_DTYPES = ["bool", "uint8", "int32", "float16", "float64", "complex64"]
+
+
+@pytest.mark.parametrize("form", ["inplace", "out"])
+@pytest.mark.parametrize("other", _CAST_DTYPES)
+@pytest.mark.parametrize("self_dtype", _CAST_DTYPES)
+@pytest.mark.parametrize("op", _CAST_OPS)
+def test_inplace_and_out_check_the_cast_before_the_kernel(op, self_dtype, other, form):
+    E, T = _both()
+
+    def run(L):
+        x, y = L.ones(2, dtype=getattr(L, self_dtype)), L.ones(2, dtype=getattr(L, other))
+        if form == "inplace":
+            return getattr(x, op + "_")(y)
+        return getattr(L, op)(y, y, out=x)
+
+    assert _outcome(lambda: run(E)) == _outcome(lambda: run(T))
+
+
+@pytest.mark.parametrize("op", ["atan2_", "nextafter_", "hypot_", "heaviside_", "igamma_"])
+def test_inplace_method_counts_argument_positions_after_self(op):
+    E, T = _both()
+    assert _outcome(lambda: getattr(E.ones(2), op)(1.0)) == \
+        _outcome(lambda: getattr(T.ones(2), op)(1.0))
