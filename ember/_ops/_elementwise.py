@@ -205,7 +205,8 @@ class ElementwiseOp(Op):
                 c = _dt.get_default_dtype()
         elif p == "int" and cat > 1:
             raise NotImplementedError(
-                f'"{self.name}_cpu" not implemented for \'{c.scalar_name}\'')
+                f'"{_KERNEL_NAMES.get(self.name) or self.name + "_cpu"}" not implemented '
+                f'for \'{c.scalar_name}\'')
         if cat == 3 and self.name in ("maximum", "minimum", "fmax", "fmin"):
             # torch refuses these before any kernel (RuntimeError, not a dtype dispatch)
             raise RuntimeError(f"{self.name} not implemented for complex tensors.")
@@ -221,7 +222,8 @@ class ElementwiseOp(Op):
 
 
 #: the CPU kernel names torch's "not implemented for" errors give, where not ``<op>_cpu``
-_KERNEL_NAMES = {"add": "add_stub", "sub": "add_stub", "floor_divide": "div_floor_cpu"}
+_KERNEL_NAMES = {"add": "add_stub", "sub": "add_stub", "floor_divide": "div_floor_cpu",
+                 "bitwise_left_shift": "lshift_cpu", "bitwise_right_shift": "rshift_cpu"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -248,8 +250,34 @@ def promote(op, args):
         else:
             raise _type_error(op, x)
     common = _dt.result_type_of(tuple(dims), tuple(zeros), tuple(scal))
-    compute, result = op.rule(common)
+    try:
+        compute, result = op.rule(common)
+    except NotImplementedError as e:
+        e.common = common  # for the cast to an output that torch checks first (_cast_first)
+        raise
     return compute, result, first
+
+
+def _cast_first(op, err, out_np):
+    """Raise torch's refusal to cast the result into an output of NumPy dtype ``out_np``
+    (self of an in-place op, or ``out=``) where ``op`` has no kernel for the promoted dtype
+    (``err`` from ``promote``): torch's TensorIterator computes the result dtype and checks
+    that cast before it looks for a kernel (``x_int.bitwise_and_(1.5)`` is a cast error, not
+    "not implemented for 'Double'")."""
+    common = getattr(err, "common", None)
+    if common is None:
+        return
+    result = common
+    if op.promote in ("float", "float_real") and common.category < 2:
+        result = _dt.get_default_dtype()
+    if op.promote in ("real", "float_real") and result.category == 3:
+        result = result.to_real()
+    elif op.promote in ("compare", "logical"):
+        result = _dt.bool_
+    sdt = _from_np[out_np]
+    if result is not sdt and not _dt.can_cast(result, sdt):
+        raise RuntimeError(f"result type {result.scalar_name} can't be cast to the desired "
+                           f"output type {sdt.scalar_name}") from None
 
 
 # NOTE [ A number in half-precision opmath ]
@@ -339,7 +367,12 @@ def elementwise(op, args, params=None, out=None):
                 return t
     if op.check is not None:
         op.check(args)
-    compute, result, first = promote(op, args)
+    try:
+        compute, result, first = promote(op, args)
+    except NotImplementedError as e:
+        if isinstance(out, Tensor):
+            _cast_first(op, e, out._data.dtype)
+        raise
     if first is None:
         raise _type_error(op, args[0])
     at = type(first)
@@ -479,8 +512,9 @@ def elementwise_inplace(op, self, args, params=None):
     _dispatch.check_overlap(op.name + "_", self)
     try:
         compute, result, first = promote(op, (self,) + tuple(args))
-    except RuntimeError:
+    except RuntimeError as e:
         _broadcast_first(op, self, args)
+        _cast_first(op, e, self._data.dtype)
         raise
     sd = self._data
     sdt = _from_np[sd.dtype]

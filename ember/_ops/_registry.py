@@ -68,6 +68,40 @@ functions: dict = {}
 _declared: list = []
 
 
+def quiet_kernel(kernel):
+    """``kernel`` run with NumPy's floating-point warnings off.
+
+    ember's process-wide filter (NOTE [ Floating-point warnings ] in ember/__init__.py)
+    drops the warnings a ufunc raises from ember's modules; a kernel that calls one of
+    NumPy's (or SciPy's) Python-level routines (``np.sinc``, ``np.tensordot``,
+    ``np.linalg.slogdet``, ``scipy.linalg.expm``) gets its warnings attributed to NumPy's
+    module instead, which the filter must not cover (the user's own NumPy code keeps
+    warning). Such a kernel is decorated with this.
+
+    Args:
+        kernel: a kernel function ``(xp, *arrays, **params)``.
+
+    Returns:
+        The wrapped kernel.
+
+    Example:
+        >>> import numpy as np, warnings
+        >>> k = quiet_kernel(lambda xp, a: xp.sinc(a))
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error")
+        ...     float(k(np, np.array([np.inf]))[0])
+        nan
+    """
+    import numpy as np
+
+    @functools.wraps(kernel)
+    def run(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return kernel(*args, **kwargs)
+
+    return run
+
+
 class Op:
     """One operator: kernel(s), derivative formulas and metadata. See the module docstring."""
 

@@ -28,7 +28,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim
 from .._core.tensor import Tensor, wrap
-from ._registry import Op
+from ._registry import Op, quiet_kernel
 from .linalg import check_tensor
 
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -221,6 +221,7 @@ def _exact_wanted(xp, a, dims, real):
             and not np.isfinite(a).all())
 
 
+@quiet_kernel
 def _c2c_kernel(xp, a, *, dims, norm, forward, real_input=False):
     f = xp.fft.fftn if forward else xp.fft.ifftn
     if a.size == 0:
@@ -247,6 +248,7 @@ def c2c(x, dims, norm, forward, real_input=False):
     return _dispatch.apply(c2c_op, (x,), params)
 
 
+@quiet_kernel
 def _r2c_kernel(xp, a, *, dims, norm, forward):
     ct = _complex_np(a)
     if a.size == 0:
@@ -279,6 +281,7 @@ def _r2c_vjp(g, a, *, dims, norm, forward):
 r2c_op = Op("_fft_r2c", _r2c_kernel, vjp=_r2c_vjp, linear=True)
 
 
+@quiet_kernel
 def _c2r_kernel(xp, a, *, dims, norm, last_size, forward):
     rt = np.float64 if a.dtype == np.complex128 else np.float32
     s = [a.shape[d] for d in dims[:-1]] + [last_size]

@@ -909,11 +909,49 @@ def _scalar_for(a, value):
     return value
 
 
+# NOTE [ Numbers written by __setitem__ ]
+# torch turns the number of ``x[idx] = number`` into a one-element tensor of x's dtype before
+# it looks at the index: a Python int must fit int64 ("Overflow when unpacking long long",
+# a ValueError, for any dtype), then the conversion refuses what overflows the dtype as
+# ``full`` does (check_value_fits: an unsigned dtype takes a negative int and wraps it,
+# ``x_uint8[m] = -1`` writes 255), except that float16 and bfloat16 take any real number
+# (past their range it is stored as inf) and refuse a nonzero imaginary part in double's
+# words. The value then goes in as that dtype's element, so NumPy never sees an int out of
+# its range.
+_HALF_NP = frozenset({_dt.float16.np, _dt.bfloat16.np})
+
+
+def _setitem_scalar(a, value):
+    """The number ``value`` for writing into array ``a`` by ``__setitem__`` (NOTE [ Numbers
+    written by __setitem__ ]): checked as torch converts it, then as ``a``'s element."""
+    from .creation import check_value_fits
+
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+            and not -2 ** 63 <= int(value) < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
+    if isinstance(value, (complex, np.complexfloating)) and a.dtype.kind != "c":
+        if a.dtype.kind == "b":
+            return np.bool_(value != 0)
+        if value.imag != 0 and a.dtype in _HALF_NP:
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        if value.imag == 0:
+            value = float(value.real)  # checked as a float: never negative into unsigned
+    if a.dtype not in _HALF_NP and a.dtype in _dt.from_np \
+            and a.dtype not in _dt._OPAQUE_NP and a.dtype not in _dt._FLOAT8_NP:
+        check_value_fits(value, _dt.from_np[a.dtype], "__setitem__")
+    value = _scalar_for(a, value)
+    if a.dtype.kind in "iub" and isinstance(value, (int, np.integer)):
+        return np.array(value).astype(a.dtype)[()]  # an unsigned dtype wraps negative ints
+    return value
+
+
 def _is_uint8_mask(idx):
-    """Whether the only tensor in a ``__setitem__`` index is a uint8 mask."""
-    parts = idx if isinstance(idx, tuple) else (idx,)
+    """Whether the only tensor in a ``__setitem__`` index is a uint8 mask of one or more
+    dims (torch reads a list holding a tensor as a tuple; a 0-dim uint8 tensor indexes as a
+    Python bool does)."""
+    parts = idx if isinstance(idx, (tuple, list)) else (idx,)
     masks = [x for x in parts if isinstance(x, Tensor)]
-    return len(masks) == 1 and masks[0]._data.dtype == np.uint8
+    return len(masks) == 1 and masks[0]._data.dtype == np.uint8 and masks[0]._data.ndim > 0
 
 
 def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None, basic=None):
@@ -922,7 +960,13 @@ def _check_setitem_dtype(a, vt, value, spec, tensors, idx=None, basic=None):
     except a one-element one under a single bool mask (that is ``masked_fill``). Returns
     whether the write is that ``masked_fill`` (the value then goes in as a 0-dim one)."""
     if vt is None:
-        _scalar_for(a, value)
+        _setitem_scalar(a, value)
+        if spec is not None and (len(tensors) == 1 and tensors[0]._data.dtype == np.uint8
+                                 and tensors[0]._data.ndim or _is_uint8_mask(idx)):
+            # a number under one mask is torch's masked_fill too (after the number's
+            # conversion), which takes no uint8 mask
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
         return False
     if spec is None:
         return False
@@ -1081,7 +1125,7 @@ def _setitem(self, idx, value):
         # nothing past the value's conversion
         if not idx:
             if vt is None:
-                _scalar_for(a, value)
+                _setitem_scalar(a, value)
             return
         idx, tp = Ellipsis, type(Ellipsis)
     if not self._rg and (vt is None or not vt._rg):
@@ -1110,7 +1154,7 @@ def _setitem(self, idx, value):
         if vt is not None:
             check_no_overlap("__setitem__", a[key], vt, allow_full=spec is None)
         if vt is None:
-            v = _scalar_for(a, value)
+            v = _setitem_scalar(a, value)
         else:
             v = vt._data
             if v.dtype != a.dtype and a.dtype in _dt._FLOAT8_NP:
@@ -1133,7 +1177,7 @@ def _setitem(self, idx, value):
         check_no_overlap("__setitem__", a[basic], vt, allow_full=spec is None)
     if vt is None:
         xp = _dispatch.backends_by_type[type(a)].xp
-        vt = wrap(xp.asarray(_scalar_for(a, value)).astype(a.dtype))
+        vt = wrap(xp.asarray(_setitem_scalar(a, value)).astype(a.dtype))
     elif vt._data.dtype != a.dtype:
         vt = vt.to(self.dtype)
     if vt.dim() and vt.shape[0] == 1:

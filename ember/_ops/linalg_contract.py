@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._core.tensor import Tensor
-from ._registry import Op, public
+from ._registry import Op, public, quiet_kernel
 from .indexing import multilinear_jvp  # forward-mode rules
 from .linalg import _LOWP, _conj, _contig, _promote, check_tensor, matmul
 
@@ -18,6 +18,7 @@ from .linalg import _LOWP, _conj, _contig, _promote, check_tensor, matmul
 # tensordot, inner, kron
 
 
+@quiet_kernel
 def _tensordot_kernel(xp, a, b, *, dims_a, dims_b):
     a, b = _contig(xp, a), _contig(xp, b)  # see lowp()
     if a.dtype in _LOWP:

@@ -13,7 +13,7 @@ from .._core.checks import holds_values
 from .._core.layout import contiguous_format
 from .._core.tensor import Tensor, wrap
 from ..return_types import make
-from ._registry import Op, public
+from ._registry import Op, public, quiet_kernel
 from ._xp_compat import batched_expm
 from .pointwise import opmath
 from ._xp_compat import solve as xp_solve
@@ -113,6 +113,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
+@quiet_kernel
 def _matrix_rank_kernel(xp, a, *, atol, rtol, hermitian):
     m, n = a.shape[-2:]
     if a.size == 0:
@@ -256,6 +257,7 @@ def _matrix_power_public(input, n, *, out=None):
 
 
 @opmath
+@quiet_kernel
 def _matrix_exp_kernel(xp, a):
     if a.size == 0:
         return a.copy()
@@ -775,7 +777,11 @@ def _cholesky_inverse_kernel(xp, l, *, upper):
     out = np.empty(flat.shape, l.dtype)
     with np.errstate(all="ignore"):
         for i in range(flat.shape[0]):
-            inv, info = potri(flat[i], lower=not upper)
+            # reference LAPACK's trtri (and MKL's, torch's) stops at the first exactly zero
+            # diagonal element, NaN or not before it; OpenBLAS's own trtri may not look
+            zero = np.flatnonzero(np.diagonal(flat[i]) == 0)
+            inv, info = (None, int(zero[0]) + 1) if zero.size else \
+                potri(flat[i], lower=not upper)
             if info > 0:
                 raise LinAlgError(
                     f"cholesky_inverse: {_bidx(l.shape[:-2], i)}The diagonal element {info} is "

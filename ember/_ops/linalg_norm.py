@@ -244,7 +244,10 @@ def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 
 def _cross_kernel(xp, a, b, *, dim):
-    return xp.cross(a, b, axis=dim)
+    # NumPy's cross is Python code: its overflow and inf - inf warnings name NumPy's module,
+    # past ember's filter (NOTE [ Floating-point warnings ] in ember/__init__.py)
+    with np.errstate(all="ignore"):
+        return xp.cross(a, b, axis=dim)
 
 
 def _cross_vjp(g, a, b, *, dim):

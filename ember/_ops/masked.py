@@ -32,11 +32,24 @@ from .indexing import (
 # masked_fill / masked_select / masked_scatter
 
 
+#: the C++ element types masked_fill's refusal names a mask's dtype by (masked_scatter's
+#: names it as the dtype's own name, ``Byte``)
+_CPP_ELEMENT = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int",
+                "int32": "int", "int64": "long int", "uint16": "short unsigned int",
+                "uint32": "unsigned int", "uint64": "long unsigned int",
+                "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                "float64": "double", "complex64": "c10::complex<float>",
+                "complex128": "c10::complex<double>"}
+
+
 def _check_mask(op_name, mask):
     check_tensor(op_name, mask, "mask")
     if mask._data.dtype != np.bool_:
+        name = type_name(mask._data.dtype)
+        if op_name == "masked_fill_":
+            name = _CPP_ELEMENT.get(str(mask.dtype).split(".")[-1], name.lower())
         raise RuntimeError(f"{op_name} only supports boolean masks, but got mask with dtype "
-                           f"{type_name(mask._data.dtype).lower()}")
+                           f"{name}")
 
 
 def _broadcast(op_name, *shapes):
@@ -151,8 +164,7 @@ def masked_select(input, mask, *, out=None):
     check_tensor("masked_select", input, "input")
     check_tensor("masked_select", mask, "mask")
     if mask._data.dtype != np.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask, but got "
-                           f"{type_name(mask._data.dtype)}")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     (mask,) = same_device("masked_select", input, mask)
     shape = _broadcast("masked_select", input._data.shape, mask._data.shape)
     return _dispatch.apply(masked_select_op, (input, mask), {"shape": shape}, out=out)

@@ -12,7 +12,7 @@ from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.tensor import Tensor, wrap
 from . import _node_names
-from ._registry import Op, public
+from ._registry import Op, public, quiet_kernel
 from ._xp_compat import ufunc_at
 from .indexing import linear_jvp
 from .linalg import _LOWP, _conj, _h, check_out_tuple, check_tensor, matmul
@@ -425,6 +425,7 @@ def corrcoef(input):
 # vander
 
 
+@quiet_kernel
 def _vander_kernel(xp, x, *, N, increasing):
     p = xp.arange(N)
     if x.dtype.kind in "fc" or x.dtype == _dt.bfloat16.np:

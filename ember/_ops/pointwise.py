@@ -32,7 +32,7 @@ from .._core.tensor import Tensor, wrap
 from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
 from . import _fma, _node_names, _xp_compat
 from ._memory_format import follow as _follow
-from ._registry import Op, observing_profiler, profiler_session, public
+from ._registry import Op, observing_profiler, profiler_session, public, quiet_kernel
 from .. import _parallel
 from .indexing import linear_jvp  # forward-mode rules
 
@@ -131,8 +131,8 @@ def binary_op(name, kernel=None, *, ufunc=None, vjp=None, promote="same", allow=
         return elementwise(op, (input, other), out=out)
 
     def fn_(self, other):
-        if tensor_other:
-            _require_tensor(name + "_", argname, other)
+        if tensor_other:  # a method: torch counts positions after self
+            _require_tensor(name + "_", argname, other, 1)
         return elementwise_inplace(op, self, (other,))
 
     fn.__name__ = name
@@ -330,6 +330,7 @@ rad2deg_op, rad2deg = unary_op("rad2deg", opmath(lambda xp, a: a * (180 / math.p
 
 
 @opmath
+@quiet_kernel
 def _sinc_kernel(xp, a):
     # NumPy's sinc promotes float32 to float64; keep the input's dtype
     return xp.sinc(a).astype(a.dtype, copy=False)
@@ -962,12 +963,15 @@ def xlogy(input, other, *, out=None):
 Tensor.xlogy_ = lambda self, other: elementwise_inplace(xlogy_op, self, (other,))
 
 
-def _check_heaviside(name, input, values):
-    _require_tensor(name, "values", values)
-    # (torch 2.13's words: complex first, then different dtypes, neither naming them)
-    if input.is_complex() or values.is_complex():
+def _check_heaviside(name, input, values, out=None, position=2):
+    _require_tensor(name, "values", values, position)
+    # (torch 2.13's words: complex first, then different dtypes, neither naming them; an
+    # out= of another dtype counts as a different dtype)
+    if input.is_complex() or values.is_complex() or (
+            isinstance(out, Tensor) and out.is_complex()):
         raise RuntimeError("heaviside is not yet implemented for complex tensors.")
-    if input._data.dtype != values._data.dtype:
+    if input._data.dtype != values._data.dtype or (
+            isinstance(out, Tensor) and out._data.dtype != input._data.dtype):
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
 
@@ -975,12 +979,12 @@ def _check_heaviside(name, input, values):
 @public
 def heaviside(input, values, *, out=None):
     """Step function: 0 where ``input < 0``, 1 where ``input > 0``, ``values`` where 0."""
-    _check_heaviside("heaviside", input, values)
+    _check_heaviside("heaviside", input, values, out)
     return elementwise(heaviside_op, (input, values), out=out)
 
 
 def _heaviside_(self, values):
-    _check_heaviside("heaviside_", self, values)
+    _check_heaviside("heaviside_", self, values, position=1)
     return elementwise_inplace(heaviside_op, self, (values,))
 
 

@@ -1481,7 +1481,10 @@ def _cumsum_kernel(xp, a, *, dim, dtype, reverse=False):
         return a.astype(dtype, copy=True)
     if reverse:
         a = xp.flip(a, dim)
-    r = xp.cumsum(a, axis=dim, dtype=acc)
+    # the array's own method, not NumPy's Python-level cumsum: an overflow it reports then
+    # names ember's module, which ember's warnings filter covers (NOTE [ Floating-point
+    # warnings ] in ember/__init__.py)
+    r = a.cumsum(axis=dim, dtype=acc)
     if reverse:
         r = xp.ascontiguousarray(xp.flip(r, dim))
     return r if r.dtype == dtype else r.astype(dtype)

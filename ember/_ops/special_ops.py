@@ -459,7 +459,7 @@ def igammac(input, other, *, out=None):
 
 
 def _igamma_inplace(op, name, self, other):
-    _require_tensor(name, "other", other)
+    _require_tensor(name, "other", other, 1)  # a method: positions count after self
     return elementwise_inplace(op, self, (other,))
 
 

@@ -99,6 +99,8 @@ def asgd(params, grads, axs, mus, etas, state_steps, *, lambd, lr, t0, alpha, we
         >>> p
         tensor([0.9500, 1.0500])
     """
+    from .. import tensor
+
     for i, p in enumerate(params):
         g = grads[i] if not maximize else -grads[i]
         state_steps[i].add_(1)
@@ -112,5 +114,7 @@ def asgd(params, grads, axs, mus, etas, state_steps, *, lambd, lr, t0, alpha, we
             axs[i].add_(p.sub(axs[i]).mul_(mus[i].item()))
         else:
             axs[i].copy_(p)
-        etas[i].fill_(lr / ((1 + lambd * lr * step) ** alpha))
-        mus[i].fill_(1 / max(1, step - t0))
+        # the new eta and mu are made as tensors of the default dtype, then copied in, as
+        # PyTorch's (float32 rounding even where a resumed state holds them in float64)
+        etas[i].copy_(tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+        mus[i].copy_(tensor(1 / max(1, step - t0)))

@@ -157,7 +157,7 @@ class LBFGS(Optimizer):
         offset = 0
         for p in self._params:
             n = p.numel()
-            p.add_(update[offset:offset + n].view_as(p), alpha=step_size)
+            p.add_(update[offset:offset + n].view_as(p), alpha=float(step_size))
             offset += n
 
     def _clone_params(self):
@@ -207,14 +207,20 @@ class LBFGS(Optimizer):
         while n_iter < max_iter:
             n_iter += 1
             state["n_iter"] += 1
+            # NOTE [ L-BFGS scalars as 0-dim tensors ]
+            # PyTorch keeps the curvature pairs' scalars (ys, ro, H_diag, al, and the first
+            # step t when the gradient is large) as 0-dim tensors of the parameters' dtype:
+            # they are what its state holds (state_dict, a resumed run), and in float32 they
+            # round in float32. Here the same, each scalar used as a number where torch
+            # passes it as an alpha.
             if state["n_iter"] == 1:
                 d = -flat_grad
                 old_dirs, old_stps, ro = [], [], []
-                h_diag = 1.0
+                h_diag = 1
             else:
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = float(y.dot(s))
+                ys = y.dot(s)
                 if ys > 1e-10:
                     if len(old_dirs) == history:
                         old_dirs.pop(0)
@@ -223,25 +229,26 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    h_diag = ys / float(y.dot(y))
+                    h_diag = ys / y.dot(y)
                 # kept in the state, of the history's length, as PyTorch keeps it
                 al = al or [None] * history
                 q = -flat_grad
                 for i in range(len(old_dirs) - 1, -1, -1):
-                    al[i] = float(old_stps[i].dot(q)) * ro[i]
-                    q = q - old_dirs[i] * al[i]
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q.add_(old_dirs[i], alpha=-al[i].item())
                 r = q * h_diag
                 for i in range(len(old_dirs)):
-                    be = float(old_dirs[i].dot(r)) * ro[i]
-                    r = r + old_stps[i] * (al[i] - be)
+                    be = old_dirs[i].dot(r) * ro[i]
+                    r.add_(old_stps[i], alpha=(al[i] - be).item())
                 d = r
             prev_flat_grad = flat_grad.clone()
             prev_loss = loss
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / float(flat_grad.abs().sum())) * lr
+                inv = 1.0 / flat_grad.abs().sum()
+                t = (inv if inv < 1.0 else 1.0) * lr
             else:
                 t = lr
-            gtd = float(flat_grad.dot(d))
+            gtd = flat_grad.dot(d)
             if gtd > -tol_change:
                 break
             ls_evals = 0
@@ -253,8 +260,15 @@ class LBFGS(Optimizer):
                 def obj(x, step, direction):
                     return self._directional_evaluate(closure, x, step, direction)
 
-                loss, flat_grad, t, ls_evals = _strong_wolfe(obj, x_init, t, d, loss,
-                                                             flat_grad, gtd)
+                # the search may spend what is left of max_eval, as PyTorch's
+                t_in = t
+                loss, flat_grad, t, ls_evals = _strong_wolfe(
+                    obj, x_init, float(t), d, loss, flat_grad, float(gtd),
+                    max_ls=max_eval - evals)
+                if not isinstance(t_in, (int, float)) or t != t_in:
+                    # a step the search interpolated is a 0-dim tensor in PyTorch's state
+                    # (NOTE [ L-BFGS scalars as 0-dim tensors ])
+                    t = flat_grad.new_tensor(t)
                 self._add_grad(t, d)
                 opt_cond = float(flat_grad.abs().max()) <= tol_grad
             else:

@@ -789,7 +789,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group(optimizer, base_lr, "base_lr")
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_group_value(group, "lr", lr)
         self.max_lrs = _per_group(optimizer, max_lr, "max_lr")
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up

@@ -243,10 +243,13 @@ def printing(rng):
 
 from tests.differential.programs_distributions import distributions  # noqa: E402
 from tests.differential.programs_modules import modules  # noqa: E402
+from tests.differential.programs_optim import optim  # noqa: E402
 from tests.differential.programs_sorting import sorting  # noqa: E402
+from tests.differential.programs_ties import ties  # noqa: E402
 
 FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
-            "modules": modules, "distributions": distributions, "sorting": sorting}
+            "modules": modules, "distributions": distributions, "sorting": sorting,
+            "optim": optim, "ties": ties}
 
 
 def make(family, seed):
@@ -311,7 +314,8 @@ _TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 8e-3), "float32": (1e-5, 1
 #: (VonMises) by polynomial fits good to ~1e-8, ember's to the last bits; float32 module
 #: gradients sum many products whose order differs by kernel
 _FAMILY_TOL = {"modules": {"float64": (1e-9, 1e-9), "float32": (1e-4, 1e-4)},
-               "distributions": {"float64": (1e-7, 1e-7)}}
+               "distributions": {"float64": (1e-7, 1e-7)},
+               "optim": {"float64": (1e-10, 1e-10), "float32": (1e-5, 1e-5)}}
 
 
 def _loosest(source, family=None):

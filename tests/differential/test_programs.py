@@ -8,7 +8,8 @@ from tests.differential import programs as P
 
 #: programs per family in the CI sample
 _SAMPLE = {"promotion": 300, "indexing": 300, "fill": 150, "printing": 100, "modules": 150,
-           "distributions": 300, "sorting": 300}
+           "distributions": 300, "sorting": 300, "optim": 200,
+           "ties": 200}
 
 
 @pytest.mark.parametrize("family", sorted(_SAMPLE))
