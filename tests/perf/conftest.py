@@ -1,5 +1,7 @@
 """Fixtures of the kernel tests."""
 
+import os
+
 import pytest
 
 
@@ -79,3 +81,39 @@ def assert_same_bits_or_close(actual, desired, rtol=1e-5, atol=1e-5):
         assert np.asarray(actual).tobytes() == np.asarray(desired).tobytes()
     else:
         np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol)
+
+
+@pytest.fixture
+def pool_on(numba_backend):
+    """The numba backend with numba's pool switched on (the default since session 23;
+    ``EMBER_NATIVE_SPLIT=0`` turns it off), whatever the environment says; skips where numba
+    runs on its workqueue layer, which cannot take split work."""
+    from ember import _kernels
+
+    old, before = os.environ.get("EMBER_NATIVE_SPLIT"), list(_kernels._pool)
+    os.environ["EMBER_NATIVE_SPLIT"] = "1"
+    _kernels._pool.clear()
+    try:
+        if _kernels._pool_drivers() is None:
+            pytest.skip("numba's pool cannot take split work here")
+        yield
+    finally:
+        if old is None:
+            del os.environ["EMBER_NATIVE_SPLIT"]
+        else:
+            os.environ["EMBER_NATIVE_SPLIT"] = old
+        _kernels._pool[:] = before
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Two threads, the load check off, the BLAS workers idle, restored afterwards."""
+    import ember
+    from ember import _parallel
+
+    old = ember.get_num_threads()
+    monkeypatch.setattr(_parallel, "contended", lambda: False)
+    monkeypatch.setattr(_parallel, "_polling_until", [0.0])
+    ember.set_num_threads(2)
+    yield
+    ember.set_num_threads(old)

@@ -21,33 +21,9 @@ pytest.importorskip("numba")
 
 
 @pytest.fixture(autouse=True)
-def pool_on(numba_backend):
-    """The numba backend, and numba's pool switched on (the default since session 23;
-    ``EMBER_NATIVE_SPLIT=0`` turns it off), whatever the environment says."""
-    old, before = os.environ.get("EMBER_NATIVE_SPLIT"), list(_kernels._pool)
-    os.environ["EMBER_NATIVE_SPLIT"] = "1"
-    _kernels._pool.clear()
-    try:
-        if _kernels._pool_drivers() is None:  # (numba on its workqueue layer)
-            pytest.skip("numba's pool cannot take split work here")
-        yield
-    finally:
-        if old is None:
-            del os.environ["EMBER_NATIVE_SPLIT"]
-        else:
-            os.environ["EMBER_NATIVE_SPLIT"] = old
-        _kernels._pool[:] = before
-
-
-@pytest.fixture
-def two_threads(monkeypatch):
-    """Two threads, the load check off, the BLAS workers idle, restored afterwards."""
-    old = ember.get_num_threads()
-    monkeypatch.setattr(_parallel, "contended", lambda: False)
-    monkeypatch.setattr(_parallel, "_polling_until", [0.0])
-    ember.set_num_threads(2)
+def _pool(pool_on):
+    """Every test here on numba's pool (``pool_on`` in conftest.py)."""
     yield
-    ember.set_num_threads(old)
 
 
 def _paths(fn, monkeypatch):
