@@ -1434,6 +1434,12 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     if mixed:  # float32 statistics, the output in the input's dtype
         y, mean, rstd = native_group_norm(input.float(), weight, bias, N, C, HxW, group, eps)
         return y.to(input.dtype), mean, rstd
+    if input.dtype in (_dt.float16, _dt.bfloat16):
+        # half inputs: torch's kernel works in float32 and rounds its three results once (a
+        # group's variance can pass float16's range where its rstd does not)
+        f32 = [None if t is None else t.float() for t in (weight, bias)]
+        y, mean, rstd = native_group_norm(input.float(), *f32, N, C, HxW, group, eps)
+        return y.to(input.dtype), mean.to(input.dtype), rstd.to(input.dtype)
     # composed, so that mean and rstd are differentiable outputs, as in PyTorch
     grouped = input.reshape(N, group, C // group * HxW)  # explicit: N may be 0
     mean = grouped.mean(-1)

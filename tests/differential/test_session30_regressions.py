@@ -331,3 +331,20 @@ def test_inplace_method_counts_argument_positions_after_self(op):
     E, T = _both()
     assert _outcome(lambda: getattr(E.ones(2), op)(1.0)) == \
         _outcome(lambda: getattr(T.ones(2), op)(1.0))
+
+
+def test_half_group_norm_statistics_in_float32():
+    # a float16 group whose variance passes float16's range: torch's kernel works in float32
+    # and rounds mean and rstd once (rstd 3.05e-05, not 0 from an infinite variance)
+    import ember
+
+    torch = pytest.importorskip("torch")
+    x = [[[65504.0, -65504.0, 1.0, 2.0], [3.0, 4.0, 5.0, 6.0]]]
+    got = ember.native_group_norm(ember.tensor(x, dtype=ember.float16), None, None, 1, 2, 4,
+                                  1, 1e-5)
+    want = torch.native_group_norm(torch.tensor(x, dtype=torch.float16), None, None, 1, 2, 4,
+                                   1, 1e-5)
+    for a, e in zip(got, want):
+        assert a.dtype == ember.float16
+        np.testing.assert_array_equal(a.float().numpy(), e.float().numpy())
+    assert float(got[2]) > 0
