@@ -29,7 +29,8 @@ from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
-from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
+from ._elementwise import ElementwiseOp, _clash_message, _const, binary, elementwise, \
+    elementwise_inplace, unary
 from . import _fma, _node_names, _xp_compat
 from ._memory_format import follow as _follow
 from ._registry import Op, observing_profiler, profiler_session, public, quiet_kernel
@@ -1537,9 +1538,10 @@ def where(condition, input=None, other=None, *, out=None):
         if "broadcast" not in str(e):
             raise
         shapes = [list(t.shape) for t in (condition, x, y)]
-        raise RuntimeError(
+        # PyTorch broadcasts condition, input and other in that order and names the clash
+        raise RuntimeError(_clash_message(shapes) or (
             f"where: the shapes of condition, input and other {shapes} cannot be broadcast "
-            "together") from None
+            "together")) from None
 
 
 def _where_method(self, condition, other):

@@ -235,9 +235,12 @@ class RNNBase(Module):
         else:
             batched = input.dim() == 3
             if input.dim() not in (2, 3):
+                # PyTorch's words: its class's own name (a subclass's is not used), and
+                # "tensor" only in RNN's
+                name = "RNN" if self.mode.startswith("RNN") else self.mode
                 raise ValueError(
-                    f"{type(self).__name__}: Expected input to be 2D or 3D, got "
-                    f"{input.dim()}D tensor instead")
+                    f"{name}: Expected input to be 2D or 3D, got {input.dim()}D"
+                    f"{' tensor' if name == 'RNN' else ''} instead")
             x = input if batched else input.unsqueeze(1)
             # under the profiler the transposes are PyTorch's, inside its ``aten::lstm``
             # (``_profiled_layers``)
@@ -438,11 +441,14 @@ class RNNBase(Module):
             h0 = h0.unsqueeze(1)
             c0 = c0.unsqueeze(1) if c0 is not None else None
         expected = (n, batch, real_h)
+        # PyTorch's words: the expected size as a tuple, the one got as a list, and an
+        # LSTM's two states named hidden[0] and hidden[1]
         if tuple(h0.shape) != expected:
-            raise RuntimeError(f"Expected hidden size {expected}, got {tuple(h0.shape)}")
+            which = "hidden[0]" if lstm else "hidden"
+            raise RuntimeError(f"Expected {which} size {expected}, got {list(h0.shape)}")
         if c0 is not None and tuple(c0.shape) != (n, batch, self.hidden_size):
             raise RuntimeError(f"Expected hidden[1] size {(n, batch, self.hidden_size)}, got "
-                               f"{tuple(c0.shape)}")
+                               f"{list(c0.shape)}")
         if sorted_idx is not None:
             h0 = h0.index_select(1, sorted_idx)
             c0 = c0.index_select(1, sorted_idx) if c0 is not None else None
