@@ -43,7 +43,22 @@ and tutorials' patterns):
   on moving squares (``torch.roll``), ``ReduceLROnPlateau``, CSI;
 - ``conformer_specaugment``: a Conformer encoder (SpecAugment masks, conv subsampling,
   relative-position attention with the pad-and-view shift, GLU/depthwise conv module) under
-  CTC with a Noam ``LambdaLR``.
+  CTC with a Noam ``LambdaLR``;
+- ``dann_gradreverse``: fungtion/DANN's gradient reversal ``Function``, alpha and
+  learning-rate schedules written into ``param_groups``, zipped source/target loaders, MMD
+  and CORAL;
+- ``deformable_conv``: 4uiiurz1's pure-PyTorch deformable convolution v2 (offsets and
+  modulation, bilinear sampling by four ``gather``s), checked against ``conv2d`` and
+  ``grid_sample``;
+- ``reformer_lsh``: reformer-pytorch's LSH attention (random-rotation hashing, sorting by
+  bucket and position, chunked attention looking one back, unsorting, rounds combined by
+  ``logsumexp``), reversible blocks, axial position embeddings, ``bucketize``;
+- ``set_transformer``: juho-lee/set_transformer's MAB/SAB/ISAB/PMA and Deep Sets
+  (permutation invariance, max of a set, amortised mixture-of-Gaussians clustering);
+- ``common_mistakes``: the "common PyTorch mistakes" posts' errors printed as
+  ``type(e).__name__: e`` (a float64 NumPy batch into a float32 model, wrongly shaped RNN
+  states, ``where``/``permute``/``view`` misuse, a failed Cholesky, a freed graph); these
+  messages are pinned in ``test_program_regressions_30.py``.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
