@@ -1025,7 +1025,8 @@ def _clamp_args(name, input, min, max):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if min is None and max is None:
-        raise RuntimeError(f"{name}: At least one of 'min' or 'max' must not be None")
+        # (PyTorch's words for clamp, clamp_, clip and clip_ alike)
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if input._data.dtype.kind == "c":
         raise NotImplementedError(f"{name}: clamp is not supported for complex types")
     if min is not None and max is not None and isinstance(min, Tensor) != isinstance(

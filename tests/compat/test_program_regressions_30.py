@@ -25,6 +25,7 @@ def _error(fw, make):
 
 def _check(make, want):
     got = _error(ember, make)
+    got = (got[0], got[1].replace("ember.Size", "torch.Size"))  # (as under the alias)
     assert got == want
     try:
         import torch
@@ -183,3 +184,58 @@ def test_linalg_error_is_named_as_torchs():
         return
     assert (torch.linalg.LinAlgError.__name__, torch.linalg.LinAlgError.__module__) == (
         cls.__name__, cls.__module__.replace("ember", "torch"))
+
+
+_MORE = {
+    "gather_rank": (lambda t: t.ones(2, 3).gather(1, t.tensor([0, 1])),
+                    ("RuntimeError", "Index tensor must have the same number of dimensions as "
+                     "input tensor")),
+    "scatter_rank": (lambda t: t.zeros(2, 3).scatter_add_(1, t.tensor([0]), t.ones(2, 3)),
+                     ("RuntimeError", "Index tensor must have the same number of dimensions "
+                      "as self tensor")),
+    "scatter_dtype": (lambda t: t.zeros(3).scatter_(0, t.tensor([0]), _f64(t, 1)),
+                      ("RuntimeError", "scatter(): Expected self.dtype to be equal to "
+                       "src.dtype")),
+    "masked_fill_long": (lambda t: t.zeros(3).masked_fill(t.tensor([1, 0, 1]), 1.0),
+                         ("RuntimeError", "masked_fill_ only supports boolean masks, but got "
+                          "mask with dtype long int")),
+    "masked_fill_float": (lambda t: t.zeros(3).masked_fill_(t.tensor([1.0, 0, 1]), 1.0),
+                          ("RuntimeError", "masked_fill_ only supports boolean masks, but got "
+                           "mask with dtype float")),
+    "masked_scatter_long": (lambda t: t.zeros(3).masked_scatter(t.tensor([1, 0, 1]), t.ones(3)),
+                            ("RuntimeError", "masked_scatter_ only supports boolean masks, but "
+                             "got mask with dtype Long")),
+    "masked_select_long": (lambda t: t.zeros(3).masked_select(t.tensor([1, 0, 1])),
+                           ("RuntimeError", "masked_select: expected BoolTensor for mask")),
+    "clamp_nothing": (lambda t: t.ones(2).clip_(),
+                      ("RuntimeError", "torch.clamp: At least one of 'min' or 'max' must not "
+                       "be None")),
+    "bce_logits_shape": (lambda t: t.nn.BCEWithLogitsLoss()(t.rand(4, 1), t.rand(4)),
+                         ("ValueError", "Target size (torch.Size([4])) must be the same as "
+                          "input size (torch.Size([4, 1]))")),
+    "setitem_slice": (lambda t: t.ones(3).__setitem__(slice(None), t.ones(2)),
+                      ("RuntimeError", "The expanded size of the tensor (3) must match the "
+                       "existing size (2) at non-singleton dimension 0.  Target sizes: [3].  "
+                       "Tensor sizes: [2]")),
+    "setitem_rows": (lambda t: t.ones(2, 3).__setitem__((slice(None), slice(0, 2)), t.ones(3)),
+                     ("RuntimeError", "The expanded size of the tensor (2) must match the "
+                      "existing size (3) at non-singleton dimension 1.  Target sizes: [2, 2].  "
+                      "Tensor sizes: [3]")),
+    "setitem_advanced": (lambda t: t.ones(3).__setitem__(t.tensor([0, 1, 2]), t.ones(2)),
+                         ("RuntimeError", "shape mismatch: value tensor of shape [2] cannot be "
+                          "broadcast to indexing result of shape [3]")),
+    "optimizer_of_tensor": (lambda t: t.optim.SGD(t.ones(3), lr=0.1),
+                            ("TypeError", "params argument given to the optimizer should be an "
+                             "iterable of Tensors or dicts, but got torch.FloatTensor")),
+    "assign_tensor_as_parameter": (lambda t: setattr(t.nn.Linear(2, 2), "weight", t.ones(2, 2)),
+                                   ("TypeError", "cannot assign 'torch.FloatTensor' as "
+                                    "parameter 'weight' (torch.nn.Parameter or None "
+                                    "expected)")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MORE))
+def test_indexing_loss_and_module_refusals_in_torchs_words(case):
+    # tensors are named as ``torch.typename`` names them, as PyTorch's refusals do
+    make, want = _MORE[case]
+    _check(make, want)
