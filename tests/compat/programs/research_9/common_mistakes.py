@@ -5,7 +5,9 @@ applies the fix: a float64 NumPy batch fed to a float32 model (``torch.from_nump
 LSTM's initial state shaped for another batch, a sequence of the wrong rank, ``view`` of a
 transposed tensor (``reshape``/``contiguous``), ``torch.where`` over shapes that do not
 broadcast, ``permute`` with too few dims, a failed Cholesky of a non-SPD covariance with
-jitter added, ``multi_dot`` of mixed dtypes, an in-place op on a leaf, a second ``backward``
+jitter added, ``multi_dot`` of mixed dtypes, BCE-with-logits shapes, integer masks,
+``gather`` and slice assignments of the wrong shape, an optimizer given a tensor, a plain
+tensor assigned as a parameter, an in-place op on a leaf, a second ``backward``
 through a freed graph, and ``.numpy()`` of a tensor that requires grad."""
 import numpy as np
 import torch
@@ -75,6 +77,18 @@ except torch.linalg.LinAlgError:
     L = torch.linalg.cholesky(cov @ cov.T + 1e-3 * torch.eye(2))
     print("jittered cholesky:", [round(v, 5) for v in L.flatten().tolist()])
 attempt("multi_dot", lambda: torch.linalg.multi_dot([torch.rand(2, 3), torch.rand(3, 3), x[:3, :2]]))
+
+scores = torch.rand(4, 1)
+attempt("BCE-with-logits shapes", lambda: nn.BCEWithLogitsLoss()(scores, torch.rand(4)))
+attempt("integer mask", lambda: torch.zeros(3).masked_fill(torch.tensor([1, 0, 1]), -1e9))
+attempt("gather rank", lambda: logits.gather(1, labels.long()))
+print("gather fixed:", tuple(logits.gather(1, labels.long()[:, None]).shape))
+buf = torch.zeros(2, 4)
+attempt("slice assignment", lambda: buf.__setitem__((slice(None), slice(0, 3)), torch.ones(4)))
+attempt("optimizer of a tensor", lambda: torch.optim.Adam(model[0].weight, lr=1e-3))
+attempt("tensor as parameter", lambda: setattr(head, "weight", torch.zeros(3, 4)))
+head.weight = nn.Parameter(torch.zeros(3, 4))
+print("parameter replaced:", [n for n, _ in head.named_parameters()])
 
 w = torch.ones(3, requires_grad=True)
 attempt("in-place on leaf", lambda: w.add_(1))
