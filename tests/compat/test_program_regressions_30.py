@@ -239,3 +239,26 @@ def test_indexing_loss_and_module_refusals_in_torchs_words(case):
     # tensors are named as ``torch.typename`` names them, as PyTorch's refusals do
     make, want = _MORE[case]
     _check(make, want)
+
+
+def test_projected_lstm_warns_only_when_its_kernel_runs():
+    # PyTorch warns from its kernel call, after the state checks: a refused call says nothing
+    import warnings
+
+    from ember.nn.modules import rnn
+
+    saved = rnn._projection_warned[0]
+    rnn._projection_warned[0] = False
+    try:
+        lstm = ember.nn.LSTM(3, 4, proj_size=2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(RuntimeError, match=r"Expected hidden\[0\] size"):
+                lstm(ember.ones(5, 2, 3), (ember.zeros(1, 2, 4), ember.zeros(1, 2, 4)))
+            assert not caught
+            lstm(ember.ones(5, 2, 3))
+        assert [str(w.message) for w in caught] == [
+            "LSTM with projections is not supported with oneDNN. Using default "
+            "implementation."]
+    finally:
+        rnn._projection_warned[0] = saved

@@ -219,13 +219,6 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         dirs = 2 if self.bidirectional else 1
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
-        if self.proj_size > 0 and not _projection_warned[0]:
-            x0 = input.data if packed else input
-            if x0.device.type == "cpu" and x0.dtype in (float32, bfloat16):
-                # PyTorch's CPU build says once that its oneDNN kernel has no projections
-                _projection_warned[0] = True
-                warnings.warn("LSTM with projections is not supported with oneDNN. Using "
-                              "default implementation.", UserWarning, stacklevel=1)
         if packed:
             data, batch_sizes_t, sorted_idx, unsorted_idx = input
             batch_sizes = batch_sizes_t.tolist()
@@ -265,6 +258,14 @@ class RNNBase(Module):
                 f"RNN input dtype ({x.dtype}) does not match weight dtype ({w_dtype}). "
                 f"Convert input: input.to({w_dtype}), or convert model: model.to({x.dtype})")
         h0, c0 = self._initial_state(hx, x, batch, dirs, real_h, batched, sorted_idx)
+        if self.proj_size > 0 and not _projection_warned[0]:
+            x0 = input.data if packed else input
+            if x0.device.type == "cpu" and x0.dtype in (float32, bfloat16):
+                # PyTorch's CPU build says once that its oneDNN kernel has no projections,
+                # when the kernel runs (after the input and state checks)
+                _projection_warned[0] = True
+                warnings.warn("LSTM with projections is not supported with oneDNN. Using "
+                              "default implementation.", UserWarning, stacklevel=1)
         lookup = None if packed else self._lookup(input, x, batched)
         run_args = (x, h0, c0, dirs, batch_sizes, lookup, packed)
         session = profiler_session() if _dispatch.intercept and _dispatch.state.modes \
