@@ -435,6 +435,10 @@ def __getattr__(name):
     if name == "_nn":
         mod = globals()["_nn"] = _nn_module()
         return mod
+    if name == "_LinAlgError":  # torch.linalg.LinAlgError's own home and name
+        from ._ops.linalg_decomp import LinAlgError
+
+        return LinAlgError
     if name in ("DispatchKey", "DispatchKeySet", "_ExcludeDispatchKeyGuard",
                 "_IncludeDispatchKeyGuard"):  # torchvision builds its autocast key set
         from ._library import dispatch_keys

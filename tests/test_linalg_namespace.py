@@ -58,7 +58,10 @@ def test_named_tuple_fields():
 
 
 def test_linalg_error_exported():
-    assert ember.linalg.LinAlgError.__name__ == "LinAlgError"
+    # named as PyTorch's torch._C._LinAlgError, and found there
+    assert ember.linalg.LinAlgError.__name__ == "_LinAlgError"
+    assert ember._C._LinAlgError is ember.linalg.LinAlgError
+    assert issubclass(ember.linalg.LinAlgError, RuntimeError)
 
 
 def test_top_level_functions_exist():

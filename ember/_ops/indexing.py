@@ -1030,10 +1030,11 @@ def _indexed_shape(a, key, index_error=False):
         return None
 
 
-def _shape_mismatch(vshape, shape):
+def _shape_mismatch(vshape, shape, basic=False):
     """torch's RuntimeError when a value of ``vshape`` does not broadcast to an indexed
     region of ``shape`` (its leading size-1 dims dropped first, as torch's copy does), or
-    None when it does."""
+    None when it does. A ``basic`` key (ints, slices, None, Ellipsis: a view copied into)
+    fails in the words of ``expand``, an advanced one in index_put's."""
     vshape = tuple(vshape)
     while vshape and vshape[0] == 1:  # (torch strips them all, and names the rest)
         vshape = vshape[1:]
@@ -1043,6 +1044,13 @@ def _shape_mismatch(vshape, shape):
         ok = False
     if ok:
         return None
+    if basic and len(vshape) <= len(shape):
+        for i in range(1, len(vshape) + 1):  # expand's scan, from the last dim
+            if vshape[-i] != 1 and vshape[-i] != shape[-i]:
+                return RuntimeError(
+                    f"The expanded size of the tensor ({shape[-i]}) must match the existing "
+                    f"size ({vshape[-i]}) at non-singleton dimension {len(shape) - i}.  "
+                    f"Target sizes: {list(shape)}.  Tensor sizes: {list(vshape)}")
     return RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
                         f"broadcast to indexing result of shape {list(shape)}")
 
@@ -1088,7 +1096,12 @@ def _put_error(a, key, vshape):
     shape = _indexed_shape(a, key, index_error=True)
     if _into_empty_dim(tuple(a.shape), key):
         return IndexError("index is out of bounds for dimension with size 0")
-    return _shape_mismatch(vshape, shape) if shape is not None else None
+    if shape is None:
+        return None
+    parts = key if isinstance(key, tuple) else (key,)
+    basic = not any(getattr(k, "dtype", None) is not None and (k.ndim or k.dtype.kind == "b")
+                    for k in parts)
+    return _shape_mismatch(vshape, shape, basic)
 
 
 def _assign(a, key, v, spec=None):

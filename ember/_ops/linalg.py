@@ -64,17 +64,64 @@ def check_out_tuple(op_name, out, n=2):
                             f"but got {type(o).__name__}")
 
 
-def _lname(t):
-    return t.dtype.scalar_name.lower()
+# NOTE [ Product dtype messages ]
+# PyTorch's products refuse operands of two dtypes in the words of the kernel each reaches:
+# a matrix product (``mm``, ``matmul`` of matrices or of a vector and a matrix, ``linear``
+# without a bias) says "expected m1 and m2 ... float != double" in C++ type names, a batched
+# one (``bmm``, ``matmul`` with a 3-D operand) "expected scalar type Float but found Double",
+# a matrix-vector one reports addmv's three inputs (the result, created in the vector's
+# dtype, first), a vector-vector one dot's text; none names the Python function. A program
+# that prints the error (the float64 NumPy batch fed to a float32 model) prints these.
+def _matmul_folds(a, b, has_out):
+    """Whether PyTorch's ``matmul`` of ``a`` and ``b``, one of them 3-D or more and the other
+    1-D or 2-D, folds the batch into one matrix product (its ``should_fold``) rather than
+    running a batched one: when the smaller operand needs a gradient, or when the larger
+    (transposed if it is the second) flattens to a matrix without a copy."""
+    na, nb = a.dim(), b.dim()
+    larger = na >= nb
+    if not (max(na, nb) >= 3 and min(na, nb) <= 2):
+        return False
+    if (b if larger else a).requires_grad and not has_out:
+        return True
+    if na == 2:
+        return False
+    shape, strides = list(a.shape if larger else b.shape), list(a.stride() if larger
+                                                                  else b.stride())
+    if not larger:  # the second operand's mT
+        shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
+    if 0 in shape:
+        return True
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def product_dtype_message(op_name, a, b, has_out=False):
+    """PyTorch's refusal of the product ``a @ b`` whose operands' dtypes differ, as the
+    kernel ``op_name`` reaches says it (NOTE [ Product dtype messages ])."""
+    na, nb = a._data.ndim, b._data.ndim
+    sa, sb = a.dtype.scalar_name, b.dtype.scalar_name
+    if op_name == "matmul" and max(na, nb) >= 3 and _matmul_folds(a, b, has_out):
+        if na < nb:  # folded as ``(b.mT @ a.mT).mT``: the operands swap
+            a, b, na, nb, sa, sb = b, a, nb, na, sb, sa
+        op_name = "matmul-folded"
+    if op_name in ("bmm", "baddbmm") or (op_name == "matmul" and max(na, nb) >= 3):
+        return f"expected scalar type {sa} but found {sb}"
+    if op_name == "matmul-folded" and nb == 1:
+        return f"addmv input tensors must have the same dtype, but got {sb}, {sa}, and {sb}"
+    if op_name == "mv" or (op_name == "matmul" and (na, nb) == (2, 1)):
+        return f"addmv input tensors must have the same dtype, but got {sb}, {sa}, and {sb}"
+    if op_name == "matmul" and na == nb == 1:
+        return f"dot : expected both vectors to have same dtype, but found {sa} and {sb}"
+    if op_name in ("addmm", "addbmm"):
+        return f"mat1 and mat2 must have the same dtype, but got {sa} and {sb}"
+    return (f"expected m1 and m2 to have the same dtype, but got: {_cpp_name(a.dtype)} != "
+            f"{_cpp_name(b.dtype)}")
 
 
 def check_same_dtype(op_name, a, b, style="m1"):
     """PyTorch's products do not promote: both operands must have one dtype."""
     if a._data.dtype != b._data.dtype:
         if style == "m1":
-            raise RuntimeError(
-                f"{op_name}: expected m1 and m2 to have the same dtype, but got: "
-                f"{_lname(a)} != {_lname(b)}")
+            raise RuntimeError(product_dtype_message(op_name, a, b))
         raise RuntimeError(
             f"{op_name}: expected both inputs to have the same dtype, but found "
             f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
@@ -357,8 +404,9 @@ def _check_matmul(op_name, a, b, out=None):
         # torch's bmm kernel picks its loop by the first operand's dtype before it compares
         # the two
         raise NotImplementedError('"bmm" not implemented for \'Bool\'')
-    check_same_dtype(op_name, a, b)
-    _check_product_shapes(da.shape, db.shape)
+    _check_product_shapes(da.shape, db.shape)  # (before the dtypes, as PyTorch)
+    if da.dtype != db.dtype:
+        raise RuntimeError(product_dtype_message(op_name, a, b, out is not None))
     if da.dtype == np.bool_:
         kernel = _bool_product_kernel(da.shape, db.shape)
         if kernel is not None:
@@ -555,10 +603,6 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError(f"mm: self must be a matrix, but got a {input.dim()}-D tensor")
     if mat2.dim() != 2:
         raise RuntimeError(f"mm: mat2 must be a matrix, but got a {mat2.dim()}-D tensor")
-    if input._data.dtype != mat2._data.dtype:
-        raise RuntimeError(
-            f"mm: self and mat2 must have the same dtype, but got {input.dtype.scalar_name} "
-            f"and {mat2.dtype.scalar_name}")
     _check_matmul("mm", input, mat2, out)
     if _dispatch.intercept and _dispatch.state.modes:
         return _matmul_door("mm", input, mat2, out)
@@ -815,10 +859,34 @@ def _check_scalars(op_name, dtype, beta, alpha):
     return out
 
 
+def _check_fused_dtypes(op_name, input, a, b):
+    """PyTorch's refusal of ``input + a @ b`` whose three dtypes differ, in its words for
+    each fused product (NOTE [ Product dtype messages ]), before any shape check."""
+    di, da, db = input._data.dtype, a._data.dtype, b._data.dtype
+    if di == da == db:
+        return
+    if op_name in ("addmm", "addbmm"):
+        if di != db:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{input.dtype.scalar_name} and {b.dtype.scalar_name}")
+        raise RuntimeError(product_dtype_message(op_name, a, b))
+    if op_name == "addmv":
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {input.dtype.scalar_name}, "
+            f"{a.dtype.scalar_name}, and {b.dtype.scalar_name}")
+    if op_name == "baddbmm":
+        if di != da:
+            raise RuntimeError(
+                f"Input dtypes must be the same, got: input {_cpp_name(input.dtype)}, batch1: "
+                f"{_cpp_name(a.dtype)}, batch2: {_cpp_name(b.dtype)}")
+        raise RuntimeError(product_dtype_message(op_name, a, b))
+
+
 def _addx(op_name, op, input, a, b, beta, alpha, out, shape, prod_check):
     check_tensor(op_name, input, "input", 1)
     check_tensor(op_name, a, "mat1", 2)
     check_tensor(op_name, b, "mat2", 3)
+    _check_fused_dtypes(op_name, input, a, b)
     try:
         prod_check()
     except NotImplementedError:

@@ -11,7 +11,7 @@ from .. import _dispatch
 from .._core.tensor import Tensor
 from ._registry import Op, public, quiet_kernel
 from .indexing import multilinear_jvp  # forward-mode rules
-from .linalg import _LOWP, _conj, _contig, _promote, check_tensor, matmul
+from .linalg import _LOWP, _conj, _contig, _cpp_name, _promote, check_tensor, matmul
 
 
 # ------------------------------------------------------------------------------------------------
@@ -67,8 +67,7 @@ def tensordot(a, b, dims=2, out=None):
     check_tensor("tensordot", a, "a", 1)
     check_tensor("tensordot", b, "b", 2)
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError("tensordot: both inputs should have same dtype, but got "
-                           f"{a.dtype.scalar_name} and {b.dtype.scalar_name}")
+        raise RuntimeError("both inputs should have same dtype")  # PyTorch's words
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, (int, np.integer)):
@@ -361,7 +360,8 @@ def einsum(*args):
 
 def _einsum_dtype_error(operands):
     other = next(t for t in operands if t._data.dtype != operands[0]._data.dtype)
-    raise RuntimeError(f"einsum(): expected scalar type {operands[0].dtype.scalar_name} but "
+    # (its batched product's words: NOTE [ Product dtype messages ] in linalg.py)
+    raise RuntimeError(f"expected scalar type {operands[0].dtype.scalar_name} but "
                        f"found {other.dtype.scalar_name}")
 
 
@@ -507,12 +507,11 @@ def multi_dot(tensors, *, out=None):
             raise RuntimeError(
                 f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
     d0 = tensors[0]._data.dtype
-    for t in tensors[1:]:
+    for i, t in enumerate(tensors[1:], 1):  # (by position: ``index`` would compare tensors)
         if t._data.dtype != d0:
             raise RuntimeError(
                 f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
-                f"{tensors[0].dtype.scalar_name} and tensor {tensors.index(t)} is "
-                f"{t.dtype.scalar_name}")
+                f"{_cpp_name(tensors[0].dtype)} and tensor {i} {_cpp_name(t.dtype)}")
     ts = list(tensors)
     first_vec, last_vec = ts[0].dim() == 1, ts[-1].dim() == 1
     if first_vec:

@@ -44,8 +44,14 @@ class LinAlgError(RuntimeError):
         ...     ember.linalg.inv(ember.zeros(2, 2))
         ... except ember.linalg.LinAlgError as e:
         ...     print(type(e).__name__)
-        LinAlgError
+        _LinAlgError
     """
+
+
+# PyTorch's class is ``torch._C._LinAlgError``: a program printing ``type(e).__name__``, a
+# traceback's last line and a pickle name it so
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+LinAlgError.__module__ = "ember._C"
 
 
 def check_float(op_name, A):

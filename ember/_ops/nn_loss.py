@@ -46,6 +46,9 @@ def _reduce(loss, reduction):
 
 def _same_size(name, input, target):
     if tuple(target.shape) != tuple(input.shape):
+        if name == "binary_cross_entropy_with_logits":  # (PyTorch's words differ there)
+            raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                             f"({input.shape})")
         raise ValueError(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}) is deprecated. Please ensure they have the same size.")

@@ -26,7 +26,8 @@ from ._xp_compat import ufunc_at
 from .indexing import grad_linked_to, linear_jvp, multilinear_jvp  # forward-mode rules
 from .nn_checks import kernel_dtype, no_complex_autograd, type_name_in_check
 from .creation import zeros_like
-from .linalg import _LOWP, _contiguous, gemm, outer_op, row_sums, upcast_lowp
+from .linalg import _LOWP, _contiguous, _cpp_name as _cpp_dtype_name, gemm, outer_op, row_sums, \
+    upcast_lowp
 from .pointwise import opmath
 from .shape import broadcast_tensors
 from .ranges import arange
@@ -756,6 +757,10 @@ def linear(input, weight, bias=None):
             f"mat1 and mat2 shapes cannot be multiplied ({rows[0]}x{rows[1]} and "
             f"{ws[-1]}x{ws[0]})")
     if input._data.dtype != weight._data.dtype:
+        if bias is None:  # PyTorch's linear without a bias is a plain product (matmul's text)
+            raise RuntimeError(
+                f"expected m1 and m2 to have the same dtype, but got: "
+                f"{_cpp_dtype_name(input.dtype)} != {_cpp_dtype_name(weight.dtype)}")
         raise RuntimeError(
             f"mat1 and mat2 must have the same dtype, but got {input.dtype.scalar_name} and "
             f"{weight.dtype.scalar_name}")

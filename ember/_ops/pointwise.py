@@ -29,7 +29,8 @@ from .. import _dispatch, _kernels
 from .._core import dtype as _dt
 from .._core.checks import holds_values
 from .._core.tensor import Tensor, wrap
-from ._elementwise import ElementwiseOp, _const, binary, elementwise, elementwise_inplace, unary
+from ._elementwise import ElementwiseOp, _clash_message, _const, binary, elementwise, \
+    elementwise_inplace, unary
 from . import _fma, _node_names, _xp_compat
 from ._memory_format import follow as _follow
 from ._registry import Op, observing_profiler, profiler_session, public, quiet_kernel
@@ -1024,7 +1025,8 @@ def _clamp_args(name, input, min, max):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if min is None and max is None:
-        raise RuntimeError(f"{name}: At least one of 'min' or 'max' must not be None")
+        # (PyTorch's words for clamp, clamp_, clip and clip_ alike)
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if input._data.dtype.kind == "c":
         raise NotImplementedError(f"{name}: clamp is not supported for complex types")
     if min is not None and max is not None and isinstance(min, Tensor) != isinstance(
@@ -1537,9 +1539,10 @@ def where(condition, input=None, other=None, *, out=None):
         if "broadcast" not in str(e):
             raise
         shapes = [list(t.shape) for t in (condition, x, y)]
-        raise RuntimeError(
+        # PyTorch broadcasts condition, input and other in that order and names the clash
+        raise RuntimeError(_clash_message(shapes) or (
             f"where: the shapes of condition, input and other {shapes} cannot be broadcast "
-            "together") from None
+            "together")) from None
 
 
 def _where_method(self, condition, other):

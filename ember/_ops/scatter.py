@@ -86,8 +86,10 @@ def _check_scatter_shapes(op_name, self, dim, index, src=None):
     if i.size == 0:
         return
     if len(ii) != len(si):
-        raise RuntimeError(f"{op_name}(): Index tensor must have the same number of dimensions "
-                           f"as self tensor (got {i.ndim} and {s.ndim})")
+        # (PyTorch's words: gather names its input, the scatters self; no counts)
+        which = "input" if op_name.startswith("gather") else "self"
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {which} "
+                           "tensor")
     if src is not None and len(_as1d(src._data).shape) != len(ii):
         raise RuntimeError(f"{op_name}(): Index tensor must have the same number of dimensions "
                            f"as src tensor (got {i.ndim} and {src._data.ndim})")
@@ -377,9 +379,8 @@ def _scatter_args(op_name, input, dim, index, src, value):
     if src is not None:
         check_tensor(op_name, src, "src")
         if src._data.dtype != input._data.dtype:
-            raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype "
-                               f"(got {type_name(input._data.dtype)} and "
-                               f"{type_name(src._data.dtype)})")
+            # (PyTorch's words, scatter() for every form)
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         index, src = same_device(op_name, input, index, src)
     else:
         if isinstance(value, Tensor):

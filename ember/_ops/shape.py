@@ -771,8 +771,10 @@ def permute(input, *dims, **kwargs):
     if sorted(dims) == list(range(ndim)):  # fast path: already a permutation of 0..ndim-1
         return _apply(permute_op, (input,), {"dims": dims})
     if len(dims) != ndim:
+        # (PyTorch's words for a dense tensor too: its check is shared with sparse COO)
         raise RuntimeError(
-            "permute(): number of dimensions in the tensor input does not match the length of "
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            "length of "
             f"the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal to "
             f"len(dims) = {len(dims)}")
     wrapped = tuple(wrap_dim(d, ndim, "permute") for d in dims)

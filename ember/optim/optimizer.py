@@ -126,7 +126,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
-                f"dicts, but got {type(params).__name__}")
+                f"dicts, but got {params.type()}")  # (torch.typename's 'torch.FloatTensor')
         self.state = defaultdict(dict)
         self.param_groups = []
         param_groups = list(params)

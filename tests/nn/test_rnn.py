@@ -128,7 +128,8 @@ def test_rnn_errors():
     lstm = nn.LSTM(3, 4)
     with pytest.raises(RuntimeError, match="input_size"):
         lstm(ember.zeros(5, 2, 7))
-    with pytest.raises(RuntimeError, match="Expected hidden size"):
+    with pytest.raises(RuntimeError,
+                       match=r"Expected hidden\[0\] size \(1, 2, 4\), got \[2, 2, 4\]"):
         lstm(ember.zeros(5, 2, 3), (ember.zeros(2, 2, 4), ember.zeros(1, 2, 4)))
     for x in (ember.zeros(0, 2, 3), ember.zeros(0, 3)):
         with pytest.raises(RuntimeError, match="sequence length"):

@@ -273,6 +273,14 @@ def _addindent(text, n):
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
+def _typename(obj):
+    """``torch.typename(obj)``, as PyTorch's refusals to assign name what they got
+    ('torch.FloatTensor' for a plain tensor)."""
+    from ..._top_level import typename
+
+    return typename(obj)
+
+
 class Module:
     """Base class for all neural network modules.
 
@@ -343,7 +351,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
-                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                 "(torch Tensor or None required)")
         if _global_buffer_registration_hooks:
             tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name,
@@ -366,7 +374,7 @@ class Module:
             return
         if not isinstance(param, Parameter):
             raise TypeError(
-                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                 "(torch.nn.Parameter or None required)")
         if param.grad_fn is not None:
             raise ValueError(
@@ -525,7 +533,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' "
                     "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
@@ -542,7 +550,7 @@ class Module:
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(
-                        f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                        f"cannot assign '{_typename(value)}' as child module '{name}' "
                         "(torch.nn.Module or None expected)")
                 if _global_module_registration_hooks:
                     value = _run_registration_hooks(_global_module_registration_hooks, self,
@@ -553,7 +561,7 @@ class Module:
                 if isinstance(value, Buffer) or buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(
-                            f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                            f"cannot assign '{_typename(value)}' as buffer '{name}' "
                             "(torch.nn.Buffer, torch.Tensor or None expected)")
                     if isinstance(value, Buffer):
                         persistent = value.__dict__.get("persistent", True)

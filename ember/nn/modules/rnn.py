@@ -219,13 +219,6 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         dirs = 2 if self.bidirectional else 1
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
-        if self.proj_size > 0 and not _projection_warned[0]:
-            x0 = input.data if packed else input
-            if x0.device.type == "cpu" and x0.dtype in (float32, bfloat16):
-                # PyTorch's CPU build says once that its oneDNN kernel has no projections
-                _projection_warned[0] = True
-                warnings.warn("LSTM with projections is not supported with oneDNN. Using "
-                              "default implementation.", UserWarning, stacklevel=1)
         if packed:
             data, batch_sizes_t, sorted_idx, unsorted_idx = input
             batch_sizes = batch_sizes_t.tolist()
@@ -235,9 +228,12 @@ class RNNBase(Module):
         else:
             batched = input.dim() == 3
             if input.dim() not in (2, 3):
+                # PyTorch's words: its class's own name (a subclass's is not used), and
+                # "tensor" only in RNN's
+                name = "RNN" if self.mode.startswith("RNN") else self.mode
                 raise ValueError(
-                    f"{type(self).__name__}: Expected input to be 2D or 3D, got "
-                    f"{input.dim()}D tensor instead")
+                    f"{name}: Expected input to be 2D or 3D, got {input.dim()}D"
+                    f"{' tensor' if name == 'RNN' else ''} instead")
             x = input if batched else input.unsqueeze(1)
             # under the profiler the transposes are PyTorch's, inside its ``aten::lstm``
             # (``_profiled_layers``)
@@ -262,6 +258,14 @@ class RNNBase(Module):
                 f"RNN input dtype ({x.dtype}) does not match weight dtype ({w_dtype}). "
                 f"Convert input: input.to({w_dtype}), or convert model: model.to({x.dtype})")
         h0, c0 = self._initial_state(hx, x, batch, dirs, real_h, batched, sorted_idx)
+        if self.proj_size > 0 and not _projection_warned[0]:
+            x0 = input.data if packed else input
+            if x0.device.type == "cpu" and x0.dtype in (float32, bfloat16):
+                # PyTorch's CPU build says once that its oneDNN kernel has no projections,
+                # when the kernel runs (after the input and state checks)
+                _projection_warned[0] = True
+                warnings.warn("LSTM with projections is not supported with oneDNN. Using "
+                              "default implementation.", UserWarning, stacklevel=1)
         lookup = None if packed else self._lookup(input, x, batched)
         run_args = (x, h0, c0, dirs, batch_sizes, lookup, packed)
         session = profiler_session() if _dispatch.intercept and _dispatch.state.modes \
@@ -438,11 +442,14 @@ class RNNBase(Module):
             h0 = h0.unsqueeze(1)
             c0 = c0.unsqueeze(1) if c0 is not None else None
         expected = (n, batch, real_h)
+        # PyTorch's words: the expected size as a tuple, the one got as a list, and an
+        # LSTM's two states named hidden[0] and hidden[1]
         if tuple(h0.shape) != expected:
-            raise RuntimeError(f"Expected hidden size {expected}, got {tuple(h0.shape)}")
+            which = "hidden[0]" if lstm else "hidden"
+            raise RuntimeError(f"Expected {which} size {expected}, got {list(h0.shape)}")
         if c0 is not None and tuple(c0.shape) != (n, batch, self.hidden_size):
             raise RuntimeError(f"Expected hidden[1] size {(n, batch, self.hidden_size)}, got "
-                               f"{tuple(c0.shape)}")
+                               f"{list(c0.shape)}")
         if sorted_idx is not None:
             h0 = h0.index_select(1, sorted_idx)
             c0 = c0.index_select(1, sorted_idx) if c0 is not None else None
