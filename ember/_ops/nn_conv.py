@@ -1078,17 +1078,18 @@ def _type_mismatch(input, other, what):
 
 
 def _check_operand_dtypes(input, weight, bias):
-    """Input, weight and bias share one dtype (torch's RuntimeErrors)."""
-    if input._data.dtype != weight._data.dtype:
-        if input.is_complex() or input.dtype.name == "bfloat16":
-            raise _type_mismatch(input, weight, "weight")
-        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
-                           f"{weight.dtype.scalar_name}")
+    """Input, weight and bias share one dtype (torch's RuntimeErrors: the bias is compared
+    first, then the weight)."""
     if isinstance(bias, Tensor) and bias.dtype != input.dtype:
         c = _dispatch._C_NAMES
         raise RuntimeError(
             f"Input type ({c.get(input.dtype.scalar_name, input.dtype.scalar_name)}) and bias "
             f"type ({c.get(bias.dtype.scalar_name, bias.dtype.scalar_name)}) should be the same")
+    if input._data.dtype != weight._data.dtype:
+        if input.is_complex() or input.dtype.name == "bfloat16":
+            raise _type_mismatch(input, weight, "weight")
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                           f"{weight.dtype.scalar_name}")
 
 
 def _check_transposed_bias(input, bias):
