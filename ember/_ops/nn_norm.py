@@ -871,13 +871,10 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     if input.dim() < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
     c = input.shape[1]
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):  # (torch's order and words)
         if t is not None and t.numel() != c:
-            raise RuntimeError(
-                f"running_mean should contain {c} elements not {t.numel()}"
-                if name.startswith("running") else
-                f"batch_norm: expected {name} of {c} elements, got {t.numel()}")
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     if training and c == 0 and weight is not None:  # torch reads the first weight
         raise IndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
     if not training and _running_var_promoted(input, weight, bias, running_mean, running_var):
@@ -927,6 +924,18 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
 
 # ------------------------------------------------------------------------------------------------
 # compositions
+
+
+def _group_norm_param_shapes(input, c, weight, bias):
+    """torch's refusal of a weight or bias that is not a vector of the ``c`` channels (its
+    bias message shows the weight's shape, [0] without one, as torch's does)."""
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != c):
+            shown = [0] if weight is None else list(weight.shape)
+            raise RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {shown} and input of shape "
+                f"{list(input.shape)}")
 
 
 def _group_norm_params(input, weight, bias):
@@ -984,6 +993,7 @@ def _group_norm(input, num_groups, weight, bias, eps):
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got "
             f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    _group_norm_param_shapes(input, c, weight, bias)
     mixed = _group_norm_params(input, weight, bias)
     grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     shape = (1, c) + (1,) * (input.dim() - 2)
@@ -1425,6 +1435,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={group}")
+    _group_norm_param_shapes(input, C, weight, bias)
     mixed = _group_norm_params(input, weight, bias)  # (dtypes before the size, as torch)
     if input.numel() != N * C * HxW:
         raise RuntimeError(f"Expected input to have {N * C * HxW} elements (N={N}, C={C}, "
