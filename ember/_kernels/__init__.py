@@ -752,10 +752,23 @@ _SPLIT_MIN = 1 << 18
 _RECIPROCAL_MIN = 1 << 13
 
 
-#: the fewest elements of a flat kernel split on numba's pool (NOTE [ Element-wise kernels
-#: on the pool ] in ``_numba_par.py``): ~15 us of SiLU on one core, where the pool's
-#: hand-over costs ~2 us
-POOL_FLAT_MIN = 1 << 16
+#: the fewest elements of a flat kernel (and of float32 ``+ - * /``) split on numba's pool
+#: (NOTE [ Element-wise kernels on the pool ] in ``_numba_par.py``) -- by default none: NOTE
+#: [ Flat kernels stay on the relay in training steps ]; ``EMBER_FLAT_POOL=1`` takes them
+#: from 2**16 elements (~15 us of SiLU on one core, where the pool's hand-over costs ~2 us)
+POOL_FLAT_MIN = 1 << 16 if os.environ.get("EMBER_FLAT_POOL") == "1" else 1 << 62
+
+# NOTE [ Flat kernels stay on the relay in training steps ]
+# Alone, a flat kernel split on numba's pool beats the relay (SiLU over 1M float32 at two
+# threads 0.98x PyTorch's time against ~1.3x), but inside the training steps, where each
+# such call follows the products' two-thread work, it lost: in-process A/B of the rule
+# (2-CPU EPYC, ``chrt -f 10``, quiet machine, medians of 9-15 rounds) MLP step 2.89 against
+# 1.98 ms from 2**16 elements; from 2**18, MNIST CNN 30.2 against 28.9 ms and ResNet-18 316.7
+# against 310.6 (LSTM LM 37.7 against 38.7, within noise). The training steps are what
+# ember is judged by, so flat kernels and large arithmetic keep the relay unless
+# ``EMBER_FLAT_POOL=1``; layer norm's rows and the softmax family keep the pool, which won
+# inside the steps too. Why the pool loses there is not yet known (its OpenMP spin after a
+# call, ~0.05 ms, against the products' workers waking is the first suspect).
 
 
 def _run_flat(kernel, *arrays):

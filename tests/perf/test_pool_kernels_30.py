@@ -8,6 +8,8 @@ and, where PyTorch is installed, the values against PyTorch's.
 """
 
 
+import os
+
 import numpy as np
 import pytest
 
@@ -18,8 +20,10 @@ pytest.importorskip("numba")
 
 
 @pytest.fixture(autouse=True)
-def _pool(pool_on):
-    """Every test here on numba's pool (``pool_on`` in conftest.py)."""
+def _pool(pool_on, monkeypatch):
+    """Every test here on numba's pool (``pool_on`` in conftest.py), flat kernels included
+    (NOTE [ Flat kernels stay on the relay in training steps ]: ``EMBER_FLAT_POOL=1``)."""
+    monkeypatch.setattr(_kernels, "POOL_FLAT_MIN", 1 << 16)
     yield
 
 
@@ -316,3 +320,18 @@ def test_silu_backward_with_silus_exp_matches_torch(numba_backend):
     _numba.silu_backward_into(g, x, got)
     want = torch.ops.aten.silu_backward(torch.from_numpy(g), torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("env,least", [(None, 1 << 62), ("1", 1 << 16)])
+def test_flat_kernels_take_the_pool_only_when_asked(env, least):
+    # NOTE [ Flat kernels stay on the relay in training steps ]
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k != "EMBER_FLAT_POOL"}
+    if env is not None:
+        environ["EMBER_FLAT_POOL"] = env
+    out = subprocess.run([sys.executable, "-c", "from ember import _kernels; "
+                          "print(_kernels.POOL_FLAT_MIN)"], env=environ, capture_output=True,
+                         text=True, check=True).stdout
+    assert int(out) == least
