@@ -1,4 +1,5 @@
 import importlib.util
+import signal
 
 import numpy as np
 import pytest
@@ -100,3 +101,28 @@ def device(request):
     device): a function-style test that takes ``device`` runs once per device type
     (ember/testing/_device_type.py)."""
     return request.param
+
+
+# NOTE [ Signal handlers restored after each test ]
+# ``start_processes(...).start()`` (ember's, as PyTorch's) makes SIGTERM and SIGINT raise
+# SignalException in the calling process, for good. Run in a test worker, that handler
+# reached a later test's ``fork`` Pool: its ``terminate()`` SIGTERMs the workers, and a worker
+# hit while putting a result caught the exception (an ``Exception``, which the pool's loop
+# catches), went back to wait for a task and never ended, so ``Pool.__exit__`` waited for
+# ever. Each test gets the handlers it found back.
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+                 if hasattr(signal, n))
+
+
+@pytest.fixture(autouse=True)
+def _restore_signal_handlers():
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = [signal.getsignal(s) for s in _SIGNALS]
+    yield
+    for s, h in zip(_SIGNALS, before):
+        if h is not None and signal.getsignal(s) is not h:
+            signal.signal(s, h)
