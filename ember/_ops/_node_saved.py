@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+from .shape import _contiguous_strides  # noqa: F401 - also read by _node_steps
+
 #: the number torch's loss nodes save for each ``reduction``
 REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
 
@@ -78,14 +80,6 @@ def _strides(i, transposed=False):
         s = s[::-1] if transposed else s
         return _contiguous_strides(s)
     return _Reader(read)
-
-
-def _contiguous_strides(shape):
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def _numel(i):
