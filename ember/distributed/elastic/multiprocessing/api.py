@@ -562,10 +562,10 @@ class MultiprocessContext(PContext):
             return None
         failures = {r: ProcessFailure(r, p.pid, p.exitcode, self.error_files.get(r, ""))
                     for r, p in failed.items()}
+        # as PyTorch: the failures are the workers that failed on their own; those the
+        # close below stops were still fine, and a rank whose return value was still on its
+        # way must not be named
         self.close()
-        for r, p in enumerate(self._procs):  # the workers just stopped fail too
-            if r not in failures and r not in self._return_values and p.exitcode:
-                failures[r] = ProcessFailure(r, p.pid, p.exitcode, self.error_files.get(r, ""))
         first = min(failures.values(), key=lambda f: f.timestamp)
         logger.error("failed (exitcode: %s) local_rank: %s (pid: %s) of fn: %s (start_method: "
                      "%s)", first.exitcode, first.local_rank, first.pid,
