@@ -1,11 +1,13 @@
 """The numba loops behind the random ops (see ember/_ops/random_ops.py): ``randperm``'s
-swaps and the AVX2 float32 normal blocks (NOTE [ AVX2 normal blocks ] in
-ember/_core/rng_math.py).
+swaps, the AVX2 float32 normal blocks (NOTE [ AVX2 normal blocks ] in
+ember/_core/rng_math.py) and the engine's words turned into uniforms and Bernoulli draws as
+they are made (NOTE [ Draws made where they are used ] in ember/_core/generator.py).
 
-Both give the same numbers as their NumPy versions, bit for bit: the swaps are sequential
-integer moves, and the normal blocks repeat ``rng_math``'s float32 steps one element at a
+All give the same numbers as their NumPy versions, bit for bit: the swaps are sequential
+integer moves, the normal blocks repeat ``rng_math``'s float32 steps one element at a
 time, with ``llvm.fma`` exactly where that module fuses (numba compiles without fast-math,
-so LLVM contracts nothing else).
+so LLVM contracts nothing else), and the engine is MT19937 as NumPy's bit generator runs
+it, on that generator's own state.
 """
 
 from __future__ import annotations
@@ -102,3 +104,113 @@ def normal16_avx2(u, mean, std, out):  # pragma: no cover - compiled
                 cs = -cs
             out[b + k] = _fused(radius * cs, std, mean)
             out[b + 8 + k] = _fused(radius * sn, std, mean)
+
+
+# -- MT19937 on NumPy's bit generator state (NOTE [ Draws made where they are used ]) ------
+# ``state`` is a uint32 view of NumPy's ``mt19937_state``: the 624 key words, then the
+# position of the next word (a C int, never negative). The recurrence and the tempering are
+# the published MT19937's.
+_N, _M = 624, 397
+_UPPER, _LOWER = np.uint32(0x80000000), np.uint32(0x7FFFFFFF)
+_MATRIX_A = np.uint32(0x9908B0DF)
+_U1, _U0 = np.uint32(1), np.uint32(0)
+_MASK53 = np.uint64((1 << 53) - 1)
+_TWO_M53 = 2.0 ** -53
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(a, b, c):  # pragma: no cover - compiled
+    y = (a & _UPPER) | (b & _LOWER)
+    return c ^ (y >> _U1) ^ (_MATRIX_A if (y & _U1) else _U0)
+
+
+@njit(cache=True, nogil=True)
+def _refill(key):  # pragma: no cover - compiled
+    """The next 624 key words, in place."""
+    for i in range(_N - _M):
+        key[i] = _mix(key[i], key[i + 1], key[i + _M])
+    for i in range(_N - _M, _N - 1):
+        key[i] = _mix(key[i], key[i + 1], key[i + _M - _N])
+    key[_N - 1] = _mix(key[_N - 1], key[0], key[_M - 1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _temper(y):  # pragma: no cover - compiled
+    y ^= y >> np.uint32(11)
+    y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
+    y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
+    return y ^ (y >> np.uint32(18))
+
+
+@njit(cache=True, nogil=True)
+def _fill(key, pos, out):  # pragma: no cover - compiled
+    """The next ``len(out)`` words from position ``pos`` (refilling the key when it is
+    spent) into ``out``; returns the new position. The tempering runs over runs of the key
+    without a branch, which LLVM vectorises."""
+    done, n = 0, out.shape[0]
+    while done < n:
+        if pos == _N:
+            _refill(key)
+            pos = 0
+        m = min(n - done, _N - pos)
+        for j in range(m):
+            out[done + j] = _temper(key[pos + j])
+        done += m
+        pos += m
+    return pos
+
+
+# the words a kernel below turns into draws at a time (in cache between the two loops)
+_BLOCK = 1024
+
+
+@njit(cache=True, nogil=True)
+def words_into(state, out):  # pragma: no cover - compiled
+    """The next ``len(out)`` words of the engine, as NumPy's ``random_raw`` gives them."""
+    state[_N] = np.uint32(_fill(state[:_N], np.int64(state[_N]), out))
+
+
+@njit(cache=True, nogil=True)
+def uniform53_into(state, out):  # pragma: no cover - compiled
+    """Float64 uniforms on [0, 1): the low 53 bits of a 64-bit draw (two words, the first
+    the high half), times 2**-53; ``out`` float64."""
+    key, pos = state[:_N], np.int64(state[_N])
+    w = np.empty(_BLOCK, np.uint64)
+    for a in range(0, out.shape[0], _BLOCK // 2):
+        m = min(_BLOCK // 2, out.shape[0] - a)
+        pos = _fill(key, pos, w[:2 * m])
+        for j in range(m):
+            out[a + j] = np.float64(((w[2 * j] << np.uint64(32)) | w[2 * j + 1])
+                                    & _MASK53) * _TWO_M53
+    state[_N] = np.uint32(pos)
+
+
+@njit(cache=True, nogil=True)
+def uniform_bits_into(state, bits, out):  # pragma: no cover - compiled
+    """Float32 uniforms on [0, 1): the low ``bits`` (at most 24) bits of a word, times
+    2**-bits; ``out`` float32."""
+    key, pos = state[:_N], np.int64(state[_N])
+    mask = np.uint64((1 << bits) - 1)
+    scale = np.float32(2.0 ** -bits)
+    w = np.empty(_BLOCK, np.uint64)
+    for a in range(0, out.shape[0], _BLOCK):
+        m = min(_BLOCK, out.shape[0] - a)
+        pos = _fill(key, pos, w[:m])
+        for j in range(m):
+            out[a + j] = np.float32(w[j] & mask) * scale
+    state[_N] = np.uint32(pos)
+
+
+@njit(cache=True, nogil=True)
+def bernoulli53_into(state, p, out):  # pragma: no cover - compiled
+    """1 where a float64 uniform (as ``uniform53_into``) is below ``p``, else 0, into
+    ``out`` (float32, float64 or integers)."""
+    key, pos = state[:_N], np.int64(state[_N])
+    w = np.empty(_BLOCK, np.uint64)
+    for a in range(0, out.shape[0], _BLOCK // 2):
+        m = min(_BLOCK // 2, out.shape[0] - a)
+        pos = _fill(key, pos, w[:2 * m])
+        for j in range(m):
+            u = np.float64(((w[2 * j] << np.uint64(32)) | w[2 * j + 1]) & _MASK53) * _TWO_M53
+            out[a + j] = 1 if u < p else 0
+    state[_N] = np.uint32(pos)

@@ -661,7 +661,7 @@ def _bernoulli_array(g, shape, d, p, order=None):
     n = math.prod(shape)
     # (comparisons of 0-d arrays give NumPy scalars: np.asarray keeps 0-d results arrays)
     if not isinstance(p, np.ndarray):
-        return np.asarray(g._uniform64(n).reshape(shape) < p).astype(d.np)
+        return g._bernoulli(n, p, d.np).reshape(shape)
     full = np.broadcast_to(p, tuple(shape[i] for i in np.argsort(order))
                            if order is not None else shape)
     if order is not None:
