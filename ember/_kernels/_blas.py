@@ -184,7 +184,7 @@ def matmul(a, b, out=None):
         >>> matmul(a, a.T).tolist()
         [[5.0, 14.0], [14.0, 50.0]]
     """
-    if a.ndim >= 2 and b.ndim >= 2 and a.size * b.shape[-1] >= _mlas.MIN_WORK:
+    if a.ndim >= 2 and b.ndim >= 2 and a.size * b.shape[-1] >= _mlas.MIN_WORK_2D:
         r = _mlas.matmul(a, b, out)  # NOTE [ Products past a pinned OpenBLAS ]
         if r is not None:
             return r

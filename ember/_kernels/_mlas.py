@@ -61,13 +61,30 @@ import numpy as np
 
 from .. import _parallel
 
-#: products with fewer multiply-adds than this stay on NumPy's BLAS (call overhead)
+#: stacks of products with fewer multiply-adds than this stay on NumPy's BLAS
 MIN_WORK = 1 << 22
-#: nor do products with fewer result rows than this (MLAS is no faster there)
+#: as do stacks whose members have fewer result rows than this (the MNIST CNN's (16, 32, 64)
+#: @ (16, 64, 144) position products, 0.075 ms against NumPy's 0.090 alone, made its step 5%
+#: slower on MLAS, run inside the convolution's batch pieces)
 MIN_ROWS = 64
-#: (the rule holds for a stack's members too: the MNIST CNN's (16, 32, 64) @ (16, 64, 144)
-#: position products, 0.075 ms against NumPy's 0.090 alone, made its step 5% slower on MLAS,
-#: run inside the convolution's batch pieces)
+#: 2-D products of at least this many multiply-adds and two rows go to MLAS (NOTE [ Medium
+#: products on MLAS ])
+MIN_WORK_2D = 1 << 20
+
+# NOTE [ Medium products on MLAS ]
+# 2-D products once went to MLAS from 2**22 multiply-adds and 64 rows, the stacks' rule.
+# Measured alone (one thread, medians, in-process alternation with NumPy), MLAS wins from
+# 2**20 whatever the rows: (32, 512) @ (512, 512) 105 against OpenBLAS-Haswell's 167 us,
+# (63, 256) @ (256, 256) 49 against 83, (1024, 32) @ (32, 32) 17 against 20, (32, 128) @
+# (128, 256) 20 against 22, (2, 1024) @ (1024, 512) 72 against 113; at 2**19 it lost (1.14-
+# 1.2x, bar the two-row ones): its call costs ~5 us through the raw bindings (``_run``)
+# against NumPy's ~1.3. MLAS also reduces every row and column of a product in the same
+# order, so equal rows of ``a`` give equal rows of the product (and equal columns of ``b``
+# equal columns), as PyTorch's CPU products nearly always do; OpenBLAS's kernels round a row
+# by its position in their block (9 of 10 random shapes break a row of equal inputs;
+# PyTorch's MKL 1 in 14, MLAS none in 600). Products under 2**20 keep OpenBLAS, and with it
+# that difference (NOTE [ Equal rows of a small product ] in
+# tests/compat/test_research_repos_8.py).
 
 _F32 = np.dtype(np.float32)
 _state = [None]          # None: not decided yet; False: off; else the onnxruntime module
@@ -322,7 +339,12 @@ def matmul(a, b, out=None):
     n = b.shape[-1]
     # a stack counts its members' work together: MLAS spreads the members over its threads
     work = a.size * n
-    if m < MIN_ROWS or work < MIN_WORK or b.shape[-2] != k:
+    if b.shape[-2] != k:
+        return None
+    if a.ndim == 2:
+        if m < 2 or work < MIN_WORK_2D:   # NOTE [ Medium products on MLAS ]
+            return None
+    elif m < MIN_ROWS or work < MIN_WORK:
         return None
     ort = _state[0]
     if ort is None:
@@ -358,13 +380,49 @@ def matmul(a, b, out=None):
         out = np.empty(shape, _F32)
     elif out.dtype is not _F32 or out.shape != shape or not out.flags.c_contiguous:
         return None
-    s = _session(ort, kind, ta, tb, _threads(work // (n * k), n, k))
-    io = s.io_binding()
-    io.bind_cpu_input("A", A)
-    io.bind_cpu_input("B", B)
-    io.bind_output("C", "cpu", 0, _F32, list(shape), out.ctypes.data)
-    s.run_with_iobinding(io)
+    _run(ort, _session(ort, kind, ta, tb, _threads(work // (n * k), n, k)), A, B, out)
     return out
+
+
+# onnxruntime's own binding classes and CPU device, for ``_run``; False where this
+# onnxruntime lacks them (the public IOBinding then serves)
+_raw = [None]
+
+
+def _raw_api(ort):
+    try:
+        c = ort.capi._pybind_state
+        _raw[0] = (c.SessionIOBinding, ort.OrtDevice.make("cpu", 0)._get_c_device())
+    except Exception:   # another onnxruntime's layout
+        _raw[0] = False
+    return _raw[0]
+
+
+def _run(ort, s, a, b, out):
+    """Run the product session ``s`` on ``a`` and ``b`` into ``out``. onnxruntime's Python
+    IOBinding wraps each bind in checks that, with the session's run, cost ~9 us for a small
+    product; its underlying bindings take ~5 (NOTE [ Medium products on MLAS ]): those are
+    used where this onnxruntime has them."""
+    raw = _raw[0]
+    if raw is None:
+        raw = _raw_api(ort)
+    if raw:
+        try:
+            sess = s._sess
+            io = raw[0](sess)
+            io.bind_input("A", a)
+            io.bind_input("B", b)
+            io.bind_output("C", raw[1], _F32, out.shape, out.ctypes.data)
+        except (AttributeError, TypeError):   # not the bindings this code knows
+            _raw[0] = False
+        else:
+            sess.run_with_iobinding(io, None)
+            return
+    io = s.io_binding()
+    io.bind_cpu_input("A", a)
+    io.bind_cpu_input("B", b)
+    io.bind_output("C", "cpu", 0, _F32, list(out.shape), out.ctypes.data)
+    s.run_with_iobinding(io)
 
 
 def product(a, b, out=None):

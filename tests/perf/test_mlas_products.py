@@ -82,7 +82,8 @@ def test_stacks(mlas_on):
 def test_left_to_numpy(mlas_on):
     a = np.ones((256, 256), np.float32)
     assert _mlas.matmul(a.astype(np.float64), a.astype(np.float64)) is None   # float64
-    assert _mlas.matmul(a[:32], a) is None                                      # few rows
+    assert _mlas.matmul(a[:1], a) is None                                       # one row
+    assert _mlas.matmul(a[:8], a[:, :64]) is None                               # small
     assert _mlas.matmul(np.ones((64, 64), np.float32), np.ones((64, 64), np.float32)) is None
     assert _mlas.matmul(a[:, ::2], a[::2]) is None                              # strided
     assert _mlas.matmul(a, a, out=np.empty((256, 256), np.float64)) is None    # out dtype
