@@ -70,6 +70,22 @@ STEP_ON_MLAS = [True]
 #: the fewest steps for which a loop packs its weight in a session of its own (~0.35 ms,
 #: 1.25 at load 9, against 14-34 us saved a product)
 STEP_PACK_MIN = [16]
+#: step products of fewer multiply-adds (B x 4H x P) stay on NumPy's BLAS, and a loop packs
+#: its weight only where steps x multiply-adds reach ``STEP_PACK_MIN_WORK`` (NOTE [ Small
+#: LSTMs keep NumPy's step products ])
+STEP_MIN_WORK = [1 << 20]
+STEP_PACK_MIN_WORK = [1 << 26]
+
+# NOTE [ Small LSTMs keep NumPy's step products ]
+# Packing the weight makes a session per layer and loop (0.45-1.2 ms), and an unpacked MLAS
+# product costs ~10 us of calls: a tutorial-sized LSTM (2 layers, H=64, batch 4, 16 steps)
+# ran its training step at 2.7x PyTorch's time packed, 1.3x on NumPy's BLAS. Measured per
+# layer pair forward + backward (one thread, CPU time, ms, NumPy / MLAS / MLAS packed):
+# B=4, H=64, T=16 (2**16 multiply-adds a product) 0.96 / 1.15 / 2.06; B=16, H=128, T=32
+# (2**20) 9.2 / 7.4 / 8.5; B=8, H=256, T=32 (2**21) 18.1 / 15.7 / 14.9; B=32, H=256, T=64
+# (the bench's, 2**23) 93 / 76 / 76. So the products go to MLAS from 2**20 (the medium
+# products' rule, NOTE [ Medium products on MLAS ] in ember/_kernels/_mlas.py) and are
+# packed from 2**26 multiply-adds over the loop.
 #: the most packed weights kept for backwards not run yet
 HANDOFF_SIZE = 4
 
@@ -236,14 +252,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_HANDOFF.forget)
 
 
-def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None):
+def steps_on_mlas(batch, gates, inputs):
+    """Whether step products of (batch, inputs) by (inputs, gates) may go to MLAS by their
+    size (NOTE [ Small LSTMs keep NumPy's step products ])."""
+    return STEP_ON_MLAS[0] and batch * gates * inputs >= STEP_MIN_WORK[0]
+
+
+def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None, batch=None):
     """The ``RecurrentWeights`` of ``w_hh`` for a layer loop of ``steps`` steps where MLAS
     is ember's float32 engine (NOTE [ LSTM step products on MLAS ]), else None (the loop's
     own products). ``saved``, in a backward, is the forward's gate activations: the weights
     that forward packed are taken when it left them. ``threads``, when given, is the
     products' thread count (a loop on one core of a wavefront: NOTE [ LSTM layers in a
-    wavefront ] in _lstm_wavefront.py)."""
+    wavefront ] in _lstm_wavefront.py). ``batch``, when given, sizes the products: small
+    ones stay on NumPy's BLAS, and only long loops of large ones pack (NOTE [ Small LSTMs
+    keep NumPy's step products ])."""
     if xp is not np or dt != _F32 or not STEP_ON_MLAS[0]:
+        return None
+    work = None if batch is None else batch * w_hh.shape[0] * w_hh.shape[1]
+    if work is not None and work < STEP_MIN_WORK[0]:
         return None
     from .. import _parallel
     from .._kernels import _mlas
@@ -256,7 +283,8 @@ def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None):
             return left
     if threads is None:
         threads = 1 if _parallel.contended() else min(2, _parallel._threads())
-    return RecurrentWeights(_mlas._state[0], w_hh, threads, steps >= STEP_PACK_MIN[0])
+    packed = steps >= STEP_PACK_MIN[0] and (work is None or steps * work >= STEP_PACK_MIN_WORK[0])
+    return RecurrentWeights(_mlas._state[0], w_hh, threads, packed)
 
 
 def leave_for_backward(weights, saved):

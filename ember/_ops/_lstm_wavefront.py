@@ -105,7 +105,8 @@ def applies(x, hidden_size, proj_size) -> bool:
             or x.dtype != float32:
         return False
     steps, batch = x.shape[0], x.shape[1]
-    if steps < 2 * CHUNK[0] or batch == 0 or hidden_size == 0 or not _lstm_mlas.STEP_ON_MLAS[0]:
+    if steps < 2 * CHUNK[0] or batch == 0 or hidden_size == 0 or \
+            not _lstm_mlas.steps_on_mlas(batch, 4 * hidden_size, hidden_size):
         return False
     # exactly two threads: with more, the plain path's whole-sequence products run on all
     # of them, where the wavefront's run on one thread each (not measured there)

@@ -552,7 +552,7 @@ def _lstm_layer_steps(xp, acts, b, h0, c0, w_hh, w_hr, reverse, *, before=None, 
     # on the transposed view (B=32, H=256, one thread: 290 vs 211 us)
     rec = xp.empty((batch, 4 * hs), dt)
     # NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py: the products of w_hh unscaled
-    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, threads=threads)
+    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, threads=threads, batch=batch)
                if p * hs * batch else None)
     step_mm = None if weights is None else weights.product(False, rec)
     # NOTE [ LSTM steps split by hidden units ]
@@ -678,8 +678,8 @@ def _lstm_layer_backward_steps(xp, g_out, g_h, g_c, w_hh, w_hr, acts, cs, tcs, p
     one = dt.type(1)
     dh = dh if xp is not np else np.ascontiguousarray(dh)
     # NOTE [ LSTM step products on MLAS ] in _lstm_mlas.py: the forward's packing if it left it
-    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, saved=acts, threads=threads)
-               if p * hs * batch else None)
+    weights = (_lstm_mlas.recurrent_weights(xp, dt, w_hh, steps, saved=acts, threads=threads,
+                                            batch=batch) if p * hs * batch else None)
     step_mm = None if weights is None else weights.product(True, dh)
     hooked = before is not None or after is not None
     # NOTE [ LSTM steps split by hidden units ]

@@ -15,7 +15,11 @@ ort = pytest.importorskip("onnxruntime")
 
 @pytest.fixture
 def mlas_on(monkeypatch):
+    # MLAS chosen, and the small layers below take its step products whatever their size
+    # (NOTE [ Small LSTMs keep NumPy's step products ]: test_small_layers_keep_numpy)
     monkeypatch.setattr(_mlas, "_state", [ort])
+    monkeypatch.setattr(_lstm_mlas, "STEP_MIN_WORK", [0])
+    monkeypatch.setattr(_lstm_mlas, "STEP_PACK_MIN_WORK", [0])
 
 
 def _grads(fw, lstm, x, h0c0):
@@ -158,3 +162,30 @@ def test_step_products_on_mlas_without_the_numba_step_kernels(mlas_on, monkeypat
     want = _grads(ember, _make(ember, kw), x, None)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("batch,hidden,steps,on,packed", [
+    (4, 64, 16, False, False),       # 2**16 multiply-adds a product: NumPy's
+    (16, 128, 32, True, False),      # 2**20: MLAS, the loop too short to pack
+    (32, 256, 64, True, True),       # the bench's: packed
+])
+def test_small_layers_keep_numpy(monkeypatch, batch, hidden, steps, on, packed):
+    monkeypatch.setattr(_mlas, "_state", [ort])
+    w = np.ones((4 * hidden, hidden), np.float32)
+    assert _lstm_mlas.steps_on_mlas(batch, 4 * hidden, hidden) == on
+    weights = _lstm_mlas.recurrent_weights(np, np.dtype(np.float32), w, steps, batch=batch)
+    assert (weights is not None) == on
+    if on:
+        assert weights.packed == packed
+    # a small layer's values and gradients are those of the NumPy path
+    calls = []
+    real = _lstm_mlas.StepProduct.__call__
+    monkeypatch.setattr(_lstm_mlas.StepProduct, "__call__",
+                        lambda self, a: calls.append(1) or real(self, a))
+    lstm = _make(ember, dict(num_layers=2))
+    x = np.random.default_rng(0).standard_normal((5, 3, 48)).astype(np.float32)
+    got = _grads(ember, lstm, x, None)
+    assert not calls
+    monkeypatch.setattr(_lstm_mlas, "STEP_ON_MLAS", [False])
+    for g, w in zip(got, _grads(ember, _make(ember, dict(num_layers=2)), x, None)):
+        np.testing.assert_array_equal(g, w)

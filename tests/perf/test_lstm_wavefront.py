@@ -8,7 +8,7 @@ import pytest
 import ember
 from ember import _parallel
 from ember._kernels import _mlas
-from ember._ops import _lstm_directions, _lstm_wavefront, nn_rnn
+from ember._ops import _lstm_directions, _lstm_mlas, _lstm_wavefront, nn_rnn
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("numba")
@@ -18,6 +18,10 @@ pytest.importorskip("numba")
 def wavefront(monkeypatch):
     """MLAS chosen, two threads, the load check quiet: where the wavefront applies."""
     monkeypatch.setattr(_mlas, "_state", [ort])
+    # the small layers below take MLAS's step products whatever their size (NOTE [ Small
+    # LSTMs keep NumPy's step products ] in ember/_ops/_lstm_mlas.py)
+    monkeypatch.setattr(_lstm_mlas, "STEP_MIN_WORK", [0])
+    monkeypatch.setattr(_lstm_mlas, "STEP_PACK_MIN_WORK", [0])
     monkeypatch.setattr(_parallel, "contended", lambda: False)
     monkeypatch.setattr(_lstm_wavefront, "ENABLED", [True])
     # no OpenBLAS workers polling after a two-thread product, which makes the pool decline
