@@ -267,10 +267,11 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 elif not zero_grad_in_place(g):  # NOTE [ Resetting gradients in place ]
+                    # (the same tensor stays ``.grad``, detached in place, as in PyTorch)
                     if g.grad_fn is not None:
-                        g = g.detach()
-                        p.grad = g
-                    g.requires_grad_(False)
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
                     g.zero_()
 
     def step(self, closure=None):

@@ -690,12 +690,12 @@ class Module:
                 if set_to_none:
                     p.grad = None
                 elif not zero_grad_in_place(g):  # NOTE [ Resetting gradients in place ]
+                    # (the same tensor stays ``.grad``, detached in place, as in PyTorch)
                     if g.grad_fn is not None:
-                        g = g.detach()
+                        g.detach_()
                     else:
                         g.requires_grad_(False)
                     g.zero_()
-                    p.grad = g
 
     def share_memory(self):
         return self._apply(lambda t: t.share_memory_())
