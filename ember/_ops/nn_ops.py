@@ -873,7 +873,26 @@ def linear(input, weight, bias=None):
             # NOTE [ Linear under the profiler ]
             return session.composite("aten::linear", lambda: (input, weight, bias),
                                      _linear_as_torch, (input, weight, bias), {})
+    xd = input._data
+    if type(xd) is np.ndarray and xd.ndim == 2 and len(ws) == 2 and xd.dtype.char in "fd" and \
+            not _dispatch.intercept and linear_op.builtin_cpu and \
+            type(weight._data) is np.ndarray and (bias is None or (
+                type(bias._data) is np.ndarray and bias._data.ndim == 1)):
+        # NOTE [ Linear's direct path ]
+        out = wrap(_affine(np, xd, weight._data, None if bias is None else bias._data))
+        if (input._rg or weight._rg or bias is not None and bias._rg) and \
+                _dispatch.record is not None and _dispatch.state.grad_enabled:
+            _dispatch.record(linear_op, (input, weight, bias), {}, out)
+        return out
     return _dispatch.apply(linear_op, (input, weight, bias), {})
+
+
+# NOTE [ Linear's direct path ]
+# A layer call on 2-D float32/float64 CPU tensors with nothing intercepting ops runs what
+# ``_dispatch.apply`` would (the built-in kernel on the arrays, one wrap, the autograd hook
+# when an input needs a gradient) without its generic loop over the inputs: ~1 us of a
+# batch-1 layer's 5. The checks above have run, and the dtypes agree; anything else (other
+# dtypes and ranks, devices, modes, a replaced CPU kernel) takes the dispatcher.
 
 
 # NOTE [ Linear under the profiler ]

@@ -337,3 +337,50 @@ def test_zero_grad_in_place_leaves_modes_their_op():
         m.zero_grad(set_to_none=False)
     assert any("zero" in s or "fill" in s for s in seen)
     assert all(float(p.grad.abs().sum()) == 0 for p in m.parameters())
+
+
+# ------------------------------------------------------------------------------------------------
+# linear's direct path
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("has_bias", [True, False])
+@pytest.mark.parametrize("needs", [(True, True), (False, True), (False, False)])
+def test_linear_direct_path_is_the_dispatchers(monkeypatch, dtype, has_bias, needs):
+    x, w, b = _rand(3, 5, dtype=dtype), _rand(4, 5, seed=1, dtype=dtype), _rand(4, seed=2,
+                                                                                dtype=dtype)
+    runs = []
+    for direct in (True, False):
+        if not direct:
+            monkeypatch.setattr(nn_ops.linear_op, "builtin_cpu", False)
+        ex = ember.tensor(x, requires_grad=needs[0])
+        ew = ember.tensor(w, requires_grad=needs[1])
+        eb = ember.tensor(b, requires_grad=needs[1]) if has_bias else None
+        y = ember.nn.functional.linear(ex, ew, eb)
+        names = None
+        if y.grad_fn is not None:
+            names = (y.grad_fn.name(), [type(n).__name__ if n is not None else None
+                                        for n, _ in y.grad_fn.next_functions])
+            y.pow(2).sum().backward()
+        runs.append((y.detach().numpy().copy(), y.requires_grad, names,
+                     [None if t is None or t.grad is None else t.grad.numpy().copy()
+                      for t in (ex, ew, eb)]))
+        monkeypatch.undo()
+    (y0, r0, n0, g0), (y1, r1, n1, g1) = runs
+    np.testing.assert_array_equal(y0, y1)
+    assert (r0, n0) == (r1, n1)
+    for a, c in zip(g0, g1):
+        assert (a is None) == (c is None)
+        if a is not None:
+            np.testing.assert_array_equal(a, c)
+
+
+def test_linear_direct_path_matches_torch_graph():
+    torch = pytest.importorskip("torch")
+    x, w, b = _rand(2, 3), _rand(4, 3, seed=1), _rand(4, seed=2)
+    names = []
+    for T in (torch, ember):
+        y = T.nn.functional.linear(T.tensor(x), T.tensor(w, requires_grad=True),
+                                   T.tensor(b, requires_grad=True))
+        names.append(y.grad_fn.name())
+    assert names[0] == names[1]
