@@ -91,16 +91,17 @@ def _flat_eligible(optimizer, group, params, grads):
     if foreach is False or group.get("differentiable") or len(params) < 2:
         return False
     # what depends only on which parameters these are (each listed once, none a DTensor) is
-    # checked once per list: the optimizer holds its parameters, so their ids stay theirs
-    # (NOTE [ Flat step per-step cost ])
+    # checked once per list (NOTE [ Flat step per-step cost ]); an entry holds its
+    # parameters, so no other tensor can take one of their ids while it stands
     ids = tuple(map(id, params))
     checked = optimizer.__dict__.setdefault("_flat_checked", {})
-    verdict = checked.get(ids)
-    if verdict is None:
+    entry = checked.get(ids)
+    if entry is None:
         if len(checked) >= 64:
             checked.clear()
-        verdict = checked[ids] = len(set(ids)) == len(ids) and not any(
-            type(p) is not Tensor and hasattr(type(p), "_local_tensor") for p in params)
+        entry = checked[ids] = (tuple(params), len(set(ids)) == len(ids) and not any(
+            type(p) is not Tensor and hasattr(type(p), "_local_tensor") for p in params))
+    verdict = entry[1]
     if not verdict:
         # a parameter listed twice is updated twice, one after the other; DTensor parameters
         # keep their state as DTensors laid out as them
