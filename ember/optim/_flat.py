@@ -45,7 +45,7 @@ def apply_update(optimizer, group, params, grads, columns, keys, update, **hpara
     buffer) are stored in ``optimizer.state``."""
     if not params:
         return
-    if _flat_eligible(group, params, grads):
+    if _flat_eligible(optimizer, group, params, grads):
         _flat_update(optimizer, group, params, grads, columns, keys, update, hparams)
     elif any(p.is_complex() for p in params):
         _update_as_real(params, grads, columns, update, hparams)
@@ -86,17 +86,29 @@ def _update_as_real(params, grads, columns, update, hparams):
             column[i] = value
 
 
-def _flat_eligible(group, params, grads):
+def _flat_eligible(optimizer, group, params, grads):
     foreach = group.get("foreach")
     if foreach is False or group.get("differentiable") or len(params) < 2:
         return False
-    if len({id(p) for p in params}) != len(params):
-        return False  # a parameter listed twice is updated twice, one after the other
-    if any(type(p) is not Tensor and hasattr(type(p), "_local_tensor") for p in params):
-        return False  # DTensor parameters keep their state as DTensors laid out as them
+    # what depends only on which parameters these are (each listed once, none a DTensor) is
+    # checked once per list (NOTE [ Flat step per-step cost ]); an entry holds its
+    # parameters, so no other tensor can take one of their ids while it stands
+    ids = tuple(map(id, params))
+    checked = optimizer.__dict__.setdefault("_flat_checked", {})
+    entry = checked.get(ids)
+    if entry is None:
+        if len(checked) >= 64:
+            checked.clear()
+        entry = checked[ids] = (tuple(params), len(set(ids)) == len(ids) and not any(
+            type(p) is not Tensor and hasattr(type(p), "_local_tensor") for p in params))
+    verdict = entry[1]
+    if not verdict:
+        # a parameter listed twice is updated twice, one after the other; DTensor parameters
+        # keep their state as DTensors laid out as them
+        return False
     first = params[0]._data
     kind, dt = type(first), first.dtype
-    if dt.kind != "f" or type(first).__module__.startswith("cupy"):
+    if dt.kind != "f" or kind.__module__.startswith("cupy"):
         # on a GPU each parameter's update is one fused kernel already (NOTE [ Fused
         # optimizer kernels on CUDA ]): concatenating and copying back would only add
         # passes over memory and host time
@@ -104,9 +116,18 @@ def _flat_eligible(group, params, grads):
     for p, g in zip(params, grads):
         pd, gd = p._data, g._data
         if type(pd) is not kind or pd.dtype != dt or type(gd) is not kind or \
-                gd.dtype != dt or g.is_sparse:
+                gd.dtype != dt or (type(g) is not Tensor and g.is_sparse):
             return False
     return True
+
+
+# NOTE [ Flat step per-step cost ]
+# At a hundred small parameters the flat step's own bookkeeping is most of its time, so it
+# is kept to one pass over the parameters for the checks that can change between steps
+# (arrays' types and dtypes, sparse gradients), with the checks that cannot (duplicates,
+# DTensors) made once per parameter list; concatenation flattens in the one array call
+# (``axis=None``: C order, as ``reshape(-1)``), and the copy back reads each parameter's
+# slice of the updated buffer, bumping its version counter inline.
 
 
 class _Bucket:
@@ -142,7 +163,7 @@ def _buckets(params):
 
 
 def _concat(xp, tensors):
-    return xp.concatenate([t._data.reshape(-1) for t in tensors])
+    return xp.concatenate([t._data for t in tensors], axis=None)
 
 
 def _flat_update(optimizer, group, params, grads, columns, keys, update, hparams):
@@ -218,7 +239,15 @@ def _bucket_update(xp, bucket, params, grads, columns, keys, update, hparams):
             column[:] = views
     o = bucket.offsets
     data = flat_p._data
+    lo = 0
     for i, p in enumerate(params):
-        p._data[...] = data[o[i]:o[i + 1]].reshape(bucket.shapes[i])
-        p._bump()
+        hi = o[i + 1]
+        pd = p._data
+        pd[...] = data[lo:hi] if pd.ndim == 1 else data[lo:hi].reshape(pd.shape)
+        lo = hi
+        vc = p._vc
+        if vc is None:
+            p._bump()
+        else:
+            vc[0] += 1
     return True

@@ -20,6 +20,7 @@ from copy import deepcopy
 
 from .._core.tensor import Tensor
 from ..autograd._base import RemovableHandle
+from ..autograd._engine import zero_grad_in_place
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
@@ -265,11 +266,12 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
-                else:
+                elif not zero_grad_in_place(g):  # NOTE [ Resetting gradients in place ]
+                    # (the same tensor stays ``.grad``, detached in place, as in PyTorch)
                     if g.grad_fn is not None:
-                        g = g.detach()
-                        p.grad = g
-                    g.requires_grad_(False)
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
                     g.zero_()
 
     def step(self, closure=None):

@@ -15,6 +15,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 
 from ..._core.tensor import Tensor
+from ...autograd._engine import zero_grad_in_place
 from ...autograd._base import RemovableHandle  # noqa: F401  (one handle class for all hooks)
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
@@ -684,17 +685,17 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters (to None by default)."""
         for p in self.parameters():
-            if p.grad is not None:
+            g = p.grad
+            if g is not None:
                 if set_to_none:
                     p.grad = None
-                else:
-                    g = p.grad
+                elif not zero_grad_in_place(g):  # NOTE [ Resetting gradients in place ]
+                    # (the same tensor stays ``.grad``, detached in place, as in PyTorch)
                     if g.grad_fn is not None:
-                        g = g.detach()
+                        g.detach_()
                     else:
                         g.requires_grad_(False)
                     g.zero_()
-                    p.grad = g
 
     def share_memory(self):
         return self._apply(lambda t: t.share_memory_())
