@@ -164,6 +164,12 @@ def _fill(key, pos, out):  # pragma: no cover - compiled
 _BLOCK = 1024
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _uniform53(w, j):  # pragma: no cover - compiled
+    """The float64 uniform of the j-th pair of words in ``w`` (the first the high half)."""
+    return np.float64(((w[2 * j] << np.uint64(32)) | w[2 * j + 1]) & _MASK53) * _TWO_M53
+
+
 @njit(cache=True, nogil=True)
 def words_into(state, out):  # pragma: no cover - compiled
     """The next ``len(out)`` words of the engine, as NumPy's ``random_raw`` gives them."""
@@ -180,8 +186,7 @@ def uniform53_into(state, out):  # pragma: no cover - compiled
         m = min(_BLOCK // 2, out.shape[0] - a)
         pos = _fill(key, pos, w[:2 * m])
         for j in range(m):
-            out[a + j] = np.float64(((w[2 * j] << np.uint64(32)) | w[2 * j + 1])
-                                    & _MASK53) * _TWO_M53
+            out[a + j] = _uniform53(w, j)
     state[_N] = np.uint32(pos)
 
 
@@ -211,6 +216,5 @@ def bernoulli53_into(state, p, out):  # pragma: no cover - compiled
         m = min(_BLOCK // 2, out.shape[0] - a)
         pos = _fill(key, pos, w[:2 * m])
         for j in range(m):
-            u = np.float64(((w[2 * j] << np.uint64(32)) | w[2 * j + 1]) & _MASK53) * _TWO_M53
-            out[a + j] = 1 if u < p else 0
+            out[a + j] = 1 if _uniform53(w, j) < p else 0
     state[_N] = np.uint32(pos)
