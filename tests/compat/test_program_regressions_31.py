@@ -48,3 +48,65 @@ def test_quantile_nearest_float32_rounds_the_float32_rank():
     assert ember.quantile(x, 0.1, interpolation="nearest").item() == 0.0
     assert ember.nanquantile(ember.tensor([0., 1, 2, 3, 4, 5, float("nan")]), 0.1,
                              interpolation="nearest").item() == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# vmap over nested jacrev: a Lagrangian network's mixed second derivatives
+
+
+def _mixed_second(fw, w):
+    from importlib import import_module
+
+    func = import_module(fw.__name__ + ".func")
+
+    def lagrangian(q, qd):
+        z = w[0] * q + w[1] * qd
+        return fw.tanh(z).sum() * 2
+
+    q = fw.tensor([[0.4], [0.2]])
+    qd = fw.tensor([[0.1], [-0.3]])
+    return func.vmap(func.jacrev(func.jacrev(lagrangian, argnums=0), argnums=1))(q, qd)
+
+
+@pytest.mark.parametrize("w_requires_grad", [True, False])
+def test_vmap_of_nested_jacrev_reaches_the_outer_stand_in(w_requires_grad):
+    # a captured parameter requiring grad made the inner level record a physical graph
+    # that replaced the logical one on leaving it, and the outer jacrev got zeros
+    w = ember.tensor([1.5, -0.7], requires_grad=w_requires_grad)
+    got = _mixed_second(ember, w)
+    want = [[[1.5583168268]], [[1.5378657579]]]  # PyTorch 2.13
+    assert got.shape == (2, 1, 1)
+    assert got.detach().flatten().tolist() == pytest.approx(
+        [v[0][0] for v in want], rel=1e-6)
+    # the result carries a graph exactly when something outside can use it
+    assert got.requires_grad == w_requires_grad
+    torch = _torch()
+    if torch is not None:
+        tw = torch.tensor([1.5, -0.7], requires_grad=w_requires_grad)
+        want_t = _mixed_second(torch, tw)
+        assert got.detach().flatten().tolist() == pytest.approx(
+            want_t.detach().flatten().tolist(), rel=1e-6)
+        assert want_t.requires_grad == got.requires_grad
+
+
+def test_vmap_of_nested_jacrev_gradient_reaches_the_parameter():
+    w = ember.tensor([1.5, -0.7], requires_grad=True)
+    (g,) = ember.autograd.grad(_mixed_second(ember, w).sum(), w)
+    torch = _torch()
+    if torch is not None:
+        tw = torch.tensor([1.5, -0.7], requires_grad=True)
+        (tg,) = torch.autograd.grad(_mixed_second(torch, tw).sum(), tw)
+        assert g.tolist() == pytest.approx(tg.tolist(), rel=1e-6)
+    assert g.abs().sum().item() > 0
+
+
+def test_nested_jacrev_of_a_pure_function_returns_plain_tensors():
+    # the inner jacrev's own stand-ins lead nowhere outside once it has finished
+    from ember.func import jacrev
+
+    def f(q, qd):
+        return (ember.sin(q * qd) + q ** 2 * qd).sum()
+
+    j = jacrev(jacrev(f, argnums=0), argnums=1)(ember.tensor([0.4]), ember.tensor([0.1]))
+    assert not j.requires_grad and j.grad_fn is None
+    assert j.item() == pytest.approx(1.7976, abs=1e-4)  # PyTorch 2.13: tensor([[1.7976]])
