@@ -110,3 +110,36 @@ def test_nested_jacrev_of_a_pure_function_returns_plain_tensors():
     j = jacrev(jacrev(f, argnums=0), argnums=1)(ember.tensor([0.4]), ember.tensor([0.1]))
     assert not j.requires_grad and j.grad_fn is None
     assert j.item() == pytest.approx(1.7976, abs=1e-4)  # PyTorch 2.13: tensor([[1.7976]])
+
+
+# ---------------------------------------------------------------------------------------------
+# RNN modules name their parameters per layer and direction in ``_all_weights``
+
+
+@pytest.mark.parametrize("kind,kwargs", [
+    ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2)),
+    ("GRU", dict(bias=False)),
+    ("RNN", dict(num_layers=3)),
+])
+def test_rnn_all_weights_names_as_torch(kind, kwargs):
+    m = getattr(ember.nn, kind)(3, 4, **kwargs)
+    names = m._all_weights
+    assert [n for layer in names for n in layer] == m._flat_weights_names
+    torch = _torch()
+    if torch is not None:
+        assert names == getattr(torch.nn, kind)(3, 4, **kwargs)._all_weights
+    if kind == "GRU":
+        assert names == [["weight_ih_l0", "weight_hh_l0"]]
+
+
+def test_pointer_generator_init_walks_all_weights():
+    # atulkum/pointer_summarizer's init_lstm_wt: forget-gate biases set to one
+    lstm = ember.nn.LSTM(3, 4, bidirectional=True, batch_first=True)
+    for names in lstm._all_weights:
+        for name in names:
+            if name.startswith("bias_"):
+                bias = getattr(lstm, name)
+                n = bias.size(0)
+                bias.data.fill_(0.)
+                bias.data[n // 4:n // 2].fill_(1.)
+    assert lstm.bias_hh_l0_reverse.tolist() == [0.0] * 4 + [1.0] * 4 + [0.0] * 8
