@@ -49,7 +49,13 @@ and tutorials' patterns):
 - ``kd_transfer_tutorials``: the Knowledge Distillation tutorial (soft targets, the cosine
   and regressor variants) and the Transfer Learning tutorial (``train_model`` phases under
   ``set_grad_enabled``, ``StepLR``, best weights, frozen features) fed by an
-  ``IterableDataset`` sharded over two workers by ``get_worker_info``.
+  ``IterableDataset`` sharded over two workers by ``get_worker_info``;
+- ``retnet_xpos``: RetNet's multi-scale retention with xPos (parallel, recurrent and
+  chunkwise forms agreeing in float64), a tied-embedding language model and recurrent
+  top-k generation;
+- ``pointer_generator``: atulkum/pointer_summarizer (article OOV ids, packed bidirectional
+  encoder, ``init_lstm_wt`` over ``_all_weights``, coverage attention, ``p_gen`` and the
+  ``scatter_add`` into the extended vocabulary, Adagrad, beam search copying OOVs).
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
