@@ -143,3 +143,40 @@ def test_pointer_generator_init_walks_all_weights():
                 bias.data.fill_(0.)
                 bias.data[n // 4:n // 2].fill_(1.)
     assert lstm.bias_hh_l0_reverse.tolist() == [0.0] * 4 + [1.0] * 4 + [0.0] * 8
+
+
+# ---------------------------------------------------------------------------------------------
+# printed modules: print(model) of unpooling layers and of a triplet loss
+
+
+@pytest.mark.parametrize("make,text", [
+    (lambda nn: nn.MaxUnpool1d(2), "MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,))"),
+    (lambda nn: nn.MaxUnpool2d(2),
+     "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"),
+    (lambda nn: nn.MaxUnpool2d((2, 3), stride=1, padding=1),
+     "MaxUnpool2d(kernel_size=(2, 3), stride=(1, 1), padding=(1, 1))"),
+    (lambda nn: nn.MaxUnpool3d(2, padding=1),
+     "MaxUnpool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(1, 1, 1))"),
+    (lambda nn: nn.TripletMarginWithDistanceLoss(margin=0.5),
+     "TripletMarginWithDistanceLoss(\n  (distance_function): PairwiseDistance()\n)"),
+])
+def test_module_prints_as_torch(make, text):
+    assert repr(make(ember.nn)) == text
+    torch = _torch()
+    if torch is not None:
+        assert repr(make(torch.nn)) == text
+
+
+def test_maxunpool_with_tuple_sizes_inverts_the_pool():
+    x = ember.arange(64.).reshape(1, 1, 4, 4, 4)
+    out, idx = ember.nn.MaxPool3d(2, return_indices=True)(x)
+    back = ember.nn.MaxUnpool3d(2)(out, idx)
+    assert back.sum().item() == out.sum().item() == 336.0
+
+
+def test_triplet_loss_with_its_default_distance_module():
+    a, p, n = (ember.randn(4, 5, generator=ember.Generator().manual_seed(s)) for s in range(3))
+    loss = ember.nn.TripletMarginWithDistanceLoss(margin=0.5, swap=True)
+    want = ember.nn.functional.triplet_margin_with_distance_loss(a, p, n, margin=0.5, swap=True)
+    assert loss(a, p, n).item() == want.item()
+    assert [name for name, _ in loss.named_modules()] == ["", "distance_function"]
