@@ -180,3 +180,39 @@ def test_triplet_loss_with_its_default_distance_module():
     want = ember.nn.functional.triplet_margin_with_distance_loss(a, p, n, margin=0.5, swap=True)
     assert loss(a, p, n).item() == want.item()
     assert [name for name, _ in loss.named_modules()] == ["", "distance_function"]
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.MultiheadAttention under CPU bfloat16 autocast
+
+
+def _mha_under_autocast(fw, need_weights):
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    fw.manual_seed(0)
+    m = fw.nn.MultiheadAttention(16, 2, batch_first=True)
+    x = fw.tensor(rng.randn(3, 5, 16).astype(np.float32), requires_grad=True)
+    pad = fw.zeros(3, 5, dtype=fw.bool)
+    pad[1, 3:] = True
+    with fw.autocast("cpu", dtype=fw.bfloat16):
+        h = fw.nn.Linear(16, 16)(x)  # a bfloat16 query, as after an autocast layer
+        out, w = m(h, h, h, key_padding_mask=pad, need_weights=need_weights)
+    out.float().sum().backward()
+    return out, w, x.grad, m.in_proj_weight.grad
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_runs_under_cpu_bfloat16_autocast(need_weights):
+    # the in-projection met a bfloat16 query with its float32 weight and raised
+    out, w, xg, wg = _mha_under_autocast(ember, need_weights)
+    assert out.dtype == ember.bfloat16
+    assert (w is None) == (not need_weights)
+    torch = _torch()
+    if torch is not None:
+        t_out, t_w, t_xg, t_wg = _mha_under_autocast(torch, need_weights)
+        assert out.float().tolist() == t_out.float().tolist()
+        assert xg.tolist() == t_xg.tolist() and wg.tolist() == t_wg.tolist()
+        if need_weights:
+            assert str(w.dtype).split(".")[1] == str(t_w.dtype).split(".")[1]
+            assert w.float().tolist() == t_w.float().tolist()
