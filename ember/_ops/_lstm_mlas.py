@@ -243,7 +243,7 @@ def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None):
     that forward packed are taken when it left them. ``threads``, when given, is the
     products' thread count (a loop on one core of a wavefront: NOTE [ LSTM layers in a
     wavefront ] in _lstm_wavefront.py)."""
-    if xp is not np or dt != _F32 or not STEP_ON_MLAS[0]:
+    if xp is not np or dt != _F32 or w_hh.dtype != _F32 or not STEP_ON_MLAS[0]:
         return None
     from .. import _parallel
     from .._kernels import _mlas
