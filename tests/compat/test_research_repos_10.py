@@ -55,7 +55,12 @@ and tutorials' patterns):
   top-k generation;
 - ``pointer_generator``: atulkum/pointer_summarizer (article OOV ids, packed bidirectional
   encoder, ``init_lstm_wt`` over ``_all_weights``, coverage attention, ``p_gen`` and the
-  ``scatter_add`` into the extended vocabulary, Adagrad, beam search copying OOVs).
+  ``scatter_add`` into the extended vocabulary, Adagrad, beam search copying OOVs);
+- ``bf16_autocast_trainer``: a ``train.py`` with a dataclass config from ``argparse``,
+  ``torch.backends`` flags, a guarded ``torch.compile``, a padding ``collate_fn`` over two
+  seeded workers, ``tqdm``, real CPU bfloat16 ``autocast`` training of an attention
+  classifier with a disabled ``GradScaler``, accumulation and a full checkpoint (compared to
+  a relative 1e-2: bfloat16 roundings, which PyTorch's own thread counts move).
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
