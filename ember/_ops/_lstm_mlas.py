@@ -267,7 +267,7 @@ def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None, batch=None)
     wavefront ] in _lstm_wavefront.py). ``batch``, when given, sizes the products: small
     ones stay on NumPy's BLAS, and only long loops of large ones pack (NOTE [ Small LSTMs
     keep NumPy's step products ])."""
-    if xp is not np or dt != _F32 or not STEP_ON_MLAS[0]:
+    if xp is not np or dt != _F32 or w_hh.dtype != _F32 or not STEP_ON_MLAS[0]:
         return None
     work = None if batch is None else batch * w_hh.shape[0] * w_hh.shape[1]
     if work is not None and work < STEP_MIN_WORK[0]:

@@ -598,7 +598,13 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
         scale, offset = np.maximum(n - nans - 1, 0), np.zeros_like(nans)
     else:
         scale, offset = np.where(nans > 0, 0, n - 1), np.where(nans > 0, n - 1, 0)
-    rank = qb * scale + offset
+    # NOTE [ Quantile ranks in the input's dtype ]
+    # torch forms the rank q * (n - 1) in the input's dtype (a number q becomes a tensor of
+    # that dtype first), so a float32 rank such as 0.7 * 5 rounds to 3.5 and "nearest" takes
+    # 4, where the float64 product 3.4999999 would take 3; lower/higher/nearest and the
+    # linear weight all read this rounded rank.
+    dt = a.dtype
+    rank = qb.astype(dt) * scale.astype(dt) + offset.astype(dt)
     if interpolation == "lower":
         rank = np.floor(rank)
     elif interpolation == "higher":

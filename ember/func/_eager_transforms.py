@@ -141,6 +141,14 @@ def _stand_ins(leaves, outer_grad):
     return res, private
 
 
+def _is_private(t, private):
+    """Whether leaf ``t`` is a private stand-in: of this call (``private``) or of a
+    transform call that has finished (the inner ``jacrev`` of ``jacrev(jacrev(f))``): no one
+    can ask for the gradients of those any more, so a graph reaching them leads nowhere
+    outside, and the results carry no graph, as PyTorch's."""
+    return id(t) in private or t.__dict__.get("_transform_done", False)
+
+
 def _reaches_outside(tensors, private):
     """Whether the graph of ``tensors`` reaches a leaf other than the ``private`` stand-ins
     (then the derivatives must carry a graph; NOTE [ Transforms on reverse mode ])."""
@@ -151,7 +159,7 @@ def _reaches_outside(tensors, private):
             continue
         fn = t.grad_fn
         if fn is None:
-            if id(t) not in private:
+            if not _is_private(t, private):
                 return True
         else:
             stack.append(fn)
@@ -161,7 +169,7 @@ def _reaches_outside(tensors, private):
             continue
         seen.add(id(node))
         if type(node) is AccumulateGrad:
-            if id(node.variable) not in private:
+            if not _is_private(node.variable, private):
                 return True
             continue
         for nxt, _ in node.next_functions:
@@ -209,8 +217,14 @@ class _Pullback:
                 out, self.aux = _split_aux(func(*new_args, **kwargs), has_aux, api)
         self.out = out
         self.out_leaves, self.out_spec = tree_flatten(out)
+        self.private_ins = [x for x in self.ins if id(x) in private]
         self.create_graph = self.outer_grad and _reaches_outside(
             self.out_leaves + tree_flatten(self.aux)[0], private)
+
+    def release(self):
+        """Mark the private stand-ins finished with (see ``_is_private``)."""
+        for x in self.private_ins:
+            x.__dict__["_transform_done"] = True
 
     def finish(self, tree):
         """Detach ``tree`` unless derivatives carry a graph."""
@@ -272,6 +286,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
         with _C_functorch.layer("grad"):  # the backward pass too: NOTE [ Transform layers ]
             grads = pb.vjp([None], retain_graph=False)
+        pb.release()
         grads = tree_unflatten(grads, pb.in_spec)
         value = pb.finish(out)
         if has_aux:
@@ -571,6 +586,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         _check_only_tensors(pb.out_leaves, "vjp(f, *primals)", "f(*primals)")
         with _C_functorch.layer("grad"):  # the backward pass too: NOTE [ Transform layers ]
             jac = jacobian_by_vmap(pb, chunk_size)
+        pb.release()
         return (jac, pb.finish(pb.aux)) if has_aux else jac
 
     return wrapper

@@ -205,7 +205,13 @@ def _remove_level(func, x, level, out_dim, batch, outer=_NO_LEVELS):
     d = _out_dim(name, out_dim, phys.dim() - k + 1)
     rest = levels[:i] + levels[i + 1:]
     y = make_batched(phys.movedim(i, k - 1 + d), rest)
-    if x._rg and not y._rg and _dispatch.state.grad_enabled:
+    # NOTE [ Leaving a level inside another ]: an output still batched over outer levels
+    # takes the level's logical history even where its physical tensor has one of its own.
+    # That physical graph (recorded because some operand, such as a captured parameter,
+    # requires grad) reaches only the physical leaves; the outer level's leaves -- stand-ins
+    # of a transform at that level, as in vmap(jacrev(jacrev(f))) -- are logical there, and
+    # only the logical graph leads to them.
+    if x._rg and (rest or not y._rg) and _dispatch.state.grad_enabled:
         link(y, level_node("VmapOutgoingBackward0", x,
                            lambda g: _add_level(g, d, level, outer=outer)))
     return y

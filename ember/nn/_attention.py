@@ -13,6 +13,27 @@ from .._ops.nn_dropout import dropout
 from .._ops.nn_ops import linear, softmax
 from .._ops.nn_pad import pad
 
+# NOTE [ Attention's products through the door ]
+# The products of the attention (the projections, the score and value products, SDPA) are
+# the public functions, not the raw ops imported above: the public ones consult the mode
+# stack, so CPU autocast casts them as PyTorch's dispatcher does inside
+# ``multi_head_attention_forward`` (a bfloat16 query met a float32 in-projection weight and
+# raised), and ``__torch_function__`` modes see them. They are bound on first use: the
+# public namespace imports this module.
+_public_bound = False
+
+
+def _bind_public():
+    global linear, bmm, baddbmm, softmax, scaled_dot_product_attention, _public_bound
+    from .. import _ops  # noqa: F401  (the public functions' home is loaded by now)
+    from .. import baddbmm as _baddbmm, bmm as _bmm
+    from . import functional as _F
+
+    linear, softmax = _F.linear, _F.softmax
+    scaled_dot_product_attention = _F.scaled_dot_product_attention
+    bmm, baddbmm = _bmm, _baddbmm
+    _public_bound = True
+
 
 def _canonical_mask(mask, name, target_dtype, other=None, other_name=""):
     """Bool masks (True = masked out) become additive float masks (-inf where masked).
@@ -42,6 +63,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     """Attention of (L, N, E) queries over (S, N, E) keys/values (or unbatched (L, E)),
     with PyTorch's masks and packed/separate projection weights. Returns the output and,
     with ``need_weights``, the attention weights (averaged over heads by default)."""
+    if not _public_bound:
+        _bind_public()
     batched = query.dim() == 3
     if key_padding_mask is not None and key_padding_mask.dim() != (2 if batched else 1):
         kind, want = ("batched (3-D)", "2-D") if batched else ("unbatched (2-D)", "1-D")

@@ -399,9 +399,11 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
+        # kept as tuples of the pool's dimension, as PyTorch keeps (and prints) them
+        nd = self._nd
+        self.kernel_size = _ntuple(kernel_size, nd)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, nd)
+        self.padding = _ntuple(padding, nd)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

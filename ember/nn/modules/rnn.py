@@ -116,6 +116,15 @@ class RNNBase(Module):
         w = self._flat_weights
         return [w[i:i + per] for i in range(0, len(w), per)]
 
+    @property
+    def _all_weights(self):
+        # the parameter names per layer and direction, as PyTorch keeps them: initialisation
+        # code walks them (``for names in lstm._all_weights: for name in names: ...``)
+        per = len(self._flat_weights_names) // (self.num_layers *
+                                                (2 if self.bidirectional else 1))
+        n = self._flat_weights_names
+        return [list(n[i:i + per]) for i in range(0, len(n), per)]
+
     def flatten_parameters(self):
         """Kept for API compatibility (the weights are used in place)."""
 
