@@ -169,8 +169,13 @@ class SavedTensor:
         elif self.t is not None:
             arr = self.t._data
             fn = self.t._grad_fn
-            which = (f", which is output {self.t._out_nr} of {short_name(fn)},"
-                     if fn is not None else "")
+            if fn is not None and self.t._base is not None and self.t._rg:
+                # a differentiable view whose storage was written: PyTorch regenerates its
+                # grad_fn as AsStrided before naming it (NOTE [ View replay ])
+                which = ", which is output 0 of AsStrided,"
+            else:
+                which = (f", which is output {self.t._out_nr} of {short_name(fn)},"
+                         if fn is not None else "")
         else:
             arr = self.arr
             which = f", which is output {self.out_nr} of {short_name(node)},"
