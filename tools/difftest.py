@@ -168,14 +168,20 @@ class _State:
 
 
 def _one_thread():
-    """Run torch and the BLAS on the calling thread only (one worker per CPU instead)."""
+    """Run torch and the BLAS on the calling thread only (one worker per CPU instead), or on
+    as many threads as an OMP_NUM_THREADS set by the caller asks (a run at the threads a
+    program gets by default: ``OMP_NUM_THREADS=2 python tools/difftest.py --jobs 1 ...``)."""
     import torch
 
-    torch.set_num_threads(1)
+    try:
+        n = max(1, int(os.environ.get("OMP_NUM_THREADS", "1")))
+    except ValueError:
+        n = 1
+    torch.set_num_threads(n)
     try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(1)
+        threadpool_limits(n)
     except ImportError:
         pass
 

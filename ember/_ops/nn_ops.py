@@ -951,6 +951,8 @@ def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
     moved = xp.moveaxis(logp, 1, -1).reshape(target.size, c)  # (c may be 0)
     t = target.reshape(-1)
     valid = t != ignore_index
+    if c == 0:
+        return _no_class_loss(xp, target, valid, logp.dtype, reduction)
     safe = xp.where(valid, t, 0)
     # (ignored targets are 0 in ``safe``, never out of range; NOTE [ Deferred device checks ])
     check_range(safe, 0, c, IndexError, lambda: _target_message(safe, c))
@@ -963,6 +965,22 @@ def _nll_kernel(xp, logp, target, weight, *, reduction, ignore_index):
     if reduction == "sum":
         return xp.asarray(losses.sum(), dtype=logp.dtype)
     return xp.asarray(losses.sum() / wt.sum(), dtype=logp.dtype)
+
+
+def _no_class_loss(xp, target, valid, dtype, reduction):
+    """NLL / cross entropy over zero classes: every target must be ignored (the ``0`` an
+    ignored target becomes elsewhere would be out of range here); each row's loss is 0, so
+    the sum is 0 and the mean 0 / 0, nan, as PyTorch gives."""
+    t = target.reshape(-1)
+    if t.size and bool(valid.any()):
+        raise IndexError(f"Target {int(t[valid][0])} is out of bounds.")
+    if reduction == "none":
+        return xp.zeros(target.shape, dtype)
+    total = xp.asarray(0, dtype=dtype)
+    if reduction == "sum":
+        return total
+    with np.errstate(invalid="ignore"):
+        return xp.asarray(total / total, dtype=dtype)
 
 
 def _nonzero_total(w):
@@ -978,6 +996,8 @@ def _nll_backward_kernel(xp, g, logp, target, weight, *, reduction, ignore_index
     zeros but for each row's target class, which takes the row's scale, computed as the
     formula computes it."""
     one_d = logp.ndim == 1
+    if logp.shape[0 if one_d else 1] == 0:  # no classes (every target ignored): no entries
+        return xp.zeros(logp.shape, logp.dtype)
     lp = logp[None] if one_d else logp
     tg = target[None] if one_d else target
     valid = tg != ignore_index
@@ -1140,6 +1160,9 @@ def _ce_classes(x, target, reduction, ignore_index):
 def _ce_kernel(xp, x, target, weight, *, reduction, ignore_index):
     """Fused log-softmax + NLL over class indices; also returns the probabilities, which
     backward needs (NOTE [ Fused cross entropy ])."""
+    if x.shape[1] == 0:
+        valid = target.reshape(-1) != ignore_index
+        return _no_class_loss(xp, target, valid, x.dtype, reduction), x.copy()
     if xp is np and weight is None and x.ndim == 2:
         fused = _ce_classes(x, target, reduction, ignore_index)
         if fused is not None:
@@ -1176,6 +1199,8 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     """d loss / d logits = scale * (softmax - onehot(y)), scale = w[y] * g (/ sum of w[y]
     for the mean): one scaled copy of the saved probabilities, then one scatter."""
     c = probs.shape[1]
+    if c == 0:  # no classes (every target ignored): no entries
+        return xp.zeros(probs.shape, probs.dtype)
     rows, safe, wt = _class_rows(xp, probs, target, weight, ignore_index)
     if reduction == "none":
         scale = wt * g.reshape(-1)

@@ -840,9 +840,11 @@ def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=
     n = input.shape[dim] if input.dim() else 1
     try:
         source = _check_source(op_name, input, dim, index, source, _REDUCE_DTYPE_MSG)
+        _no_complex_order(reduce, d, i)
         if holds_values(i) and i.size and ((i < 0).any() or (i >= n).any()):
             raise IndexError("index out of range in self")
     except IndexError:
+        _no_complex_order(reduce, d, i)
         if not include_self and not (i < 0).any():
             # torch's kernel without self names an index past the end, and the dim
             check_bounds(op_name, i, n, dim, exc=IndexError)
@@ -850,6 +852,15 @@ def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=
     if reduce == "mean" and d.name == "bool":
         raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
     return dim, index, source
+
+
+def _no_complex_order(reduce, d, i):
+    """index_reduce's amax / amin of complex numbers, which have no order: torch's kernel
+    reaches its (missing) complex maximum / minimum after the shapes and dtypes are checked
+    and before it looks at the indices' range (an empty index never reaches it)."""
+    if reduce in ("amax", "amin") and d is not None and d.is_complex and i.size:
+        name = "maximum" if reduce == "amax" else "minimum"
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{d.scalar_name}\'')
 
 
 @public

@@ -15,9 +15,12 @@ NOTE [ In-place ops and autograd ]
 An in-place op runs out of place and its result is written into ``self``
 (``_dispatch.commit_inplace_result``). Before that, ``check_inplace`` refuses what PyTorch
 refuses, and ``begin_inplace`` remembers ``self`` as this thread's pending target until
-``end_inplace`` (also on failure): while it is pending, ``record`` saves a *copy* of any
-input sharing ``self``'s version counter, since the write will overwrite the value the
-formula needs. ``commit_inplace`` then rebases ``self``'s history onto the result's
+``end_inplace`` (also on failure): while it is pending, ``record`` saves a *copy* of
+``self`` itself, since the write will overwrite the value the formula needs (torch's
+``original_self``). Another input that only shares ``self``'s version counter (a view of the
+same base, ``self.detach()``) is saved as it is, at the version before the write, so that
+backward refuses it as modified, as PyTorch does (``r[:, 0].mul_(r[:, 2])``).
+``commit_inplace`` then rebases ``self``'s history onto the result's
 node -- or, when ``self`` is a view, rewrites the base's history with a ``CopySlices`` node
 and lets the views' grad_fns be regenerated lazily (NOTE [ View replay ]).
 
@@ -166,8 +169,13 @@ class SavedTensor:
         elif self.t is not None:
             arr = self.t._data
             fn = self.t._grad_fn
-            which = (f", which is output {self.t._out_nr} of {short_name(fn)},"
-                     if fn is not None else "")
+            if fn is not None and self.t._base is not None and self.t._rg:
+                # a differentiable view whose storage was written: PyTorch regenerates its
+                # grad_fn as AsStrided before naming it (NOTE [ View replay ])
+                which = ", which is output 0 of AsStrided,"
+            else:
+                which = (f", which is output {self.t._out_nr} of {short_name(fn)},"
+                         if fn is not None else "")
         else:
             arr = self.arr
             which = f", which is output {self.out_nr} of {short_name(node)},"
@@ -236,7 +244,7 @@ def save_input(t):
             "make a clone to get a normal tensor and use it in autograd, or use "
             "`ember.no_grad()` instead of `ember.inference_mode()`.")
     p = getattr(_state, "pending_inplace", None) if _pending else None
-    if clone_on_save or (p is not None and (t is p or (t._vc is not None and t._vc is p._vc))):
+    if clone_on_save or t is p:
         t = _detached_copy(t)
     vc = t._vc
     s = SavedTensor(t, vc, 0 if vc is None else vc[0])

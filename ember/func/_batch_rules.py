@@ -1304,7 +1304,7 @@ def _autograd_expand(handle, args, kwargs):
 # -- indexing
 
 
-def _logical_view(x, out, op, params):
+def _logical_view(x, out, op, params, idx=0, multi=False):
     """Make batched ``out`` (``op(x, **params)``, a view) a view of ``x`` at the logical
     level, as ``_dispatch._wrap_views`` does outside vmap: same root and version counter,
     and the chain of view ops from the root, so that an in-place write into ``out`` rewrites
@@ -1320,8 +1320,34 @@ def _logical_view(x, out, op, params):
         chain = None if vm is None or vm[0] is None else vm[0]
     out._base = root
     out._vc = vc
-    out._view_meta = [None if chain is None else chain + ((op, params, 0, None),), vc[0],
-                      False]
+    out._view_meta = [None if chain is None else chain + ((op, params, idx, None),), vc[0],
+                      multi]
+
+
+def _view_of_input(op, args, kwargs, out):
+    """Make the batched result of a view op (``transpose``, ``select``, ``unfold``,
+    ``diagonal``, ``view``...) a logical view of its input, as ``_getitem`` makes its
+    result, so that an in-place write into it rewrites the base's history: without it
+    ``vmap(grad(f))`` of an ``f`` writing into ``r.t()[0]`` or ``r.diagonal()`` lost the
+    write's derivative. Only where the physical result shares the input's memory (a rule
+    may copy) and the op has one tensor input (the replay chain holds no others). The
+    outputs of ``split`` / ``unbind`` / ``chunk`` are marked as several views of one call,
+    which an in-place write refuses, as outside vmap."""
+    if op is None or getattr(op, "view_of", None) is None or len(args) <= op.view_of:
+        return
+    base = args[op.view_of]
+    if not isinstance(base, Tensor) or any(isinstance(a, Tensor) and a is not base
+                                           for a in args):
+        return
+    ib = _info(base)
+    if ib is None:
+        return
+    outs = out if type(out) is tuple else (out,)
+    multi = type(out) is tuple and op.multi_output_view
+    for i, o in enumerate(outs):
+        io = None if o is None else _info(o)
+        if io is not None and np.may_share_memory(ib[0]._data, io[0]._data):
+            _logical_view(base, o, op, kwargs, i, multi)
 
 
 def _index_stand_in(t, stand_ins):
@@ -2300,4 +2326,6 @@ class VmapMode(_dispatch.Mode):
             out = [make_batched(p, levels) for p in phys]
         if type(out) is tuple or isinstance(out, Tensor):
             _record(handle, args, kwargs, out, levels)
+        if (type(out) is tuple or isinstance(out, Tensor)) and not handle.is_inplace:
+            _view_of_input(handle.op, args, kwargs, out)
         return out

@@ -47,8 +47,9 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
     """In-place :func:`hardtanh`."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    bounds = _act.integer_hardtanh_bounds(input, min_val, max_val)
-    return input.clamp_(*(bounds or (min_val, max_val)))
+    # hardtanh's own op written in place, not ``clamp_``: its gradient is 0 at the bounds
+    # themselves (clamp's is 1), as torch's hardtanh_ / relu6(inplace=True)
+    return inplace_composition(_act.hardtanh, input, min_val, max_val)
 
 
 def relu6(input, inplace=False):

@@ -47,3 +47,20 @@ KNOWN = {
     ('var_mean', 'values_nonfinite'):
         'torch-specific: vectorized Welford moments overflow (inf - inf) per SIMD chunking',
 }
+
+#: programs of the CI sample of tests/differential/test_programs.py known to differ:
+#: ``KNOWN_PROGRAMS[(family, seed)] = reason``. The CI test skips them and fails once one
+#: agrees, so fixing the bug means deleting its line
+_JRJF = ("open: jacrev(jacfwd(f)) of an f writing in place into a view of a clone (the write's "
+         "operand depending on the input) refuses a saved tensor as modified; jacfwd(jacfwd), "
+         "jacrev(jacrev) and hessian agree")
+KNOWN_PROGRAMS = {
+    ("func", 16): _JRJF,
+    ("func", 59): _JRJF,
+    ("func", 80): "open: vmap(jvp(f)) / vmap(grad(f)) of x ** y with a batched 0-dim exponent use "
+                  "example 0's exponent for every example (pow's derivative reads a 0-dim "
+                  "exponent's logical data as a host number; ember/_ops/arithmetic.py "
+                  "_nonzero_number)",
+    ("func", 138): _JRJF,
+    ("func", 175): _JRJF,
+}
