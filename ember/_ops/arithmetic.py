@@ -694,7 +694,9 @@ def _nonzero_number(b):
     """Whether ``b`` is an exponent that came from a nonzero Python number (read on the host,
     no device sync: such operands are 0-dim NumPy arrays)."""
     d = b._data
-    return not b._rg and type(d) is np.ndarray and d.ndim == 0 and bool(d != 0)
+    # (a batched 0-dim exponent's logical array is a view of its example 0: not a number)
+    return not b._rg and type(d) is np.ndarray and d.ndim == 0 and d.base is None and \
+        bool(d != 0)
 
 
 def _is_host_number(b):

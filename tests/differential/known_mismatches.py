@@ -57,10 +57,6 @@ _JRJF = ("open: jacrev(jacfwd(f)) of an f writing in place into a view of a clon
 KNOWN_PROGRAMS = {
     ("func", 16): _JRJF,
     ("func", 59): _JRJF,
-    ("func", 80): "open: vmap(jvp(f)) / vmap(grad(f)) of x ** y with a batched 0-dim exponent use "
-                  "example 0's exponent for every example (pow's derivative reads a 0-dim "
-                  "exponent's logical data as a host number; ember/_ops/arithmetic.py "
-                  "_nonzero_number)",
     ("func", 138): _JRJF,
     ("func", 175): _JRJF,
 }
