@@ -1,3 +1,4 @@
+import contextlib
 import importlib.util
 import signal
 
@@ -82,6 +83,21 @@ def spy_thread_splits(monkeypatch, contended=False):
     # and has tests of its own in tests/perf/test_session22_kernels.py)
     monkeypatch.setattr(_parallel, "native_split", lambda *a, **k: False)
     return splits
+
+
+@contextlib.contextmanager
+def fails_if_hung(seconds=300):
+    """Turn a hang inside the block into a failure: past ``seconds`` (far above any wait the
+    code under test should need, on a loaded machine too), the test process prints every
+    thread's stack and exits, which pytest-xdist reports as this test's failure. For checks
+    that something ends at all, in place of an assertion on how fast it ended."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture
