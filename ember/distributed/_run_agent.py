@@ -176,20 +176,25 @@ class _Group:
                 envs[i]["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
         return envs
 
-    def _serve_store(self) -> None:
+    def _serve_store(self, rdzv) -> None:
         # NOTE [ The agent's store ]
         # As torchrun's agent does, node 0's launcher serves the store the workers meet
         # through (MASTER_ADDR:MASTER_PORT) and says so with TORCHELASTIC_USE_AGENT_STORE,
         # so every worker connects to it as a client (``_group._rendezvous``). The store
         # then lives as long as the worker group, not as long as worker 0, and no worker
         # races another program for the port. A new store serves each group: nothing of
-        # an earlier attempt is left in it.
-        if self.node_rank == 0:
+        # an earlier attempt is left in it. Alone on this node (--standalone) the group is
+        # given port 0 and the store binds whichever port the OS picks: a port found free
+        # and bound later could be taken in between by any connection on the machine. An
+        # elastic rendezvous has node 0's agent serve the store before it tells the port.
+        self.store = rdzv.take_workers_store()
+        if self.store is None and self.node_rank == 0:
             from ._store import TCPStore
 
             self.store = TCPStore("127.0.0.1", self.port, is_master=True,
                                   timeout=datetime.timedelta(seconds=60),
                                   wait_for_workers=False)
+            self.port = self.store.port
 
     def run(self, rdzv):
         """None when every worker of every node succeeded, else ``(kind, detail)``:
@@ -200,7 +205,7 @@ class _Group:
 
         agent = self.agent
         try:
-            self._serve_store()
+            self._serve_store(rdzv)
         except OSError as e:
             return "lost", f"cannot serve the workers' store on port {self.port}: {e}"
         args = {i: tuple(macros.substitute(agent.program_args, str(i)))

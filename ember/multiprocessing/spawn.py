@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import signal
 import sys
 import time
@@ -91,6 +92,13 @@ class ProcessContext:
 
     def join(self, timeout=None):
         """Wait for the processes; True when all finished, raise on the first failure."""
+        # NOTE [ The first process to fail ]
+        # The failure reported is the first one seen: a process failing often makes the
+        # others fail after it (a collective's peer is gone), and those later failures are
+        # not the cause. So the wait is on the processes' sentinels, which wakes as soon as
+        # any one ends (as PyTorch's join), not a poll of one process at a time, in whose
+        # interval a second, consequent, failure could end up reported as the lower index.
+        # Processes found ended together are taken by index, as PyTorch takes them.
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             alive = [p for p in self.processes if p.is_alive()]
@@ -116,9 +124,10 @@ class ProcessContext:
                         p.exitcode)
             if not alive:
                 return True
-            if deadline is not None and time.monotonic() >= deadline:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 return False
-            alive[0].join(timeout=0.1)
+            multiprocessing.connection.wait([p.sentinel for p in alive], timeout=left)
 
 
 def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):

@@ -206,9 +206,16 @@ def _ff_model(lib):
 
 def test_float_functional_static_flow_matches_torch(rng):
     t = _ff_model(torch)
+    # weights, bias and inputs on a 1/64 grid: every product and sum of the float linear is
+    # exact, so its outputs (whose min and max the observers print) are the same bits in
+    # both libraries; with any weights, torch's GEMM and ember's round an element a last
+    # bit apart now and then (over 1 in 3 random initialisations moved a printed min/max)
+    with torch.no_grad():
+        for p in t.fc.parameters():
+            p.copy_(torch.round(p * 64) / 64)
     e = _ff_model(ember)
     e.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
-    x = rng.standard_normal((50, 3)).astype(np.float32)
+    x = np.round(rng.standard_normal((50, 3)) * 64).astype(np.float32) / 64
     res = []
     for lib, m in ((ember, e), (torch, t)):
         aq = lib.ao.quantization

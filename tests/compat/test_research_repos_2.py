@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests._ports import free_port
 from tests.compat._programs import assert_runs_match, driver_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,7 +157,8 @@ DRIVER = """
         import main_dino
         import utils
         import vision_transformer as vits
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(20000 + os.getpid() % 20000))
+        # the test passes a port (NOTE [ Test ports outside the ephemeral range ])
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         dist.init_process_group("gloo", rank=0, world_size=1)
         utils.SmoothedValue.synchronize_between_processes = lambda self: None  # a cuda tensor
         torch.cuda.synchronize = lambda *a, **k: None
@@ -645,6 +647,7 @@ def _both(tmp_path, which):
     results = []
     for name, prefix in (("torch", []), ("ember", ["-m", "ember.compat.run"])):
         out = tmp_path / f"{name}.npz"
+        env["MASTER_PORT"] = str(free_port())  # dino's group of one serves a store on it
         proc = subprocess.run([sys.executable, *prefix, str(driver), str(out), str(THIRD_PARTY),
                                which], capture_output=True, text=True, cwd=tmp_path, env=env,
                               timeout=300)

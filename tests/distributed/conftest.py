@@ -2,22 +2,16 @@
 
 import os
 import pickle
-import socket
 
 import pytest
 
 import ember.distributed as dist  # noqa: F401  (imported before the engine module)
 from ember.distributed import _engine
+from tests._ports import free_port  # noqa: F401  (NOTE [ Test ports outside the ephemeral range ])
 
 # several processes need mpi4py; a group of one does not (NOTE [ A world of one ])
 needs_mpi = pytest.mark.skipif(not _engine.available(),
                                reason="mpi4py not installed (pip install 'ember[distributed]')")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spawn2(tmp_path, fn, fw="ember", *extra, init_method=None):

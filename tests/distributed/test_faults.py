@@ -23,7 +23,9 @@ def faults(tmp_path_factory):
 def test_mismatched_collective_raises_on_every_rank(faults, case, op, want):
     for r in faults:
         kind, msg, seconds = r[case]
-        assert kind == "RuntimeError" and f"OpType={op}" in msg and seconds < 10
+        # found by comparing the ranks' calls, not by waiting out the group's 60 s timeout
+        # (how long the other rank takes to arrive depends on the machine's load)
+        assert kind == "RuntimeError" and f"OpType={op}" in msg and seconds < 45
         assert "Rank 0 is running" in msg and "Rank 1 is running" in msg
         assert all(w in msg for w in want)
     assert faults[0][case][1] == faults[1][case][1]
@@ -43,7 +45,9 @@ def test_debug_detail_logs_each_collective(faults):
 def test_dead_rank_fails_others_within_timeout(faults):
     kind, msg, seconds = faults[0]["death"]
     assert kind == "DistBackendError" and "timed out after 2.0 s" in msg
-    assert 1.5 < seconds < 6
+    # ended by the subgroup's 2 s timeout, not the default group's 60 s (a loaded machine
+    # may take a good while past 2 s to notice)
+    assert 1.5 < seconds < 45
 
 
 def test_monitored_barrier_names_the_missing_rank_as_torch(faults):

@@ -175,8 +175,8 @@ def test_sigterm_stops_workers_and_ends_the_launcher(tmp_path):
         "    os.write(1, f\"worker {os.environ['LOCAL_RANK']} got {s}\\n\".encode())\n"
         "    sys.exit(7)\n"
         "signal.signal(signal.SIGTERM, stop)\n"
-        "print('ready', flush=True)\n"
-        "time.sleep(60)\n"))
+        "os.write(1, b'ready\\n')\n"
+        "time.sleep(600)\n"))  # (until the launcher passes on the SIGTERM)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node=2",
                              "--max-restarts=3", script], cwd=tmp_path, env=env,

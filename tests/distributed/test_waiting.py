@@ -90,7 +90,7 @@ def test_dead_peer_times_out_with_naps(engine):
     t = time.perf_counter()
     with pytest.raises(DistBackendError, match="all_reduce: timed out after 0.2 s"):
         _group._wait_requests(["req"], 0.2, "all_reduce")
-    assert 0.2 <= time.perf_counter() - t < 5.0
+    assert 0.2 <= time.perf_counter() - t < 9.0  # (a loaded machine may pause it seconds)
 
 
 def test_timeout_holds_while_calls_keep_working(engine):

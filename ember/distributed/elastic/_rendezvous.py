@@ -43,12 +43,6 @@ class RendezvousError(RuntimeError):
     """The agents could not form a group (timed out, or the group was shut down)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 def _is_local(host: str) -> bool:
     if host in ("", "localhost", "127.0.0.1", "::1", "0.0.0.0"):
         return True
@@ -71,12 +65,16 @@ class StaticRendezvous:
 
     def next_rendezvous(self) -> tuple[int, int, str, int]:
         """``(node_rank, nnodes, master_addr, master_port)`` of the next worker group."""
-        if self.fresh_port:  # --standalone: a port no earlier group can still hold
-            self.master_port = _free_port()
+        if self.fresh_port:  # --standalone: port 0, the store picks one as it binds
+            self.master_port = 0  # (NOTE [ The agent's store ] in _run_agent.py)
         return self.node_rank, self.nnodes, self.master_addr, self.master_port
 
     def should_stop(self, nnodes: int) -> str | None:
         """Why the running group must stop (never, for a static group)."""
+        return None
+
+    def take_workers_store(self):
+        """None: the node's group serves its store itself, on the port given."""
         return None
 
     def restart(self) -> None:
@@ -129,6 +127,7 @@ class StoreRendezvous:
             self.store = TCPStore(self.host, self.port, is_master=False, timeout=timeout)
         self.round = -1
         self.agents = 1
+        self._workers_store = None
 
     def _k(self, name: str) -> str:
         return self.prefix + name
@@ -162,8 +161,9 @@ class StoreRendezvous:
             closed = self._wait_closed(r, deadline)
             if closed is not None and index < closed:
                 self.round, self.agents = r, closed
-                if index == 0:
-                    self.store.set(self._k(f"{r}/master"), f"{self.local_addr}:{_free_port()}")
+                if index == 0:  # serve the workers' store now, on a port the OS picks
+                    port = self._serve_workers_store()
+                    self.store.set(self._k(f"{r}/master"), f"{self.local_addr}:{port}")
                 addr, _, port = self.store.get(self._k(f"{r}/master")).decode().rpartition(":")
                 return index, closed, addr, int(port)
             if closed is not None:  # too late for round r: ask for room, wait for r + 1
@@ -174,6 +174,26 @@ class StoreRendezvous:
                     raise RendezvousError(f"no worker group admitted this node within "
                                           f"{self.join_timeout:g} s (join_timeout)")
                 time.sleep(0.05)
+
+    def _serve_workers_store(self) -> int:
+        # NOTE [ The agent's store ] in _run_agent.py: node 0's agent serves the store its
+        # group's workers meet in. It binds here, before the port is published: a port found
+        # free, published, and bound only later could be taken in between by any other
+        # connection on the machine.
+        from .._store import TCPStore
+
+        if self._workers_store is not None:  # one a round that never ran left behind
+            self._workers_store.close()
+        self._workers_store = TCPStore("127.0.0.1", 0, is_master=True,
+                                       timeout=datetime.timedelta(seconds=60),
+                                       wait_for_workers=False)
+        return self._workers_store.port
+
+    def take_workers_store(self):
+        """The store node 0's agent serves for this round's workers, handed over once (the
+        caller closes it); None on the other nodes, or once taken."""
+        store, self._workers_store = self._workers_store, None
+        return store
 
     def _close_round(self, r: int, deadline: float) -> None:
         min_reached = None
