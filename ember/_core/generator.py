@@ -251,7 +251,7 @@ class Generator:
         # (numba writes float32/64 and integers; 0 and 1 are exact in every other dtype)
         direct = dtype.kind in "iu" or dtype in (np.float32, np.float64)
         out = np.empty(n, dtype if direct else np.uint8)
-        self._draw(k.bernoulli53_into, float(p), out)
+        self._draw(k.uniform53_into, out, float(p))
         return out if direct else out.astype(dtype)
 
     def _take_normal(self):

@@ -177,16 +177,19 @@ def words_into(state, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def uniform53_into(state, out):  # pragma: no cover - compiled
+def uniform53_into(state, out, p=-1.0):  # pragma: no cover - compiled
     """Float64 uniforms on [0, 1): the low 53 bits of a 64-bit draw (two words, the first
-    the high half), times 2**-53; ``out`` float64."""
+    the high half), times 2**-53, into float64 ``out``; or, with ``p`` >= 0, Bernoulli draws:
+    1 where the uniform is below ``p``, else 0, into ``out`` (float32, float64 or
+    integers)."""
     key, pos = state[:_N], np.int64(state[_N])
     w = np.empty(_BLOCK, np.uint64)
     for a in range(0, out.shape[0], _BLOCK // 2):
         m = min(_BLOCK // 2, out.shape[0] - a)
         pos = _fill(key, pos, w[:2 * m])
         for j in range(m):
-            out[a + j] = _uniform53(w, j)
+            u = _uniform53(w, j)
+            out[a + j] = u if p < 0 else (1.0 if u < p else 0.0)
     state[_N] = np.uint32(pos)
 
 
@@ -203,18 +206,4 @@ def uniform_bits_into(state, bits, out):  # pragma: no cover - compiled
         pos = _fill(key, pos, w[:m])
         for j in range(m):
             out[a + j] = np.float32(w[j] & mask) * scale
-    state[_N] = np.uint32(pos)
-
-
-@njit(cache=True, nogil=True)
-def bernoulli53_into(state, p, out):  # pragma: no cover - compiled
-    """1 where a float64 uniform (as ``uniform53_into``) is below ``p``, else 0, into
-    ``out`` (float32, float64 or integers)."""
-    key, pos = state[:_N], np.int64(state[_N])
-    w = np.empty(_BLOCK, np.uint64)
-    for a in range(0, out.shape[0], _BLOCK // 2):
-        m = min(_BLOCK // 2, out.shape[0] - a)
-        pos = _fill(key, pos, w[:2 * m])
-        for j in range(m):
-            out[a + j] = 1 if _uniform53(w, j) < p else 0
     state[_N] = np.uint32(pos)
