@@ -67,9 +67,10 @@ MIN_WORK = 1 << 22
 #: @ (16, 64, 144) position products, 0.075 ms against NumPy's 0.090 alone, made its step 5%
 #: slower on MLAS, run inside the convolution's batch pieces)
 MIN_ROWS = 64
-#: 2-D products of at least this many multiply-adds and two rows go to MLAS (NOTE [ Medium
-#: products on MLAS ])
+#: 2-D products of at least this many multiply-adds, with at least ``MIN_SIDE_2D`` rows and
+#: columns, go to MLAS (NOTE [ Medium products on MLAS ])
 MIN_WORK_2D = 1 << 20
+MIN_SIDE_2D = 16
 
 # NOTE [ Medium products on MLAS ]
 # 2-D products once went to MLAS from 2**22 multiply-adds and 64 rows, the stacks' rule.
@@ -84,7 +85,11 @@ MIN_WORK_2D = 1 << 20
 # by its position in their block (9 of 10 random shapes break a row of equal inputs;
 # PyTorch's MKL 1 in 14, MLAS none in 600). Products under 2**20 keep OpenBLAS, and with it
 # that difference (NOTE [ Equal rows of a small product ] in
-# tests/compat/test_research_repos_8.py).
+# tests/compat/test_research_repos_8.py). So do products with fewer than 16 rows or columns:
+# a few-channel convolution's (8, 147) @ (147, 968) and its weight gradient's (147, 968) @
+# (968, 8) on MLAS moved a 4-epoch CycleGAN (research_9/cyclegan_patchgan, NumPy kernels) by
+# 2e-3 from PyTorch's losses where OpenBLAS stays within 1e-5 -- rounding a GAN amplifies,
+# not an error, but the few-row products' gain is small ((8, 512) @ (512, 512) 68 -> 56 us).
 
 _F32 = np.dtype(np.float32)
 _state = [None]          # None: not decided yet; False: off; else the onnxruntime module
@@ -342,7 +347,7 @@ def matmul(a, b, out=None):
     if b.shape[-2] != k:
         return None
     if a.ndim == 2:
-        if m < 2 or work < MIN_WORK_2D:   # NOTE [ Medium products on MLAS ]
+        if min(m, n) < MIN_SIDE_2D or work < MIN_WORK_2D:   # NOTE [ Medium products on MLAS ]
             return None
     elif m < MIN_ROWS or work < MIN_WORK:
         return None

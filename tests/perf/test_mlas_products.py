@@ -372,8 +372,8 @@ def test_transposed_small_first_operand_is_copied(mlas_on, monkeypatch):
 # -- medium 2-D products (NOTE [ Medium products on MLAS ]) --------------------------------
 
 
-@pytest.mark.parametrize("m,k,n", [(2, 1024, 512), (32, 128, 256), (63, 256, 256),
-                                   (1024, 32, 32), (5, 300, 700)])
+@pytest.mark.parametrize("m,k,n", [(16, 1024, 512), (32, 128, 256), (63, 256, 256),
+                                   (1024, 32, 32), (17, 300, 700)])
 def test_medium_products_go_to_mlas(mlas_on, m, k, n):
     assert m * k * n >= _mlas.MIN_WORK_2D
     rng = np.random.default_rng(m)
@@ -386,7 +386,8 @@ def test_medium_products_go_to_mlas(mlas_on, m, k, n):
         np.testing.assert_array_equal(_blas.matmul(x, y), got)
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 2048, 2048), (64, 64, 64), (8, 256, 256)])
+@pytest.mark.parametrize("m,k,n", [(1, 2048, 2048), (64, 64, 64), (8, 256, 256),
+                                   (8, 512, 512), (147, 968, 8)])
 def test_one_row_and_small_products_stay_on_numpy(mlas_on, m, k, n):
     a = np.ones((m, k), np.float32)
     b = np.ones((k, n), np.float32)
@@ -425,7 +426,7 @@ def test_unknown_bindings_fall_back_to_the_public_ones(mlas_on, monkeypatch):
 @pytest.mark.parametrize("seed", range(8))
 def test_equal_rows_and_columns_stay_equal(mlas_on, seed):
     rng = np.random.default_rng(seed)
-    m, k, n = (int(v) for v in rng.integers(8, 300, 3))
+    m, k, n = (int(v) for v in rng.integers(16, 300, 3))
     k = max(k, _mlas.MIN_WORK_2D // (m * n) + 1)
     row = rng.standard_normal(k).astype(np.float32)
     x = np.ascontiguousarray(np.broadcast_to(row, (m, k)))
