@@ -269,9 +269,9 @@ def recurrent_weights(xp, dt, w_hh, steps, saved=None, threads=None, batch=None)
     keep NumPy's step products ])."""
     if xp is not np or dt != _F32 or w_hh.dtype != _F32 or not STEP_ON_MLAS[0]:
         return None
-    work = None if batch is None else batch * w_hh.shape[0] * w_hh.shape[1]
-    if work is not None and work < STEP_MIN_WORK[0]:
+    if batch is not None and not steps_on_mlas(batch, *w_hh.shape):
         return None
+    work = None if batch is None else batch * w_hh.shape[0] * w_hh.shape[1]
     from .. import _parallel
     from .._kernels import _mlas
 
