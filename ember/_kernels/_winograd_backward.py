@@ -142,9 +142,10 @@ def backward(x, g, w, padding):
 # at one thread, 12.2 -> 10.7 at two; (32, 32 -> 32, 32x32) 7.3 -> 6.3 and (32, 16 -> 16,
 # 32x32) 3.2 -> 2.8 at two. The weight adjoint alone (where F(4x4) takes the input
 # adjoint) measured no faster than the planar kernels (64 -> 64 on 32x32: 16.0 against
-# 15.4 at one thread), so it keeps them. The small products reducing over a chunk's tiles
-# stay one stacked NumPy call below ``_MLAS_WEIGHT_PAIRS`` channel pairs, as the planar
-# path's do (MLAS took (64, 432) by (432, 32) in 9.3 against NumPy's 6.6 ms a batch).
+# 15.4 at one thread), so it keeps them. The weight adjoint's products reducing over a
+# chunk's tiles are one stack with transposed first members, one MLAS call (NOTE [ Stacks of
+# transposed members ] in _mlas.py): the MNIST CNN's conv2 0.189 -> 0.148 ms a chunk against
+# NumPy's stacked matmul.
 _CL_TILE_BYTES = 2 * 2**20
 
 
@@ -207,11 +208,9 @@ def backward_cl(x, g, w, padding, want_input=True):
         return gx, winograd.weight_from_parts(np, [du])
     step = max(1, _CL_TILE_BYTES // (16 * tiles * (c + o) * x.itemsize))
 
-    per_position = o * c >= planar._MLAS_WEIGHT_PAIRS and _mlas.engine() == "mlas"
-
     def samples(lo, hi):
         du = np.zeros((16, o, c), x.dtype)
-        part = np.empty((o, c) if per_position else (16, o, c), x.dtype)
+        part = np.empty((16, o, c), x.dtype)
         for a in range(lo, hi, step):
             b = min(a + step, hi)
             m_ = b - a
@@ -221,11 +220,9 @@ def backward_cl(x, g, w, padding, want_input=True):
             dm = np.empty((16, m_ * tiles, o), x.dtype)
             k2.output_adjoint_cl(gp, th, tw, dm)
             del gp
-            if per_position:   # (NOTE [ Weight adjoint products on MLAS ])
-                for i in range(16):
-                    du[i] += _mlas.product(dm[i].T, v[i], part)
-            else:
-                du += np.matmul(dm.transpose(0, 2, 1), v, out=part)
+            # one stack of transposed members (NOTE [ Stacks of transposed members ] in
+            # _mlas.py; NumPy's stacked matmul where MLAS is not the engine)
+            du += _mlas.product(dm.transpose(0, 2, 1), v, part)
             if want_input:
                 _mlas.product(dm, u, v)      # dV into V's spent buffer
                 k2.input_adjoint_cl(v, th, tw, padding[0], padding[1], gx[a:b])

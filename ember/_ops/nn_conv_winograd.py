@@ -313,27 +313,18 @@ def weight_tiles_into(k, x, g, padding, th, tw, du, part):
     k.winograd_input(x, padding[0], padding[1], th, tw, v, 0, c)
     dm = np.empty((16, o, m_ * th * tw), x.dtype)
     k.winograd_output_adjoint(g, th, tw, dm, 0, o)
-    if o * c >= _MLAS_WEIGHT_PAIRS and _mlas.engine() == "mlas":
-        # NOTE [ Weight adjoint products on MLAS ]
-        for i in range(16):
-            _mlas.product(dm[i], v[i].T, part[i])
-    else:
-        # one stacked call: NumPy runs the same 16 BLAS products (same bits) with one call's
-        # overhead, ~50 us a chunk less for the MNIST CNN's conv2 (64 x 32 outputs, 576
-        # tiles)
-        np.matmul(dm, v.transpose(0, 2, 1), out=part)
+    # NOTE [ Weight adjoint products on MLAS ]
+    _mlas.product(dm, v.transpose(0, 2, 1), part)
     du += part
     return v, dm
 
 
 # NOTE [ Weight adjoint products on MLAS ]
-# The weight adjoint's 16 products ``dM[xi] @ V[xi]^T`` reduce over a chunk's tiles. MLAS
-# (NOTE [ Products past a pinned OpenBLAS ] in ember/_kernels/_mlas.py) takes no transposed
-# member in a stack, but a 2-D product with a transposed second operand runs at its best,
-# so each position is one call. Where the channel pairs are many the calls pay for their
-# overhead (~20 us each): ResNet-18's 128 -> 128 16x16 weight gradient 13.1 -> 10.3 ms (one
-# thread, CPU time); with 64 x 64 on 32x32 (15.6 -> 16.1) and the MNIST CNN's 32 -> 64
-# (11.2 -> 11.6) the one stacked NumPy call stays.
-_MLAS_WEIGHT_PAIRS = 128 * 128
+# The weight adjoint's 16 products ``dM[xi] @ V[xi]^T`` reduce over a chunk's tiles: one
+# stack whose second operand's members are transposed views, which MLAS runs as one
+# ``FusedMatMul`` call (NOTE [ Stacks of transposed members ] in ember/_kernels/_mlas.py):
+# ResNet-18's 64x64 on 32x32, 0.66 -> 0.33 ms a chunk against NumPy's stacked matmul, and
+# 128x128 on 16x16 0.87 -> 0.67 against one MLAS call a position, as this path ran before.
+# Where MLAS is not the engine, or declines the stack, NumPy's stacked matmul runs it.
 
 

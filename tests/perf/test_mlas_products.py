@@ -205,16 +205,21 @@ def test_models_are_onnx_files():
 
     value = helper.make_tensor_value_info
     for kind, ta, tb in (("gemm", 0, 0), ("gemm", 1, 0), ("gemm", 0, 1), ("gemm", 1, 1),
-                         ("matmul", 0, 0)):
+                         ("matmul", 0, 0), ("fused", 1, 0), ("fused", 0, 1), ("fused", 1, 1)):
+        opsets = [helper.make_opsetid("", 13)]
         if kind == "gemm":
             node = helper.make_node("Gemm", ["A", "B"], ["C"], transA=ta, transB=tb)
+        elif kind == "fused":
+            node = helper.make_node("FusedMatMul", ["A", "B"], ["C"], domain="com.microsoft",
+                                    transA=ta, transB=tb)
+            opsets.append(helper.make_opsetid("com.microsoft", 1))
         else:
             node = helper.make_node("MatMul", ["A", "B"], ["C"])
         graph = helper.make_graph([node], "ember_product",
                                   [value("A", TensorProto.FLOAT, None),
                                    value("B", TensorProto.FLOAT, None)],
                                   [value("C", TensorProto.FLOAT, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model = helper.make_model(graph, opset_imports=opsets)
         model.ir_version = 7
         assert _mlas._model(kind, ta, tb) == model.SerializeToString()
 
@@ -444,3 +449,108 @@ def test_linear_layer_gives_equal_rows(mlas_on):
     layer = ember.nn.Linear(256, 256)
     y = layer(ember.randn(256).expand(48, 256).contiguous())
     assert bool((y == y[0]).all())
+
+
+# -- NOTE [ Stacks of transposed members ] ---------------------------------------------------
+
+
+def _stack_operands(rng, s, m, k, n, ta, tb):
+    a = rng.standard_normal((s, k, m) if ta else (s, m, k)).astype(np.float32)
+    b = rng.standard_normal((s, n, k) if tb else (s, k, n)).astype(np.float32)
+    return (a.transpose(0, 2, 1) if ta else a), (b.transpose(0, 2, 1) if tb else b)
+
+
+@pytest.mark.parametrize("ta,tb", [(1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("seed", range(3))
+def test_stacks_of_transposed_members_are_one_fused_call(mlas_on, monkeypatch, ta, tb, seed):
+    rng = np.random.default_rng(seed)
+    s, m, k, n = 16, int(rng.integers(64, 160)), int(rng.integers(32, 600)), \
+        int(rng.integers(8, 160))
+    k = max(k, _mlas.MIN_WORK // (s * m * n) + 1)
+    a, b = _stack_operands(rng, s, m, k, n, ta, tb)
+    kinds = []
+    real = _mlas._session
+    monkeypatch.setattr(_mlas, "_session", lambda ort_, kind, *r: kinds.append(kind) or
+                        real(ort_, kind, *r))
+    out = np.full((s, m, n), np.nan, np.float32)
+    r = _mlas.matmul(a, b, out=out)
+    assert r is out and kinds[-1] == "fused"
+    _close(out, a, b)
+    # nothing copied: the copy path's operands give the same values to rounding
+    monkeypatch.setattr(_mlas, "_fused", [False])
+    r2 = _mlas.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    np.testing.assert_allclose(out, r2, rtol=1e-5, atol=1e-5 * np.abs(r2).max())
+
+
+def test_fused_stacks_do_not_depend_on_the_thread_count(mlas_on):
+    ort_ = _mlas._state[0]
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((16, 288, 64)).astype(np.float32)
+    b = rng.standard_normal((16, 288, 32)).astype(np.float32)
+    outs = []
+    for threads in (1, 2, 3):
+        out = np.empty((16, 64, 32), np.float32)
+        _mlas._run(ort_, _mlas._session(ort_, "fused", 1, 0, threads), a, b, out)
+        outs.append(out)
+    assert all(o.tobytes() == outs[0].tobytes() for o in outs)
+
+
+def test_without_the_fused_operator_stacks_are_copied(mlas_on, monkeypatch):
+    monkeypatch.setattr(_mlas, "_fused", [False])
+    kinds = []
+    real = _mlas._session
+    monkeypatch.setattr(_mlas, "_session", lambda ort_, kind, *r: kinds.append(kind) or
+                        real(ort_, kind, *r))
+    rng = np.random.default_rng(3)
+    a, b = _stack_operands(rng, 8, 128, 300, 128, 1, 1)
+    r = _mlas.matmul(a, b)
+    assert kinds == ["matmul"]
+    _close(r, a, b)
+    # a transposed first member with few columns: the copy would not pay, NumPy's
+    a, b = _stack_operands(rng, 8, 128, 600, 32, 1, 0)
+    assert _mlas.matmul(a, b) is None
+
+
+def test_fused_availability_is_probed_once(mlas_on, monkeypatch):
+    monkeypatch.setattr(_mlas, "_fused", [None])
+
+    def broken(*_a, **_k):
+        raise RuntimeError("no such operator")
+
+    monkeypatch.setattr(_mlas, "_session", broken)
+    assert _mlas._fused_ok(_mlas._state[0]) is False
+    assert _mlas._fused == [False]
+
+
+def test_strided_members_are_not_fused(mlas_on):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((16, 300, 200)).astype(np.float32)
+    assert _mlas._member_layout(a[:, :, :128]) is None
+    assert _mlas._member_layout(a.transpose(0, 2, 1))[1] == 1
+    assert _mlas._member_layout(a)[1] == 0
+
+
+@pytest.mark.parametrize("shape", [(8, 32, 64, 26, (0, 0)), (4, 64, 64, 16, (1, 1)),
+                                   (4, 128, 128, 8, (1, 1))])
+def test_winograd_weight_gradients_on_fused_stacks(mlas_on, shape):
+    """The F(2x2) weight adjoints (planar and channels-last) whose tile products are fused
+    stacks give torch's weight gradient to float rounding."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("numba")
+    from ember._kernels import _winograd_backward
+    from ember._ops import nn_conv_winograd as planar
+
+    n, c, o, h, pad = shape
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((n, c, h, h)).astype(np.float32)
+    w = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((n, o, h + 2 * pad[0] - 2, h + 2 * pad[1] - 2)).astype(np.float32)
+    tx, tg = torch.from_numpy(x).double(), torch.from_numpy(g).double()
+    want_w = torch.nn.grad.conv2d_weight(tx, w.shape, tg, padding=pad).numpy()
+    want_x = torch.nn.grad.conv2d_input(x.shape, torch.from_numpy(w).double(), tg,
+                                        padding=pad).numpy()
+    gx, gw = _winograd_backward.backward_cl(x, g, w, pad)
+    np.testing.assert_allclose(gw, want_w, rtol=1e-4, atol=1e-4 * np.abs(want_w).max())
+    np.testing.assert_allclose(gx, want_x, rtol=1e-4, atol=1e-4 * np.abs(want_x).max())
+    gw2 = planar.weight_grad(x, g, pad)
+    np.testing.assert_allclose(gw2, want_w, rtol=1e-4, atol=1e-4 * np.abs(want_w).max())

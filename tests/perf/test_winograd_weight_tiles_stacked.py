@@ -1,7 +1,8 @@
 """Issue 22, helper h22 (session 18): the planar F(2x2, 3x3) weight adjoint multiplies a
-chunk's 16 tile-space products in one stacked ``np.matmul``
-(``nn_conv_winograd.weight_tiles_into``); the sums it adds are the bits of the 16 separate
-products it replaced, and the whole weight gradient is torch's to float rounding."""
+chunk's 16 tile-space products as one stack (``nn_conv_winograd.weight_tiles_into``): on
+NumPy's BLAS one stacked ``np.matmul``, whose sums are the bits of the 16 separate products;
+on MLAS one fused call (NOTE [ Stacks of transposed members ] in ember/_kernels/_mlas.py),
+equal to them to rounding. The whole weight gradient is torch's to float rounding."""
 
 import numpy as np
 import pytest
@@ -44,8 +45,15 @@ def _tile_sums(x, g, pad, stacked):
     return du
 
 
+@pytest.fixture
+def numpy_products(monkeypatch):
+    from ember._kernels import _mlas
+
+    monkeypatch.setattr(_mlas, "_state", [False])
+
+
 @pytest.mark.parametrize("shape", _SHAPES)
-def test_stacked_weight_tile_products_give_the_loops_bits(numba_backend, shape):
+def test_stacked_weight_tile_products_give_the_loops_bits(numba_backend, numpy_products, shape):
     *dims, pad = shape
     x, g = _operands(*dims, pad)
     stacked = _tile_sums(x, g, pad, True)
@@ -67,27 +75,27 @@ def test_weight_grad_with_stacked_products_matches_torch(numba_backend, shape):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
-def test_many_channel_pairs_take_per_position_mlas_products(numba_backend, monkeypatch):
-    # NOTE [ Weight adjoint products on MLAS ]: from 128 x 128 channel pairs the 16 products
-    # run one by one on MLAS; the sums agree with the stacked NumPy products to rounding and
-    # the weight gradient with torch's
-    pytest.importorskip("onnxruntime")
+@pytest.mark.parametrize("shape", [(2, 128, 128, 16, (1, 1)), (64, 32, 64, 26, (0, 0))])
+def test_mlas_takes_the_stack_in_one_call(numba_backend, monkeypatch, shape):
+    # NOTE [ Weight adjoint products on MLAS ]: the 16 products are one MLAS call; the sums
+    # agree with the loop of NumPy products to rounding and the weight gradient with torch's
+    ort = pytest.importorskip("onnxruntime")
     torch = pytest.importorskip("torch")
     from ember._kernels import _mlas
     from ember._ops import nn_conv_winograd as planar
 
-    monkeypatch.setattr(_mlas, "_state", [pytest.importorskip("onnxruntime")])
+    monkeypatch.setattr(_mlas, "_state", [ort])
     calls = []
     real = _mlas.matmul
     monkeypatch.setattr(_mlas, "matmul", lambda *a, **k: calls.append(1) or real(*a, **k))
-    x, g = _operands(2, 128, 128, 16, (1, 1), seed=5)
-    per_position = _tile_sums(x, g, (1, 1), True)
-    assert len(calls) == 16
-    monkeypatch.setattr(planar, "_MLAS_WEIGHT_PAIRS", 1 << 30)
-    stacked = _tile_sums(x, g, (1, 1), True)
-    np.testing.assert_allclose(per_position, stacked, rtol=1e-5, atol=1e-5 * np.abs(stacked).max())
-    monkeypatch.setattr(planar, "_MLAS_WEIGHT_PAIRS", 128 * 128)
-    got = planar.weight_grad(x, g, (1, 1))
-    want = torch.nn.grad.conv2d_weight(torch.from_numpy(x), (128, 128, 3, 3),
-                                       torch.from_numpy(g), padding=1).numpy()
+    *dims, pad = shape
+    x, g = _operands(*dims, pad, seed=5)
+    fused = _tile_sums(x, g, pad, True)
+    assert len(calls) == 1
+    loop = _tile_sums(x, g, pad, False)
+    np.testing.assert_allclose(fused, loop, rtol=1e-5, atol=1e-5 * np.abs(loop).max())
+    o, c = g.shape[1], x.shape[1]
+    got = planar.weight_grad(x, g, pad)
+    want = torch.nn.grad.conv2d_weight(torch.from_numpy(x).double(), (o, c, 3, 3),
+                                       torch.from_numpy(g).double(), padding=pad).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
