@@ -34,9 +34,16 @@ def _at(m0, m1, m2, m3):  # pragma: no cover - compiled
 def input_tiles_cl(xp, th, tw, v):  # pragma: no cover - compiled
     """v[4k + l, t, c] = (B^T d B)[k, l] of the 4x4 tile at (2ty, 2tx) of the padded
     channels-last xp (N, 2th + 2, 2tw + 2, C); t = (n, ty, tx); v (16, N * th * tw, C)."""
-    n_, c_ = xp.shape[0], xp.shape[3]
+    input_tiles_cl_part(xp, th, tw, v, 0, xp.shape[0])
+
+
+@njit(**_OPTS)
+def input_tiles_cl_part(xp, th, tw, v, lo, hi):  # pragma: no cover - compiled
+    """``input_tiles_cl`` for the samples lo..hi-1 only (NOTE [ Whole-batch transforms on
+    threads ] in ember/_ops/nn_conv_winograd.py)."""
+    c_ = xp.shape[3]
     e = np.empty((4, 4, c_), xp.dtype)      # B^T d: tile row k, column j
-    for n in range(n_):
+    for n in range(lo, hi):
         for ty in range(th):
             for tx in range(tw):
                 t = (n * th + ty) * tw + tx
@@ -60,10 +67,16 @@ def output_tiles_cl(m, th, tw, bias, y):  # pragma: no cover - compiled
     """y[n, o] = A^T M A of every tile (+ bias[o]), cropped to y's (Ho, Wo); m (16, N * th *
     tw, O), y (N, O, Ho, Wo). A tile row is assembled channels-last, then written out
     plane by plane."""
-    n_, o_, ho, wo = y.shape
+    output_tiles_cl_part(m, th, tw, bias, y, 0, y.shape[0])
+
+
+@njit(**_OPTS)
+def output_tiles_cl_part(m, th, tw, bias, y, lo, hi):  # pragma: no cover - compiled
+    """``output_tiles_cl`` for the samples lo..hi-1 only."""
+    o_, ho, wo = y.shape[1], y.shape[2], y.shape[3]
     s = np.empty((2, 4, o_), m.dtype)        # A^T over the tile's rows
     r = np.empty((2, 2 * tw, o_), m.dtype)   # one tile row of outputs, channels-last
-    for n in range(n_):
+    for n in range(lo, hi):
         for ty in range(th):
             for tx in range(tw):
                 t = (n * th + ty) * tw + tx
@@ -92,9 +105,15 @@ def output_adjoint_cl(gp, th, tw, dm):  # pragma: no cover - compiled
     """dm[4k + l, t, o] = (A dY A^T)[k, l] of the 2x2 tile dY at (2ty, 2tx) of the
     channels-last gp (N, 2th, 2tw, O) (zeros beyond the output gradient's edge); t = (n,
     ty, tx); dm (16, N * th * tw, O). The adjoint of ``output_tiles_cl``'s A^T M A."""
-    n_, o_ = gp.shape[0], gp.shape[3]
+    output_adjoint_cl_part(gp, th, tw, dm, 0, gp.shape[0])
+
+
+@njit(**_OPTS)
+def output_adjoint_cl_part(gp, th, tw, dm, lo, hi):  # pragma: no cover - compiled
+    """``output_adjoint_cl`` for the samples lo..hi-1 only."""
+    o_ = gp.shape[3]
     e = np.empty((4, 2, o_), gp.dtype)      # A dY: tile row k, column j
-    for n in range(n_):
+    for n in range(lo, hi):
         for ty in range(th):
             for tx in range(tw):
                 t = (n * th + ty) * tw + tx
@@ -119,10 +138,16 @@ def input_adjoint_cl(dv, th, tw, ph, pw, gx):  # pragma: no cover - compiled
     added at padded (2ty, 2tx): the adjoint of ``input_tiles_cl``. dv (16, N * th * tw, C)
     holds position 4k + l of tile t = (n, ty, tx); gx (N, C, H, W). A sample is summed
     channels-last in a buffer that stays in cache, then written out plane by plane."""
-    n_, c_, h, w = gx.shape
+    input_adjoint_cl_part(dv, th, tw, ph, pw, gx, 0, gx.shape[0])
+
+
+@njit(**_OPTS)
+def input_adjoint_cl_part(dv, th, tw, ph, pw, gx, lo, hi):  # pragma: no cover - compiled
+    """``input_adjoint_cl`` for the samples lo..hi-1 only."""
+    c_, h, w = gx.shape[1], gx.shape[2], gx.shape[3]
     buf = np.empty((2 * th + 2, 2 * tw + 2, c_), gx.dtype)
     q = np.empty((4, 4, c_), gx.dtype)      # B dV: input row j, tile column l
-    for n in range(n_):
+    for n in range(lo, hi):
         buf[:] = 0
         for ty in range(th):
             for tx in range(tw):

@@ -302,11 +302,15 @@ def _cl_weights(w):
         w.transpose(1, 0, 2, 3)))
 
 
-def channels_last_tiles(x, pad, th, tw, size):
+def channels_last_tiles(x, pad, th, tw, size, split=False):
     """The channels-last Winograd tiles of x (N, C, H, W) padded by ``pad``: F(4x4)'s
     (``size`` 4, (36, N * th * tw, C); NOTE [ Channels-last Winograd tiles ]) or F(2x2)'s
     (``size`` 2, (16, N * th * tw, C); NOTE [ Channels-last F(2x2) tiles ] in
     ember/_ops/nn_conv_winograd.py), th x tw tiles a plane.
+
+    With ``split`` (F(2x2) only), the samples are cut over ember's threads where that
+    pays (NOTE [ Whole-batch transforms on threads ] in ember/_ops/nn_conv_winograd.py);
+    every tile is the same either way.
 
     Example::
 
@@ -317,8 +321,17 @@ def channels_last_tiles(x, pad, th, tw, size):
 
     n, c = x.shape[:2]
     xp = np.empty((n, size * th + 2, size * tw + 2, c), x.dtype)
-    _numba_winograd43.channels_last_padded(x, pad[0], pad[1], xp)
     v = np.empty(((size + 2) ** 2, n * th * tw, c), x.dtype)
+    if split and size == 2:
+        from .._ops.nn_conv_winograd import by_samples
+
+        def run(lo, hi):
+            _numba_winograd43.channels_last_padded(x[lo:hi], pad[0], pad[1], xp[lo:hi])
+            _numba_winograd22.input_tiles_cl_part(xp, th, tw, v, lo, hi)
+
+        by_samples(run, n, v.size)
+        return v
+    _numba_winograd43.channels_last_padded(x, pad[0], pad[1], xp)
     (_numba_winograd43 if size == 4 else _numba_winograd22).input_tiles_cl(xp, th, tw, v)
     return v
 

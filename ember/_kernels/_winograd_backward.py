@@ -188,11 +188,16 @@ def backward_cl(x, g, w, padding, want_input=True):
     gx = np.empty(x.shape, x.dtype) if want_input else None
     tiles = th * tw
     if planar._whole_batch(n, th, tw, c, o):
-        v = channels_last_tiles(x, padding, th, tw, 2)
+        # (NOTE [ Whole-batch transforms on threads ] in ember/_ops/nn_conv_winograd.py)
+        v = channels_last_tiles(x, padding, th, tw, 2, split=True)
         gp = np.empty((n, 2 * th, 2 * tw, o), x.dtype)
-        k4.channels_last_padded(g, 0, 0, gp)
         dm = np.empty((16, n * tiles, o), x.dtype)
-        k2.output_adjoint_cl(gp, th, tw, dm)
+
+        def g_tiles(lo, hi):
+            k4.channels_last_padded(g[lo:hi], 0, 0, gp[lo:hi])
+            k2.output_adjoint_cl_part(gp, th, tw, dm, lo, hi)
+
+        planar.by_samples(g_tiles, n, dm.size)
         del gp
         du = np.empty((16, o, c), x.dtype)
 
@@ -204,7 +209,8 @@ def backward_cl(x, g, w, padding, want_input=True):
 
         winograd._positions(positions, 16 * n * tiles * c * o * (2 if want_input else 1))
         if want_input:
-            k2.input_adjoint_cl(v, th, tw, padding[0], padding[1], gx)
+            planar.by_samples(lambda lo, hi: k2.input_adjoint_cl_part(
+                v, th, tw, padding[0], padding[1], gx, lo, hi), n, gx.size)
         return gx, winograd.weight_from_parts(np, [du])
     step = max(1, _CL_TILE_BYTES // (16 * tiles * (c + o) * x.itemsize))
 

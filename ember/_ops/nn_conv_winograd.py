@@ -224,6 +224,40 @@ def _whole_batch(n, th, tw, c, o):
     return winograd._by_position(np, n, th, tw) or 16 * c * o * 4 >= _WHOLE_BATCH_U_BYTES
 
 
+# NOTE [ Whole-batch transforms on threads ]
+# Where the channels-last tiles take the whole batch at once (``_whole_batch``: ResNet-18's
+# 256- and 512-channel layers on 8x8 and 4x4 planes), the products are split by position
+# over the threads, but the transforms around them -- the padded channels-last copy, the
+# input tiles, the output tiles, and in the backward g's copy, its adjoint tiles and the
+# input adjoint -- once ran whole on the calling thread while the other core waited: ~20
+# ms of a two-thread ResNet-18 step (cProfile, wall against process CPU). Each transform
+# works sample by sample, so ``by_samples`` cuts the samples over ember's pool (one
+# contiguous run a thread, the kernels' ``*_part`` forms indexing the whole arrays), with
+# the same values as one call.
+_SPLIT_TRANSFORM = 1 << 16
+
+
+def by_samples(fn, n, elements):
+    """Run ``fn(lo, hi)`` over the samples ``range(n)``: one contiguous run per thread where
+    the transform is large enough (``elements`` written) and ember's pool is free, else
+    whole (NOTE [ Whole-batch transforms on threads ]).
+
+    Args:
+        fn: ``fn(lo, hi)``, writing disjoint outputs per sample.
+        n: the samples.
+        elements: the size of what ``fn`` writes over all samples.
+
+    Example::
+
+        >>> out = np.zeros(4)
+        >>> by_samples(lambda lo, hi: out.__setitem__(slice(lo, hi), 1), 4, 4)
+        >>> out.tolist()
+        [1.0, 1.0, 1.0, 1.0]
+    """
+    if elements < _SPLIT_TRANSFORM or not _parallel.split_on_threads(fn, n, min_size=2):
+        fn(0, n)
+
+
 def _convolve_cl(x, u, pad, bias=None):
     """x (N, C, H, W) convolved through channels-last F(2x2) tiles with U (16, C, O), any
     layout: (N, O, Ho, Wo), plus ``bias`` (O,) where given."""
@@ -238,7 +272,7 @@ def _convolve_cl(x, u, pad, bias=None):
     bias = np.zeros(o, x.dtype) if bias is None else np.ascontiguousarray(bias, x.dtype)
     tiles = th * tw
     if _whole_batch(n, th, tw, c, o):
-        v = channels_last_tiles(x, pad, th, tw, 2)
+        v = channels_last_tiles(x, pad, th, tw, 2, split=True)
         m = np.empty((16, n * tiles, o), x.dtype)
 
         def positions(lo, hi):
@@ -246,7 +280,8 @@ def _convolve_cl(x, u, pad, bias=None):
                 _mlas.product(v[i], u[i], m[i])
 
         winograd._positions(positions, 16 * n * tiles * c * o)
-        k2.output_tiles_cl(m, th, tw, bias, y)
+        by_samples(lambda lo, hi: k2.output_tiles_cl_part(m, th, tw, bias, y, lo, hi), n,
+                   m.size)
         return y
     step = max(1, _CL_TILE_BYTES // (16 * tiles * max(c, o) * x.itemsize))
     u = np.ascontiguousarray(u)   # (a stack is multiplied in one call)
