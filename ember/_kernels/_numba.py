@@ -628,3 +628,60 @@ def reciprocal_times_into(x, c, out):  # pragma: no cover - compiled
     one = x.dtype.type(1)
     for i in range(x.size):
         out[i] = (one / x[i]) * c
+
+
+# -- arithmetic with one operand broadcast (NOTE [ Broadcast arithmetic in one loop ] in
+# ``ember/_ops/_elementwise.py``). ``op``: 0 a + b, 1 a - b, 2 a * b, 3 a / b, 4 b - a,
+# 5 b / a. No fast-math: one IEEE operation per element, as NumPy's loops make it.
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def arith_rows_into(a, b, out, op):  # pragma: no cover - compiled
+    """``out[i, j] = a[i, j] <op> b[j]`` over C-contiguous 2-D ``a`` and ``out``."""
+    p, m = a.shape
+    for i in range(p):
+        if op == 0:
+            for j in range(m):
+                out[i, j] = a[i, j] + b[j]
+        elif op == 1:
+            for j in range(m):
+                out[i, j] = a[i, j] - b[j]
+        elif op == 2:
+            for j in range(m):
+                out[i, j] = a[i, j] * b[j]
+        elif op == 3:
+            for j in range(m):
+                out[i, j] = a[i, j] / b[j]
+        elif op == 4:
+            for j in range(m):
+                out[i, j] = b[j] - a[i, j]
+        else:
+            for j in range(m):
+                out[i, j] = b[j] / a[i, j]
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def arith_planes_into(a, b, out, op):  # pragma: no cover - compiled
+    """``out[i, j, k] = a[i, j, k] <op> b[j]`` over C-contiguous 3-D ``a`` and ``out``."""
+    p, m, q = a.shape
+    for i in range(p):
+        for j in range(m):
+            c = b[j]
+            if op == 0:
+                for k in range(q):
+                    out[i, j, k] = a[i, j, k] + c
+            elif op == 1:
+                for k in range(q):
+                    out[i, j, k] = a[i, j, k] - c
+            elif op == 2:
+                for k in range(q):
+                    out[i, j, k] = a[i, j, k] * c
+            elif op == 3:
+                for k in range(q):
+                    out[i, j, k] = a[i, j, k] / c
+            elif op == 4:
+                for k in range(q):
+                    out[i, j, k] = c - a[i, j, k]
+            else:
+                for k in range(q):
+                    out[i, j, k] = c / a[i, j, k]
