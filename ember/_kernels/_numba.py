@@ -155,9 +155,13 @@ def exp_into(x, out):
 
 @njit(fastmath=_EXP_FM, error_model="numpy", nogil=True, cache=True)
 def sigmoid_into(x, out):
-    """``out = 1 / (1 + exp(-x))`` over flat arrays."""
+    """``out = 1 / (1 + exp(-x))`` over flat arrays (exp as SiLU takes it: NOTE [ SiLU's
+    exp ]; a NaN ``-x``, which ``_expf_quiet`` leaves to its caller, goes into the sum as
+    ``_expf`` would return it, so NaN payloads come out as before)."""
     for j in range(x.size):
-        out[j] = _ONE / (_ONE + _expf(-x[j]))
+        nx = -x[j]
+        e = _expf_quiet(nx)
+        out[j] = _ONE / (_ONE + (e if nx == nx else nx))
 
 
 @njit(fastmath=_EXP_FM, error_model="numpy", cache=True)
@@ -194,6 +198,9 @@ def _expf_quiet(x):
 # instructions fewer in a loop of about thirty; every float32 input gives the same bits as
 # before (checked over all 2**32 inputs, ``silu_into`` and ``silu_backward_into``), and the
 # 1M-element SiLU took 226 against 235 us on one thread (2-CPU EPYC, ``chrt -f 10``).
+# ``sigmoid_into`` takes it too, with a select for NaN inputs (``1 + exp(-x)`` is its only
+# use of exp): the same bits over all 2**32 inputs, NaN payloads included, and 1M elements
+# 266 -> 240 us (one thread, process CPU time, load 12; PyTorch 224).
 
 
 # NOTE [ Shifted exp ]
