@@ -662,11 +662,9 @@ def _broadcast_arith(f, ad, bd):
     else:
         a3, o3 = big.reshape(p, m, q), out.reshape(p, m, q)
         kernel = impl.arith_planes_into
-    if p == 1 and q > 1:  # one plane: cut along m instead
-        a3, o3, kernel = a3[0].reshape(m, 1, q), o3[0].reshape(m, 1, q), impl.arith_planes_into
-
+    if p == 1:  # one plane (q > 1: m < n): cut along m instead
         def run(lo, hi):
-            kernel(a3[lo:hi], b[lo:hi], o3[lo:hi], op)
+            kernel(a3[:, lo:hi], b[lo:hi], o3[:, lo:hi], op)
 
         units = m
     else:
