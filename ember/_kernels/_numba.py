@@ -692,3 +692,24 @@ def arith_planes_into(a, b, out, op):  # pragma: no cover - compiled
             else:
                 for k in range(q):
                     out[i, j, k] = c / a[i, j, k]
+
+
+# -- tanh's and sigmoid's backward from their output (NOTE [ Fused tanh and sigmoid backward ]
+# in ``ember/_ops/pointwise.py``): the formula's roundings in its order, no fast-math (no
+# contraction into a multiply-add), so the bits of NumPy's three passes, in one.
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def sigmoid_backward_into(g, y, out):  # pragma: no cover - compiled
+    """``out = (g * (1 - y)) * y`` over flat arrays of one float dtype."""
+    one = y.dtype.type(1)
+    for j in range(y.size):
+        out[j] = (g[j] * (one - y[j])) * y[j]
+
+
+@njit(error_model="numpy", nogil=True, cache=True)
+def tanh_backward_into(g, y, out):  # pragma: no cover - compiled
+    """``out = (1 - y * y) * g`` over flat arrays of one float dtype."""
+    one = y.dtype.type(1)
+    for j in range(y.size):
+        out[j] = (one - y[j] * y[j]) * g[j]

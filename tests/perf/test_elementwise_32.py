@@ -267,3 +267,42 @@ def test_inlined_operators_use_the_broadcast_threshold():
 
     src = inspect.getsource(arithmetic._inlined_dunder)
     assert f"ad.size < {_elementwise._BCAST_MIN} or" in src
+
+
+# -- tanh's and sigmoid's backward in one compiled pass -----------------------------------
+
+
+@pytest.mark.parametrize("n", [5000, _parallel.MIN_ELEMENTS + 9])
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_fused_backward_bits_equal_numpy_passes(threads, numba_backend, name, n):
+    from ember._ops import pointwise
+
+    rng = np.random.default_rng(11)
+    g = rng.standard_normal(n).astype(np.float32)
+    y = np.tanh(rng.standard_normal(n).astype(np.float32))
+    y[:6] = [np.nan, 1.0, -0.0, 0.0, np.inf, -1.0]
+    g[6:9] = [np.inf, np.nan, -0.0]
+    one = np.float32(1)
+    with np.errstate(all="ignore"):
+        if name == "sigmoid":
+            got = pointwise._sigmoid_backward_kernel(np, g, y)
+            want = (g * (one - y)) * y
+        else:
+            got = pointwise._tanh_backward_kernel(np, g, y)
+            want = (one - y * y) * g
+    _same_bits(got, want)
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_fused_backward_gradients_match_torch(threads, name):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(12).standard_normal(_parallel.MIN_ELEMENTS + 3).astype(
+        np.float32) * 3
+    g = np.random.default_rng(13).standard_normal(x.size).astype(np.float32)
+    e = ember.from_numpy(x.copy()).requires_grad_(True)
+    t = torch.from_numpy(x.copy()).requires_grad_(True)
+    getattr(ember, name)(e).backward(ember.from_numpy(g))
+    getattr(torch, name)(t).backward(torch.from_numpy(g))
+    # (the forward values may be an ulp apart, which 1 - y**2 near saturation magnifies
+    # relatively: an absolute bound)
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=2e-6)
