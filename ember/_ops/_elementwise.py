@@ -622,6 +622,8 @@ def _broadcast_arith(f, ad, bd):
     along one block of axes (NOTE [ Broadcast arithmetic in one loop ]), or None when that
     does not apply (NumPy then runs the call, and raises for shapes that do not broadcast).
     """
+    if ad.size < _BCAST_MIN and bd.size < _BCAST_MIN:
+        return None
     op = _BCAST_OPS.get(f)
     if op is None or ad.dtype is not _F32 or bd.dtype is not _F32:
         return None

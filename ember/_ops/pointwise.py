@@ -1070,6 +1070,8 @@ _NUMBER = (int, float)
 
 
 def _clamp_kernel(xp, x, lo, hi):
+    """``x`` limited to ``[lo, hi]``: one ``clip`` pass for number bounds (NOTE [ Clamp by
+    numbers in one pass ]), ``minimum`` of ``maximum`` for tensor bounds."""
     if type(lo) in _NUMBER and type(hi) in _NUMBER:
         if xp is not np:
             return xp.clip(x, lo, hi)
