@@ -232,12 +232,21 @@ def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb,
 # After each parallel loop GNU OpenMP's workers spin before they sleep: 300000 rounds by
 # default, 3.6 ms of a core here. In a training step the next thing after a softmax is often
 # a product on two OpenBLAS threads, whose second thread then waits for the core the spinning
-# worker holds. The pool's runtime therefore loads with a spin count of ``SPIN_COUNT``
-# (30000: ~0.05 ms of CPU after a call), short enough for the products that follow, long
-# enough that back-to-back kernels find the worker awake (a (256, 1000) softmax 75.8 us, 75.9
-# at the default; cross entropy's forward and backward, some Python apart, 389 us a step
-# against 464 at a spin of 3000; session 22's figures). GNU OpenMP reads the count once, when
-# the library loads -- so only when the pool has a runtime of its own (next note).
+# worker holds. The pool's runtime therefore loads with a spin count of ``SPIN_COUNT``.
+# It was 30000 until session 32, and that still cost the products: a round is a ``pause``,
+# which takes tens of cycles on these EPYCs, and a (256, 512) @ (512, 512) product on two
+# threads right after a pool call took 605-714 us against 388-457 after the same call through
+# the relay, for up to 0.4 ms after the call (gone at 0.8 ms); with 3000 rounds, 397 against
+# 391 (2-CPU EPYC, ``chrt -f 10``, load 8-11, same process, alternating). That was why the
+# flat kernels lost inside training steps on the pool (NOTE [ Flat kernels stay on the
+# relay in training steps ] in ``__init__.py``): the MLP step 3.37 against 2.52 ms with them
+# on the pool at 30000 rounds, 2.57-2.69 against 2.51-2.59 at 3000. The shorter spin also
+# speeds up the steps as they are, whose softmax and layer-norm rows run on the pool: GPT
+# 83.9-96.6 -> 75.1-79.3 ms, MNIST CNN 26.5-28.6 -> 25.6-26.1 ms, LSTM LM unchanged (36.6-38.3
+# against 36.7-40.2); and back-to-back kernels lose nothing (softmax (256, 1000) 41-44 us
+# either way, cross entropy forward+backward 100-108 us, sums over 4M 88-106 us), since
+# 3000 rounds still cover the Python between two calls. GNU OpenMP reads the count once,
+# when the library loads -- so only when the pool has a runtime of its own (next note).
 
 # NOTE [ The pool's own OpenMP runtime ]
 # PyTorch's wheel loads a GNU OpenMP of its own (``torch/lib/libgomp.so.1``) into the global
@@ -258,7 +267,7 @@ def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb,
 # workers ] in ``ember/_parallel.py``.) If numba's threading layer was loaded before ember
 # asked (a user's own parallel function), it stays as numba loaded it.
 #: the spin count the pool's OpenMP runtime loads with, unless GOMP_SPINCOUNT is set
-SPIN_COUNT = 30000
+SPIN_COUNT = 3000
 
 
 @njit(parallel=True, nogil=True, cache=True)

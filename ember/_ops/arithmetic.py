@@ -1132,7 +1132,8 @@ def _inlined_dunder(run, fast, op):
     # tenth of the call). It stands where ``binary_fast`` would be called -- after the test
     # of ``_slow``, so modes, __torch_function__ and replaced CPU kernels still see every
     # call -- and anything else (numbers, promotion, other devices, large arrays that
-    # ``binary_fast`` splits over threads) falls through to ``fast``. The case is the first
+    # ``binary_fast`` splits over threads, broadcasts it may run in one compiled loop) falls
+    # through to ``fast``. The case is the first
     # thing the body tests, returning from inside the test, and its kernel comes from
     # ``op.direct_cpu`` (dtype -> CPU kernel, NOTE [ Direct CPU kernels ] in _elementwise.py):
     # one look-up where the dtype's membership in ``op.direct`` and the kernel table were
@@ -1145,8 +1146,11 @@ def _inlined_dunder(run, fast, op):
                 ad = self._data
                 bd = other._data
                 dt = ad.dtype
+                # (16384: _BCAST_MIN, NOTE [ Broadcast arithmetic in one loop ]; a global
+                # costs a look-up here)
                 if dt is bd.dtype and ad.__class__ is _ndarray and \
-                        bd.__class__ is _ndarray and ad.size < 1048576:
+                        bd.__class__ is _ndarray and (ad.size < 16384 or ad.size < 1048576 and
+                                                      ad.shape == bd.shape):
                     k = kernels.get(dt)
                     if k is not None:
                         try:
