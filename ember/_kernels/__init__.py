@@ -767,8 +767,13 @@ POOL_FLAT_MIN = 1 << 16 if os.environ.get("EMBER_FLAT_POOL") == "1" else 1 << 62
 # against 310.6 (LSTM LM 37.7 against 38.7, within noise). The training steps are what
 # ember is judged by, so flat kernels and large arithmetic keep the relay unless
 # ``EMBER_FLAT_POOL=1``; layer norm's rows and the softmax family keep the pool, which won
-# inside the steps too. Why the pool loses there is not yet known (its OpenMP spin after a
-# call, ~0.05 ms, against the products' workers waking is the first suspect).
+# inside the steps too. Why the pool lost there was found in session 32: its OpenMP workers'
+# spin after a call (NOTE [ The pool's workers spin briefly ] in ``_numba_par.py``, now
+# shorter). With the shorter spin the pool from 2**18 elements measured even with the relay
+# in the steps (MLP 2.42 / 2.42 ms, MNIST CNN 29.21 / 28.64, GPT-mini 91.78 / 90.76, relay /
+# pool, ``chrt -f 10``), but the pool's flat drivers do not give the one-thread kernels' bits
+# for every op (tests/perf/test_session22_kernels.py's cross-entropy and gradient cases
+# differ in the last bit when they run there), so the relay keeps them until they do.
 
 
 def _run_flat(kernel, *arrays):

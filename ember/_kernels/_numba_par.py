@@ -239,8 +239,9 @@ def layer_norm_backward_rows(g, x, w, has_w, mean, rstd, gx, gw, gb,
 # the relay, for up to 0.4 ms after the call (gone at 0.8 ms); with 3000 rounds, 397 against
 # 391 (2-CPU EPYC, ``chrt -f 10``, load 8-11, same process, alternating). That was why the
 # flat kernels lost inside training steps on the pool (NOTE [ Flat kernels stay on the
-# relay in training steps ] in ``__init__.py``): the MLP step 3.37 against 2.52 ms with them
-# on the pool at 30000 rounds, 2.57-2.69 against 2.51-2.59 at 3000. The shorter spin also
+# relay in training steps ] in ``__init__.py``, which says why they still stay): the MLP
+# step 3.37 against 2.52 ms with them on the pool at 30000 rounds, 2.57-2.69 against
+# 2.51-2.59 at 3000. The shorter spin also
 # speeds up the steps as they are, whose softmax and layer-norm rows run on the pool: GPT
 # 83.9-96.6 -> 75.1-79.3 ms, MNIST CNN 26.5-28.6 -> 25.6-26.1 ms, LSTM LM unchanged (36.6-38.3
 # against 36.7-40.2); and back-to-back kernels lose nothing (softmax (256, 1000) 41-44 us
