@@ -70,6 +70,8 @@ from ._core.backend import (  # noqa: F401  (the backend registry, long imported
 )
 from ._core.tensor import Tensor, wrap
 
+_new = object.__new__
+
 # --------------------------------------------------------------------------------------------
 # grad mode (thread-local; read only when an input requires grad, see NOTE [ Hot path ])
 
@@ -604,37 +606,49 @@ def _wrap_views(base, res, op=None, params=None, inputs=None):
     was valid, plus whether it is one of several views (``op.multi_output_view``); autograd
     replays the chain after in-place writes (NOTE [ View replay ] in ember/autograd/_nodes.py).
     """
-    root = base if base._base is None else base._base
+    root = base._base
+    if root is None:
+        root = base
     vc = root._vc
     if vc is None:
         vc = root._vc = base._vc = [0]
+    if type(res) is not tuple:
+        # one view (the commonest: ``view``, ``t``, ``select``): ``wrap`` inlined, and a view
+        # of a root starts its chain without a concatenation
+        o = _new(Tensor)
+        o._data = res
+        o._rg = False
+        o._grad_fn = None
+        o._base = root
+        o._vc = vc
+        if op is not None:
+            others = inputs if inputs is not None and len(inputs) > 1 else None
+            if root is base:
+                o._view_meta = [((op, params, 0, others),), vc[0], False]
+            else:
+                vm = getattr(base, "_view_meta", None)
+                o._view_meta = [None if vm is None or vm[0] is None
+                                else vm[0] + ((op, params, 0, others),), vc[0], False]
+            if base._ng_view or (root._rg or base._rg) and not state.grad_enabled:
+                mark_no_grad_view(base, o)
+        return o
     chain = ()
     if op is not None:
         if base._base is not None:
             vm = getattr(base, "_view_meta", None)
             chain = None if vm is None or vm[0] is None else vm[0]
         others = inputs if inputs is not None and len(inputs) > 1 else None
-    if type(res) is tuple:
-        outs = tuple(wrap(r) for r in res)
-        multi = op is not None and op.multi_output_view
-        for i, o in enumerate(outs):
-            o._base = root
-            o._vc = vc
-            if op is not None:
-                o._view_meta = [None if chain is None else chain + ((op, params, i, others),),
-                                vc[0], multi]
-                if base._ng_view or (root._rg or base._rg) and not state.grad_enabled:
-                    mark_no_grad_view(base, o)
-        return outs
-    o = wrap(res)
-    o._base = root
-    o._vc = vc
-    if op is not None:
-        o._view_meta = [None if chain is None else chain + ((op, params, 0, others),), vc[0],
-                        False]
-        if base._ng_view or (root._rg or base._rg) and not state.grad_enabled:
-            mark_no_grad_view(base, o)
-    return o
+    outs = tuple(wrap(r) for r in res)
+    multi = op is not None and op.multi_output_view
+    for i, o in enumerate(outs):
+        o._base = root
+        o._vc = vc
+        if op is not None:
+            o._view_meta = [None if chain is None else chain + ((op, params, i, others),),
+                            vc[0], multi]
+            if base._ng_view or (root._rg or base._rg) and not state.grad_enabled:
+                mark_no_grad_view(base, o)
+    return outs
 
 
 def mark_no_grad_view(base, o):

@@ -189,13 +189,38 @@ def follow(r, arrays):
     ``arrays``: ``r`` itself in the common case, else a copy."""
     if type(r) is not np.ndarray or r.size == 0:
         return r
-    if r.flags.c_contiguous and 1 not in r.shape:
-        for a in arrays:
-            if not a.flags.c_contiguous:
-                break
-        else:  # row-major operands: the result is row-major (rule 2 keeps the dim order)
-            return r
+    if r.flags.c_contiguous:
+        if 1 not in r.shape:
+            for a in arrays:
+                if not a.flags.c_contiguous:
+                    break
+            else:  # row-major operands: the result is row-major (rule 2 keeps the dim order)
+                return r
+        else:
+            # NOTE [ Results with size-one dims ]
+            shape = r.shape
+            strides = r.strides
+            for a in arrays:
+                if (a.strides != strides or a.shape != shape) and any(a.strides):
+                    break
+            else:
+                if is_canonical(r):
+                    return r
     return with_strides(r, result_strides(r.shape, arrays))
+
+
+# NOTE [ Results with size-one dims ]
+# NumPy's contiguity flag ignores size-1 dims, so a row-major result of shape (1, 64) -- a
+# batch-1 layer's every activation and gradient -- cannot take the test above and went
+# through the whole rule (operand strides, the insertion sort, ``with_strides``): ~2 us per
+# op against a kernel of a few hundred ns. When every operand either has stride 0 on every
+# dim (a number, a zero-dim tensor, a scalar expanded -- a sum's gradient: no say in rule
+# 2's order) or has the result's very shape and strides, and those are the canonical
+# row-major ones, rule 1 (all one shape, all contiguous) or rule 2 (canonical strides never
+# decrease outwards and tie only beside size-1 dims, which the sort leaves in place) gives
+# the row-major layout the result already has: it is returned as is. Anything else -- a
+# broadcast operand with a stride, another layout, non-canonical strides -- takes the rule
+# (tests/perf/test_overhead_32.py compares the two).
 
 
 def preserve(r, a):

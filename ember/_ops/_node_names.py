@@ -113,8 +113,14 @@ def getitem_steps(idx, shape):
 
 def _getitem(inputs, params):
     # the node on the result is that of torch's last step (none: an alias)
-    shape = getattr(inputs[0], "shape", None) if inputs else None
-    steps = getitem_steps(params.get("idx"), shape)
+    idx = params.get("idx")
+    if is_bare_slice(idx):  # (``t[a:b]``, the commonest key, needs no shape)
+        return "SliceBackward0"
+    # (the input's shape as the recording gave it: a tuple, where ``.shape`` builds a Size)
+    shape = params.get("shape")
+    if shape is None:
+        shape = getattr(inputs[0], "shape", None) if inputs else None
+    steps = getitem_steps(idx, shape)
     if steps is None:
         return None
     return steps[-1] if steps else "AliasBackward0"

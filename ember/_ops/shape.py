@@ -396,10 +396,14 @@ def view(self, *shape, size=None, dtype=None):
         else:
             numel = a.size
             p = _prod(shp)
-            if p < 0 and numel % p == 0 and shp.count(-1) == 1:  # one -1 to infer
-                i = shp.index(-1)
-                shp = (*shp[:i], numel // -p, *shp[i + 1:])
-                p = numel
+            if p < 0 and numel % p == 0:  # one -1 to infer (``view(-1)``: the flatten)
+                if len(shp) == 1:
+                    shp = (numel,)
+                    p = numel
+                elif shp.count(-1) == 1:
+                    i = shp.index(-1)
+                    shp = (*shp[:i], numel // -p, *shp[i + 1:])
+                    p = numel
             if p == numel and numel and a.__class__ is np.ndarray and \
                     a.flags.c_contiguous and (1 not in a.shape or _is_canonical(a)):
                 shp = tuple(shp)

@@ -1208,8 +1208,9 @@ def record(op, inputs, params, outputs):
             outputs._out_nr = 0
             outputs._rg = True
         return
-    if op.view_of is not None:
-        _view_outputs(op, inputs, params, outputs)
+    if op.view_of is not None and (type(outputs) is tuple or
+                                   getattr(outputs, "_view_meta", None) is None):
+        _view_outputs(op, inputs, params, outputs)  # (a view ``_wrap_views`` made has its chain)
     if type(outputs) is tuple:
         node._nout = len(outputs)
         node._multi = True
