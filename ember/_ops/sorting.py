@@ -162,15 +162,17 @@ def msort(input, *, out=None):
 def _topk_kernel(xp, a, *, k, dim, largest):
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
-    idx = _argsort(xp, a, dim, largest)
-    idx = xp.take(idx, xp.arange(k), axis=dim)
+    order = _argsort(xp, a, dim, largest)
+    idx = xp.take(order, xp.arange(k), axis=dim)
     n = a.shape[dim]
-    if xp is np and a.size and k and n <= _STD_SMALL and k * 64 > n:
-        # rows with tied values: the order torch's selection leaves them in
+    if xp is np and a.size and k and (k * 64 <= n or k <= _STD_SMALL) \
+            and a.size <= _REPLAY_BUDGET:
+        # rows with tied values: the order torch's selection leaves them in (NOTE [ Tie
+        # order of topk ])
         rows = np.moveaxis(a, dim, -1)
         rows = rows.astype(np.float32) if a.dtype == _dt.bfloat16.np else rows
-        srt = np.sort(rows, axis=-1)
-        tied = ((srt[..., 1:] == srt[..., :-1]) | np.isnan(srt[..., 1:])).any(axis=-1)
+        srt = np.take_along_axis(rows, np.moveaxis(order, dim, -1), axis=-1)
+        tied = (srt[..., 1:] == srt[..., :-1]).any(axis=-1) | np.isnan(srt).any(axis=-1)
         if tied.any():
             flat_idx = np.moveaxis(idx, dim, -1).copy()
             for at in map(tuple, np.argwhere(tied)):
@@ -179,7 +181,17 @@ def _topk_kernel(xp, a, *, k, dim, largest):
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
 
 
-_STD_SMALL = 17  # rows short enough that every std::sort below is an insertion sort
+# NOTE [ Tie order of topk ]
+# Which of several equal values torch's CPU topk names, and in what order, is whatever its
+# selection leaves: for ``k * 64 <= n`` a ``std::partial_sort`` (a heap of the first k, then
+# sorted by popping), otherwise ``std::nth_element`` at ``k - 1`` followed by ``std::sort``
+# of the first ``k - 1`` (libstdc++'s). Rows holding ties are replayed in Python with those
+# algorithms; the rest take NumPy's stable order, which names the same values. The replay
+# covers the heap path at any k and the selection path while the final sort of ``k - 1``
+# elements is libstdc++'s insertion sort (k <= 17), on tensors of at most
+# ``_REPLAY_BUDGET`` elements (the replay is Python, one row at a time).
+_STD_SMALL = 17  # the largest k whose final std::sort of k - 1 elements is an insertion sort
+_REPLAY_BUDGET = 1 << 17
 
 
 def _std_topk(row, k, largest):
@@ -193,6 +205,8 @@ def _std_topk(row, k, largest):
         return (x[0] == x[0] and y[0] != y[0]) or x[0] < y[0]
 
     el = list(zip(row, range(len(row))))
+    if k * 64 <= len(el):
+        return _std_partial_sort(el, k, comp)
 
     def insertion_sort(lo, hi):
         for j in range(lo + 1, hi):
@@ -236,6 +250,50 @@ def _std_topk(row, k, largest):
             last = lo
     insertion_sort(first, last)
     insertion_sort(0, k - 1)
+    return [i for _, i in el[:k]]
+
+
+def _std_partial_sort(el, k, comp):
+    """The first ``k`` indices of libstdc++'s ``std::partial_sort`` of the (value, index)
+    pairs ``el`` under ``comp``: a max-heap (under ``comp``) of the first k, every later
+    element that ``comp`` puts before the heap's top replacing it, then the heap sorted by
+    popping its top to the end, one element at a time."""
+
+    def push(hole, top, value):
+        parent = (hole - 1) // 2
+        while hole > top and comp(el[parent], value):
+            el[hole] = el[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        el[hole] = value
+
+    def adjust(hole, length, value):
+        top, child = hole, hole
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if comp(el[child], el[child - 1]):
+                child -= 1
+            el[hole] = el[child]
+            hole = child
+        if length % 2 == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            el[hole] = el[child - 1]
+            hole = child - 1
+        push(hole, top, value)
+
+    def pop(length, result):
+        value = el[result]
+        el[result] = el[0]
+        adjust(0, length, value)
+
+    if k >= 2:
+        for parent in range((k - 2) // 2, -1, -1):
+            adjust(parent, k, el[parent])
+    for i in range(k, len(el)):
+        if comp(el[i], el[0]):
+            pop(k, i)
+    for last in range(k - 1, 0, -1):
+        pop(last, last)
     return [i for _, i in el[:k]]
 
 

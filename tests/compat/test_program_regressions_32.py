@@ -97,3 +97,59 @@ def test_worker_pipe_seeds_and_global_stream_follow_torch(persistent):
     if "torch" in got:
         assert got["ember"] == got["torch"]
     assert got["ember"] == want[persistent]
+
+
+# ---------------------------------------------------------------------------------------------
+# topk names tied values as torch's selection leaves them in rows longer than 17 too (NOTE
+# [ Tie order of topk ]): a retrieval program's recall@k over items sharing hashed
+# embeddings counted other items than PyTorch's
+
+
+def _tied_rows():
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    a = rng.randn(4, 29).astype(np.float32)
+    return np.concatenate([a, a[:, :2], a], 1)  # columns j and j + 31 equal
+
+
+_TOPK_10_OF_TIED_ROWS = [[24, 55, 34, 3, 35, 4, 0, 29, 31, 59],
+                         [14, 45, 29, 31, 0, 7, 38, 8, 39, 49],
+                         [58, 27, 26, 57, 59, 28, 45, 14, 23, 54],
+                         [49, 18, 21, 52, 26, 57, 13, 44, 23, 54]]
+
+
+def test_topk_of_long_tied_rows_names_torchs_indices():
+    import ember
+
+    rows = _tied_rows()
+    got = ember.topk(ember.tensor(rows), 10, dim=1).indices.tolist()
+    assert got == _TOPK_10_OF_TIED_ROWS
+    if len(_frameworks()) > 1:
+        torch = importlib.import_module("torch")
+        assert got == torch.topk(torch.tensor(rows), 10, dim=1).indices.tolist()
+
+
+_TOPK_OF_HEAP_ROWS = {
+    (1, True): [[1], [5], [3]], (1, False): [[2], [0], [0]],
+    (2, True): [[5, 1], [70, 5], [7, 0]], (2, False): [[3, 0], [11, 8], [2, 1]],
+    (3, True): [[11, 9, 3], [70, 5, 25], [5, 4, 0]], (3, False): [[5, 1, 4], [8, 6, 3], [16, 6, 2]],
+}
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_heap_path_ties_follow_torch(k, largest):
+    # k * 64 <= n: torch selects by a partial sort (a heap); NaN counts as the largest
+    import numpy as np
+
+    import ember
+
+    rng = np.random.RandomState(k)
+    rows = rng.randint(0, 4, (3, 200)).astype(np.float32)
+    rows[1, [5, 70]] = np.nan
+    got = ember.topk(ember.tensor(rows), k, largest=largest).indices.tolist()
+    assert got == _TOPK_OF_HEAP_ROWS[k, largest]
+    if len(_frameworks()) > 1:
+        torch = importlib.import_module("torch")
+        assert got == torch.topk(torch.tensor(rows), k, largest=largest).indices.tolist()
