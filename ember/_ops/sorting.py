@@ -191,7 +191,7 @@ def _topk_kernel(xp, a, *, k, dim, largest):
 # elements is libstdc++'s insertion sort (k <= 17), on tensors of at most
 # ``_REPLAY_BUDGET`` elements (the replay is Python, one row at a time).
 _STD_SMALL = 17  # the largest k whose final std::sort of k - 1 elements is an insertion sort
-_REPLAY_BUDGET = 1 << 17
+_REPLAY_BUDGET = 1 << 15  # (a few tens of milliseconds of Python at most)
 
 
 def _std_topk(row, k, largest):
