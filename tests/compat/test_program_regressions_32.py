@@ -153,3 +153,43 @@ def test_topk_heap_path_ties_follow_torch(k, largest):
     if len(_frameworks()) > 1:
         torch = importlib.import_module("torch")
         assert got == torch.topk(torch.tensor(rows), k, largest=largest).indices.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# flex_attention outside torch.compile warns, once a process, that it runs unfused; a
+# compiled call neither warns nor uses up the warning
+
+
+def _flex_warnings(fw, calls, monkeypatch):
+    import warnings
+
+    fa = importlib.import_module(fw.__name__ + ".nn.attention.flex_attention")
+    shown = getattr(fa, "_WARNINGS_SHOWN", None)
+    if shown is not None:
+        monkeypatch.setattr(fa, "_WARNINGS_SHOWN", set())
+    q = fw.ones(1, 1, 4, 8)
+    seen = []
+    for compiled in calls:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fn = fw.compile(fa.flex_attention) if compiled else fa.flex_attention
+            fn(q, q, q)
+        seen.append([str(x.message).split(" - ")[0] for x in w
+                     if issubclass(x.category, UserWarning) and "flex" in str(x.message)])
+    return seen
+
+
+def test_flex_attention_warns_once_when_run_eagerly(monkeypatch):
+    calls = [True, False, False, True]
+    want = [[], ["flex_attention called without torch.compile()"], [], []]
+    for fw in _frameworks():
+        if fw.__name__ == "torch":
+            pytest.importorskip("torch._dynamo")
+        assert _flex_warnings(fw, calls, monkeypatch) == want, fw.__name__
+
+
+def test_flex_attention_debug_flag_silences_the_warning(monkeypatch):
+    import ember.nn.attention.flex_attention as fa
+
+    monkeypatch.setattr(fa, "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG", True)
+    assert _flex_warnings(importlib.import_module("ember"), [False], monkeypatch) == [[]]
