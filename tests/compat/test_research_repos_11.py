@@ -52,7 +52,17 @@ and tutorials' patterns):
   problem with registered ``lambda`` parameters; float64);
 - ``two_tower_retrieval``: a two-tower recommender (hashed ``EmbeddingBag`` features with
   ``per_sample_weights``, ``padding_idx`` history pooling, in-batch softmax with logQ
-  correction, ``SparseAdam`` beside ``Adam``, recall and NDCG at k).
+  correction, ``SparseAdam`` beside ``Adam``, recall and NDCG at k);
+- ``scaler_logging_reprs``: what a script logs (``logging`` of modules and tensors,
+  ``print(optimizer)``, scheduler and scaler state dicts), an enabled CPU ``GradScaler``
+  skipping overflowed steps and backing off, ``set_printoptions``, ``finfo``/``iinfo``,
+  ``inference_mode`` and ``no_grad`` decorators;
+- ``tar_shards_stream``: webdataset-style ``.tar`` shards written with ``tarfile`` and
+  ``torch.save`` to bytes, streamed by an ``IterableDataset`` split over two workers with a
+  seeded shuffle buffer, ``ChainDataset``, ``islice``, a dict ``collate_fn``;
+- ``xlstm_mlstm``: xLSTM's mLSTM in its parallel stabilised, recurrent and chunked forms
+  (float64, agreeing), mLSTM blocks with a causal depthwise ``Conv1d`` and ``GroupNorm``
+  heads, and an exponentially gated sLSTM cell, trained as a tiny language model.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
