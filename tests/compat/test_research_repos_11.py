@@ -74,12 +74,56 @@ Every program printed the same at one thread and at the machine's default when w
 (NOTE [ Thread count of the program runs ] in _program_folder.py).
 """
 
-from tests.compat._program_folder import Folder
+import re
+import shutil
+
+import numpy as np
+
+from tests.compat._program_folder import NUM, Folder
+from tests.distributed.conftest import needs_mpi
+from tests.test_programs_session15 import command, run
 
 FOLDER = Folder("research_11")
 PROGRAMS = FOLDER.programs
 runs, test_program_prints_what_torch_prints, test_every_program_has_its_recorded_output = \
     FOLDER.tests()
+
+#: what rank 0 alone prints when ``ddp_world_of_one`` runs as two workers under torchrun
+#: (PyTorch 2.13, gloo, one thread a worker)
+_TWO_WORKER_REPORT = """\
+iter 0: loss 1.19146, lr 0.00333, norm 0.55217, epoch 0
+iter 1: loss 1.06589, lr 0.00667, norm 0.61000, epoch 0
+iter 2: loss 1.09239, lr 0.01000, norm 0.47378, epoch 1
+iter 3: loss 0.98162, lr 0.00940, norm 0.52545, epoch 1
+iter 4: loss 1.11679, lr 0.00775, norm 0.37778, epoch 2
+iter 5: loss 0.96657, lr 0.00550, norm 0.58708, epoch 2
+iter 6: loss 1.05656, lr 0.00325, norm 0.36712, epoch 3
+iter 7: loss 0.92537, lr 0.00160, norm 0.53090, epoch 3
+""".splitlines()
+
+
+@needs_mpi
+def test_ddp_program_under_the_launcher_takes_its_torchrun_branch(tmp_path):
+    # the same file, started as two workers: the RANK branch, a DistributedSampler over two
+    # ranks, the loss averaged over them, rank 0 alone saving (one launched group only)
+    shutil.copy(FOLDER.here / "ddp_world_of_one.py", tmp_path)
+    out = run(command("ember", "ddp_world_of_one.py",
+                      launcher=["--standalone", "--nproc-per-node", "2"]), cwd=tmp_path)
+    import ember
+
+    saved = ember.load(tmp_path / "out" / "ckpt.pt", weights_only=True)
+    assert sorted(saved["model"]) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight",
+                                      "unused_in_eval"] and saved["iter_num"] == 8
+    # rank 0 prints these lines while the other rank waits in a collective, so no text of
+    # the other's (workers write unbuffered) can land inside them
+    lines = [ln for ln in out.splitlines() if re.match(r"iter \d", ln)]
+    assert [NUM.sub("#", ln) for ln in lines] == [NUM.sub("#", ln) for ln in _TWO_WORKER_REPORT]
+    np.testing.assert_allclose([float(x) for x in NUM.findall("\n".join(lines))],
+                               [float(x) for x in NUM.findall("\n".join(_TWO_WORKER_REPORT))],
+                               rtol=1e-4, atol=1e-5)
+    # (a print of several arguments writes each separately: count one argument's text)
+    assert out.count("launched under torchrun:") == 2
+    assert out.count("initialized after destroy") == 2
 
 
 if __name__ == "__main__":  # record PyTorch's printouts as <name>.expected

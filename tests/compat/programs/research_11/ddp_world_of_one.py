@@ -27,6 +27,7 @@ min_lr = 1e-3
 warmup_iters = 2
 lr_decay_iters = 8
 backend = "gloo"
+out_dir = "out"
 
 ddp = int(os.environ.get("RANK", -1)) != -1
 print("launched under torchrun:", ddp)
@@ -140,12 +141,13 @@ dist.broadcast_object_list(obj, src=0)
 print("all_reduce", t, "all_gather", gathered, "broadcast", obj)
 
 if master_process:
+    os.makedirs(out_dir, exist_ok=True)
     checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
                   "iter_num": it, "config": {"batch_size": batch_size}}
     print("saving checkpoint keys", sorted(checkpoint["model"]))
-    torch.save(checkpoint, os.path.join(rendezvous, "ckpt.pt"))
+    torch.save(checkpoint, os.path.join(out_dir, "ckpt.pt"))
 dist.barrier()
-ck = torch.load(os.path.join(rendezvous, "ckpt.pt"), map_location=device)
+ck = torch.load(os.path.join(out_dir, "ckpt.pt"), map_location=device)
 fresh = MLP()
 fresh.load_state_dict(ck["model"])
 with torch.no_grad():
