@@ -193,3 +193,55 @@ def test_flex_attention_debug_flag_silences_the_warning(monkeypatch):
 
     monkeypatch.setattr(fa, "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG", True)
     assert _flex_warnings(importlib.import_module("ember"), [False], monkeypatch) == [[]]
+
+
+# ---------------------------------------------------------------------------------------------
+# sort and argsort without stable=True leave ties as PyTorch's std::sort does in rows longer
+# than 16 (NOTE [ Tie order of an unstable sort ]): the permutation of a batch sorted by
+# length before packing named other sequences than PyTorch's
+
+_LENGTHS = [5, 3, 5, 2, 7, 3, 3, 5, 1, 2, 7, 5, 4, 4, 3, 6, 2, 5, 3, 1]
+_NAN_ROW = [[2.0, float("nan"), 1.0, 2.0, 0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 0.0, 2.0, 1.0, 1.0,
+             2.0, 0.0, 1.0, 2.0]]
+
+
+def _sort_orders(fw):
+    lengths = fw.tensor(_LENGTHS)
+    x = fw.tensor(_NAN_ROW)
+    return [lengths.sort(0, descending=True).indices.tolist(),
+            fw.argsort(lengths).tolist(),
+            fw.sort(lengths, stable=True, descending=True).indices.tolist(),
+            fw.sort(x, descending=True).indices.tolist(),
+            fw.sort(x).indices.tolist()]
+
+
+def test_unstable_sort_orders_ties_as_torch():
+    import ember
+
+    want = [[4, 10, 15, 0, 2, 17, 7, 11, 13, 12, 1, 18, 14, 6, 5, 9, 16, 3, 8, 19],
+            [19, 8, 3, 16, 9, 1, 18, 14, 6, 5, 12, 13, 7, 11, 17, 2, 0, 15, 10, 4],
+            [4, 10, 15, 0, 2, 7, 11, 17, 12, 13, 1, 5, 6, 14, 18, 3, 9, 16, 8, 19],
+            [[1, 17, 0, 14, 11, 7, 6, 3, 5, 8, 12, 13, 16, 2, 9, 10, 4, 15]],
+            [[4, 15, 9, 10, 2, 16, 5, 8, 13, 12, 17, 0, 14, 11, 7, 6, 3, 1]]]
+    assert _sort_orders(ember) == want
+    if len(_frameworks()) > 1:
+        assert _sort_orders(importlib.import_module("torch")) == want
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bfloat16"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_unstable_sort_of_tied_rows_matches_torch_along_either_dim(dtype, descending):
+    import numpy as np
+
+    import ember
+
+    if len(_frameworks()) == 1:
+        pytest.skip("compares with PyTorch")
+    torch = importlib.import_module("torch")
+    rng = np.random.RandomState(7)
+    x = rng.randint(0, 6, (3, 90))
+    for dim in (1, 0):
+        got = ember.sort(ember.tensor(x).to(getattr(ember, dtype)), dim=dim,
+                         descending=descending).indices.tolist()
+        assert got == torch.sort(torch.tensor(x).to(getattr(torch, dtype)), dim=dim,
+                                 descending=descending).indices.tolist()
