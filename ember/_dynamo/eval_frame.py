@@ -27,6 +27,7 @@ function keeps its name and docstring and has ``__wrapped__``.
 from __future__ import annotations
 
 import functools
+import threading
 
 from ..nn.modules.module import Module
 from .exc import InvalidBackend
@@ -129,13 +130,32 @@ class _Capture:
                                         f"{type(err).__name__}: {err}") from err
 
 
+# how many compiled callables the current thread is running inside: what ember's own ops
+# consult where PyTorch behaves differently when compiled, as flex_attention's warning that
+# it runs unfused outside ``torch.compile`` (``is_compiling`` stays False: nothing traces)
+_inside = threading.local()
+
+
+def running_compiled() -> bool:
+    """Whether the current thread is inside a call of a compiled callable or module."""
+    return getattr(_inside, "depth", 0) > 0
+
+
+def _run_compiled(run, args, kwargs):
+    _inside.depth = getattr(_inside, "depth", 0) + 1
+    try:
+        return run(*args, **kwargs)
+    finally:
+        _inside.depth -= 1
+
+
 def _compiled_callable(fn, backend=None, fullgraph=False):
     """What ``compile`` returns for a plain callable (NOTE [ Eager compile ])."""
     run = _Capture(fn, backend, fullgraph) if callable(backend) else fn
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
-        return run(*args, **kwargs)
+        return _run_compiled(run, args, kwargs)
 
     compiled._torchdynamo_orig_callable = fn
     return compiled
@@ -179,9 +199,7 @@ class OptimizedModule(Module):
 
     def forward(self, *args, **kwargs):
         capture = self.__dict__.get("_capture")
-        if capture is not None:
-            return capture(*args, **kwargs)
-        return self._orig_mod(*args, **kwargs)
+        return _run_compiled(capture if capture is not None else self._orig_mod, args, kwargs)
 
     def __getattr__(self, name):
         d = self.__dict__

@@ -113,39 +113,135 @@ def _flatten(x):
 # sort / argsort / msort
 
 
-def _sort_kernel(xp, a, *, dim, descending):
+def _sort_kernel(xp, a, *, dim, descending, stable=True):
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     idx = _argsort(xp, a, dim, descending)
+    if not stable and xp is np and a.size <= _SORT_REPLAY_BUDGET and a.shape[dim] > 16:
+        # NOTE [ Tie order of an unstable sort ]
+        rows = np.moveaxis(a, dim, -1)
+        rows = rows.astype(np.float32) if a.dtype == _dt.bfloat16.np else rows
+        srt = np.take_along_axis(rows, np.moveaxis(idx, dim, -1), axis=-1)
+        tied = (srt[..., 1:] == srt[..., :-1]).any(axis=-1) | np.isnan(srt).any(axis=-1)
+        if tied.any():
+            flat_idx = np.moveaxis(idx, dim, -1).copy()
+            for at in map(tuple, np.argwhere(tied)):
+                flat_idx[at] = _std_sort(rows[at].tolist(), descending)
+            idx = np.moveaxis(flat_idx, -1, dim)
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
 
 
 sort_op = Op("sort", _sort_kernel, differentiable=False)
 
+# NOTE [ Tie order of an unstable sort ]
+# ``sort``/``argsort`` without ``stable=True`` are, on PyTorch's CPU, libstdc++'s
+# ``std::sort`` of (value, index) pairs: an introsort (median-of-three pivots, unguarded
+# partitions, heapsort below its depth limit) over runs longer than 16, then insertion sort,
+# which leaves tied values in an order of its own for rows longer than 16 (shorter rows are
+# insertion-sorted whole: stable). ember sorts stably, then replays ``std::sort`` in Python
+# for the rows holding ties or NaN, on tensors of at most ``_SORT_REPLAY_BUDGET`` elements
+# (the replay costs O(n log n) Python steps a row); larger tensors keep the stable order.
+_SORT_REPLAY_BUDGET = 1 << 12
 
-def _sorted(name, input, dim, descending):
+
+def _std_sort(row, descending):
+    """The index order libstdc++'s ``std::sort`` gives the (value, index) pairs of ``row``
+    under torch's comparator (NaN above every number)."""
+    if descending:
+        def comp(x, y):
+            return (x[0] != x[0] and y[0] == y[0]) or x[0] > y[0]
+    else:
+        def comp(x, y):
+            return (x[0] == x[0] and y[0] != y[0]) or x[0] < y[0]
+
+    el = list(zip(row, range(len(row))))
+
+    def insertion_sort(lo, hi):
+        for j in range(lo + 1, hi):
+            val = el[j]
+            if comp(val, el[lo]):
+                el[lo + 1:j + 1] = el[lo:j]
+                el[lo] = val
+            else:
+                _unguarded_insert(j, val)
+
+    def _unguarded_insert(j, val):
+        while comp(val, el[j - 1]):
+            el[j] = el[j - 1]
+            j -= 1
+        el[j] = val
+
+    def median_to_first(result, a, b, c):
+        if comp(el[a], el[b]):
+            m = b if comp(el[b], el[c]) else c if comp(el[a], el[c]) else a
+        else:
+            m = a if comp(el[a], el[c]) else c if comp(el[b], el[c]) else b
+        el[result], el[m] = el[m], el[result]
+
+    def partition(first, last):
+        median_to_first(first, first + 1, first + (last - first) // 2, last - 1)
+        lo, hi, pivot = first + 1, last, el[first]
+        while True:
+            while comp(el[lo], pivot):
+                lo += 1
+            hi -= 1
+            while comp(pivot, el[hi]):
+                hi -= 1
+            if not lo < hi:
+                return lo
+            el[lo], el[hi] = el[hi], el[lo]
+            lo += 1
+
+    def heap_sort(first, last):  # std::partial_sort over the whole range
+        part = el[first:last]
+        _std_partial_sort(part, len(part), comp)
+        el[first:last] = part
+
+    def introsort(first, last, depth):
+        while last - first > 16:
+            if depth == 0:
+                heap_sort(first, last)
+                return
+            depth -= 1
+            cut = partition(first, last)
+            introsort(cut, last, depth)
+            last = cut
+
+    n = len(el)
+    introsort(0, n, 2 * (n.bit_length() - 1))
+    insertion_sort(0, min(n, 16))
+    for j in range(16, n):
+        _unguarded_insert(j, el[j])
+    return [i for _, i in el]
+
+
+def _sorted(name, input, dim, descending, stable=True):
     _check_tensor(input, name)
     _no_complex(input, name, "sort", _SORT_REFUSAL)
     d = wrap_dim(dim, input._data.ndim, name)
-    v, i = _apply(sort_op, (input,), {"dim": d, "descending": bool(descending)})
+    v, i = _apply(sort_op, (input,), {"dim": d, "descending": bool(descending),
+                                      "stable": bool(stable)})
     return select_values(input, v, i, d, True), i, d
 
 
 @public
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
-    """Sort along ``dim``: ``(values, indices)``. Always stable; NaN sorts as largest."""
+    """Sort along ``dim``: ``(values, indices)``; NaN sorts as largest. Tied values keep
+    their input order with ``stable=True``, otherwise PyTorch's (NOTE [ Tie order of an
+    unstable sort ])."""
     _check_out_tuple("sort", out)
-    v, i, _ = _sorted("sort", input, dim, descending)
+    v, i, _ = _sorted("sort", input, dim, descending, bool(stable))
     return _named("sort", ("values", "indices"), (v, i), out)
 
 
 @public
 def argsort(input, dim=-1, descending=False, stable=False):
-    """The indices that sort ``input`` along ``dim`` (stable)."""
+    """The indices that sort ``input`` along ``dim``; ties as in :func:`sort`."""
     _check_tensor(input, "argsort")
     _no_complex(input, "argsort", "sort", _SORT_REFUSAL)
     d = wrap_dim(dim, input._data.ndim, "argsort")
-    return _apply(sort_op, (input,), {"dim": d, "descending": bool(descending)})[1]
+    return _apply(sort_op, (input,), {"dim": d, "descending": bool(descending),
+                                      "stable": bool(stable)})[1]
 
 
 @public
@@ -162,15 +258,17 @@ def msort(input, *, out=None):
 def _topk_kernel(xp, a, *, k, dim, largest):
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
-    idx = _argsort(xp, a, dim, largest)
-    idx = xp.take(idx, xp.arange(k), axis=dim)
+    order = _argsort(xp, a, dim, largest)
+    idx = xp.take(order, xp.arange(k), axis=dim)
     n = a.shape[dim]
-    if xp is np and a.size and k and n <= _STD_SMALL and k * 64 > n:
-        # rows with tied values: the order torch's selection leaves them in
+    if xp is np and a.size and k and (k * 64 <= n or k <= _STD_SMALL) \
+            and a.size <= _REPLAY_BUDGET:
+        # rows with tied values: the order torch's selection leaves them in (NOTE [ Tie
+        # order of topk ])
         rows = np.moveaxis(a, dim, -1)
         rows = rows.astype(np.float32) if a.dtype == _dt.bfloat16.np else rows
-        srt = np.sort(rows, axis=-1)
-        tied = ((srt[..., 1:] == srt[..., :-1]) | np.isnan(srt[..., 1:])).any(axis=-1)
+        srt = np.take_along_axis(rows, np.moveaxis(order, dim, -1), axis=-1)
+        tied = (srt[..., 1:] == srt[..., :-1]).any(axis=-1) | np.isnan(srt).any(axis=-1)
         if tied.any():
             flat_idx = np.moveaxis(idx, dim, -1).copy()
             for at in map(tuple, np.argwhere(tied)):
@@ -179,7 +277,17 @@ def _topk_kernel(xp, a, *, k, dim, largest):
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64, copy=False)
 
 
-_STD_SMALL = 17  # rows short enough that every std::sort below is an insertion sort
+# NOTE [ Tie order of topk ]
+# Which of several equal values torch's CPU topk names, and in what order, is whatever its
+# selection leaves: for ``k * 64 <= n`` a ``std::partial_sort`` (a heap of the first k, then
+# sorted by popping), otherwise ``std::nth_element`` at ``k - 1`` followed by ``std::sort``
+# of the first ``k - 1`` (libstdc++'s). Rows holding ties are replayed in Python with those
+# algorithms; the rest take NumPy's stable order, which names the same values. The replay
+# covers the heap path at any k and the selection path while the final sort of ``k - 1``
+# elements is libstdc++'s insertion sort (k <= 17), on tensors of at most
+# ``_REPLAY_BUDGET`` elements (the replay is Python, one row at a time).
+_STD_SMALL = 17  # the largest k whose final std::sort of k - 1 elements is an insertion sort
+_REPLAY_BUDGET = 1 << 15  # (a few tens of milliseconds of Python at most)
 
 
 def _std_topk(row, k, largest):
@@ -193,6 +301,8 @@ def _std_topk(row, k, largest):
         return (x[0] == x[0] and y[0] != y[0]) or x[0] < y[0]
 
     el = list(zip(row, range(len(row))))
+    if k * 64 <= len(el):
+        return _std_partial_sort(el, k, comp)
 
     def insertion_sort(lo, hi):
         for j in range(lo + 1, hi):
@@ -236,6 +346,50 @@ def _std_topk(row, k, largest):
             last = lo
     insertion_sort(first, last)
     insertion_sort(0, k - 1)
+    return [i for _, i in el[:k]]
+
+
+def _std_partial_sort(el, k, comp):
+    """The first ``k`` indices of libstdc++'s ``std::partial_sort`` of the (value, index)
+    pairs ``el`` under ``comp``: a max-heap (under ``comp``) of the first k, every later
+    element that ``comp`` puts before the heap's top replacing it, then the heap sorted by
+    popping its top to the end, one element at a time (``el`` is reordered in place)."""
+
+    def push(hole, top, value):
+        parent = (hole - 1) // 2
+        while hole > top and comp(el[parent], value):
+            el[hole] = el[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        el[hole] = value
+
+    def adjust(hole, length, value):
+        top, child = hole, hole
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if comp(el[child], el[child - 1]):
+                child -= 1
+            el[hole] = el[child]
+            hole = child
+        if length % 2 == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            el[hole] = el[child - 1]
+            hole = child - 1
+        push(hole, top, value)
+
+    def pop(length, result):
+        value = el[result]
+        el[result] = el[0]
+        adjust(0, length, value)
+
+    if k >= 2:
+        for parent in range((k - 2) // 2, -1, -1):
+            adjust(parent, k, el[parent])
+    for i in range(k, len(el)):
+        if comp(el[i], el[0]):
+            pop(k, i)
+    for last in range(k - 1, 0, -1):
+        pop(last, last)
     return [i for _, i in el[:k]]
 
 

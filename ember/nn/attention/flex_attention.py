@@ -192,6 +192,19 @@ def _validate(query, key, value, enable_gqa, block_mask):
                 "block mask to the upper left corner, which does not work for all mask_mods!")
 
 
+#: set True to silence the warning that an eager call materialises the whole score matrix
+_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG = False
+_WARNINGS_SHOWN: set = set()
+_UNFUSED_WARNING = (
+    "flex_attention called without torch.compile() - this will use an unfused implementation "
+    "that materializes the full scores matrix instead of generating a fused kernel.\n\n"
+    "SOLUTION: Use torch.compile(flex_attention)(...)\n\n"
+    "If you want to debug your score_mod/mask_mod, you can set:\n"
+    "torch.nn.attention.flex_attention._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG = True\n\n"
+    "This will allow you to use print statements or breakpoints. Note: This doesn't work with "
+    "the backwards pass and may produce incorrect results.")
+
+
 def flex_attention(query: Tensor, key: Tensor, value: Tensor, score_mod=None, block_mask=None,
                    scale: float | None = None, enable_gqa: bool = False,
                    return_lse: bool = False, kernel_options=None, *, return_aux=None):
@@ -241,6 +254,13 @@ def flex_attention(query: Tensor, key: Tensor, value: Tensor, score_mod=None, bl
     if return_lse:
         warnings.warn("return_lse is deprecated and will be removed in v2.10. Please use "
                       "return_aux=AuxRequest(lse=True) instead.", FutureWarning, stacklevel=2)
+    if not _FLEX_ATTENTION_DISABLE_COMPILE_DEBUG and "unfused" not in _WARNINGS_SHOWN:
+        from ..._dynamo.eval_frame import running_compiled
+
+        # as PyTorch: once a process, from the first eager call (a compiled one would fuse)
+        if not running_compiled():
+            _WARNINGS_SHOWN.add("unfused")
+            warnings.warn(_UNFUSED_WARNING, UserWarning, stacklevel=1)
     if scale is None:
         scale = 1.0 / math.sqrt(query.size(-1))
 

@@ -67,6 +67,23 @@ class _IterableEnd:
         self.worker_id = worker_id
 
 
+class _Resume:
+    """Sent to each persistent worker at the start of every epoch after the first: the worker
+    makes a fresh fetcher (a new iterator over an IterableDataset) and, for a pipe, reseeds
+    its shufflers with ``seed``.
+
+    NOTE [ Persistent workers start each epoch afresh ]
+    A persistent worker outlives its epoch, but what it iterates must not: PyTorch sends
+    each worker a resume message when the loader is iterated again, and the worker drops
+    its exhausted iterator and makes a new one, so an IterableDataset streams again in every
+    epoch (without it the second epoch would be empty). The index queues are first in, first
+    out, so the message reaches a worker before any index of the new epoch.
+    """
+
+    def __init__(self, seed=None):
+        self.seed = seed
+
+
 def _numpy_worker_seed(base_seed, worker_id):
     """NumPy's global seed in worker ``worker_id``: four 32-bit words hashed from the worker
     id and the two halves of the base seed.
@@ -116,6 +133,21 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
             continue
         if task is None:
             break
+        if isinstance(task, _Resume):
+            # NOTE [ Persistent workers start each epoch afresh ]
+            iteration_done = False
+            try:
+                if isinstance(dataset, IterDataPipe) and task.seed is not None:
+                    from ... import Generator
+                    from .graph_settings import apply_random_seed
+
+                    apply_random_seed(dataset, Generator().manual_seed(task.seed))
+                fetcher = _make_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                        drop_last)
+            except Exception:
+                init_error = _ExceptionWrapper(sys.exc_info(),
+                                               f"in DataLoader worker process {worker_id}")
+            continue
         idx, indices = task
         if init_error is not None:
             data_queue.put((idx, init_error))
@@ -482,7 +514,17 @@ class _MultiProcessIter(_BaseIter):
             self._index_queues.append(iq)
             self._workers.append(w)
         self._shutdown_done = False
+        if isinstance(loader.dataset, IterDataPipe):
+            # PyTorch draws a pipe's shared seed once more once its workers are running, a
+            # word those workers never see (they were started with the first one)
+            self._draw_pipe_seed(loader)
         self._start_epoch()
+
+    @staticmethod
+    def _draw_pipe_seed(loader):
+        from ... import empty, int64
+
+        return int(empty((), dtype=int64).random_(generator=loader.generator).item())
 
     def _start_epoch(self):
         self._send_idx = 0
@@ -501,6 +543,11 @@ class _MultiProcessIter(_BaseIter):
         while self._tasks_outstanding > 0:
             self._get_data()
             self._tasks_outstanding -= 1
+        # a pipe's shufflers get a fresh seed each epoch
+        seed = self._draw_pipe_seed(loader) if isinstance(loader.dataset, IterDataPipe) else None
+        # NOTE [ Persistent workers start each epoch afresh ]
+        for q in self._index_queues:
+            q.put(_Resume(seed))
         self._start_epoch()
 
     def _try_put_index(self):
