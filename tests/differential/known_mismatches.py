@@ -51,12 +51,4 @@ KNOWN = {
 #: programs of the CI sample of tests/differential/test_programs.py known to differ:
 #: ``KNOWN_PROGRAMS[(family, seed)] = reason``. The CI test skips them and fails once one
 #: agrees, so fixing the bug means deleting its line
-_JRJF = ("open: jacrev(jacfwd(f)) of an f writing in place into a view of a clone (the write's "
-         "operand depending on the input) refuses a saved tensor as modified; jacfwd(jacfwd), "
-         "jacrev(jacrev) and hessian agree")
-KNOWN_PROGRAMS = {
-    ("func", 16): _JRJF,
-    ("func", 59): _JRJF,
-    ("func", 138): _JRJF,
-    ("func", 175): _JRJF,
-}
+KNOWN_PROGRAMS = {}

@@ -1,0 +1,129 @@
+"""Regressions for session 32's differential run against PyTorch 2.13 (OpInfo cases, random
+programs and the transform programs of tests/differential/programs_func.py): each case runs
+with ``T = ember`` and ``T = torch`` from the same values where torch is installed, and
+compares values, gradients, or the exception raised (class and message)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from tests.differential._cases import as_numpy as _np
+from tests.differential._cases import both as _both
+from tests.differential._cases import raised as _raised
+
+
+def _outcome(f):
+    """A library-neutral outcome of ``f()``: (class, message) of what it raised, or its
+    tensors (a tuple of them, or one) as (dtype name, shape, values) with NaN kept."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # vmap's fallback performance warnings
+        err = _raised(f)
+        if err:
+            return err[0], err[1].replace("torch", "ember")
+        r = f()
+
+    def one(t):
+        return str(t.dtype).split(".")[-1], tuple(t.shape), np.round(_np(t), 9).tolist()
+
+    return tuple(one(t) for t in r) if isinstance(r, (tuple, list)) else one(r)
+
+
+def _same(a, b):
+    """Outcomes equal, NaN equal to NaN."""
+    return repr(a).replace("nan", "NaN") == repr(b).replace("nan", "NaN")
+
+
+_X = [[0.3, -1.2, 0.8, 1.5], [-0.7, 0.45, -1.1, 0.6], [1.3, -0.2, 0.9, -0.55]]
+
+
+# ---- the gradient of narrow/select/diagonal inside a transform whose tangents are batched
+# (jacrev(jacfwd)): the scatter back into the input's shape kept the unbatched input shape
+# while the view's dims were shifted past the batch dims
+
+_VIEW_FUNCS = [
+    "(x * x).narrow(1, 1, 2)",
+    "T.trace(x * x)",
+    "(x * x).diagonal(1)",
+    "(x.sin() * x).select(1, 2)",
+    "(x * x).narrow(0, 1, 2).diagonal()",
+]
+
+
+@pytest.mark.parametrize("src", _VIEW_FUNCS)
+@pytest.mark.parametrize("comp", ["jacrev(jacfwd)", "jacrev(jacrev)", "vmap(jacrev)"])
+def test_view_gradient_under_batched_tangents(src, comp):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        def f(x, T=T):
+            return eval(src, {"T": T, "x": x})
+
+        x = T.tensor(_X, dtype=T.float64)
+        if comp == "vmap(jacrev)":
+            xb = T.stack([x, x.cos()])
+            outs.append(_outcome(lambda: T.func.vmap(T.func.jacrev(f))(xb)))
+        else:
+            o, i = comp[:-1].split("(")
+            outs.append(_outcome(lambda: getattr(T.func, o)(getattr(T.func, i)(f))(x)))
+    assert _same(*outs), outs
+
+
+# ---- reverse mode over the tangent formula of an in-place op (jacrev(jacfwd), grad of a
+# jvp, forward AD inside autograd.grad): the formula read the written tensor's value and
+# tangent, which the write then replaced, so backward refused them as modified
+# (NOTE [ Tangent formulas of in-place ops under reverse mode ])
+
+_WRITES = [
+    "r.mul_(x)",
+    "r[:, 1].mul_(x[:, 0])",
+    "r.t()[1:, ::2].mul_(1.5)",
+    "r.transpose(0, 1)[0].mul_(x[:, 2])",
+    "r.view(12)[::5].sigmoid_()",
+    "r.unfold(1, 2, 2).select(-1, 0).div_(x[:, :2] ** 2 + 1)",
+    "r[0].addcmul_(x[1], x[2], value=0.5)",
+    "r.exp_()",
+    "r[1:].pow_(2)",
+]
+
+
+def _written(T, src):
+    def f(x):
+        r = (x.sin() * x).clone()
+        exec(src, {"r": r, "x": x, "T": T})
+        return r
+    return f
+
+
+@pytest.mark.parametrize("src", _WRITES)
+def test_jacrev_of_jacfwd_through_an_inplace_write(src):
+    E, torch = _both()
+    outs = [_outcome(lambda T=T: T.func.jacrev(T.func.jacfwd(_written(T, src)))(
+        T.tensor(_X, dtype=T.float64))) for T in (E, torch)]
+    assert _same(*outs), outs
+
+
+@pytest.mark.parametrize("src", _WRITES)
+def test_grad_of_forward_ad_through_an_inplace_write(src):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        def run(T=T):
+            x = T.tensor(_X, dtype=T.float64, requires_grad=True)
+            t = T.tensor(_X, dtype=T.float64).flip(0).requires_grad_()
+            fwAD = T.autograd.forward_ad
+            with fwAD.dual_level():
+                o = _written(T, src)(fwAD.make_dual(x, t))
+                tan = fwAD.unpack_dual(o).tangent
+            return T.autograd.grad((tan * tan.cos()).sum(), (x, t))
+        outs.append(_outcome(run))
+    assert _same(*outs), outs
+
+
+def test_reading_the_written_tensor_is_still_refused():
+    # the other operand a view of the tensor written: autograd refuses at backward in both
+    E, torch = _both()
+    src = "r.t()[0].mul_(r[:, 2])"
+    outs = [_outcome(lambda T=T: T.func.jacrev(T.func.jacfwd(_written(T, src)))(
+        T.tensor(_X, dtype=T.float64))) for T in (E, torch)]
+    assert outs[0][0] == outs[1][0] == "RuntimeError", outs
