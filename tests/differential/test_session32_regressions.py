@@ -127,3 +127,57 @@ def test_reading_the_written_tensor_is_still_refused():
     outs = [_outcome(lambda T=T: T.func.jacrev(T.func.jacfwd(_written(T, src)))(
         T.tensor(_X, dtype=T.float64))) for T in (E, torch)]
     assert outs[0][0] == outs[1][0] == "RuntimeError", outs
+
+
+# ---- strides and storage offsets of views of empty tensors, and of dims a None index adds:
+# NumPy zeroes an empty array's strides (and leaves an empty slice's data pointer at the
+# start) and gives a None dim stride 0 (NOTE [ Strides of empty views ] in ember/_dispatch.py)
+
+_EMPTY_VIEWS = [
+    "x.t()", "x[:, 1:]", "x[1:1]", "x[:, 5:]", "x.permute(1, 0)", "x.narrow(1, 0, 0)",
+    "x.select(1, 0)", "x.diagonal()", "x.unfold(1, 2, 1)", "x.expand(2, *x.shape)",
+    "x.unsqueeze(1)", "x.split(1, 1)[0]", "x.chunk(2, 1)[1]", "x.unbind(1)[0]", "x.mT",
+    "x.t()[:, 1:]", "x.t().unsqueeze(0)", "x[..., None]", "x[None, 1:1, None]",
+    "x[1:1].expand(2, -1, -1)", "x.movedim(0, 1)", "x[-1, 5:]", "x[1:1, -2]",
+    "x.t().expand(4, 0)", "x[1:1].t().view(-1)",
+]
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (3, 4), (2, 0, 4)])
+@pytest.mark.parametrize("src", _EMPTY_VIEWS)
+def test_strides_of_empty_views(shape, src):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        n = int(np.prod(shape))
+        x = T.arange(float(n)).reshape(shape)
+
+        def run(x=x, T=T):
+            r = eval(src, {"x": x, "T": T})
+            return tuple(r.shape), r.stride(), r.storage_offset(), r.is_contiguous()
+        err = _raised(run)
+        outs.append(err[0] if err else run())
+    assert outs[0] == outs[1], outs
+
+
+@pytest.mark.parametrize("src", ["x[:, None]", "x[None]", "x[..., None]", "x[None, None, 1, None]",
+                                 "x[1:, None][..., None, 0]", "x.t()[None, ::2]",
+                                 "x[:, ::2][:, None]", "x[None, :, None, 1:]"])
+def test_strides_of_dims_a_none_index_adds(src):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        x = T.arange(12.).reshape(3, 4)
+        r = eval(src, {"x": x})
+        outs.append((tuple(r.shape), r.stride(), r.storage_offset(), r.tolist()))
+    assert outs[0] == outs[1], outs
+
+
+def test_writes_through_restrided_views_reach_the_base():
+    E, _ = _both()
+    x = E.arange(12.).reshape(3, 4)
+    y = x[:, None]
+    y.mul_(2)
+    x[None, 1:1].add_(1)  # an empty view: nothing written
+    assert x.tolist() == (E.arange(12.).reshape(3, 4) * 2).tolist()
+    assert x[1:1].untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
