@@ -181,3 +181,60 @@ def test_writes_through_restrided_views_reach_the_base():
     x[None, 1:1].add_(1)  # an empty view: nothing written
     assert x.tolist() == (E.arange(12.).reshape(3, 4) * 2).tolist()
     assert x[1:1].untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
+# ---- index_add / index_reduce / index_copy / index_select / index_fill refuse bad shapes in
+# torch's order and words: the dim against self first, index_add and index_reduce through
+# their shared checks (named in place), index_copy through its own
+
+_INDEX_SELF = [(), (4,), (3, 4), (2, 3, 4)]
+_INDEX_IDX = [((), "int64"), ((2,), "int64"), ((1, 2), "int64"), ((2,), "int32"),
+              ((2,), "float32")]
+_INDEX_SRC = [(), (1,), (2,), (2, 4), (3, 2), (2, 3), (2, 4, 1), (2, 3, 2)]
+
+
+def _index_outcomes(op, self_shape, dim, ish, idt, src, sdt="float32"):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        x = T.zeros(self_shape)
+        i = T.zeros(ish, dtype=getattr(T, idt))
+        s = T.ones(src, dtype=getattr(T, sdt))
+
+        def run(x=x, i=i, s=s):
+            if op == "index_select":
+                return x.index_select(dim, i)
+            if op.startswith("index_fill"):
+                return getattr(x, op)(dim, i, 1.0)
+            if op.startswith("index_reduce"):
+                return getattr(x, op)(dim, i, s, "amax")
+            return getattr(x, op)(dim, i, s)
+        outs.append(_outcome(run))
+    return outs
+
+
+@pytest.mark.parametrize("op", ["index_add", "index_add_", "index_copy", "index_copy_",
+                                "index_reduce", "index_reduce_"])
+@pytest.mark.parametrize("self_shape", _INDEX_SELF)
+def test_index_ops_refuse_shapes_as_torch(op, self_shape):
+    bad = []
+    for dim in (0, 1, -1, 2):
+        for ish, idt in _INDEX_IDX:
+            for src in _INDEX_SRC:
+                for sdt in ("float32", "float64"):
+                    a, b = _index_outcomes(op, self_shape, dim, ish, idt, src, sdt)
+                    if not _same(a, b):
+                        bad.append((dim, ish, idt, src, sdt, a, b))
+    assert not bad, bad[:3]
+
+
+@pytest.mark.parametrize("op", ["index_select", "index_fill", "index_fill_"])
+def test_index_select_and_fill_check_the_dim_first(op):
+    bad = []
+    for self_shape in _INDEX_SELF:
+        for dim in (0, 1, -1, 2):
+            for ish, idt in _INDEX_IDX + [((0,), "int64")]:
+                a, b = _index_outcomes(op, self_shape, dim, ish, idt, ())
+                if not _same(a, b):
+                    bad.append((self_shape, dim, ish, idt, a, b))
+    assert not bad, bad[:3]
