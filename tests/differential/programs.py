@@ -247,12 +247,13 @@ from tests.differential.programs_distributions import distributions  # noqa: E40
 from tests.differential.programs_func import func  # noqa: E402
 from tests.differential.programs_modules import modules  # noqa: E402
 from tests.differential.programs_optim import optim  # noqa: E402
+from tests.differential.programs_reductions import reductions  # noqa: E402
 from tests.differential.programs_sorting import sorting  # noqa: E402
 from tests.differential.programs_ties import ties  # noqa: E402
 
 FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
             "modules": modules, "distributions": distributions, "sorting": sorting,
-            "optim": optim, "ties": ties, "func": func}
+            "optim": optim, "ties": ties, "func": func, "reductions": reductions}
 
 
 def make(family, seed):

@@ -238,3 +238,79 @@ def test_index_select_and_fill_check_the_dim_first(op):
                 if not _same(a, b):
                     bad.append((self_shape, dim, ish, idt, a, b))
     assert not bad, bad[:3]
+
+
+# ---- norms check dtype= as torch: the input floating or complex first (integer input is
+# refused even with a floating dtype=), dtype= of the input's kind and not narrower; the
+# nuclear and 2-norms refuse a half input before looking at dtype=; a 0-dim input's dim 0
+# is the tensor itself
+
+_NORMS = {
+    "vector_norm_bad_dim": lambda T, x, kw: T.linalg.vector_norm(x, 2, dim=5, **kw),
+    "vector_norm_0": lambda T, x, kw: T.linalg.vector_norm(x, 0, dim=1, **kw),
+    "norm_p_dim": lambda T, x, kw: T.norm(x, 2, 1, **kw),
+    "norm_fro": lambda T, x, kw: T.norm(x, "fro", **kw),
+    "norm_nuc": lambda T, x, kw: T.norm(x, "nuc", **kw),
+    "norm_0dim": lambda T, x, kw: T.norm(x[0, 0], float("-inf"), 0, keepdim=True, **kw),
+    "matrix_norm": lambda T, x, kw: T.linalg.matrix_norm(x, **kw),
+    "matrix_norm_nuc": lambda T, x, kw: T.linalg.matrix_norm(x, "nuc", **kw),
+    "linalg_norm": lambda T, x, kw: T.linalg.norm(x, **kw),
+    "linalg_norm_2": lambda T, x, kw: T.linalg.norm(x, 2, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NORMS))
+@pytest.mark.parametrize("x_dtype", ["int8", "bool", "float16", "bfloat16", "float32",
+                                     "complex64", "complex128"])
+def test_norm_dtype_checks(name, x_dtype):
+    E, torch = _both()
+    bad = []
+    for dt in [None, "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+               "int32"]:
+        outs = []
+        for T in (E, torch):
+            x = T.ones(2, 2, dtype=getattr(T, x_dtype))
+            kw = {} if dt is None else {"dtype": getattr(T, dt)}
+            outs.append(_outcome(lambda T=T, x=x, kw=kw: _NORMS[name](T, x, kw)))
+        if not _same(*outs):
+            bad.append((dt, outs))
+    assert not bad, bad[:3]
+
+
+def test_vector_norm_of_a_0dim_tensor_over_its_dim():
+    E, torch = _both()
+    for src in ["T.linalg.vector_norm(x, float('inf'), 0)", "T.norm(x, -float('inf'), 0, True)",
+                "T.linalg.vector_norm(x, 1, (-1,), True)", "T.norm(x, 0, -1)"]:
+        outs = [_outcome(lambda T=T: eval(src, {"T": T, "x": T.tensor(-3.0)}))
+                for T in (E, torch)]
+        assert _same(*outs), (src, outs)
+
+
+# ---- reductions check in torch's order: a bad dim before complex input (nansum, nanmean),
+# before logcumsumexp's integer input; all/any's result dtype before the dims; nansum's
+# NaN-skipping kernel has no complex or (for floating input into out=) integer dtype
+
+_REDUCTION_ORDER = [
+    "T.nansum(xc, dim=1, dtype=T.complex128)",
+    "T.nansum(xc, dim=1, keepdim=True, out=T.empty(2, dtype=T.complex64))",
+    "T.nanmean(xc, dim=3)",
+    "T.logcumsumexp(xu, dim=1)",
+    "T.all(xh, dim=1, out=T.empty(0, dtype=T.float16))",
+    "T.any(xh, dim=(0, 1), out=T.empty(0, dtype=T.int32))",
+    "T.nansum(xh, out=T.empty(0, dtype=T.int16))",
+    "T.nansum(xh, dtype=T.complex64)",
+    "T.nansum(xh, dtype=T.int32)",
+    "T.nansum(xu, out=T.empty(0, dtype=T.complex64))",
+    "T.nanmean(xh, dim=0, out=T.empty(0, dtype=T.complex64))",
+]
+
+
+@pytest.mark.parametrize("src", _REDUCTION_ORDER)
+def test_reduction_refusal_order(src):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        env = {"T": T, "xc": T.ones(3, 1, dtype=T.complex64), "xu": T.ones((), dtype=T.uint8),
+               "xh": T.ones(2, 2, dtype=T.float16)}
+        outs.append(_outcome(lambda env=env: eval(src, env)))
+    assert _same(*outs), outs
