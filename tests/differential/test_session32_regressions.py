@@ -314,3 +314,63 @@ def test_reduction_refusal_order(src):
                "xh": T.ones(2, 2, dtype=T.float16)}
         outs.append(_outcome(lambda env=env: eval(src, env)))
     assert _same(*outs), outs
+
+
+# ---- reflect / replicate / circular padding with negative entries crops as torch (ember
+# refused them), NOTE [ Negative padding of the non-constant modes ]; its refusals in torch
+# 2.13's words; the gradient of a one-plane reflect/replicate pad printed NumPy's read-only
+# warning
+
+_NEG_PADS = [((1, 1, 5), (-1, 3)), ((1, 1, 5), (2, -2)), ((1, 1, 5), (-2, 1)),
+             ((1, 1, 5), (-4, 1)), ((2, 5), (-1, -1)), ((1, 2, 4, 5), (-1, 2, 1, -2)),
+             ((1, 2, 4, 5), (0, 0, -1, -1)), ((1, 1, 3, 4, 5), (1, -1, -1, 1, 0, -1)),
+             ((1, 1, 5), (-3, -2)), ((1, 2, 4, 5), (-3, -2, 0, 0))]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("case", _NEG_PADS, ids=[str(c) for c in _NEG_PADS])
+def test_negative_padding_of_the_other_modes(mode, case):
+    E, torch = _both()
+    shape, pads = case
+    outs = []
+    for T in (E, torch):
+        n = int(np.prod(shape))
+        x = (T.cos(T.arange(float(n), dtype=T.float64)) * 2).reshape(shape).requires_grad_()
+
+        def run(T=T, x=x):
+            y = T.nn.functional.pad(x, pads, mode=mode)
+            w = T.arange(float(y.numel()), dtype=T.float64).reshape(y.shape)
+            return (y,) + T.autograd.grad((y * w).sum(), x, allow_unused=True,
+                                          materialize_grads=True)
+        outs.append(_outcome(run))
+    assert _same(*outs), outs
+
+
+@pytest.mark.parametrize("shape, pads, mode", [
+    ((5,), (1, 1), "reflect"), ((2, 5), (1, 1, 1, 1), "replicate"),
+    ((1, 1, 1, 1, 1, 5), (1, 1), "circular"), ((1, 2, 3, 5), (0, 0, 3, 0), "reflect"),
+    ((1, 1, 2, 3, 5), (5, 0, 0, 0, 2, 0), "reflect"), ((1, 2, 5), (5, 0), "reflect")])
+def test_padding_refusals_in_torch_words(shape, pads, mode):
+    E, torch = _both()
+    outs = [_outcome(lambda T=T: T.nn.functional.pad(T.ones(shape), pads, mode=mode))
+            for T in (E, torch)]
+    assert _same(*outs), outs
+
+
+def test_one_plane_pad_gradient_warns_nothing():
+    E, _ = _both()
+    x = E.ones(1, 1, 5, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        E.nn.functional.pad(x, (1, 2), mode="replicate").sum().backward()
+    assert x.grad.tolist() == [[[2.0, 1.0, 1.0, 1.0, 3.0]]]
+
+
+@pytest.mark.parametrize("kw", ["mode='sum'", "mode='max'", "mode='sum', max_norm=0.5",
+                                "mode='mean', per_sample_weights=T.ones(1, 0)"])
+def test_embedding_bag_of_width_zero(kw):
+    E, torch = _both()
+    outs = [_outcome(lambda T=T: eval(
+        f"T.nn.functional.embedding_bag(T.zeros(1, 0, dtype=T.int64), T.ones(2, 2), {kw})",
+        {"T": T})) for T in (E, torch)]
+    assert _same(*outs), outs
