@@ -374,3 +374,17 @@ def test_embedding_bag_of_width_zero(kw):
         f"T.nn.functional.embedding_bag(T.zeros(1, 0, dtype=T.int64), T.ones(2, 2), {kw})",
         {"T": T})) for T in (E, torch)]
     assert _same(*outs), outs
+
+
+# ---- einsum of a bool operand with another dtype: torch's bmm refuses its bool kernel before
+# it compares the dtypes (NotImplementedError, not the dtype RuntimeError)
+
+@pytest.mark.parametrize("eq, nd", [("...ij,...jk", 3), ("ij,jk", 2), ("i,i", 1),
+                                    ("bij,bjk->bik", 3)])
+@pytest.mark.parametrize("other", ["float32", "int64"])
+def test_einsum_bool_with_another_dtype(eq, nd, other):
+    E, torch = _both()
+    outs = [_outcome(lambda T=T: T.einsum(eq, T.ones((2,) * nd, dtype=T.bool),
+                                          T.ones((2,) * nd, dtype=getattr(T, other))))
+            for T in (E, torch)]
+    assert _same(*outs), outs
