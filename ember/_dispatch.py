@@ -568,6 +568,9 @@ def apply(op, inputs, params, out=None):
     if type(res) is not at:
         res = _result_arrays(op, res, at)
     if op.view_of is not None:
+        if first.size == 0 and at is np.ndarray and len(inputs) == 1 and first.ndim and \
+                not any(first.strides):
+            res = _empty_view(impl, first, params)
         outputs = _wrap_views(inputs[op.view_of], res, op, params, inputs)
     elif type(res) is tuple:
         outputs = tuple(None if r is None else wrap(r) for r in res)
@@ -579,6 +582,31 @@ def apply(op, inputs, params, out=None):
     if out is not None:
         return write_out(op.name, out, outputs)
     return outputs
+
+
+def _empty_view(impl, a, params):
+    """A view op's result on an empty NumPy array, with PyTorch's strides.
+
+    NOTE [ Strides of empty views ]
+    NumPy gives every dim of a new empty array stride 0, and its views keep those zeros;
+    ``Tensor.stride`` reports a zero-strided empty array as torch's contiguous layout
+    (``_empty_strides``), but a view of it (``x.t()``, ``x[:, 1:]``, ``x.expand(...)``)
+    came out zero-strided again and was reported contiguous for its own shape, where torch
+    derives the view's strides from its base's (``zeros(0, 4).t()`` is (1, 4)). The view op
+    runs once more on the same (empty) memory given the strides ember reports for it, so
+    NumPy derives the view's strides as torch does. Only a view of an empty array pays (one
+    size check on the view path)."""
+    return impl(restrided_empty(a), **params)
+
+
+def restrided_empty(a):
+    """The empty NumPy array ``a`` (zero strides) on the same memory with the strides
+    ``Tensor.stride`` reports for it (NOTE [ Strides of empty views ])."""
+    from ._core.tensor import _empty_strides
+
+    item = a.itemsize
+    return np.ndarray(a.shape, a.dtype, buffer=a,
+                      strides=tuple(s * item for s in _empty_strides(a.shape)))
 
 
 def _coerce_device(op_name, first, a):

@@ -419,7 +419,10 @@ def _getitem(self, idx):
             _bad_step(step)
         if a.ndim == 0:
             raise IndexError(_ZERO_DIM_SLICE)
-        t = _view(self, a[idx])
+        r = a[idx]
+        if not r.size:
+            r = _empty_basic(a, idx, r)
+        t = _view(self, r)
         if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
             # ``(idx,)``, not ``(idx, ...)`` as a tuple key records: a bare slice is PyTorch's
             # ``slice`` even over a whole dim (``is_bare_slice`` in _node_names.py)
@@ -441,6 +444,10 @@ def _getitem(self, idx):
         except IndexError:  # out of bounds or too many indices: the general path says which
             r = None
         if r is not None:
+            if not r.size:
+                r = _empty_basic(a, key, r)
+            elif idx is None or tp is tuple and None in idx:
+                r = _new_axes_strides(a, key, r)
             t = _view(self, r)
             if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
                 _dispatch.record(getitem_op, (self,), {"idx": key, "shape": a.shape}, t)
@@ -454,7 +461,12 @@ def _getitem(self, idx):
     if is_trivial and spec is not None:
         t = self  # nothing to view: the advanced step reads self directly
     else:  # (x[...] and x[:] are new views, never self)
-        t = _view(self, a[basic])
+        r = a[basic]
+        if not r.size:
+            r = _empty_basic(a, basic, r)
+        elif type(basic) is tuple and None in basic:
+            r = _new_axes_strides(a, basic, r)
+        t = _view(self, r)
         if self._rg and _dispatch.record is not None and _dispatch.state.grad_enabled:
             _dispatch.record(getitem_op, (self,), {"idx": _recorded_key(idx, basic),
                                                    "shape": a.shape}, t)
@@ -464,6 +476,78 @@ def _getitem(self, idx):
         return _dispatch.apply(index_op, (t,) + tensors, {"spec": spec, "shape": t._data.shape})
     except IndexError as e:
         raise _advanced_index_error(e, spec, t._data.ndim) from None
+
+
+def _empty_basic(a, key, r):
+    """``a[key]`` for an empty result ``r``, with the strides torch derives from ``a``'s
+    (NOTE [ Strides of empty views ] in ember/_dispatch.py): NumPy zeroes them, and keeps a
+    zero-size dim's stride through a stepped slice."""
+    if type(a) is not np.ndarray or not r.ndim:
+        return r
+    return _torch_strided(a, key, r)
+
+
+def _new_axes_strides(a, key, r):
+    """``r = a[key]`` with each dim a ``None`` in ``key`` adds given torch's stride where
+    NumPy gives 0."""
+    if type(a) is not np.ndarray:
+        return r
+    return _torch_strided(a, key, r)
+
+
+def _torch_strided(a, key, r):
+    """``r = a[key]`` (a basic key) restrided as torch's indexing lays it out. torch reads
+    the key left to right: a ``None`` unsqueezes at the current dim (stride: that dim's size
+    times its stride, 1 past the last dim) before later ints select and slices narrow (a
+    slice's step multiplies the stride even of an empty dim), so the key is replayed on
+    ``a``'s sizes and strides (``Tensor.stride``'s, for an empty ``a`` too)."""
+    if type(key) is not tuple:
+        key = (key,)
+    if Ellipsis not in key:
+        key = key + (Ellipsis,)
+    fill = a.ndim - sum(1 for k in key if k is not None and k is not Ellipsis)
+    item = a.itemsize
+    sizes = list(a.shape)
+    strides = [st // item for st in a.strides]
+    if not a.size and not any(strides):
+        from .._core.tensor import _empty_strides
+
+        strides = list(_empty_strides(a.shape))
+    pos = offset = 0
+    for k in key:
+        if k is None:
+            st = sizes[pos] * strides[pos] if pos < len(sizes) else 1
+            sizes.insert(pos, 1)
+            strides.insert(pos, st)
+            pos += 1
+        elif k is Ellipsis:
+            pos += fill
+        elif type(k) is int:
+            offset += (k + sizes[pos] if k < 0 else k) * strides[pos]
+            del sizes[pos], strides[pos]
+        else:
+            rng = range(sizes[pos])[k]
+            offset += rng.start * strides[pos]
+            sizes[pos] = len(rng)
+            strides[pos] *= k.step or 1
+            pos += 1
+    if tuple(sizes) != r.shape:  # (a key the fast path would not have taken)
+        return r
+    from .shape import _StridedInterface, _restride
+
+    if r.size:
+        return _restride(np, r, r.shape, strides)
+    # an empty result: NumPy also leaves its data pointer at ``a``'s first element, where
+    # torch's storage offset moves past the elements the key skips
+    iface = a.__array_interface__
+    iface["data"] = (iface["data"][0] + offset * item, iface["data"][1])
+    iface["shape"] = r.shape
+    iface["strides"] = tuple(st * item for st in strides)
+    holder = _StridedInterface()
+    holder.__array_interface__ = iface
+    holder.base = a
+    out = np.asarray(holder)
+    return out if out.dtype == a.dtype else out.view(a.dtype)
 
 
 def _recorded_key(idx, basic):

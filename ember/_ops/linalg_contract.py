@@ -360,6 +360,9 @@ def einsum(*args):
 
 def _einsum_dtype_error(operands):
     other = next(t for t in operands if t._data.dtype != operands[0]._data.dtype)
+    if operands[0]._data.dtype == np.bool_:
+        # torch's bmm looks for a bool kernel before it compares the dtypes
+        raise NotImplementedError('"bmm" not implemented for \'Bool\'')
     # (its batched product's words: NOTE [ Product dtype messages ] in linalg.py)
     raise RuntimeError(f"expected scalar type {operands[0].dtype.scalar_name} but "
                        f"found {other.dtype.scalar_name}")

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dispatch
 from .._core import dtype as _dt
 from .._core.checks import wrap_dim, wrap_dims
+from .._core.tensor import Tensor
 from .._kernels import _vnorm
 from ._memory_format import row_major_kernel as _row_major
 from ._registry import Op, public
@@ -104,18 +105,29 @@ vector_norm_op = Op("linalg_vector_norm", _row_major(_vnorm_kernel), vjp=_vnorm_
 
 
 def _norm_input(op_name, x, dtype):
+    """``x`` in the dtype a norm computes in, checked in torch's order: the input floating
+    or complex, then ``dtype=`` floating or complex, of the input's kind (complex for
+    complex), and reached from the input's dtype without narrowing."""
     check_tensor(op_name, x, "x")
+    if x.dtype.category < 2:
+        raise RuntimeError(
+            f"{op_name}: Expected a floating point or complex tensor as input. Got "
+            f"{x.dtype.scalar_name}")
     if dtype is not None:
         dtype = _dt.lookup(dtype)
         if dtype.category < 2:
             raise RuntimeError(
                 f"{op_name}: dtype should be floating point or complex, but got "
                 f"{dtype.scalar_name}")
+        if x.dtype.is_complex != dtype.is_complex:
+            kind = "complex for complex" if x.dtype.is_complex else "real for real"
+            raise RuntimeError(f"{op_name}: dtype should be {kind} inputs, but got "
+                               f"{dtype.scalar_name}")
+        if _dt.promote_types(x.dtype, dtype) != dtype:
+            raise RuntimeError(
+                f"{op_name}: the dtype of the input ({x.dtype.scalar_name}) should be "
+                f"convertible without narrowing to the specified dtype ({dtype.scalar_name})")
         x = x.to(dtype)
-    if x.dtype.category < 2:
-        raise RuntimeError(
-            f"{op_name}: Expected a floating point or complex tensor as input. Got "
-            f"{x.dtype.scalar_name}")
     return x
 
 
@@ -136,7 +148,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     ord = _check_ord_number(op_name, ord)
     if dim is not None:
         dim = wrap_dims(dim, x.dim(), op_name)
-        if not dim:
+        if not dim or not x.dim():  # (a 0-dim tensor's dim 0 is the tensor itself)
             dim = None
     reduced = range(x.dim()) if dim is None else dim
     if ord < 0 or ord == _INF:
@@ -156,6 +168,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """The matrix norm of ``A`` over the two dims ``dim``: 'fro', 'nuc', +-1, +-2, +-inf."""
     op_name = "linalg.matrix_norm"
+    if (ord == "nuc" or ord in (2, -2)) and isinstance(A, Tensor) and \
+            A.dtype in (_dt.float16, _dt.bfloat16):
+        # (the input's own dtype, before dtype= is looked at)
+        raise RuntimeError(
+            f"{op_name}: Low precision dtypes not supported. Got {A.dtype.scalar_name}")
     A = _norm_input(op_name, A, dtype)
     if A.dim() < 2:
         raise RuntimeError(

@@ -145,6 +145,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
           per_sample_weights, include_last_offset, padding_idx):
     """``embedding_bag`` after its argument checks."""
+    if input.dim() == 2 and offsets is None and input.shape[1] == 0:
+        # torch's functional form builds the offsets of bags of width 0 with that step
+        raise RuntimeError("step must be nonzero")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "

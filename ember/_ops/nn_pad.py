@@ -54,7 +54,8 @@ def _mode_pad_vjp(g, x, *, pads, mode, nspatial):
     lead = tuple(x.shape[:x.dim() - nspatial])
     index = _index_map(spatial, pads, mode)
     planes = math.prod(lead)
-    idx = from_numpy(np.ascontiguousarray(np.broadcast_to(index, (planes,) + index.shape)))
+    # (a copy: with one plane, broadcast_to's read-only view is already contiguous)
+    idx = from_numpy(np.array(np.broadcast_to(index, (planes,) + index.shape)))
     if type(g._data) is not np.ndarray:
         idx = idx.to(g.device)
     g2 = g.reshape((planes, 1) + tuple(g.shape[len(lead):]))
@@ -103,30 +104,70 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
     if not 1 <= n <= 3 or input.dim() not in (n + 1, n + 2):
         raise NotImplementedError(
-            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
-            f"(got {input.dim()}-D input with {len(pad)} padding values for mode {mode})")
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if mode in ("reflect", "replicate"):
         nonempty_input(input, n, message=(
             f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with possibly 0 batch size and "
             f"other non-zero dimensions for input, but got: {list(input.shape)}"))
         kind = "reflection" if mode == "reflect" else "replication"
         kernel_dtype(f"{kind}_pad", input, f"{kind}_pad{n}d")
-    for i, (b, a) in enumerate(pairs):
+    for i in reversed(range(n)):  # (torch checks the last dim first, its pads argument #4)
+        b, a = pairs[i]
         size = input.shape[input.dim() - n + i]
         if mode == "reflect" and (b >= size or a >= size):
             raise RuntimeError(
-                f"Argument #4: Padding size should be less than the corresponding input "
+                f"Argument #{4 + 2 * (n - 1 - i)}: Padding size should be less than the "
+                f"corresponding input "
                 f"dimension, but got: padding ({b}, {a}) at dimension "
                 f"{input.dim() - n + i} of input {list(input.shape)}")
         if mode == "circular" and (b > size or a > size):
             raise RuntimeError(
                 "Padding value causes wrapping around more than once.")
-        if b < 0 or a < 0:
-            raise RuntimeError(f"{mode} padding does not support negative padding")
+    if any(b < 0 or a < 0 for b, a in pairs):
+        return _negative_mode_pad(input, pairs, mode, n)
     y = _dispatch.apply(mode_pad_op, (input,), {"pads": tuple(pairs), "mode": mode,
                                                 "nspatial": n})
     # reflect and replicate keep a channels-last input's layout in torch; circular does not
     return y if mode == "circular" else keep_layout(y, input)
+
+
+def _negative_mode_pad(input, pairs, mode, n):
+    """Reflect, replicate or circular padding with negative entries (``pairs``: (before,
+    after) per padded dim, outermost first), which crop.
+
+    NOTE [ Negative padding of the non-constant modes ]
+    torch reads output position ``j`` of a padded dim from input position ``j - before``
+    mapped into the input by the mode (clamped for replicate, mirrored for reflect), so a
+    negative ``before`` drops that many positions of the mapped sequence: the same as
+    padding by the positive entries and then narrowing the negative ones away. Its circular
+    mode is a composite that narrows first and wraps around what is left. An output size of
+    0 gives an empty result, except for 1-D reflect and replicate, whose kernel refuses it.
+    """
+    spatial = tuple(input.shape[input.dim() - n:])
+    outs = [s + b + a for s, (b, a) in zip(spatial, pairs)]
+    if n == 1 and mode != "circular" and outs[0] <= 0:
+        raise RuntimeError(f"input (W: {spatial[0]}) is too small. Calculated output W: "
+                           f"{outs[0]}")
+    if any(o < 0 for o in outs):
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    lead = input.dim() - n
+    flat = []
+    for b, a in pairs[::-1]:
+        flat += [max(b, 0), max(a, 0)]
+    x = input
+    if mode == "circular":
+        for i, (b, a) in enumerate(pairs):
+            d = lead + i
+            x = x.narrow(d, max(-b, 0), x.shape[d] + min(b, 0) + min(a, 0))
+        return pad(x, flat, mode) if any(flat) else x.clone()
+    y = pad(x, flat, mode) if any(flat) else x
+    for i, (b, _a) in enumerate(pairs):
+        y = y.narrow(lead + i, max(-b, 0), outs[i])
+    return y if any(flat) else y.clone()
 
 
 @public(method=False)

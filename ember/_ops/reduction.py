@@ -521,10 +521,20 @@ reduction_jvp(nansum_op)
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
     _check_tensor(input, "nansum", dtype)
-    if input._data.dtype.kind == "c":
-        raise RuntimeError("nansum does not support complex inputs")
+    complex_in = input._data.dtype.kind == "c"
+    if complex_in and out is not None:  # (torch's out= form refuses before the dims)
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     d = _dims(input, dim, "nansum")
+    if complex_in:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     rdt = _sum_dtype(input._data, _dtype_arg(_out_dtype(dtype, out)))
+    # torch's NaN-skipping kernel covers real floating dtypes: a dtype= reaching complex, or
+    # a floating input summed into an out= of an integer or complex dtype, has none
+    kd = np.dtype(rdt).kind if rdt is not None else "f"
+    if input._data.dtype.kind in "fV" and (kd == "c" or dtype is None and kd in "biu") and \
+            (out is None or dtype is None or _dt.lookup(out._data.dtype) == _dt.lookup(dtype)):
+        raise NotImplementedError(
+            f'"nansum_cpu" not implemented for \'{_dt.lookup(rdt).scalar_name}\'')
     return _apply(nansum_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt,
                                         "shape": input._data.shape}, out=out)
 
@@ -677,10 +687,16 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_name(input._data.dtype)}")
-    if input.is_complex():  # nanmean is nansum / count, and nansum refuses complex
-        raise RuntimeError("nansum on CPU does not support complex inputs")
+    # torch's order: the result dtype, the dims, then complex input (nanmean is nansum /
+    # count, and nansum refuses complex)
     rdt = _float_dtype_for(input, _out_dtype(dtype, out), "nanmean")
     d = _dims(input, dim, "nanmean")
+    if input.is_complex():
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    if rdt is not None and _dt.lookup(rdt).is_complex:
+        # a real input summed in a complex out='s dtype: torch's nansum has no such kernel
+        raise NotImplementedError(
+            f'"nansum_cpu" not implemented for \'{_dt.lookup(rdt).scalar_name}\'')
     return _apply(nanmean_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt}, out=out)
 
 
@@ -1412,6 +1428,10 @@ all_op = Op("all", _row_major(_logical_kernel), differentiable=False)
 
 def _all_any(name, is_all, input, dim, keepdim, out):
     _check_tensor(input, name)
+    if isinstance(out, Tensor) and out._data.dtype not in (np.bool_, np.uint8):
+        # torch checks the result's dtype before the dims
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: "
+                           f"{_dt.from_np[out._data.dtype].scalar_name}")
     # an empty dim tuple reduces nothing here (sum and the others read it as every dim)
     d = () if isinstance(dim, (tuple, list)) and len(dim) == 0 else _dims(input, dim, name)
     if out is not None and isinstance(out, Tensor) and out._data.dtype == np.uint8:
@@ -1776,10 +1796,10 @@ def logcumsumexp(input, dim=None, *, out=None):
     if dim is None:
         raise TypeError('logcumsumexp() missing 1 required positional arguments: "dim"')
     _check_tensor(input, "logcumsumexp")
+    d = wrap_dim(dim, input._data.ndim, "logcumsumexp")  # (before the dtype, as torch)
     if input._data.dtype.kind not in "fcV":
         raise NotImplementedError(
             f'"logcumsumexp_out_cpu" not implemented for \'{_name(input._data.dtype)}\'')
-    d = wrap_dim(dim, input._data.ndim, "logcumsumexp")
     return _apply(logcumsumexp_op, (input,), {"dim": d}, out=out)
 
 

@@ -540,28 +540,110 @@ linear_jvp(index_select_op, (0,))
 
 def _check_vector_index(op_name, input, index, dim):
     check_tensor(op_name, input, "input")
-    base = op_name.rstrip("_")
-    if base in ("index_add", "index_reduce") and isinstance(index, Tensor) and \
-            index._data.dtype not in (np.int32, np.int64):
-        # (named in place whichever form was called, as torch's shared kernel check)
-        raise RuntimeError(f"{base}_(): Expected dtype int32/int64 for index but got: "
-                           f"{index.dtype.scalar_name}")
     check_index_dtype(op_name, index, f"{op_name}(): Expected dtype int32 or int64 for index")
     if index._data.ndim > 1:
-        raise IndexError(f"{op_name}(): Index is supposed to be a vector, got shape "
-                         f"{list(index._data.shape)}")
+        raise IndexError(f"{op_name}(): Index is supposed to be a vector")
     (index,) = same_device(op_name, input, index)
     return wrap_dim(dim, input._data.ndim, op_name), index
+
+
+def _index_func_checks(base, input, dim, index, source, dtype_msg):
+    """``index_add`` / ``index_reduce``'s checks in torch's order and words (its shared
+    meta function, which names the in-place form whichever was called): the dim against
+    self's dims, the index a vector of int32/int64, the dtypes, ``dim`` inside the source,
+    the index count against the source's size along ``dim``, then the other sizes.
+    Returns (dim, index, source)."""
+    check_tensor(base, input, "input")
+    check_tensor(base, source, "source")
+    s, src = input._data, source._data
+    dim = wrap_dim(dim, s.ndim, base)
+    if not isinstance(index, Tensor):
+        check_index_dtype(base, index, f"{base}_(): Expected dtype int32/int64 for index")
+    i = index._data
+    if i.ndim > 1:
+        raise IndexError(f"{base}_(): Index is supposed to be a vector, but got dim: {i.ndim} "
+                         f"with type: {index.dtype.scalar_name} and size: {list(i.shape)}")
+    if i.dtype not in (np.int32, np.int64):
+        raise RuntimeError(f"{base}_(): Expected dtype int32/int64 for index but got: "
+                           f"{index.dtype.scalar_name}")
+    if src.dtype != s.dtype:
+        raise RuntimeError(dtype_msg.format(self=type_name(s.dtype), source=type_name(src.dtype)))
+    (index, source) = same_device(base, input, index, source)
+    if dim >= max(src.ndim, 1):
+        raise RuntimeError(f"{base}_(): Indexing dim {dim} is out of bounds of the source "
+                           f"tensor with dim {src.ndim}")
+    n = i.size
+    if n != (src.shape[dim] if src.ndim else 1):
+        if not src.ndim:  # (torch's message reads the scalar source's size along dim)
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        raise RuntimeError(f"{base}_(): Number of indices ({n}) should be equal to "
+                           f"source.size(dim): ({src.shape[dim]}), for dim: {dim}")
+    ss, srcs = list(s.shape), list(src.shape)
+    if ss and srcs:
+        del ss[dim], srcs[dim]
+    if ss != srcs:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(s.shape)} "
+                           f"source.shape = {list(src.shape)}")
+    return dim, index, source
+
+
+def _index_copy_checks(input, dim, index, source):
+    """``index_copy``'s checks in torch's order and words (named in place whichever form was
+    called): the dim against self's dims, the index's dims, a scalar source's single index or
+    the dims matching, the index's dtype, the dtypes, the slice shapes, then the count."""
+    check_tensor("index_copy", input, "input")
+    check_tensor("index_copy", source, "source")
+    s, src = input._data, source._data
+    dim = wrap_dim(dim, s.ndim, "index_copy")
+    if not isinstance(index, Tensor):
+        check_index_dtype("index_copy", index, "index_copy_(): Expected a long tensor for index")
+    i = index._data
+    if i.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {i.ndim})")
+    n = i.size
+    if not src.ndim and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one "
+                         f"element (got {n})")
+    if src.ndim != s.ndim and src.ndim and s.ndim:
+        raise IndexError("index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({src.ndim}), "
+                         f"destination dimensionality ({s.ndim})")
+    if i.dtype != np.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{index.dtype.scalar_name}")
+    if src.dtype != s.dtype:
+        raise RuntimeError(_COPY_DTYPE_MSG.format(self=type_name(s.dtype),
+                                                  source=type_name(src.dtype)))
+    (index, source) = same_device("index_copy", input, index, source)
+    ss, srcs = list(s.shape), list(src.shape)
+    if ss:
+        del ss[dim]
+    if srcs:
+        del srcs[dim]
+    if ss != srcs:
+        raise RuntimeError(
+            "index_copy_(): Source/destination tensor must have same slice shapes. "
+            f"Destination slice shape: {' '.join(map(str, ss))} at dimension {dim} and source "
+            f"slice shape: {' '.join(map(str, srcs))} at dimension 0.")
+    if src.ndim and n != src.shape[dim]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                         f"source.size(dim) ({src.shape[dim]})")
+    return dim, index, source
 
 
 @public
 def index_select(input, dim, index, *, out=None):
     """The slices of ``input`` along ``dim`` named by the 1-D ``index``, in its order."""
+    # torch's order: the dim, the index's dims, a scalar input's single index, its dtype
+    check_tensor("index_select", input, "input")
+    wrap_dim(dim, input._data.ndim, "index_select")
+    if isinstance(index, Tensor) and input._data.ndim == 0 and index._data.ndim <= 1 and \
+            index._data.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index._data.size} value(s)")
     dim, index = _check_vector_index("index_select", input, index, dim)
     i, n = index._data, _as1d(input._data).shape[dim]
-    if input._data.ndim == 0 and i.size > 1:
-        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
-                           f"{i.size} value(s)")
     if input._data.ndim > 1 and i.size and not n:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     try:
@@ -578,27 +660,11 @@ def index_select(input, dim, index, *, out=None):
                            {"dim": dim, "shape": input._data.shape}, out=out)
 
 
-def _check_source(op_name, input, dim, index, source, same_dtype_msg, alpha=1):
-    check_tensor(op_name, source, "source")
+def _check_source(op_name, input, dim, index, source, alpha=1):
+    """The indices' range, once the shapes passed (``_index_func_checks`` /
+    ``_index_copy_checks``)."""
     s, src = input._data, source._data
-    if src.dtype != s.dtype:
-        raise RuntimeError(same_dtype_msg.format(self=type_name(s.dtype),
-                                                 source=type_name(src.dtype)))
-    (source,) = same_device(op_name, input, source)
-    n = index._data.size
-    ss, srcs = _as1d(s).shape, _as1d(src).shape
-    if len(srcs) != len(ss) and not (src.ndim == 0 and n == 1):
-        raise RuntimeError(f"{op_name}(): source ({list(src.shape)}) and self "
-                           f"({list(s.shape)}) must have the same number of dimensions")
-    if len(srcs) == len(ss):
-        if srcs[dim] != n:
-            raise RuntimeError(f"{op_name}(): Number of indices ({n}) should be equal to "
-                               f"source.size(dim): ({srcs[dim]}), for dim: {dim}")
-        for d in range(len(ss)):
-            if d != dim and srcs[d] != ss[d]:
-                raise RuntimeError(
-                    f"{op_name}(): self ({list(s.shape)}) and source ({list(src.shape)}) must "
-                    f"have the same size apart from dimension {dim}")
+    ss = _as1d(s).shape
     if not s.size or not src.size:  # nothing is read or written: PyTorch checks nothing
         return source
     # torch's index_add reports a bad index as RuntimeError on its TensorIterator path (the
@@ -654,8 +720,9 @@ _ADD_DTYPE_MSG = "index_add_(): self ({self}) and source ({source}) must have th
 def index_add(input, dim, index, source, *, alpha=1, out=None):
     """``input`` with ``alpha * source`` added to the slices along ``dim`` named by ``index``
     (duplicates accumulate)."""
-    dim, index = _check_vector_index("index_add", input, index, dim)
-    source = _check_source("index_add", input, dim, index, source, _ADD_DTYPE_MSG, alpha)
+    dim, index, source = _index_func_checks("index_add", input, dim, index, source,
+                                            _ADD_DTYPE_MSG)
+    source = _check_source("index_add", input, dim, index, source, alpha)
     return _dispatch.apply(index_add_op, (input, index, source), {"dim": dim, "alpha": alpha},
                            out=out)
 
@@ -663,8 +730,9 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
 @public(name="index_add_", function=False)
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place :func:`index_add`."""
-    dim, index = _check_vector_index("index_add_", self, index, dim)
-    source = _check_source("index_add_", self, dim, index, source, _ADD_DTYPE_MSG, alpha)
+    dim, index, source = _index_func_checks("index_add", self, dim, index, source,
+                                            _ADD_DTYPE_MSG)
+    source = _check_source("index_add_", self, dim, index, source, alpha)
     check_no_overlap("index_add_", self, source)
     return inplace_or_not(index_add_op, "index_add_", self, (self, index, source),
                           {"dim": dim, "alpha": alpha}, _index_add_into)
@@ -699,20 +767,16 @@ _COPY_DTYPE_MSG = ("index_copy_(): self and source expected to have the same dty
 @public
 def index_copy(input, dim, index, source, *, out=None):
     """``input`` with the slices along ``dim`` named by ``index`` replaced by ``source``."""
-    _long_index("index_copy", index, RuntimeError, "index_copy_(): Expected a long tensor for "
-                "index, but got {}")
-    dim, index = _check_vector_index("index_copy", input, index, dim)
-    source = _check_source("index_copy", input, dim, index, source, _COPY_DTYPE_MSG)
+    dim, index, source = _index_copy_checks(input, dim, index, source)
+    source = _check_source("index_copy", input, dim, index, source)
     return _dispatch.apply(index_copy_op, (input, index, source), {"dim": dim}, out=out)
 
 
 @public(name="index_copy_", function=False)
 def index_copy_(self, dim, index, source):
     """In-place :func:`index_copy`."""
-    _long_index("index_copy_", index, RuntimeError, "index_copy_(): Expected a long tensor for "
-                "index, but got {}")
-    dim, index = _check_vector_index("index_copy_", self, index, dim)
-    source = _check_source("index_copy_", self, dim, index, source, _COPY_DTYPE_MSG)
+    dim, index, source = _index_copy_checks(self, dim, index, source)
+    source = _check_source("index_copy_", self, dim, index, source)
     check_no_overlap("index_copy_", self, source)
     return inplace_or_not(index_copy_op, "index_copy_", self, (self, index, source),
                           {"dim": dim}, _index_copy_into)
@@ -756,6 +820,8 @@ def _index_fill_args(op_name, input, dim, index, value):
             "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
             f"{value._data.ndim} dimension(s).")
     _long_index(op_name, index, IndexError, "index_fill_(): Expected dtype int64 for index.")
+    check_tensor(op_name, input, "input")
+    wrap_dim(dim, input._data.ndim, op_name)  # (torch wraps the dim before the index's dims)
     if isinstance(index, Tensor) and index._data.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     dim, index = _check_vector_index(op_name, input, index, dim)
@@ -835,11 +901,12 @@ def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=
     if not include_self and d is not None and (d.is_complex or d.name == "bool"):
         raise NotImplementedError(f'"index_reduce_func_exclude_input_init" not implemented '
                                   f"for '{d.scalar_name}'")
-    dim, index = _check_vector_index(op_name, input, index, dim)
+    dim, index, source = _index_func_checks("index_reduce", input, dim, index, source,
+                                            _REDUCE_DTYPE_MSG)
     i = index._data
     n = input.shape[dim] if input.dim() else 1
     try:
-        source = _check_source(op_name, input, dim, index, source, _REDUCE_DTYPE_MSG)
+        source = _check_source(op_name, input, dim, index, source)
         _no_complex_order(reduce, d, i)
         if holds_values(i) and i.size and ((i < 0).any() or (i >= n).any()):
             raise IndexError("index out of range in self")

@@ -985,7 +985,7 @@ expand_op = Op("expand", _expand_kernel, vjp=_expand_vjp, view_of=0, linear=True
 def _expand_geometry(t, sizes, op_name="expand"):
     """PyTorch's (shape, strides) for expanding ``t`` to ``sizes`` (-1 keeps a dim)."""
     a = t._data
-    shape, st = a.shape, _strides(a)
+    shape, st = a.shape, t.stride()  # (an empty tensor's as torch's: NumPy zeroes them)
     n, k = len(sizes), len(shape)
     if n < k:
         raise RuntimeError(

@@ -213,8 +213,22 @@ class DualLevel(_dispatch.Mode):
             functional = op.handle(False, len(args))
         else:
             functional = _dispatch._apply_handle(op, False)
-        res = functional(*args, **kwargs)
-        new = op_tangents(self, functional, op, args, kwargs, res)[0]
+        fargs = args
+        if _state.grad_enabled and _records(self, args):
+            # NOTE [ Tangent formulas of in-place ops under reverse mode ]
+            # The formula for the new tangent reads the written tensor's old value and its
+            # old tangent (``y.mul_(x)``: ``ty * x + y * tx``); when reverse mode records the
+            # formula (reverse over forward: ``jacrev(jacfwd(f))``, ``grad`` of a ``jvp``),
+            # its nodes save both, and the write below (and ``commit``'s write into the
+            # tangent) would leave them at a newer version, so backward refused them. The
+            # formula reads a copy of each instead, as PyTorch's formulas read the input's
+            # value from before the write; the copy is a differentiable clone, so gradients
+            # still reach the old value's history.
+            c = _clone_batched(args[0])
+            copy_tangents(args[0], c)
+            fargs = (c,) + tuple(args[1:])
+        res = functional(*fargs, **kwargs)
+        new = op_tangents(self, functional, op, fargs, kwargs, res)[0]
         r = handle(*args, **kwargs)
         commit(self, args[0], new)
         return r
@@ -287,6 +301,19 @@ class DualLevel(_dispatch.Mode):
 
 
 _special: dict = {}
+
+
+def _records(lvl, args):
+    """Whether reverse mode records a formula over ``args`` and their tangents of ``lvl``:
+    one of them requires grad."""
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._rg:
+                return True
+            t = get_tangent(a, lvl)
+            if t is not None and t._rg:
+                return True
+    return False
 
 
 def _is_float(t):

@@ -542,6 +542,8 @@ def _diagonal(handle, args, kwargs):
         raise _NoRule
     kw["dim1"] = _wrap(kw["dim1"], n) + k
     kw["dim2"] = _wrap(kw["dim2"], n) + k
+    if "in_shape" in kw:
+        kw["in_shape"] = tuple(phys.shape)
     return handle(phys, *args[1:], **kw), levels
 
 
@@ -594,7 +596,22 @@ def _narrow(handle, args, kwargs):
     phys, levels, k, nd = _one(args)
     kw = dict(kwargs)
     kw["dim"] = _shift(kw["dim"], nd, k)
+    if "in_shape" in kw:
+        kw["in_shape"] = tuple(phys.shape)
     return handle(phys, *args[1:], **kw), levels
+
+
+def _view_scatter(handle, args, kwargs):
+    """The gradient of ``narrow``/``select``/``diagonal``: zeros of the input's shape with
+    the batch dims in front, the view's dims shifted past them."""
+    phys, levels, k, nd = _one(args)
+    in_shape = tuple(phys.shape[:k]) + tuple(kwargs["in_shape"])
+    n = len(kwargs["in_shape"])
+    vparams = dict(kwargs["vparams"], in_shape=in_shape)
+    for key in ("dim", "dim1", "dim2"):
+        if key in vparams:
+            vparams[key] = _wrap(vparams[key], max(n, 1)) + k
+    return handle(phys, in_shape=in_shape, view=kwargs["view"], vparams=vparams), levels
 
 
 def _split(handle, args, kwargs):
@@ -1556,7 +1573,7 @@ _OP_RULES = {
         "softmax", "log_softmax", "cumsum", "_rcumsum", "cumprod", "logcumsumexp", "cummax",
         "sort",
         "topk", "flip", "select", "unbind", "unfold")},
-    "narrow": _narrow,
+    "narrow": _narrow, "_view_scatter": _view_scatter,
     "split": _split, "_split_backward": _split_backward,
     "linalg_solve_triangular": _matrix_pair, "_matrix_exp_block": _matrix_pair,
     "linalg_cross": _cross,

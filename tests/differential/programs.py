@@ -245,14 +245,17 @@ def printing(rng):
 
 from tests.differential.programs_distributions import distributions  # noqa: E402
 from tests.differential.programs_func import func  # noqa: E402
+from tests.differential.programs_functional import functional  # noqa: E402
 from tests.differential.programs_modules import modules  # noqa: E402
 from tests.differential.programs_optim import optim  # noqa: E402
+from tests.differential.programs_reductions import reductions  # noqa: E402
 from tests.differential.programs_sorting import sorting  # noqa: E402
 from tests.differential.programs_ties import ties  # noqa: E402
 
 FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
             "modules": modules, "distributions": distributions, "sorting": sorting,
-            "optim": optim, "ties": ties, "func": func}
+            "optim": optim, "ties": ties, "func": func, "reductions": reductions,
+            "functional": functional}
 
 
 def make(family, seed):
@@ -322,7 +325,8 @@ _TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 8e-3), "float32": (1e-5, 1
 _FAMILY_TOL = {"modules": {"float64": (1e-9, 1e-9), "float32": (1e-4, 1e-4)},
                "distributions": {"float64": (1e-7, 1e-7)},
                "optim": {"float64": (1e-10, 1e-10), "float32": (1e-5, 1e-5)},
-               "func": {"float64": (1e-7, 1e-7)}}
+               "func": {"float64": (1e-7, 1e-7)},
+               "functional": {"float64": (1e-9, 1e-9), "float32": (1e-4, 1e-4)}}
 
 
 def _loosest(source, family=None):
