@@ -231,8 +231,20 @@ def _same_global_state(request):
     kernels = _kernels._choice  # (backend() would load the kernels)
     mine = _global_settings(ember, settings)
     theirs = _global_settings(torch) if torch is not None else None
+    # print options and the distributions' validation default: a test that changed them left
+    # later reprs and out-of-support log_probs different (seen in session 32's CI)
+    libs = [ember] + ([torch] if torch is not None else [])
+    shown = [dict(vars(lib._tensor_str.PRINT_OPTS)) for lib in libs]
+    validated = [lib.distributions.Distribution._validate_args for lib in libs]
     yield
     leaks = []
+    for lib, opts, valid in zip(libs, shown, validated):
+        if dict(vars(lib._tensor_str.PRINT_OPTS)) != opts:
+            leaks.append(f"{lib.__name__} print options")
+            vars(lib._tensor_str.PRINT_OPTS).update(opts)
+        if lib.distributions.Distribution._validate_args != valid:
+            leaks.append(f"{lib.__name__} distributions' validate_args")
+            lib.distributions.Distribution._validate_args = valid
     if dict(os.environ) != env:
         changed = set(env) ^ set(os.environ) | {k for k in env if os.environ.get(k) != env[k]}
         changed.discard("PYTEST_CURRENT_TEST")  # pytest's own, set for each phase

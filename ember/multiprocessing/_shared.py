@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import sys
 import itertools
 import mmap
 import os
@@ -206,6 +207,33 @@ def is_shared(root) -> bool:
     return shared_info(root) is not None
 
 
+# NOTE [ A heap scan beside other threads ]
+# ``gc.get_objects()`` returns a list holding a reference to every tracked object, among
+# them a tuple another thread may still be building from an iterator: CPython grows such a
+# tuple in place, which it refuses once anything else refers to it, and that thread then
+# fails with "SystemError: Objects/tupleobject.c:927: bad argument to internal function".
+# It happened: a DataLoader worker's queue thread pickled a batch (``reduce_tensor`` ->
+# ``share_storage`` -> ``_views_of``) while the worker's main thread collated the next one
+# (tests/multiprocessing/test_share_beside_threads.py reproduces it in seconds). Raising
+# the interpreter's switch interval around the scan does not keep a thread already waiting
+# for the GIL out. So the scan is skipped where it cannot find anything: when nothing but
+# the tensor itself (and ``share_storage``'s own locals) refers to the storage's buffer, no
+# view of it exists -- a batch a collate function just made, the common case. Storages with
+# other holders (views, saved tensors) keep the scan, and with it that rare risk.
+def _no_other_holders(t, a, root):
+    """Whether only ``t`` holds ``root`` (``a`` being ``t._data``), counted by references:
+    ``t._data``, ``share_storage``'s locals ``a`` and ``root``, this function's parameters
+    ``a`` and ``root`` and ``getrefcount``'s argument -- six. (Data that is a view of its
+    root keeps the scan: the view's tensor may hold its root elsewhere too.) A count above
+    that, from a view's ``base``, another tensor or anything else, means the scan."""
+    return a is root and t._data is a and sys.getrefcount(root) <= _OWN_REFERENCES
+
+
+#: the references to a tensor's data that ``share_storage`` and ``_no_other_holders`` make
+#: themselves, ``t._data`` included
+_OWN_REFERENCES = 6
+
+
 def _views_of(root):
     """Live tensors whose data lies in ``root``'s buffer (a heap scan: sharing is rare)."""
     out = []
@@ -227,6 +255,7 @@ def share_storage(t):
     root = _root(a)
     if is_shared(root):
         return t
+    alone = _no_other_holders(t, a, root)   # (NOTE [ A heap scan beside other threads ])
     nbytes = root.nbytes
     if nbytes == 0:
         return t
@@ -237,7 +266,7 @@ def share_storage(t):
         raise RuntimeError("share_memory_: the storage's buffer is not contiguous")
     buf[:] = flat_src
     base_ptr = root.__array_interface__["data"][0]
-    for view in _views_of(root):
+    for view in ([t] if alone else _views_of(root)):
         d = view._data
         offset = d.__array_interface__["data"][0] - base_ptr
         view._data = np.ndarray(d.shape, dtype=d.dtype, buffer=buf, offset=offset,

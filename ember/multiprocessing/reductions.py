@@ -50,11 +50,10 @@ def reduce_tensor(t):
             "putting it on the queue).")
     from ..nn.parameter import Parameter
 
-    a = t._data
-    if type(a) is not np.ndarray:
+    if type(t._data) is not np.ndarray:
         raise RuntimeError("ember.multiprocessing: sharing CUDA tensors between processes is "
                            "not supported yet; move them to the CPU first")
-    _shared.share_storage(t)
+    _shared.share_storage(t)   # (no local of t's data here: NOTE [ A heap scan beside ...
     a = t._data
     root = _root(a)
     info = _shared.shared_info(root)
