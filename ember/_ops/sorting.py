@@ -157,42 +157,6 @@ def _std_sort(row, descending):
 
     el = list(zip(row, range(len(row))))
 
-    def insertion_sort(lo, hi):
-        for j in range(lo + 1, hi):
-            val = el[j]
-            if comp(val, el[lo]):
-                el[lo + 1:j + 1] = el[lo:j]
-                el[lo] = val
-            else:
-                _unguarded_insert(j, val)
-
-    def _unguarded_insert(j, val):
-        while comp(val, el[j - 1]):
-            el[j] = el[j - 1]
-            j -= 1
-        el[j] = val
-
-    def median_to_first(result, a, b, c):
-        if comp(el[a], el[b]):
-            m = b if comp(el[b], el[c]) else c if comp(el[a], el[c]) else a
-        else:
-            m = a if comp(el[a], el[c]) else c if comp(el[b], el[c]) else b
-        el[result], el[m] = el[m], el[result]
-
-    def partition(first, last):
-        median_to_first(first, first + 1, first + (last - first) // 2, last - 1)
-        lo, hi, pivot = first + 1, last, el[first]
-        while True:
-            while comp(el[lo], pivot):
-                lo += 1
-            hi -= 1
-            while comp(pivot, el[hi]):
-                hi -= 1
-            if not lo < hi:
-                return lo
-            el[lo], el[hi] = el[hi], el[lo]
-            lo += 1
-
     def heap_sort(first, last):  # std::partial_sort over the whole range
         part = el[first:last]
         _std_partial_sort(part, len(part), comp)
@@ -204,16 +168,59 @@ def _std_sort(row, descending):
                 heap_sort(first, last)
                 return
             depth -= 1
-            cut = partition(first, last)
+            cut = _pivot_partition(el, comp, first, last)
             introsort(cut, last, depth)
             last = cut
 
     n = len(el)
     introsort(0, n, 2 * (n.bit_length() - 1))
-    insertion_sort(0, min(n, 16))
+    _insertion_sort(el, comp, 0, min(n, 16))
     for j in range(16, n):
-        _unguarded_insert(j, el[j])
+        _unguarded_insert(el, comp, j, el[j])
     return [i for _, i in el]
+
+
+def _unguarded_insert(el, comp, j, val):
+    """Move ``val`` down from position ``j`` past every element ``comp`` puts after it
+    (something before it stops the walk)."""
+    while comp(val, el[j - 1]):
+        el[j] = el[j - 1]
+        j -= 1
+    el[j] = val
+
+
+def _insertion_sort(el, comp, lo, hi):
+    """std::sort's insertion sort of ``el[lo:hi]`` under ``comp``."""
+    for j in range(lo + 1, hi):
+        val = el[j]
+        if comp(val, el[lo]):
+            el[lo + 1:j + 1] = el[lo:j]
+            el[lo] = val
+        else:
+            _unguarded_insert(el, comp, j, val)
+
+
+def _pivot_partition(el, comp, first, last):
+    """std::sort's step over ``el[first:last]``: the median of the second, middle and last
+    elements moved to ``first`` as the pivot, then the unguarded partition around it;
+    returns the cut."""
+    a, b, c = first + 1, first + (last - first) // 2, last - 1
+    if comp(el[a], el[b]):
+        m = b if comp(el[b], el[c]) else c if comp(el[a], el[c]) else a
+    else:
+        m = a if comp(el[a], el[c]) else c if comp(el[b], el[c]) else b
+    el[first], el[m] = el[m], el[first]
+    lo, hi, pivot = first + 1, last, el[first]
+    while True:
+        while comp(el[lo], pivot):
+            lo += 1
+        hi -= 1
+        while comp(pivot, el[hi]):
+            hi -= 1
+        if not lo < hi:
+            return lo
+        el[lo], el[hi] = el[hi], el[lo]
+        lo += 1
 
 
 def _sorted(name, input, dim, descending, stable=True):
@@ -305,48 +312,19 @@ def _std_topk(row, k, largest):
     if k * 64 <= len(el):
         return _std_partial_sort(el, k, comp)
 
-    def insertion_sort(lo, hi):
-        for j in range(lo + 1, hi):
-            val = el[j]
-            if comp(val, el[lo]):
-                el[lo + 1:j + 1] = el[lo:j]
-                el[lo] = val
-            else:
-                m = j
-                while comp(val, el[m - 1]):
-                    el[m] = el[m - 1]
-                    m -= 1
-                el[m] = val
-
     first, last, nth = 0, len(el), k - 1
     depth = 2 * (len(el).bit_length() - 1)
     while last - first > 3:
         if depth == 0:  # (unreachable for rows this short)
             break
         depth -= 1
-        a, b, c = first + 1, first + (last - first) // 2, last - 1
-        if comp(el[a], el[b]):
-            m = b if comp(el[b], el[c]) else c if comp(el[a], el[c]) else a
-        else:
-            m = a if comp(el[a], el[c]) else c if comp(el[b], el[c]) else b
-        el[first], el[m] = el[m], el[first]
-        lo, hi, pivot = first + 1, last, el[first]
-        while True:
-            while comp(el[lo], pivot):
-                lo += 1
-            hi -= 1
-            while comp(pivot, el[hi]):
-                hi -= 1
-            if not lo < hi:
-                break
-            el[lo], el[hi] = el[hi], el[lo]
-            lo += 1
+        lo = _pivot_partition(el, comp, first, last)
         if lo <= nth:
             first = lo
         else:
             last = lo
-    insertion_sort(first, last)
-    insertion_sort(0, k - 1)
+    _insertion_sort(el, comp, first, last)
+    _insertion_sort(el, comp, 0, k - 1)
     return [i for _, i in el[:k]]
 
 
