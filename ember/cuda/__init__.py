@@ -41,7 +41,8 @@ from .memory import (  # noqa: F401  (the raw allocator API and snapshots)
     reset_peak_host_memory_stats, MemPool, use_mem_pool, CUDAPluggableAllocator,
     change_current_allocator,
 )
-from . import graphs, nccl, profiler  # noqa: E402,F401
+from . import gds, graphs, green_contexts, jiterator, nccl, profiler, sparse, tunable  # noqa: E402,F401,E501
+from .green_contexts import GreenContext  # noqa: F401
 from .graphs import (  # noqa: F401  (NOTE [ CUDA graphs on CuPy ])
     CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing, make_graphed_callables,
 )
@@ -420,6 +421,62 @@ def get_arch_list() -> list:
     if not is_available():
         return []
     return sorted({"sm_{}{}".format(*get_device_capability(i)) for i in range(device_count())})
+
+
+# NOTE [ Which GPUs run code built for which ]
+# NVIDIA's binary compatibility rule: machine code built for compute capability X.Y runs on
+# devices X.Z with Z >= Y of the same major version, except on the Tegra/integrated parts
+# (5.3, 6.2, 7.2, 8.7 and 10.1, now called 11.0), which run only code built for themselves.
+# ``DEVICE_REQUIREMENT`` maps a build target ``XY`` to the device capabilities that run it
+# (``dev in DEVICE_REQUIREMENT[code]``); ``PYTORCH_RELEASES_CODE_CC`` lists the targets of
+# PyTorch's release wheels per CUDA version and CPU architecture, for the messages that
+# compare a GPU with a build. ember's own kernels are compiled by CuPy for the GPU it finds.
+
+
+class _SameMajorFrom:
+    """Capabilities ``X.Z`` with ``Z >= Y`` (of ``start = XY``), minus ``exclude``."""
+
+    def __init__(self, start, exclude=()):
+        self.major, self.minor = divmod(start, 10)
+        self.exclude = set(exclude)
+
+    def __contains__(self, cc):
+        return cc not in self.exclude and cc // 10 == self.major and cc % 10 >= self.minor
+
+    def __str__(self):
+        text = f">={self.major}.{self.minor},<{self.major + 1}.0"
+        if self.exclude:
+            text += " except {" + ", ".join(f"{c // 10}.{c % 10}" for c in
+                                            sorted(self.exclude)) + "}"
+        return text
+
+
+class _Exactly:
+    """Exactly the listed capabilities."""
+
+    def __init__(self, values):
+        self.values = set(values)
+
+    def __contains__(self, cc):
+        return cc in self.values
+
+    def __str__(self):
+        return "{" + ", ".join(f"{c // 10}.{c % 10}" for c in sorted(self.values)) + "}"
+
+
+_TEGRA = {53: {53}, 62: {62}, 72: {72}, 87: {87}, 101: {101, 110}}  # (10.1 is now 11.0)
+DEVICE_REQUIREMENT: dict = {
+    code: _Exactly(_TEGRA[code]) if code in _TEGRA else
+    _SameMajorFrom(code, {c for c in _TEGRA if c // 10 == code // 10 and c > code})
+    for code in (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110,
+                 120, 121)
+}
+PYTORCH_RELEASES_CODE_CC: dict = {
+    "12.6": {"x86_64": {50, 60, 70, 75, 80, 86, 90}, "aarch64": {80, 90}},
+    "12.9": {"x86_64": {75, 80, 86, 90, 100, 120}, "aarch64": {80, 90, 100, 120}},
+    "13.0": {"x86_64": {75, 80, 86, 90, 100, 120}, "aarch64": {80, 90, 100, 110, 120}},
+    "13.2": {"x86_64": {75, 80, 86, 90, 100, 120}, "aarch64": {80, 90, 100, 110, 120}},
+}
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
