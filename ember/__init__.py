@@ -201,7 +201,7 @@ from ._top_level import (  # noqa: E402
     sym_not, sym_sqrt, sym_sum, typename,
 )
 from ._small_functions import (  # noqa: E402
-    USE_GLOBAL_DEPS, USE_RTLD_GLOBAL_WITH_LIBTORCH, classproperty, hash_tensor, is_distributed,
+    USE_GLOBAL_DEPS, USE_RTLD_GLOBAL_WITH_LIBTORCH, classproperty, is_distributed,
     ldexp_, prepare_multiprocessing_environment,
     profiler_allow_cudagraph_cupti_lazy_reinit_cuda12, segment_reduce, slice_inverse,
     sym_constrain_range, sym_constrain_range_for_size, sym_fresh_size, thread_safe_generator,

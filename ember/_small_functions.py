@@ -1,4 +1,4 @@
-"""Small ``torch.*`` functions composed of ember ops: ``segment_reduce``, ``hash_tensor``,
+"""Small ``torch.*`` functions composed of ember ops: ``segment_reduce``,
 ``slice_inverse``, ``ldexp_``, ``to_dlpack``, ``is_distributed``, ``classproperty``, the
 eager ``while_loop``, the symbolic-size checks in their eager meaning
 (``sym_constrain_range``, ``sym_constrain_range_for_size``, ``sym_fresh_size``),
@@ -15,7 +15,7 @@ from ._core.tensor import Tensor
 from ._ops.from_data import from_numpy, tensor
 
 __all__ = [
-    "USE_GLOBAL_DEPS", "USE_RTLD_GLOBAL_WITH_LIBTORCH", "classproperty", "hash_tensor",
+    "USE_GLOBAL_DEPS", "USE_RTLD_GLOBAL_WITH_LIBTORCH", "classproperty",
     "is_distributed", "ldexp_", "prepare_multiprocessing_environment",
     "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12", "segment_reduce", "slice_inverse",
     "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size",
@@ -135,44 +135,6 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None,
     return out
 
 
-def hash_tensor(input: Tensor, dim=(), *, keepdim: bool = False, mode: int = 0) -> Tensor:
-    """An XOR hash of the elements, over ``dim`` (all dimensions by default).
-
-    Each element is widened to its 64-bit kind (float64, or int64 for integers and bool),
-    its bits read as an unsigned 64-bit integer, and those XOR-ed together.
-
-    Args:
-        input (Tensor): the input.
-        dim (int or tuple of ints): the dimensions to reduce; all if empty. Default: ().
-        keepdim (bool): keep the reduced dimensions with size 1. Default: False.
-        mode (int): the hash; only 0 (XOR reduction) exists.
-
-    Returns:
-        Tensor: uint64 hashes.
-
-    Raises:
-        RuntimeError: an unknown ``mode``.
-
-    Example::
-
-        >>> ember.hash_tensor(ember.tensor([1, 2, 3]))
-        tensor(0, dtype=ember.uint64)
-        >>> ember.hash_tensor(ember.tensor([[1., 2.], [1., 2.]]), 0)
-        tensor([0, 0], dtype=ember.uint64)
-    """
-    if mode != 0:
-        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
-    arr = input.detach().cpu().numpy()
-    if input.is_complex():
-        raise RuntimeError(f"hash_tensor: complex input is not supported, got {input.dtype}")
-    wide = arr.astype(np.float64 if input.is_floating_point() else np.int64)
-    bits = wide.copy(order="C").view(np.uint64)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    axes = tuple(range(arr.ndim)) if not dims else tuple(d % max(arr.ndim, 1) for d in dims)
-    out = np.bitwise_xor.reduce(bits, axis=axes, keepdims=keepdim) if arr.ndim else bits
-    return from_numpy(np.asarray(out, dtype=np.uint64).copy()).to(input.device)
-
-
 def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None,
                   step: int = 1) -> Tensor:
     """A view of ``input``'s storage with ``src``'s geometry: undoes ``src[start:end:step]``.
@@ -198,6 +160,9 @@ def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None
         tensor([0., 1., 2., 3., 4., 5.])
     """
     return input.as_strided(src.size(), src.stride(), src.storage_offset())
+
+
+Tensor.slice_inverse = slice_inverse  # (torch.Tensor has it as a method too)
 
 
 def ldexp_(input: Tensor, other: Tensor) -> Tensor:

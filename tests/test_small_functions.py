@@ -121,6 +121,41 @@ def test_hash_tensor_matches_torch(make):
     assert e.numpy().tolist() == t.numpy().tolist()
 
 
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.arange(6.).reshape(2, 3).t().hash_tensor(1, keepdim=True),
+    lambda lib: lib.arange(6.).reshape(2, 3).t().hash_tensor(dim=(0, 1)),
+    lambda lib: lib.arange(6.).reshape(2, 3).hash_tensor(dim=[]),
+    lambda lib: lib.ones(2, 3).hash_tensor(dim=None, keepdim=True),
+    lambda lib: lib.empty(2, 0).hash_tensor(dim=0),
+    lambda lib: lib.tensor([float("nan"), -0.0]).hash_tensor(),
+    lambda lib: lib.tensor(3.0).hash_tensor(dim=0, keepdim=True),
+    lambda lib: lib.tensor([[1, 2], [3, 4]], dtype=lib.uint8).hash_tensor(-1),
+    lambda lib: lib.tensor([1.0, 2.0], dtype=lib.bfloat16, requires_grad=True).hash_tensor(),
+    lambda lib: lib.hash_tensor(lib.ones(2, 3), out=lib.empty((), dtype=lib.uint64)),
+])
+def test_hash_tensor_edges_match_torch(make):
+    t, e = make(torch), make(ember)
+    assert e.dtype == ember.uint64 and tuple(e.shape) == tuple(t.shape)
+    assert e.numpy().tolist() == t.numpy().tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.hash_tensor(lib.ones(2, 3), 5),
+    lambda lib: lib.hash_tensor(lib.ones(2, 3), dim=(0, 0)),
+    lambda lib: lib.hash_tensor(lib.empty(0)),
+    lambda lib: lib.hash_tensor(lib.empty(0), dim=0),
+    lambda lib: lib.tensor([7], dtype=lib.uint32).hash_tensor(),
+    lambda lib: lib.tensor([1 + 1j]).hash_tensor(),
+    lambda lib: lib.hash_tensor(lib.ones(2), out=lib.empty((), dtype=lib.int64)),
+])
+def test_hash_tensor_refusals_match_torch(call):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        call(ember)
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_hash_tensor_unknown_mode_raises_runtime_error():
     with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
         ember.hash_tensor(ember.ones(2), mode=1)

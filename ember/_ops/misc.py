@@ -836,3 +836,82 @@ def _value_tensor(v):
 
 
 Tensor.fill_diagonal_ = fill_diagonal_
+
+
+# ------------------------------------------------------------------------------------------------
+# hash_tensor
+
+
+def _hash_tensor_kernel(xp, a, *, dim, keepdim):
+    # every element as 64 bits (integers sign-extended, floats widened to float64), XORed
+    if a.dtype.kind in "biu":
+        bits = a.astype(np.int64).view(np.uint64)
+    else:
+        bits = a.astype(np.float64).view(np.uint64)
+    return xp.bitwise_xor.reduce(bits, axis=dim, keepdims=keepdim)
+
+
+hash_tensor_op = Op("hash_tensor", _hash_tensor_kernel, differentiable=False)
+
+
+@public
+def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
+    """A hash of the elements of ``input`` over ``dim`` (all of them by default): each element
+    is taken as 64 bits -- integers and bools sign-extended to int64, floating values widened
+    to float64 -- and the bit patterns are combined with XOR (``mode=0``, the only mode).
+
+    Args:
+        input (Tensor): bool, integer (up to 64 bits, signed, or uint8) or floating tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; None or ``()`` for all.
+        keepdim (bool): keep the reduced dims with size 1. Default: False.
+        mode (int): the hash; only 0 (XOR of the bits). Keyword-only.
+        out (Tensor, optional): a uint64 tensor for the result.
+
+    Returns:
+        Tensor: uint64 hashes.
+
+    Example::
+
+        >>> ember.hash_tensor(ember.tensor([1, 2, 3]))
+        tensor(0, dtype=ember.uint64)
+        >>> ember.tensor([[1.5, -0.0]]).hash_tensor(dim=1)
+        tensor([13832806255468478464], dtype=ember.uint64)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"hash_tensor(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    a = input._data
+    name = _dt.from_np[a.dtype].scalar_name
+    if a.dtype.kind == "c" or a.dtype.kind == "u" and a.dtype.itemsize > 1 or \
+            a.dtype in _dt._NO_MATH_NP:
+        raise NotImplementedError(f'"xor_sum_cpu" not implemented for \'{name}\'')
+    nd = a.ndim
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None or len(dim) == 0:
+        if a.size == 0:
+            raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        axes = None
+        if keepdim:
+            axes = tuple(range(nd))
+    else:
+        from .._core.checks import wrap_dim
+
+        axes = tuple(wrap_dim(d, nd, "hash_tensor") for d in dim)
+        for d in axes:
+            if axes.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        for d in axes:
+            if nd and a.shape[d] == 0:
+                raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero "
+                                 "size.")
+        axes = axes if nd else None
+    if out is not None and out._data.dtype != np.uint64:
+        raise RuntimeError(f"Expected result to be of dtype uint64, but got "
+                           f"{_dt.from_np[out._data.dtype].scalar_name}")
+    r = _dispatch.apply(hash_tensor_op, (input,), {"dim": axes, "keepdim": keepdim and nd > 0})
+    return r if out is None else _dispatch.write_out("hash_tensor", out, r)
