@@ -15,7 +15,7 @@ the schedule, not the values beyond float rounding.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ._jit import njit
 
 _FM = {"reassoc", "contract", "nsz"}
 _OPTS = dict(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
@@ -134,6 +134,18 @@ def channels_last_padded(x, ph, pw, out):  # pragma: no cover - compiled
     Wp, C) with Hp >= H + ph and Wp >= W + pw (the tiles' padded plane always holds x)."""
     n_, c_, h, w = x.shape
     hp, wp = out.shape[1], out.shape[2]
+    # NOTE [ Channels-last copies and 4 KiB planes ]
+    # Each output row gathers one value from every channel's plane. Where the planes lie a
+    # multiple of 4 KiB apart (32x32 or 64x64 float32 planes), those reads all fall in one
+    # set of the L1 cache and evict each other: such planes copy sixteen channels' rows
+    # whole (vector loads) into a block that stays in L1, then write it out transposed.
+    # Other planes gather directly, which is about twice as fast (one thread, us, block /
+    # gather, warm and cold caches): (2, 64, 24, 24) 32 / 19 and 83 / 46, (2, 32, 26, 26)
+    # 21 / 12 and 44 / 24 (the MNIST CNN's conv2), (8, 128, 14, 14) 322 / 116 cold, (2,
+    # 256, 8, 8) 37 / 19; against (7, 64, 32, 32) 206 / 761 and (2, 64, 64, 64) 225 / 875.
+    # Inside the MNIST CNN's step on a loaded machine both measured 4.8 ms a step (in-process
+    # A/B, one thread): there the input arrives from memory, which bounds either.
+    blocked = (h * w * x.itemsize) % 4096 == 0
     rows = np.empty((16, w), x.dtype)       # sixteen channels' rows, read contiguously
     for n in range(n_):
         for i in range(hp):
@@ -145,10 +157,12 @@ def channels_last_padded(x, ph, pw, out):  # pragma: no cover - compiled
                 out[n, i, j, :] = 0
             for j in range(pw + w, wp):
                 out[n, i, j, :] = 0
-            # sixteen channels at a time, their rows copied whole (vector loads) into a
-            # block that stays in L1, then written out transposed: 0.48 -> 0.20 ms for
-            # (7, 64, 32, 32) against reading each value from its plane on the way (bounds
-            # taken from x's own shape: with a cropped row length it ran at 0.30)
+            if not blocked:
+                for j in range(w):
+                    o = out[n, i, pw + j]
+                    for c in range(c_):
+                        o[c] = x[n, c, ii, j]
+                continue
             for c0 in range(0, c_, 16):
                 c1 = min(c0 + 16, c_)
                 for c in range(c0, c1):
