@@ -161,6 +161,165 @@ def drop_stale_numba_caches(root=None):
     return True
 
 
+# NOTE [ Kernel caches shared by content ]
+# numba keeps a kernel's compiled code beside its module (``__pycache__``) and trusts it while
+# that file's modification time and size stay the same. So every fresh copy of ember -- a new
+# clone, CI's checkout, a reinstall -- compiles every kernel again on first use: 10-15 s
+# of a training script's first step (the bench's MNIST CNN 12.9 s, GPT-mini ~13 s, ResNet-18
+# 11 s, with numba's Python frontend taking most of it, so threads would not help). ember's
+# kernels are instead cached in one folder per *content* of the kernel modules:
+# ``~/.cache/ember/numba/<digest>/`` (``$XDG_CACHE_HOME`` or ``EMBER_NUMBA_CACHE_DIR`` move
+# it), where the digest hashes the text of every module that compiles with numba (those the
+# stamp above lists: they import nothing else into compiled code), numba's and Python's
+# versions and the machine's architecture; numba's own index adds the CPU's name and
+# features and each function's bytecode. Any copy of the same kernel sources finds the
+# kernels compiled by another, and an edit to any kernel module starts a new folder (which
+# also answers the cross-module staleness above). The newest ``_SHARED_KEEP`` folders are
+# kept. A user's ``NUMBA_CACHE_DIR``, an unwritable home, or any function outside ember keep
+# numba's own locators. ``share_numba_caches`` installs the locator; ember's kernel modules
+# take ``njit`` from ``ember/_kernels/_jit.py``, which calls it before any kernel is declared
+# (numba picks a function's cache when it is decorated).
+_SHARED_KEEP = 8
+_digest = [None]
+
+
+def _numba_sources(root):
+    """(path relative to ``root``, absolute path) of each module that compiles with numba."""
+    found = []
+    for d in _NUMBA_MODULES:
+        folder = os.path.join(root, d)
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".py") and ("numba" in name or name == "rng_sequential.py"):
+                found.append((f"{d}/{name}", os.path.join(folder, name)))
+    return found
+
+
+def kernel_digest(root=None):
+    """The content digest naming ember's shared kernel cache (NOTE [ Kernel caches shared by
+    content ]): the kernel modules' text, numba's and Python's versions, the architecture.
+
+    Args:
+        root: the package folder (default: ember's own).
+
+    Returns:
+        str: 24 hex digits.
+
+    Example::
+
+        >>> len(kernel_digest())
+        24
+    """
+    import hashlib
+    import platform
+
+    h = hashlib.sha256()
+    try:
+        import numba
+
+        h.update(numba.__version__.encode())
+    except ImportError:
+        pass
+    h.update(f"{sys.version_info[:2]} {platform.machine()}".encode())
+    for rel, path in _numba_sources(root or os.path.dirname(os.path.abspath(__file__))):
+        with open(path, "rb") as f:
+            h.update(rel.encode() + b"\0" + f.read() + b"\0")
+    return h.hexdigest()[:24]
+
+
+def shared_cache_root():
+    """The folder holding ember's shared kernel caches, one subfolder per kernel digest.
+
+    Returns:
+        str
+
+    Example::
+
+        >>> shared_cache_root().endswith("numba")
+        True
+    """
+    base = os.environ.get("EMBER_NUMBA_CACHE_DIR")
+    if base:
+        return base
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "ember", "numba")
+
+
+def _prune_shared(root, keep):
+    """Remove all but the ``keep`` most recently used digest folders under ``root``."""
+    import shutil
+
+    try:
+        folders = [os.path.join(root, n) for n in os.listdir(root)]
+        folders = sorted((f for f in folders if os.path.isdir(f)), key=os.path.getmtime,
+                         reverse=True)
+    except OSError:
+        return
+    for old in folders[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def share_numba_caches():
+    """Put ember's numba kernels' disk caches in the content-addressed shared folder (NOTE
+    [ Kernel caches shared by content ]); idempotent. Needs numba.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> share_numba_caches()  # doctest: +SKIP
+    """
+    from numba.core import caching, config
+
+    if any(getattr(c, "_ember_shared", False) for c in caching.CacheImpl._locator_classes):
+        return
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    class SharedLocator(caching._CacheLocator):
+        """Locates an ember kernel's cache in the shared folder of its sources' digest."""
+
+        _ember_shared = True
+
+        def __init__(self, py_func, path):
+            self._lineno = py_func.__code__.co_firstlineno
+            self._path = path
+
+        def get_cache_path(self):
+            return self._path
+
+        def get_source_stamp(self):
+            return _digest[0]
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if config.CACHE_DIR or not os.path.abspath(py_file).startswith(package):
+                return None
+            if _digest[0] is None:
+                _digest[0] = kernel_digest()
+            rel = os.path.relpath(os.path.dirname(os.path.abspath(py_file)), package)
+            folder = os.path.join(shared_cache_root(), _digest[0])
+            fresh = not os.path.isdir(folder)
+            self = cls(py_func, os.path.join(folder, rel.replace(os.sep, "_")))
+            try:
+                self.ensure_cache_path()
+                os.utime(folder)  # (most recently used: kept by the pruning)
+            except OSError:
+                return None
+            if fresh:
+                _prune_shared(shared_cache_root(), _SHARED_KEEP)
+            return self
+
+    caching.CacheImpl._locator_classes = [SharedLocator] + list(
+        caching.CacheImpl._locator_classes)
+
+
 _dropped_stale = [False]  # checked once a process
 
 

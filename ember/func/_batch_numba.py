@@ -25,7 +25,8 @@ from __future__ import annotations
 import platform
 
 from llvmlite import ir
-from numba import njit, types
+from .._kernels._jit import njit
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
