@@ -43,3 +43,18 @@ def test_unstable_sort_ties_in_torch_order():
         d = bool(rng.random() < 0.5)
         assert ember.from_numpy(x).sort(descending=d).indices.tolist() == \
             torch.from_numpy(x).sort(descending=d).indices.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int16", "bool", "bfloat16"])
+def test_mode_ties_in_torch_order(dtype):
+    rng = np.random.default_rng(21)
+    for _ in range(80):
+        n = int(rng.integers(1, 200))
+        x = rng.integers(0, int(rng.integers(1, 5)), (3, n))
+        t = torch.from_numpy(x).to(getattr(torch, dtype))
+        if dtype == "float32" and rng.random() < 0.3:
+            t[rng.random((3, n)) < 0.1] = float("nan")
+        e = ember.from_numpy(t.float().numpy()).to(getattr(ember, dtype))
+        a, b = t.mode(1), e.mode(1)
+        assert b.indices.tolist() == a.indices.tolist(), (dtype, n)
+        np.testing.assert_array_equal(b.values.float().numpy(), a.values.float().numpy())
