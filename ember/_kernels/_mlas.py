@@ -359,12 +359,17 @@ def _operand(x):
     return None
 
 
+_BLAS = []  # ember._kernels._blas once imported (it imports this module: no top import)
+
+
 def _threads(m, n, k):
     if _parallel._held[0] or getattr(_parallel._piece, "busy", False):
         return 1
-    from ._blas import one_thread
+    if not _BLAS:
+        from . import _blas
 
-    return 1 if one_thread(m, n, k) else _parallel._threads()
+        _BLAS.append(_blas)
+    return 1 if _BLAS[0].one_thread(m, n, k) else _parallel._threads()
 
 
 def matmul(a, b, out=None):

@@ -53,14 +53,24 @@ _WEIGHT_TRANSFORM = np.kron(_G, _G)
 _TILE_BYTES = 2 * 2**20
 
 
+_KERNELS = []  # (_numba_winograd22, _numba_winograd43) once loaded: per-call imports cost
+
+
+def _compiled():
+    """The F(2x2) and F(4x4) kernel modules (numba), imported once."""
+    if not _KERNELS:
+        from . import _numba_winograd22, _numba_winograd43
+
+        _KERNELS.extend((_numba_winograd22, _numba_winograd43))
+    return _KERNELS
+
+
 def _impl():
     from . import backend
 
     if backend() != "numba":
         return None
-    from . import _numba_winograd43
-
-    return _numba_winograd43
+    return _compiled()[1]
 
 
 def eligible(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
@@ -317,8 +327,7 @@ def channels_last_tiles(x, pad, th, tw, size, split=False):
         >>> channels_last_tiles(np.ones((1, 3, 4, 4), np.float32), (1, 1), 2, 2, 2).shape
         (16, 4, 3)
     """
-    from . import _numba_winograd22, _numba_winograd43
-
+    _numba_winograd22, _numba_winograd43 = _compiled()
     n, c = x.shape[:2]
     xp = np.empty((n, size * th + 2, size * tw + 2, c), x.dtype)
     v = np.empty(((size + 2) ** 2, n * th * tw, c), x.dtype)
