@@ -7,25 +7,34 @@ by ``ember._kernels``, which callers use.
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 
 import numpy as np
 
 from .. import _parallel
 
 _F32 = np.dtype(np.float32)
+_loaded: dict = {}
+
+
+def _module(name):
+    """``ember._kernels.<name>`` (a numba module), imported on first use and kept: an import
+    statement in a hot function costs ~3 us a call in the import machinery."""
+    m = _loaded.get(name)
+    if m is None:
+        m = _loaded[name] = importlib.import_module(f"{__package__}.{name}")
+    return m
 
 
 def _fast(*arrays):
-    from . import _fast as fast  # (not at import: the package imports this module)
-
-    return fast(*arrays)
+    # (the package imports this module, so its functions are found at call time)
+    return sys.modules[__package__]._fast(*arrays)
 
 
 def _param(p, n):
-    from . import _param as param
-
-    return param(p, n)
+    return sys.modules[__package__]._param(p, n)
 
 # NOTE [ Compiled max pooling ]
 # NumPy's max pooling (``_max_pool_kernel`` in ``ember/_ops/nn_pool.py``) makes one pass
@@ -61,9 +70,7 @@ POOL_SPLIT = 1 << 18
 def _pool_impl(*arrays):
     if _fast(*arrays) is None:
         return None
-    from . import _numba_pool
-
-    return _numba_pool
+    return _module("_numba_pool")
 
 
 def max_pool2d(x, kernel_size, stride, padding, dilation, out_size):
@@ -160,9 +167,7 @@ def _optim_impl(*arrays):
     for i, a in enumerate(arrays):
         if a.shape != shape or not a.flags.c_contiguous or (i != 1 and not a.flags.writeable):
             return None
-    from . import _numba_optim
-
-    return _numba_optim
+    return _module("_numba_optim")
 
 
 def sgd(p, g, buf, *, lr, momentum, dampening, weight_decay, nesterov, maximize):
@@ -267,9 +272,7 @@ OPTIM_SPLIT = 1 << 19
 def _norm_impl(*arrays):
     if _fast(*arrays) is None:
         return None
-    from . import _numba_norm
-
-    return _numba_norm
+    return _module("_numba_norm")
 
 
 #: batch norm inputs from this many elements split their channels over the threads: a

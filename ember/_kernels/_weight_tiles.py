@@ -34,6 +34,8 @@ import weakref
 
 import numpy as np
 
+from .. import _parallel
+
 #: (id(x), id(w), kind) -> (weakref to x, weakref to w, weight sample, U)
 _kept: dict = {}
 
@@ -148,7 +150,6 @@ _SPLIT_COLUMNS = 1 << 15
 def _blocks(size, fn):
     """Run ``fn(lo, hi)`` over ``range(size)`` in blocks, on every thread where that pays,
     with the BLAS at one thread."""
-    from .. import _parallel
 
     def run(lo, hi):
         for b in range(lo, hi, _BLOCK):

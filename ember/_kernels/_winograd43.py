@@ -36,6 +36,8 @@ where ``pays`` says so (measured, see there); everything else stays with the oth
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import _parallel
@@ -66,9 +68,7 @@ def _compiled():
 
 
 def _impl():
-    from . import backend
-
-    if backend() != "numba":
+    if sys.modules[__package__].backend() != "numba":
         return None
     return _compiled()[1]
 

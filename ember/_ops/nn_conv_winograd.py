@@ -51,9 +51,7 @@ _WEIGHT_TILE_BYTES = 4 * 2**20
 def _impl():
     if _kernels.backend() != "numba":
         return None
-    from .._kernels import _numba_conv
-
-    return _numba_conv
+    return _kernels._train._module("_numba_conv")
 
 
 def output_plane(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
