@@ -55,6 +55,7 @@ needs onnxruntime alone, not the ``onnx`` package (15 MB more resident, 70 ms mo
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import numpy as np
@@ -359,17 +360,11 @@ def _operand(x):
     return None
 
 
-_BLAS = []  # ember._kernels._blas once imported (it imports this module: no top import)
-
-
 def _threads(m, n, k):
     if _parallel._held[0] or getattr(_parallel._piece, "busy", False):
         return 1
-    if not _BLAS:
-        from . import _blas
-
-        _BLAS.append(_blas)
-    return 1 if _BLAS[0].one_thread(m, n, k) else _parallel._threads()
+    # (_blas imports this module, so it is found at call time, without an import statement)
+    return 1 if sys.modules[__package__]._blas.one_thread(m, n, k) else _parallel._threads()
 
 
 def matmul(a, b, out=None):

@@ -55,16 +55,19 @@ _WEIGHT_TRANSFORM = np.kron(_G, _G)
 _TILE_BYTES = 2 * 2**20
 
 
-_KERNELS = []  # (_numba_winograd22, _numba_winograd43) once loaded: per-call imports cost
+_KERNELS = None  # (_numba_winograd22, _numba_winograd43) once loaded: per-call imports cost
 
 
 def _compiled():
-    """The F(2x2) and F(4x4) kernel modules (numba), imported once."""
-    if not _KERNELS:
+    """The F(2x2) and F(4x4) kernel modules (numba), imported once (one tuple assignment,
+    so threads that race here see a whole pair)."""
+    global _KERNELS
+    pair = _KERNELS
+    if pair is None:
         from . import _numba_winograd22, _numba_winograd43
 
-        _KERNELS.extend((_numba_winograd22, _numba_winograd43))
-    return _KERNELS
+        pair = _KERNELS = (_numba_winograd22, _numba_winograd43)
+    return pair
 
 
 def _impl():
