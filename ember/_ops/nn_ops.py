@@ -882,7 +882,7 @@ def linear(input, weight, bias=None):
         out = wrap(_affine(np, xd, weight._data, None if bias is None else bias._data))
         if (input._rg or weight._rg or bias is not None and bias._rg) and \
                 _dispatch.record is not None and _dispatch.state.grad_enabled:
-            _dispatch.record(linear_op, (input, weight, bias), {}, out)
+            _dispatch.record_affine(linear_op, input, weight, bias, out)
         return out
     return _dispatch.apply(linear_op, (input, weight, bias), {})
 
