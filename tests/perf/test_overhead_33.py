@@ -3,6 +3,7 @@ against the plain path it stands in for (the same node, the same bits), and agai
 where installed.
 
 - NOTE [ Recording a layer call ] in ember/autograd/_nodes.py
+- NOTE [ Cross entropy's direct path ] in ember/_ops/nn_ops.py
 """
 
 from __future__ import annotations
@@ -126,3 +127,110 @@ def test_record_affine_under_anomaly_mode_keeps_the_trace():
         y = ember.nn.functional.linear(x, w)
     assert getattr(y.grad_fn, "_trace", None) is not None
 
+
+# ------------------------------------------------------------------------------------------------
+# cross entropy's direct path
+
+
+def _ce_run(x, t, monkeypatch=None, plain=False, **kw):
+    """Loss, gradient and node of ``cross_entropy`` over arrays ``x`` and ``t``, by the
+    direct path or (``plain``) by the checked one through the dispatcher."""
+    if plain:
+        monkeypatch.setattr(nn_ops, "_cross_entropy_direct", lambda *a: None)
+        monkeypatch.setattr(nn_ops.cross_entropy_backward_op, "builtin_cpu", False)
+    ex = ember.tensor(x, requires_grad=True)
+    loss = ember.nn.functional.cross_entropy(ex, ember.tensor(t), **kw)
+    name = loss.grad_fn.name()
+    loss.backward(ember.ones_like(loss))
+    if plain:
+        monkeypatch.undo()
+    return loss.detach().numpy(), ex.grad.numpy(), name
+
+
+_CE_CASES = [
+    dict(rows=1, classes=64, reduction="mean", ignore=False),
+    dict(rows=7, classes=10, reduction="mean", ignore=True),
+    dict(rows=7, classes=10, reduction="sum", ignore=True),
+    dict(rows=5, classes=3, reduction="none", ignore=True),
+    dict(rows=64, classes=1000, reduction="mean", ignore=False),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case", _CE_CASES, ids=str)
+def test_cross_entropy_direct_path_is_the_checked_paths_bits(monkeypatch, case, dtype):
+    x = _rand(case["rows"], case["classes"], dtype=dtype) * 3
+    t = np.random.default_rng(4).integers(0, case["classes"], case["rows"])
+    if case["ignore"]:
+        t[::3] = -100
+    fast = _ce_run(x, t, reduction=case["reduction"])
+    plain = _ce_run(x, t, monkeypatch, plain=True, reduction=case["reduction"])
+    for f, p in zip(fast[:2], plain[:2]):
+        assert f.dtype == p.dtype and f.shape == p.shape
+        np.testing.assert_array_equal(f, p)
+    assert fast[2] == plain[2]
+
+
+def test_cross_entropy_direct_path_is_taken_for_a_training_loss(monkeypatch):
+    calls = []
+    real = nn_ops._ce_kernel
+    monkeypatch.setattr(nn_ops, "_ce_kernel", lambda *a, **k: calls.append(1) or real(*a, **k))
+    applied = []
+    real_apply = nn_ops._dispatch.apply
+    monkeypatch.setattr(nn_ops._dispatch, "apply",
+                        lambda op, *a, **k: applied.append(op.name) or real_apply(op, *a, **k))
+    x = ember.tensor(_rand(4, 5), requires_grad=True)
+    ember.nn.functional.cross_entropy(x, ember.tensor([0, 1, 2, 3])).backward()
+    assert calls == [1]
+    assert "cross_entropy_loss" not in applied
+    assert "cross_entropy_loss_backward" not in applied
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(reduction="sum"), dict(reduction="none"),
+                                dict(ignore_index=1), dict(label_smoothing=0.1),
+                                dict(weight=[1.0, 2.0, 0.5])], ids=str)
+def test_cross_entropy_matches_torch(kw):
+    torch = pytest.importorskip("torch")
+    x = _rand(6, 3) * 2
+    t = np.array([0, 1, 2, 1, 0, 1])
+    res = []
+    for T in (ember, torch):
+        k = dict(kw)
+        if "weight" in k:
+            k["weight"] = T.tensor(k["weight"])
+        xt = T.tensor(x, requires_grad=True)
+        loss = T.nn.functional.cross_entropy(xt, T.tensor(t), **k)
+        loss.backward(T.ones_like(loss))
+        res.append((loss.detach().numpy(), xt.grad.numpy(), loss.grad_fn.name()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-5, atol=1e-6)
+    assert res[0][2] == res[1][2]
+
+
+@pytest.mark.parametrize("target", [[0, 3], [0, -1], [0, 2]], ids=str)
+def test_cross_entropy_direct_path_errors_match_torch(target):
+    torch = pytest.importorskip("torch")
+    errs = []
+    for T in (ember, torch):
+        x = T.tensor(_rand(2, 3))
+        tt = T.tensor(target)
+        if target == [0, 2]:  # a batch that does not match
+            tt = T.tensor(target + [1])
+        with pytest.raises(Exception) as e:
+            T.nn.functional.cross_entropy(x, tt)
+        errs.append((type(e.value), str(e.value)))
+    assert errs[0] == errs[1]
+
+
+def test_cross_entropy_double_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = _rand(3, 4)
+    t = np.array([1, 0, 3])
+    res = []
+    for T in (ember, torch):
+        xt = T.tensor(x, requires_grad=True)
+        loss = T.nn.functional.cross_entropy(xt, T.tensor(t))
+        (g,) = T.autograd.grad(loss, xt, create_graph=True)
+        (gg,) = T.autograd.grad((g * g).sum(), xt)
+        res.append(gg.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-4, atol=1e-6)
