@@ -4,6 +4,7 @@ where installed.
 
 - NOTE [ Recording a layer call ] in ember/autograd/_nodes.py
 - NOTE [ Cross entropy's direct path ] in ember/_ops/nn_ops.py
+- NOTE [ Plain concatenations ] in ember/_ops/join.py
 """
 
 from __future__ import annotations
@@ -234,3 +235,98 @@ def test_cross_entropy_double_backward_matches_torch():
         (gg,) = T.autograd.grad((g * g).sum(), xt)
         res.append(gg.numpy())
     np.testing.assert_allclose(res[0], res[1], rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------
+# plain concatenations, chunk's pieces
+
+from ember._ops import join  # noqa: E402
+
+
+def _general_cat_params(tensors, dim):
+    """The params ``cat``'s general checks give (NOTE [ Plain concatenations ])."""
+    seen = []
+    real = join._apply
+    join._apply = lambda op, inputs, params, out=None: seen.append(params)
+    real_plain = join._plain_cat
+    join._plain_cat = lambda *a: None
+    try:
+        join.cat(tensors, dim)
+    finally:
+        join._apply = real
+        join._plain_cat = real_plain
+    return seen[0]
+
+
+_CAT_CASES = [
+    ([(2, 3), (2, 5)], 1), ([(2, 3), (4, 3)], 0), ([(2, 3), (2, 5)], -1), ([(3,), (4,)], 0),
+    ([(1, 2, 3, 4), (1, 2, 1, 4), (1, 2, 2, 4)], 2), ([(2, 0), (2, 3)], 1), ([(5, 2)], -2),
+]
+
+
+@pytest.mark.parametrize("shapes,dim", _CAT_CASES, ids=str)
+def test_plain_cat_params_are_the_general_checks(shapes, dim):
+    ts = [ember.tensor(_rand(*s, seed=i)) for i, s in enumerate(shapes)]
+    assert join._plain_cat(ts, dim) == _general_cat_params(ts, dim)
+
+
+@pytest.mark.parametrize("case", [
+    ([np.float32, np.float64], [(2, 3), (2, 3)], 1),  # dtypes that promote
+    ([np.float32, np.float32], [(0,), (3,)], 0),  # a 1-D empty tensor, skipped
+    ([np.float32, np.float32], [(2, 3), (3, 3)], 1),  # sizes that disagree
+    ([np.float32, np.float32], [(2, 3), (2, 3, 1)], 0),  # ranks that disagree
+    ([np.float32, np.float32], [(2, 3), (2, 3)], 2),  # a dim out of range
+], ids=str)
+def test_plain_cat_leaves_other_calls_to_the_general_checks(case):
+    dtypes, shapes, dim = case
+    ts = [ember.tensor(_rand(*s, seed=i, dtype=d)) for i, (s, d) in
+          enumerate(zip(shapes, dtypes))]
+    assert join._plain_cat(ts, dim) is None
+
+
+@pytest.mark.parametrize("shapes,dim", [([(2, 3), (4, 3)], 1), ([(2, 3), (2, 3, 1)], 0),
+                                        ([(2, 3), (2, 3)], 2), ([(2, 3)], -3)], ids=str)
+def test_cat_errors_match_torch(shapes, dim):
+    torch = pytest.importorskip("torch")
+    errs = []
+    for T in (ember, torch):
+        ts = [T.tensor(_rand(*s, seed=i)) for i, s in enumerate(shapes)]
+        with pytest.raises(Exception) as e:
+            T.cat(ts, dim)
+        errs.append((type(e.value), str(e.value)))
+    assert errs[0] == errs[1]
+
+
+def test_plain_cat_matches_torch_with_gradients():
+    torch = pytest.importorskip("torch")
+    arrays = [_rand(2, 3), _rand(2, 4, seed=1), _rand(3, 2, seed=2).T]  # a transposed one
+    res = []
+    for T in (ember, torch):
+        ts = [T.tensor(a, requires_grad=True) for a in arrays]
+        y = T.cat(ts, 1)
+        (y * T.arange(20.0).reshape(2, 10)).sum().backward()
+        res.append((y.detach().numpy(), y.stride(), y.grad_fn.name(),
+                    [t.grad.numpy() for t in ts]))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    assert res[0][1:3] == res[1][1:3]
+    for a, c in zip(res[0][3], res[1][3]):
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("n,chunks,dim", [(8, 4, 1), (7, 3, 1), (5, 5, 0), (3, 5, 0),
+                                          (6, 4, -1)], ids=str)
+def test_chunk_is_splits_pieces(n, chunks, dim):
+    torch = pytest.importorskip("torch")
+    a = _rand(n, n)
+    x = ember.tensor(a, requires_grad=True)
+    pieces = (x * 1).chunk(chunks, dim)
+    size = -(-n // chunks)
+    ref = (x * 1).split(size, dim)
+    assert [p.shape for p in pieces] == [r.shape for r in ref]
+    assert [p.grad_fn.name() for p in pieces] == [r.grad_fn.name() for r in ref]
+    for p, r in zip(pieces, ref):
+        np.testing.assert_array_equal(p.detach().numpy(), r.detach().numpy())
+    sum(p.sum() * (i + 1) for i, p in enumerate(pieces)).backward()
+    tx = torch.tensor(a, requires_grad=True)
+    sum(p.sum() * (i + 1) for i, p in enumerate((tx * 1).chunk(chunks, dim))).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
