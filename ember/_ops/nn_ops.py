@@ -762,7 +762,15 @@ def _small_linear_vjp(g, x, w, need_x, need_w, need_b):
         return None
     gx = wrap(gd.dot(wd)) if wd is not None else None
     gw = wrap(gd.T.dot(xd)) if xd is not None else None
-    return gx, gw, g.sum(0) if need_b else None
+    if not need_b:
+        return gx, gw, None
+    if gd.shape[0] == 1:
+        # one row: its sum is the row added to zero (-0.0 becomes 0.0, as a sum gives)
+        z = _ZEROS.get(gd.dtype)
+        if z is None:
+            z = _ZEROS[gd.dtype] = np.zeros((), gd.dtype)
+        return gx, gw, wrap(np.add(gd[0], z))
+    return gx, gw, g.sum(0)
 
 
 # NOTE [ Small linear gradients ]
@@ -772,7 +780,8 @@ def _small_linear_vjp(g, x, w, need_x, need_w, need_b):
 # operands small enough that ``matmul`` itself would take ``ndarray.dot`` (NOTE [ Small
 # products by dot ] in linalg.py) the gradients are the very same ``dot`` calls on the
 # arrays: same bits, one wrap each (7.4 -> 3 us a node). The bias's sum stays the
-# tensor ``sum`` (its blocked kernels decide its bits). Anything else -- larger products,
+# tensor ``sum`` (its blocked kernels decide its bits), but for one row (batch 1), whose sum
+# is the row plus zero, one NumPy add (1.2 -> 0.5 us). Anything else -- larger products,
 # other dtypes or layouts, vmap, modes, the profiler, double backward -- takes the formula.
 
 

@@ -330,3 +330,33 @@ def test_chunk_is_splits_pieces(n, chunks, dim):
     tx = torch.tensor(a, requires_grad=True)
     sum(p.sum() * (i + 1) for i, p in enumerate((tx * 1).chunk(chunks, dim))).backward()
     np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+# ------------------------------------------------------------------------------------------------
+# a one-row linear layer's bias gradient
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_one_row_bias_gradient_is_the_sums_bits(dtype):
+    g = np.array([[-0.0, 0.0, 1.5, np.nan, -np.inf, np.inf, 3e-8, -7.25]], dtype)
+    x = ember.tensor(_rand(1, 3, dtype=dtype), requires_grad=True)
+    w = ember.tensor(_rand(8, 3, seed=1, dtype=dtype), requires_grad=True)
+    b = ember.tensor(_rand(8, seed=2, dtype=dtype), requires_grad=True)
+    ember.nn.functional.linear(x, w, b).backward(ember.tensor(g))
+    ref = ember.tensor(g).sum(0).numpy()
+    assert b.grad.dtype == ember.tensor(ref).dtype and b.grad.shape == (8,)
+    assert b.grad.numpy().tobytes() == ref.tobytes()
+
+
+def test_one_row_bias_gradient_matches_torch():
+    torch = pytest.importorskip("torch")
+    g = np.array([[-0.0, 1.0, np.nan, -2.5]], np.float32)
+    res = []
+    for T in (ember, torch):
+        x = T.zeros(1, 3, requires_grad=True)
+        w = T.zeros(4, 3, requires_grad=True)
+        b = T.zeros(4, requires_grad=True)
+        T.nn.functional.linear(x, w, b).backward(T.tensor(g))
+        res.append(b.grad.numpy())
+    assert res[0].tobytes() == res[1].tobytes()
