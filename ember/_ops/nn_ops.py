@@ -1157,12 +1157,13 @@ def _ce_classes(x, target, reduction, ignore_index):
     probs, losses, valid, bad = fused
     if bad >= 0:
         raise IndexError(f"Target {int(target[bad])} is out of bounds.")
+    # (``np.add.reduce`` is what ``ndarray.sum`` runs, without its Python frame)
     if reduction == "none":
         out = losses
     elif reduction == "sum":
-        out = np.asarray(losses.sum())
+        out = np.asarray(np.add.reduce(losses))
     else:
-        out = np.asarray(losses.sum() / valid.sum())
+        out = np.asarray(np.add.reduce(losses) / np.add.reduce(valid))
     return out, probs
 
 
@@ -1210,6 +1211,16 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     c = probs.shape[1]
     if c == 0:  # no classes (every target ignored): no entries
         return xp.zeros(probs.shape, probs.dtype)
+    if xp is np and weight is None and probs.ndim == 2 and reduction != "none" and \
+            g.dtype == probs.dtype and 0 < probs.shape[0] <= _EXACT_COUNT:
+        # NOTE [ Cross entropy's backward without ignored rows ]
+        t = target.reshape(-1)
+        if (t != ignore_index).all():
+            m = probs.shape[0]
+            v = g / probs.dtype.type(m) if reduction == "mean" else g
+            gx = _kernels.cross_entropy_backward(probs, t, np.full(m, v, probs.dtype))
+            if gx is not None:
+                return gx
     rows, safe, wt = _class_rows(xp, probs, target, weight, ignore_index)
     if reduction == "none":
         scale = wt * g.reshape(-1)
@@ -1225,6 +1236,17 @@ def _ce_backward_kernel(xp, g, probs, target, weight, *, reduction, ignore_index
     if probs.ndim > 2:
         gx = xp.moveaxis(gx.reshape((probs.shape[0],) + probs.shape[2:] + (c,)), -1, 1)
     return gx
+
+
+# NOTE [ Cross entropy's backward without ignored rows ]
+# With no class weights and no row ignored (a training batch), each row's weight is 1 and
+# the mean divides by the row count, so the rows' common scale is ``g / rows`` (``g`` for the
+# sum) and the targets are used as they are: the general path's valid mask, safe targets,
+# weights, their sum and the scaled copy (six NumPy calls, ~3 us) give the same values --
+# ``1 * v`` is ``v`` and a float sum of up to ``_EXACT_COUNT`` ones is exact -- so the
+# compiled kernel gets them directly. ``none`` (a scale per row from ``g``), weights, ignored
+# rows and devices take the general path.
+_EXACT_COUNT = 1 << 24
 
 
 cross_entropy_backward_op = Op("cross_entropy_loss_backward",

@@ -360,3 +360,37 @@ def test_one_row_bias_gradient_matches_torch():
         T.nn.functional.linear(x, w, b).backward(T.tensor(g))
         res.append(b.grad.numpy())
     assert res[0].tobytes() == res[1].tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("rows,classes", [(1, 64), (7, 10), (33, 5)], ids=str)
+@pytest.mark.parametrize("scale", [1.0, -3.7, 0.0, -0.0, float("nan")], ids=str)
+def test_cross_entropy_backward_without_ignored_rows_is_the_general_bits(
+        monkeypatch, dtype, reduction, rows, classes, scale):
+    x = _rand(rows, classes, dtype=dtype) * 4
+    t = np.random.default_rng(5).integers(0, classes, rows)
+    grads = []
+    for general in (False, True):
+        if general:
+            monkeypatch.setattr(nn_ops, "_EXACT_COUNT", 0)
+        ex = ember.tensor(x, requires_grad=True)
+        loss = ember.nn.functional.cross_entropy(ex, ember.tensor(t), reduction=reduction)
+        loss.backward(ember.tensor(scale, dtype=loss.dtype))
+        grads.append(ex.grad.numpy())
+        monkeypatch.undo()
+    assert grads[0].dtype == grads[1].dtype
+    assert grads[0].tobytes() == grads[1].tobytes()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_backward_with_a_uint8_target_matches_torch(reduction):
+    torch = pytest.importorskip("torch")
+    x = _rand(4, 6)
+    t = np.array([0, 5, 2, 2], np.uint8)
+    res = []
+    for T in (ember, torch):
+        xt = T.tensor(x, requires_grad=True)
+        T.nn.functional.cross_entropy(xt, T.tensor(t), reduction=reduction).backward()
+        res.append(xt.grad.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=1e-7)
