@@ -760,6 +760,34 @@ def fit_grads(nxt, res, meta):
                 if rd.shape != m[0] or rd.dtype != m[1]:
                     r1 = _fit(r1, m)
         return (r0, r1)
+    if n == 3 and len(res) >= 3:
+        # three inputs (linear, addmm, where): as for two, without the general loop's list
+        r0, r1, r2 = res[0], res[1], res[2]
+        if r0 is not None:
+            if nxt[0][0] is None:
+                r0 = None
+            else:
+                rd = r0._data
+                m = meta[0]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r0 = _fit(r0, m)
+        if r1 is not None:
+            if nxt[1][0] is None:
+                r1 = None
+            else:
+                rd = r1._data
+                m = meta[1]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r1 = _fit(r1, m)
+        if r2 is not None:
+            if nxt[2][0] is None:
+                r2 = None
+            else:
+                rd = r2._data
+                m = meta[2]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r2 = _fit(r2, m)
+        return (r0, r1, r2)
     out = []
     for (node, _), r, m in zip(nxt, res, meta):
         if node is None or r is None:
