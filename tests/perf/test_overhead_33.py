@@ -5,6 +5,7 @@ where installed.
 - NOTE [ Recording a layer call ] in ember/autograd/_nodes.py
 - NOTE [ Cross entropy's direct path ] in ember/_ops/nn_ops.py
 - NOTE [ Plain concatenations ] in ember/_ops/join.py
+- NOTE [ Row-ordered operands ] in ember/_ops/_memory_format.py
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ _NEEDS = [(n, has_bias) for n in itertools.product([True, False], repeat=3)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("needs,has_bias", _NEEDS, ids=str)
 @pytest.mark.parametrize("x_view", [False, True])
-def test_record_affine_makes_records_node(dtype, has_bias, needs, x_view):
+def test_record_affine_makes_records_node(monkeypatch, dtype, has_bias, needs, x_view):
+    # (saving as it is before any saved-tensor hooks or inference mode ran in this process:
+    # those make every later save take ``record``'s slow path for good)
+    monkeypatch.setattr(_nodes, "slow_save", False)
     x, w, b = _linear_inputs(needs, has_bias, dtype, x_view)
     y = ember.nn.functional.linear(x, w, b)  # linear's direct path: record_affine
     fast = y.grad_fn
@@ -69,6 +73,14 @@ def test_record_affine_makes_records_node(dtype, has_bias, needs, x_view):
     assert _node_fields(fast) == _node_fields(plain)
     assert [type(n).__name__ for n, _ in fast.next_functions] == \
         [type(n).__name__ for n, _ in plain.next_functions]
+
+
+def test_record_affine_leaves_the_slow_save_state_to_record(monkeypatch):
+    monkeypatch.setattr(_nodes, "slow_save", True)
+    x, w, b = _linear_inputs((True, True, True), True, np.float32, False)
+    node = ember.nn.functional.linear(x, w, b).grad_fn
+    assert node._vers is None
+    assert [None if s is None else s.t for s in node._saved] == [x, w, None]
 
 
 @pytest.mark.parametrize("has_bias", [True, False])
@@ -394,3 +406,55 @@ def test_cross_entropy_backward_with_a_uint8_target_matches_torch(reduction):
         T.nn.functional.cross_entropy(xt, T.tensor(t), reduction=reduction).backward()
         res.append(xt.grad.numpy())
     np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------------------------
+# element-wise results of row-ordered operands
+
+from ember._ops import _memory_format as mf  # noqa: E402
+
+
+def _slices(shape):
+    """Arrays of ``shape`` in layouts that are not contiguous: column and row slices of wider
+    arrays, every other element, reversed, transposed, expanded, and contiguous ones."""
+    n = int(np.prod(shape))
+    base = np.arange(n, dtype=np.float32).reshape(shape)
+    wide = np.arange(n * 4, dtype=np.float32).reshape(shape[:-1] + (shape[-1] * 4,))
+    out = [base, wide[..., :shape[-1]], wide[..., shape[-1]:2 * shape[-1]], wide[..., ::4],
+           base[::-1], np.asfortranarray(base), np.broadcast_to(np.float32(2), shape),
+           np.array(3, dtype=np.float32)]
+    if len(shape) >= 2:
+        tall = np.arange(n * 3, dtype=np.float32).reshape((shape[0] * 3,) + shape[1:])
+        out += [tall[::3], tall[shape[0]:2 * shape[0]], np.broadcast_to(base[:1], shape),
+                np.broadcast_to(base[..., :1], shape)]
+    return out
+
+
+@pytest.mark.parametrize("shape", [(4, 64), (3, 5), (2, 3, 4), (2, 3, 4, 5), (7,), (2, 1, 3)],
+                         ids=str)
+def test_row_ordered_exit_matches_the_rule(shape):
+    layouts = [a for a in _slices(shape) if a.shape in (shape, ())]
+    for a, b in itertools.product(layouts, repeat=2):
+        r = np.multiply(a, b)
+        if r.shape != shape:
+            continue
+        fast = mf.follow(r, (a, b))
+        plain = r if r.size == 0 else mf.with_strides(r, mf.result_strides(r.shape, (a, b)))
+        assert fast.strides == plain.strides, (a.strides, b.strides)
+        np.testing.assert_array_equal(fast, plain)
+        assert (fast is r) == (plain is r)
+
+
+def test_gate_slices_results_match_torch_strides():
+    torch = pytest.importorskip("torch")
+    a = _rand(4, 256)
+    got = []
+    for T in (ember, torch):
+        x = T.tensor(a)
+        i, f, g, o = x.chunk(4, 1)
+        y = i * f + g.sigmoid() * (1 - o)
+        z = x[:, ::2] * x[:, 1::2]
+        got.append((y.stride(), z.stride(), y.numpy().copy(), z.numpy().copy()))
+    assert got[0][:2] == got[1][:2]
+    np.testing.assert_allclose(got[0][2], got[1][2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[0][3], got[1][3])
