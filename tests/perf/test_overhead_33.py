@@ -6,6 +6,7 @@ where installed.
 - NOTE [ Cross entropy's direct path ] in ember/_ops/nn_ops.py
 - NOTE [ Plain concatenations ] in ember/_ops/join.py
 - NOTE [ Row-ordered operands ] in ember/_ops/_memory_format.py
+- NOTE [ LSTM step gradients on the arrays ] in ember/_ops/nn_rnn.py
 """
 
 from __future__ import annotations
@@ -458,3 +459,74 @@ def test_gate_slices_results_match_torch_strides():
     assert got[0][:2] == got[1][:2]
     np.testing.assert_allclose(got[0][2], got[1][2], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[0][3], got[1][3])
+
+
+# ------------------------------------------------------------------------------------------------
+# an LSTM step's gradients on the arrays
+
+from ember._ops import nn_rnn  # noqa: E402
+
+
+def _cell_grads(monkeypatch, plain, dtype, only_h, nan):
+    if plain:
+        monkeypatch.setattr(nn_rnn, "_lstm_step_grads_on_arrays", lambda *a: None)
+    ember.manual_seed(0)
+    cell = ember.nn.LSTMCell(5, 6).to(ember.float64 if dtype == np.float64 else ember.float32)
+    x = ember.tensor(_rand(3, 5, dtype=dtype), requires_grad=True)
+    h0 = _rand(3, 6, seed=1, dtype=dtype)
+    if nan:
+        h0[1, 2] = np.nan
+    h = ember.tensor(h0, requires_grad=True)
+    c = ember.tensor(_rand(3, 6, seed=2, dtype=dtype), requires_grad=True)
+    h2, c2 = cell(x, (h, c))
+    h3, c3 = cell(x * 2, (h2, c2))
+    loss = (h3 * ember.tensor(_rand(3, 6, seed=3, dtype=dtype))).sum()
+    if not only_h:
+        loss = loss + (c3 * 3).sum()
+    loss.backward()
+    out = [t.grad.numpy().copy() for t in (x, h, c)] + \
+        [p.grad.numpy().copy() for p in cell.parameters()]
+    monkeypatch.undo()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("only_h", [False, True])
+@pytest.mark.parametrize("nan", [False, True])
+def test_lstm_step_gradients_on_arrays_are_the_formulas_bits(monkeypatch, dtype, only_h, nan):
+    fast = _cell_grads(monkeypatch, False, dtype, only_h, nan)
+    plain = _cell_grads(monkeypatch, True, dtype, only_h, nan)
+    for a, b in zip(fast, plain):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
+
+
+def test_lstm_step_gradients_on_arrays_are_taken_without_a_graph(monkeypatch):
+    calls = []
+    real = nn_rnn._lstm_step_grads_on_arrays
+    monkeypatch.setattr(nn_rnn, "_lstm_step_grads_on_arrays",
+                        lambda *a: calls.append(1) or real(*a))
+    cell = ember.nn.LSTMCell(2, 3)
+    x = ember.ones(1, 2, requires_grad=True)
+    h, c = cell(x)
+    (h.sum() + c.sum()).backward()
+    assert calls == [1]
+    (g,) = ember.autograd.grad(cell(x)[0].sum(), x, create_graph=True)
+    assert calls == [1] and g.requires_grad  # the formula's own ops under create_graph
+
+
+def test_lstm_cell_gradients_match_torch():
+    torch = pytest.importorskip("torch")
+    res = []
+    for T in (ember, torch):
+        cell = T.nn.LSTMCell(4, 5)
+        with T.no_grad():
+            for k, p in enumerate(cell.parameters()):
+                p.copy_(T.tensor(_rand(*p.shape, seed=10 + k)))
+        x = T.tensor(_rand(2, 4), requires_grad=True)
+        h, c = cell(x)
+        h, c = cell(x, (h, c))
+        (h.sum() * 2 + c.sum()).backward()
+        res.append([x.grad.numpy()] + [p.grad.numpy() for p in cell.parameters()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
