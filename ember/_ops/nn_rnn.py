@@ -172,6 +172,8 @@ def _check_cell(input, hidden, w_ih, w_hh, gates, biases=(), cell=None):
     hidden sizes (an LSTM's ``cell`` state too, whose dtype may differ: it meets the gates
     in elementwise ops only). The cells take batched (N, I) inputs only (the modules add the
     batch)."""
+    if _cell_args_plain(input, hidden, w_ih, w_hh, gates, biases, cell):
+        return
     shaped = tuple(hidden) + (() if cell is None else (cell,))
     for t in (input,) + shaped:
         if t.dim() < 2:
@@ -211,6 +213,35 @@ def _check_cell(input, hidden, w_ih, w_hh, gates, biases=(), cell=None):
         if h.shape[1] != hs:
             raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
                                f"expected {hs}")
+
+
+def _cell_args_plain(input, hidden, w_ih, w_hh, gates, biases, cell):
+    """Whether a cell's arguments pass every check of ``_check_cell``, tested on the arrays
+    in one pass: 2-D float or complex operands of one dtype (the cell state's may differ),
+    weights of ``gates`` rows per hidden unit, and matching sizes. False sends the call
+    through the checks one by one, which raise torch's errors."""
+    x = input._data
+    dt = x.dtype
+    if x.ndim != 2 or dt.kind not in "fc":
+        return False
+    wi, wh = w_ih._data, w_hh._data
+    if wi.ndim != 2 or wh.ndim != 2 or wi.dtype != dt or wh.dtype != dt:
+        return False
+    n, hs = x.shape[0], wh.shape[1]
+    if wi.shape[0] != gates * hs or wh.shape[0] != gates * hs or x.shape[1] != wi.shape[1]:
+        return False
+    for h in hidden:
+        d = h._data
+        if d.ndim != 2 or d.dtype != dt or d.shape[0] != n or d.shape[1] != hs:
+            return False
+    if cell is not None:
+        d = cell._data
+        if d.ndim != 2 or d.shape[0] != n or d.shape[1] != hs:
+            return False
+    for b in biases:
+        if b is not None and b._data.dtype != dt:
+            return False
+    return True
 
 
 @public(method=False)

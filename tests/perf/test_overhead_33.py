@@ -530,3 +530,57 @@ def test_lstm_cell_gradients_match_torch():
         res.append([x.grad.numpy()] + [p.grad.numpy() for p in cell.parameters()])
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# the cells' argument checks in one pass
+
+_CELL_BAD = {
+    "input 1-D": dict(x=(5,)),
+    "input size": dict(x=(3, 4)),
+    "batch": dict(h=(2, 6)),
+    "hidden size": dict(h=(3, 7)),
+    "weight rows": dict(w_hh=(10, 6)),
+    "float64 hidden": dict(h_dtype=np.float64),
+    "int input": dict(x_dtype=np.int64),
+}
+
+
+def _cell_args(T, kind, x=(3, 5), h=(3, 6), w_hh=None, h_dtype=np.float32,
+               x_dtype=np.float32):
+    gates = {"lstm_cell": 4, "gru_cell": 3, "rnn_tanh_cell": 1}[kind]
+    w_hh = w_hh or (gates * 6, 6)
+    xs = T.tensor(_rand(*x).astype(x_dtype))
+    hs = T.tensor(_rand(*h, seed=1).astype(h_dtype))
+    wi = T.tensor(_rand(gates * 6, 5, seed=2))
+    wh = T.tensor(_rand(*w_hh, seed=3))
+    hx = (hs, T.tensor(_rand(*h, seed=4))) if kind == "lstm_cell" else hs
+    return xs, hx, wi, wh
+
+
+@pytest.mark.parametrize("kind", ["lstm_cell", "gru_cell", "rnn_tanh_cell"])
+@pytest.mark.parametrize("bad", list(_CELL_BAD), ids=str)
+def test_cell_arguments_refused_as_torch_by_the_checks(kind, bad):
+    torch = pytest.importorskip("torch")
+    xs, hx, wi, wh = _cell_args(ember, kind, **_CELL_BAD[bad])
+    hidden = hx[:1] if kind == "lstm_cell" else (hx,)
+    cell = hx[1] if kind == "lstm_cell" else None
+    gates = {"lstm_cell": 4, "gru_cell": 3, "rnn_tanh_cell": 1}[kind]
+    assert not nn_rnn._cell_args_plain(xs, hidden, wi, wh, gates, (None, None), cell)
+    errs = []
+    for T in (ember, torch):
+        with pytest.raises(Exception) as e:
+            getattr(T, kind)(*_cell_args(T, kind, **_CELL_BAD[bad]))
+        # (the dtype message names dtypes as ember's Python names where torch writes C++'s:
+        # ``Double != Float``, torch ``double != float``: only the type is compared there)
+        errs.append((type(e.value), "dtype" if bad in ("float64 hidden", "int input")
+                     else str(e.value)))
+    assert errs[0] == errs[1]
+
+
+@pytest.mark.parametrize("kind", ["lstm_cell", "gru_cell", "rnn_tanh_cell"])
+def test_cell_arguments_plain_take_the_one_pass(kind):
+    xs, hx, wi, wh = _cell_args(ember, kind)
+    hidden = hx[:1] if kind == "lstm_cell" else (hx,)
+    cell = hx[1] if kind == "lstm_cell" else None
+    gates = {"lstm_cell": 4, "gru_cell": 3, "rnn_tanh_cell": 1}[kind]
+    assert nn_rnn._cell_args_plain(xs, hidden, wi, wh, gates, (None, None), cell)
