@@ -101,6 +101,9 @@ record_binary = None
 #: record_unary(op, t, params, output): ``record(op, (t,), params, output)`` for one input
 #: that requires grad (the reductions' hot paths call it after testing grad mode)
 record_unary = None
+#: record_affine(op, x, w, b, output): ``record(op, (x, w, b), {}, output)`` for linear's
+#: 2-D float calls (NOTE [ Recording a layer call ] in ember/autograd/_nodes.py)
+record_affine = None
 #: set by ember/_ops/creation.py: ``(self, result) -> result`` recording that ``self`` is
 #: overwritten by values with no gradient (NOTE [ Overwriting a tensor in a graph ])
 nondiff_overwrite = None

@@ -196,6 +196,8 @@ def follow(r, arrays):
                     break
             else:  # row-major operands: the result is row-major (rule 2 keeps the dim order)
                 return r
+            if _row_ordered(r.shape, arrays):  # NOTE [ Row-ordered operands ]
+                return r
         else:
             # NOTE [ Results with size-one dims ]
             shape = r.shape
@@ -207,6 +209,37 @@ def follow(r, arrays):
                 if is_canonical(r):
                     return r
     return with_strides(r, result_strides(r.shape, arrays))
+
+
+def _row_ordered(shape, arrays):
+    """Whether every operand either has no say in rule 2's order (all strides 0: a number, a
+    zero-dim tensor) or has the result's ``shape`` (no size-1 dim) and positive strides that
+    strictly decrease outwards-in (NOTE [ Row-ordered operands ])."""
+    for a in arrays:
+        st = a.strides
+        if not any(st):
+            continue
+        if a.shape != shape:
+            return False
+        prev = st[0]
+        if prev <= 0:
+            return False
+        for s in st[1:]:
+            if not 0 < s < prev:
+                return False
+            prev = s
+    return True
+
+
+# NOTE [ Row-ordered operands ]
+# Column slices of a wider array (an LSTM or GRU cell's gates, ``x.chunk(4, 1)``, ``x[:,
+# :n]``) are not contiguous, so every element-wise op on them went through the whole rule
+# (~5 us, several times the op's kernel) to find the layout NumPy's row-major result already
+# has: when each operand that has a say has the result's shape (with no size-1 dim) and
+# strides that strictly decrease from the outermost dim in, its first say on every pair of
+# dims keeps the row-major order, so rule 2's insertion sort leaves it unchanged, and rule 1
+# does not apply (dense operands so ordered are row-major ones, which the test above
+# takes). tests/perf/test_overhead_33.py compares the exit with the rule.
 
 
 # NOTE [ Results with size-one dims ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch
+from .._core.tensor import wrap
 from .._kernels import _blas
 from . import _lstm_mlas, _lstm_units, _node_names
 from ._registry import Op, observing_profiler, public
@@ -55,6 +56,9 @@ def _lstm_step_vjp(grads, xw, h, c, w_hh, *, out):
         tc = (f * c + i * g).tanh()
     else:
         _, _, acts, tc = out
+        fast = _lstm_step_grads_on_arrays(gh, gc, h, c, acts, tc, w_hh)
+        if fast is not None:
+            return fast
         i, f = acts[:, :hs], acts[:, hs:2 * hs]
         g, o = acts[:, 2 * hs:3 * hs], acts[:, 3 * hs:]
     if gh is None:
@@ -68,6 +72,51 @@ def _lstm_step_vjp(grads, xw, h, c, w_hh, *, out):
     d_g = dc * i * (1 - g * g)
     dgates = cat([d_i, d_f, d_g, d_o], 1)
     return dgates, dgates @ w_hh, dc * f, dgates.t() @ h
+
+
+def _lstm_step_grads_on_arrays(gh, gc, h, c, acts, tc, w_hh):
+    """``_lstm_step_vjp``'s gradients from the saved activations, its element-wise steps
+    run on the arrays (NOTE [ LSTM step gradients on the arrays ]), or None where the
+    formula runs op by op."""
+    if _dispatch.intercept:
+        return None
+    ad = acts._data
+    dt = ad.dtype
+    if type(ad) is not np.ndarray or dt.char not in "fd":
+        return None
+    arrays = [h._data, c._data, tc._data]
+    for t in (gh, gc):
+        if t is not None:
+            arrays.append(t._data)
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype is not dt:
+            return None
+    hd, cd, tcd = arrays[0], arrays[1], arrays[2]
+    hs = cd.shape[1]
+    i, f = ad[:, :hs], ad[:, hs:2 * hs]
+    g, o = ad[:, 2 * hs:3 * hs], ad[:, 3 * hs:]
+    # (the formula's own steps, in its order)
+    ghd = hd * 0 if gh is None else gh._data
+    dc = ghd * o * (1 - tcd * tcd)
+    if gc is not None:
+        dc = dc + gc._data
+    d_o = ghd * tcd * o * (1 - o)
+    d_i = dc * g * i * (1 - i)
+    d_f = dc * cd * f * (1 - f)
+    d_g = dc * i * (1 - g * g)
+    dgates = wrap(np.concatenate([d_i, d_f, d_g, d_o], axis=1))
+    return dgates, dgates @ w_hh, wrap(dc * f), dgates.t() @ h
+
+
+# NOTE [ LSTM step gradients on the arrays ]
+# Outside create_graph (and forward-over-reverse), the step's formula reads only constants
+# (the saved gates and tanh(c')) and the incoming gradients: its twenty-odd element-wise ops
+# and the gates' concatenation are seen by nothing -- no graph records them, no mode or
+# profiler watches (``_dispatch.intercept`` is off) -- so, on CPU float32/float64 arrays of
+# one dtype, they run as the same NumPy operations in the same order (the same bits: each
+# is one IEEE operation per element) without a dispatch each: ~1 us an op of an LSTMCell
+# step's backward. The two products stay tensor ops (their kernels choose their bits by
+# size). tests/perf/test_overhead_33.py compares the two routes.
 
 
 lstm_step_op = Op("lstm_cell", _lstm_step_kernel, vjp=_lstm_step_vjp, nondiff_outputs=(2, 3))
@@ -123,6 +172,8 @@ def _check_cell(input, hidden, w_ih, w_hh, gates, biases=(), cell=None):
     hidden sizes (an LSTM's ``cell`` state too, whose dtype may differ: it meets the gates
     in elementwise ops only). The cells take batched (N, I) inputs only (the modules add the
     batch)."""
+    if _cell_args_plain(input, hidden, w_ih, w_hh, gates, biases, cell):
+        return
     shaped = tuple(hidden) + (() if cell is None else (cell,))
     for t in (input,) + shaped:
         if t.dim() < 2:
@@ -162,6 +213,35 @@ def _check_cell(input, hidden, w_ih, w_hh, gates, biases=(), cell=None):
         if h.shape[1] != hs:
             raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
                                f"expected {hs}")
+
+
+def _cell_args_plain(input, hidden, w_ih, w_hh, gates, biases, cell):
+    """Whether a cell's arguments pass every check of ``_check_cell``, tested on the arrays
+    in one pass: 2-D float or complex operands of one dtype (the cell state's may differ),
+    weights of ``gates`` rows per hidden unit, and matching sizes. False sends the call
+    through the checks one by one, which raise torch's errors."""
+    x = input._data
+    dt = x.dtype
+    if x.ndim != 2 or dt.kind not in "fc":
+        return False
+    wi, wh = w_ih._data, w_hh._data
+    if wi.ndim != 2 or wh.ndim != 2 or wi.dtype != dt or wh.dtype != dt:
+        return False
+    n, hs = x.shape[0], wh.shape[1]
+    if wi.shape[0] != gates * hs or wh.shape[0] != gates * hs or x.shape[1] != wi.shape[1]:
+        return False
+    for h in hidden:
+        d = h._data
+        if d.ndim != 2 or d.dtype != dt or d.shape[0] != n or d.shape[1] != hs:
+            return False
+    if cell is not None:
+        d = cell._data
+        if d.ndim != 2 or d.shape[0] != n or d.shape[1] != hs:
+            return False
+    for b in biases:
+        if b is not None and b._data.dtype != dt:
+            return False
+    return True
 
 
 @public(method=False)

@@ -34,6 +34,7 @@ from .graph import _add_hook
 _dispatch.record = _nodes.record
 _dispatch.record_binary = _nodes.record_binary
 _dispatch.record_unary = _nodes.record_unary
+_dispatch.record_affine = _nodes.record_affine
 _dispatch.check_inplace = _nodes.check_inplace
 _dispatch.begin_inplace = _nodes.begin_inplace
 _dispatch.end_inplace = _nodes.end_inplace

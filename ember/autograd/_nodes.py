@@ -760,6 +760,34 @@ def fit_grads(nxt, res, meta):
                 if rd.shape != m[0] or rd.dtype != m[1]:
                     r1 = _fit(r1, m)
         return (r0, r1)
+    if n == 3 and len(res) >= 3:
+        # three inputs (linear, addmm, where): as for two, without the general loop's list
+        r0, r1, r2 = res[0], res[1], res[2]
+        if r0 is not None:
+            if nxt[0][0] is None:
+                r0 = None
+            else:
+                rd = r0._data
+                m = meta[0]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r0 = _fit(r0, m)
+        if r1 is not None:
+            if nxt[1][0] is None:
+                r1 = None
+            else:
+                rd = r1._data
+                m = meta[1]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r1 = _fit(r1, m)
+        if r2 is not None:
+            if nxt[2][0] is None:
+                r2 = None
+            else:
+                rd = r2._data
+                m = meta[2]
+                if rd.shape != m[0] or rd.dtype != m[1]:
+                    r2 = _fit(r2, m)
+        return (r0, r1, r2)
     out = []
     for (node, _), r, m in zip(nxt, res, meta):
         if node is None or r is None:
@@ -1012,6 +1040,91 @@ def record_unary(op, t, params, out):
         out._rg = True
         if not simple:  # an output-only op: its node keeps the output
             node._sout = save_output(out, 0)
+
+
+def _edge_of(t):
+    """``gradient_edge(t)`` for a tensor that requires grad, inlined for the recorders."""
+    if t._base is not None:
+        refresh_view(t)
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._out_nr)
+    try:
+        fn = t._accum()
+    except (AttributeError, TypeError):  # (TypeError: ``swap_tensors`` left None)
+        fn = None
+    return (fn or _new_accumulator(t), 0)
+
+
+#: (op, whether a bias was given) -> the node class of a call of ``record_affine``
+_affine_classes: dict = {}
+
+
+def record_affine(op, x, w, b, out):
+    """``record(op, (x, w, b), {}, out)`` for ``linear`` on a 2-D float input with a weight
+    and an optional bias, one of which requires grad (NOTE [ Recording a layer call ]);
+    anything ``record`` treats specially goes to ``record``."""
+    if slow_save or _pending or _anomaly._enabled:
+        return record(op, (x, w, b), _NO_PARAMS, out)
+    key = (op, b is None)
+    cls = _affine_classes.get(key)
+    if cls is None:
+        cls = (_op_info.get(op) or _make_op_info(op))[0]
+        name = None if op.node_name_of is None else op.node_name_of((x, w, b), _NO_PARAMS)
+        if name is not None:
+            cls = _named_classes.get(name) or named_node_class(name)
+        _affine_classes[key] = cls
+    rx = x._rg
+    rw = w._rg
+    if b is not None and b._rg:
+        eb = _edge_of(b)
+        d = b._data
+        mb = (d.shape, d.dtype)
+    else:
+        eb = _NO_EDGE
+        mb = None
+    node = _new(cls)
+    node._op = op
+    node._params = _NO_PARAMS
+    if rx:
+        ex = _edge_of(x)
+        d = x._data
+        mx = (d.shape, d.dtype)
+    else:
+        ex = _NO_EDGE
+        mx = None
+    if rw:
+        ew = _edge_of(w)
+        d = w._data
+        mw = (d.shape, d.dtype)
+    else:
+        ew = _NO_EDGE
+        mw = None
+    node._next = (ex, ew, eb)
+    node._meta_in = [mx, mw, mb]
+    node._seq = next(_sequence)
+    # ``Op.saved_for``: the input is kept for the weight's gradient, the weight for the
+    # input's; one left out has a layout stand-in
+    saved = node._saved = [x if rw else None, w if rx else None, None]
+    if not (rx and rw) and op.unsaved_layout:
+        _layout_stand_ins(op, saved, (x, w, b))
+    vx = None if saved[0] is None else saved[0]._vc
+    vw = None if saved[1] is None else saved[1]._vc
+    node._vers = [0 if vx is None else vx[0], 0 if vw is None else vw[0], 0]
+    out._grad_fn = node
+    out._out_nr = 0
+    out._rg = True
+
+
+# NOTE [ Recording a layer call ]
+# ``record`` spends ~1.8 us on a linear layer's call, most of it on what is the same at
+# every call: the loop over three inputs, the node's name asked of the op, the saved-input
+# flags and ``Op.saved_for`` walked as tables. ``record_affine`` makes the same node for
+# the 2-D float calls of linear's direct path (NOTE [ Linear's direct path ] in
+# ember/_ops/nn_ops.py): the class that name gives (cached by op and bias), the same edges,
+# metadata, saved inputs or layout stand-ins, and versions. Saved-tensor hooks, an in-place
+# write in flight, clone-on-save and anomaly mode go to ``record``;
+# tests/perf/test_overhead_33.py compares the two nodes field by field.
 
 
 # NOTE [ Output-only recording ]
