@@ -329,7 +329,7 @@ def _compiled_loop(loop):
         return loop
     fast = _compiled.get(loop.__name__)
     if fast is None:
-        from .._kernels._jit import njit
+        from numba import njit
 
         fast = _compiled[loop.__name__] = njit(cache=True, nogil=True)(loop)
     return fast

@@ -41,7 +41,7 @@ caller passes them in as ``mx``, from NumPy's ``maximum.reduce``.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 from numba.core import types
 from numba.core import cgutils
 from numba.extending import intrinsic

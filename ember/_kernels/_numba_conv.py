@@ -22,7 +22,7 @@ samples each with its own transforms and GEMMs (NOTE [ Batch pieces on threads ]
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 _FM = {"reassoc", "contract", "nsz"}
 

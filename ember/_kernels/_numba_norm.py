@@ -21,7 +21,7 @@ the float32 block sums, so results move by float32 rounding, as the layer norm k
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 _FM = {"reassoc", "contract", "nsz"}
 _BLOCK = 4096

@@ -14,7 +14,7 @@ the loops vectorise as they are.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 from ._numba import _fused
 

@@ -16,7 +16,7 @@ import os
 import sys
 
 import numpy as np
-from ._jit import njit, prange
+from numba import njit, prange
 
 from . import _numba as _k
 from ._numba_reduce import block_sums

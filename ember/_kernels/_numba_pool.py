@@ -7,7 +7,7 @@ kernels ]), and without fast-math flags: the comparisons must see NaN as IEEE do
 
 from __future__ import annotations
 
-from ._jit import njit
+from numba import njit
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

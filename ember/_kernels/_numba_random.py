@@ -13,7 +13,7 @@ it, on that generator's own state.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 from ._numba import _bits_to_f32, _f32_to_bits, _fused
 

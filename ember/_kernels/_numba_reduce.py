@@ -10,7 +10,7 @@ propagate as in NumPy's sum.
 
 from __future__ import annotations
 
-from ._jit import njit
+from numba import njit
 
 
 @njit(fastmath={"reassoc"}, nogil=True, cache=True)

@@ -11,7 +11,7 @@ are C-contiguous, float32 or float64, of one dtype; outputs are written in place
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 from ._numba import _expf
 

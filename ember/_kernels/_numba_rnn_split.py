@@ -17,7 +17,7 @@ import platform
 
 import numpy as np
 from llvmlite import ir
-from ._jit import njit
+from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 

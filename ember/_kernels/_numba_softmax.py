@@ -9,7 +9,7 @@ as the forward row kernels do (rows of at most ``_ROW_MAX`` elements).
 
 from __future__ import annotations
 
-from ._jit import njit
+from numba import njit
 
 from ._numba import _FM, _ZERO, _expf
 

@@ -10,7 +10,7 @@ adding it).
 
 from __future__ import annotations
 
-from ._jit import njit
+from numba import njit
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

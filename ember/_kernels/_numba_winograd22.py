@@ -12,7 +12,7 @@ as the planar F(2x2) kernels (``_numba_conv.py``), so the same bits.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 _FM = {"reassoc", "contract", "nsz"}
 _OPTS = dict(cache=True, nogil=True, fastmath=_FM, error_model="numpy")

@@ -9,7 +9,7 @@ kernels ]); the transform is additions and subtractions only.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 _FM = {"reassoc", "contract", "nsz"}
 

@@ -10,7 +10,7 @@ ember/_kernels/_numba.py).
 from __future__ import annotations
 
 import numpy as np
-from .._kernels._jit import njit
+from numba import njit
 
 from .._kernels._numba import _FM, _expf
 

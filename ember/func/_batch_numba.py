@@ -25,8 +25,7 @@ from __future__ import annotations
 import platform
 
 from llvmlite import ir
-from .._kernels._jit import njit
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
