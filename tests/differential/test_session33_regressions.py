@@ -1,0 +1,154 @@
+"""Regressions for session 33's differential run against PyTorch 2.13 (OpInfo cases and the
+random programs of tests/differential/programs*.py): each case runs with ``T = ember`` and
+``T = torch`` from the same source where torch is installed, and compares the values, or
+the exception raised (class and message)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from tests.differential._cases import as_numpy as _np
+from tests.differential._cases import both as _both
+from tests.differential._cases import raised as _raised
+
+
+def _outcome(src, T, env=None):
+    """A library-neutral outcome of evaluating ``src``: (class, message) of what it raised,
+    or its tensors (a tuple of them, or one) as (dtype name, shape, values) with NaN kept;
+    other results as themselves."""
+    scope = {"T": T, "np": np, **(env or {})}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        err = _raised(lambda: eval(src, scope))
+        if err:
+            return err[0], err[1].replace("torch", "ember")
+        r = eval(src, scope)
+
+    def one(t):
+        if not hasattr(t, "dtype"):
+            return t
+        return str(t.dtype).split(".")[-1], tuple(t.shape), np.round(_np(t.detach()), 9).tolist()
+
+    return tuple(one(t) for t in r) if isinstance(r, (tuple, list)) else one(r)
+
+
+def _same(a, b):
+    """Outcomes equal, NaN equal to NaN."""
+    return repr(a).replace("nan", "NaN") == repr(b).replace("nan", "NaN")
+
+
+def _check(src):
+    E, torch = _both()
+    e, t = _outcome(src, E), _outcome(src, torch)
+    assert _same(e, t), (src, e, t)
+
+
+# ---- keepdim= (and unbiased= beside keepdim/out=) without dim=: PyTorch's parser has no such
+# overload (NOTE [ keepdim without dim ] in ember/_ops/reduction.py)
+
+_X = "T.arange(6.).reshape(2, 3)"
+
+_KEEPDIM_CALLS = [
+    f"{_X}.sum(keepdim=True)",
+    f"{_X}.sum(keepdim=False)",
+    f"T.sum({_X}, keepdim=True)",
+    f"{_X}.sum(dtype=T.float64, keepdim=True)",
+    f"T.sum({_X}, keepdim=True, out=T.empty(()))",
+    f"{_X}.sum(None, keepdim=True)",
+    f"{_X}.sum(1, keepdim=True)",
+    f"{_X}.mean(keepdim=True)",
+    f"{_X}.mean(keepdim=False)",
+    f"{_X}.mean(dtype=T.float64, keepdim=True)",
+    f"{_X}.mean(None, keepdim=True)",
+    f"T.mean({_X}, dim=0, keepdim=True)",
+    f"{_X}.prod(keepdim=True)",
+    f"{_X}.prod(dtype=T.float64, keepdim=True)",
+    f"T.prod({_X}, keepdim=True, out=T.empty(()))",
+    f"{_X}.prod(1, keepdim=True)",
+    f"{_X}.var(keepdim=True)",
+    f"{_X}.var(unbiased=True, keepdim=True)",
+    f"{_X}.std(unbiased=False, keepdim=False)",
+    f"{_X}.var(True, keepdim=True)",
+    f"{_X}.std(True)",
+    f"{_X}.var(None, True, True)",
+    f"T.var({_X}, unbiased=True, out=T.empty(()))",
+    f"T.var({_X}, correction=0, out=T.empty(()))",
+    f"T.var_mean({_X}, unbiased=True, keepdim=True)",
+    f"T.std_mean({_X}, True, keepdim=True)",
+    f"T.std_mean({_X}, keepdim=True)",
+    f"{_X}.max(keepdim=True)",
+    f"{_X}.min(keepdim=False)",
+    f"{_X}.max(1, keepdim=True)",
+    f"{_X}.max()",
+    f"{_X}.median(keepdim=True)",
+    f"{_X}.nanmedian(keepdim=False)",
+    f"{_X}.median(0, keepdim=True)",
+]
+
+
+@pytest.mark.parametrize("src", _KEEPDIM_CALLS)
+def test_keepdim_without_dim_as_torch(src):
+    E, torch = _both()
+    e, t = _outcome(src, E), _outcome(src, torch)
+    # the class must agree, and the message up to the arguments it got (torch's names the
+    # method's and the function's arguments apart, and lists its overloads after them)
+    if isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str):
+        assert e[0] == t[0] and e[1].split(" - got")[0] == t[1].split(" - got")[0], (src, e, t)
+    else:
+        assert _same(e, t), (src, e, t)
+
+
+@pytest.mark.parametrize("call", ["x.sum(1)", "x.mean(1)", "x.prod(1)", "x.var(1)",
+                                  "x.max(1)[0]", "x.median(1)[0]"])
+def test_keepdim_default_reads_as_false(call):
+    E, torch = _both()
+    saved = []
+    for T in (E, torch):
+        x = T.arange(6.).reshape(2, 3).requires_grad_()
+        fn = eval(call, {"x": x}).grad_fn
+        saved.append(getattr(fn, "_saved_keepdim", "absent"))
+    assert saved[0] is saved[1], (call, saved)
+
+
+# ---- repeated dims: PyTorch's words name no op; amax/amin check out='s dtype, then every
+# dim as given for an empty size, before the dims' repeats
+
+@pytest.mark.parametrize("src", [
+    "T.sum(T.ones(2, 2), dim=(0, 0))",
+    "T.amax(T.ones(2, 2), dim=(1, 1))",
+    "T.linalg.vector_norm(T.ones(2, 2), dim=(0, 0))",
+    "T.amax(T.zeros(0, 1, dtype=T.int64), dim=(0, 0))",
+    "T.amin(T.zeros(0, 1), dim=(1, 1, 0))",
+    "T.amax(T.zeros(0, 1), dim=(0, 5))",
+    "T.amax(T.zeros(0, 1), dim=(5, 0))",
+    "T.amax(T.zeros(0, 1), dim=-2)",
+    "T.amax(T.zeros(0, 1, dtype=T.bool), dim=0, out=T.empty(1, dtype=T.int8))",
+    "T.amin(T.zeros(2, 1), dim=(0, 9), out=T.empty(1, dtype=T.float64))",
+    "T.amax(T.zeros(0, 2), dim=(1, 1))",
+])
+def test_reduction_dims_checked_in_torch_order(src):
+    _check(src)
+
+
+# ---- dtype= beside an out= of another dtype: mean's result dtype is named, so out= must
+# match it; nansum (and nanmean, which sums with it) words it its own way
+
+@pytest.mark.parametrize("src", [
+    "T.mean(T.zeros(0, dtype=T.float16), dim=(0,), dtype=T.float16, "
+    "out=T.empty(2, dtype=T.complex64))",
+    "T.mean(T.ones(3), dim=0, dtype=T.float64, out=T.empty(2))",
+    "T.mean(T.ones(3), dim=5, dtype=T.float64, out=T.empty(2))",
+    "T.mean(T.ones(3, dtype=T.float16), dim=0, out=T.empty((), dtype=T.complex64))",
+    "T.mean(T.ones(3, dtype=T.float16), dim=0, dtype=T.float32, out=T.empty((), "
+    "dtype=T.float16))",
+    "T.nanmean(T.ones(3), dim=0, dtype=T.float64, out=T.empty(()))",
+    "T.nanmean(T.ones(3, dtype=T.int32), dim=0, dtype=T.float64, out=T.empty(()))",
+    "T.nanmean(T.ones(3, dtype=T.int32), dim=0, dtype=T.float64)",
+    "T.nansum(T.ones(3), dim=0, dtype=T.float64, out=T.empty(()))",
+    "T.nansum(T.ones(3), dim=5, dtype=T.float64, out=T.empty(()))",
+    "T.nansum(T.ones(3, dtype=T.int32), dim=0, dtype=T.int64, out=T.empty(()))",
+    "T.nansum(T.ones(3), dim=0, dtype=T.float32, out=T.empty(()))",
+])
+def test_reduction_dtype_against_out(src):
+    _check(src)
