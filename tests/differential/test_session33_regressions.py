@@ -28,7 +28,10 @@ def _outcome(src, T, env=None):
     def one(t):
         if not hasattr(t, "dtype"):
             return t
-        return str(t.dtype).split(".")[-1], tuple(t.shape), np.round(_np(t.detach()), 9).tolist()
+        a = _np(t.detach())
+        if a.dtype.kind == "f":
+            a = a.astype(np.float64)  # (float16 overflows rounding to 9 places)
+        return str(t.dtype).split(".")[-1], tuple(t.shape), np.round(a, 9).tolist()
 
     return tuple(one(t) for t in r) if isinstance(r, (tuple, list)) else one(r)
 
@@ -152,3 +155,72 @@ def test_reduction_dims_checked_in_torch_order(src):
 ])
 def test_reduction_dtype_against_out(src):
     _check(src)
+
+
+# ---- nearest interpolation: torch's kernels find the source cell in float32, and its 2-d
+# "nearest" kernel takes a kept size cell by cell and a doubled one as index // 2, whatever
+# scale_factor says (NOTE [ Nearest source cells ] in ember/_ops/nn_sampling.py)
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("n,sf", [(3, 2.3), (5, 2.3), (2, 1.1), (3, 2.1), (20, 1.04), (7, 0.7),
+                                  (11, 1 / 3), (4, 2.0), (6, 1.5)])
+def test_nearest_source_cells(nd, mode, n, sf):
+    shape = [1, 1] + [2] * (nd - 1) + [n]
+    for perm in ([0, 1] + list(range(2, nd + 2)), [0, 1, nd + 1] + list(range(2, nd + 1))):
+        # the sized dim last, then first of the spatial dims
+        src = (f"T.nn.functional.interpolate(T.arange({int(np.prod(shape))}.).reshape({shape})"
+               f".permute({perm}).contiguous(), mode={mode!r}, scale_factor={sf!r})")
+        _check(src)
+
+
+def test_nearest_gradient_follows_source_cells():
+    _check("T.autograd.grad(T.nn.functional.interpolate(x, mode='nearest', scale_factor=2.3)"
+           ".mul(T.arange(66.).reshape(1, 1, 6, 11)).sum(), x)"
+           .replace("x)", "T.cos(T.arange(15.)).reshape(1, 1, 3, 5).requires_grad_())", 1)
+           .replace("(x,", "(T.cos(T.arange(15.)).reshape(1, 1, 3, 5).requires_grad_(),"))
+
+
+# ---- convolution() with a bias of another dtype: torch's own kernels add it in the input's
+# dtype, oneDNN (float32 by shapes and threads, transposed or not) and the 3-d transposed
+# kernel refuse it; bilinear names the dtypes in C++
+
+_CONV_BIAS = []
+for _nd in (1, 2, 3):
+    for _dt, _bdt in (("float32", "float64"), ("float32", "int64"), ("float16", "float32"),
+                      ("float64", "float32"), ("bfloat16", "float32")):
+        for _n, _k, _groups, _stride, _tr, _opad in (
+                (1, 3, 1, 1, False, 0), (2, 3, 1, 1, False, 0), (1, 1, 1, 1, False, 0),
+                (1, 5, 2, 1, False, 0), (1, 3, 1, 2, False, 0), (1, 3, 1, 1, True, 0),
+                (1, 3, 1, 2, True, 1), (16, 1, 1, 1, False, 0), (2, 1, 2, 2, True, 0)):
+            if _nd == 3 and _dt != "float32" and _tr:
+                continue
+            _CONV_BIAS.append(
+                f"T.convolution(T.ones({[_n, 4] + [6] * _nd}, dtype=T.{_dt}), "
+                f"T.ones({[4, 4 // _groups] + [_k] * _nd}, dtype=T.{_dt}), "
+                f"T.arange(4, dtype=T.{_bdt}) / 3, {[_stride] * _nd}, {[0] * _nd}, "
+                f"{[1] * _nd}, {_tr}, {[_opad] * _nd}, {_groups})")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("src", _CONV_BIAS)
+def test_convolution_bias_of_another_dtype(src, threads):
+    E, torch = _both()
+    had = (E.get_num_threads(), torch.get_num_threads())
+    try:
+        E.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        e, t = _outcome(src, E), _outcome(src, torch)
+    finally:
+        E.set_num_threads(had[0])
+        torch.set_num_threads(had[1])
+    if isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str):
+        assert e == t, (src, e, t)
+    else:  # float16 sums may round apart: the dtype, shape and values to float16's precision
+        assert e[:2] == t[:2] and np.allclose(e[2], t[2], rtol=1e-3), (src, e, t)
+
+
+@pytest.mark.parametrize("bdt", ["float64", "float16", "int64", "bfloat16", "complex64"])
+def test_bilinear_dtype_message(bdt):
+    _check(f"T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3), "
+           f"T.ones(4, dtype=T.{bdt}))")
