@@ -1380,7 +1380,9 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise RuntimeError(f"convolution: expected a weight of 3 to 5 dims, got "
                            f"{list(weight.shape)}")
     if isinstance(bias, Tensor) and isinstance(input, Tensor) and bias.dtype != input.dtype \
-            and not bias.is_complex() and input.is_floating_point():
+            and not bias.is_complex() and not input.is_complex() and not (
+                transposed and input.dtype in (_dt.int32, _dt.int16, _dt.int8, _dt.uint8,
+                                               _dt.bool_)):  # (no such kernel: refused below)
         # PyTorch's CPU kernels behind this op (slow_conv2d and its kin) add the bias in the
         # input's dtype, whatever its own, but for the 3-d transposed one, which refuses; the
         # named convolutions (conv2d, ...) insist that the two match, and so does oneDNN,
@@ -1398,6 +1400,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         elif transposed and nd == 3:
             raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
                                f"{bias.dtype.scalar_name}")
+        elif transposed and bias.is_floating_point() and not input.is_floating_point():
+            # (the transposed kernels add it in place, which refuses the narrowing)
+            raise RuntimeError(f"result type {bias.dtype.scalar_name} can't be cast to the "
+                               f"desired output type {input.dtype.scalar_name}")
         else:
             bias = bias.to(input.dtype)
     if transposed:
@@ -1417,13 +1423,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
 def _native_kernel(input, weight, stride, dilation, groups, transposed, output_padding):
     """Whether PyTorch's ``convolution`` computes on a CPU ``input`` with its own kernels
-    rather than oneDNN's: float64 and float16 always; float32 and bfloat16 when a transposed
-    convolution's output padding reaches its stride; otherwise float32 by torch's rule of
-    shapes and threads (seen as 2-d, a 1-d kernel being 1 x k); bfloat16 goes to oneDNN on
+    rather than oneDNN's: float64, float16 and integers always; float32 and bfloat16 when a
+    transposed convolution's output padding reaches its stride; otherwise float32 by torch's
+    rule of shapes and threads (seen as 2-d, a 1-d kernel being 1 x k); bfloat16 goes to oneDNN on
     CPUs with its bfloat16 instructions (taken here, as on the CPUs torch is tested on)."""
     from .. import get_num_threads
 
-    if input.dtype in (_dt.float64, _dt.float16):
+    if input.dtype not in (_dt.float32, _dt.bfloat16):
         return True
     nd = weight.dim() - 2
 

@@ -202,6 +202,17 @@ for _nd in (1, 2, 3):
                 f"{[1] * _nd}, {_tr}, {[_opad] * _nd}, {_groups})")
 
 
+for _nd in (1, 2, 3):
+    for _dt in ("int64", "int32"):
+        for _bdt in ("int8", "float32", "bool"):
+            for _tr in (False, True):
+                _w = [2, 3] + [2] * _nd if _tr else [3, 2] + [2] * _nd
+                _CONV_BIAS.append(
+                    f"T.convolution(T.ones({[1, 2] + [4] * _nd}, dtype=T.{_dt}), "
+                    f"T.ones({_w}, dtype=T.{_dt}), T.ones(3, dtype=T.{_bdt}), {[1] * _nd}, "
+                    f"{[0] * _nd}, {[1] * _nd}, {_tr}, {[0] * _nd}, 1)")
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("src", _CONV_BIAS)
 def test_convolution_bias_of_another_dtype(src, threads):
@@ -224,3 +235,51 @@ def test_convolution_bias_of_another_dtype(src, threads):
 def test_bilinear_dtype_message(bdt):
     _check(f"T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3), "
            f"T.ones(4, dtype=T.{bdt}))")
+
+
+# ---- det's gradient under vmap/jacrev at a singular matrix: no refusal, the SVD form where
+# |det| is tiny (a rank n-1 matrix's cofactors are not zero)
+
+@pytest.mark.parametrize("src", [
+    "T.func.vmap(T.func.jacrev(T.linalg.det))(T.stack([B, B * 2, A]))",
+    "T.func.vmap(T.func.grad(T.linalg.det))(T.stack([B, A, C]))",
+    "T.func.jacrev(T.linalg.det)(A)",
+    "T.func.jacrev(T.linalg.det)(C)",
+    "T.func.vmap(T.func.jacrev(lambda y: T.linalg.det((T.remainder(y, 1.1) + 0 * X)[:, :3])),"
+    " in_dims=0)(T.stack([Y, Y * -0.7]))",
+])
+def test_det_gradient_under_transforms_at_singular_matrices(src):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        env = {"A": T.tensor([[0.3, 0.9, 0.2]] * 3, dtype=T.float64),
+               "B": T.tensor([[1., 2, 3], [2., 4, 6], [0., 1, 1]], dtype=T.float64),
+               "C": T.tensor([[2., 1, 0], [1., 3, 1], [0., 1, 4]], dtype=T.float64),
+               "X": T.tensor([[1.42, 1.72, 2.07, -1.26], [0.07, -0.57, -1.51, -1.78],
+                              [0.37, 0.37, 1.29, 0.91]], dtype=T.float64),
+               "Y": T.tensor([[-0.7669, -0.2026, 0.2655, 0.249]], dtype=T.float64)}
+        outs.append(_np(eval(src, {"T": T, **env})))
+    np.testing.assert_allclose(outs[0], outs[1], atol=1e-9)
+
+
+# ---- cholesky_solve of an empty right-hand side: nothing to solve, whatever the factor
+
+@pytest.mark.parametrize("src", [
+    "T.cholesky_solve(T.empty((1, 0), dtype=T.complex128), T.zeros(1, 1, dtype=T.complex128), "
+    "upper=True, out=T.empty((1, 0), dtype=T.complex128))",
+    "T.cholesky_solve(T.empty((2, 0)), T.zeros(2, 2))",
+    "T.cholesky_solve(T.ones((3, 2, 0)), T.zeros(2, 2))",
+])
+def test_cholesky_solve_empty_right_hand_side(src):
+    _check(src)
+
+
+# ---- index_reduce's complex amax/amin: torch's kernel meets its first index before its
+# missing complex maximum, so a first index out of range is an IndexError
+
+@pytest.mark.parametrize("idx", [[2, 1], [1, 2], [-1, 0], [0, -1], [5, 5]])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_index_reduce_complex_order_after_first_index(idx, include_self, reduce):
+    _check(f"T.index_reduce(T.zeros(2, 1, dtype=T.complex64), 0, T.tensor({idx}), "
+           f"T.ones(2, 1, dtype=T.complex64), {reduce!r}, include_self={include_self})")
