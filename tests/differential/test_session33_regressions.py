@@ -283,3 +283,35 @@ def test_cholesky_solve_empty_right_hand_side(src):
 def test_index_reduce_complex_order_after_first_index(idx, include_self, reduce):
     _check(f"T.index_reduce(T.zeros(2, 1, dtype=T.complex64), 0, T.tensor({idx}), "
            f"T.ones(2, 1, dtype=T.complex64), {reduce!r}, include_self={include_self})")
+
+
+# ---- a one-element float16/bfloat16 fill: torch checks the number as a double and rounds
+# it, past the range to inf; a larger tensor refuses it. Data with a complex number under a
+# bfloat16 default dtype has no default complex dtype
+
+@pytest.mark.parametrize("shape", ["()", "(1,)", "(1, 1)", "(2,)", "(0,)"])
+@pytest.mark.parametrize("value,dtype", [("1e39", "float16"), ("70000", "float16"),
+                                         ("-70000.0", "bfloat16"), ("1e39", "bfloat16"),
+                                         ("complex(1, 2)", "float16"), ("65519.0", "float16"),
+                                         ("2 ** 63", "bfloat16"), ("3e38", "float32")])
+@pytest.mark.parametrize("form", ["T.full({s}, {v}, dtype=T.{d})",
+                                  "T.zeros({s}, dtype=T.{d}).fill_({v})",
+                                  "T.full_like(T.zeros({s}, dtype=T.{d}), {v})",
+                                  "T.zeros({s}, dtype=T.{d}).new_full({s}, {v})"])
+def test_fill_of_one_half_element(shape, value, dtype, form):
+    _check(form.format(s=shape, v=value, d=dtype))
+
+
+@pytest.mark.parametrize("src", ["T.tensor(1j)", "T.tensor([1, 2j])", "T.as_tensor([[1j]])",
+                                 "T.full((2,), 1j)", "T.tensor([1.5])",
+                                 "T.tensor([1.0]).new_tensor([1j])"])
+def test_complex_data_under_bfloat16_default(src):
+    E, torch = _both()
+    outs = []
+    for T in (E, torch):
+        T.set_default_dtype(T.bfloat16)
+        try:
+            outs.append(_outcome(src, T))
+        finally:
+            T.set_default_dtype(T.float32)
+    assert _same(outs[0], outs[1]), (src, outs)
