@@ -315,3 +315,17 @@ def test_complex_data_under_bfloat16_default(src):
         finally:
             T.set_default_dtype(T.float32)
     assert _same(outs[0], outs[1]), (src, outs)
+
+
+# ---- take_along_dim without dim gathers from the flattened input; gathering nothing, torch
+# checks no index dtype
+
+@pytest.mark.parametrize("src", [
+    "T.take_along_dim(T.empty((0, 1)), T.empty((0,), dtype=T.float16))",
+    "T.take_along_dim(T.ones((2, 1)), T.empty((0, 2), dtype=T.bool))",
+    "T.take_along_dim(T.ones((2, 1)), T.empty((0,), dtype=T.int16))",
+    "T.take_along_dim(T.ones((2, 1)), T.ones((1,), dtype=T.float16))",
+    "T.take_along_dim(T.ones((2, 1)), T.empty((0, 1), dtype=T.float16), 0)",
+])
+def test_take_along_dim_of_no_indices(src):
+    _check(src)
