@@ -40,7 +40,8 @@ def wrap_dims(dims, ndim, op_name=""):
     out = tuple(wrap_dim(d, ndim, op_name) for d in dims)
     if len(set(out)) != len(out):
         dup = next(d for d in out if out.count(d) > 1)
-        raise RuntimeError(f"{op_name}(): dim {dup} appears multiple times in the list of dims")
+        # (PyTorch's words name no op, whichever op checks)
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     return out
 
 

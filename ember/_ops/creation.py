@@ -115,15 +115,21 @@ _LIMITS.update({d: (-_dt.finfo(d).max, _dt.finfo(d).max) for d in _dt.float8_dty
 _NO_INF = frozenset(d for d in _dt.float8_dtypes if d is not _dt.float8_e5m2)
 
 
-def check_value_fits(value, d, op_name=""):
+def check_value_fits(value, d, op_name="", numel=None):
     """PyTorch refuses to store a scalar that overflows the target dtype (``full``, ``fill_``);
-    bool takes anything."""
+    bool takes anything. ``numel``: the filled tensor's size, where known: torch fills a
+    one-element float16/bfloat16 tensor with the number checked as a double and rounded,
+    past the range to inf (``full((), 70000., dtype=float16)`` is inf, ``full((2,), ...)``
+    raises)."""
     if type(value) is int and not -2 ** 63 <= value < 2 ** 64:  # torch's argument parser's
         raise OverflowError("int too big to convert" if value > 0 else
                             "can't convert negative int to unsigned")
     limits = _LIMITS.get(d)
     if limits is None or type(value) is bool or isinstance(value, np.bool_):
         return
+    if numel == 1 and d in (_dt.float16, _dt.bfloat16):
+        d = _dt.float64  # (checked as a double: a complex with an imaginary part refused)
+        limits = _LIMITS[d]
     lo, hi = limits
     if isinstance(value, (complex, np.complexfloating)):
         if d.category < 3 and value.imag != 0:
@@ -196,6 +202,11 @@ def scalar_as(value, npd):
             # through float32, as PyTorch (NOTE [ Doubles to half through float ])
             with np.errstate(over="ignore"):
                 return np.float16(np.float32(value))
+        if (npd == np.float16 or kind == "V") and isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+            # (a one-element fill past the range rounds to inf: ``check_value_fits``)
+            with np.errstate(over="ignore"):
+                return np.array(float(value)).astype(npd)[()]
         return value
     if kind == "b":
         return np.bool_(value != 0)
@@ -254,7 +265,7 @@ def filled(op_name, shape, fill, d, device, requires_grad):
                         type(fill) is float and math.copysign(1.0, fill) > 0):
         arr = xp.zeros(shape, d.np)  # (a -0.0 or a complex zero keeps its signs below)
     else:
-        check_value_fits(fill, d, op_name)
+        check_value_fits(fill, d, op_name, math.prod(shape))
         arr = xp.full(shape, scalar_as(fill, d.np), d.np)
     t = wrap(arr)
     if requires_grad:
@@ -446,7 +457,7 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
                             type(fill) is float and math.copysign(1.0, fill) > 0):
             arr = np.zeros(a.shape, npd)  # (a -0.0 keeps its sign below)
         else:
-            check_value_fits(fill, _dt.from_np[npd], op_name)
+            check_value_fits(fill, _dt.from_np[npd], op_name, a.size)
             arr = np.full(a.shape, scalar_as(fill, npd), npd)
         t = wrap(arr)
         if requires_grad:
@@ -468,7 +479,7 @@ def like(op_name, input, fill, dtype, device, requires_grad, memory_format):
     else:
         arr = xp.empty(a.shape, d.np)
     if fill is not None:
-        check_value_fits(fill, d, op_name)
+        check_value_fits(fill, d, op_name, arr.size)
         arr[...] = scalar_as(fill, d.np)
     t = wrap(arr)
     if requires_grad:
@@ -654,7 +665,7 @@ def _fill_value(self, value, op_name):
     if not isinstance(value, _PY_SCALARS + (np.number, np.bool_)):
         raise TypeError(f"{op_name}(): argument 'value' must be Number, not "
                         f"{type(value).__name__}")
-    check_value_fits(value, self.dtype, op_name)
+    check_value_fits(value, self.dtype, op_name, self.numel())
     return value
 
 

@@ -56,10 +56,18 @@ def check_numpy_array(arr, op_name=""):
                          "Copy the numpy array to reallocate the memory.")
 
 
+def _data_complex():
+    """The dtype of a Python complex in data: the default complex dtype, which PyTorch's data
+    inference has none of under a bfloat16 default dtype (its factories take complex64)."""
+    if _dt.get_default_dtype() is _dt.bfloat16:
+        raise RuntimeError("invalid default scalar type for complex")
+    return _dt.default_complex()
+
+
 def _py_dtype(types):
     """The dtype of leaves whose types are all Python numbers."""
     if builtins.complex in types:
-        return _dt.default_complex()
+        return _data_complex()
     if builtins.float in types:
         return _dt.get_default_dtype()
     if builtins.int in types:
@@ -137,7 +145,7 @@ def _leaf_dtype(x, t):
     if isinstance(x, builtins.float):
         return _dt.get_default_dtype()
     if isinstance(x, builtins.complex):
-        return _dt.default_complex()
+        return _data_complex()
     if isinstance(x, str):
         raise ValueError(f"too many dimensions '{t.__name__}'")
     if _is_seq(x):

@@ -619,7 +619,14 @@ def _det_vjp(g, a, *, out):
     if a.shape[-1] == 1:  # a 1 x 1 matrix's cofactor is 1, singular or not (torch's value)
         return g.unsqueeze(-1).unsqueeze(-1).expand(a.shape)
     if _under_transform():
-        return (g * _conj(out)).unsqueeze(-1).unsqueeze(-1) * _h(inv(a))
+        # the plain form, but no refusal of a singular A: where |det| < 100 eps the SVD
+        # form, chosen element-wise (values under vmap cannot steer a branch), as torch's
+        plain = (g * _conj(out)).unsqueeze(-1).unsqueeze(-1) * _h(inv_ex(a).inverse)
+        eps = float(np.finfo(a._data.dtype).eps)
+        small = (out.abs() < 100 * eps).unsqueeze(-1).unsqueeze(-1)
+        from .pointwise import where
+
+        return where(small, _det_grad_singular(a, g), plain)
     if _dispatch.state.grad_enabled:
         return _det_grad_graph(g, a, out)
     return _lu_solve_grad(a, g * _conj(out), True)
@@ -1171,6 +1178,9 @@ def _cholesky_solve_kernel(xp, b, l, *, upper):
     # only the named triangle of the factor is read
     if xp is np and b.size and l.size:
         return _potrs(b, l, upper)
+    if not b.size or not l.size:  # nothing to solve: no solve (NumPy's refuses a singular A)
+        batch = np.broadcast_shapes(b.shape[:-2], l.shape[:-2])
+        return xp.zeros(batch + b.shape[-2:], b.dtype)
     L = xp.conj(xp.swapaxes(xp.triu(l), -1, -2)) if upper else xp.tril(l)
     A = xp.matmul(L, xp.conj(xp.swapaxes(L, -1, -2)))
     return xp_solve(xp, A, b)

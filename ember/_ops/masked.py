@@ -415,6 +415,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     check_tensor("take_along_dim", input, "input")
     check_tensor("take_along_dim", indices, "indices")
     if dim is None:  # torch gathers from the flattened input: gather's dtypes and message
+        if indices.numel() == 0 and indices.dtype.name != "int64":
+            indices = indices.long()  # (its gather of nothing checks no dtype)
         check_index_dtype("gather", indices, "gather(): Expected dtype int32/int64 for index")
     elif indices.dtype.name != "int64":  # along a dim: Long only, int32 refused too
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "

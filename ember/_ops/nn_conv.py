@@ -1380,12 +1380,32 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise RuntimeError(f"convolution: expected a weight of 3 to 5 dims, got "
                            f"{list(weight.shape)}")
     if isinstance(bias, Tensor) and isinstance(input, Tensor) and bias.dtype != input.dtype \
-            and input.dtype == _dt.float64 and not bias.is_complex():
-        # PyTorch's float64 CPU kernels behind this op (slow_conv2d and its kin) add the
-        # bias in the input's dtype, whatever its own; the named convolutions (conv2d, ...)
-        # insist that the two match, and so does oneDNN, which torch picks for float32 (and
-        # half) inputs by shape and thread count, so there ember keeps refusing
-        bias = bias.to(input.dtype)
+            and not bias.is_complex() and not input.is_complex() and not (
+                transposed and input.dtype in (_dt.int32, _dt.int16, _dt.int8, _dt.uint8,
+                                               _dt.bool_)):  # (no such kernel: refused below)
+        # PyTorch's CPU kernels behind this op (slow_conv2d and its kin) add the bias in the
+        # input's dtype, whatever its own, but for the 3-d transposed one, which refuses; the
+        # named convolutions (conv2d, ...) insist that the two match, and so does oneDNN,
+        # where torch's convolution sends the input (in its words, as named from this op)
+        if not _native_kernel(input, weight, stride, dilation, groups, transposed,
+                              output_padding):
+            if input.dtype == _dt.float32:
+                from ._legacy_types import type_name
+
+                raise RuntimeError(
+                    f"Input type ({type_name(input)}) and bias type ({_legacy_name(bias)}) "
+                    "should be the same or input should be a MKLDNN tensor and bias is a "
+                    "dense tensor")
+            raise _type_mismatch(input, bias, "bias")
+        elif transposed and nd == 3:
+            raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found "
+                               f"{bias.dtype.scalar_name}")
+        elif transposed and bias.is_floating_point() and not input.is_floating_point():
+            # (the transposed kernels add it in place, which refuses the narrowing)
+            raise RuntimeError(f"result type {bias.dtype.scalar_name} can't be cast to the "
+                               f"desired output type {input.dtype.scalar_name}")
+        else:
+            bias = bias.to(input.dtype)
     if transposed:
         y = conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
@@ -1399,6 +1419,37 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise NotImplementedError(
             f'"{name}" not implemented for \'{input.dtype.scalar_name}\'')
     return y
+
+
+def _native_kernel(input, weight, stride, dilation, groups, transposed, output_padding):
+    """Whether PyTorch's ``convolution`` computes on a CPU ``input`` with its own kernels
+    rather than oneDNN's: float64, float16 and integers always; float32 and bfloat16 when a
+    transposed convolution's output padding reaches its stride; otherwise float32 by torch's
+    rule of shapes and threads (seen as 2-d, a 1-d kernel being 1 x k); bfloat16 goes to oneDNN on
+    CPUs with its bfloat16 instructions (taken here, as on the CPUs torch is tested on)."""
+    from .. import get_num_threads
+
+    if input.dtype not in (_dt.float32, _dt.bfloat16):
+        return True
+    nd = weight.dim() - 2
+
+    def per_dim(v):
+        return [v] * nd if isinstance(v, int) else list(v)
+
+    st, di = per_dim(stride), per_dim(dilation)
+    if transposed and any(o >= s for o, s in zip(per_dim(output_padding), st)):
+        return True
+    if input.dtype != _dt.float32:
+        return False
+    kw = weight.shape[-1]
+    kh = weight.shape[-2] if nd > 1 else 1
+    shape = list(input.shape) if nd > 1 else [input.shape[0], input.shape[1], 1,
+                                                input.shape[2]]
+    n = shape[0]
+    worth = any(v != 1 for v in st) or any(v != 1 for v in di) or n >= 16 or kw != 1 or \
+        kh != 1 or get_num_threads() > 1
+    big = groups > 1 or (kw > 3 and kh > 3) or n > 1 or math.prod(shape[:4]) > 20480
+    return not (worth and big)
 
 
 def _pad_time(x, before, after):

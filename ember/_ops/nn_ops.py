@@ -1802,9 +1802,10 @@ def bilinear(input1, input2, weight, bias=None):
     given = [t for t in (input1, input2, weight, bias) if isinstance(t, Tensor)]
     if any(t.dtype != input1.dtype for t in given):
         names = ("input1", "input2", "weight", "bias")
+        c = _dispatch._C_NAMES  # (torch names them in C++)
         raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
-            f"{n}: {t.dtype.name}" for n, t in zip(names, (input1, input2, weight, bias))
-            if isinstance(t, Tensor)))
+            f"{n}: {c.get(t.dtype.scalar_name, t.dtype.scalar_name)}" for n, t in zip(
+                names, (input1, input2, weight, bias)) if isinstance(t, Tensor)))
     kernel_dtype("bmm", input1)
     for t in (input1, input2):
         if t.shape[-1] == 0:  # torch takes (-1, features) rows: ambiguous when empty

@@ -29,13 +29,27 @@ from .ranges import linspace, meshgrid
 # interpolate
 
 
-def _source_coords(out_size, in_size, scale, align_corners, mode):
-    """Source coordinate (float64 NumPy) of each output position along one dim."""
+def _source_coords(out_size, in_size, scale, align_corners, mode, planar=False):
+    """Source coordinate (float64 NumPy) of each output position along one dim; ``planar``:
+    the dim is one of a 2-d (4-D input) resampling's."""
     dst = np.arange(out_size, dtype=np.float64)
     if mode in ("nearest", "nearest-exact"):
-        s = in_size / out_size if scale is None else 1.0 / scale
-        src = np.floor((dst + 0.5) * s) if mode == "nearest-exact" else np.floor(dst * s)
-        return np.minimum(src, in_size - 1)
+        # NOTE [ Nearest source cells ]: torch's nearest kernels compute the cell in float32
+        # (the scale, 1 / scale_factor or in / out, rounded to float32, times the output
+        # index, floored), and its 2-d "nearest" kernel (only that one) takes a kept size
+        # cell by cell and a doubled size as index // 2 whatever scale_factor says (3 rows
+        # at scale_factor=2.3 make 6, read as 0 0 1 1 2 2, where floor(i / 2.3) reads
+        # 0 0 0 1 1 2, as the 1-d and 3-d kernels do)
+        if planar and mode == "nearest" and out_size == in_size:
+            return dst
+        if planar and mode == "nearest" and out_size == 2 * in_size:
+            return np.floor(dst / 2)
+        s = np.float32(in_size) / np.float32(out_size) if scale is None else \
+            np.float32(1.0 / scale)
+        d32 = dst.astype(np.float32)
+        src = np.floor((d32 + np.float32(0.5)) * s) if mode == "nearest-exact" else \
+            np.floor(d32 * s)
+        return np.minimum(src.astype(np.float64), in_size - 1)
     if align_corners:
         return dst * ((in_size - 1) / (out_size - 1)) if out_size > 1 else dst * 0
     s = in_size / out_size if scale is None else 1.0 / scale
@@ -75,7 +89,7 @@ def _resample_dim(x, dim, out_size, scale, mode, align_corners, half=None):
     trilinear call's fractions are rounded to (torch's 1-d and 3-d kernels hold them in the
     input's type, its bilinear and bicubic ones in float32)."""
     in_size = x.shape[dim]
-    src = _source_coords(out_size, in_size, scale, align_corners, mode)
+    src = _source_coords(out_size, in_size, scale, align_corners, mode, x.dim() == 4)
     if mode in ("nearest", "nearest-exact"):
         return x.index_select(dim, _index(src, x))
     if mode == "bicubic":
@@ -413,7 +427,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     # decides inf against NaN)
     half = input._data.dtype if x is not input and mode in ("linear", "trilinear") else None
     for i in range(nd)[::-1]:
-        if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact"):
+        # a kept size reads cell by cell, unless a scale_factor other than 1 moves the cells
+        # (all but the 2-d "nearest" kernel's: NOTE [ Nearest source cells ])
+        if out[i] != spatial[i] or mode not in ("nearest", "nearest-exact") or (
+                (nd != 2 or mode == "nearest-exact") and scales[i] is not None and
+                scales[i] != 1.0):
             x = _resample_dim(x, 2 + i, out[i], scales[i], mode, align_corners, half)
     x = x.to(input.dtype)
     # a new tensor even when nothing moves, in the input's layout (NOTE [ Result layout ])

@@ -426,14 +426,60 @@ class _DimNotGiven:
 _DIM_NOT_GIVEN = _DimNotGiven()
 
 
+class _KeepdimNotGiven(int):
+    """The default of a reduction's ``keepdim``: False to every reader (an int 0, so ``not
+    keepdim`` stays the C-level test it is on False), but distinguishable from a
+    ``keepdim=False`` the caller wrote. See NOTE [ keepdim without dim ]."""
+
+    def __repr__(self):
+        return "False"
+
+
+_NO_KEEPDIM = _KeepdimNotGiven(0)
+
+# NOTE [ keepdim without dim ]
+# PyTorch's sum, mean and prod have two overloads: one over everything that takes only
+# ``dtype=`` (no ``keepdim``, no ``out=``) and one over ``dim`` that takes ``keepdim``;
+# var/std/var_mean/std_mean take ``unbiased`` with ``keepdim`` or ``out=`` only beside a
+# ``dim`` (their ``correction=`` overload has ``dim=None``); max/min/median/nanmedian
+# take ``keepdim`` only with an int ``dim``. So ``x.sum(keepdim=True)`` (even keepdim=False)
+# is a TypeError there, while ``x.sum(None, keepdim=True)`` is not. ember tells a keepdim the
+# caller wrote from the default by the ``_NO_KEEPDIM`` default (an int 0, so the hot paths'
+# ``not keepdim`` costs what it did) and a dim the caller wrote from ``_DIM_NOT_GIVEN``; each
+# op turns the defaults back into False / None at its entry, so nothing downstream (kernels,
+# saved attributes) sees them.
+
+
+def _keepdim_without_dim_int(name, keepdim, out):
+    """PyTorch's TypeError for max/min/median/nanmedian given ``keepdim`` but no ``dim``."""
+    got = ("Tensor, out=" + type(out).__name__ + ", ") if out is not None else ""
+    return TypeError(f"{name}() received an invalid combination of arguments - got ({got}"
+                     f"keepdim={type(keepdim).__name__}, ), but expected one of:\n * ()\n"
+                     " * (Tensor other)\n * (int dim, bool keepdim = False)\n")
+
+
+def _keepdim_without_dim(name, given, dtype=None, out=None):
+    """PyTorch's TypeError for ``name(..., keepdim=...)`` (and ``given``) without ``dim``."""
+    if dtype is not None or (out is not None and name in ("sum", "prod")):
+        return TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+    got = ", ".join(f"{k}={type(v).__name__}" for k, v in given)
+    return TypeError(f"{name}() received an invalid combination of arguments - got "
+                     f"({got}, ), but expected one of:\n * (*, torch.dtype dtype = None)\n"
+                     f" * (tuple of ints dim, bool keepdim = False, *, torch.dtype dtype = "
+                     "None)\n")
+
+
 @public
-def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
+def sum(input, dim=_DIM_NOT_GIVEN, keepdim=_NO_KEEPDIM, *, dtype=None, out=None):
     """Sum of ``input`` over ``dim`` (all dims when None); ints and bools sum to int64.
 
-    ``out=`` needs ``dim`` (None allowed), as in PyTorch: its sum over everything has no
-    ``out=`` form, so ``sum(input, out=...)`` raises TypeError.
+    ``out=`` and ``keepdim`` need ``dim`` (None allowed), as in PyTorch: its sum over
+    everything has neither, so ``sum(input, out=...)`` raises TypeError.
     """
     if dim is _DIM_NOT_GIVEN:
+        if keepdim is not _NO_KEEPDIM:  # NOTE [ keepdim without dim ]
+            raise _keepdim_without_dim("sum", [("keepdim", keepdim)], dtype, out)
+        keepdim = False
         if out is not None:
             if dtype is not None:
                 raise TypeError('sum() missing 1 required positional arguments: "dim"')
@@ -441,6 +487,8 @@ def sum(input, dim=_DIM_NOT_GIVEN, keepdim=False, *, dtype=None, out=None):
                             "(Tensor, out=Tensor), but expected (Tensor input, tuple of ints "
                             "dim, bool keepdim, *, dtype, Tensor out)")
         dim = None
+    elif keepdim is _NO_KEEPDIM:
+        keepdim = False
     if dtype is None and out is None:
         # NOTE [ Hot path ]: a full or one-dim sum of a CPU tensor nothing records for is one
         # ufunc reduce and one wrap
@@ -517,6 +565,15 @@ nansum_op = Op("nansum", _nansum_kernel, vjp=_nansum_vjp)
 reduction_jvp(nansum_op)
 
 
+def _nansum_dtype_of_out(dtype, out):
+    """PyTorch's nansum (nanmean's sum too) refuses a floating ``dtype=`` that is not out='s."""
+    if dtype is not None and isinstance(out, Tensor):
+        want, got = _dt.lookup(dtype), _dt.from_np[out._data.dtype]
+        if want != got:
+            raise RuntimeError("nansum: provided dtype must match dtype of result. Got "
+                               f"{got.scalar_name} and {want.scalar_name}.")
+
+
 @public
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
@@ -524,6 +581,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     complex_in = input._data.dtype.kind == "c"
     if complex_in and out is not None:  # (torch's out= form refuses before the dims)
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if input._data.dtype.kind in "fV" and dtype is not None and \
+            _dt.lookup(dtype).is_floating_point:  # (before the dims, as torch's)
+        _nansum_dtype_of_out(dtype, out)
     d = _dims(input, dim, "nansum")
     if complex_in:
         raise RuntimeError("nansum on CPU does not support complex inputs")
@@ -626,8 +686,14 @@ def _float_dtype_for(input, dtype, name):
 
 
 @public
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def mean(input, dim=_DIM_NOT_GIVEN, keepdim=_NO_KEEPDIM, *, dtype=None, out=None):
     """Arithmetic mean over ``dim``; floating and complex inputs (or a floating ``dtype``)."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if dim is _DIM_NOT_GIVEN:
+            dim = None
+    elif dim is _DIM_NOT_GIVEN:  # NOTE [ keepdim without dim ]
+        raise _keepdim_without_dim("mean", [("keepdim", keepdim)], dtype)
     if dtype is None and out is None:
         # NOTE [ Hot path ]: a full or one-dim mean of a float CPU tensor: the kernel and,
         # where the input requires grad, ``record_unary`` with the general path's params
@@ -658,6 +724,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         return on_centered_ints(mean, input, dim, keepdim)
     rdt = _float_dtype_for(input, dtype, "mean")
     d = _dims(input, dim, "mean")
+    if dtype is not None and isinstance(out, Tensor) and out._data.dtype != rdt:
+        # an out= of another dtype is cast into, unless dtype= names the result's
+        _dispatch._check_out_dtype("mean", out, wrap(np.empty(0, rdt)), True)
     return _apply(mean_op, (input,), {"dim": d, "keepdim": keepdim, "dtype": rdt,
                                       "shape": input._data.shape}, out=out)
 
@@ -685,6 +754,9 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements over ``dim``."""
     _check_tensor(input, "nanmean")
     if not (input.is_floating_point() or input.is_complex()):
+        if out is not None:  # (torch's out= form words it otherwise)
+            raise RuntimeError("nanmean(): integral types and 'Bool' are not supported for "
+                               "nanmean, even for empty tensors.")
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_name(input._data.dtype)}")
     # torch's order: the result dtype, the dims, then complex input (nanmean is nansum /
@@ -693,6 +765,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     d = _dims(input, dim, "nanmean")
     if input.is_complex():
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    _nansum_dtype_of_out(dtype, out)
     if rdt is not None and _dt.lookup(rdt).is_complex:
         # a real input summed in a complex out='s dtype: torch's nansum has no such kernel
         raise NotImplementedError(
@@ -846,8 +919,12 @@ reduction_jvp(prod_op)
 
 
 @public
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def prod(input, dim=None, keepdim=_NO_KEEPDIM, *, dtype=None, out=None):
     """Product of the elements over ``dim`` (an int) or all of them."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+    elif dim is None:  # NOTE [ keepdim without dim ]
+        raise _keepdim_without_dim("prod", [("keepdim", keepdim)], dtype, out)
     _check_tensor(input, "prod", dtype)
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not " + type(dim).__name__)
@@ -960,7 +1037,32 @@ def _warn_dof(name, input, dim, correction):
                       UserWarning)
 
 
+def _unbiased_without_dim(name, dim, unbiased, keepdim, out):
+    """``keepdim`` as a bool; PyTorch's TypeError for ``unbiased`` beside ``keepdim`` or
+    ``out=`` without ``dim`` (NOTE [ keepdim without dim ])."""
+    if dim is _DIM_NOT_GIVEN or isinstance(dim, bool):
+        given = keepdim is not _NO_KEEPDIM
+        if (unbiased is not None or isinstance(dim, bool)) and (given or out is not None):
+            got = ["bool"] if isinstance(dim, bool) else []
+            got += [f"{k}={type(v).__name__}" for k, v in (
+                ("out", out), ("keepdim", keepdim if given else None),
+                ("unbiased", unbiased)) if v is not None]
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            f"(Tensor, {', '.join(got)}), but expected one of:\n"
+                            " * (Tensor input, tuple of ints dim, bool unbiased = True, bool "
+                            "keepdim = False)\n * (Tensor input, tuple of ints dim = None, *, "
+                            "Number correction = None, bool keepdim = False)\n"
+                            " * (Tensor input, bool unbiased = True)\n")
+    return bool(keepdim)
+
+
 def _variance(name, take_sqrt, input, dim, unbiased, keepdim, correction, out):
+    if keepdim is _NO_KEEPDIM and out is None:
+        keepdim = False
+    else:
+        keepdim = _unbiased_without_dim(name, dim, unbiased, keepdim, out)
+    if dim is _DIM_NOT_GIVEN:
+        dim = None
     d, c = _var_args(name, input, dim, unbiased, correction)
     _warn_dof(name, input, d, c)
     return _apply(var_op, (input,), {"dim": d, "keepdim": keepdim, "correction": c,
@@ -968,25 +1070,29 @@ def _variance(name, take_sqrt, input, dim, unbiased, keepdim, correction, out):
 
 
 @public
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def var(input, dim=_DIM_NOT_GIVEN, unbiased=None, keepdim=_NO_KEEPDIM, *, correction=None,
+        out=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased`` is legacy)."""
     return _variance("var", False, input, dim, unbiased, keepdim, correction, out)
 
 
 @public
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None,
+def std(input, dim=_DIM_NOT_GIVEN, unbiased=None, keepdim=_NO_KEEPDIM, *, correction=None,
         out=None):
     """Standard deviation over ``dim``; see :func:`var` for ``correction``."""
     return _variance("std", True, input, dim, unbiased, keepdim, correction, out)
 
 
 @public(method=False)
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var_mean(input, dim=_DIM_NOT_GIVEN, unbiased=None, keepdim=_NO_KEEPDIM, *, correction=None):
     """``(var(input, ...), mean(input, ...))`` in one call.
 
     Differences from PyTorch:
         NaN, infinite and near-overflow inputs: ``var`` can be inf where PyTorch's is NaN.
     """
+    keepdim = _unbiased_without_dim("var_mean", dim, unbiased, keepdim, None)
+    if dim is _DIM_NOT_GIVEN:
+        dim = None
     d, c = _var_args("var_mean", input, dim, unbiased, correction)
     session = observing_profiler()
     if session is not None:   # PyTorch's one op (``_Session.as_one_op``)
@@ -1002,8 +1108,11 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 @public(method=False)
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std_mean(input, dim=_DIM_NOT_GIVEN, unbiased=None, keepdim=_NO_KEEPDIM, *, correction=None):
     """``(std(input, ...), mean(input, ...))`` in one call."""
+    keepdim = _unbiased_without_dim("std_mean", dim, unbiased, keepdim, None)
+    if dim is _DIM_NOT_GIVEN:
+        dim = None
     d, c = _var_args("std_mean", input, dim, unbiased, correction)
     session = observing_profiler()
     if session is not None:   # PyTorch's one op (``_Session.as_one_op``)
@@ -1100,6 +1209,18 @@ reduction_jvp(amax_op)
 
 def _amax(name, largest, input, dim, keepdim, out):
     _check_tensor(input, name)
+    # PyTorch's amax/amin check, in order: out='s dtype against the input's, then each dim
+    # as given for an empty size (before the others' range and repeats), then the repeats
+    if out is not None and isinstance(out, Tensor) and out.dtype != input.dtype:
+        raise RuntimeError(
+            f"Expected the dtype for input and out to match, but got {input.dtype.scalar_name} "
+            f"for input's dtype and {out.dtype.scalar_name} for out's dtype.")
+    if input._data.size == 0 and dim != () and dim is not None:
+        shape = input._data.shape
+        for given in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+            if shape and shape[wrap_dim(given, len(shape), name)] == 0:
+                raise IndexError(
+                    f"{name}(): Expected reduction dim {given} to have non-zero size.")
     d = _dims(input, dim if dim != () else None, name)
     _check_nonempty(input, d, name)
     if input._data.size:
@@ -1256,25 +1377,33 @@ def _max_min(name, largest, input, dim, keepdim, out, other):
 
 
 @public
-def max(input, dim=None, keepdim=False, *, out=None, other=None):
+def max(input, dim=None, keepdim=_NO_KEEPDIM, *, out=None, other=None):
     """``max(input)``: the largest value; ``max(input, dim)``: ``(values, indices)``;
     ``max(input, other)``: the element-wise maximum."""
-    if dim is None and other is None and out is None:
-        a = getattr(input, "_data", None)
-        if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
-                and not _dispatch.intercept and amax_op.builtin_cpu:
-            return _wrap0(_max_reduce(a, None))  # NOTE [ Hot path ]; NaN propagates
+    if keepdim is _NO_KEEPDIM:
+        if dim is None and other is None and out is None:
+            a = getattr(input, "_data", None)
+            if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
+                    and not _dispatch.intercept and amax_op.builtin_cpu:
+                return _wrap0(_max_reduce(a, None))  # NOTE [ Hot path ]; NaN propagates
+        keepdim = False
+    elif dim is None and other is None:  # NOTE [ keepdim without dim ]
+        raise _keepdim_without_dim_int("max", keepdim, out)
     return _max_min("max", True, input, dim, keepdim, out, other)
 
 
 @public
-def min(input, dim=None, keepdim=False, *, out=None, other=None):
+def min(input, dim=None, keepdim=_NO_KEEPDIM, *, out=None, other=None):
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, or ``min(input, other)``."""
-    if dim is None and other is None and out is None:
-        a = getattr(input, "_data", None)
-        if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
-                and not _dispatch.intercept and amax_op.builtin_cpu:
-            return _wrap0(_min_reduce(a, None))
+    if keepdim is _NO_KEEPDIM:
+        if dim is None and other is None and out is None:
+            a = getattr(input, "_data", None)
+            if type(a) is _ndarray and a.size and a.dtype in _FAST_REAL and not input._rg \
+                    and not _dispatch.intercept and amax_op.builtin_cpu:
+                return _wrap0(_min_reduce(a, None))
+        keepdim = False
+    elif dim is None and other is None:  # NOTE [ keepdim without dim ]
+        raise _keepdim_without_dim_int("min", keepdim, out)
     return _max_min("min", False, input, dim, keepdim, out, other)
 
 

@@ -907,11 +907,11 @@ def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=
     n = input.shape[dim] if input.dim() else 1
     try:
         source = _check_source(op_name, input, dim, index, source)
-        _no_complex_order(reduce, d, i)
+        _no_complex_order(reduce, d, i, n)
         if holds_values(i) and i.size and ((i < 0).any() or (i >= n).any()):
             raise IndexError("index out of range in self")
     except IndexError:
-        _no_complex_order(reduce, d, i)
+        _no_complex_order(reduce, d, i, n)
         if not include_self and not (i < 0).any():
             # torch's kernel without self names an index past the end, and the dim
             check_bounds(op_name, i, n, dim, exc=IndexError)
@@ -921,11 +921,14 @@ def _index_reduce_args(op_name, input, dim, index, source, reduce, include_self=
     return dim, index, source
 
 
-def _no_complex_order(reduce, d, i):
+def _no_complex_order(reduce, d, i, n):
     """index_reduce's amax / amin of complex numbers, which have no order: torch's kernel
-    reaches its (missing) complex maximum / minimum after the shapes and dtypes are checked
-    and before it looks at the indices' range (an empty index never reaches it)."""
+    reaches its (missing) complex maximum / minimum after the shapes and dtypes are checked,
+    at the first index, once that is found in range (an empty index never reaches it; a
+    first index out of ``n``'s range is an IndexError)."""
     if reduce in ("amax", "amin") and d is not None and d.is_complex and i.size:
+        if holds_values(i) and not 0 <= int(i.reshape(-1)[0]) < n:
+            return
         name = "maximum" if reduce == "amax" else "minimum"
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{d.scalar_name}\'')
 

@@ -21,7 +21,7 @@ from .._core.tensor import Tensor, wrap
 from . import _node_names
 from ._registry import Op, out_overloads, public
 from ._xp_compat import to_host, ufunc_accumulate
-from .reduction import (_bool_as_uint8, _check_out_tuple, _check_tensor, _name,
+from .reduction import (_NO_KEEPDIM, _bool_as_uint8, _check_out_tuple, _check_tensor, _name,
                         select_values, take_along_op)
 
 _apply = _dispatch.apply
@@ -606,15 +606,23 @@ def _dim_missing(name):
 # the median of everything has no out= overload in PyTorch
 @public
 @out_overloads(_has_dim, _dim_missing)
-def median(input, dim=None, keepdim=False, *, out=None):
+def median(input, dim=None, keepdim=_NO_KEEPDIM, *, out=None):
     """The lower median (of everything, or along ``dim`` with its index); NaN propagates."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+    elif dim is None:  # NOTE [ keepdim without dim ] in reduction.py
+        raise _dim_missing("median")
     return _median("median", False, input, dim, keepdim, out)
 
 
 @public
 @out_overloads(_has_dim, _dim_missing)
-def nanmedian(input, dim=None, keepdim=False, *, out=None):
+def nanmedian(input, dim=None, keepdim=_NO_KEEPDIM, *, out=None):
     """The lower median ignoring NaN (NaN only when every value is NaN)."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+    elif dim is None:  # NOTE [ keepdim without dim ] in reduction.py
+        raise _dim_missing("nanmedian")
     return _median("nanmedian", True, input, dim, keepdim, out)
 
 

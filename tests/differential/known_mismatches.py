@@ -51,13 +51,9 @@ KNOWN = {
 #: programs of the CI sample of tests/differential/test_programs.py known to differ:
 #: ``KNOWN_PROGRAMS[(family, seed)] = reason``. The CI test skips them and fails once one
 #: agrees, so fixing the bug means deleting its line
-_KEEPDIM = ("open: keepdim= (or unbiased= with keepdim/out) without dim=: torch's parser has "
-            "no such overload (TypeError), ember's signatures take dim=None")
 KNOWN_PROGRAMS = {
-    ("reductions", 3): _KEEPDIM,
     ("reductions", 190): "torch-specific: logsumexp over dim=() without keepdim fails resizing "
                          "its own result ([] against [1, 1]), any dtype; ember reduces every dim",
-    ("reductions", 291): _KEEPDIM,
     ("functional", 190): "open: the gradient of an 'area' interpolation to an empty size; "
                          "torch's adaptive_avg_pool backward refuses an empty grad_output, "
                          "ember gives zeros (adaptive pooling lives in nn_pool.py)",

@@ -16,7 +16,8 @@ random parameters (NOTE [ Differential distribution programs ], programs_distrib
 sorting, searching, counting and scattering with ties, NaN and duplicate indices (NOTE
 [ Differential sorting programs ], programs_sorting.py), and ``torch.func`` transforms and
 forward-mode AD over random differentiable functions (NOTE [ Differential transform
-programs ], programs_func.py).
+programs ], programs_func.py), and dtype inference of the factories and casts at the edges
+under other default dtypes (NOTE [ Differential creation programs ], programs_creation.py).
 
 A program's outcome is the exception's builtin class (torch's own classes reduce to the
 builtin they derive from) or the result: its dtype, shape and values (NaN equal to NaN), or
@@ -243,6 +244,7 @@ def printing(rng):
     return f"{src}\nout = {fn}(x.t() if x.dim() == 2 else x)"
 
 
+from tests.differential.programs_creation import creation  # noqa: E402
 from tests.differential.programs_distributions import distributions  # noqa: E402
 from tests.differential.programs_func import func  # noqa: E402
 from tests.differential.programs_functional import functional  # noqa: E402
@@ -255,7 +257,7 @@ from tests.differential.programs_ties import ties  # noqa: E402
 FAMILIES = {"promotion": promotion, "indexing": indexing, "fill": fill, "printing": printing,
             "modules": modules, "distributions": distributions, "sorting": sorting,
             "optim": optim, "ties": ties, "func": func, "reductions": reductions,
-            "functional": functional}
+            "functional": functional, "creation": creation}
 
 
 def make(family, seed):

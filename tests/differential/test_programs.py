@@ -11,7 +11,7 @@ from tests.differential.known_mismatches import KNOWN_PROGRAMS
 _SAMPLE = {"promotion": 300, "indexing": 300, "fill": 150, "printing": 100, "modules": 150,
            "distributions": 300, "sorting": 300, "optim": 200,
            "ties": 200, "func": 200, "reductions": 300,
-           "functional": 200}
+           "functional": 200, "creation": 300}
 
 
 @pytest.mark.parametrize("family", sorted(_SAMPLE))
