@@ -1,0 +1,110 @@
+"""What the session-33 sweep of public-style programs (``test_research_repos_12.py``) found
+different from PyTorch, pinned in process.
+
+Each test states what PyTorch 2.13 does (so it runs without PyTorch) and, where PyTorch is
+installed, checks it does the same.
+"""
+
+import importlib
+
+import pytest
+
+
+def _frameworks():
+    """ember, and PyTorch where installed."""
+    names = ["ember"]
+    if importlib.util.find_spec("torch") is not None:
+        names.append("torch")
+    return [importlib.import_module(n) for n in names]
+
+
+# ---------------------------------------------------------------------------------------------
+# state-dict hooks: a public post-hook edits in place and may not return a value; the older
+# private registration may return a replacement; a load post-hook may not return a value
+# (NOTE [ State-dict post-hooks edit in place ])
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_public_state_dict_post_hook_returning_a_value_raises(fw):
+    m = fw.nn.Sequential(fw.nn.Linear(2, 2))
+    m[0].register_state_dict_post_hook(lambda mod, sd, prefix, meta: sd.pop(prefix + "bias"))
+    with pytest.raises(RuntimeError, match="^state_dict post-hook must return None$"):
+        m.state_dict()
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_public_state_dict_post_hook_edits_in_place(fw):
+    m = fw.nn.Sequential(fw.nn.Linear(2, 2), fw.nn.Linear(2, 1))
+
+    def drop_bias(module, state_dict, prefix, local_metadata):
+        del state_dict[prefix + "bias"]
+
+    m[0].register_state_dict_post_hook(drop_bias)
+    assert list(m.state_dict()) == ["0.weight", "1.weight", "1.bias"]
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_private_state_dict_hook_replaces_only_the_called_modules_result(fw):
+    m = fw.nn.Sequential(fw.nn.Linear(2, 2))
+    m._register_state_dict_hook(lambda mod, sd, prefix, meta: {"replaced": 1})
+    m[0]._register_state_dict_hook(lambda mod, sd, prefix, meta: {"ignored": 2})
+    assert m.state_dict() == {"replaced": 1}
+    assert m[0].state_dict() == {"ignored": 2}
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_load_state_dict_post_hook_returning_a_value_raises(fw):
+    m = fw.nn.Linear(2, 2)
+    m.register_load_state_dict_post_hook(lambda mod, keys: keys)
+    with pytest.raises(AssertionError, match="not expected to return new values"):
+        m.load_state_dict(m.state_dict())
+
+
+# ---------------------------------------------------------------------------------------------
+# ``_load_from_state_dict`` overridden with PyTorch's seven parameters, and ``assign`` passed
+# in the metadata (NOTE [ Assignment travels in the checkpoint's metadata ]); it used to be
+# called with an eighth argument, a TypeError in every such override
+
+
+def _versioned_linear(fw, seen):
+    class Upgraded(fw.nn.Linear):
+        """An old checkpoint named the weight ``w``: renamed on load."""
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                  missing_keys, unexpected_keys, error_msgs):
+            seen.append(dict(local_metadata))
+            if prefix + "w" in state_dict:
+                state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                          missing_keys, unexpected_keys, error_msgs)
+
+    return Upgraded
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_load_from_state_dict_override_with_torch_signature(fw):
+    seen = []
+    m = fw.nn.Sequential(_versioned_linear(fw, seen)(2, 3))
+    old = {"0.w": fw.ones(3, 2), "0.bias": fw.zeros(3)}
+    assert str(m.load_state_dict(old)) == "<All keys matched successfully>"
+    assert m[0].weight.sum().item() == 6.0 and seen == [{}]
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_assign_is_written_into_the_state_dicts_metadata(fw):
+    seen = []
+    src = fw.nn.Sequential(fw.nn.Linear(2, 3), fw.nn.BatchNorm1d(3))
+    sd = src.state_dict()
+    dst = fw.nn.Sequential(_versioned_linear(fw, seen)(2, 3), fw.nn.BatchNorm1d(3))
+    dst.load_state_dict(sd, assign=True)
+    assert seen == [{"version": 1, "assign_to_params_buffers": True}]
+    assert dst[0].weight.data_ptr() == sd["0.weight"].data_ptr()
+    assert dict(sd._metadata["1"]) == {"version": 2, "assign_to_params_buffers": True}
+    # the entry stays: a later plain load of the same dict assigns as well
+    again = fw.nn.Sequential(fw.nn.Linear(2, 3), fw.nn.BatchNorm1d(3))
+    again.load_state_dict(sd)
+    assert again[1].running_var.data_ptr() == sd["1.running_var"].data_ptr()
+    # a dict without metadata, loaded plainly, copies
+    copy = fw.nn.Sequential(fw.nn.Linear(2, 3), fw.nn.BatchNorm1d(3))
+    copy.load_state_dict(dict(sd))
+    assert copy[0].weight.data_ptr() != sd["0.weight"].data_ptr()
