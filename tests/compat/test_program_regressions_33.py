@@ -108,3 +108,30 @@ def test_assign_is_written_into_the_state_dicts_metadata(fw):
     copy = fw.nn.Sequential(fw.nn.Linear(2, 3), fw.nn.BatchNorm1d(3))
     copy.load_state_dict(dict(sd))
     assert copy[0].weight.data_ptr() != sd["0.weight"].data_ptr()
+
+
+# ---------------------------------------------------------------------------------------------
+# ``torch.hub._load_local``: the helper ``load(..., source="local")`` ends in, which programs
+# call directly; it was missing
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_hub_load_local_calls_the_entrypoint_with_the_folder_on_sys_path(fw, tmp_path):
+    import sys
+
+    (tmp_path / "helpers_for_hub_33.py").write_text("WIDTH = 3\n")
+    (tmp_path / "hubconf.py").write_text(
+        "dependencies = []\n"
+        "from helpers_for_hub_33 import WIDTH\n"
+        f"import {fw.__name__}\n"
+        f"def net(classes=2):\n    return {fw.__name__}.nn.Linear(WIDTH, classes)\n")
+    path_before = list(sys.path)
+    try:
+        model = fw.hub._load_local(str(tmp_path), "net", classes=4)
+        assert (model.in_features, model.out_features) == (3, 4)
+        assert sys.path == path_before
+        with pytest.raises(RuntimeError, match="^Cannot find callable missing in hubconf$"):
+            fw.hub._load_local(str(tmp_path), "missing")
+    finally:
+        sys.modules.pop("hubconf", None)
+        sys.modules.pop("helpers_for_hub_33", None)
