@@ -52,7 +52,21 @@ and tutorials' patterns):
   plain and gated attention pooling, the clamped likelihood, CLAM's instance loss);
 - ``speculative_decoding``: draft-and-verify decoding (top-k/top-p filtering, ``max_fn``
   residuals, ``multinomial`` with generators, a greedy variant equal to the target's own
-  greedy decoding) under ``inference_mode``.
+  greedy decoding) under ``inference_mode``;
+- ``classic_cnn_layers``: the rarer layers of classic CNNs (``LocalResponseNorm``,
+  ``ChannelShuffle``, ``LPPool2d``, ``FractionalMaxPool2d`` with fixed and drawn samples,
+  adaptive max pooling into ``MaxUnpool2d``, ``Fold``/``Unfold``, ``CircularPad2d``,
+  ``Softmax2d``, ``Unflatten``, ``RReLU``, ``CELU``, ``Hardshrink``) in a trained net;
+- ``lie_group_rotations``: SO(3) exp/log maps against ``linalg.matrix_exp``, the
+  ``orthogonal`` parametrization under its three maps, Kabsch and rotation averaging by
+  SVD, LBFGS on axis-angle vectors, ``jacrev``/``hessian``/``linearize``, the 6-D
+  representation (float64);
+- ``hub_local_entrypoints``: a ``hubconf.py`` checkout loaded with ``torch.hub.load(...,
+  source="local")`` and ``_load_local``, weights through ``load_state_dict_from_url`` with
+  ``check_hash`` into a ``set_dir`` cache, ``download_url_to_file`` hash checks;
+- ``count_regression_losses``: Poisson, negative-binomial, Gaussian, Huber and pinball
+  heads on overdispersed counts, ``cummax`` against quantile crossing, ``kthvalue`` and
+  ``nanquantile`` metrics, ``MultiLabelSoftMarginLoss``, a deep ensemble's variance.
 
 With PyTorch installed each program runs on both (two processes each side, taking turns
 among the programs) and the printed lines must agree: the text with its floats masked
