@@ -16,7 +16,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=4)
 parser.add_argument("--margin", type=float, default=0.3)
 parser.add_argument("--scale", type=float, default=16.0)
-args = parser.parse_args([])
+args = parser.parse_args()
 
 torch.manual_seed(0)
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -108,29 +108,34 @@ def recall_at_k(model, ks=(1, 3)):
     return {k: hits[:, :k].any(dim=1).float().mean().item() for k in ks}
 
 
-for head_name in ("arcface", "cosface"):
-    torch.manual_seed(1)
-    model = embedder().to(device)
-    head = (ArcMarginProduct(8, NUM_CLASSES, s=args.scale, m=args.margin) if head_name == "arcface"
-            else CosFace(8, NUM_CLASSES)).to(device)
-    print(head)
-    opt = torch.optim.SGD([{"params": model.parameters()}, {"params": head.parameters(), "weight_decay": 5e-4}],
-                          lr=0.1, momentum=0.9, nesterov=True)
-    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 3], gamma=0.1)
-    loader = DataLoader(dataset, batch_sampler=PKSampler(y_all, p=3, k=4, batches=6), collate_fn=collate)
-    criterion = nn.CrossEntropyLoss()
-    for epoch in range(args.epochs):
-        total = 0.0
-        for batch in loader:
-            x, y = batch["x"].to(device, non_blocking=True), batch["y"].to(device, non_blocking=True)
-            logits = head(model(x), y)
-            loss = criterion(logits, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item()
-        sched.step()
-        r = recall_at_k(model)
-        print(f"[{head_name}] epoch {epoch} loss {total / len(loader):.4f} lr {sched.get_last_lr()[0]:.4f} "
-              f"R@1 {r[1]:.4f} R@3 {r[3]:.4f}")
-    print(f"{head_name} prelu weight {model[2].weight.item():.5f}, head norm {sum(p.norm() for p in head.parameters()).item():.4f}")
+def main():
+    for head_name in ("arcface", "cosface"):
+        torch.manual_seed(1)
+        model = embedder().to(device)
+        head = (ArcMarginProduct(8, NUM_CLASSES, s=args.scale, m=args.margin) if head_name == "arcface"
+                else CosFace(8, NUM_CLASSES)).to(device)
+        print(head)
+        opt = torch.optim.SGD([{"params": model.parameters()}, {"params": head.parameters(), "weight_decay": 5e-4}],
+                              lr=0.1, momentum=0.9, nesterov=True)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 3], gamma=0.1)
+        loader = DataLoader(dataset, batch_sampler=PKSampler(y_all, p=3, k=4, batches=6), collate_fn=collate)
+        criterion = nn.CrossEntropyLoss()
+        for epoch in range(args.epochs):
+            total = 0.0
+            for batch in loader:
+                x, y = batch["x"].to(device, non_blocking=True), batch["y"].to(device, non_blocking=True)
+                logits = head(model(x), y)
+                loss = criterion(logits, y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                total += loss.item()
+            sched.step()
+            r = recall_at_k(model)
+            print(f"[{head_name}] epoch {epoch} loss {total / len(loader):.4f} lr {sched.get_last_lr()[0]:.4f} "
+                  f"R@1 {r[1]:.4f} R@3 {r[3]:.4f}")
+        print(f"{head_name} prelu weight {model[2].weight.item():.5f}, head norm {sum(p.norm() for p in head.parameters()).item():.4f}")
+
+
+if __name__ == "__main__":
+    main()

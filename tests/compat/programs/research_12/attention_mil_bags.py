@@ -27,7 +27,7 @@ parser.add_argument("--num_bags_train", type=int, default=40)
 parser.add_argument("--num_bags_test", type=int, default=20)
 parser.add_argument("--seed", type=int, default=1, metavar="S")
 parser.add_argument("--no-cuda", action="store_true", default=False)
-args = parser.parse_args([])
+args = parser.parse_args()
 args.cuda = not args.no_cuda and torch.cuda.is_available()
 torch.manual_seed(args.seed)
 if args.cuda:

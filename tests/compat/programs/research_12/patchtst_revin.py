@@ -36,7 +36,7 @@ parser.add_argument("--lradj", type=str, default="type3")
 # (PatchTST's default is BatchNorm; under it the biases just before each norm get gradients
 # that are rounding noise, which Adam scales to full steps: LayerNorm keeps this comparable)
 parser.add_argument("--norm", type=str, default="LayerNorm")
-args = SimpleNamespace(**vars(parser.parse_args([])))
+args = SimpleNamespace(**vars(parser.parse_args()))
 print("Args in experiment:", args)
 
 
