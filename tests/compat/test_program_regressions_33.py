@@ -135,3 +135,18 @@ def test_hub_load_local_calls_the_entrypoint_with_the_folder_on_sys_path(fw, tmp
     finally:
         sys.modules.pop("hubconf", None)
         sys.modules.pop("helpers_for_hub_33", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# NAdam's per-parameter state in PyTorch's key order (a program listing the state, or
+# printing a state dict, saw ``mu_product`` last)
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_nadam_state_keys_in_torch_order(fw):
+    lin = fw.nn.Linear(3, 2)
+    opt = fw.optim.NAdam(lin.parameters(), lr=0.1)
+    lin(fw.ones(2, 3)).sum().backward()
+    opt.step()
+    assert list(opt.state[lin.weight]) == ["step", "mu_product", "exp_avg", "exp_avg_sq"]
+    assert list(opt.state_dict()["state"][0]) == ["step", "mu_product", "exp_avg", "exp_avg_sq"]
