@@ -150,3 +150,18 @@ def test_nadam_state_keys_in_torch_order(fw):
     opt.step()
     assert list(opt.state[lin.weight]) == ["step", "mu_product", "exp_avg", "exp_avg_sq"]
     assert list(opt.state_dict()["state"][0]) == ["step", "mu_product", "exp_avg", "exp_avg_sq"]
+
+
+# ---------------------------------------------------------------------------------------------
+# OneCycleLR's state dict lists its entries in PyTorch's order (a printed state dict showed
+# ``_anneal_func_type`` before ``_schedule_phases``)
+
+
+@pytest.mark.parametrize("fw", _frameworks(), ids=lambda fw: fw.__name__)
+def test_one_cycle_state_dict_keys_in_torch_order(fw):
+    opt = fw.optim.SGD(fw.nn.Linear(2, 2).parameters(), lr=0.1, momentum=0.9)
+    sched = fw.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=10)
+    assert list(sched.state_dict()) == [
+        "total_steps", "_schedule_phases", "_anneal_func_type", "cycle_momentum", "use_beta1",
+        "base_lrs", "last_epoch", "_step_count", "_is_initial", "_get_lr_called_within_step",
+        "_last_lr"]
