@@ -420,8 +420,28 @@ def load(repo_or_dir, model, *args, source="github", trust_repo="check", force_r
     if source == "github":
         repo_or_dir = _get_cache_or_reload(repo_or_dir, force_reload, trust_repo,
                                            verbose=verbose, skip_validation=skip_validation)
-    with _on_sys_path(repo_or_dir):
-        hubconf = _import_hubconf(repo_or_dir)
+    return _load_local(repo_or_dir, model, *args, **kwargs)
+
+
+def _load_local(hubconf_dir, model, *args, **kwargs):
+    """Call entrypoint ``model`` of the ``hubconf.py`` in folder ``hubconf_dir``, with the
+    folder on ``sys.path`` for the call (the helper :func:`load` ends in; programs call it
+    directly too).
+
+    Args:
+        hubconf_dir (str): a folder holding a ``hubconf.py``.
+        model (str): the entrypoint's name.
+        *args, **kwargs: passed to the entrypoint.
+
+    Returns:
+        whatever the entrypoint returns.
+
+    Example::
+
+        >>> net = ember.hub._load_local("path/to/repo", "tiny_net")  # doctest: +SKIP
+    """
+    with _on_sys_path(hubconf_dir):
+        hubconf = _import_hubconf(hubconf_dir)
         return _entrypoint(hubconf, model)(*args, **kwargs)
 
 

@@ -960,7 +960,6 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
         t = self.total_steps
         if three_phase:
             self._schedule_phases = [
@@ -981,6 +980,8 @@ class OneCycleLR(LRScheduler):
                 {"end_step": t - 1, "start_lr": "max_lr", "end_lr": "min_lr",
                  "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
             ]
+        # (set after the phases: a state dict lists them in PyTorch's order)
+        self._anneal_func_type = anneal_strategy
         max_lrs = _per_group(optimizer, max_lr, "max_lr")
         if last_epoch == -1:
             for lr, group in zip(max_lrs, optimizer.param_groups):

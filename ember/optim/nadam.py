@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._base import check_adam_hparams, check_range, closure_loss, step_group, zeros_state
+from ._base import (check_adam_hparams, check_range, closure_loss, state_step, step_group,
+                    zeros_state)
 from .optimizer import Optimizer
 
 __all__ = ["NAdam", "nadam"]
@@ -54,8 +55,10 @@ class NAdam(Optimizer):
         from .. import tensor
 
         def init(p, st):
-            zeros_state("exp_avg", "exp_avg_sq")(p, st)
+            # (in PyTorch's order: a program listing the state sees the same keys)
+            state_step(st)
             st["mu_product"] = tensor(1.0)
+            zeros_state("exp_avg", "exp_avg_sq")(p, st)
 
         loss = closure_loss(closure)
         for group in self.param_groups:

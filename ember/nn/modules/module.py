@@ -867,8 +867,12 @@ class Module:
                                   keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, local_metadata)
-            if result is not None:
-                destination = result
+            if result is None:
+                continue
+            # NOTE [ State-dict post-hooks edit in place ]
+            if getattr(hook, "_from_public_api", False):
+                raise RuntimeError("state_dict post-hook must return None")
+            destination = result
         return destination
 
     def get_extra_state(self):
@@ -880,7 +884,10 @@ class Module:
             "Reached a code path in Module.set_extra_state() that should never be called.")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs, assign=False):
+                              unexpected_keys, error_msgs):
+        # (``load_state_dict(assign=True)`` says so in the metadata: NOTE [ Assignment
+        # travels in the checkpoint's metadata ])
+        assign = local_metadata.get("assign_to_params_buffers", False)
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs)
@@ -955,10 +962,18 @@ class Module:
         if metadata is not None:
             state_dict._metadata = metadata
 
+        # NOTE [ Assignment travels in the checkpoint's metadata ]
+        # ``assign`` reaches each module's ``_load_from_state_dict`` as the metadata entry
+        # ``assign_to_params_buffers``, not as an argument: programs override that method
+        # with PyTorch's seven parameters and call ``super()`` with them. As on PyTorch the
+        # entry is written into the state dict's own ``_metadata`` (a later load of the same
+        # dict assigns too, and a checkpoint saved from it carries the entry).
         def load(module, local_state_dict, prefix=""):
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
-                                         missing, unexpected, errors, assign)
+                                         missing, unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
@@ -967,7 +982,11 @@ class Module:
                     load(child, child_sd, child_prefix)
             incompatible = _IncompatibleKeys(missing, unexpected)
             for hook in module._load_state_dict_post_hooks.values():
-                hook(module, incompatible)
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
 
         load(self, state_dict)
         if strict:
@@ -987,12 +1006,42 @@ class Module:
         self._state_dict_pre_hooks[h.id] = hook
         return h
 
+    # NOTE [ State-dict post-hooks edit in place ]
+    # A post-hook registered through the public ``register_state_dict_post_hook`` edits the
+    # state dict it is given and must return None (returning anything raises, as on
+    # PyTorch); one registered through the older private ``_register_state_dict_hook`` may
+    # return a replacement, which only the module whose ``state_dict`` was called returns
+    # (its parent keeps filling its own dict). The hook carries the mark itself, as
+    # PyTorch's does: both kinds share the one ordered table.
+
     def register_state_dict_post_hook(self, hook):
+        """Register ``hook(module, state_dict, prefix, local_metadata)`` to run after
+        ``state_dict`` has filled this module's entries; it edits ``state_dict`` in place
+        and must return None (NOTE [ State-dict post-hooks edit in place ]).
+
+        Args:
+            hook: the callable.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+
+        Example:
+            >>> m = ember.nn.Linear(2, 2)
+            >>> def drop_bias(module, state_dict, prefix, local_metadata):
+            ...     del state_dict[prefix + "bias"]
+            >>> h = m.register_state_dict_post_hook(drop_bias)
+            >>> list(m.state_dict())
+            ['weight']
+        """
+        hook._from_public_api = True
+        return self._register_state_dict_hook(hook)
+
+    def _register_state_dict_hook(self, hook):
+        """The older post-hook registration: ``hook`` may return a state dict that replaces
+        this module's result (NOTE [ State-dict post-hooks edit in place ])."""
         h = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[h.id] = hook
         return h
-
-    _register_state_dict_hook = register_state_dict_post_hook
 
     def register_load_state_dict_pre_hook(self, hook):
         h = RemovableHandle(self._load_state_dict_pre_hooks)

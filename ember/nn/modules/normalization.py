@@ -63,14 +63,14 @@ class _NormBase(Module):
                 f"track_running_stats={self.track_running_stats}")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs, assign=False):
+                              unexpected_keys, error_msgs):
         version = local_metadata.get("version", None)
         key = prefix + "num_batches_tracked"
         if (version is None or version < 2) and self.track_running_stats and \
                 key not in state_dict:
             state_dict[key] = tensor(0, dtype=int64)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
-                                      missing_keys, unexpected_keys, error_msgs, assign)
+                                      missing_keys, unexpected_keys, error_msgs)
 
 
 class _BatchNorm(_NormBase):
