@@ -741,7 +741,9 @@ def silu_backward(g, x):
 # The compiled element-wise loops (exp, sigmoid, SiLU and its backward, GELU) release the
 # GIL and each element is computed alone, so a large array is cut into one contiguous run
 # per thread on ember's pool (``_parallel.split_on_threads``, which declines on one thread
-# or an oversubscribed machine): the same bits as one call. From 2**18 elements (~0.2 ms of
+# or an oversubscribed machine), cut on a grid of ``_FLAT_ALIGN`` elements so that every
+# element meets the loop it meets in one call: the same bits as one call (NOTE [ Flat cuts
+# on the vector grid ] in ``_numba_par.py``). From 2**18 elements (~0.2 ms of
 # exp on one core) the halves save more than the pool's round trip (~40 us) costs. Below
 # ``_ELEMENTWISE_MIN`` elements NumPy's own loop costs no more than the compiled call's
 # dispatch, and NumPy keeps those. The kernels that numba's pool has drivers for split there
@@ -749,6 +751,9 @@ def silu_backward(g, x):
 # ``_numba_par.py``); the relay takes the rest, and those calls where the pool declines.
 _ELEMENTWISE_MIN = 256
 _SPLIT_MIN = 1 << 18
+#: the grid every cut of a split flat kernel falls on, in elements (``_numba_par.FLAT_ALIGN``,
+#: repeated here so that the relay needs no numba import: NOTE [ Flat cuts on the vector grid ])
+_FLAT_ALIGN = 64
 _RECIPROCAL_MIN = 1 << 13
 
 
@@ -789,11 +794,13 @@ def _run_flat(kernel, *arrays):
         kernel(*arrays)
         return
 
-    def run(lo, hi):
+    def run(lo, hi):  # cut on the grid: NOTE [ Flat cuts on the vector grid ] in _numba_par.py
+        lo, hi = lo * _FLAT_ALIGN, min(hi * _FLAT_ALIGN, size)
         kernel(*[a[lo:hi] for a in arrays])
 
-    if not _parallel.split_on_threads(run, size, min_size=_SPLIT_MIN):
-        run(0, size)
+    if not _parallel.split_on_threads(run, -(-size // _FLAT_ALIGN),
+                                      min_size=_SPLIT_MIN // _FLAT_ALIGN):
+        kernel(*arrays)
 
 
 def _flat_driver(name, arrays):
