@@ -107,21 +107,21 @@ def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
 
 
 # NOTE [ Element-wise kernels on the pool ]
-# The flat element-wise kernels (exp, sigmoid, SiLU, GELU, ReLU and the backward of SiLU and
-# GELU) went to the relay (NOTE [ Compiled element-wise kernels on threads ] in
-# ``__init__.py``), whose round trip of ~20-50 us was a fifth of a 1M-element SiLU at two
-# threads; the drivers below cut the flat arrays into ``nch`` contiguous runs, each a whole
-# number of ``FLAT_ALIGN`` elements (no two threads write one cache line, and every element
-# runs the code it runs in one call: NOTE [ Flat cuts on the vector grid ]), and run the
-# one-thread kernel on each, so the results are those of one call. The kernel is picked by
-# its index in ``UNARY`` (or ``BINARY``), one compiled driver for the family rather than one
-# per kernel. Layer norm's
-# rows (forward and backward) take the pool the same way. Measured one framework per process
-# as the bench runs them (2-CPU EPYC, ``chrt -f 10``, load 7-8 from other sessions with the
-# load check off, 2 threads; relay -> pool, PyTorch beside): SiLU over 1M float32 160 -> 130
-# us (134-138), GELU forward+backward 446-464 -> 390-396 us (454-555), SiLU forward+backward
-# 388 -> 314-325 us (315-334), layer norm (64, 128, 256) forward+backward 822-903 -> 764-868
-# us (779-782). At two threads the pool's SiLU takes 121 us where one chunk takes 237.
+# The flat element-wise kernels (exp, sigmoid, SiLU, GELU, ReLU and the backward of SiLU and GELU)
+# went to the relay (NOTE [ Compiled element-wise kernels on threads ] in ``__init__.py``), whose
+# round trip of ~20-50 us was a fifth of a 1M-element SiLU at two threads; the drivers below cut the
+# flat arrays into ``nch`` contiguous runs, each a whole number of ``FLAT_ALIGN`` elements (no two
+# threads write one cache line, and every element runs the code it runs in one call: NOTE [ Flat
+# cuts on the vector grid ]), and run the one-thread kernel on each, so the results are those of one
+# call. The kernel is picked by its index in ``UNARY`` (or ``BINARY``), one compiled driver for the
+# family rather than one per kernel. Layer norm's rows (forward and backward) take the pool the same
+# way. Measured one framework per process as the bench runs them (2-CPU EPYC, ``chrt -f 10``, load
+# 7-8 from other sessions with the load check off, 2 threads; relay -> pool, PyTorch beside): SiLU
+# over 1M float32 160 -> 130 us (134-138), GELU forward+backward 446-464 -> 390-396 us (454-555),
+# SiLU forward+backward 388 -> 314-325 us (315-334), layer norm (64, 128, 256) forward+backward
+# 822-903 -> 764-868 us (779-782). At two threads the pool's SiLU takes 121 us where one chunk takes
+# 237.
+
 # NOTE [ Flat cuts on the vector grid ]
 # LLVM compiles each flat loop three times: a main loop of 16 float32 lanes (AVX-512 here),
 # an epilogue of 4 lanes, and a scalar loop for the last 0-3 elements. Under the ``reassoc``
@@ -132,7 +132,7 @@ def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
 # a multiple of ``FLAT_ALIGN`` elements and all but the last are whole multiples of it, so
 # each element falls in the main loop exactly where one call over the whole array puts it,
 # and the last piece ends in the same epilogue and scalar tail. ``FLAT_ALIGN`` (64) is a
-# multiple of any main loop's step (16 lanes x unroll on AVX-512, 8 x unroll on AVX2), and
+# multiple of the main loop's step (16 elements here; up to 64 where LLVM unrolls it), and
 # 256 bytes: no two threads write one cache line. Both the pool's drivers and the relay's
 # split (``_run_flat`` in ``__init__.py``) cut on this grid: a split's bits are one call's
 # at any thread count. (The relay cut at ``ceil(size / threads)`` before session 33: an odd
