@@ -120,7 +120,10 @@ def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
 # over 1M float32 160 -> 130 us (134-138), GELU forward+backward 446-464 -> 390-396 us (454-555),
 # SiLU forward+backward 388 -> 314-325 us (315-334), layer norm (64, 128, 256) forward+backward
 # 822-903 -> 764-868 us (779-782). At two threads the pool's SiLU takes 121 us where one chunk takes
-# 237.
+# 237. Tried in session 33 and not kept: pieces claimed with atomic adds as the threads come
+# (a few per thread, from either end, so that a late worker takes fewer): over 4M float32 at
+# two threads the sum took 90.6 against 86.1 us and ``a + b`` 555 against 566 (``chrt -f
+# 10``, same process, alternating), and under load neither was steadier than the static cut.
 
 # NOTE [ Flat cuts on the vector grid ]
 # LLVM compiles each flat loop three times: a main loop of 16 float32 lanes (AVX-512 here),
