@@ -741,7 +741,9 @@ def silu_backward(g, x):
 # The compiled element-wise loops (exp, sigmoid, SiLU and its backward, GELU) release the
 # GIL and each element is computed alone, so a large array is cut into one contiguous run
 # per thread on ember's pool (``_parallel.split_on_threads``, which declines on one thread
-# or an oversubscribed machine): the same bits as one call. From 2**18 elements (~0.2 ms of
+# or an oversubscribed machine), cut on a grid of ``_FLAT_ALIGN`` elements so that every
+# element meets the loop it meets in one call: the same bits as one call (NOTE [ Flat cuts
+# on the vector grid ] in ``_numba_par.py``). From 2**18 elements (~0.2 ms of
 # exp on one core) the halves save more than the pool's round trip (~40 us) costs. Below
 # ``_ELEMENTWISE_MIN`` elements NumPy's own loop costs no more than the compiled call's
 # dispatch, and NumPy keeps those. The kernels that numba's pool has drivers for split there
@@ -749,31 +751,40 @@ def silu_backward(g, x):
 # ``_numba_par.py``); the relay takes the rest, and those calls where the pool declines.
 _ELEMENTWISE_MIN = 256
 _SPLIT_MIN = 1 << 18
+#: the grid every cut of a split flat kernel falls on, in elements (``_numba_par.FLAT_ALIGN``,
+#: repeated here so that the relay needs no numba import: NOTE [ Flat cuts on the vector grid ])
+_FLAT_ALIGN = 64
 _RECIPROCAL_MIN = 1 << 13
 
 
 #: the fewest elements of a flat kernel (and of float32 ``+ - * /``) split on numba's pool
-#: (NOTE [ Element-wise kernels on the pool ] in ``_numba_par.py``) -- by default none: NOTE
-#: [ Flat kernels stay on the relay in training steps ]; ``EMBER_FLAT_POOL=1`` takes them
-#: from 2**16 elements (~15 us of SiLU on one core, where the pool's hand-over costs ~2 us)
-POOL_FLAT_MIN = 1 << 16 if os.environ.get("EMBER_FLAT_POOL") == "1" else 1 << 62
+#: (NOTE [ Element-wise kernels on the pool ] in ``_numba_par.py``): 2**18 by default (NOTE
+#: [ Flat kernels on the pool in training steps ]); ``EMBER_FLAT_POOL=0`` keeps them all on
+#: the relay, ``EMBER_FLAT_POOL=1`` takes them from 2**16 elements (~15 us of SiLU on one
+#: core, where the pool's hand-over costs ~2 us)
+POOL_FLAT_MIN = {"0": 1 << 62, "1": 1 << 16}.get(os.environ.get("EMBER_FLAT_POOL"), 1 << 18)
 
-# NOTE [ Flat kernels stay on the relay in training steps ]
+# NOTE [ Flat kernels on the pool in training steps ]
 # Alone, a flat kernel split on numba's pool beats the relay (SiLU over 1M float32 at two
 # threads 0.98x PyTorch's time against ~1.3x), but inside the training steps, where each
-# such call follows the products' two-thread work, it lost: in-process A/B of the rule
-# (2-CPU EPYC, ``chrt -f 10``, quiet machine, medians of 9-15 rounds) MLP step 2.89 against
-# 1.98 ms from 2**16 elements; from 2**18, MNIST CNN 30.2 against 28.9 ms and ResNet-18 316.7
-# against 310.6 (LSTM LM 37.7 against 38.7, within noise). The training steps are what
-# ember is judged by, so flat kernels and large arithmetic keep the relay unless
-# ``EMBER_FLAT_POOL=1``; layer norm's rows and the softmax family keep the pool, which won
-# inside the steps too. Why the pool lost there was found in session 32: its OpenMP workers'
-# spin after a call (NOTE [ The pool's workers spin briefly ] in ``_numba_par.py``, now
-# shorter). With the shorter spin the pool from 2**18 elements measured even with the relay
-# in the steps (MLP 2.42 / 2.42 ms, MNIST CNN 29.21 / 28.64, GPT-mini 91.78 / 90.76, relay /
-# pool, ``chrt -f 10``), but the pool's flat drivers do not give the one-thread kernels' bits
-# for every op (tests/perf/test_session22_kernels.py's cross-entropy and gradient cases
-# differ in the last bit when they run there), so the relay keeps them until they do.
+# such call follows the products' two-thread work, it lost until session 32: in-process A/B
+# of the rule (2-CPU EPYC, ``chrt -f 10``, quiet machine, medians of 9-15 rounds) MLP step
+# 2.89 against 1.98 ms from 2**16 elements; from 2**18, MNIST CNN 30.2 against 28.9 ms and
+# ResNet-18 316.7 against 310.6. That was the pool's OpenMP workers' spin after a call (NOTE
+# [ The pool's workers spin briefly ] in ``_numba_par.py``, shorter since session 32): with
+# it the pool from 2**18 elements measured even with the relay in the steps (MLP 2.42 / 2.42
+# ms, MNIST CNN 29.21 / 28.64, GPT-mini 91.78 / 90.76, relay / pool). The relay kept the
+# flat kernels for one more session because the pool's results were thought to differ from
+# one thread's in the last bit; they did not (its cuts are on the vector grid), the relay's
+# did, for GELU at odd sizes (NOTE [ Flat cuts on the vector grid ] in ``_numba_par.py``).
+# Session 33 (2-CPU EPYC, ``chrt -f 10``, load 4-6 from other sessions with the load check
+# off, 2 threads): the kernels alone, one framework per process, relay -> pool with PyTorch
+# beside, SiLU over 1M float32 166 -> 128 us (121), SiLU forward+backward 401 -> 300 (302),
+# GELU forward+backward 488 -> 396 (442), ``a + b`` over 4M 420 -> 372 (434); in the steps,
+# in-process A/B medians of 9-15 rounds, pool / relay: MNIST CNN 29.03 / 28.52, 30.96 /
+# 30.91 and 30.76 / 31.36 ms, GPT-mini 81.32 / 82.02, MLP 1.91 / 1.92 (nothing of its is
+# that large), ResNet-18 318.9 / 312.3 (rounds spread 291-348): even within the noise. So
+# from session 33 they take the pool by default, from 2**18 elements as measured.
 
 
 def _run_flat(kernel, *arrays):
@@ -789,11 +800,13 @@ def _run_flat(kernel, *arrays):
         kernel(*arrays)
         return
 
-    def run(lo, hi):
+    def run(lo, hi):  # cut on the grid: NOTE [ Flat cuts on the vector grid ] in _numba_par.py
+        lo, hi = lo * _FLAT_ALIGN, min(hi * _FLAT_ALIGN, size)
         kernel(*[a[lo:hi] for a in arrays])
 
-    if not _parallel.split_on_threads(run, size, min_size=_SPLIT_MIN):
-        run(0, size)
+    if not _parallel.split_on_threads(run, -(-size // _FLAT_ALIGN),
+                                      min_size=_SPLIT_MIN // _FLAT_ALIGN):
+        kernel(*arrays)
 
 
 def _flat_driver(name, arrays):

@@ -107,21 +107,41 @@ def block_sums_on(x, out, block, nch):  # pragma: no cover - compiled
 
 
 # NOTE [ Element-wise kernels on the pool ]
-# The flat element-wise kernels (exp, sigmoid, SiLU, GELU, ReLU and the backward of SiLU and
-# GELU) went to the relay (NOTE [ Compiled element-wise kernels on threads ] in
-# ``__init__.py``), whose round trip of ~20-50 us was a fifth of a 1M-element SiLU at two
-# threads; the drivers below cut the flat arrays into ``nch`` contiguous runs, each a whole
-# number of ``_FLAT_ALIGN`` elements (64 bytes of float32: no two threads write one cache
-# line), and run the one-thread kernel on each. Every element is computed alone, so the
-# results are those of one call. The kernel is picked by its index in ``UNARY`` (or
-# ``BINARY``), one compiled driver for the family rather than one per kernel. Layer norm's
-# rows (forward and backward) take the pool the same way. Measured one framework per process
-# as the bench runs them (2-CPU EPYC, ``chrt -f 10``, load 7-8 from other sessions with the
-# load check off, 2 threads; relay -> pool, PyTorch beside): SiLU over 1M float32 160 -> 130
-# us (134-138), GELU forward+backward 446-464 -> 390-396 us (454-555), SiLU forward+backward
-# 388 -> 314-325 us (315-334), layer norm (64, 128, 256) forward+backward 822-903 -> 764-868
-# us (779-782). At two threads the pool's SiLU takes 121 us where one chunk takes 237.
-_FLAT_ALIGN = 16
+# The flat element-wise kernels (exp, sigmoid, SiLU, GELU, ReLU and the backward of SiLU and GELU)
+# went to the relay (NOTE [ Compiled element-wise kernels on threads ] in ``__init__.py``), whose
+# round trip of ~20-50 us was a fifth of a 1M-element SiLU at two threads; the drivers below cut the
+# flat arrays into ``nch`` contiguous runs, each a whole number of ``FLAT_ALIGN`` elements (no two
+# threads write one cache line, and every element runs the code it runs in one call: NOTE [ Flat
+# cuts on the vector grid ]), and run the one-thread kernel on each, so the results are those of one
+# call. The kernel is picked by its index in ``UNARY`` (or ``BINARY``), one compiled driver for the
+# family rather than one per kernel. Layer norm's rows (forward and backward) take the pool the same
+# way. Measured one framework per process as the bench runs them (2-CPU EPYC, ``chrt -f 10``, load
+# 7-8 from other sessions with the load check off, 2 threads; relay -> pool, PyTorch beside): SiLU
+# over 1M float32 160 -> 130 us (134-138), GELU forward+backward 446-464 -> 390-396 us (454-555),
+# SiLU forward+backward 388 -> 314-325 us (315-334), layer norm (64, 128, 256) forward+backward
+# 822-903 -> 764-868 us (779-782). At two threads the pool's SiLU takes 121 us where one chunk takes
+# 237. Tried in session 33 and not kept: pieces claimed with atomic adds as the threads come
+# (a few per thread, from either end, so that a late worker takes fewer): over 4M float32 at
+# two threads the sum took 90.6 against 86.1 us and ``a + b`` 555 against 566 (``chrt -f
+# 10``, same process, alternating), and under load neither was steadier than the static cut.
+
+# NOTE [ Flat cuts on the vector grid ]
+# LLVM compiles each flat loop three times: a main loop of 16 float32 lanes (AVX-512 here),
+# an epilogue of 4 lanes, and a scalar loop for the last 0-3 elements. Under the ``reassoc``
+# flag the three need not round alike: GELU's scalar loop (``gelu_out_into`` and
+# ``gelu_backward_into``) gives 1 ulp other than its vector loops for ~1.7% of inputs (every
+# other flat kernel agrees; tests/perf/test_elementwise_33.py checks them all). So which loop
+# an element meets must not depend on the cut: every piece of a split flat kernel starts at
+# a multiple of ``FLAT_ALIGN`` elements and all but the last are whole multiples of it, so
+# each element falls in the main loop exactly where one call over the whole array puts it,
+# and the last piece ends in the same epilogue and scalar tail. ``FLAT_ALIGN`` (64) is a
+# multiple of the main loop's step (16 elements here; up to 64 where LLVM unrolls it), and
+# 256 bytes: no two threads write one cache line. Both the pool's drivers and the relay's
+# split (``_run_flat`` in ``__init__.py``) cut on this grid: a split's bits are one call's
+# at any thread count. (The relay cut at ``ceil(size / threads)`` before session 33: an odd
+# size put 1-3 elements near the cut in GELU's scalar loop, 1 ulp away from one thread's.)
+#: the grid, in elements, that every cut of a split flat kernel falls on
+FLAT_ALIGN = 64
 
 #: the one-input kernels ``unary_on`` runs, by index: ``f(x, out)``
 UNARY = ("exp_into", "sigmoid_into", "silu_into", "gelu_out_into", "relu_into")
@@ -133,7 +153,7 @@ BINARY = ("silu_backward_into", "gelu_backward_into")
 def _flat_chunk(size, nch, c):  # pragma: no cover - compiled
     """The elements ``[lo, hi)`` of chunk ``c`` of ``nch`` over ``size`` elements."""
     step = (size + nch - 1) // nch
-    step = (step + _FLAT_ALIGN - 1) // _FLAT_ALIGN * _FLAT_ALIGN
+    step = (step + FLAT_ALIGN - 1) // FLAT_ALIGN * FLAT_ALIGN
     lo = min(size, c * step)
     return lo, min(size, lo + step)
 

@@ -22,7 +22,7 @@ pytest.importorskip("numba")
 @pytest.fixture(autouse=True)
 def _pool(pool_on, monkeypatch):
     """Every test here on numba's pool (``pool_on`` in conftest.py), flat kernels included
-    (NOTE [ Flat kernels stay on the relay in training steps ]: ``EMBER_FLAT_POOL=1``)."""
+    (NOTE [ Flat kernels on the pool in training steps ]: ``EMBER_FLAT_POOL=1``)."""
     monkeypatch.setattr(_kernels, "POOL_FLAT_MIN", 1 << 16)
     yield
 
@@ -322,9 +322,9 @@ def test_silu_backward_with_silus_exp_matches_torch(numba_backend):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("env,least", [(None, 1 << 62), ("1", 1 << 16)])
-def test_flat_kernels_take_the_pool_only_when_asked(env, least):
-    # NOTE [ Flat kernels stay on the relay in training steps ]
+@pytest.mark.parametrize("env,least", [(None, 1 << 18), ("1", 1 << 16), ("0", 1 << 62)])
+def test_flat_kernels_take_the_pool_from_the_size_asked(env, least):
+    # NOTE [ Flat kernels on the pool in training steps ]
     import subprocess
     import sys
 
