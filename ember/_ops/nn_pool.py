@@ -621,6 +621,16 @@ def _adaptive_avg_backward_kernel(xp, g, *, input_shape, output_size):
 
 
 def _adaptive_avg_vjp(g, x, *, output_size):
+    nd = len(output_size)
+    shape = tuple(g.shape)
+    if nd == 1:  # (PyTorch pools one dim as two, and says so)
+        nd, shape = 2, shape[:-1] + (1,) + shape[-1:]
+    for d in range(len(shape) - nd - (1 if len(shape) == nd + 2 else 0), len(shape)):
+        if shape[d] == 0 and (len(shape) == nd + 1 or d > 0):
+            raise RuntimeError(
+                f"adaptive_avg_pool{nd}d_backward(): Expected grad_output to have non-zero size "
+                f"for non-batch dimensions, but grad_output has sizes {list(shape)} with "
+                f"dimension {d} being empty")
     if all(o == 1 for o in output_size):
         # global pooling is a mean over the planes, and its gradient is PyTorch's mean's:
         # the gradient spread over each plane and divided by its size (the bits the
@@ -905,11 +915,15 @@ def fractional_max_pool(nd, input, kernel_size, output_size=None, output_ratio=N
             tuple(output_ratio)
         output_size = tuple(int(spatial[i] * ratio[i]) for i in range(nd))
     out = _tuple(output_size, nd, "output_size", op)
-    for i in range(nd):
-        if out[i] + k[i] - 1 > spatial[i]:
+    # PyTorch's checks: the 2-d kernel refuses out + k - 1 > in, height then width; the 3-d
+    # one already out + k - 1 == in, and looks at time, width, then height
+    names, order, strict = (("height", "width"), (0, 1), 0) if nd == 2 else \
+        (("time", "height", "width"), (0, 2, 1), 1)
+    for i in order:
+        if out[i] + k[i] - 1 + strict > spatial[i]:
             raise RuntimeError(
-                f"{op}(): pool size {k[i]} too large relative to input size {spatial[i]} "
-                f"for output size {out[i]} in dim {i}")
+                f"{op}{'_out' if nd == 3 else ''}(): pool {names[i]} {k[i]} too large relative "
+                f"to input {names[i]} {spatial[i]}")
     n, c = x.shape[:2]
     if _random_samples is None:
         _random_samples = rand(n, c, nd, dtype=x.dtype, device=x.device)

@@ -54,7 +54,4 @@ KNOWN = {
 KNOWN_PROGRAMS = {
     ("reductions", 190): "torch-specific: logsumexp over dim=() without keepdim fails resizing "
                          "its own result ([] against [1, 1]), any dtype; ember reduces every dim",
-    ("functional", 190): "open: the gradient of an 'area' interpolation to an empty size; "
-                         "torch's adaptive_avg_pool backward refuses an empty grad_output, "
-                         "ember gives zeros (adaptive pooling lives in nn_pool.py)",
 }
