@@ -15,7 +15,7 @@ the schedule, not the values beyond float rounding.
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from numba import njit
 
 _FM = {"reassoc", "contract", "nsz"}
 _OPTS = dict(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
