@@ -6,16 +6,22 @@ so the split reads the same on a loaded machine (one-thread CPU time does not mo
 load the way two-thread wall time does). Every profiled function's own time is put in one
 category by where it lives and what it is:
 
-- ``GEMM``: matrix products (MLAS through onnxruntime, NumPy's BLAS);
+- ``GEMM``: matrix products (MLAS through onnxruntime, its bindings included, NumPy's BLAS,
+  linear's product);
 - ``convolution``: Winograd transforms, channels-last copies, im2col and the conv kernels;
-- ``softmax/norms``: softmax, log-softmax, cross-entropy, layer/batch norm, attention rows;
+- ``attention``: scaled-dot-product attention's own code (its products and softmax rows);
+- ``softmax/norms``: softmax, log-softmax, cross-entropy, layer/batch norm;
 - ``element-wise``: activations, arithmetic, comparisons, copies and casts;
 - ``reductions``: sums and other reductions (NumPy's ``reduce`` included);
 - ``pooling``, ``recurrent`` (the fused LSTM steps), ``random`` (dropout's draws);
 - ``optimizer``: the fused optimizer steps;
 - ``allocation``: NumPy's ``empty``/``zeros``/``ascontiguousarray`` and friends;
 - ``Python``: everything else -- the dispatcher, autograd's engine and nodes, modules,
-  argument checks: the time torch spends in C++.
+  argument checks: the time torch spends in C++ -- and cProfile's own cost per call, so
+  it reads high: the unprofiled step time is printed beside the profiled one.
+
+NumPy operators written inline (``a @ b``, ``a * b``) are not calls cProfile sees: their
+time counts in the function that runs them, which is why whole files name categories.
 
 PyTorch's one-thread step is timed beside it for the ratio. Example::
 
@@ -32,19 +38,22 @@ import time
 
 #: (category, substrings of "file:function" that put a function in it), first match wins
 RULES = (
-    ("GEMM", ("run_with_iobinding", "_mlas.py:", "_blas.py:", "'matmul'", "'dot'",
-              "built-in method numpy.matmul", "_lstm_mlas.py:", "'einsum'")),
+    ("GEMM", ("onnxruntime", "_mlas.py:", "_blas.py:", "'matmul'", "'dot'",
+              "built-in method numpy.matmul", "_lstm_mlas.py:", "'einsum'", "nn_ops.py:_affine",
+              "linalg.py:")),
     ("recurrent", ("_numba_rnn", "nn_rnn.py:", "_lstm_")),
     ("convolution", ("winograd", "_numba_conv", "nn_conv", "im2col", "channels_last",
-                     "_conv_paths", "unfold")),
+                     "_conv_paths", "unfold", "_weight_tiles")),
+    ("attention", ("nn_attention", "_nn_attention")),
     ("softmax/norms", ("softmax", "cross_entropy", "layer_norm", "batch_norm", "_norm",
-                       "_nn_attention", "nll")),
+                       "nll")),
     ("pooling", ("_numba_pool", "nn_pool", "pool")),
     ("random", ("_numba_random", "random_ops", "rng_", "dropout", "bernoulli")),
     ("optimizer", ("_numba_optim", "adam_into", "adadelta", "sgd_", "_foreach")),
     ("reductions", ("'reduce' of", "_numba_reduce", "reduction.py:", "_reduce.py:",
                     "sum'", "'sum'")),
     ("element-wise", ("_numba.py:", "_numba_par", "_numba_fma", "ufunc", "'astype'",
+                      "_elementwise.py:",
                       "'copy'", "copyto", "'fill'", "'where'", "'clip'", "'exp'")),
     ("allocation", ("numpy.empty", "numpy.zeros", "ascontiguousarray", "numpy.ones",
                     "'view'", "'reshape'")),
