@@ -41,7 +41,7 @@ import sys
 import numpy as np
 
 from .. import _parallel
-from . import _blas, _mlas, _weight_tiles
+from . import _blas, _mlas, _train, _weight_tiles
 
 
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
@@ -55,19 +55,9 @@ _WEIGHT_TRANSFORM = np.kron(_G, _G)
 _TILE_BYTES = 2 * 2**20
 
 
-_KERNELS = None  # (_numba_winograd22, _numba_winograd43) once loaded: per-call imports cost
-
-
 def _compiled():
-    """The F(2x2) and F(4x4) kernel modules (numba), imported once (one tuple assignment,
-    so threads that race here see a whole pair)."""
-    global _KERNELS
-    pair = _KERNELS
-    if pair is None:
-        from . import _numba_winograd22, _numba_winograd43
-
-        pair = _KERNELS = (_numba_winograd22, _numba_winograd43)
-    return pair
+    """The F(2x2) and F(4x4) kernel modules (numba), each imported once (``_train._module``)."""
+    return _train._module("_numba_winograd22"), _train._module("_numba_winograd43")
 
 
 def _impl():
